@@ -1,0 +1,3 @@
+//! The `openharness` command.
+
+fn main() {}

@@ -1,0 +1,215 @@
+//! The [`Agent`] trait: an LLM step with a mandatory structured output.
+//!
+//! An agent is activated by one event type (its trigger) when `when(state)` holds, builds a
+//! prompt from the state and the trigger, and turns the model's output (a value of its
+//! `Output` type, whose JSON Schema is sent to the provider) into events. The runtime owns the
+//! rest: streaming, validation, re-asking, recording.
+
+use std::marker::PhantomData;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::Arc;
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+use crate::emit::Emit;
+use crate::event::{Envelope, Event};
+use crate::fold::panic_message;
+use crate::handler::Handler;
+
+/// An LLM agent. Usually implemented by `#[agent(output = T, on = Trigger, emits = [...])]`.
+///
+/// ```
+/// use openharness_core::{Agent, Emit, Event, builtin::{UserInput, TextComplete}};
+/// # #[derive(Clone, serde::Serialize)] struct S;
+/// # impl openharness_core::Handler for S { type Events = E; fn apply(&mut self, _: &E) -> Emit { Emit::none() } }
+/// # enum E {}
+/// # impl openharness_core::EventSet for E { const NAMES: &'static [&'static str] = &[];
+/// #   fn name(&self) -> &'static str { match *self {} }
+/// #   fn decode(_: &str, _: &serde_json::Value) -> Result<openharness_core::Decoded<Self>, serde_json::Error> { Ok(openharness_core::Decoded::Unknown) }
+/// #   fn to_payload(&self) -> Result<serde_json::Value, serde_json::Error> { match *self {} } }
+/// #[derive(serde::Deserialize, schemars::JsonSchema)]
+/// struct Reply { answer: String }
+///
+/// struct Echo;
+/// impl Agent for Echo {
+///     type State = S;
+///     type Trigger = UserInput;
+///     type Output = Reply;
+///     const NAME: &'static str = "echo";
+///     const EMITS: &'static [&'static str] = &[TextComplete::NAME];
+///     fn prompt(&self, _: &S, input: &UserInput) -> String { format!("Echo: {}", input.text) }
+///     fn on_output(&self, reply: Reply, _: &UserInput) -> Emit {
+///         Emit::one(TextComplete { agent: "echo".into(), text: reply.answer })
+///     }
+/// }
+/// ```
+pub trait Agent: Send + Sync + 'static {
+    /// The workflow state the agent reads.
+    type State: Handler;
+    /// The event that activates it.
+    type Trigger: Event;
+    /// Its structured output.
+    type Output: StructuredOutput;
+    /// Its name, as recorded in `agent:started` and used by providers' scripts.
+    const NAME: &'static str;
+    /// The names of the events `on_output` may emit; anything else is rejected.
+    const EMITS: &'static [&'static str];
+
+    /// The model to ask for; `None` leaves it to the provider.
+    fn model(&self) -> Option<&str> {
+        None
+    }
+
+    /// Whether to activate on this state (checked after the trigger is folded in).
+    fn when(&self, _state: &Self::State) -> bool {
+        true
+    }
+
+    /// The prompt, from the state after the trigger and the trigger itself.
+    fn prompt(&self, state: &Self::State, trigger: &Self::Trigger) -> String;
+
+    /// Turns valid output into events.
+    fn on_output(&self, output: Self::Output, trigger: &Self::Trigger) -> Emit;
+}
+
+/// A type an agent can produce: deserializable, with a JSON Schema.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be an agent's structured output",
+    label = "needs `serde::Deserialize` and `schemars::JsonSchema`",
+    note = "derive them: `#[derive(serde::Deserialize, schemars::JsonSchema)]`"
+)]
+pub trait StructuredOutput: DeserializeOwned + JsonSchema + Send + 'static {}
+impl<T: DeserializeOwned + JsonSchema + Send + 'static> StructuredOutput for T {}
+
+/// Static description of an agent, for listings and providers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AgentSpec {
+    /// Name.
+    pub name: &'static str,
+    /// Trigger event name.
+    pub trigger: &'static str,
+    /// Event names it may emit.
+    pub emits: &'static [&'static str],
+}
+
+/// An agent ready to start: its prompt has been built from the state.
+pub(crate) struct Activation {
+    pub(crate) prompt: String,
+    pub(crate) model: Option<String>,
+}
+
+/// The runtime's view of an agent, with the types erased.
+pub(crate) trait ErasedAgent<S>: Send + Sync {
+    fn spec(&self) -> AgentSpec;
+    fn schema(&self) -> Arc<Value>;
+    /// `None` if `when` is false; an error if the trigger does not decode or user code panics.
+    fn activate(&self, state: &S, trigger: &Envelope) -> Option<Result<Activation, String>>;
+    /// Deserializes the output and calls `on_output`; an error explains why the output was rejected.
+    fn finish(&self, output: Value, trigger: &Envelope) -> Result<Emit, OutputRejected>;
+}
+
+/// Why an agent's output was not accepted.
+pub(crate) enum OutputRejected {
+    /// It does not match the output type: worth re-asking.
+    Invalid(String),
+    /// `on_output` failed: re-asking will not help.
+    Failed(String),
+}
+
+pub(crate) struct Erased<A: Agent> {
+    agent: A,
+    schema: Arc<Value>,
+}
+
+impl<A: Agent> Erased<A> {
+    pub(crate) fn new(agent: A) -> Self {
+        let schema = Arc::new(schemars::schema_for!(A::Output).to_value());
+        Self { agent, schema }
+    }
+}
+
+impl<A: Agent> ErasedAgent<A::State> for Erased<A> {
+    fn spec(&self) -> AgentSpec {
+        AgentSpec {
+            name: A::NAME,
+            trigger: A::Trigger::NAME,
+            emits: A::EMITS,
+        }
+    }
+
+    fn schema(&self) -> Arc<Value> {
+        Arc::clone(&self.schema)
+    }
+
+    fn activate(&self, state: &A::State, trigger: &Envelope) -> Option<Result<Activation, String>> {
+        let typed = match trigger.decode::<A::Trigger>() {
+            Ok(typed) => typed,
+            Err(err) => {
+                return Some(Err(format!(
+                    "trigger `{}` does not decode: {err}",
+                    trigger.name
+                )));
+            }
+        };
+        let built = catch_unwind(AssertUnwindSafe(|| {
+            self.agent
+                .when(state)
+                .then(|| self.agent.prompt(state, &typed))
+        }));
+        match built {
+            Ok(Some(prompt)) => Some(Ok(Activation {
+                prompt,
+                model: self.agent.model().map(str::to_owned),
+            })),
+            Ok(None) => None,
+            Err(panic) => Some(Err(format!(
+                "agent `{}` panicked building its prompt: {}",
+                A::NAME,
+                panic_message(panic.as_ref())
+            ))),
+        }
+    }
+
+    fn finish(&self, output: Value, trigger: &Envelope) -> Result<Emit, OutputRejected> {
+        let typed_output = A::Output::deserialize(&output).map_err(|err| {
+            OutputRejected::Invalid(format!(
+                "output does not match the schema of `{}`: {err}",
+                std::any::type_name::<A::Output>()
+            ))
+        })?;
+        let typed_trigger = trigger
+            .decode::<A::Trigger>()
+            .map_err(|err| OutputRejected::Failed(err.to_string()))?;
+        let emit = catch_unwind(AssertUnwindSafe(|| {
+            self.agent.on_output(typed_output, &typed_trigger)
+        }))
+        .map_err(|panic| {
+            OutputRejected::Failed(format!(
+                "on_output panicked: {}",
+                panic_message(panic.as_ref())
+            ))
+        })?;
+        if let Some(undeclared) = emit
+            .pending()
+            .iter()
+            .find(|p| !A::EMITS.contains(&p.name.as_ref()))
+        {
+            return Err(OutputRejected::Failed(format!(
+                "agent `{}` emitted `{}`, which is not in its `emits` list {:?}",
+                A::NAME,
+                undeclared.name,
+                A::EMITS
+            )));
+        }
+        Ok(emit)
+    }
+}
+
+/// Compile-time check used by `#[agent]`: `T` must be an event.
+pub struct AssertEvent<T: Event>(PhantomData<T>);
+
+/// Compile-time check used by `#[agent]`: `T` must be a structured output.
+pub struct AssertOutput<T: StructuredOutput>(PhantomData<T>);

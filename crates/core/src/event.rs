@@ -1,0 +1,277 @@
+//! The event envelope, event ids, session ids and the traits typed events implement.
+//!
+//! Every fact in a run is an [`Envelope`]: an id (UUID v7, so ids sort by time), a `noun:verb`
+//! name, a JSON payload, a UTC timestamp and the id of the event that caused it. Typed events
+//! implement [`Event`] (usually through `#[event]`); an enum of them implements [`EventSet`],
+//! which decodes envelopes by name and treats names it does not know as [`Decoded::Unknown`].
+
+use std::borrow::Cow;
+use std::fmt;
+use std::str::FromStr;
+
+use chrono::{DateTime, Utc};
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use uuid::Uuid;
+
+/// The id of one event: a UUID v7, so ids created later sort later.
+///
+/// ```
+/// use openharness_core::EventId;
+/// let a = EventId::new();
+/// let b = EventId::new();
+/// assert!(a < b);
+/// assert_eq!(a, a.to_string().parse().unwrap());
+/// ```
+#[derive(
+    Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, schemars::JsonSchema,
+)]
+#[serde(transparent)]
+pub struct EventId(#[schemars(with = "String")] Uuid);
+
+impl EventId {
+    /// A fresh, time-ordered id.
+    pub fn new() -> Self {
+        Self(Uuid::now_v7())
+    }
+
+    /// Wraps an existing UUID (for importers and tests).
+    pub const fn from_uuid(uuid: Uuid) -> Self {
+        Self(uuid)
+    }
+
+    /// The underlying UUID.
+    pub const fn as_uuid(&self) -> &Uuid {
+        &self.0
+    }
+}
+
+impl Default for EventId {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl fmt::Display for EventId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(&self.0, f)
+    }
+}
+
+impl fmt::Debug for EventId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "EventId({})", self.0)
+    }
+}
+
+impl FromStr for EventId {
+    type Err = uuid::Error;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Uuid::parse_str(s).map(Self)
+    }
+}
+
+/// The id of one recorded session (one run, or one fork of a run).
+///
+/// New ids are UUID v7 strings, but any non-empty string without control characters is accepted
+/// so that imported logs keep their ids.
+///
+/// ```
+/// use openharness_core::SessionId;
+/// let id: SessionId = "demo-1".parse().unwrap();
+/// assert_eq!(id.as_str(), "demo-1");
+/// assert!("".parse::<SessionId>().is_err());
+/// ```
+#[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub struct SessionId(String);
+
+impl schemars::JsonSchema for SessionId {
+    fn schema_name() -> Cow<'static, str> {
+        "SessionId".into()
+    }
+
+    fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        String::json_schema(generator)
+    }
+}
+
+impl SessionId {
+    /// A fresh, time-ordered session id.
+    pub fn new() -> Self {
+        Self(Uuid::now_v7().to_string())
+    }
+
+    /// The id as text.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl Default for SessionId {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl fmt::Display for SessionId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl fmt::Debug for SessionId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "SessionId({})", self.0)
+    }
+}
+
+/// Why a string is not a valid [`SessionId`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("invalid session id {0:?}: it must be 1 to 200 characters without control characters")]
+pub struct InvalidSessionId(String);
+
+impl FromStr for SessionId {
+    type Err = InvalidSessionId;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Self::try_from(s.to_owned())
+    }
+}
+
+impl TryFrom<String> for SessionId {
+    type Error = InvalidSessionId;
+    fn try_from(s: String) -> Result<Self, Self::Error> {
+        if s.is_empty() || s.len() > 200 || s.chars().any(char::is_control) {
+            Err(InvalidSessionId(s))
+        } else {
+            Ok(Self(s))
+        }
+    }
+}
+
+impl From<SessionId> for String {
+    fn from(id: SessionId) -> Self {
+        id.0
+    }
+}
+
+/// One recorded fact: the unit the store appends and every replay folds.
+///
+/// Serialized with the wire names `id`, `name`, `payload`, `timestamp`, `causedBy`.
+///
+/// ```
+/// use openharness_core::{Envelope, builtin::UserInput};
+/// let input = Envelope::typed(&UserInput { text: "plan a trip".into() }, None).unwrap();
+/// assert_eq!(input.name, "user:input");
+/// let json = serde_json::to_value(&input).unwrap();
+/// assert!(json.get("causedBy").is_some());
+/// assert_eq!(input.decode::<UserInput>().unwrap().text, "plan a trip");
+/// ```
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Envelope {
+    /// Unique, time-ordered id.
+    pub id: EventId,
+    /// `noun:verb` name, such as `task:completed`.
+    pub name: Cow<'static, str>,
+    /// The event's data as JSON.
+    pub payload: Value,
+    /// When the event was created (UTC).
+    pub timestamp: DateTime<Utc>,
+    /// The event this one was derived from, if any.
+    #[serde(rename = "causedBy", default)]
+    pub caused_by: Option<EventId>,
+}
+
+impl Envelope {
+    /// A new envelope with a fresh id and the current time.
+    pub fn new(
+        name: impl Into<Cow<'static, str>>,
+        payload: Value,
+        caused_by: Option<EventId>,
+    ) -> Self {
+        Self {
+            id: EventId::new(),
+            name: name.into(),
+            payload,
+            timestamp: Utc::now(),
+            caused_by,
+        }
+    }
+
+    /// A new envelope holding a typed event.
+    pub fn typed<E: Event>(
+        event: &E,
+        caused_by: Option<EventId>,
+    ) -> Result<Self, serde_json::Error> {
+        Ok(Self::new(E::NAME, serde_json::to_value(event)?, caused_by))
+    }
+
+    /// Whether this envelope carries event `E`.
+    pub fn is<E: Event>(&self) -> bool {
+        self.name == E::NAME
+    }
+
+    /// Decodes the payload as event `E` (whatever the envelope's name).
+    pub fn decode<E: Event>(&self) -> Result<E, serde_json::Error> {
+        E::deserialize(&self.payload)
+    }
+}
+
+/// A typed event: a serializable value with a fixed `noun:verb` name.
+///
+/// Implemented by `#[event]`, which also checks the name at compile time.
+///
+/// ```
+/// use openharness_core::Event;
+/// #[derive(serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+/// struct TaskCompleted { id: u32 }
+/// impl Event for TaskCompleted { const NAME: &'static str = "task:completed"; }
+/// assert_eq!(TaskCompleted::NAME, "task:completed");
+/// ```
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not an event",
+    label = "not an event",
+    note = "add `#[event]` (or `#[event(\"noun:verb\")]`) to the definition of `{Self}`"
+)]
+pub trait Event:
+    Serialize + DeserializeOwned + schemars::JsonSchema + Send + Sync + 'static
+{
+    /// The `noun:verb` name this event is recorded under.
+    const NAME: &'static str;
+}
+
+/// What decoding an envelope against an [`EventSet`] gave.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Decoded<E> {
+    /// The name belongs to the set and the payload decoded.
+    Known(E),
+    /// The name is not part of the set (an event of another workflow version, a built-in event
+    /// the workflow does not handle, ...). Replays skip these.
+    Unknown,
+}
+
+/// A closed set of typed events: the enum a workflow's handlers dispatch over.
+///
+/// Implemented by `#[event]` on an enum whose variants each wrap one event type.
+pub trait EventSet: Sized + Send + Sync + 'static {
+    /// The names of every event in the set, in declaration order.
+    const NAMES: &'static [&'static str];
+
+    /// The name of this event.
+    fn name(&self) -> &'static str;
+
+    /// Decodes a payload recorded under `name`.
+    ///
+    /// Returns [`Decoded::Unknown`] for names outside the set and an error only when the name is
+    /// known but the payload does not match the event's type.
+    fn decode(name: &str, payload: &Value) -> Result<Decoded<Self>, serde_json::Error>;
+
+    /// Encodes the event's payload.
+    fn to_payload(&self) -> Result<Value, serde_json::Error>;
+
+    /// Whether `name` belongs to the set.
+    fn contains(name: &str) -> bool {
+        Self::NAMES.contains(&name)
+    }
+}

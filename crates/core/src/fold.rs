@@ -1,0 +1,177 @@
+//! [`Fold`]: applying recorded events to a state, one at a time, safely.
+//!
+//! Both the live event loop and every replay fold through this type, so a run and its replay
+//! agree by construction. A handler that panics leaves the state exactly as it was before the
+//! event: the fold keeps a checkpoint (a clone every few hundred events and after every panic)
+//! and re-derives the state from it and the log, so no per-event clone is needed.
+
+use std::collections::HashSet;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+
+use crate::builtin;
+use crate::emit::Emit;
+use crate::event::{Decoded, Envelope, EventSet};
+use crate::handler::Handler;
+
+/// What applying one event did.
+#[derive(Debug)]
+pub enum Applied {
+    /// The handler ran; these are the events it emitted.
+    Handled(Emit),
+    /// The event is not in the workflow's event set (a built-in event the workflow does not
+    /// handle, or an event from another version of the workflow).
+    Skipped,
+    /// The handler panicked; the state is unchanged. Carries the panic message.
+    Panicked(String),
+    /// The name is known but the payload did not decode; the state is unchanged.
+    Undecodable(String),
+}
+
+/// Folds a log into a state, one event at a time.
+///
+/// ```
+/// # use openharness_core::*;
+/// # #[derive(Clone, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+/// # struct Tick;
+/// # impl Event for Tick { const NAME: &'static str = "clock:ticked"; }
+/// # enum Events { Tick(Tick) }
+/// # impl EventSet for Events {
+/// #     const NAMES: &'static [&'static str] = &["clock:ticked"];
+/// #     fn name(&self) -> &'static str { "clock:ticked" }
+/// #     fn decode(name: &str, p: &serde_json::Value) -> Result<Decoded<Self>, serde_json::Error> {
+/// #         if name == "clock:ticked" { Ok(Decoded::Known(Events::Tick(serde_json::from_value(p.clone())?))) } else { Ok(Decoded::Unknown) }
+/// #     }
+/// #     fn to_payload(&self) -> Result<serde_json::Value, serde_json::Error> { Ok(serde_json::Value::Null) }
+/// # }
+/// # #[derive(Clone, Default, serde::Serialize)]
+/// # struct Clock { ticks: u64 }
+/// # impl Handler for Clock {
+/// #     type Events = Events;
+/// #     fn apply(&mut self, _: &Events) -> Emit { self.ticks += 1; Emit::none() }
+/// # }
+/// let log = vec![Envelope::typed(&Tick, None).unwrap(), Envelope::typed(&Tick, None).unwrap()];
+/// let mut fold = Fold::new(Clock::default());
+/// for event in &log {
+///     fold.apply(event, &log);
+/// }
+/// assert_eq!(fold.state().ticks, 2);
+/// assert_eq!(fold.position(), 2);
+/// ```
+#[derive(Debug, Clone)]
+pub struct Fold<S> {
+    state: S,
+    position: u64,
+    checkpoint: S,
+    checkpoint_position: u64,
+    checkpoint_interval: u64,
+    warned: HashSet<String>,
+}
+
+/// Default distance between two checkpoints of a [`Fold`].
+pub const DEFAULT_CHECKPOINT_INTERVAL: u64 = 256;
+
+impl<S: Handler> Fold<S> {
+    /// Starts from `initial` at position 0.
+    pub fn new(initial: S) -> Self {
+        Self::at(initial, 0)
+    }
+
+    /// Starts from `state`, which is the state after the first `position` events.
+    pub fn at(state: S, position: u64) -> Self {
+        Self {
+            checkpoint: state.clone(),
+            state,
+            position,
+            checkpoint_position: position,
+            checkpoint_interval: DEFAULT_CHECKPOINT_INTERVAL,
+            warned: HashSet::new(),
+        }
+    }
+
+    /// Sets how many events may pass between two checkpoints (at least 1).
+    #[must_use]
+    pub fn with_checkpoint_interval(mut self, interval: u64) -> Self {
+        self.checkpoint_interval = interval.max(1);
+        self
+    }
+
+    /// The current state.
+    pub fn state(&self) -> &S {
+        &self.state
+    }
+
+    /// Takes the state out.
+    pub fn into_state(self) -> S {
+        self.state
+    }
+
+    /// How many events have been applied (the position of [`Fold::state`]).
+    pub fn position(&self) -> u64 {
+        self.position
+    }
+
+    /// Applies `event`, which must be the event at seq [`Fold::position`].
+    ///
+    /// `log` is the session's log from seq 0 and must contain at least every event before
+    /// `event`; it is read only when a handler panics, to rebuild the state from the last
+    /// checkpoint.
+    pub fn apply(&mut self, event: &Envelope, log: &[Envelope]) -> Applied {
+        let applied = match S::Events::decode(&event.name, &event.payload) {
+            Ok(Decoded::Known(typed)) => {
+                match catch_unwind(AssertUnwindSafe(|| self.state.apply(&typed))) {
+                    Ok(emit) => Applied::Handled(emit),
+                    Err(panic) => {
+                        let message = panic_message(panic.as_ref());
+                        self.restore(log);
+                        Applied::Panicked(message)
+                    }
+                }
+            }
+            Ok(Decoded::Unknown) => {
+                if !builtin::is_builtin(&event.name) && self.warned.insert(event.name.to_string()) {
+                    tracing::warn!(event = %event.name, "skipping an event this workflow does not know");
+                }
+                Applied::Skipped
+            }
+            Err(err) => {
+                if self.warned.insert(format!("{}\u{0}decode", event.name)) {
+                    tracing::warn!(event = %event.name, error = %err, "skipping an event whose payload does not decode");
+                }
+                Applied::Undecodable(err.to_string())
+            }
+        };
+        self.position += 1;
+        if matches!(applied, Applied::Panicked(_))
+            || self.position - self.checkpoint_position >= self.checkpoint_interval
+        {
+            self.checkpoint = self.state.clone();
+            self.checkpoint_position = self.position;
+        }
+        applied
+    }
+
+    /// Rebuilds the state before the current event from the checkpoint and the log.
+    fn restore(&mut self, log: &[Envelope]) {
+        self.state = self.checkpoint.clone();
+        let from = usize::try_from(self.checkpoint_position).unwrap_or(usize::MAX);
+        let to = usize::try_from(self.position).unwrap_or(usize::MAX);
+        for event in log.get(from..to).unwrap_or_default() {
+            if let Ok(Decoded::Known(typed)) = S::Events::decode(&event.name, &event.payload) {
+                // Events between the checkpoint and now did not panic the first time; a handler
+                // that panics only sometimes is not pure, and its effect is dropped again here.
+                let _ = catch_unwind(AssertUnwindSafe(|| self.state.apply(&typed)));
+            }
+        }
+    }
+}
+
+/// The text of a panic payload.
+pub(crate) fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
+    if let Some(s) = panic.downcast_ref::<&str>() {
+        (*s).to_owned()
+    } else if let Some(s) = panic.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "a panic without a message".to_owned()
+    }
+}

@@ -1,0 +1,45 @@
+//! The [`Handler`] trait: how a workflow's state reacts to its events.
+
+use crate::emit::Emit;
+use crate::event::EventSet;
+
+/// A workflow's state together with the pure function that folds events into it.
+///
+/// `apply` must be deterministic and free of side effects: replays call it again on recorded
+/// events and must reach the same state. Usually implemented by `#[handler(Events)]` on an
+/// `impl` block, which generates an exhaustive `match` over the event enum.
+///
+/// ```
+/// use openharness_core::{Emit, Event, EventSet, Decoded, Handler};
+/// # #[derive(Clone, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+/// # struct Tick;
+/// # impl Event for Tick { const NAME: &'static str = "clock:ticked"; }
+/// # enum Events { Tick(Tick) }
+/// # impl EventSet for Events {
+/// #     const NAMES: &'static [&'static str] = &["clock:ticked"];
+/// #     fn name(&self) -> &'static str { "clock:ticked" }
+/// #     fn decode(name: &str, p: &serde_json::Value) -> Result<Decoded<Self>, serde_json::Error> {
+/// #         if name == "clock:ticked" { Ok(Decoded::Known(Events::Tick(serde_json::from_value(p.clone())?))) } else { Ok(Decoded::Unknown) }
+/// #     }
+/// #     fn to_payload(&self) -> Result<serde_json::Value, serde_json::Error> { Ok(serde_json::Value::Null) }
+/// # }
+/// #[derive(Clone, Default, serde::Serialize)]
+/// struct Clock { ticks: u64 }
+///
+/// impl Handler for Clock {
+///     type Events = Events;
+///     fn apply(&mut self, event: &Events) -> Emit {
+///         match event {
+///             Events::Tick(_) => self.ticks += 1,
+///         }
+///         Emit::none()
+///     }
+/// }
+/// ```
+pub trait Handler: Clone + Send + Sync + 'static {
+    /// The events this state reacts to.
+    type Events: EventSet;
+
+    /// Folds one event into the state and returns the events it causes.
+    fn apply(&mut self, event: &Self::Events) -> Emit;
+}

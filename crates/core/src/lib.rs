@@ -1,0 +1,48 @@
+//! Open Harness core: the vocabulary and the engine of an event-sourced agent workflow.
+//!
+//! This crate owns the event envelope ([`Envelope`]), typed events ([`Event`], [`EventSet`]),
+//! pure handlers ([`Handler`]), agents ([`Agent`]), renderers ([`Renderer`]), the event loop
+//! ([`Workflow::run`]) and the two ports other crates implement: [`Store`] and [`Provider`].
+//! It depends on none of the other Open Harness crates.
+//!
+//! Users normally depend on the `openharness` facade, which re-exports everything here.
+
+mod agent;
+pub mod builtin;
+mod emit;
+mod error;
+mod event;
+mod fold;
+mod handler;
+mod pattern;
+mod provider;
+mod renderer;
+mod runtime;
+mod store;
+mod workflow;
+
+pub use agent::{Agent, AgentSpec, StructuredOutput};
+pub use emit::{Emit, IntoEmit, Pending};
+pub use error::Error;
+pub use event::{Decoded, Envelope, Event, EventId, EventSet, SessionId};
+pub use fold::{Applied, DEFAULT_CHECKPOINT_INTERVAL, Fold};
+pub use handler::Handler;
+pub use pattern::Pattern;
+pub use provider::{
+    BoxedProvider, Provider, ProviderError, ProviderEvent, ProviderRequest, ProviderResponse,
+    ProviderSink, Usage,
+};
+pub use renderer::{FnRenderer, Renderer, renderer_fn};
+pub use store::{SessionInfo, Store, StoreError};
+pub use tokio_util::sync::CancellationToken;
+pub use workflow::{RunOptions, RunOutcome, StopReason, Workflow, WorkflowBuilder, WorkflowState};
+
+/// Items used by code that `openharness-macros` generates. Not a public API: names here may
+/// change in any release.
+#[doc(hidden)]
+pub mod __private {
+    pub use crate::agent::{AssertEvent, AssertOutput};
+    pub use schemars;
+    pub use serde;
+    pub use serde_json;
+}

@@ -1,0 +1,210 @@
+//! The [`Provider`] port: how an agent's prompt reaches a model and structured output comes back.
+//!
+//! Implemented by `openharness-provider` (Anthropic, OpenAI-compatible, the `claude` CLI, and a
+//! scripted provider for tests). A provider streams what happens while it works (text deltas,
+//! tool calls) through a [`ProviderSink`] and returns the final JSON output, which the runtime
+//! checks against the agent's output type.
+
+use std::sync::{Arc, Mutex};
+
+use async_trait::async_trait;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// One request to a model on behalf of an agent.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct ProviderRequest {
+    /// The agent asking.
+    pub agent: String,
+    /// The model the agent asked for, if any (the provider's default otherwise).
+    pub model: Option<String>,
+    /// The prompt.
+    pub prompt: String,
+    /// JSON Schema the output must match (from the agent's output type).
+    pub schema: Arc<Value>,
+    /// 1 for the first attempt, 2 and up when the previous output was rejected.
+    pub attempt: u32,
+    /// Why the previous output was rejected, on a re-ask.
+    pub previous_error: Option<String>,
+}
+
+impl ProviderRequest {
+    /// A first-attempt request.
+    pub fn new(agent: impl Into<String>, prompt: impl Into<String>, schema: Arc<Value>) -> Self {
+        Self {
+            agent: agent.into(),
+            model: None,
+            prompt: prompt.into(),
+            schema,
+            attempt: 1,
+            previous_error: None,
+        }
+    }
+
+    /// Sets the model.
+    #[must_use]
+    pub fn with_model(mut self, model: Option<String>) -> Self {
+        self.model = model;
+        self
+    }
+}
+
+/// Something that happened while a provider worked.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum ProviderEvent {
+    /// Streamed text.
+    TextDelta(String),
+    /// The model called a tool.
+    ToolCalled {
+        /// Call id.
+        id: String,
+        /// Tool name.
+        tool: String,
+        /// Arguments.
+        input: Value,
+    },
+    /// A tool returned.
+    ToolResult {
+        /// Call id.
+        id: String,
+        /// Tool name.
+        tool: String,
+        /// Result.
+        output: Value,
+        /// Whether the result is an error.
+        is_error: bool,
+    },
+}
+
+/// Token counts.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Usage {
+    /// Input tokens.
+    pub input_tokens: u64,
+    /// Output tokens.
+    pub output_tokens: u64,
+    /// Input tokens read from the prompt cache.
+    #[serde(default)]
+    pub cache_read_tokens: u64,
+    /// Input tokens written to the prompt cache.
+    #[serde(default)]
+    pub cache_creation_tokens: u64,
+}
+
+impl std::ops::AddAssign for Usage {
+    fn add_assign(&mut self, rhs: Self) {
+        self.input_tokens += rhs.input_tokens;
+        self.output_tokens += rhs.output_tokens;
+        self.cache_read_tokens += rhs.cache_read_tokens;
+        self.cache_creation_tokens += rhs.cache_creation_tokens;
+    }
+}
+
+/// What a provider returns when it is done.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ProviderResponse {
+    /// The structured output (not yet validated).
+    pub output: Value,
+    /// Tokens used by this request.
+    pub usage: Usage,
+    /// Cost in US dollars, if known.
+    pub cost: Option<f64>,
+}
+
+/// A provider failure.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ProviderError {
+    /// The provider has nothing for this request (a scripted provider ran out of script, say).
+    #[error("no response for agent `{agent}`: {message}")]
+    NoResponse {
+        /// The agent.
+        agent: String,
+        /// Why.
+        message: String,
+    },
+    /// The remote API answered with an error.
+    #[error("{provider} returned HTTP {status}: {message}")]
+    Api {
+        /// Which provider.
+        provider: String,
+        /// HTTP status.
+        status: u16,
+        /// The API's message.
+        message: String,
+    },
+    /// Transport, protocol or process failure.
+    #[error("{provider} failed: {message}")]
+    Failed {
+        /// Which provider.
+        provider: String,
+        /// What happened.
+        message: String,
+    },
+}
+
+/// Where a provider reports what happens while it works.
+#[derive(Clone)]
+pub struct ProviderSink {
+    report: Arc<dyn Fn(ProviderEvent) + Send + Sync>,
+    text: Arc<Mutex<String>>,
+}
+
+impl ProviderSink {
+    /// A sink that passes every event to `report`.
+    pub fn new(report: impl Fn(ProviderEvent) + Send + Sync + 'static) -> Self {
+        Self {
+            report: Arc::new(report),
+            text: Arc::default(),
+        }
+    }
+
+    /// A sink that drops everything (for calling a provider directly).
+    pub fn discard() -> Self {
+        Self::new(|_| {})
+    }
+
+    /// Reports an event.
+    pub fn emit(&self, event: ProviderEvent) {
+        if let ProviderEvent::TextDelta(delta) = &event
+            && let Ok(mut text) = self.text.lock()
+        {
+            text.push_str(delta);
+        }
+        (self.report)(event);
+    }
+
+    /// All text streamed so far.
+    pub fn text(&self) -> String {
+        self.text.lock().map(|t| t.clone()).unwrap_or_default()
+    }
+}
+
+impl std::fmt::Debug for ProviderSink {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ProviderSink").finish_non_exhaustive()
+    }
+}
+
+/// A model backend.
+#[async_trait]
+pub trait Provider: Send + Sync + 'static {
+    /// A short name for errors and logs (`anthropic`, `scripted`, ...).
+    fn name(&self) -> &str;
+
+    /// Runs one request: streams progress into `sink` and returns the output.
+    ///
+    /// Dropping the returned future must cancel the request promptly.
+    async fn complete(
+        &self,
+        request: ProviderRequest,
+        sink: ProviderSink,
+    ) -> Result<ProviderResponse, ProviderError>;
+}
+
+/// A shared, type-erased provider.
+pub type BoxedProvider = Arc<dyn Provider>;

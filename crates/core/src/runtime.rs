@@ -1,0 +1,519 @@
+//! The event loop behind [`crate::Workflow::run`].
+//!
+//! One event at a time: take the next queued event, append it to the store (it must be durable
+//! before anything else sees it), fold it through the handlers, queue what they emit, hand it
+//! to the renderers, check `until`, then start the agents it activates. Agents run as tokio
+//! tasks and send what they produce back through a channel; the loop records it in arrival
+//! order, so the log is the exact history and replays need no agent.
+
+use std::collections::{HashMap, VecDeque};
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::mpsc::{UnboundedSender, unbounded_channel};
+use tokio::sync::oneshot;
+use tokio::task::JoinSet;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use crate::agent::{Activation, ErasedAgent, OutputRejected};
+use crate::builtin::{
+    AgentCompleted, AgentStarted, ErrorOccurred, Outcome, TextComplete, TextDelta, ToolCalled,
+    ToolResult, UserInput, WorkflowCompleted, WorkflowStarted,
+};
+use crate::emit::{Emit, Pending};
+use crate::error::Error;
+use crate::event::{Envelope, Event, EventId, SessionId};
+use crate::fold::{Applied, Fold, panic_message};
+use crate::pattern::Pattern;
+use crate::provider::{Provider, ProviderEvent, ProviderRequest, ProviderSink, Usage};
+use crate::renderer::Renderer;
+use crate::workflow::{Inner, RunOptions, RunOutcome, StopReason, WorkflowState};
+
+/// What an agent task sends back to the loop.
+enum AgentMessage {
+    /// An event to record, caused by the agent's trigger.
+    Event(Pending, EventId),
+    /// The agent call is over (its `agent:completed` was sent just before).
+    Finished(u64),
+}
+
+/// How long a finished run waits for its renderers to drain.
+const RENDERER_DRAIN_LIMIT: Duration = Duration::from_secs(10);
+
+pub(crate) async fn run<S: WorkflowState>(
+    wf: &Inner<S>,
+    options: RunOptions,
+) -> Result<RunOutcome<S>, Error> {
+    let RunOptions {
+        input,
+        session,
+        cancel,
+        max_events,
+        max_agent_calls,
+        max_cost,
+        deadline,
+        renderers,
+    } = options;
+    let deadline = deadline.map(|d| Instant::now() + d);
+    let (tx, mut rx) = unbounded_channel();
+    let mut run = Run {
+        wf,
+        session: session.unwrap_or_default(),
+        log: Vec::new(),
+        fold: Fold::new(wf.initial.clone()),
+        queue: VecDeque::new(),
+        renderers: RendererPool::start(renderers),
+        running: HashMap::new(),
+        tasks: JoinSet::new(),
+        tx,
+        agents_cancel: cancel.child_token(),
+        agent_calls: 0,
+        usage: Usage::default(),
+        cost: 0.0,
+    };
+    run.queue.push_back((
+        Pending::of(&WorkflowStarted {
+            workflow: wf.name.clone(),
+        }),
+        None,
+    ));
+    if let Some(text) = input {
+        run.queue
+            .push_back((Pending::of(&UserInput { text }), None));
+    }
+
+    let reason = loop {
+        if cancel.is_cancelled() {
+            break StopReason::Cancelled;
+        }
+        if deadline.is_some_and(|d| Instant::now() >= d) {
+            break StopReason::Deadline;
+        }
+        if run.log.len() as u64 >= max_events {
+            break StopReason::MaxEvents;
+        }
+        let (pending, caused_by) = match run.queue.pop_front() {
+            Some(next) => next,
+            None if run.running.is_empty() => break StopReason::Idle,
+            None => {
+                let message = tokio::select! {
+                    biased;
+                    () = cancel.cancelled() => break StopReason::Cancelled,
+                    () = sleep_until(deadline) => break StopReason::Deadline,
+                    message = rx.recv() => message,
+                };
+                match message {
+                    Some(AgentMessage::Event(pending, trigger)) => (pending, Some(trigger)),
+                    Some(AgentMessage::Finished(call)) => {
+                        run.running.remove(&call);
+                        continue;
+                    }
+                    None => break StopReason::Idle,
+                }
+            }
+        };
+        let index = match run.record(pending, caused_by).await {
+            Ok(index) => index,
+            Err(err) => {
+                run.stop_agents().await;
+                run.renderers.finish().await;
+                return Err(err);
+            }
+        };
+        if wf
+            .until
+            .as_ref()
+            .is_some_and(|until| until(run.fold.state()))
+        {
+            break StopReason::Until;
+        }
+        if max_cost.is_some_and(|max| run.cost > max) {
+            break StopReason::MaxCost;
+        }
+        if let Some(reason) = run.activate_agents(index, max_agent_calls) {
+            break reason;
+        }
+    };
+
+    run.finish(reason, &mut rx).await
+}
+
+async fn sleep_until(deadline: Option<Instant>) {
+    match deadline {
+        Some(deadline) => tokio::time::sleep_until(deadline).await,
+        None => std::future::pending().await,
+    }
+}
+
+struct Run<'w, S> {
+    wf: &'w Inner<S>,
+    session: SessionId,
+    log: Vec<Envelope>,
+    fold: Fold<S>,
+    queue: VecDeque<(Pending, Option<EventId>)>,
+    renderers: RendererPool,
+    /// Agent calls in flight: call number -> agent name.
+    running: HashMap<u64, &'static str>,
+    tasks: JoinSet<()>,
+    tx: UnboundedSender<AgentMessage>,
+    agents_cancel: CancellationToken,
+    agent_calls: u64,
+    usage: Usage,
+    cost: f64,
+}
+
+impl<S: WorkflowState> Run<'_, S> {
+    /// Appends one event durably, folds it, queues what its handler emits and shows it to the
+    /// renderers. Returns its index in the log.
+    async fn record(
+        &mut self,
+        pending: Pending,
+        caused_by: Option<EventId>,
+    ) -> Result<usize, Error> {
+        let event = Envelope::new(pending.name, pending.payload, caused_by);
+        let seq = self.log.len() as u64;
+        let store = &self.wf.store;
+        store
+            .append(&self.session, std::slice::from_ref(&event), seq)
+            .await
+            .map_err(|err| Error::store(store.as_ref(), Some(&self.session), err))?;
+        self.log.push(event);
+        let index = self.log.len() - 1;
+        let event = &self.log[index];
+        match self.fold.apply(event, &self.log) {
+            Applied::Handled(emit) => {
+                self.queue
+                    .extend(emit.into_pending().into_iter().map(|p| (p, Some(event.id))));
+            }
+            Applied::Panicked(message) => {
+                let error = ErrorOccurred {
+                    source: "handler".into(),
+                    message: format!("the handler for `{}` panicked: {message}", event.name),
+                    event: Some(event.id),
+                };
+                self.queue.push_back((Pending::of(&error), Some(event.id)));
+            }
+            Applied::Skipped | Applied::Undecodable(_) => {}
+        }
+        if event.name == AgentCompleted::NAME
+            && let Ok(completed) = event.decode::<AgentCompleted>()
+        {
+            self.usage += completed.usage;
+            self.cost += completed.cost.unwrap_or(0.0);
+        }
+        self.renderers.send(event);
+        Ok(index)
+    }
+
+    /// Starts every agent the event at `index` activates. Returns a stop reason if the agent
+    /// call limit would be exceeded.
+    fn activate_agents(&mut self, index: usize, max_agent_calls: u64) -> Option<StopReason> {
+        let event = &self.log[index];
+        for agent in &self.wf.agents {
+            let spec = agent.spec();
+            if spec.trigger != event.name {
+                continue;
+            }
+            match agent.activate(self.fold.state(), event) {
+                None => {}
+                Some(Err(message)) => {
+                    let error = ErrorOccurred {
+                        source: "agent".into(),
+                        message,
+                        event: Some(event.id),
+                    };
+                    self.queue.push_back((Pending::of(&error), Some(event.id)));
+                }
+                Some(Ok(activation)) => {
+                    if self.agent_calls >= max_agent_calls {
+                        return Some(StopReason::MaxAgentCalls);
+                    }
+                    let Some(provider) = self.wf.provider.clone() else {
+                        continue; // `build` rejects agents without a provider
+                    };
+                    self.agent_calls += 1;
+                    let call = self.agent_calls;
+                    let started = AgentStarted {
+                        agent: spec.name.to_owned(),
+                        model: activation.model.clone(),
+                        prompt: activation.prompt.clone(),
+                    };
+                    self.queue
+                        .push_back((Pending::of(&started), Some(event.id)));
+                    self.running.insert(call, spec.name);
+                    let task = AgentTask {
+                        agent: Arc::clone(agent),
+                        provider,
+                        trigger: event.clone(),
+                        activation,
+                        call,
+                        attempts: self.wf.max_output_attempts,
+                        tx: self.tx.clone(),
+                    };
+                    let cancel = self.agents_cancel.clone();
+                    self.tasks.spawn(async move {
+                        tokio::select! {
+                            biased;
+                            () = cancel.cancelled() => {}
+                            () = task.run() => {}
+                        }
+                    });
+                }
+            }
+        }
+        None
+    }
+
+    /// Cancels the agents still running and waits for their tasks to end.
+    async fn stop_agents(&mut self) {
+        self.agents_cancel.cancel();
+        while self.tasks.join_next().await.is_some() {}
+    }
+
+    /// Ends a run that did not fail: records what agents had already sent, marks the agents
+    /// still running as interrupted, records `workflow:completed` and drains the renderers.
+    async fn finish(
+        mut self,
+        reason: StopReason,
+        rx: &mut tokio::sync::mpsc::UnboundedReceiver<AgentMessage>,
+    ) -> Result<RunOutcome<S>, Error> {
+        self.stop_agents().await;
+        let result = self.record_leftovers(reason, rx).await;
+        self.renderers.finish().await;
+        result?;
+        Ok(RunOutcome {
+            session: self.session,
+            len: self.log.len() as u64,
+            state: self.fold.into_state(),
+            reason,
+            usage: self.usage,
+            cost: self.cost,
+        })
+    }
+
+    async fn record_leftovers(
+        &mut self,
+        reason: StopReason,
+        rx: &mut tokio::sync::mpsc::UnboundedReceiver<AgentMessage>,
+    ) -> Result<(), Error> {
+        while let Ok(message) = rx.try_recv() {
+            match message {
+                AgentMessage::Event(pending, trigger) => {
+                    self.record(pending, Some(trigger)).await?;
+                }
+                AgentMessage::Finished(call) => {
+                    self.running.remove(&call);
+                }
+            }
+        }
+        let mut interrupted: Vec<_> = self.running.drain().collect();
+        interrupted.sort_unstable();
+        for (_, agent) in interrupted {
+            let completed = AgentCompleted {
+                agent: agent.to_owned(),
+                outcome: Outcome::Interrupted,
+                usage: Usage::default(),
+                cost: None,
+                error: Some(format!(
+                    "the run ended ({}) while the agent was working",
+                    reason.as_str()
+                )),
+            };
+            self.record(Pending::of(&completed), None).await?;
+        }
+        self.record(
+            Pending::of(&WorkflowCompleted {
+                reason: reason.as_str().to_owned(),
+            }),
+            None,
+        )
+        .await?;
+        Ok(())
+    }
+}
+
+/// One agent call, run as a tokio task.
+struct AgentTask<S> {
+    agent: Arc<dyn ErasedAgent<S>>,
+    provider: Arc<dyn Provider>,
+    trigger: Envelope,
+    activation: Activation,
+    call: u64,
+    attempts: u32,
+    tx: UnboundedSender<AgentMessage>,
+}
+
+impl<S> AgentTask<S> {
+    async fn run(self) {
+        let name = self.agent.spec().name;
+        let trigger_id = self.trigger.id;
+        let send = |pending: Pending| {
+            let _ = self.tx.send(AgentMessage::Event(pending, trigger_id));
+        };
+        let sink = {
+            let tx = self.tx.clone();
+            ProviderSink::new(move |event| {
+                let _ = tx.send(AgentMessage::Event(provider_event(name, event), trigger_id));
+            })
+        };
+        let mut usage = Usage::default();
+        let mut cost = None::<f64>;
+        let mut previous_error = None;
+        let mut result: Result<Emit, String> = Err("no attempt was made".into());
+        for attempt in 1..=self.attempts {
+            let mut request =
+                ProviderRequest::new(name, self.activation.prompt.clone(), self.agent.schema())
+                    .with_model(self.activation.model.clone());
+            request.attempt = attempt;
+            request.previous_error = previous_error.take();
+            match self.provider.complete(request, sink.clone()).await {
+                Err(err) => {
+                    result = Err(err.to_string());
+                    break;
+                }
+                Ok(response) => {
+                    usage += response.usage;
+                    if let Some(c) = response.cost {
+                        *cost.get_or_insert(0.0) += c;
+                    }
+                    match self.agent.finish(response.output, &self.trigger) {
+                        Ok(emit) => {
+                            result = Ok(emit);
+                            break;
+                        }
+                        Err(OutputRejected::Invalid(message)) => {
+                            result = Err(format!("{message} (after {attempt} attempts)"));
+                            previous_error = Some(message);
+                        }
+                        Err(OutputRejected::Failed(message)) => {
+                            result = Err(message);
+                            break;
+                        }
+                    }
+                }
+            }
+        }
+        let text = sink.text();
+        if !text.is_empty() {
+            send(Pending::of(&TextComplete {
+                agent: name.to_owned(),
+                text,
+            }));
+        }
+        let (outcome, error) = match result {
+            Ok(emit) => {
+                emit.into_pending().into_iter().for_each(&send);
+                (Outcome::Success, None)
+            }
+            Err(message) => {
+                let message = format!("agent `{name}` failed: {message}");
+                send(Pending::of(&ErrorOccurred {
+                    source: "agent".into(),
+                    message: message.clone(),
+                    event: Some(trigger_id),
+                }));
+                (Outcome::Failure, Some(message))
+            }
+        };
+        send(Pending::of(&AgentCompleted {
+            agent: name.to_owned(),
+            outcome,
+            usage,
+            cost,
+            error,
+        }));
+        let _ = self.tx.send(AgentMessage::Finished(self.call));
+    }
+}
+
+fn provider_event(agent: &str, event: ProviderEvent) -> Pending {
+    let agent = agent.to_owned();
+    match event {
+        ProviderEvent::TextDelta(delta) => Pending::of(&TextDelta { agent, delta }),
+        ProviderEvent::ToolCalled { id, tool, input } => Pending::of(&ToolCalled {
+            agent,
+            tool_call_id: id,
+            tool,
+            input,
+        }),
+        ProviderEvent::ToolResult {
+            id,
+            tool,
+            output,
+            is_error,
+        } => Pending::of(&ToolResult {
+            agent,
+            tool_call_id: id,
+            tool,
+            output,
+            is_error,
+        }),
+    }
+}
+
+/// Renderers, each on a thread of its own behind a channel.
+struct RendererPool {
+    workers: Vec<RendererWorker>,
+}
+
+struct RendererWorker {
+    patterns: Vec<Pattern>,
+    tx: std::sync::mpsc::Sender<Arc<Envelope>>,
+    done: oneshot::Receiver<()>,
+}
+
+impl RendererPool {
+    fn start(renderers: Vec<Box<dyn Renderer>>) -> Self {
+        let mut workers = Vec::with_capacity(renderers.len());
+        for (index, mut renderer) in renderers.into_iter().enumerate() {
+            let patterns = renderer.patterns();
+            let (tx, rx) = std::sync::mpsc::channel::<Arc<Envelope>>();
+            let (done_tx, done) = oneshot::channel();
+            let spawned = std::thread::Builder::new().name(format!("openharness-renderer-{index}")).spawn(move || {
+                let mut warned = false;
+                for event in rx {
+                    if let Err(panic) = catch_unwind(AssertUnwindSafe(|| renderer.render(&event)))
+                        && !std::mem::replace(&mut warned, true)
+                    {
+                        tracing::error!(renderer = index, event = %event.name, panic = %panic_message(panic.as_ref()), "a renderer panicked; it keeps receiving events");
+                    }
+                }
+                let _ = catch_unwind(AssertUnwindSafe(|| renderer.finish()));
+                let _ = done_tx.send(());
+            });
+            match spawned {
+                Ok(_) => workers.push(RendererWorker { patterns, tx, done }),
+                Err(err) => {
+                    tracing::error!(renderer = index, error = %err, "could not start a renderer thread; it will see no events")
+                }
+            }
+        }
+        Self { workers }
+    }
+
+    fn send(&self, event: &Envelope) {
+        let mut shared: Option<Arc<Envelope>> = None;
+        for worker in &self.workers {
+            if worker.patterns.iter().any(|p| p.matches(&event.name)) {
+                let event = shared.get_or_insert_with(|| Arc::new(event.clone()));
+                let _ = worker.tx.send(Arc::clone(event));
+            }
+        }
+    }
+
+    /// Closes the channels and waits (boundedly) for every renderer to finish.
+    async fn finish(&mut self) {
+        let limit = Instant::now() + RENDERER_DRAIN_LIMIT;
+        for worker in self.workers.drain(..) {
+            let RendererWorker { tx, done, .. } = worker;
+            drop(tx);
+            if tokio::time::timeout_at(limit, done).await.is_err() {
+                tracing::warn!(
+                    "a renderer did not finish within {RENDERER_DRAIN_LIMIT:?}; not waiting for it"
+                );
+            }
+        }
+    }
+}

@@ -1,0 +1,433 @@
+//! [`Workflow`]: a state with its handlers, a set of agents, a stop condition, a store and a
+//! provider, assembled by [`Workflow::builder`] and run with [`Workflow::run`].
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use tokio_util::sync::CancellationToken;
+
+use crate::agent::{Agent, AgentSpec, Erased, ErasedAgent};
+use crate::error::Error;
+use crate::event::{Envelope, SessionId};
+use crate::fold::Fold;
+use crate::handler::Handler;
+use crate::provider::{Provider, Usage};
+use crate::renderer::Renderer;
+use crate::store::Store;
+
+/// What a workflow's state must be: a [`Handler`] that can be cloned (for checkpoints), shared
+/// across threads and serialized (for snapshots, the CLI and diffs).
+pub trait WorkflowState: Handler + Serialize + DeserializeOwned {}
+impl<S: Handler + Serialize + DeserializeOwned> WorkflowState for S {}
+
+type Until<S> = Arc<dyn Fn(&S) -> bool + Send + Sync>;
+
+/// A runnable workflow. Cheap to clone; clones share agents, store and provider.
+///
+/// ```
+/// use openharness_core::{Workflow, WorkflowBuilder};
+/// fn assemble<S: openharness_core::WorkflowState + Default>(store: impl openharness_core::Store) -> Result<Workflow<S>, openharness_core::Error> {
+///     Workflow::builder("my-workflow").initial_state(S::default()).store(store).build()
+/// }
+/// ```
+pub struct Workflow<S: WorkflowState> {
+    pub(crate) inner: Arc<Inner<S>>,
+}
+
+pub(crate) struct Inner<S> {
+    pub(crate) name: String,
+    pub(crate) initial: S,
+    pub(crate) agents: Vec<Arc<dyn ErasedAgent<S>>>,
+    pub(crate) until: Option<Until<S>>,
+    pub(crate) store: Arc<dyn Store>,
+    pub(crate) provider: Option<Arc<dyn Provider>>,
+    pub(crate) max_output_attempts: u32,
+}
+
+impl<S: WorkflowState> Clone for Workflow<S> {
+    fn clone(&self) -> Self {
+        Self {
+            inner: Arc::clone(&self.inner),
+        }
+    }
+}
+
+impl<S: WorkflowState> fmt::Debug for Workflow<S> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Workflow")
+            .field("name", &self.inner.name)
+            .field("agents", &self.agents())
+            .field("store", &self.inner.store.describe())
+            .field(
+                "provider",
+                &self.inner.provider.as_ref().map(|p| p.name().to_owned()),
+            )
+            .finish_non_exhaustive()
+    }
+}
+
+impl<S: WorkflowState> Workflow<S> {
+    /// Starts building a workflow called `name` (recorded in `workflow:started`).
+    pub fn builder(name: impl Into<String>) -> WorkflowBuilder<S> {
+        WorkflowBuilder {
+            name: name.into(),
+            initial: None,
+            agents: Vec::new(),
+            until: None,
+            store: None,
+            provider: None,
+            max_output_attempts: 3,
+        }
+    }
+
+    /// The workflow's name.
+    pub fn name(&self) -> &str {
+        &self.inner.name
+    }
+
+    /// The state every run starts from.
+    pub fn initial_state(&self) -> &S {
+        &self.inner.initial
+    }
+
+    /// The agents, in registration order.
+    pub fn agents(&self) -> Vec<AgentSpec> {
+        self.inner.agents.iter().map(|a| a.spec()).collect()
+    }
+
+    /// The store runs are recorded to.
+    pub fn store(&self) -> Arc<dyn Store> {
+        Arc::clone(&self.inner.store)
+    }
+
+    /// Whether `until` holds for `state` (false when no `until` was set).
+    pub fn is_done(&self, state: &S) -> bool {
+        self.inner.until.as_ref().is_some_and(|until| until(state))
+    }
+
+    /// A copy of this workflow using another provider (to compare models on a fork, or to
+    /// replay with a cassette).
+    #[must_use]
+    pub fn with_provider(&self, provider: impl Provider) -> Self {
+        self.rebuild(|inner| inner.provider = Some(Arc::new(provider)))
+    }
+
+    /// A copy of this workflow recording to another store.
+    #[must_use]
+    pub fn with_store(&self, store: impl Store) -> Self {
+        self.rebuild(|inner| inner.store = Arc::new(store))
+    }
+
+    fn rebuild(&self, change: impl FnOnce(&mut Inner<S>)) -> Self {
+        let mut inner = Inner {
+            name: self.inner.name.clone(),
+            initial: self.inner.initial.clone(),
+            agents: self.inner.agents.clone(),
+            until: self.inner.until.clone(),
+            store: Arc::clone(&self.inner.store),
+            provider: self.inner.provider.clone(),
+            max_output_attempts: self.inner.max_output_attempts,
+        };
+        change(&mut inner);
+        Self {
+            inner: Arc::new(inner),
+        }
+    }
+
+    /// Folds `events` (a session's log from seq 0) through the handlers, with no agent and no
+    /// network: the state at position `events.len()`.
+    pub fn fold(&self, events: &[Envelope]) -> S {
+        let mut fold = Fold::new(self.inner.initial.clone());
+        for event in events {
+            fold.apply(event, events);
+        }
+        fold.into_state()
+    }
+
+    /// Runs the workflow to completion, recording every event to the store.
+    ///
+    /// The run ends when `until` holds, when nothing is left to do, on cancellation, or when a
+    /// guard trips; the reason is in [`RunOutcome::reason`]. A store failure ends it with
+    /// [`Error::Store`].
+    pub async fn run(&self, options: RunOptions) -> Result<RunOutcome<S>, Error> {
+        crate::runtime::run(&self.inner, options).await
+    }
+
+    /// Reads a session's events from the store, checking that this workflow recorded it.
+    pub async fn session_events(&self, session: &SessionId) -> Result<Vec<Envelope>, Error> {
+        let store = &self.inner.store;
+        let events = store
+            .all_events(session)
+            .await
+            .map_err(|e| Error::store(store.as_ref(), Some(session), e))?;
+        if events.is_empty() {
+            return Err(Error::SessionNotFound(session.clone()));
+        }
+        let recorded = events
+            .iter()
+            .find(|e| e.name == "workflow:started")
+            .and_then(|e| e.payload["workflow"].as_str());
+        if let Some(recorded) = recorded
+            && recorded != self.inner.name
+        {
+            return Err(Error::WrongWorkflow {
+                session: session.clone(),
+                recorded: recorded.to_owned(),
+                workflow: self.inner.name.clone(),
+            });
+        }
+        Ok(events)
+    }
+}
+
+/// Assembles a [`Workflow`]; see [`Workflow::builder`].
+#[must_use]
+pub struct WorkflowBuilder<S: WorkflowState> {
+    name: String,
+    initial: Option<S>,
+    agents: Vec<Arc<dyn ErasedAgent<S>>>,
+    until: Option<Until<S>>,
+    store: Option<Arc<dyn Store>>,
+    provider: Option<Arc<dyn Provider>>,
+    max_output_attempts: u32,
+}
+
+impl<S: WorkflowState> WorkflowBuilder<S> {
+    /// The state every run starts from (required).
+    pub fn initial_state(mut self, state: S) -> Self {
+        self.initial = Some(state);
+        self
+    }
+
+    /// Adds an agent.
+    pub fn agent<A: Agent<State = S>>(mut self, agent: A) -> Self {
+        self.agents.push(Arc::new(Erased::new(agent)));
+        self
+    }
+
+    /// Ends a run as soon as `until(state)` holds after an event.
+    pub fn until(mut self, until: impl Fn(&S) -> bool + Send + Sync + 'static) -> Self {
+        self.until = Some(Arc::new(until));
+        self
+    }
+
+    /// Where runs are recorded (required).
+    pub fn store(mut self, store: impl Store) -> Self {
+        self.store = Some(Arc::new(store));
+        self
+    }
+
+    /// Where runs are recorded, shared with other owners.
+    pub fn shared_store(mut self, store: Arc<dyn Store>) -> Self {
+        self.store = Some(store);
+        self
+    }
+
+    /// The model backend (required when there are agents).
+    pub fn provider(mut self, provider: impl Provider) -> Self {
+        self.provider = Some(Arc::new(provider));
+        self
+    }
+
+    /// How many times an agent is asked for output that matches its schema before it fails
+    /// (default 3, at least 1).
+    pub fn max_output_attempts(mut self, attempts: u32) -> Self {
+        self.max_output_attempts = attempts.max(1);
+        self
+    }
+
+    /// Checks the configuration and builds the workflow.
+    pub fn build(self) -> Result<Workflow<S>, Error> {
+        let config = |message: &str| Error::Config {
+            workflow: self.name.clone(),
+            message: message.to_owned(),
+        };
+        if self.name.trim().is_empty() {
+            return Err(config(
+                "the name is empty: pass a name to `Workflow::builder`",
+            ));
+        }
+        let initial = self
+            .initial
+            .clone()
+            .ok_or_else(|| config("no initial state: call `.initial_state(...)`"))?;
+        let store = self.store.clone().ok_or_else(|| {
+            config("no store: call `.store(...)`, e.g. with `MemoryStore::new()`")
+        })?;
+        if !self.agents.is_empty() && self.provider.is_none() {
+            return Err(config(
+                "it has agents but no provider: call `.provider(...)`",
+            ));
+        }
+        let mut seen = std::collections::HashSet::new();
+        if let Some(dup) = self
+            .agents
+            .iter()
+            .map(|a| a.spec().name)
+            .find(|name| !seen.insert(*name))
+        {
+            return Err(config(&format!("two agents are named `{dup}`")));
+        }
+        Ok(Workflow {
+            inner: Arc::new(Inner {
+                name: self.name,
+                initial,
+                agents: self.agents,
+                until: self.until,
+                store,
+                provider: self.provider,
+                max_output_attempts: self.max_output_attempts,
+            }),
+        })
+    }
+}
+
+/// Options for one run.
+///
+/// ```
+/// use std::time::Duration;
+/// use openharness_core::RunOptions;
+/// let options = RunOptions::new()
+///     .input("plan a three-day trip to Lisbon")
+///     .max_events(5_000)
+///     .deadline(Duration::from_secs(300));
+/// # let _ = options;
+/// ```
+#[must_use]
+pub struct RunOptions {
+    pub(crate) input: Option<String>,
+    pub(crate) session: Option<SessionId>,
+    pub(crate) cancel: CancellationToken,
+    pub(crate) max_events: u64,
+    pub(crate) max_agent_calls: u64,
+    pub(crate) max_cost: Option<f64>,
+    pub(crate) deadline: Option<Duration>,
+    pub(crate) renderers: Vec<Box<dyn Renderer>>,
+}
+
+impl Default for RunOptions {
+    fn default() -> Self {
+        Self {
+            input: None,
+            session: None,
+            cancel: CancellationToken::new(),
+            max_events: 100_000,
+            max_agent_calls: 1_000,
+            max_cost: None,
+            deadline: None,
+            renderers: Vec::new(),
+        }
+    }
+}
+
+impl RunOptions {
+    /// Default options: no input, a fresh session id, 100 000 events and 1 000 agent calls at most.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Records `text` as `user:input` right after `workflow:started`.
+    pub fn input(mut self, text: impl Into<String>) -> Self {
+        self.input = Some(text.into());
+        self
+    }
+
+    /// Records into this (new, empty) session instead of a fresh one.
+    pub fn session(mut self, session: SessionId) -> Self {
+        self.session = Some(session);
+        self
+    }
+
+    /// Cancels the run when this token is cancelled; running agents end as `interrupted`.
+    pub fn cancel_token(mut self, token: CancellationToken) -> Self {
+        self.cancel = token;
+        self
+    }
+
+    /// Stops after this many events have been recorded.
+    pub fn max_events(mut self, max: u64) -> Self {
+        self.max_events = max;
+        self
+    }
+
+    /// Stops instead of starting more than this many agent calls.
+    pub fn max_agent_calls(mut self, max: u64) -> Self {
+        self.max_agent_calls = max;
+        self
+    }
+
+    /// Stops once the agents' reported cost exceeds this many US dollars.
+    pub fn max_cost(mut self, dollars: f64) -> Self {
+        self.max_cost = Some(dollars);
+        self
+    }
+
+    /// Stops after this much wall-clock time.
+    pub fn deadline(mut self, after: Duration) -> Self {
+        self.deadline = Some(after);
+        self
+    }
+
+    /// Adds a renderer for this run.
+    pub fn renderer(mut self, renderer: impl Renderer) -> Self {
+        self.renderers.push(Box::new(renderer));
+        self
+    }
+}
+
+/// Why a run ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum StopReason {
+    /// `until(state)` held.
+    Until,
+    /// No events were queued and no agent was running.
+    Idle,
+    /// The cancellation token was cancelled.
+    Cancelled,
+    /// The wall-clock deadline passed.
+    Deadline,
+    /// `max_events` events were recorded.
+    MaxEvents,
+    /// Another agent call would have exceeded `max_agent_calls`.
+    MaxAgentCalls,
+    /// The reported cost exceeded `max_cost`.
+    MaxCost,
+}
+
+impl StopReason {
+    /// The reason as recorded in `workflow:completed`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Until => "until",
+            Self::Idle => "idle",
+            Self::Cancelled => "cancelled",
+            Self::Deadline => "deadline",
+            Self::MaxEvents => "max_events",
+            Self::MaxAgentCalls => "max_agent_calls",
+            Self::MaxCost => "max_cost",
+        }
+    }
+}
+
+/// The result of a run that ended without a store failure.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct RunOutcome<S> {
+    /// The session the run was recorded in.
+    pub session: SessionId,
+    /// The final state.
+    pub state: S,
+    /// Number of events in the session's log.
+    pub len: u64,
+    /// Why the run ended.
+    pub reason: StopReason,
+    /// Tokens used by all agents.
+    pub usage: Usage,
+    /// Cost reported by all agents, in US dollars.
+    pub cost: f64,
+}

@@ -1,0 +1,1 @@
+//! Projections of event logs into read models.

@@ -1,0 +1,1 @@
+//! Model providers for Open Harness agents.

@@ -1,0 +1,1 @@
+//! Stores for Open Harness event logs.

@@ -1,0 +1,1 @@
+//! The Tape: positions over a recorded session.

@@ -1,0 +1,1 @@
+//! Workspace-level tests live in the `[[test]]` targets of this package; this library is empty.
