@@ -1,0 +1,768 @@
+//! [`ScriptedProvider`]: a deterministic provider that answers each agent from a script.
+//!
+//! Each agent has a first-in, first-out queue of [`Reply`]s. A call takes the next reply of the
+//! agent named in the request; when the queue is empty, the agent's fallback (if one was set)
+//! builds the reply from the request, and otherwise the call fails with
+//! [`ProviderError::NoResponse`]. Every request is recorded, so tests can count calls and read
+//! re-asks (`attempt`, `previous_error`).
+
+use std::collections::{BTreeMap, VecDeque};
+use std::fmt;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use openharness_core::{
+    Provider, ProviderError, ProviderEvent, ProviderRequest, ProviderResponse, ProviderSink, Usage,
+};
+use serde_json::Value;
+
+/// The name a [`ScriptedProvider`] reports in errors and logs.
+const NAME: &str = "scripted";
+
+/// A reply built from the request, for agents whose calls are not known in advance.
+type Fallback = Arc<dyn Fn(&ProviderRequest) -> Reply + Send + Sync>;
+
+/// A [`Provider`] that answers from a script: per-agent queues of [`Reply`]s, optional
+/// per-agent fallbacks, and a record of every request.
+///
+/// Cheap to clone: clones share the script and the record, so a test can keep one handle while
+/// the workflow owns another.
+///
+/// ```
+/// use openharness_core::{Provider, ProviderError, ProviderRequest, ProviderSink};
+/// use openharness_provider::{Reply, ScriptedProvider};
+/// use serde_json::json;
+/// use std::sync::Arc;
+///
+/// # tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap().block_on(async {
+/// let provider = ScriptedProvider::new()
+///     .respond("planner", Reply::output(json!({ "tasks": 2 })))
+///     .fallback("executor", |request| Reply::output(json!({ "done": request.prompt })));
+/// let handle = provider.clone();
+///
+/// let ask = |agent: &str, prompt: &str| {
+///     ProviderRequest::new(agent, prompt, Arc::new(json!({ "type": "object" })))
+/// };
+/// let planned = provider.complete(ask("planner", "plan"), ProviderSink::discard()).await.unwrap();
+/// assert_eq!(planned.output, json!({ "tasks": 2 }));
+///
+/// // The planner's script is used up: a second call fails and says why.
+/// let err = provider.complete(ask("planner", "again"), ProviderSink::discard()).await.unwrap_err();
+/// assert!(matches!(err, ProviderError::NoResponse { .. }));
+///
+/// // The executor answers every call through its fallback.
+/// for task in ["pack", "book"] {
+///     let done = provider.complete(ask("executor", task), ProviderSink::discard()).await.unwrap();
+///     assert_eq!(done.output, json!({ "done": task }));
+/// }
+/// assert_eq!(handle.calls(), 4);
+/// assert_eq!(handle.calls_for("executor"), 2);
+/// # });
+/// ```
+#[derive(Clone, Default)]
+pub struct ScriptedProvider {
+    script: Arc<Mutex<Script>>,
+}
+
+/// The shared state behind a [`ScriptedProvider`].
+#[derive(Default)]
+struct Script {
+    /// Replies not yet used, per agent.
+    replies: BTreeMap<String, VecDeque<Reply>>,
+    /// How many replies were ever scripted, per agent (for error messages).
+    scripted: BTreeMap<String, usize>,
+    /// Fallbacks, per agent.
+    fallbacks: BTreeMap<String, Fallback>,
+    /// Every request received, in order.
+    requests: Vec<ProviderRequest>,
+}
+
+impl Script {
+    /// Why a call of `agent` has no reply (the queue is empty and there is no fallback).
+    fn exhausted(&self, agent: &str) -> String {
+        let calls = self.requests.iter().filter(|r| r.agent == agent).count();
+        match self.scripted.get(agent).copied().unwrap_or(0) {
+            0 if self.scripted.is_empty() && self.fallbacks.is_empty() => format!(
+                "the script is empty; add a reply with `.respond(\"{agent}\", ...)` or a \
+                 `.fallback(\"{agent}\", ...)`"
+            ),
+            0 => {
+                let known: Vec<String> = self
+                    .scripted
+                    .keys()
+                    .chain(self.fallbacks.keys())
+                    .map(|a| format!("`{a}`"))
+                    .collect();
+                format!(
+                    "no reply was scripted for this agent (the script answers {}); add one with \
+                     `.respond(\"{agent}\", ...)` or a `.fallback(\"{agent}\", ...)`",
+                    known.join(", ")
+                )
+            }
+            n => format!(
+                "all {n} scripted {replies} for this agent were used and this is call {calls}; \
+                 script more with `.respond(\"{agent}\", ...)` or answer every call with \
+                 `.fallback(\"{agent}\", ...)`",
+                replies = if n == 1 { "reply" } else { "replies" },
+            ),
+        }
+    }
+}
+
+/// What a call will answer with, decided while the script is locked.
+enum Next {
+    Reply(Reply),
+    Fallback(Fallback),
+    Exhausted(String),
+}
+
+impl ScriptedProvider {
+    /// An empty script: every call fails with [`ProviderError::NoResponse`] until replies or
+    /// fallbacks are added.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Queues `reply` for the next call of `agent` (replies to one agent are used in the order
+    /// they were queued).
+    #[must_use]
+    pub fn respond(self, agent: impl Into<String>, reply: Reply) -> Self {
+        self.respond_all(agent, [reply])
+    }
+
+    /// Queues several replies for `agent`, in order.
+    ///
+    /// ```
+    /// use openharness_provider::{Reply, ScriptedProvider};
+    /// use serde_json::json;
+    /// let provider = ScriptedProvider::new()
+    ///     .respond_all("critic", (1..=3).map(|round| Reply::output(json!({ "round": round }))));
+    /// assert_eq!(provider.remaining("critic"), 3);
+    /// ```
+    #[must_use]
+    pub fn respond_all(
+        self,
+        agent: impl Into<String>,
+        replies: impl IntoIterator<Item = Reply>,
+    ) -> Self {
+        {
+            let agent = agent.into();
+            let mut script = self.lock();
+            let queue = script.replies.entry(agent.clone()).or_default();
+            let before = queue.len();
+            queue.extend(replies);
+            let added = queue.len() - before;
+            *script.scripted.entry(agent).or_default() += added;
+        }
+        self
+    }
+
+    /// Answers the calls of `agent` that find its queue empty by calling `reply` with the
+    /// request. Replaces an earlier fallback for the same agent.
+    ///
+    /// ```
+    /// use openharness_provider::{Reply, ScriptedProvider};
+    /// use serde_json::json;
+    /// // An executor called once per task: echo the prompt back as the result.
+    /// let provider = ScriptedProvider::new()
+    ///     .fallback("executor", |request| Reply::output(json!({ "result": request.prompt })));
+    /// ```
+    #[must_use]
+    pub fn fallback(
+        self,
+        agent: impl Into<String>,
+        reply: impl Fn(&ProviderRequest) -> Reply + Send + Sync + 'static,
+    ) -> Self {
+        self.lock().fallbacks.insert(agent.into(), Arc::new(reply));
+        self
+    }
+
+    /// Every request received so far, in order (including those that failed).
+    pub fn requests(&self) -> Vec<ProviderRequest> {
+        self.lock().requests.clone()
+    }
+
+    /// How many requests were received so far.
+    pub fn calls(&self) -> usize {
+        self.lock().requests.len()
+    }
+
+    /// How many requests `agent` made so far.
+    pub fn calls_for(&self, agent: &str) -> usize {
+        self.lock()
+            .requests
+            .iter()
+            .filter(|r| r.agent == agent)
+            .count()
+    }
+
+    /// How many scripted replies of `agent` are still unused (fallbacks not counted).
+    pub fn remaining(&self, agent: &str) -> usize {
+        self.lock().replies.get(agent).map_or(0, VecDeque::len)
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Script> {
+        // The script is left consistent at every await-free step, so a poisoned lock (a panic
+        // in a test thread holding it) is safe to keep using.
+        self.script.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+impl fmt::Debug for ScriptedProvider {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let script = self.lock();
+        let remaining: BTreeMap<&str, usize> = script
+            .replies
+            .iter()
+            .map(|(agent, queue)| (agent.as_str(), queue.len()))
+            .collect();
+        let fallbacks: Vec<&str> = script.fallbacks.keys().map(String::as_str).collect();
+        f.debug_struct("ScriptedProvider")
+            .field("remaining", &remaining)
+            .field("fallbacks", &fallbacks)
+            .field("calls", &script.requests.len())
+            .finish()
+    }
+}
+
+#[async_trait]
+impl Provider for ScriptedProvider {
+    fn name(&self) -> &str {
+        NAME
+    }
+
+    async fn complete(
+        &self,
+        request: ProviderRequest,
+        sink: ProviderSink,
+    ) -> Result<ProviderResponse, ProviderError> {
+        let next = {
+            let mut script = self.lock();
+            script.requests.push(request.clone());
+            let agent = request.agent.as_str();
+            match script.replies.get_mut(agent).and_then(VecDeque::pop_front) {
+                Some(reply) => Next::Reply(reply),
+                None => match script.fallbacks.get(agent) {
+                    Some(fallback) => Next::Fallback(Arc::clone(fallback)),
+                    None => Next::Exhausted(script.exhausted(agent)),
+                },
+            }
+        };
+        let reply = match next {
+            Next::Reply(reply) => reply,
+            // Called without the lock held, so a fallback may read the provider's record.
+            Next::Fallback(fallback) => fallback(&request),
+            Next::Exhausted(message) => {
+                return Err(ProviderError::NoResponse {
+                    agent: request.agent,
+                    message,
+                });
+            }
+        };
+        reply.play(&sink).await
+    }
+}
+
+/// One scripted answer: what to stream, then the output (or an error), usage and cost.
+///
+/// ```
+/// use openharness_core::Usage;
+/// use openharness_provider::Reply;
+/// use serde_json::json;
+/// use std::time::Duration;
+///
+/// let reply = Reply::output(json!({ "answer": 42 }))
+///     .text("Let me think. ")
+///     .tool_call("call-1", "calculator", json!({ "expr": "6*7" }), json!(42))
+///     .text("It is 42.")
+///     .usage(Usage { input_tokens: 12, output_tokens: 5, ..Usage::default() })
+///     .cost(0.0003)
+///     .delay(Duration::from_millis(5));
+/// let failing = Reply::error("the model is overloaded");
+/// ```
+#[derive(Debug, Clone, PartialEq)]
+#[must_use]
+pub struct Reply {
+    /// The final output, or the failure message.
+    result: Result<Value, String>,
+    /// What is streamed to the sink before answering, in order.
+    events: Vec<ProviderEvent>,
+    usage: Usage,
+    cost: Option<f64>,
+    delay: Option<Duration>,
+}
+
+impl Reply {
+    /// A reply whose final output is `output` (checked against the agent's schema by the
+    /// runtime, so a test can script invalid output to exercise re-asks).
+    pub fn output(output: Value) -> Self {
+        Self::with_result(Ok(output))
+    }
+
+    /// A reply that fails the call with [`ProviderError::Failed`] carrying `message` (after
+    /// streaming whatever the reply streams).
+    pub fn error(message: impl Into<String>) -> Self {
+        Self::with_result(Err(message.into()))
+    }
+
+    fn with_result(result: Result<Value, String>) -> Self {
+        Self {
+            result,
+            events: Vec::new(),
+            usage: Usage::default(),
+            cost: None,
+            delay: None,
+        }
+    }
+
+    /// Streams `text` as [`ProviderEvent::TextDelta`]s, one per word with the whitespace after
+    /// it, so the deltas concatenate to exactly `text`. May be called several times, around
+    /// tool calls.
+    ///
+    /// ```
+    /// use openharness_core::ProviderEvent;
+    /// use openharness_provider::Reply;
+    /// let reply = Reply::output(serde_json::Value::Null).text("Hello, big  world");
+    /// let deltas: Vec<_> = reply
+    ///     .streamed()
+    ///     .iter()
+    ///     .map(|event| match event {
+    ///         ProviderEvent::TextDelta(delta) => delta.as_str(),
+    ///         _ => unreachable!(),
+    ///     })
+    ///     .collect();
+    /// assert_eq!(deltas, ["Hello, ", "big  ", "world"]);
+    /// ```
+    pub fn text(mut self, text: impl AsRef<str>) -> Self {
+        self.events.extend(
+            chunks(text.as_ref())
+                .into_iter()
+                .map(|chunk| ProviderEvent::TextDelta(chunk.to_owned())),
+        );
+        self
+    }
+
+    /// Streams a tool call and its successful result.
+    pub fn tool_call(
+        mut self,
+        id: impl Into<String>,
+        tool: impl Into<String>,
+        input: Value,
+        output: Value,
+    ) -> Self {
+        let (id, tool) = (id.into(), tool.into());
+        self.events.push(ProviderEvent::ToolCalled {
+            id: id.clone(),
+            tool: tool.clone(),
+            input,
+        });
+        self.events.push(ProviderEvent::ToolResult {
+            id,
+            tool,
+            output,
+            is_error: false,
+        });
+        self
+    }
+
+    /// Streams a tool call whose tool failed with `message`.
+    pub fn tool_error(
+        mut self,
+        id: impl Into<String>,
+        tool: impl Into<String>,
+        input: Value,
+        message: impl Into<String>,
+    ) -> Self {
+        let (id, tool) = (id.into(), tool.into());
+        self.events.push(ProviderEvent::ToolCalled {
+            id: id.clone(),
+            tool: tool.clone(),
+            input,
+        });
+        self.events.push(ProviderEvent::ToolResult {
+            id,
+            tool,
+            output: Value::String(message.into()),
+            is_error: true,
+        });
+        self
+    }
+
+    /// Sets the tokens this request reports.
+    pub fn usage(mut self, usage: Usage) -> Self {
+        self.usage = usage;
+        self
+    }
+
+    /// Sets the cost (US dollars) this request reports.
+    pub fn cost(mut self, cost: f64) -> Self {
+        self.cost = Some(cost);
+        self
+    }
+
+    /// Waits this long (a tokio sleep) before streaming and answering: a slow model, for
+    /// cancellation and timeout tests.
+    pub fn delay(mut self, delay: Duration) -> Self {
+        self.delay = Some(delay);
+        self
+    }
+
+    /// What the reply streams before answering, in order.
+    pub fn streamed(&self) -> &[ProviderEvent] {
+        &self.events
+    }
+
+    /// Sleeps, streams, then answers.
+    async fn play(self, sink: &ProviderSink) -> Result<ProviderResponse, ProviderError> {
+        if let Some(delay) = self.delay {
+            tokio::time::sleep(delay).await;
+        }
+        for event in self.events {
+            sink.emit(event);
+        }
+        match self.result {
+            Ok(output) => Ok(ProviderResponse {
+                output,
+                usage: self.usage,
+                cost: self.cost,
+            }),
+            Err(message) => Err(ProviderError::Failed {
+                provider: NAME.to_owned(),
+                message,
+            }),
+        }
+    }
+}
+
+/// Splits `text` into words, each keeping the whitespace that follows it (leading whitespace
+/// stays with the first word), so the chunks concatenate to `text`. Empty text gives no chunks.
+fn chunks(text: &str) -> Vec<&str> {
+    let mut chunks = Vec::new();
+    let mut start = 0;
+    let mut seen_word = false;
+    let mut after_space = false;
+    for (i, c) in text.char_indices() {
+        let space = c.is_whitespace();
+        if !space && after_space && seen_word {
+            chunks.push(&text[start..i]);
+            start = i;
+        }
+        seen_word |= !space;
+        after_space = space;
+    }
+    if start < text.len() {
+        chunks.push(&text[start..]);
+    }
+    chunks
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use std::sync::Arc;
+    use std::sync::Mutex as StdMutex;
+
+    use serde_json::json;
+
+    use super::*;
+
+    fn ask(agent: &str, prompt: &str) -> ProviderRequest {
+        ProviderRequest::new(agent, prompt, Arc::new(json!({ "type": "object" })))
+    }
+
+    /// A sink that records every event it is given.
+    fn recording_sink() -> (ProviderSink, Arc<StdMutex<Vec<ProviderEvent>>>) {
+        let seen = Arc::new(StdMutex::new(Vec::new()));
+        let sink = {
+            let seen = Arc::clone(&seen);
+            ProviderSink::new(move |event| seen.lock().unwrap().push(event))
+        };
+        (sink, seen)
+    }
+
+    async fn output(provider: &ScriptedProvider, agent: &str) -> Value {
+        provider
+            .complete(ask(agent, "p"), ProviderSink::discard())
+            .await
+            .unwrap()
+            .output
+    }
+
+    #[tokio::test]
+    async fn replies_are_first_in_first_out_per_agent() {
+        let provider = ScriptedProvider::new()
+            .respond("a", Reply::output(json!(1)))
+            .respond("b", Reply::output(json!("b1")))
+            .respond_all("a", [Reply::output(json!(2)), Reply::output(json!(3))]);
+        assert_eq!(provider.remaining("a"), 3);
+        assert_eq!(output(&provider, "a").await, json!(1));
+        assert_eq!(output(&provider, "b").await, json!("b1"));
+        assert_eq!(output(&provider, "a").await, json!(2));
+        assert_eq!(output(&provider, "a").await, json!(3));
+        assert_eq!(provider.remaining("a"), 0);
+    }
+
+    #[tokio::test]
+    async fn streamed_text_concatenates_to_the_scripted_text() {
+        let text = "  Hello,\tbig\n\nworld — naïve café ";
+        let provider = ScriptedProvider::new()
+            .respond("a", Reply::output(json!(null)).text(text).text("and more"));
+        let (sink, seen) = recording_sink();
+        provider
+            .complete(ask("a", "p"), sink.clone())
+            .await
+            .unwrap();
+        let deltas: Vec<String> = seen
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|event| match event {
+                ProviderEvent::TextDelta(delta) => delta.clone(),
+                other => panic!("unexpected {other:?}"),
+            })
+            .collect();
+        assert_eq!(
+            deltas,
+            [
+                "  Hello,\t",
+                "big\n\n",
+                "world ",
+                "— ",
+                "naïve ",
+                "café ",
+                "and ",
+                "more"
+            ]
+        );
+        assert_eq!(deltas.concat(), format!("{text}and more"));
+        assert_eq!(sink.text(), format!("{text}and more"));
+    }
+
+    #[test]
+    fn chunks_cover_edge_cases() {
+        assert!(chunks("").is_empty());
+        assert_eq!(chunks("   "), ["   "]);
+        assert_eq!(chunks("one"), ["one"]);
+        assert_eq!(chunks(" a b "), [" a ", "b "]);
+    }
+
+    #[tokio::test]
+    async fn tool_calls_stream_in_script_order() {
+        let provider = ScriptedProvider::new().respond(
+            "a",
+            Reply::output(json!(null))
+                .text("Checking.")
+                .tool_call(
+                    "c1",
+                    "weather",
+                    json!({ "city": "SF" }),
+                    json!({ "tempC": 15 }),
+                )
+                .tool_error("c2", "clock", json!({}), "no clock"),
+        );
+        let (sink, seen) = recording_sink();
+        provider.complete(ask("a", "p"), sink).await.unwrap();
+        assert_eq!(
+            *seen.lock().unwrap(),
+            [
+                ProviderEvent::TextDelta("Checking.".into()),
+                ProviderEvent::ToolCalled {
+                    id: "c1".into(),
+                    tool: "weather".into(),
+                    input: json!({ "city": "SF" }),
+                },
+                ProviderEvent::ToolResult {
+                    id: "c1".into(),
+                    tool: "weather".into(),
+                    output: json!({ "tempC": 15 }),
+                    is_error: false,
+                },
+                ProviderEvent::ToolCalled {
+                    id: "c2".into(),
+                    tool: "clock".into(),
+                    input: json!({}),
+                },
+                ProviderEvent::ToolResult {
+                    id: "c2".into(),
+                    tool: "clock".into(),
+                    output: json!("no clock"),
+                    is_error: true,
+                },
+            ]
+        );
+    }
+
+    #[tokio::test]
+    async fn usage_and_cost_are_reported() {
+        let usage = Usage {
+            input_tokens: 10,
+            output_tokens: 3,
+            ..Usage::default()
+        };
+        let provider =
+            ScriptedProvider::new().respond("a", Reply::output(json!(1)).usage(usage).cost(0.25));
+        let response = provider
+            .complete(ask("a", "p"), ProviderSink::discard())
+            .await
+            .unwrap();
+        assert_eq!(response.usage, usage);
+        assert_eq!(response.cost, Some(0.25));
+    }
+
+    #[tokio::test]
+    async fn an_exhausted_agent_gets_an_error_naming_it_and_the_count() {
+        let provider = ScriptedProvider::new().respond_all(
+            "planner",
+            [Reply::output(json!(1)), Reply::output(json!(2))],
+        );
+        output(&provider, "planner").await;
+        output(&provider, "planner").await;
+        let err = provider
+            .complete(ask("planner", "p"), ProviderSink::discard())
+            .await
+            .unwrap_err();
+        let ProviderError::NoResponse { agent, message } = &err else {
+            panic!("unexpected {err:?}");
+        };
+        assert_eq!(agent, "planner");
+        assert!(message.contains("all 2 scripted replies"), "{message}");
+        assert!(message.contains("call 3"), "{message}");
+        assert!(
+            err.to_string()
+                .starts_with("no response for agent `planner`: ")
+        );
+    }
+
+    #[tokio::test]
+    async fn an_unscripted_agent_gets_an_error_listing_the_scripted_ones() {
+        let provider = ScriptedProvider::new()
+            .respond("planner", Reply::output(json!(1)))
+            .fallback("executor", |_| Reply::output(json!(2)));
+        let err = provider
+            .complete(ask("critic", "p"), ProviderSink::discard())
+            .await
+            .unwrap_err();
+        let message = err.to_string();
+        assert!(message.contains("`critic`"), "{message}");
+        assert!(message.contains("`planner`, `executor`"), "{message}");
+
+        let err = ScriptedProvider::new()
+            .complete(ask("critic", "p"), ProviderSink::discard())
+            .await
+            .unwrap_err();
+        assert!(err.to_string().contains("the script is empty"), "{err}");
+    }
+
+    #[tokio::test]
+    async fn the_fallback_answers_once_the_queue_is_empty() {
+        let provider = ScriptedProvider::new()
+            .respond("executor", Reply::output(json!("scripted")))
+            .fallback("executor", |request| {
+                Reply::output(json!({ "task": request.prompt, "attempt": request.attempt }))
+            });
+        assert_eq!(output(&provider, "executor").await, json!("scripted"));
+        for task in ["pack", "book"] {
+            let response = provider
+                .complete(ask("executor", task), ProviderSink::discard())
+                .await
+                .unwrap();
+            assert_eq!(response.output, json!({ "task": task, "attempt": 1 }));
+        }
+        assert_eq!(provider.calls_for("executor"), 3);
+    }
+
+    #[tokio::test]
+    async fn a_fallback_may_read_the_record() {
+        let provider = ScriptedProvider::new();
+        let handle = provider.clone();
+        let provider = provider.fallback("a", move |_| Reply::output(json!(handle.calls_for("a"))));
+        assert_eq!(output(&provider, "a").await, json!(1));
+        assert_eq!(output(&provider, "a").await, json!(2));
+    }
+
+    #[tokio::test]
+    async fn error_replies_fail_after_streaming() {
+        let provider =
+            ScriptedProvider::new().respond("a", Reply::error("overloaded").text("partial"));
+        let sink = ProviderSink::discard();
+        let err = provider
+            .complete(ask("a", "p"), sink.clone())
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(&err, ProviderError::Failed { provider, message }
+                if provider == "scripted" && message == "overloaded"),
+            "{err:?}"
+        );
+        assert_eq!(sink.text(), "partial");
+    }
+
+    #[tokio::test]
+    async fn every_request_is_recorded_with_re_asks() {
+        let provider = ScriptedProvider::new()
+            .respond_all("a", [Reply::output(json!("bad")), Reply::output(json!({}))]);
+        let handle = provider.clone();
+        provider
+            .complete(ask("a", "first"), ProviderSink::discard())
+            .await
+            .unwrap();
+        let mut reask = ask("a", "first");
+        reask.attempt = 2;
+        reask.previous_error = Some("expected an object".into());
+        provider
+            .complete(reask.clone(), ProviderSink::discard())
+            .await
+            .unwrap();
+        let _ = provider
+            .complete(ask("b", "other"), ProviderSink::discard())
+            .await;
+
+        assert_eq!(handle.calls(), 3);
+        let requests = handle.requests();
+        assert_eq!(requests[0], ask("a", "first"));
+        assert_eq!(requests[1], reask);
+        assert_eq!(requests[2].agent, "b");
+        assert_eq!(handle.calls_for("a"), 2);
+    }
+
+    #[tokio::test]
+    async fn a_delayed_reply_can_be_cancelled() {
+        let provider = ScriptedProvider::new().respond(
+            "slow",
+            Reply::output(json!(1))
+                .text("never streamed")
+                .delay(Duration::from_secs(3600)),
+        );
+        let sink = ProviderSink::discard();
+        let call = provider.complete(ask("slow", "p"), sink.clone());
+        let timed_out = tokio::time::timeout(Duration::from_millis(10), call).await;
+        assert!(timed_out.is_err());
+        assert_eq!(sink.text(), "");
+        assert_eq!(provider.calls(), 1);
+    }
+
+    #[tokio::test]
+    async fn a_short_delay_still_answers() {
+        let provider = ScriptedProvider::new()
+            .respond("a", Reply::output(json!(1)).delay(Duration::from_millis(1)));
+        assert_eq!(output(&provider, "a").await, json!(1));
+    }
+
+    #[test]
+    fn debug_shows_the_script() {
+        let provider = ScriptedProvider::new()
+            .respond("a", Reply::output(json!(1)))
+            .fallback("b", |_| Reply::output(json!(2)));
+        assert_eq!(
+            format!("{provider:?}"),
+            r#"ScriptedProvider { remaining: {"a": 1}, fallbacks: ["b"], calls: 0 }"#
+        );
+    }
+
+    #[test]
+    fn provider_name_is_scripted() {
+        assert_eq!(ScriptedProvider::new().name(), "scripted");
+    }
+}
