@@ -47,3 +47,8 @@ pub mod prelude {
 pub mod __private {
     pub use openharness_core::__private::*;
 }
+
+/// The README's code, compiled and run as a doc test so it stays true.
+#[doc = include_str!("../../../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;
