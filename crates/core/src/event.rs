@@ -275,3 +275,36 @@ pub trait EventSet: Sized + Send + Sync + 'static {
         Self::NAMES.contains(&name)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_wire_form_uses_the_seed_field_names() {
+        let cause = EventId::new();
+        let event = Envelope::new("task:completed", serde_json::json!({ "id": 1 }), Some(cause));
+        let json = serde_json::to_value(&event).unwrap_or_default();
+        let keys: Vec<_> = json.as_object().map(|o| o.keys().cloned().collect()).unwrap_or_default();
+        assert_eq!(keys, ["causedBy", "id", "name", "payload", "timestamp"]);
+        assert_eq!(json["causedBy"], cause.to_string());
+        let back: Envelope = serde_json::from_value(json).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(back, event);
+    }
+
+    #[test]
+    fn ids_are_uuid_v7_and_time_ordered() {
+        let ids: Vec<_> = (0..1000).map(|_| EventId::new()).collect();
+        assert!(ids.windows(2).all(|w| w[0] < w[1]));
+        assert_eq!(ids[0].as_uuid().get_version_num(), 7);
+    }
+
+    #[test]
+    fn session_ids_reject_empty_and_control_characters() {
+        assert!("".parse::<SessionId>().is_err());
+        assert!("a\nb".parse::<SessionId>().is_err());
+        assert!("x".repeat(201).parse::<SessionId>().is_err());
+        assert!(serde_json::from_str::<SessionId>("\"\"").is_err());
+        assert_eq!("demo".parse::<SessionId>().map(|s| s.to_string()).ok(), Some("demo".to_owned()));
+    }
+}

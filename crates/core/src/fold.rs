@@ -175,3 +175,96 @@ pub(crate) fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
         "a panic without a message".to_owned()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use serde::{Deserialize, Serialize};
+    use serde_json::Value;
+
+    use super::*;
+    use crate::event::Event;
+
+    #[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
+    struct Added {
+        amount: i64,
+    }
+    impl Event for Added {
+        const NAME: &'static str = "number:added";
+    }
+
+    enum Events {
+        Added(Added),
+    }
+    impl EventSet for Events {
+        const NAMES: &'static [&'static str] = &[Added::NAME];
+        fn name(&self) -> &'static str {
+            Added::NAME
+        }
+        fn decode(name: &str, payload: &Value) -> Result<Decoded<Self>, serde_json::Error> {
+            if name == Added::NAME {
+                Ok(Decoded::Known(Self::Added(Added::deserialize(payload)?)))
+            } else {
+                Ok(Decoded::Unknown)
+            }
+        }
+        fn to_payload(&self) -> Result<Value, serde_json::Error> {
+            match self {
+                Self::Added(a) => serde_json::to_value(a),
+            }
+        }
+    }
+
+    /// Adds, but panics halfway through a negative amount (after mutating the state).
+    #[derive(Debug, Clone, Default, PartialEq)]
+    struct Sum {
+        total: i64,
+        seen: u32,
+    }
+    impl Handler for Sum {
+        type Events = Events;
+        fn apply(&mut self, event: &Events) -> Emit {
+            let Events::Added(added) = event;
+            self.seen += 1;
+            self.total += added.amount;
+            assert!(added.amount >= 0, "negative amount");
+            Emit::none()
+        }
+    }
+
+    fn added(amount: i64) -> Envelope {
+        Envelope::new(Added::NAME, serde_json::json!({ "amount": amount }), None)
+    }
+
+    #[test]
+    fn a_panicking_handler_leaves_the_state_as_before_the_event() {
+        for interval in [1, 2, 3, 256] {
+            let log = vec![added(1), added(2), added(-5), added(4), added(-1), added(10)];
+            let mut fold = Fold::new(Sum::default()).with_checkpoint_interval(interval);
+            let mut outcomes = Vec::new();
+            for event in &log {
+                outcomes.push(matches!(fold.apply(event, &log), Applied::Panicked(_)));
+            }
+            assert_eq!(outcomes, [false, false, true, false, true, false]);
+            assert_eq!(fold.state(), &Sum { total: 17, seen: 4 }, "interval {interval}");
+            assert_eq!(fold.position(), 6);
+        }
+    }
+
+    #[test]
+    fn unknown_and_undecodable_events_are_skipped() {
+        let log = vec![
+            added(1),
+            Envelope::new("plan:invented", Value::Null, None),
+            Envelope::new("text:delta", serde_json::json!({ "agent": "a", "delta": "x" }), None),
+            Envelope::new(Added::NAME, serde_json::json!({ "amount": "NaN" }), None),
+            added(2),
+        ];
+        let mut fold = Fold::new(Sum::default());
+        let applied: Vec<_> = log.iter().map(|e| fold.apply(e, &log)).collect();
+        assert!(matches!(applied[1], Applied::Skipped));
+        assert!(matches!(applied[2], Applied::Skipped));
+        assert!(matches!(applied[3], Applied::Undecodable(_)));
+        assert_eq!(fold.state().total, 3);
+        assert_eq!(fold.position(), 5);
+    }
+}

@@ -72,3 +72,34 @@ impl fmt::Display for Pattern {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_and_matches_every_form() {
+        let cases = [
+            ("*", "text:delta", true),
+            ("*:*", "anything:else", true),
+            ("text:delta", "text:delta", true),
+            ("text:delta", "text:complete", false),
+            ("error:*", "error:occurred", true),
+            ("error:*", "errors:occurred", false),
+            ("*:completed", "workflow:completed", true),
+            ("*:completed", "workflow:started", false),
+        ];
+        for (pattern, name, expected) in cases {
+            let parsed: Pattern = pattern.parse().unwrap_or_else(|e| panic!("{e}"));
+            assert_eq!(parsed.matches(name), expected, "{pattern} vs {name}");
+            assert_eq!(parsed.to_string().parse::<Pattern>().ok(), Some(parsed));
+        }
+    }
+
+    #[test]
+    fn rejects_malformed_patterns() {
+        for bad in ["", "text", ":delta", "text:", "a:b:c", "**:x", "te*t:delta"] {
+            assert!(bad.parse::<Pattern>().is_err(), "{bad:?} should be rejected");
+        }
+    }
+}
