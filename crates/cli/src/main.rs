@@ -1,3 +1,83 @@
-//! The `openharness` command.
+//! The `openharness` command: run the offline demo, list recorded sessions, print a session's
+//! events and inspect the state at any position of its tape.
+//!
+//! Every command works on one store: `--store PATH`, else `$OPENHARNESS_STORE`, else
+//! `.openharness/store.redb` in the current directory.
 
-fn main() {}
+mod commands;
+mod progress;
+mod workflows;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// Event-sourced AI-agent workflows: record, replay, step back, fork.
+#[derive(Debug, Parser)]
+#[command(name = "openharness", version, about, long_about = None)]
+struct Cli {
+    /// The store file (a redb database).
+    #[arg(long, global = true, env = "OPENHARNESS_STORE", default_value = ".openharness/store.redb")]
+    store: PathBuf,
+
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Run the planner-executor example offline (scripted model) and record it.
+    Demo {
+        /// The goal to plan (the script answers the same way whatever the goal).
+        #[arg(long)]
+        goal: Option<String>,
+    },
+    /// List recorded sessions.
+    Sessions {
+        /// Print JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print a session's events.
+    Events {
+        /// The session id.
+        session: String,
+        /// Print JSON instead of one line per event.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Show the state at a position of a session's tape.
+    Tape {
+        /// The session id.
+        session: String,
+        /// The position, 0 (initial state) to the session's length; larger values clamp.
+        #[arg(long)]
+        at: Option<u64>,
+        /// Print `{"position","len","current","state"}` as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::from_env("OPENHARNESS_LOG"))
+        .with_writer(std::io::stderr)
+        .init();
+    let runtime = match tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build() {
+        Ok(runtime) => runtime,
+        Err(err) => {
+            eprintln!("error: could not start the async runtime: {err}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(commands::run(cli.command, &cli.store)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("error: {err}");
+            ExitCode::FAILURE
+        }
+    }
+}

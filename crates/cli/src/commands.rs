@@ -1,0 +1,164 @@
+//! The subcommands' bodies. Each prints to stdout and returns a [`CliError`] on failure.
+
+use std::io::Write;
+use std::path::Path;
+
+use openharness::store::RedbStore;
+use openharness::tape::LoadTape;
+use openharness::{RunOptions, SessionId, Store};
+use serde::Serialize;
+
+use crate::Command;
+use crate::progress::Progress;
+use crate::workflows::{self, KnownWorkflow};
+
+/// A failure the CLI reports as `error: ...` with exit code 1.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum CliError {
+    #[error(transparent)]
+    Harness(#[from] openharness::Error),
+    #[error("could not open the store at {path}: {source}")]
+    OpenStore { path: String, source: openharness::StoreError },
+    #[error("store {store}: {source}")]
+    Store { store: String, source: openharness::StoreError },
+    #[error("{0}")]
+    Usage(String),
+    #[error("could not write the output: {0}")]
+    Output(#[from] std::io::Error),
+    #[error("could not encode JSON: {0}")]
+    Json(#[from] serde_json::Error),
+}
+
+pub(crate) async fn run(command: Command, store_path: &Path) -> Result<(), CliError> {
+    let store = RedbStore::open(store_path)
+        .map_err(|source| CliError::OpenStore { path: store_path.display().to_string(), source })?;
+    match command {
+        Command::Demo { goal } => demo(store, store_path, goal).await,
+        Command::Sessions { json } => sessions(&store, json).await,
+        Command::Events { session, json } => events(&store, &parse_session(&session)?, json).await,
+        Command::Tape { session, at, json } => tape(store, &parse_session(&session)?, at, json).await,
+    }
+}
+
+fn parse_session(id: &str) -> Result<SessionId, CliError> {
+    id.parse().map_err(|err| CliError::Usage(format!("{err}")))
+}
+
+fn store_error(store: &dyn Store) -> impl FnOnce(openharness::StoreError) -> CliError + '_ {
+    move |source| CliError::Store { store: store.describe(), source }
+}
+
+async fn demo(store: RedbStore, store_path: &Path, goal: Option<String>) -> Result<(), CliError> {
+    let workflow = openharness_example_planner_executor::workflow(
+        store,
+        openharness_example_planner_executor::scripted_provider(),
+    )?;
+    let goal = goal.unwrap_or_else(|| openharness_example_planner_executor::DEMO_GOAL.to_owned());
+    println!("Running `{}` offline (scripted model) — goal: {goal}\n", workflow.name());
+    let outcome = workflow.run(RunOptions::new().input(goal).renderer(Progress::default())).await?;
+    let state = &outcome.state;
+    println!(
+        "\n{} of {} tasks done; the run ended ({}) after {} events.",
+        state.completed,
+        state.tasks.len(),
+        outcome.reason.as_str(),
+        outcome.len
+    );
+    println!("\nSession {} is recorded in {}.", outcome.session, store_path.display());
+    println!("Open it:");
+    println!("  openharness events {}", outcome.session);
+    println!("  openharness tape {} --at 0", outcome.session);
+    println!("  openharness tape {} --at {}", outcome.session, outcome.len);
+    Ok(())
+}
+
+async fn sessions(store: &RedbStore, json: bool) -> Result<(), CliError> {
+    let sessions = store.sessions().await.map_err(store_error(store))?;
+    let mut out = std::io::stdout().lock();
+    if json {
+        serde_json::to_writer_pretty(&mut out, &sessions)?;
+        writeln!(out)?;
+        return Ok(());
+    }
+    if sessions.is_empty() {
+        writeln!(out, "No sessions yet in {}. Record one with `openharness demo`.", store.describe())?;
+        return Ok(());
+    }
+    writeln!(out, "{:<38} {:<20} {:>7}  {:<25} PARENT", "SESSION", "WORKFLOW", "EVENTS", "LAST EVENT")?;
+    for info in sessions {
+        writeln!(
+            out,
+            "{:<38} {:<20} {:>7}  {:<25} {}",
+            info.id.as_str(),
+            info.workflow.as_deref().unwrap_or("-"),
+            info.count,
+            info.last_event.format("%Y-%m-%d %H:%M:%S UTC").to_string(),
+            info.parent.as_ref().map_or("-", SessionId::as_str),
+        )?;
+    }
+    Ok(())
+}
+
+/// One event with its seq, as `events --json` prints it.
+#[derive(Serialize)]
+struct Numbered<'a> {
+    seq: u64,
+    #[serde(flatten)]
+    event: &'a openharness::Envelope,
+}
+
+async fn events(store: &RedbStore, session: &SessionId, json: bool) -> Result<(), CliError> {
+    let events = store.all_events(session).await.map_err(store_error(store))?;
+    if events.is_empty() {
+        return Err(CliError::Usage(format!(
+            "session {session} not found in {}; `openharness sessions` lists the recorded ones",
+            store.describe()
+        )));
+    }
+    let mut out = std::io::stdout().lock();
+    if json {
+        let numbered: Vec<_> = events.iter().zip(0..).map(|(event, seq)| Numbered { seq, event }).collect();
+        serde_json::to_writer_pretty(&mut out, &numbered)?;
+        writeln!(out)?;
+        return Ok(());
+    }
+    for (seq, event) in events.iter().enumerate() {
+        writeln!(out, "{seq:>5}  {:<20} {}", event.name, event.payload)?;
+    }
+    Ok(())
+}
+
+async fn tape(store: RedbStore, session: &SessionId, at: Option<u64>, json: bool) -> Result<(), CliError> {
+    let info = store.session(session).await.map_err(store_error(&store))?.ok_or_else(|| {
+        CliError::Usage(format!(
+            "session {session} not found in {}; `openharness sessions` lists the recorded ones",
+            store.describe()
+        ))
+    })?;
+    let Some(at) = at else {
+        return Err(CliError::Usage(format!(
+            "pass a position with `--at N` (0 to {}); the interactive debugger is not available yet",
+            info.count
+        )));
+    };
+    match workflows::for_session(&info, store)? {
+        KnownWorkflow::PlannerExecutor(workflow) => {
+            let mut tape = workflow.load(session).await?;
+            tape.step_to(at);
+            let view = tape.view();
+            let mut out = std::io::stdout().lock();
+            if json {
+                serde_json::to_writer_pretty(&mut out, &view)?;
+                writeln!(out)?;
+            } else {
+                let current = view.current.map_or_else(|| "(none: initial state)".to_owned(), |e| e.name.to_string());
+                writeln!(out, "position {} of {}", view.position, view.len)?;
+                writeln!(out, "current  {current}")?;
+                writeln!(out, "state")?;
+                serde_json::to_writer_pretty(&mut out, view.state)?;
+                writeln!(out)?;
+            }
+            Ok(())
+        }
+    }
+}

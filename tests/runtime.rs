@@ -1,0 +1,309 @@
+//! Runtime semantics of the event loop: store failure, handler and renderer panics,
+//! cancellation, guards, output validation and re-asking.
+#![allow(clippy::unwrap_used, missing_docs)]
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use openharness::builtin::{AgentCompleted, ErrorOccurred, Outcome};
+use openharness::prelude::*;
+use openharness::provider::{Reply, ScriptedProvider};
+use openharness::store::{FailingStore, MemoryStore};
+use openharness::{CancellationToken, Error, Pattern, StopReason, renderer_fn};
+
+/// A counter workflow: every `count:added` adds to the total; `count:added` with `amount` 13
+/// makes the handler panic; an agent answers `user:input` with a number to add.
+#[event]
+#[derive(Debug, Clone)]
+struct CountAdded {
+    amount: i64,
+}
+
+#[event]
+enum CounterEvent {
+    UserInput,
+    CountAdded,
+}
+
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
+struct Counter {
+    total: i64,
+    inputs: Vec<String>,
+}
+
+#[handler(CounterEvent)]
+impl Counter {
+    fn input(&mut self, input: &UserInput) -> Emit {
+        self.inputs.push(input.text.clone());
+        Emit::none()
+    }
+
+    fn added(&mut self, added: &CountAdded) {
+        self.total += added.amount;
+        assert!(added.amount != 13, "13 is unlucky");
+    }
+}
+
+#[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
+struct Amount {
+    amount: i64,
+}
+
+struct Adder;
+
+#[agent(output = Amount, emits = [CountAdded])]
+impl Adder {
+    fn prompt(&self, state: &Counter, input: &UserInput) -> String {
+        format!("total {} · {}", state.total, input.text)
+    }
+
+    fn on_output(&self, output: Amount, _input: &UserInput) -> CountAdded {
+        CountAdded { amount: output.amount }
+    }
+}
+
+fn counter(store: impl Store, provider: ScriptedProvider) -> Workflow<Counter> {
+    Workflow::builder("counter")
+        .initial_state(Counter::default())
+        .agent(Adder)
+        .store(store)
+        .provider(provider)
+        .build()
+        .unwrap()
+}
+
+fn names(events: &[Envelope]) -> Vec<&str> {
+    events.iter().map(|e| e.name.as_ref()).collect()
+}
+
+#[tokio::test]
+async fn a_panicking_handler_becomes_error_occurred_and_the_run_goes_on() {
+    let store = MemoryStore::new();
+    let provider = ScriptedProvider::new()
+        .respond("adder", Reply::output(serde_json::json!({ "amount": 5 })))
+        .respond("adder", Reply::output(serde_json::json!({ "amount": 13 })))
+        .respond("adder", Reply::output(serde_json::json!({ "amount": 7 })));
+    let wf = counter(store.clone(), provider);
+    // Three inputs, one run each, in the same workflow: the second one panics.
+    let first = wf.run(RunOptions::new().input("a")).await.unwrap();
+    assert_eq!(first.state.total, 5);
+    let second = wf.run(RunOptions::new().input("b")).await.unwrap();
+    // The state is as before the panicking event: the amount was not added.
+    assert_eq!(second.state.total, 0, "a fresh run starts from the initial state");
+    let events = store.all_events(&second.session).await.unwrap();
+    let panicked = events.iter().position(|e| e.name == "count:added").unwrap();
+    let error = &events[panicked + 1];
+    assert_eq!(error.name, "error:occurred");
+    assert_eq!(error.caused_by, Some(events[panicked].id));
+    let payload = error.decode::<ErrorOccurred>().unwrap();
+    assert_eq!(payload.source, "handler");
+    assert!(payload.message.contains("13 is unlucky"), "{}", payload.message);
+    // The run went on to the end.
+    assert_eq!(events.last().unwrap().name, "workflow:completed");
+    assert_eq!(second.state.inputs, vec!["b".to_owned()], "state before the panic is kept");
+    // Replaying the log gives the same state as the live run.
+    assert_eq!(serde_json::to_value(wf.fold(&events)).unwrap(), serde_json::to_value(&second.state).unwrap());
+}
+
+#[tokio::test]
+async fn a_failing_store_stops_the_run_with_a_typed_error_and_loses_no_acknowledged_event() {
+    for fail_at in 1..=6 {
+        let inner = MemoryStore::new();
+        let store = FailingStore::fail_from(inner.clone(), fail_at);
+        let seen = Arc::new(Mutex::new(Vec::<Envelope>::new()));
+        let seen_by_renderer = Arc::clone(&seen);
+        let provider = ScriptedProvider::new().respond(
+            "adder",
+            Reply::output(serde_json::json!({ "amount": 2 })).text("adding two"),
+        );
+        let wf = counter(store, provider);
+        let session = SessionId::new();
+        let result = wf
+            .run(
+                RunOptions::new()
+                    .session(session.clone())
+                    .input("go")
+                    .renderer(renderer_fn(Pattern::Any, move |e| seen_by_renderer.lock().unwrap().push(e.clone()))),
+            )
+            .await;
+        let err = result.expect_err("the store fails, so the run must fail");
+        match &err {
+            Error::Store { store, session: Some(failed), source } => {
+                assert_eq!(failed, &session);
+                assert!(store.contains("memory") || !store.is_empty(), "names the store: {store}");
+                assert!(source.to_string().contains("injected"), "carries the cause: {source}");
+            }
+            other => panic!("expected a store error, got {other:?}"),
+        }
+        let stored = inner.all_events(&session).await.unwrap();
+        let rendered = seen.lock().unwrap().clone();
+        // The runtime only shows an event after the store acknowledged it, and every
+        // acknowledged event is in the log.
+        assert_eq!(stored.len() as u64, fail_at - 1, "appends before the failure are kept");
+        assert_eq!(rendered, stored, "renderers saw exactly the acknowledged events (fail at {fail_at})");
+    }
+}
+
+#[tokio::test]
+async fn cancellation_ends_running_agents_as_interrupted_and_keeps_what_they_emitted() {
+    let store = MemoryStore::new();
+    let provider = ScriptedProvider::new().respond(
+        "adder",
+        Reply::output(serde_json::json!({ "amount": 1 })).delay(Duration::from_secs(30)),
+    );
+    let wf = counter(store.clone(), provider);
+    let cancel = CancellationToken::new();
+    let canceller = cancel.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        canceller.cancel();
+    });
+    let started = std::time::Instant::now();
+    let outcome = wf.run(RunOptions::new().input("slow").cancel_token(cancel)).await.unwrap();
+    assert!(started.elapsed() < Duration::from_secs(10), "cancellation is prompt");
+    assert_eq!(outcome.reason, StopReason::Cancelled);
+    let events = store.all_events(&outcome.session).await.unwrap();
+    assert_eq!(
+        names(&events),
+        ["workflow:started", "user:input", "agent:started", "agent:completed", "workflow:completed"]
+    );
+    let completed = events[3].decode::<AgentCompleted>().unwrap();
+    assert_eq!(completed.outcome, Outcome::Interrupted);
+    assert_eq!(completed.agent, "adder");
+}
+
+#[tokio::test]
+async fn invalid_output_is_re_asked_with_the_error_then_accepted() {
+    let store = MemoryStore::new();
+    let provider = ScriptedProvider::new()
+        .respond("adder", Reply::output(serde_json::json!({ "amount": "five" })))
+        .respond("adder", Reply::output(serde_json::json!({ "amount": 5 })));
+    let wf = counter(store.clone(), provider.clone());
+    let outcome = wf.run(RunOptions::new().input("x")).await.unwrap();
+    assert_eq!(outcome.state.total, 5);
+    let requests = provider.requests();
+    assert_eq!(requests.len(), 2);
+    assert_eq!(requests[1].attempt, 2);
+    assert!(requests[1].previous_error.as_deref().unwrap().contains("invalid type"), "{:?}", requests[1].previous_error);
+}
+
+#[tokio::test]
+async fn output_that_never_matches_ends_the_agent_as_failure_with_error_occurred() {
+    let store = MemoryStore::new();
+    let bad = || Reply::output(serde_json::json!({ "nope": true }));
+    let provider = ScriptedProvider::new().respond("adder", bad()).respond("adder", bad()).respond("adder", bad());
+    let wf = counter(store.clone(), provider.clone());
+    let outcome = wf.run(RunOptions::new().input("x")).await.unwrap();
+    assert_eq!(provider.requests().len(), 3, "bounded re-asks");
+    let events = store.all_events(&outcome.session).await.unwrap();
+    let error = events.iter().find(|e| e.name == "error:occurred").unwrap().decode::<ErrorOccurred>().unwrap();
+    assert_eq!(error.source, "agent");
+    assert!(error.message.contains("amount"), "{}", error.message);
+    let completed = events.iter().find(|e| e.name == "agent:completed").unwrap().decode::<AgentCompleted>().unwrap();
+    assert_eq!(completed.outcome, Outcome::Failure);
+    assert_eq!(outcome.state.total, 0);
+}
+
+#[tokio::test]
+async fn a_provider_error_fails_the_agent_not_the_run() {
+    let store = MemoryStore::new();
+    let provider = ScriptedProvider::new().respond("adder", Reply::error("model overloaded"));
+    let wf = counter(store.clone(), provider);
+    let outcome = wf.run(RunOptions::new().input("x")).await.unwrap();
+    assert_eq!(outcome.reason, StopReason::Idle);
+    let events = store.all_events(&outcome.session).await.unwrap();
+    let completed = events.iter().find(|e| e.name == "agent:completed").unwrap().decode::<AgentCompleted>().unwrap();
+    assert_eq!(completed.outcome, Outcome::Failure);
+    assert!(completed.error.unwrap().contains("model overloaded"));
+}
+
+#[tokio::test]
+async fn a_panicking_or_slow_renderer_never_breaks_or_blocks_the_loop() {
+    let store = MemoryStore::new();
+    let provider = ScriptedProvider::new().respond("adder", Reply::output(serde_json::json!({ "amount": 3 })));
+    let wf = counter(store.clone(), provider);
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let seen_after_panic = Arc::clone(&seen);
+    let outcome = wf
+        .run(
+            RunOptions::new()
+                .input("x")
+                .renderer(renderer_fn(Pattern::Any, |_| panic!("renderer bug")))
+                .renderer(renderer_fn("*:started".parse().unwrap(), |_| std::thread::sleep(Duration::from_millis(50))))
+                .renderer(renderer_fn(Pattern::Any, move |e| seen_after_panic.lock().unwrap().push(e.name.to_string()))),
+        )
+        .await
+        .unwrap();
+    assert_eq!(outcome.state.total, 3);
+    let stored = store.all_events(&outcome.session).await.unwrap();
+    assert_eq!(*seen.lock().unwrap(), names(&stored), "the healthy renderer saw every event in order");
+}
+
+#[tokio::test]
+async fn renderer_patterns_filter_events() {
+    let store = MemoryStore::new();
+    let provider = ScriptedProvider::new().respond("adder", Reply::output(serde_json::json!({ "amount": 3 })).text("a b c"));
+    let wf = counter(store, provider);
+    let collect = |pattern: &str| {
+        let seen = Arc::new(Mutex::new(Vec::<String>::new()));
+        let sink = Arc::clone(&seen);
+        (seen, renderer_fn(pattern.parse().unwrap(), move |e| sink.lock().unwrap().push(e.name.to_string())))
+    };
+    let (deltas, r1) = collect("text:delta");
+    let (completed, r2) = collect("*:completed");
+    let (agents, r3) = collect("agent:*");
+    wf.run(RunOptions::new().input("x").renderer(r1).renderer(r2).renderer(r3)).await.unwrap();
+    let deltas = deltas.lock().unwrap();
+    assert!(!deltas.is_empty() && deltas.iter().all(|n| n == "text:delta"));
+    assert_eq!(*completed.lock().unwrap(), ["agent:completed", "workflow:completed"]);
+    assert_eq!(*agents.lock().unwrap(), ["agent:started", "agent:completed"]);
+}
+
+#[tokio::test]
+async fn guards_stop_the_run() {
+    let provider = ScriptedProvider::new().respond("adder", Reply::output(serde_json::json!({ "amount": 1 })));
+    let wf = counter(MemoryStore::new(), provider);
+    let outcome = wf.run(RunOptions::new().input("x").max_events(2)).await.unwrap();
+    assert_eq!(outcome.reason, StopReason::MaxEvents);
+    assert_eq!(outcome.len, 3, "two events, then workflow:completed");
+
+    let provider = ScriptedProvider::new();
+    let wf = counter(MemoryStore::new(), provider.clone());
+    let outcome = wf.run(RunOptions::new().input("x").max_agent_calls(0)).await.unwrap();
+    assert_eq!(outcome.reason, StopReason::MaxAgentCalls);
+    assert_eq!(provider.requests().len(), 0);
+}
+
+#[tokio::test]
+async fn until_ends_the_run_and_unknown_events_are_skipped_on_replay() {
+    let provider = ScriptedProvider::new().respond("adder", Reply::output(serde_json::json!({ "amount": 4 })));
+    let store = MemoryStore::new();
+    let wf = Workflow::builder("counter")
+        .initial_state(Counter::default())
+        .agent(Adder)
+        .until(|s: &Counter| s.total >= 4)
+        .store(store.clone())
+        .provider(provider)
+        .build()
+        .unwrap();
+    let outcome = wf.run(RunOptions::new().input("x")).await.unwrap();
+    assert_eq!(outcome.reason, StopReason::Until);
+    let mut events = store.all_events(&outcome.session).await.unwrap();
+    assert_eq!(events.last().unwrap().decode::<WorkflowCompleted>().unwrap().reason, "until");
+    // An event from a future version of the workflow does not break replay.
+    events.insert(2, Envelope::new("plan:invented", serde_json::json!({ "x": 1 }), None));
+    assert_eq!(wf.fold(&events).total, 4);
+}
+
+#[tokio::test]
+async fn building_without_a_store_or_provider_is_a_clear_error() {
+    let err = Workflow::<Counter>::builder("counter").initial_state(Counter::default()).build().unwrap_err();
+    assert!(err.to_string().contains("no store"), "{err}");
+    let err = Workflow::<Counter>::builder("counter")
+        .initial_state(Counter::default())
+        .store(MemoryStore::new())
+        .agent(Adder)
+        .build()
+        .unwrap_err();
+    assert!(err.to_string().contains("no provider"), "{err}");
+}
