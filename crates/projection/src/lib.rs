@@ -1,1 +1,48 @@
 //! Projections of event logs into read models.
+//!
+//! A session's events are the only source of truth; this crate derives views from them. The
+//! first view is the chat: [`project_messages`] turns the built-in events (`user:input`,
+//! `agent:started`, `text:delta`, `text:complete`, `tool:called`, `tool:result`,
+//! `agent:completed`) into [`Message`]s, each linked back to the events it was built from, and
+//! [`to_ui_messages`] converts those into the Vercel AI SDK 5 `UIMessage` shape a web client can
+//! render directly.
+//!
+//! The projection is deterministic: message ids are derived from event ids, so the same events
+//! always give the same messages, byte for byte. [`MessageProjection`] does the same work one
+//! event at a time, for live tails.
+//!
+//! ```
+//! use openharness_core::{Envelope, builtin::{AgentStarted, TextDelta, UserInput}};
+//! use openharness_projection::{Role, project_messages, to_ui_messages};
+//!
+//! let input = Envelope::typed(&UserInput { text: "plan a trip".into() }, None).unwrap();
+//! let started = Envelope::typed(
+//!     &AgentStarted { agent: "planner".into(), model: None, prompt: "plan".into() },
+//!     Some(input.id),
+//! )
+//! .unwrap();
+//! let delta = Envelope::typed(
+//!     &TextDelta { agent: "planner".into(), delta: "On it.".into() },
+//!     Some(input.id),
+//! )
+//! .unwrap();
+//!
+//! let messages = project_messages(&[input.clone(), started.clone(), delta.clone()]);
+//! assert_eq!(messages.len(), 2);
+//! assert_eq!(messages[0].role, Role::User);
+//! assert_eq!(messages[0].id, format!("msg-{}", input.id));
+//! assert_eq!(messages[1].name.as_deref(), Some("planner"));
+//! assert_eq!(messages[1].content, "On it.");
+//! assert_eq!(messages[1].events, [started.id, delta.id]);
+//!
+//! let ui = serde_json::to_value(to_ui_messages(&messages)).unwrap();
+//! assert_eq!(ui[1]["parts"][0]["state"], "streaming");
+//! ```
+
+mod message;
+mod project;
+mod ui;
+
+pub use message::{Message, Part, Role, TextState, ToolState};
+pub use project::{MessageProjection, project_messages};
+pub use ui::{UiMessage, UiPart, to_ui_messages};

@@ -1,0 +1,802 @@
+//! The message projection: folding a session's events into chat [`Message`]s.
+//!
+//! Rules, applied to each event in log order (every other event is ignored):
+//!
+//! - `user:input` adds a user message with one text part.
+//! - `agent:started` opens an assistant message named after the agent. Later events of that
+//!   agent attach to it; several agents (even several calls of one agent) can be open at once.
+//!   An event belongs to the open message of its `agent` whose `agent:started` had the same
+//!   `causedBy` (the runtime records an agent's events as caused by its trigger) or whose
+//!   opening event caused it; failing that, to the agent's most recently opened message.
+//! - `text:delta` appends to the message's current text part (a new one after a tool part or a
+//!   completed text), state `streaming`.
+//! - `text:complete` sets the full text of the parts streamed since the last completion and
+//!   marks them `done`: the last part gets what the earlier ones do not already hold (so text
+//!   around tool calls stays in place), or, if the earlier parts disagree with the complete
+//!   text, the streamed parts are replaced by one part holding it.
+//! - `tool:called` adds a tool part (`input-available`); `tool:result` gives the part with the
+//!   same `toolCallId` its output (`output-available`) or error text (`output-error`).
+//! - `agent:completed` closes the message; text still streaming is marked `done`.
+//!
+//! `text:delta`, `text:complete`, `tool:called` and `tool:result` of an agent with no open
+//! message open one themselves. A built-in event whose payload does not decode is skipped with
+//! a warning.
+
+use openharness_core::Envelope;
+use openharness_core::builtin::{
+    AgentCompleted, AgentStarted, TextComplete, TextDelta, ToolCalled, ToolResult, UserInput,
+};
+use openharness_core::{Event, EventId};
+use serde_json::Value;
+
+use crate::message::{Message, Part, Role, TextState, ToolState};
+
+/// Derives the chat messages of a session from its events (see the module rules above).
+///
+/// Deterministic: the same events give the same messages, and message ids are
+/// `msg-<id of the opening event>`.
+///
+/// ```
+/// use openharness_core::{Envelope, builtin::UserInput};
+/// use openharness_projection::project_messages;
+/// let input = Envelope::typed(&UserInput { text: "hello".into() }, None).unwrap();
+/// let messages = project_messages(std::slice::from_ref(&input));
+/// assert_eq!(messages[0].content, "hello");
+/// assert_eq!(messages[0].events, [input.id]);
+/// ```
+pub fn project_messages(events: &[Envelope]) -> Vec<Message> {
+    let mut projection = MessageProjection::new();
+    events.iter().for_each(|event| projection.apply(event));
+    projection.into_messages()
+}
+
+/// The message projection, one event at a time: for live tails, where the log grows while the
+/// messages are shown.
+///
+/// ```
+/// use openharness_core::{Envelope, builtin::UserInput};
+/// use openharness_projection::MessageProjection;
+/// let mut projection = MessageProjection::new();
+/// projection.apply(&Envelope::typed(&UserInput { text: "a".into() }, None).unwrap());
+/// projection.apply(&Envelope::typed(&UserInput { text: "b".into() }, None).unwrap());
+/// assert_eq!(projection.messages().len(), 2);
+/// ```
+#[derive(Debug, Clone, Default)]
+pub struct MessageProjection {
+    /// Messages so far; `content` is filled in when they are read.
+    messages: Vec<Message>,
+    /// Assistant messages still open, oldest first.
+    open: Vec<Open>,
+}
+
+/// An open assistant message.
+#[derive(Debug, Clone)]
+struct Open {
+    /// The agent it belongs to.
+    agent: String,
+    /// The event that opened it.
+    opened_by: EventId,
+    /// What caused the opening event (the agent's trigger).
+    trigger: Option<EventId>,
+    /// Where it is in `messages`.
+    index: usize,
+}
+
+impl MessageProjection {
+    /// An empty projection.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Applies one event. Events the projection does not use are ignored.
+    pub fn apply(&mut self, event: &Envelope) {
+        match event.name.as_ref() {
+            UserInput::NAME => {
+                if let Some(input) = decode::<UserInput>(event) {
+                    self.user_input(event, input);
+                }
+            }
+            AgentStarted::NAME => {
+                if let Some(started) = decode::<AgentStarted>(event) {
+                    self.open(event, started.agent);
+                }
+            }
+            TextDelta::NAME => {
+                if let Some(delta) = decode::<TextDelta>(event) {
+                    let message = self.message_for(event, &delta.agent);
+                    push_delta(message, delta.delta);
+                }
+            }
+            TextComplete::NAME => {
+                if let Some(complete) = decode::<TextComplete>(event) {
+                    let message = self.message_for(event, &complete.agent);
+                    complete_text(message, complete.text);
+                }
+            }
+            ToolCalled::NAME => {
+                if let Some(call) = decode::<ToolCalled>(event) {
+                    let message = self.message_for(event, &call.agent);
+                    message.parts.push(Part::Tool {
+                        tool_call_id: call.tool_call_id,
+                        tool_name: call.tool,
+                        input: call.input,
+                        output: None,
+                        error_text: None,
+                        state: ToolState::InputAvailable,
+                    });
+                }
+            }
+            ToolResult::NAME => {
+                if let Some(result) = decode::<ToolResult>(event) {
+                    self.tool_result(event, result);
+                }
+            }
+            AgentCompleted::NAME => {
+                if let Some(completed) = decode::<AgentCompleted>(event) {
+                    self.close(event, &completed.agent);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// The messages so far.
+    pub fn messages(&self) -> Vec<Message> {
+        self.clone().into_messages()
+    }
+
+    /// The messages so far, consuming the projection.
+    pub fn into_messages(self) -> Vec<Message> {
+        let mut messages = self.messages;
+        for message in &mut messages {
+            message.content = message.text();
+        }
+        messages
+    }
+
+    fn user_input(&mut self, event: &Envelope, input: UserInput) {
+        self.messages.push(Message {
+            id: message_id(event),
+            role: Role::User,
+            name: None,
+            content: String::new(),
+            parts: vec![Part::Text {
+                text: input.text,
+                state: TextState::Done,
+            }],
+            events: vec![event.id],
+        });
+    }
+
+    /// Opens an assistant message for `agent` from `event`; returns its index.
+    fn open(&mut self, event: &Envelope, agent: String) -> usize {
+        let index = self.messages.len();
+        self.messages.push(Message {
+            id: message_id(event),
+            role: Role::Assistant,
+            name: Some(agent.clone()),
+            content: String::new(),
+            parts: Vec::new(),
+            events: vec![event.id],
+        });
+        self.open.push(Open {
+            agent,
+            opened_by: event.id,
+            trigger: event.caused_by,
+            index,
+        });
+        index
+    }
+
+    /// Where in `open` the message of `agent` that `event` belongs to is, if one is open.
+    fn find_open(&self, event: &Envelope, agent: &str) -> Option<usize> {
+        let exact = event.caused_by.and_then(|caused_by| {
+            self.open.iter().position(|open| {
+                open.agent == agent
+                    && (open.trigger == Some(caused_by) || open.opened_by == caused_by)
+            })
+        });
+        exact.or_else(|| self.open.iter().rposition(|open| open.agent == agent))
+    }
+
+    /// The index of the open message of `agent` for `event` (opened from `event` if there is
+    /// none), with `event` linked to it.
+    fn message_index_for(&mut self, event: &Envelope, agent: &str) -> usize {
+        match self.find_open(event, agent) {
+            Some(open) => {
+                let index = self.open[open].index;
+                self.messages[index].events.push(event.id);
+                index
+            }
+            None => self.open(event, agent.to_owned()),
+        }
+    }
+
+    /// The open message of `agent` for `event`, as [`Self::message_index_for`].
+    fn message_for(&mut self, event: &Envelope, agent: &str) -> &mut Message {
+        let index = self.message_index_for(event, agent);
+        &mut self.messages[index]
+    }
+
+    fn tool_result(&mut self, event: &Envelope, result: ToolResult) {
+        let matches = |part: &Part| matches!(part, Part::Tool { tool_call_id, .. } if *tool_call_id == result.tool_call_id);
+        // The agent's open message first, then any earlier message, newest first.
+        let open = self
+            .find_open(event, &result.agent)
+            .map(|open| self.open[open].index);
+        let found = open
+            .into_iter()
+            .chain((0..self.messages.len()).rev())
+            .find_map(|index| {
+                let part = self.messages[index].parts.iter().position(matches)?;
+                Some((index, part))
+            });
+        let (index, part) = match found {
+            Some((index, part)) => {
+                self.messages[index].events.push(event.id);
+                (index, part)
+            }
+            None => {
+                // A result whose call was never recorded: keep it, with no input.
+                let index = self.message_index_for(event, &result.agent);
+                let parts = &mut self.messages[index].parts;
+                parts.push(Part::Tool {
+                    tool_call_id: result.tool_call_id.clone(),
+                    tool_name: result.tool.clone(),
+                    input: Value::Null,
+                    output: None,
+                    error_text: None,
+                    state: ToolState::InputAvailable,
+                });
+                (index, parts.len() - 1)
+            }
+        };
+        if let Part::Tool {
+            output,
+            error_text,
+            state,
+            ..
+        } = &mut self.messages[index].parts[part]
+        {
+            if result.is_error {
+                *output = None;
+                *error_text = Some(match result.output {
+                    Value::String(text) => text,
+                    other => other.to_string(),
+                });
+                *state = ToolState::OutputError;
+            } else {
+                *output = Some(result.output);
+                *error_text = None;
+                *state = ToolState::OutputAvailable;
+            }
+        }
+    }
+
+    fn close(&mut self, event: &Envelope, agent: &str) {
+        let Some(open) = self.find_open(event, agent) else {
+            return; // nothing open: nothing to close
+        };
+        let open = self.open.remove(open);
+        let message = &mut self.messages[open.index];
+        message.events.push(event.id);
+        for part in &mut message.parts {
+            if let Part::Text { state, .. } = part {
+                *state = TextState::Done;
+            }
+        }
+    }
+}
+
+/// `msg-<event id>`.
+fn message_id(event: &Envelope) -> String {
+    format!("msg-{}", event.id)
+}
+
+fn decode<E: Event>(event: &Envelope) -> Option<E> {
+    match event.decode::<E>() {
+        Ok(decoded) => Some(decoded),
+        Err(err) => {
+            tracing::warn!(
+                event = %event.id,
+                name = %event.name,
+                "message projection skips an event whose payload does not decode: {err}"
+            );
+            None
+        }
+    }
+}
+
+fn push_delta(message: &mut Message, delta: String) {
+    if let Some(Part::Text {
+        text,
+        state: TextState::Streaming,
+    }) = message.parts.last_mut()
+    {
+        text.push_str(&delta);
+    } else {
+        message.parts.push(Part::Text {
+            text: delta,
+            state: TextState::Streaming,
+        });
+    }
+}
+
+fn complete_text(message: &mut Message, complete: String) {
+    let streaming: Vec<usize> = message
+        .parts
+        .iter()
+        .enumerate()
+        .filter(|(_, part)| {
+            matches!(
+                part,
+                Part::Text {
+                    state: TextState::Streaming,
+                    ..
+                }
+            )
+        })
+        .map(|(index, _)| index)
+        .collect();
+    let Some((&last, earlier)) = streaming.split_last() else {
+        message.parts.push(Part::Text {
+            text: complete,
+            state: TextState::Done,
+        });
+        return;
+    };
+    let prefix: String = earlier
+        .iter()
+        .filter_map(|&index| match &message.parts[index] {
+            Part::Text { text, .. } => Some(text.as_str()),
+            Part::Tool { .. } => None,
+        })
+        .collect();
+    if let Some(rest) = complete.strip_prefix(prefix.as_str()) {
+        let rest = rest.to_owned();
+        for &index in &streaming {
+            if let Part::Text { text, state } = &mut message.parts[index] {
+                if index == last {
+                    *text = rest.clone();
+                }
+                *state = TextState::Done;
+            }
+        }
+    } else {
+        // The earlier parts disagree with the complete text: one part holds it all.
+        for &index in streaming[1..].iter().rev() {
+            message.parts.remove(index);
+        }
+        message.parts[streaming[0]] = Part::Text {
+            text: complete,
+            state: TextState::Done,
+        };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use chrono::DateTime;
+    use openharness_core::Usage;
+    use openharness_core::builtin::{ErrorOccurred, Outcome, WorkflowCompleted, WorkflowStarted};
+    use serde_json::json;
+    use uuid::Uuid;
+
+    use super::*;
+
+    fn id(n: u128) -> EventId {
+        EventId::from_uuid(Uuid::from_u128(n))
+    }
+
+    /// Event number `n` (fixed id and time), caused by event number `cause`.
+    fn ev<E: Event>(n: u128, event: E, cause: Option<u128>) -> Envelope {
+        Envelope {
+            id: id(n),
+            name: E::NAME.into(),
+            payload: serde_json::to_value(&event).unwrap(),
+            timestamp: DateTime::from_timestamp(1_750_000_000 + i64::try_from(n).unwrap(), 0)
+                .unwrap(),
+            caused_by: cause.map(id),
+        }
+    }
+
+    fn input(n: u128, text: &str) -> Envelope {
+        ev(n, UserInput { text: text.into() }, None)
+    }
+
+    fn started(n: u128, agent: &str, cause: Option<u128>) -> Envelope {
+        let started = AgentStarted {
+            agent: agent.into(),
+            model: None,
+            prompt: "prompt".into(),
+        };
+        ev(n, started, cause)
+    }
+
+    fn delta(n: u128, agent: &str, delta: &str, cause: Option<u128>) -> Envelope {
+        let delta = TextDelta {
+            agent: agent.into(),
+            delta: delta.into(),
+        };
+        ev(n, delta, cause)
+    }
+
+    fn complete(n: u128, agent: &str, text: &str, cause: Option<u128>) -> Envelope {
+        let complete = TextComplete {
+            agent: agent.into(),
+            text: text.into(),
+        };
+        ev(n, complete, cause)
+    }
+
+    fn called(n: u128, agent: &str, call: &str, tool: &str, input: Value) -> Envelope {
+        let called = ToolCalled {
+            agent: agent.into(),
+            tool_call_id: call.into(),
+            tool: tool.into(),
+            input,
+        };
+        ev(n, called, None)
+    }
+
+    fn result(n: u128, agent: &str, call: &str, output: Value, is_error: bool) -> Envelope {
+        let result = ToolResult {
+            agent: agent.into(),
+            tool_call_id: call.into(),
+            tool: "tool".into(),
+            output,
+            is_error,
+        };
+        ev(n, result, None)
+    }
+
+    fn completed(n: u128, agent: &str, cause: Option<u128>) -> Envelope {
+        let completed = AgentCompleted {
+            agent: agent.into(),
+            outcome: Outcome::Success,
+            usage: Usage::default(),
+            cost: None,
+            error: None,
+        };
+        ev(n, completed, cause)
+    }
+
+    fn text(text: &str, state: TextState) -> Part {
+        Part::Text {
+            text: text.into(),
+            state,
+        }
+    }
+
+    const STREAMING: TextState = TextState::Streaming;
+    const DONE: TextState = TextState::Done;
+
+    #[test]
+    fn user_input_adds_a_user_message_with_one_text_part() {
+        let messages = project_messages(&[input(1, "plan a trip")]);
+        assert_eq!(
+            messages,
+            [Message {
+                id: format!("msg-{}", id(1)),
+                role: Role::User,
+                name: None,
+                content: "plan a trip".into(),
+                parts: vec![text("plan a trip", DONE)],
+                events: vec![id(1)],
+            }]
+        );
+    }
+
+    #[test]
+    fn agent_started_opens_an_assistant_message_named_for_the_agent() {
+        let messages = project_messages(&[input(1, "go"), started(2, "planner", Some(1))]);
+        assert_eq!(messages.len(), 2);
+        let planner = &messages[1];
+        assert_eq!(planner.id, "msg-00000000-0000-0000-0000-000000000002");
+        assert_eq!(planner.role, Role::Assistant);
+        assert_eq!(planner.name.as_deref(), Some("planner"));
+        assert!(planner.parts.is_empty());
+        assert_eq!(planner.content, "");
+        assert_eq!(planner.events, [id(2)]);
+    }
+
+    #[test]
+    fn deltas_append_to_the_current_text_part_while_streaming() {
+        let messages = project_messages(&[
+            started(1, "a", None),
+            delta(2, "a", "Hel", None),
+            delta(3, "a", "lo", None),
+        ]);
+        assert_eq!(messages.len(), 1);
+        assert_eq!(messages[0].parts, [text("Hello", STREAMING)]);
+        assert_eq!(messages[0].content, "Hello");
+        assert_eq!(messages[0].events, [id(1), id(2), id(3)]);
+    }
+
+    #[test]
+    fn a_delta_with_no_open_message_opens_one() {
+        let messages = project_messages(&[delta(7, "a", "hi", None)]);
+        assert_eq!(messages[0].id, format!("msg-{}", id(7)));
+        assert_eq!(messages[0].name.as_deref(), Some("a"));
+        assert_eq!(messages[0].parts, [text("hi", STREAMING)]);
+        assert_eq!(messages[0].events, [id(7)]);
+    }
+
+    #[test]
+    fn text_complete_replaces_the_deltas_and_marks_the_part_done() {
+        let messages = project_messages(&[
+            started(1, "a", None),
+            delta(2, "a", "Hel", None),
+            delta(3, "a", "l", None),
+            complete(4, "a", "Hello!", None),
+        ]);
+        assert_eq!(messages[0].parts, [text("Hello!", DONE)]);
+        assert_eq!(messages[0].events, [id(1), id(2), id(3), id(4)]);
+    }
+
+    #[test]
+    fn text_complete_keeps_text_around_tool_calls_in_place() {
+        let messages = project_messages(&[
+            started(1, "a", None),
+            delta(2, "a", "Checking. ", None),
+            called(3, "a", "c1", "weather", json!({})),
+            delta(4, "a", "Sun", None),
+            complete(5, "a", "Checking. Sunny.", None),
+        ]);
+        let parts = &messages[0].parts;
+        assert_eq!(parts.len(), 3);
+        assert_eq!(parts[0], text("Checking. ", DONE));
+        assert!(matches!(parts[1], Part::Tool { .. }));
+        assert_eq!(parts[2], text("Sunny.", DONE));
+        assert_eq!(messages[0].content, "Checking. Sunny.");
+    }
+
+    #[test]
+    fn text_complete_that_disagrees_with_earlier_parts_replaces_them() {
+        let messages = project_messages(&[
+            started(1, "a", None),
+            delta(2, "a", "draft ", None),
+            called(3, "a", "c1", "t", json!({})),
+            delta(4, "a", "more", None),
+            complete(5, "a", "final", None),
+        ]);
+        let parts = &messages[0].parts;
+        assert_eq!(parts.len(), 2);
+        assert_eq!(parts[0], text("final", DONE));
+        assert!(matches!(parts[1], Part::Tool { .. }));
+    }
+
+    #[test]
+    fn text_complete_without_deltas_adds_a_done_part() {
+        let messages = project_messages(&[
+            started(1, "a", None),
+            delta(2, "a", "one", None),
+            complete(3, "a", "one", None),
+            complete(4, "a", "two", None),
+        ]);
+        assert_eq!(messages[0].parts, [text("one", DONE), text("two", DONE)]);
+        // A later delta starts a new part rather than reopening a finished one.
+        let messages = project_messages(&[
+            started(1, "a", None),
+            complete(2, "a", "one", None),
+            delta(3, "a", "two", None),
+        ]);
+        assert_eq!(
+            messages[0].parts,
+            [text("one", DONE), text("two", STREAMING)]
+        );
+    }
+
+    #[test]
+    fn a_tool_call_and_its_result_make_one_part() {
+        let messages = project_messages(&[
+            started(1, "a", None),
+            called(2, "a", "c1", "weather", json!({ "city": "Lisbon" })),
+        ]);
+        assert_eq!(
+            messages[0].parts,
+            [Part::Tool {
+                tool_call_id: "c1".into(),
+                tool_name: "weather".into(),
+                input: json!({ "city": "Lisbon" }),
+                output: None,
+                error_text: None,
+                state: ToolState::InputAvailable,
+            }]
+        );
+
+        let messages = project_messages(&[
+            started(1, "a", None),
+            called(2, "a", "c1", "weather", json!({ "city": "Lisbon" })),
+            called(3, "a", "c2", "clock", json!({})),
+            result(4, "a", "c1", json!({ "tempC": 24 }), false),
+            result(5, "a", "c2", json!({ "code": 503 }), true),
+        ]);
+        assert_eq!(
+            messages[0].parts,
+            [
+                Part::Tool {
+                    tool_call_id: "c1".into(),
+                    tool_name: "weather".into(),
+                    input: json!({ "city": "Lisbon" }),
+                    output: Some(json!({ "tempC": 24 })),
+                    error_text: None,
+                    state: ToolState::OutputAvailable,
+                },
+                Part::Tool {
+                    tool_call_id: "c2".into(),
+                    tool_name: "clock".into(),
+                    input: json!({}),
+                    output: None,
+                    error_text: Some(r#"{"code":503}"#.into()),
+                    state: ToolState::OutputError,
+                },
+            ]
+        );
+        assert_eq!(messages[0].events, [id(1), id(2), id(3), id(4), id(5)]);
+    }
+
+    #[test]
+    fn a_string_error_is_the_error_text_as_is() {
+        let messages = project_messages(&[
+            called(1, "a", "c1", "t", json!({})),
+            result(2, "a", "c1", json!("rate limited"), true),
+        ]);
+        assert!(matches!(
+            &messages[0].parts[0],
+            Part::Tool { error_text: Some(e), state: ToolState::OutputError, .. } if e == "rate limited"
+        ));
+    }
+
+    #[test]
+    fn a_result_finds_its_call_in_a_closed_message() {
+        let messages = project_messages(&[
+            started(1, "a", None),
+            called(2, "a", "c1", "t", json!({})),
+            completed(3, "a", None),
+            result(4, "a", "c1", json!(1), false),
+        ]);
+        assert_eq!(messages.len(), 1);
+        assert!(matches!(
+            &messages[0].parts[0],
+            Part::Tool { output: Some(o), state: ToolState::OutputAvailable, .. } if *o == json!(1)
+        ));
+        assert_eq!(messages[0].events, [id(1), id(2), id(3), id(4)]);
+    }
+
+    #[test]
+    fn a_result_without_a_call_is_kept_with_no_input() {
+        let messages =
+            project_messages(&[started(1, "a", None), result(2, "a", "c9", json!(1), false)]);
+        assert_eq!(
+            messages[0].parts,
+            [Part::Tool {
+                tool_call_id: "c9".into(),
+                tool_name: "tool".into(),
+                input: Value::Null,
+                output: Some(json!(1)),
+                error_text: None,
+                state: ToolState::OutputAvailable,
+            }]
+        );
+    }
+
+    #[test]
+    fn agent_completed_closes_the_message_and_finishes_streaming_text() {
+        let messages = project_messages(&[
+            started(1, "a", None),
+            delta(2, "a", "partial", None),
+            completed(3, "a", None),
+            delta(4, "a", "again", None),
+        ]);
+        assert_eq!(messages.len(), 2);
+        assert_eq!(messages[0].parts, [text("partial", DONE)]);
+        assert_eq!(messages[0].events, [id(1), id(2), id(3)]);
+        // After closing, the agent's next event opens a new message.
+        assert_eq!(messages[1].id, format!("msg-{}", id(4)));
+        assert_eq!(messages[1].parts, [text("again", STREAMING)]);
+    }
+
+    #[test]
+    fn agent_completed_with_nothing_open_is_ignored() {
+        assert!(project_messages(&[completed(1, "a", None)]).is_empty());
+    }
+
+    #[test]
+    fn interleaved_agents_each_get_their_own_message() {
+        let messages = project_messages(&[
+            input(1, "go"),
+            started(2, "planner", Some(1)),
+            started(3, "critic", Some(1)),
+            delta(4, "planner", "Plan ", Some(1)),
+            delta(5, "critic", "Hmm ", Some(1)),
+            delta(6, "planner", "A.", Some(1)),
+            completed(7, "planner", Some(1)),
+            delta(8, "critic", "fine.", Some(1)),
+            completed(9, "critic", Some(1)),
+        ]);
+        assert_eq!(messages.len(), 3);
+        assert_eq!(messages[1].name.as_deref(), Some("planner"));
+        assert_eq!(messages[1].content, "Plan A.");
+        assert_eq!(messages[1].events, [id(2), id(4), id(6), id(7)]);
+        assert_eq!(messages[2].name.as_deref(), Some("critic"));
+        assert_eq!(messages[2].content, "Hmm fine.");
+        assert_eq!(messages[2].events, [id(3), id(5), id(8), id(9)]);
+    }
+
+    #[test]
+    fn concurrent_calls_of_one_agent_are_told_apart_by_their_trigger() {
+        // Two tasks (events 1 and 2) each activate the executor.
+        let messages = project_messages(&[
+            input(1, "task one"),
+            input(2, "task two"),
+            started(3, "executor", Some(1)),
+            started(4, "executor", Some(2)),
+            delta(5, "executor", "one", Some(1)),
+            delta(6, "executor", "two", Some(2)),
+            completed(7, "executor", Some(1)),
+            delta(8, "executor", " done", Some(2)),
+            completed(9, "executor", Some(2)),
+        ]);
+        assert_eq!(messages[2].content, "one");
+        assert_eq!(messages[2].events, [id(3), id(5), id(7)]);
+        assert_eq!(messages[3].content, "two done");
+        assert_eq!(messages[3].events, [id(4), id(6), id(8), id(9)]);
+        assert_eq!(messages[3].parts, [text("two done", DONE)]);
+    }
+
+    #[test]
+    fn events_caused_by_the_opening_event_attach_to_it() {
+        let messages = project_messages(&[
+            started(1, "a", None),
+            started(2, "a", None),
+            delta(3, "a", "first", Some(1)),
+        ]);
+        assert_eq!(messages[0].content, "first");
+        assert_eq!(messages[1].content, "");
+    }
+
+    #[test]
+    fn other_events_and_undecodable_payloads_are_ignored() {
+        let workflow = WorkflowStarted {
+            workflow: "w".into(),
+        };
+        let error = ErrorOccurred {
+            source: "agent".into(),
+            message: "boom".into(),
+            event: None,
+        };
+        let done = WorkflowCompleted {
+            reason: "idle".into(),
+        };
+        let mut malformed = input(4, "x");
+        malformed.payload = json!({ "txt": 1 });
+        let mut custom = input(5, "x");
+        custom.name = "plan:created".into();
+        let messages = project_messages(&[
+            ev(1, workflow, None),
+            ev(2, error, None),
+            ev(3, done, None),
+            malformed,
+            custom,
+        ]);
+        assert!(messages.is_empty());
+    }
+
+    #[test]
+    fn incremental_and_batch_projections_agree() {
+        let events = [
+            input(1, "go"),
+            started(2, "a", Some(1)),
+            delta(3, "a", "x", Some(1)),
+            completed(4, "a", Some(1)),
+        ];
+        let mut projection = MessageProjection::new();
+        for (n, event) in events.iter().enumerate() {
+            projection.apply(event);
+            assert_eq!(projection.messages(), project_messages(&events[..=n]));
+        }
+    }
+}

@@ -1,0 +1,299 @@
+//! Conversion of [`Message`]s into the Vercel AI SDK 5 `UIMessage` shape.
+//!
+//! The field set is exactly AI SDK 5's (its stream validation rejects unknown keys):
+//! `{id, role, metadata?, parts}`, text parts `{type: "text", text, state}` and static tool
+//! parts `{type: "tool-<toolName>", toolCallId, state, input, output?, errorText?}`. The
+//! message's agent travels in `metadata` as `{"agent": name}`; the `_events` links and the
+//! `content` summary are not part of the shape and are left out.
+
+use serde::ser::{Serialize, SerializeMap, Serializer};
+use serde_json::{Value, json};
+
+use crate::message::{Message, Part, Role, TextState, ToolState};
+
+/// An AI SDK 5 `UIMessage`.
+///
+/// ```
+/// use openharness_projection::{Message, Part, Role, TextState, ToolState, UiMessage};
+/// use serde_json::json;
+/// let message = Message {
+///     id: "msg-1".into(),
+///     role: Role::Assistant,
+///     name: Some("researcher".into()),
+///     content: "Sunny.".into(),
+///     parts: vec![
+///         Part::Tool {
+///             tool_call_id: "c1".into(),
+///             tool_name: "weather".into(),
+///             input: json!({ "city": "Lisbon" }),
+///             output: Some(json!({ "tempC": 24 })),
+///             error_text: None,
+///             state: ToolState::OutputAvailable,
+///         },
+///         Part::Text { text: "Sunny.".into(), state: TextState::Done },
+///     ],
+///     events: vec![],
+/// };
+/// assert_eq!(
+///     serde_json::to_value(UiMessage::from(&message)).unwrap(),
+///     json!({
+///         "id": "msg-1",
+///         "role": "assistant",
+///         "metadata": { "agent": "researcher" },
+///         "parts": [
+///             {
+///                 "type": "tool-weather",
+///                 "toolCallId": "c1",
+///                 "state": "output-available",
+///                 "input": { "city": "Lisbon" },
+///                 "output": { "tempC": 24 }
+///             },
+///             { "type": "text", "text": "Sunny.", "state": "done" }
+///         ]
+///     })
+/// );
+/// ```
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct UiMessage {
+    /// The message id.
+    pub id: String,
+    /// `system`, `user` or `assistant`.
+    pub role: Role,
+    /// Free-form metadata: `{"agent": name}` for agents' messages.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<Value>,
+    /// The parts, in order.
+    pub parts: Vec<UiPart>,
+}
+
+/// A part of a [`UiMessage`]. Serialized with a `type` of `text` or `tool-<toolName>`.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum UiPart {
+    /// `{type: "text", text, state}`.
+    Text {
+        /// The text.
+        text: String,
+        /// `streaming` or `done`.
+        state: TextState,
+    },
+    /// `{type: "tool-<toolName>", toolCallId, state, input, output?, errorText?}`.
+    Tool {
+        /// The tool's name (part of the `type`).
+        tool_name: String,
+        /// The call id.
+        tool_call_id: String,
+        /// Where the call is.
+        state: ToolState,
+        /// The arguments.
+        input: Value,
+        /// The result, when `state` is `output-available`.
+        output: Option<Value>,
+        /// The error, when `state` is `output-error`.
+        error_text: Option<String>,
+    },
+}
+
+impl Serialize for UiPart {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Self::Text { text, state } => {
+                let mut map = serializer.serialize_map(Some(3))?;
+                map.serialize_entry("type", "text")?;
+                map.serialize_entry("text", text)?;
+                map.serialize_entry("state", state)?;
+                map.end()
+            }
+            Self::Tool {
+                tool_name,
+                tool_call_id,
+                state,
+                input,
+                output,
+                error_text,
+            } => {
+                let len = 4 + usize::from(output.is_some()) + usize::from(error_text.is_some());
+                let mut map = serializer.serialize_map(Some(len))?;
+                map.serialize_entry("type", &format!("tool-{tool_name}"))?;
+                map.serialize_entry("toolCallId", tool_call_id)?;
+                map.serialize_entry("state", state)?;
+                map.serialize_entry("input", input)?;
+                if let Some(output) = output {
+                    map.serialize_entry("output", output)?;
+                }
+                if let Some(error_text) = error_text {
+                    map.serialize_entry("errorText", error_text)?;
+                }
+                map.end()
+            }
+        }
+    }
+}
+
+impl From<&Message> for UiMessage {
+    fn from(message: &Message) -> Self {
+        Self {
+            id: message.id.clone(),
+            role: message.role,
+            metadata: message.name.as_ref().map(|agent| json!({ "agent": agent })),
+            parts: message.parts.iter().map(UiPart::from).collect(),
+        }
+    }
+}
+
+impl From<&Part> for UiPart {
+    fn from(part: &Part) -> Self {
+        match part {
+            Part::Text { text, state } => Self::Text {
+                text: text.clone(),
+                state: *state,
+            },
+            Part::Tool {
+                tool_call_id,
+                tool_name,
+                input,
+                output,
+                error_text,
+                state,
+            } => Self::Tool {
+                tool_name: tool_name.clone(),
+                tool_call_id: tool_call_id.clone(),
+                state: *state,
+                input: input.clone(),
+                output: output
+                    .clone()
+                    .filter(|_| *state == ToolState::OutputAvailable),
+                error_text: error_text
+                    .clone()
+                    .filter(|_| *state == ToolState::OutputError),
+            },
+        }
+    }
+}
+
+/// Converts messages into AI SDK 5 `UIMessage`s (serialize them with serde).
+///
+/// ```
+/// use openharness_core::{Envelope, builtin::UserInput};
+/// use openharness_projection::{project_messages, to_ui_messages};
+/// let input = Envelope::typed(&UserInput { text: "hi".into() }, None).unwrap();
+/// let ui = to_ui_messages(&project_messages(&[input]));
+/// let json = serde_json::to_value(&ui).unwrap();
+/// assert_eq!(json[0]["parts"][0], serde_json::json!({ "type": "text", "text": "hi", "state": "done" }));
+/// assert!(json[0].get("metadata").is_none());
+/// ```
+pub fn to_ui_messages(messages: &[Message]) -> Vec<UiMessage> {
+    messages.iter().map(UiMessage::from).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use serde_json::json;
+
+    use super::*;
+
+    fn tool(state: ToolState, output: Option<Value>, error_text: Option<&str>) -> Part {
+        Part::Tool {
+            tool_call_id: "c1".into(),
+            tool_name: "getWeather".into(),
+            input: json!({ "city": "SF" }),
+            output,
+            error_text: error_text.map(Into::into),
+            state,
+        }
+    }
+
+    fn ui(part: &Part) -> Value {
+        serde_json::to_value(UiPart::from(part)).unwrap()
+    }
+
+    #[test]
+    fn text_parts_keep_their_state() {
+        let part = Part::Text {
+            text: "Hel".into(),
+            state: TextState::Streaming,
+        };
+        assert_eq!(
+            ui(&part),
+            json!({ "type": "text", "text": "Hel", "state": "streaming" })
+        );
+    }
+
+    #[test]
+    fn tool_parts_carry_only_the_fields_of_their_state() {
+        assert_eq!(
+            ui(&tool(ToolState::InputAvailable, None, None)),
+            json!({
+                "type": "tool-getWeather",
+                "toolCallId": "c1",
+                "state": "input-available",
+                "input": { "city": "SF" }
+            })
+        );
+        assert_eq!(
+            ui(&tool(ToolState::OutputAvailable, Some(json!(15)), None)),
+            json!({
+                "type": "tool-getWeather",
+                "toolCallId": "c1",
+                "state": "output-available",
+                "input": { "city": "SF" },
+                "output": 15
+            })
+        );
+        // Inconsistent parts built by hand never show fields their state does not allow.
+        assert_eq!(
+            ui(&tool(ToolState::OutputError, Some(json!(15)), Some("down"))),
+            json!({
+                "type": "tool-getWeather",
+                "toolCallId": "c1",
+                "state": "output-error",
+                "input": { "city": "SF" },
+                "errorText": "down"
+            })
+        );
+    }
+
+    #[test]
+    fn messages_have_exactly_the_ai_sdk_5_fields() {
+        let messages = [
+            Message {
+                id: "msg-1".into(),
+                role: Role::User,
+                name: None,
+                content: "hi".into(),
+                parts: vec![Part::Text {
+                    text: "hi".into(),
+                    state: TextState::Done,
+                }],
+                events: vec![],
+            },
+            Message {
+                id: "msg-2".into(),
+                role: Role::Assistant,
+                name: Some("planner".into()),
+                content: String::new(),
+                parts: vec![],
+                events: vec![],
+            },
+        ];
+        let json = serde_json::to_value(to_ui_messages(&messages)).unwrap();
+        assert_eq!(
+            json,
+            json!([
+                {
+                    "id": "msg-1",
+                    "role": "user",
+                    "parts": [{ "type": "text", "text": "hi", "state": "done" }]
+                },
+                {
+                    "id": "msg-2",
+                    "role": "assistant",
+                    "metadata": { "agent": "planner" },
+                    "parts": []
+                }
+            ])
+        );
+    }
+}
