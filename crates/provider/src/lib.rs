@@ -1,8 +1,9 @@
 //! Model providers for Open Harness agents.
 //!
-//! Today this crate holds [`ScriptedProvider`], a deterministic [`Provider`] that answers each
-//! agent from a script instead of a model: for tests, replays of recorded behaviour and the
-//! offline demo. The Anthropic, OpenAI-compatible and `claude` CLI providers will live here too.
+//! Today this crate holds [`ScriptedProvider`], a deterministic
+//! [`Provider`](openharness_core::Provider) that answers each agent from a script instead of a
+//! model: for tests, replays of recorded behaviour and the offline demo. The Anthropic,
+//! OpenAI-compatible and `claude` CLI providers will live here too.
 //!
 //! ```
 //! use openharness_core::{Provider, ProviderRequest, ProviderSink};
