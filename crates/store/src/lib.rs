@@ -1,1 +1,69 @@
-//! Stores for Open Harness event logs.
+//! Stores for Open Harness event logs: [`MemoryStore`] for tests and [`RedbStore`], the
+//! embedded durable default, both implementing the [`Store`] port of `openharness-core`.
+//!
+//! Also here: [`FailingStore`], a fault-injection wrapper for tests, and [`conformance`], the
+//! one test suite every backend must pass (run it with [`store_conformance!`]).
+//!
+//! # The contract, as these backends implement it
+//!
+//! - `append(session, events, expected_seq)` writes every event or none and returns the new
+//!   length. When the session is not `expected_seq` events long it fails with
+//!   [`StoreError::Conflict`], carrying the actual length.
+//! - A retry of a stored batch (the same event ids, stored at consecutive seqs starting at
+//!   `expected_seq`) writes nothing and succeeds with `expected_seq + events.len()`, the length
+//!   the original append returned. (That equals the current length unless someone appended
+//!   since; returning the original length means the retrier's next append conflicts instead of
+//!   silently skipping the other writer's events.)
+//! - A batch that repeats an id, or holds an id already stored in the session anywhere else, is
+//!   [`StoreError::Invalid`] — checked before the seq, since it is a caller bug, not a race.
+//!   Ids are unique per session: the same event may be stored in two sessions (a fork's copy).
+//! - An empty batch writes nothing and succeeds with the current length, whatever
+//!   `expected_seq` is.
+//! - `events` clamps the range; an unknown session has no events, no metadata, and clearing it
+//!   succeeds.
+//! - `sessions()` lists sessions oldest first (by first event's timestamp, then id).
+//! - A stored record that cannot be decoded is [`StoreError::Corrupt`], never a panic.
+//!
+//! ```
+//! use openharness_core::{Envelope, SessionId, Store, StoreError};
+//! use openharness_store::MemoryStore;
+//!
+//! # tokio::runtime::Runtime::new().unwrap().block_on(async {
+//! let store = MemoryStore::new();
+//! let session = SessionId::new();
+//! let batch = vec![Envelope::new("user:input", serde_json::json!({ "text": "hi" }), None)];
+//! assert_eq!(store.append(&session, &batch, 0).await?, 1);
+//! // A retry after a lost acknowledgement stores nothing twice.
+//! assert_eq!(store.append(&session, &batch, 0).await?, 1);
+//! // Another writer that thinks the session is empty gets a typed conflict.
+//! let other = vec![Envelope::new("user:input", serde_json::json!({ "text": "yo" }), None)];
+//! assert!(matches!(
+//!     store.append(&session, &other, 0).await,
+//!     Err(StoreError::Conflict { actual: 1, .. })
+//! ));
+//! # Ok::<_, StoreError>(())
+//! # }).unwrap();
+//! ```
+
+mod append;
+pub mod conformance;
+mod fault;
+mod memory;
+mod redb_store;
+
+pub use fault::{FailingStore, InjectedFailure};
+pub use memory::MemoryStore;
+pub use openharness_core::{SessionInfo, Store, StoreError};
+pub use redb_store::{RedbError, RedbStore, STORE_ENV, default_store_path};
+
+use std::cmp::Ordering;
+
+/// The order of [`Store::sessions`]: oldest first, ties broken by id so listings are stable.
+fn by_age(a: &SessionInfo, b: &SessionInfo) -> Ordering {
+    a.created.cmp(&b.created).then_with(|| a.id.cmp(&b.id))
+}
+
+/// Sorts sessions into the order of [`Store::sessions`].
+pub(crate) fn sort_oldest_first(infos: &mut [SessionInfo]) {
+    infos.sort_by(by_age);
+}

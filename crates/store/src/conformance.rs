@@ -1,0 +1,1061 @@
+//! The conformance suite: one set of checks every [`Store`] backend must pass.
+//!
+//! Each check is a public `async fn` taking a fresh, empty store and panicking (with a message
+//! saying what broke) when the backend breaks the contract. [`store_conformance!`] turns them
+//! into one `#[test]` per check, so a backend's test file is one line:
+//!
+//! ```
+//! mod memory {
+//!     openharness_store::store_conformance!(openharness_store::MemoryStore::new());
+//! }
+//! ```
+//!
+//! The setup expression is evaluated inside the test's runtime (so it may `.await`) once per
+//! check. When the store needs something kept alive, such as a temporary directory, return a
+//! [`Guarded`]:
+//!
+//! ```
+//! mod redb {
+//!     use openharness_store::{RedbStore, conformance::Guarded};
+//!     openharness_store::store_conformance!({
+//!         let dir = tempfile::tempdir().expect("a temporary directory");
+//!         let store = RedbStore::open(dir.path().join("store.redb")).expect("a new store");
+//!         Guarded { store, guard: dir }
+//!     });
+//! }
+//! ```
+//!
+//! Checks: [`append_and_read_back`], [`conflict_reports_actual_seq`],
+//! [`idempotent_retry_stores_once`], [`rejected_batches_leave_nothing`],
+//! [`empty_batch_writes_nothing`], [`ranges_are_clamped`], [`unknown_session_is_empty`],
+//! [`session_metadata`], [`sessions_oldest_first`], [`clear_removes_everything`],
+//! [`sessions_are_independent`], [`concurrent_writers_race`] and
+//! [`random_operations_match_model`] (deterministic random sequences checked against
+//! [`check_against_model`], which property tests can also drive with their own [`Op`]s).
+//! Durability across reopening is backend-specific and is not part of the suite.
+
+use std::any::Any;
+use std::collections::{HashMap, HashSet};
+use std::future::Future;
+use std::sync::Arc;
+
+use openharness_core::{Envelope, EventId, SessionId, SessionInfo, Store, StoreError};
+use serde_json::json;
+
+/// What a conformance test's setup gives: a fresh store, and anything it needs kept alive.
+///
+/// Implemented by every [`Store`] (nothing to keep) and by [`Guarded`].
+pub trait Fixture {
+    /// The store under test.
+    type Store: Store;
+    /// Splits the fixture into the store and a guard dropped after the check.
+    fn split(self) -> (Self::Store, Box<dyn Any + Send>);
+}
+
+impl<S: Store> Fixture for S {
+    type Store = S;
+    fn split(self) -> (S, Box<dyn Any + Send>) {
+        (self, Box::new(()))
+    }
+}
+
+/// A store with a guard kept alive until the check ends (a temporary directory, a container).
+#[derive(Debug)]
+pub struct Guarded<S, G> {
+    /// The store under test.
+    pub store: S,
+    /// Dropped after the check.
+    pub guard: G,
+}
+
+impl<S: Store, G: Send + 'static> Fixture for Guarded<S, G> {
+    type Store = S;
+    fn split(self) -> (S, Box<dyn Any + Send>) {
+        (self.store, Box::new(self.guard))
+    }
+}
+
+/// Runs one check on a multi-threaded runtime (two workers, so concurrent writers really race):
+/// awaits `setup`, runs `check` on its store, then drops the guard.
+///
+/// This is what [`store_conformance!`] expands to; call it directly to run one check.
+pub fn run<F, C, Fut>(setup: impl Future<Output = F>, check: C)
+where
+    F: Fixture,
+    C: FnOnce(F::Store) -> Fut,
+    Fut: Future<Output = ()>,
+{
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("the conformance suite needs a tokio runtime");
+    runtime.block_on(async {
+        let (store, guard) = setup.await.split();
+        check(store).await;
+        drop(guard);
+    });
+}
+
+/// Runs every check in turn, each on a fresh fixture from `setup`, inside the caller's runtime.
+///
+/// Prefer [`store_conformance!`], which gives each check its own test name; this is for
+/// callers that need a single test (for example, one shared external database).
+pub async fn run_all<F, Fut>(mut setup: impl FnMut() -> Fut)
+where
+    F: Fixture,
+    Fut: Future<Output = F>,
+{
+    macro_rules! each {
+        ($($check:ident),* $(,)?) => {$(
+            let (store, guard) = setup().await.split();
+            $check(store).await;
+            drop(guard);
+        )*};
+    }
+    each!(
+        append_and_read_back,
+        conflict_reports_actual_seq,
+        idempotent_retry_stores_once,
+        rejected_batches_leave_nothing,
+        empty_batch_writes_nothing,
+        ranges_are_clamped,
+        unknown_session_is_empty,
+        session_metadata,
+        sessions_oldest_first,
+        clear_removes_everything,
+        sessions_are_independent,
+        concurrent_writers_race,
+        random_operations_match_model,
+    );
+}
+
+/// Generates one `#[test]` per conformance check for the store made by the setup expression.
+///
+/// The expression is evaluated once per check, inside an async block on the test's runtime
+/// (it may `.await`), and gives a [`Store`] or a [`Guarded`] store. Invoke it inside a module,
+/// which names the tests (`memory::append_and_read_back`, ...). See [`conformance`](self) for
+/// examples. The calling crate needs no tokio dependency of its own.
+#[macro_export]
+macro_rules! store_conformance {
+    ($setup:expr $(,)?) => {
+        $crate::store_conformance!(@checks $setup;
+            append_and_read_back,
+            conflict_reports_actual_seq,
+            idempotent_retry_stores_once,
+            rejected_batches_leave_nothing,
+            empty_batch_writes_nothing,
+            ranges_are_clamped,
+            unknown_session_is_empty,
+            session_metadata,
+            sessions_oldest_first,
+            clear_removes_everything,
+            sessions_are_independent,
+            concurrent_writers_race,
+            random_operations_match_model,
+        );
+    };
+    (@checks $setup:expr; $($check:ident),* $(,)?) => {$(
+        #[test]
+        fn $check() {
+            $crate::conformance::run(async { $setup }, $crate::conformance::$check);
+        }
+    )*};
+}
+
+// ---------------------------------------------------------------------------------------------
+// Helpers
+
+/// A test event named `name` with a small payload.
+fn event(name: &'static str, n: u64) -> Envelope {
+    Envelope::new(
+        name,
+        json!({ "n": n, "text": "héllo ✓", "nested": { "list": [1, 2, 3] } }),
+        None,
+    )
+}
+
+/// `count` test events.
+fn batch(count: u64) -> Vec<Envelope> {
+    (0..count).map(|n| event("test:appended", n)).collect()
+}
+
+/// An event with a fixed timestamp, given as RFC 3339.
+fn event_at(name: &'static str, payload: serde_json::Value, timestamp: &str) -> Envelope {
+    let mut event = Envelope::new(name, payload, None);
+    event.timestamp = timestamp.parse().expect("a valid RFC 3339 timestamp");
+    event
+}
+
+async fn append_ok<S: Store>(store: &S, session: &SessionId, events: &[Envelope], at: u64) -> u64 {
+    match store.append(session, events, at).await {
+        Ok(len) => len,
+        Err(err) => panic!(
+            "{}: appending {} events to session {session} at seq {at} failed: {err}",
+            store.describe(),
+            events.len()
+        ),
+    }
+}
+
+async fn all<S: Store>(store: &S, session: &SessionId) -> Vec<Envelope> {
+    match store.all_events(session).await {
+        Ok(events) => events,
+        Err(err) => panic!(
+            "{}: reading session {session} failed: {err}",
+            store.describe()
+        ),
+    }
+}
+
+async fn read<S: Store>(
+    store: &S,
+    session: &SessionId,
+    range: std::ops::Range<u64>,
+) -> Vec<Envelope> {
+    match store.events(session, range.clone()).await {
+        Ok(events) => events,
+        Err(err) => panic!(
+            "{}: reading seqs {range:?} of session {session} failed: {err}",
+            store.describe()
+        ),
+    }
+}
+
+async fn info<S: Store>(store: &S, session: &SessionId) -> Option<SessionInfo> {
+    match store.session(session).await {
+        Ok(info) => info,
+        Err(err) => panic!(
+            "{}: reading session {session}'s metadata failed: {err}",
+            store.describe()
+        ),
+    }
+}
+
+async fn list<S: Store>(store: &S) -> Vec<SessionInfo> {
+    match store.sessions().await {
+        Ok(infos) => infos,
+        Err(err) => panic!("{}: listing sessions failed: {err}", store.describe()),
+    }
+}
+
+fn ids(events: &[Envelope]) -> Vec<EventId> {
+    events.iter().map(|event| event.id).collect()
+}
+
+fn assert_conflict(
+    result: Result<u64, StoreError>,
+    session: &SessionId,
+    expected: u64,
+    actual: u64,
+    what: &str,
+) {
+    match result {
+        Err(StoreError::Conflict {
+            session: s,
+            expected: e,
+            actual: a,
+        }) if &s == session && e == expected && a == actual => {}
+        other => panic!(
+            "{what}: expected Conflict {{ session: {session}, expected: {expected}, actual: {actual} }}, got {other:?}"
+        ),
+    }
+}
+
+fn assert_invalid(result: Result<u64, StoreError>, what: &str) {
+    match result {
+        Err(StoreError::Invalid(_)) => {}
+        other => panic!("{what}: expected StoreError::Invalid, got {other:?}"),
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Checks
+
+/// Appended events read back unchanged (id, name, payload, timestamp, cause) and in order, and
+/// `append` returns the new length.
+pub async fn append_and_read_back<S: Store>(store: S) {
+    let session = SessionId::new();
+    let mut first = batch(3);
+    first[1].caused_by = Some(first[0].id);
+    assert_eq!(
+        append_ok(&store, &session, &first, 0).await,
+        3,
+        "length after the first append"
+    );
+    let second = vec![event("test:second", 3), event("test:second", 4)];
+    assert_eq!(
+        append_ok(&store, &session, &second, 3).await,
+        5,
+        "length after the second append"
+    );
+    let single = vec![event("test:single", 5)];
+    assert_eq!(
+        append_ok(&store, &session, &single, 5).await,
+        6,
+        "length after a single event"
+    );
+
+    let expected: Vec<Envelope> = first.into_iter().chain(second).chain(single).collect();
+    assert_eq!(all(&store, &session).await, expected, "events read back");
+}
+
+/// An append at the wrong seq fails with a conflict carrying the session's actual length, and
+/// changes nothing.
+pub async fn conflict_reports_actual_seq<S: Store>(store: S) {
+    let session = SessionId::new();
+    let stored = batch(2);
+    append_ok(&store, &session, &stored, 0).await;
+
+    let late = store.append(&session, &batch(1), 0).await;
+    assert_conflict(late, &session, 0, 2, "append behind the session");
+    let early = store.append(&session, &batch(1), 5).await;
+    assert_conflict(early, &session, 5, 2, "append ahead of the session");
+    let unknown = SessionId::new();
+    let first = store.append(&unknown, &batch(1), 1).await;
+    assert_conflict(first, &unknown, 1, 0, "first append at seq 1");
+
+    assert_eq!(
+        all(&store, &session).await,
+        stored,
+        "a conflict changed the session"
+    );
+    assert!(
+        all(&store, &unknown).await.is_empty(),
+        "a conflict created a session"
+    );
+    assert!(
+        info(&store, &unknown).await.is_none(),
+        "a conflict created metadata"
+    );
+}
+
+/// Retrying a stored batch at the same seq (after a lost acknowledgement) stores it once and
+/// succeeds with the length the original append returned.
+pub async fn idempotent_retry_stores_once<S: Store>(store: S) {
+    let session = SessionId::new();
+    let pair = batch(2);
+    assert_eq!(append_ok(&store, &session, &pair, 0).await, 2);
+    assert_eq!(
+        append_ok(&store, &session, &pair, 0).await,
+        2,
+        "retry of a batch"
+    );
+
+    let single = batch(1);
+    assert_eq!(append_ok(&store, &session, &single, 2).await, 3);
+    assert_eq!(
+        append_ok(&store, &session, &single, 2).await,
+        3,
+        "retry of one event"
+    );
+    assert_eq!(
+        append_ok(&store, &session, &pair, 0).await,
+        2,
+        "a late retry returns the original append's length"
+    );
+
+    let expected: Vec<Envelope> = pair.iter().chain(&single).cloned().collect();
+    assert_eq!(
+        all(&store, &session).await,
+        expected,
+        "retries duplicated events"
+    );
+    let meta = info(&store, &session)
+        .await
+        .expect("metadata of a stored session");
+    assert_eq!(meta.count, 3, "retries changed the count");
+}
+
+/// Rejected appends write nothing: a conflicting batch, a batch repeating an id, a batch
+/// holding an id stored elsewhere in the session, and a batch that only starts like a retry.
+pub async fn rejected_batches_leave_nothing<S: Store>(store: S) {
+    let session = SessionId::new();
+    let first = batch(1);
+    append_ok(&store, &session, &first, 0).await;
+
+    let conflicting = store.append(&session, &batch(3), 0).await;
+    assert_conflict(conflicting, &session, 0, 1, "a conflicting batch");
+
+    let x = event("test:x", 0);
+    let repeated = store
+        .append(&session, &[x.clone(), event("test:y", 1), x.clone()], 1)
+        .await;
+    assert_invalid(repeated, "a batch repeating an id");
+
+    let reused = store
+        .append(&session, &[event("test:y", 1), first[0].clone()], 1)
+        .await;
+    assert_invalid(reused, "a batch holding an id stored at another seq");
+
+    let partial_retry = store
+        .append(&session, &[first[0].clone(), event("test:z", 2)], 0)
+        .await;
+    assert_invalid(partial_retry, "a batch that only starts like a retry");
+
+    assert_eq!(
+        all(&store, &session).await,
+        first,
+        "a rejected batch left events behind"
+    );
+    assert_eq!(
+        info(&store, &session).await.map(|i| i.count),
+        Some(1),
+        "count after rejections"
+    );
+    // None of the rejected ids was stored: `x` can still be appended.
+    assert_eq!(
+        append_ok(&store, &session, &[x], 1).await,
+        2,
+        "append after rejections"
+    );
+}
+
+/// An empty batch writes nothing, creates no session and returns the current length whatever
+/// seq it names.
+pub async fn empty_batch_writes_nothing<S: Store>(store: S) {
+    let session = SessionId::new();
+    assert_eq!(append_ok(&store, &session, &[], 0).await, 0);
+    assert_eq!(
+        append_ok(&store, &session, &[], 4).await,
+        0,
+        "empty batch at the wrong seq"
+    );
+    assert!(
+        info(&store, &session).await.is_none(),
+        "an empty batch created a session"
+    );
+    assert!(
+        list(&store).await.is_empty(),
+        "an empty batch created a listed session"
+    );
+
+    append_ok(&store, &session, &batch(2), 0).await;
+    assert_eq!(append_ok(&store, &session, &[], 7).await, 2);
+    assert_eq!(all(&store, &session).await.len(), 2);
+}
+
+/// `events` returns exactly the seqs in the range, clamped to the session.
+pub async fn ranges_are_clamped<S: Store>(store: S) {
+    let session = SessionId::new();
+    let stored = batch(5);
+    append_ok(&store, &session, &stored, 0).await;
+
+    let cases: [(std::ops::Range<u64>, &[Envelope]); 9] = [
+        (0..5, &stored[..]),
+        (1..3, &stored[1..3]),
+        (3..100, &stored[3..]),
+        (0..u64::MAX, &stored[..]),
+        (4..5, &stored[4..]),
+        (5..9, &[]),
+        (7..9, &[]),
+        (2..2, &[]),
+        (u64::MAX - 1..u64::MAX, &[]),
+    ];
+    for (range, expected) in cases {
+        assert_eq!(
+            read(&store, &session, range.clone()).await,
+            expected,
+            "events in {range:?}"
+        );
+    }
+    #[allow(clippy::reversed_empty_ranges)]
+    let inverted = 4..2;
+    assert!(
+        read(&store, &session, inverted).await.is_empty(),
+        "an inverted range"
+    );
+}
+
+/// An unknown session has no events and no metadata, and clearing it is not an error.
+pub async fn unknown_session_is_empty<S: Store>(store: S) {
+    let known = SessionId::new();
+    append_ok(&store, &known, &batch(2), 0).await;
+    let unknown = SessionId::new();
+    assert!(all(&store, &unknown).await.is_empty());
+    assert!(read(&store, &unknown, 0..10).await.is_empty());
+    assert!(info(&store, &unknown).await.is_none());
+    if let Err(err) = store.clear(&unknown).await {
+        panic!("clearing an unknown session failed: {err}");
+    }
+    let listed: Vec<SessionId> = list(&store).await.into_iter().map(|i| i.id).collect();
+    assert_eq!(
+        listed,
+        vec![known],
+        "sessions after clearing an unknown one"
+    );
+}
+
+/// Metadata comes from the events: created and last event from their timestamps, the count,
+/// the workflow from the first `workflow:started`, the parent from `session:forked`.
+pub async fn session_metadata<S: Store>(store: S) {
+    let parent = SessionId::new();
+    let session = SessionId::new();
+    let first = vec![
+        event_at(
+            "session:forked",
+            json!({ "parent": parent, "position": 3 }),
+            "2024-05-01T10:00:00Z",
+        ),
+        event_at(
+            "workflow:started",
+            json!({ "workflow": "planner" }),
+            "2024-05-01T10:00:01.5Z",
+        ),
+    ];
+    append_ok(&store, &session, &first, 0).await;
+    let meta = info(&store, &session)
+        .await
+        .expect("metadata after the first append");
+    assert_eq!(meta.id, session);
+    assert_eq!(meta.count, 2);
+    assert_eq!(meta.workflow.as_deref(), Some("planner"));
+    assert_eq!(meta.parent.as_ref(), Some(&parent));
+    assert_eq!(meta.created, first[0].timestamp);
+    assert_eq!(meta.last_event, first[1].timestamp);
+
+    let later = vec![
+        event_at(
+            "workflow:started",
+            json!({ "workflow": "other" }),
+            "2024-05-01T10:00:02Z",
+        ),
+        event_at(
+            "user:input",
+            json!({ "text": "go" }),
+            "2024-05-01T10:00:03.123456789Z",
+        ),
+    ];
+    append_ok(&store, &session, &later, 2).await;
+    let meta = info(&store, &session)
+        .await
+        .expect("metadata after the second append");
+    assert_eq!(meta.count, 4);
+    assert_eq!(
+        meta.workflow.as_deref(),
+        Some("planner"),
+        "the first workflow:started wins"
+    );
+    assert_eq!(meta.parent.as_ref(), Some(&parent));
+    assert_eq!(meta.created, first[0].timestamp, "created must not move");
+    assert_eq!(
+        meta.last_event, later[1].timestamp,
+        "last event (nanosecond precision)"
+    );
+
+    let plain = SessionId::new();
+    append_ok(&store, &plain, &batch(1), 0).await;
+    let meta = info(&store, &plain)
+        .await
+        .expect("metadata of a plain session");
+    assert_eq!((meta.workflow, meta.parent, meta.count), (None, None, 1));
+
+    let listed = list(&store).await;
+    let listed = listed
+        .iter()
+        .find(|i| i.id == session)
+        .expect("the session is listed");
+    assert_eq!(
+        Some(listed),
+        info(&store, &session).await.as_ref(),
+        "listing and lookup agree"
+    );
+}
+
+/// `sessions()` lists every session oldest first, by its first event's timestamp.
+pub async fn sessions_oldest_first<S: Store>(store: S) {
+    let (a, b, c) = (SessionId::new(), SessionId::new(), SessionId::new());
+    let at = |t: &str| vec![event_at("test:appended", json!({}), t)];
+    // Written in another order than they were created.
+    append_ok(&store, &b, &at("2024-01-02T00:00:00Z"), 0).await;
+    append_ok(&store, &c, &at("2024-01-03T00:00:00Z"), 0).await;
+    append_ok(&store, &a, &at("2024-01-01T00:00:00Z"), 0).await;
+    append_ok(&store, &b, &at("2024-01-04T00:00:00Z"), 1).await;
+
+    let listed = list(&store).await;
+    let order: Vec<&SessionId> = listed.iter().map(|i| &i.id).collect();
+    assert_eq!(order, vec![&a, &b, &c], "sessions oldest first");
+    let counts: Vec<u64> = listed.iter().map(|i| i.count).collect();
+    assert_eq!(counts, vec![1, 2, 1], "counts in the listing");
+}
+
+/// `clear` removes a session's events, metadata and id index, and nothing else; the session
+/// can then start again at seq 0, even with the same events.
+pub async fn clear_removes_everything<S: Store>(store: S) {
+    let (gone, kept) = (SessionId::new(), SessionId::new());
+    let events = batch(3);
+    append_ok(&store, &gone, &events, 0).await;
+    append_ok(&store, &kept, &batch(2), 0).await;
+
+    if let Err(err) = store.clear(&gone).await {
+        panic!("clearing a session failed: {err}");
+    }
+    assert!(all(&store, &gone).await.is_empty(), "events survived clear");
+    assert!(
+        info(&store, &gone).await.is_none(),
+        "metadata survived clear"
+    );
+    let listed: Vec<SessionId> = list(&store).await.into_iter().map(|i| i.id).collect();
+    assert_eq!(listed, vec![kept.clone()], "sessions after clear");
+    assert_eq!(
+        all(&store, &kept).await.len(),
+        2,
+        "clear touched another session"
+    );
+
+    let stale = store.append(&gone, &batch(1), 3).await;
+    assert_conflict(stale, &gone, 3, 0, "append at the old length after clear");
+    // Had the id index survived, this would look like a retry and store nothing.
+    assert_eq!(
+        append_ok(&store, &gone, &events, 0).await,
+        3,
+        "re-append after clear"
+    );
+    assert_eq!(
+        all(&store, &gone).await,
+        events,
+        "events re-appended after clear"
+    );
+    assert_eq!(info(&store, &gone).await.map(|i| i.count), Some(3));
+}
+
+/// Sessions do not share seqs or ids: the same event may be stored in two sessions (as a fork
+/// copies its parent's events), and a conflict in one leaves the other alone.
+pub async fn sessions_are_independent<S: Store>(store: S) {
+    let (one, two) = (SessionId::new(), SessionId::new());
+    let shared = batch(2);
+    append_ok(&store, &one, &shared, 0).await;
+    assert_eq!(
+        append_ok(&store, &two, &shared, 0).await,
+        2,
+        "the same events in a second session"
+    );
+    append_ok(&store, &one, &batch(1), 2).await;
+    let conflict = store.append(&two, &batch(1), 3).await;
+    assert_conflict(conflict, &two, 3, 2, "the second session's own length");
+    assert_eq!(all(&store, &one).await.len(), 3);
+    assert_eq!(all(&store, &two).await, shared);
+}
+
+/// Many writers race on one session with optimistic concurrency: each seq is won by exactly one
+/// append, and the log ends with every event once, without gaps, each writer's in its order.
+pub async fn concurrent_writers_race<S: Store>(store: S) {
+    const WRITERS: u64 = 8;
+    const APPENDS: u64 = 12;
+    let store = Arc::new(store);
+    let session = SessionId::new();
+    let mut tasks = Vec::new();
+    for writer in 0..WRITERS {
+        let store = Arc::clone(&store);
+        let session = session.clone();
+        tasks.push(tokio::spawn(async move {
+            let mut seq = 0;
+            let mut won = Vec::new();
+            for n in 0..APPENDS {
+                // Every other append is a two-event batch.
+                let size = 1 + n % 2;
+                let events: Vec<Envelope> = (0..size)
+                    .map(|i| {
+                        Envelope::new(
+                            "test:raced",
+                            json!({ "writer": writer, "n": n, "i": i }),
+                            None,
+                        )
+                    })
+                    .collect();
+                loop {
+                    match store.append(&session, &events, seq).await {
+                        Ok(len) => {
+                            assert_eq!(len, seq + size, "append returned a wrong length");
+                            won.push((seq, ids(&events)));
+                            seq = len;
+                            break;
+                        }
+                        Err(StoreError::Conflict { actual, .. }) => {
+                            assert!(
+                                actual > seq,
+                                "a conflict reported seq {actual}, not past {seq}"
+                            );
+                            seq = actual;
+                        }
+                        Err(err) => panic!("writer {writer}: append failed: {err}"),
+                    }
+                    tokio::task::yield_now().await;
+                }
+            }
+            won
+        }));
+    }
+    let mut won: Vec<(u64, Vec<EventId>)> = Vec::new();
+    for task in tasks {
+        won.extend(task.await.expect("a writer task panicked"));
+    }
+
+    let stored = all(&store, &session).await;
+    let per_writer = APPENDS / 2 + APPENDS; // APPENDS/2 single events and APPENDS/2 pairs
+    assert_eq!(stored.len() as u64, WRITERS * per_writer, "events stored");
+    let unique: HashSet<EventId> = stored.iter().map(|e| e.id).collect();
+    assert_eq!(unique.len(), stored.len(), "an event was stored twice");
+    won.sort_by_key(|(seq, _)| *seq);
+    let mut next = 0;
+    for (seq, batch_ids) in &won {
+        assert_eq!(*seq, next, "two appends won seq {seq}, or a gap before it");
+        let at = usize::try_from(*seq).expect("seq fits in usize");
+        assert_eq!(
+            ids(&stored[at..at + batch_ids.len()]),
+            *batch_ids,
+            "batch at seq {seq}"
+        );
+        next += batch_ids.len() as u64;
+    }
+    for writer in 0..WRITERS {
+        let order: Vec<u64> = stored
+            .iter()
+            .filter(|e| e.payload["writer"] == writer && e.payload["i"] == 0)
+            .filter_map(|e| e.payload["n"].as_u64())
+            .collect();
+        assert_eq!(
+            order,
+            (0..APPENDS).collect::<Vec<_>>(),
+            "writer {writer}'s events out of order"
+        );
+    }
+    assert_eq!(
+        info(&store, &session).await.map(|i| i.count),
+        Some(stored.len() as u64)
+    );
+}
+
+/// Deterministic random sequences of [`Op`]s behave as the reference model says (see
+/// [`check_against_model`]).
+pub async fn random_operations_match_model<S: Store>(store: S) {
+    for seed in 0..24u64 {
+        let mut rng = SplitMix(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ 0xD1B5_4A32_D192_ED03);
+        let ops: Vec<Op> = (0..30).map(|_| Op::random(&mut rng)).collect();
+        if let Err(mismatch) = check_against_model(&store, &ops).await {
+            panic!("random sequence {seed} diverged from the model: {mismatch}\nops: {ops:#?}");
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The reference model
+
+/// One step of a model-checked sequence. Sessions are numbered 0 to 2 (higher numbers wrap).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Op {
+    /// Appends `events` new events (0 to 3) at the session's length plus `skew` (so a non-zero
+    /// skew should conflict). With `reuse`, the last event reuses the id of the stored event
+    /// at that index (modulo the length), which must be rejected. With `workflow`, the first
+    /// event is a `workflow:started` naming it.
+    Append {
+        /// Which session.
+        session: u8,
+        /// How many new events.
+        events: u8,
+        /// Offset of `expected_seq` from the length.
+        skew: i8,
+        /// Reuse a stored id for the last event.
+        reuse: Option<u8>,
+        /// Start the batch with `workflow:started` for this workflow number.
+        workflow: Option<u8>,
+    },
+    /// Appends the session's last accepted batch again at the seq it was written at: a retry.
+    Retry {
+        /// Which session.
+        session: u8,
+    },
+    /// Reads seqs `start..end`.
+    Read {
+        /// Which session.
+        session: u8,
+        /// Start of the range.
+        start: u8,
+        /// End of the range.
+        end: u8,
+    },
+    /// Clears the session.
+    Clear {
+        /// Which session.
+        session: u8,
+    },
+    /// Lists the sessions.
+    List,
+}
+
+/// The number of sessions [`Op`]s address.
+const MODEL_SESSIONS: u8 = 3;
+
+impl Op {
+    /// A random operation drawn from `rng`.
+    fn random(rng: &mut SplitMix) -> Self {
+        let session = rng.below(u64::from(MODEL_SESSIONS)) as u8;
+        match rng.below(10) {
+            0..=4 => Op::Append {
+                session,
+                events: rng.below(4) as u8,
+                skew: match rng.below(6) {
+                    0 => -1,
+                    1 => 1,
+                    _ => 0,
+                },
+                reuse: (rng.below(8) == 0).then(|| rng.below(8) as u8),
+                workflow: (rng.below(5) == 0).then(|| rng.below(3) as u8),
+            },
+            5 => Op::Retry { session },
+            6 | 7 => Op::Read {
+                session,
+                start: rng.below(12) as u8,
+                end: rng.below(14) as u8,
+            },
+            8 => Op::Clear { session },
+            _ => Op::List,
+        }
+    }
+}
+
+/// The outcome the model predicts for an append.
+#[derive(Debug, PartialEq, Eq)]
+enum Outcome {
+    /// The batch is written; the session's new length.
+    Written(u64),
+    /// Nothing is written (an empty batch, or a retry); the length returned.
+    Unchanged(u64),
+    /// A conflict carrying the session's length.
+    Conflict(u64),
+    /// An invalid batch.
+    Invalid,
+}
+
+/// The model's view of one session.
+#[derive(Debug, Default)]
+struct ModelSession {
+    events: Vec<Envelope>,
+    /// The last batch the store wrote and the seq it was written at.
+    last_batch: Option<(u64, Vec<Envelope>)>,
+}
+
+impl ModelSession {
+    /// What the contract says appending `batch` at `expected` does, written independently of
+    /// the backends' shared logic.
+    fn predict(&self, batch: &[Envelope], expected: u64) -> Outcome {
+        let len = self.events.len() as u64;
+        if batch.is_empty() {
+            return Outcome::Unchanged(len);
+        }
+        let unique: HashSet<EventId> = batch.iter().map(|e| e.id).collect();
+        if unique.len() != batch.len() {
+            return Outcome::Invalid;
+        }
+        let position = |id: EventId| self.events.iter().position(|e| e.id == id);
+        if batch.iter().any(|e| position(e.id).is_some()) {
+            let retry = batch
+                .iter()
+                .zip(expected..)
+                .all(|(e, seq)| position(e.id).map(|p| p as u64) == Some(seq));
+            return if retry {
+                Outcome::Unchanged(expected + batch.len() as u64)
+            } else {
+                Outcome::Invalid
+            };
+        }
+        if expected == len {
+            Outcome::Written(len + batch.len() as u64)
+        } else {
+            Outcome::Conflict(len)
+        }
+    }
+
+    /// Applies `batch` appended at `expected`, returning the predicted outcome.
+    fn append(&mut self, batch: Vec<Envelope>, expected: u64) -> Outcome {
+        let outcome = self.predict(&batch, expected);
+        if let Outcome::Written(_) = outcome {
+            self.last_batch = Some((expected, batch.clone()));
+            self.events.extend(batch);
+        }
+        outcome
+    }
+}
+
+/// Runs `ops` against `store` and against a plain in-memory model of the contract, comparing
+/// every result, and after every step each session's events and metadata. Returns the first
+/// divergence.
+///
+/// Uses fresh session ids, so it can share a store with other checks; only those sessions are
+/// compared in listings.
+pub async fn check_against_model<S: Store>(store: &S, ops: &[Op]) -> Result<(), String> {
+    let ids: Vec<SessionId> = (0..MODEL_SESSIONS).map(|_| SessionId::new()).collect();
+    let mut model: HashMap<u8, ModelSession> = HashMap::new();
+    for (step, op) in ops.iter().enumerate() {
+        let at = |what: String| format!("step {step} ({op:?}): {what}");
+        match op {
+            Op::Append {
+                session,
+                events,
+                skew,
+                reuse,
+                workflow,
+            } => {
+                let index = session % MODEL_SESSIONS;
+                let id = &ids[usize::from(index)];
+                let state = model.entry(index).or_default();
+                let mut batch: Vec<Envelope> = (0..u64::from(*events))
+                    .map(|n| event("test:appended", n))
+                    .collect();
+                if let (Some(workflow), Some(first)) = (workflow, batch.first_mut()) {
+                    first.name = "workflow:started".into();
+                    first.payload = json!({ "workflow": format!("workflow-{workflow}") });
+                }
+                if let (Some(reuse), Some(last)) = (reuse, batch.last_mut())
+                    && !state.events.is_empty()
+                {
+                    last.id = state.events[usize::from(*reuse) % state.events.len()].id;
+                }
+                let expected = (state.events.len() as u64).saturating_add_signed(i64::from(*skew));
+                let predicted = state.append(batch.clone(), expected);
+                let result = store.append(id, &batch, expected).await;
+                compare_append(&predicted, result, id, expected).map_err(at)?;
+            }
+            Op::Retry { session } => {
+                let index = session % MODEL_SESSIONS;
+                let id = &ids[usize::from(index)];
+                let state = model.entry(index).or_default();
+                let Some((seq, batch)) = state.last_batch.clone() else {
+                    continue;
+                };
+                // After a clear, a retry at seq 0 is a fresh append.
+                let predicted = state.append(batch.clone(), seq);
+                let result = store.append(id, &batch, seq).await;
+                compare_append(&predicted, result, id, seq).map_err(at)?;
+            }
+            Op::Read {
+                session,
+                start,
+                end,
+            } => {
+                let index = session % MODEL_SESSIONS;
+                let events = model
+                    .get(&index)
+                    .map(|s| s.events.as_slice())
+                    .unwrap_or_default();
+                let from = usize::from(*start).min(events.len());
+                let to = usize::from(*end).min(events.len()).max(from);
+                let expected = &events[from..to];
+                let got = store
+                    .events(&ids[usize::from(index)], *start as u64..*end as u64)
+                    .await
+                    .map_err(|err| at(format!("read failed: {err}")))?;
+                if got != expected {
+                    return Err(at(format!(
+                        "read {} events, the model has {}",
+                        got.len(),
+                        expected.len()
+                    )));
+                }
+            }
+            Op::Clear { session } => {
+                let index = session % MODEL_SESSIONS;
+                store
+                    .clear(&ids[usize::from(index)])
+                    .await
+                    .map_err(|err| at(format!("clear failed: {err}")))?;
+                if let Some(state) = model.get_mut(&index) {
+                    state.events.clear();
+                }
+            }
+            Op::List => {
+                let mut expected: Vec<SessionInfo> = model
+                    .iter()
+                    .filter_map(|(index, s)| {
+                        SessionInfo::from_first_events(ids[usize::from(*index)].clone(), &s.events)
+                    })
+                    .collect();
+                expected.sort_by(|a, b| a.created.cmp(&b.created).then_with(|| a.id.cmp(&b.id)));
+                let ours: HashSet<&SessionId> = ids.iter().collect();
+                let got: Vec<SessionInfo> = store
+                    .sessions()
+                    .await
+                    .map_err(|err| at(format!("listing failed: {err}")))?
+                    .into_iter()
+                    .filter(|info| ours.contains(&info.id))
+                    .collect();
+                if got != expected {
+                    return Err(at(format!("listed {got:#?}, the model has {expected:#?}")));
+                }
+            }
+        }
+        for (index, id) in ids.iter().enumerate() {
+            let events = model
+                .get(&(index as u8))
+                .map(|s| s.events.as_slice())
+                .unwrap_or_default();
+            let stored = store
+                .all_events(id)
+                .await
+                .map_err(|err| at(format!("reading session {index} failed: {err}")))?;
+            if stored != events {
+                return Err(at(format!(
+                    "session {index} holds {} events, the model {}",
+                    stored.len(),
+                    events.len()
+                )));
+            }
+            let meta = store
+                .session(id)
+                .await
+                .map_err(|err| at(format!("reading session {index}'s metadata failed: {err}")))?;
+            let expected = SessionInfo::from_first_events(id.clone(), events);
+            if meta != expected {
+                return Err(at(format!(
+                    "session {index}'s metadata is {meta:?}, the model's {expected:?}"
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
+fn compare_append(
+    predicted: &Outcome,
+    result: Result<u64, StoreError>,
+    session: &SessionId,
+    expected: u64,
+) -> Result<(), String> {
+    let matches = match (predicted, &result) {
+        (Outcome::Written(len) | Outcome::Unchanged(len), Ok(got)) => len == got,
+        (
+            Outcome::Conflict(actual),
+            Err(StoreError::Conflict {
+                session: s,
+                expected: e,
+                actual: a,
+            }),
+        ) => s == session && *e == expected && a == actual,
+        (Outcome::Invalid, Err(StoreError::Invalid(_))) => true,
+        _ => false,
+    };
+    if matches {
+        Ok(())
+    } else {
+        Err(format!(
+            "append at {expected} returned {result:?}, the model predicts {predicted:?}"
+        ))
+    }
+}
+
+/// A tiny deterministic generator (SplitMix64), so the suite needs no random-number crate.
+struct SplitMix(u64);
+
+impl SplitMix {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+}

@@ -1,0 +1,136 @@
+//! [`MemoryStore`]: an in-process store for tests, examples and throwaway runs.
+
+use std::collections::HashMap;
+use std::ops::Range;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+use async_trait::async_trait;
+use openharness_core::{Envelope, EventId, SessionId, SessionInfo, Store, StoreError};
+
+use crate::append::{Plan, plan_append};
+
+/// A [`Store`] that keeps every session in memory.
+///
+/// Clones share the same data, so a test can hand one clone to a run and inspect another.
+/// Nothing survives the process.
+///
+/// ```
+/// use openharness_core::{Envelope, SessionId, Store};
+/// use openharness_store::MemoryStore;
+///
+/// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+/// let store = MemoryStore::new();
+/// let session = SessionId::new();
+/// let event = Envelope::new("user:input", serde_json::json!({ "text": "hi" }), None);
+/// assert_eq!(store.append(&session, &[event.clone()], 0).await?, 1);
+/// assert_eq!(store.clone().all_events(&session).await?, vec![event]);
+/// # Ok::<_, openharness_core::StoreError>(())
+/// # }).unwrap();
+/// ```
+#[derive(Debug, Clone, Default)]
+pub struct MemoryStore {
+    sessions: Arc<Mutex<HashMap<SessionId, Log>>>,
+}
+
+/// One session's events, the index of their ids and the derived metadata.
+#[derive(Debug)]
+struct Log {
+    events: Vec<Envelope>,
+    seqs: HashMap<EventId, u64>,
+    info: SessionInfo,
+}
+
+impl MemoryStore {
+    /// An empty store.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Locks the sessions. A panic while the lock was held cannot leave a log half-written
+    /// (appends check everything before they change anything), so a poisoned lock is usable.
+    fn lock(&self) -> MutexGuard<'_, HashMap<SessionId, Log>> {
+        self.sessions.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+#[async_trait]
+impl Store for MemoryStore {
+    fn describe(&self) -> String {
+        "memory".to_owned()
+    }
+
+    async fn append(
+        &self,
+        session: &SessionId,
+        events: &[Envelope],
+        expected_seq: u64,
+    ) -> Result<u64, StoreError> {
+        let mut sessions = self.lock();
+        let log = sessions.get(session);
+        let len = log.map_or(0, |log| log.events.len() as u64);
+        let plan = plan_append::<StoreError>(session, events, expected_seq, len, |id| {
+            Ok(log.and_then(|log| log.seqs.get(id).copied()))
+        })?;
+        if let Plan::Done(len) = plan {
+            return Ok(len);
+        }
+
+        let info = match log {
+            Some(log) => {
+                let mut info = log.info.clone();
+                info.absorb(events);
+                info.count += events.len() as u64;
+                info
+            }
+            None => SessionInfo::from_first_events(session.clone(), events).ok_or_else(|| {
+                StoreError::Invalid("cannot derive metadata from an empty batch".to_owned())
+            })?,
+        };
+        let log = sessions.entry(session.clone()).or_insert_with(|| Log {
+            events: Vec::new(),
+            seqs: HashMap::new(),
+            info: info.clone(),
+        });
+        for (event, seq) in events.iter().zip(len..) {
+            log.seqs.insert(event.id, seq);
+            log.events.push(event.clone());
+        }
+        log.info = info;
+        Ok(log.events.len() as u64)
+    }
+
+    async fn events(
+        &self,
+        session: &SessionId,
+        range: Range<u64>,
+    ) -> Result<Vec<Envelope>, StoreError> {
+        let sessions = self.lock();
+        let Some(log) = sessions.get(session) else {
+            return Ok(Vec::new());
+        };
+        let len = log.events.len();
+        let start = usize::try_from(range.start).unwrap_or(usize::MAX).min(len);
+        let end = usize::try_from(range.end).unwrap_or(usize::MAX).min(len);
+        Ok(log
+            .events
+            .get(start..end)
+            .map(<[_]>::to_vec)
+            .unwrap_or_default())
+    }
+
+    async fn session(&self, session: &SessionId) -> Result<Option<SessionInfo>, StoreError> {
+        Ok(self.lock().get(session).map(|log| log.info.clone()))
+    }
+
+    async fn sessions(&self) -> Result<Vec<SessionInfo>, StoreError> {
+        let mut infos: Vec<SessionInfo> =
+            self.lock().values().map(|log| log.info.clone()).collect();
+        crate::sort_oldest_first(&mut infos);
+        Ok(infos)
+    }
+
+    async fn clear(&self, session: &SessionId) -> Result<(), StoreError> {
+        self.lock().remove(session);
+        Ok(())
+    }
+}

@@ -1,0 +1,560 @@
+//! [`RedbStore`]: the embedded, durable default store, one [redb](https://docs.rs/redb) file.
+//!
+//! Layout (all in one file):
+//!
+//! | table       | key                        | value                          |
+//! |-------------|----------------------------|--------------------------------|
+//! | `events`    | (session id, seq)          | the [`Envelope`] as JSON bytes |
+//! | `event_ids` | (session id, event id u128)| seq (for idempotent retries)   |
+//! | `sessions`  | session id                 | the [`SessionInfo`] as JSON    |
+//!
+//! Every append is one write transaction committed with redb's default (immediate)
+//! durability: when `append` returns, the events are on disk, and a crash before that leaves
+//! none of them. redb is synchronous, so every operation runs on tokio's blocking pool.
+
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use openharness_core::{Envelope, SessionId, SessionInfo, Store, StoreError};
+use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition};
+
+use crate::append::{Plan, plan_append};
+
+/// Events by (session id, seq), as JSON.
+const EVENTS: TableDefinition<'_, (&str, u64), &[u8]> = TableDefinition::new("events");
+/// Seq by (session id, event id as u128): finds retried batches.
+const EVENT_IDS: TableDefinition<'_, (&str, u128), u64> = TableDefinition::new("event_ids");
+/// Session metadata by session id, as JSON.
+const SESSIONS: TableDefinition<'_, &str, &[u8]> = TableDefinition::new("sessions");
+
+/// The environment variable naming the store file when no `--store PATH` is given.
+pub const STORE_ENV: &str = "OPENHARNESS_STORE";
+
+/// The store file to use when the user names none: `$OPENHARNESS_STORE` if set and not empty,
+/// else [`RedbStore::DEFAULT_PATH`] (relative to the working directory).
+///
+/// A `--store PATH` flag should override both.
+///
+/// ```
+/// use openharness_store::{RedbStore, default_store_path};
+/// if std::env::var_os("OPENHARNESS_STORE").is_none() {
+///     assert_eq!(default_store_path(), std::path::Path::new(RedbStore::DEFAULT_PATH));
+/// }
+/// ```
+pub fn default_store_path() -> PathBuf {
+    store_path_from(std::env::var_os(STORE_ENV))
+}
+
+/// [`default_store_path`] given the environment variable's value.
+fn store_path_from(env: Option<std::ffi::OsString>) -> PathBuf {
+    match env {
+        Some(path) if !path.is_empty() => PathBuf::from(path),
+        _ => PathBuf::from(RedbStore::DEFAULT_PATH),
+    }
+}
+
+/// Why a [`RedbStore`] could not be opened or could not complete an operation.
+///
+/// Carried inside [`StoreError::Backend`] by the [`Store`] methods; every message names the
+/// store file.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum RedbError {
+    /// The directory that should hold the store file could not be created.
+    #[error("cannot create the directory {} for the store: {source}", path.display())]
+    CreateDir {
+        /// The directory.
+        path: PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// The file is locked by another `RedbStore` (in this process or another one).
+    #[error(
+        "the store {} is already open in another process (or by another RedbStore in this one)",
+        path.display()
+    )]
+    AlreadyOpen {
+        /// The store file.
+        path: PathBuf,
+    },
+    /// The file could not be opened as a redb database.
+    #[error("cannot open the store {}: {source}", path.display())]
+    Open {
+        /// The store file.
+        path: PathBuf,
+        /// What redb reported.
+        source: Box<redb::Error>,
+    },
+    /// A read or write failed.
+    #[error("store {}: {operation} failed: {source}", path.display())]
+    Database {
+        /// The store file.
+        path: PathBuf,
+        /// What was being done, such as `append to session 0190…`.
+        operation: String,
+        /// What redb reported.
+        source: Box<redb::Error>,
+    },
+    /// The blocking task running an operation panicked or was cancelled.
+    #[error("store {}: {operation} did not complete: {message}", path.display())]
+    Task {
+        /// The store file.
+        path: PathBuf,
+        /// What was being done.
+        operation: String,
+        /// Why the task ended.
+        message: String,
+    },
+}
+
+impl From<RedbError> for StoreError {
+    fn from(err: RedbError) -> Self {
+        StoreError::backend(err)
+    }
+}
+
+/// The embedded, durable [`Store`]: every session in one redb file.
+///
+/// Clones share the open database. Only one `RedbStore` may have a file open at a time (redb
+/// locks it); opening it again gives [`RedbError::AlreadyOpen`].
+///
+/// ```
+/// use openharness_core::{Envelope, SessionId, Store};
+/// use openharness_store::RedbStore;
+///
+/// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+/// let dir = tempfile::tempdir().unwrap();
+/// let path = dir.path().join("nested/store.redb");
+/// let session = SessionId::new();
+/// {
+///     let store = RedbStore::open(&path)?;
+///     let event = Envelope::new("user:input", serde_json::json!({ "text": "hi" }), None);
+///     store.append(&session, &[event], 0).await?;
+/// }
+/// let store = RedbStore::open(&path)?;
+/// assert_eq!(store.all_events(&session).await?.len(), 1);
+/// assert_eq!(store.describe(), format!("redb:{}", path.display()));
+/// # Ok::<_, Box<dyn std::error::Error>>(())
+/// # }).unwrap();
+/// ```
+#[derive(Clone)]
+pub struct RedbStore {
+    db: Arc<Database>,
+    path: Arc<Path>,
+}
+
+impl std::fmt::Debug for RedbStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RedbStore")
+            .field("path", &self.path)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A failure inside a blocking operation: ours, or redb's (which gets the path attached).
+enum Failure {
+    Store(StoreError),
+    Redb(redb::Error),
+}
+
+impl From<StoreError> for Failure {
+    fn from(err: StoreError) -> Self {
+        Self::Store(err)
+    }
+}
+
+macro_rules! redb_failure {
+    ($($ty:ty),*) => {$(
+        impl From<$ty> for Failure {
+            fn from(err: $ty) -> Self {
+                Self::Redb(err.into())
+            }
+        }
+    )*};
+}
+redb_failure!(
+    redb::Error,
+    redb::StorageError,
+    redb::TableError,
+    redb::TransactionError,
+    redb::CommitError
+);
+
+impl RedbStore {
+    /// Where the CLI keeps its store unless told otherwise (see [`default_store_path`]).
+    pub const DEFAULT_PATH: &'static str = ".openharness/store.redb";
+
+    /// Opens the store file at `path`, creating it (and its parent directories) if needed.
+    ///
+    /// This is synchronous and brief; call it before starting work, or from
+    /// `spawn_blocking` if the file may be large.
+    pub fn open(path: impl AsRef<Path>) -> Result<Self, RedbError> {
+        let path = path.as_ref();
+        if let Some(dir) = path.parent().filter(|dir| !dir.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).map_err(|source| RedbError::CreateDir {
+                path: dir.to_owned(),
+                source,
+            })?;
+        }
+        let db = Database::create(path).map_err(|err| match redb::Error::from(err) {
+            redb::Error::DatabaseAlreadyOpen => RedbError::AlreadyOpen {
+                path: path.to_owned(),
+            },
+            source => RedbError::Open {
+                path: path.to_owned(),
+                source: Box::new(source),
+            },
+        })?;
+        let store = Self {
+            db: Arc::new(db),
+            path: Arc::from(path),
+        };
+        store.create_tables().map_err(|source| RedbError::Open {
+            path: path.to_owned(),
+            source: Box::new(source),
+        })?;
+        tracing::debug!(path = %path.display(), "opened redb store");
+        Ok(store)
+    }
+
+    /// The store file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Creates the tables if the file is new, so that reads never meet a missing table.
+    fn create_tables(&self) -> Result<(), redb::Error> {
+        let txn = self.db.begin_write()?;
+        txn.open_table(EVENTS)?;
+        txn.open_table(EVENT_IDS)?;
+        txn.open_table(SESSIONS)?;
+        txn.commit()?;
+        Ok(())
+    }
+
+    /// Runs `op` on the blocking pool, attaching the path and `operation` to redb's errors.
+    async fn run<T: Send + 'static>(
+        &self,
+        operation: impl FnOnce() -> String,
+        op: impl FnOnce(&Database) -> Result<T, Failure> + Send + 'static,
+    ) -> Result<T, StoreError> {
+        let db = Arc::clone(&self.db);
+        match tokio::task::spawn_blocking(move || op(&db)).await {
+            Ok(Ok(value)) => Ok(value),
+            Ok(Err(Failure::Store(err))) => Err(err),
+            Ok(Err(Failure::Redb(source))) => Err(RedbError::Database {
+                path: self.path.to_path_buf(),
+                operation: operation(),
+                source: Box::new(source),
+            }
+            .into()),
+            Err(join) => Err(RedbError::Task {
+                path: self.path.to_path_buf(),
+                operation: operation(),
+                message: join.to_string(),
+            }
+            .into()),
+        }
+    }
+}
+
+/// Decodes a stored event.
+fn decode_event(session: &SessionId, seq: u64, bytes: &[u8]) -> Result<Envelope, StoreError> {
+    serde_json::from_slice(bytes).map_err(|err| StoreError::Corrupt {
+        session: session.clone(),
+        seq,
+        message: format!("stored event is not a valid envelope: {err}"),
+    })
+}
+
+/// Decodes stored session metadata. For this record `seq` in [`StoreError::Corrupt`] is 0
+/// and the message says it is the metadata that is damaged.
+fn decode_info(session: &SessionId, bytes: &[u8]) -> Result<SessionInfo, StoreError> {
+    serde_json::from_slice(bytes).map_err(|err| StoreError::Corrupt {
+        session: session.clone(),
+        seq: 0,
+        message: format!("stored session metadata is not valid: {err}"),
+    })
+}
+
+/// Decodes a metadata record found while listing, whose key is the session id.
+fn decode_listed_info(key: &str, bytes: &[u8]) -> Result<SessionInfo, Failure> {
+    let session: SessionId = key.parse().map_err(|err| {
+        StoreError::Invalid(format!("the store holds an invalid session id: {err}"))
+    })?;
+    Ok(decode_info(&session, bytes)?)
+}
+
+/// Encodes an event for storage.
+fn encode_event(event: &Envelope) -> Result<Vec<u8>, StoreError> {
+    serde_json::to_vec(event).map_err(|err| {
+        StoreError::Invalid(format!(
+            "event {} cannot be encoded as JSON: {err}",
+            event.id
+        ))
+    })
+}
+
+/// Encodes session metadata for storage.
+fn encode_info(info: &SessionInfo) -> Result<Vec<u8>, StoreError> {
+    serde_json::to_vec(info).map_err(|err| {
+        StoreError::Invalid(format!(
+            "metadata of session {} cannot be encoded as JSON: {err}",
+            info.id
+        ))
+    })
+}
+
+#[async_trait]
+impl Store for RedbStore {
+    fn describe(&self) -> String {
+        format!("redb:{}", self.path.display())
+    }
+
+    async fn append(
+        &self,
+        session: &SessionId,
+        events: &[Envelope],
+        expected_seq: u64,
+    ) -> Result<u64, StoreError> {
+        // Encode before taking the write lock; an empty batch still reports the length.
+        let mut records = Vec::with_capacity(events.len());
+        for event in events {
+            let bytes = encode_event(event)?;
+            records.push((event.id.as_uuid().as_u128(), bytes));
+        }
+        let name = session;
+        let session = session.clone();
+        let events = events.to_vec();
+        self.run(
+            || format!("append to session {name}"),
+            move |db| {
+                let sid = session.as_str();
+                let txn = db.begin_write()?;
+                let plan = {
+                    let sessions = txn.open_table(SESSIONS)?;
+                    let info = match sessions.get(sid)? {
+                        Some(bytes) => Some(decode_info(&session, bytes.value())?),
+                        None => None,
+                    };
+                    let len = info.as_ref().map_or(0, |info| info.count);
+                    let index = txn.open_table(EVENT_IDS)?;
+                    let plan = plan_append(&session, &events, expected_seq, len, |id| {
+                        let seq = index.get((sid, id.as_uuid().as_u128()))?;
+                        Ok::<_, Failure>(seq.map(|seq| seq.value()))
+                    })?;
+                    (plan, info, len)
+                };
+                let (plan, info, len) = plan;
+                if let Plan::Done(len) = plan {
+                    txn.abort()?;
+                    return Ok(len);
+                }
+
+                let info = match info {
+                    Some(mut info) => {
+                        info.absorb(&events);
+                        info.count += events.len() as u64;
+                        info
+                    }
+                    None => SessionInfo::from_first_events(session.clone(), &events)
+                        .ok_or_else(|| StoreError::Invalid("empty batch".to_owned()))?,
+                };
+                let info = encode_info(&info)?;
+                {
+                    let mut table = txn.open_table(EVENTS)?;
+                    let mut index = txn.open_table(EVENT_IDS)?;
+                    for ((id, bytes), seq) in records.iter().zip(len..) {
+                        table.insert((sid, seq), bytes.as_slice())?;
+                        index.insert((sid, *id), seq)?;
+                    }
+                    let mut sessions = txn.open_table(SESSIONS)?;
+                    sessions.insert(sid, info.as_slice())?;
+                }
+                txn.commit()?;
+                Ok(len + events.len() as u64)
+            },
+        )
+        .await
+    }
+
+    async fn events(
+        &self,
+        session: &SessionId,
+        range: Range<u64>,
+    ) -> Result<Vec<Envelope>, StoreError> {
+        if range.start >= range.end {
+            return Ok(Vec::new());
+        }
+        let name = session;
+        let session = session.clone();
+        self.run(
+            || format!("read of session {name}"),
+            move |db| {
+                let sid = session.as_str();
+                let txn = db.begin_read()?;
+                let table = txn.open_table(EVENTS)?;
+                let mut events = Vec::new();
+                for entry in table.range((sid, range.start)..(sid, range.end))? {
+                    let (key, bytes) = entry?;
+                    let (_, seq) = key.value();
+                    events.push(decode_event(&session, seq, bytes.value())?);
+                }
+                Ok(events)
+            },
+        )
+        .await
+    }
+
+    async fn session(&self, session: &SessionId) -> Result<Option<SessionInfo>, StoreError> {
+        let name = session;
+        let session = session.clone();
+        self.run(
+            || format!("read of session {name}'s metadata"),
+            move |db| {
+                let txn = db.begin_read()?;
+                let table = txn.open_table(SESSIONS)?;
+                let info = match table.get(session.as_str())? {
+                    Some(bytes) => Some(decode_info(&session, bytes.value())?),
+                    None => None,
+                };
+                Ok(info)
+            },
+        )
+        .await
+    }
+
+    async fn sessions(&self) -> Result<Vec<SessionInfo>, StoreError> {
+        self.run(
+            || "listing of sessions".to_owned(),
+            |db| {
+                let txn = db.begin_read()?;
+                let table = txn.open_table(SESSIONS)?;
+                let mut infos = Vec::new();
+                for entry in table.range::<&str>(..)? {
+                    let (key, bytes) = entry?;
+                    infos.push(decode_listed_info(key.value(), bytes.value())?);
+                }
+                crate::sort_oldest_first(&mut infos);
+                Ok(infos)
+            },
+        )
+        .await
+    }
+
+    async fn clear(&self, session: &SessionId) -> Result<(), StoreError> {
+        let name = session;
+        let session = session.clone();
+        self.run(
+            || format!("clearing of session {name}"),
+            move |db| {
+                let sid = session.as_str();
+                let txn = db.begin_write()?;
+                {
+                    let mut sessions = txn.open_table(SESSIONS)?;
+                    if sessions.remove(sid)?.is_none() {
+                        drop(sessions);
+                        txn.abort()?;
+                        return Ok(());
+                    }
+                    let mut table = txn.open_table(EVENTS)?;
+                    table.retain_in((sid, 0)..=(sid, u64::MAX), |_, _| false)?;
+                    let mut index = txn.open_table(EVENT_IDS)?;
+                    index.retain_in((sid, 0)..=(sid, u128::MAX), |_, _| false)?;
+                }
+                txn.commit()?;
+                Ok(())
+            },
+        )
+        .await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn store_path_prefers_the_environment() {
+        assert_eq!(store_path_from(None), Path::new(RedbStore::DEFAULT_PATH));
+        assert_eq!(
+            store_path_from(Some("".into())),
+            Path::new(RedbStore::DEFAULT_PATH)
+        );
+        assert_eq!(
+            store_path_from(Some("/x/y.redb".into())),
+            Path::new("/x/y.redb")
+        );
+    }
+
+    /// Overwrites one raw record, as a damaged file or a foreign writer might.
+    fn damage(store: &RedbStore, write: impl FnOnce(&redb::WriteTransaction)) {
+        let txn = store.db.begin_write().unwrap();
+        write(&txn);
+        txn.commit().unwrap();
+    }
+
+    #[tokio::test]
+    async fn corrupt_records_are_typed_errors() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = RedbStore::open(dir.path().join("store.redb")).unwrap();
+        let session = SessionId::new();
+        let events: Vec<Envelope> = (0..3)
+            .map(|n| Envelope::new("test:appended", json!({ "n": n }), None))
+            .collect();
+        store.append(&session, &events, 0).await.unwrap();
+
+        damage(&store, |txn| {
+            let mut table = txn.open_table(EVENTS).unwrap();
+            table
+                .insert((session.as_str(), 1), b"{not json".as_slice())
+                .unwrap();
+        });
+        let err = store.all_events(&session).await.unwrap_err();
+        assert!(
+            matches!(&err, StoreError::Corrupt { session: s, seq: 1, .. } if s == &session),
+            "{err:?}"
+        );
+        // Reads that avoid the damaged record still work.
+        assert_eq!(store.events(&session, 2..3).await.unwrap(), events[2..]);
+
+        damage(&store, |txn| {
+            let mut table = txn.open_table(SESSIONS).unwrap();
+            table.insert(session.as_str(), b"[]".as_slice()).unwrap();
+        });
+        for result in [
+            store.session(&session).await.map(|_| ()),
+            store.sessions().await.map(|_| ()),
+            store.append(&session, &events[..1], 3).await.map(|_| ()),
+        ] {
+            let err = result.unwrap_err();
+            assert!(matches!(err, StoreError::Corrupt { .. }), "{err:?}");
+            assert!(err.to_string().contains("metadata"), "{err}");
+        }
+        // Clearing removes the damage.
+        store.clear(&session).await.unwrap();
+        assert!(store.sessions().await.unwrap().is_empty());
+    }
+
+    #[tokio::test]
+    async fn backend_errors_name_the_file_and_operation() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("store.redb");
+        let store = RedbStore::open(&path).unwrap();
+        // Drop a table so the read fails inside redb.
+        let txn = store.db.begin_write().unwrap();
+        txn.delete_table(EVENTS).unwrap();
+        txn.commit().unwrap();
+        let session: SessionId = "s-1".parse().unwrap();
+        let err = store.events(&session, 0..1).await.unwrap_err();
+        let message = err.to_string();
+        assert!(matches!(err, StoreError::Backend(_)), "{err:?}");
+        assert!(message.contains(&path.display().to_string()), "{message}");
+        assert!(message.contains("read of session s-1"), "{message}");
+    }
+}

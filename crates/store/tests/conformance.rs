@@ -1,0 +1,37 @@
+//! Runs the conformance suite against every backend in this crate.
+
+mod memory {
+    openharness_store::store_conformance!(openharness_store::MemoryStore::new());
+}
+
+mod redb {
+    use openharness_store::RedbStore;
+    use openharness_store::conformance::Guarded;
+
+    openharness_store::store_conformance!({
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let store = RedbStore::open(dir.path().join("store.redb")).expect("a new redb store");
+        Guarded { store, guard: dir }
+    });
+}
+
+mod failing_passthrough {
+    // A FailingStore that never reaches its failure is an ordinary store.
+    openharness_store::store_conformance!(openharness_store::FailingStore::fail_from(
+        openharness_store::MemoryStore::new(),
+        u64::MAX
+    ));
+}
+
+mod arc {
+    // `Arc<S>` implements `Store` through core's blanket impl.
+    openharness_store::store_conformance!(std::sync::Arc::new(
+        openharness_store::MemoryStore::new()
+    ));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn run_all_runs_every_check_in_one_test() {
+    openharness_store::conformance::run_all(|| async { openharness_store::MemoryStore::new() })
+        .await;
+}
