@@ -1,7 +1,7 @@
 //! The conformance suite: one set of checks every [`Store`] backend must pass.
 //!
 //! Each check is a public `async fn` taking a fresh, empty store and panicking (with a message
-//! saying what broke) when the backend breaks the contract. [`store_conformance!`] turns them
+//! saying what broke) when the backend breaks the contract. [`store_conformance!`](crate::store_conformance) turns them
 //! into one `#[test]` per check, so a backend's test file is one line:
 //!
 //! ```
@@ -78,7 +78,7 @@ impl<S: Store, G: Send + 'static> Fixture for Guarded<S, G> {
 /// Runs one check on a multi-threaded runtime (two workers, so concurrent writers really race):
 /// awaits `setup`, runs `check` on its store, then drops the guard.
 ///
-/// This is what [`store_conformance!`] expands to; call it directly to run one check.
+/// This is what [`store_conformance!`](crate::store_conformance) expands to; call it directly to run one check.
 pub fn run<F, C, Fut>(setup: impl Future<Output = F>, check: C)
 where
     F: Fixture,
@@ -99,7 +99,7 @@ where
 
 /// Runs every check in turn, each on a fresh fixture from `setup`, inside the caller's runtime.
 ///
-/// Prefer [`store_conformance!`], which gives each check its own test name; this is for
+/// Prefer [`store_conformance!`](crate::store_conformance), which gives each check its own test name; this is for
 /// callers that need a single test (for example, one shared external database).
 pub async fn run_all<F, Fut>(mut setup: impl FnMut() -> Fut)
 where

@@ -109,6 +109,25 @@ pub enum RedbError {
     },
 }
 
+impl RedbError {
+    /// The `RedbError` inside a store error, if it came from a [`RedbStore`].
+    ///
+    /// ```
+    /// use openharness_store::{RedbError, RedbStore};
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let path = dir.path().join("store.redb");
+    /// let _first = RedbStore::open(&path).unwrap();
+    /// let err = RedbStore::open(&path).unwrap_err();
+    /// assert!(matches!(RedbError::of(&err), Some(RedbError::AlreadyOpen { .. })));
+    /// ```
+    pub fn of(err: &StoreError) -> Option<&RedbError> {
+        match err {
+            StoreError::Backend(source) => source.downcast_ref(),
+            _ => None,
+        }
+    }
+}
+
 impl From<RedbError> for StoreError {
     fn from(err: RedbError) -> Self {
         StoreError::backend(err)
@@ -119,6 +138,11 @@ impl From<RedbError> for StoreError {
 ///
 /// Clones share the open database. Only one `RedbStore` may have a file open at a time (redb
 /// locks it); opening it again gives [`RedbError::AlreadyOpen`].
+///
+/// A stored record that does not decode is [`StoreError::Corrupt`] with its seq; for a
+/// session's metadata record the seq is 0 and the message names the metadata. redb's own
+/// failures are [`StoreError::Backend`] holding a [`RedbError`] that names the file and the
+/// operation.
 ///
 /// ```
 /// use openharness_core::{Envelope, SessionId, Store};
@@ -188,10 +212,17 @@ impl RedbStore {
 
     /// Opens the store file at `path`, creating it (and its parent directories) if needed.
     ///
-    /// This is synchronous and brief; call it before starting work, or from
-    /// `spawn_blocking` if the file may be large.
-    pub fn open(path: impl AsRef<Path>) -> Result<Self, RedbError> {
-        let path = path.as_ref();
+    /// Fails with [`StoreError::Backend`] holding a [`RedbError`] that names the file
+    /// ([`RedbError::AlreadyOpen`] when another store holds it); use
+    /// [`RedbError::of`] to get at it.
+    ///
+    /// This is synchronous and brief; call it before starting work, or from `spawn_blocking`
+    /// if the file may be large.
+    pub fn open(path: impl AsRef<Path>) -> Result<Self, StoreError> {
+        Ok(Self::open_typed(path.as_ref())?)
+    }
+
+    fn open_typed(path: &Path) -> Result<Self, RedbError> {
         if let Some(dir) = path.parent().filter(|dir| !dir.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir).map_err(|source| RedbError::CreateDir {
                 path: dir.to_owned(),

@@ -62,7 +62,10 @@ fn second_open_names_the_file() {
     let path = dir.path().join("store.redb");
     let _first = RedbStore::open(&path).expect("first open");
     let err = RedbStore::open(&path).expect_err("the file is locked");
-    assert!(matches!(err, RedbError::AlreadyOpen { .. }), "{err:?}");
+    assert!(
+        matches!(RedbError::of(&err), Some(RedbError::AlreadyOpen { .. })),
+        "{err:?}"
+    );
     let message = err.to_string();
     assert!(message.contains(&path.display().to_string()), "{message}");
     assert!(message.contains("already open"), "{message}");
@@ -76,7 +79,10 @@ fn open_errors_name_the_path() {
     let blocker = dir.path().join("blocker");
     std::fs::write(&blocker, b"not a directory").expect("write a file");
     let err = RedbStore::open(blocker.join("store.redb")).expect_err("cannot create the directory");
-    assert!(matches!(err, RedbError::CreateDir { .. }), "{err:?}");
+    assert!(
+        matches!(RedbError::of(&err), Some(RedbError::CreateDir { .. })),
+        "{err:?}"
+    );
     assert!(
         err.to_string().contains(&blocker.display().to_string()),
         "{err}"
@@ -98,14 +104,7 @@ fn open_errors_name_the_path() {
         "{err}"
     );
 
-    // Errors convert into the port's error type, keeping the message.
-    let store_err = StoreError::from(err);
-    assert!(matches!(store_err, StoreError::Backend(_)));
-    assert!(
-        store_err
-            .to_string()
-            .contains(&dir.path().display().to_string())
-    );
+    assert!(matches!(err, StoreError::Backend(_)), "{err:?}");
 }
 
 #[test]
