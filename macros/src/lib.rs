@@ -1,8 +1,331 @@
 //! Macros for Open Harness: `#[event]`, `#[handler]` and `#[agent(output = T)]`.
+//!
+//! Use them through the `openharness` crate (`use openharness::prelude::*;`): the code they
+//! generate names `::openharness::...` paths only, so a workflow depends on that one crate.
+//!
+//! Each macro parses its input, checks it (reporting every problem at once, each on the token
+//! at fault, in a sentence that names the fix), then generates the trait implementation. Set
+//! `OPENHARNESS_MACROS_DEBUG=1` while building to print every expansion to stderr.
+
+mod agent;
+mod attr;
+mod errors;
+mod event;
+mod handler;
+mod names;
+
 use proc_macro::TokenStream;
 
-/// Marks an event (placeholder).
+/// Makes a struct a typed event, or an enum the set of events a workflow handles.
+///
+/// # On a struct: one event
+///
+/// Adds serde's `Serialize` and `Deserialize` and schemars' `JsonSchema` derives (do not derive
+/// them yourself; add `Debug`, `Clone` and the like as usual, and serde and schemars attributes
+/// such as `#[serde(rename_all = "camelCase")]` work) and implements `openharness::Event`.
+///
+/// The event's name is `noun:verb`, lowercase. Without an argument it is derived from the type
+/// name: the last CamelCase word is the verb, the words before it are the noun
+/// (`PlanCreated` is `plan:created`, `ToolCallRequested` is `tool_call:requested`). Give it
+/// explicitly as `#[event("noun:verb")]`; it is checked at compile time against
+/// `^[a-z][a-z0-9_]*:[a-z][a-z0-9_]*$`.
+///
+/// ```
+/// use openharness::prelude::*;
+///
+/// #[event]
+/// #[derive(Debug, Clone, PartialEq)]
+/// pub struct PlanCreated {
+///     pub tasks: Vec<String>,
+/// }
+///
+/// #[event("task:done")]
+/// #[derive(Debug, Clone)]
+/// pub struct TaskCompleted(pub u32);
+///
+/// assert_eq!(PlanCreated::NAME, "plan:created");
+/// assert_eq!(TaskCompleted::NAME, "task:done");
+/// ```
+///
+/// Names are checked, and a single-word type name has no verb:
+///
+/// ```compile_fail
+/// use openharness::prelude::*;
+/// #[event("PlanCreated")] // error: event names are lowercase `noun:verb` ...: write "plan:created"
+/// struct PlanCreated;
+/// ```
+///
+/// ```compile_fail
+/// use openharness::prelude::*;
+/// #[event] // error: cannot derive a `noun:verb` name from `Plan` ...
+/// struct Plan;
+/// ```
+///
+/// Events are concrete values: generic structs and unions are rejected.
+///
+/// # On an enum: the workflow's event set
+///
+/// Each variant names an event type in scope, either as a unit variant (`PlanCreated`) or as a
+/// one-field tuple variant named after the type (`PlanCreated(events::PlanCreated)`). The
+/// enum is generated with tuple variants (your attributes and derives are kept), with
+/// `From<Event>` for each variant and `openharness::EventSet`, which decodes a recorded
+/// event by name (names outside the set decode as `Decoded::Unknown`).
+///
+/// ```
+/// use openharness::prelude::*;
+/// use openharness::Decoded;
+///
+/// #[event]
+/// #[derive(Debug, Clone, PartialEq)]
+/// pub struct PlanCreated { pub tasks: Vec<String> }
+///
+/// #[event]
+/// #[derive(Debug, Clone, PartialEq)]
+/// pub enum PlannerEvent {
+///     UserInput,
+///     PlanCreated,
+/// }
+///
+/// let event: PlannerEvent = PlanCreated { tasks: vec!["pack".into()] }.into();
+/// assert_eq!(event.name(), "plan:created");
+/// assert_eq!(PlannerEvent::NAMES, ["user:input", "plan:created"]);
+/// let payload = serde_json::json!({ "tasks": ["pack"] });
+/// assert_eq!(PlannerEvent::decode("plan:created", &payload).unwrap(), Decoded::Known(event));
+/// assert_eq!(PlannerEvent::decode("plan:forgotten", &payload).unwrap(), Decoded::Unknown);
+/// ```
+///
+/// A variant must be named after its type, must hold an event, and may appear only once:
+///
+/// ```compile_fail
+/// use openharness::prelude::*;
+/// #[event]
+/// pub struct PlanCreated;
+/// #[event]
+/// pub enum PlannerEvent {
+///     Plan(PlanCreated), // error: variant `Plan` must be named after its event type `PlanCreated`
+/// }
+/// ```
 #[proc_macro_attribute]
-pub fn event(_attr: TokenStream, item: TokenStream) -> TokenStream {
-    item
+pub fn event(attr: TokenStream, item: TokenStream) -> TokenStream {
+    expand_with("event", attr, item, event::expand)
+}
+
+/// Implements `openharness::Handler` for a state from its handler methods.
+///
+/// Put it on an `impl` block of the state type and name the workflow's event enum. Every `fn`
+/// in the block is a handler: `fn name(&mut self, event: &SomeEvent) -> R`, where
+/// `SomeEvent` is one of the enum's events and `R` is `()`, an event, or `Emit` (anything
+/// `IntoEmit`). Handlers are pure and synchronous: no `async`, no I/O.
+///
+/// ```
+/// use openharness::prelude::*;
+///
+/// #[event]
+/// #[derive(Debug, Clone)]
+/// pub struct TaskAdded { pub title: String }
+///
+/// #[event]
+/// #[derive(Debug, Clone)]
+/// pub struct TaskCompleted { pub index: usize }
+///
+/// #[event]
+/// #[derive(Debug, Clone)]
+/// pub struct AllDone;
+///
+/// #[event]
+/// #[derive(Debug, Clone)]
+/// pub enum TodoEvent { TaskAdded, TaskCompleted, AllDone }
+///
+/// #[derive(Debug, Clone, Default)]
+/// pub struct Todo { tasks: Vec<String>, done: usize, finished: bool }
+///
+/// #[handler(TodoEvent)]
+/// impl Todo {
+///     fn add(&mut self, event: &TaskAdded) {
+///         self.tasks.push(event.title.clone());
+///     }
+///     fn complete(&mut self, _: &TaskCompleted) -> Emit {
+///         self.done += 1;
+///         if self.done == self.tasks.len() { Emit::one(AllDone) } else { Emit::none() }
+///     }
+///     fn finish(&mut self, _: &AllDone) {
+///         self.finished = true;
+///     }
+/// }
+///
+/// let mut todo = Todo::default();
+/// assert!(todo.apply(&TaskAdded { title: "pack".into() }.into()).is_empty());
+/// assert_eq!(todo.apply(&TaskCompleted { index: 0 }.into()).len(), 1);
+/// ```
+///
+/// The generated `apply` is one `match` over the enum, with no wildcard: an event without a
+/// handler is the compiler's "non-exhaustive patterns" error, pointing at the attribute.
+/// Write `#[handler(TodoEvent, partial)]` to ignore events without a handler instead.
+///
+/// ```compile_fail
+/// use openharness::prelude::*;
+/// #[event] #[derive(Clone)] pub struct TaskAdded;
+/// #[event] #[derive(Clone)] pub struct TaskCompleted;
+/// #[event] pub enum TodoEvent { TaskAdded, TaskCompleted }
+/// #[derive(Clone)] pub struct Todo;
+/// #[handler(TodoEvent)] // error: non-exhaustive patterns: `TodoEvent::TaskCompleted(_)` not covered
+/// impl Todo {
+///     fn add(&mut self, _: &TaskAdded) {}
+/// }
+/// ```
+///
+/// Signatures are checked: `&mut self`, exactly one event taken by shared reference, no
+/// `async`, no generics, one handler per event.
+///
+/// ```compile_fail
+/// use openharness::prelude::*;
+/// #[event] #[derive(Clone)] pub struct TaskAdded;
+/// #[event] pub enum TodoEvent { TaskAdded }
+/// #[derive(Clone)] pub struct Todo;
+/// #[handler(TodoEvent)]
+/// impl Todo {
+///     async fn add(&mut self, _: &TaskAdded) {} // error: handlers must be synchronous: remove `async` ...
+/// }
+/// ```
+///
+/// The attribute also goes on an inline module of free functions taking
+/// `(state: &mut State, event: &SomeEvent)`; every function must take the same state type,
+/// and the `impl Handler` is generated inside the module:
+///
+/// ```
+/// use openharness::prelude::*;
+///
+/// #[event]
+/// #[derive(Debug, Clone)]
+/// pub struct ClockTicked;
+///
+/// #[event]
+/// #[derive(Debug, Clone)]
+/// pub enum ClockEvent { ClockTicked }
+///
+/// #[derive(Debug, Clone, Default)]
+/// pub struct Clock { ticks: u64 }
+///
+/// #[handler(ClockEvent)]
+/// mod clock {
+///     use super::*;
+///     fn tick(clock: &mut Clock, _: &ClockTicked) {
+///         clock.ticks += 1;
+///     }
+/// }
+///
+/// # fn main() {
+/// let mut clock = Clock::default();
+/// clock.apply(&ClockTicked.into());
+/// assert_eq!(clock.ticks, 1);
+/// # }
+/// ```
+#[proc_macro_attribute]
+pub fn handler(attr: TokenStream, item: TokenStream) -> TokenStream {
+    expand_with("handler", attr, item, handler::expand)
+}
+
+/// Implements `openharness::Agent` from an `impl` block with `prompt` and `on_output`.
+///
+/// Arguments (`output` and `emits` are required):
+///
+/// - `output = T`: the structured output the model must produce (`T: Deserialize + JsonSchema`);
+/// - `emits = [A, B, ...]`: the event types `on_output` may emit;
+/// - `name = "planner"`: the agent's name (default: the type name in kebab-case,
+///   `TaskExecutor` is `task-executor`);
+/// - `model = "claude-sonnet-4-5"`: the model to ask for (default: the provider's).
+///
+/// Methods the block must have (other methods are left alone):
+///
+/// - `fn prompt(&self, state: &State, trigger: &Trigger) -> String`: the prompt; its parameter
+///   types give the agent's state type and the event that triggers it;
+/// - `fn on_output(&self, output: T, trigger: &Trigger) -> R`, `R` being `()`, an event or
+///   `Emit` (the trigger parameter may be left out);
+/// - optionally `fn when(&self, state: &State) -> bool`: whether to activate.
+///
+/// ```
+/// use openharness::prelude::*;
+///
+/// #[event]
+/// #[derive(Debug, Clone)]
+/// pub struct PlanCreated { pub tasks: Vec<String> }
+///
+/// #[event]
+/// #[derive(Debug, Clone)]
+/// pub enum PlannerEvent { UserInput, PlanCreated }
+///
+/// #[derive(Debug, Clone, Default)]
+/// pub struct PlanState { goal: Option<String>, tasks: Vec<String> }
+///
+/// #[handler(PlannerEvent)]
+/// impl PlanState {
+///     fn input(&mut self, e: &UserInput) { self.goal = Some(e.text.clone()); }
+///     fn plan(&mut self, e: &PlanCreated) { self.tasks = e.tasks.clone(); }
+/// }
+///
+/// #[derive(serde::Deserialize, schemars::JsonSchema)]
+/// pub struct Plan { tasks: Vec<String> }
+///
+/// pub struct Planner;
+///
+/// #[agent(output = Plan, emits = [PlanCreated], model = "claude-sonnet-4-5")]
+/// impl Planner {
+///     fn prompt(&self, _state: &PlanState, input: &UserInput) -> String {
+///         format!("Break this goal into tasks: {}", input.text)
+///     }
+///     fn on_output(&self, plan: Plan, _input: &UserInput) -> PlanCreated {
+///         PlanCreated { tasks: plan.tasks }
+///     }
+///     fn when(&self, state: &PlanState) -> bool {
+///         state.tasks.is_empty()
+///     }
+/// }
+///
+/// assert_eq!(Planner::NAME, "planner");
+/// assert_eq!(Planner::EMITS, ["plan:created"]);
+/// ```
+///
+/// The output type is mandatory:
+///
+/// ```compile_fail
+/// use openharness::prelude::*;
+/// # #[event] #[derive(Clone)] pub struct TaskDone;
+/// # #[event] pub enum E { UserInput, TaskDone }
+/// # #[derive(Clone)] pub struct S;
+/// # #[handler(E, partial)] impl S {}
+/// pub struct Planner;
+/// #[agent(emits = [TaskDone])] // error: agents need a structured output: add `output = YourType` ...
+/// impl Planner {
+///     fn prompt(&self, _: &S, input: &UserInput) -> String { input.text.clone() }
+///     fn on_output(&self, _: String, _: &UserInput) -> TaskDone { TaskDone }
+/// }
+/// ```
+#[proc_macro_attribute]
+pub fn agent(attr: TokenStream, item: TokenStream) -> TokenStream {
+    expand_with("agent", attr, item, agent::expand)
+}
+
+type Expand =
+    fn(proc_macro2::TokenStream, proc_macro2::TokenStream) -> syn::Result<proc_macro2::TokenStream>;
+
+/// Runs one macro. On error the item is emitted unchanged next to the errors, so that the
+/// rest of the program still sees its name and the user sees only the errors that matter.
+fn expand_with(
+    macro_name: &str,
+    attr: TokenStream,
+    item: TokenStream,
+    expand: Expand,
+) -> TokenStream {
+    let item = proc_macro2::TokenStream::from(item);
+    let expanded = match expand(attr.into(), item.clone()) {
+        Ok(expanded) => expanded,
+        Err(err) => {
+            let err = err.into_compile_error();
+            quote::quote! { #item #err }
+        }
+    };
+    if std::env::var_os("OPENHARNESS_MACROS_DEBUG").is_some() {
+        eprintln!("// #[{macro_name}] expands to:\n{expanded}\n");
+    }
+    expanded.into()
 }

@@ -1,0 +1,375 @@
+//! `#[agent(output = T, emits = [...])]`: reads the agent's `prompt`, `on_output` and optional
+//! `when` methods from its `impl` block, checks their signatures, and generates `impl Agent`
+//! (state and trigger types taken from `prompt`'s parameters), with compile-time checks that
+//! the output is a structured output and that every emitted type is an event.
+
+use std::collections::HashSet;
+
+use proc_macro2::{Span, TokenStream};
+use quote::{quote, quote_spanned};
+use syn::spanned::Spanned;
+use syn::{
+    FnArg, GenericParam, ImplItem, ImplItemFn, Item, ItemImpl, LitStr, PatType, ReturnType, Type,
+};
+
+use crate::attr::AgentArgs;
+use crate::errors::{Errors, msg};
+use crate::names;
+
+pub(crate) fn expand(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> {
+    let mut errors = Errors::new();
+    let args = match AgentArgs::parse(attr, &mut errors) {
+        Ok(args) => args,
+        Err(err) => return Err(errors.fail(err)),
+    };
+    let item = match syn::parse2::<Item>(item) {
+        Ok(Item::Impl(item)) => item,
+        Ok(_) => return Err(errors.fail(syn::Error::new(Span::call_site(), msg::AGENT_ITEM))),
+        Err(err) => return Err(errors.fail(err)),
+    };
+    let agent = check(args, &item, &mut errors);
+    errors.finish()?;
+    match agent {
+        Some(agent) => Ok(generate(&item, &agent)),
+        // `check` returns `None` only after reporting an error.
+        None => Err(syn::Error::new(Span::call_site(), msg::AGENT_ITEM)),
+    }
+}
+
+/// Everything the generated `impl Agent` needs, checked.
+struct Checked<'a> {
+    output: Type,
+    emits: Vec<Type>,
+    name: LitStr,
+    model: Option<LitStr>,
+    prompt: Prompt<'a>,
+    on_output: OnOutput<'a>,
+    when: Option<When<'a>>,
+}
+
+/// `fn prompt(&self, state: &State, trigger: &Trigger) -> String`.
+struct Prompt<'a> {
+    state: &'a Type,
+    trigger: &'a Type,
+    return_span: Span,
+}
+
+/// `fn on_output(&self, output: Output, trigger: &Trigger) -> impl IntoEmit`; the trigger
+/// parameter may be left out.
+struct OnOutput<'a> {
+    output: &'a Type,
+    takes_trigger: bool,
+    returns_unit: bool,
+    return_span: Span,
+}
+
+/// `fn when(&self, state: &State) -> bool`.
+struct When<'a> {
+    state: &'a Type,
+    return_span: Span,
+}
+
+fn check<'a>(args: AgentArgs, item: &'a ItemImpl, errors: &mut Errors) -> Option<Checked<'a>> {
+    if let Some((_, path, _)) = &item.trait_ {
+        errors.spanned_by(path, msg::AGENT_TRAIT_IMPL);
+    }
+    if !item.generics.params.is_empty() {
+        errors.spanned_by(&item.generics, msg::AGENT_GENERIC_IMPL);
+    }
+    if args.output.is_none() {
+        errors.at(Span::call_site(), msg::AGENT_MISSING_OUTPUT);
+    }
+    if args.emits.is_none() {
+        errors.at(Span::call_site(), msg::AGENT_MISSING_EMITS);
+    }
+    let mut seen = HashSet::new();
+    for ty in args.emits.iter().flatten() {
+        let text = names::display(ty);
+        if !seen.insert(text.clone()) {
+            errors.spanned_by(ty, msg::agent_duplicate_emit(&text));
+        }
+    }
+    let name = match &args.name {
+        Some(name) => Some(name.clone()),
+        None => match names::type_ident(&item.self_ty) {
+            Some(ident) => Some(LitStr::new(&names::kebab(&ident.to_string()), ident.span())),
+            None => {
+                errors.spanned_by(&item.self_ty, msg::AGENT_NO_TYPE_NAME);
+                None
+            }
+        },
+    };
+
+    let method = |name: &str| {
+        item.items.iter().find_map(|item| match item {
+            ImplItem::Fn(function) if function.sig.ident == name => Some(function),
+            _ => None,
+        })
+    };
+    let prompt = match method("prompt") {
+        Some(function) => check_prompt(function, errors),
+        None => {
+            errors.spanned_by(&item.self_ty, msg::AGENT_MISSING_PROMPT);
+            None
+        }
+    };
+    let on_output = match method("on_output") {
+        Some(function) => check_on_output(function, errors),
+        None => {
+            let output = args
+                .output
+                .as_ref()
+                .map_or_else(|| "Output".to_owned(), names::display);
+            errors.spanned_by(&item.self_ty, msg::agent_missing_on_output(&output));
+            None
+        }
+    };
+    let when = method("when").and_then(|function| check_when(function, errors));
+    let when_ok = method("when").is_none() || when.is_some();
+
+    match (args.output, args.emits, name, prompt, on_output, when_ok) {
+        (Some(output), Some(emits), Some(name), Some(prompt), Some(on_output), true) => {
+            Some(Checked {
+                output,
+                emits,
+                name,
+                model: args.model,
+                prompt,
+                on_output,
+                when,
+            })
+        }
+        _ => None,
+    }
+}
+
+/// The parameters after `&self`, once the method itself has been checked: synchronous, safe,
+/// not generic, taking `&self`. `None` if the receiver is missing.
+fn typed_params<'a>(function: &'a ImplItemFn, errors: &mut Errors) -> Option<Vec<&'a PatType>> {
+    let sig = &function.sig;
+    let name = sig.ident.to_string();
+    if let Some(token) = &sig.asyncness {
+        errors.spanned_by(token, msg::agent_async(&name));
+    }
+    if let Some(token) = &sig.unsafety {
+        errors.spanned_by(token, msg::agent_unsafe(&name));
+    }
+    let generic = sig
+        .generics
+        .params
+        .iter()
+        .filter(|param| !matches!(param, GenericParam::Lifetime(_)))
+        .collect::<Vec<_>>();
+    if !generic.is_empty() {
+        errors.spanned_by(quote!(#(#generic),*), msg::agent_generic(&name));
+    }
+    let mut inputs = sig.inputs.iter();
+    match inputs.next() {
+        Some(FnArg::Receiver(receiver)) => {
+            if !matches!(&*receiver.ty, Type::Reference(r) if r.mutability.is_none()) {
+                errors.spanned_by(receiver, msg::agent_receiver(&name));
+            }
+        }
+        _ => {
+            errors.at(sig.paren_token.span.join(), msg::agent_receiver(&name));
+            return None;
+        }
+    }
+    Some(
+        inputs
+            .filter_map(|input| match input {
+                FnArg::Typed(param) => Some(param),
+                FnArg::Receiver(_) => None,
+            })
+            .collect(),
+    )
+}
+
+/// `&T` gives `T`; anything else is reported with `message`.
+fn shared_ref<'a>(param: &'a PatType, message: &str, errors: &mut Errors) -> Option<&'a Type> {
+    match &*param.ty {
+        Type::Reference(reference) if reference.mutability.is_none() => Some(&*reference.elem),
+        other => {
+            errors.spanned_by(other, message);
+            None
+        }
+    }
+}
+
+/// Reports wrong arity on the extra parameters, or on the parentheses if some are missing.
+fn arity(function: &ImplItemFn, params: &[&PatType], expected: usize, message: &str) -> syn::Error {
+    match params.get(expected..) {
+        Some(extra) if !extra.is_empty() => syn::Error::new_spanned(quote!(#(#extra),*), message),
+        _ => syn::Error::new(function.sig.paren_token.span.join(), message),
+    }
+}
+
+fn return_span(function: &ImplItemFn) -> Span {
+    match &function.sig.output {
+        ReturnType::Default => function.sig.ident.span(),
+        ReturnType::Type(_, ty) => ty.span(),
+    }
+}
+
+fn check_prompt<'a>(function: &'a ImplItemFn, errors: &mut Errors) -> Option<Prompt<'a>> {
+    let params = typed_params(function, errors)?;
+    let [state, trigger] = params.as_slice() else {
+        errors.push(arity(function, &params, 2, msg::AGENT_PROMPT_ARITY));
+        return None;
+    };
+    let state = shared_ref(state, msg::AGENT_PROMPT_STATE, errors);
+    let trigger = shared_ref(trigger, msg::AGENT_PROMPT_TRIGGER, errors);
+    Some(Prompt {
+        state: state?,
+        trigger: trigger?,
+        return_span: return_span(function),
+    })
+}
+
+fn check_on_output<'a>(function: &'a ImplItemFn, errors: &mut Errors) -> Option<OnOutput<'a>> {
+    let params = typed_params(function, errors)?;
+    let (output, trigger) = match params.as_slice() {
+        [output] => (output, None),
+        [output, trigger] => (output, Some(trigger)),
+        _ => {
+            errors.push(arity(function, &params, 2, msg::AGENT_ON_OUTPUT_ARITY));
+            return None;
+        }
+    };
+    let mut ok = true;
+    if matches!(&*output.ty, Type::Reference(_)) {
+        errors.spanned_by(&output.ty, msg::AGENT_ON_OUTPUT_BY_VALUE);
+        ok = false;
+    }
+    if let Some(trigger) = trigger {
+        ok &= shared_ref(trigger, msg::AGENT_ON_OUTPUT_TRIGGER, errors).is_some();
+    }
+    let returns_unit = match &function.sig.output {
+        ReturnType::Default => true,
+        ReturnType::Type(_, ty) => matches!(&**ty, Type::Tuple(tuple) if tuple.elems.is_empty()),
+    };
+    ok.then(|| OnOutput {
+        output: &output.ty,
+        takes_trigger: trigger.is_some(),
+        returns_unit,
+        return_span: return_span(function),
+    })
+}
+
+fn check_when<'a>(function: &'a ImplItemFn, errors: &mut Errors) -> Option<When<'a>> {
+    let params = typed_params(function, errors)?;
+    let [state] = params.as_slice() else {
+        errors.push(arity(function, &params, 1, msg::AGENT_WHEN_ARITY));
+        return None;
+    };
+    Some(When {
+        state: shared_ref(state, msg::AGENT_WHEN_STATE, errors)?,
+        return_span: return_span(function),
+    })
+}
+
+fn generate(item: &ItemImpl, agent: &Checked<'_>) -> TokenStream {
+    let self_ty = &item.self_ty;
+    let Checked {
+        output,
+        emits,
+        name,
+        model,
+        prompt,
+        on_output,
+        when,
+    } = agent;
+    let Prompt {
+        state,
+        trigger,
+        return_span,
+    } = prompt;
+
+    let emits_names = emits
+        .iter()
+        .map(|ty| quote_spanned!(ty.span()=> <#ty as ::openharness::Event>::NAME));
+    let model = model.as_ref().map(|model| {
+        quote! {
+            fn model(&self) -> ::core::option::Option<&str> {
+                ::core::option::Option::Some(#model)
+            }
+        }
+    });
+    let when = when.as_ref().map(|when| {
+        let state_arg = quote_spanned!(when.state.span()=> state);
+        let call = quote_spanned!(when.return_span=> <#self_ty>::when(self, #state_arg));
+        quote! {
+            fn when(&self, state: &Self::State) -> bool {
+                #call
+            }
+        }
+    });
+    let prompt_call = quote_spanned!(*return_span=> <#self_ty>::prompt(self, state, trigger));
+
+    let output_arg = quote_spanned!(on_output.output.span()=> output);
+    let (trigger_param, on_output_call) = if on_output.takes_trigger {
+        (
+            quote!(trigger),
+            quote_spanned!(on_output.return_span=> <#self_ty>::on_output(self, #output_arg, trigger)),
+        )
+    } else {
+        (
+            quote!(_trigger),
+            quote_spanned!(on_output.return_span=> <#self_ty>::on_output(self, #output_arg)),
+        )
+    };
+    let on_output_body = if on_output.returns_unit {
+        quote_spanned! {on_output.return_span=>
+            #on_output_call;
+            ::openharness::Emit::none()
+        }
+    } else {
+        quote_spanned!(on_output.return_span=> ::openharness::IntoEmit::into_emit(#on_output_call))
+    };
+
+    let assert_output = quote_spanned! {output.span()=>
+        let _ = ::core::marker::PhantomData::<::openharness::__private::AssertOutput<#output>>;
+    };
+    let assert_emits = emits.iter().map(|ty| {
+        quote_spanned! {ty.span()=>
+            let _ = ::core::marker::PhantomData::<::openharness::__private::AssertEvent<#ty>>;
+        }
+    });
+
+    quote! {
+        #item
+
+        #[automatically_derived]
+        impl ::openharness::Agent for #self_ty {
+            type State = #state;
+            type Trigger = #trigger;
+            type Output = #output;
+            const NAME: &'static str = #name;
+            const EMITS: &'static [&'static str] = &[#(#emits_names),*];
+
+            #model
+            #when
+
+            fn prompt(
+                &self,
+                state: &Self::State,
+                trigger: &Self::Trigger,
+            ) -> ::std::string::String {
+                #prompt_call
+            }
+
+            fn on_output(
+                &self,
+                output: Self::Output,
+                #trigger_param: &Self::Trigger,
+            ) -> ::openharness::Emit {
+                #on_output_body
+            }
+        }
+
+        const _: () = {
+            #assert_output
+            #(#assert_emits)*
+        };
+    }
+}

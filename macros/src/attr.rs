@@ -1,0 +1,184 @@
+//! Typed parsing of the attribute arguments of the three macros:
+//! `#[event("noun:verb")]`, `#[handler(Events, partial)]` and
+//! `#[agent(output = T, emits = [A, B], name = "...", model = "...")]`.
+//!
+//! Parsing only checks syntax; what the arguments mean is checked by each macro. Where a
+//! mistake does not stop parsing (an unknown key, a key given twice), it is recorded and parsing
+//! goes on, so every mistake is reported at once.
+
+use proc_macro2::{Span, TokenStream, TokenTree};
+use syn::parse::{ParseStream, Parser};
+use syn::punctuated::Punctuated;
+use syn::{Ident, LitStr, Path, Token, Type, bracketed};
+
+use crate::errors::{Errors, msg};
+
+/// `#[event]` or `#[event("noun:verb")]`.
+pub(crate) struct EventArgs {
+    /// The explicit name, if one was written.
+    pub(crate) name: Option<LitStr>,
+}
+
+impl EventArgs {
+    pub(crate) fn parse(attr: TokenStream) -> syn::Result<Self> {
+        let parser = |input: ParseStream<'_>| {
+            if input.is_empty() {
+                return Ok(Self { name: None });
+            }
+            let name: LitStr = input
+                .parse()
+                .map_err(|err| syn::Error::new(err.span(), msg::EVENT_ARGS))?;
+            let _: Option<Token![,]> = input.parse()?;
+            if !input.is_empty() {
+                return Err(input.error(msg::EVENT_ARGS));
+            }
+            Ok(Self { name: Some(name) })
+        };
+        parser.parse2(attr)
+    }
+}
+
+/// `#[handler(Events)]` or `#[handler(Events, partial)]`.
+pub(crate) struct HandlerArgs {
+    /// The workflow's event enum.
+    pub(crate) events: Path,
+    /// Whether events without a handler are ignored (instead of a compile error).
+    pub(crate) partial: bool,
+}
+
+impl HandlerArgs {
+    pub(crate) fn parse(attr: TokenStream) -> syn::Result<Self> {
+        if attr.is_empty() {
+            return Err(syn::Error::new(
+                Span::call_site(),
+                msg::HANDLER_MISSING_EVENTS,
+            ));
+        }
+        let parser = |input: ParseStream<'_>| {
+            let events: Path = input
+                .parse()
+                .map_err(|err| syn::Error::new(err.span(), msg::HANDLER_MISSING_EVENTS))?;
+            let mut partial = false;
+            let mut errors = Errors::new();
+            while !input.is_empty() {
+                let _: Token![,] = input.parse()?;
+                if input.is_empty() {
+                    break;
+                }
+                let option: Ident = input.parse()?;
+                if option == "partial" {
+                    partial = true;
+                } else {
+                    errors.spanned_by(&option, msg::handler_unknown_option(&option.to_string()));
+                }
+            }
+            errors.finish()?;
+            Ok(Self { events, partial })
+        };
+        parser.parse2(attr)
+    }
+}
+
+/// `#[agent(output = T, emits = [A, B], name = "planner", model = "claude-sonnet-4-5")]`.
+#[derive(Default)]
+pub(crate) struct AgentArgs {
+    /// `output = T`: the structured output type.
+    pub(crate) output: Option<Type>,
+    /// `emits = [A, B]`: the events `on_output` may emit.
+    pub(crate) emits: Option<Vec<Type>>,
+    /// `name = "..."`: the agent's name.
+    pub(crate) name: Option<LitStr>,
+    /// `model = "..."`: the model to ask for.
+    pub(crate) model: Option<LitStr>,
+}
+
+impl AgentArgs {
+    /// Parses the arguments, recording in `errors` every mistake that does not stop parsing.
+    pub(crate) fn parse(attr: TokenStream, errors: &mut Errors) -> syn::Result<Self> {
+        let parser = |input: ParseStream<'_>| {
+            let mut args = Self::default();
+            while !input.is_empty() {
+                args.parse_one(input, errors)?;
+                if input.is_empty() {
+                    break;
+                }
+                let _: Token![,] = input.parse()?;
+            }
+            Ok(args)
+        };
+        parser.parse2(attr)
+    }
+
+    /// Parses one `key = value`.
+    fn parse_one(&mut self, input: ParseStream<'_>, errors: &mut Errors) -> syn::Result<()> {
+        let key: Ident = input.parse()?;
+        let _: Token![=] = input.parse()?;
+        let name = key.to_string();
+        let duplicate = match name.as_str() {
+            "output" => {
+                let output: Type = input.parse()?;
+                self.output.replace(output).is_some()
+            }
+            "emits" => match parse_emits(input) {
+                Ok(emits) => self.emits.replace(emits).is_some(),
+                Err(err) => {
+                    errors.push(err);
+                    skip_value(input)?;
+                    false
+                }
+            },
+            "name" | "model" => {
+                let message = if name == "name" {
+                    msg::AGENT_NAME_STRING
+                } else {
+                    msg::AGENT_MODEL_STRING
+                };
+                if input.peek(LitStr) {
+                    let value: LitStr = input.parse()?;
+                    let text = value.value();
+                    if text.is_empty() || (name == "name" && text.contains(char::is_whitespace)) {
+                        errors.spanned_by(&value, message);
+                    }
+                    let slot = if name == "name" {
+                        &mut self.name
+                    } else {
+                        &mut self.model
+                    };
+                    slot.replace(value).is_some()
+                } else {
+                    errors.at(input.span(), message);
+                    skip_value(input)?;
+                    false
+                }
+            }
+            _ => {
+                errors.spanned_by(&key, msg::agent_unknown_key(&name));
+                skip_value(input)?;
+                false
+            }
+        };
+        if duplicate {
+            errors.spanned_by(&key, msg::agent_duplicate_key(&name));
+        }
+        Ok(())
+    }
+}
+
+/// `[A, B, ...]`.
+fn parse_emits(input: ParseStream<'_>) -> syn::Result<Vec<Type>> {
+    if !input.peek(syn::token::Bracket) {
+        return Err(input.error(msg::AGENT_EMITS_LIST));
+    }
+    let content;
+    bracketed!(content in input);
+    let types = Punctuated::<Type, Token![,]>::parse_terminated(&content)?;
+    Ok(types.into_iter().collect())
+}
+
+/// Skips the tokens of a value up to the next top-level comma.
+fn skip_value(input: ParseStream<'_>) -> syn::Result<()> {
+    while !input.is_empty() && !input.peek(Token![,]) {
+        let _: TokenTree = input.parse()?;
+    }
+    Ok(())
+}

@@ -1,0 +1,352 @@
+//! `#[event]`: on a struct, one typed event (serde and schemars derives, the checked
+//! `noun:verb` name, `impl Event`); on an enum, the workflow's event set (tuple variants,
+//! `From` conversions, `impl EventSet` decoding by name).
+
+use std::collections::HashMap;
+
+use proc_macro2::{Span, TokenStream};
+use quote::{quote, quote_spanned};
+use syn::spanned::Spanned;
+use syn::{Attribute, Fields, Generics, Ident, Item, ItemEnum, ItemStruct, LitStr, Type, TypePath};
+
+use crate::attr::EventArgs;
+use crate::errors::{Errors, msg};
+use crate::names::{self, Underivable};
+
+pub(crate) fn expand(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> {
+    let args = EventArgs::parse(attr)?;
+    match syn::parse2::<Item>(item)? {
+        Item::Struct(item) => Ok(expand_struct(&args, item)),
+        Item::Enum(item) => expand_enum(&args, item),
+        Item::Union(item) => Err(syn::Error::new_spanned(item.union_token, msg::EVENT_UNION)),
+        _ => Err(syn::Error::new(Span::call_site(), msg::EVENT_ITEM)),
+    }
+}
+
+// ---- one event ------------------------------------------------------------------------------
+
+/// The struct always gets its derives, even when the name is wrong, so that the only errors
+/// the user sees are ours (and not, say, "cannot find attribute `serde`" on their fields).
+fn expand_struct(args: &EventArgs, item: ItemStruct) -> TokenStream {
+    let mut errors = Errors::new();
+    check_no_generics(&item.generics, msg::EVENT_GENERIC, &mut errors);
+    let name = event_name(args, &item.ident, &mut errors);
+
+    let derived = quote! {
+        #[derive(
+            ::openharness::__private::serde::Serialize,
+            ::openharness::__private::serde::Deserialize,
+            ::openharness::__private::schemars::JsonSchema
+        )]
+        #[serde(crate = "::openharness::__private::serde")]
+        #[schemars(crate = "::openharness::__private::schemars")]
+        #item
+    };
+    match errors.finish() {
+        Ok(()) => {
+            let ident = &item.ident;
+            quote! {
+                #derived
+                #[automatically_derived]
+                impl ::openharness::Event for #ident {
+                    const NAME: &'static str = #name;
+                }
+            }
+        }
+        Err(err) => {
+            let err = err.into_compile_error();
+            quote! { #derived #err }
+        }
+    }
+}
+
+/// The checked name: the one written in the attribute, or the one derived from the type name.
+fn event_name(args: &EventArgs, ident: &Ident, errors: &mut Errors) -> LitStr {
+    match &args.name {
+        Some(name) => {
+            let value = name.value();
+            if !names::is_event_name(&value) {
+                let suggestion = names::suggest_event_name(&value);
+                errors.spanned_by(name, msg::event_bad_name(&value, suggestion.as_deref()));
+            }
+            name.clone()
+        }
+        None => match names::event_name(&ident.to_string()) {
+            Ok(derived) => LitStr::new(&derived, ident.span()),
+            Err(Underivable::SingleWord { noun }) => {
+                errors.spanned_by(ident, msg::event_single_word(&ident.to_string(), &noun));
+                LitStr::new("", ident.span())
+            }
+            Err(Underivable::Invalid { derived }) => {
+                errors.spanned_by(ident, msg::event_underivable(&ident.to_string(), &derived));
+                LitStr::new("", ident.span())
+            }
+        },
+    }
+}
+
+fn check_no_generics(generics: &Generics, message: &str, errors: &mut Errors) {
+    if !generics.params.is_empty() {
+        errors.spanned_by(generics, message);
+    } else if let Some(where_clause) = &generics.where_clause {
+        errors.spanned_by(where_clause, message);
+    }
+}
+
+// ---- the event set --------------------------------------------------------------------------
+
+/// One variant of an event set, as generated: `Ident(Ty)`.
+struct Variant {
+    attrs: Vec<Attribute>,
+    ident: Ident,
+    field_attrs: Vec<Attribute>,
+    ty: Type,
+}
+
+fn expand_enum(args: &EventArgs, item: ItemEnum) -> syn::Result<TokenStream> {
+    let mut errors = Errors::new();
+    if let Some(name) = &args.name {
+        errors.spanned_by(name, msg::EVENT_SET_NAMED);
+    }
+    check_no_generics(&item.generics, msg::EVENT_SET_GENERIC, &mut errors);
+    let variants = check_variants(&item, &mut errors);
+    errors.finish()?;
+    Ok(generate_set(&item, &variants))
+}
+
+fn check_variants(item: &ItemEnum, errors: &mut Errors) -> Vec<Variant> {
+    let mut variants = Vec::new();
+    let mut seen = HashMap::new();
+    for variant in &item.variants {
+        if let Some((_, discriminant)) = &variant.discriminant {
+            errors.spanned_by(discriminant, msg::EVENT_SET_DISCRIMINANT);
+        }
+        let (ty, field_attrs) = match &variant.fields {
+            Fields::Unit => {
+                let ty = Type::Path(TypePath {
+                    qself: None,
+                    path: variant.ident.clone().into(),
+                });
+                (ty, Vec::new())
+            }
+            Fields::Unnamed(fields) if fields.unnamed.len() == 1 => match fields.unnamed.first() {
+                Some(field) => (field.ty.clone(), field.attrs.clone()),
+                None => continue,
+            },
+            fields => {
+                errors.spanned_by(fields, msg::EVENT_SET_FIELDS);
+                continue;
+            }
+        };
+        match names::type_ident(&ty) {
+            Some(ty_ident) if *ty_ident == variant.ident => {}
+            Some(ty_ident) => errors.spanned_by(
+                &variant.ident,
+                msg::event_set_variant_name(
+                    &variant.ident.to_string(),
+                    &ty_ident.to_string(),
+                    &names::display(&ty),
+                ),
+            ),
+            None => {
+                errors.spanned_by(&ty, msg::event_set_not_a_type(&names::display(&ty)));
+                continue;
+            }
+        }
+        if seen.insert(variant.ident.to_string(), ()).is_some() {
+            errors.spanned_by(
+                &variant.ident,
+                msg::event_set_duplicate(&names::display(&ty)),
+            );
+        }
+        variants.push(Variant {
+            attrs: variant.attrs.clone(),
+            ident: variant.ident.clone(),
+            field_attrs,
+            ty,
+        });
+    }
+    variants
+}
+
+fn generate_set(item: &ItemEnum, variants: &[Variant]) -> TokenStream {
+    let ItemEnum {
+        attrs,
+        vis,
+        enum_token,
+        ident,
+        ..
+    } = item;
+    let definitions = variants.iter().map(|v| {
+        let Variant {
+            attrs,
+            ident,
+            field_attrs,
+            ty,
+        } = v;
+        // Spanned on the variant, so lints about it (`missing_docs`, say) point there.
+        quote_spanned!(ident.span()=> #(#attrs)* #ident(#(#field_attrs)* #ty))
+    });
+    let froms = variants.iter().map(|Variant { ident: v, ty, .. }| {
+        quote! {
+            #[automatically_derived]
+            impl ::core::convert::From<#ty> for #ident {
+                fn from(event: #ty) -> Self {
+                    Self::#v(event)
+                }
+            }
+        }
+    });
+    let event_set = generate_event_set(ident, variants);
+    let checks = generate_checks(ident, variants);
+    quote! {
+        #(#attrs)*
+        #vis #enum_token #ident {
+            #(#definitions,)*
+        }
+        #(#froms)*
+        #event_set
+        #checks
+    }
+}
+
+/// `<Ty as ::openharness::Event>`, spanned on the user's type so that a type which is not an
+/// event is reported there.
+fn as_event(ty: &Type) -> TokenStream {
+    quote_spanned!(ty.span()=> <#ty as ::openharness::Event>)
+}
+
+fn generate_event_set(ident: &Ident, variants: &[Variant]) -> TokenStream {
+    let json = quote!(::openharness::__private::serde_json);
+    let result = quote!(::core::result::Result);
+    let event_names: Vec<_> = variants
+        .iter()
+        .map(|v| {
+            let event = as_event(&v.ty);
+            quote!(#event::NAME)
+        })
+        .collect();
+    let idents: Vec<_> = variants.iter().map(|v| &v.ident).collect();
+    let tys: Vec<_> = variants.iter().map(|v| &v.ty).collect();
+
+    let (decode, to_payload) = if variants.is_empty() {
+        (
+            quote! {
+                let _ = (name, payload);
+                #result::Ok(::openharness::Decoded::Unknown)
+            },
+            quote!(match *self {}),
+        )
+    } else {
+        let decode_as = tys
+            .iter()
+            .map(|ty| quote_spanned!(ty.span()=> decode_as::<#ty>));
+        let encode = tys
+            .iter()
+            .map(|ty| quote_spanned!(ty.span()=> encode::<#ty>));
+        (
+            quote! {
+                fn decode_as<E: ::openharness::Event>(
+                    payload: &#json::Value,
+                ) -> #result<E, #json::Error> {
+                    <E as ::openharness::__private::serde::Deserialize>::deserialize(payload)
+                }
+                #(
+                    if name == #event_names {
+                        return #result::Ok(::openharness::Decoded::Known(
+                            Self::#idents(#decode_as(payload)?),
+                        ));
+                    }
+                )*
+                #result::Ok(::openharness::Decoded::Unknown)
+            },
+            quote! {
+                fn encode<E: ::openharness::Event>(event: &E) -> #result<#json::Value, #json::Error> {
+                    #json::to_value(event)
+                }
+                match *self {
+                    #(Self::#idents(ref event) => #encode(event),)*
+                }
+            },
+        )
+    };
+
+    quote! {
+        #[automatically_derived]
+        impl ::openharness::EventSet for #ident {
+            const NAMES: &'static [&'static str] = &[#(#event_names),*];
+
+            fn name(&self) -> &'static str {
+                match *self {
+                    #(Self::#idents(_) => #event_names,)*
+                }
+            }
+
+            fn decode(
+                name: &str,
+                payload: &#json::Value,
+            ) -> #result<::openharness::Decoded<Self>, #json::Error> {
+                #decode
+            }
+
+            fn to_payload(&self) -> #result<#json::Value, #json::Error> {
+                #to_payload
+            }
+        }
+    }
+}
+
+/// Compile-time checks: every variant holds an event (reported on the variant's type, with the
+/// core's "`Foo` is not an event" message), and no two events share a name (which would make
+/// decoding ambiguous).
+fn generate_checks(set: &Ident, variants: &[Variant]) -> TokenStream {
+    if variants.is_empty() {
+        return TokenStream::new();
+    }
+    let assertions = variants.iter().map(|v| {
+        let ty = &v.ty;
+        quote_spanned!(ty.span()=> let _ = assert_event::<#ty>;)
+    });
+    let mut distinct = Vec::new();
+    for (i, first) in variants.iter().enumerate() {
+        for second in variants.iter().skip(i + 1) {
+            let message = msg::event_set_same_name(
+                &set.to_string(),
+                &names::display(&first.ty),
+                &names::display(&second.ty),
+            );
+            let (a, b) = (as_event(&first.ty), as_event(&second.ty));
+            distinct.push(quote_spanned! {second.ty.span()=>
+                if same_name(#a::NAME, #b::NAME) {
+                    ::core::panic!(#message);
+                }
+            });
+        }
+    }
+    let same_name = (!distinct.is_empty()).then(|| {
+        quote! {
+            const fn same_name(a: &str, b: &str) -> bool {
+                let (a, b) = (a.as_bytes(), b.as_bytes());
+                if a.len() != b.len() {
+                    return false;
+                }
+                let mut i = 0;
+                while i < a.len() {
+                    if a[i] != b[i] {
+                        return false;
+                    }
+                    i += 1;
+                }
+                true
+            }
+        }
+    });
+    quote! {
+        const _: () = {
+            fn assert_event<E: ::openharness::Event>() {}
+            #(#assertions)*
+            #same_name
+            #(#distinct)*
+        };
+    }
+}

@@ -1,0 +1,390 @@
+//! `#[handler(Events)]`: checks the signature of every handler in an `impl` block (or an inline
+//! module of functions), registers each under the event it takes, and generates
+//! `impl Handler` as one exhaustive `match` over the event enum, so a missing handler is
+//! rustc's own "pattern not covered" error, pointing at the attribute.
+
+use std::collections::HashMap;
+
+use proc_macro2::{Span, TokenStream};
+use quote::{ToTokens, quote, quote_spanned};
+use syn::spanned::Spanned;
+use syn::{
+    Attribute, FnArg, GenericParam, Ident, Item, ItemImpl, ItemMod, Path, PathArguments,
+    PathSegment, ReturnType, Signature, Type, parse_quote,
+};
+
+use crate::attr::HandlerArgs;
+use crate::errors::{Errors, msg};
+use crate::names;
+
+pub(crate) fn expand(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> {
+    let args = HandlerArgs::parse(attr)?;
+    match syn::parse2::<Item>(item)? {
+        Item::Impl(item) => expand_impl(&args, item),
+        Item::Mod(item) => expand_mod(&args, item),
+        _ => Err(syn::Error::new(Span::call_site(), msg::HANDLER_ITEM)),
+    }
+}
+
+/// One handler: the function to call for one variant of the event enum.
+struct Route {
+    /// The handler function.
+    function: Ident,
+    /// The variant: the last segment of the event parameter's type, with its span, so that an
+    /// event outside the enum is reported on the parameter.
+    variant: Ident,
+    /// Whether it returns `()`.
+    returns_unit: bool,
+    /// Where errors about what it returns should point.
+    return_span: Span,
+    /// Its `#[cfg(...)]` attributes, repeated on its match arm.
+    cfgs: Vec<Attribute>,
+}
+
+/// Where the handlers are written.
+#[derive(Clone, Copy, PartialEq)]
+enum Form {
+    /// Methods of the state: `fn on_x(&mut self, event: &X)`.
+    Method,
+    /// Functions in a module: `fn on_x(state: &mut State, event: &X)`.
+    Function,
+}
+
+/// What a handler's signature says, once checked.
+struct Checked<'a> {
+    route: Route,
+    /// The event type, as written (`PlanCreated` in `&PlanCreated`).
+    event: &'a Type,
+    /// The state type, for [`Form::Function`].
+    state: Option<&'a Type>,
+}
+
+// ---- impl blocks ----------------------------------------------------------------------------
+
+fn expand_impl(args: &HandlerArgs, item: ItemImpl) -> syn::Result<TokenStream> {
+    let mut errors = Errors::new();
+    if let Some((_, path, _)) = &item.trait_ {
+        errors.spanned_by(path, msg::HANDLER_TRAIT_IMPL);
+    }
+    if !item.generics.params.is_empty() {
+        errors.spanned_by(&item.generics, msg::HANDLER_GENERIC_IMPL);
+    }
+    let mut routes = Routes::default();
+    for function in item.items.iter().filter_map(|item| match item {
+        syn::ImplItem::Fn(function) => Some(function),
+        _ => None,
+    }) {
+        if let Some(checked) = check(&function.sig, &function.attrs, Form::Method, &mut errors) {
+            routes.add(checked, &mut errors);
+        }
+    }
+    errors.finish()?;
+
+    let self_ty = &item.self_ty;
+    let apply = generate_apply(
+        args,
+        &args.events,
+        &routes.list,
+        |function| quote!(Self::#function),
+    );
+    Ok(quote! {
+        #item
+        #[automatically_derived]
+        impl ::openharness::Handler for #self_ty {
+            #apply
+        }
+    })
+}
+
+// ---- modules of functions -------------------------------------------------------------------
+
+fn expand_mod(args: &HandlerArgs, mut item: ItemMod) -> syn::Result<TokenStream> {
+    let mut errors = Errors::new();
+    let Some((_, items)) = &item.content else {
+        return Err(syn::Error::new_spanned(
+            &item.ident,
+            msg::HANDLER_MOD_NOT_INLINE,
+        ));
+    };
+    let mut routes = Routes::default();
+    let mut state: Option<(&Type, &Ident)> = None;
+    for function in items.iter().filter_map(|item| match item {
+        Item::Fn(function) => Some(function),
+        _ => None,
+    }) {
+        let Some(checked) = check(&function.sig, &function.attrs, Form::Function, &mut errors)
+        else {
+            continue;
+        };
+        if let Some(this) = checked.state {
+            match state {
+                None => state = Some((this, &function.sig.ident)),
+                Some((first, first_fn)) => {
+                    let (first, this_text) = (names::display(first), names::display(this));
+                    if first != this_text {
+                        errors.spanned_by(
+                            this,
+                            msg::handler_state_mismatch(&first_fn.to_string(), &first, &this_text),
+                        );
+                    }
+                }
+            }
+        }
+        routes.add(checked, &mut errors);
+    }
+    let state = state.map(|(ty, _)| ty.clone());
+    if routes.list.is_empty() && state.is_none() {
+        errors.spanned_by(&item.ident, msg::HANDLER_MOD_EMPTY);
+    }
+    errors.finish()?;
+    let Some(state) = state else {
+        return Err(syn::Error::new_spanned(&item.ident, msg::HANDLER_MOD_EMPTY));
+    };
+
+    // The attribute's path was written in the parent module; the impl lives in this one.
+    let events = from_parent(&args.events);
+    let apply = generate_apply(args, &events, &routes.list, |function| quote!(#function));
+    let handler_impl = quote! {
+        #[automatically_derived]
+        impl ::openharness::Handler for #state {
+            #apply
+        }
+    };
+    if let Some((_, items)) = &mut item.content {
+        items.push(Item::Verbatim(handler_impl));
+    }
+    Ok(item.into_token_stream())
+}
+
+/// The same path, written from a child module: `Events` becomes `super::Events`,
+/// `self::x::Events` becomes `super::x::Events`; absolute paths stay as they are.
+fn from_parent(path: &Path) -> Path {
+    let Some(first) = path.segments.first() else {
+        return path.clone();
+    };
+    if path.leading_colon.is_some() || first.ident == "crate" {
+        return path.clone();
+    }
+    let mut segments = path.segments.clone();
+    if first.ident == "self" {
+        segments = segments.into_iter().skip(1).collect();
+    }
+    let mut rebased: Path = parse_quote!(super);
+    rebased.segments.extend(segments);
+    rebased
+}
+
+// ---- shared: checks and generation ----------------------------------------------------------
+
+/// The handlers found so far, one per event.
+#[derive(Default)]
+struct Routes {
+    list: Vec<Route>,
+    by_event: HashMap<String, Ident>,
+}
+
+impl Routes {
+    fn add(&mut self, checked: Checked<'_>, errors: &mut Errors) {
+        let event = checked.route.variant.to_string();
+        if let Some(first) = self.by_event.get(&event) {
+            errors.spanned_by(
+                checked.event,
+                msg::handler_duplicate(&event, &first.to_string()),
+            );
+            return;
+        }
+        self.by_event.insert(event, checked.route.function.clone());
+        self.list.push(checked.route);
+    }
+}
+
+/// Checks one handler's signature, reporting every problem; `None` if it cannot be routed.
+fn check<'a>(
+    sig: &'a Signature,
+    attrs: &[Attribute],
+    form: Form,
+    errors: &mut Errors,
+) -> Option<Checked<'a>> {
+    if let Some(token) = &sig.asyncness {
+        errors.spanned_by(token, msg::HANDLER_ASYNC);
+    }
+    if let Some(token) = &sig.unsafety {
+        errors.spanned_by(token, msg::HANDLER_UNSAFE);
+    }
+    if let Some(abi) = &sig.abi {
+        errors.spanned_by(abi, msg::HANDLER_ABI);
+    }
+    let generic = sig
+        .generics
+        .params
+        .iter()
+        .filter(|param| !matches!(param, GenericParam::Lifetime(_)))
+        .collect::<Vec<_>>();
+    if !generic.is_empty() {
+        errors.spanned_by(quote!(#(#generic),*), msg::HANDLER_GENERIC);
+    }
+
+    let params_span = sig.paren_token.span.join();
+    let arity = match form {
+        Form::Method => msg::HANDLER_ARITY,
+        Form::Function => msg::HANDLER_FN_ARITY,
+    };
+    let mut inputs = sig.inputs.iter();
+    let state = match (form, inputs.next()) {
+        (Form::Method, Some(FnArg::Receiver(receiver))) => {
+            match &*receiver.ty {
+                Type::Reference(reference) if reference.mutability.is_some() => {}
+                Type::Reference(_) => errors.spanned_by(receiver, msg::HANDLER_SHARED_SELF),
+                _ => errors.spanned_by(receiver, msg::HANDLER_OWNED_SELF),
+            }
+            None
+        }
+        (Form::Method, _) => {
+            errors.at(params_span, msg::HANDLER_NO_SELF);
+            return None;
+        }
+        (Form::Function, Some(FnArg::Typed(param))) => match &*param.ty {
+            Type::Reference(reference) if reference.mutability.is_some() => Some(&*reference.elem),
+            other => {
+                errors.spanned_by(other, msg::HANDLER_FN_STATE);
+                None
+            }
+        },
+        (Form::Function, Some(FnArg::Receiver(receiver))) => {
+            errors.spanned_by(receiver, msg::HANDLER_FN_STATE);
+            return None;
+        }
+        (Form::Function, None) => {
+            errors.at(params_span, arity);
+            return None;
+        }
+    };
+
+    let rest = inputs.collect::<Vec<_>>();
+    let event = match rest.as_slice() {
+        [FnArg::Typed(param)] => &*param.ty,
+        [] => {
+            errors.at(params_span, arity);
+            return None;
+        }
+        [first, extra @ ..] => {
+            if extra.is_empty() {
+                errors.spanned_by(first, arity);
+            } else {
+                errors.spanned_by(quote!(#(#extra),*), arity);
+            }
+            return None;
+        }
+    };
+    let event = match event {
+        Type::Reference(reference) if reference.mutability.is_some() => {
+            errors.spanned_by(event, msg::HANDLER_EVENT_MUT);
+            return None;
+        }
+        Type::Reference(reference) => &*reference.elem,
+        by_value => {
+            errors.spanned_by(
+                by_value,
+                msg::handler_event_by_value(&names::display(by_value)),
+            );
+            return None;
+        }
+    };
+    let Some(variant) = names::type_ident(event) else {
+        errors.spanned_by(event, msg::HANDLER_EVENT_NOT_NAMED);
+        return None;
+    };
+
+    let (returns_unit, return_span) = match &sig.output {
+        ReturnType::Default => (true, sig.ident.span()),
+        ReturnType::Type(_, ty) => (
+            matches!(&**ty, Type::Tuple(tuple) if tuple.elems.is_empty()),
+            ty.span(),
+        ),
+    };
+    let route = Route {
+        function: sig.ident.clone(),
+        variant: variant.clone(),
+        returns_unit,
+        return_span,
+        cfgs: attrs
+            .iter()
+            .filter(|attr| attr.path().is_ident("cfg"))
+            .cloned()
+            .collect(),
+    };
+    Some(Checked {
+        route,
+        event,
+        state,
+    })
+}
+
+/// `type Events` and `fn apply`: one `match` over the event enum, one arm per handler.
+///
+/// Without `partial` the match has no wildcard arm. The scrutinee carries the span of the
+/// enum's path in the attribute, so rustc's "non-exhaustive patterns" error names the missing
+/// events and points at `#[handler(Events)]`.
+fn generate_apply(
+    args: &HandlerArgs,
+    events: &Path,
+    routes: &[Route],
+    call: impl Fn(&Ident) -> TokenStream,
+) -> TokenStream {
+    let events_span = args.events.span();
+    let arms = routes.iter().map(|route| {
+        let Route {
+            function,
+            variant,
+            returns_unit,
+            return_span,
+            cfgs,
+        } = route;
+        let pattern = variant_path(events, variant);
+        let function = call(function);
+        let body = if *returns_unit {
+            quote_spanned! {*return_span=>
+                {
+                    #function(self, event);
+                    ::openharness::Emit::none()
+                }
+            }
+        } else {
+            quote_spanned!(*return_span=> ::openharness::IntoEmit::into_emit(#function(self, event)))
+        };
+        quote! {
+            #(#cfgs)*
+            #pattern(ref event) => #body,
+        }
+    });
+    let wildcard = args.partial.then(|| {
+        quote! {
+            #[allow(unreachable_patterns)]
+            _ => ::openharness::Emit::none(),
+        }
+    });
+    let scrutinee = quote_spanned!(events_span=> *event);
+    let dispatch = quote_spanned! {events_span=>
+        match #scrutinee {
+            #(#arms)*
+            #wildcard
+        }
+    };
+    quote! {
+        type Events = #events;
+
+        fn apply(&mut self, event: &#events) -> ::openharness::Emit {
+            #dispatch
+        }
+    }
+}
+
+/// `Events::Variant`, with the variant keeping the span of the handler's parameter type.
+fn variant_path(events: &Path, variant: &Ident) -> Path {
+    let mut path = events.clone();
+    path.segments.push(PathSegment {
+        ident: variant.clone(),
+        arguments: PathArguments::None,
+    });
+    path
+}

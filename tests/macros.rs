@@ -1,0 +1,520 @@
+//! What the macros generate, used the way a workflow uses them: through `openharness` only.
+#![allow(clippy::unwrap_used)]
+
+use openharness::prelude::*;
+use openharness::{Decoded, Fold};
+use serde_json::json;
+
+mod events {
+    //! Events in another module, named by path in the event set.
+    use openharness::prelude::*;
+
+    #[event]
+    #[derive(Debug, Clone, PartialEq)]
+    pub(crate) struct TaskCompleted {
+        pub(crate) index: usize,
+        pub(crate) summary: String,
+    }
+}
+
+use events::TaskCompleted;
+
+#[event]
+#[derive(Debug, Clone, PartialEq)]
+struct PlanCreated {
+    tasks: Vec<String>,
+}
+
+#[event("task:started")]
+#[derive(Debug, Clone, PartialEq)]
+struct TaskBegun(usize);
+
+#[event]
+#[derive(Debug, Clone, PartialEq)]
+struct ToolCallRequested;
+
+#[event]
+#[derive(Debug, Clone, PartialEq)]
+#[serde(rename_all = "camelCase")]
+struct ReviewFinished {
+    all_passed: bool,
+    #[serde(default)]
+    notes: Option<String>,
+}
+
+/// The planner's event set: unit variants, a path variant and a tuple variant.
+#[event]
+#[derive(Debug, Clone, PartialEq)]
+enum PlannerEvent {
+    UserInput,
+    PlanCreated,
+    TaskBegun(TaskBegun),
+    TaskCompleted(events::TaskCompleted),
+    ReviewFinished,
+}
+
+#[test]
+fn struct_events_have_derived_and_explicit_names() {
+    assert_eq!(PlanCreated::NAME, "plan:created");
+    assert_eq!(TaskCompleted::NAME, "task:completed");
+    assert_eq!(ToolCallRequested::NAME, "tool_call:requested");
+    assert_eq!(TaskBegun::NAME, "task:started");
+    assert_eq!(ReviewFinished::NAME, "review:finished");
+}
+
+#[test]
+fn struct_events_serialize_with_their_serde_attributes() {
+    let review = ReviewFinished {
+        all_passed: true,
+        notes: None,
+    };
+    let json = serde_json::to_value(&review).unwrap();
+    assert_eq!(json, json!({ "allPassed": true, "notes": null }));
+    let back: ReviewFinished = serde_json::from_value(json!({ "allPassed": false })).unwrap();
+    assert!(!back.all_passed);
+    assert_eq!(serde_json::to_value(TaskBegun(3)).unwrap(), json!(3));
+    assert_eq!(
+        serde_json::to_value(ToolCallRequested).unwrap(),
+        json!(null)
+    );
+}
+
+#[test]
+fn struct_events_have_a_json_schema() {
+    let schema = schemars::schema_for!(ReviewFinished).to_value();
+    assert!(schema["properties"]["allPassed"].is_object(), "{schema}");
+}
+
+#[test]
+fn event_set_lists_names_in_declaration_order() {
+    assert_eq!(
+        PlannerEvent::NAMES,
+        [
+            "user:input",
+            "plan:created",
+            "task:started",
+            "task:completed",
+            "review:finished"
+        ]
+    );
+    assert!(PlannerEvent::contains("plan:created"));
+    assert!(!PlannerEvent::contains("workflow:started"));
+}
+
+#[test]
+fn event_set_converts_from_each_event_and_names_it() {
+    let plan: PlannerEvent = PlanCreated {
+        tasks: vec!["pack".into()],
+    }
+    .into();
+    assert_eq!(plan.name(), "plan:created");
+    let input = PlannerEvent::from(UserInput { text: "go".into() });
+    assert_eq!(input.name(), "user:input");
+    assert!(matches!(
+        PlannerEvent::from(TaskBegun(1)),
+        PlannerEvent::TaskBegun(TaskBegun(1))
+    ));
+}
+
+#[test]
+fn event_set_decodes_known_names() {
+    let decoded =
+        PlannerEvent::decode("task:completed", &json!({ "index": 2, "summary": "done" })).unwrap();
+    assert_eq!(
+        decoded,
+        Decoded::Known(PlannerEvent::TaskCompleted(TaskCompleted {
+            index: 2,
+            summary: "done".into()
+        }))
+    );
+    let decoded = PlannerEvent::decode("task:started", &json!(7)).unwrap();
+    assert_eq!(
+        decoded,
+        Decoded::Known(PlannerEvent::TaskBegun(TaskBegun(7)))
+    );
+}
+
+#[test]
+fn event_set_skips_unknown_names() {
+    let decoded = PlannerEvent::decode("plan:abandoned", &json!({})).unwrap();
+    assert_eq!(decoded, Decoded::Unknown);
+    let decoded = PlannerEvent::decode("workflow:started", &json!({ "workflow": "x" })).unwrap();
+    assert_eq!(decoded, Decoded::Unknown);
+}
+
+#[test]
+fn event_set_rejects_a_bad_payload_for_a_known_name() {
+    let err = PlannerEvent::decode("plan:created", &json!({ "tasks": 3 })).unwrap_err();
+    assert!(err.to_string().contains("invalid type"), "{err}");
+}
+
+#[test]
+fn event_set_payloads_round_trip() {
+    let events = [
+        PlannerEvent::from(UserInput {
+            text: "plan".into(),
+        }),
+        PlanCreated {
+            tasks: vec!["a".into(), "b".into()],
+        }
+        .into(),
+        TaskBegun(0).into(),
+        TaskCompleted {
+            index: 0,
+            summary: "ok".into(),
+        }
+        .into(),
+        ReviewFinished {
+            all_passed: true,
+            notes: Some("fine".into()),
+        }
+        .into(),
+    ];
+    for event in events {
+        let payload = event.to_payload().unwrap();
+        let back = PlannerEvent::decode(event.name(), &payload).unwrap();
+        assert_eq!(back, Decoded::Known(event));
+    }
+}
+
+// ---- handlers -------------------------------------------------------------------------------
+
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+struct PlanState {
+    goal: Option<String>,
+    tasks: Vec<String>,
+    started: Vec<usize>,
+    completed: Vec<usize>,
+    reviewed: bool,
+}
+
+#[handler(PlannerEvent)]
+impl PlanState {
+    fn on_input(&mut self, input: &UserInput) {
+        self.goal = Some(input.text.clone());
+    }
+
+    fn on_plan(&mut self, plan: &PlanCreated) -> Emit {
+        self.tasks = plan.tasks.clone();
+        plan.tasks
+            .iter()
+            .enumerate()
+            .map(|(index, _)| TaskBegun(index))
+            .collect()
+    }
+
+    fn on_begun(&mut self, begun: &TaskBegun) {
+        self.started.push(begun.0);
+    }
+
+    fn on_done(&mut self, done: &events::TaskCompleted) -> Emit {
+        self.completed.push(done.index);
+        if self.completed.len() == self.tasks.len() {
+            Emit::one(ReviewFinished {
+                all_passed: true,
+                notes: None,
+            })
+        } else {
+            Emit::none()
+        }
+    }
+
+    fn on_review(&mut self, _: &ReviewFinished) -> () {
+        self.reviewed = true;
+    }
+}
+
+fn envelope<E: Event>(event: &E) -> Envelope {
+    Envelope::typed(event, None).unwrap()
+}
+
+#[test]
+fn handler_impl_block_folds_a_log() {
+    let log = vec![
+        envelope(&UserInput {
+            text: "ship it".into(),
+        }),
+        envelope(&PlanCreated {
+            tasks: vec!["build".into(), "test".into()],
+        }),
+        envelope(&TaskBegun(0)),
+        envelope(&TaskBegun(1)),
+        envelope(&TaskCompleted {
+            index: 0,
+            summary: "built".into(),
+        }),
+        envelope(&TaskCompleted {
+            index: 1,
+            summary: "tested".into(),
+        }),
+        envelope(&ReviewFinished {
+            all_passed: true,
+            notes: None,
+        }),
+    ];
+    let mut fold = Fold::new(PlanState::default());
+    let mut emitted = Vec::new();
+    for event in &log {
+        if let openharness::Applied::Handled(emit) = fold.apply(event, &log) {
+            emitted.extend(emit.into_pending().into_iter().map(|p| p.name));
+        }
+    }
+    let state = fold.state();
+    assert_eq!(state.goal.as_deref(), Some("ship it"));
+    assert_eq!(state.tasks, ["build", "test"]);
+    assert_eq!(state.started, [0, 1]);
+    assert_eq!(state.completed, [0, 1]);
+    assert!(state.reviewed);
+    assert_eq!(emitted, ["task:started", "task:started", "review:finished"]);
+}
+
+#[test]
+fn handler_returns_the_emitted_events() {
+    let mut state = PlanState::default();
+    let emit = state.apply(
+        &PlanCreated {
+            tasks: vec!["a".into()],
+        }
+        .into(),
+    );
+    assert_eq!(emit.len(), 1);
+    assert_eq!(emit.pending()[0].name, "task:started");
+    assert_eq!(emit.pending()[0].payload, json!(0));
+}
+
+/// A partial handler: events without a handler are ignored.
+#[derive(Debug, Clone, Default)]
+struct TaskCounter {
+    completed: usize,
+}
+
+#[handler(PlannerEvent, partial)]
+impl TaskCounter {
+    fn count(&mut self, _: &TaskCompleted) {
+        self.completed += 1;
+    }
+}
+
+#[test]
+fn partial_handler_ignores_events_without_a_handler() {
+    let mut counter = TaskCounter::default();
+    assert!(counter.apply(&TaskBegun(0).into()).is_empty());
+    assert!(
+        counter
+            .apply(&PlanCreated { tasks: vec![] }.into())
+            .is_empty()
+    );
+    counter.apply(
+        &TaskCompleted {
+            index: 0,
+            summary: String::new(),
+        }
+        .into(),
+    );
+    assert_eq!(counter.completed, 1);
+}
+
+/// A partial handler that happens to handle everything still compiles cleanly.
+#[event("pinged:pinged")]
+#[derive(Debug, Clone)]
+struct Pinged;
+
+#[event]
+#[derive(Debug, Clone)]
+enum PingEvent {
+    Pinged,
+}
+
+#[derive(Debug, Clone, Default)]
+struct Pings(u32);
+
+#[handler(PingEvent, partial)]
+impl Pings {
+    fn ping(&mut self, _: &Pinged) -> Pinged {
+        self.0 += 1;
+        Pinged
+    }
+}
+
+#[test]
+fn partial_handler_covering_everything_works() {
+    let mut pings = Pings::default();
+    let emit = pings.apply(&Pinged.into());
+    assert_eq!(pings.0, 1);
+    assert_eq!(emit.pending()[0].name, "pinged:pinged");
+}
+
+/// A module of handler functions.
+#[derive(Debug, Clone, Default)]
+struct Journal {
+    lines: Vec<String>,
+}
+
+#[handler(PlannerEvent)]
+mod journal {
+    use super::*;
+
+    fn input(journal: &mut Journal, input: &UserInput) {
+        journal.lines.push(format!("goal: {}", input.text));
+    }
+
+    fn plan(journal: &mut Journal, plan: &PlanCreated) {
+        journal.lines.push(format!("{} tasks", plan.tasks.len()));
+    }
+
+    fn begun(journal: &mut Journal, begun: &TaskBegun) {
+        journal.lines.push(format!("started {}", begun.0));
+    }
+
+    fn done(journal: &mut Journal, done: &TaskCompleted) -> Emit {
+        journal.lines.push(format!("done {}", done.index));
+        Emit::none()
+    }
+
+    fn review(journal: &mut Journal, _: &ReviewFinished) {
+        journal.lines.push("reviewed".into());
+    }
+
+    /// Other items in the module are left alone.
+    #[allow(dead_code)]
+    pub(super) const TITLE: &str = "journal";
+}
+
+#[test]
+fn handler_module_folds_events() {
+    let mut journal = Journal::default();
+    journal.apply(&UserInput { text: "x".into() }.into());
+    journal.apply(&PlanCreated { tasks: vec![] }.into());
+    journal.apply(&TaskBegun(4).into());
+    assert_eq!(journal.lines, ["goal: x", "0 tasks", "started 4"]);
+}
+
+// ---- agents ---------------------------------------------------------------------------------
+
+#[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
+struct Plan {
+    tasks: Vec<String>,
+}
+
+struct Planner {
+    style: &'static str,
+}
+
+#[agent(output = Plan, emits = [PlanCreated, TaskBegun], model = "claude-sonnet-4-5")]
+impl Planner {
+    fn prompt(&self, state: &PlanState, input: &UserInput) -> String {
+        format!(
+            "{} plan for {:?} ({} tasks so far)",
+            self.style,
+            input.text,
+            state.tasks.len()
+        )
+    }
+
+    fn on_output(&self, plan: Plan, _input: &UserInput) -> Emit {
+        let count = plan.tasks.len();
+        Emit::one(PlanCreated { tasks: plan.tasks }).and(TaskBegun(count))
+    }
+
+    fn when(&self, state: &PlanState) -> bool {
+        state.tasks.is_empty()
+    }
+
+    /// A helper: left alone by the macro.
+    fn describe(&self) -> String {
+        format!("planner ({})", self.style)
+    }
+}
+
+/// The name and trigger-less `on_output` forms; no `when`, no model.
+struct TaskExecutor;
+
+#[agent(output = String, emits = [], name = "executor-1")]
+impl TaskExecutor {
+    fn prompt(&self, _state: &PlanState, begun: &TaskBegun) -> String {
+        format!("do task {}", begun.0)
+    }
+
+    fn on_output(&self, _summary: String) {}
+}
+
+/// The default name is the type name in kebab-case.
+struct TaskReviewer;
+
+#[agent(output = bool, emits = [events::TaskCompleted])]
+impl TaskReviewer {
+    fn prompt(&self, _: &PlanState, done: &TaskCompleted) -> String {
+        format!("review task {}", done.index)
+    }
+
+    fn on_output(&self, passed: bool, done: &TaskCompleted) -> Emit {
+        if passed {
+            Emit::none()
+        } else {
+            Emit::one(done.clone())
+        }
+    }
+}
+
+/// Calls through the trait, as the runtime does.
+fn prompt_of<A: Agent>(agent: &A, state: &A::State, trigger: &A::Trigger) -> String {
+    agent.prompt(state, trigger)
+}
+
+#[test]
+fn agent_constants_come_from_the_attribute() {
+    assert_eq!(Planner::NAME, "planner");
+    assert_eq!(Planner::EMITS, ["plan:created", "task:started"]);
+    assert_eq!(TaskExecutor::NAME, "executor-1");
+    assert!(TaskExecutor::EMITS.is_empty());
+    assert_eq!(TaskReviewer::NAME, "task-reviewer");
+    assert_eq!(TaskReviewer::EMITS, ["task:completed"]);
+}
+
+#[test]
+fn agent_model_and_when() {
+    let planner = Planner { style: "terse" };
+    assert_eq!(Agent::model(&planner), Some("claude-sonnet-4-5"));
+    assert_eq!(Agent::model(&TaskExecutor), None);
+    let mut state = PlanState::default();
+    assert!(Agent::when(&planner, &state));
+    state.tasks.push("x".into());
+    assert!(!Agent::when(&planner, &state));
+    assert!(Agent::when(&TaskExecutor, &state));
+    assert_eq!(planner.describe(), "planner (terse)");
+}
+
+#[test]
+fn agent_prompt_and_on_output_are_the_methods_written() {
+    let planner = Planner { style: "terse" };
+    let input = UserInput {
+        text: "trip".into(),
+    };
+    assert_eq!(
+        prompt_of(&planner, &PlanState::default(), &input),
+        "terse plan for \"trip\" (0 tasks so far)"
+    );
+    let emit = Agent::on_output(
+        &planner,
+        Plan {
+            tasks: vec!["a".into(), "b".into()],
+        },
+        &input,
+    );
+    let names: Vec<_> = emit.pending().iter().map(|p| p.name.as_ref()).collect();
+    assert_eq!(names, ["plan:created", "task:started"]);
+    assert_eq!(emit.pending()[0].payload, json!({ "tasks": ["a", "b"] }));
+
+    assert_eq!(
+        prompt_of(&TaskExecutor, &PlanState::default(), &TaskBegun(2)),
+        "do task 2"
+    );
+    assert!(Agent::on_output(&TaskExecutor, "done".into(), &TaskBegun(2)).is_empty());
+
+    let done = TaskCompleted {
+        index: 1,
+        summary: "s".into(),
+    };
+    assert!(Agent::on_output(&TaskReviewer, true, &done).is_empty());
+    assert_eq!(Agent::on_output(&TaskReviewer, false, &done).len(), 1);
+}
