@@ -219,6 +219,8 @@ impl PlanState {
         }
     }
 
+    // An explicit `-> ()` is a unit handler too.
+    #[allow(clippy::unused_unit)]
     fn on_review(&mut self, _: &ReviewFinished) -> () {
         self.reviewed = true;
     }

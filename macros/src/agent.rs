@@ -58,6 +58,7 @@ struct Prompt<'a> {
 /// parameter may be left out.
 struct OnOutput<'a> {
     output: &'a Type,
+    name_span: Span,
     takes_trigger: bool,
     returns_unit: bool,
     return_span: Span,
@@ -250,6 +251,7 @@ fn check_on_output<'a>(function: &'a ImplItemFn, errors: &mut Errors) -> Option<
     };
     ok.then(|| OnOutput {
         output: &output.ty,
+        name_span: function.sig.ident.span(),
         takes_trigger: trigger.is_some(),
         returns_unit,
         return_span: return_span(function),
@@ -304,35 +306,53 @@ fn generate(item: &ItemImpl, agent: &Checked<'_>) -> TokenStream {
             }
         }
     });
-    let prompt_call = quote_spanned!(*return_span=> <#self_ty>::prompt(self, state, trigger));
+    // Spanned on the return type: a prompt that does not return `String` is reported there.
+    let prompt_value = quote_spanned!(*return_span=> prompt);
+    let prompt_call = quote! {
+        let #prompt_value = <#self_ty>::prompt(self, state, trigger);
+        #prompt_value
+    };
 
+    // The call is spanned on the method's name and the output argument on its parameter type,
+    // so an `on_output` taking another type than `output = T` is reported on that parameter.
     let output_arg = quote_spanned!(on_output.output.span()=> output);
     let (trigger_param, on_output_call) = if on_output.takes_trigger {
         (
             quote!(trigger),
-            quote_spanned!(on_output.return_span=> <#self_ty>::on_output(self, #output_arg, trigger)),
+            quote_spanned!(on_output.name_span=> <#self_ty>::on_output(self, #output_arg, trigger)),
         )
     } else {
         (
             quote!(_trigger),
-            quote_spanned!(on_output.return_span=> <#self_ty>::on_output(self, #output_arg)),
+            quote_spanned!(on_output.name_span=> <#self_ty>::on_output(self, #output_arg)),
         )
     };
     let on_output_body = if on_output.returns_unit {
-        quote_spanned! {on_output.return_span=>
+        quote! {
             #on_output_call;
             ::openharness::Emit::none()
         }
     } else {
-        quote_spanned!(on_output.return_span=> ::openharness::IntoEmit::into_emit(#on_output_call))
+        // The argument is spanned on the return type: a return type that is not `IntoEmit`
+        // is reported there.
+        let emitted = quote_spanned!(on_output.return_span=> emitted);
+        let into_emit = quote_spanned!(on_output.return_span=> ::openharness::IntoEmit::into_emit);
+        quote! {
+            let #emitted = #on_output_call;
+            #into_emit(#emitted)
+        }
     };
 
+    // A call of a function bounded by `StructuredOutput` (not the well-formedness of a type
+    // like `AssertOutput<T>`), so rustc reports the trait's own message, "`T` cannot be an
+    // agent's structured output", rather than the first missing supertrait.
     let assert_output = quote_spanned! {output.span()=>
-        let _ = ::core::marker::PhantomData::<::openharness::__private::AssertOutput<#output>>;
+        let _ = assert_output::<#output>;
     };
+    // The same projection as in `EMITS`, so a type that is not an event is reported once.
     let assert_emits = emits.iter().map(|ty| {
         quote_spanned! {ty.span()=>
-            let _ = ::core::marker::PhantomData::<::openharness::__private::AssertEvent<#ty>>;
+            let _ = <#ty as ::openharness::Event>::NAME;
         }
     });
 
@@ -368,6 +388,7 @@ fn generate(item: &ItemImpl, agent: &Checked<'_>) -> TokenStream {
         }
 
         const _: () = {
+            fn assert_output<T: ::openharness::StructuredOutput>() {}
             #assert_output
             #(#assert_emits)*
         };

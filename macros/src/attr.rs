@@ -124,6 +124,8 @@ impl AgentArgs {
                 Err(err) => {
                     errors.push(err);
                     skip_value(input)?;
+                    // Given, if badly: do not also report it missing.
+                    self.emits.get_or_insert_with(Vec::new);
                     false
                 }
             },

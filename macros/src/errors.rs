@@ -177,10 +177,12 @@ pub(crate) mod msg {
          event: `fn on_event(state: &mut MyState, event: &MyEvent)`; helpers go in another module";
     pub(crate) const HANDLER_FN_STATE: &str = "a handler function takes the state first, as \
          `&mut MyState`: `fn on_event(state: &mut MyState, event: &MyEvent)`";
-    pub(crate) const HANDLER_EVENT_MUT: &str =
-        "handlers read their event: take it as `&E`, not `&mut E`";
     pub(crate) const HANDLER_EVENT_NOT_NAMED: &str = "the event parameter must name one event \
          type of the workflow's event enum, such as `event: &PlanCreated`";
+
+    pub(crate) fn handler_event_mut(ty: &str) -> String {
+        format!("handlers read their event: take it as `&{ty}`, not `&mut {ty}`")
+    }
 
     pub(crate) fn handler_event_by_value(ty: &str) -> String {
         format!("handlers read their event: take it as `&{ty}`")

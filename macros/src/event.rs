@@ -2,7 +2,7 @@
 //! `noun:verb` name, `impl Event`); on an enum, the workflow's event set (tuple variants,
 //! `From` conversions, `impl EventSet` decoding by name).
 
-use std::collections::HashMap;
+use std::collections::HashSet;
 
 use proc_macro2::{Span, TokenStream};
 use quote::{quote, quote_spanned};
@@ -108,15 +108,28 @@ fn expand_enum(args: &EventArgs, item: ItemEnum) -> syn::Result<TokenStream> {
     if let Some(name) = &args.name {
         errors.spanned_by(name, msg::EVENT_SET_NAMED);
     }
-    check_no_generics(&item.generics, msg::EVENT_SET_GENERIC, &mut errors);
+    if !item.generics.params.is_empty() || item.generics.where_clause.is_some() {
+        // Nothing sensible can be generated for a generic enum: report only this.
+        check_no_generics(&item.generics, msg::EVENT_SET_GENERIC, &mut errors);
+        return errors.finish().map(|()| TokenStream::new());
+    }
     let variants = check_variants(&item, &mut errors);
-    errors.finish()?;
-    Ok(generate_set(&item, &variants))
+    // The set is generated from the valid variants even when some are wrong, so the rest of
+    // the program (handlers, agents) still compiles against it and the user sees the errors
+    // above rather than a cascade.
+    let generated = generate_set(&item, &variants);
+    match errors.finish() {
+        Ok(()) => Ok(generated),
+        Err(err) => {
+            let err = err.into_compile_error();
+            Ok(quote! { #generated #err })
+        }
+    }
 }
 
 fn check_variants(item: &ItemEnum, errors: &mut Errors) -> Vec<Variant> {
     let mut variants = Vec::new();
-    let mut seen = HashMap::new();
+    let mut seen = HashSet::new();
     for variant in &item.variants {
         if let Some((_, discriminant)) = &variant.discriminant {
             errors.spanned_by(discriminant, msg::EVENT_SET_DISCRIMINANT);
@@ -138,26 +151,26 @@ fn check_variants(item: &ItemEnum, errors: &mut Errors) -> Vec<Variant> {
                 continue;
             }
         };
+        let written = names::display(&ty);
         match names::type_ident(&ty) {
             Some(ty_ident) if *ty_ident == variant.ident => {}
-            Some(ty_ident) => errors.spanned_by(
-                &variant.ident,
-                msg::event_set_variant_name(
+            Some(ty_ident) => {
+                let message = msg::event_set_variant_name(
                     &variant.ident.to_string(),
                     &ty_ident.to_string(),
-                    &names::display(&ty),
-                ),
-            ),
+                    &written,
+                );
+                errors.spanned_by(&variant.ident, message);
+                continue;
+            }
             None => {
-                errors.spanned_by(&ty, msg::event_set_not_a_type(&names::display(&ty)));
+                errors.spanned_by(&ty, msg::event_set_not_a_type(&written));
                 continue;
             }
         }
-        if seen.insert(variant.ident.to_string(), ()).is_some() {
-            errors.spanned_by(
-                &variant.ident,
-                msg::event_set_duplicate(&names::display(&ty)),
-            );
+        if !seen.insert(variant.ident.to_string()) {
+            errors.spanned_by(&variant.ident, msg::event_set_duplicate(&written));
+            continue;
         }
         variants.push(Variant {
             attrs: variant.attrs.clone(),
@@ -175,6 +188,7 @@ fn generate_set(item: &ItemEnum, variants: &[Variant]) -> TokenStream {
         vis,
         enum_token,
         ident,
+        brace_token,
         ..
     } = item;
     let definitions = variants.iter().map(|v| {
@@ -187,6 +201,9 @@ fn generate_set(item: &ItemEnum, variants: &[Variant]) -> TokenStream {
         // Spanned on the variant, so lints about it (`missing_docs`, say) point there.
         quote_spanned!(ident.span()=> #(#attrs)* #ident(#(#field_attrs)* #ty))
     });
+    // The user's braces, so the enum's span (in "defined here" notes) is the user's too.
+    let mut body = TokenStream::new();
+    brace_token.surround(&mut body, |body| body.extend(quote!(#(#definitions,)*)));
     let froms = variants.iter().map(|Variant { ident: v, ty, .. }| {
         quote! {
             #[automatically_derived]
@@ -197,37 +214,62 @@ fn generate_set(item: &ItemEnum, variants: &[Variant]) -> TokenStream {
             }
         }
     });
+    let helper = generate_helper(ident);
     let event_set = generate_event_set(ident, variants);
     let checks = generate_checks(ident, variants);
     quote! {
         #(#attrs)*
-        #vis #enum_token #ident {
-            #(#definitions,)*
-        }
+        #vis #enum_token #ident #body
         #(#froms)*
+        #helper
         #event_set
         #checks
     }
 }
 
-/// `<Ty as ::openharness::Event>`, spanned on the user's type so that a type which is not an
-/// event is reported there.
-fn as_event(ty: &Type) -> TokenStream {
-    quote_spanned!(ty.span()=> <#ty as ::openharness::Event>)
+/// The one place the generated code requires `E: Event` of a variant's type.
+///
+/// Every use of a variant's type (its name, decoding, encoding, the checks) goes through this
+/// function, spanned on the type, so a type that is not an event gives exactly one error, the
+/// core's "`Foo` is not an event", on the variant, instead of one per use.
+fn generate_helper(ident: &Ident) -> TokenStream {
+    let json = quote!(::openharness::__private::serde_json);
+    let result = quote!(::core::result::Result);
+    quote! {
+        impl #ident {
+            #[doc(hidden)]
+            #[allow(clippy::type_complexity)]
+            const fn __openharness_event<E: ::openharness::Event>() -> (
+                &'static str,
+                fn(&#json::Value) -> #result<E, #json::Error>,
+                fn(&E) -> #result<#json::Value, #json::Error>,
+            ) {
+                fn decode<E: ::openharness::Event>(
+                    payload: &#json::Value,
+                ) -> #result<E, #json::Error> {
+                    <E as ::openharness::__private::serde::Deserialize>::deserialize(payload)
+                }
+                fn encode<E: ::openharness::Event>(
+                    event: &E,
+                ) -> #result<#json::Value, #json::Error> {
+                    #json::to_value(event)
+                }
+                (E::NAME, decode::<E>, encode::<E>)
+            }
+        }
+    }
+}
+
+/// `Set::__openharness_event::<Ty>()`, spanned on the user's type.
+fn event_of(set: &Ident, ty: &Type) -> TokenStream {
+    quote_spanned!(ty.span()=> #set::__openharness_event::<#ty>())
 }
 
 fn generate_event_set(ident: &Ident, variants: &[Variant]) -> TokenStream {
     let json = quote!(::openharness::__private::serde_json);
     let result = quote!(::core::result::Result);
-    let event_names: Vec<_> = variants
-        .iter()
-        .map(|v| {
-            let event = as_event(&v.ty);
-            quote!(#event::NAME)
-        })
-        .collect();
+    let events: Vec<_> = variants.iter().map(|v| event_of(ident, &v.ty)).collect();
     let idents: Vec<_> = variants.iter().map(|v| &v.ident).collect();
-    let tys: Vec<_> = variants.iter().map(|v| &v.ty).collect();
 
     let (decode, to_payload) = if variants.is_empty() {
         (
@@ -238,34 +280,20 @@ fn generate_event_set(ident: &Ident, variants: &[Variant]) -> TokenStream {
             quote!(match *self {}),
         )
     } else {
-        let decode_as = tys
-            .iter()
-            .map(|ty| quote_spanned!(ty.span()=> decode_as::<#ty>));
-        let encode = tys
-            .iter()
-            .map(|ty| quote_spanned!(ty.span()=> encode::<#ty>));
         (
             quote! {
-                fn decode_as<E: ::openharness::Event>(
-                    payload: &#json::Value,
-                ) -> #result<E, #json::Error> {
-                    <E as ::openharness::__private::serde::Deserialize>::deserialize(payload)
-                }
                 #(
-                    if name == #event_names {
+                    if name == #events.0 {
                         return #result::Ok(::openharness::Decoded::Known(
-                            Self::#idents(#decode_as(payload)?),
+                            Self::#idents((#events.1)(payload)?),
                         ));
                     }
                 )*
                 #result::Ok(::openharness::Decoded::Unknown)
             },
             quote! {
-                fn encode<E: ::openharness::Event>(event: &E) -> #result<#json::Value, #json::Error> {
-                    #json::to_value(event)
-                }
                 match *self {
-                    #(Self::#idents(ref event) => #encode(event),)*
+                    #(Self::#idents(ref event) => (#events.2)(event),)*
                 }
             },
         )
@@ -274,11 +302,11 @@ fn generate_event_set(ident: &Ident, variants: &[Variant]) -> TokenStream {
     quote! {
         #[automatically_derived]
         impl ::openharness::EventSet for #ident {
-            const NAMES: &'static [&'static str] = &[#(#event_names),*];
+            const NAMES: &'static [&'static str] = &[#(#events.0),*];
 
             fn name(&self) -> &'static str {
                 match *self {
-                    #(Self::#idents(_) => #event_names,)*
+                    #(Self::#idents(_) => #events.0,)*
                 }
             }
 
@@ -304,8 +332,8 @@ fn generate_checks(set: &Ident, variants: &[Variant]) -> TokenStream {
         return TokenStream::new();
     }
     let assertions = variants.iter().map(|v| {
-        let ty = &v.ty;
-        quote_spanned!(ty.span()=> let _ = assert_event::<#ty>;)
+        let event = event_of(set, &v.ty);
+        quote_spanned!(v.ty.span()=> let _ = #event;)
     });
     let mut distinct = Vec::new();
     for (i, first) in variants.iter().enumerate() {
@@ -315,9 +343,9 @@ fn generate_checks(set: &Ident, variants: &[Variant]) -> TokenStream {
                 &names::display(&first.ty),
                 &names::display(&second.ty),
             );
-            let (a, b) = (as_event(&first.ty), as_event(&second.ty));
+            let (a, b) = (event_of(set, &first.ty), event_of(set, &second.ty));
             distinct.push(quote_spanned! {second.ty.span()=>
-                if same_name(#a::NAME, #b::NAME) {
+                if same_name(#a.0, #b.0) {
                     ::core::panic!(#message);
                 }
             });
@@ -343,7 +371,6 @@ fn generate_checks(set: &Ident, variants: &[Variant]) -> TokenStream {
     });
     quote! {
         const _: () = {
-            fn assert_event<E: ::openharness::Event>() {}
             #(#assertions)*
             #same_name
             #(#distinct)*

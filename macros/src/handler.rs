@@ -9,8 +9,8 @@ use proc_macro2::{Span, TokenStream};
 use quote::{ToTokens, quote, quote_spanned};
 use syn::spanned::Spanned;
 use syn::{
-    Attribute, FnArg, GenericParam, Ident, Item, ItemImpl, ItemMod, Path, PathArguments,
-    PathSegment, ReturnType, Signature, Type, parse_quote,
+    Attribute, FnArg, GenericParam, Ident, Item, ItemImpl, ItemMod, Path, ReturnType, Signature,
+    Type, parse_quote,
 };
 
 use crate::attr::HandlerArgs;
@@ -64,7 +64,9 @@ struct Checked<'a> {
 fn expand_impl(args: &HandlerArgs, item: ItemImpl) -> syn::Result<TokenStream> {
     let mut errors = Errors::new();
     if let Some((_, path, _)) = &item.trait_ {
+        // Its methods are the trait's, not handlers: report only this.
         errors.spanned_by(path, msg::HANDLER_TRAIT_IMPL);
+        return errors.finish().map(|()| TokenStream::new());
     }
     if !item.generics.params.is_empty() {
         errors.spanned_by(&item.generics, msg::HANDLER_GENERIC_IMPL);
@@ -85,7 +87,7 @@ fn expand_impl(args: &HandlerArgs, item: ItemImpl) -> syn::Result<TokenStream> {
         args,
         &args.events,
         &routes.list,
-        |function| quote!(Self::#function),
+        |function, span| quote_spanned!(span=> Self::#function(self, event)),
     );
     Ok(quote! {
         #item
@@ -143,7 +145,12 @@ fn expand_mod(args: &HandlerArgs, mut item: ItemMod) -> syn::Result<TokenStream>
 
     // The attribute's path was written in the parent module; the impl lives in this one.
     let events = from_parent(&args.events);
-    let apply = generate_apply(args, &events, &routes.list, |function| quote!(#function));
+    let apply = generate_apply(
+        args,
+        &events,
+        &routes.list,
+        |function, span| quote_spanned!(span=> #function(self, event)),
+    );
     let handler_impl = quote! {
         #[automatically_derived]
         impl ::openharness::Handler for #state {
@@ -278,7 +285,8 @@ fn check<'a>(
     };
     let event = match event {
         Type::Reference(reference) if reference.mutability.is_some() => {
-            errors.spanned_by(event, msg::HANDLER_EVENT_MUT);
+            let message = msg::handler_event_mut(&names::display(&reference.elem));
+            errors.spanned_by(event, message);
             return None;
         }
         Type::Reference(reference) => &*reference.elem,
@@ -324,14 +332,16 @@ fn check<'a>(
 ///
 /// Without `partial` the match has no wildcard arm. The scrutinee carries the span of the
 /// enum's path in the attribute, so rustc's "non-exhaustive patterns" error names the missing
-/// events and points at `#[handler(Events)]`.
+/// events and points at `#[handler(Events)]`. Each call carries the span of the handler's
+/// return type, so a return type that is not `IntoEmit` is reported there.
 fn generate_apply(
     args: &HandlerArgs,
     events: &Path,
     routes: &[Route],
-    call: impl Fn(&Ident) -> TokenStream,
+    call: impl Fn(&Ident, Span) -> TokenStream,
 ) -> TokenStream {
     let events_span = args.events.span();
+    let alias = Ident::new("__OpenharnessEvents", Span::call_site());
     let arms = routes.iter().map(|route| {
         let Route {
             function,
@@ -340,51 +350,49 @@ fn generate_apply(
             return_span,
             cfgs,
         } = route;
-        let pattern = variant_path(events, variant);
-        let function = call(function);
+        // The function's name too, so the whole call expression is on the return type.
+        let mut function = function.clone();
+        function.set_span(*return_span);
+        let call = call(&function, *return_span);
         let body = if *returns_unit {
-            quote_spanned! {*return_span=>
-                {
-                    #function(self, event);
-                    ::openharness::Emit::none()
-                }
-            }
+            quote!({
+                #call;
+                ::openharness::Emit::none()
+            })
         } else {
-            quote_spanned!(*return_span=> ::openharness::IntoEmit::into_emit(#function(self, event)))
+            let into_emit =
+                quote_spanned!(*return_span=> ::openharness::IntoEmit::into_emit(#call));
+            quote!({ #into_emit })
         };
         quote! {
             #(#cfgs)*
-            #pattern(ref event) => #body,
+            #alias::#variant(ref event) => #body
         }
     });
-    let wildcard = args.partial.then(|| {
+    let last = if args.partial {
         quote! {
             #[allow(unreachable_patterns)]
             _ => ::openharness::Emit::none(),
         }
-    });
-    let scrutinee = quote_spanned!(events_span=> *event);
-    let dispatch = quote_spanned! {events_span=>
-        match #scrutinee {
-            #(#arms)*
-            #wildcard
+    } else {
+        // Never taken, and guarded arms do not count for exhaustiveness: this arm only keeps
+        // rustc from suggesting the missing arm's code after the last handler, whose span is
+        // in the user's attribute and makes that suggestion unreadable. Its different syntax
+        // context (mixed-site) is what turns the suggestion off.
+        quote_spanned! {Span::mixed_site()=>
+            _ if false => ::openharness::Emit::none(),
         }
     };
+    let scrutinee = quote_spanned!(events_span=> *event);
     quote! {
         type Events = #events;
 
         fn apply(&mut self, event: &#events) -> ::openharness::Emit {
-            #dispatch
+            use #events as #alias;
+            match #scrutinee {
+                #(#arms)*
+                #last
+            }
         }
     }
-}
-
-/// `Events::Variant`, with the variant keeping the span of the handler's parameter type.
-fn variant_path(events: &Path, variant: &Ident) -> Path {
-    let mut path = events.clone();
-    path.segments.push(PathSegment {
-        ident: variant.clone(),
-        arguments: PathArguments::None,
-    });
-    path
 }

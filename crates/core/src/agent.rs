@@ -18,6 +18,7 @@ use crate::emit::Emit;
 use crate::event::{Envelope, Event};
 use crate::fold::panic_message;
 use crate::handler::Handler;
+use crate::tool::{DEFAULT_MAX_TURNS, Tool, Toolbox};
 
 /// An LLM agent. Usually implemented by `#[agent(output = T, on = Trigger, emits = [...])]`.
 ///
@@ -63,6 +64,18 @@ pub trait Agent: Send + Sync + 'static {
         None
     }
 
+    /// The tools its model may call (none by default). Called once, when the agent is added
+    /// to a workflow.
+    fn tools(&self) -> Vec<Arc<dyn Tool>> {
+        Vec::new()
+    }
+
+    /// How many model turns one call may take in the tool loop (default
+    /// [`DEFAULT_MAX_TURNS`]).
+    fn max_turns(&self) -> u32 {
+        DEFAULT_MAX_TURNS
+    }
+
     /// Whether to activate on this state (checked after the trigger is folded in).
     fn when(&self, _state: &Self::State) -> bool {
         true
@@ -99,6 +112,8 @@ pub struct AgentSpec {
 pub(crate) struct Activation {
     pub(crate) prompt: String,
     pub(crate) model: Option<String>,
+    pub(crate) tools: Toolbox,
+    pub(crate) max_turns: u32,
 }
 
 /// The runtime's view of an agent, with the types erased.
@@ -122,12 +137,49 @@ pub(crate) enum OutputRejected {
 pub(crate) struct Erased<A: Agent> {
     agent: A,
     schema: Arc<Value>,
+    /// The schema compiled for local validation (`None` if it does not compile, in which case
+    /// only deserialization checks the output).
+    validator: Option<jsonschema::Validator>,
+    tools: Toolbox,
 }
 
 impl<A: Agent> Erased<A> {
     pub(crate) fn new(agent: A) -> Self {
         let schema = Arc::new(schemars::schema_for!(A::Output).to_value());
-        Self { agent, schema }
+        let validator = jsonschema::validator_for(&schema)
+            .inspect_err(|err| {
+                tracing::warn!(agent = A::NAME, error = %err, "the output schema does not compile; output is checked by deserialization only");
+            })
+            .ok();
+        let tools = Toolbox::new(agent.tools());
+        Self {
+            agent,
+            schema,
+            validator,
+            tools,
+        }
+    }
+
+    /// What the validator finds wrong with `output`, at most a few findings, each with the
+    /// JSON pointer of the offending value.
+    fn schema_errors(&self, output: &Value) -> Vec<String> {
+        const SHOWN: usize = 5;
+        let Some(validator) = &self.validator else {
+            return Vec::new();
+        };
+        validator
+            .iter_errors(output)
+            .take(SHOWN)
+            .map(|err| {
+                let path = err.instance_path().to_string();
+                let at = if path.is_empty() {
+                    "/".to_owned()
+                } else {
+                    path
+                };
+                format!("at `{at}`: {err}")
+            })
+            .collect()
     }
 }
 
@@ -163,6 +215,8 @@ impl<A: Agent> ErasedAgent<A::State> for Erased<A> {
             Ok(Some(prompt)) => Some(Ok(Activation {
                 prompt,
                 model: self.agent.model().map(str::to_owned),
+                tools: self.tools.clone(),
+                max_turns: self.agent.max_turns().max(1),
             })),
             Ok(None) => None,
             Err(panic) => Some(Err(format!(
@@ -174,12 +228,22 @@ impl<A: Agent> ErasedAgent<A::State> for Erased<A> {
     }
 
     fn finish(&self, output: Value, trigger: &Envelope) -> Result<Emit, OutputRejected> {
+        let type_name = std::any::type_name::<A::Output>();
+        let schema_errors = self.schema_errors(&output);
         let typed_output = A::Output::deserialize(&output).map_err(|err| {
-            OutputRejected::Invalid(format!(
-                "output does not match the schema of `{}`: {err}",
-                std::any::type_name::<A::Output>()
-            ))
+            let mut message = format!("output does not match the schema of `{type_name}`: {err}");
+            if !schema_errors.is_empty() {
+                message.push_str("; schema errors: ");
+                message.push_str(&schema_errors.join("; "));
+            }
+            OutputRejected::Invalid(message)
         })?;
+        if !schema_errors.is_empty() {
+            return Err(OutputRejected::Invalid(format!(
+                "output does not match the schema of `{type_name}`: {}",
+                schema_errors.join("; ")
+            )));
+        }
         let typed_trigger = trigger
             .decode::<A::Trigger>()
             .map_err(|err| OutputRejected::Failed(err.to_string()))?;

@@ -19,6 +19,7 @@ mod provider;
 mod renderer;
 mod runtime;
 mod store;
+mod tool;
 mod workflow;
 
 pub use agent::{Agent, AgentSpec, StructuredOutput};
@@ -35,6 +36,7 @@ pub use provider::{
 pub use renderer::{FnRenderer, Renderer, renderer_fn};
 pub use store::{SessionInfo, Store, StoreError};
 pub use tokio_util::sync::CancellationToken;
+pub use tool::{DEFAULT_MAX_TURNS, FnTool, Tool, ToolError, Toolbox};
 pub use workflow::{RunOptions, RunOutcome, StopReason, Workflow, WorkflowBuilder, WorkflowState};
 
 /// Items used by code that `openharness-macros` generates. Not a public API: names here may

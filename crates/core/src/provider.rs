@@ -12,6 +12,8 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::tool::{DEFAULT_MAX_TURNS, Toolbox};
+
 /// One request to a model on behalf of an agent.
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
@@ -28,6 +30,10 @@ pub struct ProviderRequest {
     pub attempt: u32,
     /// Why the previous output was rejected, on a re-ask.
     pub previous_error: Option<String>,
+    /// The tools the model may call (empty: none).
+    pub tools: Toolbox,
+    /// How many model turns the tool loop may take (at least 1).
+    pub max_turns: u32,
 }
 
 impl ProviderRequest {
@@ -40,6 +46,8 @@ impl ProviderRequest {
             schema,
             attempt: 1,
             previous_error: None,
+            tools: Toolbox::default(),
+            max_turns: DEFAULT_MAX_TURNS,
         }
     }
 
@@ -47,6 +55,20 @@ impl ProviderRequest {
     #[must_use]
     pub fn with_model(mut self, model: Option<String>) -> Self {
         self.model = model;
+        self
+    }
+
+    /// Offers these tools to the model.
+    #[must_use]
+    pub fn with_tools(mut self, tools: Toolbox) -> Self {
+        self.tools = tools;
+        self
+    }
+
+    /// Bounds the tool loop to `turns` model turns (at least 1).
+    #[must_use]
+    pub fn with_max_turns(mut self, turns: u32) -> Self {
+        self.max_turns = turns.max(1);
         self
     }
 }

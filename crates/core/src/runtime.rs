@@ -365,7 +365,9 @@ impl<S> AgentTask<S> {
         for attempt in 1..=self.attempts {
             let mut request =
                 ProviderRequest::new(name, self.activation.prompt.clone(), self.agent.schema())
-                    .with_model(self.activation.model.clone());
+                    .with_model(self.activation.model.clone())
+                    .with_tools(self.activation.tools.clone())
+                    .with_max_turns(self.activation.max_turns);
             request.attempt = attempt;
             request.previous_error = previous_error.take();
             match self.provider.complete(request, sink.clone()).await {

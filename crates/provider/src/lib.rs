@@ -1,9 +1,17 @@
 //! Model providers for Open Harness agents.
 //!
-//! Today this crate holds [`ScriptedProvider`], a deterministic
-//! [`Provider`](openharness_core::Provider) that answers each agent from a script instead of a
-//! model: for tests, replays of recorded behaviour and the offline demo. The Anthropic,
-//! OpenAI-compatible and `claude` CLI providers will live here too.
+//! * [`AnthropicProvider`]: the Anthropic Messages API (streaming, tools, structured output).
+//! * [`OpenAiProvider`]: the OpenAI Chat Completions dialect, for OpenAI and compatible servers
+//!   (vLLM, llama.cpp, Ollama, OpenRouter, LM Studio).
+//! * [`ClaudeCliProvider`]: the `claude` CLI driven as a subprocess (stream-json).
+//! * [`ScriptedProvider`]: a deterministic script, for tests and the offline demo.
+//!
+//! The HTTP providers share a tool loop bounded by the request's `max_turns` (every call
+//! reported as `tool:called` / `tool:result`), retries with backoff that honour
+//! `retry-after-ms` / `retry-after` ([`RetryPolicy`]), connect and idle-stream [`Timeouts`],
+//! and keys that never print ([`ApiKey`]). Structured output is requested in each provider's
+//! schema subset ([`schema`]) and validated by the runtime against the original schema.
+//! [`testing`] has fake servers that speak each protocol, for tests without a network.
 //!
 //! ```
 //! use openharness_core::{Provider, ProviderRequest, ProviderSink};
@@ -24,6 +32,46 @@
 //! # });
 //! ```
 
+pub mod anthropic;
+pub mod claude_cli;
+mod conversation;
+mod http;
+pub mod openai;
+mod pricing;
+pub mod retry;
+pub mod schema;
 mod scripted;
+pub mod sse;
+pub mod testing;
+pub mod tools;
 
+pub use anthropic::AnthropicProvider;
+pub use claude_cli::ClaudeCliProvider;
+pub use http::{ApiKey, Timeouts};
+pub use openai::OpenAiProvider;
+pub use pricing::Pricing;
+pub use retry::RetryPolicy;
 pub use scripted::{Reply, ScriptedProvider};
+
+/// A provider that cannot be built as configured.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConfigError {
+    /// The API key's environment variable is not set.
+    #[error("no API key: set `{var}` (or run `openharness demo`, which needs no key)")]
+    MissingApiKey {
+        /// The variable to set.
+        var: &'static str,
+    },
+    /// The base URL is not usable.
+    #[error("invalid base URL `{url}`: {reason}")]
+    BaseUrl {
+        /// The URL given.
+        url: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// The HTTP client could not be built.
+    #[error("could not build the HTTP client: {0}")]
+    Client(String),
+}

@@ -1,0 +1,315 @@
+//! Byte-exact Anthropic Messages streams and errors for [`FakeServer::anthropic`].
+//!
+//! Events are written as `event: <type>\ndata: <json>\n\n` with the JSON carrying the same
+//! `type`, a `ping` after `message_start`, text split into several `text_delta`s, tool input
+//! split at arbitrary points into `input_json_delta` fragments starting with `""`, and
+//! cumulative usage in `message_delta` (protocols.md §1.4).
+
+use serde_json::{Value, json};
+
+use super::server::{FakeResponse, FakeServer, RecordedRequest};
+
+/// The key the fake Anthropic server accepts unless told otherwise.
+pub const KEY: &str = "sk-ant-test-0123456789";
+
+impl FakeServer {
+    /// A fake Anthropic API accepting `key`. It answers 401 `authentication_error` for a wrong
+    /// `x-api-key`, 400 without `anthropic-version`, 404 off `/v1/messages`, and 400
+    /// `invalid_request_error` for a structured-output schema outside Anthropic's subset (or
+    /// the beta `output_format` without its header).
+    pub async fn anthropic(key: &str) -> std::io::Result<Self> {
+        Self::start("", key.to_owned(), check).await
+    }
+}
+
+fn check(request: &RecordedRequest, key: &str) -> Result<(), FakeResponse> {
+    if request.method != "POST" || request.path != "/v1/messages" {
+        return Err(error(
+            404,
+            "not_found_error",
+            "The requested resource could not be found.",
+        ));
+    }
+    if request.header("x-api-key") != Some(key) {
+        return Err(error(401, "authentication_error", "invalid x-api-key"));
+    }
+    if request.header("anthropic-version").is_none() {
+        return Err(error(
+            400,
+            "invalid_request_error",
+            "anthropic-version: header is required",
+        ));
+    }
+    let body = &request.body;
+    for field in ["model", "max_tokens", "messages"] {
+        if body.get(field).is_none() {
+            return Err(error(
+                400,
+                "invalid_request_error",
+                &format!("{field}: Field required"),
+            ));
+        }
+    }
+    if body.get("output_format").is_some()
+        && !request
+            .header("anthropic-beta")
+            .is_some_and(|b| b.contains("structured-outputs-2025-11-13"))
+    {
+        return Err(error(
+            400,
+            "invalid_request_error",
+            "output_format: Extra inputs are not permitted",
+        ));
+    }
+    let schema = body
+        .pointer("/output_config/format/schema")
+        .or_else(|| body.pointer("/output_format/schema"));
+    if let Some(schema) = schema {
+        let problems = subset_violations(schema);
+        if !problems.is_empty() {
+            return Err(error(
+                400,
+                "invalid_request_error",
+                &format!("output_config.format.schema: {}", problems.join("; ")),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// What in `schema` Anthropic's structured outputs reject (protocols.md §1.7), independently
+/// of the transformation under test.
+pub fn subset_violations(schema: &Value) -> Vec<String> {
+    let mut problems = Vec::new();
+    if crate::schema::is_recursive(schema) {
+        problems.push("Too many recursive definitions in schema".to_owned());
+    }
+    visit(schema, "", &mut problems);
+    problems
+}
+
+fn visit(node: &Value, path: &str, problems: &mut Vec<String>) {
+    match node {
+        Value::Object(map) => {
+            let is_object = map.get("type") == Some(&json!("object"))
+                || map
+                    .get("type")
+                    .and_then(Value::as_array)
+                    .is_some_and(|t| t.contains(&json!("object")))
+                || map.contains_key("properties");
+            if is_object && map.get("additionalProperties") != Some(&json!(false)) {
+                problems.push(format!(
+                    "{path}: additionalProperties must be false for object types"
+                ));
+            }
+            for key in [
+                "minimum",
+                "maximum",
+                "exclusiveMinimum",
+                "exclusiveMaximum",
+                "multipleOf",
+                "minLength",
+                "maxLength",
+                "maxItems",
+                "uniqueItems",
+                "oneOf",
+            ] {
+                if map.contains_key(key) && !path.ends_with("/properties") {
+                    problems.push(format!("{path}: `{key}` is not supported"));
+                }
+            }
+            if map
+                .get("minItems")
+                .and_then(Value::as_u64)
+                .is_some_and(|n| n > 1)
+            {
+                problems.push(format!(
+                    "{path}: minItems values other than 0 or 1 are not supported"
+                ));
+            }
+            if let Some(format) = map.get("format").and_then(Value::as_str)
+                && ![
+                    "date-time",
+                    "time",
+                    "date",
+                    "duration",
+                    "email",
+                    "hostname",
+                    "uri",
+                    "ipv4",
+                    "ipv6",
+                    "uuid",
+                ]
+                .contains(&format)
+            {
+                problems.push(format!("{path}: format `{format}` is not supported"));
+            }
+            for (key, child) in map {
+                if key != "enum" && key != "const" && key != "default" {
+                    visit(child, &format!("{path}/{key}"), problems);
+                }
+            }
+        }
+        Value::Array(items) => {
+            for (i, item) in items.iter().enumerate() {
+                visit(item, &format!("{path}/{i}"), problems);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// An Anthropic error response: `{"type":"error","error":{…},"request_id":…}`.
+pub fn error(status: u16, kind: &str, message: &str) -> FakeResponse {
+    FakeResponse::json(
+        status,
+        json!({ "type": "error", "error": { "type": kind, "message": message }, "request_id": "req_011CSHoEeqs5C35K2UUqR7Fy" }),
+    )
+    .header("request-id", "req_011CSHoEeqs5C35K2UUqR7Fy")
+}
+
+/// 429 `rate_limit_error` with a `retry-after` header (seconds).
+pub fn rate_limited(retry_after: &str) -> FakeResponse {
+    error(
+        429,
+        "rate_limit_error",
+        "Number of request tokens has exceeded your per-minute rate limit",
+    )
+    .header("retry-after", retry_after)
+}
+
+/// 529 `overloaded_error`.
+pub fn overloaded() -> FakeResponse {
+    error(529, "overloaded_error", "Overloaded")
+}
+
+/// A content block of a scripted message.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Block {
+    /// Text, streamed in several deltas.
+    Text(String),
+    /// A tool call, its input streamed as JSON fragments.
+    ToolUse {
+        /// `toolu_…`.
+        id: String,
+        /// The tool.
+        name: String,
+        /// Its input object.
+        input: Value,
+    },
+}
+
+/// Builds the SSE events of one streamed message.
+///
+/// ```
+/// use openharness_provider::testing::anthropic::{Block, message_events};
+/// let events = message_events(&[Block::Text("Hi".into())], "end_turn", 12, 3);
+/// assert_eq!(events[0].lines().next(), Some("event: message_start"));
+/// assert!(events.last().unwrap().starts_with("event: message_stop\ndata: {\"type\":\"message_stop\"}"));
+/// ```
+pub fn message_events(
+    blocks: &[Block],
+    stop_reason: &str,
+    input_tokens: u64,
+    output_tokens: u64,
+) -> Vec<String> {
+    let mut events = vec![
+        event(&json!({
+            "type": "message_start",
+            "message": {
+                "id": "msg_01XFDUDYJgAACzvnptvVoYEL", "type": "message", "role": "assistant", "content": [],
+                "model": "claude-sonnet-4-5", "stop_reason": null, "stop_sequence": null,
+                "usage": { "input_tokens": input_tokens, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0, "output_tokens": 1 }
+            }
+        })),
+        event(&json!({ "type": "ping" })),
+    ];
+    for (index, block) in blocks.iter().enumerate() {
+        match block {
+            Block::Text(text) => {
+                events.push(event(&json!({ "type": "content_block_start", "index": index, "content_block": { "type": "text", "text": "" } })));
+                for piece in pieces(text, 7) {
+                    events.push(event(&json!({ "type": "content_block_delta", "index": index, "delta": { "type": "text_delta", "text": piece } })));
+                }
+            }
+            Block::ToolUse { id, name, input } => {
+                events.push(event(&json!({ "type": "content_block_start", "index": index, "content_block": { "type": "tool_use", "id": id, "name": name, "input": {} } })));
+                let mut fragments = vec![String::new()];
+                fragments.extend(pieces(&input.to_string(), 5));
+                for fragment in fragments {
+                    events.push(event(&json!({ "type": "content_block_delta", "index": index, "delta": { "type": "input_json_delta", "partial_json": fragment } })));
+                }
+            }
+        }
+        events.push(event(
+            &json!({ "type": "content_block_stop", "index": index }),
+        ));
+    }
+    events.push(event(&json!({
+        "type": "message_delta",
+        "delta": { "stop_reason": stop_reason, "stop_sequence": null },
+        "usage": { "output_tokens": output_tokens }
+    })));
+    events.push(event(&json!({ "type": "message_stop" })));
+    events
+}
+
+/// One SSE event as Anthropic writes it.
+pub fn event(data: &Value) -> String {
+    let kind = data["type"].as_str().unwrap_or("message");
+    format!("event: {kind}\ndata: {data}\n\n")
+}
+
+/// Splits `text` into pieces of about `size` characters (never inside a character).
+pub(crate) fn pieces(text: &str, size: usize) -> Vec<String> {
+    let chars: Vec<char> = text.chars().collect();
+    chars
+        .chunks(size.max(1))
+        .map(|c| c.iter().collect())
+        .collect()
+}
+
+/// A streamed text answer.
+pub fn text(text: &str) -> FakeResponse {
+    FakeResponse::stream(message_events(
+        &[Block::Text(text.into())],
+        "end_turn",
+        25,
+        10,
+    ))
+}
+
+/// A structured answer: `output` as JSON text (the `output_config.format` way).
+pub fn json_output(output: &Value) -> FakeResponse {
+    text(&output.to_string())
+}
+
+/// A structured answer through the forced tool.
+pub fn tool_output(output: &Value) -> FakeResponse {
+    tool_calls(&[(
+        "toolu_01Output",
+        crate::anthropic::OUTPUT_TOOL,
+        output.clone(),
+    )])
+}
+
+/// A turn calling these tools (`(id, name, input)`), after a short text.
+pub fn tool_calls(calls: &[(&str, &str, Value)]) -> FakeResponse {
+    let mut blocks = vec![Block::Text("Let me check.".into())];
+    blocks.extend(calls.iter().map(|(id, name, input)| Block::ToolUse {
+        id: (*id).to_owned(),
+        name: (*name).to_owned(),
+        input: input.clone(),
+    }));
+    FakeResponse::stream(message_events(&blocks, "tool_use", 40, 30))
+}
+
+/// A 200 stream that starts a text answer and then reports `overloaded_error` in an `error`
+/// event.
+pub fn error_in_stream(partial_text: &str) -> FakeResponse {
+    let mut events = message_events(&[Block::Text(partial_text.into())], "end_turn", 10, 2);
+    // Keep message_start, ping, the block start and its deltas; drop the block stop onwards.
+    events.truncate(events.len() - 3);
+    events.push(event(&json!({ "type": "error", "error": { "type": "overloaded_error", "message": "Overloaded" } })));
+    FakeResponse::stream(events)
+}

@@ -1,0 +1,517 @@
+//! AnthropicProvider against the fake Anthropic server: streaming, tools, structured output,
+//! retries, faults, cancellation, and keys kept out of every message.
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use common::{deltas, recording_sink, request, two_tools};
+use openharness_core::{Provider, ProviderError, ProviderEvent, ProviderRequest, ProviderSink};
+use openharness_provider::anthropic::{OUTPUT_TOOL, StructuredOutput};
+use openharness_provider::testing::anthropic::{self as wire, KEY};
+use openharness_provider::testing::{FakeResponse, FakeServer};
+use openharness_provider::{AnthropicProvider, ApiKey, RetryPolicy};
+use serde_json::json;
+
+fn fast_retries() -> RetryPolicy {
+    RetryPolicy::default()
+        .max_retries(2)
+        .backoff(Duration::from_millis(1), Duration::from_millis(5))
+}
+
+async fn setup() -> (FakeServer, AnthropicProvider) {
+    let server = FakeServer::anthropic(KEY).await.unwrap();
+    let provider = AnthropicProvider::builder(ApiKey::new(KEY))
+        .base_url(server.base_url())
+        .retry(fast_retries())
+        .build()
+        .unwrap();
+    (server, provider)
+}
+
+#[tokio::test]
+async fn text_streams_as_deltas_and_usage_and_cost_are_reported() {
+    let (server, provider) = setup().await;
+    let answer = json!({ "answer": 42, "note": "¡olá — the answer!" });
+    server.respond(wire::json_output(&answer));
+    let (sink, events) = recording_sink();
+    let response = provider
+        .complete(request("What is the answer?"), sink.clone())
+        .await
+        .unwrap();
+
+    assert_eq!(response.output, answer);
+    let deltas = deltas(&events.lock().unwrap());
+    assert!(deltas.len() > 3, "streamed in pieces: {deltas:?}");
+    assert_eq!(deltas.concat(), answer.to_string());
+    assert_eq!(sink.text(), answer.to_string());
+    assert_eq!(
+        (response.usage.input_tokens, response.usage.output_tokens),
+        (25, 10)
+    );
+    let cost = response.cost.unwrap();
+    assert!(
+        (cost - (25.0 * 3.0 + 10.0 * 15.0) / 1e6).abs() < 1e-12,
+        "{cost}"
+    );
+
+    let sent = &server.requests()[0];
+    assert_eq!(sent.header("anthropic-version"), Some("2023-06-01"));
+    assert_eq!(sent.body["stream"], true);
+    assert_eq!(sent.body["model"], "claude-sonnet-4-5");
+    assert_eq!(
+        sent.body["messages"],
+        json!([{ "role": "user", "content": "What is the answer?" }])
+    );
+    let schema = &sent.body["output_config"]["format"]["schema"];
+    assert_eq!(sent.body["output_config"]["format"]["type"], "json_schema");
+    assert_eq!(schema["additionalProperties"], false);
+    assert!(
+        schema["properties"]["answer"].get("minimum").is_none(),
+        "moved to the description: {schema}"
+    );
+}
+
+#[tokio::test]
+async fn the_agents_model_wins_over_the_default() {
+    let (server, provider) = setup().await;
+    server.respond(wire::json_output(&json!({ "answer": 1 })));
+    let req = request("q").with_model(Some("claude-haiku-4-5".into()));
+    let response = provider
+        .complete(req, ProviderSink::discard())
+        .await
+        .unwrap();
+    assert_eq!(server.requests()[0].body["model"], "claude-haiku-4-5");
+    assert!((response.cost.unwrap() - (25.0 * 1.0 + 10.0 * 5.0) / 1e6).abs() < 1e-12);
+}
+
+#[tokio::test]
+async fn tool_loop_calls_two_tools_reports_them_and_sends_results_back() {
+    let (server, provider) = setup().await;
+    server.respond(wire::tool_calls(&[
+        ("toolu_01A", "weather", json!({ "city": "Lisbon" })),
+        ("toolu_01B", "population", json!({ "city": "Atlantis" })),
+    ]));
+    server.respond(wire::json_output(&json!({ "answer": 21 })));
+    let (sink, events) = recording_sink();
+    let req = request("Weather?").with_tools(two_tools());
+    let response = provider.complete(req, sink).await.unwrap();
+    assert_eq!(response.output, json!({ "answer": 21 }));
+    assert_eq!(
+        response.usage.input_tokens,
+        40 + 25,
+        "usage summed over turns"
+    );
+
+    let tool_events: Vec<_> = events
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|e| !matches!(e, ProviderEvent::TextDelta(_)))
+        .cloned()
+        .collect();
+    assert_eq!(
+        tool_events,
+        [
+            ProviderEvent::ToolCalled {
+                id: "toolu_01A".into(),
+                tool: "weather".into(),
+                input: json!({ "city": "Lisbon" })
+            },
+            ProviderEvent::ToolResult {
+                id: "toolu_01A".into(),
+                tool: "weather".into(),
+                output: json!({ "city": "Lisbon", "celsius": 21 }),
+                is_error: false
+            },
+            ProviderEvent::ToolCalled {
+                id: "toolu_01B".into(),
+                tool: "population".into(),
+                input: json!({ "city": "Atlantis" })
+            },
+            ProviderEvent::ToolResult {
+                id: "toolu_01B".into(),
+                tool: "population".into(),
+                output: json!("no census data for Atlantis"),
+                is_error: true
+            },
+        ]
+    );
+
+    let requests = server.requests();
+    assert_eq!(requests.len(), 2);
+    let tools: Vec<_> = requests[0].body["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].clone())
+        .collect();
+    assert_eq!(tools, [json!("weather"), json!("population")]);
+    assert_eq!(
+        requests[0].body["tools"][0]["input_schema"]["properties"]["city"]["type"],
+        "string"
+    );
+    let messages = requests[1].body["messages"].as_array().unwrap();
+    assert_eq!(messages.len(), 3);
+    assert_eq!(messages[1]["role"], "assistant");
+    assert_eq!(
+        messages[1]["content"][1],
+        json!({ "type": "tool_use", "id": "toolu_01A", "name": "weather", "input": { "city": "Lisbon" } })
+    );
+    assert_eq!(
+        messages[2]["content"],
+        json!([
+            { "type": "tool_result", "tool_use_id": "toolu_01A", "content": "{\"celsius\":21,\"city\":\"Lisbon\"}", "is_error": false },
+            { "type": "tool_result", "tool_use_id": "toolu_01B", "content": "no census data for Atlantis", "is_error": true }
+        ])
+    );
+}
+
+#[tokio::test]
+async fn the_tool_loop_stops_at_max_turns() {
+    let (server, provider) = setup().await;
+    server.fallback(|_| wire::tool_calls(&[("toolu_loop", "weather", json!({ "city": "Porto" }))]));
+    let req = request("loop").with_tools(two_tools()).with_max_turns(3);
+    let err = provider
+        .complete(req, ProviderSink::discard())
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("after 3 turns"), "{err}");
+    assert_eq!(server.request_count(), 3);
+}
+
+#[tokio::test]
+async fn recursive_schemas_use_the_forced_tool_with_the_original_schema() {
+    let (server, provider) = setup().await;
+    let tree = Arc::new(json!({
+        "type": "object",
+        "properties": { "name": { "type": "string" }, "children": { "type": "array", "items": { "$ref": "#" } } },
+        "required": ["name", "children"]
+    }));
+    let output = json!({ "name": "root", "children": [{ "name": "leaf", "children": [] }] });
+    server.respond(wire::tool_output(&output));
+    let response = provider
+        .complete(
+            ProviderRequest::new("tree", "grow", Arc::clone(&tree)),
+            ProviderSink::discard(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(response.output, output);
+    let body = &server.requests()[0].body;
+    assert!(body.get("output_config").is_none());
+    assert_eq!(
+        body["tool_choice"],
+        json!({ "type": "tool", "name": OUTPUT_TOOL })
+    );
+    assert_eq!(body["tools"][0]["input_schema"], *tree);
+}
+
+#[tokio::test]
+async fn forced_tool_with_other_tools_uses_tool_choice_any() {
+    let server = FakeServer::anthropic(KEY).await.unwrap();
+    let provider = AnthropicProvider::builder(ApiKey::new(KEY))
+        .base_url(server.base_url())
+        .structured_output(StructuredOutput::ForcedTool)
+        .build()
+        .unwrap();
+    server.respond(wire::tool_calls(&[(
+        "toolu_1",
+        "weather",
+        json!({ "city": "Lisbon" }),
+    )]));
+    server.respond(wire::tool_output(&json!({ "answer": 7 })));
+    let response = provider
+        .complete(
+            request("q").with_tools(two_tools()),
+            ProviderSink::discard(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(response.output, json!({ "answer": 7 }));
+    assert_eq!(
+        server.requests()[0].body["tool_choice"],
+        json!({ "type": "any" })
+    );
+}
+
+#[tokio::test]
+async fn the_beta_output_format_shape_sends_its_header() {
+    let server = FakeServer::anthropic(KEY).await.unwrap();
+    let provider = AnthropicProvider::builder(ApiKey::new(KEY))
+        .base_url(server.base_url())
+        .structured_output(StructuredOutput::BetaOutputFormat)
+        .build()
+        .unwrap();
+    server.respond(wire::json_output(&json!({ "answer": 3 })));
+    let response = provider
+        .complete(request("q"), ProviderSink::discard())
+        .await
+        .unwrap();
+    assert_eq!(response.output, json!({ "answer": 3 }));
+    let sent = &server.requests()[0];
+    assert_eq!(
+        sent.header("anthropic-beta"),
+        Some("structured-outputs-2025-11-13")
+    );
+    assert!(sent.body["output_format"]["schema"].is_object());
+}
+
+#[tokio::test]
+async fn untransformed_schemas_are_rejected_by_the_fake_like_the_real_api() {
+    // Building a provider installs the crypto provider reqwest needs.
+    let (server, _provider) = setup().await;
+    server.respond(wire::json_output(&json!({})));
+    let client = reqwest::Client::new();
+    let body = json!({
+        "model": "m", "max_tokens": 10, "messages": [],
+        "output_config": { "format": { "type": "json_schema", "schema": *common::answer_schema() } }
+    });
+    let response = client
+        .post(format!("{}/v1/messages", server.base_url()))
+        .header("x-api-key", KEY)
+        .header("anthropic-version", "2023-06-01")
+        .body(body.to_string())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 400);
+    let text = response.text().await.unwrap();
+    assert!(
+        text.contains("minimum") && text.contains("additionalProperties"),
+        "{text}"
+    );
+}
+
+#[tokio::test]
+async fn rate_limit_429_honours_retry_after_then_succeeds() {
+    let (server, provider) = setup().await;
+    server.respond(wire::rate_limited("1"));
+    server.respond(wire::json_output(&json!({ "answer": 1 })));
+    let started = std::time::Instant::now();
+    let response = provider
+        .complete(request("q"), ProviderSink::discard())
+        .await
+        .unwrap();
+    assert_eq!(response.output, json!({ "answer": 1 }));
+    assert_eq!(server.request_count(), 2);
+    assert!(
+        started.elapsed() >= Duration::from_millis(950),
+        "waited the server's retry-after: {:?}",
+        started.elapsed()
+    );
+}
+
+#[tokio::test]
+async fn overloaded_529_is_retried_with_backoff_until_the_budget_is_spent() {
+    let (server, provider) = setup().await;
+    for _ in 0..3 {
+        server.respond(wire::overloaded());
+    }
+    let err = provider
+        .complete(request("q"), ProviderSink::discard())
+        .await
+        .unwrap_err();
+    assert_eq!(server.request_count(), 3, "one attempt and two retries");
+    match err {
+        ProviderError::Api {
+            status, message, ..
+        } => {
+            assert_eq!(status, 529);
+            assert_eq!(message, "overloaded_error: Overloaded");
+        }
+        other => panic!("{other:?}"),
+    }
+
+    server.respond(wire::overloaded());
+    server.respond(wire::json_output(&json!({ "answer": 2 })));
+    let response = provider
+        .complete(request("q"), ProviderSink::discard())
+        .await
+        .unwrap();
+    assert_eq!(response.output, json!({ "answer": 2 }));
+}
+
+#[tokio::test]
+async fn x_should_retry_false_and_client_errors_are_not_retried() {
+    let (server, provider) = setup().await;
+    server.respond(wire::overloaded().header("x-should-retry", "false"));
+    assert!(
+        provider
+            .complete(request("q"), ProviderSink::discard())
+            .await
+            .is_err()
+    );
+    assert_eq!(server.request_count(), 1);
+    server.respond(wire::error(400, "invalid_request_error", "messages: bad"));
+    let err = provider
+        .complete(request("q"), ProviderSink::discard())
+        .await
+        .unwrap_err();
+    assert_eq!(server.request_count(), 2);
+    assert!(
+        err.to_string()
+            .contains("HTTP 400: invalid_request_error: messages: bad"),
+        "{err}"
+    );
+}
+
+#[tokio::test]
+async fn an_error_event_inside_a_200_stream_fails_after_the_text_already_streamed() {
+    let (server, provider) = setup().await;
+    server.respond(wire::error_in_stream("Partial answer"));
+    let (sink, events) = recording_sink();
+    let err = provider.complete(request("q"), sink).await.unwrap_err();
+    assert!(
+        err.to_string().contains("overloaded_error: Overloaded"),
+        "{err}"
+    );
+    assert_eq!(deltas(&events.lock().unwrap()).concat(), "Partial answer");
+    assert_eq!(
+        server.request_count(),
+        1,
+        "a failure inside a stream is not retried"
+    );
+}
+
+#[tokio::test]
+async fn a_stream_cut_mid_message_fails_clearly_and_keeps_the_deltas() {
+    let (server, provider) = setup().await;
+    // message_start, ping, block start, then two text deltas; the connection is then cut.
+    let full = wire::message_events(
+        &[wire::Block::Text("Hello there, world".into())],
+        "end_turn",
+        1,
+        1,
+    );
+    server.respond(FakeResponse::stream(full.clone()).cut_after(5));
+    let (sink, events) = recording_sink();
+    let err = provider.complete(request("q"), sink).await.unwrap_err();
+    let message = err.to_string();
+    assert!(
+        message.contains("stream broke") || message.contains("cut mid-message"),
+        "{message}"
+    );
+    assert_eq!(deltas(&events.lock().unwrap()).concat(), "Hello there, w");
+
+    // A clean end of the body before `message_stop` is a cut too.
+    let mut truncated = full;
+    truncated.truncate(truncated.len() - 2);
+    server.respond(FakeResponse::stream(truncated));
+    let err = provider
+        .complete(request("q"), ProviderSink::discard())
+        .await
+        .unwrap_err();
+    assert!(
+        err.to_string().contains("ended before `message_stop`"),
+        "{err}"
+    );
+}
+
+#[tokio::test]
+async fn malformed_sse_data_fails_with_the_event_name() {
+    let (server, provider) = setup().await;
+    let mut events = wire::message_events(&[wire::Block::Text("x".into())], "end_turn", 1, 1);
+    events.insert(
+        2,
+        "event: content_block_start\ndata: {\"type\":\"content_block_start\",\n\n".into(),
+    );
+    server.respond(FakeResponse::stream(events));
+    let err = provider
+        .complete(request("q"), ProviderSink::discard())
+        .await
+        .unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("malformed stream: the data of event `content_block_start` is not JSON"),
+        "{err}"
+    );
+}
+
+#[tokio::test]
+async fn unknown_events_and_comments_are_ignored() {
+    let (server, provider) = setup().await;
+    let mut events = wire::message_events(
+        &[wire::Block::Text("{\"answer\":5}".into())],
+        "end_turn",
+        1,
+        1,
+    );
+    events.insert(1, ": keep-alive\n\n".into());
+    events.insert(
+        2,
+        "event: brand_new_event\ndata: {\"type\":\"brand_new_event\"}\n\n".into(),
+    );
+    server.respond(FakeResponse::stream(events));
+    let response = provider
+        .complete(request("q"), ProviderSink::discard())
+        .await
+        .unwrap();
+    assert_eq!(response.output, json!({ "answer": 5 }));
+}
+
+#[tokio::test]
+async fn cancelling_drops_the_http_request_promptly() {
+    let (server, provider) = setup().await;
+    let events = wire::message_events(&[wire::Block::Text("slow".into())], "end_turn", 1, 1);
+    server.respond(FakeResponse::stream(events[..3].to_vec()).hang());
+    let (sink, seen) = recording_sink();
+    let call = provider.complete(request("q"), sink);
+    tokio::select! {
+        _ = call => panic!("the hanging stream cannot finish"),
+        () = tokio::time::sleep(Duration::from_millis(300)) => {}
+    }
+    assert!(
+        server
+            .wait_for_disconnects(1, Duration::from_secs(10))
+            .await,
+        "the server saw the client go away"
+    );
+    assert!(
+        seen.lock().unwrap().is_empty(),
+        "nothing streamed before the hang"
+    );
+}
+
+#[tokio::test]
+async fn the_idle_timeout_fails_a_silent_stream() {
+    let server = FakeServer::anthropic(KEY).await.unwrap();
+    let provider = AnthropicProvider::builder(ApiKey::new(KEY))
+        .base_url(server.base_url())
+        .timeouts(openharness_provider::Timeouts {
+            connect: Duration::from_secs(5),
+            idle: Duration::from_millis(200),
+        })
+        .retry(RetryPolicy::none())
+        .build()
+        .unwrap();
+    let events = wire::message_events(&[wire::Block::Text("slow".into())], "end_turn", 1, 1);
+    server.respond(FakeResponse::stream(events[..2].to_vec()).hang());
+    let err = provider
+        .complete(request("q"), ProviderSink::discard())
+        .await
+        .unwrap_err();
+    assert!(
+        err.to_string().contains("idle") || err.to_string().contains("stream broke"),
+        "{err}"
+    );
+}
+
+#[tokio::test]
+async fn connection_refused_is_retried_then_reported() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    drop(listener);
+    let provider = AnthropicProvider::builder(ApiKey::new(KEY))
+        .base_url(url)
+        .retry(fast_retries())
+        .build()
+        .unwrap();
+    let err = provider
+        .complete(request("q"), ProviderSink::discard())
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("request failed"), "{err}");
+}

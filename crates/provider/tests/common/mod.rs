@@ -1,0 +1,72 @@
+//! Helpers shared by the provider tests: a sink that records events, schemas and tools.
+#![allow(dead_code, unreachable_pub, clippy::unwrap_used)]
+
+use std::sync::{Arc, Mutex};
+
+use openharness_core::{FnTool, ProviderEvent, ProviderRequest, ProviderSink, Tool, Toolbox};
+use serde_json::{Value, json};
+
+/// A sink and the events it received.
+pub fn recording_sink() -> (ProviderSink, Arc<Mutex<Vec<ProviderEvent>>>) {
+    let events = Arc::new(Mutex::new(Vec::new()));
+    let record = Arc::clone(&events);
+    (
+        ProviderSink::new(move |e| record.lock().unwrap().push(e)),
+        events,
+    )
+}
+
+/// The text deltas among `events`.
+pub fn deltas(events: &[ProviderEvent]) -> Vec<String> {
+    events
+        .iter()
+        .filter_map(|e| match e {
+            ProviderEvent::TextDelta(d) => Some(d.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The schema of a small answer: `{ "answer": integer, "note"?: string }`.
+pub fn answer_schema() -> Arc<Value> {
+    Arc::new(json!({
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "title": "Answer",
+        "type": "object",
+        "properties": {
+            "answer": { "type": "integer", "format": "int64", "minimum": 0 },
+            "note": { "type": ["string", "null"] }
+        },
+        "required": ["answer"]
+    }))
+}
+
+pub fn request(prompt: &str) -> ProviderRequest {
+    ProviderRequest::new("oracle", prompt, answer_schema())
+}
+
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+pub struct CityArgs {
+    /// The city.
+    pub city: String,
+}
+
+/// Two tools: `weather` (succeeds) and `population` (fails for any city but Lisbon).
+pub fn two_tools() -> Toolbox {
+    let weather = FnTool::new("weather", "Current weather.", |args: CityArgs| async move {
+        Ok::<_, String>(json!({ "city": args.city, "celsius": 21 }))
+    });
+    let population = FnTool::new(
+        "population",
+        "Population of a city.",
+        |args: CityArgs| async move {
+            if args.city == "Lisbon" {
+                Ok(json!(545_000))
+            } else {
+                Err(format!("no census data for {}", args.city))
+            }
+        },
+    );
+    let tools: Vec<Arc<dyn Tool>> = vec![Arc::new(weather), Arc::new(population)];
+    Toolbox::new(tools)
+}
