@@ -1,0 +1,21 @@
+use openharness::prelude::*;
+
+#[event]
+#[derive(Debug, Clone)]
+pub struct PlanCreated {
+    pub tasks: Vec<String>,
+}
+
+#[event]
+#[derive(Debug, Clone)]
+pub struct TaskCompleted {
+    pub index: usize,
+}
+
+#[event]
+pub enum PlannerEvent {
+    PlanCreated { tasks: Vec<String> },
+    TaskCompleted,
+}
+
+fn main() {}

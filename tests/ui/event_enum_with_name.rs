@@ -1,0 +1,21 @@
+use openharness::prelude::*;
+
+#[event]
+#[derive(Debug, Clone)]
+pub struct PlanCreated {
+    pub tasks: Vec<String>,
+}
+
+#[event]
+#[derive(Debug, Clone)]
+pub struct TaskCompleted {
+    pub index: usize,
+}
+
+#[event("planner:event")]
+pub enum PlannerEvent {
+    PlanCreated,
+    TaskCompleted,
+}
+
+fn main() {}

@@ -1,0 +1,6 @@
+use openharness::prelude::*;
+
+#[event]
+fn plan_created() {}
+
+fn main() {}

@@ -1,0 +1,8 @@
+use openharness::prelude::*;
+
+#[event]
+pub struct Plan {
+    pub tasks: Vec<String>,
+}
+
+fn main() {}

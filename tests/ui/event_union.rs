@@ -1,0 +1,9 @@
+use openharness::prelude::*;
+
+#[event]
+pub union BitsChanged {
+    pub int: u32,
+    pub float: f32,
+}
+
+fn main() {}

@@ -1,0 +1,41 @@
+use openharness::prelude::*;
+
+#[event]
+#[derive(Debug, Clone)]
+pub struct PlanCreated {
+    pub tasks: Vec<String>,
+}
+
+#[event]
+#[derive(Debug, Clone)]
+pub struct TaskCompleted {
+    pub index: usize,
+}
+
+#[event]
+pub enum PlannerEvent {
+    UserInput,
+    PlanCreated,
+    TaskCompleted,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct PlanState {
+    pub tasks: Vec<String>,
+    pub done: usize,
+}
+
+#[handler(PlannerEvent, partial)]
+impl PlanState {
+    fn on_plan(&mut self, plan: &PlanCreated) {
+        self.tasks = plan.tasks.clone();
+    }
+    fn task_done(&mut self, _done: &TaskCompleted) {
+        self.done += 1;
+    }
+    fn count_done(&mut self, _done: &TaskCompleted) {
+        self.done += 1;
+    }
+}
+
+fn main() {}

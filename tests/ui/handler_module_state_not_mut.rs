@@ -1,0 +1,37 @@
+use openharness::prelude::*;
+
+#[event]
+#[derive(Debug, Clone)]
+pub struct PlanCreated {
+    pub tasks: Vec<String>,
+}
+
+#[event]
+#[derive(Debug, Clone)]
+pub struct TaskCompleted {
+    pub index: usize,
+}
+
+#[event]
+pub enum PlannerEvent {
+    UserInput,
+    PlanCreated,
+    TaskCompleted,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct PlanState {
+    pub tasks: Vec<String>,
+    pub done: usize,
+}
+
+#[handler(PlannerEvent, partial)]
+mod handlers {
+    use super::*;
+
+    fn on_plan(state: &PlanState, plan: &PlanCreated) {
+        println!("{} {}", state.tasks.len(), plan.tasks.len());
+    }
+}
+
+fn main() {}

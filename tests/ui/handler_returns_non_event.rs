@@ -1,0 +1,36 @@
+use openharness::prelude::*;
+
+#[event]
+#[derive(Debug, Clone)]
+pub struct PlanCreated {
+    pub tasks: Vec<String>,
+}
+
+#[event]
+#[derive(Debug, Clone)]
+pub struct TaskCompleted {
+    pub index: usize,
+}
+
+#[event]
+pub enum PlannerEvent {
+    UserInput,
+    PlanCreated,
+    TaskCompleted,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct PlanState {
+    pub tasks: Vec<String>,
+    pub done: usize,
+}
+
+#[handler(PlannerEvent, partial)]
+impl PlanState {
+    fn on_plan(&mut self, plan: &PlanCreated) -> usize {
+        self.tasks = plan.tasks.clone();
+        self.tasks.len()
+    }
+}
+
+fn main() {}
