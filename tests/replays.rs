@@ -11,7 +11,10 @@ use openharness_example_planner_executor::{self as example, PlanState};
 /// Runs the demo into a fresh memory store and loads its tape.
 async fn demo_tape() -> Tape<PlanState> {
     let workflow = example::workflow(MemoryStore::new(), example::scripted_provider()).unwrap();
-    let outcome = workflow.run(RunOptions::new().input(example::DEMO_GOAL)).await.unwrap();
+    let outcome = workflow
+        .run(RunOptions::new().input(example::DEMO_GOAL))
+        .await
+        .unwrap();
     assert!(outcome.state.is_done());
     workflow.load(&outcome.session).await.unwrap()
 }
@@ -44,11 +47,38 @@ async fn demo_final_state() {
 #[tokio::test]
 async fn demo_projected_messages() {
     let tape = demo_tape().await;
-    let messages = project_messages(tape.events());
-    insta::assert_json_snapshot!("demo_projected_messages", messages, {
-        "[].id" => "[id]",
-        "[]._events[]" => "[event id]",
-    });
+    let messages = serde_json::to_value(project_messages(tape.events())).unwrap();
+    insta::assert_json_snapshot!(
+        "demo_projected_messages",
+        ids_as_seqs(messages, tape.events())
+    );
+}
+
+/// Replaces every event id (and `msg-<event id>` message id) with the event's seq, so the
+/// snapshot pins which events each message links back to.
+fn ids_as_seqs(value: serde_json::Value, events: &[Envelope]) -> serde_json::Value {
+    use serde_json::Value;
+    let seq_of = |id: &str| events.iter().position(|e| e.id.to_string() == id);
+    match value {
+        Value::String(s) => {
+            if let Some(seq) = seq_of(&s) {
+                Value::String(format!("event #{seq}"))
+            } else if let Some(seq) = s.strip_prefix("msg-").and_then(seq_of) {
+                Value::String(format!("msg-<event #{seq}>"))
+            } else {
+                Value::String(s)
+            }
+        }
+        Value::Array(items) => {
+            Value::Array(items.into_iter().map(|v| ids_as_seqs(v, events)).collect())
+        }
+        Value::Object(map) => Value::Object(
+            map.into_iter()
+                .map(|(k, v)| (k, ids_as_seqs(v, events)))
+                .collect(),
+        ),
+        other => other,
+    }
 }
 
 #[tokio::test]
@@ -62,7 +92,11 @@ async fn replaying_a_session_100_times_gives_byte_identical_state_at_every_posit
         let mut replay = workflow.load(tape.session()).await.unwrap();
         for (position, state) in expected.iter().enumerate() {
             assert_eq!(replay.step_to(position as u64), position as u64);
-            assert_eq!(&serde_json::to_string(replay.state()).unwrap(), state, "position {position}");
+            assert_eq!(
+                &serde_json::to_string(replay.state()).unwrap(),
+                state,
+                "position {position}"
+            );
         }
     }
 }
@@ -71,7 +105,10 @@ async fn replaying_a_session_100_times_gives_byte_identical_state_at_every_posit
 async fn tape_positions_follow_the_one_rule() {
     let mut tape = demo_tape().await;
     let len = tape.len();
-    assert!(len > 15, "the demo is long enough for the scenarios ({len})");
+    assert!(
+        len > 15,
+        "the demo is long enough for the scenarios ({len})"
+    );
     let initial = serde_json::to_value(tape.workflow().initial_state()).unwrap();
 
     // Position 0: the initial state, no current event; stepping back stays at 0.
@@ -96,8 +133,16 @@ async fn tape_positions_follow_the_one_rule() {
             tape.step_back();
         }
         let fresh = tape.workflow().fold(&tape.events()[..target as usize]);
-        assert_eq!(serde_json::to_value(tape.state()).unwrap(), serde_json::to_value(&fresh).unwrap());
-        assert_eq!(tape.current(), target.checked_sub(1).and_then(|i| tape.events().get(i as usize)));
+        assert_eq!(
+            serde_json::to_value(tape.state()).unwrap(),
+            serde_json::to_value(&fresh).unwrap()
+        );
+        assert_eq!(
+            tape.current(),
+            target
+                .checked_sub(1)
+                .and_then(|i| tape.events().get(i as usize))
+        );
     }
 
     // At len, step() stays; step_to clamps.
@@ -123,7 +168,12 @@ mod moves {
     }
 
     fn a_move() -> impl Strategy<Value = Move> {
-        prop_oneof![Just(Move::Step), Just(Move::StepBack), (0u64..40).prop_map(Move::StepTo), Just(Move::Rewind)]
+        prop_oneof![
+            Just(Move::Step),
+            Just(Move::StepBack),
+            (0u64..40).prop_map(Move::StepTo),
+            Just(Move::Rewind)
+        ]
     }
 
     proptest! {

@@ -58,7 +58,9 @@ impl Adder {
     }
 
     fn on_output(&self, output: Amount, _input: &UserInput) -> CountAdded {
-        CountAdded { amount: output.amount }
+        CountAdded {
+            amount: output.amount,
+        }
     }
 }
 
@@ -89,20 +91,38 @@ async fn a_panicking_handler_becomes_error_occurred_and_the_run_goes_on() {
     assert_eq!(first.state.total, 5);
     let second = wf.run(RunOptions::new().input("b")).await.unwrap();
     // The state is as before the panicking event: the amount was not added.
-    assert_eq!(second.state.total, 0, "a fresh run starts from the initial state");
+    assert_eq!(
+        second.state.total, 0,
+        "a fresh run starts from the initial state"
+    );
     let events = store.all_events(&second.session).await.unwrap();
     let panicked = events.iter().position(|e| e.name == "count:added").unwrap();
-    let error = &events[panicked + 1];
-    assert_eq!(error.name, "error:occurred");
+    // The error is recorded after the agent's final events (recorded as one batch), caused by
+    // the event whose handler panicked.
+    let error = events[panicked..]
+        .iter()
+        .find(|e| e.name == "error:occurred")
+        .unwrap();
     assert_eq!(error.caused_by, Some(events[panicked].id));
     let payload = error.decode::<ErrorOccurred>().unwrap();
     assert_eq!(payload.source, "handler");
-    assert!(payload.message.contains("13 is unlucky"), "{}", payload.message);
+    assert!(
+        payload.message.contains("13 is unlucky"),
+        "{}",
+        payload.message
+    );
     // The run went on to the end.
     assert_eq!(events.last().unwrap().name, "workflow:completed");
-    assert_eq!(second.state.inputs, vec!["b".to_owned()], "state before the panic is kept");
+    assert_eq!(
+        second.state.inputs,
+        vec!["b".to_owned()],
+        "state before the panic is kept"
+    );
     // Replaying the log gives the same state as the live run.
-    assert_eq!(serde_json::to_value(wf.fold(&events)).unwrap(), serde_json::to_value(&second.state).unwrap());
+    assert_eq!(
+        serde_json::to_value(wf.fold(&events)).unwrap(),
+        serde_json::to_value(&second.state).unwrap()
+    );
 }
 
 #[tokio::test]
@@ -123,15 +143,27 @@ async fn a_failing_store_stops_the_run_with_a_typed_error_and_loses_no_acknowled
                 RunOptions::new()
                     .session(session.clone())
                     .input("go")
-                    .renderer(renderer_fn(Pattern::Any, move |e| seen_by_renderer.lock().unwrap().push(e.clone()))),
+                    .renderer(renderer_fn(Pattern::Any, move |e| {
+                        seen_by_renderer.lock().unwrap().push(e.clone())
+                    })),
             )
             .await;
         let err = result.expect_err("the store fails, so the run must fail");
         match &err {
-            Error::Store { store, session: Some(failed), source } => {
+            Error::Store {
+                store,
+                session: Some(failed),
+                source,
+            } => {
                 assert_eq!(failed, &session);
-                assert!(store.contains("memory") || !store.is_empty(), "names the store: {store}");
-                assert!(source.to_string().contains("injected"), "carries the cause: {source}");
+                assert!(
+                    store.contains("memory") || !store.is_empty(),
+                    "names the store: {store}"
+                );
+                assert!(
+                    source.to_string().contains("injected"),
+                    "carries the cause: {source}"
+                );
             }
             other => panic!("expected a store error, got {other:?}"),
         }
@@ -139,8 +171,15 @@ async fn a_failing_store_stops_the_run_with_a_typed_error_and_loses_no_acknowled
         let rendered = seen.lock().unwrap().clone();
         // The runtime only shows an event after the store acknowledged it, and every
         // acknowledged event is in the log.
-        assert_eq!(stored.len() as u64, fail_at - 1, "appends before the failure are kept");
-        assert_eq!(rendered, stored, "renderers saw exactly the acknowledged events (fail at {fail_at})");
+        assert_eq!(
+            stored.len() as u64,
+            fail_at - 1,
+            "appends before the failure are kept"
+        );
+        assert_eq!(
+            rendered, stored,
+            "renderers saw exactly the acknowledged events (fail at {fail_at})"
+        );
     }
 }
 
@@ -159,13 +198,25 @@ async fn cancellation_ends_running_agents_as_interrupted_and_keeps_what_they_emi
         canceller.cancel();
     });
     let started = std::time::Instant::now();
-    let outcome = wf.run(RunOptions::new().input("slow").cancel_token(cancel)).await.unwrap();
-    assert!(started.elapsed() < Duration::from_secs(10), "cancellation is prompt");
+    let outcome = wf
+        .run(RunOptions::new().input("slow").cancel_token(cancel))
+        .await
+        .unwrap();
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "cancellation is prompt"
+    );
     assert_eq!(outcome.reason, StopReason::Cancelled);
     let events = store.all_events(&outcome.session).await.unwrap();
     assert_eq!(
         names(&events),
-        ["workflow:started", "user:input", "agent:started", "agent:completed", "workflow:completed"]
+        [
+            "workflow:started",
+            "user:input",
+            "agent:started",
+            "agent:completed",
+            "workflow:completed"
+        ]
     );
     let completed = events[3].decode::<AgentCompleted>().unwrap();
     assert_eq!(completed.outcome, Outcome::Interrupted);
@@ -176,7 +227,10 @@ async fn cancellation_ends_running_agents_as_interrupted_and_keeps_what_they_emi
 async fn invalid_output_is_re_asked_with_the_error_then_accepted() {
     let store = MemoryStore::new();
     let provider = ScriptedProvider::new()
-        .respond("adder", Reply::output(serde_json::json!({ "amount": "five" })))
+        .respond(
+            "adder",
+            Reply::output(serde_json::json!({ "amount": "five" })),
+        )
         .respond("adder", Reply::output(serde_json::json!({ "amount": 5 })));
     let wf = counter(store.clone(), provider.clone());
     let outcome = wf.run(RunOptions::new().input("x")).await.unwrap();
@@ -184,22 +238,43 @@ async fn invalid_output_is_re_asked_with_the_error_then_accepted() {
     let requests = provider.requests();
     assert_eq!(requests.len(), 2);
     assert_eq!(requests[1].attempt, 2);
-    assert!(requests[1].previous_error.as_deref().unwrap().contains("invalid type"), "{:?}", requests[1].previous_error);
+    assert!(
+        requests[1]
+            .previous_error
+            .as_deref()
+            .unwrap()
+            .contains("invalid type"),
+        "{:?}",
+        requests[1].previous_error
+    );
 }
 
 #[tokio::test]
 async fn output_that_never_matches_ends_the_agent_as_failure_with_error_occurred() {
     let store = MemoryStore::new();
     let bad = || Reply::output(serde_json::json!({ "nope": true }));
-    let provider = ScriptedProvider::new().respond("adder", bad()).respond("adder", bad()).respond("adder", bad());
+    let provider = ScriptedProvider::new()
+        .respond("adder", bad())
+        .respond("adder", bad())
+        .respond("adder", bad());
     let wf = counter(store.clone(), provider.clone());
     let outcome = wf.run(RunOptions::new().input("x")).await.unwrap();
     assert_eq!(provider.requests().len(), 3, "bounded re-asks");
     let events = store.all_events(&outcome.session).await.unwrap();
-    let error = events.iter().find(|e| e.name == "error:occurred").unwrap().decode::<ErrorOccurred>().unwrap();
+    let error = events
+        .iter()
+        .find(|e| e.name == "error:occurred")
+        .unwrap()
+        .decode::<ErrorOccurred>()
+        .unwrap();
     assert_eq!(error.source, "agent");
     assert!(error.message.contains("amount"), "{}", error.message);
-    let completed = events.iter().find(|e| e.name == "agent:completed").unwrap().decode::<AgentCompleted>().unwrap();
+    let completed = events
+        .iter()
+        .find(|e| e.name == "agent:completed")
+        .unwrap()
+        .decode::<AgentCompleted>()
+        .unwrap();
     assert_eq!(completed.outcome, Outcome::Failure);
     assert_eq!(outcome.state.total, 0);
 }
@@ -212,7 +287,12 @@ async fn a_provider_error_fails_the_agent_not_the_run() {
     let outcome = wf.run(RunOptions::new().input("x")).await.unwrap();
     assert_eq!(outcome.reason, StopReason::Idle);
     let events = store.all_events(&outcome.session).await.unwrap();
-    let completed = events.iter().find(|e| e.name == "agent:completed").unwrap().decode::<AgentCompleted>().unwrap();
+    let completed = events
+        .iter()
+        .find(|e| e.name == "agent:completed")
+        .unwrap()
+        .decode::<AgentCompleted>()
+        .unwrap();
     assert_eq!(completed.outcome, Outcome::Failure);
     assert!(completed.error.unwrap().contains("model overloaded"));
 }
@@ -220,7 +300,8 @@ async fn a_provider_error_fails_the_agent_not_the_run() {
 #[tokio::test]
 async fn a_panicking_or_slow_renderer_never_breaks_or_blocks_the_loop() {
     let store = MemoryStore::new();
-    let provider = ScriptedProvider::new().respond("adder", Reply::output(serde_json::json!({ "amount": 3 })));
+    let provider =
+        ScriptedProvider::new().respond("adder", Reply::output(serde_json::json!({ "amount": 3 })));
     let wf = counter(store.clone(), provider);
     let seen = Arc::new(Mutex::new(Vec::new()));
     let seen_after_panic = Arc::clone(&seen);
@@ -229,54 +310,92 @@ async fn a_panicking_or_slow_renderer_never_breaks_or_blocks_the_loop() {
             RunOptions::new()
                 .input("x")
                 .renderer(renderer_fn(Pattern::Any, |_| panic!("renderer bug")))
-                .renderer(renderer_fn("*:started".parse().unwrap(), |_| std::thread::sleep(Duration::from_millis(50))))
-                .renderer(renderer_fn(Pattern::Any, move |e| seen_after_panic.lock().unwrap().push(e.name.to_string()))),
+                .renderer(renderer_fn("*:started".parse().unwrap(), |_| {
+                    std::thread::sleep(Duration::from_millis(50))
+                }))
+                .renderer(renderer_fn(Pattern::Any, move |e| {
+                    seen_after_panic.lock().unwrap().push(e.name.to_string())
+                })),
         )
         .await
         .unwrap();
     assert_eq!(outcome.state.total, 3);
     let stored = store.all_events(&outcome.session).await.unwrap();
-    assert_eq!(*seen.lock().unwrap(), names(&stored), "the healthy renderer saw every event in order");
+    assert_eq!(
+        *seen.lock().unwrap(),
+        names(&stored),
+        "the healthy renderer saw every event in order"
+    );
 }
 
 #[tokio::test]
 async fn renderer_patterns_filter_events() {
     let store = MemoryStore::new();
-    let provider = ScriptedProvider::new().respond("adder", Reply::output(serde_json::json!({ "amount": 3 })).text("a b c"));
+    let provider = ScriptedProvider::new().respond(
+        "adder",
+        Reply::output(serde_json::json!({ "amount": 3 })).text("a b c"),
+    );
     let wf = counter(store, provider);
     let collect = |pattern: &str| {
         let seen = Arc::new(Mutex::new(Vec::<String>::new()));
         let sink = Arc::clone(&seen);
-        (seen, renderer_fn(pattern.parse().unwrap(), move |e| sink.lock().unwrap().push(e.name.to_string())))
+        (
+            seen,
+            renderer_fn(pattern.parse().unwrap(), move |e| {
+                sink.lock().unwrap().push(e.name.to_string())
+            }),
+        )
     };
     let (deltas, r1) = collect("text:delta");
     let (completed, r2) = collect("*:completed");
     let (agents, r3) = collect("agent:*");
-    wf.run(RunOptions::new().input("x").renderer(r1).renderer(r2).renderer(r3)).await.unwrap();
+    wf.run(
+        RunOptions::new()
+            .input("x")
+            .renderer(r1)
+            .renderer(r2)
+            .renderer(r3),
+    )
+    .await
+    .unwrap();
     let deltas = deltas.lock().unwrap();
     assert!(!deltas.is_empty() && deltas.iter().all(|n| n == "text:delta"));
-    assert_eq!(*completed.lock().unwrap(), ["agent:completed", "workflow:completed"]);
-    assert_eq!(*agents.lock().unwrap(), ["agent:started", "agent:completed"]);
+    assert_eq!(
+        *completed.lock().unwrap(),
+        ["agent:completed", "workflow:completed"]
+    );
+    assert_eq!(
+        *agents.lock().unwrap(),
+        ["agent:started", "agent:completed"]
+    );
 }
 
 #[tokio::test]
 async fn guards_stop_the_run() {
-    let provider = ScriptedProvider::new().respond("adder", Reply::output(serde_json::json!({ "amount": 1 })));
+    let provider =
+        ScriptedProvider::new().respond("adder", Reply::output(serde_json::json!({ "amount": 1 })));
     let wf = counter(MemoryStore::new(), provider);
-    let outcome = wf.run(RunOptions::new().input("x").max_events(2)).await.unwrap();
+    let outcome = wf
+        .run(RunOptions::new().input("x").max_events(2))
+        .await
+        .unwrap();
     assert_eq!(outcome.reason, StopReason::MaxEvents);
     assert_eq!(outcome.len, 3, "two events, then workflow:completed");
 
     let provider = ScriptedProvider::new();
     let wf = counter(MemoryStore::new(), provider.clone());
-    let outcome = wf.run(RunOptions::new().input("x").max_agent_calls(0)).await.unwrap();
+    let outcome = wf
+        .run(RunOptions::new().input("x").max_agent_calls(0))
+        .await
+        .unwrap();
     assert_eq!(outcome.reason, StopReason::MaxAgentCalls);
     assert_eq!(provider.requests().len(), 0);
 }
 
 #[tokio::test]
 async fn until_ends_the_run_and_unknown_events_are_skipped_on_replay() {
-    let provider = ScriptedProvider::new().respond("adder", Reply::output(serde_json::json!({ "amount": 4 })));
+    let provider =
+        ScriptedProvider::new().respond("adder", Reply::output(serde_json::json!({ "amount": 4 })));
     let store = MemoryStore::new();
     let wf = Workflow::builder("counter")
         .initial_state(Counter::default())
@@ -289,15 +408,29 @@ async fn until_ends_the_run_and_unknown_events_are_skipped_on_replay() {
     let outcome = wf.run(RunOptions::new().input("x")).await.unwrap();
     assert_eq!(outcome.reason, StopReason::Until);
     let mut events = store.all_events(&outcome.session).await.unwrap();
-    assert_eq!(events.last().unwrap().decode::<WorkflowCompleted>().unwrap().reason, "until");
+    assert_eq!(
+        events
+            .last()
+            .unwrap()
+            .decode::<WorkflowCompleted>()
+            .unwrap()
+            .reason,
+        "until"
+    );
     // An event from a future version of the workflow does not break replay.
-    events.insert(2, Envelope::new("plan:invented", serde_json::json!({ "x": 1 }), None));
+    events.insert(
+        2,
+        Envelope::new("plan:invented", serde_json::json!({ "x": 1 }), None),
+    );
     assert_eq!(wf.fold(&events).total, 4);
 }
 
 #[tokio::test]
 async fn building_without_a_store_or_provider_is_a_clear_error() {
-    let err = Workflow::<Counter>::builder("counter").initial_state(Counter::default()).build().unwrap_err();
+    let err = Workflow::<Counter>::builder("counter")
+        .initial_state(Counter::default())
+        .build()
+        .unwrap_err();
     assert!(err.to_string().contains("no store"), "{err}");
     let err = Workflow::<Counter>::builder("counter")
         .initial_state(Counter::default())

@@ -283,9 +283,16 @@ mod tests {
     #[test]
     fn the_wire_form_uses_the_seed_field_names() {
         let cause = EventId::new();
-        let event = Envelope::new("task:completed", serde_json::json!({ "id": 1 }), Some(cause));
+        let event = Envelope::new(
+            "task:completed",
+            serde_json::json!({ "id": 1 }),
+            Some(cause),
+        );
         let json = serde_json::to_value(&event).unwrap_or_default();
-        let keys: Vec<_> = json.as_object().map(|o| o.keys().cloned().collect()).unwrap_or_default();
+        let keys: Vec<_> = json
+            .as_object()
+            .map(|o| o.keys().cloned().collect())
+            .unwrap_or_default();
         assert_eq!(keys, ["causedBy", "id", "name", "payload", "timestamp"]);
         assert_eq!(json["causedBy"], cause.to_string());
         let back: Envelope = serde_json::from_value(json).unwrap_or_else(|e| panic!("{e}"));
@@ -305,6 +312,9 @@ mod tests {
         assert!("a\nb".parse::<SessionId>().is_err());
         assert!("x".repeat(201).parse::<SessionId>().is_err());
         assert!(serde_json::from_str::<SessionId>("\"\"").is_err());
-        assert_eq!("demo".parse::<SessionId>().map(|s| s.to_string()).ok(), Some("demo".to_owned()));
+        assert_eq!(
+            "demo".parse::<SessionId>().map(|s| s.to_string()).ok(),
+            Some("demo".to_owned())
+        );
     }
 }

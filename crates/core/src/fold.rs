@@ -238,14 +238,25 @@ mod tests {
     #[test]
     fn a_panicking_handler_leaves_the_state_as_before_the_event() {
         for interval in [1, 2, 3, 256] {
-            let log = vec![added(1), added(2), added(-5), added(4), added(-1), added(10)];
+            let log = vec![
+                added(1),
+                added(2),
+                added(-5),
+                added(4),
+                added(-1),
+                added(10),
+            ];
             let mut fold = Fold::new(Sum::default()).with_checkpoint_interval(interval);
             let mut outcomes = Vec::new();
             for event in &log {
                 outcomes.push(matches!(fold.apply(event, &log), Applied::Panicked(_)));
             }
             assert_eq!(outcomes, [false, false, true, false, true, false]);
-            assert_eq!(fold.state(), &Sum { total: 17, seen: 4 }, "interval {interval}");
+            assert_eq!(
+                fold.state(),
+                &Sum { total: 17, seen: 4 },
+                "interval {interval}"
+            );
             assert_eq!(fold.position(), 6);
         }
     }
@@ -255,7 +266,11 @@ mod tests {
         let log = vec![
             added(1),
             Envelope::new("plan:invented", Value::Null, None),
-            Envelope::new("text:delta", serde_json::json!({ "agent": "a", "delta": "x" }), None),
+            Envelope::new(
+                "text:delta",
+                serde_json::json!({ "agent": "a", "delta": "x" }),
+                None,
+            ),
             Envelope::new(Added::NAME, serde_json::json!({ "amount": "NaN" }), None),
             added(2),
         ];

@@ -99,7 +99,10 @@ mod tests {
     #[test]
     fn rejects_malformed_patterns() {
         for bad in ["", "text", ":delta", "text:", "a:b:c", "**:x", "te*t:delta"] {
-            assert!(bad.parse::<Pattern>().is_err(), "{bad:?} should be rejected");
+            assert!(
+                bad.parse::<Pattern>().is_err(),
+                "{bad:?} should be rejected"
+            );
         }
     }
 }

@@ -33,10 +33,24 @@ use crate::workflow::{Inner, RunOptions, RunOutcome, StopReason, WorkflowState};
 
 /// What an agent task sends back to the loop.
 enum AgentMessage {
-    /// An event to record, caused by the agent's trigger.
+    /// A streamed event to record (text delta, tool call, tool result), caused by the agent's
+    /// trigger.
     Event(Pending, EventId),
-    /// The agent call is over (its `agent:completed` was sent just before).
-    Finished(u64),
+    /// The agent call is over: its final events (`text:complete`, its output events or an
+    /// `error:occurred`, then `agent:completed`), recorded back to back.
+    Finished {
+        call: u64,
+        trigger: EventId,
+        events: Vec<Pending>,
+    },
+}
+
+/// What to do once a queued event is recorded.
+enum AfterRecord<S> {
+    /// Start this agent call (the event is its `agent:started`).
+    Launch(AgentTask<S>),
+    /// This agent call is over (the event is its `agent:completed`).
+    Finish(u64),
 }
 
 /// How long a finished run waits for its renderers to drain.
@@ -78,10 +92,11 @@ pub(crate) async fn run<S: WorkflowState>(
             workflow: wf.name.clone(),
         }),
         None,
+        None,
     ));
     if let Some(text) = input {
         run.queue
-            .push_back((Pending::of(&UserInput { text }), None));
+            .push_back((Pending::of(&UserInput { text }), None, None));
     }
 
     let reason = loop {
@@ -94,8 +109,8 @@ pub(crate) async fn run<S: WorkflowState>(
         if run.log.len() as u64 >= max_events {
             break StopReason::MaxEvents;
         }
-        let (pending, caused_by) = match run.queue.pop_front() {
-            Some(next) => next,
+        let (batch, after) = match run.queue.pop_front() {
+            Some((pending, caused_by, after)) => (vec![(pending, caused_by)], after),
             None if run.running.is_empty() => break StopReason::Idle,
             None => {
                 let message = tokio::select! {
@@ -105,23 +120,36 @@ pub(crate) async fn run<S: WorkflowState>(
                     message = rx.recv() => message,
                 };
                 match message {
-                    Some(AgentMessage::Event(pending, trigger)) => (pending, Some(trigger)),
-                    Some(AgentMessage::Finished(call)) => {
-                        run.running.remove(&call);
-                        continue;
+                    Some(AgentMessage::Event(pending, trigger)) => {
+                        (vec![(pending, Some(trigger))], None)
                     }
+                    Some(AgentMessage::Finished {
+                        call,
+                        trigger,
+                        events,
+                    }) => (
+                        events.into_iter().map(|p| (p, Some(trigger))).collect(),
+                        Some(AfterRecord::Finish(call)),
+                    ),
                     None => break StopReason::Idle,
                 }
             }
         };
-        let index = match run.record(pending, caused_by).await {
-            Ok(index) => index,
+        let recorded = match run.record(batch).await {
+            Ok(recorded) => recorded,
             Err(err) => {
                 run.stop_agents().await;
                 run.renderers.finish().await;
                 return Err(err);
             }
         };
+        match after {
+            Some(AfterRecord::Launch(task)) => run.launch(task),
+            Some(AfterRecord::Finish(call)) => {
+                run.running.remove(&call);
+            }
+            None => {}
+        }
         if wf
             .until
             .as_ref()
@@ -132,7 +160,10 @@ pub(crate) async fn run<S: WorkflowState>(
         if max_cost.is_some_and(|max| run.cost > max) {
             break StopReason::MaxCost;
         }
-        if let Some(reason) = run.activate_agents(index, max_agent_calls) {
+        if let Some(reason) = recorded
+            .into_iter()
+            .find_map(|index| run.activate_agents(index, max_agent_calls))
+        {
             break reason;
         }
     };
@@ -152,7 +183,9 @@ struct Run<'w, S> {
     session: SessionId,
     log: Vec<Envelope>,
     fold: Fold<S>,
-    queue: VecDeque<(Pending, Option<EventId>)>,
+    /// Events waiting to be recorded, with their cause and, for `agent:started`, the agent call
+    /// to start once that event is durable.
+    queue: VecDeque<(Pending, Option<EventId>, Option<AfterRecord<S>>)>,
     renderers: RendererPool,
     /// Agent calls in flight: call number -> agent name.
     running: HashMap<u64, &'static str>,
@@ -165,27 +198,42 @@ struct Run<'w, S> {
 }
 
 impl<S: WorkflowState> Run<'_, S> {
-    /// Appends one event durably, folds it, queues what its handler emits and shows it to the
-    /// renderers. Returns its index in the log.
+    /// Appends events durably in one all-or-nothing append, then, for each in order, folds
+    /// it, queues what its handler emits and shows it to the renderers. Returns the events'
+    /// indexes in the log.
     async fn record(
         &mut self,
-        pending: Pending,
-        caused_by: Option<EventId>,
-    ) -> Result<usize, Error> {
-        let event = Envelope::new(pending.name, pending.payload, caused_by);
+        batch: Vec<(Pending, Option<EventId>)>,
+    ) -> Result<std::ops::Range<usize>, Error> {
+        let events: Vec<Envelope> = batch
+            .into_iter()
+            .map(|(pending, caused_by)| Envelope::new(pending.name, pending.payload, caused_by))
+            .collect();
         let seq = self.log.len() as u64;
         let store = &self.wf.store;
         store
-            .append(&self.session, std::slice::from_ref(&event), seq)
+            .append(&self.session, &events, seq)
             .await
             .map_err(|err| Error::store(store.as_ref(), Some(&self.session), err))?;
-        self.log.push(event);
-        let index = self.log.len() - 1;
+        let first = self.log.len();
+        self.log.extend(events);
+        for index in first..self.log.len() {
+            self.absorb(index);
+        }
+        Ok(first..self.log.len())
+    }
+
+    /// Folds the recorded event at `index`, queues what its handler emits, tracks usage and
+    /// shows it to the renderers.
+    fn absorb(&mut self, index: usize) {
         let event = &self.log[index];
         match self.fold.apply(event, &self.log) {
             Applied::Handled(emit) => {
-                self.queue
-                    .extend(emit.into_pending().into_iter().map(|p| (p, Some(event.id))));
+                self.queue.extend(
+                    emit.into_pending()
+                        .into_iter()
+                        .map(|p| (p, Some(event.id), None)),
+                );
             }
             Applied::Panicked(message) => {
                 let error = ErrorOccurred {
@@ -193,7 +241,8 @@ impl<S: WorkflowState> Run<'_, S> {
                     message: format!("the handler for `{}` panicked: {message}", event.name),
                     event: Some(event.id),
                 };
-                self.queue.push_back((Pending::of(&error), Some(event.id)));
+                self.queue
+                    .push_back((Pending::of(&error), Some(event.id), None));
             }
             Applied::Skipped | Applied::Undecodable(_) => {}
         }
@@ -204,7 +253,6 @@ impl<S: WorkflowState> Run<'_, S> {
             self.cost += completed.cost.unwrap_or(0.0);
         }
         self.renderers.send(event);
-        Ok(index)
     }
 
     /// Starts every agent the event at `index` activates. Returns a stop reason if the agent
@@ -224,7 +272,8 @@ impl<S: WorkflowState> Run<'_, S> {
                         message,
                         event: Some(event.id),
                     };
-                    self.queue.push_back((Pending::of(&error), Some(event.id)));
+                    self.queue
+                        .push_back((Pending::of(&error), Some(event.id), None));
                 }
                 Some(Ok(activation)) => {
                     if self.agent_calls >= max_agent_calls {
@@ -240,9 +289,6 @@ impl<S: WorkflowState> Run<'_, S> {
                         model: activation.model.clone(),
                         prompt: activation.prompt.clone(),
                     };
-                    self.queue
-                        .push_back((Pending::of(&started), Some(event.id)));
-                    self.running.insert(call, spec.name);
                     let task = AgentTask {
                         agent: Arc::clone(agent),
                         provider,
@@ -252,18 +298,28 @@ impl<S: WorkflowState> Run<'_, S> {
                         attempts: self.wf.max_output_attempts,
                         tx: self.tx.clone(),
                     };
-                    let cancel = self.agents_cancel.clone();
-                    self.tasks.spawn(async move {
-                        tokio::select! {
-                            biased;
-                            () = cancel.cancelled() => {}
-                            () = task.run() => {}
-                        }
-                    });
+                    self.queue.push_back((
+                        Pending::of(&started),
+                        Some(event.id),
+                        Some(AfterRecord::Launch(task)),
+                    ));
                 }
             }
         }
         None
+    }
+
+    /// Starts an agent call, now that its `agent:started` is recorded.
+    fn launch(&mut self, task: AgentTask<S>) {
+        self.running.insert(task.call, task.agent.spec().name);
+        let cancel = self.agents_cancel.clone();
+        self.tasks.spawn(async move {
+            tokio::select! {
+                biased;
+                () = cancel.cancelled() => {}
+                () = task.run() => {}
+            }
+        });
     }
 
     /// Cancels the agents still running and waits for their tasks to end.
@@ -301,9 +357,15 @@ impl<S: WorkflowState> Run<'_, S> {
         while let Ok(message) = rx.try_recv() {
             match message {
                 AgentMessage::Event(pending, trigger) => {
-                    self.record(pending, Some(trigger)).await?;
+                    self.record(vec![(pending, Some(trigger))]).await?;
                 }
-                AgentMessage::Finished(call) => {
+                AgentMessage::Finished {
+                    call,
+                    trigger,
+                    events,
+                } => {
+                    self.record(events.into_iter().map(|p| (p, Some(trigger))).collect())
+                        .await?;
                     self.running.remove(&call);
                 }
             }
@@ -321,15 +383,12 @@ impl<S: WorkflowState> Run<'_, S> {
                     reason.as_str()
                 )),
             };
-            self.record(Pending::of(&completed), None).await?;
+            self.record(vec![(Pending::of(&completed), None)]).await?;
         }
-        self.record(
-            Pending::of(&WorkflowCompleted {
-                reason: reason.as_str().to_owned(),
-            }),
-            None,
-        )
-        .await?;
+        let completed = WorkflowCompleted {
+            reason: reason.as_str().to_owned(),
+        };
+        self.record(vec![(Pending::of(&completed), None)]).await?;
         Ok(())
     }
 }
@@ -349,9 +408,7 @@ impl<S> AgentTask<S> {
     async fn run(self) {
         let name = self.agent.spec().name;
         let trigger_id = self.trigger.id;
-        let send = |pending: Pending| {
-            let _ = self.tx.send(AgentMessage::Event(pending, trigger_id));
-        };
+        let mut finals = Vec::with_capacity(4);
         let sink = {
             let tx = self.tx.clone();
             ProviderSink::new(move |event| {
@@ -399,19 +456,19 @@ impl<S> AgentTask<S> {
         }
         let text = sink.text();
         if !text.is_empty() {
-            send(Pending::of(&TextComplete {
+            finals.push(Pending::of(&TextComplete {
                 agent: name.to_owned(),
                 text,
             }));
         }
         let (outcome, error) = match result {
             Ok(emit) => {
-                emit.into_pending().into_iter().for_each(&send);
+                finals.extend(emit.into_pending());
                 (Outcome::Success, None)
             }
             Err(message) => {
                 let message = format!("agent `{name}` failed: {message}");
-                send(Pending::of(&ErrorOccurred {
+                finals.push(Pending::of(&ErrorOccurred {
                     source: "agent".into(),
                     message: message.clone(),
                     event: Some(trigger_id),
@@ -419,14 +476,18 @@ impl<S> AgentTask<S> {
                 (Outcome::Failure, Some(message))
             }
         };
-        send(Pending::of(&AgentCompleted {
+        finals.push(Pending::of(&AgentCompleted {
             agent: name.to_owned(),
             outcome,
             usage,
             cost,
             error,
         }));
-        let _ = self.tx.send(AgentMessage::Finished(self.call));
+        let _ = self.tx.send(AgentMessage::Finished {
+            call: self.call,
+            trigger: trigger_id,
+            events: finals,
+        });
     }
 }
 
