@@ -520,3 +520,27 @@ fn agent_prompt_and_on_output_are_the_methods_written() {
     assert!(Agent::on_output(&TaskReviewer, true, &done).is_empty());
     assert_eq!(Agent::on_output(&TaskReviewer, false, &done).len(), 1);
 }
+
+/// Handlers under different `#[cfg]`s are alternatives, not duplicates.
+#[derive(Debug, Clone, Default)]
+struct Build(&'static str);
+
+#[handler(PingEvent)]
+impl Build {
+    #[cfg(test)]
+    fn tested(&mut self, _: &Pinged) {
+        self.0 = "test";
+    }
+
+    #[cfg(not(test))]
+    fn released(&mut self, _: &Pinged) {
+        self.0 = "release";
+    }
+}
+
+#[test]
+fn cfg_gated_handlers_are_alternatives() {
+    let mut build = Build::default();
+    build.apply(&Pinged.into());
+    assert_eq!(build.0, "test");
+}

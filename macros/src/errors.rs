@@ -7,7 +7,7 @@
 
 use std::fmt::Display;
 
-use proc_macro2::Span;
+use proc_macro2::{Span, TokenStream};
 use quote::ToTokens;
 
 /// The problems found so far in one macro invocation.
@@ -38,6 +38,28 @@ impl Errors {
     /// Adds an error built elsewhere (a parse error, say).
     pub(crate) fn push(&mut self, error: syn::Error) {
         self.errors.push(error);
+    }
+
+    /// How many errors have been reported.
+    pub(crate) fn len(&self) -> usize {
+        self.errors.len()
+    }
+
+    /// Whether nothing has been reported.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.errors.is_empty()
+    }
+
+    /// `tokens` followed by every reported error, as `compile_error!`s: for a macro that can
+    /// still generate something useful despite the errors, so they do not cascade.
+    pub(crate) fn emit_with(self, tokens: TokenStream) -> TokenStream {
+        match self.finish() {
+            Ok(()) => tokens,
+            Err(err) => {
+                let err = err.into_compile_error();
+                quote::quote! { #tokens #err }
+            }
+        }
     }
 
     /// Every error reported so far followed by `error`, which stopped the macro, as one error.

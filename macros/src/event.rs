@@ -30,6 +30,7 @@ pub(crate) fn expand(attr: TokenStream, item: TokenStream) -> syn::Result<TokenS
 fn expand_struct(args: &EventArgs, item: ItemStruct) -> TokenStream {
     let mut errors = Errors::new();
     check_no_generics(&item.generics, msg::EVENT_GENERIC, &mut errors);
+    let generic = !errors.is_empty();
     let name = event_name(args, &item.ident, &mut errors);
 
     let derived = quote! {
@@ -42,22 +43,18 @@ fn expand_struct(args: &EventArgs, item: ItemStruct) -> TokenStream {
         #[schemars(crate = "::openharness::__private::schemars")]
         #item
     };
-    match errors.finish() {
-        Ok(()) => {
-            let ident = &item.ident;
-            quote! {
-                #derived
-                #[automatically_derived]
-                impl ::openharness::Event for #ident {
-                    const NAME: &'static str = #name;
-                }
+    // Implemented even when the name is wrong, so uses of the event elsewhere do not add
+    // "is not an event" errors to the one about its name.
+    let event_impl = (!generic).then(|| {
+        let ident = &item.ident;
+        quote! {
+            #[automatically_derived]
+            impl ::openharness::Event for #ident {
+                const NAME: &'static str = #name;
             }
         }
-        Err(err) => {
-            let err = err.into_compile_error();
-            quote! { #derived #err }
-        }
-    }
+    });
+    errors.emit_with(quote!(#derived #event_impl))
 }
 
 /// The checked name: the one written in the attribute, or the one derived from the type name.
@@ -118,13 +115,7 @@ fn expand_enum(args: &EventArgs, item: ItemEnum) -> syn::Result<TokenStream> {
     // the program (handlers, agents) still compiles against it and the user sees the errors
     // above rather than a cascade.
     let generated = generate_set(&item, &variants);
-    match errors.finish() {
-        Ok(()) => Ok(generated),
-        Err(err) => {
-            let err = err.into_compile_error();
-            Ok(quote! { #generated #err })
-        }
-    }
+    Ok(errors.emit_with(generated))
 }
 
 fn check_variants(item: &ItemEnum, errors: &mut Errors) -> Vec<Variant> {

@@ -68,7 +68,8 @@ fn expand_impl(args: &HandlerArgs, item: ItemImpl) -> syn::Result<TokenStream> {
         errors.spanned_by(path, msg::HANDLER_TRAIT_IMPL);
         return errors.finish().map(|()| TokenStream::new());
     }
-    if !item.generics.params.is_empty() {
+    let generic = !item.generics.params.is_empty();
+    if generic {
         errors.spanned_by(&item.generics, msg::HANDLER_GENERIC_IMPL);
     }
     let mut routes = Routes::default();
@@ -80,22 +81,26 @@ fn expand_impl(args: &HandlerArgs, item: ItemImpl) -> syn::Result<TokenStream> {
             routes.add(checked, &mut errors);
         }
     }
-    errors.finish()?;
 
+    // Even with errors, `Handler` is implemented from the valid handlers (with a wildcard arm,
+    // so the ones in error are not also reported missing): code using the state elsewhere
+    // still compiles and the user sees only the errors above.
     let self_ty = &item.self_ty;
-    let apply = generate_apply(
-        args,
-        &args.events,
-        &routes.list,
-        |function, span| quote_spanned!(span=> Self::#function(self, event)),
-    );
-    Ok(quote! {
-        #item
-        #[automatically_derived]
-        impl ::openharness::Handler for #self_ty {
-            #apply
+    let handler_impl = (!generic).then(|| {
+        let apply = generate_apply(
+            &args.events,
+            args.partial || !errors.is_empty(),
+            &routes.list,
+            |function, span| quote_spanned!(span=> Self::#function(self, event)),
+        );
+        quote! {
+            #[automatically_derived]
+            impl ::openharness::Handler for #self_ty {
+                #apply
+            }
         }
-    })
+    });
+    Ok(errors.emit_with(quote!(#item #handler_impl)))
 }
 
 // ---- modules of functions -------------------------------------------------------------------
@@ -110,10 +115,12 @@ fn expand_mod(args: &HandlerArgs, mut item: ItemMod) -> syn::Result<TokenStream>
     };
     let mut routes = Routes::default();
     let mut state: Option<(&Type, &Ident)> = None;
+    let mut functions = 0;
     for function in items.iter().filter_map(|item| match item {
         Item::Fn(function) => Some(function),
         _ => None,
     }) {
+        functions += 1;
         let Some(checked) = check(&function.sig, &function.attrs, Form::Function, &mut errors)
         else {
             continue;
@@ -128,39 +135,38 @@ fn expand_mod(args: &HandlerArgs, mut item: ItemMod) -> syn::Result<TokenStream>
                             this,
                             msg::handler_state_mismatch(&first_fn.to_string(), &first, &this_text),
                         );
+                        continue;
                     }
                 }
             }
         }
         routes.add(checked, &mut errors);
     }
-    let state = state.map(|(ty, _)| ty.clone());
-    if routes.list.is_empty() && state.is_none() {
+    if functions == 0 {
         errors.spanned_by(&item.ident, msg::HANDLER_MOD_EMPTY);
     }
-    errors.finish()?;
-    let Some(state) = state else {
-        return Err(syn::Error::new_spanned(&item.ident, msg::HANDLER_MOD_EMPTY));
-    };
 
-    // The attribute's path was written in the parent module; the impl lives in this one.
-    let events = from_parent(&args.events);
-    let apply = generate_apply(
-        args,
-        &events,
-        &routes.list,
-        |function, span| quote_spanned!(span=> #function(self, event)),
-    );
-    let handler_impl = quote! {
-        #[automatically_derived]
-        impl ::openharness::Handler for #state {
-            #apply
+    // As for impl blocks: implemented from the valid handlers even when some are wrong.
+    if let Some((state, _)) = state {
+        // The attribute's path was written in the parent module; the impl lives in this one.
+        let events = from_parent(&args.events);
+        let apply = generate_apply(
+            &events,
+            args.partial || !errors.is_empty(),
+            &routes.list,
+            |function, span| quote_spanned!(span=> #function(self, event)),
+        );
+        let handler_impl = quote! {
+            #[automatically_derived]
+            impl ::openharness::Handler for #state {
+                #apply
+            }
+        };
+        if let Some((_, items)) = &mut item.content {
+            items.push(Item::Verbatim(handler_impl));
         }
-    };
-    if let Some((_, items)) = &mut item.content {
-        items.push(Item::Verbatim(handler_impl));
     }
-    Ok(item.into_token_stream())
+    Ok(errors.emit_with(item.into_token_stream()))
 }
 
 /// The same path, written from a child module: `Events` becomes `super::Events`,
@@ -191,27 +197,32 @@ struct Routes {
 }
 
 impl Routes {
+    /// Adds a handler, unless its event already has one. Handlers under different `#[cfg]`s
+    /// are alternatives, not duplicates.
     fn add(&mut self, checked: Checked<'_>, errors: &mut Errors) {
         let event = checked.route.variant.to_string();
-        if let Some(first) = self.by_event.get(&event) {
+        let cfgs = &checked.route.cfgs;
+        let key = format!("{event} {}", quote!(#(#cfgs)*));
+        if let Some(first) = self.by_event.get(&key) {
             errors.spanned_by(
                 checked.event,
                 msg::handler_duplicate(&event, &first.to_string()),
             );
             return;
         }
-        self.by_event.insert(event, checked.route.function.clone());
+        self.by_event.insert(key, checked.route.function.clone());
         self.list.push(checked.route);
     }
 }
 
-/// Checks one handler's signature, reporting every problem; `None` if it cannot be routed.
+/// Checks one handler's signature, reporting every problem; `None` if there was one.
 fn check<'a>(
     sig: &'a Signature,
     attrs: &[Attribute],
     form: Form,
     errors: &mut Errors,
 ) -> Option<Checked<'a>> {
+    let reported = errors.len();
     if let Some(token) = &sig.asyncness {
         errors.spanned_by(token, msg::HANDLER_ASYNC);
     }
@@ -321,6 +332,9 @@ fn check<'a>(
             .cloned()
             .collect(),
     };
+    if errors.len() > reported {
+        return None;
+    }
     Some(Checked {
         route,
         event,
@@ -335,12 +349,17 @@ fn check<'a>(
 /// events and points at `#[handler(Events)]`. Each call carries the span of the handler's
 /// return type, so a return type that is not `IntoEmit` is reported there.
 fn generate_apply(
-    args: &HandlerArgs,
     events: &Path,
+    partial: bool,
     routes: &[Route],
     call: impl Fn(&Ident, Span) -> TokenStream,
 ) -> TokenStream {
-    let events_span = args.events.span();
+    // The last segment: the enum's name as the user wrote it (the others may have been added
+    // by `from_parent`).
+    let events_span = events
+        .segments
+        .last()
+        .map_or_else(Span::call_site, |segment| segment.ident.span());
     let alias = Ident::new("__OpenharnessEvents", Span::call_site());
     let arms = routes.iter().map(|route| {
         let Route {
@@ -369,7 +388,7 @@ fn generate_apply(
             #alias::#variant(ref event) => #body
         }
     });
-    let last = if args.partial {
+    let last = if partial {
         quote! {
             #[allow(unreachable_patterns)]
             _ => ::openharness::Emit::none(),

@@ -1,0 +1,46 @@
+use openharness::prelude::*;
+
+#[event]
+#[derive(Debug, Clone)]
+pub struct PlanCreated {
+    pub tasks: Vec<String>,
+}
+
+#[event]
+#[derive(Debug, Clone)]
+pub struct TaskCompleted {
+    pub index: usize,
+}
+
+#[event]
+pub enum PlannerEvent {
+    UserInput,
+    PlanCreated,
+    TaskCompleted,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct PlanState {
+    pub tasks: Vec<String>,
+    pub done: usize,
+}
+
+#[handler(PlannerEvent)]
+impl PlanState {
+    fn on_input(&mut self, _input: &UserInput) {}
+    async fn on_plan(&mut self, plan: &PlanCreated) {
+        self.tasks = plan.tasks.clone();
+    }
+    fn on_done(&mut self, _done: &TaskCompleted) {
+        self.done += 1;
+    }
+}
+
+fn fold(state: &mut PlanState, event: &PlannerEvent) -> Emit {
+    state.apply(event)
+}
+
+fn main() {
+    let mut state = PlanState::default();
+    fold(&mut state, &PlanCreated { tasks: vec![] }.into());
+}
