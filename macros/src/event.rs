@@ -1,6 +1,7 @@
 //! `#[event]`: on a struct, one typed event (serde and schemars derives, the checked
 //! `noun:verb` name, `impl Event`); on an enum, the workflow's event set (tuple variants,
-//! `From` conversions, `impl EventSet` decoding by name).
+//! `From` conversions, `impl EventSet` decoding by name, compile-time checks that every
+//! variant is an event and that no two share a name).
 
 use std::collections::HashSet;
 

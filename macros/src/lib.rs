@@ -69,7 +69,9 @@ use proc_macro::TokenStream;
 /// one-field tuple variant named after the type (`PlanCreated(events::PlanCreated)`). The
 /// enum is generated with tuple variants (your attributes and derives are kept), with
 /// `From<Event>` for each variant and `openharness::EventSet`, which decodes a recorded
-/// event by name (names outside the set decode as `Decoded::Unknown`).
+/// event by name (names outside the set decode as `Decoded::Unknown`). Two event types in
+/// one set may not share a name: that is a compile-time error. (The enum also gets a hidden
+/// associated function, `__openharness_event`, used by the generated code.)
 ///
 /// ```
 /// use openharness::prelude::*;
