@@ -95,7 +95,7 @@ pub fn for_anthropic(schema: &Value) -> Result<Value, SchemaError> {
 ///     "required": ["title"]
 /// });
 /// let strict = for_openai_strict(&original).unwrap();
-/// assert_eq!(strict["required"], json!(["title", "note"]));
+/// assert_eq!(strict["required"], json!(["note", "title"]));
 /// assert_eq!(strict["properties"]["note"]["type"], json!(["string", "null"]));
 /// assert_eq!(strict["additionalProperties"], false);
 /// ```

@@ -1,0 +1,218 @@
+//! ClaudeCliProvider against a fake `claude` executable printing recorded-shape stream-json.
+#![cfg(unix)]
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use std::time::Duration;
+
+use common::{deltas, recording_sink, request, two_tools};
+use openharness_core::{Provider, ProviderEvent, ProviderSink};
+use openharness_provider::ClaudeCliProvider;
+use openharness_provider::testing::FakeClaude;
+use serde_json::json;
+
+#[tokio::test]
+async fn text_streams_from_partial_messages_and_the_result_gives_output_usage_and_cost() {
+    let fake = FakeClaude::new().unwrap();
+    fake.push_run(&FakeClaude::success(
+        "Forty-two.",
+        Some(json!({ "answer": 42 })),
+    ))
+    .unwrap();
+    let provider = ClaudeCliProvider::new()
+        .program(fake.program())
+        .model("sonnet")
+        .persist_session(false);
+    let (sink, events) = recording_sink();
+    let response = provider
+        .complete(request("What is the answer?").with_max_turns(4), sink)
+        .await
+        .unwrap();
+
+    assert_eq!(response.output, json!({ "answer": 42 }));
+    assert_eq!(
+        deltas(&events.lock().unwrap()),
+        FakeClaude::deltas("Forty-two."),
+        "streamed once, not repeated by the assistant message"
+    );
+    assert_eq!(
+        (
+            response.usage.input_tokens,
+            response.usage.output_tokens,
+            response.usage.cache_read_tokens
+        ),
+        (12, 8, 40)
+    );
+    assert_eq!(response.cost, Some(0.00123));
+
+    let args = fake.args(1);
+    for expected in [
+        "-p",
+        "--verbose",
+        "--include-partial-messages",
+        "--no-session-persistence",
+    ] {
+        assert!(
+            args.contains(&expected.to_owned()),
+            "{expected} in {args:?}"
+        );
+    }
+    let after = |flag: &str| {
+        args.iter()
+            .position(|a| a == flag)
+            .map(|i| args[i + 1].clone())
+    };
+    assert_eq!(after("--output-format").as_deref(), Some("stream-json"));
+    assert_eq!(after("--input-format").as_deref(), Some("stream-json"));
+    assert_eq!(after("--max-turns").as_deref(), Some("4"));
+    assert_eq!(after("--model").as_deref(), Some("sonnet"));
+    let schema: serde_json::Value = serde_json::from_str(&after("--json-schema").unwrap()).unwrap();
+    assert_eq!(schema["properties"]["answer"]["type"], "integer");
+    assert_eq!(
+        fake.stdin(1),
+        json!({ "type": "user", "message": { "role": "user", "content": "What is the answer?" } })
+    );
+}
+
+#[tokio::test]
+async fn without_partial_messages_the_assistant_text_is_reported_and_text_results_are_parsed() {
+    let fake = FakeClaude::new().unwrap();
+    let lines: Vec<_> = FakeClaude::success("{\"answer\": 7}", None)
+        .into_iter()
+        .filter(|l| l["type"] != "stream_event")
+        .collect();
+    fake.push_run(&lines).unwrap();
+    let provider = ClaudeCliProvider::new()
+        .program(fake.program())
+        .include_partial_messages(false);
+    let (sink, events) = recording_sink();
+    let response = provider.complete(request("q"), sink).await.unwrap();
+    assert_eq!(response.output, json!({ "answer": 7 }));
+    assert_eq!(deltas(&events.lock().unwrap()), ["{\"answer\": 7}"]);
+    assert!(
+        !fake
+            .args(1)
+            .contains(&"--include-partial-messages".to_owned())
+    );
+}
+
+#[tokio::test]
+async fn the_clis_own_tool_use_is_reported_as_calls_and_results() {
+    let fake = FakeClaude::new().unwrap();
+    fake.push_run(&FakeClaude::with_tool_use(
+        "Done.",
+        json!({ "answer": 2026 }),
+    ))
+    .unwrap();
+    let provider = ClaudeCliProvider::new().program(fake.program());
+    let (sink, events) = recording_sink();
+    let response = provider.complete(request("year?"), sink).await.unwrap();
+    assert_eq!(response.output, json!({ "answer": 2026 }));
+    let tools: Vec<_> = events
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|e| !matches!(e, ProviderEvent::TextDelta(_)))
+        .cloned()
+        .collect();
+    assert_eq!(
+        tools,
+        [
+            ProviderEvent::ToolCalled {
+                id: "toolu_01Bash".into(),
+                tool: "Bash".into(),
+                input: json!({ "command": "date -u" })
+            },
+            ProviderEvent::ToolResult {
+                id: "toolu_01Bash".into(),
+                tool: "Bash".into(),
+                output: json!("Sun Nov 22 20:00:00 UTC 2026"),
+                is_error: false
+            },
+        ]
+    );
+}
+
+#[tokio::test]
+async fn an_error_result_fails_with_its_subtype_and_errors() {
+    let fake = FakeClaude::new().unwrap();
+    fake.push_run(&FakeClaude::failure(
+        "error_max_turns",
+        &["Reached maximum number of turns (2)"],
+    ))
+    .unwrap();
+    let provider = ClaudeCliProvider::new().program(fake.program());
+    let err = provider
+        .complete(request("q"), ProviderSink::discard())
+        .await
+        .unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("`error_max_turns`: Reached maximum number of turns (2)"),
+        "{err}"
+    );
+}
+
+#[tokio::test]
+async fn a_process_that_ends_without_a_result_fails_with_its_stderr() {
+    let fake = FakeClaude::new().unwrap();
+    // `--verbose` is mandatory; without it the fake exits 1 like the real CLI.
+    let provider = ClaudeCliProvider::new().program(fake.program());
+    fake.push_run(&[json!({ "type": "system", "subtype": "init" })])
+        .unwrap();
+    let err = provider
+        .complete(request("q"), ProviderSink::discard())
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("without a result"), "{err}");
+
+    let missing = ClaudeCliProvider::new().program(fake.program().with_file_name("no-such-claude"));
+    let err = missing
+        .complete(request("q"), ProviderSink::discard())
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("could not start"), "{err}");
+}
+
+#[tokio::test]
+async fn agents_with_tools_are_refused_with_an_explanation() {
+    let fake = FakeClaude::new().unwrap();
+    let provider = ClaudeCliProvider::new().program(fake.program());
+    let err = provider
+        .complete(
+            request("q").with_tools(two_tools()),
+            ProviderSink::discard(),
+        )
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("weather, population"), "{err}");
+    assert_eq!(fake.calls(), 0);
+}
+
+#[tokio::test]
+async fn cancelling_kills_the_process() {
+    let fake = FakeClaude::new().unwrap();
+    let mut lines = FakeClaude::success("slow", None);
+    lines.truncate(3);
+    fake.push_hanging_run(&lines).unwrap();
+    let provider = ClaudeCliProvider::new().program(fake.program());
+    tokio::select! {
+        _ = provider.complete(request("q"), ProviderSink::discard()) => panic!("the run hangs"),
+        () = tokio::time::sleep(Duration::from_millis(500)) => {}
+    }
+    let pid = fake.pid(1).unwrap();
+    let mut alive = true;
+    for _ in 0..200 {
+        let status = std::process::Command::new("kill")
+            .args(["-0", &pid.to_string()])
+            .output()
+            .unwrap();
+        alive = status.status.success();
+        if !alive {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(!alive, "the fake claude (pid {pid}) was killed");
+}
