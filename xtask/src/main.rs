@@ -10,7 +10,14 @@ fn main() -> ExitCode {
     let steps: &[&[&str]] = match task.as_deref() {
         Some("ci") => &[
             &["fmt", "--all", "--check"],
-            &["clippy", "--workspace", "--all-targets", "--", "-D", "warnings"],
+            &[
+                "clippy",
+                "--workspace",
+                "--all-targets",
+                "--",
+                "-D",
+                "warnings",
+            ],
             &["test", "--workspace"],
         ],
         _ => {

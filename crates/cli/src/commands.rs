@@ -18,9 +18,15 @@ pub(crate) enum CliError {
     #[error(transparent)]
     Harness(#[from] openharness::Error),
     #[error("could not open the store at {path}: {source}")]
-    OpenStore { path: String, source: openharness::StoreError },
+    OpenStore {
+        path: String,
+        source: openharness::StoreError,
+    },
     #[error("store {store}: {source}")]
-    Store { store: String, source: openharness::StoreError },
+    Store {
+        store: String,
+        source: openharness::StoreError,
+    },
     #[error("{0}")]
     Usage(String),
     #[error("could not write the output: {0}")]
@@ -30,13 +36,17 @@ pub(crate) enum CliError {
 }
 
 pub(crate) async fn run(command: Command, store_path: &Path) -> Result<(), CliError> {
-    let store = RedbStore::open(store_path)
-        .map_err(|source| CliError::OpenStore { path: store_path.display().to_string(), source })?;
+    let store = RedbStore::open(store_path).map_err(|source| CliError::OpenStore {
+        path: store_path.display().to_string(),
+        source,
+    })?;
     match command {
         Command::Demo { goal } => demo(store, store_path, goal).await,
         Command::Sessions { json } => sessions(&store, json).await,
         Command::Events { session, json } => events(&store, &parse_session(&session)?, json).await,
-        Command::Tape { session, at, json } => tape(store, &parse_session(&session)?, at, json).await,
+        Command::Tape { session, at, json } => {
+            tape(store, &parse_session(&session)?, at, json).await
+        }
     }
 }
 
@@ -45,7 +55,10 @@ fn parse_session(id: &str) -> Result<SessionId, CliError> {
 }
 
 fn store_error(store: &dyn Store) -> impl FnOnce(openharness::StoreError) -> CliError + '_ {
-    move |source| CliError::Store { store: store.describe(), source }
+    move |source| CliError::Store {
+        store: store.describe(),
+        source,
+    }
 }
 
 async fn demo(store: RedbStore, store_path: &Path, goal: Option<String>) -> Result<(), CliError> {
@@ -54,8 +67,13 @@ async fn demo(store: RedbStore, store_path: &Path, goal: Option<String>) -> Resu
         openharness_example_planner_executor::scripted_provider(),
     )?;
     let goal = goal.unwrap_or_else(|| openharness_example_planner_executor::DEMO_GOAL.to_owned());
-    println!("Running `{}` offline (scripted model) — goal: {goal}\n", workflow.name());
-    let outcome = workflow.run(RunOptions::new().input(goal).renderer(Progress::default())).await?;
+    println!(
+        "Running `{}` offline (scripted model) — goal: {goal}\n",
+        workflow.name()
+    );
+    let outcome = workflow
+        .run(RunOptions::new().input(goal).renderer(Progress::default()))
+        .await?;
     let state = &outcome.state;
     println!(
         "\n{} of {} tasks done; the run ended ({}) after {} events.",
@@ -64,11 +82,18 @@ async fn demo(store: RedbStore, store_path: &Path, goal: Option<String>) -> Resu
         outcome.reason.as_str(),
         outcome.len
     );
-    println!("\nSession {} is recorded in {}.", outcome.session, store_path.display());
+    println!(
+        "\nSession {} is recorded in {}.",
+        outcome.session,
+        store_path.display()
+    );
     println!("Open it:");
     println!("  openharness events {}", outcome.session);
     println!("  openharness tape {} --at 0", outcome.session);
-    println!("  openharness tape {} --at {}", outcome.session, outcome.len);
+    println!(
+        "  openharness tape {} --at {}",
+        outcome.session, outcome.len
+    );
     Ok(())
 }
 
@@ -81,10 +106,18 @@ async fn sessions(store: &RedbStore, json: bool) -> Result<(), CliError> {
         return Ok(());
     }
     if sessions.is_empty() {
-        writeln!(out, "No sessions yet in {}. Record one with `openharness demo`.", store.describe())?;
+        writeln!(
+            out,
+            "No sessions yet in {}. Record one with `openharness demo`.",
+            store.describe()
+        )?;
         return Ok(());
     }
-    writeln!(out, "{:<38} {:<20} {:>7}  {:<25} PARENT", "SESSION", "WORKFLOW", "EVENTS", "LAST EVENT")?;
+    writeln!(
+        out,
+        "{:<38} {:<20} {:>7}  {:<25} PARENT",
+        "SESSION", "WORKFLOW", "EVENTS", "LAST EVENT"
+    )?;
     for info in sessions {
         writeln!(
             out,
@@ -108,7 +141,10 @@ struct Numbered<'a> {
 }
 
 async fn events(store: &RedbStore, session: &SessionId, json: bool) -> Result<(), CliError> {
-    let events = store.all_events(session).await.map_err(store_error(store))?;
+    let events = store
+        .all_events(session)
+        .await
+        .map_err(store_error(store))?;
     if events.is_empty() {
         return Err(CliError::Usage(format!(
             "session {session} not found in {}; `openharness sessions` lists the recorded ones",
@@ -117,7 +153,11 @@ async fn events(store: &RedbStore, session: &SessionId, json: bool) -> Result<()
     }
     let mut out = std::io::stdout().lock();
     if json {
-        let numbered: Vec<_> = events.iter().zip(0..).map(|(event, seq)| Numbered { seq, event }).collect();
+        let numbered: Vec<_> = events
+            .iter()
+            .zip(0..)
+            .map(|(event, seq)| Numbered { seq, event })
+            .collect();
         serde_json::to_writer_pretty(&mut out, &numbered)?;
         writeln!(out)?;
         return Ok(());
@@ -128,13 +168,22 @@ async fn events(store: &RedbStore, session: &SessionId, json: bool) -> Result<()
     Ok(())
 }
 
-async fn tape(store: RedbStore, session: &SessionId, at: Option<u64>, json: bool) -> Result<(), CliError> {
-    let info = store.session(session).await.map_err(store_error(&store))?.ok_or_else(|| {
-        CliError::Usage(format!(
-            "session {session} not found in {}; `openharness sessions` lists the recorded ones",
-            store.describe()
-        ))
-    })?;
+async fn tape(
+    store: RedbStore,
+    session: &SessionId,
+    at: Option<u64>,
+    json: bool,
+) -> Result<(), CliError> {
+    let info = store
+        .session(session)
+        .await
+        .map_err(store_error(&store))?
+        .ok_or_else(|| {
+            CliError::Usage(format!(
+                "session {session} not found in {}; `openharness sessions` lists the recorded ones",
+                store.describe()
+            ))
+        })?;
     let Some(at) = at else {
         return Err(CliError::Usage(format!(
             "pass a position with `--at N` (0 to {}); the interactive debugger is not available yet",
@@ -151,7 +200,10 @@ async fn tape(store: RedbStore, session: &SessionId, at: Option<u64>, json: bool
                 serde_json::to_writer_pretty(&mut out, &view)?;
                 writeln!(out)?;
             } else {
-                let current = view.current.map_or_else(|| "(none: initial state)".to_owned(), |e| e.name.to_string());
+                let current = view.current.map_or_else(
+                    || "(none: initial state)".to_owned(),
+                    |e| e.name.to_string(),
+                );
                 writeln!(out, "position {} of {}", view.position, view.len)?;
                 writeln!(out, "current  {current}")?;
                 writeln!(out, "state")?;

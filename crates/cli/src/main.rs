@@ -18,7 +18,12 @@ use clap::{Parser, Subcommand};
 #[command(name = "openharness", version, about, long_about = None)]
 struct Cli {
     /// The store file (a redb database).
-    #[arg(long, global = true, env = "OPENHARNESS_STORE", default_value = ".openharness/store.redb")]
+    #[arg(
+        long,
+        global = true,
+        env = "OPENHARNESS_STORE",
+        default_value = ".openharness/store.redb"
+    )]
     store: PathBuf,
 
     #[command(subcommand)]
@@ -66,7 +71,11 @@ fn main() -> ExitCode {
         .with_env_filter(tracing_subscriber::EnvFilter::from_env("OPENHARNESS_LOG"))
         .with_writer(std::io::stderr)
         .init();
-    let runtime = match tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build() {
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+    {
         Ok(runtime) => runtime,
         Err(err) => {
             eprintln!("error: could not start the async runtime: {err}");

@@ -39,14 +39,29 @@ impl Renderer for Progress {
         }
         self.end_stream(&mut out);
         let line = match event.name.as_ref() {
-            AgentStarted::NAME => event.decode::<AgentStarted>().ok().map(|s| format!("  ▶ {} started", s.agent)),
-            AgentCompleted::NAME => event.decode::<AgentCompleted>().ok().map(|c| match c.outcome {
-                Outcome::Success => format!("  ✓ {} finished", c.agent),
-                other => format!("  ✗ {} {other:?}: {}", c.agent, c.error.unwrap_or_default()),
-            }),
+            AgentStarted::NAME => event
+                .decode::<AgentStarted>()
+                .ok()
+                .map(|s| format!("  ▶ {} started", s.agent)),
+            AgentCompleted::NAME => {
+                event
+                    .decode::<AgentCompleted>()
+                    .ok()
+                    .map(|c| match c.outcome {
+                        Outcome::Success => format!("  ✓ {} finished", c.agent),
+                        other => {
+                            format!("  ✗ {} {other:?}: {}", c.agent, c.error.unwrap_or_default())
+                        }
+                    })
+            }
             PlanCreated::NAME => event.decode::<PlanCreated>().ok().map(|plan| {
                 self.total = plan.tasks.len();
-                let list: Vec<_> = plan.tasks.iter().enumerate().map(|(i, t)| format!("      {}. {t}", i + 1)).collect();
+                let list: Vec<_> = plan
+                    .tasks
+                    .iter()
+                    .enumerate()
+                    .map(|(i, t)| format!("      {}. {t}", i + 1))
+                    .collect();
                 format!("  plan: {} tasks\n{}", self.total, list.join("\n"))
             }),
             TaskStarted::NAME => event
@@ -57,7 +72,10 @@ impl Renderer for Progress {
                 self.done += 1;
                 format!("  [{}/{} tasks done]", self.done, self.total)
             }),
-            ErrorOccurred::NAME => event.decode::<ErrorOccurred>().ok().map(|e| format!("  ! {}: {}", e.source, e.message)),
+            ErrorOccurred::NAME => event
+                .decode::<ErrorOccurred>()
+                .ok()
+                .map(|e| format!("  ! {}: {}", e.source, e.message)),
             _ => None,
         };
         if let Some(line) = line {

@@ -12,12 +12,14 @@ pub(crate) enum KnownWorkflow {
 }
 
 /// The workflow that recorded `session`, reading from `store`.
-pub(crate) fn for_session(session: &SessionInfo, store: RedbStore) -> Result<KnownWorkflow, CliError> {
+pub(crate) fn for_session(
+    session: &SessionInfo,
+    store: RedbStore,
+) -> Result<KnownWorkflow, CliError> {
     match session.workflow.as_deref() {
-        Some(planner_executor::WORKFLOW_NAME) => Ok(KnownWorkflow::PlannerExecutor(planner_executor::workflow(
-            store,
-            planner_executor::scripted_provider(),
-        )?)),
+        Some(planner_executor::WORKFLOW_NAME) => Ok(KnownWorkflow::PlannerExecutor(
+            planner_executor::workflow(store, planner_executor::scripted_provider())?,
+        )),
         Some(other) => Err(CliError::Usage(format!(
             "session {} was recorded by workflow `{other}`, which this CLI cannot fold; \
              `openharness events {}` still shows its events",

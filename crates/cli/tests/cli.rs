@@ -33,13 +33,28 @@ fn json(output: &Output) -> serde_json::Value {
 fn demo_then_sessions_events_and_tape() {
     let dir = tempfile::tempdir().unwrap();
     let demo = stdout(&openharness(dir.path(), &["demo"]));
-    assert!(demo.contains("planner started"), "shows agent names:\n{demo}");
-    assert!(demo.contains("3/3 tasks done"), "shows task counts:\n{demo}");
-    assert!(demo.contains("Three steps get a first release out"), "shows streamed text:\n{demo}");
-    assert!(dir.path().join(".openharness/store.redb").exists(), "records to the default store");
+    assert!(
+        demo.contains("planner started"),
+        "shows agent names:\n{demo}"
+    );
+    assert!(
+        demo.contains("3/3 tasks done"),
+        "shows task counts:\n{demo}"
+    );
+    assert!(
+        demo.contains("Three steps get a first release out"),
+        "shows streamed text:\n{demo}"
+    );
+    assert!(
+        dir.path().join(".openharness/store.redb").exists(),
+        "records to the default store"
+    );
     let session = demo
         .lines()
-        .find_map(|l| l.strip_prefix("Session ").and_then(|rest| rest.split_whitespace().next()))
+        .find_map(|l| {
+            l.strip_prefix("Session ")
+                .and_then(|rest| rest.split_whitespace().next())
+        })
         .unwrap()
         .to_owned();
 
@@ -55,18 +70,27 @@ fn demo_then_sessions_events_and_tape() {
     assert_eq!(events[0]["name"], "workflow:started");
     assert_eq!(events[0]["seq"], 0);
 
-    let at0 = json(&openharness(dir.path(), &["tape", &session, "--at", "0", "--json"]));
+    let at0 = json(&openharness(
+        dir.path(),
+        &["tape", &session, "--at", "0", "--json"],
+    ));
     assert_eq!(at0["position"], 0);
     assert_eq!(at0["len"], len);
     assert!(at0["current"].is_null());
     assert_eq!(at0["state"]["tasks"], serde_json::json!([]));
 
-    let end = json(&openharness(dir.path(), &["tape", &session, "--at", &len.to_string(), "--json"]));
+    let end = json(&openharness(
+        dir.path(),
+        &["tape", &session, "--at", &len.to_string(), "--json"],
+    ));
     assert_eq!(end["position"], len);
     assert_eq!(end["current"]["name"], "workflow:completed");
     assert_eq!(end["state"]["completed"], 3);
 
-    let past = json(&openharness(dir.path(), &["tape", &session, "--at", &(len + 5).to_string(), "--json"]));
+    let past = json(&openharness(
+        dir.path(),
+        &["tape", &session, "--at", &(len + 5).to_string(), "--json"],
+    ));
     assert_eq!(past["position"], len, "clamps to len");
     assert_eq!(past["state"], end["state"]);
 
@@ -80,7 +104,10 @@ fn errors_are_clear_and_exit_non_zero() {
     let missing = openharness(dir.path(), &["tape", "no-such-session", "--at", "0"]);
     assert!(!missing.status.success());
     let stderr = String::from_utf8_lossy(&missing.stderr);
-    assert!(stderr.contains("no-such-session") && stderr.contains("not found"), "{stderr}");
+    assert!(
+        stderr.contains("no-such-session") && stderr.contains("not found"),
+        "{stderr}"
+    );
 
     let events = openharness(dir.path(), &["events", "no-such-session"]);
     assert!(!events.status.success());

@@ -20,7 +20,7 @@ use crate::fold::panic_message;
 use crate::handler::Handler;
 use crate::tool::{DEFAULT_MAX_TURNS, Tool, Toolbox};
 
-/// An LLM agent. Usually implemented by `#[agent(output = T, on = Trigger, emits = [...])]`.
+/// An LLM agent. Usually implemented by `#[agent(output = T, emits = [...])]`, which takes the state and trigger types from `prompt`'s parameters.
 ///
 /// ```
 /// use openharness_core::{Agent, Emit, Event, builtin::{UserInput, TextComplete}};

@@ -48,7 +48,7 @@ enum AgentMessage {
 /// What to do once a queued event is recorded.
 enum AfterRecord<S> {
     /// Start this agent call (the event is its `agent:started`).
-    Launch(AgentTask<S>),
+    Launch(Box<AgentTask<S>>),
     /// This agent call is over (the event is its `agent:completed`).
     Finish(u64),
 }
@@ -144,7 +144,7 @@ pub(crate) async fn run<S: WorkflowState>(
             }
         };
         match after {
-            Some(AfterRecord::Launch(task)) => run.launch(task),
+            Some(AfterRecord::Launch(task)) => run.launch(*task),
             Some(AfterRecord::Finish(call)) => {
                 run.running.remove(&call);
             }
@@ -301,7 +301,7 @@ impl<S: WorkflowState> Run<'_, S> {
                     self.queue.push_back((
                         Pending::of(&started),
                         Some(event.id),
-                        Some(AfterRecord::Launch(task)),
+                        Some(AfterRecord::Launch(Box::new(task))),
                     ));
                 }
             }

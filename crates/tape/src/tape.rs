@@ -2,7 +2,9 @@
 
 use std::future::Future;
 
-use openharness_core::{DEFAULT_CHECKPOINT_INTERVAL, Envelope, Error, Fold, SessionId, Workflow, WorkflowState};
+use openharness_core::{
+    DEFAULT_CHECKPOINT_INTERVAL, Envelope, Error, Fold, SessionId, Workflow, WorkflowState,
+};
 use serde::Serialize;
 
 /// A recorded session you can step through. See the crate docs for the position rule.
@@ -107,7 +109,10 @@ impl<S: WorkflowState> Tape<S> {
     /// Moves one event forward (stays at `len`). Returns the new position.
     pub fn step(&mut self) -> u64 {
         let position = self.position();
-        if let Some(event) = usize::try_from(position).ok().and_then(|i| self.events.get(i)) {
+        if let Some(event) = usize::try_from(position)
+            .ok()
+            .and_then(|i| self.events.get(i))
+        {
             self.fold.apply(event, &self.events);
             self.remember_snapshot();
         }
@@ -156,7 +161,12 @@ impl<S: WorkflowState> Tape<S> {
 
     /// A serializable view of the current position: `{position, len, current, state}`.
     pub fn view(&self) -> TapeView<'_, S> {
-        TapeView { position: self.position(), len: self.len(), current: self.current(), state: self.state() }
+        TapeView {
+            position: self.position(),
+            len: self.len(),
+            current: self.current(),
+            state: self.state(),
+        }
     }
 
     /// The workflow whose handlers this tape folds through.
@@ -165,13 +175,17 @@ impl<S: WorkflowState> Tape<S> {
     }
 
     fn nearest_snapshot(&self, target: u64) -> (u64, S) {
-        let index = usize::try_from(target / self.interval).unwrap_or(usize::MAX).min(self.snapshots.len() - 1);
+        let index = usize::try_from(target / self.interval)
+            .unwrap_or(usize::MAX)
+            .min(self.snapshots.len() - 1);
         (index as u64 * self.interval, self.snapshots[index].clone())
     }
 
     fn remember_snapshot(&mut self) {
         let position = self.position();
-        if position % self.interval == 0 && position / self.interval == self.snapshots.len() as u64 {
+        if position.is_multiple_of(self.interval)
+            && position / self.interval == self.snapshots.len() as u64
+        {
             self.snapshots.push(self.state().clone());
         }
     }

@@ -121,7 +121,10 @@ impl PlanState {
 
     fn start(&self, index: usize) -> Emit {
         match self.tasks.get(index) {
-            Some(task) => Emit::one(TaskStarted { index, title: task.title.clone() }),
+            Some(task) => Emit::one(TaskStarted {
+                index,
+                title: task.title.clone(),
+            }),
             None => Emit::none(),
         }
     }
@@ -137,7 +140,11 @@ impl PlanState {
         self.tasks = plan
             .tasks
             .iter()
-            .map(|title| Task { title: title.clone(), status: TaskStatus::Pending, result: None })
+            .map(|title| Task {
+                title: title.clone(),
+                status: TaskStatus::Pending,
+                result: None,
+            })
             .collect();
         self.completed = 0;
         self.start(0)
@@ -211,7 +218,10 @@ impl Executor {
     }
 
     fn on_output(&self, report: TaskReport, task: &TaskStarted) -> TaskCompleted {
-        TaskCompleted { index: task.index, result: report.summary }
+        TaskCompleted {
+            index: task.index,
+            result: report.summary,
+        }
     }
 }
 
@@ -230,7 +240,11 @@ pub fn workflow(store: impl Store, provider: impl Provider) -> Result<Workflow<P
 /// The script the offline demo runs: a three-task plan for [`DEMO_GOAL`] and one report per task,
 /// each streamed as text first, like a real model would.
 pub fn scripted_provider() -> ScriptedProvider {
-    let tasks = ["Write the changelog", "Tag the release in git", "Publish the crate"];
+    let tasks = [
+        "Write the changelog",
+        "Tag the release in git",
+        "Publish the crate",
+    ];
     let reports = [
         "Summarised the 14 merged pull requests into CHANGELOG.md under 0.1.0.",
         "Created the annotated tag v0.1.0 on the release commit.",
@@ -244,7 +258,8 @@ pub fn scripted_provider() -> ScriptedProvider {
     reports.iter().fold(provider, |provider, report| {
         provider.respond(
             Executor::NAME,
-            Reply::output(serde_json::json!({ "summary": report })).text(&format!("Working on it. {report}")),
+            Reply::output(serde_json::json!({ "summary": report }))
+                .text(format!("Working on it. {report}")),
         )
     })
 }
