@@ -42,6 +42,7 @@ pub(crate) async fn run(command: Command, store_path: &Path) -> Result<(), CliEr
     })?;
     match command {
         Command::Demo { goal } => demo(store, store_path, goal).await,
+        Command::Run(args) => crate::run::run(args, store, store_path).await,
         Command::Sessions { json } => sessions(&store, json).await,
         Command::Events { session, json } => events(&store, &parse_session(&session)?, json).await,
         Command::Tape { session, at, json } => {

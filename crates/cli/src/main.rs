@@ -6,6 +6,7 @@
 
 mod commands;
 mod progress;
+mod run;
 mod workflows;
 
 use std::path::PathBuf;
@@ -38,6 +39,9 @@ enum Command {
         #[arg(long)]
         goal: Option<String>,
     },
+    /// Run an example against a real model (Anthropic, OpenAI-compatible or the claude CLI) and
+    /// record it.
+    Run(run::RunArgs),
     /// List recorded sessions.
     Sessions {
         /// Print JSON instead of a table.
