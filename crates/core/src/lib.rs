@@ -34,7 +34,9 @@ pub use provider::{
     ProviderSink, Usage,
 };
 pub use renderer::{FnRenderer, Renderer, renderer_fn};
-pub use store::{SessionInfo, Store, StoreError};
+pub use store::{
+    Recorded, SessionInfo, Snapshot, Store, StoreError, Subscription, SubscriptionSender,
+};
 pub use tokio_util::sync::CancellationToken;
 pub use tool::{DEFAULT_MAX_TURNS, FnTool, Tool, ToolError, Toolbox};
 pub use workflow::{RunOptions, RunOutcome, StopReason, Workflow, WorkflowBuilder, WorkflowState};

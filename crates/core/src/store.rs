@@ -11,6 +11,12 @@
 //! - `events(session, range)` returns the events with seqs in `range`, in order (seq = index).
 //! - Session metadata is derived from the events: the workflow name from `workflow:started`,
 //!   the parent from `session:forked`.
+//! - `snapshot(session, &Snapshot)` saves a derived state at a position (0 to the session's
+//!   length, replacing one saved there before); `latest_snapshot(session, at_most)` finds the
+//!   one nearest at or before a position. Clearing a session clears its snapshots.
+//! - `subscribe(session, from_seq)` yields every event with seq `>= from_seq`, in order and
+//!   exactly once: first the stored ones (catch-up), then each new one as it is appended (live),
+//!   with nothing missed or repeated at the boundary. It never ends by itself; drop it to stop.
 
 use std::ops::Range;
 
@@ -70,6 +76,84 @@ impl SessionInfo {
             }
             self.last_event = event.timestamp;
         }
+    }
+}
+
+/// A state saved at a position of a session: the state after its first `position` events.
+///
+/// Snapshots are derived data (a fold of the events), kept so a replay can start near a position
+/// instead of at 0. The state is JSON, as the workflow's state serializes.
+///
+/// ```
+/// use openharness_core::Snapshot;
+/// let snapshot = Snapshot::new(12, serde_json::json!({ "done": 3 }));
+/// assert_eq!(snapshot.position, 12);
+/// ```
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Snapshot {
+    /// How many events were folded into `state`.
+    pub position: u64,
+    /// The state, as JSON.
+    pub state: serde_json::Value,
+}
+
+impl Snapshot {
+    /// A snapshot of `state` after `position` events.
+    pub fn new(position: u64, state: serde_json::Value) -> Self {
+        Self { position, state }
+    }
+}
+
+/// An event as a [`Subscription`] yields it: with its seq in the session.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Recorded {
+    /// The event's position in its session (0-based).
+    pub seq: u64,
+    /// The event.
+    pub event: Envelope,
+}
+
+/// A live tail of one session, from [`Store::subscribe`]: the stored events from the requested
+/// seq, then each new one as it is appended, each exactly once and in order.
+///
+/// It ends (returns `None`) only when the store side stops, after yielding an error that says
+/// why; drop it to unsubscribe.
+///
+/// Backends build one with [`Subscription::channel`] and feed it from a task:
+///
+/// ```
+/// use openharness_core::{Envelope, Recorded, Subscription};
+///
+/// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+/// let (tx, mut subscription) = Subscription::channel(16);
+/// let event = Envelope::new("user:input", serde_json::json!({ "text": "hi" }), None);
+/// tx.send(Ok(Recorded { seq: 0, event: event.clone() })).await.unwrap();
+/// drop(tx);
+/// let first = subscription.next().await.unwrap().unwrap();
+/// assert_eq!((first.seq, first.event), (0, event));
+/// assert!(subscription.next().await.is_none());
+/// # });
+/// ```
+#[derive(Debug)]
+pub struct Subscription {
+    receiver: tokio::sync::mpsc::Receiver<Result<Recorded, StoreError>>,
+}
+
+/// The sending half of a [`Subscription`], held by the backend's task.
+pub type SubscriptionSender = tokio::sync::mpsc::Sender<Result<Recorded, StoreError>>;
+
+impl Subscription {
+    /// A subscription fed through a bounded channel of `capacity` items (at least 1): the
+    /// backend's task waits when the subscriber falls behind, so nothing piles up in memory.
+    pub fn channel(capacity: usize) -> (SubscriptionSender, Self) {
+        let (sender, receiver) = tokio::sync::mpsc::channel(capacity.max(1));
+        (sender, Self { receiver })
+    }
+
+    /// The next event, waiting until one is appended. `None` once the backend has stopped
+    /// (after an `Err` saying why).
+    pub async fn next(&mut self) -> Option<Result<Recorded, StoreError>> {
+        self.receiver.recv().await
     }
 }
 
@@ -146,6 +230,30 @@ pub trait Store: Send + Sync + 'static {
     /// Deletes a session's events. Clearing an unknown session is not an error.
     async fn clear(&self, session: &SessionId) -> Result<(), StoreError>;
 
+    /// Saves `snapshot` for `session`, replacing one saved at the same position. The position
+    /// may be 0 to the session's length; beyond it, or for a session with no events, is
+    /// [`StoreError::Invalid`].
+    async fn snapshot(&self, session: &SessionId, snapshot: &Snapshot) -> Result<(), StoreError>;
+
+    /// The snapshot of `session` with the greatest position `<= at_most`, if any.
+    async fn latest_snapshot(
+        &self,
+        session: &SessionId,
+        at_most: u64,
+    ) -> Result<Option<Snapshot>, StoreError>;
+
+    /// A live tail of `session` from `from_seq`: every stored event with seq `>= from_seq`,
+    /// then each new one as it is appended, exactly once and in order. See [`Subscription`].
+    ///
+    /// Subscribing to a session that does not exist yet is allowed: its first events arrive
+    /// when they are appended. After [`clear`](Self::clear), events appended again at seqs the
+    /// subscriber has already passed are not delivered; subscribe again.
+    async fn subscribe(
+        &self,
+        session: &SessionId,
+        from_seq: u64,
+    ) -> Result<Subscription, StoreError>;
+
     /// Every event of `session`.
     async fn all_events(&self, session: &SessionId) -> Result<Vec<Envelope>, StoreError> {
         self.events(session, 0..u64::MAX).await
@@ -180,5 +288,22 @@ impl<T: Store + ?Sized> Store for std::sync::Arc<T> {
     }
     async fn clear(&self, session: &SessionId) -> Result<(), StoreError> {
         (**self).clear(session).await
+    }
+    async fn snapshot(&self, session: &SessionId, snapshot: &Snapshot) -> Result<(), StoreError> {
+        (**self).snapshot(session, snapshot).await
+    }
+    async fn latest_snapshot(
+        &self,
+        session: &SessionId,
+        at_most: u64,
+    ) -> Result<Option<Snapshot>, StoreError> {
+        (**self).latest_snapshot(session, at_most).await
+    }
+    async fn subscribe(
+        &self,
+        session: &SessionId,
+        from_seq: u64,
+    ) -> Result<Subscription, StoreError> {
+        (**self).subscribe(session, from_seq).await
     }
 }

@@ -6,7 +6,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use async_trait::async_trait;
-use openharness_core::{Envelope, SessionId, SessionInfo, Store, StoreError};
+use openharness_core::{
+    Envelope, SessionId, SessionInfo, Snapshot, Store, StoreError, Subscription,
+};
 
 /// The error a [`FailingStore`] injects, inside [`StoreError::Backend`].
 ///
@@ -27,8 +29,8 @@ enum Schedule {
     Only(u64),
 }
 
-/// A [`Store`] wrapper that fails chosen appends with [`InjectedFailure`]; reads, listing and
-/// clearing pass through.
+/// A [`Store`] wrapper that fails chosen appends with [`InjectedFailure`]; reads, listing,
+/// clearing, snapshots and subscriptions pass through.
 ///
 /// Appends are counted from 1 across all sessions, every call counting (empty batches too). By
 /// default a failing append never reaches the inner store, so it writes nothing;
@@ -169,5 +171,25 @@ impl<S: Store> Store for FailingStore<S> {
 
     async fn clear(&self, session: &SessionId) -> Result<(), StoreError> {
         self.inner.clear(session).await
+    }
+
+    async fn snapshot(&self, session: &SessionId, snapshot: &Snapshot) -> Result<(), StoreError> {
+        self.inner.snapshot(session, snapshot).await
+    }
+
+    async fn latest_snapshot(
+        &self,
+        session: &SessionId,
+        at_most: u64,
+    ) -> Result<Option<Snapshot>, StoreError> {
+        self.inner.latest_snapshot(session, at_most).await
+    }
+
+    async fn subscribe(
+        &self,
+        session: &SessionId,
+        from_seq: u64,
+    ) -> Result<Subscription, StoreError> {
+        self.inner.subscribe(session, from_seq).await
     }
 }

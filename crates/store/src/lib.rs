@@ -48,19 +48,33 @@
 mod append;
 pub mod conformance;
 mod fault;
+mod live;
 mod memory;
 mod redb_store;
 
 pub use fault::{FailingStore, InjectedFailure};
+pub use live::LiveError;
 pub use memory::MemoryStore;
-pub use openharness_core::{SessionInfo, Store, StoreError};
+pub use openharness_core::{
+    Recorded, SessionInfo, Snapshot, Store, StoreError, Subscription, SubscriptionSender,
+};
 pub use redb_store::{RedbError, RedbStore, STORE_ENV, default_store_path};
 
 use std::cmp::Ordering;
 
+use openharness_core::SessionId;
+
 /// The order of [`Store::sessions`]: oldest first, ties broken by id so listings are stable.
 fn by_age(a: &SessionInfo, b: &SessionInfo) -> Ordering {
     a.created.cmp(&b.created).then_with(|| a.id.cmp(&b.id))
+}
+
+/// The error for a snapshot past the end of its session (or of a session with no events).
+pub(crate) fn snapshot_beyond_end(session: &SessionId, position: u64, len: u64) -> StoreError {
+    StoreError::Invalid(format!(
+        "cannot save a snapshot of session {session} at position {position}: \
+         the session has {len} events"
+    ))
 }
 
 /// Sorts sessions into the order of [`Store::sessions`].

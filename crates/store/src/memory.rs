@@ -1,13 +1,16 @@
 //! [`MemoryStore`]: an in-process store for tests, examples and throwaway runs.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::ops::Range;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use async_trait::async_trait;
-use openharness_core::{Envelope, EventId, SessionId, SessionInfo, Store, StoreError};
+use openharness_core::{
+    Envelope, EventId, SessionId, SessionInfo, Snapshot, Store, StoreError, Subscription,
+};
 
 use crate::append::{Plan, plan_append};
+use crate::live::{Notifier, tail};
 
 /// A [`Store`] that keeps every session in memory.
 ///
@@ -30,6 +33,7 @@ use crate::append::{Plan, plan_append};
 #[derive(Debug, Clone, Default)]
 pub struct MemoryStore {
     sessions: Arc<Mutex<HashMap<SessionId, Log>>>,
+    notifier: Notifier,
 }
 
 /// One session's events, the index of their ids and the derived metadata.
@@ -38,6 +42,7 @@ struct Log {
     events: Vec<Envelope>,
     seqs: HashMap<EventId, u64>,
     info: SessionInfo,
+    snapshots: BTreeMap<u64, serde_json::Value>,
 }
 
 impl MemoryStore {
@@ -90,13 +95,17 @@ impl Store for MemoryStore {
             events: Vec::new(),
             seqs: HashMap::new(),
             info: info.clone(),
+            snapshots: BTreeMap::new(),
         });
         for (event, seq) in events.iter().zip(len..) {
             log.seqs.insert(event.id, seq);
             log.events.push(event.clone());
         }
         log.info = info;
-        Ok(log.events.len() as u64)
+        let len = log.events.len() as u64;
+        drop(sessions);
+        self.notifier.notify(session);
+        Ok(len)
     }
 
     async fn events(
@@ -130,7 +139,50 @@ impl Store for MemoryStore {
     }
 
     async fn clear(&self, session: &SessionId) -> Result<(), StoreError> {
-        self.lock().remove(session);
+        let removed = self.lock().remove(session);
+        if removed.is_some() {
+            self.notifier.notify(session);
+        }
         Ok(())
+    }
+
+    async fn snapshot(&self, session: &SessionId, snapshot: &Snapshot) -> Result<(), StoreError> {
+        let mut sessions = self.lock();
+        let log = sessions.get_mut(session);
+        let len = log.as_ref().map_or(0, |log| log.events.len() as u64);
+        match log {
+            Some(log) if snapshot.position <= len => {
+                log.snapshots
+                    .insert(snapshot.position, snapshot.state.clone());
+                Ok(())
+            }
+            _ => Err(crate::snapshot_beyond_end(session, snapshot.position, len)),
+        }
+    }
+
+    async fn latest_snapshot(
+        &self,
+        session: &SessionId,
+        at_most: u64,
+    ) -> Result<Option<Snapshot>, StoreError> {
+        Ok(self.lock().get(session).and_then(|log| {
+            log.snapshots
+                .range(..=at_most)
+                .next_back()
+                .map(|(position, state)| Snapshot::new(*position, state.clone()))
+        }))
+    }
+
+    async fn subscribe(
+        &self,
+        session: &SessionId,
+        from_seq: u64,
+    ) -> Result<Subscription, StoreError> {
+        tail(
+            self.clone(),
+            self.notifier.clone(),
+            session.clone(),
+            from_seq,
+        )
     }
 }

@@ -7,6 +7,7 @@
 //! | `events`    | (session id, seq)          | the [`Envelope`] as JSON bytes |
 //! | `event_ids` | (session id, event id u128)| seq (for idempotent retries)   |
 //! | `sessions`  | session id                 | the [`SessionInfo`] as JSON    |
+//! | `snapshots` | (session id, position)     | the snapshot's state as JSON   |
 //!
 //! Every append is one write transaction committed with redb's default (immediate)
 //! durability: when `append` returns, the events are on disk, and a crash before that leaves
@@ -17,10 +18,13 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use openharness_core::{Envelope, SessionId, SessionInfo, Store, StoreError};
+use openharness_core::{
+    Envelope, SessionId, SessionInfo, Snapshot, Store, StoreError, Subscription,
+};
 use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition};
 
 use crate::append::{Plan, plan_append};
+use crate::live::{Notifier, tail};
 
 /// Events by (session id, seq), as JSON.
 const EVENTS: TableDefinition<'_, (&str, u64), &[u8]> = TableDefinition::new("events");
@@ -28,6 +32,8 @@ const EVENTS: TableDefinition<'_, (&str, u64), &[u8]> = TableDefinition::new("ev
 const EVENT_IDS: TableDefinition<'_, (&str, u128), u64> = TableDefinition::new("event_ids");
 /// Session metadata by session id, as JSON.
 const SESSIONS: TableDefinition<'_, &str, &[u8]> = TableDefinition::new("sessions");
+/// Snapshot states by (session id, position), as JSON.
+const SNAPSHOTS: TableDefinition<'_, (&str, u64), &[u8]> = TableDefinition::new("snapshots");
 
 /// The environment variable naming the store file when no `--store PATH` is given.
 pub const STORE_ENV: &str = "OPENHARNESS_STORE";
@@ -167,6 +173,7 @@ impl From<RedbError> for StoreError {
 pub struct RedbStore {
     db: Arc<Database>,
     path: Arc<Path>,
+    notifier: Notifier,
 }
 
 impl std::fmt::Debug for RedbStore {
@@ -241,6 +248,7 @@ impl RedbStore {
         let store = Self {
             db: Arc::new(db),
             path: Arc::from(path),
+            notifier: Notifier::default(),
         };
         store.create_tables().map_err(|source| RedbError::Open {
             path: path.to_owned(),
@@ -261,6 +269,7 @@ impl RedbStore {
         txn.open_table(EVENTS)?;
         txn.open_table(EVENT_IDS)?;
         txn.open_table(SESSIONS)?;
+        txn.open_table(SNAPSHOTS)?;
         txn.commit()?;
         Ok(())
     }
@@ -359,56 +368,59 @@ impl Store for RedbStore {
         let name = session;
         let session = session.clone();
         let events = events.to_vec();
-        self.run(
-            || format!("append to session {name}"),
-            move |db| {
-                let sid = session.as_str();
-                let txn = db.begin_write()?;
-                let plan = {
-                    let sessions = txn.open_table(SESSIONS)?;
-                    let info = match sessions.get(sid)? {
-                        Some(bytes) => Some(decode_info(&session, bytes.value())?),
-                        None => None,
+        let len = self
+            .run(
+                || format!("append to session {name}"),
+                move |db| {
+                    let sid = session.as_str();
+                    let txn = db.begin_write()?;
+                    let plan = {
+                        let sessions = txn.open_table(SESSIONS)?;
+                        let info = match sessions.get(sid)? {
+                            Some(bytes) => Some(decode_info(&session, bytes.value())?),
+                            None => None,
+                        };
+                        let len = info.as_ref().map_or(0, |info| info.count);
+                        let index = txn.open_table(EVENT_IDS)?;
+                        let plan = plan_append(&session, &events, expected_seq, len, |id| {
+                            let seq = index.get((sid, id.as_uuid().as_u128()))?;
+                            Ok::<_, Failure>(seq.map(|seq| seq.value()))
+                        })?;
+                        (plan, info, len)
                     };
-                    let len = info.as_ref().map_or(0, |info| info.count);
-                    let index = txn.open_table(EVENT_IDS)?;
-                    let plan = plan_append(&session, &events, expected_seq, len, |id| {
-                        let seq = index.get((sid, id.as_uuid().as_u128()))?;
-                        Ok::<_, Failure>(seq.map(|seq| seq.value()))
-                    })?;
-                    (plan, info, len)
-                };
-                let (plan, info, len) = plan;
-                if let Plan::Done(len) = plan {
-                    txn.abort()?;
-                    return Ok(len);
-                }
+                    let (plan, info, len) = plan;
+                    if let Plan::Done(len) = plan {
+                        txn.abort()?;
+                        return Ok(len);
+                    }
 
-                let info = match info {
-                    Some(mut info) => {
-                        info.absorb(&events);
-                        info.count += events.len() as u64;
-                        info
+                    let info = match info {
+                        Some(mut info) => {
+                            info.absorb(&events);
+                            info.count += events.len() as u64;
+                            info
+                        }
+                        None => SessionInfo::from_first_events(session.clone(), &events)
+                            .ok_or_else(|| StoreError::Invalid("empty batch".to_owned()))?,
+                    };
+                    let info = encode_info(&info)?;
+                    {
+                        let mut table = txn.open_table(EVENTS)?;
+                        let mut index = txn.open_table(EVENT_IDS)?;
+                        for ((id, bytes), seq) in records.iter().zip(len..) {
+                            table.insert((sid, seq), bytes.as_slice())?;
+                            index.insert((sid, *id), seq)?;
+                        }
+                        let mut sessions = txn.open_table(SESSIONS)?;
+                        sessions.insert(sid, info.as_slice())?;
                     }
-                    None => SessionInfo::from_first_events(session.clone(), &events)
-                        .ok_or_else(|| StoreError::Invalid("empty batch".to_owned()))?,
-                };
-                let info = encode_info(&info)?;
-                {
-                    let mut table = txn.open_table(EVENTS)?;
-                    let mut index = txn.open_table(EVENT_IDS)?;
-                    for ((id, bytes), seq) in records.iter().zip(len..) {
-                        table.insert((sid, seq), bytes.as_slice())?;
-                        index.insert((sid, *id), seq)?;
-                    }
-                    let mut sessions = txn.open_table(SESSIONS)?;
-                    sessions.insert(sid, info.as_slice())?;
-                }
-                txn.commit()?;
-                Ok(len + events.len() as u64)
-            },
-        )
-        .await
+                    txn.commit()?;
+                    Ok(len + events.len() as u64)
+                },
+            )
+            .await?;
+        self.notifier.notify(name);
+        Ok(len)
     }
 
     async fn events(
@@ -494,12 +506,101 @@ impl Store for RedbStore {
                     table.retain_in((sid, 0)..=(sid, u64::MAX), |_, _| false)?;
                     let mut index = txn.open_table(EVENT_IDS)?;
                     index.retain_in((sid, 0)..=(sid, u128::MAX), |_, _| false)?;
+                    let mut snapshots = txn.open_table(SNAPSHOTS)?;
+                    snapshots.retain_in((sid, 0)..=(sid, u64::MAX), |_, _| false)?;
+                }
+                txn.commit()?;
+                Ok(())
+            },
+        )
+        .await?;
+        self.notifier.notify(name);
+        Ok(())
+    }
+
+    async fn snapshot(&self, session: &SessionId, snapshot: &Snapshot) -> Result<(), StoreError> {
+        let state = serde_json::to_vec(&snapshot.state).map_err(|err| {
+            StoreError::Invalid(format!(
+                "the snapshot of session {session} at {} cannot be encoded as JSON: {err}",
+                snapshot.position
+            ))
+        })?;
+        let name = session;
+        let session = session.clone();
+        let position = snapshot.position;
+        self.run(
+            || format!("saving a snapshot of session {name}"),
+            move |db| {
+                let sid = session.as_str();
+                let txn = db.begin_write()?;
+                {
+                    let sessions = txn.open_table(SESSIONS)?;
+                    let len = match sessions.get(sid)? {
+                        Some(bytes) => Some(decode_info(&session, bytes.value())?.count),
+                        None => None,
+                    };
+                    match len {
+                        Some(len) if position <= len => {}
+                        len => {
+                            return Err(crate::snapshot_beyond_end(
+                                &session,
+                                position,
+                                len.unwrap_or(0),
+                            )
+                            .into());
+                        }
+                    }
+                    let mut snapshots = txn.open_table(SNAPSHOTS)?;
+                    snapshots.insert((sid, position), state.as_slice())?;
                 }
                 txn.commit()?;
                 Ok(())
             },
         )
         .await
+    }
+
+    async fn latest_snapshot(
+        &self,
+        session: &SessionId,
+        at_most: u64,
+    ) -> Result<Option<Snapshot>, StoreError> {
+        let name = session;
+        let session = session.clone();
+        self.run(
+            || format!("read of session {name}'s snapshots"),
+            move |db| {
+                let sid = session.as_str();
+                let txn = db.begin_read()?;
+                let table = txn.open_table(SNAPSHOTS)?;
+                let Some(entry) = table.range((sid, 0)..=(sid, at_most))?.next_back() else {
+                    return Ok(None);
+                };
+                let (key, bytes) = entry?;
+                let (_, position) = key.value();
+                let state =
+                    serde_json::from_slice(bytes.value()).map_err(|err| StoreError::Corrupt {
+                        session: session.clone(),
+                        seq: position,
+                        message: format!("stored snapshot state is not valid JSON: {err}"),
+                    })?;
+                Ok(Some(Snapshot::new(position, state)))
+            },
+        )
+        .await
+    }
+
+    async fn subscribe(
+        &self,
+        session: &SessionId,
+        from_seq: u64,
+    ) -> Result<Subscription, StoreError> {
+        tail(
+            self.clone(),
+            self.notifier.clone(),
+            session.clone(),
+            from_seq,
+        )
     }
 }
 

@@ -1,0 +1,159 @@
+//! Live tails: the [`Notifier`] that wakes subscribers when a session grows, and [`tail`], the
+//! task behind every backend's [`Store::subscribe`].
+//!
+//! The rule that makes a tail lose nothing and repeat nothing: the task marks the session's
+//! notifications as seen *before* it reads, reads from the next seq it has not delivered until
+//! it is caught up, and only then waits. An append committed before the read is in the read; one
+//! committed after it notifies, and the wait returns. The task tracks the next seq itself, so a
+//! spurious wake-up only costs an empty read.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use openharness_core::{Recorded, SessionId, Store, StoreError, Subscription};
+use tokio::sync::watch;
+
+/// How many events a tail reads per query, so catching up on a long session streams it in pages.
+const PAGE: u64 = 512;
+
+/// How many events may wait in a subscription's channel before the tail task pauses.
+const BUFFER: usize = 256;
+
+/// Wakes the tails of sessions that have grown (or were cleared).
+///
+/// Clones share the same subscribers. A closed notifier (its source of changes is gone, such as
+/// a lost PostgreSQL listener connection) ends every tail with an error.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Notifier {
+    inner: Arc<Mutex<Senders>>,
+}
+
+#[derive(Debug, Default)]
+struct Senders {
+    sessions: HashMap<SessionId, watch::Sender<()>>,
+    closed: Option<String>,
+}
+
+impl Notifier {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Senders> {
+        self.inner.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// A receiver woken by every later [`notify`](Self::notify) of `session`; `None` when the
+    /// notifier is closed (with the reason).
+    pub(crate) fn watch(&self, session: &SessionId) -> Result<watch::Receiver<()>, String> {
+        let mut senders = self.lock();
+        if let Some(reason) = &senders.closed {
+            return Err(reason.clone());
+        }
+        Ok(senders
+            .sessions
+            .entry(session.clone())
+            .or_insert_with(|| watch::channel(()).0)
+            .subscribe())
+    }
+
+    /// Wakes the tails of `session`.
+    pub(crate) fn notify(&self, session: &SessionId) {
+        let mut senders = self.lock();
+        if let Some(sender) = senders.sessions.get(session) {
+            if sender.receiver_count() == 0 {
+                senders.sessions.remove(session);
+            } else {
+                sender.send_replace(());
+            }
+        }
+    }
+
+    /// Ends every tail: their next wait fails with `reason`, and new watches fail too.
+    #[allow(dead_code)] // used by PostgresStore, which comes next
+    pub(crate) fn close(&self, reason: String) {
+        let mut senders = self.lock();
+        senders.closed = Some(reason);
+        senders.sessions.clear();
+    }
+
+    /// Why the notifier was closed, if it was.
+    fn closed(&self) -> Option<String> {
+        self.lock().closed.clone()
+    }
+}
+
+/// Starts the task that feeds a [`Subscription`] to `session` from `from_seq`, reading through
+/// `store` and woken by `notifier`.
+pub(crate) fn tail<S: Store + Clone>(
+    store: S,
+    notifier: Notifier,
+    session: SessionId,
+    from_seq: u64,
+) -> Result<Subscription, StoreError> {
+    let mut changes = notifier.watch(&session).map_err(|reason| {
+        StoreError::backend(LiveError {
+            store: store.describe(),
+            session: session.clone(),
+            reason,
+        })
+    })?;
+    let (sender, subscription) = Subscription::channel(BUFFER);
+    tokio::spawn(async move {
+        let mut next = from_seq;
+        loop {
+            // Seen before reading: a change committed after the read wakes the wait below.
+            changes.borrow_and_update();
+            loop {
+                let page = match store
+                    .events(&session, next..next.saturating_add(PAGE))
+                    .await
+                {
+                    Ok(page) => page,
+                    Err(err) => {
+                        let _ = sender.send(Err(err)).await;
+                        return;
+                    }
+                };
+                let count = page.len() as u64;
+                for event in page {
+                    let recorded = Recorded { seq: next, event };
+                    next += 1;
+                    if sender.send(Ok(recorded)).await.is_err() {
+                        return; // unsubscribed
+                    }
+                }
+                if count < PAGE {
+                    break;
+                }
+            }
+            tokio::select! {
+                changed = changes.changed() => {
+                    if changed.is_err() {
+                        let reason = notifier
+                            .closed()
+                            .unwrap_or_else(|| "the store stopped notifying".to_owned());
+                        let _ = sender
+                            .send(Err(StoreError::backend(LiveError {
+                                store: store.describe(),
+                                session: session.clone(),
+                                reason,
+                            })))
+                            .await;
+                        return;
+                    }
+                }
+                () = sender.closed() => return,
+            }
+        }
+    });
+    Ok(subscription)
+}
+
+/// A live tail stopped because the store can no longer tell it about new events.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("store {store}: the live tail of session {session} stopped: {reason}")]
+pub struct LiveError {
+    /// The store, as [`Store::describe`] gives it.
+    pub store: String,
+    /// The session being tailed.
+    pub session: SessionId,
+    /// Why it stopped.
+    pub reason: String,
+}
