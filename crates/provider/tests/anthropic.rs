@@ -515,3 +515,71 @@ async fn connection_refused_is_retried_then_reported() {
         .unwrap_err();
     assert!(err.to_string().contains("request failed"), "{err}");
 }
+
+/// A writer that keeps everything logged, for the key-leak test.
+#[derive(Clone, Default)]
+struct Captured(Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl std::io::Write for Captured {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn the_key_appears_in_no_log_error_or_debug_output() {
+    let captured = Captured::default();
+    let writer = captured.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_max_level(tracing::Level::TRACE)
+        .with_writer(move || writer.clone())
+        .finish();
+    let _guard = tracing::subscriber::set_default(subscriber);
+
+    let secret = "sk-ant-api03-very-secret-key";
+    let server = FakeServer::anthropic(secret).await.unwrap();
+    let builder = AnthropicProvider::builder(ApiKey::new(secret))
+        .base_url(server.base_url())
+        .retry(fast_retries());
+    let provider = builder.clone().build().unwrap();
+    // A retried 529, a success, then a 401 from a wrong key: every path that logs or errors.
+    server.respond(wire::overloaded());
+    server.respond(wire::json_output(&json!({ "answer": 1 })));
+    provider
+        .complete(request("q"), ProviderSink::discard())
+        .await
+        .unwrap();
+    let wrong = AnthropicProvider::builder(ApiKey::new(format!("{secret}-wrong")))
+        .base_url(server.base_url())
+        .build()
+        .unwrap();
+    let err = wrong
+        .complete(request("q"), ProviderSink::discard())
+        .await
+        .unwrap_err();
+
+    let logged = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
+    assert!(
+        logged.contains("retrying"),
+        "the retry was logged: {logged}"
+    );
+    for text in [
+        logged,
+        err.to_string(),
+        format!("{err:?}"),
+        format!("{provider:?}"),
+        format!("{builder:?}"),
+        format!("{wrong:?}"),
+    ] {
+        assert!(!text.contains(secret), "the key leaked into: {text}");
+    }
+    assert_eq!(
+        server.requests()[0].header("x-api-key"),
+        Some(secret),
+        "it was sent, though"
+    );
+}
