@@ -41,6 +41,8 @@ pub mod prelude {
         Agent, Emit, Envelope, Event, EventSet, Handler, RunOptions, SessionId, Store, Workflow,
     };
     pub use openharness_macros::*;
+    /// `workflow.load(&session)` returns a [`crate::tape::Tape`].
+    pub use openharness_tape::LoadTape;
 }
 
 #[doc(hidden)]
