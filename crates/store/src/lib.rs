@@ -50,6 +50,8 @@ pub mod conformance;
 mod fault;
 mod live;
 mod memory;
+#[cfg(feature = "postgres")]
+mod postgres;
 mod redb_store;
 
 pub use fault::{FailingStore, InjectedFailure};
@@ -58,6 +60,8 @@ pub use memory::MemoryStore;
 pub use openharness_core::{
     Recorded, SessionInfo, Snapshot, Store, StoreError, Subscription, SubscriptionSender,
 };
+#[cfg(feature = "postgres")]
+pub use postgres::{MIGRATIONS, PostgresError, PostgresStore};
 pub use redb_store::{RedbError, RedbStore, STORE_ENV, default_store_path};
 
 use std::cmp::Ordering;

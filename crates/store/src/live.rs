@@ -66,7 +66,7 @@ impl Notifier {
     }
 
     /// Ends every tail: their next wait fails with `reason`, and new watches fail too.
-    #[allow(dead_code)] // used by PostgresStore, which comes next
+    #[cfg(feature = "postgres")]
     pub(crate) fn close(&self, reason: String) {
         let mut senders = self.lock();
         senders.closed = Some(reason);

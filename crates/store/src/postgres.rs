@@ -1,0 +1,629 @@
+//! [`PostgresStore`] (feature `postgres`): sessions in PostgreSQL, shared by many processes on
+//! many machines, with live tails across processes through `LISTEN`/`NOTIFY`.
+//!
+//! Schema (created by the embedded [`MIGRATIONS`], recorded in `oh_migrations`):
+//!
+//! | table          | key                                   | columns                        |
+//! |----------------|---------------------------------------|--------------------------------|
+//! | `oh_events`    | (session, seq); unique (session, id)  | id uuid, body (envelope JSON)  |
+//! | `oh_sessions`  | id                                    | created, last_event, count, workflow, parent |
+//! | `oh_snapshots` | (session, position)                   | state (JSON)                   |
+//!
+//! An append is one SQL statement, so one round trip and atomic without an explicit
+//! transaction: it inserts the batch only when the session's count equals `expected_seq`,
+//! upserts the metadata and calls `pg_notify`. The unique keys make a racing writer fail; only
+//! then (or when the count differs) a second query decides between conflict, retry and invalid
+//! batch with the same rules as every backend.
+
+use std::ops::Range;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use async_trait::async_trait;
+use chrono::{DateTime, SecondsFormat, Utc};
+use openharness_core::{
+    Envelope, EventId, SessionId, SessionInfo, Snapshot, Store, StoreError, Subscription,
+};
+use tokio_postgres::error::SqlState;
+use tokio_postgres::{AsyncMessage, Client, NoTls};
+
+use crate::append::{Plan, plan_append};
+use crate::live::{Notifier, tail};
+
+/// The schema migrations, applied in order; each runs once per schema, inside a transaction
+/// holding an advisory lock, so concurrent processes starting together apply them once.
+pub const MIGRATIONS: &[(i32, &str)] = &[(
+    1,
+    "CREATE TABLE oh_sessions (
+        id text PRIMARY KEY,
+        created text NOT NULL,
+        last_event text NOT NULL,
+        count bigint NOT NULL,
+        workflow text,
+        parent text
+    );
+    CREATE TABLE oh_events (
+        session text NOT NULL,
+        seq bigint NOT NULL,
+        id uuid NOT NULL,
+        body text NOT NULL,
+        PRIMARY KEY (session, seq),
+        UNIQUE (session, id)
+    );
+    CREATE TABLE oh_snapshots (
+        session text NOT NULL,
+        position bigint NOT NULL,
+        state text NOT NULL,
+        PRIMARY KEY (session, position)
+    );",
+)];
+
+/// The single-statement append (see the module docs).
+const APPEND: &str = "
+WITH cur AS (
+    SELECT COALESCE((SELECT count FROM oh_sessions WHERE id = $1), 0) AS len
+), ins AS (
+    INSERT INTO oh_events (session, seq, id, body)
+    SELECT $1, $2::bigint + e.ord - 1, e.id, e.body
+    FROM unnest($3::uuid[], $4::text[]) WITH ORDINALITY AS e(id, body, ord), cur
+    WHERE cur.len = $2::bigint
+    RETURNING seq
+), meta AS (
+    INSERT INTO oh_sessions (id, created, last_event, count, workflow, parent)
+    SELECT $1, $5, $6, c.n, $7, $8 FROM (SELECT count(*) AS n FROM ins) c WHERE c.n > 0
+    ON CONFLICT (id) DO UPDATE SET
+        last_event = EXCLUDED.last_event,
+        count = oh_sessions.count + EXCLUDED.count,
+        workflow = COALESCE(oh_sessions.workflow, EXCLUDED.workflow),
+        parent = COALESCE(oh_sessions.parent, EXCLUDED.parent)
+    RETURNING count
+), note AS (
+    SELECT pg_notify($9, $1) FROM meta
+)
+SELECT (SELECT count FROM meta), (SELECT count(*) FROM note)";
+
+/// How many connections a store opens for queries (besides its listener).
+const CONNECTIONS: usize = 4;
+
+/// Why a [`PostgresStore`] could not connect or complete an operation.
+///
+/// Carried inside [`StoreError::Backend`]; get it back with [`PostgresError::of`].
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum PostgresError {
+    /// The URL is not a PostgreSQL connection string.
+    #[error("invalid PostgreSQL URL: {0}")]
+    Url(String),
+    /// The schema name is not a plain lowercase identifier.
+    #[error("invalid schema name {0:?}: use lowercase letters, digits and underscores")]
+    Schema(String),
+    /// Connecting failed.
+    #[error("cannot connect to {store}: {source}")]
+    Connect {
+        /// The store, as [`Store::describe`] gives it.
+        store: String,
+        /// What the driver reported.
+        source: tokio_postgres::Error,
+    },
+    /// A query failed.
+    #[error("{store}: {operation} failed: {source}")]
+    Query {
+        /// The store, as [`Store::describe`] gives it.
+        store: String,
+        /// What was being done.
+        operation: String,
+        /// What the driver reported.
+        source: tokio_postgres::Error,
+    },
+}
+
+impl PostgresError {
+    /// The `PostgresError` inside a store error, if it came from a [`PostgresStore`].
+    pub fn of(err: &StoreError) -> Option<&PostgresError> {
+        match err {
+            StoreError::Backend(source) => source.downcast_ref(),
+            _ => None,
+        }
+    }
+}
+
+/// A [`Store`] in PostgreSQL: many processes on many machines may share its sessions, and
+/// [`subscribe`](Store::subscribe) sees appends made by any of them.
+///
+/// Clones share the connections. Each store holds a few query connections and one listener
+/// connection; when the listener is lost, live tails end with an error rather than hang.
+///
+/// ```no_run
+/// use openharness_core::{Envelope, SessionId, Store};
+/// use openharness_store::PostgresStore;
+///
+/// # async fn demo() -> Result<(), openharness_core::StoreError> {
+/// let store = PostgresStore::connect("postgres://postgres@127.0.0.1:5432/test").await?;
+/// let session = SessionId::new();
+/// let event = Envelope::new("user:input", serde_json::json!({ "text": "hi" }), None);
+/// store.append(&session, &[event], 0).await?;
+/// let mut tail = store.subscribe(&session, 0).await?;
+/// assert_eq!(tail.next().await.unwrap()?.seq, 0);
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Clone)]
+pub struct PostgresStore {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    clients: Vec<Client>,
+    next: AtomicUsize,
+    /// Keeps the listener connection open.
+    _listener: Client,
+    notifier: Notifier,
+    channel: String,
+    describe: String,
+}
+
+impl std::fmt::Debug for PostgresStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PostgresStore")
+            .field("store", &self.inner.describe)
+            .finish_non_exhaustive()
+    }
+}
+
+impl PostgresStore {
+    /// Connects to the database at `url` (a `postgres://` URL or key-value string), creating
+    /// the tables in the `public` schema if needed.
+    pub async fn connect(url: &str) -> Result<Self, StoreError> {
+        Self::connect_in_schema(url, "public").await
+    }
+
+    /// Connects and keeps every table in `schema` (created if needed): separate schemas are
+    /// separate stores in one database, as tests use them.
+    pub async fn connect_in_schema(url: &str, schema: &str) -> Result<Self, StoreError> {
+        let valid = !schema.is_empty()
+            && schema.len() <= 50
+            && schema
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_');
+        if !valid {
+            return Err(PostgresError::Schema(schema.to_owned()).into());
+        }
+        let config: tokio_postgres::Config = url
+            .parse()
+            .map_err(|err: tokio_postgres::Error| PostgresError::Url(err.to_string()))?;
+        let host = config
+            .get_hosts()
+            .first()
+            .map(|host| match host {
+                tokio_postgres::config::Host::Tcp(name) => name.clone(),
+                tokio_postgres::config::Host::Unix(path) => path.display().to_string(),
+            })
+            .unwrap_or_default();
+        let describe = format!(
+            "postgres:{host}/{}/{schema}",
+            config.get_dbname().unwrap_or("")
+        );
+        let connect_error = |source| PostgresError::Connect {
+            store: describe.clone(),
+            source,
+        };
+
+        let mut clients = Vec::with_capacity(CONNECTIONS);
+        for _ in 0..CONNECTIONS {
+            let (client, connection) = config.connect(NoTls).await.map_err(connect_error)?;
+            tokio::spawn(async move {
+                if let Err(err) = connection.await {
+                    tracing::warn!(%err, "a PostgreSQL store connection ended");
+                }
+            });
+            clients.push(client);
+        }
+        let set_path = format!("SET search_path TO \"{schema}\"");
+        migrate(&mut clients[0], schema)
+            .await
+            .map_err(|source| PostgresError::Query {
+                store: describe.clone(),
+                operation: "migration".to_owned(),
+                source,
+            })?;
+        for client in &clients {
+            client
+                .batch_execute(&set_path)
+                .await
+                .map_err(connect_error)?;
+        }
+
+        let channel = format!("oh_{schema}");
+        let notifier = Notifier::default();
+        let (listener, mut connection) = config.connect(NoTls).await.map_err(connect_error)?;
+        let dispatch = notifier.clone();
+        tokio::spawn(async move {
+            loop {
+                match std::future::poll_fn(|cx| connection.poll_message(cx)).await {
+                    Some(Ok(AsyncMessage::Notification(note))) => {
+                        if let Ok(session) = note.payload().parse::<SessionId>() {
+                            dispatch.notify(&session);
+                        }
+                    }
+                    Some(Ok(_)) => {}
+                    Some(Err(err)) => {
+                        dispatch.close(format!("the listener connection failed: {err}"));
+                        return;
+                    }
+                    None => {
+                        dispatch.close("the listener connection closed".to_owned());
+                        return;
+                    }
+                }
+            }
+        });
+        listener
+            .batch_execute(&format!("LISTEN \"{channel}\""))
+            .await
+            .map_err(connect_error)?;
+
+        tracing::debug!(store = %describe, "connected to PostgreSQL");
+        Ok(Self {
+            inner: Arc::new(Inner {
+                clients,
+                next: AtomicUsize::new(0),
+                _listener: listener,
+                notifier,
+                channel,
+                describe,
+            }),
+        })
+    }
+
+    /// A query connection, round robin (each pipelines concurrent queries).
+    fn client(&self) -> &Client {
+        let n = self.inner.next.fetch_add(1, Ordering::Relaxed);
+        &self.inner.clients[n % self.inner.clients.len()]
+    }
+
+    fn query_error(
+        &self,
+        operation: impl Into<String>,
+    ) -> impl FnOnce(tokio_postgres::Error) -> StoreError {
+        let store = self.inner.describe.clone();
+        let operation = operation.into();
+        move |source| {
+            PostgresError::Query {
+                store,
+                operation,
+                source,
+            }
+            .into()
+        }
+    }
+
+    /// The session's length and where each of `ids` is stored in it.
+    async fn state_of(
+        &self,
+        session: &SessionId,
+        ids: &[uuid::Uuid],
+    ) -> Result<(u64, std::collections::HashMap<uuid::Uuid, u64>), StoreError> {
+        let client = self.client();
+        let len = client
+            .query_opt(
+                "SELECT count FROM oh_sessions WHERE id = $1",
+                &[&session.as_str()],
+            )
+            .await
+            .map_err(self.query_error(format!("read of session {session}'s length")))?
+            .map_or(0, |row| row.get::<_, i64>(0) as u64);
+        let rows = client
+            .query(
+                "SELECT id, seq FROM oh_events WHERE session = $1 AND id = ANY($2)",
+                &[&session.as_str(), &ids],
+            )
+            .await
+            .map_err(self.query_error(format!("read of session {session}'s event ids")))?;
+        let stored = rows
+            .iter()
+            .map(|row| (row.get::<_, uuid::Uuid>(0), row.get::<_, i64>(1) as u64))
+            .collect();
+        Ok((len, stored))
+    }
+}
+
+impl From<PostgresError> for StoreError {
+    fn from(err: PostgresError) -> Self {
+        StoreError::backend(err)
+    }
+}
+
+/// Applies the missing [`MIGRATIONS`] to `schema`, under an advisory lock.
+async fn migrate(client: &mut Client, schema: &str) -> Result<(), tokio_postgres::Error> {
+    let txn = client.transaction().await?;
+    txn.batch_execute(&format!(
+        "SELECT pg_advisory_xact_lock(7306298535227459584);
+         CREATE SCHEMA IF NOT EXISTS \"{schema}\";
+         SET LOCAL search_path TO \"{schema}\";
+         CREATE TABLE IF NOT EXISTS oh_migrations (
+             version integer PRIMARY KEY,
+             applied_at timestamptz NOT NULL DEFAULT now()
+         );"
+    ))
+    .await?;
+    let applied: i32 = txn
+        .query_one("SELECT COALESCE(max(version), 0) FROM oh_migrations", &[])
+        .await?
+        .get(0);
+    for (version, sql) in MIGRATIONS.iter().filter(|(v, _)| *v > applied) {
+        txn.batch_execute(sql).await?;
+        txn.execute(
+            "INSERT INTO oh_migrations (version) VALUES ($1)",
+            &[version],
+        )
+        .await?;
+    }
+    txn.commit().await
+}
+
+fn timestamp(at: &DateTime<Utc>) -> String {
+    at.to_rfc3339_opts(SecondsFormat::AutoSi, true)
+}
+
+fn seq_param(seq: u64) -> i64 {
+    i64::try_from(seq).unwrap_or(i64::MAX)
+}
+
+fn corrupt(session: &SessionId, seq: u64, message: String) -> StoreError {
+    StoreError::Corrupt {
+        session: session.clone(),
+        seq,
+        message,
+    }
+}
+
+fn info_from_row(row: &tokio_postgres::Row) -> Result<SessionInfo, StoreError> {
+    let id: String = row.get(0);
+    let session: SessionId = id.parse().map_err(|err| {
+        StoreError::Invalid(format!("the store holds an invalid session id: {err}"))
+    })?;
+    let time = |index: usize| -> Result<DateTime<Utc>, StoreError> {
+        let text: String = row.get(index);
+        text.parse().map_err(|err| {
+            corrupt(
+                &session,
+                0,
+                format!("stored session metadata has a bad timestamp: {err}"),
+            )
+        })
+    };
+    let parent: Option<String> = row.get(5);
+    Ok(SessionInfo {
+        created: time(1)?,
+        last_event: time(2)?,
+        count: row.get::<_, i64>(3) as u64,
+        workflow: row.get(4),
+        parent: parent.and_then(|p| p.parse().ok()),
+        id: session,
+    })
+}
+
+#[async_trait]
+impl Store for PostgresStore {
+    fn describe(&self) -> String {
+        self.inner.describe.clone()
+    }
+
+    async fn append(
+        &self,
+        session: &SessionId,
+        events: &[Envelope],
+        expected_seq: u64,
+    ) -> Result<u64, StoreError> {
+        let Some(meta) = SessionInfo::from_first_events(session.clone(), events) else {
+            // An empty batch: report the length.
+            return Ok(self.state_of(session, &[]).await?.0);
+        };
+        let mut ids = Vec::with_capacity(events.len());
+        let mut bodies = Vec::with_capacity(events.len());
+        for event in events {
+            ids.push(*event.id.as_uuid());
+            bodies.push(serde_json::to_string(event).map_err(|err| {
+                StoreError::Invalid(format!(
+                    "event {} cannot be encoded as JSON: {err}",
+                    event.id
+                ))
+            })?);
+        }
+        let created = timestamp(&meta.created);
+        let last = timestamp(&meta.last_event);
+        let parent = meta.parent.as_ref().map(SessionId::as_str);
+        let expected = seq_param(expected_seq);
+        for _ in 0..8 {
+            let result = self
+                .client()
+                .query_one(
+                    APPEND,
+                    &[
+                        &session.as_str(),
+                        &expected,
+                        &ids,
+                        &bodies,
+                        &created,
+                        &last,
+                        &meta.workflow,
+                        &parent,
+                        &self.inner.channel,
+                    ],
+                )
+                .await;
+            match result {
+                Ok(row) => {
+                    if let Some(len) = row.get::<_, Option<i64>>(0) {
+                        return Ok(len as u64);
+                    }
+                }
+                Err(err) if err.code() == Some(&SqlState::UNIQUE_VIOLATION) => {}
+                Err(err) => {
+                    return Err(self.query_error(format!("append to session {session}"))(
+                        err,
+                    ));
+                }
+            }
+            // Not written: decide why, with the rules every backend shares.
+            let (len, stored) = self.state_of(session, &ids).await?;
+            let plan =
+                plan_append::<StoreError>(session, events, expected_seq, len, |id: &EventId| {
+                    Ok(stored.get(id.as_uuid()).copied())
+                })?;
+            if let Plan::Done(len) = plan {
+                return Ok(len);
+            }
+            // The session moved under us and is now where the writer expected: try again.
+        }
+        Err(StoreError::Invalid(format!(
+            "append to session {session} kept racing with other writers; try again"
+        )))
+    }
+
+    async fn events(
+        &self,
+        session: &SessionId,
+        range: Range<u64>,
+    ) -> Result<Vec<Envelope>, StoreError> {
+        if range.start >= range.end {
+            return Ok(Vec::new());
+        }
+        let rows = self
+            .client()
+            .query(
+                "SELECT seq, body FROM oh_events WHERE session = $1 AND seq >= $2 AND seq < $3 \
+                 ORDER BY seq",
+                &[
+                    &session.as_str(),
+                    &seq_param(range.start),
+                    &seq_param(range.end),
+                ],
+            )
+            .await
+            .map_err(self.query_error(format!("read of session {session}")))?;
+        let mut events = Vec::with_capacity(rows.len());
+        for row in rows {
+            let seq = row.get::<_, i64>(0) as u64;
+            let body: &str = row.get(1);
+            events.push(serde_json::from_str(body).map_err(|err| {
+                corrupt(
+                    session,
+                    seq,
+                    format!("stored event is not a valid envelope: {err}"),
+                )
+            })?);
+        }
+        Ok(events)
+    }
+
+    async fn session(&self, session: &SessionId) -> Result<Option<SessionInfo>, StoreError> {
+        let row = self
+            .client()
+            .query_opt(
+                "SELECT id, created, last_event, count, workflow, parent FROM oh_sessions \
+                 WHERE id = $1",
+                &[&session.as_str()],
+            )
+            .await
+            .map_err(self.query_error(format!("read of session {session}'s metadata")))?;
+        row.as_ref().map(info_from_row).transpose()
+    }
+
+    async fn sessions(&self) -> Result<Vec<SessionInfo>, StoreError> {
+        let rows = self
+            .client()
+            .query(
+                "SELECT id, created, last_event, count, workflow, parent FROM oh_sessions",
+                &[],
+            )
+            .await
+            .map_err(self.query_error("listing of sessions"))?;
+        let mut infos = rows
+            .iter()
+            .map(info_from_row)
+            .collect::<Result<Vec<_>, _>>()?;
+        crate::sort_oldest_first(&mut infos);
+        Ok(infos)
+    }
+
+    async fn clear(&self, session: &SessionId) -> Result<(), StoreError> {
+        self.client()
+            .execute(
+                "WITH e AS (DELETE FROM oh_events WHERE session = $1),
+                      s AS (DELETE FROM oh_snapshots WHERE session = $1),
+                      m AS (DELETE FROM oh_sessions WHERE id = $1 RETURNING id)
+                 SELECT pg_notify($2, id) FROM m",
+                &[&session.as_str(), &self.inner.channel],
+            )
+            .await
+            .map_err(self.query_error(format!("clearing of session {session}")))?;
+        Ok(())
+    }
+
+    async fn snapshot(&self, session: &SessionId, snapshot: &Snapshot) -> Result<(), StoreError> {
+        let state = serde_json::to_string(&snapshot.state).map_err(|err| {
+            StoreError::Invalid(format!(
+                "the snapshot of session {session} at {} cannot be encoded as JSON: {err}",
+                snapshot.position
+            ))
+        })?;
+        let position = seq_param(snapshot.position);
+        let written = self
+            .client()
+            .execute(
+                "INSERT INTO oh_snapshots (session, position, state)
+                 SELECT $1, $2, $3 FROM oh_sessions WHERE id = $1 AND count >= $2
+                 ON CONFLICT (session, position) DO UPDATE SET state = EXCLUDED.state",
+                &[&session.as_str(), &position, &state],
+            )
+            .await
+            .map_err(self.query_error(format!("saving a snapshot of session {session}")))?;
+        if written == 0 {
+            let len = self.state_of(session, &[]).await?.0;
+            return Err(crate::snapshot_beyond_end(session, snapshot.position, len));
+        }
+        Ok(())
+    }
+
+    async fn latest_snapshot(
+        &self,
+        session: &SessionId,
+        at_most: u64,
+    ) -> Result<Option<Snapshot>, StoreError> {
+        let row = self
+            .client()
+            .query_opt(
+                "SELECT position, state FROM oh_snapshots WHERE session = $1 AND position <= $2 \
+                 ORDER BY position DESC LIMIT 1",
+                &[&session.as_str(), &seq_param(at_most)],
+            )
+            .await
+            .map_err(self.query_error(format!("read of session {session}'s snapshots")))?;
+        let Some(row) = row else {
+            return Ok(None);
+        };
+        let position = row.get::<_, i64>(0) as u64;
+        let state = serde_json::from_str(row.get(1)).map_err(|err| {
+            corrupt(
+                session,
+                position,
+                format!("stored snapshot state is not valid JSON: {err}"),
+            )
+        })?;
+        Ok(Some(Snapshot::new(position, state)))
+    }
+
+    async fn subscribe(
+        &self,
+        session: &SessionId,
+        from_seq: u64,
+    ) -> Result<Subscription, StoreError> {
+        tail(
+            self.clone(),
+            self.inner.notifier.clone(),
+            session.clone(),
+            from_seq,
+        )
+    }
+}

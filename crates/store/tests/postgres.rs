@@ -1,0 +1,317 @@
+//! PostgresStore: the conformance suite, the model check, and two OS processes appending to
+//! and tailing one session through PostgreSQL.
+//!
+//! The server's URL comes from `OPENHARNESS_TEST_POSTGRES` (`.ci/run` sets it). Unset, every
+//! test here prints that it was skipped. Set but unreachable, the tests fail when `CI=true`
+//! and skip (saying why) otherwise. Each test works in its own fresh schema, so tests run in
+//! parallel and re-run without cleanup.
+#![allow(clippy::unwrap_used)]
+
+use std::collections::HashSet;
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use openharness_core::{Envelope, SessionId, Store, StoreError};
+use openharness_store::PostgresStore;
+use openharness_store::conformance::{self, Op, check_against_model};
+use serde_json::json;
+
+const URL_ENV: &str = "OPENHARNESS_TEST_POSTGRES";
+const CHILD_ENV: &str = "OPENHARNESS_TEST_POSTGRES_CHILD";
+
+/// A fresh schema name.
+fn schema() -> String {
+    format!("oh_test_{}", uuid::Uuid::now_v7().simple())
+}
+
+/// A store in a fresh schema, or `None` (after saying why) when the tests must skip.
+async fn store(test: &str) -> Option<PostgresStore> {
+    let Ok(url) = std::env::var(URL_ENV) else {
+        eprintln!("{test}: skipped: {URL_ENV} is not set (CI sets it; see .ci/run)");
+        return None;
+    };
+    match PostgresStore::connect_in_schema(&url, &schema()).await {
+        Ok(store) => Some(store),
+        Err(err) if std::env::var("CI").as_deref() == Ok("true") => {
+            panic!("{test}: {URL_ENV} is set and CI=true, but PostgreSQL is unreachable: {err}")
+        }
+        Err(err) => {
+            eprintln!("{test}: skipped: PostgreSQL at {URL_ENV} is unreachable: {err}");
+            None
+        }
+    }
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+macro_rules! postgres_conformance {
+    ($($check:ident),* $(,)?) => {$(
+        #[test]
+        fn $check() {
+            if runtime().block_on(store(stringify!($check))).is_none() {
+                return;
+            }
+            conformance::run(
+                async { store(stringify!($check)).await.unwrap() },
+                conformance::$check,
+            );
+        }
+    )*};
+}
+
+mod conformance_suite {
+    use super::*;
+    postgres_conformance!(
+        append_and_read_back,
+        conflict_reports_actual_seq,
+        idempotent_retry_stores_once,
+        rejected_batches_leave_nothing,
+        empty_batch_writes_nothing,
+        ranges_are_clamped,
+        unknown_session_is_empty,
+        session_metadata,
+        sessions_oldest_first,
+        clear_removes_everything,
+        sessions_are_independent,
+        concurrent_writers_race,
+        snapshots_nearest_at_or_before,
+        subscribe_catches_up_then_tails,
+        subscribe_boundary_under_concurrent_writers,
+        random_operations_match_model,
+    );
+}
+
+#[test]
+fn reconnecting_sees_the_same_store_and_migrations_run_once() {
+    runtime().block_on(async {
+        let Ok(url) = std::env::var(URL_ENV) else {
+            eprintln!("skipped: {URL_ENV} is not set");
+            return;
+        };
+        if store("reconnect").await.is_none() {
+            return;
+        }
+        let schema = schema();
+        // Two stores starting together on a new schema: migrations apply once, under a lock.
+        let (a, b) = tokio::join!(
+            PostgresStore::connect_in_schema(&url, &schema),
+            PostgresStore::connect_in_schema(&url, &schema)
+        );
+        let (a, b) = (a.unwrap(), b.unwrap());
+        let session = SessionId::new();
+        let event = Envelope::new("test:appended", json!({ "n": 1 }), None);
+        assert_eq!(
+            a.append(&session, std::slice::from_ref(&event), 0)
+                .await
+                .unwrap(),
+            1
+        );
+        assert_eq!(b.all_events(&session).await.unwrap(), vec![event.clone()]);
+        assert!(matches!(
+            b.append(&session, std::slice::from_ref(&event), 0).await,
+            Ok(1)
+        ));
+        drop((a, b));
+        let c = PostgresStore::connect_in_schema(&url, &schema)
+            .await
+            .unwrap();
+        assert_eq!(c.all_events(&session).await.unwrap(), vec![event]);
+        assert!(c.describe().contains(&schema), "{}", c.describe());
+
+        let err = PostgresStore::connect_in_schema(&url, "Robert'); DROP")
+            .await
+            .unwrap_err();
+        assert!(err.to_string().contains("invalid schema name"), "{err}");
+    });
+}
+
+#[test]
+fn matches_the_model_on_fixed_sequences() {
+    runtime().block_on(async {
+        let Some(store) = store("model").await else {
+            return;
+        };
+        let ops = vec![
+            Op::Append {
+                session: 0,
+                events: 3,
+                skew: 0,
+                reuse: None,
+                workflow: Some(1),
+            },
+            Op::Retry { session: 0 },
+            Op::Append {
+                session: 0,
+                events: 2,
+                skew: 1,
+                reuse: None,
+                workflow: None,
+            },
+            Op::Append {
+                session: 0,
+                events: 2,
+                skew: 0,
+                reuse: Some(1),
+                workflow: None,
+            },
+            Op::Append {
+                session: 1,
+                events: 1,
+                skew: 0,
+                reuse: None,
+                workflow: None,
+            },
+            Op::Read {
+                session: 0,
+                start: 1,
+                end: 9,
+            },
+            Op::List,
+            Op::Clear { session: 0 },
+            Op::Retry { session: 0 },
+            Op::List,
+        ];
+        check_against_model(&store, &ops).await.unwrap();
+    });
+}
+
+/// The child half of [`two_processes_append_and_tail_one_session`]; a no-op unless that test
+/// started this process.
+#[test]
+fn child_process_appends_and_tails() {
+    let Ok(spec) = std::env::var(CHILD_ENV) else {
+        return;
+    };
+    let (schema, session) = spec.split_once(' ').unwrap();
+    let url = std::env::var(URL_ENV).unwrap();
+    let session: SessionId = session.parse().unwrap();
+    runtime().block_on(async {
+        let store = PostgresStore::connect_in_schema(&url, schema)
+            .await
+            .unwrap();
+        let seen = append_and_tail(&store, &session, "child").await;
+        // libtest has printed `test ... ` without a newline: start a fresh line.
+        println!();
+        for id in seen {
+            println!("seen {id}");
+        }
+    });
+}
+
+const PER_PROCESS: u64 = 40;
+
+/// Subscribes from 0, appends `PER_PROCESS` events (retrying conflicts), then waits until the
+/// tail has delivered both processes' events; returns the ids in delivery order.
+async fn append_and_tail(store: &PostgresStore, session: &SessionId, writer: &str) -> Vec<String> {
+    let mut tail = store.subscribe(session, 0).await.unwrap();
+    let mut seq = 0;
+    for n in 0..PER_PROCESS {
+        let event = Envelope::new("test:appended", json!({ "writer": writer, "n": n }), None);
+        loop {
+            match store
+                .append(session, std::slice::from_ref(&event), seq)
+                .await
+            {
+                Ok(len) => {
+                    seq = len;
+                    break;
+                }
+                Err(StoreError::Conflict { actual, .. }) => seq = actual,
+                Err(err) => panic!("{writer}: append failed: {err}"),
+            }
+        }
+    }
+    let mut seen = Vec::new();
+    for expected in 0..2 * PER_PROCESS {
+        let recorded = tokio::time::timeout(Duration::from_secs(30), tail.next())
+            .await
+            .unwrap_or_else(|_| panic!("{writer}: no event at seq {expected} (stuck tail)"))
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            recorded.seq, expected,
+            "{writer}: skipped or repeated a seq"
+        );
+        seen.push(recorded.event.id.to_string());
+    }
+    seen
+}
+
+#[test]
+fn two_processes_append_and_tail_one_session() {
+    runtime().block_on(async {
+        let Ok(url) = std::env::var(URL_ENV) else {
+            eprintln!("skipped: {URL_ENV} is not set");
+            return;
+        };
+        if store("two processes").await.is_none() {
+            return;
+        }
+        let schema = schema();
+        let store = PostgresStore::connect_in_schema(&url, &schema)
+            .await
+            .unwrap();
+        let session = SessionId::new();
+
+        let mut child = Command::new(std::env::current_exe().unwrap())
+            .args([
+                "--exact",
+                "child_process_appends_and_tails",
+                "--nocapture",
+                "--test-threads=1",
+            ])
+            .env(CHILD_ENV, format!("{schema} {session}"))
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let reader = std::thread::spawn(move || {
+            BufReader::new(stdout)
+                .lines()
+                .map_while(Result::ok)
+                .filter_map(|line| line.strip_prefix("seen ").map(str::to_owned))
+                .collect::<Vec<_>>()
+        });
+
+        let ours = append_and_tail(&store, &session, "parent").await;
+        let status = tokio::task::spawn_blocking(move || child.wait())
+            .await
+            .unwrap()
+            .unwrap();
+        assert!(status.success(), "the child process failed: {status}");
+        let theirs = reader.join().unwrap();
+
+        let stored: Vec<String> = store
+            .all_events(&session)
+            .await
+            .unwrap()
+            .iter()
+            .map(|e| e.id.to_string())
+            .collect();
+        assert_eq!(stored.len() as u64, 2 * PER_PROCESS);
+        assert_eq!(stored.iter().collect::<HashSet<_>>().len(), stored.len());
+        assert_eq!(
+            ours, stored,
+            "this process's tail differs from the stored order"
+        );
+        assert_eq!(
+            theirs, stored,
+            "the other process's tail differs from the stored order"
+        );
+        let writers: HashSet<String> = store
+            .all_events(&session)
+            .await
+            .unwrap()
+            .iter()
+            .filter_map(|e| e.payload["writer"].as_str().map(str::to_owned))
+            .collect();
+        assert_eq!(writers.len(), 2, "both processes appended");
+    });
+}
