@@ -165,35 +165,429 @@ mod moves {
         StepBack,
         StepTo(u64),
         Rewind,
+        FindName(&'static str),
+        FindNameBack(&'static str),
+        FindCompleted(usize),
+        FindCompletedBack(usize),
     }
+
+    const NAMES: [&str; 4] = [
+        "task:started",
+        "text:delta",
+        "agent:completed",
+        "plan:created",
+    ];
 
     fn a_move() -> impl Strategy<Value = Move> {
         prop_oneof![
             Just(Move::Step),
             Just(Move::StepBack),
-            (0u64..40).prop_map(Move::StepTo),
-            Just(Move::Rewind)
+            (0u64..60).prop_map(Move::StepTo),
+            Just(Move::Rewind),
+            proptest::sample::select(NAMES.to_vec()).prop_map(Move::FindName),
+            proptest::sample::select(NAMES.to_vec()).prop_map(Move::FindNameBack),
+            (0usize..4).prop_map(Move::FindCompleted),
+            (0usize..4).prop_map(Move::FindCompletedBack),
         ]
     }
 
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(64))]
         #[test]
-        fn any_sequence_of_moves_matches_a_fresh_fold(moves in proptest::collection::vec(a_move(), 1..40)) {
+        fn any_sequence_of_moves_matches_a_fresh_fold(
+            moves in proptest::collection::vec(a_move(), 1..40),
+            interval in proptest::sample::select(vec![1u64, 2, 5, 16, 20, 1000]),
+        ) {
             let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-            let mut tape = runtime.block_on(demo_tape());
+            let mut tape = runtime.block_on(demo_tape()).with_snapshot_interval(interval);
             for m in moves {
+                let before = tape.position();
                 match m {
                     Move::Step => { tape.step(); }
                     Move::StepBack => { tape.step_back(); }
                     Move::StepTo(p) => { tape.step_to(p); }
                     Move::Rewind => { tape.rewind(); }
+                    Move::FindName(name) => match tape.find_name(name) {
+                        Some(p) => {
+                            prop_assert!(p > before);
+                            prop_assert_eq!(&tape.current().unwrap().name, name);
+                        }
+                        None => prop_assert_eq!(tape.position(), before),
+                    },
+                    Move::FindNameBack(name) => match tape.find_name_back(name) {
+                        Some(p) => {
+                            prop_assert!(p < before);
+                            prop_assert_eq!(&tape.current().unwrap().name, name);
+                        }
+                        None => prop_assert_eq!(tape.position(), before),
+                    },
+                    Move::FindCompleted(n) => match tape.find(|_, s| s.completed == n) {
+                        Some(p) => {
+                            prop_assert!(p > before);
+                            prop_assert_eq!(tape.state().completed, n);
+                        }
+                        None => prop_assert_eq!(tape.position(), before),
+                    },
+                    Move::FindCompletedBack(n) => match tape.find_back(|_, s| s.completed == n) {
+                        Some(p) => {
+                            prop_assert!(p < before && p > 0);
+                            prop_assert_eq!(tape.state().completed, n);
+                            // It is the last such position before where the tape was.
+                            for later in p + 1..before {
+                                prop_assert!(tape.state_at(later).completed != n);
+                            }
+                        }
+                        None => prop_assert_eq!(tape.position(), before),
+                    },
                 }
                 let position = tape.position();
                 prop_assert!(position <= tape.len());
                 let fresh = tape.workflow().fold(&tape.events()[..position as usize]);
                 prop_assert_eq!(serde_json::to_string(tape.state()).unwrap(), serde_json::to_string(&fresh).unwrap());
+                prop_assert_eq!(tape.current(), position.checked_sub(1).and_then(|i| tape.events().get(i as usize)));
+                let probe = position.saturating_sub(7);
+                prop_assert_eq!(
+                    serde_json::to_string(&tape.state_at(probe)).unwrap(),
+                    serde_json::to_string(&tape.workflow().fold(&tape.events()[..probe as usize])).unwrap()
+                );
             }
         }
+    }
+}
+
+/// Fork, cassette, diff, search and playback over the demo.
+mod time_travel {
+    use std::sync::{Arc, Mutex};
+
+    use openharness::provider::{Reply, ScriptedProvider};
+    use openharness::tape::{
+        At, Cassette, ForkSession, Pacing, ReplaySnapshot, TapeError, TapeStatus,
+    };
+    use openharness::{Agent, Renderer, builtin::SessionForked};
+    use openharness_example_planner_executor::{
+        Executor, Planner, TaskCompleted, TaskReport, TaskStarted,
+    };
+
+    use super::*;
+
+    /// Runs the demo into `store` and returns the workflow and the session.
+    async fn recorded(store: MemoryStore) -> (Workflow<PlanState>, SessionId) {
+        let workflow = example::workflow(store, example::scripted_provider()).unwrap();
+        let outcome = workflow
+            .run(RunOptions::new().input(example::DEMO_GOAL))
+            .await
+            .unwrap();
+        (workflow, outcome.session)
+    }
+
+    fn other_model() -> ScriptedProvider {
+        ScriptedProvider::new().fallback(Executor::NAME, |request| {
+            Reply::output(serde_json::json!({ "summary": format!("(other model) {}", request.prompt.lines().nth(1).unwrap_or("")) }))
+        })
+    }
+
+    #[tokio::test]
+    async fn a_fork_starts_from_the_parents_state_and_runs_on_with_another_provider() {
+        let store = MemoryStore::new();
+        let (workflow, parent) = recorded(store.clone()).await;
+        let parent_tape = workflow.load(&parent).await.unwrap();
+
+        let variant = workflow.with_provider(other_model());
+        let fork = variant
+            .fork(&parent, At::nth("task:started", 2))
+            .await
+            .unwrap();
+        let position = fork.position();
+        assert_eq!(parent_tape.event_at(position).unwrap().name, "task:started");
+        assert_eq!(fork.state(), &parent_tape.state_at(position));
+
+        let outcome = fork.run(RunOptions::new()).await.unwrap();
+        assert!(outcome.state.is_done());
+        let child = variant.load(&outcome.session).await.unwrap();
+        let first = child.events().first().unwrap();
+        assert_eq!(
+            first.decode::<SessionForked>().unwrap(),
+            SessionForked {
+                parent: parent.clone(),
+                position
+            }
+        );
+        // The child's position 0 is the parent's state at the fork point.
+        assert_eq!(child.initial_state(), &parent_tape.state_at(position));
+        // The first task keeps the parent's result; the second ran again on the other model.
+        let parent_final = parent_tape.state_at(parent_tape.len());
+        assert_eq!(outcome.state.tasks[0], parent_final.tasks[0]);
+        let redone = outcome.state.tasks[1].result.as_deref().unwrap();
+        assert!(
+            redone.starts_with("(other model) Complete task 2 of 3"),
+            "{redone}"
+        );
+        // The child's tape replays to the run's final state.
+        assert_eq!(child.state_at(child.len()), outcome.state);
+
+        // The store shows the lineage.
+        let sessions = store.sessions().await.unwrap();
+        let info = sessions.iter().find(|s| s.id == outcome.session).unwrap();
+        assert_eq!(info.parent.as_ref(), Some(&parent));
+    }
+
+    #[tokio::test]
+    async fn two_forks_from_one_point_start_from_identical_state() {
+        let (workflow, parent) = recorded(MemoryStore::new()).await;
+        let at = || At::state(|s: &PlanState| s.completed == 1);
+        let a = workflow.fork(&parent, at()).await.unwrap();
+        let b = workflow.fork(&parent, at()).await.unwrap();
+        assert_eq!(a.position(), b.position());
+        assert_eq!(a.state().completed, 1);
+        let variant = workflow.with_provider(other_model());
+        let first = a.run_on(&variant, RunOptions::new()).await.unwrap();
+        let second = b.run_on(&variant, RunOptions::new()).await.unwrap();
+        assert_ne!(first.session, second.session);
+        let first = workflow.load(&first.session).await.unwrap();
+        let second = workflow.load(&second.session).await.unwrap();
+        assert_eq!(first.initial_state(), second.initial_state());
+        assert_eq!(first.state_at(1), second.state_at(1));
+        assert_eq!(first.state_at(first.len()), second.state_at(second.len()));
+
+        // A point that never happens is a typed error.
+        let never = workflow.fork(&parent, At::nth("plan:created", 2)).await;
+        assert!(
+            matches!(never, Err(TapeError::NoForkPoint { .. })),
+            "{never:?}"
+        );
+    }
+
+    /// The executor, prompted differently.
+    struct TerseExecutor;
+
+    impl Agent for TerseExecutor {
+        type State = PlanState;
+        type Trigger = TaskStarted;
+        type Output = TaskReport;
+        const NAME: &'static str = Executor::NAME;
+        const EMITS: &'static [&'static str] = &[TaskCompleted::NAME];
+        fn prompt(&self, _state: &PlanState, task: &TaskStarted) -> String {
+            format!("Do: {}", task.title)
+        }
+        fn on_output(&self, report: TaskReport, task: &TaskStarted) -> Emit {
+            Emit::one(TaskCompleted {
+                index: task.index,
+                result: report.summary,
+            })
+        }
+    }
+
+    #[tokio::test]
+    async fn a_cassette_replays_without_the_provider_and_names_the_first_divergence() {
+        let store = MemoryStore::new();
+        let (workflow, recorded) = recorded(store.clone()).await;
+        let cassette = Cassette::load(&workflow, &recorded).await.unwrap();
+
+        // Unchanged: the same flow, and the workflow's own provider is never called.
+        let untouched = ScriptedProvider::new();
+        let same = workflow.with_provider(untouched.clone());
+        let outcome = cassette.replay(&same, RunOptions::new()).await.unwrap();
+        assert_eq!(untouched.calls(), 0);
+        let original = workflow.load(&recorded).await.unwrap();
+        assert_eq!(outcome.len, original.len());
+        assert_eq!(outcome.state, original.state_at(original.len()));
+
+        // A changed executor prompt diverges at the executor's first `agent:started`.
+        let changed = Workflow::builder(example::WORKFLOW_NAME)
+            .initial_state(PlanState::default())
+            .agent(Planner)
+            .agent(TerseExecutor)
+            .until(PlanState::is_done)
+            .store(store)
+            .provider(untouched.clone())
+            .build()
+            .unwrap();
+        let err = cassette
+            .replay(&changed, RunOptions::new())
+            .await
+            .unwrap_err();
+        let TapeError::Diverged(divergence) = err else {
+            panic!("expected a divergence, got {err}");
+        };
+        let expected_at = original
+            .events()
+            .iter()
+            .position(|e| e.name == "agent:started" && e.payload["agent"] == "executor")
+            .unwrap() as u64;
+        assert_eq!(divergence.position, expected_at);
+        let expected = divergence.expected.as_ref().unwrap();
+        let actual = divergence.actual.as_ref().unwrap();
+        assert_eq!(expected.name, "agent:started");
+        assert_eq!(actual.name, "agent:started");
+        assert!(
+            expected.payload["prompt"]
+                .as_str()
+                .unwrap()
+                .starts_with("You are an executor")
+        );
+        assert_eq!(actual.payload["prompt"], "Do: Write the changelog");
+        assert!(
+            divergence
+                .to_string()
+                .contains(&format!("position {expected_at}"))
+        );
+        assert_eq!(untouched.calls(), 0);
+    }
+
+    #[tokio::test]
+    async fn diff_find_and_event_at() {
+        let mut tape = demo_tape().await;
+        let plan = tape.find_name("plan:created").unwrap();
+        assert_eq!(tape.current().unwrap().name, "plan:created");
+        assert_eq!(tape.event_at(plan), tape.current());
+        assert_eq!(tape.event_at(0), None);
+        assert_eq!(tape.event_at(tape.len() + 1), None);
+
+        // What plan:created changed: the tasks appeared.
+        let patch = serde_json::to_value(tape.diff(plan - 1, plan).unwrap()).unwrap();
+        let ops: Vec<(&str, &str)> = patch
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|op| (op["op"].as_str().unwrap(), op["path"].as_str().unwrap()))
+            .collect();
+        assert_eq!(
+            ops,
+            [
+                ("add", "/tasks/0"),
+                ("add", "/tasks/1"),
+                ("add", "/tasks/2")
+            ]
+        );
+        assert_eq!(patch[0]["value"]["title"], "Write the changelog");
+        // A text delta changes nothing; a diff from a state to itself is empty.
+        assert!(tape.diff(4, 5).unwrap().0.is_empty());
+        // Applying diff(a, b) to the state at a gives the state at b.
+        let mut state = serde_json::to_value(tape.state_at(3)).unwrap();
+        json_patch::patch(&mut state, &tape.diff(3, tape.len()).unwrap()).unwrap();
+        assert_eq!(
+            state,
+            serde_json::to_value(tape.state_at(tape.len())).unwrap()
+        );
+
+        // find on the state, forwards and back.
+        let done_two = tape.find(|_, s| s.completed == 2).unwrap();
+        assert_eq!(tape.state().completed, 2);
+        assert_eq!(tape.current().unwrap().name, "task:completed");
+        assert_eq!(tape.find(|e, _| e.name == "no:such"), None);
+        assert_eq!(tape.position(), done_two);
+        let running = tape
+            .find_back(|_, s| {
+                s.tasks
+                    .first()
+                    .is_some_and(|t| t.status == example::TaskStatus::Running)
+            })
+            .unwrap();
+        // The last position where the first task was still running: the next event ends it.
+        assert!(running < done_two);
+        assert_eq!(tape.event_at(running + 1).unwrap().name, "task:completed");
+        assert_eq!(
+            tape.state_at(running + 1).tasks[0].status,
+            example::TaskStatus::Done
+        );
+        assert_eq!(tape.find_name_back("workflow:started"), Some(1));
+        assert_eq!(tape.find_name_back("workflow:started"), None);
+        assert_eq!(tape.position(), 1);
+    }
+
+    /// Collects the names it sees; pauses the tape after `pause_after` events.
+    struct Collect {
+        seen: Arc<Mutex<Vec<String>>>,
+        pause: Option<(usize, openharness::tape::Pauser)>,
+    }
+
+    impl Renderer for Collect {
+        fn render(&mut self, event: &Envelope) {
+            let mut seen = self.seen.lock().unwrap();
+            seen.push(event.name.to_string());
+            if let Some((after, pauser)) = &self.pause
+                && seen.len() == *after
+            {
+                pauser.pause();
+            }
+        }
+    }
+
+    #[tokio::test]
+    async fn play_feeds_renderers_and_pause_stops_it() {
+        let mut tape = demo_tape().await;
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let mut collect = Collect {
+            seen: Arc::clone(&seen),
+            pause: Some((3, tape.pauser())),
+        };
+        assert_eq!(tape.status(), TapeStatus::Idle);
+        let reached = tape
+            .play(
+                &mut collect,
+                Pacing::Every(std::time::Duration::from_millis(1)),
+            )
+            .await;
+        assert_eq!(reached, 3);
+        assert_eq!(tape.status(), TapeStatus::Paused);
+        assert_eq!(
+            *seen.lock().unwrap(),
+            ["workflow:started", "user:input", "agent:started"]
+        );
+        collect.pause = None;
+        assert_eq!(tape.play_to(10, &mut collect, Pacing::Instant).await, 10);
+        assert_eq!(seen.lock().unwrap().len(), 10);
+        let len = tape.len();
+        assert_eq!(
+            tape.play(&mut collect, Pacing::Recorded { speed: 1000.0 })
+                .await,
+            len
+        );
+        let names: Vec<String> = tape.events().iter().map(|e| e.name.to_string()).collect();
+        assert_eq!(*seen.lock().unwrap(), names);
+        assert_eq!(tape.status(), TapeStatus::Idle);
+        assert!(tape.is_replaying() && !tape.is_recording());
+    }
+
+    #[tokio::test]
+    async fn a_live_runs_tape_grows_until_the_run_ends() {
+        let workflow = example::workflow(MemoryStore::new(), example::scripted_provider()).unwrap();
+        let mut tape = Tape::record(&workflow, RunOptions::new().input(example::DEMO_GOAL));
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let mut collect = Collect {
+            seen: Arc::clone(&seen),
+            pause: None,
+        };
+        // Playing a recording tape follows the run to its end.
+        let reached = tape.play(&mut collect, Pacing::Instant).await;
+        let outcome = tape.wait().await.unwrap();
+        assert_eq!(reached, outcome.len);
+        assert_eq!(tape.len(), outcome.len);
+        assert!(!tape.is_recording());
+        assert_eq!(tape.state(), &outcome.state);
+        assert_eq!(seen.lock().unwrap().len() as u64, outcome.len);
+        // The same events as the stored session.
+        let stored = workflow.load(&outcome.session).await.unwrap();
+        assert_eq!(stored.events(), tape.events());
+        assert!(matches!(
+            stored_wait(stored).await,
+            Err(TapeError::NotRecording(_))
+        ));
+    }
+
+    async fn stored_wait(mut tape: Tape<PlanState>) -> Result<(), TapeError> {
+        tape.wait().await.map(|_| ())
+    }
+
+    #[tokio::test]
+    async fn replay_snapshot_helper() {
+        let tape = demo_tape().await;
+        insta::assert_json_snapshot!(
+            "demo_replay_snapshot",
+            ReplaySnapshot::of(&tape)
+                .states_at([0, 15, tape.len()])
+                .event_names()
+                .section("messages", project_messages(tape.events()))
+        );
     }
 }

@@ -17,6 +17,8 @@ use crate::workflows::{self, KnownWorkflow};
 pub(crate) enum CliError {
     #[error(transparent)]
     Harness(#[from] openharness::Error),
+    #[error(transparent)]
+    Tape(#[from] openharness::tape::TapeError),
     #[error("could not open the store at {path}: {source}")]
     OpenStore {
         path: String,

@@ -59,6 +59,10 @@ builtin_event!(
     /// What went wrong, for `failure` and `interrupted`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     error: Option<String>,
+    /// The structured output the agent accepted (on `success`), as the model returned it, so
+    /// a cassette can serve it again without calling the model.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    output: Option<serde_json::Value>,
 });
 builtin_event!(
 /// A fragment of streamed model text.

@@ -39,7 +39,9 @@ pub use store::{
 };
 pub use tokio_util::sync::CancellationToken;
 pub use tool::{DEFAULT_MAX_TURNS, FnTool, Tool, ToolError, Toolbox};
-pub use workflow::{RunOptions, RunOutcome, StopReason, Workflow, WorkflowBuilder, WorkflowState};
+pub use workflow::{
+    Continuation, RunOptions, RunOutcome, StopReason, Workflow, WorkflowBuilder, WorkflowState,
+};
 
 /// Items used by code that `openharness-macros` generates. Not a public API: names here may
 /// change in any release.

@@ -29,7 +29,7 @@ use crate::fold::{Applied, Fold, panic_message};
 use crate::pattern::Pattern;
 use crate::provider::{Provider, ProviderEvent, ProviderRequest, ProviderSink, Usage};
 use crate::renderer::Renderer;
-use crate::workflow::{Inner, RunOptions, RunOutcome, StopReason, WorkflowState};
+use crate::workflow::{Continuation, Inner, RunOptions, RunOutcome, StopReason, WorkflowState};
 
 /// What an agent task sends back to the loop.
 enum AgentMessage {
@@ -59,6 +59,7 @@ const RENDERER_DRAIN_LIMIT: Duration = Duration::from_secs(10);
 pub(crate) async fn run<S: WorkflowState>(
     wf: &Inner<S>,
     options: RunOptions,
+    from: Option<Continuation<S>>,
 ) -> Result<RunOutcome<S>, Error> {
     let RunOptions {
         input,
@@ -72,11 +73,27 @@ pub(crate) async fn run<S: WorkflowState>(
     } = options;
     let deadline = deadline.map(|d| Instant::now() + d);
     let (tx, mut rx) = unbounded_channel();
+    // A continued run (a fork) records its first event, then what follows it (see
+    // `Continuation`); a fresh run records `workflow:started`, then the input.
+    let (initial, first, mut resume, input) = match from {
+        Some(from) => (
+            from.state,
+            from.first,
+            Some((from.queued, from.redeliver, input)),
+            None,
+        ),
+        None => {
+            let started = Pending::of(&WorkflowStarted {
+                workflow: wf.name.clone(),
+            });
+            (wf.initial.clone(), started, None, input)
+        }
+    };
     let mut run = Run {
         wf,
         session: session.unwrap_or_default(),
         log: Vec::new(),
-        fold: Fold::new(wf.initial.clone()),
+        fold: Fold::new(initial),
         queue: VecDeque::new(),
         renderers: RendererPool::start(renderers),
         running: HashMap::new(),
@@ -87,13 +104,7 @@ pub(crate) async fn run<S: WorkflowState>(
         usage: Usage::default(),
         cost: 0.0,
     };
-    run.queue.push_back((
-        Pending::of(&WorkflowStarted {
-            workflow: wf.name.clone(),
-        }),
-        None,
-        None,
-    ));
+    run.queue.push_back((first, None, None));
     if let Some(text) = input {
         run.queue
             .push_back((Pending::of(&UserInput { text }), None, None));
@@ -143,6 +154,22 @@ pub(crate) async fn run<S: WorkflowState>(
                 return Err(err);
             }
         };
+        if let Some((queued, redeliver, input)) = resume.take() {
+            // The first event is recorded: queue what follows it.
+            let cause = run.log[recorded.start].id;
+            run.queue
+                .extend(queued.into_iter().map(|p| (p, Some(cause), None)));
+            if let Some(text) = input {
+                run.queue
+                    .push_back((Pending::of(&UserInput { text }), None, None));
+            }
+            if let Some(event) = redeliver
+                && let Some(reason) =
+                    run.activate(&Envelope { id: cause, ..event }, max_agent_calls)
+            {
+                break reason;
+            }
+        }
         match after {
             Some(AfterRecord::Launch(task)) => run.launch(*task),
             Some(AfterRecord::Finish(call)) => {
@@ -258,7 +285,16 @@ impl<S: WorkflowState> Run<'_, S> {
     /// Starts every agent the event at `index` activates. Returns a stop reason if the agent
     /// call limit would be exceeded.
     fn activate_agents(&mut self, index: usize, max_agent_calls: u64) -> Option<StopReason> {
-        let event = &self.log[index];
+        let name = &self.log[index].name;
+        if !self.wf.agents.iter().any(|a| a.spec().trigger == name) {
+            return None;
+        }
+        let event = self.log[index].clone();
+        self.activate(&event, max_agent_calls)
+    }
+
+    /// Starts every agent `event` activates in the current state.
+    fn activate(&mut self, event: &Envelope, max_agent_calls: u64) -> Option<StopReason> {
         for agent in &self.wf.agents {
             let spec = agent.spec();
             if spec.trigger != event.name {
@@ -382,6 +418,7 @@ impl<S: WorkflowState> Run<'_, S> {
                     "the run ended ({}) while the agent was working",
                     reason.as_str()
                 )),
+                output: None,
             };
             self.record(vec![(Pending::of(&completed), None)]).await?;
         }
@@ -418,6 +455,7 @@ impl<S> AgentTask<S> {
         let mut usage = Usage::default();
         let mut cost = None::<f64>;
         let mut previous_error = None;
+        let mut accepted = None;
         let mut result: Result<Emit, String> = Err("no attempt was made".into());
         for attempt in 1..=self.attempts {
             let mut request =
@@ -437,9 +475,11 @@ impl<S> AgentTask<S> {
                     if let Some(c) = response.cost {
                         *cost.get_or_insert(0.0) += c;
                     }
-                    match self.agent.finish(response.output, &self.trigger) {
+                    let output = response.output;
+                    match self.agent.finish(output.clone(), &self.trigger) {
                         Ok(emit) => {
                             result = Ok(emit);
+                            accepted = Some(output);
                             break;
                         }
                         Err(OutputRejected::Invalid(message)) => {
@@ -482,6 +522,7 @@ impl<S> AgentTask<S> {
             usage,
             cost,
             error,
+            output: accepted,
         }));
         let _ = self.tx.send(AgentMessage::Finished {
             call: self.call,

@@ -10,6 +10,7 @@ use serde::de::DeserializeOwned;
 use tokio_util::sync::CancellationToken;
 
 use crate::agent::{Agent, AgentSpec, Erased, ErasedAgent};
+use crate::emit::Pending;
 use crate::error::Error;
 use crate::event::{Envelope, SessionId};
 use crate::fold::Fold;
@@ -153,7 +154,27 @@ impl<S: WorkflowState> Workflow<S> {
     /// guard trips; the reason is in [`RunOutcome::reason`]. A store failure ends it with
     /// [`Error::Store`].
     pub async fn run(&self, options: RunOptions) -> Result<RunOutcome<S>, Error> {
-        crate::runtime::run(&self.inner, options).await
+        crate::runtime::run(&self.inner, options, None).await
+    }
+
+    /// Runs the workflow on from `from` instead of its initial state: the new session's
+    /// first event is [`Continuation::new`]'s `first` (a `session:forked`), and no
+    /// `workflow:started` is recorded. This is how a fork continues; most users call
+    /// `workflow.fork(..)` from `openharness-tape` rather than this.
+    ///
+    /// ```
+    /// # async fn demo<S: openharness_core::WorkflowState>(workflow: openharness_core::Workflow<S>, state: S, parent: openharness_core::SessionId) -> Result<(), openharness_core::Error> {
+    /// use openharness_core::{Continuation, Pending, RunOptions, builtin::SessionForked};
+    /// let first = Pending::of(&SessionForked { parent, position: 0 });
+    /// let outcome = workflow.run_from(Continuation::new(state, first), RunOptions::new()).await?;
+    /// # let _ = outcome; Ok(()) }
+    /// ```
+    pub async fn run_from(
+        &self,
+        from: Continuation<S>,
+        options: RunOptions,
+    ) -> Result<RunOutcome<S>, Error> {
+        crate::runtime::run(&self.inner, options, Some(from)).await
     }
 
     /// Reads a session's events from the store, checking that this workflow recorded it.
@@ -341,6 +362,11 @@ impl RunOptions {
         self
     }
 
+    /// The session chosen with [`RunOptions::session`], if any.
+    pub fn session_id(&self) -> Option<&SessionId> {
+        self.session.as_ref()
+    }
+
     /// Cancels the run when this token is cancelled; running agents end as `interrupted`.
     pub fn cancel_token(mut self, token: CancellationToken) -> Self {
         self.cancel = token;
@@ -375,6 +401,59 @@ impl RunOptions {
     pub fn renderer(mut self, renderer: impl Renderer) -> Self {
         self.renderers.push(Box::new(renderer));
         self
+    }
+}
+
+/// Where a run continues from instead of the workflow's initial state (a fork), for
+/// [`Workflow::run_from`].
+///
+/// The run starts with `state` at position 0 of a new session, records `first`, then queues
+/// `queued` (caused by `first`) and starts the agents that `redeliver` activates in `state`,
+/// as if that event had just been recorded (under the id of `first`).
+#[must_use]
+pub struct Continuation<S> {
+    pub(crate) state: S,
+    pub(crate) first: Pending,
+    pub(crate) queued: Vec<Pending>,
+    pub(crate) redeliver: Option<Envelope>,
+}
+
+impl<S> Continuation<S> {
+    /// Continues from `state`, recording `first` as the new session's first event.
+    pub fn new(state: S, first: Pending) -> Self {
+        Self {
+            state,
+            first,
+            queued: Vec::new(),
+            redeliver: None,
+        }
+    }
+
+    /// Events to record right after `first` (what a handler had emitted at the fork point).
+    pub fn queue(mut self, events: Vec<Pending>) -> Self {
+        self.queued = events;
+        self
+    }
+
+    /// An event whose agents start again once `first` is recorded.
+    pub fn redeliver(mut self, event: Envelope) -> Self {
+        self.redeliver = Some(event);
+        self
+    }
+
+    /// The state the run starts from.
+    pub fn state(&self) -> &S {
+        &self.state
+    }
+}
+
+impl<S> fmt::Debug for Continuation<S> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Continuation")
+            .field("first", &self.first)
+            .field("queued", &self.queued)
+            .field("redeliver", &self.redeliver.as_ref().map(|e| &e.name))
+            .finish_non_exhaustive()
     }
 }
 

@@ -459,6 +459,7 @@ mod tests {
             usage: Usage::default(),
             cost: None,
             error: None,
+            output: None,
         };
         ev(n, completed, cause)
     }

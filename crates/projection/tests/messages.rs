@@ -46,6 +46,7 @@ fn completed(n: u128, agent: &str, outcome: Outcome) -> Envelope {
         },
         cost: Some(0.001),
         error: None,
+        output: None,
     };
     ev(n, completed, Some(2))
 }

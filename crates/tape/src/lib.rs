@@ -1,4 +1,5 @@
-//! The Tape: a recorded session with positions, over which you step forwards and backwards.
+//! The Tape: a recorded session with positions, over which you step forwards and backwards;
+//! forks of it; and cassette re-execution of it.
 //!
 //! A tape of `n` events has positions `0..=n`; position `p` is the state after the first `p`
 //! events, position 0 the initial state. [`Tape::current`] at `p > 0` is event `p - 1`, at 0
@@ -6,11 +7,20 @@
 //! [`Tape::step_to`] clamps to `0..=n`.
 //!
 //! Playback folds the log through today's handlers: no agent runs and nothing touches the
-//! network. The tape keeps a state snapshot every few hundred events, so a jump folds at most
-//! that many events.
+//! network. The tape keeps a state snapshot every `K` events, `K` chosen from the measured
+//! cost of folding an event and the size of the state (see [`TapeStats`]), so any jump folds
+//! at most `K` events while the snapshots stay a small fraction of the events' size.
+//!
+//! - [`Tape`]: `step`, `step_back`, `step_to`, `rewind`, `state_at`, `event_at`, `diff` (RFC
+//!   6902), `find` / `find_back`, `play` / `play_to` / `pause`; [`Tape::record`] follows a live
+//!   run.
+//! - [`ForkSession::fork`]: a new session from any point of a recorded one ([`At`]).
+//! - [`Cassette`]: re-execute a workflow with agents answered from a recording, failing with
+//!   [`TapeError::Diverged`] at the first difference.
+//! - [`ReplaySnapshot`]: a replay as stable JSON for `insta` snapshot tests.
 //!
 //! ```
-//! # async fn demo<S: openharness_core::WorkflowState>(workflow: openharness_core::Workflow<S>, id: openharness_core::SessionId) -> Result<(), openharness_core::Error> {
+//! # async fn demo<S: openharness_core::WorkflowState>(workflow: openharness_core::Workflow<S>, id: openharness_core::SessionId) -> Result<(), openharness_tape::TapeError> {
 //! use openharness_tape::LoadTape;
 //! let mut tape = workflow.load(&id).await?;
 //! tape.step_to(tape.len());      // the final state
@@ -19,6 +29,16 @@
 //! # Ok(()) }
 //! ```
 
+mod cassette;
+mod error;
+mod fork;
+mod snapshots;
 mod tape;
+mod testing;
 
-pub use tape::{LoadTape, Tape, TapeView};
+pub use cassette::Cassette;
+pub use error::{Divergence, EventShape, TapeError};
+pub use fork::{At, Fork, ForkSession};
+pub use json_patch::{Patch, PatchOperation};
+pub use tape::{LoadTape, Pacing, Pauser, Tape, TapeStats, TapeStatus, TapeView};
+pub use testing::ReplaySnapshot;

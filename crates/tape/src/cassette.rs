@@ -1,0 +1,366 @@
+//! Cassette re-execution: run a workflow again with every agent answered from a recorded
+//! session, and stop at the first place where the new run does something the recording did
+//! not.
+//!
+//! This is how a handler or prompt change is regression-tested without a model: record a
+//! session once (with a real or scripted provider), then re-execute it after the change.
+//! Each agent call is answered with what the recording's call streamed and returned
+//! (`agent:completed` keeps the accepted output); no provider is called. Every event of the
+//! new run is compared, in order, with the recording's, ignoring ids and timestamps (ids
+//! inside payloads and causes are compared as the seq of the event they name; the text of
+//! `error:occurred` is not compared, only its source). The first difference, such as an
+//! agent prompted differently or a handler emitting other events, ends the run with
+//! [`TapeError::Diverged`].
+//!
+//! Agents that run concurrently may record their events in another order on each run;
+//! the comparison is strict, so such workflows re-execute reliably only when their agents'
+//! events do not interleave. A forked session re-executes as a fresh run, so it diverges at
+//! position 0.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use async_trait::async_trait;
+use openharness_core::builtin::{
+    AgentCompleted, AgentStarted, ErrorOccurred, TextDelta, ToolCalled, ToolResult, UserInput,
+};
+use openharness_core::{
+    CancellationToken, Envelope, Event, EventId, Provider, ProviderError, ProviderEvent,
+    ProviderRequest, ProviderResponse, ProviderSink, Renderer, RunOptions, RunOutcome, SessionId,
+    Usage, Workflow, WorkflowState,
+};
+use serde_json::Value;
+
+use crate::error::{Divergence, EventShape, TapeError};
+
+/// The name the cassette reports as a provider.
+const NAME: &str = "cassette";
+
+/// A recorded session, ready to answer a re-execution of its workflow.
+///
+/// ```
+/// # async fn demo<S: openharness_core::WorkflowState>(workflow: openharness_core::Workflow<S>, recorded: openharness_core::SessionId) -> Result<(), openharness_tape::TapeError> {
+/// use openharness_core::RunOptions;
+/// use openharness_tape::{Cassette, TapeError};
+/// let cassette = Cassette::load(&workflow, &recorded).await?;
+/// match cassette.replay(&workflow, RunOptions::new()).await {
+///     Ok(outcome) => println!("same flow, {} events", outcome.len),
+///     Err(TapeError::Diverged(d)) => println!("changed at position {}: {d}", d.position),
+///     Err(other) => return Err(other),
+/// }
+/// # Ok(()) }
+/// ```
+#[derive(Debug, Clone)]
+pub struct Cassette {
+    session: SessionId,
+    events: Arc<Vec<Envelope>>,
+}
+
+impl Cassette {
+    /// Reads `session` from the workflow's store.
+    pub async fn load<S: WorkflowState>(
+        workflow: &Workflow<S>,
+        session: &SessionId,
+    ) -> Result<Self, TapeError> {
+        let events = workflow.session_events(session).await?;
+        Ok(Self::from_events(session.clone(), events))
+    }
+
+    /// A cassette over a session's events (from seq 0).
+    pub fn from_events(session: SessionId, events: Vec<Envelope>) -> Self {
+        Self {
+            session,
+            events: Arc::new(events),
+        }
+    }
+
+    /// The recorded session.
+    pub fn session(&self) -> &SessionId {
+        &self.session
+    }
+
+    /// The recorded agent calls, as a provider that serves them in order per agent.
+    pub fn provider(&self) -> impl Provider + use<> {
+        CassetteProvider {
+            calls: Mutex::new(recorded_calls(&self.events)),
+        }
+    }
+
+    /// Runs `workflow` again, with its agents answered from the recording, into a new
+    /// session of the workflow's store (or `options`' session). The input is the recording's
+    /// `user:input`; `options`' cancellation token is replaced by the cassette's own.
+    ///
+    /// Returns the new run's outcome when every event matches the recording, and
+    /// [`TapeError::Diverged`] naming the first position where they part.
+    pub async fn replay<S: WorkflowState>(
+        &self,
+        workflow: &Workflow<S>,
+        options: RunOptions,
+    ) -> Result<RunOutcome<S>, TapeError> {
+        let cancel = CancellationToken::new();
+        let divergence = Arc::new(Mutex::new(None));
+        let checker = Checker {
+            session: self.session.clone(),
+            recorded: Arc::clone(&self.events),
+            recorded_ids: ids(&self.events),
+            seen_ids: HashMap::new(),
+            next: 0,
+            divergence: Arc::clone(&divergence),
+            cancel: cancel.clone(),
+            done: false,
+        };
+        let mut options = options.cancel_token(cancel).renderer(checker);
+        if let Some(input) = self
+            .events
+            .iter()
+            .find(|e| e.name == UserInput::NAME)
+            .and_then(|e| e.decode::<UserInput>().ok())
+        {
+            options = options.input(input.text);
+        }
+        let outcome = workflow.with_provider(self.provider()).run(options).await?;
+        let diverged = divergence
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        match diverged {
+            Some(divergence) => Err(TapeError::Diverged(Box::new(divergence))),
+            None => Ok(outcome),
+        }
+    }
+}
+
+/// One recorded agent call.
+#[derive(Debug, Clone, Default)]
+struct RecordedCall {
+    prompt: String,
+    stream: Vec<ProviderEvent>,
+    output: Option<Value>,
+    usage: Usage,
+    cost: Option<f64>,
+    error: Option<String>,
+}
+
+/// The recorded calls per agent, in the order they started.
+fn recorded_calls(events: &[Envelope]) -> HashMap<String, VecDeque<RecordedCall>> {
+    let mut calls: HashMap<String, VecDeque<RecordedCall>> = HashMap::new();
+    // (agent, trigger) -> index of the open call in that agent's queue.
+    let mut open: HashMap<(String, Option<EventId>), usize> = HashMap::new();
+    for event in events {
+        let name = event.name.as_ref();
+        if name == AgentStarted::NAME {
+            if let Ok(started) = event.decode::<AgentStarted>() {
+                let queue = calls.entry(started.agent.clone()).or_default();
+                queue.push_back(RecordedCall {
+                    prompt: started.prompt,
+                    ..RecordedCall::default()
+                });
+                open.insert((started.agent, event.caused_by), queue.len() - 1);
+            }
+            continue;
+        }
+        let (agent, streamed) = match name {
+            n if n == TextDelta::NAME => match event.decode::<TextDelta>() {
+                Ok(d) => (d.agent, Some(ProviderEvent::TextDelta(d.delta))),
+                Err(_) => continue,
+            },
+            n if n == ToolCalled::NAME => match event.decode::<ToolCalled>() {
+                Ok(c) => (
+                    c.agent,
+                    Some(ProviderEvent::ToolCalled {
+                        id: c.tool_call_id,
+                        tool: c.tool,
+                        input: c.input,
+                    }),
+                ),
+                Err(_) => continue,
+            },
+            n if n == ToolResult::NAME => match event.decode::<ToolResult>() {
+                Ok(r) => (
+                    r.agent,
+                    Some(ProviderEvent::ToolResult {
+                        id: r.tool_call_id,
+                        tool: r.tool,
+                        output: r.output,
+                        is_error: r.is_error,
+                    }),
+                ),
+                Err(_) => continue,
+            },
+            n if n == AgentCompleted::NAME => match event.decode::<AgentCompleted>() {
+                Ok(c) => {
+                    if let Some(index) = open.remove(&(c.agent.clone(), event.caused_by))
+                        && let Some(call) = calls.get_mut(&c.agent).and_then(|q| q.get_mut(index))
+                    {
+                        call.output = c.output;
+                        call.usage = c.usage;
+                        call.cost = c.cost;
+                        call.error = c.error;
+                    }
+                    continue;
+                }
+                Err(_) => continue,
+            },
+            _ => continue,
+        };
+        if let (Some(streamed), Some(&index)) =
+            (streamed, open.get(&(agent.clone(), event.caused_by)))
+            && let Some(call) = calls.get_mut(&agent).and_then(|q| q.get_mut(index))
+        {
+            call.stream.push(streamed);
+        }
+    }
+    calls
+}
+
+/// Serves recorded calls; never calls a model.
+struct CassetteProvider {
+    calls: Mutex<HashMap<String, VecDeque<RecordedCall>>>,
+}
+
+#[async_trait]
+impl Provider for CassetteProvider {
+    fn name(&self) -> &str {
+        NAME
+    }
+
+    async fn complete(
+        &self,
+        request: ProviderRequest,
+        sink: ProviderSink,
+    ) -> Result<ProviderResponse, ProviderError> {
+        let failed = |message: String| ProviderError::Failed {
+            provider: NAME.to_owned(),
+            message,
+        };
+        if request.attempt > 1 {
+            return Err(failed(format!(
+                "agent `{}` rejected the recorded output: {}",
+                request.agent,
+                request.previous_error.unwrap_or_default()
+            )));
+        }
+        let call = self
+            .calls
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get_mut(&request.agent)
+            .and_then(VecDeque::pop_front)
+            .ok_or_else(|| ProviderError::NoResponse {
+                agent: request.agent.clone(),
+                message: "the recording has no further call of this agent".to_owned(),
+            })?;
+        if call.prompt != request.prompt {
+            return Err(failed(format!(
+                "agent `{}` was prompted differently from the recording",
+                request.agent
+            )));
+        }
+        for event in call.stream {
+            sink.emit(event);
+        }
+        match call.output {
+            Some(output) => Ok(ProviderResponse {
+                output,
+                usage: call.usage,
+                cost: call.cost,
+            }),
+            None => Err(failed(
+                call.error
+                    .unwrap_or_else(|| "the recorded call failed".to_owned()),
+            )),
+        }
+    }
+}
+
+/// Compares the new run's events with the recording, in order.
+struct Checker {
+    session: SessionId,
+    recorded: Arc<Vec<Envelope>>,
+    recorded_ids: HashMap<EventId, u64>,
+    seen_ids: HashMap<EventId, u64>,
+    next: u64,
+    divergence: Arc<Mutex<Option<Divergence>>>,
+    cancel: CancellationToken,
+    done: bool,
+}
+
+impl Checker {
+    fn diverge(&mut self, expected: Option<EventShape>, actual: Option<EventShape>) {
+        *self
+            .divergence
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = Some(Divergence {
+            session: self.session.clone(),
+            position: self.next,
+            expected,
+            actual,
+        });
+        self.done = true;
+        self.cancel.cancel();
+    }
+}
+
+impl Renderer for Checker {
+    fn render(&mut self, event: &Envelope) {
+        if self.done {
+            return;
+        }
+        self.seen_ids.insert(event.id, self.next);
+        let actual = shape(event, &self.seen_ids);
+        let expected = usize::try_from(self.next)
+            .ok()
+            .and_then(|i| self.recorded.get(i))
+            .map(|e| shape(e, &self.recorded_ids));
+        if expected.as_ref() != Some(&actual) {
+            self.diverge(expected, Some(actual));
+            return;
+        }
+        self.next += 1;
+    }
+
+    fn finish(&mut self) {
+        if !self.done && self.next < self.recorded.len() as u64 {
+            let expected = usize::try_from(self.next)
+                .ok()
+                .and_then(|i| self.recorded.get(i))
+                .map(|e| shape(e, &self.recorded_ids));
+            self.diverge(expected, None);
+        }
+    }
+}
+
+fn ids(events: &[Envelope]) -> HashMap<EventId, u64> {
+    events.iter().zip(0..).map(|(e, seq)| (e.id, seq)).collect()
+}
+
+/// An event as a re-execution must reproduce it.
+fn shape(event: &Envelope, ids: &HashMap<EventId, u64>) -> EventShape {
+    let payload = if event.name == ErrorOccurred::NAME {
+        serde_json::json!({ "source": event.payload.get("source") })
+    } else {
+        ids_as_seqs(&event.payload, ids)
+    };
+    EventShape {
+        name: event.name.to_string(),
+        payload,
+        caused_by: event.caused_by.and_then(|id| ids.get(&id).copied()),
+    }
+}
+
+/// `value` with every string that is the id of an event in `ids` replaced by `"#seq"`.
+pub(crate) fn ids_as_seqs(value: &Value, ids: &HashMap<EventId, u64>) -> Value {
+    match value {
+        Value::String(s) => match s.parse::<EventId>().ok().and_then(|id| ids.get(&id)) {
+            Some(seq) => Value::String(format!("#{seq}")),
+            None => value.clone(),
+        },
+        Value::Array(items) => Value::Array(items.iter().map(|v| ids_as_seqs(v, ids)).collect()),
+        Value::Object(map) => Value::Object(
+            map.iter()
+                .map(|(k, v)| (k.clone(), ids_as_seqs(v, ids)))
+                .collect(),
+        ),
+        other => other.clone(),
+    }
+}

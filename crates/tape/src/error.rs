@@ -1,0 +1,84 @@
+//! [`TapeError`]: what loading, forking and re-executing a recorded session can fail with.
+
+use openharness_core::SessionId;
+use serde::Serialize;
+use serde_json::Value;
+
+/// A failure of a tape, fork or cassette operation.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum TapeError {
+    /// The workflow (its store, most often) failed.
+    #[error(transparent)]
+    Harness(#[from] openharness_core::Error),
+    /// A state could not be encoded as JSON (for a diff).
+    #[error("the state at position {position} does not encode as JSON: {source}")]
+    Encode {
+        /// The position whose state failed.
+        position: u64,
+        /// The cause.
+        #[source]
+        source: serde_json::Error,
+    },
+    /// No position of the parent session matches the requested fork point.
+    #[error("no fork point in session {session} matches {at}")]
+    NoForkPoint {
+        /// The parent session.
+        session: SessionId,
+        /// The requested point, described.
+        at: String,
+    },
+    /// [`crate::Tape::wait`] on a tape that is not attached to a run.
+    #[error("tape of session {0} is not recording: it has no run to wait for")]
+    NotRecording(SessionId),
+    /// The task running a recorded workflow panicked or was cancelled.
+    #[error("the run of session {session} did not finish: {message}")]
+    RunTask {
+        /// The session.
+        session: SessionId,
+        /// What happened to the task.
+        message: String,
+    },
+    /// A cassette re-execution did something the recording did not.
+    #[error("{0}")]
+    Diverged(Box<Divergence>),
+}
+
+/// Where a cassette re-execution first parted from its recording.
+///
+/// The first `position` events agree; event `position` (0-based) differs: `expected` is the
+/// recording's (`None`: the recording had ended), `actual` the re-execution's (`None`: the
+/// re-execution ended first).
+#[derive(Debug, Clone, PartialEq, Serialize, thiserror::Error)]
+#[error("the re-execution of session {session} diverged at position {position}: expected {}, got {}", describe(expected.as_ref()), describe(actual.as_ref()))]
+#[non_exhaustive]
+pub struct Divergence {
+    /// The recorded session.
+    pub session: SessionId,
+    /// How many events agree.
+    pub position: u64,
+    /// The recorded event at `position`.
+    pub expected: Option<EventShape>,
+    /// The re-executed event at `position`.
+    pub actual: Option<EventShape>,
+}
+
+/// An event without its id and timestamp: what a re-execution must reproduce. Ids inside the
+/// payload and the cause are replaced by the seq of the event they name.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
+pub struct EventShape {
+    /// The event's name.
+    pub name: String,
+    /// The payload, with event ids as `"#seq"`.
+    pub payload: Value,
+    /// The seq of the event that caused it.
+    pub caused_by: Option<u64>,
+}
+
+fn describe(shape: Option<&EventShape>) -> String {
+    match shape {
+        None => "the end of the session".to_owned(),
+        Some(shape) => format!("`{}` {}", shape.name, shape.payload),
+    }
+}

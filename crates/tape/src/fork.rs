@@ -1,0 +1,252 @@
+//! Forks: start a new session from any point of a recorded one and run on from there, with
+//! the same workflow or a variant of it (another provider, other prompts).
+//!
+//! The child's first event is `session:forked {parent, position}`; its state at position 0
+//! is the parent's state at `position`, derived from the parent's events. The fork
+//! re-delivers the parent's event at the fork point (event `position - 1`): what its handler
+//! emitted is queued again and the agents it activates start again, so forking right after
+//! `user:input` re-runs the planner, right after `task:started` re-runs that task. Work that
+//! was in flight from earlier events (an agent still streaming) is not resumed: fork at the
+//! event that started it to run it again.
+
+use std::fmt;
+use std::future::Future;
+use std::sync::Arc;
+
+use openharness_core::builtin::SessionForked;
+use openharness_core::{
+    Applied, Continuation, Envelope, Fold, Pending, RunOptions, RunOutcome, SessionId, Workflow,
+    WorkflowState,
+};
+
+use crate::error::TapeError;
+use crate::tape::{LoadTape, Tape};
+
+type StatePredicate<S> = Arc<dyn Fn(&S) -> bool + Send + Sync>;
+
+/// Where to fork a session.
+///
+/// ```
+/// use openharness_tape::At;
+/// # #[derive(Clone, serde::Serialize, serde::Deserialize)] struct S { done: bool }
+/// # impl openharness_core::Handler for S { type Events = E; fn apply(&mut self, _: &E) -> openharness_core::Emit { openharness_core::Emit::none() } }
+/// # enum E {}
+/// # impl openharness_core::EventSet for E { const NAMES: &'static [&'static str] = &[];
+/// #   fn name(&self) -> &'static str { match *self {} }
+/// #   fn decode(_: &str, _: &serde_json::Value) -> Result<openharness_core::Decoded<Self>, serde_json::Error> { Ok(openharness_core::Decoded::Unknown) }
+/// #   fn to_payload(&self) -> Result<serde_json::Value, serde_json::Error> { match *self {} } }
+/// let after_five: At<S> = At::position(5);
+/// let second_task: At<S> = At::nth("task:started", 2);
+/// let once_done: At<S> = At::state(|state: &S| state.done);
+/// # let _ = (after_five, second_task, once_done);
+/// ```
+pub enum At<S> {
+    /// A position of the parent (clamped to its length).
+    Position(u64),
+    /// The first position whose state satisfies the predicate.
+    State(StatePredicate<S>),
+    /// Right after the `n`th event (1-based) with this name.
+    Nth {
+        /// The event name.
+        name: String,
+        /// Which occurrence, from 1.
+        n: usize,
+    },
+}
+
+impl<S> At<S> {
+    /// At position `position`.
+    pub fn position(position: u64) -> Self {
+        Self::Position(position)
+    }
+
+    /// At the first position whose state satisfies `pred`.
+    pub fn state(pred: impl Fn(&S) -> bool + Send + Sync + 'static) -> Self {
+        Self::State(Arc::new(pred))
+    }
+
+    /// Right after the `n`th (1-based) event named `name`.
+    pub fn nth(name: impl Into<String>, n: usize) -> Self {
+        Self::Nth {
+            name: name.into(),
+            n,
+        }
+    }
+
+    /// Finds the position in `tape`, if any.
+    fn locate(&self, tape: &Tape<S>) -> Option<u64>
+    where
+        S: WorkflowState,
+    {
+        match self {
+            Self::Position(position) => Some((*position).min(tape.len())),
+            Self::State(pred) => {
+                if pred(tape.initial_state()) {
+                    return Some(0);
+                }
+                let events = tape.events();
+                let mut fold = Fold::new(tape.initial_state().clone());
+                events.iter().find_map(|event| {
+                    fold.apply(event, events);
+                    pred(fold.state()).then_some(fold.position())
+                })
+            }
+            Self::Nth { name, n } => tape
+                .events()
+                .iter()
+                .enumerate()
+                .filter(|(_, e)| e.name == name.as_str())
+                .nth(n.checked_sub(1)?)
+                .map(|(index, _)| index as u64 + 1),
+        }
+    }
+}
+
+impl<S> fmt::Debug for At<S> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Position(p) => write!(f, "position {p}"),
+            Self::State(_) => f.write_str("a predicate on the state"),
+            Self::Nth { name, n } => write!(f, "occurrence {n} of `{name}`"),
+        }
+    }
+}
+
+/// A fork point, ready to run: the parent, the position and the state there.
+///
+/// Cheap to clone; running it twice gives two sibling sessions that start from identical
+/// state.
+pub struct Fork<S: WorkflowState> {
+    workflow: Workflow<S>,
+    parent: SessionId,
+    position: u64,
+    state: S,
+    queued: Vec<Pending>,
+    redeliver: Option<Envelope>,
+}
+
+impl<S: WorkflowState> Clone for Fork<S> {
+    fn clone(&self) -> Self {
+        Self {
+            workflow: self.workflow.clone(),
+            parent: self.parent.clone(),
+            position: self.position,
+            state: self.state.clone(),
+            queued: self.queued.clone(),
+            redeliver: self.redeliver.clone(),
+        }
+    }
+}
+
+impl<S: WorkflowState> fmt::Debug for Fork<S> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Fork")
+            .field("parent", &self.parent)
+            .field("position", &self.position)
+            .field("redeliver", &self.redeliver.as_ref().map(|e| &e.name))
+            .finish_non_exhaustive()
+    }
+}
+
+impl<S: WorkflowState> Fork<S> {
+    /// The session forked from.
+    pub fn parent(&self) -> &SessionId {
+        &self.parent
+    }
+
+    /// The parent's position the fork starts from.
+    pub fn position(&self) -> u64 {
+        self.position
+    }
+
+    /// The state the fork starts from (the parent's state at [`Fork::position`]).
+    pub fn state(&self) -> &S {
+        &self.state
+    }
+
+    /// Runs the fork with the workflow it was made with, into a new session (or
+    /// `options`' session) whose first event is `session:forked`.
+    pub async fn run(&self, options: RunOptions) -> Result<RunOutcome<S>, TapeError> {
+        self.run_on(&self.workflow, options).await
+    }
+
+    /// Runs the fork with another variant of the workflow (other agents' provider, model or
+    /// prompts), recording to that workflow's store.
+    pub async fn run_on(
+        &self,
+        workflow: &Workflow<S>,
+        options: RunOptions,
+    ) -> Result<RunOutcome<S>, TapeError> {
+        let first = Pending::of(&SessionForked {
+            parent: self.parent.clone(),
+            position: self.position,
+        });
+        let mut from = Continuation::new(self.state.clone(), first).queue(self.queued.clone());
+        if let Some(event) = &self.redeliver {
+            from = from.redeliver(event.clone());
+        }
+        Ok(workflow.run_from(from, options).await?)
+    }
+}
+
+/// Forking a recorded session: `workflow.fork(&session, At::position(5))`.
+///
+/// ```
+/// # async fn demo<S: openharness_core::WorkflowState>(workflow: openharness_core::Workflow<S>, parent: openharness_core::SessionId, other: impl openharness_core::Provider) -> Result<(), openharness_tape::TapeError> {
+/// use openharness_core::RunOptions;
+/// use openharness_tape::{At, ForkSession};
+/// // Run the second task again with another model.
+/// let fork = workflow.with_provider(other).fork(&parent, At::nth("task:started", 2)).await?;
+/// let outcome = fork.run(RunOptions::new()).await?;
+/// println!("forked {} at {} into {}", fork.parent(), fork.position(), outcome.session);
+/// # Ok(()) }
+/// ```
+pub trait ForkSession<S: WorkflowState> {
+    /// Finds the fork point in `session` and derives the state there, ready to
+    /// [`Fork::run`]. Fails with [`TapeError::NoForkPoint`] when nothing matches `at`.
+    fn fork(
+        &self,
+        session: &SessionId,
+        at: At<S>,
+    ) -> impl Future<Output = Result<Fork<S>, TapeError>> + Send;
+}
+
+impl<S: WorkflowState> ForkSession<S> for Workflow<S> {
+    async fn fork(&self, session: &SessionId, at: At<S>) -> Result<Fork<S>, TapeError> {
+        let tape = self.load(session).await?;
+        fork_at(self, &tape, &at)
+    }
+}
+
+/// The fork of `tape` at `at`.
+fn fork_at<S: WorkflowState>(
+    workflow: &Workflow<S>,
+    tape: &Tape<S>,
+    at: &At<S>,
+) -> Result<Fork<S>, TapeError> {
+    let position = at.locate(tape).ok_or_else(|| TapeError::NoForkPoint {
+        session: tape.session().clone(),
+        at: format!("{at:?}"),
+    })?;
+    let (state, queued, redeliver) = match tape.event_at(position) {
+        None => (tape.state_at(position), Vec::new(), None),
+        Some(event) => {
+            // Apply the fork point's event again to the state before it: the same state as
+            // the tape's (handlers are pure) and the events its handler emitted.
+            let mut fold = Fold::new(tape.state_at(position - 1));
+            let queued = match fold.apply(event, std::slice::from_ref(event)) {
+                Applied::Handled(emit) => emit.into_pending(),
+                _ => Vec::new(),
+            };
+            (fold.into_state(), queued, Some(event.clone()))
+        }
+    };
+    Ok(Fork {
+        workflow: workflow.clone(),
+        parent: tape.session().clone(),
+        position,
+        state,
+        queued,
+        redeliver,
+    })
+}
