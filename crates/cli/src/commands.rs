@@ -35,6 +35,8 @@ pub(crate) enum CliError {
     Output(#[from] std::io::Error),
     #[error("could not encode JSON: {0}")]
     Json(#[from] serde_json::Error),
+    #[error(transparent)]
+    Transfer(#[from] crate::transfer::TransferCliError),
 }
 
 pub(crate) async fn run(command: Command, store_path: &Path) -> Result<(), CliError> {
@@ -47,6 +49,7 @@ pub(crate) async fn run(command: Command, store_path: &Path) -> Result<(), CliEr
         Command::Run(args) => crate::run::run(args, store, store_path).await,
         Command::Sessions { json } => sessions(&store, json).await,
         Command::Events { session, json } => events(&store, &parse_session(&session)?, json).await,
+        Command::Transfer(command) => Ok(crate::transfer::run(command, store_path).await?),
         Command::Tape { session, at, json } => {
             tape(store, &parse_session(&session)?, at, json).await
         }

@@ -7,6 +7,7 @@
 mod commands;
 mod progress;
 mod run;
+mod transfer;
 mod workflows;
 
 use std::path::PathBuf;
@@ -18,7 +19,7 @@ use clap::{Parser, Subcommand};
 #[derive(Debug, Parser)]
 #[command(name = "openharness", version, about, long_about = None)]
 struct Cli {
-    /// The store file (a redb database).
+    /// The store file (a redb database); `export` and `import` also take a `postgres://` URL.
     #[arg(
         long,
         global = true,
@@ -67,6 +68,8 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    #[command(flatten)]
+    Transfer(transfer::TransferCommand),
 }
 
 fn main() -> ExitCode {
@@ -86,7 +89,13 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    match runtime.block_on(commands::run(cli.command, &cli.store)) {
+    let result = match cli.command {
+        Command::Transfer(command) => runtime
+            .block_on(transfer::run(command, &cli.store))
+            .map_err(commands::CliError::from),
+        command => runtime.block_on(commands::run(command, &cli.store)),
+    };
+    match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) => {
             eprintln!("error: {err}");

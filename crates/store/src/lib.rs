@@ -48,6 +48,7 @@
 mod append;
 pub mod conformance;
 mod fault;
+pub mod jsonl;
 mod live;
 mod memory;
 #[cfg(feature = "postgres")]

@@ -1,0 +1,110 @@
+//! `openharness export <session>` and `openharness import <file>`: sessions as JSONL, between
+//! any two stores. `--store` names a redb file or, for these two commands, a `postgres://` URL.
+
+use std::io::{BufReader, Write};
+use std::path::{Path, PathBuf};
+
+use clap::Subcommand;
+use openharness::store::{PostgresStore, RedbStore, jsonl};
+use openharness::{SessionId, Store, StoreError};
+
+/// The transfer subcommands.
+#[derive(Debug, Subcommand)]
+pub(crate) enum TransferCommand {
+    /// Write a session's events to stdout as JSONL (one event per line).
+    Export {
+        /// The session id.
+        session: String,
+    },
+    /// Append the sessions in a JSONL file (from `export`) to the store; importing the same
+    /// file twice stores every event once.
+    Import {
+        /// The JSONL file, or `-` for stdin.
+        file: PathBuf,
+    },
+}
+
+/// Why a transfer failed.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum TransferCliError {
+    #[error("could not open the store {store}: {source}")]
+    Open { store: String, source: StoreError },
+    #[error("could not open {}: {source}", path.display())]
+    File {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{}: {source}", path.display())]
+    Import {
+        path: PathBuf,
+        source: jsonl::TransferError,
+    },
+    #[error(transparent)]
+    Export(jsonl::TransferError),
+    #[error("invalid session id: {0}")]
+    Session(String),
+}
+
+/// Opens the store `--store` names: PostgreSQL for a `postgres://` or `postgresql://` URL,
+/// else a redb file.
+async fn open(store: &Path) -> Result<Box<dyn Store>, TransferCliError> {
+    let name = store.to_string_lossy();
+    let opened: Result<Box<dyn Store>, StoreError> =
+        if name.starts_with("postgres://") || name.starts_with("postgresql://") {
+            PostgresStore::connect(&name)
+                .await
+                .map(|s| Box::new(s) as Box<dyn Store>)
+        } else {
+            RedbStore::open(store).map(|s| Box::new(s) as Box<dyn Store>)
+        };
+    opened.map_err(|source| TransferCliError::Open {
+        store: name.into_owned(),
+        source,
+    })
+}
+
+pub(crate) async fn run(command: TransferCommand, store: &Path) -> Result<(), TransferCliError> {
+    match command {
+        TransferCommand::Export { session } => {
+            let session: SessionId = session
+                .parse()
+                .map_err(|err| TransferCliError::Session(format!("{err}")))?;
+            let store = open(store).await?;
+            let stdout = std::io::stdout().lock();
+            let mut out = std::io::BufWriter::new(stdout);
+            jsonl::export(&*store, &session, &mut out)
+                .await
+                .map_err(TransferCliError::Export)?;
+            out.flush()
+                .map_err(|err| TransferCliError::Export(jsonl::TransferError::Write(err)))?;
+            Ok(())
+        }
+        TransferCommand::Import { file } => {
+            let store = open(store).await?;
+            let summary = if file == Path::new("-") {
+                jsonl::import(&*store, std::io::stdin().lock()).await
+            } else {
+                let reader =
+                    std::fs::File::open(&file).map_err(|source| TransferCliError::File {
+                        path: file.clone(),
+                        source,
+                    })?;
+                jsonl::import(&*store, BufReader::new(reader)).await
+            }
+            .map_err(|source| TransferCliError::Import {
+                path: file.clone(),
+                source,
+            })?;
+            for (session, len) in &summary.sessions {
+                println!("{session}: {len} events");
+            }
+            println!(
+                "Imported {} events in {} sessions into {}.",
+                summary.events,
+                summary.sessions.len(),
+                store.describe()
+            );
+            Ok(())
+        }
+    }
+}
