@@ -1,0 +1,157 @@
+//! Crash safety of RedbStore: a child process appends durably and prints an acknowledgement
+//! after each append returns; the parent kills it with SIGKILL at random moments, 60 times,
+//! and after every kill checks that the store opens cleanly, nothing is corrupt, and every
+//! acknowledged event is stored at its seq.
+#![allow(clippy::unwrap_used)]
+
+use std::collections::HashMap;
+use std::io::Read;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use openharness_core::{Envelope, SessionId, Store, StoreError};
+use openharness_store::RedbStore;
+use serde_json::json;
+
+const CHILD_ENV: &str = "OPENHARNESS_TEST_CRASH_CHILD";
+const KILLS: u32 = 60;
+
+/// The child: appends batches of 1 to 3 events forever, printing `ack <seq> <id>` for each
+/// event once its append has returned. A no-op unless the crash test started this process.
+#[test]
+fn crash_child_appends_durably() {
+    let Ok(spec) = std::env::var(CHILD_ENV) else {
+        return;
+    };
+    let (path, session) = spec.split_once(' ').unwrap();
+    let session: SessionId = session.parse().unwrap();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let store = RedbStore::open(path).unwrap();
+        let mut len = store
+            .session(&session)
+            .await
+            .unwrap()
+            .map_or(0, |i| i.count);
+        println!();
+        for round in 0u64.. {
+            let batch: Vec<Envelope> = (0..1 + round % 3)
+                .map(|i| Envelope::new("test:appended", json!({ "round": round, "i": i }), None))
+                .collect();
+            let new_len = store.append(&session, &batch, len).await.unwrap();
+            for (event, seq) in batch.iter().zip(len..) {
+                println!("ack {seq} {}", event.id);
+            }
+            len = new_len;
+        }
+    });
+}
+
+/// A small deterministic generator, seeded from the clock so runs differ.
+struct SplitMix(u64);
+
+impl SplitMix {
+    fn below(&mut self, n: u64) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        (z ^ (z >> 31)) % n
+    }
+}
+
+#[test]
+fn sigkill_loses_no_acknowledged_event() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("store.redb");
+    let session = SessionId::new();
+    let seed = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos() as u64;
+    let mut rng = SplitMix(seed);
+    let mut acked: HashMap<u64, String> = HashMap::new();
+    let started = Instant::now();
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+
+    for kill in 0..KILLS {
+        let mut child = Command::new(std::env::current_exe().unwrap())
+            .args([
+                "--exact",
+                "crash_child_appends_durably",
+                "--nocapture",
+                "--test-threads=1",
+            ])
+            .env(CHILD_ENV, format!("{} {session}", path.display()))
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        // Anywhere from before the store is open to well into the appends.
+        std::thread::sleep(Duration::from_micros(rng.below(80_000)));
+        child.kill().unwrap(); // SIGKILL on Unix
+        let mut output = String::new();
+        child
+            .stdout
+            .take()
+            .unwrap()
+            .read_to_string(&mut output)
+            .unwrap();
+        child.wait().unwrap();
+        for line in output.lines() {
+            let Some(ack) = line.strip_prefix("ack ") else {
+                continue;
+            };
+            // The last line may be cut short by the kill; only whole lines count.
+            let Some((seq, id)) = ack.split_once(' ') else {
+                continue;
+            };
+            if id.len() == 36 {
+                acked.insert(seq.parse().unwrap(), id.to_owned());
+            }
+        }
+
+        runtime.block_on(async {
+            let store = RedbStore::open(&path)
+                .unwrap_or_else(|err| panic!("after kill {kill}, the store does not open: {err}"));
+            let events = match store.all_events(&session).await {
+                Ok(events) => events,
+                Err(err @ StoreError::Corrupt { .. }) => panic!("after kill {kill}: {err}"),
+                Err(err) => panic!("after kill {kill}, reading failed: {err}"),
+            };
+            let count = store
+                .session(&session)
+                .await
+                .unwrap()
+                .map_or(0, |i| i.count);
+            assert_eq!(
+                count,
+                events.len() as u64,
+                "after kill {kill}: metadata count"
+            );
+            let lost: Vec<_> = acked
+                .iter()
+                .filter(|(seq, id)| {
+                    usize::try_from(**seq)
+                        .ok()
+                        .and_then(|at| events.get(at))
+                        .is_none_or(|event| event.id.to_string() != **id)
+                })
+                .collect();
+            assert!(
+                lost.is_empty(),
+                "after kill {kill}: {} acknowledged events lost: {lost:?}",
+                lost.len()
+            );
+        });
+    }
+    eprintln!(
+        "{KILLS} SIGKILLs in {:.1?}: {} acknowledged events, 0 lost",
+        started.elapsed(),
+        acked.len()
+    );
+    assert!(!acked.is_empty(), "the child never acknowledged an append");
+}
