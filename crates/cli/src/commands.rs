@@ -190,15 +190,12 @@ async fn tape(
                 store.describe()
             ))
         })?;
-    let Some(at) = at else {
-        return Err(CliError::Usage(format!(
-            "pass a position with `--at N` (0 to {}); the interactive debugger is not available yet",
-            info.count
-        )));
-    };
     match workflows::for_session(&info, store)? {
         KnownWorkflow::PlannerExecutor(workflow) => {
             let mut tape = workflow.load(session).await?;
+            let Some(at) = at else {
+                return crate::debugger::run(tape);
+            };
             tape.step_to(at);
             let view = tape.view();
             let mut out = std::io::stdout().lock();

@@ -5,6 +5,7 @@
 //! `.openharness/store.redb` in the current directory.
 
 mod commands;
+mod debugger;
 mod progress;
 mod run;
 mod transfer;
@@ -57,11 +58,13 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Show the state at a position of a session's tape.
+    /// Step through a session's tape: an interactive debugger, or with `--at N` the state at
+    /// one position.
     Tape {
         /// The session id.
         session: String,
-        /// The position, 0 (initial state) to the session's length; larger values clamp.
+        /// Print the state at this position, 0 (initial state) to the session's length (larger
+        /// values clamp), instead of opening the interactive debugger.
         #[arg(long)]
         at: Option<u64>,
         /// Print `{"position","len","current","state"}` as JSON.
