@@ -9,9 +9,11 @@
 //! | `sessions`  | session id                 | the [`SessionInfo`] as JSON    |
 //! | `snapshots` | (session id, position)     | the snapshot's state as JSON   |
 //!
-//! Every append is one write transaction committed with redb's default (immediate)
-//! durability: when `append` returns, the events are on disk, and a crash before that leaves
-//! none of them. redb is synchronous, so every operation runs on tokio's blocking pool.
+//! Appends go through one writer thread that commits every append waiting at the moment in one
+//! write transaction with redb's default (immediate) durability: group commit, so throughput
+//! grows with concurrency, while each `append` still returns only when its events are on disk,
+//! and a crash before that leaves none of them. Other operations are synchronous redb calls on
+//! tokio's blocking pool.
 
 use std::ops::Range;
 use std::path::{Path, PathBuf};
@@ -174,6 +176,7 @@ pub struct RedbStore {
     db: Arc<Database>,
     path: Arc<Path>,
     notifier: Notifier,
+    writer: Arc<Writer>,
 }
 
 impl std::fmt::Debug for RedbStore {
@@ -245,8 +248,10 @@ impl RedbStore {
                 source: Box::new(source),
             },
         })?;
+        let db = Arc::new(db);
         let store = Self {
-            db: Arc::new(db),
+            writer: Arc::new(Writer::start(Arc::clone(&db), path)),
+            db,
             path: Arc::from(path),
             notifier: Notifier::default(),
         };
@@ -298,6 +303,167 @@ impl RedbStore {
             .into()),
         }
     }
+}
+
+/// The most appends one group commit takes in.
+const MAX_GROUP: usize = 512;
+
+/// One append waiting for the writer thread.
+struct AppendRequest {
+    session: SessionId,
+    events: Vec<Envelope>,
+    /// Each event's id (as u128) and JSON, encoded by the caller.
+    records: Vec<(u128, Vec<u8>)>,
+    expected_seq: u64,
+    reply: tokio::sync::oneshot::Sender<Result<u64, StoreError>>,
+}
+
+/// Group commit: one thread takes every append waiting at the moment, applies them all in one
+/// write transaction and commits it once (one fsync), then answers each caller. Each caller
+/// still returns only after its events are durable, and an append the rules refuse (conflict,
+/// invalid batch) writes nothing and does not affect the others in its group.
+///
+/// Dropping the last store handle closes the queue and joins the thread, so the database file
+/// is closed when the store is gone.
+struct Writer {
+    queue: Option<std::sync::mpsc::Sender<AppendRequest>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Writer {
+    fn start(db: Arc<Database>, path: &Path) -> Self {
+        let (queue, requests) = std::sync::mpsc::channel();
+        let path = path.to_path_buf();
+        let thread = std::thread::Builder::new()
+            .name("openharness-redb-writer".to_owned())
+            .spawn(move || write_loop(&db, &path, &requests))
+            .ok();
+        Self {
+            queue: Some(queue),
+            thread,
+        }
+    }
+
+    fn send(&self, request: AppendRequest) -> Result<(), ()> {
+        match (&self.queue, &self.thread) {
+            (Some(queue), Some(_)) => queue.send(request).map_err(|_| ()),
+            _ => Err(()),
+        }
+    }
+}
+
+impl Drop for Writer {
+    fn drop(&mut self) {
+        self.queue = None;
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+fn write_loop(db: &Database, path: &Path, requests: &std::sync::mpsc::Receiver<AppendRequest>) {
+    while let Ok(first) = requests.recv() {
+        let mut group = vec![first];
+        while group.len() < MAX_GROUP {
+            match requests.try_recv() {
+                Ok(request) => group.push(request),
+                Err(_) => break,
+            }
+        }
+        match write_group(db, &group) {
+            Ok(results) => {
+                for (request, result) in group.into_iter().zip(results) {
+                    let _ = request.reply.send(result);
+                }
+            }
+            Err(err) => {
+                let message = err.to_string();
+                for request in group {
+                    let _ = request.reply.send(Err(RedbError::Task {
+                        path: path.to_path_buf(),
+                        operation: format!("append to session {}", request.session),
+                        message: format!("the group commit failed: {message}"),
+                    }
+                    .into()));
+                }
+            }
+        }
+    }
+}
+
+/// Applies a group of appends in one transaction. A redb failure fails the whole group; a
+/// refused append only itself.
+fn write_group(
+    db: &Database,
+    group: &[AppendRequest],
+) -> Result<Vec<Result<u64, StoreError>>, redb::Error> {
+    let txn = db.begin_write()?;
+    let mut results = Vec::with_capacity(group.len());
+    let mut wrote = false;
+    for request in group {
+        match apply(&txn, request) {
+            Ok((len, written)) => {
+                wrote |= written;
+                results.push(Ok(len));
+            }
+            Err(Failure::Store(err)) => results.push(Err(err)),
+            Err(Failure::Redb(err)) => return Err(err),
+        }
+    }
+    if wrote {
+        txn.commit()?;
+    } else {
+        txn.abort()?;
+    }
+    Ok(results)
+}
+
+/// One append inside the group's transaction: the new length, and whether it wrote.
+fn apply(txn: &redb::WriteTransaction, request: &AppendRequest) -> Result<(u64, bool), Failure> {
+    let AppendRequest {
+        session,
+        events,
+        records,
+        expected_seq,
+        ..
+    } = request;
+    let sid = session.as_str();
+    let (plan, info, len) = {
+        let sessions = txn.open_table(SESSIONS)?;
+        let info = match sessions.get(sid)? {
+            Some(bytes) => Some(decode_info(session, bytes.value())?),
+            None => None,
+        };
+        let len = info.as_ref().map_or(0, |info| info.count);
+        let index = txn.open_table(EVENT_IDS)?;
+        let plan = plan_append(session, events, *expected_seq, len, |id| {
+            let seq = index.get((sid, id.as_uuid().as_u128()))?;
+            Ok::<_, Failure>(seq.map(|seq| seq.value()))
+        })?;
+        (plan, info, len)
+    };
+    if let Plan::Done(len) = plan {
+        return Ok((len, false));
+    }
+    let info = match info {
+        Some(mut info) => {
+            info.absorb(events);
+            info.count += events.len() as u64;
+            info
+        }
+        None => SessionInfo::from_first_events(session.clone(), events)
+            .ok_or_else(|| StoreError::Invalid("empty batch".to_owned()))?,
+    };
+    let info = encode_info(&info)?;
+    let mut table = txn.open_table(EVENTS)?;
+    let mut index = txn.open_table(EVENT_IDS)?;
+    for ((id, bytes), seq) in records.iter().zip(len..) {
+        table.insert((sid, seq), bytes.as_slice())?;
+        index.insert((sid, *id), seq)?;
+    }
+    let mut sessions = txn.open_table(SESSIONS)?;
+    sessions.insert(sid, info.as_slice())?;
+    Ok((len + events.len() as u64, true))
 }
 
 /// Decodes a stored event.
@@ -365,61 +531,24 @@ impl Store for RedbStore {
             let bytes = encode_event(event)?;
             records.push((event.id.as_uuid().as_u128(), bytes));
         }
-        let name = session;
-        let session = session.clone();
-        let events = events.to_vec();
-        let len = self
-            .run(
-                || format!("append to session {name}"),
-                move |db| {
-                    let sid = session.as_str();
-                    let txn = db.begin_write()?;
-                    let plan = {
-                        let sessions = txn.open_table(SESSIONS)?;
-                        let info = match sessions.get(sid)? {
-                            Some(bytes) => Some(decode_info(&session, bytes.value())?),
-                            None => None,
-                        };
-                        let len = info.as_ref().map_or(0, |info| info.count);
-                        let index = txn.open_table(EVENT_IDS)?;
-                        let plan = plan_append(&session, &events, expected_seq, len, |id| {
-                            let seq = index.get((sid, id.as_uuid().as_u128()))?;
-                            Ok::<_, Failure>(seq.map(|seq| seq.value()))
-                        })?;
-                        (plan, info, len)
-                    };
-                    let (plan, info, len) = plan;
-                    if let Plan::Done(len) = plan {
-                        txn.abort()?;
-                        return Ok(len);
-                    }
-
-                    let info = match info {
-                        Some(mut info) => {
-                            info.absorb(&events);
-                            info.count += events.len() as u64;
-                            info
-                        }
-                        None => SessionInfo::from_first_events(session.clone(), &events)
-                            .ok_or_else(|| StoreError::Invalid("empty batch".to_owned()))?,
-                    };
-                    let info = encode_info(&info)?;
-                    {
-                        let mut table = txn.open_table(EVENTS)?;
-                        let mut index = txn.open_table(EVENT_IDS)?;
-                        for ((id, bytes), seq) in records.iter().zip(len..) {
-                            table.insert((sid, seq), bytes.as_slice())?;
-                            index.insert((sid, *id), seq)?;
-                        }
-                        let mut sessions = txn.open_table(SESSIONS)?;
-                        sessions.insert(sid, info.as_slice())?;
-                    }
-                    txn.commit()?;
-                    Ok(len + events.len() as u64)
-                },
-            )
-            .await?;
-        self.notifier.notify(name);
+        let (reply, answer) = tokio::sync::oneshot::channel();
+        let request = AppendRequest {
+            session: session.clone(),
+            events: events.to_vec(),
+            records,
+            expected_seq,
+            reply,
+        };
+        let stopped = || {
+            StoreError::from(RedbError::Task {
+                path: self.path.to_path_buf(),
+                operation: format!("append to session {session}"),
+                message: "the writer thread stopped".to_owned(),
+            })
+        };
+        self.writer.send(request).map_err(|_| stopped())?;
+        let len = answer.await.map_err(|_| stopped())??;
+        self.notifier.notify(session);
         Ok(len)
     }
 
