@@ -580,6 +580,52 @@ mod time_travel {
     }
 
     #[tokio::test]
+    async fn states_read_from_the_store_match_the_tape_with_and_without_persisted_snapshots() {
+        let store = MemoryStore::new();
+        let (workflow, session) = recorded(store.clone()).await;
+        let tape = workflow
+            .load(&session)
+            .await
+            .unwrap()
+            .with_snapshot_interval(8);
+        let positions = [0, 1, 7, 8, 9, 30, tape.len(), tape.len() + 3];
+        for &p in &positions {
+            assert_eq!(
+                workflow.load_state_at(&session, p).await.unwrap(),
+                tape.state_at(p),
+                "{p}"
+            );
+        }
+        let saved = tape.persist_snapshots().await.unwrap();
+        assert_eq!(saved, tape.len() / 8);
+        assert_eq!(
+            store
+                .latest_snapshot(&session, 20)
+                .await
+                .unwrap()
+                .unwrap()
+                .position,
+            16
+        );
+        for &p in &positions {
+            assert_eq!(
+                workflow.load_state_at(&session, p).await.unwrap(),
+                tape.state_at(p),
+                "{p}"
+            );
+        }
+        // A forked session without snapshots starts from its parent's state.
+        let fork = workflow.fork(&session, At::position(20)).await.unwrap();
+        let child = fork.run(RunOptions::new()).await.unwrap();
+        let child_tape = workflow.load(&child.session).await.unwrap();
+        assert_eq!(
+            workflow.load_state_at(&child.session, 1).await.unwrap(),
+            child_tape.state_at(1)
+        );
+        assert_eq!(child_tape.state_at(1), tape.state_at(20));
+    }
+
+    #[tokio::test]
     async fn replay_snapshot_helper() {
         let tape = demo_tape().await;
         insta::assert_json_snapshot!(

@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use openharness_core::builtin::SessionForked;
 use openharness_core::{
-    Envelope, Event, Fold, Pattern, Renderer, RunOptions, RunOutcome, SessionId, Store, StoreError,
-    Workflow, WorkflowState, renderer_fn,
+    Envelope, Event, Fold, Pattern, Renderer, RunOptions, RunOutcome, SessionId, Snapshot, Store,
+    StoreError, Workflow, WorkflowState, renderer_fn,
 };
 use serde::Serialize;
 use tokio::sync::mpsc::{UnboundedReceiver, error::TryRecvError, unbounded_channel};
@@ -138,6 +138,24 @@ pub trait LoadTape<S: WorkflowState> {
         &self,
         session: &SessionId,
     ) -> impl Future<Output = Result<Tape<S>, openharness_core::Error>> + Send;
+
+    /// The state at `position` (clamped) of a stored session, read from the store without
+    /// loading the whole session: the store's latest persisted snapshot at or before
+    /// `position` (see [`Tape::persist_snapshots`]) and the events after it. Without a
+    /// usable snapshot (none saved, or one that no longer decodes into `S`), folds from the
+    /// start.
+    ///
+    /// ```
+    /// # async fn demo<S: openharness_core::WorkflowState>(workflow: openharness_core::Workflow<S>, id: openharness_core::SessionId) -> Result<(), openharness_core::Error> {
+    /// use openharness_tape::LoadTape;
+    /// let state = workflow.load_state_at(&id, 100_000).await?;
+    /// # let _ = state; Ok(()) }
+    /// ```
+    fn load_state_at(
+        &self,
+        session: &SessionId,
+        position: u64,
+    ) -> impl Future<Output = Result<S, openharness_core::Error>> + Send;
 }
 
 impl<S: WorkflowState> LoadTape<S> for Workflow<S> {
@@ -150,6 +168,46 @@ impl<S: WorkflowState> LoadTape<S> for Workflow<S> {
             events,
             initial,
         ))
+    }
+
+    async fn load_state_at(
+        &self,
+        session: &SessionId,
+        position: u64,
+    ) -> Result<S, openharness_core::Error> {
+        let store = self.store();
+        let failed = |source| openharness_core::Error::Store {
+            store: store.describe(),
+            session: Some(session.clone()),
+            source,
+        };
+        let snapshot = store
+            .latest_snapshot(session, position)
+            .await
+            .map_err(failed)?
+            .filter(|s| s.position > 0)
+            .and_then(|s| match serde_json::from_value::<S>(s.state) {
+                Ok(state) => Some((s.position, state)),
+                Err(err) => {
+                    tracing::warn!(%session, position = s.position, error = %err, "a persisted snapshot does not decode; folding from the start");
+                    None
+                }
+            });
+        let (at, state) = match snapshot {
+            Some(found) => found,
+            None => {
+                let events = self.session_events(session).await?;
+                let initial = base_state(self, session, &events, 0).await?;
+                (0, initial)
+            }
+        };
+        let events = store.events(session, at..position).await.map_err(failed)?;
+        // Positions relative to `at`: the fold reads only this slice of the log.
+        let mut fold = Fold::new(state);
+        for event in &events {
+            fold.apply(event, &events);
+        }
+        Ok(fold.into_state())
     }
 }
 
@@ -705,6 +763,35 @@ impl<S: WorkflowState> Tape<S> {
             current: self.current(),
             state: self.state(),
         }
+    }
+
+    /// Saves the tape's snapshots (all but position 0) to the workflow's store, so that
+    /// [`LoadTape::load_state_at`] reads at most one snapshot interval of events. Returns how
+    /// many were saved.
+    pub async fn persist_snapshots(&self) -> Result<u64, TapeError> {
+        let store = self.workflow.store();
+        let mut saved = 0;
+        for (position, state) in (0..)
+            .step_by(self.interval as usize)
+            .zip(&self.snapshots)
+            .skip(1)
+        {
+            if position > self.len() {
+                break;
+            }
+            let state = serde_json::to_value(state)
+                .map_err(|source| TapeError::Encode { position, source })?;
+            store
+                .snapshot(&self.session, &Snapshot::new(position, state))
+                .await
+                .map_err(|source| openharness_core::Error::Store {
+                    store: store.describe(),
+                    session: Some(self.session.clone()),
+                    source,
+                })?;
+            saved += 1;
+        }
+        Ok(saved)
     }
 
     /// The workflow whose handlers this tape folds through.
