@@ -2,6 +2,12 @@
 //!
 //! - `cargo xtask ci`: what CI runs — formatting check, clippy with warnings denied, then the
 //!   README's test command, `cargo test --workspace`.
+//! - `cargo xtask bench <suite>`: builds `openharness-bench` in release and runs a suite
+//!   (`tape`), which prints each figure with a baseline measured in the same run, the ratio
+//!   and the goal.
+//! - `cargo xtask bench stores`: the store benchmarks (release build of
+//!   `openharness-store-bench`), each figure beside a baseline from the same run. PostgreSQL
+//!   figures need `OPENHARNESS_BENCH_POSTGRES` or `OPENHARNESS_TEST_POSTGRES`.
 
 use std::process::{Command, ExitCode};
 
@@ -20,8 +26,34 @@ fn main() -> ExitCode {
             ],
             &["test", "--workspace"],
         ],
+        Some("bench") => match std::env::args().nth(2).as_deref() {
+            Some("stores") => &[&[
+                "run",
+                "--release",
+                "--quiet",
+                "--package",
+                "openharness-store",
+                "--features",
+                "postgres",
+                "--bin",
+                "openharness-store-bench",
+            ]],
+            Some("tape") => &[&[
+                "run",
+                "--release",
+                "--quiet",
+                "--package",
+                "openharness-bench",
+                "--",
+                "tape",
+            ]],
+            _ => {
+                eprintln!("usage: cargo xtask bench stores | cargo xtask bench tape");
+                return ExitCode::from(2);
+            }
+        },
         _ => {
-            eprintln!("usage: cargo xtask ci");
+            eprintln!("usage: cargo xtask ci | cargo xtask bench stores | cargo xtask bench tape");
             return ExitCode::from(2);
         }
     };

@@ -1,0 +1,412 @@
+//! `openharness-store-bench`: store benchmarks, each figure printed beside a baseline measured
+//! in the same run, with the ratio and the goal. Run it through `cargo xtask bench stores`
+//! (release build).
+//!
+//! Options: `--dir DIR` for the files (default `target/store-bench`, on the same disk as the
+//! workspace), `--postgres URL` (default `$OPENHARNESS_BENCH_POSTGRES`, else
+//! `$OPENHARNESS_TEST_POSTGRES`; without one the PostgreSQL figures are skipped), `--quick` for
+//! fewer iterations.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use openharness_core::{Envelope, SessionId, Store};
+use openharness_store::{PostgresStore, RedbStore};
+use redb::{Database, TableDefinition};
+use serde_json::json;
+
+const RAW: TableDefinition<'_, (&str, u64), &[u8]> = TableDefinition::new("raw");
+
+type Error = Box<dyn std::error::Error + Send + Sync>;
+
+struct Options {
+    dir: PathBuf,
+    postgres: Option<String>,
+    quick: bool,
+}
+
+fn options() -> Result<Options, Error> {
+    let mut args = std::env::args().skip(1);
+    let mut options = Options {
+        dir: PathBuf::from("target/store-bench"),
+        postgres: std::env::var("OPENHARNESS_BENCH_POSTGRES")
+            .or_else(|_| std::env::var("OPENHARNESS_TEST_POSTGRES"))
+            .ok()
+            .filter(|url| !url.is_empty()),
+        quick: false,
+    };
+    while let Some(arg) = args.next() {
+        match arg.as_str() {
+            "--dir" => options.dir = args.next().ok_or("--dir needs a path")?.into(),
+            "--postgres" => options.postgres = Some(args.next().ok_or("--postgres needs a URL")?),
+            "--quick" => options.quick = true,
+            other => return Err(format!("unknown argument {other:?}").into()),
+        }
+    }
+    Ok(options)
+}
+
+/// A typical event: about 300 bytes of JSON.
+fn event(n: u64) -> Envelope {
+    Envelope::new(
+        "task:completed",
+        json!({ "task": n, "summary": "wrote the report and checked every figure twice", "tokens": { "input": 1234, "output": 567 } }),
+        None,
+    )
+}
+
+struct Latencies(Vec<Duration>);
+
+impl Latencies {
+    fn percentile(&self, p: f64) -> Duration {
+        let mut sorted = self.0.clone();
+        sorted.sort();
+        let index = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+        sorted.get(index).copied().unwrap_or_default()
+    }
+    fn p50(&self) -> Duration {
+        self.percentile(0.5)
+    }
+    fn p99(&self) -> Duration {
+        self.percentile(0.99)
+    }
+}
+
+fn us(d: Duration) -> String {
+    format!("{:.1} µs", d.as_secs_f64() * 1e6)
+}
+
+fn rate(events: u64, elapsed: Duration) -> f64 {
+    events as f64 / elapsed.as_secs_f64()
+}
+
+fn per_s(r: f64) -> String {
+    format!("{:.0} events/s", r)
+}
+
+/// Prints one figure, its baseline, the ratio and whether the goal is met.
+fn report(name: &str, figure: String, baseline: String, ratio: f64, goal: &str, met: bool) {
+    println!(
+        "{name:<46} {figure:>18}   baseline {baseline:>18}   ratio {ratio:>6.2}x   goal {goal:<10} {}",
+        if met { "met" } else { "MISSED" }
+    );
+}
+
+fn fresh(dir: &Path, name: &str) -> PathBuf {
+    let path = dir.join(name);
+    let _ = std::fs::remove_file(&path);
+    path
+}
+
+/// Raw floor: write 1 KiB and fdatasync, `n` times.
+fn raw_fdatasync(dir: &Path, n: usize) -> Result<Latencies, Error> {
+    let mut file = std::fs::File::create(fresh(dir, "floor.bin"))?;
+    let block = [0x5a_u8; 1024];
+    let mut times = Vec::with_capacity(n);
+    for _ in 0..n {
+        let start = Instant::now();
+        file.write_all(&block)?;
+        file.sync_data()?;
+        times.push(start.elapsed());
+    }
+    Ok(Latencies(times))
+}
+
+/// Raw redb: one insert of an encoded event and a durable commit, `n` times.
+fn raw_redb_single(dir: &Path, n: usize) -> Result<Latencies, Error> {
+    let db = Database::create(fresh(dir, "raw-single.redb"))?;
+    let mut times = Vec::with_capacity(n);
+    for seq in 0..n as u64 {
+        let bytes = serde_json::to_vec(&event(seq))?;
+        let start = Instant::now();
+        let txn = db.begin_write()?;
+        {
+            let mut table = txn.open_table(RAW)?;
+            table.insert(("session", seq), bytes.as_slice())?;
+        }
+        txn.commit()?;
+        times.push(start.elapsed());
+    }
+    Ok(Latencies(times))
+}
+
+/// Raw redb: `batches` transactions of `size` encoded events each; events per second.
+fn raw_redb_batches(dir: &Path, batches: u64, size: u64) -> Result<f64, Error> {
+    let db = Database::create(fresh(dir, "raw-batch.redb"))?;
+    let start = Instant::now();
+    for b in 0..batches {
+        let txn = db.begin_write()?;
+        {
+            let mut table = txn.open_table(RAW)?;
+            for i in 0..size {
+                let seq = b * size + i;
+                let bytes = serde_json::to_vec(&event(seq))?;
+                table.insert(("session", seq), bytes.as_slice())?;
+            }
+        }
+        txn.commit()?;
+    }
+    Ok(rate(batches * size, start.elapsed()))
+}
+
+async fn single_appends<S: Store>(store: &S, n: usize) -> Result<Latencies, Error> {
+    let session = SessionId::new();
+    let mut times = Vec::with_capacity(n);
+    for seq in 0..n as u64 {
+        let batch = [event(seq)];
+        let start = Instant::now();
+        store.append(&session, &batch, seq).await?;
+        times.push(start.elapsed());
+    }
+    Ok(Latencies(times))
+}
+
+/// `writers` sessions appending single events concurrently; (events/s, latencies).
+async fn concurrent_appends<S: Store + Clone>(
+    store: &S,
+    writers: usize,
+    each: usize,
+) -> Result<(f64, Latencies), Error> {
+    let start = Instant::now();
+    let mut tasks = Vec::new();
+    for _ in 0..writers {
+        let store = store.clone();
+        tasks.push(tokio::spawn(async move {
+            let session = SessionId::new();
+            let mut times = Vec::with_capacity(each);
+            for seq in 0..each as u64 {
+                let batch = [event(seq)];
+                let t = Instant::now();
+                store.append(&session, &batch, seq).await?;
+                times.push(t.elapsed());
+            }
+            Ok::<_, openharness_core::StoreError>(times)
+        }));
+    }
+    let mut all = Vec::new();
+    for task in tasks {
+        all.extend(task.await??);
+    }
+    let elapsed = start.elapsed();
+    Ok((rate((writers * each) as u64, elapsed), Latencies(all)))
+}
+
+async fn batch_import<S: Store>(
+    store: &S,
+    batches: u64,
+    size: u64,
+) -> Result<(f64, SessionId), Error> {
+    let session = SessionId::new();
+    let prepared: Vec<Vec<Envelope>> = (0..batches)
+        .map(|b| (0..size).map(|i| event(b * size + i)).collect())
+        .collect();
+    let start = Instant::now();
+    for (b, batch) in prepared.iter().enumerate() {
+        store.append(&session, batch, b as u64 * size).await?;
+    }
+    Ok((rate(batches * size, start.elapsed()), session))
+}
+
+async fn load<S: Store>(store: &S, session: &SessionId) -> Result<(f64, u64), Error> {
+    let start = Instant::now();
+    let events = store.all_events(session).await?;
+    Ok((
+        rate(events.len() as u64, start.elapsed()),
+        events.len() as u64,
+    ))
+}
+
+/// Baseline for loading: typed serde_json decode of the same number of encoded events, in memory.
+fn plain_decode(n: u64) -> Result<f64, Error> {
+    let encoded: Vec<Vec<u8>> = (0..n)
+        .map(|i| serde_json::to_vec(&event(i)))
+        .collect::<Result<_, _>>()?;
+    let start = Instant::now();
+    let mut decoded = Vec::with_capacity(encoded.len());
+    for bytes in &encoded {
+        decoded.push(serde_json::from_slice::<Envelope>(bytes)?);
+    }
+    let elapsed = start.elapsed();
+    std::hint::black_box(&decoded);
+    Ok(rate(n, elapsed))
+}
+
+async fn redb_figures(options: &Options) -> Result<(), Error> {
+    let dir = &options.dir;
+    let n = if options.quick { 100 } else { 400 };
+    println!(
+        "== RedbStore ({}; {n} durable appends per latency figure)",
+        dir.display()
+    );
+
+    let floor = raw_fdatasync(dir, n)?;
+    let raw = raw_redb_single(dir, n)?;
+    let store = RedbStore::open(fresh(dir, "store.redb"))?;
+    let ours = single_appends(&store, n).await?;
+    let f50 = floor.p50().as_secs_f64();
+    report(
+        "durable append p50 vs fdatasync 1 KiB p50",
+        us(ours.p50()),
+        us(floor.p50()),
+        ours.p50().as_secs_f64() / f50,
+        "<= 2.5x",
+        ours.p50().as_secs_f64() / f50 <= 2.5,
+    );
+    report(
+        "durable append p99 vs fdatasync 1 KiB p50",
+        us(ours.p99()),
+        us(floor.p50()),
+        ours.p99().as_secs_f64() / f50,
+        "<= 4x",
+        ours.p99().as_secs_f64() / f50 <= 4.0,
+    );
+    let overhead = ours.p50().as_secs_f64() / raw.p50().as_secs_f64();
+    report(
+        "durable append p50 vs raw redb insert+commit",
+        us(ours.p50()),
+        us(raw.p50()),
+        overhead,
+        "<= 1.15x",
+        overhead <= 1.15,
+    );
+
+    let single_rate = 1.0 / (ours.0.iter().map(Duration::as_secs_f64).sum::<f64>() / n as f64);
+    let each = if options.quick { 50 } else { 200 };
+    let (group_rate, group_lat) = concurrent_appends(&store, 8, each).await?;
+    report(
+        "group commit, 8 sessions: throughput",
+        per_s(group_rate),
+        per_s(single_rate),
+        group_rate / single_rate,
+        ">= 5x",
+        group_rate / single_rate >= 5.0,
+    );
+    let lat = group_lat.p50().as_secs_f64() / ours.p50().as_secs_f64();
+    report(
+        "group commit, 8 sessions: p50 latency",
+        us(group_lat.p50()),
+        us(ours.p50()),
+        lat,
+        "<= 2x",
+        lat <= 2.0,
+    );
+
+    let batches = if options.quick { 10 } else { 100 };
+    let raw_batch = raw_redb_batches(dir, batches, 1000)?;
+    let (import_rate, session) = batch_import(&store, batches, 1000).await?;
+    report(
+        "import, 1000-event batches",
+        per_s(import_rate),
+        per_s(raw_batch),
+        import_rate / raw_batch,
+        ">= 0.5x",
+        import_rate / raw_batch >= 0.5,
+    );
+
+    let (load_rate, loaded) = load(&store, &session).await?;
+    let decode = plain_decode(loaded)?;
+    report(
+        &format!("load a {loaded}-event session"),
+        per_s(load_rate),
+        per_s(decode),
+        load_rate / decode,
+        ">= 0.7x",
+        load_rate / decode >= 0.7,
+    );
+    Ok(())
+}
+
+async fn postgres_figures(url: &str, options: &Options) -> Result<(), Error> {
+    let n = if options.quick { 100 } else { 400 };
+    let schema = format!("oh_bench_{}", uuid::Uuid::now_v7().simple());
+    println!("== PostgresStore (schema {schema}; {n} appends per latency figure)");
+    let store = PostgresStore::connect_in_schema(url, &schema).await?;
+
+    // Baseline: a raw single-row INSERT of the same JSON, committed (autocommit), one round trip.
+    let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls).await?;
+    tokio::spawn(connection);
+    client
+        .batch_execute(&format!(
+            "SET search_path TO \"{schema}\";
+             CREATE TABLE raw_events (session text, seq bigint, id uuid, body text, PRIMARY KEY (session, seq))"
+        ))
+        .await?;
+    let insert = client
+        .prepare("INSERT INTO raw_events (session, seq, id, body) VALUES ($1, $2, $3, $4)")
+        .await?;
+    let mut raw = Vec::with_capacity(n);
+    for seq in 0..n as i64 {
+        let e = event(seq as u64);
+        let body = serde_json::to_string(&e)?;
+        let start = Instant::now();
+        client
+            .execute(&insert, &[&"session", &seq, e.id.as_uuid(), &body])
+            .await?;
+        raw.push(start.elapsed());
+    }
+    let raw = Latencies(raw);
+    let ours = single_appends(&store, n).await?;
+    let ratio = ours.p50().as_secs_f64() / raw.p50().as_secs_f64();
+    report(
+        "append p50 vs raw INSERT commit p50",
+        us(ours.p50()),
+        us(raw.p50()),
+        ratio,
+        "<= 1.3x",
+        ratio <= 1.3,
+    );
+
+    let batches = if options.quick { 10 } else { 100 };
+    let (import_rate, session) = batch_import(&store, batches, 1000).await?;
+    report(
+        "import, 1000-event batches (absolute goal)",
+        per_s(import_rate),
+        per_s(100_000.0),
+        import_rate / 100_000.0,
+        ">= 1x",
+        import_rate >= 100_000.0,
+    );
+    let (load_rate, loaded) = load(&store, &session).await?;
+    report(
+        &format!("load a {loaded}-event session (absolute goal)"),
+        per_s(load_rate),
+        per_s(300_000.0),
+        load_rate / 300_000.0,
+        ">= 1x",
+        load_rate >= 300_000.0,
+    );
+    client
+        .batch_execute(&format!("DROP SCHEMA \"{schema}\" CASCADE"))
+        .await?;
+    Ok(())
+}
+
+fn main() -> std::process::ExitCode {
+    let result = (|| -> Result<(), Error> {
+        let options = options()?;
+        std::fs::create_dir_all(&options.dir)?;
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()?;
+        runtime.block_on(async {
+            redb_figures(&options).await?;
+            match &options.postgres {
+                Some(url) => postgres_figures(url, &options).await?,
+                None => println!(
+                    "== PostgresStore: skipped (set OPENHARNESS_BENCH_POSTGRES or pass --postgres URL)"
+                ),
+            }
+            Ok::<_, Error>(())
+        })?;
+        let _ = std::fs::remove_dir_all(&options.dir);
+        Ok(())
+    })();
+    match result {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("error: {err}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
