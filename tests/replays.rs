@@ -598,6 +598,7 @@ mod time_travel {
         }
         let saved = tape.persist_snapshots().await.unwrap();
         assert_eq!(saved, tape.len() / 8);
+        assert_eq!(tape.stats().interval, 8);
         assert_eq!(
             store
                 .latest_snapshot(&session, 20)
@@ -623,6 +624,43 @@ mod time_travel {
             child_tape.state_at(1)
         );
         assert_eq!(child_tape.state_at(1), tape.state_at(20));
+    }
+
+    #[tokio::test]
+    async fn long_sessions_load_in_chunks_to_the_same_tape() {
+        let store = MemoryStore::new();
+        let workflow = example::workflow(store.clone(), example::scripted_provider()).unwrap();
+        let session = SessionId::new();
+        let mut events = vec![
+            Envelope::typed(
+                &WorkflowStarted {
+                    workflow: example::WORKFLOW_NAME.into(),
+                },
+                None,
+            )
+            .unwrap(),
+        ];
+        events.extend((1..40_000).map(|i| {
+            Envelope::typed(
+                &UserInput {
+                    text: format!("goal {i}"),
+                },
+                None,
+            )
+            .unwrap()
+        }));
+        for (seq, batch) in (0..).step_by(5_000).zip(events.chunks(5_000)) {
+            store.append(&session, batch, seq).await.unwrap();
+        }
+        let mut tape = workflow.load(&session).await.unwrap();
+        assert_eq!(tape.events(), &events[..]);
+        for p in [0, 1, 16_383, 16_384, 16_385, 32_768, 32_769, 39_999, 40_000] {
+            let expected = workflow.fold(&events[..p as usize]);
+            assert_eq!(tape.state_at(p), expected, "{p}");
+            assert_eq!(tape.step_to(p), p);
+            assert_eq!(tape.state(), &expected, "{p}");
+        }
+        assert_eq!(tape.state().goal.as_deref(), Some("goal 39999"));
     }
 
     #[tokio::test]

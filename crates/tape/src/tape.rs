@@ -160,14 +160,53 @@ pub trait LoadTape<S: WorkflowState> {
 
 impl<S: WorkflowState> LoadTape<S> for Workflow<S> {
     async fn load(&self, session: &SessionId) -> Result<Tape<S>, openharness_core::Error> {
-        let events = self.session_events(session).await?;
-        let initial = base_state(self, session, &events, 0).await?;
-        Ok(Tape::from_events_at(
-            self.clone(),
-            session.clone(),
-            events,
-            initial,
-        ))
+        // Read in chunks and fold each chunk while the store reads the next one, so a replay
+        // costs little more than the read itself.
+        let store = self.store();
+        let failed = |source| openharness_core::Error::Store {
+            store: store.describe(),
+            session: Some(session.clone()),
+            source,
+        };
+        let first = store.events(session, 0..LOAD_CHUNK).await.map_err(failed)?;
+        if first.is_empty() {
+            return Err(openharness_core::Error::SessionNotFound(session.clone()));
+        }
+        check_workflow(self, session, &first)?;
+        let initial = base_state(self, session, &first, 0).await?;
+        let full = first.len() as u64 == LOAD_CHUNK;
+        let mut tape = Tape::from_events_at(self.clone(), session.clone(), first, initial);
+        let mut pending = if full {
+            let start = tape.len();
+            Some(
+                store
+                    .events(session, start..start + LOAD_CHUNK)
+                    .await
+                    .map_err(failed)?,
+            )
+        } else {
+            None
+        };
+        while let Some(chunk) = pending.take().filter(|c| !c.is_empty()) {
+            let more = chunk.len() as u64 == LOAD_CHUNK;
+            let start = tape.len() + chunk.len() as u64;
+            tape.events.extend(chunk);
+            let indexing = tokio::task::spawn_blocking(move || {
+                tape.index();
+                tape
+            });
+            if more {
+                let (indexed, next) = tokio::join!(
+                    join(indexing),
+                    store.events(session, start..start + LOAD_CHUNK)
+                );
+                tape = indexed;
+                pending = Some(next.map_err(failed)?);
+            } else {
+                tape = join(indexing).await;
+            }
+        }
+        Ok(tape)
     }
 
     async fn load_state_at(
@@ -208,6 +247,42 @@ impl<S: WorkflowState> LoadTape<S> for Workflow<S> {
             fold.apply(event, &events);
         }
         Ok(fold.into_state())
+    }
+}
+
+/// The densest interval of snapshots [`Tape::persist_snapshots`] saves.
+const PERSISTED_INTERVAL: u64 = 256;
+
+/// How many events [`LoadTape::load`] reads at a time.
+const LOAD_CHUNK: u64 = 16_384;
+
+/// Waits for a blocking task, passing its panic on.
+async fn join<T>(task: tokio::task::JoinHandle<T>) -> T {
+    match task.await {
+        Ok(value) => value,
+        Err(err) => std::panic::resume_unwind(err.into_panic()),
+    }
+}
+
+/// Fails when the first events name another workflow (as [`Workflow::session_events`] does).
+fn check_workflow<S: WorkflowState>(
+    workflow: &Workflow<S>,
+    session: &SessionId,
+    events: &[Envelope],
+) -> Result<(), openharness_core::Error> {
+    let recorded = events
+        .iter()
+        .find(|e| e.name == "workflow:started")
+        .and_then(|e| e.payload["workflow"].as_str());
+    match recorded {
+        Some(recorded) if recorded != workflow.name() => {
+            Err(openharness_core::Error::WrongWorkflow {
+                session: session.clone(),
+                recorded: recorded.to_owned(),
+                workflow: workflow.name().to_owned(),
+            })
+        }
+        _ => Ok(()),
     }
 }
 
@@ -765,21 +840,22 @@ impl<S: WorkflowState> Tape<S> {
         }
     }
 
-    /// Saves the tape's snapshots (all but position 0) to the workflow's store, so that
-    /// [`LoadTape::load_state_at`] reads at most one snapshot interval of events. Returns how
-    /// many were saved.
+    /// Saves snapshots of this session to the workflow's store, so that
+    /// [`LoadTape::load_state_at`] reads few events: one every `min(K, 256)` events, `K`
+    /// being the tape's interval (stored snapshots cost disk, not memory, so they may be
+    /// denser than the tape's). Returns how many were saved.
     pub async fn persist_snapshots(&self) -> Result<u64, TapeError> {
+        let every = self.interval.min(PERSISTED_INTERVAL);
         let store = self.workflow.store();
+        let mut fold = Fold::new(self.snapshots[0].clone());
         let mut saved = 0;
-        for (position, state) in (0..)
-            .step_by(self.interval as usize)
-            .zip(&self.snapshots)
-            .skip(1)
-        {
-            if position > self.len() {
-                break;
+        for event in &self.events {
+            fold.apply(event, &self.events);
+            let position = fold.position();
+            if !position.is_multiple_of(every) {
+                continue;
             }
-            let state = serde_json::to_value(state)
+            let state = serde_json::to_value(fold.state())
                 .map_err(|source| TapeError::Encode { position, source })?;
             store
                 .snapshot(&self.session, &Snapshot::new(position, state))
