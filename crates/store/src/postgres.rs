@@ -153,7 +153,7 @@ pub struct PostgresStore {
 }
 
 struct Inner {
-    clients: Vec<Client>,
+    clients: Vec<Connection>,
     next: AtomicUsize,
     /// Keeps the listener connection open.
     _listener: Client,
@@ -161,6 +161,18 @@ struct Inner {
     channel: String,
     describe: String,
 }
+
+/// A query connection with its prepared statements (prepared once: a statement sent as text
+/// costs an extra round trip per query).
+struct Connection {
+    client: Client,
+    append: tokio_postgres::Statement,
+    events: tokio_postgres::Statement,
+}
+
+/// Reads a range of a session's events.
+const EVENTS: &str =
+    "SELECT seq, body FROM oh_events WHERE session = $1 AND seq >= $2 AND seq < $3 ORDER BY seq";
 
 impl std::fmt::Debug for PostgresStore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -226,11 +238,19 @@ impl PostgresStore {
                 operation: "migration".to_owned(),
                 source,
             })?;
-        for client in &clients {
+        let mut connections = Vec::with_capacity(clients.len());
+        for client in clients {
             client
                 .batch_execute(&set_path)
                 .await
                 .map_err(connect_error)?;
+            let append = client.prepare(APPEND).await.map_err(connect_error)?;
+            let events = client.prepare(EVENTS).await.map_err(connect_error)?;
+            connections.push(Connection {
+                client,
+                append,
+                events,
+            });
         }
 
         let channel = format!("oh_{schema}");
@@ -265,7 +285,7 @@ impl PostgresStore {
         tracing::debug!(store = %describe, "connected to PostgreSQL");
         Ok(Self {
             inner: Arc::new(Inner {
-                clients,
+                clients: connections,
                 next: AtomicUsize::new(0),
                 _listener: listener,
                 notifier,
@@ -276,9 +296,13 @@ impl PostgresStore {
     }
 
     /// A query connection, round robin (each pipelines concurrent queries).
-    fn client(&self) -> &Client {
+    fn connection(&self) -> &Connection {
         let n = self.inner.next.fetch_add(1, Ordering::Relaxed);
         &self.inner.clients[n % self.inner.clients.len()]
+    }
+
+    fn client(&self) -> &Client {
+        &self.connection().client
     }
 
     fn query_error(
@@ -435,10 +459,11 @@ impl Store for PostgresStore {
         let parent = meta.parent.as_ref().map(SessionId::as_str);
         let expected = seq_param(expected_seq);
         for _ in 0..8 {
-            let result = self
-                .client()
+            let connection = self.connection();
+            let result = connection
+                .client
                 .query_one(
-                    APPEND,
+                    &connection.append,
                     &[
                         &session.as_str(),
                         &expected,
@@ -489,11 +514,11 @@ impl Store for PostgresStore {
         if range.start >= range.end {
             return Ok(Vec::new());
         }
-        let rows = self
-            .client()
+        let connection = self.connection();
+        let rows = connection
+            .client
             .query(
-                "SELECT seq, body FROM oh_events WHERE session = $1 AND seq >= $2 AND seq < $3 \
-                 ORDER BY seq",
+                &connection.events,
                 &[
                     &session.as_str(),
                     &seq_param(range.start),
@@ -502,19 +527,16 @@ impl Store for PostgresStore {
             )
             .await
             .map_err(self.query_error(format!("read of session {session}")))?;
-        let mut events = Vec::with_capacity(rows.len());
-        for row in rows {
-            let seq = row.get::<_, i64>(0) as u64;
-            let body: &str = row.get(1);
-            events.push(serde_json::from_str(body).map_err(|err| {
-                corrupt(
-                    session,
-                    seq,
-                    format!("stored event is not a valid envelope: {err}"),
+        let records: Vec<(u64, &[u8])> = rows
+            .iter()
+            .map(|row| {
+                (
+                    row.get::<_, i64>(0) as u64,
+                    row.get::<_, &str>(1).as_bytes(),
                 )
-            })?);
-        }
-        Ok(events)
+            })
+            .collect();
+        crate::decode_all(session, &records)
     }
 
     async fn session(&self, session: &SessionId) -> Result<Option<SessionInfo>, StoreError> {

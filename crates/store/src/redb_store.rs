@@ -308,6 +308,11 @@ impl RedbStore {
 /// The most appends one group commit takes in.
 const MAX_GROUP: usize = 512;
 
+/// How long a group smaller than the last one waits for more appends: a fraction of a durable
+/// commit, so concurrent writers share commits instead of alternating between small groups.
+/// A lone writer (groups of one) never waits.
+const GATHER: std::time::Duration = std::time::Duration::from_micros(250);
+
 /// One append waiting for the writer thread.
 struct AppendRequest {
     session: SessionId,
@@ -362,14 +367,26 @@ impl Drop for Writer {
 }
 
 fn write_loop(db: &Database, path: &Path, requests: &std::sync::mpsc::Receiver<AppendRequest>) {
+    // How many appends the last group held: writers that were active then are likely to send
+    // again right after their answer, so a smaller group waits briefly for them.
+    let mut last_group = 1;
     while let Ok(first) = requests.recv() {
         let mut group = vec![first];
+        let deadline = std::time::Instant::now() + GATHER;
         while group.len() < MAX_GROUP {
             match requests.try_recv() {
                 Ok(request) => group.push(request),
+                Err(_) if group.len() < last_group => {
+                    let left = deadline.saturating_duration_since(std::time::Instant::now());
+                    match requests.recv_timeout(left) {
+                        Ok(request) => group.push(request),
+                        Err(_) => break,
+                    }
+                }
                 Err(_) => break,
             }
         }
+        last_group = group.len();
         match write_group(db, &group) {
             Ok(results) => {
                 for (request, result) in group.into_iter().zip(results) {
@@ -466,15 +483,6 @@ fn apply(txn: &redb::WriteTransaction, request: &AppendRequest) -> Result<(u64, 
     Ok((len + events.len() as u64, true))
 }
 
-/// Decodes a stored event.
-fn decode_event(session: &SessionId, seq: u64, bytes: &[u8]) -> Result<Envelope, StoreError> {
-    serde_json::from_slice(bytes).map_err(|err| StoreError::Corrupt {
-        session: session.clone(),
-        seq,
-        message: format!("stored event is not a valid envelope: {err}"),
-    })
-}
-
 /// Decodes stored session metadata. For this record `seq` in [`StoreError::Corrupt`] is 0
 /// and the message says it is the metadata that is damaged.
 fn decode_info(session: &SessionId, bytes: &[u8]) -> Result<SessionInfo, StoreError> {
@@ -568,13 +576,16 @@ impl Store for RedbStore {
                 let sid = session.as_str();
                 let txn = db.begin_read()?;
                 let table = txn.open_table(EVENTS)?;
-                let mut events = Vec::new();
+                let mut guards = Vec::new();
                 for entry in table.range((sid, range.start)..(sid, range.end))? {
                     let (key, bytes) = entry?;
-                    let (_, seq) = key.value();
-                    events.push(decode_event(&session, seq, bytes.value())?);
+                    guards.push((key.value().1, bytes));
                 }
-                Ok(events)
+                let records: Vec<(u64, &[u8])> = guards
+                    .iter()
+                    .map(|(seq, bytes)| (*seq, bytes.value()))
+                    .collect();
+                Ok(crate::decode_all(&session, &records)?)
             },
         )
         .await
