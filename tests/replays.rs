@@ -259,6 +259,7 @@ mod moves {
 mod time_travel {
     use std::sync::{Arc, Mutex};
 
+    use openharness::Handler;
     use openharness::provider::{Reply, ScriptedProvider};
     use openharness::tape::{
         At, Cassette, ForkSession, Pacing, ReplaySnapshot, TapeError, TapeStatus,
@@ -432,6 +433,108 @@ mod time_travel {
                 .contains(&format!("position {expected_at}"))
         );
         assert_eq!(untouched.calls(), 0);
+    }
+
+    /// The planner-executor state with a changed handler: a plan starts its last task first.
+    #[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+    struct Backwards(PlanState);
+
+    #[handler(example::PlannerEvent)]
+    impl Backwards {
+        fn goal(&mut self, input: &UserInput) -> Emit {
+            self.0
+                .apply(&example::PlannerEvent::UserInput(input.clone()))
+        }
+        fn plan(&mut self, plan: &example::PlanCreated) -> Emit {
+            let _ = self
+                .0
+                .apply(&example::PlannerEvent::PlanCreated(plan.clone()));
+            let last = plan.tasks.len().saturating_sub(1);
+            Emit::one(TaskStarted {
+                index: last,
+                title: plan.tasks[last].clone(),
+            })
+        }
+        fn started(&mut self, started: &TaskStarted) -> Emit {
+            self.0
+                .apply(&example::PlannerEvent::TaskStarted(started.clone()))
+        }
+        fn completed(&mut self, done: &TaskCompleted) -> Emit {
+            self.0
+                .apply(&example::PlannerEvent::TaskCompleted(done.clone()))
+        }
+    }
+
+    /// The executor for the `Backwards` state.
+    struct BackwardsExecutor;
+
+    impl Agent for BackwardsExecutor {
+        type State = Backwards;
+        type Trigger = TaskStarted;
+        type Output = TaskReport;
+        const NAME: &'static str = Executor::NAME;
+        const EMITS: &'static [&'static str] = &[TaskCompleted::NAME];
+        fn prompt(&self, state: &Backwards, task: &TaskStarted) -> String {
+            Executor.prompt(&state.0, task)
+        }
+        fn on_output(&self, report: TaskReport, task: &TaskStarted) -> Emit {
+            Executor.on_output(report, task)
+        }
+    }
+
+    /// The planner for the `Backwards` state.
+    struct BackwardsPlanner;
+
+    impl Agent for BackwardsPlanner {
+        type State = Backwards;
+        type Trigger = UserInput;
+        type Output = example::Plan;
+        const NAME: &'static str = Planner::NAME;
+        const EMITS: &'static [&'static str] = &[example::PlanCreated::NAME];
+        fn prompt(&self, state: &Backwards, input: &UserInput) -> String {
+            Planner.prompt(&state.0, input)
+        }
+        fn on_output(&self, plan: example::Plan, input: &UserInput) -> Emit {
+            Planner.on_output(plan, input)
+        }
+    }
+
+    #[tokio::test]
+    async fn a_cassette_names_the_first_event_a_changed_handler_emits_differently() {
+        let store = MemoryStore::new();
+        let (workflow, recorded) = recorded(store.clone()).await;
+        let original = workflow.load(&recorded).await.unwrap();
+        let changed = Workflow::builder(example::WORKFLOW_NAME)
+            .initial_state(Backwards::default())
+            .agent(BackwardsPlanner)
+            .agent(BackwardsExecutor)
+            .until(|s: &Backwards| s.0.is_done())
+            .store(store)
+            .provider(ScriptedProvider::new())
+            .build()
+            .unwrap();
+        let cassette = Cassette::load(&workflow, &recorded).await.unwrap();
+        let Err(TapeError::Diverged(divergence)) =
+            cassette.replay(&changed, RunOptions::new()).await
+        else {
+            panic!("the changed handler must diverge");
+        };
+        let first_task = original
+            .events()
+            .iter()
+            .position(|e| e.name == "task:started")
+            .unwrap();
+        assert_eq!(divergence.position, first_task as u64);
+        let expected = divergence.expected.as_ref().unwrap();
+        let actual = divergence.actual.as_ref().unwrap();
+        assert_eq!(
+            (expected.name.as_str(), actual.name.as_str()),
+            ("task:started", "task:started")
+        );
+        assert_eq!(expected.payload["index"], 0);
+        assert_eq!(actual.payload["index"], 2);
+        // The cause is compared as a seq: both were caused by plan:created.
+        assert_eq!(expected.caused_by, actual.caused_by);
     }
 
     #[tokio::test]

@@ -174,6 +174,27 @@ async fn events(store: &RedbStore, session: &SessionId, json: bool) -> Result<()
     Ok(())
 }
 
+/// A forked session records no `workflow:started`: its workflow is its first ancestor's.
+async fn with_ancestors_workflow(
+    store: &RedbStore,
+    mut info: openharness::SessionInfo,
+) -> Result<openharness::SessionInfo, CliError> {
+    let mut parent = info.parent.clone();
+    // Bounded: a corrupt store could hold a cycle of forks.
+    for _ in 0..64 {
+        if info.workflow.is_some() {
+            break;
+        }
+        let Some(id) = parent else { break };
+        let Some(ancestor) = store.session(&id).await.map_err(store_error(store))? else {
+            break;
+        };
+        info.workflow = ancestor.workflow;
+        parent = ancestor.parent;
+    }
+    Ok(info)
+}
+
 async fn tape(
     store: RedbStore,
     session: &SessionId,
@@ -190,6 +211,7 @@ async fn tape(
                 store.describe()
             ))
         })?;
+    let info = with_ancestors_workflow(&store, info).await?;
     match workflows::for_session(&info, store)? {
         KnownWorkflow::PlannerExecutor(workflow) => {
             let mut tape = workflow.load(session).await?;

@@ -1,0 +1,79 @@
+//! `openharness tape` on a forked session (whose workflow is its parent's) and without a
+//! terminal (the interactive debugger needs one, and says so).
+#![allow(clippy::unwrap_used, missing_docs)]
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+use openharness::prelude::*;
+use openharness::store::RedbStore;
+use openharness::tape::{At, ForkSession};
+use openharness_example_planner_executor as example;
+
+fn openharness(dir: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_openharness"))
+        .args(args)
+        .current_dir(dir)
+        .env_remove("OPENHARNESS_STORE")
+        .output()
+        .unwrap()
+}
+
+/// Records the demo and a fork of it at position 20 into `store.redb`; returns the parent,
+/// the child and the parent's state at 20 as JSON.
+async fn record_with_fork(path: &Path) -> (SessionId, SessionId, serde_json::Value) {
+    let store = RedbStore::open(path).unwrap();
+    let workflow = example::workflow(store, example::scripted_provider()).unwrap();
+    let parent = workflow
+        .run(RunOptions::new().input(example::DEMO_GOAL))
+        .await
+        .unwrap()
+        .session;
+    let fork = workflow.fork(&parent, At::position(20)).await.unwrap();
+    let state = serde_json::to_value(fork.state()).unwrap();
+    let child = fork
+        .run(RunOptions::new().max_events(3))
+        .await
+        .unwrap()
+        .session;
+    (parent, child, state)
+}
+
+#[test]
+fn a_forked_session_opens_at_its_parents_state() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join(".openharness")).unwrap();
+    let (parent, child, state) =
+        tokio::runtime::Runtime::new()
+            .unwrap()
+            .block_on(record_with_fork(
+                &dir.path().join(".openharness/store.redb"),
+            ));
+
+    let sessions = openharness(dir.path(), &["sessions", "--json"]);
+    assert!(sessions.status.success());
+    let sessions: serde_json::Value = serde_json::from_slice(&sessions.stdout).unwrap();
+    let listed = sessions
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["id"] == child.as_str())
+        .unwrap();
+    assert_eq!(listed["parent"], parent.as_str());
+
+    let at = openharness(dir.path(), &["tape", child.as_str(), "--at", "1", "--json"]);
+    assert!(
+        at.status.success(),
+        "{}",
+        String::from_utf8_lossy(&at.stderr)
+    );
+    let view: serde_json::Value = serde_json::from_slice(&at.stdout).unwrap();
+    assert_eq!(view["current"]["name"], "session:forked");
+    assert_eq!(view["state"], state);
+
+    // Without --at and without a terminal, the debugger explains what it needs.
+    let debugger = openharness(dir.path(), &["tape", child.as_str()]);
+    assert!(!debugger.status.success());
+    let stderr = String::from_utf8_lossy(&debugger.stderr);
+    assert!(stderr.contains("needs a terminal"), "{stderr}");
+}
