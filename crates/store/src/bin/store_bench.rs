@@ -245,6 +245,13 @@ async fn redb_figures(options: &Options) -> Result<(), Error> {
     let store = RedbStore::open(fresh(dir, "store.redb"))?;
     let ours = single_appends(&store, n).await?;
     let f50 = floor.p50().as_secs_f64();
+    println!(
+        "(context: fdatasync 1 KiB p50 {} p99 {}; raw redb insert+commit p50 {} p99 {})",
+        us(floor.p50()),
+        us(floor.p99()),
+        us(raw.p50()),
+        us(raw.p99())
+    );
     report(
         "durable append p50 vs fdatasync 1 KiB p50",
         us(ours.p50()),
