@@ -43,6 +43,8 @@ pub mod prelude {
     pub use openharness_macros::*;
     /// `workflow.load(&session)` returns a [`crate::tape::Tape`].
     pub use openharness_tape::LoadTape;
+    /// `workflow.fork(&session, at)` starts a new session from any point of a recorded one.
+    pub use openharness_tape::ForkSession;
 }
 
 #[doc(hidden)]
