@@ -1,5 +1,5 @@
-//! Crash safety of RedbStore: a child process appends durably and prints an acknowledgement
-//! after each append returns; the parent kills it with SIGKILL at random moments, 60 times,
+//! Crash safety of RedbStore: a child process appends durably to four sessions at once (so its
+//! appends go through group commits) and prints an acknowledgement after each append returns; the parent kills it with SIGKILL at random moments, 60 times,
 //! and after every kill checks that the store opens cleanly, nothing is corrupt, and every
 //! acknowledged event is stored at its seq.
 #![allow(clippy::unwrap_used)]
@@ -16,36 +16,52 @@ use serde_json::json;
 const CHILD_ENV: &str = "OPENHARNESS_TEST_CRASH_CHILD";
 const KILLS: u32 = 60;
 
-/// The child: appends batches of 1 to 3 events forever, printing `ack <seq> <id>` for each
-/// event once its append has returned. A no-op unless the crash test started this process.
+/// How many sessions the child appends to concurrently, so kills land inside group commits.
+const SESSIONS: usize = 4;
+
+/// The child: one task per session appends batches of 1 to 3 events forever, printing
+/// `ack <session> <seq> <id>` for each event once its append has returned. A no-op unless the
+/// crash test started this process.
 #[test]
 fn crash_child_appends_durably() {
     let Ok(spec) = std::env::var(CHILD_ENV) else {
         return;
     };
-    let (path, session) = spec.split_once(' ').unwrap();
-    let session: SessionId = session.parse().unwrap();
-    let runtime = tokio::runtime::Builder::new_current_thread()
+    let (path, base) = spec.split_once(' ').unwrap();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
         .enable_all()
         .build()
         .unwrap();
     runtime.block_on(async {
         let store = RedbStore::open(path).unwrap();
-        let mut len = store
-            .session(&session)
-            .await
-            .unwrap()
-            .map_or(0, |i| i.count);
         println!();
-        for round in 0u64.. {
-            let batch: Vec<Envelope> = (0..1 + round % 3)
-                .map(|i| Envelope::new("test:appended", json!({ "round": round, "i": i }), None))
-                .collect();
-            let new_len = store.append(&session, &batch, len).await.unwrap();
-            for (event, seq) in batch.iter().zip(len..) {
-                println!("ack {seq} {}", event.id);
-            }
-            len = new_len;
+        let mut tasks = Vec::new();
+        for k in 0..SESSIONS {
+            let store = store.clone();
+            let session: SessionId = format!("{base}-{k}").parse().unwrap();
+            tasks.push(tokio::spawn(async move {
+                let mut len = store
+                    .session(&session)
+                    .await
+                    .unwrap()
+                    .map_or(0, |i| i.count);
+                for round in 0u64.. {
+                    let batch: Vec<Envelope> = (0..1 + round % 3)
+                        .map(|i| {
+                            Envelope::new("test:appended", json!({ "round": round, "i": i }), None)
+                        })
+                        .collect();
+                    let new_len = store.append(&session, &batch, len).await.unwrap();
+                    for (event, seq) in batch.iter().zip(len..) {
+                        println!("ack {k} {seq} {}", event.id);
+                    }
+                    len = new_len;
+                }
+            }));
+        }
+        for task in tasks {
+            task.await.unwrap();
         }
     });
 }
@@ -73,7 +89,7 @@ fn sigkill_loses_no_acknowledged_event() {
         .unwrap()
         .as_nanos() as u64;
     let mut rng = SplitMix(seed);
-    let mut acked: HashMap<u64, String> = HashMap::new();
+    let mut acked: HashMap<(usize, u64), String> = HashMap::new();
     let started = Instant::now();
     let runtime = tokio::runtime::Runtime::new().unwrap();
 
@@ -106,46 +122,50 @@ fn sigkill_loses_no_acknowledged_event() {
                 continue;
             };
             // The last line may be cut short by the kill; only whole lines count.
-            let Some((seq, id)) = ack.split_once(' ') else {
-                continue;
-            };
-            if id.len() == 36 {
-                acked.insert(seq.parse().unwrap(), id.to_owned());
+            let parts: Vec<&str> = ack.split(' ').collect();
+            if let [k, seq, id] = parts[..]
+                && id.len() == 36
+            {
+                acked.insert((k.parse().unwrap(), seq.parse().unwrap()), id.to_owned());
             }
         }
 
         runtime.block_on(async {
             let store = RedbStore::open(&path)
                 .unwrap_or_else(|err| panic!("after kill {kill}, the store does not open: {err}"));
-            let events = match store.all_events(&session).await {
-                Ok(events) => events,
-                Err(err @ StoreError::Corrupt { .. }) => panic!("after kill {kill}: {err}"),
-                Err(err) => panic!("after kill {kill}, reading failed: {err}"),
-            };
-            let count = store
-                .session(&session)
-                .await
-                .unwrap()
-                .map_or(0, |i| i.count);
-            assert_eq!(
-                count,
-                events.len() as u64,
-                "after kill {kill}: metadata count"
-            );
-            let lost: Vec<_> = acked
-                .iter()
-                .filter(|(seq, id)| {
-                    usize::try_from(**seq)
-                        .ok()
-                        .and_then(|at| events.get(at))
-                        .is_none_or(|event| event.id.to_string() != **id)
-                })
-                .collect();
-            assert!(
-                lost.is_empty(),
-                "after kill {kill}: {} acknowledged events lost: {lost:?}",
-                lost.len()
-            );
+            for k in 0..SESSIONS {
+                let session: SessionId = format!("{session}-{k}").parse().unwrap();
+                let events = match store.all_events(&session).await {
+                    Ok(events) => events,
+                    Err(err @ StoreError::Corrupt { .. }) => panic!("after kill {kill}: {err}"),
+                    Err(err) => panic!("after kill {kill}, reading failed: {err}"),
+                };
+                let count = store
+                    .session(&session)
+                    .await
+                    .unwrap()
+                    .map_or(0, |i| i.count);
+                assert_eq!(
+                    count,
+                    events.len() as u64,
+                    "after kill {kill}: metadata count"
+                );
+                let lost: Vec<_> = acked
+                    .iter()
+                    .filter(|((s, seq), id)| {
+                        *s == k
+                            && usize::try_from(*seq)
+                                .ok()
+                                .and_then(|at| events.get(at))
+                                .is_none_or(|event| event.id.to_string() != **id)
+                    })
+                    .collect();
+                assert!(
+                    lost.is_empty(),
+                    "after kill {kill}: {} acknowledged events lost: {lost:?}",
+                    lost.len()
+                );
+            }
         });
     }
     eprintln!(
