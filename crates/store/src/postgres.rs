@@ -82,6 +82,9 @@ WITH cur AS (
 )
 SELECT (SELECT count FROM meta), (SELECT count(*) FROM note)";
 
+/// Reads longer than this are split across the connections.
+const PARALLEL_READ: u64 = 20_000;
+
 /// How many connections a store opens for queries (besides its listener).
 const CONNECTIONS: usize = 4;
 
@@ -321,6 +324,40 @@ impl PostgresStore {
         }
     }
 
+    /// The events of `session` in `range`, in one query (one snapshot).
+    async fn read_range(
+        &self,
+        session: &SessionId,
+        range: Range<u64>,
+    ) -> Result<Vec<Envelope>, StoreError> {
+        if range.start >= range.end {
+            return Ok(Vec::new());
+        }
+        let connection = self.connection();
+        let rows = connection
+            .client
+            .query(
+                &connection.events,
+                &[
+                    &session.as_str(),
+                    &seq_param(range.start),
+                    &seq_param(range.end),
+                ],
+            )
+            .await
+            .map_err(self.query_error(format!("read of session {session}")))?;
+        let records: Vec<(u64, &[u8])> = rows
+            .iter()
+            .map(|row| {
+                (
+                    row.get::<_, i64>(0) as u64,
+                    row.get::<_, &str>(1).as_bytes(),
+                )
+            })
+            .collect();
+        crate::decode_all(session, &records)
+    }
+
     /// The session's length and where each of `ids` is stored in it.
     async fn state_of(
         &self,
@@ -511,32 +548,44 @@ impl Store for PostgresStore {
         session: &SessionId,
         range: Range<u64>,
     ) -> Result<Vec<Envelope>, StoreError> {
-        if range.start >= range.end {
-            return Ok(Vec::new());
+        if range.end.saturating_sub(range.start) <= PARALLEL_READ {
+            return self.read_range(session, range).await;
         }
-        let connection = self.connection();
-        let rows = connection
-            .client
-            .query(
-                &connection.events,
-                &[
-                    &session.as_str(),
-                    &seq_param(range.start),
-                    &seq_param(range.end),
-                ],
-            )
-            .await
-            .map_err(self.query_error(format!("read of session {session}")))?;
-        let records: Vec<(u64, &[u8])> = rows
-            .iter()
-            .map(|row| {
-                (
-                    row.get::<_, i64>(0) as u64,
-                    row.get::<_, &str>(1).as_bytes(),
-                )
-            })
-            .collect();
-        crate::decode_all(session, &records)
+        // A long read: split it across the connections, so the server and the client both work
+        // on several parts at once.
+        let len = self.state_of(session, &[]).await?.0;
+        let end = range.end.min(len);
+        let span = end.saturating_sub(range.start);
+        if span <= PARALLEL_READ {
+            return self.read_range(session, range.start..end).await;
+        }
+        let cores = std::thread::available_parallelism().map_or(1, usize::from);
+        let parts = self.inner.clients.len().min(cores).max(1) as u64;
+        let size = span.div_ceil(parts);
+        let mut tasks = Vec::new();
+        for part in 0..parts {
+            let from = range.start + part * size;
+            let to = (from + size).min(end);
+            let store = self.clone();
+            let session = session.clone();
+            tasks.push(tokio::spawn(async move {
+                store.read_range(&session, from..to).await
+            }));
+        }
+        let mut events = Vec::with_capacity(usize::try_from(span).unwrap_or(0));
+        for task in tasks {
+            let part = task.await.map_err(|err| {
+                StoreError::Invalid(format!(
+                    "a read of session {session} did not complete: {err}"
+                ))
+            })??;
+            events.extend(part);
+        }
+        if events.len() as u64 != span {
+            // The session was cleared while the parts were read: read it in one snapshot.
+            return self.read_range(session, range).await;
+        }
+        Ok(events)
     }
 
     async fn session(&self, session: &SessionId) -> Result<Option<SessionInfo>, StoreError> {

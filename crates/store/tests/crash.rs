@@ -1,7 +1,8 @@
 //! Crash safety of RedbStore: a child process appends durably to four sessions at once (so its
-//! appends go through group commits) and prints an acknowledgement after each append returns; the parent kills it with SIGKILL at random moments, 60 times,
-//! and after every kill checks that the store opens cleanly, nothing is corrupt, and every
-//! acknowledged event is stored at its seq.
+//! appends go through group commits) and prints an acknowledgement after each append returns;
+//! the parent kills it with SIGKILL at random moments, 60 times, and after every kill checks
+//! that the store opens cleanly, nothing is corrupt, and every acknowledged event is stored at
+//! its seq.
 #![allow(clippy::unwrap_used)]
 
 use std::collections::HashMap;

@@ -315,3 +315,29 @@ fn two_processes_append_and_tail_one_session() {
         assert_eq!(writers.len(), 2, "both processes appended");
     });
 }
+
+#[test]
+fn long_reads_split_across_connections_keep_the_order() {
+    runtime().block_on(async {
+        let Some(store) = store("long reads").await else {
+            return;
+        };
+        let session = SessionId::new();
+        let events: Vec<Envelope> = (0..45_000u64)
+            .map(|n| Envelope::new("test:appended", json!({ "n": n }), None))
+            .collect();
+        for (i, batch) in events.chunks(5000).enumerate() {
+            store
+                .append(&session, batch, i as u64 * 5000)
+                .await
+                .unwrap();
+        }
+        let all = store.all_events(&session).await.unwrap();
+        assert_eq!(all.len(), events.len());
+        assert!(all == events, "a long read differs from what was appended");
+        let middle = store.events(&session, 123..44_321).await.unwrap();
+        assert!(middle == events[123..44_321], "a long ranged read differs");
+        let tail = store.events(&session, 20_000..u64::MAX).await.unwrap();
+        assert!(tail == events[20_000..], "a long read to the end differs");
+    });
+}
