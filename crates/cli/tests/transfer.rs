@@ -1,0 +1,107 @@
+//! `openharness export` and `import`: a recorded session moves to another store file (and, with
+//! `OPENHARNESS_TEST_POSTGRES` set, to PostgreSQL) unchanged; malformed input fails naming the
+//! line.
+#![allow(clippy::unwrap_used, missing_docs)]
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn openharness(dir: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_openharness"))
+        .args(args)
+        .current_dir(dir)
+        .env_remove("OPENHARNESS_STORE")
+        .output()
+        .unwrap()
+}
+
+fn stdout(output: &Output) -> String {
+    assert!(
+        output.status.success(),
+        "command failed ({}):\nstdout:\n{}\nstderr:\n{}",
+        output.status,
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8(output.stdout.clone()).unwrap()
+}
+
+#[test]
+fn export_then_import_into_another_store() {
+    let dir = tempfile::tempdir().unwrap();
+    stdout(&openharness(dir.path(), &["demo"]));
+    let sessions: serde_json::Value =
+        serde_json::from_str(&stdout(&openharness(dir.path(), &["sessions", "--json"]))).unwrap();
+    let session = sessions[0]["id"].as_str().unwrap().to_owned();
+    let count = sessions[0]["count"].as_u64().unwrap();
+
+    let exported = stdout(&openharness(dir.path(), &["export", &session]));
+    assert_eq!(exported.lines().count() as u64, count);
+    std::fs::write(dir.path().join("s.jsonl"), &exported).unwrap();
+
+    let imported = stdout(&openharness(
+        dir.path(),
+        &["import", "s.jsonl", "--store", "other.redb"],
+    ));
+    assert!(
+        imported.contains(&format!("Imported {count} events in 1 sessions")),
+        "{imported}"
+    );
+    // Importing again stores nothing twice.
+    stdout(&openharness(
+        dir.path(),
+        &["import", "s.jsonl", "--store", "other.redb"],
+    ));
+    let again = stdout(&openharness(
+        dir.path(),
+        &["export", &session, "--store", "other.redb"],
+    ));
+    assert_eq!(again, exported, "the copy differs from the original");
+
+    if let Ok(url) = std::env::var("OPENHARNESS_TEST_POSTGRES") {
+        // The public schema is shared by runs, but each demo session id is new.
+        stdout(&openharness(
+            dir.path(),
+            &["import", "s.jsonl", "--store", &url],
+        ));
+        let back = stdout(&openharness(
+            dir.path(),
+            &["export", &session, "--store", &url],
+        ));
+        assert_eq!(
+            back, exported,
+            "the PostgreSQL copy differs from the original"
+        );
+    }
+}
+
+#[test]
+fn malformed_lines_and_unknown_sessions_are_clear_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let event = r#"{"session":"s-1","seq":0,"id":"01900000-0000-7000-8000-000000000000","name":"user:input","payload":{},"timestamp":"2024-05-01T10:00:00Z"}"#;
+    std::fs::write(
+        dir.path().join("bad.jsonl"),
+        format!("{event}\n\nnot json\n"),
+    )
+    .unwrap();
+    let output = openharness(dir.path(), &["import", "bad.jsonl"]);
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("bad.jsonl: line 3: not an event line"),
+        "{stderr}"
+    );
+
+    let output = openharness(dir.path(), &["import", "missing.jsonl"]);
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("could not open missing.jsonl"), "{stderr}");
+
+    let output = openharness(dir.path(), &["export", "no-such-session"]);
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("session no-such-session not found"),
+        "{stderr}"
+    );
+}
