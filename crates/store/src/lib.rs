@@ -1,8 +1,11 @@
-//! Stores for Open Harness event logs: [`MemoryStore`] for tests and [`RedbStore`], the
-//! embedded durable default, both implementing the [`Store`] port of `openharness-core`.
+//! Stores for Open Harness event logs, implementing the [`Store`] port of `openharness-core`:
+//! [`MemoryStore`] for tests; [`RedbStore`], the embedded durable default (one file, group
+//! commit); and `PostgresStore` (feature `postgres`), which many processes on many machines
+//! share, with live tails across processes through `LISTEN`/`NOTIFY`.
 //!
-//! Also here: [`FailingStore`], a fault-injection wrapper for tests, and [`conformance`], the
-//! one test suite every backend must pass (run it with [`store_conformance!`]).
+//! Also here: [`FailingStore`], a fault-injection wrapper for tests; [`conformance`], the one
+//! test suite every backend must pass (run it with [`store_conformance!`]); and [`jsonl`],
+//! export and import of sessions as JSON lines. Benchmarks: `cargo xtask bench stores`.
 //!
 //! # The contract, as these backends implement it
 //!
@@ -23,6 +26,11 @@
 //!   succeeds.
 //! - `sessions()` lists sessions oldest first (by first event's timestamp, then id).
 //! - A stored record that cannot be decoded is [`StoreError::Corrupt`], never a panic.
+//! - Snapshots may be saved at positions 0 to the session's length; `latest_snapshot` finds the
+//!   nearest at or before a position; clearing a session removes them.
+//! - `subscribe(session, from_seq)` delivers every event from `from_seq` exactly once and in
+//!   order, stored ones first, then live ones: the tail marks the session's notifications as
+//!   seen before each catch-up read, so an append is either in the read or wakes the tail.
 //!
 //! ```
 //! use openharness_core::{Envelope, SessionId, Store, StoreError};
