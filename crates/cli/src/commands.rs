@@ -53,6 +53,7 @@ pub(crate) async fn run(command: Command, store_path: &Path) -> Result<(), CliEr
         Command::Tape { session, at, json } => {
             tape(store, &parse_session(&session)?, at, json).await
         }
+        Command::Fork(args) => crate::fork::run(args, store).await,
     }
 }
 
@@ -175,7 +176,7 @@ async fn events(store: &RedbStore, session: &SessionId, json: bool) -> Result<()
 }
 
 /// A forked session records no `workflow:started`: its workflow is its first ancestor's.
-async fn with_ancestors_workflow(
+pub(crate) async fn with_ancestors_workflow(
     store: &RedbStore,
     mut info: openharness::SessionInfo,
 ) -> Result<openharness::SessionInfo, CliError> {

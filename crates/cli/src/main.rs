@@ -6,6 +6,7 @@
 
 mod commands;
 mod debugger;
+mod fork;
 mod progress;
 mod run;
 mod transfer;
@@ -71,6 +72,8 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Start a new session from a point of a recorded one and run it on (offline).
+    Fork(fork::ForkArgs),
     #[command(flatten)]
     Transfer(transfer::TransferCommand),
 }

@@ -77,3 +77,53 @@ fn a_forked_session_opens_at_its_parents_state() {
     let stderr = String::from_utf8_lossy(&debugger.stderr);
     assert!(stderr.contains("needs a terminal"), "{stderr}");
 }
+
+#[test]
+fn fork_runs_a_new_session_from_a_point_of_the_demo() {
+    let dir = tempfile::tempdir().unwrap();
+    assert!(openharness(dir.path(), &["demo"]).status.success());
+    let sessions = openharness(dir.path(), &["sessions", "--json"]);
+    let sessions: serde_json::Value = serde_json::from_slice(&sessions.stdout).unwrap();
+    let parent = sessions[0]["id"].as_str().unwrap().to_owned();
+
+    let forked = openharness(
+        dir.path(),
+        &[
+            "fork",
+            &parent,
+            "--after",
+            "task:started",
+            "--nth",
+            "2",
+            "--json",
+        ],
+    );
+    assert!(
+        forked.status.success(),
+        "{}",
+        String::from_utf8_lossy(&forked.stderr)
+    );
+    let forked: serde_json::Value = serde_json::from_slice(&forked.stdout).unwrap();
+    assert_eq!(forked["parent"], parent.as_str());
+    assert_eq!(forked["reason"], "until");
+    let child = forked["session"].as_str().unwrap();
+
+    // The fork starts with the first task done and redoes the second one.
+    let start = openharness(dir.path(), &["tape", child, "--at", "1", "--json"]);
+    let start: serde_json::Value = serde_json::from_slice(&start.stdout).unwrap();
+    assert_eq!(start["current"]["payload"]["parent"], parent.as_str());
+    assert_eq!(start["state"]["completed"], 1);
+    let len = forked["len"].as_u64().unwrap().to_string();
+    let end = openharness(dir.path(), &["tape", child, "--at", &len, "--json"]);
+    let end: serde_json::Value = serde_json::from_slice(&end.stdout).unwrap();
+    assert_eq!(end["state"]["completed"], 3);
+    let redone = end["state"]["tasks"][1]["result"].as_str().unwrap();
+    assert!(
+        redone.starts_with("(fork) Complete task 2 of 3"),
+        "{redone}"
+    );
+
+    // A fork point is required.
+    let missing = openharness(dir.path(), &["fork", &parent]);
+    assert!(!missing.status.success());
+}
