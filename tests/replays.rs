@@ -669,6 +669,17 @@ mod time_travel {
         assert!(!tape.is_recording());
         assert_eq!(tape.state(), &outcome.state);
         assert_eq!(seen.lock().unwrap().len() as u64, outcome.len);
+        // Snapshots were laid down as the events arrived, and every position replays.
+        let stats = tape.stats();
+        assert_eq!(stats.snapshots, tape.len() / stats.interval + 1);
+        for p in (0..=tape.len()).rev() {
+            assert_eq!(tape.step_to(p), p);
+            assert_eq!(
+                tape.state(),
+                &workflow.fold(&tape.events()[..p as usize]),
+                "{p}"
+            );
+        }
         // The same events as the stored session.
         let stored = workflow.load(&outcome.session).await.unwrap();
         assert_eq!(stored.events(), tape.events());

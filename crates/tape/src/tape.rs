@@ -477,6 +477,7 @@ impl<S: WorkflowState> Tape<S> {
             Some(event) => {
                 self.events.push(event);
                 self.refresh();
+                self.index();
                 true
             }
             None => {
@@ -615,10 +616,10 @@ impl<S: WorkflowState> Tape<S> {
         if target < current {
             self.ensure_fine(target);
         }
-        let (at, state) = self.nearest_state(target);
-        let from_cursor = current <= target && current > at;
-        if !from_cursor {
-            self.fold = Fold::at(state, at);
+        let (at, state) = self.nearest(target);
+        // Going forwards past the nearest known state, the cursor is the better start.
+        if current < at || current > target {
+            self.fold = Fold::at(state.clone(), at);
         }
         self.fold_cursor_to(target);
         self.position()
@@ -638,13 +639,12 @@ impl<S: WorkflowState> Tape<S> {
         if target == self.position() {
             return self.state().clone();
         }
-        let (at, state) = self.nearest_state(target);
-        let (at, state) = if self.position() <= target && self.position() > at {
-            (self.position(), self.state().clone())
+        let (at, state) = self.nearest(target);
+        if self.position() <= target && self.position() > at {
+            self.fold_from(self.state().clone(), self.position(), target)
         } else {
-            (at, state)
-        };
-        self.fold_from(state, at, target)
+            self.fold_from(state.clone(), at, target)
+        }
     }
 
     fn fold_from(&self, state: S, at: u64, target: u64) -> S {
@@ -700,9 +700,8 @@ impl<S: WorkflowState> Tape<S> {
         let end = self.position().saturating_sub(1);
         let mut segment_end = end;
         while segment_end > 0 {
-            let segment = (segment_end - 1) / self.interval;
-            let at = segment * self.interval;
-            let mut fold = Fold::at(self.snapshot(segment).clone(), at);
+            let (at, state) = self.snapshot_at_or_before(segment_end - 1);
+            let mut fold = Fold::at(state.clone(), at);
             let mut found = None;
             let from = usize::try_from(at).unwrap_or(usize::MAX);
             let to = usize::try_from(segment_end).unwrap_or(usize::MAX);
@@ -895,32 +894,33 @@ impl<S: WorkflowState> Tape<S> {
         }
     }
 
-    fn snapshot(&self, index: u64) -> &S {
-        let index = usize::try_from(index)
+    /// The last snapshot at or before `target`, with its position.
+    fn snapshot_at_or_before(&self, target: u64) -> (u64, &S) {
+        let index = usize::try_from(target / self.interval)
             .unwrap_or(usize::MAX)
             .min(self.snapshots.len() - 1);
-        &self.snapshots[index]
+        (index as u64 * self.interval, &self.snapshots[index])
     }
 
     /// The latest known state at or before `target`: a snapshot or a state of the fine cache.
-    fn nearest_state(&self, target: u64) -> (u64, S) {
-        let segment = (target / self.interval).min(self.snapshots.len() as u64 - 1);
-        if let Some((at, state)) = self.fine.as_ref().and_then(|f| f.at_or_before(target)) {
-            return (at, state.clone());
+    fn nearest(&self, target: u64) -> (u64, &S) {
+        let snapshot = self.snapshot_at_or_before(target);
+        match self.fine.as_ref().and_then(|f| f.at_or_before(target)) {
+            Some(fine) if fine.0 > snapshot.0 => fine,
+            _ => snapshot,
         }
-        (segment * self.interval, self.snapshot(segment).clone())
     }
 
     /// Makes sure the fine cache covers the segment holding `target`.
     fn ensure_fine(&mut self, target: u64) {
-        let segment = (target / self.interval).min(self.snapshots.len() as u64 - 1);
-        let base = segment * self.interval;
+        let (base, _) = self.snapshot_at_or_before(target);
         if self.fine.as_ref().is_some_and(|f| f.base() == base) || self.interval < 16 {
             return;
         }
         let end = (base + self.interval).min(self.len());
+        let (_, state) = self.snapshot_at_or_before(target);
         self.fine = Some(FineCache::build(
-            self.snapshot(segment).clone(),
+            state.clone(),
             base,
             end,
             self.interval,
