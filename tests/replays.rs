@@ -775,6 +775,26 @@ mod time_travel {
             assert_eq!(tape.state(), &expected, "{p}");
         }
         assert_eq!(tape.state().goal.as_deref(), Some("goal 39999"));
+
+        // A sparse snapshot far behind, and one that no longer decodes (folds from the start).
+        let state_100 = serde_json::to_value(tape.state_at(100)).unwrap();
+        store
+            .snapshot(&session, &openharness::Snapshot::new(100, state_100))
+            .await
+            .unwrap();
+        assert_eq!(
+            workflow.load_state_at(&session, 5_000).await.unwrap(),
+            tape.state_at(5_000)
+        );
+        let bogus = serde_json::json!({ "not": "a plan" });
+        store
+            .snapshot(&session, &openharness::Snapshot::new(6_000, bogus))
+            .await
+            .unwrap();
+        assert_eq!(
+            workflow.load_state_at(&session, 6_100).await.unwrap(),
+            tape.state_at(6_100)
+        );
     }
 
     #[tokio::test]

@@ -220,9 +220,13 @@ impl<S: WorkflowState> LoadTape<S> for Workflow<S> {
             session: Some(session.clone()),
             source,
         };
-        let snapshot = store
-            .latest_snapshot(session, position)
-            .await
+        // Read the snapshot and the events a dense snapshot would need at the same time.
+        let window = position.saturating_sub(PERSISTED_INTERVAL);
+        let (snapshot, recent) = tokio::join!(
+            store.latest_snapshot(session, position),
+            store.events(session, window..position)
+        );
+        let snapshot = snapshot
             .map_err(failed)?
             .filter(|s| s.position > 0)
             .and_then(|s| match serde_json::from_value::<S>(s.state) {
@@ -232,15 +236,23 @@ impl<S: WorkflowState> LoadTape<S> for Workflow<S> {
                     None
                 }
             });
-        let (at, state) = match snapshot {
-            Some(found) => found,
+        let (state, events) = match snapshot {
+            Some((at, state)) if at >= window => {
+                let skip = usize::try_from(at - window).unwrap_or(usize::MAX);
+                let mut recent = recent.map_err(failed)?;
+                (state, recent.split_off(skip.min(recent.len())))
+            }
+            Some((at, state)) => (
+                state,
+                store.events(session, at..position).await.map_err(failed)?,
+            ),
             None => {
-                let events = self.session_events(session).await?;
+                let mut events = self.session_events(session).await?;
                 let initial = base_state(self, session, &events, 0).await?;
-                (0, initial)
+                events.truncate(usize::try_from(position).unwrap_or(usize::MAX));
+                (initial, events)
             }
         };
-        let events = store.events(session, at..position).await.map_err(failed)?;
         // Positions relative to `at`: the fold reads only this slice of the log.
         let mut fold = Fold::new(state);
         for event in &events {
