@@ -41,10 +41,10 @@ pub mod prelude {
         Agent, Emit, Envelope, Event, EventSet, Handler, RunOptions, SessionId, Store, Workflow,
     };
     pub use openharness_macros::*;
-    /// `workflow.load(&session)` returns a [`crate::tape::Tape`].
-    pub use openharness_tape::LoadTape;
     /// `workflow.fork(&session, at)` starts a new session from any point of a recorded one.
     pub use openharness_tape::ForkSession;
+    /// `workflow.load(&session)` returns a [`crate::tape::Tape`].
+    pub use openharness_tape::LoadTape;
 }
 
 #[doc(hidden)]
