@@ -341,3 +341,54 @@ fn long_reads_split_across_connections_keep_the_order() {
         assert!(tail == events[20_000..], "a long read to the end differs");
     });
 }
+
+#[test]
+fn a_lost_listener_ends_tails_with_an_error_instead_of_hanging() {
+    runtime().block_on(async {
+        let Ok(url) = std::env::var(URL_ENV) else {
+            eprintln!("skipped: {URL_ENV} is not set");
+            return;
+        };
+        if store("lost listener").await.is_none() {
+            return;
+        }
+        let schema = schema();
+        let store = PostgresStore::connect_in_schema(&url, &schema)
+            .await
+            .unwrap();
+        let session = SessionId::new();
+        let mut tail = store.subscribe(&session, 0).await.unwrap();
+
+        // Terminate this store's listener backend from another connection.
+        let (admin, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
+            .await
+            .unwrap();
+        tokio::spawn(connection);
+        let terminated = admin
+            .query(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query = $1",
+                &[&format!("LISTEN \"oh_{schema}\"")],
+            )
+            .await
+            .unwrap();
+        assert_eq!(terminated.len(), 1, "exactly one listener for the schema");
+
+        let item = tokio::time::timeout(Duration::from_secs(20), tail.next())
+            .await
+            .expect("the tail must end, not hang");
+        let err = item
+            .expect("an error first")
+            .expect_err("an error, not an event");
+        assert!(err.to_string().contains("live tail"), "{err}");
+        assert!(
+            matches!(
+                tokio::time::timeout(Duration::from_secs(5), tail.next()).await,
+                Ok(None)
+            ),
+            "then the tail ends"
+        );
+        // New subscriptions fail at once; the store's queries still work.
+        assert!(store.subscribe(&session, 0).await.is_err());
+        assert!(store.all_events(&session).await.unwrap().is_empty());
+    });
+}
