@@ -689,6 +689,54 @@ mod time_travel {
         ));
     }
 
+    /// A provider that answers only once the test opens the gate.
+    struct Gated(Arc<tokio::sync::Semaphore>, ScriptedProvider);
+
+    #[async_trait::async_trait]
+    impl openharness::Provider for Gated {
+        fn name(&self) -> &str {
+            "gated"
+        }
+        async fn complete(
+            &self,
+            request: openharness::ProviderRequest,
+            sink: openharness::ProviderSink,
+        ) -> Result<openharness::ProviderResponse, openharness::ProviderError> {
+            if let Ok(permit) = self.0.acquire().await {
+                permit.forget();
+            }
+            self.1.complete(request, sink).await
+        }
+    }
+
+    #[tokio::test]
+    async fn a_live_tape_is_recording_while_the_run_waits_on_its_model() {
+        let gate = Arc::new(tokio::sync::Semaphore::new(0));
+        let provider = Gated(Arc::clone(&gate), example::scripted_provider());
+        let workflow = example::workflow(MemoryStore::new(), provider).unwrap();
+        let mut tape = Tape::record(&workflow, RunOptions::new().input(example::DEMO_GOAL));
+        let mut collect = Collect {
+            seen: Arc::new(Mutex::new(Vec::new())),
+            pause: None,
+        };
+        // The planner has started and waits at the gate: the run is still recording.
+        assert_eq!(tape.play_to(3, &mut collect, Pacing::Instant).await, 3);
+        assert_eq!(tape.current().unwrap().name, "agent:started");
+        assert!(tape.is_recording() && !tape.is_replaying());
+        assert_eq!(tape.status(), TapeStatus::Recording);
+        assert_eq!(tape.refresh(), 3);
+        tape.step_back();
+        assert_eq!(tape.position(), 2);
+
+        gate.add_permits(16);
+        let outcome = tape.wait().await.unwrap();
+        assert!(outcome.state.is_done());
+        assert_eq!(tape.len(), outcome.len);
+        assert!(!tape.is_recording() && tape.is_replaying());
+        assert_eq!(tape.status(), TapeStatus::Idle);
+        assert_eq!(tape.state_at(tape.len()), outcome.state);
+    }
+
     async fn stored_wait(mut tape: Tape<PlanState>) -> Result<(), TapeError> {
         tape.wait().await.map(|_| ())
     }
