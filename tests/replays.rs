@@ -500,6 +500,30 @@ mod time_travel {
     }
 
     #[tokio::test]
+    async fn a_forked_session_re_executes_as_a_fork() {
+        let store = MemoryStore::new();
+        let (workflow, parent) = recorded(store.clone()).await;
+        let variant = workflow.with_provider(other_model());
+        let fork = variant
+            .fork(&parent, At::nth("task:started", 2))
+            .await
+            .unwrap();
+        let child = fork.run(RunOptions::new()).await.unwrap();
+        let cassette = Cassette::load(&workflow, &child.session).await.unwrap();
+        let untouched = ScriptedProvider::new();
+        let again = cassette
+            .replay(
+                &workflow.with_provider(untouched.clone()),
+                RunOptions::new(),
+            )
+            .await
+            .unwrap();
+        assert_eq!(again.len, child.len);
+        assert_eq!(again.state, child.state);
+        assert_eq!(untouched.calls(), 0);
+    }
+
+    #[tokio::test]
     async fn a_cassette_names_the_first_event_a_changed_handler_emits_differently() {
         let store = MemoryStore::new();
         let (workflow, recorded) = recorded(store.clone()).await;

@@ -14,15 +14,16 @@
 //!
 //! Agents that run concurrently may record their events in another order on each run;
 //! the comparison is strict, so such workflows re-execute reliably only when their agents'
-//! events do not interleave. A forked session re-executes as a fresh run, so it diverges at
-//! position 0.
+//! events do not interleave. A forked session re-executes as a fork of the same parent at
+//! the same position (the parent must be in the workflow's store).
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use async_trait::async_trait;
 use openharness_core::builtin::{
-    AgentCompleted, AgentStarted, ErrorOccurred, TextDelta, ToolCalled, ToolResult, UserInput,
+    AgentCompleted, AgentStarted, ErrorOccurred, SessionForked, TextDelta, ToolCalled, ToolResult,
+    UserInput,
 };
 use openharness_core::{
     CancellationToken, Envelope, Event, EventId, Provider, ProviderError, ProviderEvent,
@@ -32,6 +33,7 @@ use openharness_core::{
 use serde_json::Value;
 
 use crate::error::{Divergence, EventShape, TapeError};
+use crate::fork::{At, ForkSession};
 
 /// The name the cassette reports as a provider.
 const NAME: &str = "cassette";
@@ -118,7 +120,23 @@ impl Cassette {
         {
             options = options.input(input.text);
         }
-        let outcome = workflow.with_provider(self.provider()).run(options).await?;
+        let replaying = workflow.with_provider(self.provider());
+        let forked = self
+            .events
+            .first()
+            .filter(|e| e.name == SessionForked::NAME)
+            .and_then(|e| e.decode::<SessionForked>().ok());
+        let outcome = match forked {
+            // A fork re-executes as a fork of the same parent at the same position.
+            Some(forked) => {
+                replaying
+                    .fork(&forked.parent, At::position(forked.position))
+                    .await?
+                    .run(options)
+                    .await?
+            }
+            None => replaying.run(options).await?,
+        };
         let diverged = divergence
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
