@@ -1,26 +1,22 @@
-//! [`Tape`]: positions, moves, snapshots, diffs, searches and playback over one session.
+//! [`Tape`]: positions, moves, snapshots, diffs and searches over one session; loading
+//! (`load`), live recording (`live`) and playback (`playback`) live in submodules.
 
-use std::future::Future;
-use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Duration;
 
-use openharness_core::builtin::SessionForked;
-use openharness_core::{
-    Envelope, Event, Fold, Pattern, Renderer, RunOptions, RunOutcome, SessionId, Snapshot, Store,
-    StoreError, Workflow, WorkflowState, renderer_fn,
-};
+use openharness_core::{Envelope, Fold, SessionId, Workflow, WorkflowState};
 use serde::Serialize;
-use tokio::sync::mpsc::{UnboundedReceiver, error::TryRecvError, unbounded_channel};
-use tokio::task::JoinHandle;
 
 use crate::error::TapeError;
 use crate::snapshots::{Calibration, FineCache};
 
-/// How deep a chain of forks may be (a fork of a fork of ...) before loading gives up; it
-/// also stops a corrupt log whose forks form a cycle.
-const MAX_FORK_DEPTH: usize = 64;
+mod live;
+mod load;
+mod playback;
+
+use live::Live;
+pub use load::LoadTape;
+pub use playback::{Pacing, Pauser};
 
 /// A recorded (or recording) session you can step through. See the crate docs for the
 /// position rule.
@@ -54,13 +50,6 @@ pub struct Tape<S: WorkflowState> {
     playing: bool,
 }
 
-/// The run behind a recording tape.
-struct Live<S> {
-    rx: UnboundedReceiver<Envelope>,
-    run: Option<JoinHandle<Result<RunOutcome<S>, openharness_core::Error>>>,
-    ended: bool,
-}
-
 impl<S: WorkflowState> std::fmt::Debug for Tape<S> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Tape")
@@ -86,257 +75,6 @@ pub enum TapeStatus {
     Playing,
     /// A play was paused with [`Tape::pause`] (or a [`Pauser`]).
     Paused,
-}
-
-/// How fast [`Tape::play`] moves.
-#[derive(Debug, Clone, Copy, PartialEq, Default)]
-#[non_exhaustive]
-pub enum Pacing {
-    /// As fast as possible (yielding to other tasks now and then).
-    #[default]
-    Instant,
-    /// This long between two events.
-    Every(Duration),
-    /// The recorded gaps between events, divided by `speed` (2.0 plays twice as fast), each
-    /// gap capped at one second.
-    Recorded {
-        /// The speed-up factor (values at or below 0 play instantly).
-        speed: f64,
-    },
-}
-
-/// A handle that pauses a tape's playback from elsewhere (another task, a key handler).
-///
-/// ```
-/// # fn demo<S: openharness_core::WorkflowState>(tape: &openharness_tape::Tape<S>) {
-/// let pauser = tape.pauser();
-/// // ... hand `pauser` to a task; `pauser.pause()` stops a running `tape.play(..)`
-/// pauser.pause();
-/// # }
-/// ```
-#[derive(Debug, Clone)]
-pub struct Pauser(Arc<AtomicBool>);
-
-impl Pauser {
-    /// Stops the running play after the event it is on.
-    pub fn pause(&self) {
-        self.0.store(true, Ordering::SeqCst);
-    }
-}
-
-/// Loading a recorded session as a [`Tape`]: `workflow.load(&session_id)`.
-pub trait LoadTape<S: WorkflowState> {
-    /// Reads the session from the workflow's store and returns a tape at position 0.
-    ///
-    /// A forked session starts from its parent's state at the fork point (read from the
-    /// same store), so its position 0 is that state.
-    ///
-    /// A chain of forks deeper than 64 sessions (or a cycle of them, which only a corrupt
-    /// store holds) fails with [`openharness_core::Error::Store`] and
-    /// [`openharness_core::StoreError::Corrupt`].
-    fn load(
-        &self,
-        session: &SessionId,
-    ) -> impl Future<Output = Result<Tape<S>, openharness_core::Error>> + Send;
-
-    /// The state at `position` (clamped) of a stored session, read from the store without
-    /// loading the whole session: the store's latest persisted snapshot at or before
-    /// `position` (see [`Tape::persist_snapshots`]) and the events after it. Without a
-    /// usable snapshot (none saved, or one that no longer decodes into `S`), folds from the
-    /// start.
-    ///
-    /// ```
-    /// # async fn demo<S: openharness_core::WorkflowState>(workflow: openharness_core::Workflow<S>, id: openharness_core::SessionId) -> Result<(), openharness_core::Error> {
-    /// use openharness_tape::LoadTape;
-    /// let state = workflow.load_state_at(&id, 100_000).await?;
-    /// # let _ = state; Ok(()) }
-    /// ```
-    fn load_state_at(
-        &self,
-        session: &SessionId,
-        position: u64,
-    ) -> impl Future<Output = Result<S, openharness_core::Error>> + Send;
-}
-
-impl<S: WorkflowState> LoadTape<S> for Workflow<S> {
-    async fn load(&self, session: &SessionId) -> Result<Tape<S>, openharness_core::Error> {
-        // Read in chunks and fold each chunk while the store reads the next one, so a replay
-        // costs little more than the read itself.
-        let store = self.store();
-        let failed = |source| openharness_core::Error::Store {
-            store: store.describe(),
-            session: Some(session.clone()),
-            source,
-        };
-        let first = store.events(session, 0..LOAD_CHUNK).await.map_err(failed)?;
-        if first.is_empty() {
-            return Err(openharness_core::Error::SessionNotFound(session.clone()));
-        }
-        check_workflow(self, session, &first)?;
-        let initial = base_state(self, session, &first, 0).await?;
-        let full = first.len() as u64 == LOAD_CHUNK;
-        let mut tape = Tape::from_events_at(self.clone(), session.clone(), first, initial);
-        let mut pending = if full {
-            let start = tape.len();
-            Some(
-                store
-                    .events(session, start..start + LOAD_CHUNK)
-                    .await
-                    .map_err(failed)?,
-            )
-        } else {
-            None
-        };
-        while let Some(chunk) = pending.take().filter(|c| !c.is_empty()) {
-            let more = chunk.len() as u64 == LOAD_CHUNK;
-            let start = tape.len() + chunk.len() as u64;
-            tape.events.extend(chunk);
-            let indexing = tokio::task::spawn_blocking(move || {
-                tape.index();
-                tape
-            });
-            if more {
-                let (indexed, next) = tokio::join!(
-                    join(indexing),
-                    store.events(session, start..start + LOAD_CHUNK)
-                );
-                tape = indexed;
-                pending = Some(next.map_err(failed)?);
-            } else {
-                tape = join(indexing).await;
-            }
-        }
-        Ok(tape)
-    }
-
-    async fn load_state_at(
-        &self,
-        session: &SessionId,
-        position: u64,
-    ) -> Result<S, openharness_core::Error> {
-        let store = self.store();
-        let failed = |source| openharness_core::Error::Store {
-            store: store.describe(),
-            session: Some(session.clone()),
-            source,
-        };
-        // Read the snapshot and the events a dense snapshot would need at the same time.
-        let window = position.saturating_sub(PERSISTED_INTERVAL);
-        let (snapshot, recent) = tokio::join!(
-            store.latest_snapshot(session, position),
-            store.events(session, window..position)
-        );
-        let snapshot = snapshot
-            .map_err(failed)?
-            .filter(|s| s.position > 0)
-            .and_then(|s| match serde_json::from_value::<S>(s.state) {
-                Ok(state) => Some((s.position, state)),
-                Err(err) => {
-                    tracing::warn!(%session, position = s.position, error = %err, "a persisted snapshot does not decode; folding from the start");
-                    None
-                }
-            });
-        let (state, events) = match snapshot {
-            Some((at, state)) if at >= window => {
-                let skip = usize::try_from(at - window).unwrap_or(usize::MAX);
-                let mut recent = recent.map_err(failed)?;
-                (state, recent.split_off(skip.min(recent.len())))
-            }
-            Some((at, state)) => (
-                state,
-                store.events(session, at..position).await.map_err(failed)?,
-            ),
-            None => {
-                let mut events = self.session_events(session).await?;
-                let initial = base_state(self, session, &events, 0).await?;
-                events.truncate(usize::try_from(position).unwrap_or(usize::MAX));
-                (initial, events)
-            }
-        };
-        // Positions relative to `at`: the fold reads only this slice of the log.
-        let mut fold = Fold::new(state);
-        for event in &events {
-            fold.apply(event, &events);
-        }
-        Ok(fold.into_state())
-    }
-}
-
-/// The densest interval of snapshots [`Tape::persist_snapshots`] saves.
-const PERSISTED_INTERVAL: u64 = 256;
-
-/// How many events [`LoadTape::load`] reads at a time.
-const LOAD_CHUNK: u64 = 16_384;
-
-/// Waits for a blocking task, passing its panic on.
-async fn join<T>(task: tokio::task::JoinHandle<T>) -> T {
-    match task.await {
-        Ok(value) => value,
-        Err(err) => std::panic::resume_unwind(err.into_panic()),
-    }
-}
-
-/// Fails when the first events name another workflow (as [`Workflow::session_events`] does).
-fn check_workflow<S: WorkflowState>(
-    workflow: &Workflow<S>,
-    session: &SessionId,
-    events: &[Envelope],
-) -> Result<(), openharness_core::Error> {
-    let recorded = events
-        .iter()
-        .find(|e| e.name == "workflow:started")
-        .and_then(|e| e.payload["workflow"].as_str());
-    match recorded {
-        Some(recorded) if recorded != workflow.name() => {
-            Err(openharness_core::Error::WrongWorkflow {
-                session: session.clone(),
-                recorded: recorded.to_owned(),
-                workflow: workflow.name().to_owned(),
-            })
-        }
-        _ => Ok(()),
-    }
-}
-
-/// The state a session starts from: the workflow's initial state, or for a fork the parent's
-/// state at the fork point.
-fn base_state<'a, S: WorkflowState>(
-    workflow: &'a Workflow<S>,
-    session: &'a SessionId,
-    events: &'a [Envelope],
-    depth: usize,
-) -> std::pin::Pin<Box<dyn Future<Output = Result<S, openharness_core::Error>> + Send + 'a>> {
-    Box::pin(async move {
-        let Some(forked) = events
-            .first()
-            .filter(|e| e.name == SessionForked::NAME)
-            .and_then(|e| e.decode::<SessionForked>().ok())
-        else {
-            return Ok(workflow.initial_state().clone());
-        };
-        if depth >= MAX_FORK_DEPTH {
-            return Err(openharness_core::Error::Store {
-                store: workflow.store().describe(),
-                session: Some(session.clone()),
-                source: StoreError::Corrupt {
-                    session: session.clone(),
-                    seq: 0,
-                    message: format!(
-                        "it is forked from a chain of more than {MAX_FORK_DEPTH} sessions (a cycle?)"
-                    ),
-                },
-            });
-        }
-        let parent_events = workflow.session_events(&forked.parent).await?;
-        let parent_base = base_state(workflow, &forked.parent, &parent_events, depth + 1).await?;
-        let parent = Tape::from_events_at(
-            workflow.clone(),
-            forked.parent.clone(),
-            parent_events,
-            parent_base,
-        );
-        Ok(parent.state_at(forked.position))
-    })
 }
 
 impl<S: WorkflowState> Tape<S> {
@@ -407,112 +145,6 @@ impl<S: WorkflowState> Tape<S> {
         tape.live = self.live;
         tape.step_to(position);
         tape
-    }
-
-    /// Starts `workflow` on a tokio task and returns its tape, which grows as the run records
-    /// events ([`Tape::is_recording`] is true until the run ends). Call [`Tape::refresh`] to
-    /// take in what was recorded so far, [`Tape::play`] to follow the run, and
-    /// [`Tape::wait`] for its outcome. Must be called inside a tokio runtime.
-    ///
-    /// ```
-    /// # async fn demo<S: openharness_core::WorkflowState>(workflow: openharness_core::Workflow<S>) -> Result<(), openharness_tape::TapeError> {
-    /// use openharness_core::RunOptions;
-    /// use openharness_tape::Tape;
-    /// let mut tape = Tape::record(&workflow, RunOptions::new().input("go"));
-    /// assert!(tape.is_recording() || tape.len() > 0);
-    /// let outcome = tape.wait().await?;   // the run is over; the tape holds every event
-    /// assert_eq!(tape.len(), outcome.len);
-    /// # Ok(()) }
-    /// ```
-    pub fn record(workflow: &Workflow<S>, options: RunOptions) -> Self {
-        let session = options.session_id().cloned().unwrap_or_default();
-        let (tx, rx) = unbounded_channel();
-        let forward = renderer_fn(Pattern::Any, move |event: &Envelope| {
-            let _ = tx.send(event.clone());
-        });
-        let options = options.session(session.clone()).renderer(forward);
-        let runner = workflow.clone();
-        let run = tokio::spawn(async move { runner.run(options).await });
-        let initial = workflow.initial_state().clone();
-        let calibration = Calibration::measure(&initial, &[]);
-        let interval = calibration.interval();
-        let mut tape = Self::build(
-            workflow.clone(),
-            session,
-            Vec::new(),
-            initial,
-            calibration,
-            interval,
-        );
-        tape.live = Some(Live {
-            rx,
-            run: Some(run),
-            ended: false,
-        });
-        tape
-    }
-
-    /// Takes in the events a live run recorded since the last call. Returns the new length.
-    /// Does nothing on a replaying tape.
-    pub fn refresh(&mut self) -> u64 {
-        let mut arrived = false;
-        if let Some(live) = &mut self.live {
-            loop {
-                match live.rx.try_recv() {
-                    Ok(event) => {
-                        self.events.push(event);
-                        arrived = true;
-                    }
-                    Err(TryRecvError::Empty) => break,
-                    Err(TryRecvError::Disconnected) => {
-                        live.ended = true;
-                        break;
-                    }
-                }
-            }
-        }
-        if arrived {
-            self.index();
-        }
-        self.len()
-    }
-
-    /// Waits until a live run records more events (true) or ends (false).
-    async fn wait_for_events(&mut self) -> bool {
-        let Some(live) = &mut self.live else {
-            return false;
-        };
-        if live.ended {
-            return false;
-        }
-        match live.rx.recv().await {
-            Some(event) => {
-                self.events.push(event);
-                self.refresh();
-                self.index();
-                true
-            }
-            None => {
-                live.ended = true;
-                false
-            }
-        }
-    }
-
-    /// Waits for a live run to end, takes in all its events and returns its outcome.
-    /// A replaying tape has no run: that is [`TapeError::NotRecording`].
-    pub async fn wait(&mut self) -> Result<RunOutcome<S>, TapeError> {
-        let handle = self
-            .live
-            .as_mut()
-            .and_then(|live| live.run.take())
-            .ok_or_else(|| TapeError::NotRecording(self.session.clone()))?;
-        let outcome = handle.await.map_err(|err| TapeError::RunTask {
-            session: self.session.clone(),
-            message: err.to_string(),
-        })?;
-        while self.wait_for_events().await {}
-        Ok(outcome?)
     }
 
     /// The session this tape plays.
@@ -756,91 +388,6 @@ impl<S: WorkflowState> Tape<S> {
         Some(self.step_to((index + 1) as u64))
     }
 
-    /// Plays to the end, handing each event to `renderer` (its patterns apply), at `pacing`.
-    /// On a recording tape, follows the run until it ends. Stops early on [`Tape::pause`].
-    /// Returns the position reached.
-    ///
-    /// ```
-    /// # async fn demo<S: openharness_core::WorkflowState>(mut tape: openharness_tape::Tape<S>) {
-    /// use openharness_core::renderer_fn;
-    /// use openharness_tape::Pacing;
-    /// let mut printer = renderer_fn("*".parse().unwrap(), |event| println!("{}", event.name));
-    /// tape.play(&mut printer, Pacing::Instant).await;
-    /// assert_eq!(tape.position(), tape.len());
-    /// # }
-    /// ```
-    pub async fn play<R: Renderer + ?Sized>(&mut self, renderer: &mut R, pacing: Pacing) -> u64 {
-        self.play_to(u64::MAX, renderer, pacing).await
-    }
-
-    /// Plays forward to `position` (clamped to the end of the run), like [`Tape::play`].
-    pub async fn play_to<R: Renderer + ?Sized>(
-        &mut self,
-        position: u64,
-        renderer: &mut R,
-        pacing: Pacing,
-    ) -> u64 {
-        self.paused.store(false, Ordering::SeqCst);
-        self.playing = true;
-        let patterns = renderer.patterns();
-        let mut played = 0u64;
-        while self.position() < position && !self.paused.load(Ordering::SeqCst) {
-            if self.position() == self.len() {
-                self.refresh();
-                if self.position() == self.len() && !self.wait_for_events().await {
-                    break;
-                }
-            }
-            let gap = match pacing {
-                Pacing::Instant => None,
-                Pacing::Every(gap) => Some(gap),
-                Pacing::Recorded { speed } => self.recorded_gap(speed),
-            };
-            match gap {
-                Some(gap) if !gap.is_zero() => tokio::time::sleep(gap).await,
-                _ if played % 256 == 255 => tokio::task::yield_now().await,
-                _ => {}
-            }
-            if self.paused.load(Ordering::SeqCst) {
-                break;
-            }
-            self.step();
-            played += 1;
-            if let Some(event) = self.current()
-                && patterns.iter().any(|p| p.matches(&event.name))
-                && let Err(panic) = catch_unwind(AssertUnwindSafe(|| renderer.render(event)))
-            {
-                tracing::error!(event = %event.name, panic = ?panic.downcast_ref::<&str>(), "a renderer panicked during playback");
-            }
-        }
-        self.playing = false;
-        self.position()
-    }
-
-    /// The recorded time between the current event and the next one, divided by `speed`.
-    fn recorded_gap(&self, speed: f64) -> Option<Duration> {
-        if speed <= 0.0 {
-            return None;
-        }
-        let next = self.event_at(self.position() + 1)?;
-        let previous = self.current()?;
-        let gap = (next.timestamp - previous.timestamp).to_std().ok()?;
-        Some(gap.div_f64(speed).min(Duration::from_secs(1)))
-    }
-
-    /// Stops a running play after its current event (a no-op when not playing). Use a
-    /// [`Pauser`] to pause from another task while `play` holds the tape.
-    pub fn pause(&self) {
-        if self.playing {
-            self.paused.store(true, Ordering::SeqCst);
-        }
-    }
-
-    /// A handle that pauses this tape's playback from elsewhere.
-    pub fn pauser(&self) -> Pauser {
-        Pauser(Arc::clone(&self.paused))
-    }
-
     /// A serializable view of the current position: `{position, len, current, state}`.
     pub fn view(&self) -> TapeView<'_, S> {
         TapeView {
@@ -849,36 +396,6 @@ impl<S: WorkflowState> Tape<S> {
             current: self.current(),
             state: self.state(),
         }
-    }
-
-    /// Saves snapshots of this session to the workflow's store, so that
-    /// [`LoadTape::load_state_at`] reads few events: one every `min(K, 256)` events, `K`
-    /// being the tape's interval (stored snapshots cost disk, not memory, so they may be
-    /// denser than the tape's). Returns how many were saved.
-    pub async fn persist_snapshots(&self) -> Result<u64, TapeError> {
-        let every = self.interval.min(PERSISTED_INTERVAL);
-        let store = self.workflow.store();
-        let mut fold = Fold::new(self.snapshots[0].clone());
-        let mut saved = 0;
-        for event in &self.events {
-            fold.apply(event, &self.events);
-            let position = fold.position();
-            if !position.is_multiple_of(every) {
-                continue;
-            }
-            let state = serde_json::to_value(fold.state())
-                .map_err(|source| TapeError::Encode { position, source })?;
-            store
-                .snapshot(&self.session, &Snapshot::new(position, state))
-                .await
-                .map_err(|source| openharness_core::Error::Store {
-                    store: store.describe(),
-                    session: Some(self.session.clone()),
-                    source,
-                })?;
-            saved += 1;
-        }
-        Ok(saved)
     }
 
     /// The workflow whose handlers this tape folds through.

@@ -1,0 +1,263 @@
+//! Reading tapes from the store ([`LoadTape`]), in chunks folded while the next is read, and
+//! writing their snapshots back.
+
+use std::future::Future;
+
+use openharness_core::builtin::SessionForked;
+use openharness_core::{
+    Envelope, Event, Fold, SessionId, Snapshot, Store, StoreError, Workflow, WorkflowState,
+};
+
+use super::Tape;
+use crate::error::TapeError;
+
+/// How deep a chain of forks may be (a fork of a fork of ...) before loading gives up; it
+/// also stops a corrupt log whose forks form a cycle.
+const MAX_FORK_DEPTH: usize = 64;
+
+/// Loading a recorded session as a [`Tape`]: `workflow.load(&session_id)`.
+pub trait LoadTape<S: WorkflowState> {
+    /// Reads the session from the workflow's store and returns a tape at position 0.
+    ///
+    /// A forked session starts from its parent's state at the fork point (read from the
+    /// same store), so its position 0 is that state.
+    ///
+    /// A chain of forks deeper than 64 sessions (or a cycle of them, which only a corrupt
+    /// store holds) fails with [`openharness_core::Error::Store`] and
+    /// [`openharness_core::StoreError::Corrupt`].
+    fn load(
+        &self,
+        session: &SessionId,
+    ) -> impl Future<Output = Result<Tape<S>, openharness_core::Error>> + Send;
+
+    /// The state at `position` (clamped) of a stored session, read from the store without
+    /// loading the whole session: the store's latest persisted snapshot at or before
+    /// `position` (see [`Tape::persist_snapshots`]) and the events after it. Without a
+    /// usable snapshot (none saved, or one that no longer decodes into `S`), folds from the
+    /// start.
+    ///
+    /// ```
+    /// # async fn demo<S: openharness_core::WorkflowState>(workflow: openharness_core::Workflow<S>, id: openharness_core::SessionId) -> Result<(), openharness_core::Error> {
+    /// use openharness_tape::LoadTape;
+    /// let state = workflow.load_state_at(&id, 100_000).await?;
+    /// # let _ = state; Ok(()) }
+    /// ```
+    fn load_state_at(
+        &self,
+        session: &SessionId,
+        position: u64,
+    ) -> impl Future<Output = Result<S, openharness_core::Error>> + Send;
+}
+
+impl<S: WorkflowState> LoadTape<S> for Workflow<S> {
+    async fn load(&self, session: &SessionId) -> Result<Tape<S>, openharness_core::Error> {
+        // Read in chunks and fold each chunk while the store reads the next one, so a replay
+        // costs little more than the read itself.
+        let store = self.store();
+        let failed = |source| openharness_core::Error::Store {
+            store: store.describe(),
+            session: Some(session.clone()),
+            source,
+        };
+        let first = store.events(session, 0..LOAD_CHUNK).await.map_err(failed)?;
+        if first.is_empty() {
+            return Err(openharness_core::Error::SessionNotFound(session.clone()));
+        }
+        check_workflow(self, session, &first)?;
+        let initial = base_state(self, session, &first, 0).await?;
+        let full = first.len() as u64 == LOAD_CHUNK;
+        let mut tape = Tape::from_events_at(self.clone(), session.clone(), first, initial);
+        let mut pending = if full {
+            let start = tape.len();
+            Some(
+                store
+                    .events(session, start..start + LOAD_CHUNK)
+                    .await
+                    .map_err(failed)?,
+            )
+        } else {
+            None
+        };
+        while let Some(chunk) = pending.take().filter(|c| !c.is_empty()) {
+            let more = chunk.len() as u64 == LOAD_CHUNK;
+            let start = tape.len() + chunk.len() as u64;
+            tape.events.extend(chunk);
+            let indexing = tokio::task::spawn_blocking(move || {
+                tape.index();
+                tape
+            });
+            if more {
+                let (indexed, next) = tokio::join!(
+                    join(indexing),
+                    store.events(session, start..start + LOAD_CHUNK)
+                );
+                tape = indexed;
+                pending = Some(next.map_err(failed)?);
+            } else {
+                tape = join(indexing).await;
+            }
+        }
+        Ok(tape)
+    }
+
+    async fn load_state_at(
+        &self,
+        session: &SessionId,
+        position: u64,
+    ) -> Result<S, openharness_core::Error> {
+        let store = self.store();
+        let failed = |source| openharness_core::Error::Store {
+            store: store.describe(),
+            session: Some(session.clone()),
+            source,
+        };
+        // Read the snapshot and the events a dense snapshot would need at the same time.
+        let window = position.saturating_sub(PERSISTED_INTERVAL);
+        let (snapshot, recent) = tokio::join!(
+            store.latest_snapshot(session, position),
+            store.events(session, window..position)
+        );
+        let snapshot = snapshot
+            .map_err(failed)?
+            .filter(|s| s.position > 0)
+            .and_then(|s| match serde_json::from_value::<S>(s.state) {
+                Ok(state) => Some((s.position, state)),
+                Err(err) => {
+                    tracing::warn!(%session, position = s.position, error = %err, "a persisted snapshot does not decode; folding from the start");
+                    None
+                }
+            });
+        let (state, events) = match snapshot {
+            Some((at, state)) if at >= window => {
+                let skip = usize::try_from(at - window).unwrap_or(usize::MAX);
+                let mut recent = recent.map_err(failed)?;
+                (state, recent.split_off(skip.min(recent.len())))
+            }
+            Some((at, state)) => (
+                state,
+                store.events(session, at..position).await.map_err(failed)?,
+            ),
+            None => {
+                let mut events = self.session_events(session).await?;
+                let initial = base_state(self, session, &events, 0).await?;
+                events.truncate(usize::try_from(position).unwrap_or(usize::MAX));
+                (initial, events)
+            }
+        };
+        // Positions relative to `at`: the fold reads only this slice of the log.
+        let mut fold = Fold::new(state);
+        for event in &events {
+            fold.apply(event, &events);
+        }
+        Ok(fold.into_state())
+    }
+}
+
+/// The densest interval of snapshots [`Tape::persist_snapshots`] saves.
+const PERSISTED_INTERVAL: u64 = 256;
+
+/// How many events [`LoadTape::load`] reads at a time.
+const LOAD_CHUNK: u64 = 16_384;
+
+/// Waits for a blocking task, passing its panic on.
+async fn join<T>(task: tokio::task::JoinHandle<T>) -> T {
+    match task.await {
+        Ok(value) => value,
+        Err(err) => std::panic::resume_unwind(err.into_panic()),
+    }
+}
+
+/// Fails when the first events name another workflow (as [`Workflow::session_events`] does).
+fn check_workflow<S: WorkflowState>(
+    workflow: &Workflow<S>,
+    session: &SessionId,
+    events: &[Envelope],
+) -> Result<(), openharness_core::Error> {
+    let recorded = events
+        .iter()
+        .find(|e| e.name == "workflow:started")
+        .and_then(|e| e.payload["workflow"].as_str());
+    match recorded {
+        Some(recorded) if recorded != workflow.name() => {
+            Err(openharness_core::Error::WrongWorkflow {
+                session: session.clone(),
+                recorded: recorded.to_owned(),
+                workflow: workflow.name().to_owned(),
+            })
+        }
+        _ => Ok(()),
+    }
+}
+
+/// The state a session starts from: the workflow's initial state, or for a fork the parent's
+/// state at the fork point.
+fn base_state<'a, S: WorkflowState>(
+    workflow: &'a Workflow<S>,
+    session: &'a SessionId,
+    events: &'a [Envelope],
+    depth: usize,
+) -> std::pin::Pin<Box<dyn Future<Output = Result<S, openharness_core::Error>> + Send + 'a>> {
+    Box::pin(async move {
+        let Some(forked) = events
+            .first()
+            .filter(|e| e.name == SessionForked::NAME)
+            .and_then(|e| e.decode::<SessionForked>().ok())
+        else {
+            return Ok(workflow.initial_state().clone());
+        };
+        if depth >= MAX_FORK_DEPTH {
+            return Err(openharness_core::Error::Store {
+                store: workflow.store().describe(),
+                session: Some(session.clone()),
+                source: StoreError::Corrupt {
+                    session: session.clone(),
+                    seq: 0,
+                    message: format!(
+                        "it is forked from a chain of more than {MAX_FORK_DEPTH} sessions (a cycle?)"
+                    ),
+                },
+            });
+        }
+        let parent_events = workflow.session_events(&forked.parent).await?;
+        let parent_base = base_state(workflow, &forked.parent, &parent_events, depth + 1).await?;
+        let parent = Tape::from_events_at(
+            workflow.clone(),
+            forked.parent.clone(),
+            parent_events,
+            parent_base,
+        );
+        Ok(parent.state_at(forked.position))
+    })
+}
+
+impl<S: WorkflowState> Tape<S> {
+    /// Saves snapshots of this session to the workflow's store, so that
+    /// [`LoadTape::load_state_at`] reads few events: one every `min(K, 256)` events, `K`
+    /// being the tape's interval (stored snapshots cost disk, not memory, so they may be
+    /// denser than the tape's). Returns how many were saved.
+    pub async fn persist_snapshots(&self) -> Result<u64, TapeError> {
+        let every = self.interval.min(PERSISTED_INTERVAL);
+        let store = self.workflow.store();
+        let mut fold = Fold::new(self.snapshots[0].clone());
+        let mut saved = 0;
+        for event in &self.events {
+            fold.apply(event, &self.events);
+            let position = fold.position();
+            if !position.is_multiple_of(every) {
+                continue;
+            }
+            let state = serde_json::to_value(fold.state())
+                .map_err(|source| TapeError::Encode { position, source })?;
+            store
+                .snapshot(&self.session, &Snapshot::new(position, state))
+                .await
+                .map_err(|source| openharness_core::Error::Store {
+                    store: store.describe(),
+                    session: Some(self.session.clone()),
+                    source,
+                })?;
+            saved += 1;
+        }
+        Ok(saved)
+    }
+}
