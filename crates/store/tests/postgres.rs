@@ -129,7 +129,44 @@ fn reconnecting_sees_the_same_store_and_migrations_run_once() {
             .await
             .unwrap_err();
         assert!(err.to_string().contains("invalid schema name"), "{err}");
+
+        drop(c);
+        drop_old_test_schemas(&url, &schema).await;
     });
+}
+
+/// Keeps the test database tidy: drops this test's schema and every test schema created more
+/// than an hour ago (the time is in the name's UUID v7), which no running test still uses.
+async fn drop_old_test_schemas(url: &str, own: &str) {
+    let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls)
+        .await
+        .unwrap();
+    tokio::spawn(connection);
+    let now_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis();
+    let rows = client
+        .query(
+            "SELECT nspname FROM pg_namespace WHERE nspname LIKE 'oh\\_test\\_%'",
+            &[],
+        )
+        .await
+        .unwrap();
+    for row in rows {
+        let name: String = row.get(0);
+        let created_ms = name
+            .strip_prefix("oh_test_")
+            .and_then(|hex| hex.get(..12))
+            .and_then(|hex| u128::from_str_radix(hex, 16).ok());
+        let old = created_ms.is_some_and(|ms| now_ms.saturating_sub(ms) > 3_600_000);
+        if old || name == own {
+            // Another run may be dropping the same schema: ignore failures.
+            let _ = client
+                .batch_execute(&format!("DROP SCHEMA IF EXISTS \"{name}\" CASCADE"))
+                .await;
+        }
+    }
 }
 
 #[test]
