@@ -110,7 +110,22 @@ impl<S: WorkflowState> Tape<S> {
         calibration: Calibration,
         interval: u64,
     ) -> Self {
-        let mut tape = Self {
+        let mut tape = Self::unindexed(workflow, session, events, initial, calibration, interval);
+        tape.index();
+        tape
+    }
+
+    /// A tape over `events` whose snapshots are not laid down yet: call [`Tape::index`]
+    /// before moving it.
+    fn unindexed(
+        workflow: Workflow<S>,
+        session: SessionId,
+        events: Vec<Envelope>,
+        initial: S,
+        calibration: Calibration,
+        interval: u64,
+    ) -> Self {
+        Self {
             workflow,
             session,
             events,
@@ -123,9 +138,7 @@ impl<S: WorkflowState> Tape<S> {
             live: None,
             paused: Arc::new(AtomicBool::new(false)),
             playing: false,
-        };
-        tape.index();
-        tape
+        }
     }
 
     /// The same tape with snapshots every `interval` events (at least 1) instead of the

@@ -10,6 +10,7 @@ use openharness_core::{
 
 use super::Tape;
 use crate::error::TapeError;
+use crate::snapshots::Calibration;
 
 /// How deep a chain of forks may be (a fork of a fork of ...) before loading gives up; it
 /// also stops a corrupt log whose forks form a cycle.
@@ -65,37 +66,39 @@ impl<S: WorkflowState> LoadTape<S> for Workflow<S> {
         }
         check_workflow(self, session, &first)?;
         let initial = base_state(self, session, &first, 0).await?;
-        let full = first.len() as u64 == LOAD_CHUNK;
-        let mut tape = Tape::from_events_at(self.clone(), session.clone(), first, initial);
-        let mut pending = if full {
+        // Each chunk is indexed on a blocking thread while the store reads the next one.
+        let mut more = first.len() as u64 == LOAD_CHUNK;
+        let calibration = Calibration::measure(&initial, &first);
+        let interval = calibration.interval();
+        let mut tape = Tape::unindexed(
+            self.clone(),
+            session.clone(),
+            first,
+            initial,
+            calibration,
+            interval,
+        );
+        loop {
             let start = tape.len();
-            Some(
-                store
-                    .events(session, start..start + LOAD_CHUNK)
-                    .await
-                    .map_err(failed)?,
-            )
-        } else {
-            None
-        };
-        while let Some(chunk) = pending.take().filter(|c| !c.is_empty()) {
-            let more = chunk.len() as u64 == LOAD_CHUNK;
-            let start = tape.len() + chunk.len() as u64;
-            tape.events.extend(chunk);
             let indexing = tokio::task::spawn_blocking(move || {
                 tape.index();
                 tape
             });
-            if more {
-                let (indexed, next) = tokio::join!(
-                    join(indexing),
-                    store.events(session, start..start + LOAD_CHUNK)
-                );
-                tape = indexed;
-                pending = Some(next.map_err(failed)?);
-            } else {
+            if !more {
                 tape = join(indexing).await;
+                break;
             }
+            let (indexed, next) = tokio::join!(
+                join(indexing),
+                store.events(session, start..start + LOAD_CHUNK)
+            );
+            tape = indexed;
+            let next = next.map_err(failed)?;
+            more = next.len() as u64 == LOAD_CHUNK;
+            if next.is_empty() {
+                break;
+            }
+            tape.events.extend(next);
         }
         Ok(tape)
     }
