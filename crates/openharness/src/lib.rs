@@ -11,7 +11,8 @@
 pub use openharness_core::*;
 pub use openharness_macros::*;
 
-/// Event stores: [`store::MemoryStore`] for tests, [`store::RedbStore`] as the durable default.
+/// Event stores: [`store::MemoryStore`] for tests, [`store::RedbStore`] as the durable default,
+/// and `store::PostgresStore` with the `postgres` feature.
 pub mod store {
     pub use openharness_store::*;
 }
