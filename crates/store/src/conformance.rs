@@ -112,42 +112,24 @@ where
     Fut: Future<Output = F>,
 {
     macro_rules! each {
-        ($($check:ident),* $(,)?) => {$(
+        (; $($check:ident),* $(,)?) => {$(
             let (store, guard) = setup().await.split();
             $check(store).await;
             drop(guard);
         )*};
     }
-    each!(
-        append_and_read_back,
-        conflict_reports_actual_seq,
-        idempotent_retry_stores_once,
-        rejected_batches_leave_nothing,
-        empty_batch_writes_nothing,
-        ranges_are_clamped,
-        unknown_session_is_empty,
-        session_metadata,
-        sessions_oldest_first,
-        clear_removes_everything,
-        sessions_are_independent,
-        concurrent_writers_race,
-        snapshots_nearest_at_or_before,
-        subscribe_catches_up_then_tails,
-        subscribe_boundary_under_concurrent_writers,
-        random_operations_match_model,
-    );
+    crate::__for_each_conformance_check!([each]);
 }
 
-/// Generates one `#[test]` per conformance check for the store made by the setup expression.
+/// The one list of conformance checks: calls `callback! { args ; check, check, ... }`.
 ///
-/// The expression is evaluated once per check, inside an async block on the test's runtime
-/// (it may `.await`), and gives a [`Store`] or a [`Guarded`] store. Invoke it inside a module,
-/// which names the tests (`memory::append_and_read_back`, ...). See [`conformance`](self) for
-/// examples. The calling crate needs no tokio dependency of its own.
+/// [`run_all`], [`store_conformance!`](crate::store_conformance) and the PostgreSQL tests all
+/// take their checks from here, so a new check reaches every backend.
+#[doc(hidden)]
 #[macro_export]
-macro_rules! store_conformance {
-    ($setup:expr $(,)?) => {
-        $crate::store_conformance!(@checks $setup;
+macro_rules! __for_each_conformance_check {
+    ([$($callback:tt)+] $($args:tt)*) => {
+        $($callback)+! { $($args)* ;
             append_and_read_back,
             conflict_reports_actual_seq,
             idempotent_retry_stores_once,
@@ -164,7 +146,20 @@ macro_rules! store_conformance {
             subscribe_catches_up_then_tails,
             subscribe_boundary_under_concurrent_writers,
             random_operations_match_model,
-        );
+        }
+    };
+}
+
+/// Generates one `#[test]` per conformance check for the store made by the setup expression.
+///
+/// The expression is evaluated once per check, inside an async block on the test's runtime
+/// (it may `.await`), and gives a [`Store`] or a [`Guarded`] store. Invoke it inside a module,
+/// which names the tests (`memory::append_and_read_back`, ...). See [`conformance`](self) for
+/// examples. The calling crate needs no tokio dependency of its own.
+#[macro_export]
+macro_rules! store_conformance {
+    ($setup:expr $(,)?) => {
+        $crate::__for_each_conformance_check!([$crate::store_conformance] @checks $setup);
     };
     (@checks $setup:expr; $($check:ident),* $(,)?) => {$(
         #[test]

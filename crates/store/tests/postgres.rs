@@ -52,7 +52,7 @@ fn runtime() -> tokio::runtime::Runtime {
 }
 
 macro_rules! postgres_conformance {
-    ($($check:ident),* $(,)?) => {$(
+    (; $($check:ident),* $(,)?) => {$(
         #[test]
         fn $check() {
             if runtime().block_on(store(stringify!($check))).is_none() {
@@ -68,24 +68,7 @@ macro_rules! postgres_conformance {
 
 mod conformance_suite {
     use super::*;
-    postgres_conformance!(
-        append_and_read_back,
-        conflict_reports_actual_seq,
-        idempotent_retry_stores_once,
-        rejected_batches_leave_nothing,
-        empty_batch_writes_nothing,
-        ranges_are_clamped,
-        unknown_session_is_empty,
-        session_metadata,
-        sessions_oldest_first,
-        clear_removes_everything,
-        sessions_are_independent,
-        concurrent_writers_race,
-        snapshots_nearest_at_or_before,
-        subscribe_catches_up_then_tails,
-        subscribe_boundary_under_concurrent_writers,
-        random_operations_match_model,
-    );
+    openharness_store::__for_each_conformance_check!([postgres_conformance]);
 }
 
 #[test]
