@@ -35,7 +35,8 @@ pub use provider::{
 };
 pub use renderer::{FnRenderer, Renderer, renderer_fn};
 pub use store::{
-    Recorded, SessionInfo, Snapshot, Store, StoreError, Subscription, SubscriptionSender,
+    EVENT_PAGE, EventStream, Recorded, SessionInfo, Snapshot, Store, StoreError, Subscription,
+    SubscriptionSender,
 };
 pub use tokio_util::sync::CancellationToken;
 pub use tool::{DEFAULT_MAX_TURNS, FnTool, Tool, ToolError, Toolbox};

@@ -9,6 +9,9 @@
 //!   same seq (after a lost acknowledgement) stores them once and succeeds. It returns only
 //!   when the events are durable (for durable backends).
 //! - `events(session, range)` returns the events with seqs in `range`, in order (seq = index).
+//!   [`stream_events`](Store::stream_events) yields the same events as a [`Stream`] of
+//!   [`Recorded`], reading [`EVENT_PAGE`] events at a time, so a long session is never held in
+//!   memory whole.
 //! - Session metadata is derived from the events: the workflow name from `workflow:started`,
 //!   the parent from `session:forked`.
 //! - `snapshot(session, &Snapshot)` saves a derived state at a position (0 to the session's
@@ -17,11 +20,16 @@
 //! - `subscribe(session, from_seq)` yields every event with seq `>= from_seq`, in order and
 //!   exactly once: first the stored ones (catch-up), then each new one as it is appended (live),
 //!   with nothing missed or repeated at the boundary. It never ends by itself; drop it to stop.
+//!   A [`Subscription`] is a [`Stream`] too.
 
+use std::fmt;
 use std::ops::Range;
+use std::pin::Pin;
+use std::task::{Context, Poll};
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
+use futures_core::Stream;
 use serde::{Deserialize, Serialize};
 
 use crate::event::{Envelope, SessionId};
@@ -104,7 +112,7 @@ impl Snapshot {
     }
 }
 
-/// An event as a [`Subscription`] yields it: with its seq in the session.
+/// An event as a [`Subscription`] or an [`EventStream`] yields it: with its seq in the session.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Recorded {
     /// The event's position in its session (0-based).
@@ -118,6 +126,9 @@ pub struct Recorded {
 ///
 /// It ends (returns `None`) only when the store side stops, after yielding an error that says
 /// why; drop it to unsubscribe.
+///
+/// Read it with [`next`](Subscription::next), or use it as a [`Stream`] with the combinators of
+/// `futures_util::StreamExt` (take, filter, timeout wrappers, `select` with other streams).
 ///
 /// Backends build one with [`Subscription::channel`] and feed it from a task:
 ///
@@ -154,6 +165,205 @@ impl Subscription {
     /// (after an `Err` saying why).
     pub async fn next(&mut self) -> Option<Result<Recorded, StoreError>> {
         self.receiver.recv().await
+    }
+}
+
+/// The same items as [`Subscription::next`], for stream combinators:
+///
+/// ```
+/// use futures_util::StreamExt;
+/// use openharness_core::{Envelope, Recorded, Subscription};
+///
+/// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+/// let (tx, subscription) = Subscription::channel(16);
+/// for seq in 0..4 {
+///     let event = Envelope::new("user:input", serde_json::json!({ "n": seq }), None);
+///     tx.send(Ok(Recorded { seq, event })).await.unwrap();
+/// }
+/// // A live tail never ends by itself: take what is needed.
+/// let seqs: Vec<u64> = subscription
+///     .filter_map(|item| async move { item.ok().map(|recorded| recorded.seq) })
+///     .take(3)
+///     .collect()
+///     .await;
+/// assert_eq!(seqs, [0, 1, 2]);
+/// # });
+/// ```
+impl Stream for Subscription {
+    type Item = Result<Recorded, StoreError>;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        self.receiver.poll_recv(cx)
+    }
+}
+
+/// How many events the default [`Store::stream_events`] reads per call of [`Store::events`]:
+/// the most a stream holds in memory at once.
+pub const EVENT_PAGE: usize = 1024;
+
+/// A session's stored events in order, each with its seq, from [`Store::stream_events`].
+///
+/// A [`Stream`] of `Result<Recorded, StoreError>`: read it with [`next`](EventStream::next) or
+/// with the combinators of `futures_util::StreamExt`. It ends after the last event of the
+/// requested range that the session holds; a failed read is yielded once, and then the stream
+/// ends. Once ended it stays ended (it is a `FusedStream`).
+///
+/// Backends that can stream rows natively build one with [`EventStream::new`]; the default
+/// implementation is [`EventStream::paged`].
+///
+/// ```
+/// use futures_util::{StreamExt, stream};
+/// use openharness_core::{Envelope, EventStream, Recorded};
+///
+/// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+/// let events = (0..3).map(|seq| {
+///     let event = Envelope::new("user:input", serde_json::json!({ "n": seq }), None);
+///     Ok(Recorded { seq, event })
+/// });
+/// let stream = EventStream::new(stream::iter(events.collect::<Vec<_>>()));
+/// let seqs: Vec<u64> = stream.map(|item| item.map_or(u64::MAX, |r| r.seq)).collect().await;
+/// assert_eq!(seqs, [0, 1, 2]);
+/// # });
+/// ```
+pub struct EventStream<'a> {
+    inner: Pin<Box<dyn Stream<Item = Result<Recorded, StoreError>> + Send + 'a>>,
+    /// The inner stream has ended: it is not polled again.
+    ended: bool,
+}
+
+impl<'a> EventStream<'a> {
+    /// Wraps any stream of recorded events, such as a backend's own row stream.
+    pub fn new(stream: impl Stream<Item = Result<Recorded, StoreError>> + Send + 'a) -> Self {
+        Self {
+            inner: Box::pin(stream),
+            ended: false,
+        }
+    }
+
+    /// The events of `session` with seqs in `range`, read through [`Store::events`] at most
+    /// `page` events at a time (at least 1), so no more than one page is held in memory.
+    ///
+    /// A page shorter than requested means the session ends there: the stream stops without
+    /// another read. This is what [`Store::stream_events`] does unless a backend overrides it.
+    ///
+    /// ```
+    /// use openharness_core::{EventStream, SessionId, Store, StoreError};
+    ///
+    /// /// Counts a session's tool calls reading 256 events at a time.
+    /// async fn tool_calls(store: &dyn Store, session: &SessionId) -> Result<u64, StoreError> {
+    ///     let mut events = EventStream::paged(store, session, 0..u64::MAX, 256);
+    ///     let mut calls = 0;
+    ///     while let Some(recorded) = events.next().await {
+    ///         calls += u64::from(recorded?.event.name == "tool:called");
+    ///     }
+    ///     Ok(calls)
+    /// }
+    /// ```
+    pub fn paged<S: Store + ?Sized>(
+        store: &'a S,
+        session: &SessionId,
+        range: Range<u64>,
+        page: usize,
+    ) -> Self {
+        let paging = Paging {
+            store,
+            session: session.clone(),
+            next: range.start,
+            end: range.end,
+            page_size: u64::try_from(page.max(1)).unwrap_or(u64::MAX),
+            page: Vec::new().into_iter(),
+            finished: false,
+        };
+        Self::new(futures_util::stream::unfold(paging, Paging::advance))
+    }
+
+    /// The next event, or `None` at the end of the range (or after an error), and `None` again
+    /// if asked after that.
+    pub async fn next(&mut self) -> Option<Result<Recorded, StoreError>> {
+        std::future::poll_fn(|cx| Pin::new(&mut *self).poll_next(cx)).await
+    }
+}
+
+impl Stream for EventStream<'_> {
+    type Item = Result<Recorded, StoreError>;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        if self.ended {
+            return Poll::Ready(None);
+        }
+        let item = self.inner.as_mut().poll_next(cx);
+        if let Poll::Ready(None) = item {
+            self.ended = true;
+        }
+        item
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        if self.ended {
+            (0, Some(0))
+        } else {
+            self.inner.size_hint()
+        }
+    }
+}
+
+/// Once ended, an [`EventStream`] stays ended.
+impl futures_core::FusedStream for EventStream<'_> {
+    fn is_terminated(&self) -> bool {
+        self.ended
+    }
+}
+
+impl fmt::Debug for EventStream<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("EventStream").finish_non_exhaustive()
+    }
+}
+
+/// The state of [`EventStream::paged`]: the page being yielded and where the next one starts.
+struct Paging<'a, S: ?Sized> {
+    store: &'a S,
+    session: SessionId,
+    /// The seq of the next event to yield.
+    next: u64,
+    /// The end of the requested range (exclusive).
+    end: u64,
+    page_size: u64,
+    /// The rest of the current page; its first event has seq `next`.
+    page: std::vec::IntoIter<Envelope>,
+    /// No read is left to do: the last page was short, or a read failed.
+    finished: bool,
+}
+
+impl<S: Store + ?Sized> Paging<'_, S> {
+    /// Yields the next event, reading the next page first when the current one is used up.
+    async fn advance(mut self) -> Option<(Result<Recorded, StoreError>, Self)> {
+        loop {
+            if let Some(event) = self.page.next() {
+                let seq = self.next;
+                self.next += 1;
+                return Some((Ok(Recorded { seq, event }), self));
+            }
+            if self.finished || self.next >= self.end {
+                return None;
+            }
+            let to = self.next.saturating_add(self.page_size).min(self.end);
+            let wanted = to - self.next;
+            match self.store.events(&self.session, self.next..to).await {
+                Ok(mut page) => {
+                    if (page.len() as u64) < wanted {
+                        self.finished = true;
+                    }
+                    // A backend returning more than asked must not shift the seqs.
+                    page.truncate(usize::try_from(wanted).unwrap_or(usize::MAX));
+                    self.page = page.into_iter();
+                }
+                Err(err) => {
+                    self.finished = true;
+                    return Some((Err(err), self));
+                }
+            }
+        }
     }
 }
 
@@ -258,6 +468,35 @@ pub trait Store: Send + Sync + 'static {
     async fn all_events(&self, session: &SessionId) -> Result<Vec<Envelope>, StoreError> {
         self.events(session, 0..u64::MAX).await
     }
+
+    /// The events of `session` with seqs in `range` (clamped to the session's length), in
+    /// order, each with its seq, as a stream that holds at most one page of events in memory:
+    /// for exporting or scanning sessions of any length. An unknown session, an empty range and
+    /// a range past the end give an empty stream; a failed read is yielded, then the stream
+    /// ends.
+    ///
+    /// The default reads [`EVENT_PAGE`] events at a time through [`events`](Self::events)
+    /// (see [`EventStream::paged`]); a backend may override it to stream rows natively. Each
+    /// page is read when the previous one is used up, so the stream is not one consistent
+    /// snapshot: an event appended meanwhile appears if its seq is still ahead. To follow a
+    /// session live, use [`subscribe`](Self::subscribe).
+    ///
+    /// ```
+    /// use openharness_core::{SessionId, Store, StoreError};
+    ///
+    /// /// How many events of a session of any length are tool calls.
+    /// async fn tool_calls(store: &impl Store, session: &SessionId) -> Result<u64, StoreError> {
+    ///     let mut events = store.stream_events(session, 0..u64::MAX);
+    ///     let mut calls = 0;
+    ///     while let Some(recorded) = events.next().await {
+    ///         calls += u64::from(recorded?.event.name == "tool:called");
+    ///     }
+    ///     Ok(calls)
+    /// }
+    /// ```
+    fn stream_events(&self, session: &SessionId, range: Range<u64>) -> EventStream<'_> {
+        EventStream::paged(self, session, range, EVENT_PAGE)
+    }
 }
 
 #[async_trait]
@@ -279,6 +518,9 @@ impl<T: Store + ?Sized> Store for std::sync::Arc<T> {
         range: Range<u64>,
     ) -> Result<Vec<Envelope>, StoreError> {
         (**self).events(session, range).await
+    }
+    fn stream_events(&self, session: &SessionId, range: Range<u64>) -> EventStream<'_> {
+        (**self).stream_events(session, range)
     }
     async fn session(&self, session: &SessionId) -> Result<Option<SessionInfo>, StoreError> {
         (**self).session(session).await
@@ -305,5 +547,243 @@ impl<T: Store + ?Sized> Store for std::sync::Arc<T> {
         from_seq: u64,
     ) -> Result<Subscription, StoreError> {
         (**self).subscribe(session, from_seq).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use std::sync::Mutex;
+    use std::sync::atomic::{AtomicU64, Ordering};
+
+    use futures_util::StreamExt;
+    use serde_json::json;
+
+    use super::*;
+
+    /// A store holding one session in a `Vec`, counting reads; reads starting at `fail_at` fail.
+    struct VecStore {
+        session: SessionId,
+        events: Vec<Envelope>,
+        reads: AtomicU64,
+        fail_at: Option<u64>,
+        /// Every range `events` was asked for.
+        ranges: Mutex<Vec<Range<u64>>>,
+    }
+
+    impl VecStore {
+        fn new(len: u64) -> Self {
+            Self {
+                session: SessionId::new(),
+                events: (0..len)
+                    .map(|n| Envelope::new("test:appended", json!({ "n": n }), None))
+                    .collect(),
+                reads: AtomicU64::new(0),
+                fail_at: None,
+                ranges: Mutex::new(Vec::new()),
+            }
+        }
+    }
+
+    #[async_trait]
+    impl Store for VecStore {
+        fn describe(&self) -> String {
+            "vec".into()
+        }
+        async fn append(&self, _: &SessionId, _: &[Envelope], _: u64) -> Result<u64, StoreError> {
+            Err(StoreError::Invalid("read-only".into()))
+        }
+        async fn events(
+            &self,
+            session: &SessionId,
+            range: Range<u64>,
+        ) -> Result<Vec<Envelope>, StoreError> {
+            self.reads.fetch_add(1, Ordering::SeqCst);
+            self.ranges.lock().unwrap().push(range.clone());
+            if self.fail_at == Some(range.start) {
+                return Err(StoreError::Corrupt {
+                    session: session.clone(),
+                    seq: range.start,
+                    message: "injected".into(),
+                });
+            }
+            if *session != self.session {
+                return Ok(Vec::new());
+            }
+            let len = self.events.len() as u64;
+            let (start, end) = (
+                range.start.min(len),
+                range.end.min(len).max(range.start.min(len)),
+            );
+            Ok(self.events[start as usize..end as usize].to_vec())
+        }
+        async fn session(&self, _: &SessionId) -> Result<Option<SessionInfo>, StoreError> {
+            Ok(None)
+        }
+        async fn sessions(&self) -> Result<Vec<SessionInfo>, StoreError> {
+            Ok(Vec::new())
+        }
+        async fn clear(&self, _: &SessionId) -> Result<(), StoreError> {
+            Ok(())
+        }
+        async fn snapshot(&self, _: &SessionId, _: &Snapshot) -> Result<(), StoreError> {
+            Ok(())
+        }
+        async fn latest_snapshot(
+            &self,
+            _: &SessionId,
+            _: u64,
+        ) -> Result<Option<Snapshot>, StoreError> {
+            Ok(None)
+        }
+        async fn subscribe(&self, _: &SessionId, _: u64) -> Result<Subscription, StoreError> {
+            Err(StoreError::Invalid("no tails".into()))
+        }
+    }
+
+    async fn seqs(stream: EventStream<'_>) -> Vec<u64> {
+        stream.map(|item| item.unwrap().seq).collect().await
+    }
+
+    #[tokio::test]
+    async fn paged_streams_cross_page_boundaries_with_their_seqs() {
+        let store = VecStore::new(10);
+        let session = store.session.clone();
+        for (range, expected) in [
+            (0..u64::MAX, (0..10).collect::<Vec<u64>>()),
+            (2..8, (2..8).collect()),
+            (3..6, (3..6).collect()),
+            (3..3, vec![]),
+            (Range { start: 7, end: 2 }, vec![]),
+            (10..20, vec![]),
+            (9..u64::MAX, vec![9]),
+            (u64::MAX - 1..u64::MAX, vec![]),
+        ] {
+            let stream = EventStream::paged(&store, &session, range.clone(), 3);
+            assert_eq!(seqs(stream).await, expected, "range {range:?}");
+        }
+        let events: Vec<Envelope> = EventStream::paged(&store, &session, 4..9, 2)
+            .map(|item| item.unwrap().event)
+            .collect()
+            .await;
+        assert_eq!(events, store.events[4..9]);
+        let unknown = EventStream::paged(&store, &SessionId::new(), 0..u64::MAX, 3);
+        assert!(seqs(unknown).await.is_empty());
+    }
+
+    #[tokio::test]
+    async fn paged_streams_read_one_page_at_a_time_and_stop_at_a_short_page() {
+        let store = VecStore::new(10);
+        let mut stream = EventStream::paged(&store, &store.session, 0..u64::MAX, 4);
+        assert_eq!(store.reads.load(Ordering::SeqCst), 0, "reads are lazy");
+        assert_eq!(stream.next().await.unwrap().unwrap().seq, 0);
+        assert_eq!(store.reads.load(Ordering::SeqCst), 1);
+        while stream.next().await.is_some() {}
+        // 0..4, 4..8, then 8..12 gives 2 events: the session ends there, no fourth read.
+        assert_eq!(*store.ranges.lock().unwrap(), [0..4, 4..8, 8..12]);
+
+        // A session that ends exactly on a page boundary costs one empty read.
+        let store = VecStore::new(8);
+        assert_eq!(
+            seqs(EventStream::paged(&store, &store.session, 0..u64::MAX, 4)).await,
+            (0..8).collect::<Vec<_>>()
+        );
+        assert_eq!(*store.ranges.lock().unwrap(), [0..4, 4..8, 8..12]);
+
+        // A range ending inside a page reads only up to its end; a page size of 0 means 1.
+        let store = VecStore::new(8);
+        assert_eq!(
+            seqs(EventStream::paged(&store, &store.session, 1..3, 0)).await,
+            [1, 2]
+        );
+        assert_eq!(*store.ranges.lock().unwrap(), [1..2, 2..3]);
+    }
+
+    #[tokio::test]
+    async fn a_failed_read_is_yielded_once_then_the_stream_ends() {
+        let mut store = VecStore::new(10);
+        store.fail_at = Some(4);
+        let mut stream = EventStream::paged(&store, &store.session, 0..u64::MAX, 4);
+        for seq in 0..4 {
+            assert_eq!(stream.next().await.unwrap().unwrap().seq, seq);
+        }
+        let err = stream.next().await.unwrap().unwrap_err();
+        assert!(matches!(err, StoreError::Corrupt { seq: 4, .. }), "{err:?}");
+        assert!(stream.next().await.is_none());
+        assert!(stream.next().await.is_none(), "it stays ended");
+        assert_eq!(
+            store.reads.load(Ordering::SeqCst),
+            2,
+            "no read after the error"
+        );
+    }
+
+    #[tokio::test]
+    async fn the_default_stream_events_reads_event_page_events_at_a_time() {
+        let store = VecStore::new(EVENT_PAGE as u64 * 2 + 1);
+        let all = seqs(store.stream_events(&store.session, 0..u64::MAX)).await;
+        assert_eq!(all, (0..EVENT_PAGE as u64 * 2 + 1).collect::<Vec<_>>());
+        let page = EVENT_PAGE as u64;
+        assert_eq!(
+            *store.ranges.lock().unwrap(),
+            [0..page, page..2 * page, 2 * page..3 * page]
+        );
+        // Through an `Arc` too.
+        let shared = std::sync::Arc::new(VecStore::new(3));
+        let session = shared.session.clone();
+        assert_eq!(seqs(shared.stream_events(&session, 1..9)).await, [1, 2]);
+    }
+
+    fn recorded(seq: u64) -> Result<Recorded, StoreError> {
+        let event = Envelope::new("test:appended", json!({ "n": seq }), None);
+        Ok(Recorded { seq, event })
+    }
+
+    #[tokio::test]
+    async fn a_subscription_is_a_stream() {
+        let (tx, mut subscription) = Subscription::channel(8);
+        for seq in 0..6 {
+            tx.send(recorded(seq)).await.unwrap();
+        }
+        // The inherent `next` and the stream's items interleave.
+        assert_eq!(subscription.next().await.unwrap().unwrap().seq, 0);
+        assert_eq!(
+            StreamExt::next(&mut subscription)
+                .await
+                .unwrap()
+                .unwrap()
+                .seq,
+            1
+        );
+        let evens: Vec<u64> = subscription
+            .by_ref()
+            .map(|item| item.unwrap().seq)
+            .filter(|seq| std::future::ready(seq % 2 == 0))
+            .take(2)
+            .collect()
+            .await;
+        assert_eq!(evens, [2, 4]);
+        assert_eq!(subscription.next().await.unwrap().unwrap().seq, 5);
+
+        // A live item arrives while the stream waits.
+        let sender = tx.clone();
+        let waiting = tokio::spawn(async move {
+            let next = subscription.next().await.unwrap().unwrap().seq;
+            (next, subscription)
+        });
+        tokio::task::yield_now().await;
+        sender.send(recorded(6)).await.unwrap();
+        let (next, subscription) = waiting.await.unwrap();
+        assert_eq!(next, 6);
+
+        // The store side stops after an error: the stream yields it, then ends.
+        tx.send(Err(StoreError::Invalid("stopped".into())))
+            .await
+            .unwrap();
+        drop((tx, sender));
+        let rest: Vec<Result<Recorded, StoreError>> = subscription.collect().await;
+        assert_eq!(rest.len(), 1);
+        assert!(matches!(rest[0], Err(StoreError::Invalid(_))), "{rest:?}");
     }
 }
