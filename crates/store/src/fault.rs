@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use async_trait::async_trait;
 use openharness_core::{
-    Envelope, SessionId, SessionInfo, Snapshot, Store, StoreError, Subscription,
+    Envelope, EventStream, SessionId, SessionInfo, Snapshot, Store, StoreError, Subscription,
 };
 
 /// The error a [`FailingStore`] injects, inside [`StoreError::Backend`].
@@ -159,6 +159,10 @@ impl<S: Store> Store for FailingStore<S> {
         range: Range<u64>,
     ) -> Result<Vec<Envelope>, StoreError> {
         self.inner.events(session, range).await
+    }
+
+    fn stream_events(&self, session: &SessionId, range: Range<u64>) -> EventStream<'_> {
+        self.inner.stream_events(session, range)
     }
 
     async fn session(&self, session: &SessionId) -> Result<Option<SessionInfo>, StoreError> {

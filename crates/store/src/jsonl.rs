@@ -7,17 +7,19 @@
 //! {"session":"0190…","seq":0,"id":"0190…","name":"workflow:started","payload":{…},"timestamp":"…","causedBy":null}
 //! ```
 //!
-//! [`export`] writes a session page by page, never holding it all in memory. [`import`] appends
-//! each session's lines in batches at the seqs the lines carry, so importing the same file twice
-//! stores every event once (the second import is a retry), and a session that already holds
-//! other events is a conflict. Malformed input is a [`TransferError`] naming the line.
+//! [`export`] writes a session as [`Store::stream_events`] yields it, never holding more than
+//! one page of events in memory. [`import`] appends each session's lines in batches at the seqs
+//! the lines carry, so importing the same file twice stores every event once (the second import
+//! is a retry), and a session that already holds other events is a conflict. Malformed input is
+//! a [`TransferError`] naming the line.
 
 use std::io::{BufRead, Write};
 
 use openharness_core::{Envelope, SessionId, Store, StoreError};
 use serde::{Deserialize, Serialize};
 
-/// Events per read when exporting and per append when importing.
+/// Events per append when importing. (Exports read through [`Store::stream_events`], a page
+/// at a time.)
 pub const BATCH: usize = 1000;
 
 /// Why an export or import failed. Import errors name the 1-based line.
@@ -86,7 +88,8 @@ struct Line<E> {
     event: E,
 }
 
-/// Writes every event of `session` to `out` as JSONL; returns how many.
+/// Writes every event of `session` to `out` as JSONL; returns how many. The session is read
+/// with [`Store::stream_events`], so a session of any length needs memory for one page only.
 ///
 /// ```
 /// use openharness_core::{Envelope, SessionId, Store};
@@ -111,41 +114,31 @@ pub async fn export<S: Store + ?Sized>(
     session: &SessionId,
     mut out: impl Write,
 ) -> Result<u64, TransferError> {
-    let store_error = |source| TransferError::Store {
-        line: None,
-        store: store.describe(),
-        source,
-    };
-    let mut seq = 0u64;
-    loop {
-        let page = store
-            .events(session, seq..seq + BATCH as u64)
-            .await
-            .map_err(store_error)?;
-        let count = page.len();
-        for event in &page {
-            let line = Line {
-                session: session.clone(),
-                seq,
-                event,
-            };
-            serde_json::to_writer(&mut out, &line)
-                .map_err(|err| TransferError::Write(err.into()))?;
-            out.write_all(b"\n").map_err(TransferError::Write)?;
-            seq += 1;
-        }
-        if count < BATCH {
-            break;
-        }
+    let mut events = store.stream_events(session, 0..u64::MAX);
+    let mut count = 0u64;
+    while let Some(recorded) = events.next().await {
+        let recorded = recorded.map_err(|source| TransferError::Store {
+            line: None,
+            store: store.describe(),
+            source,
+        })?;
+        let line = Line {
+            session: session.clone(),
+            seq: recorded.seq,
+            event: &recorded.event,
+        };
+        serde_json::to_writer(&mut out, &line).map_err(|err| TransferError::Write(err.into()))?;
+        out.write_all(b"\n").map_err(TransferError::Write)?;
+        count += 1;
     }
     out.flush().map_err(TransferError::Write)?;
-    if seq == 0 {
+    if count == 0 {
         return Err(TransferError::NotFound {
             session: session.clone(),
             store: store.describe(),
         });
     }
-    Ok(seq)
+    Ok(count)
 }
 
 /// What [`import`] stored.

@@ -2,7 +2,11 @@
 //! name the line.
 #![allow(clippy::unwrap_used)]
 
-use openharness_core::{Envelope, SessionId, Store, StoreError};
+use std::ops::Range;
+
+use openharness_core::{
+    EVENT_PAGE, Envelope, SessionId, SessionInfo, Snapshot, Store, StoreError, Subscription,
+};
 use openharness_store::jsonl::{self, TransferError};
 use openharness_store::{MemoryStore, RedbStore};
 use serde_json::json;
@@ -137,4 +141,91 @@ async fn exporting_an_unknown_session_is_an_error() {
         .await
         .unwrap_err();
     assert!(matches!(err, TransferError::NotFound { .. }), "{err:?}");
+}
+
+/// A memory store whose reads fail from seq `fail_from` on.
+struct BrokenReads {
+    inner: MemoryStore,
+    fail_from: u64,
+}
+
+#[async_trait::async_trait]
+impl Store for BrokenReads {
+    fn describe(&self) -> String {
+        "broken-reads".into()
+    }
+    async fn append(
+        &self,
+        session: &SessionId,
+        events: &[Envelope],
+        expected_seq: u64,
+    ) -> Result<u64, StoreError> {
+        self.inner.append(session, events, expected_seq).await
+    }
+    async fn events(
+        &self,
+        session: &SessionId,
+        range: Range<u64>,
+    ) -> Result<Vec<Envelope>, StoreError> {
+        if range.start >= self.fail_from {
+            return Err(StoreError::Invalid(format!("read from {}", range.start)));
+        }
+        self.inner.events(session, range).await
+    }
+    async fn session(&self, session: &SessionId) -> Result<Option<SessionInfo>, StoreError> {
+        self.inner.session(session).await
+    }
+    async fn sessions(&self) -> Result<Vec<SessionInfo>, StoreError> {
+        self.inner.sessions().await
+    }
+    async fn clear(&self, session: &SessionId) -> Result<(), StoreError> {
+        self.inner.clear(session).await
+    }
+    async fn snapshot(&self, session: &SessionId, snapshot: &Snapshot) -> Result<(), StoreError> {
+        self.inner.snapshot(session, snapshot).await
+    }
+    async fn latest_snapshot(
+        &self,
+        session: &SessionId,
+        at_most: u64,
+    ) -> Result<Option<Snapshot>, StoreError> {
+        self.inner.latest_snapshot(session, at_most).await
+    }
+    async fn subscribe(
+        &self,
+        session: &SessionId,
+        from_seq: u64,
+    ) -> Result<Subscription, StoreError> {
+        self.inner.subscribe(session, from_seq).await
+    }
+}
+
+#[tokio::test]
+async fn a_read_failing_mid_export_is_a_store_error_after_the_pages_before_it() {
+    let store = BrokenReads {
+        inner: MemoryStore::new(),
+        fail_from: EVENT_PAGE as u64,
+    };
+    let session = SessionId::new();
+    store
+        .append(&session, &events(EVENT_PAGE as u64 + 5), 0)
+        .await
+        .unwrap();
+    let mut out = Vec::new();
+    let err = jsonl::export(&store, &session, &mut out).await.unwrap_err();
+    assert!(
+        matches!(
+            err,
+            TransferError::Store {
+                line: None,
+                source: StoreError::Invalid(_),
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+    assert!(err.to_string().contains("broken-reads"), "{err}");
+    // The first page was written before the failing read.
+    let text = String::from_utf8(out).unwrap();
+    assert_eq!(text.lines().count(), EVENT_PAGE);
 }
