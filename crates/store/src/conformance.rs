@@ -27,13 +27,24 @@
 //!
 //! Checks: [`append_and_read_back`], [`conflict_reports_actual_seq`],
 //! [`idempotent_retry_stores_once`], [`rejected_batches_leave_nothing`],
-//! [`empty_batch_writes_nothing`], [`ranges_are_clamped`], [`unknown_session_is_empty`],
+//! [`empty_batch_writes_nothing`], [`ranges_are_clamped`], [`streamed_ranges_cross_pages`],
+//! [`streamed_edges_are_empty_or_clamped`], [`unknown_session_is_empty`],
 //! [`session_metadata`], [`sessions_oldest_first`], [`clear_removes_everything`],
 //! [`sessions_are_independent`], [`concurrent_writers_race`],
 //! [`snapshots_nearest_at_or_before`], [`subscribe_catches_up_then_tails`],
-//! [`subscribe_boundary_under_concurrent_writers`] and [`random_operations_match_model`] (deterministic random sequences checked against
-//! [`check_against_model`], which property tests can also drive with their own [`Op`]s).
+//! [`subscribe_boundary_under_concurrent_writers`] and [`arbitrary_operations_match_model`]
+//! (a proptest property: [`MODEL_CASES`] random sequences of [`Op`]s, shrunk to the shortest
+//! failing one, checked against the reference model by [`check_against_model`]; property tests
+//! can drive that with their own sequences, for example from [`arbitrary_ops`]).
 //! Durability across reopening is backend-specific and is not part of the suite.
+//!
+//! This module and its macros need the `conformance` feature (it brings in proptest); a
+//! backend's crate enables it for its tests only:
+//!
+//! ```toml
+//! [dev-dependencies]
+//! openharness-store = { version = "0.1", features = ["conformance"] }
+//! ```
 
 use std::any::Any;
 use std::collections::{HashMap, HashSet};
@@ -43,8 +54,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use openharness_core::{
-    Envelope, EventId, SessionId, SessionInfo, Snapshot, Store, StoreError, Subscription,
+    EVENT_PAGE, Envelope, EventId, Recorded, SessionId, SessionInfo, Snapshot, Store, StoreError,
+    Subscription,
 };
+use proptest::strategy::{Just, Strategy, ValueTree};
+use proptest::test_runner::{Config, RngSeed, TestRunner};
 use serde_json::json;
 
 /// What a conformance test's setup gives: a fresh store, and anything it needs kept alive.
@@ -136,6 +150,8 @@ macro_rules! __for_each_conformance_check {
             rejected_batches_leave_nothing,
             empty_batch_writes_nothing,
             ranges_are_clamped,
+            streamed_ranges_cross_pages,
+            streamed_edges_are_empty_or_clamped,
             unknown_session_is_empty,
             session_metadata,
             sessions_oldest_first,
@@ -145,7 +161,7 @@ macro_rules! __for_each_conformance_check {
             snapshots_nearest_at_or_before,
             subscribe_catches_up_then_tails,
             subscribe_boundary_under_concurrent_writers,
-            random_operations_match_model,
+            arbitrary_operations_match_model,
         }
     };
 }
@@ -470,6 +486,140 @@ pub async fn ranges_are_clamped<S: Store>(store: S) {
     assert!(
         read(&store, &session, inverted).await.is_empty(),
         "an inverted range"
+    );
+}
+
+/// Every event `stream_events` yields for `range`, panicking on an error.
+async fn streamed<S: Store>(
+    store: &S,
+    session: &SessionId,
+    range: std::ops::Range<u64>,
+) -> Vec<Recorded> {
+    let mut stream = store.stream_events(session, range.clone());
+    let mut got = Vec::new();
+    while let Some(item) = stream.next().await {
+        match item {
+            Ok(recorded) => got.push(recorded),
+            Err(err) => panic!(
+                "{}: streaming seqs {range:?} of session {session} failed after {} events: {err}",
+                store.describe(),
+                got.len()
+            ),
+        }
+    }
+    got
+}
+
+/// Streams `range` and checks it against `events(range)`: the same events, each with its seq,
+/// counting up from the range's start.
+async fn assert_streams_like_reads<S: Store>(
+    store: &S,
+    session: &SessionId,
+    range: std::ops::Range<u64>,
+) {
+    let got = streamed(store, session, range.clone()).await;
+    let expected = read(store, session, range.clone()).await;
+    let seqs: Vec<u64> = got.iter().map(|recorded| recorded.seq).collect();
+    let expected_seqs: Vec<u64> = (range.start..).take(expected.len()).collect();
+    assert_eq!(
+        seqs,
+        expected_seqs,
+        "seqs streamed for {range:?} of a session of {} events",
+        all(store, session).await.len()
+    );
+    let events: Vec<Envelope> = got.into_iter().map(|recorded| recorded.event).collect();
+    assert!(
+        events == expected,
+        "the events streamed for {range:?} differ from `events` for the same range"
+    );
+}
+
+/// `stream_events` yields what `events` returns for the same range, with seqs, on ranges that
+/// start, end and cross at page boundaries of the default implementation ([`EVENT_PAGE`]).
+pub async fn streamed_ranges_cross_pages<S: Store>(store: S) {
+    let page = EVENT_PAGE as u64;
+    let session = SessionId::new();
+    let len = 2 * page + 3;
+    append_ok(&store, &session, &batch(len), 0).await;
+
+    let whole = streamed(&store, &session, 0..u64::MAX).await;
+    assert_eq!(
+        whole.len() as u64,
+        len,
+        "events streamed from a whole session"
+    );
+    assert!(
+        whole.iter().map(|r| r.event.clone()).collect::<Vec<_>>() == all(&store, &session).await,
+        "a whole session streamed differs from `all_events`"
+    );
+    for range in [
+        0..u64::MAX,
+        0..len,
+        0..page,
+        0..page + 1,
+        1..page,
+        page - 1..page + 1,
+        page..2 * page,
+        page - 1..2 * page + 1,
+        5..len - 5,
+        2 * page..len,
+        2 * page..u64::MAX,
+        len - 1..u64::MAX,
+        3..4,
+    ] {
+        assert_streams_like_reads(&store, &session, range).await;
+    }
+}
+
+/// `stream_events` of an unknown session, an empty or inverted range, or a range past the end
+/// yields nothing; a session exactly one or two pages long streams whole.
+pub async fn streamed_edges_are_empty_or_clamped<S: Store>(store: S) {
+    let page = EVENT_PAGE as u64;
+    let unknown = SessionId::new();
+    assert!(
+        streamed(&store, &unknown, 0..u64::MAX).await.is_empty(),
+        "an unknown session streamed events"
+    );
+    assert!(
+        info(&store, &unknown).await.is_none(),
+        "streaming created a session"
+    );
+
+    let session = SessionId::new();
+    append_ok(&store, &session, &batch(page), 0).await;
+    #[allow(clippy::reversed_empty_ranges)]
+    let inverted = 9..2;
+    for (range, what) in [
+        (4..4, "an empty range"),
+        (inverted, "an inverted range"),
+        (page..page + 10, "a range starting at the end"),
+        (page + 1..u64::MAX, "a range past the end"),
+        (u64::MAX - 1..u64::MAX, "a range at the top of u64"),
+    ] {
+        assert!(
+            streamed(&store, &session, range.clone()).await.is_empty(),
+            "{what} ({range:?}) streamed events"
+        );
+    }
+    assert_streams_like_reads(&store, &session, 0..u64::MAX).await;
+    assert_streams_like_reads(&store, &session, page - 2..page + 2).await;
+
+    // Exactly two pages: the stream ends at the boundary without inventing events.
+    append_ok(&store, &session, &batch(page), page).await;
+    assert_streams_like_reads(&store, &session, 0..u64::MAX).await;
+    assert_streams_like_reads(&store, &session, page..2 * page).await;
+    assert_streams_like_reads(&store, &session, 2 * page..u64::MAX).await;
+
+    // A cleared session streams nothing.
+    if let Err(err) = store.clear(&session).await {
+        panic!(
+            "{}: clearing session {session} failed: {err}",
+            store.describe()
+        );
+    }
+    assert!(
+        streamed(&store, &session, 0..u64::MAX).await.is_empty(),
+        "a cleared session streamed events"
     );
 }
 
@@ -964,16 +1114,137 @@ pub async fn subscribe_boundary_under_concurrent_writers<S: Store>(store: S) {
     }
 }
 
-/// Deterministic random sequences of [`Op`]s behave as the reference model says (see
-/// [`check_against_model`]).
-pub async fn random_operations_match_model<S: Store>(store: S) {
-    for seed in 0..24u64 {
-        let mut rng = SplitMix(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ 0xD1B5_4A32_D192_ED03);
-        let ops: Vec<Op> = (0..30).map(|_| Op::random(&mut rng)).collect();
-        if let Err(mismatch) = check_against_model(&store, &ops).await {
-            panic!("random sequence {seed} diverged from the model: {mismatch}\nops: {ops:#?}");
-        }
+/// How many random sequences [`arbitrary_operations_match_model`] checks on each run, unless
+/// the `PROPTEST_CASES` environment variable says otherwise. Modest, since on a durable backend
+/// every append is a commit; property tests of a fast backend can run more with
+/// [`check_arbitrary_sequences`].
+pub const MODEL_CASES: u32 = 24;
+
+/// Random sequences of [`Op`]s (proptest, [`MODEL_CASES`] cases or `PROPTEST_CASES`) behave as
+/// the reference model says (see [`check_against_model`]); a failing sequence is shrunk to a
+/// shortest one before the check panics with it and the seed that reproduces it.
+pub async fn arbitrary_operations_match_model<S: Store>(store: S) {
+    let cases = std::env::var("PROPTEST_CASES")
+        .ok()
+        .and_then(|cases| cases.parse().ok())
+        .unwrap_or(MODEL_CASES);
+    if let Err(failure) = check_arbitrary_sequences(&store, cases).await {
+        panic!("{}: {failure}", store.describe());
     }
+}
+
+/// Runs `cases` random sequences from [`arbitrary_ops`] through [`check_against_model`] on
+/// `store`, each on fresh session ids. The first divergence is shrunk (proptest's
+/// simplify/complicate search) and returned with the shortest failing sequence found and the
+/// `PROPTEST_RNG_SEED` that generates the same cases again. Other `PROPTEST_*` settings, such
+/// as `PROPTEST_MAX_SHRINK_ITERS`, apply as in any proptest.
+///
+/// ```
+/// use openharness_store::{MemoryStore, conformance};
+///
+/// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+/// let store = MemoryStore::new();
+/// conformance::check_arbitrary_sequences(&store, 8).await.expect("the store obeys the model");
+/// # });
+/// ```
+pub async fn check_arbitrary_sequences<S: Store>(store: &S, cases: u32) -> Result<(), String> {
+    let mut config = Config {
+        cases,
+        ..Config::default()
+    };
+    let seed = match config.rng_seed {
+        RngSeed::Fixed(seed) => seed,
+        RngSeed::Random => random_seed(),
+    };
+    config.rng_seed = RngSeed::Fixed(seed);
+    let max_shrink_iters = config.max_shrink_iters();
+    let mut runner = TestRunner::new(config);
+    let strategy = arbitrary_ops();
+    for case in 1..=cases {
+        let mut tree = strategy
+            .new_tree(&mut runner)
+            .map_err(|reason| format!("cannot generate a sequence: {reason}"))?;
+        let Err(mismatch) = check_against_model(store, &tree.current()).await else {
+            continue;
+        };
+        let mut smallest = (tree.current(), mismatch);
+        let mut iterations = 0;
+        if tree.simplify() {
+            while iterations < max_shrink_iters {
+                iterations += 1;
+                let ops = tree.current();
+                match check_against_model(store, &ops).await {
+                    Err(mismatch) => {
+                        smallest = (ops, mismatch);
+                        if !tree.simplify() {
+                            break;
+                        }
+                    }
+                    Ok(()) => {
+                        if !tree.complicate() {
+                            break;
+                        }
+                    }
+                }
+            }
+        }
+        let (ops, mismatch) = smallest;
+        return Err(format!(
+            "random sequence {case} of {cases} diverged from the model \
+             (PROPTEST_RNG_SEED={seed} generates it again; shrunk in {iterations} steps to \
+             {} ops): {mismatch}\nops: {ops:#?}",
+            ops.len()
+        ));
+    }
+    Ok(())
+}
+
+/// A seed for a run that was given none.
+fn random_seed() -> u64 {
+    use std::hash::{BuildHasher, RandomState};
+    RandomState::new().hash_one(std::time::SystemTime::now())
+}
+
+/// A proptest strategy for one [`Op`]: mostly appends (some at a wrong seq, some reusing a
+/// stored id, some starting a workflow), then reads, retries, clears and listings.
+///
+/// ```
+/// use openharness_store::conformance::arbitrary_op;
+/// use proptest::strategy::{Strategy, ValueTree};
+///
+/// let mut runner = proptest::test_runner::TestRunner::deterministic();
+/// let op = arbitrary_op().new_tree(&mut runner).expect("an op").current();
+/// println!("{op:?}");
+/// ```
+pub fn arbitrary_op() -> impl Strategy<Value = Op> {
+    let session = 0..MODEL_SESSIONS;
+    proptest::prop_oneof![
+        5 => (
+            session.clone(),
+            0u8..4,
+            proptest::prop_oneof![8 => Just(0i8), 1 => Just(-1i8), 1 => Just(1i8)],
+            proptest::option::weighted(0.15, proptest::arbitrary::any::<u8>()),
+            proptest::option::weighted(0.2, 0u8..3),
+        )
+            .prop_map(|(session, events, skew, reuse, workflow)| Op::Append {
+                session,
+                events,
+                skew,
+                reuse,
+                workflow,
+            }),
+        1 => session.clone().prop_map(|session| Op::Retry { session }),
+        2 => (session.clone(), 0u8..12, 0u8..14)
+            .prop_map(|(session, start, end)| Op::Read { session, start, end }),
+        1 => session.prop_map(|session| Op::Clear { session }),
+        1 => Just(Op::List),
+    ]
+}
+
+/// A proptest strategy for sequences of 1 to 29 [`Op`]s (see [`arbitrary_op`]), as
+/// [`arbitrary_operations_match_model`] draws them.
+pub fn arbitrary_ops() -> impl Strategy<Value = Vec<Op>> {
+    proptest::collection::vec(arbitrary_op(), 1..30)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1023,34 +1294,6 @@ pub enum Op {
 
 /// The number of sessions [`Op`]s address.
 const MODEL_SESSIONS: u8 = 3;
-
-impl Op {
-    /// A random operation drawn from `rng`.
-    fn random(rng: &mut SplitMix) -> Self {
-        let session = rng.below(u64::from(MODEL_SESSIONS)) as u8;
-        match rng.below(10) {
-            0..=4 => Op::Append {
-                session,
-                events: rng.below(4) as u8,
-                skew: match rng.below(6) {
-                    0 => -1,
-                    1 => 1,
-                    _ => 0,
-                },
-                reuse: (rng.below(8) == 0).then(|| rng.below(8) as u8),
-                workflow: (rng.below(5) == 0).then(|| rng.below(3) as u8),
-            },
-            5 => Op::Retry { session },
-            6 | 7 => Op::Read {
-                session,
-                start: rng.below(12) as u8,
-                end: rng.below(14) as u8,
-            },
-            8 => Op::Clear { session },
-            _ => Op::List,
-        }
-    }
-}
 
 /// The outcome the model predicts for an append.
 #[derive(Debug, PartialEq, Eq)]
@@ -1278,22 +1521,5 @@ fn compare_append(
         Err(format!(
             "append at {expected} returned {result:?}, the model predicts {predicted:?}"
         ))
-    }
-}
-
-/// A tiny deterministic generator (SplitMix64), so the suite needs no random-number crate.
-struct SplitMix(u64);
-
-impl SplitMix {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
     }
 }

@@ -3,9 +3,10 @@
 //! commit); and `PostgresStore` (feature `postgres`), which many processes on many machines
 //! share, with live tails across processes through `LISTEN`/`NOTIFY`.
 //!
-//! Also here: [`FailingStore`], a fault-injection wrapper for tests; [`conformance`], the one
-//! test suite every backend must pass (run it with [`store_conformance!`]); and [`jsonl`],
-//! export and import of sessions as JSON lines. Benchmarks: `cargo xtask bench stores`.
+//! Also here: [`FailingStore`], a fault-injection wrapper for tests; `conformance` (feature
+//! `conformance`), the one test suite every backend must pass, run with `store_conformance!`;
+//! and [`jsonl`], export and import of sessions as JSON lines. Benchmarks:
+//! `cargo xtask bench stores`.
 //!
 //! # The contract, as these backends implement it
 //!
@@ -23,7 +24,9 @@
 //! - An empty batch writes nothing and succeeds with the current length, whatever
 //!   `expected_seq` is.
 //! - `events` clamps the range; an unknown session has no events, no metadata, and clearing it
-//!   succeeds.
+//!   succeeds. `stream_events` yields the same events with their seqs, holding one page in
+//!   memory (the core trait's default reads [`EVENT_PAGE`](openharness_core::EVENT_PAGE)
+//!   events per call of `events`).
 //! - `sessions()` lists sessions oldest first (by first event's timestamp, then id).
 //! - A stored record that cannot be decoded is [`StoreError::Corrupt`], never a panic.
 //! - Snapshots may be saved at positions 0 to the session's length; `latest_snapshot` finds the
@@ -54,6 +57,7 @@
 //! ```
 
 mod append;
+#[cfg(feature = "conformance")]
 pub mod conformance;
 mod fault;
 pub mod jsonl;
@@ -67,7 +71,8 @@ pub use fault::{FailingStore, InjectedFailure};
 pub use live::LiveError;
 pub use memory::MemoryStore;
 pub use openharness_core::{
-    Recorded, SessionInfo, Snapshot, Store, StoreError, Subscription, SubscriptionSender,
+    EventStream, Recorded, SessionInfo, Snapshot, Store, StoreError, Subscription,
+    SubscriptionSender,
 };
 #[cfg(feature = "postgres")]
 pub use postgres::{MIGRATIONS, PostgresError, PostgresStore};
