@@ -7,6 +7,7 @@ use openharness::store::RedbStore;
 use openharness::tape::LoadTape;
 use openharness::{RunOptions, SessionId, Store};
 use serde::Serialize;
+use serde::ser::{SerializeSeq, Serializer};
 
 use crate::Command;
 use crate::progress::Progress;
@@ -147,31 +148,46 @@ struct Numbered<'a> {
     event: &'a openharness::Envelope,
 }
 
+/// Prints a session's events, streamed from the store one page at a time, so a long session
+/// needs no more memory than a short one.
 async fn events(store: &RedbStore, session: &SessionId, json: bool) -> Result<(), CliError> {
-    let events = store
-        .all_events(session)
-        .await
-        .map_err(store_error(store))?;
-    if events.is_empty() {
+    let mut events = store.stream_events(session, 0..u64::MAX);
+    let Some(mut next) = events.next().await else {
         return Err(CliError::Usage(format!(
             "session {session} not found in {}; `openharness sessions` lists the recorded ones",
             store.describe()
         )));
-    }
-    let mut out = std::io::stdout().lock();
+    };
+    let mut out = std::io::BufWriter::new(std::io::stdout());
     if json {
-        let numbered: Vec<_> = events
-            .iter()
-            .zip(0..)
-            .map(|(event, seq)| Numbered { seq, event })
-            .collect();
-        serde_json::to_writer_pretty(&mut out, &numbered)?;
+        // The same pretty JSON array as serializing a Vec, written element by element.
+        let mut serializer = serde_json::Serializer::pretty(&mut out);
+        let mut array = serializer.serialize_seq(None)?;
+        loop {
+            let recorded = next.map_err(store_error(store))?;
+            array.serialize_element(&Numbered {
+                seq: recorded.seq,
+                event: &recorded.event,
+            })?;
+            match events.next().await {
+                Some(item) => next = item,
+                None => break,
+            }
+        }
+        array.end()?;
         writeln!(out)?;
-        return Ok(());
+    } else {
+        loop {
+            let recorded = next.map_err(store_error(store))?;
+            let (seq, event) = (recorded.seq, &recorded.event);
+            writeln!(out, "{seq:>5}  {:<20} {}", event.name, event.payload)?;
+            match events.next().await {
+                Some(item) => next = item,
+                None => break,
+            }
+        }
     }
-    for (seq, event) in events.iter().enumerate() {
-        writeln!(out, "{seq:>5}  {:<20} {}", event.name, event.payload)?;
-    }
+    out.flush()?;
     Ok(())
 }
 

@@ -65,10 +65,19 @@ fn demo_then_sessions_events_and_tape() {
     assert_eq!(listed[0]["workflow"], "planner-executor");
     let len = listed[0]["count"].as_u64().unwrap();
 
-    let events = json(&openharness(dir.path(), &["events", &session, "--json"]));
+    let output = openharness(dir.path(), &["events", &session, "--json"]);
+    let raw = stdout(&output);
+    assert!(raw.starts_with("[\n  {\n    \"seq\": 0,\n"), "{raw}");
+    assert!(raw.ends_with("\n  }\n]\n"), "{raw}");
+    let events = json(&output);
     assert_eq!(events.as_array().unwrap().len() as u64, len);
     assert_eq!(events[0]["name"], "workflow:started");
     assert_eq!(events[0]["seq"], 0);
+    assert_eq!(events[len as usize - 1]["seq"], len - 1);
+
+    let human = stdout(&openharness(dir.path(), &["events", &session]));
+    assert_eq!(human.lines().count() as u64, len, "{human}");
+    assert!(human.starts_with("    0  workflow:started "), "{human}");
 
     let at0 = json(&openharness(
         dir.path(),
