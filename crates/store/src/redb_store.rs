@@ -1,18 +1,10 @@
 //! [`RedbStore`]: the embedded, durable default store, one [redb](https://docs.rs/redb) file.
 //!
-//! Layout (all in one file):
-//!
-//! | table       | key                        | value                          |
-//! |-------------|----------------------------|--------------------------------|
-//! | `events`    | (session id, seq)          | the [`Envelope`] as JSON bytes |
-//! | `event_ids` | (session id, event id u128)| seq (for idempotent retries)   |
-//! | `sessions`  | session id                 | the [`SessionInfo`] as JSON    |
-//! | `snapshots` | (session id, position)     | the snapshot's state as JSON   |
-//!
-//! Appends go through one writer thread that commits every append waiting at the moment in one
-//! write transaction with redb's default (immediate) durability: group commit, so throughput
-//! grows with concurrency, while each `append` still returns only when its events are on disk,
-//! and a crash before that leaves none of them. Other operations are synchronous redb calls on
+//! The file's tables and format are described in [`layout`]. Appends go through one writer
+//! thread that commits every append waiting at the moment in one write transaction with
+//! redb's default (immediate) durability ([`writer`]): group commit, so throughput grows with
+//! concurrency, while each `append` still returns only when its events are on disk, and a
+//! crash before that leaves none of them. Other operations are synchronous redb calls on
 //! tokio's blocking pool.
 
 use std::ops::Range;
@@ -23,19 +15,15 @@ use async_trait::async_trait;
 use openharness_core::{
     Envelope, SessionId, SessionInfo, Snapshot, Store, StoreError, Subscription,
 };
-use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition};
+use redb::{Database, ReadableDatabase, ReadableTable};
 
-use crate::append::{Plan, plan_append};
 use crate::live::{Notifier, tail};
 
-/// Events by (session id, seq), as JSON.
-const EVENTS: TableDefinition<'_, (&str, u64), &[u8]> = TableDefinition::new("events");
-/// Seq by (session id, event id as u128): finds retried batches.
-const EVENT_IDS: TableDefinition<'_, (&str, u128), u64> = TableDefinition::new("event_ids");
-/// Session metadata by session id, as JSON.
-const SESSIONS: TableDefinition<'_, &str, &[u8]> = TableDefinition::new("sessions");
-/// Snapshot states by (session id, position), as JSON.
-const SNAPSHOTS: TableDefinition<'_, (&str, u64), &[u8]> = TableDefinition::new("snapshots");
+mod layout;
+mod writer;
+
+use layout::{EVENT_INDEX, EVENTS, SESSIONS, SNAPSHOTS, SessionRecord};
+use writer::{Append, Writer};
 
 /// The environment variable naming the store file when no `--store PATH` is given.
 pub const STORE_ENV: &str = "OPENHARNESS_STORE";
@@ -94,6 +82,19 @@ pub enum RedbError {
         path: PathBuf,
         /// What redb reported.
         source: Box<redb::Error>,
+    },
+    /// The file was written by a newer version of Open Harness, in a format this version
+    /// cannot read.
+    #[error(
+        "the store {} has format {format}, newer than this version reads ({}); upgrade Open Harness",
+        path.display(),
+        layout::FORMAT
+    )]
+    NewerFormat {
+        /// The store file.
+        path: PathBuf,
+        /// The file's format version.
+        format: u64,
     },
     /// A read or write failed.
     #[error("store {}: {operation} failed: {source}", path.display())]
@@ -255,9 +256,15 @@ impl RedbStore {
             path: Arc::from(path),
             notifier: Notifier::default(),
         };
-        store.create_tables().map_err(|source| RedbError::Open {
-            path: path.to_owned(),
-            source: Box::new(source),
+        layout::prepare(&store.db).map_err(|err| match err {
+            layout::PrepareError::Newer(format) => RedbError::NewerFormat {
+                path: path.to_owned(),
+                format,
+            },
+            layout::PrepareError::Redb(source) => RedbError::Open {
+                path: path.to_owned(),
+                source: Box::new(source),
+            },
         })?;
         tracing::debug!(path = %path.display(), "opened redb store");
         Ok(store)
@@ -266,17 +273,6 @@ impl RedbStore {
     /// The store file.
     pub fn path(&self) -> &Path {
         &self.path
-    }
-
-    /// Creates the tables if the file is new, so that reads never meet a missing table.
-    fn create_tables(&self) -> Result<(), redb::Error> {
-        let txn = self.db.begin_write()?;
-        txn.open_table(EVENTS)?;
-        txn.open_table(EVENT_IDS)?;
-        txn.open_table(SESSIONS)?;
-        txn.open_table(SNAPSHOTS)?;
-        txn.commit()?;
-        Ok(())
     }
 
     /// Runs `op` on the blocking pool, attaching the path and `operation` to redb's errors.
@@ -305,200 +301,11 @@ impl RedbStore {
     }
 }
 
-/// The most appends one group commit takes in.
-const MAX_GROUP: usize = 512;
-
-/// How long a group smaller than the last one waits for more appends: a fraction of a durable
-/// commit, so concurrent writers share commits instead of alternating between small groups.
-/// A lone writer (groups of one) never waits.
-const GATHER: std::time::Duration = std::time::Duration::from_micros(250);
-
-/// One append waiting for the writer thread.
-struct AppendRequest {
-    session: SessionId,
-    events: Vec<Envelope>,
-    /// Each event's id (as u128) and JSON, encoded by the caller.
-    records: Vec<(u128, Vec<u8>)>,
-    expected_seq: u64,
-    reply: tokio::sync::oneshot::Sender<Result<u64, StoreError>>,
-}
-
-/// Group commit: one thread takes every append waiting at the moment, applies them all in one
-/// write transaction and commits it once (one fsync), then answers each caller. Each caller
-/// still returns only after its events are durable, and an append the rules refuse (conflict,
-/// invalid batch) writes nothing and does not affect the others in its group.
-///
-/// Dropping the last store handle closes the queue and joins the thread, so the database file
-/// is closed when the store is gone.
-struct Writer {
-    queue: Option<std::sync::mpsc::Sender<AppendRequest>>,
-    thread: Option<std::thread::JoinHandle<()>>,
-}
-
-impl Writer {
-    fn start(db: Arc<Database>, path: &Path) -> Self {
-        let (queue, requests) = std::sync::mpsc::channel();
-        let path = path.to_path_buf();
-        let thread = std::thread::Builder::new()
-            .name("openharness-redb-writer".to_owned())
-            .spawn(move || write_loop(&db, &path, &requests))
-            .ok();
-        Self {
-            queue: Some(queue),
-            thread,
-        }
-    }
-
-    fn send(&self, request: AppendRequest) -> Result<(), ()> {
-        match (&self.queue, &self.thread) {
-            (Some(queue), Some(_)) => queue.send(request).map_err(|_| ()),
-            _ => Err(()),
-        }
-    }
-}
-
-impl Drop for Writer {
-    fn drop(&mut self) {
-        self.queue = None;
-        if let Some(thread) = self.thread.take() {
-            let _ = thread.join();
-        }
-    }
-}
-
-fn write_loop(db: &Database, path: &Path, requests: &std::sync::mpsc::Receiver<AppendRequest>) {
-    // How many appends the last group held: writers that were active then are likely to send
-    // again right after their answer, so a smaller group waits briefly for them.
-    let mut last_group = 1;
-    while let Ok(first) = requests.recv() {
-        let mut group = vec![first];
-        let deadline = std::time::Instant::now() + GATHER;
-        while group.len() < MAX_GROUP {
-            match requests.try_recv() {
-                Ok(request) => group.push(request),
-                Err(_) if group.len() < last_group => {
-                    let left = deadline.saturating_duration_since(std::time::Instant::now());
-                    match requests.recv_timeout(left) {
-                        Ok(request) => group.push(request),
-                        Err(_) => break,
-                    }
-                }
-                Err(_) => break,
-            }
-        }
-        last_group = group.len();
-        match write_group(db, &group) {
-            Ok(results) => {
-                for (request, result) in group.into_iter().zip(results) {
-                    let _ = request.reply.send(result);
-                }
-            }
-            Err(err) => {
-                let message = err.to_string();
-                for request in group {
-                    let _ = request.reply.send(Err(RedbError::Task {
-                        path: path.to_path_buf(),
-                        operation: format!("append to session {}", request.session),
-                        message: format!("the group commit failed: {message}"),
-                    }
-                    .into()));
-                }
-            }
-        }
-    }
-}
-
-/// Applies a group of appends in one transaction. A redb failure fails the whole group; a
-/// refused append only itself.
-fn write_group(
-    db: &Database,
-    group: &[AppendRequest],
-) -> Result<Vec<Result<u64, StoreError>>, redb::Error> {
-    let txn = db.begin_write()?;
-    let mut results = Vec::with_capacity(group.len());
-    let mut wrote = false;
-    for request in group {
-        match apply(&txn, request) {
-            Ok((len, written)) => {
-                wrote |= written;
-                results.push(Ok(len));
-            }
-            Err(Failure::Store(err)) => results.push(Err(err)),
-            Err(Failure::Redb(err)) => return Err(err),
-        }
-    }
-    if wrote {
-        txn.commit()?;
-    } else {
-        txn.abort()?;
-    }
-    Ok(results)
-}
-
-/// One append inside the group's transaction: the new length, and whether it wrote.
-fn apply(txn: &redb::WriteTransaction, request: &AppendRequest) -> Result<(u64, bool), Failure> {
-    let AppendRequest {
-        session,
-        events,
-        records,
-        expected_seq,
-        ..
-    } = request;
-    let sid = session.as_str();
-    let (plan, info, len) = {
-        let sessions = txn.open_table(SESSIONS)?;
-        let info = match sessions.get(sid)? {
-            Some(bytes) => Some(decode_info(session, bytes.value())?),
-            None => None,
-        };
-        let len = info.as_ref().map_or(0, |info| info.count);
-        let index = txn.open_table(EVENT_IDS)?;
-        let plan = plan_append(session, events, *expected_seq, len, |id| {
-            let seq = index.get((sid, id.as_uuid().as_u128()))?;
-            Ok::<_, Failure>(seq.map(|seq| seq.value()))
-        })?;
-        (plan, info, len)
-    };
-    if let Plan::Done(len) = plan {
-        return Ok((len, false));
-    }
-    let info = match info {
-        Some(mut info) => {
-            info.absorb(events);
-            info.count += events.len() as u64;
-            info
-        }
-        None => SessionInfo::from_first_events(session.clone(), events)
-            .ok_or_else(|| StoreError::Invalid("empty batch".to_owned()))?,
-    };
-    let info = encode_info(&info)?;
-    let mut table = txn.open_table(EVENTS)?;
-    let mut index = txn.open_table(EVENT_IDS)?;
-    for ((id, bytes), seq) in records.iter().zip(len..) {
-        table.insert((sid, seq), bytes.as_slice())?;
-        index.insert((sid, *id), seq)?;
-    }
-    let mut sessions = txn.open_table(SESSIONS)?;
-    sessions.insert(sid, info.as_slice())?;
-    Ok((len + events.len() as u64, true))
-}
-
-/// Decodes stored session metadata. For this record `seq` in [`StoreError::Corrupt`] is 0
-/// and the message says it is the metadata that is damaged.
-fn decode_info(session: &SessionId, bytes: &[u8]) -> Result<SessionInfo, StoreError> {
-    serde_json::from_slice(bytes).map_err(|err| StoreError::Corrupt {
-        session: session.clone(),
-        seq: 0,
-        message: format!("stored session metadata is not valid: {err}"),
+/// A session record found while listing, whose key is the session id.
+fn listed_session(key: &str) -> Result<SessionId, Failure> {
+    key.parse().map_err(|err| {
+        StoreError::Invalid(format!("the store holds an invalid session id: {err}")).into()
     })
-}
-
-/// Decodes a metadata record found while listing, whose key is the session id.
-fn decode_listed_info(key: &str, bytes: &[u8]) -> Result<SessionInfo, Failure> {
-    let session: SessionId = key.parse().map_err(|err| {
-        StoreError::Invalid(format!("the store holds an invalid session id: {err}"))
-    })?;
-    Ok(decode_info(&session, bytes)?)
 }
 
 /// Encodes an event for storage.
@@ -507,16 +314,6 @@ fn encode_event(event: &Envelope) -> Result<Vec<u8>, StoreError> {
         StoreError::Invalid(format!(
             "event {} cannot be encoded as JSON: {err}",
             event.id
-        ))
-    })
-}
-
-/// Encodes session metadata for storage.
-fn encode_info(info: &SessionInfo) -> Result<Vec<u8>, StoreError> {
-    serde_json::to_vec(info).map_err(|err| {
-        StoreError::Invalid(format!(
-            "metadata of session {} cannot be encoded as JSON: {err}",
-            info.id
         ))
     })
 }
@@ -539,23 +336,21 @@ impl Store for RedbStore {
             let bytes = encode_event(event)?;
             records.push((event.id.as_uuid().as_u128(), bytes));
         }
-        let (reply, answer) = tokio::sync::oneshot::channel();
-        let request = AppendRequest {
+        let append = Append {
             session: session.clone(),
             events: events.to_vec(),
             records,
             expected_seq,
-            reply,
         };
-        let stopped = || {
-            StoreError::from(RedbError::Task {
+        let Some(result) = self.writer.append(append).await else {
+            return Err(RedbError::Task {
                 path: self.path.to_path_buf(),
                 operation: format!("append to session {session}"),
                 message: "the writer thread stopped".to_owned(),
-            })
+            }
+            .into());
         };
-        self.writer.send(request).map_err(|_| stopped())?;
-        let len = answer.await.map_err(|_| stopped())??;
+        let len = result?;
         self.notifier.notify(session);
         Ok(len)
     }
@@ -599,11 +394,12 @@ impl Store for RedbStore {
             move |db| {
                 let txn = db.begin_read()?;
                 let table = txn.open_table(SESSIONS)?;
-                let info = match table.get(session.as_str())? {
-                    Some(bytes) => Some(decode_info(&session, bytes.value())?),
-                    None => None,
+                let Some(bytes) = table.get(session.as_str())? else {
+                    return Ok(None);
                 };
-                Ok(info)
+                let record = SessionRecord::decode(&session, bytes.value())?;
+                let events = txn.open_table(EVENTS)?;
+                Ok(Some(layout::session_info(&events, &session, record)?))
             },
         )
         .await
@@ -615,10 +411,13 @@ impl Store for RedbStore {
             |db| {
                 let txn = db.begin_read()?;
                 let table = txn.open_table(SESSIONS)?;
+                let events = txn.open_table(EVENTS)?;
                 let mut infos = Vec::new();
                 for entry in table.range::<&str>(..)? {
                     let (key, bytes) = entry?;
-                    infos.push(decode_listed_info(key.value(), bytes.value())?);
+                    let session = listed_session(key.value())?;
+                    let record = SessionRecord::decode(&session, bytes.value())?;
+                    infos.push(layout::session_info(&events, &session, record)?);
                 }
                 crate::sort_oldest_first(&mut infos);
                 Ok(infos)
@@ -643,9 +442,25 @@ impl Store for RedbStore {
                         return Ok(());
                     }
                     let mut table = txn.open_table(EVENTS)?;
+                    let mut index = txn.open_table(EVENT_INDEX)?;
+                    let mut ids = Vec::new();
+                    let mut all_decoded = true;
+                    for entry in table.range((sid, 0)..=(sid, u64::MAX))? {
+                        let (key, bytes) = entry?;
+                        match layout::id_of(&session, key.value().1, bytes.value()) {
+                            Ok(id) => ids.push(id.as_uuid().as_u128()),
+                            Err(_) => all_decoded = false,
+                        }
+                    }
+                    if all_decoded {
+                        for id in ids {
+                            index.remove((id, sid))?;
+                        }
+                    } else {
+                        // A damaged event hides its id: look through the whole index.
+                        index.retain(|(_, owner), _| owner != sid)?;
+                    }
                     table.retain_in((sid, 0)..=(sid, u64::MAX), |_, _| false)?;
-                    let mut index = txn.open_table(EVENT_IDS)?;
-                    index.retain_in((sid, 0)..=(sid, u128::MAX), |_, _| false)?;
                     let mut snapshots = txn.open_table(SNAPSHOTS)?;
                     snapshots.retain_in((sid, 0)..=(sid, u64::MAX), |_, _| false)?;
                 }
@@ -676,7 +491,7 @@ impl Store for RedbStore {
                 {
                     let sessions = txn.open_table(SESSIONS)?;
                     let len = match sessions.get(sid)? {
-                        Some(bytes) => Some(decode_info(&session, bytes.value())?.count),
+                        Some(_) => Some(layout::len_of(&txn.open_table(EVENTS)?, sid)?),
                         None => None,
                     };
                     match len {
@@ -799,18 +614,25 @@ mod tests {
             let mut table = txn.open_table(SESSIONS).unwrap();
             table.insert(session.as_str(), b"[]".as_slice()).unwrap();
         });
+        let fresh = Envelope::new("test:appended", json!({ "n": 3 }), None);
         for result in [
             store.session(&session).await.map(|_| ()),
             store.sessions().await.map(|_| ()),
-            store.append(&session, &events[..1], 3).await.map(|_| ()),
+            store.append(&session, &[fresh], 3).await.map(|_| ()),
         ] {
             let err = result.unwrap_err();
             assert!(matches!(err, StoreError::Corrupt { .. }), "{err:?}");
             assert!(err.to_string().contains("metadata"), "{err}");
         }
-        // Clearing removes the damage.
+        // Clearing removes the damage, and the index entries of every event, even the one whose
+        // damaged record hides its id: the same events can be appended again from 0.
         store.clear(&session).await.unwrap();
         assert!(store.sessions().await.unwrap().is_empty());
+        assert_eq!(store.append(&session, &events, 0).await.unwrap(), 3);
+        // The usual path, where every event names its id, clears the index too.
+        store.clear(&session).await.unwrap();
+        assert_eq!(store.append(&session, &events, 0).await.unwrap(), 3);
+        assert_eq!(store.all_events(&session).await.unwrap(), events);
     }
 
     #[tokio::test]

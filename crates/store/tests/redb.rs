@@ -117,3 +117,179 @@ fn default_path_is_the_documented_one() {
         );
     }
 }
+
+/// Format 1's tables, as the first released version wrote them.
+mod format_1 {
+    use redb::TableDefinition;
+    pub(super) const EVENTS: TableDefinition<'_, (&str, u64), &[u8]> =
+        TableDefinition::new("events");
+    pub(super) const EVENT_IDS: TableDefinition<'_, (&str, u128), u64> =
+        TableDefinition::new("event_ids");
+    pub(super) const SESSIONS: TableDefinition<'_, &str, &[u8]> = TableDefinition::new("sessions");
+    pub(super) const SNAPSHOTS: TableDefinition<'_, (&str, u64), &[u8]> =
+        TableDefinition::new("snapshots");
+}
+
+#[tokio::test]
+async fn a_format_1_file_is_migrated_when_opened() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let path = dir.path().join("store.redb");
+    let session = SessionId::new();
+    let started = Envelope::new("workflow:started", json!({ "workflow": "planner" }), None);
+    let batch = vec![started, event(1), event(2)];
+    {
+        // Write the file as format 1 did: a full SessionInfo per session, ids keyed by session.
+        let db = redb::Database::create(&path).expect("create a redb file");
+        let txn = db.begin_write().expect("a write transaction");
+        {
+            let mut events = txn.open_table(format_1::EVENTS).expect("events");
+            let mut ids = txn.open_table(format_1::EVENT_IDS).expect("event_ids");
+            for (seq, event) in batch.iter().enumerate() {
+                let bytes = serde_json::to_vec(event).expect("encode");
+                events
+                    .insert((session.as_str(), seq as u64), bytes.as_slice())
+                    .expect("insert an event");
+                ids.insert((session.as_str(), event.id.as_uuid().as_u128()), seq as u64)
+                    .expect("insert an id");
+            }
+            let info = json!({
+                "id": session, "created": batch[0].timestamp, "last_event": batch[2].timestamp,
+                "count": 3, "workflow": "planner", "parent": null,
+            });
+            let mut sessions = txn.open_table(format_1::SESSIONS).expect("sessions");
+            sessions
+                .insert(
+                    session.as_str(),
+                    serde_json::to_vec(&info).expect("encode").as_slice(),
+                )
+                .expect("insert the session");
+            txn.open_table(format_1::SNAPSHOTS).expect("snapshots");
+        }
+        txn.commit().expect("commit");
+    }
+
+    let store = RedbStore::open(&path).expect("open a format 1 file");
+    let listed = store.sessions().await.expect("list");
+    assert_eq!(listed.len(), 1);
+    assert_eq!(
+        (
+            listed[0].count,
+            listed[0].workflow.as_deref(),
+            listed[0].last_event
+        ),
+        (3, Some("planner"), batch[2].timestamp)
+    );
+    assert_eq!(store.all_events(&session).await.expect("read"), batch);
+    // The migrated index still recognises the stored ids: a retry stores nothing, and an id
+    // appended elsewhere in the session is refused.
+    assert_eq!(
+        store.append(&session, &batch[1..], 1).await.expect("retry"),
+        3
+    );
+    assert!(matches!(
+        store.append(&session, &batch[2..], 3).await,
+        Err(StoreError::Invalid(_))
+    ));
+    assert_eq!(
+        store
+            .append(&session, &[event(3)], 3)
+            .await
+            .expect("append"),
+        4
+    );
+    drop(store);
+
+    // The old index is gone and the file says it is format 2; opening again changes nothing.
+    let db = redb::Database::open(&path).expect("reopen with redb");
+    let txn = redb::ReadableDatabase::begin_read(&db).expect("a read transaction");
+    let tables: Vec<String> = txn
+        .list_tables()
+        .expect("tables")
+        .map(|table| redb::TableHandle::name(&table).to_owned())
+        .collect();
+    assert!(!tables.iter().any(|name| name == "event_ids"), "{tables:?}");
+    let meta = txn
+        .open_table(redb::TableDefinition::<&str, u64>::new("meta"))
+        .expect("meta");
+    assert_eq!(
+        meta.get("format").expect("read").map(|v| v.value()),
+        Some(2)
+    );
+    drop((meta, txn, db));
+    let store = RedbStore::open(&path).expect("open again");
+    assert_eq!(store.all_events(&session).await.expect("read").len(), 4);
+}
+
+#[test]
+fn a_file_from_a_newer_version_is_refused_by_name() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let path = dir.path().join("store.redb");
+    {
+        let db = redb::Database::create(&path).expect("create a redb file");
+        let txn = db.begin_write().expect("a write transaction");
+        txn.open_table(redb::TableDefinition::<&str, u64>::new("meta"))
+            .expect("meta")
+            .insert("format", 99)
+            .expect("insert");
+        txn.commit().expect("commit");
+    }
+    let err = RedbStore::open(&path).expect_err("a newer format");
+    assert!(
+        matches!(
+            RedbError::of(&err),
+            Some(RedbError::NewerFormat { format: 99, .. })
+        ),
+        "{err:?}"
+    );
+    let message = err.to_string();
+    assert!(message.contains(&path.display().to_string()), "{message}");
+    assert!(message.contains("upgrade"), "{message}");
+}
+
+#[tokio::test]
+async fn the_session_record_learns_the_workflow_and_parent_from_later_events() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let store = RedbStore::open(dir.path().join("store.redb")).expect("open");
+    let session = SessionId::new();
+    let parent = SessionId::new();
+    store
+        .append(&session, &[event(0)], 0)
+        .await
+        .expect("append");
+    let info = store
+        .session(&session)
+        .await
+        .expect("read")
+        .expect("stored");
+    assert_eq!((info.workflow, info.parent), (None, None));
+
+    let forked = Envelope::new(
+        "session:forked",
+        json!({ "parent": parent, "position": 4 }),
+        None,
+    );
+    let started = Envelope::new("workflow:started", json!({ "workflow": "planner" }), None);
+    store.append(&session, &[forked], 1).await.expect("append");
+    store
+        .append(&session, &[started, event(3)], 2)
+        .await
+        .expect("append");
+    let later = Envelope::new("workflow:started", json!({ "workflow": "other" }), None);
+    store
+        .append(&session, std::slice::from_ref(&later), 4)
+        .await
+        .expect("append");
+
+    let info = store
+        .session(&session)
+        .await
+        .expect("read")
+        .expect("stored");
+    assert_eq!(
+        info.workflow.as_deref(),
+        Some("planner"),
+        "the first one counts"
+    );
+    assert_eq!(info.parent, Some(parent));
+    assert_eq!((info.count, info.last_event), (5, later.timestamp));
+}

@@ -1,0 +1,249 @@
+//! The redb file's layout: its tables, its format version and the migration from older
+//! formats, and how a session's metadata is put together from them.
+//!
+//! | table         | key                           | value                                  |
+//! |---------------|-------------------------------|----------------------------------------|
+//! | `events`      | (session id, seq)             | the [`Envelope`] as JSON bytes         |
+//! | `event_index` | (event id as u128, session id)| seq (finds retried batches)            |
+//! | `sessions`    | session id                    | a [`SessionRecord`] as JSON            |
+//! | `snapshots`   | (session id, position)        | the snapshot's state as JSON           |
+//! | `meta`        | `"format"`                    | [`FORMAT`]                             |
+//!
+//! An append touches as few pages as it can, because a durable commit costs about one disk
+//! write per page it dirties: the session's length is the last key of `events` (not a counter
+//! to rewrite), the session record is written only when a session starts or an event reveals
+//! its workflow or parent, and `event_index` is keyed by event id first, so the time-ordered
+//! ids of concurrent sessions' new events land in the same leaf.
+//!
+//! Format 1 (before `meta` existed) kept the index as `event_ids`, keyed (session id, event
+//! id), and a full [`SessionInfo`] per session; [`prepare`] rewrites the index once when it
+//! opens such a file. Format 1 session records decode as [`SessionRecord`]s as they are.
+
+use chrono::{DateTime, Utc};
+use openharness_core::{Envelope, EventId, SessionId, SessionInfo, StoreError};
+use redb::{Database, ReadableTable, TableDefinition, TableHandle};
+use serde::{Deserialize, Serialize};
+
+/// Events by (session id, seq), as JSON.
+pub(super) const EVENTS: TableDefinition<'_, (&str, u64), &[u8]> = TableDefinition::new("events");
+/// Seq by (event id as u128, session id).
+pub(super) const EVENT_INDEX: TableDefinition<'_, (u128, &str), u64> =
+    TableDefinition::new("event_index");
+/// Session records by session id, as JSON.
+pub(super) const SESSIONS: TableDefinition<'_, &str, &[u8]> = TableDefinition::new("sessions");
+/// Snapshot states by (session id, position), as JSON.
+pub(super) const SNAPSHOTS: TableDefinition<'_, (&str, u64), &[u8]> =
+    TableDefinition::new("snapshots");
+/// The file's format version under the key `"format"`.
+const META: TableDefinition<'_, &str, u64> = TableDefinition::new("meta");
+/// Format 1's index: seq by (session id, event id as u128).
+const FORMAT_1_EVENT_IDS: TableDefinition<'_, (&str, u128), u64> =
+    TableDefinition::new("event_ids");
+
+/// The format this version writes.
+pub(super) const FORMAT: u64 = 2;
+
+/// Why a file could not be prepared for use.
+#[derive(Debug)]
+pub(super) enum PrepareError {
+    /// redb failed.
+    Redb(redb::Error),
+    /// The file was written by a newer version of Open Harness.
+    Newer(u64),
+}
+
+impl<E: Into<redb::Error>> From<E> for PrepareError {
+    fn from(err: E) -> Self {
+        Self::Redb(err.into())
+    }
+}
+
+/// Creates the tables of a new file, or brings an older file to [`FORMAT`], in one
+/// transaction (a crash part way leaves the file as it was).
+pub(super) fn prepare(db: &Database) -> Result<(), PrepareError> {
+    let txn = db.begin_write()?;
+    {
+        let mut meta = txn.open_table(META)?;
+        let format = meta.get("format")?.map(|value| value.value());
+        match format {
+            Some(FORMAT) => {}
+            Some(newer) if newer > FORMAT => return Err(PrepareError::Newer(newer)),
+            _ => {
+                let has_format_1_index = txn
+                    .list_tables()?
+                    .any(|table| table.name() == FORMAT_1_EVENT_IDS.name());
+                if has_format_1_index {
+                    migrate_index(&txn)?;
+                }
+                meta.insert("format", FORMAT)?;
+            }
+        }
+        txn.open_table(EVENTS)?;
+        txn.open_table(EVENT_INDEX)?;
+        txn.open_table(SESSIONS)?;
+        txn.open_table(SNAPSHOTS)?;
+    }
+    txn.commit()?;
+    Ok(())
+}
+
+/// Rewrites format 1's `event_ids` as `event_index` and drops it.
+fn migrate_index(txn: &redb::WriteTransaction) -> Result<(), redb::Error> {
+    {
+        let old = txn.open_table(FORMAT_1_EVENT_IDS)?;
+        let mut index = txn.open_table(EVENT_INDEX)?;
+        for entry in old.iter()? {
+            let (key, seq) = entry?;
+            let (session, id) = key.value();
+            index.insert((id, session), seq.value())?;
+        }
+    }
+    txn.delete_table(FORMAT_1_EVENT_IDS)?;
+    Ok(())
+}
+
+/// What the `sessions` table keeps of a session: what its events do not give cheaply. The
+/// length and the last event's time come from the `events` table.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(super) struct SessionRecord {
+    /// Timestamp of the first event.
+    pub(super) created: DateTime<Utc>,
+    /// From the first `workflow:started`, once seen.
+    #[serde(default)]
+    pub(super) workflow: Option<String>,
+    /// From the first `session:forked`, once seen.
+    #[serde(default)]
+    pub(super) parent: Option<SessionId>,
+}
+
+impl SessionRecord {
+    /// The record a session starts with, from its first appended events (not empty).
+    pub(super) fn start(session: &SessionId, first: &Envelope, events: &[Envelope]) -> Self {
+        let mut record = Self {
+            created: first.timestamp,
+            workflow: None,
+            parent: None,
+        };
+        record.absorb(session, events);
+        record
+    }
+
+    /// Takes the workflow and parent from `events` if not known yet (by the rules of
+    /// [`SessionInfo::absorb`]); whether that changed the record.
+    pub(super) fn absorb(&mut self, session: &SessionId, events: &[Envelope]) -> bool {
+        if self.workflow.is_some() && self.parent.is_some() {
+            return false;
+        }
+        let mut info = SessionInfo {
+            id: session.clone(),
+            created: self.created,
+            last_event: self.created,
+            count: 0,
+            workflow: self.workflow.take(),
+            parent: self.parent.take(),
+        };
+        let before = (info.workflow.is_some(), info.parent.is_some());
+        info.absorb(events);
+        let changed = before != (info.workflow.is_some(), info.parent.is_some());
+        self.workflow = info.workflow;
+        self.parent = info.parent;
+        changed
+    }
+
+    /// Decodes a stored record; a damaged one is [`StoreError::Corrupt`] at seq 0 whose message
+    /// names the metadata.
+    pub(super) fn decode(session: &SessionId, bytes: &[u8]) -> Result<Self, StoreError> {
+        serde_json::from_slice(bytes).map_err(|err| StoreError::Corrupt {
+            session: session.clone(),
+            seq: 0,
+            message: format!("stored session metadata is not valid: {err}"),
+        })
+    }
+
+    /// Encodes the record for storage.
+    pub(super) fn encode(&self, session: &SessionId) -> Result<Vec<u8>, StoreError> {
+        serde_json::to_vec(self).map_err(|err| {
+            StoreError::Invalid(format!(
+                "metadata of session {session} cannot be encoded as JSON: {err}"
+            ))
+        })
+    }
+}
+
+/// A session's length and its last stored event (seq and JSON), from the `events` table.
+pub(super) fn tail<T>(events: &T, sid: &str) -> Result<Option<(u64, Vec<u8>)>, redb::Error>
+where
+    T: ReadableTable<(&'static str, u64), &'static [u8]>,
+{
+    match events.range((sid, 0)..=(sid, u64::MAX))?.next_back() {
+        Some(entry) => {
+            let (key, bytes) = entry?;
+            Ok(Some((key.value().1, bytes.value().to_vec())))
+        }
+        None => Ok(None),
+    }
+}
+
+/// A session's length: one past the seq of its last stored event.
+pub(super) fn len_of<T>(events: &T, sid: &str) -> Result<u64, redb::Error>
+where
+    T: ReadableTable<(&'static str, u64), &'static [u8]>,
+{
+    match events.range((sid, 0)..=(sid, u64::MAX))?.next_back() {
+        Some(entry) => Ok(entry?.0.value().1 + 1),
+        None => Ok(0),
+    }
+}
+
+/// The [`SessionInfo`] of a session from its record and its last event.
+pub(super) fn session_info<T>(
+    events: &T,
+    session: &SessionId,
+    record: SessionRecord,
+) -> Result<SessionInfo, super::Failure>
+where
+    T: ReadableTable<(&'static str, u64), &'static [u8]>,
+{
+    let (count, last_event) = match tail(events, session.as_str())? {
+        Some((seq, bytes)) => (seq + 1, timestamp_of(session, seq, &bytes)?),
+        None => (0, record.created),
+    };
+    Ok(SessionInfo {
+        id: session.clone(),
+        created: record.created,
+        last_event,
+        count,
+        workflow: record.workflow,
+        parent: record.parent,
+    })
+}
+
+/// The timestamp of a stored event, decoding nothing else.
+fn timestamp_of(session: &SessionId, seq: u64, bytes: &[u8]) -> Result<DateTime<Utc>, StoreError> {
+    #[derive(Deserialize)]
+    struct Stamp {
+        timestamp: DateTime<Utc>,
+    }
+    serde_json::from_slice::<Stamp>(bytes)
+        .map(|stamp| stamp.timestamp)
+        .map_err(|err| corrupt_event(session, seq, &err))
+}
+
+/// The id of a stored event, decoding nothing else.
+pub(super) fn id_of(session: &SessionId, seq: u64, bytes: &[u8]) -> Result<EventId, StoreError> {
+    #[derive(Deserialize)]
+    struct Id {
+        id: EventId,
+    }
+    serde_json::from_slice::<Id>(bytes)
+        .map(|id| id.id)
+        .map_err(|err| corrupt_event(session, seq, &err))
+}
+
+fn corrupt_event(session: &SessionId, seq: u64, err: &serde_json::Error) -> StoreError {
+    StoreError::Corrupt {
+        session: session.clone(),
+        seq,
+        message: format!("stored event is not a valid envelope: {err}"),
+    }
+}

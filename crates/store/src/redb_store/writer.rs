@@ -1,0 +1,215 @@
+//! Group commit for [`RedbStore`](super::RedbStore) appends: one writer thread takes every
+//! append waiting at the moment, applies them all in one write transaction and commits it
+//! once (one fsync), then answers each caller. Each caller still returns only after its events
+//! are durable, and an append the rules refuse (conflict, invalid batch) writes nothing and
+//! does not affect the others in its group.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::mpsc::{Receiver, Sender};
+use std::time::{Duration, Instant};
+
+use openharness_core::{Envelope, SessionId, StoreError};
+use redb::{Database, ReadableTable};
+use tokio::sync::oneshot;
+
+use super::layout::{self, EVENT_INDEX, EVENTS, SESSIONS, SessionRecord};
+use super::{Failure, RedbError};
+use crate::append::{Plan, plan_append};
+
+/// The most appends one group commit takes in.
+const MAX_GROUP: usize = 512;
+
+/// How long a group smaller than the last one waits for more appends: a fraction of a durable
+/// commit, so concurrent writers share commits instead of alternating between small groups.
+/// A lone writer (groups of one) never waits.
+const GATHER: Duration = Duration::from_micros(250);
+
+/// One append: the batch, encoded by the caller, and where it must go.
+pub(super) struct Append {
+    pub(super) session: SessionId,
+    pub(super) events: Vec<Envelope>,
+    /// Each event's id (as u128) and JSON.
+    pub(super) records: Vec<(u128, Vec<u8>)>,
+    pub(super) expected_seq: u64,
+}
+
+/// An append waiting for the writer thread, and where to send its result.
+struct Queued {
+    append: Append,
+    reply: oneshot::Sender<Result<u64, StoreError>>,
+}
+
+/// The writer thread and its queue.
+///
+/// Dropping it closes the queue and joins the thread, so the database file is closed when the
+/// last store handle is gone.
+pub(super) struct Writer {
+    queue: Option<Sender<Queued>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Writer {
+    /// Starts the writer thread for `db`; `path` names the file in errors.
+    pub(super) fn start(db: Arc<Database>, path: &Path) -> Self {
+        let (queue, requests) = std::sync::mpsc::channel();
+        let path = path.to_path_buf();
+        let thread = std::thread::Builder::new()
+            .name("openharness-redb-writer".to_owned())
+            .spawn(move || write_loop(&db, &path, &requests))
+            .ok();
+        Self {
+            queue: Some(queue),
+            thread,
+        }
+    }
+
+    /// Appends durably through the writer thread: the session's new length, or the reason the
+    /// append was refused; `None` when the thread is gone.
+    pub(super) async fn append(&self, append: Append) -> Option<Result<u64, StoreError>> {
+        let (reply, answer) = oneshot::channel();
+        match (&self.queue, &self.thread) {
+            (Some(queue), Some(_)) => queue.send(Queued { append, reply }).ok()?,
+            _ => return None,
+        }
+        answer.await.ok()
+    }
+}
+
+impl Drop for Writer {
+    fn drop(&mut self) {
+        self.queue = None;
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+fn write_loop(db: &Database, path: &Path, requests: &Receiver<Queued>) {
+    // How many appends the last group held: writers that were active then are likely to send
+    // again right after their answer, so a smaller group waits briefly for them.
+    let mut last_group = 1;
+    while let Ok(first) = requests.recv() {
+        let mut group = vec![first];
+        let deadline = Instant::now() + GATHER;
+        while group.len() < MAX_GROUP {
+            match requests.try_recv() {
+                Ok(request) => group.push(request),
+                Err(_) if group.len() < last_group => {
+                    let left = deadline.saturating_duration_since(Instant::now());
+                    match requests.recv_timeout(left) {
+                        Ok(request) => group.push(request),
+                        Err(_) => break,
+                    }
+                }
+                Err(_) => break,
+            }
+        }
+        last_group = group.len();
+        let (appends, replies): (Vec<Append>, Vec<_>) = group
+            .into_iter()
+            .map(|queued| (queued.append, queued.reply))
+            .unzip();
+        match write_group(db, &appends) {
+            Ok(results) => {
+                for (reply, result) in replies.into_iter().zip(results) {
+                    let _ = reply.send(result);
+                }
+            }
+            Err(err) => {
+                let message = err.to_string();
+                for (reply, append) in replies.into_iter().zip(&appends) {
+                    let _ = reply.send(Err(group_failed(path, &append.session, &message)));
+                }
+            }
+        }
+    }
+}
+
+fn group_failed(path: &Path, session: &SessionId, message: &str) -> StoreError {
+    RedbError::Task {
+        path: PathBuf::from(path),
+        operation: format!("append to session {session}"),
+        message: format!("the group commit failed: {message}"),
+    }
+    .into()
+}
+
+/// Applies a group of appends in one transaction. A redb failure fails the whole group; a
+/// refused append only itself.
+fn write_group(
+    db: &Database,
+    group: &[Append],
+) -> Result<Vec<Result<u64, StoreError>>, redb::Error> {
+    let txn = db.begin_write()?;
+    let mut results = Vec::with_capacity(group.len());
+    let mut wrote = false;
+    for append in group {
+        match apply(&txn, append) {
+            Ok((len, written)) => {
+                wrote |= written;
+                results.push(Ok(len));
+            }
+            Err(Failure::Store(err)) => results.push(Err(err)),
+            Err(Failure::Redb(err)) => return Err(err),
+        }
+    }
+    if wrote {
+        txn.commit()?;
+    } else {
+        txn.abort()?;
+    }
+    Ok(results)
+}
+
+/// One append inside the group's transaction: the new length, and whether it wrote.
+///
+/// It reads the session's length from the last key of `events` and looks the batch's ids up
+/// in `event_index`; a write adds the events and their index entries, and rewrites the session
+/// record only when the session is new or the batch reveals its workflow or parent.
+fn apply(txn: &redb::WriteTransaction, append: &Append) -> Result<(u64, bool), Failure> {
+    let Append {
+        session,
+        events,
+        records,
+        expected_seq,
+    } = append;
+    let sid = session.as_str();
+    let mut table = txn.open_table(EVENTS)?;
+    let mut index = txn.open_table(EVENT_INDEX)?;
+    let len = layout::len_of(&table, sid)?;
+    let plan = plan_append(session, events, *expected_seq, len, |id| {
+        let seq = index.get((id.as_uuid().as_u128(), sid))?;
+        Ok::<_, Failure>(seq.map(|seq| seq.value()))
+    })?;
+    let first = match (plan, events.first()) {
+        (Plan::Done(len), _) => return Ok((len, false)),
+        (Plan::Write, Some(first)) => first,
+        (Plan::Write, None) => return Ok((len, false)),
+    };
+    let mut sessions = txn.open_table(SESSIONS)?;
+    let stored = match sessions.get(sid)? {
+        Some(bytes) => Some(SessionRecord::decode(session, bytes.value())?),
+        None => None,
+    };
+    let record = match stored {
+        Some(mut record) => record.absorb(session, events).then_some(record),
+        None if len == 0 => Some(SessionRecord::start(session, first, events)),
+        None => {
+            return Err(StoreError::Corrupt {
+                session: session.clone(),
+                seq: 0,
+                message: "the session's metadata is missing".to_owned(),
+            }
+            .into());
+        }
+    };
+    for ((id, bytes), seq) in records.iter().zip(len..) {
+        table.insert((sid, seq), bytes.as_slice())?;
+        index.insert((*id, sid), seq)?;
+    }
+    if let Some(record) = record {
+        sessions.insert(sid, record.encode(session)?.as_slice())?;
+    }
+    Ok((len + events.len() as u64, true))
+}
