@@ -76,7 +76,7 @@ pub use openharness_core::{
 };
 #[cfg(feature = "postgres")]
 pub use postgres::{MIGRATIONS, PostgresError, PostgresStore};
-pub use redb_store::{RedbError, RedbStore, STORE_ENV, default_store_path};
+pub use redb_store::{RedbError, RedbOptions, RedbStore, STORE_ENV, default_store_path};
 
 use std::cmp::Ordering;
 

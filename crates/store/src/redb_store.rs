@@ -143,6 +143,32 @@ impl From<RedbError> for StoreError {
     }
 }
 
+/// How a [`RedbStore`] works, for [`RedbStore::open_with`]. The default is what
+/// [`RedbStore::open`] uses.
+#[derive(Debug, Clone, Default)]
+#[non_exhaustive]
+pub struct RedbOptions {
+    /// Let a lone writer commit on its own thread (see
+    /// [`commit_on_caller`](Self::commit_on_caller)). Off by default.
+    pub commit_on_caller: bool,
+}
+
+impl RedbOptions {
+    /// When on, an append made while no other append is in flight commits on the calling
+    /// thread inside [`tokio::task::block_in_place`] instead of handing the batch to the
+    /// store's writer thread and waiting to be woken: the lowest latency for a single writer
+    /// (the usual case: one workflow run recording its session). Overlapping appends still
+    /// share group commits on the writer thread, and a current-thread runtime always uses it.
+    ///
+    /// Turn it on only where every append runs on a multi-thread tokio runtime and **not
+    /// inside a `LocalSet`**: tokio panics when `block_in_place` is called there, and that
+    /// cannot be detected beforehand. The `openharness` CLI turns it on.
+    pub fn commit_on_caller(mut self, on: bool) -> Self {
+        self.commit_on_caller = on;
+        self
+    }
+}
+
 /// The embedded, durable [`Store`]: every session in one redb file.
 ///
 /// Clones share the open database. Only one `RedbStore` may have a file open at a time (redb
@@ -230,10 +256,23 @@ impl RedbStore {
     /// This is synchronous and brief; call it before starting work, or from `spawn_blocking`
     /// if the file may be large.
     pub fn open(path: impl AsRef<Path>) -> Result<Self, StoreError> {
-        Ok(Self::open_typed(path.as_ref())?)
+        Self::open_with(path, RedbOptions::default())
     }
 
-    fn open_typed(path: &Path) -> Result<Self, RedbError> {
+    /// Opens the store file at `path` like [`open`](Self::open), with `options`.
+    ///
+    /// ```
+    /// use openharness_store::{RedbOptions, RedbStore};
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let options = RedbOptions::default().commit_on_caller(true);
+    /// let store = RedbStore::open_with(dir.path().join("store.redb"), options)?;
+    /// # Ok::<_, openharness_core::StoreError>(())
+    /// ```
+    pub fn open_with(path: impl AsRef<Path>, options: RedbOptions) -> Result<Self, StoreError> {
+        Ok(Self::open_typed(path.as_ref(), &options)?)
+    }
+
+    fn open_typed(path: &Path, options: &RedbOptions) -> Result<Self, RedbError> {
         if let Some(dir) = path.parent().filter(|dir| !dir.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir).map_err(|source| RedbError::CreateDir {
                 path: dir.to_owned(),
@@ -251,7 +290,11 @@ impl RedbStore {
         })?;
         let db = Arc::new(db);
         let store = Self {
-            writer: Arc::new(Writer::start(Arc::clone(&db), path)),
+            writer: Arc::new(Writer::start(
+                Arc::clone(&db),
+                path,
+                options.commit_on_caller,
+            )),
             db,
             path: Arc::from(path),
             notifier: Notifier::default(),

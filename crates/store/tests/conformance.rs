@@ -15,6 +15,19 @@ mod redb {
     });
 }
 
+mod redb_commit_on_caller {
+    use openharness_store::conformance::Guarded;
+    use openharness_store::{RedbOptions, RedbStore};
+
+    openharness_store::store_conformance!({
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let options = RedbOptions::default().commit_on_caller(true);
+        let store =
+            RedbStore::open_with(dir.path().join("store.redb"), options).expect("a new redb store");
+        Guarded { store, guard: dir }
+    });
+}
+
 mod failing_passthrough {
     // A FailingStore that never reaches its failure is an ordinary store.
     openharness_store::store_conformance!(openharness_store::FailingStore::fail_from(

@@ -1,8 +1,9 @@
-//! Crash safety of RedbStore: a child process appends durably to four sessions at once (so its
-//! appends go through group commits) and prints an acknowledgement after each append returns;
-//! the parent kills it with SIGKILL at random moments, 60 times, and after every kill checks
-//! that the store opens cleanly, nothing is corrupt, and every acknowledged event is stored at
-//! its seq.
+//! Crash safety of RedbStore: a child process appends durably and prints an acknowledgement
+//! after each append returns; the parent kills it with SIGKILL at random moments, 60 times,
+//! and after every kill checks that the store opens cleanly, nothing is corrupt, and every
+//! acknowledged event is stored at its seq. Odd kills hit a child appending to four sessions
+//! at once (group commits on the writer thread), even kills a lone writer committing on its
+//! own thread ([`RedbOptions::commit_on_caller`]).
 #![allow(clippy::unwrap_used)]
 
 use std::collections::HashMap;
@@ -11,7 +12,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use openharness_core::{Envelope, SessionId, Store, StoreError};
-use openharness_store::RedbStore;
+use openharness_store::{RedbOptions, RedbStore};
 use serde_json::json;
 
 const CHILD_ENV: &str = "OPENHARNESS_TEST_CRASH_CHILD";
@@ -21,24 +22,31 @@ const KILLS: u32 = 60;
 const SESSIONS: usize = 4;
 
 /// The child: one task per session appends batches of 1 to 3 events forever, printing
-/// `ack <session> <seq> <id>` for each event once its append has returned. A no-op unless the
-/// crash test started this process.
+/// `ack <session> <seq> <id>` for each event once its append has returned. In `group` mode it
+/// appends to [`SESSIONS`] sessions through the writer thread, in `caller` mode to one, with
+/// commits on the caller. A no-op unless the crash test started this process.
 #[test]
 fn crash_child_appends_durably() {
     let Ok(spec) = std::env::var(CHILD_ENV) else {
         return;
     };
-    let (path, base) = spec.split_once(' ').unwrap();
+    let [path, base, mode] = spec.split(' ').collect::<Vec<_>>()[..] else {
+        panic!("bad child spec {spec:?}");
+    };
+    let (sessions, options) = match mode {
+        "caller" => (1, RedbOptions::default().commit_on_caller(true)),
+        _ => (SESSIONS, RedbOptions::default()),
+    };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
         .unwrap();
     runtime.block_on(async {
-        let store = RedbStore::open(path).unwrap();
+        let store = RedbStore::open_with(path, options).unwrap();
         println!();
         let mut tasks = Vec::new();
-        for k in 0..SESSIONS {
+        for k in 0..sessions {
             let store = store.clone();
             let session: SessionId = format!("{base}-{k}").parse().unwrap();
             tasks.push(tokio::spawn(async move {
@@ -102,7 +110,14 @@ fn sigkill_loses_no_acknowledged_event() {
                 "--nocapture",
                 "--test-threads=1",
             ])
-            .env(CHILD_ENV, format!("{} {session}", path.display()))
+            .env(
+                CHILD_ENV,
+                format!(
+                    "{} {session} {}",
+                    path.display(),
+                    if kill % 2 == 0 { "caller" } else { "group" }
+                ),
+            )
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .spawn()

@@ -293,3 +293,66 @@ async fn the_session_record_learns_the_workflow_and_parent_from_later_events() {
     assert_eq!(info.parent, Some(parent));
     assert_eq!((info.count, info.last_event), (5, later.timestamp));
 }
+
+/// With `commit_on_caller`, a current-thread runtime (where tokio forbids blocking in place)
+/// still appends, through the writer thread.
+#[tokio::test(flavor = "current_thread")]
+async fn commit_on_caller_falls_back_on_a_current_thread_runtime() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let options = openharness_store::RedbOptions::default().commit_on_caller(true);
+    let store = RedbStore::open_with(dir.path().join("store.redb"), options).expect("open");
+    let session = SessionId::new();
+    for seq in 0..5 {
+        assert_eq!(
+            store
+                .append(&session, &[event(seq)], seq)
+                .await
+                .expect("append"),
+            seq + 1
+        );
+    }
+    assert_eq!(store.all_events(&session).await.expect("read").len(), 5);
+}
+
+/// With `commit_on_caller`, writers that overlap share commits and never lose or reorder an
+/// event, while a lone writer commits on its own thread.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn commit_on_caller_mixes_lone_and_concurrent_writers() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let options = openharness_store::RedbOptions::default().commit_on_caller(true);
+    let store = RedbStore::open_with(dir.path().join("store.redb"), options).expect("open");
+    let lone = SessionId::new();
+    for seq in 0..10 {
+        store
+            .append(&lone, &[event(seq)], seq)
+            .await
+            .expect("append");
+    }
+    let mut tasks = Vec::new();
+    for _ in 0..8 {
+        let store = store.clone();
+        tasks.push(tokio::spawn(async move {
+            let session = SessionId::new();
+            for seq in 0..25 {
+                store.append(&session, &[event(seq)], seq).await?;
+            }
+            Ok::<_, StoreError>(session)
+        }));
+    }
+    for task in tasks {
+        let session = task.await.expect("the task ran").expect("every append");
+        let events = store.all_events(&session).await.expect("read");
+        let numbers: Vec<u64> = events
+            .iter()
+            .map(|e| e.payload["n"].as_u64().unwrap_or(99))
+            .collect();
+        assert_eq!(numbers, (0..25).collect::<Vec<_>>());
+    }
+    for seq in 10..20 {
+        store
+            .append(&lone, &[event(seq)], seq)
+            .await
+            .expect("append");
+    }
+    assert_eq!(store.all_events(&lone).await.expect("read").len(), 20);
+}
