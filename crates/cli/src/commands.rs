@@ -3,7 +3,7 @@
 use std::io::Write;
 use std::path::Path;
 
-use openharness::store::RedbStore;
+use openharness::store::{RedbOptions, RedbStore};
 use openharness::tape::LoadTape;
 use openharness::{RunOptions, SessionId, Store};
 use serde::Serialize;
@@ -41,10 +41,14 @@ pub(crate) enum CliError {
 }
 
 pub(crate) async fn run(command: Command, store_path: &Path) -> Result<(), CliError> {
-    let store = RedbStore::open(store_path).map_err(|source| CliError::OpenStore {
-        path: store_path.display().to_string(),
-        source,
-    })?;
+    // The CLI's runtime is multi-threaded and never a LocalSet, so a lone writer (a run
+    // recording its session) may commit on its own thread.
+    let options = RedbOptions::default().commit_on_caller(true);
+    let store =
+        RedbStore::open_with(store_path, options).map_err(|source| CliError::OpenStore {
+            path: store_path.display().to_string(),
+            source,
+        })?;
     match command {
         Command::Demo { goal } => demo(store, store_path, goal).await,
         Command::Run(args) => crate::run::run(args, store, store_path).await,

@@ -5,7 +5,7 @@ use std::io::{BufReader, Write};
 use std::path::{Path, PathBuf};
 
 use clap::Subcommand;
-use openharness::store::{PostgresStore, RedbStore, jsonl};
+use openharness::store::{PostgresStore, RedbOptions, RedbStore, jsonl};
 use openharness::{SessionId, Store, StoreError};
 
 /// The transfer subcommands.
@@ -55,7 +55,8 @@ async fn open(store: &Path) -> Result<Box<dyn Store>, TransferCliError> {
                 .await
                 .map(|s| Box::new(s) as Box<dyn Store>)
         } else {
-            RedbStore::open(store).map(|s| Box::new(s) as Box<dyn Store>)
+            RedbStore::open_with(store, RedbOptions::default().commit_on_caller(true))
+                .map(|s| Box::new(s) as Box<dyn Store>)
         };
     opened.map_err(|source| TransferCliError::Open {
         store: name.into_owned(),
