@@ -118,6 +118,145 @@ fn reconnecting_sees_the_same_store_and_migrations_run_once() {
     });
 }
 
+/// A schema written by version 1 (sessions kept a count and the last event time, rewritten on
+/// every append) keeps its sessions through migration 2, which derives both from the events.
+#[test]
+fn migration_2_keeps_sessions_written_by_version_1() {
+    runtime().block_on(async {
+        let Ok(url) = std::env::var(URL_ENV) else {
+            eprintln!("skipped: {URL_ENV} is not set");
+            return;
+        };
+        if store("migration 2").await.is_none() {
+            return;
+        }
+        let schema = schema();
+        let (client, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
+            .await
+            .unwrap();
+        tokio::spawn(connection);
+        let (version, v1) = openharness_store::MIGRATIONS[0];
+        assert_eq!(version, 1);
+        client
+            .batch_execute(&format!(
+                "CREATE SCHEMA \"{schema}\"; SET search_path TO \"{schema}\";
+                 CREATE TABLE oh_migrations (
+                     version integer PRIMARY KEY,
+                     applied_at timestamptz NOT NULL DEFAULT now()
+                 );
+                 {v1}
+                 INSERT INTO oh_migrations (version) VALUES (1);"
+            ))
+            .await
+            .unwrap();
+
+        // Two sessions as version 1 stored them: a forked one running a workflow, and a plain one.
+        let (forked, plain, parent) = (SessionId::new(), SessionId::new(), SessionId::new());
+        let mut first = vec![
+            Envelope::new(
+                "session:forked",
+                json!({ "parent": parent, "position": 2 }),
+                None,
+            ),
+            Envelope::new("workflow:started", json!({ "workflow": "planner" }), None),
+            Envelope::new("test:appended", json!({ "n": 3 }), None),
+        ];
+        let base: chrono::DateTime<chrono::Utc> = "2024-05-01T10:00:00Z".parse().unwrap();
+        for (n, event) in first.iter_mut().enumerate() {
+            event.timestamp = base + chrono::Duration::seconds(n as i64);
+        }
+        let second = vec![Envelope::new("test:appended", json!({ "n": 1 }), None)];
+        for (session, events, workflow, parent) in [
+            (&forked, &first, Some("planner"), Some(parent.as_str())),
+            (&plain, &second, None, None),
+        ] {
+            for (seq, event) in events.iter().enumerate() {
+                client
+                    .execute(
+                        "INSERT INTO oh_events (session, seq, id, body) VALUES ($1, $2, $3, $4)",
+                        &[
+                            &session.as_str(),
+                            &(seq as i64),
+                            event.id.as_uuid(),
+                            &serde_json::to_string(event).unwrap(),
+                        ],
+                    )
+                    .await
+                    .unwrap();
+            }
+            let (Some(head), Some(last)) = (events.first(), events.last()) else {
+                unreachable!()
+            };
+            client
+                .execute(
+                    "INSERT INTO oh_sessions (id, created, last_event, count, workflow, parent)
+                     VALUES ($1, $2, $3, $4, $5, $6)",
+                    &[
+                        &session.as_str(),
+                        &head.timestamp.to_rfc3339(),
+                        &last.timestamp.to_rfc3339(),
+                        &(events.len() as i64),
+                        &workflow,
+                        &parent,
+                    ],
+                )
+                .await
+                .unwrap();
+        }
+
+        // Two processes connecting together migrate once.
+        let (a, b) = tokio::join!(
+            PostgresStore::connect_in_schema(&url, &schema),
+            PostgresStore::connect_in_schema(&url, &schema)
+        );
+        let (a, b) = (a.unwrap(), b.unwrap());
+        let versions: Vec<i32> = client
+            .query("SELECT version FROM oh_migrations ORDER BY version", &[])
+            .await
+            .unwrap()
+            .iter()
+            .map(|row| row.get(0))
+            .collect();
+        assert_eq!(versions, vec![1, 2]);
+
+        let info = a.session(&forked).await.unwrap().unwrap();
+        assert_eq!(info.count, 3);
+        assert_eq!(info.created, first[0].timestamp);
+        assert_eq!(info.last_event, first[2].timestamp);
+        assert_eq!(info.workflow.as_deref(), Some("planner"));
+        assert_eq!(info.parent.as_ref(), Some(&parent));
+        let listed = b.sessions().await.unwrap();
+        let ids: Vec<&SessionId> = listed.iter().map(|info| &info.id).collect();
+        assert_eq!(ids, vec![&forked, &plain], "oldest first");
+        assert_eq!(listed[1].count, 1);
+
+        // Appending continues at the stored length; the conflict carries it.
+        let next = Envelope::new("test:appended", json!({ "n": 4 }), None);
+        assert!(matches!(
+            b.append(&forked, std::slice::from_ref(&next), 2).await,
+            Err(StoreError::Conflict { actual: 3, .. })
+        ));
+        assert_eq!(
+            b.append(&forked, std::slice::from_ref(&next), 3)
+                .await
+                .unwrap(),
+            4
+        );
+        let info = a.session(&forked).await.unwrap().unwrap();
+        assert_eq!((info.count, info.last_event), (4, next.timestamp));
+        assert_eq!(info.created, first[0].timestamp, "created is kept");
+        let mut all = first.clone();
+        all.push(next);
+        assert_eq!(a.all_events(&forked).await.unwrap(), all);
+
+        drop((a, b));
+        client
+            .batch_execute(&format!("DROP SCHEMA \"{schema}\" CASCADE"))
+            .await
+            .unwrap();
+    });
+}
+
 /// Keeps the test database tidy: drops this test's schema and every test schema created more
 /// than an hour ago (the time is in the name's UUID v7), which no running test still uses.
 async fn drop_old_test_schemas(url: &str, own: &str) {

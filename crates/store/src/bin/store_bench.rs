@@ -5,7 +5,7 @@
 //! Options: `--dir DIR` for the files (default `target/store-bench`, on the same disk as the
 //! workspace), `--postgres URL` (default `$OPENHARNESS_BENCH_POSTGRES`, else
 //! `$OPENHARNESS_TEST_POSTGRES`; without one the PostgreSQL figures are skipped), `--quick` for
-//! fewer iterations.
+//! fewer iterations, `--only redb` or `--only postgres` for one backend's figures.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -24,6 +24,8 @@ struct Options {
     dir: PathBuf,
     postgres: Option<String>,
     quick: bool,
+    /// Only this backend's figures (`redb` or `postgres`); both when `None`.
+    only: Option<String>,
 }
 
 fn options() -> Result<Options, Error> {
@@ -35,12 +37,17 @@ fn options() -> Result<Options, Error> {
             .ok()
             .filter(|url| !url.is_empty()),
         quick: false,
+        only: None,
     };
     while let Some(arg) = args.next() {
         match arg.as_str() {
             "--dir" => options.dir = args.next().ok_or("--dir needs a path")?.into(),
             "--postgres" => options.postgres = Some(args.next().ok_or("--postgres needs a URL")?),
             "--quick" => options.quick = true,
+            "--only" => match args.next().as_deref() {
+                Some(backend @ ("redb" | "postgres")) => options.only = Some(backend.to_owned()),
+                _ => return Err("--only needs redb or postgres".into()),
+            },
             other => return Err(format!("unknown argument {other:?}").into()),
         }
     }
@@ -153,18 +160,6 @@ fn raw_redb_batches(dir: &Path, batches: u64, size: u64) -> Result<f64, Error> {
         txn.commit()?;
     }
     Ok(rate(batches * size, start.elapsed()))
-}
-
-async fn single_appends<S: Store>(store: &S, n: usize) -> Result<Latencies, Error> {
-    let session = SessionId::new();
-    let mut times = Vec::with_capacity(n);
-    for seq in 0..n as u64 {
-        let batch = [event(seq)];
-        let start = Instant::now();
-        store.append(&session, &batch, seq).await?;
-        times.push(start.elapsed());
-    }
-    Ok(Latencies(times))
 }
 
 /// `writers` sessions appending single events concurrently; (events/s, latencies).
@@ -372,18 +367,31 @@ async fn postgres_figures(url: &str, options: &Options) -> Result<(), Error> {
     let insert = client
         .prepare("INSERT INTO raw_events (session, seq, id, body) VALUES ($1, $2, $3, $4)")
         .await?;
-    let mut raw = Vec::with_capacity(n);
-    for seq in 0..n as i64 {
-        let e = event(seq as u64);
+    // Interleaved (one raw INSERT, then one append, per round), so that disk noise from other
+    // processes hits both alike.
+    let session = SessionId::new();
+    let (mut raw, mut ours) = (Vec::with_capacity(n), Vec::with_capacity(n));
+    for seq in 0..n as u64 {
+        let e = event(seq);
         let body = serde_json::to_string(&e)?;
         let start = Instant::now();
         client
-            .execute(&insert, &[&"session", &seq, e.id.as_uuid(), &body])
+            .execute(&insert, &[&"session", &(seq as i64), e.id.as_uuid(), &body])
             .await?;
         raw.push(start.elapsed());
+
+        let batch = [event(seq)];
+        let start = Instant::now();
+        store.append(&session, &batch, seq).await?;
+        ours.push(start.elapsed());
     }
-    let raw = Latencies(raw);
-    let ours = single_appends(&store, n).await?;
+    let (raw, ours) = (Latencies(raw), Latencies(ours));
+    println!(
+        "(context: raw INSERT commit p50 {} p99 {}; append p99 {})",
+        us(raw.p50()),
+        us(raw.p99()),
+        us(ours.p99())
+    );
     let ratio = ours.p50().as_secs_f64() / raw.p50().as_secs_f64();
     report(
         "append p50 vs raw INSERT commit p50",
@@ -427,7 +435,12 @@ fn main() -> std::process::ExitCode {
             .enable_all()
             .build()?;
         runtime.block_on(async {
-            redb_figures(&options).await?;
+            if options.only.as_deref() != Some("postgres") {
+                redb_figures(&options).await?;
+            }
+            if options.only.as_deref() == Some("redb") {
+                return Ok(());
+            }
             match &options.postgres {
                 Some(url) => postgres_figures(url, &options).await?,
                 None => println!(
