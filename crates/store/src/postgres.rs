@@ -19,9 +19,13 @@
 //!
 //! An append is one SQL statement, so one round trip and atomic without an explicit
 //! transaction: it inserts the batch only when the session's length equals `expected_seq`, and
-//! calls `pg_notify` with the session id. The unique keys make a racing writer fail; only then
-//! (or when the length differs) a second query decides between conflict, retry and invalid
-//! batch with the same rules as every backend.
+//! calls `pg_notify` with the session id, once per batch. There are three prepared forms, the
+//! cheapest that fits: [`APPEND_ONE`] for a single event (it selects the previous event as
+//! its source row: no subquery, no `WITH`), [`APPEND`] for a batch (`unnest` of an id array
+//! and a body array), and [`APPEND_WITH_SESSION`] when the session row must be written too.
+//! The unique keys make a racing writer fail; only then (or when the length differs) a second
+//! query decides between conflict, retry and invalid batch with the same rules as every
+//! backend.
 
 use std::ops::Range;
 use std::sync::Arc;
@@ -159,7 +163,7 @@ pub enum PostgresError {
     #[error("invalid schema name {0:?}: use lowercase letters, digits and underscores")]
     Schema(String),
     /// Connecting failed.
-    #[error("cannot connect to {store}: {source}")]
+    #[error("cannot connect to {store}: {}", detail(source))]
     Connect {
         /// The store, as [`Store::describe`] gives it.
         store: String,
@@ -167,7 +171,7 @@ pub enum PostgresError {
         source: tokio_postgres::Error,
     },
     /// A query failed.
-    #[error("{store}: {operation} failed: {source}")]
+    #[error("{store}: {operation} failed: {}", detail(source))]
     Query {
         /// The store, as [`Store::describe`] gives it.
         store: String,
@@ -176,6 +180,15 @@ pub enum PostgresError {
         /// What the driver reported.
         source: tokio_postgres::Error,
     },
+}
+
+/// The driver's error with what it wraps: tokio-postgres displays a server error as just
+/// "db error", leaving the server's message (such as the violated constraint) to the source.
+fn detail(err: &tokio_postgres::Error) -> String {
+    match std::error::Error::source(err) {
+        Some(cause) => format!("{err}: {cause}"),
+        None => err.to_string(),
+    }
 }
 
 impl PostgresError {
