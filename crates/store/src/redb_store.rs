@@ -19,6 +19,7 @@ use redb::{Database, ReadableDatabase, ReadableTable};
 
 use crate::live::{Notifier, tail};
 
+mod index;
 mod layout;
 mod writer;
 
@@ -472,10 +473,15 @@ impl Store for RedbStore {
     async fn clear(&self, session: &SessionId) -> Result<(), StoreError> {
         let name = session;
         let session = session.clone();
+        let tails = Arc::clone(self.writer.tails());
         self.run(
             || format!("clearing of session {name}"),
             move |db| {
                 let sid = session.as_str();
+                // Held until the commit is decided, like an append's; the session's tail is
+                // forgotten whatever the outcome.
+                let mut tails = tails.lock();
+                tails.remove(&session);
                 let txn = db.begin_write()?;
                 {
                     let mut sessions = txn.open_table(SESSIONS)?;
@@ -657,12 +663,18 @@ mod tests {
             let mut table = txn.open_table(SESSIONS).unwrap();
             table.insert(session.as_str(), b"[]".as_slice()).unwrap();
         });
-        let fresh = Envelope::new("test:appended", json!({ "n": 3 }), None);
-        for result in [
+        // An append made after reopening reads the damaged record back (this store keeps the
+        // record it wrote in memory).
+        let path = store.path().to_path_buf();
+        let reads = [
             store.session(&session).await.map(|_| ()),
             store.sessions().await.map(|_| ()),
-            store.append(&session, &[fresh], 3).await.map(|_| ()),
-        ] {
+        ];
+        drop(store);
+        let store = RedbStore::open(&path).unwrap();
+        let fresh = Envelope::new("test:appended", json!({ "n": 3 }), None);
+        let append = store.append(&session, &[fresh], 3).await.map(|_| ());
+        for result in reads.into_iter().chain([append]) {
             let err = result.unwrap_err();
             assert!(matches!(err, StoreError::Corrupt { .. }), "{err:?}");
             assert!(err.to_string().contains("metadata"), "{err}");

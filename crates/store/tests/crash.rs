@@ -166,6 +166,22 @@ fn sigkill_loses_no_acknowledged_event() {
                     events.len() as u64,
                     "after kill {kill}: metadata count"
                 );
+                // The id index survived too: the last stored event, appended again at its seq,
+                // is a retry, and the first, appended at the end, is refused.
+                if let (Some(first), Some(last)) = (events.first(), events.last()) {
+                    let len = events.len() as u64;
+                    let retry = store
+                        .append(&session, std::slice::from_ref(last), len - 1)
+                        .await;
+                    assert_eq!(retry.ok(), Some(len), "after kill {kill}: a retry");
+                    let repeated = store
+                        .append(&session, std::slice::from_ref(first), len)
+                        .await;
+                    assert!(
+                        matches!(repeated, Err(StoreError::Invalid(_))),
+                        "after kill {kill}: a repeated id was not refused: {repeated:?}"
+                    );
+                }
                 let lost: Vec<_> = acked
                     .iter()
                     .filter(|((s, seq), id)| {

@@ -356,3 +356,75 @@ async fn commit_on_caller_mixes_lone_and_concurrent_writers() {
     }
     assert_eq!(store.all_events(&lone).await.expect("read").len(), 20);
 }
+
+/// The id index is written in batches (the ids of a session's latest events wait in memory);
+/// retries and repeated ids are recognised wherever the stored event sits: in the index, in
+/// the waiting tail, or in a tail read back after reopening.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn retries_and_repeated_ids_are_found_on_both_sides_of_the_index_watermark() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let path = dir.path().join("store.redb");
+    let session = SessionId::new();
+    let mut batches: Vec<(u64, Vec<Envelope>)> = Vec::new();
+    let mut len = 0;
+    let mut state: u64 = 0x2545_f491_4f6c_dd1d;
+    let mut next = |n: u64| {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state % n
+    };
+    for round in 0..3 {
+        // Each round reopens the store, so the waiting ids must be read back from the file.
+        let store = RedbStore::open_with(
+            &path,
+            openharness_store::RedbOptions::default().commit_on_caller(round % 2 == 0),
+        )
+        .expect("open");
+        for _ in 0..40 {
+            let size = 1 + next(4);
+            let batch: Vec<Envelope> = (len..len + size).map(event).collect();
+            assert_eq!(
+                store.append(&session, &batch, len).await.expect("append"),
+                len + size
+            );
+            batches.push((len, batch));
+            len += size;
+
+            // A retry of any earlier batch stores nothing and reports the length it had.
+            let (at, earlier) = &batches[next(batches.len() as u64) as usize];
+            assert_eq!(
+                store.append(&session, earlier, *at).await.expect("a retry"),
+                at + earlier.len() as u64
+            );
+            // Any stored id appended at the end is refused.
+            let (_, earlier) = &batches[next(batches.len() as u64) as usize];
+            let repeated = earlier[next(earlier.len() as u64) as usize].clone();
+            let refused = store.append(&session, &[repeated], len).await;
+            assert!(
+                matches!(refused, Err(StoreError::Invalid(_))),
+                "{refused:?}"
+            );
+        }
+        assert_eq!(
+            store.all_events(&session).await.expect("read").len() as u64,
+            len
+        );
+    }
+    assert!(
+        len > 200,
+        "the session crossed the index watermark several times: {len}"
+    );
+
+    // Clearing removes every id, indexed or waiting: the first batch can be appended again.
+    let store = RedbStore::open(&path).expect("open");
+    store.clear(&session).await.expect("clear");
+    let (_, first) = &batches[0];
+    assert_eq!(
+        store
+            .append(&session, first, 0)
+            .await
+            .expect("append after clear"),
+        first.len() as u64
+    );
+}

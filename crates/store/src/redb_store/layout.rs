@@ -4,20 +4,21 @@
 //! | table         | key                           | value                                  |
 //! |---------------|-------------------------------|----------------------------------------|
 //! | `events`      | (session id, seq)             | the [`Envelope`] as JSON bytes         |
-//! | `event_index` | (event id as u128, session id)| seq (finds retried batches)            |
+//! | `event_index` | (event id as u128, session id)| seq, for the ids below each watermark  |
 //! | `sessions`    | session id                    | a [`SessionRecord`] as JSON            |
 //! | `snapshots`   | (session id, position)        | the snapshot's state as JSON           |
 //! | `meta`        | `"format"`                    | [`FORMAT`]                             |
 //!
 //! An append touches as few pages as it can, because a durable commit costs about one disk
 //! write per page it dirties: the session's length is the last key of `events` (not a counter
-//! to rewrite), the session record is written only when a session starts or an event reveals
-//! its workflow or parent, and `event_index` is keyed by event id first, so the time-ordered
-//! ids of concurrent sessions' new events land in the same leaf.
+//! to rewrite); `event_index` is written in batches (see [`super::index`]) and keyed by event
+//! id first, so the time-ordered ids of concurrent sessions' events share leaves; and the
+//! session record is written only when a session starts, an event reveals its workflow or
+//! parent, or the index catches up.
 //!
 //! Format 1 (before `meta` existed) kept the index as `event_ids`, keyed (session id, event
-//! id), and a full [`SessionInfo`] per session; [`prepare`] rewrites the index once when it
-//! opens such a file. Format 1 session records decode as [`SessionRecord`]s as they are.
+//! id), with every event in it, and a full [`SessionInfo`] per session; [`prepare`] rewrites
+//! the index and the records once when it opens such a file.
 
 use chrono::{DateTime, Utc};
 use openharness_core::{Envelope, EventId, SessionId, SessionInfo, StoreError};
@@ -87,7 +88,9 @@ pub(super) fn prepare(db: &Database) -> Result<(), PrepareError> {
     Ok(())
 }
 
-/// Rewrites format 1's `event_ids` as `event_index` and drops it.
+/// Rewrites format 1's `event_ids` as `event_index` and drops it; every event was indexed, so
+/// each session record's watermark becomes the session's length. A record that does not decode
+/// is left as it is (reading it reports the damage).
 fn migrate_index(txn: &redb::WriteTransaction) -> Result<(), redb::Error> {
     {
         let old = txn.open_table(FORMAT_1_EVENT_IDS)?;
@@ -96,6 +99,24 @@ fn migrate_index(txn: &redb::WriteTransaction) -> Result<(), redb::Error> {
             let (key, seq) = entry?;
             let (session, id) = key.value();
             index.insert((id, session), seq.value())?;
+        }
+        let events = txn.open_table(EVENTS)?;
+        let mut sessions = txn.open_table(SESSIONS)?;
+        let mut rewritten = Vec::new();
+        for entry in sessions.iter()? {
+            let (key, bytes) = entry?;
+            let Ok(session) = key.value().parse::<SessionId>() else {
+                continue;
+            };
+            if let Ok(mut record) = SessionRecord::decode(&session, bytes.value()) {
+                record.indexed = len_of(&events, session.as_str())?;
+                if let Ok(bytes) = record.encode(&session) {
+                    rewritten.push((session, bytes));
+                }
+            }
+        }
+        for (session, bytes) in rewritten {
+            sessions.insert(session.as_str(), bytes.as_slice())?;
         }
     }
     txn.delete_table(FORMAT_1_EVENT_IDS)?;
@@ -114,6 +135,9 @@ pub(super) struct SessionRecord {
     /// From the first `session:forked`, once seen.
     #[serde(default)]
     pub(super) parent: Option<SessionId>,
+    /// The watermark of `event_index`: the ids of the first `indexed` events are in it.
+    #[serde(default)]
+    pub(super) indexed: u64,
 }
 
 impl SessionRecord {
@@ -123,6 +147,7 @@ impl SessionRecord {
             created: first.timestamp,
             workflow: None,
             parent: None,
+            indexed: 0,
         };
         record.absorb(session, events);
         record
@@ -131,7 +156,13 @@ impl SessionRecord {
     /// Takes the workflow and parent from `events` if not known yet (by the rules of
     /// [`SessionInfo::absorb`]); whether that changed the record.
     pub(super) fn absorb(&mut self, session: &SessionId, events: &[Envelope]) -> bool {
-        if self.workflow.is_some() && self.parent.is_some() {
+        use openharness_core::Event;
+        use openharness_core::builtin::{SessionForked, WorkflowStarted};
+        let reveals = |event: &Envelope| {
+            (self.workflow.is_none() && event.name == WorkflowStarted::NAME)
+                || (self.parent.is_none() && event.name == SessionForked::NAME)
+        };
+        if !events.iter().any(reveals) {
             return false;
         }
         let mut info = SessionInfo {

@@ -17,9 +17,10 @@ use std::sync::mpsc::{Receiver, Sender};
 use std::time::{Duration, Instant};
 
 use openharness_core::{Envelope, SessionId, StoreError};
-use redb::{Database, ReadableTable};
+use redb::Database;
 use tokio::sync::oneshot;
 
+use super::index::{self, Locked, Tails};
 use super::layout::{self, EVENT_INDEX, EVENTS, SESSIONS, SessionRecord};
 use super::{Failure, RedbError};
 use crate::append::{Plan, plan_append};
@@ -57,6 +58,7 @@ pub(super) struct Writer {
     db: Arc<Database>,
     path: PathBuf,
     shared: Arc<Shared>,
+    tails: Arc<Tails>,
     commit_on_caller: bool,
 }
 
@@ -76,11 +78,13 @@ impl Writer {
     pub(super) fn start(db: Arc<Database>, path: &Path, commit_on_caller: bool) -> Self {
         let (queue, requests) = std::sync::mpsc::channel();
         let shared = Arc::new(Shared::default());
+        let tails = Arc::new(Tails::default());
         let thread = {
-            let (db, path, shared) = (Arc::clone(&db), path.to_path_buf(), Arc::clone(&shared));
+            let (db, path) = (Arc::clone(&db), path.to_path_buf());
+            let (shared, tails) = (Arc::clone(&shared), Arc::clone(&tails));
             std::thread::Builder::new()
                 .name("openharness-redb-writer".to_owned())
-                .spawn(move || write_loop(&db, &path, &requests, &shared))
+                .spawn(move || write_loop(&db, &path, &requests, &shared, &tails))
                 .ok()
         };
         Self {
@@ -89,8 +93,15 @@ impl Writer {
             db,
             path: path.to_path_buf(),
             shared,
+            tails,
             commit_on_caller,
         }
+    }
+
+    /// The tails of the sessions appended to: lock them around any other transaction that
+    /// writes events.
+    pub(super) fn tails(&self) -> &Arc<Tails> {
+        &self.tails
     }
 
     /// Appends durably: the session's new length, or the reason the append was refused;
@@ -104,7 +115,7 @@ impl Writer {
                 .is_ok()
         {
             let result = tokio::task::block_in_place(|| {
-                write_group(&self.db, std::slice::from_ref(&append))
+                write_group(&self.db, &self.tails, std::slice::from_ref(&append))
             });
             self.shared.last_group.store(1, Ordering::Release);
             self.shared
@@ -154,7 +165,13 @@ impl Drop for Writer {
     }
 }
 
-fn write_loop(db: &Database, path: &Path, requests: &Receiver<Queued>, shared: &Shared) {
+fn write_loop(
+    db: &Database,
+    path: &Path,
+    requests: &Receiver<Queued>,
+    shared: &Shared,
+    tails: &Tails,
+) {
     // How many appends the last group held: writers that were active then are likely to send
     // again right after their answer, so a smaller group waits briefly for them.
     let mut last_group = 1;
@@ -179,7 +196,7 @@ fn write_loop(db: &Database, path: &Path, requests: &Receiver<Queued>, shared: &
             .into_iter()
             .map(|queued| (queued.append, queued.reply))
             .unzip();
-        let written = write_group(db, &appends);
+        let written = write_group(db, tails, &appends);
         // Before the answers, so that a caller sending again right away sees this group.
         shared.last_group.store(last_group, Ordering::Release);
         shared.queued.fetch_sub(last_group, Ordering::AcqRel);
@@ -208,17 +225,34 @@ fn group_failed(path: &Path, session: &SessionId, message: &str) -> StoreError {
     .into()
 }
 
-/// Applies a group of appends in one transaction. A redb failure fails the whole group; a
-/// refused append only itself.
+/// Applies a group of appends in one transaction, holding the tails' lock until the commit
+/// is decided. A redb failure fails the whole group (and forgets the tails of its sessions,
+/// which may hold ids that were never committed); a refused append fails only itself.
 fn write_group(
     db: &Database,
+    tails: &Tails,
+    group: &[Append],
+) -> Result<Vec<Result<u64, StoreError>>, redb::Error> {
+    let mut tails = tails.lock();
+    let written = write_locked(db, &mut tails, group);
+    if written.is_err() {
+        for append in group {
+            tails.remove(&append.session);
+        }
+    }
+    written
+}
+
+fn write_locked(
+    db: &Database,
+    tails: &mut Locked<'_>,
     group: &[Append],
 ) -> Result<Vec<Result<u64, StoreError>>, redb::Error> {
     let txn = db.begin_write()?;
     let mut results = Vec::with_capacity(group.len());
     let mut wrote = false;
     for append in group {
-        match apply(&txn, append) {
+        match apply(&txn, tails, append) {
             Ok((len, written)) => {
                 wrote |= written;
                 results.push(Ok(len));
@@ -237,10 +271,15 @@ fn write_group(
 
 /// One append inside the group's transaction: the new length, and whether it wrote.
 ///
-/// It reads the session's length from the last key of `events` and looks the batch's ids up
-/// in `event_index`; a write adds the events and their index entries, and rewrites the session
-/// record only when the session is new or the batch reveals its workflow or parent.
-fn apply(txn: &redb::WriteTransaction, append: &Append) -> Result<(u64, bool), Failure> {
+/// It reads the session's length from the last key of `events` and finds the batch's ids in
+/// the session's tail or in `event_index`; a write adds the events (and their ids to the
+/// tail), and writes the session record only when the session is new, the batch reveals its
+/// workflow or parent, or the tail's ids go to the index.
+fn apply(
+    txn: &redb::WriteTransaction,
+    tails: &mut Locked<'_>,
+    append: &Append,
+) -> Result<(u64, bool), Failure> {
     let Append {
         session,
         events,
@@ -251,23 +290,21 @@ fn apply(txn: &redb::WriteTransaction, append: &Append) -> Result<(u64, bool), F
     let mut table = txn.open_table(EVENTS)?;
     let mut index = txn.open_table(EVENT_INDEX)?;
     let len = layout::len_of(&table, sid)?;
+    let tail = index::tail_of(tails, txn, &table, session, len)?;
     let plan = plan_append(session, events, *expected_seq, len, |id| {
-        let seq = index.get((id.as_uuid().as_u128(), sid))?;
-        Ok::<_, Failure>(seq.map(|seq| seq.value()))
+        tail.stored_seq(&index, sid, id.as_uuid().as_u128())
     })?;
     let first = match (plan, events.first()) {
         (Plan::Done(len), _) => return Ok((len, false)),
         (Plan::Write, Some(first)) => first,
         (Plan::Write, None) => return Ok((len, false)),
     };
-    let mut sessions = txn.open_table(SESSIONS)?;
-    let stored = match sessions.get(sid)? {
-        Some(bytes) => Some(SessionRecord::decode(session, bytes.value())?),
-        None => None,
-    };
-    let record = match stored {
-        Some(mut record) => record.absorb(session, events).then_some(record),
-        None if len == 0 => Some(SessionRecord::start(session, first, events)),
+    let (mut record, mut changed) = match tail.record.clone() {
+        Some(mut record) => {
+            let changed = record.absorb(session, events);
+            (record, changed)
+        }
+        None if len == 0 => (SessionRecord::start(session, first, events), true),
         None => {
             return Err(StoreError::Corrupt {
                 session: session.clone(),
@@ -279,10 +316,14 @@ fn apply(txn: &redb::WriteTransaction, append: &Append) -> Result<(u64, bool), F
     };
     for ((id, bytes), seq) in records.iter().zip(len..) {
         table.insert((sid, seq), bytes.as_slice())?;
-        index.insert((*id, sid), seq)?;
+        tail.add(*id, seq);
     }
-    if let Some(record) = record {
+    let new_len = len + events.len() as u64;
+    changed |= tail.flush_if_due(&mut index, sid, &mut record, new_len)?;
+    if changed {
+        let mut sessions = txn.open_table(SESSIONS)?;
         sessions.insert(sid, record.encode(session)?.as_slice())?;
+        tail.record = Some(record);
     }
-    Ok((len + events.len() as u64, true))
+    Ok((new_len, true))
 }

@@ -1,0 +1,159 @@
+//! The event-id index of a [`RedbStore`](super::RedbStore), written in batches.
+//!
+//! An append must find where the batch's ids are already stored in the session (a retry after
+//! a lost acknowledgement, or an id appended twice). One index entry per event would dirty a
+//! second B-tree on every durable commit, and a commit costs about one disk write per page it
+//! dirties (measured here: the index alone added 13% to a single append). So `event_index`
+//! holds the ids of a session's first `indexed` events only (the watermark in its
+//! [`SessionRecord`]); the ids of the events after it, fewer than [`INDEX_EVERY`], are kept in
+//! memory in the session's [`Tail`], and the append that collects [`INDEX_EVERY`] of them writes
+//! them to the index together with the new watermark. A tail is read back from the session's
+//! events when first needed: after the store is opened, or after a failed commit dropped it.
+//!
+//! [`Tails`] is locked across every transaction that writes events, commit included, so what it
+//! holds always matches the committed file: a transaction that fails forgets the tails of the
+//! sessions it touched.
+
+use std::collections::HashMap;
+use std::collections::hash_map::Entry;
+use std::sync::{Mutex, MutexGuard};
+
+use openharness_core::SessionId;
+use redb::{ReadableTable, Table, WriteTransaction};
+
+use super::Failure;
+use super::layout::{self, SESSIONS, SessionRecord};
+
+/// How many events of a session may wait for the index: the most ids kept in memory per
+/// session, and the most events read back to rebuild a tail.
+pub(super) const INDEX_EVERY: u64 = 64;
+
+/// Above this many sessions in memory, every tail is dropped (each is cheap to read back).
+const MAX_TAILS: usize = 4096;
+
+/// The tails of the sessions this store has appended to, behind the lock that every
+/// event-writing transaction holds.
+#[derive(Default)]
+pub(super) struct Tails {
+    sessions: Mutex<HashMap<SessionId, Tail>>,
+}
+
+/// What an append needs to know of a session beyond its length: its record as committed, and
+/// the ids of the events after the record's watermark, by seq.
+pub(super) struct Tail {
+    /// The committed session record; `None` for a session with no events.
+    pub(super) record: Option<SessionRecord>,
+    /// Ids (as u128) of the events at `record.indexed..`, with their seqs.
+    ids: HashMap<u128, u64>,
+}
+
+/// The tails, locked for one transaction.
+pub(super) type Locked<'a> = MutexGuard<'a, HashMap<SessionId, Tail>>;
+
+impl Tails {
+    /// Locks the tails for a transaction. After a panic in an earlier transaction the tails
+    /// may not match the file, so they are all dropped.
+    pub(super) fn lock(&self) -> Locked<'_> {
+        match self.sessions.lock() {
+            Ok(tails) => tails,
+            Err(poisoned) => {
+                let mut tails = poisoned.into_inner();
+                tails.clear();
+                self.sessions.clear_poison();
+                tails
+            }
+        }
+    }
+}
+
+/// The tail of `session` (currently `len` events long), read back from the file if it is not
+/// in memory.
+pub(super) fn tail_of<'t, T>(
+    tails: &'t mut Locked<'_>,
+    txn: &WriteTransaction,
+    events: &T,
+    session: &SessionId,
+    len: u64,
+) -> Result<&'t mut Tail, Failure>
+where
+    T: ReadableTable<(&'static str, u64), &'static [u8]>,
+{
+    if tails.len() >= MAX_TAILS && !tails.contains_key(session) {
+        tails.clear();
+    }
+    Ok(match tails.entry(session.clone()) {
+        Entry::Occupied(tail) => tail.into_mut(),
+        Entry::Vacant(slot) => slot.insert(read_tail(txn, events, session, len)?),
+    })
+}
+
+/// Reads a session's record and the ids of its events after the record's watermark.
+fn read_tail<T>(
+    txn: &WriteTransaction,
+    events: &T,
+    session: &SessionId,
+    len: u64,
+) -> Result<Tail, Failure>
+where
+    T: ReadableTable<(&'static str, u64), &'static [u8]>,
+{
+    let sid = session.as_str();
+    let sessions = txn.open_table(SESSIONS)?;
+    let record = match sessions.get(sid)? {
+        Some(bytes) => Some(SessionRecord::decode(session, bytes.value())?),
+        None => None,
+    };
+    let mut ids = HashMap::new();
+    let from = record.as_ref().map_or(0, |record| record.indexed);
+    if from < len {
+        for entry in events.range((sid, from)..(sid, len))? {
+            let (key, bytes) = entry?;
+            let seq = key.value().1;
+            let id = layout::id_of(session, seq, bytes.value())?;
+            ids.insert(id.as_uuid().as_u128(), seq);
+        }
+    }
+    Ok(Tail { record, ids })
+}
+
+impl Tail {
+    /// Where the event with `id` is stored in the session, if it is.
+    pub(super) fn stored_seq<T>(
+        &self,
+        index: &T,
+        sid: &str,
+        id: u128,
+    ) -> Result<Option<u64>, Failure>
+    where
+        T: ReadableTable<(u128, &'static str), u64>,
+    {
+        if let Some(seq) = self.ids.get(&id) {
+            return Ok(Some(*seq));
+        }
+        Ok(index.get((id, sid))?.map(|seq| seq.value()))
+    }
+
+    /// Notes an event written at `seq` in this transaction.
+    pub(super) fn add(&mut self, id: u128, seq: u64) {
+        self.ids.insert(id, seq);
+    }
+
+    /// Writes the waiting ids to the index when there are [`INDEX_EVERY`] of them, moving the
+    /// watermark of `record` to `len`; whether it did (the record must then be written).
+    pub(super) fn flush_if_due(
+        &mut self,
+        index: &mut Table<'_, (u128, &'static str), u64>,
+        sid: &str,
+        record: &mut SessionRecord,
+        len: u64,
+    ) -> Result<bool, redb::Error> {
+        if len.saturating_sub(record.indexed) < INDEX_EVERY {
+            return Ok(false);
+        }
+        for (id, seq) in self.ids.drain() {
+            index.insert((id, sid), seq)?;
+        }
+        record.indexed = len;
+        Ok(true)
+    }
+}
