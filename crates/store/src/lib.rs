@@ -1,6 +1,6 @@
 //! Stores for Open Harness event logs, implementing the [`Store`] port of `openharness-core`:
 //! [`MemoryStore`] for tests; [`RedbStore`], the embedded durable default (one file, group
-//! commit); and `PostgresStore` (feature `postgres`), which many processes on many machines
+//! commit, [`RedbOptions`] to let a lone writer commit on its own thread); and `PostgresStore` (feature `postgres`), which many processes on many machines
 //! share, with live tails across processes through `LISTEN`/`NOTIFY`.
 //!
 //! Also here: [`FailingStore`], a fault-injection wrapper for tests; `conformance` (feature
