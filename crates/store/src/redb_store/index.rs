@@ -138,22 +138,21 @@ impl Tail {
         self.ids.insert(id, seq);
     }
 
-    /// Writes the waiting ids to the index when there are [`INDEX_EVERY`] of them, moving the
-    /// watermark of `record` to `len`; whether it did (the record must then be written).
-    pub(super) fn flush_if_due(
+    /// Writes the waiting ids to the index (when [`flush_due`] says so).
+    pub(super) fn flush(
         &mut self,
         index: &mut Table<'_, (u128, &'static str), u64>,
         sid: &str,
-        record: &mut SessionRecord,
-        len: u64,
-    ) -> Result<bool, redb::Error> {
-        if len.saturating_sub(record.indexed) < INDEX_EVERY {
-            return Ok(false);
-        }
+    ) -> Result<(), redb::Error> {
         for (id, seq) in self.ids.drain() {
             index.insert((id, sid), seq)?;
         }
-        record.indexed = len;
-        Ok(true)
+        Ok(())
     }
+}
+
+/// Whether a session `len` events long, whose record is `record`, has [`INDEX_EVERY`] ids
+/// waiting: then the append writes them to the index and moves the watermark to `len`.
+pub(super) fn flush_due(record: &SessionRecord, len: u64) -> bool {
+    len.saturating_sub(record.indexed) >= INDEX_EVERY
 }

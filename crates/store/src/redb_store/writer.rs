@@ -251,14 +251,21 @@ fn write_locked(
     let txn = db.begin_write()?;
     let mut results = Vec::with_capacity(group.len());
     let mut wrote = false;
-    for append in group {
-        match apply(&txn, tails, append) {
-            Ok((len, written)) => {
-                wrote |= written;
-                results.push(Ok(len));
+    {
+        // Opened once for the whole group: opening a table costs a lookup in redb's table tree.
+        let mut tables = Tables {
+            events: txn.open_table(EVENTS)?,
+            index: txn.open_table(EVENT_INDEX)?,
+        };
+        for append in group {
+            match apply(&txn, &mut tables, tails, append) {
+                Ok((len, written)) => {
+                    wrote |= written;
+                    results.push(Ok(len));
+                }
+                Err(Failure::Store(err)) => results.push(Err(err)),
+                Err(Failure::Redb(err)) => return Err(err),
             }
-            Err(Failure::Store(err)) => results.push(Err(err)),
-            Err(Failure::Redb(err)) => return Err(err),
         }
     }
     if wrote {
@@ -269,14 +276,23 @@ fn write_locked(
     Ok(results)
 }
 
+/// The tables every append writes, open for one group's transaction.
+struct Tables<'txn> {
+    events: redb::Table<'txn, (&'static str, u64), &'static [u8]>,
+    index: redb::Table<'txn, (u128, &'static str), u64>,
+}
+
 /// One append inside the group's transaction: the new length, and whether it wrote.
 ///
 /// It reads the session's length from the last key of `events` and finds the batch's ids in
-/// the session's tail or in `event_index`; a write adds the events (and their ids to the
-/// tail), and writes the session record only when the session is new, the batch reveals its
-/// workflow or parent, or the tail's ids go to the index.
+/// the session's tail or in `event_index`. Everything that can refuse the append (the rules,
+/// a missing or unencodable session record) is decided before anything is written, so a
+/// refused append leaves the transaction as it found it. A write adds the events (and their
+/// ids to the tail), and writes the session record only when the session is new, the batch
+/// reveals its workflow or parent, or the tail's ids go to the index.
 fn apply(
     txn: &redb::WriteTransaction,
+    tables: &mut Tables<'_>,
     tails: &mut Locked<'_>,
     append: &Append,
 ) -> Result<(u64, bool), Failure> {
@@ -287,18 +303,17 @@ fn apply(
         expected_seq,
     } = append;
     let sid = session.as_str();
-    let mut table = txn.open_table(EVENTS)?;
-    let mut index = txn.open_table(EVENT_INDEX)?;
-    let len = layout::len_of(&table, sid)?;
-    let tail = index::tail_of(tails, txn, &table, session, len)?;
+    let len = layout::len_of(&tables.events, sid)?;
+    let tail = index::tail_of(tails, txn, &tables.events, session, len)?;
     let plan = plan_append(session, events, *expected_seq, len, |id| {
-        tail.stored_seq(&index, sid, id.as_uuid().as_u128())
+        tail.stored_seq(&tables.index, sid, id.as_uuid().as_u128())
     })?;
     let first = match (plan, events.first()) {
         (Plan::Done(len), _) => return Ok((len, false)),
         (Plan::Write, Some(first)) => first,
         (Plan::Write, None) => return Ok((len, false)),
     };
+    let new_len = len + events.len() as u64;
     let (mut record, mut changed) = match tail.record.clone() {
         Some(mut record) => {
             let changed = record.absorb(session, events);
@@ -314,15 +329,28 @@ fn apply(
             .into());
         }
     };
+    let flush = index::flush_due(&record, new_len);
+    if flush {
+        record.indexed = new_len;
+        changed = true;
+    }
+    let encoded = if changed {
+        Some(record.encode(session)?)
+    } else {
+        None
+    };
+
+    // Only redb can fail from here on, and that fails the whole group.
     for ((id, bytes), seq) in records.iter().zip(len..) {
-        table.insert((sid, seq), bytes.as_slice())?;
+        tables.events.insert((sid, seq), bytes.as_slice())?;
         tail.add(*id, seq);
     }
-    let new_len = len + events.len() as u64;
-    changed |= tail.flush_if_due(&mut index, sid, &mut record, new_len)?;
-    if changed {
+    if flush {
+        tail.flush(&mut tables.index, sid)?;
+    }
+    if let Some(encoded) = encoded {
         let mut sessions = txn.open_table(SESSIONS)?;
-        sessions.insert(sid, record.encode(session)?.as_slice())?;
+        sessions.insert(sid, encoded.as_slice())?;
         tail.record = Some(record);
     }
     Ok((new_len, true))
