@@ -1,6 +1,7 @@
 //! [`RedbStore`]: the embedded, durable default store, one [redb](https://docs.rs/redb) file.
 //!
-//! The file's tables and format are described in [`layout`]. Appends go through one writer
+//! The file's tables and format are described in [`layout`]; how small appends are staged so
+//! group commits stay cheap, in [`staging`]; the batched event-id index, in [`index`]. Appends go through one writer
 //! thread that commits every append waiting at the moment in one write transaction with
 //! redb's default (immediate) durability ([`writer`]): group commit, so throughput grows with
 //! concurrency, while each `append` still returns only when its events are on disk, and a
@@ -21,6 +22,7 @@ use crate::live::{Notifier, tail};
 
 mod index;
 mod layout;
+mod staging;
 mod writer;
 
 use layout::{EVENT_INDEX, EVENTS, SESSIONS, SNAPSHOTS, SessionRecord};
@@ -420,10 +422,16 @@ impl Store for RedbStore {
                     let (key, bytes) = entry?;
                     guards.push((key.value().1, bytes));
                 }
-                let records: Vec<(u64, &[u8])> = guards
+                // One transaction: the staged events are those no compaction had moved yet.
+                let staged = staging::staged(&txn.open_table(staging::RECENT)?, sid, range)?;
+                let mut records: Vec<(u64, &[u8])> = guards
                     .iter()
                     .map(|(seq, bytes)| (*seq, bytes.value()))
+                    .chain(staged.iter().map(|(seq, bytes)| (*seq, bytes.as_slice())))
                     .collect();
+                if !records.is_sorted_by_key(|(seq, _)| *seq) {
+                    records.sort_unstable_by_key(|(seq, _)| *seq);
+                }
                 Ok(crate::decode_all(&session, &records)?)
             },
         )
@@ -443,7 +451,9 @@ impl Store for RedbStore {
                 };
                 let record = SessionRecord::decode(&session, bytes.value())?;
                 let events = txn.open_table(EVENTS)?;
-                Ok(Some(layout::session_info(&events, &session, record)?))
+                let recent = txn.open_table(staging::RECENT)?;
+                let last = layout::last_event(&events, &recent, session.as_str())?;
+                Ok(Some(layout::session_info(&session, record, last)?))
             },
         )
         .await
@@ -456,12 +466,18 @@ impl Store for RedbStore {
                 let txn = db.begin_read()?;
                 let table = txn.open_table(SESSIONS)?;
                 let events = txn.open_table(EVENTS)?;
+                let mut staged =
+                    staging::last_staged_by_session(&txn.open_table(staging::RECENT)?)?;
                 let mut infos = Vec::new();
                 for entry in table.range::<&str>(..)? {
                     let (key, bytes) = entry?;
                     let session = listed_session(key.value())?;
                     let record = SessionRecord::decode(&session, bytes.value())?;
-                    infos.push(layout::session_info(&events, &session, record)?);
+                    let last = layout::later(
+                        layout::events_tail(&events, session.as_str())?,
+                        staged.remove(session.as_str()),
+                    );
+                    infos.push(layout::session_info(&session, record, last)?);
                 }
                 crate::sort_oldest_first(&mut infos);
                 Ok(infos)
@@ -494,12 +510,18 @@ impl Store for RedbStore {
                     let mut index = txn.open_table(EVENT_INDEX)?;
                     let mut ids = Vec::new();
                     let mut all_decoded = true;
-                    for entry in table.range((sid, 0)..=(sid, u64::MAX))? {
-                        let (key, bytes) = entry?;
-                        match layout::id_of(&session, key.value().1, bytes.value()) {
+                    let mut note_id =
+                        |seq: u64, bytes: &[u8]| match layout::id_of(&session, seq, bytes) {
                             Ok(id) => ids.push(id.as_uuid().as_u128()),
                             Err(_) => all_decoded = false,
-                        }
+                        };
+                    for entry in table.range((sid, 0)..=(sid, u64::MAX))? {
+                        let (key, bytes) = entry?;
+                        note_id(key.value().1, bytes.value());
+                    }
+                    let mut recent = txn.open_table(staging::RECENT)?;
+                    for (seq, bytes) in staging::remove_session(&mut recent, sid)? {
+                        note_id(seq, &bytes);
                     }
                     if all_decoded {
                         for id in ids {
@@ -540,7 +562,11 @@ impl Store for RedbStore {
                 {
                     let sessions = txn.open_table(SESSIONS)?;
                     let len = match sessions.get(sid)? {
-                        Some(_) => Some(layout::len_of(&txn.open_table(EVENTS)?, sid)?),
+                        Some(_) => Some(layout::len_of(
+                            &txn.open_table(EVENTS)?,
+                            &txn.open_table(staging::RECENT)?,
+                            sid,
+                        )?),
                         None => None,
                     };
                     match len {

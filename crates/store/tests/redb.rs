@@ -428,3 +428,114 @@ async fn retries_and_repeated_ids_are_found_on_both_sides_of_the_index_watermark
         first.len() as u64
     );
 }
+
+/// Small appends are staged in commit order and moved to the per-session table in bulk; large
+/// batches skip staging. Reads, metadata and clearing see one session whichever way its events
+/// went, before and after a compaction and across reopening.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn staged_direct_and_compacted_events_read_as_one_session() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let path = dir.path().join("store.redb");
+    let (a, b) = (SessionId::new(), SessionId::new());
+    let mut expected: Vec<Envelope> = Vec::new();
+    let mut other: Vec<Envelope> = Vec::new();
+    {
+        let store = RedbStore::open(&path).expect("open");
+        // Interleave two sessions' single events (staged), a large batch (direct), and enough
+        // events in all to cross the compaction threshold more than once.
+        for round in 0..3u64 {
+            for n in 0..50 {
+                let event = event(round * 1000 + n);
+                let len = expected.len() as u64;
+                store
+                    .append(&a, std::slice::from_ref(&event), len)
+                    .await
+                    .expect("append a");
+                expected.push(event);
+                let event = event_for_b(n);
+                let len = other.len() as u64;
+                store
+                    .append(&b, std::slice::from_ref(&event), len)
+                    .await
+                    .expect("append b");
+                other.push(event);
+            }
+            let batch: Vec<Envelope> = (0..40).map(|n| event(round * 1000 + 500 + n)).collect();
+            let len = expected.len() as u64;
+            store.append(&a, &batch, len).await.expect("a large batch");
+            expected.extend(batch);
+            check(&store, &a, &expected).await;
+            check(&store, &b, &other).await;
+        }
+        // A few staged events left over when the store closes.
+        let event = event(9999);
+        let len = expected.len() as u64;
+        store
+            .append(&a, std::slice::from_ref(&event), len)
+            .await
+            .expect("append");
+        expected.push(event);
+    }
+    let store = RedbStore::open(&path).expect("reopen");
+    check(&store, &a, &expected).await;
+    check(&store, &b, &other).await;
+    let len = expected.len() as u64;
+    assert_eq!(
+        store
+            .append(&a, &[event(10_000)], len)
+            .await
+            .expect("append"),
+        len + 1
+    );
+
+    // Clearing removes stored and staged events and their ids alike.
+    store.clear(&b).await.expect("clear");
+    assert!(
+        store
+            .events(&b, 0..u64::MAX)
+            .await
+            .expect("read")
+            .is_empty()
+    );
+    assert_eq!(store.session(&b).await.expect("read"), None);
+    assert_eq!(
+        store
+            .append(&b, &other[..3], 0)
+            .await
+            .expect("append again"),
+        3
+    );
+    assert_eq!(store.all_events(&b).await.expect("read"), other[..3]);
+    assert_eq!(store.events(&a, 0..len).await.expect("read"), expected);
+}
+
+fn event_for_b(n: u64) -> Envelope {
+    Envelope::new("test:other", json!({ "n": n }), None)
+}
+
+/// Every range read, the metadata and the listing agree with what was appended.
+async fn check(store: &RedbStore, session: &SessionId, expected: &[Envelope]) {
+    let len = expected.len() as u64;
+    assert_eq!(store.all_events(session).await.expect("read"), expected);
+    for (from, to) in [
+        (0, 1),
+        (3, 77),
+        (len / 2, len),
+        (len - 1, len + 10),
+        (len, len + 1),
+    ] {
+        let (from, to) = (from.min(len), to);
+        let want = &expected[from as usize..to.min(len) as usize];
+        assert_eq!(
+            store.events(session, from..to).await.expect("read"),
+            want,
+            "{from}..{to}"
+        );
+    }
+    let info = store.session(session).await.expect("read").expect("stored");
+    assert_eq!(info.count, len);
+    assert_eq!(Some(info.last_event), expected.last().map(|e| e.timestamp));
+    let listed = store.sessions().await.expect("list");
+    let mine = listed.iter().find(|i| &i.id == session).expect("listed");
+    assert_eq!(mine, &info);
+}

@@ -23,6 +23,7 @@ use redb::{ReadableTable, Table, WriteTransaction};
 
 use super::Failure;
 use super::layout::{self, SESSIONS, SessionRecord};
+use super::staging;
 
 /// How many events of a session may wait for the index: the most ids kept in memory per
 /// session, and the most events read back to rebuild a tail.
@@ -43,6 +44,8 @@ pub(super) struct Tails {
 pub(super) struct Tail {
     /// The committed session record; `None` for a session with no events.
     pub(super) record: Option<SessionRecord>,
+    /// The session's length, stored and staged events together.
+    pub(super) len: u64,
     /// Ids (as u128) of the events at `record.indexed..`, with their seqs.
     ids: HashMap<u128, u64>,
 }
@@ -66,36 +69,38 @@ impl Tails {
     }
 }
 
-/// The tail of `session` (currently `len` events long), read back from the file if it is not
-/// in memory.
-pub(super) fn tail_of<'t, T>(
+/// The tail of `session`, read back from the file if it is not in memory.
+pub(super) fn tail_of<'t, E, R>(
     tails: &'t mut Locked<'_>,
     txn: &WriteTransaction,
-    events: &T,
+    events: &E,
+    recent: &R,
     session: &SessionId,
-    len: u64,
 ) -> Result<&'t mut Tail, Failure>
 where
-    T: ReadableTable<(&'static str, u64), &'static [u8]>,
+    E: ReadableTable<(&'static str, u64), &'static [u8]>,
+    R: ReadableTable<u64, (&'static str, u64, &'static [u8])>,
 {
     if tails.len() >= MAX_TAILS && !tails.contains_key(session) {
         tails.clear();
     }
     Ok(match tails.entry(session.clone()) {
         Entry::Occupied(tail) => tail.into_mut(),
-        Entry::Vacant(slot) => slot.insert(read_tail(txn, events, session, len)?),
+        Entry::Vacant(slot) => slot.insert(read_tail(txn, events, recent, session)?),
     })
 }
 
-/// Reads a session's record and the ids of its events after the record's watermark.
-fn read_tail<T>(
+/// Reads a session's record, its length and the ids of its events after the record's
+/// watermark (stored or staged).
+fn read_tail<E, R>(
     txn: &WriteTransaction,
-    events: &T,
+    events: &E,
+    recent: &R,
     session: &SessionId,
-    len: u64,
 ) -> Result<Tail, Failure>
 where
-    T: ReadableTable<(&'static str, u64), &'static [u8]>,
+    E: ReadableTable<(&'static str, u64), &'static [u8]>,
+    R: ReadableTable<u64, (&'static str, u64, &'static [u8])>,
 {
     let sid = session.as_str();
     let sessions = txn.open_table(SESSIONS)?;
@@ -103,17 +108,24 @@ where
         Some(bytes) => Some(SessionRecord::decode(session, bytes.value())?),
         None => None,
     };
+    let len = layout::len_of(events, recent, sid)?;
     let mut ids = HashMap::new();
     let from = record.as_ref().map_or(0, |record| record.indexed);
     if from < len {
+        let mut found = |seq: u64, bytes: &[u8]| -> Result<(), Failure> {
+            let id = layout::id_of(session, seq, bytes)?;
+            ids.insert(id.as_uuid().as_u128(), seq);
+            Ok(())
+        };
         for entry in events.range((sid, from)..(sid, len))? {
             let (key, bytes) = entry?;
-            let seq = key.value().1;
-            let id = layout::id_of(session, seq, bytes.value())?;
-            ids.insert(id.as_uuid().as_u128(), seq);
+            found(key.value().1, bytes.value())?;
+        }
+        for (seq, bytes) in staging::staged(recent, sid, from..len)? {
+            found(seq, &bytes)?;
         }
     }
-    Ok(Tail { record, ids })
+    Ok(Tail { record, len, ids })
 }
 
 impl Tail {

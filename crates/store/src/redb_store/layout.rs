@@ -8,13 +8,15 @@
 //! | `sessions`    | session id                    | a [`SessionRecord`] as JSON            |
 //! | `snapshots`   | (session id, position)        | the snapshot's state as JSON           |
 //! | `meta`        | `"format"`                    | [`FORMAT`]                             |
+//! | `recent_events` | staging order               | (session id, seq, JSON): small appends not yet moved to `events` ([`super::staging`]) |
 //!
 //! An append touches as few pages as it can, because a durable commit costs about one disk
-//! write per page it dirties: the session's length is the last key of `events` (not a counter
+//! write per page it dirties: small batches are staged in `recent_events` in commit order, so
+//! concurrent sessions' events share a leaf, and moved to `events` in bulk (see
+//! [`super::staging`]); a session's length is its highest seq, stored or staged (not a counter
 //! to rewrite); `event_index` is written in batches (see [`super::index`]) and keyed by event
-//! id first, so the time-ordered ids of concurrent sessions' events share leaves; and the
-//! session record is written only when a session starts, an event reveals its workflow or
-//! parent, or the index catches up.
+//! id first; and the session record is written only when a session starts, an event reveals
+//! its workflow or parent, or the index catches up.
 //!
 //! Format 1 (before `meta` existed) kept the index as `event_ids`, keyed (session id, event
 //! id), with every event in it, and a full [`SessionInfo`] per session; [`prepare`] rewrites
@@ -24,6 +26,8 @@ use chrono::{DateTime, Utc};
 use openharness_core::{Envelope, EventId, SessionId, SessionInfo, StoreError};
 use redb::{Database, ReadableTable, TableDefinition, TableHandle};
 use serde::{Deserialize, Serialize};
+
+use super::staging;
 
 /// Events by (session id, seq), as JSON.
 pub(super) const EVENTS: TableDefinition<'_, (&str, u64), &[u8]> = TableDefinition::new("events");
@@ -83,6 +87,7 @@ pub(super) fn prepare(db: &Database) -> Result<(), PrepareError> {
         txn.open_table(EVENT_INDEX)?;
         txn.open_table(SESSIONS)?;
         txn.open_table(SNAPSHOTS)?;
+        txn.open_table(staging::RECENT)?;
     }
     txn.commit()?;
     Ok(())
@@ -109,7 +114,7 @@ fn migrate_index(txn: &redb::WriteTransaction) -> Result<(), redb::Error> {
                 continue;
             };
             if let Ok(mut record) = SessionRecord::decode(&session, bytes.value()) {
-                record.indexed = len_of(&events, session.as_str())?;
+                record.indexed = events_len(&events, session.as_str())?;
                 if let Ok(bytes) = record.encode(&session) {
                     rewritten.push((session, bytes));
                 }
@@ -201,8 +206,8 @@ impl SessionRecord {
     }
 }
 
-/// A session's length and its last stored event (seq and JSON), from the `events` table.
-pub(super) fn tail<T>(events: &T, sid: &str) -> Result<Option<(u64, Vec<u8>)>, redb::Error>
+/// A session's last event in the `events` table (seq and JSON); its staged events may be later.
+pub(super) fn events_tail<T>(events: &T, sid: &str) -> Result<Option<(u64, Vec<u8>)>, redb::Error>
 where
     T: ReadableTable<(&'static str, u64), &'static [u8]>,
 {
@@ -215,8 +220,8 @@ where
     }
 }
 
-/// A session's length: one past the seq of its last stored event.
-pub(super) fn len_of<T>(events: &T, sid: &str) -> Result<u64, redb::Error>
+/// One past the seq of a session's last event in the `events` table alone.
+pub(super) fn events_len<T>(events: &T, sid: &str) -> Result<u64, redb::Error>
 where
     T: ReadableTable<(&'static str, u64), &'static [u8]>,
 {
@@ -226,16 +231,51 @@ where
     }
 }
 
-/// The [`SessionInfo`] of a session from its record and its last event.
-pub(super) fn session_info<T>(
-    events: &T,
+/// A session's last event, stored or staged: the one of `a` and `b` with the higher seq.
+pub(super) fn later(
+    a: Option<(u64, Vec<u8>)>,
+    b: Option<(u64, Vec<u8>)>,
+) -> Option<(u64, Vec<u8>)> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(if b.0 > a.0 { b } else { a }),
+        (a, b) => a.or(b),
+    }
+}
+
+/// A session's last event (seq and JSON), stored or staged.
+pub(super) fn last_event<E, R>(
+    events: &E,
+    recent: &R,
+    sid: &str,
+) -> Result<Option<(u64, Vec<u8>)>, redb::Error>
+where
+    E: ReadableTable<(&'static str, u64), &'static [u8]>,
+    R: ReadableTable<u64, (&'static str, u64, &'static [u8])>,
+{
+    Ok(later(
+        events_tail(events, sid)?,
+        staging::last_staged(recent, sid)?,
+    ))
+}
+
+/// A session's length: one past the seq of its last event, stored or staged.
+pub(super) fn len_of<E, R>(events: &E, recent: &R, sid: &str) -> Result<u64, redb::Error>
+where
+    E: ReadableTable<(&'static str, u64), &'static [u8]>,
+    R: ReadableTable<u64, (&'static str, u64, &'static [u8])>,
+{
+    let stored = events_len(events, sid)?;
+    let staged = staging::last_staged(recent, sid)?.map_or(0, |(seq, _)| seq + 1);
+    Ok(stored.max(staged))
+}
+
+/// The [`SessionInfo`] of a session from its record and its last event (stored or staged).
+pub(super) fn session_info(
     session: &SessionId,
     record: SessionRecord,
-) -> Result<SessionInfo, super::Failure>
-where
-    T: ReadableTable<(&'static str, u64), &'static [u8]>,
-{
-    let (count, last_event) = match tail(events, session.as_str())? {
+    last: Option<(u64, Vec<u8>)>,
+) -> Result<SessionInfo, StoreError> {
+    let (count, last_event) = match last {
         Some((seq, bytes)) => (seq + 1, timestamp_of(session, seq, &bytes)?),
         None => (0, record.created),
     };

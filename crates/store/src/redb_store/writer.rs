@@ -21,7 +21,8 @@ use redb::Database;
 use tokio::sync::oneshot;
 
 use super::index::{self, Locked, Tails};
-use super::layout::{self, EVENT_INDEX, EVENTS, SESSIONS, SessionRecord};
+use super::layout::{EVENT_INDEX, EVENTS, SESSIONS, SessionRecord};
+use super::staging;
 use super::{Failure, RedbError};
 use crate::append::{Plan, plan_append};
 
@@ -253,9 +254,12 @@ fn write_locked(
     let mut wrote = false;
     {
         // Opened once for the whole group: opening a table costs a lookup in redb's table tree.
+        let recent = txn.open_table(staging::RECENT)?;
         let mut tables = Tables {
             events: txn.open_table(EVENTS)?,
             index: txn.open_table(EVENT_INDEX)?,
+            next_order: staging::next_order(&recent)?,
+            recent,
         };
         for append in group {
             match apply(&txn, &mut tables, tails, append) {
@@ -266,6 +270,9 @@ fn write_locked(
                 Err(Failure::Store(err)) => results.push(Err(err)),
                 Err(Failure::Redb(err)) => return Err(err),
             }
+        }
+        if wrote {
+            staging::compact_if_due(&mut tables.recent, &mut tables.events)?;
         }
     }
     if wrote {
@@ -280,12 +287,16 @@ fn write_locked(
 struct Tables<'txn> {
     events: redb::Table<'txn, (&'static str, u64), &'static [u8]>,
     index: redb::Table<'txn, (u128, &'static str), u64>,
+    recent: redb::Table<'txn, u64, (&'static str, u64, &'static [u8])>,
+    /// The staging order of the next staged event.
+    next_order: u64,
 }
 
 /// One append inside the group's transaction: the new length, and whether it wrote.
 ///
-/// It reads the session's length from the last key of `events` and finds the batch's ids in
-/// the session's tail or in `event_index`. Everything that can refuse the append (the rules,
+/// It takes the session's length and finds the batch's ids in the session's tail (read back
+/// from the file when not in memory) or in `event_index`. Small batches are staged (see
+/// [`staging`]), large ones written to `events`. Everything that can refuse the append (the rules,
 /// a missing or unencodable session record) is decided before anything is written, so a
 /// refused append leaves the transaction as it found it. A write adds the events (and their
 /// ids to the tail), and writes the session record only when the session is new, the batch
@@ -303,8 +314,8 @@ fn apply(
         expected_seq,
     } = append;
     let sid = session.as_str();
-    let len = layout::len_of(&tables.events, sid)?;
-    let tail = index::tail_of(tails, txn, &tables.events, session, len)?;
+    let tail = index::tail_of(tails, txn, &tables.events, &tables.recent, session)?;
+    let len = tail.len;
     let plan = plan_append(session, events, *expected_seq, len, |id| {
         tail.stored_seq(&tables.index, sid, id.as_uuid().as_u128())
     })?;
@@ -341,10 +352,19 @@ fn apply(
     };
 
     // Only redb can fail from here on, and that fails the whole group.
+    let direct = records.len() >= staging::DIRECT_BATCH;
     for ((id, bytes), seq) in records.iter().zip(len..) {
-        tables.events.insert((sid, seq), bytes.as_slice())?;
+        if direct {
+            tables.events.insert((sid, seq), bytes.as_slice())?;
+        } else {
+            tables
+                .recent
+                .insert(tables.next_order, (sid, seq, bytes.as_slice()))?;
+            tables.next_order += 1;
+        }
         tail.add(*id, seq);
     }
+    tail.len = new_len;
     if flush {
         tail.flush(&mut tables.index, sid)?;
     }
