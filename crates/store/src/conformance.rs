@@ -158,6 +158,7 @@ macro_rules! __for_each_conformance_check {
             clear_removes_everything,
             sessions_are_independent,
             concurrent_writers_race,
+            clear_racing_appends_leaves_whole_sessions,
             snapshots_nearest_at_or_before,
             subscribe_catches_up_then_tails,
             subscribe_boundary_under_concurrent_writers,
@@ -791,6 +792,69 @@ pub async fn sessions_are_independent<S: Store>(store: S) {
     assert_conflict(conflict, &two, 3, 2, "the second session's own length");
     assert_eq!(all(&store, &one).await.len(), 3);
     assert_eq!(all(&store, &two).await, shared);
+}
+
+/// Clears racing appends to the same session never leave half a session: afterwards its
+/// events are exactly seqs `0..len` and its metadata counts `len`. (A clear must not let an
+/// append that read the old tail add an event after the tail is gone.)
+pub async fn clear_racing_appends_leaves_whole_sessions<S: Store>(store: S) {
+    const ROUNDS: u64 = 8;
+    const APPENDS: u64 = 60;
+    let store = Arc::new(store);
+    for round in 0..ROUNDS {
+        let session = SessionId::new();
+        let writer = {
+            let (store, session) = (Arc::clone(&store), session.clone());
+            tokio::spawn(async move {
+                let mut seq = 0;
+                for n in 0..APPENDS {
+                    let size = 1 + n % 3;
+                    let events: Vec<Envelope> = (0..size)
+                        .map(|i| Envelope::new("test:raced", json!({ "n": n, "i": i }), None))
+                        .collect();
+                    loop {
+                        match store.append(&session, &events, seq).await {
+                            Ok(len) => {
+                                seq = len;
+                                break;
+                            }
+                            Err(StoreError::Conflict { actual, .. }) => seq = actual,
+                            Err(err) => panic!("append {n} failed: {err}"),
+                        }
+                    }
+                }
+            })
+        };
+        let mut clears = 0;
+        while !writer.is_finished() {
+            store
+                .clear(&session)
+                .await
+                .unwrap_or_else(|err| panic!("clear failed: {err}"));
+            clears += 1;
+            tokio::task::yield_now().await;
+        }
+        if let Err(err) = writer.await {
+            std::panic::resume_unwind(err.into_panic());
+        }
+        let len = store
+            .events(&session, 0..u64::MAX)
+            .await
+            .unwrap_or_else(|err| panic!("read failed: {err}"))
+            .len() as u64;
+        // A stray event past a gap shows as a length (from the highest seq) above the events
+        // read, or as events without metadata.
+        let count = store
+            .session(&session)
+            .await
+            .unwrap_or_else(|err| panic!("metadata read failed: {err}"))
+            .map_or(0, |info| info.count);
+        assert_eq!(
+            count, len,
+            "round {round}, after {clears} clears: the metadata counts {count} events, the \
+             session has {len}"
+        );
+    }
 }
 
 /// Many writers race on one session with optimistic concurrency: each seq is won by exactly one

@@ -49,6 +49,10 @@ use crate::live::{Notifier, tail};
 /// rewrite: both are now derived from the events (see the module docs), so existing data needs
 /// no copying. A process of an older version still running against a migrated schema fails
 /// its appends with an error rather than writing a stale count.
+///
+/// Version 3 adds `oh_clear`, which clears a session so that no append racing it can leave an
+/// event behind: every append after the first locks the event before its own (`FOR KEY
+/// SHARE`), and the function deletes the session's events until none are left.
 pub const MIGRATIONS: &[(i32, &str)] = &[
     (
         1,
@@ -79,6 +83,37 @@ pub const MIGRATIONS: &[(i32, &str)] = &[
         2,
         "ALTER TABLE oh_sessions DROP COLUMN count, DROP COLUMN last_event;",
     ),
+    (
+        3,
+        "CREATE FUNCTION oh_clear(p_session text, p_channel text) RETURNS void
+         LANGUAGE plpgsql AS $$
+         DECLARE
+             existed boolean;
+         BEGIN
+             -- Each DELETE takes a new snapshot. One that waited for an append holding the
+             -- previous event (FOR KEY SHARE) misses the event that append added, so repeat
+             -- until none is left; appends that come later wait for this transaction and then
+             -- find their previous event gone.
+             LOOP
+                 DELETE FROM oh_events WHERE session = p_session;
+                 EXIT WHEN NOT FOUND;
+             END LOOP;
+             DELETE FROM oh_sessions WHERE id = p_session;
+             existed := FOUND;
+             -- A first append (seq 0 locks nothing) may have committed its events and its row
+             -- between the two statements above: its row is gone now, so its events go too.
+             -- Later first appends wait for this transaction on the deleted row.
+             LOOP
+                 DELETE FROM oh_events WHERE session = p_session;
+                 EXIT WHEN NOT FOUND;
+             END LOOP;
+             DELETE FROM oh_snapshots WHERE session = p_session;
+             IF existed THEN
+                 PERFORM pg_notify(p_channel, p_session);
+             END IF;
+         END
+         $$;",
+    ),
 ];
 
 /// The most common append, one event to a session that has a row, at `$2` > 0: `$1` session,
@@ -93,6 +128,7 @@ const APPEND_ONE: &str = "
 INSERT INTO oh_events (session, seq, id, body)
 SELECT $1::text, $2::bigint, $3::uuid, $4::text
 FROM oh_events WHERE session = $1 AND seq = $2::bigint - 1
+FOR KEY SHARE
 RETURNING pg_notify($5, $1)";
 
 /// A batch to a session that has a row: `$1` session, `$2` expected seq, `$3` ids, `$4`
@@ -104,6 +140,9 @@ WITH ins AS (
     SELECT $1, $2::bigint + e.ord - 1, e.id, e.body
     FROM unnest($3::uuid[], $4::text[]) WITH ORDINALITY AS e(id, body, ord)
     WHERE (SELECT COALESCE(max(seq) + 1, 0) FROM oh_events WHERE session = $1) = $2::bigint
+      AND ($2::bigint = 0 OR EXISTS (
+          SELECT 1 FROM oh_events WHERE session = $1 AND seq = $2::bigint - 1 FOR KEY SHARE
+      ))
     RETURNING 1
 )
 SELECT pg_notify($5, $1) FROM (SELECT 1 FROM ins LIMIT 1) AS written";
@@ -117,6 +156,9 @@ WITH ins AS (
     SELECT $1, $2::bigint + e.ord - 1, e.id, e.body
     FROM unnest($3::uuid[], $4::text[]) WITH ORDINALITY AS e(id, body, ord)
     WHERE (SELECT COALESCE(max(seq) + 1, 0) FROM oh_events WHERE session = $1) = $2::bigint
+      AND ($2::bigint = 0 OR EXISTS (
+          SELECT 1 FROM oh_events WHERE session = $1 AND seq = $2::bigint - 1 FOR KEY SHARE
+      ))
     RETURNING 1
 ), written AS (
     SELECT 1 FROM ins LIMIT 1
@@ -779,10 +821,7 @@ impl Store for PostgresStore {
         self.connection()
             .client
             .execute(
-                "WITH e AS (DELETE FROM oh_events WHERE session = $1),
-                      s AS (DELETE FROM oh_snapshots WHERE session = $1),
-                      m AS (DELETE FROM oh_sessions WHERE id = $1 RETURNING id)
-                 SELECT pg_notify($2, id) FROM m",
+                "SELECT oh_clear($1, $2)",
                 &[&session.as_str(), &self.inner.channel],
             )
             .await
