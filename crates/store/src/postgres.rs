@@ -25,7 +25,9 @@
 //! and a body array), and [`APPEND_WITH_SESSION`] when the session row must be written too.
 //! The unique keys make a racing writer fail; only then (or when the length differs) a second
 //! query decides between conflict, retry and invalid batch with the same rules as every
-//! backend.
+//! backend. Every append after a session's first also locks the event before its own (`FOR KEY
+//! SHARE`), so that `clear` (the `oh_clear` function, which deletes a session's events until
+//! none are left) and appends racing it never leave half a session.
 
 use std::ops::Range;
 use std::sync::Arc;

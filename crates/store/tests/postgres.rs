@@ -217,7 +217,10 @@ fn migration_2_keeps_sessions_written_by_version_1() {
             .iter()
             .map(|row| row.get(0))
             .collect();
-        let all: Vec<i32> = openharness_store::MIGRATIONS.iter().map(|(v, _)| *v).collect();
+        let all: Vec<i32> = openharness_store::MIGRATIONS
+            .iter()
+            .map(|(v, _)| *v)
+            .collect();
         assert_eq!(versions, all);
 
         let info = a.session(&forked).await.unwrap().unwrap();
