@@ -20,6 +20,7 @@ use redb::{Database, ReadableDatabase, ReadableTable};
 
 use crate::live::{Notifier, tail};
 
+mod create;
 mod index;
 mod layout;
 mod staging;
@@ -65,6 +66,14 @@ pub enum RedbError {
     #[error("cannot create the directory {} for the store: {source}", path.display())]
     CreateDir {
         /// The directory.
+        path: PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// The store file could not be created.
+    #[error("cannot create the store {}: {source}", path.display())]
+    CreateFile {
+        /// The file.
         path: PathBuf,
         /// The I/O error.
         source: std::io::Error,
@@ -282,6 +291,7 @@ impl RedbStore {
                 source,
             })?;
         }
+        create::ensure_exists(path)?;
         let db = Database::create(path).map_err(|err| match redb::Error::from(err) {
             redb::Error::DatabaseAlreadyOpen => RedbError::AlreadyOpen {
                 path: path.to_owned(),

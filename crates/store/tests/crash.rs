@@ -207,3 +207,55 @@ fn sigkill_loses_no_acknowledged_event() {
     );
     assert!(!acked.is_empty(), "the child never acknowledged an append");
 }
+
+/// A child killed while it creates a new store file leaves no file, or one that opens: never a
+/// half-written file that every later open refuses. Each round uses a new folder and kills the
+/// child within its first few milliseconds, around the moment the file is created.
+#[test]
+fn sigkill_while_creating_the_store_leaves_a_store_that_opens() {
+    const ROUNDS: u32 = 25;
+    let seed = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos() as u64;
+    let mut rng = SplitMix(seed);
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let (mut missing, mut opened) = (0, 0);
+    for round in 0..ROUNDS {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("store.redb");
+        let mut child = Command::new(std::env::current_exe().unwrap())
+            .args([
+                "--exact",
+                "crash_child_appends_durably",
+                "--nocapture",
+                "--test-threads=1",
+            ])
+            .env(
+                CHILD_ENV,
+                format!("{} {} caller", path.display(), SessionId::new()),
+            )
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_micros(rng.below(6_000)));
+        child.kill().unwrap();
+        child.wait().unwrap();
+        if !path.exists() {
+            missing += 1;
+            continue;
+        }
+        let store = RedbStore::open(&path).unwrap_or_else(|err| {
+            panic!("round {round}: the store left by the kill does not open: {err}")
+        });
+        runtime.block_on(async {
+            for info in store.sessions().await.unwrap() {
+                let events = store.all_events(&info.id).await.unwrap();
+                assert_eq!(events.len() as u64, info.count, "round {round}");
+            }
+        });
+        opened += 1;
+    }
+    eprintln!("{ROUNDS} kills while creating: {missing} left no file, {opened} a store that opens");
+}
