@@ -6,9 +6,10 @@
 //! group commit of eight sessions' single events dirtied eight leaves and cost about twice a
 //! single append. So small batches (fewer than [`DIRECT_BATCH`] events) go first to
 //! `recent_events`, keyed by the order they were staged in, where the events of every session
-//! committed together land in the same leaf; once it holds [`COMPACT_AT`] events, the group
-//! that finds it so moves them all to `events` in its own transaction. Large batches (imports)
-//! go straight to `events`.
+//! committed together land in the same leaf; once it holds [`COMPACT_AT`] events, the writer
+//! thread moves them all to `events` in a transaction of its own, after answering the appends
+//! that filled it, so no caller waits for the move. Large batches (imports) go straight to
+//! `events`.
 //!
 //! A session's events are therefore those in `events` plus its staged ones, merged by seq;
 //! every read does that inside one read transaction, so it sees a consistent state whether a
@@ -100,12 +101,20 @@ where
     })
 }
 
-/// Moves every staged event to `events` once there are [`COMPACT_AT`] of them.
+/// Whether [`COMPACT_AT`] events are staged.
+pub(super) fn due<T>(recent: &T) -> Result<bool, redb::Error>
+where
+    T: ReadableTableMetadata,
+{
+    Ok(recent.len()? >= COMPACT_AT)
+}
+
+/// Moves every staged event to `events` once there are [`COMPACT_AT`] of them; whether it did.
 pub(super) fn compact_if_due(
     recent: &mut Table<'_, u64, (&'static str, u64, &'static [u8])>,
     events: &mut Table<'_, (&'static str, u64), &'static [u8]>,
 ) -> Result<bool, redb::Error> {
-    if recent.len()? < COMPACT_AT {
+    if !due(recent)? {
         return Ok(false);
     }
     for entry in recent.iter()? {

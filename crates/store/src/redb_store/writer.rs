@@ -43,6 +43,14 @@ pub(super) struct Append {
     pub(super) expected_seq: u64,
 }
 
+/// Work for the writer thread.
+enum Job {
+    /// An append to commit.
+    Append(Queued),
+    /// Move the staged events to `events` (a commit on the caller found it due).
+    Compact,
+}
+
 /// An append waiting for the writer thread, and where to send its result.
 struct Queued {
     append: Append,
@@ -54,7 +62,7 @@ struct Queued {
 /// Dropping it closes the queue and joins the thread, so the database file is closed when the
 /// last store handle is gone.
 pub(super) struct Writer {
-    queue: Option<Sender<Queued>>,
+    queue: Option<Sender<Job>>,
     thread: Option<std::thread::JoinHandle<()>>,
     db: Arc<Database>,
     path: PathBuf,
@@ -123,10 +131,17 @@ impl Writer {
                 .caller_committing
                 .store(false, Ordering::Release);
             return Some(match result {
-                Ok(results) => results
-                    .into_iter()
-                    .next()
-                    .unwrap_or_else(|| Err(group_failed(&self.path, &append.session, "no result"))),
+                Ok(written) => {
+                    if written.compact
+                        && let Some(queue) = &self.queue
+                    {
+                        // Off the caller's path: the writer thread is idle in this mode.
+                        let _ = queue.send(Job::Compact);
+                    }
+                    written.results.into_iter().next().unwrap_or_else(|| {
+                        Err(group_failed(&self.path, &append.session, "no result"))
+                    })
+                }
                 Err(err) => Err(group_failed(&self.path, &append.session, &err.to_string())),
             });
         }
@@ -134,7 +149,7 @@ impl Writer {
         match (&self.queue, &self.thread) {
             (Some(queue), Some(_)) => {
                 self.shared.queued.fetch_add(1, Ordering::AcqRel);
-                if queue.send(Queued { append, reply }).is_err() {
+                if queue.send(Job::Append(Queued { append, reply })).is_err() {
                     self.shared.queued.fetch_sub(1, Ordering::AcqRel);
                     return None;
                 }
@@ -169,27 +184,39 @@ impl Drop for Writer {
 fn write_loop(
     db: &Database,
     path: &Path,
-    requests: &Receiver<Queued>,
+    requests: &Receiver<Job>,
     shared: &Shared,
     tails: &Tails,
 ) {
     // How many appends the last group held: writers that were active then are likely to send
     // again right after their answer, so a smaller group waits briefly for them.
     let mut last_group = 1;
-    while let Ok(first) = requests.recv() {
+    while let Ok(job) = requests.recv() {
+        let mut compact = false;
+        let first = match job {
+            Job::Append(first) => first,
+            Job::Compact => {
+                compact_staged(db, path);
+                continue;
+            }
+        };
         let mut group = vec![first];
         let deadline = Instant::now() + GATHER;
         while group.len() < MAX_GROUP {
-            match requests.try_recv() {
-                Ok(request) => group.push(request),
+            let next = match requests.try_recv() {
+                Ok(job) => job,
                 Err(_) if group.len() < last_group => {
                     let left = deadline.saturating_duration_since(Instant::now());
                     match requests.recv_timeout(left) {
-                        Ok(request) => group.push(request),
+                        Ok(job) => job,
                         Err(_) => break,
                     }
                 }
                 Err(_) => break,
+            };
+            match next {
+                Job::Append(request) => group.push(request),
+                Job::Compact => compact = true,
             }
         }
         last_group = group.len();
@@ -202,10 +229,11 @@ fn write_loop(
         shared.last_group.store(last_group, Ordering::Release);
         shared.queued.fetch_sub(last_group, Ordering::AcqRel);
         match written {
-            Ok(results) => {
-                for (reply, result) in replies.into_iter().zip(results) {
+            Ok(written) => {
+                for (reply, result) in replies.into_iter().zip(written.results) {
                     let _ = reply.send(result);
                 }
+                compact |= written.compact;
             }
             Err(err) => {
                 let message = err.to_string();
@@ -214,7 +242,41 @@ fn write_loop(
                 }
             }
         }
+        // After the answers: the callers do not wait for it.
+        if compact {
+            compact_staged(db, path);
+        }
     }
+}
+
+/// Moves the staged events to `events` in a transaction of its own, when due. A failure is
+/// logged and changes nothing: the events stay staged, readable, until the next attempt.
+fn compact_staged(db: &Database, path: &Path) {
+    let compacted = (|| -> Result<(), redb::Error> {
+        let txn = db.begin_write()?;
+        let moved = {
+            let mut recent = txn.open_table(staging::RECENT)?;
+            let mut events = txn.open_table(EVENTS)?;
+            staging::compact_if_due(&mut recent, &mut events)?
+        };
+        if moved {
+            txn.commit()?;
+        } else {
+            txn.abort()?;
+        }
+        Ok(())
+    })();
+    if let Err(err) = compacted {
+        tracing::warn!(path = %path.display(), %err, "moving staged events failed; they stay staged");
+    }
+}
+
+/// What a group's transaction did.
+struct Written {
+    /// One result per append.
+    results: Vec<Result<u64, StoreError>>,
+    /// Whether enough events are staged to move them (see [`staging::COMPACT_AT`]).
+    compact: bool,
 }
 
 fn group_failed(path: &Path, session: &SessionId, message: &str) -> StoreError {
@@ -229,11 +291,7 @@ fn group_failed(path: &Path, session: &SessionId, message: &str) -> StoreError {
 /// Applies a group of appends in one transaction, holding the tails' lock until the commit
 /// is decided. A redb failure fails the whole group (and forgets the tails of its sessions,
 /// which may hold ids that were never committed); a refused append fails only itself.
-fn write_group(
-    db: &Database,
-    tails: &Tails,
-    group: &[Append],
-) -> Result<Vec<Result<u64, StoreError>>, redb::Error> {
+fn write_group(db: &Database, tails: &Tails, group: &[Append]) -> Result<Written, redb::Error> {
     let mut tails = tails.lock();
     let written = write_locked(db, &mut tails, group);
     if written.is_err() {
@@ -248,11 +306,11 @@ fn write_locked(
     db: &Database,
     tails: &mut Locked<'_>,
     group: &[Append],
-) -> Result<Vec<Result<u64, StoreError>>, redb::Error> {
+) -> Result<Written, redb::Error> {
     let txn = db.begin_write()?;
     let mut results = Vec::with_capacity(group.len());
     let mut wrote = false;
-    {
+    let compact = {
         // Opened once for the whole group: opening a table costs a lookup in redb's table tree.
         let recent = txn.open_table(staging::RECENT)?;
         let mut tables = Tables {
@@ -271,16 +329,14 @@ fn write_locked(
                 Err(Failure::Redb(err)) => return Err(err),
             }
         }
-        if wrote {
-            staging::compact_if_due(&mut tables.recent, &mut tables.events)?;
-        }
-    }
+        staging::due(&tables.recent)?
+    };
     if wrote {
         txn.commit()?;
     } else {
         txn.abort()?;
     }
-    Ok(results)
+    Ok(Written { results, compact })
 }
 
 /// The tables every append writes, open for one group's transaction.
