@@ -794,9 +794,10 @@ pub async fn sessions_are_independent<S: Store>(store: S) {
     assert_eq!(all(&store, &two).await, shared);
 }
 
-/// Clears racing appends to the same session never leave half a session: afterwards its
-/// events are exactly seqs `0..len` and its metadata counts `len`. (A clear must not let an
-/// append that read the old tail add an event after the tail is gone.)
+/// Clears racing appends and snapshots of the same session never leave half a session:
+/// afterwards its events are exactly seqs `0..len`, its metadata counts `len`, and no snapshot
+/// lies beyond `len`. (A clear must not let an append or a snapshot that read the old tail
+/// add a row after the tail is gone.)
 pub async fn clear_racing_appends_leaves_whole_sessions<S: Store>(store: S) {
     const ROUNDS: u64 = 8;
     const APPENDS: u64 = 60;
@@ -822,6 +823,12 @@ pub async fn clear_racing_appends_leaves_whole_sessions<S: Store>(store: S) {
                             Err(err) => panic!("append {n} failed: {err}"),
                         }
                     }
+                    // A snapshot at the length just reached; a clear may have made it too long.
+                    let snapshot = Snapshot::new(seq, json!({ "n": n }));
+                    match store.snapshot(&session, &snapshot).await {
+                        Ok(()) | Err(StoreError::Invalid(_)) => {}
+                        Err(err) => panic!("snapshot {n} failed: {err}"),
+                    }
                 }
             })
         };
@@ -836,6 +843,23 @@ pub async fn clear_racing_appends_leaves_whole_sessions<S: Store>(store: S) {
         }
         if let Err(err) = writer.await {
             std::panic::resume_unwind(err.into_panic());
+        }
+        // A snapshot saved by an append's writer that raced a clear must not outlive it.
+        if let Some(snapshot) = store
+            .latest_snapshot(&session, u64::MAX)
+            .await
+            .unwrap_or_else(|err| panic!("snapshot read failed: {err}"))
+        {
+            let len = store
+                .session(&session)
+                .await
+                .unwrap_or_else(|err| panic!("metadata read failed: {err}"))
+                .map_or(0, |info| info.count);
+            assert!(
+                snapshot.position <= len,
+                "round {round}: a snapshot at {} outlived a clear: the session has {len} events",
+                snapshot.position
+            );
         }
         let len = store
             .events(&session, 0..u64::MAX)

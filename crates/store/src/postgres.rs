@@ -843,10 +843,16 @@ impl Store for PostgresStore {
             .connection()
             .client
             .execute(
+                // The event before the position is locked, as an append locks its previous
+                // event, so a racing clear either waits for this snapshot (and then deletes
+                // it) or has already deleted that event (and this inserts nothing).
                 "INSERT INTO oh_snapshots (session, position, state)
                  SELECT $1, $2, $3 FROM (
                      SELECT max(seq) + 1 AS len FROM oh_events WHERE session = $1
                  ) AS session WHERE session.len >= $2
+                   AND ($2 = 0 OR EXISTS (
+                       SELECT 1 FROM oh_events WHERE session = $1 AND seq = $2 - 1 FOR KEY SHARE
+                   ))
                  ON CONFLICT (session, position) DO UPDATE SET state = EXCLUDED.state",
                 &[&session.as_str(), &position, &state],
             )
