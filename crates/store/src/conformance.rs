@@ -813,16 +813,7 @@ pub async fn clear_racing_appends_leaves_whole_sessions<S: Store>(store: S) {
                     let events: Vec<Envelope> = (0..size)
                         .map(|i| Envelope::new("test:raced", json!({ "n": n, "i": i }), None))
                         .collect();
-                    loop {
-                        match store.append(&session, &events, seq).await {
-                            Ok(len) => {
-                                seq = len;
-                                break;
-                            }
-                            Err(StoreError::Conflict { actual, .. }) => seq = actual,
-                            Err(err) => panic!("append {n} failed: {err}"),
-                        }
-                    }
+                    seq = append_at_the_end(&*store, &session, &events, seq, "the writer").await;
                     // A snapshot at the length just reached; a clear may have made it too long.
                     let snapshot = Snapshot::new(seq, json!({ "n": n }));
                     match store.snapshot(&session, &snapshot).await {
@@ -878,6 +869,24 @@ pub async fn clear_racing_appends_leaves_whole_sessions<S: Store>(store: S) {
             "round {round}, after {clears} clears: the metadata counts {count} events, the \
              session has {len}"
         );
+    }
+}
+
+/// Appends `events` at the end of `session`, whatever its length turns out to be (starting
+/// from `seq` and following conflicts); the new length.
+async fn append_at_the_end<S: Store + ?Sized>(
+    store: &S,
+    session: &SessionId,
+    events: &[Envelope],
+    mut seq: u64,
+    who: &str,
+) -> u64 {
+    loop {
+        match store.append(session, events, seq).await {
+            Ok(len) => return len,
+            Err(StoreError::Conflict { actual, .. }) => seq = actual,
+            Err(err) => panic!("{who}: append failed: {err}"),
+        }
     }
 }
 
@@ -1149,16 +1158,8 @@ pub async fn subscribe_boundary_under_concurrent_writers<S: Store>(store: S) {
                     Envelope::new("test:appended", json!({ "writer": writer, "n": n }), None),
                     Envelope::new("test:appended", json!({ "writer": writer, "n": n }), None),
                 ];
-                loop {
-                    match store.append(&session, &events, seq).await {
-                        Ok(len) => {
-                            seq = len;
-                            break;
-                        }
-                        Err(StoreError::Conflict { actual, .. }) => seq = actual,
-                        Err(err) => panic!("writer {writer}: append failed: {err}"),
-                    }
-                }
+                let who = format!("writer {writer}");
+                seq = append_at_the_end(&*store, &session, &events, seq, &who).await;
                 tokio::task::yield_now().await;
             }
         }));

@@ -75,6 +75,27 @@ fn crash_child_appends_durably() {
     });
 }
 
+/// Starts this test binary as the child, appending to `path` in `mode` (`caller` or `group`).
+fn spawn_child(
+    path: &std::path::Path,
+    session: &SessionId,
+    mode: &str,
+    stdout: Stdio,
+) -> std::process::Child {
+    Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "crash_child_appends_durably",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env(CHILD_ENV, format!("{} {session} {mode}", path.display()))
+        .stdout(stdout)
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap()
+}
+
 /// A small deterministic generator, seeded from the clock so runs differ.
 struct SplitMix(u64);
 
@@ -103,25 +124,8 @@ fn sigkill_loses_no_acknowledged_event() {
     let runtime = tokio::runtime::Runtime::new().unwrap();
 
     for kill in 0..KILLS {
-        let mut child = Command::new(std::env::current_exe().unwrap())
-            .args([
-                "--exact",
-                "crash_child_appends_durably",
-                "--nocapture",
-                "--test-threads=1",
-            ])
-            .env(
-                CHILD_ENV,
-                format!(
-                    "{} {session} {}",
-                    path.display(),
-                    if kill % 2 == 0 { "caller" } else { "group" }
-                ),
-            )
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
+        let mode = if kill % 2 == 0 { "caller" } else { "group" };
+        let mut child = spawn_child(&path, &session, mode, Stdio::piped());
         // Anywhere from before the store is open to well into the appends.
         std::thread::sleep(Duration::from_micros(rng.below(80_000)));
         child.kill().unwrap(); // SIGKILL on Unix
@@ -224,21 +228,7 @@ fn sigkill_while_creating_the_store_leaves_a_store_that_opens() {
     for round in 0..ROUNDS {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("store.redb");
-        let mut child = Command::new(std::env::current_exe().unwrap())
-            .args([
-                "--exact",
-                "crash_child_appends_durably",
-                "--nocapture",
-                "--test-threads=1",
-            ])
-            .env(
-                CHILD_ENV,
-                format!("{} {} caller", path.display(), SessionId::new()),
-            )
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
+        let mut child = spawn_child(&path, &SessionId::new(), "caller", Stdio::null());
         std::thread::sleep(Duration::from_micros(rng.below(6_000)));
         child.kill().unwrap();
         child.wait().unwrap();
