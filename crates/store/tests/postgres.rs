@@ -25,14 +25,16 @@ fn schema() -> String {
     format!("oh_test_{}", uuid::Uuid::now_v7().simple())
 }
 
-/// A store in a fresh schema, or `None` (after saying why) when the tests must skip.
-async fn store(test: &str) -> Option<PostgresStore> {
+/// The server's URL, or `None` (after saying why) when the tests must skip: when
+/// [`URL_ENV`] is unset, or the server does not answer and `CI` is not `true` (under CI an
+/// unreachable server fails the test).
+async fn server(test: &str) -> Option<String> {
     let Ok(url) = std::env::var(URL_ENV) else {
         eprintln!("{test}: skipped: {URL_ENV} is not set (CI sets it; see .ci/run)");
         return None;
     };
-    match PostgresStore::connect_in_schema(&url, &schema()).await {
-        Ok(store) => Some(store),
+    match tokio_postgres::connect(&url, tokio_postgres::NoTls).await {
+        Ok(_) => Some(url),
         Err(err) if std::env::var("CI").as_deref() == Ok("true") => {
             panic!("{test}: {URL_ENV} is set and CI=true, but PostgreSQL is unreachable: {err}")
         }
@@ -40,6 +42,15 @@ async fn store(test: &str) -> Option<PostgresStore> {
             eprintln!("{test}: skipped: PostgreSQL at {URL_ENV} is unreachable: {err}");
             None
         }
+    }
+}
+
+/// A store in a fresh schema, or `None` (after saying why) when the tests must skip.
+async fn store(test: &str) -> Option<PostgresStore> {
+    let url = server(test).await?;
+    match PostgresStore::connect_in_schema(&url, &schema()).await {
+        Ok(store) => Some(store),
+        Err(err) => panic!("{test}: the server answers, but a store cannot be opened: {err}"),
     }
 }
 
@@ -55,7 +66,7 @@ macro_rules! postgres_conformance {
     (; $($check:ident),* $(,)?) => {$(
         #[test]
         fn $check() {
-            if runtime().block_on(store(stringify!($check))).is_none() {
+            if runtime().block_on(server(stringify!($check))).is_none() {
                 return;
             }
             conformance::run(
@@ -74,13 +85,9 @@ mod conformance_suite {
 #[test]
 fn reconnecting_sees_the_same_store_and_migrations_run_once() {
     runtime().block_on(async {
-        let Ok(url) = std::env::var(URL_ENV) else {
-            eprintln!("skipped: {URL_ENV} is not set");
+        let Some(url) = server("reconnect").await else {
             return;
         };
-        if store("reconnect").await.is_none() {
-            return;
-        }
         let schema = schema();
         // Two stores starting together on a new schema: migrations apply once, under a lock.
         let (a, b) = tokio::join!(
@@ -123,13 +130,9 @@ fn reconnecting_sees_the_same_store_and_migrations_run_once() {
 #[test]
 fn migration_2_keeps_sessions_written_by_version_1() {
     runtime().block_on(async {
-        let Ok(url) = std::env::var(URL_ENV) else {
-            eprintln!("skipped: {URL_ENV} is not set");
+        let Some(url) = server("migration 2").await else {
             return;
         };
-        if store("migration 2").await.is_none() {
-            return;
-        }
         let schema = schema();
         let (client, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
             .await
@@ -410,13 +413,9 @@ async fn append_and_tail(store: &PostgresStore, session: &SessionId, writer: &st
 #[test]
 fn two_processes_append_and_tail_one_session() {
     runtime().block_on(async {
-        let Ok(url) = std::env::var(URL_ENV) else {
-            eprintln!("skipped: {URL_ENV} is not set");
+        let Some(url) = server("two processes").await else {
             return;
         };
-        if store("two processes").await.is_none() {
-            return;
-        }
         let schema = schema();
         let store = PostgresStore::connect_in_schema(&url, &schema)
             .await
@@ -508,13 +507,9 @@ fn long_reads_split_across_connections_keep_the_order() {
 #[test]
 fn a_lost_listener_ends_tails_with_an_error_instead_of_hanging() {
     runtime().block_on(async {
-        let Ok(url) = std::env::var(URL_ENV) else {
-            eprintln!("skipped: {URL_ENV} is not set");
+        let Some(url) = server("lost listener").await else {
             return;
         };
-        if store("lost listener").await.is_none() {
-            return;
-        }
         let schema = schema();
         let store = PostgresStore::connect_in_schema(&url, &schema)
             .await
