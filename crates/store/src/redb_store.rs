@@ -1,11 +1,12 @@
 //! [`RedbStore`]: the embedded, durable default store, one [redb](https://docs.rs/redb) file.
 //!
 //! The file's tables and format are described in [`layout`]; how small appends are staged so
-//! group commits stay cheap, in [`staging`]; the batched event-id index, in [`index`]. Appends go through one writer
-//! thread that commits every append waiting at the moment in one write transaction with
-//! redb's default (immediate) durability ([`writer`]): group commit, so throughput grows with
-//! concurrency, while each `append` still returns only when its events are on disk, and a
-//! crash before that leaves none of them. Other operations are synchronous redb calls on
+//! group commits stay cheap, in [`staging`]; the batched event-id index, in [`index`]; how a
+//! new file is created safely, in [`create`]. Appends go through one writer thread that
+//! commits every append waiting at the moment in one write transaction with redb's default
+//! (immediate) durability ([`writer`]): group commit, so throughput grows with concurrency,
+//! while each `append` still returns only when its events are on disk, and a crash before
+//! that leaves none of them. Other operations are synchronous redb calls on
 //! tokio's blocking pool.
 
 use std::ops::Range;
@@ -312,16 +313,7 @@ impl RedbStore {
             path: Arc::from(path),
             notifier: Notifier::default(),
         };
-        layout::prepare(&store.db).map_err(|err| match err {
-            layout::PrepareError::Newer(format) => RedbError::NewerFormat {
-                path: path.to_owned(),
-                format,
-            },
-            layout::PrepareError::Redb(source) => RedbError::Open {
-                path: path.to_owned(),
-                source: Box::new(source),
-            },
-        })?;
+        layout::prepare_file(&store.db, path)?;
         tracing::debug!(path = %path.display(), "opened redb store");
         Ok(store)
     }

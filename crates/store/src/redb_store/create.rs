@@ -47,18 +47,11 @@ const SUFFIX: &str = ".creating";
 
 /// Builds a complete, durable store file at `temp`.
 fn build(temp: &Path) -> Result<(), RedbError> {
-    let open_error = |source: redb::Error| RedbError::Open {
+    let db = Database::create(temp).map_err(|err| RedbError::Open {
         path: temp.to_owned(),
-        source: Box::new(source),
-    };
-    let db = Database::create(temp).map_err(|err| open_error(err.into()))?;
-    layout::prepare(&db).map_err(|err| match err {
-        layout::PrepareError::Redb(source) => open_error(source),
-        layout::PrepareError::Newer(format) => RedbError::NewerFormat {
-            path: temp.to_owned(),
-            format,
-        },
+        source: Box::new(err.into()),
     })?;
+    layout::prepare_file(&db, temp)?;
     drop(db);
     let file_error = |source| RedbError::CreateFile {
         path: temp.to_owned(),
@@ -131,7 +124,7 @@ mod tests {
             creator.join().unwrap().unwrap();
         }
         let db = Database::create(&path).unwrap();
-        layout::prepare(&db).unwrap();
+        layout::prepare_file(&db, &path).unwrap();
         let names: Vec<String> = std::fs::read_dir(dir.path())
             .unwrap()
             .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())

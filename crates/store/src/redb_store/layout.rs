@@ -22,12 +22,14 @@
 //! id), with every event in it, and a full [`SessionInfo`] per session; [`prepare`] rewrites
 //! the index and the records once when it opens such a file.
 
+use std::path::Path;
+
 use chrono::{DateTime, Utc};
 use openharness_core::{Envelope, EventId, SessionId, SessionInfo, StoreError};
 use redb::{Database, ReadableTable, TableDefinition, TableHandle};
 use serde::{Deserialize, Serialize};
 
-use super::staging;
+use super::{RedbError, staging};
 
 /// Events by (session id, seq), as JSON.
 pub(super) const EVENTS: TableDefinition<'_, (&str, u64), &[u8]> = TableDefinition::new("events");
@@ -48,9 +50,23 @@ const FORMAT_1_EVENT_IDS: TableDefinition<'_, (&str, u128), u64> =
 /// The format this version writes.
 pub(super) const FORMAT: u64 = 2;
 
+/// [`prepare`], with its failure named after the file at `path`.
+pub(super) fn prepare_file(db: &Database, path: &Path) -> Result<(), RedbError> {
+    prepare(db).map_err(|err| match err {
+        PrepareError::Newer(format) => RedbError::NewerFormat {
+            path: path.to_owned(),
+            format,
+        },
+        PrepareError::Redb(source) => RedbError::Open {
+            path: path.to_owned(),
+            source: Box::new(source),
+        },
+    })
+}
+
 /// Why a file could not be prepared for use.
 #[derive(Debug)]
-pub(super) enum PrepareError {
+enum PrepareError {
     /// redb failed.
     Redb(redb::Error),
     /// The file was written by a newer version of Open Harness.
@@ -65,7 +81,7 @@ impl<E: Into<redb::Error>> From<E> for PrepareError {
 
 /// Creates the tables of a new file, or brings an older file to [`FORMAT`], in one
 /// transaction (a crash part way leaves the file as it was).
-pub(super) fn prepare(db: &Database) -> Result<(), PrepareError> {
+fn prepare(db: &Database) -> Result<(), PrepareError> {
     let txn = db.begin_write()?;
     {
         let mut meta = txn.open_table(META)?;
