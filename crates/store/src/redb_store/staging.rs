@@ -57,15 +57,7 @@ pub(super) fn last_staged<T>(recent: &T, sid: &str) -> Result<Option<(u64, Vec<u
 where
     T: ReadableTable<u64, (&'static str, u64, &'static [u8])>,
 {
-    let mut last: Option<(u64, Vec<u8>)> = None;
-    for entry in recent.iter()? {
-        let (_, value) = entry?;
-        let (session, seq, bytes) = value.value();
-        if session == sid && last.as_ref().is_none_or(|(at, _)| seq > *at) {
-            last = Some((seq, bytes.to_vec()));
-        }
-    }
-    Ok(last)
+    Ok(staged(recent, sid, 0..u64::MAX)?.pop())
 }
 
 /// Every session's staged event with the highest seq, by session id.
