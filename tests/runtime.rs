@@ -11,6 +11,17 @@ use openharness::provider::{Reply, ScriptedProvider};
 use openharness::store::{FailingStore, MemoryStore};
 use openharness::{CancellationToken, Error, Pattern, StopReason, renderer_fn};
 
+/// The first event of type `E` in `events`, decoded (the test fails when there is none).
+fn first<E: Event>(events: &[Envelope]) -> E {
+    let event = events
+        .iter()
+        .find(|e| e.name == E::NAME)
+        .unwrap_or_else(|| panic!("no {} event", E::NAME));
+    event
+        .decode()
+        .unwrap_or_else(|err| panic!("{} does not decode: {err}", E::NAME))
+}
+
 /// A counter workflow: every `count:added` adds to the total; `count:added` with `amount` 13
 /// makes the handler panic; an agent answers `user:input` with a number to add.
 #[event]
@@ -261,20 +272,10 @@ async fn output_that_never_matches_ends_the_agent_as_failure_with_error_occurred
     let outcome = wf.run(RunOptions::new().input("x")).await.unwrap();
     assert_eq!(provider.requests().len(), 3, "bounded re-asks");
     let events = store.all_events(&outcome.session).await.unwrap();
-    let error = events
-        .iter()
-        .find(|e| e.name == "error:occurred")
-        .unwrap()
-        .decode::<ErrorOccurred>()
-        .unwrap();
+    let error = first::<ErrorOccurred>(&events);
     assert_eq!(error.source, "agent");
     assert!(error.message.contains("amount"), "{}", error.message);
-    let completed = events
-        .iter()
-        .find(|e| e.name == "agent:completed")
-        .unwrap()
-        .decode::<AgentCompleted>()
-        .unwrap();
+    let completed = first::<AgentCompleted>(&events);
     assert_eq!(completed.outcome, Outcome::Failure);
     assert_eq!(outcome.state.total, 0);
 }
@@ -287,12 +288,7 @@ async fn a_provider_error_fails_the_agent_not_the_run() {
     let outcome = wf.run(RunOptions::new().input("x")).await.unwrap();
     assert_eq!(outcome.reason, StopReason::Idle);
     let events = store.all_events(&outcome.session).await.unwrap();
-    let completed = events
-        .iter()
-        .find(|e| e.name == "agent:completed")
-        .unwrap()
-        .decode::<AgentCompleted>()
-        .unwrap();
+    let completed = first::<AgentCompleted>(&events);
     assert_eq!(completed.outcome, Outcome::Failure);
     assert!(completed.error.unwrap().contains("model overloaded"));
 }

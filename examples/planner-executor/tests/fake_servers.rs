@@ -18,6 +18,17 @@ use openharness_example_planner_executor::{
 };
 use serde_json::{Value, json};
 
+/// The first event of type `E` in `events`, decoded (the test fails when there is none).
+fn first<E: Event>(events: &[Envelope]) -> E {
+    let event = events
+        .iter()
+        .find(|e| e.name == E::NAME)
+        .unwrap_or_else(|| panic!("no {} event", E::NAME));
+    event
+        .decode()
+        .unwrap_or_else(|err| panic!("{} does not decode: {err}", E::NAME))
+}
+
 const TASKS: [&str; 3] = [
     "Write the changelog",
     "Tag the release",
@@ -226,24 +237,14 @@ async fn output_that_never_validates_ends_in_error_occurred_after_the_bound() {
         "the default bound is three attempts"
     );
     let events = store.all_events(&outcome.session).await.unwrap();
-    let error = events
-        .iter()
-        .find(|e| e.name == "error:occurred")
-        .unwrap()
-        .decode::<ErrorOccurred>()
-        .unwrap();
+    let error = first::<ErrorOccurred>(&events);
     assert!(
         error.message.contains("agent `planner` failed")
             && error.message.contains("after 3 attempts"),
         "{}",
         error.message
     );
-    let completed = events
-        .iter()
-        .find(|e| e.name == "agent:completed")
-        .unwrap()
-        .decode::<AgentCompleted>()
-        .unwrap();
+    let completed = first::<AgentCompleted>(&events);
     assert_eq!(completed.outcome, Outcome::Failure);
     assert_eq!(
         completed.usage.input_tokens,
@@ -271,12 +272,7 @@ async fn a_provider_failure_keeps_the_streamed_text_and_fails_the_agent() {
         .map(|e| e.payload["delta"].as_str().unwrap().to_owned())
         .collect();
     assert_eq!(text, "Thinking about the plan");
-    let completed = events
-        .iter()
-        .find(|e| e.name == "agent:completed")
-        .unwrap()
-        .decode::<AgentCompleted>()
-        .unwrap();
+    let completed = first::<AgentCompleted>(&events);
     assert_eq!(completed.outcome, Outcome::Failure);
     assert!(completed.error.unwrap().contains("overloaded_error"));
 }
@@ -336,12 +332,7 @@ async fn an_agents_tools_reach_the_model_and_every_call_is_recorded() {
     );
 
     let events = store.all_events(&outcome.session).await.unwrap();
-    let called = events
-        .iter()
-        .find(|e| e.name == "tool:called")
-        .unwrap()
-        .decode::<ToolCalled>()
-        .unwrap();
+    let called = first::<ToolCalled>(&events);
     assert_eq!(
         (
             called.agent.as_str(),
@@ -350,12 +341,7 @@ async fn an_agents_tools_reach_the_model_and_every_call_is_recorded() {
         ),
         ("planner", "current_time", "toolu_01Now")
     );
-    let result = events
-        .iter()
-        .find(|e| e.name == "tool:result")
-        .unwrap()
-        .decode::<ToolResult>()
-        .unwrap();
+    let result = first::<ToolResult>(&events);
     assert!(!result.is_error);
     assert!(result.output["utc"].as_str().unwrap().ends_with('Z'));
     // The tool result went back to the model in the second request.
