@@ -122,6 +122,9 @@ pub(crate) trait ErasedAgent<S>: Send + Sync {
     fn schema(&self) -> Arc<Value>;
     /// `None` if `when` is false; an error if the trigger does not decode or user code panics.
     fn activate(&self, state: &S, trigger: &Envelope) -> Option<Result<Activation, String>>;
+    /// The activation of a call recorded before (its `agent:started`), to run it again after a
+    /// crash: the recorded prompt and model, with the agent's tools.
+    fn reactivate(&self, prompt: String, model: Option<String>) -> Activation;
     /// Deserializes the output and calls `on_output`; an error explains why the output was rejected.
     fn finish(&self, output: Value, trigger: &Envelope) -> Result<Emit, OutputRejected>;
 }
@@ -224,6 +227,15 @@ impl<A: Agent> ErasedAgent<A::State> for Erased<A> {
                 A::NAME,
                 panic_message(panic.as_ref())
             ))),
+        }
+    }
+
+    fn reactivate(&self, prompt: String, model: Option<String>) -> Activation {
+        Activation {
+            prompt,
+            model,
+            tools: self.tools.clone(),
+            max_turns: self.agent.max_turns().max(1),
         }
     }
 

@@ -28,10 +28,33 @@ builtin_event!(
     "workflow:started" => WorkflowStarted { /// The workflow's name.
     workflow: String });
 builtin_event!(
-/// The last event of a run that ended normally (not by a store failure).
+/// The last event of a turn that ended normally (not by a store failure or a crash).
 "workflow:completed" => WorkflowCompleted {
-    /// Why the run ended: `until`, `idle`, `cancelled`, `max_events`, ...
+    /// Why the turn ended: `until`, `idle`, `waiting_for_input`, `cancelled`, `max_events`, ...
     reason: String,
+    /// The `input:requested` events still unanswered when the turn ended (their event ids).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    open_requests: Vec<EventId>,
+    /// How many `error:occurred` events the turn recorded (a handler panicked, an agent
+    /// failed for good, ...). A session whose last turn had errors has status `failed`.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    errors: u64,
+});
+builtin_event!(
+/// A handler or an agent asks a person for input. The turn ends waiting once nothing else
+/// is left to do; the answer is recorded as `input:received`, caused by this event, and
+/// continues the session. The request's id is this event's id.
+"input:requested" => InputRequested {
+    /// What to ask.
+    prompt: String,
+});
+builtin_event!(
+/// A person's answer to an `input:requested` (whose id is `request_id`).
+"input:received" => InputReceived {
+    /// The id of the `input:requested` event this answers.
+    request_id: EventId,
+    /// The answer.
+    text: String,
 });
 builtin_event!(
 /// An agent was activated by an event.
@@ -153,7 +176,13 @@ pub const NAMES: &[&str] = &[
     ToolResult::NAME,
     ErrorOccurred::NAME,
     SessionForked::NAME,
+    InputRequested::NAME,
+    InputReceived::NAME,
 ];
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
 
 /// Whether `name` is a built-in event.
 pub fn is_builtin(name: &str) -> bool {

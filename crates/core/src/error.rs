@@ -40,6 +40,54 @@ pub enum Error {
         /// The workflow asked to load it.
         workflow: String,
     },
+    /// Another turn holds the session: one running in this process (with
+    /// [`RunOptions::refuse_if_busy`](crate::RunOptions::refuse_if_busy)), one running in
+    /// another process (the store refused an append because another writer got there first),
+    /// or one a crash cut off (finish it with [`Workflow::resume`](crate::Workflow::resume)).
+    /// Nothing was recorded by the refused turn, and no model was called for it.
+    #[error("session {session} is busy: {reason}")]
+    SessionBusy {
+        /// The session.
+        session: SessionId,
+        /// Which of the cases above, in words.
+        reason: String,
+    },
+    /// An event after the session's latest snapshot no longer decodes into the workflow's
+    /// events, so its state cannot be derived to continue it. Nothing was recorded.
+    #[error("session {session}: the event at seq {seq} (`{name}`) no longer decodes: {message}")]
+    Undecodable {
+        /// The session.
+        session: SessionId,
+        /// The event's seq (0-based; the state after it is position `seq + 1`).
+        seq: u64,
+        /// The event's name.
+        name: String,
+        /// Why it does not decode.
+        message: String,
+    },
+    /// An answer named an `input:requested` that the session does not have open: it does not
+    /// exist, or it was already answered. Nothing was recorded.
+    #[error(
+        "session {session} has no open input request {request} (it does not exist or was already answered){}",
+        open_list(open)
+    )]
+    RequestNotOpen {
+        /// The session.
+        session: SessionId,
+        /// The request id that was given.
+        request: crate::EventId,
+        /// The requests that are open.
+        open: Vec<crate::EventId>,
+    },
+}
+
+fn open_list(open: &[crate::EventId]) -> String {
+    if open.is_empty() {
+        "; it has none open".to_owned()
+    } else {
+        let ids: Vec<String> = open.iter().map(ToString::to_string).collect();
+        format!("; open: {}", ids.join(", "))
+    }
 }
 
 impl Error {

@@ -116,13 +116,43 @@ impl<S: Handler> Fold<S> {
     /// `event`; it is read only when a handler panics, to rebuild the state from the last
     /// checkpoint.
     pub fn apply(&mut self, event: &Envelope, log: &[Envelope]) -> Applied {
+        self.apply_windowed(event, log, 0)
+    }
+
+    /// Applies `event` like [`Fold::apply`], with only a window of the log: `window` holds the
+    /// events from seq `window_start` on, and must hold at least the events from
+    /// [`Fold::checkpoint_position`] up to `event`. A caller that keeps no more than that
+    /// window holds memory bounded by the checkpoint interval, not by the session's length.
+    ///
+    /// ```
+    /// # use openharness_core::*;
+    /// # fn fold_all<S: Handler>(mut fold: Fold<S>, events: impl Iterator<Item = Envelope>) -> S {
+    /// let mut window: Vec<Envelope> = Vec::new();
+    /// let mut window_start = fold.position();
+    /// for event in events {
+    ///     fold.apply_windowed(&event, &window, window_start);
+    ///     window.push(event);
+    ///     // Drop what the fold can no longer need.
+    ///     let keep_from = fold.checkpoint_position();
+    ///     window.drain(..(keep_from - window_start) as usize);
+    ///     window_start = keep_from;
+    /// }
+    /// fold.into_state()
+    /// # }
+    /// ```
+    pub fn apply_windowed(
+        &mut self,
+        event: &Envelope,
+        window: &[Envelope],
+        window_start: u64,
+    ) -> Applied {
         let applied = match S::Events::decode(&event.name, &event.payload) {
             Ok(Decoded::Known(typed)) => {
                 match catch_unwind(AssertUnwindSafe(|| self.state.apply(&typed))) {
                     Ok(emit) => Applied::Handled(emit),
                     Err(panic) => {
                         let message = panic_message(panic.as_ref());
-                        self.restore(log);
+                        self.restore(window, window_start);
                         Applied::Panicked(message)
                     }
                 }
@@ -150,12 +180,26 @@ impl<S: Handler> Fold<S> {
         applied
     }
 
-    /// Rebuilds the state before the current event from the checkpoint and the log.
-    fn restore(&mut self, log: &[Envelope]) {
+    /// The position of the fold's checkpoint: the earliest event a panic may need to re-apply.
+    pub fn checkpoint_position(&self) -> u64 {
+        self.checkpoint_position
+    }
+
+    /// Rebuilds the state before the current event from the checkpoint and the log window.
+    fn restore(&mut self, window: &[Envelope], window_start: u64) {
         self.state = self.checkpoint.clone();
-        let from = usize::try_from(self.checkpoint_position).unwrap_or(usize::MAX);
-        let to = usize::try_from(self.position).unwrap_or(usize::MAX);
-        for event in log.get(from..to).unwrap_or_default() {
+        let index = |position: u64| {
+            usize::try_from(position.saturating_sub(window_start)).unwrap_or(usize::MAX)
+        };
+        let (from, to) = (index(self.checkpoint_position), index(self.position));
+        if self.checkpoint_position < window_start || window.len() < to {
+            tracing::error!(
+                checkpoint = self.checkpoint_position,
+                window_start,
+                "a handler panicked and the log window misses events since the checkpoint; the state goes back to the checkpoint"
+            );
+        }
+        for event in window.get(from..to).unwrap_or_default() {
             if let Ok(Decoded::Known(typed)) = S::Events::decode(&event.name, &event.payload) {
                 // Events between the checkpoint and now did not panic the first time; a handler
                 // that panics only sometimes is not pure, and its effect is dropped again here.

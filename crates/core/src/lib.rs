@@ -9,15 +9,18 @@
 
 mod agent;
 pub mod builtin;
+mod derive;
 mod emit;
 mod error;
 mod event;
 mod fold;
 mod handler;
+mod locks;
 mod pattern;
 mod provider;
 mod renderer;
 mod runtime;
+mod status;
 mod store;
 mod tool;
 mod workflow;
@@ -34,6 +37,7 @@ pub use provider::{
     ProviderSink, Usage,
 };
 pub use renderer::{FnRenderer, Renderer, renderer_fn};
+pub use status::{SessionStatus, last_event_summary};
 pub use store::{
     EVENT_PAGE, EventStream, Recorded, SessionInfo, Snapshot, Store, StoreError, Subscription,
     SubscriptionSender,

@@ -1,17 +1,24 @@
-//! The event loop behind [`crate::Workflow::run`].
+//! The event loop behind [`crate::Workflow::run`] and the turns of a living session.
 //!
-//! One event at a time: take the next queued event, append it to the store (it must be durable
-//! before anything else sees it), fold it through the handlers, queue what they emit, hand it
-//! to the renderers, check `until`, then start the agents it activates. Agents run as tokio
+//! One event at a time: take the next queued event, fold it through the handlers (queueing
+//! what they emit), check `until`, and queue the `agent:started` of the agents it activates.
+//! Everything one event causes is recorded with it in one all-or-nothing append, made when the
+//! queue runs dry (or a batch grows large): only once that append is durable do the renderers
+//! see the events and the agents start. So the log never holds an event without what its
+//! handlers made of it, and a crash can lose only work no one was told of. Agents run as tokio
 //! tasks and send what they produce back through a channel; the loop records it in arrival
 //! order, so the log is the exact history and replays need no agent.
+//!
+//! The loop keeps no copy of the log: the fold's restore window (the events since its last
+//! checkpoint) and the batch not yet appended are all it holds, so a turn on a session of a
+//! million events needs no more memory than one on a short session.
 
 use std::collections::{HashMap, VecDeque};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::sync::mpsc::{UnboundedSender, unbounded_channel};
+use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
 use tokio::sync::oneshot;
 use tokio::task::JoinSet;
 use tokio::time::Instant;
@@ -19,16 +26,19 @@ use tokio_util::sync::CancellationToken;
 
 use crate::agent::{Activation, ErasedAgent, OutputRejected};
 use crate::builtin::{
-    AgentCompleted, AgentStarted, ErrorOccurred, Outcome, TextComplete, TextDelta, ToolCalled,
-    ToolResult, UserInput, WorkflowCompleted, WorkflowStarted,
+    AgentCompleted, AgentStarted, ErrorOccurred, InputReceived, InputRequested, Outcome,
+    TextComplete, TextDelta, ToolCalled, ToolResult, UserInput, WorkflowCompleted, WorkflowStarted,
 };
+use crate::derive::{Derived, OpenCall, Unrecorded, Window};
 use crate::emit::{Emit, Pending};
 use crate::error::Error;
 use crate::event::{Envelope, Event, EventId, SessionId};
 use crate::fold::{Applied, Fold, panic_message};
+use crate::locks::SessionGuard;
 use crate::pattern::Pattern;
 use crate::provider::{Provider, ProviderEvent, ProviderRequest, ProviderSink, Usage};
 use crate::renderer::Renderer;
+use crate::store::{Snapshot, StoreError};
 use crate::workflow::{Continuation, Inner, RunOptions, RunOutcome, StopReason, WorkflowState};
 
 /// What an agent task sends back to the loop.
@@ -37,7 +47,7 @@ enum AgentMessage {
     /// trigger.
     Event(Pending, EventId),
     /// The agent call is over: its final events (`text:complete`, its output events or an
-    /// `error:occurred`, then `agent:completed`), recorded back to back.
+    /// `error:occurred`, then `agent:completed`), recorded back to back in one append.
     Finished {
         call: u64,
         trigger: EventId,
@@ -56,10 +66,74 @@ enum AfterRecord<S> {
 /// How long a finished run waits for its renderers to drain.
 const RENDERER_DRAIN_LIMIT: Duration = Duration::from_secs(10);
 
+/// The most events one append holds; a longer chain of consequences is split.
+const MAX_BATCH: u64 = 1024;
+
+/// A turn saves a snapshot at its end when at least this many events were recorded since the
+/// session's latest snapshot, so continuing a session folds only a short tail.
+const SNAPSHOT_TAIL: u64 = 64;
+
+/// How a run begins.
+pub(crate) enum Start<S> {
+    /// A new session: `workflow:started`, then the options' input.
+    Fresh,
+    /// A fork: a new session from another's state (see [`Continuation`]).
+    Fork(Continuation<S>),
+    /// A turn on a recorded session.
+    Turn(Box<Turn<S>>),
+}
+
+/// A turn on a recorded session: its derived state and how the turn begins.
+pub(crate) struct Turn<S> {
+    pub(crate) session: SessionId,
+    pub(crate) derived: Derived<S>,
+    pub(crate) begin: TurnBegin,
+}
+
+/// What a turn on a recorded session begins with.
+pub(crate) enum TurnBegin {
+    /// New input: `user:input`.
+    Input(String),
+    /// An answer to an open `input:requested`: `input:received`.
+    Answer { request: EventId, text: String },
+    /// Finish what a killed process left: close its open agent calls as interrupted and run
+    /// them again, record what it had not recorded.
+    Resume,
+}
+
+/// How a run begins, once its state is in hand.
+enum Begin {
+    Fresh,
+    Fork {
+        first: Pending,
+        queued: Vec<Pending>,
+        redeliver: Option<Envelope>,
+    },
+    Input(String),
+    Answer {
+        request: EventId,
+        text: String,
+    },
+    Resume {
+        unrecorded: Vec<Unrecorded>,
+        open_calls: Vec<OpenCall>,
+    },
+}
+
+/// The guards of one run.
+struct Limits {
+    cancel: CancellationToken,
+    deadline: Option<Instant>,
+    max_events: u64,
+    max_agent_calls: u64,
+    max_cost: Option<f64>,
+}
+
 pub(crate) async fn run<S: WorkflowState>(
     wf: &Inner<S>,
     options: RunOptions,
-    from: Option<Continuation<S>>,
+    start: Start<S>,
+    guard: SessionGuard,
 ) -> Result<RunOutcome<S>, Error> {
     let RunOptions {
         input,
@@ -70,132 +144,100 @@ pub(crate) async fn run<S: WorkflowState>(
         max_cost,
         deadline,
         renderers,
+        ..
     } = options;
-    let deadline = deadline.map(|d| Instant::now() + d);
+    let limits = Limits {
+        deadline: deadline.map(|d| Instant::now() + d),
+        cancel,
+        max_events,
+        max_agent_calls,
+        max_cost,
+    };
     let (tx, mut rx) = unbounded_channel();
-    // A continued run (a fork) records its first event, then what follows it (see
-    // `Continuation`); a fresh run records `workflow:started`, then the input.
-    let (initial, first, mut resume, input) = match from {
-        Some(from) => (
-            from.state,
-            from.first,
-            Some((from.queued, from.redeliver, input)),
-            None,
+    let (initial, session, len, snapshot_at, open_requests, begin) = match start {
+        Start::Fresh => (
+            wf.initial.clone(),
+            session.unwrap_or_default(),
+            0,
+            0,
+            Vec::new(),
+            Begin::Fresh,
         ),
-        None => {
-            let started = Pending::of(&WorkflowStarted {
-                workflow: wf.name.clone(),
-            });
-            (wf.initial.clone(), started, None, input)
+        Start::Fork(from) => {
+            let Continuation {
+                state,
+                first,
+                queued,
+                redeliver,
+            } = from;
+            let begin = Begin::Fork {
+                first,
+                queued,
+                redeliver,
+            };
+            (state, session.unwrap_or_default(), 0, 0, Vec::new(), begin)
+        }
+        Start::Turn(turn) => {
+            let Turn {
+                session,
+                derived,
+                begin,
+            } = *turn;
+            let Derived {
+                state,
+                len,
+                snapshot_at,
+                open_requests,
+                unrecorded,
+                open_calls,
+                ..
+            } = derived;
+            let begin = match begin {
+                TurnBegin::Input(text) => Begin::Input(text),
+                TurnBegin::Answer { request, text } => Begin::Answer { request, text },
+                TurnBegin::Resume => Begin::Resume {
+                    unrecorded,
+                    open_calls,
+                },
+            };
+            (state, session, len, snapshot_at, open_requests, begin)
         }
     };
     let mut run = Run {
         wf,
-        session: session.unwrap_or_default(),
-        log: Vec::new(),
-        fold: Fold::new(initial),
+        session,
+        len,
+        staged: len,
+        first_seq: len,
+        fold: Fold::at(initial, len),
+        window: Window::new(len),
         queue: VecDeque::new(),
+        launches: Vec::new(),
         renderers: RendererPool::start(renderers),
         running: HashMap::new(),
         tasks: JoinSet::new(),
         tx,
-        agents_cancel: cancel.child_token(),
+        agents_cancel: limits.cancel.child_token(),
         agent_calls: 0,
         usage: Usage::default(),
         cost: 0.0,
+        open_requests,
+        errors: 0,
+        snapshot_at,
+        _guard: guard,
     };
-    run.queue.push_back((first, None, None));
-    if let Some(text) = input {
-        run.queue
-            .push_back((Pending::of(&UserInput { text }), None, None));
+    let result = match run.begin(begin, input, &limits) {
+        Some(reason) => Ok(reason),
+        None => run.drive(&limits, &mut rx).await,
+    };
+    match result {
+        Ok(reason) => run.finish(reason, &mut rx).await,
+        Err(err) => {
+            run.stop_agents().await;
+            run.renderers.finish().await;
+            Err(err)
+        }
     }
-
-    let reason = loop {
-        if cancel.is_cancelled() {
-            break StopReason::Cancelled;
-        }
-        if deadline.is_some_and(|d| Instant::now() >= d) {
-            break StopReason::Deadline;
-        }
-        if run.log.len() as u64 >= max_events {
-            break StopReason::MaxEvents;
-        }
-        let (batch, after) = match run.queue.pop_front() {
-            Some((pending, caused_by, after)) => (vec![(pending, caused_by)], after),
-            None if run.running.is_empty() => break StopReason::Idle,
-            None => {
-                let message = tokio::select! {
-                    biased;
-                    () = cancel.cancelled() => break StopReason::Cancelled,
-                    () = sleep_until(deadline) => break StopReason::Deadline,
-                    message = rx.recv() => message,
-                };
-                match message {
-                    Some(AgentMessage::Event(pending, trigger)) => {
-                        (vec![(pending, Some(trigger))], None)
-                    }
-                    Some(AgentMessage::Finished {
-                        call,
-                        trigger,
-                        events,
-                    }) => (
-                        events.into_iter().map(|p| (p, Some(trigger))).collect(),
-                        Some(AfterRecord::Finish(call)),
-                    ),
-                    None => break StopReason::Idle,
-                }
-            }
-        };
-        let recorded = match run.record(batch).await {
-            Ok(recorded) => recorded,
-            Err(err) => {
-                run.stop_agents().await;
-                run.renderers.finish().await;
-                return Err(err);
-            }
-        };
-        if let Some((queued, redeliver, input)) = resume.take() {
-            // The first event is recorded: queue what follows it.
-            let cause = run.log[recorded.start].id;
-            run.queue
-                .extend(queued.into_iter().map(|p| (p, Some(cause), None)));
-            if let Some(text) = input {
-                run.queue
-                    .push_back((Pending::of(&UserInput { text }), None, None));
-            }
-            if let Some(event) = redeliver
-                && let Some(reason) =
-                    run.activate(&Envelope { id: cause, ..event }, max_agent_calls)
-            {
-                break reason;
-            }
-        }
-        match after {
-            Some(AfterRecord::Launch(task)) => run.launch(*task),
-            Some(AfterRecord::Finish(call)) => {
-                run.running.remove(&call);
-            }
-            None => {}
-        }
-        if wf
-            .until
-            .as_ref()
-            .is_some_and(|until| until(run.fold.state()))
-        {
-            break StopReason::Until;
-        }
-        if max_cost.is_some_and(|max| run.cost > max) {
-            break StopReason::MaxCost;
-        }
-        if let Some(reason) = recorded
-            .into_iter()
-            .find_map(|index| run.activate_agents(index, max_agent_calls))
-        {
-            break reason;
-        }
-    };
-
-    run.finish(reason, &mut rx).await
 }
 
 async fn sleep_until(deadline: Option<Instant>) {
@@ -205,91 +247,392 @@ async fn sleep_until(deadline: Option<Instant>) {
     }
 }
 
+/// Events folded together before any agent they activate is started (one queued event, or
+/// the final events of one agent call), each with its cause.
+type Unit = Vec<(Pending, Option<EventId>)>;
+
+/// An event waiting to be recorded: what, caused by what, and what to do once it is durable.
+type Queued<S> = (Pending, Option<EventId>, Option<AfterRecord<S>>);
+
 struct Run<'w, S> {
     wf: &'w Inner<S>,
     session: SessionId,
-    log: Vec<Envelope>,
+    /// How many events are durable in the store.
+    len: u64,
+    /// How many events are folded: `len` plus the batch not appended yet.
+    staged: u64,
+    /// The seq of the turn's first event.
+    first_seq: u64,
     fold: Fold<S>,
-    /// Events waiting to be recorded, with their cause and, for `agent:started`, the agent call
+    /// The events the fold may need after a panic, and the batch not appended yet.
+    window: Window,
+    /// Events waiting to be folded, with their cause and, for `agent:started`, the agent call
     /// to start once that event is durable.
-    queue: VecDeque<(Pending, Option<EventId>, Option<AfterRecord<S>>)>,
+    queue: VecDeque<Queued<S>>,
+    /// Agent calls to start once the batch holding their `agent:started` is durable.
+    launches: Vec<AgentTask<S>>,
     renderers: RendererPool,
-    /// Agent calls in flight: call number -> agent name.
-    running: HashMap<u64, &'static str>,
+    /// Agent calls in flight: call number -> (agent name, trigger).
+    running: HashMap<u64, (&'static str, EventId)>,
     tasks: JoinSet<()>,
     tx: UnboundedSender<AgentMessage>,
     agents_cancel: CancellationToken,
     agent_calls: u64,
     usage: Usage,
     cost: f64,
+    /// `input:requested` events not answered yet.
+    open_requests: Vec<EventId>,
+    /// `error:occurred` events this turn recorded.
+    errors: u64,
+    /// The position of the session's latest snapshot.
+    snapshot_at: u64,
+    /// One writer per session: held until the run is over.
+    _guard: SessionGuard,
 }
 
 impl<S: WorkflowState> Run<'_, S> {
-    /// Appends events durably in one all-or-nothing append, then, for each in order, folds
-    /// it, queues what its handler emits and shows it to the renderers. Returns the events'
-    /// indexes in the log.
-    async fn record(
+    /// Queues the run's first events. Returns a stop reason when the run is over before the
+    /// loop starts (a resumed turn whose `until` already holds).
+    fn begin(
         &mut self,
-        batch: Vec<(Pending, Option<EventId>)>,
-    ) -> Result<std::ops::Range<usize>, Error> {
-        let events: Vec<Envelope> = batch
-            .into_iter()
-            .map(|(pending, caused_by)| Envelope::new(pending.name, pending.payload, caused_by))
-            .collect();
-        let seq = self.log.len() as u64;
-        let store = &self.wf.store;
-        store
-            .append(&self.session, &events, seq)
-            .await
-            .map_err(|err| Error::store(store.as_ref(), Some(&self.session), err))?;
-        let first = self.log.len();
-        self.log.extend(events);
-        for index in first..self.log.len() {
-            self.absorb(index);
-        }
-        Ok(first..self.log.len())
-    }
-
-    /// Folds the recorded event at `index`, queues what its handler emits, tracks usage and
-    /// shows it to the renderers.
-    fn absorb(&mut self, index: usize) {
-        let event = &self.log[index];
-        match self.fold.apply(event, &self.log) {
-            Applied::Handled(emit) => {
-                self.queue.extend(
-                    emit.into_pending()
-                        .into_iter()
-                        .map(|p| (p, Some(event.id), None)),
-                );
+        begin: Begin,
+        input: Option<String>,
+        limits: &Limits,
+    ) -> Option<StopReason> {
+        match begin {
+            Begin::Fresh => {
+                let started = Pending::of(&WorkflowStarted {
+                    workflow: self.wf.name.clone(),
+                });
+                self.queue.push_back((started, None, None));
+                if let Some(text) = input {
+                    self.queue
+                        .push_back((Pending::of(&UserInput { text }), None, None));
+                }
+                None
             }
-            Applied::Panicked(message) => {
-                let error = ErrorOccurred {
-                    source: "handler".into(),
-                    message: format!("the handler for `{}` panicked: {message}", event.name),
-                    event: Some(event.id),
+            Begin::Fork {
+                first,
+                queued,
+                redeliver,
+            } => {
+                // The first event is folded: queue what follows it.
+                let first = self.stage(vec![(first, None)]);
+                let cause = self.window.get(first.start).map(|e| e.id)?;
+                self.queue
+                    .extend(queued.into_iter().map(|p| (p, Some(cause), None)));
+                if let Some(text) = input {
+                    self.queue
+                        .push_back((Pending::of(&UserInput { text }), None, None));
+                }
+                let event = redeliver?;
+                self.activate(&Envelope { id: cause, ..event }, limits.max_agent_calls)
+            }
+            Begin::Input(text) => {
+                self.queue
+                    .push_back((Pending::of(&UserInput { text }), None, None));
+                None
+            }
+            Begin::Answer { request, text } => {
+                let answer = InputReceived {
+                    request_id: request,
+                    text,
                 };
                 self.queue
-                    .push_back((Pending::of(&error), Some(event.id), None));
+                    .push_back((Pending::of(&answer), Some(request), None));
+                None
             }
-            Applied::Skipped | Applied::Undecodable(_) => {}
+            Begin::Resume {
+                unrecorded,
+                open_calls,
+            } => self.resume(unrecorded, open_calls, limits),
         }
-        if event.name == AgentCompleted::NAME
-            && let Ok(completed) = event.decode::<AgentCompleted>()
-        {
-            self.usage += completed.usage;
-            self.cost += completed.cost.unwrap_or(0.0);
-        }
-        self.renderers.send(event);
     }
 
-    /// Starts every agent the event at `index` activates. Returns a stop reason if the agent
+    /// Closes a killed process's open agent calls as interrupted (one append), then queues what
+    /// it had not recorded and runs the closed calls again.
+    fn resume(
+        &mut self,
+        unrecorded: Vec<Unrecorded>,
+        open_calls: Vec<OpenCall>,
+        limits: &Limits,
+    ) -> Option<StopReason> {
+        let closes: Unit = open_calls
+            .iter()
+            .map(|call| {
+                let closed = AgentCompleted {
+                    agent: call.started.agent.clone(),
+                    outcome: Outcome::Interrupted,
+                    usage: Usage::default(),
+                    cost: None,
+                    error: Some(
+                        "the process running this call stopped before it completed; it runs again"
+                            .to_owned(),
+                    ),
+                    output: None,
+                };
+                (Pending::of(&closed), call.trigger_id)
+            })
+            .collect();
+        if !closes.is_empty() {
+            self.stage(closes);
+        }
+        if self.until_holds() {
+            return Some(StopReason::Until);
+        }
+        for item in unrecorded {
+            match item {
+                Unrecorded::Event(pending, cause) => {
+                    self.queue.push_back((pending, Some(cause), None))
+                }
+                Unrecorded::Start {
+                    agent,
+                    started,
+                    trigger,
+                } => {
+                    if let Some(reason) = self.rerun(&agent, started, trigger, limits) {
+                        return Some(reason);
+                    }
+                }
+            }
+        }
+        for call in open_calls {
+            let agent = call.started.agent.clone();
+            match call.trigger {
+                Some(trigger) => {
+                    if let Some(reason) = self.rerun(&agent, call.started, trigger, limits) {
+                        return Some(reason);
+                    }
+                }
+                None => self.queue.push_back((
+                    Pending::of(&ErrorOccurred {
+                        source: "resume".into(),
+                        message: format!(
+                            "agent `{agent}` was interrupted, and the event that started it is not in the turn being resumed; it is not run again"
+                        ),
+                        event: call.trigger_id,
+                    }),
+                    call.trigger_id,
+                    None,
+                )),
+            }
+        }
+        None
+    }
+
+    /// Queues an agent call again, with the prompt and model it was first started with.
+    fn rerun(
+        &mut self,
+        agent: &str,
+        started: AgentStarted,
+        trigger: Envelope,
+        limits: &Limits,
+    ) -> Option<StopReason> {
+        let Some(erased) = self.wf.agents.iter().find(|a| a.spec().name == agent) else {
+            self.queue.push_back((
+                Pending::of(&ErrorOccurred {
+                    source: "resume".into(),
+                    message: format!(
+                        "agent `{agent}` is not part of workflow `{}` any more; its interrupted call is not run again",
+                        self.wf.name
+                    ),
+                    event: Some(trigger.id),
+                }),
+                Some(trigger.id),
+                None,
+            ));
+            return None;
+        };
+        let activation = erased.reactivate(started.prompt, started.model);
+        self.queue_call(
+            Arc::clone(erased),
+            trigger,
+            activation,
+            limits.max_agent_calls,
+        )
+    }
+
+    /// Runs the loop until a stop reason.
+    async fn drive(
+        &mut self,
+        limits: &Limits,
+        rx: &mut UnboundedReceiver<AgentMessage>,
+    ) -> Result<StopReason, Error> {
+        loop {
+            if limits.cancel.is_cancelled() {
+                return Ok(StopReason::Cancelled);
+            }
+            if limits.deadline.is_some_and(|d| Instant::now() >= d) {
+                return Ok(StopReason::Deadline);
+            }
+            if self.staged >= limits.max_events {
+                return Ok(StopReason::MaxEvents);
+            }
+            let (unit, after) = match self.queue.pop_front() {
+                Some((pending, caused_by, after)) => (vec![(pending, caused_by)], after),
+                None => {
+                    // Nothing queued: take what agents have already sent into this batch,
+                    // else make the batch durable and wait for them.
+                    let message = match rx.try_recv() {
+                        Ok(message) if self.staged - self.len < MAX_BATCH => Some(message),
+                        Ok(message) => {
+                            self.flush(true).await?;
+                            Some(message)
+                        }
+                        Err(_) => {
+                            self.flush(true).await?;
+                            if self.running.is_empty() {
+                                return Ok(if self.open_requests.is_empty() {
+                                    StopReason::Idle
+                                } else {
+                                    StopReason::WaitingForInput
+                                });
+                            }
+                            tokio::select! {
+                                biased;
+                                () = limits.cancel.cancelled() => return Ok(StopReason::Cancelled),
+                                () = sleep_until(limits.deadline) => return Ok(StopReason::Deadline),
+                                message = rx.recv() => message,
+                            }
+                        }
+                    };
+                    match message {
+                        Some(message) => unit_of(message),
+                        None => return Ok(StopReason::Idle),
+                    }
+                }
+            };
+            let staged = self.stage(unit);
+            match after {
+                Some(AfterRecord::Launch(task)) => self.launches.push(*task),
+                Some(AfterRecord::Finish(call)) => {
+                    self.running.remove(&call);
+                }
+                None => {}
+            }
+            if self.until_holds() {
+                return Ok(StopReason::Until);
+            }
+            if limits.max_cost.is_some_and(|max| self.cost > max) {
+                return Ok(StopReason::MaxCost);
+            }
+            for seq in staged {
+                if let Some(reason) = self.activate_agents(seq, limits.max_agent_calls) {
+                    return Ok(reason);
+                }
+            }
+            if self.staged - self.len >= MAX_BATCH {
+                self.flush(true).await?;
+            }
+        }
+    }
+
+    fn until_holds(&self) -> bool {
+        self.wf
+            .until
+            .as_ref()
+            .is_some_and(|until| until(self.fold.state()))
+    }
+
+    /// Folds events into the batch (not durable yet): for each in order, folds it, queues what
+    /// its handler emits and follows requests, errors and usage. Returns their seqs.
+    fn stage(&mut self, unit: Unit) -> std::ops::Range<u64> {
+        let first = self.staged;
+        for (pending, caused_by) in unit {
+            let event = Envelope::new(pending.name, pending.payload, caused_by);
+            let (applied, event) = self.window.apply_kept(&mut self.fold, event);
+            match applied {
+                Applied::Handled(emit) => {
+                    self.queue.extend(
+                        emit.into_pending()
+                            .into_iter()
+                            .map(|p| (p, Some(event.id), None)),
+                    );
+                }
+                Applied::Panicked(message) => {
+                    let error = ErrorOccurred {
+                        source: "handler".into(),
+                        message: format!("the handler for `{}` panicked: {message}", event.name),
+                        event: Some(event.id),
+                    };
+                    self.queue
+                        .push_back((Pending::of(&error), Some(event.id), None));
+                }
+                Applied::Skipped | Applied::Undecodable(_) => {}
+            }
+            match event.name.as_ref() {
+                AgentCompleted::NAME => {
+                    if let Ok(completed) = event.decode::<AgentCompleted>() {
+                        self.usage += completed.usage;
+                        self.cost += completed.cost.unwrap_or(0.0);
+                    }
+                }
+                ErrorOccurred::NAME => self.errors += 1,
+                InputRequested::NAME => self.open_requests.push(event.id),
+                InputReceived::NAME => {
+                    if let Ok(received) = event.decode::<InputReceived>() {
+                        self.open_requests.retain(|id| *id != received.request_id);
+                    }
+                }
+                _ => {}
+            }
+            self.staged += 1;
+        }
+        first..self.staged
+    }
+
+    /// Appends the batch in one all-or-nothing append; once it is durable, shows it to the
+    /// renderers and starts the agent calls it holds (or, when `launch` is false because the
+    /// run is ending, counts them as running so they are closed as interrupted).
+    async fn flush(&mut self, launch: bool) -> Result<(), Error> {
+        if self.staged > self.len {
+            let events = self.window.from(self.len);
+            let store = &self.wf.store;
+            store
+                .append(&self.session, events, self.len)
+                .await
+                .map_err(|err| match err {
+                    StoreError::Conflict {
+                        expected, actual, ..
+                    } => Error::SessionBusy {
+                        session: self.session.clone(),
+                        reason: format!(
+                            "another writer recorded into it: this turn expected it at seq {expected} but it is at seq {actual}; nothing of this batch was recorded"
+                        ),
+                    },
+                    err => Error::store(store.as_ref(), Some(&self.session), err),
+                })?;
+            for event in events {
+                self.renderers.send(event);
+            }
+            self.len = self.staged;
+        }
+        for task in std::mem::take(&mut self.launches) {
+            if launch {
+                self.launch(task);
+            } else {
+                self.running
+                    .insert(task.call, (task.agent.spec().name, task.trigger.id));
+            }
+        }
+        let keep_from = self.fold.checkpoint_position().min(self.len);
+        self.window.trim(keep_from);
+        Ok(())
+    }
+
+    /// Starts every agent the event at `seq` activates. Returns a stop reason if the agent
     /// call limit would be exceeded.
-    fn activate_agents(&mut self, index: usize, max_agent_calls: u64) -> Option<StopReason> {
-        let name = &self.log[index].name;
-        if !self.wf.agents.iter().any(|a| a.spec().trigger == name) {
+    fn activate_agents(&mut self, seq: u64, max_agent_calls: u64) -> Option<StopReason> {
+        let event = self.window.get(seq)?;
+        if !self
+            .wf
+            .agents
+            .iter()
+            .any(|a| a.spec().trigger == event.name)
+        {
             return None;
         }
-        let event = self.log[index].clone();
+        let event = event.clone();
         self.activate(&event, max_agent_calls)
     }
 
@@ -312,42 +655,60 @@ impl<S: WorkflowState> Run<'_, S> {
                         .push_back((Pending::of(&error), Some(event.id), None));
                 }
                 Some(Ok(activation)) => {
-                    if self.agent_calls >= max_agent_calls {
-                        return Some(StopReason::MaxAgentCalls);
-                    }
-                    let Some(provider) = self.wf.provider.clone() else {
-                        continue; // `build` rejects agents without a provider
-                    };
-                    self.agent_calls += 1;
-                    let call = self.agent_calls;
-                    let started = AgentStarted {
-                        agent: spec.name.to_owned(),
-                        model: activation.model.clone(),
-                        prompt: activation.prompt.clone(),
-                    };
-                    let task = AgentTask {
-                        agent: Arc::clone(agent),
-                        provider,
-                        trigger: event.clone(),
+                    if let Some(reason) = self.queue_call(
+                        Arc::clone(agent),
+                        event.clone(),
                         activation,
-                        call,
-                        attempts: self.wf.max_output_attempts,
-                        tx: self.tx.clone(),
-                    };
-                    self.queue.push_back((
-                        Pending::of(&started),
-                        Some(event.id),
-                        Some(AfterRecord::Launch(Box::new(task))),
-                    ));
+                        max_agent_calls,
+                    ) {
+                        return Some(reason);
+                    }
                 }
             }
         }
         None
     }
 
+    /// Queues an agent call's `agent:started`; the call starts once that event is durable.
+    fn queue_call(
+        &mut self,
+        agent: Arc<dyn ErasedAgent<S>>,
+        trigger: Envelope,
+        activation: Activation,
+        max_agent_calls: u64,
+    ) -> Option<StopReason> {
+        if self.agent_calls >= max_agent_calls {
+            return Some(StopReason::MaxAgentCalls);
+        }
+        let provider = self.wf.provider.clone()?; // `build` rejects agents without a provider
+        self.agent_calls += 1;
+        let started = AgentStarted {
+            agent: agent.spec().name.to_owned(),
+            model: activation.model.clone(),
+            prompt: activation.prompt.clone(),
+        };
+        let cause = trigger.id;
+        let task = AgentTask {
+            agent,
+            provider,
+            trigger,
+            activation,
+            call: self.agent_calls,
+            attempts: self.wf.max_output_attempts,
+            tx: self.tx.clone(),
+        };
+        self.queue.push_back((
+            Pending::of(&started),
+            Some(cause),
+            Some(AfterRecord::Launch(Box::new(task))),
+        ));
+        None
+    }
+
     /// Starts an agent call, now that its `agent:started` is recorded.
     fn launch(&mut self, task: AgentTask<S>) {
-        self.running.insert(task.call, task.agent.spec().name);
+        self.running
+            .insert(task.call, (task.agent.spec().name, task.trigger.id));
         let cancel = self.agents_cancel.clone();
         self.tasks.spawn(async move {
             tokio::select! {
@@ -364,69 +725,113 @@ impl<S: WorkflowState> Run<'_, S> {
         while self.tasks.join_next().await.is_some() {}
     }
 
-    /// Ends a run that did not fail: records what agents had already sent, marks the agents
-    /// still running as interrupted, records `workflow:completed` and drains the renderers.
+    /// Ends a turn that did not fail: records the batch and what agents had already sent,
+    /// marks the agents still running as interrupted, records `workflow:completed`, saves a
+    /// snapshot when the tail since the last one is long, and drains the renderers.
     async fn finish(
         mut self,
         reason: StopReason,
-        rx: &mut tokio::sync::mpsc::UnboundedReceiver<AgentMessage>,
+        rx: &mut UnboundedReceiver<AgentMessage>,
     ) -> Result<RunOutcome<S>, Error> {
         self.stop_agents().await;
         let result = self.record_leftovers(reason, rx).await;
+        if result.is_ok() {
+            self.save_snapshot().await;
+        }
         self.renderers.finish().await;
         result?;
         Ok(RunOutcome {
             session: self.session,
-            len: self.log.len() as u64,
+            len: self.len,
+            first_seq: self.first_seq,
             state: self.fold.into_state(),
             reason,
             usage: self.usage,
             cost: self.cost,
+            open_requests: self.open_requests,
+            errors: self.errors,
         })
     }
 
     async fn record_leftovers(
         &mut self,
         reason: StopReason,
-        rx: &mut tokio::sync::mpsc::UnboundedReceiver<AgentMessage>,
+        rx: &mut UnboundedReceiver<AgentMessage>,
     ) -> Result<(), Error> {
+        self.flush(false).await?;
         while let Ok(message) = rx.try_recv() {
-            match message {
-                AgentMessage::Event(pending, trigger) => {
-                    self.record(vec![(pending, Some(trigger))]).await?;
-                }
-                AgentMessage::Finished {
-                    call,
-                    trigger,
-                    events,
-                } => {
-                    self.record(events.into_iter().map(|p| (p, Some(trigger))).collect())
-                        .await?;
-                    self.running.remove(&call);
-                }
+            let (unit, after) = unit_of::<S>(message);
+            self.stage(unit);
+            if let Some(AfterRecord::Finish(call)) = after {
+                self.running.remove(&call);
             }
         }
         let mut interrupted: Vec<_> = self.running.drain().collect();
-        interrupted.sort_unstable();
-        for (_, agent) in interrupted {
-            let completed = AgentCompleted {
-                agent: agent.to_owned(),
-                outcome: Outcome::Interrupted,
-                usage: Usage::default(),
-                cost: None,
-                error: Some(format!(
-                    "the run ended ({}) while the agent was working",
-                    reason.as_str()
-                )),
-                output: None,
-            };
-            self.record(vec![(Pending::of(&completed), None)]).await?;
-        }
+        interrupted.sort_unstable_by_key(|(call, _)| *call);
+        let closes = interrupted
+            .into_iter()
+            .map(|(_, (agent, trigger))| {
+                let completed = AgentCompleted {
+                    agent: agent.to_owned(),
+                    outcome: Outcome::Interrupted,
+                    usage: Usage::default(),
+                    cost: None,
+                    error: Some(format!(
+                        "the run ended ({}) while the agent was working",
+                        reason.as_str()
+                    )),
+                    output: None,
+                };
+                (Pending::of(&completed), Some(trigger))
+            })
+            .collect();
+        self.stage(closes);
+        self.flush(false).await?;
+        // Counted before it is staged: `workflow:completed` itself is no error.
         let completed = WorkflowCompleted {
             reason: reason.as_str().to_owned(),
+            open_requests: self.open_requests.clone(),
+            errors: self.errors,
         };
-        self.record(vec![(Pending::of(&completed), None)]).await?;
-        Ok(())
+        self.stage(vec![(Pending::of(&completed), None)]);
+        self.flush(false).await
+    }
+
+    /// Saves the state as a snapshot at the turn's end when the tail since the session's
+    /// latest snapshot is long. A snapshot is derived data: failing to save one is a warning.
+    async fn save_snapshot(&mut self) {
+        if self.len - self.snapshot_at < SNAPSHOT_TAIL {
+            return;
+        }
+        let state = match serde_json::to_value(self.fold.state()) {
+            Ok(state) => state,
+            Err(err) => {
+                tracing::warn!(session = %self.session, error = %err, "the state does not serialize; no snapshot saved");
+                return;
+            }
+        };
+        let snapshot = Snapshot::new(self.len, state);
+        match self.wf.store.snapshot(&self.session, &snapshot).await {
+            Ok(()) => self.snapshot_at = self.len,
+            Err(err) => {
+                tracing::warn!(session = %self.session, error = %err, "could not save the turn's snapshot; the next turn folds a longer tail");
+            }
+        }
+    }
+}
+
+/// The events an agent message records, and what to do once they are durable.
+fn unit_of<S>(message: AgentMessage) -> (Unit, Option<AfterRecord<S>>) {
+    match message {
+        AgentMessage::Event(pending, trigger) => (vec![(pending, Some(trigger))], None),
+        AgentMessage::Finished {
+            call,
+            trigger,
+            events,
+        } => (
+            events.into_iter().map(|p| (p, Some(trigger))).collect(),
+            Some(AfterRecord::Finish(call)),
+        ),
     }
 }
 

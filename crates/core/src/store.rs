@@ -33,6 +33,7 @@ use futures_core::Stream;
 use serde::{Deserialize, Serialize};
 
 use crate::event::{Envelope, SessionId};
+use crate::status::SessionStatus;
 
 /// One stored session, as [`Store::sessions`] lists it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -49,6 +50,9 @@ pub struct SessionInfo {
     pub workflow: Option<String>,
     /// The session it was forked from (from `session:forked`), if any.
     pub parent: Option<SessionId>,
+    /// What the session is doing, from its last event (see [`SessionStatus::after`]).
+    #[serde(default)]
+    pub status: SessionStatus,
 }
 
 impl SessionInfo {
@@ -63,6 +67,7 @@ impl SessionInfo {
             count: 0,
             workflow: None,
             parent: None,
+            status: SessionStatus::after(&last.name, &last.payload),
         };
         info.absorb(events);
         info.count = events.len() as u64;
@@ -83,6 +88,9 @@ impl SessionInfo {
                     .and_then(|p| p.parse().ok());
             }
             self.last_event = event.timestamp;
+        }
+        if let Some(last) = events.last() {
+            self.status = SessionStatus::after(&last.name, &last.payload);
         }
     }
 }

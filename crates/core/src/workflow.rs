@@ -10,13 +10,17 @@ use serde::de::DeserializeOwned;
 use tokio_util::sync::CancellationToken;
 
 use crate::agent::{Agent, AgentSpec, Erased, ErasedAgent};
+use crate::derive::derive;
 use crate::emit::Pending;
 use crate::error::Error;
+use crate::event::EventId;
 use crate::event::{Envelope, SessionId};
 use crate::fold::Fold;
 use crate::handler::Handler;
+use crate::locks::{SessionGuard, SessionLocks};
 use crate::provider::{Provider, Usage};
 use crate::renderer::Renderer;
+use crate::runtime::{Start, Turn, TurnBegin};
 use crate::store::Store;
 
 /// What a workflow's state must be: a [`Handler`] that can be cloned (for checkpoints), shared
@@ -46,6 +50,8 @@ pub(crate) struct Inner<S> {
     pub(crate) store: Arc<dyn Store>,
     pub(crate) provider: Option<Arc<dyn Provider>>,
     pub(crate) max_output_attempts: u32,
+    /// One turn at a time per session, shared by every clone of the workflow.
+    pub(crate) locks: Arc<SessionLocks>,
 }
 
 impl<S: WorkflowState> Clone for Workflow<S> {
@@ -131,6 +137,7 @@ impl<S: WorkflowState> Workflow<S> {
             store: Arc::clone(&self.inner.store),
             provider: self.inner.provider.clone(),
             max_output_attempts: self.inner.max_output_attempts,
+            locks: Arc::clone(&self.inner.locks),
         };
         change(&mut inner);
         Self {
@@ -154,7 +161,10 @@ impl<S: WorkflowState> Workflow<S> {
     /// guard trips; the reason is in [`RunOutcome::reason`]. A store failure ends it with
     /// [`Error::Store`].
     pub async fn run(&self, options: RunOptions) -> Result<RunOutcome<S>, Error> {
-        crate::runtime::run(&self.inner, options, None).await
+        let mut options = options;
+        let session = options.session.get_or_insert_with(SessionId::new).clone();
+        let guard = self.lock(&session, options.refuse_if_busy).await?;
+        crate::runtime::run(&self.inner, options, Start::Fresh, guard).await
     }
 
     /// Runs the workflow on from `from` instead of its initial state: the new session's
@@ -174,7 +184,171 @@ impl<S: WorkflowState> Workflow<S> {
         from: Continuation<S>,
         options: RunOptions,
     ) -> Result<RunOutcome<S>, Error> {
-        crate::runtime::run(&self.inner, options, Some(from)).await
+        let mut options = options;
+        let session = options.session.get_or_insert_with(SessionId::new).clone();
+        let guard = self.lock(&session, options.refuse_if_busy).await?;
+        crate::runtime::run(&self.inner, options, Start::Fork(from), guard).await
+    }
+
+    /// Continues a recorded session with new input: a turn that records `user:input` and runs
+    /// until `until`, idle, waiting for a person, a guard or cancellation
+    /// ([`RunOutcome::reason`] says which).
+    ///
+    /// The state is derived from the session's latest snapshot and the events after it (each
+    /// turn saves one at its end when the tail grew long), never by folding a long session
+    /// whole. Any recorded session can be continued: forks and imported sessions too.
+    ///
+    /// One turn at a time per session: a second `send` in this process waits for the first
+    /// (or fails with [`Error::SessionBusy`] under [`RunOptions::refuse_if_busy`]); a turn in
+    /// another process makes this one fail with [`Error::SessionBusy`] before any model is
+    /// called. A session whose last turn a crash cut off is busy until
+    /// [`resume`](Self::resume)d. The input is the argument; [`RunOptions::input`] is ignored.
+    ///
+    /// ```
+    /// # async fn demo<S: openharness_core::WorkflowState>(workflow: openharness_core::Workflow<S>) -> Result<(), openharness_core::Error> {
+    /// use openharness_core::RunOptions;
+    /// let first = workflow.run(RunOptions::new().input("hello")).await?;
+    /// let second = workflow.send(&first.session, "and one more thing", RunOptions::new()).await?;
+    /// assert_eq!(second.first_seq, first.len);
+    /// # Ok(()) }
+    /// ```
+    pub async fn send(
+        &self,
+        session: &SessionId,
+        input: impl Into<String>,
+        options: RunOptions,
+    ) -> Result<RunOutcome<S>, Error> {
+        self.turn(session, TurnBegin::Input(input.into()), options)
+            .await
+    }
+
+    /// Answers an open `input:requested` (by its event id): records `input:received`, caused
+    /// by the request, and continues the session as [`send`](Self::send) does. Answering a
+    /// request the session does not have open (unknown, or answered already) fails with
+    /// [`Error::RequestNotOpen`] and records nothing.
+    ///
+    /// ```
+    /// # async fn demo<S: openharness_core::WorkflowState>(workflow: openharness_core::Workflow<S>, session: openharness_core::SessionId) -> Result<(), openharness_core::Error> {
+    /// use openharness_core::{RunOptions, StopReason};
+    /// let waiting = workflow.resume(&session, RunOptions::new()).await?;
+    /// if waiting.reason == StopReason::WaitingForInput {
+    ///     let request = waiting.open_requests[0];
+    ///     workflow.respond(&session, request, "approved", RunOptions::new()).await?;
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub async fn respond(
+        &self,
+        session: &SessionId,
+        request: EventId,
+        answer: impl Into<String>,
+        options: RunOptions,
+    ) -> Result<RunOutcome<S>, Error> {
+        let begin = TurnBegin::Answer {
+            request,
+            text: answer.into(),
+        };
+        self.turn(session, begin, options).await
+    }
+
+    /// Finishes a turn that a killed process left unfinished, from the log alone: events its
+    /// handlers emitted that were not recorded are derived again, agent calls with
+    /// `agent:started` and no `agent:completed` are closed as `interrupted` and run again,
+    /// agents an event activated that never started are started. A call whose
+    /// `agent:completed` is recorded is never sent to a model again.
+    ///
+    /// A session with nothing unfinished is left as it is: the outcome's reason is
+    /// [`StopReason::NothingUnfinished`] and nothing is recorded.
+    ///
+    /// ```
+    /// # async fn demo<S: openharness_core::WorkflowState>(workflow: openharness_core::Workflow<S>, session: openharness_core::SessionId) -> Result<(), openharness_core::Error> {
+    /// use openharness_core::{RunOptions, StopReason};
+    /// let outcome = workflow.resume(&session, RunOptions::new()).await?;
+    /// if outcome.reason == StopReason::NothingUnfinished {
+    ///     println!("nothing to do: the session ended its last turn");
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub async fn resume(
+        &self,
+        session: &SessionId,
+        options: RunOptions,
+    ) -> Result<RunOutcome<S>, Error> {
+        self.turn(session, TurnBegin::Resume, options).await
+    }
+
+    /// The state of a recorded session at `position` (clamped to its length), from the
+    /// latest snapshot at or before it and the events between (streamed, so memory does not
+    /// grow with the session). A fork starts from its parent's state at the fork point.
+    ///
+    /// ```
+    /// # async fn demo<S: openharness_core::WorkflowState>(workflow: openharness_core::Workflow<S>, session: openharness_core::SessionId) -> Result<(), openharness_core::Error> {
+    /// let state = workflow.state_at(&session, u64::MAX).await?; // the latest state
+    /// # let _ = state; Ok(()) }
+    /// ```
+    pub async fn state_at(&self, session: &SessionId, position: u64) -> Result<S, Error> {
+        crate::derive::state_at(&self.inner, session, position, 0).await
+    }
+
+    async fn lock(&self, session: &SessionId, refuse_if_busy: bool) -> Result<SessionGuard, Error> {
+        if refuse_if_busy {
+            self.inner
+                .locks
+                .try_lock(session)
+                .ok_or_else(|| Error::SessionBusy {
+                    session: session.clone(),
+                    reason: "a turn of this process is running on it".to_owned(),
+                })
+        } else {
+            Ok(self.inner.locks.lock(session).await)
+        }
+    }
+
+    async fn turn(
+        &self,
+        session: &SessionId,
+        begin: TurnBegin,
+        options: RunOptions,
+    ) -> Result<RunOutcome<S>, Error> {
+        let guard = self.lock(session, options.refuse_if_busy).await?;
+        let derived = derive(&self.inner, session).await?;
+        let running = derived.status.is_running();
+        match &begin {
+            TurnBegin::Resume if !running => {
+                return Ok(RunOutcome {
+                    session: session.clone(),
+                    len: derived.len,
+                    first_seq: derived.len,
+                    state: derived.state,
+                    reason: StopReason::NothingUnfinished,
+                    usage: Usage::default(),
+                    cost: 0.0,
+                    open_requests: derived.open_requests,
+                    errors: 0,
+                });
+            }
+            TurnBegin::Resume => {}
+            _ if running => {
+                return Err(Error::SessionBusy {
+                    session: session.clone(),
+                    reason: "its last turn has not ended: it is running in another process, or a crash cut it off (then `resume` it)".to_owned(),
+                });
+            }
+            TurnBegin::Answer { request, .. } if !derived.open_requests.contains(request) => {
+                return Err(Error::RequestNotOpen {
+                    session: session.clone(),
+                    request: *request,
+                    open: derived.open_requests,
+                });
+            }
+            _ => {}
+        }
+        let turn = Turn {
+            session: session.clone(),
+            derived,
+            begin,
+        };
+        crate::runtime::run(&self.inner, options, Start::Turn(Box::new(turn)), guard).await
     }
 
     /// Reads a session's events from the store, checking that this workflow recorded it.
@@ -301,6 +475,7 @@ impl<S: WorkflowState> WorkflowBuilder<S> {
                 store,
                 provider: self.provider,
                 max_output_attempts: self.max_output_attempts,
+                locks: Arc::default(),
             }),
         })
     }
@@ -327,6 +502,7 @@ pub struct RunOptions {
     pub(crate) max_cost: Option<f64>,
     pub(crate) deadline: Option<Duration>,
     pub(crate) renderers: Vec<Box<dyn Renderer>>,
+    pub(crate) refuse_if_busy: bool,
 }
 
 impl Default for RunOptions {
@@ -340,6 +516,7 @@ impl Default for RunOptions {
             max_cost: None,
             deadline: None,
             renderers: Vec::new(),
+            refuse_if_busy: false,
         }
     }
 }
@@ -356,7 +533,8 @@ impl RunOptions {
         self
     }
 
-    /// Records into this (new, empty) session instead of a fresh one.
+    /// Records into this (new, empty) session instead of a fresh one. Ignored by turns on a
+    /// recorded session ([`Workflow::send`], [`Workflow::respond`], [`Workflow::resume`]).
     pub fn session(mut self, session: SessionId) -> Self {
         self.session = Some(session);
         self
@@ -394,6 +572,13 @@ impl RunOptions {
     /// Stops after this much wall-clock time.
     pub fn deadline(mut self, after: Duration) -> Self {
         self.deadline = Some(after);
+        self
+    }
+
+    /// Fails at once with [`Error::SessionBusy`] when another turn of this process is running
+    /// on the session, instead of waiting for it to end (the default).
+    pub fn refuse_if_busy(mut self) -> Self {
+        self.refuse_if_busy = true;
         self
     }
 
@@ -476,6 +661,11 @@ pub enum StopReason {
     MaxAgentCalls,
     /// The reported cost exceeded `max_cost`.
     MaxCost,
+    /// Nothing was left to do and an `input:requested` is open: the session waits for a
+    /// person's answer ([`Workflow::respond`]).
+    WaitingForInput,
+    /// [`Workflow::resume`] found nothing unfinished; nothing was recorded.
+    NothingUnfinished,
 }
 
 impl StopReason {
@@ -489,6 +679,8 @@ impl StopReason {
             Self::MaxEvents => "max_events",
             Self::MaxAgentCalls => "max_agent_calls",
             Self::MaxCost => "max_cost",
+            Self::WaitingForInput => "waiting_for_input",
+            Self::NothingUnfinished => "nothing_unfinished",
         }
     }
 }
@@ -503,10 +695,19 @@ pub struct RunOutcome<S> {
     pub state: S,
     /// Number of events in the session's log.
     pub len: u64,
+    /// The seq of this turn's first event (0 for a new session; the session's earlier length
+    /// for a turn that continued it).
+    pub first_seq: u64,
     /// Why the run ended.
     pub reason: StopReason,
     /// Tokens used by all agents.
     pub usage: Usage,
     /// Cost reported by all agents, in US dollars.
     pub cost: f64,
+    /// The `input:requested` events still unanswered (their ids), to answer with
+    /// [`Workflow::respond`].
+    pub open_requests: Vec<EventId>,
+    /// How many `error:occurred` events the turn recorded (a handler panicked, an agent failed
+    /// for good, ...): the turn ended with errors when this is not 0.
+    pub errors: u64,
 }

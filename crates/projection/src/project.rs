@@ -771,6 +771,8 @@ mod tests {
         };
         let done = WorkflowCompleted {
             reason: "idle".into(),
+            open_requests: Vec::new(),
+            errors: 0,
         };
         let mut malformed = input(4, "x");
         malformed.payload = json!({ "txt": 1 });

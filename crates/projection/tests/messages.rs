@@ -134,6 +134,8 @@ fn session() -> Vec<Envelope> {
             20,
             WorkflowCompleted {
                 reason: "idle".into(),
+                open_requests: Vec::new(),
+                errors: 0,
             },
             None,
         ),

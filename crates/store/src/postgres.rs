@@ -615,27 +615,24 @@ fn info_from_row(row: &tokio_postgres::Row) -> Result<SessionInfo, StoreError> {
     })?;
     let parent: Option<String> = row.get(3);
     let last_seq = row.get::<_, i64>(4) as u64;
-    let last: LastEvent = serde_json::from_str(row.get(5)).map_err(|err| {
-        corrupt(
-            &session,
-            last_seq,
-            format!("stored event is not a valid envelope: {err}"),
-        )
-    })?;
+    let last: &str = row.get(5);
+    let (last_event, status) =
+        openharness_core::last_event_summary(last.as_bytes()).map_err(|err| {
+            corrupt(
+                &session,
+                last_seq,
+                format!("stored event is not a valid envelope: {err}"),
+            )
+        })?;
     Ok(SessionInfo {
         created,
-        last_event: last.timestamp,
+        last_event,
+        status,
         count: last_seq + 1,
         workflow: row.get(2),
         parent: parent.and_then(|p| p.parse().ok()),
         id: session,
     })
-}
-
-/// The part of a stored envelope that session metadata needs.
-#[derive(serde::Deserialize)]
-struct LastEvent {
-    timestamp: DateTime<Utc>,
 }
 
 #[async_trait]

@@ -25,7 +25,7 @@
 use std::path::Path;
 
 use chrono::{DateTime, Utc};
-use openharness_core::{Envelope, EventId, SessionId, SessionInfo, StoreError};
+use openharness_core::{Envelope, EventId, SessionId, SessionInfo, SessionStatus, StoreError};
 use redb::{Database, ReadableTable, TableDefinition, TableHandle};
 use serde::{Deserialize, Serialize};
 
@@ -193,6 +193,7 @@ impl SessionRecord {
             count: 0,
             workflow: self.workflow.take(),
             parent: self.parent.take(),
+            status: SessionStatus::Running,
         };
         let before = (info.workflow.is_some(), info.parent.is_some());
         info.absorb(events);
@@ -291,9 +292,9 @@ pub(super) fn session_info(
     record: SessionRecord,
     last: Option<(u64, Vec<u8>)>,
 ) -> Result<SessionInfo, StoreError> {
-    let (count, last_event) = match last {
-        Some((seq, bytes)) => (seq + 1, timestamp_of(session, seq, &bytes)?),
-        None => (0, record.created),
+    let (count, (last_event, status)) = match last {
+        Some((seq, bytes)) => (seq + 1, summary_of(session, seq, &bytes)?),
+        None => (0, (record.created, SessionStatus::Running)),
     };
     Ok(SessionInfo {
         id: session.clone(),
@@ -302,18 +303,17 @@ pub(super) fn session_info(
         count,
         workflow: record.workflow,
         parent: record.parent,
+        status,
     })
 }
 
-/// The timestamp of a stored event, decoding nothing else.
-fn timestamp_of(session: &SessionId, seq: u64, bytes: &[u8]) -> Result<DateTime<Utc>, StoreError> {
-    #[derive(Deserialize)]
-    struct Stamp {
-        timestamp: DateTime<Utc>,
-    }
-    serde_json::from_slice::<Stamp>(bytes)
-        .map(|stamp| stamp.timestamp)
-        .map_err(|err| corrupt_event(session, seq, &err))
+/// The timestamp of a stored event and the status it leaves its session in.
+fn summary_of(
+    session: &SessionId,
+    seq: u64,
+    bytes: &[u8],
+) -> Result<(DateTime<Utc>, SessionStatus), StoreError> {
+    openharness_core::last_event_summary(bytes).map_err(|err| corrupt_event(session, seq, &err))
 }
 
 /// The id of a stored event, decoding nothing else.

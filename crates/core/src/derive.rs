@@ -1,0 +1,585 @@
+//! Deriving a recorded session from its log alone: its state (latest snapshot plus the tail),
+//! its open input requests, and the work a killed process left unfinished.
+//!
+//! The runtime records an event together with everything its handlers emit and the
+//! `agent:started` of the agents it activates, and ends every turn with `workflow:completed`.
+//! So a session whose last event is `workflow:completed` has nothing unfinished, and one whose
+//! last event is anything else was cut off mid-turn (or is running elsewhere). For a cut-off
+//! turn, the tail is folded again from the turn's start (a snapshot the runtime saved at a turn
+//! boundary) and every folded event's expected consequences are matched against what was
+//! recorded after it:
+//!
+//! - events its handler emits, and the `agent:started` of the agents it activates, caused by
+//!   it, in order: one that is missing was never recorded and is derived again (handlers are
+//!   pure and deterministic);
+//! - an `agent:started` without its `agent:completed` (same agent, same trigger) is a call
+//!   that was in flight: the resume closes it as `interrupted` and runs it again.
+//!
+//! Memory is bounded by the work in flight (the fold's window, the expectations not yet met,
+//! the open calls), never by the session's length: the tail is streamed.
+
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::future::Future;
+use std::pin::Pin;
+
+use crate::builtin::{
+    AgentCompleted, AgentStarted, ErrorOccurred, InputReceived, InputRequested, SessionForked,
+    WorkflowCompleted,
+};
+use crate::emit::Pending;
+use crate::error::Error;
+use crate::event::{Envelope, Event, EventId, SessionId};
+use crate::fold::{Applied, Fold};
+use crate::status::SessionStatus;
+use crate::store::StoreError;
+use crate::workflow::{Inner, WorkflowState};
+
+/// How many snapshots a resume looks through for one saved at a turn boundary before it folds
+/// the session from its start.
+const BOUNDARY_SEARCH: usize = 16;
+
+/// How deep a chain of forks may be before deriving gives up (also stops a cycle, which only a
+/// corrupt store holds).
+const MAX_FORK_DEPTH: usize = 64;
+
+/// A recorded session, derived from its log.
+pub(crate) struct Derived<S> {
+    /// The state after every recorded event.
+    pub(crate) state: S,
+    /// The session's length.
+    pub(crate) len: u64,
+    /// The position of the snapshot the derivation started from (0 for none).
+    pub(crate) snapshot_at: u64,
+    /// What the session is doing, from its last event.
+    pub(crate) status: SessionStatus,
+    /// `input:requested` events not answered yet.
+    pub(crate) open_requests: Vec<EventId>,
+    /// What a cut-off turn had not recorded yet, in the order it was caused.
+    pub(crate) unrecorded: Vec<Unrecorded>,
+    /// Agent calls a cut-off turn had started and not completed, oldest first.
+    pub(crate) open_calls: Vec<OpenCall>,
+}
+
+/// Something a cut-off turn should have recorded and did not.
+pub(crate) enum Unrecorded {
+    /// An event a handler emitted (or the runtime made of a panic), caused by `cause`.
+    Event(Pending, EventId),
+    /// An agent the event `trigger` activated, whose `agent:started` was never recorded.
+    Start {
+        /// The agent's name.
+        agent: String,
+        /// What its `agent:started` records.
+        started: AgentStarted,
+        /// The event that activated it.
+        trigger: Envelope,
+    },
+}
+
+/// An agent call with `agent:started` and no `agent:completed`.
+pub(crate) struct OpenCall {
+    /// What its `agent:started` recorded.
+    pub(crate) started: AgentStarted,
+    /// The event that activated it, when the tail holds it.
+    pub(crate) trigger: Option<Envelope>,
+    /// The id of that event (its `agent:started`'s cause).
+    pub(crate) trigger_id: Option<EventId>,
+}
+
+/// An expected consequence of a recorded event.
+enum Expected {
+    Event(Pending),
+    Start {
+        agent: String,
+        started: AgentStarted,
+    },
+}
+
+impl Expected {
+    fn name(&self) -> &str {
+        match self {
+            Self::Event(pending) => &pending.name,
+            Self::Start { .. } => AgentStarted::NAME,
+        }
+    }
+}
+
+fn store_error<'w, S>(wf: &'w Inner<S>, session: &SessionId) -> impl Fn(StoreError) -> Error + 'w {
+    let session = session.clone();
+    move |source| Error::store(wf.store.as_ref(), Some(&session), source)
+}
+
+/// Derives `session`: its state at its end, open requests and unfinished work.
+pub(crate) async fn derive<S: WorkflowState>(
+    wf: &Inner<S>,
+    session: &SessionId,
+) -> Result<Derived<S>, Error> {
+    let failed = store_error(wf, session);
+    let info = wf
+        .store
+        .session(session)
+        .await
+        .map_err(&failed)?
+        .filter(|info| info.count > 0)
+        .ok_or_else(|| Error::SessionNotFound(session.clone()))?;
+    if let Some(recorded) = &info.workflow
+        && *recorded != wf.name
+    {
+        return Err(Error::WrongWorkflow {
+            session: session.clone(),
+            recorded: recorded.clone(),
+            workflow: wf.name.clone(),
+        });
+    }
+    let need_boundary = info.status.is_running();
+    let (state, base) = base(wf, session, info.count, need_boundary).await?;
+    let mut tail = Tail::new(wf, session, state, base);
+    let mut events = wf
+        .store
+        .stream_events(session, base.saturating_sub(1)..info.count);
+    let mut len = base;
+    while let Some(recorded) = events.next().await {
+        let recorded = recorded.map_err(&failed)?;
+        if recorded.seq < base {
+            tail.look_back(&recorded.event);
+            continue;
+        }
+        len = recorded.seq + 1;
+        tail.absorb(recorded.seq, recorded.event)?;
+    }
+    Ok(tail.finish(len, base, info.status))
+}
+
+/// The state to start from: the latest decodable snapshot (one saved at a turn boundary when
+/// `need_boundary`), else the session's base state at position 0.
+async fn base<S: WorkflowState>(
+    wf: &Inner<S>,
+    session: &SessionId,
+    len: u64,
+    need_boundary: bool,
+) -> Result<(S, u64), Error> {
+    let failed = store_error(wf, session);
+    let mut at_most = len;
+    for _ in 0..BOUNDARY_SEARCH {
+        let Some(snapshot) = wf
+            .store
+            .latest_snapshot(session, at_most)
+            .await
+            .map_err(&failed)?
+        else {
+            break;
+        };
+        let position = snapshot.position;
+        if position == 0 {
+            break;
+        }
+        at_most = position - 1;
+        let state = match serde_json::from_value::<S>(snapshot.state) {
+            Ok(state) => state,
+            Err(err) => {
+                tracing::warn!(%session, position, error = %err, "a snapshot no longer decodes into the workflow's state; looking for an earlier one");
+                continue;
+            }
+        };
+        if !need_boundary {
+            return Ok((state, position));
+        }
+        let before = wf
+            .store
+            .events(session, position - 1..position)
+            .await
+            .map_err(&failed)?;
+        if before
+            .first()
+            .is_some_and(|e| e.name == WorkflowCompleted::NAME)
+        {
+            return Ok((state, position));
+        }
+    }
+    Ok((session_base(wf, session, 0).await?, 0))
+}
+
+/// The state at position 0 of `session`: the workflow's initial state, or for a fork the
+/// parent's state at the fork point.
+fn session_base<'a, S: WorkflowState>(
+    wf: &'a Inner<S>,
+    session: &'a SessionId,
+    depth: usize,
+) -> Pin<Box<dyn Future<Output = Result<S, Error>> + Send + 'a>> {
+    Box::pin(async move {
+        let first = wf
+            .store
+            .events(session, 0..1)
+            .await
+            .map_err(store_error(wf, session))?;
+        let Some(forked) = first
+            .first()
+            .filter(|e| e.name == SessionForked::NAME)
+            .and_then(|e| e.decode::<SessionForked>().ok())
+        else {
+            return Ok(wf.initial.clone());
+        };
+        if depth >= MAX_FORK_DEPTH {
+            return Err(Error::store(
+                wf.store.as_ref(),
+                Some(session),
+                StoreError::Corrupt {
+                    session: session.clone(),
+                    seq: 0,
+                    message: format!(
+                        "it is forked from a chain of more than {MAX_FORK_DEPTH} sessions (a cycle?)"
+                    ),
+                },
+            ));
+        }
+        state_at(wf, &forked.parent, forked.position, depth + 1).await
+    })
+}
+
+/// The state of `session` at `position` (clamped to its length): the latest decodable snapshot
+/// at or before it and the events between, streamed. Events that do not decode are skipped
+/// (and warned about), as a tape skips them.
+pub(crate) async fn state_at<S: WorkflowState>(
+    wf: &Inner<S>,
+    session: &SessionId,
+    position: u64,
+    depth: usize,
+) -> Result<S, Error> {
+    let failed = store_error(wf, session);
+    let mut at_most = position;
+    let mut start = None;
+    while let Some(snapshot) = wf
+        .store
+        .latest_snapshot(session, at_most)
+        .await
+        .map_err(&failed)?
+        .filter(|s| s.position > 0)
+    {
+        match serde_json::from_value::<S>(snapshot.state) {
+            Ok(state) => {
+                start = Some((state, snapshot.position));
+                break;
+            }
+            Err(err) => {
+                tracing::warn!(%session, position = snapshot.position, error = %err, "a snapshot no longer decodes into the workflow's state; looking for an earlier one");
+                at_most = snapshot.position - 1;
+            }
+        }
+    }
+    let (state, from) = match start {
+        Some(start) => start,
+        None => (Box::pin(session_base(wf, session, depth)).await?, 0),
+    };
+    let mut fold = Fold::at(state, from);
+    let mut window = Window::new(from);
+    let mut events = wf.store.stream_events(session, from..position);
+    while let Some(recorded) = events.next().await {
+        let event = recorded.map_err(&failed)?.event;
+        window.apply(&mut fold, event);
+    }
+    Ok(fold.into_state())
+}
+
+/// The events a [`Fold`] may need to re-apply after a panic: those since its checkpoint.
+pub(crate) struct Window {
+    events: Vec<Envelope>,
+    start: u64,
+}
+
+impl Window {
+    /// An empty window whose next event is at seq `start`.
+    pub(crate) fn new(start: u64) -> Self {
+        Self {
+            events: Vec::new(),
+            start,
+        }
+    }
+
+    /// Folds `event`, keeps it and forgets what the fold can no longer need.
+    pub(crate) fn apply<S: crate::Handler>(
+        &mut self,
+        fold: &mut Fold<S>,
+        event: Envelope,
+    ) -> Applied {
+        let applied = fold.apply_windowed(&event, &self.events, self.start);
+        self.events.push(event);
+        self.trim(fold.checkpoint_position());
+        applied
+    }
+
+    /// Folds `event` and keeps it, forgetting nothing (the caller trims).
+    pub(crate) fn apply_kept<S: crate::Handler>(
+        &mut self,
+        fold: &mut Fold<S>,
+        event: Envelope,
+    ) -> (Applied, &Envelope) {
+        let applied = fold.apply_windowed(&event, &self.events, self.start);
+        self.events.push(event);
+        let kept = self
+            .events
+            .last()
+            .unwrap_or_else(|| unreachable!("just pushed"));
+        (applied, kept)
+    }
+
+    /// Forgets the events before seq `keep_from`.
+    pub(crate) fn trim(&mut self, keep_from: u64) {
+        if keep_from > self.start {
+            let drop = usize::try_from(keep_from - self.start)
+                .unwrap_or(usize::MAX)
+                .min(self.events.len());
+            self.events.drain(..drop);
+            self.start += drop as u64;
+        }
+    }
+
+    /// The kept events from seq `from` on.
+    pub(crate) fn from(&self, from: u64) -> &[Envelope] {
+        let skip = usize::try_from(from.saturating_sub(self.start)).unwrap_or(usize::MAX);
+        self.events.get(skip..).unwrap_or_default()
+    }
+
+    /// The kept event at seq `seq`.
+    pub(crate) fn get(&self, seq: u64) -> Option<&Envelope> {
+        let index = usize::try_from(seq.checked_sub(self.start)?).ok()?;
+        self.events.get(index)
+    }
+}
+
+/// The tail of a session, folded and matched against what each event should have caused.
+struct Tail<'w, S> {
+    wf: &'w Inner<S>,
+    session: SessionId,
+    fold: Fold<S>,
+    window: Window,
+    open_requests: Vec<EventId>,
+    /// Consequences of recorded events not recorded yet: cause -> (cause's seq, in order).
+    expected: HashMap<EventId, (u64, VecDeque<Expected>)>,
+    /// Events that activated agents, while a call of theirs is expected or open.
+    triggers: HashMap<EventId, (Envelope, usize)>,
+    /// Open calls by (trigger, agent), with the seq of their `agent:started`.
+    open_calls: HashMap<(Option<EventId>, String), (u64, OpenCall)>,
+    last_status: Option<SessionStatus>,
+}
+
+impl<'w, S: WorkflowState> Tail<'w, S> {
+    fn new(wf: &'w Inner<S>, session: &SessionId, state: S, position: u64) -> Self {
+        Self {
+            wf,
+            session: session.clone(),
+            fold: Fold::at(state, position),
+            window: Window::new(position),
+            open_requests: Vec::new(),
+            expected: HashMap::new(),
+            triggers: HashMap::new(),
+            open_calls: HashMap::new(),
+            last_status: None,
+        }
+    }
+
+    /// The event just before the snapshot: not folded (the snapshot holds it), read only for
+    /// the open requests a turn-ending `workflow:completed` lists.
+    fn look_back(&mut self, event: &Envelope) {
+        self.end_of_turn(event);
+    }
+
+    fn end_of_turn(&mut self, event: &Envelope) {
+        if event.name != WorkflowCompleted::NAME {
+            return;
+        }
+        match event.decode::<WorkflowCompleted>() {
+            Ok(completed) => self.open_requests = completed.open_requests,
+            Err(err) => {
+                tracing::warn!(session = %self.session, error = %err, "a `workflow:completed` does not decode; its open requests are unknown");
+            }
+        }
+        // A turn's end interrupts and closes what was running: nothing carries over.
+        self.expected.clear();
+        self.triggers.clear();
+        self.open_calls.clear();
+    }
+
+    fn absorb(&mut self, seq: u64, event: Envelope) -> Result<(), Error> {
+        self.end_of_turn(&event);
+        self.last_status = Some(SessionStatus::after(&event.name, &event.payload));
+        self.match_expected(&event);
+        self.track(seq, &event);
+        let (applied, event) = self.window.apply_kept(&mut self.fold, event);
+        let mut consequences: VecDeque<Expected> = match applied {
+            Applied::Handled(emit) => emit
+                .into_pending()
+                .into_iter()
+                .map(Expected::Event)
+                .collect(),
+            Applied::Panicked(message) => {
+                VecDeque::from([Expected::Event(Pending::of(&ErrorOccurred {
+                    source: "handler".into(),
+                    message: format!("the handler for `{}` panicked: {message}", event.name),
+                    event: Some(event.id),
+                }))])
+            }
+            Applied::Skipped => VecDeque::new(),
+            Applied::Undecodable(message) => {
+                return Err(Error::Undecodable {
+                    session: self.session.clone(),
+                    seq,
+                    name: event.name.to_string(),
+                    message,
+                });
+            }
+        };
+        let until = self
+            .wf
+            .until
+            .as_ref()
+            .is_some_and(|until| until(self.fold.state()));
+        let mut starts = 0;
+        if !until && event.name != WorkflowCompleted::NAME {
+            for agent in &self.wf.agents {
+                let spec = agent.spec();
+                if spec.trigger != event.name {
+                    continue;
+                }
+                match agent.activate(self.fold.state(), event) {
+                    None => {}
+                    Some(Err(message)) => {
+                        consequences.push_back(Expected::Event(Pending::of(&ErrorOccurred {
+                            source: "agent".into(),
+                            message,
+                            event: Some(event.id),
+                        })))
+                    }
+                    Some(Ok(activation)) => {
+                        starts += 1;
+                        consequences.push_back(Expected::Start {
+                            agent: spec.name.to_owned(),
+                            started: AgentStarted {
+                                agent: spec.name.to_owned(),
+                                model: activation.model,
+                                prompt: activation.prompt,
+                            },
+                        });
+                    }
+                }
+            }
+        }
+        if starts > 0 {
+            self.triggers.insert(event.id, (event.clone(), starts));
+        }
+        if !consequences.is_empty() {
+            self.expected.insert(event.id, (seq, consequences));
+        }
+        let keep_from = self.fold.checkpoint_position();
+        self.window.trim(keep_from);
+        Ok(())
+    }
+
+    /// Crosses off the next expected consequence of this event's cause, if this is it.
+    fn match_expected(&mut self, event: &Envelope) {
+        let Some(cause) = event.caused_by else {
+            return;
+        };
+        let Some((_, expected)) = self.expected.get_mut(&cause) else {
+            return;
+        };
+        if expected
+            .front()
+            .is_some_and(|next| next.name() == event.name)
+        {
+            expected.pop_front();
+            if expected.is_empty() {
+                self.expected.remove(&cause);
+            }
+        }
+    }
+
+    /// Follows requests, answers and agent calls.
+    fn track(&mut self, seq: u64, event: &Envelope) {
+        match event.name.as_ref() {
+            InputRequested::NAME => self.open_requests.push(event.id),
+            InputReceived::NAME => {
+                if let Ok(received) = event.decode::<InputReceived>() {
+                    self.open_requests.retain(|id| *id != received.request_id);
+                }
+            }
+            AgentStarted::NAME => {
+                let Ok(started) = event.decode::<AgentStarted>() else {
+                    return;
+                };
+                let trigger = event
+                    .caused_by
+                    .and_then(|id| self.triggers.get(&id))
+                    .map(|(trigger, _)| trigger.clone());
+                let key = (event.caused_by, started.agent.clone());
+                self.open_calls.insert(
+                    key,
+                    (
+                        seq,
+                        OpenCall {
+                            started,
+                            trigger,
+                            trigger_id: event.caused_by,
+                        },
+                    ),
+                );
+            }
+            AgentCompleted::NAME => {
+                let Ok(completed) = event.decode::<AgentCompleted>() else {
+                    return;
+                };
+                if self
+                    .open_calls
+                    .remove(&(event.caused_by, completed.agent))
+                    .is_some()
+                    && let Some(cause) = event.caused_by
+                    && let Some((_, refs)) = self.triggers.get_mut(&cause)
+                {
+                    *refs = refs.saturating_sub(1);
+                    if *refs == 0 {
+                        self.triggers.remove(&cause);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn finish(self, len: u64, snapshot_at: u64, listed: SessionStatus) -> Derived<S> {
+        let status = self.last_status.unwrap_or(listed);
+        let mut unrecorded = Vec::new();
+        let mut open_calls = Vec::new();
+        if status.is_running() {
+            let mut expected: Vec<_> = self.expected.into_iter().collect();
+            expected.sort_by_key(|(_, (seq, _))| *seq);
+            for (cause, (_, missing)) in expected {
+                for item in missing {
+                    match item {
+                        Expected::Event(pending) => {
+                            unrecorded.push(Unrecorded::Event(pending, cause));
+                        }
+                        Expected::Start { agent, started } => {
+                            if let Some((trigger, _)) = self.triggers.get(&cause) {
+                                unrecorded.push(Unrecorded::Start {
+                                    agent,
+                                    started,
+                                    trigger: trigger.clone(),
+                                });
+                            }
+                        }
+                    }
+                }
+            }
+            let mut calls: BTreeMap<u64, OpenCall> = BTreeMap::new();
+            calls.extend(self.open_calls.into_values());
+            open_calls.extend(calls.into_values());
+        }
+        Derived {
+            state: self.fold.into_state(),
+            len,
+            snapshot_at,
+            status,
+            open_requests: self.open_requests,
+            unrecorded,
+            open_calls,
+        }
+    }
+}
