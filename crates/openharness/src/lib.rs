@@ -35,11 +35,12 @@ pub mod projection {
 /// The names a workflow definition needs, in one import.
 pub mod prelude {
     pub use openharness_core::builtin::{
-        AgentCompleted, AgentStarted, ErrorOccurred, TextComplete, TextDelta, UserInput,
-        WorkflowCompleted, WorkflowStarted,
+        AgentCompleted, AgentStarted, ErrorOccurred, InputReceived, InputRequested, TextComplete,
+        TextDelta, UserInput, WorkflowCompleted, WorkflowStarted,
     };
     pub use openharness_core::{
-        Agent, Emit, Envelope, Event, EventSet, Handler, RunOptions, SessionId, Store, Workflow,
+        Agent, Emit, Envelope, Event, EventId, EventSet, Handler, RunOptions, SessionId,
+        SessionStatus, StopReason, Store, Workflow,
     };
     pub use openharness_macros::*;
     /// `workflow.fork(&session, at)` starts a new session from any point of a recorded one.
