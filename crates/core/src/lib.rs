@@ -45,7 +45,8 @@ pub use store::{
 pub use tokio_util::sync::CancellationToken;
 pub use tool::{DEFAULT_MAX_TURNS, FnTool, Tool, ToolError, Toolbox};
 pub use workflow::{
-    Continuation, RunOptions, RunOutcome, StopReason, Workflow, WorkflowBuilder, WorkflowState,
+    Continuation, OpenCallReport, RunOptions, RunOutcome, StopReason, Unfinished, Workflow,
+    WorkflowBuilder, WorkflowState,
 };
 
 /// Items used by code that `openharness-macros` generates. Not a public API: names here may

@@ -13,8 +13,7 @@ use crate::agent::{Agent, AgentSpec, Erased, ErasedAgent};
 use crate::derive::derive;
 use crate::emit::Pending;
 use crate::error::Error;
-use crate::event::EventId;
-use crate::event::{Envelope, SessionId};
+use crate::event::{Envelope, EventId, SessionId};
 use crate::fold::Fold;
 use crate::handler::Handler;
 use crate::locks::{SessionGuard, SessionLocks};
@@ -288,6 +287,23 @@ impl<S: WorkflowState> Workflow<S> {
     /// ```
     pub async fn state_at(&self, session: &SessionId, position: u64) -> Result<S, Error> {
         crate::derive::state_at(&self.inner, session, position, 0).await
+    }
+
+    /// What a recorded session is doing and what [`resume`](Self::resume) would finish, derived
+    /// from its latest snapshot and the events after it; nothing is recorded and no model is
+    /// called.
+    ///
+    /// ```
+    /// # async fn demo<S: openharness_core::WorkflowState>(workflow: openharness_core::Workflow<S>, session: openharness_core::SessionId) -> Result<(), openharness_core::Error> {
+    /// let report = workflow.unfinished(&session).await?;
+    /// for call in &report.open_calls {
+    ///     println!("agent `{}` was cut off; resume runs it again", call.agent);
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub async fn unfinished(&self, session: &SessionId) -> Result<Unfinished, Error> {
+        let derived = derive(&self.inner, session).await?;
+        Ok(Unfinished::of(session, &derived))
     }
 
     async fn lock(&self, session: &SessionId, refuse_if_busy: bool) -> Result<SessionGuard, Error> {
@@ -639,6 +655,78 @@ impl<S> fmt::Debug for Continuation<S> {
             .field("queued", &self.queued)
             .field("redeliver", &self.redeliver.as_ref().map(|e| &e.name))
             .finish_non_exhaustive()
+    }
+}
+
+/// What a recorded session is doing and what a resume would finish: see
+/// [`Workflow::unfinished`].
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
+pub struct Unfinished {
+    /// The session.
+    pub session: SessionId,
+    /// Its length.
+    pub len: u64,
+    /// What it is doing, from its last event.
+    pub status: crate::SessionStatus,
+    /// The snapshot the derivation started from (0 for none): it read the events after it.
+    pub snapshot_at: u64,
+    /// `input:requested` events not answered yet.
+    pub open_requests: Vec<EventId>,
+    /// Agent calls started and never completed: a resume closes them as `interrupted` and
+    /// runs them again.
+    pub open_calls: Vec<OpenCallReport>,
+    /// Names of the events a cut-off turn should have recorded and did not (what handlers
+    /// emitted, agents that never started): a resume records them.
+    pub unrecorded: Vec<String>,
+}
+
+/// An agent call a resume would run again.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
+pub struct OpenCallReport {
+    /// The agent.
+    pub agent: String,
+    /// The prompt it was started with.
+    pub prompt: String,
+    /// The event that activated it.
+    pub trigger: Option<EventId>,
+}
+
+impl Unfinished {
+    fn of<S>(session: &SessionId, derived: &crate::derive::Derived<S>) -> Self {
+        use crate::derive::Unrecorded;
+        Self {
+            session: session.clone(),
+            len: derived.len,
+            status: derived.status,
+            snapshot_at: derived.snapshot_at,
+            open_requests: derived.open_requests.clone(),
+            open_calls: derived
+                .open_calls
+                .iter()
+                .map(|call| OpenCallReport {
+                    agent: call.started.agent.clone(),
+                    prompt: call.started.prompt.clone(),
+                    trigger: call.trigger_id,
+                })
+                .collect(),
+            unrecorded: derived
+                .unrecorded
+                .iter()
+                .map(|item| match item {
+                    Unrecorded::Event(pending, _) => pending.name.to_string(),
+                    Unrecorded::Start { .. } => {
+                        <crate::builtin::AgentStarted as crate::Event>::NAME.to_owned()
+                    }
+                })
+                .collect(),
+        }
+    }
+
+    /// Whether a turn was cut off, so a resume has something to finish.
+    pub fn needs_resume(&self) -> bool {
+        self.status.is_running()
     }
 }
 
