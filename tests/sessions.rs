@@ -1,0 +1,1062 @@
+//! Sessions that live on: turns that continue a recorded session, resuming a turn a crash cut
+//! off, waiting for a person, one writer per session, status, and the bad inputs of each.
+#![allow(clippy::unwrap_used, missing_docs)]
+
+use std::collections::HashMap;
+use std::ops::Range;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use openharness::builtin::{AgentCompleted, AgentStarted, Outcome};
+use openharness::prelude::*;
+use openharness::provider::{Reply, ScriptedProvider};
+use openharness::store::MemoryStore;
+use openharness::tape::{At, LoadTape};
+use openharness::{
+    Error, SessionInfo, SessionStatus, Snapshot, StopReason, StoreError, Subscription,
+};
+
+// ---------------------------------------------------------------------------------------------
+// A tally: each input is a number an agent adds; "ask" makes a handler ask a person instead.
+
+#[event]
+#[derive(Debug, Clone)]
+struct CountAdded {
+    amount: i64,
+}
+
+#[event]
+enum TallyEvent {
+    UserInput,
+    InputReceived,
+    CountAdded,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+struct Tally {
+    total: i64,
+    inputs: Vec<String>,
+    answers: Vec<String>,
+}
+
+#[handler(TallyEvent)]
+impl Tally {
+    fn input(&mut self, input: &UserInput) -> Emit {
+        self.inputs.push(input.text.clone());
+        if input.text == "ask" {
+            Emit::one(InputRequested {
+                prompt: "how much?".into(),
+            })
+        } else {
+            Emit::none()
+        }
+    }
+
+    fn answered(&mut self, answer: &InputReceived) {
+        self.answers.push(answer.text.clone());
+    }
+
+    fn added(&mut self, added: &CountAdded) {
+        self.total += added.amount;
+    }
+}
+
+#[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
+struct Amount {
+    amount: i64,
+}
+
+struct Adder;
+
+#[agent(output = Amount, emits = [CountAdded])]
+impl Adder {
+    fn when(&self, state: &Tally) -> bool {
+        state.inputs.last().is_some_and(|text| text != "ask")
+    }
+
+    fn prompt(&self, _state: &Tally, input: &UserInput) -> String {
+        format!("add {}", input.text)
+    }
+
+    fn on_output(&self, output: Amount, _input: &UserInput) -> CountAdded {
+        CountAdded {
+            amount: output.amount,
+        }
+    }
+}
+
+/// Answers `add N` with N (0 when the input is no number).
+fn adding() -> ScriptedProvider {
+    ScriptedProvider::new().fallback("adder", |request| {
+        let amount: i64 = request
+            .prompt
+            .trim_start_matches("add ")
+            .parse()
+            .unwrap_or(0);
+        Reply::output(serde_json::json!({ "amount": amount }))
+    })
+}
+
+fn tally(store: impl Store, provider: ScriptedProvider) -> Workflow<Tally> {
+    Workflow::builder("tally")
+        .initial_state(Tally::default())
+        .agent(Adder)
+        .store(store)
+        .provider(provider)
+        .build()
+        .unwrap()
+}
+
+fn names(events: &[Envelope]) -> Vec<&str> {
+    events.iter().map(|e| e.name.as_ref()).collect()
+}
+
+// ---------------------------------------------------------------------------------------------
+// Continue
+
+#[tokio::test]
+async fn three_turns_grow_one_session_and_the_tape_steps_back_across_them() {
+    let store = MemoryStore::new();
+    let wf = tally(store.clone(), adding());
+    let first = wf.run(RunOptions::new().input("1")).await.unwrap();
+    assert_eq!((first.first_seq, first.reason), (0, StopReason::Idle));
+    let second = wf
+        .send(&first.session, "2", RunOptions::new())
+        .await
+        .unwrap();
+    assert_eq!(second.session, first.session);
+    assert_eq!(second.first_seq, first.len, "the turn starts at the end");
+    let third = wf
+        .send(&first.session, "3", RunOptions::new())
+        .await
+        .unwrap();
+    assert_eq!(third.state.total, 6);
+    assert_eq!(third.state.inputs, ["1", "2", "3"]);
+
+    let events = store.all_events(&first.session).await.unwrap();
+    assert_eq!(events.len() as u64, third.len);
+    let turns = names(&events)
+        .iter()
+        .filter(|n| **n == "workflow:completed")
+        .count();
+    assert_eq!(turns, 3, "each turn ends with workflow:completed");
+    assert_eq!(
+        names(&events)
+            .iter()
+            .filter(|n| **n == "workflow:started")
+            .count(),
+        1,
+        "a session starts once"
+    );
+    // The final state is a fold of the whole log.
+    assert_eq!(wf.fold(&events), third.state);
+    assert_eq!(
+        wf.state_at(&first.session, u64::MAX).await.unwrap(),
+        third.state
+    );
+
+    // A tape over the whole session steps back across turn boundaries.
+    let mut tape = wf.load(&first.session).await.unwrap();
+    tape.step_to(tape.len());
+    assert_eq!(tape.state(), &third.state);
+    let third_input = events.iter().rposition(|e| e.name == "user:input").unwrap() as u64;
+    tape.step_to(third_input + 1);
+    assert_eq!(tape.state().inputs, ["1", "2", "3"]);
+    assert_eq!(tape.state().total, 3, "before the third answer");
+    tape.step_back();
+    assert_eq!(tape.state().inputs, ["1", "2"], "before the third turn");
+    assert_eq!(
+        tape.state(),
+        &wf.state_at(&first.session, third_input).await.unwrap()
+    );
+
+    let info = store.session(&first.session).await.unwrap().unwrap();
+    assert_eq!(info.status, SessionStatus::Idle);
+    assert_eq!(info.count, third.len);
+}
+
+#[tokio::test]
+async fn a_fork_and_an_imported_session_can_be_continued() {
+    let store = MemoryStore::new();
+    let wf = tally(store.clone(), adding());
+    let first = wf.run(RunOptions::new().input("10")).await.unwrap();
+    let grown = wf
+        .send(&first.session, "20", RunOptions::new())
+        .await
+        .unwrap();
+    assert_eq!(grown.state.total, 30);
+
+    // A fork at the end of the first turn, continued twice.
+    let fork = wf
+        .fork(&first.session, At::position(first.len))
+        .await
+        .unwrap();
+    let forked = fork.run(RunOptions::new()).await.unwrap();
+    assert_eq!(
+        forked.state.total, 10,
+        "the fork starts from the first turn"
+    );
+    let continued = wf
+        .send(&forked.session, "5", RunOptions::new())
+        .await
+        .unwrap();
+    assert_eq!(continued.state.total, 15);
+    let again = wf
+        .send(&forked.session, "1", RunOptions::new())
+        .await
+        .unwrap();
+    assert_eq!(again.state.total, 16);
+    assert_eq!(again.state.inputs, ["10", "5", "1"]);
+    let tape = wf.load(&forked.session).await.unwrap();
+    let mut tape = tape;
+    tape.step_to(tape.len());
+    assert_eq!(tape.state(), &again.state, "the fork's tape agrees");
+
+    // An exported session imported into another store continues there.
+    let mut jsonl = Vec::new();
+    openharness::store::jsonl::export(&store, &first.session, &mut jsonl)
+        .await
+        .unwrap();
+    let other = MemoryStore::new();
+    openharness::store::jsonl::import(&other, jsonl.as_slice())
+        .await
+        .unwrap();
+    let elsewhere = tally(other.clone(), adding());
+    let imported = elsewhere
+        .send(&first.session, "7", RunOptions::new())
+        .await
+        .unwrap();
+    assert_eq!(imported.state.total, 37);
+    assert_eq!(imported.first_seq, grown.len);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Waiting for a person
+
+#[tokio::test]
+async fn a_request_ends_the_turn_waiting_and_its_answer_continues_the_session() {
+    let store = MemoryStore::new();
+    let wf = tally(store.clone(), adding());
+    let asked = wf.run(RunOptions::new().input("ask")).await.unwrap();
+    assert_eq!(asked.reason, StopReason::WaitingForInput);
+    assert_eq!(asked.open_requests.len(), 1);
+    let request = asked.open_requests[0];
+    let events = store.all_events(&asked.session).await.unwrap();
+    let requested = events.iter().find(|e| e.id == request).unwrap();
+    assert_eq!(requested.name, "input:requested");
+    let info = store.session(&asked.session).await.unwrap().unwrap();
+    assert_eq!(info.status, SessionStatus::Waiting);
+
+    // An answer to a request that does not exist records nothing.
+    let err = wf
+        .respond(&asked.session, EventId::new(), "3", RunOptions::new())
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, Error::RequestNotOpen { open, .. } if open == &[request]),
+        "{err}"
+    );
+    assert_eq!(
+        store.all_events(&asked.session).await.unwrap().len() as u64,
+        asked.len
+    );
+
+    // The answer is recorded caused by the request, and the session goes on.
+    let answered = wf
+        .respond(&asked.session, request, "fine", RunOptions::new())
+        .await
+        .unwrap();
+    assert_eq!(answered.reason, StopReason::Idle);
+    assert!(answered.open_requests.is_empty());
+    assert_eq!(answered.state.answers, ["fine"]);
+    let events = store.all_events(&asked.session).await.unwrap();
+    let received = &events[asked.len as usize];
+    assert_eq!(received.name, "input:received");
+    assert_eq!(received.caused_by, Some(request));
+    assert_eq!(
+        store.session(&asked.session).await.unwrap().unwrap().status,
+        SessionStatus::Idle
+    );
+
+    // Answering it again is refused and records nothing.
+    let err = wf
+        .respond(&asked.session, request, "again", RunOptions::new())
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::RequestNotOpen { .. }), "{err}");
+    assert_eq!(
+        store.all_events(&asked.session).await.unwrap().len() as u64,
+        answered.len
+    );
+
+    // A request stays open across a turn of other input, and the tape and a fork work across
+    // the pause.
+    let asked_again = wf
+        .send(&asked.session, "ask", RunOptions::new())
+        .await
+        .unwrap();
+    let open = asked_again.open_requests.clone();
+    let other = wf
+        .send(&asked.session, "4", RunOptions::new())
+        .await
+        .unwrap();
+    assert_eq!(other.reason, StopReason::WaitingForInput);
+    assert_eq!(other.open_requests, open, "still open after other input");
+    let last = wf
+        .respond(&asked.session, open[0], "ok", RunOptions::new())
+        .await
+        .unwrap();
+    assert_eq!(last.state.total, 4);
+    assert_eq!(last.state.answers, ["fine", "ok"]);
+    let events = store.all_events(&asked.session).await.unwrap();
+    assert_eq!(wf.fold(&events), last.state);
+    let fork = wf
+        .fork(&asked.session, At::position(asked.len))
+        .await
+        .unwrap();
+    let forked = fork.run(RunOptions::new()).await.unwrap();
+    assert_eq!(forked.state.inputs, ["ask"]);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Resume after a crash
+
+/// A planner makes tasks; a worker does them one at a time, each as an agent call; handlers
+/// chain the next task. `until` all are done.
+#[event]
+#[derive(Debug, Clone)]
+struct PlanMade {
+    tasks: Vec<String>,
+}
+
+#[event]
+#[derive(Debug, Clone)]
+struct TaskStarted {
+    index: usize,
+}
+
+#[event]
+#[derive(Debug, Clone)]
+struct TaskDone {
+    index: usize,
+    result: String,
+}
+
+#[event]
+enum WorkEvent {
+    UserInput,
+    PlanMade,
+    TaskStarted,
+    TaskDone,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+struct Work {
+    goal: String,
+    tasks: Vec<String>,
+    results: Vec<String>,
+}
+
+#[handler(WorkEvent)]
+impl Work {
+    fn input(&mut self, input: &UserInput) {
+        self.goal = input.text.clone();
+    }
+
+    fn plan(&mut self, plan: &PlanMade) -> Emit {
+        self.tasks = plan.tasks.clone();
+        if self.tasks.is_empty() {
+            Emit::none()
+        } else {
+            Emit::one(TaskStarted { index: 0 })
+        }
+    }
+
+    fn started(&mut self, _started: &TaskStarted) {}
+
+    fn done(&mut self, done: &TaskDone) -> Emit {
+        self.results.push(format!("{}={}", done.index, done.result));
+        let next = done.index + 1;
+        if next < self.tasks.len() {
+            Emit::one(TaskStarted { index: next })
+        } else {
+            Emit::none()
+        }
+    }
+}
+
+#[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
+struct Tasks {
+    tasks: Vec<String>,
+}
+
+#[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
+struct Outcome_ {
+    result: String,
+}
+
+struct Planner;
+
+#[agent(output = Tasks, emits = [PlanMade])]
+impl Planner {
+    fn prompt(&self, _state: &Work, input: &UserInput) -> String {
+        format!("plan {}", input.text)
+    }
+
+    fn on_output(&self, output: Tasks, _input: &UserInput) -> PlanMade {
+        PlanMade {
+            tasks: output.tasks,
+        }
+    }
+}
+
+struct Worker;
+
+#[agent(output = Outcome_, emits = [TaskDone])]
+impl Worker {
+    fn prompt(&self, state: &Work, started: &TaskStarted) -> String {
+        format!("do task {} of {}", started.index, state.goal)
+    }
+
+    fn on_output(&self, output: Outcome_, started: &TaskStarted) -> TaskDone {
+        TaskDone {
+            index: started.index,
+            result: output.result,
+        }
+    }
+}
+
+fn working() -> ScriptedProvider {
+    ScriptedProvider::new()
+        .fallback("planner", |_| {
+            Reply::output(serde_json::json!({ "tasks": ["a", "b", "c", "d"] })).text("thinking")
+        })
+        .fallback("worker", |request| {
+            Reply::output(serde_json::json!({ "result": request.prompt.to_uppercase() }))
+                .text("working")
+        })
+}
+
+fn work(store: impl Store, provider: ScriptedProvider) -> Workflow<Work> {
+    Workflow::builder("work")
+        .initial_state(Work::default())
+        .agent(Planner)
+        .agent(Worker)
+        .until(|s: &Work| !s.tasks.is_empty() && s.results.len() == s.tasks.len())
+        .store(store)
+        .provider(provider)
+        .build()
+        .unwrap()
+}
+
+/// A store that remembers where each append ended and which reads were made, and can make
+/// appends wait (to line up racing writers).
+#[derive(Clone)]
+struct Spy<S> {
+    inner: S,
+    appended: Arc<Mutex<Vec<u64>>>,
+    reads: Arc<Mutex<Vec<Range<u64>>>>,
+    append_delay: Duration,
+}
+
+impl<S: Store> Spy<S> {
+    fn new(inner: S) -> Self {
+        Self {
+            inner,
+            appended: Arc::default(),
+            reads: Arc::default(),
+            append_delay: Duration::ZERO,
+        }
+    }
+
+    fn slow_appends(mut self, delay: Duration) -> Self {
+        self.append_delay = delay;
+        self
+    }
+}
+
+#[async_trait]
+impl<S: Store> Store for Spy<S> {
+    fn describe(&self) -> String {
+        format!("spy:{}", self.inner.describe())
+    }
+    async fn append(
+        &self,
+        session: &SessionId,
+        events: &[Envelope],
+        expected_seq: u64,
+    ) -> Result<u64, StoreError> {
+        tokio::time::sleep(self.append_delay).await;
+        let len = self.inner.append(session, events, expected_seq).await?;
+        self.appended.lock().unwrap().push(len);
+        Ok(len)
+    }
+    async fn events(
+        &self,
+        session: &SessionId,
+        range: Range<u64>,
+    ) -> Result<Vec<Envelope>, StoreError> {
+        self.reads.lock().unwrap().push(range.clone());
+        self.inner.events(session, range).await
+    }
+    async fn session(&self, session: &SessionId) -> Result<Option<SessionInfo>, StoreError> {
+        self.inner.session(session).await
+    }
+    async fn sessions(&self) -> Result<Vec<SessionInfo>, StoreError> {
+        self.inner.sessions().await
+    }
+    async fn clear(&self, session: &SessionId) -> Result<(), StoreError> {
+        self.inner.clear(session).await
+    }
+    async fn snapshot(&self, session: &SessionId, snapshot: &Snapshot) -> Result<(), StoreError> {
+        self.inner.snapshot(session, snapshot).await
+    }
+    async fn latest_snapshot(
+        &self,
+        session: &SessionId,
+        at_most: u64,
+    ) -> Result<Option<Snapshot>, StoreError> {
+        self.inner.latest_snapshot(session, at_most).await
+    }
+    async fn subscribe(
+        &self,
+        session: &SessionId,
+        from_seq: u64,
+    ) -> Result<Subscription, StoreError> {
+        self.inner.subscribe(session, from_seq).await
+    }
+}
+
+/// How many requests each (agent, prompt) made.
+fn requests_by_prompt(provider: &ScriptedProvider) -> HashMap<(String, String), usize> {
+    let mut counts = HashMap::new();
+    for request in provider.requests() {
+        *counts.entry((request.agent, request.prompt)).or_default() += 1;
+    }
+    counts
+}
+
+/// Copies `events` into a new session of a new store, as a killed process left them.
+async fn cut_off(events: &[Envelope], session: &SessionId) -> MemoryStore {
+    let store = MemoryStore::new();
+    if !events.is_empty() {
+        store.append(session, events, 0).await.unwrap();
+    }
+    store
+}
+
+/// Checks a resumed log: seqs contiguous (the store's), causes earlier, ids unique, and every
+/// `agent:started` answered by exactly one `agent:completed` of the same agent and trigger.
+fn check_log(events: &[Envelope]) {
+    let mut seen = HashMap::new();
+    for (seq, event) in events.iter().enumerate() {
+        assert!(seen.insert(event.id, seq).is_none(), "id repeats at {seq}");
+        if let Some(cause) = event.caused_by {
+            assert!(
+                seen.get(&cause).is_some_and(|at| *at < seq),
+                "the cause of seq {seq} ({}) is not earlier",
+                event.name
+            );
+        }
+    }
+    let mut open: HashMap<(Option<EventId>, String), usize> = HashMap::new();
+    for event in events {
+        if event.name == AgentStarted::NAME {
+            let agent = event.decode::<AgentStarted>().unwrap().agent;
+            *open.entry((event.caused_by, agent)).or_default() += 1;
+            assert!(
+                open.values().all(|n| *n <= 1),
+                "a call started twice without closing"
+            );
+        } else if event.name == AgentCompleted::NAME {
+            let agent = event.decode::<AgentCompleted>().unwrap().agent;
+            let count = open.entry((event.caused_by, agent)).or_default();
+            assert_eq!(*count, 1, "a completion answers exactly one start");
+            *count = 0;
+        }
+    }
+    assert!(open.values().all(|n| *n == 0), "every call is closed");
+}
+
+#[tokio::test]
+async fn resuming_at_every_append_boundary_finishes_like_an_uninterrupted_run() {
+    let spy = Spy::new(MemoryStore::new());
+    let reference_provider = working();
+    let reference = work(spy.clone(), reference_provider.clone())
+        .run(RunOptions::new().input("ship"))
+        .await
+        .unwrap();
+    assert_eq!(reference.reason, StopReason::Until);
+    assert_eq!(reference.state.results.len(), 4);
+    let full = spy.inner.all_events(&reference.session).await.unwrap();
+    let boundaries = spy.appended.lock().unwrap().clone();
+    assert!(
+        boundaries.len() < full.len(),
+        "events are batched: {} appends for {} events",
+        boundaries.len(),
+        full.len()
+    );
+    for cut in boundaries {
+        let session = SessionId::new();
+        let prefix = &full[..cut as usize];
+        let store = cut_off(prefix, &session).await;
+        let provider = working();
+        let wf = work(store.clone(), provider.clone());
+        let report = wf.unfinished(&session).await.unwrap();
+        let outcome = wf.resume(&session, RunOptions::new()).await.unwrap();
+        if cut == full.len() as u64 {
+            assert_eq!(outcome.reason, StopReason::NothingUnfinished);
+            assert!(!report.needs_resume());
+            assert_eq!(outcome.len, cut, "nothing recorded");
+            continue;
+        }
+        assert!(report.needs_resume());
+        assert_eq!(
+            outcome.state, reference.state,
+            "cut at {cut}: resumed state differs"
+        );
+        assert_eq!(outcome.reason, StopReason::Until);
+        let events = store.all_events(&session).await.unwrap();
+        check_log(&events);
+        // No call completed before the cut was sent to a model again.
+        let completed_before: Vec<(String, String)> = prefix
+            .iter()
+            .filter(|e| e.name == AgentCompleted::NAME)
+            .filter_map(|e| {
+                let started = prefix.iter().rev().find(|s| {
+                    s.name == AgentStarted::NAME
+                        && s.caused_by == e.caused_by
+                        && s.decode::<AgentStarted>().unwrap().agent
+                            == e.decode::<AgentCompleted>().unwrap().agent
+                })?;
+                let started = started.decode::<AgentStarted>().unwrap();
+                Some((started.agent, started.prompt))
+            })
+            .collect();
+        let asked = requests_by_prompt(&provider);
+        for key in &completed_before {
+            assert!(
+                !asked.contains_key(key),
+                "cut at {cut}: {key:?} was completed and asked again"
+            );
+        }
+        // The calls the cut left open were closed as interrupted, once each.
+        let interrupted = events[prefix.len()..]
+            .iter()
+            .filter(|e| {
+                e.name == AgentCompleted::NAME
+                    && e.decode::<AgentCompleted>().unwrap().outcome == Outcome::Interrupted
+            })
+            .count();
+        assert_eq!(interrupted, report.open_calls.len(), "cut at {cut}");
+        // Resuming again finds nothing.
+        let again = wf.resume(&session, RunOptions::new()).await.unwrap();
+        assert_eq!(again.reason, StopReason::NothingUnfinished);
+    }
+}
+
+#[tokio::test]
+async fn resume_derives_what_handlers_emitted_and_agents_never_started() {
+    // Cut between an event and what it caused (a log written one event per append, as older
+    // versions did, can end there): right before a `task:started` a handler emitted, and right
+    // before the `agent:started` of an agent an event activated.
+    let store = MemoryStore::new();
+    let reference = work(store.clone(), working())
+        .run(RunOptions::new().input("ship"))
+        .await
+        .unwrap();
+    let full = store.all_events(&reference.session).await.unwrap();
+    let cuts: Vec<usize> = full
+        .iter()
+        .enumerate()
+        .filter(|(_, e)| e.name == "task:started" || e.name == "agent:started")
+        .map(|(index, _)| index)
+        .collect();
+    assert!(cuts.len() >= 5);
+    for cut in cuts {
+        let session = SessionId::new();
+        let store = cut_off(&full[..cut], &session).await;
+        let wf = work(store.clone(), working());
+        let report = wf.unfinished(&session).await.unwrap();
+        assert!(
+            !report.unrecorded.is_empty(),
+            "cut before {cut} ({}): something was not recorded",
+            full[cut].name
+        );
+        let outcome = wf.resume(&session, RunOptions::new()).await.unwrap();
+        assert_eq!(outcome.state, reference.state, "cut at {cut}");
+        check_log(&store.all_events(&session).await.unwrap());
+    }
+}
+
+#[tokio::test]
+async fn a_status_per_session_and_bad_input_records_nothing() {
+    let store = MemoryStore::new();
+    let wf = tally(store.clone(), adding());
+    let idle = wf.run(RunOptions::new().input("1")).await.unwrap();
+    let waiting = wf.run(RunOptions::new().input("ask")).await.unwrap();
+    let failing = tally(
+        store.clone(),
+        ScriptedProvider::new().respond("adder", Reply::error("the model is down")),
+    );
+    let failed = failing.run(RunOptions::new().input("1")).await.unwrap();
+    assert_eq!(failed.errors, 1, "the agent's failure is counted");
+    // A turn cut off: the first events of a run, without its end.
+    let full = store.all_events(&idle.session).await.unwrap();
+    let running = SessionId::new();
+    store.append(&running, &full[..3], 0).await.unwrap();
+    let statuses: HashMap<SessionId, SessionStatus> = store
+        .sessions()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|info| (info.id, info.status))
+        .collect();
+    assert_eq!(statuses[&idle.session], SessionStatus::Idle);
+    assert_eq!(statuses[&waiting.session], SessionStatus::Waiting);
+    assert_eq!(statuses[&failed.session], SessionStatus::Failed);
+    assert_eq!(statuses[&running], SessionStatus::Running);
+
+    // A cut-off session is busy until resumed.
+    let err = wf.send(&running, "2", RunOptions::new()).await.unwrap_err();
+    assert!(matches!(err, Error::SessionBusy { .. }), "{err}");
+    assert!(err.to_string().contains("resume"), "{err}");
+
+    // Unknown session.
+    let unknown = SessionId::new();
+    let err = wf.send(&unknown, "2", RunOptions::new()).await.unwrap_err();
+    assert!(
+        matches!(err, Error::SessionNotFound(ref s) if *s == unknown),
+        "{err}"
+    );
+    assert!(store.all_events(&unknown).await.unwrap().is_empty());
+    let err = wf.resume(&unknown, RunOptions::new()).await.unwrap_err();
+    assert!(matches!(err, Error::SessionNotFound(_)), "{err}");
+
+    // A session of another workflow.
+    let other = work(store.clone(), working());
+    let err = other
+        .send(&idle.session, "go", RunOptions::new())
+        .await
+        .unwrap_err();
+    match &err {
+        Error::WrongWorkflow {
+            recorded, workflow, ..
+        } => assert_eq!((recorded.as_str(), workflow.as_str()), ("tally", "work")),
+        other => panic!("expected WrongWorkflow, got {other}"),
+    }
+
+    // A tail event that no longer decodes: named with its session and seq.
+    let broken = SessionId::new();
+    let mut events = full.clone();
+    let bad = events.iter().position(|e| e.name == "count:added").unwrap();
+    events[bad].payload = serde_json::json!({ "amount": "lots" });
+    store.append(&broken, &events, 0).await.unwrap();
+    let err = wf.send(&broken, "2", RunOptions::new()).await.unwrap_err();
+    match &err {
+        Error::Undecodable {
+            session, seq, name, ..
+        } => {
+            assert_eq!(
+                (session, *seq, name.as_str()),
+                (&broken, bad as u64, "count:added")
+            );
+        }
+        other => panic!("expected Undecodable, got {other}"),
+    }
+    assert_eq!(
+        store.all_events(&broken).await.unwrap().len(),
+        full.len(),
+        "nothing recorded"
+    );
+}
+
+#[tokio::test]
+async fn continuing_reads_the_latest_snapshot_and_the_tail_only() {
+    let spy = Spy::new(MemoryStore::new());
+    // A long first turn (more than the snapshot threshold): 40 tasks.
+    let provider = ScriptedProvider::new()
+        .fallback("planner", |_| {
+            let tasks: Vec<String> = (0..40).map(|i| format!("t{i}")).collect();
+            Reply::output(serde_json::json!({ "tasks": tasks }))
+        })
+        .fallback("worker", |_| {
+            Reply::output(serde_json::json!({ "result": "ok" }))
+        });
+    let wf = work(spy.clone(), provider);
+    let first = wf.run(RunOptions::new().input("long")).await.unwrap();
+    assert!(first.len > 100, "{}", first.len);
+    let snapshot = spy
+        .inner
+        .latest_snapshot(&first.session, u64::MAX)
+        .await
+        .unwrap()
+        .expect("the turn saved a snapshot at its end");
+    assert_eq!(snapshot.position, first.len);
+    spy.reads.lock().unwrap().clear();
+    let second = wf
+        .send(&first.session, "more", RunOptions::new())
+        .await
+        .unwrap();
+    let reads = spy.reads.lock().unwrap().clone();
+    assert!(
+        reads.iter().all(|r| r.start + 1 >= snapshot.position),
+        "continuing read before the snapshot: {reads:?}"
+    );
+    assert_eq!(second.first_seq, first.len);
+}
+
+// ---------------------------------------------------------------------------------------------
+// One writer per session
+
+/// Whether the turns in `events` never interleave: each `user:input` after the first comes
+/// after the previous turn's `workflow:completed`.
+fn turns_do_not_interleave(events: &[Envelope]) -> bool {
+    let mut in_turn = false;
+    for event in events {
+        match event.name.as_ref() {
+            "user:input" if in_turn => return false,
+            "user:input" => in_turn = true,
+            "workflow:completed" => in_turn = false,
+            _ => {}
+        }
+    }
+    true
+}
+
+fn slow_adding() -> ScriptedProvider {
+    ScriptedProvider::new().fallback("adder", |request| {
+        let amount: i64 = request
+            .prompt
+            .trim_start_matches("add ")
+            .parse()
+            .unwrap_or(0);
+        Reply::output(serde_json::json!({ "amount": amount })).delay(Duration::from_millis(150))
+    })
+}
+
+#[tokio::test]
+async fn in_one_process_a_second_turn_waits_or_is_refused() {
+    let store = MemoryStore::new();
+    let provider = slow_adding();
+    let wf = tally(store.clone(), provider.clone());
+    let first = wf.run(RunOptions::new().input("1")).await.unwrap();
+    let session = first.session.clone();
+    // Two turns at once: the second waits for the first.
+    let (a, b) = tokio::join!(
+        wf.send(&session, "2", RunOptions::new()),
+        wf.send(&session, "3", RunOptions::new())
+    );
+    let (a, b) = (a.unwrap(), b.unwrap());
+    assert_ne!(a.first_seq, b.first_seq);
+    let last = if a.len > b.len { a } else { b };
+    assert_eq!(last.state.total, 6);
+    let events = store.all_events(&session).await.unwrap();
+    assert!(turns_do_not_interleave(&events), "{:?}", names(&events));
+
+    // Refused instead of waiting: the refused turn records nothing and calls no model.
+    let calls = provider.calls();
+    let running = wf.send(&session, "4", RunOptions::new());
+    let refused = async {
+        tokio::time::sleep(Duration::from_millis(40)).await;
+        wf.send(&session, "5", RunOptions::new().refuse_if_busy())
+            .await
+    };
+    let (ran, refused) = tokio::join!(running, refused);
+    let ran = ran.unwrap();
+    let err = refused.unwrap_err();
+    assert!(matches!(err, Error::SessionBusy { .. }), "{err}");
+    assert_eq!(
+        provider.calls(),
+        calls + 1,
+        "only the running turn asked a model"
+    );
+    assert_eq!(ran.state.total, 10);
+    assert_eq!(
+        store.all_events(&session).await.unwrap().len() as u64,
+        ran.len
+    );
+}
+
+#[tokio::test]
+async fn two_writers_without_a_shared_lock_one_turn_wins_and_the_loser_calls_no_model() {
+    // Two workflows built separately (as two processes would be) on one store, whose appends
+    // wait a little so both derive the session before either records.
+    let store = Spy::new(MemoryStore::new()).slow_appends(Duration::from_millis(30));
+    let setup = tally(store.clone(), adding());
+    let first = setup.run(RunOptions::new().input("1")).await.unwrap();
+    let (pa, pb) = (slow_adding(), slow_adding());
+    let (a, b) = (
+        tally(store.clone(), pa.clone()),
+        tally(store.clone(), pb.clone()),
+    );
+    let (ra, rb) = tokio::join!(
+        a.send(&first.session, "2", RunOptions::new()),
+        b.send(&first.session, "3", RunOptions::new())
+    );
+    let (winner, loser_calls, err) = match (ra, rb) {
+        (Ok(won), Err(err)) => (won, pb.calls(), err),
+        (Err(err), Ok(won)) => (won, pa.calls(), err),
+        (ra, rb) => panic!("exactly one turn must win: {ra:?} / {rb:?}"),
+    };
+    assert!(matches!(err, Error::SessionBusy { .. }), "{err}");
+    assert_eq!(loser_calls, 0, "the loser called no model");
+    let events = store.inner.all_events(&first.session).await.unwrap();
+    assert_eq!(events.len() as u64, winner.len);
+    assert!(turns_do_not_interleave(&events));
+    check_log(&events);
+}
+
+#[test]
+fn two_processes_on_postgresql_one_turn_wins_and_the_loser_calls_no_model() {
+    postgres::two_processes();
+}
+
+/// The PostgreSQL case: the test binary runs itself twice as child processes that send to one
+/// session at the same instant.
+mod postgres {
+    use std::process::Command;
+    use std::time::{SystemTime, UNIX_EPOCH};
+
+    use openharness::store::PostgresStore;
+
+    use super::*;
+
+    const URL_ENV: &str = "OPENHARNESS_TEST_POSTGRES";
+    const CHILD_ENV: &str = "OPENHARNESS_TEST_SESSIONS_CHILD";
+
+    fn runtime() -> tokio::runtime::Runtime {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .unwrap()
+    }
+
+    /// The URL, or `None` after saying why the test skips (under `CI=true` an unreachable
+    /// server fails it).
+    fn server() -> Option<String> {
+        let Ok(url) = std::env::var(URL_ENV) else {
+            eprintln!("skipped: {URL_ENV} is not set (CI sets it; see .ci/run)");
+            return None;
+        };
+        let reachable =
+            runtime().block_on(async { PostgresStore::connect(&url).await.map(|_| ()) });
+        match reachable {
+            Ok(()) => Some(url),
+            Err(err) if std::env::var("CI").as_deref() == Ok("true") => {
+                panic!("{URL_ENV} is set and CI=true, but PostgreSQL is unreachable: {err}")
+            }
+            Err(err) => {
+                eprintln!("skipped: PostgreSQL at {URL_ENV} is unreachable: {err}");
+                None
+            }
+        }
+    }
+
+    fn now_ms() -> u128 {
+        SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap()
+            .as_millis()
+    }
+
+    /// In a child: waits for the agreed instant, sends, prints `won <len>` or `busy <calls>`.
+    #[test]
+    fn child_sends_to_a_shared_session() {
+        let Ok(spec) = std::env::var(CHILD_ENV) else {
+            return;
+        };
+        let mut parts = spec.split(' ');
+        let (schema, session, at) = (
+            parts.next().unwrap().to_owned(),
+            parts.next().unwrap().parse::<SessionId>().unwrap(),
+            parts.next().unwrap().parse::<u128>().unwrap(),
+        );
+        let url = std::env::var(URL_ENV).unwrap();
+        runtime().block_on(async {
+            let store = PostgresStore::connect_in_schema(&url, &schema)
+                .await
+                .unwrap();
+            let provider = slow_adding();
+            let wf = tally(store, provider.clone());
+            let wait = at.saturating_sub(now_ms());
+            tokio::time::sleep(Duration::from_millis(wait as u64)).await;
+            let result = wf.send(&session, "2", RunOptions::new()).await;
+            println!();
+            match result {
+                Ok(outcome) => println!("won {}", outcome.len),
+                Err(Error::SessionBusy { .. }) => println!("busy {}", provider.calls()),
+                Err(other) => println!("error {other}"),
+            }
+        });
+    }
+
+    pub(super) fn two_processes() {
+        let Some(url) = server() else {
+            return;
+        };
+        let schema = format!("oh_test_{}", uuid_like());
+        let session = runtime().block_on(async {
+            let store = PostgresStore::connect_in_schema(&url, &schema)
+                .await
+                .unwrap();
+            tally(store, adding())
+                .run(RunOptions::new().input("1"))
+                .await
+                .unwrap()
+                .session
+        });
+        let exe = std::env::current_exe().unwrap();
+        // Both children wait for the same instant, so their turns start together.
+        let at = now_ms() + 4000;
+        let spawned: Vec<_> = (0..2)
+            .map(|_| {
+                Command::new(&exe)
+                    .args([
+                        "--exact",
+                        "postgres::child_sends_to_a_shared_session",
+                        "--nocapture",
+                        "--test-threads=1",
+                    ])
+                    .env(CHILD_ENV, format!("{schema} {session} {at}"))
+                    .stdout(std::process::Stdio::piped())
+                    .spawn()
+                    .unwrap()
+            })
+            .collect();
+        let lines: Vec<String> = spawned
+            .into_iter()
+            .map(|child| {
+                let output = child.wait_with_output().unwrap();
+                assert!(output.status.success(), "a child failed: {output:?}");
+                String::from_utf8_lossy(&output.stdout)
+                    .lines()
+                    .find(|l| {
+                        l.starts_with("won ") || l.starts_with("busy ") || l.starts_with("error ")
+                    })
+                    .unwrap_or("nothing")
+                    .to_owned()
+            })
+            .collect();
+        let won = lines.iter().filter(|l| l.starts_with("won ")).count();
+        let busy: Vec<&String> = lines.iter().filter(|l| l.starts_with("busy ")).collect();
+        assert_eq!((won, busy.len()), (1, 1), "one turn wins: {lines:?}");
+        assert_eq!(busy[0], "busy 0", "the loser called no model");
+        runtime().block_on(async {
+            let store = PostgresStore::connect_in_schema(&url, &schema)
+                .await
+                .unwrap();
+            let events = store.all_events(&session).await.unwrap();
+            assert!(turns_do_not_interleave(&events));
+            check_log(&events);
+            let info = store.session(&session).await.unwrap().unwrap();
+            assert_eq!(info.status, SessionStatus::Idle);
+        });
+    }
+
+    fn uuid_like() -> String {
+        EventId::new().to_string().replace('-', "")
+    }
+}
