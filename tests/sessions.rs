@@ -12,7 +12,7 @@ use openharness::builtin::{AgentCompleted, AgentStarted, Outcome};
 use openharness::prelude::*;
 use openharness::provider::{Reply, ScriptedProvider};
 use openharness::store::MemoryStore;
-use openharness::tape::{At, LoadTape};
+use openharness::tape::{At, Cassette, LoadTape, TapeError};
 use openharness::{
     Error, SessionInfo, SessionStatus, Snapshot, StopReason, StoreError, Subscription,
 };
@@ -317,6 +317,61 @@ async fn a_request_ends_the_turn_waiting_and_its_answer_continues_the_session() 
         .unwrap();
     let forked = fork.run(RunOptions::new()).await.unwrap();
     assert_eq!(forked.state.inputs, ["ask"]);
+}
+
+#[tokio::test]
+async fn a_cassette_re_executes_every_turn_and_answer_without_a_model() {
+    let store = MemoryStore::new();
+    let wf = tally(store.clone(), adding());
+    let first = wf.run(RunOptions::new().input("2")).await.unwrap();
+    let session = first.session;
+    let asked = wf.send(&session, "ask", RunOptions::new()).await.unwrap();
+    wf.respond(&session, asked.open_requests[0], "yes", RunOptions::new())
+        .await
+        .unwrap();
+    let last = wf.send(&session, "5", RunOptions::new()).await.unwrap();
+
+    // No model: a provider that would fail every call.
+    let offline = tally(store.clone(), ScriptedProvider::new());
+    let cassette = Cassette::load(&offline, &session).await.unwrap();
+    let replayed = cassette.replay(&offline, RunOptions::new()).await.unwrap();
+    assert_ne!(replayed.session, session);
+    assert_eq!(replayed.state, last.state);
+    assert_eq!(replayed.len, last.len);
+
+    // A changed prompt diverges at the second turn's agent call.
+    struct Doubler;
+    #[agent(output = Amount, emits = [CountAdded], name = "adder")]
+    impl Doubler {
+        fn when(&self, state: &Tally) -> bool {
+            state.inputs.last().is_some_and(|text| text != "ask")
+        }
+        fn prompt(&self, state: &Tally, input: &UserInput) -> String {
+            if state.inputs.len() > 1 {
+                format!("add twice {}", input.text)
+            } else {
+                format!("add {}", input.text)
+            }
+        }
+        fn on_output(&self, output: Amount, _input: &UserInput) -> CountAdded {
+            CountAdded {
+                amount: output.amount,
+            }
+        }
+    }
+    let changed = Workflow::builder("tally")
+        .initial_state(Tally::default())
+        .agent(Doubler)
+        .store(store.clone())
+        .provider(ScriptedProvider::new())
+        .build()
+        .unwrap();
+    match cassette.replay(&changed, RunOptions::new()).await {
+        Err(TapeError::Diverged(divergence)) => {
+            assert!(divergence.position > first.len, "{divergence}");
+        }
+        other => panic!("expected a divergence, got {:?}", other.map(|o| o.len)),
+    }
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -22,8 +22,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use async_trait::async_trait;
 use openharness_core::builtin::{
-    AgentCompleted, AgentStarted, ErrorOccurred, SessionForked, TextDelta, ToolCalled, ToolResult,
-    UserInput,
+    AgentCompleted, AgentStarted, ErrorOccurred, InputReceived, SessionForked, TextDelta,
+    ToolCalled, ToolResult, UserInput, WorkflowCompleted,
 };
 use openharness_core::{
     CancellationToken, Envelope, Event, EventId, Provider, ProviderError, ProviderEvent,
@@ -92,7 +92,12 @@ impl Cassette {
     /// session of the workflow's store (or `options`' session). The input is the recording's
     /// `user:input`; `options`' cancellation token is replaced by the cassette's own.
     ///
-    /// Returns the new run's outcome when every event matches the recording, and
+    /// A session of several turns re-executes turn by turn: each later turn begins as the
+    /// recording's did, with [`Workflow::send`] for a `user:input` and [`Workflow::respond`]
+    /// for an `input:received` (answering the new session's request at the same seq).
+    /// `options` apply to the first turn; later turns run with default options.
+    ///
+    /// Returns the last turn's outcome when every event matches the recording, and
     /// [`TapeError::Diverged`] naming the first position where they part.
     pub async fn replay<S: WorkflowState>(
         &self,
@@ -101,7 +106,7 @@ impl Cassette {
     ) -> Result<RunOutcome<S>, TapeError> {
         let cancel = CancellationToken::new();
         let divergence = Arc::new(Mutex::new(None));
-        let checker = Checker {
+        let checker = Arc::new(Mutex::new(Checker {
             session: self.session.clone(),
             recorded: Arc::clone(&self.events),
             recorded_ids: ids(&self.events),
@@ -110,10 +115,23 @@ impl Cassette {
             divergence: Arc::clone(&divergence),
             cancel: cancel.clone(),
             done: false,
+        }));
+        let diverged = || {
+            divergence
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .take()
+                .map(|d| TapeError::Diverged(Box::new(d)))
         };
-        let mut options = options.cancel_token(cancel).renderer(checker);
-        if let Some(input) = self
+        let first_turn_end = self
             .events
+            .iter()
+            .position(|e| e.name == WorkflowCompleted::NAME)
+            .map_or(self.events.len(), |end| end + 1);
+        let mut options = options
+            .cancel_token(cancel.clone())
+            .renderer(TurnChecker(Arc::clone(&checker)));
+        if let Some(input) = self.events[..first_turn_end]
             .iter()
             .find(|e| e.name == UserInput::NAME)
             .and_then(|e| e.decode::<UserInput>().ok())
@@ -126,7 +144,7 @@ impl Cassette {
             .first()
             .filter(|e| e.name == SessionForked::NAME)
             .and_then(|e| e.decode::<SessionForked>().ok());
-        let outcome = match forked {
+        let mut outcome = match forked {
             // A fork re-executes as a fork of the same parent at the same position.
             Some(forked) => {
                 replaying
@@ -137,14 +155,88 @@ impl Cassette {
             }
             None => replaying.run(options).await?,
         };
-        let diverged = divergence
+        // Later turns, each begun as the recording's was.
+        while let Some(next) = usize::try_from(outcome.len)
+            .ok()
+            .and_then(|seq| self.events.get(seq))
+        {
+            if let Some(diverged) = diverged() {
+                return Err(diverged);
+            }
+            let options = RunOptions::new()
+                .cancel_token(cancel.clone())
+                .renderer(TurnChecker(Arc::clone(&checker)));
+            let session = outcome.session.clone();
+            outcome = if next.name == UserInput::NAME
+                && let Ok(input) = next.decode::<UserInput>()
+            {
+                replaying.send(&session, input.text, options).await?
+            } else if next.name == InputReceived::NAME
+                && let Ok(answer) = next.decode::<InputReceived>()
+            {
+                let request = self
+                    .request_in(&replaying, &session, answer.request_id)
+                    .await?;
+                replaying
+                    .respond(&session, request, answer.text, options)
+                    .await?
+            } else {
+                // A turn that did not begin with input (a resume after a crash) cannot be
+                // re-executed: report where the recording goes on.
+                checker
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .finish_recording();
+                break;
+            };
+        }
+        checker
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .take();
-        match diverged {
-            Some(divergence) => Err(TapeError::Diverged(Box::new(divergence))),
+            .finish_recording();
+        match diverged() {
+            Some(diverged) => Err(diverged),
             None => Ok(outcome),
         }
+    }
+
+    /// The id, in the re-executed `session`, of the event at the seq the recording's
+    /// `request` has (the re-execution has matched the recording up to here).
+    async fn request_in<S: WorkflowState>(
+        &self,
+        workflow: &Workflow<S>,
+        session: &SessionId,
+        request: EventId,
+    ) -> Result<EventId, TapeError> {
+        let seq = self
+            .events
+            .iter()
+            .position(|e| e.id == request)
+            .unwrap_or(self.events.len()) as u64;
+        let store = workflow.store();
+        let events = store
+            .events(session, seq..seq + 1)
+            .await
+            .map_err(|source| openharness_core::Error::Store {
+                store: store.describe(),
+                session: Some(session.clone()),
+                source,
+            })?;
+        // An answer to a request the recording does not hold answers a fresh id, which the
+        // re-execution refuses as not open.
+        Ok(events.first().map_or_else(EventId::new, |e| e.id))
+    }
+}
+
+/// The renderer each turn of a re-execution compares its events with.
+struct TurnChecker(Arc<Mutex<Checker>>);
+
+impl Renderer for TurnChecker {
+    fn render(&mut self, event: &Envelope) {
+        self.0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .render(event);
     }
 }
 
@@ -319,7 +411,7 @@ impl Checker {
     }
 }
 
-impl Renderer for Checker {
+impl Checker {
     fn render(&mut self, event: &Envelope) {
         if self.done {
             return;
@@ -337,7 +429,8 @@ impl Renderer for Checker {
         self.next += 1;
     }
 
-    fn finish(&mut self) {
+    /// The re-execution is over: a recording that goes on further diverges there.
+    fn finish_recording(&mut self) {
         if !self.done && self.next < self.recorded.len() as u64 {
             let expected = usize::try_from(self.next)
                 .ok()
