@@ -109,50 +109,26 @@ impl<S: WorkflowState> LoadTape<S> for Workflow<S> {
         position: u64,
     ) -> Result<S, openharness_core::Error> {
         let store = self.store();
-        let failed = |source| openharness_core::Error::Store {
-            store: store.describe(),
-            session: Some(session.clone()),
-            source,
-        };
-        // Read the snapshot and the events a dense snapshot would need at the same time.
-        let window = position.saturating_sub(PERSISTED_INTERVAL);
-        let (snapshot, recent) = tokio::join!(
-            store.latest_snapshot(session, position),
-            store.events(session, window..position)
-        );
-        let snapshot = snapshot
-            .map_err(failed)?
-            .filter(|s| s.position > 0)
-            .and_then(|s| match serde_json::from_value::<S>(s.state) {
-                Ok(state) => Some((s.position, state)),
-                Err(err) => {
-                    tracing::warn!(%session, position = s.position, error = %err, "a persisted snapshot does not decode; folding from the start");
-                    None
-                }
+        let info = store
+            .session(session)
+            .await
+            .map_err(|source| openharness_core::Error::Store {
+                store: store.describe(),
+                session: Some(session.clone()),
+                source,
+            })?
+            .ok_or_else(|| openharness_core::Error::SessionNotFound(session.clone()))?;
+        if let Some(recorded) = info.workflow
+            && recorded != self.name()
+        {
+            return Err(openharness_core::Error::WrongWorkflow {
+                session: session.clone(),
+                recorded,
+                workflow: self.name().to_owned(),
             });
-        let (state, events) = match snapshot {
-            Some((at, state)) if at >= window => {
-                let skip = usize::try_from(at - window).unwrap_or(usize::MAX);
-                let mut recent = recent.map_err(failed)?;
-                (state, recent.split_off(skip.min(recent.len())))
-            }
-            Some((at, state)) => (
-                state,
-                store.events(session, at..position).await.map_err(failed)?,
-            ),
-            None => {
-                let mut events = self.session_events(session).await?;
-                let initial = base_state(self, session, &events, 0).await?;
-                events.truncate(usize::try_from(position).unwrap_or(usize::MAX));
-                (initial, events)
-            }
-        };
-        // Positions relative to `at`: the fold reads only this slice of the log.
-        let mut fold = Fold::new(state);
-        for event in &events {
-            fold.apply(event, &events);
         }
-        Ok(fold.into_state())
+        // The latest snapshot at or before `position` and the events between, streamed.
+        self.state_at(session, position).await
     }
 }
 
