@@ -4,9 +4,17 @@
 //! agree by construction. A handler that panics leaves the state exactly as it was before the
 //! event: the fold keeps a checkpoint (a clone every few hundred events and after every panic)
 //! and re-derives the state from it and the log, so no per-event clone is needed.
+//!
+//! Checkpoints cost a clone of the state, so they are spaced by what they cost: when a clone
+//! takes more than a twentieth of the time since the previous checkpoint, the interval doubles
+//! (up to [`MAX_CHECKPOINT_INTERVAL`]); when clones become cheap again it halves back towards
+//! [`DEFAULT_CHECKPOINT_INTERVAL`]. The first checkpoint is taken lazily, before the first
+//! event is applied, so a fold made only to hold a state (a tape stepping backwards) clones
+//! nothing.
 
 use std::collections::HashSet;
 use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::time::{Duration, Instant};
 
 use crate::builtin;
 use crate::emit::Emit;
@@ -61,14 +69,22 @@ pub enum Applied {
 pub struct Fold<S> {
     state: S,
     position: u64,
-    checkpoint: S,
+    /// The state at `checkpoint_position`; `None` until the first event is applied.
+    checkpoint: Option<S>,
     checkpoint_position: u64,
     checkpoint_interval: u64,
+    /// Whether the interval follows what checkpoints cost.
+    adaptive: bool,
+    /// When the last checkpoint was taken.
+    checkpointed_at: Option<Instant>,
     warned: HashSet<String>,
 }
 
-/// Default distance between two checkpoints of a [`Fold`].
+/// Default (and smallest adaptive) distance between two checkpoints of a [`Fold`].
 pub const DEFAULT_CHECKPOINT_INTERVAL: u64 = 256;
+
+/// The largest distance between two checkpoints that adapting to a costly clone reaches.
+pub const MAX_CHECKPOINT_INTERVAL: u64 = 1 << 16;
 
 impl<S: Handler> Fold<S> {
     /// Starts from `initial` at position 0.
@@ -79,20 +95,29 @@ impl<S: Handler> Fold<S> {
     /// Starts from `state`, which is the state after the first `position` events.
     pub fn at(state: S, position: u64) -> Self {
         Self {
-            checkpoint: state.clone(),
             state,
             position,
+            checkpoint: None,
             checkpoint_position: position,
             checkpoint_interval: DEFAULT_CHECKPOINT_INTERVAL,
+            adaptive: true,
+            checkpointed_at: None,
             warned: HashSet::new(),
         }
     }
 
-    /// Sets how many events may pass between two checkpoints (at least 1).
+    /// Sets how many events pass between two checkpoints (at least 1), fixed instead of
+    /// following what checkpoints cost.
     #[must_use]
     pub fn with_checkpoint_interval(mut self, interval: u64) -> Self {
         self.checkpoint_interval = interval.max(1);
+        self.adaptive = false;
         self
+    }
+
+    /// How many events pass between two checkpoints now.
+    pub fn checkpoint_interval(&self) -> u64 {
+        self.checkpoint_interval
     }
 
     /// The current state.
@@ -146,6 +171,9 @@ impl<S: Handler> Fold<S> {
         window: &[Envelope],
         window_start: u64,
     ) -> Applied {
+        if self.checkpoint.is_none() {
+            self.take_checkpoint();
+        }
         let applied = match S::Events::decode(&event.name, &event.payload) {
             Ok(Decoded::Known(typed)) => {
                 match catch_unwind(AssertUnwindSafe(|| self.state.apply(&typed))) {
@@ -174,10 +202,30 @@ impl<S: Handler> Fold<S> {
         if matches!(applied, Applied::Panicked(_))
             || self.position - self.checkpoint_position >= self.checkpoint_interval
         {
-            self.checkpoint = self.state.clone();
-            self.checkpoint_position = self.position;
+            self.take_checkpoint();
         }
         applied
+    }
+
+    /// Copies the state as the checkpoint, and adapts the interval to what the copy cost.
+    fn take_checkpoint(&mut self) {
+        let started = Instant::now();
+        self.checkpoint = Some(self.state.clone());
+        let cloning = started.elapsed();
+        if self.adaptive
+            && let Some(since) = self.checkpointed_at
+        {
+            let between = started.saturating_duration_since(since);
+            if cloning.saturating_mul(20) > between {
+                self.checkpoint_interval =
+                    (self.checkpoint_interval * 2).min(MAX_CHECKPOINT_INTERVAL);
+            } else if cloning.saturating_mul(200) < between.max(Duration::from_micros(1)) {
+                self.checkpoint_interval =
+                    (self.checkpoint_interval / 2).max(DEFAULT_CHECKPOINT_INTERVAL);
+            }
+        }
+        self.checkpointed_at = Some(Instant::now());
+        self.checkpoint_position = self.position;
     }
 
     /// The position of the fold's checkpoint: the earliest event a panic may need to re-apply.
@@ -187,7 +235,10 @@ impl<S: Handler> Fold<S> {
 
     /// Rebuilds the state before the current event from the checkpoint and the log window.
     fn restore(&mut self, window: &[Envelope], window_start: u64) {
-        self.state = self.checkpoint.clone();
+        let Some(checkpoint) = &self.checkpoint else {
+            return; // taken before every first apply, so never missing here
+        };
+        self.state = checkpoint.clone();
         let index = |position: u64| {
             usize::try_from(position.saturating_sub(window_start)).unwrap_or(usize::MAX)
         };

@@ -231,7 +231,18 @@ pub(crate) async fn run<S: WorkflowState>(
         None => run.drive(&limits, &mut rx).await,
     };
     match result {
-        Ok(reason) => run.finish(reason, &mut rx).await,
+        Ok(reason) => {
+            if matches!(
+                reason,
+                StopReason::MaxEvents
+                    | StopReason::MaxAgentCalls
+                    | StopReason::MaxCost
+                    | StopReason::Deadline
+            ) {
+                tracing::warn!(session = %run.session, reason = reason.as_str(), "a guard stopped the turn before its work was done");
+            }
+            run.finish(reason, &mut rx).await
+        }
         Err(err) => {
             run.stop_agents().await;
             run.renderers.finish().await;

@@ -527,8 +527,8 @@ impl Default for RunOptions {
             input: None,
             session: None,
             cancel: CancellationToken::new(),
-            max_events: 100_000,
-            max_agent_calls: 1_000,
+            max_events: u64::MAX,
+            max_agent_calls: u64::MAX,
             max_cost: None,
             deadline: None,
             renderers: Vec::new(),
@@ -538,7 +538,11 @@ impl Default for RunOptions {
 }
 
 impl RunOptions {
-    /// Default options: no input, a fresh session id, 100 000 events and 1 000 agent calls at most.
+    /// Default options: no input, a fresh session id, and no guard: a legitimate run is never
+    /// stopped by a default limit (a 10 000-task plan makes 10 001 agent calls). Set
+    /// [`max_events`](Self::max_events), [`max_agent_calls`](Self::max_agent_calls),
+    /// [`max_cost`](Self::max_cost) or [`deadline`](Self::deadline) to bound a run; one that
+    /// trips ends with that [`StopReason`], recorded in `workflow:completed` and warned about.
     pub fn new() -> Self {
         Self::default()
     }

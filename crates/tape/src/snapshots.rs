@@ -65,6 +65,11 @@ impl Calibration {
 
     /// The snapshot interval: as many events as fit in the time budget, but never so few
     /// that the snapshots outgrow their share of memory.
+    /// How many states of the measured size fit in `bytes`.
+    pub(crate) fn states_within(&self, bytes: f64) -> u64 {
+        (bytes / self.state_bytes.max(1.0)) as u64
+    }
+
     pub(crate) fn interval(&self) -> u64 {
         let by_time = FOLD_BUDGET_NANOS / self.fold_nanos;
         let by_memory = self.state_bytes / (SNAPSHOT_SHARE * self.event_bytes);

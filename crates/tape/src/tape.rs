@@ -44,6 +44,11 @@ pub struct Tape<S: WorkflowState> {
     indexer: Fold<S>,
     /// States inside one segment between two snapshots, so that stepping back is cheap.
     fine: Option<FineCache<S>>,
+    /// The states at positions `stretch_start..stretch_start + stretch.len()`, laid down by
+    /// the last backward step that folded; further steps back take them without folding or
+    /// cloning.
+    stretch: Vec<S>,
+    stretch_start: u64,
     calibration: Calibration,
     live: Option<Live<S>>,
     paused: Arc<AtomicBool>,
@@ -134,6 +139,8 @@ impl<S: WorkflowState> Tape<S> {
             snapshots: vec![initial],
             interval,
             fine: None,
+            stretch: Vec::new(),
+            stretch_start: 0,
             calibration,
             live: None,
             paused: Arc::new(AtomicBool::new(false)),
@@ -271,7 +278,8 @@ impl<S: WorkflowState> Tape<S> {
             return self.position();
         }
         if target < current {
-            self.ensure_fine(target);
+            self.step_back_to(target);
+            return self.position();
         }
         let (at, state) = self.nearest(target);
         // Going forwards past the nearest known state, the cursor is the better start.
@@ -280,6 +288,41 @@ impl<S: WorkflowState> Tape<S> {
         }
         self.fold_cursor_to(target);
         self.position()
+    }
+
+    /// Moves backwards to `target`: from the stretch of states the last backward fold laid
+    /// down when it holds `target` (no fold, no clone), else by folding from the nearest known
+    /// state and keeping the states of the positions just before `target` for the next steps.
+    fn step_back_to(&mut self, target: u64) {
+        let start = self.stretch_start;
+        if target >= start && target < start + self.stretch.len() as u64 {
+            let keep = usize::try_from(target - start).unwrap_or(usize::MAX) + 1;
+            self.stretch.truncate(keep);
+            if let Some(state) = self.stretch.pop() {
+                self.fold = Fold::at(state, target);
+                return;
+            }
+        }
+        self.ensure_fine(target);
+        let (at, state) = self.nearest(target);
+        let stretch_len = self
+            .calibration
+            .states_within(STRETCH_BYTES)
+            .clamp(1, MAX_STRETCH);
+        let lowest = target.saturating_sub(stretch_len).max(at);
+        let mut fold = Fold::at(state.clone(), at);
+        let mut stretch = Vec::new();
+        let from = usize::try_from(at).unwrap_or(usize::MAX);
+        let to = usize::try_from(target).unwrap_or(usize::MAX);
+        for event in self.events.get(from..to).unwrap_or_default() {
+            if fold.position() >= lowest {
+                stretch.push(fold.state().clone());
+            }
+            fold.apply(event, &self.events);
+        }
+        self.stretch = stretch;
+        self.stretch_start = lowest;
+        self.fold = fold;
     }
 
     fn fold_cursor_to(&mut self, target: u64) {
@@ -489,6 +532,12 @@ impl<S: WorkflowState> Tape<S> {
         }
     }
 }
+
+/// The memory a backward stretch may hold, as the states' encoded size.
+const STRETCH_BYTES: f64 = 16.0 * 1024.0 * 1024.0;
+
+/// The most states a backward stretch holds.
+const MAX_STRETCH: u64 = 256;
 
 /// What `openharness tape <id> --at N --json` prints.
 #[derive(Debug, Serialize)]
