@@ -746,6 +746,53 @@ async fn resume_derives_what_handlers_emitted_and_agents_never_started() {
 }
 
 #[tokio::test]
+async fn a_resume_cut_off_in_turn_is_resumed_again() {
+    let store = MemoryStore::new();
+    let reference = work(store.clone(), working())
+        .run(RunOptions::new().input("ship"))
+        .await
+        .unwrap();
+    let full = store.all_events(&reference.session).await.unwrap();
+    // Cut right after the second worker call started.
+    let cut = full
+        .iter()
+        .enumerate()
+        .filter(|(_, e)| e.name == "agent:started")
+        .nth(2)
+        .map(|(index, _)| index + 1)
+        .unwrap();
+    let session = SessionId::new();
+    let first_store = cut_off(&full[..cut], &session).await;
+    let resumed = work(first_store.clone(), working())
+        .resume(&session, RunOptions::new())
+        .await
+        .unwrap();
+    assert_eq!(resumed.state, reference.state);
+    let log = first_store.all_events(&session).await.unwrap();
+    // The resume closed the call, started it again: cut right after that rerun started.
+    let rerun = log[cut..]
+        .iter()
+        .position(|e| e.name == "agent:started")
+        .map(|index| cut + index + 1)
+        .unwrap();
+    let again = SessionId::new();
+    let second_store = cut_off(&log[..rerun], &again).await;
+    let wf = work(second_store.clone(), working());
+    let report = wf.unfinished(&again).await.unwrap();
+    assert_eq!(report.open_calls.len(), 1, "the rerun is open");
+    assert!(report.open_calls[0].trigger.is_some());
+    let outcome = wf.resume(&again, RunOptions::new()).await.unwrap();
+    assert_eq!(outcome.state, reference.state);
+    let events = second_store.all_events(&again).await.unwrap();
+    check_log(&events);
+    assert!(
+        !events.iter().any(|e| e.name == "error:occurred"),
+        "the rerun was run again, not given up: {:?}",
+        names(&events)
+    );
+}
+
+#[tokio::test]
 async fn a_status_per_session_and_bad_input_records_nothing() {
     let store = MemoryStore::new();
     let wf = tally(store.clone(), adding());

@@ -526,10 +526,13 @@ impl<'w, S: WorkflowState> Tail<'w, S> {
                 let Ok(completed) = event.decode::<AgentCompleted>() else {
                     return;
                 };
+                // An interrupted call is run again by a resume, under the same trigger: keep
+                // the trigger for that rerun (and for a resume of it, should it be cut too).
                 if self
                     .open_calls
                     .remove(&(event.caused_by, completed.agent))
                     .is_some()
+                    && completed.outcome != crate::builtin::Outcome::Interrupted
                     && let Some(cause) = event.caused_by
                     && let Some((_, refs)) = self.triggers.get_mut(&cause)
                 {
