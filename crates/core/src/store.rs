@@ -120,12 +120,24 @@ impl Snapshot {
     }
 }
 
-/// An event as a [`Subscription`] or an [`EventStream`] yields it: with its seq in the session.
-#[derive(Debug, Clone, PartialEq)]
+/// An event with its seq in the session, as a [`Subscription`] or an [`EventStream`] yields it
+/// and as the wire carries it: the envelope's fields with `seq` beside them.
+///
+/// ```
+/// use openharness_core::{Envelope, Recorded};
+/// let event = Envelope::new("user:input", serde_json::json!({ "text": "hi" }), None);
+/// let json = serde_json::to_value(Recorded { seq: 0, event: event.clone() }).unwrap();
+/// assert_eq!(json["seq"], 0);
+/// assert_eq!(json["name"], "user:input");
+/// let back: Recorded = serde_json::from_value(json).unwrap();
+/// assert_eq!(back.event, event);
+/// ```
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Recorded {
     /// The event's position in its session (0-based).
     pub seq: u64,
     /// The event.
+    #[serde(flatten)]
     pub event: Envelope,
 }
 

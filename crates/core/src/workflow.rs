@@ -127,6 +127,13 @@ impl<S: WorkflowState> Workflow<S> {
         self.rebuild(|inner| inner.store = Arc::new(store))
     }
 
+    /// A copy of this workflow recording to a store shared with other owners (a host that
+    /// runs several workflows on one store).
+    #[must_use]
+    pub fn with_shared_store(&self, store: Arc<dyn Store>) -> Self {
+        self.rebuild(|inner| inner.store = store)
+    }
+
     fn rebuild(&self, change: impl FnOnce(&mut Inner<S>)) -> Self {
         let mut inner = Inner {
             name: self.inner.name.clone(),
@@ -569,6 +576,12 @@ impl RunOptions {
     pub fn cancel_token(mut self, token: CancellationToken) -> Self {
         self.cancel = token;
         self
+    }
+
+    /// The token that cancels the run (a fresh one unless [`cancel_token`](Self::cancel_token)
+    /// set one).
+    pub fn cancellation(&self) -> &CancellationToken {
+        &self.cancel
     }
 
     /// Stops after this many events have been recorded.
