@@ -199,7 +199,11 @@ impl PlanState {
 #[handler(PlannerEvent)]
 impl PlanState {
     fn goal_given(&mut self, input: &UserInput) {
+        // A new goal (a later turn of the session) replaces the old plan and its release.
         self.goal = Some(input.text.clone());
+        self.tasks.clear();
+        self.completed = 0;
+        self.release = None;
     }
 
     fn plan_created(&mut self, plan: &PlanCreated) -> Emit {

@@ -121,3 +121,29 @@ fn only_yes_approves() {
         assert!(!example::approves(no), "{no:?}");
     }
 }
+
+#[tokio::test]
+async fn a_new_goal_on_a_published_session_plans_and_asks_again() {
+    let store = MemoryStore::new();
+    let (workflow, first) = waiting(store.clone()).await;
+    workflow
+        .respond(
+            &first.session,
+            first.open_requests[0],
+            "yes",
+            RunOptions::new(),
+        )
+        .await
+        .unwrap();
+    // A fresh script: the session's next turn plans the new goal from the start.
+    let again = workflow
+        .with_provider(example::scripted_provider())
+        .send(&first.session, "Ship version 0.2", RunOptions::new())
+        .await
+        .unwrap();
+    assert_eq!(again.reason, StopReason::WaitingForInput);
+    assert_eq!(again.state.goal.as_deref(), Some("Ship version 0.2"));
+    assert!(again.state.awaits_approval());
+    assert_eq!(again.open_requests.len(), 1);
+    assert_ne!(again.open_requests[0], first.open_requests[0]);
+}
