@@ -113,6 +113,13 @@ async fn send_on<S: WorkflowState + Summary>(
     args: &SendArgs,
 ) -> Result<(), CliError> {
     let (workflow, provider) = args.provider.apply(workflow)?;
+    if workflow.unfinished(session).await?.needs_resume() {
+        // A turn is under way or was cut off: the runtime refuses it (`SessionBusy`) before
+        // anything is recorded; no header announces a turn that does not run.
+        workflow
+            .send(session, args.text.clone(), RunOptions::new())
+            .await?;
+    }
     println!(
         "Continuing session {session} (`{}`, {provider}) — input: {}\n",
         workflow.name(),

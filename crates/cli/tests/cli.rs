@@ -324,3 +324,78 @@ fn turn_commands_fail_with_one_clear_line() {
     let example = failure(&openharness(dir.path(), &["demo", "no-such-example"]));
     assert!(example.contains("unknown example"), "{example}");
 }
+
+#[test]
+fn a_cut_off_turn_is_busy_until_resume_finishes_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let demo = stdout(&openharness(dir.path(), &["demo", "chat"]));
+    let session = word_after(&demo, "Session ");
+    // The log a crash leaves while the assistant answers the third message: everything up
+    // to its `agent:started` (its output, `agent:completed` and `workflow:completed` lost).
+    let exported = stdout(&openharness(dir.path(), &["export", &session]));
+    let lines: Vec<&str> = exported.lines().collect();
+    let cut = lines
+        .iter()
+        .rposition(|l| l.contains("\"name\":\"agent:started\""))
+        .unwrap();
+    let file = dir.path().join("cut.jsonl");
+    std::fs::write(&file, lines[..=cut].join("\n") + "\n").unwrap();
+    let store = dir.path().join("cut.redb");
+    let store = store.to_str().unwrap();
+    stdout(&openharness(
+        dir.path(),
+        &["--store", store, "import", file.to_str().unwrap()],
+    ));
+    let sessions = json(&openharness(
+        dir.path(),
+        &["--store", store, "sessions", "--json"],
+    ));
+    assert_eq!(sessions[0]["status"], "running");
+
+    let busy = failure(&openharness(
+        dir.path(),
+        &["--store", store, "send", &session, "hi"],
+    ));
+    assert!(busy.contains("busy") && busy.contains("resume"), "{busy}");
+
+    let resumed = stdout(&openharness(
+        dir.path(),
+        &["--store", store, "resume", &session],
+    ));
+    assert!(
+        resumed.contains("agent `assistant` was cut off"),
+        "says what it finishes:\n{resumed}"
+    );
+    assert!(
+        resumed.contains("message 3 of our conversation"),
+        "{resumed}"
+    );
+    assert!(resumed.contains("The turn ended (idle)"), "{resumed}");
+    let sessions = json(&openharness(
+        dir.path(),
+        &["--store", store, "sessions", "--json"],
+    ));
+    assert_eq!(sessions[0]["status"], "idle");
+    let len = sessions[0]["count"].as_u64().unwrap();
+    let end = json(&openharness(
+        dir.path(),
+        &[
+            "--store",
+            store,
+            "tape",
+            &session,
+            "--at",
+            &len.to_string(),
+            "--json",
+        ],
+    ));
+    let exchanges = end["state"]["exchanges"].as_array().unwrap();
+    assert_eq!(exchanges.len(), 3);
+    assert!(exchanges.iter().all(|e| e["reply"].is_string()), "{end}");
+
+    let again = stdout(&openharness(
+        dir.path(),
+        &["--store", store, "resume", &session],
+    ));
+    assert!(again.contains("nothing unfinished"), "{again}");
+}
