@@ -8,25 +8,50 @@ use openharness::store::MemoryStore;
 use openharness::tape::{LoadTape, Tape};
 use openharness_example_planner_executor::{self as example, PlanState};
 
-/// Runs the demo into a fresh memory store and loads its tape.
-async fn demo_tape() -> Tape<PlanState> {
-    let workflow = example::workflow(MemoryStore::new(), example::scripted_provider()).unwrap();
-    let outcome = workflow
+/// Runs the demo as `openharness demo` does: one turn that ends waiting for approval to
+/// publish, then a second that answers "yes". Returns the workflow and the session.
+async fn run_demo(store: MemoryStore) -> (Workflow<PlanState>, SessionId) {
+    let workflow = example::workflow(store, example::scripted_provider()).unwrap();
+    let waiting = workflow
         .run(RunOptions::new().input(example::DEMO_GOAL))
         .await
         .unwrap();
-    assert!(outcome.state.is_done());
-    workflow.load(&outcome.session).await.unwrap()
+    assert!(waiting.state.is_done());
+    assert_eq!(waiting.reason, StopReason::WaitingForInput);
+    assert_eq!(waiting.open_requests.len(), 1);
+    assert_eq!(waiting.state.release, None);
+    let published = workflow
+        .respond(
+            &waiting.session,
+            waiting.open_requests[0],
+            "yes",
+            RunOptions::new(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(published.reason, StopReason::Until);
+    assert_eq!(published.first_seq, waiting.len);
+    assert!(published.open_requests.is_empty());
+    assert!(published.state.is_published());
+    (workflow, waiting.session)
 }
 
-/// The event flow without ids and timestamps: name, payload and which earlier event caused it.
+/// Runs the demo (both turns) into a fresh memory store and loads its tape.
+async fn demo_tape() -> Tape<PlanState> {
+    let (workflow, session) = run_demo(MemoryStore::new()).await;
+    workflow.load(&session).await.unwrap()
+}
+
+/// The event flow without ids and timestamps: name, payload (an event id in it, such as an
+/// answered request's, shown as that event's seq) and which earlier event caused it.
 fn flow(events: &[Envelope]) -> Vec<serde_json::Value> {
     events
         .iter()
         .enumerate()
         .map(|(seq, event)| {
             let cause = event.caused_by.and_then(|id| events.iter().position(|e| e.id == id));
-            serde_json::json!({ "seq": seq, "name": event.name, "payload": event.payload, "causedBy": cause })
+            let payload = ids_as_seqs(event.payload.clone(), events);
+            serde_json::json!({ "seq": seq, "name": event.name, "payload": payload, "causedBy": cause })
         })
         .collect()
 }
@@ -271,13 +296,20 @@ mod time_travel {
 
     use super::*;
 
-    /// Runs the demo into `store` and returns the workflow and the session.
+    /// Runs the demo (both turns) into `store` and returns the workflow and the session.
     async fn recorded(store: MemoryStore) -> (Workflow<PlanState>, SessionId) {
+        run_demo(store).await
+    }
+
+    /// Runs the demo's first turn only (it ends waiting for approval) into `store`: a cassette
+    /// re-executes one turn, the run from `user:input`, so it replays a one-turn session.
+    async fn recorded_first_turn(store: MemoryStore) -> (Workflow<PlanState>, SessionId) {
         let workflow = example::workflow(store, example::scripted_provider()).unwrap();
         let outcome = workflow
             .run(RunOptions::new().input(example::DEMO_GOAL))
             .await
             .unwrap();
+        assert_eq!(outcome.reason, StopReason::WaitingForInput);
         (workflow, outcome.session)
     }
 
@@ -381,7 +413,7 @@ mod time_travel {
     #[tokio::test]
     async fn a_cassette_replays_without_the_provider_and_names_the_first_divergence() {
         let store = MemoryStore::new();
-        let (workflow, recorded) = recorded(store.clone()).await;
+        let (workflow, recorded) = recorded_first_turn(store.clone()).await;
         let cassette = Cassette::load(&workflow, &recorded).await.unwrap();
 
         // Unchanged: the same flow, and the workflow's own provider is never called.
@@ -462,6 +494,18 @@ mod time_travel {
         fn completed(&mut self, done: &TaskCompleted) -> Emit {
             self.0
                 .apply(&example::PlannerEvent::TaskCompleted(done.clone()))
+        }
+        fn answered(&mut self, answer: &InputReceived) -> Emit {
+            self.0
+                .apply(&example::PlannerEvent::InputReceived(answer.clone()))
+        }
+        fn published(&mut self, published: &example::ReleasePublished) -> Emit {
+            self.0
+                .apply(&example::PlannerEvent::ReleasePublished(published.clone()))
+        }
+        fn declined(&mut self, declined: &example::ReleaseDeclined) -> Emit {
+            self.0
+                .apply(&example::PlannerEvent::ReleaseDeclined(declined.clone()))
         }
     }
 

@@ -5,12 +5,14 @@ use std::path::Path;
 
 use openharness::store::{RedbOptions, RedbStore};
 use openharness::tape::LoadTape;
-use openharness::{RunOptions, SessionId, Store};
+use openharness::{RunOptions, SessionId, Store, Workflow, WorkflowState};
+use openharness_example_chat::ChatState;
 use serde::Serialize;
 use serde::ser::{SerializeSeq, Serializer};
 
 use crate::Command;
 use crate::progress::Progress;
+use crate::turns::print_outcome;
 use crate::workflows::{self, KnownWorkflow};
 
 /// A failure the CLI reports as `error: ...` with exit code 1.
@@ -50,7 +52,14 @@ pub(crate) async fn run(command: Command, store_path: &Path) -> Result<(), CliEr
             source,
         })?;
     match command {
-        Command::Demo { goal } => demo(store, store_path, goal).await,
+        Command::Demo {
+            example,
+            goal,
+            no_answer,
+        } => demo(store, store_path, &example, goal, no_answer).await,
+        Command::Send(args) => crate::turns::send(args, store).await,
+        Command::Respond(args) => crate::turns::respond(args, store).await,
+        Command::Resume(args) => crate::turns::resume(args, store).await,
         Command::Run(args) => crate::run::run(args, store, store_path).await,
         Command::Sessions { json } => sessions(&store, json).await,
         Command::Events { session, json } => events(&store, &parse_session(&session)?, json).await,
@@ -73,27 +82,59 @@ fn store_error(store: &dyn Store) -> impl FnOnce(openharness::StoreError) -> Cli
     }
 }
 
-async fn demo(store: RedbStore, store_path: &Path, goal: Option<String>) -> Result<(), CliError> {
-    let workflow = openharness_example_planner_executor::workflow(
-        store,
-        openharness_example_planner_executor::scripted_provider(),
-    )?;
-    let goal = goal.unwrap_or_else(|| openharness_example_planner_executor::DEMO_GOAL.to_owned());
+async fn demo(
+    store: RedbStore,
+    store_path: &Path,
+    example: &str,
+    goal: Option<String>,
+    no_answer: bool,
+) -> Result<(), CliError> {
+    match workflows::by_name(example, store.clone())? {
+        Some(KnownWorkflow::PlannerExecutor(_)) => {
+            demo_planner(store, store_path, goal, no_answer).await
+        }
+        Some(KnownWorkflow::Chat(workflow)) => demo_chat(&workflow, store_path, goal).await,
+        None => Err(CliError::Usage(format!(
+            "unknown example `{example}`; the examples are: {}",
+            workflows::NAMES.join(", ")
+        ))),
+    }
+}
+
+/// The planner-executor offline: the run ends waiting for approval to publish, which the demo
+/// gives itself ("yes") unless `no_answer`.
+async fn demo_planner(
+    store: RedbStore,
+    store_path: &Path,
+    goal: Option<String>,
+    no_answer: bool,
+) -> Result<(), CliError> {
+    use openharness_example_planner_executor as example;
+    // The demo's own script, exactly as the snapshots pin it.
+    let workflow = example::workflow(store, example::scripted_provider())?;
+    let goal = goal.unwrap_or_else(|| example::DEMO_GOAL.to_owned());
     println!(
         "Running `{}` offline (scripted model) — goal: {goal}\n",
         workflow.name()
     );
-    let outcome = workflow
+    let mut outcome = workflow
         .run(RunOptions::new().input(goal).renderer(Progress::default()))
         .await?;
-    let state = &outcome.state;
-    println!(
-        "\n{} of {} tasks done; the run ended ({}) after {} events.",
-        state.completed,
-        state.tasks.len(),
-        outcome.reason.as_str(),
-        outcome.len
-    );
+    if let (false, Some(&request)) = (no_answer, outcome.open_requests.first()) {
+        print_outcome(&outcome);
+        println!(
+            "\nAnswering request {request} with \"yes\" for you (`openharness demo --no-answer` leaves it to you):\n"
+        );
+        outcome = workflow
+            .respond(
+                &outcome.session,
+                request,
+                "yes",
+                RunOptions::new().renderer(Progress::default()),
+            )
+            .await?;
+    }
+    print_outcome(&outcome);
     println!(
         "\nSession {} is recorded in {}.",
         outcome.session,
@@ -106,6 +147,48 @@ async fn demo(store: RedbStore, store_path: &Path, goal: Option<String>) -> Resu
         "  openharness tape {} --at {}",
         outcome.session, outcome.len
     );
+    Ok(())
+}
+
+/// The chat offline: one session, one turn per message (the demo's three, or `message`).
+async fn demo_chat(
+    workflow: &Workflow<ChatState>,
+    store_path: &Path,
+    message: Option<String>,
+) -> Result<(), CliError> {
+    println!(
+        "Running `{}` offline (scripted model): one session, a turn per message\n",
+        workflow.name()
+    );
+    let messages = match message {
+        Some(message) => vec![message],
+        None => openharness_example_chat::DEMO_MESSAGES
+            .iter()
+            .map(|m| (*m).to_owned())
+            .collect(),
+    };
+    let mut last: Option<openharness::RunOutcome<ChatState>> = None;
+    for message in messages {
+        println!("  you: {message}");
+        let options = RunOptions::new().renderer(Progress::default());
+        let outcome = match &last {
+            None => workflow.run(options.input(message)).await?,
+            Some(previous) => workflow.send(&previous.session, message, options).await?,
+        };
+        last = Some(outcome);
+    }
+    let Some(outcome) = last else {
+        return Ok(());
+    };
+    print_outcome(&outcome);
+    println!(
+        "\nSession {} is recorded in {}.",
+        outcome.session,
+        store_path.display()
+    );
+    println!("Continue it:");
+    println!("  openharness send {} \"Thanks!\"", outcome.session);
+    println!("  openharness tape {}", outcome.session);
     Ok(())
 }
 
@@ -127,15 +210,16 @@ async fn sessions(store: &RedbStore, json: bool) -> Result<(), CliError> {
     }
     writeln!(
         out,
-        "{:<38} {:<20} {:>7}  {:<25} PARENT",
-        "SESSION", "WORKFLOW", "EVENTS", "LAST EVENT"
+        "{:<38} {:<18} {:<8} {:>7}  {:<25} PARENT",
+        "SESSION", "WORKFLOW", "STATUS", "EVENTS", "LAST EVENT"
     )?;
     for info in sessions {
         writeln!(
             out,
-            "{:<38} {:<20} {:>7}  {:<25} {}",
+            "{:<38} {:<18} {:<8} {:>7}  {:<25} {}",
             info.id.as_str(),
             info.workflow.as_deref().unwrap_or("-"),
+            info.status.as_str(),
             info.count,
             info.last_event.format("%Y-%m-%d %H:%M:%S UTC").to_string(),
             info.parent.as_ref().map_or("-", SessionId::as_str),
@@ -234,29 +318,37 @@ async fn tape(
         })?;
     let info = with_ancestors_workflow(&store, info).await?;
     match workflows::for_session(&info, store)? {
-        KnownWorkflow::PlannerExecutor(workflow) => {
-            let mut tape = workflow.load(session).await?;
-            let Some(at) = at else {
-                return crate::debugger::run(tape);
-            };
-            tape.step_to(at);
-            let view = tape.view();
-            let mut out = std::io::stdout().lock();
-            if json {
-                serde_json::to_writer_pretty(&mut out, &view)?;
-                writeln!(out)?;
-            } else {
-                let current = view.current.map_or_else(
-                    || "(none: initial state)".to_owned(),
-                    |e| e.name.to_string(),
-                );
-                writeln!(out, "position {} of {}", view.position, view.len)?;
-                writeln!(out, "current  {current}")?;
-                writeln!(out, "state")?;
-                serde_json::to_writer_pretty(&mut out, view.state)?;
-                writeln!(out)?;
-            }
-            Ok(())
-        }
+        KnownWorkflow::PlannerExecutor(workflow) => tape_of(&workflow, session, at, json).await,
+        KnownWorkflow::Chat(workflow) => tape_of(&workflow, session, at, json).await,
     }
+}
+
+async fn tape_of<S: WorkflowState>(
+    workflow: &Workflow<S>,
+    session: &SessionId,
+    at: Option<u64>,
+    json: bool,
+) -> Result<(), CliError> {
+    let mut tape = workflow.load(session).await?;
+    let Some(at) = at else {
+        return crate::debugger::run(tape);
+    };
+    tape.step_to(at);
+    let view = tape.view();
+    let mut out = std::io::stdout().lock();
+    if json {
+        serde_json::to_writer_pretty(&mut out, &view)?;
+        writeln!(out)?;
+    } else {
+        let current = view.current.map_or_else(
+            || "(none: initial state)".to_owned(),
+            |e| e.name.to_string(),
+        );
+        writeln!(out, "position {} of {}", view.position, view.len)?;
+        writeln!(out, "current  {current}")?;
+        writeln!(out, "state")?;
+        serde_json::to_writer_pretty(&mut out, view.state)?;
+        writeln!(out)?;
+    }
+    Ok(())
 }

@@ -11,13 +11,14 @@ use openharness::RunOptions;
 use openharness::provider::{Reply, ScriptedProvider};
 use openharness::store::RedbStore;
 use openharness::tape::{At, ForkSession};
-use openharness::{Agent, SessionId, Store};
+use openharness::{Agent, SessionId, Store, Workflow, WorkflowState};
 use openharness_example_planner_executor::{Executor, Planner};
 use serde::Serialize;
 
 use crate::commands::{CliError, with_ancestors_workflow};
 use crate::progress::Progress;
-use crate::workflows::{self, KnownWorkflow};
+use crate::turns::print_outcome;
+use crate::workflows::{self, KnownWorkflow, Summary};
 
 /// Arguments of `openharness fork`.
 #[derive(Debug, clap::Args)]
@@ -85,46 +86,57 @@ pub(crate) async fn run(args: ForkArgs, store: RedbStore) -> Result<(), CliError
     let info = with_ancestors_workflow(&store, info).await?;
     match workflows::for_session(&info, store)? {
         KnownWorkflow::PlannerExecutor(workflow) => {
-            let at = match (args.at, args.after) {
-                (Some(position), _) => At::position(position),
-                (None, Some(name)) => At::nth(name, args.nth),
-                (None, None) => {
-                    return Err(CliError::Usage("pass `--at N` or `--after NAME`".into()));
-                }
-            };
-            let fork = workflow
-                .with_provider(fork_provider())
-                .fork(&parent, at)
-                .await?;
-            let options = if args.json {
-                RunOptions::new()
-            } else {
-                println!(
-                    "Forking {parent} at position {} (offline, scripted model)\n",
-                    fork.position()
-                );
-                RunOptions::new().renderer(Progress::default())
-            };
-            let outcome = fork.run(options).await?;
-            if args.json {
-                let forked = Forked {
-                    parent: &parent,
-                    position: fork.position(),
-                    session: &outcome.session,
-                    len: outcome.len,
-                    reason: outcome.reason.as_str(),
-                };
-                println!("{}", serde_json::to_string_pretty(&forked)?);
-            } else {
-                println!(
-                    "\nThe fork ended ({}) after {} events. Session {} (parent {parent}).\nOpen it:\n  openharness tape {}",
-                    outcome.reason.as_str(),
-                    outcome.len,
-                    outcome.session,
-                    outcome.session
-                );
-            }
-            Ok(())
+            let workflow = workflow.with_provider(fork_provider());
+            fork_on(&workflow, &parent, point(&args)?, args.json).await
+        }
+        // The chat's offline model answers every message from its prompt already.
+        KnownWorkflow::Chat(workflow) => {
+            fork_on(&workflow, &parent, point(&args)?, args.json).await
         }
     }
+}
+
+/// The fork point the arguments name.
+fn point<S>(args: &ForkArgs) -> Result<At<S>, CliError> {
+    match (args.at, &args.after) {
+        (Some(position), _) => Ok(At::position(position)),
+        (None, Some(name)) => Ok(At::nth(name.clone(), args.nth)),
+        (None, None) => Err(CliError::Usage("pass `--at N` or `--after NAME`".into())),
+    }
+}
+
+async fn fork_on<S: WorkflowState + Summary>(
+    workflow: &Workflow<S>,
+    parent: &SessionId,
+    at: At<S>,
+    json: bool,
+) -> Result<(), CliError> {
+    let fork = workflow.fork(parent, at).await?;
+    let options = if json {
+        RunOptions::new()
+    } else {
+        println!(
+            "Forking {parent} at position {} (offline, scripted model)\n",
+            fork.position()
+        );
+        RunOptions::new().renderer(Progress::default())
+    };
+    let outcome = fork.run(options).await?;
+    if json {
+        let forked = Forked {
+            parent,
+            position: fork.position(),
+            session: &outcome.session,
+            len: outcome.len,
+            reason: outcome.reason.as_str(),
+        };
+        println!("{}", serde_json::to_string_pretty(&forked)?);
+    } else {
+        print_outcome(&outcome);
+        println!(
+            "\nSession {} (forked from {parent}).\nOpen it:\n  openharness tape {}",
+            outcome.session, outcome.session
+        );
+    }
+    Ok(())
 }

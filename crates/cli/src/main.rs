@@ -1,5 +1,6 @@
-//! The `openharness` command: run the offline demo, list recorded sessions, print a session's
-//! events and inspect the state at any position of its tape.
+//! The `openharness` command: run the offline demo, list recorded sessions with their status,
+//! continue a session (`send`), answer it (`respond`), finish a cut-off turn (`resume`), print a
+//! session's events and inspect the state at any position of its tape.
 //!
 //! Every command works on one store: `--store PATH`, else `$OPENHARNESS_STORE`, else
 //! `.openharness/store.redb` in the current directory.
@@ -10,6 +11,7 @@ mod fork;
 mod progress;
 mod run;
 mod transfer;
+mod turns;
 mod workflows;
 
 use std::path::PathBuf;
@@ -36,16 +38,31 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Run the planner-executor example offline (scripted model) and record it.
+    /// Run an example offline (scripted model) and record it: the planner-executor (which
+    /// asks a person before publishing, and answers "yes" itself) or the chat.
     Demo {
-        /// The goal to plan (the script answers the same way whatever the goal).
-        #[arg(long)]
+        /// The example: `planner-executor` or `chat`.
+        #[arg(default_value = openharness_example_planner_executor::WORKFLOW_NAME)]
+        example: String,
+        /// The goal to plan, or the chat's one message (the script answers the same way
+        /// whatever the goal).
+        #[arg(long, visible_alias = "input")]
         goal: Option<String>,
+        /// Leave the approval to publish unanswered: the session waits, and the demo prints
+        /// the `openharness respond` command that answers it.
+        #[arg(long)]
+        no_answer: bool,
     },
     /// Run an example against a real model (Anthropic, OpenAI-compatible or the claude CLI) and
     /// record it.
     Run(run::RunArgs),
-    /// List recorded sessions.
+    /// Continue a recorded session with new input: a turn of the workflow that recorded it.
+    Send(turns::SendArgs),
+    /// Answer a session's open input request and continue it.
+    Respond(turns::RespondArgs),
+    /// Finish the turn a killed process left unfinished (nothing to do if its last turn ended).
+    Resume(turns::ResumeArgs),
+    /// List recorded sessions and their status (running, idle, waiting, failed).
     Sessions {
         /// Print JSON instead of a table.
         #[arg(long)]

@@ -1,11 +1,16 @@
-//! [`Progress`]: the demo's live view — agents starting and finishing, their streamed text, and
-//! the task count.
+//! [`Progress`]: the live view of a turn — agents starting and finishing, their streamed text,
+//! the task count, questions asked and answered, the release decision and chat replies.
 
 use std::io::Write;
 
-use openharness::builtin::{AgentCompleted, AgentStarted, ErrorOccurred, Outcome, TextDelta};
+use openharness::builtin::{
+    AgentCompleted, AgentStarted, ErrorOccurred, InputReceived, InputRequested, Outcome, TextDelta,
+};
 use openharness::{Envelope, Event, Renderer};
-use openharness_example_planner_executor::{PlanCreated, TaskCompleted, TaskStarted};
+use openharness_example_chat::AssistantReplied;
+use openharness_example_planner_executor::{
+    PlanCreated, ReleaseDeclined, ReleasePublished, TaskCompleted, TaskStarted,
+};
 
 /// Prints progress as events are recorded.
 #[derive(Debug, Default)]
@@ -72,6 +77,23 @@ impl Renderer for Progress {
                 self.done += 1;
                 format!("  [{}/{} tasks done]", self.done, self.total)
             }),
+            InputRequested::NAME => event
+                .decode::<InputRequested>()
+                .ok()
+                .map(|r| format!("  ? {} (request {})", r.prompt, event.id)),
+            InputReceived::NAME => event
+                .decode::<InputReceived>()
+                .ok()
+                .map(|a| format!("  answer: {}", a.text)),
+            ReleasePublished::NAME => Some("  release published".to_owned()),
+            ReleaseDeclined::NAME => event
+                .decode::<ReleaseDeclined>()
+                .ok()
+                .map(|d| format!("  release not published (answer: {:?})", d.answer)),
+            AssistantReplied::NAME => event
+                .decode::<AssistantReplied>()
+                .ok()
+                .map(|r| format!("  assistant: {}", r.reply)),
             ErrorOccurred::NAME => event
                 .decode::<ErrorOccurred>()
                 .ok()

@@ -1,5 +1,6 @@
 //! `openharness run <example> --provider anthropic|openai|claude-cli`: records a live run of an
-//! example against a real model.
+//! example against a real model. The same provider flags let `send`, `respond` and `resume`
+//! continue a session with a real model instead of the offline script.
 //!
 //! Keys come from `ANTHROPIC_API_KEY` / `OPENAI_API_KEY`; without one the command says what to
 //! set and suggests `openharness demo`, which needs no key. `--base-url` points a provider at
@@ -8,16 +9,14 @@
 
 use std::path::Path;
 
-use openharness::Provider;
-use openharness::RunOptions;
 use openharness::provider::{AnthropicProvider, ApiKey, ClaudeCliProvider, OpenAiProvider};
 use openharness::store::RedbStore;
+use openharness::{Provider, RunOptions, Workflow, WorkflowState};
 
 use crate::commands::CliError;
 use crate::progress::Progress;
-
-/// The examples `run` knows.
-const EXAMPLES: &[&str] = &[openharness_example_planner_executor::WORKFLOW_NAME];
+use crate::turns::print_outcome;
+use crate::workflows::{self, KnownWorkflow, Summary};
 
 /// Which model backend to use.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -33,7 +32,7 @@ pub(crate) enum ProviderKind {
 /// Arguments of `openharness run`.
 #[derive(Debug, clap::Args)]
 pub(crate) struct RunArgs {
-    /// The example to run (`planner-executor`).
+    /// The example to run (`planner-executor` or `chat`).
     example: String,
     /// The model backend.
     #[arg(long, value_enum)]
@@ -44,9 +43,42 @@ pub(crate) struct RunArgs {
     /// The API's base URL (e.g. `http://localhost:11434/v1` for Ollama).
     #[arg(long)]
     base_url: Option<String>,
-    /// The goal to plan.
-    #[arg(long)]
+    /// The goal to plan (planner-executor) or the first message (chat).
+    #[arg(long, visible_alias = "input")]
     goal: Option<String>,
+}
+
+/// The provider flags of `send`, `respond` and `resume`: none means the offline script.
+#[derive(Debug, clap::Args)]
+pub(crate) struct ProviderArgs {
+    /// Continue with a real model (default: the offline scripted model, as `demo` uses).
+    #[arg(long, value_enum)]
+    provider: Option<ProviderKind>,
+    /// The model (default: the provider's default model).
+    #[arg(long, requires = "provider")]
+    model: Option<String>,
+    /// The API's base URL (e.g. `http://localhost:11434/v1` for Ollama).
+    #[arg(long, requires = "provider")]
+    base_url: Option<String>,
+}
+
+impl ProviderArgs {
+    /// `workflow` with the chosen provider, and how to name it ("scripted model (offline)" or
+    /// the provider's name).
+    pub(crate) fn apply<S: WorkflowState>(
+        &self,
+        workflow: Workflow<S>,
+    ) -> Result<(Workflow<S>, String), CliError> {
+        match self.provider {
+            None => Ok((workflow, "the scripted model (offline)".to_owned())),
+            Some(kind) => live(
+                kind,
+                self.model.as_deref(),
+                self.base_url.as_deref(),
+                &workflow,
+            ),
+        }
+    }
 }
 
 fn missing_key(var: &str, provider: &str) -> CliError {
@@ -60,93 +92,120 @@ fn config(err: openharness::provider::ConfigError) -> CliError {
     CliError::Usage(err.to_string())
 }
 
+fn with<S: WorkflowState>(
+    workflow: &Workflow<S>,
+    provider: impl Provider,
+) -> (Workflow<S>, String) {
+    let name = provider.name().to_owned();
+    (workflow.with_provider(provider), name)
+}
+
+/// `workflow` asking a real model.
+fn live<S: WorkflowState>(
+    kind: ProviderKind,
+    model: Option<&str>,
+    base_url: Option<&str>,
+    workflow: &Workflow<S>,
+) -> Result<(Workflow<S>, String), CliError> {
+    match kind {
+        ProviderKind::Anthropic => {
+            let var = AnthropicProvider::KEY_VAR;
+            let key = ApiKey::from_env(var).ok_or_else(|| missing_key(var, "Anthropic"))?;
+            let mut builder = AnthropicProvider::builder(key);
+            if let Some(model) = model {
+                builder = builder.model(model);
+            }
+            if let Some(url) = base_url {
+                builder = builder.base_url(url);
+            }
+            Ok(with(workflow, builder.build().map_err(config)?))
+        }
+        ProviderKind::Openai => {
+            let var = OpenAiProvider::KEY_VAR;
+            // Local OpenAI-compatible servers ignore the key, so one is needed only for the
+            // default (OpenAI's own) address.
+            let key = match (ApiKey::from_env(var), base_url) {
+                (Some(key), _) => key,
+                (None, Some(_)) => ApiKey::new("no-key"),
+                (None, None) => return Err(missing_key(var, "OpenAI")),
+            };
+            let mut builder = OpenAiProvider::builder(key);
+            if let Some(model) = model {
+                builder = builder.model(model);
+            }
+            if let Some(url) = base_url {
+                builder = builder.base_url(url);
+            }
+            Ok(with(workflow, builder.build().map_err(config)?))
+        }
+        ProviderKind::ClaudeCli => {
+            let mut provider = ClaudeCliProvider::new();
+            if let Some(model) = model {
+                provider = provider.model(model);
+            }
+            if let Some(url) = base_url {
+                provider = provider.env("ANTHROPIC_BASE_URL", url);
+            }
+            Ok(with(workflow, provider))
+        }
+    }
+}
+
 /// Runs `openharness run`.
 pub(crate) async fn run(
     args: RunArgs,
     store: RedbStore,
     store_path: &Path,
 ) -> Result<(), CliError> {
-    if !EXAMPLES.contains(&args.example.as_str()) {
+    let Some(known) = workflows::by_name(&args.example, store)? else {
         return Err(CliError::Usage(format!(
             "unknown example `{}`; the examples are: {}",
             args.example,
-            EXAMPLES.join(", ")
+            workflows::NAMES.join(", ")
         )));
-    }
-    match args.provider {
-        ProviderKind::Anthropic => {
-            let var = AnthropicProvider::KEY_VAR;
-            let key = ApiKey::from_env(var).ok_or_else(|| missing_key(var, "Anthropic"))?;
-            let mut builder = AnthropicProvider::builder(key);
-            if let Some(model) = &args.model {
-                builder = builder.model(model);
-            }
-            if let Some(url) = &args.base_url {
-                builder = builder.base_url(url);
-            }
-            record(&args, builder.build().map_err(config)?, store, store_path).await
+    };
+    match known {
+        KnownWorkflow::PlannerExecutor(workflow) => {
+            let goal = args
+                .goal
+                .clone()
+                .unwrap_or_else(|| openharness_example_planner_executor::DEMO_GOAL.to_owned());
+            record(&args, &workflow, goal, store_path).await
         }
-        ProviderKind::Openai => {
-            let var = OpenAiProvider::KEY_VAR;
-            // Local OpenAI-compatible servers ignore the key, so one is needed only for the
-            // default (OpenAI's own) address.
-            let key = match (ApiKey::from_env(var), &args.base_url) {
-                (Some(key), _) => key,
-                (None, Some(_)) => ApiKey::new("no-key"),
-                (None, None) => return Err(missing_key(var, "OpenAI")),
-            };
-            let mut builder = OpenAiProvider::builder(key);
-            if let Some(model) = &args.model {
-                builder = builder.model(model);
-            }
-            if let Some(url) = &args.base_url {
-                builder = builder.base_url(url);
-            }
-            record(&args, builder.build().map_err(config)?, store, store_path).await
-        }
-        ProviderKind::ClaudeCli => {
-            let mut provider = ClaudeCliProvider::new();
-            if let Some(model) = &args.model {
-                provider = provider.model(model);
-            }
-            if let Some(url) = &args.base_url {
-                provider = provider.env("ANTHROPIC_BASE_URL", url);
-            }
-            record(&args, provider, store, store_path).await
+        KnownWorkflow::Chat(workflow) => {
+            let message = args
+                .goal
+                .clone()
+                .unwrap_or_else(|| openharness_example_chat::DEMO_MESSAGES[0].to_owned());
+            record(&args, &workflow, message, store_path).await
         }
     }
 }
 
-async fn record(
+async fn record<S: WorkflowState + Summary>(
     args: &RunArgs,
-    provider: impl Provider,
-    store: RedbStore,
+    workflow: &Workflow<S>,
+    input: String,
     store_path: &Path,
 ) -> Result<(), CliError> {
-    let provider_name = provider.name().to_owned();
-    let workflow = openharness_example_planner_executor::workflow(store, provider)?;
-    let goal = args
-        .goal
-        .clone()
-        .unwrap_or_else(|| openharness_example_planner_executor::DEMO_GOAL.to_owned());
+    let (workflow, provider_name) = live(
+        args.provider,
+        args.model.as_deref(),
+        args.base_url.as_deref(),
+        workflow,
+    )?;
     println!(
-        "Running `{}` with {provider_name} — goal: {goal}\n",
+        "Running `{}` with {provider_name} — input: {input}\n",
         workflow.name()
     );
     let outcome = workflow
-        .run(RunOptions::new().input(goal).renderer(Progress::default()))
+        .run(RunOptions::new().input(input).renderer(Progress::default()))
         .await?;
-    let state = &outcome.state;
     println!(
-        "\n{} of {} tasks done; the run ended ({}) after {} events; {} input and {} output tokens, ${:.4}.",
-        state.completed,
-        state.tasks.len(),
-        outcome.reason.as_str(),
-        outcome.len,
-        outcome.usage.input_tokens,
-        outcome.usage.output_tokens,
-        outcome.cost
+        "\n{} input and {} output tokens, ${:.4}.",
+        outcome.usage.input_tokens, outcome.usage.output_tokens, outcome.cost
     );
+    print_outcome(&outcome);
     println!(
         "\nSession {} is recorded in {}.",
         outcome.session,

@@ -1,5 +1,7 @@
 //! The acceptance flow of the `openharness` binary, as a new user runs it in an empty folder:
-//! `demo`, then `sessions --json`, `events`, and `tape --at` at 0, at the end and past it.
+//! `demo`, then `sessions --json`, `events`, and `tape --at` at 0, at the end and past it; a
+//! session that waits for a person (`demo --no-answer`, `respond`), a chat grown by `send`,
+//! and `resume` on a session with nothing unfinished.
 #![allow(clippy::unwrap_used, missing_docs)]
 
 use std::path::Path;
@@ -27,6 +29,44 @@ fn stdout(output: &Output) -> String {
 
 fn json(output: &Output) -> serde_json::Value {
     serde_json::from_str(&stdout(output)).unwrap()
+}
+
+/// The first word after `prefix` on a line of `text` that starts with it (after spaces).
+fn word_after(text: &str, prefix: &str) -> String {
+    text.lines()
+        .find_map(|l| {
+            l.trim_start()
+                .strip_prefix(prefix)
+                .and_then(|rest| rest.split_whitespace().next())
+        })
+        .unwrap_or_else(|| panic!("no line starting with {prefix:?} in:\n{text}"))
+        .to_owned()
+}
+
+/// The one session `sessions --json` lists with this workflow.
+fn listed(dir: &Path, workflow: &str) -> serde_json::Value {
+    let sessions = json(&openharness(dir, &["sessions", "--json"]));
+    let mut of: Vec<_> = sessions
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["workflow"] == workflow)
+        .cloned()
+        .collect();
+    assert_eq!(of.len(), 1, "{sessions}");
+    of.remove(0)
+}
+
+fn failure(output: &Output) -> String {
+    assert!(
+        !output.status.success(),
+        "expected a failure:\n{}",
+        String::from_utf8_lossy(&output.stdout)
+    );
+    let stderr = String::from_utf8(output.stderr.clone()).unwrap();
+    assert_eq!(stderr.lines().count(), 1, "one line: {stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    stderr
 }
 
 #[test]
@@ -63,6 +103,10 @@ fn demo_then_sessions_events_and_tape() {
     assert_eq!(listed.len(), 1);
     assert_eq!(listed[0]["id"], session.as_str());
     assert_eq!(listed[0]["workflow"], "planner-executor");
+    // The demo answered the approval itself: the last turn ended (until), nothing waits.
+    assert_eq!(listed[0]["status"], "idle");
+    assert!(demo.contains("Answering request"), "{demo}");
+    assert!(demo.contains("The turn ended (until)"), "{demo}");
     let len = listed[0]["count"].as_u64().unwrap();
 
     let output = openharness(dir.path(), &["events", &session, "--json"]);
@@ -95,6 +139,7 @@ fn demo_then_sessions_events_and_tape() {
     assert_eq!(end["position"], len);
     assert_eq!(end["current"]["name"], "workflow:completed");
     assert_eq!(end["state"]["completed"], 3);
+    assert_eq!(end["state"]["release"], "published");
 
     let past = json(&openharness(
         dir.path(),
@@ -128,4 +173,229 @@ fn errors_are_clear_and_exit_non_zero() {
     let demo = openharness(dir.path(), &["--store", store.to_str().unwrap(), "demo"]);
     stdout(&demo);
     assert!(store.exists(), "--store picks the file");
+}
+
+#[test]
+fn a_demo_left_unanswered_waits_until_respond_answers_it_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let demo = stdout(&openharness(dir.path(), &["demo", "--no-answer"]));
+    assert!(
+        demo.contains("The turn ended (waiting_for_input)"),
+        "{demo}"
+    );
+    assert!(demo.contains("? Publish the release? (yes/no)"), "{demo}");
+    let session = word_after(&demo, "Session ");
+    // The printed command names the session and the request.
+    let command = demo
+        .lines()
+        .find(|l| l.trim_start().starts_with("openharness respond "))
+        .unwrap();
+    let words: Vec<&str> = command.split_whitespace().collect();
+    assert_eq!(words[2], session, "{command}");
+    let request = words[3].to_owned();
+
+    let waiting = listed(dir.path(), "planner-executor");
+    assert_eq!(waiting["status"], "waiting");
+    let before = waiting["count"].as_u64().unwrap();
+    let table = stdout(&openharness(dir.path(), &["sessions"]));
+    assert!(
+        table.contains("STATUS") && table.contains("waiting"),
+        "{table}"
+    );
+
+    // resume has nothing to finish on a waiting session, and says how to answer it.
+    let resume = stdout(&openharness(dir.path(), &["resume", &session]));
+    assert!(resume.contains("nothing unfinished"), "{resume}");
+    assert!(resume.contains(&request), "{resume}");
+
+    let answered = stdout(&openharness(
+        dir.path(),
+        &["respond", &session, &request, "yes"],
+    ));
+    assert!(answered.contains("release published"), "{answered}");
+    assert!(answered.contains("The turn ended (until)"), "{answered}");
+    let done = listed(dir.path(), "planner-executor");
+    assert_eq!(done["status"], "idle");
+    let after = done["count"].as_u64().unwrap();
+    assert!(
+        answered.contains(&format!(
+            "the session has {after} events ({} new)",
+            after - before
+        )),
+        "{answered}"
+    );
+    let events = json(&openharness(dir.path(), &["events", &session, "--json"]));
+    let tail: Vec<&str> = events.as_array().unwrap()[before as usize..]
+        .iter()
+        .map(|e| e["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        tail,
+        ["input:received", "release:published", "workflow:completed"]
+    );
+    assert_eq!(
+        events[before as usize]["payload"]["requestId"],
+        request.as_str()
+    );
+
+    // The same request again: refused, one clear line, nothing recorded.
+    let again = failure(&openharness(
+        dir.path(),
+        &["respond", &session, &request, "yes"],
+    ));
+    assert!(
+        again.contains(&request) && again.contains("already answered"),
+        "{again}"
+    );
+    assert_eq!(listed(dir.path(), "planner-executor")["count"], after);
+}
+
+#[test]
+fn send_grows_a_chat_session_and_resume_finds_nothing_unfinished() {
+    let dir = tempfile::tempdir().unwrap();
+    let demo = stdout(&openharness(dir.path(), &["demo", "chat"]));
+    assert!(demo.contains("message 3 of our conversation"), "{demo}");
+    let session = word_after(&demo, "Session ");
+    let before = listed(dir.path(), "chat");
+    assert_eq!(before["id"], session.as_str());
+    assert_eq!(before["status"], "idle");
+    let before = before["count"].as_u64().unwrap();
+
+    let sent = stdout(&openharness(dir.path(), &["send", &session, "Thanks!"]));
+    assert!(
+        sent.contains("You said \"Thanks!\"; that is message 4"),
+        "the turn sees the whole conversation:\n{sent}"
+    );
+    assert!(sent.contains("The turn ended (idle)"), "{sent}");
+    let after = listed(dir.path(), "chat");
+    assert_eq!(after["id"], session.as_str(), "the same session grew");
+    let after = after["count"].as_u64().unwrap();
+    assert!(after > before);
+    let end = json(&openharness(
+        dir.path(),
+        &["tape", &session, "--at", &after.to_string(), "--json"],
+    ));
+    let exchanges = end["state"]["exchanges"].as_array().unwrap();
+    assert_eq!(exchanges.len(), 4);
+    assert_eq!(exchanges[3]["user"], "Thanks!");
+    // Before the new turn's input, the state is the conversation before it.
+    let back = json(&openharness(
+        dir.path(),
+        &["tape", &session, "--at", &before.to_string(), "--json"],
+    ));
+    assert_eq!(back["state"]["exchanges"].as_array().unwrap().len(), 3);
+
+    let resume = stdout(&openharness(dir.path(), &["resume", &session]));
+    assert!(resume.contains("nothing unfinished"), "{resume}");
+    assert_eq!(
+        listed(dir.path(), "chat")["count"],
+        after,
+        "nothing recorded"
+    );
+}
+
+#[test]
+fn turn_commands_fail_with_one_clear_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = failure(&openharness(dir.path(), &["send", "no-such-session", "hi"]));
+    assert!(
+        missing.contains("no-such-session") && missing.contains("not found"),
+        "{missing}"
+    );
+    let missing = failure(&openharness(dir.path(), &["resume", "no-such-session"]));
+    assert!(missing.contains("not found"), "{missing}");
+
+    let demo = stdout(&openharness(dir.path(), &["demo", "--no-answer"]));
+    let session = word_after(&demo, "Session ");
+    let bad = failure(&openharness(
+        dir.path(),
+        &["respond", &session, "not-a-uuid", "yes"],
+    ));
+    assert!(bad.contains("not a request id"), "{bad}");
+    let unknown = "01a20000-0000-7000-8000-000000000000";
+    let wrong = failure(&openharness(
+        dir.path(),
+        &["respond", &session, unknown, "yes"],
+    ));
+    assert!(
+        wrong.contains(unknown) && wrong.contains("no open input request"),
+        "{wrong}"
+    );
+    let example = failure(&openharness(dir.path(), &["demo", "no-such-example"]));
+    assert!(example.contains("unknown example"), "{example}");
+}
+
+#[test]
+fn a_cut_off_turn_is_busy_until_resume_finishes_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let demo = stdout(&openharness(dir.path(), &["demo", "chat"]));
+    let session = word_after(&demo, "Session ");
+    // The log a crash leaves while the assistant answers the third message: everything up
+    // to its `agent:started` (its output, `agent:completed` and `workflow:completed` lost).
+    let exported = stdout(&openharness(dir.path(), &["export", &session]));
+    let lines: Vec<&str> = exported.lines().collect();
+    let cut = lines
+        .iter()
+        .rposition(|l| l.contains("\"name\":\"agent:started\""))
+        .unwrap();
+    let file = dir.path().join("cut.jsonl");
+    std::fs::write(&file, lines[..=cut].join("\n") + "\n").unwrap();
+    let store = dir.path().join("cut.redb");
+    let store = store.to_str().unwrap();
+    stdout(&openharness(
+        dir.path(),
+        &["--store", store, "import", file.to_str().unwrap()],
+    ));
+    let sessions = json(&openharness(
+        dir.path(),
+        &["--store", store, "sessions", "--json"],
+    ));
+    assert_eq!(sessions[0]["status"], "running");
+
+    let busy = failure(&openharness(
+        dir.path(),
+        &["--store", store, "send", &session, "hi"],
+    ));
+    assert!(busy.contains("busy") && busy.contains("resume"), "{busy}");
+
+    let resumed = stdout(&openharness(
+        dir.path(),
+        &["--store", store, "resume", &session],
+    ));
+    assert!(
+        resumed.contains("agent `assistant` was cut off"),
+        "says what it finishes:\n{resumed}"
+    );
+    assert!(
+        resumed.contains("message 3 of our conversation"),
+        "{resumed}"
+    );
+    assert!(resumed.contains("The turn ended (idle)"), "{resumed}");
+    let sessions = json(&openharness(
+        dir.path(),
+        &["--store", store, "sessions", "--json"],
+    ));
+    assert_eq!(sessions[0]["status"], "idle");
+    let len = sessions[0]["count"].as_u64().unwrap();
+    let end = json(&openharness(
+        dir.path(),
+        &[
+            "--store",
+            store,
+            "tape",
+            &session,
+            "--at",
+            &len.to_string(),
+            "--json",
+        ],
+    ));
+    let exchanges = end["state"]["exchanges"].as_array().unwrap();
+    assert_eq!(exchanges.len(), 3);
+    assert!(exchanges.iter().all(|e| e["reply"].is_string()), "{end}");
+
+    let again = stdout(&openharness(
+        dir.path(),
+        &["--store", store, "resume", &session],
+    ));
+    assert!(again.contains("nothing unfinished"), "{again}");
 }

@@ -105,7 +105,8 @@ fn fork_runs_a_new_session_from_a_point_of_the_demo() {
     );
     let forked: serde_json::Value = serde_json::from_slice(&forked.stdout).unwrap();
     assert_eq!(forked["parent"], parent.as_str());
-    assert_eq!(forked["reason"], "until");
+    // The fork runs the remaining tasks and, like the demo, waits for approval to publish.
+    assert_eq!(forked["reason"], "waiting_for_input");
     let child = forked["session"].as_str().unwrap();
 
     // The fork starts with the first task done and redoes the second one.

@@ -1,6 +1,8 @@
 //! The planner-executor example: a planner agent turns a goal into tasks (structured output),
-//! an executor agent completes them one at a time, handlers track progress, and the run ends
-//! when every task is done.
+//! an executor agent completes them one at a time, handlers track progress, and once every
+//! task is done a person is asked whether to publish the release. The session waits for the
+//! answer; "yes" publishes (and the run is over), anything else records that it was not
+//! published.
 //!
 //! The flow, event by event:
 //!
@@ -8,6 +10,9 @@
 //! user:input ──▶ planner ──▶ plan:created ──▶ task:started(0) ──▶ executor ──▶ task:completed(0)
 //!                                                 ▲                                  │
 //!                                                 └────────── task:started(1) ◀──────┘ ... until all done
+//!
+//! task:completed(last) ──▶ input:requested ──▶ workflow:completed (waiting_for_input)
+//!        (a later turn)    input:received  ──▶ release:published | release:declined
 //! ```
 //!
 //! Tasks run one after another, so the event flow of a run is deterministic for a given
@@ -24,6 +29,12 @@
 //! let outcome = workflow.run(RunOptions::new().input(example::DEMO_GOAL)).await?;
 //! assert!(outcome.state.is_done());
 //! assert_eq!(outcome.state.tasks.len(), 3);
+//! // Every task is done; the release waits for a person's approval.
+//! assert_eq!(outcome.reason, StopReason::WaitingForInput);
+//! let request = outcome.open_requests[0];
+//! let outcome = workflow.respond(&outcome.session, request, "yes", RunOptions::new()).await?;
+//! assert_eq!(outcome.reason, StopReason::Until);
+//! assert_eq!(outcome.state.release, Some(example::Release::Published));
 //! # Ok(()) }
 //! ```
 
@@ -66,6 +77,32 @@ pub struct TaskCompleted {
     pub result: String,
 }
 
+/// The question asked once every task is done; a person answers it.
+pub const PUBLISH_PROMPT: &str = "Publish the release? (yes/no)";
+
+/// Whether an answer to [`PUBLISH_PROMPT`] approves publishing: `yes` or `y`, in any case,
+/// around spaces. Anything else declines.
+pub fn approves(answer: &str) -> bool {
+    let answer = answer.trim();
+    answer.eq_ignore_ascii_case("yes") || answer.eq_ignore_ascii_case("y")
+}
+
+/// A person approved: the release is published.
+#[event]
+#[derive(Debug, Clone, PartialEq)]
+pub struct ReleasePublished {
+    /// How many tasks the published release completed.
+    pub tasks: usize,
+}
+
+/// A person did not approve: the release was not published.
+#[event]
+#[derive(Debug, Clone, PartialEq)]
+pub struct ReleaseDeclined {
+    /// The answer given instead of "yes".
+    pub answer: String,
+}
+
 /// Every event this workflow's handlers react to.
 #[event]
 pub enum PlannerEvent {
@@ -77,6 +114,22 @@ pub enum PlannerEvent {
     TaskStarted,
     /// A task ended.
     TaskCompleted,
+    /// A person answered whether to publish.
+    InputReceived,
+    /// The release went out.
+    ReleasePublished,
+    /// The release was held back.
+    ReleaseDeclined,
+}
+
+/// What became of the release once every task was done.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Release {
+    /// A person approved and it was published.
+    Published,
+    /// A person did not approve; it was not published.
+    Declined,
 }
 
 /// Where a task stands.
@@ -111,12 +164,25 @@ pub struct PlanState {
     pub tasks: Vec<Task>,
     /// How many tasks are done.
     pub completed: usize,
+    /// What became of the release, once a person answered (none before).
+    #[serde(default)]
+    pub release: Option<Release>,
 }
 
 impl PlanState {
     /// Whether a plan exists and every task in it is done.
     pub fn is_done(&self) -> bool {
         !self.tasks.is_empty() && self.completed == self.tasks.len()
+    }
+
+    /// Whether the release was published: the run is over.
+    pub fn is_published(&self) -> bool {
+        self.release == Some(Release::Published)
+    }
+
+    /// Whether every task is done and the release waits for a person's decision.
+    pub fn awaits_approval(&self) -> bool {
+        self.is_done() && self.release.is_none()
     }
 
     fn start(&self, index: usize) -> Emit {
@@ -133,7 +199,11 @@ impl PlanState {
 #[handler(PlannerEvent)]
 impl PlanState {
     fn goal_given(&mut self, input: &UserInput) {
+        // A new goal (a later turn of the session) replaces the old plan and its release.
         self.goal = Some(input.text.clone());
+        self.tasks.clear();
+        self.completed = 0;
+        self.release = None;
     }
 
     fn plan_created(&mut self, plan: &PlanCreated) -> Emit {
@@ -147,6 +217,7 @@ impl PlanState {
             })
             .collect();
         self.completed = 0;
+        self.release = None;
         self.start(0)
     }
 
@@ -160,12 +231,43 @@ impl PlanState {
         let Some(task) = self.tasks.get_mut(done.index) else {
             return Emit::none();
         };
-        if task.status != TaskStatus::Done {
-            task.status = TaskStatus::Done;
-            task.result = Some(done.result.clone());
-            self.completed += 1;
+        if task.status == TaskStatus::Done {
+            // A repeated report changes nothing and asks nothing again.
+            return self.start(done.index + 1);
+        }
+        task.status = TaskStatus::Done;
+        task.result = Some(done.result.clone());
+        self.completed += 1;
+        if self.awaits_approval() {
+            return Emit::one(InputRequested {
+                prompt: PUBLISH_PROMPT.to_owned(),
+            });
         }
         self.start(done.index + 1)
+    }
+
+    fn answered(&mut self, answer: &InputReceived) -> Emit {
+        // Only the publish question is ever asked, and only while the release is undecided.
+        if !self.awaits_approval() {
+            return Emit::none();
+        }
+        if approves(&answer.text) {
+            Emit::one(ReleasePublished {
+                tasks: self.completed,
+            })
+        } else {
+            Emit::one(ReleaseDeclined {
+                answer: answer.text.clone(),
+            })
+        }
+    }
+
+    fn published(&mut self, _published: &ReleasePublished) {
+        self.release = Some(Release::Published);
+    }
+
+    fn declined(&mut self, _declined: &ReleaseDeclined) {
+        self.release = Some(Release::Declined);
     }
 }
 
@@ -225,13 +327,15 @@ impl Executor {
     }
 }
 
-/// The planner-executor workflow, recording to `store` and asking `provider`.
+/// The planner-executor workflow, recording to `store` and asking `provider`. A run ends
+/// waiting for a person once every task is done; [`Workflow::respond`] with "yes" publishes
+/// the release and ends it (`until`), any other answer leaves it unpublished (idle).
 pub fn workflow(store: impl Store, provider: impl Provider) -> Result<Workflow<PlanState>, Error> {
     Workflow::builder(WORKFLOW_NAME)
         .initial_state(PlanState::default())
         .agent(Planner)
         .agent(Executor)
-        .until(PlanState::is_done)
+        .until(PlanState::is_published)
         .store(store)
         .provider(provider)
         .build()
