@@ -301,18 +301,6 @@ mod time_travel {
         run_demo(store).await
     }
 
-    /// Runs the demo's first turn only (it ends waiting for approval) into `store`: a cassette
-    /// re-executes one turn, the run from `user:input`, so it replays a one-turn session.
-    async fn recorded_first_turn(store: MemoryStore) -> (Workflow<PlanState>, SessionId) {
-        let workflow = example::workflow(store, example::scripted_provider()).unwrap();
-        let outcome = workflow
-            .run(RunOptions::new().input(example::DEMO_GOAL))
-            .await
-            .unwrap();
-        assert_eq!(outcome.reason, StopReason::WaitingForInput);
-        (workflow, outcome.session)
-    }
-
     fn other_model() -> ScriptedProvider {
         ScriptedProvider::new().fallback(Executor::NAME, |request| {
             Reply::output(serde_json::json!({ "summary": format!("(other model) {}", request.prompt.lines().nth(1).unwrap_or("")) }))
@@ -413,7 +401,8 @@ mod time_travel {
     #[tokio::test]
     async fn a_cassette_replays_without_the_provider_and_names_the_first_divergence() {
         let store = MemoryStore::new();
-        let (workflow, recorded) = recorded_first_turn(store.clone()).await;
+        // Both turns: the plan, which ends waiting for approval, and the answer.
+        let (workflow, recorded) = recorded(store.clone()).await;
         let cassette = Cassette::load(&workflow, &recorded).await.unwrap();
 
         // Unchanged: the same flow, and the workflow's own provider is never called.
