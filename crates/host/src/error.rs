@@ -1,0 +1,87 @@
+//! [`HostError`]: what a host operation can fail with.
+
+use openharness_core::{SessionId, StoreError};
+
+/// A failure of a [`crate::Host`] operation.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum HostError {
+    /// No registered workflow has this name.
+    #[error(
+        "no workflow named `{name}` is registered (registered: {})",
+        list(known)
+    )]
+    UnknownWorkflow {
+        /// The name asked for.
+        name: String,
+        /// The registered names.
+        known: Vec<String>,
+    },
+    /// Two workflows were registered under one name.
+    #[error("a workflow named `{0}` is registered already: each name may be registered once")]
+    DuplicateWorkflow(String),
+    /// The session was recorded by a workflow this host does not have (or by none it can
+    /// tell), so its states cannot be derived; its events can still be read.
+    #[error("session {session} was recorded by {}, which this host does not have (registered: {}); its events can still be read", recorded.as_deref().map_or_else(|| "an unknown workflow".to_owned(), |w| format!("workflow `{w}`")), list(known))]
+    Unhosted {
+        /// The session.
+        session: SessionId,
+        /// The workflow that recorded it, if its log says.
+        recorded: Option<String>,
+        /// The registered names.
+        known: Vec<String>,
+    },
+    /// The session does not exist.
+    #[error("session {0} not found")]
+    SessionNotFound(SessionId),
+    /// The store failed.
+    #[error("store `{store}` failed: {source}")]
+    Store {
+        /// The store's description.
+        store: String,
+        /// The cause.
+        #[source]
+        source: StoreError,
+    },
+    /// A workflow operation failed (busy session, request not open, store failure while
+    /// running, ...).
+    #[error(transparent)]
+    Workflow(#[from] openharness_core::Error),
+    /// A tape, fork or cassette operation failed.
+    #[error(transparent)]
+    Tape(#[from] openharness_tape::TapeError),
+    /// A state did not encode as JSON.
+    #[error(
+        "the state of session {session} at position {position} does not encode as JSON: {source}"
+    )]
+    Encode {
+        /// The session.
+        session: SessionId,
+        /// The position.
+        position: u64,
+        /// The cause.
+        #[source]
+        source: serde_json::Error,
+    },
+}
+
+fn list(names: &[String]) -> String {
+    if names.is_empty() {
+        "none".to_owned()
+    } else {
+        names
+            .iter()
+            .map(|n| format!("`{n}`"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+}
+
+impl HostError {
+    pub(crate) fn store(store: &dyn openharness_core::Store, source: StoreError) -> Self {
+        Self::Store {
+            store: store.describe(),
+            source,
+        }
+    }
+}

@@ -1,0 +1,299 @@
+//! [`Hosted`]: one workflow behind a handle that knows nothing of its state type. Everything
+//! typed (states, folds, forks, turns) happens inside; what comes out is JSON.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use openharness_core::{
+    AgentSpec, EventId, RunOptions, SessionId, Unfinished, Workflow, WorkflowState,
+};
+use openharness_tape::{At, ForkSession, LoadTape, Tape};
+use serde_json::Value;
+
+use crate::error::HostError;
+use crate::wire::{ForkPoint, StateAt, TurnOutcome};
+
+/// A workflow with its state type erased: what a host, a server or a CLI needs of it.
+///
+/// Implemented for every [`Workflow<S>`] through [`Hosted::of`]; registered in a
+/// [`crate::Host`] by name.
+#[async_trait]
+pub trait Hosted: Send + Sync + 'static {
+    /// The workflow's name (recorded in `workflow:started`).
+    fn name(&self) -> &str;
+
+    /// Its agents.
+    fn agents(&self) -> Vec<AgentSpec>;
+
+    /// The state every new session starts from.
+    fn initial_state(&self) -> Result<Value, HostError>;
+
+    /// Starts a new session (`input` recorded as `user:input`).
+    async fn run(
+        &self,
+        input: Option<String>,
+        options: RunOptions,
+    ) -> Result<TurnOutcome, HostError>;
+
+    /// A turn with new input on a recorded session ([`Workflow::send`]).
+    async fn send(
+        &self,
+        session: &SessionId,
+        input: String,
+        options: RunOptions,
+    ) -> Result<TurnOutcome, HostError>;
+
+    /// Answers an open `input:requested` ([`Workflow::respond`]).
+    async fn respond(
+        &self,
+        session: &SessionId,
+        request: EventId,
+        answer: String,
+        options: RunOptions,
+    ) -> Result<TurnOutcome, HostError>;
+
+    /// Finishes a turn a crash cut off ([`Workflow::resume`]).
+    async fn resume(
+        &self,
+        session: &SessionId,
+        options: RunOptions,
+    ) -> Result<TurnOutcome, HostError>;
+
+    /// What a resume would finish ([`Workflow::unfinished`]).
+    async fn unfinished(&self, session: &SessionId) -> Result<Unfinished, HostError>;
+
+    /// The state at `position` (clamped), as JSON.
+    async fn state_at(&self, session: &SessionId, position: u64) -> Result<Value, HostError>;
+
+    /// The states at several positions, read in one pass: one tape over the session, moved to
+    /// each position in turn.
+    async fn states_at(
+        &self,
+        session: &SessionId,
+        positions: &[u64],
+    ) -> Result<Vec<StateAt>, HostError>;
+
+    /// Forks `session` at `at` into a new session and runs it on.
+    async fn fork(
+        &self,
+        session: &SessionId,
+        at: ForkPoint,
+        options: RunOptions,
+    ) -> Result<TurnOutcome, HostError>;
+
+    /// A tape over the session whose states come out as JSON (for debuggers).
+    async fn tape(&self, session: &SessionId) -> Result<Box<dyn JsonTape>, HostError>;
+}
+
+impl dyn Hosted {
+    /// The handle of a typed workflow.
+    ///
+    /// ```
+    /// # fn demo<S: openharness_core::WorkflowState>(workflow: openharness_core::Workflow<S>) {
+    /// let hosted = <dyn openharness_host::Hosted>::of(workflow);
+    /// println!("{}", hosted.name());
+    /// # }
+    /// ```
+    pub fn of<S: WorkflowState>(workflow: Workflow<S>) -> Arc<dyn Hosted> {
+        Arc::new(Handle(workflow))
+    }
+}
+
+/// A [`Tape`] whose states come out as JSON: steps, jumps, the current event and diffs.
+pub trait JsonTape: Send {
+    /// The current position.
+    fn position(&self) -> u64;
+    /// The session's length.
+    fn len(&self) -> u64;
+    /// Whether the session has no events.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    /// Moves to `position` (clamped); returns the new position.
+    fn step_to(&mut self, position: u64) -> u64;
+    /// The event that led to the current position.
+    fn current(&self) -> Option<&openharness_core::Envelope>;
+    /// Every event of the session.
+    fn events(&self) -> &[openharness_core::Envelope];
+    /// The state at the current position.
+    fn state(&self) -> Result<Value, HostError>;
+    /// The JSON patch from the state at `a` to the state at `b`.
+    fn diff(&self, a: u64, b: u64) -> Result<json_patch::Patch, HostError>;
+}
+
+struct Handle<S: WorkflowState>(Workflow<S>);
+
+struct TypedTape<S: WorkflowState>(Tape<S>);
+
+impl<S: WorkflowState> JsonTape for TypedTape<S> {
+    fn position(&self) -> u64 {
+        self.0.position()
+    }
+    fn len(&self) -> u64 {
+        self.0.len()
+    }
+    fn step_to(&mut self, position: u64) -> u64 {
+        self.0.step_to(position)
+    }
+    fn current(&self) -> Option<&openharness_core::Envelope> {
+        self.0.current()
+    }
+    fn events(&self) -> &[openharness_core::Envelope] {
+        self.0.events()
+    }
+    fn state(&self) -> Result<Value, HostError> {
+        serde_json::to_value(self.0.state()).map_err(|source| HostError::Encode {
+            session: self.0.session().clone(),
+            position: self.0.position(),
+            source,
+        })
+    }
+    fn diff(&self, a: u64, b: u64) -> Result<json_patch::Patch, HostError> {
+        Ok(self.0.diff(a, b)?)
+    }
+}
+
+fn outcome<S: WorkflowState>(
+    result: Result<openharness_core::RunOutcome<S>, openharness_core::Error>,
+) -> Result<TurnOutcome, HostError> {
+    let outcome = result?;
+    let (session, position) = (outcome.session.clone(), outcome.len);
+    TurnOutcome::of(outcome).map_err(|source| HostError::Encode {
+        session,
+        position,
+        source,
+    })
+}
+
+fn encode<S: WorkflowState>(
+    session: &SessionId,
+    position: u64,
+    state: &S,
+) -> Result<Value, HostError> {
+    serde_json::to_value(state).map_err(|source| HostError::Encode {
+        session: session.clone(),
+        position,
+        source,
+    })
+}
+
+#[async_trait]
+impl<S: WorkflowState> Hosted for Handle<S> {
+    fn name(&self) -> &str {
+        self.0.name()
+    }
+
+    fn agents(&self) -> Vec<AgentSpec> {
+        self.0.agents()
+    }
+
+    fn initial_state(&self) -> Result<Value, HostError> {
+        encode(&SessionId::new(), 0, self.0.initial_state())
+    }
+
+    async fn run(
+        &self,
+        input: Option<String>,
+        options: RunOptions,
+    ) -> Result<TurnOutcome, HostError> {
+        let options = match input {
+            Some(text) => options.input(text),
+            None => options,
+        };
+        outcome(self.0.run(options).await)
+    }
+
+    async fn send(
+        &self,
+        session: &SessionId,
+        input: String,
+        options: RunOptions,
+    ) -> Result<TurnOutcome, HostError> {
+        outcome(self.0.send(session, input, options).await)
+    }
+
+    async fn respond(
+        &self,
+        session: &SessionId,
+        request: EventId,
+        answer: String,
+        options: RunOptions,
+    ) -> Result<TurnOutcome, HostError> {
+        outcome(self.0.respond(session, request, answer, options).await)
+    }
+
+    async fn resume(
+        &self,
+        session: &SessionId,
+        options: RunOptions,
+    ) -> Result<TurnOutcome, HostError> {
+        outcome(self.0.resume(session, options).await)
+    }
+
+    async fn unfinished(&self, session: &SessionId) -> Result<Unfinished, HostError> {
+        Ok(self.0.unfinished(session).await?)
+    }
+
+    async fn state_at(&self, session: &SessionId, position: u64) -> Result<Value, HostError> {
+        let state = self.0.load_state_at(session, position).await?;
+        encode(session, position, &state)
+    }
+
+    async fn states_at(
+        &self,
+        session: &SessionId,
+        positions: &[u64],
+    ) -> Result<Vec<StateAt>, HostError> {
+        if let [position] = positions {
+            let store = self.0.store();
+            let len = store
+                .session(session)
+                .await
+                .map_err(|source| HostError::store(store.as_ref(), source))?
+                .map_or(0, |info| info.count);
+            let position = (*position).min(len);
+            return Ok(vec![StateAt {
+                position,
+                state: self.state_at(session, position).await?,
+            }]);
+        }
+        let mut tape = self.0.load(session).await?;
+        // Visit the positions in order (a tape moves forwards cheaply), answer in the order
+        // asked.
+        let mut order: Vec<usize> = (0..positions.len()).collect();
+        order.sort_by_key(|&i| positions[i]);
+        let mut states = vec![None; positions.len()];
+        for i in order {
+            let position = tape.step_to(positions[i]);
+            states[i] = Some(StateAt {
+                position,
+                state: encode(session, position, tape.state())?,
+            });
+        }
+        Ok(states.into_iter().flatten().collect())
+    }
+
+    async fn fork(
+        &self,
+        session: &SessionId,
+        at: ForkPoint,
+        options: RunOptions,
+    ) -> Result<TurnOutcome, HostError> {
+        let at = match at {
+            ForkPoint::Position { position } => At::position(position),
+            ForkPoint::Nth { name, n } => At::nth(name, n),
+        };
+        let fork = self.0.fork(session, at).await?;
+        let outcome = fork.run(options).await?;
+        let (session, position) = (outcome.session.clone(), outcome.len);
+        TurnOutcome::of(outcome).map_err(|source| HostError::Encode {
+            session,
+            position,
+            source,
+        })
+    }
+
+    async fn tape(&self, session: &SessionId) -> Result<Box<dyn JsonTape>, HostError> {
+        Ok(Box::new(TypedTape(self.0.load(session).await?)))
+    }
+}

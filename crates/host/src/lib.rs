@@ -1,0 +1,422 @@
+//! Open Harness host: any number of workflows behind one type-erased handle each, registered by
+//! name over one store, so a CLI, a server or a debugger works on every session of every
+//! registered workflow without knowing their state types.
+//!
+//! A [`Host`] answers in JSON-ready types ([`TurnOutcome`], [`SessionSummary`], [`EventsPage`],
+//! [`TapeView`], [`StateAt`]): it starts sessions and turns (run, send, respond, resume), cancels
+//! a turn it runs, derives states at positions (one or many in one pass), diffs, forks, lists
+//! sessions with their lineage and status, pages through events and projects chat messages at a
+//! position. Sessions of workflows it does not have can still be listed and read.
+//!
+//! ```
+//! # use openharness_core::{Workflow, WorkflowState, Store};
+//! # async fn demo<A: WorkflowState, B: WorkflowState>(store: impl Store, triage: Workflow<A>, chat: Workflow<B>) -> Result<(), openharness_host::HostError> {
+//! use openharness_core::RunOptions;
+//! use openharness_host::Host;
+//!
+//! let host = Host::new(store).workflow(triage)?.workflow(chat)?;
+//! let first = host.run("chat", Some("hello".into()), RunOptions::new()).await?;
+//! let next = host.send(&first.session, "and then?".into(), RunOptions::new()).await?;
+//! let states = host.states_at(&first.session, &[0, first.len, next.len]).await?;
+//! println!("{} states; the session is {:?}", states.len(), host.session(&first.session).await?.status);
+//! # Ok(()) }
+//! ```
+
+mod error;
+mod hosted;
+mod wire;
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use openharness_core::{
+    CancellationToken, EventId, RunOptions, SessionId, SessionInfo, Store, Unfinished, Workflow,
+    WorkflowState,
+};
+use openharness_projection::{Message, project_messages};
+
+pub use error::HostError;
+pub use hosted::{Hosted, JsonTape};
+pub use wire::{EventsPage, ForkPoint, SessionSummary, StateAt, TapeView, TurnOutcome};
+
+/// How deep a chain of forks is followed to find the workflow that owns a session.
+const MAX_LINEAGE: usize = 64;
+
+/// Workflows by name over one store. Cheap to clone; clones share the registry, the store and
+/// the turns in flight.
+#[derive(Clone)]
+pub struct Host {
+    store: Arc<dyn Store>,
+    workflows: BTreeMap<String, Arc<dyn Hosted>>,
+    /// Turns this host is running, by session: their cancellation tokens.
+    turns: Arc<Mutex<HashMap<SessionId, CancellationToken>>>,
+}
+
+impl std::fmt::Debug for Host {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Host")
+            .field("store", &self.store.describe())
+            .field("workflows", &self.workflows.keys().collect::<Vec<_>>())
+            .finish_non_exhaustive()
+    }
+}
+
+/// Removes a turn's token from the host's registry when the turn ends (or is dropped).
+struct TurnRegistration {
+    turns: Arc<Mutex<HashMap<SessionId, CancellationToken>>>,
+    session: SessionId,
+}
+
+impl Drop for TurnRegistration {
+    fn drop(&mut self) {
+        self.turns
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(&self.session);
+    }
+}
+
+impl Host {
+    /// A host over `store`, with no workflow yet.
+    pub fn new(store: impl Store) -> Self {
+        Self::shared(Arc::new(store))
+    }
+
+    /// A host over a store shared with other owners.
+    pub fn shared(store: Arc<dyn Store>) -> Self {
+        Self {
+            store,
+            workflows: BTreeMap::new(),
+            turns: Arc::default(),
+        }
+    }
+
+    /// Registers `workflow` under its name; it records to the host's store. Two workflows
+    /// with one name are refused with [`HostError::DuplicateWorkflow`].
+    pub fn workflow<S: WorkflowState>(mut self, workflow: Workflow<S>) -> Result<Self, HostError> {
+        let workflow = workflow.with_shared_store(Arc::clone(&self.store));
+        let name = workflow.name().to_owned();
+        if self.workflows.contains_key(&name) {
+            return Err(HostError::DuplicateWorkflow(name));
+        }
+        self.workflows.insert(name, <dyn Hosted>::of(workflow));
+        Ok(self)
+    }
+
+    /// The store sessions are recorded to.
+    pub fn store(&self) -> &Arc<dyn Store> {
+        &self.store
+    }
+
+    /// The registered workflows' names, in order.
+    pub fn workflow_names(&self) -> Vec<String> {
+        self.workflows.keys().cloned().collect()
+    }
+
+    /// The workflow registered as `name`.
+    pub fn hosted(&self, name: &str) -> Result<&Arc<dyn Hosted>, HostError> {
+        self.workflows
+            .get(name)
+            .ok_or_else(|| HostError::UnknownWorkflow {
+                name: name.to_owned(),
+                known: self.workflow_names(),
+            })
+    }
+
+    fn store_error(&self) -> impl Fn(openharness_core::StoreError) -> HostError + '_ {
+        |source| HostError::store(self.store.as_ref(), source)
+    }
+
+    async fn info(&self, session: &SessionId) -> Result<SessionInfo, HostError> {
+        self.store
+            .session(session)
+            .await
+            .map_err(self.store_error())?
+            .filter(|info| info.count > 0)
+            .ok_or_else(|| HostError::SessionNotFound(session.clone()))
+    }
+
+    /// The workflow that owns `session`: the one that recorded it, or for a fork the one that
+    /// recorded the session it descends from.
+    async fn owner(&self, info: &SessionInfo) -> Result<Option<String>, HostError> {
+        let mut info = info.clone();
+        for _ in 0..MAX_LINEAGE {
+            if let Some(workflow) = info.workflow {
+                return Ok(Some(workflow));
+            }
+            let Some(parent) = info.parent else {
+                return Ok(None);
+            };
+            match self
+                .store
+                .session(&parent)
+                .await
+                .map_err(self.store_error())?
+            {
+                Some(parent) => info = parent,
+                None => return Ok(None),
+            }
+        }
+        Ok(None)
+    }
+
+    /// The registered workflow that can fold `session`.
+    pub async fn workflow_of(&self, session: &SessionId) -> Result<&Arc<dyn Hosted>, HostError> {
+        let info = self.info(session).await?;
+        let owner = self.owner(&info).await?;
+        owner
+            .as_deref()
+            .and_then(|name| self.workflows.get(name))
+            .ok_or_else(|| HostError::Unhosted {
+                session: session.clone(),
+                recorded: owner.clone(),
+                known: self.workflow_names(),
+            })
+    }
+
+    /// Every session of the store, oldest first, with its owner and whether this host folds it.
+    pub async fn sessions(&self) -> Result<Vec<SessionSummary>, HostError> {
+        let infos = self.store.sessions().await.map_err(self.store_error())?;
+        let by_id: HashMap<&SessionId, &SessionInfo> = infos.iter().map(|i| (&i.id, i)).collect();
+        let owner_of = |info: &SessionInfo| {
+            let mut current = info;
+            for _ in 0..MAX_LINEAGE {
+                if let Some(workflow) = &current.workflow {
+                    return Some(workflow.clone());
+                }
+                current = by_id.get(current.parent.as_ref()?)?;
+            }
+            None
+        };
+        Ok(infos
+            .iter()
+            .map(|info| {
+                let owner = owner_of(info);
+                let hosted = owner
+                    .as_deref()
+                    .is_some_and(|w| self.workflows.contains_key(w));
+                SessionSummary::of(info.clone(), owner, hosted)
+            })
+            .collect())
+    }
+
+    /// One session, with its owner and status.
+    pub async fn session(&self, session: &SessionId) -> Result<SessionSummary, HostError> {
+        let info = self.info(session).await?;
+        let owner = self.owner(&info).await?;
+        let hosted = owner
+            .as_deref()
+            .is_some_and(|w| self.workflows.contains_key(w));
+        Ok(SessionSummary::of(info, owner, hosted))
+    }
+
+    /// Up to `limit` events of `session` after seq `after` (from the start when `None`).
+    /// Works for every session, hosted or not.
+    pub async fn events(
+        &self,
+        session: &SessionId,
+        after: Option<u64>,
+        limit: usize,
+    ) -> Result<EventsPage, HostError> {
+        let info = self.info(session).await?;
+        let from = after.map_or(0, |seq| seq.saturating_add(1));
+        let to = from.saturating_add(limit as u64).min(info.count);
+        let events = self
+            .store
+            .events(session, from..to)
+            .await
+            .map_err(self.store_error())?;
+        let events: Vec<openharness_core::Recorded> = (from..)
+            .zip(events)
+            .map(|(seq, event)| openharness_core::Recorded { seq, event })
+            .collect();
+        let next_after = (to < info.count && !events.is_empty()).then(|| to - 1);
+        Ok(EventsPage {
+            events,
+            len: info.count,
+            next_after,
+        })
+    }
+
+    /// Registers a turn on `session` so [`Host::cancel`] can stop it, with the options' token.
+    fn register_turn(&self, session: &SessionId, options: &RunOptions) -> TurnRegistration {
+        self.turns
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(session.clone(), options.cancellation().clone());
+        TurnRegistration {
+            turns: Arc::clone(&self.turns),
+            session: session.clone(),
+        }
+    }
+
+    /// Starts a new session of workflow `workflow`, recording `input` as `user:input`.
+    pub async fn run(
+        &self,
+        workflow: &str,
+        input: Option<String>,
+        options: RunOptions,
+    ) -> Result<TurnOutcome, HostError> {
+        let hosted = self.hosted(workflow)?;
+        let session = options.session_id().cloned().unwrap_or_default();
+        let options = options.session(session.clone());
+        let _turn = self.register_turn(&session, &options);
+        hosted.run(input, options).await
+    }
+
+    /// A turn with new input on `session`.
+    pub async fn send(
+        &self,
+        session: &SessionId,
+        input: String,
+        options: RunOptions,
+    ) -> Result<TurnOutcome, HostError> {
+        let hosted = self.workflow_of(session).await?;
+        let _turn = self.register_turn(session, &options);
+        hosted.send(session, input, options).await
+    }
+
+    /// Answers the open request `request` of `session`.
+    pub async fn respond(
+        &self,
+        session: &SessionId,
+        request: EventId,
+        answer: String,
+        options: RunOptions,
+    ) -> Result<TurnOutcome, HostError> {
+        let hosted = self.workflow_of(session).await?;
+        let _turn = self.register_turn(session, &options);
+        hosted.respond(session, request, answer, options).await
+    }
+
+    /// Finishes a turn of `session` that a crash cut off.
+    pub async fn resume(
+        &self,
+        session: &SessionId,
+        options: RunOptions,
+    ) -> Result<TurnOutcome, HostError> {
+        let hosted = self.workflow_of(session).await?;
+        let _turn = self.register_turn(session, &options);
+        hosted.resume(session, options).await
+    }
+
+    /// What a resume of `session` would finish.
+    pub async fn unfinished(&self, session: &SessionId) -> Result<Unfinished, HostError> {
+        self.workflow_of(session).await?.unfinished(session).await
+    }
+
+    /// Cancels the turn this host runs on `session`: its agents end as `interrupted` and the
+    /// turn ends `cancelled`. Returns whether a turn was running.
+    pub fn cancel(&self, session: &SessionId) -> bool {
+        let token = self
+            .turns
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(session)
+            .cloned();
+        token.map(|token| token.cancel()).is_some()
+    }
+
+    /// Whether this host is running a turn on `session`.
+    pub fn is_running(&self, session: &SessionId) -> bool {
+        self.turns
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .contains_key(session)
+    }
+
+    /// The state of `session` at `position` (clamped), as JSON.
+    pub async fn state_at(
+        &self,
+        session: &SessionId,
+        position: u64,
+    ) -> Result<serde_json::Value, HostError> {
+        self.workflow_of(session)
+            .await?
+            .state_at(session, position)
+            .await
+    }
+
+    /// The states of `session` at several positions, in one pass, in the order asked.
+    pub async fn states_at(
+        &self,
+        session: &SessionId,
+        positions: &[u64],
+    ) -> Result<Vec<StateAt>, HostError> {
+        self.workflow_of(session)
+            .await?
+            .states_at(session, positions)
+            .await
+    }
+
+    /// `session` at `position`: the event that led there and the state.
+    pub async fn tape_view(
+        &self,
+        session: &SessionId,
+        position: u64,
+    ) -> Result<TapeView, HostError> {
+        let info = self.info(session).await?;
+        let position = position.min(info.count);
+        let state = self.state_at(session, position).await?;
+        let current = match position.checked_sub(1) {
+            Some(seq) => self
+                .store
+                .events(session, seq..position)
+                .await
+                .map_err(self.store_error())?
+                .pop()
+                .map(|event| openharness_core::Recorded { seq, event }),
+            None => None,
+        };
+        Ok(TapeView {
+            position,
+            len: info.count,
+            current,
+            state,
+        })
+    }
+
+    /// The JSON patch (RFC 6902) from the state of `session` at `a` to its state at `b`.
+    pub async fn diff(
+        &self,
+        session: &SessionId,
+        a: u64,
+        b: u64,
+    ) -> Result<json_patch::Patch, HostError> {
+        let states = self.states_at(session, &[a, b]).await?;
+        match states.as_slice() {
+            [from, to] => Ok(json_patch::diff(&from.state, &to.state)),
+            _ => Ok(json_patch::Patch(Vec::new())),
+        }
+    }
+
+    /// Forks `session` at `at` and runs the fork on; the new session is in the outcome.
+    pub async fn fork(
+        &self,
+        session: &SessionId,
+        at: ForkPoint,
+        options: RunOptions,
+    ) -> Result<TurnOutcome, HostError> {
+        let hosted = self.workflow_of(session).await?;
+        let child = options.session_id().cloned().unwrap_or_default();
+        let options = options.session(child.clone());
+        let _turn = self.register_turn(&child, &options);
+        hosted.fork(session, at, options).await
+    }
+
+    /// The chat messages of `session` at `position` (clamped): a projection of its first
+    /// `position` events. Works for every session, hosted or not.
+    pub async fn messages_at(
+        &self,
+        session: &SessionId,
+        position: u64,
+    ) -> Result<Vec<Message>, HostError> {
+        let info = self.info(session).await?;
+        let events = self
+            .store
+            .events(session, 0..position.min(info.count))
+            .await
+            .map_err(self.store_error())?;
+        Ok(project_messages(&events))
+    }
+}

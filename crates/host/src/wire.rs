@@ -1,0 +1,147 @@
+//! The host's answers as the wire carries them (camelCase JSON): how a turn ended, a session
+//! with its lineage and status, a page of events, a tape view, states at positions.
+
+use chrono::{DateTime, Utc};
+use openharness_core::{
+    EventId, Recorded, RunOutcome, SessionId, SessionInfo, SessionStatus, StopReason, Usage,
+};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// How a turn (or a new session's first run, or a fork's) ended, with the state as JSON.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+pub struct TurnOutcome {
+    /// The session.
+    pub session: SessionId,
+    /// Why the turn ended.
+    pub reason: StopReason,
+    /// The session's length after the turn.
+    pub len: u64,
+    /// The seq of the turn's first event.
+    pub first_seq: u64,
+    /// `input:requested` events still open.
+    pub open_requests: Vec<EventId>,
+    /// `error:occurred` events the turn recorded.
+    pub errors: u64,
+    /// Tokens the turn's agents used.
+    pub usage: Usage,
+    /// What the turn's agents reported costing, in US dollars.
+    pub cost: f64,
+    /// The state after the turn.
+    pub state: Value,
+}
+
+impl TurnOutcome {
+    pub(crate) fn of<S: Serialize>(outcome: RunOutcome<S>) -> Result<Self, serde_json::Error> {
+        Ok(Self {
+            state: serde_json::to_value(&outcome.state)?,
+            session: outcome.session,
+            reason: outcome.reason,
+            len: outcome.len,
+            first_seq: outcome.first_seq,
+            open_requests: outcome.open_requests,
+            errors: outcome.errors,
+            usage: outcome.usage,
+            cost: outcome.cost,
+        })
+    }
+}
+
+/// A session as a host lists it: the store's metadata, the workflow that owns it (a fork's is
+/// its root's) and whether this host can fold it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+pub struct SessionSummary {
+    /// The session.
+    pub id: SessionId,
+    /// The workflow that recorded it; for a fork, the workflow of the session it descends from.
+    pub workflow: Option<String>,
+    /// The session it was forked from.
+    pub parent: Option<SessionId>,
+    /// What it is doing.
+    pub status: SessionStatus,
+    /// Its length.
+    pub len: u64,
+    /// When its first event was recorded.
+    pub created: DateTime<Utc>,
+    /// When its last event was recorded.
+    pub last_event: DateTime<Utc>,
+    /// Whether a registered workflow can fold it (states, tape, fork, turns).
+    pub hosted: bool,
+}
+
+impl SessionSummary {
+    pub(crate) fn of(info: SessionInfo, workflow: Option<String>, hosted: bool) -> Self {
+        Self {
+            id: info.id,
+            workflow,
+            parent: info.parent,
+            status: info.status,
+            len: info.count,
+            created: info.created,
+            last_event: info.last_event,
+            hosted,
+        }
+    }
+}
+
+/// A page of a session's events.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+pub struct EventsPage {
+    /// The events, in order, with their seqs.
+    pub events: Vec<Recorded>,
+    /// The session's length when the page was read.
+    pub len: u64,
+    /// The `after` to ask for the next page, when there are more events.
+    pub next_after: Option<u64>,
+}
+
+/// A session at one position: the event that led there and the state there.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+pub struct TapeView {
+    /// The position (clamped to `0..=len`).
+    pub position: u64,
+    /// The session's length.
+    pub len: u64,
+    /// The event at seq `position - 1` (none at position 0).
+    pub current: Option<Recorded>,
+    /// The state at `position`.
+    pub state: Value,
+}
+
+/// The state at one position.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+pub struct StateAt {
+    /// The position (clamped to `0..=len`).
+    pub position: u64,
+    /// The state there.
+    pub state: Value,
+}
+
+/// Where to fork a session.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", tag = "at")]
+#[non_exhaustive]
+pub enum ForkPoint {
+    /// At a position of the parent (clamped to its length).
+    Position {
+        /// The position.
+        position: u64,
+    },
+    /// Right after the `n`th (1-based) event named `name`.
+    Nth {
+        /// The event name.
+        name: String,
+        /// Which occurrence, from 1.
+        n: usize,
+    },
+}

@@ -1,0 +1,240 @@
+//! The host: workflows by name over one store, turns, states, tape views, diffs, forks, pages
+//! of events, sessions with lineage and status, cancellation, and sessions it cannot fold.
+#![allow(clippy::unwrap_used, missing_docs)]
+
+use std::time::Duration;
+
+use openharness::prelude::*;
+use openharness::provider::{Reply, ScriptedProvider};
+use openharness::store::MemoryStore;
+use openharness_host::{ForkPoint, Host, HostError};
+
+#[event]
+#[derive(Debug, Clone)]
+struct NoteTaken {
+    text: String,
+}
+
+#[event]
+enum NoteEvent {
+    UserInput,
+    NoteTaken,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+struct Notes {
+    notes: Vec<String>,
+}
+
+#[handler(NoteEvent)]
+impl Notes {
+    fn input(&mut self, _input: &UserInput) {}
+    fn taken(&mut self, note: &NoteTaken) {
+        self.notes.push(note.text.clone());
+    }
+}
+
+#[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
+struct Note {
+    note: String,
+}
+
+struct Scribe;
+
+#[agent(output = Note, emits = [NoteTaken])]
+impl Scribe {
+    fn prompt(&self, _state: &Notes, input: &UserInput) -> String {
+        input.text.clone()
+    }
+    fn on_output(&self, out: Note, _input: &UserInput) -> NoteTaken {
+        NoteTaken { text: out.note }
+    }
+}
+
+fn notes(name: &str, delay: Duration) -> Workflow<Notes> {
+    Workflow::builder(name)
+        .initial_state(Notes::default())
+        .agent(Scribe)
+        .store(MemoryStore::new())
+        .provider(ScriptedProvider::new().fallback("scribe", move |request| {
+            Reply::output(serde_json::json!({ "note": request.prompt.to_uppercase() })).delay(delay)
+        }))
+        .build()
+        .unwrap()
+}
+
+#[tokio::test]
+async fn a_host_runs_continues_forks_and_reads_any_registered_workflow() {
+    let store = MemoryStore::new();
+    let host = Host::new(store.clone())
+        .workflow(notes("notes", Duration::ZERO))
+        .unwrap()
+        .workflow(notes("journal", Duration::ZERO))
+        .unwrap();
+    assert_eq!(host.workflow_names(), ["journal", "notes"]);
+    let duplicate = host.clone().workflow(notes("notes", Duration::ZERO));
+    assert!(matches!(duplicate, Err(HostError::DuplicateWorkflow(ref n)) if n == "notes"));
+    let unknown = host
+        .run("diary", None, RunOptions::new())
+        .await
+        .unwrap_err();
+    assert!(
+        unknown.to_string().contains("`journal`, `notes`"),
+        "{unknown}"
+    );
+
+    // Turns by name, recorded to the host's store.
+    let first = host
+        .run("notes", Some("a".into()), RunOptions::new())
+        .await
+        .unwrap();
+    assert_eq!(first.state, serde_json::json!({ "notes": ["A"] }));
+    let second = host
+        .send(&first.session, "b".into(), RunOptions::new())
+        .await
+        .unwrap();
+    assert_eq!(second.first_seq, first.len);
+    assert_eq!(second.state["notes"], serde_json::json!(["A", "B"]));
+    assert_eq!(
+        store.all_events(&first.session).await.unwrap().len() as u64,
+        second.len
+    );
+
+    // States at several positions, in the order asked, equal to one at a time.
+    let asked = [second.len, 0, first.len, second.len + 100];
+    let states = host.states_at(&first.session, &asked).await.unwrap();
+    let positions: Vec<u64> = states.iter().map(|s| s.position).collect();
+    assert_eq!(positions, [second.len, 0, first.len, second.len]);
+    for state in &states {
+        assert_eq!(
+            state.state,
+            host.state_at(&first.session, state.position).await.unwrap()
+        );
+    }
+    assert_eq!(states[1].state, serde_json::json!({ "notes": [] }));
+
+    // A tape view, a diff and chat messages at a position.
+    let start = host.tape_view(&first.session, 0).await.unwrap();
+    assert!(start.current.is_none());
+    let end = host.tape_view(&first.session, u64::MAX).await.unwrap();
+    assert_eq!(end.position, second.len);
+    assert_eq!(end.current.as_ref().unwrap().seq, second.len - 1);
+    assert_eq!(
+        end.current.as_ref().unwrap().event.name,
+        "workflow:completed"
+    );
+    let patch = host
+        .diff(&first.session, first.len, second.len)
+        .await
+        .unwrap();
+    assert_eq!(patch.0.len(), 1, "{patch:?}");
+    let messages = host.messages_at(&first.session, first.len).await.unwrap();
+    assert_eq!(messages.first().map(|m| m.content.as_str()), Some("a"));
+
+    // Pages of events cover the session once, in order.
+    let mut seqs = Vec::new();
+    let mut after = None;
+    loop {
+        let page = host.events(&first.session, after, 3).await.unwrap();
+        seqs.extend(page.events.iter().map(|r| r.seq));
+        match page.next_after {
+            Some(next) => after = Some(next),
+            None => break,
+        }
+    }
+    assert_eq!(seqs, (0..second.len).collect::<Vec<_>>());
+
+    // A fork: its owner is its parent's workflow, and it is hosted.
+    let fork = host
+        .fork(
+            &first.session,
+            ForkPoint::Nth {
+                name: "user:input".into(),
+                n: 2,
+            },
+            RunOptions::new(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(fork.state["notes"], serde_json::json!(["A", "B"]));
+    let child = host.session(&fork.session).await.unwrap();
+    assert_eq!(child.parent.as_ref(), Some(&first.session));
+    assert_eq!(child.workflow.as_deref(), Some("notes"));
+    assert!(child.hosted);
+    let listed = host.sessions().await.unwrap();
+    let listed_child = listed.iter().find(|s| s.id == fork.session).unwrap();
+    assert_eq!(listed_child, &child);
+    let grown = host
+        .send(&fork.session, "c".into(), RunOptions::new())
+        .await
+        .unwrap();
+    assert_eq!(grown.state["notes"], serde_json::json!(["A", "B", "C"]));
+}
+
+#[tokio::test]
+async fn sessions_of_other_workflows_are_listed_and_read_but_not_folded() {
+    let store = MemoryStore::new();
+    let other = notes("elsewhere", Duration::ZERO).with_store(store.clone());
+    let recorded = other.run(RunOptions::new().input("x")).await.unwrap();
+    let host = Host::new(store.clone())
+        .workflow(notes("notes", Duration::ZERO))
+        .unwrap();
+    let summary = host.session(&recorded.session).await.unwrap();
+    assert_eq!(summary.workflow.as_deref(), Some("elsewhere"));
+    assert!(!summary.hosted);
+    let page = host.events(&recorded.session, None, 100).await.unwrap();
+    assert_eq!(page.events.len() as u64, recorded.len);
+    let err = host.state_at(&recorded.session, 1).await.unwrap_err();
+    match &err {
+        HostError::Unhosted {
+            recorded: Some(name),
+            known,
+            ..
+        } => assert_eq!(
+            (name.as_str(), known.as_slice()),
+            ("elsewhere", ["notes".to_owned()].as_slice())
+        ),
+        other => panic!("expected Unhosted, got {other}"),
+    }
+    let missing = SessionId::new();
+    assert!(matches!(
+        host.events(&missing, None, 10).await,
+        Err(HostError::SessionNotFound(_))
+    ));
+}
+
+#[tokio::test]
+async fn a_host_cancels_the_turn_it_runs() {
+    let host = Host::new(MemoryStore::new())
+        .workflow(notes("notes", Duration::from_secs(30)))
+        .unwrap();
+    let session = SessionId::new();
+    let running = {
+        let host = host.clone();
+        let session = session.clone();
+        tokio::spawn(async move {
+            host.run(
+                "notes",
+                Some("slow".into()),
+                RunOptions::new().session(session),
+            )
+            .await
+        })
+    };
+    for _ in 0..200 {
+        if host.is_running(&session)
+            && host
+                .events(&session, None, 10)
+                .await
+                .is_ok_and(|p| p.events.iter().any(|r| r.event.name == "agent:started"))
+        {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert!(host.cancel(&session), "the turn is running");
+    let outcome = running.await.unwrap().unwrap();
+    assert_eq!(outcome.reason, StopReason::Cancelled);
+    assert!(!host.is_running(&session));
+    assert!(!host.cancel(&session), "nothing runs any more");
+}
