@@ -3,7 +3,7 @@
 //! - `cargo xtask ci`: what CI runs — formatting check, clippy with warnings denied, then the
 //!   README's test command, `cargo test --workspace`.
 //! - `cargo xtask bench <suite>`: builds `openharness-bench` in release and runs a suite
-//!   (`tape`), which prints each figure with a baseline measured in the same run, the ratio
+//!   (`tape`, `sessions`), which prints each figure with a baseline measured in the same run, the ratio
 //!   and the goal.
 //! - `cargo xtask bench stores`: the store benchmarks (release build of
 //!   `openharness-store-bench`), each figure beside a baseline from the same run. PostgreSQL
@@ -47,13 +47,22 @@ fn main() -> ExitCode {
                 "--",
                 "tape",
             ]],
+            Some("sessions") => &[&[
+                "run",
+                "--release",
+                "--quiet",
+                "--package",
+                "openharness-bench",
+                "--",
+                "sessions",
+            ]],
             _ => {
-                eprintln!("usage: cargo xtask bench stores | cargo xtask bench tape");
+                eprintln!("usage: cargo xtask bench stores | tape | sessions");
                 return ExitCode::from(2);
             }
         },
         _ => {
-            eprintln!("usage: cargo xtask ci | cargo xtask bench stores | cargo xtask bench tape");
+            eprintln!("usage: cargo xtask ci | cargo xtask bench stores | tape | sessions");
             return ExitCode::from(2);
         }
     };

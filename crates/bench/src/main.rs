@@ -2,17 +2,30 @@
 //!
 //! Every figure is printed next to a baseline measured in the same run and the ratio
 //! between them, with the goal it is held to, so results compare across machines.
-//! Suites: `tape` (replay, dispatch, fold throughput, step back, jumps, snapshot memory).
+//! Suites: `tape` (replay, dispatch, fold throughput, step back, jumps, snapshot memory) and
+//! `sessions` (continuing a session of a million events, finding its unfinished work, the heap
+//! a turn on it needs).
 
+mod report;
+mod sessions;
 mod tape;
 
 use std::process::ExitCode;
 
+use peak_alloc::PeakAlloc;
+
+/// The system allocator, counting the bytes allocated now and at the peak, so the sessions
+/// suite can read the heap a turn needs. The count costs two relaxed atomic operations per
+/// allocation, in the measured code and its baselines alike.
+#[global_allocator]
+static HEAP: PeakAlloc = PeakAlloc;
+
 fn main() -> ExitCode {
     match std::env::args().nth(1).as_deref() {
         Some("tape") => tape::run(),
+        Some("sessions") => sessions::run(),
         _ => {
-            eprintln!("usage: openharness-bench tape");
+            eprintln!("usage: openharness-bench tape | sessions");
             ExitCode::from(2)
         }
     }

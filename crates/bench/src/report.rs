@@ -1,0 +1,36 @@
+//! The table every suite prints: each figure beside a baseline measured in the same run, the
+//! ratio between them, the goal it is held to, and whether it was met.
+
+/// One row of the report.
+pub(crate) struct Row {
+    pub(crate) what: &'static str,
+    pub(crate) measured: String,
+    pub(crate) baseline: String,
+    pub(crate) ratio: String,
+    pub(crate) goal: &'static str,
+    /// Whether the goal was met; `None` for a row shown for information, held to no goal.
+    pub(crate) met: Option<bool>,
+}
+
+/// Prints `rows` as one table on stdout.
+pub(crate) fn print(rows: &[Row]) {
+    println!(
+        "{:<44} {:>26} {:>26} {:>12}  {:<12} result",
+        "benchmark", "measured", "baseline (same run)", "ratio", "goal"
+    );
+    for row in rows {
+        println!(
+            "{:<44} {:>26} {:>26} {:>12}  {:<12} {}",
+            row.what,
+            row.measured,
+            row.baseline,
+            row.ratio,
+            row.goal,
+            match row.met {
+                Some(true) => "ok",
+                Some(false) => "MISSED",
+                None => "-",
+            }
+        );
+    }
+}
