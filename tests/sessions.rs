@@ -177,6 +177,34 @@ async fn three_turns_grow_one_session_and_the_tape_steps_back_across_them() {
 }
 
 #[tokio::test]
+async fn a_guard_counts_the_turns_own_events_not_the_sessions() {
+    let store = MemoryStore::new();
+    let wf = tally(store.clone(), adding());
+    let mut session = wf.run(RunOptions::new().input("1")).await.unwrap();
+    for n in 2..=4 {
+        session = wf
+            .send(&session.session, n.to_string(), RunOptions::new())
+            .await
+            .unwrap();
+    }
+    assert!(session.len > 12);
+    // A turn of 6 events under a guard of 8: the session's 20-odd earlier events do not count.
+    let turn = wf
+        .send(&session.session, "5", RunOptions::new().max_events(8))
+        .await
+        .unwrap();
+    assert_eq!(turn.reason, StopReason::Idle);
+    assert_eq!(turn.state.total, 15);
+    // A guard smaller than the turn stops it, and says so.
+    let stopped = wf
+        .send(&session.session, "6", RunOptions::new().max_events(2))
+        .await
+        .unwrap();
+    assert_eq!(stopped.reason, StopReason::MaxEvents);
+    assert_eq!(stopped.state.inputs.last().map(String::as_str), Some("6"));
+}
+
+#[tokio::test]
 async fn a_fork_and_an_imported_session_can_be_continued() {
     let store = MemoryStore::new();
     let wf = tally(store.clone(), adding());

@@ -130,8 +130,37 @@ pub(crate) async fn derive<S: WorkflowState>(
             workflow: wf.name.clone(),
         });
     }
+    // A cut-off turn is derived from a snapshot saved at a turn's end, so the tail holds the
+    // whole turn; the stream starts one event early, where that `workflow:completed` must be.
     let need_boundary = info.status.is_running();
-    let (state, base) = base(wf, session, info.count, need_boundary).await?;
+    let mut at_most = info.count;
+    for _ in 0..BOUNDARY_SEARCH {
+        let (state, base) = match latest_snapshot(wf, session, at_most).await? {
+            Some(found) => found,
+            None => (session_base(wf, session, 0).await?, 0),
+        };
+        match derive_from(wf, session, &info, state, base, need_boundary).await? {
+            Some(derived) => return Ok(derived),
+            None => at_most = base - 1,
+        }
+    }
+    let state = session_base(wf, session, 0).await?;
+    derive_from(wf, session, &info, state, 0, need_boundary)
+        .await?
+        .ok_or_else(|| Error::SessionNotFound(session.clone()))
+}
+
+/// Derives the session from `state` at position `base`, streaming the events after it.
+/// `None` when `need_boundary` and the event before `base` is not a turn's end.
+async fn derive_from<S: WorkflowState>(
+    wf: &Inner<S>,
+    session: &SessionId,
+    info: &crate::SessionInfo,
+    state: S,
+    base: u64,
+    need_boundary: bool,
+) -> Result<Option<Derived<S>>, Error> {
+    let failed = store_error(wf, session);
     let mut tail = Tail::new(wf, session, state, base);
     let mut events = wf
         .store
@@ -140,62 +169,43 @@ pub(crate) async fn derive<S: WorkflowState>(
     while let Some(recorded) = events.next().await {
         let recorded = recorded.map_err(&failed)?;
         if recorded.seq < base {
+            if need_boundary && recorded.event.name != WorkflowCompleted::NAME {
+                return Ok(None);
+            }
             tail.look_back(&recorded.event);
             continue;
         }
         len = recorded.seq + 1;
         tail.absorb(recorded.seq, recorded.event)?;
     }
-    Ok(tail.finish(len, base, info.status))
+    Ok(Some(tail.finish(len, base, info.status)))
 }
 
-/// The state to start from: the latest decodable snapshot (one saved at a turn boundary when
-/// `need_boundary`), else the session's base state at position 0.
-async fn base<S: WorkflowState>(
+/// The latest snapshot at or before `at_most` (and after position 0) that decodes into the
+/// workflow's state, with its position.
+async fn latest_snapshot<S: WorkflowState>(
     wf: &Inner<S>,
     session: &SessionId,
-    len: u64,
-    need_boundary: bool,
-) -> Result<(S, u64), Error> {
+    at_most: u64,
+) -> Result<Option<(S, u64)>, Error> {
     let failed = store_error(wf, session);
-    let mut at_most = len;
-    for _ in 0..BOUNDARY_SEARCH {
-        let Some(snapshot) = wf
-            .store
-            .latest_snapshot(session, at_most)
-            .await
-            .map_err(&failed)?
-        else {
-            break;
-        };
-        let position = snapshot.position;
-        if position == 0 {
-            break;
-        }
-        at_most = position - 1;
-        let state = match serde_json::from_value::<S>(snapshot.state) {
-            Ok(state) => state,
+    let mut at_most = at_most;
+    while let Some(snapshot) = wf
+        .store
+        .latest_snapshot(session, at_most)
+        .await
+        .map_err(&failed)?
+        .filter(|s| s.position > 0)
+    {
+        match serde_json::from_value::<S>(snapshot.state) {
+            Ok(state) => return Ok(Some((state, snapshot.position))),
             Err(err) => {
-                tracing::warn!(%session, position, error = %err, "a snapshot no longer decodes into the workflow's state; looking for an earlier one");
-                continue;
+                tracing::warn!(%session, position = snapshot.position, error = %err, "a snapshot no longer decodes into the workflow's state; looking for an earlier one");
+                at_most = snapshot.position - 1;
             }
-        };
-        if !need_boundary {
-            return Ok((state, position));
-        }
-        let before = wf
-            .store
-            .events(session, position - 1..position)
-            .await
-            .map_err(&failed)?;
-        if before
-            .first()
-            .is_some_and(|e| e.name == WorkflowCompleted::NAME)
-        {
-            return Ok((state, position));
         }
     }
-    Ok((session_base(wf, session, 0).await?, 0))
+    Ok(None)
 }
 
 /// The state at position 0 of `session`: the workflow's initial state, or for a fork the
@@ -245,27 +255,7 @@ pub(crate) async fn state_at<S: WorkflowState>(
     depth: usize,
 ) -> Result<S, Error> {
     let failed = store_error(wf, session);
-    let mut at_most = position;
-    let mut start = None;
-    while let Some(snapshot) = wf
-        .store
-        .latest_snapshot(session, at_most)
-        .await
-        .map_err(&failed)?
-        .filter(|s| s.position > 0)
-    {
-        match serde_json::from_value::<S>(snapshot.state) {
-            Ok(state) => {
-                start = Some((state, snapshot.position));
-                break;
-            }
-            Err(err) => {
-                tracing::warn!(%session, position = snapshot.position, error = %err, "a snapshot no longer decodes into the workflow's state; looking for an earlier one");
-                at_most = snapshot.position - 1;
-            }
-        }
-    }
-    let (state, from) = match start {
+    let (state, from) = match latest_snapshot(wf, session, position).await? {
         Some(start) => start,
         None => (Box::pin(session_base(wf, session, depth)).await?, 0),
     };

@@ -476,7 +476,7 @@ impl<S: WorkflowState> Run<'_, S> {
             if limits.deadline.is_some_and(|d| Instant::now() >= d) {
                 return Ok(StopReason::Deadline);
             }
-            if self.staged >= limits.max_events {
+            if self.staged - self.first_seq >= limits.max_events {
                 return Ok(StopReason::MaxEvents);
             }
             let (unit, after) = match self.queue.pop_front() {

@@ -584,7 +584,8 @@ impl RunOptions {
         &self.cancel
     }
 
-    /// Stops after this many events have been recorded.
+    /// Stops the turn after it has recorded this many events (the turn's own, not the
+    /// session's: a turn on a long session is not stopped by what earlier turns recorded).
     pub fn max_events(mut self, max: u64) -> Self {
         self.max_events = max;
         self
