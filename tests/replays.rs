@@ -434,7 +434,7 @@ mod time_travel {
         let expected_at = original
             .events()
             .iter()
-            .position(|e| e.name == "agent:started" && e.payload["agent"] == "executor")
+            .position(|e| e.name == "agent:started" && e.payload["agentName"] == "executor")
             .unwrap() as u64;
         assert_eq!(divergence.position, expected_at);
         let expected = divergence.expected.as_ref().unwrap();

@@ -112,7 +112,10 @@ fn fork_runs_a_new_session_from_a_point_of_the_demo() {
     // The fork starts with the first task done and redoes the second one.
     let start = openharness(dir.path(), &["tape", child, "--at", "1", "--json"]);
     let start: serde_json::Value = serde_json::from_slice(&start.stdout).unwrap();
-    assert_eq!(start["current"]["payload"]["parent"], parent.as_str());
+    assert_eq!(
+        start["current"]["payload"]["parentSessionId"],
+        parent.as_str()
+    );
     assert_eq!(start["state"]["completed"], 1);
     let len = forked["len"].as_u64().unwrap().to_string();
     let end = openharness(dir.path(), &["tape", child, "--at", &len, "--json"]);

@@ -1,12 +1,20 @@
-//! The built-in events the runtime records around a workflow's own events.
+//! The built-in events the runtime records around a workflow's own events, and [`Builtin`]:
+//! all of them as one enum, the one place their names are matched.
 //!
 //! A workflow's event enum may include any of these (for example [`UserInput`], to react to
 //! the run's input); the ones it does not include are recorded but not dispatched.
+//!
+//! On the wire the payloads use the seeds' field names (camelCase): `agentName`, `fullText`,
+//! `toolName` / `toolId`, `isError`, `code` / `recoverable` / `context`, `parentSessionId` /
+//! `forkIndex`. Recordings made before those names (format 1: `agent`, `text`, `tool`,
+//! `toolCallId`, `source`, `parent`, `position`) still decode: each renamed field accepts its
+//! old name too.
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
-use crate::event::{Event, EventId, SessionId};
+use crate::event::{Envelope, Event, EventId, SessionId};
 use crate::provider::Usage;
 
 macro_rules! builtin_event {
@@ -59,7 +67,8 @@ builtin_event!(
 builtin_event!(
 /// An agent was activated by an event.
 "agent:started" => AgentStarted {
-    /// The agent's name.
+    /// The agent's name (`agentName` on the wire).
+    #[serde(rename = "agentName", alias = "agent")]
     agent: String,
     /// The model it was asked to use, if it named one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -70,7 +79,8 @@ builtin_event!(
 builtin_event!(
 /// An agent finished, well or badly.
 "agent:completed" => AgentCompleted {
-    /// The agent's name.
+    /// The agent's name (`agentName` on the wire).
+    #[serde(rename = "agentName", alias = "agent")]
     agent: String,
     /// How it ended.
     outcome: Outcome,
@@ -90,7 +100,8 @@ builtin_event!(
 builtin_event!(
 /// A fragment of streamed model text.
 "text:delta" => TextDelta {
-    /// The agent streaming it.
+    /// The agent streaming it (`agentName` on the wire).
+    #[serde(rename = "agentName", alias = "agent")]
     agent: String,
     /// The new text.
     delta: String,
@@ -98,19 +109,24 @@ builtin_event!(
 builtin_event!(
 /// The whole text an agent streamed, once it is done.
 "text:complete" => TextComplete {
-    /// The agent.
+    /// The agent (`agentName` on the wire).
+    #[serde(rename = "agentName", alias = "agent")]
     agent: String,
-    /// The full text.
+    /// The full text (`fullText` on the wire).
+    #[serde(rename = "fullText", alias = "text")]
     text: String,
 });
 builtin_event!(
 /// A model called a tool.
 "tool:called" => ToolCalled {
-    /// The agent.
+    /// The agent (`agentName` on the wire).
+    #[serde(rename = "agentName", alias = "agent")]
     agent: String,
-    /// The provider's id for the call.
+    /// The provider's id for the call (`toolId` on the wire).
+    #[serde(rename = "toolId", alias = "toolCallId")]
     tool_call_id: String,
-    /// The tool's name.
+    /// The tool's name (`toolName` on the wire).
+    #[serde(rename = "toolName", alias = "tool")]
     tool: String,
     /// The arguments.
     input: serde_json::Value,
@@ -118,11 +134,14 @@ builtin_event!(
 builtin_event!(
 /// A tool returned (or failed).
 "tool:result" => ToolResult {
-    /// The agent.
+    /// The agent (`agentName` on the wire).
+    #[serde(rename = "agentName", alias = "agent")]
     agent: String,
-    /// The id of the matching `tool:called`.
+    /// The id of the matching `tool:called` (`toolId` on the wire).
+    #[serde(rename = "toolId", alias = "toolCallId")]
     tool_call_id: String,
-    /// The tool's name.
+    /// The tool's name (`toolName` on the wire).
+    #[serde(rename = "toolName", alias = "tool")]
     tool: String,
     /// What the tool returned.
     output: serde_json::Value,
@@ -134,10 +153,18 @@ builtin_event!(
 /// Something failed but the run went on: a handler panicked, an agent's output did not
 /// match its schema, an event could not be encoded.
 "error:occurred" => ErrorOccurred {
-    /// What failed: `handler`, `agent`, `encode`, ...
+    /// What failed: `handler`, `agent`, `encode`, `resume`, ... (`code` on the wire).
+    #[serde(rename = "code", alias = "source")]
     source: String,
     /// A readable description.
     message: String,
+    /// Whether the run went on after it (errors the runtime records always are: a run that
+    /// cannot go on stops with a typed error instead).
+    #[serde(default = "yes")]
+    recoverable: bool,
+    /// More about what happened, when there is more to say.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    context: Option<Value>,
     /// The event being processed when it happened.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     event: Option<EventId>,
@@ -145,11 +172,42 @@ builtin_event!(
 builtin_event!(
 /// The first event of a forked session.
 "session:forked" => SessionForked {
-    /// The session this one was forked from.
+    /// The session this one was forked from (`parentSessionId` on the wire).
+    #[serde(rename = "parentSessionId", alias = "parent")]
     parent: SessionId,
-    /// The position in the parent the fork starts from.
+    /// The position in the parent the fork starts from (`forkIndex` on the wire).
+    #[serde(rename = "forkIndex", alias = "position")]
     position: u64,
 });
+
+impl ErrorOccurred {
+    /// A recoverable error (the run goes on), with no context.
+    ///
+    /// ```
+    /// use openharness_core::builtin::ErrorOccurred;
+    /// let error = ErrorOccurred::recoverable("handler", "the handler panicked", None);
+    /// let wire = serde_json::to_value(&error).unwrap();
+    /// assert_eq!(wire["code"], "handler");
+    /// assert_eq!(wire["recoverable"], true);
+    /// ```
+    pub fn recoverable(
+        source: impl Into<String>,
+        message: impl Into<String>,
+        event: Option<EventId>,
+    ) -> Self {
+        Self {
+            source: source.into(),
+            message: message.into(),
+            recoverable: true,
+            context: None,
+            event,
+        }
+    }
+}
+
+fn yes() -> bool {
+    true
+}
 
 /// How an agent ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -163,28 +221,80 @@ pub enum Outcome {
     Interrupted,
 }
 
-/// The names of all built-in events.
-pub const NAMES: &[&str] = &[
-    UserInput::NAME,
-    WorkflowStarted::NAME,
-    WorkflowCompleted::NAME,
-    AgentStarted::NAME,
-    AgentCompleted::NAME,
-    TextDelta::NAME,
-    TextComplete::NAME,
-    ToolCalled::NAME,
-    ToolResult::NAME,
-    ErrorOccurred::NAME,
-    SessionForked::NAME,
-    InputRequested::NAME,
-    InputReceived::NAME,
-];
+macro_rules! builtins {
+    ($($variant:ident),* $(,)?) => {
+        /// Every built-in event, decoded: the one place built-in names are matched. Other crates
+        /// decode a recorded event with [`Builtin::decode`] and match on the variants.
+        ///
+        /// ```
+        /// use openharness_core::builtin::{Builtin, TextDelta};
+        /// use openharness_core::Envelope;
+        /// // A recording of format 1 (`agent`, not `agentName`) decodes too.
+        /// let old = Envelope::new("text:delta", serde_json::json!({ "agent": "planner", "delta": "Hi" }), None);
+        /// match Builtin::decode(&old) {
+        ///     Some(Ok(Builtin::TextDelta(TextDelta { agent, delta }))) => assert_eq!((agent.as_str(), delta.as_str()), ("planner", "Hi")),
+        ///     other => panic!("{other:?}"),
+        /// }
+        /// assert!(Builtin::decode(&Envelope::new("plan:created", serde_json::json!({}), None)).is_none());
+        /// ```
+        #[derive(Debug, Clone, PartialEq)]
+        #[non_exhaustive]
+        #[allow(missing_docs)]
+        pub enum Builtin {
+            $($variant($variant)),*
+        }
 
-fn is_zero(n: &u64) -> bool {
-    *n == 0
+        /// The names of all built-in events.
+        pub const NAMES: &[&str] = &[$($variant::NAME),*];
+
+        impl Builtin {
+            /// Decodes a recorded event: `None` when its name is not a built-in one, an error
+            /// when it is but its payload does not decode.
+            pub fn decode(event: &Envelope) -> Option<Result<Self, serde_json::Error>> {
+                match event.name.as_ref() {
+                    $($variant::NAME => Some(event.decode::<$variant>().map(Self::$variant)),)*
+                    _ => None,
+                }
+            }
+
+            /// The event's name.
+            pub fn name(&self) -> &'static str {
+                match self {
+                    $(Self::$variant(_) => $variant::NAME,)*
+                }
+            }
+
+            /// The payload as the wire carries it today (format 1 names become today's).
+            pub fn to_payload(&self) -> Result<Value, serde_json::Error> {
+                match self {
+                    $(Self::$variant(event) => serde_json::to_value(event),)*
+                }
+            }
+        }
+    };
 }
+
+builtins!(
+    UserInput,
+    WorkflowStarted,
+    WorkflowCompleted,
+    AgentStarted,
+    AgentCompleted,
+    TextDelta,
+    TextComplete,
+    ToolCalled,
+    ToolResult,
+    ErrorOccurred,
+    SessionForked,
+    InputRequested,
+    InputReceived,
+);
 
 /// Whether `name` is a built-in event.
 pub fn is_builtin(name: &str) -> bool {
     NAMES.contains(&name)
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }

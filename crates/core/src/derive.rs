@@ -401,11 +401,11 @@ impl<'w, S: WorkflowState> Tail<'w, S> {
                 .map(Expected::Event)
                 .collect(),
             Applied::Panicked(message) => {
-                VecDeque::from([Expected::Event(Pending::of(&ErrorOccurred {
-                    source: "handler".into(),
-                    message: format!("the handler for `{}` panicked: {message}", event.name),
-                    event: Some(event.id),
-                }))])
+                VecDeque::from([Expected::Event(Pending::of(&ErrorOccurred::recoverable(
+                    "handler",
+                    format!("the handler for `{}` panicked: {message}", event.name),
+                    Some(event.id),
+                )))])
             }
             Applied::Skipped => VecDeque::new(),
             Applied::Undecodable(message) => {
@@ -431,13 +431,9 @@ impl<'w, S: WorkflowState> Tail<'w, S> {
                 }
                 match agent.activate(self.fold.state(), event) {
                     None => {}
-                    Some(Err(message)) => {
-                        consequences.push_back(Expected::Event(Pending::of(&ErrorOccurred {
-                            source: "agent".into(),
-                            message,
-                            event: Some(event.id),
-                        })))
-                    }
+                    Some(Err(message)) => consequences.push_back(Expected::Event(Pending::of(
+                        &ErrorOccurred::recoverable("agent", message, Some(event.id)),
+                    ))),
                     Some(Ok(activation)) => {
                         starts += 1;
                         consequences.push_back(Expected::Start {

@@ -25,11 +25,11 @@ impl Pending {
                 name: Cow::Borrowed(E::NAME),
                 payload,
             },
-            Err(err) => Self::error(ErrorOccurred {
-                source: "encode".into(),
-                message: format!("could not encode event `{}`: {err}", E::NAME),
-                event: None,
-            }),
+            Err(err) => Self::error(ErrorOccurred::recoverable(
+                "encode",
+                format!("could not encode event `{}`: {err}", E::NAME),
+                None,
+            )),
         }
     }
 

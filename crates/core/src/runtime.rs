@@ -416,13 +416,9 @@ impl<S: WorkflowState> Run<'_, S> {
                     }
                 }
                 None => self.queue.push_back((
-                    Pending::of(&ErrorOccurred {
-                        source: "resume".into(),
-                        message: format!(
+                    Pending::of(&ErrorOccurred::recoverable("resume", format!(
                             "agent `{agent}` was interrupted, and the event that started it is not in the turn being resumed; it is not run again"
-                        ),
-                        event: call.trigger_id,
-                    }),
+                        ), call.trigger_id)),
                     call.trigger_id,
                     None,
                 )),
@@ -441,14 +437,10 @@ impl<S: WorkflowState> Run<'_, S> {
     ) -> Option<StopReason> {
         let Some(erased) = self.wf.agents.iter().find(|a| a.spec().name == agent) else {
             self.queue.push_back((
-                Pending::of(&ErrorOccurred {
-                    source: "resume".into(),
-                    message: format!(
+                Pending::of(&ErrorOccurred::recoverable("resume", format!(
                         "agent `{agent}` is not part of workflow `{}` any more; its interrupted call is not run again",
                         self.wf.name
-                    ),
-                    event: Some(trigger.id),
-                }),
+                    ), Some(trigger.id))),
                 Some(trigger.id),
                 None,
             ));
@@ -561,11 +553,11 @@ impl<S: WorkflowState> Run<'_, S> {
                     );
                 }
                 Applied::Panicked(message) => {
-                    let error = ErrorOccurred {
-                        source: "handler".into(),
-                        message: format!("the handler for `{}` panicked: {message}", event.name),
-                        event: Some(event.id),
-                    };
+                    let error = ErrorOccurred::recoverable(
+                        "handler",
+                        format!("the handler for `{}` panicked: {message}", event.name),
+                        Some(event.id),
+                    );
                     self.queue
                         .push_back((Pending::of(&error), Some(event.id), None));
                 }
@@ -657,11 +649,7 @@ impl<S: WorkflowState> Run<'_, S> {
             match agent.activate(self.fold.state(), event) {
                 None => {}
                 Some(Err(message)) => {
-                    let error = ErrorOccurred {
-                        source: "agent".into(),
-                        message,
-                        event: Some(event.id),
-                    };
+                    let error = ErrorOccurred::recoverable("agent", message, Some(event.id));
                     self.queue
                         .push_back((Pending::of(&error), Some(event.id), None));
                 }
@@ -924,11 +912,11 @@ impl<S> AgentTask<S> {
             }
             Err(message) => {
                 let message = format!("agent `{name}` failed: {message}");
-                finals.push(Pending::of(&ErrorOccurred {
-                    source: "agent".into(),
-                    message: message.clone(),
-                    event: Some(trigger_id),
-                }));
+                finals.push(Pending::of(&ErrorOccurred::recoverable(
+                    "agent",
+                    message.clone(),
+                    Some(trigger_id),
+                )));
                 (Outcome::Failure, Some(message))
             }
         };

@@ -83,9 +83,7 @@ impl SessionInfo {
                 self.workflow = event.payload["workflow"].as_str().map(str::to_owned);
             }
             if self.parent.is_none() && event.name == SessionForked::NAME {
-                self.parent = event.payload["parent"]
-                    .as_str()
-                    .and_then(|p| p.parse().ok());
+                self.parent = event.decode::<SessionForked>().ok().map(|f| f.parent);
             }
             self.last_event = event.timestamp;
         }

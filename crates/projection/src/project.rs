@@ -23,10 +23,8 @@
 //! a warning.
 
 use openharness_core::Envelope;
-use openharness_core::builtin::{
-    AgentCompleted, AgentStarted, TextComplete, TextDelta, ToolCalled, ToolResult, UserInput,
-};
-use openharness_core::{Event, EventId};
+use openharness_core::EventId;
+use openharness_core::builtin::{Builtin, ToolResult, UserInput};
 use serde_json::Value;
 
 use crate::message::{Message, Part, Role, TextState, ToolState};
@@ -90,52 +88,44 @@ impl MessageProjection {
 
     /// Applies one event. Events the projection does not use are ignored.
     pub fn apply(&mut self, event: &Envelope) {
-        match event.name.as_ref() {
-            UserInput::NAME => {
-                if let Some(input) = decode::<UserInput>(event) {
-                    self.user_input(event, input);
-                }
+        let decoded = match Builtin::decode(event) {
+            None => return,
+            Some(Ok(decoded)) => decoded,
+            Some(Err(err)) => {
+                tracing::warn!(
+                    event = %event.id,
+                    name = %event.name,
+                    "message projection skips an event whose payload does not decode: {err}"
+                );
+                return;
             }
-            AgentStarted::NAME => {
-                if let Some(started) = decode::<AgentStarted>(event) {
-                    self.open(event, started.agent);
-                }
+        };
+        match decoded {
+            Builtin::UserInput(input) => self.user_input(event, input),
+            Builtin::AgentStarted(started) => {
+                self.open(event, started.agent);
             }
-            TextDelta::NAME => {
-                if let Some(delta) = decode::<TextDelta>(event) {
-                    let message = self.message_for(event, &delta.agent);
-                    push_delta(message, delta.delta);
-                }
+            Builtin::TextDelta(delta) => {
+                let message = self.message_for(event, &delta.agent);
+                push_delta(message, delta.delta);
             }
-            TextComplete::NAME => {
-                if let Some(complete) = decode::<TextComplete>(event) {
-                    let message = self.message_for(event, &complete.agent);
-                    complete_text(message, complete.text);
-                }
+            Builtin::TextComplete(complete) => {
+                let message = self.message_for(event, &complete.agent);
+                complete_text(message, complete.text);
             }
-            ToolCalled::NAME => {
-                if let Some(call) = decode::<ToolCalled>(event) {
-                    let message = self.message_for(event, &call.agent);
-                    message.parts.push(Part::Tool {
-                        tool_call_id: call.tool_call_id,
-                        tool_name: call.tool,
-                        input: call.input,
-                        output: None,
-                        error_text: None,
-                        state: ToolState::InputAvailable,
-                    });
-                }
+            Builtin::ToolCalled(call) => {
+                let message = self.message_for(event, &call.agent);
+                message.parts.push(Part::Tool {
+                    tool_call_id: call.tool_call_id,
+                    tool_name: call.tool,
+                    input: call.input,
+                    output: None,
+                    error_text: None,
+                    state: ToolState::InputAvailable,
+                });
             }
-            ToolResult::NAME => {
-                if let Some(result) = decode::<ToolResult>(event) {
-                    self.tool_result(event, result);
-                }
-            }
-            AgentCompleted::NAME => {
-                if let Some(completed) = decode::<AgentCompleted>(event) {
-                    self.close(event, &completed.agent);
-                }
-            }
+            Builtin::ToolResult(result) => self.tool_result(event, result),
+            Builtin::AgentCompleted(completed) => self.close(event, &completed.agent),
             _ => {}
         }
     }
@@ -293,20 +283,6 @@ fn message_id(event: &Envelope) -> String {
     format!("msg-{}", event.id)
 }
 
-fn decode<E: Event>(event: &Envelope) -> Option<E> {
-    match event.decode::<E>() {
-        Ok(decoded) => Some(decoded),
-        Err(err) => {
-            tracing::warn!(
-                event = %event.id,
-                name = %event.name,
-                "message projection skips an event whose payload does not decode: {err}"
-            );
-            None
-        }
-    }
-}
-
 fn push_delta(message: &mut Message, delta: String) {
     if let Some(Part::Text {
         text,
@@ -379,8 +355,12 @@ mod tests {
     #![allow(clippy::unwrap_used)]
 
     use chrono::DateTime;
+    use openharness_core::Event;
     use openharness_core::Usage;
-    use openharness_core::builtin::{ErrorOccurred, Outcome, WorkflowCompleted, WorkflowStarted};
+    use openharness_core::builtin::{
+        AgentCompleted, AgentStarted, ErrorOccurred, Outcome, TextComplete, TextDelta, ToolCalled,
+        WorkflowCompleted, WorkflowStarted,
+    };
     use serde_json::json;
     use uuid::Uuid;
 
@@ -764,11 +744,7 @@ mod tests {
         let workflow = WorkflowStarted {
             workflow: "w".into(),
         };
-        let error = ErrorOccurred {
-            source: "agent".into(),
-            message: "boom".into(),
-            event: None,
-        };
+        let error = ErrorOccurred::recoverable("agent", "boom", None);
         let done = WorkflowCompleted {
             reason: "idle".into(),
             open_requests: Vec::new(),

@@ -122,11 +122,7 @@ fn session() -> Vec<Envelope> {
         ev(17, complete("researcher", "Sunny all weekend."), Some(2)),
         ev(
             18,
-            ErrorOccurred {
-                source: "agent".into(),
-                message: "ignored by the projection".into(),
-                event: None,
-            },
+            ErrorOccurred::recoverable("agent", "ignored by the projection", None),
             Some(2),
         ),
         completed(19, "researcher", Outcome::Success),

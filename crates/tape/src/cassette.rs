@@ -21,14 +21,11 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use async_trait::async_trait;
-use openharness_core::builtin::{
-    AgentCompleted, AgentStarted, ErrorOccurred, InputReceived, SessionForked, TextDelta,
-    ToolCalled, ToolResult, UserInput, WorkflowCompleted,
-};
+use openharness_core::builtin::Builtin;
 use openharness_core::{
-    CancellationToken, Envelope, Event, EventId, Provider, ProviderError, ProviderEvent,
-    ProviderRequest, ProviderResponse, ProviderSink, Renderer, RunOptions, RunOutcome, SessionId,
-    Usage, Workflow, WorkflowState,
+    CancellationToken, Envelope, EventId, Provider, ProviderError, ProviderEvent, ProviderRequest,
+    ProviderResponse, ProviderSink, Renderer, RunOptions, RunOutcome, SessionId, Usage, Workflow,
+    WorkflowState,
 };
 use serde_json::Value;
 
@@ -123,27 +120,29 @@ impl Cassette {
                 .take()
                 .map(|d| TapeError::Diverged(Box::new(d)))
         };
+        let decoded = |event: &Envelope| Builtin::decode(event).and_then(Result::ok);
         let first_turn_end = self
             .events
             .iter()
-            .position(|e| e.name == WorkflowCompleted::NAME)
+            .position(|e| matches!(decoded(e), Some(Builtin::WorkflowCompleted(_))))
             .map_or(self.events.len(), |end| end + 1);
         let mut options = options
             .cancel_token(cancel.clone())
             .renderer(TurnChecker(Arc::clone(&checker)));
         if let Some(input) = self.events[..first_turn_end]
             .iter()
-            .find(|e| e.name == UserInput::NAME)
-            .and_then(|e| e.decode::<UserInput>().ok())
+            .find_map(|e| match decoded(e) {
+                Some(Builtin::UserInput(input)) => Some(input),
+                _ => None,
+            })
         {
             options = options.input(input.text);
         }
         let replaying = workflow.with_provider(self.provider());
-        let forked = self
-            .events
-            .first()
-            .filter(|e| e.name == SessionForked::NAME)
-            .and_then(|e| e.decode::<SessionForked>().ok());
+        let forked = match self.events.first().and_then(decoded) {
+            Some(Builtin::SessionForked(forked)) => Some(forked),
+            _ => None,
+        };
         let mut outcome = match forked {
             // A fork re-executes as a fork of the same parent at the same position.
             Some(forked) => {
@@ -167,27 +166,27 @@ impl Cassette {
                 .cancel_token(cancel.clone())
                 .renderer(TurnChecker(Arc::clone(&checker)));
             let session = outcome.session.clone();
-            outcome = if next.name == UserInput::NAME
-                && let Ok(input) = next.decode::<UserInput>()
-            {
-                replaying.send(&session, input.text, options).await?
-            } else if next.name == InputReceived::NAME
-                && let Ok(answer) = next.decode::<InputReceived>()
-            {
-                let request = self
-                    .request_in(&replaying, &session, answer.request_id)
-                    .await?;
-                replaying
-                    .respond(&session, request, answer.text, options)
-                    .await?
-            } else {
-                // A turn that did not begin with input (a resume after a crash) cannot be
-                // re-executed: report where the recording goes on.
-                checker
-                    .lock()
-                    .unwrap_or_else(PoisonError::into_inner)
-                    .finish_recording();
-                break;
+            outcome = match decoded(next) {
+                Some(Builtin::UserInput(input)) => {
+                    replaying.send(&session, input.text, options).await?
+                }
+                Some(Builtin::InputReceived(answer)) => {
+                    let request = self
+                        .request_in(&replaying, &session, answer.request_id)
+                        .await?;
+                    replaying
+                        .respond(&session, request, answer.text, options)
+                        .await?
+                }
+                _ => {
+                    // A turn that did not begin with input (a resume after a crash) cannot be
+                    // re-executed: report where the recording goes on.
+                    checker
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .finish_recording();
+                    break;
+                }
             };
         }
         checker
@@ -257,64 +256,51 @@ fn recorded_calls(events: &[Envelope]) -> HashMap<String, VecDeque<RecordedCall>
     // (agent, trigger) -> index of the open call in that agent's queue.
     let mut open: HashMap<(String, Option<EventId>), usize> = HashMap::new();
     for event in events {
-        let name = event.name.as_ref();
-        if name == AgentStarted::NAME {
-            if let Ok(started) = event.decode::<AgentStarted>() {
+        let Some(Ok(builtin)) = Builtin::decode(event) else {
+            continue;
+        };
+        let (agent, streamed) = match builtin {
+            Builtin::AgentStarted(started) => {
                 let queue = calls.entry(started.agent.clone()).or_default();
                 queue.push_back(RecordedCall {
                     prompt: started.prompt,
                     ..RecordedCall::default()
                 });
                 open.insert((started.agent, event.caused_by), queue.len() - 1);
+                continue;
             }
-            continue;
-        }
-        let (agent, streamed) = match name {
-            n if n == TextDelta::NAME => match event.decode::<TextDelta>() {
-                Ok(d) => (d.agent, Some(ProviderEvent::TextDelta(d.delta))),
-                Err(_) => continue,
-            },
-            n if n == ToolCalled::NAME => match event.decode::<ToolCalled>() {
-                Ok(c) => (
-                    c.agent,
-                    Some(ProviderEvent::ToolCalled {
-                        id: c.tool_call_id,
-                        tool: c.tool,
-                        input: c.input,
-                    }),
-                ),
-                Err(_) => continue,
-            },
-            n if n == ToolResult::NAME => match event.decode::<ToolResult>() {
-                Ok(r) => (
-                    r.agent,
-                    Some(ProviderEvent::ToolResult {
-                        id: r.tool_call_id,
-                        tool: r.tool,
-                        output: r.output,
-                        is_error: r.is_error,
-                    }),
-                ),
-                Err(_) => continue,
-            },
-            n if n == AgentCompleted::NAME => match event.decode::<AgentCompleted>() {
-                Ok(c) => {
-                    if let Some(index) = open.remove(&(c.agent.clone(), event.caused_by))
-                        && let Some(call) = calls.get_mut(&c.agent).and_then(|q| q.get_mut(index))
-                    {
-                        call.output = c.output;
-                        call.usage = c.usage;
-                        call.cost = c.cost;
-                        call.error = c.error;
-                    }
-                    continue;
+            Builtin::TextDelta(d) => (d.agent, ProviderEvent::TextDelta(d.delta)),
+            Builtin::ToolCalled(c) => (
+                c.agent,
+                ProviderEvent::ToolCalled {
+                    id: c.tool_call_id,
+                    tool: c.tool,
+                    input: c.input,
+                },
+            ),
+            Builtin::ToolResult(r) => (
+                r.agent,
+                ProviderEvent::ToolResult {
+                    id: r.tool_call_id,
+                    tool: r.tool,
+                    output: r.output,
+                    is_error: r.is_error,
+                },
+            ),
+            Builtin::AgentCompleted(c) => {
+                if let Some(index) = open.remove(&(c.agent.clone(), event.caused_by))
+                    && let Some(call) = calls.get_mut(&c.agent).and_then(|q| q.get_mut(index))
+                {
+                    call.output = c.output;
+                    call.usage = c.usage;
+                    call.cost = c.cost;
+                    call.error = c.error;
                 }
-                Err(_) => continue,
-            },
+                continue;
+            }
             _ => continue,
         };
-        if let (Some(streamed), Some(&index)) =
-            (streamed, open.get(&(agent.clone(), event.caused_by)))
+        if let Some(&index) = open.get(&(agent.clone(), event.caused_by))
             && let Some(call) = calls.get_mut(&agent).and_then(|q| q.get_mut(index))
         {
             call.stream.push(streamed);
@@ -445,12 +431,17 @@ fn ids(events: &[Envelope]) -> HashMap<EventId, u64> {
     events.iter().zip(0..).map(|(e, seq)| (e.id, seq)).collect()
 }
 
-/// An event as a re-execution must reproduce it.
+/// An event as a re-execution must reproduce it. A built-in event is compared as today's wire
+/// carries it, so a recording of an older format re-executes; of an `error:occurred`, only
+/// its code.
 fn shape(event: &Envelope, ids: &HashMap<EventId, u64>) -> EventShape {
-    let payload = if event.name == ErrorOccurred::NAME {
-        serde_json::json!({ "source": event.payload.get("source") })
-    } else {
-        ids_as_seqs(&event.payload, ids)
+    let payload = match Builtin::decode(event) {
+        Some(Ok(Builtin::ErrorOccurred(error))) => serde_json::json!({ "code": error.source }),
+        Some(Ok(builtin)) => builtin.to_payload().map_or_else(
+            |_| ids_as_seqs(&event.payload, ids),
+            |p| ids_as_seqs(&p, ids),
+        ),
+        _ => ids_as_seqs(&event.payload, ids),
     };
     EventShape {
         name: event.name.to_string(),

@@ -3,9 +3,9 @@
 
 use std::future::Future;
 
-use openharness_core::builtin::SessionForked;
+use openharness_core::builtin::Builtin;
 use openharness_core::{
-    Envelope, Event, Fold, SessionId, Snapshot, Store, StoreError, Workflow, WorkflowState,
+    Envelope, Fold, SessionId, Snapshot, Store, StoreError, Workflow, WorkflowState,
 };
 
 use super::Tape;
@@ -152,15 +152,15 @@ fn check_workflow<S: WorkflowState>(
     session: &SessionId,
     events: &[Envelope],
 ) -> Result<(), openharness_core::Error> {
-    let recorded = events
-        .iter()
-        .find(|e| e.name == "workflow:started")
-        .and_then(|e| e.payload["workflow"].as_str());
+    let recorded = events.iter().find_map(|e| match Builtin::decode(e) {
+        Some(Ok(Builtin::WorkflowStarted(started))) => Some(started.workflow),
+        _ => None,
+    });
     match recorded {
         Some(recorded) if recorded != workflow.name() => {
             Err(openharness_core::Error::WrongWorkflow {
                 session: session.clone(),
-                recorded: recorded.to_owned(),
+                recorded,
                 workflow: workflow.name().to_owned(),
             })
         }
@@ -177,10 +177,7 @@ fn base_state<'a, S: WorkflowState>(
     depth: usize,
 ) -> std::pin::Pin<Box<dyn Future<Output = Result<S, openharness_core::Error>> + Send + 'a>> {
     Box::pin(async move {
-        let Some(forked) = events
-            .first()
-            .filter(|e| e.name == SessionForked::NAME)
-            .and_then(|e| e.decode::<SessionForked>().ok())
+        let Some(Ok(Builtin::SessionForked(forked))) = events.first().and_then(Builtin::decode)
         else {
             return Ok(workflow.initial_state().clone());
         };
