@@ -322,9 +322,13 @@ impl PostgresStore {
         if !valid {
             return Err(PostgresError::Schema(schema.to_owned()).into());
         }
-        let config: tokio_postgres::Config = url
+        let mut config: tokio_postgres::Config = url
             .parse()
             .map_err(|err: tokio_postgres::Error| PostgresError::Url(err.to_string()))?;
+        if config.get_application_name().is_none() {
+            // Names the store's connections in `pg_stat_activity`, for operators (and tests).
+            config.application_name(application_name(schema));
+        }
         let host = config
             .get_hosts()
             .first()
@@ -581,6 +585,12 @@ async fn migrate(client: &mut Client, schema: &str) -> Result<(), tokio_postgres
         .await?;
     }
     txn.commit().await
+}
+
+/// The `application_name` a store's connections report unless the URL sets one:
+/// `openharness <schema>`.
+fn application_name(schema: &str) -> String {
+    format!("openharness {schema}")
 }
 
 fn timestamp(at: &DateTime<Utc>) -> String {
