@@ -75,7 +75,9 @@ pub use openharness_core::{
     SubscriptionSender,
 };
 #[cfg(feature = "postgres")]
-pub use postgres::{MIGRATIONS, PostgresError, PostgresStore};
+pub use postgres::{
+    CONNECTIONS, LISTENER_GRACE, MIGRATIONS, PostgresError, PostgresStore, redact_url,
+};
 pub use redb_store::{RedbError, RedbOptions, RedbStore, STORE_ENV, default_store_path};
 
 use std::cmp::Ordering;

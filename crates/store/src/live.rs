@@ -5,7 +5,11 @@
 //! notifications as seen *before* it reads, reads from the next seq it has not delivered until
 //! it is caught up, and only then waits. An append committed before the read is in the read; one
 //! committed after it notifies, and the wait returns. The task tracks the next seq itself, so a
-//! spurious wake-up only costs an empty read.
+//! spurious wake-up only costs an empty read. For the same reason a tail survives a gap in
+//! notifications: when the source of changes comes back (a PostgreSQL listener that
+//! reconnected), waking every tail makes each re-read from its own next seq, and it delivers
+//! what was appended meanwhile, once. A read that fails with an error the backend calls
+//! transient (a dropped connection) is retried for a while before the tail ends with it.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -19,6 +23,9 @@ const PAGE: u64 = 512;
 /// How many events may wait in a subscription's channel before the tail task pauses.
 const BUFFER: usize = 256;
 
+/// How long a tail pauses before it retries a read that failed with a transient error.
+const RETRY_PAUSE: std::time::Duration = std::time::Duration::from_millis(200);
+
 /// Wakes the tails of sessions that have grown (or were cleared).
 ///
 /// Clones share the same subscribers. A closed notifier (its source of changes is gone, such as
@@ -26,7 +33,13 @@ const BUFFER: usize = 256;
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Notifier {
     inner: Arc<Mutex<Senders>>,
+    /// Read errors a tail waits out (retrying with a pause) rather than ending on, for how
+    /// long: a backend whose connections can drop and come back says which errors those are.
+    transient: Option<(std::time::Duration, Transient)>,
 }
+
+/// Tells whether a read error may pass (see [`Notifier::with_transient_errors`]).
+type Transient = fn(&StoreError) -> bool;
 
 #[derive(Debug, Default)]
 struct Senders {
@@ -73,8 +86,38 @@ impl Notifier {
         senders.sessions.clear();
     }
 
+    /// A notifier whose tails retry a failed read for up to `grace` when `transient` says the
+    /// error may pass (a dropped connection being replaced), instead of ending at once.
+    #[cfg(feature = "postgres")]
+    pub(crate) fn with_transient_errors(grace: std::time::Duration, transient: Transient) -> Self {
+        Self {
+            transient: Some((grace, transient)),
+            ..Self::default()
+        }
+    }
+
+    /// Wakes every tail, so each re-reads from the next seq it has not delivered: after the
+    /// source of changes was down (a PostgreSQL listener reconnecting), when appends may have
+    /// gone unannounced.
+    #[cfg(feature = "postgres")]
+    pub(crate) fn notify_all(&self) {
+        let mut senders = self.lock();
+        senders
+            .sessions
+            .retain(|_, sender| sender.receiver_count() > 0);
+        for sender in senders.sessions.values() {
+            sender.send_replace(());
+        }
+    }
+
+    /// Accepts new watches again after [`close`](Self::close): the source of changes is back.
+    #[cfg(feature = "postgres")]
+    pub(crate) fn reopen(&self) {
+        self.lock().closed = None;
+    }
+
     /// Why the notifier was closed, if it was.
-    fn closed(&self) -> Option<String> {
+    pub(crate) fn closed(&self) -> Option<String> {
         self.lock().closed.clone()
     }
 }
@@ -100,6 +143,7 @@ pub(crate) fn tail<S: Store + Clone>(
         loop {
             // Seen before reading: a change committed after the read wakes the wait below.
             changes.borrow_and_update();
+            let mut failing_since = None;
             loop {
                 let page = match store
                     .events(&session, next..next.saturating_add(PAGE))
@@ -107,10 +151,24 @@ pub(crate) fn tail<S: Store + Clone>(
                 {
                     Ok(page) => page,
                     Err(err) => {
-                        let _ = sender.send(Err(err)).await;
-                        return;
+                        let since = *failing_since.get_or_insert_with(tokio::time::Instant::now);
+                        match notifier.transient {
+                            Some((grace, transient))
+                                if transient(&err) && since.elapsed() < grace =>
+                            {
+                                tokio::select! {
+                                    () = tokio::time::sleep(RETRY_PAUSE) => continue,
+                                    () = sender.closed() => return,
+                                }
+                            }
+                            _ => {
+                                let _ = sender.send(Err(err)).await;
+                                return;
+                            }
+                        }
                     }
                 };
+                failing_since = None;
                 let count = page.len() as u64;
                 for event in page {
                     let recorded = Recorded { seq: next, event };
