@@ -59,7 +59,8 @@ async fn open(store: &Path) -> Result<Box<dyn Store>, TransferCliError> {
                 .map(|s| Box::new(s) as Box<dyn Store>)
         };
     opened.map_err(|source| TransferCliError::Open {
-        store: name.into_owned(),
+        // Never print a password that the URL carries.
+        store: openharness_store::redact_url(&name),
         source,
     })
 }

@@ -105,3 +105,33 @@ fn malformed_lines_and_unknown_sessions_are_clear_errors() {
         "{stderr}"
     );
 }
+
+#[test]
+fn a_postgres_password_is_never_printed() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("s.jsonl"), "").unwrap();
+    // Nothing listens on port 1 of 127.0.0.1: the connection is refused at once.
+    let url = "postgres://someone:hunter2-secret@127.0.0.1:1/test";
+    for args in [
+        vec!["import", "s.jsonl", "--store", url],
+        vec![
+            "export",
+            "01a206fa-f3b7-7006-b5b0-e875c8952f05",
+            "--store",
+            url,
+        ],
+    ] {
+        let output = openharness(dir.path(), &args);
+        assert!(!output.status.success(), "{args:?} cannot succeed");
+        let printed = format!(
+            "{}{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        );
+        assert!(
+            !printed.contains("hunter2"),
+            "{args:?} printed the password: {printed}"
+        );
+        assert!(printed.contains("someone:***@127.0.0.1:1"), "{printed}");
+    }
+}
