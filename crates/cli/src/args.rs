@@ -26,6 +26,8 @@ pub(crate) struct Args<E: Subcommand> {
 pub(crate) enum Command<E: Subcommand> {
     #[command(flatten)]
     Extra(E),
+    /// Start a new session of a registered workflow and run its first turn.
+    Start(crate::turns::StartArgs),
     /// Continue a recorded session with new input: a turn of the workflow that recorded it.
     Send(crate::turns::SendArgs),
     /// Answer a session's open input request and continue it.

@@ -163,6 +163,7 @@ pub(crate) async fn run<E: clap::Subcommand>(
     context: &Context,
 ) -> Result<(), CliError> {
     match command {
+        Command::Start(args) => crate::turns::start(args, context).await,
         Command::Send(args) => crate::turns::send(args, context).await,
         Command::Respond(args) => crate::turns::respond(args, context).await,
         Command::Resume(args) => crate::turns::resume(args, context).await,
@@ -322,22 +323,10 @@ async fn tape(
 ) -> Result<(), CliError> {
     let host = context.host();
     let Some(at) = at else {
-        return match host.workflow_of(session).await {
-            Ok(hosted) => {
-                let tape = hosted.tape(session).await?;
-                crate::debugger::run(crate::Debugger::folded(session.clone(), tape))
-            }
-            Err(HostError::Unhosted {
-                session, recorded, ..
-            }) => {
-                let events = all_events(host, &session)
-                    .await
-                    .map_err(|e| context.explain(e))?;
-                let why = crate::debugger::why_unfolded(recorded.as_deref(), context.program());
-                crate::debugger::run(crate::Debugger::events_only(session, events, why))
-            }
-            Err(err) => Err(context.explain(err)),
-        };
+        let debugger = crate::Debugger::open(host, session, context.program())
+            .await
+            .map_err(|e| context.explain(e))?;
+        return crate::debugger::run(debugger);
     };
     let view = host
         .tape_view(session, at)

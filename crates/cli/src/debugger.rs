@@ -21,7 +21,7 @@ use std::time::Duration;
 
 use openharness::tape::PatchOperation;
 use openharness::{Envelope, EventId, SessionId};
-use openharness_host::JsonTape;
+use openharness_host::{Host, HostError, JsonTape};
 use ratatui::Frame;
 use ratatui::crossterm::event::{self, Event, KeyCode, KeyEvent, KeyEventKind};
 use ratatui::layout::{Constraint, Layout, Rect};
@@ -101,7 +101,7 @@ impl Source {
 }
 
 /// Why the states of a session recorded by `recorded` cannot be shown.
-pub(crate) fn why_unfolded(recorded: Option<&str>, program: &str) -> String {
+fn why_unfolded(recorded: Option<&str>, program: &str) -> String {
     let by = recorded.map_or_else(
         || "an unknown workflow (its log has no `workflow:started`)".to_owned(),
         |w| format!("workflow `{w}`"),
@@ -153,6 +153,27 @@ impl Debugger {
                 why,
             },
         )
+    }
+
+    /// A debugger over `session` of `host`'s store: its states when a registered workflow
+    /// recorded it, its events alone (and why, naming `program`) when none did.
+    pub async fn open(host: &Host, session: &SessionId, program: &str) -> Result<Self, HostError> {
+        match host.workflow_of(session).await {
+            Ok(hosted) => Ok(Self::folded(session.clone(), hosted.tape(session).await?)),
+            Err(HostError::Unhosted {
+                session, recorded, ..
+            }) => {
+                let events = crate::commands::all_events(host, &session).await?;
+                let why = why_unfolded(recorded.as_deref(), program);
+                Ok(Self::events_only(session, events, why))
+            }
+            Err(err) => Err(err),
+        }
+    }
+
+    /// The event that led to the current position (none at 0).
+    pub fn current(&self) -> Option<&Envelope> {
+        self.source.event_at(self.position())
     }
 
     fn with(session: SessionId, mut source: Source) -> Self {

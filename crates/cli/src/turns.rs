@@ -13,6 +13,17 @@ use crate::Context;
 use crate::commands::{CliError, parse_session};
 use crate::provider::ProviderArgs;
 
+/// Arguments of `start`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct StartArgs {
+    /// The registered workflow.
+    workflow: String,
+    /// The first input (recorded as `user:input`); none starts the workflow without one.
+    text: Option<String>,
+    #[command(flatten)]
+    provider: ProviderArgs,
+}
+
 /// Arguments of `send`.
 #[derive(Debug, clap::Args)]
 pub(crate) struct SendArgs {
@@ -124,6 +135,37 @@ async fn turn_host(
             (context.host().with_provider(model), session, workflow, name)
         }
     })
+}
+
+/// Runs `start`.
+pub(crate) async fn start(args: StartArgs, context: &Context) -> Result<(), CliError> {
+    let workflow = context.host().hosted(&args.workflow)?.name().to_owned();
+    let (host, provider) = match args.provider.provider()? {
+        None => (context.host().clone(), "its own provider".to_owned()),
+        Some(model) => {
+            let name = model.name().to_owned();
+            (context.host().with_provider(model), name)
+        }
+    };
+    let input = args
+        .text
+        .as_deref()
+        .map_or_else(|| "(none)".to_owned(), |t| t.to_owned());
+    writeln!(
+        context.out(),
+        "Starting `{workflow}` ({provider}) — input: {input}\n"
+    )?;
+    let outcome = host.run(&workflow, args.text, options(context)).await?;
+    print_outcome(context, &workflow, &outcome)?;
+    writeln!(
+        context.out(),
+        "\nSession {} is recorded in {}.\nOpen it:\n  {} tape {}",
+        outcome.session,
+        context.store_path().display(),
+        context.program(),
+        outcome.session
+    )?;
+    Ok(())
 }
 
 /// Runs `send`.
