@@ -58,20 +58,17 @@
 //!         .agent(Clerk)
 //!         // Any store: the CLI records to the one `--store` names.
 //!         .store(MemoryStore::new())
+//!         // Offline; `--provider anthropic` (or openai, claude-cli) asks a real model.
 //!         .provider(ScriptedProvider::new().fallback("clerk", |request| {
 //!             Reply::output(serde_json::json!({ "title": request.prompt }))
 //!         }))
 //!         .build()
 //! }
 //!
-//! fn main() -> ExitCode {
-//!     let cli = match triage().map(|workflow| Cli::new().workflow(workflow)) {
-//!         Ok(Ok(cli)) => cli,
-//!         Ok(Err(err)) => return openharness_cli::fail(&err),
-//!         Err(err) => return openharness_cli::fail(&err),
-//!     };
-//!     // `triage sessions`, `triage tape <id>`, `triage fork <id> --at 3`, `triage send <id> "…"`
-//!     cli.run()
+//! fn main() -> Result<ExitCode, Box<dyn std::error::Error>> {
+//!     // triage start support-triage "the printer is on fire" · triage sessions
+//!     // triage tape <id> · triage fork <id> --at 3 · triage send <id> "and the fax"
+//!     Ok(Cli::new().workflow(triage()?)?.run())
 //! }
 //! ```
 //!

@@ -7,6 +7,8 @@
 //! a turn it runs, derives states at positions (one or many in one pass), diffs, forks, lists
 //! sessions with their lineage and status, pages through events and projects chat messages at a
 //! position. Sessions of workflows it does not have can still be listed and read.
+//! [`Host::register`] takes handles built before the store was known (a CLI's), and
+//! [`Host::with_provider`] runs turns and forks with another model.
 //!
 //! ```
 //! # use openharness_core::{Workflow, WorkflowState, Store};
