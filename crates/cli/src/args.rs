@@ -7,7 +7,11 @@ use clap::{Parser, Subcommand};
 
 /// Event-sourced AI-agent workflows: record, replay, step back, fork.
 #[derive(Debug, Parser)]
-#[command(version, about, long_about = None)]
+#[command(
+    version,
+    about = "Event-sourced AI-agent workflows: record, replay, step back, fork.",
+    long_about = None
+)]
 pub(crate) struct Args<E: Subcommand> {
     /// The store file (a redb database); `export` and `import` also take a `postgres://` URL.
     #[arg(
