@@ -1,210 +1,228 @@
-//! The subcommands' bodies. Each prints to stdout and returns a [`CliError`] on failure.
+//! The library's commands that read (`sessions`, `events`, `tape`), the dispatch of every
+//! command to its body, and [`CliError`]. Every command reaches workflows through the
+//! [`Host`] only; commands write to the [`Context`]'s output.
 
 use std::io::Write;
 use std::path::Path;
+use std::sync::Arc;
 
+use chrono::{DateTime, Utc};
 use openharness::store::{RedbOptions, RedbStore};
-use openharness::tape::LoadTape;
-use openharness::{RunOptions, SessionId, Store, Workflow, WorkflowState};
-use openharness_example_chat::ChatState;
+use openharness::{Envelope, SessionId, SessionStatus, Store};
+use openharness_host::{Host, HostError};
 use serde::Serialize;
 use serde::ser::{SerializeSeq, Serializer};
 
-use crate::Command;
-use crate::progress::Progress;
-use crate::turns::print_outcome;
-use crate::workflows::{self, KnownWorkflow};
+use crate::Context;
+use crate::args::Command;
 
-/// A failure the CLI reports as `error: ...` with exit code 1.
+/// Events read per page by `events` and the events-only debugger.
+const PAGE: usize = 1000;
+
+/// A failure a command reports as one `error: ...` line with exit code 1.
 #[derive(Debug, thiserror::Error)]
-pub(crate) enum CliError {
+#[non_exhaustive]
+pub enum CliError {
+    /// A workflow operation failed.
     #[error(transparent)]
     Harness(#[from] openharness::Error),
+    /// A host operation failed.
     #[error(transparent)]
-    Tape(#[from] openharness::tape::TapeError),
+    Host(HostError),
+    /// The session does not exist in the store.
+    #[error("session {session} not found in {store}; `{program} sessions` lists the recorded ones")]
+    SessionNotFound {
+        /// The session asked for.
+        session: SessionId,
+        /// The store's description.
+        store: String,
+        /// The program's name.
+        program: String,
+    },
+    /// The session was recorded by a workflow this program does not register.
+    #[error(
+        "session {session} was recorded by {}, which this program does not register (it registers {}), so its states cannot be derived; `{program} events {session}` prints its events and `{program} tape {session}` steps through them",
+        recorded.as_deref().map_or_else(|| "an unknown workflow".to_owned(), |w| format!("workflow `{w}`")),
+        list(known)
+    )]
+    Unhosted {
+        /// The session.
+        session: SessionId,
+        /// The workflow that recorded it, if its log says.
+        recorded: Option<String>,
+        /// The registered workflows.
+        known: Vec<String>,
+        /// The program's name.
+        program: String,
+    },
+    /// The store could not be opened.
     #[error("could not open the store at {path}: {source}")]
     OpenStore {
+        /// The path given.
         path: String,
+        /// The cause.
         source: openharness::StoreError,
     },
-    #[error("store {store}: {source}")]
-    Store {
-        store: String,
-        source: openharness::StoreError,
+    /// `--provider` named a provider whose key is not set.
+    #[error(
+        "no API key for {provider}: set {var} (for example `export {var}=...`) and run this again"
+    )]
+    MissingKey {
+        /// The environment variable.
+        var: String,
+        /// The provider.
+        provider: String,
     },
+    /// A wrong argument, said in one line.
     #[error("{0}")]
     Usage(String),
+    /// Writing the output failed.
     #[error("could not write the output: {0}")]
     Output(#[from] std::io::Error),
+    /// Encoding JSON failed.
     #[error("could not encode JSON: {0}")]
     Json(#[from] serde_json::Error),
+    /// `export` or `import` failed.
     #[error(transparent)]
     Transfer(#[from] crate::transfer::TransferCliError),
+    /// The command line did not parse (or asked for help or the version).
+    #[error("{0}")]
+    Clap(clap::Error),
+    /// The async runtime could not start.
+    #[error("could not start the async runtime: {0}")]
+    Runtime(std::io::Error),
+    /// A failure of a program's own command.
+    #[error(transparent)]
+    Other(Box<dyn std::error::Error + Send + Sync>),
 }
 
-pub(crate) async fn run(command: Command, store_path: &Path) -> Result<(), CliError> {
+impl From<HostError> for CliError {
+    fn from(err: HostError) -> Self {
+        match err {
+            HostError::Workflow(err) => Self::Harness(err),
+            other => Self::Host(other),
+        }
+    }
+}
+
+fn list(names: &[String]) -> String {
+    if names.is_empty() {
+        "none".to_owned()
+    } else {
+        names
+            .iter()
+            .map(|n| format!("`{n}`"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+}
+
+impl Context {
+    /// A host error in the CLI's words: a missing session names the store and how to list
+    /// sessions, an unhosted one says what still works.
+    pub(crate) fn explain(&self, err: HostError) -> CliError {
+        match err {
+            HostError::SessionNotFound(session) => CliError::SessionNotFound {
+                session,
+                store: self.host().store().describe(),
+                program: self.program().to_owned(),
+            },
+            HostError::Unhosted {
+                session,
+                recorded,
+                known,
+            } => CliError::Unhosted {
+                session,
+                recorded,
+                known,
+                program: self.program().to_owned(),
+            },
+            other => other.into(),
+        }
+    }
+}
+
+/// Opens the redb store `--store` names.
+pub(crate) fn open_store(path: &Path) -> Result<Arc<dyn Store>, CliError> {
     // The CLI's runtime is multi-threaded and never a LocalSet, so a lone writer (a run
     // recording its session) may commit on its own thread.
     let options = RedbOptions::default().commit_on_caller(true);
-    let store =
-        RedbStore::open_with(store_path, options).map_err(|source| CliError::OpenStore {
-            path: store_path.display().to_string(),
-            source,
-        })?;
-    match command {
-        Command::Demo {
-            example,
-            goal,
-            no_answer,
-        } => demo(store, store_path, &example, goal, no_answer).await,
-        Command::Send(args) => crate::turns::send(args, store).await,
-        Command::Respond(args) => crate::turns::respond(args, store).await,
-        Command::Resume(args) => crate::turns::resume(args, store).await,
-        Command::Run(args) => crate::run::run(args, store, store_path).await,
-        Command::Sessions { json } => sessions(&store, json).await,
-        Command::Events { session, json } => events(&store, &parse_session(&session)?, json).await,
-        Command::Transfer(command) => Ok(crate::transfer::run(command, store_path).await?),
-        Command::Tape { session, at, json } => {
-            tape(store, &parse_session(&session)?, at, json).await
-        }
-        Command::Fork(args) => crate::fork::run(args, store).await,
-    }
+    let store = RedbStore::open_with(path, options).map_err(|source| CliError::OpenStore {
+        path: path.display().to_string(),
+        source,
+    })?;
+    Ok(Arc::new(store))
 }
 
-fn parse_session(id: &str) -> Result<SessionId, CliError> {
+pub(crate) fn parse_session(id: &str) -> Result<SessionId, CliError> {
     id.parse().map_err(|err| CliError::Usage(format!("{err}")))
 }
 
-fn store_error(store: &dyn Store) -> impl FnOnce(openharness::StoreError) -> CliError + '_ {
-    move |source| CliError::Store {
-        store: store.describe(),
-        source,
-    }
-}
-
-async fn demo(
-    store: RedbStore,
-    store_path: &Path,
-    example: &str,
-    goal: Option<String>,
-    no_answer: bool,
+pub(crate) async fn run<E: clap::Subcommand>(
+    command: Command<E>,
+    context: &Context,
 ) -> Result<(), CliError> {
-    match workflows::by_name(example, store.clone())? {
-        Some(KnownWorkflow::PlannerExecutor(_)) => {
-            demo_planner(store, store_path, goal, no_answer).await
+    match command {
+        Command::Start(args) => crate::turns::start(args, context).await,
+        Command::Send(args) => crate::turns::send(args, context).await,
+        Command::Respond(args) => crate::turns::respond(args, context).await,
+        Command::Resume(args) => crate::turns::resume(args, context).await,
+        Command::Sessions { json } => sessions(context, json).await,
+        Command::Events { session, json } => events(context, &parse_session(&session)?, json).await,
+        Command::Tape { session, at, json } => {
+            tape(context, &parse_session(&session)?, at, json).await
         }
-        Some(KnownWorkflow::Chat(workflow)) => demo_chat(&workflow, store_path, goal).await,
-        None => Err(CliError::Usage(format!(
-            "unknown example `{example}`; the examples are: {}",
-            workflows::NAMES.join(", ")
-        ))),
+        Command::Fork(args) => crate::fork::run(args, context).await,
+        Command::Transfer(command) => {
+            Ok(crate::transfer::run(command, context.store_path(), context.out()).await?)
+        }
+        Command::Extra(_) => Err(CliError::Usage("this program has no such command".into())),
     }
 }
 
-/// The planner-executor offline: the run ends waiting for approval to publish, which the demo
-/// gives itself ("yes") unless `no_answer`.
-async fn demo_planner(
-    store: RedbStore,
-    store_path: &Path,
-    goal: Option<String>,
-    no_answer: bool,
-) -> Result<(), CliError> {
-    use openharness_example_planner_executor as example;
-    // The demo's own script, exactly as the snapshots pin it.
-    let workflow = example::workflow(store, example::scripted_provider())?;
-    let goal = goal.unwrap_or_else(|| example::DEMO_GOAL.to_owned());
-    println!(
-        "Running `{}` offline (scripted model) — goal: {goal}\n",
-        workflow.name()
-    );
-    let mut outcome = workflow
-        .run(RunOptions::new().input(goal).renderer(Progress::default()))
-        .await?;
-    if let (false, Some(&request)) = (no_answer, outcome.open_requests.first()) {
-        print_outcome(&outcome);
-        println!(
-            "\nAnswering request {request} with \"yes\" for you (`openharness demo --no-answer` leaves it to you):\n"
-        );
-        outcome = workflow
-            .respond(
-                &outcome.session,
-                request,
-                "yes",
-                RunOptions::new().renderer(Progress::default()),
-            )
-            .await?;
-    }
-    print_outcome(&outcome);
-    println!(
-        "\nSession {} is recorded in {}.",
-        outcome.session,
-        store_path.display()
-    );
-    println!("Open it:");
-    println!("  openharness events {}", outcome.session);
-    println!("  openharness tape {} --at 0", outcome.session);
-    println!(
-        "  openharness tape {} --at {}",
-        outcome.session, outcome.len
-    );
-    Ok(())
+/// One session as `sessions --json` prints it: the store's metadata, the workflow that owns
+/// it (a fork's is its root's) and whether this program registers that workflow.
+#[derive(Serialize)]
+struct Row<'a> {
+    id: &'a SessionId,
+    created: DateTime<Utc>,
+    last_event: DateTime<Utc>,
+    count: u64,
+    workflow: Option<&'a str>,
+    parent: Option<&'a SessionId>,
+    status: SessionStatus,
+    hosted: bool,
 }
 
-/// The chat offline: one session, one turn per message (the demo's three, or `message`).
-async fn demo_chat(
-    workflow: &Workflow<ChatState>,
-    store_path: &Path,
-    message: Option<String>,
-) -> Result<(), CliError> {
-    println!(
-        "Running `{}` offline (scripted model): one session, a turn per message\n",
-        workflow.name()
-    );
-    let messages = match message {
-        Some(message) => vec![message],
-        None => openharness_example_chat::DEMO_MESSAGES
-            .iter()
-            .map(|m| (*m).to_owned())
-            .collect(),
-    };
-    let mut last: Option<openharness::RunOutcome<ChatState>> = None;
-    for message in messages {
-        println!("  you: {message}");
-        let options = RunOptions::new().renderer(Progress::default());
-        let outcome = match &last {
-            None => workflow.run(options.input(message)).await?,
-            Some(previous) => workflow.send(&previous.session, message, options).await?,
-        };
-        last = Some(outcome);
-    }
-    let Some(outcome) = last else {
-        return Ok(());
-    };
-    print_outcome(&outcome);
-    println!(
-        "\nSession {} is recorded in {}.",
-        outcome.session,
-        store_path.display()
-    );
-    println!("Continue it:");
-    println!("  openharness send {} \"Thanks!\"", outcome.session);
-    println!("  openharness tape {}", outcome.session);
-    Ok(())
-}
-
-async fn sessions(store: &RedbStore, json: bool) -> Result<(), CliError> {
-    let sessions = store.sessions().await.map_err(store_error(store))?;
-    let mut out = std::io::stdout().lock();
+async fn sessions(context: &Context, json: bool) -> Result<(), CliError> {
+    let host = context.host();
+    let sessions = host.sessions().await.map_err(|e| context.explain(e))?;
+    let mut out = context.out();
     if json {
-        serde_json::to_writer_pretty(&mut out, &sessions)?;
-        writeln!(out)?;
+        let rows: Vec<Row<'_>> = sessions
+            .iter()
+            .map(|s| Row {
+                id: &s.id,
+                created: s.created,
+                last_event: s.last_event,
+                count: s.len,
+                workflow: s.workflow.as_deref(),
+                parent: s.parent.as_ref(),
+                status: s.status,
+                hosted: s.hosted,
+            })
+            .collect();
+        let mut text = serde_json::to_string_pretty(&rows)?;
+        text.push('\n');
+        out.write_all(text.as_bytes())?;
         return Ok(());
     }
     if sessions.is_empty() {
         writeln!(
             out,
-            "No sessions yet in {}. Record one with `openharness demo`.",
-            store.describe()
+            "No sessions yet in {}. This program runs {}.",
+            host.store().describe(),
+            list(&host.workflow_names())
         )?;
         return Ok(());
     }
@@ -213,142 +231,124 @@ async fn sessions(store: &RedbStore, json: bool) -> Result<(), CliError> {
         "{:<38} {:<18} {:<8} {:>7}  {:<25} PARENT",
         "SESSION", "WORKFLOW", "STATUS", "EVENTS", "LAST EVENT"
     )?;
-    for info in sessions {
+    for info in &sessions {
+        let workflow = match (&info.workflow, info.hosted) {
+            (Some(name), true) => name.clone(),
+            (Some(name), false) => format!("{name}*"),
+            (None, _) => "-*".to_owned(),
+        };
         writeln!(
             out,
             "{:<38} {:<18} {:<8} {:>7}  {:<25} {}",
             info.id.as_str(),
-            info.workflow.as_deref().unwrap_or("-"),
+            workflow,
             info.status.as_str(),
-            info.count,
+            info.len,
             info.last_event.format("%Y-%m-%d %H:%M:%S UTC").to_string(),
             info.parent.as_ref().map_or("-", SessionId::as_str),
+        )?;
+    }
+    if sessions.iter().any(|s| !s.hosted) {
+        writeln!(
+            out,
+            "* recorded by a workflow this program does not register: `events` and `tape` show its events, not its states"
         )?;
     }
     Ok(())
 }
 
-/// One event with its seq, as `events --json` prints it.
-#[derive(Serialize)]
-struct Numbered<'a> {
-    seq: u64,
-    #[serde(flatten)]
-    event: &'a openharness::Envelope,
-}
-
-/// Prints a session's events, streamed from the store one page at a time, so a long session
-/// needs no more memory than a short one.
-async fn events(store: &RedbStore, session: &SessionId, json: bool) -> Result<(), CliError> {
-    let mut events = store.stream_events(session, 0..u64::MAX);
-    let Some(mut next) = events.next().await else {
-        return Err(CliError::Usage(format!(
-            "session {session} not found in {}; `openharness sessions` lists the recorded ones",
-            store.describe()
-        )));
-    };
-    let mut out = std::io::BufWriter::new(std::io::stdout());
+/// Prints a session's events, read from the store one page at a time, so a long session
+/// needs no more memory than a short one. Works for every session, whichever workflow
+/// recorded it.
+async fn events(context: &Context, session: &SessionId, json: bool) -> Result<(), CliError> {
+    let host = context.host();
+    let mut page = host
+        .events(session, None, PAGE)
+        .await
+        .map_err(|e| context.explain(e))?;
+    let mut out = std::io::BufWriter::new(context.out());
     if json {
         // The same pretty JSON array as serializing a Vec, written element by element.
         let mut serializer = serde_json::Serializer::pretty(&mut out);
         let mut array = serializer.serialize_seq(None)?;
         loop {
-            let recorded = next.map_err(store_error(store))?;
-            array.serialize_element(&Numbered {
-                seq: recorded.seq,
-                event: &recorded.event,
-            })?;
-            match events.next().await {
-                Some(item) => next = item,
-                None => break,
+            for recorded in &page.events {
+                array.serialize_element(recorded)?;
             }
+            let Some(after) = page.next_after else { break };
+            page = host
+                .events(session, Some(after), PAGE)
+                .await
+                .map_err(|e| context.explain(e))?;
         }
         array.end()?;
         writeln!(out)?;
     } else {
         loop {
-            let recorded = next.map_err(store_error(store))?;
-            let (seq, event) = (recorded.seq, &recorded.event);
-            writeln!(out, "{seq:>5}  {:<20} {}", event.name, event.payload)?;
-            match events.next().await {
-                Some(item) => next = item,
-                None => break,
+            for recorded in &page.events {
+                let (seq, event) = (recorded.seq, &recorded.event);
+                writeln!(out, "{seq:>5}  {:<20} {}", event.name, event.payload)?;
             }
+            let Some(after) = page.next_after else { break };
+            page = host
+                .events(session, Some(after), PAGE)
+                .await
+                .map_err(|e| context.explain(e))?;
         }
     }
     out.flush()?;
     Ok(())
 }
 
-/// A forked session records no `workflow:started`: its workflow is its first ancestor's.
-pub(crate) async fn with_ancestors_workflow(
-    store: &RedbStore,
-    mut info: openharness::SessionInfo,
-) -> Result<openharness::SessionInfo, CliError> {
-    let mut parent = info.parent.clone();
-    // Bounded: a corrupt store could hold a cycle of forks.
-    for _ in 0..64 {
-        if info.workflow.is_some() {
-            break;
-        }
-        let Some(id) = parent else { break };
-        let Some(ancestor) = store.session(&id).await.map_err(store_error(store))? else {
-            break;
-        };
-        info.workflow = ancestor.workflow;
-        parent = ancestor.parent;
+/// Every event of `session`, read page by page (for the events-only debugger).
+pub(crate) async fn all_events(
+    host: &Host,
+    session: &SessionId,
+) -> Result<Vec<Envelope>, HostError> {
+    let mut page = host.events(session, None, PAGE).await?;
+    let mut events = Vec::with_capacity(usize::try_from(page.len).unwrap_or(0));
+    loop {
+        events.extend(page.events.into_iter().map(|r| r.event));
+        let Some(after) = page.next_after else { break };
+        page = host.events(session, Some(after), PAGE).await?;
     }
-    Ok(info)
+    Ok(events)
 }
 
 async fn tape(
-    store: RedbStore,
+    context: &Context,
     session: &SessionId,
     at: Option<u64>,
     json: bool,
 ) -> Result<(), CliError> {
-    let info = store
-        .session(session)
-        .await
-        .map_err(store_error(&store))?
-        .ok_or_else(|| {
-            CliError::Usage(format!(
-                "session {session} not found in {}; `openharness sessions` lists the recorded ones",
-                store.describe()
-            ))
-        })?;
-    let info = with_ancestors_workflow(&store, info).await?;
-    match workflows::for_session(&info, store)? {
-        KnownWorkflow::PlannerExecutor(workflow) => tape_of(&workflow, session, at, json).await,
-        KnownWorkflow::Chat(workflow) => tape_of(&workflow, session, at, json).await,
-    }
-}
-
-async fn tape_of<S: WorkflowState>(
-    workflow: &Workflow<S>,
-    session: &SessionId,
-    at: Option<u64>,
-    json: bool,
-) -> Result<(), CliError> {
-    let mut tape = workflow.load(session).await?;
+    let host = context.host();
     let Some(at) = at else {
-        return crate::debugger::run(tape);
+        let debugger = crate::Debugger::open(host, session, context.program())
+            .await
+            .map_err(|e| context.explain(e))?;
+        return crate::debugger::run(debugger);
     };
-    tape.step_to(at);
-    let view = tape.view();
-    let mut out = std::io::stdout().lock();
+    let view = host
+        .tape_view(session, at)
+        .await
+        .map_err(|e| context.explain(e))?;
+    let mut out = context.out();
     if json {
-        serde_json::to_writer_pretty(&mut out, &view)?;
-        writeln!(out)?;
+        let mut text = serde_json::to_string_pretty(&view)?;
+        text.push('\n');
+        out.write_all(text.as_bytes())?;
     } else {
-        let current = view.current.map_or_else(
+        let current = view.current.as_ref().map_or_else(
             || "(none: initial state)".to_owned(),
-            |e| e.name.to_string(),
+            |e| e.event.name.to_string(),
         );
-        writeln!(out, "position {} of {}", view.position, view.len)?;
-        writeln!(out, "current  {current}")?;
-        writeln!(out, "state")?;
-        serde_json::to_writer_pretty(&mut out, view.state)?;
-        writeln!(out)?;
+        let mut text = format!(
+            "position {} of {}\ncurrent  {current}\nstate\n",
+            view.position, view.len
+        );
+        text.push_str(&serde_json::to_string_pretty(&view.state)?);
+        text.push('\n');
+        out.write_all(text.as_bytes())?;
     }
     Ok(())
 }

@@ -1,20 +1,27 @@
-//! `openharness tape <id>` without `--at`: an interactive terminal debugger over a tape.
+//! `tape <id>` without `--at`: an interactive terminal debugger over a session, for any
+//! workflow the program registers — and, in an events-only mode, for sessions of workflows
+//! it does not.
 //!
 //! The screen shows the event timeline with the current position, the state there (pretty
-//! JSON or a tree), and the JSON patch the current event made. [`Debugger`] holds the tape
-//! and the screen's state; it reacts to keys ([`Debugger::handle_key`]), advances while
-//! playing ([`Debugger::tick`]) and draws into any ratatui backend ([`Debugger::render`]),
-//! so its tests drive it with real key events on a `TestBackend`.
+//! JSON or a tree, from a [`JsonTape`]), the JSON patch the current event made to it, and the
+//! current event itself (its payload and the event that caused it). For a session whose
+//! workflow is not registered the states cannot be folded: the state pane says why, and the
+//! timeline, payloads and causes still work. [`Debugger`] reacts to keys
+//! ([`Debugger::handle_key`]), advances while playing ([`Debugger::tick`]) and draws into any
+//! ratatui backend ([`Debugger::render`]), so tests drive it with key events on a
+//! `TestBackend`.
 //!
 //! Keys: `→`/`l` step, `←`/`h` step back, `Home`/`g` start, `End`/`G` end, `:` goto N,
 //! `/` search by event name, `n`/`N` next/previous match, space play/pause, `t` JSON/tree,
 //! `PgDn`/`PgUp` scroll the state, `q`/`Esc` quit.
 
+use std::collections::HashMap;
 use std::io::IsTerminal;
 use std::time::Duration;
 
-use openharness::WorkflowState;
-use openharness::tape::{PatchOperation, Tape};
+use openharness::tape::PatchOperation;
+use openharness::{Envelope, EventId, SessionId};
+use openharness_host::{Host, HostError, JsonTape};
 use ratatui::Frame;
 use ratatui::crossterm::event::{self, Event, KeyCode, KeyEvent, KeyEventKind};
 use ratatui::layout::{Constraint, Layout, Rect};
@@ -40,9 +47,76 @@ enum Prompt {
     Search(String),
 }
 
-/// The debugger: a tape plus what the screen shows.
-pub(crate) struct Debugger<S: WorkflowState> {
-    tape: Tape<S>,
+/// What the debugger steps through.
+enum Source {
+    /// A tape of a registered workflow: states as JSON.
+    Folded(Box<dyn JsonTape>),
+    /// The events of a session no registered workflow can fold, and why.
+    EventsOnly {
+        events: Vec<Envelope>,
+        position: u64,
+        why: String,
+    },
+}
+
+impl Source {
+    fn position(&self) -> u64 {
+        match self {
+            Self::Folded(tape) => tape.position(),
+            Self::EventsOnly { position, .. } => *position,
+        }
+    }
+
+    fn len(&self) -> u64 {
+        match self {
+            Self::Folded(tape) => tape.len(),
+            Self::EventsOnly { events, .. } => events.len() as u64,
+        }
+    }
+
+    fn step_to(&mut self, to: u64) -> u64 {
+        match self {
+            Self::Folded(tape) => tape.step_to(to),
+            Self::EventsOnly {
+                events, position, ..
+            } => {
+                *position = to.min(events.len() as u64);
+                *position
+            }
+        }
+    }
+
+    fn events(&self) -> &[Envelope] {
+        match self {
+            Self::Folded(tape) => tape.events(),
+            Self::EventsOnly { events, .. } => events,
+        }
+    }
+
+    /// The event that leads to position `p` (none at 0).
+    fn event_at(&self, p: u64) -> Option<&Envelope> {
+        let index = usize::try_from(p.checked_sub(1)?).ok()?;
+        self.events().get(index)
+    }
+}
+
+/// Why the states of a session recorded by `recorded` cannot be shown.
+fn why_unfolded(recorded: Option<&str>, program: &str) -> String {
+    let by = recorded.map_or_else(
+        || "an unknown workflow (its log has no `workflow:started`)".to_owned(),
+        |w| format!("workflow `{w}`"),
+    );
+    format!(
+        "Events only: this session was recorded by {by}, which this program (`{program}`) does not register, so its states cannot be folded. The timeline, each event's payload and its cause are all here; register the workflow in the program's `Cli` to see the states."
+    )
+}
+
+/// The debugger: a session's tape (or its events alone) plus what the screen shows.
+pub struct Debugger {
+    session: SessionId,
+    source: Source,
+    /// Event ids to their index, to show what caused an event.
+    index: HashMap<EventId, usize>,
     view: StateView,
     prompt: Prompt,
     search: Option<String>,
@@ -52,11 +126,68 @@ pub(crate) struct Debugger<S: WorkflowState> {
     quit: bool,
 }
 
-impl<S: WorkflowState> Debugger<S> {
-    /// A debugger at position 0 of `tape`.
-    pub(crate) fn new(tape: Tape<S>) -> Self {
+impl std::fmt::Debug for Debugger {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Debugger")
+            .field("session", &self.session)
+            .field("position", &self.position())
+            .field("len", &self.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Debugger {
+    /// A debugger at position 0 of `tape`, a tape of `session` ([`openharness_host::Hosted::tape`]).
+    pub fn folded(session: SessionId, tape: Box<dyn JsonTape>) -> Self {
+        Self::with(session, Source::Folded(tape))
+    }
+
+    /// A debugger at position 0 of `events`, the events of a session whose states cannot be
+    /// derived; the state pane shows `why`.
+    pub fn events_only(session: SessionId, events: Vec<Envelope>, why: String) -> Self {
+        Self::with(
+            session,
+            Source::EventsOnly {
+                events,
+                position: 0,
+                why,
+            },
+        )
+    }
+
+    /// A debugger over `session` of `host`'s store: its states when a registered workflow
+    /// recorded it, its events alone (and why, naming `program`) when none did.
+    pub async fn open(host: &Host, session: &SessionId, program: &str) -> Result<Self, HostError> {
+        match host.workflow_of(session).await {
+            Ok(hosted) => Ok(Self::folded(session.clone(), hosted.tape(session).await?)),
+            Err(HostError::Unhosted {
+                session, recorded, ..
+            }) => {
+                let events = crate::commands::all_events(host, &session).await?;
+                let why = why_unfolded(recorded.as_deref(), program);
+                Ok(Self::events_only(session, events, why))
+            }
+            Err(err) => Err(err),
+        }
+    }
+
+    /// The event that led to the current position (none at 0).
+    pub fn current(&self) -> Option<&Envelope> {
+        self.source.event_at(self.position())
+    }
+
+    fn with(session: SessionId, mut source: Source) -> Self {
+        source.step_to(0);
+        let index = source
+            .events()
+            .iter()
+            .enumerate()
+            .map(|(i, e)| (e.id, i))
+            .collect();
         Self {
-            tape,
+            session,
+            source,
+            index,
             view: StateView::Json,
             prompt: Prompt::None,
             search: None,
@@ -67,31 +198,61 @@ impl<S: WorkflowState> Debugger<S> {
         }
     }
 
+    /// The current position.
+    pub fn position(&self) -> u64 {
+        self.source.position()
+    }
+
+    /// The session's length.
+    pub fn len(&self) -> u64 {
+        self.source.len()
+    }
+
+    /// Whether the session has no events.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Whether it shows events only (the session's workflow is not registered).
+    pub fn is_events_only(&self) -> bool {
+        matches!(self.source, Source::EventsOnly { .. })
+    }
+
     /// Whether the user asked to leave.
-    pub(crate) fn should_quit(&self) -> bool {
+    pub fn should_quit(&self) -> bool {
         self.quit
     }
 
     /// Whether the tape is playing.
-    pub(crate) fn is_playing(&self) -> bool {
+    pub fn is_playing(&self) -> bool {
         self.playing
     }
 
+    fn step(&mut self) {
+        let next = self.position().saturating_add(1);
+        self.source.step_to(next);
+    }
+
+    fn step_back(&mut self) {
+        let back = self.position().saturating_sub(1);
+        self.source.step_to(back);
+    }
+
     /// One step of playback (called on a timer while playing); stops at the end.
-    pub(crate) fn tick(&mut self) {
+    pub fn tick(&mut self) {
         if !self.playing {
             return;
         }
-        if self.tape.position() >= self.tape.len() {
+        if self.position() >= self.len() {
             self.playing = false;
             self.message = "played to the end".into();
             return;
         }
-        self.tape.step();
+        self.step();
     }
 
     /// Reacts to one key press.
-    pub(crate) fn handle_key(&mut self, key: KeyEvent) {
+    pub fn handle_key(&mut self, key: KeyEvent) {
         if key.kind != KeyEventKind::Press {
             return;
         }
@@ -110,19 +271,19 @@ impl<S: WorkflowState> Debugger<S> {
                 false
             }
             KeyCode::Right | KeyCode::Char('l') => {
-                self.tape.step();
+                self.step();
                 true
             }
             KeyCode::Left | KeyCode::Char('h') => {
-                self.tape.step_back();
+                self.step_back();
                 true
             }
             KeyCode::Home | KeyCode::Char('g') => {
-                self.tape.rewind();
+                self.source.step_to(0);
                 true
             }
             KeyCode::End | KeyCode::Char('G') => {
-                self.tape.step_to(self.tape.len());
+                self.source.step_to(self.len());
                 true
             }
             KeyCode::Char(':') => {
@@ -143,8 +304,8 @@ impl<S: WorkflowState> Debugger<S> {
             }
             KeyCode::Char(' ') | KeyCode::Char('p') => {
                 self.playing = !self.playing;
-                if self.playing && self.tape.position() >= self.tape.len() {
-                    self.tape.rewind();
+                if self.playing && self.position() >= self.len() {
+                    self.source.step_to(0);
                 }
                 false
             }
@@ -184,7 +345,7 @@ impl<S: WorkflowState> Debugger<S> {
                     Prompt::Goto(text) => match text.trim().parse::<u64>() {
                         Ok(position) => {
                             self.playing = false;
-                            self.tape.step_to(position);
+                            self.source.step_to(position);
                         }
                         Err(_) => self.message = format!("not a position: {text:?}"),
                     },
@@ -211,8 +372,8 @@ impl<S: WorkflowState> Debugger<S> {
             self.message = "no search yet: press / and type an event name".into();
             return;
         };
-        let position = usize::try_from(self.tape.position()).unwrap_or(usize::MAX);
-        let events = self.tape.events();
+        let position = usize::try_from(self.position()).unwrap_or(usize::MAX);
+        let events = self.source.events();
         let found = if forward {
             events
                 .iter()
@@ -231,17 +392,17 @@ impl<S: WorkflowState> Debugger<S> {
         };
         match found {
             Some(index) => {
-                self.tape.step_to(index as u64 + 1);
+                self.source.step_to(index as u64 + 1);
             }
             None => {
                 let way = if forward { "after" } else { "before" };
-                self.message = format!("no `{query}` {way} position {}", self.tape.position());
+                self.message = format!("no `{query}` {way} position {}", self.position());
             }
         }
     }
 
     /// Draws the whole screen.
-    pub(crate) fn render(&self, frame: &mut Frame<'_>) {
+    pub fn render(&self, frame: &mut Frame<'_>) {
         let [title, body, footer] = Layout::vertical([
             Constraint::Length(1),
             Constraint::Min(3),
@@ -251,28 +412,54 @@ impl<S: WorkflowState> Debugger<S> {
         let [timeline, right] =
             Layout::horizontal([Constraint::Percentage(40), Constraint::Percentage(60)])
                 .areas(body);
-        let [state, diff] =
-            Layout::vertical([Constraint::Percentage(60), Constraint::Percentage(40)]).areas(right);
         frame.render_widget(Paragraph::new(self.title_line()), title);
         self.render_timeline(frame, timeline);
-        self.render_state(frame, state);
-        self.render_diff(frame, diff);
+        match &self.source {
+            Source::Folded(tape) => {
+                let [state, diff, event] = Layout::vertical([
+                    Constraint::Percentage(50),
+                    Constraint::Percentage(25),
+                    Constraint::Percentage(25),
+                ])
+                .areas(right);
+                self.render_state(frame, state, tape.as_ref());
+                self.render_diff(frame, diff, tape.as_ref());
+                self.render_event(frame, event);
+            }
+            Source::EventsOnly { why, .. } => {
+                let [state, event] =
+                    Layout::vertical([Constraint::Percentage(30), Constraint::Percentage(70)])
+                        .areas(right);
+                frame.render_widget(
+                    Paragraph::new(why.as_str())
+                        .wrap(Wrap { trim: false })
+                        .block(Block::bordered().title(" state (not available) ")),
+                    state,
+                );
+                self.render_event(frame, event);
+            }
+        }
         frame.render_widget(Paragraph::new(self.footer_line()), footer);
     }
 
     fn title_line(&self) -> Line<'_> {
         let current = self
-            .tape
-            .current()
+            .source
+            .event_at(self.position())
             .map_or_else(|| "(initial state)".to_owned(), |e| e.name.to_string());
         let status = if self.playing { "playing" } else { "paused" };
+        let mode = if self.is_events_only() {
+            " · events only"
+        } else {
+            ""
+        };
         Line::from(vec![
-            Span::styled(" openharness tape ", Style::new().reversed()),
+            Span::styled(" tape ", Style::new().reversed()),
             Span::raw(format!(
-                " {} · position {}/{} · {} · {}",
-                self.tape.session(),
-                self.tape.position(),
-                self.tape.len(),
+                " {} · position {}/{} · {} · {}{mode}",
+                self.session,
+                self.position(),
+                self.len(),
                 current,
                 status
             )),
@@ -293,8 +480,8 @@ impl<S: WorkflowState> Debugger<S> {
 
     fn render_timeline(&self, frame: &mut Frame<'_>, area: Rect) {
         let rows = u64::from(area.height.saturating_sub(2)).max(1);
-        let position = self.tape.position();
-        let len = self.tape.len();
+        let position = self.position();
+        let len = self.len();
         // Rows are positions 0..=len; keep the current one in view, a third from the top.
         let first = position
             .saturating_sub(rows / 3)
@@ -302,7 +489,7 @@ impl<S: WorkflowState> Debugger<S> {
         let last = (first + rows).min(len + 1);
         let items: Vec<ListItem<'_>> = (first..last)
             .map(|p| {
-                let label = match self.tape.event_at(p) {
+                let label = match self.source.event_at(p) {
                     None => "(initial state)".to_owned(),
                     Some(event) => event.name.to_string(),
                 };
@@ -321,12 +508,9 @@ impl<S: WorkflowState> Debugger<S> {
         );
     }
 
-    fn render_state(&self, frame: &mut Frame<'_>, area: Rect) {
-        let (title, text) = match serde_json::to_value(self.tape.state()) {
-            Err(err) => (
-                " state ",
-                format!("(the state does not encode as JSON: {err})"),
-            ),
+    fn render_state(&self, frame: &mut Frame<'_>, area: Rect, tape: &dyn JsonTape) {
+        let (title, text) = match tape.state() {
+            Err(err) => (" state ", format!("(no state here: {err})")),
             Ok(value) => match self.view {
                 StateView::Json => (
                     " state (json, t: tree) ",
@@ -347,12 +531,12 @@ impl<S: WorkflowState> Debugger<S> {
         );
     }
 
-    fn render_diff(&self, frame: &mut Frame<'_>, area: Rect) {
-        let position = self.tape.position();
+    fn render_diff(&self, frame: &mut Frame<'_>, area: Rect, tape: &dyn JsonTape) {
+        let position = self.position();
         let text = if position == 0 {
             "(position 0: no event yet)".to_owned()
         } else {
-            match self.tape.diff(position - 1, position) {
+            match tape.diff(position - 1, position) {
                 Err(err) => format!("(no diff: {err})"),
                 Ok(patch) if patch.0.is_empty() => "(no change to the state)".to_owned(),
                 Ok(patch) => patch.0.iter().map(describe).collect::<Vec<_>>().join("\n"),
@@ -362,6 +546,38 @@ impl<S: WorkflowState> Debugger<S> {
             Paragraph::new(text)
                 .wrap(Wrap { trim: false })
                 .block(Block::bordered().title(" what this event changed ")),
+            area,
+        );
+    }
+
+    /// The current event: its seq, id, cause and payload.
+    fn render_event(&self, frame: &mut Frame<'_>, area: Rect) {
+        let position = self.position();
+        let text = match self.source.event_at(position) {
+            None => "(position 0: no event yet)".to_owned(),
+            Some(event) => {
+                let cause = match event.caused_by {
+                    None => "caused by: (nothing: an input or a start)".to_owned(),
+                    Some(id) => match self.index.get(&id) {
+                        Some(&i) => {
+                            format!("caused by: seq {i} {} ({id})", self.source.events()[i].name)
+                        }
+                        None => format!("caused by: {id} (not in this session)"),
+                    },
+                };
+                format!(
+                    "seq {} {} ({})\n{cause}\npayload {}",
+                    position - 1,
+                    event.name,
+                    event.id,
+                    serde_json::to_string_pretty(&event.payload).unwrap_or_default()
+                )
+            }
+        };
+        frame.render_widget(
+            Paragraph::new(text)
+                .wrap(Wrap { trim: false })
+                .block(Block::bordered().title(" event ")),
             area,
         );
     }
@@ -400,13 +616,12 @@ fn tree(value: &Value, key: &str, depth: usize, lines: &mut Vec<String>) {
 }
 
 /// Runs the debugger on the terminal until the user quits.
-pub(crate) fn run<S: WorkflowState>(tape: Tape<S>) -> Result<(), CliError> {
+pub(crate) fn run(mut app: Debugger) -> Result<(), CliError> {
     if !std::io::stdout().is_terminal() {
         return Err(CliError::Usage(
             "the interactive debugger needs a terminal; pass `--at N` to print one position".into(),
         ));
     }
-    let mut app = Debugger::new(tape);
     let mut terminal = ratatui::try_init()?;
     let result = (|| -> std::io::Result<()> {
         while !app.should_quit() {
@@ -428,168 +643,4 @@ pub(crate) fn run<S: WorkflowState>(tape: Tape<S>) -> Result<(), CliError> {
     })();
     ratatui::restore();
     Ok(result?)
-}
-
-#[cfg(test)]
-mod tests {
-    #![allow(clippy::unwrap_used)]
-
-    use openharness::prelude::*;
-    use openharness::store::MemoryStore;
-    use openharness_example_planner_executor::{self as example, PlanState};
-    use ratatui::Terminal;
-    use ratatui::backend::TestBackend;
-    use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
-
-    use super::*;
-
-    async fn debugger() -> Debugger<PlanState> {
-        let workflow = example::workflow(MemoryStore::new(), example::scripted_provider()).unwrap();
-        let outcome = workflow
-            .run(RunOptions::new().input(example::DEMO_GOAL))
-            .await
-            .unwrap();
-        Debugger::new(workflow.load(&outcome.session).await.unwrap())
-    }
-
-    /// Presses `keys` (a `KeyCode::Char` per character, or named keys) in order.
-    fn press(app: &mut Debugger<PlanState>, keys: &[KeyCode]) {
-        for &code in keys {
-            app.handle_key(KeyEvent::new(code, KeyModifiers::NONE));
-        }
-    }
-
-    fn chars(text: &str) -> Vec<KeyCode> {
-        text.chars().map(KeyCode::Char).collect()
-    }
-
-    /// Draws and returns the screen, one string per row.
-    fn screen(terminal: &mut Terminal<TestBackend>, app: &Debugger<PlanState>) -> Vec<String> {
-        terminal.draw(|frame| app.render(frame)).unwrap();
-        let buffer = terminal.backend().buffer();
-        (0..buffer.area.height)
-            .map(|y| {
-                (0..buffer.area.width)
-                    .map(|x| buffer[(x, y)].symbol().to_owned())
-                    .collect::<String>()
-            })
-            .collect()
-    }
-
-    fn shows(screen: &[String], text: &str) -> bool {
-        screen.iter().any(|row| row.contains(text))
-    }
-
-    /// The timeline row marked as current.
-    fn marked(screen: &[String]) -> String {
-        screen
-            .iter()
-            .find_map(|row| {
-                row.split('▶')
-                    .nth(1)
-                    .map(|rest| rest.split('│').next().unwrap_or("").trim().to_owned())
-            })
-            .unwrap_or_default()
-    }
-
-    #[tokio::test]
-    async fn keys_move_the_tape_and_the_screen_follows() {
-        let mut app = debugger().await;
-        let len = app.tape.len();
-        let mut terminal = Terminal::new(TestBackend::new(140, 40)).unwrap();
-
-        let start = screen(&mut terminal, &app);
-        assert!(shows(&start, &format!("position 0/{len}")), "{start:#?}");
-        assert_eq!(marked(&start), "0 (initial state)");
-        assert!(shows(&start, "(position 0: no event yet)"));
-        assert!(shows(&start, "\"tasks\": []"));
-
-        // Step forward twice, back once.
-        press(
-            &mut app,
-            &[KeyCode::Right, KeyCode::Char('l'), KeyCode::Left],
-        );
-        let one = screen(&mut terminal, &app);
-        assert!(shows(&one, &format!("position 1/{len} · workflow:started")));
-        assert_eq!(marked(&one), "1 workflow:started");
-
-        // Goto 15: plan:created, and the diff shows the tasks it added.
-        press(&mut app, &[KeyCode::Char(':')]);
-        press(&mut app, &chars("15"));
-        let typing = screen(&mut terminal, &app);
-        assert!(shows(&typing, "goto position: 15_"));
-        press(&mut app, &[KeyCode::Enter]);
-        let plan = screen(&mut terminal, &app);
-        assert_eq!(marked(&plan), "15 plan:created");
-        assert!(shows(&plan, "add     /tasks/0 = {"), "{plan:#?}");
-        assert!(shows(&plan, "\"title\": \"Write the changelog\""));
-
-        // A text delta changes nothing.
-        press(&mut app, &[KeyCode::Char('h'), KeyCode::Char('h')]);
-        let delta = screen(&mut terminal, &app);
-        assert_eq!(marked(&delta), "13 text:delta");
-        assert!(shows(&delta, "(no change to the state)"));
-
-        // Search by name, then the next match, then the previous.
-        press(&mut app, &[KeyCode::Char('/')]);
-        press(&mut app, &chars("task:completed"));
-        press(&mut app, &[KeyCode::Enter]);
-        let first_done = app.tape.position();
-        assert_eq!(app.tape.current().unwrap().name, "task:completed");
-        let found = screen(&mut terminal, &app);
-        assert!(shows(&found, "replace /completed = 1"), "{found:#?}");
-        press(&mut app, &[KeyCode::Char('n')]);
-        assert!(app.tape.position() > first_done);
-        assert!(shows(
-            &screen(&mut terminal, &app),
-            "replace /completed = 2"
-        ));
-        press(&mut app, &[KeyCode::Char('N')]);
-        assert_eq!(app.tape.position(), first_done);
-        press(&mut app, &[KeyCode::Char('/')]);
-        press(&mut app, &chars("no:such"));
-        press(&mut app, &[KeyCode::Enter]);
-        assert!(shows(
-            &screen(&mut terminal, &app),
-            "no `no:such` after position"
-        ));
-        assert_eq!(app.tape.position(), first_done);
-
-        // Tree view.
-        press(&mut app, &[KeyCode::Char('t')]);
-        let tree = screen(&mut terminal, &app);
-        assert!(shows(&tree, "state (tree, t: json)"));
-        assert!(shows(&tree, "▾ tasks [3]"));
-        assert!(shows(&tree, "completed: 1"));
-
-        // End and start.
-        press(&mut app, &[KeyCode::End]);
-        let end = screen(&mut terminal, &app);
-        assert!(shows(
-            &end,
-            &format!("position {len}/{len} · workflow:completed")
-        ));
-        assert_eq!(marked(&end), format!("{len} workflow:completed"));
-        press(&mut app, &[KeyCode::Char('l')]);
-        assert_eq!(app.tape.position(), len);
-        press(&mut app, &[KeyCode::Home, KeyCode::Left]);
-        assert_eq!(app.tape.position(), 0);
-
-        // Play: each tick steps; space pauses.
-        press(&mut app, &[KeyCode::Char(' ')]);
-        assert!(shows(&screen(&mut terminal, &app), "· playing"));
-        for _ in 0..5 {
-            app.tick();
-        }
-        press(&mut app, &[KeyCode::Char(' ')]);
-        app.tick();
-        let paused = screen(&mut terminal, &app);
-        assert!(shows(&paused, &format!("position 5/{len}")));
-        assert!(shows(&paused, "· paused"));
-
-        // Quit.
-        assert!(!app.should_quit());
-        press(&mut app, &[KeyCode::Char('q')]);
-        assert!(app.should_quit());
-    }
 }

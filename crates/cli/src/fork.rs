@@ -1,26 +1,22 @@
-//! `openharness fork <id> (--at N | --after NAME [--nth N])`: start a new session from a
-//! point of a recorded one and run it on, offline.
+//! `fork <id> (--at N | --after NAME [--nth N])`: start a new session from a point of a
+//! recorded one and run it on, through the host, with the workflow's own provider unless
+//! `--provider` names a real model.
 //!
 //! The child session's first event is `session:forked`; its state there is the parent's at
 //! the fork point, and the fork re-delivers the parent's event at that point (so forking
-//! after the second `task:started` runs the second task again). The run uses a scripted
-//! model that answers every call (the demo's script is positional, so a fork gets
-//! answers of its own, marked `(fork)`).
+//! after the second `task:started` runs the second task again).
 
-use openharness::RunOptions;
-use openharness::provider::{Reply, ScriptedProvider};
-use openharness::store::RedbStore;
-use openharness::tape::{At, ForkSession};
-use openharness::{Agent, SessionId, Store, Workflow, WorkflowState};
-use openharness_example_planner_executor::{Executor, Planner};
+use std::io::Write;
+
+use openharness::{RunOptions, SessionId};
+use openharness_host::{ForkPoint, Host};
 use serde::Serialize;
 
-use crate::commands::{CliError, with_ancestors_workflow};
-use crate::progress::Progress;
-use crate::turns::print_outcome;
-use crate::workflows::{self, KnownWorkflow, Summary};
+use crate::Context;
+use crate::commands::{CliError, parse_session};
+use crate::provider::ProviderArgs;
 
-/// Arguments of `openharness fork`.
+/// Arguments of `fork`.
 #[derive(Debug, clap::Args)]
 #[command(group = clap::ArgGroup::new("point").required(true).args(["at", "after"]))]
 pub(crate) struct ForkArgs {
@@ -38,6 +34,8 @@ pub(crate) struct ForkArgs {
     /// Print `{"parent","position","session","len","reason"}` as JSON instead of progress.
     #[arg(long)]
     json: bool,
+    #[command(flatten)]
+    provider: ProviderArgs,
 }
 
 /// What `fork --json` prints.
@@ -50,93 +48,102 @@ struct Forked<'a> {
     reason: &'static str,
 }
 
-/// A scripted model that answers every planner and executor call.
-fn fork_provider() -> ScriptedProvider {
-    ScriptedProvider::new()
-        .fallback(Planner::NAME, |_| {
-            Reply::output(
-                serde_json::json!({ "tasks": ["(fork) Review the plan", "(fork) Ship it"] }),
-            )
-        })
-        .fallback(Executor::NAME, |request| {
-            let task = request.prompt.lines().nth(1).unwrap_or("the task");
-            Reply::output(serde_json::json!({ "summary": format!("(fork) {task}") }))
-        })
+/// The position right after the `n`th (from 1) event named `name`.
+async fn position_after(
+    context: &Context,
+    session: &SessionId,
+    name: &str,
+    n: usize,
+) -> Result<u64, CliError> {
+    let host = context.host();
+    let mut seen = 0;
+    let mut after = None;
+    loop {
+        let page = host
+            .events(session, after, 1000)
+            .await
+            .map_err(|e| context.explain(e))?;
+        for recorded in &page.events {
+            if recorded.event.name == name {
+                seen += 1;
+                if seen == n.max(1) {
+                    return Ok(recorded.seq + 1);
+                }
+            }
+        }
+        match page.next_after {
+            Some(next) => after = Some(next),
+            None => {
+                return Err(CliError::Usage(format!(
+                    "session {session} has {seen} `{name}` event(s), so there is no occurrence {n} to fork after"
+                )));
+            }
+        }
+    }
 }
 
-/// Runs `openharness fork`.
-pub(crate) async fn run(args: ForkArgs, store: RedbStore) -> Result<(), CliError> {
-    let parent: SessionId = args
-        .session
-        .parse()
-        .map_err(|err| CliError::Usage(format!("{err}")))?;
-    let info = store
+/// Runs `fork`.
+pub(crate) async fn run(args: ForkArgs, context: &Context) -> Result<(), CliError> {
+    let parent = parse_session(&args.session)?;
+    let workflow = context
+        .host()
+        .workflow_of(&parent)
+        .await
+        .map_err(|e| context.explain(e))?
+        .name()
+        .to_owned();
+    let len = context
+        .host()
         .session(&parent)
         .await
-        .map_err(|source| CliError::Store {
-            store: store.describe(),
-            source,
-        })?
-        .ok_or_else(|| {
-            CliError::Usage(format!(
-                "session {parent} not found in {}; `openharness sessions` lists the recorded ones",
-                store.describe()
-            ))
-        })?;
-    let info = with_ancestors_workflow(&store, info).await?;
-    match workflows::for_session(&info, store)? {
-        KnownWorkflow::PlannerExecutor(workflow) => {
-            let workflow = workflow.with_provider(fork_provider());
-            fork_on(&workflow, &parent, point(&args)?, args.json).await
+        .map_err(|e| context.explain(e))?
+        .len;
+    let position = match (args.at, &args.after) {
+        (Some(position), _) => position.min(len),
+        (None, Some(name)) => position_after(context, &parent, name, args.nth).await?,
+        (None, None) => return Err(CliError::Usage("pass `--at N` or `--after NAME`".into())),
+    };
+    let (host, provider): (Host, String) = match args.provider.provider()? {
+        None => (context.host().clone(), "its own provider".to_owned()),
+        Some(model) => {
+            let name = model.name().to_owned();
+            (context.host().with_provider(model), name)
         }
-        // The chat's offline model answers every message from its prompt already.
-        KnownWorkflow::Chat(workflow) => {
-            fork_on(&workflow, &parent, point(&args)?, args.json).await
-        }
-    }
-}
-
-/// The fork point the arguments name.
-fn point<S>(args: &ForkArgs) -> Result<At<S>, CliError> {
-    match (args.at, &args.after) {
-        (Some(position), _) => Ok(At::position(position)),
-        (None, Some(name)) => Ok(At::nth(name.clone(), args.nth)),
-        (None, None) => Err(CliError::Usage("pass `--at N` or `--after NAME`".into())),
-    }
-}
-
-async fn fork_on<S: WorkflowState + Summary>(
-    workflow: &Workflow<S>,
-    parent: &SessionId,
-    at: At<S>,
-    json: bool,
-) -> Result<(), CliError> {
-    let fork = workflow.fork(parent, at).await?;
-    let options = if json {
+    };
+    let options = if args.json {
         RunOptions::new()
     } else {
-        println!(
-            "Forking {parent} at position {} (offline, scripted model)\n",
-            fork.position()
-        );
-        RunOptions::new().renderer(Progress::default())
+        writeln!(
+            context.out(),
+            "Forking {parent} at position {position} (`{workflow}`, {provider})\n"
+        )?;
+        RunOptions::new().renderer(context.progress())
     };
-    let outcome = fork.run(options).await?;
-    if json {
+    let outcome = host
+        .fork(&parent, ForkPoint::Position { position }, options)
+        .await
+        .map_err(|e| context.explain(e))?;
+    let mut out = context.out();
+    if args.json {
         let forked = Forked {
-            parent,
-            position: fork.position(),
+            parent: &parent,
+            position,
             session: &outcome.session,
             len: outcome.len,
             reason: outcome.reason.as_str(),
         };
-        println!("{}", serde_json::to_string_pretty(&forked)?);
+        let mut text = serde_json::to_string_pretty(&forked)?;
+        text.push('\n');
+        out.write_all(text.as_bytes())?;
     } else {
-        print_outcome(&outcome);
-        println!(
-            "\nSession {} (forked from {parent}).\nOpen it:\n  openharness tape {}",
-            outcome.session, outcome.session
-        );
+        crate::turns::print_outcome(context, &workflow, &outcome)?;
+        writeln!(
+            out,
+            "\nSession {} (forked from {parent}).\nOpen it:\n  {} tape {}",
+            outcome.session,
+            context.program(),
+            outcome.session
+        )?;
     }
     Ok(())
 }

@@ -1,5 +1,6 @@
 //! [`Progress`]: the live view of a turn — agents starting and finishing, their streamed text,
-//! the task count, questions asked and answered, the release decision and chat replies.
+//! questions asked and answered, errors — plus the lines a program adds for its own events
+//! ([`Describe`]).
 
 use std::io::Write;
 
@@ -7,42 +8,59 @@ use openharness::builtin::{
     AgentCompleted, AgentStarted, ErrorOccurred, InputReceived, InputRequested, Outcome, TextDelta,
 };
 use openharness::{Envelope, Event, Renderer};
-use openharness_example_chat::AssistantReplied;
-use openharness_example_planner_executor::{
-    PlanCreated, ReleaseDeclined, ReleasePublished, TaskCompleted, TaskStarted,
-};
+
+use crate::Output;
+
+/// A line (or several) for an event that is not built in, or `None` to print nothing. Made
+/// once per turn, so it may keep counts (tasks planned, tasks done).
+pub type Describe = Box<dyn FnMut(&Envelope) -> Option<String> + Send>;
 
 /// Prints progress as events are recorded.
-#[derive(Debug, Default)]
-pub(crate) struct Progress {
-    total: usize,
-    done: usize,
+pub struct Progress {
+    out: Output,
+    describe: Option<Describe>,
     streaming: bool,
 }
 
+impl std::fmt::Debug for Progress {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Progress")
+            .field("streaming", &self.streaming)
+            .finish_non_exhaustive()
+    }
+}
+
 impl Progress {
-    fn end_stream(&mut self, out: &mut impl Write) {
+    /// A view writing to `out`, with `describe` for events that are not built in.
+    pub fn new(out: Output, describe: Option<Describe>) -> Self {
+        Self {
+            out,
+            describe,
+            streaming: false,
+        }
+    }
+
+    fn end_stream(&mut self) {
         if std::mem::take(&mut self.streaming) {
-            let _ = writeln!(out);
+            let _ = writeln!(self.out);
         }
     }
 }
 
 impl Renderer for Progress {
     fn render(&mut self, event: &Envelope) {
-        let mut out = std::io::stdout().lock();
         if event.is::<TextDelta>() {
             if let Ok(delta) = event.decode::<TextDelta>() {
                 if !self.streaming {
-                    let _ = write!(out, "    {}: ", delta.agent);
+                    let _ = write!(self.out, "    {}: ", delta.agent);
                     self.streaming = true;
                 }
-                let _ = write!(out, "{}", delta.delta);
-                let _ = out.flush();
+                let _ = write!(self.out, "{}", delta.delta);
+                let _ = self.out.flush();
             }
             return;
         }
-        self.end_stream(&mut out);
+        self.end_stream();
         let line = match event.name.as_ref() {
             AgentStarted::NAME => event
                 .decode::<AgentStarted>()
@@ -59,24 +77,6 @@ impl Renderer for Progress {
                         }
                     })
             }
-            PlanCreated::NAME => event.decode::<PlanCreated>().ok().map(|plan| {
-                self.total = plan.tasks.len();
-                let list: Vec<_> = plan
-                    .tasks
-                    .iter()
-                    .enumerate()
-                    .map(|(i, t)| format!("      {}. {t}", i + 1))
-                    .collect();
-                format!("  plan: {} tasks\n{}", self.total, list.join("\n"))
-            }),
-            TaskStarted::NAME => event
-                .decode::<TaskStarted>()
-                .ok()
-                .map(|t| format!("  task {}/{}: {}", t.index + 1, self.total, t.title)),
-            TaskCompleted::NAME => event.decode::<TaskCompleted>().ok().map(|_| {
-                self.done += 1;
-                format!("  [{}/{} tasks done]", self.done, self.total)
-            }),
             InputRequested::NAME => event
                 .decode::<InputRequested>()
                 .ok()
@@ -85,29 +85,19 @@ impl Renderer for Progress {
                 .decode::<InputReceived>()
                 .ok()
                 .map(|a| format!("  answer: {}", a.text)),
-            ReleasePublished::NAME => Some("  release published".to_owned()),
-            ReleaseDeclined::NAME => event
-                .decode::<ReleaseDeclined>()
-                .ok()
-                .map(|d| format!("  release not published (answer: {:?})", d.answer)),
-            AssistantReplied::NAME => event
-                .decode::<AssistantReplied>()
-                .ok()
-                .map(|r| format!("  assistant: {}", r.reply)),
             ErrorOccurred::NAME => event
                 .decode::<ErrorOccurred>()
                 .ok()
                 .map(|e| format!("  ! {}: {}", e.source, e.message)),
-            _ => None,
+            _ => self.describe.as_mut().and_then(|describe| describe(event)),
         };
         if let Some(line) = line {
-            let _ = writeln!(out, "{line}");
+            let _ = writeln!(self.out, "{line}");
         }
     }
 
     fn finish(&mut self) {
-        let mut out = std::io::stdout().lock();
-        self.end_stream(&mut out);
-        let _ = out.flush();
+        self.end_stream();
+        let _ = self.out.flush();
     }
 }

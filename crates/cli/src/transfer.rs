@@ -8,6 +8,8 @@ use clap::Subcommand;
 use openharness::store::{PostgresStore, RedbOptions, RedbStore, jsonl};
 use openharness::{SessionId, Store, StoreError};
 
+use crate::Output;
+
 /// The transfer subcommands.
 #[derive(Debug, Subcommand)]
 pub(crate) enum TransferCommand {
@@ -26,21 +28,36 @@ pub(crate) enum TransferCommand {
 
 /// Why a transfer failed.
 #[derive(Debug, thiserror::Error)]
-pub(crate) enum TransferCliError {
+#[non_exhaustive]
+pub enum TransferCliError {
+    /// The store could not be opened.
     #[error("could not open the store {store}: {source}")]
-    Open { store: String, source: StoreError },
+    Open {
+        /// The store as `--store` named it.
+        store: String,
+        /// The cause.
+        source: StoreError,
+    },
+    /// The file to import could not be opened.
     #[error("could not open {}: {source}", path.display())]
     File {
+        /// The file.
         path: PathBuf,
+        /// The cause.
         source: std::io::Error,
     },
+    /// The import failed (a malformed line, a store failure).
     #[error("{}: {source}", path.display())]
     Import {
+        /// The file.
         path: PathBuf,
+        /// The cause.
         source: jsonl::TransferError,
     },
+    /// The export failed.
     #[error(transparent)]
     Export(jsonl::TransferError),
+    /// The session id does not parse.
     #[error("invalid session id: {0}")]
     Session(String),
 }
@@ -65,15 +82,18 @@ async fn open(store: &Path) -> Result<Box<dyn Store>, TransferCliError> {
     })
 }
 
-pub(crate) async fn run(command: TransferCommand, store: &Path) -> Result<(), TransferCliError> {
+pub(crate) async fn run(
+    command: TransferCommand,
+    store: &Path,
+    out: Output,
+) -> Result<(), TransferCliError> {
     match command {
         TransferCommand::Export { session } => {
             let session: SessionId = session
                 .parse()
                 .map_err(|err| TransferCliError::Session(format!("{err}")))?;
             let store = open(store).await?;
-            let stdout = std::io::stdout().lock();
-            let mut out = std::io::BufWriter::new(stdout);
+            let mut out = std::io::BufWriter::new(out);
             jsonl::export(&*store, &session, &mut out)
                 .await
                 .map_err(TransferCliError::Export)?;
@@ -97,15 +117,19 @@ pub(crate) async fn run(command: TransferCommand, store: &Path) -> Result<(), Tr
                 path: file.clone(),
                 source,
             })?;
+            let mut text = String::new();
             for (session, len) in &summary.sessions {
-                println!("{session}: {len} events");
+                text.push_str(&format!("{session}: {len} events\n"));
             }
-            println!(
-                "Imported {} events in {} sessions into {}.",
+            text.push_str(&format!(
+                "Imported {} events in {} sessions into {}.\n",
                 summary.events,
                 summary.sessions.len(),
                 store.describe()
-            );
+            ));
+            let mut out = out;
+            out.write_all(text.as_bytes())
+                .map_err(|err| TransferCliError::Export(jsonl::TransferError::Write(err)))?;
             Ok(())
         }
     }

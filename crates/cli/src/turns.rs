@@ -1,19 +1,30 @@
-//! `openharness send`, `respond` and `resume`: turns on a recorded session, run by the
-//! workflow that recorded it, offline (scripted model) unless `--provider` names a real one.
+//! `send`, `respond` and `resume`: turns on a recorded session, run through the host by the
+//! workflow that recorded it, with its own provider unless `--provider` names a real model.
 //!
 //! Each shows the turn's progress live and ends by saying how the turn ended, the session's
-//! new length and, when it waits for a person, the exact `openharness respond` command.
+//! new length and, when it waits for a person, the exact `respond` command.
 
-use openharness::store::RedbStore;
-use openharness::{EventId, RunOptions, RunOutcome, SessionId, StopReason, Store, Workflow};
-use openharness::{SessionInfo, WorkflowState};
+use std::io::Write;
 
-use crate::commands::{CliError, with_ancestors_workflow};
-use crate::progress::Progress;
-use crate::run::ProviderArgs;
-use crate::workflows::{self, KnownWorkflow, Summary};
+use openharness::{EventId, RunOptions, SessionId, StopReason};
+use openharness_host::{Host, TurnOutcome};
 
-/// Arguments of `openharness send`.
+use crate::Context;
+use crate::commands::{CliError, parse_session};
+use crate::provider::ProviderArgs;
+
+/// Arguments of `start`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct StartArgs {
+    /// The registered workflow.
+    workflow: String,
+    /// The first input (recorded as `user:input`); none starts the workflow without one.
+    text: Option<String>,
+    #[command(flatten)]
+    provider: ProviderArgs,
+}
+
+/// Arguments of `send`.
 #[derive(Debug, clap::Args)]
 pub(crate) struct SendArgs {
     /// The session to continue.
@@ -24,12 +35,12 @@ pub(crate) struct SendArgs {
     provider: ProviderArgs,
 }
 
-/// Arguments of `openharness respond`.
+/// Arguments of `respond`.
 #[derive(Debug, clap::Args)]
 pub(crate) struct RespondArgs {
     /// The waiting session.
     session: String,
-    /// The id of the open `input:requested` (as `send`/`demo --no-answer` print it).
+    /// The id of the open `input:requested` (as `send` and the turns print it).
     request: String,
     /// The answer.
     text: String,
@@ -37,7 +48,7 @@ pub(crate) struct RespondArgs {
     provider: ProviderArgs,
 }
 
-/// Arguments of `openharness resume`.
+/// Arguments of `resume`.
 #[derive(Debug, clap::Args)]
 pub(crate) struct ResumeArgs {
     /// The session whose cut-off turn to finish.
@@ -48,194 +59,229 @@ pub(crate) struct ResumeArgs {
 
 /// Prints how a turn ended: the state's summary, the reason, the session's length and, when
 /// it waits, the command that answers each open request.
-pub(crate) fn print_outcome<S: Summary>(outcome: &RunOutcome<S>) {
-    println!("\n{}", outcome.state.summary());
+pub(crate) fn print_outcome(
+    context: &Context,
+    workflow: &str,
+    outcome: &TurnOutcome,
+) -> Result<(), CliError> {
+    let mut out = context.out();
+    if let Some(summary) = context.summary(workflow, &outcome.state) {
+        writeln!(out, "\n{summary}")?;
+    } else {
+        writeln!(out)?;
+    }
     let new = outcome.len.saturating_sub(outcome.first_seq);
     let errors = match outcome.errors {
         0 => String::new(),
         n => format!(
-            ", with {n} error(s) (see `openharness events {}`)",
+            ", with {n} error(s) (see `{} events {}`)",
+            context.program(),
             outcome.session
         ),
     };
-    println!(
+    writeln!(
+        out,
         "The turn ended ({}){errors}; the session has {} events ({new} new).",
         outcome.reason.as_str(),
         outcome.len
-    );
-    print_open_requests(&outcome.session, &outcome.open_requests);
+    )?;
+    print_open_requests(context, &outcome.session, &outcome.open_requests)
 }
 
-fn print_open_requests(session: &SessionId, open: &[EventId]) {
-    if open.is_empty() {
-        return;
-    }
-    println!("The session is waiting for an answer. Answer with:");
-    for request in open {
-        println!("  openharness respond {session} {request} \"<your answer>\"");
-    }
-}
-
-/// The recorded session `id` and the workflow that recorded it.
-async fn known(store: RedbStore, id: &str) -> Result<(SessionId, KnownWorkflow), CliError> {
-    let session: SessionId = id
-        .parse()
-        .map_err(|err| CliError::Usage(format!("{err}")))?;
-    let info: SessionInfo = store
-        .session(&session)
-        .await
-        .map_err(|source| CliError::Store {
-            store: store.describe(),
-            source,
-        })?
-        .ok_or_else(|| {
-            CliError::Usage(format!(
-                "session {session} not found in {}; `openharness sessions` lists the recorded ones",
-                store.describe()
-            ))
-        })?;
-    let info = with_ancestors_workflow(&store, info).await?;
-    Ok((session, workflows::for_session(&info, store)?))
-}
-
-/// Runs `openharness send`.
-pub(crate) async fn send(args: SendArgs, store: RedbStore) -> Result<(), CliError> {
-    let (session, known) = known(store, &args.session).await?;
-    match known {
-        KnownWorkflow::PlannerExecutor(w) => send_on(w, &session, &args).await,
-        KnownWorkflow::Chat(w) => send_on(w, &session, &args).await,
-    }
-}
-
-async fn send_on<S: WorkflowState + Summary>(
-    workflow: Workflow<S>,
+fn print_open_requests(
+    context: &Context,
     session: &SessionId,
-    args: &SendArgs,
+    open: &[EventId],
 ) -> Result<(), CliError> {
-    let (workflow, provider) = args.provider.apply(workflow)?;
-    if workflow.unfinished(session).await?.needs_resume() {
-        // A turn is under way or was cut off: the runtime refuses it (`SessionBusy`) before
-        // anything is recorded; no header announces a turn that does not run.
-        workflow
-            .send(session, args.text.clone(), RunOptions::new())
-            .await?;
+    if open.is_empty() {
+        return Ok(());
     }
-    println!(
-        "Continuing session {session} (`{}`, {provider}) — input: {}\n",
-        workflow.name(),
-        args.text
-    );
-    let outcome = workflow.send(session, args.text.clone(), options()).await?;
-    print_outcome(&outcome);
+    let mut out = context.out();
+    writeln!(out, "The session is waiting for an answer. Answer with:")?;
+    for request in open {
+        writeln!(
+            out,
+            "  {} respond {session} {request} \"<your answer>\"",
+            context.program()
+        )?;
+    }
     Ok(())
 }
 
-/// Runs `openharness respond`.
-pub(crate) async fn respond(args: RespondArgs, store: RedbStore) -> Result<(), CliError> {
+/// The host a turn runs on (the registered one, or one asking `--provider`'s model), the
+/// session, the name of its workflow and how to name the model.
+async fn turn_host(
+    context: &Context,
+    session: &str,
+    provider: &ProviderArgs,
+) -> Result<(Host, SessionId, String, String), CliError> {
+    let session = parse_session(session)?;
+    let workflow = context
+        .host()
+        .workflow_of(&session)
+        .await
+        .map_err(|e| context.explain(e))?
+        .name()
+        .to_owned();
+    Ok(match provider.provider()? {
+        None => (
+            context.host().clone(),
+            session,
+            workflow,
+            "its own provider".to_owned(),
+        ),
+        Some(model) => {
+            let name = model.name().to_owned();
+            (context.host().with_provider(model), session, workflow, name)
+        }
+    })
+}
+
+/// Runs `start`.
+pub(crate) async fn start(args: StartArgs, context: &Context) -> Result<(), CliError> {
+    let workflow = context.host().hosted(&args.workflow)?.name().to_owned();
+    let (host, provider) = match args.provider.provider()? {
+        None => (context.host().clone(), "its own provider".to_owned()),
+        Some(model) => {
+            let name = model.name().to_owned();
+            (context.host().with_provider(model), name)
+        }
+    };
+    let input = args
+        .text
+        .as_deref()
+        .map_or_else(|| "(none)".to_owned(), |t| t.to_owned());
+    writeln!(
+        context.out(),
+        "Starting `{workflow}` ({provider}) — input: {input}\n"
+    )?;
+    let outcome = host.run(&workflow, args.text, options(context)).await?;
+    print_outcome(context, &workflow, &outcome)?;
+    writeln!(
+        context.out(),
+        "\nSession {} is recorded in {}.\nOpen it:\n  {} tape {}",
+        outcome.session,
+        context.store_path().display(),
+        context.program(),
+        outcome.session
+    )?;
+    Ok(())
+}
+
+/// Runs `send`.
+pub(crate) async fn send(args: SendArgs, context: &Context) -> Result<(), CliError> {
+    let (host, session, workflow, provider) =
+        turn_host(context, &args.session, &args.provider).await?;
+    if host.unfinished(&session).await?.needs_resume() {
+        // A turn is under way or was cut off: the runtime refuses it (`SessionBusy`) before
+        // anything is recorded; no header announces a turn that does not run.
+        host.send(&session, args.text.clone(), RunOptions::new())
+            .await?;
+    }
+    writeln!(
+        context.out(),
+        "Continuing session {session} (`{workflow}`, {provider}) — input: {}\n",
+        args.text
+    )?;
+    let outcome = host
+        .send(&session, args.text.clone(), options(context))
+        .await?;
+    print_outcome(context, &workflow, &outcome)
+}
+
+/// Runs `respond`.
+pub(crate) async fn respond(args: RespondArgs, context: &Context) -> Result<(), CliError> {
     let request: EventId = args.request.parse().map_err(|_| {
         CliError::Usage(format!(
             "`{}` is not a request id (the id of an `input:requested` event, a UUID)",
             args.request
         ))
     })?;
-    let (session, known) = known(store, &args.session).await?;
-    match known {
-        KnownWorkflow::PlannerExecutor(w) => respond_on(w, &session, request, &args).await,
-        KnownWorkflow::Chat(w) => respond_on(w, &session, request, &args).await,
-    }
-}
-
-async fn respond_on<S: WorkflowState + Summary>(
-    workflow: Workflow<S>,
-    session: &SessionId,
-    request: EventId,
-    args: &RespondArgs,
-) -> Result<(), CliError> {
-    let (workflow, provider) = args.provider.apply(workflow)?;
-    if !workflow
-        .unfinished(session)
+    let (host, session, workflow, provider) =
+        turn_host(context, &args.session, &args.provider).await?;
+    if !host
+        .unfinished(&session)
         .await?
         .open_requests
         .contains(&request)
     {
         // Not open: the runtime refuses it (`RequestNotOpen`, naming the open ones) and
         // records nothing; no header announces an answer that is not given.
-        workflow
-            .respond(session, request, args.text.clone(), RunOptions::new())
+        host.respond(&session, request, args.text.clone(), RunOptions::new())
             .await?;
     }
-    println!(
-        "Answering request {request} of session {session} with {:?} (`{}`, {provider})\n",
-        args.text,
-        workflow.name()
-    );
-    let outcome = workflow
-        .respond(session, request, args.text.clone(), options())
+    writeln!(
+        context.out(),
+        "Answering request {request} of session {session} with {:?} (`{workflow}`, {provider})\n",
+        args.text
+    )?;
+    let outcome = host
+        .respond(&session, request, args.text.clone(), options(context))
         .await?;
-    print_outcome(&outcome);
-    Ok(())
+    print_outcome(context, &workflow, &outcome)
 }
 
-/// Runs `openharness resume`.
-pub(crate) async fn resume(args: ResumeArgs, store: RedbStore) -> Result<(), CliError> {
-    let (session, known) = known(store, &args.session).await?;
-    match known {
-        KnownWorkflow::PlannerExecutor(w) => resume_on(w, &session, &args).await,
-        KnownWorkflow::Chat(w) => resume_on(w, &session, &args).await,
-    }
-}
-
-async fn resume_on<S: WorkflowState + Summary>(
-    workflow: Workflow<S>,
-    session: &SessionId,
-    args: &ResumeArgs,
-) -> Result<(), CliError> {
-    let report = workflow.unfinished(session).await?;
+/// Runs `resume`.
+pub(crate) async fn resume(args: ResumeArgs, context: &Context) -> Result<(), CliError> {
+    let (host, session, workflow, provider) =
+        turn_host(context, &args.session, &args.provider).await?;
+    let report = host.unfinished(&session).await?;
+    let mut out = context.out();
     if !report.needs_resume() {
-        nothing_unfinished(session, report.status.as_str(), report.len);
-        print_open_requests(session, &report.open_requests);
-        return Ok(());
+        nothing_unfinished(context, &session, report.status.as_str(), report.len)?;
+        return print_open_requests(context, &session, &report.open_requests);
     }
-    let (workflow, provider) = args.provider.apply(workflow)?;
-    println!(
-        "Session {session} (`{}`, {} events) has an unfinished turn; resuming it with {provider}:",
-        workflow.name(),
+    writeln!(
+        out,
+        "Session {session} (`{workflow}`, {} events) has an unfinished turn; resuming it with {provider}:",
         report.len
-    );
+    )?;
     for call in &report.open_calls {
-        println!(
+        writeln!(
+            out,
             "  agent `{}` was cut off: it is closed as interrupted and runs again",
             call.agent
-        );
+        )?;
     }
     for name in &report.unrecorded {
-        println!("  `{name}` was never recorded: it is derived again and recorded");
+        writeln!(
+            out,
+            "  `{name}` was never recorded: it is derived again and recorded"
+        )?;
     }
     if report.open_calls.is_empty() && report.unrecorded.is_empty() {
-        println!("  nothing was cut off mid-way: the turn runs on to its end");
+        writeln!(
+            out,
+            "  nothing was cut off mid-way: the turn runs on to its end"
+        )?;
     }
-    println!();
-    let outcome = workflow.resume(session, options()).await?;
+    writeln!(out)?;
+    let outcome = host.resume(&session, options(context)).await?;
     if outcome.reason == StopReason::NothingUnfinished {
         // Another process finished it between the report and the resume.
-        nothing_unfinished(session, "idle", outcome.len);
-        return Ok(());
+        return nothing_unfinished(context, &session, "idle", outcome.len);
     }
-    print_outcome(&outcome);
-    Ok(())
+    print_outcome(context, &workflow, &outcome)
 }
 
-fn nothing_unfinished(session: &SessionId, status: &str, len: u64) {
-    println!(
+fn nothing_unfinished(
+    context: &Context,
+    session: &SessionId,
+    status: &str,
+    len: u64,
+) -> Result<(), CliError> {
+    writeln!(
+        context.out(),
         "Session {session}: nothing unfinished (its last turn ended; status {status}, {len} events)."
-    );
+    )?;
+    Ok(())
 }
 
 /// A turn's options: refuse rather than wait when this process is already running one on the
 /// session (never the case for one CLI command, but the rule stays visible), with live
 /// progress.
-fn options() -> RunOptions {
+fn options(context: &Context) -> RunOptions {
     RunOptions::new()
         .refuse_if_busy()
-        .renderer(Progress::default())
+        .renderer(context.progress())
 }

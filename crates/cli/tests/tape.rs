@@ -122,10 +122,7 @@ fn fork_runs_a_new_session_from_a_point_of_the_demo() {
     let end: serde_json::Value = serde_json::from_slice(&end.stdout).unwrap();
     assert_eq!(end["state"]["completed"], 3);
     let redone = end["state"]["tasks"][1]["result"].as_str().unwrap();
-    assert!(
-        redone.starts_with("(fork) Complete task 2 of 3"),
-        "{redone}"
-    );
+    assert!(redone.starts_with("Done: Complete task 2 of 3"), "{redone}");
 
     // A fork point is required.
     let missing = openharness(dir.path(), &["fork", &parent]);

@@ -5,7 +5,8 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use openharness_core::{
-    AgentSpec, EventId, RunOptions, SessionId, Unfinished, Workflow, WorkflowState,
+    AgentSpec, BoxedProvider, EventId, Provider, ProviderError, ProviderRequest, ProviderResponse,
+    ProviderSink, RunOptions, SessionId, Store, Unfinished, Workflow, WorkflowState,
 };
 use openharness_tape::{At, ForkSession, LoadTape, Tape};
 use serde_json::Value;
@@ -27,6 +28,13 @@ pub trait Hosted: Send + Sync + 'static {
 
     /// The state every new session starts from.
     fn initial_state(&self) -> Result<Value, HostError>;
+
+    /// The same workflow recording to (and reading from) `store`.
+    fn with_store(&self, store: Arc<dyn Store>) -> Arc<dyn Hosted>;
+
+    /// The same workflow asking `provider` (a real model instead of a script, another model
+    /// for a fork, a cassette).
+    fn with_provider(&self, provider: BoxedProvider) -> Arc<dyn Hosted>;
 
     /// Starts a new session (`input` recorded as `user:input`).
     async fn run(
@@ -123,6 +131,24 @@ pub trait JsonTape: Send {
 
 struct Handle<S: WorkflowState>(Workflow<S>);
 
+/// A shared provider as a [`Provider`] ([`Workflow::with_provider`] takes one by value).
+struct Shared(BoxedProvider);
+
+#[async_trait]
+impl Provider for Shared {
+    fn name(&self) -> &str {
+        self.0.name()
+    }
+
+    async fn complete(
+        &self,
+        request: ProviderRequest,
+        sink: ProviderSink,
+    ) -> Result<ProviderResponse, ProviderError> {
+        self.0.complete(request, sink).await
+    }
+}
+
 struct TypedTape<S: WorkflowState>(Tape<S>);
 
 impl<S: WorkflowState> JsonTape for TypedTape<S> {
@@ -189,6 +215,14 @@ impl<S: WorkflowState> Hosted for Handle<S> {
 
     fn initial_state(&self) -> Result<Value, HostError> {
         encode(&SessionId::new(), 0, self.0.initial_state())
+    }
+
+    fn with_store(&self, store: Arc<dyn Store>) -> Arc<dyn Hosted> {
+        <dyn Hosted>::of(self.0.with_shared_store(store))
+    }
+
+    fn with_provider(&self, provider: BoxedProvider) -> Arc<dyn Hosted> {
+        <dyn Hosted>::of(self.0.with_provider(Shared(provider)))
     }
 
     async fn run(

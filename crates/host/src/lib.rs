@@ -7,6 +7,8 @@
 //! a turn it runs, derives states at positions (one or many in one pass), diffs, forks, lists
 //! sessions with their lineage and status, pages through events and projects chat messages at a
 //! position. Sessions of workflows it does not have can still be listed and read.
+//! [`Host::register`] takes handles built before the store was known (a CLI's), and
+//! [`Host::with_provider`] runs turns and forks with another model.
 //!
 //! ```
 //! # use openharness_core::{Workflow, WorkflowState, Store};
@@ -30,8 +32,8 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use openharness_core::{
-    CancellationToken, EventId, RunOptions, SessionId, SessionInfo, Store, Unfinished, Workflow,
-    WorkflowState,
+    BoxedProvider, CancellationToken, EventId, RunOptions, SessionId, SessionInfo, Store,
+    Unfinished, Workflow, WorkflowState,
 };
 use openharness_projection::{Message, project_messages};
 
@@ -93,14 +95,37 @@ impl Host {
 
     /// Registers `workflow` under its name; it records to the host's store. Two workflows
     /// with one name are refused with [`HostError::DuplicateWorkflow`].
-    pub fn workflow<S: WorkflowState>(mut self, workflow: Workflow<S>) -> Result<Self, HostError> {
-        let workflow = workflow.with_shared_store(Arc::clone(&self.store));
+    pub fn workflow<S: WorkflowState>(self, workflow: Workflow<S>) -> Result<Self, HostError> {
+        self.register(<dyn Hosted>::of(workflow))
+    }
+
+    /// Registers an already type-erased workflow under its name, re-targeted to the host's
+    /// store (a CLI collects handles before it knows which store it opens). Two workflows with
+    /// one name are refused with [`HostError::DuplicateWorkflow`].
+    pub fn register(mut self, workflow: Arc<dyn Hosted>) -> Result<Self, HostError> {
         let name = workflow.name().to_owned();
         if self.workflows.contains_key(&name) {
             return Err(HostError::DuplicateWorkflow(name));
         }
-        self.workflows.insert(name, <dyn Hosted>::of(workflow));
+        let workflow = workflow.with_store(Arc::clone(&self.store));
+        self.workflows.insert(name, workflow);
         Ok(self)
+    }
+
+    /// This host with every workflow asking `provider` instead of its own (a CLI's
+    /// `--provider` flag). The copy shares the store and the turns in flight, so
+    /// [`Host::cancel`] on either stops a turn the other runs.
+    #[must_use]
+    pub fn with_provider(&self, provider: BoxedProvider) -> Self {
+        Self {
+            store: Arc::clone(&self.store),
+            workflows: self
+                .workflows
+                .iter()
+                .map(|(name, w)| (name.clone(), w.with_provider(Arc::clone(&provider))))
+                .collect(),
+            turns: Arc::clone(&self.turns),
+        }
     }
 
     /// The store sessions are recorded to.

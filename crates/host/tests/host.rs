@@ -238,3 +238,48 @@ async fn a_host_cancels_the_turn_it_runs() {
     assert!(!host.is_running(&session));
     assert!(!host.cancel(&session), "nothing runs any more");
 }
+
+#[tokio::test]
+async fn registered_handles_record_to_the_hosts_store_and_with_provider_swaps_the_model() {
+    let store = MemoryStore::new();
+    // A handle built on its own store, registered later: it records to the host's.
+    let handle = <dyn openharness_host::Hosted>::of(notes("notes", Duration::ZERO));
+    let host = Host::new(store.clone()).register(handle).unwrap();
+    let duplicate = host
+        .clone()
+        .register(<dyn openharness_host::Hosted>::of(notes(
+            "notes",
+            Duration::ZERO,
+        )));
+    assert!(matches!(duplicate, Err(HostError::DuplicateWorkflow(ref n)) if n == "notes"));
+    let own = host
+        .run("notes", Some("milk".into()), RunOptions::new())
+        .await
+        .unwrap();
+    assert_eq!(own.state["notes"], serde_json::json!(["MILK"]));
+    assert!(store.session(&own.session).await.unwrap().is_some());
+
+    // Another model for one turn: the copy shares the store; the original keeps its model.
+    let other = ScriptedProvider::new().fallback("scribe", |request| {
+        Reply::output(serde_json::json!({ "note": format!("other: {}", request.prompt) }))
+    });
+    let swapped = host.with_provider(std::sync::Arc::new(other.clone()));
+    let next = swapped
+        .send(&own.session, "eggs".into(), RunOptions::new())
+        .await
+        .unwrap();
+    assert_eq!(
+        next.state["notes"],
+        serde_json::json!(["MILK", "other: eggs"])
+    );
+    assert_eq!(other.calls(), 1);
+    let last = host
+        .send(&own.session, "tea".into(), RunOptions::new())
+        .await
+        .unwrap();
+    assert_eq!(
+        last.state["notes"],
+        serde_json::json!(["MILK", "other: eggs", "TEA"])
+    );
+    assert_eq!(other.calls(), 1, "the original host kept its own model");
+}

@@ -1,0 +1,72 @@
+//! The command line: the global `--store` and the library's subcommands, after the program's
+//! own ones (`E`).
+
+use std::path::PathBuf;
+
+use clap::{Parser, Subcommand};
+
+/// Event-sourced AI-agent workflows: record, replay, step back, fork.
+#[derive(Debug, Parser)]
+#[command(
+    version,
+    about = "Event-sourced AI-agent workflows: record, replay, step back, fork.",
+    long_about = None
+)]
+pub(crate) struct Args<E: Subcommand> {
+    /// The store file (a redb database); `export` and `import` also take a `postgres://` URL.
+    #[arg(
+        long,
+        global = true,
+        env = "OPENHARNESS_STORE",
+        default_value = ".openharness/store.redb"
+    )]
+    pub(crate) store: PathBuf,
+
+    #[command(subcommand)]
+    pub(crate) command: Command<E>,
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum Command<E: Subcommand> {
+    #[command(flatten)]
+    Extra(E),
+    /// Start a new session of a registered workflow and run its first turn.
+    Start(crate::turns::StartArgs),
+    /// Continue a recorded session with new input: a turn of the workflow that recorded it.
+    Send(crate::turns::SendArgs),
+    /// Answer a session's open input request and continue it.
+    Respond(crate::turns::RespondArgs),
+    /// Finish the turn a killed process left unfinished (nothing to do if its last turn ended).
+    Resume(crate::turns::ResumeArgs),
+    /// List recorded sessions and their status (running, idle, waiting, failed).
+    Sessions {
+        /// Print JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print a session's events (any session, whichever workflow recorded it).
+    Events {
+        /// The session id.
+        session: String,
+        /// Print JSON instead of one line per event.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Step through a session's tape: an interactive debugger, or with `--at N` the state at
+    /// one position.
+    Tape {
+        /// The session id.
+        session: String,
+        /// Print the state at this position, 0 (initial state) to the session's length (larger
+        /// values clamp), instead of opening the interactive debugger.
+        #[arg(long)]
+        at: Option<u64>,
+        /// Print `{"position","len","current","state"}` as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Start a new session from a point of a recorded one and run it on.
+    Fork(crate::fork::ForkArgs),
+    #[command(flatten)]
+    Transfer(crate::transfer::TransferCommand),
+}

@@ -1,0 +1,102 @@
+//! A workflow of the tests' own — a ledger whose clerk books each input as an entry — that no
+//! part of the CLI knows, to show the CLI reaches it through the host alone.
+#![allow(dead_code, unreachable_pub, missing_docs, clippy::unwrap_used)]
+
+use std::io::Write;
+use std::sync::{Arc, Mutex};
+
+use openharness::prelude::*;
+use openharness::provider::{Reply, ScriptedProvider};
+use openharness::store::MemoryStore;
+
+/// The workflow's name, as sessions record it.
+pub const LEDGER: &str = "ledger";
+
+#[event]
+#[derive(Debug, Clone)]
+pub struct EntryBooked {
+    pub label: String,
+    pub amount: u64,
+}
+
+#[event]
+pub enum LedgerEvent {
+    UserInput,
+    EntryBooked,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Ledger {
+    pub entries: Vec<String>,
+    pub balance: u64,
+}
+
+#[handler(LedgerEvent)]
+impl Ledger {
+    fn input(&mut self, _input: &UserInput) {}
+    fn booked(&mut self, entry: &EntryBooked) {
+        self.entries.push(entry.label.clone());
+        self.balance += entry.amount;
+    }
+}
+
+#[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
+pub struct Booking {
+    pub label: String,
+    pub amount: u64,
+}
+
+pub struct Clerk;
+
+#[agent(output = Booking, emits = [EntryBooked])]
+impl Clerk {
+    fn prompt(&self, _state: &Ledger, input: &UserInput) -> String {
+        input.text.clone()
+    }
+    fn on_output(&self, booking: Booking, _input: &UserInput) -> EntryBooked {
+        EntryBooked {
+            label: booking.label,
+            amount: booking.amount,
+        }
+    }
+}
+
+/// The ledger, offline: the clerk books `"<label> <amount>"` as that label and amount.
+pub fn ledger() -> Workflow<Ledger> {
+    Workflow::builder(LEDGER)
+        .initial_state(Ledger::default())
+        .agent(Clerk)
+        .store(MemoryStore::new())
+        .provider(ScriptedProvider::new().fallback("clerk", |request| {
+            let (label, amount) = request
+                .prompt
+                .rsplit_once(' ')
+                .expect("inputs are `<label> <amount>`");
+            Reply::output(serde_json::json!({
+                "label": label,
+                "amount": amount.parse::<u64>().expect("a number"),
+            }))
+        }))
+        .build()
+        .expect("the ledger builds")
+}
+
+/// A writer the test keeps a handle on, to read what a command wrote.
+#[derive(Clone, Default)]
+pub struct Buffer(Arc<Mutex<Vec<u8>>>);
+
+impl Buffer {
+    pub fn text(&self) -> String {
+        String::from_utf8(self.0.lock().expect("not poisoned").clone()).expect("UTF-8 output")
+    }
+}
+
+impl Write for Buffer {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().expect("not poisoned").extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}

@@ -1,0 +1,228 @@
+//! The CLI as a library: a program registers a workflow of its own (defined here) with
+//! `openharness_cli::Cli`, and every command works on its sessions — `start`, `sessions`,
+//! `tape --at N --json`, `fork`, `send`, `events` — while a program that does not register it
+//! still lists it and prints its events, and says clearly why `tape --at` cannot fold it.
+#![allow(clippy::unwrap_used, missing_docs)]
+
+mod common;
+
+use std::path::Path;
+
+use common::{Buffer, LEDGER, ledger};
+use openharness::prelude::*;
+use openharness::store::RedbStore;
+use openharness_cli::{Cli, CliError, NoCommands, Output};
+use openharness_host::Host;
+use serde_json::Value;
+
+/// Runs `ledger-tool ARGS` on the store at `store` with the ledger registered (or not);
+/// returns what it wrote, or its error.
+fn tool(cli: &Cli<NoCommands>, store: &Path, args: &[&str]) -> Result<String, CliError> {
+    let buffer = Buffer::default();
+    let mut argv = vec!["ledger-tool", "--store", store.to_str().unwrap()];
+    argv.extend_from_slice(args);
+    cli.try_run_from(argv, Output::new(buffer.clone()))?;
+    Ok(buffer.text())
+}
+
+fn json(text: &str) -> Value {
+    serde_json::from_str(text).unwrap_or_else(|err| panic!("{err}: {text}"))
+}
+
+/// Records a ledger session (two turns) into the redb store at `path`, as the user's program
+/// would with its own code; closes the store before the CLI opens it.
+fn record(path: &Path) -> SessionId {
+    tokio::runtime::Runtime::new().unwrap().block_on(async {
+        let host = Host::new(RedbStore::open(path).unwrap())
+            .workflow(ledger())
+            .unwrap();
+        let first = host
+            .run(LEDGER, Some("coffee 3".into()), RunOptions::new())
+            .await
+            .unwrap();
+        host.send(&first.session, "lunch 12".into(), RunOptions::new())
+            .await
+            .unwrap();
+        first.session
+    })
+}
+
+#[test]
+fn every_command_works_on_a_registered_custom_workflow() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("ledger.redb");
+    let session = record(&store);
+    let cli = Cli::new().workflow(ledger()).unwrap();
+
+    let sessions = json(&tool(&cli, &store, &["sessions", "--json"]).unwrap());
+    assert_eq!(sessions[0]["id"], session.as_str());
+    assert_eq!(sessions[0]["workflow"], LEDGER);
+    assert_eq!(sessions[0]["hosted"], true);
+    assert_eq!(sessions[0]["status"], "idle");
+    let len = sessions[0]["count"].as_u64().unwrap();
+
+    // The state at the end, and at the position right after the first entry was booked.
+    let end = json(
+        &tool(
+            &cli,
+            &store,
+            &["tape", session.as_str(), "--at", &len.to_string(), "--json"],
+        )
+        .unwrap(),
+    );
+    assert_eq!(end["state"]["balance"], 15);
+    assert_eq!(
+        end["state"]["entries"],
+        serde_json::json!(["coffee", "lunch"])
+    );
+    let events = json(&tool(&cli, &store, &["events", session.as_str(), "--json"]).unwrap());
+    let booked = events
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["name"] == "entry:booked")
+        .unwrap()["seq"]
+        .as_u64()
+        .unwrap();
+    let after = json(
+        &tool(
+            &cli,
+            &store,
+            &[
+                "tape",
+                session.as_str(),
+                "--at",
+                &(booked + 1).to_string(),
+                "--json",
+            ],
+        )
+        .unwrap(),
+    );
+    assert_eq!(after["current"]["name"], "entry:booked");
+    assert_eq!(after["state"]["balance"], 3);
+
+    // Fork right after the first booking: the child re-delivers it and runs on.
+    let forked = json(
+        &tool(
+            &cli,
+            &store,
+            &[
+                "fork",
+                session.as_str(),
+                "--after",
+                "entry:booked",
+                "--json",
+            ],
+        )
+        .unwrap(),
+    );
+    assert_eq!(forked["parent"], session.as_str());
+    assert_eq!(forked["position"], booked + 1);
+    let child = forked["session"].as_str().unwrap().to_owned();
+    let child_start = json(&tool(&cli, &store, &["tape", &child, "--at", "1", "--json"]).unwrap());
+    assert_eq!(child_start["current"]["name"], "session:forked");
+    assert_eq!(child_start["state"]["balance"], 3);
+
+    // Send a turn to the fork: the fork's workflow is its root's.
+    let sent = tool(&cli, &store, &["send", &child, "tea 2"]).unwrap();
+    assert!(sent.contains("Continuing session"), "{sent}");
+    assert!(sent.contains("(`ledger`, its own provider)"), "{sent}");
+    assert!(sent.contains("The turn ended (idle)"), "{sent}");
+    let sessions = json(&tool(&cli, &store, &["sessions", "--json"]).unwrap());
+    let listed = sessions
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["id"] == child.as_str())
+        .unwrap()
+        .clone();
+    assert_eq!(
+        listed["workflow"], LEDGER,
+        "a fork's workflow is its root's"
+    );
+    assert_eq!(listed["parent"], session.as_str());
+    let child_len = listed["count"].as_u64().unwrap();
+    let child_end = json(
+        &tool(
+            &cli,
+            &store,
+            &["tape", &child, "--at", &child_len.to_string(), "--json"],
+        )
+        .unwrap(),
+    );
+    assert_eq!(
+        child_end["state"]["entries"],
+        serde_json::json!(["coffee", "tea"])
+    );
+    assert_eq!(child_end["state"]["balance"], 5);
+
+    // `start` records a new session of the registered workflow.
+    let started = tool(&cli, &store, &["start", LEDGER, "rent 700"]).unwrap();
+    assert!(started.contains("Starting `ledger`"), "{started}");
+    assert!(
+        started.contains("ledger-tool tape "),
+        "the program's own name: {started}"
+    );
+    assert_eq!(
+        json(&tool(&cli, &store, &["sessions", "--json"]).unwrap())
+            .as_array()
+            .unwrap()
+            .len(),
+        3
+    );
+}
+
+#[test]
+fn a_program_without_the_workflow_reads_its_events_and_says_why_it_cannot_fold() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("ledger.redb");
+    let session = record(&store);
+    let cli = Cli::new();
+
+    let sessions = json(&tool(&cli, &store, &["sessions", "--json"]).unwrap());
+    assert_eq!(sessions[0]["workflow"], LEDGER);
+    assert_eq!(sessions[0]["hosted"], false);
+    let table = tool(&cli, &store, &["sessions"]).unwrap();
+    assert!(table.contains("ledger*"), "{table}");
+    assert!(table.contains("does not register"), "{table}");
+
+    let events = tool(&cli, &store, &["events", session.as_str()]).unwrap();
+    assert!(events.contains("entry:booked"), "{events}");
+
+    let err = tool(
+        &cli,
+        &store,
+        &["tape", session.as_str(), "--at", "3", "--json"],
+    )
+    .unwrap_err();
+    assert!(matches!(err, CliError::Unhosted { .. }), "{err:?}");
+    let message = err.to_string();
+    assert!(
+        message.contains("workflow `ledger`, which this program does not register")
+            && message.contains(&format!("`ledger-tool events {session}`")),
+        "{message}"
+    );
+    assert_eq!(message.lines().count(), 1, "{message}");
+    for turn in [
+        vec!["send", session.as_str(), "tea 2"],
+        vec!["fork", session.as_str(), "--at", "2"],
+    ] {
+        let err = tool(&cli, &store, &turn).unwrap_err();
+        assert!(
+            matches!(err, CliError::Unhosted { .. }),
+            "{turn:?}: {err:?}"
+        );
+    }
+    // Nothing was recorded by the refused commands.
+    assert_eq!(
+        json(&tool(&cli, &store, &["sessions", "--json"]).unwrap())
+            .as_array()
+            .unwrap()
+            .len(),
+        1
+    );
+
+    // A name registered twice is refused.
+    let twice = Cli::new().workflow(ledger()).unwrap().workflow(ledger());
+    assert!(twice.is_err());
+}
