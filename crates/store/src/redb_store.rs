@@ -8,6 +8,10 @@
 //! while each `append` still returns only when its events are on disk, and a crash before
 //! that leaves none of them. Other operations are synchronous redb calls on
 //! tokio's blocking pool.
+//!
+//! No file makes the store panic: redb's panics on damaged data are contained ([`guard`]) and
+//! reported as [`RedbError::Damaged`], after which the store refuses writes. A file the process
+//! cannot write opens read-only; another application's redb file is refused.
 
 use std::ops::Range;
 use std::path::{Path, PathBuf};
@@ -101,7 +105,8 @@ pub enum RedbError {
     /// The file was written by a newer version of Open Harness, in a format this version
     /// cannot read.
     #[error(
-        "the store {} has format {format}, newer than this version reads ({}); upgrade Open Harness",
+        "the store {} was written by a newer version of Open Harness (store format {format}; \
+         this version reads up to {}); upgrade Open Harness",
         path.display(),
         layout::FORMAT
     )]
@@ -254,10 +259,19 @@ impl RedbOptions {
 /// Clones share the open database. Only one `RedbStore` may have a file open at a time (redb
 /// locks it); opening it again gives [`RedbError::AlreadyOpen`].
 ///
-/// A stored record that does not decode is [`StoreError::Corrupt`] with its seq; for a
-/// session's metadata record the seq is 0 and the message names the metadata. redb's own
+/// A stored record that does not decode, or a seq missing among a session's events, is
+/// [`StoreError::Corrupt`] with its seq; for a session's metadata record the seq is 0 and the
+/// message names the metadata. [`sessions`](Store::sessions) still lists a session whose
+/// record is damaged, from its first event, and skips (with a `tracing` warning) one whose
+/// events are damaged too, so one damaged session does not hide the others. redb's own
 /// failures are [`StoreError::Backend`] holding a [`RedbError`] that names the file and the
-/// operation.
+/// operation; a damaged file that makes redb panic gives [`RedbError::Damaged`] (the panic is
+/// caught), and from then on this store refuses writes.
+///
+/// A file the process may not write (or any file, with [`RedbOptions::read_only`]) is opened
+/// read-only: listing and reading work, writes fail with [`RedbError::ReadOnly`]. Opening a
+/// current file writes nothing. A redb file that is not a store is refused with
+/// [`RedbError::Foreign`].
 ///
 /// ```
 /// use openharness_core::{Envelope, SessionId, Store};
@@ -329,11 +343,14 @@ impl RedbStore {
     /// Where the CLI keeps its store unless told otherwise (see [`default_store_path`]).
     pub const DEFAULT_PATH: &'static str = ".openharness/store.redb";
 
-    /// Opens the store file at `path`, creating it (and its parent directories) if needed.
+    /// Opens the store file at `path`, creating it (and its parent directories) if needed;
+    /// read-only if the file exists and cannot be written.
     ///
     /// Fails with [`StoreError::Backend`] holding a [`RedbError`] that names the file
-    /// ([`RedbError::AlreadyOpen`] when another store holds it); use
-    /// [`RedbError::of`] to get at it.
+    /// ([`RedbError::AlreadyOpen`] when another store holds it, [`RedbError::Foreign`] for
+    /// another application's redb file, [`RedbError::NewerFormat`] or
+    /// [`RedbError::NewerFileFormat`] for a file from a newer version, [`RedbError::Damaged`]
+    /// when redb fails on the file's contents); use [`RedbError::of`] to get at it.
     ///
     /// This is synchronous and brief; call it before starting work, or from `spawn_blocking`
     /// if the file may be large.
