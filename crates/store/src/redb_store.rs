@@ -8,6 +8,10 @@
 //! while each `append` still returns only when its events are on disk, and a crash before
 //! that leaves none of them. Other operations are synchronous redb calls on
 //! tokio's blocking pool.
+//!
+//! No file makes the store panic: redb's panics on damaged data are contained ([`guard`]) and
+//! reported as [`RedbError::Damaged`], after which the store refuses writes. A file the process
+//! cannot write opens read-only; another application's redb file is refused.
 
 use std::ops::Range;
 use std::path::{Path, PathBuf};
@@ -17,16 +21,18 @@ use async_trait::async_trait;
 use openharness_core::{
     Envelope, SessionId, SessionInfo, Snapshot, Store, StoreError, Subscription,
 };
-use redb::{Database, ReadableDatabase, ReadableTable};
+use redb::{Database, ReadableTable};
 
 use crate::live::{Notifier, tail};
 
 mod create;
+mod guard;
 mod index;
 mod layout;
 mod staging;
 mod writer;
 
+use guard::{Db, Health};
 use layout::{EVENT_INDEX, EVENTS, SESSIONS, SNAPSHOTS, SessionRecord};
 use writer::{Append, Writer};
 
@@ -99,7 +105,8 @@ pub enum RedbError {
     /// The file was written by a newer version of Open Harness, in a format this version
     /// cannot read.
     #[error(
-        "the store {} has format {format}, newer than this version reads ({}); upgrade Open Harness",
+        "the store {} was written by a newer version of Open Harness (store format {format}; \
+         this version reads up to {}); upgrade Open Harness",
         path.display(),
         layout::FORMAT
     )]
@@ -108,6 +115,61 @@ pub enum RedbError {
         path: PathBuf,
         /// The file's format version.
         format: u64,
+    },
+    /// The file was written by a newer version of redb (the database library), in a file
+    /// format this version cannot read.
+    #[error(
+        "the store {} was written by a newer version (redb file format {version}); \
+         upgrade Open Harness",
+        path.display()
+    )]
+    NewerFileFormat {
+        /// The store file.
+        path: PathBuf,
+        /// The redb file format version found in the file's header.
+        version: u8,
+    },
+    /// The file is a redb database of another application: it is refused rather than given
+    /// the store's tables.
+    #[error("{} is not an Open Harness store: {reason}", path.display())]
+    Foreign {
+        /// The file.
+        path: PathBuf,
+        /// What gave it away.
+        reason: String,
+    },
+    /// The store is open read-only (the file cannot be written, or
+    /// [`RedbOptions::read_only`] asked for it) and the operation writes.
+    #[error(
+        "the store {} is open read-only (the file is not writable): {operation} needs to write it",
+        path.display()
+    )]
+    ReadOnly {
+        /// The store file.
+        path: PathBuf,
+        /// What would have written, such as `append to session 0190…`.
+        operation: String,
+    },
+    /// The file was not closed cleanly and redb must repair it, which needs write access.
+    #[error(
+        "the store {} was not closed cleanly and must be repaired, which needs write access to it",
+        path.display()
+    )]
+    NeedsRepair {
+        /// The store file.
+        path: PathBuf,
+    },
+    /// The file is damaged: redb failed on its contents (caught inside the store), or an
+    /// earlier operation did and this one, a write, is refused. Restore the file from a backup;
+    /// what still reads can be exported first.
+    #[error("the store {} is damaged: {operation} failed: {message}", path.display())]
+    Damaged {
+        /// The store file.
+        path: PathBuf,
+        /// What was being done.
+        operation: String,
+        /// What went wrong.
+        message: String,
     },
     /// A read or write failed.
     #[error("store {}: {operation} failed: {source}", path.display())]
@@ -164,6 +226,8 @@ pub struct RedbOptions {
     /// Let a lone writer commit on its own thread (see
     /// [`commit_on_caller`](Self::commit_on_caller)). Off by default.
     pub commit_on_caller: bool,
+    /// Open the file read-only (see [`read_only`](Self::read_only)). Off by default.
+    pub read_only: bool,
 }
 
 impl RedbOptions {
@@ -180,6 +244,14 @@ impl RedbOptions {
         self.commit_on_caller = on;
         self
     }
+
+    /// When on, the store file is opened read-only: it must exist and be a current store;
+    /// reads work, and writes fail with [`RedbError::ReadOnly`]. A file the process may not
+    /// write is opened this way even when this is off.
+    pub fn read_only(mut self, on: bool) -> Self {
+        self.read_only = on;
+        self
+    }
 }
 
 /// The embedded, durable [`Store`]: every session in one redb file.
@@ -187,10 +259,19 @@ impl RedbOptions {
 /// Clones share the open database. Only one `RedbStore` may have a file open at a time (redb
 /// locks it); opening it again gives [`RedbError::AlreadyOpen`].
 ///
-/// A stored record that does not decode is [`StoreError::Corrupt`] with its seq; for a
-/// session's metadata record the seq is 0 and the message names the metadata. redb's own
+/// A stored record that does not decode, or a seq missing among a session's events, is
+/// [`StoreError::Corrupt`] with its seq; for a session's metadata record the seq is 0 and the
+/// message names the metadata. [`sessions`](Store::sessions) still lists a session whose
+/// record is damaged, from its first event, and skips (with a `tracing` warning) one whose
+/// events are damaged too, so one damaged session does not hide the others. redb's own
 /// failures are [`StoreError::Backend`] holding a [`RedbError`] that names the file and the
-/// operation.
+/// operation; a damaged file that makes redb panic gives [`RedbError::Damaged`] (the panic is
+/// caught), and from then on this store refuses writes.
+///
+/// A file the process may not write (or any file, with [`RedbOptions::read_only`]) is opened
+/// read-only: listing and reading work, writes fail with [`RedbError::ReadOnly`]. Opening a
+/// current file writes nothing. A redb file that is not a store is refused with
+/// [`RedbError::Foreign`].
 ///
 /// ```
 /// use openharness_core::{Envelope, SessionId, Store};
@@ -213,10 +294,12 @@ impl RedbOptions {
 /// ```
 #[derive(Clone)]
 pub struct RedbStore {
-    db: Arc<Database>,
+    db: Arc<Db>,
     path: Arc<Path>,
     notifier: Notifier,
-    writer: Arc<Writer>,
+    /// `None` when the store is open read-only.
+    writer: Option<Arc<Writer>>,
+    health: Arc<Health>,
 }
 
 impl std::fmt::Debug for RedbStore {
@@ -260,11 +343,14 @@ impl RedbStore {
     /// Where the CLI keeps its store unless told otherwise (see [`default_store_path`]).
     pub const DEFAULT_PATH: &'static str = ".openharness/store.redb";
 
-    /// Opens the store file at `path`, creating it (and its parent directories) if needed.
+    /// Opens the store file at `path`, creating it (and its parent directories) if needed;
+    /// read-only if the file exists and cannot be written.
     ///
     /// Fails with [`StoreError::Backend`] holding a [`RedbError`] that names the file
-    /// ([`RedbError::AlreadyOpen`] when another store holds it); use
-    /// [`RedbError::of`] to get at it.
+    /// ([`RedbError::AlreadyOpen`] when another store holds it, [`RedbError::Foreign`] for
+    /// another application's redb file, [`RedbError::NewerFormat`] or
+    /// [`RedbError::NewerFileFormat`] for a file from a newer version, [`RedbError::Damaged`]
+    /// when redb fails on the file's contents); use [`RedbError::of`] to get at it.
     ///
     /// This is synchronous and brief; call it before starting work, or from `spawn_blocking`
     /// if the file may be large.
@@ -286,36 +372,28 @@ impl RedbStore {
     }
 
     fn open_typed(path: &Path, options: &RedbOptions) -> Result<Self, RedbError> {
-        if let Some(dir) = path.parent().filter(|dir| !dir.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir).map_err(|source| RedbError::CreateDir {
-                path: dir.to_owned(),
-                source,
-            })?;
-        }
-        create::ensure_exists(path)?;
-        let db = Database::create(path).map_err(|err| match redb::Error::from(err) {
-            redb::Error::DatabaseAlreadyOpen => RedbError::AlreadyOpen {
-                path: path.to_owned(),
-            },
-            source => RedbError::Open {
-                path: path.to_owned(),
-                source: Box::new(source),
-            },
-        })?;
+        let opening = |message| Health::default().damaged(path, "opening".to_owned(), message);
+        // Each step contained on its own, so a panic never unwinds through the open database.
+        let db = guard::contained(|| open_db(path, options.read_only)).map_err(opening)??;
+        guard::contained(|| layout::prepare_file(&db, path)).map_err(opening)??;
         let db = Arc::new(db);
-        let store = Self {
-            writer: Arc::new(Writer::start(
+        let health = Arc::new(Health::default());
+        let writer = db.database().is_some().then(|| {
+            Arc::new(Writer::start(
                 Arc::clone(&db),
                 path,
                 options.commit_on_caller,
-            )),
+                Arc::clone(&health),
+            ))
+        });
+        tracing::debug!(path = %path.display(), read_only = writer.is_none(), "opened redb store");
+        Ok(Self {
             db,
             path: Arc::from(path),
             notifier: Notifier::default(),
-        };
-        layout::prepare_file(&store.db, path)?;
-        tracing::debug!(path = %path.display(), "opened redb store");
-        Ok(store)
+            writer,
+            health,
+        })
     }
 
     /// The store file.
@@ -324,21 +402,30 @@ impl RedbStore {
     }
 
     /// Runs `op` on the blocking pool, attaching the path and `operation` to redb's errors.
+    /// A panic inside it (redb on a damaged file) is contained: it fails the operation with
+    /// [`RedbError::Damaged`] and marks the store damaged.
     async fn run<T: Send + 'static>(
         &self,
         operation: impl FnOnce() -> String,
-        op: impl FnOnce(&Database) -> Result<T, Failure> + Send + 'static,
+        op: impl FnOnce(&Db) -> Result<T, Failure> + Send + 'static,
     ) -> Result<T, StoreError> {
         let db = Arc::clone(&self.db);
-        match tokio::task::spawn_blocking(move || op(&db)).await {
-            Ok(Ok(value)) => Ok(value),
-            Ok(Err(Failure::Store(err))) => Err(err),
-            Ok(Err(Failure::Redb(source))) => Err(RedbError::Database {
+        let ran = tokio::task::spawn_blocking(move || {
+            let result = guard::contained(|| op(&db));
+            drop(db);
+            result
+        })
+        .await;
+        match ran {
+            Ok(Ok(Ok(value))) => Ok(value),
+            Ok(Ok(Err(Failure::Store(err)))) => Err(err),
+            Ok(Ok(Err(Failure::Redb(source)))) => Err(RedbError::Database {
                 path: self.path.to_path_buf(),
                 operation: operation(),
                 source: Box::new(source),
             }
             .into()),
+            Ok(Err(panic)) => Err(self.health.damaged(&self.path, operation(), panic).into()),
             Err(join) => Err(RedbError::Task {
                 path: self.path.to_path_buf(),
                 operation: operation(),
@@ -347,13 +434,164 @@ impl RedbStore {
             .into()),
         }
     }
+
+    /// [`run`](Self::run) for an operation that writes: refused when the store is read-only
+    /// or was found damaged.
+    async fn run_write<T: Send + 'static>(
+        &self,
+        operation: impl Fn() -> String,
+        op: impl FnOnce(&Database) -> Result<T, Failure> + Send + 'static,
+    ) -> Result<T, StoreError> {
+        if self.writer.is_none() {
+            return Err(RedbError::ReadOnly {
+                path: self.path.to_path_buf(),
+                operation: operation(),
+            }
+            .into());
+        }
+        self.health.check_writable(&self.path, &operation)?;
+        let path = self.path.to_path_buf();
+        let name = operation();
+        self.run(operation, move |db| match db.database() {
+            Some(db) => op(db),
+            None => Err(StoreError::from(RedbError::ReadOnly {
+                path,
+                operation: name,
+            })
+            .into()),
+        })
+        .await
+    }
 }
 
-/// A session record found while listing, whose key is the session id.
-fn listed_session(key: &str) -> Result<SessionId, Failure> {
-    key.parse().map_err(|err| {
-        StoreError::Invalid(format!("the store holds an invalid session id: {err}")).into()
-    })
+/// Opens the database at `path`: writable (creating the file if needed) unless `read_only`
+/// or the file cannot be written.
+fn open_db(path: &Path, read_only: bool) -> Result<Db, RedbError> {
+    let open_error = |err: redb::DatabaseError| match redb::Error::from(err) {
+        redb::Error::DatabaseAlreadyOpen => RedbError::AlreadyOpen {
+            path: path.to_owned(),
+        },
+        redb::Error::RepairAborted => RedbError::NeedsRepair {
+            path: path.to_owned(),
+        },
+        source => match newer_file_format(path, &source) {
+            Some(version) => RedbError::NewerFileFormat {
+                path: path.to_owned(),
+                version,
+            },
+            None => RedbError::Open {
+                path: path.to_owned(),
+                source: Box::new(source),
+            },
+        },
+    };
+    let open_read_only = || {
+        redb::ReadOnlyDatabase::open(path)
+            .map(Db::read_only)
+            .map_err(open_error)
+    };
+    if read_only {
+        return open_read_only();
+    }
+    if let Some(dir) = path.parent().filter(|dir| !dir.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).map_err(|source| RedbError::CreateDir {
+            path: dir.to_owned(),
+            source,
+        })?;
+    }
+    create::ensure_exists(path)?;
+    match Database::create(path) {
+        Ok(db) => Ok(Db::writable(db)),
+        Err(redb::DatabaseError::Storage(redb::StorageError::Io(err)))
+            if err.kind() == std::io::ErrorKind::PermissionDenied
+                || err.kind() == std::io::ErrorKind::ReadOnlyFilesystem =>
+        {
+            open_read_only()
+        }
+        Err(err) => Err(open_error(err)),
+    }
+}
+
+/// The redb file format version of the file at `path`, when redb refused it and its header
+/// names a version newer than redb's own (redb reports that as corruption).
+fn newer_file_format(path: &Path, err: &redb::Error) -> Option<u8> {
+    /// redb's magic number, then the byte whose low bit names the primary commit slot.
+    const MAGIC: [u8; 9] = [b'r', b'e', b'd', b'b', 0x1A, 0x0A, 0xA9, 0x0D, 0x0A];
+    /// Where the two commit slots (128 bytes each) start; each begins with its version.
+    const SLOTS: usize = 64;
+    /// The newest redb file format this version of redb reads.
+    const NEWEST: u8 = 3;
+    if !matches!(err, redb::Error::Corrupted(_)) {
+        return None;
+    }
+    let mut header = [0u8; SLOTS + 256];
+    let mut file = std::fs::File::open(path).ok()?;
+    std::io::Read::read_exact(&mut file, &mut header).ok()?;
+    if header[..MAGIC.len()] != MAGIC {
+        return None;
+    }
+    let primary = usize::from(header[MAGIC.len()] & 1);
+    let version = header[SLOTS + primary * 128];
+    (version > NEWEST).then_some(version)
+}
+
+/// Checks that the events read from `start` on have consecutive seqs: a record lost to
+/// damage is [`StoreError::Corrupt`] at its seq, not a shorter read whose later events a
+/// caller would number wrongly.
+fn check_contiguous(
+    session: &SessionId,
+    start: u64,
+    records: &[(u64, &[u8])],
+) -> Result<(), StoreError> {
+    for (expected, (seq, _)) in (start..).zip(records) {
+        let (seq, message) = match (*seq).cmp(&expected) {
+            std::cmp::Ordering::Equal => continue,
+            std::cmp::Ordering::Less => (*seq, format!("event {seq} is stored twice")),
+            std::cmp::Ordering::Greater => (
+                expected,
+                format!("stored event {expected} is missing (the next one stored is {seq})"),
+            ),
+        };
+        return Err(StoreError::Corrupt {
+            session: session.clone(),
+            seq,
+            message,
+        });
+    }
+    Ok(())
+}
+
+/// The listing of one session: from its record, or, when the record is damaged, from its
+/// first event (the workflow and parent then come from that event alone).
+fn listed_info<R>(
+    events: &redb::ReadOnlyTable<(&'static str, u64), &'static [u8]>,
+    recent: &R,
+    session: &SessionId,
+    record: &[u8],
+    last: Option<(u64, Vec<u8>)>,
+) -> Result<SessionInfo, Failure>
+where
+    R: ReadableTable<u64, (&'static str, u64, &'static [u8])>,
+{
+    let sid = session.as_str();
+    let record = match SessionRecord::decode(session, record) {
+        Ok(record) => record,
+        Err(damage) => {
+            let first = match events.get((sid, 0))? {
+                Some(bytes) => Some(bytes.value().to_vec()),
+                None => staging::staged(recent, sid, 0..1)?
+                    .pop()
+                    .map(|(_, bytes)| bytes),
+            };
+            let Some(first) = first else {
+                return Err(damage.into());
+            };
+            let first: Envelope = serde_json::from_slice(&first).map_err(|_| damage)?;
+            tracing::warn!(%session, "listing a session whose metadata is damaged from its events");
+            SessionRecord::start(session, &first, std::slice::from_ref(&first))
+        }
+    };
+    Ok(layout::session_info(session, record, last)?)
 }
 
 /// Encodes an event for storage.
@@ -390,7 +628,14 @@ impl Store for RedbStore {
             records,
             expected_seq,
         };
-        let Some(result) = self.writer.append(append).await else {
+        let Some(writer) = &self.writer else {
+            return Err(RedbError::ReadOnly {
+                path: self.path.to_path_buf(),
+                operation: format!("append to session {session}"),
+            }
+            .into());
+        };
+        let Some(result) = writer.append(append).await else {
             return Err(RedbError::Task {
                 path: self.path.to_path_buf(),
                 operation: format!("append to session {session}"),
@@ -425,6 +670,7 @@ impl Store for RedbStore {
                     guards.push((key.value().1, bytes));
                 }
                 // One transaction: the staged events are those no compaction had moved yet.
+                let start = range.start;
                 let staged = staging::staged(&txn.open_table(staging::RECENT)?, sid, range)?;
                 let mut records: Vec<(u64, &[u8])> = guards
                     .iter()
@@ -434,6 +680,7 @@ impl Store for RedbStore {
                 if !records.is_sorted_by_key(|(seq, _)| *seq) {
                     records.sort_unstable_by_key(|(seq, _)| *seq);
                 }
+                check_contiguous(&session, start, &records)?;
                 Ok(crate::decode_all(&session, &records)?)
             },
         )
@@ -468,18 +715,29 @@ impl Store for RedbStore {
                 let txn = db.begin_read()?;
                 let table = txn.open_table(SESSIONS)?;
                 let events = txn.open_table(EVENTS)?;
-                let mut staged =
-                    staging::last_staged_by_session(&txn.open_table(staging::RECENT)?)?;
+                let recent = txn.open_table(staging::RECENT)?;
+                let mut staged = staging::last_staged_by_session(&recent)?;
                 let mut infos = Vec::new();
                 for entry in table.range::<&str>(..)? {
                     let (key, bytes) = entry?;
-                    let session = listed_session(key.value())?;
-                    let record = SessionRecord::decode(&session, bytes.value())?;
+                    let session = match key.value().parse::<SessionId>() {
+                        Ok(session) => session,
+                        Err(err) => {
+                            tracing::warn!(key = key.value(), %err, "skipping a session with an invalid id");
+                            continue;
+                        }
+                    };
                     let last = layout::later(
                         layout::events_tail(&events, session.as_str())?,
                         staged.remove(session.as_str()),
                     );
-                    infos.push(layout::session_info(&session, record, last)?);
+                    match listed_info(&events, &recent, &session, bytes.value(), last) {
+                        Ok(info) => infos.push(info),
+                        Err(Failure::Store(err)) => {
+                            tracing::warn!(%session, %err, "skipping a damaged session");
+                        }
+                        Err(failure) => return Err(failure),
+                    }
                 }
                 crate::sort_oldest_first(&mut infos);
                 Ok(infos)
@@ -491,13 +749,19 @@ impl Store for RedbStore {
     async fn clear(&self, session: &SessionId) -> Result<(), StoreError> {
         let name = session;
         let session = session.clone();
-        let tails = Arc::clone(self.writer.tails());
-        self.run(
+        let tails = self
+            .writer
+            .as_ref()
+            .map(|writer| Arc::clone(writer.tails()));
+        self.run_write(
             || format!("clearing of session {name}"),
             move |db| {
                 let sid = session.as_str();
                 // Held until the commit is decided, like an append's; the session's tail is
                 // forgotten whatever the outcome.
+                let Some(tails) = tails else {
+                    return Ok(());
+                };
                 let mut tails = tails.lock();
                 tails.remove(&session);
                 let txn = db.begin_write()?;
@@ -556,7 +820,7 @@ impl Store for RedbStore {
         let name = session;
         let session = session.clone();
         let position = snapshot.position;
-        self.run(
+        self.run_write(
             || format!("saving a snapshot of session {name}"),
             move |db| {
                 let sid = session.as_str();
@@ -658,7 +922,7 @@ mod tests {
 
     /// Overwrites one raw record, as a damaged file or a foreign writer might.
     fn damage(store: &RedbStore, write: impl FnOnce(&redb::WriteTransaction)) {
-        let txn = store.db.begin_write().unwrap();
+        let txn = store.db.database().unwrap().begin_write().unwrap();
         write(&txn);
         txn.commit().unwrap();
     }
@@ -694,10 +958,13 @@ mod tests {
         // An append made after reopening reads the damaged record back (this store keeps the
         // record it wrote in memory).
         let path = store.path().to_path_buf();
-        let reads = [
-            store.session(&session).await.map(|_| ()),
-            store.sessions().await.map(|_| ()),
-        ];
+        let reads = [store.session(&session).await.map(|_| ())];
+        // The listing shows the session from its events (its first one here), not an error.
+        let listed = store.sessions().await.unwrap();
+        assert_eq!(
+            (listed.len(), listed[0].count, listed[0].created),
+            (1, 3, events[0].timestamp)
+        );
         drop(store);
         let store = RedbStore::open(&path).unwrap();
         let fresh = Envelope::new("test:appended", json!({ "n": 3 }), None);
@@ -724,7 +991,7 @@ mod tests {
         let path = dir.path().join("store.redb");
         let store = RedbStore::open(&path).unwrap();
         // Drop a table so the read fails inside redb.
-        let txn = store.db.begin_write().unwrap();
+        let txn = store.db.database().unwrap().begin_write().unwrap();
         txn.delete_table(EVENTS).unwrap();
         txn.commit().unwrap();
         let session: SessionId = "s-1".parse().unwrap();

@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use redb::Database;
 
+use super::guard::Db;
 use super::{RedbError, layout};
 
 /// Temporary files older than this are leftovers of a crash.
@@ -51,6 +52,7 @@ fn build(temp: &Path) -> Result<(), RedbError> {
         path: temp.to_owned(),
         source: Box::new(err.into()),
     })?;
+    let db = Db::writable(db);
     layout::prepare_file(&db, temp)?;
     drop(db);
     let file_error = |source| RedbError::CreateFile {
@@ -123,7 +125,7 @@ mod tests {
         for creator in creators {
             creator.join().unwrap().unwrap();
         }
-        let db = Database::create(&path).unwrap();
+        let db = Db::writable(Database::create(&path).unwrap());
         layout::prepare_file(&db, &path).unwrap();
         let names: Vec<String> = std::fs::read_dir(dir.path())
             .unwrap()

@@ -21,14 +21,19 @@
 //! Format 1 (before `meta` existed) kept the index as `event_ids`, keyed (session id, event
 //! id), with every event in it, and a full [`SessionInfo`] per session; [`prepare`] rewrites
 //! the index and the records once when it opens such a file.
+//!
+//! Opening a file that is already current only reads it (so a read-only file can be listed
+//! and read); a redb file that is not a store (tables of its own, no format marker) is refused
+//! rather than given our tables.
 
 use std::path::Path;
 
 use chrono::{DateTime, Utc};
 use openharness_core::{Envelope, EventId, SessionId, SessionInfo, SessionStatus, StoreError};
-use redb::{Database, ReadableTable, TableDefinition, TableHandle};
+use redb::{ReadableTable, TableDefinition, TableHandle};
 use serde::{Deserialize, Serialize};
 
+use super::guard::Db;
 use super::{RedbError, staging};
 
 /// Events by (session id, seq), as JSON.
@@ -50,12 +55,23 @@ const FORMAT_1_EVENT_IDS: TableDefinition<'_, (&str, u128), u64> =
 /// The format this version writes.
 pub(super) const FORMAT: u64 = 2;
 
+/// The names of format 1's tables: a file without `meta` holding only these is format 1.
+const FORMAT_1_TABLES: [&str; 4] = ["events", "event_ids", "sessions", "snapshots"];
+
 /// [`prepare`], with its failure named after the file at `path`.
-pub(super) fn prepare_file(db: &Database, path: &Path) -> Result<(), RedbError> {
+pub(super) fn prepare_file(db: &Db, path: &Path) -> Result<(), RedbError> {
     prepare(db).map_err(|err| match err {
         PrepareError::Newer(format) => RedbError::NewerFormat {
             path: path.to_owned(),
             format,
+        },
+        PrepareError::Foreign(reason) => RedbError::Foreign {
+            path: path.to_owned(),
+            reason,
+        },
+        PrepareError::ReadOnly => RedbError::ReadOnly {
+            path: path.to_owned(),
+            operation: format!("bringing the file to format {FORMAT}"),
         },
         PrepareError::Redb(source) => RedbError::Open {
             path: path.to_owned(),
@@ -71,6 +87,10 @@ enum PrepareError {
     Redb(redb::Error),
     /// The file was written by a newer version of Open Harness.
     Newer(u64),
+    /// The file is another application's redb database.
+    Foreign(String),
+    /// The file must be written to be used (created or migrated) and is open read-only.
+    ReadOnly,
 }
 
 impl<E: Into<redb::Error>> From<E> for PrepareError {
@@ -79,25 +99,39 @@ impl<E: Into<redb::Error>> From<E> for PrepareError {
     }
 }
 
+/// What a file holds, as far as [`prepare`] cares.
+#[derive(Debug, PartialEq)]
+enum Found {
+    /// Format [`FORMAT`] with every table: nothing to do.
+    Current,
+    /// A new (empty) file, an older format, or a current one missing a table created since.
+    NeedsWrite,
+}
+
 /// Creates the tables of a new file, or brings an older file to [`FORMAT`], in one
-/// transaction (a crash part way leaves the file as it was).
-fn prepare(db: &Database) -> Result<(), PrepareError> {
+/// transaction (a crash part way leaves the file as it was). A file already current is only
+/// read, so a read-only file can be opened. A redb file holding tables that are not ours (and
+/// not format 1's) is refused rather than given our tables; an empty one is taken as a new
+/// store (it may be a store whose creation an older version did not finish).
+fn prepare(db: &Db) -> Result<(), PrepareError> {
+    if inspect(db)? == Found::Current {
+        return Ok(());
+    }
+    let Some(db) = db.database() else {
+        return Err(PrepareError::ReadOnly);
+    };
     let txn = db.begin_write()?;
     {
         let mut meta = txn.open_table(META)?;
         let format = meta.get("format")?.map(|value| value.value());
-        match format {
-            Some(FORMAT) => {}
-            Some(newer) if newer > FORMAT => return Err(PrepareError::Newer(newer)),
-            _ => {
-                let has_format_1_index = txn
-                    .list_tables()?
-                    .any(|table| table.name() == FORMAT_1_EVENT_IDS.name());
-                if has_format_1_index {
-                    migrate_index(&txn)?;
-                }
-                meta.insert("format", FORMAT)?;
+        if format != Some(FORMAT) {
+            let has_format_1_index = txn
+                .list_tables()?
+                .any(|table| table.name() == FORMAT_1_EVENT_IDS.name());
+            if has_format_1_index {
+                migrate_index(&txn)?;
             }
+            meta.insert("format", FORMAT)?;
         }
         txn.open_table(EVENTS)?;
         txn.open_table(EVENT_INDEX)?;
@@ -107,6 +141,92 @@ fn prepare(db: &Database) -> Result<(), PrepareError> {
     }
     txn.commit()?;
     Ok(())
+}
+
+/// Reads what the file holds, refusing a newer or foreign one.
+fn inspect(db: &Db) -> Result<Found, PrepareError> {
+    let txn = db.begin_read()?;
+    let tables: Vec<String> = txn
+        .list_tables()?
+        .map(|table| table.name().to_owned())
+        .collect();
+    if txn.list_multimap_tables()?.next().is_some() {
+        return Err(PrepareError::Foreign(
+            "it holds multimap tables, which a store never has".to_owned(),
+        ));
+    }
+    let has = |name: &str| tables.iter().any(|table| table == name);
+    let mismatch = |name: &str| {
+        PrepareError::Foreign(format!(
+            "its table `{name}` does not have the types of a store's"
+        ))
+    };
+    // Each of our tables present must have our types (redb checks them when opening).
+    macro_rules! check_types {
+        ($($table:expr),*) => {$(
+            if has($table.name()) {
+                match txn.open_table($table) {
+                    Ok(_) => {}
+                    Err(redb::TableError::TableTypeMismatch { .. }) => {
+                        return Err(mismatch($table.name()));
+                    }
+                    Err(err) => return Err(err.into()),
+                }
+            }
+        )*};
+    }
+    check_types!(
+        META,
+        EVENTS,
+        EVENT_INDEX,
+        SESSIONS,
+        SNAPSHOTS,
+        staging::RECENT
+    );
+    let format = if has(META.name()) {
+        txn.open_table(META)?
+            .get("format")?
+            .map(|value| value.value())
+    } else {
+        None
+    };
+    match format {
+        Some(FORMAT) => {
+            let ours = [
+                EVENTS.name(),
+                EVENT_INDEX.name(),
+                SESSIONS.name(),
+                SNAPSHOTS.name(),
+                staging::RECENT.name(),
+            ];
+            if ours.iter().all(|name| has(name)) {
+                Ok(Found::Current)
+            } else {
+                Ok(Found::NeedsWrite)
+            }
+        }
+        Some(newer) if newer > FORMAT => Err(PrepareError::Newer(newer)),
+        Some(_) => Ok(Found::NeedsWrite),
+        None if tables.is_empty() => Ok(Found::NeedsWrite),
+        None => {
+            if let Some(other) = tables
+                .iter()
+                .find(|table| !FORMAT_1_TABLES.contains(&table.as_str()))
+            {
+                return Err(PrepareError::Foreign(format!(
+                    "it has no format marker and holds the table `{other}`, which is not a \
+                     store's"
+                )));
+            }
+            if has(EVENTS.name()) && has(SESSIONS.name()) {
+                Ok(Found::NeedsWrite)
+            } else {
+                Err(PrepareError::Foreign(format!(
+                    "it has no format marker and only the tables {tables:?}"
+                )))
+            }
+        }
+    }
 }
 
 /// Rewrites format 1's `event_ids` as `event_index` and drops it; every event was indexed, so

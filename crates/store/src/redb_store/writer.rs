@@ -20,6 +20,7 @@ use openharness_core::{Envelope, SessionId, StoreError};
 use redb::Database;
 use tokio::sync::oneshot;
 
+use super::guard::{self, Db, Health};
 use super::index::{self, Locked, Tails};
 use super::layout::{EVENT_INDEX, EVENTS, SESSIONS, SessionRecord};
 use super::staging;
@@ -64,10 +65,11 @@ struct Queued {
 pub(super) struct Writer {
     queue: Option<Sender<Job>>,
     thread: Option<std::thread::JoinHandle<()>>,
-    db: Arc<Database>,
+    db: Arc<Db>,
     path: PathBuf,
     shared: Arc<Shared>,
     tails: Arc<Tails>,
+    health: Arc<Health>,
     commit_on_caller: bool,
 }
 
@@ -83,17 +85,32 @@ struct Shared {
 }
 
 impl Writer {
-    /// Starts the writer thread for `db`; `path` names the file in errors.
-    pub(super) fn start(db: Arc<Database>, path: &Path, commit_on_caller: bool) -> Self {
+    /// Starts the writer thread for `db` (writable); `path` names the file in errors, and
+    /// `health` is the store's, which a panic contained here marks damaged.
+    pub(super) fn start(
+        db: Arc<Db>,
+        path: &Path,
+        commit_on_caller: bool,
+        health: Arc<Health>,
+    ) -> Self {
         let (queue, requests) = std::sync::mpsc::channel();
         let shared = Arc::new(Shared::default());
         let tails = Arc::new(Tails::default());
         let thread = {
             let (db, path) = (Arc::clone(&db), path.to_path_buf());
-            let (shared, tails) = (Arc::clone(&shared), Arc::clone(&tails));
+            let (shared, tails, health) =
+                (Arc::clone(&shared), Arc::clone(&tails), Arc::clone(&health));
             std::thread::Builder::new()
                 .name("openharness-redb-writer".to_owned())
-                .spawn(move || write_loop(&db, &path, &requests, &shared, &tails))
+                .spawn(move || {
+                    let target = Target {
+                        db: &db,
+                        path: &path,
+                        tails: &tails,
+                        health: &health,
+                    };
+                    write_loop(&target, &requests, &shared);
+                })
                 .ok()
         };
         Self {
@@ -103,7 +120,18 @@ impl Writer {
             path: path.to_path_buf(),
             shared,
             tails,
+            health,
             commit_on_caller,
+        }
+    }
+
+    /// What a group commit needs.
+    fn target(&self) -> Target<'_> {
+        Target {
+            db: &self.db,
+            path: &self.path,
+            tails: &self.tails,
+            health: &self.health,
         }
     }
 
@@ -124,7 +152,7 @@ impl Writer {
                 .is_ok()
         {
             let result = tokio::task::block_in_place(|| {
-                write_group(&self.db, &self.tails, std::slice::from_ref(&append))
+                write_group(&self.target(), std::slice::from_ref(&append))
             });
             self.shared.last_group.store(1, Ordering::Release);
             self.shared
@@ -139,10 +167,11 @@ impl Writer {
                         let _ = queue.send(Job::Compact);
                     }
                     written.results.into_iter().next().unwrap_or_else(|| {
-                        Err(group_failed(&self.path, &append.session, "no result"))
+                        Err(GroupFailure::Redb("no result".to_owned())
+                            .error(&self.path, &append.session))
                     })
                 }
-                Err(err) => Err(group_failed(&self.path, &append.session, &err.to_string())),
+                Err(failure) => Err(failure.error(&self.path, &append.session)),
             });
         }
         let (reply, answer) = oneshot::channel();
@@ -181,13 +210,16 @@ impl Drop for Writer {
     }
 }
 
-fn write_loop(
-    db: &Database,
-    path: &Path,
-    requests: &Receiver<Job>,
-    shared: &Shared,
-    tails: &Tails,
-) {
+/// The database a group commit writes and what goes with it.
+struct Target<'a> {
+    /// The database, writable.
+    db: &'a Db,
+    path: &'a Path,
+    tails: &'a Tails,
+    health: &'a Health,
+}
+
+fn write_loop(target: &Target<'_>, requests: &Receiver<Job>, shared: &Shared) {
     // How many appends the last group held: writers that were active then are likely to send
     // again right after their answer, so a smaller group waits briefly for them.
     let mut last_group = 1;
@@ -196,7 +228,7 @@ fn write_loop(
         let first = match job {
             Job::Append(first) => first,
             Job::Compact => {
-                compact_staged(db, path);
+                compact_staged(target);
                 continue;
             }
         };
@@ -224,7 +256,7 @@ fn write_loop(
             .into_iter()
             .map(|queued| (queued.append, queued.reply))
             .unzip();
-        let written = write_group(db, tails, &appends);
+        let written = write_group(target, &appends);
         // Before the answers, so that a caller sending again right away sees this group.
         shared.last_group.store(last_group, Ordering::Release);
         shared.queued.fetch_sub(last_group, Ordering::AcqRel);
@@ -235,24 +267,34 @@ fn write_loop(
                 }
                 compact |= written.compact;
             }
-            Err(err) => {
-                let message = err.to_string();
+            Err(failure) => {
                 for (reply, append) in replies.into_iter().zip(&appends) {
-                    let _ = reply.send(Err(group_failed(path, &append.session, &message)));
+                    let _ = reply.send(Err(failure.error(target.path, &append.session)));
                 }
             }
         }
         // After the answers: the callers do not wait for it.
         if compact {
-            compact_staged(db, path);
+            compact_staged(target);
         }
     }
 }
 
 /// Moves the staged events to `events` in a transaction of its own, when due. A failure is
 /// logged and changes nothing: the events stay staged, readable, until the next attempt.
-fn compact_staged(db: &Database, path: &Path) {
-    let compacted = (|| -> Result<(), redb::Error> {
+fn compact_staged(target: &Target<'_>) {
+    let path = target.path;
+    if target
+        .health
+        .check_writable(path, || "moving staged events".to_owned())
+        .is_err()
+    {
+        return;
+    }
+    let Some(db) = target.db.database() else {
+        return;
+    };
+    let compacted = guard::contained(|| -> Result<(), redb::Error> {
         let txn = db.begin_write()?;
         let moved = {
             let mut recent = txn.open_table(staging::RECENT)?;
@@ -265,9 +307,17 @@ fn compact_staged(db: &Database, path: &Path) {
             txn.abort()?;
         }
         Ok(())
-    })();
-    if let Err(err) = compacted {
-        tracing::warn!(path = %path.display(), %err, "moving staged events failed; they stay staged");
+    });
+    match compacted {
+        Ok(Ok(())) => {}
+        Ok(Err(err)) => {
+            tracing::warn!(path = %path.display(), %err, "moving staged events failed; they stay staged");
+        }
+        Err(panic) => {
+            target
+                .health
+                .damaged(path, "moving staged events".to_owned(), panic);
+        }
     }
 }
 
@@ -279,27 +329,71 @@ struct Written {
     compact: bool,
 }
 
-fn group_failed(path: &Path, session: &SessionId, message: &str) -> StoreError {
-    RedbError::Task {
-        path: PathBuf::from(path),
-        operation: format!("append to session {session}"),
-        message: format!("the group commit failed: {message}"),
+/// Why a whole group failed.
+enum GroupFailure {
+    /// redb failed (its message).
+    Redb(String),
+    /// The file is damaged: redb panicked (contained), or an earlier operation did.
+    Damaged(RedbError),
+}
+
+impl GroupFailure {
+    /// The error each append of the group gets.
+    fn error(&self, path: &Path, session: &SessionId) -> StoreError {
+        let operation = format!("append to session {session}");
+        match self {
+            Self::Redb(message) => RedbError::Task {
+                path: PathBuf::from(path),
+                operation,
+                message: format!("the group commit failed: {message}"),
+            },
+            Self::Damaged(RedbError::Damaged { message, .. }) => RedbError::Damaged {
+                path: PathBuf::from(path),
+                operation,
+                message: message.clone(),
+            },
+            Self::Damaged(other) => RedbError::Task {
+                path: PathBuf::from(path),
+                operation,
+                message: other.to_string(),
+            },
+        }
+        .into()
     }
-    .into()
 }
 
 /// Applies a group of appends in one transaction, holding the tails' lock until the commit
 /// is decided. A redb failure fails the whole group (and forgets the tails of its sessions,
-/// which may hold ids that were never committed); a refused append fails only itself.
-fn write_group(db: &Database, tails: &Tails, group: &[Append]) -> Result<Written, redb::Error> {
-    let mut tails = tails.lock();
-    let written = write_locked(db, &mut tails, group);
-    if written.is_err() {
-        for append in group {
-            tails.remove(&append.session);
+/// which may hold ids that were never committed); a refused append fails only itself. A
+/// panic inside redb is contained: every tail is forgotten and the store marked damaged, so
+/// no later write builds on what the panic cut short.
+fn write_group(target: &Target<'_>, group: &[Append]) -> Result<Written, GroupFailure> {
+    let operation = || "group commit".to_owned();
+    target
+        .health
+        .check_writable(target.path, operation)
+        .map_err(GroupFailure::Damaged)?;
+    let Some(db) = target.db.database() else {
+        return Err(GroupFailure::Redb("the store is open read-only".to_owned()));
+    };
+    let mut tails = target.tails.lock();
+    match guard::contained(|| write_locked(db, &mut tails, group)) {
+        Ok(Ok(written)) => Ok(written),
+        Ok(Err(err)) => {
+            for append in group {
+                tails.remove(&append.session);
+            }
+            Err(GroupFailure::Redb(err.to_string()))
+        }
+        Err(panic) => {
+            tails.clear();
+            Err(GroupFailure::Damaged(target.health.damaged(
+                target.path,
+                operation(),
+                panic,
+            )))
         }
     }
-    written
 }
 
 fn write_locked(
