@@ -330,9 +330,13 @@ mod time_travel {
             first.decode::<SessionForked>().unwrap(),
             SessionForked {
                 parent: parent.clone(),
-                position
+                position,
+                workflow: Some(example::WORKFLOW_NAME.to_owned()),
             }
         );
+        // The fork names its workflow, so listings need not read its ancestors.
+        let info = store.session(&outcome.session).await.unwrap().unwrap();
+        assert_eq!(info.workflow.as_deref(), Some(example::WORKFLOW_NAME));
         // The child's position 0 is the parent's state at the fork point.
         assert_eq!(child.initial_state(), &parent_tape.state_at(position));
         // The first task keeps the parent's result; the second ran again on the other model.

@@ -178,6 +178,10 @@ builtin_event!(
     /// The position in the parent the fork starts from (`forkIndex` on the wire).
     #[serde(rename = "forkIndex", alias = "position")]
     position: u64,
+    /// The workflow the fork runs with, so a listing names it without reading its ancestors
+    /// (absent in recordings of format 1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    workflow: Option<String>,
 });
 
 impl ErrorOccurred {

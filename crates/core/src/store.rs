@@ -82,8 +82,14 @@ impl SessionInfo {
             if self.workflow.is_none() && event.name == WorkflowStarted::NAME {
                 self.workflow = event.payload["workflow"].as_str().map(str::to_owned);
             }
-            if self.parent.is_none() && event.name == SessionForked::NAME {
-                self.parent = event.decode::<SessionForked>().ok().map(|f| f.parent);
+            if self.parent.is_none()
+                && event.name == SessionForked::NAME
+                && let Ok(forked) = event.decode::<SessionForked>()
+            {
+                self.parent = Some(forked.parent);
+                if self.workflow.is_none() {
+                    self.workflow = forked.workflow;
+                }
             }
             self.last_event = event.timestamp;
         }

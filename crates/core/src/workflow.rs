@@ -181,7 +181,7 @@ impl<S: WorkflowState> Workflow<S> {
     /// ```
     /// # async fn demo<S: openharness_core::WorkflowState>(workflow: openharness_core::Workflow<S>, state: S, parent: openharness_core::SessionId) -> Result<(), openharness_core::Error> {
     /// use openharness_core::{Continuation, Pending, RunOptions, builtin::SessionForked};
-    /// let first = Pending::of(&SessionForked { parent, position: 0 });
+    /// let first = Pending::of(&SessionForked { parent, position: 0, workflow: Some(workflow.name().to_owned()) });
     /// let outcome = workflow.run_from(Continuation::new(state, first), RunOptions::new()).await?;
     /// # let _ = outcome; Ok(()) }
     /// ```

@@ -433,10 +433,14 @@ fn ids(events: &[Envelope]) -> HashMap<EventId, u64> {
 
 /// An event as a re-execution must reproduce it. A built-in event is compared as today's wire
 /// carries it, so a recording of an older format re-executes; of an `error:occurred`, only
-/// its code.
+/// its code; of a `session:forked`, its parent and position.
 fn shape(event: &Envelope, ids: &HashMap<EventId, u64>) -> EventShape {
     let payload = match Builtin::decode(event) {
         Some(Ok(Builtin::ErrorOccurred(error))) => serde_json::json!({ "code": error.source }),
+        // Format-1 forks do not name their workflow; the parent and the position are the fork.
+        Some(Ok(Builtin::SessionForked(forked))) => {
+            serde_json::json!({ "parentSessionId": forked.parent, "forkIndex": forked.position })
+        }
         Some(Ok(builtin)) => builtin.to_payload().map_or_else(
             |_| ids_as_seqs(&event.payload, ids),
             |p| ids_as_seqs(&p, ids),

@@ -180,6 +180,7 @@ impl<S: WorkflowState> Fork<S> {
         let first = Pending::of(&SessionForked {
             parent: self.parent.clone(),
             position: self.position,
+            workflow: Some(workflow.name().to_owned()),
         });
         let mut from = Continuation::new(self.state.clone(), first).queue(self.queued.clone());
         if let Some(event) = &self.redeliver {
