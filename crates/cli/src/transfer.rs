@@ -94,7 +94,8 @@ pub(crate) async fn run(
                 .map_err(|err| TransferCliError::Session(format!("{err}")))?;
             let store = open(store).await?;
             let mut out = std::io::BufWriter::new(out);
-            jsonl::export(&*store, &session, &mut out)
+            // A fork's export carries its ancestors, so it imports on its own.
+            jsonl::export_with_ancestors(&*store, &session, &mut out)
                 .await
                 .map_err(TransferCliError::Export)?;
             out.flush()

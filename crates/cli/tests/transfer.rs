@@ -135,3 +135,78 @@ fn a_postgres_password_is_never_printed() {
         assert!(printed.contains("someone:***@127.0.0.1:1"), "{printed}");
     }
 }
+
+#[test]
+fn the_export_of_a_fork_carries_its_ancestors_and_imports_on_its_own() {
+    let dir = tempfile::tempdir().unwrap();
+    stdout(&openharness(dir.path(), &["demo"]));
+    let sessions: serde_json::Value =
+        serde_json::from_str(&stdout(&openharness(dir.path(), &["sessions", "--json"]))).unwrap();
+    let parent = sessions[0]["id"].as_str().unwrap().to_owned();
+    let forked: serde_json::Value = serde_json::from_str(&stdout(&openharness(
+        dir.path(),
+        &["fork", &parent, "--at", "20", "--json"],
+    )))
+    .unwrap();
+    let child = forked["session"].as_str().unwrap().to_owned();
+    let exported = stdout(&openharness(dir.path(), &["export", &child]));
+    let sessions_in_file: std::collections::BTreeSet<String> = exported
+        .lines()
+        .map(|line| {
+            serde_json::from_str::<serde_json::Value>(line).unwrap()["session"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        })
+        .collect();
+    assert_eq!(
+        sessions_in_file,
+        [parent.clone(), child.clone()].into_iter().collect()
+    );
+
+    // Into an empty store: the fork's tape starts from its parent's state.
+    std::fs::write(dir.path().join("fork.jsonl"), &exported).unwrap();
+    stdout(&openharness(
+        dir.path(),
+        &["import", "fork.jsonl", "--store", "other.redb"],
+    ));
+    let here: serde_json::Value = serde_json::from_str(&stdout(&openharness(
+        dir.path(),
+        &["tape", &child, "--at", "0", "--json"],
+    )))
+    .unwrap();
+    let there: serde_json::Value = serde_json::from_str(&stdout(&openharness(
+        dir.path(),
+        &[
+            "tape",
+            &child,
+            "--at",
+            "0",
+            "--json",
+            "--store",
+            "other.redb",
+        ],
+    )))
+    .unwrap();
+    assert_eq!(here["state"], there["state"]);
+
+    // A fork without its parent cannot be exported whole: a clear error, nothing written.
+    let alone: String = exported
+        .lines()
+        .filter(|line| line.contains(&format!("\"session\":\"{child}\"")))
+        .map(|line| format!("{line}\n"))
+        .collect();
+    std::fs::write(dir.path().join("alone.jsonl"), alone).unwrap();
+    stdout(&openharness(
+        dir.path(),
+        &["import", "alone.jsonl", "--store", "orphan.redb"],
+    ));
+    let output = openharness(dir.path(), &["export", &child, "--store", "orphan.redb"]);
+    assert!(!output.status.success());
+    assert!(output.stdout.is_empty(), "nothing written");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains(&format!("forked from {parent}")),
+        "{stderr}"
+    );
+}

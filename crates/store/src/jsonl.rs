@@ -8,13 +8,15 @@
 //! ```
 //!
 //! [`export`] writes a session as [`Store::stream_events`] yields it, never holding more than
-//! one page of events in memory. [`import`] appends each session's lines in batches at the seqs
+//! one page of events in memory. [`export_with_ancestors`] writes a fork's ancestors first, so
+//! the export of a fork imports on its own. [`import`] appends each session's lines in batches at the seqs
 //! the lines carry, so importing the same file twice stores every event once (the second import
 //! is a retry), and a session that already holds other events is a conflict. Malformed input is
 //! a [`TransferError`] naming the line.
 
 use std::io::{BufRead, Write};
 
+use openharness_core::builtin::Builtin;
 use openharness_core::{Envelope, SessionId, Store, StoreError};
 use serde::{Deserialize, Serialize};
 
@@ -77,6 +79,18 @@ pub enum TransferError {
         /// The store, as [`Store::describe`] gives it.
         store: String,
     },
+    /// The session to export is a fork whose parent is not in the store.
+    #[error(
+        "session {session} is forked from {parent}, which is not in {store}: the export would not import on its own"
+    )]
+    MissingParent {
+        /// The fork.
+        session: SessionId,
+        /// Its missing parent.
+        parent: SessionId,
+        /// The store, as [`Store::describe`] gives it.
+        store: String,
+    },
 }
 
 /// One line of the format (see the module docs).
@@ -86,6 +100,73 @@ struct Line<E> {
     seq: u64,
     #[serde(flatten)]
     event: E,
+}
+
+/// How deep a chain of forks [`export_with_ancestors`] follows.
+const MAX_ANCESTORS: usize = 64;
+
+/// Writes `session` and, when it is a fork, the sessions it descends from (oldest first, each
+/// whole), so the file imports on its own into an empty store; returns how many events. A fork
+/// whose parent is not in the store is [`TransferError::MissingParent`], and nothing is
+/// written.
+///
+/// ```
+/// use openharness_core::builtin::SessionForked;
+/// use openharness_core::{Envelope, SessionId, Store};
+/// use openharness_store::{MemoryStore, jsonl};
+///
+/// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+/// let (from, to) = (MemoryStore::new(), MemoryStore::new());
+/// let (parent, child) = (SessionId::new(), SessionId::new());
+/// from.append(&parent, &[Envelope::new("user:input", serde_json::json!({ "text": "hi" }), None)], 0).await?;
+/// let forked = SessionForked { parent: parent.clone(), position: 1, workflow: None };
+/// from.append(&child, &[Envelope::typed(&forked, None)?], 0).await?;
+///
+/// let mut file = Vec::new();
+/// assert_eq!(jsonl::export_with_ancestors(&from, &child, &mut file).await?, 2);
+/// jsonl::import(&to, file.as_slice()).await?;
+/// assert_eq!(to.all_events(&parent).await?.len(), 1);
+/// # Ok::<_, Box<dyn std::error::Error>>(())
+/// # }).unwrap();
+/// ```
+pub async fn export_with_ancestors<S: Store + ?Sized>(
+    store: &S,
+    session: &SessionId,
+    mut out: impl Write,
+) -> Result<u64, TransferError> {
+    let failed = |source| TransferError::Store {
+        line: None,
+        store: store.describe(),
+        source,
+    };
+    let mut chain = vec![session.clone()];
+    let mut current = session.clone();
+    for _ in 0..MAX_ANCESTORS {
+        let first = store.events(&current, 0..1).await.map_err(failed)?;
+        let parent = match first.first().map(Builtin::decode) {
+            Some(Some(Ok(Builtin::SessionForked(forked)))) => forked.parent,
+            _ => break,
+        };
+        if store
+            .events(&parent, 0..1)
+            .await
+            .map_err(failed)?
+            .is_empty()
+        {
+            return Err(TransferError::MissingParent {
+                session: current,
+                parent,
+                store: store.describe(),
+            });
+        }
+        chain.push(parent.clone());
+        current = parent;
+    }
+    let mut count = 0;
+    for session in chain.iter().rev() {
+        count += export(store, session, &mut out).await?;
+    }
+    Ok(count)
 }
 
 /// Writes every event of `session` to `out` as JSONL; returns how many. The session is read
