@@ -440,7 +440,7 @@ mod time_travel {
             .iter()
             .position(|e| e.name == "agent:started" && e.payload["agentName"] == "executor")
             .unwrap() as u64;
-        assert_eq!(divergence.position, expected_at);
+        assert_eq!(divergence.seq, expected_at);
         let expected = divergence.expected.as_ref().unwrap();
         let actual = divergence.actual.as_ref().unwrap();
         assert_eq!(expected.name, "agent:started");
@@ -455,7 +455,7 @@ mod time_travel {
         assert!(
             divergence
                 .to_string()
-                .contains(&format!("position {expected_at}"))
+                .contains(&format!("seq {expected_at}"))
         );
         assert_eq!(untouched.calls(), 0);
     }
@@ -585,7 +585,7 @@ mod time_travel {
             .iter()
             .position(|e| e.name == "task:started")
             .unwrap();
-        assert_eq!(divergence.position, first_task as u64);
+        assert_eq!(divergence.seq, first_task as u64);
         let expected = divergence.expected.as_ref().unwrap();
         let actual = divergence.actual.as_ref().unwrap();
         assert_eq!(

@@ -396,7 +396,7 @@ async fn a_cassette_re_executes_every_turn_and_answer_without_a_model() {
         .unwrap();
     match cassette.replay(&changed, RunOptions::new()).await {
         Err(TapeError::Diverged(divergence)) => {
-            assert!(divergence.position > first.len, "{divergence}");
+            assert!(divergence.seq > first.len, "{divergence}");
         }
         other => panic!("expected a divergence, got {:?}", other.map(|o| o.len)),
     }

@@ -44,7 +44,7 @@ const NAME: &str = "cassette";
 /// let cassette = Cassette::load(&workflow, &recorded).await?;
 /// match cassette.replay(&workflow, RunOptions::new()).await {
 ///     Ok(outcome) => println!("same flow, {} events", outcome.len),
-///     Err(TapeError::Diverged(d)) => println!("changed at position {}: {d}", d.position),
+///     Err(TapeError::Diverged(d)) => println!("changed at seq {}: {d}", d.seq),
 ///     Err(other) => return Err(other),
 /// }
 /// # Ok(()) }
@@ -95,7 +95,7 @@ impl Cassette {
     /// `options` apply to the first turn; later turns run with default options.
     ///
     /// Returns the last turn's outcome when every event matches the recording, and
-    /// [`TapeError::Diverged`] naming the first position where they part.
+    /// [`TapeError::Diverged`] naming the seq of the first event where they part.
     pub async fn replay<S: WorkflowState>(
         &self,
         workflow: &Workflow<S>,
@@ -388,7 +388,7 @@ impl Checker {
             .lock()
             .unwrap_or_else(PoisonError::into_inner) = Some(Divergence {
             session: self.session.clone(),
-            position: self.next,
+            seq: self.next,
             expected,
             actual,
         });

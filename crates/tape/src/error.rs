@@ -46,20 +46,21 @@ pub enum TapeError {
 
 /// Where a cassette re-execution first parted from its recording.
 ///
-/// The first `position` events agree; event `position` (0-based) differs: `expected` is the
-/// recording's (`None`: the recording had ended), `actual` the re-execution's (`None`: the
-/// re-execution ended first).
+/// The events before seq `seq` agree; the event at seq `seq` (0-based, as the store numbers
+/// events) differs: `expected` is the recording's (`None`: the recording had ended), `actual`
+/// the re-execution's (`None`: the re-execution ended first). On a tape that event is
+/// `tape.event_at(seq + 1)`, the one that leads to position `seq + 1`.
 #[derive(Debug, Clone, PartialEq, Serialize, thiserror::Error)]
-#[error("the re-execution of session {session} diverged at position {position}: expected {}, got {}", describe(expected.as_ref()), describe(actual.as_ref()))]
+#[error("the re-execution of session {session} diverged at seq {seq} (the event leading to position {}): expected {}, got {}", seq + 1, describe(expected.as_ref()), describe(actual.as_ref()))]
 #[non_exhaustive]
 pub struct Divergence {
     /// The recorded session.
     pub session: SessionId,
-    /// How many events agree.
-    pub position: u64,
-    /// The recorded event at `position`.
+    /// The seq of the first event that differs (how many events agree).
+    pub seq: u64,
+    /// The recorded event at `seq`.
     pub expected: Option<EventShape>,
-    /// The re-executed event at `position`.
+    /// The re-executed event at `seq`.
     pub actual: Option<EventShape>,
 }
 
