@@ -4,10 +4,8 @@
 
 use std::io::Write;
 
-use openharness::builtin::{
-    AgentCompleted, AgentStarted, ErrorOccurred, InputReceived, InputRequested, Outcome, TextDelta,
-};
-use openharness::{Envelope, Event, Renderer};
+use openharness::builtin::{Builtin, Outcome};
+use openharness::{Envelope, Renderer};
 
 use crate::Output;
 
@@ -49,47 +47,36 @@ impl Progress {
 
 impl Renderer for Progress {
     fn render(&mut self, event: &Envelope) {
-        if event.is::<TextDelta>() {
-            if let Ok(delta) = event.decode::<TextDelta>() {
-                if !self.streaming {
-                    let _ = write!(self.out, "    {}: ", delta.agent);
-                    self.streaming = true;
-                }
-                let _ = write!(self.out, "{}", delta.delta);
-                let _ = self.out.flush();
+        let builtin = Builtin::decode(event).and_then(Result::ok);
+        if let Some(Builtin::TextDelta(delta)) = &builtin {
+            if !self.streaming {
+                let _ = write!(self.out, "    {}: ", delta.agent);
+                self.streaming = true;
             }
+            let _ = write!(self.out, "{}", delta.delta);
+            let _ = self.out.flush();
             return;
         }
         self.end_stream();
-        let line = match event.name.as_ref() {
-            AgentStarted::NAME => event
-                .decode::<AgentStarted>()
-                .ok()
-                .map(|s| format!("  ▶ {} started", s.agent)),
-            AgentCompleted::NAME => {
-                event
-                    .decode::<AgentCompleted>()
-                    .ok()
-                    .map(|c| match c.outcome {
-                        Outcome::Success => format!("  ✓ {} finished", c.agent),
-                        other => {
-                            format!("  ✗ {} {other:?}: {}", c.agent, c.error.unwrap_or_default())
-                        }
-                    })
+        let line = match builtin {
+            Some(Builtin::AgentStarted(started)) => Some(format!("  ▶ {} started", started.agent)),
+            Some(Builtin::AgentCompleted(completed)) => Some(match completed.outcome {
+                Outcome::Success => format!("  ✓ {} finished", completed.agent),
+                other => format!(
+                    "  ✗ {} {other:?}: {}",
+                    completed.agent,
+                    completed.error.unwrap_or_default()
+                ),
+            }),
+            Some(Builtin::InputRequested(request)) => {
+                Some(format!("  ? {} (request {})", request.prompt, event.id))
             }
-            InputRequested::NAME => event
-                .decode::<InputRequested>()
-                .ok()
-                .map(|r| format!("  ? {} (request {})", r.prompt, event.id)),
-            InputReceived::NAME => event
-                .decode::<InputReceived>()
-                .ok()
-                .map(|a| format!("  answer: {}", a.text)),
-            ErrorOccurred::NAME => event
-                .decode::<ErrorOccurred>()
-                .ok()
-                .map(|e| format!("  ! {}: {}", e.source, e.message)),
-            _ => self.describe.as_mut().and_then(|describe| describe(event)),
+            Some(Builtin::InputReceived(answer)) => Some(format!("  answer: {}", answer.text)),
+            Some(Builtin::ErrorOccurred(error)) => {
+                Some(format!("  ! {}: {}", error.source, error.message))
+            }
+            Some(_) => None,
+            None => self.describe.as_mut().and_then(|describe| describe(event)),
         };
         if let Some(line) = line {
             let _ = writeln!(self.out, "{line}");
