@@ -129,6 +129,24 @@ pub(crate) trait ErasedAgent<S>: Send + Sync {
     fn finish(&self, output: Value, trigger: &Envelope) -> Result<Emit, OutputRejected>;
 }
 
+/// An agent an event activates, with its activation or why building it failed.
+pub(crate) type Activated<S> = (Arc<dyn ErasedAgent<S>>, Result<Activation, String>);
+
+/// The agents `event` activates in `state`, in registration order: each agent whose trigger
+/// is the event's name and whose `when` holds, with its activation or the error building it
+/// raised. The runtime starts them; a resume derives what they should have started.
+pub(crate) fn activations<S>(
+    agents: &[Arc<dyn ErasedAgent<S>>],
+    state: &S,
+    event: &Envelope,
+) -> Vec<Activated<S>> {
+    agents
+        .iter()
+        .filter(|agent| agent.spec().trigger == event.name)
+        .filter_map(|agent| Some((Arc::clone(agent), agent.activate(state, event)?)))
+        .collect()
+}
+
 /// Why an agent's output was not accepted.
 pub(crate) enum OutputRejected {
     /// It does not match the output type: worth re-asking.

@@ -22,6 +22,7 @@ use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::future::Future;
 use std::pin::Pin;
 
+use crate::agent::activations;
 use crate::builtin::{
     AgentCompleted, AgentStarted, ErrorOccurred, InputReceived, InputRequested, SessionForked,
     WorkflowCompleted,
@@ -424,22 +425,18 @@ impl<'w, S: WorkflowState> Tail<'w, S> {
             .is_some_and(|until| until(self.fold.state()));
         let mut starts = 0;
         if !until && event.name != WorkflowCompleted::NAME {
-            for agent in &self.wf.agents {
-                let spec = agent.spec();
-                if spec.trigger != event.name {
-                    continue;
-                }
-                match agent.activate(self.fold.state(), event) {
-                    None => {}
-                    Some(Err(message)) => consequences.push_back(Expected::Event(Pending::of(
+            for (agent, activation) in activations(&self.wf.agents, self.fold.state(), event) {
+                match activation {
+                    Err(message) => consequences.push_back(Expected::Event(Pending::of(
                         &ErrorOccurred::recoverable("agent", message, Some(event.id)),
                     ))),
-                    Some(Ok(activation)) => {
+                    Ok(activation) => {
                         starts += 1;
+                        let name = agent.spec().name.to_owned();
                         consequences.push_back(Expected::Start {
-                            agent: spec.name.to_owned(),
+                            agent: name.clone(),
                             started: AgentStarted {
-                                agent: spec.name.to_owned(),
+                                agent: name,
                                 model: activation.model,
                                 prompt: activation.prompt,
                             },

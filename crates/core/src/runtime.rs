@@ -24,7 +24,7 @@ use tokio::task::JoinSet;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use crate::agent::{Activation, ErasedAgent, OutputRejected};
+use crate::agent::{Activation, ErasedAgent, OutputRejected, activations};
 use crate::builtin::{
     AgentCompleted, AgentStarted, ErrorOccurred, InputReceived, InputRequested, Outcome,
     TextComplete, TextDelta, ToolCalled, ToolResult, UserInput, WorkflowCompleted, WorkflowStarted,
@@ -641,25 +641,17 @@ impl<S: WorkflowState> Run<'_, S> {
 
     /// Starts every agent `event` activates in the current state.
     fn activate(&mut self, event: &Envelope, max_agent_calls: u64) -> Option<StopReason> {
-        for agent in &self.wf.agents {
-            let spec = agent.spec();
-            if spec.trigger != event.name {
-                continue;
-            }
-            match agent.activate(self.fold.state(), event) {
-                None => {}
-                Some(Err(message)) => {
+        for (agent, activation) in activations(&self.wf.agents, self.fold.state(), event) {
+            match activation {
+                Err(message) => {
                     let error = ErrorOccurred::recoverable("agent", message, Some(event.id));
                     self.queue
                         .push_back((Pending::of(&error), Some(event.id), None));
                 }
-                Some(Ok(activation)) => {
-                    if let Some(reason) = self.queue_call(
-                        Arc::clone(agent),
-                        event.clone(),
-                        activation,
-                        max_agent_calls,
-                    ) {
+                Ok(activation) => {
+                    if let Some(reason) =
+                        self.queue_call(agent, event.clone(), activation, max_agent_calls)
+                    {
                         return Some(reason);
                     }
                 }
