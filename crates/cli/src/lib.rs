@@ -358,6 +358,8 @@ impl<E: Subcommand + Send + 'static> Cli<E> {
                 let _ = err.print();
                 ExitCode::from(u8::try_from(err.exit_code()).unwrap_or(2))
             }
+            // The reader went away (`openharness export … | head`): not a failure.
+            Err(err) if is_broken_pipe(&err) => ExitCode::SUCCESS,
             Err(err) => fail(&err),
         }
     }
@@ -423,6 +425,21 @@ impl<E: Subcommand + Send + 'static> Cli<E> {
             other => commands::run(other, &context).await,
         }
     }
+}
+
+/// Whether `err` (or what caused it) is a write to a pipe whose reader has gone.
+fn is_broken_pipe(err: &(dyn std::error::Error + 'static)) -> bool {
+    let mut cause = Some(err);
+    while let Some(err) = cause {
+        if err
+            .downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+        {
+            return true;
+        }
+        cause = err.source();
+    }
+    false
 }
 
 /// Prints `err` as one `error: …` line on stderr (a `clap` error as `clap` prints it) and

@@ -210,3 +210,40 @@ fn the_export_of_a_fork_carries_its_ancestors_and_imports_on_its_own() {
         "{stderr}"
     );
 }
+
+#[test]
+fn a_reader_that_goes_away_is_not_a_failure() {
+    use std::process::Stdio;
+    let dir = tempfile::tempdir().unwrap();
+    stdout(&openharness(dir.path(), &["demo"]));
+    let sessions: serde_json::Value =
+        serde_json::from_str(&stdout(&openharness(dir.path(), &["sessions", "--json"]))).unwrap();
+    let session = sessions[0]["id"].as_str().unwrap().to_owned();
+    // As `openharness … | head -0` would: the pipe's reading end is closed before anything
+    // is read.
+    for args in [
+        vec!["demo"],
+        vec!["export", session.as_str()],
+        vec!["events", session.as_str()],
+        vec!["sessions"],
+    ] {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_openharness"))
+            .args(&args)
+            .current_dir(dir.path())
+            .env_remove("OPENHARNESS_STORE")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        drop(child.stdout.take());
+        let output = child.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(
+            output.status.success(),
+            "{args:?}: {} {stderr}",
+            output.status
+        );
+        assert!(!stderr.contains("error"), "{args:?}: {stderr}");
+        assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+    }
+}
