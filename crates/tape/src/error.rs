@@ -49,7 +49,7 @@ pub enum TapeError {
 /// The first `position` events agree; event `position` (0-based) differs: `expected` is the
 /// recording's (`None`: the recording had ended), `actual` the re-execution's (`None`: the
 /// re-execution ended first).
-#[derive(Debug, Clone, PartialEq, Serialize, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, Serialize, thiserror::Error, schemars::JsonSchema)]
 #[error("the re-execution of session {session} diverged at position {position}: expected {}, got {}", describe(expected.as_ref()), describe(actual.as_ref()))]
 #[non_exhaustive]
 pub struct Divergence {
@@ -65,7 +65,7 @@ pub struct Divergence {
 
 /// An event without its id and timestamp: what a re-execution must reproduce. Ids inside the
 /// payload and the cause are replaced by the seq of the event they name.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 #[non_exhaustive]
 pub struct EventShape {
     /// The event's name.
