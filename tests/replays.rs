@@ -761,8 +761,8 @@ mod time_travel {
         async fn complete(
             &self,
             request: openharness::ProviderRequest,
-            sink: openharness::ProviderSink,
-        ) -> Result<openharness::ProviderResponse, openharness::ProviderError> {
+            sink: openharness::adapter::ProviderSink,
+        ) -> Result<openharness::adapter::ProviderResponse, openharness::ProviderError> {
             if let Ok(permit) = self.0.acquire().await {
                 permit.forget();
             }
@@ -888,7 +888,10 @@ mod time_travel {
         // A sparse snapshot far behind, and one that no longer decodes (folds from the start).
         let state_100 = serde_json::to_value(tape.state_at(100)).unwrap();
         store
-            .snapshot(&session, &openharness::Snapshot::new(100, state_100))
+            .snapshot(
+                &session,
+                &openharness::adapter::Snapshot::new(100, state_100),
+            )
             .await
             .unwrap();
         assert_eq!(
@@ -897,7 +900,7 @@ mod time_travel {
         );
         let bogus = serde_json::json!({ "not": "a plan" });
         store
-            .snapshot(&session, &openharness::Snapshot::new(6_000, bogus))
+            .snapshot(&session, &openharness::adapter::Snapshot::new(6_000, bogus))
             .await
             .unwrap();
         assert_eq!(

@@ -8,14 +8,13 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
+use openharness::adapter::Snapshot;
 use openharness::builtin::{AgentCompleted, AgentStarted, Outcome};
 use openharness::prelude::*;
 use openharness::provider::{Reply, ScriptedProvider};
 use openharness::store::MemoryStore;
 use openharness::tape::{At, Cassette, LoadTape, TapeError};
-use openharness::{
-    Error, SessionInfo, SessionStatus, Snapshot, StopReason, StoreError, Subscription,
-};
+use openharness::{Error, SessionInfo, SessionStatus, StopReason, StoreError, Subscription};
 
 // ---------------------------------------------------------------------------------------------
 // A tally: each input is a number an agent adds; "ask" makes a handler ask a person instead.

@@ -245,8 +245,13 @@ pub fn handler(attr: TokenStream, item: TokenStream) -> TokenStream {
 ///   `Emit` (the trigger parameter may be left out);
 /// - optionally `fn when(&self, state: &State) -> bool`: whether to activate.
 ///
+/// The output type derives `serde::Deserialize` and `schemars::JsonSchema`; with
+/// `use openharness::schemars;` in scope the derive uses the schemars Open Harness checks
+/// outputs with, so no version of it has to be kept in step.
+///
 /// ```
 /// use openharness::prelude::*;
+/// use openharness::schemars;
 ///
 /// #[event]
 /// #[derive(Debug, Clone)]

@@ -1,7 +1,12 @@
 //! `cargo xtask`: project automation, in Rust rather than shell.
 //!
-//! - `cargo xtask ci`: what CI runs — formatting check, clippy with warnings denied, then the
-//!   README's test command, `cargo test --workspace`.
+//! - `cargo xtask ci`: what CI runs — formatting check, clippy with warnings denied, the
+//!   schemas' freshness check, then the README's test command, `cargo test --workspace`.
+//! - `cargo xtask schemas`: writes the JSON Schema of every wire type
+//!   (`openharness_host::wire_schemas`) to `schemas/<name>.schema.json`, pretty-printed, and
+//!   removes schema files no type produces any more. `cargo xtask schemas --check` writes
+//!   nothing and fails, listing the files, when the checked-in ones differ from what the code
+//!   generates.
 //! - `cargo xtask bench <suite>`: builds `openharness-bench` in release and runs a suite
 //!   (`tape`, `sessions`), which prints each figure with a baseline measured in the same run, the ratio
 //!   and the goal.
@@ -9,77 +14,142 @@
 //!   `openharness-store-bench`), each figure beside a baseline from the same run. PostgreSQL
 //!   figures need `OPENHARNESS_BENCH_POSTGRES` or `OPENHARNESS_TEST_POSTGRES`.
 
+mod schemas;
+
+use std::path::PathBuf;
 use std::process::{Command, ExitCode};
 
+/// One step of a task.
+enum Step {
+    /// `cargo <args>`.
+    Cargo(&'static [&'static str]),
+    /// `cargo xtask schemas --check`, run in this process.
+    CheckSchemas,
+}
+
+const USAGE: &str =
+    "usage: cargo xtask ci | schemas [--check] | bench stores | bench tape | bench sessions";
+
 fn main() -> ExitCode {
-    let task = std::env::args().nth(1);
-    let steps: &[&[&str]] = match task.as_deref() {
-        Some("ci") => &[
-            &["fmt", "--all", "--check"],
-            &[
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let steps: Vec<Step> = match args.as_slice() {
+        ["ci"] => vec![
+            Step::Cargo(&["fmt", "--all", "--check"]),
+            Step::Cargo(&[
                 "clippy",
                 "--workspace",
                 "--all-targets",
                 "--",
                 "-D",
                 "warnings",
-            ],
-            &["test", "--workspace"],
+            ]),
+            Step::CheckSchemas,
+            Step::Cargo(&["test", "--workspace"]),
         ],
-        Some("bench") => match std::env::args().nth(2).as_deref() {
-            Some("stores") => &[&[
-                "run",
-                "--release",
-                "--quiet",
-                "--package",
-                "openharness-store",
-                "--features",
-                "postgres",
-                "--bin",
-                "openharness-store-bench",
-            ]],
-            Some("tape") => &[&[
-                "run",
-                "--release",
-                "--quiet",
-                "--package",
-                "openharness-bench",
-                "--",
-                "tape",
-            ]],
-            Some("sessions") => &[&[
-                "run",
-                "--release",
-                "--quiet",
-                "--package",
-                "openharness-bench",
-                "--",
-                "sessions",
-            ]],
-            _ => {
-                eprintln!("usage: cargo xtask bench stores | tape | sessions");
-                return ExitCode::from(2);
-            }
-        },
+        ["schemas"] => return write_schemas(),
+        ["schemas", "--check"] => vec![Step::CheckSchemas],
+        ["bench", "stores"] => vec![Step::Cargo(&[
+            "run",
+            "--release",
+            "--quiet",
+            "--package",
+            "openharness-store",
+            "--features",
+            "postgres",
+            "--bin",
+            "openharness-store-bench",
+        ])],
+        ["bench", "tape"] => vec![Step::Cargo(&[
+            "run",
+            "--release",
+            "--quiet",
+            "--package",
+            "openharness-bench",
+            "--",
+            "tape",
+        ])],
+        ["bench", "sessions"] => vec![Step::Cargo(&[
+            "run",
+            "--release",
+            "--quiet",
+            "--package",
+            "openharness-bench",
+            "--",
+            "sessions",
+        ])],
         _ => {
-            eprintln!("usage: cargo xtask ci | cargo xtask bench stores | tape | sessions");
+            eprintln!("{USAGE}");
             return ExitCode::from(2);
         }
     };
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
-    for args in steps {
-        eprintln!("$ cargo {}", args.join(" "));
-        match Command::new(&cargo).args(*args).status() {
-            Ok(status) if status.success() => {}
-            Ok(status) => {
-                eprintln!("xtask: `cargo {}` failed ({status})", args.join(" "));
-                return ExitCode::FAILURE;
-            }
-            Err(err) => {
-                eprintln!("xtask: could not run cargo: {err}");
-                return ExitCode::FAILURE;
-            }
+    for step in steps {
+        let ok = match step {
+            Step::Cargo(args) => run_cargo(&cargo, args),
+            Step::CheckSchemas => check_schemas(),
+        };
+        if !ok {
+            return ExitCode::FAILURE;
         }
     }
     ExitCode::SUCCESS
+}
+
+fn run_cargo(cargo: &str, args: &[&str]) -> bool {
+    eprintln!("$ cargo {}", args.join(" "));
+    match Command::new(cargo).args(args).status() {
+        Ok(status) if status.success() => true,
+        Ok(status) => {
+            eprintln!("xtask: `cargo {}` failed ({status})", args.join(" "));
+            false
+        }
+        Err(err) => {
+            eprintln!("xtask: could not run cargo: {err}");
+            false
+        }
+    }
+}
+
+/// The repository's `schemas/` folder (xtask lives one level below the root).
+fn schemas_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("..")
+        .join("schemas")
+}
+
+fn write_schemas() -> ExitCode {
+    match schemas::write(&schemas_dir()) {
+        Ok(changed) => {
+            for (done, file) in &changed {
+                eprintln!("xtask: {done} schemas/{file}");
+            }
+            eprintln!("xtask: {} schema file(s) changed", changed.len());
+            ExitCode::SUCCESS
+        }
+        Err(err) => {
+            eprintln!("xtask: could not write the schemas: {err}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn check_schemas() -> bool {
+    eprintln!("$ cargo xtask schemas --check");
+    match schemas::stale(&schemas_dir()) {
+        Ok(stale) if stale.is_empty() => true,
+        Ok(stale) => {
+            eprintln!(
+                "xtask: these files in schemas/ differ from what the code generates (run `cargo xtask schemas` and commit):"
+            );
+            for file in stale {
+                eprintln!("  schemas/{file}");
+            }
+            false
+        }
+        Err(err) => {
+            eprintln!("xtask: could not read the schemas: {err}");
+            false
+        }
+    }
 }

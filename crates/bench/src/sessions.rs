@@ -16,14 +16,15 @@ use std::sync::{Arc, Mutex, MutexGuard, mpsc};
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
+use openharness::adapter::Snapshot;
 use openharness::builtin::{AgentStarted, UserInput, WorkflowCompleted, WorkflowStarted};
+use openharness::store::RedbStore;
+use openharness::tape::LoadTape;
 use openharness::{
     Emit, Envelope, EventStream, Pattern, RunOptions, RunOutcome, SessionId, SessionInfo,
-    SessionStatus, Snapshot, StopReason, Store, StoreError, Subscription, Workflow, renderer_fn,
+    SessionStatus, StopReason, Store, StoreError, Subscription, Workflow, renderer_fn,
 };
-use openharness_macros::{event, handler};
-use openharness_store::RedbStore;
-use openharness_tape::LoadTape;
+use openharness::{event, handler};
 use serde::{Deserialize, Serialize};
 
 use crate::HEAP;

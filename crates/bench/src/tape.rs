@@ -5,10 +5,10 @@ use std::hint::black_box;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
+use openharness::store::RedbStore;
+use openharness::tape::{LoadTape, Tape};
 use openharness::{Emit, Envelope, Fold, Handler, SessionId, Store, Workflow};
-use openharness_macros::{event, handler};
-use openharness_store::RedbStore;
-use openharness_tape::{LoadTape, Tape};
+use openharness::{event, handler};
 
 use crate::report::Row;
 use serde::{Deserialize, Serialize};

@@ -6,6 +6,7 @@ use std::process::ExitCode;
 
 use openharness::prelude::*;
 use openharness::provider::{Reply, ScriptedProvider};
+use openharness::schemars;
 use openharness::store::MemoryStore;
 use openharness_cli::Cli;
 

@@ -7,6 +7,7 @@
 //!
 //! use openharness::prelude::*;
 //! use openharness::provider::{Reply, ScriptedProvider};
+//! use openharness::schemars;
 //! use openharness::store::MemoryStore;
 //! use openharness_cli::Cli;
 //!

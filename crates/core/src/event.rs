@@ -168,7 +168,7 @@ impl From<SessionId> for String {
 /// assert!(json.get("causedBy").is_some());
 /// assert_eq!(input.decode::<UserInput>().unwrap().text, "plan a trip");
 /// ```
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Envelope {
     /// Unique, time-ordered id.
     pub id: EventId,

@@ -36,7 +36,7 @@ use crate::event::{Envelope, SessionId};
 use crate::status::SessionStatus;
 
 /// One stored session, as [`Store::sessions`] lists it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct SessionInfo {
     /// The session's id.
     pub id: SessionId,
@@ -136,7 +136,7 @@ impl Snapshot {
 /// let back: Recorded = serde_json::from_value(json).unwrap();
 /// assert_eq!(back.event, event);
 /// ```
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Recorded {
     /// The event's position in its session (0-based).
     pub seq: u64,

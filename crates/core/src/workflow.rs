@@ -678,7 +678,7 @@ impl<S> fmt::Debug for Continuation<S> {
 
 /// What a recorded session is doing and what a resume would finish: see
 /// [`Workflow::unfinished`].
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 #[non_exhaustive]
 pub struct Unfinished {
     /// The session.
@@ -700,7 +700,7 @@ pub struct Unfinished {
 }
 
 /// An agent call a resume would run again.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 #[non_exhaustive]
 pub struct OpenCallReport {
     /// The agent.
@@ -749,7 +749,7 @@ impl Unfinished {
 }
 
 /// Why a run ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum StopReason {

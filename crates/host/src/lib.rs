@@ -26,6 +26,7 @@
 
 mod error;
 mod hosted;
+mod schema;
 mod wire;
 
 use std::collections::{BTreeMap, HashMap};
@@ -39,6 +40,7 @@ use openharness_projection::{Message, project_messages};
 
 pub use error::HostError;
 pub use hosted::{Hosted, JsonTape};
+pub use schema::{WireSchema, wire_schemas};
 pub use wire::{EventsPage, ForkPoint, SessionSummary, StateAt, TapeView, TurnOutcome};
 
 /// How deep a chain of forks is followed to find the workflow that owns a session.

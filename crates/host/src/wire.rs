@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 /// How a turn (or a new session's first run, or a fork's) ended, with the state as JSON.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 #[non_exhaustive]
 pub struct TurnOutcome {
@@ -51,7 +51,7 @@ impl TurnOutcome {
 
 /// A session as a host lists it: the store's metadata, the workflow that owns it (a fork's is
 /// its root's) and whether this host can fold it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 #[non_exhaustive]
 pub struct SessionSummary {
@@ -89,7 +89,7 @@ impl SessionSummary {
 }
 
 /// A page of a session's events.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 #[non_exhaustive]
 pub struct EventsPage {
@@ -102,7 +102,7 @@ pub struct EventsPage {
 }
 
 /// A session at one position: the event that led there and the state there.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 #[non_exhaustive]
 pub struct TapeView {
@@ -117,7 +117,7 @@ pub struct TapeView {
 }
 
 /// The state at one position.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 #[non_exhaustive]
 pub struct StateAt {
@@ -128,7 +128,7 @@ pub struct StateAt {
 }
 
 /// Where to fork a session.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", tag = "at")]
 #[non_exhaustive]
 pub enum ForkPoint {

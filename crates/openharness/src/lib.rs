@@ -5,31 +5,93 @@
 //! deterministic replay without LLM calls, and forks for comparing agents.
 //!
 //! This is the one crate to depend on. It re-exports the core vocabulary, the macros
-//! (`#[event]`, `#[handler]`, `#[agent]`), the stores, the providers, the tape and the
-//! projections; `use openharness::prelude::*;` brings in what a workflow needs.
+//! (`#[event]`, `#[handler]`, `#[agent]`), the stores, the providers, the tape, the
+//! projections and the host; `use openharness::prelude::*;` brings in what a workflow needs.
+//! What only someone implementing a [`Store`] or a [`Provider`] needs is in [`adapter`].
+//!
+//! # Features
+//!
+//! The default features are the common case: `store` (`MemoryStore`, `RedbStore`),
+//! `provider` (the HTTP providers and `ScriptedProvider`), `tape`, `projection` and `host`.
+//! `postgres` adds `PostgresStore`. With `default-features = false` only the core is left:
+//! events, handlers, agents, the event loop, the macros and the ports, without redb or the
+//! HTTP stack.
+//!
+//! # schemars
+//!
+//! Agent outputs and events have JSON Schemas from [`schemars`], re-exported here so that the
+//! version the macros and the runtime use is the one your types derive with. Bring it into
+//! scope and derive as usual:
+//!
+//! ```
+//! use openharness::schemars;
+//!
+//! #[derive(serde::Deserialize, schemars::JsonSchema)]
+//! struct Joke {
+//!     joke: String,
+//! }
+//!
+//! let schema = schemars::schema_for!(Joke);
+//! assert_eq!(schema.get("required"), Some(&serde_json::json!(["joke"])));
+//! ```
 
-pub use openharness_core::*;
+pub use openharness_core::{
+    Agent, AgentSpec, Applied, BoxedProvider, CancellationToken, Continuation,
+    DEFAULT_CHECKPOINT_INTERVAL, DEFAULT_MAX_TURNS, Decoded, Emit, Envelope, Error, Event, EventId,
+    EventSet, EventStream, FnRenderer, FnTool, Fold, Handler, IntoEmit, MAX_CHECKPOINT_INTERVAL,
+    OpenCallReport, Pattern, Pending, Provider, ProviderError, ProviderRequest, Recorded, Renderer,
+    RunOptions, RunOutcome, SessionId, SessionInfo, SessionStatus, StopReason, Store, StoreError,
+    StructuredOutput, Subscription, Tool, ToolError, Toolbox, Unfinished, Usage, Workflow,
+    WorkflowBuilder, WorkflowState, builtin, renderer_fn,
+};
 pub use openharness_macros::*;
+
+/// [schemars](https://docs.rs/schemars) 1, the version Open Harness uses: derive
+/// `schemars::JsonSchema` for agent outputs with `use openharness::schemars;` in scope.
+pub use openharness_core::__private::schemars;
+
+/// What implementing a [`Store`] or a [`Provider`] takes, beyond what using one does: the
+/// channel behind a [`Subscription`], paged [`EventStream`]s (`EventStream::paged`), snapshots,
+/// the sink a provider streams to and what it answers, the metadata a backend reads from a
+/// session's last event.
+pub mod adapter {
+    pub use openharness_core::{
+        EVENT_PAGE, Envelope, EventStream, Provider, ProviderError, ProviderEvent, ProviderRequest,
+        ProviderResponse, ProviderSink, Recorded, SessionId, SessionInfo, SessionStatus, Snapshot,
+        Store, StoreError, Subscription, SubscriptionSender, Usage, last_event_summary,
+    };
+}
 
 /// Event stores: [`store::MemoryStore`] for tests, [`store::RedbStore`] as the durable default,
 /// and `store::PostgresStore` with the `postgres` feature.
+#[cfg(feature = "store")]
 pub mod store {
     pub use openharness_store::*;
 }
 
 /// Model providers.
+#[cfg(feature = "provider")]
 pub mod provider {
     pub use openharness_provider::*;
 }
 
 /// The [`tape::Tape`]: step through recorded sessions.
+#[cfg(feature = "tape")]
 pub mod tape {
     pub use openharness_tape::*;
 }
 
 /// Read models derived from events, such as chat messages.
+#[cfg(feature = "projection")]
 pub mod projection {
     pub use openharness_projection::*;
+}
+
+/// The [`host::Host`]: workflows by name over one store, answering in JSON, and the JSON
+/// Schemas of every wire type ([`host::wire_schemas`]).
+#[cfg(feature = "host")]
+pub mod host {
+    pub use openharness_host::*;
 }
 
 /// The names a workflow definition needs, in one import.
@@ -44,8 +106,10 @@ pub mod prelude {
     };
     pub use openharness_macros::*;
     /// `workflow.fork(&session, at)` starts a new session from any point of a recorded one.
+    #[cfg(feature = "tape")]
     pub use openharness_tape::ForkSession;
     /// `workflow.load(&session)` returns a [`crate::tape::Tape`].
+    #[cfg(feature = "tape")]
     pub use openharness_tape::LoadTape;
 }
 
@@ -56,5 +120,5 @@ pub mod __private {
 
 /// The README's code, compiled and run as a doc test so it stays true.
 #[doc = include_str!("../../../README.md")]
-#[cfg(doctest)]
+#[cfg(all(doctest, feature = "store", feature = "provider", feature = "tape"))]
 pub struct ReadmeDoctests;

@@ -23,7 +23,7 @@ use serde_json::Value;
 /// assert_eq!(json["parts"][0]["type"], "text");
 /// assert!(json.get("_events").is_some());
 /// ```
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Message {
     /// `msg-<id of the event that opened the message>`.
     pub id: String,
@@ -55,7 +55,7 @@ impl Message {
 }
 
 /// Who a message is from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Role {
     /// Instructions to the model (never produced by the projection today).
@@ -67,7 +67,7 @@ pub enum Role {
 }
 
 /// One piece of a message, tagged by `type` (`text` or `tool`) with camelCase fields.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(tag = "type", rename_all = "lowercase")]
 #[non_exhaustive]
 pub enum Part {
@@ -99,7 +99,7 @@ pub enum Part {
 }
 
 /// Whether a text part is still streaming (serialized `streaming` / `done`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum TextState {
     /// Deltas may still arrive.
@@ -109,7 +109,7 @@ pub enum TextState {
 }
 
 /// Where a tool call is (serialized as in the AI SDK: `input-available`, ...).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum ToolState {
     /// Called, no result yet.

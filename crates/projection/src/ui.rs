@@ -6,6 +6,8 @@
 //! message's agent travels in `metadata` as `{"agent": name}`; the `_events` links and the
 //! `content` summary are not part of the shape and are left out.
 
+use std::borrow::Cow;
+
 use serde::ser::{Serialize, SerializeMap, Serializer};
 use serde_json::{Value, json};
 
@@ -53,7 +55,7 @@ use crate::message::{Message, Part, Role, TextState, ToolState};
 ///     })
 /// );
 /// ```
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, schemars::JsonSchema)]
 pub struct UiMessage {
     /// The message id.
     pub id: String,
@@ -127,6 +129,47 @@ impl Serialize for UiPart {
                 map.end()
             }
         }
+    }
+}
+
+/// The schema of what [`UiPart`]'s `Serialize` writes: a text part, or a tool part whose `type`
+/// is `tool-` and the tool's name; no other keys (AI SDK 5 rejects unknown ones).
+impl schemars::JsonSchema for UiPart {
+    fn schema_name() -> Cow<'static, str> {
+        "UiPart".into()
+    }
+
+    fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        let text_state = generator.subschema_for::<TextState>();
+        let tool_state = generator.subschema_for::<ToolState>();
+        schemars::json_schema!({
+            "description": "A part of an AI SDK 5 `UIMessage`: `{type: \"text\", text, state}` or `{type: \"tool-<toolName>\", toolCallId, state, input, output?, errorText?}`.",
+            "oneOf": [
+                {
+                    "type": "object",
+                    "properties": {
+                        "type": { "const": "text" },
+                        "text": { "type": "string" },
+                        "state": text_state,
+                    },
+                    "required": ["type", "text", "state"],
+                    "additionalProperties": false,
+                },
+                {
+                    "type": "object",
+                    "properties": {
+                        "type": { "type": "string", "pattern": "^tool-" },
+                        "toolCallId": { "type": "string" },
+                        "state": tool_state,
+                        "input": true,
+                        "output": true,
+                        "errorText": { "type": "string" },
+                    },
+                    "required": ["type", "toolCallId", "state", "input"],
+                    "additionalProperties": false,
+                },
+            ],
+        })
     }
 }
 

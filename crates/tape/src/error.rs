@@ -50,7 +50,7 @@ pub enum TapeError {
 /// events) differs: `expected` is the recording's (`None`: the recording had ended), `actual`
 /// the re-execution's (`None`: the re-execution ended first). On a tape that event is
 /// `tape.event_at(seq + 1)`, the one that leads to position `seq + 1`.
-#[derive(Debug, Clone, PartialEq, Serialize, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, Serialize, thiserror::Error, schemars::JsonSchema)]
 #[error("the re-execution of session {session} diverged at seq {seq} (the event leading to position {}): expected {}, got {}", seq + 1, describe(expected.as_ref()), describe(actual.as_ref()))]
 #[non_exhaustive]
 pub struct Divergence {
@@ -66,7 +66,7 @@ pub struct Divergence {
 
 /// An event without its id and timestamp: what a re-execution must reproduce. Ids inside the
 /// payload and the cause are replaced by the seq of the event they name.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 #[non_exhaustive]
 pub struct EventShape {
     /// The event's name.

@@ -40,7 +40,7 @@
 
 use openharness::prelude::*;
 use openharness::provider::{Reply, ScriptedProvider};
-use openharness::{Error, Provider};
+use openharness::{Error, Provider, schemars};
 use serde::{Deserialize, Serialize};
 
 /// The name runs of this workflow are recorded under.

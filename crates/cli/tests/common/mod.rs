@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex};
 
 use openharness::prelude::*;
 use openharness::provider::{Reply, ScriptedProvider};
+use openharness::schemars;
 use openharness::store::MemoryStore;
 
 /// The workflow's name, as sessions record it.

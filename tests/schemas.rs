@@ -1,0 +1,250 @@
+//! The wire types' JSON Schemas (`openharness::host::wire_schemas`, checked in under `schemas/`)
+//! against the JSON Open Harness really writes: every event of real sessions (each built-in
+//! payload against its own schema), the host's answers, session metadata and the chat
+//! projections. A schema that disagrees with a serde shape fails here.
+#![allow(clippy::unwrap_used, missing_docs)]
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use openharness::builtin::{Builtin, NAMES};
+use openharness::host::{ForkPoint, Host, wire_schemas};
+use openharness::prelude::*;
+use openharness::projection::to_ui_messages;
+use openharness::provider::{Reply, ScriptedProvider};
+use openharness::store::MemoryStore;
+use openharness_example_planner_executor as demo;
+use serde::Serialize;
+use serde_json::{Value, json};
+
+/// Every wire schema, compiled, by name.
+struct Schemas(BTreeMap<&'static str, jsonschema::Validator>);
+
+impl Schemas {
+    fn new() -> Self {
+        let mut validators = BTreeMap::new();
+        for wire in wire_schemas() {
+            let validator = jsonschema::validator_for(wire.schema.as_value())
+                .unwrap_or_else(|err| panic!("{} is not a valid schema: {err}", wire.name));
+            assert!(
+                validators.insert(wire.name, validator).is_none(),
+                "two schemas named {}",
+                wire.name
+            );
+        }
+        Self(validators)
+    }
+
+    /// The errors of `json` against the schema `name` (empty when it is valid).
+    fn errors(&self, name: &str, json: &Value) -> Vec<String> {
+        let validator = self
+            .0
+            .get(name)
+            .unwrap_or_else(|| panic!("no schema {name}"));
+        validator.iter_errors(json).map(|e| e.to_string()).collect()
+    }
+
+    /// Asserts that `value`, serialized, matches the schema `name`; returns the JSON.
+    fn check(&self, name: &str, value: &impl Serialize) -> Value {
+        let json = serde_json::to_value(value).unwrap();
+        let errors = self.errors(name, &json);
+        assert!(errors.is_empty(), "{name} rejects {json:#}: {errors:#?}");
+        json
+    }
+}
+
+// A second workflow, for what the demo never records: tool calls, a failed agent.
+
+#[event]
+#[derive(Debug, Clone)]
+struct NoteTaken {
+    text: String,
+}
+
+#[event]
+enum NoteEvent {
+    UserInput,
+    NoteTaken,
+}
+
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
+struct Notes {
+    notes: Vec<String>,
+}
+
+#[handler(NoteEvent)]
+impl Notes {
+    fn input(&mut self, _input: &UserInput) {}
+    fn taken(&mut self, note: &NoteTaken) {
+        self.notes.push(note.text.clone());
+    }
+}
+
+#[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
+struct Note {
+    note: String,
+}
+
+struct Scribe;
+
+#[agent(output = Note, emits = [NoteTaken])]
+impl Scribe {
+    fn prompt(&self, _state: &Notes, input: &UserInput) -> String {
+        input.text.clone()
+    }
+    fn on_output(&self, out: Note, _input: &UserInput) -> NoteTaken {
+        NoteTaken { text: out.note }
+    }
+}
+
+fn notes() -> Workflow<Notes> {
+    let provider = ScriptedProvider::new()
+        .respond(
+            "scribe",
+            Reply::output(json!({ "note": "looked it up" }))
+                .text("Let me look.")
+                .tool_call(
+                    "c1",
+                    "search",
+                    json!({ "q": "weather" }),
+                    json!({ "tempC": 21 }),
+                )
+                .tool_error("c2", "search", json!({ "q": "" }), "empty query")
+                .cost(0.002),
+        )
+        .respond("scribe", Reply::error("the model is overloaded"));
+    Workflow::builder("notes")
+        .initial_state(Notes::default())
+        .agent(Scribe)
+        .store(MemoryStore::new())
+        .provider(provider)
+        .build()
+        .unwrap()
+}
+
+#[tokio::test]
+async fn real_sessions_and_the_hosts_answers_match_the_wire_schemas() {
+    let schemas = Schemas::new();
+    let store = MemoryStore::new();
+    let planner = demo::workflow(MemoryStore::new(), demo::scripted_provider()).unwrap();
+    let host = Host::new(store.clone())
+        .workflow(planner)
+        .unwrap()
+        .workflow(notes())
+        .unwrap();
+
+    // Turns: one that ends waiting for a person, its answer, a fork, tools, a failed agent.
+    let waiting = host
+        .run(
+            demo::WORKFLOW_NAME,
+            Some(demo::DEMO_GOAL.into()),
+            RunOptions::new(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(waiting.reason, StopReason::WaitingForInput);
+    let outcome = schemas.check("TurnOutcome", &waiting);
+    assert_eq!(outcome["reason"], "waiting_for_input");
+    let session = waiting.session.clone();
+    let answered = host
+        .respond(
+            &session,
+            waiting.open_requests[0],
+            "yes".into(),
+            RunOptions::new(),
+        )
+        .await
+        .unwrap();
+    schemas.check("TurnOutcome", &answered);
+    let fork = host
+        .fork(
+            &session,
+            ForkPoint::Position { position: 3 },
+            RunOptions::new(),
+        )
+        .await
+        .unwrap();
+    schemas.check("TurnOutcome", &fork);
+    let noted = host
+        .run("notes", Some("weather?".into()), RunOptions::new())
+        .await
+        .unwrap();
+    schemas.check("TurnOutcome", &noted);
+    let failed = host
+        .send(&noted.session, "again".into(), RunOptions::new())
+        .await
+        .unwrap();
+    assert_eq!(failed.errors, 1);
+    schemas.check("TurnOutcome", &failed);
+    schemas.check("ForkPoint", &ForkPoint::Position { position: 3 });
+
+    // Sessions, pages of events and every event, each built-in payload on its own.
+    let payloads: BTreeMap<&str, &str> = wire_schemas()
+        .iter()
+        .filter_map(|wire| Some((wire.event?, wire.name)))
+        .collect();
+    let mut seen = BTreeSet::new();
+    let mut part_types = BTreeSet::new();
+    let sessions = host.sessions().await.unwrap();
+    assert_eq!(sessions.len(), 3);
+    for summary in &sessions {
+        schemas.check("SessionSummary", summary);
+        let page = host.events(&summary.id, None, 10_000).await.unwrap();
+        schemas.check("EventsPage", &page);
+        for recorded in &page.events {
+            schemas.check("Recorded", recorded);
+            schemas.check("Envelope", &recorded.event);
+            if let Some(decoded) = Builtin::decode(&recorded.event) {
+                let name = payloads[decoded.unwrap().name()];
+                schemas.check(name, &recorded.event.payload);
+                seen.insert(recorded.event.name.to_string());
+            }
+        }
+        for position in 0..=page.len {
+            schemas.check(
+                "TapeView",
+                &host.tape_view(&summary.id, position).await.unwrap(),
+            );
+        }
+        for state in host.states_at(&summary.id, &[0, page.len]).await.unwrap() {
+            schemas.check("StateAt", &state);
+        }
+        let messages = host.messages_at(&summary.id, page.len).await.unwrap();
+        for message in &messages {
+            schemas.check("Message", message);
+        }
+        for message in to_ui_messages(&messages) {
+            let json = schemas.check("UiMessage", &message);
+            for part in json["parts"].as_array().unwrap() {
+                part_types.insert(part["type"].as_str().unwrap().to_owned());
+            }
+        }
+        schemas.check("Unfinished", &host.unfinished(&summary.id).await.unwrap());
+    }
+    for info in store.sessions().await.unwrap() {
+        schemas.check("SessionInfo", &info);
+    }
+    // The sessions above record every built-in event, so every payload schema was exercised.
+    let all: BTreeSet<String> = NAMES.iter().map(|name| name.to_string()).collect();
+    assert_eq!(seen, all, "built-in events not recorded by this test");
+    assert_eq!(
+        payloads.keys().copied().collect::<BTreeSet<_>>(),
+        NAMES.iter().copied().collect()
+    );
+
+    assert_eq!(
+        part_types,
+        BTreeSet::from(["text".to_owned(), "tool-search".to_owned()])
+    );
+
+    // The schemas are strict enough to catch a field that changed its name or its type.
+    let mut renamed = outcome.clone();
+    let first_seq = renamed["firstSeq"].take();
+    renamed.as_object_mut().unwrap().remove("firstSeq");
+    renamed["first_seq"] = first_seq;
+    assert!(!schemas.errors("TurnOutcome", &renamed).is_empty());
+    let mut retyped = outcome;
+    retyped["reason"] = json!("waiting");
+    assert!(!schemas.errors("TurnOutcome", &retyped).is_empty());
+    let text = json!({ "type": "text", "text": "hi", "state": "done", "extra": 1 });
+    assert!(!schemas.errors("UiPart", &text).is_empty());
+}
