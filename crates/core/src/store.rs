@@ -37,12 +37,14 @@ use crate::status::SessionStatus;
 
 /// One stored session, as [`Store::sessions`] lists it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
 pub struct SessionInfo {
     /// The session's id.
     pub id: SessionId,
     /// Timestamp of its first event.
     pub created: DateTime<Utc>,
-    /// Timestamp of its last event.
+    /// Timestamp of its last event (`lastEvent` on the wire; `last_event` is read too).
+    #[serde(alias = "last_event")]
     pub last_event: DateTime<Utc>,
     /// Number of events (the session's length).
     pub count: u64,

@@ -679,6 +679,7 @@ impl<S> fmt::Debug for Continuation<S> {
 /// What a recorded session is doing and what a resume would finish: see
 /// [`Workflow::unfinished`].
 #[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
 #[non_exhaustive]
 pub struct Unfinished {
     /// The session.
@@ -701,6 +702,7 @@ pub struct Unfinished {
 
 /// An agent call a resume would run again.
 #[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
 #[non_exhaustive]
 pub struct OpenCallReport {
     /// The agent.
