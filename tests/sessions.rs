@@ -876,6 +876,36 @@ async fn a_status_per_session_and_bad_input_records_nothing() {
         other => panic!("expected WrongWorkflow, got {other}"),
     }
 
+    // A fork whose parent is not in the store: its base state cannot be derived.
+    let orphan = SessionId::new();
+    let missing = SessionId::new();
+    let forked = openharness::builtin::SessionForked {
+        parent: missing.clone(),
+        position: 3,
+        workflow: Some("tally".into()),
+    };
+    store
+        .append(&orphan, &[Envelope::typed(&forked, None).unwrap()], 0)
+        .await
+        .unwrap();
+    for err in [
+        wf.send(&orphan, "2", RunOptions::new()).await.unwrap_err(),
+        wf.load(&orphan).await.unwrap_err(),
+        wf.state_at(&orphan, 1).await.unwrap_err(),
+    ] {
+        match &err {
+            Error::MissingParent { session, parent } => {
+                assert_eq!((session, parent), (&orphan, &missing));
+            }
+            other => panic!("expected MissingParent, got {other}"),
+        }
+    }
+    assert_eq!(
+        store.all_events(&orphan).await.unwrap().len(),
+        1,
+        "nothing recorded"
+    );
+
     // A tail event that no longer decodes: named with its session and seq.
     let broken = SessionId::new();
     let mut events = full.clone();

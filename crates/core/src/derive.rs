@@ -242,6 +242,17 @@ fn session_base<'a, S: WorkflowState>(
                 },
             ));
         }
+        let parent = wf
+            .store
+            .session(&forked.parent)
+            .await
+            .map_err(store_error(wf, session))?;
+        if parent.is_none_or(|info| info.count == 0) {
+            return Err(Error::MissingParent {
+                session: session.clone(),
+                parent: forked.parent,
+            });
+        }
         state_at(wf, &forked.parent, forked.position, depth + 1).await
     })
 }

@@ -30,6 +30,16 @@ pub enum Error {
     /// The session does not exist in the store.
     #[error("session {0} not found")]
     SessionNotFound(SessionId),
+    /// The session is a fork whose parent is not in the store, so its state at position 0 (the
+    /// parent's at the fork point) cannot be derived. Import the parent too (an export of the
+    /// fork carries it).
+    #[error("session {session} is forked from session {parent}, which is not in the store")]
+    MissingParent {
+        /// The fork.
+        session: SessionId,
+        /// Its missing parent.
+        parent: SessionId,
+    },
     /// The session was recorded by another workflow.
     #[error("session {session} was recorded by workflow `{recorded}`, not `{workflow}`")]
     WrongWorkflow {

@@ -194,7 +194,15 @@ fn base_state<'a, S: WorkflowState>(
                 },
             });
         }
-        let parent_events = workflow.session_events(&forked.parent).await?;
+        let parent_events = match workflow.session_events(&forked.parent).await {
+            Err(openharness_core::Error::SessionNotFound(_)) => {
+                return Err(openharness_core::Error::MissingParent {
+                    session: session.clone(),
+                    parent: forked.parent,
+                });
+            }
+            other => other?,
+        };
         let parent_base = base_state(workflow, &forked.parent, &parent_events, depth + 1).await?;
         let parent = Tape::from_events_at(
             workflow.clone(),
