@@ -1,4 +1,6 @@
-//! [`Error`]: everything the public API of a workflow can fail with.
+//! [`Error`]: everything the public API of a workflow can fail with, and what every other
+//! error of Open Harness converts into, so `?` composes in a `main` returning
+//! `Result<(), openharness::Error>`.
 
 use crate::event::SessionId;
 use crate::store::StoreError;
@@ -9,9 +11,10 @@ use crate::store::StoreError;
 pub enum Error {
     /// The store failed. While recording, the run stopped at once; every event it acknowledged
     /// before the failure is in the log.
-    #[error("store `{store}` failed{}: {source}", session.as_ref().map(|s| format!(" on session {s}")).unwrap_or_default())]
+    #[error("{} failed{}: {source}", if store.is_empty() { "the store".to_owned() } else { format!("store `{store}`") }, session.as_ref().map(|s| format!(" on session {s}")).unwrap_or_default())]
     Store {
-        /// The store's description.
+        /// The store's description (empty when the error came from the store directly, through
+        /// `?`).
         store: String,
         /// The session being read or written, if any.
         session: Option<SessionId>,
@@ -19,6 +22,10 @@ pub enum Error {
         #[source]
         source: StoreError,
     },
+    /// Another part of Open Harness failed (a tape, fork or cassette, a host, an import or
+    /// export); the cause says what. Their own error types convert into this one with `?`.
+    #[error(transparent)]
+    Other(Box<dyn std::error::Error + Send + Sync>),
     /// The workflow was built or run with an invalid configuration.
     #[error("workflow `{workflow}` is misconfigured: {message}")]
     Config {
@@ -97,6 +104,31 @@ fn open_list(open: &[crate::EventId]) -> String {
     } else {
         let ids: Vec<String> = open.iter().map(ToString::to_string).collect();
         format!("; open: {}", ids.join(", "))
+    }
+}
+
+/// A store's own error, through `?` (opening a store, say):
+///
+/// ```
+/// fn open() -> Result<(), openharness_core::Error> {
+///     Err(openharness_core::StoreError::Invalid("no such file".into()))?
+/// }
+/// assert_eq!(open().unwrap_err().to_string(), "the store failed: invalid request: no such file");
+/// ```
+impl From<StoreError> for Error {
+    fn from(source: StoreError) -> Self {
+        Self::Store {
+            store: String::new(),
+            session: None,
+            source,
+        }
+    }
+}
+
+/// A provider's error, through `?` (a provider called directly, outside a run).
+impl From<crate::ProviderError> for Error {
+    fn from(err: crate::ProviderError) -> Self {
+        Self::Other(Box::new(err))
     }
 }
 

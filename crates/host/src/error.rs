@@ -65,6 +65,18 @@ pub enum HostError {
     },
 }
 
+/// A host error as the workflow error every part of Open Harness composes into: a workflow
+/// failure as itself, anything else as [`openharness_core::Error::Other`].
+impl From<HostError> for openharness_core::Error {
+    fn from(err: HostError) -> Self {
+        match err {
+            HostError::Workflow(err) => err,
+            HostError::Tape(err) => err.into(),
+            other => Self::Other(Box::new(other)),
+        }
+    }
+}
+
 fn list(names: &[String]) -> String {
     if names.is_empty() {
         "none".to_owned()

@@ -148,3 +148,24 @@ pub(crate) fn decode_all(
 pub(crate) fn sort_oldest_first(infos: &mut [SessionInfo]) {
     infos.sort_by(by_age);
 }
+
+/// An import or export error as the workflow error every part of Open Harness composes into
+/// (a store failure as [`openharness_core::Error::Store`], anything else as
+/// [`openharness_core::Error::Other`]), so `?` works in a `main` returning
+/// `openharness::Error`.
+impl From<jsonl::TransferError> for openharness_core::Error {
+    fn from(err: jsonl::TransferError) -> Self {
+        match err {
+            jsonl::TransferError::Store {
+                store,
+                source,
+                line: None,
+            } => Self::Store {
+                store,
+                session: None,
+                source,
+            },
+            other => Self::Other(Box::new(other)),
+        }
+    }
+}

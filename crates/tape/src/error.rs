@@ -44,6 +44,17 @@ pub enum TapeError {
     Diverged(Box<Divergence>),
 }
 
+/// A tape error as the workflow error every part of Open Harness composes into: a workflow
+/// failure as itself, anything else as [`openharness_core::Error::Other`].
+impl From<TapeError> for openharness_core::Error {
+    fn from(err: TapeError) -> Self {
+        match err {
+            TapeError::Harness(err) => err,
+            other => Self::Other(Box::new(other)),
+        }
+    }
+}
+
 /// Where a cassette re-execution first parted from its recording.
 ///
 /// The events before seq `seq` agree; the event at seq `seq` (0-based, as the store numbers
