@@ -1,0 +1,124 @@
+//! Open Harness server: an axum [`Router`] over a [`Host`], to mount in your own app or run
+//! with `openharness serve`. Sessions are created and continued over HTTP, their turns run on in
+//! the server when the client goes away, and their events come as JSON pages and as SSE that
+//! resumes from `Last-Event-ID` without losing or repeating an event.
+//!
+//! | method and path | what it does |
+//! |---|---|
+//! | `GET /health` | `{"status":"ok"}` |
+//! | `GET /sessions` | every session, with owner, lineage, status and length |
+//! | `POST /sessions` `{workflow, input?}` | starts a session; the turn runs on; `202 {session}` |
+//! | `GET /sessions/{id}` | one session, and whether this server runs a turn on it |
+//! | `DELETE /sessions/{id}` | deletes it (`409` while a turn runs) |
+//! | `POST /sessions/{id}/input` `{text}` | a new turn (see the busy policy below) |
+//! | `POST /sessions/{id}/answer` `{request, text}` | answers an open `input:requested` |
+//! | `POST /sessions/{id}/resume` | finishes a turn a crash cut off |
+//! | `POST /sessions/{id}/cancel` | cancels the turn this server runs |
+//! | `GET /sessions/{id}/events?after=&limit=` | a JSON page; with `Accept: text/event-stream`, SSE |
+//! | `GET /sessions/{id}/state?at=` | the state at a position (`at` absent: the end) |
+//! | `GET /sessions/{id}/states?at=1,5,9` | states at several positions, in one pass |
+//! | `GET /sessions/{id}/diff?from=&to=` | the JSON patch between two positions |
+//! | `GET /sessions/{id}/messages?at=&shape=v4\|ui` | chat messages at a position |
+//! | `POST /sessions/{id}/fork` `{position}` or `{name, n}` | a fork, run on; `202 {session}` |
+//!
+//! **Busy policy**: a second input while this server runs a turn on the session is answered
+//! `409 session_busy` (nothing recorded); with [`ServerOptions::queue_inputs`] it waits for the
+//! turn instead (`202`). A turn running in another process makes the new one fail as busy
+//! before any model is called (the store decides). Errors are `{"error":{"code","message"}}`.
+//! Request bodies are limited ([`ServerOptions::body_limit`], `413`), and every route but the
+//! event stream has a timeout.
+//!
+//! ```no_run
+//! # async fn demo(host: openharness_host::Host) -> std::io::Result<()> {
+//! use openharness_server::{ServerOptions, router};
+//! let app = axum::Router::new().nest("/harness", router(host, ServerOptions::default()));
+//! let listener = tokio::net::TcpListener::bind("127.0.0.1:8080").await?;
+//! axum::serve(listener, app).await
+//! # }
+//! ```
+
+mod error;
+mod routes;
+mod sse;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Router;
+use openharness_host::Host;
+
+pub use error::ApiError;
+
+/// How the server behaves; [`Default`] gives the documented defaults.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct ServerOptions {
+    /// The most event streams one session may have open (default 64); one more is `429`.
+    pub max_streams_per_session: usize,
+    /// The comment heartbeat of event streams (default 15 s).
+    pub heartbeat: Duration,
+    /// The largest request body, in bytes (default 1 MiB); a larger one is `413`.
+    pub body_limit: usize,
+    /// How long a request other than an event stream may take (default 30 s).
+    pub request_timeout: Duration,
+    /// Queue a second input while a turn runs, instead of answering `409` (default off).
+    pub queue_inputs: bool,
+}
+
+impl Default for ServerOptions {
+    fn default() -> Self {
+        Self {
+            max_streams_per_session: 64,
+            heartbeat: Duration::from_secs(15),
+            body_limit: 1024 * 1024,
+            request_timeout: Duration::from_secs(30),
+            queue_inputs: false,
+        }
+    }
+}
+
+impl ServerOptions {
+    /// Sets [`ServerOptions::max_streams_per_session`].
+    #[must_use]
+    pub fn max_streams_per_session(mut self, max: usize) -> Self {
+        self.max_streams_per_session = max.max(1);
+        self
+    }
+
+    /// Sets [`ServerOptions::heartbeat`].
+    #[must_use]
+    pub fn heartbeat(mut self, every: Duration) -> Self {
+        self.heartbeat = every;
+        self
+    }
+
+    /// Sets [`ServerOptions::body_limit`].
+    #[must_use]
+    pub fn body_limit(mut self, bytes: usize) -> Self {
+        self.body_limit = bytes;
+        self
+    }
+
+    /// Sets [`ServerOptions::queue_inputs`].
+    #[must_use]
+    pub fn queue_inputs(mut self, queue: bool) -> Self {
+        self.queue_inputs = queue;
+        self
+    }
+}
+
+/// What every handler shares.
+pub(crate) struct AppState {
+    pub(crate) host: Host,
+    pub(crate) options: ServerOptions,
+    pub(crate) streams: Arc<sse::StreamCounts>,
+}
+
+/// The server's routes over `host`, to serve as is or nest in your own axum app.
+pub fn router(host: Host, options: ServerOptions) -> Router {
+    routes::build(Arc::new(AppState {
+        host,
+        options,
+        streams: Arc::default(),
+    }))
+}

@@ -1,0 +1,431 @@
+//! The routes and their handlers: each reads its input (a typed error for anything malformed),
+//! asks the host, and answers JSON (or SSE for event streams).
+
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use axum::extract::rejection::{JsonRejection, QueryRejection};
+use axum::extract::{DefaultBodyLimit, Path, Query, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use openharness_core::{EventId, RunOptions, SessionId};
+use openharness_host::ForkPoint;
+use serde::Deserialize;
+use serde_json::json;
+use tower_http::timeout::TimeoutLayer;
+
+use crate::AppState;
+use crate::error::ApiError;
+
+type Shared = State<Arc<AppState>>;
+type Answer = Result<Response, ApiError>;
+
+/// The most events one JSON page holds.
+const MAX_PAGE: usize = 1000;
+/// The most positions one `states` request asks for.
+const MAX_POSITIONS: usize = 1000;
+
+pub(crate) fn build(state: Arc<AppState>) -> Router {
+    let timed = Router::new()
+        .route("/health", get(health))
+        .route("/sessions", get(list).post(create))
+        .route("/sessions/{id}", get(one).delete(remove))
+        .route("/sessions/{id}/input", post(input))
+        .route("/sessions/{id}/answer", post(answer))
+        .route("/sessions/{id}/resume", post(resume))
+        .route("/sessions/{id}/cancel", post(cancel))
+        .route("/sessions/{id}/state", get(state_at))
+        .route("/sessions/{id}/states", get(states_at))
+        .route("/sessions/{id}/diff", get(diff))
+        .route("/sessions/{id}/messages", get(messages))
+        .route("/sessions/{id}/fork", post(fork))
+        .layer(TimeoutLayer::with_status_code(
+            StatusCode::REQUEST_TIMEOUT,
+            state.options.request_timeout,
+        ));
+    // Event streams live as long as their client: no timeout.
+    let streaming = Router::new().route("/sessions/{id}/events", get(events));
+    timed
+        .merge(streaming)
+        .fallback(|| async { ApiError::not_found("no such route") })
+        .layer(DefaultBodyLimit::max(state.options.body_limit))
+        .with_state(state)
+}
+
+/// Turns this server has started and not finished, by session: decides `409` at once.
+fn in_flight() -> &'static Mutex<HashSet<SessionId>> {
+    static TURNS: std::sync::OnceLock<Mutex<HashSet<SessionId>>> = std::sync::OnceLock::new();
+    TURNS.get_or_init(Mutex::default)
+}
+
+fn session_id(id: &str) -> Result<SessionId, ApiError> {
+    id.parse()
+        .map_err(|err| ApiError::bad_request(format!("`{id}` is not a session id: {err}")))
+}
+
+fn body<T>(body: Result<Json<T>, JsonRejection>) -> Result<T, ApiError> {
+    body.map(|Json(value)| value).map_err(|rejection| {
+        let status = rejection.status();
+        let code = match status {
+            StatusCode::PAYLOAD_TOO_LARGE => "payload_too_large",
+            StatusCode::UNSUPPORTED_MEDIA_TYPE => "unsupported_media_type",
+            _ => "bad_request",
+        };
+        ApiError::new(status, code, rejection.body_text())
+    })
+}
+
+fn query<T>(query: Result<Query<T>, QueryRejection>) -> Result<T, ApiError> {
+    query
+        .map(|Query(value)| value)
+        .map_err(|rejection| ApiError::bad_request(rejection.body_text()))
+}
+
+fn accepted(session: &SessionId) -> Response {
+    (
+        StatusCode::ACCEPTED,
+        Json(json!({ "session": session, "status": "running" })),
+    )
+        .into_response()
+}
+
+/// Runs a turn on in the server, whatever the client does; `session` counts as busy until it
+/// ends.
+fn spawn_turn<F>(session: SessionId, turn: F)
+where
+    F: std::future::Future<Output = Result<openharness_host::TurnOutcome, openharness_host::HostError>>
+        + Send
+        + 'static,
+{
+    in_flight()
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .insert(session.clone());
+    tokio::spawn(async move {
+        match turn.await {
+            Ok(outcome) => {
+                tracing::debug!(session = %outcome.session, reason = outcome.reason.as_str(), "a turn ended");
+            }
+            Err(err) => tracing::warn!(%session, error = %err, "a turn failed"),
+        }
+        in_flight()
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(&session);
+    });
+}
+
+fn running_here(session: &SessionId) -> bool {
+    in_flight()
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .contains(session)
+}
+
+async fn health() -> Response {
+    Json(json!({ "status": "ok" })).into_response()
+}
+
+async fn list(State(state): Shared) -> Answer {
+    Ok(Json(json!({ "sessions": state.host.sessions().await? })).into_response())
+}
+
+async fn one(State(state): Shared, Path(id): Path<String>) -> Answer {
+    let session = session_id(&id)?;
+    let summary = state.host.session(&session).await?;
+    let mut value = serde_json::to_value(summary)
+        .map_err(|err| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", err.to_string()))?;
+    value["runningHere"] = json!(running_here(&session));
+    Ok(Json(value).into_response())
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Create {
+    workflow: String,
+    #[serde(default)]
+    input: Option<String>,
+}
+
+async fn create(State(state): Shared, request: Result<Json<Create>, JsonRejection>) -> Answer {
+    let Create { workflow, input } = body(request)?;
+    state.host.hosted(&workflow)?;
+    let session = SessionId::new();
+    let host = state.host.clone();
+    let options = RunOptions::new().session(session.clone());
+    spawn_turn(session.clone(), async move {
+        host.run(&workflow, input, options).await
+    });
+    Ok(accepted(&session))
+}
+
+async fn remove(State(state): Shared, Path(id): Path<String>) -> Answer {
+    let session = session_id(&id)?;
+    state.host.session(&session).await?;
+    if running_here(&session) {
+        return Err(ApiError::new(
+            StatusCode::CONFLICT,
+            "session_busy",
+            format!("session {session} has a turn running; cancel it first"),
+        ));
+    }
+    state
+        .host
+        .store()
+        .clear(&session)
+        .await
+        .map_err(|err| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", err.to_string()))?;
+    Ok(StatusCode::NO_CONTENT.into_response())
+}
+
+/// Refuses a new turn on a session this server is running one on (unless inputs queue), or
+/// whose last turn has not ended elsewhere.
+async fn check_free(state: &AppState, session: &SessionId) -> Result<(), ApiError> {
+    let summary = state.host.session(session).await?;
+    state.host.workflow_of(session).await?;
+    let busy = |why: &str| {
+        ApiError::new(
+            StatusCode::CONFLICT,
+            "session_busy",
+            format!("session {session} is busy: {why}; nothing was recorded"),
+        )
+    };
+    if running_here(session) {
+        if state.options.queue_inputs {
+            return Ok(());
+        }
+        return Err(busy("a turn is running on it"));
+    }
+    if summary.status.is_running() {
+        return Err(busy(
+            "its last turn has not ended (running in another process, or cut off: POST …/resume)",
+        ));
+    }
+    Ok(())
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Input {
+    text: String,
+}
+
+async fn input(
+    State(state): Shared,
+    Path(id): Path<String>,
+    request: Result<Json<Input>, JsonRejection>,
+) -> Answer {
+    let session = session_id(&id)?;
+    let Input { text } = body(request)?;
+    check_free(&state, &session).await?;
+    let host = state.host.clone();
+    let turn_session = session.clone();
+    spawn_turn(session.clone(), async move {
+        host.send(&turn_session, text, RunOptions::new()).await
+    });
+    Ok(accepted(&session))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct AnswerBody {
+    request: EventId,
+    text: String,
+}
+
+async fn answer(
+    State(state): Shared,
+    Path(id): Path<String>,
+    request: Result<Json<AnswerBody>, JsonRejection>,
+) -> Answer {
+    let session = session_id(&id)?;
+    let AnswerBody { request, text } = body(request)?;
+    check_free(&state, &session).await?;
+    let open = state.host.unfinished(&session).await?.open_requests;
+    if !open.contains(&request) {
+        return Err(openharness_core::Error::RequestNotOpen {
+            session,
+            request,
+            open,
+        }
+        .into());
+    }
+    let host = state.host.clone();
+    let turn_session = session.clone();
+    spawn_turn(session.clone(), async move {
+        host.respond(&turn_session, request, text, RunOptions::new())
+            .await
+    });
+    Ok(accepted(&session))
+}
+
+async fn resume(State(state): Shared, Path(id): Path<String>) -> Answer {
+    let session = session_id(&id)?;
+    state.host.workflow_of(&session).await?;
+    if running_here(&session) {
+        return Err(ApiError::new(
+            StatusCode::CONFLICT,
+            "session_busy",
+            format!("session {session} has a turn running here: nothing to resume"),
+        ));
+    }
+    let host = state.host.clone();
+    let turn_session = session.clone();
+    spawn_turn(session.clone(), async move {
+        host.resume(&turn_session, RunOptions::new()).await
+    });
+    Ok(accepted(&session))
+}
+
+async fn cancel(State(state): Shared, Path(id): Path<String>) -> Answer {
+    let session = session_id(&id)?;
+    state.host.session(&session).await?;
+    Ok(Json(json!({ "cancelled": state.host.cancel(&session) })).into_response())
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Page {
+    after: Option<u64>,
+    limit: Option<usize>,
+}
+
+async fn events(
+    State(state): Shared,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+    page: Result<Query<Page>, QueryRejection>,
+) -> Answer {
+    let session = session_id(&id)?;
+    let Page { after, limit } = query(page)?;
+    let wants_stream = headers
+        .get(header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|accept| accept.contains("text/event-stream"));
+    if wants_stream {
+        // Resume after the last event the client saw: `Last-Event-ID` wins over `?after=`.
+        let last_seen = match headers.get("last-event-id").map(|v| v.to_str()) {
+            Some(Ok(id)) => Some(id.trim().parse::<u64>().map_err(|_| {
+                ApiError::bad_request(format!("Last-Event-ID `{id}` is not an event seq"))
+            })?),
+            Some(Err(_)) => return Err(ApiError::bad_request("Last-Event-ID is not text")),
+            None => after,
+        };
+        let from = last_seen.map_or(0, |seq| seq.saturating_add(1));
+        return crate::sse::events(&state, session, from).await;
+    }
+    let limit = limit.unwrap_or(100).clamp(1, MAX_PAGE);
+    Ok(Json(state.host.events(&session, after, limit).await?).into_response())
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct At {
+    at: Option<u64>,
+}
+
+async fn state_at(
+    State(state): Shared,
+    Path(id): Path<String>,
+    at: Result<Query<At>, QueryRejection>,
+) -> Answer {
+    let session = session_id(&id)?;
+    let At { at } = query(at)?;
+    let states = state
+        .host
+        .states_at(&session, &[at.unwrap_or(u64::MAX)])
+        .await?;
+    Ok(Json(states.into_iter().next()).into_response())
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Positions {
+    at: String,
+}
+
+async fn states_at(
+    State(state): Shared,
+    Path(id): Path<String>,
+    positions: Result<Query<Positions>, QueryRejection>,
+) -> Answer {
+    let session = session_id(&id)?;
+    let Positions { at } = query(positions)?;
+    let positions = at
+        .split(',')
+        .map(|p| {
+            p.trim()
+                .parse::<u64>()
+                .map_err(|_| ApiError::bad_request(format!("`{p}` is not a position")))
+        })
+        .collect::<Result<Vec<u64>, _>>()?;
+    if positions.is_empty() || positions.len() > MAX_POSITIONS {
+        return Err(ApiError::bad_request(format!(
+            "ask for 1 to {MAX_POSITIONS} positions, comma-separated"
+        )));
+    }
+    Ok(Json(state.host.states_at(&session, &positions).await?).into_response())
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Between {
+    from: u64,
+    to: u64,
+}
+
+async fn diff(
+    State(state): Shared,
+    Path(id): Path<String>,
+    between: Result<Query<Between>, QueryRejection>,
+) -> Answer {
+    let session = session_id(&id)?;
+    let Between { from, to } = query(between)?;
+    Ok(Json(state.host.diff(&session, from, to).await?).into_response())
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct MessagesAt {
+    at: Option<u64>,
+    shape: Option<String>,
+}
+
+async fn messages(
+    State(state): Shared,
+    Path(id): Path<String>,
+    at: Result<Query<MessagesAt>, QueryRejection>,
+) -> Answer {
+    let session = session_id(&id)?;
+    let MessagesAt { at, shape } = query(at)?;
+    let messages = state
+        .host
+        .messages_at(&session, at.unwrap_or(u64::MAX))
+        .await?;
+    match shape.as_deref() {
+        None | Some("v4") => Ok(Json(messages).into_response()),
+        Some("ui") => Ok(Json(openharness_projection::to_ui_messages(&messages)).into_response()),
+        Some(other) => Err(ApiError::bad_request(format!(
+            "shape `{other}` is not one of `v4`, `ui`"
+        ))),
+    }
+}
+
+async fn fork(
+    State(state): Shared,
+    Path(id): Path<String>,
+    request: Result<Json<ForkPoint>, JsonRejection>,
+) -> Answer {
+    let parent = session_id(&id)?;
+    let at = body(request)?;
+    state.host.workflow_of(&parent).await?;
+    let child = SessionId::new();
+    let host = state.host.clone();
+    let options = RunOptions::new().session(child.clone());
+    spawn_turn(child.clone(), async move {
+        host.fork(&parent, at, options).await
+    });
+    Ok(accepted(&child))
+}
