@@ -5,6 +5,8 @@
 //! - `cargo xtask bench <suite>`: builds `openharness-bench` in release and runs a suite
 //!   (`tape`, `sessions`), which prints each figure with a baseline measured in the same run, the ratio
 //!   and the goal.
+//! - `cargo xtask bench race`: the planner-executor shape against LangGraph's (installed from
+//!   PyPI into `.race-venv` on first use), both durable, at 1 000, 5 000 and 10 000 tasks.
 //! - `cargo xtask bench stores`: the store benchmarks (release build of
 //!   `openharness-store-bench`), each figure beside a baseline from the same run. PostgreSQL
 //!   figures need `OPENHARNESS_BENCH_POSTGRES` or `OPENHARNESS_TEST_POSTGRES`.
@@ -56,13 +58,22 @@ fn main() -> ExitCode {
                 "--",
                 "sessions",
             ]],
+            Some("race") => &[&[
+                "run",
+                "--release",
+                "--quiet",
+                "--package",
+                "openharness-bench",
+                "--",
+                "race",
+            ]],
             _ => {
-                eprintln!("usage: cargo xtask bench stores | tape | sessions");
+                eprintln!("usage: cargo xtask bench stores | tape | sessions | race");
                 return ExitCode::from(2);
             }
         },
         _ => {
-            eprintln!("usage: cargo xtask ci | cargo xtask bench stores | tape | sessions");
+            eprintln!("usage: cargo xtask ci | cargo xtask bench stores | tape | sessions | race");
             return ExitCode::from(2);
         }
     };
