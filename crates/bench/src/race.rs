@@ -17,16 +17,19 @@
 
 use std::error::Error;
 use std::hint::black_box;
+use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Instant;
 
 use async_trait::async_trait;
 use openharness::Agent;
 use openharness::builtin::UserInput;
 use openharness::{
-    Emit, Provider, ProviderError, ProviderRequest, ProviderResponse, ProviderSink, RunOptions,
-    StopReason, Store, Usage, Workflow,
+    Emit, Envelope, EventStream, Provider, ProviderError, ProviderRequest, ProviderResponse,
+    ProviderSink, RunOptions, SessionId, SessionInfo, Snapshot, StopReason, Store, StoreError,
+    Subscription, Usage, Workflow,
 };
 use openharness_macros::{agent, event, handler};
 use openharness_store::RedbStore;
@@ -237,6 +240,9 @@ struct Figures {
     jump_cursor: u64,
     file_bytes: u64,
     peak_rss_bytes: u64,
+    /// Ours only: the appends of the live run and the seconds spent in them (durable writes).
+    #[serde(default)]
+    appends: Option<(u64, f64)>,
 }
 
 /// Fails the run when it did not do what it should: a benchmark of a broken run is worthless.
@@ -284,11 +290,19 @@ pub(crate) fn child(n: Option<String>, dir: Option<String>) -> ExitCode {
 async fn ours(n: u64, dir: &Path) -> Fallible<Figures> {
     let path = dir.join("race.redb");
     let store = RedbStore::open(&path)?;
-    let flow = workflow(store.clone(), n)?;
+    let appends = Appends::default();
+    let flow = workflow(
+        Timed {
+            inner: store.clone(),
+            appends: appends.clone(),
+        },
+        n,
+    )?;
 
     let started = Instant::now();
     let outcome = flow.run(RunOptions::new().input(GOAL)).await?;
     let live_s = started.elapsed().as_secs_f64();
+    let (append_count, append_s) = appends.read();
     let state = &outcome.state;
     check(outcome.reason == StopReason::Until, || {
         format!("the run ended {:?}, not until", outcome.reason)
@@ -370,8 +384,87 @@ async fn ours(n: u64, dir: &Path) -> Fallible<Figures> {
         jump_position,
         jump_cursor: at.cursor,
         file_bytes: std::fs::metadata(&path)?.len(),
+        appends: Some((append_count, append_s)),
         peak_rss_bytes: peak_rss()?,
     })
+}
+
+/// The appends of a run and the time spent in them, shared by the clones of a [`Timed`].
+#[derive(Clone, Default)]
+struct Appends(Arc<Mutex<(u64, f64)>>);
+
+impl Appends {
+    fn add(&self, seconds: f64) {
+        let mut slot = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        slot.0 += 1;
+        slot.1 += seconds;
+    }
+
+    fn read(&self) -> (u64, f64) {
+        *self.0.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// The live run's store: a [`RedbStore`] that counts its appends and the time they take,
+/// for the profile printed beside the table.
+#[derive(Clone)]
+struct Timed {
+    inner: RedbStore,
+    appends: Appends,
+}
+
+#[async_trait]
+impl Store for Timed {
+    fn describe(&self) -> String {
+        self.inner.describe()
+    }
+    async fn append(
+        &self,
+        session: &SessionId,
+        events: &[Envelope],
+        expected_seq: u64,
+    ) -> Result<u64, StoreError> {
+        let started = Instant::now();
+        let len = self.inner.append(session, events, expected_seq).await;
+        self.appends.add(started.elapsed().as_secs_f64());
+        len
+    }
+    async fn events(
+        &self,
+        session: &SessionId,
+        range: Range<u64>,
+    ) -> Result<Vec<Envelope>, StoreError> {
+        self.inner.events(session, range).await
+    }
+    fn stream_events(&self, session: &SessionId, range: Range<u64>) -> EventStream<'_> {
+        self.inner.stream_events(session, range)
+    }
+    async fn session(&self, session: &SessionId) -> Result<Option<SessionInfo>, StoreError> {
+        self.inner.session(session).await
+    }
+    async fn sessions(&self) -> Result<Vec<SessionInfo>, StoreError> {
+        self.inner.sessions().await
+    }
+    async fn clear(&self, session: &SessionId) -> Result<(), StoreError> {
+        self.inner.clear(session).await
+    }
+    async fn snapshot(&self, session: &SessionId, snapshot: &Snapshot) -> Result<(), StoreError> {
+        self.inner.snapshot(session, snapshot).await
+    }
+    async fn latest_snapshot(
+        &self,
+        session: &SessionId,
+        at_most: u64,
+    ) -> Result<Option<Snapshot>, StoreError> {
+        self.inner.latest_snapshot(session, at_most).await
+    }
+    async fn subscribe(
+        &self,
+        session: &SessionId,
+        from_seq: u64,
+    ) -> Result<Subscription, StoreError> {
+        self.inner.subscribe(session, from_seq).await
+    }
 }
 
 /// This process's peak resident set (VmHWM), in bytes.
@@ -607,6 +700,21 @@ fn rows(results: &[(Figures, Option<Figures>)]) -> Vec<Row> {
                 ratio: ratio.map_or_else(|| "-".to_owned(), |r| format!("{r:.1}x")),
                 goal: label,
                 met,
+            });
+        }
+    }
+    for (mine, _) in results {
+        if let Some((count, seconds)) = mine.appends {
+            rows.push(Row {
+                what: format!("live: time in durable appends, N={}", mine.n),
+                measured: format!("{} ({:.0}%)", secs(seconds), 100.0 * seconds / mine.live_s),
+                baseline: format!(
+                    "{count} appends, {:.3} ms each",
+                    1e3 * seconds / count as f64
+                ),
+                ratio: "-".to_owned(),
+                goal: "(info)",
+                met: None,
             });
         }
     }
