@@ -10,6 +10,8 @@
 //! - `cargo xtask bench <suite>`: builds `openharness-bench` in release and runs a suite
 //!   (`tape`, `sessions`), which prints each figure with a baseline measured in the same run, the ratio
 //!   and the goal.
+//! - `cargo xtask bench race`: the planner-executor shape against LangGraph's (installed from
+//!   PyPI into `.race-venv` on first use), both durable, at 1 000, 5 000 and 10 000 tasks.
 //! - `cargo xtask bench stores`: the store benchmarks (release build of
 //!   `openharness-store-bench`), each figure beside a baseline from the same run. PostgreSQL
 //!   figures need `OPENHARNESS_BENCH_POSTGRES` or `OPENHARNESS_TEST_POSTGRES`.
@@ -27,8 +29,7 @@ enum Step {
     CheckSchemas,
 }
 
-const USAGE: &str =
-    "usage: cargo xtask ci | schemas [--check] | bench stores | bench tape | bench sessions";
+const USAGE: &str = "usage: cargo xtask ci | schemas [--check] | bench stores | bench tape | bench sessions | bench race";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -77,6 +78,15 @@ fn main() -> ExitCode {
             "openharness-bench",
             "--",
             "sessions",
+        ])],
+        ["bench", "race"] => vec![Step::Cargo(&[
+            "run",
+            "--release",
+            "--quiet",
+            "--package",
+            "openharness-bench",
+            "--",
+            "race",
         ])],
         _ => {
             eprintln!("{USAGE}");

@@ -4,8 +4,10 @@
 //! between them, with the goal it is held to, so results compare across machines.
 //! Suites: `tape` (replay, dispatch, fold throughput, step back, jumps, snapshot memory) and
 //! `sessions` (continuing a session of a million events, finding its unfinished work, the heap
-//! a turn on it needs).
+//! a turn on it needs) and `race` (the planner-executor shape against LangGraph's, both
+//! durable: live throughput, history walks, jumps, file size and peak RSS).
 
+mod race;
 mod report;
 mod sessions;
 mod tape;
@@ -24,8 +26,10 @@ fn main() -> ExitCode {
     match std::env::args().nth(1).as_deref() {
         Some("tape") => tape::run(),
         Some("sessions") => sessions::run(),
+        Some("race") => race::run(),
+        Some("race-ours") => race::child(std::env::args().nth(2), std::env::args().nth(3)),
         _ => {
-            eprintln!("usage: openharness-bench tape | sessions");
+            eprintln!("usage: openharness-bench tape | sessions | race");
             ExitCode::from(2)
         }
     }

@@ -3,7 +3,7 @@
 
 /// One row of the report.
 pub(crate) struct Row {
-    pub(crate) what: &'static str,
+    pub(crate) what: String,
     pub(crate) measured: String,
     pub(crate) baseline: String,
     pub(crate) ratio: String,

@@ -425,7 +425,7 @@ async fn suite() -> Fallible<Vec<Row>> {
     };
     check_turn(&short_first, SHORT, &imported(SHORT))?;
     infos.push(Row {
-        what: "1st continue of 1M, no snapshot: 1st event",
+        what: "1st continue of 1M, no snapshot: 1st event".to_owned(),
         measured: ms(first.first_event),
         baseline: format!("whole turn {}", ms(first.whole)),
         ratio: "-".to_owned(),
@@ -433,7 +433,7 @@ async fn suite() -> Fallible<Vec<Row>> {
         met: None,
     });
     infos.push(Row {
-        what: "1st continue heap peak (incl. redb cache)",
+        what: "1st continue heap peak (incl. redb cache)".to_owned(),
         measured: mb(first_peak),
         baseline: format!("{} (1K session)", mb(short_first_peak)),
         ratio: format!("{:.2}x", first_peak as f64 / short_first_peak as f64),
@@ -466,7 +466,7 @@ async fn suite() -> Fallible<Vec<Row>> {
     let short_peak = short_peaks.iter().copied().max().unwrap_or_default();
     let share = long_peak as f64 / short_peak as f64;
     let memory = Row {
-        what: "turn heap peak: 1M vs 1K session, max",
+        what: "turn heap peak: 1M vs 1K session, max".to_owned(),
         measured: mb(long_peak),
         baseline: mb(short_peak),
         ratio: format!("{share:.2}x"),
@@ -506,7 +506,7 @@ async fn suite() -> Fallible<Vec<Row>> {
     let (turn, baseline) = (median(&turns), median(&baselines));
     let continued = ratio(turn, baseline);
     rows.push(Row {
-        what: "continue 1M: 1st event durable, median",
+        what: "continue 1M: 1st event durable, median".to_owned(),
         measured: format!("{} (best {})", ms(turn), ms(best(&turns))),
         baseline: format!("{} (best {})", ms(baseline), ms(best(&baselines))),
         ratio: format!("{continued:.2}x"),
@@ -515,7 +515,7 @@ async fn suite() -> Fallible<Vec<Row>> {
     });
     let seen = median(&rendered);
     infos.push(Row {
-        what: "continue 1M: 1st event rendered, median",
+        what: "continue 1M: 1st event rendered, median".to_owned(),
         measured: format!("{} (best {})", ms(seen), ms(best(&rendered))),
         baseline: "state + 1 append, as above".to_owned(),
         ratio: format!("{:.2}x", ratio(seen, baseline)),
@@ -524,7 +524,7 @@ async fn suite() -> Fallible<Vec<Row>> {
     });
     let whole = median(&wholes);
     infos.push(Row {
-        what: "continue 1M: whole turn, median",
+        what: "continue 1M: whole turn, median".to_owned(),
         measured: format!("{} (best {})", ms(whole), ms(best(&wholes))),
         baseline: "state + 1 append, as above".to_owned(),
         ratio: format!("{:.2}x", ratio(whole, baseline)),
@@ -589,7 +589,7 @@ async fn suite() -> Fallible<Vec<Row>> {
     let (found, baseline) = (median(&derived), median(&baselines));
     let share = ratio(found, baseline);
     rows.push(Row {
-        what: "unfinished of 1M (cut-off tail), median",
+        what: "unfinished of 1M (cut-off tail), median".to_owned(),
         measured: format!("{} (best {})", ms(found), ms(best(&derived))),
         baseline: format!("{} (best {})", ms(baseline), ms(best(&baselines))),
         ratio: format!("{share:.2}x"),

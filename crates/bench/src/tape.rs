@@ -243,7 +243,7 @@ async fn suite() -> Result<Vec<Row>, Box<dyn std::error::Error>> {
     let rate = |d: Duration| STORED as f64 / d.as_secs_f64() / 1e6;
     let ratio = load.as_secs_f64() / replay.as_secs_f64();
     rows.push(Row {
-        what: "replay rate (load + fold) vs load rate",
+        what: "replay rate (load + fold) vs load rate".to_owned(),
         measured: format!("{:.2} M ev/s", rate(replay)),
         baseline: format!("{:.2} M ev/s", rate(load)),
         ratio: format!("{ratio:.2}x"),
@@ -271,7 +271,7 @@ async fn suite() -> Result<Vec<Row>, Box<dyn std::error::Error>> {
     let per = |d: Duration| d.as_secs_f64() * 1e9 / (LONG - 1) as f64;
     let ratio = per(dispatch) / per(static_match);
     rows.push(Row {
-        what: "handler dispatch vs static match",
+        what: "handler dispatch vs static match".to_owned(),
         measured: format!("{:.2} ns/ev", per(dispatch)),
         baseline: format!("{:.2} ns/ev", per(static_match)),
         ratio: format!("{ratio:.2}x"),
@@ -293,7 +293,7 @@ async fn suite() -> Result<Vec<Row>, Box<dyn std::error::Error>> {
     let fold_rate = LONG as f64 / fold_time.as_secs_f64();
     let clone_per_event = clone_time.as_secs_f64() * 1e9;
     rows.push(Row {
-        what: "fold rate, 10 KB state",
+        what: "fold rate, 10 KB state".to_owned(),
         measured: format!("{:.2} M ev/s", fold_rate / 1e6),
         baseline: format!("state clone {clone_per_event:.0} ns"),
         ratio: format!(
@@ -316,7 +316,7 @@ async fn suite() -> Result<Vec<Row>, Box<dyn std::error::Error>> {
     let store_p50 = percentile(&mut from_store, 50);
     let store_p99 = p99(from_store);
     rows.push(Row {
-        what: "step back at 100k from the store, p99",
+        what: "step back at 100k from the store, p99".to_owned(),
         measured: format!("{} (p50 {})", ms(store_p99), ms(store_p50)),
         baseline: format!("{saved} snapshots in store"),
         ratio: format!("{:.2}x goal", store_p99.as_secs_f64() / 2e-3),
@@ -339,7 +339,7 @@ async fn suite() -> Result<Vec<Row>, Box<dyn std::error::Error>> {
     let tape_p50 = percentile(&mut from_tape, 50);
     let tape_p99 = p99(from_tape);
     rows.push(Row {
-        what: "step back at 100k from the tape, p99",
+        what: "step back at 100k from the tape, p99".to_owned(),
         measured: format!("{} (p50 {})", us(tape_p99), us(tape_p50)),
         baseline: format!("step {}", us(step_forward / 2_000)),
         ratio: format!("{:.2}x goal", tape_p99.as_secs_f64() / 1e-4),
@@ -366,7 +366,7 @@ async fn suite() -> Result<Vec<Row>, Box<dyn std::error::Error>> {
     }
     let jump_p99 = p99(jumps);
     rows.push(Row {
-        what: "random jump in 1M events, p99 (max)",
+        what: "random jump in 1M events, p99 (max)".to_owned(),
         measured: format!("{} ({})", ms(jump_p99), ms(worst)),
         baseline: format!("tape build {}", ms(build)),
         ratio: format!("{:.2}x goal", worst.as_secs_f64() / 16e-3),
@@ -376,7 +376,7 @@ async fn suite() -> Result<Vec<Row>, Box<dyn std::error::Error>> {
     let stats = tape.stats();
     let share = stats.snapshot_bytes as f64 / stats.event_bytes as f64;
     rows.push(Row {
-        what: "snapshot memory / decoded event bytes",
+        what: "snapshot memory / decoded event bytes".to_owned(),
         measured: format!(
             "{:.1} MB ({} x every {})",
             stats.snapshot_bytes as f64 / 1e6,

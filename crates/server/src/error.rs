@@ -68,12 +68,13 @@ impl From<HostError> for ApiError {
         match err {
             HostError::SessionNotFound(_) => Self::not_found(message),
             HostError::UnknownWorkflow { .. } => Self::not_found(message),
-            HostError::Unhosted { .. } => {
-                Self::new(StatusCode::UNPROCESSABLE_ENTITY, "unhosted_session", message)
-            }
-            HostError::Workflow(err) | HostError::Tape(openharness_tape::TapeError::Harness(err)) => {
-                Self::from(err)
-            }
+            HostError::Unhosted { .. } => Self::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "unhosted_session",
+                message,
+            ),
+            HostError::Workflow(err)
+            | HostError::Tape(openharness_tape::TapeError::Harness(err)) => Self::from(err),
             HostError::Tape(openharness_tape::TapeError::NoForkPoint { .. }) => {
                 Self::new(StatusCode::UNPROCESSABLE_ENTITY, "no_fork_point", message)
             }
@@ -95,7 +96,9 @@ impl From<openharness_core::Error> for ApiError {
             Error::RequestNotOpen { .. } => {
                 Self::new(StatusCode::CONFLICT, "request_not_open", message)
             }
-            Error::WrongWorkflow { .. } | Error::MissingParent { .. } | Error::Undecodable { .. } => {
+            Error::WrongWorkflow { .. }
+            | Error::MissingParent { .. }
+            | Error::Undecodable { .. } => {
                 Self::new(StatusCode::UNPROCESSABLE_ENTITY, "cannot_continue", message)
             }
             _ => {

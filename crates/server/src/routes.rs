@@ -95,8 +95,9 @@ fn accepted(session: &SessionId) -> Response {
 /// ends.
 fn spawn_turn<F>(session: SessionId, turn: F)
 where
-    F: std::future::Future<Output = Result<openharness_host::TurnOutcome, openharness_host::HostError>>
-        + Send
+    F: std::future::Future<
+            Output = Result<openharness_host::TurnOutcome, openharness_host::HostError>,
+        > + Send
         + 'static,
 {
     in_flight()
@@ -135,8 +136,13 @@ async fn list(State(state): Shared) -> Answer {
 async fn one(State(state): Shared, Path(id): Path<String>) -> Answer {
     let session = session_id(&id)?;
     let summary = state.host.session(&session).await?;
-    let mut value = serde_json::to_value(summary)
-        .map_err(|err| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", err.to_string()))?;
+    let mut value = serde_json::to_value(summary).map_err(|err| {
+        ApiError::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "internal",
+            err.to_string(),
+        )
+    })?;
     value["runningHere"] = json!(running_here(&session));
     Ok(Json(value).into_response())
 }
@@ -171,12 +177,13 @@ async fn remove(State(state): Shared, Path(id): Path<String>) -> Answer {
             format!("session {session} has a turn running; cancel it first"),
         ));
     }
-    state
-        .host
-        .store()
-        .clear(&session)
-        .await
-        .map_err(|err| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", err.to_string()))?;
+    state.host.store().clear(&session).await.map_err(|err| {
+        ApiError::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "internal",
+            err.to_string(),
+        )
+    })?;
     Ok(StatusCode::NO_CONTENT.into_response())
 }
 

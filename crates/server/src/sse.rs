@@ -94,15 +94,24 @@ pub(crate) async fn events(
         .store()
         .subscribe(&session, from)
         .await
-        .map_err(|err| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", err.to_string()))?;
+        .map_err(|err| {
+            ApiError::new(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "internal",
+                err.to_string(),
+            )
+        })?;
     let hello = stream::once(async { Ok(Event::default().retry(RETRY).comment("openharness")) });
     // The stream owns `counted`: the session's count drops when the client goes away.
     let events = subscription.map(move |item| {
         let _open = &counted;
         Ok::<_, Infallible>(to_event(item))
     });
-    let body = Sse::new(hello.chain(events))
-        .keep_alive(KeepAlive::new().interval(state.options.heartbeat).text("heartbeat"));
+    let body = Sse::new(hello.chain(events)).keep_alive(
+        KeepAlive::new()
+            .interval(state.options.heartbeat)
+            .text("heartbeat"),
+    );
     let mut response = body.into_response();
     let headers = response.headers_mut();
     headers.insert("x-accel-buffering", HeaderValue::from_static("no"));

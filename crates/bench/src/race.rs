@@ -1,0 +1,748 @@
+//! The race suite: the planner-executor shape on Open Harness against the same shape on
+//! LangGraph, both durable, run alternately in one go at N = 1 000, 5 000 and 10 000 tasks.
+//!
+//! Our side: a planner agent returns N tasks, an executor agent completes one task per
+//! activation with the result `"ok " * 8`, handlers fold into `{goal, tasks, done, cursor}`
+//! and the run ends (`until`) once every task is done. A scripted provider answers both
+//! agents; the store is the durable default, [`RedbStore`]. Each N runs in a child process
+//! (`openharness-bench race-ours N DIR`) so its peak RSS is its own; it prints one JSON line.
+//!
+//! Their side: `crates/bench/race/langgraph_race.py` (a StateGraph with planner and executor
+//! nodes, `SqliteSaver` in WAL mode with `synchronous=FULL`, `durability="sync"`), run by the
+//! Python of a virtualenv at the workspace root (`.race-venv`, or `OPENHARNESS_RACE_VENV`)
+//! that this suite creates and fills from `crates/bench/race/requirements.txt` on first use.
+//!
+//! Both sides measure the same figures on the same N and check their results (every task
+//! done, and the state at the jump has the cursor the walk saw there).
+
+use std::error::Error;
+use std::hint::black_box;
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Instant;
+
+use async_trait::async_trait;
+use openharness::Agent;
+use openharness::adapter::{ProviderResponse, ProviderSink, Snapshot};
+use openharness::builtin::UserInput;
+use openharness::schemars;
+use openharness::store::RedbStore;
+use openharness::tape::LoadTape;
+use openharness::{
+    Emit, Envelope, EventStream, Provider, ProviderError, ProviderRequest, RunOptions, SessionId,
+    SessionInfo, StopReason, Store, StoreError, Subscription, Usage, Workflow, agent, event,
+    handler,
+};
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+
+use crate::report::Row;
+
+type Fallible<T> = Result<T, Box<dyn Error>>;
+
+/// The task counts raced, smallest first.
+const SIZES: [u64; 3] = [1_000, 5_000, 10_000];
+/// What the executor reports for every task, on both sides.
+const RESULT: &str = "ok ok ok ok ok ok ok ok ";
+/// The goal given to the planner, on both sides.
+const GOAL: &str = "Complete every task of the race";
+/// The workflow's name, recorded in `workflow:started`.
+const NAME: &str = "race";
+
+/// The planner's output, as events: the plan's task titles.
+#[event("plan:created")]
+#[derive(Debug, Clone)]
+struct PlanCreated {
+    tasks: Vec<String>,
+}
+
+/// A task was handed to the executor.
+#[event("task:started")]
+#[derive(Debug, Clone)]
+struct TaskStarted {
+    index: u64,
+}
+
+/// The executor completed a task.
+#[event("task:completed")]
+#[derive(Debug, Clone)]
+struct TaskCompleted {
+    index: u64,
+    result: String,
+}
+
+/// The events the handlers fold.
+#[event]
+#[derive(Debug, Clone)]
+enum RaceEvent {
+    UserInput,
+    PlanCreated,
+    TaskCompleted,
+}
+
+/// The state both sides fold: the goal, the task titles, the results of the tasks done (in
+/// order) and the next task. The lists are persistent vectors, so a state clones in constant
+/// time whatever N (the tape clones a state per position it keeps).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+struct Board {
+    goal: String,
+    tasks: imbl::Vector<String>,
+    done: imbl::Vector<String>,
+    cursor: u64,
+}
+
+impl Board {
+    fn all_done(&self) -> bool {
+        !self.tasks.is_empty() && self.done.len() == self.tasks.len()
+    }
+}
+
+#[handler(RaceEvent)]
+impl Board {
+    fn goal_given(&mut self, input: &UserInput) {
+        self.goal.clone_from(&input.text);
+    }
+
+    fn planned(&mut self, plan: &PlanCreated) -> Emit {
+        self.tasks = plan.tasks.iter().cloned().collect();
+        self.done = imbl::Vector::new();
+        self.cursor = 0;
+        if self.tasks.is_empty() {
+            Emit::none()
+        } else {
+            Emit::one(TaskStarted { index: 0 })
+        }
+    }
+
+    fn completed(&mut self, done: &TaskCompleted) -> Emit {
+        if done.index != self.cursor {
+            return Emit::none();
+        }
+        self.done.push_back(done.result.clone());
+        self.cursor += 1;
+        if (self.cursor as usize) < self.tasks.len() {
+            Emit::one(TaskStarted { index: self.cursor })
+        } else {
+            Emit::none()
+        }
+    }
+}
+
+/// The planner's structured output.
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
+struct Plan {
+    tasks: Vec<String>,
+}
+
+/// The executor's structured output.
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
+struct Report {
+    result: String,
+}
+
+/// Turns the goal into N tasks.
+#[derive(Debug, Clone, Copy, Default)]
+struct Planner;
+
+#[agent(output = Plan, emits = [PlanCreated])]
+impl Planner {
+    fn prompt(&self, _state: &Board, input: &UserInput) -> String {
+        format!("Break this goal into tasks: {}", input.text)
+    }
+
+    fn on_output(&self, plan: Plan, _input: &UserInput) -> PlanCreated {
+        PlanCreated { tasks: plan.tasks }
+    }
+}
+
+/// Completes one task per activation.
+#[derive(Debug, Clone, Copy, Default)]
+struct Executor;
+
+#[agent(output = Report, emits = [TaskCompleted])]
+impl Executor {
+    fn prompt(&self, state: &Board, task: &TaskStarted) -> String {
+        let title = state
+            .tasks
+            .get(task.index as usize)
+            .map_or("?", String::as_str);
+        format!("Complete task {}: {title}", task.index)
+    }
+
+    fn on_output(&self, report: Report, task: &TaskStarted) -> TaskCompleted {
+        TaskCompleted {
+            index: task.index,
+            result: report.result,
+        }
+    }
+}
+
+/// The scripted model: N task titles for the planner, [`RESULT`] for every executor call.
+struct Script {
+    n: u64,
+}
+
+#[async_trait]
+impl Provider for Script {
+    fn name(&self) -> &str {
+        "race-script"
+    }
+
+    async fn complete(
+        &self,
+        request: ProviderRequest,
+        _sink: ProviderSink,
+    ) -> Result<ProviderResponse, ProviderError> {
+        let output = if request.agent == Planner::NAME {
+            let tasks: Vec<String> = (0..self.n).map(|i| format!("task {i}")).collect();
+            json!({ "tasks": tasks })
+        } else if request.agent == Executor::NAME {
+            json!({ "result": RESULT })
+        } else {
+            return Err(ProviderError::NoResponse {
+                agent: request.agent,
+                message: "the race scripts the planner and the executor only".to_owned(),
+            });
+        };
+        Ok(ProviderResponse {
+            output,
+            usage: Usage::default(),
+            cost: None,
+        })
+    }
+}
+
+fn workflow(store: impl Store, n: u64) -> Fallible<Workflow<Board>> {
+    Ok(Workflow::builder(NAME)
+        .initial_state(Board::default())
+        .agent(Planner)
+        .agent(Executor)
+        .until(Board::all_done)
+        .store(store)
+        .provider(Script { n })
+        .build()?)
+}
+
+/// What one side measured at one N: the JSON line each side's process prints.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct Figures {
+    side: String,
+    n: u64,
+    /// Positions in the history: events (ours), checkpoints (LangGraph).
+    positions: u64,
+    done: u64,
+    live_s: f64,
+    walk_forward_s: f64,
+    walk_back_s: f64,
+    jump_s: f64,
+    jump_position: u64,
+    jump_cursor: u64,
+    file_bytes: u64,
+    peak_rss_bytes: u64,
+    /// Ours only: the appends of the live run and the seconds spent in them (durable writes).
+    #[serde(default)]
+    appends: Option<(u64, f64)>,
+}
+
+/// Fails the run when it did not do what it should: a benchmark of a broken run is worthless.
+fn check(holds: bool, what: impl FnOnce() -> String) -> Fallible<()> {
+    if holds {
+        Ok(())
+    } else {
+        Err(format!("wrong result: {}", what()).into())
+    }
+}
+
+/// `openharness-bench race-ours N DIR`: our side at one N, in a store under DIR; prints one
+/// JSON line of [`Figures`].
+pub(crate) fn child(n: Option<String>, dir: Option<String>) -> ExitCode {
+    let (Some(n), Some(dir)) = (n.and_then(|n| n.parse::<u64>().ok()), dir) else {
+        eprintln!("usage: openharness-bench race-ours N DIR");
+        return ExitCode::from(2);
+    };
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(err) => {
+            eprintln!("bench race: could not start tokio: {err}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let figures = runtime
+        .block_on(ours(n, Path::new(&dir)))
+        .and_then(|figures| Ok(serde_json::to_string(&figures)?));
+    match figures {
+        Ok(line) => {
+            println!("{line}");
+            ExitCode::SUCCESS
+        }
+        Err(err) => {
+            eprintln!("bench race (ours, N = {n}): {err}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn ours(n: u64, dir: &Path) -> Fallible<Figures> {
+    let path = dir.join("race.redb");
+    let store = RedbStore::open(&path)?;
+    let appends = Appends::default();
+    let flow = workflow(
+        Timed {
+            inner: store.clone(),
+            appends: appends.clone(),
+        },
+        n,
+    )?;
+
+    let started = Instant::now();
+    let outcome = flow.run(RunOptions::new().input(GOAL)).await?;
+    let live_s = started.elapsed().as_secs_f64();
+    let (append_count, append_s) = appends.read();
+    let state = &outcome.state;
+    check(outcome.reason == StopReason::Until, || {
+        format!("the run ended {:?}, not until", outcome.reason)
+    })?;
+    check(state.done.len() as u64 == n && state.cursor == n, || {
+        format!(
+            "done = {}, cursor = {}, not {n}",
+            state.done.len(),
+            state.cursor
+        )
+    })?;
+    check(state.done.iter().all(|r| r == RESULT), || {
+        "a result is wrong".to_owned()
+    })?;
+    let session = outcome.session.clone();
+    let len = outcome.len;
+    let snapshot = store.latest_snapshot(&session, u64::MAX).await?;
+    check(snapshot.map(|s| s.position) == Some(len), || {
+        "the run saved no snapshot at its end".to_owned()
+    })?;
+
+    // Forward: load the session, then every position's state from 0 to len.
+    let started = Instant::now();
+    let mut tape = flow.load(&session).await?;
+    let mut forward = Vec::with_capacity(usize::try_from(len)? + 1);
+    forward.push(black_box(tape.state()).cursor);
+    while tape.position() < tape.len() {
+        tape.step();
+        forward.push(black_box(tape.state()).cursor);
+    }
+    let walk_forward_s = started.elapsed().as_secs_f64();
+    check(tape.len() == len && tape.state().all_done(), || {
+        format!("the tape holds {} events, not {len}", tape.len())
+    })?;
+    drop(tape);
+
+    // Backward: load it again, go to the end, then every position's state from len to 0.
+    let started = Instant::now();
+    let mut tape = flow.load(&session).await?;
+    tape.step_to(tape.len());
+    let mut backward = Vec::with_capacity(forward.len());
+    backward.push(black_box(tape.state()).cursor);
+    while tape.position() > 0 {
+        tape.step_back();
+        backward.push(black_box(tape.state()).cursor);
+    }
+    let walk_back_s = started.elapsed().as_secs_f64();
+    backward.reverse();
+    check(forward == backward, || {
+        "the forward and backward walks saw different states".to_owned()
+    })?;
+    drop((tape, flow, store));
+
+    // Jump: open the store afresh and read the state 10% in.
+    let jump_position = len / 10;
+    let started = Instant::now();
+    let store = RedbStore::open(&path)?;
+    let flow = workflow(store, n)?;
+    let at = flow.load_state_at(&session, jump_position).await?;
+    let jump_s = started.elapsed().as_secs_f64();
+    let expected = forward
+        .get(usize::try_from(jump_position)?)
+        .copied()
+        .ok_or("the walk has no state at the jump")?;
+    check(at.cursor == expected, || {
+        format!("the jump read cursor {}, not {expected}", at.cursor)
+    })?;
+    drop(flow);
+
+    Ok(Figures {
+        side: "ours".to_owned(),
+        n,
+        positions: len,
+        done: state.done.len() as u64,
+        live_s,
+        walk_forward_s,
+        walk_back_s,
+        jump_s,
+        jump_position,
+        jump_cursor: at.cursor,
+        file_bytes: std::fs::metadata(&path)?.len(),
+        appends: Some((append_count, append_s)),
+        peak_rss_bytes: peak_rss()?,
+    })
+}
+
+/// The appends of a run and the time spent in them, shared by the clones of a [`Timed`].
+#[derive(Clone, Default)]
+struct Appends(Arc<Mutex<(u64, f64)>>);
+
+impl Appends {
+    fn add(&self, seconds: f64) {
+        let mut slot = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        slot.0 += 1;
+        slot.1 += seconds;
+    }
+
+    fn read(&self) -> (u64, f64) {
+        *self.0.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// The live run's store: a [`RedbStore`] that counts its appends and the time they take,
+/// for the profile printed beside the table.
+#[derive(Clone)]
+struct Timed {
+    inner: RedbStore,
+    appends: Appends,
+}
+
+#[async_trait]
+impl Store for Timed {
+    fn describe(&self) -> String {
+        self.inner.describe()
+    }
+    async fn append(
+        &self,
+        session: &SessionId,
+        events: &[Envelope],
+        expected_seq: u64,
+    ) -> Result<u64, StoreError> {
+        let started = Instant::now();
+        let len = self.inner.append(session, events, expected_seq).await;
+        self.appends.add(started.elapsed().as_secs_f64());
+        len
+    }
+    async fn events(
+        &self,
+        session: &SessionId,
+        range: Range<u64>,
+    ) -> Result<Vec<Envelope>, StoreError> {
+        self.inner.events(session, range).await
+    }
+    fn stream_events(&self, session: &SessionId, range: Range<u64>) -> EventStream<'_> {
+        self.inner.stream_events(session, range)
+    }
+    async fn session(&self, session: &SessionId) -> Result<Option<SessionInfo>, StoreError> {
+        self.inner.session(session).await
+    }
+    async fn sessions(&self) -> Result<Vec<SessionInfo>, StoreError> {
+        self.inner.sessions().await
+    }
+    async fn clear(&self, session: &SessionId) -> Result<(), StoreError> {
+        self.inner.clear(session).await
+    }
+    async fn snapshot(&self, session: &SessionId, snapshot: &Snapshot) -> Result<(), StoreError> {
+        self.inner.snapshot(session, snapshot).await
+    }
+    async fn latest_snapshot(
+        &self,
+        session: &SessionId,
+        at_most: u64,
+    ) -> Result<Option<Snapshot>, StoreError> {
+        self.inner.latest_snapshot(session, at_most).await
+    }
+    async fn subscribe(
+        &self,
+        session: &SessionId,
+        from_seq: u64,
+    ) -> Result<Subscription, StoreError> {
+        self.inner.subscribe(session, from_seq).await
+    }
+}
+
+/// This process's peak resident set (VmHWM), in bytes.
+fn peak_rss() -> Fallible<u64> {
+    let status = std::fs::read_to_string("/proc/self/status")?;
+    let kb = status
+        .lines()
+        .find_map(|line| line.strip_prefix("VmHWM:"))
+        .and_then(|rest| {
+            rest.trim()
+                .trim_end_matches("kB")
+                .trim()
+                .parse::<u64>()
+                .ok()
+        })
+        .ok_or("no VmHWM in /proc/self/status")?;
+    Ok(kb * 1024)
+}
+
+/// `openharness-bench race`: both sides alternately at every N, then one table.
+pub(crate) fn run() -> ExitCode {
+    match race() {
+        Ok(rows) => {
+            crate::report::print(&rows);
+            println!(
+                "ratio = LangGraph's figure / ours for times, sizes and RSS, ours / LangGraph's for completions/s: higher is better for us"
+            );
+            ExitCode::SUCCESS
+        }
+        Err(err) => {
+            eprintln!("bench race: {err}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn bench_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// The virtualenv's Python, with the pinned LangGraph installed; `Err` says why not.
+fn python() -> Fallible<PathBuf> {
+    let venv = std::env::var_os("OPENHARNESS_RACE_VENV")
+        .map_or_else(|| bench_dir().join("../../.race-venv"), PathBuf::from);
+    let python = venv.join("bin/python");
+    let requirements = bench_dir().join("race/requirements.txt");
+    let wanted = std::fs::read_to_string(&requirements)?;
+    let marker = venv.join("race-requirements.txt");
+    if std::fs::read_to_string(&marker).ok().as_deref() == Some(wanted.as_str()) {
+        return Ok(python);
+    }
+    if !python.exists() {
+        eprintln!("bench race: creating a virtualenv in {}", venv.display());
+        let status = Command::new("python3")
+            .args(["-m", "venv"])
+            .arg(&venv)
+            .status()?;
+        check(status.success(), || {
+            format!("python3 -m venv failed ({status})")
+        })?;
+    }
+    eprintln!("bench race: pip install -r {}", requirements.display());
+    let status = Command::new(&python)
+        .args(["-m", "pip", "install", "--quiet", "-r"])
+        .arg(&requirements)
+        .status()?;
+    if !status.success() {
+        return Err(format!("pip install failed ({status})").into());
+    }
+    std::fs::write(&marker, wanted)?;
+    Ok(python)
+}
+
+/// Runs one side at one N in a temporary directory and reads its JSON line.
+fn side(mut command: Command, what: &str) -> Fallible<Figures> {
+    let dir = tempfile::tempdir()?;
+    let output = command.arg(dir.path()).output()?;
+    if !output.status.success() {
+        return Err(format!(
+            "{what} failed ({}): {}",
+            output.status,
+            String::from_utf8_lossy(&output.stderr).trim()
+        )
+        .into());
+    }
+    let stdout = String::from_utf8(output.stdout)?;
+    let line = stdout
+        .lines()
+        .last()
+        .ok_or_else(|| format!("{what} printed nothing"))?;
+    Ok(serde_json::from_str(line)?)
+}
+
+fn race() -> Fallible<Vec<Row>> {
+    let theirs_python = match python() {
+        Ok(python) => Some(python),
+        Err(err) => {
+            eprintln!("bench race: no LangGraph side ({err}); printing ours only");
+            None
+        }
+    };
+    let exe = std::env::current_exe()?;
+    let script = bench_dir().join("race/langgraph_race.py");
+    let mut results = Vec::new();
+    let started = Instant::now();
+    for n in SIZES {
+        let mut command = Command::new(&exe);
+        command.arg("race-ours").arg(n.to_string());
+        let mine = side(command, &format!("our side at N = {n}"))?;
+        check(mine.done == n, || {
+            format!("our done = {}, not {n}", mine.done)
+        })?;
+        eprintln!(
+            "bench race: ours      N = {n:>6}: live {:.2} s, walk {:.2} s / {:.2} s ({:.0} s in)",
+            mine.live_s,
+            mine.walk_forward_s,
+            mine.walk_back_s,
+            started.elapsed().as_secs_f64()
+        );
+        let theirs = match &theirs_python {
+            Some(python) => {
+                let mut command = Command::new(python);
+                command.arg(&script).arg(n.to_string());
+                let theirs = side(command, &format!("LangGraph at N = {n}"))?;
+                check(theirs.done == n, || {
+                    format!("LangGraph's done = {}, not {n}", theirs.done)
+                })?;
+                eprintln!(
+                    "bench race: LangGraph N = {n:>6}: live {:.2} s, walk {:.2} s / {:.2} s ({:.0} s in)",
+                    theirs.live_s,
+                    theirs.walk_forward_s,
+                    theirs.walk_back_s,
+                    started.elapsed().as_secs_f64()
+                );
+                Some(theirs)
+            }
+            None => None,
+        };
+        results.push((mine, theirs));
+    }
+    Ok(rows(&results))
+}
+
+/// The goal a metric is held to at one N: its label, the least ratio (higher is better for
+/// us) and whether the ratio must exceed it rather than reach it; `None` where it is shown
+/// for information.
+type Goal = fn(u64) -> Option<(&'static str, f64, bool)>;
+
+/// One row group of the table: a name, the figure, how it prints, whether more is better
+/// (throughput) or less (times, sizes), and its goal.
+type Metric = (
+    &'static str,
+    fn(&Figures) -> f64,
+    fn(f64) -> String,
+    bool,
+    Goal,
+);
+
+const METRICS: [Metric; 6] = [
+    (
+        "live completions/s",
+        |f| f.n as f64 / f.live_s,
+        |v| format!("{v:.0} /s"),
+        true,
+        |n| match n {
+            5_000 => Some((">= 7x", 7.0, false)),
+            10_000 => Some((">= 10x", 10.0, false)),
+            _ => None,
+        },
+    ),
+    (
+        "walk forward, every state",
+        |f| f.walk_forward_s,
+        secs,
+        false,
+        |n| (n >= 5_000).then_some((">= 10x", 10.0, false)),
+    ),
+    (
+        "walk backward, every state",
+        |f| f.walk_back_s,
+        secs,
+        false,
+        |n| (n >= 5_000).then_some((">= 10x", 10.0, false)),
+    ),
+    (
+        "jump to 10%, fresh open",
+        |f| f.jump_s,
+        secs,
+        false,
+        |_| Some(("> 1x", 1.0, true)),
+    ),
+    (
+        "file size (snapshots incl.)",
+        |f| f.file_bytes as f64,
+        megabytes,
+        false,
+        |n| (n == 5_000).then_some((">= 50x", 50.0, false)),
+    ),
+    (
+        "peak RSS",
+        |f| f.peak_rss_bytes as f64,
+        megabytes,
+        false,
+        |_| Some((">= 4x", 4.0, false)),
+    ),
+];
+
+fn rows(results: &[(Figures, Option<Figures>)]) -> Vec<Row> {
+    let mut rows = Vec::new();
+    for (what, value, show, higher_is_better, goal) in METRICS {
+        for (mine, theirs) in results {
+            let n = mine.n;
+            let ours = value(mine);
+            let base = theirs.as_ref().map(value);
+            let ratio = base.map(|base| {
+                if higher_is_better {
+                    ours / base
+                } else {
+                    base / ours
+                }
+            });
+            let (label, met) = match goal(n) {
+                Some((label, least, strict)) => (
+                    label,
+                    ratio.map(|r| if strict { r > least } else { r >= least }),
+                ),
+                None => ("(info)", None),
+            };
+            rows.push(Row {
+                what: format!("{what}, N={n}"),
+                measured: show(ours),
+                baseline: base.map_or_else(|| "(no LangGraph)".to_owned(), show),
+                ratio: ratio.map_or_else(|| "-".to_owned(), |r| format!("{r:.1}x")),
+                goal: label,
+                met,
+            });
+        }
+    }
+    for (mine, _) in results {
+        if let Some((count, seconds)) = mine.appends {
+            rows.push(Row {
+                what: format!("live: time in durable appends, N={}", mine.n),
+                measured: format!("{} ({:.0}%)", secs(seconds), 100.0 * seconds / mine.live_s),
+                baseline: format!(
+                    "{count} appends, {:.3} ms each",
+                    1e3 * seconds / count as f64
+                ),
+                ratio: "-".to_owned(),
+                goal: "(info)",
+                met: None,
+            });
+        }
+    }
+    for (mine, theirs) in results {
+        rows.push(Row {
+            what: format!("positions (events / checkpoints), N={}", mine.n),
+            measured: format!("{} (jump to {})", mine.positions, mine.jump_position),
+            baseline: theirs.as_ref().map_or_else(
+                || "-".to_owned(),
+                |t| format!("{} (jump to {})", t.positions, t.jump_position),
+            ),
+            ratio: "-".to_owned(),
+            goal: "(info)",
+            met: None,
+        });
+    }
+    rows
+}
+
+fn secs(s: f64) -> String {
+    if s < 1.0 {
+        format!("{:.2} ms", s * 1e3)
+    } else {
+        format!("{s:.2} s")
+    }
+}
+
+fn megabytes(bytes: f64) -> String {
+    format!("{:.2} MB", bytes / 1e6)
+}
