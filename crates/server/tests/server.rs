@@ -1,0 +1,585 @@
+//! The server over real sockets on 127.0.0.1: sessions over HTTP, event streams cut at random
+//! points and resumed with `Last-Event-ID` (every event exactly once, in order), a subscriber
+//! that connects after the turn ended, the busy policy, the stream cap, and the error shape for
+//! bad input.
+#![allow(clippy::unwrap_used, missing_docs)]
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use openharness::host::Host;
+use openharness::prelude::*;
+use openharness::provider::{Reply, ScriptedProvider};
+use openharness::schemars;
+use openharness::store::MemoryStore;
+use openharness_server::{ServerOptions, router};
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::net::TcpStream;
+
+// A workflow whose every input makes an agent stream a few words and count them, then a
+// handler emits as many `tick:counted` events.
+
+#[event]
+#[derive(Debug, Clone)]
+struct WordsCounted {
+    words: u32,
+}
+
+#[event]
+#[derive(Debug, Clone)]
+struct TickCounted {
+    left: u32,
+}
+
+#[event]
+enum TickEvent {
+    UserInput,
+    InputReceived,
+    WordsCounted,
+    TickCounted,
+}
+
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
+struct Ticks {
+    inputs: Vec<String>,
+    ticks: u32,
+    answers: Vec<String>,
+}
+
+#[handler(TickEvent)]
+impl Ticks {
+    fn input(&mut self, input: &UserInput) -> Emit {
+        self.inputs.push(input.text.clone());
+        if input.text == "ask" {
+            Emit::one(InputRequested {
+                prompt: "sure?".into(),
+            })
+        } else {
+            Emit::none()
+        }
+    }
+    fn answered(&mut self, answer: &InputReceived) {
+        self.answers.push(answer.text.clone());
+    }
+    fn counted(&mut self, counted: &WordsCounted) -> Emit {
+        if counted.words > 0 {
+            Emit::one(TickCounted {
+                left: counted.words - 1,
+            })
+        } else {
+            Emit::none()
+        }
+    }
+    fn tick(&mut self, tick: &TickCounted) -> Emit {
+        self.ticks += 1;
+        if tick.left > 0 {
+            Emit::one(TickCounted {
+                left: tick.left - 1,
+            })
+        } else {
+            Emit::none()
+        }
+    }
+}
+
+#[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
+struct Count {
+    words: u32,
+}
+
+struct Counter;
+
+#[agent(output = Count, emits = [WordsCounted])]
+impl Counter {
+    fn when(&self, state: &Ticks) -> bool {
+        state.inputs.last().is_some_and(|text| text != "ask")
+    }
+    fn prompt(&self, _state: &Ticks, input: &UserInput) -> String {
+        input.text.clone()
+    }
+    fn on_output(&self, out: Count, _input: &UserInput) -> WordsCounted {
+        WordsCounted { words: out.words }
+    }
+}
+
+fn host(delay: Duration) -> Host {
+    let provider = ScriptedProvider::new().fallback("counter", move |request| {
+        let words = request.prompt.split_whitespace().count() as u32;
+        Reply::output(json!({ "words": words }))
+            .text(request.prompt.clone())
+            .delay(delay)
+    });
+    let workflow = Workflow::builder("ticks")
+        .initial_state(Ticks::default())
+        .agent(Counter)
+        .store(MemoryStore::new())
+        .provider(provider)
+        .build()
+        .unwrap();
+    Host::new(MemoryStore::new()).workflow(workflow).unwrap()
+}
+
+async fn serve(host: Host, options: ServerOptions) -> SocketAddr {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, router(host, options)).await });
+    addr
+}
+
+/// One HTTP/1.1 request with `Connection: close`: the status and the body as JSON (or null).
+async fn request(addr: SocketAddr, method: &str, path: &str, body: Option<&str>) -> (u16, Value) {
+    let mut stream = TcpStream::connect(addr).await.unwrap();
+    let body = body.unwrap_or("");
+    let head = format!(
+        "{method} {path} HTTP/1.1\r\nhost: 127.0.0.1\r\nconnection: close\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n",
+        body.len()
+    );
+    stream.write_all(head.as_bytes()).await.unwrap();
+    stream.write_all(body.as_bytes()).await.unwrap();
+    let mut response = Vec::new();
+    stream.read_to_end(&mut response).await.unwrap();
+    let text = String::from_utf8_lossy(&response);
+    let status: u16 = text[9..12].parse().unwrap();
+    let (headers, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+    let body = if headers
+        .to_ascii_lowercase()
+        .contains("transfer-encoding: chunked")
+    {
+        dechunk(body)
+    } else {
+        body.to_owned()
+    };
+    (status, serde_json::from_str(&body).unwrap_or(Value::Null))
+}
+
+fn dechunk(body: &str) -> String {
+    let mut out = String::new();
+    let mut rest = body;
+    while let Some((size, after)) = rest.split_once("\r\n") {
+        let size = usize::from_str_radix(size.trim(), 16).unwrap_or(0);
+        if size == 0 {
+            break;
+        }
+        out.push_str(&after[..size]);
+        rest = &after[size + 2..];
+    }
+    out
+}
+
+/// An event stream: the response head, then `id:`/`event:`/`data:` fields as they come.
+struct Stream {
+    reader: BufReader<TcpStream>,
+    pub headers: String,
+    pub status: u16,
+}
+
+impl Stream {
+    async fn open(addr: SocketAddr, session: &str, last_event_id: Option<u64>) -> Self {
+        let mut stream = TcpStream::connect(addr).await.unwrap();
+        let resume = last_event_id.map_or(String::new(), |id| format!("last-event-id: {id}\r\n"));
+        let head = format!(
+            "GET /sessions/{session}/events HTTP/1.1\r\nhost: 127.0.0.1\r\naccept: text/event-stream\r\n{resume}\r\n"
+        );
+        stream.write_all(head.as_bytes()).await.unwrap();
+        let mut reader = BufReader::new(stream);
+        let mut headers = String::new();
+        loop {
+            let mut line = String::new();
+            reader.read_line(&mut line).await.unwrap();
+            if line == "\r\n" || line.is_empty() {
+                break;
+            }
+            headers.push_str(&line);
+        }
+        let status = headers[9..12].parse().unwrap();
+        Self {
+            reader,
+            headers,
+            status,
+        }
+    }
+
+    /// The next event: (seq, name, data); skips comments and the retry hint.
+    async fn next(&mut self) -> (u64, String, Value) {
+        self.next_within(Duration::from_secs(10))
+            .await
+            .expect("an event within 10 s")
+    }
+
+    /// The next event, or `None` when none comes within `wait`.
+    async fn next_within(&mut self, wait: Duration) -> Option<(u64, String, Value)> {
+        let (mut id, mut name, mut data) = (None, String::new(), String::new());
+        loop {
+            let mut line = String::new();
+            let read = tokio::time::timeout(wait, self.reader.read_line(&mut line))
+                .await
+                .ok()?
+                .unwrap();
+            assert!(read > 0, "the stream ended");
+            let line = line.trim_end_matches(['\r', '\n']);
+            // Chunk sizes of the chunked encoding are hex lines; skip them.
+            if let Some(value) = line.strip_prefix("id: ").or(line.strip_prefix("id:")) {
+                id = Some(value.trim().parse().unwrap());
+            } else if let Some(value) = line.strip_prefix("event: ").or(line.strip_prefix("event:"))
+            {
+                name = value.trim().to_owned();
+            } else if let Some(value) = line.strip_prefix("data: ").or(line.strip_prefix("data:")) {
+                data.push_str(value);
+            } else if line.is_empty()
+                && let Some(id) = id
+            {
+                return Some((id, name, serde_json::from_str(&data).unwrap()));
+            }
+        }
+    }
+}
+
+async fn wait_idle(addr: SocketAddr, session: &str) -> Value {
+    for _ in 0..500 {
+        let (_, summary) = request(addr, "GET", &format!("/sessions/{session}"), None).await;
+        if summary["status"] != "running" && summary["runningHere"] == false {
+            return summary;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    panic!("session {session} did not go idle");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_over_http_streams_every_event_once_across_random_reconnects() {
+    let addr = serve(host(Duration::from_millis(5)), ServerOptions::default()).await;
+    let (status, created) = request(
+        addr,
+        "POST",
+        "/sessions",
+        Some(r#"{"workflow":"ticks","input":"one two three four"}"#),
+    )
+    .await;
+    assert_eq!(status, 202, "{created}");
+    let session = created["session"].as_str().unwrap().to_owned();
+
+    // Turns keep coming while a subscriber reads a few events at a time and reconnects.
+    let turns = tokio::spawn(async move {
+        for n in 0..6 {
+            wait_idle(addr, &session.clone()).await;
+            let text = format!("{{\"text\":\"{}\"}}", "word ".repeat(5 + n));
+            let (status, answer) = request(
+                addr,
+                "POST",
+                &format!("/sessions/{session}/input"),
+                Some(&text),
+            )
+            .await;
+            assert_eq!(status, 202, "{answer}");
+        }
+        wait_idle(addr, &session).await;
+        session
+    });
+    let session_id = created["session"].as_str().unwrap().to_owned();
+    let mut seen: Vec<u64> = Vec::new();
+    let mut last = None;
+    let mut rng = 0x2545_f491_4f6c_dd1d_u64;
+    let mut reconnects = 0;
+    loop {
+        let mut stream = Stream::open(addr, &session_id, last).await;
+        assert_eq!(stream.status, 200);
+        let headers = stream.headers.to_ascii_lowercase();
+        assert!(headers.contains("x-accel-buffering: no"), "{headers}");
+        assert!(
+            headers.contains("content-type: text/event-stream"),
+            "{headers}"
+        );
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        let take = 1 + rng % 9;
+        for _ in 0..take {
+            let Some((seq, name, data)) = stream.next_within(Duration::from_millis(500)).await
+            else {
+                break;
+            };
+            assert_eq!(data["seq"], seq, "the data carries the seq");
+            assert_eq!(data["name"], name.as_str());
+            seen.push(seq);
+            last = Some(seq);
+        }
+        let mut done = false;
+        if turns.is_finished() {
+            let (_, page) = request(
+                addr,
+                "GET",
+                &format!("/sessions/{session_id}/events?limit=1"),
+                None,
+            )
+            .await;
+            done = page["len"].as_u64() == last.map(|seq| seq + 1);
+        }
+        drop(stream);
+        reconnects += 1;
+        if done {
+            break;
+        }
+        assert!(reconnects < 2_000, "bounded");
+    }
+    let session = turns.await.unwrap();
+    let (_, page) = request(
+        addr,
+        "GET",
+        &format!("/sessions/{session}/events?limit=1000"),
+        None,
+    )
+    .await;
+    let len = page["len"].as_u64().unwrap();
+    assert_eq!(
+        seen,
+        (0..len).collect::<Vec<_>>(),
+        "every event once, in order"
+    );
+    assert!(reconnects >= 20, "the stream was cut {reconnects} times");
+
+    // A subscriber that connects after everything ended gets everything.
+    let mut late = Stream::open(addr, &session, None).await;
+    for seq in 0..len {
+        assert_eq!(late.next().await.0, seq);
+    }
+
+    // Pages, states, diffs and messages over the same session.
+    let (status, first) = request(
+        addr,
+        "GET",
+        &format!("/sessions/{session}/events?limit=3"),
+        None,
+    )
+    .await;
+    assert_eq!(status, 200);
+    assert_eq!(first["events"].as_array().unwrap().len(), 3);
+    assert_eq!(first["nextAfter"], 2);
+    let (_, states) = request(
+        addr,
+        "GET",
+        &format!("/sessions/{session}/states?at=0,{len}"),
+        None,
+    )
+    .await;
+    assert_eq!(states[0]["state"]["ticks"], 0);
+    assert_eq!(states[1]["state"]["ticks"], 4 + 5 + 6 + 7 + 8 + 9 + 10);
+    let (_, diff) = request(
+        addr,
+        "GET",
+        &format!("/sessions/{session}/diff?from=0&to={len}"),
+        None,
+    )
+    .await;
+    assert!(!diff.as_array().unwrap().is_empty());
+    let (_, messages) = request(
+        addr,
+        "GET",
+        &format!("/sessions/{session}/messages?shape=ui"),
+        None,
+    )
+    .await;
+    assert_eq!(messages[0]["role"], "user");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn busy_sessions_open_requests_and_stream_caps_are_refused_clearly() {
+    let addr = serve(
+        host(Duration::from_millis(300)),
+        ServerOptions::default().max_streams_per_session(2),
+    )
+    .await;
+    let (_, created) = request(
+        addr,
+        "POST",
+        "/sessions",
+        Some(r#"{"workflow":"ticks","input":"a b"}"#),
+    )
+    .await;
+    let session = created["session"].as_str().unwrap().to_owned();
+
+    // A second input while the turn runs: 409, nothing recorded.
+    let (status, busy) = request(
+        addr,
+        "POST",
+        &format!("/sessions/{session}/input"),
+        Some(r#"{"text":"c"}"#),
+    )
+    .await;
+    assert_eq!(status, 409, "{busy}");
+    assert_eq!(busy["error"]["code"], "session_busy");
+
+    // Two streams are allowed, a third is 429.
+    let one = Stream::open(addr, &session, None).await;
+    let two = Stream::open(addr, &session, None).await;
+    let three = Stream::open(addr, &session, None).await;
+    assert_eq!((one.status, two.status, three.status), (200, 200, 429));
+    drop((one, two));
+    let again = Stream::open(addr, &session, None).await;
+    assert_eq!(again.status, 200, "closing streams frees their places");
+    drop(again);
+
+    wait_idle(addr, &session).await;
+    let (_, page) = request(
+        addr,
+        "GET",
+        &format!("/sessions/{session}/events?limit=1000"),
+        None,
+    )
+    .await;
+    let inputs = page["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["name"] == "user:input")
+        .count();
+    assert_eq!(inputs, 1, "the refused input was not recorded");
+
+    // Waiting for a person: a wrong answer is 409, the right one continues.
+    let (status, _) = request(
+        addr,
+        "POST",
+        &format!("/sessions/{session}/input"),
+        Some(r#"{"text":"ask"}"#),
+    )
+    .await;
+    assert_eq!(status, 202);
+    let summary = wait_idle(addr, &session).await;
+    assert_eq!(summary["status"], "waiting");
+    let wrong = format!(r#"{{"request":"{}","text":"yes"}}"#, EventId::new());
+    let (status, refused) = request(
+        addr,
+        "POST",
+        &format!("/sessions/{session}/answer"),
+        Some(&wrong),
+    )
+    .await;
+    assert_eq!(
+        (status, refused["error"]["code"].as_str()),
+        (409, Some("request_not_open"))
+    );
+    let (_, page) = request(
+        addr,
+        "GET",
+        &format!("/sessions/{session}/events?limit=1000"),
+        None,
+    )
+    .await;
+    let request_id = page["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["name"] == "input:requested")
+        .unwrap()["id"]
+        .clone();
+    let right = format!(r#"{{"request":{request_id},"text":"yes"}}"#);
+    let (status, _) = request(
+        addr,
+        "POST",
+        &format!("/sessions/{session}/answer"),
+        Some(&right),
+    )
+    .await;
+    assert_eq!(status, 202);
+    let summary = wait_idle(addr, &session).await;
+    assert_eq!(summary["status"], "idle");
+
+    // A fork at a position runs on as a new session.
+    let (status, forked) = request(
+        addr,
+        "POST",
+        &format!("/sessions/{session}/fork"),
+        Some(r#"{"at":"position","position":3}"#),
+    )
+    .await;
+    assert_eq!(status, 202, "{forked}");
+    let child = forked["session"].as_str().unwrap().to_owned();
+    let summary = wait_idle(addr, &child).await;
+    assert_eq!(summary["parent"], session.as_str());
+
+    // Deleting it.
+    let (status, _) = request(addr, "DELETE", &format!("/sessions/{child}"), None).await;
+    assert_eq!(status, 204);
+    let (status, gone) = request(addr, "GET", &format!("/sessions/{child}"), None).await;
+    assert_eq!(
+        (status, gone["error"]["code"].as_str()),
+        (404, Some("not_found"))
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_input_is_answered_in_the_error_shape() {
+    let addr = serve(
+        host(Duration::ZERO),
+        ServerOptions::default().body_limit(1024),
+    )
+    .await;
+    let unknown = SessionId::new();
+    let cases: Vec<(&str, String, Option<String>, u16, &str)> = vec![
+        (
+            "GET",
+            format!("/sessions/{unknown}"),
+            None,
+            404,
+            "not_found",
+        ),
+        (
+            "GET",
+            format!("/sessions/{unknown}/events"),
+            None,
+            404,
+            "not_found",
+        ),
+        (
+            "GET",
+            format!("/sessions/{}/state", "x".repeat(201)),
+            None,
+            400,
+            "bad_request",
+        ),
+        (
+            "GET",
+            format!("/sessions/{unknown}/state?at=minus-one"),
+            None,
+            400,
+            "bad_request",
+        ),
+        (
+            "POST",
+            "/sessions".into(),
+            Some("{not json".into()),
+            400,
+            "bad_request",
+        ),
+        (
+            "POST",
+            "/sessions".into(),
+            Some(r#"{"workflow":"diary"}"#.into()),
+            404,
+            "not_found",
+        ),
+        (
+            "POST",
+            "/sessions".into(),
+            Some(format!(
+                r#"{{"workflow":"ticks","input":"{}"}}"#,
+                "x".repeat(4096)
+            )),
+            413,
+            "payload_too_large",
+        ),
+        ("GET", "/nowhere".into(), None, 404, "not_found"),
+    ];
+    for (method, path, body, status, code) in cases {
+        let (got, answer) = request(addr, method, &path, body.as_deref()).await;
+        assert_eq!(got, status, "{method} {path}: {answer}");
+        assert_eq!(answer["error"]["code"], code, "{method} {path}: {answer}");
+        assert!(
+            answer["error"]["message"]
+                .as_str()
+                .is_some_and(|m| !m.is_empty())
+        );
+    }
+    let (status, health) = request(addr, "GET", "/health", None).await;
+    assert_eq!((status, health["status"].as_str()), (200, Some("ok")));
+}
