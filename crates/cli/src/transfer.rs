@@ -13,13 +13,15 @@ use crate::Output;
 /// The transfer subcommands.
 #[derive(Debug, Subcommand)]
 pub(crate) enum TransferCommand {
-    /// Write a session's events to stdout as JSONL (one event per line).
+    /// Write a session's events to stdout as JSONL (one event per line, between a begin and an
+    /// end line that counts them).
     Export {
         /// The session id.
         session: String,
     },
-    /// Append the sessions in a JSONL file (from `export`) to the store; importing the same
-    /// file twice stores every event once.
+    /// Append the sessions in a JSONL file (from `export`) to the store, each session all or
+    /// nothing; importing the same file twice stores every event once, and importing a grown
+    /// export of a session appends only its new events.
     Import {
         /// The JSONL file, or `-` for stdin.
         file: PathBuf,
@@ -122,11 +124,18 @@ pub(crate) async fn run(
             for (session, len) in &summary.sessions {
                 text.push_str(&format!("{session}: {len} events\n"));
             }
+            for session in &summary.unmarked {
+                text.push_str(&format!(
+                    "warning: the export of {session} has no end marker (written before markers \
+                     existed?): imported without a check that it is whole\n"
+                ));
+            }
             text.push_str(&format!(
-                "Imported {} events in {} sessions into {}.\n",
+                "Imported {} events in {} sessions into {} ({} new).\n",
                 summary.events,
                 summary.sessions.len(),
-                store.describe()
+                store.describe(),
+                summary.appended
             ));
             let mut out = out;
             out.write_all(text.as_bytes())

@@ -36,7 +36,8 @@ fn export_then_import_into_another_store() {
     let count = sessions[0]["count"].as_u64().unwrap();
 
     let exported = stdout(&openharness(dir.path(), &["export", &session]));
-    assert_eq!(exported.lines().count() as u64, count);
+    // The events between a begin and an end line.
+    assert_eq!(exported.lines().count() as u64, count + 2);
     std::fs::write(dir.path().join("s.jsonl"), &exported).unwrap();
 
     let imported = stdout(&openharness(
@@ -47,11 +48,35 @@ fn export_then_import_into_another_store() {
         imported.contains(&format!("Imported {count} events in 1 sessions")),
         "{imported}"
     );
+    assert!(imported.contains(&format!("({count} new)")), "{imported}");
     // Importing again stores nothing twice.
-    stdout(&openharness(
+    let again = stdout(&openharness(
         dir.path(),
         &["import", "s.jsonl", "--store", "other.redb"],
     ));
+    assert!(again.contains("(0 new)"), "{again}");
+    // A file cut short is refused, and nothing of the session is stored.
+    let cut: String = exported
+        .lines()
+        .take(count as usize)
+        .map(|line| format!("{line}\n"))
+        .collect();
+    std::fs::write(dir.path().join("cut.jsonl"), cut).unwrap();
+    let output = openharness(
+        dir.path(),
+        &["import", "cut.jsonl", "--store", "third.redb"],
+    );
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains(&format!("ends after line {count} without its end marker")),
+        "{stderr}"
+    );
+    let listed = stdout(&openharness(
+        dir.path(),
+        &["sessions", "--json", "--store", "third.redb"],
+    ));
+    assert!(!listed.contains(&session), "{listed}");
     let again = stdout(&openharness(
         dir.path(),
         &["export", &session, "--store", "other.redb"],

@@ -1,34 +1,73 @@
-//! JSONL export and import: sessions as text, one event per line, to move them between stores
-//! (a laptop's redb file and a team's PostgreSQL) or keep them in version control.
+//! JSONL export and import: sessions as text, one JSON object per line, to move them between
+//! stores (a laptop's redb file and a team's PostgreSQL) or keep them in version control.
 //!
-//! Each line is the event's envelope with its session and seq:
+//! # Format
+//!
+//! Each session's export is a block of lines: a begin line, one line per event (its envelope
+//! with its session and seq, seqs 0, 1, 2, … in order), and an end line with the number of
+//! event lines, so that a truncated file cannot import as a shorter session:
 //!
 //! ```text
+//! {"session":"0190…","begin":true}
 //! {"session":"0190…","seq":0,"id":"0190…","name":"workflow:started","payload":{…},"timestamp":"…","causedBy":null}
+//! {"session":"0190…","seq":1,"id":"0190…","name":"user:input","payload":{…},"timestamp":"…","causedBy":null}
+//! {"session":"0190…","end":true,"count":2}
 //! ```
 //!
-//! [`export`] writes a session as [`Store::stream_events`] yields it, never holding more than
-//! one page of events in memory. [`export_with_ancestors`] writes a fork's ancestors first, so
-//! the export of a fork imports on its own. [`import`] appends each session's lines in batches at the seqs
-//! the lines carry, so importing the same file twice stores every event once (the second import
-//! is a retry), and a session that already holds other events is a conflict. Malformed input is
-//! a [`TransferError`] naming the line.
+//! A file holds any number of blocks (a fork's export holds its ancestors' first, see
+//! [`export_with_ancestors`]); blocks of different sessions may interleave line by line.
+//! Blank lines are skipped.
+//!
+//! A block that begins with an event line instead of a begin line comes from an export written
+//! before these markers existed: it still imports when the file ends without its end line, with
+//! a warning (`tracing::warn!`) and its session listed in [`ImportSummary::unmarked`], since
+//! nothing can tell whether it was cut short. A block opened by a begin line must be closed by
+//! its end line with the right count, else the import fails ([`TransferError::Truncated`],
+//! [`TransferError::Count`]).
+//!
+//! # Import
+//!
+//! [`import`] reads each line once. It validates a session's whole block before appending any
+//! of it — every line parses, names are non-empty, at most [`MAX_NAME_BYTES`] bytes and free of
+//! control characters, seqs run 0, 1, 2, … without a gap, no event id repeats, and the lines at
+//! seqs the target already holds carry the ids stored there — so an invalid block stores
+//! nothing of its session, and the error names the exact line and what is wrong with it. A
+//! block is appended when its end line is read (or at the end of an unmarked file), in batches
+//! of [`BATCH`] events however its lines interleave with other sessions'.
+//!
+//! The target may already hold a prefix of the session (an earlier import of a shorter export of
+//! it): the lines at those seqs must match the stored ids, else [`TransferError::Diverged`]
+//! names the first seq that differs; only the events beyond are appended. So importing the same
+//! file twice stores every event once, and importing a grown export appends only the new tail
+//! (incremental sync from one store to another).
+//!
+//! Memory: while a block is being read, at most [`BATCH`] of its new events stay in memory; the
+//! rest go to an anonymous temporary file (deleted when the import ends) and are read back to
+//! append. What grows with a session's length is the set of its event ids (kept to refuse a
+//! repeated one), about 50 bytes per event: some 50 MB for a session of a million events. A
+//! store failure while appending a validated block (the disk fills up, another writer appends
+//! to the same session) can leave a prefix of it stored; importing the file again appends the
+//! rest.
 
-use std::io::{BufRead, Write};
+use std::collections::{HashMap, HashSet};
+use std::io::{BufRead, BufReader, BufWriter, Seek, Write};
 
 use openharness_core::builtin::Builtin;
-use openharness_core::{Envelope, SessionId, Store, StoreError};
+use openharness_core::{EVENT_PAGE, Envelope, EventId, SessionId, Store, StoreError};
 use serde::{Deserialize, Serialize};
 
 /// Events per append when importing. (Exports read through [`Store::stream_events`], a page
 /// at a time.)
 pub const BATCH: usize = 1000;
 
+/// The longest event name [`import`] accepts, in bytes.
+pub const MAX_NAME_BYTES: usize = 128;
+
 /// Why an export or import failed. Import errors name the 1-based line.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum TransferError {
-    /// A line is not a valid event line.
+    /// A line is not a valid event line (or marker), or the event it carries is invalid.
     #[error("line {line}: {message}")]
     Malformed {
         /// The line number, from 1.
@@ -50,6 +89,47 @@ pub enum TransferError {
         /// The seq it has.
         found: u64,
     },
+    /// A session's block began with a begin line and the file ends before its end line.
+    #[error(
+        "the export of session {session} ends after line {line} without its end marker: truncated?"
+    )]
+    Truncated {
+        /// The session.
+        session: SessionId,
+        /// The block's last line.
+        line: u64,
+    },
+    /// A session's end line counts a different number of event lines than its block holds.
+    #[error(
+        "line {line}: the end marker of session {session} counts {count} events, but its export holds {found}: lines lost or added?"
+    )]
+    Count {
+        /// The end line's number, from 1.
+        line: u64,
+        /// The session.
+        session: SessionId,
+        /// The count the end line carries.
+        count: u64,
+        /// How many event lines the block holds.
+        found: u64,
+    },
+    /// The target already holds the session, with a different event at a seq the file covers.
+    #[error(
+        "line {line}: the store's session {session} differs from the file at seq {seq}: the store holds {}, the file event {found}",
+        stored.map_or_else(|| "no event".to_owned(), |id| format!("event {id}"))
+    )]
+    Diverged {
+        /// The line number, from 1.
+        line: u64,
+        /// The session.
+        session: SessionId,
+        /// The first seq that differs.
+        seq: u64,
+        /// The event id the store holds there.
+        stored: Option<EventId>,
+        /// The file's event id at that seq.
+        found: EventId,
+    },
     /// The input could not be read.
     #[error("line {line}: cannot read the input: {source}")]
     Read {
@@ -61,10 +141,14 @@ pub enum TransferError {
     /// The output could not be written.
     #[error("cannot write the export: {0}")]
     Write(#[source] std::io::Error),
-    /// The store failed; for an import, `line` is the first line of the batch it refused.
+    /// The temporary file that holds a long session's events during an import failed.
+    #[error("cannot buffer the import in a temporary file: {0}")]
+    Buffer(#[source] std::io::Error),
+    /// The store failed; for an import, `line` is the line being checked against the store, or
+    /// the first line of the batch it refused.
     #[error("{}store {store}: {source}", line.map(|l| format!("line {l}: ")).unwrap_or_default())]
     Store {
-        /// The first line of the refused batch (imports only).
+        /// The line being checked, or the first line of the refused batch (imports only).
         line: Option<u64>,
         /// The store, as [`Store::describe`] gives it.
         store: String,
@@ -93,13 +177,26 @@ pub enum TransferError {
     },
 }
 
-/// One line of the format (see the module docs).
+/// One event line of the format (see the module docs).
 #[derive(Debug, Serialize, Deserialize)]
 struct Line<E> {
     session: SessionId,
     seq: u64,
     #[serde(flatten)]
     event: E,
+}
+
+/// A begin or end line of the format (see the module docs).
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Marker {
+    session: SessionId,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    begin: bool,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    end: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    count: Option<u64>,
 }
 
 /// How deep a chain of forks [`export_with_ancestors`] follows.
@@ -169,7 +266,8 @@ pub async fn export_with_ancestors<S: Store + ?Sized>(
     Ok(count)
 }
 
-/// Writes every event of `session` to `out` as JSONL; returns how many. The session is read
+/// Writes every event of `session` to `out` as JSONL, between its begin and end lines (see the
+/// module docs); returns how many events. The session is read
 /// with [`Store::stream_events`], so a session of any length needs memory for one page only.
 ///
 /// ```
@@ -203,6 +301,9 @@ pub async fn export<S: Store + ?Sized>(
             store: store.describe(),
             source,
         })?;
+        if count == 0 {
+            write_marker(&mut out, session, true, None)?;
+        }
         let line = Line {
             session: session.clone(),
             seq: recorded.seq,
@@ -211,6 +312,9 @@ pub async fn export<S: Store + ?Sized>(
         serde_json::to_writer(&mut out, &line).map_err(|err| TransferError::Write(err.into()))?;
         out.write_all(b"\n").map_err(TransferError::Write)?;
         count += 1;
+    }
+    if count > 0 {
+        write_marker(&mut out, session, false, Some(count))?;
     }
     out.flush().map_err(TransferError::Write)?;
     if count == 0 {
@@ -222,99 +326,372 @@ pub async fn export<S: Store + ?Sized>(
     Ok(count)
 }
 
+fn write_marker(
+    mut out: impl Write,
+    session: &SessionId,
+    begin: bool,
+    count: Option<u64>,
+) -> Result<(), TransferError> {
+    let marker = Marker {
+        session: session.clone(),
+        begin,
+        end: !begin,
+        count,
+    };
+    serde_json::to_writer(&mut out, &marker).map_err(|err| TransferError::Write(err.into()))?;
+    out.write_all(b"\n").map_err(TransferError::Write)
+}
+
 /// What [`import`] stored.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct ImportSummary {
-    /// Each imported session with its length after the import, in order of first appearance.
+    /// Each imported session with its length after the import, in the order their blocks
+    /// ended.
     pub sessions: Vec<(SessionId, u64)>,
     /// How many event lines were read.
     pub events: u64,
+    /// How many events were appended (the rest were stored already).
+    pub appended: u64,
+    /// Sessions whose block had no begin and end lines (an export from before they existed), so
+    /// that a truncated export of them would not have been noticed.
+    pub unmarked: Vec<SessionId>,
 }
 
-/// A batch being collected for one session.
-struct Pending {
-    session: SessionId,
-    first_seq: u64,
-    first_line: u64,
-    events: Vec<Envelope>,
+/// A session's block being read: what is checked so far and the new events to append.
+struct Block {
+    /// The session's length in the store when the block opened.
+    stored_len: u64,
+    /// The seq the next event line must carry (the block's event lines so far).
+    next_seq: u64,
+    /// Whether a begin line opened it.
+    marked: bool,
+    /// The block's last line so far.
+    last_line: u64,
+    /// Every event id of the block so far.
+    ids: HashSet<EventId>,
+    /// Stored ids from seq `.0` on, to compare the lines at seqs the store holds.
+    stored_page: (u64, Vec<EventId>),
+    /// New events (seq >= `stored_len`) with their lines, not yet spilled.
+    buffer: Vec<(u64, Envelope)>,
+    /// New events that did not fit in `buffer`, as `[line, envelope]` JSON lines.
+    spill: Option<BufWriter<std::fs::File>>,
 }
 
-/// Reads JSONL from `input` and appends it to `store` (see the module docs). Blank lines are
-/// skipped. Each session's lines must have seqs 0, 1, 2, … in order; sessions may interleave.
+impl Block {
+    async fn open<S: Store + ?Sized>(
+        store: &S,
+        session: &SessionId,
+        line: u64,
+        marked: bool,
+    ) -> Result<Self, TransferError> {
+        let stored_len = store
+            .session(session)
+            .await
+            .map_err(|source| TransferError::Store {
+                line: Some(line),
+                store: store.describe(),
+                source,
+            })?
+            .map_or(0, |info| info.count);
+        Ok(Self {
+            stored_len,
+            next_seq: 0,
+            marked,
+            last_line: line,
+            ids: HashSet::new(),
+            stored_page: (0, Vec::new()),
+            buffer: Vec::new(),
+            spill: None,
+        })
+    }
+
+    /// Checks an event line of this block's session and keeps its event if it is new.
+    async fn push<S: Store + ?Sized>(
+        &mut self,
+        store: &S,
+        line: u64,
+        parsed: Line<Envelope>,
+    ) -> Result<(), TransferError> {
+        let Line {
+            session,
+            seq,
+            event,
+        } = parsed;
+        if seq != self.next_seq {
+            return Err(TransferError::OutOfOrder {
+                line,
+                session,
+                expected: self.next_seq,
+                found: seq,
+            });
+        }
+        check_name(&event.name).map_err(|message| TransferError::Malformed { line, message })?;
+        if !self.ids.insert(event.id) {
+            return Err(TransferError::Malformed {
+                line,
+                message: format!(
+                    "event {} appears twice in the export of session {session}",
+                    event.id
+                ),
+            });
+        }
+        self.next_seq += 1;
+        self.last_line = line;
+        if seq < self.stored_len {
+            let (start, ids) = &self.stored_page;
+            if seq < *start || seq >= start + ids.len() as u64 {
+                let end = seq.saturating_add(EVENT_PAGE as u64).min(self.stored_len);
+                let page = store.events(&session, seq..end).await.map_err(|source| {
+                    TransferError::Store {
+                        line: Some(line),
+                        store: store.describe(),
+                        source,
+                    }
+                })?;
+                self.stored_page = (seq, page.iter().map(|event| event.id).collect());
+            }
+            let (start, ids) = &self.stored_page;
+            let stored = usize::try_from(seq - start)
+                .ok()
+                .and_then(|index| ids.get(index));
+            if stored != Some(&event.id) {
+                return Err(TransferError::Diverged {
+                    line,
+                    session,
+                    seq,
+                    stored: stored.copied(),
+                    found: event.id,
+                });
+            }
+            return Ok(());
+        }
+        if self.buffer.len() >= BATCH {
+            self.spill_buffer()?;
+        }
+        self.buffer.push((line, event));
+        Ok(())
+    }
+
+    /// Moves the buffered events to the temporary file.
+    fn spill_buffer(&mut self) -> Result<(), TransferError> {
+        let spill = match &mut self.spill {
+            Some(spill) => spill,
+            None => self.spill.insert(BufWriter::new(
+                tempfile::tempfile().map_err(TransferError::Buffer)?,
+            )),
+        };
+        for entry in self.buffer.drain(..) {
+            serde_json::to_writer(&mut *spill, &entry)
+                .map_err(|err| TransferError::Buffer(err.into()))?;
+            spill.write_all(b"\n").map_err(TransferError::Buffer)?;
+        }
+        Ok(())
+    }
+
+    /// Appends the block's new events, in batches; returns the session's length.
+    async fn commit<S: Store + ?Sized>(
+        self,
+        store: &S,
+        session: &SessionId,
+        summary: &mut ImportSummary,
+    ) -> Result<u64, TransferError> {
+        let mut len = self.stored_len;
+        let mut batch = Vec::with_capacity(BATCH);
+        if let Some(spill) = self.spill {
+            let mut file = spill
+                .into_inner()
+                .map_err(|err| TransferError::Buffer(err.into_error()))?;
+            file.rewind().map_err(TransferError::Buffer)?;
+            for text in BufReader::new(file).lines() {
+                let text = text.map_err(TransferError::Buffer)?;
+                let entry: (u64, Envelope) =
+                    serde_json::from_str(&text).map_err(|err| TransferError::Buffer(err.into()))?;
+                batch.push(entry);
+                if batch.len() == BATCH {
+                    len = append(store, session, &mut batch, len, summary).await?;
+                }
+            }
+        }
+        for entry in self.buffer {
+            batch.push(entry);
+            if batch.len() == BATCH {
+                len = append(store, session, &mut batch, len, summary).await?;
+            }
+        }
+        if !batch.is_empty() {
+            len = append(store, session, &mut batch, len, summary).await?;
+        }
+        Ok(len)
+    }
+}
+
+/// Appends `batch` (events with their lines) at `at` and empties it; returns the new length.
+async fn append<S: Store + ?Sized>(
+    store: &S,
+    session: &SessionId,
+    batch: &mut Vec<(u64, Envelope)>,
+    at: u64,
+    summary: &mut ImportSummary,
+) -> Result<u64, TransferError> {
+    let first_line = batch.first().map(|(line, _)| *line);
+    let events: Vec<Envelope> = batch.drain(..).map(|(_, event)| event).collect();
+    let len = store
+        .append(session, &events, at)
+        .await
+        .map_err(|source| TransferError::Store {
+            line: first_line,
+            store: store.describe(),
+            source,
+        })?;
+    summary.appended += events.len() as u64;
+    Ok(len)
+}
+
+/// Why `name` is not a valid event name, if it is not.
+fn check_name(name: &str) -> Result<(), String> {
+    if name.is_empty() {
+        return Err("the event name is empty".to_owned());
+    }
+    if name.len() > MAX_NAME_BYTES {
+        return Err(format!(
+            "the event name is {} bytes long, more than {MAX_NAME_BYTES} bytes",
+            name.len()
+        ));
+    }
+    if let Some(c) = name.chars().find(|c| c.is_control()) {
+        return Err(format!(
+            "the event name {name:?} contains a control character (U+{:04X})",
+            u32::from(c)
+        ));
+    }
+    Ok(())
+}
+
+/// What a line of the input is.
+enum Parsed {
+    Event(Line<Envelope>),
+    Begin(SessionId),
+    End(SessionId, u64),
+}
+
+fn parse(text: &str, line: u64) -> Result<Parsed, TransferError> {
+    let err = match serde_json::from_str::<Line<Envelope>>(text) {
+        Ok(event) => return Ok(Parsed::Event(event)),
+        Err(err) => err,
+    };
+    match serde_json::from_str::<Marker>(text) {
+        Ok(Marker {
+            session,
+            begin: true,
+            end: false,
+            count: None,
+        }) => Ok(Parsed::Begin(session)),
+        Ok(Marker {
+            session,
+            begin: false,
+            end: true,
+            count: Some(count),
+        }) => Ok(Parsed::End(session, count)),
+        _ => Err(TransferError::Malformed {
+            line,
+            message: format!("not an event line ({err})"),
+        }),
+    }
+}
+
+/// Reads JSONL from `input` and appends it to `store`, each session's block all or nothing
+/// (see the module docs).
 pub async fn import<S: Store + ?Sized>(
     store: &S,
     input: impl BufRead,
 ) -> Result<ImportSummary, TransferError> {
     let mut summary = ImportSummary::default();
-    let mut next: std::collections::HashMap<SessionId, u64> = std::collections::HashMap::new();
-    let mut pending: Option<Pending> = None;
+    // Open blocks, and their sessions in order of opening (for the end of an unmarked file).
+    let mut open: HashMap<SessionId, Block> = HashMap::new();
+    let mut order: Vec<SessionId> = Vec::new();
     for (index, text) in input.lines().enumerate() {
         let line = index as u64 + 1;
         let text = text.map_err(|source| TransferError::Read { line, source })?;
         if text.trim().is_empty() {
             continue;
         }
-        let parsed: Line<Envelope> =
-            serde_json::from_str(&text).map_err(|err| TransferError::Malformed {
-                line,
-                message: format!("not an event line ({err})"),
-            })?;
-        let expected = next.get(&parsed.session).copied().unwrap_or(0);
-        if parsed.seq != expected {
-            return Err(TransferError::OutOfOrder {
-                line,
-                session: parsed.session,
-                expected,
-                found: parsed.seq,
-            });
+        match parse(&text, line)? {
+            Parsed::Begin(session) => {
+                if let Some(block) = open.get(&session) {
+                    return Err(TransferError::Malformed {
+                        line,
+                        message: format!(
+                            "session {session} begins again, but its block before (up to line {}) has no end marker",
+                            block.last_line
+                        ),
+                    });
+                }
+                open.insert(
+                    session.clone(),
+                    Block::open(store, &session, line, true).await?,
+                );
+                order.push(session);
+            }
+            Parsed::Event(parsed) => {
+                summary.events += 1;
+                let session = parsed.session.clone();
+                if !open.contains_key(&session) {
+                    let block = Block::open(store, &session, line, false).await?;
+                    open.insert(session.clone(), block);
+                    order.push(session.clone());
+                }
+                if let Some(block) = open.get_mut(&session) {
+                    block.push(store, line, parsed).await?;
+                }
+            }
+            Parsed::End(session, count) => {
+                let block = open.remove(&session);
+                order.retain(|open| *open != session);
+                let found = block.as_ref().map_or(0, |block| block.next_seq);
+                if found != count {
+                    return Err(TransferError::Count {
+                        line,
+                        session,
+                        count,
+                        found,
+                    });
+                }
+                if let Some(block) = block {
+                    let len = block.commit(store, &session, &mut summary).await?;
+                    note(&mut summary, session, len);
+                }
+            }
         }
-        if expected == 0 {
-            summary.sessions.push((parsed.session.clone(), 0));
-        }
-        next.insert(parsed.session.clone(), expected + 1);
-        summary.events += 1;
-
-        let same = pending
-            .as_ref()
-            .is_some_and(|p| p.session == parsed.session && p.events.len() < BATCH);
-        if !same && let Some(batch) = pending.take() {
-            flush(store, batch, &mut summary).await?;
-        }
-        pending
-            .get_or_insert_with(|| Pending {
-                session: parsed.session.clone(),
-                first_seq: parsed.seq,
-                first_line: line,
-                events: Vec::with_capacity(BATCH),
-            })
-            .events
-            .push(parsed.event);
     }
-    if let Some(batch) = pending {
-        flush(store, batch, &mut summary).await?;
+    let truncated = order
+        .iter()
+        .filter_map(|session| open.get(session).map(|block| (session, block)))
+        .find(|(_, block)| block.marked);
+    if let Some((session, block)) = truncated {
+        return Err(TransferError::Truncated {
+            line: block.last_line,
+            session: session.clone(),
+        });
+    }
+    for session in order {
+        let Some(block) = open.remove(&session) else {
+            continue;
+        };
+        tracing::warn!(
+            %session,
+            "the export of session {session} has no end marker (written before markers existed?): imported without a truncation check"
+        );
+        let len = block.commit(store, &session, &mut summary).await?;
+        summary.unmarked.push(session.clone());
+        note(&mut summary, session, len);
     }
     Ok(summary)
 }
 
-async fn flush<S: Store + ?Sized>(
-    store: &S,
-    batch: Pending,
-    summary: &mut ImportSummary,
-) -> Result<(), TransferError> {
-    let len = store
-        .append(&batch.session, &batch.events, batch.first_seq)
-        .await
-        .map_err(|source| TransferError::Store {
-            line: Some(batch.first_line),
-            store: store.describe(),
-            source,
-        })?;
-    if let Some(entry) = summary
-        .sessions
-        .iter_mut()
-        .find(|(s, _)| *s == batch.session)
-    {
-        entry.1 = len;
+/// Records a session's length after the import in the summary.
+fn note(summary: &mut ImportSummary, session: SessionId, len: u64) {
+    match summary.sessions.iter_mut().find(|(s, _)| *s == session) {
+        Some(entry) => entry.1 = len,
+        None => summary.sessions.push((session, len)),
     }
-    Ok(())
 }

@@ -39,10 +39,16 @@ async fn round_trip_from_redb_to_memory_and_reimport_stores_once() {
     );
     jsonl::export(&redb, &b, &mut file).await.unwrap();
     let text = String::from_utf8(file.clone()).unwrap();
-    assert_eq!(text.lines().count(), long.len() + 3);
+    // One event per line, between a begin and an end line per session.
+    assert_eq!(text.lines().count(), long.len() + 3 + 4);
     assert!(
         text.lines().all(|l| l.starts_with("{\"session\":")),
-        "one event per line"
+        "{text}"
+    );
+    let last = text.lines().last().unwrap();
+    assert_eq!(
+        last,
+        format!("{{\"session\":\"{b}\",\"end\":true,\"count\":3}}")
     );
 
     let memory = MemoryStore::new();
@@ -116,7 +122,7 @@ async fn malformed_input_names_the_line() {
     );
     assert!(err.to_string().contains("line 3"), "{err}");
 
-    // A session that already holds other events is a conflict, reported with the batch's line.
+    // A session that already holds other events is a conflict, naming the first line and seq.
     let target = MemoryStore::new();
     target.append(&s, &events(2), 0).await.unwrap();
     let fresh = format!("{}\n{}\n", line(&s, 0), line(&s, 1));
@@ -124,14 +130,15 @@ async fn malformed_input_names_the_line() {
     assert!(
         matches!(
             err,
-            TransferError::Store {
-                line: Some(1),
-                source: StoreError::Conflict { .. },
+            TransferError::Diverged {
+                line: 1,
+                seq: 0,
                 ..
             }
         ),
         "{err:?}"
     );
+    assert_eq!(target.all_events(&s).await.unwrap().len(), 2);
 }
 
 #[tokio::test]
@@ -143,10 +150,11 @@ async fn exporting_an_unknown_session_is_an_error() {
     assert!(matches!(err, TransferError::NotFound { .. }), "{err:?}");
 }
 
-/// A memory store whose reads fail from seq `fail_from` on.
+/// A memory store whose reads fail from seq `fail_from` on, and which counts appends.
 struct BrokenReads {
     inner: MemoryStore,
     fail_from: u64,
+    appends: std::sync::atomic::AtomicUsize,
 }
 
 #[async_trait::async_trait]
@@ -160,6 +168,8 @@ impl Store for BrokenReads {
         events: &[Envelope],
         expected_seq: u64,
     ) -> Result<u64, StoreError> {
+        self.appends
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         self.inner.append(session, events, expected_seq).await
     }
     async fn events(
@@ -205,6 +215,7 @@ async fn a_read_failing_mid_export_is_a_store_error_after_the_pages_before_it() 
     let store = BrokenReads {
         inner: MemoryStore::new(),
         fail_from: EVENT_PAGE as u64,
+        appends: Default::default(),
     };
     let session = SessionId::new();
     store
@@ -225,7 +236,248 @@ async fn a_read_failing_mid_export_is_a_store_error_after_the_pages_before_it() 
         "{err:?}"
     );
     assert!(err.to_string().contains("broken-reads"), "{err}");
-    // The first page was written before the failing read.
+    // The begin line and the first page were written before the failing read, and no end line.
     let text = String::from_utf8(out).unwrap();
-    assert_eq!(text.lines().count(), EVENT_PAGE);
+    assert_eq!(text.lines().count(), 1 + EVENT_PAGE);
+    assert!(!text.contains("\"end\""));
+}
+
+fn line_named(session: &SessionId, seq: u64, name: &str) -> String {
+    let mut value: serde_json::Value = serde_json::from_str(&line(session, seq)).unwrap();
+    value["name"] = json!(name);
+    value.to_string()
+}
+
+fn lines(session: &SessionId, seqs: Range<u64>) -> String {
+    seqs.map(|seq| format!("{}\n", line(session, seq)))
+        .collect()
+}
+
+#[tokio::test]
+async fn a_bad_line_late_in_a_session_stores_nothing_of_it_and_is_named() {
+    let (s, other) = (SessionId::new(), SessionId::new());
+    // A good session first, then one whose line 2300 of 2500 is bad.
+    let mut text = format!(
+        "{{\"session\":\"{other}\",\"begin\":true}}\n{}{{\"session\":\"{other}\",\"end\":true,\"count\":3}}\n",
+        lines(&other, 0..3)
+    );
+    text.push_str(&lines(&s, 0..2297));
+    text.push_str(&format!("{}\n", line_named(&s, 2297, "")));
+    text.push_str(&lines(&s, 2298..2500));
+    let store = MemoryStore::new();
+    let err = jsonl::import(&store, text.as_bytes()).await.unwrap_err();
+    assert!(
+        matches!(err, TransferError::Malformed { line: 2303, .. }),
+        "{err:?}"
+    );
+    assert!(err.to_string().contains("empty"), "{err}");
+    assert!(
+        store.all_events(&s).await.unwrap().is_empty(),
+        "half a session"
+    );
+    // A session whose end line came before the bad line is stored whole.
+    assert_eq!(store.all_events(&other).await.unwrap().len(), 3);
+}
+
+#[tokio::test]
+async fn bad_names_duplicate_ids_and_gaps_are_refused_naming_the_line() {
+    let s = SessionId::new();
+    let long = "a:".to_owned() + &"b".repeat(jsonl::MAX_NAME_BYTES - 1);
+    for (name, what) in [
+        ("", "empty"),
+        (long.as_str(), "bytes"),
+        ("task:\ndone", "control character"),
+        ("task:\u{7f}", "control character"),
+    ] {
+        let text = format!("{}{}\n", lines(&s, 0..1), line_named(&s, 1, name));
+        let store = MemoryStore::new();
+        let err = jsonl::import(&store, text.as_bytes()).await.unwrap_err();
+        assert!(
+            matches!(err, TransferError::Malformed { line: 2, .. }),
+            "{name:?}: {err:?}"
+        );
+        assert!(err.to_string().contains(what), "{name:?}: {err}");
+        assert!(store.all_events(&s).await.unwrap().is_empty());
+    }
+    // The longest allowed name imports.
+    let ok = "a:".to_owned() + &"b".repeat(jsonl::MAX_NAME_BYTES - 2);
+    let text = format!("{}\n", line_named(&s, 0, &ok));
+    jsonl::import(&MemoryStore::new(), text.as_bytes())
+        .await
+        .unwrap();
+
+    // The same event id twice in a session.
+    let first = line(&s, 0);
+    let mut twice: serde_json::Value = serde_json::from_str(&line(&s, 1)).unwrap();
+    twice["id"] = serde_json::from_str::<serde_json::Value>(&first).unwrap()["id"].clone();
+    let text = format!("{first}\n{twice}\n");
+    let store = MemoryStore::new();
+    let err = jsonl::import(&store, text.as_bytes()).await.unwrap_err();
+    assert!(
+        matches!(err, TransferError::Malformed { line: 2, .. }),
+        "{err:?}"
+    );
+    assert!(err.to_string().contains("twice"), "{err}");
+    assert!(store.all_events(&s).await.unwrap().is_empty());
+
+    // A gap after a full batch: nothing of the session is stored.
+    let mut text = lines(&s, 0..1500);
+    text.push_str(&lines(&s, 1501..1502));
+    let store = MemoryStore::new();
+    let err = jsonl::import(&store, text.as_bytes()).await.unwrap_err();
+    assert!(
+        matches!(
+            err,
+            TransferError::OutOfOrder {
+                line: 1501,
+                expected: 1500,
+                found: 1501,
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+    assert!(store.all_events(&s).await.unwrap().is_empty());
+}
+
+async fn export_of(store: &MemoryStore, session: &SessionId) -> String {
+    let mut file = Vec::new();
+    jsonl::export(store, session, &mut file).await.unwrap();
+    String::from_utf8(file).unwrap()
+}
+
+#[tokio::test]
+async fn a_truncated_export_is_refused_and_an_unmarked_file_still_imports() {
+    let source = MemoryStore::new();
+    let (s, t) = (SessionId::new(), SessionId::new());
+    source.append(&s, &events(10), 0).await.unwrap();
+    source.append(&t, &events(4), 0).await.unwrap();
+    let file = export_of(&source, &s).await + &export_of(&source, &t).await;
+    let all: Vec<&str> = file.lines().collect();
+
+    // Cut at a line boundary, anywhere after the first session's events began: refused.
+    for keep in [3, all.len() - 1, all.len() - 3] {
+        let cut: String = all[..keep].iter().map(|l| format!("{l}\n")).collect();
+        let store = MemoryStore::new();
+        let err = jsonl::import(&store, cut.as_bytes()).await.unwrap_err();
+        assert!(
+            matches!(err, TransferError::Truncated { .. }),
+            "keep {keep}: {err:?}"
+        );
+        let text = err.to_string();
+        assert!(
+            text.contains(&format!("ends after line {keep} without its end marker")),
+            "{text}"
+        );
+    }
+    // The first session of a file cut inside the second one is stored whole.
+    let cut: String = all[..all.len() - 2]
+        .iter()
+        .map(|l| format!("{l}\n"))
+        .collect();
+    let store = MemoryStore::new();
+    jsonl::import(&store, cut.as_bytes()).await.unwrap_err();
+    assert_eq!(
+        store.all_events(&s).await.unwrap(),
+        events_of(&source, &s).await
+    );
+    assert!(store.all_events(&t).await.unwrap().is_empty());
+
+    // A count that disagrees is refused, naming the marker's line.
+    let index = all.iter().position(|l| l.contains("\"end\"")).unwrap();
+    let mut wrong: serde_json::Value = serde_json::from_str(all[index]).unwrap();
+    wrong["count"] = json!(9);
+    let mut changed = all.clone();
+    let wrong = wrong.to_string();
+    changed[index] = &wrong;
+    let changed: String = changed.iter().map(|l| format!("{l}\n")).collect();
+    let err = jsonl::import(&MemoryStore::new(), changed.as_bytes())
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, TransferError::Count { line, count: 9, found: 10, .. } if line == index as u64 + 1),
+        "{err:?}"
+    );
+
+    // A file from before the markers (event lines only) still imports.
+    let old: String = all
+        .iter()
+        .filter(|l| l.contains("\"seq\""))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    assert_eq!(old.lines().count(), 14);
+    let store = MemoryStore::new();
+    let summary = jsonl::import(&store, old.as_bytes()).await.unwrap();
+    assert_eq!(summary.unmarked, vec![s.clone(), t.clone()]);
+    assert_eq!(
+        store.all_events(&s).await.unwrap(),
+        events_of(&source, &s).await
+    );
+    assert_eq!(store.all_events(&t).await.unwrap().len(), 4);
+    let summary = jsonl::import(&MemoryStore::new(), file.as_bytes())
+        .await
+        .unwrap();
+    assert!(summary.unmarked.is_empty());
+}
+
+async fn events_of(store: &MemoryStore, session: &SessionId) -> Vec<Envelope> {
+    store.all_events(session).await.unwrap()
+}
+
+#[tokio::test]
+async fn reimporting_a_grown_export_appends_only_the_new_tail() {
+    let (source, target) = (MemoryStore::new(), MemoryStore::new());
+    let s = SessionId::new();
+    // 1500 is not a multiple of the import batch.
+    source.append(&s, &events(1500), 0).await.unwrap();
+    let earlier = export_of(&source, &s).await;
+    jsonl::import(&target, earlier.as_bytes()).await.unwrap();
+    source.append(&s, &events(700), 1500).await.unwrap();
+    let later = export_of(&source, &s).await;
+    let summary = jsonl::import(&target, later.as_bytes()).await.unwrap();
+    assert_eq!(summary.sessions, vec![(s.clone(), 2200)]);
+    assert_eq!(summary.appended, 700);
+    assert_eq!(events_of(&target, &s).await, events_of(&source, &s).await);
+    // The earlier export into the grown target: nothing to do.
+    let summary = jsonl::import(&target, earlier.as_bytes()).await.unwrap();
+    assert_eq!(summary.appended, 0);
+    assert_eq!(events_of(&target, &s).await.len(), 2200);
+
+    // A target whose events differ from seq 1200 on: a conflict naming that seq, nothing stored.
+    let other = MemoryStore::new();
+    let mut mine = events_of(&source, &s).await[..1200].to_vec();
+    mine.extend(events(50));
+    other.append(&s, &mine, 0).await.unwrap();
+    let err = jsonl::import(&other, later.as_bytes()).await.unwrap_err();
+    assert!(
+        matches!(
+            err,
+            TransferError::Diverged {
+                seq: 1200,
+                line: 1202,
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+    assert!(err.to_string().contains("seq 1200"), "{err}");
+    assert_eq!(events_of(&other, &s).await, mine);
+}
+
+#[tokio::test]
+async fn interleaved_sessions_append_in_batches() {
+    let store = BrokenReads {
+        inner: MemoryStore::new(),
+        fail_from: u64::MAX,
+        appends: Default::default(),
+    };
+    let (a, b) = (SessionId::new(), SessionId::new());
+    let mut text = String::new();
+    for seq in 0..2500 {
+        text.push_str(&format!("{}\n{}\n", line(&a, seq), line(&b, seq)));
+    }
+    let summary = jsonl::import(&store, text.as_bytes()).await.unwrap();
+    assert_eq!(summary.sessions, vec![(a.clone(), 2500), (b.clone(), 2500)]);
+    let appends = store.appends.load(std::sync::atomic::Ordering::SeqCst);
+    assert_eq!(appends, 2 * 3, "2 sessions of 2500 events, batches of 1000");
 }
