@@ -67,6 +67,13 @@ pub(crate) enum Command<E: Subcommand> {
     },
     /// Start a new session from a point of a recorded one and run it on.
     Fork(crate::fork::ForkArgs),
+    /// Serve the registered workflows' sessions over HTTP (JSON and SSE) until Ctrl-C.
+    Serve {
+        /// The address to listen on. Only loopback addresses for now: the server has no API
+        /// keys yet, so it refuses to be reachable from other machines.
+        #[arg(long, default_value = "127.0.0.1:8080")]
+        addr: std::net::SocketAddr,
+    },
     #[command(flatten)]
     Transfer(crate::transfer::TransferCommand),
 }

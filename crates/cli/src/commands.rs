@@ -173,11 +173,39 @@ pub(crate) async fn run<E: clap::Subcommand>(
             tape(context, &parse_session(&session)?, at, json).await
         }
         Command::Fork(args) => crate::fork::run(args, context).await,
+        Command::Serve { addr } => serve(context, addr).await,
         Command::Transfer(command) => {
             Ok(crate::transfer::run(command, context.store_path(), context.out()).await?)
         }
         Command::Extra(_) => Err(CliError::Usage("this program has no such command".into())),
     }
+}
+
+/// `serve`: the host's sessions over HTTP on a loopback address, until Ctrl-C.
+async fn serve(context: &Context, addr: std::net::SocketAddr) -> Result<(), CliError> {
+    if !addr.ip().is_loopback() {
+        return Err(CliError::Usage(format!(
+            "{addr} is reachable from other machines, and this server has no API keys yet: \
+             listen on a loopback address such as 127.0.0.1:8080"
+        )));
+    }
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .map_err(|err| CliError::Usage(format!("cannot listen on {addr}: {err}")))?;
+    let host = context.host().clone();
+    let names = host.workflow_names().join(", ");
+    {
+        let mut out = context.out();
+        writeln!(out, "Serving {names} on http://{addr} (Ctrl-C to stop)")?;
+        out.flush()?;
+    }
+    let app = openharness_server::router(host, openharness_server::ServerOptions::default());
+    axum::serve(listener, app)
+        .with_graceful_shutdown(async {
+            let _ = tokio::signal::ctrl_c().await;
+        })
+        .await
+        .map_err(CliError::Output)
 }
 
 /// One session as `sessions --json` prints it: the store's metadata, the workflow that owns

@@ -1,0 +1,71 @@
+//! `openharness serve`: the registered workflows' sessions over HTTP on a loopback address; an
+//! address other machines could reach is refused (no API keys yet).
+#![allow(clippy::unwrap_used, missing_docs)]
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::process::{Command, Stdio};
+
+fn get(port: u16, path: &str) -> String {
+    let mut stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    write!(
+        stream,
+        "GET {path} HTTP/1.1\r\nhost: 127.0.0.1\r\nconnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    response
+}
+
+#[test]
+fn serve_answers_on_loopback_and_refuses_other_addresses() {
+    let dir = tempfile::tempdir().unwrap();
+    let demo = Command::new(env!("CARGO_BIN_EXE_openharness"))
+        .args(["demo"])
+        .current_dir(dir.path())
+        .env_remove("OPENHARNESS_STORE")
+        .output()
+        .unwrap();
+    assert!(demo.status.success());
+
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let mut server = Command::new(env!("CARGO_BIN_EXE_openharness"))
+        .args(["serve", "--addr", &format!("127.0.0.1:{port}")])
+        .current_dir(dir.path())
+        .env_remove("OPENHARNESS_STORE")
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    BufReader::new(server.stdout.take().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    assert!(
+        first.starts_with("Serving chat, planner-executor on http://127.0.0.1:"),
+        "{first}"
+    );
+    let health = get(port, "/health");
+    assert!(health.starts_with("HTTP/1.1 200"), "{health}");
+    let sessions = get(port, "/sessions");
+    assert!(
+        sessions.contains("\"workflow\":\"planner-executor\""),
+        "{sessions}"
+    );
+    server.kill().unwrap();
+    server.wait().unwrap();
+
+    let refused = Command::new(env!("CARGO_BIN_EXE_openharness"))
+        .args(["serve", "--addr", "0.0.0.0:0"])
+        .current_dir(dir.path())
+        .env_remove("OPENHARNESS_STORE")
+        .output()
+        .unwrap();
+    assert!(!refused.status.success());
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(stderr.contains("no API keys yet"), "{stderr}");
+}
