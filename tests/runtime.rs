@@ -317,6 +317,31 @@ async fn a_provider_error_fails_the_agent_not_the_run() {
 }
 
 #[tokio::test]
+async fn a_refusal_is_not_re_asked_and_is_recorded_with_its_text() {
+    let store = MemoryStore::new();
+    let provider = ScriptedProvider::new()
+        .respond("adder", Reply::refusal("I won't add numbers today."))
+        .respond("adder", Reply::output(serde_json::json!({ "amount": 5 })));
+    let wf = counter(store.clone(), provider.clone());
+    let outcome = wf.run(RunOptions::new().input("x")).await.unwrap();
+    assert_eq!(provider.requests().len(), 1, "a refusal is not re-asked");
+    assert_eq!(outcome.state.total, 0);
+    let events = store.all_events(&outcome.session).await.unwrap();
+    let error = first::<ErrorOccurred>(&events);
+    assert_eq!(error.source, "refusal");
+    assert_eq!(error.message, "I won't add numbers today.");
+    assert_eq!(error.context.as_ref().unwrap()["agentName"], "adder");
+    let completed = first::<AgentCompleted>(&events);
+    assert_eq!(completed.outcome, Outcome::Failure);
+    let reason = completed.error.unwrap();
+    assert!(
+        reason.contains("refused: I won't add numbers today."),
+        "{reason}"
+    );
+    assert!(!reason.contains("schema"), "{reason}");
+}
+
+#[tokio::test]
 async fn a_panicking_or_slow_renderer_never_breaks_or_blocks_the_loop() {
     let store = MemoryStore::new();
     let provider =

@@ -36,7 +36,9 @@ use crate::event::{Envelope, Event, EventId, SessionId};
 use crate::fold::{Applied, Fold, panic_message};
 use crate::locks::SessionGuard;
 use crate::pattern::Pattern;
-use crate::provider::{Provider, ProviderEvent, ProviderRequest, ProviderSink, Usage};
+use crate::provider::{
+    Provider, ProviderError, ProviderEvent, ProviderRequest, ProviderSink, Usage,
+};
 use crate::renderer::Renderer;
 use crate::store::{Snapshot, StoreError};
 use crate::workflow::{Continuation, Inner, RunOptions, RunOutcome, StopReason, WorkflowState};
@@ -852,6 +854,7 @@ impl<S> AgentTask<S> {
         let mut cost = None::<f64>;
         let mut previous_error = None;
         let mut accepted = None;
+        let mut refusal = None::<(String, String)>;
         let mut result: Result<Emit, String> = Err("no attempt was made".into());
         for attempt in 1..=self.attempts {
             let mut request =
@@ -862,6 +865,12 @@ impl<S> AgentTask<S> {
             request.attempt = attempt;
             request.previous_error = previous_error.take();
             match self.provider.complete(request, sink.clone()).await {
+                Err(ProviderError::Refused { provider, message }) => {
+                    // Asking again would not change the model's mind: no re-ask.
+                    result = Err(format!("{provider} refused: {message}"));
+                    refusal = Some((provider, message));
+                    break;
+                }
                 Err(err) => {
                     result = Err(err.to_string());
                     break;
@@ -904,11 +913,17 @@ impl<S> AgentTask<S> {
             }
             Err(message) => {
                 let message = format!("agent `{name}` failed: {message}");
-                finals.push(Pending::of(&ErrorOccurred::recoverable(
-                    "agent",
-                    message.clone(),
-                    Some(trigger_id),
-                )));
+                let error = match refusal {
+                    Some((provider, refused)) => ErrorOccurred {
+                        context: Some(serde_json::json!({
+                            "agentName": name,
+                            "provider": provider,
+                        })),
+                        ..ErrorOccurred::recoverable("refusal", refused, Some(trigger_id))
+                    },
+                    None => ErrorOccurred::recoverable("agent", message.clone(), Some(trigger_id)),
+                };
+                finals.push(Pending::of(&error));
                 (Outcome::Failure, Some(message))
             }
         };

@@ -268,6 +268,26 @@ async fn a_200_that_is_not_an_event_stream_fails_with_the_servers_own_message() 
 }
 
 #[tokio::test]
+async fn a_refusal_is_a_typed_outcome_carrying_the_models_words() {
+    let (server, provider) = setup().await;
+    server.respond(wire::refusal("I'm sorry, I can't help with that request."));
+    let (sink, events) = recording_sink();
+    let err = provider.complete(request("q"), sink).await.unwrap_err();
+    match &err {
+        ProviderError::Refused { provider, message } => {
+            assert_eq!(provider, "openai");
+            assert_eq!(message, "I'm sorry, I can't help with that request.");
+        }
+        other => panic!("expected a refusal, got {other:?}"),
+    }
+    assert!(
+        deltas(&events.lock().unwrap()).is_empty(),
+        "a refusal is not output text"
+    );
+    assert_eq!(server.request_count(), 1);
+}
+
+#[tokio::test]
 async fn a_stream_cut_before_done_fails() {
     let (server, provider) = setup().await;
     let chunks = wire::text_chunks("Hello there, world");
