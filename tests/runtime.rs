@@ -5,7 +5,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use openharness::builtin::{AgentCompleted, ErrorOccurred, Outcome};
+use openharness::builtin::{AgentCompleted, ErrorOccurred, Outcome, OutputRejected};
 use openharness::prelude::*;
 use openharness::provider::{Reply, ScriptedProvider};
 use openharness::store::{FailingStore, MemoryStore};
@@ -281,6 +281,77 @@ async fn invalid_output_is_re_asked_with_the_error_then_accepted() {
         "{:?}",
         requests[1].previous_error
     );
+}
+
+#[tokio::test]
+async fn a_re_ask_keeps_only_the_accepted_text_and_records_the_rejected_output() {
+    let store = MemoryStore::new();
+    let provider = ScriptedProvider::new()
+        .respond(
+            "adder",
+            Reply::output(serde_json::json!({ "amount": "five" })).text("five, I think"),
+        )
+        .respond(
+            "adder",
+            Reply::output(serde_json::json!({ "amount": 5 })).text("{\"amount\": 5}"),
+        );
+    let wf = counter(store.clone(), provider);
+    let outcome = wf.run(RunOptions::new().input("x")).await.unwrap();
+    assert_eq!(outcome.state.total, 5);
+    let events = store.all_events(&outcome.session).await.unwrap();
+    let complete = first::<TextComplete>(&events);
+    assert_eq!(
+        complete.text, "{\"amount\": 5}",
+        "not glued to the rejected attempt's text"
+    );
+    let deltas: Vec<(u32, String)> = events
+        .iter()
+        .filter(|e| e.name == TextDelta::NAME)
+        .map(|e| {
+            let delta = e.decode::<TextDelta>().unwrap();
+            (delta.attempt, delta.delta)
+        })
+        .collect();
+    let attempt = |n: u32| -> String {
+        deltas
+            .iter()
+            .filter(|(a, _)| *a == n)
+            .map(|(_, d)| d.as_str())
+            .collect()
+    };
+    assert_eq!(attempt(1), "five, I think");
+    assert_eq!(attempt(2), "{\"amount\": 5}");
+    let first_delta = events.iter().find(|e| e.name == TextDelta::NAME).unwrap();
+    assert!(
+        first_delta.payload.get("attempt").is_none(),
+        "attempt 1 is left off the wire: {}",
+        first_delta.payload
+    );
+
+    let rejected: Vec<_> = events
+        .iter()
+        .filter(|e| e.name == OutputRejected::NAME)
+        .collect();
+    assert_eq!(rejected.len(), 1);
+    let trigger = events.iter().find(|e| e.name == UserInput::NAME).unwrap();
+    assert_eq!(rejected[0].caused_by, Some(trigger.id));
+    let payload = rejected[0].decode::<OutputRejected>().unwrap();
+    assert_eq!(payload.agent, "adder");
+    assert_eq!(payload.attempt, 1);
+    assert_eq!(payload.output, serde_json::json!({ "amount": "five" }));
+    assert!(
+        payload.errors[0].contains("invalid type"),
+        "{:?}",
+        payload.errors
+    );
+    // In the agent's final batch: before its agent:completed, after the last delta.
+    let at = |name: &str| events.iter().position(|e| e.name == name).unwrap();
+    let last_delta = events
+        .iter()
+        .rposition(|e| e.name == TextDelta::NAME)
+        .unwrap();
+    assert!(last_delta < at(OutputRejected::NAME));
+    assert!(at(OutputRejected::NAME) < at(AgentCompleted::NAME));
 }
 
 #[tokio::test]
