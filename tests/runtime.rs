@@ -5,7 +5,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use openharness::builtin::{AgentCompleted, ErrorOccurred, Outcome};
+use openharness::builtin::{AgentCompleted, ErrorOccurred, Outcome, OutputRejected};
 use openharness::prelude::*;
 use openharness::provider::{Reply, ScriptedProvider};
 use openharness::store::{FailingStore, MemoryStore};
@@ -284,6 +284,77 @@ async fn invalid_output_is_re_asked_with_the_error_then_accepted() {
 }
 
 #[tokio::test]
+async fn a_re_ask_keeps_only_the_accepted_text_and_records_the_rejected_output() {
+    let store = MemoryStore::new();
+    let provider = ScriptedProvider::new()
+        .respond(
+            "adder",
+            Reply::output(serde_json::json!({ "amount": "five" })).text("five, I think"),
+        )
+        .respond(
+            "adder",
+            Reply::output(serde_json::json!({ "amount": 5 })).text("{\"amount\": 5}"),
+        );
+    let wf = counter(store.clone(), provider);
+    let outcome = wf.run(RunOptions::new().input("x")).await.unwrap();
+    assert_eq!(outcome.state.total, 5);
+    let events = store.all_events(&outcome.session).await.unwrap();
+    let complete = first::<TextComplete>(&events);
+    assert_eq!(
+        complete.text, "{\"amount\": 5}",
+        "not glued to the rejected attempt's text"
+    );
+    let deltas: Vec<(u32, String)> = events
+        .iter()
+        .filter(|e| e.name == TextDelta::NAME)
+        .map(|e| {
+            let delta = e.decode::<TextDelta>().unwrap();
+            (delta.attempt, delta.delta)
+        })
+        .collect();
+    let attempt = |n: u32| -> String {
+        deltas
+            .iter()
+            .filter(|(a, _)| *a == n)
+            .map(|(_, d)| d.as_str())
+            .collect()
+    };
+    assert_eq!(attempt(1), "five, I think");
+    assert_eq!(attempt(2), "{\"amount\": 5}");
+    let first_delta = events.iter().find(|e| e.name == TextDelta::NAME).unwrap();
+    assert!(
+        first_delta.payload.get("attempt").is_none(),
+        "attempt 1 is left off the wire: {}",
+        first_delta.payload
+    );
+
+    let rejected: Vec<_> = events
+        .iter()
+        .filter(|e| e.name == OutputRejected::NAME)
+        .collect();
+    assert_eq!(rejected.len(), 1);
+    let trigger = events.iter().find(|e| e.name == UserInput::NAME).unwrap();
+    assert_eq!(rejected[0].caused_by, Some(trigger.id));
+    let payload = rejected[0].decode::<OutputRejected>().unwrap();
+    assert_eq!(payload.agent, "adder");
+    assert_eq!(payload.attempt, 1);
+    assert_eq!(payload.output, serde_json::json!({ "amount": "five" }));
+    assert!(
+        payload.errors[0].contains("invalid type"),
+        "{:?}",
+        payload.errors
+    );
+    // In the agent's final batch: before its agent:completed, after the last delta.
+    let at = |name: &str| events.iter().position(|e| e.name == name).unwrap();
+    let last_delta = events
+        .iter()
+        .rposition(|e| e.name == TextDelta::NAME)
+        .unwrap();
+    assert!(last_delta < at(OutputRejected::NAME));
+    assert!(at(OutputRejected::NAME) < at(AgentCompleted::NAME));
+}
+
+#[tokio::test]
 async fn output_that_never_matches_ends_the_agent_as_failure_with_error_occurred() {
     let store = MemoryStore::new();
     let bad = || Reply::output(serde_json::json!({ "nope": true }));
@@ -314,6 +385,31 @@ async fn a_provider_error_fails_the_agent_not_the_run() {
     let completed = first::<AgentCompleted>(&events);
     assert_eq!(completed.outcome, Outcome::Failure);
     assert!(completed.error.unwrap().contains("model overloaded"));
+}
+
+#[tokio::test]
+async fn a_refusal_is_not_re_asked_and_is_recorded_with_its_text() {
+    let store = MemoryStore::new();
+    let provider = ScriptedProvider::new()
+        .respond("adder", Reply::refusal("I won't add numbers today."))
+        .respond("adder", Reply::output(serde_json::json!({ "amount": 5 })));
+    let wf = counter(store.clone(), provider.clone());
+    let outcome = wf.run(RunOptions::new().input("x")).await.unwrap();
+    assert_eq!(provider.requests().len(), 1, "a refusal is not re-asked");
+    assert_eq!(outcome.state.total, 0);
+    let events = store.all_events(&outcome.session).await.unwrap();
+    let error = first::<ErrorOccurred>(&events);
+    assert_eq!(error.source, "refusal");
+    assert_eq!(error.message, "I won't add numbers today.");
+    assert_eq!(error.context.as_ref().unwrap()["agentName"], "adder");
+    let completed = first::<AgentCompleted>(&events);
+    assert_eq!(completed.outcome, Outcome::Failure);
+    let reason = completed.error.unwrap();
+    assert!(
+        reason.contains("refused: I won't add numbers today."),
+        "{reason}"
+    );
+    assert!(!reason.contains("schema"), "{reason}");
 }
 
 #[tokio::test]

@@ -111,7 +111,12 @@ fn notes() -> Workflow<Notes> {
                 .tool_error("c2", "search", json!({ "q": "" }), "empty query")
                 .cost(0.002),
         )
-        .respond("scribe", Reply::error("the model is overloaded"));
+        // The second turn: an output that is rejected (output:rejected), then a failure.
+        .respond("scribe", Reply::output(json!({ "nope": 1 })).text("Hmm."))
+        .respond(
+            "scribe",
+            Reply::error("the model is overloaded").text("Again."),
+        );
     Workflow::builder("notes")
         .initial_state(Notes::default())
         .agent(Scribe)
@@ -132,7 +137,8 @@ async fn real_sessions_and_the_hosts_answers_match_the_wire_schemas() {
         .workflow(notes())
         .unwrap();
 
-    // Turns: one that ends waiting for a person, its answer, a fork, tools, a failed agent.
+    // Turns: one that ends waiting for a person, its answer, a fork, tools, a re-asked and
+    // then failed agent.
     let waiting = host
         .run(
             demo::WORKFLOW_NAME,

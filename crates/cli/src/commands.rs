@@ -371,9 +371,17 @@ async fn tape(
             |e| e.event.name.to_string(),
         );
         let mut text = format!(
-            "position {} of {}\ncurrent  {current}\nstate\n",
+            "position {} of {}\ncurrent  {current}\n",
             view.position, view.len
         );
+        if !view.skipped.is_empty() {
+            text.push_str(&format!(
+                "skipped  {} events ({} undecodable)\n",
+                view.skipped.total(),
+                view.skipped.undecodable
+            ));
+        }
+        text.push_str("state\n");
         text.push_str(&serde_json::to_string_pretty(&view.state)?);
         text.push('\n');
         out.write_all(text.as_bytes())?;

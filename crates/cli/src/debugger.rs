@@ -442,6 +442,26 @@ impl Debugger {
         frame.render_widget(Paragraph::new(self.footer_line()), footer);
     }
 
+    /// What folding the session skipped; `None` for a session shown as events only.
+    pub fn skipped(&self) -> Option<&openharness::Skipped> {
+        match &self.source {
+            Source::Folded(tape) => Some(tape.skipped()),
+            Source::EventsOnly { .. } => None,
+        }
+    }
+
+    /// `" · N events skipped (M undecodable)"` when the fold skipped any, else empty.
+    pub fn skipped_note(&self) -> String {
+        match self.skipped() {
+            Some(skipped) if !skipped.is_empty() => format!(
+                " · {} events skipped ({} undecodable)",
+                skipped.total(),
+                skipped.undecodable
+            ),
+            _ => String::new(),
+        }
+    }
+
     fn title_line(&self) -> Line<'_> {
         let current = self
             .source
@@ -456,12 +476,13 @@ impl Debugger {
         Line::from(vec![
             Span::styled(" tape ", Style::new().reversed()),
             Span::raw(format!(
-                " {} · position {}/{} · {} · {}{mode}",
+                " {} · position {}/{} · {} · {}{mode}{}",
                 self.session,
                 self.position(),
                 self.len(),
                 current,
-                status
+                status,
+                self.skipped_note()
             )),
         ])
     }

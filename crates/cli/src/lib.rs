@@ -336,10 +336,16 @@ impl<E: Subcommand + Send + 'static> Cli<E> {
 
     /// Parses `std::env::args`, runs the command on stdout and returns the exit code; an error
     /// is printed as one `error: …` line on stderr. Logs go to stderr, filtered by
-    /// `$OPENHARNESS_LOG`.
+    /// `$OPENHARNESS_LOG` (warnings and errors when it is unset).
     pub fn run(self) -> ExitCode {
         let _ = tracing_subscriber::fmt()
-            .with_env_filter(tracing_subscriber::EnvFilter::from_env("OPENHARNESS_LOG"))
+            .with_env_filter(
+                // Warnings by default: a replay that skips events must say so.
+                tracing_subscriber::EnvFilter::builder()
+                    .with_default_directive(tracing_subscriber::filter::LevelFilter::WARN.into())
+                    .with_env_var("OPENHARNESS_LOG")
+                    .from_env_lossy(),
+            )
             .with_writer(std::io::stderr)
             .try_init();
         self.run_from(std::env::args_os())

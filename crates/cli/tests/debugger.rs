@@ -127,6 +127,37 @@ async fn the_debugger_steps_through_a_custom_workflows_states_and_patches() {
 }
 
 #[tokio::test]
+async fn the_title_says_how_many_events_the_fold_skipped() {
+    let store = MemoryStore::new();
+    let session = ledger_session(store.clone()).await;
+    let host = Host::new(store.clone()).workflow(ledger()).unwrap();
+    let clean = Debugger::open(&host, &session, "ledger-tool")
+        .await
+        .unwrap();
+    let mut terminal = Terminal::new(TestBackend::new(160, 40)).unwrap();
+    assert!(!shows(&screen(&mut terminal, &clean), "skipped"));
+
+    let len = clean.len();
+    let odd = [
+        Envelope::new("entry:voided", serde_json::json!({}), None),
+        Envelope::new(
+            "entry:booked",
+            serde_json::json!({ "amount": "lots" }),
+            None,
+        ),
+    ];
+    store.append(&session, &odd, len).await.unwrap();
+    let app = Debugger::open(&host, &session, "ledger-tool")
+        .await
+        .unwrap();
+    let title = screen(&mut terminal, &app);
+    assert!(
+        shows(&title, "2 events skipped (1 undecodable)"),
+        "{title:#?}"
+    );
+}
+
+#[tokio::test]
 async fn a_session_of_an_unregistered_workflow_opens_events_only() {
     let store = MemoryStore::new();
     let session = ledger_session(store.clone()).await;

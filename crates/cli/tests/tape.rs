@@ -128,3 +128,52 @@ fn fork_runs_a_new_session_from_a_point_of_the_demo() {
     let missing = openharness(dir.path(), &["fork", &parent]);
     assert!(!missing.status.success());
 }
+
+#[test]
+fn tape_at_reports_what_the_fold_skipped_and_warns_once_per_kind() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join(".openharness")).unwrap();
+    let path = dir.path().join(".openharness/store.redb");
+    let (session, len) = tokio::runtime::Runtime::new().unwrap().block_on(async {
+        let store = RedbStore::open(&path).unwrap();
+        let workflow = example::workflow(store.clone(), example::scripted_provider()).unwrap();
+        let session = workflow
+            .run(RunOptions::new().input(example::DEMO_GOAL))
+            .await
+            .unwrap()
+            .session;
+        let len = store.session(&session).await.unwrap().unwrap().count;
+        // Another version's event, twice, and a known name whose payload no longer decodes.
+        let odd = [
+            Envelope::new("plan:invented", serde_json::json!({}), None),
+            Envelope::new("plan:invented", serde_json::json!({}), None),
+            Envelope::new("plan:created", serde_json::json!({ "tasks": 7 }), None),
+        ];
+        store.append(&session, &odd, len).await.unwrap();
+        (session, len)
+    });
+
+    let at = openharness(
+        dir.path(),
+        &["tape", session.as_str(), "--at", "3", "--json"],
+    );
+    let stderr = String::from_utf8_lossy(&at.stderr);
+    assert!(at.status.success(), "{stderr}");
+    let view: serde_json::Value = serde_json::from_slice(&at.stdout).unwrap();
+    let skipped = &view["skipped"];
+    assert_eq!(skipped["unknown"], 2, "{view}");
+    assert_eq!(skipped["undecodable"], 1);
+    assert_eq!(skipped["unknownAt"], serde_json::json!([len, len + 1]));
+    assert_eq!(skipped["undecodableAt"][0]["seq"], len + 2);
+    assert_eq!(skipped["undecodableAt"][0]["name"], "plan:created");
+    // The warnings reach stderr, each (name, kind) once however often the tape folds.
+    assert_eq!(stderr.matches("does not know").count(), 1, "{stderr}");
+    assert_eq!(stderr.matches("does not decode").count(), 1, "{stderr}");
+
+    let text = openharness(dir.path(), &["tape", session.as_str(), "--at", "3"]);
+    let stdout = String::from_utf8_lossy(&text.stdout);
+    assert!(
+        stdout.contains("skipped  3 events (1 undecodable)"),
+        "{stdout}"
+    );
+}

@@ -105,9 +105,14 @@ builtin_event!(
     agent: String,
     /// The new text.
     delta: String,
+    /// Which attempt of the agent call streamed it: 1, or 2 and up after a rejected output
+    /// re-asked the model (absent on the wire when 1, as in recordings of format 1).
+    #[serde(default = "first_attempt", skip_serializing_if = "is_first_attempt")]
+    attempt: u32,
 });
 builtin_event!(
-/// The whole text an agent streamed, once it is done.
+/// The whole text an agent streamed, once it is done: the text of the attempt whose output
+/// was accepted (or of the last attempt, when none was), never a rejected attempt's text.
 "text:complete" => TextComplete {
     /// The agent (`agentName` on the wire).
     #[serde(rename = "agentName", alias = "agent")]
@@ -115,6 +120,21 @@ builtin_event!(
     /// The full text (`fullText` on the wire).
     #[serde(rename = "fullText", alias = "text")]
     text: String,
+});
+builtin_event!(
+/// An agent's output did not pass its checks (its schema, or `on_output`'s validation), so
+/// the model was asked again (or, after the last attempt, the agent failed). Recorded in the
+/// agent's final batch, caused by its trigger, one per rejected attempt.
+"output:rejected" => OutputRejected {
+    /// The agent (`agentName` on the wire).
+    #[serde(rename = "agentName")]
+    agent: String,
+    /// Which attempt produced the output (1 for the first).
+    attempt: u32,
+    /// The output as the model returned it.
+    output: Value,
+    /// Why it was rejected.
+    errors: Vec<String>,
 });
 builtin_event!(
 /// A model called a tool.
@@ -236,7 +256,7 @@ macro_rules! builtins {
         /// // A recording of format 1 (`agent`, not `agentName`) decodes too.
         /// let old = Envelope::new("text:delta", serde_json::json!({ "agent": "planner", "delta": "Hi" }), None);
         /// match Builtin::decode(&old) {
-        ///     Some(Ok(Builtin::TextDelta(TextDelta { agent, delta }))) => assert_eq!((agent.as_str(), delta.as_str()), ("planner", "Hi")),
+        ///     Some(Ok(Builtin::TextDelta(TextDelta { agent, delta, attempt }))) => assert_eq!((agent.as_str(), delta.as_str(), attempt), ("planner", "Hi", 1)),
         ///     other => panic!("{other:?}"),
         /// }
         /// assert!(Builtin::decode(&Envelope::new("plan:created", serde_json::json!({}), None)).is_none());
@@ -286,6 +306,7 @@ builtins!(
     AgentCompleted,
     TextDelta,
     TextComplete,
+    OutputRejected,
     ToolCalled,
     ToolResult,
     ErrorOccurred,
@@ -297,6 +318,15 @@ builtins!(
 /// Whether `name` is a built-in event.
 pub fn is_builtin(name: &str) -> bool {
     NAMES.contains(&name)
+}
+
+fn first_attempt() -> u32 {
+    1
+}
+
+#[allow(clippy::trivially_copy_pass_by_ref)] // serde's skip_serializing_if passes a reference
+fn is_first_attempt(attempt: &u32) -> bool {
+    *attempt == 1
 }
 
 fn is_zero(n: &u64) -> bool {

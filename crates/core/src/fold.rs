@@ -11,10 +11,18 @@
 //! [`DEFAULT_CHECKPOINT_INTERVAL`]. The first checkpoint is taken lazily, before the first
 //! event is applied, so a fold made only to hold a state (a tape stepping backwards) clones
 //! nothing.
+//!
+//! What a fold could not apply is counted in [`Skipped`] ([`Fold::skipped`]): events whose name
+//! the workflow does not know, and events whose name it knows but whose payload no longer
+//! decodes (the state silently diverges there, so callers should say so). Each distinct
+//! (name, kind) is also logged once per fold. Handled events pay nothing for this.
 
 use std::collections::HashSet;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::time::{Duration, Instant};
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 
 use crate::builtin;
 use crate::emit::Emit;
@@ -77,7 +85,76 @@ pub struct Fold<S> {
     adaptive: bool,
     /// When the last checkpoint was taken.
     checkpointed_at: Option<Instant>,
-    warned: HashSet<String>,
+    skipped: Skipped,
+    /// Whether skipped events are logged (a fold that re-folds what another already folded
+    /// stays quiet, so one replay warns once).
+    warn: bool,
+    /// The (name, undecodable?) pairs already logged.
+    warned: HashSet<(Box<str>, bool)>,
+}
+
+/// How many positions [`Skipped`] keeps of each kind (the counts go on past it).
+pub const SKIPPED_POSITIONS: usize = 32;
+
+/// What a fold skipped: counts, and the positions (seqs) of the first
+/// [`SKIPPED_POSITIONS`] of each kind, so memory stays bounded however long the log.
+///
+/// Built-in events the workflow does not handle are not counted: skipping them is normal.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+pub struct Skipped {
+    /// Events whose name the workflow does not know (another version's events).
+    pub unknown: u64,
+    /// Events whose name the workflow knows but whose payload does not decode.
+    pub undecodable: u64,
+    /// The seqs of the first unknown events.
+    pub unknown_at: Vec<u64>,
+    /// The first undecodable events: where, which and why.
+    pub undecodable_at: Vec<UndecodableEvent>,
+}
+
+/// One event a fold could not decode.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+pub struct UndecodableEvent {
+    /// Its seq.
+    pub seq: u64,
+    /// Its name.
+    pub name: String,
+    /// Why it does not decode.
+    pub error: String,
+}
+
+impl Skipped {
+    /// How many events were skipped, of both kinds.
+    pub fn total(&self) -> u64 {
+        self.unknown + self.undecodable
+    }
+
+    /// Whether nothing was skipped.
+    pub fn is_empty(&self) -> bool {
+        self.total() == 0
+    }
+
+    fn unknown(&mut self, seq: u64) {
+        self.unknown += 1;
+        if self.unknown_at.len() < SKIPPED_POSITIONS {
+            self.unknown_at.push(seq);
+        }
+    }
+
+    fn undecodable(&mut self, seq: u64, name: &str, error: &str) {
+        self.undecodable += 1;
+        if self.undecodable_at.len() < SKIPPED_POSITIONS {
+            self.undecodable_at.push(UndecodableEvent {
+                seq,
+                name: name.to_owned(),
+                error: error.to_owned(),
+            });
+        }
+    }
 }
 
 /// Default (and smallest adaptive) distance between two checkpoints of a [`Fold`].
@@ -102,6 +179,8 @@ impl<S: Handler> Fold<S> {
             checkpoint_interval: DEFAULT_CHECKPOINT_INTERVAL,
             adaptive: true,
             checkpointed_at: None,
+            skipped: Skipped::default(),
+            warn: true,
             warned: HashSet::new(),
         }
     }
@@ -112,6 +191,14 @@ impl<S: Handler> Fold<S> {
     pub fn with_checkpoint_interval(mut self, interval: u64) -> Self {
         self.checkpoint_interval = interval.max(1);
         self.adaptive = false;
+        self
+    }
+
+    /// The same fold, logging nothing about the events it skips (it still counts them): for
+    /// a fold over events another fold already reported.
+    #[must_use]
+    pub fn quiet(mut self) -> Self {
+        self.warn = false;
         self
     }
 
@@ -128,6 +215,11 @@ impl<S: Handler> Fold<S> {
     /// Takes the state out.
     pub fn into_state(self) -> S {
         self.state
+    }
+
+    /// What this fold skipped so far (unknown names, undecodable payloads), with positions.
+    pub fn skipped(&self) -> &Skipped {
+        &self.skipped
     }
 
     /// How many events have been applied (the position of [`Fold::state`]).
@@ -186,16 +278,21 @@ impl<S: Handler> Fold<S> {
                 }
             }
             Ok(Decoded::Unknown) => {
-                if !builtin::is_builtin(&event.name) && self.warned.insert(event.name.to_string()) {
-                    tracing::warn!(event = %event.name, "skipping an event this workflow does not know");
+                if !builtin::is_builtin(&event.name) {
+                    self.skipped.unknown(self.position);
+                    if self.first_warning(&event.name, false) {
+                        tracing::warn!(event = %event.name, seq = self.position, "skipping an event this workflow does not know");
+                    }
                 }
                 Applied::Skipped
             }
             Err(err) => {
-                if self.warned.insert(format!("{}\u{0}decode", event.name)) {
-                    tracing::warn!(event = %event.name, error = %err, "skipping an event whose payload does not decode");
+                let error = err.to_string();
+                self.skipped.undecodable(self.position, &event.name, &error);
+                if self.first_warning(&event.name, true) {
+                    tracing::warn!(event = %event.name, seq = self.position, %error, "skipping an event whose payload does not decode");
                 }
-                Applied::Undecodable(err.to_string())
+                Applied::Undecodable(error)
             }
         };
         self.position += 1;
@@ -205,6 +302,11 @@ impl<S: Handler> Fold<S> {
             self.take_checkpoint();
         }
         applied
+    }
+
+    /// Whether (`name`, `undecodable`) is logged for the first time by this fold.
+    fn first_warning(&mut self, name: &str, undecodable: bool) -> bool {
+        self.warn && self.warned.insert((Box::from(name), undecodable))
     }
 
     /// Copies the state as the checkpoint, and adapts the interval to what the copy cost.
@@ -376,5 +478,37 @@ mod tests {
         assert!(matches!(applied[3], Applied::Undecodable(_)));
         assert_eq!(fold.state().total, 3);
         assert_eq!(fold.position(), 5);
+        // The built-in `text:delta` is not counted: skipping it is normal.
+        let skipped = fold.skipped();
+        assert_eq!((skipped.unknown, skipped.undecodable), (1, 1));
+        assert_eq!(skipped.unknown_at, vec![1]);
+        assert_eq!(skipped.undecodable_at.len(), 1);
+        assert_eq!(skipped.undecodable_at[0].seq, 3);
+        assert_eq!(skipped.undecodable_at[0].name, Added::NAME);
+        assert!(skipped.undecodable_at[0].error.contains("invalid type"));
+        assert_eq!(skipped.total(), 2);
+    }
+
+    #[test]
+    fn skipped_positions_are_bounded_and_counts_go_on() {
+        let n = SKIPPED_POSITIONS as u64 + 10;
+        let log: Vec<_> = (0..n)
+            .flat_map(|_| {
+                [
+                    Envelope::new("plan:invented", Value::Null, None),
+                    Envelope::new(Added::NAME, serde_json::json!({ "amount": [] }), None),
+                ]
+            })
+            .collect();
+        let mut fold = Fold::new(Sum::default());
+        for event in &log {
+            fold.apply(event, &log);
+        }
+        let skipped = fold.skipped();
+        assert_eq!((skipped.unknown, skipped.undecodable), (n, n));
+        assert_eq!(skipped.unknown_at.len(), SKIPPED_POSITIONS);
+        assert_eq!(skipped.undecodable_at.len(), SKIPPED_POSITIONS);
+        assert_eq!(skipped.unknown_at[..3], [0, 2, 4]);
+        assert_eq!(fold.warned.len(), 2, "one warning per (name, kind)");
     }
 }

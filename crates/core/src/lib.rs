@@ -29,7 +29,10 @@ pub use agent::{Agent, AgentSpec, StructuredOutput};
 pub use emit::{Emit, IntoEmit, Pending};
 pub use error::Error;
 pub use event::{Decoded, Envelope, Event, EventId, EventSet, SessionId};
-pub use fold::{Applied, DEFAULT_CHECKPOINT_INTERVAL, Fold, MAX_CHECKPOINT_INTERVAL};
+pub use fold::{
+    Applied, DEFAULT_CHECKPOINT_INTERVAL, Fold, MAX_CHECKPOINT_INTERVAL, SKIPPED_POSITIONS,
+    Skipped, UndecodableEvent,
+};
 pub use handler::Handler;
 pub use pattern::Pattern;
 pub use provider::{

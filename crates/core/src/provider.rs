@@ -159,6 +159,16 @@ pub enum ProviderError {
         /// The API's message.
         message: String,
     },
+    /// The model declined to answer (OpenAI's `delta.refusal`, Anthropic's
+    /// `stop_reason: "refusal"`). Asking again would not help: the runtime does not re-ask, it
+    /// records `error:occurred` with code `refusal` and this text, and the agent fails.
+    #[error("{provider} refused: {message}")]
+    Refused {
+        /// Which provider.
+        provider: String,
+        /// The refusal as the model wrote it.
+        message: String,
+    },
     /// Transport, protocol or process failure.
     #[error("{provider} failed: {message}")]
     Failed {

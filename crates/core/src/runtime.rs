@@ -27,7 +27,8 @@ use tokio_util::sync::CancellationToken;
 use crate::agent::{Activation, ErasedAgent, OutputRejected, activations};
 use crate::builtin::{
     AgentCompleted, AgentStarted, ErrorOccurred, InputReceived, InputRequested, Outcome,
-    TextComplete, TextDelta, ToolCalled, ToolResult, UserInput, WorkflowCompleted, WorkflowStarted,
+    OutputRejected as Rejected, TextComplete, TextDelta, ToolCalled, ToolResult, UserInput,
+    WorkflowCompleted, WorkflowStarted,
 };
 use crate::derive::{Derived, OpenCall, Unrecorded, Window};
 use crate::emit::{Emit, Pending};
@@ -36,7 +37,9 @@ use crate::event::{Envelope, Event, EventId, SessionId};
 use crate::fold::{Applied, Fold, panic_message};
 use crate::locks::SessionGuard;
 use crate::pattern::Pattern;
-use crate::provider::{Provider, ProviderEvent, ProviderRequest, ProviderSink, Usage};
+use crate::provider::{
+    Provider, ProviderError, ProviderEvent, ProviderRequest, ProviderSink, Usage,
+};
 use crate::renderer::Renderer;
 use crate::store::{Snapshot, StoreError};
 use crate::workflow::{Continuation, Inner, RunOptions, RunOutcome, StopReason, WorkflowState};
@@ -842,16 +845,22 @@ impl<S> AgentTask<S> {
         let name = self.agent.spec().name;
         let trigger_id = self.trigger.id;
         let mut finals = Vec::with_capacity(4);
-        let sink = {
+        // One sink per attempt: its deltas carry the attempt, and its text is that attempt's.
+        let sink_for = |attempt: u32| {
             let tx = self.tx.clone();
             ProviderSink::new(move |event| {
-                let _ = tx.send(AgentMessage::Event(provider_event(name, event), trigger_id));
+                let _ = tx.send(AgentMessage::Event(
+                    provider_event(name, attempt, event),
+                    trigger_id,
+                ));
             })
         };
+        let mut text = String::new();
         let mut usage = Usage::default();
         let mut cost = None::<f64>;
         let mut previous_error = None;
         let mut accepted = None;
+        let mut refusal = None::<(String, String)>;
         let mut result: Result<Emit, String> = Err("no attempt was made".into());
         for attempt in 1..=self.attempts {
             let mut request =
@@ -861,7 +870,16 @@ impl<S> AgentTask<S> {
                     .with_max_turns(self.activation.max_turns);
             request.attempt = attempt;
             request.previous_error = previous_error.take();
-            match self.provider.complete(request, sink.clone()).await {
+            let sink = sink_for(attempt);
+            let completed = self.provider.complete(request, sink.clone()).await;
+            text = sink.text();
+            match completed {
+                Err(ProviderError::Refused { provider, message }) => {
+                    // Asking again would not change the model's mind: no re-ask.
+                    result = Err(format!("{provider} refused: {message}"));
+                    refusal = Some((provider, message));
+                    break;
+                }
                 Err(err) => {
                     result = Err(err.to_string());
                     break;
@@ -880,6 +898,12 @@ impl<S> AgentTask<S> {
                         }
                         Err(OutputRejected::Invalid(message)) => {
                             result = Err(format!("{message} (after {attempt} attempts)"));
+                            finals.push(Pending::of(&Rejected {
+                                agent: name.to_owned(),
+                                attempt,
+                                output,
+                                errors: vec![message.clone()],
+                            }));
                             previous_error = Some(message);
                         }
                         Err(OutputRejected::Failed(message)) => {
@@ -890,7 +914,6 @@ impl<S> AgentTask<S> {
                 }
             }
         }
-        let text = sink.text();
         if !text.is_empty() {
             finals.push(Pending::of(&TextComplete {
                 agent: name.to_owned(),
@@ -904,11 +927,17 @@ impl<S> AgentTask<S> {
             }
             Err(message) => {
                 let message = format!("agent `{name}` failed: {message}");
-                finals.push(Pending::of(&ErrorOccurred::recoverable(
-                    "agent",
-                    message.clone(),
-                    Some(trigger_id),
-                )));
+                let error = match refusal {
+                    Some((provider, refused)) => ErrorOccurred {
+                        context: Some(serde_json::json!({
+                            "agentName": name,
+                            "provider": provider,
+                        })),
+                        ..ErrorOccurred::recoverable("refusal", refused, Some(trigger_id))
+                    },
+                    None => ErrorOccurred::recoverable("agent", message.clone(), Some(trigger_id)),
+                };
+                finals.push(Pending::of(&error));
                 (Outcome::Failure, Some(message))
             }
         };
@@ -928,10 +957,14 @@ impl<S> AgentTask<S> {
     }
 }
 
-fn provider_event(agent: &str, event: ProviderEvent) -> Pending {
+fn provider_event(agent: &str, attempt: u32, event: ProviderEvent) -> Pending {
     let agent = agent.to_owned();
     match event {
-        ProviderEvent::TextDelta(delta) => Pending::of(&TextDelta { agent, delta }),
+        ProviderEvent::TextDelta(delta) => Pending::of(&TextDelta {
+            agent,
+            delta,
+            attempt,
+        }),
         ProviderEvent::ToolCalled { id, tool, input } => Pending::of(&ToolCalled {
             agent,
             tool_call_id: id,

@@ -127,6 +127,8 @@ pub trait JsonTape: Send {
     fn state(&self) -> Result<Value, HostError>;
     /// The JSON patch from the state at `a` to the state at `b`.
     fn diff(&self, a: u64, b: u64) -> Result<json_patch::Patch, HostError>;
+    /// What folding the session skipped (unknown names, undecodable payloads), with seqs.
+    fn skipped(&self) -> &openharness_core::Skipped;
 }
 
 struct Handle<S: WorkflowState>(Workflow<S>);
@@ -176,6 +178,9 @@ impl<S: WorkflowState> JsonTape for TypedTape<S> {
     }
     fn diff(&self, a: u64, b: u64) -> Result<json_patch::Patch, HostError> {
         Ok(self.0.diff(a, b)?)
+    }
+    fn skipped(&self) -> &openharness_core::Skipped {
+        self.0.skipped()
     }
 }
 

@@ -382,24 +382,21 @@ impl Host {
         session: &SessionId,
         position: u64,
     ) -> Result<TapeView, HostError> {
-        let info = self.info(session).await?;
-        let position = position.min(info.count);
-        let state = self.state_at(session, position).await?;
-        let current = match position.checked_sub(1) {
-            Some(seq) => self
-                .store
-                .events(session, seq..position)
-                .await
-                .map_err(self.store_error())?
-                .pop()
-                .map(|event| openharness_core::Recorded { seq, event }),
-            None => None,
-        };
+        // A tape folds the whole session once, so the view can say what that fold skipped.
+        let mut tape = self.workflow_of(session).await?.tape(session).await?;
+        let position = tape.step_to(position);
+        let current = position.checked_sub(1).and_then(|seq| {
+            tape.current().map(|event| openharness_core::Recorded {
+                seq,
+                event: event.clone(),
+            })
+        });
         Ok(TapeView {
             position,
-            len: info.count,
+            len: tape.len(),
             current,
-            state,
+            state: tape.state()?,
+            skipped: tape.skipped().clone(),
         })
     }
 

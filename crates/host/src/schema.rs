@@ -9,8 +9,9 @@
 //! that — format 1's field names for the built-in payloads, missing defaults.
 
 use openharness_core::builtin::{
-    AgentCompleted, AgentStarted, ErrorOccurred, InputReceived, InputRequested, SessionForked,
-    TextComplete, TextDelta, ToolCalled, ToolResult, UserInput, WorkflowCompleted, WorkflowStarted,
+    AgentCompleted, AgentStarted, ErrorOccurred, InputReceived, InputRequested, OutputRejected,
+    SessionForked, TextComplete, TextDelta, ToolCalled, ToolResult, UserInput, WorkflowCompleted,
+    WorkflowStarted,
 };
 use openharness_core::{
     Envelope, Event, Recorded, SessionInfo, SessionStatus, StopReason, Unfinished, Usage,
@@ -58,6 +59,7 @@ pub fn wire_schemas() -> Vec<WireSchema> {
         payload::<AgentCompleted>("AgentCompleted"),
         payload::<TextDelta>("TextDelta"),
         payload::<TextComplete>("TextComplete"),
+        payload::<OutputRejected>("OutputRejected"),
         payload::<ToolCalled>("ToolCalled"),
         payload::<ToolResult>("ToolResult"),
         payload::<ErrorOccurred>("ErrorOccurred"),

@@ -114,6 +114,10 @@ pub struct TapeView {
     pub current: Option<Recorded>,
     /// The state at `position`.
     pub state: Value,
+    /// What folding the session skipped: events of names the workflow does not know and
+    /// events whose payload no longer decodes (the state diverges from the recorded run's
+    /// there), counted, with the seqs of the first ones.
+    pub skipped: openharness_core::Skipped,
 }
 
 /// The state at one position.

@@ -40,9 +40,10 @@ pub use openharness_core::{
     DEFAULT_CHECKPOINT_INTERVAL, DEFAULT_MAX_TURNS, Decoded, Emit, Envelope, Error, Event, EventId,
     EventSet, EventStream, FnRenderer, FnTool, Fold, Handler, IntoEmit, MAX_CHECKPOINT_INTERVAL,
     OpenCallReport, Pattern, Pending, Provider, ProviderError, ProviderRequest, Recorded, Renderer,
-    RunOptions, RunOutcome, SessionId, SessionInfo, SessionStatus, StopReason, Store, StoreError,
-    StructuredOutput, Subscription, Tool, ToolError, Toolbox, Unfinished, Usage, Workflow,
-    WorkflowBuilder, WorkflowState, builtin, renderer_fn,
+    RunOptions, RunOutcome, SKIPPED_POSITIONS, SessionId, SessionInfo, SessionStatus, Skipped,
+    StopReason, Store, StoreError, StructuredOutput, Subscription, Tool, ToolError, Toolbox,
+    UndecodableEvent, Unfinished, Usage, Workflow, WorkflowBuilder, WorkflowState, builtin,
+    renderer_fn,
 };
 pub use openharness_macros::*;
 

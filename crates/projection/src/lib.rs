@@ -22,7 +22,7 @@
 //! )
 //! .unwrap();
 //! let delta = Envelope::typed(
-//!     &TextDelta { agent: "planner".into(), delta: "On it.".into() },
+//!     &TextDelta { agent: "planner".into(), delta: "On it.".into(), attempt: 1 },
 //!     Some(input.id),
 //! )
 //! .unwrap();

@@ -9,7 +9,10 @@
 //!   `causedBy` (the runtime records an agent's events as caused by its trigger) or whose
 //!   opening event caused it; failing that, to the agent's most recently opened message.
 //! - `text:delta` appends to the message's current text part (a new one after a tool part or a
-//!   completed text), state `streaming`.
+//!   completed text), state `streaming`. A delta of a later `attempt` (the agent's output was
+//!   rejected and the model re-asked) first drops the text parts the rejected attempt streamed
+//!   and not yet completed, so a message shows the accepted attempt's text only; the rejected
+//!   output is in `output:rejected`. Tool parts of a rejected attempt stay (those calls ran).
 //! - `text:complete` sets the full text of the parts streamed since the last completion and
 //!   marks them `done`: the last part gets what the earlier ones do not already hold (so text
 //!   around tool calls stays in place), or, if the earlier parts disagree with the complete
@@ -78,6 +81,8 @@ struct Open {
     trigger: Option<EventId>,
     /// Where it is in `messages`.
     index: usize,
+    /// The attempt whose text the message shows.
+    attempt: u32,
 }
 
 impl MessageProjection {
@@ -106,8 +111,14 @@ impl MessageProjection {
                 self.open(event, started.agent);
             }
             Builtin::TextDelta(delta) => {
-                let message = self.message_for(event, &delta.agent);
-                push_delta(message, delta.delta);
+                let index = self.message_index_for(event, &delta.agent);
+                if let Some(open) = self.open.iter_mut().find(|open| open.index == index)
+                    && delta.attempt > open.attempt
+                {
+                    open.attempt = delta.attempt;
+                    drop_streaming_text(&mut self.messages[index]);
+                }
+                push_delta(&mut self.messages[index], delta.delta);
             }
             Builtin::TextComplete(complete) => {
                 let message = self.message_for(event, &complete.agent);
@@ -174,6 +185,7 @@ impl MessageProjection {
             opened_by: event.id,
             trigger: event.caused_by,
             index,
+            attempt: 1,
         });
         index
     }
@@ -281,6 +293,19 @@ impl MessageProjection {
 /// `msg-<event id>`.
 fn message_id(event: &Envelope) -> String {
     format!("msg-{}", event.id)
+}
+
+/// Drops the text parts still streaming (a rejected attempt's text).
+fn drop_streaming_text(message: &mut Message) {
+    message.parts.retain(|part| {
+        !matches!(
+            part,
+            Part::Text {
+                state: TextState::Streaming,
+                ..
+            }
+        )
+    });
 }
 
 fn push_delta(message: &mut Message, delta: String) {
@@ -399,6 +424,16 @@ mod tests {
         let delta = TextDelta {
             agent: agent.into(),
             delta: delta.into(),
+            attempt: 1,
+        };
+        ev(n, delta, cause)
+    }
+
+    fn delta_of(n: u128, agent: &str, delta: &str, attempt: u32, cause: Option<u128>) -> Envelope {
+        let delta = TextDelta {
+            agent: agent.into(),
+            delta: delta.into(),
+            attempt,
         };
         ev(n, delta, cause)
     }
@@ -481,6 +516,25 @@ mod tests {
         assert!(planner.parts.is_empty());
         assert_eq!(planner.content, "");
         assert_eq!(planner.events, [id(2)]);
+    }
+
+    #[test]
+    fn a_new_attempt_replaces_the_rejected_attempts_text() {
+        let messages = project_messages(&[
+            started(1, "a", None),
+            delta_of(2, "a", "not json", 1, None),
+            delta_of(3, "a", "{\"n\":", 2, None),
+            delta_of(4, "a", "1}", 2, None),
+        ]);
+        assert_eq!(messages[0].parts, [text("{\"n\":1}", STREAMING)]);
+        let messages = project_messages(&[
+            started(1, "a", None),
+            delta_of(2, "a", "not json", 1, None),
+            delta_of(3, "a", "{\"n\":1}", 2, None),
+            complete(4, "a", "{\"n\":1}", None),
+        ]);
+        assert_eq!(messages[0].parts, [text("{\"n\":1}", DONE)]);
+        assert_eq!(messages[0].content, "{\"n\":1}");
     }
 
     #[test]

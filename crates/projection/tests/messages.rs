@@ -31,6 +31,7 @@ fn delta(n: u128, agent: &str, delta: &str) -> Envelope {
     let delta = TextDelta {
         agent: agent.into(),
         delta: delta.into(),
+        attempt: 1,
     };
     ev(n, delta, Some(2))
 }

@@ -6,7 +6,8 @@
 //! schema transformed to Anthropic's subset ([`crate::schema::for_anthropic`]); schemas the
 //! subset cannot express (recursion, maps) fall back to the forced-tool method, which takes the
 //! original schema. An `error` event inside a 200 stream, a stream cut before `message_stop` and
-//! malformed event data all fail the request with a message that says which.
+//! malformed event data all fail the request with a message that says which. A message that
+//! stops with `stop_reason: "refusal"` is [`ProviderError::Refused`] with the text it streamed.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -461,6 +462,18 @@ impl Dialect for AnthropicTurns<'_> {
             return Err(Self::failed(
                 "the stream ended before `message_stop`: the response was cut mid-message",
             ));
+        }
+        if turn.stop_reason.as_deref() == Some("refusal") {
+            // Whatever text came before the refusal is all the model said about it.
+            let text = turn.text.trim();
+            return Err(ProviderError::Refused {
+                provider: NAME.into(),
+                message: if text.is_empty() {
+                    "the model stopped with stop_reason `refusal`".into()
+                } else {
+                    text.to_owned()
+                },
+            });
         }
         Ok(turn)
     }

@@ -149,8 +149,10 @@ impl Http {
     }
 
     /// POSTs `body` as JSON, retrying per the policy, and returns the successful response
-    /// (its body not yet read). A final failure is [`ProviderError::Api`] with the API's
-    /// message, or [`ProviderError::Failed`] for a transport failure.
+    /// (its body not yet read), which must be an event stream. A final failure is
+    /// [`ProviderError::Api`] with the API's message, or [`ProviderError::Failed`] for a
+    /// transport failure or a 200 that is not `text/event-stream` (a gateway's `{"error": …}`,
+    /// say: its message is kept, and it is not retried).
     pub(crate) async fn post(
         &self,
         url: &str,
@@ -172,7 +174,9 @@ impl Http {
             )
             .await;
             let (delay, error) = match sent {
-                Ok(Ok(response)) if response.status().is_success() => return Ok(response),
+                Ok(Ok(response)) if response.status().is_success() => {
+                    return self.event_stream(response).await;
+                }
                 Ok(Ok(response)) => {
                     let status = response.status().as_u16();
                     let response_headers = response.headers().clone();
@@ -209,6 +213,34 @@ impl Http {
             tracing::info!(provider = self.provider, %error, retry, ?delay, "retrying");
             tokio::time::sleep(delay).await;
         }
+    }
+
+    /// `response` itself when its content type says it is an event stream; otherwise an error
+    /// holding what the body said (`error.message` when it is JSON, else its first 500 characters),
+    /// instead of reading it as a stream and calling it cut mid-message.
+    async fn event_stream(
+        &self,
+        response: reqwest::Response,
+    ) -> Result<reqwest::Response, ProviderError> {
+        let content_type = response
+            .headers()
+            .get(reqwest::header::CONTENT_TYPE)
+            .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
+        let is_stream = content_type.as_deref().is_some_and(|ct| {
+            ct.split(';')
+                .next()
+                .is_some_and(|mime| mime.trim().eq_ignore_ascii_case("text/event-stream"))
+        });
+        if is_stream {
+            return Ok(response);
+        }
+        let status = response.status().as_u16();
+        let text = read_error_body(response, self.timeouts.idle).await;
+        Err(self.failed(format!(
+            "HTTP {status} with content type `{}` instead of an event stream: {}",
+            content_type.as_deref().unwrap_or("(none)"),
+            error_message(&text)
+        )))
     }
 
     /// Reads `response`'s body as Server-Sent Events.

@@ -7,7 +7,8 @@
 //! `response_format` json_schema, strict with the schema transformed by
 //! [`crate::schema::for_openai_strict`], or non-strict with the original schema when it cannot
 //! be made strict. A `data: {"error": …}` line fails the request; so does a stream that ends
-//! before `[DONE]` without a `finish_reason`.
+//! before `[DONE]` without a `finish_reason`. Text streamed in `delta.refusal` makes the
+//! request [`ProviderError::Refused`] with that text.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -322,6 +323,7 @@ impl Dialect for OpenAiTurns<'_> {
         let mut turn = Turn::default();
         let mut calls: BTreeMap<u64, PartialCall> = BTreeMap::new();
         let mut done = false;
+        let mut refusal = String::new();
         while let Some(event) = events.next().await? {
             if event.data.trim() == "[DONE]" {
                 done = true;
@@ -360,6 +362,9 @@ impl Dialect for OpenAiTurns<'_> {
                 turn.text.push_str(text);
                 sink.emit(ProviderEvent::TextDelta(text.to_owned()));
             }
+            if let Some(piece) = delta["refusal"].as_str() {
+                refusal.push_str(piece);
+            }
             if let Some(fragments) = delta["tool_calls"].as_array() {
                 for fragment in fragments {
                     let index = fragment["index"].as_u64().unwrap_or(0);
@@ -384,6 +389,12 @@ impl Dialect for OpenAiTurns<'_> {
             return Err(Self::failed(
                 "the stream ended before `[DONE]` and without a finish_reason: the response was cut mid-message",
             ));
+        }
+        if !refusal.is_empty() {
+            return Err(ProviderError::Refused {
+                provider: NAME.into(),
+                message: refusal,
+            });
         }
         for (index, call) in calls {
             let input = if call.arguments.trim().is_empty() {

@@ -285,7 +285,7 @@ impl Provider for ScriptedProvider {
 #[must_use]
 pub struct Reply {
     /// The final output, or the failure message.
-    result: Result<Value, String>,
+    result: Result<Value, Failure>,
     /// What is streamed to the sink before answering, in order.
     events: Vec<ProviderEvent>,
     usage: Usage,
@@ -303,10 +303,16 @@ impl Reply {
     /// A reply that fails the call with [`ProviderError::Failed`] carrying `message` (after
     /// streaming whatever the reply streams).
     pub fn error(message: impl Into<String>) -> Self {
-        Self::with_result(Err(message.into()))
+        Self::with_result(Err(Failure::Error(message.into())))
     }
 
-    fn with_result(result: Result<Value, String>) -> Self {
+    /// A reply in which the model declines to answer: the call fails with
+    /// [`ProviderError::Refused`] carrying `message` (which the runtime does not re-ask).
+    pub fn refusal(message: impl Into<String>) -> Self {
+        Self::with_result(Err(Failure::Refusal(message.into())))
+    }
+
+    fn with_result(result: Result<Value, Failure>) -> Self {
         Self {
             result,
             events: Vec::new(),
@@ -427,12 +433,23 @@ impl Reply {
                 usage: self.usage,
                 cost: self.cost,
             }),
-            Err(message) => Err(ProviderError::Failed {
+            Err(Failure::Error(message)) => Err(ProviderError::Failed {
+                provider: NAME.to_owned(),
+                message,
+            }),
+            Err(Failure::Refusal(message)) => Err(ProviderError::Refused {
                 provider: NAME.to_owned(),
                 message,
             }),
         }
     }
+}
+
+/// How a scripted reply fails.
+#[derive(Debug, Clone, PartialEq)]
+enum Failure {
+    Error(String),
+    Refusal(String),
 }
 
 /// Splits `text` into words, each keeping the whitespace that follows it (leading whitespace

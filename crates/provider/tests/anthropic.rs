@@ -377,6 +377,54 @@ async fn an_error_event_inside_a_200_stream_fails_after_the_text_already_streame
 }
 
 #[tokio::test]
+async fn stop_reason_refusal_is_a_typed_outcome_not_an_output_to_re_ask() {
+    let (server, provider) = setup().await;
+    server.respond(wire::refusal("I can't help with that."));
+    let err = provider
+        .complete(request("q"), ProviderSink::discard())
+        .await
+        .unwrap_err();
+    match &err {
+        ProviderError::Refused { provider, message } => {
+            assert_eq!(provider, "anthropic");
+            assert_eq!(message, "I can't help with that.");
+        }
+        other => panic!("expected a refusal, got {other:?}"),
+    }
+    // Without any text, the stop reason still says what happened.
+    server.respond(wire::refusal(""));
+    let err = provider
+        .complete(request("q"), ProviderSink::discard())
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, ProviderError::Refused { message, .. } if message.contains("refusal")),
+        "{err:?}"
+    );
+    assert_eq!(server.request_count(), 2, "a refusal is not retried");
+}
+
+#[tokio::test]
+async fn a_200_json_error_instead_of_a_stream_keeps_the_servers_message() {
+    let (server, provider) = setup().await;
+    server.respond(FakeResponse::json(
+        200,
+        json!({ "type": "error", "error": { "type": "invalid_request_error", "message": "proxy: model not allowed" } }),
+    ));
+    let err = provider
+        .complete(request("q"), ProviderSink::discard())
+        .await
+        .unwrap_err();
+    let message = err.to_string();
+    assert!(
+        message.contains("invalid_request_error: proxy: model not allowed"),
+        "{message}"
+    );
+    assert!(!message.contains("cut mid-message"), "{message}");
+    assert_eq!(server.request_count(), 1);
+}
+
+#[tokio::test]
 async fn a_stream_cut_mid_message_fails_clearly_and_keeps_the_deltas() {
     let (server, provider) = setup().await;
     // message_start, ping, block start, then two text deltas; the connection is then cut.

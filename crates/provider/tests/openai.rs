@@ -234,6 +234,60 @@ async fn an_error_line_inside_a_200_stream_fails_the_request() {
 }
 
 #[tokio::test]
+async fn a_200_that_is_not_an_event_stream_fails_with_the_servers_own_message() {
+    let (server, provider) = setup().await;
+    // A gateway answering 200 with a JSON error instead of a stream.
+    server.respond(FakeResponse::json(
+        200,
+        json!({ "error": { "message": "upstream model is loading", "type": "gateway_error" } }),
+    ));
+    let err = provider
+        .complete(request("q"), ProviderSink::discard())
+        .await
+        .unwrap_err();
+    let message = err.to_string();
+    assert!(message.contains("upstream model is loading"), "{message}");
+    assert!(message.contains("application/json"), "{message}");
+    assert!(!message.contains("cut mid-message"), "{message}");
+    assert_eq!(server.request_count(), 1, "not retried");
+
+    // Not JSON: the start of the body, shortened.
+    let page = format!("<html>{}</html>", "x".repeat(2000));
+    server.respond(FakeResponse::body(200, "text/html", page));
+    let err = provider
+        .complete(request("q"), ProviderSink::discard())
+        .await
+        .unwrap_err();
+    let message = err.to_string();
+    assert!(message.contains("text/html"), "{message}");
+    assert!(message.contains("<html>xxx"), "{message}");
+    assert!(
+        message.len() < 700,
+        "the body is cut to 500 characters: {message}"
+    );
+}
+
+#[tokio::test]
+async fn a_refusal_is_a_typed_outcome_carrying_the_models_words() {
+    let (server, provider) = setup().await;
+    server.respond(wire::refusal("I'm sorry, I can't help with that request."));
+    let (sink, events) = recording_sink();
+    let err = provider.complete(request("q"), sink).await.unwrap_err();
+    match &err {
+        ProviderError::Refused { provider, message } => {
+            assert_eq!(provider, "openai");
+            assert_eq!(message, "I'm sorry, I can't help with that request.");
+        }
+        other => panic!("expected a refusal, got {other:?}"),
+    }
+    assert!(
+        deltas(&events.lock().unwrap()).is_empty(),
+        "a refusal is not output text"
+    );
+    assert_eq!(server.request_count(), 1);
+}
+
+#[tokio::test]
 async fn a_stream_cut_before_done_fails() {
     let (server, provider) = setup().await;
     let chunks = wire::text_chunks("Hello there, world");

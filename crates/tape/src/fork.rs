@@ -85,7 +85,7 @@ impl<S> At<S> {
                     return Some(0);
                 }
                 let events = tape.events();
-                let mut fold = Fold::new(tape.initial_state().clone());
+                let mut fold = Fold::new(tape.initial_state().clone()).quiet();
                 events.iter().find_map(|event| {
                     fold.apply(event, events);
                     pred(fold.state()).then_some(fold.position())
@@ -234,7 +234,7 @@ fn fork_at<S: WorkflowState>(
         Some(event) => {
             // Apply the fork point's event again to the state before it: the same state as
             // the tape's (handlers are pure) and the events its handler emitted.
-            let mut fold = Fold::new(tape.state_at(position - 1));
+            let mut fold = Fold::new(tape.state_at(position - 1)).quiet();
             let queued = match fold.apply(event, std::slice::from_ref(event)) {
                 Applied::Handled(emit) => emit.into_pending(),
                 _ => Vec::new(),

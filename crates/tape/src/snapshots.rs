@@ -40,7 +40,7 @@ impl Calibration {
     /// state and the events.
     pub(crate) fn measure<S: Handler + Serialize>(initial: &S, events: &[Envelope]) -> Self {
         let sample = &events[..events.len().min(CALIBRATION_EVENTS)];
-        let mut fold = Fold::new(initial.clone());
+        let mut fold = Fold::new(initial.clone()).quiet();
         let started = Instant::now();
         for event in sample {
             fold.apply(event, sample);
@@ -108,7 +108,7 @@ impl<S: Handler> FineCache<S> {
     pub(crate) fn build(state: S, base: u64, end: u64, interval: u64, events: &[Envelope]) -> Self {
         let step = (interval as f64).sqrt().ceil().max(1.0) as u64;
         let mut states = vec![state.clone()];
-        let mut fold = Fold::at(state, base);
+        let mut fold = Fold::at(state, base).quiet();
         let from = usize::try_from(base).unwrap_or(usize::MAX);
         let to = usize::try_from(end).unwrap_or(usize::MAX);
         for event in events.get(from..to).unwrap_or_default() {

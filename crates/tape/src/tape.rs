@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use openharness_core::{Envelope, Fold, SessionId, Workflow, WorkflowState};
+use openharness_core::{Envelope, Fold, SessionId, Skipped, Workflow, WorkflowState};
 use serde::Serialize;
 
 use crate::error::TapeError;
@@ -134,7 +134,7 @@ impl<S: WorkflowState> Tape<S> {
             workflow,
             session,
             events,
-            fold: Fold::new(initial.clone()),
+            fold: Fold::new(initial.clone()).quiet(),
             indexer: Fold::new(initial.clone()).with_checkpoint_interval(interval),
             snapshots: vec![initial],
             interval,
@@ -206,6 +206,14 @@ impl<S: WorkflowState> Tape<S> {
     /// The state at the current position.
     pub fn state(&self) -> &S {
         self.fold.state()
+    }
+
+    /// What folding this session's events skipped: events whose name the workflow does not
+    /// know, and events whose payload no longer decodes (where the states shown diverge from
+    /// the recorded run's), with their seqs. Counts the session's own events (not a fork's
+    /// parent's), each once however often the tape moves.
+    pub fn skipped(&self) -> &Skipped {
+        self.indexer.skipped()
     }
 
     /// The state at position 0.
@@ -284,7 +292,7 @@ impl<S: WorkflowState> Tape<S> {
         let (at, state) = self.nearest(target);
         // Going forwards past the nearest known state, the cursor is the better start.
         if current < at || current > target {
-            self.fold = Fold::at(state.clone(), at);
+            self.fold = Fold::at(state.clone(), at).quiet();
         }
         self.fold_cursor_to(target);
         self.position()
@@ -299,7 +307,7 @@ impl<S: WorkflowState> Tape<S> {
             let keep = usize::try_from(target - start).unwrap_or(usize::MAX) + 1;
             self.stretch.truncate(keep);
             if let Some(state) = self.stretch.pop() {
-                self.fold = Fold::at(state, target);
+                self.fold = Fold::at(state, target).quiet();
                 return;
             }
         }
@@ -310,7 +318,7 @@ impl<S: WorkflowState> Tape<S> {
             .states_within(STRETCH_BYTES)
             .clamp(1, MAX_STRETCH);
         let lowest = target.saturating_sub(stretch_len).max(at);
-        let mut fold = Fold::at(state.clone(), at);
+        let mut fold = Fold::at(state.clone(), at).quiet();
         let mut stretch = Vec::new();
         let from = usize::try_from(at).unwrap_or(usize::MAX);
         let to = usize::try_from(target).unwrap_or(usize::MAX);
@@ -348,7 +356,7 @@ impl<S: WorkflowState> Tape<S> {
     }
 
     fn fold_from(&self, state: S, at: u64, target: u64) -> S {
-        let mut fold = Fold::at(state, at);
+        let mut fold = Fold::at(state, at).quiet();
         let start = usize::try_from(at).unwrap_or(usize::MAX);
         let end = usize::try_from(target).unwrap_or(usize::MAX);
         for event in self.events.get(start..end).unwrap_or_default() {
@@ -401,7 +409,7 @@ impl<S: WorkflowState> Tape<S> {
         let mut segment_end = end;
         while segment_end > 0 {
             let (at, state) = self.snapshot_at_or_before(segment_end - 1);
-            let mut fold = Fold::at(state.clone(), at);
+            let mut fold = Fold::at(state.clone(), at).quiet();
             let mut found = None;
             let from = usize::try_from(at).unwrap_or(usize::MAX);
             let to = usize::try_from(segment_end).unwrap_or(usize::MAX);
@@ -444,13 +452,15 @@ impl<S: WorkflowState> Tape<S> {
         Some(self.step_to((index + 1) as u64))
     }
 
-    /// A serializable view of the current position: `{position, len, current, state}`.
+    /// A serializable view of the current position: `{position, len, current, state,
+    /// skipped}`.
     pub fn view(&self) -> TapeView<'_, S> {
         TapeView {
             position: self.position(),
             len: self.len(),
             current: self.current(),
             state: self.state(),
+            skipped: self.skipped(),
         }
     }
 
@@ -550,6 +560,8 @@ pub struct TapeView<'a, S> {
     pub current: Option<&'a Envelope>,
     /// The state at this position.
     pub state: &'a S,
+    /// What folding the session skipped ([`Tape::skipped`]).
+    pub skipped: &'a Skipped,
 }
 
 /// How a tape keeps snapshots, from [`Tape::stats`].

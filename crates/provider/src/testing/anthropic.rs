@@ -279,6 +279,16 @@ pub fn text(text: &str) -> FakeResponse {
     ))
 }
 
+/// A refusal: whatever text the model wrote, then `stop_reason: "refusal"`.
+pub fn refusal(text: &str) -> FakeResponse {
+    FakeResponse::stream(message_events(
+        &[Block::Text(text.into())],
+        "refusal",
+        25,
+        4,
+    ))
+}
+
 /// A structured answer: `output` as JSON text (the `output_config.format` way).
 pub fn json_output(output: &Value) -> FakeResponse {
     text(&output.to_string())

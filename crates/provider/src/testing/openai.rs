@@ -165,6 +165,21 @@ pub fn text_chunks(text: &str) -> Vec<String> {
     chunks
 }
 
+/// A refusal: the model streams `message` in `delta.refusal` (not `content`) and stops.
+pub fn refusal(message: &str) -> FakeResponse {
+    let mut chunks = vec![delta(
+        json!({ "role": "assistant", "content": null, "refusal": "" }),
+        None,
+    )];
+    chunks.extend(
+        pieces(message, 6)
+            .into_iter()
+            .map(|p| delta(json!({ "refusal": p }), None)),
+    );
+    chunks.extend(ending("stop", 67, 12));
+    FakeResponse::stream(chunks)
+}
+
 /// A streamed text answer.
 pub fn text(text: &str) -> FakeResponse {
     FakeResponse::stream(text_chunks(text))

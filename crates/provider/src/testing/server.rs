@@ -102,6 +102,16 @@ impl FakeResponse {
         }
     }
 
+    /// A body of any content type with this status (an HTML error page, a proxy's text).
+    pub fn body(status: u16, content_type: &str, body: impl Into<Vec<u8>>) -> Self {
+        Self {
+            status,
+            headers: vec![("content-type".into(), content_type.to_owned())],
+            body: Body::Full(body.into()),
+            delay: Duration::ZERO,
+        }
+    }
+
     /// A 200 `text/event-stream` whose chunks are these strings, each sent as one HTTP chunk.
     pub fn stream(chunks: Vec<String>) -> Self {
         Self {
