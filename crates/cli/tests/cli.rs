@@ -338,8 +338,15 @@ fn a_cut_off_turn_is_busy_until_resume_finishes_it() {
         .iter()
         .rposition(|l| l.contains("\"name\":\"agent:started\""))
         .unwrap();
+    // Close the cut session with an end marker (the file starts with its begin line), so the
+    // import takes it as a whole session rather than a truncated file.
+    let events = lines[..=cut]
+        .iter()
+        .filter(|l| l.contains("\"seq\""))
+        .count();
+    let end = format!(r#"{{"session":"{session}","end":true,"count":{events}}}"#);
     let file = dir.path().join("cut.jsonl");
-    std::fs::write(&file, lines[..=cut].join("\n") + "\n").unwrap();
+    std::fs::write(&file, lines[..=cut].join("\n") + "\n" + &end + "\n").unwrap();
     let store = dir.path().join("cut.redb");
     let store = store.to_str().unwrap();
     stdout(&openharness(
