@@ -112,6 +112,8 @@ pub(crate) struct AppState {
     pub(crate) host: Host,
     pub(crate) options: ServerOptions,
     pub(crate) streams: Arc<sse::StreamCounts>,
+    /// Turns this server has started and not finished: decides `409` at once.
+    pub(crate) in_flight: std::sync::Mutex<std::collections::HashSet<openharness_core::SessionId>>,
 }
 
 /// The server's routes over `host`, to serve as is or nest in your own axum app.
@@ -120,5 +122,6 @@ pub fn router(host: Host, options: ServerOptions) -> Router {
         host,
         options,
         streams: Arc::default(),
+        in_flight: std::sync::Mutex::default(),
     }))
 }

@@ -1,8 +1,7 @@
 //! The routes and their handlers: each reads its input (a typed error for anything malformed),
 //! asks the host, and answers JSON (or SSE for event streams).
 
-use std::collections::HashSet;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, PoisonError};
 
 use axum::extract::rejection::{JsonRejection, QueryRejection};
 use axum::extract::{DefaultBodyLimit, Path, Query, State};
@@ -54,12 +53,6 @@ pub(crate) fn build(state: Arc<AppState>) -> Router {
         .with_state(state)
 }
 
-/// Turns this server has started and not finished, by session: decides `409` at once.
-fn in_flight() -> &'static Mutex<HashSet<SessionId>> {
-    static TURNS: std::sync::OnceLock<Mutex<HashSet<SessionId>>> = std::sync::OnceLock::new();
-    TURNS.get_or_init(Mutex::default)
-}
-
 fn session_id(id: &str) -> Result<SessionId, ApiError> {
     id.parse()
         .map_err(|err| ApiError::bad_request(format!("`{id}` is not a session id: {err}")))
@@ -93,17 +86,19 @@ fn accepted(session: &SessionId) -> Response {
 
 /// Runs a turn on in the server, whatever the client does; `session` counts as busy until it
 /// ends.
-fn spawn_turn<F>(session: SessionId, turn: F)
+fn spawn_turn<F>(state: &Arc<AppState>, session: SessionId, turn: F)
 where
     F: std::future::Future<
             Output = Result<openharness_host::TurnOutcome, openharness_host::HostError>,
         > + Send
         + 'static,
 {
-    in_flight()
+    state
+        .in_flight
         .lock()
         .unwrap_or_else(PoisonError::into_inner)
         .insert(session.clone());
+    let state = Arc::clone(state);
     tokio::spawn(async move {
         match turn.await {
             Ok(outcome) => {
@@ -111,15 +106,17 @@ where
             }
             Err(err) => tracing::warn!(%session, error = %err, "a turn failed"),
         }
-        in_flight()
+        state
+            .in_flight
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .remove(&session);
     });
 }
 
-fn running_here(session: &SessionId) -> bool {
-    in_flight()
+fn running_here(state: &AppState, session: &SessionId) -> bool {
+    state
+        .in_flight
         .lock()
         .unwrap_or_else(PoisonError::into_inner)
         .contains(session)
@@ -143,7 +140,7 @@ async fn one(State(state): Shared, Path(id): Path<String>) -> Answer {
             err.to_string(),
         )
     })?;
-    value["runningHere"] = json!(running_here(&session));
+    value["runningHere"] = json!(running_here(&state, &session));
     Ok(Json(value).into_response())
 }
 
@@ -161,7 +158,7 @@ async fn create(State(state): Shared, request: Result<Json<Create>, JsonRejectio
     let session = SessionId::new();
     let host = state.host.clone();
     let options = RunOptions::new().session(session.clone());
-    spawn_turn(session.clone(), async move {
+    spawn_turn(&state, session.clone(), async move {
         host.run(&workflow, input, options).await
     });
     Ok(accepted(&session))
@@ -170,7 +167,7 @@ async fn create(State(state): Shared, request: Result<Json<Create>, JsonRejectio
 async fn remove(State(state): Shared, Path(id): Path<String>) -> Answer {
     let session = session_id(&id)?;
     state.host.session(&session).await?;
-    if running_here(&session) {
+    if running_here(&state, &session) {
         return Err(ApiError::new(
             StatusCode::CONFLICT,
             "session_busy",
@@ -199,7 +196,7 @@ async fn check_free(state: &AppState, session: &SessionId) -> Result<(), ApiErro
             format!("session {session} is busy: {why}; nothing was recorded"),
         )
     };
-    if running_here(session) {
+    if running_here(state, session) {
         if state.options.queue_inputs {
             return Ok(());
         }
@@ -229,7 +226,7 @@ async fn input(
     check_free(&state, &session).await?;
     let host = state.host.clone();
     let turn_session = session.clone();
-    spawn_turn(session.clone(), async move {
+    spawn_turn(&state, session.clone(), async move {
         host.send(&turn_session, text, RunOptions::new()).await
     });
     Ok(accepted(&session))
@@ -261,7 +258,7 @@ async fn answer(
     }
     let host = state.host.clone();
     let turn_session = session.clone();
-    spawn_turn(session.clone(), async move {
+    spawn_turn(&state, session.clone(), async move {
         host.respond(&turn_session, request, text, RunOptions::new())
             .await
     });
@@ -271,7 +268,7 @@ async fn answer(
 async fn resume(State(state): Shared, Path(id): Path<String>) -> Answer {
     let session = session_id(&id)?;
     state.host.workflow_of(&session).await?;
-    if running_here(&session) {
+    if running_here(&state, &session) {
         return Err(ApiError::new(
             StatusCode::CONFLICT,
             "session_busy",
@@ -280,7 +277,7 @@ async fn resume(State(state): Shared, Path(id): Path<String>) -> Answer {
     }
     let host = state.host.clone();
     let turn_session = session.clone();
-    spawn_turn(session.clone(), async move {
+    spawn_turn(&state, session.clone(), async move {
         host.resume(&turn_session, RunOptions::new()).await
     });
     Ok(accepted(&session))
@@ -431,7 +428,7 @@ async fn fork(
     let child = SessionId::new();
     let host = state.host.clone();
     let options = RunOptions::new().session(child.clone());
-    spawn_turn(child.clone(), async move {
+    spawn_turn(&state, child.clone(), async move {
         host.fork(&parent, at, options).await
     });
     Ok(accepted(&child))
