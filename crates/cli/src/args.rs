@@ -13,7 +13,7 @@ use clap::{Parser, Subcommand};
     long_about = None
 )]
 pub(crate) struct Args<E: Subcommand> {
-    /// The store file (a redb database); `export` and `import` also take a `postgres://` URL.
+    /// The store: a redb file, or a PostgreSQL connection string (`postgres://…` or `host=… dbname=…`) for every command.
     #[arg(
         long,
         global = true,

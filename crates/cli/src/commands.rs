@@ -142,8 +142,13 @@ impl Context {
     }
 }
 
-/// Opens the redb store `--store` names.
-pub(crate) fn open_store(path: &Path) -> Result<Arc<dyn Store>, CliError> {
+/// Opens the store `--store` names: a redb file, or PostgreSQL for a connection string
+/// (`postgres://…` or key-value `host=… dbname=…`), with any password redacted from errors.
+pub(crate) async fn open_store(path: &Path) -> Result<Arc<dyn Store>, CliError> {
+    let name = path.to_string_lossy();
+    if crate::transfer::is_postgres(&name) {
+        return Ok(Arc::from(crate::transfer::open(path).await?));
+    }
     // The CLI's runtime is multi-threaded and never a LocalSet, so a lone writer (a run
     // recording its session) may commit on its own thread.
     let options = RedbOptions::default().commit_on_caller(true);

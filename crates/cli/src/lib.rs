@@ -412,7 +412,7 @@ impl<E: Subcommand + Send + 'static> Cli<E> {
         if let args::Command::Transfer(command) = command {
             return Ok(transfer::run(command, &store, out).await?);
         }
-        let mut host = Host::shared(commands::open_store(&store)?);
+        let mut host = Host::shared(commands::open_store(&store).await?);
         for workflow in &self.workflows {
             host = host.register(Arc::clone(workflow))?;
         }

@@ -64,24 +64,33 @@ pub enum TransferCliError {
     Session(String),
 }
 
-/// Opens the store `--store` names: PostgreSQL for a `postgres://` or `postgresql://` URL,
-/// else a redb file.
-async fn open(store: &Path) -> Result<Box<dyn Store>, TransferCliError> {
+/// Opens the store `--store` names: PostgreSQL for a connection string (a `postgres://` or
+/// `postgresql://` URL, or key-value `host=… dbname=…`), else a redb file.
+pub(crate) async fn open(store: &Path) -> Result<Box<dyn Store>, TransferCliError> {
     let name = store.to_string_lossy();
-    let opened: Result<Box<dyn Store>, StoreError> =
-        if name.starts_with("postgres://") || name.starts_with("postgresql://") {
-            PostgresStore::connect(&name)
-                .await
-                .map(|s| Box::new(s) as Box<dyn Store>)
-        } else {
-            RedbStore::open_with(store, RedbOptions::default().commit_on_caller(true))
-                .map(|s| Box::new(s) as Box<dyn Store>)
-        };
+    let opened: Result<Box<dyn Store>, StoreError> = if is_postgres(&name) {
+        PostgresStore::connect(&name)
+            .await
+            .map(|s| Box::new(s) as Box<dyn Store>)
+    } else {
+        RedbStore::open_with(store, RedbOptions::default().commit_on_caller(true))
+            .map(|s| Box::new(s) as Box<dyn Store>)
+    };
     opened.map_err(|source| TransferCliError::Open {
         // Never print a password that the URL carries.
         store: openharness_store::redact_url(&name),
         source,
     })
+}
+
+/// Whether `--store` names a PostgreSQL database rather than a redb file.
+pub(crate) fn is_postgres(store: &str) -> bool {
+    store.starts_with("postgres://")
+        || store.starts_with("postgresql://")
+        || (store.contains('=')
+            && ["host=", "dbname=", "user="]
+                .iter()
+                .any(|key| store.split_whitespace().any(|part| part.starts_with(key))))
 }
 
 pub(crate) async fn run(

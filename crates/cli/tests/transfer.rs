@@ -272,3 +272,34 @@ fn a_reader_that_goes_away_is_not_a_failure() {
         assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
     }
 }
+
+#[test]
+fn every_command_records_to_and_reads_from_postgresql_when_store_is_a_connection_string() {
+    let Ok(url) = std::env::var("OPENHARNESS_TEST_POSTGRES") else {
+        eprintln!("skipped: OPENHARNESS_TEST_POSTGRES is not set (CI sets it; see .ci/run)");
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let demo = stdout(&openharness(dir.path(), &["demo", "chat", "--store", &url]));
+    let session = demo
+        .split_whitespace()
+        .skip_while(|w| *w != "Session")
+        .nth(1)
+        .unwrap()
+        .trim_end_matches(['.', ':'])
+        .to_owned();
+    let listed = stdout(&openharness(
+        dir.path(),
+        &["sessions", "--json", "--store", &url],
+    ));
+    assert!(listed.contains(&session), "{session} in {listed}");
+    let tape = stdout(&openharness(
+        dir.path(),
+        &["tape", &session, "--at", "1", "--json", "--store", &url],
+    ));
+    let tape: serde_json::Value = serde_json::from_str(&tape).unwrap();
+    assert_eq!(tape["position"], 1, "{tape}");
+    // Nothing was written to a local file named after the URL.
+    let local: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+    assert!(local.is_empty(), "{local:?}");
+}
