@@ -347,6 +347,8 @@ impl<E: Subcommand + Send + 'static> Cli<E> {
                     .from_env_lossy(),
             )
             .with_writer(std::io::stderr)
+            // Colours only for a terminal: never ANSI escapes in a log file.
+            .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
             .try_init();
         self.run_from(std::env::args_os())
     }

@@ -169,6 +169,8 @@ fn tape_at_reports_what_the_fold_skipped_and_warns_once_per_kind() {
     // The warnings reach stderr, each (name, kind) once however often the tape folds.
     assert_eq!(stderr.matches("does not know").count(), 1, "{stderr}");
     assert_eq!(stderr.matches("does not decode").count(), 1, "{stderr}");
+    // stderr is a pipe here, not a terminal: no colour escapes in what a log file would keep.
+    assert!(!stderr.contains('\u{1b}'), "{stderr:?}");
 
     let text = openharness(dir.path(), &["tape", session.as_str(), "--at", "3"]);
     let stdout = String::from_utf8_lossy(&text.stdout);

@@ -373,7 +373,11 @@ impl Dialect for OpenAiTurns<'_> {
                         call.id = id.to_owned();
                     }
                     let function = &fragment["function"];
-                    if let Some(name) = function["name"].as_str() {
+                    // OpenAI sends the name once; some compatible servers repeat the whole
+                    // name in every fragment, which must not double it.
+                    if let Some(name) = function["name"].as_str()
+                        && call.name != name
+                    {
                         call.name.push_str(name);
                     }
                     if let Some(arguments) = function["arguments"].as_str() {

@@ -157,6 +157,32 @@ async fn tool_call_fragments_are_assembled_by_index_and_results_sent_back() {
 }
 
 #[tokio::test]
+async fn a_server_repeating_the_function_name_in_every_fragment_calls_the_tool_once_by_name() {
+    let (server, provider) = setup().await;
+    server.respond(wire::tool_calls_repeating_names(&[(
+        "call_1",
+        "weather",
+        json!({ "city": "Tokyo" }),
+    )]));
+    server.respond(wire::json_output(&json!({ "answer": 1 })));
+    let (sink, events) = recording_sink();
+    provider
+        .complete(request("q").with_tools(two_tools()), sink)
+        .await
+        .unwrap();
+    let called: Vec<String> = events
+        .lock()
+        .unwrap()
+        .iter()
+        .filter_map(|e| match e {
+            ProviderEvent::ToolCalled { tool, .. } => Some(tool.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(called, ["weather"]);
+}
+
+#[tokio::test]
 async fn rate_limit_honours_retry_after_ms_and_pricing_gives_a_cost() {
     let server = FakeServer::openai(KEY).await.unwrap();
     let provider = OpenAiProvider::builder(ApiKey::new(KEY))

@@ -209,6 +209,23 @@ pub fn tool_calls(calls: &[(&str, &str, Value)]) -> FakeResponse {
     FakeResponse::stream(chunks)
 }
 
+/// Like [`tool_calls`], as some OpenAI-compatible servers stream it: every fragment repeats
+/// the function's whole name.
+pub fn tool_calls_repeating_names(calls: &[(&str, &str, Value)]) -> FakeResponse {
+    let mut chunks = vec![delta(json!({ "role": "assistant", "content": null }), None)];
+    for (index, (id, name, arguments)) in calls.iter().enumerate() {
+        chunks.push(delta(json!({ "tool_calls": [{ "index": index, "id": id, "type": "function", "function": { "name": name, "arguments": "" } }] }), None));
+        for piece in pieces(&arguments.to_string(), 4) {
+            chunks.push(delta(
+                json!({ "tool_calls": [{ "index": index, "function": { "name": name, "arguments": piece } }] }),
+                None,
+            ));
+        }
+    }
+    chunks.extend(ending("tool_calls", 80, 40));
+    FakeResponse::stream(chunks)
+}
+
 /// A 200 stream that starts a text answer and then sends a `data: {"error": …}` line and
 /// closes.
 pub fn error_in_stream(partial_text: &str) -> FakeResponse {
