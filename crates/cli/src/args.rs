@@ -67,6 +67,8 @@ pub(crate) enum Command<E: Subcommand> {
     },
     /// Start a new session from a point of a recorded one and run it on.
     Fork(crate::fork::ForkArgs),
+    /// Read every session of the store whole and say which are damaged (exit 1 if any).
+    Check,
     /// Serve the registered workflows' sessions over HTTP (JSON and SSE) until Ctrl-C.
     Serve {
         /// The address to listen on. Only loopback addresses for now: the server has no API

@@ -23,6 +23,9 @@ const PAGE: usize = 1000;
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum CliError {
+    /// `check` found damaged sessions (it has printed which).
+    #[error("{0} damaged session(s) found; see above")]
+    Damaged(usize),
     /// A workflow operation failed.
     #[error(transparent)]
     Harness(#[from] openharness::Error),
@@ -179,11 +182,81 @@ pub(crate) async fn run<E: clap::Subcommand>(
         }
         Command::Fork(args) => crate::fork::run(args, context).await,
         Command::Serve { addr } => serve(context, addr).await,
+        Command::Check => check(context).await,
         Command::Transfer(command) => {
             Ok(crate::transfer::run(command, context.store_path(), context.out()).await?)
         }
         Command::Extra(_) => Err(CliError::Usage("this program has no such command".into())),
     }
+}
+
+/// `check`: reads every session of the store whole (events, their seqs, the latest snapshot)
+/// and says which are damaged. A store whose listing itself fails is reported as such.
+async fn check(context: &Context) -> Result<(), CliError> {
+    let store = context.host().store();
+    let mut out = context.out();
+    let sessions = match store.sessions().await {
+        Ok(sessions) => sessions,
+        Err(err) => {
+            writeln!(out, "DAMAGED  the store's session list: {err}")?;
+            return Err(CliError::Damaged(1));
+        }
+    };
+    let mut damaged = 0;
+    for info in &sessions {
+        let mut problem = None;
+        let mut next = 0u64;
+        let mut events = store.stream_events(&info.id, 0..u64::MAX);
+        while let Some(item) = events.next().await {
+            match item {
+                Ok(recorded) if recorded.seq == next => next += 1,
+                Ok(recorded) => {
+                    problem = Some(format!(
+                        "seq {next} is missing (found seq {})",
+                        recorded.seq
+                    ));
+                    break;
+                }
+                Err(err) => {
+                    problem = Some(err.to_string());
+                    break;
+                }
+            }
+        }
+        if problem.is_none() && next != info.count {
+            problem = Some(format!("it lists {} events but holds {next}", info.count));
+        }
+        if problem.is_none() {
+            match store.latest_snapshot(&info.id, u64::MAX).await {
+                Err(err) => problem = Some(format!("its snapshots: {err}")),
+                Ok(Some(snapshot)) if snapshot.position > next => {
+                    problem = Some(format!(
+                        "a snapshot at position {} lies beyond its {next} events",
+                        snapshot.position
+                    ));
+                }
+                Ok(_) => {}
+            }
+        }
+        match problem {
+            None => writeln!(out, "ok       {}  {} events", info.id, info.count)?,
+            Some(problem) => {
+                damaged += 1;
+                writeln!(out, "DAMAGED  {}  {problem}", info.id)?;
+            }
+        }
+    }
+    writeln!(
+        out,
+        "{} session(s) checked, {damaged} damaged (sessions whose records are unreadable are \
+         left out of the list with a warning above)",
+        sessions.len()
+    )?;
+    out.flush()?;
+    if damaged > 0 {
+        return Err(CliError::Damaged(damaged));
+    }
+    Ok(())
 }
 
 /// `serve`: the host's sessions over HTTP on a loopback address, until Ctrl-C.

@@ -1,0 +1,76 @@
+//! `openharness check`: a healthy store says every session is ok; a damaged store file is
+//! reported (exit 1) or read, and never crashes the command.
+#![allow(clippy::unwrap_used, missing_docs)]
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn openharness(dir: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_openharness"))
+        .args(args)
+        .current_dir(dir)
+        .env_remove("OPENHARNESS_STORE")
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn check_reports_healthy_and_damaged_stores_without_crashing() {
+    let dir = tempfile::tempdir().unwrap();
+    assert!(openharness(dir.path(), &["demo"]).status.success());
+    assert!(openharness(dir.path(), &["demo", "chat"]).status.success());
+    let healthy = openharness(dir.path(), &["check"]);
+    let stdout = String::from_utf8_lossy(&healthy.stdout);
+    assert!(healthy.status.success(), "{stdout}");
+    assert_eq!(
+        stdout.matches("\nok ").count() + usize::from(stdout.starts_with("ok ")),
+        2,
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("2 session(s) checked, 0 damaged"),
+        "{stdout}"
+    );
+
+    // Damage copies of the file in many places: every run answers (ok or damaged), none crashes.
+    let original = std::fs::read(dir.path().join(".openharness/store.redb")).unwrap();
+    let mut reported = 0;
+    for seed in 0..12u64 {
+        let mut bytes = original.clone();
+        let mut x = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+        for _ in 0..64 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let at = (x as usize) % bytes.len();
+            bytes[at] ^= 0xa5;
+        }
+        let copy = dir.path().join(format!("damaged-{seed}.redb"));
+        std::fs::write(&copy, &bytes).unwrap();
+        let output = openharness(dir.path(), &["check", "--store", copy.to_str().unwrap()]);
+        let code = output.status.code();
+        assert!(
+            matches!(code, Some(0 | 1)),
+            "seed {seed}: exit {code:?}: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        if code == Some(1) {
+            reported += 1;
+            let printed = format!(
+                "{}{}",
+                String::from_utf8_lossy(&output.stdout),
+                String::from_utf8_lossy(&output.stderr)
+            );
+            assert!(
+                printed.contains("DAMAGED")
+                    || printed.contains("damaged")
+                    || printed.contains("error:"),
+                "seed {seed}: {printed}"
+            );
+        }
+    }
+    assert!(
+        reported > 0,
+        "64 flipped bytes per copy damage at least one of 12 copies"
+    );
+}
