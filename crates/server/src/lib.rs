@@ -19,7 +19,9 @@
 //! | `GET /sessions/{id}/states?at=1,5,9` | states at several positions, in one pass |
 //! | `GET /sessions/{id}/diff?from=&to=` | the JSON patch between two positions |
 //! | `GET /sessions/{id}/messages?at=&shape=v4\|ui` | chat messages at a position |
-//! | `POST /sessions/{id}/fork` `{position}` or `{name, n}` | a fork, run on; `202 {session}` |
+//! | `POST /sessions/{id}/fork` `{"at":"position","position":5}` or `{"at":"nth","name","n"}` | a fork, run on; `202 {session}` |
+//! | `POST /api/chat` | AI SDK 5 `useChat`: the turn as a UI message stream (see `chat`) |
+//! | `GET /api/chat/{id}/stream` | the running turn's UI message stream from its start, or `204` |
 //!
 //! **Busy policy**: a second input while this server runs a turn on the session is answered
 //! `409 session_busy` (nothing recorded); with [`ServerOptions::queue_inputs`] it waits for the
@@ -37,6 +39,7 @@
 //! # }
 //! ```
 
+mod chat;
 mod error;
 mod routes;
 mod sse;
@@ -63,6 +66,8 @@ pub struct ServerOptions {
     pub request_timeout: Duration,
     /// Queue a second input while a turn runs, instead of answering `409` (default off).
     pub queue_inputs: bool,
+    /// The workflow a new chat of `POST /api/chat` runs (default: the host's only workflow).
+    pub chat_workflow: Option<String>,
 }
 
 impl Default for ServerOptions {
@@ -73,6 +78,7 @@ impl Default for ServerOptions {
             body_limit: 1024 * 1024,
             request_timeout: Duration::from_secs(30),
             queue_inputs: false,
+            chat_workflow: None,
         }
     }
 }
@@ -99,6 +105,13 @@ impl ServerOptions {
         self
     }
 
+    /// Sets [`ServerOptions::chat_workflow`].
+    #[must_use]
+    pub fn chat_workflow(mut self, name: impl Into<String>) -> Self {
+        self.chat_workflow = Some(name.into());
+        self
+    }
+
     /// Sets [`ServerOptions::queue_inputs`].
     #[must_use]
     pub fn queue_inputs(mut self, queue: bool) -> Self {
@@ -112,8 +125,9 @@ pub(crate) struct AppState {
     pub(crate) host: Host,
     pub(crate) options: ServerOptions,
     pub(crate) streams: Arc<sse::StreamCounts>,
-    /// Turns this server has started and not finished: decides `409` at once.
-    pub(crate) in_flight: std::sync::Mutex<std::collections::HashSet<openharness_core::SessionId>>,
+    /// Turns this server has started and not finished, with the seq each started at.
+    pub(crate) in_flight:
+        std::sync::Mutex<std::collections::HashMap<openharness_core::SessionId, u64>>,
 }
 
 /// The server's routes over `host`, to serve as is or nest in your own axum app.

@@ -45,7 +45,10 @@ pub(crate) fn build(state: Arc<AppState>) -> Router {
             state.options.request_timeout,
         ));
     // Event streams live as long as their client: no timeout.
-    let streaming = Router::new().route("/sessions/{id}/events", get(events));
+    let streaming = Router::new()
+        .route("/sessions/{id}/events", get(events))
+        .route("/api/chat", post(crate::chat::post))
+        .route("/api/chat/{id}/stream", get(crate::chat::resume));
     timed
         .merge(streaming)
         .fallback(|| async { ApiError::not_found("no such route") })
@@ -58,7 +61,7 @@ fn session_id(id: &str) -> Result<SessionId, ApiError> {
         .map_err(|err| ApiError::bad_request(format!("`{id}` is not a session id: {err}")))
 }
 
-fn body<T>(body: Result<Json<T>, JsonRejection>) -> Result<T, ApiError> {
+pub(crate) fn body<T>(body: Result<Json<T>, JsonRejection>) -> Result<T, ApiError> {
     body.map(|Json(value)| value).map_err(|rejection| {
         let status = rejection.status();
         let code = match status {
@@ -85,8 +88,8 @@ fn accepted(session: &SessionId) -> Response {
 }
 
 /// Runs a turn on in the server, whatever the client does; `session` counts as busy until it
-/// ends.
-fn spawn_turn<F>(state: &Arc<AppState>, session: SessionId, turn: F)
+/// ends, and its turn is known to start at seq `first_seq` (for chat resumes).
+pub(crate) fn spawn_turn<F>(state: &Arc<AppState>, session: SessionId, first_seq: u64, turn: F)
 where
     F: std::future::Future<
             Output = Result<openharness_host::TurnOutcome, openharness_host::HostError>,
@@ -97,7 +100,7 @@ where
         .in_flight
         .lock()
         .unwrap_or_else(PoisonError::into_inner)
-        .insert(session.clone());
+        .insert(session.clone(), first_seq);
     let state = Arc::clone(state);
     tokio::spawn(async move {
         match turn.await {
@@ -115,11 +118,17 @@ where
 }
 
 fn running_here(state: &AppState, session: &SessionId) -> bool {
+    turn_start(state, session).is_some()
+}
+
+/// The seq the turn this server runs on `session` started at, if it runs one.
+pub(crate) fn turn_start(state: &AppState, session: &SessionId) -> Option<u64> {
     state
         .in_flight
         .lock()
         .unwrap_or_else(PoisonError::into_inner)
-        .contains(session)
+        .get(session)
+        .copied()
 }
 
 async fn health() -> Response {
@@ -158,7 +167,7 @@ async fn create(State(state): Shared, request: Result<Json<Create>, JsonRejectio
     let session = SessionId::new();
     let host = state.host.clone();
     let options = RunOptions::new().session(session.clone());
-    spawn_turn(&state, session.clone(), async move {
+    spawn_turn(&state, session.clone(), 0, async move {
         host.run(&workflow, input, options).await
     });
     Ok(accepted(&session))
@@ -186,7 +195,7 @@ async fn remove(State(state): Shared, Path(id): Path<String>) -> Answer {
 
 /// Refuses a new turn on a session this server is running one on (unless inputs queue), or
 /// whose last turn has not ended elsewhere.
-async fn check_free(state: &AppState, session: &SessionId) -> Result<(), ApiError> {
+pub(crate) async fn check_free(state: &AppState, session: &SessionId) -> Result<(), ApiError> {
     let summary = state.host.session(session).await?;
     state.host.workflow_of(session).await?;
     let busy = |why: &str| {
@@ -224,9 +233,10 @@ async fn input(
     let session = session_id(&id)?;
     let Input { text } = body(request)?;
     check_free(&state, &session).await?;
+    let len = state.host.session(&session).await?.len;
     let host = state.host.clone();
     let turn_session = session.clone();
-    spawn_turn(&state, session.clone(), async move {
+    spawn_turn(&state, session.clone(), len, async move {
         host.send(&turn_session, text, RunOptions::new()).await
     });
     Ok(accepted(&session))
@@ -256,9 +266,10 @@ async fn answer(
         }
         .into());
     }
+    let len = state.host.session(&session).await?.len;
     let host = state.host.clone();
     let turn_session = session.clone();
-    spawn_turn(&state, session.clone(), async move {
+    spawn_turn(&state, session.clone(), len, async move {
         host.respond(&turn_session, request, text, RunOptions::new())
             .await
     });
@@ -275,9 +286,10 @@ async fn resume(State(state): Shared, Path(id): Path<String>) -> Answer {
             format!("session {session} has a turn running here: nothing to resume"),
         ));
     }
+    let len = state.host.session(&session).await?.len;
     let host = state.host.clone();
     let turn_session = session.clone();
-    spawn_turn(&state, session.clone(), async move {
+    spawn_turn(&state, session.clone(), len, async move {
         host.resume(&turn_session, RunOptions::new()).await
     });
     Ok(accepted(&session))
@@ -428,7 +440,7 @@ async fn fork(
     let child = SessionId::new();
     let host = state.host.clone();
     let options = RunOptions::new().session(child.clone());
-    spawn_turn(&state, child.clone(), async move {
+    spawn_turn(&state, child.clone(), 0, async move {
         host.fork(&parent, at, options).await
     });
     Ok(accepted(&child))
