@@ -173,41 +173,32 @@ async fn ui_stream(state: &AppState, session: &SessionId, from: u64) -> Result<R
                 err.to_string(),
             )
         })?;
-    // Ends right after `[DONE]`: the subscription is a live tail and would wait for more.
-    let batches = stream::unfold(
-        Some((subscription, UiStream::default())),
-        |state| async move {
-            let (mut subscription, mut converter) = state?;
-            let item = subscription.next().await?;
-            let (events, finished) = match item {
-                Ok(recorded) => {
-                    let (chunks, finished) = converter.chunks(&recorded);
-                    let seq = recorded.seq.to_string();
-                    let mut events: Vec<Event> = chunks
-                        .into_iter()
-                        .map(|chunk| Event::default().id(seq.clone()).data(chunk.to_string()))
-                        .collect();
-                    if finished {
-                        events.push(Event::default().data("[DONE]"));
-                    }
-                    (events, finished)
+    let mut converter = UiStream::default();
+    let chunks = until_turn_end(subscription, move |item| {
+        let (events, finished) = match item {
+            Ok(recorded) => {
+                let (chunks, finished) = converter.chunks(&recorded);
+                let seq = recorded.seq.to_string();
+                let mut events: Vec<Event> = chunks
+                    .into_iter()
+                    .map(|chunk| Event::default().id(seq.clone()).data(chunk.to_string()))
+                    .collect();
+                if finished {
+                    events.push(Event::default().data("[DONE]"));
                 }
-                Err(err) => (
-                    vec![
-                        Event::default().data(
-                            json!({ "type": "error", "errorText": err.to_string() }).to_string(),
-                        ),
-                        Event::default().data("[DONE]"),
-                    ],
-                    true,
-                ),
-            };
-            let next = (!finished).then_some((subscription, converter));
-            Some((events, next))
-        },
-    );
-    let chunks =
-        batches.flat_map(|events| stream::iter(events.into_iter().map(Ok::<_, Infallible>)));
+                (events, finished)
+            }
+            Err(err) => (
+                vec![
+                    Event::default()
+                        .data(json!({ "type": "error", "errorText": err.to_string() }).to_string()),
+                    Event::default().data("[DONE]"),
+                ],
+                true,
+            ),
+        };
+        std::future::ready((events, finished))
+    });
     let mut response = Sse::new(chunks)
         .keep_alive(KeepAlive::new().interval(state.options.heartbeat))
         .into_response();
@@ -219,6 +210,25 @@ async fn ui_stream(state: &AppState, session: &SessionId, from: u64) -> Result<R
     headers.insert("x-accel-buffering", HeaderValue::from_static("no"));
     headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
     Ok(response)
+}
+
+/// The SSE events `convert` makes of a live tail's items, ending right after the batch that
+/// `convert` says finishes the turn (the tail itself would wait for more).
+pub(crate) fn until_turn_end<C, F>(
+    subscription: openharness_core::Subscription,
+    convert: C,
+) -> impl futures_util::Stream<Item = Result<Event, Infallible>> + Send
+where
+    C: FnMut(Result<Recorded, openharness_core::StoreError>) -> F + Send + 'static,
+    F: std::future::Future<Output = (Vec<Event>, bool)> + Send,
+{
+    stream::unfold(Some((subscription, convert)), |state| async move {
+        let (mut subscription, mut convert) = state?;
+        let item = subscription.next().await?;
+        let (events, finished) = convert(item).await;
+        Some((events, (!finished).then_some((subscription, convert))))
+    })
+    .flat_map(|events| stream::iter(events.into_iter().map(Ok::<_, Infallible>)))
 }
 
 /// `POST /api/chat`.
@@ -272,7 +282,7 @@ pub(crate) async fn post(
             info.count
         }
         None => {
-            let workflow = chat_workflow(&state)?;
+            let workflow = default_workflow(&state)?;
             let host = state.host.clone();
             let options = RunOptions::new().session(session.clone());
             crate::routes::spawn_turn(&state, session.clone(), 0, async move {
@@ -298,8 +308,9 @@ pub(crate) async fn resume(
     }
 }
 
-/// The workflow a new chat runs: [`crate::ServerOptions::chat_workflow`], else the only one.
-fn chat_workflow(state: &AppState) -> Result<String, ApiError> {
+/// The workflow a new chat (or a new session of the workflow handler) runs:
+/// [`crate::ServerOptions::chat_workflow`], else the host's only workflow.
+pub(crate) fn default_workflow(state: &AppState) -> Result<String, ApiError> {
     if let Some(name) = &state.options.chat_workflow {
         return Ok(name.clone());
     }

@@ -22,6 +22,7 @@
 //! | `POST /sessions/{id}/fork` `{"at":"position","position":5}` or `{"at":"nth","name","n"}` | a fork, run on; `202 {session}` |
 //! | `POST /api/chat` | AI SDK 5 `useChat`: the turn as a UI message stream (see `chat`) |
 //! | `GET /api/chat/{id}/stream` | the running turn's UI message stream from its start, or `204` |
+//! | `POST /api/workflow` `{input, sessionId?, workflow?}` | the seeds' handler: `event`, `state`, `done` / `error` frames |
 //!
 //! **Busy policy**: a second input while this server runs a turn on the session is answered
 //! `409 session_busy` (nothing recorded); with [`ServerOptions::queue_inputs`] it waits for the
@@ -41,6 +42,7 @@
 
 mod chat;
 mod error;
+mod frames;
 mod routes;
 mod sse;
 

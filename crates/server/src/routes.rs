@@ -48,7 +48,8 @@ pub(crate) fn build(state: Arc<AppState>) -> Router {
     let streaming = Router::new()
         .route("/sessions/{id}/events", get(events))
         .route("/api/chat", post(crate::chat::post))
-        .route("/api/chat/{id}/stream", get(crate::chat::resume));
+        .route("/api/chat/{id}/stream", get(crate::chat::resume))
+        .route("/api/workflow", post(crate::frames::post));
     timed
         .merge(streaming)
         .fallback(|| async { ApiError::not_found("no such route") })

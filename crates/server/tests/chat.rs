@@ -206,3 +206,52 @@ async fn resuming_a_running_chat_turn_replays_it_from_its_start() {
     let (status, _, _) = exchange(addr, "POST", "/api/chat", &regenerate).await;
     assert_eq!(status, 400);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_seeds_workflow_handler_streams_event_state_and_done_frames() {
+    let addr = serve(Duration::ZERO).await;
+    let frames = |data: Vec<String>| -> Vec<Value> {
+        data.iter()
+            .map(|d| serde_json::from_str(d).unwrap())
+            .collect()
+    };
+    let (status, head, data) =
+        exchange(addr, "POST", "/api/workflow", r#"{"input":"weather?"}"#).await;
+    assert_eq!(status, 200, "{head}");
+    let first = frames(data);
+    let kinds: Vec<&str> = first.iter().map(|f| f["type"].as_str().unwrap()).collect();
+    let events = kinds.iter().filter(|k| **k == "event").count();
+    assert_eq!(&kinds[events..], ["state", "done"], "{kinds:?}");
+    let seqs: Vec<u64> = first[..events]
+        .iter()
+        .map(|f| f["data"]["seq"].as_u64().unwrap())
+        .collect();
+    assert_eq!(seqs, (0..events as u64).collect::<Vec<_>>());
+    assert_eq!(
+        first[events]["data"]["lines"],
+        json!(["weather?", "Sunny."])
+    );
+    let done = &first[events + 1]["data"];
+    assert_eq!(done["len"], events);
+    assert_eq!(done["reason"], "idle");
+
+    // One more turn on the same session: its events start where the session ended.
+    let body = json!({ "input": "and tomorrow?", "sessionId": done["sessionId"] }).to_string();
+    let (_, _, data) = exchange(addr, "POST", "/api/workflow", &body).await;
+    let second = frames(data);
+    assert_eq!(second[0]["data"]["seq"], events);
+    assert_eq!(second.last().unwrap()["type"], "done");
+
+    // Bad input answers JSON errors, not a stream.
+    let unknown = json!({ "input": "x", "sessionId": SessionId::new() }).to_string();
+    let (status, _, _) = exchange(addr, "POST", "/api/workflow", &unknown).await;
+    assert_eq!(status, 404);
+    let (status, _, _) = exchange(
+        addr,
+        "POST",
+        "/api/workflow",
+        r#"{"input":"x","record":false}"#,
+    )
+    .await;
+    assert_eq!(status, 400);
+}

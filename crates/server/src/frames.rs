@@ -1,0 +1,146 @@
+//! The seeds' workflow handler (FR-059, their `createWorkflowHandler`): `POST /api/workflow`
+//! with `{input, sessionId?, workflow?}` starts a turn (a new session, or one more turn on
+//! `sessionId`) and answers an SSE stream of `data:` frames:
+//!
+//! - `{"type":"event","data":<the event with its seq>}` for every event of the turn;
+//! - `{"type":"state","data":<the state>}` once the turn ends;
+//! - `{"type":"done","data":{"sessionId","reason","len"}}` last;
+//! - `{"type":"error","data":{"code","message"}}` instead, when the turn cannot be followed.
+//!
+//! Every run is recorded (the log is the point of Open Harness), so `record: false` is refused.
+
+use std::sync::Arc;
+
+use axum::Json;
+use axum::extract::State;
+use axum::extract::rejection::JsonRejection;
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use openharness_core::builtin::WorkflowCompleted;
+use openharness_core::{Event as _, RunOptions, SessionId};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use crate::AppState;
+use crate::error::ApiError;
+
+/// The request body.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub(crate) struct Request {
+    input: String,
+    #[serde(default)]
+    session_id: Option<String>,
+    #[serde(default)]
+    workflow: Option<String>,
+    #[serde(default)]
+    record: Option<bool>,
+}
+
+fn frame(kind: &str, data: Value) -> Event {
+    Event::default().data(json!({ "type": kind, "data": data }).to_string())
+}
+
+/// `POST /api/workflow`.
+pub(crate) async fn post(
+    State(state): State<Arc<AppState>>,
+    request: Result<Json<Request>, JsonRejection>,
+) -> Result<Response, ApiError> {
+    let Request {
+        input,
+        session_id,
+        workflow,
+        record,
+    } = crate::routes::body(request)?;
+    if record == Some(false) {
+        return Err(ApiError::bad_request(
+            "every run is recorded here (the event log is what time travel, replay and fork use); omit `record`",
+        ));
+    }
+    let (session, from) = match session_id {
+        Some(id) => {
+            let session: SessionId = id.parse().map_err(|err| {
+                ApiError::bad_request(format!("`{id}` is not a session id: {err}"))
+            })?;
+            crate::routes::check_free(&state, &session).await?;
+            let len = state.host.session(&session).await?.len;
+            let host = state.host.clone();
+            let turn = session.clone();
+            crate::routes::spawn_turn(&state, session.clone(), len, async move {
+                host.send(&turn, input, RunOptions::new()).await
+            });
+            (session, len)
+        }
+        None => {
+            let workflow = match workflow {
+                Some(name) => name,
+                None => crate::chat::default_workflow(&state)?,
+            };
+            state.host.hosted(&workflow)?;
+            let session = SessionId::new();
+            let host = state.host.clone();
+            let options = RunOptions::new().session(session.clone());
+            crate::routes::spawn_turn(&state, session.clone(), 0, async move {
+                host.run(&workflow, Some(input), options).await
+            });
+            (session, 0)
+        }
+    };
+    let subscription = state
+        .host
+        .store()
+        .subscribe(&session, from)
+        .await
+        .map_err(|err| {
+            ApiError::new(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "internal",
+                err.to_string(),
+            )
+        })?;
+    let host = state.host.clone();
+    let frames = crate::chat::until_turn_end(subscription, move |item| {
+        let host = host.clone();
+        let session = session.clone();
+        async move {
+            match item {
+                Ok(recorded) => {
+                    let ended = recorded.event.name == WorkflowCompleted::NAME;
+                    let data = serde_json::to_value(&recorded).unwrap_or(Value::Null);
+                    let mut frames = vec![frame("event", data)];
+                    if ended {
+                        let reason = recorded.event.payload["reason"].clone();
+                        let len = recorded.seq + 1;
+                        match host.state_at(&session, len).await {
+                            Ok(state) => frames.push(frame("state", state)),
+                            Err(err) => frames.push(frame(
+                                "error",
+                                json!({ "code": "state_unavailable", "message": err.to_string() }),
+                            )),
+                        }
+                        frames.push(frame(
+                            "done",
+                            json!({ "sessionId": session, "reason": reason, "len": len }),
+                        ));
+                    }
+                    (frames, ended)
+                }
+                Err(err) => (
+                    vec![frame(
+                        "error",
+                        json!({ "code": "stream_failed", "message": err.to_string() }),
+                    )],
+                    true,
+                ),
+            }
+        }
+    });
+    let mut response = Sse::new(frames)
+        .keep_alive(KeepAlive::new().interval(state.options.heartbeat))
+        .into_response();
+    let headers = response.headers_mut();
+    headers.insert("x-accel-buffering", HeaderValue::from_static("no"));
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    Ok(response)
+}
