@@ -69,12 +69,20 @@ pub(crate) enum Command<E: Subcommand> {
     Fork(crate::fork::ForkArgs),
     /// Read every session of the store whole and say which are damaged (exit 1 if any).
     Check,
-    /// Serve the registered workflows' sessions over HTTP (JSON and SSE) until Ctrl-C.
+    /// Serve the registered workflows' sessions over HTTP (JSON, SSE, the AI SDK chat stream)
+    /// until Ctrl-C.
     Serve {
-        /// The address to listen on. Only loopback addresses for now: the server has no API
-        /// keys yet, so it refuses to be reachable from other machines.
+        /// The address to listen on. An address other machines can reach needs API keys (or
+        /// `--insecure-no-auth`).
         #[arg(long, default_value = "127.0.0.1:8080")]
         addr: std::net::SocketAddr,
+        /// A file of API keys, one per line (the key, or `sha256:<hex>` of it); every route
+        /// but `/health` then requires `Authorization: Bearer <key>`.
+        #[arg(long, env = "OPENHARNESS_API_KEYS_FILE")]
+        api_keys_file: Option<std::path::PathBuf>,
+        /// Serve without API keys on an address other machines can reach.
+        #[arg(long)]
+        insecure_no_auth: bool,
     },
     #[command(flatten)]
     Transfer(crate::transfer::TransferCommand),

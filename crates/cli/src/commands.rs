@@ -181,7 +181,11 @@ pub(crate) async fn run<E: clap::Subcommand>(
             tape(context, &parse_session(&session)?, at, json).await
         }
         Command::Fork(args) => crate::fork::run(args, context).await,
-        Command::Serve { addr } => serve(context, addr).await,
+        Command::Serve {
+            addr,
+            api_keys_file,
+            insecure_no_auth,
+        } => serve(context, addr, api_keys_file.as_deref(), insecure_no_auth).await,
         Command::Check => check(context).await,
         Command::Transfer(command) => {
             Ok(crate::transfer::run(command, context.store_path(), context.out()).await?)
@@ -259,12 +263,39 @@ async fn check(context: &Context) -> Result<(), CliError> {
     Ok(())
 }
 
-/// `serve`: the host's sessions over HTTP on a loopback address, until Ctrl-C.
-async fn serve(context: &Context, addr: std::net::SocketAddr) -> Result<(), CliError> {
-    if !addr.ip().is_loopback() {
+/// `serve`: the host's sessions over HTTP until Ctrl-C. Beyond loopback it needs API keys,
+/// unless told explicitly to serve without.
+async fn serve(
+    context: &Context,
+    addr: std::net::SocketAddr,
+    api_keys_file: Option<&Path>,
+    insecure_no_auth: bool,
+) -> Result<(), CliError> {
+    let keys = match api_keys_file {
+        Some(path) => {
+            let text = std::fs::read_to_string(path).map_err(|err| {
+                CliError::Usage(format!(
+                    "cannot read the API keys file {}: {err}",
+                    path.display()
+                ))
+            })?;
+            let keys = openharness_server::parse_api_keys(&text).map_err(|err| {
+                CliError::Usage(format!("the API keys file {}: {err}", path.display()))
+            })?;
+            if keys.is_empty() {
+                return Err(CliError::Usage(format!(
+                    "the API keys file {} holds no key",
+                    path.display()
+                )));
+            }
+            keys
+        }
+        None => Vec::new(),
+    };
+    if !addr.ip().is_loopback() && keys.is_empty() && !insecure_no_auth {
         return Err(CliError::Usage(format!(
-            "{addr} is reachable from other machines, and this server has no API keys yet: \
-             listen on a loopback address such as 127.0.0.1:8080"
+            "{addr} is reachable from other machines: give API keys (--api-keys-file) or, \
+             to serve without any, say --insecure-no-auth"
         )));
     }
     let listener = tokio::net::TcpListener::bind(addr)
@@ -272,12 +303,23 @@ async fn serve(context: &Context, addr: std::net::SocketAddr) -> Result<(), CliE
         .map_err(|err| CliError::Usage(format!("cannot listen on {addr}: {err}")))?;
     let host = context.host().clone();
     let names = host.workflow_names().join(", ");
+    let protected = if keys.is_empty() {
+        ""
+    } else {
+        " (API keys required)"
+    };
     {
         let mut out = context.out();
-        writeln!(out, "Serving {names} on http://{addr} (Ctrl-C to stop)")?;
+        writeln!(
+            out,
+            "Serving {names} on http://{addr}{protected} (Ctrl-C to stop)"
+        )?;
         out.flush()?;
     }
-    let app = openharness_server::router(host, openharness_server::ServerOptions::default());
+    let app = openharness_server::router(
+        host,
+        openharness_server::ServerOptions::default().api_keys(keys),
+    );
     axum::serve(listener, app)
         .with_graceful_shutdown(async {
             let _ = tokio::signal::ctrl_c().await;

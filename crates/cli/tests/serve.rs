@@ -63,9 +63,46 @@ fn serve_answers_on_loopback_and_refuses_other_addresses() {
         .args(["serve", "--addr", "0.0.0.0:0"])
         .current_dir(dir.path())
         .env_remove("OPENHARNESS_STORE")
+        .env_remove("OPENHARNESS_API_KEYS_FILE")
         .output()
         .unwrap();
     assert!(!refused.status.success());
     let stderr = String::from_utf8_lossy(&refused.stderr);
-    assert!(stderr.contains("no API keys yet"), "{stderr}");
+    assert!(stderr.contains("--api-keys-file"), "{stderr}");
+
+    // With a keys file, routes need a key (health does not).
+    std::fs::write(
+        dir.path().join("keys"),
+        "# ops
+local-key
+",
+    )
+    .unwrap();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let mut server = Command::new(env!("CARGO_BIN_EXE_openharness"))
+        .args([
+            "serve",
+            "--addr",
+            &format!("127.0.0.1:{port}"),
+            "--api-keys-file",
+            "keys",
+        ])
+        .current_dir(dir.path())
+        .env_remove("OPENHARNESS_STORE")
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    BufReader::new(server.stdout.take().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    assert!(first.contains("(API keys required)"), "{first}");
+    assert!(get(port, "/health").starts_with("HTTP/1.1 200"));
+    assert!(get(port, "/sessions").starts_with("HTTP/1.1 401"));
+    server.kill().unwrap();
+    server.wait().unwrap();
 }

@@ -24,6 +24,9 @@
 //! | `GET /api/chat/{id}/stream` | the running turn's UI message stream from its start, or `204` |
 //! | `POST /api/workflow` `{input, sessionId?, workflow?}` | the seeds' handler: `event`, `state`, `done` / `error` frames |
 //!
+//! **API keys**: with [`ServerOptions::api_keys`] set, every route but `/health` requires
+//! `Authorization: Bearer <key>`; keys are kept hashed and compared in constant time.
+//!
 //! **Busy policy**: a second input while this server runs a turn on the session is answered
 //! `409 session_busy` (nothing recorded); with [`ServerOptions::queue_inputs`] it waits for the
 //! turn instead (`202`). A turn running in another process makes the new one fail as busy
@@ -40,6 +43,7 @@
 //! # }
 //! ```
 
+mod auth;
 mod chat;
 mod error;
 mod frames;
@@ -52,6 +56,7 @@ use std::time::Duration;
 use axum::Router;
 use openharness_host::Host;
 
+pub use auth::{ApiKeyHash, parse_api_keys};
 pub use error::ApiError;
 
 /// How the server behaves; [`Default`] gives the documented defaults.
@@ -70,6 +75,8 @@ pub struct ServerOptions {
     pub queue_inputs: bool,
     /// The workflow a new chat of `POST /api/chat` runs (default: the host's only workflow).
     pub chat_workflow: Option<String>,
+    /// API keys (hashed): when any are set, every route but `/health` requires one.
+    pub api_keys: Vec<ApiKeyHash>,
 }
 
 impl Default for ServerOptions {
@@ -81,6 +88,7 @@ impl Default for ServerOptions {
             request_timeout: Duration::from_secs(30),
             queue_inputs: false,
             chat_workflow: None,
+            api_keys: Vec::new(),
         }
     }
 }
@@ -104,6 +112,13 @@ impl ServerOptions {
     #[must_use]
     pub fn body_limit(mut self, bytes: usize) -> Self {
         self.body_limit = bytes;
+        self
+    }
+
+    /// Requires API keys (kept hashed) on every route but `/health`.
+    #[must_use]
+    pub fn api_keys(mut self, keys: impl IntoIterator<Item = ApiKeyHash>) -> Self {
+        self.api_keys.extend(keys);
         self
     }
 

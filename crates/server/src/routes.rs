@@ -53,6 +53,10 @@ pub(crate) fn build(state: Arc<AppState>) -> Router {
     timed
         .merge(streaming)
         .fallback(|| async { ApiError::not_found("no such route") })
+        .layer(axum::middleware::from_fn_with_state(
+            Arc::clone(&state),
+            crate::auth::require_key,
+        ))
         .layer(DefaultBodyLimit::max(state.options.body_limit))
         .with_state(state)
 }

@@ -593,3 +593,49 @@ async fn bad_input_is_answered_in_the_error_shape() {
     let (status, health) = request(addr, "GET", "/health", None).await;
     assert_eq!((status, health["status"].as_str()), (200, Some("ok")));
 }
+
+/// A GET with extra header lines; the status.
+async fn get_with(addr: SocketAddr, path: &str, extra: &str) -> u16 {
+    let mut stream = TcpStream::connect(addr).await.unwrap();
+    let head =
+        format!("GET {path} HTTP/1.1\r\nhost: 127.0.0.1\r\nconnection: close\r\n{extra}\r\n");
+    stream.write_all(head.as_bytes()).await.unwrap();
+    let mut response = Vec::new();
+    stream.read_to_end(&mut response).await.unwrap();
+    String::from_utf8_lossy(&response)[9..12].parse().unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_api_keys_every_route_but_health_needs_one() {
+    let keys = openharness_server::parse_api_keys(
+        "# the team's keys\nk1-plain\nsha256:a4a5a6c4f3f8ec2b15bf4b5d2b1b95bbf5e8f21e5ca2a1a26be7c6a8ff3c5a1b\n",
+    )
+    .unwrap();
+    assert_eq!(keys.len(), 2);
+    assert!(openharness_server::parse_api_keys("sha256:nothex").is_err());
+    let addr = serve(
+        host(Duration::ZERO),
+        ServerOptions::default().api_keys(keys),
+    )
+    .await;
+    assert_eq!(get_with(addr, "/health", "").await, 200);
+    assert_eq!(get_with(addr, "/sessions", "").await, 401);
+    assert_eq!(
+        get_with(addr, "/sessions", "authorization: Bearer wrong\r\n").await,
+        401
+    );
+    assert_eq!(
+        get_with(addr, "/sessions", "authorization: Bearer k1-plain\r\n").await,
+        200
+    );
+    assert_eq!(
+        get_with(addr, "/sessions", "x-api-key: k1-plain\r\n").await,
+        200
+    );
+    let (status, refused) = request(addr, "GET", "/sessions", None).await;
+    assert_eq!(
+        (status, refused["error"]["code"].as_str()),
+        (401, Some("unauthorized"))
+    );
+    assert!(!refused.to_string().contains("k1-plain"));
+}

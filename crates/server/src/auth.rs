@@ -1,0 +1,110 @@
+//! API keys: when the server has any, every route but `GET /health` requires one, sent as
+//! `Authorization: Bearer <key>` (or `x-api-key: <key>`). Keys are kept only as SHA-256 hashes
+//! and compared in constant time; a key is never logged or echoed. A refused request is `401`
+//! in the error shape.
+
+use std::sync::Arc;
+
+use axum::extract::{Request, State};
+use axum::http::{StatusCode, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use sha2::{Digest, Sha256};
+use subtle::ConstantTimeEq;
+
+use crate::AppState;
+use crate::error::ApiError;
+
+/// The SHA-256 hash of an API key: what the server keeps instead of the key.
+#[derive(Clone, PartialEq, Eq)]
+pub struct ApiKeyHash([u8; 32]);
+
+impl std::fmt::Debug for ApiKeyHash {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ApiKeyHash(…)")
+    }
+}
+
+impl ApiKeyHash {
+    /// The hash of `key`.
+    ///
+    /// ```
+    /// use openharness_server::ApiKeyHash;
+    /// let stored = ApiKeyHash::of("s3cret");
+    /// assert!(stored.matches("s3cret"));
+    /// assert!(!stored.matches("guess"));
+    /// assert_eq!(format!("{stored:?}"), "ApiKeyHash(…)");
+    /// ```
+    pub fn of(key: &str) -> Self {
+        Self(Sha256::digest(key.as_bytes()).into())
+    }
+
+    /// A hash written as 64 hex digits (as `sha256:<hex>` lines of a keys file keep them).
+    pub fn from_hex(hex: &str) -> Option<Self> {
+        let hex = hex.trim();
+        if hex.len() != 64 {
+            return None;
+        }
+        let mut bytes = [0u8; 32];
+        for (i, byte) in bytes.iter_mut().enumerate() {
+            *byte = u8::from_str_radix(hex.get(2 * i..2 * i + 2)?, 16).ok()?;
+        }
+        Some(Self(bytes))
+    }
+
+    /// Whether `key` hashes to this, compared in constant time.
+    pub fn matches(&self, key: &str) -> bool {
+        let candidate: [u8; 32] = Sha256::digest(key.as_bytes()).into();
+        bool::from(self.0.ct_eq(&candidate))
+    }
+}
+
+/// Reads API keys from text: one per line, either the key itself or `sha256:<hex>` of it;
+/// blank lines and `#` comments are skipped.
+pub fn parse_api_keys(text: &str) -> Result<Vec<ApiKeyHash>, String> {
+    text.lines()
+        .enumerate()
+        .map(|(n, line)| (n + 1, line.trim()))
+        .filter(|(_, line)| !line.is_empty() && !line.starts_with('#'))
+        .map(|(n, line)| match line.strip_prefix("sha256:") {
+            Some(hex) => ApiKeyHash::from_hex(hex)
+                .ok_or_else(|| format!("line {n}: `sha256:` must be followed by 64 hex digits")),
+            None => Ok(ApiKeyHash::of(line)),
+        })
+        .collect()
+}
+
+/// The middleware: lets `/health` and keyless servers through, else checks the key.
+pub(crate) async fn require_key(
+    State(state): State<Arc<AppState>>,
+    request: Request,
+    next: Next,
+) -> Response {
+    if state.options.api_keys.is_empty() || request.uri().path().ends_with("/health") {
+        return next.run(request).await;
+    }
+    let headers = request.headers();
+    let presented = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .or_else(|| headers.get("x-api-key").and_then(|v| v.to_str().ok()));
+    // Every stored hash is compared, so the time does not tell which one (if any) matched.
+    let accepted = presented.is_some_and(|key| {
+        state
+            .options
+            .api_keys
+            .iter()
+            .fold(false, |found, hash| found | hash.matches(key))
+    });
+    if accepted {
+        next.run(request).await
+    } else {
+        ApiError::new(
+            StatusCode::UNAUTHORIZED,
+            "unauthorized",
+            "this server requires an API key: send `Authorization: Bearer <key>`",
+        )
+        .into_response()
+    }
+}
