@@ -146,7 +146,19 @@ async fn list(State(state): Shared) -> Answer {
 
 async fn one(State(state): Shared, Path(id): Path<String>) -> Answer {
     let session = session_id(&id)?;
-    let summary = state.host.session(&session).await?;
+    let summary = match state.host.session(&session).await {
+        // A session whose first turn this server has just started, before its first append.
+        Err(openharness_host::HostError::SessionNotFound(_)) if running_here(&state, &session) => {
+            return Ok(Json(json!({
+                "id": session,
+                "status": "running",
+                "len": 0,
+                "runningHere": true,
+            }))
+            .into_response());
+        }
+        other => other?,
+    };
     let mut value = serde_json::to_value(summary).map_err(|err| {
         ApiError::new(
             StatusCode::INTERNAL_SERVER_ERROR,

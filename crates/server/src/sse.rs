@@ -86,9 +86,11 @@ pub(crate) async fn events(
             ),
         ));
     };
-    // The session must exist (a stream of a session created later is not an error for the
-    // store, but a typo is one for a client).
-    state.host.session(&session).await?;
+    // The session must exist, or be one whose first turn this server has just started (its
+    // first events may not be recorded yet); a typo is a 404.
+    if crate::routes::turn_start(state, &session).is_none() {
+        state.host.session(&session).await?;
+    }
     let subscription = state
         .host
         .store()
