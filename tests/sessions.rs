@@ -8,13 +8,12 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use openharness::adapter::Snapshot;
 use openharness::builtin::{AgentCompleted, AgentStarted, Outcome};
 use openharness::prelude::*;
 use openharness::provider::{Reply, ScriptedProvider};
-use openharness::store::MemoryStore;
+use openharness::store::{MemoryStore, Observed, StoreObserver};
 use openharness::tape::{At, Cassette, LoadTape, TapeError};
-use openharness::{Error, SessionInfo, SessionStatus, StopReason, StoreError, Subscription};
+use openharness::{Error, SessionStatus, StopReason, StoreError};
 
 // ---------------------------------------------------------------------------------------------
 // A tally: each input is a number an agent adds; "ask" makes a handler ask a person instead.
@@ -532,82 +531,48 @@ fn work(store: impl Store, provider: ScriptedProvider) -> Workflow<Work> {
         .unwrap()
 }
 
-/// A store that remembers where each append ended and which reads were made, and can make
-/// appends wait (to line up racing writers).
-#[derive(Clone)]
-struct Spy<S> {
-    inner: S,
-    appended: Arc<Mutex<Vec<u64>>>,
-    reads: Arc<Mutex<Vec<Range<u64>>>>,
+/// Remembers where each append ended and which reads were made, and can hold appends back
+/// (to line up racing writers).
+#[derive(Default)]
+struct Spy {
+    appended: Mutex<Vec<u64>>,
+    reads: Mutex<Vec<Range<u64>>>,
     append_delay: Duration,
 }
 
-impl<S: Store> Spy<S> {
-    fn new(inner: S) -> Self {
-        Self {
-            inner,
-            appended: Arc::default(),
-            reads: Arc::default(),
-            append_delay: Duration::ZERO,
+#[async_trait]
+impl StoreObserver for Spy {
+    async fn before_append(&self, _: &SessionId, _: &[Envelope], _: u64) {
+        tokio::time::sleep(self.append_delay).await;
+    }
+    fn after_append(
+        &self,
+        _: &SessionId,
+        _: &[Envelope],
+        result: &Result<u64, StoreError>,
+        _: Duration,
+    ) {
+        if let Ok(len) = result {
+            self.appended.lock().unwrap().push(*len);
         }
     }
-
-    fn slow_appends(mut self, delay: Duration) -> Self {
-        self.append_delay = delay;
-        self
+    fn observes_reads(&self) -> bool {
+        true
+    }
+    fn on_read(&self, _: &SessionId, range: &Range<u64>) {
+        self.reads.lock().unwrap().push(range.clone());
     }
 }
 
-#[async_trait]
-impl<S: Store> Store for Spy<S> {
-    fn describe(&self) -> String {
-        format!("spy:{}", self.inner.describe())
-    }
-    async fn append(
-        &self,
-        session: &SessionId,
-        events: &[Envelope],
-        expected_seq: u64,
-    ) -> Result<u64, StoreError> {
-        tokio::time::sleep(self.append_delay).await;
-        let len = self.inner.append(session, events, expected_seq).await?;
-        self.appended.lock().unwrap().push(len);
-        Ok(len)
-    }
-    async fn events(
-        &self,
-        session: &SessionId,
-        range: Range<u64>,
-    ) -> Result<Vec<Envelope>, StoreError> {
-        self.reads.lock().unwrap().push(range.clone());
-        self.inner.events(session, range).await
-    }
-    async fn session(&self, session: &SessionId) -> Result<Option<SessionInfo>, StoreError> {
-        self.inner.session(session).await
-    }
-    async fn sessions(&self) -> Result<Vec<SessionInfo>, StoreError> {
-        self.inner.sessions().await
-    }
-    async fn clear(&self, session: &SessionId) -> Result<(), StoreError> {
-        self.inner.clear(session).await
-    }
-    async fn snapshot(&self, session: &SessionId, snapshot: &Snapshot) -> Result<(), StoreError> {
-        self.inner.snapshot(session, snapshot).await
-    }
-    async fn latest_snapshot(
-        &self,
-        session: &SessionId,
-        at_most: u64,
-    ) -> Result<Option<Snapshot>, StoreError> {
-        self.inner.latest_snapshot(session, at_most).await
-    }
-    async fn subscribe(
-        &self,
-        session: &SessionId,
-        from_seq: u64,
-    ) -> Result<Subscription, StoreError> {
-        self.inner.subscribe(session, from_seq).await
-    }
+/// A memory store under a [`Spy`], shared by clones.
+fn spied(append_delay: Duration) -> Arc<Observed<MemoryStore, Spy>> {
+    Arc::new(Observed::new(
+        MemoryStore::new(),
+        Spy {
+            append_delay,
+            ..Spy::default()
+        },
+    ))
 }
 
 /// How many requests each (agent, prompt) made.
@@ -663,16 +628,16 @@ fn check_log(events: &[Envelope]) {
 
 #[tokio::test]
 async fn resuming_at_every_append_boundary_finishes_like_an_uninterrupted_run() {
-    let spy = Spy::new(MemoryStore::new());
+    let spy = spied(Duration::ZERO);
     let reference_provider = working();
-    let reference = work(spy.clone(), reference_provider.clone())
+    let reference = work(Arc::clone(&spy), reference_provider.clone())
         .run(RunOptions::new().input("ship"))
         .await
         .unwrap();
     assert_eq!(reference.reason, StopReason::Until);
     assert_eq!(reference.state.results.len(), 4);
-    let full = spy.inner.all_events(&reference.session).await.unwrap();
-    let boundaries = spy.appended.lock().unwrap().clone();
+    let full = spy.inner().all_events(&reference.session).await.unwrap();
+    let boundaries = spy.observer().appended.lock().unwrap().clone();
     assert!(
         boundaries.len() < full.len(),
         "events are batched: {} appends for {} events",
@@ -933,7 +898,7 @@ async fn a_status_per_session_and_bad_input_records_nothing() {
 
 #[tokio::test]
 async fn continuing_reads_the_latest_snapshot_and_the_tail_only() {
-    let spy = Spy::new(MemoryStore::new());
+    let spy = spied(Duration::ZERO);
     // A long first turn (more than the snapshot threshold): 40 tasks.
     let provider = ScriptedProvider::new()
         .fallback("planner", |_| {
@@ -943,22 +908,23 @@ async fn continuing_reads_the_latest_snapshot_and_the_tail_only() {
         .fallback("worker", |_| {
             Reply::output(serde_json::json!({ "result": "ok" }))
         });
-    let wf = work(spy.clone(), provider);
+    let wf = work(Arc::clone(&spy), provider);
     let first = wf.run(RunOptions::new().input("long")).await.unwrap();
     assert!(first.len > 100, "{}", first.len);
     let snapshot = spy
-        .inner
+        .inner()
         .latest_snapshot(&first.session, u64::MAX)
         .await
         .unwrap()
         .expect("the turn saved a snapshot at its end");
     assert_eq!(snapshot.position, first.len);
-    spy.reads.lock().unwrap().clear();
+    spy.observer().reads.lock().unwrap().clear();
     let second = wf
         .send(&first.session, "more", RunOptions::new())
         .await
         .unwrap();
-    let reads = spy.reads.lock().unwrap().clone();
+    let reads = spy.observer().reads.lock().unwrap().clone();
+    assert!(!reads.is_empty(), "continuing reads the tail");
     assert!(
         reads.iter().all(|r| r.start + 1 >= snapshot.position),
         "continuing read before the snapshot: {reads:?}"
@@ -1042,8 +1008,8 @@ async fn in_one_process_a_second_turn_waits_or_is_refused() {
 async fn two_writers_without_a_shared_lock_one_turn_wins_and_the_loser_calls_no_model() {
     // Two workflows built separately (as two processes would be) on one store, whose appends
     // wait a little so both derive the session before either records.
-    let store = Spy::new(MemoryStore::new()).slow_appends(Duration::from_millis(30));
-    let setup = tally(store.clone(), adding());
+    let store = spied(Duration::from_millis(30));
+    let setup = tally(Arc::clone(&store), adding());
     let first = setup.run(RunOptions::new().input("1")).await.unwrap();
     let (pa, pb) = (slow_adding(), slow_adding());
     let (a, b) = (
@@ -1061,7 +1027,7 @@ async fn two_writers_without_a_shared_lock_one_turn_wins_and_the_loser_calls_no_
     };
     assert!(matches!(err, Error::SessionBusy { .. }), "{err}");
     assert_eq!(loser_calls, 0, "the loser called no model");
-    let events = store.inner.all_events(&first.session).await.unwrap();
+    let events = store.inner().all_events(&first.session).await.unwrap();
     assert_eq!(events.len() as u64, winner.len);
     assert!(turns_do_not_interleave(&events));
     check_log(&events);

@@ -17,7 +17,6 @@
 
 use std::error::Error;
 use std::hint::black_box;
-use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -25,15 +24,14 @@ use std::time::Instant;
 
 use async_trait::async_trait;
 use openharness::Agent;
-use openharness::adapter::{ProviderResponse, ProviderSink, Snapshot};
+use openharness::adapter::{ProviderResponse, ProviderSink};
 use openharness::builtin::UserInput;
 use openharness::schemars;
-use openharness::store::RedbStore;
+use openharness::store::{Observed, RedbStore, StoreObserver};
 use openharness::tape::LoadTape;
 use openharness::{
-    Emit, Envelope, EventStream, Provider, ProviderError, ProviderRequest, RunOptions, SessionId,
-    SessionInfo, StopReason, Store, StoreError, Subscription, Usage, Workflow, agent, event,
-    handler,
+    Emit, Envelope, Provider, ProviderError, ProviderRequest, RunOptions, SessionId, StopReason,
+    Store, StoreError, Usage, Workflow, agent, event, handler,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::json;
@@ -292,13 +290,7 @@ async fn ours(n: u64, dir: &Path) -> Fallible<Figures> {
     let path = dir.join("race.redb");
     let store = RedbStore::open(&path)?;
     let appends = Appends::default();
-    let flow = workflow(
-        Timed {
-            inner: store.clone(),
-            appends: appends.clone(),
-        },
-        n,
-    )?;
+    let flow = workflow(Observed::new(store.clone(), appends.clone()), n)?;
 
     let started = Instant::now();
     let outcome = flow.run(RunOptions::new().input(GOAL)).await?;
@@ -390,7 +382,7 @@ async fn ours(n: u64, dir: &Path) -> Fallible<Figures> {
     })
 }
 
-/// The appends of a run and the time spent in them, shared by the clones of a [`Timed`].
+/// The appends of a run and the time spent in them, shared by its clones.
 #[derive(Clone, Default)]
 struct Appends(Arc<Mutex<(u64, f64)>>);
 
@@ -406,65 +398,17 @@ impl Appends {
     }
 }
 
-/// The live run's store: a [`RedbStore`] that counts its appends and the time they take,
-/// for the profile printed beside the table.
-#[derive(Clone)]
-struct Timed {
-    inner: RedbStore,
-    appends: Appends,
-}
-
+/// The live run's appends, counted and timed, for the profile printed beside the table.
 #[async_trait]
-impl Store for Timed {
-    fn describe(&self) -> String {
-        self.inner.describe()
-    }
-    async fn append(
+impl StoreObserver for Appends {
+    fn after_append(
         &self,
-        session: &SessionId,
-        events: &[Envelope],
-        expected_seq: u64,
-    ) -> Result<u64, StoreError> {
-        let started = Instant::now();
-        let len = self.inner.append(session, events, expected_seq).await;
-        self.appends.add(started.elapsed().as_secs_f64());
-        len
-    }
-    async fn events(
-        &self,
-        session: &SessionId,
-        range: Range<u64>,
-    ) -> Result<Vec<Envelope>, StoreError> {
-        self.inner.events(session, range).await
-    }
-    fn stream_events(&self, session: &SessionId, range: Range<u64>) -> EventStream<'_> {
-        self.inner.stream_events(session, range)
-    }
-    async fn session(&self, session: &SessionId) -> Result<Option<SessionInfo>, StoreError> {
-        self.inner.session(session).await
-    }
-    async fn sessions(&self) -> Result<Vec<SessionInfo>, StoreError> {
-        self.inner.sessions().await
-    }
-    async fn clear(&self, session: &SessionId) -> Result<(), StoreError> {
-        self.inner.clear(session).await
-    }
-    async fn snapshot(&self, session: &SessionId, snapshot: &Snapshot) -> Result<(), StoreError> {
-        self.inner.snapshot(session, snapshot).await
-    }
-    async fn latest_snapshot(
-        &self,
-        session: &SessionId,
-        at_most: u64,
-    ) -> Result<Option<Snapshot>, StoreError> {
-        self.inner.latest_snapshot(session, at_most).await
-    }
-    async fn subscribe(
-        &self,
-        session: &SessionId,
-        from_seq: u64,
-    ) -> Result<Subscription, StoreError> {
-        self.inner.subscribe(session, from_seq).await
+        _: &SessionId,
+        _: &[Envelope],
+        _: &Result<u64, StoreError>,
+        took: std::time::Duration,
+    ) {
+        self.add(took.as_secs_f64());
     }
 }
 

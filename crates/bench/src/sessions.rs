@@ -9,20 +9,18 @@
 use std::collections::VecDeque;
 use std::error::Error;
 use std::hint::black_box;
-use std::ops::Range;
 use std::path::Path;
 use std::process::ExitCode;
 use std::sync::{Arc, Mutex, MutexGuard, mpsc};
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
-use openharness::adapter::Snapshot;
 use openharness::builtin::{AgentStarted, UserInput, WorkflowCompleted, WorkflowStarted};
-use openharness::store::RedbStore;
+use openharness::store::{Observed, RedbStore, StoreObserver};
 use openharness::tape::LoadTape;
 use openharness::{
-    Emit, Envelope, EventStream, Pattern, RunOptions, RunOutcome, SessionId, SessionInfo,
-    SessionStatus, StopReason, Store, StoreError, Subscription, Workflow, renderer_fn,
+    Emit, Envelope, Pattern, RunOptions, RunOutcome, SessionId, SessionStatus, StopReason, Store,
+    StoreError, Workflow, renderer_fn,
 };
 use openharness::{event, handler};
 use serde::{Deserialize, Serialize};
@@ -193,7 +191,7 @@ async fn timed_turn(
             event.payload["text"].as_str().map(str::to_owned),
         ));
     });
-    store.arm();
+    store.observer().arm();
     let started = Instant::now();
     let outcome = workflow
         .send(session, text, turn_options().renderer(renderer))
@@ -207,6 +205,7 @@ async fn timed_turn(
         format!("the renderer saw {seen:?}, not the input {text:?}")
     })?;
     let durable = store
+        .observer()
         .first_append()
         .ok_or("the turn appended nothing to the store")?;
     Ok(TimedTurn {
@@ -277,15 +276,12 @@ fn ratio(measured: Duration, baseline: Duration) -> f64 {
     measured.as_secs_f64() / baseline.as_secs_f64()
 }
 
-/// The store the workflow records into: a [`RedbStore`] that notes when the first append
-/// since [`arm`](Self::arm) returned, that is when the turn's first batch was durable.
-#[derive(Clone)]
-struct Timed {
-    inner: RedbStore,
-    first_append: Arc<Mutex<Option<Instant>>>,
-}
+/// Notes when the first append since [`arm`](Self::arm) returned, that is when the turn's
+/// first batch was durable. Clones share the note.
+#[derive(Clone, Default)]
+struct FirstAppend(Arc<Mutex<Option<Instant>>>);
 
-impl Timed {
+impl FirstAppend {
     /// Forgets the append noted last: the next one is noted.
     fn arm(&self) {
         *self.slot() = None;
@@ -297,75 +293,40 @@ impl Timed {
     }
 
     fn slot(&self) -> MutexGuard<'_, Option<Instant>> {
-        self.first_append
+        self.0
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 }
 
 #[async_trait]
-impl Store for Timed {
-    fn describe(&self) -> String {
-        self.inner.describe()
-    }
-    async fn append(
+impl StoreObserver for FirstAppend {
+    fn after_append(
         &self,
-        session: &SessionId,
-        events: &[Envelope],
-        expected_seq: u64,
-    ) -> Result<u64, StoreError> {
-        let len = self.inner.append(session, events, expected_seq).await?;
-        self.slot().get_or_insert_with(Instant::now);
-        Ok(len)
-    }
-    async fn events(
-        &self,
-        session: &SessionId,
-        range: Range<u64>,
-    ) -> Result<Vec<Envelope>, StoreError> {
-        self.inner.events(session, range).await
-    }
-    fn stream_events(&self, session: &SessionId, range: Range<u64>) -> EventStream<'_> {
-        self.inner.stream_events(session, range)
-    }
-    async fn session(&self, session: &SessionId) -> Result<Option<SessionInfo>, StoreError> {
-        self.inner.session(session).await
-    }
-    async fn sessions(&self) -> Result<Vec<SessionInfo>, StoreError> {
-        self.inner.sessions().await
-    }
-    async fn clear(&self, session: &SessionId) -> Result<(), StoreError> {
-        self.inner.clear(session).await
-    }
-    async fn snapshot(&self, session: &SessionId, snapshot: &Snapshot) -> Result<(), StoreError> {
-        self.inner.snapshot(session, snapshot).await
-    }
-    async fn latest_snapshot(
-        &self,
-        session: &SessionId,
-        at_most: u64,
-    ) -> Result<Option<Snapshot>, StoreError> {
-        self.inner.latest_snapshot(session, at_most).await
-    }
-    async fn subscribe(
-        &self,
-        session: &SessionId,
-        from_seq: u64,
-    ) -> Result<Subscription, StoreError> {
-        self.inner.subscribe(session, from_seq).await
+        _: &SessionId,
+        _: &[Envelope],
+        result: &Result<u64, StoreError>,
+        _: Duration,
+    ) {
+        if result.is_ok() {
+            self.slot().get_or_insert_with(Instant::now);
+        }
     }
 }
+
+/// The store the workflow records into: a [`RedbStore`] whose first append of a turn is noted.
+type Timed = Arc<Observed<RedbStore, FirstAppend>>;
 
 /// Opens the store and a workflow on it. A store opened afresh has no pages cached, as in a
 /// new process that continues a session.
 fn open(path: &Path) -> Fallible<(Timed, Workflow<Tally>)> {
-    let store = Timed {
-        inner: RedbStore::open(path)?,
-        first_append: Arc::default(),
-    };
+    let store: Timed = Arc::new(Observed::new(
+        RedbStore::open(path)?,
+        FirstAppend::default(),
+    ));
     let workflow = Workflow::builder(NAME)
         .initial_state(Tally::default())
-        .store(store.clone())
+        .shared_store(store.clone())
         .build()?;
     Ok((store, workflow))
 }

@@ -63,6 +63,7 @@ mod fault;
 pub mod jsonl;
 mod live;
 mod memory;
+mod observed;
 #[cfg(feature = "postgres")]
 mod postgres;
 mod redb_store;
@@ -70,6 +71,7 @@ mod redb_store;
 pub use fault::{FailingStore, InjectedFailure};
 pub use live::LiveError;
 pub use memory::MemoryStore;
+pub use observed::{Observed, StoreObserver};
 pub use openharness_core::{
     EventStream, Recorded, SessionInfo, Snapshot, Store, StoreError, Subscription,
     SubscriptionSender,
