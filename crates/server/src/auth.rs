@@ -1,4 +1,5 @@
-//! API keys: when the server has any, every route but `GET /health` requires one, sent as
+//! API keys: when the server has any, every route but `GET /health` and `GET /openapi.json`
+//! requires one, sent as
 //! `Authorization: Bearer <key>` (or `x-api-key: <key>`). Keys are kept only as SHA-256 hashes
 //! and compared in constant time; a key is never logged or echoed. A refused request is `401`
 //! in the error shape.
@@ -80,7 +81,11 @@ pub(crate) async fn require_key(
     request: Request,
     next: Next,
 ) -> Response {
-    if state.options.api_keys.is_empty() || request.uri().path().ends_with("/health") {
+    let path = request.uri().path();
+    if state.options.api_keys.is_empty()
+        || path.ends_with("/health")
+        || path.ends_with("/openapi.json")
+    {
         return next.run(request).await;
     }
     let headers = request.headers();

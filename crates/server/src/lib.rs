@@ -6,6 +6,7 @@
 //! | method and path | what it does |
 //! |---|---|
 //! | `GET /health` | `{"status":"ok"}` |
+//! | `GET /openapi.json` | this table as OpenAPI 3.1, its schemas those of the wire types |
 //! | `GET /sessions` | every session, with owner, lineage, status and length |
 //! | `POST /sessions` `{workflow, input?}` | starts a session; the turn runs on; `202 {session}` |
 //! | `GET /sessions/{id}` | one session, and whether this server runs a turn on it |
@@ -47,6 +48,7 @@ mod auth;
 mod chat;
 mod error;
 mod frames;
+mod openapi;
 mod routes;
 mod sse;
 
@@ -58,6 +60,7 @@ use openharness_host::Host;
 
 pub use auth::{ApiKeyHash, parse_api_keys};
 pub use error::ApiError;
+pub use openapi::document as openapi_document;
 
 /// How the server behaves; [`Default`] gives the documented defaults.
 #[derive(Debug, Clone)]

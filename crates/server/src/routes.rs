@@ -29,6 +29,7 @@ const MAX_POSITIONS: usize = 1000;
 pub(crate) fn build(state: Arc<AppState>) -> Router {
     let timed = Router::new()
         .route("/health", get(health))
+        .route("/openapi.json", get(crate::openapi::serve))
         .route("/sessions", get(list).post(create))
         .route("/sessions/{id}", get(one).delete(remove))
         .route("/sessions/{id}/input", post(input))

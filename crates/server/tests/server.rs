@@ -639,3 +639,63 @@ async fn with_api_keys_every_route_but_health_needs_one() {
     );
     assert!(!refused.to_string().contains("k1-plain"));
 }
+
+/// Every `$ref` in `value` names a schema of `components.schemas`.
+fn refs(value: &Value, out: &mut Vec<String>) {
+    match value {
+        Value::Object(map) => {
+            if let Some(Value::String(target)) = map.get("$ref") {
+                out.push(target.clone());
+            }
+            map.values().for_each(|v| refs(v, out));
+        }
+        Value::Array(items) => items.iter().for_each(|v| refs(v, out)),
+        _ => {}
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_openapi_document_lists_every_route_and_its_references_resolve() {
+    let addr = serve(
+        host(Duration::ZERO),
+        ServerOptions::default().api_keys([openharness_server::ApiKeyHash::of("k")]),
+    )
+    .await;
+    // Served without a key, like /health.
+    let (status, doc) = request(addr, "GET", "/openapi.json", None).await;
+    assert_eq!(status, 200);
+    assert_eq!(doc["openapi"], "3.1.0");
+    for path in [
+        "/health",
+        "/sessions",
+        "/sessions/{id}",
+        "/sessions/{id}/input",
+        "/sessions/{id}/answer",
+        "/sessions/{id}/resume",
+        "/sessions/{id}/cancel",
+        "/sessions/{id}/events",
+        "/sessions/{id}/state",
+        "/sessions/{id}/states",
+        "/sessions/{id}/diff",
+        "/sessions/{id}/messages",
+        "/sessions/{id}/fork",
+        "/api/chat",
+        "/api/chat/{id}/stream",
+        "/api/workflow",
+    ] {
+        assert!(doc["paths"].get(path).is_some(), "{path} is missing");
+    }
+    let mut targets = Vec::new();
+    refs(&doc, &mut targets);
+    assert!(targets.len() > 20);
+    for target in targets {
+        let name = target
+            .strip_prefix("#/components/schemas/")
+            .unwrap_or_else(|| panic!("{target} points outside components"));
+        assert!(
+            doc["components"]["schemas"].get(name).is_some(),
+            "{target} does not resolve"
+        );
+    }
+    assert!(doc["components"]["schemas"].get("SessionSummary").is_some());
+}
