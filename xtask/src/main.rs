@@ -10,6 +10,9 @@
 //! - `cargo xtask bench <suite>`: builds `openharness-bench` in release and runs a suite
 //!   (`tape`, `sessions`), which prints each figure with a baseline measured in the same run, the ratio
 //!   and the goal.
+//! - `cargo xtask schemathesis`: the server against its own OpenAPI document with schemathesis
+//!   (pinned, installed from PyPI into `target/schemathesis-venv` on first use): no 5xx, every
+//!   response conforms.
 //! - `cargo xtask bench race`: the planner-executor shape against LangGraph's (installed from
 //!   PyPI into `.race-venv` on first use), both durable, at 1 000, 5 000 and 10 000 tasks.
 //! - `cargo xtask bench stores`: the store benchmarks (release build of
@@ -17,6 +20,7 @@
 //!   figures need `OPENHARNESS_BENCH_POSTGRES` or `OPENHARNESS_TEST_POSTGRES`.
 
 mod schemas;
+mod schemathesis;
 
 use std::path::PathBuf;
 use std::process::{Command, ExitCode};
@@ -27,6 +31,8 @@ enum Step {
     Cargo(&'static [&'static str]),
     /// `cargo xtask schemas --check`, run in this process.
     CheckSchemas,
+    /// `cargo xtask schemathesis`.
+    Schemathesis,
 }
 
 const USAGE: &str = "usage: cargo xtask ci | schemas [--check] | bench stores | bench tape | bench sessions | bench race";
@@ -47,9 +53,11 @@ fn main() -> ExitCode {
             ]),
             Step::CheckSchemas,
             Step::Cargo(&["test", "--workspace"]),
+            Step::Schemathesis,
         ],
         ["schemas"] => return write_schemas(),
         ["schemas", "--check"] => vec![Step::CheckSchemas],
+        ["schemathesis"] => vec![Step::Schemathesis],
         ["bench", "stores"] => vec![Step::Cargo(&[
             "run",
             "--release",
@@ -98,6 +106,7 @@ fn main() -> ExitCode {
         let ok = match step {
             Step::Cargo(args) => run_cargo(&cargo, args),
             Step::CheckSchemas => check_schemas(),
+            Step::Schemathesis => schemathesis::run(&cargo),
         };
         if !ok {
             return ExitCode::FAILURE;

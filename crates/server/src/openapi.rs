@@ -98,9 +98,14 @@ fn errors(codes: &[&str]) -> Map<String, Value> {
         .collect()
 }
 
+/// A session id as clients should write one (the server generates UUIDs; it accepts any
+/// printable id up to 200 characters).
 fn session_id() -> Value {
-    json!({ "name": "id", "in": "path", "required": true, "schema": { "type": "string", "minLength": 1, "maxLength": 200 } })
+    json!({ "name": "id", "in": "path", "required": true, "schema": { "type": "string", "pattern": "^[A-Za-z0-9._~-]{1,200}$" } })
 }
+
+/// The largest integer JSON carries exactly (JavaScript's safe integers).
+const MAX_SAFE: u64 = 9_007_199_254_740_991;
 
 fn query(name: &str, schema: Value) -> Value {
     json!({ "name": name, "in": "query", "required": false, "schema": schema })
@@ -114,6 +119,10 @@ fn operation(
     failures: &[&str],
 ) -> Value {
     let mut responses = errors(failures);
+    if body.is_some() {
+        // A body that is not JSON, or JSON of the wrong shape.
+        responses.extend(errors(&["400", "413", "415", "422"]));
+    }
     responses.insert(success.0.to_owned(), success.1);
     let mut op = json!({ "summary": summary, "parameters": parameters, "responses": responses });
     if let Some(body) = body {
@@ -133,7 +142,7 @@ fn sse(description: &str) -> Value {
 }
 
 fn paths() -> Value {
-    let position = json!({ "type": "integer", "minimum": 0 });
+    let position = json!({ "type": "integer", "minimum": 0, "maximum": MAX_SAFE });
     let accepted = (
         "202",
         ok("the turn runs on in the server", schema("Accepted")),
@@ -150,12 +159,12 @@ fn paths() -> Value {
             "delete": operation("Delete a session", vec![session_id()], None, ("204", json!({ "description": "deleted" })), &["400", "401", "404", "409"]),
         },
         "/sessions/{id}/input": { "post": operation("A new turn", vec![session_id()], Some(object(&["text"], json!({ "text": { "type": "string" } }))), accepted.clone(), &["400", "401", "404", "409", "413", "422"]) },
-        "/sessions/{id}/answer": { "post": operation("Answer an input request", vec![session_id()], Some(object(&["request", "text"], json!({ "request": { "type": "string" }, "text": { "type": "string" } }))), accepted.clone(), &["400", "401", "404", "409", "413", "422"]) },
+        "/sessions/{id}/answer": { "post": operation("Answer an input request", vec![session_id()], Some(object(&["request", "text"], json!({ "request": { "type": "string", "format": "uuid" }, "text": { "type": "string" } }))), accepted.clone(), &["400", "401", "404", "409", "413", "422"]) },
         "/sessions/{id}/resume": { "post": operation("Finish a cut-off turn", vec![session_id()], None, accepted.clone(), &["400", "401", "404", "409", "422"]) },
         "/sessions/{id}/cancel": { "post": operation("Cancel the running turn", vec![session_id()], None, ("200", ok("whether a turn was running", object(&["cancelled"], json!({ "cancelled": { "type": "boolean" } })))), &["400", "401", "404"]) },
         "/sessions/{id}/events": { "get": {
             "summary": "Events: a JSON page, or SSE with Accept: text/event-stream",
-            "parameters": [session_id(), query("after", position.clone()), query("limit", json!({ "type": "integer", "minimum": 0 }))],
+            "parameters": [session_id(), query("after", position.clone()), query("limit", json!({ "type": "integer", "minimum": 0, "maximum": MAX_SAFE }))],
             "responses": {
                 "200": { "description": "a page, or an event stream", "content": {
                     "application/json": { "schema": schema("EventsPage") },
@@ -166,7 +175,7 @@ fn paths() -> Value {
             },
         } },
         "/sessions/{id}/state": { "get": operation("The state at a position", vec![session_id(), query("at", position.clone())], None, ("200", ok("the state", schema("StateAt"))), &["400", "401", "404", "422"]) },
-        "/sessions/{id}/states": { "get": operation("States at positions, in one pass", vec![session_id(), json!({ "name": "at", "in": "query", "required": true, "schema": { "type": "string", "pattern": "^[0-9]+(,[0-9]+)*$" } })], None, ("200", ok("the states", json!({ "type": "array", "items": schema("StateAt") }))), &["400", "401", "404", "422"]) },
+        "/sessions/{id}/states": { "get": operation("States at positions, in one pass", vec![session_id(), json!({ "name": "at", "in": "query", "required": true, "schema": { "type": "string", "pattern": "^[0-9]{1,15}(,[0-9]{1,15}){0,99}$" } })], None, ("200", ok("the states", json!({ "type": "array", "items": schema("StateAt") }))), &["400", "401", "404", "422"]) },
         "/sessions/{id}/diff": { "get": operation("The JSON patch between two positions", vec![session_id(), json!({ "name": "from", "in": "query", "required": true, "schema": position.clone() }), json!({ "name": "to", "in": "query", "required": true, "schema": position.clone() })], None, ("200", ok("an RFC 6902 patch", json!({ "type": "array" }))), &["400", "401", "404", "422"]) },
         "/sessions/{id}/messages": { "get": operation("Chat messages at a position", vec![session_id(), query("at", position), query("shape", json!({ "enum": ["v4", "ui"] }))], None, ("200", ok("the messages", json!({ "type": "array" }))), &["400", "401", "404"]) },
         "/sessions/{id}/fork": { "post": operation("Fork and run on", vec![session_id()], Some(schema("ForkPoint")), accepted, &["400", "401", "404", "413", "422"]) },

@@ -21,6 +21,20 @@ use crate::error::ApiError;
 type Shared = State<Arc<AppState>>;
 type Answer = Result<Response, ApiError>;
 
+/// The largest number the API takes (JavaScript's largest safe integer), as the OpenAPI
+/// document says.
+const MAX_SAFE: u64 = 9_007_199_254_740_991;
+
+/// Refuses a number beyond [`MAX_SAFE`].
+fn bounded(name: &str, value: Option<u64>) -> Result<(), ApiError> {
+    match value {
+        Some(value) if value > MAX_SAFE => Err(ApiError::bad_request(format!(
+            "`{name}` is {value}, beyond the largest position the API takes ({MAX_SAFE})"
+        ))),
+        _ => Ok(()),
+    }
+}
+
 /// The most events one JSON page holds.
 const MAX_PAGE: usize = 1000;
 /// The most positions one `states` request asks for.
@@ -201,6 +215,25 @@ async fn remove(State(state): Shared, Path(id): Path<String>) -> Answer {
             format!("session {session} has a turn running; cancel it first"),
         ));
     }
+    // Its forks start from its state: deleting it would leave them unable to fold.
+    let forks: Vec<String> = state
+        .host
+        .sessions()
+        .await?
+        .into_iter()
+        .filter(|s| s.parent.as_ref() == Some(&session))
+        .map(|s| s.id.to_string())
+        .collect();
+    if !forks.is_empty() {
+        return Err(ApiError::new(
+            StatusCode::CONFLICT,
+            "has_forks",
+            format!(
+                "session {session} has forks ({}); delete them first",
+                forks.join(", ")
+            ),
+        ));
+    }
     state.host.store().clear(&session).await.map_err(|err| {
         ApiError::new(
             StatusCode::INTERNAL_SERVER_ERROR,
@@ -334,6 +367,8 @@ async fn events(
 ) -> Answer {
     let session = session_id(&id)?;
     let Page { after, limit } = query(page)?;
+    bounded("after", after)?;
+    bounded("limit", limit.map(|l| l as u64))?;
     let wants_stream = headers
         .get(header::ACCEPT)
         .and_then(|v| v.to_str().ok())
@@ -367,6 +402,7 @@ async fn state_at(
 ) -> Answer {
     let session = session_id(&id)?;
     let At { at } = query(at)?;
+    bounded("at", at)?;
     let states = state
         .host
         .states_at(&session, &[at.unwrap_or(u64::MAX)])
@@ -417,6 +453,8 @@ async fn diff(
 ) -> Answer {
     let session = session_id(&id)?;
     let Between { from, to } = query(between)?;
+    bounded("from", Some(from))?;
+    bounded("to", Some(to))?;
     Ok(Json(state.host.diff(&session, from, to).await?).into_response())
 }
 
@@ -434,6 +472,7 @@ async fn messages(
 ) -> Answer {
     let session = session_id(&id)?;
     let MessagesAt { at, shape } = query(at)?;
+    bounded("at", at)?;
     let messages = state
         .host
         .messages_at(&session, at.unwrap_or(u64::MAX))
@@ -454,6 +493,15 @@ async fn fork(
 ) -> Answer {
     let parent = session_id(&id)?;
     let at = body(request)?;
+    match &at {
+        ForkPoint::Position { position } => bounded("position", Some(*position))?,
+        ForkPoint::Nth { n, .. } if *n == 0 || *n > 1_000_000_000 => {
+            return Err(ApiError::bad_request(
+                "`n` counts occurrences from 1 (to 10^9)",
+            ));
+        }
+        _ => {}
+    }
     state.host.workflow_of(&parent).await?;
     let child = SessionId::new();
     let host = state.host.clone();

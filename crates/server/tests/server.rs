@@ -507,6 +507,22 @@ async fn busy_sessions_open_requests_and_stream_caps_are_refused_clearly() {
     let summary = wait_idle(addr, &child).await;
     assert_eq!(summary["parent"], session.as_str());
 
+    // The parent cannot be deleted while the fork starts from it.
+    let (status, refused) = request(addr, "DELETE", &format!("/sessions/{session}"), None).await;
+    assert_eq!(
+        (status, refused["error"]["code"].as_str()),
+        (409, Some("has_forks"))
+    );
+    // Positions beyond what JSON carries exactly are refused.
+    let (status, _) = request(
+        addr,
+        "GET",
+        &format!("/sessions/{session}/state?at=9007199254740992"),
+        None,
+    )
+    .await;
+    assert_eq!(status, 400);
+
     // Deleting it.
     let (status, _) = request(addr, "DELETE", &format!("/sessions/{child}"), None).await;
     assert_eq!(status, 204);

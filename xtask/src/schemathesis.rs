@@ -1,0 +1,109 @@
+//! `cargo xtask schemathesis`: the server against its own OpenAPI document. It builds the
+//! `openharness` binary, records a chat in a temporary folder, serves it on a free loopback
+//! port, and runs schemathesis (pinned, installed from PyPI into `target/schemathesis-venv` on
+//! first use) with every check and a fixed seed: no 5xx, every response conforms to the
+//! document. The SSE-only routes under `/api/` are left out (a fuzzer cannot end a stream).
+
+use std::net::TcpListener;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// The schemathesis release the check runs.
+const SCHEMATHESIS: &str = "schemathesis==4.32.5";
+
+/// Kills the server however the check ends.
+struct Server(Child);
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+pub(crate) fn run(cargo: &str) -> bool {
+    match check(cargo) {
+        Ok(()) => true,
+        Err(err) => {
+            eprintln!("xtask schemathesis: {err}");
+            false
+        }
+    }
+}
+
+fn check(cargo: &str) -> Result<(), String> {
+    let root = std::env::current_dir().map_err(|e| e.to_string())?;
+    let venv = root.join("target/schemathesis-venv");
+    let st = venv.join("bin/schemathesis");
+    if !st.exists() {
+        eprintln!("$ python3 -m venv {}", venv.display());
+        status(Command::new("python3").args(["-m", "venv"]).arg(&venv))?;
+        eprintln!("$ pip install {SCHEMATHESIS}");
+        status(Command::new(venv.join("bin/pip")).args(["install", "--quiet", SCHEMATHESIS]))?;
+    }
+    status(Command::new(cargo).args(["build", "--quiet", "--package", "openharness-cli"]))?;
+    let binary = root.join("target/debug/openharness");
+    let folder = root.join("target/schemathesis-run");
+    let _ = std::fs::remove_dir_all(&folder);
+    std::fs::create_dir_all(&folder).map_err(|e| e.to_string())?;
+    status(
+        Command::new(&binary)
+            .args(["demo", "chat"])
+            .current_dir(&folder)
+            .stdout(Stdio::null()),
+    )?;
+    let port = TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map_err(|e| e.to_string())?
+        .port();
+    let address = format!("127.0.0.1:{port}");
+    let server = Server(
+        Command::new(&binary)
+            .args(["serve", "--addr", &address])
+            .current_dir(&folder)
+            .stdout(Stdio::null())
+            .spawn()
+            .map_err(|e| format!("cannot start the server: {e}"))?,
+    );
+    wait_for(&address)?;
+    eprintln!("$ schemathesis run http://{address}/openapi.json --checks all");
+    let result = status(
+        Command::new(&st)
+            .args(["run", &format!("http://{address}/openapi.json")])
+            .args(["--checks", "all", "--max-examples", "50", "--seed", "1"])
+            .args([
+                "--request-timeout",
+                "10",
+                "--exclude-path-regex",
+                "^/api/.*",
+            ])
+            .current_dir(&folder),
+    );
+    drop(server);
+    result
+}
+
+/// Waits (bounded) until the server accepts connections.
+fn wait_for(address: &str) -> Result<(), String> {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while Instant::now() < deadline {
+        if std::net::TcpStream::connect(address).is_ok() {
+            return Ok(());
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    Err(format!(
+        "the server did not listen on {address} within 30 s"
+    ))
+}
+
+fn status(command: &mut Command) -> Result<(), String> {
+    let status = command
+        .status()
+        .map_err(|e| format!("cannot run {command:?}: {e}"))?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(format!("{command:?} failed ({status})"))
+    }
+}
