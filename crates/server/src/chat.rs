@@ -19,8 +19,8 @@ use std::sync::Arc;
 use axum::Json;
 use axum::extract::rejection::JsonRejection;
 use axum::extract::{Path, State};
-use axum::http::{HeaderValue, StatusCode, header};
-use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::http::{HeaderValue, StatusCode};
+use axum::response::sse::Event;
 use axum::response::{IntoResponse, Response};
 use futures_util::{StreamExt, stream};
 use openharness_core::builtin::Builtin;
@@ -161,18 +161,7 @@ impl UiStream {
 
 /// The UI message stream of `session` from seq `from` to the end of that turn.
 async fn ui_stream(state: &AppState, session: &SessionId, from: u64) -> Result<Response, ApiError> {
-    let subscription = state
-        .host
-        .store()
-        .subscribe(session, from)
-        .await
-        .map_err(|err| {
-            ApiError::new(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                "internal",
-                err.to_string(),
-            )
-        })?;
+    let subscription = crate::sse::subscribe(state, session, from).await?;
     let mut converter = UiStream::default();
     let chunks = until_turn_end(subscription, move |item| {
         let (events, finished) = match item {
@@ -199,16 +188,11 @@ async fn ui_stream(state: &AppState, session: &SessionId, from: u64) -> Result<R
         };
         std::future::ready((events, finished))
     });
-    let mut response = Sse::new(chunks)
-        .keep_alive(KeepAlive::new().interval(state.options.heartbeat))
-        .into_response();
-    let headers = response.headers_mut();
-    headers.insert(
+    let mut response = crate::sse::answer(chunks, state.options.heartbeat, "");
+    response.headers_mut().insert(
         "x-vercel-ai-ui-message-stream",
         HeaderValue::from_static("v1"),
     );
-    headers.insert("x-accel-buffering", HeaderValue::from_static("no"));
-    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
     Ok(response)
 }
 

@@ -14,9 +14,8 @@ use std::sync::Arc;
 use axum::Json;
 use axum::extract::State;
 use axum::extract::rejection::JsonRejection;
-use axum::http::{HeaderValue, StatusCode, header};
-use axum::response::sse::{Event, KeepAlive, Sse};
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
+use axum::response::sse::Event;
 use openharness_core::builtin::WorkflowCompleted;
 use openharness_core::{Event as _, RunOptions, SessionId};
 use serde::Deserialize;
@@ -87,18 +86,7 @@ pub(crate) async fn post(
             (session, 0)
         }
     };
-    let subscription = state
-        .host
-        .store()
-        .subscribe(&session, from)
-        .await
-        .map_err(|err| {
-            ApiError::new(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                "internal",
-                err.to_string(),
-            )
-        })?;
+    let subscription = crate::sse::subscribe(&state, &session, from).await?;
     let host = state.host.clone();
     let frames = crate::chat::until_turn_end(subscription, move |item| {
         let host = host.clone();
@@ -136,11 +124,6 @@ pub(crate) async fn post(
             }
         }
     });
-    let mut response = Sse::new(frames)
-        .keep_alive(KeepAlive::new().interval(state.options.heartbeat))
-        .into_response();
-    let headers = response.headers_mut();
-    headers.insert("x-accel-buffering", HeaderValue::from_static("no"));
-    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    let response = crate::sse::answer(frames, state.options.heartbeat, "");
     Ok(response)
 }

@@ -91,10 +91,27 @@ pub(crate) async fn events(
     if crate::routes::turn_start(state, &session).is_none() {
         state.host.session(&session).await?;
     }
-    let subscription = state
+    let subscription = subscribe(state, &session, from).await?;
+    let hello = stream::once(async { Ok(Event::default().retry(RETRY).comment("openharness")) });
+    // The stream owns `counted`: the session's count drops when the client goes away.
+    let events = subscription.map(move |item| {
+        let _open = &counted;
+        Ok::<_, Infallible>(to_event(item))
+    });
+    let response = answer(hello.chain(events), state.options.heartbeat, "heartbeat");
+    Ok(response)
+}
+
+/// A live tail of `session` from seq `from`, for a stream answer.
+pub(crate) async fn subscribe(
+    state: &crate::AppState,
+    session: &SessionId,
+    from: u64,
+) -> Result<openharness_core::Subscription, ApiError> {
+    state
         .host
         .store()
-        .subscribe(&session, from)
+        .subscribe(session, from)
         .await
         .map_err(|err| {
             ApiError::new(
@@ -102,23 +119,22 @@ pub(crate) async fn events(
                 "internal",
                 err.to_string(),
             )
-        })?;
-    let hello = stream::once(async { Ok(Event::default().retry(RETRY).comment("openharness")) });
-    // The stream owns `counted`: the session's count drops when the client goes away.
-    let events = subscription.map(move |item| {
-        let _open = &counted;
-        Ok::<_, Infallible>(to_event(item))
-    });
-    let body = Sse::new(hello.chain(events)).keep_alive(
-        KeepAlive::new()
-            .interval(state.options.heartbeat)
-            .text("heartbeat"),
-    );
-    let mut response = body.into_response();
+        })
+}
+
+/// An SSE answer of `events`, with the heartbeat and the headers that keep proxies from
+/// buffering it.
+pub(crate) fn answer<S>(events: S, heartbeat: Duration, heartbeat_text: &str) -> Response
+where
+    S: futures_util::Stream<Item = Result<Event, Infallible>> + Send + 'static,
+{
+    let mut response = Sse::new(events)
+        .keep_alive(KeepAlive::new().interval(heartbeat).text(heartbeat_text))
+        .into_response();
     let headers = response.headers_mut();
     headers.insert("x-accel-buffering", HeaderValue::from_static("no"));
     headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
-    Ok(response)
+    response
 }
 
 fn to_event(item: Result<Recorded, StoreError>) -> Event {
