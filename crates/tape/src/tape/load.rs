@@ -4,17 +4,11 @@
 use std::future::Future;
 
 use openharness_core::builtin::Builtin;
-use openharness_core::{
-    Envelope, Fold, SessionId, Snapshot, Store, StoreError, Workflow, WorkflowState,
-};
+use openharness_core::{Envelope, Fold, SessionId, Snapshot, Store, Workflow, WorkflowState};
 
 use super::Tape;
 use crate::error::TapeError;
 use crate::snapshots::Calibration;
-
-/// How deep a chain of forks may be (a fork of a fork of ...) before loading gives up; it
-/// also stops a corrupt log whose forks form a cycle.
-const MAX_FORK_DEPTH: usize = 64;
 
 /// Loading a recorded session as a [`Tape`]: `workflow.load(&session_id)`.
 pub trait LoadTape<S: WorkflowState> {
@@ -65,7 +59,9 @@ impl<S: WorkflowState> LoadTape<S> for Workflow<S> {
             return Err(openharness_core::Error::SessionNotFound(session.clone()));
         }
         check_workflow(self, session, &first)?;
-        let initial = base_state(self, session, &first, 0).await?;
+        // Position 0: the initial state, or for a fork its parent's state at the fork point
+        // (derived by core, which also refuses a missing parent and a cycle of forks).
+        let initial = self.state_at(session, 0).await?;
         // Each chunk is indexed on a blocking thread while the store reads the next one.
         let mut more = first.len() as u64 == LOAD_CHUNK;
         let calibration = Calibration::measure(&initial, &first);
@@ -166,52 +162,6 @@ fn check_workflow<S: WorkflowState>(
         }
         _ => Ok(()),
     }
-}
-
-/// The state a session starts from: the workflow's initial state, or for a fork the parent's
-/// state at the fork point.
-fn base_state<'a, S: WorkflowState>(
-    workflow: &'a Workflow<S>,
-    session: &'a SessionId,
-    events: &'a [Envelope],
-    depth: usize,
-) -> std::pin::Pin<Box<dyn Future<Output = Result<S, openharness_core::Error>> + Send + 'a>> {
-    Box::pin(async move {
-        let Some(Ok(Builtin::SessionForked(forked))) = events.first().and_then(Builtin::decode)
-        else {
-            return Ok(workflow.initial_state().clone());
-        };
-        if depth >= MAX_FORK_DEPTH {
-            return Err(openharness_core::Error::Store {
-                store: workflow.store().describe(),
-                session: Some(session.clone()),
-                source: StoreError::Corrupt {
-                    session: session.clone(),
-                    seq: 0,
-                    message: format!(
-                        "it is forked from a chain of more than {MAX_FORK_DEPTH} sessions (a cycle?)"
-                    ),
-                },
-            });
-        }
-        let parent_events = match workflow.session_events(&forked.parent).await {
-            Err(openharness_core::Error::SessionNotFound(_)) => {
-                return Err(openharness_core::Error::MissingParent {
-                    session: session.clone(),
-                    parent: forked.parent,
-                });
-            }
-            other => other?,
-        };
-        let parent_base = base_state(workflow, &forked.parent, &parent_events, depth + 1).await?;
-        let parent = Tape::from_events_at(
-            workflow.clone(),
-            forked.parent.clone(),
-            parent_events,
-            parent_base,
-        );
-        Ok(parent.state_at(forked.position))
-    })
 }
 
 impl<S: WorkflowState> Tape<S> {
