@@ -256,14 +256,14 @@ pub(crate) async fn post(
         )
     })?;
     let from = match exists.filter(|info| info.count > 0) {
-        Some(info) => {
-            crate::routes::check_free(&state, &session).await?;
+        Some(_) => {
+            let len = crate::routes::check_free(&state, &session).await?;
             let host = state.host.clone();
             let turn = session.clone();
-            crate::routes::spawn_turn(&state, session.clone(), info.count, async move {
+            crate::routes::spawn_turn(&state, session.clone(), len, async move {
                 host.send(&turn, text, RunOptions::new()).await
             });
-            info.count
+            len
         }
         None => {
             let workflow = default_workflow(&state)?;

@@ -62,8 +62,7 @@ pub(crate) async fn post(
             let session: SessionId = id.parse().map_err(|err| {
                 ApiError::bad_request(format!("`{id}` is not a session id: {err}"))
             })?;
-            crate::routes::check_free(&state, &session).await?;
-            let len = state.host.session(&session).await?.len;
+            let len = crate::routes::check_free(&state, &session).await?;
             let host = state.host.clone();
             let turn = session.clone();
             crate::routes::spawn_turn(&state, session.clone(), len, async move {

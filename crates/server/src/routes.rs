@@ -244,11 +244,19 @@ async fn remove(State(state): Shared, Path(id): Path<String>) -> Answer {
     Ok(StatusCode::NO_CONTENT.into_response())
 }
 
-/// Refuses a new turn on a session this server is running one on (unless inputs queue), or
-/// whose last turn has not ended elsewhere.
-pub(crate) async fn check_free(state: &AppState, session: &SessionId) -> Result<(), ApiError> {
+/// Refuses a new turn on a session this server cannot fold, is running one on (unless inputs
+/// queue), or whose last turn has not ended elsewhere. Returns the session's length, where the
+/// new turn starts.
+pub(crate) async fn check_free(state: &AppState, session: &SessionId) -> Result<u64, ApiError> {
     let summary = state.host.session(session).await?;
-    state.host.workflow_of(session).await?;
+    if !summary.hosted {
+        return Err(openharness_host::HostError::Unhosted {
+            session: session.clone(),
+            recorded: summary.workflow,
+            known: state.host.workflow_names(),
+        }
+        .into());
+    }
     let busy = |why: &str| {
         ApiError::new(
             StatusCode::CONFLICT,
@@ -258,7 +266,7 @@ pub(crate) async fn check_free(state: &AppState, session: &SessionId) -> Result<
     };
     if running_here(state, session) {
         if state.options.queue_inputs {
-            return Ok(());
+            return Ok(summary.len);
         }
         return Err(busy("a turn is running on it"));
     }
@@ -267,7 +275,7 @@ pub(crate) async fn check_free(state: &AppState, session: &SessionId) -> Result<
             "its last turn has not ended (running in another process, or cut off: POST …/resume)",
         ));
     }
-    Ok(())
+    Ok(summary.len)
 }
 
 #[derive(Deserialize)]
@@ -283,8 +291,7 @@ async fn input(
 ) -> Answer {
     let session = session_id(&id)?;
     let Input { text } = body(request)?;
-    check_free(&state, &session).await?;
-    let len = state.host.session(&session).await?.len;
+    let len = check_free(&state, &session).await?;
     let host = state.host.clone();
     let turn_session = session.clone();
     spawn_turn(&state, session.clone(), len, async move {
@@ -307,7 +314,7 @@ async fn answer(
 ) -> Answer {
     let session = session_id(&id)?;
     let AnswerBody { request, text } = body(request)?;
-    check_free(&state, &session).await?;
+    let len = check_free(&state, &session).await?;
     let open = state.host.unfinished(&session).await?.open_requests;
     if !open.contains(&request) {
         return Err(openharness_core::Error::RequestNotOpen {
@@ -317,7 +324,6 @@ async fn answer(
         }
         .into());
     }
-    let len = state.host.session(&session).await?.len;
     let host = state.host.clone();
     let turn_session = session.clone();
     spawn_turn(&state, session.clone(), len, async move {
