@@ -83,6 +83,10 @@ pub(crate) enum Command<E: Subcommand> {
         /// Serve without API keys on an address other machines can reach.
         #[arg(long)]
         insecure_no_auth: bool,
+        /// Let browser pages from these origins call the server (CORS; off by default): a
+        /// comma-separated list such as `http://localhost:5173`, or `*` for any origin.
+        #[arg(long, env = "OPENHARNESS_CORS_ORIGINS", value_name = "ORIGINS")]
+        cors_origin: Option<openharness_server::CorsOrigins>,
     },
     #[command(flatten)]
     Transfer(crate::transfer::TransferCommand),

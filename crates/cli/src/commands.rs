@@ -185,7 +185,17 @@ pub(crate) async fn run<E: clap::Subcommand>(
             addr,
             api_keys_file,
             insecure_no_auth,
-        } => serve(context, addr, api_keys_file.as_deref(), insecure_no_auth).await,
+            cors_origin,
+        } => {
+            serve(
+                context,
+                addr,
+                api_keys_file.as_deref(),
+                insecure_no_auth,
+                cors_origin,
+            )
+            .await
+        }
         Command::Check => check(context).await,
         Command::Transfer(command) => {
             Ok(crate::transfer::run(command, context.store_path(), context.out()).await?)
@@ -270,6 +280,7 @@ async fn serve(
     addr: std::net::SocketAddr,
     api_keys_file: Option<&Path>,
     insecure_no_auth: bool,
+    cors: Option<openharness_server::CorsOrigins>,
 ) -> Result<(), CliError> {
     let keys = match api_keys_file {
         Some(path) => {
@@ -308,18 +319,23 @@ async fn serve(
     } else {
         " (API keys required)"
     };
+    let cors_note = match &cors {
+        Some(origins) => format!(" (CORS: {origins})"),
+        None => String::new(),
+    };
     {
         let mut out = context.out();
         writeln!(
             out,
-            "Serving {names} on http://{addr}{protected} (Ctrl-C to stop)"
+            "Serving {names} on http://{addr}{protected}{cors_note} (Ctrl-C to stop)"
         )?;
         out.flush()?;
     }
-    let app = openharness_server::router(
-        host,
-        openharness_server::ServerOptions::default().api_keys(keys),
-    );
+    let mut options = openharness_server::ServerOptions::default().api_keys(keys);
+    if let Some(origins) = cors {
+        options = options.cors(origins);
+    }
+    let app = openharness_server::router(host, options);
     axum::serve(listener, app)
         .with_graceful_shutdown(async {
             let _ = tokio::signal::ctrl_c().await;

@@ -1,5 +1,5 @@
 //! `openharness serve`: the registered workflows' sessions over HTTP on a loopback address; an
-//! address other machines could reach is refused (no API keys yet).
+//! address other machines could reach is refused without API keys; CORS only when asked.
 #![allow(clippy::unwrap_used, missing_docs)]
 
 use std::io::{BufRead, BufReader, Read, Write};
@@ -103,6 +103,55 @@ local-key
     assert!(first.contains("(API keys required)"), "{first}");
     assert!(get(port, "/health").starts_with("HTTP/1.1 200"));
     assert!(get(port, "/sessions").starts_with("HTTP/1.1 401"));
+    server.kill().unwrap();
+    server.wait().unwrap();
+}
+
+#[test]
+fn serve_allows_the_cors_origins_it_is_given_and_refuses_malformed_ones() {
+    let dir = tempfile::tempdir().unwrap();
+    let refused = Command::new(env!("CARGO_BIN_EXE_openharness"))
+        .args(["serve", "--cors-origin", "http://localhost:5173/"])
+        .current_dir(dir.path())
+        .env_remove("OPENHARNESS_STORE")
+        .output()
+        .unwrap();
+    assert_eq!(refused.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(stderr.contains("no path"), "{stderr}");
+
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let mut server = Command::new(env!("CARGO_BIN_EXE_openharness"))
+        .args(["serve", "--addr", &format!("127.0.0.1:{port}")])
+        .args(["--cors-origin", "http://localhost:5173"])
+        .current_dir(dir.path())
+        .env_remove("OPENHARNESS_STORE")
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    BufReader::new(server.stdout.take().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    assert!(first.contains("(CORS: http://localhost:5173)"), "{first}");
+    let mut stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    write!(
+        stream,
+        "OPTIONS /sessions HTTP/1.1\r\nhost: 127.0.0.1\r\nconnection: close\r\n\
+         origin: http://localhost:5173\r\naccess-control-request-method: POST\r\n\r\n"
+    )
+    .unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    let response = response.to_ascii_lowercase();
+    assert!(
+        response.contains("access-control-allow-origin: http://localhost:5173"),
+        "{response}"
+    );
     server.kill().unwrap();
     server.wait().unwrap();
 }

@@ -28,6 +28,9 @@
 //! **API keys**: with [`ServerOptions::api_keys`] set, every route but `/health` requires
 //! `Authorization: Bearer <key>`; keys are kept hashed and compared in constant time.
 //!
+//! **CORS** is off unless [`ServerOptions::cors`] names the origins a browser page may call
+//! from (`serve --cors-origin`); preflights are answered before the key check.
+//!
 //! **Busy policy**: a second input while this server runs a turn on the session is answered
 //! `409 session_busy` (nothing recorded); with [`ServerOptions::queue_inputs`] it waits for the
 //! turn instead (`202`). A turn running in another process makes the new one fail as busy
@@ -46,6 +49,7 @@
 
 mod auth;
 mod chat;
+mod cors;
 mod error;
 mod frames;
 mod openapi;
@@ -59,6 +63,7 @@ use axum::Router;
 use openharness_host::Host;
 
 pub use auth::{ApiKeyHash, parse_api_keys};
+pub use cors::{CorsOrigins, InvalidOrigin};
 pub use error::ApiError;
 pub use openapi::document as openapi_document;
 
@@ -80,6 +85,8 @@ pub struct ServerOptions {
     pub chat_workflow: Option<String>,
     /// API keys (hashed): when any are set, every route but `/health` requires one.
     pub api_keys: Vec<ApiKeyHash>,
+    /// The origins a browser page may call the server from (default none: CORS off).
+    pub cors: Option<CorsOrigins>,
 }
 
 impl Default for ServerOptions {
@@ -92,6 +99,7 @@ impl Default for ServerOptions {
             queue_inputs: false,
             chat_workflow: None,
             api_keys: Vec::new(),
+            cors: None,
         }
     }
 }
@@ -122,6 +130,20 @@ impl ServerOptions {
     #[must_use]
     pub fn api_keys(mut self, keys: impl IntoIterator<Item = ApiKeyHash>) -> Self {
         self.api_keys.extend(keys);
+        self
+    }
+
+    /// Lets browser pages from `origins` call the server (CORS); see [`CorsOrigins`].
+    ///
+    /// ```
+    /// use openharness_server::ServerOptions;
+    /// let options = ServerOptions::default().cors("http://localhost:5173".parse()?);
+    /// assert!(options.cors.is_some());
+    /// # Ok::<(), openharness_server::InvalidOrigin>(())
+    /// ```
+    #[must_use]
+    pub fn cors(mut self, origins: CorsOrigins) -> Self {
+        self.cors = Some(origins);
         self
     }
 

@@ -65,15 +65,20 @@ pub(crate) fn build(state: Arc<AppState>) -> Router {
         .route("/api/chat", post(crate::chat::post))
         .route("/api/chat/{id}/stream", get(crate::chat::resume))
         .route("/api/workflow", post(crate::frames::post));
-    timed
+    let router = timed
         .merge(streaming)
         .fallback(|| async { ApiError::not_found("no such route") })
         .layer(axum::middleware::from_fn_with_state(
             Arc::clone(&state),
             crate::auth::require_key,
         ))
-        .layer(DefaultBodyLimit::max(state.options.body_limit))
-        .with_state(state)
+        .layer(DefaultBodyLimit::max(state.options.body_limit));
+    // Outermost, so preflights skip the key check and refusals carry the CORS headers too.
+    let router = match &state.options.cors {
+        Some(origins) => router.layer(crate::cors::layer(origins)),
+        None => router,
+    };
+    router.with_state(state)
 }
 
 fn session_id(id: &str) -> Result<SessionId, ApiError> {
