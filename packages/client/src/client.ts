@@ -1,0 +1,233 @@
+/**
+ * {@link OpenHarnessClient}: every route of the native API as a typed method. Answers are the
+ * wire types generated from the server's JSON Schemas; failures are {@link OpenHarnessError}s
+ * carrying the server's `code`.
+ */
+import { OpenHarnessError, errorFromResponse, networkError } from "./errors.js";
+import { EventStream, type StreamEventsOptions } from "./stream.js";
+import type {
+  Accepted,
+  EventsPage,
+  ForkPoint,
+  JsonPatchOperation,
+  MessageShape,
+  MessagesOf,
+  Recorded,
+  SessionDetail,
+  SessionSummary,
+  StateAt,
+} from "./types.js";
+
+/** How to reach the server. */
+export interface ClientOptions {
+  /**
+   * The server's base URL, such as `http://127.0.0.1:8080` or `/harness` (relative URLs resolve
+   * against the page). Default: the page's origin.
+   */
+  baseUrl?: string;
+  /** Sent as `Authorization: Bearer <apiKey>` when the server requires keys. */
+  apiKey?: string;
+  /** Extra headers for every request. */
+  headers?: Record<string, string>;
+  /** The `fetch` to use (default: the global one). */
+  fetch?: typeof fetch;
+}
+
+/** A request's own options. */
+export interface RequestOptions {
+  signal?: AbortSignal;
+}
+
+/** The largest number of positions one `states` request may ask for (the server's limit). */
+export const MAX_POSITIONS_PER_REQUEST = 1000;
+/** The largest page of events the server answers. */
+export const MAX_PAGE = 1000;
+
+/** A typed client of the Open Harness HTTP API. */
+export class OpenHarnessClient {
+  readonly baseUrl: string;
+  private readonly headers: Record<string, string>;
+  private readonly fetchImpl: typeof fetch;
+
+  constructor(options: ClientOptions = {}) {
+    this.baseUrl = (options.baseUrl ?? "").replace(/\/+$/, "");
+    this.headers = { ...options.headers };
+    if (options.apiKey) this.headers.authorization = `Bearer ${options.apiKey}`;
+    const f = options.fetch ?? globalThis.fetch;
+    if (typeof f !== "function") throw new Error("no fetch: pass one in ClientOptions.fetch");
+    // Called unbound, the browser's fetch throws "Illegal invocation".
+    this.fetchImpl = (input, init) => f(input, init);
+  }
+
+  /** The absolute (or page-relative) URL of an API path. */
+  url(path: string): string {
+    return `${this.baseUrl}${path}`;
+  }
+
+  private async request<T>(method: string, path: string, body?: unknown, options: RequestOptions = {}): Promise<T> {
+    const headers: Record<string, string> = { ...this.headers, accept: "application/json" };
+    const init: RequestInit = { method, headers };
+    if (options.signal) init.signal = options.signal;
+    if (body !== undefined) {
+      headers["content-type"] = "application/json";
+      init.body = JSON.stringify(body);
+    }
+    let response: Response;
+    try {
+      response = await this.fetchImpl(this.url(path), init);
+    } catch (err) {
+      throw networkError(err);
+    }
+    if (!response.ok) throw await errorFromResponse(response);
+    if (response.status === 204) return undefined as T;
+    const text = await response.text();
+    try {
+      return JSON.parse(text) as T;
+    } catch (err) {
+      throw new OpenHarnessError(response.status, "bad_response", `${method} ${path} did not answer JSON`, { cause: err });
+    }
+  }
+
+  /** `GET /health`. */
+  health(options?: RequestOptions): Promise<{ status: string }> {
+    return this.request("GET", "/health", undefined, options);
+  }
+
+  /** Every session, with owner, lineage, status and length. */
+  async listSessions(options?: RequestOptions): Promise<SessionSummary[]> {
+    const answer = await this.request<{ sessions: SessionSummary[] }>("GET", "/sessions", undefined, options);
+    return answer.sessions;
+  }
+
+  /** Starts a session of `workflow` (with its first input); the turn runs on in the server. */
+  createSession(workflow: string, input?: string, options?: RequestOptions): Promise<Accepted> {
+    const body: { workflow: string; input?: string } = { workflow };
+    if (input !== undefined) body.input = input;
+    return this.request("POST", "/sessions", body, options);
+  }
+
+  /** One session, and whether this server runs a turn on it now. */
+  getSession(sessionId: string, options?: RequestOptions): Promise<SessionDetail> {
+    return this.request("GET", `/sessions/${enc(sessionId)}`, undefined, options);
+  }
+
+  /** Deletes a session (`409 session_busy` while a turn runs, `409 has_forks` with forks). */
+  deleteSession(sessionId: string, options?: RequestOptions): Promise<void> {
+    return this.request("DELETE", `/sessions/${enc(sessionId)}`, undefined, options);
+  }
+
+  /** A new turn with `text` (`409 session_busy` while one runs). */
+  sendInput(sessionId: string, text: string, options?: RequestOptions): Promise<Accepted> {
+    return this.request("POST", `/sessions/${enc(sessionId)}/input`, { text }, options);
+  }
+
+  /** Answers the open `input:requested` whose event id is `requestId`. */
+  answer(sessionId: string, requestId: string, text: string, options?: RequestOptions): Promise<Accepted> {
+    return this.request("POST", `/sessions/${enc(sessionId)}/answer`, { request: requestId, text }, options);
+  }
+
+  /** Finishes a turn a crash cut off. */
+  resume(sessionId: string, options?: RequestOptions): Promise<Accepted> {
+    return this.request("POST", `/sessions/${enc(sessionId)}/resume`, undefined, options);
+  }
+
+  /** Cancels the turn this server runs on the session; `cancelled` is false when none ran. */
+  cancel(sessionId: string, options?: RequestOptions): Promise<{ cancelled: boolean }> {
+    return this.request("POST", `/sessions/${enc(sessionId)}/cancel`, undefined, options);
+  }
+
+  /** One page of events after seq `after` (absent: from the first), at most `limit` (≤ 1000). */
+  events(sessionId: string, page: { after?: number | null; limit?: number } = {}, options?: RequestOptions): Promise<EventsPage> {
+    const query = new URLSearchParams();
+    if (page.after !== undefined && page.after !== null) query.set("after", String(page.after));
+    if (page.limit !== undefined) query.set("limit", String(page.limit));
+    const q = query.toString();
+    return this.request("GET", `/sessions/${enc(sessionId)}/events${q ? `?${q}` : ""}`, undefined, options);
+  }
+
+  /** Every recorded event of a session, page by page (1000 a request). */
+  async allEvents(sessionId: string, after: number | null = null, options?: RequestOptions): Promise<Recorded[]> {
+    const out: Recorded[] = [];
+    let cursor = after;
+    for (;;) {
+      const page = await this.events(sessionId, { after: cursor, limit: MAX_PAGE }, options);
+      out.push(...page.events);
+      if (page.nextAfter === null || page.nextAfter === undefined || page.events.length === 0) return out;
+      cursor = page.nextAfter;
+    }
+  }
+
+  /** The state at a position (0: the initial state; absent: the end). */
+  stateAt(sessionId: string, at?: number, options?: RequestOptions): Promise<StateAt> {
+    const q = at === undefined ? "" : `?at=${at}`;
+    return this.request("GET", `/sessions/${enc(sessionId)}/state${q}`, undefined, options);
+  }
+
+  /**
+   * The states at several positions in one request per 1000 positions (the server folds them in
+   * one pass). Positions past the end are answered at the end.
+   */
+  async statesAt(sessionId: string, positions: readonly number[], options?: RequestOptions): Promise<StateAt[]> {
+    const out: StateAt[] = [];
+    for (let i = 0; i < positions.length; i += MAX_POSITIONS_PER_REQUEST) {
+      const chunk = positions.slice(i, i + MAX_POSITIONS_PER_REQUEST);
+      const answer = await this.request<StateAt[]>(
+        "GET",
+        `/sessions/${enc(sessionId)}/states?at=${chunk.join(",")}`,
+        undefined,
+        options,
+      );
+      out.push(...answer);
+    }
+    return out;
+  }
+
+  /** The JSON patch that turns the state at `from` into the state at `to`. */
+  diff(sessionId: string, from: number, to: number, options?: RequestOptions): Promise<JsonPatchOperation[]> {
+    return this.request("GET", `/sessions/${enc(sessionId)}/diff?from=${from}&to=${to}`, undefined, options);
+  }
+
+  /** The chat messages at a position (absent: the end), AI SDK v4-style or as UIMessages. */
+  messages<S extends MessageShape = "v4">(
+    sessionId: string,
+    query: { at?: number; shape?: S } = {},
+    options?: RequestOptions,
+  ): Promise<MessagesOf[S]> {
+    const params = new URLSearchParams();
+    if (query.at !== undefined) params.set("at", String(query.at));
+    if (query.shape) params.set("shape", query.shape);
+    const q = params.toString();
+    return this.request("GET", `/sessions/${enc(sessionId)}/messages${q ? `?${q}` : ""}`, undefined, options);
+  }
+
+  /** A new session from a point of this one, run on: at a position, or at the nth event named so. */
+  fork(sessionId: string, at: ForkPoint, options?: RequestOptions): Promise<Accepted> {
+    return this.request("POST", `/sessions/${enc(sessionId)}/fork`, at, options);
+  }
+
+  /**
+   * Follows a session's events live (SSE): history after `after`, then new events as they are
+   * recorded; resumes with `Last-Event-ID` after a drop, never delivering an event twice.
+   */
+  streamEvents(sessionId: string, options: StreamEventsOptions = {}): EventStream {
+    return new EventStream(
+      sessionId,
+      { fetch: this.fetchImpl, url: this.url(`/sessions/${enc(sessionId)}/events`), headers: this.headers },
+      options,
+    );
+  }
+
+  /** Follows a session until its current turn ends (`workflow:completed`). */
+  followTurn(sessionId: string, options: Omit<StreamEventsOptions, "until"> = {}): EventStream {
+    return this.streamEvents(sessionId, { ...options, until: isTurnEnd });
+  }
+}
+
+/** Whether an event ends a turn. */
+export function isTurnEnd(event: Pick<Recorded, "name">): boolean {
+  return event.name === "workflow:completed";
+}
+
+function enc(id: string): string {
+  return encodeURIComponent(id);
+}

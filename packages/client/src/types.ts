@@ -1,0 +1,40 @@
+/**
+ * The types of the native API's answers: the wire types generated from the JSON Schemas
+ * (`./generated/wire.ts`), and the few shapes the routes add around them.
+ */
+import type { ForkPoint, Recorded, SessionSummary, StateAt, UiMessage, Message } from "./generated/wire.js";
+
+export type * from "./generated/wire.js";
+
+/** `POST /sessions`, `…/input`, `…/answer`, `…/resume`, `…/fork`: the turn runs on in the server. */
+export interface Accepted {
+  session: string;
+  status: "running";
+}
+
+/** `GET /sessions/{id}`: the summary, and whether this server runs a turn on it now. */
+export interface SessionDetail extends Omit<SessionSummary, "created" | "lastEvent" | "workflow" | "parent" | "hosted"> {
+  created?: string;
+  lastEvent?: string;
+  workflow?: string | null;
+  parent?: string | null;
+  hosted?: boolean;
+  runningHere: boolean;
+}
+
+/** One operation of a JSON patch (RFC 6902), as `GET /sessions/{id}/diff` answers them. */
+export type JsonPatchOperation =
+  | { op: "add" | "replace" | "test"; path: string; value: unknown }
+  | { op: "remove"; path: string }
+  | { op: "move" | "copy"; from: string; path: string };
+
+/** The shapes `GET /sessions/{id}/messages` answers: AI SDK v4-style or UIMessage (v5). */
+export type MessageShape = "v4" | "ui";
+
+/** What `messages()` answers for each shape. */
+export interface MessagesOf {
+  v4: Message[];
+  ui: UiMessage[];
+}
+
+export type { ForkPoint, Recorded, StateAt };

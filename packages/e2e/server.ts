@@ -1,0 +1,118 @@
+/**
+ * A real `openharness serve` for the tests: the binary cargo built (target/debug/openharness at
+ * the repo root, or $OPENHARNESS_BIN), on 127.0.0.1 at a free port, over a fresh redb store into
+ * which the fixture sessions (fixtures/*.jsonl) are imported first. Never a mock.
+ */
+import { spawn, spawnSync, type ChildProcess } from "node:child_process";
+import { existsSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+
+const here = dirname(fileURLToPath(import.meta.url));
+export const repoRoot = resolve(here, "..", "..");
+export const fixturesDir = join(here, "fixtures");
+
+/** The weather chat imported from fixtures/weather-chat.jsonl (text deltas, tools, a retry). */
+export const WEATHER_CHAT = "01a20000-0000-7000-8000-000000000001";
+
+export interface RunningServer {
+  /** `http://127.0.0.1:<port>` */
+  url: string;
+  store: string;
+  stop(): Promise<void>;
+}
+
+/** The binary, or an error that says how to build it. */
+export function binary(): string {
+  const bin = process.env.OPENHARNESS_BIN ?? join(repoRoot, "target", "debug", "openharness");
+  if (!existsSync(bin)) {
+    throw new Error(
+      `the openharness binary is missing at ${bin}: build it first with\n` +
+        `  cd ${repoRoot} && cargo build -p openharness-cli --bin openharness\n` +
+        `(or point OPENHARNESS_BIN at one). The tests run against a real server, never a mock.`,
+    );
+  }
+  return bin;
+}
+
+function freePort(): Promise<number> {
+  return new Promise((ok, fail) => {
+    const server = createServer();
+    server.once("error", fail);
+    server.listen(0, "127.0.0.1", () => {
+      const address = server.address();
+      const port = typeof address === "object" && address ? address.port : 0;
+      server.close(() => ok(port));
+    });
+  });
+}
+
+/** Starts a server over a new store holding the fixture sessions. */
+export async function startServer(): Promise<RunningServer> {
+  const bin = binary();
+  const dir = mkdtempSync(join(tmpdir(), "openharness-packages-"));
+  const store = join(dir, "store.redb");
+  for (const file of readdirSync(fixturesDir).filter((f) => f.endsWith(".jsonl")).sort()) {
+    const imported = spawnSync(bin, ["--store", store, "import", join(fixturesDir, file)], { encoding: "utf8" });
+    if (imported.status !== 0) {
+      throw new Error(`importing ${file} failed (exit ${imported.status}):\n${imported.stderr}${imported.stdout}`);
+    }
+  }
+  let lastError: unknown;
+  for (let attempt = 0; attempt < 3; attempt++) {
+    const port = await freePort();
+    const url = `http://127.0.0.1:${port}`;
+    const child = spawn(bin, ["--store", store, "serve", "--addr", `127.0.0.1:${port}`], {
+      stdio: ["ignore", "pipe", "pipe"],
+      env: { ...process.env, RUST_LOG: process.env.RUST_LOG ?? "warn" },
+    });
+    let output = "";
+    child.stdout?.on("data", (d: Buffer) => (output += d.toString()));
+    child.stderr?.on("data", (d: Buffer) => (output += d.toString()));
+    try {
+      await waitHealthy(url, child, () => output);
+      return {
+        url,
+        store,
+        stop: async () => {
+          await stopChild(child);
+          rmSync(dir, { recursive: true, force: true });
+        },
+      };
+    } catch (err) {
+      lastError = err;
+      await stopChild(child);
+    }
+  }
+  rmSync(dir, { recursive: true, force: true });
+  throw lastError;
+}
+
+async function waitHealthy(url: string, child: ChildProcess, output: () => string): Promise<void> {
+  const deadline = Date.now() + 20_000;
+  while (Date.now() < deadline) {
+    if (child.exitCode !== null) throw new Error(`openharness serve exited (${child.exitCode}):\n${output()}`);
+    try {
+      const response = await fetch(`${url}/health`);
+      if (response.ok) return;
+    } catch {
+      // not listening yet
+    }
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error(`openharness serve did not answer /health within 20 s:\n${output()}`);
+}
+
+function stopChild(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
+  return new Promise((done) => {
+    const kill = setTimeout(() => child.kill("SIGKILL"), 3000);
+    child.once("exit", () => {
+      clearTimeout(kill);
+      done();
+    });
+    child.kill("SIGINT");
+  });
+}
