@@ -5,6 +5,7 @@
 //!
 //! | method and path | what it does |
 //! |---|---|
+//! | `GET /` | the tape inspector, a browser page over this API (see `inspector`; no key needed) |
 //! | `GET /health` | `{"status":"ok"}` |
 //! | `GET /openapi.json` | this table as OpenAPI 3.1, its schemas those of the wire types |
 //! | `GET /sessions` | every session, with owner, lineage, status and length |
@@ -52,6 +53,7 @@ mod chat;
 mod cors;
 mod error;
 mod frames;
+mod inspector;
 mod openapi;
 mod routes;
 mod sse;

@@ -72,6 +72,8 @@ pub(crate) fn build(state: Arc<AppState>) -> Router {
             Arc::clone(&state),
             crate::auth::require_key,
         ))
+        // The inspector's page and assets, outside the key check (they hold no data).
+        .merge(crate::inspector::routes())
         .layer(DefaultBodyLimit::max(state.options.body_limit));
     // Outermost, so preflights skip the key check and refusals carry the CORS headers too.
     let router = match &state.options.cors {

@@ -1,0 +1,88 @@
+//! The inspector's page over a real socket: served at `/` without a key while the API needs
+//! one, with the content types its browser needs, and with a `<base>` that makes it work when
+//! the router is nested under a prefix.
+#![allow(clippy::unwrap_used, missing_docs)]
+
+use std::net::SocketAddr;
+
+use openharness::host::Host;
+use openharness::store::MemoryStore;
+use openharness_server::{ApiKeyHash, ServerOptions, router};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+async fn serve(app: axum::Router) -> SocketAddr {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    addr
+}
+
+/// One HTTP/1.1 GET with `Connection: close`: status, content type and body.
+async fn get(addr: SocketAddr, path: &str) -> (u16, String, String) {
+    let mut stream = TcpStream::connect(addr).await.unwrap();
+    let head = format!("GET {path} HTTP/1.1\r\nhost: 127.0.0.1\r\nconnection: close\r\n\r\n");
+    stream.write_all(head.as_bytes()).await.unwrap();
+    let mut response = Vec::new();
+    stream.read_to_end(&mut response).await.unwrap();
+    let text = String::from_utf8(response).unwrap();
+    let (head, body) = text.split_once("\r\n\r\n").unwrap();
+    let status = head[9..12].parse().unwrap();
+    let kind = head
+        .lines()
+        .find_map(|line| {
+            let (name, value) = line.split_once(':')?;
+            name.eq_ignore_ascii_case("content-type")
+                .then(|| value.trim().to_owned())
+        })
+        .unwrap_or_default();
+    (status, kind, body.to_owned())
+}
+
+fn keyed() -> axum::Router {
+    router(
+        Host::new(MemoryStore::new()),
+        ServerOptions::default().api_keys([ApiKeyHash::of("k")]),
+    )
+}
+
+#[tokio::test]
+async fn the_page_and_its_assets_need_no_key_while_the_api_does() {
+    let addr = serve(keyed()).await;
+    let (status, kind, html) = get(addr, "/").await;
+    assert_eq!(status, 200);
+    assert_eq!(kind, "text/html; charset=utf-8");
+    assert!(html.contains("<base href=\"/\">"), "{html}");
+    assert!(html.contains("inspector.js"));
+    let (status, kind, script) = get(addr, "/inspector.js").await;
+    assert_eq!(
+        (status, kind.as_str()),
+        (200, "text/javascript; charset=utf-8")
+    );
+    assert!(script.contains("sessions"));
+    let (status, kind, _) = get(addr, "/inspector.css").await;
+    assert_eq!((status, kind.as_str()), (200, "text/css; charset=utf-8"));
+    let (status, _, _) = get(addr, "/index.html").await;
+    assert_eq!(status, 200);
+    // The API the page calls still needs the key, and unknown paths are still the API's 404.
+    let (status, _, _) = get(addr, "/sessions").await;
+    assert_eq!(status, 401);
+    let (status, _, _) = get(addr, "/inspector.map").await;
+    assert_eq!(status, 401);
+}
+
+#[tokio::test]
+async fn nested_under_a_prefix_the_page_names_its_assets_and_api_under_it() {
+    let addr = serve(axum::Router::new().nest("/harness", keyed())).await;
+    for path in ["/harness", "/harness/"] {
+        let (status, _, html) = get(addr, path).await;
+        if status == 200 {
+            assert!(html.contains("<base href=\"/harness/\">"), "{path}: {html}");
+        } else {
+            // axum's nest may not route the trailing-slash form; the other one must work.
+            assert_eq!(path, "/harness/", "{path} answered {status}");
+        }
+    }
+    let (status, _, _) = get(addr, "/harness/inspector.js").await;
+    assert_eq!(status, 200);
+}

@@ -1,0 +1,74 @@
+// The JSON patch between two states, computed as the server computes `GET …/diff` (the
+// json-patch crate's `diff`: objects key by key, arrays index by index, removals shifting the
+// index), so stepping over states already read needs no request. The tests compare the two on
+// every position of real sessions.
+
+import type { PatchOp } from "./api";
+
+export function diff(left: unknown, right: unknown): PatchOp[] {
+  const patch: PatchOp[] = [];
+  walk(left, right, "", patch);
+  return patch;
+}
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return value !== null && typeof value === "object" && !Array.isArray(value);
+}
+
+function walk(left: unknown, right: unknown, pointer: string, patch: PatchOp[]): void {
+  if (isObject(left) && isObject(right)) {
+    for (const key of sortedKeys(right)) {
+      const path = `${pointer}/${escape(key)}`;
+      if (Object.prototype.hasOwnProperty.call(left, key)) walk(left[key], right[key], path, patch);
+      else patch.push({ op: "add", path, value: right[key] });
+    }
+    for (const key of sortedKeys(left)) {
+      if (!Object.prototype.hasOwnProperty.call(right, key)) patch.push({ op: "remove", path: `${pointer}/${escape(key)}` });
+    }
+    return;
+  }
+  if (Array.isArray(left) && Array.isArray(right)) {
+    let shift = 0;
+    for (let i = 0; i < Math.max(left.length, right.length); i++) {
+      const path = `${pointer}/${i - shift}`;
+      if (i < left.length && i < right.length) walk(left[i], right[i], path, patch);
+      else if (i < left.length) {
+        shift++;
+        patch.push({ op: "remove", path });
+      } else patch.push({ op: "add", path, value: right[i] });
+    }
+    return;
+  }
+  if (!equal(left, right)) patch.push({ op: "replace", path: pointer, value: right });
+}
+
+/** Keys in the order the server's JSON maps keep them (sorted by their UTF-8 bytes). */
+function sortedKeys(value: Record<string, unknown>): string[] {
+  return Object.keys(value).sort(compareUtf8);
+}
+
+function compareUtf8(a: string, b: string): number {
+  // Code-point order is UTF-8 byte order; JavaScript compares UTF-16 units, which differs
+  // only for characters beyond the BMP against U+E000..U+FFFF.
+  const x = [...a];
+  const y = [...b];
+  for (let i = 0; i < Math.min(x.length, y.length); i++) {
+    const d = x[i]!.codePointAt(0)! - y[i]!.codePointAt(0)!;
+    if (d !== 0) return d;
+  }
+  return x.length - y.length;
+}
+
+function equal(a: unknown, b: unknown): boolean {
+  if (a === b) return true;
+  if (Array.isArray(a) && Array.isArray(b)) return a.length === b.length && a.every((v, i) => equal(v, b[i]));
+  if (isObject(a) && isObject(b)) {
+    const keys = Object.keys(a);
+    return keys.length === Object.keys(b).length && keys.every((k) => Object.prototype.hasOwnProperty.call(b, k) && equal(a[k], b[k]));
+  }
+  return false;
+}
+
+function escape(key: string): string {
+  return key.replace(/~/g, "~0").replace(/\//g, "~1");
+}

@@ -1,0 +1,701 @@
+// The inspector page: sessions (with lineage), a virtualized timeline of one session's events
+// grouped per agent call, the event at the cursor with its cause and effects, the patch it made,
+// and the state as a tree. Keyboard: j/k or arrows step, g goes to a position, / searches,
+// n/N next/previous match, c jumps to the cause, f forks at the cursor, l follows live.
+
+import { Api, ApiError, type PatchOp, type Recorded, type SessionSummary } from "./api";
+import { diff } from "./diff";
+import { type Follow, follow } from "./sse";
+import { Tape } from "./tape";
+import { el, renderTree } from "./tree";
+
+const ROW = 24;
+const OVERSCAN = 12;
+
+const HELP: [string, string][] = [
+  ["j / ↓", "step forward"],
+  ["k / ↑", "step back"],
+  ["PgDn / PgUp", "a screen forward / back"],
+  ["Home / End", "start / end"],
+  ["g", "go to a position"],
+  ["/", "search event names"],
+  ["n / N", "next / previous match"],
+  ["c", "jump to the causing event"],
+  ["f", "fork at the cursor"],
+  ["l", "follow live"],
+  ["i", "continue the session (input)"],
+  ["?", "this help"],
+];
+
+class Inspector {
+  private readonly api = new Api(new URL(".", document.baseURI));
+  private sessions: SessionSummary[] = [];
+  private summary: SessionSummary | null = null;
+  private tape: Tape | null = null;
+  private position = 0;
+  private direction = 1;
+  private live: Follow | null = null;
+  /** Follow mode: the cursor stays at the end while events arrive. */
+  private following = false;
+  private matches: number[] = [];
+  private query = "";
+  private frame = 0;
+  private viewToken = 0;
+
+  private readonly $ = {
+    sessions: byId("sessions"),
+    title: byId("title"),
+    meta: byId("meta"),
+    scroller: byId("timeline"),
+    spacer: byId("spacer"),
+    rows: byId("rows"),
+    event: byId("event"),
+    patch: byId("patch"),
+    state: byId("state"),
+    status: byId("status"),
+    search: byId("search") as HTMLInputElement,
+    matches: byId("matches"),
+    goto: byId("goto") as HTMLInputElement,
+    follow: byId("follow") as HTMLButtonElement,
+    fork: byId("fork") as HTMLButtonElement,
+    inputForm: byId("input-form") as HTMLFormElement,
+    input: byId("input") as HTMLInputElement,
+    inputHint: byId("input-hint"),
+    keyDialog: byId("key-dialog") as HTMLDialogElement,
+    keyForm: byId("key-form") as HTMLFormElement,
+    key: byId("key") as HTMLInputElement,
+    help: byId("help") as HTMLDialogElement,
+    error: byId("error"),
+  };
+
+  start(): void {
+    this.api.onUnauthorized = () => this.askKey();
+    this.$.scroller.addEventListener("scroll", () => this.schedule(), { passive: true });
+    window.addEventListener("resize", () => this.schedule());
+    document.addEventListener("keydown", (event) => this.key(event));
+    this.$.search.addEventListener("input", () => this.search(this.$.search.value));
+    this.$.search.addEventListener("keydown", (event) => {
+      if (event.key === "Enter") {
+        event.preventDefault();
+        this.nextMatch(event.shiftKey ? -1 : 1);
+      }
+    });
+    this.$.goto.addEventListener("keydown", (event) => {
+      if (event.key === "Enter") {
+        event.preventDefault();
+        const target = Number.parseInt(this.$.goto.value, 10);
+        if (Number.isFinite(target)) this.moveTo(target);
+        this.$.goto.blur();
+      }
+    });
+    this.$.follow.addEventListener("click", () => this.toggleFollow());
+    this.$.fork.addEventListener("click", () => void this.fork());
+    this.$.inputForm.addEventListener("submit", (event) => {
+      event.preventDefault();
+      void this.send();
+    });
+    this.$.keyForm.addEventListener("submit", () => {
+      this.api.setKey(this.$.key.value);
+      void this.refreshSessions().then(() => this.openFromHash());
+    });
+    this.$.rows.addEventListener("click", (event) => {
+      const row = (event.target as HTMLElement).closest<HTMLElement>(".row");
+      if (row?.dataset.position) this.moveTo(Number(row.dataset.position));
+    });
+    this.$.event.addEventListener("click", (event) => {
+      const link = (event.target as HTMLElement).closest<HTMLElement>("[data-goto]");
+      if (link?.dataset.goto) this.moveTo(Number(link.dataset.goto));
+      if ((event.target as HTMLElement).closest("[data-cause]")) void this.jumpToCause();
+    });
+    byId("help-button").addEventListener("click", () => this.$.help.showModal());
+    const helpList = byId("help-list");
+    for (const [keys, what] of HELP) helpList.append(el("dt", "", keys), el("dd", "", what));
+    window.addEventListener("hashchange", () => this.openFromHash());
+    void this.refreshSessions().then(() => this.openFromHash());
+    setInterval(() => void this.refreshSessions(), 3000);
+  }
+
+  // ---- sessions ----------------------------------------------------------------------------
+
+  private async refreshSessions(): Promise<void> {
+    try {
+      const { sessions } = await this.api.sessions();
+      this.sessions = sessions;
+      this.renderSessions();
+      const mine = this.summary && sessions.find((s) => s.id === this.summary!.id);
+      if (mine && this.summary) {
+        const wasRunning = this.summary.status === "running";
+        this.summary = { ...this.summary, ...mine };
+        this.renderMeta();
+        if (mine.status === "running" && !wasRunning && !this.live) this.startLive();
+      }
+    } catch (error) {
+      this.fail(error);
+    }
+  }
+
+  private renderSessions(): void {
+    const children = new Map<string | null, SessionSummary[]>();
+    const ids = new Set(this.sessions.map((s) => s.id));
+    for (const session of this.sessions) {
+      // A fork whose parent is gone is listed at the top level.
+      const parent = session.parent && ids.has(session.parent) ? session.parent : null;
+      const list = children.get(parent) ?? [];
+      list.push(session);
+      children.set(parent, list);
+    }
+    for (const list of children.values()) list.sort((a, b) => b.created.localeCompare(a.created));
+    const list = el("ul", "tree");
+    const add = (into: HTMLElement, parent: string | null, depth: number): void => {
+      for (const session of children.get(parent) ?? []) {
+        const item = el("li", "session" + (session.id === this.summary?.id ? " selected" : ""));
+        item.dataset.session = session.id;
+        item.style.setProperty("--depth", String(depth));
+        const link = document.createElement("a");
+        link.href = `#session=${encodeURIComponent(session.id)}`;
+        link.append(
+          el("span", `badge ${session.status}`, session.status),
+          el("span", "name", session.workflow ?? "?"),
+          el("span", "len", `${session.len}`),
+        );
+        link.title = `${session.id}\ncreated ${session.created}${session.parent ? `\nforked from ${session.parent}` : ""}`;
+        item.append(link, el("div", "id", (depth > 0 ? "↳ fork " : "") + session.id.slice(-12)));
+        into.append(item);
+        add(into, session.id, depth + 1);
+      }
+    };
+    add(list, null, 0);
+    if (this.sessions.length === 0) list.append(el("li", "empty", "No sessions yet."));
+    this.$.sessions.replaceChildren(list);
+  }
+
+  private openFromHash(): void {
+    const params = new URLSearchParams(location.hash.slice(1));
+    const id = params.get("session");
+    const at = params.get("at");
+    if (!id) return;
+    const position = at === null ? null : Number.parseInt(at, 10);
+    if (this.summary?.id === id) {
+      if (position !== null && Number.isFinite(position) && position !== this.position) this.moveTo(position);
+      return;
+    }
+    void this.open(id, position !== null && Number.isFinite(position) ? position : null);
+  }
+
+  /** Opens a session at `position` (its end when null). */
+  private async open(id: string, position: number | null): Promise<void> {
+    this.close();
+    try {
+      const summary = await this.api.session(id);
+      this.summary = summary;
+      const tape = new Tape(this.api, id, summary.len);
+      this.tape = tape;
+      tape.onChange = () => this.schedule();
+      this.position = clamp(position ?? summary.len, 0, summary.len);
+      this.following = position === null && summary.status === "running";
+      this.renderSessions();
+      this.renderMeta();
+      this.$.spacer.style.height = `${(tape.len + 1) * ROW}px`;
+      this.scrollToCursor(true);
+      await tape.ensure(this.position - 60, this.position + 60);
+      if (this.tape !== tape) return;
+      this.renderMeta();
+      this.moveTo(this.position);
+      if (summary.status === "running" || this.following) this.startLive();
+      // Everything else in the background: groups, search and causes then cover the session.
+      const scanned = (): void => {
+        this.renderMeta();
+        if (this.query) this.search(this.query, false);
+      };
+      void tape.scan(scanned).then(scanned, (error: unknown) => this.fail(error));
+    } catch (error) {
+      this.fail(error);
+    }
+  }
+
+  private close(): void {
+    this.live?.stop();
+    this.live = null;
+    this.tape?.dispose();
+    this.tape = null;
+    this.summary = null;
+    this.matches = [];
+    this.$.matches.textContent = "";
+  }
+
+  private renderMeta(): void {
+    const summary = this.summary;
+    const tape = this.tape;
+    if (!summary || !tape) {
+      this.$.title.textContent = "No session open";
+      this.$.meta.textContent = "Pick a session on the left.";
+      return;
+    }
+    this.$.title.textContent = `${summary.workflow ?? "?"} · ${summary.id}`;
+    const parts = [`${summary.status}`, `${tape.len} events`];
+    if (summary.parent) parts.push(`fork of ${summary.parent.slice(-12)}`);
+    if (tape.scanned < tape.len) parts.push(`reading ${Math.floor((tape.scanned / Math.max(1, tape.len)) * 100)}%`);
+    this.$.meta.textContent = parts.join(" · ");
+    this.$.follow.classList.toggle("on", this.following);
+    const waiting = summary.status === "waiting";
+    this.$.inputHint.textContent = waiting ? "answers the open input request" : summary.status === "running" ? "a turn is running" : "starts a new turn";
+  }
+
+  // ---- cursor ------------------------------------------------------------------------------
+
+  private moveTo(position: number): void {
+    const tape = this.tape;
+    if (!tape) return;
+    const target = clamp(position, 0, tape.len);
+    this.direction = target >= this.position ? 1 : -1;
+    this.position = target;
+    if (target < tape.len) this.following = false;
+    document.body.dataset.position = String(target);
+    history.replaceState(null, "", `#session=${encodeURIComponent(tape.session)}&at=${target}`);
+    this.scrollToCursor(false);
+    this.renderTimeline();
+    this.renderEvent();
+    void this.loadView(target);
+  }
+
+  private step(delta: number): void {
+    this.moveTo(this.position + delta);
+  }
+
+  private scrollToCursor(center: boolean): void {
+    const scroller = this.$.scroller;
+    const top = this.position * ROW;
+    const height = scroller.clientHeight || 600;
+    if (center) scroller.scrollTop = Math.max(0, top - height / 2);
+    else if (top < scroller.scrollTop + ROW) scroller.scrollTop = Math.max(0, top - ROW);
+    else if (top + 2 * ROW > scroller.scrollTop + height) scroller.scrollTop = top + 2 * ROW - height;
+  }
+
+  /** The state and patch at `position`: from the cache, else read (one request for a window). */
+  private async loadView(position: number): Promise<void> {
+    const tape = this.tape;
+    if (!tape) return;
+    const token = ++this.viewToken;
+    const stale = (): boolean => token !== this.viewToken || this.tape !== tape;
+    try {
+      let here = tape.stateAt(position);
+      let before = position > 0 ? tape.stateAt(position - 1) : here;
+      if (!here.known || !before.known) {
+        document.body.dataset.loading = "state";
+        this.$.state.classList.add("loading");
+        await tape.loadStates(position, this.direction);
+        if (stale()) return;
+        here = tape.stateAt(position);
+        before = position > 0 ? tape.stateAt(position - 1) : here;
+      }
+      let patch: PatchOp[] | undefined = tape.patchAt(position);
+      if (!patch && here.known && before.known) patch = position === 0 ? [] : diff(before.state, here.state);
+      if (!patch) patch = await tape.loadPatch(position);
+      if (stale()) return;
+      this.renderPatch(patch);
+      const touched = new Set(patch.map((op) => op.path));
+      if (here.known) renderTree(this.$.state, here.state, touched);
+      else this.$.state.textContent = "(state not available)";
+      this.$.state.classList.remove("loading");
+      delete document.body.dataset.loading;
+      document.body.dataset.view = String(position);
+    } catch (error) {
+      if (!stale()) this.fail(error);
+    }
+  }
+
+  // ---- timeline ----------------------------------------------------------------------------
+
+  private schedule(): void {
+    if (this.frame) return;
+    this.frame = requestAnimationFrame(() => {
+      this.frame = 0;
+      if (this.tape) this.$.spacer.style.height = `${(this.tape.len + 1) * ROW}px`;
+      this.renderTimeline();
+      if (this.tape && this.tape.has(this.position - 1) && this.$.event.dataset.position !== String(this.position)) this.renderEvent();
+    });
+  }
+
+  private renderTimeline(): void {
+    const tape = this.tape;
+    if (!tape) {
+      this.$.rows.replaceChildren();
+      return;
+    }
+    const scroller = this.$.scroller;
+    const first = Math.max(0, Math.floor(scroller.scrollTop / ROW) - OVERSCAN);
+    const last = Math.min(tape.len, Math.ceil((scroller.scrollTop + (scroller.clientHeight || 600)) / ROW) + OVERSCAN);
+    let missing = false;
+    const matches = new Set<number>();
+    if (this.matches.length > 0) {
+      // Only the matches on screen: a binary search for the first.
+      let lo = 0;
+      let hi = this.matches.length;
+      while (lo < hi) {
+        const mid = (lo + hi) >> 1;
+        if (this.matches[mid]! < first - 1) lo = mid + 1;
+        else hi = mid;
+      }
+      for (let i = lo; i < this.matches.length && this.matches[i]! < last; i++) matches.add(this.matches[i]!);
+    }
+    const rows: HTMLElement[] = [];
+    for (let position = first; position <= last; position++) {
+      const row = el("div", "row");
+      row.style.top = `${position * ROW}px`;
+      row.dataset.position = String(position);
+      if (position === this.position) row.classList.add("cursor");
+      if (position === 0) {
+        row.classList.add("initial");
+        row.append(el("span", "seq", "0"), el("span", "name", "(initial state)"));
+        rows.push(row);
+        continue;
+      }
+      const seq = position - 1;
+      const event = tape.events[seq];
+      row.append(el("span", "seq", String(position)));
+      if (!event) {
+        missing = true;
+        row.classList.add("pending");
+        row.append(el("span", "name", "…"));
+        rows.push(row);
+        continue;
+      }
+      if (matches.has(seq)) row.classList.add("match");
+      const group = tape.groupAt(seq);
+      if (group !== null && group >= 0) {
+        const info = tape.groups.get(group);
+        row.classList.add("grouped");
+        row.dataset.g = String(group % 7);
+        if (group === seq && info) {
+          row.classList.add("group-start");
+        }
+        if (info && info.end === seq) row.classList.add("group-end");
+      }
+      row.append(el("span", "time", event.timestamp.slice(11, 23)), el("span", `name ${noun(event.name)}`, event.name));
+      if (event.name === "agent:started" && group === seq) {
+        const info = tape.groups.get(seq);
+        if (info) {
+          const span = info.end === null ? `${info.count} events, open` : `${info.count} events → ${info.end + 1}`;
+          row.append(el("span", `call ${info.outcome ?? "open"}`, `${info.agent} · ${span}${info.outcome ? ` · ${info.outcome}` : ""}`));
+        }
+      } else {
+        row.append(el("span", "summary", summarize(event)));
+      }
+      rows.push(row);
+    }
+    this.$.rows.replaceChildren(...rows);
+    if (missing) void tape.ensure(first - 1, last).catch((error: unknown) => this.fail(error));
+  }
+
+  // ---- the event at the cursor -------------------------------------------------------------
+
+  private renderEvent(): void {
+    const tape = this.tape;
+    const box = this.$.event;
+    box.dataset.position = String(this.position);
+    if (!tape) {
+      box.replaceChildren();
+      return;
+    }
+    if (this.position === 0) {
+      box.replaceChildren(el("div", "event-name", "(initial state)"), el("p", "hint", "Position 0: before the first event."));
+      return;
+    }
+    const event = tape.events[this.position - 1];
+    if (!event) {
+      box.replaceChildren(el("div", "hint", "reading…"));
+      delete box.dataset.position;
+      return;
+    }
+    const head = el("div", "event-head");
+    head.append(el("span", `event-name ${noun(event.name)}`, event.name), el("span", "event-seq", `seq ${event.seq} · position ${this.position}`));
+    const facts = el("dl", "facts");
+    facts.append(el("dt", "", "id"), el("dd", "mono", event.id), el("dt", "", "time"), el("dd", "mono", event.timestamp));
+    facts.append(el("dt", "", "caused by"));
+    const cause = el("dd", "mono");
+    if (event.causedBy) {
+      const button = el("button", "link", `${event.causedBy.slice(-12)} (c)`);
+      button.dataset.cause = event.causedBy;
+      button.title = `jump to ${event.causedBy}`;
+      cause.append(button);
+    } else cause.textContent = "—";
+    facts.append(cause);
+    const effects = tape.effects(event.id);
+    if (effects.length > 0) {
+      facts.append(el("dt", "", "caused"));
+      const dd = el("dd", "effects");
+      for (const seq of effects.slice(0, 30)) {
+        const link = el("button", "link", `${seq + 1} ${tape.events[seq]?.name ?? ""}`);
+        link.dataset.goto = String(seq + 1);
+        dd.append(link);
+      }
+      if (effects.length > 30) dd.append(el("span", "hint", ` +${effects.length - 30}`));
+      facts.append(dd);
+    }
+    const group = tape.groupAt(event.seq);
+    if (group !== null && group >= 0) {
+      const info = tape.groups.get(group);
+      if (info) {
+        facts.append(el("dt", "", "agent call"));
+        const dd = el("dd", "");
+        const link = el("button", "link", `${info.agent} from ${info.start + 1}`);
+        link.dataset.goto = String(info.start + 1);
+        dd.append(link);
+        if (info.end !== null) {
+          const end = el("button", "link", `to ${info.end + 1}`);
+          end.dataset.goto = String(info.end + 1);
+          dd.append(" ", end);
+        }
+        facts.append(dd);
+      }
+    }
+    const payload = el("pre", "payload", JSON.stringify(event.payload, null, 2));
+    box.replaceChildren(head, facts, payload);
+  }
+
+  private async jumpToCause(): Promise<void> {
+    const tape = this.tape;
+    const event = tape?.events[this.position - 1];
+    if (!tape || !event?.causedBy) return;
+    const seq = await tape.seqOf(event.causedBy, event.seq);
+    if (this.tape !== tape) return;
+    if (seq === null) {
+      this.note(`the causing event ${event.causedBy} is not in this session`);
+      return;
+    }
+    this.moveTo(seq + 1);
+  }
+
+  private renderPatch(patch: PatchOp[]): void {
+    const box = this.$.patch;
+    box.dataset.position = String(this.position);
+    if (patch.length === 0) {
+      box.replaceChildren(el("div", "hint", this.position === 0 ? "Position 0 has no event." : "This event did not change the state."));
+      return;
+    }
+    const list = el("ol", "ops");
+    for (const op of patch.slice(0, 200)) {
+      const item = el("li", `op ${op.op}`);
+      item.append(el("span", "opname", op.op), el("span", "path", op.path || "(root)"));
+      if ("value" in op) {
+        const text = JSON.stringify(op.value);
+        item.append(el("code", "value", text.length > 300 ? text.slice(0, 300) + "…" : text));
+      }
+      list.append(item);
+    }
+    box.replaceChildren(list);
+    if (patch.length > 200) box.append(el("div", "hint", `+${patch.length - 200} more operations`));
+  }
+
+  // ---- search ------------------------------------------------------------------------------
+
+  private search(query: string, jump = true): void {
+    this.query = query;
+    const tape = this.tape;
+    this.matches = tape ? tape.search(query) : [];
+    const partial = tape && tape.scanned < tape.len ? ` (of ${tape.scanned} read)` : "";
+    this.$.matches.textContent = query.trim() ? `${this.matches.length} matches${partial}` : "";
+    if (jump && this.matches.length > 0 && !this.matches.includes(this.position - 1)) this.nextMatch(1);
+    this.renderTimeline();
+  }
+
+  private nextMatch(direction: number): void {
+    if (this.matches.length === 0) return;
+    const current = this.position - 1;
+    const next =
+      direction > 0
+        ? (this.matches.find((seq) => seq > current) ?? this.matches[0]!)
+        : ([...this.matches].reverse().find((seq) => seq < current) ?? this.matches[this.matches.length - 1]!);
+    this.moveTo(next + 1);
+  }
+
+  // ---- live follow, fork, input ------------------------------------------------------------
+
+  private toggleFollow(): void {
+    this.following = !this.following;
+    if (this.following) {
+      if (!this.live) this.startLive();
+      if (this.tape) this.moveTo(this.tape.len);
+      this.following = true;
+    } else {
+      this.live?.stop();
+      this.live = null;
+    }
+    this.renderMeta();
+  }
+
+  private startLive(): void {
+    const tape = this.tape;
+    if (!tape || this.live) return;
+    let pending = false;
+    this.live = follow(this.api, tape.session, tape.len - 1, {
+      onEvent: (event: Recorded) => {
+        if (this.tape !== tape) return;
+        const atEnd = this.position === tape.len;
+        tape.append(event);
+        if (this.summary && event.name === "workflow:completed") void this.refreshSessions();
+        if (pending) return;
+        pending = true;
+        requestAnimationFrame(() => {
+          pending = false;
+          this.$.spacer.style.height = `${(tape.len + 1) * ROW}px`;
+          if (this.following || atEnd) {
+            this.following = this.following || atEnd;
+            this.moveTo(tape.len);
+          } else this.renderTimeline();
+          this.renderMeta();
+        });
+      },
+      onStatus: (status, detail) => {
+        document.body.dataset.live = status;
+        this.$.status.textContent = `live: ${status}${detail ? ` (${detail})` : ""}`;
+      },
+    });
+  }
+
+  private async fork(): Promise<void> {
+    const tape = this.tape;
+    if (!tape) return;
+    try {
+      const { session } = await this.api.fork(tape.session, this.position);
+      this.note(`forked at ${this.position}: ${session}`);
+      await this.refreshSessions();
+      location.hash = `session=${encodeURIComponent(session)}`;
+    } catch (error) {
+      this.fail(error);
+    }
+  }
+
+  private async send(): Promise<void> {
+    const tape = this.tape;
+    const summary = this.summary;
+    const text = this.$.input.value;
+    if (!tape || !summary || text.trim() === "") return;
+    try {
+      if (summary.status === "waiting") {
+        const request = await this.openRequest(tape);
+        if (request) await this.api.answer(tape.session, request, text);
+        else await this.api.input(tape.session, text);
+      } else {
+        await this.api.input(tape.session, text);
+      }
+      this.$.input.value = "";
+      this.summary = { ...summary, status: "running" };
+      this.following = true;
+      this.startLive();
+      this.renderMeta();
+    } catch (error) {
+      this.fail(error);
+    }
+  }
+
+  /** The open `input:requested` of a waiting session: the last turn's `workflow:completed` names it. */
+  private async openRequest(tape: Tape): Promise<string | null> {
+    await tape.ensure(tape.len - 1, tape.len);
+    for (let seq = tape.len - 1; seq >= Math.max(0, tape.len - PAGE_BACK); seq--) {
+      const event = tape.events[seq];
+      if (!event) await tape.ensure(seq, seq + 1);
+      const payload = tape.events[seq]?.payload as { openRequests?: unknown } | undefined;
+      if (tape.events[seq]?.name === "workflow:completed" && Array.isArray(payload?.openRequests)) {
+        const open = payload.openRequests.filter((id): id is string => typeof id === "string");
+        return open[open.length - 1] ?? null;
+      }
+    }
+    return null;
+  }
+
+  // ---- keys --------------------------------------------------------------------------------
+
+  private key(event: KeyboardEvent): void {
+    const target = event.target as HTMLElement | null;
+    const typing = target && (target.tagName === "INPUT" || target.tagName === "TEXTAREA");
+    if (typing) {
+      if (event.key === "Escape") target.blur();
+      return;
+    }
+    if (event.ctrlKey || event.metaKey || event.altKey) return;
+    const page = Math.max(1, Math.floor(this.$.scroller.clientHeight / ROW) - 1);
+    const actions: Record<string, () => void> = {
+      j: () => this.step(1),
+      ArrowDown: () => this.step(1),
+      k: () => this.step(-1),
+      ArrowUp: () => this.step(-1),
+      PageDown: () => this.step(page),
+      PageUp: () => this.step(-page),
+      Home: () => this.moveTo(0),
+      End: () => this.moveTo(this.tape?.len ?? 0),
+      G: () => this.moveTo(this.tape?.len ?? 0),
+      g: () => {
+        this.$.goto.value = "";
+        this.$.goto.focus();
+      },
+      "/": () => this.$.search.focus(),
+      n: () => this.nextMatch(1),
+      N: () => this.nextMatch(-1),
+      c: () => void this.jumpToCause(),
+      f: () => void this.fork(),
+      l: () => this.toggleFollow(),
+      i: () => this.$.input.focus(),
+      "?": () => this.$.help.showModal(),
+    };
+    const action = actions[event.key];
+    if (action) {
+      event.preventDefault();
+      action();
+    }
+  }
+
+  // ---- errors and keys ---------------------------------------------------------------------
+
+  private askKey(): void {
+    if (!this.$.keyDialog.open) {
+      this.$.key.value = "";
+      this.$.keyDialog.showModal();
+    }
+  }
+
+  private fail(error: unknown): void {
+    const text = error instanceof ApiError ? `${error.code}: ${error.message}` : error instanceof Error ? error.message : String(error);
+    this.$.error.textContent = text;
+    this.$.error.hidden = false;
+    setTimeout(() => {
+      if (this.$.error.textContent === text) this.$.error.hidden = true;
+    }, 8000);
+  }
+
+  private note(text: string): void {
+    this.$.status.textContent = text;
+  }
+}
+
+const PAGE_BACK = 2000;
+
+function byId(id: string): HTMLElement {
+  const element = document.getElementById(id);
+  if (!element) throw new Error(`the page has no #${id}`);
+  return element;
+}
+
+function clamp(value: number, min: number, max: number): number {
+  return Math.min(max, Math.max(min, value));
+}
+
+/** A class for the event name's noun, for colours. */
+function noun(name: string): string {
+  const head = name.split(":")[0] ?? "";
+  return ["agent", "text", "tool", "user", "input", "workflow", "error", "session"].includes(head) ? `n-${head}` : "n-other";
+}
+
+function summarize(event: Recorded): string {
+  const payload = event.payload as Record<string, unknown> | null;
+  if (payload && typeof payload === "object") {
+    for (const key of ["text", "delta", "reply", "prompt", "message", "toolName", "title", "reason"]) {
+      const value = payload[key];
+      if (typeof value === "string") return value.length > 160 ? value.slice(0, 160) + "…" : value;
+    }
+  }
+  const text = JSON.stringify(payload);
+  return text === undefined ? "" : text.length > 160 ? text.slice(0, 160) + "…" : text;
+}
+
+new Inspector().start();

@@ -1,0 +1,270 @@
+// One session's events as the inspector holds them: a sparse array filled page by page (the
+// pages the timeline shows first, then the rest in the background, in order), the agent-call
+// groups computed over the contiguous prefix read so far, an index from event id to seq (for
+// causes), and the states and patches read for positions, cached.
+
+import type { Api, PatchOp, Recorded, StateAt } from "./api";
+
+/** Events per page (the server's most is 1000). */
+export const PAGE = 500;
+
+/** One agent call: `agent:started` … `agent:completed` and the events between that belong to it. */
+export interface Group {
+  /** The seq of its `agent:started`. */
+  start: number;
+  agent: string;
+  /** The event that activated the agent: the events of the call are caused by it. */
+  trigger: string | null;
+  /** The seq of its `agent:completed`, once read. */
+  end: number | null;
+  outcome: string | null;
+  count: number;
+}
+
+export class Tape {
+  len: number;
+  readonly events: (Recorded | undefined)[] = [];
+  /** For each seq of the scanned prefix, the start seq of its group, or -1. */
+  private groupOf = new Int32Array(0);
+  readonly groups = new Map<number, Group>();
+  private open: Group[] = [];
+  /** Events read and grouped: seqs `0..scanned`. */
+  scanned = 0;
+  private readonly idToSeq = new Map<string, number>();
+  private readonly effectsOf = new Map<string, number[]>();
+  private readonly pages = new Map<number, Promise<void>>();
+  private readonly states = new Map<number, unknown>();
+  private readonly statesInFlight = new Map<number, Promise<void>>();
+  private readonly patches = new Map<number, PatchOp[]>();
+  private scanning = false;
+  private disposed = false;
+  /** Called (at most once a frame by the page) when events were read. */
+  onChange: () => void = () => {};
+
+  constructor(
+    private readonly api: Api,
+    readonly session: string,
+    len: number,
+  ) {
+    this.len = len;
+  }
+
+  dispose(): void {
+    this.disposed = true;
+  }
+
+  /** Reads the pages covering seqs `from..to` (those not read or being read). */
+  ensure(from: number, to: number): Promise<void> {
+    const first = Math.max(0, Math.floor(from / PAGE));
+    const last = Math.floor(Math.max(0, Math.min(to, this.len) - 1) / PAGE);
+    const waits: Promise<void>[] = [];
+    for (let page = first; page <= last; page++) waits.push(this.page(page));
+    return Promise.all(waits).then(() => undefined);
+  }
+
+  private page(page: number): Promise<void> {
+    let loading = this.pages.get(page);
+    if (!loading) {
+      loading = this.api
+        .events(this.session, page === 0 ? null : page * PAGE - 1, PAGE)
+        .then((answer) => {
+          if (this.disposed) return;
+          for (const event of answer.events) this.put(event);
+          if (answer.len > this.len) this.len = answer.len;
+          this.advance();
+          this.onChange();
+        })
+        .catch((error: unknown) => {
+          this.pages.delete(page);
+          throw error;
+        });
+      this.pages.set(page, loading);
+    }
+    return loading;
+  }
+
+  private put(event: Recorded): void {
+    this.events[event.seq] = event;
+    this.idToSeq.set(event.id, event.seq);
+  }
+
+  /** An event that arrived live (SSE). */
+  append(event: Recorded): void {
+    this.put(event);
+    if (event.seq + 1 > this.len) this.len = event.seq + 1;
+    this.advance();
+  }
+
+  has(seq: number): boolean {
+    return this.events[seq] !== undefined;
+  }
+
+  /** Groups the events read after the scanned prefix, as far as they are contiguous. */
+  private advance(): void {
+    while (this.scanned < this.len) {
+      const event = this.events[this.scanned];
+      if (!event) break;
+      if (this.groupOf.length <= this.scanned) {
+        const grown = new Int32Array(Math.max(1024, this.len, this.groupOf.length * 2));
+        grown.set(this.groupOf);
+        this.groupOf = grown;
+      }
+      this.groupOf[this.scanned] = this.assign(event);
+      if (event.causedBy) {
+        const effects = this.effectsOf.get(event.causedBy);
+        if (effects) effects.push(event.seq);
+        else this.effectsOf.set(event.causedBy, [event.seq]);
+      }
+      this.scanned++;
+    }
+  }
+
+  /**
+   * The group an event belongs to. An agent call's events are those caused by the event that
+   * activated the agent (the store records `agent:started`, what the agent emits and
+   * `agent:completed` with that cause), or naming the agent (`text:delta {agentName}`), while the
+   * call is open.
+   */
+  private assign(event: Recorded): number {
+    const payload = (event.payload ?? {}) as { agentName?: unknown; outcome?: unknown };
+    const agent = typeof payload.agentName === "string" ? payload.agentName : null;
+    if (event.name === "agent:started") {
+      const group: Group = { start: event.seq, agent: agent ?? "agent", trigger: event.causedBy, end: null, outcome: null, count: 1 };
+      this.groups.set(event.seq, group);
+      this.open.push(group);
+      return event.seq;
+    }
+    let owner: Group | undefined;
+    for (let i = this.open.length - 1; i >= 0; i--) {
+      const group = this.open[i]!;
+      const byCause = event.causedBy !== null && group.trigger === event.causedBy;
+      const byName = agent !== null && group.agent === agent;
+      if (event.name === "agent:completed" ? byName && (byCause || event.causedBy === null) : byCause || (byName && event.causedBy === null)) {
+        owner = group;
+        break;
+      }
+    }
+    if (!owner) return -1;
+    owner.count++;
+    if (event.name === "agent:completed") {
+      owner.end = event.seq;
+      owner.outcome = typeof payload.outcome === "string" ? payload.outcome : null;
+      this.open.splice(this.open.indexOf(owner), 1);
+    }
+    return owner.start;
+  }
+
+  /** The start seq of the group `seq` belongs to, -1 for none, null while not scanned. */
+  groupAt(seq: number): number | null {
+    return seq < this.scanned ? (this.groupOf[seq] ?? -1) : null;
+  }
+
+  /** Reads every page in order, in the background, so groups, search and causes cover all. */
+  async scan(onProgress: () => void): Promise<void> {
+    if (this.scanning) return;
+    this.scanning = true;
+    try {
+      while (!this.disposed && this.scanned < this.len) {
+        await this.ensure(this.scanned, this.scanned + 1);
+        onProgress();
+        // Let key presses and paints in between pages.
+        await new Promise((resolve) => setTimeout(resolve, 0));
+      }
+    } finally {
+      this.scanning = false;
+    }
+  }
+
+  /** The seq of the event with id `id`, reading pages if it was not read yet. */
+  async seqOf(id: string, before: number): Promise<number | null> {
+    const known = this.idToSeq.get(id);
+    if (known !== undefined) return known;
+    // Event ids are UUID v7: their text sorts by creation time, and events are appended in
+    // about that order. Halve the range by the id of the middle event, then read its page.
+    let lo = 0;
+    let hi = Math.min(before, this.len - 1);
+    while (hi - lo > PAGE) {
+      const mid = (lo + hi) >> 1;
+      await this.ensure(mid, mid + 1);
+      const there = this.events[mid];
+      if (!there) return null;
+      if (there.id === id) return mid;
+      if (there.id < id) lo = mid;
+      else hi = mid;
+    }
+    await this.ensure(Math.max(0, lo - PAGE), Math.min(this.len, hi + PAGE));
+    return this.idToSeq.get(id) ?? null;
+  }
+
+  /** The seqs of the read events caused by `id`. */
+  effects(id: string): number[] {
+    return this.effectsOf.get(id) ?? [];
+  }
+
+  /** Seqs of the scanned events whose name contains `text`. */
+  search(text: string): number[] {
+    const needle = text.trim().toLowerCase();
+    if (needle === "") return [];
+    const found: number[] = [];
+    for (let seq = 0; seq < this.scanned; seq++) {
+      if (this.events[seq]!.name.toLowerCase().includes(needle)) found.push(seq);
+    }
+    return found;
+  }
+
+  stateAt(position: number): { known: true; state: unknown } | { known: false } {
+    return this.states.has(position) ? { known: true, state: this.states.get(position) } : { known: false };
+  }
+
+  /**
+   * Reads the state at `position` and, in the same request, the states around it (more in the
+   * direction the cursor moves), so stepping on needs no request per step.
+   */
+  loadStates(position: number, direction: number): Promise<void> {
+    const inFlight = this.statesInFlight.get(position);
+    if (inFlight) return inFlight;
+    if (this.states.has(position)) return Promise.resolve();
+    const ahead = 48;
+    const behind = 8;
+    const from = Math.max(0, direction < 0 ? position - ahead : position - behind);
+    const to = Math.min(this.len, direction < 0 ? position + behind : position + ahead);
+    const wanted: number[] = [];
+    for (let p = from; p <= to; p++) if (!this.states.has(p) && !this.statesInFlight.has(p)) wanted.push(p);
+    if (!wanted.includes(position)) wanted.push(position);
+    const loading = this.api.states(this.session, wanted).then((states: StateAt[]) => {
+      for (const at of states) this.remember(at.position, at.state);
+      for (const p of wanted) this.statesInFlight.delete(p);
+    });
+    loading.catch(() => {
+      for (const p of wanted) this.statesInFlight.delete(p);
+    });
+    for (const p of wanted) this.statesInFlight.set(p, loading);
+    return loading;
+  }
+
+  private remember(position: number, state: unknown): void {
+    // Keep the cache bounded: the oldest positions read go first.
+    if (this.states.size >= 512) {
+      const oldest = this.states.keys().next();
+      if (!oldest.done) this.states.delete(oldest.value);
+    }
+    this.states.set(position, state);
+  }
+
+  patchAt(position: number): PatchOp[] | undefined {
+    return this.patches.get(position);
+  }
+
+  /** The patch the event before `position` made: the diff from `position - 1` to `position`. */
+  async loadPatch(position: number): Promise<PatchOp[]> {
+    const known = this.patches.get(position);
+    if (known) return known;
+    const patch = position === 0 ? [] : await this.api.diff(this.session, position - 1, position);
+    if (this.patches.size >= 2048) {
+      const oldest = this.patches.keys().next();
+      if (!oldest.done) this.patches.delete(oldest.value);
+    }
+    this.patches.set(position, patch);
+    return patch;
+  }
+}

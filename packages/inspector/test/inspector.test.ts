@@ -1,0 +1,299 @@
+// The inspector in Debian's chromium (playwright-core, never a downloaded browser) against a
+// real `openharness serve`: sessions recorded through the API with the scripted models, then
+// opened, stepped through by keyboard, searched, forked and continued in the page.
+
+import { mkdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { type Browser, type Page, chromium } from "playwright-core";
+import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import type { PatchOp, Recorded, SessionSummary, StateAt } from "../src/api";
+import { diff } from "../src/diff";
+import { type Served, api, repoRoot, serve, until } from "./serve";
+
+const CHROMIUM = process.env.CHROMIUM ?? "/usr/bin/chromium";
+
+let server: Served;
+let browser: Browser;
+/** A planner-executor session, waiting for its approval: 15 events, two executor calls. */
+let planner: string;
+/** A chat session of two turns, idle. */
+let chat: string;
+
+async function record(workflow: string, input: string): Promise<string> {
+  const { session } = await api<{ session: string }>(server.url, "sessions", { method: "POST", body: { workflow, input } });
+  await settled(session);
+  return session;
+}
+
+async function settled(session: string): Promise<SessionSummary> {
+  return until(`${session} to end its turn`, async () => {
+    const summary = await api<SessionSummary>(server.url, `sessions/${session}`);
+    return summary.status !== "running" && !summary.runningHere ? summary : undefined;
+  });
+}
+
+async function events(session: string): Promise<Recorded[]> {
+  return (await api<{ events: Recorded[] }>(server.url, `sessions/${session}/events?limit=1000`)).events;
+}
+
+async function open(session: string, at?: number): Promise<Page> {
+  const page = await browser.newPage({ viewport: { width: 1440, height: 860 } });
+  const problems: string[] = [];
+  page.on("pageerror", (error) => problems.push(error.message));
+  page.on("console", (message) => {
+    if (message.type() === "error") problems.push(message.text());
+  });
+  (page as Page & { problems: string[] }).problems = problems;
+  await page.goto(`${server.url}/#session=${session}${at === undefined ? "" : `&at=${at}`}`);
+  return page;
+}
+
+/** Waits until the page shows `position` with its state and patch. */
+async function at(page: Page, position: number): Promise<void> {
+  await page.waitForFunction((p) => document.body.dataset.position === String(p) && document.body.dataset.view === String(p), position);
+}
+
+function problems(page: Page): string[] {
+  return (page as Page & { problems: string[] }).problems;
+}
+
+beforeAll(async () => {
+  server = await serve();
+  // The server embeds the built files when cargo builds it: a binary built before the last
+  // `npm run build` would test an older page.
+  const served = await (await fetch(`${server.url}/inspector.js`)).text();
+  const built = readFileSync(join(repoRoot, "crates/server/inspector/inspector.js"), "utf8");
+  if (served !== built) {
+    throw new Error("the openharness binary embeds an older inspector: run `cargo build -p openharness-cli --bin openharness` after `npm run build`");
+  }
+  browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ["--no-sandbox"] });
+  planner = await record("planner-executor", "Plan a trip");
+  chat = await record("chat", "Hello");
+  await api(server.url, `sessions/${chat}/input`, { method: "POST", body: { text: "And then?" } });
+  await settled(chat);
+}, 60_000);
+
+afterAll(async () => {
+  await browser?.close();
+  await server?.stop();
+});
+
+describe("the inspector", () => {
+  test("opens a session at its end: the sessions, the timeline grouped per agent call, the state", async () => {
+    const page = await open(planner);
+    const recorded = await events(planner);
+    expect(recorded).toHaveLength(15);
+    await at(page, 15);
+    // Both sessions are listed with their status.
+    await expect.poll(() => page.locator(`li.session[data-session="${planner}"] .badge`).textContent()).toBe("waiting");
+    expect(await page.locator(`li.session[data-session="${chat}"] .badge`).textContent()).toBe("idle");
+    // The last event is at the cursor.
+    expect(await page.locator(".row.cursor .name").textContent()).toBe("workflow:completed");
+    expect(await page.locator("#event .event-name").textContent()).toBe("workflow:completed");
+    // The planner's call and both executor calls are groups: agent:started … agent:completed.
+    const calls = await page.locator(".row .call").allTextContents();
+    expect(calls).toEqual(["planner · 3 events → 5 · success", "executor · 3 events → 9 · success", "executor · 3 events → 13 · success"]);
+    const plan = recorded.findIndex((e) => e.name === "plan:created");
+    expect(await page.locator(`.row[data-position="${plan + 1}"]`).getAttribute("class")).toContain("grouped");
+    const taskStarted = recorded.findIndex((e) => e.name === "task:started");
+    expect(await page.locator(`.row[data-position="${taskStarted + 1}"]`).getAttribute("class")).not.toContain("grouped");
+    // The state at the end, as a tree.
+    await expect.poll(() => page.locator("#state").innerText()).toContain('goal: "Plan a trip"');
+    expect(await page.locator("#state").innerText()).toContain("completed: 2");
+    expect(problems(page)).toEqual([]);
+    await page.close();
+  });
+
+  test("steps back by keyboard, showing the patch each event made and the state there", async () => {
+    const page = await open(planner);
+    await at(page, 15);
+    const recorded = await events(planner);
+    const plan = recorded.findIndex((e) => e.name === "plan:created") + 1;
+    for (let position = 14; position >= plan; position--) {
+      await page.keyboard.press(position % 2 === 0 ? "k" : "ArrowUp");
+      await at(page, position);
+    }
+    expect(await page.locator("#event .event-name").textContent()).toBe("plan:created");
+    const ops = await page.locator("#patch .op").allInnerTexts();
+    const served = await api<PatchOp[]>(server.url, `sessions/${planner}/diff?from=${plan - 1}&to=${plan}`);
+    expect(served.map((op) => op.path)).toEqual(["/tasks/0", "/tasks/1"]);
+    expect(ops).toHaveLength(2);
+    expect(ops[0]).toContain("add");
+    expect(ops[0]).toContain("/tasks/0");
+    expect(ops[0]).toContain("Review the plan");
+    // The state is the one at that position: the tasks exist, none is done yet.
+    const state = await page.locator("#state").innerText();
+    expect(state).toContain("completed: 0");
+    expect(state).toContain('"Review the plan"');
+    expect(state).not.toContain('"done"');
+    // The nodes the patch touched are marked.
+    expect(await page.locator('#state [data-pointer="/tasks/0"].touched').count()).toBe(1);
+    // One more back: agent:started changed nothing.
+    await page.keyboard.press("k");
+    await at(page, plan - 1);
+    expect(await page.locator("#patch").innerText()).toContain("did not change the state");
+    // j steps forward again.
+    await page.keyboard.press("j");
+    await at(page, plan);
+    expect(page.url()).toContain(`at=${plan}`);
+    expect(problems(page)).toEqual([]);
+    await page.close();
+  });
+
+  test("goes to a position, searches event names and jumps to the causing event", async () => {
+    const page = await open(planner);
+    await at(page, 15);
+    await page.keyboard.press("g");
+    await page.keyboard.type("3");
+    await page.keyboard.press("Enter");
+    await at(page, 3);
+    expect(await page.locator("#event .event-name").textContent()).toBe("agent:started");
+    await page.keyboard.press("/");
+    await page.keyboard.type("task:completed");
+    await expect.poll(() => page.locator("#matches").textContent()).toBe("2 matches");
+    const recorded = await events(planner);
+    const completed = recorded.filter((e) => e.name === "task:completed").map((e) => e.seq + 1);
+    await at(page, completed[0]!);
+    await page.keyboard.press("Escape");
+    await page.keyboard.press("n");
+    await at(page, completed[1]!);
+    expect(await page.locator(".row.match").count()).toBe(2);
+    // The second task:completed was caused by the second task:started.
+    const current = recorded[completed[1]! - 1]!;
+    const cause = recorded.find((e) => e.id === current.causedBy)!;
+    expect(cause.name).toBe("task:started");
+    await page.keyboard.press("c");
+    await at(page, cause.seq + 1);
+    expect(await page.locator("#event .event-name").textContent()).toBe("task:started");
+    // And that event lists what it caused, the way back.
+    expect(await page.locator("#event .effects").innerText()).toContain(`${completed[1]} task:completed`);
+    expect(problems(page)).toEqual([]);
+    await page.close();
+  });
+
+  test("forks at the cursor: the fork runs, opens, and is listed under its parent", async () => {
+    const before = (await api<{ sessions: SessionSummary[] }>(server.url, "sessions")).sessions.length;
+    const page = await open(chat);
+    const recorded = await events(chat);
+    // Fork right after the first turn's user input: the fork answers it again.
+    const firstInput = recorded.findIndex((e) => e.name === "user:input") + 1;
+    await page.goto(`${server.url}/#session=${chat}&at=${firstInput}`);
+    await at(page, firstInput);
+    await page.keyboard.press("f");
+    const fork = await until("the fork to open", async () => {
+      const hash = new URLSearchParams(new URL(page.url()).hash.slice(1)).get("session");
+      return hash && hash !== chat ? hash : undefined;
+    });
+    const summary = await settled(fork);
+    expect(summary.parent).toBe(chat);
+    const sessions = (await api<{ sessions: SessionSummary[] }>(server.url, "sessions")).sessions;
+    expect(sessions).toHaveLength(before + 1);
+    // Listed under its parent, one level in, and selected.
+    const item = page.locator(`li.session[data-session="${fork}"]`);
+    await expect.poll(() => item.getAttribute("class")).toContain("selected");
+    expect(await item.evaluate((li) => getComputedStyle(li).getPropertyValue("--depth"))).toBe("1");
+    const order = await page.locator("li.session").evaluateAll((items) => items.map((li) => (li as HTMLElement).dataset.session));
+    expect(order.indexOf(fork)).toBe(order.indexOf(chat) + 1);
+    // The fork's state has the first exchange only, answered again.
+    await expect.poll(() => page.locator("#state").innerText(), { timeout: 10_000 }).toContain("exchanges: [1]");
+    expect(problems(page)).toEqual([]);
+    await page.close();
+  });
+
+  test("continues a session with input and follows it live to the end of the new turn", async () => {
+    const page = await open(chat);
+    const len = (await events(chat)).length;
+    await at(page, len);
+    await page.keyboard.press("i");
+    await page.keyboard.type("One more thing");
+    await page.keyboard.press("Enter");
+    const summary = await until("the new turn to end", async () => {
+      const s = await api<SessionSummary>(server.url, `sessions/${chat}`);
+      return s.len > len && s.status === "idle" && !s.runningHere ? s : undefined;
+    });
+    // The page followed: its cursor is at the new end, which shows the new exchange.
+    await at(page, summary.len);
+    expect(await page.locator(".row.cursor .name").textContent()).toBe("workflow:completed");
+    await expect.poll(() => page.locator("#state").innerText()).toContain('"One more thing"');
+    expect(problems(page)).toEqual([]);
+    await page.close();
+  });
+
+  test("answers the open input request of a waiting session", async () => {
+    const session = await record("planner-executor", "Ship the release");
+    const page = await open(session);
+    await at(page, 15);
+    expect(await page.locator("#input-hint").textContent()).toBe("answers the open input request");
+    await page.locator("#input").fill("yes");
+    await page.locator("#input").press("Enter");
+    const summary = await until("the answer's turn to end", async () => {
+      const s = await api<SessionSummary>(server.url, `sessions/${session}`);
+      return s.len > 15 && s.status !== "running" && !s.runningHere ? s : undefined;
+    });
+    const recorded = await events(session);
+    expect(recorded.map((e) => e.name)).toContain("input:received");
+    await at(page, summary.len);
+    expect(problems(page)).toEqual([]);
+    await page.close();
+  });
+
+  test("computes the same patch as the server for every position of every session", async () => {
+    const { sessions } = await api<{ sessions: SessionSummary[] }>(server.url, "sessions");
+    expect(sessions.length).toBeGreaterThanOrEqual(3);
+    let compared = 0;
+    for (const session of sessions) {
+      const positions = Array.from({ length: session.len + 1 }, (_, p) => p);
+      const states = await api<StateAt[]>(server.url, `sessions/${session.id}/states?at=${positions.join(",")}`);
+      for (let p = 1; p <= session.len; p++) {
+        const served = await api<PatchOp[]>(server.url, `sessions/${session.id}/diff?from=${p - 1}&to=${p}`);
+        expect(diff(states[p - 1]!.state, states[p]!.state)).toEqual(served);
+        compared++;
+      }
+    }
+    expect(compared).toBeGreaterThan(40);
+  });
+
+  test("takes the screenshot of the README", async () => {
+    const page = await open(planner);
+    await at(page, 15);
+    const recorded = await events(planner);
+    const plan = recorded.findIndex((e) => e.name === "plan:created") + 1;
+    await page.keyboard.press("g");
+    await page.keyboard.type(String(plan));
+    await page.keyboard.press("Enter");
+    await at(page, plan);
+    const dir = join(repoRoot, "docs/screenshots");
+    mkdirSync(dir, { recursive: true });
+    const shot = await page.screenshot({ path: join(dir, "inspector.png") });
+    expect(shot.length).toBeGreaterThan(20_000);
+    await page.close();
+  });
+});
+
+describe("with API keys", () => {
+  let keyed: Served;
+  beforeAll(async () => {
+    keyed = await serve({ apiKey: "inspector-secret" });
+    await api(keyed.url, "sessions", { method: "POST", body: { workflow: "chat", input: "Hi" }, key: "inspector-secret" });
+  });
+  afterAll(async () => keyed?.stop());
+
+  test("the page asks for the key, then sends it with every call", async () => {
+    const page = await browser.newPage();
+    const unauthorized: string[] = [];
+    page.on("response", (response) => {
+      if (response.status() === 401) unauthorized.push(response.url());
+    });
+    await page.goto(`${keyed.url}/`);
+    const dialog = page.locator("#key-dialog");
+    await expect.poll(() => dialog.evaluate((d) => (d as HTMLDialogElement).open)).toBe(true);
+    expect(unauthorized.some((url) => url.endsWith("/sessions"))).toBe(true);
+    await page.locator("#key").fill("inspector-secret");
+    await page.locator("#key").press("Enter");
+    await expect.poll(() => page.locator("li.session").count()).toBe(1);
+    await page.locator("li.session a").click();
+    await page.waitForFunction(() => document.body.dataset.view !== undefined);
+    await expect.poll(() => page.locator("#state").innerText()).toContain('"Hi"');
+    await page.close();
+  });
+});

@@ -1,0 +1,138 @@
+// A real `openharness serve` for the inspector's browser tests and benchmark: the binary cargo
+// built (target/debug/openharness, or $OPENHARNESS_BIN), on 127.0.0.1 at a free port, over a
+// redb store in a temporary directory (or one prepared by the caller), with API keys if asked.
+
+import { type ChildProcess, spawn, spawnSync } from "node:child_process";
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+
+export const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), "../../..");
+
+export interface Served {
+  url: string;
+  dir: string;
+  store: string;
+  stop(): Promise<void>;
+}
+
+export function binary(): string {
+  const bin = process.env.OPENHARNESS_BIN ?? join(repoRoot, "target/debug/openharness");
+  if (!existsSync(bin)) {
+    throw new Error(`no openharness binary at ${bin}: run \`cargo build -p openharness-cli --bin openharness\` in ${repoRoot} first`);
+  }
+  return bin;
+}
+
+/** A fresh temporary directory for a store. */
+export function tempDir(): string {
+  return mkdtempSync(join(tmpdir(), "openharness-inspector-"));
+}
+
+/** Runs `openharness --store <store> import <file>`. */
+export function importJsonl(store: string, file: string): void {
+  const result = spawnSync(binary(), ["--store", store, "import", file], { encoding: "utf8" });
+  if (result.status !== 0) throw new Error(`import failed (${result.status}): ${result.stderr}${result.stdout}`);
+}
+
+export async function serve(options: { apiKey?: string; dir?: string } = {}): Promise<Served> {
+  const dir = options.dir ?? tempDir();
+  const store = join(dir, "store.redb");
+  const args = ["--store", store, "serve"];
+  if (options.apiKey) {
+    const keys = join(dir, "keys");
+    writeFileSync(keys, `${options.apiKey}\n`);
+    args.push("--api-keys-file", keys);
+  }
+  let last: unknown;
+  for (let attempt = 0; attempt < 3; attempt++) {
+    const port = await freePort();
+    const url = `http://127.0.0.1:${port}`;
+    const child = spawn(binary(), [...args, "--addr", `127.0.0.1:${port}`], {
+      stdio: ["ignore", "pipe", "pipe"],
+      env: { ...process.env, RUST_LOG: process.env.RUST_LOG ?? "warn" },
+    });
+    let output = "";
+    child.stdout?.on("data", (chunk: Buffer) => (output += chunk.toString()));
+    child.stderr?.on("data", (chunk: Buffer) => (output += chunk.toString()));
+    try {
+      await healthy(url, child, () => output);
+      return {
+        url,
+        dir,
+        store,
+        async stop() {
+          await stop(child);
+          if (!options.dir) rmSync(dir, { recursive: true, force: true });
+        },
+      };
+    } catch (error) {
+      last = error;
+      await stop(child);
+    }
+  }
+  throw last;
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolvePort, reject) => {
+    const server = createServer();
+    server.once("error", reject);
+    server.listen(0, "127.0.0.1", () => {
+      const address = server.address();
+      const port = typeof address === "object" && address ? address.port : 0;
+      server.close(() => resolvePort(port));
+    });
+  });
+}
+
+async function healthy(url: string, child: ChildProcess, output: () => string): Promise<void> {
+  const deadline = Date.now() + 20_000;
+  while (Date.now() < deadline) {
+    if (child.exitCode !== null) throw new Error(`openharness serve exited (${child.exitCode}): ${output()}`);
+    try {
+      if ((await fetch(`${url}/health`)).ok) return;
+    } catch {
+      // Not listening yet.
+    }
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error(`openharness serve did not answer /health within 20 s: ${output()}`);
+}
+
+function stop(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
+  return new Promise((resolveStop) => {
+    const timer = setTimeout(() => child.kill("SIGKILL"), 5000);
+    child.once("exit", () => {
+      clearTimeout(timer);
+      resolveStop();
+    });
+    child.kill("SIGTERM");
+  });
+}
+
+/** JSON from the server, failing on any status but 2xx. */
+export async function api<T>(base: string, path: string, init: { method?: string; body?: unknown; key?: string } = {}): Promise<T> {
+  const headers: Record<string, string> = { accept: "application/json" };
+  if (init.body !== undefined) headers["content-type"] = "application/json";
+  if (init.key) headers["authorization"] = `Bearer ${init.key}`;
+  const request: RequestInit = { method: init.method ?? "GET", headers };
+  if (init.body !== undefined) request.body = JSON.stringify(init.body);
+  const response = await fetch(`${base}/${path}`, request);
+  if (!response.ok) throw new Error(`${request.method} ${path}: ${response.status} ${await response.text()}`);
+  return (await response.json()) as T;
+}
+
+/** Waits until `check` returns a value (not undefined/false), polling. */
+export async function until<T>(what: string, check: () => Promise<T | undefined | false>, timeout = 15_000): Promise<T> {
+  const deadline = Date.now() + timeout;
+  for (;;) {
+    const value = await check();
+    if (value !== undefined && value !== false) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
