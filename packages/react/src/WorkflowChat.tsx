@@ -81,14 +81,14 @@ function TapeControls({ chat }: { chat: UseWorkflowResult }) {
   return (
     <div role="toolbar" aria-label="tape" data-testid="oh-tape" style={styles.tape}>
       <button type="button" aria-label="Rewind" onClick={tape.rewind} disabled={empty || tape.position === 0} style={styles.button}>
-        ⏮
+        «
       </button>
       <button type="button" aria-label="Step back" onClick={tape.stepBack} disabled={empty || tape.position === 0} style={styles.button}>
-        ◀
+        ‹
       </button>
       {tape.isPlaying ? (
         <button type="button" aria-label="Pause" onClick={tape.pause} style={styles.button}>
-          ⏸
+          ❚❚
         </button>
       ) : (
         <button type="button" aria-label="Play" onClick={() => tape.play()} disabled={empty} style={styles.button}>
@@ -96,10 +96,10 @@ function TapeControls({ chat }: { chat: UseWorkflowResult }) {
         </button>
       )}
       <button type="button" aria-label="Step" onClick={tape.step} disabled={tape.position >= tape.length} style={styles.button}>
-        ▶|
+        ›
       </button>
       <button type="button" aria-label="Live" onClick={() => tape.stepTo(tape.length)} disabled={tape.isRecording} style={styles.button}>
-        ⏭
+        »
       </button>
       <input
         type="range"

@@ -1,0 +1,10 @@
+import { defineConfig } from "vitest/config";
+
+export default defineConfig({
+  test: {
+    include: ["test/**/*.test.ts"],
+    globalSetup: ["./global-setup.ts"],
+    testTimeout: 60_000,
+    hookTimeout: 60_000,
+  },
+});
