@@ -299,6 +299,7 @@ class Inspector {
       this.$.state.classList.remove("loading");
       delete document.body.dataset.loading;
       document.body.dataset.view = String(position);
+      tape.prefetch(position, this.direction);
     } catch (error) {
       if (!stale()) this.fail(error);
     }

@@ -224,8 +224,8 @@ export class Tape {
     const inFlight = this.statesInFlight.get(position);
     if (inFlight) return inFlight;
     if (this.states.has(position)) return Promise.resolve();
-    const ahead = 48;
-    const behind = 8;
+    const ahead = 40;
+    const behind = 4;
     const from = Math.max(0, direction < 0 ? position - ahead : position - behind);
     const to = Math.min(this.len, direction < 0 ? position + behind : position + ahead);
     const wanted: number[] = [];
@@ -240,6 +240,19 @@ export class Tape {
     });
     for (const p of wanted) this.statesInFlight.set(p, loading);
     return loading;
+  }
+
+  /**
+   * Reads the next window ahead of time when the cursor, moving in `direction`, gets near the
+   * end of the states read, so steady stepping never waits for the server.
+   */
+  prefetch(position: number, direction: number): void {
+    const ahead = clamp(position + direction * 16, 0, this.len);
+    if (!this.states.has(ahead) && !this.statesInFlight.has(ahead)) {
+      this.loadStates(ahead, direction).catch(() => {
+        // The step that needs it asks again and reports the error.
+      });
+    }
   }
 
   private remember(position: number, state: unknown): void {
@@ -267,4 +280,8 @@ export class Tape {
     this.patches.set(position, patch);
     return patch;
   }
+}
+
+function clamp(value: number, min: number, max: number): number {
+  return Math.min(max, Math.max(min, value));
 }
