@@ -8,7 +8,7 @@
 //!   nothing and fails, listing the files, when the checked-in ones differ from what the code
 //!   generates.
 //! - `cargo xtask bench <suite>`: builds `openharness-bench` in release and runs a suite
-//!   (`tape`, `sessions`), which prints each figure with a baseline measured in the same run, the ratio
+//!   (`tape`, `sessions`, `server`), which prints each figure with a baseline measured in the same run, the ratio
 //!   and the goal.
 //! - `cargo xtask schemathesis`: the server against its own OpenAPI document with schemathesis
 //!   (pinned, installed from PyPI into `target/schemathesis-venv` on first use): no 5xx, every
@@ -35,7 +35,7 @@ enum Step {
     Schemathesis,
 }
 
-const USAGE: &str = "usage: cargo xtask ci | schemas [--check] | bench stores | bench tape | bench sessions | bench race";
+const USAGE: &str = "usage: cargo xtask ci | schemas [--check] | bench stores | bench tape | bench sessions | bench race | bench server";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -86,6 +86,15 @@ fn main() -> ExitCode {
             "openharness-bench",
             "--",
             "sessions",
+        ])],
+        ["bench", "server"] => vec![Step::Cargo(&[
+            "run",
+            "--release",
+            "--quiet",
+            "--package",
+            "openharness-bench",
+            "--",
+            "server",
         ])],
         ["bench", "race"] => vec![Step::Cargo(&[
             "run",

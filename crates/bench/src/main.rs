@@ -5,10 +5,13 @@
 //! Suites: `tape` (replay, dispatch, fold throughput, step back, jumps, snapshot memory) and
 //! `sessions` (continuing a session of a million events, finding its unfinished work, the heap
 //! a turn on it needs) and `race` (the planner-executor shape against LangGraph's, both
-//! durable: live throughput, history walks, jumps, file size and peak RSS).
+//! durable: live throughput, history walks, jumps, file size and peak RSS) and `server` (SSE
+//! fan-out against a minimal axum broadcast, continue over HTTP against in process, the heap
+//! of an idle event stream).
 
 mod race;
 mod report;
+mod server;
 mod sessions;
 mod tape;
 
@@ -27,9 +30,10 @@ fn main() -> ExitCode {
         Some("tape") => tape::run(),
         Some("sessions") => sessions::run(),
         Some("race") => race::run(),
+        Some("server") => server::run(),
         Some("race-ours") => race::child(std::env::args().nth(2), std::env::args().nth(3)),
         _ => {
-            eprintln!("usage: openharness-bench tape | sessions | race");
+            eprintln!("usage: openharness-bench tape | sessions | race | server");
             ExitCode::from(2)
         }
     }
