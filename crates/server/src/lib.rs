@@ -53,6 +53,7 @@ mod chat;
 mod cors;
 mod error;
 mod frames;
+mod hub;
 mod inspector;
 mod openapi;
 mod routes;
@@ -169,6 +170,8 @@ pub(crate) struct AppState {
     pub(crate) host: Host,
     pub(crate) options: ServerOptions,
     pub(crate) streams: Arc<sse::StreamCounts>,
+    /// One shared live tail per watched session.
+    pub(crate) hubs: hub::Hubs,
     /// Turns this server has started and not finished, with the seq each started at.
     pub(crate) in_flight:
         std::sync::Mutex<std::collections::HashMap<openharness_core::SessionId, u64>>,
@@ -180,6 +183,7 @@ pub fn router(host: Host, options: ServerOptions) -> Router {
         host,
         options,
         streams: Arc::default(),
+        hubs: hub::Hubs::default(),
         in_flight: std::sync::Mutex::default(),
     }))
 }

@@ -1,9 +1,10 @@
 //! A session's events as Server-Sent Events: `event: <name>`, `id: <seq>`, `data: <the event
-//! with its seq>`, from the seq after `Last-Event-ID` (or `?after=`), history then live through
-//! `Store::subscribe`, so nothing is lost or repeated at the boundary or across reconnects.
+//! with its seq>`, from the seq after `Last-Event-ID` (or `?after=`): history from the store,
+//! then live from the session's shared tail (`crate::hub`), so nothing is lost or repeated at
+//! the boundary or across reconnects, and an event is encoded once however many watch it.
 //!
-//! The stream opens with a `retry:` hint, sends a comment heartbeat every
-//! [`crate::ServerOptions::heartbeat`], and is marked `x-accel-buffering: no` and
+//! The stream opens with a `retry:` hint, sends a comment heartbeat whenever
+//! [`crate::ServerOptions::heartbeat`] passes without a frame, and is marked `x-accel-buffering: no` and
 //! `cache-control: no-cache` so proxies pass it on at once. Each session accepts at most
 //! [`crate::ServerOptions::max_streams_per_session`] streams at a time; one more is answered 429.
 
@@ -12,13 +13,15 @@ use std::convert::Infallible;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
+use axum::body::{Body, Bytes};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
-use futures_util::{StreamExt, stream};
-use openharness_core::{Recorded, SessionId, StoreError};
+use futures_util::stream;
+use openharness_core::SessionId;
 
 use crate::error::ApiError;
+use crate::hub::Follower;
 
 /// How long a client waits before reconnecting, as the stream's `retry:` hint.
 const RETRY: Duration = Duration::from_secs(1);
@@ -91,15 +94,48 @@ pub(crate) async fn events(
     if crate::routes::turn_start(state, &session).is_none() {
         state.host.session(&session).await?;
     }
-    let subscription = subscribe(state, &session, from).await?;
-    let hello = stream::once(async { Ok(Event::default().retry(RETRY).comment("openharness")) });
+    let follower = state
+        .hubs
+        .follow(state.host.store(), &session, from)
+        .await
+        .map_err(|err| {
+            ApiError::new(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "internal",
+                err.to_string(),
+            )
+        })?;
     // The stream owns `counted`: the session's count drops when the client goes away.
-    let events = subscription.map(move |item| {
-        let _open = &counted;
-        Ok::<_, Infallible>(to_event(item))
-    });
-    let response = answer(hello.chain(events), state.options.heartbeat, "heartbeat");
-    Ok(response)
+    Ok(framed(follower, counted, state.options.heartbeat))
+}
+
+/// The event stream's answer: the `retry:` hint, then the follower's frames, with a comment
+/// heartbeat whenever `heartbeat` passes without one.
+fn framed(follower: Follower, counted: Counted, heartbeat: Duration) -> Response {
+    let hello = Bytes::from(format!(": openharness\nretry: {}\n\n", RETRY.as_millis()));
+    let frames = stream::unfold(
+        (follower, counted, Some(hello)),
+        move |(mut follower, counted, mut hello)| async move {
+            if let Some(hello) = hello.take() {
+                return Some((Ok::<_, Infallible>(hello), (follower, counted, None)));
+            }
+            // `Follower::next` is cancel-safe, so the heartbeat may interrupt it.
+            let bytes = tokio::select! {
+                next = follower.next() => next?,
+                () = tokio::time::sleep(heartbeat) => Bytes::from_static(b": heartbeat\n\n"),
+            };
+            Some((Ok(bytes), (follower, counted, None)))
+        },
+    );
+    let mut response = Response::new(Body::from_stream(frames));
+    let headers = response.headers_mut();
+    headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/event-stream"),
+    );
+    headers.insert("x-accel-buffering", HeaderValue::from_static("no"));
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    response
 }
 
 /// A live tail of `session` from seq `from`, for a stream answer.
@@ -135,24 +171,4 @@ where
     headers.insert("x-accel-buffering", HeaderValue::from_static("no"));
     headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
     response
-}
-
-fn to_event(item: Result<Recorded, StoreError>) -> Event {
-    match item {
-        Ok(recorded) => {
-            let event = Event::default()
-                .event(recorded.event.name.as_ref())
-                .id(recorded.seq.to_string());
-            match serde_json::to_string(&recorded) {
-                Ok(data) => event.data(data),
-                Err(err) => error_event(&format!("event {} does not encode: {err}", recorded.seq)),
-            }
-        }
-        Err(err) => error_event(&format!("the store stopped the stream: {err}")),
-    }
-}
-
-fn error_event(message: &str) -> Event {
-    let data = serde_json::json!({ "error": { "code": "stream_failed", "message": message } });
-    Event::default().event("error").data(data.to_string())
 }
