@@ -44,7 +44,9 @@ function walk(left: unknown, right: unknown, pointer: string, patch: PatchOp[]):
 
 /** Keys in the order the server's JSON maps keep them (sorted by their UTF-8 bytes). */
 function sortedKeys(value: Record<string, unknown>): string[] {
-  return Object.keys(value).sort(compareUtf8);
+  const keys = Object.keys(value);
+  // UTF-16 order is code-point order unless a key holds a surrogate pair.
+  return keys.some((key) => /[\uD800-\uDFFF]/.test(key)) ? keys.sort(compareUtf8) : keys.sort();
 }
 
 function compareUtf8(a: string, b: string): number {

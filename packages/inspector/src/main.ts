@@ -200,8 +200,11 @@ class Inspector {
       await tape.ensure(this.position - 60, this.position + 60);
       if (this.tape !== tape) return;
       this.renderMeta();
-      this.moveTo(this.position);
+      const view = this.moveTo(this.position);
       if (summary.status === "running" || this.following) this.startLive();
+      // The first screen's state before anything else is read.
+      await view;
+      if (this.tape !== tape) return;
       // Everything else in the background: groups, search and causes then cover the session.
       const scanned = (): void => {
         this.renderMeta();
@@ -243,9 +246,10 @@ class Inspector {
 
   // ---- cursor ------------------------------------------------------------------------------
 
-  private moveTo(position: number): void {
+  /** Moves the cursor; the promise settles when the state and patch there are shown. */
+  private moveTo(position: number): Promise<void> {
     const tape = this.tape;
-    if (!tape) return;
+    if (!tape) return Promise.resolve();
     const target = clamp(position, 0, tape.len);
     this.direction = target >= this.position ? 1 : -1;
     this.position = target;
@@ -255,7 +259,7 @@ class Inspector {
     this.scrollToCursor(false);
     this.renderTimeline();
     this.renderEvent();
-    void this.loadView(target);
+    return this.loadView(target);
   }
 
   private step(delta: number): void {
