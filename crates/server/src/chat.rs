@@ -301,7 +301,7 @@ pub(crate) fn default_workflow(state: &AppState) -> Result<String, ApiError> {
     match state.host.workflow_names().as_slice() {
         [only] => Ok(only.clone()),
         names => Err(ApiError::bad_request(format!(
-            "this server hosts {} workflows ({}): configure which one new chats run (ServerOptions::chat_workflow)",
+            "this server hosts {} workflows ({}): configure which one new chats run (ServerOptions::chat_workflow, or serve --chat-workflow)",
             names.len(),
             names.join(", ")
         ))),

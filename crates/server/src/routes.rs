@@ -399,7 +399,14 @@ async fn events(
         return crate::sse::events(&state, session, from).await;
     }
     let limit = limit.unwrap_or(100).clamp(1, MAX_PAGE);
-    Ok(Json(state.host.events(&session, after, limit).await?).into_response())
+    match state.host.events(&session, after, limit).await {
+        // A session whose first turn this server has just started, before its first append:
+        // no events yet, as its stream would say.
+        Err(openharness_host::HostError::SessionNotFound(_)) if running_here(&state, &session) => {
+            Ok(Json(json!({ "events": [], "len": 0, "nextAfter": null })).into_response())
+        }
+        page => Ok(Json(page?).into_response()),
+    }
 }
 
 #[derive(Deserialize)]

@@ -104,6 +104,10 @@ impl Counter {
 }
 
 fn host(delay: Duration) -> Host {
+    host_on(MemoryStore::new(), delay)
+}
+
+fn host_on(store: impl openharness::adapter::Store, delay: Duration) -> Host {
     let provider = ScriptedProvider::new().fallback("counter", move |request| {
         let words = request.prompt.split_whitespace().count() as u32;
         Reply::output(json!({ "words": words }))
@@ -117,7 +121,53 @@ fn host(delay: Duration) -> Host {
         .provider(provider)
         .build()
         .unwrap();
-    Host::new(MemoryStore::new()).workflow(workflow).unwrap()
+    Host::new(store).workflow(workflow).unwrap()
+}
+
+/// Holds every append back until a permit is given.
+struct Gate(std::sync::Arc<tokio::sync::Semaphore>);
+
+#[async_trait::async_trait]
+impl openharness::store::StoreObserver for Gate {
+    async fn before_append(&self, _: &SessionId, _: &[Envelope], _: u64) {
+        let _permit = self.0.acquire().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_started_here_reads_as_empty_until_its_first_event_is_recorded() {
+    let gate = std::sync::Arc::new(tokio::sync::Semaphore::new(0));
+    let store = openharness::store::Observed::new(MemoryStore::new(), Gate(gate.clone()));
+    let addr = serve(host_on(store, Duration::ZERO), ServerOptions::default()).await;
+    let (status, created) = request(
+        addr,
+        "POST",
+        "/sessions",
+        Some(r#"{"workflow":"ticks","input":"one two"}"#),
+    )
+    .await;
+    assert_eq!(status, 202, "{created}");
+    let session = created["session"].as_str().unwrap();
+    let events = format!("/sessions/{session}/events");
+    let (status, page) = request(addr, "GET", &events, None).await;
+    assert_eq!(status, 200, "{page}");
+    assert_eq!(page, json!({ "events": [], "len": 0, "nextAfter": null }));
+    let (status, one) = request(addr, "GET", &format!("/sessions/{session}"), None).await;
+    assert_eq!((status, one["len"].as_u64()), (200, Some(0)), "{one}");
+    gate.add_permits(1);
+    let summary = wait_idle(addr, session).await;
+    assert!(summary["len"].as_u64().unwrap() > 0);
+    let (_, page) = request(addr, "GET", &events, None).await;
+    assert_eq!(page["events"][0]["name"], "workflow:started");
+    // A session nobody started is still unknown.
+    let (status, _) = request(
+        addr,
+        "GET",
+        &format!("/sessions/{}/events", SessionId::new()),
+        None,
+    )
+    .await;
+    assert_eq!(status, 404);
 }
 
 async fn serve(host: Host, options: ServerOptions) -> SocketAddr {
