@@ -87,6 +87,10 @@ pub(crate) enum Command<E: Subcommand> {
         /// comma-separated list such as `http://localhost:5173`, or `*` for any origin.
         #[arg(long, env = "OPENHARNESS_CORS_ORIGINS", value_name = "ORIGINS")]
         cors_origin: Option<openharness_server::CorsOrigins>,
+        /// The workflow a new chat of `POST /api/chat` runs (default: the only registered
+        /// workflow; needed when there are several).
+        #[arg(long, value_name = "WORKFLOW")]
+        chat_workflow: Option<String>,
     },
     #[command(flatten)]
     Transfer(crate::transfer::TransferCommand),

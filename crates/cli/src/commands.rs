@@ -186,15 +186,14 @@ pub(crate) async fn run<E: clap::Subcommand>(
             api_keys_file,
             insecure_no_auth,
             cors_origin,
+            chat_workflow,
         } => {
-            serve(
-                context,
-                addr,
-                api_keys_file.as_deref(),
+            let access = Access {
+                api_keys_file,
                 insecure_no_auth,
-                cors_origin,
-            )
-            .await
+                cors: cors_origin,
+            };
+            serve(context, addr, access, chat_workflow).await
         }
         Command::Check => check(context).await,
         Command::Transfer(command) => {
@@ -273,16 +272,36 @@ async fn check(context: &Context) -> Result<(), CliError> {
     Ok(())
 }
 
+/// Who may call `serve`: API keys, the explicit opt-out beyond loopback, browser origins.
+struct Access {
+    api_keys_file: Option<std::path::PathBuf>,
+    insecure_no_auth: bool,
+    cors: Option<openharness_server::CorsOrigins>,
+}
+
 /// `serve`: the host's sessions over HTTP until Ctrl-C. Beyond loopback it needs API keys,
 /// unless told explicitly to serve without.
 async fn serve(
     context: &Context,
     addr: std::net::SocketAddr,
-    api_keys_file: Option<&Path>,
-    insecure_no_auth: bool,
-    cors: Option<openharness_server::CorsOrigins>,
+    access: Access,
+    chat_workflow: Option<String>,
 ) -> Result<(), CliError> {
-    let keys = match api_keys_file {
+    let Access {
+        api_keys_file,
+        insecure_no_auth,
+        cors,
+    } = access;
+    let host = context.host().clone();
+    if let Some(name) = &chat_workflow {
+        host.hosted(name).map_err(|_| {
+            CliError::Usage(format!(
+                "--chat-workflow {name}: no such workflow here (this program registers {})",
+                host.workflow_names().join(", ")
+            ))
+        })?;
+    }
+    let keys = match api_keys_file.as_deref() {
         Some(path) => {
             let text = std::fs::read_to_string(path).map_err(|err| {
                 CliError::Usage(format!(
@@ -312,7 +331,6 @@ async fn serve(
     let listener = tokio::net::TcpListener::bind(addr)
         .await
         .map_err(|err| CliError::Usage(format!("cannot listen on {addr}: {err}")))?;
-    let host = context.host().clone();
     let names = host.workflow_names().join(", ");
     let protected = if keys.is_empty() {
         ""
@@ -334,6 +352,9 @@ async fn serve(
     let mut options = openharness_server::ServerOptions::default().api_keys(keys);
     if let Some(origins) = cors {
         options = options.cors(origins);
+    }
+    if let Some(name) = chat_workflow {
+        options = options.chat_workflow(name);
     }
     let app = openharness_server::router(host, options);
     axum::serve(listener, app)

@@ -155,3 +155,55 @@ fn serve_allows_the_cors_origins_it_is_given_and_refuses_malformed_ones() {
     server.kill().unwrap();
     server.wait().unwrap();
 }
+
+#[test]
+fn serve_runs_new_chats_on_the_chat_workflow_it_is_given() {
+    let dir = tempfile::tempdir().unwrap();
+    let refused = Command::new(env!("CARGO_BIN_EXE_openharness"))
+        .args(["serve", "--chat-workflow", "nope"])
+        .current_dir(dir.path())
+        .env_remove("OPENHARNESS_STORE")
+        .output()
+        .unwrap();
+    assert!(!refused.status.success());
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(stderr.contains("--chat-workflow nope"), "{stderr}");
+    assert!(stderr.contains("chat, planner-executor"), "{stderr}");
+
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let mut server = Command::new(env!("CARGO_BIN_EXE_openharness"))
+        .args(["serve", "--addr", &format!("127.0.0.1:{port}")])
+        .args(["--chat-workflow", "chat"])
+        .current_dir(dir.path())
+        .env_remove("OPENHARNESS_STORE")
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    BufReader::new(server.stdout.take().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    let body = r#"{"id":"0190a8c4-5f00-7000-8000-00000000c4a7","trigger":"submit-message","messages":[{"id":"m1","role":"user","parts":[{"type":"text","text":"Hi there"}]}]}"#;
+    let mut stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    write!(
+        stream,
+        "POST /api/chat HTTP/1.1\r\nhost: 127.0.0.1\r\nconnection: close\r\n\
+         content-type: application/json\r\ncontent-length: {}\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    assert!(response.starts_with("HTTP/1.1 200"), "{response}");
+    assert!(response.contains(r#""type":"finish""#), "{response}");
+    assert!(
+        response.contains("You said"),
+        "the chat workflow answered: {response}"
+    );
+    server.kill().unwrap();
+    server.wait().unwrap();
+}

@@ -76,6 +76,8 @@ struct Script {
     fallbacks: BTreeMap<String, Fallback>,
     /// Every request received, in order.
     requests: Vec<ProviderRequest>,
+    /// The wait of every reply that sets none of its own.
+    pace: Option<Duration>,
 }
 
 impl Script {
@@ -122,6 +124,23 @@ impl ScriptedProvider {
     /// fallbacks are added.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// Makes every reply that sets no [`Reply::delay`] of its own wait `delay` first: a slow
+    /// model for the whole script, to watch turns run, cancel them or resume them.
+    ///
+    /// ```
+    /// use openharness_provider::{Reply, ScriptedProvider};
+    /// use std::time::Duration;
+    /// let slow = ScriptedProvider::new()
+    ///     .pace(Duration::from_millis(200))
+    ///     .fallback("assistant", |_| Reply::output(serde_json::json!({ "reply": "hi" })));
+    /// # let _ = slow;
+    /// ```
+    #[must_use]
+    pub fn pace(self, delay: Duration) -> Self {
+        self.lock().pace = Some(delay);
+        self
     }
 
     /// Queues `reply` for the next call of `agent` (replies to one agent are used in the order
@@ -237,19 +256,20 @@ impl Provider for ScriptedProvider {
         request: ProviderRequest,
         sink: ProviderSink,
     ) -> Result<ProviderResponse, ProviderError> {
-        let next = {
+        let (next, pace) = {
             let mut script = self.lock();
             script.requests.push(request.clone());
             let agent = request.agent.as_str();
-            match script.replies.get_mut(agent).and_then(VecDeque::pop_front) {
+            let next = match script.replies.get_mut(agent).and_then(VecDeque::pop_front) {
                 Some(reply) => Next::Reply(reply),
                 None => match script.fallbacks.get(agent) {
                     Some(fallback) => Next::Fallback(Arc::clone(fallback)),
                     None => Next::Exhausted(script.exhausted(agent)),
                 },
-            }
+            };
+            (next, script.pace)
         };
-        let reply = match next {
+        let mut reply = match next {
             Next::Reply(reply) => reply,
             // Called without the lock held, so a fallback may read the provider's record.
             Next::Fallback(fallback) => fallback(&request),
@@ -260,6 +280,9 @@ impl Provider for ScriptedProvider {
                 });
             }
         };
+        if reply.delay.is_none() {
+            reply.delay = pace;
+        }
         reply.play(&sink).await
     }
 }
@@ -765,6 +788,23 @@ mod tests {
         let provider = ScriptedProvider::new()
             .respond("a", Reply::output(json!(1)).delay(Duration::from_millis(1)));
         assert_eq!(output(&provider, "a").await, json!(1));
+    }
+
+    #[tokio::test]
+    async fn a_paced_script_waits_before_replies_that_set_no_delay() {
+        let provider = ScriptedProvider::new()
+            .pace(Duration::from_millis(40))
+            .respond("a", Reply::output(json!(1)))
+            .respond("a", Reply::output(json!(2)).delay(Duration::ZERO));
+        let started = std::time::Instant::now();
+        assert_eq!(output(&provider, "a").await, json!(1));
+        assert!(started.elapsed() >= Duration::from_millis(40));
+        let started = std::time::Instant::now();
+        assert_eq!(output(&provider, "a").await, json!(2));
+        assert!(
+            started.elapsed() < Duration::from_millis(40),
+            "its own delay wins"
+        );
     }
 
     #[test]

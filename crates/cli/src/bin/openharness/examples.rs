@@ -61,8 +61,14 @@ pub(crate) enum Examples {
 /// The CLI of the `openharness` binary.
 pub(crate) fn cli() -> Result<Cli<Examples>, HostError> {
     // The store given here is replaced by the one `--store` names.
-    let planner = planner_executor::workflow(MemoryStore::new(), planner_executor_offline())?;
-    let chat = chat::workflow(MemoryStore::new(), chat::scripted_provider())?;
+    let pace = scripted_pace();
+    let paced = |provider: ScriptedProvider| match pace {
+        Some(delay) => provider.pace(delay),
+        None => provider,
+    };
+    let planner =
+        planner_executor::workflow(MemoryStore::new(), paced(planner_executor_offline()))?;
+    let chat = chat::workflow(MemoryStore::new(), paced(chat::scripted_provider()))?;
     Ok(Cli::new()
         .commands(|command: Examples, context: Context| -> CommandFuture {
             Box::pin(async move { examples(command, &context).await })
@@ -72,6 +78,22 @@ pub(crate) fn cli() -> Result<Cli<Examples>, HostError> {
         .workflow(chat)?
         .describe(describe)
         .summary(summary))
+}
+
+/// `OPENHARNESS_SCRIPTED_DELAY_MS`: how long every answer of the examples' scripted models
+/// waits (default none) — a slow model, to watch a turn run, cancel it or resume it. A value
+/// that is not a number of milliseconds is ignored with a warning.
+fn scripted_pace() -> Option<std::time::Duration> {
+    let text = std::env::var("OPENHARNESS_SCRIPTED_DELAY_MS").ok()?;
+    match text.trim().parse::<u64>() {
+        Ok(ms) => Some(std::time::Duration::from_millis(ms)),
+        Err(_) => {
+            eprintln!(
+                "warning: OPENHARNESS_SCRIPTED_DELAY_MS=`{text}` is not a number of milliseconds; ignored"
+            );
+            None
+        }
+    }
 }
 
 /// The planner-executor offline for turns, resumes and forks: answers made from each
