@@ -40,6 +40,8 @@ class Inspector {
   private matches: number[] = [];
   private query = "";
   private frame = 0;
+  private rowsKey = "";
+  private matchesVersion = 0;
   private viewToken = 0;
 
   private readonly $ = {
@@ -223,6 +225,7 @@ class Inspector {
     this.tape = null;
     this.summary = null;
     this.matches = [];
+    this.matchesVersion++;
     this.$.matches.textContent = "";
   }
 
@@ -330,6 +333,14 @@ class Inspector {
     const scroller = this.$.scroller;
     const first = Math.max(0, Math.floor(scroller.scrollTop / ROW) - OVERSCAN);
     const last = Math.min(tape.len, Math.ceil((scroller.scrollTop + (scroller.clientHeight || 600)) / ROW) + OVERSCAN);
+    // The same rows as last time: only the cursor moves (a step), nothing is rebuilt.
+    const key = `${tape.session}:${first}:${last}:${tape.version}:${tape.scanned}:${this.matchesVersion}`;
+    if (key === this.rowsKey) {
+      this.$.rows.querySelector(".row.cursor")?.classList.remove("cursor");
+      this.$.rows.querySelector(`.row[data-position="${this.position}"]`)?.classList.add("cursor");
+      return;
+    }
+    this.rowsKey = key;
     let missing = false;
     const matches = new Set<number>();
     if (this.matches.length > 0) {
@@ -498,6 +509,7 @@ class Inspector {
     this.query = query;
     const tape = this.tape;
     this.matches = tape ? tape.search(query) : [];
+    this.matchesVersion++;
     const partial = tape && tape.scanned < tape.len ? ` (of ${tape.scanned} read)` : "";
     this.$.matches.textContent = query.trim() ? `${this.matches.length} matches${partial}` : "";
     if (jump && this.matches.length > 0 && !this.matches.includes(this.position - 1)) this.nextMatch(1);

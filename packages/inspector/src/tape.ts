@@ -38,6 +38,8 @@ export class Tape {
   private readonly patches = new Map<number, PatchOp[]>();
   private scanning = false;
   private disposed = false;
+  /** Counts changes to what the timeline shows (events read, groups computed). */
+  version = 0;
   /** Called (at most once a frame by the page) when events were read. */
   onChange: () => void = () => {};
 
@@ -84,6 +86,7 @@ export class Tape {
   }
 
   private put(event: Recorded): void {
+    this.version++;
     this.events[event.seq] = event;
     this.idToSeq.set(event.id, event.seq);
   }

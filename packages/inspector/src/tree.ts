@@ -63,7 +63,7 @@ function appendSlice(into: HTMLElement, items: unknown[], from: number, pointer:
       .filter((n) => Number.isFinite(n))
       .sort((a, b) => a - b)[0];
     if (touchedIndex !== undefined && touchedIndex >= SLICE) {
-      start = Math.max(0, touchedIndex - SLICE / 2);
+      start = Math.max(0, touchedIndex - 10);
       const skipped = el("button", "more", `… ${start} items before`);
       skipped.addEventListener("click", () => {
         const replacement = el("div", "slice");
@@ -73,7 +73,7 @@ function appendSlice(into: HTMLElement, items: unknown[], from: number, pointer:
       into.append(skipped);
     }
   }
-  const end = Math.min(items.length, start + SLICE);
+  const end = Math.min(items.length, start + (start > from ? 20 : SLICE));
   for (let i = start; i < end; i++) into.append(node(String(i), items[i], `${pointer}/${i}`, touched, depth + 1));
   if (end < items.length) {
     const more = el("button", "more", `… ${items.length - end} more`);
