@@ -23,6 +23,8 @@ const HELP: [string, string][] = [
   ["c", "jump to the causing event"],
   ["f", "fork at the cursor"],
   ["l", "follow live"],
+  ["x", "compact view: one row per agent call (j/k then step by row)"],
+  ["o", "expand / collapse the agent call at the cursor"],
   ["i", "continue the session (input)"],
   ["?", "this help"],
 ];
@@ -41,6 +43,14 @@ class Inspector {
   private query = "";
   private frame = 0;
   private rowsKey = "";
+  /** The compact view: one row per agent call (expanded ones show their events). */
+  private compact = false;
+  private readonly expanded = new Set<number>();
+  private expandedVersion = 0;
+  private compactIndex: Int32Array | null = null;
+  private compactKey = "";
+  /** A sessions request is under way. */
+  private listing = false;
   private matchesVersion = 0;
   private viewToken = 0;
 
@@ -59,6 +69,7 @@ class Inspector {
     matches: byId("matches"),
     goto: byId("goto") as HTMLInputElement,
     follow: byId("follow") as HTMLButtonElement,
+    compact: byId("compact") as HTMLButtonElement,
     fork: byId("fork") as HTMLButtonElement,
     inputForm: byId("input-form") as HTMLFormElement,
     input: byId("input") as HTMLInputElement,
@@ -91,6 +102,7 @@ class Inspector {
       }
     });
     this.$.follow.addEventListener("click", () => this.toggleFollow());
+    this.$.compact.addEventListener("click", () => this.toggleCompact());
     this.$.fork.addEventListener("click", () => void this.fork());
     this.$.inputForm.addEventListener("submit", (event) => {
       event.preventDefault();
@@ -101,6 +113,11 @@ class Inspector {
       void this.refreshSessions().then(() => this.openFromHash());
     });
     this.$.rows.addEventListener("click", (event) => {
+      const toggle = (event.target as HTMLElement).closest<HTMLElement>("[data-toggle]");
+      if (toggle?.dataset.toggle) {
+        this.toggleGroup(Number(toggle.dataset.toggle));
+        return;
+      }
       const row = (event.target as HTMLElement).closest<HTMLElement>(".row");
       if (row?.dataset.position) this.moveTo(Number(row.dataset.position));
     });
@@ -120,6 +137,7 @@ class Inspector {
   // ---- sessions ----------------------------------------------------------------------------
 
   private async refreshSessions(): Promise<void> {
+    this.listing = true;
     try {
       const { sessions } = await this.api.sessions();
       this.sessions = sessions;
@@ -133,6 +151,8 @@ class Inspector {
       }
     } catch (error) {
       this.fail(error);
+    } finally {
+      this.listing = false;
     }
   }
 
@@ -195,9 +215,10 @@ class Inspector {
       tape.onChange = () => this.schedule();
       this.position = clamp(position ?? summary.len, 0, summary.len);
       this.following = position === null && summary.status === "running";
-      this.renderSessions();
+      if (this.sessions.some((s) => s.id === id)) this.renderSessions();
+      else void this.refreshSessions();
       this.renderMeta();
-      this.$.spacer.style.height = `${(tape.len + 1) * ROW}px`;
+      this.sizeTimeline();
       this.scrollToCursor(true);
       await tape.ensure(this.position - 60, this.position + 60);
       if (this.tape !== tape) return;
@@ -226,6 +247,8 @@ class Inspector {
     this.summary = null;
     this.matches = [];
     this.matchesVersion++;
+    this.expanded.clear();
+    this.expandedVersion++;
     this.$.matches.textContent = "";
   }
 
@@ -265,13 +288,10 @@ class Inspector {
     return this.loadView(target);
   }
 
-  private step(delta: number): void {
-    this.moveTo(this.position + delta);
-  }
 
   private scrollToCursor(center: boolean): void {
     const scroller = this.$.scroller;
-    const top = this.position * ROW;
+    const top = this.rowOf(this.position) * ROW;
     const height = scroller.clientHeight || 600;
     if (center) scroller.scrollTop = Math.max(0, top - height / 2);
     else if (top < scroller.scrollTop + ROW) scroller.scrollTop = Math.max(0, top - ROW);
@@ -318,7 +338,7 @@ class Inspector {
     if (this.frame) return;
     this.frame = requestAnimationFrame(() => {
       this.frame = 0;
-      if (this.tape) this.$.spacer.style.height = `${(this.tape.len + 1) * ROW}px`;
+      this.sizeTimeline();
       this.renderTimeline();
       if (this.tape && this.tape.has(this.position - 1) && this.$.event.dataset.position !== String(this.position)) this.renderEvent();
     });
@@ -331,17 +351,20 @@ class Inspector {
       return;
     }
     const scroller = this.$.scroller;
-    const first = Math.max(0, Math.floor(scroller.scrollTop / ROW) - OVERSCAN);
-    const last = Math.min(tape.len, Math.ceil((scroller.scrollTop + (scroller.clientHeight || 600)) / ROW) + OVERSCAN);
+    const rowCount = this.rowCount();
+    const firstRow = Math.max(0, Math.floor(scroller.scrollTop / ROW) - OVERSCAN);
+    const lastRow = Math.min(rowCount - 1, Math.ceil((scroller.scrollTop + (scroller.clientHeight || 600)) / ROW) + OVERSCAN);
+    const cursorRow = this.rowOf(this.position);
     // The same rows as last time: only the cursor moves (a step), nothing is rebuilt.
-    const key = `${tape.session}:${first}:${last}:${tape.version}:${tape.scanned}:${this.matchesVersion}`;
+    const key = `${tape.session}:${firstRow}:${lastRow}:${tape.version}:${tape.scanned}:${this.matchesVersion}:${this.compact}:${this.expandedVersion}`;
     if (key === this.rowsKey) {
       this.$.rows.querySelector(".row.cursor")?.classList.remove("cursor");
-      this.$.rows.querySelector(`.row[data-position="${this.position}"]`)?.classList.add("cursor");
+      this.$.rows.querySelector(`.row[data-row="${cursorRow}"]`)?.classList.add("cursor");
       return;
     }
     this.rowsKey = key;
-    let missing = false;
+    const first = this.positionAt(firstRow);
+    const last = this.positionAt(lastRow);
     const matches = new Set<number>();
     if (this.matches.length > 0) {
       // Only the matches on screen: a binary search for the first.
@@ -355,11 +378,14 @@ class Inspector {
       for (let i = lo; i < this.matches.length && this.matches[i]! < last; i++) matches.add(this.matches[i]!);
     }
     const rows: HTMLElement[] = [];
-    for (let position = first; position <= last; position++) {
+    const wanted: number[] = [];
+    for (let index = firstRow; index <= lastRow; index++) {
+      const position = this.positionAt(index);
       const row = el("div", "row");
-      row.style.top = `${position * ROW}px`;
+      row.style.top = `${index * ROW}px`;
       row.dataset.position = String(position);
-      if (position === this.position) row.classList.add("cursor");
+      row.dataset.row = String(index);
+      if (index === cursorRow) row.classList.add("cursor");
       if (position === 0) {
         row.classList.add("initial");
         row.append(el("span", "seq", "0"), el("span", "name", "(initial state)"));
@@ -370,7 +396,7 @@ class Inspector {
       const event = tape.events[seq];
       row.append(el("span", "seq", String(position)));
       if (!event) {
-        missing = true;
+        wanted.push(seq);
         row.classList.add("pending");
         row.append(el("span", "name", "…"));
         rows.push(row);
@@ -392,6 +418,14 @@ class Inspector {
         const info = tape.groups.get(seq);
         if (info) {
           const span = info.end === null ? `${info.count} events, open` : `${info.count} events → ${info.end + 1}`;
+          if (this.compact) {
+            const open = this.expanded.has(seq);
+            const toggle = el("button", "toggle", open ? "▾" : "▸");
+            toggle.dataset.toggle = String(seq);
+            toggle.title = open ? "collapse this call" : "expand this call";
+            row.classList.toggle("collapsed", !open);
+            row.insertBefore(toggle, row.children[1] ?? null);
+          }
           row.append(el("span", `call ${info.outcome ?? "open"}`, `${info.agent} · ${span}${info.outcome ? ` · ${info.outcome}` : ""}`));
         }
       } else {
@@ -400,7 +434,89 @@ class Inspector {
       rows.push(row);
     }
     this.$.rows.replaceChildren(...rows);
-    if (missing) void tape.ensure(first - 1, last).catch((error: unknown) => this.fail(error));
+    if (wanted.length > 0) {
+      // Contiguous in the full view; in the compact view only the pages of the rows shown.
+      const reads = this.compact ? wanted.map((seq) => tape.ensure(seq, seq + 1)) : [tape.ensure(first - 1, last)];
+      void Promise.all(reads).catch((error: unknown) => this.fail(error));
+    }
+  }
+
+  // ---- rows: one per position, or, in the compact view, one per agent call ------------------
+
+  private sizeTimeline(): void {
+    this.$.spacer.style.height = `${this.rowCount() * ROW}px`;
+  }
+
+  /** The positions shown in the compact view, rebuilt when the groups or the toggles change. */
+  private compactRows(): Int32Array {
+    const tape = this.tape!;
+    const key = `${tape.session}:${tape.len}:${tape.scanned}:${this.expandedVersion}`;
+    if (this.compactIndex && this.compactKey === key) return this.compactIndex;
+    const rows = new Int32Array(tape.len + 1);
+    let count = 0;
+    rows[count++] = 0;
+    for (let seq = 0; seq < tape.len; seq++) {
+      const group = tape.groupAt(seq);
+      // A collapsed call shows its agent:started only; events not grouped yet all show.
+      if (group !== null && group >= 0 && group !== seq && !this.expanded.has(group)) continue;
+      rows[count++] = seq + 1;
+    }
+    this.compactIndex = rows.subarray(0, count);
+    this.compactKey = key;
+    return this.compactIndex;
+  }
+
+  private rowCount(): number {
+    const tape = this.tape;
+    if (!tape) return 0;
+    return this.compact ? this.compactRows().length : tape.len + 1;
+  }
+
+  private positionAt(row: number): number {
+    return this.compact ? (this.compactRows()[row] ?? 0) : row;
+  }
+
+  /** The row showing `position`: in the compact view, a collapsed call's row for its events. */
+  private rowOf(position: number): number {
+    if (!this.compact) return position;
+    const rows = this.compactRows();
+    let lo = 0;
+    let hi = rows.length - 1;
+    while (lo < hi) {
+      const mid = (lo + hi + 1) >> 1;
+      if (rows[mid]! <= position) lo = mid;
+      else hi = mid - 1;
+    }
+    return lo;
+  }
+
+  private toggleCompact(): void {
+    this.compact = !this.compact;
+    this.$.compact.classList.toggle("on", this.compact);
+    document.body.classList.toggle("compact", this.compact);
+    this.rowsKey = "";
+    this.sizeTimeline();
+    this.scrollToCursor(true);
+    this.renderTimeline();
+  }
+
+  private toggleGroup(start: number): void {
+    if (this.expanded.has(start)) this.expanded.delete(start);
+    else this.expanded.add(start);
+    this.expandedVersion++;
+    this.sizeTimeline();
+    this.renderTimeline();
+  }
+
+  /** A step: an event in the full view, a row in the compact view. */
+  private step(delta: number): void {
+    if (!this.compact) {
+      this.moveTo(this.position + delta);
+      return;
+    }
+    const rows = this.compactRows();
+    const row = clamp(this.rowOf(this.position) + delta, 0, rows.length - 1);
+    void this.moveTo(rows[row] ?? 0);
   }
 
   // ---- the event at the cursor -------------------------------------------------------------
@@ -467,6 +583,14 @@ class Inspector {
     }
     const payload = el("pre", "payload", JSON.stringify(event.payload, null, 2));
     box.replaceChildren(head, facts, payload);
+  }
+
+  private toggleCursorGroup(): void {
+    const group = this.tape?.groupAt(this.position - 1);
+    if (group !== null && group !== undefined && group >= 0) {
+      if (!this.compact) this.toggleCompact();
+      this.toggleGroup(group);
+    }
   }
 
   private async jumpToCause(): Promise<void> {
@@ -550,12 +674,15 @@ class Inspector {
         if (this.tape !== tape) return;
         const atEnd = this.position === tape.len;
         tape.append(event);
-        if (this.summary && event.name === "workflow:completed") void this.refreshSessions();
+        // A new session (a fork, a first turn) is listed once it has events; a turn's end
+        // changes its status.
+        const listed = this.sessions.some((s) => s.id === tape.session);
+        if (event.name === "workflow:completed" || (!listed && !this.listing)) void this.refreshSessions();
         if (pending) return;
         pending = true;
         requestAnimationFrame(() => {
           pending = false;
-          this.$.spacer.style.height = `${(tape.len + 1) * ROW}px`;
+          this.sizeTimeline();
           if (this.following || atEnd) {
             this.following = this.following || atEnd;
             this.moveTo(tape.len);
@@ -652,6 +779,8 @@ class Inspector {
       c: () => void this.jumpToCause(),
       f: () => void this.fork(),
       l: () => this.toggleFollow(),
+      x: () => this.toggleCompact(),
+      o: () => this.toggleCursorGroup(),
       i: () => this.$.input.focus(),
       "?": () => this.$.help.showModal(),
     };

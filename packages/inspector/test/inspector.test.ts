@@ -41,7 +41,10 @@ async function open(session: string, at?: number): Promise<Page> {
   const problems: string[] = [];
   page.on("pageerror", (error) => problems.push(error.message));
   page.on("console", (message) => {
-    if (message.type() === "error") problems.push(message.text());
+    if (message.type() === "error") problems.push(`${message.text()} at ${message.location().url}`);
+  });
+  page.on("response", (response) => {
+    if (response.status() >= 400) problems.push(`${response.status()} ${response.request().method()} ${response.url()}`);
   });
   (page as Page & { problems: string[] }).problems = problems;
   await page.goto(`${server.url}/#session=${session}${at === undefined ? "" : `&at=${at}`}`);
@@ -167,6 +170,29 @@ describe("the inspector", () => {
     expect(await page.locator("#event .event-name").textContent()).toBe("task:started");
     // And that event lists what it caused, the way back.
     expect(await page.locator("#event .effects").innerText()).toContain(`${completed[1]} task:completed`);
+    expect(problems(page)).toEqual([]);
+    await page.close();
+  });
+
+  test("the compact view shows one row per agent call; j/k step row by row; a call expands", async () => {
+    const page = await open(planner);
+    await at(page, 15);
+    const shown = (): Promise<number[]> => page.locator(".row").evaluateAll((rows) => rows.map((r) => Number((r as HTMLElement).dataset.position)));
+    expect(await shown()).toEqual(Array.from({ length: 16 }, (_, p) => p));
+    await page.keyboard.press("x");
+    // The three calls (planner at 3, executors at 7 and 11) are one row each.
+    await expect.poll(shown).toEqual([0, 1, 2, 3, 6, 7, 10, 11, 14, 15]);
+    expect(await page.locator(".row.collapsed .call").allTextContents()).toHaveLength(3);
+    await page.keyboard.press("k");
+    await at(page, 14);
+    await page.keyboard.press("k");
+    await at(page, 11);
+    expect(await page.locator(".row.cursor .name").textContent()).toBe("agent:started");
+    // Expanding the planner's call shows its events again.
+    await page.locator('.row [data-toggle="2"]').click();
+    await expect.poll(shown).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 10, 11, 14, 15]);
+    await page.keyboard.press("x");
+    await expect.poll(shown).toEqual(Array.from({ length: 16 }, (_, p) => p));
     expect(problems(page)).toEqual([]);
     await page.close();
   });
