@@ -5,7 +5,8 @@
 //     the cursor painted (and, separately, → the state tree and patch painted), over 5 loads;
 //   - keyboard step latency: keydown → the next frame after the cursor, event, patch and state
 //     of the new position are in the page, over 300 steps back from the end (k, as fast as the
-//     page finishes each), and over 300 steps from the middle;
+//     page finishes each), over 300 steps from the middle, and over 200 steps of the compact
+//     view (one row per agent call: each step skips a call's 98 events);
 //   - goto latency: `g` + a random position + Enter (never read before) → state painted.
 // Goals (issue 14): first screen ≤ 1 s, step p95 ≤ 50 ms. Prints a table; writes nothing.
 // Set OPENHARNESS_BIN to a release build for figures comparable to a deployment.
@@ -122,6 +123,14 @@ test("keyboard step latency at 100,000 events", async () => {
   const forward = await steps(page, "j", 300);
   const f = stats(forward);
   figures.push(["step forward mid-session (j ×300)", `p50 ${ms(f.p50)}, p95 ${ms(f.p95)}, max ${ms(f.max)}`]);
+  // The compact view (one row per agent call), once the whole session has been read.
+  await page.waitForFunction(() => !document.getElementById("meta")?.textContent?.includes("reading"), undefined, { timeout: 120_000 });
+  await page.keyboard.press("x");
+  await page.evaluate(() => ((window as unknown as { latencies: number[] }).latencies = []));
+  const compact = await steps(page, "j", 200);
+  const c = stats(compact);
+  figures.push(["compact view step (j ×200)", `p50 ${ms(c.p50)}, p95 ${ms(c.p95)}, max ${ms(c.max)}`]);
+  await page.keyboard.press("x");
   // Goto far positions never read: the state must come from the server.
   const gotos: number[] = [];
   for (const target of [12_345, 87_654, 33_333, 66_666, 5_000]) {

@@ -220,7 +220,7 @@ class Inspector {
       this.renderMeta();
       this.sizeTimeline();
       this.scrollToCursor(true);
-      await tape.ensure(this.position - 60, this.position + 60);
+      if (tape.len > 0) await tape.ensure(this.position - 60, this.position + 60);
       if (this.tape !== tape) return;
       this.renderMeta();
       const view = this.moveTo(this.position);
@@ -304,6 +304,13 @@ class Inspector {
     if (!tape) return;
     const token = ++this.viewToken;
     const stale = (): boolean => token !== this.viewToken || this.tape !== tape;
+    if (tape.len === 0) {
+      // A session whose first turn has just started: the server has nothing to fold yet (its
+      // states answer 404 until the first event); live follow brings the events.
+      this.$.patch.replaceChildren(el("div", "hint", "No events yet."));
+      this.$.state.replaceChildren(el("div", "hint", "No events yet."));
+      return;
+    }
     try {
       let here = tape.stateAt(position);
       let before = position > 0 ? tape.stateAt(position - 1) : here;
@@ -326,7 +333,8 @@ class Inspector {
       this.$.state.classList.remove("loading");
       delete document.body.dataset.loading;
       document.body.dataset.view = String(position);
-      tape.prefetch(position, this.direction);
+      if (this.compact) this.prefetchRows(position);
+      else tape.prefetch(position, this.direction);
     } catch (error) {
       if (!stale()) this.fail(error);
     }
@@ -488,6 +496,31 @@ class Inspector {
       else hi = mid - 1;
     }
     return lo;
+  }
+
+  /**
+   * The compact view steps from call to call, far apart: read ahead the states of the next rows
+   * (and of the positions just before them, for their patches) in one request.
+   */
+  private prefetchRows(position: number): void {
+    const tape = this.tape;
+    if (!tape) return;
+    const rows = this.compactRows();
+    const row = this.rowOf(position);
+    const near: number[] = [];
+    for (let i = 1; i <= 8; i++) {
+      const p = rows[row + i * this.direction];
+      if (p !== undefined) near.push(p, p - 1);
+    }
+    if (near.every((p) => p < 0 || tape.stateAt(p).known)) return;
+    const ahead: number[] = [];
+    for (let i = 1; i <= 24; i++) {
+      const p = rows[row + i * this.direction];
+      if (p !== undefined) ahead.push(p, p - 1);
+    }
+    tape.loadPositions(ahead).catch(() => {
+      // The step that needs them asks again and reports the error.
+    });
   }
 
   private toggleCompact(): void {

@@ -234,6 +234,18 @@ export class Tape {
     const wanted: number[] = [];
     for (let p = from; p <= to; p++) if (!this.states.has(p) && !this.statesInFlight.has(p)) wanted.push(p);
     if (!wanted.includes(position)) wanted.push(position);
+    return this.request(wanted);
+  }
+
+  /** Reads the states at `positions` not read or being read, in one request (at most 1000). */
+  loadPositions(positions: number[]): Promise<void> {
+    const wanted = [...new Set(positions)]
+      .filter((p) => p >= 0 && p <= this.len && !this.states.has(p) && !this.statesInFlight.has(p))
+      .slice(0, 1000);
+    return wanted.length === 0 ? Promise.resolve() : this.request(wanted);
+  }
+
+  private request(wanted: number[]): Promise<void> {
     const loading = this.api.states(this.session, wanted).then((states: StateAt[]) => {
       for (const at of states) this.remember(at.position, at.state);
       for (const p of wanted) this.statesInFlight.delete(p);
