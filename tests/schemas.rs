@@ -239,7 +239,11 @@ async fn real_sessions_and_the_hosts_answers_match_the_wire_schemas() {
 
     assert_eq!(
         part_types,
-        BTreeSet::from(["text".to_owned(), "tool-search".to_owned()])
+        BTreeSet::from([
+            "data-output".to_owned(),
+            "text".to_owned(),
+            "tool-search".to_owned()
+        ])
     );
 
     // The schemas are strict enough to catch a field that changed its name or its type.

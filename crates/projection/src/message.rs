@@ -34,7 +34,7 @@ pub struct Message {
     pub name: Option<String>,
     /// The text of every text part, concatenated.
     pub content: String,
-    /// Text and tool parts, in the order they happened.
+    /// Text, tool and output parts, in the order they happened.
     pub parts: Vec<Part>,
     /// The ids of the events the message was built from, in log order.
     #[serde(rename = "_events")]
@@ -48,7 +48,7 @@ impl Message {
             .iter()
             .filter_map(|part| match part {
                 Part::Text { text, .. } => Some(text.as_str()),
-                Part::Tool { .. } => None,
+                Part::Tool { .. } | Part::Output { .. } => None,
             })
             .collect()
     }
@@ -66,7 +66,7 @@ pub enum Role {
     Assistant,
 }
 
-/// One piece of a message, tagged by `type` (`text` or `tool`) with camelCase fields.
+/// One piece of a message, tagged by `type` (`text`, `tool` or `output`) with camelCase fields.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(tag = "type", rename_all = "lowercase")]
 #[non_exhaustive]
@@ -95,6 +95,14 @@ pub enum Part {
         error_text: Option<String>,
         /// Where the call is.
         state: ToolState,
+    },
+    /// The structured output the agent returned, once its call completed (`{type: "output",
+    /// agent, output}`): what a non-streaming agent said.
+    Output {
+        /// The agent that returned it.
+        agent: String,
+        /// The output, as the model returned it and the agent accepted it.
+        output: Value,
     },
 }
 

@@ -19,7 +19,8 @@
 //!   text, the streamed parts are replaced by one part holding it.
 //! - `tool:called` adds a tool part (`input-available`); `tool:result` gives the part with the
 //!   same `toolCallId` its output (`output-available`) or error text (`output-error`).
-//! - `agent:completed` closes the message; text still streaming is marked `done`.
+//! - `agent:completed` closes the message; text still streaming is marked `done`, and the
+//!   structured output the agent returned, if any, is added as an `output` part.
 //!
 //! `text:delta`, `text:complete`, `tool:called` and `tool:result` of an agent with no open
 //! message open one themselves. A built-in event whose payload does not decode is skipped with
@@ -136,7 +137,9 @@ impl MessageProjection {
                 });
             }
             Builtin::ToolResult(result) => self.tool_result(event, result),
-            Builtin::AgentCompleted(completed) => self.close(event, &completed.agent),
+            Builtin::AgentCompleted(completed) => {
+                self.close(event, &completed.agent, completed.output);
+            }
             _ => {}
         }
     }
@@ -275,7 +278,7 @@ impl MessageProjection {
         }
     }
 
-    fn close(&mut self, event: &Envelope, agent: &str) {
+    fn close(&mut self, event: &Envelope, agent: &str, output: Option<Value>) {
         let Some(open) = self.find_open(event, agent) else {
             return; // nothing open: nothing to close
         };
@@ -286,6 +289,12 @@ impl MessageProjection {
             if let Part::Text { state, .. } = part {
                 *state = TextState::Done;
             }
+        }
+        if let Some(output) = output {
+            message.parts.push(Part::Output {
+                agent: agent.to_owned(),
+                output,
+            });
         }
     }
 }
@@ -350,7 +359,7 @@ fn complete_text(message: &mut Message, complete: String) {
         .iter()
         .filter_map(|&index| match &message.parts[index] {
             Part::Text { text, .. } => Some(text.as_str()),
-            Part::Tool { .. } => None,
+            Part::Tool { .. } | Part::Output { .. } => None,
         })
         .collect();
     if let Some(rest) = complete.strip_prefix(prefix.as_str()) {
@@ -488,6 +497,40 @@ mod tests {
 
     const STREAMING: TextState = TextState::Streaming;
     const DONE: TextState = TextState::Done;
+
+    #[test]
+    fn a_structured_output_is_a_part_of_its_message_and_a_data_part_of_its_ui_message() {
+        let mut done = completed(3, "reviewer", Some(1));
+        done.payload["output"] = json!({ "approved": true, "reply": "Refund sent." });
+        let messages = project_messages(&[
+            input(1, "Where is my refund?"),
+            started(2, "reviewer", Some(1)),
+            done,
+        ]);
+        assert_eq!(
+            messages[1].parts,
+            [Part::Output {
+                agent: "reviewer".into(),
+                output: json!({ "approved": true, "reply": "Refund sent." }),
+            }],
+            "a non-streaming agent's message is not empty"
+        );
+        assert_eq!(messages[1].content, "", "content stays the text");
+        let v4 = serde_json::to_value(&messages[1].parts[0]).unwrap();
+        assert_eq!(v4["type"], "output");
+        let ui = serde_json::to_value(crate::to_ui_messages(&messages)).unwrap();
+        assert_eq!(
+            ui[1]["parts"][0],
+            json!({
+                "type": "data-output",
+                "data": { "agent": "reviewer", "output": { "approved": true, "reply": "Refund sent." } },
+            })
+        );
+        // A failed call has no output, and no part for it.
+        let failed =
+            project_messages(&[started(2, "reviewer", None), completed(3, "reviewer", None)]);
+        assert!(failed[0].parts.is_empty());
+    }
 
     #[test]
     fn user_input_adds_a_user_message_with_one_text_part() {

@@ -94,6 +94,14 @@ pub enum UiPart {
         /// The error, when `state` is `output-error`.
         error_text: Option<String>,
     },
+    /// `{type: "data-<name>", data}`: an agent's structured output is `data-output` with
+    /// `data: {agent, output}`, as the chat stream's `data-output` chunk.
+    Data {
+        /// The part's name (after `data-` in the `type`).
+        name: String,
+        /// The data.
+        data: Value,
+    },
 }
 
 impl Serialize for UiPart {
@@ -128,12 +136,19 @@ impl Serialize for UiPart {
                 }
                 map.end()
             }
+            Self::Data { name, data } => {
+                let mut map = serializer.serialize_map(Some(2))?;
+                map.serialize_entry("type", &format!("data-{name}"))?;
+                map.serialize_entry("data", data)?;
+                map.end()
+            }
         }
     }
 }
 
-/// The schema of what [`UiPart`]'s `Serialize` writes: a text part, or a tool part whose `type`
-/// is `tool-` and the tool's name; no other keys (AI SDK 5 rejects unknown ones).
+/// The schema of what [`UiPart`]'s `Serialize` writes: a text part, a tool part whose `type`
+/// is `tool-` and the tool's name, or a data part whose `type` is `data-` and its name; no
+/// other keys (AI SDK 5 rejects unknown ones).
 impl schemars::JsonSchema for UiPart {
     fn schema_name() -> Cow<'static, str> {
         "UiPart".into()
@@ -143,7 +158,7 @@ impl schemars::JsonSchema for UiPart {
         let text_state = generator.subschema_for::<TextState>();
         let tool_state = generator.subschema_for::<ToolState>();
         schemars::json_schema!({
-            "description": "A part of an AI SDK 5 `UIMessage`: `{type: \"text\", text, state}` or `{type: \"tool-<toolName>\", toolCallId, state, input, output?, errorText?}`.",
+            "description": "A part of an AI SDK 5 `UIMessage`: `{type: \"text\", text, state}`, `{type: \"tool-<toolName>\", toolCallId, state, input, output?, errorText?}` or `{type: \"data-<name>\", data}`.",
             "oneOf": [
                 {
                     "type": "object",
@@ -166,6 +181,15 @@ impl schemars::JsonSchema for UiPart {
                         "errorText": { "type": "string" },
                     },
                     "required": ["type", "toolCallId", "state", "input"],
+                    "additionalProperties": false,
+                },
+                {
+                    "type": "object",
+                    "properties": {
+                        "type": { "type": "string", "pattern": "^data-" },
+                        "data": true,
+                    },
+                    "required": ["type", "data"],
                     "additionalProperties": false,
                 },
             ],
@@ -209,6 +233,10 @@ impl From<&Part> for UiPart {
                 error_text: error_text
                     .clone()
                     .filter(|_| *state == ToolState::OutputError),
+            },
+            Part::Output { agent, output } => Self::Data {
+                name: "output".into(),
+                data: json!({ "agent": agent, "output": output }),
             },
         }
     }
