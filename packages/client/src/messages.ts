@@ -1,9 +1,16 @@
 /**
  * Chat messages derived from a session's events in the browser, so a tape move shows the
- * messages at any position without asking the server. The text and tool parts are those of the
- * server's projection (`GET /sessions/{id}/messages?shape=ui`: same ids, same parts, the tests
- * compare them at every position); on top of them come `data-*` parts the projection leaves out:
- * an agent's structured output, a request to a person (and its answer), an error.
+ * messages at any position without asking the server. A TypeScript port of the server's message
+ * projection (crates/projection/src/project.rs): the messages, their ids and their text, tool and
+ * `data-output` parts are exactly those of `GET /sessions/{id}/messages?shape=ui` (the tests
+ * compare them at every position of real sessions).
+ *
+ * Client-only, on top of what the server projects (the server's messages have neither):
+ * - `data-input-requested` parts (a request to a person, with its answer once given), and
+ * - `data-error` parts (an `error:occurred`),
+ * put in the newest open agent call's message, or in a message of their own (`metadata.kind`
+ * `input-request` / `error`) when no agent call is open. Drop those parts and messages and what
+ * is left equals the server's UI messages.
  *
  * Message ids are `msg-<id of the event that opened the message>`: stable across renders,
  * reloads and tape moves.
@@ -27,15 +34,20 @@ export interface ToolPart {
   errorText?: string;
 }
 
-/** An agent's structured output (`agent:completed`'s `output`). */
+/**
+ * An agent's structured output (`agent:completed`'s `output`), added after the agent's text and
+ * tool parts when its call completes: the server's `data-output` part, and the chat stream's
+ * `data-output` chunk.
+ */
 export interface OutputPart {
   type: "data-output";
-  /** The id of the `agent:completed` event. */
-  id: string;
   data: { agent: string; output: unknown };
 }
 
-/** A request to a person (`input:requested`), answered once `input:received` names it. */
+/**
+ * A request to a person (`input:requested`), answered once `input:received` names it.
+ * Client-only: the server's projection has no such part.
+ */
 export interface InputRequestPart {
   type: "data-input-requested";
   /** The id of the `input:requested` event: the `request` to answer with. */
@@ -43,7 +55,7 @@ export interface InputRequestPart {
   data: { requestId: string; prompt: string; answer?: string };
 }
 
-/** An `error:occurred`. */
+/** An `error:occurred`. Client-only: the server's projection has no such part. */
 export interface ErrorPart {
   type: "data-error";
   id: string;
@@ -135,7 +147,7 @@ export class MessageProjection {
         const msg = this.list[open.index]!;
         for (const part of msg.parts) if (part.type === "text") part.state = "done";
         if (p.output !== undefined && p.output !== null) {
-          msg.parts.push({ type: "data-output", id: event.id, data: { agent, output: p.output } });
+          msg.parts.push({ type: "data-output", data: { agent, output: p.output } });
         }
         break;
       }

@@ -72,6 +72,7 @@ describe("sessions over HTTP", () => {
     expect(ui.map((m) => m.role)).toEqual(["user"]);
     const v4 = await client.messages(WEATHER_CHAT);
     expect(v4.map((m) => m.content)).toEqual(["What's the weather in Lisbon?", "Checking the sky.It is sunny.", "And tomorrow?", "Probably sunny too."]);
+    expect(v4[1]!.parts.at(-1)).toEqual({ type: "output", agent: "assistant", output: { reply: "It is sunny." } });
   });
 
   it("forks at a position into a new session that runs on", async () => {
@@ -234,7 +235,14 @@ describe("live streams", () => {
   });
 });
 
-/** The derived messages without what the server's projection leaves out (data parts, content). */
+/** The client-only parts (documented in src/messages.ts): the server's projection has none. */
+const CLIENT_ONLY = new Set(["data-input-requested", "data-error"]);
+
+/**
+ * The derived messages without what only the client adds (its request and error parts, the
+ * messages made only to hold one, and AI SDK 4's `content`). Every other part, `data-output`
+ * included, is compared as it is.
+ */
 function comparable(messages: ChatMessage[]): unknown[] {
   return messages
     .filter((m) => m.metadata?.kind === undefined)
@@ -242,7 +250,7 @@ function comparable(messages: ChatMessage[]): unknown[] {
       const out: Record<string, unknown> = {
         id: m.id,
         role: m.role,
-        parts: m.parts.filter((p) => !p.type.startsWith("data-")),
+        parts: m.parts.filter((p) => !CLIENT_ONLY.has(p.type)),
       };
       if (m.metadata?.agent !== undefined) out.metadata = { agent: m.metadata.agent };
       return out;
@@ -261,6 +269,9 @@ describe("messages derived in the browser", () => {
         const derived = deriveMessages(events.slice(0, at));
         expect(comparable(derived), `${session} at ${at}`).toEqual(JSON.parse(JSON.stringify(server)) as UiMessage[]);
       }
+      // The comparison covers structured outputs: the server's messages have them too.
+      const outputs = (await client.messages(session, { shape: "ui" })).flatMap((m) => m.parts).filter((p) => p.type === "data-output");
+      expect(outputs.length, session).toBeGreaterThan(0);
     }
   });
 
@@ -271,11 +282,7 @@ describe("messages derived in the browser", () => {
     expect(messages[1]!.parts.map((p) => p.type)).toEqual(["text", "tool-weather", "tool-forecast", "text", "data-output"]);
     expect(messages[1]!.parts[2]).toMatchObject({ state: "output-error", errorText: "the forecast service is down" });
     expect(messages[1]!.content).toBe("Checking the sky.It is sunny.");
-    expect(messages[1]!.parts[4]).toEqual({
-      type: "data-output",
-      id: events[15]!.id,
-      data: { agent: "assistant", output: { reply: "It is sunny." } },
-    });
+    expect(messages[1]!.parts[4]).toEqual({ type: "data-output", data: { agent: "assistant", output: { reply: "It is sunny." } } });
     const { session } = await client.createSession("planner-executor", "ask me");
     const first = await collect(client.followTurn(session));
     const request = first.find((e) => e.name === "input:requested")!;

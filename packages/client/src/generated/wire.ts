@@ -46,7 +46,7 @@ export type ForkPoint =
       name: string;
     };
 /**
- * One piece of a message, tagged by `type` (`text` or `tool`) with camelCase fields.
+ * One piece of a message, tagged by `type` (`text`, `tool` or `output`) with camelCase fields.
  *
  * This interface was referenced by `Wire`'s JSON-Schema
  * via the `definition` "Part".
@@ -87,6 +87,19 @@ export type Part =
        */
       toolName: string;
       type: "tool";
+    }
+  | {
+      /**
+       * The agent that returned it.
+       */
+      agent: string;
+      /**
+       * The output, as the model returned it and the agent accepted it.
+       */
+      output: {
+        [k: string]: unknown | undefined;
+      };
+      type: "output";
     };
 /**
  * Whether a text part is still streaming (serialized `streaming` / `done`).
@@ -133,7 +146,7 @@ export type StopReason =
   | "waiting_for_input"
   | "nothing_unfinished";
 /**
- * A part of an AI SDK 5 `UIMessage`: `{type: "text", text, state}` or `{type: "tool-<toolName>", toolCallId, state, input, output?, errorText?}`.
+ * A part of an AI SDK 5 `UIMessage`: `{type: "text", text, state}`, `{type: "tool-<toolName>", toolCallId, state, input, output?, errorText?}` or `{type: "data-<name>", data}`.
  *
  * This interface was referenced by `Wire`'s JSON-Schema
  * via the `definition` "UiPart".
@@ -150,6 +163,10 @@ export type UiPart =
       output?: unknown;
       state: ToolState;
       toolCallId: string;
+      type: string;
+    }
+  | {
+      data: unknown;
       type: string;
     };
 
@@ -489,7 +506,7 @@ export interface Message {
    */
   name?: string | null;
   /**
-   * Text and tool parts, in the order they happened.
+   * Text, tool and output parts, in the order they happened.
    */
   parts: Part[];
   role: Role;
