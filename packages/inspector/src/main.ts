@@ -97,7 +97,8 @@ class Inspector {
       if (event.key === "Enter") {
         event.preventDefault();
         const target = Number.parseInt(this.$.goto.value, 10);
-        if (Number.isFinite(target)) this.moveTo(target);
+        if (Number.isFinite(target)) void this.moveTo(target);
+        this.$.goto.value = "";
         this.$.goto.blur();
       }
     });
