@@ -43,6 +43,7 @@ class Inspector {
   private query = "";
   private frame = 0;
   private rowsKey = "";
+  private addressTimer: ReturnType<typeof setTimeout> | undefined;
   /** The compact view: one row per agent call (expanded ones show their events). */
   private compact = false;
   private readonly expanded = new Set<number>();
@@ -282,7 +283,11 @@ class Inspector {
     this.position = target;
     if (target < tape.len) this.following = false;
     document.body.dataset.position = String(target);
-    history.replaceState(null, "", `#session=${encodeURIComponent(tape.session)}&at=${target}`);
+    // The address follows the cursor, written once the keys pause (not on every step).
+    clearTimeout(this.addressTimer);
+    this.addressTimer = setTimeout(() => {
+      if (this.tape === tape) history.replaceState(null, "", `#session=${encodeURIComponent(tape.session)}&at=${this.position}`);
+    }, 150);
     this.scrollToCursor(false);
     this.renderTimeline();
     this.renderEvent();

@@ -138,7 +138,7 @@ describe("the inspector", () => {
     // j steps forward again.
     await page.keyboard.press("j");
     await at(page, plan);
-    expect(page.url()).toContain(`at=${plan}`);
+    await expect.poll(() => page.url()).toContain(`at=${plan}`);
     expect(problems(page)).toEqual([]);
     await page.close();
   });
