@@ -13,7 +13,8 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use openharness_core::{
-    Provider, ProviderError, ProviderEvent, ProviderRequest, ProviderResponse, ProviderSink, Usage,
+    Provider, ProviderError, ProviderEvent, ProviderRequest, ProviderResponse, ProviderSink,
+    Toolbox, Usage,
 };
 use serde_json::Value;
 
@@ -283,7 +284,7 @@ impl Provider for ScriptedProvider {
         if reply.delay.is_none() {
             reply.delay = pace;
         }
-        reply.play(&sink).await
+        reply.play(&sink, &request.tools).await
     }
 }
 
@@ -308,9 +309,10 @@ impl Provider for ScriptedProvider {
 #[must_use]
 pub struct Reply {
     /// The final output, or the failure message.
-    result: Result<Value, Failure>,
-    /// What is streamed to the sink before answering, in order.
-    events: Vec<ProviderEvent>,
+    result: Result<Output, Failure>,
+    /// What happens before answering, in order: events streamed as scripted, and real tool
+    /// calls.
+    steps: Vec<Step>,
     usage: Usage,
     cost: Option<f64>,
     delay: Option<Duration>,
@@ -320,7 +322,22 @@ impl Reply {
     /// A reply whose final output is `output` (checked against the agent's schema by the
     /// runtime, so a test can script invalid output to exercise re-asks).
     pub fn output(output: Value) -> Self {
-        Self::with_result(Ok(output))
+        Self::with_result(Ok(Output::Value(output)))
+    }
+
+    /// A reply whose final output is made from the outputs of the tools it ran with
+    /// [`Reply::run_tool`], in order (a failed tool gives its error message as a string): the
+    /// script reads what the real tools returned, as a model would.
+    ///
+    /// ```
+    /// use openharness_provider::Reply;
+    /// use serde_json::json;
+    /// let reply = Reply::output_with(|results| json!({ "status": results[0]["status"] }))
+    ///     .run_tool("call-1", "lookup_order", json!({ "order": "A-17" }));
+    /// # let _ = reply;
+    /// ```
+    pub fn output_with(make: impl Fn(&[Value]) -> Value + Send + Sync + 'static) -> Self {
+        Self::with_result(Ok(Output::FromTools(MakeOutput(Arc::new(make)))))
     }
 
     /// A reply that fails the call with [`ProviderError::Failed`] carrying `message` (after
@@ -335,10 +352,10 @@ impl Reply {
         Self::with_result(Err(Failure::Refusal(message.into())))
     }
 
-    fn with_result(result: Result<Value, Failure>) -> Self {
+    fn with_result(result: Result<Output, Failure>) -> Self {
         Self {
             result,
-            events: Vec::new(),
+            steps: Vec::new(),
             usage: Usage::default(),
             cost: None,
             delay: None,
@@ -355,7 +372,7 @@ impl Reply {
     /// let reply = Reply::output(serde_json::Value::Null).text("Hello, big  world");
     /// let deltas: Vec<_> = reply
     ///     .streamed()
-    ///     .iter()
+    ///     .into_iter()
     ///     .map(|event| match event {
     ///         ProviderEvent::TextDelta(delta) => delta.as_str(),
     ///         _ => unreachable!(),
@@ -364,15 +381,61 @@ impl Reply {
     /// assert_eq!(deltas, ["Hello, ", "big  ", "world"]);
     /// ```
     pub fn text(mut self, text: impl AsRef<str>) -> Self {
-        self.events.extend(
+        self.steps.extend(
             chunks(text.as_ref())
                 .into_iter()
-                .map(|chunk| ProviderEvent::TextDelta(chunk.to_owned())),
+                .map(|chunk| Step::Stream(ProviderEvent::TextDelta(chunk.to_owned()))),
         );
         self
     }
 
-    /// Streams a tool call and its successful result.
+    /// Calls the agent's real tool `tool` with `input`, as a model asking for it would: the
+    /// call and what the tool really returned (or its error) are streamed and recorded, and
+    /// [`Reply::output_with`] can read the result. A tool the agent does not offer gives an
+    /// error result naming the tools it does, as with a real model. Tests exercise tool code
+    /// this way without a network.
+    ///
+    /// ```
+    /// use openharness_core::{FnTool, Provider, ProviderRequest, ProviderSink, Toolbox};
+    /// use openharness_provider::{Reply, ScriptedProvider};
+    /// use serde_json::json;
+    /// use std::sync::Arc;
+    ///
+    /// #[derive(serde::Deserialize, schemars::JsonSchema)]
+    /// struct Order { order: String }
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap().block_on(async {
+    /// let lookup = FnTool::new("lookup_order", "Finds an order.", |args: Order| async move {
+    ///     Ok::<_, String>(json!({ "order": args.order, "status": "shipped" }))
+    /// });
+    /// let provider = ScriptedProvider::new().respond(
+    ///     "support",
+    ///     Reply::output_with(|results| json!({ "reply": results[0]["status"] }))
+    ///         .run_tool("call-1", "lookup_order", json!({ "order": "A-17" })),
+    /// );
+    /// let request = ProviderRequest::new("support", "Where is A-17?", Arc::new(json!({})))
+    ///     .with_tools(Toolbox::new(vec![Arc::new(lookup)]));
+    /// let sink = ProviderSink::discard();
+    /// let answer = provider.complete(request, sink).await.unwrap();
+    /// assert_eq!(answer.output, json!({ "reply": "shipped" }));
+    /// # });
+    /// ```
+    pub fn run_tool(
+        mut self,
+        id: impl Into<String>,
+        tool: impl Into<String>,
+        input: Value,
+    ) -> Self {
+        self.steps.push(Step::RunTool {
+            id: id.into(),
+            tool: tool.into(),
+            input,
+        });
+        self
+    }
+
+    /// Streams a tool call and a scripted result, without calling the tool (see
+    /// [`Reply::run_tool`] to call the real one).
     pub fn tool_call(
         mut self,
         id: impl Into<String>,
@@ -381,17 +444,17 @@ impl Reply {
         output: Value,
     ) -> Self {
         let (id, tool) = (id.into(), tool.into());
-        self.events.push(ProviderEvent::ToolCalled {
+        self.steps.push(Step::Stream(ProviderEvent::ToolCalled {
             id: id.clone(),
             tool: tool.clone(),
             input,
-        });
-        self.events.push(ProviderEvent::ToolResult {
+        }));
+        self.steps.push(Step::Stream(ProviderEvent::ToolResult {
             id,
             tool,
             output,
             is_error: false,
-        });
+        }));
         self
     }
 
@@ -404,17 +467,17 @@ impl Reply {
         message: impl Into<String>,
     ) -> Self {
         let (id, tool) = (id.into(), tool.into());
-        self.events.push(ProviderEvent::ToolCalled {
+        self.steps.push(Step::Stream(ProviderEvent::ToolCalled {
             id: id.clone(),
             tool: tool.clone(),
             input,
-        });
-        self.events.push(ProviderEvent::ToolResult {
+        }));
+        self.steps.push(Step::Stream(ProviderEvent::ToolResult {
             id,
             tool,
             output: Value::String(message.into()),
             is_error: true,
-        });
+        }));
         self
     }
 
@@ -437,22 +500,57 @@ impl Reply {
         self
     }
 
-    /// What the reply streams before answering, in order.
-    pub fn streamed(&self) -> &[ProviderEvent] {
-        &self.events
+    /// What the reply streams as scripted before answering, in order (without the calls of
+    /// [`Reply::run_tool`], whose results are only known when it plays).
+    pub fn streamed(&self) -> Vec<&ProviderEvent> {
+        self.steps
+            .iter()
+            .filter_map(|step| match step {
+                Step::Stream(event) => Some(event),
+                Step::RunTool { .. } => None,
+            })
+            .collect()
     }
 
     /// Sleeps, streams, then answers.
-    async fn play(self, sink: &ProviderSink) -> Result<ProviderResponse, ProviderError> {
+    async fn play(
+        self,
+        sink: &ProviderSink,
+        tools: &Toolbox,
+    ) -> Result<ProviderResponse, ProviderError> {
         if let Some(delay) = self.delay {
             tokio::time::sleep(delay).await;
         }
-        for event in self.events {
-            sink.emit(event);
+        let mut results = Vec::new();
+        for step in self.steps {
+            match step {
+                Step::Stream(event) => sink.emit(event),
+                Step::RunTool { id, tool, input } => {
+                    sink.emit(ProviderEvent::ToolCalled {
+                        id: id.clone(),
+                        tool: tool.clone(),
+                        input: input.clone(),
+                    });
+                    let (output, is_error) = match tools.call(&tool, input).await {
+                        Ok(output) => (output, false),
+                        Err(err) => (Value::String(err.message().to_owned()), true),
+                    };
+                    results.push(output.clone());
+                    sink.emit(ProviderEvent::ToolResult {
+                        id,
+                        tool,
+                        output,
+                        is_error,
+                    });
+                }
+            }
         }
         match self.result {
             Ok(output) => Ok(ProviderResponse {
-                output,
+                output: match output {
+                    Output::Value(value) => value,
+                    Output::FromTools(make) => (make.0)(&results),
+                },
                 usage: self.usage,
                 cost: self.cost,
             }),
@@ -465,6 +563,45 @@ impl Reply {
                 message,
             }),
         }
+    }
+}
+
+/// One thing a reply does before answering.
+#[derive(Debug, Clone, PartialEq)]
+enum Step {
+    /// Streams this event as scripted.
+    Stream(ProviderEvent),
+    /// Calls the agent's real tool and streams the call and its result.
+    RunTool {
+        id: String,
+        tool: String,
+        input: Value,
+    },
+}
+
+/// A reply's final output: scripted, or made from its tools' results.
+#[derive(Debug, Clone, PartialEq)]
+enum Output {
+    Value(Value),
+    FromTools(MakeOutput),
+}
+
+/// Makes an output from tool results.
+type MakeOutputFn = dyn Fn(&[Value]) -> Value + Send + Sync;
+
+/// The function of [`Reply::output_with`]; equal only to itself.
+#[derive(Clone)]
+struct MakeOutput(Arc<MakeOutputFn>);
+
+impl fmt::Debug for MakeOutput {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("MakeOutput(…)")
+    }
+}
+
+impl PartialEq for MakeOutput {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
     }
 }
 
