@@ -320,6 +320,18 @@ describe("with API keys", () => {
     await page.locator("li.session a").click();
     await page.waitForFunction(() => document.body.dataset.view !== undefined);
     await expect.poll(() => page.locator("#state").innerText()).toContain('"Hi"');
+    // Continuing the session and following it live send the key too (SSE read with fetch).
+    const id = (await page.locator("li.session").getAttribute("data-session"))!;
+    await page.locator("#input").fill("Again");
+    await page.locator("#input").press("Enter");
+    const summary = await until("the keyed turn to end", async () => {
+      const s = await api<SessionSummary>(keyed.url, `sessions/${id}`, { key: "inspector-secret" });
+      return s.len > 6 && s.status === "idle" && !s.runningHere ? s : undefined;
+    });
+    await page.waitForFunction((n) => document.body.dataset.view === String(n), summary.len);
+    expect(await page.evaluate(() => document.body.dataset.live)).toBe("live");
+    await expect.poll(() => page.locator("#state").innerText()).toContain('"Again"');
+    expect(unauthorized.filter((url) => !url.endsWith("/sessions"))).toEqual([]);
     await page.close();
   });
 });
