@@ -1,7 +1,9 @@
 /**
  * A real `openharness serve` for the tests: the binary cargo built (target/debug/openharness at
  * the repo root, or $OPENHARNESS_BIN), on 127.0.0.1 at a free port, over a fresh redb store into
- * which the fixture sessions (fixtures/*.jsonl) are imported first. Never a mock.
+ * which the fixture sessions (fixtures/*.jsonl) are imported first, with `--chat-workflow chat`
+ * (new chats of `POST /api/chat` run the `chat` workflow, so `useChat`'s own chat ids work).
+ * Never a mock.
  */
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { existsSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
@@ -49,8 +51,16 @@ function freePort(): Promise<number> {
   });
 }
 
+export interface ServerOptions {
+  /**
+   * `OPENHARNESS_SCRIPTED_DELAY_MS`: how long each answer of the scripted models waits, so a
+   * turn is still running while a test reloads a page (default: no delay).
+   */
+  scriptedDelayMs?: number;
+}
+
 /** Starts a server over a new store holding the fixture sessions. */
-export async function startServer(): Promise<RunningServer> {
+export async function startServer(options: ServerOptions = {}): Promise<RunningServer> {
   const bin = binary();
   const dir = mkdtempSync(join(tmpdir(), "openharness-packages-"));
   const store = join(dir, "store.redb");
@@ -64,9 +74,12 @@ export async function startServer(): Promise<RunningServer> {
   for (let attempt = 0; attempt < 3; attempt++) {
     const port = await freePort();
     const url = `http://127.0.0.1:${port}`;
-    const child = spawn(bin, ["--store", store, "serve", "--addr", `127.0.0.1:${port}`], {
+    const env: NodeJS.ProcessEnv = { ...process.env, RUST_LOG: process.env.RUST_LOG ?? "warn" };
+    delete env.OPENHARNESS_SCRIPTED_DELAY_MS;
+    if (options.scriptedDelayMs !== undefined) env.OPENHARNESS_SCRIPTED_DELAY_MS = String(options.scriptedDelayMs);
+    const child = spawn(bin, ["--store", store, "serve", "--addr", `127.0.0.1:${port}`, "--chat-workflow", "chat"], {
       stdio: ["ignore", "pipe", "pipe"],
-      env: { ...process.env, RUST_LOG: process.env.RUST_LOG ?? "warn" },
+      env,
     });
     let output = "";
     child.stdout?.on("data", (d: Buffer) => (output += d.toString()));

@@ -3,7 +3,8 @@
  * React quick start's WorkflowChat (a chat round trip with the scripted model, then the tape
  * stepping back state and messages), and the unmodified `useChat` of @ai-sdk/react — the
  * oldest AI SDK 5 release (2.0.0 / ai 5.0.0, strict chunk schemas) and the newest 5.x — on
- * `/api/chat`, resume on mount included. Screenshots go to docs/screenshots/ at the repo root.
+ * `/api/chat` with its own chat ids (serve --chat-workflow chat), resume on mount included, and
+ * the resume of a turn still running (a second server whose scripted models are slow). Screenshots go to docs/screenshots/ at the repo root.
  */
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
@@ -11,7 +12,7 @@ import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { OpenHarnessClient } from "@openharness/client";
 import { bundlePages, launchChromium, servePages, type PageServer } from "../browser.js";
-import { repoRoot } from "../server.js";
+import { repoRoot, startServer, type RunningServer } from "../server.js";
 
 const api = inject("serverUrl");
 const client = new OpenHarnessClient({ baseUrl: api });
@@ -33,14 +34,14 @@ afterAll(async () => {
 });
 
 /** A new page that fails the test on any uncaught error. */
-async function open(path: string): Promise<{ page: Page; errors: string[] }> {
+async function open(path: string, from: PageServer = pages): Promise<{ page: Page; errors: string[] }> {
   const page = await browser.newPage({ viewport: { width: 900, height: 760 } });
   const errors: string[] = [];
   page.on("pageerror", (err) => errors.push(err.message));
   page.on("console", (msg) => {
     if (msg.type() === "error") errors.push(msg.text());
   });
-  await page.goto(`${pages.url}${path}`);
+  await page.goto(`${from.url}${path}`);
   return { page, errors };
 }
 
@@ -105,16 +106,17 @@ for (const [entry, version, afterEmptyResume] of [
   ["usechat-newest", "2.0.280", "ready"],
 ] as const) {
   describe(`the unmodified useChat of @ai-sdk/react ${version} on /api/chat`, () => {
-    it("sends, reads the UI message stream without a validation error, and resumes on load", async () => {
-      // `openharness serve` hosts two workflows and has no option naming the one a new chat runs
-      // (POST /api/chat answers 400 for an unknown chat id), so the chat session is made first.
-      const { session } = await client.createSession("chat");
-      await expect.poll(async () => (await client.getSession(session)).status).toBe("idle");
-
-      const { page, errors } = await open(`/${entry}.html?id=${session}`);
+    it("sends with its own chat id (serve --chat-workflow chat), reads the UI message stream without a validation error, and resumes on load", async () => {
+      // No id given: useChat makes one, and its first message starts a session of that id
+      // running the `chat` workflow (the server has two; --chat-workflow names the one).
+      const { page, errors } = await open(`/${entry}.html`);
+      const chatId = page.getByTestId("chat-id");
+      await expect.poll(async () => ((await chatId.textContent()) ?? "").length).toBeGreaterThan(0);
+      const session = (await chatId.textContent())!;
       // resume: true asks for the running turn on mount; none runs: 204, nothing to show.
       await expect.poll(() => pages.proxied.includes(`GET /api/chat/${session}/stream`)).toBe(true);
       await expect.poll(() => page.getByTestId("status").textContent()).toBe(afterEmptyResume);
+      await expect(client.getSession(session)).rejects.toMatchObject({ status: 404 });
 
       await page.getByTestId("input").fill("Hi useChat");
       await page.getByRole("button", { name: "Send" }).click();
@@ -124,6 +126,7 @@ for (const [entry, version, afterEmptyResume] of [
       const reply = page.getByTestId("message").nth(1);
       expect(await reply.getAttribute("data-role")).toBe("assistant");
       expect(await reply.locator('[data-part="data-output"]').textContent()).toContain('You said \\"Hi useChat\\"; that is message 1');
+      expect(await client.getSession(session)).toMatchObject({ id: session, workflow: "chat" });
 
       // The same chat id continues the same session.
       await page.getByTestId("input").fill("Once more");
@@ -134,14 +137,90 @@ for (const [entry, version, afterEmptyResume] of [
       const events = await client.allEvents(session);
       expect(events.filter((e) => e.name === "user:input").map((e) => e.payload)).toEqual([{ text: "Hi useChat" }, { text: "Once more" }]);
 
-      // A reload resumes: the stream route is asked again and answers 204 (the turn is over).
+      // Reopening the chat resumes: the stream route is asked again and answers 204 (the turn is over).
       const asked = pages.proxied.filter((r) => r === `GET /api/chat/${session}/stream`).length;
-      await page.reload();
+      await page.goto(`${pages.url}/${entry}.html?id=${session}`);
       await expect.poll(() => pages.proxied.filter((r) => r === `GET /api/chat/${session}/stream`).length).toBe(asked + 1);
       await expect.poll(() => page.getByTestId("status").textContent()).toBe(afterEmptyResume);
+      expect(await chatId.textContent()).toBe(session);
       expect(await page.getByTestId("error").count()).toBe(0);
       expect(errors).toEqual([]);
       await page.close();
     });
   });
 }
+
+describe("the unmodified useChat resumes a running turn (a slow scripted model)", () => {
+  // A second server whose scripted models wait SLOW_MS per answer, so a page can be reloaded
+  // while the turn runs (the suite's server answers at once).
+  const SLOW_MS = 3000;
+  let slow: RunningServer;
+  let slowPages: PageServer;
+  let slowClient: OpenHarnessClient;
+
+  beforeAll(async () => {
+    slow = await startServer({ scriptedDelayMs: SLOW_MS });
+    slowClient = new OpenHarnessClient({ baseUrl: slow.url });
+    slowPages = await servePages(await bundlePages(["usechat-oldest", "usechat-newest"]), slow.url);
+  });
+
+  afterAll(async () => {
+    await slowPages?.close();
+    await slow?.stop();
+  });
+
+  for (const [entry, version] of [
+    ["usechat-oldest", "2.0.0"],
+    ["usechat-newest", "2.0.280"],
+  ] as const) {
+    it(`@ai-sdk/react ${version}: a reload while the turn runs resumes its stream — the output arrives once, status ends ready`, async () => {
+      const { page, errors } = await open(`/${entry}.html`, slowPages);
+      const chatId = page.getByTestId("chat-id");
+      await expect.poll(async () => ((await chatId.textContent()) ?? "").length).toBeGreaterThan(0);
+      const session = (await chatId.textContent())!;
+      await page.getByTestId("input").fill("Hi while you think");
+      const sent = Date.now();
+      await page.getByRole("button", { name: "Send" }).click();
+      // The turn runs: its agent call has started and the model is still "thinking".
+      await expect
+        .poll(async () => (await slowClient.allEvents(session).catch(() => [])).map((e) => e.name), { interval: 50 })
+        .toContain("agent:started");
+      expect(await page.getByTestId("status").textContent()).not.toBe("ready");
+
+      // Reload as an app would: the chat id from the URL, its messages so far from the server,
+      // and useChat's resume: true asks for the running turn.
+      const resumed = page.waitForResponse((r) => r.url().endsWith(`/api/chat/${session}/stream`));
+      await page.goto(`${slowPages.url}/${entry}.html?id=${session}&history=1`);
+      const answer = await resumed;
+      // 200: the turn still ran when the page asked (a 204 would mean the reload came too late
+      // and the test proved nothing).
+      expect(answer.status(), "the resume found the turn running").toBe(200);
+      const reloadedAfter = Date.now() - sent;
+      expect(reloadedAfter).toBeLessThan(SLOW_MS);
+      expect((await slowClient.allEvents(session)).map((e) => e.name)).not.toContain("agent:completed");
+
+      await expect.poll(() => page.getByTestId("status").textContent(), { timeout: 15_000 }).toBe("ready");
+      const messages = page.getByTestId("message");
+      // Exactly the user's message and ONE assistant message: the resumed stream continued the
+      // assistant message the history already had (same id, msg-<agent:started id>) instead
+      // of adding a second one.
+      await expect.poll(() => messages.count()).toBe(2);
+      expect(await messages.nth(0).getAttribute("data-role")).toBe("user");
+      expect(await messages.nth(0).textContent()).toBe("Hi while you think");
+      const reply = messages.nth(1);
+      expect(await reply.getAttribute("data-role")).toBe("assistant");
+      const events = await slowClient.allEvents(session);
+      const started = events.find((e) => e.name === "agent:started")!;
+      expect(await reply.getAttribute("data-id")).toBe(`msg-${started.id}`);
+      const outputs = reply.locator('[data-part="data-output"]');
+      expect(await outputs.count()).toBe(1);
+      expect(await outputs.textContent()).toContain('You said \\"Hi while you think\\"; that is message 1');
+      expect(await page.getByTestId("error").count()).toBe(0);
+      // The server's messages agree: one turn, one reply.
+      const server = await slowClient.messages(session, { shape: "ui" });
+      expect(server.map((m) => m.id)).toEqual([await messages.nth(0).getAttribute("data-id"), `msg-${started.id}`]);
+      expect(errors).toEqual([]);
+      await page.close();
+    });
+  }
+});
