@@ -26,6 +26,21 @@ pub enum CliError {
     /// `check` found damaged sessions (it has printed which).
     #[error("{0} damaged session(s) found; see above")]
     Damaged(usize),
+    /// A turn ran and was recorded, but ended with errors (an agent failed for good, a
+    /// handler panicked, an agent emitted an event it does not declare); the summary above
+    /// says so, and its events show each `error:occurred`.
+    #[error(
+        "the turn ended with {errors} error(s); `{program} events {session}` shows them \
+         (error:occurred)"
+    )]
+    TurnFailed {
+        /// How many `error:occurred` events the turn recorded.
+        errors: u64,
+        /// The session.
+        session: SessionId,
+        /// The program's name, for the command that shows them.
+        program: String,
+    },
     /// A workflow operation failed.
     #[error(transparent)]
     Harness(#[from] openharness::Error),

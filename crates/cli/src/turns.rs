@@ -58,7 +58,8 @@ pub(crate) struct ResumeArgs {
 }
 
 /// Prints how a turn ended: the state's summary, the reason, the session's length and, when
-/// it waits, the command that answers each open request.
+/// it waits, the command that answers each open request. A turn that ended with errors is
+/// then [`CliError::TurnFailed`], so the program exits with a failure.
 pub(crate) fn print_outcome(
     context: &Context,
     workflow: &str,
@@ -85,7 +86,15 @@ pub(crate) fn print_outcome(
         outcome.reason.as_str(),
         outcome.len
     )?;
-    print_open_requests(context, &outcome.session, &outcome.open_requests)
+    print_open_requests(context, &outcome.session, &outcome.open_requests)?;
+    if outcome.errors > 0 {
+        return Err(CliError::TurnFailed {
+            errors: outcome.errors,
+            session: outcome.session.clone(),
+            program: context.program().to_owned(),
+        });
+    }
+    Ok(())
 }
 
 fn print_open_requests(

@@ -173,6 +173,54 @@ fn every_command_works_on_a_registered_custom_workflow() {
 }
 
 #[test]
+fn a_turn_that_ends_with_errors_fails_the_command_after_recording_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("ledger.redb");
+    let cli = Cli::new().workflow(ledger()).unwrap();
+    let buffer = Buffer::default();
+    let argv = [
+        "ledger-tool",
+        "--store",
+        store.to_str().unwrap(),
+        "start",
+        LEDGER,
+        "coffee lots",
+    ];
+    let err = cli
+        .try_run_from(argv, Output::new(buffer.clone()))
+        .unwrap_err();
+    let CliError::TurnFailed {
+        errors, session, ..
+    } = &err
+    else {
+        panic!("not a failed turn: {err}");
+    };
+    assert_eq!(*errors, 1, "the clerk failed for good, once");
+    let printed = buffer.text();
+    assert!(printed.contains("with 1 error(s)"), "{printed}");
+    assert!(
+        err.to_string().contains(&format!("events {session}")),
+        "{err}"
+    );
+    // The turn is recorded: its events show the rejected outputs and the error.
+    let events = tool(&cli, &store, &["events", session.as_str(), "--json"]).unwrap();
+    assert!(events.contains("output:rejected"), "{events}");
+    assert!(events.contains("error:occurred"), "{events}");
+    // The binary's exit status says it too.
+    assert_eq!(
+        cli.run_from([
+            "ledger-tool",
+            "--store",
+            store.to_str().unwrap(),
+            "send",
+            session.as_str(),
+            "tea lots"
+        ]),
+        std::process::ExitCode::FAILURE
+    );
+}
+
+#[test]
 fn a_program_without_the_workflow_reads_its_events_and_says_why_it_cannot_fold() {
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("ledger.redb");

@@ -62,7 +62,8 @@ impl Clerk {
     }
 }
 
-/// The ledger, offline: the clerk books `"<label> <amount>"` as that label and amount.
+/// The ledger, offline: the clerk books `"<label> <amount>"` as that label and amount (an
+/// amount that is not a number makes its output invalid, every time).
 pub fn ledger() -> Workflow<Ledger> {
     Workflow::builder(LEDGER)
         .initial_state(Ledger::default())
@@ -72,11 +73,13 @@ pub fn ledger() -> Workflow<Ledger> {
             let (label, amount) = request
                 .prompt
                 .rsplit_once(' ')
-                .expect("inputs are `<label> <amount>`");
-            Reply::output(serde_json::json!({
-                "label": label,
-                "amount": amount.parse::<u64>().expect("a number"),
-            }))
+                .unwrap_or((request.prompt.as_str(), ""));
+            // An amount that is not a number is answered as is: an output that never
+            // validates, so the clerk fails for good after its re-asks.
+            let amount = amount
+                .parse::<u64>()
+                .map_or_else(|_| serde_json::json!(amount), serde_json::Value::from);
+            Reply::output(serde_json::json!({ "label": label, "amount": amount }))
         }))
         .build()
         .expect("the ledger builds")
