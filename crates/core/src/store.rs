@@ -423,8 +423,11 @@ pub enum StoreError {
     #[error("invalid request: {0}")]
     Invalid(String),
     /// The backend failed (I/O, database, connection).
-    #[error("{0}")]
-    Backend(#[source] Box<dyn std::error::Error + Send + Sync>),
+    ///
+    /// Transparent: it shows the backend's error and its causes once each, so an error
+    /// reporter that prints the chain (`{:#}` of anyhow, eyre) does not print it twice.
+    #[error(transparent)]
+    Backend(Box<dyn std::error::Error + Send + Sync>),
 }
 
 impl StoreError {
@@ -587,6 +590,41 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+
+    /// Each message of an error and its causes, as a chain-printing reporter shows them.
+    fn chain(err: &dyn std::error::Error) -> Vec<String> {
+        let mut out = vec![err.to_string()];
+        let mut cause = err.source();
+        while let Some(err) = cause {
+            out.push(err.to_string());
+            cause = err.source();
+        }
+        out
+    }
+
+    #[test]
+    fn a_backend_error_shows_each_cause_once_in_a_chain() {
+        #[derive(Debug, thiserror::Error)]
+        #[error("connection to 127.0.0.1:5432 lost")]
+        struct Lost(#[source] std::io::Error);
+        let io = std::io::Error::new(std::io::ErrorKind::BrokenPipe, "broken pipe");
+        let err = StoreError::Backend(Box::new(Lost(io)));
+        assert_eq!(
+            chain(&err),
+            ["connection to 127.0.0.1:5432 lost", "broken pipe"]
+        );
+        let wrapped = crate::Error::from(err);
+        let messages = chain(&wrapped);
+        for message in ["connection to 127.0.0.1:5432 lost", "broken pipe"] {
+            let shown = messages.iter().filter(|m| m.contains(message)).count();
+            assert!(shown >= 1, "{messages:?}");
+        }
+        assert_eq!(
+            messages.iter().filter(|m| *m == "broken pipe").count(),
+            1,
+            "{messages:?}"
+        );
+    }
 
     /// A store holding one session in a `Vec`, counting reads; reads starting at `fail_at` fail.
     struct VecStore {
