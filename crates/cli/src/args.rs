@@ -95,3 +95,21 @@ pub(crate) enum Command<E: Subcommand> {
     #[command(flatten)]
     Transfer(crate::transfer::TransferCommand),
 }
+
+impl<E: Subcommand> Command<E> {
+    /// Whether the command only reads or continues recorded sessions, so a store that does not
+    /// exist yet is a mistake (a typo in `--store`) rather than a file to create.
+    pub(crate) fn needs_recorded_sessions(&self) -> bool {
+        matches!(
+            self,
+            Self::Send(_)
+                | Self::Respond(_)
+                | Self::Resume(_)
+                | Self::Sessions { .. }
+                | Self::Events { .. }
+                | Self::Tape { .. }
+                | Self::Fork(_)
+                | Self::Check
+        )
+    }
+}

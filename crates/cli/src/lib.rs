@@ -414,6 +414,28 @@ impl<E: Subcommand + Send + 'static> Cli<E> {
         if let args::Command::Transfer(command) = command {
             return Ok(transfer::run(command, &store, out).await?);
         }
+        // A command that reads recorded sessions never creates a store (a typo in --store
+        // would leave an empty file behind): with none there, it says so.
+        if command.needs_recorded_sessions()
+            && !transfer::is_postgres(&store.to_string_lossy())
+            && !store.exists()
+        {
+            if let args::Command::Sessions { .. } = command {
+                use std::io::Write as _;
+                let mut out = out;
+                writeln!(
+                    out,
+                    "No sessions yet: there is no store at {} (`{program} start` records one).",
+                    store.display()
+                )?;
+                return Ok(());
+            }
+            return Err(CliError::Usage(format!(
+                "there is no store at {}: nothing is recorded there yet (`{program} start` \
+                 records a session; --store or OPENHARNESS_STORE names another store)",
+                store.display()
+            )));
+        }
         let mut host = Host::shared(commands::open_store(&store).await?);
         for workflow in &self.workflows {
             host = host.register(Arc::clone(workflow))?;

@@ -155,6 +155,25 @@ fn demo_then_sessions_events_and_tape() {
 #[test]
 fn errors_are_clear_and_exit_non_zero() {
     let dir = tempfile::tempdir().unwrap();
+    // Reading commands never create a store (a typo in --store leaves no empty file).
+    let empty = stdout(&openharness(dir.path(), &["sessions"]));
+    assert!(empty.contains("No sessions yet"), "{empty}");
+    let typo = dir.path().join("typo.redb");
+    let no_store = openharness(
+        dir.path(),
+        &[
+            "--store",
+            typo.to_str().unwrap(),
+            "events",
+            "no-such-session",
+        ],
+    );
+    assert!(!no_store.status.success());
+    let stderr = String::from_utf8_lossy(&no_store.stderr);
+    assert!(stderr.contains("there is no store at"), "{stderr}");
+    assert!(!typo.exists() && !dir.path().join(".openharness").exists());
+
+    stdout(&openharness(dir.path(), &["demo"]));
     let missing = openharness(dir.path(), &["tape", "no-such-session", "--at", "0"]);
     assert!(!missing.status.success());
     let stderr = String::from_utf8_lossy(&missing.stderr);
@@ -165,9 +184,6 @@ fn errors_are_clear_and_exit_non_zero() {
 
     let events = openharness(dir.path(), &["events", "no-such-session"]);
     assert!(!events.status.success());
-
-    let empty = stdout(&openharness(dir.path(), &["sessions"]));
-    assert!(empty.contains("No sessions yet"), "{empty}");
 
     let store = dir.path().join("elsewhere.redb");
     let demo = openharness(dir.path(), &["--store", store.to_str().unwrap(), "demo"]);
@@ -297,6 +313,13 @@ fn send_grows_a_chat_session_and_resume_finds_nothing_unfinished() {
 #[test]
 fn turn_commands_fail_with_one_clear_line() {
     let dir = tempfile::tempdir().unwrap();
+    let no_store = failure(&openharness(dir.path(), &["send", "no-such-session", "hi"]));
+    assert!(no_store.contains("there is no store at"), "{no_store}");
+    assert!(
+        !dir.path().join(".openharness").exists(),
+        "a command that continues a session creates no store"
+    );
+    stdout(&openharness(dir.path(), &["demo"]));
     let missing = failure(&openharness(dir.path(), &["send", "no-such-session", "hi"]));
     assert!(
         missing.contains("no-such-session") && missing.contains("not found"),
