@@ -334,7 +334,16 @@ impl EventStream {
                     message: format!("the stream broke: {}", describe(&err)),
                 })?;
             match chunk {
-                Some(bytes) => self.ready.extend(self.parser.push(&bytes)),
+                Some(bytes) => {
+                    let events = self
+                        .parser
+                        .push(&bytes)
+                        .map_err(|err| ProviderError::Failed {
+                            provider: self.provider.into(),
+                            message: err.to_string(),
+                        })?;
+                    self.ready.extend(events);
+                }
                 None => self.ended = true,
             }
         }

@@ -5,6 +5,20 @@
 //! starting with `:` are comments (OpenRouter's `: OPENROUTER PROCESSING`), `data:` lines join
 //! with `\n`, a blank line dispatches, an event without data is not dispatched, and an event
 //! not closed by a blank line before the end of the stream is discarded.
+//!
+//! An event may hold at most [`SseParser::DEFAULT_LIMIT`] bytes (or the limit given to
+//! [`SseParser::with_limit`]): a peer that sends an endless line, or data lines without the
+//! blank line that dispatches them, gets an [`SseTooLarge`] error instead of the memory.
+
+/// An event grew past the parser's limit; the stream cannot be read further.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "an event of the stream grew past {limit} bytes without ending (a line or its data lines); the stream is not read further"
+)]
+pub struct SseTooLarge {
+    /// The limit, in bytes.
+    pub limit: usize,
+}
 
 /// One dispatched event.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -23,17 +37,22 @@ pub struct SseEvent {
 /// use openharness_provider::sse::SseParser;
 ///
 /// let mut parser = SseParser::new();
-/// let mut events = parser.push(b"event: ping\ndata: {\"type\"");
+/// let mut events = parser.push(b"event: ping\ndata: {\"type\"")?;
 /// assert!(events.is_empty(), "no blank line yet");
-/// events = parser.push(b":\"ping\"}\r\n\r\n: a comment\n\ndata: a\ndata: b\n\n");
+/// events = parser.push(b":\"ping\"}\r\n\r\n: a comment\n\ndata: a\ndata: b\n\n")?;
 /// assert_eq!(events.len(), 2);
 /// assert_eq!(events[0].event, "ping");
 /// assert_eq!(events[0].data, r#"{"type":"ping"}"#);
 /// assert_eq!(events[1].event, "message");
 /// assert_eq!(events[1].data, "a\nb");
+/// # Ok::<(), openharness_provider::sse::SseTooLarge>(())
 /// ```
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct SseParser {
+    /// The most bytes one event may buffer (its current line and its data).
+    limit: usize,
+    /// Set once the limit was passed: every later push fails.
+    too_large: bool,
     line: Vec<u8>,
     /// The previous chunk ended with CR: a LF starting the next chunk belongs to it.
     after_cr: bool,
@@ -45,14 +64,51 @@ pub struct SseParser {
     id: Option<String>,
 }
 
+impl Default for SseParser {
+    fn default() -> Self {
+        Self::with_limit(Self::DEFAULT_LIMIT)
+    }
+}
+
 impl SseParser {
-    /// A parser at the start of a stream.
+    /// The default most bytes of one event: 16 MiB, far above any model's chunk.
+    pub const DEFAULT_LIMIT: usize = 16 * 1024 * 1024;
+
+    /// A parser at the start of a stream, with [`SseParser::DEFAULT_LIMIT`].
     pub fn new() -> Self {
         Self::default()
     }
 
-    /// Feeds bytes; returns the events they complete, in order.
-    pub fn push(&mut self, bytes: &[u8]) -> Vec<SseEvent> {
+    /// A parser whose events may hold at most `limit` bytes.
+    ///
+    /// ```
+    /// use openharness_provider::sse::SseParser;
+    /// let mut parser = SseParser::with_limit(16);
+    /// assert!(parser.push(b"data: short\n\n").is_ok());
+    /// let err = parser.push(b"data: far too long for it").unwrap_err();
+    /// assert_eq!(err.limit, 16);
+    /// ```
+    pub fn with_limit(limit: usize) -> Self {
+        Self {
+            limit,
+            too_large: false,
+            line: Vec::new(),
+            after_cr: false,
+            started: false,
+            event: String::new(),
+            data: String::new(),
+            has_data: false,
+            id: None,
+        }
+    }
+
+    /// Feeds bytes; returns the events they complete, in order, or [`SseTooLarge`] once an
+    /// event grows past the limit (then always).
+    pub fn push(&mut self, bytes: &[u8]) -> Result<Vec<SseEvent>, SseTooLarge> {
+        let too_large = SseTooLarge { limit: self.limit };
+        if self.too_large {
+            return Err(too_large);
+        }
         let mut out = Vec::new();
         for &byte in bytes {
             if std::mem::take(&mut self.after_cr) && byte == b'\n' {
@@ -66,8 +122,14 @@ impl SseParser {
                 b'\n' => self.end_line(&mut out),
                 _ => self.line.push(byte),
             }
+            if self.line.len() + self.data.len() + self.event.len() > self.limit {
+                self.too_large = true;
+                self.line = Vec::new();
+                self.data = String::new();
+                return Err(too_large);
+            }
         }
-        out
+        Ok(out)
     }
 
     fn end_line(&mut self, out: &mut Vec<SseEvent>) {
@@ -129,7 +191,10 @@ mod tests {
 
     fn all(chunks: &[&[u8]]) -> Vec<SseEvent> {
         let mut parser = SseParser::new();
-        chunks.iter().flat_map(|c| parser.push(c)).collect()
+        chunks
+            .iter()
+            .flat_map(|c| parser.push(c).unwrap())
+            .collect()
     }
 
     #[test]
@@ -171,6 +236,38 @@ mod tests {
         let events = all(&[b"id: 7\ndata: a\n\ndata: b\n\nid\ndata: c\n\n"]);
         let ids: Vec<_> = events.iter().map(|e| e.id.clone()).collect();
         assert_eq!(ids, [Some("7".to_owned()), Some("7".to_owned()), None]);
+    }
+
+    #[test]
+    fn an_endless_line_or_undispatched_data_stops_at_the_limit() {
+        let mut parser = SseParser::with_limit(1024);
+        let chunk = [b'x'; 100];
+        let mut pushed = 0;
+        let err = loop {
+            match parser.push(&chunk) {
+                Ok(events) => assert!(events.is_empty()),
+                Err(err) => break err,
+            }
+            pushed += chunk.len();
+            assert!(pushed <= 1024, "the limit holds");
+        };
+        assert_eq!(err.limit, 1024);
+        assert!(
+            parser.push(b"\n\ndata: late\n\n").is_err(),
+            "a failed parser stays failed"
+        );
+
+        // Data lines without the blank line that dispatches them count too.
+        let mut parser = SseParser::with_limit(1024);
+        let line = format!("data: {}\n", "y".repeat(90));
+        let results: Vec<_> = (0..20).map(|_| parser.push(line.as_bytes())).collect();
+        assert!(results.iter().any(Result::is_err));
+        // Events under the limit, dispatched one by one, are never refused.
+        let mut parser = SseParser::with_limit(1024);
+        for _ in 0..100 {
+            let event = format!("data: {}\n\n", "z".repeat(500));
+            assert_eq!(parser.push(event.as_bytes()).unwrap().len(), 1);
+        }
     }
 
     #[test]
