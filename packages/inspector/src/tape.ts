@@ -227,7 +227,7 @@ export class Tape {
     const inFlight = this.statesInFlight.get(position);
     if (inFlight) return inFlight;
     if (this.states.has(position)) return Promise.resolve();
-    const ahead = 40;
+    const ahead = 64;
     const behind = 4;
     const from = Math.max(0, direction < 0 ? position - ahead : position - behind);
     const to = Math.min(this.len, direction < 0 ? position + behind : position + ahead);
@@ -262,7 +262,7 @@ export class Tape {
    * end of the states read, so steady stepping never waits for the server.
    */
   prefetch(position: number, direction: number): void {
-    const ahead = clamp(position + direction * 16, 0, this.len);
+    const ahead = clamp(position + direction * 32, 0, this.len);
     if (!this.states.has(ahead) && !this.statesInFlight.has(ahead)) {
       this.loadStates(ahead, direction).catch(() => {
         // The step that needs it asks again and reports the error.
