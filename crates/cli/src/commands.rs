@@ -371,7 +371,20 @@ async fn serve(
     if let Some(name) = chat_workflow {
         options = options.chat_workflow(name);
     }
-    let app = openharness_server::router(host, options);
+    // The platform's /v1 API over the same store, behind the same keys.
+    let master_keys = openharness_platform::MasterKeys::from_env()
+        .map_err(|err| CliError::Usage(err.to_string()))?;
+    let mut platform_options = openharness_platform::PlatformOptions::default();
+    if !options.api_keys.is_empty() {
+        let keys = options.api_keys.clone();
+        platform_options = platform_options.require_api_key(move |key| {
+            keys.iter()
+                .fold(false, |found, hash| found | hash.matches(key))
+        });
+    }
+    let platform = openharness_platform::Platform::new(host.store().clone(), master_keys);
+    let app = openharness_server::router(host, options)
+        .merge(openharness_platform::router(platform, platform_options));
     axum::serve(listener, app)
         .with_graceful_shutdown(async {
             let _ = tokio::signal::ctrl_c().await;

@@ -1,0 +1,80 @@
+//! The built-in capability registry: `noop` and `current_time` are available; `research`,
+//! `sandbox` and `file_system` are announced as coming soon and cannot be given to agents yet.
+
+use crate::resources::{Capability, CapabilityStatus};
+
+/// Every capability the platform knows, in the order `GET /v1/capabilities` lists them.
+///
+/// ```
+/// use openharness_platform::{CapabilityStatus, capabilities};
+/// let all = capabilities();
+/// let available: Vec<&str> = all
+///     .iter()
+///     .filter(|c| c.status == CapabilityStatus::Available)
+///     .map(|c| c.id.as_str())
+///     .collect();
+/// assert_eq!(available, ["noop", "current_time"]);
+/// ```
+pub fn capabilities() -> Vec<Capability> {
+    let capability = |id: &str,
+                      name: &str,
+                      description: &str,
+                      status,
+                      addition: Option<&str>,
+                      tools: &[&str]| Capability {
+        id: id.to_owned(),
+        name: name.to_owned(),
+        description: description.to_owned(),
+        status,
+        system_prompt_addition: addition.map(str::to_owned),
+        tools: tools.iter().map(|tool| (*tool).to_owned()).collect(),
+    };
+    use CapabilityStatus::{Available, ComingSoon};
+    vec![
+        capability(
+            "noop",
+            "No-op",
+            "Does nothing: for trying capabilities out.",
+            Available,
+            None,
+            &[],
+        ),
+        capability(
+            "current_time",
+            "Current time",
+            "Lets the agent read the current date and time (UTC).",
+            Available,
+            Some("You can call the `current_time` tool to learn the current date and time in UTC."),
+            &["current_time"],
+        ),
+        capability(
+            "research",
+            "Research",
+            "Searches the web and reads pages.",
+            ComingSoon,
+            None,
+            &[],
+        ),
+        capability(
+            "sandbox",
+            "Sandbox",
+            "Runs code in an isolated sandbox.",
+            ComingSoon,
+            None,
+            &[],
+        ),
+        capability(
+            "file_system",
+            "File system",
+            "Reads and writes files in the session's workspace.",
+            ComingSoon,
+            None,
+            &[],
+        ),
+    ]
+}
+
+/// The capability with this id, if the registry has it.
+pub fn capability(id: &str) -> Option<Capability> {
+    capabilities().into_iter().find(|c| c.id == id)
+}

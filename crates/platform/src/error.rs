@@ -1,0 +1,119 @@
+//! [`PlatformError`]: what a platform operation can fail with, and its HTTP answer in the
+//! server's error shape, `{"error": {"code": "…", "message": "…"}}`: `404` for what does not
+//! exist, `409` for a change the current state forbids, `422` for input that is well-formed
+//! JSON but invalid, `503` when provider keys cannot be sealed or opened here.
+
+use axum::Json;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use openharness_core::StoreError;
+
+use crate::keys::KeyError;
+
+/// A failed platform operation.
+///
+/// ```
+/// use openharness_platform::PlatformError;
+/// let err = PlatformError::NotFound { kind: "agent", id: "42".into() };
+/// assert_eq!(err.to_string(), "no agent with id 42");
+/// assert_eq!(err.code(), "not_found");
+/// ```
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum PlatformError {
+    /// The request cannot be read (bad JSON, a bad query, an id that is not a UUID): `400`.
+    #[error("{0}")]
+    BadRequest(String),
+    /// No such resource: `404`.
+    #[error("no {kind} with id {id}")]
+    NotFound {
+        /// What kind of resource (`agent`, `llm_provider`, ...).
+        kind: &'static str,
+        /// The id asked for.
+        id: String,
+    },
+    /// The change conflicts with the current state (a model still in use, an archived agent):
+    /// `409`.
+    #[error("{message}")]
+    Conflict {
+        /// A stable code, such as `provider_in_use`.
+        code: &'static str,
+        /// What conflicts, for people.
+        message: String,
+    },
+    /// Well-formed input that is not valid (an empty name, an unknown capability): `422`.
+    #[error("{0}")]
+    Invalid(String),
+    /// Provider keys cannot be sealed or opened (no master key, an unknown key id).
+    #[error(transparent)]
+    Keys(#[from] KeyError),
+    /// The platform log holds a record this version cannot read.
+    #[error("the platform log {log} has an unreadable record at seq {seq}: {message}")]
+    Corrupt {
+        /// The log's session id.
+        log: String,
+        /// The record's seq.
+        seq: u64,
+        /// Why it cannot be read.
+        message: String,
+    },
+    /// Other writers kept changing the platform log; the change was not made.
+    #[error("the platform log kept changing under {attempts} attempts; try again")]
+    Contended {
+        /// How many times the change was tried.
+        attempts: u32,
+    },
+    /// The store failed.
+    #[error("the store failed: {0}")]
+    Store(#[from] StoreError),
+}
+
+impl PlatformError {
+    /// The HTTP status of the answer.
+    pub fn status(&self) -> StatusCode {
+        match self {
+            Self::BadRequest(_) => StatusCode::BAD_REQUEST,
+            Self::NotFound { .. } => StatusCode::NOT_FOUND,
+            Self::Conflict { .. } | Self::Contended { .. } => StatusCode::CONFLICT,
+            Self::Invalid(_) => StatusCode::UNPROCESSABLE_ENTITY,
+            Self::Keys(_) => StatusCode::SERVICE_UNAVAILABLE,
+            Self::Corrupt { .. } | Self::Store(_) => StatusCode::INTERNAL_SERVER_ERROR,
+        }
+    }
+
+    /// The stable, machine-readable code of the answer.
+    pub fn code(&self) -> &'static str {
+        match self {
+            Self::BadRequest(_) => "bad_request",
+            Self::NotFound { .. } => "not_found",
+            Self::Conflict { code, .. } => code,
+            Self::Invalid(_) => "invalid",
+            Self::Keys(KeyError::NoMasterKey) => "no_master_key",
+            Self::Keys(KeyError::UnknownKeyId { .. }) => "unknown_master_key",
+            Self::Keys(_) => "provider_key_unavailable",
+            Self::Contended { .. } => "contended",
+            Self::Corrupt { .. } | Self::Store(_) => "internal",
+        }
+    }
+
+    /// A `409` with `code`.
+    pub(crate) fn conflict(code: &'static str, message: impl Into<String>) -> Self {
+        Self::Conflict {
+            code,
+            message: message.into(),
+        }
+    }
+}
+
+impl IntoResponse for PlatformError {
+    fn into_response(self) -> Response {
+        let status = self.status();
+        if status.is_server_error() {
+            tracing::error!(error = %self, "a platform request failed");
+        }
+        let body = serde_json::json!({
+            "error": { "code": self.code(), "message": self.to_string() }
+        });
+        (status, Json(body)).into_response()
+    }
+}

@@ -1,0 +1,121 @@
+//! Open Harness platform: the Everruns-shaped `/v1` API — agents, their capabilities, LLM
+//! providers (API keys sealed with AES-256-GCM) and models — as an axum [`Router`] to serve
+//! beside the server's routes (`openharness serve` does) or in your own app.
+//!
+//! The resources live on the same [`Store`](openharness_core::Store) as the sessions, as events
+//! of one dedicated session, the platform log ([`PLATFORM_LOG`]; see [`Platform`]): one command
+//! runs it on the embedded store, and replicas on PostgreSQL see each other's changes and
+//! conflict instead of overwriting them.
+//!
+//! | method and path | what it does |
+//! |---|---|
+//! | `GET /v1/agents?status=&offset=&limit=` | agents, oldest first, in the page envelope |
+//! | `POST /v1/agents` | creates one (`201`) |
+//! | `GET`, `PATCH`, `DELETE /v1/agents/{id}` | reads, changes (`409 agent_archived` when archived), deletes (`204`) one |
+//! | `POST /v1/agents/{id}/archive`, `…/unarchive` | archives it, makes it active again |
+//! | `GET`, `PUT /v1/agents/{id}/capabilities` | its capabilities by position; `PUT {capabilities: [ids]}` sets them in order |
+//! | `GET /v1/capabilities`, `GET /v1/capabilities/{id}` | the built-in registry |
+//! | `GET`, `POST /v1/llm-providers` | providers; `api_key` is write-only, `api_key_set` tells whether one is stored |
+//! | `GET`, `PATCH`, `DELETE /v1/llm-providers/{id}` | one provider (`409 provider_in_use` while it has models) |
+//! | `GET`, `POST /v1/llm-providers/{id}/models` | its models |
+//! | `GET /v1/llm-models?provider_id=`, `POST /v1/llm-models` | models (`409 duplicate_model` for a repeated `model_id` at one provider) |
+//! | `GET`, `PATCH`, `DELETE /v1/llm-models/{id}` | one model (`409 model_in_use` while an agent's default) |
+//!
+//! Lists answer `{"data": [...], "total", "offset", "limit"}` (`limit` 1 to 100, default 20).
+//! Errors are the server's shape, `{"error": {"code", "message"}}`: `400` unreadable input,
+//! `404` unknown ids (and ids that are not UUIDs), `409` conflicts, `422` invalid input
+//! (unknown fields included), `503` when provider keys cannot be sealed or opened here.
+//!
+//! ```no_run
+//! # async fn demo(store: std::sync::Arc<dyn openharness_core::Store>) -> Result<(), Box<dyn std::error::Error>> {
+//! use openharness_platform::{MasterKeys, Platform, PlatformOptions, router};
+//! let platform = Platform::new(store, MasterKeys::from_env()?);
+//! let app = router(platform, PlatformOptions::default());
+//! let listener = tokio::net::TcpListener::bind("127.0.0.1:8080").await?;
+//! axum::serve(listener, app).await?;
+//! # Ok(()) }
+//! ```
+
+mod capabilities;
+mod error;
+mod keys;
+mod platform;
+mod requests;
+mod resources;
+mod routes;
+
+use std::sync::Arc;
+
+use axum::Router;
+
+pub use capabilities::{capabilities, capability};
+pub use error::PlatformError;
+pub use keys::{KeyError, MASTER_KEYS_ENV, MASTER_KEYS_FILE_ENV, MasterKeys, SealedKey};
+pub use platform::{PLATFORM_LOG, Platform};
+pub use requests::{
+    AgentPatch, ModelPatch, NewAgent, NewModel, NewProvider, ProviderPatch, SetCapabilities,
+};
+pub use resources::{
+    Agent, AgentCapability, AgentStatus, Capability, CapabilityStatus, LlmModel, LlmProvider, Page,
+    ProviderType, ResourceStatus,
+};
+
+/// Checks an API key presented to a `/v1` route.
+pub type ApiKeyCheck = Arc<dyn Fn(&str) -> bool + Send + Sync>;
+
+/// How the `/v1` routes behave; [`Default`] gives the documented defaults.
+#[derive(Clone)]
+#[non_exhaustive]
+pub struct PlatformOptions {
+    /// The largest request body, in bytes (default 1 MiB); a larger one is `413`.
+    pub body_limit: usize,
+    /// When set, every `/v1` route requires an API key this accepts (`401` otherwise).
+    pub api_key_check: Option<ApiKeyCheck>,
+}
+
+impl std::fmt::Debug for PlatformOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PlatformOptions")
+            .field("body_limit", &self.body_limit)
+            .field("api_keys", &self.api_key_check.is_some())
+            .finish()
+    }
+}
+
+impl Default for PlatformOptions {
+    fn default() -> Self {
+        Self {
+            body_limit: 1024 * 1024,
+            api_key_check: None,
+        }
+    }
+}
+
+impl PlatformOptions {
+    /// Requires an API key that `check` accepts on every `/v1` route (the server passes the
+    /// same hashed keys as its own routes check, compared in constant time).
+    ///
+    /// ```
+    /// use openharness_platform::PlatformOptions;
+    /// let options = PlatformOptions::default().require_api_key(|key| key == "s3cret");
+    /// assert!(options.api_key_check.is_some());
+    /// ```
+    #[must_use]
+    pub fn require_api_key(mut self, check: impl Fn(&str) -> bool + Send + Sync + 'static) -> Self {
+        self.api_key_check = Some(Arc::new(check));
+        self
+    }
+
+    /// Sets [`PlatformOptions::body_limit`].
+    #[must_use]
+    pub fn body_limit(mut self, bytes: usize) -> Self {
+        self.body_limit = bytes;
+        self
+    }
+}
+
+/// The `/v1` routes over `platform`, to serve as is or merge into your own axum app (their
+/// paths start with `/v1`, and they have no fallback, so merging never clashes).
+pub fn router(platform: Platform, options: PlatformOptions) -> Router {
+    routes::build(Arc::new(routes::AppState { platform, options }))
+}

@@ -1,0 +1,194 @@
+//! What the `/v1` API reads: bodies that create ([`NewAgent`], [`NewProvider`], [`NewModel`])
+//! and that change ([`AgentPatch`], [`ProviderPatch`], [`ModelPatch`]) resources. Unknown fields
+//! are refused (`422`), so a misspelt field is never silently ignored. In a patch an absent
+//! field is left as it is; `null` clears a field that may be empty.
+
+use serde::{Deserialize, Deserializer};
+use uuid::Uuid;
+
+use crate::resources::{ProviderType, ResourceStatus};
+
+/// Reads a field that may be absent (outer `None`), `null` (`Some(None)`) or a value.
+fn nullable<'de, D, T>(deserializer: D) -> Result<Option<Option<T>>, D::Error>
+where
+    D: Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    Option::<T>::deserialize(deserializer).map(Some)
+}
+
+/// `POST /v1/agents`.
+///
+/// ```
+/// use openharness_platform::NewAgent;
+/// let new: NewAgent = serde_json::from_str(r#"{"name":"helper","system_prompt":"Be brief."}"#)?;
+/// assert!(new.tags.is_empty());
+/// assert!(serde_json::from_str::<NewAgent>(r#"{"name":"x","system_prompt":"","colour":1}"#).is_err());
+/// # Ok::<(), serde_json::Error>(())
+/// ```
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NewAgent {
+    /// Its name (1 to 200 characters).
+    pub name: String,
+    /// What it is for.
+    #[serde(default)]
+    pub description: Option<String>,
+    /// Its system prompt.
+    pub system_prompt: String,
+    /// A model that exists.
+    #[serde(default)]
+    pub default_model_id: Option<Uuid>,
+    /// Labels.
+    #[serde(default)]
+    pub tags: Vec<String>,
+}
+
+/// `PATCH /v1/agents/{id}`: the fields to change.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AgentPatch {
+    /// A new name.
+    pub name: Option<String>,
+    /// A new description, or `null` for none.
+    #[serde(default, deserialize_with = "nullable")]
+    pub description: Option<Option<String>>,
+    /// A new system prompt.
+    pub system_prompt: Option<String>,
+    /// A new default model, or `null` for none.
+    #[serde(default, deserialize_with = "nullable")]
+    pub default_model_id: Option<Option<Uuid>>,
+    /// New labels.
+    pub tags: Option<Vec<String>>,
+}
+
+/// `PUT /v1/agents/{id}/capabilities`: the agent's capabilities, in order.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SetCapabilities {
+    /// Capability ids, each available and listed once; their order is their position.
+    pub capabilities: Vec<String>,
+}
+
+/// `POST /v1/llm-providers`.
+///
+/// ```
+/// use openharness_platform::{NewProvider, ProviderType};
+/// let new: NewProvider = serde_json::from_str(
+///     r#"{"name":"main","provider_type":"anthropic","api_key":"sk-ant-…"}"#,
+/// )?;
+/// assert_eq!(new.provider_type, ProviderType::Anthropic);
+/// // The key is never printed.
+/// assert!(!format!("{new:?}").contains("sk-ant"));
+/// # Ok::<(), serde_json::Error>(())
+/// ```
+#[derive(Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NewProvider {
+    /// Its name.
+    pub name: String,
+    /// The API it speaks.
+    pub provider_type: ProviderType,
+    /// Where its API is (`http://` or `https://`).
+    #[serde(default)]
+    pub base_url: Option<String>,
+    /// Its API key: stored encrypted, never returned.
+    #[serde(default)]
+    pub api_key: Option<String>,
+    /// Whether it becomes the default provider (the previous default stops being it).
+    #[serde(default)]
+    pub is_default: bool,
+    /// `active` (the default) or `disabled`.
+    #[serde(default)]
+    pub status: ResourceStatus,
+    /// Provider-specific settings.
+    #[serde(default)]
+    pub settings: serde_json::Map<String, serde_json::Value>,
+}
+
+impl std::fmt::Debug for NewProvider {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("NewProvider")
+            .field("name", &self.name)
+            .field("provider_type", &self.provider_type)
+            .field("api_key_set", &self.api_key.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+/// `PATCH /v1/llm-providers/{id}`: the fields to change. `api_key` sets a new key (sealed
+/// afresh) or, as `null`, removes it.
+#[derive(Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProviderPatch {
+    /// A new name.
+    pub name: Option<String>,
+    /// A new API type.
+    pub provider_type: Option<ProviderType>,
+    /// A new address, or `null` for the provider's own.
+    #[serde(default, deserialize_with = "nullable")]
+    pub base_url: Option<Option<String>>,
+    /// A new key, or `null` to remove it.
+    #[serde(default, deserialize_with = "nullable")]
+    pub api_key: Option<Option<String>>,
+    /// Make it the default provider (`true`) or not.
+    pub is_default: Option<bool>,
+    /// A new status.
+    pub status: Option<ResourceStatus>,
+    /// New settings (replacing the old ones).
+    pub settings: Option<serde_json::Map<String, serde_json::Value>>,
+}
+
+impl std::fmt::Debug for ProviderPatch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ProviderPatch")
+            .field("name", &self.name)
+            .field("api_key_changed", &self.api_key.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+/// `POST /v1/llm-models` (with `provider_id`) or `POST /v1/llm-providers/{id}/models`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NewModel {
+    /// The provider (taken from the path under `/v1/llm-providers/{id}/models`).
+    #[serde(default)]
+    pub provider_id: Option<Uuid>,
+    /// The provider's name for the model.
+    pub model_id: String,
+    /// The name people see (default: `model_id`).
+    #[serde(default)]
+    pub display_name: Option<String>,
+    /// What it can do.
+    #[serde(default)]
+    pub features: Vec<String>,
+    /// Its context window in tokens.
+    #[serde(default)]
+    pub context_window: Option<u32>,
+    /// Whether it becomes its provider's default model (the previous default stops being it).
+    #[serde(default)]
+    pub is_default: bool,
+    /// `active` (the default) or `disabled`.
+    #[serde(default)]
+    pub status: ResourceStatus,
+}
+
+/// `PATCH /v1/llm-models/{id}`: the fields to change.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ModelPatch {
+    /// A new model id.
+    pub model_id: Option<String>,
+    /// A new display name.
+    pub display_name: Option<String>,
+    /// New features.
+    pub features: Option<Vec<String>>,
+    /// A new context window, or `null` for unknown.
+    #[serde(default, deserialize_with = "nullable")]
+    pub context_window: Option<Option<u32>>,
+    /// Make it its provider's default (`true`) or not.
+    pub is_default: Option<bool>,
+    /// A new status.
+    pub status: Option<ResourceStatus>,
+}

@@ -1,0 +1,336 @@
+//! The `/v1` routes and their handlers: each reads its input (a typed error for anything
+//! malformed), asks the [`Platform`], and answers JSON.
+
+use std::sync::Arc;
+
+use axum::extract::rejection::{JsonRejection, QueryRejection};
+use axum::extract::{DefaultBodyLimit, Path, Query, Request, State};
+use axum::http::{StatusCode, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use serde::Deserialize;
+use uuid::Uuid;
+
+use crate::capabilities::{capabilities, capability};
+use crate::error::PlatformError;
+use crate::platform::Platform;
+use crate::requests::{
+    AgentPatch, ModelPatch, NewAgent, NewModel, NewProvider, ProviderPatch, SetCapabilities,
+};
+use crate::resources::{AgentStatus, Page};
+use crate::{PlatformOptions, resources::Capability};
+
+type Shared = State<Arc<AppState>>;
+type Answer = Result<Response, PlatformError>;
+
+pub(crate) struct AppState {
+    pub(crate) platform: Platform,
+    pub(crate) options: PlatformOptions,
+}
+
+/// The default and largest page sizes.
+const DEFAULT_LIMIT: usize = 20;
+const MAX_LIMIT: usize = 100;
+
+pub(crate) fn build(state: Arc<AppState>) -> Router {
+    let body_limit = state.options.body_limit;
+    Router::new()
+        .route("/v1/agents", get(list_agents).post(create_agent))
+        .route(
+            "/v1/agents/{id}",
+            get(get_agent).patch(update_agent).delete(delete_agent),
+        )
+        .route("/v1/agents/{id}/archive", post(archive_agent))
+        .route("/v1/agents/{id}/unarchive", post(unarchive_agent))
+        .route(
+            "/v1/agents/{id}/capabilities",
+            get(list_agent_capabilities).put(set_agent_capabilities),
+        )
+        .route("/v1/capabilities", get(list_capabilities))
+        .route("/v1/capabilities/{id}", get(get_capability))
+        .route(
+            "/v1/llm-providers",
+            get(list_providers).post(create_provider),
+        )
+        .route(
+            "/v1/llm-providers/{id}",
+            get(get_provider)
+                .patch(update_provider)
+                .delete(delete_provider),
+        )
+        .route(
+            "/v1/llm-providers/{id}/models",
+            get(list_provider_models).post(create_provider_model),
+        )
+        .route("/v1/llm-models", get(list_models).post(create_model))
+        .route(
+            "/v1/llm-models/{id}",
+            get(get_model).patch(update_model).delete(delete_model),
+        )
+        .route("/v1", axum::routing::any(no_route))
+        .route("/v1/{*rest}", axum::routing::any(no_route))
+        .layer(axum::middleware::from_fn_with_state(
+            Arc::clone(&state),
+            require_key,
+        ))
+        .layer(DefaultBodyLimit::max(body_limit))
+        .with_state(state)
+}
+
+async fn no_route() -> PlatformError {
+    PlatformError::NotFound {
+        kind: "route",
+        id: "(this path)".into(),
+    }
+}
+
+/// With a key check configured, every `/v1` route requires `Authorization: Bearer <key>`
+/// (or `x-api-key`).
+async fn require_key(State(state): Shared, request: Request, next: Next) -> Response {
+    let Some(check) = &state.options.api_key_check else {
+        return next.run(request).await;
+    };
+    let headers = request.headers();
+    let presented = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .or_else(|| headers.get("x-api-key").and_then(|v| v.to_str().ok()));
+    if presented.is_some_and(|key| check(key)) {
+        return next.run(request).await;
+    }
+    let body = serde_json::json!({"error": {
+        "code": "unauthorized",
+        "message": "this server requires an API key: send `Authorization: Bearer <key>`",
+    }});
+    (StatusCode::UNAUTHORIZED, Json(body)).into_response()
+}
+
+fn body<T>(body: Result<Json<T>, JsonRejection>) -> Result<T, PlatformError> {
+    body.map(|Json(value)| value)
+        .map_err(|rejection| match rejection.status() {
+            StatusCode::UNPROCESSABLE_ENTITY => PlatformError::Invalid(rejection.body_text()),
+            _ => PlatformError::BadRequest(rejection.body_text()),
+        })
+}
+
+fn query<T>(query: Result<Query<T>, QueryRejection>) -> Result<T, PlatformError> {
+    query
+        .map(|Query(value)| value)
+        .map_err(|rejection| PlatformError::BadRequest(rejection.body_text()))
+}
+
+/// An id from the path: one that is not a UUID names nothing.
+fn id(kind: &'static str, text: &str) -> Result<Uuid, PlatformError> {
+    text.parse().map_err(|_| PlatformError::NotFound {
+        kind,
+        id: text.to_owned(),
+    })
+}
+
+/// `?offset=&limit=` of every list.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Paging {
+    #[serde(default)]
+    offset: usize,
+    limit: Option<usize>,
+    /// Agents only: `active` or `archived`.
+    status: Option<AgentStatus>,
+    /// Models only: one provider's.
+    provider_id: Option<Uuid>,
+}
+
+impl Paging {
+    fn page<T: serde::Serialize>(&self, items: Vec<T>) -> Answer {
+        let limit = self.limit.unwrap_or(DEFAULT_LIMIT);
+        if !(1..=MAX_LIMIT).contains(&limit) {
+            return Err(PlatformError::BadRequest(format!(
+                "`limit` must be 1 to {MAX_LIMIT}, not {limit}"
+            )));
+        }
+        Ok(Json(Page::of(items, self.offset, limit)).into_response())
+    }
+}
+
+fn ok<T: serde::Serialize>(value: T) -> Answer {
+    Ok(Json(value).into_response())
+}
+
+fn created<T: serde::Serialize>(value: T) -> Answer {
+    Ok((StatusCode::CREATED, Json(value)).into_response())
+}
+
+fn deleted() -> Answer {
+    Ok(StatusCode::NO_CONTENT.into_response())
+}
+
+// ----- agents -----
+
+async fn list_agents(State(s): Shared, paging: Result<Query<Paging>, QueryRejection>) -> Answer {
+    let paging = query(paging)?;
+    paging.page(s.platform.agents(paging.status).await?)
+}
+
+async fn create_agent(State(s): Shared, new: Result<Json<NewAgent>, JsonRejection>) -> Answer {
+    created(s.platform.create_agent(body(new)?).await?)
+}
+
+async fn get_agent(State(s): Shared, Path(agent): Path<String>) -> Answer {
+    ok(s.platform.agent(id("agent", &agent)?).await?)
+}
+
+async fn update_agent(
+    State(s): Shared,
+    Path(agent): Path<String>,
+    patch: Result<Json<AgentPatch>, JsonRejection>,
+) -> Answer {
+    let agent = id("agent", &agent)?;
+    ok(s.platform.update_agent(agent, body(patch)?).await?)
+}
+
+async fn delete_agent(State(s): Shared, Path(agent): Path<String>) -> Answer {
+    s.platform.delete_agent(id("agent", &agent)?).await?;
+    deleted()
+}
+
+async fn archive_agent(State(s): Shared, Path(agent): Path<String>) -> Answer {
+    let agent = id("agent", &agent)?;
+    ok(s.platform
+        .set_agent_status(agent, AgentStatus::Archived)
+        .await?)
+}
+
+async fn unarchive_agent(State(s): Shared, Path(agent): Path<String>) -> Answer {
+    let agent = id("agent", &agent)?;
+    ok(s.platform
+        .set_agent_status(agent, AgentStatus::Active)
+        .await?)
+}
+
+async fn list_agent_capabilities(
+    State(s): Shared,
+    Path(agent): Path<String>,
+    paging: Result<Query<Paging>, QueryRejection>,
+) -> Answer {
+    let paging = query(paging)?;
+    let agent = id("agent", &agent)?;
+    paging.page(s.platform.agent_capabilities(agent).await?)
+}
+
+async fn set_agent_capabilities(
+    State(s): Shared,
+    Path(agent): Path<String>,
+    set: Result<Json<SetCapabilities>, JsonRejection>,
+) -> Answer {
+    let agent = id("agent", &agent)?;
+    let set = body(set)?;
+    let capabilities = s.platform.set_agent_capabilities(agent, set).await?;
+    ok(Page::of(capabilities, 0, MAX_LIMIT))
+}
+
+// ----- capabilities -----
+
+async fn list_capabilities(paging: Result<Query<Paging>, QueryRejection>) -> Answer {
+    query(paging)?.page(capabilities())
+}
+
+async fn get_capability(Path(id): Path<String>) -> Answer {
+    let found: Option<Capability> = capability(&id);
+    ok(found.ok_or(PlatformError::NotFound {
+        kind: "capability",
+        id,
+    })?)
+}
+
+// ----- providers -----
+
+async fn list_providers(State(s): Shared, paging: Result<Query<Paging>, QueryRejection>) -> Answer {
+    query(paging)?.page(s.platform.providers().await?)
+}
+
+async fn create_provider(
+    State(s): Shared,
+    new: Result<Json<NewProvider>, JsonRejection>,
+) -> Answer {
+    created(s.platform.create_provider(body(new)?).await?)
+}
+
+async fn get_provider(State(s): Shared, Path(provider): Path<String>) -> Answer {
+    ok(s.platform.provider(id("llm_provider", &provider)?).await?)
+}
+
+async fn update_provider(
+    State(s): Shared,
+    Path(provider): Path<String>,
+    patch: Result<Json<ProviderPatch>, JsonRejection>,
+) -> Answer {
+    let provider = id("llm_provider", &provider)?;
+    ok(s.platform.update_provider(provider, body(patch)?).await?)
+}
+
+async fn delete_provider(State(s): Shared, Path(provider): Path<String>) -> Answer {
+    s.platform
+        .delete_provider(id("llm_provider", &provider)?)
+        .await?;
+    deleted()
+}
+
+async fn list_provider_models(
+    State(s): Shared,
+    Path(provider): Path<String>,
+    paging: Result<Query<Paging>, QueryRejection>,
+) -> Answer {
+    let paging = query(paging)?;
+    let provider = id("llm_provider", &provider)?;
+    paging.page(s.platform.models(Some(provider)).await?)
+}
+
+async fn create_provider_model(
+    State(s): Shared,
+    Path(provider): Path<String>,
+    new: Result<Json<NewModel>, JsonRejection>,
+) -> Answer {
+    let provider = id("llm_provider", &provider)?;
+    let mut new = body(new)?;
+    if new.provider_id.is_some_and(|p| p != provider) {
+        return Err(PlatformError::Invalid(
+            "`provider_id` differs from the provider in the path".into(),
+        ));
+    }
+    // The path's provider must exist: a 404, not the 422 of a body naming no provider.
+    s.platform.provider(provider).await?;
+    new.provider_id = Some(provider);
+    created(s.platform.create_model(new).await?)
+}
+
+// ----- models -----
+
+async fn list_models(State(s): Shared, paging: Result<Query<Paging>, QueryRejection>) -> Answer {
+    let paging = query(paging)?;
+    paging.page(s.platform.models(paging.provider_id).await?)
+}
+
+async fn create_model(State(s): Shared, new: Result<Json<NewModel>, JsonRejection>) -> Answer {
+    created(s.platform.create_model(body(new)?).await?)
+}
+
+async fn get_model(State(s): Shared, Path(model): Path<String>) -> Answer {
+    ok(s.platform.model(id("llm_model", &model)?).await?)
+}
+
+async fn update_model(
+    State(s): Shared,
+    Path(model): Path<String>,
+    patch: Result<Json<ModelPatch>, JsonRejection>,
+) -> Answer {
+    let model = id("llm_model", &model)?;
+    ok(s.platform.update_model(model, body(patch)?).await?)
+}
+
+async fn delete_model(State(s): Shared, Path(model): Path<String>) -> Answer {
+    s.platform.delete_model(id("llm_model", &model)?).await?;
+    deleted()
+}

@@ -1,0 +1,870 @@
+//! The `/v1` resources over real sockets on 127.0.0.1: agents (CRUD, archive), capabilities,
+//! LLM providers (the key write-only and sealed in the log) and models (one default per
+//! provider), the page envelope and the error shape; their durability on redb across a restart,
+//! and two replicas over one store that conflict instead of overwriting.
+#![allow(clippy::unwrap_used, missing_docs)]
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use openharness_core::{SessionId, Store};
+use openharness_platform::{
+    KeyError, MasterKeys, NewModel, NewProvider, PLATFORM_LOG, Platform, PlatformError,
+    PlatformOptions, router,
+};
+use openharness_store::{MemoryStore, RedbStore};
+use serde_json::{Value, json};
+use uuid::Uuid;
+
+fn master_keys(id: &str, byte: &str) -> MasterKeys {
+    MasterKeys::parse(&format!("{id}:{}", byte.repeat(32))).unwrap()
+}
+
+async fn serve(platform: Platform, options: PlatformOptions) -> Client {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        axum::serve(listener, router(platform, options))
+            .await
+            .unwrap();
+    });
+    Client {
+        addr,
+        http: {
+            // reqwest needs a TLS provider even for plain http.
+            let _ = rustls::crypto::ring::default_provider().install_default();
+            reqwest::Client::new()
+        },
+        key: None,
+    }
+}
+
+struct Client {
+    addr: SocketAddr,
+    http: reqwest::Client,
+    key: Option<String>,
+}
+
+impl Client {
+    async fn call(&self, method: &str, path: &str, body: Option<&str>) -> (u16, Value) {
+        let method = reqwest::Method::from_bytes(method.as_bytes()).unwrap();
+        let mut request = self
+            .http
+            .request(method, format!("http://{}{path}", self.addr));
+        if let Some(body) = body {
+            request = request
+                .header("content-type", "application/json")
+                .body(body.to_owned());
+        }
+        if let Some(key) = &self.key {
+            request = request.header("authorization", format!("Bearer {key}"));
+        }
+        let response = request.send().await.unwrap();
+        let status = response.status().as_u16();
+        let text = response.text().await.unwrap();
+        let value = if text.is_empty() {
+            Value::Null
+        } else {
+            serde_json::from_str(&text).unwrap_or_else(|_| panic!("not JSON: {text}"))
+        };
+        (status, value)
+    }
+
+    async fn get(&self, path: &str) -> (u16, Value) {
+        self.call("GET", path, None).await
+    }
+
+    async fn send(&self, method: &str, path: &str, body: Value) -> (u16, Value) {
+        self.call(method, path, Some(&body.to_string())).await
+    }
+}
+
+/// Asserts an answer is the error shape with this status and code.
+#[track_caller]
+fn error(answer: &(u16, Value), status: u16, code: &str) {
+    assert_eq!(answer.0, status, "{}", answer.1);
+    assert_eq!(answer.1["error"]["code"], code, "{}", answer.1);
+    assert!(
+        answer.1["error"]["message"]
+            .as_str()
+            .is_some_and(|m| !m.is_empty())
+    );
+}
+
+fn uuid_v7(value: &Value) -> Uuid {
+    let id: Uuid = value.as_str().unwrap().parse().unwrap();
+    assert_eq!(id.get_version_num(), 7, "{id}");
+    id
+}
+
+fn memory_platform(keys: Option<MasterKeys>) -> (Arc<dyn Store>, Platform) {
+    let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
+    let platform = Platform::new(Arc::clone(&store), keys);
+    (store, platform)
+}
+
+#[tokio::test]
+async fn agents_are_created_read_changed_archived_and_deleted() {
+    let (_, platform) = memory_platform(None);
+    let client = serve(platform, PlatformOptions::default()).await;
+
+    let (status, agent) = client
+        .send(
+            "POST",
+            "/v1/agents",
+            json!({"name": " helper ", "system_prompt": "Be brief.", "tags": ["demo"]}),
+        )
+        .await;
+    assert_eq!(status, 201, "{agent}");
+    let id = uuid_v7(&agent["id"]);
+    assert_eq!(agent["name"], "helper");
+    assert_eq!(agent["status"], "active");
+    assert_eq!(agent["description"], Value::Null);
+    assert_eq!(agent["default_model_id"], Value::Null);
+    assert_eq!(agent["created_at"], agent["updated_at"]);
+    let mut keys: Vec<&str> = agent
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    keys.sort_unstable();
+    assert_eq!(
+        keys,
+        [
+            "created_at",
+            "default_model_id",
+            "description",
+            "id",
+            "name",
+            "status",
+            "system_prompt",
+            "tags",
+            "updated_at"
+        ]
+    );
+
+    let (status, read) = client.get(&format!("/v1/agents/{id}")).await;
+    assert_eq!((status, &read), (200, &agent));
+
+    let (status, changed) = client
+        .send(
+            "PATCH",
+            &format!("/v1/agents/{id}"),
+            json!({"description": "answers briefly", "tags": []}),
+        )
+        .await;
+    assert_eq!(status, 200, "{changed}");
+    assert_eq!(changed["description"], "answers briefly");
+    assert_eq!(changed["system_prompt"], "Be brief.");
+    assert_ne!(changed["updated_at"], agent["updated_at"]);
+    let (_, cleared) = client
+        .send(
+            "PATCH",
+            &format!("/v1/agents/{id}"),
+            json!({"description": null}),
+        )
+        .await;
+    assert_eq!(cleared["description"], Value::Null);
+
+    // A second agent, then the page envelope.
+    let (_, second) = client
+        .send(
+            "POST",
+            "/v1/agents",
+            json!({"name": "second", "system_prompt": ""}),
+        )
+        .await;
+    let (status, page) = client.get("/v1/agents?limit=1&offset=1").await;
+    assert_eq!(status, 200);
+    assert_eq!(page["total"], 2);
+    assert_eq!(
+        (page["offset"].as_u64(), page["limit"].as_u64()),
+        (Some(1), Some(1))
+    );
+    assert_eq!(page["data"][0]["id"], second["id"]);
+
+    // Archived: readable, listed by status, not changed until unarchived.
+    let (status, archived) = client
+        .call("POST", &format!("/v1/agents/{id}/archive"), None)
+        .await;
+    assert_eq!(
+        (status, archived["status"].as_str()),
+        (200, Some("archived"))
+    );
+    let (_, page) = client.get("/v1/agents?status=archived").await;
+    assert_eq!(page["total"], 1);
+    error(
+        &client
+            .send("PATCH", &format!("/v1/agents/{id}"), json!({"name": "x"}))
+            .await,
+        409,
+        "agent_archived",
+    );
+    let (_, active) = client
+        .call("POST", &format!("/v1/agents/{id}/unarchive"), None)
+        .await;
+    assert_eq!(active["status"], "active");
+
+    let (status, _) = client
+        .call("DELETE", &format!("/v1/agents/{id}"), None)
+        .await;
+    assert_eq!(status, 204);
+    error(
+        &client.get(&format!("/v1/agents/{id}")).await,
+        404,
+        "not_found",
+    );
+    error(
+        &client
+            .call("DELETE", &format!("/v1/agents/{id}"), None)
+            .await,
+        404,
+        "not_found",
+    );
+}
+
+#[tokio::test]
+async fn bad_input_is_answered_in_the_error_shape() {
+    let (_, platform) = memory_platform(None);
+    let client = serve(platform, PlatformOptions::default()).await;
+    error(&client.get("/v1/agents/not-a-uuid").await, 404, "not_found");
+    error(
+        &client.get(&format!("/v1/agents/{}", Uuid::now_v7())).await,
+        404,
+        "not_found",
+    );
+    error(&client.get("/v1/nothing-here").await, 404, "not_found");
+    error(
+        &client
+            .send(
+                "POST",
+                "/v1/agents",
+                json!({"name": "", "system_prompt": "x"}),
+            )
+            .await,
+        422,
+        "invalid",
+    );
+    error(
+        &client
+            .send(
+                "POST",
+                "/v1/agents",
+                json!({"name": "a", "system_prompt": "x", "colour": 1}),
+            )
+            .await,
+        422,
+        "invalid",
+    );
+    error(
+        &client
+            .send("POST", "/v1/agents", json!({"name": "a"}))
+            .await,
+        422,
+        "invalid",
+    );
+    error(
+        &client
+            .send(
+                "POST",
+                "/v1/agents",
+                json!({"name": "a", "system_prompt": "", "default_model_id": Uuid::now_v7()}),
+            )
+            .await,
+        422,
+        "invalid",
+    );
+    error(
+        &client.call("POST", "/v1/agents", Some("{nope")).await,
+        400,
+        "bad_request",
+    );
+    error(&client.get("/v1/agents?limit=0").await, 400, "bad_request");
+    error(
+        &client.get("/v1/agents?limit=101").await,
+        400,
+        "bad_request",
+    );
+    error(
+        &client.get("/v1/agents?status=gone").await,
+        400,
+        "bad_request",
+    );
+}
+
+#[tokio::test]
+async fn capabilities_are_a_registry_and_each_agent_has_an_ordered_unique_list() {
+    let (_, platform) = memory_platform(None);
+    let client = serve(platform, PlatformOptions::default()).await;
+    let (status, registry) = client.get("/v1/capabilities").await;
+    assert_eq!(status, 200);
+    let listed: Vec<(&str, &str)> = registry["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| (c["id"].as_str().unwrap(), c["status"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        listed,
+        [
+            ("noop", "available"),
+            ("current_time", "available"),
+            ("research", "coming_soon"),
+            ("sandbox", "coming_soon"),
+            ("file_system", "coming_soon"),
+        ]
+    );
+    let (_, time) = client.get("/v1/capabilities/current_time").await;
+    assert_eq!(time["tools"], json!(["current_time"]));
+    error(
+        &client.get("/v1/capabilities/teleport").await,
+        404,
+        "not_found",
+    );
+
+    let (_, agent) = client
+        .send(
+            "POST",
+            "/v1/agents",
+            json!({"name": "a", "system_prompt": ""}),
+        )
+        .await;
+    let path = format!("/v1/agents/{}/capabilities", agent["id"].as_str().unwrap());
+    let (_, empty) = client.get(&path).await;
+    assert_eq!(empty["total"], 0);
+    let (status, set) = client
+        .send(
+            "PUT",
+            &path,
+            json!({"capabilities": ["current_time", "noop"]}),
+        )
+        .await;
+    assert_eq!(status, 200, "{set}");
+    let (_, read) = client.get(&path).await;
+    let order: Vec<(&str, u64)> = read["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            (
+                c["capability_id"].as_str().unwrap(),
+                c["position"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(order, [("current_time", 0), ("noop", 1)]);
+    assert_eq!(read["data"][0]["agent_id"], agent["id"]);
+
+    for (list, needle) in [
+        (json!(["noop", "noop"]), "twice"),
+        (json!(["sandbox"]), "coming soon"),
+        (json!(["teleport"]), "no capability"),
+    ] {
+        let answer = client
+            .send("PUT", &path, json!({"capabilities": list}))
+            .await;
+        error(&answer, 422, "invalid");
+        let message = answer.1["error"]["message"].as_str().unwrap();
+        assert!(message.contains(needle), "{message}");
+    }
+    // Refused changes left the list as it was.
+    let (_, again) = client.get(&path).await;
+    assert_eq!(again["data"], read["data"]);
+    error(
+        &client
+            .send(
+                "PUT",
+                &format!("/v1/agents/{}/capabilities", Uuid::now_v7()),
+                json!({"capabilities": []}),
+            )
+            .await,
+        404,
+        "not_found",
+    );
+}
+
+#[tokio::test]
+async fn provider_keys_are_write_only_and_sealed_in_the_log() {
+    let (store, platform) = memory_platform(Some(master_keys("k1", "5a")));
+    let client = serve(platform.clone(), PlatformOptions::default()).await;
+    let secret = "sk-test-DO-NOT-LEAK-1234567890";
+    let (status, provider) = client
+        .send(
+            "POST",
+            "/v1/llm-providers",
+            json!({"name": "main", "provider_type": "anthropic", "api_key": secret,
+                   "settings": {"region": "eu"}}),
+        )
+        .await;
+    assert_eq!(status, 201, "{provider}");
+    let id = uuid_v7(&provider["id"]);
+    assert_eq!(provider["api_key_set"], true);
+    assert!(provider.get("api_key").is_none());
+    assert_eq!(provider["settings"], json!({"region": "eu"}));
+    assert_eq!(provider["status"], "active");
+    assert!(!provider.to_string().contains(secret));
+    let (_, listed) = client.get("/v1/llm-providers").await;
+    assert!(!listed.to_string().contains(secret));
+    assert_eq!(
+        platform.provider_key(id).await.unwrap().as_deref(),
+        Some(secret)
+    );
+
+    // A new key is sealed afresh; null removes it.
+    let (_, _) = client
+        .send(
+            "PATCH",
+            &format!("/v1/llm-providers/{id}"),
+            json!({"api_key": "sk-second"}),
+        )
+        .await;
+    assert_eq!(
+        platform.provider_key(id).await.unwrap().as_deref(),
+        Some("sk-second")
+    );
+    let (_, removed) = client
+        .send(
+            "PATCH",
+            &format!("/v1/llm-providers/{id}"),
+            json!({"api_key": null}),
+        )
+        .await;
+    assert_eq!(removed["api_key_set"], false);
+    assert_eq!(platform.provider_key(id).await.unwrap(), None);
+
+    // No event of the log holds a key in the clear.
+    let log: SessionId = PLATFORM_LOG.parse().unwrap();
+    let recorded = serde_json::to_string(&store.all_events(&log).await.unwrap()).unwrap();
+    assert!(recorded.contains("llm_provider:saved"));
+    assert!(!recorded.contains(secret) && !recorded.contains("sk-second"));
+
+    error(
+        &client
+            .send(
+                "POST",
+                "/v1/llm-providers",
+                json!({"name": "x", "provider_type": "bard"}),
+            )
+            .await,
+        422,
+        "invalid",
+    );
+    error(
+        &client
+            .send(
+                "POST",
+                "/v1/llm-providers",
+                json!({"name": "x", "provider_type": "openai", "base_url": "ftp://x"}),
+            )
+            .await,
+        422,
+        "invalid",
+    );
+    error(
+        &client
+            .send(
+                "POST",
+                "/v1/llm-providers",
+                json!({"name": "x", "provider_type": "openai", "api_key_set": true}),
+            )
+            .await,
+        422,
+        "invalid",
+    );
+}
+
+#[tokio::test]
+async fn a_key_without_master_keys_is_refused_and_nothing_is_recorded() {
+    let (store, platform) = memory_platform(None);
+    let client = serve(platform, PlatformOptions::default()).await;
+    let answer = client
+        .send(
+            "POST",
+            "/v1/llm-providers",
+            json!({"name": "x", "provider_type": "openai", "api_key": "sk-1"}),
+        )
+        .await;
+    error(&answer, 503, "no_master_key");
+    assert!(
+        answer.1["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("OPENHARNESS_MASTER_KEYS")
+    );
+    let log: SessionId = PLATFORM_LOG.parse().unwrap();
+    assert!(store.all_events(&log).await.unwrap().is_empty());
+    // Without a key a provider can be made.
+    let (status, provider) = client
+        .send(
+            "POST",
+            "/v1/llm-providers",
+            json!({"name": "x", "provider_type": "azure_openai"}),
+        )
+        .await;
+    assert_eq!(
+        (status, provider["api_key_set"].as_bool()),
+        (201, Some(false))
+    );
+}
+
+#[tokio::test]
+async fn a_sealed_key_copied_to_another_row_or_under_an_unknown_master_key_does_not_open() {
+    let (store, platform) = memory_platform(Some(master_keys("k1", "5a")));
+    let new = |name: &str, key: &str| -> NewProvider {
+        serde_json::from_value(json!({"name": name, "provider_type": "openai", "api_key": key}))
+            .unwrap()
+    };
+    let first = platform
+        .create_provider(new("first", "sk-first"))
+        .await
+        .unwrap();
+    let second = platform
+        .create_provider(new("second", "sk-second"))
+        .await
+        .unwrap();
+
+    // Copy the first row's ciphertext into the second row, as an attacker with write access
+    // to the store could.
+    let log: SessionId = PLATFORM_LOG.parse().unwrap();
+    let events = store.all_events(&log).await.unwrap();
+    let saved = |id: Uuid| {
+        events
+            .iter()
+            .rfind(|e| e.name == "llm_provider:saved" && e.payload["id"] == id.to_string())
+            .unwrap()
+            .payload
+            .clone()
+    };
+    let mut moved = saved(second.id);
+    moved["api_key"] = saved(first.id)["api_key"].clone();
+    let event = openharness_core::Envelope::new("llm_provider:saved", moved, None);
+    store
+        .append(&log, &[event], events.len() as u64)
+        .await
+        .unwrap();
+    let err = platform.provider_key(second.id).await.unwrap_err();
+    assert!(
+        matches!(err, PlatformError::Keys(KeyError::Undecryptable { provider }) if provider == second.id),
+        "{err}"
+    );
+    assert_eq!(
+        platform.provider_key(first.id).await.unwrap().as_deref(),
+        Some("sk-first")
+    );
+
+    // Another process configured with other master keys names the missing one.
+    let elsewhere = Platform::new(Arc::clone(&store), Some(master_keys("k2", "a5")));
+    let err = elsewhere.provider_key(first.id).await.unwrap_err();
+    assert!(
+        matches!(err, PlatformError::Keys(KeyError::UnknownKeyId { .. })),
+        "{err}"
+    );
+    assert!(err.to_string().contains("\"k1\""), "{err}");
+    assert_eq!(err.code(), "unknown_master_key");
+}
+
+#[tokio::test]
+async fn models_have_one_default_per_provider_and_refuse_deletes_in_use() {
+    let (_, platform) = memory_platform(None);
+    let client = serve(platform, PlatformOptions::default()).await;
+    let (_, provider) = client
+        .send(
+            "POST",
+            "/v1/llm-providers",
+            json!({"name": "p", "provider_type": "openai"}),
+        )
+        .await;
+    let (_, other) = client
+        .send(
+            "POST",
+            "/v1/llm-providers",
+            json!({"name": "q", "provider_type": "openai"}),
+        )
+        .await;
+    let p = provider["id"].as_str().unwrap();
+    let q = other["id"].as_str().unwrap();
+
+    let (status, a) = client
+        .send(
+            "POST",
+            &format!("/v1/llm-providers/{p}/models"),
+            json!({"model_id": "gpt-a", "is_default": true, "features": ["tools"], "context_window": 128000}),
+        )
+        .await;
+    assert_eq!(status, 201, "{a}");
+    assert_eq!(a["display_name"], "gpt-a");
+    assert_eq!(a["provider_id"], provider["id"]);
+    uuid_v7(&a["id"]);
+    let (_, q_default) = client
+        .send(
+            "POST",
+            "/v1/llm-models",
+            json!({"provider_id": q, "model_id": "gpt-a", "is_default": true}),
+        )
+        .await;
+    let (_, b) = client
+        .send(
+            "POST",
+            "/v1/llm-models",
+            json!({"provider_id": p, "model_id": "gpt-b", "display_name": "B", "is_default": true}),
+        )
+        .await;
+    let defaults = |page: &Value| -> Vec<String> {
+        page["data"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|m| m["is_default"] == true)
+            .map(|m| m["model_id"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    let (_, models) = client.get(&format!("/v1/llm-providers/{p}/models")).await;
+    assert_eq!(models["total"], 2);
+    assert_eq!(defaults(&models), ["gpt-b"]);
+    // The other provider's default is untouched.
+    let (_, q_models) = client.get(&format!("/v1/llm-models?provider_id={q}")).await;
+    assert_eq!(defaults(&q_models), ["gpt-a"]);
+    assert_eq!(q_models["data"][0]["id"], q_default["id"]);
+
+    let a_id = a["id"].as_str().unwrap();
+    let (_, a_again) = client
+        .send(
+            "PATCH",
+            &format!("/v1/llm-models/{a_id}"),
+            json!({"is_default": true}),
+        )
+        .await;
+    assert_eq!(a_again["is_default"], true);
+    let (_, models) = client.get(&format!("/v1/llm-providers/{p}/models")).await;
+    assert_eq!(defaults(&models), ["gpt-a"]);
+
+    error(
+        &client
+            .send(
+                "POST",
+                &format!("/v1/llm-providers/{p}/models"),
+                json!({"model_id": "gpt-b"}),
+            )
+            .await,
+        409,
+        "duplicate_model",
+    );
+    error(
+        &client
+            .send(
+                "POST",
+                &format!("/v1/llm-providers/{}/models", Uuid::now_v7()),
+                json!({"model_id": "m"}),
+            )
+            .await,
+        404,
+        "not_found",
+    );
+    error(
+        &client
+            .send(
+                "POST",
+                "/v1/llm-models",
+                json!({"provider_id": Uuid::now_v7(), "model_id": "m"}),
+            )
+            .await,
+        422,
+        "invalid",
+    );
+    error(
+        &client
+            .send(
+                "PATCH",
+                &format!("/v1/llm-models/{a_id}"),
+                json!({"context_window": 0}),
+            )
+            .await,
+        422,
+        "invalid",
+    );
+
+    // In use: an agent's default model, a provider with models.
+    let (status, agent) = client
+        .send(
+            "POST",
+            "/v1/agents",
+            json!({"name": "a", "system_prompt": "", "default_model_id": b["id"]}),
+        )
+        .await;
+    assert_eq!(status, 201, "{agent}");
+    let b_id = b["id"].as_str().unwrap();
+    error(
+        &client
+            .call("DELETE", &format!("/v1/llm-models/{b_id}"), None)
+            .await,
+        409,
+        "model_in_use",
+    );
+    error(
+        &client
+            .call("DELETE", &format!("/v1/llm-providers/{p}"), None)
+            .await,
+        409,
+        "provider_in_use",
+    );
+    client
+        .send(
+            "PATCH",
+            &format!("/v1/agents/{}", agent["id"].as_str().unwrap()),
+            json!({"default_model_id": null}),
+        )
+        .await;
+    for model in [a_id, b_id] {
+        let (status, _) = client
+            .call("DELETE", &format!("/v1/llm-models/{model}"), None)
+            .await;
+        assert_eq!(status, 204);
+    }
+    let (status, _) = client
+        .call("DELETE", &format!("/v1/llm-providers/{p}"), None)
+        .await;
+    assert_eq!(status, 204);
+    error(
+        &client.get(&format!("/v1/llm-providers/{p}")).await,
+        404,
+        "not_found",
+    );
+    error(
+        &client.get(&format!("/v1/llm-providers/{p}/models")).await,
+        404,
+        "not_found",
+    );
+}
+
+#[tokio::test]
+async fn one_default_provider_at_a_time() {
+    let (_, platform) = memory_platform(None);
+    let client = serve(platform, PlatformOptions::default()).await;
+    for name in ["a", "b", "c"] {
+        client
+            .send(
+                "POST",
+                "/v1/llm-providers",
+                json!({"name": name, "provider_type": "openai", "is_default": true}),
+            )
+            .await;
+    }
+    let (_, page) = client.get("/v1/llm-providers").await;
+    let defaults: Vec<&str> = page["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| p["is_default"] == true)
+        .map(|p| p["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(defaults, ["c"]);
+}
+
+#[tokio::test]
+async fn resources_survive_a_restart_on_redb() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("store.redb");
+    let keys = master_keys("k1", "3c");
+    let (agent, provider) = {
+        let store: Arc<dyn Store> = Arc::new(RedbStore::open(&path).unwrap());
+        let client = serve(
+            Platform::new(store, Some(keys.clone())),
+            PlatformOptions::default(),
+        )
+        .await;
+        let (_, agent) = client
+            .send(
+                "POST",
+                "/v1/agents",
+                json!({"name": "kept", "system_prompt": "p"}),
+            )
+            .await;
+        let (_, provider) = client
+            .send(
+                "POST",
+                "/v1/llm-providers",
+                json!({"name": "p", "provider_type": "openai", "api_key": "sk-kept"}),
+            )
+            .await;
+        client
+            .send(
+                "PUT",
+                &format!("/v1/agents/{}/capabilities", agent["id"].as_str().unwrap()),
+                json!({"capabilities": ["noop"]}),
+            )
+            .await;
+        (agent, provider)
+    };
+    // The first server still holds the file; a fresh store opens it once that one is dropped,
+    // so read it through a copy.
+    let copy = dir.path().join("copy.redb");
+    std::fs::copy(&path, &copy).unwrap();
+    let store: Arc<dyn Store> = Arc::new(RedbStore::open(&copy).unwrap());
+    let platform = Platform::new(store, Some(keys));
+    let client = serve(platform.clone(), PlatformOptions::default()).await;
+    let id = agent["id"].as_str().unwrap();
+    let (_, read) = client.get(&format!("/v1/agents/{id}")).await;
+    assert_eq!(read, agent);
+    let (_, capabilities) = client.get(&format!("/v1/agents/{id}/capabilities")).await;
+    assert_eq!(capabilities["data"][0]["capability_id"], "noop");
+    let provider_id: Uuid = provider["id"].as_str().unwrap().parse().unwrap();
+    assert_eq!(
+        platform.provider_key(provider_id).await.unwrap().as_deref(),
+        Some("sk-kept")
+    );
+}
+
+#[tokio::test]
+async fn two_replicas_over_one_store_conflict_instead_of_overwriting() {
+    let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
+    let one = Platform::new(Arc::clone(&store), None);
+    let two = Platform::new(Arc::clone(&store), None);
+    let provider = one
+        .create_provider(
+            serde_json::from_value(json!({"name": "p", "provider_type": "openai"})).unwrap(),
+        )
+        .await
+        .unwrap();
+    // Many concurrent writers on both replicas, each making its model the default.
+    let mut tasks = Vec::new();
+    for n in 0..24 {
+        let replica = if n % 2 == 0 { one.clone() } else { two.clone() };
+        let model: NewModel = serde_json::from_value(json!({
+            "provider_id": provider.id, "model_id": format!("m{n}"), "is_default": true
+        }))
+        .unwrap();
+        tasks.push(tokio::spawn(
+            async move { replica.create_model(model).await },
+        ));
+    }
+    for task in tasks {
+        task.await.unwrap().unwrap();
+    }
+    for replica in [&one, &two] {
+        let models = replica.models(Some(provider.id)).await.unwrap();
+        assert_eq!(models.len(), 24);
+        assert_eq!(models.iter().filter(|m| m.is_default).count(), 1);
+    }
+    // A replica sees what the other wrote.
+    let agent = two
+        .create_agent(serde_json::from_value(json!({"name": "x", "system_prompt": ""})).unwrap())
+        .await
+        .unwrap();
+    assert_eq!(one.agent(agent.id).await.unwrap(), agent);
+}
+
+#[tokio::test]
+async fn keys_are_required_when_configured() {
+    let (_, platform) = memory_platform(None);
+    let mut client = serve(
+        platform,
+        PlatformOptions::default().require_api_key(|key| key == "s3cret"),
+    )
+    .await;
+    error(&client.get("/v1/agents").await, 401, "unauthorized");
+    client.key = Some("guess".into());
+    error(&client.get("/v1/agents").await, 401, "unauthorized");
+    client.key = Some("s3cret".into());
+    assert_eq!(client.get("/v1/agents").await.0, 200);
+}
