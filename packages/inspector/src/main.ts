@@ -43,6 +43,8 @@ class Inspector {
   private query = "";
   private frame = 0;
   private rowsKey = "";
+  /** The state the tree shows: its tape and position, and whether nothing in it is marked. */
+  private shownTree: { tape: Tape; position: number; unmarked: boolean } | null = null;
   private addressTimer: ReturnType<typeof setTimeout> | undefined;
   /** The compact view: one row per agent call (expanded ones show their events). */
   private compact = false;
@@ -315,6 +317,7 @@ class Inspector {
       // states answer 404 until the first event); live follow brings the events.
       this.$.patch.replaceChildren(el("div", "hint", "No events yet."));
       this.$.state.replaceChildren(el("div", "hint", "No events yet."));
+      this.shownTree = null;
       return;
     }
     try {
@@ -329,13 +332,25 @@ class Inspector {
         before = position > 0 ? tape.stateAt(position - 1) : here;
       }
       let patch: PatchOp[] | undefined = tape.patchAt(position);
-      if (!patch && here.known && before.known) patch = position === 0 ? [] : diff(before.state, here.state);
+      if (!patch && here.known && before.known) {
+        patch = position === 0 ? [] : diff(before.state, here.state);
+        tape.rememberPatch(position, patch);
+      }
       if (!patch) patch = await tape.loadPatch(position);
       if (stale()) return;
       this.renderPatch(patch);
-      const touched = new Set(patch.map((op) => op.path));
-      if (here.known) renderTree(this.$.state, here.state, touched);
-      else this.$.state.textContent = "(state not available)";
+      // The tree on screen already shows this state, nothing marked (a step over an event that
+      // changed nothing, such as a text delta): keep it.
+      const shown = this.shownTree;
+      const sameState =
+        shown !== null &&
+        shown.tape === tape &&
+        ((position === shown.position + 1 && patch.length === 0) || (position === shown.position - 1 && tape.patchAt(shown.position)?.length === 0));
+      if (!(sameState && shown.unmarked && patch.length === 0)) {
+        if (here.known) renderTree(this.$.state, here.state, new Set(patch.map((op) => op.path)));
+        else this.$.state.textContent = "(state not available)";
+      }
+      this.shownTree = here.known ? { tape, position, unmarked: patch.length === 0 } : null;
       this.$.state.classList.remove("loading");
       delete document.body.dataset.loading;
       document.body.dataset.view = String(position);

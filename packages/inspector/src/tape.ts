@@ -288,12 +288,17 @@ export class Tape {
     const known = this.patches.get(position);
     if (known) return known;
     const patch = position === 0 ? [] : await this.api.diff(this.session, position - 1, position);
-    if (this.patches.size >= 2048) {
+    this.rememberPatch(position, patch);
+    return patch;
+  }
+
+  /** Keeps the patch at `position` (computed in the page from two states read). */
+  rememberPatch(position: number, patch: PatchOp[]): void {
+    if (this.patches.size >= 4096) {
       const oldest = this.patches.keys().next();
       if (!oldest.done) this.patches.delete(oldest.value);
     }
     this.patches.set(position, patch);
-    return patch;
   }
 }
 
