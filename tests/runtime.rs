@@ -257,6 +257,48 @@ async fn cancellation_ends_running_agents_as_interrupted_and_keeps_what_they_emi
     assert_eq!(completed.agent, "adder");
 }
 
+/// Counts `Store::sync` calls and the appends made since the last one.
+#[derive(Default, Clone)]
+struct Syncs(Arc<Mutex<(u32, u32)>>);
+
+#[async_trait::async_trait]
+impl openharness::store::StoreObserver for Syncs {
+    fn after_append(
+        &self,
+        _: &SessionId,
+        _: &[Envelope],
+        _: &Result<u64, openharness::adapter::StoreError>,
+        _: Duration,
+    ) {
+        self.0.lock().unwrap().1 += 1;
+    }
+    fn after_sync(&self, result: &Result<(), openharness::adapter::StoreError>) {
+        assert!(result.is_ok());
+        let mut counts = self.0.lock().unwrap();
+        *counts = (counts.0 + 1, 0);
+    }
+}
+
+#[tokio::test]
+async fn every_turn_ends_with_a_sync_after_its_last_append() {
+    let syncs = Syncs::default();
+    let store = openharness::store::Observed::new(MemoryStore::new(), syncs.clone());
+    let provider = ScriptedProvider::new().fallback("adder", |_| {
+        Reply::output(serde_json::json!({ "amount": 2 }))
+    });
+    let wf = counter(store, provider);
+    let first = wf.run(RunOptions::new().input("x")).await.unwrap();
+    assert_eq!(
+        *syncs.0.lock().unwrap(),
+        (1, 0),
+        "synced once, after the last append"
+    );
+    wf.send(&first.session, "y", RunOptions::new())
+        .await
+        .unwrap();
+    assert_eq!(*syncs.0.lock().unwrap(), (2, 0));
+}
+
 #[tokio::test]
 async fn invalid_output_is_re_asked_with_the_error_then_accepted() {
     let store = MemoryStore::new();

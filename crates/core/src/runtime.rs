@@ -728,7 +728,15 @@ impl<S: WorkflowState> Run<'_, S> {
         rx: &mut UnboundedReceiver<AgentMessage>,
     ) -> Result<RunOutcome<S>, Error> {
         self.stop_agents().await;
-        let result = self.record_leftovers(reason, rx).await;
+        let mut result = self.record_leftovers(reason, rx).await;
+        if result.is_ok() {
+            // A store that defers durability makes the turn durable here.
+            let store = &self.wf.store;
+            result = store
+                .sync()
+                .await
+                .map_err(|err| Error::store(store.as_ref(), Some(&self.session), err));
+        }
         if result.is_ok() {
             self.save_snapshot().await;
         }

@@ -498,6 +498,16 @@ pub trait Store: Send + Sync + 'static {
         self.events(session, 0..u64::MAX).await
     }
 
+    /// Makes every append made so far durable. The runtime calls it at the end of every turn.
+    ///
+    /// For a store told to defer durability (redb's `RedbDurability::Periodic` or
+    /// `TurnEnd`), this is where a turn's events reach the disk. The default does nothing:
+    /// the store's appends are durable when they return. A store that wraps another must
+    /// pass it on.
+    async fn sync(&self) -> Result<(), StoreError> {
+        Ok(())
+    }
+
     /// The events of `session` with seqs in `range` (clamped to the session's length), in
     /// order, each with its seq, as a stream that holds at most one page of events in memory:
     /// for exporting or scanning sessions of any length. An unknown session, an empty range and
@@ -532,6 +542,10 @@ pub trait Store: Send + Sync + 'static {
 impl<T: Store + ?Sized> Store for std::sync::Arc<T> {
     fn describe(&self) -> String {
         (**self).describe()
+    }
+
+    async fn sync(&self) -> Result<(), StoreError> {
+        (**self).sync().await
     }
     async fn append(
         &self,

@@ -134,6 +134,10 @@ impl<S: Store> Store for FailingStore<S> {
         format!("failing:{}", self.inner.describe())
     }
 
+    async fn sync(&self) -> Result<(), StoreError> {
+        self.inner.sync().await
+    }
+
     async fn append(
         &self,
         session: &SessionId,

@@ -80,7 +80,9 @@ pub use openharness_core::{
 pub use postgres::{
     CONNECTIONS, LISTENER_GRACE, MIGRATIONS, PostgresError, PostgresStore, redact_url,
 };
-pub use redb_store::{RedbError, RedbOptions, RedbStore, STORE_ENV, default_store_path};
+pub use redb_store::{
+    RedbDurability, RedbError, RedbOptions, RedbStore, STORE_ENV, default_store_path,
+};
 
 use std::cmp::Ordering;
 

@@ -28,6 +28,9 @@ pub trait StoreObserver: Send + Sync + 'static {
     ) {
     }
 
+    /// After a [`Store::sync`] (the runtime calls it at every turn's end), with its result.
+    fn after_sync(&self, _result: &Result<(), StoreError>) {}
+
     /// Whether [`StoreObserver::on_read`] should see every read: then streamed reads page
     /// through [`Store::events`] too, instead of the inner store's own stream.
     fn observes_reads(&self) -> bool {
@@ -89,6 +92,12 @@ impl<S: Store, O: StoreObserver> Observed<S, O> {
 impl<S: Store, O: StoreObserver> Store for Observed<S, O> {
     fn describe(&self) -> String {
         self.inner.describe()
+    }
+
+    async fn sync(&self) -> Result<(), StoreError> {
+        let result = self.inner.sync().await;
+        self.observer.after_sync(&result);
+        result
     }
     async fn append(
         &self,

@@ -228,6 +228,45 @@ pub struct RedbOptions {
     pub commit_on_caller: bool,
     /// Open the file read-only (see [`read_only`](Self::read_only)). Off by default.
     pub read_only: bool,
+    /// When appends reach the disk (see [`durability`](Self::durability)). Every append by
+    /// default.
+    pub durability: RedbDurability,
+}
+
+/// When a [`RedbStore`]'s appends reach the disk, and so what a crash can lose.
+///
+/// Whatever the choice, the file stays consistent after a crash (redb falls back to its last
+/// durable commit), readers in the process see every append at once, and a clean close (the
+/// last handle dropped) makes everything durable.
+///
+/// | choice | an append returns once | a crash (process or machine) can lose |
+/// |---|---|---|
+/// | `EveryAppend` (default) | it is on disk (commits shared by concurrent appends) | nothing that was acknowledged |
+/// | `Periodic(t)` | it is committed in memory; the disk catches up every `t` and at each turn's end | the appends of the last `t` |
+/// | `TurnEnd` | it is committed in memory; the disk catches up at each turn's end ([`Store::sync`]) | the turn in progress, as if it never started |
+///
+/// The last two trade that window for throughput: a turn's events then cost one fsync per
+/// period or per turn instead of one per step. An agent call made in a lost window is made
+/// again when the session is resumed.
+///
+/// ```
+/// use std::time::Duration;
+/// use openharness_store::{RedbDurability, RedbOptions, RedbStore};
+/// let dir = tempfile::tempdir().unwrap();
+/// let options = RedbOptions::default().durability(RedbDurability::Periodic(Duration::from_millis(50)));
+/// let store = RedbStore::open_with(dir.path().join("store.redb"), options)?;
+/// # Ok::<_, openharness_core::StoreError>(())
+/// ```
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum RedbDurability {
+    /// Every append is durable before it returns.
+    #[default]
+    EveryAppend,
+    /// Appends are made durable at least this often, and at [`Store::sync`].
+    Periodic(std::time::Duration),
+    /// Appends are made durable at [`Store::sync`], which the runtime calls when a turn ends.
+    TurnEnd,
 }
 
 impl RedbOptions {
@@ -250,6 +289,12 @@ impl RedbOptions {
     /// write is opened this way even when this is off.
     pub fn read_only(mut self, on: bool) -> Self {
         self.read_only = on;
+        self
+    }
+
+    /// Sets when appends reach the disk; see [`RedbDurability`] for what a crash can lose.
+    pub fn durability(mut self, durability: RedbDurability) -> Self {
+        self.durability = durability;
         self
     }
 }
@@ -383,6 +428,7 @@ impl RedbStore {
                 Arc::clone(&db),
                 path,
                 options.commit_on_caller,
+                options.durability,
                 Arc::clone(&health),
             ))
         });
@@ -608,6 +654,13 @@ fn encode_event(event: &Envelope) -> Result<Vec<u8>, StoreError> {
 impl Store for RedbStore {
     fn describe(&self) -> String {
         format!("redb:{}", self.path.display())
+    }
+
+    async fn sync(&self) -> Result<(), StoreError> {
+        match &self.writer {
+            Some(writer) => writer.sync().await,
+            None => Ok(()),
+        }
     }
 
     async fn append(

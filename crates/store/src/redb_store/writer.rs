@@ -9,11 +9,18 @@
 //! inside [`tokio::task::block_in_place`] instead: no hand-off to the writer thread and back,
 //! which on a virtual machine costs two cross-CPU wake-ups per append. As soon as appends
 //! overlap they queue for the writer thread again and share its commits.
+//!
+//! With a deferred [`RedbDurability`](super::RedbDurability), commits are made non-durable
+//! (in memory, redb's `Durability::None`) until one is due: the next group commit once the
+//! period has passed, a timer on the writer thread when no append comes, [`Writer::sync`]
+//! (the runtime's turn end), or closing the store. Which commits are not durable yet is
+//! decided inside the write transaction, so a concurrent commit is never forgotten.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc::{Receiver, Sender};
+use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use openharness_core::{Envelope, SessionId, StoreError};
@@ -24,7 +31,7 @@ use super::guard::{self, Db, Health};
 use super::index::{self, Locked, Tails};
 use super::layout::{EVENT_INDEX, EVENTS, SESSIONS, SessionRecord};
 use super::staging;
-use super::{Failure, RedbError};
+use super::{Failure, RedbDurability, RedbError};
 use crate::append::{Plan, plan_append};
 
 /// The most appends one group commit takes in.
@@ -50,6 +57,8 @@ enum Job {
     Append(Queued),
     /// Move the staged events to `events` (a commit on the caller found it due).
     Compact,
+    /// Make every commit so far durable.
+    Sync(oneshot::Sender<Result<(), StoreError>>),
 }
 
 /// An append waiting for the writer thread, and where to send its result.
@@ -71,11 +80,15 @@ pub(super) struct Writer {
     tails: Arc<Tails>,
     health: Arc<Health>,
     commit_on_caller: bool,
+    durability: RedbDurability,
 }
 
 /// What the writer thread and the callers both see.
 #[derive(Default)]
 struct Shared {
+    /// When the oldest commit that is not durable yet was made (`None`: all are durable).
+    /// Read and changed only inside a write transaction.
+    not_durable_since: Mutex<Option<Instant>>,
     /// Appends sent to the writer thread and not answered yet.
     queued: AtomicUsize,
     /// Whether a caller is committing its own append.
@@ -91,6 +104,7 @@ impl Writer {
         db: Arc<Db>,
         path: &Path,
         commit_on_caller: bool,
+        durability: RedbDurability,
         health: Arc<Health>,
     ) -> Self {
         let (queue, requests) = std::sync::mpsc::channel();
@@ -108,6 +122,8 @@ impl Writer {
                         path: &path,
                         tails: &tails,
                         health: &health,
+                        durability,
+                        shared: &shared,
                     };
                     write_loop(&target, &requests, &shared);
                 })
@@ -122,6 +138,7 @@ impl Writer {
             tails,
             health,
             commit_on_caller,
+            durability,
         }
     }
 
@@ -132,7 +149,27 @@ impl Writer {
             path: &self.path,
             tails: &self.tails,
             health: &self.health,
+            durability: self.durability,
+            shared: &self.shared,
         }
+    }
+
+    /// Makes every commit so far durable (nothing to do when all are).
+    pub(super) async fn sync(&self) -> Result<(), StoreError> {
+        if self.shared.pending().is_none() {
+            return Ok(());
+        }
+        let gone = || RedbError::Task {
+            path: self.path.clone(),
+            operation: "making the appends durable".to_owned(),
+            message: "the store's writer thread is gone".to_owned(),
+        };
+        let (reply, answer) = oneshot::channel();
+        match &self.queue {
+            Some(queue) if queue.send(Job::Sync(reply)).is_ok() => {}
+            _ => return Err(gone().into()),
+        }
+        answer.await.unwrap_or_else(|_| Err(gone().into()))
     }
 
     /// The tails of the sessions appended to: lock them around any other transaction that
@@ -210,6 +247,22 @@ impl Drop for Writer {
     }
 }
 
+impl Shared {
+    fn pending(&self) -> Option<Instant> {
+        *self
+            .not_durable_since
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn set_pending(&self, since: Option<Instant>) {
+        *self
+            .not_durable_since
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = since;
+    }
+}
+
 /// The database a group commit writes and what goes with it.
 struct Target<'a> {
     /// The database, writable.
@@ -217,13 +270,105 @@ struct Target<'a> {
     path: &'a Path,
     tails: &'a Tails,
     health: &'a Health,
+    durability: RedbDurability,
+    shared: &'a Shared,
+}
+
+impl Target<'_> {
+    /// Whether a commit made now must be durable. Call inside the write transaction.
+    fn durable_now(&self) -> bool {
+        match self.durability {
+            RedbDurability::EveryAppend => true,
+            RedbDurability::TurnEnd => false,
+            RedbDurability::Periodic(every) => self
+                .shared
+                .pending()
+                .is_some_and(|since| since.elapsed() >= every),
+        }
+    }
+
+    /// Records a commit's durability. Call inside the write transaction, once it committed.
+    fn committed(&self, durable: bool) {
+        if durable {
+            self.shared.set_pending(None);
+        } else if self.shared.pending().is_none() {
+            self.shared.set_pending(Some(Instant::now()));
+        }
+    }
+
+    /// How long the writer thread may wait for work before the period makes a commit due.
+    fn wait_limit(&self) -> Option<Duration> {
+        match self.durability {
+            RedbDurability::Periodic(every) => self
+                .shared
+                .pending()
+                .map(|since| every.saturating_sub(since.elapsed())),
+            _ => None,
+        }
+    }
+}
+
+/// Makes every commit so far durable with an empty durable commit.
+fn sync_commits(target: &Target<'_>) -> Result<(), StoreError> {
+    let failed = |message: String| -> StoreError {
+        RedbError::Task {
+            path: PathBuf::from(target.path),
+            operation: "making the appends durable".to_owned(),
+            message,
+        }
+        .into()
+    };
+    target
+        .health
+        .check_writable(target.path, || "making the appends durable".to_owned())
+        .map_err(StoreError::from)?;
+    let Some(db) = target.db.database() else {
+        return Ok(());
+    };
+    // Held like a group commit holds it, so no commit lands between this one and the record
+    // that everything is durable.
+    let _tails = target.tails.lock();
+    let synced = guard::contained(|| -> Result<(), redb::Error> {
+        let txn = db.begin_write()?;
+        if target.shared.pending().is_none() {
+            txn.abort()?;
+            return Ok(());
+        }
+        txn.commit()?;
+        target.committed(true);
+        Ok(())
+    });
+    match synced {
+        Ok(Ok(())) => Ok(()),
+        Ok(Err(err)) => Err(failed(err.to_string())),
+        Err(panic) => Err(target
+            .health
+            .damaged(target.path, "making the appends durable".to_owned(), panic)
+            .into()),
+    }
 }
 
 fn write_loop(target: &Target<'_>, requests: &Receiver<Job>, shared: &Shared) {
     // How many appends the last group held: writers that were active then are likely to send
     // again right after their answer, so a smaller group waits briefly for them.
     let mut last_group = 1;
-    while let Ok(job) = requests.recv() {
+    loop {
+        let job = match target.wait_limit() {
+            Some(limit) => match requests.recv_timeout(limit) {
+                Ok(job) => job,
+                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+                    if let Err(err) = sync_commits(target) {
+                        tracing::warn!(%err, "the periodic durable commit failed; retrying at the next");
+                    }
+                    continue;
+                }
+                Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => break,
+            },
+            None => match requests.recv() {
+                Ok(job) => job,
+                Err(_) => break,
+            },
+        };
         let mut compact = false;
         let first = match job {
             Job::Append(first) => first,
@@ -231,8 +376,13 @@ fn write_loop(target: &Target<'_>, requests: &Receiver<Job>, shared: &Shared) {
                 compact_staged(target);
                 continue;
             }
+            Job::Sync(reply) => {
+                let _ = reply.send(sync_commits(target));
+                continue;
+            }
         };
         let mut group = vec![first];
+        let mut syncs = Vec::new();
         let deadline = Instant::now() + GATHER;
         while group.len() < MAX_GROUP {
             let next = match requests.try_recv() {
@@ -249,6 +399,8 @@ fn write_loop(target: &Target<'_>, requests: &Receiver<Job>, shared: &Shared) {
             match next {
                 Job::Append(request) => group.push(request),
                 Job::Compact => compact = true,
+                // After this group's commit, which it then covers too.
+                Job::Sync(reply) => syncs.push(reply),
             }
         }
         last_group = group.len();
@@ -273,10 +425,17 @@ fn write_loop(target: &Target<'_>, requests: &Receiver<Job>, shared: &Shared) {
                 }
             }
         }
+        for reply in syncs {
+            let _ = reply.send(sync_commits(target));
+        }
         // After the answers: the callers do not wait for it.
         if compact {
             compact_staged(target);
         }
+    }
+    // The store is closing: what is not durable yet becomes durable now.
+    if let Err(err) = sync_commits(target) {
+        tracing::warn!(%err, "the closing durable commit failed; the last appends may be lost");
     }
 }
 
@@ -377,7 +536,7 @@ fn write_group(target: &Target<'_>, group: &[Append]) -> Result<Written, GroupFa
         return Err(GroupFailure::Redb("the store is open read-only".to_owned()));
     };
     let mut tails = target.tails.lock();
-    match guard::contained(|| write_locked(db, &mut tails, group)) {
+    match guard::contained(|| write_locked(target, db, &mut tails, group)) {
         Ok(Ok(written)) => Ok(written),
         Ok(Err(err)) => {
             for append in group {
@@ -397,11 +556,16 @@ fn write_group(target: &Target<'_>, group: &[Append]) -> Result<Written, GroupFa
 }
 
 fn write_locked(
+    target: &Target<'_>,
     db: &Database,
     tails: &mut Locked<'_>,
     group: &[Append],
 ) -> Result<Written, redb::Error> {
-    let txn = db.begin_write()?;
+    let mut txn = db.begin_write()?;
+    let durable = target.durable_now();
+    if !durable {
+        txn.set_durability(redb::Durability::None)?;
+    }
     let mut results = Vec::with_capacity(group.len());
     let mut wrote = false;
     let compact = {
@@ -427,6 +591,7 @@ fn write_locked(
     };
     if wrote {
         txn.commit()?;
+        target.committed(durable);
     } else {
         txn.abort()?;
     }
