@@ -11,8 +11,10 @@
 //! |---|---|
 //! | `GET /v1/agents?status=&offset=&limit=` | agents, oldest first, in the page envelope |
 //! | `POST /v1/agents` | creates one (`201`) |
-//! | `GET`, `PATCH`, `DELETE /v1/agents/{id}` | reads, changes (`409 agent_archived` when archived), deletes (`204`) one |
+//! | `GET`, `PATCH`, `DELETE /v1/agents/{id}` | reads, changes (`409 agent_archived` when archived), deletes (`204`; `409 agent_has_sessions` while it has sessions) one |
 //! | `POST /v1/agents/{id}/archive`, `…/unarchive` | archives it, makes it active again |
+//! | `GET`, `POST /v1/agents/{a}/sessions` | an agent's sessions; a new one is `pending` (`409 agent_archived` for an archived agent) |
+//! | `GET`, `PATCH`, `DELETE /v1/agents/{a}/sessions/{s}` | one session (title, tags, model); delete removes its log too (`409 session_running` during a turn) |
 //! | `GET`, `PUT /v1/agents/{id}/capabilities` | its capabilities by position; `PUT {capabilities: [ids]}` sets them in order |
 //! | `GET /v1/capabilities`, `GET /v1/capabilities/{id}` | the built-in registry |
 //! | `GET`, `POST /v1/llm-providers` | providers; `api_key` is write-only, `api_key_set` tells whether one is stored |
@@ -53,11 +55,12 @@ pub use error::PlatformError;
 pub use keys::{KeyError, MASTER_KEYS_ENV, MASTER_KEYS_FILE_ENV, MasterKeys, SealedKey};
 pub use platform::{PLATFORM_LOG, Platform};
 pub use requests::{
-    AgentPatch, ModelPatch, NewAgent, NewModel, NewProvider, ProviderPatch, SetCapabilities,
+    AgentPatch, ModelPatch, NewAgent, NewModel, NewProvider, NewSession, ProviderPatch,
+    SessionPatch, SetCapabilities,
 };
 pub use resources::{
     Agent, AgentCapability, AgentStatus, Capability, CapabilityStatus, LlmModel, LlmProvider, Page,
-    ProviderType, ResourceStatus,
+    ProviderType, ResourceStatus, Session, SessionStatus,
 };
 
 /// Checks an API key presented to a `/v1` route.

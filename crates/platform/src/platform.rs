@@ -26,10 +26,12 @@ use crate::capabilities::capability;
 use crate::error::PlatformError;
 use crate::keys::MasterKeys;
 use crate::requests::{
-    AgentPatch, ModelPatch, NewAgent, NewModel, NewProvider, ProviderPatch, SetCapabilities,
+    AgentPatch, ModelPatch, NewAgent, NewModel, NewProvider, NewSession, ProviderPatch,
+    SessionPatch, SetCapabilities,
 };
 use crate::resources::{
     Agent, AgentCapability, AgentStatus, CapabilityStatus, LlmModel, LlmProvider, ProviderRecord,
+    Session, SessionRecord, SessionStatus,
 };
 
 /// The id of the session that holds the platform log.
@@ -53,6 +55,8 @@ enum Change {
     ProviderDeleted(Uuid),
     ModelSaved(LlmModel),
     ModelDeleted(Uuid),
+    SessionSaved(SessionRecord),
+    SessionDeleted(Uuid),
 }
 
 #[derive(Serialize, Deserialize)]
@@ -91,6 +95,11 @@ impl Change {
                 "llm_model:deleted",
                 serde_json::to_value(Deleted { id: *id })?,
             ),
+            Self::SessionSaved(record) => ("session:saved", serde_json::to_value(record)?),
+            Self::SessionDeleted(id) => (
+                "session:deleted",
+                serde_json::to_value(Deleted { id: *id })?,
+            ),
         };
         Ok(Envelope::new(name, payload, None))
     }
@@ -113,6 +122,8 @@ impl Change {
             "llm_provider:deleted" => Self::ProviderDeleted(deleted()?),
             "llm_model:saved" => Self::ModelSaved(LlmModel::deserialize(payload)?),
             "llm_model:deleted" => Self::ModelDeleted(deleted()?),
+            "session:saved" => Self::SessionSaved(SessionRecord::deserialize(payload)?),
+            "session:deleted" => Self::SessionDeleted(deleted()?),
             _ => return Ok(None),
         }))
     }
@@ -127,6 +138,7 @@ struct Index {
     agent_capabilities: BTreeMap<Uuid, Vec<AgentCapability>>,
     providers: BTreeMap<Uuid, ProviderRecord>,
     models: BTreeMap<Uuid, LlmModel>,
+    sessions: BTreeMap<Uuid, SessionRecord>,
 }
 
 impl Index {
@@ -157,6 +169,12 @@ impl Index {
             Change::ModelDeleted(id) => {
                 self.models.remove(&id);
             }
+            Change::SessionSaved(record) => {
+                self.sessions.insert(record.id, record);
+            }
+            Change::SessionDeleted(id) => {
+                self.sessions.remove(&id);
+            }
         }
     }
 
@@ -174,6 +192,25 @@ impl Index {
         self.models
             .get(&id)
             .ok_or_else(|| not_found("llm_model", id))
+    }
+
+    /// The session `id` of `agent` (a session of another agent is not found here).
+    fn session(&self, agent: Uuid, id: Uuid) -> Result<&SessionRecord, PlatformError> {
+        self.agent(agent)?;
+        self.sessions
+            .get(&id)
+            .filter(|s| s.agent_id == agent)
+            .ok_or_else(|| not_found("session", id))
+    }
+
+    /// Refuses a model that does not exist.
+    fn check_session_model(&self, id: Option<Uuid>) -> Result<(), PlatformError> {
+        match id {
+            Some(id) if !self.models.contains_key(&id) => Err(PlatformError::Invalid(format!(
+                "`model_id` {id} names no LLM model"
+            ))),
+            _ => Ok(()),
+        }
     }
 
     /// Refuses a default model that does not exist.
@@ -556,10 +593,20 @@ impl Platform {
         .await
     }
 
-    /// Deletes an agent and its capabilities.
+    /// Deletes an agent and its capabilities; one with sessions is `409 agent_has_sessions`
+    /// (archive it instead, or delete its sessions first).
     pub async fn delete_agent(&self, id: Uuid) -> Result<(), PlatformError> {
         self.write(|index| {
             index.agent(id)?;
+            let sessions = index.sessions.values().filter(|s| s.agent_id == id).count();
+            if sessions > 0 {
+                return Err(PlatformError::conflict(
+                    "agent_has_sessions",
+                    format!(
+                        "agent {id} has {sessions} session(s): archive it, or delete them first"
+                    ),
+                ));
+            }
             Ok((vec![Change::AgentDeleted(id)], ()))
         })
         .await
@@ -924,9 +971,167 @@ impl Platform {
                     ),
                 ));
             }
+            if let Some(session) = index.sessions.values().find(|s| s.model_id == Some(id)) {
+                return Err(PlatformError::conflict(
+                    "model_in_use",
+                    format!(
+                        "model {id} is the model of session {}: change that first",
+                        session.id
+                    ),
+                ));
+            }
             Ok((vec![Change::ModelDeleted(id)], ()))
         })
         .await
+    }
+}
+
+impl Platform {
+    // ----- sessions -----
+
+    /// A session as the API shows it: its record, with status and times read from its log.
+    async fn session_of(&self, record: SessionRecord) -> Result<Session, PlatformError> {
+        let info = self.inner.store.session(&session_log(record.id)).await?;
+        let (status, started_at, finished_at) = match info {
+            None => (SessionStatus::Pending, None, None),
+            Some(info) => {
+                let status = match info.status {
+                    openharness_core::SessionStatus::Running => SessionStatus::Running,
+                    openharness_core::SessionStatus::Failed => SessionStatus::Failed,
+                    _ => SessionStatus::Pending,
+                };
+                let finished = (status != SessionStatus::Running).then_some(info.last_event);
+                (status, Some(info.created), finished)
+            }
+        };
+        Ok(Session {
+            id: record.id,
+            agent_id: record.agent_id,
+            title: record.title,
+            tags: record.tags,
+            model_id: record.model_id,
+            status,
+            created_at: record.created_at,
+            started_at,
+            finished_at,
+        })
+    }
+
+    /// The sessions of `agent`, oldest first.
+    pub async fn sessions(&self, agent: Uuid) -> Result<Vec<Session>, PlatformError> {
+        let records = self
+            .read(|index| {
+                index.agent(agent)?;
+                Ok::<_, PlatformError>(
+                    index
+                        .sessions
+                        .values()
+                        .filter(|s| s.agent_id == agent)
+                        .cloned()
+                        .collect::<Vec<_>>(),
+                )
+            })
+            .await??;
+        let mut sessions = Vec::with_capacity(records.len());
+        for record in records {
+            sessions.push(self.session_of(record).await?);
+        }
+        Ok(sessions)
+    }
+
+    /// One session of `agent`.
+    pub async fn session(&self, agent: Uuid, id: Uuid) -> Result<Session, PlatformError> {
+        let record = self
+            .read(|index| index.session(agent, id).cloned())
+            .await??;
+        self.session_of(record).await
+    }
+
+    /// Starts a session with an active agent (`409 agent_archived` otherwise); it is
+    /// `pending` until its first message.
+    pub async fn create_session(
+        &self,
+        agent: Uuid,
+        new: NewSession,
+    ) -> Result<Session, PlatformError> {
+        let title = optional("title", new.title, 500)?;
+        let tags = tags("tags", new.tags)?;
+        let record = self
+            .write(|index| {
+                if index.agent(agent)?.status == AgentStatus::Archived {
+                    return Err(PlatformError::conflict(
+                        "agent_archived",
+                        format!("agent {agent} is archived: unarchive it to start sessions"),
+                    ));
+                }
+                index.check_session_model(new.model_id)?;
+                let record = SessionRecord {
+                    id: Uuid::now_v7(),
+                    agent_id: agent,
+                    title: title.clone(),
+                    tags: tags.clone(),
+                    model_id: new.model_id,
+                    created_at: Utc::now(),
+                };
+                Ok((vec![Change::SessionSaved(record.clone())], record))
+            })
+            .await?;
+        self.session_of(record).await
+    }
+
+    /// Changes a session's title, tags or model.
+    pub async fn update_session(
+        &self,
+        agent: Uuid,
+        id: Uuid,
+        patch: SessionPatch,
+    ) -> Result<Session, PlatformError> {
+        let title = patch.title.map(|t| optional("title", t, 500)).transpose()?;
+        let new_tags = patch.tags.map(|t| tags("tags", t)).transpose()?;
+        let record = self
+            .write(|index| {
+                let mut record = index.session(agent, id)?.clone();
+                if let Some(model) = patch.model_id {
+                    index.check_session_model(model)?;
+                    record.model_id = model;
+                }
+                if let Some(title) = &title {
+                    record.title.clone_from(title);
+                }
+                if let Some(tags) = &new_tags {
+                    record.tags.clone_from(tags);
+                }
+                Ok((vec![Change::SessionSaved(record.clone())], record))
+            })
+            .await?;
+        self.session_of(record).await
+    }
+
+    /// Deletes a session and its log; one whose turn runs is `409 session_running`.
+    pub async fn delete_session(&self, agent: Uuid, id: Uuid) -> Result<(), PlatformError> {
+        let session = self.session(agent, id).await?;
+        if session.status == SessionStatus::Running {
+            return Err(PlatformError::conflict(
+                "session_running",
+                format!("session {id} is running a turn: wait for it to end"),
+            ));
+        }
+        self.write(|index| {
+            index.session(agent, id)?;
+            Ok((vec![Change::SessionDeleted(id)], ()))
+        })
+        .await?;
+        self.inner.store.clear(&session_log(id)).await?;
+        Ok(())
+    }
+}
+
+/// The Open Harness session that holds a platform session's log (the same id).
+fn session_log(id: Uuid) -> SessionId {
+    match id.to_string().parse() {
+        Ok(log) => log,
+        // A UUID's text is always a valid session id.
+        Err(_) => SessionId::new(),
     }
 }
 

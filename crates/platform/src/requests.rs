@@ -192,3 +192,39 @@ pub struct ModelPatch {
     /// A new status.
     pub status: Option<ResourceStatus>,
 }
+
+/// `POST /v1/agents/{id}/sessions`.
+///
+/// ```
+/// use openharness_platform::NewSession;
+/// let new: NewSession = serde_json::from_str(r#"{"title":"Trip"}"#)?;
+/// assert_eq!(new.title.as_deref(), Some("Trip"));
+/// # Ok::<(), serde_json::Error>(())
+/// ```
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NewSession {
+    /// Its title.
+    #[serde(default)]
+    pub title: Option<String>,
+    /// Labels.
+    #[serde(default)]
+    pub tags: Vec<String>,
+    /// A model that exists, used instead of the agent's default.
+    #[serde(default)]
+    pub model_id: Option<Uuid>,
+}
+
+/// `PATCH /v1/agents/{a}/sessions/{s}`: the fields to change.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SessionPatch {
+    /// A new title, or `null` for none.
+    #[serde(default, deserialize_with = "nullable")]
+    pub title: Option<Option<String>>,
+    /// New labels.
+    pub tags: Option<Vec<String>>,
+    /// A new model, or `null` for the agent's.
+    #[serde(default, deserialize_with = "nullable")]
+    pub model_id: Option<Option<Uuid>>,
+}

@@ -235,3 +235,64 @@ impl<T> Page<T> {
         }
     }
 }
+
+/// A conversation with an agent: an Open Harness session whose id it shares. Its status and
+/// times are read from that session's log, so every replica tells the same.
+///
+/// ```
+/// use openharness_platform::{Session, SessionStatus};
+/// let json = serde_json::json!({
+///     "id": "0190f0f0-0000-7000-8000-000000000002",
+///     "agent_id": "0190f0f0-0000-7000-8000-000000000001", "title": null, "tags": [],
+///     "model_id": null, "status": "pending", "created_at": "2026-01-01T00:00:00Z",
+///     "started_at": null, "finished_at": null
+/// });
+/// let session: Session = serde_json::from_value(json)?;
+/// assert_eq!(session.status, SessionStatus::Pending);
+/// # Ok::<(), serde_json::Error>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Session {
+    /// Its id (UUID v7), also the id of its Open Harness session (its event log).
+    pub id: Uuid,
+    /// The agent it talks to.
+    pub agent_id: Uuid,
+    /// Its title.
+    pub title: Option<String>,
+    /// Free-form labels.
+    pub tags: Vec<String>,
+    /// The model its messages use unless a message names another (else the agent's).
+    pub model_id: Option<Uuid>,
+    /// `pending` (nothing running), `running` (a turn is under way) or `failed` (the last
+    /// turn failed).
+    pub status: SessionStatus,
+    /// When it was created.
+    pub created_at: DateTime<Utc>,
+    /// When its first turn started, if one has.
+    pub started_at: Option<DateTime<Utc>>,
+    /// When its last turn ended (none while one runs, or before the first).
+    pub finished_at: Option<DateTime<Utc>>,
+}
+
+/// What a session is doing: pending → running → pending, or failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SessionStatus {
+    /// Waiting for a message.
+    Pending,
+    /// A turn is under way.
+    Running,
+    /// The last turn failed; a new message continues it.
+    Failed,
+}
+
+/// A session as the platform log records it: what its log does not tell.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(crate) struct SessionRecord {
+    pub(crate) id: Uuid,
+    pub(crate) agent_id: Uuid,
+    pub(crate) title: Option<String>,
+    pub(crate) tags: Vec<String>,
+    pub(crate) model_id: Option<Uuid>,
+    pub(crate) created_at: DateTime<Utc>,
+}

@@ -17,7 +17,8 @@ use crate::capabilities::{capabilities, capability};
 use crate::error::PlatformError;
 use crate::platform::Platform;
 use crate::requests::{
-    AgentPatch, ModelPatch, NewAgent, NewModel, NewProvider, ProviderPatch, SetCapabilities,
+    AgentPatch, ModelPatch, NewAgent, NewModel, NewProvider, NewSession, ProviderPatch,
+    SessionPatch, SetCapabilities,
 };
 use crate::resources::{AgentStatus, Page};
 use crate::{PlatformOptions, resources::Capability};
@@ -41,6 +42,16 @@ pub(crate) fn build(state: Arc<AppState>) -> Router {
         .route(
             "/v1/agents/{id}",
             get(get_agent).patch(update_agent).delete(delete_agent),
+        )
+        .route(
+            "/v1/agents/{id}/sessions",
+            get(list_sessions).post(create_session),
+        )
+        .route(
+            "/v1/agents/{id}/sessions/{session}",
+            get(get_session)
+                .patch(update_session)
+                .delete(delete_session),
         )
         .route("/v1/agents/{id}/archive", post(archive_agent))
         .route("/v1/agents/{id}/unarchive", post(unarchive_agent))
@@ -229,6 +240,52 @@ async fn set_agent_capabilities(
     let set = body(set)?;
     let capabilities = s.platform.set_agent_capabilities(agent, set).await?;
     ok(Page::of(capabilities, 0, MAX_LIMIT))
+}
+
+// ----- sessions -----
+
+async fn list_sessions(
+    State(s): Shared,
+    Path(agent): Path<String>,
+    paging: Result<Query<Paging>, QueryRejection>,
+) -> Answer {
+    let paging = query(paging)?;
+    let agent = id("agent", &agent)?;
+    paging.page(s.platform.sessions(agent).await?)
+}
+
+async fn create_session(
+    State(s): Shared,
+    Path(agent): Path<String>,
+    new: Result<Json<NewSession>, JsonRejection>,
+) -> Answer {
+    let agent = id("agent", &agent)?;
+    created(s.platform.create_session(agent, body(new)?).await?)
+}
+
+async fn get_session(State(s): Shared, Path((agent, session)): Path<(String, String)>) -> Answer {
+    let (agent, session) = (id("agent", &agent)?, id("session", &session)?);
+    ok(s.platform.session(agent, session).await?)
+}
+
+async fn update_session(
+    State(s): Shared,
+    Path((agent, session)): Path<(String, String)>,
+    patch: Result<Json<SessionPatch>, JsonRejection>,
+) -> Answer {
+    let (agent, session) = (id("agent", &agent)?, id("session", &session)?);
+    ok(s.platform
+        .update_session(agent, session, body(patch)?)
+        .await?)
+}
+
+async fn delete_session(
+    State(s): Shared,
+    Path((agent, session)): Path<(String, String)>,
+) -> Answer {
+    let (agent, session) = (id("agent", &agent)?, id("session", &session)?);
+    s.platform.delete_session(agent, session).await?;
+    deleted()
 }
 
 // ----- capabilities -----

@@ -868,3 +868,175 @@ async fn keys_are_required_when_configured() {
     client.key = Some("s3cret".into());
     assert_eq!(client.get("/v1/agents").await.0, 200);
 }
+
+#[tokio::test]
+async fn sessions_belong_to_an_agent_and_read_their_status_from_their_log() {
+    let (store, platform) = memory_platform(None);
+    let client = serve(platform, PlatformOptions::default()).await;
+    let (_, agent) = client
+        .send(
+            "POST",
+            "/v1/agents",
+            json!({"name": "a", "system_prompt": ""}),
+        )
+        .await;
+    let (_, other) = client
+        .send(
+            "POST",
+            "/v1/agents",
+            json!({"name": "b", "system_prompt": ""}),
+        )
+        .await;
+    let (_, provider) = client
+        .send(
+            "POST",
+            "/v1/llm-providers",
+            json!({"name": "p", "provider_type": "openai"}),
+        )
+        .await;
+    let (_, model) = client
+        .send(
+            "POST",
+            "/v1/llm-models",
+            json!({"provider_id": provider["id"], "model_id": "m"}),
+        )
+        .await;
+    let a = agent["id"].as_str().unwrap();
+    let sessions = format!("/v1/agents/{a}/sessions");
+
+    let (status, session) = client
+        .send(
+            "POST",
+            &sessions,
+            json!({"title": "Trip", "model_id": model["id"]}),
+        )
+        .await;
+    assert_eq!(status, 201, "{session}");
+    let id = uuid_v7(&session["id"]);
+    assert_eq!(session["agent_id"], agent["id"]);
+    assert_eq!(session["status"], "pending");
+    assert_eq!(session["started_at"], Value::Null);
+    assert_eq!(session["finished_at"], Value::Null);
+    assert_eq!(session["tags"], json!([]));
+    let path = format!("{sessions}/{id}");
+    let (_, read) = client.get(&path).await;
+    assert_eq!(read, session);
+    let (_, page) = client.get(&sessions).await;
+    assert_eq!(
+        (page["total"].as_u64(), &page["data"][0]),
+        (Some(1), &session)
+    );
+    // Another agent's path does not find it.
+    let b = other["id"].as_str().unwrap();
+    error(
+        &client.get(&format!("/v1/agents/{b}/sessions/{id}")).await,
+        404,
+        "not_found",
+    );
+    error(
+        &client
+            .send("POST", &sessions, json!({"model_id": Uuid::now_v7()}))
+            .await,
+        422,
+        "invalid",
+    );
+    let (_, renamed) = client
+        .send("PATCH", &path, json!({"title": null, "tags": ["x"]}))
+        .await;
+    assert_eq!(
+        (&renamed["title"], &renamed["tags"]),
+        (&Value::Null, &json!(["x"]))
+    );
+
+    // Its status follows its log: a turn under way, ended, failed.
+    let log: SessionId = id.to_string().parse().unwrap();
+    let event =
+        |name: &'static str, payload: Value| openharness_core::Envelope::new(name, payload, None);
+    store
+        .append(
+            &log,
+            &[
+                event("workflow:started", json!({"workflow": "agent-chat"})),
+                event("user:input", json!({"text": "hi"})),
+            ],
+            0,
+        )
+        .await
+        .unwrap();
+    let (_, running) = client.get(&path).await;
+    assert_eq!(running["status"], "running");
+    assert!(running["started_at"].is_string());
+    assert_eq!(running["finished_at"], Value::Null);
+    error(
+        &client.call("DELETE", &path, None).await,
+        409,
+        "session_running",
+    );
+    store
+        .append(
+            &log,
+            &[event(
+                "workflow:completed",
+                json!({"reason": "idle", "errors": 1}),
+            )],
+            2,
+        )
+        .await
+        .unwrap();
+    let (_, failed) = client.get(&path).await;
+    assert_eq!(failed["status"], "failed");
+    assert!(failed["finished_at"].is_string());
+    store
+        .append(&log, &[event("user:input", json!({"text": "again"}))], 3)
+        .await
+        .unwrap();
+    store
+        .append(
+            &log,
+            &[event(
+                "workflow:completed",
+                json!({"reason": "idle", "errors": 0}),
+            )],
+            4,
+        )
+        .await
+        .unwrap();
+    let (_, pending) = client.get(&path).await;
+    assert_eq!(pending["status"], "pending");
+
+    // What it uses cannot go while it is there.
+    error(
+        &client
+            .call("DELETE", &format!("/v1/agents/{a}"), None)
+            .await,
+        409,
+        "agent_has_sessions",
+    );
+    let model_path = format!("/v1/llm-models/{}", model["id"].as_str().unwrap());
+    error(
+        &client.call("DELETE", &model_path, None).await,
+        409,
+        "model_in_use",
+    );
+
+    let (status, _) = client.call("DELETE", &path, None).await;
+    assert_eq!(status, 204);
+    error(&client.get(&path).await, 404, "not_found");
+    assert!(store.all_events(&log).await.unwrap().is_empty());
+    let (status, _) = client.call("DELETE", &model_path, None).await;
+    assert_eq!(status, 204);
+
+    // An archived agent starts no session.
+    client
+        .call("POST", &format!("/v1/agents/{a}/archive"), None)
+        .await;
+    error(
+        &client.send("POST", &sessions, json!({})).await,
+        409,
+        "agent_archived",
+    );
+    let (status, _) = client
+        .call("DELETE", &format!("/v1/agents/{a}"), None)
+        .await;
+    assert_eq!(status, 204);
+}
