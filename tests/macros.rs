@@ -544,3 +544,175 @@ fn cfg_gated_handlers_are_alternatives() {
     build.apply(&Pinged.into());
     assert_eq!(build.0, "test");
 }
+
+// ---- agents with tools ----------------------------------------------------------------------
+
+#[event]
+#[derive(Debug, Clone, PartialEq)]
+struct QuestionAnswered {
+    text: String,
+}
+
+#[event]
+#[derive(Debug, Clone)]
+enum SupportEvent {
+    UserInput,
+    QuestionAnswered,
+}
+
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
+struct Desk {
+    answers: Vec<String>,
+}
+
+#[handler(SupportEvent, partial)]
+impl Desk {
+    fn answered(&mut self, answered: &QuestionAnswered) {
+        self.answers.push(answered.text.clone());
+    }
+}
+
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct Answer {
+    text: String,
+}
+
+/// Arguments of `lookup_order`.
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct OrderId {
+    /// The order's id, such as `A-17`.
+    order: String,
+}
+
+fn lookup_order() -> openharness::FnTool<OrderId> {
+    openharness::FnTool::new(
+        "lookup_order",
+        "Finds an order by its id.",
+        |args: OrderId| async move {
+            Ok::<_, String>(json!({ "order": args.order, "status": "shipped" }))
+        },
+    )
+}
+
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct NoArgs {}
+
+/// Tools listed in the attribute: a function's value, a unit struct, and one built from `self`.
+struct Support {
+    shop: &'static str,
+}
+
+impl Support {
+    fn opening_hours(&self) -> openharness::FnTool<NoArgs> {
+        let shop = self.shop;
+        openharness::FnTool::new(
+            "opening_hours",
+            "When the shop is open.",
+            move |_: NoArgs| async move { Ok::<_, String>(format!("{shop}: 9 to 5")) },
+        )
+    }
+}
+
+#[agent(
+    output = Answer,
+    emits = [QuestionAnswered],
+    tools = [lookup_order(), openharness::provider::tools::CurrentTime, self.opening_hours()],
+)]
+impl Support {
+    fn prompt(&self, _desk: &Desk, input: &UserInput) -> String {
+        format!("{} support: {}", self.shop, input.text)
+    }
+
+    fn on_output(&self, answer: Answer) -> QuestionAnswered {
+        QuestionAnswered { text: answer.text }
+    }
+}
+
+/// Tools from a `fn tools` in the block, and `max_turns` from a `fn max_turns`.
+struct Researcher;
+
+#[agent(output = Answer, emits = [QuestionAnswered])]
+impl Researcher {
+    fn prompt(&self, _desk: &Desk, input: &UserInput) -> String {
+        input.text.clone()
+    }
+
+    fn on_output(&self, answer: Answer) -> QuestionAnswered {
+        QuestionAnswered { text: answer.text }
+    }
+
+    fn tools(&self) -> Vec<std::sync::Arc<dyn openharness::Tool>> {
+        vec![std::sync::Arc::new(lookup_order())]
+    }
+
+    fn max_turns(&self) -> u32 {
+        2
+    }
+}
+
+fn tool_names<A: Agent>(agent: &A) -> Vec<String> {
+    agent.tools().iter().map(|t| t.name().to_owned()).collect()
+}
+
+#[test]
+fn agent_tools_come_from_the_attribute_or_the_method() {
+    let support = Support { shop: "Acme" };
+    assert_eq!(
+        tool_names(&support),
+        ["lookup_order", "current_time", "opening_hours"]
+    );
+    assert_eq!(
+        Agent::max_turns(&support),
+        openharness::DEFAULT_MAX_TURNS,
+        "the default, as no `max_turns` is written"
+    );
+    assert_eq!(tool_names(&Researcher), ["lookup_order"]);
+    assert_eq!(Agent::max_turns(&Researcher), 2);
+    assert!(tool_names(&TaskExecutor).is_empty());
+}
+
+#[tokio::test]
+async fn an_agent_offers_its_tools_to_the_model() {
+    use openharness::provider::{Reply, ScriptedProvider};
+    use openharness::store::MemoryStore;
+
+    let provider = ScriptedProvider::new().respond(
+        "support",
+        Reply::output(json!({ "text": "It has shipped." })),
+    );
+    let workflow = Workflow::builder("support")
+        .initial_state(Desk::default())
+        .agent(Support { shop: "Acme" })
+        .store(MemoryStore::new())
+        .provider(provider.clone())
+        .build()
+        .unwrap();
+    let outcome = workflow
+        .run(RunOptions::new().input("Where is A-17?"))
+        .await
+        .unwrap();
+    assert_eq!(outcome.state.answers, ["It has shipped."]);
+
+    let requests = provider.requests();
+    assert_eq!(requests.len(), 1);
+    let tools = &requests[0].tools;
+    assert_eq!(
+        tools.names(),
+        ["lookup_order", "current_time", "opening_hours"]
+    );
+    let lookup = tools.get("lookup_order").unwrap();
+    assert_eq!(lookup.description(), "Finds an order by its id.");
+    assert_eq!(lookup.input_schema()["required"], json!(["order"]));
+    // The tools offered are the real ones.
+    assert_eq!(
+        tools
+            .call("lookup_order", json!({ "order": "A-17" }))
+            .await
+            .unwrap(),
+        json!({ "order": "A-17", "status": "shipped" })
+    );
+    assert_eq!(
+        tools.call("opening_hours", json!({})).await.unwrap(),
+        json!("Acme: 9 to 5")
+    );
+}

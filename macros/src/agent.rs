@@ -1,7 +1,9 @@
-//! `#[agent(output = T, emits = [...])]`: reads the agent's `prompt`, `on_output` and optional
-//! `when` methods from its `impl` block, checks their signatures, and generates `impl Agent`
-//! (state and trigger types taken from `prompt`'s parameters), with compile-time checks that
-//! the output is a structured output and that every emitted type is an event.
+//! `#[agent(output = T, emits = [...], tools = [...])]`: reads the agent's `prompt`, `on_output`
+//! and optional `when`, `tools` and `max_turns` methods from its `impl` block, checks their
+//! signatures, and generates `impl Agent` (state and trigger types taken from `prompt`'s
+//! parameters), with compile-time checks that the output is a structured output, that every
+//! type in `emits` is an event, that `on_output` returns one of them (or `()` or `Emit`, whose
+//! events are checked at run time), and that every entry of `tools` is a tool.
 
 use std::collections::HashSet;
 
@@ -9,10 +11,11 @@ use proc_macro2::{Span, TokenStream};
 use quote::{quote, quote_spanned};
 use syn::spanned::Spanned;
 use syn::{
-    FnArg, GenericParam, ImplItem, ImplItemFn, Item, ItemImpl, LitStr, PatType, ReturnType, Type,
+    Expr, FnArg, GenericParam, ImplItem, ImplItemFn, Item, ItemImpl, LitStr, PatType, ReturnType,
+    Type,
 };
 
-use crate::attr::AgentArgs;
+use crate::attr::{AgentArgs, ToolsArg};
 use crate::errors::{Errors, msg};
 use crate::names;
 
@@ -45,6 +48,18 @@ struct Checked<'a> {
     prompt: Prompt<'a>,
     on_output: OnOutput<'a>,
     when: Option<When<'a>>,
+    tools: Tools,
+    max_turns: Option<Span>,
+}
+
+/// Where the agent's tools come from.
+enum Tools {
+    /// None: the trait's default, no tools.
+    None,
+    /// `tools = [t1, t2]`.
+    List(Vec<Expr>),
+    /// `fn tools(&self) -> Vec<Arc<dyn Tool>>`: the span of its return type.
+    Method(Span),
 }
 
 /// `fn prompt(&self, state: &State, trigger: &Trigger) -> String`.
@@ -127,19 +142,38 @@ fn check<'a>(args: AgentArgs, item: &'a ItemImpl, errors: &mut Errors) -> Option
     };
     let when = method("when").and_then(|function| check_when(function, errors));
     let when_ok = method("when").is_none() || when.is_some();
+    let tools = check_tools(args.tools, method("tools"), errors);
+    let max_turns = method("max_turns").map(|function| check_max_turns(function, errors));
+    let max_turns_ok = !matches!(max_turns, Some(None));
 
-    match (args.output, args.emits, name, prompt, on_output, when_ok) {
-        (Some(output), Some(emits), Some(name), Some(prompt), Some(on_output), true) => {
-            Some(Checked {
-                output,
-                emits,
-                name,
-                model: args.model,
-                prompt,
-                on_output,
-                when,
-            })
-        }
+    match (
+        args.output,
+        args.emits,
+        name,
+        prompt,
+        on_output,
+        when_ok,
+        tools,
+    ) {
+        (
+            Some(output),
+            Some(emits),
+            Some(name),
+            Some(prompt),
+            Some(on_output),
+            true,
+            Some(tools),
+        ) if max_turns_ok => Some(Checked {
+            output,
+            emits,
+            name,
+            model: args.model,
+            prompt,
+            on_output,
+            when,
+            tools,
+            max_turns: max_turns.flatten(),
+        }),
         _ => None,
     }
 }
@@ -270,6 +304,47 @@ fn check_when<'a>(function: &'a ImplItemFn, errors: &mut Errors) -> Option<When<
     })
 }
 
+/// The tools, from `tools = [...]` or `fn tools`, not both. `None` after reporting an error.
+fn check_tools(
+    arg: Option<ToolsArg>,
+    function: Option<&ImplItemFn>,
+    errors: &mut Errors,
+) -> Option<Tools> {
+    match (arg, function) {
+        (None, None) => Some(Tools::None),
+        (Some(arg), None) => Some(Tools::List(arg.tools)),
+        (Some(arg), Some(function)) => {
+            errors.spanned_by(&arg.key, msg::AGENT_TOOLS_TWICE);
+            errors.spanned_by(&function.sig.ident, msg::AGENT_TOOLS_TWICE);
+            None
+        }
+        (None, Some(function)) => {
+            let params = typed_params(function, errors)?;
+            if !params.is_empty() {
+                errors.push(arity(function, &params, 0, msg::AGENT_TOOLS_ARITY));
+                return None;
+            }
+            match &function.sig.output {
+                ReturnType::Default => {
+                    errors.spanned_by(&function.sig.ident, msg::AGENT_TOOLS_RETURN);
+                    None
+                }
+                ReturnType::Type(_, ty) => Some(Tools::Method(ty.span())),
+            }
+        }
+    }
+}
+
+/// `fn max_turns(&self) -> u32`: the span of its return type, `None` after reporting an error.
+fn check_max_turns(function: &ImplItemFn, errors: &mut Errors) -> Option<Span> {
+    let params = typed_params(function, errors)?;
+    if !params.is_empty() {
+        errors.push(arity(function, &params, 0, msg::AGENT_MAX_TURNS_ARITY));
+        return None;
+    }
+    Some(return_span(function))
+}
+
 fn generate(item: &ItemImpl, agent: &Checked<'_>) -> TokenStream {
     let self_ty = &item.self_ty;
     let Checked {
@@ -280,6 +355,8 @@ fn generate(item: &ItemImpl, agent: &Checked<'_>) -> TokenStream {
         prompt,
         on_output,
         when,
+        tools,
+        max_turns,
     } = agent;
     let Prompt {
         state,
@@ -287,9 +364,16 @@ fn generate(item: &ItemImpl, agent: &Checked<'_>) -> TokenStream {
         return_span,
     } = prompt;
 
+    // `InEmits` is implemented for exactly the types in `emits`; its supertrait reports a type
+    // that is not an event (once: `EMITS` names them through it too).
+    let in_emits = emits.iter().map(|ty| {
+        quote_spanned! {ty.span()=>
+            impl InEmits for #ty {}
+        }
+    });
     let emits_names = emits
         .iter()
-        .map(|ty| quote_spanned!(ty.span()=> <#ty as ::openharness::Event>::NAME));
+        .map(|ty| quote_spanned!(ty.span()=> event_name::<#ty>()));
     let model = model.as_ref().map(|model| {
         quote! {
             fn model(&self) -> ::core::option::Option<&str> {
@@ -303,6 +387,16 @@ fn generate(item: &ItemImpl, agent: &Checked<'_>) -> TokenStream {
         quote! {
             fn when(&self, state: &Self::State) -> bool {
                 #call
+            }
+        }
+    });
+    let (tools, tool_check) = generate_tools(self_ty, tools);
+    let max_turns = max_turns.map(|span| {
+        let value = quote_spanned!(span=> max_turns);
+        quote! {
+            fn max_turns(&self) -> u32 {
+                let #value = <#self_ty>::max_turns(self);
+                #value
             }
         }
     });
@@ -333,15 +427,24 @@ fn generate(item: &ItemImpl, agent: &Checked<'_>) -> TokenStream {
             ::openharness::Emit::none()
         }
     } else {
-        // The argument is spanned on the return type: a return type that is not `IntoEmit`
-        // is reported there.
+        // The argument is spanned on the return type: a return type that is neither `Emit`
+        // nor an event in `emits` is reported there.
         let emitted = quote_spanned!(on_output.return_span=> emitted);
-        let into_emit = quote_spanned!(on_output.return_span=> ::openharness::IntoEmit::into_emit);
+        let into_emit = quote_spanned!(on_output.return_span=> OnOutputReturn::into_emit);
         quote! {
             let #emitted = #on_output_call;
             #into_emit(#emitted)
         }
     };
+    let list = format!(
+        "[{}]",
+        emits
+            .iter()
+            .map(names::display)
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    let [message, label, note] = msg::agent_not_in_emits(&list);
 
     // A call of a function bounded by `StructuredOutput` (not the well-formedness of a type
     // like `AssertOutput<T>`), so rustc reports the trait's own message, "`T` cannot be an
@@ -349,48 +452,127 @@ fn generate(item: &ItemImpl, agent: &Checked<'_>) -> TokenStream {
     let assert_output = quote_spanned! {output.span()=>
         let _ = assert_output::<#output>;
     };
-    // The same projection as in `EMITS`, so a type that is not an event is reported once.
-    let assert_emits = emits.iter().map(|ty| {
-        quote_spanned! {ty.span()=>
-            let _ = <#ty as ::openharness::Event>::NAME;
-        }
-    });
 
+    // Everything is generated inside an anonymous const, so the helper traits are the
+    // agent's own and invisible to the rest of the crate; the `impl` is global all the same.
     quote! {
         #item
 
-        #[automatically_derived]
-        impl ::openharness::Agent for #self_ty {
-            type State = #state;
-            type Trigger = #trigger;
-            type Output = #output;
-            const NAME: &'static str = #name;
-            const EMITS: &'static [&'static str] = &[#(#emits_names),*];
-
-            #model
-            #when
-
-            fn prompt(
-                &self,
-                state: &Self::State,
-                trigger: &Self::Trigger,
-            ) -> ::std::string::String {
-                #prompt_call
-            }
-
-            fn on_output(
-                &self,
-                output: Self::Output,
-                #trigger_param: &Self::Trigger,
-            ) -> ::openharness::Emit {
-                #on_output_body
-            }
-        }
-
         const _: () = {
+            /// The events in this agent's `emits`.
+            #[allow(dead_code)]
+            trait InEmits: ::openharness::Event {}
+            #(#in_emits)*
+
+            #[allow(dead_code)]
+            const fn event_name<T: InEmits>() -> &'static str {
+                <T as ::openharness::Event>::NAME
+            }
+
+            /// What `on_output` may return: an event in `emits`, `()` or `Emit` (whose events
+            /// the runtime checks against `emits`).
+            #[diagnostic::on_unimplemented(message = #message, label = #label, note = #note)]
+            #[allow(dead_code)]
+            trait OnOutputReturn {
+                fn into_emit(self) -> ::openharness::Emit;
+            }
+            impl<T: InEmits> OnOutputReturn for T {
+                fn into_emit(self) -> ::openharness::Emit {
+                    ::openharness::Emit::one(self)
+                }
+            }
+            impl OnOutputReturn for () {
+                fn into_emit(self) -> ::openharness::Emit {
+                    ::openharness::Emit::none()
+                }
+            }
+            impl OnOutputReturn for ::openharness::Emit {
+                fn into_emit(self) -> ::openharness::Emit {
+                    self
+                }
+            }
+
+            #tool_check
+
+            #[automatically_derived]
+            impl ::openharness::Agent for #self_ty {
+                type State = #state;
+                type Trigger = #trigger;
+                type Output = #output;
+                const NAME: &'static str = #name;
+                const EMITS: &'static [&'static str] = &[#(#emits_names),*];
+
+                #model
+                #when
+                #tools
+                #max_turns
+
+                fn prompt(
+                    &self,
+                    state: &Self::State,
+                    trigger: &Self::Trigger,
+                ) -> ::std::string::String {
+                    #prompt_call
+                }
+
+                fn on_output(
+                    &self,
+                    output: Self::Output,
+                    #trigger_param: &Self::Trigger,
+                ) -> ::openharness::Emit {
+                    #on_output_body
+                }
+            }
+
             fn assert_output<T: ::openharness::StructuredOutput>() {}
             #assert_output
-            #(#assert_emits)*
         };
+    }
+}
+
+/// `fn tools` of the generated `impl Agent`, and the helper trait that checks the entries of
+/// `tools = [...]` are tools.
+fn generate_tools(self_ty: &Type, tools: &Tools) -> (Option<TokenStream>, TokenStream) {
+    let arc_dyn_tool = quote!(::std::sync::Arc<dyn ::openharness::Tool>);
+    match tools {
+        Tools::None => (None, TokenStream::new()),
+        // Spanned on the return type: one that is not `Vec<Arc<dyn Tool>>` is reported there.
+        Tools::Method(span) => {
+            let value = quote_spanned!(*span=> tools);
+            let method = quote! {
+                fn tools(&self) -> ::std::vec::Vec<#arc_dyn_tool> {
+                    let #value = <#self_ty>::tools(self);
+                    #value
+                }
+            };
+            (Some(method), TokenStream::new())
+        }
+        Tools::List(exprs) => {
+            // Each entry is spanned on itself: one that is not a tool is reported there.
+            let entries = exprs.iter().map(|expr| {
+                quote_spanned! {expr.span()=>
+                    IsTool::into_tool(#expr)
+                }
+            });
+            let method = quote! {
+                fn tools(&self) -> ::std::vec::Vec<#arc_dyn_tool> {
+                    ::std::vec![#(#entries),*]
+                }
+            };
+            let [message, label, note] = msg::agent_not_a_tool();
+            let check = quote! {
+                /// A value `tools = [...]` may list.
+                #[diagnostic::on_unimplemented(message = #message, label = #label, note = #note)]
+                trait IsTool {
+                    fn into_tool(self) -> #arc_dyn_tool;
+                }
+                impl<T: ::openharness::Tool> IsTool for T {
+                    fn into_tool(self) -> #arc_dyn_tool {
+                        ::std::sync::Arc::new(self)
+                    }
+                }
+            };
+            (Some(method), check)
+        }
     }
 }

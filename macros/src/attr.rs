@@ -1,6 +1,6 @@
 //! Typed parsing of the attribute arguments of the three macros:
 //! `#[event("noun:verb")]`, `#[handler(Events, partial)]` and
-//! `#[agent(output = T, emits = [A, B], name = "...", model = "...")]`.
+//! `#[agent(output = T, emits = [A, B], tools = [t1, t2], name = "...", model = "...")]`.
 //!
 //! Parsing only checks syntax; what the arguments mean is checked by each macro. Where a
 //! mistake does not stop parsing (an unknown key, a key given twice), it is recorded and parsing
@@ -9,7 +9,7 @@
 use proc_macro2::{Span, TokenStream, TokenTree};
 use syn::parse::{ParseStream, Parser};
 use syn::punctuated::Punctuated;
-use syn::{Ident, LitStr, Path, Token, Type, bracketed};
+use syn::{Expr, Ident, LitStr, Path, Token, Type, bracketed};
 
 use crate::errors::{Errors, msg};
 
@@ -79,13 +79,15 @@ impl HandlerArgs {
     }
 }
 
-/// `#[agent(output = T, emits = [A, B], name = "planner", model = "claude-sonnet-4-5")]`.
+/// `#[agent(output = T, emits = [A, B], tools = [t1, t2], name = "planner", model = "...")]`.
 #[derive(Default)]
 pub(crate) struct AgentArgs {
     /// `output = T`: the structured output type.
     pub(crate) output: Option<Type>,
     /// `emits = [A, B]`: the events `on_output` may emit.
     pub(crate) emits: Option<Vec<Type>>,
+    /// `tools = [t1, t2]`: the tools the model may call.
+    pub(crate) tools: Option<ToolsArg>,
     /// `name = "..."`: the agent's name.
     pub(crate) name: Option<LitStr>,
     /// `model = "..."`: the model to ask for.
@@ -129,6 +131,17 @@ impl AgentArgs {
                     false
                 }
             },
+            "tools" if !input.peek(syn::token::Bracket) => {
+                // Spanned on the whole value, `WeatherTool::new()` say, not its first token.
+                let value = take_value(input)?;
+                errors.spanned_by(value, msg::AGENT_TOOLS_LIST);
+                false
+            }
+            "tools" => {
+                let tools = parse_tools(input)?;
+                let key = key.clone();
+                self.tools.replace(ToolsArg { key, tools }).is_some()
+            }
             "name" | "model" => {
                 let message = if name == "name" {
                     msg::AGENT_NAME_STRING
@@ -177,10 +190,32 @@ fn parse_emits(input: ParseStream<'_>) -> syn::Result<Vec<Type>> {
     Ok(types.into_iter().collect())
 }
 
+/// `tools = [t1, t2]`: the key (for messages about it) and the expressions, each a value
+/// that implements `Tool`.
+pub(crate) struct ToolsArg {
+    pub(crate) key: Ident,
+    pub(crate) tools: Vec<Expr>,
+}
+
+/// `[t1, t2, ...]`: expressions.
+fn parse_tools(input: ParseStream<'_>) -> syn::Result<Vec<Expr>> {
+    let content;
+    bracketed!(content in input);
+    let tools = Punctuated::<Expr, Token![,]>::parse_terminated(&content)?;
+    Ok(tools.into_iter().collect())
+}
+
 /// Skips the tokens of a value up to the next top-level comma.
 fn skip_value(input: ParseStream<'_>) -> syn::Result<()> {
+    take_value(input).map(drop)
+}
+
+/// The tokens of a value, up to the next top-level comma.
+fn take_value(input: ParseStream<'_>) -> syn::Result<TokenStream> {
+    let mut value = TokenStream::new();
     while !input.is_empty() && !input.peek(Token![,]) {
-        let _: TokenTree = input.parse()?;
+        let token: TokenTree = input.parse()?;
+        value.extend([token]);
     }
-    Ok(())
+    Ok(value)
 }

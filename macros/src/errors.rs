@@ -242,6 +242,16 @@ pub(crate) mod msg {
          agents: implement `openharness::Agent` by hand for this type";
     pub(crate) const AGENT_EMITS_LIST: &str =
         "`emits` takes a list of event types in brackets: `emits = [PlanCreated, TaskAdded]`";
+    pub(crate) const AGENT_TOOLS_LIST: &str = "`tools` takes a list of tools in brackets, \
+         each a value that implements `Tool`: `tools = [CurrentTime, lookup_order()]`";
+    pub(crate) const AGENT_TOOLS_TWICE: &str = "the agent's tools are given twice, in \
+         `tools = [...]` and in `fn tools`: keep one";
+    pub(crate) const AGENT_TOOLS_ARITY: &str =
+        "`tools` takes only `&self`: `fn tools(&self) -> Vec<Arc<dyn Tool>>`";
+    pub(crate) const AGENT_TOOLS_RETURN: &str =
+        "`tools` returns the agent's tools: `fn tools(&self) -> Vec<Arc<dyn Tool>>`";
+    pub(crate) const AGENT_MAX_TURNS_ARITY: &str =
+        "`max_turns` takes only `&self`: `fn max_turns(&self) -> u32`";
     pub(crate) const AGENT_NAME_STRING: &str =
         "`name` takes a string without spaces: `name = \"planner\"`";
     pub(crate) const AGENT_MODEL_STRING: &str =
@@ -293,11 +303,43 @@ pub(crate) mod msg {
     }
 
     pub(crate) fn agent_unknown_key(key: &str) -> String {
-        format!("unknown key `{key}`: `#[agent(...)]` takes `output`, `emits`, `name` and `model`")
+        format!(
+            "unknown key `{key}`: `#[agent(...)]` takes `output`, `emits`, `tools`, `name` and \
+             `model`"
+        )
     }
 
     pub(crate) fn agent_duplicate_key(key: &str) -> String {
         format!("`{key}` is given twice: keep one")
+    }
+
+    /// The `#[diagnostic::on_unimplemented]` message, label and note for an `on_output`
+    /// whose return type is not in `emits` (`list` is the list as written, `[A, B]`);
+    /// `{Self}` is the returned type.
+    pub(crate) fn agent_not_in_emits(list: &str) -> [String; 3] {
+        // `{` and `}` are the format string's own.
+        let list = list.replace('{', "{{").replace('}', "}}");
+        [
+            format!(
+                "`on_output` returns `{{Self}}`, which is not in this agent's `emits = {list}`"
+            ),
+            format!("not in `emits = {list}`"),
+            "`on_output` returns `()`, `Emit` or one of the events in `emits`; if `{Self}` is \
+             an event this agent emits, add it to `emits = [...]` in `#[agent(...)]`"
+                .to_owned(),
+        ]
+    }
+
+    /// The same for a `tools = [...]` entry that is not a tool.
+    pub(crate) fn agent_not_a_tool() -> [String; 3] {
+        [
+            "`{Self}` is not a tool".to_owned(),
+            "not a `Tool`".to_owned(),
+            "each entry of `tools = [...]` is a value that implements `openharness::Tool`; \
+             `FnTool::new(name, description, |args: Args| async move {{ ... }})` makes one \
+             from an async function"
+                .to_owned(),
+        ]
     }
 
     pub(crate) fn agent_duplicate_emit(ty: &str) -> String {

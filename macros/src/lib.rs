@@ -233,6 +233,8 @@ pub fn handler(attr: TokenStream, item: TokenStream) -> TokenStream {
 ///
 /// - `output = T`: the structured output the model must produce (`T: Deserialize + JsonSchema`);
 /// - `emits = [A, B, ...]`: the event types `on_output` may emit;
+/// - `tools = [t1, t2, ...]`: the tools the model may call, each a value that implements
+///   `openharness::Tool` (an `FnTool`, a unit struct, a function call; `self` is in scope);
 /// - `name = "planner"`: the agent's name (default: the type name in kebab-case,
 ///   `TaskExecutor` is `task-executor`);
 /// - `model = "claude-sonnet-4-5"`: the model to ask for (default: the provider's).
@@ -241,9 +243,13 @@ pub fn handler(attr: TokenStream, item: TokenStream) -> TokenStream {
 ///
 /// - `fn prompt(&self, state: &State, trigger: &Trigger) -> String`: the prompt; its parameter
 ///   types give the agent's state type and the event that triggers it;
-/// - `fn on_output(&self, output: T, trigger: &Trigger) -> R`, `R` being `()`, an event or
-///   `Emit` (the trigger parameter may be left out);
-/// - optionally `fn when(&self, state: &State) -> bool`: whether to activate.
+/// - `fn on_output(&self, output: T, trigger: &Trigger) -> R`, `R` being `()`, one of the
+///   events in `emits` or `Emit` (the trigger parameter may be left out);
+/// - optionally `fn when(&self, state: &State) -> bool`: whether to activate;
+/// - optionally `fn tools(&self) -> Vec<Arc<dyn Tool>>`, instead of `tools = [...]`, for tools
+///   built some other way (shared `Arc`s, a list decided at run time);
+/// - optionally `fn max_turns(&self) -> u32`: how many model turns one call may take in the
+///   tool loop (default `openharness::DEFAULT_MAX_TURNS`).
 ///
 /// The output type derives `serde::Deserialize` and `schemars::JsonSchema`; with
 /// `use openharness::schemars;` in scope the derive uses the schemars Open Harness checks
@@ -290,6 +296,109 @@ pub fn handler(attr: TokenStream, item: TokenStream) -> TokenStream {
 ///
 /// assert_eq!(Planner::NAME, "planner");
 /// assert_eq!(Planner::EMITS, ["plan:created"]);
+/// ```
+///
+/// # Tools
+///
+/// An agent offers its model tools with `tools = [...]`. `FnTool::new` makes a tool from an
+/// async function, with the argument schema derived from the argument type; implement
+/// `openharness::Tool` for anything else. The runtime runs the tool loop: the model calls a
+/// tool, the tool runs, its result (recorded as `tool:result`) goes back to the model, until
+/// the model answers with its output.
+///
+/// ```
+/// use openharness::prelude::*;
+/// use openharness::provider::tools::CurrentTime;
+/// use openharness::{FnTool, schemars};
+///
+/// #[event]
+/// #[derive(Debug, Clone)]
+/// pub struct ReplySent { pub text: String }
+///
+/// #[event]
+/// pub enum SupportEvent { UserInput, ReplySent }
+///
+/// #[derive(Debug, Clone, Default)]
+/// pub struct Desk;
+///
+/// #[handler(SupportEvent, partial)]
+/// impl Desk {}
+///
+/// #[derive(serde::Deserialize, schemars::JsonSchema)]
+/// pub struct Reply { text: String }
+///
+/// /// Arguments of `lookup_order`; the doc comments are the schema's descriptions.
+/// #[derive(serde::Deserialize, schemars::JsonSchema)]
+/// pub struct OrderId {
+///     /// The order's id, such as `A-17`.
+///     order: String,
+/// }
+///
+/// fn lookup_order() -> FnTool<OrderId> {
+///     FnTool::new("lookup_order", "Finds an order by its id.", |args: OrderId| async move {
+///         // A real lookup goes here; an `Err` is shown to the model as the tool's error.
+///         Ok::<_, String>(serde_json::json!({ "order": args.order, "status": "shipped" }))
+///     })
+/// }
+///
+/// pub struct Support;
+///
+/// #[agent(output = Reply, emits = [ReplySent], tools = [lookup_order(), CurrentTime])]
+/// impl Support {
+///     fn prompt(&self, _desk: &Desk, input: &UserInput) -> String {
+///         format!("Answer the customer, looking up their order: {}", input.text)
+///     }
+///     fn on_output(&self, reply: Reply) -> ReplySent {
+///         ReplySent { text: reply.text }
+///     }
+///     fn max_turns(&self) -> u32 {
+///         4
+///     }
+/// }
+///
+/// let names: Vec<String> = Support.tools().iter().map(|t| t.name().to_owned()).collect();
+/// assert_eq!(names, ["lookup_order", "current_time"]);
+/// assert_eq!(Support.max_turns(), 4);
+/// ```
+///
+/// Each entry must be a tool, and the tools are given in one place, `tools = [...]` or
+/// `fn tools`:
+///
+/// ```compile_fail,E0277
+/// use openharness::prelude::*;
+/// # #[event] #[derive(Clone)] pub struct ReplySent;
+/// # #[event] pub enum E { UserInput, ReplySent }
+/// # #[derive(Clone)] pub struct S;
+/// # #[handler(E, partial)] impl S {}
+/// pub struct Weather;
+/// pub struct Support;
+/// #[agent(output = String, emits = [ReplySent], tools = [Weather])] // error: `Weather` is not a tool
+/// impl Support {
+///     fn prompt(&self, _: &S, input: &UserInput) -> String { input.text.clone() }
+///     fn on_output(&self, _: String) -> ReplySent { ReplySent }
+/// }
+/// ```
+///
+/// # What `on_output` emits is checked at compile time
+///
+/// An `on_output` that returns an event returns one listed in `emits`, or the agent does not
+/// compile. An `on_output` returning `Emit` (several events, or a choice of them) is checked
+/// when it runs: an event outside `emits` is refused and recorded as an error.
+///
+/// ```compile_fail,E0277
+/// use openharness::prelude::*;
+/// # #[event] #[derive(Clone)] pub struct PlanCreated;
+/// # #[event] #[derive(Clone)] pub struct PlanDropped;
+/// # #[event] pub enum E { UserInput, PlanCreated, PlanDropped }
+/// # #[derive(Clone)] pub struct S;
+/// # #[handler(E, partial)] impl S {}
+/// pub struct Planner;
+/// #[agent(output = String, emits = [PlanCreated])]
+/// impl Planner {
+///     fn prompt(&self, _: &S, input: &UserInput) -> String { input.text.clone() }
+///     // error: `on_output` returns `PlanDropped`, which is not in this agent's `emits = [PlanCreated]`
+///     fn on_output(&self, _: String) -> PlanDropped { PlanDropped }
+/// }
 /// ```
 ///
 /// The output type is mandatory:
