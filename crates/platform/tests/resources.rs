@@ -1,7 +1,9 @@
-//! The `/v1` resources over real sockets on 127.0.0.1: agents (CRUD, archive), capabilities,
-//! LLM providers (the key write-only and sealed in the log) and models (one default per
-//! provider), the page envelope and the error shape; their durability on redb across a restart,
-//! and two replicas over one store that conflict instead of overwriting.
+//! The `/v1` resources over real sockets on 127.0.0.1: agents (CRUD, archive), sessions,
+//! capabilities, LLM providers (the key write-only and sealed in the log) and models (one
+//! default per provider), the page envelope and the error shape; two replicas over one store
+//! that conflict instead of overwriting. Every scenario runs on a `MemoryStore` and on
+//! PostgreSQL (`OPENHARNESS_TEST_POSTGRES`, a fresh schema each; skipped, saying so, when
+//! unset); durability across a restart is checked on redb.
 #![allow(clippy::unwrap_used, missing_docs)]
 
 use std::net::SocketAddr;
@@ -12,7 +14,7 @@ use openharness_platform::{
     KeyError, MasterKeys, NewModel, NewProvider, PLATFORM_LOG, Platform, PlatformError,
     PlatformOptions, router,
 };
-use openharness_store::{MemoryStore, RedbStore};
+use openharness_store::RedbStore;
 use serde_json::{Value, json};
 use uuid::Uuid;
 
@@ -97,15 +99,8 @@ fn uuid_v7(value: &Value) -> Uuid {
     id
 }
 
-fn memory_platform(keys: Option<MasterKeys>) -> (Arc<dyn Store>, Platform) {
-    let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
-    let platform = Platform::new(Arc::clone(&store), keys);
-    (store, platform)
-}
-
-#[tokio::test]
-async fn agents_are_created_read_changed_archived_and_deleted() {
-    let (_, platform) = memory_platform(None);
+async fn agents_are_created_read_changed_archived_and_deleted(store: Arc<dyn Store>) {
+    let platform = Platform::new(Arc::clone(&store), None);
     let client = serve(platform, PlatformOptions::default()).await;
 
     let (status, agent) = client
@@ -224,9 +219,8 @@ async fn agents_are_created_read_changed_archived_and_deleted() {
     );
 }
 
-#[tokio::test]
-async fn bad_input_is_answered_in_the_error_shape() {
-    let (_, platform) = memory_platform(None);
+async fn bad_input_is_answered_in_the_error_shape(store: Arc<dyn Store>) {
+    let platform = Platform::new(Arc::clone(&store), None);
     let client = serve(platform, PlatformOptions::default()).await;
     error(&client.get("/v1/agents/not-a-uuid").await, 404, "not_found");
     error(
@@ -293,9 +287,10 @@ async fn bad_input_is_answered_in_the_error_shape() {
     );
 }
 
-#[tokio::test]
-async fn capabilities_are_a_registry_and_each_agent_has_an_ordered_unique_list() {
-    let (_, platform) = memory_platform(None);
+async fn capabilities_are_a_registry_and_each_agent_has_an_ordered_unique_list(
+    store: Arc<dyn Store>,
+) {
+    let platform = Platform::new(Arc::clone(&store), None);
     let client = serve(platform, PlatformOptions::default()).await;
     let (status, registry) = client.get("/v1/capabilities").await;
     assert_eq!(status, 200);
@@ -384,9 +379,8 @@ async fn capabilities_are_a_registry_and_each_agent_has_an_ordered_unique_list()
     );
 }
 
-#[tokio::test]
-async fn provider_keys_are_write_only_and_sealed_in_the_log() {
-    let (store, platform) = memory_platform(Some(master_keys("k1", "5a")));
+async fn provider_keys_are_write_only_and_sealed_in_the_log(store: Arc<dyn Store>) {
+    let platform = Platform::new(Arc::clone(&store), Some(master_keys("k1", "5a")));
     let client = serve(platform.clone(), PlatformOptions::default()).await;
     let secret = "sk-test-DO-NOT-LEAK-1234567890";
     let (status, provider) = client
@@ -474,9 +468,8 @@ async fn provider_keys_are_write_only_and_sealed_in_the_log() {
     );
 }
 
-#[tokio::test]
-async fn a_key_without_master_keys_is_refused_and_nothing_is_recorded() {
-    let (store, platform) = memory_platform(None);
+async fn a_key_without_master_keys_is_refused_and_nothing_is_recorded(store: Arc<dyn Store>) {
+    let platform = Platform::new(Arc::clone(&store), None);
     let client = serve(platform, PlatformOptions::default()).await;
     let answer = client
         .send(
@@ -508,9 +501,10 @@ async fn a_key_without_master_keys_is_refused_and_nothing_is_recorded() {
     );
 }
 
-#[tokio::test]
-async fn a_sealed_key_copied_to_another_row_or_under_an_unknown_master_key_does_not_open() {
-    let (store, platform) = memory_platform(Some(master_keys("k1", "5a")));
+async fn a_sealed_key_copied_to_another_row_or_under_an_unknown_master_key_does_not_open(
+    store: Arc<dyn Store>,
+) {
+    let platform = Platform::new(Arc::clone(&store), Some(master_keys("k1", "5a")));
     let new = |name: &str, key: &str| -> NewProvider {
         serde_json::from_value(json!({"name": name, "provider_type": "openai", "api_key": key}))
             .unwrap()
@@ -564,9 +558,8 @@ async fn a_sealed_key_copied_to_another_row_or_under_an_unknown_master_key_does_
     assert_eq!(err.code(), "unknown_master_key");
 }
 
-#[tokio::test]
-async fn models_have_one_default_per_provider_and_refuse_deletes_in_use() {
-    let (_, platform) = memory_platform(None);
+async fn models_have_one_default_per_provider_and_refuse_deletes_in_use(store: Arc<dyn Store>) {
+    let platform = Platform::new(Arc::clone(&store), None);
     let client = serve(platform, PlatformOptions::default()).await;
     let (_, provider) = client
         .send(
@@ -737,9 +730,8 @@ async fn models_have_one_default_per_provider_and_refuse_deletes_in_use() {
     );
 }
 
-#[tokio::test]
-async fn one_default_provider_at_a_time() {
-    let (_, platform) = memory_platform(None);
+async fn one_default_provider_at_a_time(store: Arc<dyn Store>) {
+    let platform = Platform::new(Arc::clone(&store), None);
     let client = serve(platform, PlatformOptions::default()).await;
     for name in ["a", "b", "c"] {
         client
@@ -815,9 +807,7 @@ async fn resources_survive_a_restart_on_redb() {
     );
 }
 
-#[tokio::test]
-async fn two_replicas_over_one_store_conflict_instead_of_overwriting() {
-    let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
+async fn two_replicas_over_one_store_conflict_instead_of_overwriting(store: Arc<dyn Store>) {
     let one = Platform::new(Arc::clone(&store), None);
     let two = Platform::new(Arc::clone(&store), None);
     let provider = one
@@ -854,9 +844,8 @@ async fn two_replicas_over_one_store_conflict_instead_of_overwriting() {
     assert_eq!(one.agent(agent.id).await.unwrap(), agent);
 }
 
-#[tokio::test]
-async fn keys_are_required_when_configured() {
-    let (_, platform) = memory_platform(None);
+async fn keys_are_required_when_configured(store: Arc<dyn Store>) {
+    let platform = Platform::new(Arc::clone(&store), None);
     let mut client = serve(
         platform,
         PlatformOptions::default().require_api_key(|key| key == "s3cret"),
@@ -869,9 +858,8 @@ async fn keys_are_required_when_configured() {
     assert_eq!(client.get("/v1/agents").await.0, 200);
 }
 
-#[tokio::test]
-async fn sessions_belong_to_an_agent_and_read_their_status_from_their_log() {
-    let (store, platform) = memory_platform(None);
+async fn sessions_belong_to_an_agent_and_read_their_status_from_their_log(store: Arc<dyn Store>) {
+    let platform = Platform::new(Arc::clone(&store), None);
     let client = serve(platform, PlatformOptions::default()).await;
     let (_, agent) = client
         .send(
@@ -1040,3 +1028,66 @@ async fn sessions_belong_to_an_agent_and_read_their_status_from_their_log() {
         .await;
     assert_eq!(status, 204);
 }
+
+/// Runs each scenario on a `MemoryStore`, and on PostgreSQL in a fresh schema when
+/// `OPENHARNESS_TEST_POSTGRES` is set (skipped, saying so, when it is not; under `CI=true` an
+/// unreachable server fails).
+macro_rules! on_every_store {
+    ($($scenario:ident),* $(,)?) => {
+        mod memory {
+            $(
+                #[tokio::test]
+                async fn $scenario() {
+                    super::$scenario(std::sync::Arc::new(openharness_store::MemoryStore::new())).await;
+                }
+            )*
+        }
+        mod postgres {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $scenario() {
+                    if let Some(store) = super::postgres(stringify!($scenario)).await {
+                        super::$scenario(store).await;
+                    }
+                }
+            )*
+        }
+    };
+}
+
+const POSTGRES_ENV: &str = "OPENHARNESS_TEST_POSTGRES";
+
+/// A PostgreSQL store in a fresh schema, or `None` after saying why the test skips.
+async fn postgres(test: &str) -> Option<Arc<dyn Store>> {
+    let Ok(url) = std::env::var(POSTGRES_ENV) else {
+        eprintln!(
+            "{test}: skipped on PostgreSQL: {POSTGRES_ENV} is not set (CI sets it; see .ci/run)"
+        );
+        return None;
+    };
+    let schema = format!("oh_platform_{}", Uuid::now_v7().simple());
+    match openharness_store::PostgresStore::connect_in_schema(&url, &schema).await {
+        Ok(store) => Some(Arc::new(store)),
+        Err(err) if std::env::var("CI").as_deref() == Ok("true") => {
+            panic!("{test}: {POSTGRES_ENV} is set and CI=true, but PostgreSQL is unusable: {err}")
+        }
+        Err(err) => {
+            eprintln!("{test}: skipped on PostgreSQL: {POSTGRES_ENV} is unusable: {err}");
+            None
+        }
+    }
+}
+
+on_every_store!(
+    agents_are_created_read_changed_archived_and_deleted,
+    bad_input_is_answered_in_the_error_shape,
+    capabilities_are_a_registry_and_each_agent_has_an_ordered_unique_list,
+    provider_keys_are_write_only_and_sealed_in_the_log,
+    a_key_without_master_keys_is_refused_and_nothing_is_recorded,
+    a_sealed_key_copied_to_another_row_or_under_an_unknown_master_key_does_not_open,
+    models_have_one_default_per_provider_and_refuse_deletes_in_use,
+    one_default_provider_at_a_time,
+    keys_are_required_when_configured,
+    sessions_belong_to_an_agent_and_read_their_status_from_their_log,
+    two_replicas_over_one_store_conflict_instead_of_overwriting,
+);
