@@ -31,7 +31,11 @@ fn main() -> ExitCode {
         Some("sessions") => sessions::run(),
         Some("race") => race::run(),
         Some("server") => server::run(),
-        Some("race-ours") => race::child(std::env::args().nth(2), std::env::args().nth(3)),
+        Some("race-ours") => race::child(
+            std::env::args().nth(2),
+            std::env::args().nth(3),
+            std::env::args().nth(4),
+        ),
         _ => {
             eprintln!("usage: openharness-bench tape | sessions | race | server");
             ExitCode::from(2)

@@ -27,7 +27,7 @@ use openharness::Agent;
 use openharness::adapter::{ProviderResponse, ProviderSink};
 use openharness::builtin::UserInput;
 use openharness::schemars;
-use openharness::store::{Observed, RedbStore, StoreObserver};
+use openharness::store::{Observed, RedbDurability, RedbOptions, RedbStore, StoreObserver};
 use openharness::tape::LoadTape;
 use openharness::{
     Emit, Envelope, Provider, ProviderError, ProviderRequest, RunOptions, SessionId, StopReason,
@@ -253,11 +253,21 @@ fn check(holds: bool, what: impl FnOnce() -> String) -> Fallible<()> {
     }
 }
 
-/// `openharness-bench race-ours N DIR`: our side at one N, in a store under DIR; prints one
-/// JSON line of [`Figures`].
-pub(crate) fn child(n: Option<String>, dir: Option<String>) -> ExitCode {
+/// `openharness-bench race-ours N DIR [every|periodic|turn]`: our side at one N, in a store
+/// under DIR, with the store's durability (every append durable, the default; group commit
+/// every 10 ms; or durable at the turn's end); prints one JSON line of [`Figures`].
+pub(crate) fn child(n: Option<String>, dir: Option<String>, mode: Option<String>) -> ExitCode {
+    let durability = match mode.as_deref() {
+        None | Some("every") => RedbDurability::EveryAppend,
+        Some("periodic") => RedbDurability::Periodic(std::time::Duration::from_millis(10)),
+        Some("turn") => RedbDurability::TurnEnd,
+        Some(other) => {
+            eprintln!("unknown durability `{other}`: every, periodic or turn");
+            return ExitCode::from(2);
+        }
+    };
     let (Some(n), Some(dir)) = (n.and_then(|n| n.parse::<u64>().ok()), dir) else {
-        eprintln!("usage: openharness-bench race-ours N DIR");
+        eprintln!("usage: openharness-bench race-ours N DIR [every|periodic|turn]");
         return ExitCode::from(2);
     };
     let runtime = match tokio::runtime::Builder::new_multi_thread()
@@ -272,7 +282,7 @@ pub(crate) fn child(n: Option<String>, dir: Option<String>) -> ExitCode {
         }
     };
     let figures = runtime
-        .block_on(ours(n, Path::new(&dir)))
+        .block_on(ours(n, Path::new(&dir), durability))
         .and_then(|figures| Ok(serde_json::to_string(&figures)?));
     match figures {
         Ok(line) => {
@@ -286,9 +296,9 @@ pub(crate) fn child(n: Option<String>, dir: Option<String>) -> ExitCode {
     }
 }
 
-async fn ours(n: u64, dir: &Path) -> Fallible<Figures> {
+async fn ours(n: u64, dir: &Path, durability: RedbDurability) -> Fallible<Figures> {
     let path = dir.join("race.redb");
-    let store = RedbStore::open(&path)?;
+    let store = RedbStore::open_with(&path, RedbOptions::default().durability(durability))?;
     let appends = Appends::default();
     let flow = workflow(Observed::new(store.clone(), appends.clone()), n)?;
 
