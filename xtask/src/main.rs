@@ -1,7 +1,9 @@
 //! `cargo xtask`: project automation, in Rust rather than shell.
 //!
-//! - `cargo xtask ci`: what CI runs — formatting check, clippy with warnings denied, the
-//!   schemas' freshness check, then the README's test command, `cargo test --workspace`.
+//! - `cargo xtask ci`: the Rust half of what CI (`.ci/run`) runs — formatting check, clippy
+//!   with warnings denied, the schemas' freshness check, the README's test command
+//!   (`cargo test --workspace`), then schemathesis against a live server; `--locked`
+//!   throughout, as in CI.
 //! - `cargo xtask schemas`: writes the JSON Schema of every wire type
 //!   (`openharness_host::wire_schemas`) to `schemas/<name>.schema.json`, pretty-printed, and
 //!   removes schema files no type produces any more. `cargo xtask schemas --check` writes
@@ -47,12 +49,13 @@ fn main() -> ExitCode {
                 "clippy",
                 "--workspace",
                 "--all-targets",
+                "--locked",
                 "--",
                 "-D",
                 "warnings",
             ]),
             Step::CheckSchemas,
-            Step::Cargo(&["test", "--workspace"]),
+            Step::Cargo(&["test", "--workspace", "--locked"]),
             Step::Schemathesis,
         ],
         ["schemas"] => return write_schemas(),
