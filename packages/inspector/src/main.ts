@@ -529,13 +529,13 @@ class Inspector {
     const rows = this.compactRows();
     const row = this.rowOf(position);
     const near: number[] = [];
-    for (let i = 1; i <= 8; i++) {
+    for (let i = 1; i <= 16; i++) {
       const p = rows[row + i * this.direction];
       if (p !== undefined) near.push(p, p - 1);
     }
     if (near.every((p) => p < 0 || tape.stateAt(p).known)) return;
     const ahead: number[] = [];
-    for (let i = 1; i <= 24; i++) {
+    for (let i = 1; i <= 40; i++) {
       const p = rows[row + i * this.direction];
       if (p !== undefined) ahead.push(p, p - 1);
     }
