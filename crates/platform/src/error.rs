@@ -66,6 +66,12 @@ pub enum PlatformError {
     /// The store failed.
     #[error("the store failed: {0}")]
     Store(#[from] StoreError),
+    /// No model provider is configured to answer messages.
+    #[error("this platform has no model provider configured to answer messages")]
+    NoProvider,
+    /// A turn could not be started.
+    #[error("the turn could not run: {0}")]
+    Turn(#[from] openharness_core::Error),
 }
 
 impl PlatformError {
@@ -76,7 +82,9 @@ impl PlatformError {
             Self::NotFound { .. } => StatusCode::NOT_FOUND,
             Self::Conflict { .. } | Self::Contended { .. } => StatusCode::CONFLICT,
             Self::Invalid(_) => StatusCode::UNPROCESSABLE_ENTITY,
-            Self::Keys(_) => StatusCode::SERVICE_UNAVAILABLE,
+            Self::Keys(_) | Self::NoProvider => StatusCode::SERVICE_UNAVAILABLE,
+            Self::Turn(openharness_core::Error::SessionBusy { .. }) => StatusCode::CONFLICT,
+            Self::Turn(_) => StatusCode::INTERNAL_SERVER_ERROR,
             Self::Corrupt { .. } | Self::Store(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
@@ -92,6 +100,9 @@ impl PlatformError {
             Self::Keys(KeyError::UnknownKeyId { .. }) => "unknown_master_key",
             Self::Keys(_) => "provider_key_unavailable",
             Self::Contended { .. } => "contended",
+            Self::NoProvider => "no_provider",
+            Self::Turn(openharness_core::Error::SessionBusy { .. }) => "session_running",
+            Self::Turn(_) => "internal",
             Self::Corrupt { .. } | Self::Store(_) => "internal",
         }
     }

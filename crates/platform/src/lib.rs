@@ -15,6 +15,7 @@
 //! | `POST /v1/agents/{id}/archive`, `…/unarchive` | archives it, makes it active again |
 //! | `GET`, `POST /v1/agents/{a}/sessions` | an agent's sessions; a new one is `pending` (`409 agent_archived` for an archived agent) |
 //! | `GET`, `PATCH`, `DELETE /v1/agents/{a}/sessions/{s}` | one session (title, tags, model); delete removes its log too (`409 session_running` during a turn) |
+//! | `GET`, `POST /v1/agents/{a}/sessions/{s}/messages` | its messages by sequence (a projection of its log); `POST {content: [{type: text, text}], controls?: {model_id}}` records a user message, answers it (`201`) and runs the turn on (`409 session_running` while one runs, `503 no_provider` without a provider) |
 //! | `GET`, `PUT /v1/agents/{id}/capabilities` | its capabilities by position; `PUT {capabilities: [ids]}` sets them in order |
 //! | `GET /v1/capabilities`, `GET /v1/capabilities/{id}` | the built-in registry |
 //! | `GET`, `POST /v1/llm-providers` | providers; `api_key` is write-only, `api_key_set` tells whether one is stored |
@@ -39,8 +40,10 @@
 //! ```
 
 mod capabilities;
+mod chat;
 mod error;
 mod keys;
+mod messages;
 mod platform;
 mod requests;
 mod resources;
@@ -51,8 +54,13 @@ use std::sync::Arc;
 use axum::Router;
 
 pub use capabilities::{capabilities, capability};
+pub use chat::{
+    AssistantReplied, ChatAgent, ChatEvent, ChatLine, ChatReply, ChatState, WORKFLOW_NAME,
+    workflow as agent_chat_workflow,
+};
 pub use error::PlatformError;
 pub use keys::{KeyError, MASTER_KEYS_ENV, MASTER_KEYS_FILE_ENV, MasterKeys, SealedKey};
+pub use messages::{ContentPart, Controls, Message, MessageRole, NewMessage};
 pub use platform::{PLATFORM_LOG, Platform};
 pub use requests::{
     AgentPatch, ModelPatch, NewAgent, NewModel, NewProvider, NewSession, ProviderPatch,

@@ -18,7 +18,10 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use chrono::Utc;
-use openharness_core::{Envelope, SessionId, Store, StoreError};
+use openharness_core::{BoxedProvider, Envelope, RunOptions, SessionId, Store, StoreError};
+
+use crate::chat::{self, ChatAgent};
+use crate::messages::{Message, NewMessage, project};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
@@ -376,6 +379,7 @@ struct Inner {
     store: Arc<dyn Store>,
     log: SessionId,
     keys: Option<MasterKeys>,
+    provider: Option<BoxedProvider>,
     index: tokio::sync::Mutex<Index>,
 }
 
@@ -403,6 +407,22 @@ impl Platform {
                 store,
                 log,
                 keys,
+                provider: None,
+                index: tokio::sync::Mutex::default(),
+            }),
+        }
+    }
+
+    /// This platform answering messages with `provider` (its sessions' model calls go to it,
+    /// naming the model the message, session or agent chose).
+    #[must_use]
+    pub fn with_provider(self, provider: BoxedProvider) -> Self {
+        Self {
+            inner: Arc::new(Inner {
+                store: Arc::clone(&self.inner.store),
+                log: self.inner.log.clone(),
+                keys: self.inner.keys.clone(),
+                provider: Some(provider),
                 index: tokio::sync::Mutex::default(),
             }),
         }
@@ -1123,6 +1143,133 @@ impl Platform {
         .await?;
         self.inner.store.clear(&session_log(id)).await?;
         Ok(())
+    }
+}
+
+impl Platform {
+    // ----- messages -----
+
+    /// The messages of a session, oldest first: a projection of its log.
+    pub async fn messages(&self, agent: Uuid, id: Uuid) -> Result<Vec<Message>, PlatformError> {
+        self.read(|index| index.session(agent, id).map(|_| ()))
+            .await??;
+        let log = session_log(id);
+        let mut events = self.inner.store.stream_events(&log, 0..u64::MAX);
+        let mut messages = Vec::new();
+        while let Some(recorded) = events.next().await {
+            let recorded = recorded?;
+            if let Some(message) = project(id, recorded.seq, &recorded.event) {
+                messages.push(message);
+            }
+        }
+        Ok(messages)
+    }
+
+    /// Posts a user message: starts a turn of the session's agent-chat workflow and answers
+    /// the message once its `user:input` is recorded (durably, before the model is asked);
+    /// the turn runs on. A session whose turn runs is `409 session_running`.
+    pub async fn post_message(
+        &self,
+        agent: Uuid,
+        id: Uuid,
+        new: NewMessage,
+    ) -> Result<Message, PlatformError> {
+        let text = new.text()?;
+        let wanted = new.controls.and_then(|c| c.model_id);
+        let provider = self
+            .inner
+            .provider
+            .clone()
+            .ok_or(PlatformError::NoProvider)?;
+        let (system_prompt, model, capabilities) = self
+            .read(|index| {
+                let session = index.session(agent, id)?;
+                let owner = index.agent(agent)?;
+                if owner.status == AgentStatus::Archived {
+                    return Err(PlatformError::conflict(
+                        "agent_archived",
+                        format!("agent {agent} is archived: unarchive it to continue its sessions"),
+                    ));
+                }
+                let model = match wanted.or(session.model_id).or(owner.default_model_id) {
+                    Some(model) => Some(
+                        index
+                            .models
+                            .get(&model)
+                            .ok_or_else(|| {
+                                PlatformError::Invalid(format!("model {model} names no LLM model"))
+                            })?
+                            .model_id
+                            .clone(),
+                    ),
+                    None => None,
+                };
+                let capabilities: Vec<String> = index
+                    .agent_capabilities
+                    .get(&agent)
+                    .map(|list| list.iter().map(|c| c.capability_id.clone()).collect())
+                    .unwrap_or_default();
+                Ok((owner.system_prompt.clone(), model, capabilities))
+            })
+            .await??;
+        let log = session_log(id);
+        let store = Arc::clone(&self.inner.store);
+        let info = store.session(&log).await?;
+        if info.as_ref().is_some_and(|i| i.status.is_running()) {
+            return Err(PlatformError::conflict(
+                "session_running",
+                format!("session {id} is running a turn: post when it has ended"),
+            ));
+        }
+        let len = info.map_or(0, |i| i.count);
+        let mut recorded = store.subscribe(&log, len).await?;
+        let chat = chat::workflow(
+            Arc::clone(&store),
+            provider,
+            ChatAgent::new(&system_prompt, model, &capabilities),
+        )?;
+        let session = log.clone();
+        let mut turn = tokio::spawn(async move {
+            let options = RunOptions::new().refuse_if_busy();
+            let outcome = if len == 0 {
+                chat.run(options.session(session).input(text)).await
+            } else {
+                chat.send(&session, text, options).await
+            };
+            if let Err(err) = &outcome {
+                tracing::warn!(error = %err, "a platform session's turn failed");
+            }
+            outcome.map(|_| ())
+        });
+        let mut turn_over = false;
+        loop {
+            tokio::select! {
+                item = recorded.next() => match item {
+                    Some(Ok(event)) => {
+                        if event.event.name == "user:input"
+                            && let Some(message) = project(id, event.seq, &event.event)
+                        {
+                            return Ok(message);
+                        }
+                    }
+                    Some(Err(err)) => return Err(err.into()),
+                    None => return Err(PlatformError::Store(StoreError::Invalid(
+                        "the session's live tail ended before the message was recorded".into(),
+                    ))),
+                },
+                ended = &mut turn, if !turn_over => {
+                    turn_over = true;
+                    match ended {
+                        // It may have ended before the tail delivered the input: read on.
+                        Ok(Ok(())) => {}
+                        Ok(Err(err)) => return Err(err.into()),
+                        Err(join) => return Err(PlatformError::Store(StoreError::Invalid(
+                            format!("the turn stopped: {join}"),
+                        ))),
+                    }
+                }
+            }
+        }
     }
 }
 

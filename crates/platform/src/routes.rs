@@ -53,6 +53,10 @@ pub(crate) fn build(state: Arc<AppState>) -> Router {
                 .patch(update_session)
                 .delete(delete_session),
         )
+        .route(
+            "/v1/agents/{id}/sessions/{session}/messages",
+            get(list_messages).post(post_message),
+        )
         .route("/v1/agents/{id}/archive", post(archive_agent))
         .route("/v1/agents/{id}/unarchive", post(unarchive_agent))
         .route(
@@ -286,6 +290,25 @@ async fn delete_session(
     let (agent, session) = (id("agent", &agent)?, id("session", &session)?);
     s.platform.delete_session(agent, session).await?;
     deleted()
+}
+
+async fn list_messages(
+    State(s): Shared,
+    Path((agent, session)): Path<(String, String)>,
+    paging: Result<Query<Paging>, QueryRejection>,
+) -> Answer {
+    let paging = query(paging)?;
+    let (agent, session) = (id("agent", &agent)?, id("session", &session)?);
+    paging.page(s.platform.messages(agent, session).await?)
+}
+
+async fn post_message(
+    State(s): Shared,
+    Path((agent, session)): Path<(String, String)>,
+    new: Result<Json<crate::messages::NewMessage>, JsonRejection>,
+) -> Answer {
+    let (agent, session) = (id("agent", &agent)?, id("session", &session)?);
+    created(s.platform.post_message(agent, session, body(new)?).await?)
 }
 
 // ----- capabilities -----

@@ -1029,6 +1029,190 @@ async fn sessions_belong_to_an_agent_and_read_their_status_from_their_log(store:
     assert_eq!(status, 204);
 }
 
+async fn messages_continue_the_session_and_are_a_projection_of_its_log(store: Arc<dyn Store>) {
+    use openharness_provider::{Reply, ScriptedProvider};
+    let scripted = ScriptedProvider::new().fallback("assistant", |request| {
+        let latest = request
+            .prompt
+            .lines()
+            .filter_map(|line| line.strip_prefix("User: "))
+            .next_back()
+            .unwrap_or("")
+            .to_owned();
+        Reply::output(json!({ "reply": format!("echo: {latest}") }))
+    });
+    let platform =
+        Platform::new(Arc::clone(&store), None).with_provider(Arc::new(scripted.clone()));
+    let client = serve(platform, PlatformOptions::default()).await;
+    let (_, provider) = client
+        .send(
+            "POST",
+            "/v1/llm-providers",
+            json!({"name": "p", "provider_type": "openai"}),
+        )
+        .await;
+    let mut models = Vec::new();
+    for name in ["m-1", "m-2"] {
+        let (_, model) = client
+            .send(
+                "POST",
+                "/v1/llm-models",
+                json!({"provider_id": provider["id"], "model_id": name}),
+            )
+            .await;
+        models.push(model["id"].clone());
+    }
+    let (_, agent) = client
+        .send(
+            "POST",
+            "/v1/agents",
+            json!({"name": "a", "system_prompt": "You are terse.", "default_model_id": models[0]}),
+        )
+        .await;
+    let a = agent["id"].as_str().unwrap();
+    client
+        .send(
+            "PUT",
+            &format!("/v1/agents/{a}/capabilities"),
+            json!({"capabilities": ["current_time"]}),
+        )
+        .await;
+    let (_, session) = client
+        .send("POST", &format!("/v1/agents/{a}/sessions"), json!({}))
+        .await;
+    let path = format!(
+        "/v1/agents/{a}/sessions/{}",
+        session["id"].as_str().unwrap()
+    );
+    let messages = format!("{path}/messages");
+
+    let wait_pending = || async {
+        for _ in 0..500 {
+            let (_, read) = client.get(&path).await;
+            if read["status"] == "pending" && read["finished_at"].is_string() {
+                return read;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+        panic!("the turn did not end");
+    };
+
+    let (status, posted) = client
+        .send(
+            "POST",
+            &messages,
+            json!({"content": [{"type": "text", "text": "Hello"}]}),
+        )
+        .await;
+    assert_eq!(status, 201, "{posted}");
+    uuid_v7(&posted["id"]);
+    assert_eq!(posted["role"], "user");
+    assert_eq!(posted["session_id"], session["id"]);
+    assert_eq!(
+        posted["content"],
+        json!([{"type": "text", "text": "Hello"}])
+    );
+    assert_eq!(posted["sequence"], 1, "workflow:started is seq 0");
+    wait_pending().await;
+
+    let (status, second) = client
+        .send(
+            "POST",
+            &messages,
+            json!({"role": "user", "content": [{"type": "text", "text": "Again"}],
+                   "controls": {"model_id": models[1]}}),
+        )
+        .await;
+    assert_eq!(status, 201, "{second}");
+    wait_pending().await;
+
+    let (_, page) = client.get(&messages).await;
+    let said: Vec<(&str, &str)> = page["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| {
+            (
+                m["role"].as_str().unwrap(),
+                m["content"][0]["text"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        said,
+        [
+            ("user", "Hello"),
+            ("assistant", "echo: Hello"),
+            ("user", "Again"),
+            ("assistant", "echo: Again")
+        ]
+    );
+    assert_eq!(page["data"][0], posted);
+    assert_eq!(page["data"][2], second);
+    let sequences: Vec<u64> = page["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["sequence"].as_u64().unwrap())
+        .collect();
+    assert!(sequences.windows(2).all(|w| w[0] < w[1]), "{sequences:?}");
+    // The same on every read: ids are the events' ids.
+    let (_, again) = client.get(&messages).await;
+    assert_eq!(again, page);
+
+    // The model came from the agent, then from the message; the prompt has the agent's system
+    // prompt and its capability's addition; the capability's tool was offered.
+    let requests = scripted.requests();
+    let asked: Vec<Option<&str>> = requests.iter().map(|r| r.model.as_deref()).collect();
+    assert_eq!(asked, [Some("m-1"), Some("m-2")]);
+    assert!(
+        requests[0].prompt.starts_with("You are terse."),
+        "{}",
+        requests[0].prompt
+    );
+    assert!(requests[0].prompt.contains("`current_time` tool"));
+    assert_eq!(requests[0].tools.names(), ["current_time"]);
+
+    // Only user text can be posted.
+    for bad in [
+        json!({"content": [{"type": "image", "url": "http://x/y.png"}]}),
+        json!({"role": "assistant", "content": [{"type": "text", "text": "x"}]}),
+        json!({"content": []}),
+        json!({"content": [{"type": "text", "text": "x"}], "controls": {"model_id": Uuid::now_v7()}}),
+    ] {
+        error(&client.send("POST", &messages, bad).await, 422, "invalid");
+    }
+    error(
+        &client
+            .send(
+                "POST",
+                &format!("/v1/agents/{a}/sessions/{}/messages", Uuid::now_v7()),
+                json!({"content": [{"type": "text", "text": "x"}]}),
+            )
+            .await,
+        404,
+        "not_found",
+    );
+
+    // Without a provider, messages cannot be answered.
+    let bare = serve(
+        Platform::new(Arc::clone(&store), None),
+        PlatformOptions::default(),
+    )
+    .await;
+    error(
+        &bare
+            .send(
+                "POST",
+                &messages,
+                json!({"content": [{"type": "text", "text": "x"}]}),
+            )
+            .await,
+        503,
+        "no_provider",
+    );
+}
+
 /// Runs each scenario on a `MemoryStore`, and on PostgreSQL in a fresh schema when
 /// `OPENHARNESS_TEST_POSTGRES` is set (skipped, saying so, when it is not; under `CI=true` an
 /// unreachable server fails).
@@ -1079,6 +1263,7 @@ async fn postgres(test: &str) -> Option<Arc<dyn Store>> {
 }
 
 on_every_store!(
+    messages_continue_the_session_and_are_a_projection_of_its_log,
     agents_are_created_read_changed_archived_and_deleted,
     bad_input_is_answered_in_the_error_shape,
     capabilities_are_a_registry_and_each_agent_has_an_ordered_unique_list,
