@@ -6,7 +6,9 @@ done), checkpointed by SqliteSaver on a file in WAL mode with synchronous=FULL, 
 durability="sync" (every step's checkpoint is durable before the next step starts). No
 model is called.
 
-Usage: langgraph_race.py N DIR. Measures, on a database in DIR:
+Usage: langgraph_race.py N DIR [sync|async|exit]. The durability (default sync) is
+LangGraph's: `exit` writes the checkpoints when the run ends, the counterpart of our
+RedbDurability::TurnEnd. Measures, on a database in DIR:
   live         invoke until done (completions/s = N / seconds)
   walk forward every checkpoint's state, oldest first (LangGraph lists history newest
                first only: the listing is read through, then walked from the oldest)
@@ -84,6 +86,8 @@ def check(holds, what):
 def main():
     n = int(sys.argv[1])
     directory = sys.argv[2]
+    durability = sys.argv[3] if len(sys.argv) > 3 else "sync"
+    check(durability in ("sync", "async", "exit"), f"durability {durability}")
     path = os.path.join(directory, "race.sqlite")
     config = {"configurable": {"thread_id": THREAD}, "recursion_limit": n + 16}
 
@@ -93,7 +97,7 @@ def main():
     check(mode == "wal" and sync == 2, f"journal_mode={mode} synchronous={sync}")
     started = time.perf_counter()
     out = app.invoke(
-        {"goal": GOAL, "tasks": [], "done": [], "cursor": 0}, config, durability="sync"
+        {"goal": GOAL, "tasks": [], "done": [], "cursor": 0}, config, durability=durability
     )
     live = time.perf_counter() - started
     done = len(out["done"])
