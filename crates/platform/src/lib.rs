@@ -16,6 +16,7 @@
 //! | `GET`, `POST /v1/agents/{a}/sessions` | an agent's sessions; a new one is `pending` (`409 agent_archived` for an archived agent) |
 //! | `GET`, `PATCH`, `DELETE /v1/agents/{a}/sessions/{s}` | one session (title, tags, model); delete removes its log too (`409 session_running` during a turn) |
 //! | `GET`, `POST /v1/agents/{a}/sessions/{s}/messages` | its messages by sequence (a projection of its log); `POST {content: [{type: text, text}], controls?: {model_id}}` records a user message, answers it (`201`) and runs the turn on (`409 session_running` while one runs, `503 no_provider` without a provider) |
+//! | `GET /v1/agents/{a}/sessions/{s}/events?after=` | its notifications (`message.created`, `message.delta`, `step.*`, `tool.*`, `session.*`) as a JSON page; with `Accept: text/event-stream`, SSE (`event:` the type, `id:` the sequence) that goes on live and resumes after `Last-Event-ID` |
 //! | `GET`, `PUT /v1/agents/{id}/capabilities` | its capabilities by position; `PUT {capabilities: [ids]}` sets them in order |
 //! | `GET /v1/capabilities`, `GET /v1/capabilities/{id}` | the built-in registry |
 //! | `GET`, `POST /v1/llm-providers` | providers; `api_key` is write-only, `api_key_set` tells whether one is stored |
@@ -42,6 +43,7 @@
 mod capabilities;
 mod chat;
 mod error;
+mod events;
 mod keys;
 mod messages;
 mod platform;
@@ -59,6 +61,7 @@ pub use chat::{
     workflow as agent_chat_workflow,
 };
 pub use error::PlatformError;
+pub use events::Notification;
 pub use keys::{KeyError, MASTER_KEYS_ENV, MASTER_KEYS_FILE_ENV, MasterKeys, SealedKey};
 pub use messages::{ContentPart, Controls, Message, MessageRole, NewMessage};
 pub use platform::{PLATFORM_LOG, Platform};
@@ -82,6 +85,8 @@ pub struct PlatformOptions {
     pub body_limit: usize,
     /// When set, every `/v1` route requires an API key this accepts (`401` otherwise).
     pub api_key_check: Option<ApiKeyCheck>,
+    /// The comment heartbeat of event streams (default 15 s).
+    pub heartbeat: std::time::Duration,
 }
 
 impl std::fmt::Debug for PlatformOptions {
@@ -98,6 +103,7 @@ impl Default for PlatformOptions {
         Self {
             body_limit: 1024 * 1024,
             api_key_check: None,
+            heartbeat: std::time::Duration::from_secs(15),
         }
     }
 }

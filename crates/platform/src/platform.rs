@@ -21,6 +21,7 @@ use chrono::Utc;
 use openharness_core::{BoxedProvider, Envelope, RunOptions, SessionId, Store, StoreError};
 
 use crate::chat::{self, ChatAgent};
+use crate::events::{Notification, notification};
 use crate::messages::{Message, NewMessage, project};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
@@ -1163,6 +1164,44 @@ impl Platform {
             }
         }
         Ok(messages)
+    }
+
+    /// The notifications of a session with a sequence above `after`, oldest first.
+    pub async fn notifications(
+        &self,
+        agent: Uuid,
+        id: Uuid,
+        after: Option<u64>,
+    ) -> Result<Vec<Notification>, PlatformError> {
+        let log = self.log_of(agent, id).await?;
+        let from = after.map_or(0, |seq| seq.saturating_add(1));
+        let mut events = self.inner.store.stream_events(&log, from..u64::MAX);
+        let mut notifications = Vec::new();
+        while let Some(recorded) = events.next().await {
+            let recorded = recorded?;
+            if let Some(n) = notification(id, recorded.seq, &recorded.event) {
+                notifications.push(n);
+            }
+        }
+        Ok(notifications)
+    }
+
+    /// A live tail of a session's log from seq `from` (for its notification stream).
+    pub(crate) async fn tail(
+        &self,
+        agent: Uuid,
+        id: Uuid,
+        from: u64,
+    ) -> Result<openharness_core::Subscription, PlatformError> {
+        let log = self.log_of(agent, id).await?;
+        Ok(self.inner.store.subscribe(&log, from).await?)
+    }
+
+    /// The log of a session of `agent` that exists.
+    async fn log_of(&self, agent: Uuid, id: Uuid) -> Result<SessionId, PlatformError> {
+        self.read(|index| index.session(agent, id).map(|_| ()))
+            .await??;
+        Ok(session_log(id))
     }
 
     /// Posts a user message: starts a turn of the session's agent-chat workflow and answers

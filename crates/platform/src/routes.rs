@@ -57,6 +57,10 @@ pub(crate) fn build(state: Arc<AppState>) -> Router {
             "/v1/agents/{id}/sessions/{session}/messages",
             get(list_messages).post(post_message),
         )
+        .route(
+            "/v1/agents/{id}/sessions/{session}/events",
+            get(session_events),
+        )
         .route("/v1/agents/{id}/archive", post(archive_agent))
         .route("/v1/agents/{id}/unarchive", post(unarchive_agent))
         .route(
@@ -156,6 +160,8 @@ struct Paging {
     status: Option<AgentStatus>,
     /// Models only: one provider's.
     provider_id: Option<Uuid>,
+    /// Events only: the sequence after which to start.
+    after: Option<u64>,
 }
 
 impl Paging {
@@ -309,6 +315,62 @@ async fn post_message(
 ) -> Answer {
     let (agent, session) = (id("agent", &agent)?, id("session", &session)?);
     created(s.platform.post_message(agent, session, body(new)?).await?)
+}
+
+async fn session_events(
+    State(s): Shared,
+    Path((agent, session)): Path<(String, String)>,
+    headers: axum::http::HeaderMap,
+    paging: Result<Query<Paging>, QueryRejection>,
+) -> Answer {
+    let paging = query(paging)?;
+    let (agent, session) = (id("agent", &agent)?, id("session", &session)?);
+    let wants_stream = headers
+        .get(header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|accept| accept.contains("text/event-stream"));
+    if !wants_stream {
+        return paging.page(
+            s.platform
+                .notifications(agent, session, paging.after)
+                .await?,
+        );
+    }
+    // Resume after the last notification the client saw: `Last-Event-ID` wins over `?after=`.
+    let last_seen = match headers.get("last-event-id").map(|v| v.to_str()) {
+        Some(Ok(text)) => Some(text.trim().parse::<u64>().map_err(|_| {
+            PlatformError::BadRequest(format!("Last-Event-ID `{text}` is not a sequence"))
+        })?),
+        Some(Err(_)) => {
+            return Err(PlatformError::BadRequest(
+                "Last-Event-ID is not text".into(),
+            ));
+        }
+        None => paging.after,
+    };
+    let from = last_seen.map_or(0, |seq| seq.saturating_add(1));
+    let tail = s.platform.tail(agent, session, from).await?;
+    let frames = futures_util::StreamExt::filter_map(tail, move |item| async move {
+        match item {
+            Ok(recorded) => {
+                let note = crate::events::notification(session, recorded.seq, &recorded.event)?;
+                let data = serde_json::to_string(&note).ok()?;
+                Some(Ok::<_, std::convert::Infallible>(
+                    axum::response::sse::Event::default()
+                        .event(note.kind)
+                        .id(recorded.seq.to_string())
+                        .data(data),
+                ))
+            }
+            Err(err) => {
+                tracing::warn!(error = %err, "a platform event stream's tail failed");
+                None
+            }
+        }
+    });
+    let sse = axum::response::sse::Sse::new(frames)
+        .keep_alive(axum::response::sse::KeepAlive::new().interval(s.options.heartbeat));
+    Ok(([("x-accel-buffering", "no")], sse).into_response())
 }
 
 // ----- capabilities -----

@@ -1,5 +1,6 @@
-//! The `/v1` resources over real sockets on 127.0.0.1: agents (CRUD, archive), sessions,
-//! capabilities, LLM providers (the key write-only and sealed in the log) and models (one
+//! The `/v1` API over real sockets on 127.0.0.1: agents (CRUD, archive), sessions, messages
+//! (turns of the agent-chat workflow with a scripted model), notification events (a JSON page
+//! and SSE resumed after `Last-Event-ID`), capabilities, LLM providers (the key write-only and sealed in the log) and models (one
 //! default per provider), the page envelope and the error shape; two replicas over one store
 //! that conflict instead of overwriting. Every scenario runs on a `MemoryStore` and on
 //! PostgreSQL (`OPENHARNESS_TEST_POSTGRES`, a fresh schema each; skipped, saying so, when
@@ -1213,6 +1214,135 @@ async fn messages_continue_the_session_and_are_a_projection_of_its_log(store: Ar
     );
 }
 
+async fn events_are_notifications_as_a_page_and_a_resumable_stream(store: Arc<dyn Store>) {
+    use openharness_provider::{Reply, ScriptedProvider};
+    let scripted = ScriptedProvider::new().fallback("assistant", |_| {
+        Reply::output(json!({ "reply": "Hi there" })).text("Hi there")
+    });
+    let platform =
+        Platform::new(Arc::clone(&store), None).with_provider(Arc::new(scripted.clone()));
+    let client = serve(platform, PlatformOptions::default()).await;
+    let (_, agent) = client
+        .send(
+            "POST",
+            "/v1/agents",
+            json!({"name": "a", "system_prompt": "p"}),
+        )
+        .await;
+    let a = agent["id"].as_str().unwrap();
+    let (_, session) = client
+        .send("POST", &format!("/v1/agents/{a}/sessions"), json!({}))
+        .await;
+    let path = format!(
+        "/v1/agents/{a}/sessions/{}",
+        session["id"].as_str().unwrap()
+    );
+    let (_, empty) = client.get(&format!("{path}/events")).await;
+    assert_eq!(empty["total"], 0);
+    let (_, posted) = client
+        .send(
+            "POST",
+            &format!("{path}/messages"),
+            json!({"content": [{"type": "text", "text": "Hello"}]}),
+        )
+        .await;
+    let mut page = Value::Null;
+    for _ in 0..500 {
+        page = client.get(&format!("{path}/events?limit=100")).await.1;
+        if page["data"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|n| n["type"] == "session.completed")
+        {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    let notes = page["data"].as_array().unwrap();
+    let kinds: Vec<&str> = notes.iter().map(|n| n["type"].as_str().unwrap()).collect();
+    // The reply streams as deltas (as many as the model sends), then is recorded with the
+    // step's end in one append.
+    let deltas = kinds.iter().filter(|k| **k == "message.delta").count();
+    assert!(deltas > 0, "{kinds:?}");
+    let without_deltas: Vec<&str> = kinds
+        .iter()
+        .copied()
+        .filter(|k| *k != "message.delta")
+        .collect();
+    assert_eq!(
+        without_deltas,
+        [
+            "session.started",
+            "message.created",
+            "step.started",
+            "message.created",
+            "step.generated",
+            "session.completed"
+        ]
+    );
+    assert_eq!(kinds[3], "message.delta");
+    assert_eq!(notes[1]["data"], posted);
+    assert_eq!(notes[1]["id"], posted["id"]);
+    let reply = notes
+        .iter()
+        .rfind(|n| n["type"] == "message.created")
+        .unwrap();
+    assert_eq!(reply["data"]["role"], "assistant");
+    assert_eq!(reply["data"]["content"][0]["text"], "Hi there");
+    let after = notes[1]["sequence"].as_u64().unwrap();
+    let (_, rest) = client.get(&format!("{path}/events?after={after}")).await;
+    assert_eq!(rest["data"].as_array().unwrap()[..], notes[2..]);
+
+    // The stream resumes after Last-Event-ID: the rest, each once, in order.
+    let response = client
+        .http
+        .get(format!("http://{}{path}/events", client.addr))
+        .header("accept", "text/event-stream")
+        .header("last-event-id", after.to_string())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    assert_eq!(response.headers()["content-type"], "text/event-stream");
+    let mut response = response;
+    let mut text = String::new();
+    while !text.contains("event: session.completed") {
+        let chunk = tokio::time::timeout(std::time::Duration::from_secs(10), response.chunk())
+            .await
+            .unwrap()
+            .unwrap()
+            .unwrap();
+        text.push_str(std::str::from_utf8(&chunk).unwrap());
+    }
+    let ids: Vec<u64> = text
+        .lines()
+        .filter_map(|line| line.strip_prefix("id: "))
+        .map(|id| id.parse().unwrap())
+        .collect();
+    let expected: Vec<u64> = notes[2..]
+        .iter()
+        .map(|n| n["sequence"].as_u64().unwrap())
+        .collect();
+    assert_eq!(ids, expected, "{text}");
+    let streamed: Vec<&str> = text
+        .lines()
+        .filter_map(|line| line.strip_prefix("event: "))
+        .collect();
+    assert_eq!(streamed, kinds[2..]);
+    error(
+        &client
+            .call(
+                "GET",
+                &format!("/v1/agents/{a}/sessions/{}/events", Uuid::now_v7()),
+                None,
+            )
+            .await,
+        404,
+        "not_found",
+    );
+}
+
 /// Runs each scenario on a `MemoryStore`, and on PostgreSQL in a fresh schema when
 /// `OPENHARNESS_TEST_POSTGRES` is set (skipped, saying so, when it is not; under `CI=true` an
 /// unreachable server fails).
@@ -1263,6 +1393,7 @@ async fn postgres(test: &str) -> Option<Arc<dyn Store>> {
 }
 
 on_every_store!(
+    events_are_notifications_as_a_page_and_a_resumable_stream,
     messages_continue_the_session_and_are_a_projection_of_its_log,
     agents_are_created_read_changed_archived_and_deleted,
     bad_input_is_answered_in_the_error_shape,
