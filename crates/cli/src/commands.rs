@@ -346,6 +346,8 @@ async fn serve(
     let listener = tokio::net::TcpListener::bind(addr)
         .await
         .map_err(|err| CliError::Usage(format!("cannot listen on {addr}: {err}")))?;
+    // The port the system chose, when asked for port 0.
+    let addr = listener.local_addr().unwrap_or(addr);
     let names = host.workflow_names().join(", ");
     let protected = if keys.is_empty() {
         ""

@@ -157,6 +157,32 @@ fn serve_allows_the_cors_origins_it_is_given_and_refuses_malformed_ones() {
 }
 
 #[test]
+fn serve_on_port_0_prints_the_port_it_listens_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut server = Command::new(env!("CARGO_BIN_EXE_openharness"))
+        .args(["serve", "--addr", "127.0.0.1:0"])
+        .current_dir(dir.path())
+        .env_remove("OPENHARNESS_STORE")
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    BufReader::new(server.stdout.take().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    let port: u16 = first
+        .split("http://127.0.0.1:")
+        .nth(1)
+        .and_then(|rest| rest.split(|c: char| !c.is_ascii_digit()).next())
+        .and_then(|port| port.parse().ok())
+        .unwrap_or_else(|| panic!("no port in {first}"));
+    assert_ne!(port, 0, "{first}");
+    assert!(get(port, "/health").starts_with("HTTP/1.1 200"));
+    server.kill().unwrap();
+    server.wait().unwrap();
+}
+
+#[test]
 fn serve_runs_new_chats_on_the_chat_workflow_it_is_given() {
     let dir = tempfile::tempdir().unwrap();
     let refused = Command::new(env!("CARGO_BIN_EXE_openharness"))

@@ -1,5 +1,7 @@
-//! API keys: when the server has any, every route but `GET /health` and `GET /openapi.json`
-//! requires one, sent as
+//! API keys: when the server has any, every route but `GET /health`, `GET /openapi.json` and
+//! the inspector's page and assets (`/`, `/index.html`, `/inspector.js`, `/inspector.css`,
+//! which hold no data: the page asks for a key and sends it with its API calls) requires one,
+//! sent as
 //! `Authorization: Bearer <key>` (or `x-api-key: <key>`). Keys are kept only as SHA-256 hashes
 //! and compared in constant time; a key is never logged or echoed. A refused request is `401`
 //! in the error shape.

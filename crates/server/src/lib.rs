@@ -26,7 +26,8 @@
 //! | `GET /api/chat/{id}/stream` | the running turn's UI message stream from its start, or `204` |
 //! | `POST /api/workflow` `{input, sessionId?, workflow?}` | the seeds' handler: `event`, `state`, `done` / `error` frames |
 //!
-//! **API keys**: with [`ServerOptions::api_keys`] set, every route but `/health` requires
+//! **API keys**: with [`ServerOptions::api_keys`] set, every route but `/health`,
+//! `/openapi.json` and the inspector's page and assets requires
 //! `Authorization: Bearer <key>`; keys are kept hashed and compared in constant time.
 //!
 //! **CORS** is off unless [`ServerOptions::cors`] names the origins a browser page may call
@@ -86,7 +87,8 @@ pub struct ServerOptions {
     pub queue_inputs: bool,
     /// The workflow a new chat of `POST /api/chat` runs (default: the host's only workflow).
     pub chat_workflow: Option<String>,
-    /// API keys (hashed): when any are set, every route but `/health` requires one.
+    /// API keys (hashed): when any are set, every route but `/health`, `/openapi.json` and
+    /// the inspector's page and assets requires one.
     pub api_keys: Vec<ApiKeyHash>,
     /// The origins a browser page may call the server from (default none: CORS off).
     pub cors: Option<CorsOrigins>,
@@ -129,7 +131,8 @@ impl ServerOptions {
         self
     }
 
-    /// Requires API keys (kept hashed) on every route but `/health`.
+    /// Requires API keys (kept hashed) on every route but `/health`, `/openapi.json` and the
+    /// inspector's page and assets.
     #[must_use]
     pub fn api_keys(mut self, keys: impl IntoIterator<Item = ApiKeyHash>) -> Self {
         self.api_keys.extend(keys);
