@@ -15,7 +15,7 @@
 //! | `POST /v1/agents/{id}/archive`, `…/unarchive` | archives it, makes it active again |
 //! | `GET`, `POST /v1/agents/{a}/sessions` | an agent's sessions; a new one is `pending` (`409 agent_archived` for an archived agent) |
 //! | `GET`, `PATCH`, `DELETE /v1/agents/{a}/sessions/{s}` | one session (title, tags, model); delete removes its log too (`409 session_running` during a turn) |
-//! | `GET`, `POST /v1/agents/{a}/sessions/{s}/messages` | its messages by sequence (a projection of its log); `POST {content: [{type: text, text}], controls?: {model_id}}` records a user message, answers it (`201`) and runs the turn on (`409 session_running` while one runs, `503 no_provider` without a provider) |
+//! | `GET`, `POST /v1/agents/{a}/sessions/{s}/messages` | its messages by sequence (a projection of its log); `POST {content: [{type: text, text}], controls?: {model_id}}` records a user message, answers it (`201`) and runs the turn on (`409 session_running` while one runs); the model (message's `controls`, the session's, the agent's, else the default provider's default model) is asked through its LLM provider row with the row's key opened (`Platform::with_provider` overrides, e.g. with a scripted model; `503 no_provider` when no model is found) |
 //! | `GET /v1/agents/{a}/sessions/{s}/events?after=` | its notifications (`message.created`, `message.delta`, `step.*`, `tool.*`, `session.*`) as a JSON page; with `Accept: text/event-stream`, SSE (`event:` the type, `id:` the sequence) that goes on live and resumes after `Last-Event-ID` |
 //! | `GET`, `PUT /v1/agents/{id}/capabilities` | its capabilities by position; `PUT {capabilities: [ids]}` sets them in order |
 //! | `GET /v1/capabilities`, `GET /v1/capabilities/{id}` | the built-in registry |

@@ -1186,6 +1186,51 @@ impl Platform {
         Ok(notifications)
     }
 
+    /// The model provider a provider row describes, with its key opened, asking `model`.
+    fn row_provider(
+        &self,
+        row: &ProviderRecord,
+        model: &str,
+    ) -> Result<BoxedProvider, PlatformError> {
+        use openharness_provider::{AnthropicProvider, ApiKey, OpenAiProvider};
+        if row.status != crate::resources::ResourceStatus::Active {
+            return Err(PlatformError::Invalid(format!(
+                "LLM provider {} is disabled",
+                row.id
+            )));
+        }
+        let sealed = row.api_key.as_ref().ok_or_else(|| {
+            PlatformError::Invalid(format!("LLM provider {} has no API key", row.id))
+        })?;
+        let key = ApiKey::new(self.keys()?.open(row.id, sealed)?);
+        let invalid = |err: openharness_provider::ConfigError| {
+            PlatformError::Invalid(format!("LLM provider {}: {err}", row.id))
+        };
+        let provider: BoxedProvider = match row.provider_type {
+            crate::resources::ProviderType::Anthropic => {
+                let mut builder = AnthropicProvider::builder(key).model(model);
+                if let Some(url) = &row.base_url {
+                    builder = builder.base_url(url);
+                }
+                Arc::new(builder.build().map_err(invalid)?)
+            }
+            crate::resources::ProviderType::Openai => {
+                let mut builder = OpenAiProvider::builder(key).model(model);
+                if let Some(url) = &row.base_url {
+                    builder = builder.base_url(url);
+                }
+                Arc::new(builder.build().map_err(invalid)?)
+            }
+            crate::resources::ProviderType::AzureOpenai => {
+                return Err(PlatformError::Invalid(format!(
+                    "LLM provider {}: azure_openai cannot answer messages yet",
+                    row.id
+                )));
+            }
+        };
+        Ok(provider)
+    }
+
     /// A live tail of a session's log from seq `from` (for its notification stream).
     pub(crate) async fn tail(
         &self,
@@ -1215,11 +1260,6 @@ impl Platform {
     ) -> Result<Message, PlatformError> {
         let text = new.text()?;
         let wanted = new.controls.and_then(|c| c.model_id);
-        let provider = self
-            .inner
-            .provider
-            .clone()
-            .ok_or(PlatformError::NoProvider)?;
         let (system_prompt, model, capabilities) = self
             .read(|index| {
                 let session = index.session(agent, id)?;
@@ -1230,19 +1270,28 @@ impl Platform {
                         format!("agent {agent} is archived: unarchive it to continue its sessions"),
                     ));
                 }
-                let model = match wanted.or(session.model_id).or(owner.default_model_id) {
-                    Some(model) => Some(
-                        index
-                            .models
-                            .get(&model)
-                            .ok_or_else(|| {
-                                PlatformError::Invalid(format!("model {model} names no LLM model"))
-                            })?
-                            .model_id
-                            .clone(),
-                    ),
-                    None => None,
+                // The message's, the session's or the agent's model, else the default
+                // provider's default model.
+                let chosen = wanted.or(session.model_id).or(owner.default_model_id);
+                let model = match chosen {
+                    Some(model) => Some(index.models.get(&model).ok_or_else(|| {
+                        PlatformError::Invalid(format!("model {model} names no LLM model"))
+                    })?),
+                    None => index
+                        .providers
+                        .values()
+                        .find(|p| p.is_default)
+                        .and_then(|p| {
+                            index
+                                .models
+                                .values()
+                                .find(|m| m.provider_id == p.id && m.is_default)
+                        }),
                 };
+                let model = model.map(|m| {
+                    let row = index.providers.get(&m.provider_id).cloned();
+                    (m.model_id.clone(), row)
+                });
                 let capabilities: Vec<String> = index
                     .agent_capabilities
                     .get(&agent)
@@ -1251,6 +1300,11 @@ impl Platform {
                 Ok((owner.system_prompt.clone(), model, capabilities))
             })
             .await??;
+        let (provider, model) = match (&self.inner.provider, model) {
+            (Some(provider), model) => (Arc::clone(provider), model.map(|(name, _)| name)),
+            (None, Some((name, Some(row)))) => (self.row_provider(&row, &name)?, Some(name)),
+            (None, _) => return Err(PlatformError::NoProvider),
+        };
         let log = session_log(id);
         let store = Arc::clone(&self.inner.store);
         let info = store.session(&log).await?;

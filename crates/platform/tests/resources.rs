@@ -1195,23 +1195,106 @@ async fn messages_continue_the_session_and_are_a_projection_of_its_log(store: Ar
         "not_found",
     );
 
-    // Without a provider, messages cannot be answered.
+    // Without an override, the model's provider row answers: this one has no key.
     let bare = serve(
         Platform::new(Arc::clone(&store), None),
         PlatformOptions::default(),
     )
     .await;
+    let answer = bare
+        .send(
+            "POST",
+            &messages,
+            json!({"content": [{"type": "text", "text": "x"}]}),
+        )
+        .await;
+    error(&answer, 422, "invalid");
+    assert!(
+        answer.1["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("no API key")
+    );
+}
+
+async fn a_provider_row_answers_with_its_opened_key(store: Arc<dyn Store>) {
+    use openharness_provider::testing::FakeServer;
+    use openharness_provider::testing::anthropic::{KEY, json_output};
+    let fake = FakeServer::anthropic(KEY).await.unwrap();
+    fake.respond(json_output(&json!({"reply": "from the fake"})));
+    let platform = Platform::new(Arc::clone(&store), Some(master_keys("k1", "4d")));
+    let client = serve(platform, PlatformOptions::default()).await;
+    // No model anywhere and no default: nothing can answer.
+    let (_, agent) = client
+        .send(
+            "POST",
+            "/v1/agents",
+            json!({"name": "a", "system_prompt": "Be kind."}),
+        )
+        .await;
+    let a = agent["id"].as_str().unwrap();
+    let (_, session) = client
+        .send("POST", &format!("/v1/agents/{a}/sessions"), json!({}))
+        .await;
+    let path = format!(
+        "/v1/agents/{a}/sessions/{}",
+        session["id"].as_str().unwrap()
+    );
+    let hello = json!({"content": [{"type": "text", "text": "Hello"}]});
     error(
-        &bare
-            .send(
-                "POST",
-                &messages,
-                json!({"content": [{"type": "text", "text": "x"}]}),
-            )
+        &client
+            .send("POST", &format!("{path}/messages"), hello.clone())
             .await,
         503,
         "no_provider",
     );
+
+    // The default provider's default model answers, with the key the platform keeps.
+    let (_, provider) = client
+        .send(
+            "POST",
+            "/v1/llm-providers",
+            json!({"name": "fake", "provider_type": "anthropic", "api_key": KEY,
+                   "base_url": fake.base_url(), "is_default": true}),
+        )
+        .await;
+    client
+        .send(
+            "POST",
+            &format!(
+                "/v1/llm-providers/{}/models",
+                provider["id"].as_str().unwrap()
+            ),
+            json!({"model_id": "claude-fake", "is_default": true}),
+        )
+        .await;
+    let (status, posted) = client
+        .send("POST", &format!("{path}/messages"), hello)
+        .await;
+    assert_eq!(status, 201, "{posted}");
+    let mut said = Vec::new();
+    for _ in 0..500 {
+        let (_, page) = client.get(&format!("{path}/messages")).await;
+        said = page["data"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| m["content"][0]["text"].as_str().unwrap_or("").to_owned())
+            .collect();
+        if said.len() == 2 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    assert_eq!(said, ["Hello", "from the fake"]);
+    let requests = fake.requests();
+    assert_eq!(requests.len(), 1);
+    assert_eq!(requests[0].header("x-api-key"), Some(KEY));
+    assert_eq!(requests[0].body["model"], "claude-fake");
+    // The key is in no event of the session's log.
+    let log: SessionId = session["id"].as_str().unwrap().parse().unwrap();
+    let recorded = serde_json::to_string(&store.all_events(&log).await.unwrap()).unwrap();
+    assert!(recorded.contains("from the fake") && !recorded.contains(KEY));
 }
 
 async fn events_are_notifications_as_a_page_and_a_resumable_stream(store: Arc<dyn Store>) {
@@ -1393,6 +1476,7 @@ async fn postgres(test: &str) -> Option<Arc<dyn Store>> {
 }
 
 on_every_store!(
+    a_provider_row_answers_with_its_opened_key,
     events_are_notifications_as_a_page_and_a_resumable_stream,
     messages_continue_the_session_and_are_a_projection_of_its_log,
     agents_are_created_read_changed_archived_and_deleted,
