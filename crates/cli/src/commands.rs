@@ -307,7 +307,25 @@ async fn serve(
         insecure_no_auth,
         cors,
     } = access;
-    let host = context.host().clone();
+    let mut host = context.host().clone();
+    // The program's own workflows, as the banner names them (and, when there is one, the one
+    // new chats of POST /api/chat run, as before the platform's reader was added).
+    let names = host.workflow_names().join(", ");
+    let mut chat_workflow = chat_workflow;
+    if chat_workflow.is_none()
+        && let [only] = host.workflow_names().as_slice()
+    {
+        chat_workflow = Some(only.clone());
+    }
+    // Platform sessions (/v1) are sessions of the agent-chat workflow: registered so the
+    // native API and the inspector read them too.
+    if host.hosted(openharness_platform::WORKFLOW_NAME).is_err() {
+        let reader = openharness_platform::agent_chat_for_reading(host.store().clone())
+            .map_err(|err| CliError::Usage(err.to_string()))?;
+        host = host
+            .workflow(reader)
+            .map_err(|err| CliError::Usage(err.to_string()))?;
+    }
     if let Some(name) = &chat_workflow {
         host.hosted(name).map_err(|_| {
             CliError::Usage(format!(
@@ -348,7 +366,6 @@ async fn serve(
         .map_err(|err| CliError::Usage(format!("cannot listen on {addr}: {err}")))?;
     // The port the system chose, when asked for port 0.
     let addr = listener.local_addr().unwrap_or(addr);
-    let names = host.workflow_names().join(", ");
     let protected = if keys.is_empty() {
         ""
     } else {

@@ -247,3 +247,21 @@ pub fn workflow(
         .provider(Shared(provider))
         .build()
 }
+
+/// The agent-chat workflow for reading platform sessions where no agent is at hand (a host
+/// that lists, steps through, diffs or forks them: `openharness serve` registers it): it folds
+/// their logs, but its turns have no assistant, so continue platform sessions through `/v1`.
+///
+/// ```
+/// use openharness_platform::{WORKFLOW_NAME, agent_chat_for_reading};
+/// let store = std::sync::Arc::new(openharness_store::MemoryStore::new());
+/// let workflow = agent_chat_for_reading(store)?;
+/// assert_eq!(workflow.name(), WORKFLOW_NAME);
+/// # Ok::<(), openharness_core::Error>(())
+/// ```
+pub fn for_reading(store: Arc<dyn Store>) -> Result<Workflow<ChatState>, Error> {
+    Workflow::builder(WORKFLOW_NAME)
+        .initial_state(ChatState::default())
+        .shared_store(store)
+        .build()
+}

@@ -58,7 +58,7 @@ use axum::Router;
 pub use capabilities::{capabilities, capability};
 pub use chat::{
     AssistantReplied, ChatAgent, ChatEvent, ChatLine, ChatReply, ChatState, WORKFLOW_NAME,
-    workflow as agent_chat_workflow,
+    for_reading as agent_chat_for_reading, workflow as agent_chat_workflow,
 };
 pub use error::PlatformError;
 pub use events::Notification;
