@@ -18,6 +18,30 @@ fn get(port: u16, path: &str) -> String {
     response
 }
 
+/// Starts `openharness serve --addr 127.0.0.1:0 EXTRA…` in `dir`: the process, the port it
+/// printed, and its first line.
+fn spawn_serve(dir: &std::path::Path, extra: &[&str]) -> (std::process::Child, u16, String) {
+    let mut server = Command::new(env!("CARGO_BIN_EXE_openharness"))
+        .args(["serve", "--addr", "127.0.0.1:0"])
+        .args(extra)
+        .current_dir(dir)
+        .env_remove("OPENHARNESS_STORE")
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    BufReader::new(server.stdout.take().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    let port: u16 = first
+        .split("http://127.0.0.1:")
+        .nth(1)
+        .and_then(|rest| rest.split(|c: char| !c.is_ascii_digit()).next())
+        .and_then(|port| port.parse().ok())
+        .unwrap_or_else(|| panic!("no port in {first}"));
+    (server, port, first)
+}
+
 #[test]
 fn serve_answers_on_loopback_and_refuses_other_addresses() {
     let dir = tempfile::tempdir().unwrap();
@@ -120,23 +144,8 @@ fn serve_allows_the_cors_origins_it_is_given_and_refuses_malformed_ones() {
     let stderr = String::from_utf8_lossy(&refused.stderr);
     assert!(stderr.contains("no path"), "{stderr}");
 
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let mut server = Command::new(env!("CARGO_BIN_EXE_openharness"))
-        .args(["serve", "--addr", &format!("127.0.0.1:{port}")])
-        .args(["--cors-origin", "http://localhost:5173"])
-        .current_dir(dir.path())
-        .env_remove("OPENHARNESS_STORE")
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut first = String::new();
-    BufReader::new(server.stdout.take().unwrap())
-        .read_line(&mut first)
-        .unwrap();
+    let (mut server, port, first) =
+        spawn_serve(dir.path(), &["--cors-origin", "http://localhost:5173"]);
     assert!(first.contains("(CORS: http://localhost:5173)"), "{first}");
     let mut stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
     write!(
@@ -159,23 +168,7 @@ fn serve_allows_the_cors_origins_it_is_given_and_refuses_malformed_ones() {
 #[test]
 fn serve_on_port_0_prints_the_port_it_listens_on() {
     let dir = tempfile::tempdir().unwrap();
-    let mut server = Command::new(env!("CARGO_BIN_EXE_openharness"))
-        .args(["serve", "--addr", "127.0.0.1:0"])
-        .current_dir(dir.path())
-        .env_remove("OPENHARNESS_STORE")
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut first = String::new();
-    BufReader::new(server.stdout.take().unwrap())
-        .read_line(&mut first)
-        .unwrap();
-    let port: u16 = first
-        .split("http://127.0.0.1:")
-        .nth(1)
-        .and_then(|rest| rest.split(|c: char| !c.is_ascii_digit()).next())
-        .and_then(|port| port.parse().ok())
-        .unwrap_or_else(|| panic!("no port in {first}"));
+    let (mut server, port, first) = spawn_serve(dir.path(), &[]);
     assert_ne!(port, 0, "{first}");
     assert!(get(port, "/health").starts_with("HTTP/1.1 200"));
     server.kill().unwrap();
@@ -196,23 +189,7 @@ fn serve_runs_new_chats_on_the_chat_workflow_it_is_given() {
     assert!(stderr.contains("--chat-workflow nope"), "{stderr}");
     assert!(stderr.contains("chat, planner-executor"), "{stderr}");
 
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let mut server = Command::new(env!("CARGO_BIN_EXE_openharness"))
-        .args(["serve", "--addr", &format!("127.0.0.1:{port}")])
-        .args(["--chat-workflow", "chat"])
-        .current_dir(dir.path())
-        .env_remove("OPENHARNESS_STORE")
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut first = String::new();
-    BufReader::new(server.stdout.take().unwrap())
-        .read_line(&mut first)
-        .unwrap();
+    let (mut server, port, _) = spawn_serve(dir.path(), &["--chat-workflow", "chat"]);
     let body = r#"{"id":"0190a8c4-5f00-7000-8000-00000000c4a7","trigger":"submit-message","messages":[{"id":"m1","role":"user","parts":[{"type":"text","text":"Hi there"}]}]}"#;
     let mut stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
     write!(
