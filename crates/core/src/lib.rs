@@ -9,6 +9,7 @@
 
 mod agent;
 pub mod builtin;
+mod claim;
 mod derive;
 mod emit;
 mod error;
@@ -26,8 +27,9 @@ mod tool;
 mod workflow;
 
 pub use agent::{Agent, AgentSpec, StructuredOutput};
+pub use claim::Claim;
 pub use emit::{Emit, IntoEmit, Pending};
-pub use error::Error;
+pub use error::{Error, ErrorChain};
 pub use event::{Decoded, Envelope, Event, EventId, EventSet, SessionId};
 pub use fold::{
     Applied, DEFAULT_CHECKPOINT_INTERVAL, Fold, MAX_CHECKPOINT_INTERVAL, SKIPPED_POSITIONS,

@@ -32,6 +32,7 @@ use chrono::{DateTime, Utc};
 use futures_core::Stream;
 use serde::{Deserialize, Serialize};
 
+use crate::claim::Claim;
 use crate::event::{Envelope, SessionId};
 use crate::status::SessionStatus;
 
@@ -508,6 +509,32 @@ pub trait Store: Send + Sync + 'static {
         Ok(())
     }
 
+    /// Claims the right to run `session`'s turns among every process sharing this store:
+    /// `Ok(None)` when another process holds it. The claim lasts until the returned
+    /// [`Claim`] is dropped, or the holding process dies.
+    ///
+    /// It is how replicas on one database decide who runs a session and notice that the one
+    /// running it died (its claim is free again while the session's last turn is unfinished:
+    /// then `resume` it). Within one process, exclusion is the caller's business (a
+    /// workflow's per-session locks); a store may grant a second claim of the same session to
+    /// the same process or refuse it.
+    ///
+    /// The default, for stores one process owns (memory; redb, whose file only one process can
+    /// open), grants every claim. A store that wraps another must pass it on.
+    ///
+    /// ```
+    /// # async fn demo(store: &impl openharness_core::Store, session: openharness_core::SessionId) -> Result<(), openharness_core::StoreError> {
+    /// if let Some(claim) = store.claim(&session).await? {
+    ///     // run or resume the session's turn, then
+    ///     drop(claim);
+    /// }
+    /// # Ok(()) }
+    /// ```
+    async fn claim(&self, session: &SessionId) -> Result<Option<Claim>, StoreError> {
+        let _ = session;
+        Ok(Some(Claim::unshared()))
+    }
+
     /// The events of `session` with seqs in `range` (clamped to the session's length), in
     /// order, each with its seq, as a stream that holds at most one page of events in memory:
     /// for exporting or scanning sessions of any length. An unknown session, an empty range and
@@ -546,6 +573,9 @@ impl<T: Store + ?Sized> Store for std::sync::Arc<T> {
 
     async fn sync(&self) -> Result<(), StoreError> {
         (**self).sync().await
+    }
+    async fn claim(&self, session: &SessionId) -> Result<Option<Claim>, StoreError> {
+        (**self).claim(session).await
     }
     async fn append(
         &self,

@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use async_trait::async_trait;
 use openharness_core::{
-    Envelope, EventStream, SessionId, SessionInfo, Snapshot, Store, StoreError, Subscription,
+    Claim, Envelope, EventStream, SessionId, SessionInfo, Snapshot, Store, StoreError, Subscription,
 };
 
 /// The error a [`FailingStore`] injects, inside [`StoreError::Backend`].
@@ -136,6 +136,10 @@ impl<S: Store> Store for FailingStore<S> {
 
     async fn sync(&self) -> Result<(), StoreError> {
         self.inner.sync().await
+    }
+
+    async fn claim(&self, session: &SessionId) -> Result<Option<Claim>, StoreError> {
+        self.inner.claim(session).await
     }
 
     async fn append(

@@ -66,6 +66,8 @@ mod memory;
 mod observed;
 #[cfg(feature = "postgres")]
 mod postgres;
+#[cfg(feature = "postgres")]
+mod postgres_claims;
 mod redb_store;
 
 pub use fault::{FailingStore, InjectedFailure};

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use openharness_core::{
-    EVENT_PAGE, Envelope, EventStream, SessionId, SessionInfo, Snapshot, Store, StoreError,
+    Claim, EVENT_PAGE, Envelope, EventStream, SessionId, SessionInfo, Snapshot, Store, StoreError,
     Subscription,
 };
 
@@ -98,6 +98,10 @@ impl<S: Store, O: StoreObserver> Store for Observed<S, O> {
         let result = self.inner.sync().await;
         self.observer.after_sync(&result);
         result
+    }
+
+    async fn claim(&self, session: &SessionId) -> Result<Option<Claim>, StoreError> {
+        self.inner.claim(session).await
     }
     async fn append(
         &self,

@@ -56,6 +56,13 @@
 //! listener stays down for [`LISTENER_GRACE`] do tails end, with an error saying why; new
 //! subscriptions work again once it is back.
 //!
+//! # Claims
+//!
+//! [`Store::claim`] takes a session-level advisory lock (`pg_try_advisory_lock`) on one
+//! connection of this process kept for claims, so PostgreSQL decides which of several
+//! processes runs a session's turns and frees the claims of a process that dies with its
+//! connection. Keys hash the schema and the session id. See `postgres_claims.rs`.
+//!
 //! Connections report `application_name` `openharness <schema>` (unless the URL sets one), so
 //! operators see which store a backend serves. Nothing the store returns or logs contains the
 //! password of its URL: [`Store::describe`] is `postgres:<host>/<database>/<schema>`, and
@@ -69,7 +76,7 @@ use async_trait::async_trait;
 use chrono::{DateTime, SecondsFormat, Utc};
 use deadpool::managed::{Metrics, Object, Pool, PoolError, QueueMode, RecycleError, RecycleResult};
 use openharness_core::{
-    Envelope, EventId, SessionId, SessionInfo, Snapshot, Store, StoreError, Subscription,
+    Claim, Envelope, EventId, SessionId, SessionInfo, Snapshot, Store, StoreError, Subscription,
 };
 use tokio_postgres::error::SqlState;
 use tokio_postgres::{AsyncMessage, Client, NoTls};
@@ -462,6 +469,8 @@ struct Inner {
     describe: String,
     /// The listener task (it owns the listener connection), stopped with the store.
     listener: tokio::task::AbortHandle,
+    /// The claims this process holds (advisory locks on a connection of their own).
+    claims: Arc<crate::postgres_claims::Claims>,
 }
 
 impl Drop for Inner {
@@ -650,6 +659,11 @@ impl PostgresStore {
         // One connection now: a server out of reach or a wrong password fails here.
         drop(pool.get().await.map_err(|err| pool_error(&describe, err))?);
 
+        let claims = Arc::new(crate::postgres_claims::Claims::new(
+            config.clone(),
+            schema,
+            describe.clone(),
+        ));
         let channel = format!("oh_{schema}");
         let notifier = Notifier::with_transient_errors(LISTENER_GRACE, |err| {
             PostgresError::of(err).is_some_and(PostgresError::is_connection_lost)
@@ -684,6 +698,7 @@ impl PostgresStore {
                 channel,
                 describe,
                 listener,
+                claims,
             }),
         })
     }
@@ -973,6 +988,12 @@ fn info_from_row(row: &tokio_postgres::Row) -> Result<SessionInfo, StoreError> {
 impl Store for PostgresStore {
     fn describe(&self) -> String {
         self.inner.describe.clone()
+    }
+
+    /// A session-level advisory lock on a connection of this process (see the module docs of
+    /// claims): PostgreSQL frees it when the process dies.
+    async fn claim(&self, session: &SessionId) -> Result<Option<Claim>, StoreError> {
+        self.inner.claims.claim(session).await
     }
 
     async fn append(

@@ -736,3 +736,85 @@ fn appends_reads_and_tails_carry_on_when_every_connection_is_terminated() {
         drop_old_test_schemas(&url, &schema).await;
     });
 }
+
+/// Claims are exclusive among processes sharing the database, and the database frees those of
+/// a process whose connection ends (as when it dies).
+#[tokio::test]
+async fn claims_exclude_other_processes_and_die_with_their_connection() {
+    let Some(url) = server("claims").await else {
+        return;
+    };
+    let schema = schema();
+    // Two stores on one schema stand for two replicas.
+    let a = PostgresStore::connect_in_schema(&url, &schema)
+        .await
+        .unwrap();
+    let b = PostgresStore::connect_in_schema(&url, &schema)
+        .await
+        .unwrap();
+    let session = SessionId::new();
+    let other = SessionId::new();
+
+    let held = a
+        .claim(&session)
+        .await
+        .unwrap()
+        .expect("a free session is granted");
+    assert!(
+        b.claim(&session).await.unwrap().is_none(),
+        "another replica is refused"
+    );
+    assert!(
+        a.claim(&session).await.unwrap().is_none(),
+        "a second claim in the holder is refused"
+    );
+    let unrelated = b
+        .claim(&other)
+        .await
+        .unwrap()
+        .expect("another session is free");
+    // The same session in another schema is another store's: free.
+    let elsewhere = PostgresStore::connect_in_schema(&url, &self::schema())
+        .await
+        .unwrap();
+    assert!(elsewhere.claim(&session).await.unwrap().is_some());
+
+    // Released on drop: the other replica gets it once the unlock has run.
+    drop(held);
+    let taken = eventually(|| b.claim(&session)).await;
+    assert!(a.claim(&session).await.unwrap().is_none());
+    drop(taken);
+    drop(unrelated);
+
+    // The holder's connection ends (its process died): the database frees the claim.
+    let _held_by_a = eventually(|| a.claim(&session)).await;
+    assert!(b.claim(&session).await.unwrap().is_none());
+    let (admin, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
+        .await
+        .unwrap();
+    tokio::spawn(connection);
+    let terminated = admin
+        .query(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1",
+            &[&format!("openharness {schema} claims")],
+        )
+        .await
+        .unwrap();
+    assert_eq!(terminated.len(), 2, "one claims connection per store");
+    let _taken_over = eventually(|| b.claim(&session)).await;
+}
+
+/// Claims `session` through `claim`, retrying for up to 5 s (a release is sent by a task).
+async fn eventually<'a, F, Fut>(mut claim: F) -> openharness_core::Claim
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<Option<openharness_core::Claim>, StoreError>> + 'a,
+{
+    for _ in 0..250 {
+        if let Some(claim) = claim().await.unwrap() {
+            return claim;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    panic!("the claim was not granted within 5 s");
+}
