@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 use openharness::store::{RedbOptions, RedbStore};
-use openharness::{Envelope, SessionId, SessionStatus, Store};
+use openharness::{Envelope, ErrorChain, SessionId, SessionStatus, Store};
 use openharness_host::{Host, HostError};
 use serde::Serialize;
 use serde::ser::{SerializeSeq, Serializer};
@@ -74,7 +74,7 @@ pub enum CliError {
         program: String,
     },
     /// The store could not be opened.
-    #[error("could not open the store at {path}: {source}")]
+    #[error("could not open the store at {path}")]
     OpenStore {
         /// The path given.
         path: String,
@@ -95,10 +95,10 @@ pub enum CliError {
     #[error("{0}")]
     Usage(String),
     /// Writing the output failed.
-    #[error("could not write the output: {0}")]
+    #[error("could not write the output")]
     Output(#[from] std::io::Error),
     /// Encoding JSON failed.
-    #[error("could not encode JSON: {0}")]
+    #[error("could not encode JSON")]
     Json(#[from] serde_json::Error),
     /// `export` or `import` failed.
     #[error(transparent)]
@@ -107,8 +107,8 @@ pub enum CliError {
     #[error("{0}")]
     Clap(clap::Error),
     /// The async runtime could not start.
-    #[error("could not start the async runtime: {0}")]
-    Runtime(std::io::Error),
+    #[error("could not start the async runtime")]
+    Runtime(#[source] std::io::Error),
     /// A failure of a program's own command.
     #[error(transparent)]
     Other(Box<dyn std::error::Error + Send + Sync>),
@@ -226,7 +226,11 @@ async fn check(context: &Context) -> Result<(), CliError> {
     let sessions = match store.sessions().await {
         Ok(sessions) => sessions,
         Err(err) => {
-            writeln!(out, "DAMAGED  the store's session list: {err}")?;
+            writeln!(
+                out,
+                "DAMAGED  the store's session list: {}",
+                ErrorChain(&err)
+            )?;
             return Err(CliError::Damaged(1));
         }
     };
@@ -246,7 +250,7 @@ async fn check(context: &Context) -> Result<(), CliError> {
                     break;
                 }
                 Err(err) => {
-                    problem = Some(err.to_string());
+                    problem = Some(ErrorChain(&err).to_string());
                     break;
                 }
             }
@@ -256,7 +260,9 @@ async fn check(context: &Context) -> Result<(), CliError> {
         }
         if problem.is_none() {
             match store.latest_snapshot(&info.id, u64::MAX).await {
-                Err(err) => problem = Some(format!("its snapshots: {err}")),
+                Err(err) => {
+                    problem = Some(format!("its snapshots: {}", ErrorChain(&err)));
+                }
                 Ok(Some(snapshot)) if snapshot.position > next => {
                     problem = Some(format!(
                         "a snapshot at position {} lies beyond its {next} events",

@@ -531,7 +531,10 @@ impl Debugger {
 
     fn render_state(&self, frame: &mut Frame<'_>, area: Rect, tape: &dyn JsonTape) {
         let (title, text) = match tape.state() {
-            Err(err) => (" state ", format!("(no state here: {err})")),
+            Err(err) => (
+                " state ",
+                format!("(no state here: {})", openharness::ErrorChain(&err)),
+            ),
             Ok(value) => match self.view {
                 StateView::Json => (
                     " state (json, t: tree) ",
@@ -558,7 +561,7 @@ impl Debugger {
             "(position 0: no event yet)".to_owned()
         } else {
             match tape.diff(position - 1, position) {
-                Err(err) => format!("(no diff: {err})"),
+                Err(err) => format!("(no diff: {})", openharness::ErrorChain(&err)),
                 Ok(patch) if patch.0.is_empty() => "(no change to the state)".to_owned(),
                 Ok(patch) => patch.0.iter().map(describe).collect::<Vec<_>>().join("\n"),
             }

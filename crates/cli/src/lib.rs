@@ -473,9 +473,16 @@ fn is_broken_pipe(err: &(dyn std::error::Error + 'static)) -> bool {
     false
 }
 
-/// Prints `err` as one `error: …` line on stderr (a `clap` error as `clap` prints it) and
-/// returns the failing exit code: for a program's `main` when building its [`Cli`] fails.
-pub fn fail(err: &dyn std::fmt::Display) -> ExitCode {
-    eprintln!("error: {err}");
+/// Prints `err` as one `error: …` line on stderr, with its causes once each
+/// (`error: could not open the store at x: cannot open the store x: …`, as
+/// [`ErrorChain`](openharness::ErrorChain) writes them), and returns the failing exit code:
+/// for a program's `main` when building its [`Cli`] fails.
+///
+/// ```
+/// let err = openharness::Error::from(openharness::StoreError::Invalid("no such file".into()));
+/// assert_eq!(openharness_cli::fail(&err), std::process::ExitCode::FAILURE);
+/// ```
+pub fn fail(err: &(dyn std::error::Error + 'static)) -> ExitCode {
+    eprintln!("error: {}", openharness::ErrorChain(err));
     ExitCode::FAILURE
 }

@@ -33,7 +33,7 @@ pub(crate) enum TransferCommand {
 #[non_exhaustive]
 pub enum TransferCliError {
     /// The store could not be opened.
-    #[error("could not open the store {store}: {source}")]
+    #[error("could not open the store {store}")]
     Open {
         /// The store as `--store` named it.
         store: String,
@@ -41,7 +41,7 @@ pub enum TransferCliError {
         source: StoreError,
     },
     /// The file to import could not be opened.
-    #[error("could not open {}: {source}", path.display())]
+    #[error("could not open {}", path.display())]
     File {
         /// The file.
         path: PathBuf,
@@ -49,7 +49,7 @@ pub enum TransferCliError {
         source: std::io::Error,
     },
     /// The import failed (a malformed line, a store failure).
-    #[error("{}: {source}", path.display())]
+    #[error("could not import {}", path.display())]
     Import {
         /// The file.
         path: PathBuf,

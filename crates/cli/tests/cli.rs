@@ -192,6 +192,35 @@ fn errors_are_clear_and_exit_non_zero() {
 }
 
 #[test]
+fn a_store_that_cannot_open_names_each_cause_once() {
+    let dir = tempfile::tempdir().unwrap();
+    // The store's folder is a file: the store cannot be created.
+    let blocked = dir.path().join("blocked");
+    std::fs::write(&blocked, "not a folder").unwrap();
+    let store = blocked.join("store.redb");
+    let stderr = failure(&openharness(
+        dir.path(),
+        &["--store", store.to_str().unwrap(), "demo"],
+    ));
+    // What the CLI tried, what the store tried, and the operating system's reason, in one line.
+    assert!(
+        stderr.starts_with("error: could not open the store at "),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains(": cannot create the directory "),
+        "{stderr}"
+    );
+    let reason = std::fs::create_dir_all(&blocked).unwrap_err().to_string();
+    assert_eq!(stderr.matches(&reason).count(), 1, "{stderr}");
+    assert_eq!(
+        stderr.matches(blocked.to_str().unwrap()).count(),
+        2,
+        "{stderr}"
+    );
+}
+
+#[test]
 fn a_demo_left_unanswered_waits_until_respond_answers_it_once() {
     let dir = tempfile::tempdir().unwrap();
     let demo = stdout(&openharness(dir.path(), &["demo", "--no-answer"]));

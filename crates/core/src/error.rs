@@ -11,7 +11,7 @@ use crate::store::StoreError;
 pub enum Error {
     /// The store failed. While recording, the run stopped at once; every event it acknowledged
     /// before the failure is in the log.
-    #[error("{} failed{}: {source}", if store.is_empty() { "the store".to_owned() } else { format!("store `{store}`") }, session.as_ref().map(|s| format!(" on session {s}")).unwrap_or_default())]
+    #[error("{} failed{}", if store.is_empty() { "the store".to_owned() } else { format!("store `{store}`") }, session.as_ref().map(|s| format!(" on session {s}")).unwrap_or_default())]
     Store {
         /// The store's description (empty when the error came from the store directly, through
         /// `?`).
@@ -113,7 +113,10 @@ fn open_list(open: &[crate::EventId]) -> String {
 /// fn open() -> Result<(), openharness_core::Error> {
 ///     Err(openharness_core::StoreError::Invalid("no such file".into()))?
 /// }
-/// assert_eq!(open().unwrap_err().to_string(), "the store failed: invalid request: no such file");
+/// let err = open().unwrap_err();
+/// // The message says what failed; the cause is its source, printed once by a chain.
+/// assert_eq!(err.to_string(), "the store failed");
+/// assert_eq!(openharness_core::ErrorChain(&err).to_string(), "the store failed: invalid request: no such file");
 /// ```
 impl From<StoreError> for Error {
     fn from(source: StoreError) -> Self {
@@ -143,5 +146,42 @@ impl Error {
             session: session.cloned(),
             source,
         }
+    }
+}
+
+/// An error with its causes, for a reporter: `top: cause: cause`, each message once.
+///
+/// Errors of Open Harness that wrap a cause return it from
+/// [`source`](std::error::Error::source) and leave it out of their own message, so a reporter
+/// that walks the chain (this type, anyhow's `{:#}`) prints every cause once. A cause whose
+/// message the text so far already holds (an error of another library that repeats its
+/// source) is skipped, so nothing is printed twice.
+///
+/// ```
+/// use openharness_core::{Error, ErrorChain, StoreError};
+///
+/// let err = Error::from(StoreError::Invalid("no such file".into()));
+/// assert_eq!(err.to_string(), "the store failed");
+/// assert_eq!(
+///     ErrorChain(&err).to_string(),
+///     "the store failed: invalid request: no such file"
+/// );
+/// ```
+#[derive(Debug, Clone, Copy)]
+pub struct ErrorChain<'a>(pub &'a (dyn std::error::Error + 'static));
+
+impl std::fmt::Display for ErrorChain<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut text = self.0.to_string();
+        let mut cause = self.0.source();
+        while let Some(err) = cause {
+            let message = err.to_string();
+            if !message.is_empty() && !text.contains(&message) {
+                text.push_str(": ");
+                text.push_str(&message);
+            }
+            cause = err.source();
+        }
+        f.write_str(&text)
     }
 }

@@ -816,7 +816,7 @@ impl<S: WorkflowState> Run<'_, S> {
         match self.wf.store.snapshot(&self.session, &snapshot).await {
             Ok(()) => self.snapshot_at = self.len,
             Err(err) => {
-                tracing::warn!(session = %self.session, error = %err, "could not save the turn's snapshot; the next turn folds a longer tail");
+                tracing::warn!(session = %self.session, error = %crate::ErrorChain(&err), "could not save the turn's snapshot; the next turn folds a longer tail");
             }
         }
     }

@@ -35,7 +35,7 @@ pub enum HostError {
     #[error("session {0} not found")]
     SessionNotFound(SessionId),
     /// The store failed.
-    #[error("store `{store}` failed: {source}")]
+    #[error("store `{store}` failed")]
     Store {
         /// The store's description.
         store: String,
@@ -51,9 +51,7 @@ pub enum HostError {
     #[error(transparent)]
     Tape(#[from] openharness_tape::TapeError),
     /// A state did not encode as JSON.
-    #[error(
-        "the state of session {session} at position {position} does not encode as JSON: {source}"
-    )]
+    #[error("the state of session {session} at position {position} does not encode as JSON")]
     Encode {
         /// The session.
         session: SessionId,

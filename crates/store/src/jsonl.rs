@@ -131,7 +131,7 @@ pub enum TransferError {
         found: EventId,
     },
     /// The input could not be read.
-    #[error("line {line}: cannot read the input: {source}")]
+    #[error("line {line}: cannot read the input")]
     Read {
         /// The line number, from 1.
         line: u64,
@@ -139,14 +139,14 @@ pub enum TransferError {
         source: std::io::Error,
     },
     /// The output could not be written.
-    #[error("cannot write the export: {0}")]
+    #[error("cannot write the export")]
     Write(#[source] std::io::Error),
     /// The temporary file that holds a long session's events during an import failed.
-    #[error("cannot buffer the import in a temporary file: {0}")]
+    #[error("cannot buffer the import in a temporary file")]
     Buffer(#[source] std::io::Error),
     /// The store failed; for an import, `line` is the line being checked against the store, or
     /// the first line of the batch it refused.
-    #[error("{}store {store}: {source}", line.map(|l| format!("line {l}: ")).unwrap_or_default())]
+    #[error("{}store {store} failed", line.map(|l| format!("line {l}: ")).unwrap_or_default())]
     Store {
         /// The line being checked, or the first line of the refused batch (imports only).
         line: Option<u64>,

@@ -70,7 +70,7 @@ fn store_path_from(env: Option<std::ffi::OsString>) -> PathBuf {
 #[non_exhaustive]
 pub enum RedbError {
     /// The directory that should hold the store file could not be created.
-    #[error("cannot create the directory {} for the store: {source}", path.display())]
+    #[error("cannot create the directory {} for the store", path.display())]
     CreateDir {
         /// The directory.
         path: PathBuf,
@@ -78,7 +78,7 @@ pub enum RedbError {
         source: std::io::Error,
     },
     /// The store file could not be created.
-    #[error("cannot create the store {}: {source}", path.display())]
+    #[error("cannot create the store {}", path.display())]
     CreateFile {
         /// The file.
         path: PathBuf,
@@ -95,7 +95,7 @@ pub enum RedbError {
         path: PathBuf,
     },
     /// The file could not be opened as a redb database.
-    #[error("cannot open the store {}: {source}", path.display())]
+    #[error("cannot open the store {}", path.display())]
     Open {
         /// The store file.
         path: PathBuf,
@@ -172,7 +172,7 @@ pub enum RedbError {
         message: String,
     },
     /// A read or write failed.
-    #[error("store {}: {operation} failed: {source}", path.display())]
+    #[error("store {}: {operation} failed", path.display())]
     Database {
         /// The store file.
         path: PathBuf,

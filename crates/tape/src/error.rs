@@ -12,7 +12,7 @@ pub enum TapeError {
     #[error(transparent)]
     Harness(#[from] openharness_core::Error),
     /// A state could not be encoded as JSON (for a diff).
-    #[error("the state at position {position} does not encode as JSON: {source}")]
+    #[error("the state at position {position} does not encode as JSON")]
     Encode {
         /// The position whose state failed.
         position: u64,
