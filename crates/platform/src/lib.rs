@@ -15,7 +15,7 @@
 //! | `POST /v1/agents/{id}/archive`, `…/unarchive` | archives it, makes it active again |
 //! | `GET`, `POST /v1/agents/{a}/sessions` | an agent's sessions; a new one is `pending` (`409 agent_archived` for an archived agent) |
 //! | `GET`, `PATCH`, `DELETE /v1/agents/{a}/sessions/{s}` | one session (title, tags, model); delete removes its log too (`409 session_running` during a turn) |
-//! | `GET`, `POST /v1/agents/{a}/sessions/{s}/messages` | its messages by sequence (a projection of its log); `POST {content: [{type: text, text}], controls?: {model_id}}` records a user message, answers it (`201`) and runs the turn on (`409 session_running` while one runs); the model (message's `controls`, the session's, the agent's, else the default provider's default model) is asked through its LLM provider row with the row's key opened (`Platform::with_provider` overrides, e.g. with a scripted model; `503 no_provider` when no model is found) |
+//! | `GET`, `POST /v1/agents/{a}/sessions/{s}/messages` | its messages by sequence (a projection of its log); `POST {content: [{type: text, text}], controls?: {model_id}}` records a user message, answers it (`201`) once it is durably recorded and runs the turn on (`409 session_running` while one runs, in this process or another sharing the store; a turn a dead process cut off is resumed first); the model (message's `controls`, the session's, the agent's, else the default provider's default model) is asked through its LLM provider row with the row's key opened (`Platform::with_provider` overrides, e.g. with a scripted model; `503 no_provider` when no model is found) |
 //! | `GET /v1/agents/{a}/sessions/{s}/events?after=` | its notifications (`message.created`, `message.delta`, `step.*`, `tool.*`, `session.*`) as a JSON page; with `Accept: text/event-stream`, SSE (`event:` the type, `id:` the sequence) that goes on live and resumes after `Last-Event-ID` |
 //! | `GET`, `PUT /v1/agents/{id}/capabilities` | its capabilities by position; `PUT {capabilities: [ids]}` sets them in order |
 //! | `GET /v1/capabilities`, `GET /v1/capabilities/{id}` | the built-in registry |
@@ -24,6 +24,13 @@
 //! | `GET`, `POST /v1/llm-providers/{id}/models` | its models |
 //! | `GET /v1/llm-models?provider_id=`, `POST /v1/llm-models` | models (`409 duplicate_model` for a repeated `model_id` at one provider) |
 //! | `GET`, `PATCH`, `DELETE /v1/llm-models/{id}` | one model (`409 model_in_use` while an agent's default) |
+//!
+//! Who runs a session's turn is decided through the store ([`Store::claim`]: on PostgreSQL an
+//! advisory lock the database frees when the holding replica dies), and
+//! [`Platform::spawn_recovery`] (which `openharness serve` runs) resumes the sessions a dead
+//! replica left mid-turn, from their logs, without asking a model again for a recorded answer.
+//!
+//! [`Store::claim`]: openharness_core::Store::claim
 //!
 //! Lists answer `{"data": [...], "total", "offset", "limit"}` (`limit` 1 to 100, default 20).
 //! Errors are the server's shape, `{"error": {"code", "message"}}`: `400` unreadable input,

@@ -18,11 +18,10 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use chrono::Utc;
-use openharness_core::{BoxedProvider, Envelope, RunOptions, SessionId, Store, StoreError};
+use openharness_core::{BoxedProvider, Envelope, SessionId, Store, StoreError};
 
-use crate::chat::{self, ChatAgent};
 use crate::events::{Notification, notification};
-use crate::messages::{Message, NewMessage, project};
+use crate::messages::{Message, project};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
@@ -37,6 +36,8 @@ use crate::resources::{
     Agent, AgentCapability, AgentStatus, CapabilityStatus, LlmModel, LlmProvider, ProviderRecord,
     Session, SessionRecord, SessionStatus,
 };
+
+mod turns;
 
 /// The id of the session that holds the platform log.
 pub const PLATFORM_LOG: &str = "openharness-platform";
@@ -382,6 +383,8 @@ struct Inner {
     keys: Option<MasterKeys>,
     provider: Option<BoxedProvider>,
     index: tokio::sync::Mutex<Index>,
+    /// The sessions whose turns this process runs (see `turns`).
+    running: turns::Running,
 }
 
 impl std::fmt::Debug for Platform {
@@ -410,6 +413,7 @@ impl Platform {
                 keys,
                 provider: None,
                 index: tokio::sync::Mutex::default(),
+                running: turns::Running::default(),
             }),
         }
     }
@@ -425,6 +429,7 @@ impl Platform {
                 keys: self.inner.keys.clone(),
                 provider: Some(provider),
                 index: tokio::sync::Mutex::default(),
+                running: Arc::clone(&self.inner.running),
             }),
         }
     }
@@ -1247,122 +1252,6 @@ impl Platform {
         self.read(|index| index.session(agent, id).map(|_| ()))
             .await??;
         Ok(session_log(id))
-    }
-
-    /// Posts a user message: starts a turn of the session's agent-chat workflow and answers
-    /// the message once its `user:input` is recorded (durably, before the model is asked);
-    /// the turn runs on. A session whose turn runs is `409 session_running`.
-    pub async fn post_message(
-        &self,
-        agent: Uuid,
-        id: Uuid,
-        new: NewMessage,
-    ) -> Result<Message, PlatformError> {
-        let text = new.text()?;
-        let wanted = new.controls.and_then(|c| c.model_id);
-        let (system_prompt, model, capabilities) = self
-            .read(|index| {
-                let session = index.session(agent, id)?;
-                let owner = index.agent(agent)?;
-                if owner.status == AgentStatus::Archived {
-                    return Err(PlatformError::conflict(
-                        "agent_archived",
-                        format!("agent {agent} is archived: unarchive it to continue its sessions"),
-                    ));
-                }
-                // The message's, the session's or the agent's model, else the default
-                // provider's default model.
-                let chosen = wanted.or(session.model_id).or(owner.default_model_id);
-                let model = match chosen {
-                    Some(model) => Some(index.models.get(&model).ok_or_else(|| {
-                        PlatformError::Invalid(format!("model {model} names no LLM model"))
-                    })?),
-                    None => index
-                        .providers
-                        .values()
-                        .find(|p| p.is_default)
-                        .and_then(|p| {
-                            index
-                                .models
-                                .values()
-                                .find(|m| m.provider_id == p.id && m.is_default)
-                        }),
-                };
-                let model = model.map(|m| {
-                    let row = index.providers.get(&m.provider_id).cloned();
-                    (m.model_id.clone(), row)
-                });
-                let capabilities: Vec<String> = index
-                    .agent_capabilities
-                    .get(&agent)
-                    .map(|list| list.iter().map(|c| c.capability_id.clone()).collect())
-                    .unwrap_or_default();
-                Ok((owner.system_prompt.clone(), model, capabilities))
-            })
-            .await??;
-        let (provider, model) = match (&self.inner.provider, model) {
-            (Some(provider), model) => (Arc::clone(provider), model.map(|(name, _)| name)),
-            (None, Some((name, Some(row)))) => (self.row_provider(&row, &name)?, Some(name)),
-            (None, _) => return Err(PlatformError::NoProvider),
-        };
-        let log = session_log(id);
-        let store = Arc::clone(&self.inner.store);
-        let info = store.session(&log).await?;
-        if info.as_ref().is_some_and(|i| i.status.is_running()) {
-            return Err(PlatformError::conflict(
-                "session_running",
-                format!("session {id} is running a turn: post when it has ended"),
-            ));
-        }
-        let len = info.map_or(0, |i| i.count);
-        let mut recorded = store.subscribe(&log, len).await?;
-        let chat = chat::workflow(
-            Arc::clone(&store),
-            provider,
-            ChatAgent::new(&system_prompt, model, &capabilities),
-        )?;
-        let session = log.clone();
-        let mut turn = tokio::spawn(async move {
-            let options = RunOptions::new().refuse_if_busy();
-            let outcome = if len == 0 {
-                chat.run(options.session(session).input(text)).await
-            } else {
-                chat.send(&session, text, options).await
-            };
-            if let Err(err) = &outcome {
-                tracing::warn!(error = %err, "a platform session's turn failed");
-            }
-            outcome.map(|_| ())
-        });
-        let mut turn_over = false;
-        loop {
-            tokio::select! {
-                item = recorded.next() => match item {
-                    Some(Ok(event)) => {
-                        if event.event.name == "user:input"
-                            && let Some(message) = project(id, event.seq, &event.event)
-                        {
-                            return Ok(message);
-                        }
-                    }
-                    Some(Err(err)) => return Err(err.into()),
-                    None => return Err(PlatformError::Store(StoreError::Invalid(
-                        "the session's live tail ended before the message was recorded".into(),
-                    ))),
-                },
-                ended = &mut turn, if !turn_over => {
-                    turn_over = true;
-                    match ended {
-                        // It may have ended before the tail delivered the input: read on.
-                        Ok(Ok(())) => {}
-                        Ok(Err(err)) => return Err(err.into()),
-                        Err(join) => return Err(PlatformError::Store(StoreError::Invalid(
-                            format!("the turn stopped: {join}"),
-                        ))),
-                    }
-                }
-            }
-        }
     }
 }
 

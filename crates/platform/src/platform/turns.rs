@@ -1,0 +1,339 @@
+//! Turns of platform sessions: posting a message, and finishing turns whose process died.
+//!
+//! Who runs a session's turn is decided by a claim: this process keeps the set of sessions it
+//! runs, and the store excludes other processes ([`Store::claim`]; on PostgreSQL a
+//! session-level advisory lock, which the database frees when the holder's connection dies
+//! with it). A message is answered once its `user:input` is durably recorded; the turn runs on
+//! while the claim is held, and the claim is given up when the turn ends.
+//!
+//! A session whose log says `running` while nobody holds its claim lost its process mid-turn.
+//! [`Platform::recover`] (run every so often by [`Platform::spawn_recovery`], as `openharness
+//! serve` does) claims such sessions and resumes them from their logs; a message posted to
+//! one resumes it first. Resuming never asks a model again for a response that is recorded:
+//! only calls cut off before their `agent:completed` run again.
+
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use openharness_core::{Claim, RunOptions, Store, StoreError, Workflow};
+use uuid::Uuid;
+
+use super::{Index, Platform, session_log};
+use crate::chat::{self, ChatAgent, ChatState};
+use crate::error::PlatformError;
+use crate::messages::{Message, NewMessage, project};
+use crate::resources::{AgentStatus, ProviderRecord};
+
+/// The sessions whose turns this process runs.
+pub(super) type Running = Arc<Mutex<HashSet<Uuid>>>;
+
+/// The right to run one session's turn here, released (in this process and in the store)
+/// when dropped.
+struct TurnClaim {
+    _local: LocalClaim,
+    _store: Claim,
+}
+
+/// What a turn of a session needs, read from the index: the agent's prompt and capabilities,
+/// and the model (with its provider row) the message, session or agent chose.
+struct TurnPlan {
+    system_prompt: String,
+    model: Option<(String, Option<ProviderRecord>)>,
+    capabilities: Vec<String>,
+}
+
+impl Index {
+    /// The plan of a turn of session `id` of `agent`, asking `wanted` if given, else the
+    /// session's model, the agent's, or the default provider's default model.
+    fn turn_plan(
+        &self,
+        agent: Uuid,
+        id: Uuid,
+        wanted: Option<Uuid>,
+    ) -> Result<TurnPlan, PlatformError> {
+        let session = self.session(agent, id)?;
+        let owner = self.agent(agent)?;
+        let chosen = wanted.or(session.model_id).or(owner.default_model_id);
+        let model = match chosen {
+            Some(model) => Some(self.models.get(&model).ok_or_else(|| {
+                PlatformError::Invalid(format!("model {model} names no LLM model"))
+            })?),
+            None => self
+                .providers
+                .values()
+                .find(|p| p.is_default)
+                .and_then(|p| {
+                    self.models
+                        .values()
+                        .find(|m| m.provider_id == p.id && m.is_default)
+                }),
+        };
+        let model = model.map(|m| {
+            let row = self.providers.get(&m.provider_id).cloned();
+            (m.model_id.clone(), row)
+        });
+        let capabilities = self
+            .agent_capabilities
+            .get(&agent)
+            .map(|list| list.iter().map(|c| c.capability_id.clone()).collect())
+            .unwrap_or_default();
+        Ok(TurnPlan {
+            system_prompt: owner.system_prompt.clone(),
+            model,
+            capabilities,
+        })
+    }
+}
+
+impl Platform {
+    /// Posts a user message: starts a turn of the session's agent-chat workflow and answers
+    /// the message once its `user:input` is recorded (durably, before the model is asked);
+    /// the turn runs on. A session whose turn runs, here or in another process sharing the
+    /// store, is `409 session_running`. A session whose last turn was cut off (its process
+    /// died) is resumed first, then the message is recorded.
+    pub async fn post_message(
+        &self,
+        agent: Uuid,
+        id: Uuid,
+        new: NewMessage,
+    ) -> Result<Message, PlatformError> {
+        let text = new.text()?;
+        let wanted = new.controls.and_then(|c| c.model_id);
+        let plan = self
+            .read(|index| {
+                index.session(agent, id)?;
+                if index.agent(agent)?.status == AgentStatus::Archived {
+                    return Err(PlatformError::conflict(
+                        "agent_archived",
+                        format!("agent {agent} is archived: unarchive it to continue its sessions"),
+                    ));
+                }
+                index.turn_plan(agent, id, wanted)
+            })
+            .await??;
+        let chat = self.chat(plan)?;
+        let Some(claim) = self.claim_turn(id).await? else {
+            return Err(busy(id));
+        };
+        let log = session_log(id);
+        let store = Arc::clone(&self.inner.store);
+        let info = store.session(&log).await?;
+        let cut_off = info.as_ref().is_some_and(|i| i.status.is_running());
+        let len = info.map_or(0, |i| i.count);
+        let mut recorded = store.subscribe(&log, len).await?;
+        let session = log.clone();
+        let mut turn = tokio::spawn(async move {
+            let _claim = claim;
+            let outcome = async {
+                if cut_off {
+                    // Its process died mid-turn: finish that turn from its log first.
+                    chat.resume(&session, RunOptions::new()).await?;
+                }
+                let options = RunOptions::new().refuse_if_busy();
+                if len == 0 {
+                    chat.run(options.session(session).input(text)).await
+                } else {
+                    chat.send(&session, text, options).await
+                }
+            }
+            .await;
+            if let Err(err) = &outcome {
+                tracing::warn!(error = %err, "a platform session's turn failed");
+            }
+            outcome.map(|_| ())
+        });
+        let mut turn_over = false;
+        loop {
+            tokio::select! {
+                item = recorded.next() => match item {
+                    Some(Ok(event)) => {
+                        if event.event.name == "user:input"
+                            && let Some(message) = project(id, event.seq, &event.event)
+                        {
+                            return Ok(message);
+                        }
+                    }
+                    Some(Err(err)) => return Err(err.into()),
+                    None => return Err(PlatformError::Store(StoreError::Invalid(
+                        "the session's live tail ended before the message was recorded".into(),
+                    ))),
+                },
+                ended = &mut turn, if !turn_over => {
+                    turn_over = true;
+                    match ended {
+                        // It may have ended before the tail delivered the input: read on.
+                        Ok(Ok(())) => {}
+                        Ok(Err(err)) => return Err(err.into()),
+                        Err(join) => return Err(PlatformError::Store(StoreError::Invalid(
+                            format!("the turn stopped: {join}"),
+                        ))),
+                    }
+                }
+            }
+        }
+    }
+
+    /// Finds the sessions whose last turn was cut off (their log says `running`, nobody holds
+    /// their claim: the process running them died) and resumes each from its log, in the
+    /// background, holding its claim. Returns the sessions it started resuming.
+    ///
+    /// ```no_run
+    /// # async fn demo(platform: openharness_platform::Platform) -> Result<(), openharness_platform::PlatformError> {
+    /// for session in platform.recover().await? {
+    ///     println!("resuming {session}");
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub async fn recover(&self) -> Result<Vec<Uuid>, PlatformError> {
+        let sessions: Vec<(Uuid, Uuid)> = self
+            .read(|index| {
+                index
+                    .sessions
+                    .values()
+                    .map(|s| (s.agent_id, s.id))
+                    .collect()
+            })
+            .await?;
+        let store = &self.inner.store;
+        let mut resumed = Vec::new();
+        for (agent, id) in sessions {
+            if self.runs_here(id) {
+                continue;
+            }
+            let log = session_log(id);
+            let cut_off = |info: Option<openharness_core::SessionInfo>| {
+                info.is_some_and(|i| i.status.is_running())
+            };
+            if !cut_off(store.session(&log).await?) {
+                continue;
+            }
+            // Its process is alive when its claim is held.
+            let Some(claim) = self.claim_turn(id).await? else {
+                continue;
+            };
+            // The turn may have ended between the read and the claim.
+            if !cut_off(store.session(&log).await?) {
+                continue;
+            }
+            let chat = match self
+                .read(|index| index.turn_plan(agent, id, None))
+                .await?
+                .and_then(|plan| self.chat(plan))
+            {
+                Ok(chat) => chat,
+                Err(err) => {
+                    tracing::warn!(session = %id, error = %err, "a cut-off platform session cannot be resumed");
+                    continue;
+                }
+            };
+            tracing::info!(session = %id, "resuming a platform session whose turn was cut off");
+            tokio::spawn(async move {
+                let _claim = claim;
+                if let Err(err) = chat.resume(&log, RunOptions::new()).await {
+                    tracing::warn!(session = %id, error = %err, "resuming a platform session failed");
+                }
+            });
+            resumed.push(id);
+        }
+        Ok(resumed)
+    }
+
+    /// Runs [`Platform::recover`] every `every` (and at once) until the returned task is
+    /// aborted; failures are logged and the next round tries again. A replica that dies
+    /// mid-turn is thereby replaced within about `every` of the database noticing its
+    /// connection closed.
+    ///
+    /// ```no_run
+    /// # async fn demo(platform: openharness_platform::Platform) {
+    /// let recovery = platform.spawn_recovery(std::time::Duration::from_millis(500));
+    /// // … serve …
+    /// recovery.abort();
+    /// # }
+    /// ```
+    pub fn spawn_recovery(&self, every: Duration) -> tokio::task::JoinHandle<()> {
+        let platform = self.clone();
+        tokio::spawn(async move {
+            let mut ticks = tokio::time::interval(every);
+            ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                ticks.tick().await;
+                if let Err(err) = platform.recover().await {
+                    tracing::warn!(error = %err, "looking for cut-off platform sessions failed");
+                }
+            }
+        })
+    }
+
+    /// The agent-chat workflow a turn of `plan` runs.
+    fn chat(&self, plan: TurnPlan) -> Result<Workflow<ChatState>, PlatformError> {
+        let (provider, model) = match (&self.inner.provider, plan.model) {
+            (Some(provider), model) => (Arc::clone(provider), model.map(|(name, _)| name)),
+            (None, Some((name, Some(row)))) => (self.row_provider(&row, &name)?, Some(name)),
+            (None, _) => return Err(PlatformError::NoProvider),
+        };
+        Ok(chat::workflow(
+            Arc::clone(&self.inner.store),
+            provider,
+            ChatAgent::new(&plan.system_prompt, model, &plan.capabilities),
+        )?)
+    }
+
+    /// Whether this process runs a turn of session `id`.
+    fn runs_here(&self, id: Uuid) -> bool {
+        self.inner
+            .running
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .contains(&id)
+    }
+
+    /// Claims session `id`'s turns for this process: `None` when a turn of it runs here or
+    /// in another process sharing the store.
+    async fn claim_turn(&self, id: Uuid) -> Result<Option<TurnClaim>, PlatformError> {
+        if !self
+            .inner
+            .running
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(id)
+        {
+            return Ok(None);
+        }
+        // From here on, dropping `local` gives the session up in this process.
+        let local = LocalClaim {
+            running: Arc::clone(&self.inner.running),
+            id,
+        };
+        let claimed = self.inner.store.claim(&session_log(id)).await?;
+        Ok(claimed.map(|store| TurnClaim {
+            _local: local,
+            _store: store,
+        }))
+    }
+}
+
+/// A session taken in this process's set: given up when dropped.
+struct LocalClaim {
+    running: Running,
+    id: Uuid,
+}
+
+impl Drop for LocalClaim {
+    fn drop(&mut self) {
+        self.running
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(&self.id);
+    }
+}
+
+/// The answer to a message posted while a turn of the session runs.
+fn busy(id: Uuid) -> PlatformError {
+    PlatformError::conflict(
+        "session_running",
+        format!(
+            "session {id} is running a turn (in this process or another sharing the store): post when it has ended"
+        ),
+    )
+}

@@ -1,0 +1,265 @@
+//! Turns cut off by a dead process: `Platform::recover` finds them and resumes them from their
+//! logs, and a message posted to one resumes it first; no recorded model response is asked
+//! for again. On a `MemoryStore`, and on PostgreSQL in a fresh schema when
+//! `OPENHARNESS_TEST_POSTGRES` is set. (Several processes on one PostgreSQL, killed at random,
+//! are tested by `crates/cli/tests/failover.rs`.)
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use openharness_core::{RunOptions, SessionId, Store};
+use openharness_platform::{
+    ChatAgent, Message, NewAgent, NewMessage, NewSession, Platform, agent_chat_workflow,
+};
+use openharness_provider::{Reply, ScriptedProvider};
+use serde_json::json;
+use uuid::Uuid;
+
+/// Answers each message with "echo: <its text>".
+fn echo() -> ScriptedProvider {
+    ScriptedProvider::new().fallback("assistant", |request| {
+        let latest = request
+            .prompt
+            .lines()
+            .filter_map(|line| line.strip_prefix("User: "))
+            .next_back()
+            .unwrap_or("")
+            .to_owned();
+        Reply::output(json!({ "reply": format!("echo: {latest}") }))
+    })
+}
+
+fn message(text: &str) -> NewMessage {
+    serde_json::from_value(json!({ "content": [{ "type": "text", "text": text }] })).unwrap()
+}
+
+fn texts(messages: &[Message]) -> Vec<String> {
+    messages
+        .iter()
+        .map(|m| {
+            let value = serde_json::to_value(m).unwrap();
+            format!(
+                "{}: {}",
+                value["role"].as_str().unwrap_or(""),
+                value["content"][0]["text"].as_str().unwrap_or("")
+            )
+        })
+        .collect()
+}
+
+/// Waits (up to 10 s) until the session's messages are `expected`.
+async fn messages_become(platform: &Platform, agent: Uuid, id: Uuid, expected: &[&str]) {
+    let mut seen = Vec::new();
+    for _ in 0..500 {
+        seen = texts(&platform.messages(agent, id).await.unwrap());
+        if seen == expected {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    panic!("the messages stayed {seen:?}, expected {expected:?}");
+}
+
+/// Waits until the session's last turn has ended (its log no longer says running).
+async fn turn_ends(store: &Arc<dyn Store>, log: &SessionId) {
+    for _ in 0..500 {
+        let info = store.session(log).await.unwrap();
+        if info.is_some_and(|i| !i.status.is_running()) {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    panic!("the session's turn did not end");
+}
+
+/// Cuts a turn off as a dying process would: sends `text` on the session with a model that
+/// never answers, and stops the turn once the model call has started.
+async fn cut_off_turn(store: &Arc<dyn Store>, log: &SessionId, text: &str) {
+    let stuck = ScriptedProvider::new()
+        .pace(Duration::from_secs(3600))
+        .fallback("assistant", |_| Reply::output(json!({ "reply": "never" })));
+    let chat = agent_chat_workflow(
+        Arc::clone(store),
+        Arc::new(stuck),
+        ChatAgent::new("You are terse.", None, &[]),
+    )
+    .unwrap();
+    let len = store.session(log).await.unwrap().map_or(0, |i| i.count);
+    let (session, text) = (log.clone(), text.to_owned());
+    let turn = tokio::spawn(async move { chat.send(&session, text, RunOptions::new()).await });
+    for _ in 0..500 {
+        let events = store.events(log, len..u64::MAX).await.unwrap();
+        if events.iter().any(|e| e.name == "agent:started") {
+            turn.abort();
+            let info = store.session(log).await.unwrap().unwrap();
+            assert!(
+                info.status.is_running(),
+                "the cut-off session reads as running"
+            );
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("the model call never started");
+}
+
+async fn cut_off_turns_are_resumed_without_asking_again(store: Arc<dyn Store>) {
+    let scripted = echo();
+    let platform =
+        Platform::new(Arc::clone(&store), None).with_provider(Arc::new(scripted.clone()));
+    let agent = platform
+        .create_agent(
+            serde_json::from_value::<NewAgent>(
+                json!({ "name": "a", "system_prompt": "You are terse." }),
+            )
+            .unwrap(),
+        )
+        .await
+        .unwrap();
+    let session = platform
+        .create_session(agent.id, NewSession::default())
+        .await
+        .unwrap();
+    let (a, s) = (agent.id, session.id);
+    let log: SessionId = s.to_string().parse().unwrap();
+
+    platform.post_message(a, s, message("first")).await.unwrap();
+    messages_become(&platform, a, s, &["user: first", "assistant: echo: first"]).await;
+    turn_ends(&store, &log).await;
+    assert_eq!(platform.recover().await.unwrap(), Vec::<Uuid>::new());
+
+    // A turn cut off mid-call is found and resumed; the recorded answer to "first" is not
+    // asked for again.
+    cut_off_turn(&store, &log, "second").await;
+    assert_eq!(platform.recover().await.unwrap(), vec![s]);
+    messages_become(
+        &platform,
+        a,
+        s,
+        &[
+            "user: first",
+            "assistant: echo: first",
+            "user: second",
+            "assistant: echo: second",
+        ],
+    )
+    .await;
+    turn_ends(&store, &log).await;
+    assert_eq!(scripted.calls(), 2, "one call per answer: none repeated");
+    assert_eq!(platform.recover().await.unwrap(), Vec::<Uuid>::new());
+
+    // A message posted to a cut-off session resumes it first, then is answered.
+    cut_off_turn(&store, &log, "third").await;
+    platform
+        .post_message(a, s, message("fourth"))
+        .await
+        .unwrap();
+    messages_become(
+        &platform,
+        a,
+        s,
+        &[
+            "user: first",
+            "assistant: echo: first",
+            "user: second",
+            "assistant: echo: second",
+            "user: third",
+            "assistant: echo: third",
+            "user: fourth",
+            "assistant: echo: fourth",
+        ],
+    )
+    .await;
+    turn_ends(&store, &log).await;
+    assert_eq!(scripted.calls(), 4);
+}
+
+async fn a_running_turn_is_not_recovered_and_refuses_a_second_message(store: Arc<dyn Store>) {
+    let slow = echo().pace(Duration::from_millis(600));
+    let platform = Platform::new(Arc::clone(&store), None).with_provider(Arc::new(slow.clone()));
+    let agent = platform
+        .create_agent(
+            serde_json::from_value::<NewAgent>(json!({ "name": "a", "system_prompt": "Hi." }))
+                .unwrap(),
+        )
+        .await
+        .unwrap();
+    let session = platform
+        .create_session(agent.id, NewSession::default())
+        .await
+        .unwrap();
+    platform
+        .post_message(agent.id, session.id, message("slow"))
+        .await
+        .unwrap();
+    // The turn runs here: nothing to recover, and a second message is refused.
+    assert_eq!(platform.recover().await.unwrap(), Vec::<Uuid>::new());
+    let refused = platform
+        .post_message(agent.id, session.id, message("again"))
+        .await
+        .unwrap_err();
+    assert!(
+        refused.to_string().contains("is running a turn"),
+        "{refused}"
+    );
+    messages_become(
+        &platform,
+        agent.id,
+        session.id,
+        &["user: slow", "assistant: echo: slow"],
+    )
+    .await;
+    assert_eq!(slow.calls(), 1);
+}
+
+macro_rules! on_every_store {
+    ($($scenario:ident),* $(,)?) => {
+        mod memory {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $scenario() {
+                    super::$scenario(std::sync::Arc::new(openharness_store::MemoryStore::new())).await;
+                }
+            )*
+        }
+        mod postgres {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $scenario() {
+                    if let Some(store) = super::postgres(stringify!($scenario)).await {
+                        super::$scenario(store).await;
+                    }
+                }
+            )*
+        }
+    };
+}
+
+const POSTGRES_ENV: &str = "OPENHARNESS_TEST_POSTGRES";
+
+/// A PostgreSQL store in a fresh schema, or `None` after saying why the test skips.
+async fn postgres(test: &str) -> Option<Arc<dyn Store>> {
+    let Ok(url) = std::env::var(POSTGRES_ENV) else {
+        eprintln!(
+            "{test}: skipped on PostgreSQL: {POSTGRES_ENV} is not set (CI sets it; see .ci/run)"
+        );
+        return None;
+    };
+    let schema = format!("oh_recovery_{}", Uuid::now_v7().simple());
+    match openharness_store::PostgresStore::connect_in_schema(&url, &schema).await {
+        Ok(store) => Some(Arc::new(store)),
+        Err(err) if std::env::var("CI").as_deref() == Ok("true") => {
+            panic!("{test}: {POSTGRES_ENV} is set and CI=true, but PostgreSQL is unusable: {err}")
+        }
+        Err(err) => {
+            eprintln!("{test}: skipped on PostgreSQL: {POSTGRES_ENV} is unusable: {err}");
+            None
+        }
+    }
+}
+
+on_every_store!(
+    cut_off_turns_are_resumed_without_asking_again,
+    a_running_turn_is_not_recovered_and_refuses_a_second_message,
+);
