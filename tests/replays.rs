@@ -812,6 +812,26 @@ mod time_travel {
             .unwrap()
             .with_snapshot_interval(8);
         let positions = [0, 1, 7, 8, 9, 30, tape.len(), tape.len() + 3];
+        // Several positions in one pass: out of order, repeated and past the end, answered in
+        // the order asked with the clamped position.
+        let several = [30, 9, tape.len() + 3, 9, 0, 17];
+        let expect_several = |tape: &Tape<PlanState>| -> Vec<(u64, PlanState)> {
+            several
+                .iter()
+                .map(|&p| (p.min(tape.len()), tape.state_at(p)))
+                .collect()
+        };
+        assert_eq!(
+            workflow.load_states_at(&session, &several).await.unwrap(),
+            expect_several(&tape)
+        );
+        assert!(
+            workflow
+                .load_states_at(&session, &[])
+                .await
+                .unwrap()
+                .is_empty()
+        );
         for &p in &positions {
             assert_eq!(
                 workflow.load_state_at(&session, p).await.unwrap(),
@@ -838,6 +858,11 @@ mod time_travel {
                 "{p}"
             );
         }
+        // With snapshots at 8, 16, …, the pass starts at the one before the smallest position.
+        assert_eq!(
+            workflow.load_states_at(&session, &several).await.unwrap(),
+            expect_several(&tape)
+        );
         // A forked session without snapshots starts from its parent's state.
         let fork = workflow.fork(&session, At::position(20)).await.unwrap();
         let child = fork.run(RunOptions::new()).await.unwrap();
@@ -847,6 +872,18 @@ mod time_travel {
             child_tape.state_at(1)
         );
         assert_eq!(child_tape.state_at(1), tape.state_at(20));
+        assert_eq!(
+            workflow
+                .load_states_at(&child.session, &[2, 0, 1])
+                .await
+                .unwrap(),
+            [2, 0, 1].map(|p| (p, child_tape.state_at(p)))
+        );
+        // A session that is not in the store is an error, as for one position.
+        assert!(matches!(
+            workflow.load_states_at(&SessionId::new(), &[0, 1]).await,
+            Err(openharness::Error::SessionNotFound(_))
+        ));
     }
 
     #[tokio::test]

@@ -281,6 +281,45 @@ pub(crate) async fn state_at<S: WorkflowState>(
     Ok(fold.into_state())
 }
 
+/// The states of `session` at each of `positions` (each clamped to the session's length), in
+/// the order asked, from one pass: the latest snapshot at or before the smallest position and
+/// the events up to the largest, never the whole log when a snapshot is nearer.
+pub(crate) async fn states_at<S: WorkflowState>(
+    wf: &Inner<S>,
+    session: &SessionId,
+    positions: &[u64],
+) -> Result<Vec<(u64, S)>, Error> {
+    let (Some(&first), Some(&last)) = (positions.iter().min(), positions.iter().max()) else {
+        return Ok(Vec::new());
+    };
+    let failed = store_error(wf, session);
+    let (state, from) = match latest_snapshot(wf, session, first).await? {
+        Some(start) => start,
+        None => (Box::pin(session_base(wf, session, 0)).await?, 0),
+    };
+    let mut order: Vec<usize> = (0..positions.len()).collect();
+    order.sort_by_key(|&i| positions[i]);
+    let mut order = order.into_iter().peekable();
+    let mut found: Vec<Option<(u64, S)>> = vec![None; positions.len()];
+    let mut fold = Fold::at(state, from);
+    let mut window = Window::new(from);
+    let mut take = |fold: &Fold<S>, everything: bool| {
+        while let Some(i) = order.next_if(|&i| everything || positions[i] <= fold.position()) {
+            found[i] = Some((fold.position(), fold.state().clone()));
+        }
+    };
+    take(&fold, false);
+    let mut events = wf.store.stream_events(session, from..last);
+    while let Some(recorded) = events.next().await {
+        let event = recorded.map_err(&failed)?.event;
+        window.apply(&mut fold, event);
+        take(&fold, false);
+    }
+    // Positions past the end of the log: the last state.
+    take(&fold, true);
+    Ok(found.into_iter().flatten().collect())
+}
+
 /// The events a [`Fold`] may need to re-apply after a panic: those since its checkpoint.
 pub(crate) struct Window {
     events: Vec<Envelope>,

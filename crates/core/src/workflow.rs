@@ -296,6 +296,25 @@ impl<S: WorkflowState> Workflow<S> {
         crate::derive::state_at(&self.inner, session, position, 0).await
     }
 
+    /// The states of `session` at several positions (each clamped to the session's length),
+    /// in the order asked, as `(position, state)`: one pass from the latest snapshot at or
+    /// before the smallest position through the events up to the largest.
+    ///
+    /// ```
+    /// # async fn demo<S: openharness_core::WorkflowState>(workflow: openharness_core::Workflow<S>, session: openharness_core::SessionId) -> Result<(), openharness_core::Error> {
+    /// for (position, state) in workflow.states_at(&session, &[99, 100, 101]).await? {
+    ///     # let _ = (position, state);
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub async fn states_at(
+        &self,
+        session: &SessionId,
+        positions: &[u64],
+    ) -> Result<Vec<(u64, S)>, Error> {
+        crate::derive::states_at(&self.inner, session, positions).await
+    }
+
     /// What a recorded session is doing and what [`resume`](Self::resume) would finish, derived
     /// from its latest snapshot and the events after it; nothing is recorded and no model is
     /// called.

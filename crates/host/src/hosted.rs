@@ -283,33 +283,17 @@ impl<S: WorkflowState> Hosted for Handle<S> {
         session: &SessionId,
         positions: &[u64],
     ) -> Result<Vec<StateAt>, HostError> {
-        if let [position] = positions {
-            let store = self.0.store();
-            let len = store
-                .session(session)
-                .await
-                .map_err(|source| HostError::store(store.as_ref(), source))?
-                .map_or(0, |info| info.count);
-            let position = (*position).min(len);
-            return Ok(vec![StateAt {
-                position,
-                state: self.state_at(session, position).await?,
-            }]);
-        }
-        let mut tape = self.0.load(session).await?;
-        // Visit the positions in order (a tape moves forwards cheaply), answer in the order
-        // asked.
-        let mut order: Vec<usize> = (0..positions.len()).collect();
-        order.sort_by_key(|&i| positions[i]);
-        let mut states = vec![None; positions.len()];
-        for i in order {
-            let position = tape.step_to(positions[i]);
-            states[i] = Some(StateAt {
-                position,
-                state: encode(session, position, tape.state())?,
-            });
-        }
-        Ok(states.into_iter().flatten().collect())
+        self.0
+            .load_states_at(session, positions)
+            .await?
+            .into_iter()
+            .map(|(position, state)| {
+                Ok(StateAt {
+                    position,
+                    state: encode(session, position, &state)?,
+                })
+            })
+            .collect()
     }
 
     async fn fork(

@@ -42,6 +42,24 @@ pub trait LoadTape<S: WorkflowState> {
         session: &SessionId,
         position: u64,
     ) -> impl Future<Output = Result<S, openharness_core::Error>> + Send;
+
+    /// The states of a stored session at several positions (each clamped), in the order
+    /// asked, as `(position, state)`, read as [`LoadTape::load_state_at`] reads one: from the
+    /// latest persisted snapshot at or before the smallest position through the events up to
+    /// the largest, in one pass.
+    ///
+    /// ```
+    /// # async fn demo<S: openharness_core::WorkflowState>(workflow: openharness_core::Workflow<S>, id: openharness_core::SessionId) -> Result<(), openharness_core::Error> {
+    /// use openharness_tape::LoadTape;
+    /// let around = workflow.load_states_at(&id, &[41, 42, 43]).await?;
+    /// assert_eq!(around.len(), 3);
+    /// # Ok(()) }
+    /// ```
+    fn load_states_at(
+        &self,
+        session: &SessionId,
+        positions: &[u64],
+    ) -> impl Future<Output = Result<Vec<(u64, S)>, openharness_core::Error>> + Send;
 }
 
 impl<S: WorkflowState> LoadTape<S> for Workflow<S> {
@@ -104,28 +122,46 @@ impl<S: WorkflowState> LoadTape<S> for Workflow<S> {
         session: &SessionId,
         position: u64,
     ) -> Result<S, openharness_core::Error> {
-        let store = self.store();
-        let info = store
-            .session(session)
-            .await
-            .map_err(|source| openharness_core::Error::Store {
-                store: store.describe(),
-                session: Some(session.clone()),
-                source,
-            })?
-            .ok_or_else(|| openharness_core::Error::SessionNotFound(session.clone()))?;
-        if let Some(recorded) = info.workflow
-            && recorded != self.name()
-        {
-            return Err(openharness_core::Error::WrongWorkflow {
-                session: session.clone(),
-                recorded,
-                workflow: self.name().to_owned(),
-            });
-        }
+        check_recorded(self, session).await?;
         // The latest snapshot at or before `position` and the events between, streamed.
         self.state_at(session, position).await
     }
+
+    async fn load_states_at(
+        &self,
+        session: &SessionId,
+        positions: &[u64],
+    ) -> Result<Vec<(u64, S)>, openharness_core::Error> {
+        check_recorded(self, session).await?;
+        self.states_at(session, positions).await
+    }
+}
+
+/// Fails unless `session` is in the store and, when it names its workflow, names `workflow`.
+async fn check_recorded<S: WorkflowState>(
+    workflow: &Workflow<S>,
+    session: &SessionId,
+) -> Result<(), openharness_core::Error> {
+    let store = workflow.store();
+    let info = store
+        .session(session)
+        .await
+        .map_err(|source| openharness_core::Error::Store {
+            store: store.describe(),
+            session: Some(session.clone()),
+            source,
+        })?
+        .ok_or_else(|| openharness_core::Error::SessionNotFound(session.clone()))?;
+    if let Some(recorded) = info.workflow
+        && recorded != workflow.name()
+    {
+        return Err(openharness_core::Error::WrongWorkflow {
+            session: session.clone(),
+            recorded,
+            workflow: workflow.name().to_owned(),
+        });
+    }
+    Ok(())
 }
 
 /// The densest interval of snapshots [`Tape::persist_snapshots`] saves.
