@@ -19,6 +19,9 @@ use crate::args::Command;
 /// Events read per page by `events` and the events-only debugger.
 const PAGE: usize = 1000;
 
+/// How often `serve` looks for platform sessions whose turn a dead process left unfinished.
+const RECOVERY_INTERVAL: std::time::Duration = std::time::Duration::from_millis(500);
+
 /// A failure a command reports as one `error: ...` line with exit code 1.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -408,14 +411,19 @@ async fn serve(
         });
     }
     let platform = openharness_platform::Platform::new(host.store().clone(), master_keys);
+    // Platform sessions whose turn a dead process left unfinished (a crash here, or another
+    // replica on the same PostgreSQL) are resumed from their logs.
+    let recovery = platform.spawn_recovery(RECOVERY_INTERVAL);
     let app = openharness_server::router(host, options)
         .merge(openharness_platform::router(platform, platform_options));
-    axum::serve(listener, app)
+    let served = axum::serve(listener, app)
         .with_graceful_shutdown(async {
             let _ = tokio::signal::ctrl_c().await;
         })
         .await
-        .map_err(CliError::Output)
+        .map_err(CliError::Output);
+    recovery.abort();
+    served
 }
 
 /// One session as `sessions --json` prints it: the store's metadata, the workflow that owns
