@@ -338,6 +338,21 @@ impl<E: Subcommand + Send + 'static> Cli<E> {
     /// is printed as one `error: …` line on stderr. Logs go to stderr, filtered by
     /// `$OPENHARNESS_LOG` (warnings and errors when it is unset).
     pub fn run(self) -> ExitCode {
+        self.run_with_args(std::env::args_os())
+    }
+
+    /// [`run`](Self::run) with the arguments given (the first is the program) instead of the
+    /// process's: logs to stderr as `run` does, for a program that computes its command line.
+    ///
+    /// ```no_run
+    /// let code = openharness_cli::Cli::new().run_with_args(["my-tool", "sessions"]);
+    /// # let _ = code;
+    /// ```
+    pub fn run_with_args<I, T>(self, args: I) -> ExitCode
+    where
+        I: IntoIterator<Item = T>,
+        T: Into<OsString> + Clone,
+    {
         let _ = tracing_subscriber::fmt()
             .with_env_filter(
                 // Warnings by default: a replay that skips events must say so.
@@ -350,7 +365,7 @@ impl<E: Subcommand + Send + 'static> Cli<E> {
             // Colours only for a terminal: never ANSI escapes in a log file.
             .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
             .try_init();
-        self.run_from(std::env::args_os())
+        self.run_from(args)
     }
 
     /// Runs the command `args` names (the first is the program), on stdout; returns the exit

@@ -17,8 +17,10 @@
 //! decodes (the state silently diverges there, so callers should say so). Each distinct
 //! (name, kind) is also logged once per fold. Handled events pay nothing for this.
 
+use std::cell::Cell;
 use std::collections::HashSet;
 use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::Once;
 use std::time::{Duration, Instant};
 
 use schemars::JsonSchema;
@@ -267,16 +269,14 @@ impl<S: Handler> Fold<S> {
             self.take_checkpoint();
         }
         let applied = match S::Events::decode(&event.name, &event.payload) {
-            Ok(Decoded::Known(typed)) => {
-                match catch_unwind(AssertUnwindSafe(|| self.state.apply(&typed))) {
-                    Ok(emit) => Applied::Handled(emit),
-                    Err(panic) => {
-                        let message = panic_message(panic.as_ref());
-                        self.restore(window, window_start);
-                        Applied::Panicked(message)
-                    }
+            Ok(Decoded::Known(typed)) => match quietly(|| self.state.apply(&typed)) {
+                Ok(emit) => Applied::Handled(emit),
+                Err(panic) => {
+                    let message = panic_message(panic.as_ref());
+                    self.restore(window, window_start);
+                    Applied::Panicked(message)
                 }
-            }
+            },
             Ok(Decoded::Unknown) => {
                 if !builtin::is_builtin(&event.name) {
                     self.skipped.unknown(self.position);
@@ -356,10 +356,44 @@ impl<S: Handler> Fold<S> {
             if let Ok(Decoded::Known(typed)) = S::Events::decode(&event.name, &event.payload) {
                 // Events between the checkpoint and now did not panic the first time; a handler
                 // that panics only sometimes is not pure, and its effect is dropped again here.
-                let _ = catch_unwind(AssertUnwindSafe(|| self.state.apply(&typed)));
+                let _ = quietly(|| self.state.apply(&typed));
             }
         }
     }
+}
+
+thread_local! {
+    /// Whether a panic on this thread is a handler's, caught by [`quietly`].
+    static QUIET: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Runs a handler, catching its panic without the panic hook's print to stderr: the run
+/// reports the panic once, as the `error:occurred` it records (its message names the event
+/// and the panic's message). Where it panicked is logged at debug level
+/// (`OPENHARNESS_LOG=debug`).
+///
+/// The process's panic hook is wrapped once: a panic outside a handler, or on another
+/// thread, reaches the hook that was installed before, as it would have.
+fn quietly<R>(handler: impl FnOnce() -> R) -> std::thread::Result<R> {
+    static WRAP_HOOK: Once = Once::new();
+    WRAP_HOOK.call_once(|| {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            if QUIET.with(Cell::get) {
+                tracing::debug!(
+                    location = %info.location().map(ToString::to_string).unwrap_or_default(),
+                    panic = %panic_message(info.payload()),
+                    "a handler panicked"
+                );
+            } else {
+                previous(info);
+            }
+        }));
+    });
+    let outer = QUIET.with(|quiet| quiet.replace(true));
+    let result = catch_unwind(AssertUnwindSafe(handler));
+    QUIET.with(|quiet| quiet.set(outer));
+    result
 }
 
 /// The text of a panic payload.
