@@ -323,10 +323,14 @@ class Inspector {
     try {
       let here = tape.stateAt(position);
       let before = position > 0 ? tape.stateAt(position - 1) : here;
-      if (!here.known || !before.known) {
+      // Nothing read here yet (the first screen, a goto, or steps faster than the reading
+      // ahead): ask for just the two states this view needs, then for the window around them
+      // once they are on screen, so the first paint never waits for 64 states.
+      const cold = !here.known || !before.known;
+      if (cold) {
         document.body.dataset.loading = "state";
         this.$.state.classList.add("loading");
-        await tape.loadStates(position, this.direction);
+        await tape.loadPositions(position > 0 ? [position - 1, position] : [position]);
         if (stale()) return;
         here = tape.stateAt(position);
         before = position > 0 ? tape.stateAt(position - 1) : here;
@@ -355,7 +359,11 @@ class Inspector {
       delete document.body.dataset.loading;
       document.body.dataset.view = String(position);
       if (this.compact) this.prefetchRows(position);
-      else tape.prefetch(position, this.direction);
+      else if (cold) {
+        tape.loadWindow(position, this.direction).catch(() => {
+          // The step that needs it asks again and reports the error.
+        });
+      } else tape.prefetch(position, this.direction);
     } catch (error) {
       if (!stale()) this.fail(error);
     }

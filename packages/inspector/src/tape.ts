@@ -227,22 +227,38 @@ export class Tape {
     const inFlight = this.statesInFlight.get(position);
     if (inFlight) return inFlight;
     if (this.states.has(position)) return Promise.resolve();
+    return this.loadWindow(position, direction);
+  }
+
+  /**
+   * Reads the states of the window around `position` not read or being read (64 ahead in the
+   * direction the cursor moves, 4 behind), in one request.
+   */
+  loadWindow(position: number, direction: number): Promise<void> {
     const ahead = 64;
     const behind = 4;
     const from = Math.max(0, direction < 0 ? position - ahead : position - behind);
     const to = Math.min(this.len, direction < 0 ? position + behind : position + ahead);
     const wanted: number[] = [];
     for (let p = from; p <= to; p++) if (!this.states.has(p) && !this.statesInFlight.has(p)) wanted.push(p);
-    if (!wanted.includes(position)) wanted.push(position);
-    return this.request(wanted);
+    if (!wanted.includes(position) && !this.states.has(position) && !this.statesInFlight.has(position)) wanted.push(position);
+    return wanted.length === 0 ? Promise.resolve() : this.request(wanted);
   }
 
-  /** Reads the states at `positions` not read or being read, in one request (at most 1000). */
+  /**
+   * Reads the states at `positions` not read yet, in one request (at most 1000); resolves when
+   * those being read by an earlier request have arrived too.
+   */
   loadPositions(positions: number[]): Promise<void> {
-    const wanted = [...new Set(positions)]
-      .filter((p) => p >= 0 && p <= this.len && !this.states.has(p) && !this.statesInFlight.has(p))
-      .slice(0, 1000);
-    return wanted.length === 0 ? Promise.resolve() : this.request(wanted);
+    const unread = [...new Set(positions)].filter((p) => p >= 0 && p <= this.len && !this.states.has(p));
+    const pending = new Set<Promise<void>>();
+    for (const p of unread) {
+      const inFlight = this.statesInFlight.get(p);
+      if (inFlight) pending.add(inFlight);
+    }
+    const wanted = unread.filter((p) => !this.statesInFlight.has(p)).slice(0, 1000);
+    if (wanted.length > 0) pending.add(this.request(wanted));
+    return Promise.all(pending).then(() => undefined);
   }
 
   private request(wanted: number[]): Promise<void> {
