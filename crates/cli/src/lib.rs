@@ -451,7 +451,11 @@ impl<E: Subcommand + Send + 'static> Cli<E> {
                 store.display()
             )));
         }
-        let mut host = Host::shared(commands::open_store(&store).await?);
+        // The platform's log of its resources (/v1) is not a session to list.
+        let platform_log = openharness_platform::PLATFORM_LOG
+            .parse()
+            .map_err(|_| CliError::Usage("the platform log's id is not a session id".into()))?;
+        let mut host = Host::shared(commands::open_store(&store).await?).unlisted(platform_log);
         for workflow in &self.workflows {
             host = host.register(Arc::clone(workflow))?;
         }

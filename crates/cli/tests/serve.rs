@@ -210,3 +210,37 @@ fn serve_runs_new_chats_on_the_chat_workflow_it_is_given() {
     server.kill().unwrap();
     server.wait().unwrap();
 }
+
+#[test]
+fn the_platform_log_is_not_listed_as_a_session() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut server, port, _) = spawn_serve(dir.path(), &[]);
+    let body = r#"{"name":"helper","system_prompt":"Be brief."}"#;
+    let mut stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    write!(
+        stream,
+        "POST /v1/agents HTTP/1.1\r\nhost: 127.0.0.1\r\nconnection: close\r\n\
+         content-type: application/json\r\ncontent-length: {}\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    assert!(response.starts_with("HTTP/1.1 201"), "{response}");
+    // The agent is recorded in the platform log, which is readable by id but not listed.
+    let listed = get(port, "/sessions");
+    assert!(listed.starts_with("HTTP/1.1 200"), "{listed}");
+    assert!(!listed.contains("openharness-platform"), "{listed}");
+    assert!(get(port, "/sessions/openharness-platform").starts_with("HTTP/1.1 200"));
+    server.kill().unwrap();
+    server.wait().unwrap();
+    let sessions = Command::new(env!("CARGO_BIN_EXE_openharness"))
+        .args(["sessions"])
+        .current_dir(dir.path())
+        .env_remove("OPENHARNESS_STORE")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&sessions.stdout);
+    assert!(sessions.status.success(), "{stdout}");
+    assert!(!stdout.contains("openharness-platform"), "{stdout}");
+}

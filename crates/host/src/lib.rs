@@ -54,6 +54,8 @@ pub struct Host {
     workflows: BTreeMap<String, Arc<dyn Hosted>>,
     /// Turns this host is running, by session: their cancellation tokens.
     turns: Arc<Mutex<HashMap<SessionId, CancellationToken>>>,
+    /// Sessions [`Host::sessions`] leaves out (see [`Host::unlisted`]).
+    unlisted: Arc<std::collections::HashSet<SessionId>>,
 }
 
 impl std::fmt::Debug for Host {
@@ -92,7 +94,27 @@ impl Host {
             store,
             workflows: BTreeMap::new(),
             turns: Arc::default(),
+            unlisted: Arc::default(),
         }
+    }
+
+    /// This host leaving `session` out of [`Host::sessions`]: for a store's internal sessions,
+    /// such as the platform's log of its resources, which are not conversations to list. The
+    /// session is still read by id.
+    ///
+    /// ```
+    /// use openharness_host::Host;
+    /// use openharness_store::MemoryStore;
+    /// let log: openharness_core::SessionId = "openharness-platform".parse().unwrap();
+    /// let host = Host::new(MemoryStore::new()).unlisted(log);
+    /// # let _ = host;
+    /// ```
+    #[must_use]
+    pub fn unlisted(mut self, session: SessionId) -> Self {
+        let mut unlisted = (*self.unlisted).clone();
+        unlisted.insert(session);
+        self.unlisted = Arc::new(unlisted);
+        self
     }
 
     /// Registers `workflow` under its name; it records to the host's store. Two workflows
@@ -127,6 +149,7 @@ impl Host {
                 .map(|(name, w)| (name.clone(), w.with_provider(Arc::clone(&provider))))
                 .collect(),
             turns: Arc::clone(&self.turns),
+            unlisted: Arc::clone(&self.unlisted),
         }
     }
 
@@ -217,6 +240,7 @@ impl Host {
         };
         Ok(infos
             .iter()
+            .filter(|info| !self.unlisted.contains(&info.id))
             .map(|info| {
                 let owner = owner_of(info);
                 let hosted = owner

@@ -172,6 +172,35 @@ async fn a_host_runs_continues_forks_and_reads_any_registered_workflow() {
 }
 
 #[tokio::test]
+async fn unlisted_sessions_are_left_out_of_lists_and_still_read_by_id() {
+    let store = MemoryStore::new();
+    let workflow = notes("notes", Duration::ZERO).with_store(store.clone());
+    let listed = workflow.run(RunOptions::new().input("a")).await.unwrap();
+    let internal = workflow.run(RunOptions::new().input("b")).await.unwrap();
+    let host = Host::new(store.clone())
+        .workflow(notes("notes", Duration::ZERO))
+        .unwrap()
+        .unlisted(internal.session.clone());
+    let ids: Vec<SessionId> = host
+        .sessions()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|s| s.id)
+        .collect();
+    assert_eq!(ids, [listed.session.clone()]);
+    assert_eq!(
+        host.session(&internal.session).await.unwrap().len,
+        internal.len
+    );
+    // A copy made for another provider keeps the list.
+    let copy = host.with_provider(std::sync::Arc::new(
+        openharness_provider::ScriptedProvider::new(),
+    ));
+    assert_eq!(copy.sessions().await.unwrap().len(), 1);
+}
+
+#[tokio::test]
 async fn sessions_of_other_workflows_are_listed_and_read_but_not_folded() {
     let store = MemoryStore::new();
     let other = notes("elsewhere", Duration::ZERO).with_store(store.clone());
