@@ -188,7 +188,7 @@ async fn unlisted_sessions_are_left_out_of_lists_and_still_read_by_id() {
         .into_iter()
         .map(|s| s.id)
         .collect();
-    assert_eq!(ids, [listed.session.clone()]);
+    assert_eq!(ids, std::slice::from_ref(&listed.session));
     assert_eq!(
         host.session(&internal.session).await.unwrap().len,
         internal.len
