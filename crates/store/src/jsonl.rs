@@ -46,8 +46,9 @@
 //! append. What grows with a session's length is the set of its event ids (kept to refuse a
 //! repeated one), about 50 bytes per event: some 50 MB for a session of a million events. A
 //! store failure while appending a validated block (the disk fills up, another writer appends
-//! to the same session) can leave a prefix of it stored; importing the file again appends the
-//! rest.
+//! to the same session) is [`TransferError::Interrupted`]: a session the import created is
+//! removed again, so nothing of it is kept; a session that already held a prefix keeps what
+//! was appended, and importing the file again appends the rest.
 
 use std::collections::{HashMap, HashSet};
 use std::io::{BufRead, BufReader, BufWriter, Seek, Write};
@@ -154,6 +155,28 @@ pub enum TransferError {
         store: String,
         /// What the store reported.
         source: StoreError,
+    },
+    /// Appending a validated block failed part way (the disk filled up, another writer
+    /// appended to the session). A session the import created is removed again, so nothing of
+    /// it is kept (`removed`); a session that already held a prefix keeps what was appended,
+    /// and importing the same file again appends the rest. `source` says what failed.
+    #[error(
+        "the import of session {session} stopped after storing {appended} of its new events{}",
+        if *removed {
+            "; the session was new, and was removed again: nothing of it is kept"
+        } else {
+            "; import the file again to append the rest"
+        }
+    )]
+    Interrupted {
+        /// The session.
+        session: SessionId,
+        /// How many of its new events had been appended when it failed.
+        appended: u64,
+        /// Whether the session, new before the import, was removed again.
+        removed: bool,
+        /// What failed.
+        source: Box<TransferError>,
     },
     /// The session to export has no events.
     #[error("session {session} not found in {store}")]
@@ -488,8 +511,39 @@ impl Block {
         Ok(())
     }
 
-    /// Appends the block's new events, in batches; returns the session's length.
+    /// Appends the block's new events, in batches; returns the session's length. When an
+    /// append fails part way, a session that was new is cleared again
+    /// ([`TransferError::Interrupted`]).
     async fn commit<S: Store + ?Sized>(
+        self,
+        store: &S,
+        session: &SessionId,
+        summary: &mut ImportSummary,
+    ) -> Result<u64, TransferError> {
+        let before = self.stored_len;
+        let appended_before = summary.appended;
+        match self.append_all(store, session, summary).await {
+            Ok(len) => Ok(len),
+            Err(err) => {
+                let appended = summary.appended - appended_before;
+                if appended == 0 {
+                    return Err(err);
+                }
+                let removed = before == 0 && store.clear(session).await.is_ok();
+                if removed {
+                    summary.appended = appended_before;
+                }
+                Err(TransferError::Interrupted {
+                    session: session.clone(),
+                    appended,
+                    removed,
+                    source: Box::new(err),
+                })
+            }
+        }
+    }
+
+    async fn append_all<S: Store + ?Sized>(
         self,
         store: &S,
         session: &SessionId,

@@ -481,3 +481,57 @@ async fn interleaved_sessions_append_in_batches() {
     let appends = store.appends.load(std::sync::atomic::Ordering::SeqCst);
     assert_eq!(appends, 2 * 3, "2 sessions of 2500 events, batches of 1000");
 }
+
+/// An append failing part way through a session's block: a new session is removed again, and
+/// a session that held a prefix keeps what was appended, which a second import completes.
+#[tokio::test]
+async fn an_append_failing_part_way_removes_a_new_session_and_a_second_import_completes_a_grown_one()
+ {
+    use openharness_store::FailingStore;
+    let session = SessionId::new();
+    let text = lines(&session, 0..2500);
+
+    // New session: the first batch of 1000 is stored, the second fails, the session goes.
+    let store = FailingStore::fail_from(MemoryStore::new(), 2);
+    let err = jsonl::import(&store, text.as_bytes()).await.unwrap_err();
+    match &err {
+        TransferError::Interrupted {
+            session: s,
+            appended,
+            removed,
+            ..
+        } => assert_eq!((s, *appended, *removed), (&session, 1000, true)),
+        other => panic!("expected Interrupted, got {other:?}"),
+    }
+    assert!(err.to_string().contains("nothing of it is kept"), "{err}");
+    assert!(store.inner().session(&session).await.unwrap().is_none());
+
+    // A session that held a prefix keeps what was appended; importing again appends the rest.
+    let store = FailingStore::fail_only(MemoryStore::new(), 3);
+    let prefix: String = text.lines().take(500).map(|l| format!("{l}\n")).collect();
+    jsonl::import(&store, prefix.as_bytes()).await.unwrap();
+    let err = jsonl::import(&store, text.as_bytes()).await.unwrap_err();
+    match &err {
+        TransferError::Interrupted {
+            appended, removed, ..
+        } => assert_eq!((*appended, *removed), (1000, false)),
+        other => panic!("expected Interrupted, got {other:?}"),
+    }
+    assert!(err.to_string().contains("import the file again"), "{err}");
+    assert_eq!(
+        store
+            .inner()
+            .session(&session)
+            .await
+            .unwrap()
+            .unwrap()
+            .count,
+        1500
+    );
+    let summary = jsonl::import(&store, text.as_bytes()).await.unwrap();
+    assert_eq!(summary.sessions, vec![(session.clone(), 2500)]);
+    assert_eq!(
+        store.inner().all_events(&session).await.unwrap().len(),
+        2500
+    );
+}
