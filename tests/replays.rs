@@ -887,6 +887,44 @@ mod time_travel {
     }
 
     #[tokio::test]
+    async fn a_view_at_every_position_matches_the_tape() {
+        let store = MemoryStore::new();
+        let (workflow, session) = recorded(store.clone()).await;
+        // An event of another version and one whose payload no longer decodes: both skipped.
+        let len = store.session(&session).await.unwrap().unwrap().count;
+        store
+            .append(
+                &session,
+                &[
+                    Envelope::new("other:version", serde_json::json!({}), None),
+                    Envelope::new("plan:created", serde_json::json!({ "tasks": 7 }), None),
+                ],
+                len,
+            )
+            .await
+            .unwrap();
+        let tape = workflow.load(&session).await.unwrap();
+        assert_eq!(tape.skipped().total(), 2);
+        for p in 0..=tape.len() + 2 {
+            let view = workflow.view_at(&session, p).await.unwrap();
+            assert_eq!(view.position, p.min(tape.len()));
+            assert_eq!(view.len, tape.len());
+            assert_eq!(view.state, tape.state_at(p), "{p}");
+            assert_eq!(
+                view.current.map(|r| (r.seq, r.event)),
+                tape.event_at(view.position)
+                    .map(|e| (view.position - 1, e.clone())),
+                "{p}"
+            );
+            assert_eq!(&view.skipped, tape.skipped(), "{p}");
+        }
+        assert!(matches!(
+            workflow.view_at(&SessionId::new(), 0).await,
+            Err(openharness::Error::SessionNotFound(_))
+        ));
+    }
+
+    #[tokio::test]
     async fn long_sessions_load_in_chunks_to_the_same_tape() {
         let store = MemoryStore::new();
         let workflow = example::workflow(store.clone(), example::scripted_provider()).unwrap();

@@ -320,6 +320,69 @@ pub(crate) async fn states_at<S: WorkflowState>(
     Ok(found.into_iter().flatten().collect())
 }
 
+/// A session at one position, read in one streamed pass over its whole log: the state there,
+/// the event that led there, the session's length and what a fold of the whole log skips. See
+/// [`Workflow::view_at`](crate::Workflow::view_at).
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct ViewAt<S> {
+    /// The position (clamped to `0..=len`).
+    pub position: u64,
+    /// The session's length.
+    pub len: u64,
+    /// The event at seq `position - 1` (none at position 0).
+    pub current: Option<crate::Recorded>,
+    /// The state at `position`.
+    pub state: S,
+    /// What folding the whole session skips (unknown and undecodable events).
+    pub skipped: crate::Skipped,
+}
+
+/// See [`ViewAt`]: folds the whole log, streamed, keeping one state and the fold's window.
+pub(crate) async fn view_at<S: WorkflowState>(
+    wf: &Inner<S>,
+    session: &SessionId,
+    position: u64,
+) -> Result<ViewAt<S>, Error> {
+    let failed = store_error(wf, session);
+    let recorded_len = wf
+        .store
+        .session(session)
+        .await
+        .map_err(&failed)?
+        .map_or(0, |info| info.count);
+    if recorded_len == 0 {
+        return Err(Error::SessionNotFound(session.clone()));
+    }
+    // Clamped to the length read now; events appended meanwhile are folded for the counts.
+    let position = position.min(recorded_len);
+    let base = Box::pin(session_base(wf, session, 0)).await?;
+    let mut fold = Fold::new(base);
+    let mut window = Window::new(0);
+    let mut at = (position == 0).then(|| fold.state().clone());
+    let mut current = None;
+    let mut events = wf.store.stream_events(session, 0..u64::MAX);
+    while let Some(recorded) = events.next().await {
+        let recorded = recorded.map_err(&failed)?;
+        if recorded.seq + 1 == position {
+            current = Some(recorded.clone());
+        }
+        window.apply(&mut fold, recorded.event);
+        if fold.position() == position {
+            at = Some(fold.state().clone());
+        }
+    }
+    let len = fold.position();
+    let skipped = fold.skipped().clone();
+    Ok(ViewAt {
+        position: position.min(len),
+        len,
+        current,
+        state: at.unwrap_or_else(|| fold.into_state()),
+        skipped,
+    })
+}
+
 /// The events a [`Fold`] may need to re-apply after a panic: those since its checkpoint.
 pub(crate) struct Window {
     events: Vec<Envelope>,

@@ -28,6 +28,7 @@ mod workflow;
 
 pub use agent::{Agent, AgentSpec, StructuredOutput};
 pub use claim::Claim;
+pub use derive::ViewAt;
 pub use emit::{Emit, IntoEmit, Pending};
 pub use error::{Error, ErrorChain};
 pub use event::{Decoded, Envelope, Event, EventId, EventSet, SessionId};

@@ -315,6 +315,26 @@ impl<S: WorkflowState> Workflow<S> {
         crate::derive::states_at(&self.inner, session, positions).await
     }
 
+    /// `session` at `position` (clamped): the state there, the event that led there, the
+    /// session's length and what folding its whole log skips, from one streamed pass that
+    /// holds one state and the fold's window, never the log (for debuggers that show one
+    /// position of a long session). A session with no events is
+    /// [`Error::SessionNotFound`].
+    ///
+    /// ```
+    /// # async fn demo<S: openharness_core::WorkflowState + std::fmt::Debug>(workflow: openharness_core::Workflow<S>, session: openharness_core::SessionId) -> Result<(), openharness_core::Error> {
+    /// let view = workflow.view_at(&session, 10).await?;
+    /// println!("{} of {}: {:?} ({} events skipped)", view.position, view.len, view.state, view.skipped.total());
+    /// # Ok(()) }
+    /// ```
+    pub async fn view_at(
+        &self,
+        session: &SessionId,
+        position: u64,
+    ) -> Result<crate::derive::ViewAt<S>, Error> {
+        crate::derive::view_at(&self.inner, session, position).await
+    }
+
     /// What a recorded session is doing and what [`resume`](Self::resume) would finish, derived
     /// from its latest snapshot and the events after it; nothing is recorded and no model is
     /// called.

@@ -12,7 +12,7 @@ use openharness_tape::{At, ForkSession, LoadTape, Tape};
 use serde_json::Value;
 
 use crate::error::HostError;
-use crate::wire::{ForkPoint, StateAt, TurnOutcome};
+use crate::wire::{ForkPoint, StateAt, TapeView, TurnOutcome};
 
 /// A workflow with its state type erased: what a host, a server or a CLI needs of it.
 ///
@@ -91,6 +91,28 @@ pub trait Hosted: Send + Sync + 'static {
 
     /// A tape over the session whose states come out as JSON (for debuggers).
     async fn tape(&self, session: &SessionId) -> Result<Box<dyn JsonTape>, HostError>;
+
+    /// The session at `position` (clamped): the event that led there, the state and what a
+    /// fold of the whole session skips. The default moves a [`Hosted::tape`] there; the
+    /// handle of a typed workflow reads it in one streamed pass ([`Workflow::view_at`]),
+    /// holding one state instead of the session.
+    async fn view_at(&self, session: &SessionId, position: u64) -> Result<TapeView, HostError> {
+        let mut tape = self.tape(session).await?;
+        let position = tape.step_to(position);
+        let current = position.checked_sub(1).and_then(|seq| {
+            tape.current().map(|event| openharness_core::Recorded {
+                seq,
+                event: event.clone(),
+            })
+        });
+        Ok(TapeView {
+            position,
+            len: tape.len(),
+            current,
+            state: tape.state()?,
+            skipped: tape.skipped().clone(),
+        })
+    }
 }
 
 impl dyn Hosted {
@@ -318,5 +340,16 @@ impl<S: WorkflowState> Hosted for Handle<S> {
 
     async fn tape(&self, session: &SessionId) -> Result<Box<dyn JsonTape>, HostError> {
         Ok(Box::new(TypedTape(self.0.load(session).await?)))
+    }
+
+    async fn view_at(&self, session: &SessionId, position: u64) -> Result<TapeView, HostError> {
+        let view = self.0.view_at(session, position).await?;
+        Ok(TapeView {
+            position: view.position,
+            len: view.len,
+            current: view.current,
+            state: encode(session, view.position, &view.state)?,
+            skipped: view.skipped,
+        })
     }
 }

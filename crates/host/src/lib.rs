@@ -400,28 +400,17 @@ impl Host {
             .await
     }
 
-    /// `session` at `position`: the event that led there and the state.
+    /// `session` at `position`: the event that led there, the state and what a fold of the
+    /// whole session skips, read in one streamed pass (memory: one state, not the session).
     pub async fn tape_view(
         &self,
         session: &SessionId,
         position: u64,
     ) -> Result<TapeView, HostError> {
-        // A tape folds the whole session once, so the view can say what that fold skipped.
-        let mut tape = self.workflow_of(session).await?.tape(session).await?;
-        let position = tape.step_to(position);
-        let current = position.checked_sub(1).and_then(|seq| {
-            tape.current().map(|event| openharness_core::Recorded {
-                seq,
-                event: event.clone(),
-            })
-        });
-        Ok(TapeView {
-            position,
-            len: tape.len(),
-            current,
-            state: tape.state()?,
-            skipped: tape.skipped().clone(),
-        })
+        self.workflow_of(session)
+            .await?
+            .view_at(session, position)
+            .await
     }
 
     /// The JSON patch (RFC 6902) from the state of `session` at `a` to its state at `b`.
