@@ -207,6 +207,7 @@ fn generate_set(item: &ItemEnum, variants: &[Variant]) -> TokenStream {
         }
     });
     let helper = generate_helper(ident);
+    let handled = generate_handled(ident, variants);
     let event_set = generate_event_set(ident, variants);
     let checks = generate_checks(ident, variants);
     quote! {
@@ -214,6 +215,7 @@ fn generate_set(item: &ItemEnum, variants: &[Variant]) -> TokenStream {
         #vis #enum_token #ident #body
         #(#froms)*
         #helper
+        #handled
         #event_set
         #checks
     }
@@ -248,6 +250,31 @@ fn generate_helper(ident: &Ident) -> TokenStream {
                 }
                 (E::NAME, decode::<E>, encode::<E>)
             }
+        }
+    }
+}
+
+/// `Set::__openharness_handled::<State>()`, which `#[handler(Set)]` calls: it requires the
+/// state to have a handler for every variant (`HandlesEvent<Ty>`, which the handler macro
+/// implements for each event it handles), so each missing handler is one error that names the
+/// event and says how to add it, instead of rustc's non-exhaustive `match`, whose help suggests
+/// a wildcard arm. A variant under `#[cfg]` is left to the `match`.
+fn generate_handled(ident: &Ident, variants: &[Variant]) -> TokenStream {
+    let bounds = variants
+        .iter()
+        .filter(|variant| {
+            !variant
+                .attrs
+                .iter()
+                .any(|attr| attr.path().is_ident("cfg") || attr.path().is_ident("cfg_attr"))
+        })
+        .map(|Variant { ty, .. }| quote!(::openharness::__private::HandlesEvent<#ty>));
+    quote! {
+        impl #ident {
+            /// Compiles only if `S` handles every event of this enum.
+            #[doc(hidden)]
+            #[allow(unreachable_pub)]
+            pub const fn __openharness_handled<S: ?::core::marker::Sized #(+ #bounds)*>() {}
         }
     }
 }

@@ -1,7 +1,9 @@
 //! `#[handler(Events)]`: checks the signature of every handler in an `impl` block (or an inline
 //! module of functions), registers each under the event it takes, and generates
-//! `impl Handler` as one exhaustive `match` over the event enum, so a missing handler is
-//! rustc's own "pattern not covered" error, pointing at the attribute.
+//! `impl Handler` as one exhaustive `match` over the event enum. A missing handler is an error
+//! naming the event, pointing at the attribute: the enum's `__openharness_handled` requires
+//! `HandlesEvent<E>` of the state for every event `E`, and this macro implements it for each
+//! event that has a handler.
 
 use std::collections::HashMap;
 
@@ -39,6 +41,8 @@ struct Route {
     return_span: Span,
     /// Its `#[cfg(...)]` attributes, repeated on its match arm.
     cfgs: Vec<Attribute>,
+    /// The event type, as written, with the user's spans.
+    event: Type,
 }
 
 /// Where the handlers are written.
@@ -93,11 +97,13 @@ fn expand_impl(args: &HandlerArgs, item: ItemImpl) -> syn::Result<TokenStream> {
             &routes.list,
             |function, span| quote_spanned!(span=> Self::#function(self, event)),
         );
+        let handles = generate_handles(self_ty, &routes.list);
         quote! {
             #[automatically_derived]
             impl ::openharness::Handler for #self_ty {
                 #apply
             }
+            #handles
         }
     });
     Ok(errors.emit_with(quote!(#item #handler_impl)))
@@ -156,11 +162,13 @@ fn expand_mod(args: &HandlerArgs, mut item: ItemMod) -> syn::Result<TokenStream>
             &routes.list,
             |function, span| quote_spanned!(span=> #function(self, event)),
         );
+        let handles = generate_handles(state, &routes.list);
         let handler_impl = quote! {
             #[automatically_derived]
             impl ::openharness::Handler for #state {
                 #apply
             }
+            #handles
         };
         if let Some((_, items)) = &mut item.content {
             items.push(Item::Verbatim(handler_impl));
@@ -324,6 +332,7 @@ fn check<'a>(
     let route = Route {
         function: sig.ident.clone(),
         variant: variant.clone(),
+        event: event.clone(),
         returns_unit,
         return_span,
         cfgs: attrs
@@ -342,11 +351,24 @@ fn check<'a>(
     })
 }
 
+/// `HandlesEvent<Event> for State` for each handled event, under the handler's `#[cfg]`s: what
+/// the event enum's `__openharness_handled` requires of every variant.
+fn generate_handles(state: &Type, routes: &[Route]) -> TokenStream {
+    let impls = routes.iter().map(|Route { event, cfgs, .. }| {
+        quote! {
+            #(#cfgs)*
+            #[automatically_derived]
+            impl ::openharness::__private::HandlesEvent<#event> for #state {}
+        }
+    });
+    quote!(#(#impls)*)
+}
+
 /// `type Events` and `fn apply`: one `match` over the event enum, one arm per handler.
 ///
-/// Without `partial` the match has no wildcard arm. The scrutinee carries the span of the
-/// enum's path in the attribute, so rustc's "non-exhaustive patterns" error names the missing
-/// events and points at `#[handler(Events)]`. Each call carries the span of the handler's
+/// Without `partial` the match has no wildcard arm, and `apply` first requires a handler for
+/// every event (`Events::__openharness_handled::<Self>()`), spanned on the enum's path in the
+/// attribute: each missing one is an error there naming the event. Each call carries the span of the handler's
 /// return type, so a return type that is not `IntoEmit` is reported there.
 fn generate_apply(
     events: &Path,
@@ -368,6 +390,7 @@ fn generate_apply(
             returns_unit,
             return_span,
             cfgs,
+            ..
         } = route;
         // The function's name too, so the whole call expression is on the return type.
         let mut function = function.clone();
@@ -403,10 +426,16 @@ fn generate_apply(
         }
     };
     let scrutinee = quote_spanned!(events_span=> *event);
+    // Every event has a handler: one error per missing one, naming it, on the attribute. The
+    // `match` below is then exhaustive (rustc skips its own check of a body with errors, so
+    // its help, which suggests a wildcard arm, is not shown).
+    let all_handled =
+        (!partial).then(|| quote_spanned!(events_span=> #events::__openharness_handled::<Self>();));
     quote! {
         type Events = #events;
 
         fn apply(&mut self, event: &#events) -> ::openharness::Emit {
+            #all_handled
             use #events as #alias;
             match #scrutinee {
                 #(#arms)*

@@ -160,8 +160,9 @@ pub fn event(attr: TokenStream, item: TokenStream) -> TokenStream {
 /// assert_eq!(todo.apply(&TaskCompleted { index: 0 }.into()).len(), 1);
 /// ```
 ///
-/// The generated `apply` is one `match` over the enum, with no wildcard: an event without a
-/// handler is the compiler's "non-exhaustive patterns" error, pointing at the attribute.
+/// Every event of the enum needs a handler: one without is an error that names it, pointing at
+/// the attribute, and says how to add one ("`Todo` has no handler for the event
+/// `TaskCompleted`"). The generated `apply` is one `match` over the enum, with no wildcard.
 /// Write `#[handler(TodoEvent, partial)]` to ignore events without a handler instead.
 ///
 /// ```compile_fail
@@ -170,7 +171,7 @@ pub fn event(attr: TokenStream, item: TokenStream) -> TokenStream {
 /// #[event] #[derive(Clone)] pub struct TaskCompleted;
 /// #[event] pub enum TodoEvent { TaskAdded, TaskCompleted }
 /// #[derive(Clone)] pub struct Todo;
-/// #[handler(TodoEvent)] // error: non-exhaustive patterns: `TodoEvent::TaskCompleted(_)` not covered
+/// #[handler(TodoEvent)] // error: `Todo` has no handler for the event `TaskCompleted`
 /// impl Todo {
 ///     fn add(&mut self, _: &TaskAdded) {}
 /// }

@@ -43,3 +43,17 @@ pub trait Handler: Clone + Send + Sync + 'static {
     /// Folds one event into the state and returns the events it causes.
     fn apply(&mut self, event: &Self::Events) -> Emit;
 }
+
+/// Marks that a state has a handler for the event `E`: `#[handler(Events)]` implements it for
+/// each event it handles, and `#[event]` on the enum requires it of every variant, so a
+/// missing handler is reported by name, on the attribute, with how to add one.
+///
+/// Generated code only; not part of the public API.
+#[doc(hidden)]
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` has no handler for the event `{E}`",
+    label = "no handler for `{E}`",
+    note = "every event of the enum needs a handler: add one to the `#[handler]` block, such as `fn on_event(&mut self, event: &{E})` (in a module of functions, `fn on_event(state: &mut {Self}, event: &{E})`)",
+    note = "an event this state ignores can be left out of its enum, or the block can say `#[handler(Events, partial)]` to ignore every event without a handler"
+)]
+pub trait HandlesEvent<E> {}

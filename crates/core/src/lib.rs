@@ -60,6 +60,7 @@ pub use workflow::{
 #[doc(hidden)]
 pub mod __private {
     pub use crate::agent::{AssertEvent, AssertOutput};
+    pub use crate::handler::HandlesEvent;
     pub use schemars;
     pub use serde;
     pub use serde_json;
