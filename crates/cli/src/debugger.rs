@@ -4,7 +4,9 @@
 //!
 //! The screen shows the event timeline with the current position, the state there (pretty
 //! JSON or a tree, from a [`JsonTape`]), the JSON patch the current event made to it, and the
-//! current event itself (its payload and the event that caused it). For a session whose
+//! current event itself (its payload and the event that caused it). A rejected model output
+//! (`output:rejected`) is marked in the timeline with its agent and attempt, and the event pane
+//! lists the validator's errors one per line above the output as the model returned it. For a session whose
 //! workflow is not registered the states cannot be folded: the state pane says why, and the
 //! timeline, payloads and causes still work. [`Debugger`] reacts to keys
 //! ([`Debugger::handle_key`]), advances while playing ([`Debugger::tick`]) and draws into any
@@ -19,6 +21,7 @@ use std::collections::HashMap;
 use std::io::IsTerminal;
 use std::time::Duration;
 
+use openharness::builtin::{Builtin, OutputRejected};
 use openharness::tape::PatchOperation;
 use openharness::{Envelope, EventId, SessionId};
 use openharness_host::{Host, HostError, JsonTape};
@@ -512,7 +515,7 @@ impl Debugger {
             .map(|p| {
                 let label = match self.source.event_at(p) {
                     None => "(initial state)".to_owned(),
-                    Some(event) => event.name.to_string(),
+                    Some(event) => label(event),
                 };
                 let marker = if p == position { "▶" } else { " " };
                 let item = ListItem::new(format!("{marker}{p:>6} {label}"));
@@ -589,12 +592,18 @@ impl Debugger {
                         None => format!("caused by: {id} (not in this session)"),
                     },
                 };
+                let body = match Builtin::decode(event) {
+                    Some(Ok(Builtin::OutputRejected(rejected))) => describe_rejected(&rejected),
+                    _ => format!(
+                        "payload {}",
+                        serde_json::to_string_pretty(&event.payload).unwrap_or_default()
+                    ),
+                };
                 format!(
-                    "seq {} {} ({})\n{cause}\npayload {}",
+                    "seq {} {} ({})\n{cause}\n{body}",
                     position - 1,
                     event.name,
                     event.id,
-                    serde_json::to_string_pretty(&event.payload).unwrap_or_default()
                 )
             }
         };
@@ -605,6 +614,37 @@ impl Debugger {
             area,
         );
     }
+}
+
+/// An event's line in the timeline: its name, and for a rejected output whose attempt it was
+/// (`output:rejected ✗ clerk attempt 1`), so the re-asks stand out.
+fn label(event: &Envelope) -> String {
+    match Builtin::decode(event) {
+        Some(Ok(Builtin::OutputRejected(rejected))) => format!(
+            "{} ✗ {} attempt {}",
+            event.name, rejected.agent, rejected.attempt
+        ),
+        _ => event.name.to_string(),
+    }
+}
+
+/// A rejected output in the event pane: which attempt of which agent, each of the validator's
+/// errors on its own line, then the output as the model returned it.
+fn describe_rejected(rejected: &OutputRejected) -> String {
+    let mut text = format!(
+        "rejected output: attempt {} of agent `{}` did not pass its checks\nwhy:",
+        rejected.attempt, rejected.agent
+    );
+    if rejected.errors.is_empty() {
+        text.push_str("\n  (no reason recorded)");
+    }
+    for error in &rejected.errors {
+        text.push_str("\n  ✗ ");
+        text.push_str(error);
+    }
+    text.push_str("\nthe output as the model returned it:\n");
+    text.push_str(&serde_json::to_string_pretty(&rejected.output).unwrap_or_default());
+    text
 }
 
 /// One patch operation on one line: `replace /completed = 2`.

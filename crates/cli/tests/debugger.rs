@@ -127,6 +127,60 @@ async fn the_debugger_steps_through_a_custom_workflows_states_and_patches() {
 }
 
 #[tokio::test]
+async fn a_rejected_output_shows_its_attempt_and_the_validators_errors() {
+    let store = MemoryStore::new();
+    let host = Host::new(store.clone()).workflow(ledger()).unwrap();
+    // An amount that is not a number: the clerk's output never validates.
+    let outcome = host
+        .run(LEDGER, Some("coffee lots".into()), RunOptions::new())
+        .await
+        .unwrap();
+    assert!(outcome.errors > 0, "the clerk failed for good");
+    let mut app = Debugger::open(&host, &outcome.session, "ledger-tool")
+        .await
+        .unwrap();
+    let mut terminal = Terminal::new(TestBackend::new(160, 50)).unwrap();
+
+    press(&mut app, &[KeyCode::Char('/')]);
+    press(&mut app, &chars("output:rejected"));
+    press(&mut app, &[KeyCode::Enter]);
+    let first = screen(&mut terminal, &app);
+    assert_eq!(app.current().unwrap().name, "output:rejected");
+    // The timeline marks it as a rejected attempt of the clerk.
+    assert_eq!(
+        marked(&first),
+        format!("{} output:rejected ✗ clerk attempt 1", app.position())
+    );
+    // The event pane: which attempt, each error on its own line, then the raw output.
+    assert!(
+        shows(
+            &first,
+            "rejected output: attempt 1 of agent `clerk` did not pass its checks"
+        ),
+        "{first:#?}"
+    );
+    let errors = first
+        .iter()
+        .filter(|row| row.contains("✗ output does not match the schema of"))
+        .count();
+    assert!(errors >= 1, "{first:#?}");
+    assert!(
+        shows(&first, "the output as the model returned it:"),
+        "{first:#?}"
+    );
+    assert!(shows(&first, "\"amount\": \"lots\""), "{first:#?}");
+    assert!(!shows(&first, "payload {"), "{first:#?}");
+
+    // The next rejection is the next attempt.
+    press(&mut app, &[KeyCode::Char('n')]);
+    let second = screen(&mut terminal, &app);
+    assert!(
+        shows(&second, "rejected output: attempt 2 of agent `clerk`"),
+        "{second:#?}"
+    );
+}
+
+#[tokio::test]
 async fn the_title_says_how_many_events_the_fold_skipped() {
     let store = MemoryStore::new();
     let session = ledger_session(store.clone()).await;
