@@ -83,7 +83,8 @@ pub use postgres::{
     CONNECTIONS, LISTENER_GRACE, MIGRATIONS, PostgresError, PostgresStore, redact_url,
 };
 pub use redb_store::{
-    RedbDurability, RedbError, RedbOptions, RedbStore, STORE_ENV, default_store_path,
+    DEFAULT_CACHE_BYTES, RedbDurability, RedbError, RedbOptions, RedbStore, STORE_ENV,
+    default_store_path,
 };
 
 use std::cmp::Ordering;

@@ -220,7 +220,7 @@ impl From<RedbError> for StoreError {
 
 /// How a [`RedbStore`] works, for [`RedbStore::open_with`]. The default is what
 /// [`RedbStore::open`] uses.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct RedbOptions {
     /// Let a lone writer commit on its own thread (see
@@ -231,6 +231,24 @@ pub struct RedbOptions {
     /// When appends reach the disk (see [`durability`](Self::durability)). Every append by
     /// default.
     pub durability: RedbDurability,
+    /// The most memory redb's page cache may hold, in bytes (see
+    /// [`cache_size`](Self::cache_size)). [`DEFAULT_CACHE_BYTES`] by default.
+    pub cache_size: usize,
+}
+
+/// The default bound of a [`RedbStore`]'s page cache: 64 MiB. (redb's own default is 1 GiB,
+/// which a long read fills: about 216 MB after reading a million-event session.)
+pub const DEFAULT_CACHE_BYTES: usize = 64 * 1024 * 1024;
+
+impl Default for RedbOptions {
+    fn default() -> Self {
+        Self {
+            commit_on_caller: false,
+            read_only: false,
+            durability: RedbDurability::default(),
+            cache_size: DEFAULT_CACHE_BYTES,
+        }
+    }
 }
 
 /// When a [`RedbStore`]'s appends reach the disk, and so what a crash can lose.
@@ -295,6 +313,20 @@ impl RedbOptions {
     /// Sets when appends reach the disk; see [`RedbDurability`] for what a crash can lose.
     pub fn durability(mut self, durability: RedbDurability) -> Self {
         self.durability = durability;
+        self
+    }
+
+    /// Bounds the memory redb's page cache may hold ([`DEFAULT_CACHE_BYTES`] by default).
+    /// Pages read beyond it are read again from the file (usually from the operating
+    /// system's cache), so a smaller cache costs some speed on sessions larger than it.
+    ///
+    /// ```
+    /// use openharness_store::RedbOptions;
+    /// let options = RedbOptions::default().cache_size(16 * 1024 * 1024);
+    /// assert_eq!(options.cache_size, 16 * 1024 * 1024);
+    /// ```
+    pub fn cache_size(mut self, bytes: usize) -> Self {
+        self.cache_size = bytes;
         self
     }
 }
@@ -419,7 +451,8 @@ impl RedbStore {
     fn open_typed(path: &Path, options: &RedbOptions) -> Result<Self, RedbError> {
         let opening = |message| Health::default().damaged(path, "opening".to_owned(), message);
         // Each step contained on its own, so a panic never unwinds through the open database.
-        let db = guard::contained(|| open_db(path, options.read_only)).map_err(opening)??;
+        let db = guard::contained(|| open_db(path, options.read_only, options.cache_size))
+            .map_err(opening)??;
         guard::contained(|| layout::prepare_file(&db, path)).map_err(opening)??;
         let db = Arc::new(db);
         let health = Arc::new(Health::default());
@@ -511,8 +544,10 @@ impl RedbStore {
 }
 
 /// Opens the database at `path`: writable (creating the file if needed) unless `read_only`
-/// or the file cannot be written.
-fn open_db(path: &Path, read_only: bool) -> Result<Db, RedbError> {
+/// or the file cannot be written, with a page cache of at most `cache_size` bytes.
+fn open_db(path: &Path, read_only: bool, cache_size: usize) -> Result<Db, RedbError> {
+    let mut builder = redb::Builder::new();
+    builder.set_cache_size(cache_size);
     let open_error = |err: redb::DatabaseError| match redb::Error::from(err) {
         redb::Error::DatabaseAlreadyOpen => RedbError::AlreadyOpen {
             path: path.to_owned(),
@@ -532,7 +567,8 @@ fn open_db(path: &Path, read_only: bool) -> Result<Db, RedbError> {
         },
     };
     let open_read_only = || {
-        redb::ReadOnlyDatabase::open(path)
+        builder
+            .open_read_only(path)
             .map(Db::read_only)
             .map_err(open_error)
     };
@@ -546,7 +582,7 @@ fn open_db(path: &Path, read_only: bool) -> Result<Db, RedbError> {
         })?;
     }
     create::ensure_exists(path)?;
-    match Database::create(path) {
+    match builder.create(path) {
         Ok(db) => Ok(Db::writable(db)),
         Err(redb::DatabaseError::Storage(redb::StorageError::Io(err)))
             if err.kind() == std::io::ErrorKind::PermissionDenied
