@@ -129,7 +129,7 @@ impl fmt::Debug for SessionId {
 
 /// Why a string is not a valid [`SessionId`].
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("invalid session id {0:?}: it must be 1 to 200 characters without control characters")]
+#[error("invalid session id {0:?}: it must be 1 to 200 bytes of UTF-8 without control characters")]
 pub struct InvalidSessionId(String);
 
 impl FromStr for SessionId {
@@ -279,6 +279,14 @@ pub trait EventSet: Sized + Send + Sync + 'static {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_session_id_is_limited_in_bytes_and_says_so() {
+        // 100 two-byte characters are 200 bytes: allowed; one more is refused.
+        assert!("é".repeat(100).parse::<SessionId>().is_ok());
+        let err = "é".repeat(101).parse::<SessionId>().unwrap_err();
+        assert!(err.to_string().contains("200 bytes"), "{err}");
+    }
 
     #[test]
     fn the_wire_form_uses_the_seed_field_names() {
