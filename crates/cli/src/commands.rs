@@ -414,6 +414,8 @@ async fn serve(
     // Platform sessions whose turn a dead process left unfinished (a crash here, or another
     // replica on the same PostgreSQL) are resumed from their logs.
     let recovery = platform.spawn_recovery(RECOVERY_INTERVAL);
+    // GET /openapi.json describes the /v1 routes too.
+    options = options.openapi(openharness_platform::openapi_document());
     let app = openharness_server::router(host, options)
         .merge(openharness_platform::router(platform, platform_options));
     let served = axum::serve(listener, app)

@@ -17,7 +17,7 @@ use crate::messages::project;
 use openharness_core::Event;
 
 /// One notification of a session.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Notification {
     /// The id of the event it is.
     pub id: Uuid,

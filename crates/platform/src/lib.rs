@@ -36,6 +36,8 @@
 //! Errors are the server's shape, `{"error": {"code", "message"}}`: `400` unreadable input,
 //! `404` unknown ids (and ids that are not UUIDs), `409` conflicts, `422` invalid input
 //! (unknown fields included), `503` when provider keys cannot be sealed or opened here.
+//! [`openapi_document`] describes all of it as OpenAPI 3.1 (`openharness serve` merges it into
+//! its `GET /openapi.json`).
 //!
 //! ```no_run
 //! # async fn demo(store: std::sync::Arc<dyn openharness_core::Store>) -> Result<(), Box<dyn std::error::Error>> {
@@ -53,6 +55,7 @@ mod error;
 mod events;
 mod keys;
 mod messages;
+mod openapi;
 mod platform;
 mod requests;
 mod resources;
@@ -71,6 +74,7 @@ pub use error::PlatformError;
 pub use events::Notification;
 pub use keys::{KeyError, MASTER_KEYS_ENV, MASTER_KEYS_FILE_ENV, MasterKeys, SealedKey};
 pub use messages::{ContentPart, Controls, Message, MessageRole, NewMessage};
+pub use openapi::openapi_document;
 pub use platform::{PLATFORM_LOG, Platform};
 pub use requests::{
     AgentPatch, ModelPatch, NewAgent, NewModel, NewProvider, NewSession, ProviderPatch,

@@ -13,7 +13,7 @@ use crate::chat::AssistantReplied;
 use crate::error::PlatformError;
 
 /// Who a message is from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum MessageRole {
     /// A person.
@@ -29,7 +29,7 @@ pub enum MessageRole {
 }
 
 /// One part of a message's content.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum ContentPart {
     /// Text.
@@ -70,7 +70,7 @@ pub enum ContentPart {
 }
 
 /// A message of a session, projected from one event of its log.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Message {
     /// The id of the event it is.
     pub id: Uuid,
@@ -93,7 +93,7 @@ pub struct Message {
 }
 
 /// The model and reasoning a posted message asks for.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Controls {
     /// The model for this turn (an LLM model's id).
@@ -112,7 +112,7 @@ pub struct Controls {
 /// assert_eq!(new.text().unwrap(), "Hi");
 /// # Ok::<(), serde_json::Error>(())
 /// ```
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NewMessage {
     /// `user` (the only role that can be posted; the default).

@@ -26,7 +26,7 @@ where
 /// assert!(serde_json::from_str::<NewAgent>(r#"{"name":"x","system_prompt":"","colour":1}"#).is_err());
 /// # Ok::<(), serde_json::Error>(())
 /// ```
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NewAgent {
     /// Its name (1 to 200 characters).
@@ -45,7 +45,7 @@ pub struct NewAgent {
 }
 
 /// `PATCH /v1/agents/{id}`: the fields to change.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct AgentPatch {
     /// A new name.
@@ -63,7 +63,7 @@ pub struct AgentPatch {
 }
 
 /// `PUT /v1/agents/{id}/capabilities`: the agent's capabilities, in order.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SetCapabilities {
     /// Capability ids, each available and listed once; their order is their position.
@@ -82,7 +82,7 @@ pub struct SetCapabilities {
 /// assert!(!format!("{new:?}").contains("sk-ant"));
 /// # Ok::<(), serde_json::Error>(())
 /// ```
-#[derive(Clone, Deserialize)]
+#[derive(Clone, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NewProvider {
     /// Its name.
@@ -118,7 +118,7 @@ impl std::fmt::Debug for NewProvider {
 
 /// `PATCH /v1/llm-providers/{id}`: the fields to change. `api_key` sets a new key (sealed
 /// afresh) or, as `null`, removes it.
-#[derive(Clone, Default, Deserialize)]
+#[derive(Clone, Default, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ProviderPatch {
     /// A new name.
@@ -149,7 +149,7 @@ impl std::fmt::Debug for ProviderPatch {
 }
 
 /// `POST /v1/llm-models` (with `provider_id`) or `POST /v1/llm-providers/{id}/models`.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NewModel {
     /// The provider (taken from the path under `/v1/llm-providers/{id}/models`).
@@ -175,7 +175,7 @@ pub struct NewModel {
 }
 
 /// `PATCH /v1/llm-models/{id}`: the fields to change.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ModelPatch {
     /// A new model id.
@@ -201,7 +201,7 @@ pub struct ModelPatch {
 /// assert_eq!(new.title.as_deref(), Some("Trip"));
 /// # Ok::<(), serde_json::Error>(())
 /// ```
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NewSession {
     /// Its title.
@@ -216,7 +216,7 @@ pub struct NewSession {
 }
 
 /// `PATCH /v1/agents/{a}/sessions/{s}`: the fields to change.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SessionPatch {
     /// A new title, or `null` for none.

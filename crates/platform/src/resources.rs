@@ -22,7 +22,7 @@ use crate::keys::SealedKey;
 /// assert_eq!(agent.status, AgentStatus::Active);
 /// # Ok::<(), serde_json::Error>(())
 /// ```
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Agent {
     /// Its id (UUID v7).
     pub id: Uuid,
@@ -45,7 +45,7 @@ pub struct Agent {
 }
 
 /// Whether an agent is in use or archived.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum AgentStatus {
     /// In use.
@@ -55,7 +55,7 @@ pub enum AgentStatus {
 }
 
 /// The API a provider speaks.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum ProviderType {
     /// OpenAI (or an OpenAI-compatible server at `base_url`).
@@ -67,7 +67,9 @@ pub enum ProviderType {
 }
 
 /// Whether a provider or model may be used.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default, schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum ResourceStatus {
     /// Usable.
@@ -79,7 +81,7 @@ pub enum ResourceStatus {
 
 /// An LLM provider as the API returns it: the key itself is never part of it, only whether
 /// one is set.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct LlmProvider {
     /// Its id (UUID v7).
     pub id: Uuid,
@@ -137,7 +139,7 @@ impl ProviderRecord {
 }
 
 /// A model a provider serves; at most one per provider is its default.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct LlmModel {
     /// Its id (UUID v7).
     pub id: Uuid,
@@ -162,7 +164,7 @@ pub struct LlmModel {
 }
 
 /// Whether a capability can be given to agents yet.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum CapabilityStatus {
     /// Agents can have it.
@@ -173,7 +175,7 @@ pub enum CapabilityStatus {
 
 /// A capability from the built-in registry: what it adds to an agent's system prompt and the
 /// tools it gives.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Capability {
     /// Its id, such as `current_time`.
     pub id: String,
@@ -190,7 +192,7 @@ pub struct Capability {
 }
 
 /// One capability of one agent, at a position in the agent's ordered list (unique per agent).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct AgentCapability {
     /// The agent.
     pub agent_id: Uuid,
@@ -210,7 +212,7 @@ pub struct AgentCapability {
 /// let page = Page::of(vec![1, 2, 3, 4, 5], 1, 2);
 /// assert_eq!((page.data, page.total, page.offset, page.limit), (vec![2, 3], 5, 1, 2));
 /// ```
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Page<T> {
     /// The items of this page.
     pub data: Vec<T>,
@@ -251,7 +253,7 @@ impl<T> Page<T> {
 /// assert_eq!(session.status, SessionStatus::Pending);
 /// # Ok::<(), serde_json::Error>(())
 /// ```
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Session {
     /// Its id (UUID v7), also the id of its Open Harness session (its event log).
     pub id: Uuid,
@@ -275,7 +277,7 @@ pub struct Session {
 }
 
 /// What a session is doing: pending → running → pending, or failed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum SessionStatus {
     /// Waiting for a message.

@@ -92,6 +92,9 @@ pub struct ServerOptions {
     pub api_keys: Vec<ApiKeyHash>,
     /// The origins a browser page may call the server from (default none: CORS off).
     pub cors: Option<CorsOrigins>,
+    /// OpenAPI documents of routes merged beside the server's (such as the platform's `/v1`):
+    /// `GET /openapi.json` lists their paths and schemas too.
+    pub openapi: Vec<serde_json::Value>,
 }
 
 impl Default for ServerOptions {
@@ -105,6 +108,7 @@ impl Default for ServerOptions {
             chat_workflow: None,
             api_keys: Vec::new(),
             cors: None,
+            openapi: Vec::new(),
         }
     }
 }
@@ -157,6 +161,22 @@ impl ServerOptions {
     #[must_use]
     pub fn chat_workflow(mut self, name: impl Into<String>) -> Self {
         self.chat_workflow = Some(name.into());
+        self
+    }
+
+    /// Adds the paths and schemas of `document` (an OpenAPI 3.1 document of routes you merge
+    /// beside the server's) to `GET /openapi.json`. A schema name the server already uses
+    /// keeps the server's schema.
+    ///
+    /// ```
+    /// use openharness_server::ServerOptions;
+    /// let extra = serde_json::json!({ "paths": { "/v1/ping": { "get": { "responses": {} } } } });
+    /// let options = ServerOptions::default().openapi(extra);
+    /// assert_eq!(options.openapi.len(), 1);
+    /// ```
+    #[must_use]
+    pub fn openapi(mut self, document: serde_json::Value) -> Self {
+        self.openapi.push(document);
         self
     }
 

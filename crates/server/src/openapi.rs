@@ -1,8 +1,13 @@
 //! `GET /openapi.json`: an OpenAPI 3.1 document of the server, built from the same JSON Schemas
 //! the wire types generate (`openharness_host::wire_schemas`), so it cannot drift from the JSON
-//! the server writes. Each schema's `$defs` are hoisted into `components.schemas`.
+//! the server writes. Each schema's `$defs` are hoisted into `components.schemas`. Documents
+//! of routes merged beside the server's ([`ServerOptions::openapi`](crate::ServerOptions::openapi),
+//! such as the platform's `/v1`) add their paths and schemas.
+
+use std::sync::Arc;
 
 use axum::Json;
+use axum::extract::State;
 use axum::response::{IntoResponse, Response};
 use serde_json::{Map, Value, json};
 
@@ -201,7 +206,53 @@ fn paths() -> Value {
     })
 }
 
+/// The server's document with the paths and schemas of `extensions` added; a schema name
+/// the server already uses keeps the server's schema.
+pub(crate) fn merged(extensions: &[Value]) -> Value {
+    let mut doc = document();
+    for extension in extensions {
+        if let (Some(Value::Object(paths)), Some(into)) = (
+            extension.get("paths"),
+            doc.get_mut("paths").and_then(Value::as_object_mut),
+        ) {
+            for (path, item) in paths {
+                into.entry(path.clone()).or_insert_with(|| item.clone());
+            }
+        }
+        if let (Some(Value::Object(schemas)), Some(into)) = (
+            extension.pointer("/components/schemas"),
+            doc.pointer_mut("/components/schemas")
+                .and_then(Value::as_object_mut),
+        ) {
+            for (name, schema) in schemas {
+                into.entry(name.clone()).or_insert_with(|| schema.clone());
+            }
+        }
+    }
+    doc
+}
+
 /// `GET /openapi.json`.
-pub(crate) async fn serve() -> Response {
-    Json(document()).into_response()
+pub(crate) async fn serve(State(state): State<Arc<crate::AppState>>) -> Response {
+    Json(merged(&state.options.openapi)).into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn merged_documents_add_paths_and_schemas_and_keep_the_servers() {
+        let extension = json!({
+            "paths": { "/v1/ping": { "get": { "responses": {} } }, "/health": { "get": {} } },
+            "components": { "schemas": { "V1Ping": { "type": "object" }, "Error": { "type": "null" } } },
+        });
+        let doc = merged(&[extension]);
+        assert!(doc["paths"]["/v1/ping"]["get"].is_object());
+        assert!(doc["paths"]["/sessions"].is_object());
+        assert_eq!(doc["components"]["schemas"]["V1Ping"]["type"], "object");
+        // The server's own keep theirs.
+        assert_eq!(doc["components"]["schemas"]["Error"]["type"], "object");
+        assert_eq!(doc["paths"]["/health"], document()["paths"]["/health"]);
+    }
 }

@@ -1,0 +1,455 @@
+//! The OpenAPI 3.1 document of the `/v1` routes ([`openapi_document`]), built from the JSON
+//! Schemas the platform's own serde types generate (schemars), so it cannot drift from the JSON
+//! the routes read and write. `openharness serve` merges it into the server's
+//! `GET /openapi.json`; an app that mounts [`router`](crate::router) alone can serve it as is.
+//!
+//! Schema names carry a `V1` prefix (`V1Agent`, `V1Message`, ...) so that they never clash with
+//! the server's own (its `Message` is a chat projection, not a platform message). Request
+//! bodies are described as the routes read them (unknown fields refused, defaults optional),
+//! responses as they are written.
+
+use schemars::generate::SchemaSettings;
+use schemars::{JsonSchema, Schema};
+use serde_json::{Map, Value, json};
+
+use crate::events::Notification;
+use crate::messages::{Message, NewMessage};
+use crate::requests::{
+    AgentPatch, ModelPatch, NewAgent, NewModel, NewProvider, NewSession, ProviderPatch,
+    SessionPatch, SetCapabilities,
+};
+use crate::resources::{Agent, AgentCapability, Capability, LlmModel, LlmProvider, Session};
+
+/// The prefix of every schema name of the platform's document.
+const PREFIX: &str = "V1";
+/// The largest `limit` of a page.
+const MAX_LIMIT: u64 = 100;
+/// The largest integer JSON carries exactly (JavaScript's safe integers).
+const MAX_SAFE: u64 = 9_007_199_254_740_991;
+
+/// The OpenAPI 3.1 document of the `/v1` routes: every path with its parameters, request and
+/// response schemas (`V1Agent`, `V1AgentPage`, `V1Error`, ...), the status codes each route
+/// answers (`201` on create, `204` on delete, `404`, `409`, `422`, `503` where they happen)
+/// and `text/event-stream` for a session's events.
+///
+/// ```
+/// let doc = openharness_platform::openapi_document();
+/// assert_eq!(doc["openapi"], "3.1.0");
+/// let create = &doc["paths"]["/v1/agents"]["post"];
+/// assert_eq!(
+///     create["responses"]["201"]["content"]["application/json"]["schema"]["$ref"],
+///     "#/components/schemas/V1Agent"
+/// );
+/// assert!(doc["components"]["schemas"]["V1Agent"]["properties"]["system_prompt"].is_object());
+/// ```
+pub fn openapi_document() -> Value {
+    let mut schemas = Map::new();
+    // Responses, as the routes write them.
+    for (name, schema) in [
+        ("Agent", response::<Agent>()),
+        ("AgentPage", response::<crate::Page<Agent>>()),
+        ("Session", response::<Session>()),
+        ("SessionPage", response::<crate::Page<Session>>()),
+        ("Message", response::<Message>()),
+        ("MessagePage", response::<crate::Page<Message>>()),
+        ("Notification", response::<Notification>()),
+        ("NotificationPage", response::<crate::Page<Notification>>()),
+        ("Capability", response::<Capability>()),
+        ("CapabilityPage", response::<crate::Page<Capability>>()),
+        (
+            "AgentCapabilityPage",
+            response::<crate::Page<AgentCapability>>(),
+        ),
+        ("LlmProvider", response::<LlmProvider>()),
+        ("LlmProviderPage", response::<crate::Page<LlmProvider>>()),
+        ("LlmModel", response::<LlmModel>()),
+        ("LlmModelPage", response::<crate::Page<LlmModel>>()),
+    ] {
+        add(&mut schemas, name, schema);
+    }
+    // Request bodies, as the routes read them.
+    for (name, schema) in [
+        ("NewAgent", request::<NewAgent>()),
+        ("AgentPatch", request::<AgentPatch>()),
+        ("SetCapabilities", request::<SetCapabilities>()),
+        ("NewSession", request::<NewSession>()),
+        ("SessionPatch", request::<SessionPatch>()),
+        ("NewMessage", request::<NewMessage>()),
+        ("NewProvider", request::<NewProvider>()),
+        ("ProviderPatch", request::<ProviderPatch>()),
+        ("NewModel", request::<NewModel>()),
+        ("ModelPatch", request::<ModelPatch>()),
+    ] {
+        add(&mut schemas, name, schema);
+    }
+    schemas.insert(
+        format!("{PREFIX}Error"),
+        json!({
+            "type": "object",
+            "description": "The error shape of every failed request.",
+            "required": ["error"],
+            "properties": { "error": {
+                "type": "object",
+                "required": ["code", "message"],
+                "properties": {
+                    "code": { "type": "string", "description": "A stable code, such as `not_found` or `agent_archived`." },
+                    "message": { "type": "string", "description": "What went wrong, for people." },
+                },
+            } },
+        }),
+    );
+    json!({
+        "openapi": "3.1.0",
+        "info": {
+            "title": "Open Harness platform",
+            "version": env!("CARGO_PKG_VERSION"),
+            "description": "The Everruns-shaped /v1 API: agents, sessions, messages, notification events, capabilities, LLM providers (write-only keys) and models.",
+        },
+        "paths": paths(),
+        "components": {
+            "schemas": schemas,
+            "securitySchemes": { "apiKey": { "type": "http", "scheme": "bearer" } },
+        },
+    })
+}
+
+fn response<T: JsonSchema>() -> Schema {
+    SchemaSettings::draft2020_12()
+        .for_serialize()
+        .into_generator()
+        .into_root_schema_for::<T>()
+}
+
+fn request<T: JsonSchema>() -> Schema {
+    SchemaSettings::draft2020_12()
+        .for_deserialize()
+        .into_generator()
+        .into_root_schema_for::<T>()
+}
+
+/// Adds `schema` as `V1<name>`, its `$defs` hoisted beside it (prefixed too).
+fn add(into: &mut Map<String, Value>, name: &str, schema: Schema) {
+    let mut schema = schema.to_value();
+    hoist(&mut schema, into);
+    if let Some(map) = schema.as_object_mut() {
+        map.remove("$schema");
+        map.insert("title".to_owned(), json!(format!("{PREFIX}{name}")));
+    }
+    into.insert(format!("{PREFIX}{name}"), schema);
+}
+
+/// Moves the `$defs` of `schema` into `into`, pointing its references there.
+fn hoist(schema: &mut Value, into: &mut Map<String, Value>) {
+    if let Some(Value::Object(defs)) = schema.as_object_mut().and_then(|s| s.remove("$defs")) {
+        for (name, mut def) in defs {
+            hoist(&mut def, into);
+            tidy(&mut def);
+            into.entry(format!("{PREFIX}{name}")).or_insert(def);
+        }
+    }
+    tidy(schema);
+}
+
+/// `#/$defs/X` references become `#/components/schemas/V1X`, and unsigned integers get the
+/// largest value the routes read as their `maximum` (schemars gives only the `format`).
+fn tidy(value: &mut Value) {
+    match value {
+        Value::Object(map) => {
+            if let Some(Value::String(target)) = map.get_mut("$ref")
+                && let Some(name) = target.strip_prefix("#/$defs/")
+            {
+                *target = format!("#/components/schemas/{PREFIX}{name}");
+            }
+            let maximum = match map.get("format").and_then(Value::as_str) {
+                Some("uint32") => Some(u64::from(u32::MAX)),
+                Some("uint64" | "uint") => Some(MAX_SAFE),
+                _ => None,
+            };
+            if let Some(maximum) = maximum {
+                map.entry("maximum").or_insert(json!(maximum));
+            }
+            map.values_mut().for_each(tidy);
+        }
+        Value::Array(items) => items.iter_mut().for_each(tidy),
+        _ => {}
+    }
+}
+
+fn schema(name: &str) -> Value {
+    json!({ "$ref": format!("#/components/schemas/{PREFIX}{name}") })
+}
+
+fn json_content(schema: Value) -> Value {
+    json!({ "application/json": { "schema": schema } })
+}
+
+fn answer(description: &str, body: Value) -> Value {
+    json!({ "description": description, "content": json_content(body) })
+}
+
+/// What each error status means here.
+fn failure(code: &str) -> Value {
+    let description = match code {
+        "400" => "the request cannot be read (bad JSON, a bad query or header)",
+        "401" => "an API key is required and none, or a wrong one, was sent",
+        "404" => "no such resource (or the id is not a UUID)",
+        "409" => {
+            "the current state forbids the change (the code says which), or other writers kept changing the platform"
+        }
+        "413" => "the body is larger than the limit",
+        "422" => "well-formed JSON that is not valid input",
+        "503" => {
+            "provider keys cannot be sealed or opened here, or no model provider is configured (`no_provider`)"
+        }
+        _ => "an error",
+    };
+    answer(description, schema("Error"))
+}
+
+fn path_id(name: &str, description: &str) -> Value {
+    json!({ "name": name, "in": "path", "required": true, "description": description, "schema": { "type": "string", "format": "uuid" } })
+}
+
+fn query(name: &str, description: &str, schema: Value) -> Value {
+    json!({ "name": name, "in": "query", "required": false, "description": description, "schema": schema })
+}
+
+/// `?offset=&limit=` of every list.
+fn paging() -> Vec<Value> {
+    vec![
+        query(
+            "offset",
+            "how many items to skip",
+            json!({ "type": "integer", "minimum": 0, "maximum": MAX_SAFE }),
+        ),
+        query(
+            "limit",
+            "the most items the page holds (default 20)",
+            json!({ "type": "integer", "minimum": 1, "maximum": MAX_LIMIT }),
+        ),
+    ]
+}
+
+/// One operation: its summary, parameters, body, success and failure statuses. Every
+/// operation may answer `401` (when keys are required); one with a body also `400` and `413`.
+fn operation(
+    summary: &str,
+    parameters: Vec<Value>,
+    body: Option<&str>,
+    success: (&str, Value),
+    failures: &[&str],
+) -> Value {
+    let mut responses = Map::new();
+    let mut codes = vec!["401"];
+    codes.extend_from_slice(failures);
+    if body.is_some() {
+        codes.extend(["400", "413", "422"]);
+    }
+    for code in codes {
+        responses.insert(code.to_owned(), failure(code));
+    }
+    responses.insert(success.0.to_owned(), success.1);
+    let mut op = json!({
+        "summary": summary,
+        "parameters": parameters,
+        "responses": responses,
+        "security": [{ "apiKey": [] }, {}],
+    });
+    if let Some(body) = body {
+        op["requestBody"] = json!({ "required": true, "content": json_content(schema(body)) });
+    }
+    op
+}
+
+fn ok(description: &str, name: &str) -> (&'static str, Value) {
+    ("200", answer(description, schema(name)))
+}
+
+fn created(description: &str, name: &str) -> (&'static str, Value) {
+    ("201", answer(description, schema(name)))
+}
+
+fn deleted() -> (&'static str, Value) {
+    ("204", json!({ "description": "deleted" }))
+}
+
+fn with(mut parameters: Vec<Value>, more: Vec<Value>) -> Vec<Value> {
+    parameters.extend(more);
+    parameters
+}
+
+fn paths() -> Value {
+    let agent = || path_id("id", "the agent's id");
+    let session = || {
+        vec![
+            path_id("id", "the agent's id"),
+            path_id("session", "the session's id"),
+        ]
+    };
+    let provider = || path_id("id", "the LLM provider's id");
+    let model = || path_id("id", "the LLM model's id");
+    let uuid = json!({ "type": "string", "format": "uuid" });
+    let events = {
+        let mut parameters = session();
+        parameters.extend(paging());
+        parameters.push(query(
+            "after",
+            "only notifications after this sequence",
+            json!({ "type": "integer", "minimum": 0, "maximum": MAX_SAFE }),
+        ));
+        parameters.push(json!({
+            "name": "Last-Event-ID", "in": "header", "required": false,
+            "description": "with an event stream: resume after this sequence (wins over `after`)",
+            "schema": { "type": "string", "pattern": "^[0-9]{1,15}$" },
+        }));
+        let mut op = operation(
+            "A session's notifications: a JSON page, or with `Accept: text/event-stream` an SSE stream (`event:` the type, `id:` the sequence) that goes on live",
+            parameters,
+            None,
+            (
+                "200",
+                json!({ "description": "a page of notifications, or an event stream", "content": {
+                    "application/json": { "schema": schema("NotificationPage") },
+                    "text/event-stream": { "schema": { "type": "string" } },
+                } }),
+            ),
+            &["400", "404"],
+        );
+        op["responses"]["200"]["headers"] = json!({ "x-accel-buffering": {
+            "description": "`no` on an event stream, so proxies do not buffer it",
+            "schema": { "type": "string" },
+        } });
+        op
+    };
+    json!({
+        "/v1/agents": {
+            "get": operation("Agents, oldest first", with(paging(), vec![query("status", "only agents with this status", json!({ "enum": ["active", "archived"] }))]), None, ok("a page of agents", "AgentPage"), &["400"]),
+            "post": operation("Create an agent", vec![], Some("NewAgent"), created("the agent", "Agent"), &["409"]),
+        },
+        "/v1/agents/{id}": {
+            "get": operation("One agent", vec![agent()], None, ok("the agent", "Agent"), &["404"]),
+            "patch": operation("Change an agent (`409 agent_archived` when archived)", vec![agent()], Some("AgentPatch"), ok("the agent", "Agent"), &["404", "409"]),
+            "delete": operation("Delete an agent (`409 agent_has_sessions` while it has sessions)", vec![agent()], None, deleted(), &["404", "409"]),
+        },
+        "/v1/agents/{id}/archive": {
+            "post": operation("Archive an agent", vec![agent()], None, ok("the agent", "Agent"), &["404", "409"]),
+        },
+        "/v1/agents/{id}/unarchive": {
+            "post": operation("Make an archived agent active again", vec![agent()], None, ok("the agent", "Agent"), &["404", "409"]),
+        },
+        "/v1/agents/{id}/capabilities": {
+            "get": operation("An agent's capabilities, by position", with(vec![agent()], paging()), None, ok("a page of the agent's capabilities", "AgentCapabilityPage"), &["400", "404"]),
+            "put": operation("Set an agent's capabilities, in order", vec![agent()], Some("SetCapabilities"), ok("the agent's capabilities", "AgentCapabilityPage"), &["404", "409"]),
+        },
+        "/v1/agents/{id}/sessions": {
+            "get": operation("An agent's sessions, oldest first", with(vec![agent()], paging()), None, ok("a page of sessions", "SessionPage"), &["400", "404"]),
+            "post": operation("Start a session (`pending`; `409 agent_archived` for an archived agent)", vec![agent()], Some("NewSession"), created("the session", "Session"), &["404", "409"]),
+        },
+        "/v1/agents/{id}/sessions/{session}": {
+            "get": operation("One session", session(), None, ok("the session", "Session"), &["404"]),
+            "patch": operation("Change a session's title, tags or model", session(), Some("SessionPatch"), ok("the session", "Session"), &["404", "409"]),
+            "delete": operation("Delete a session and its log (`409 session_running` during a turn)", session(), None, deleted(), &["404", "409"]),
+        },
+        "/v1/agents/{id}/sessions/{session}/messages": {
+            "get": operation("A session's messages, by sequence", with(session(), paging()), None, ok("a page of messages", "MessagePage"), &["400", "404"]),
+            "post": operation("Post a user message: recorded, answered `201`, and the turn runs on (`409 session_running` while one runs; `503 no_provider` when no model is configured)", session(), Some("NewMessage"), created("the message as recorded", "Message"), &["404", "409", "503"]),
+        },
+        "/v1/agents/{id}/sessions/{session}/events": { "get": events },
+        "/v1/capabilities": {
+            "get": operation("The capability registry", paging(), None, ok("a page of capabilities", "CapabilityPage"), &["400"]),
+        },
+        "/v1/capabilities/{id}": {
+            "get": operation("One capability", vec![json!({ "name": "id", "in": "path", "required": true, "description": "the capability's id, such as `current_time`", "schema": { "type": "string" } })], None, ok("the capability", "Capability"), &["404"]),
+        },
+        "/v1/llm-providers": {
+            "get": operation("LLM providers, oldest first", paging(), None, ok("a page of providers", "LlmProviderPage"), &["400"]),
+            "post": operation("Create an LLM provider (its `api_key` is sealed, never returned)", vec![], Some("NewProvider"), created("the provider", "LlmProvider"), &["409", "503"]),
+        },
+        "/v1/llm-providers/{id}": {
+            "get": operation("One LLM provider", vec![provider()], None, ok("the provider", "LlmProvider"), &["404"]),
+            "patch": operation("Change an LLM provider (a new `api_key` is sealed afresh; `null` removes it)", vec![provider()], Some("ProviderPatch"), ok("the provider", "LlmProvider"), &["404", "409", "503"]),
+            "delete": operation("Delete an LLM provider (`409 provider_in_use` while it has models)", vec![provider()], None, deleted(), &["404", "409"]),
+        },
+        "/v1/llm-providers/{id}/models": {
+            "get": operation("A provider's models", with(vec![provider()], paging()), None, ok("a page of models", "LlmModelPage"), &["400", "404"]),
+            "post": operation("Add a model to a provider", vec![provider()], Some("NewModel"), created("the model", "LlmModel"), &["404", "409"]),
+        },
+        "/v1/llm-models": {
+            "get": operation("LLM models, oldest first", with(paging(), vec![query("provider_id", "only this provider's models", uuid)]), None, ok("a page of models", "LlmModelPage"), &["400", "404"]),
+            "post": operation("Create an LLM model (`409 duplicate_model` for a repeated `model_id` at one provider)", vec![], Some("NewModel"), created("the model", "LlmModel"), &["409"]),
+        },
+        "/v1/llm-models/{id}": {
+            "get": operation("One LLM model", vec![model()], None, ok("the model", "LlmModel"), &["404"]),
+            "patch": operation("Change an LLM model", vec![model()], Some("ModelPatch"), ok("the model", "LlmModel"), &["404", "409"]),
+            "delete": operation("Delete an LLM model (`409 model_in_use` while an agent's default)", vec![model()], None, deleted(), &["404", "409"]),
+        },
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    /// Every `$ref` in `value`.
+    fn refs(value: &Value, out: &mut Vec<String>) {
+        match value {
+            Value::Object(map) => {
+                if let Some(Value::String(target)) = map.get("$ref") {
+                    out.push(target.clone());
+                }
+                map.values().for_each(|v| refs(v, out));
+            }
+            Value::Array(items) => items.iter().for_each(|v| refs(v, out)),
+            _ => {}
+        }
+    }
+
+    #[test]
+    fn every_reference_resolves_and_every_schema_is_prefixed() {
+        let doc = openapi_document();
+        let schemas = doc["components"]["schemas"].as_object().unwrap();
+        assert!(
+            schemas.keys().all(|name| name.starts_with(PREFIX)),
+            "{schemas:?}"
+        );
+        let mut targets = Vec::new();
+        refs(&doc, &mut targets);
+        assert!(targets.len() > 40);
+        for target in targets {
+            let name = target.strip_prefix("#/components/schemas/").unwrap();
+            assert!(schemas.contains_key(name), "{target} does not resolve");
+        }
+    }
+
+    #[test]
+    fn requests_refuse_unknown_fields_and_pages_have_the_envelope() {
+        let doc = openapi_document();
+        let schemas = &doc["components"]["schemas"];
+        assert_eq!(schemas["V1NewAgent"]["additionalProperties"], false);
+        assert_eq!(
+            schemas["V1NewAgent"]["required"],
+            json!(["name", "system_prompt"])
+        );
+        let page = &schemas["V1AgentPage"];
+        assert_eq!(
+            page["properties"]["data"]["items"]["$ref"],
+            "#/components/schemas/V1Agent"
+        );
+        for field in ["data", "total", "offset", "limit"] {
+            assert!(page["required"].as_array().unwrap().contains(&json!(field)));
+        }
+        // The key is write-only: it is read, never written.
+        assert!(schemas["V1NewProvider"]["properties"]["api_key"].is_object());
+        assert!(
+            schemas["V1LlmProvider"]["properties"]
+                .get("api_key")
+                .is_none()
+        );
+        assert_eq!(
+            schemas["V1LlmModel"]["properties"]["context_window"]["maximum"],
+            u32::MAX
+        );
+    }
+}

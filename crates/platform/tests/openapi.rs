@@ -1,0 +1,630 @@
+//! The `/v1` OpenAPI document against the routes: every route the router declares is in the
+//! document with the same methods (and no more), and every operation of the document, called
+//! over a real socket on 127.0.0.1, answers a status the document lists for it with a body
+//! that validates against the documented schema — successes, `401`, `404`, `409`, `422` and
+//! `503` alike.
+#![allow(clippy::unwrap_used, missing_docs)]
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+
+use openharness_platform::{MasterKeys, Platform, PlatformOptions, openapi_document, router};
+use openharness_provider::{Reply, ScriptedProvider};
+use serde_json::{Value, json};
+
+const KEY: &str = "test-key";
+
+/// The `/v1` routes and their methods as `routes.rs` declares them (`.route("/v1/…",
+/// get(…).post(…))`), catch-alls left out.
+fn declared_routes() -> BTreeMap<String, BTreeSet<String>> {
+    let source = include_str!("../src/routes.rs");
+    let mut routes = BTreeMap::new();
+    for chunk in source.split(".route(").skip(1) {
+        let chunk = chunk.trim_start();
+        let Some(rest) = chunk.strip_prefix('"') else {
+            continue;
+        };
+        let Some((path, rest)) = rest.split_once('"') else {
+            continue;
+        };
+        // The method chain runs to the end of this `.route(…)` call.
+        let mut depth = 1;
+        let mut end = rest.len();
+        for (i, c) in rest.char_indices() {
+            match c {
+                '(' => depth += 1,
+                ')' => {
+                    depth -= 1;
+                    if depth == 0 {
+                        end = i;
+                        break;
+                    }
+                }
+                _ => {}
+            }
+        }
+        let chain = &rest[..end];
+        if !path.starts_with("/v1/") || chain.contains("any(") {
+            continue;
+        }
+        let methods = ["get", "post", "put", "patch", "delete"]
+            .into_iter()
+            .filter(|m| {
+                chain.contains(&format!(" {m}("))
+                    || chain.contains(&format!(".{m}("))
+                    || chain.contains(&format!("\n{m}("))
+                    || chain.trim_start().starts_with(&format!("{m}("))
+            })
+            .map(str::to_owned)
+            .collect();
+        routes.insert(path.to_owned(), methods);
+    }
+    routes
+}
+
+fn documented_routes(doc: &Value) -> BTreeMap<String, BTreeSet<String>> {
+    doc["paths"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .map(|(path, item)| {
+            (
+                path.clone(),
+                item.as_object().unwrap().keys().cloned().collect(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn every_route_of_the_router_is_documented_with_its_methods() {
+    let declared = declared_routes();
+    assert!(declared.len() >= 16, "{declared:?}");
+    assert_eq!(declared, documented_routes(&openapi_document()));
+}
+
+/// Calls the API and checks every answer against the document.
+struct Checker {
+    addr: SocketAddr,
+    http: reqwest::Client,
+    doc: Value,
+    /// The operations called, as `METHOD template`.
+    called: Mutex<BTreeSet<String>>,
+}
+
+struct Answer {
+    status: u16,
+    body: Value,
+}
+
+impl Checker {
+    /// Calls `method template` at `path` (the template with its ids filled in).
+    async fn call(
+        &self,
+        method: &str,
+        template: &str,
+        path: &str,
+        body: Option<Value>,
+        key: Option<&str>,
+    ) -> Answer {
+        let mut request = self.http.request(
+            reqwest::Method::from_bytes(method.as_bytes()).unwrap(),
+            format!("http://{}{path}", self.addr),
+        );
+        if let Some(body) = body {
+            request = request
+                .header("content-type", "application/json")
+                .body(body.to_string());
+        }
+        if let Some(key) = key {
+            request = request.bearer_auth(key);
+        }
+        let response = request.send().await.unwrap();
+        let status = response.status().as_u16();
+        let content_type = response
+            .headers()
+            .get("content-type")
+            .map(|v| v.to_str().unwrap().to_owned());
+        let text = response.text().await.unwrap();
+        let operation = &self.doc["paths"][template][method.to_lowercase()];
+        assert!(
+            operation.is_object(),
+            "{method} {template} is not documented"
+        );
+        let documented = &operation["responses"][status.to_string()];
+        assert!(
+            documented.is_object(),
+            "{method} {path}: {status} is not a documented answer: {text}"
+        );
+        let body = if text.is_empty() {
+            assert!(
+                documented.get("content").is_none(),
+                "{method} {path}: {status} documents a body, none came"
+            );
+            Value::Null
+        } else {
+            assert_eq!(content_type.as_deref(), Some("application/json"));
+            let body: Value = serde_json::from_str(&text).unwrap();
+            let schema = &documented["content"]["application/json"]["schema"];
+            assert!(
+                schema.is_object(),
+                "{method} {template} {status}: no schema"
+            );
+            let mut root = json!({ "components": self.doc["components"].clone() });
+            root["$ref"] = schema["$ref"].clone();
+            if root["$ref"].is_null() {
+                root = schema.clone();
+            }
+            let validator = jsonschema::draft202012::new(&root).unwrap();
+            let errors: Vec<String> = validator
+                .iter_errors(&body)
+                .map(|e| format!("{} at {}", e, e.instance_path()))
+                .collect();
+            assert!(
+                errors.is_empty(),
+                "{method} {path} {status}: the body does not match its schema: {errors:?}\n{body:#}"
+            );
+            body
+        };
+        self.called
+            .lock()
+            .unwrap()
+            .insert(format!("{method} {template}"));
+        Answer { status, body }
+    }
+
+    async fn ok(&self, method: &str, template: &str, path: &str, body: Option<Value>) -> Value {
+        let answer = self.call(method, template, path, body, Some(KEY)).await;
+        assert!(
+            (200..300).contains(&answer.status),
+            "{method} {path}: {} {}",
+            answer.status,
+            answer.body
+        );
+        answer.body
+    }
+
+    async fn fails(
+        &self,
+        method: &str,
+        template: &str,
+        path: &str,
+        body: Option<Value>,
+        status: u16,
+    ) -> Value {
+        let answer = self.call(method, template, path, body, Some(KEY)).await;
+        assert_eq!(answer.status, status, "{method} {path}: {}", answer.body);
+        answer.body
+    }
+}
+
+async fn checker(platform: Platform) -> Checker {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let options = PlatformOptions::default().require_api_key(|key| key == KEY);
+    tokio::spawn(async move {
+        axum::serve(listener, router(platform, options))
+            .await
+            .unwrap();
+    });
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    Checker {
+        addr,
+        http: reqwest::Client::new(),
+        doc: openapi_document(),
+        called: Mutex::default(),
+    }
+}
+
+fn id(value: &Value) -> String {
+    value["id"].as_str().unwrap().to_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_operation_answers_as_documented() {
+    let store = Arc::new(openharness_store::MemoryStore::new());
+    let keys = MasterKeys::parse(&format!("k1:{}", "42".repeat(32))).unwrap();
+    let scripted = ScriptedProvider::new().fallback("assistant", |_| {
+        Reply::output(json!({ "reply": "Hi there" })).text("Hi there")
+    });
+    // One platform answers with a scripted model; a second over the same store has none.
+    let c =
+        checker(Platform::new(store.clone(), Some(keys.clone())).with_provider(Arc::new(scripted)))
+            .await;
+    let bare = checker(Platform::new(store.clone(), Some(keys))).await;
+
+    // No key: 401, in the error shape.
+    let answer = c.call("GET", "/v1/agents", "/v1/agents", None, None).await;
+    assert_eq!(answer.status, 401);
+
+    // Capabilities.
+    let page = c
+        .ok("GET", "/v1/capabilities", "/v1/capabilities", None)
+        .await;
+    assert!(page["total"].as_u64().unwrap() >= 2);
+    c.ok(
+        "GET",
+        "/v1/capabilities/{id}",
+        "/v1/capabilities/current_time",
+        None,
+    )
+    .await;
+    c.fails(
+        "GET",
+        "/v1/capabilities/{id}",
+        "/v1/capabilities/nope",
+        None,
+        404,
+    )
+    .await;
+
+    // Providers and models.
+    let provider = c
+        .ok(
+            "POST",
+            "/v1/llm-providers",
+            "/v1/llm-providers",
+            Some(json!({"name": "main", "provider_type": "anthropic", "api_key": "sk-1", "is_default": true})),
+        )
+        .await;
+    let p = id(&provider);
+    c.fails(
+        "POST",
+        "/v1/llm-providers",
+        "/v1/llm-providers",
+        Some(json!({"name": "", "provider_type": "openai"})),
+        422,
+    )
+    .await;
+    c.ok("GET", "/v1/llm-providers", "/v1/llm-providers", None)
+        .await;
+    c.ok(
+        "GET",
+        "/v1/llm-providers/{id}",
+        &format!("/v1/llm-providers/{p}"),
+        None,
+    )
+    .await;
+    c.ok(
+        "PATCH",
+        "/v1/llm-providers/{id}",
+        &format!("/v1/llm-providers/{p}"),
+        Some(json!({"base_url": "http://127.0.0.1:9", "settings": {"region": "x"}})),
+    )
+    .await;
+    let model = c
+        .ok(
+            "POST",
+            "/v1/llm-providers/{id}/models",
+            &format!("/v1/llm-providers/{p}/models"),
+            Some(json!({"model_id": "m-1", "is_default": true, "context_window": 200000})),
+        )
+        .await;
+    let m = id(&model);
+    c.ok(
+        "GET",
+        "/v1/llm-providers/{id}/models",
+        &format!("/v1/llm-providers/{p}/models"),
+        None,
+    )
+    .await;
+    c.fails(
+        "POST",
+        "/v1/llm-models",
+        "/v1/llm-models",
+        Some(json!({"provider_id": p, "model_id": "m-1"})),
+        409,
+    )
+    .await;
+    let other = c
+        .ok(
+            "POST",
+            "/v1/llm-models",
+            "/v1/llm-models",
+            Some(json!({"provider_id": p, "model_id": "m-2", "features": ["streaming"]})),
+        )
+        .await;
+    c.ok(
+        "GET",
+        "/v1/llm-models",
+        &format!("/v1/llm-models?provider_id={p}&limit=1&offset=1"),
+        None,
+    )
+    .await;
+    c.ok(
+        "GET",
+        "/v1/llm-models/{id}",
+        &format!("/v1/llm-models/{m}"),
+        None,
+    )
+    .await;
+    c.ok(
+        "PATCH",
+        "/v1/llm-models/{id}",
+        &format!("/v1/llm-models/{}", id(&other)),
+        Some(json!({"display_name": "Second", "context_window": null})),
+    )
+    .await;
+    c.fails(
+        "DELETE",
+        "/v1/llm-providers/{id}",
+        &format!("/v1/llm-providers/{p}"),
+        None,
+        409,
+    )
+    .await;
+
+    // Agents and capabilities.
+    let agent = c
+        .ok(
+            "POST",
+            "/v1/agents",
+            "/v1/agents",
+            Some(json!({"name": "helper", "system_prompt": "Be brief.", "default_model_id": m, "tags": ["t"]})),
+        )
+        .await;
+    let a = id(&agent);
+    c.fails(
+        "POST",
+        "/v1/agents",
+        "/v1/agents",
+        Some(json!({"name": "x", "system_prompt": "", "colour": 1})),
+        422,
+    )
+    .await;
+    c.fails("GET", "/v1/agents/{id}", "/v1/agents/not-a-uuid", None, 404)
+        .await;
+    c.ok("GET", "/v1/agents", "/v1/agents?status=active", None)
+        .await;
+    c.ok("GET", "/v1/agents/{id}", &format!("/v1/agents/{a}"), None)
+        .await;
+    c.ok(
+        "PATCH",
+        "/v1/agents/{id}",
+        &format!("/v1/agents/{a}"),
+        Some(json!({"description": "helps"})),
+    )
+    .await;
+    c.ok(
+        "PUT",
+        "/v1/agents/{id}/capabilities",
+        &format!("/v1/agents/{a}/capabilities"),
+        Some(json!({"capabilities": ["current_time", "noop"]})),
+    )
+    .await;
+    c.fails(
+        "PUT",
+        "/v1/agents/{id}/capabilities",
+        &format!("/v1/agents/{a}/capabilities"),
+        Some(json!({"capabilities": ["research"]})),
+        422,
+    )
+    .await;
+    c.ok(
+        "GET",
+        "/v1/agents/{id}/capabilities",
+        &format!("/v1/agents/{a}/capabilities"),
+        None,
+    )
+    .await;
+    c.fails(
+        "DELETE",
+        "/v1/llm-models/{id}",
+        &format!("/v1/llm-models/{m}"),
+        None,
+        409,
+    )
+    .await;
+
+    // Sessions, messages, events.
+    let session = c
+        .ok(
+            "POST",
+            "/v1/agents/{id}/sessions",
+            &format!("/v1/agents/{a}/sessions"),
+            Some(json!({"title": "Trip"})),
+        )
+        .await;
+    let s = id(&session);
+    let one = format!("/v1/agents/{a}/sessions/{s}");
+    c.ok(
+        "GET",
+        "/v1/agents/{id}/sessions",
+        &format!("/v1/agents/{a}/sessions"),
+        None,
+    )
+    .await;
+    c.ok(
+        "PATCH",
+        "/v1/agents/{id}/sessions/{session}",
+        &one,
+        Some(json!({"tags": ["x"], "model_id": null})),
+    )
+    .await;
+    c.fails(
+        "POST",
+        "/v1/agents/{id}/sessions/{session}/messages",
+        &format!("{one}/messages"),
+        Some(json!({"content": [{"type": "image", "url": "http://127.0.0.1/x.png"}]})),
+        422,
+    )
+    .await;
+    let posted = c
+        .call(
+            "POST",
+            "/v1/agents/{id}/sessions/{session}/messages",
+            &format!("{one}/messages"),
+            Some(json!({"content": [{"type": "text", "text": "Hello"}]})),
+            Some(KEY),
+        )
+        .await;
+    assert_eq!(posted.status, 201, "{}", posted.body);
+    // The turn runs on: wait for the answer, then read everything.
+    let mut messages = Value::Null;
+    for _ in 0..500 {
+        messages = c
+            .ok(
+                "GET",
+                "/v1/agents/{id}/sessions/{session}/messages",
+                &format!("{one}/messages"),
+                None,
+            )
+            .await;
+        let status = c
+            .ok("GET", "/v1/agents/{id}/sessions/{session}", &one, None)
+            .await;
+        if messages["total"] == 2 && status["status"] == "pending" {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    assert_eq!(messages["total"], 2, "{messages}");
+    let events = c
+        .ok(
+            "GET",
+            "/v1/agents/{id}/sessions/{session}/events",
+            &format!("{one}/events?after=0"),
+            None,
+        )
+        .await;
+    assert!(events["total"].as_u64().unwrap() > 2, "{events}");
+
+    // The event stream is documented as SSE.
+    let stream = c
+        .http
+        .get(format!("http://{}{one}/events", c.addr))
+        .bearer_auth(KEY)
+        .header("accept", "text/event-stream")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(stream.status(), 200);
+    let content_type = stream.headers()["content-type"].to_str().unwrap();
+    assert!(content_type.starts_with("text/event-stream"));
+    assert!(
+        c.doc["paths"]["/v1/agents/{id}/sessions/{session}/events"]["get"]["responses"]["200"]
+            ["content"]
+            .get("text/event-stream")
+            .is_some()
+    );
+    drop(stream);
+
+    // Without any model provider: 503 no_provider.
+    let lone = bare
+        .ok(
+            "POST",
+            "/v1/agents",
+            "/v1/agents",
+            Some(json!({"name": "lone", "system_prompt": "p"})),
+        )
+        .await;
+    let lone_session = bare
+        .ok(
+            "POST",
+            "/v1/agents/{id}/sessions",
+            &format!("/v1/agents/{}/sessions", id(&lone)),
+            Some(json!({})),
+        )
+        .await;
+    // (The default provider has a model, but no reachable server; remove the default first.)
+    bare.ok(
+        "PATCH",
+        "/v1/llm-providers/{id}",
+        &format!("/v1/llm-providers/{p}"),
+        Some(json!({"is_default": false})),
+    )
+    .await;
+    let body = bare
+        .fails(
+            "POST",
+            "/v1/agents/{id}/sessions/{session}/messages",
+            &format!(
+                "/v1/agents/{}/sessions/{}/messages",
+                id(&lone),
+                id(&lone_session)
+            ),
+            Some(json!({"content": [{"type": "text", "text": "Hi"}]})),
+            503,
+        )
+        .await;
+    assert_eq!(body["error"]["code"], "no_provider");
+
+    // Archive, conflicts, deletes.
+    c.ok(
+        "POST",
+        "/v1/agents/{id}/archive",
+        &format!("/v1/agents/{a}/archive"),
+        None,
+    )
+    .await;
+    c.fails(
+        "PATCH",
+        "/v1/agents/{id}",
+        &format!("/v1/agents/{a}"),
+        Some(json!({"name": "renamed"})),
+        409,
+    )
+    .await;
+    c.fails(
+        "DELETE",
+        "/v1/agents/{id}",
+        &format!("/v1/agents/{a}"),
+        None,
+        409,
+    )
+    .await;
+    c.ok(
+        "POST",
+        "/v1/agents/{id}/unarchive",
+        &format!("/v1/agents/{a}/unarchive"),
+        None,
+    )
+    .await;
+    c.ok("DELETE", "/v1/agents/{id}/sessions/{session}", &one, None)
+        .await;
+    c.fails("GET", "/v1/agents/{id}/sessions/{session}", &one, None, 404)
+        .await;
+    c.ok(
+        "DELETE",
+        "/v1/agents/{id}",
+        &format!("/v1/agents/{a}"),
+        None,
+    )
+    .await;
+    c.ok(
+        "DELETE",
+        "/v1/llm-models/{id}",
+        &format!("/v1/llm-models/{m}"),
+        None,
+    )
+    .await;
+    c.ok(
+        "DELETE",
+        "/v1/llm-models/{id}",
+        &format!("/v1/llm-models/{}", id(&other)),
+        None,
+    )
+    .await;
+    c.ok(
+        "DELETE",
+        "/v1/llm-providers/{id}",
+        &format!("/v1/llm-providers/{p}"),
+        None,
+    )
+    .await;
+
+    // Every documented operation was called and answered as documented.
+    let mut called = c.called.lock().unwrap().clone();
+    called.extend(bare.called.lock().unwrap().iter().cloned());
+    let documented: BTreeSet<String> = documented_routes(&c.doc)
+        .into_iter()
+        .flat_map(|(path, methods)| {
+            methods
+                .into_iter()
+                .map(move |m| format!("{} {path}", m.to_uppercase()))
+        })
+        .collect();
+    let missed: Vec<_> = documented.difference(&called).collect();
+    assert!(missed.is_empty(), "never called: {missed:?}");
+}
