@@ -94,6 +94,9 @@ pub(crate) enum Command<E: Subcommand> {
     },
     #[command(flatten)]
     Transfer(crate::transfer::TransferCommand),
+    /// Maintain the /v1 platform's records in the store (`rotate-keys`).
+    #[command(subcommand)]
+    Platform(crate::platform::PlatformCommand),
 }
 
 impl<E: Subcommand> Command<E> {
@@ -110,6 +113,7 @@ impl<E: Subcommand> Command<E> {
                 | Self::Tape { .. }
                 | Self::Fork(_)
                 | Self::Check
+                | Self::Platform(_)
         )
     }
 }

@@ -112,6 +112,9 @@ pub enum CliError {
     /// The async runtime could not start.
     #[error("could not start the async runtime")]
     Runtime(#[source] std::io::Error),
+    /// A `platform` command failed (a master key missing, a provider key that does not open).
+    #[error(transparent)]
+    Platform(#[from] openharness_platform::PlatformError),
     /// A failure of a program's own command.
     #[error(transparent)]
     Other(Box<dyn std::error::Error + Send + Sync>),
@@ -214,6 +217,7 @@ pub(crate) async fn run<E: clap::Subcommand>(
             serve(context, addr, access, chat_workflow).await
         }
         Command::Check => check(context).await,
+        Command::Platform(command) => crate::platform::run(command, context).await,
         Command::Transfer(command) => {
             Ok(crate::transfer::run(command, context.store_path(), context.out()).await?)
         }

@@ -102,6 +102,7 @@ mod commands;
 mod debugger;
 mod fork;
 mod output;
+mod platform;
 mod progress;
 mod provider;
 mod transfer;

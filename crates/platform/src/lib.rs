@@ -75,6 +75,7 @@ pub use events::Notification;
 pub use keys::{KeyError, MASTER_KEYS_ENV, MASTER_KEYS_FILE_ENV, MasterKeys, SealedKey};
 pub use messages::{ContentPart, Controls, Message, MessageRole, NewMessage};
 pub use openapi::openapi_document;
+pub use platform::rotate::Rotation;
 pub use platform::{PLATFORM_LOG, Platform};
 pub use requests::{
     AgentPatch, ModelPatch, NewAgent, NewModel, NewProvider, NewSession, ProviderPatch,

@@ -39,6 +39,8 @@ use crate::resources::{
 
 mod turns;
 
+pub(crate) mod rotate;
+
 /// The id of the session that holds the platform log.
 pub const PLATFORM_LOG: &str = "openharness-platform";
 
