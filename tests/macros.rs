@@ -716,3 +716,77 @@ async fn an_agent_offers_its_tools_to_the_model() {
         json!("Acme: 9 to 5")
     );
 }
+
+/// The model from a `fn model` in the block: a field, chosen at run time.
+struct Concierge {
+    model: String,
+}
+
+#[agent(output = Answer, emits = [QuestionAnswered])]
+impl Concierge {
+    fn prompt(&self, _desk: &Desk, input: &UserInput) -> String {
+        input.text.clone()
+    }
+
+    fn on_output(&self, answer: Answer) -> QuestionAnswered {
+        QuestionAnswered { text: answer.text }
+    }
+
+    fn model(&self) -> &str {
+        &self.model
+    }
+}
+
+/// `fn model` may also say "the provider's choice" with `None`.
+struct Doorman {
+    model: Option<&'static str>,
+}
+
+#[agent(output = Answer, emits = [QuestionAnswered])]
+impl Doorman {
+    fn prompt(&self, _desk: &Desk, input: &UserInput) -> String {
+        input.text.clone()
+    }
+
+    fn on_output(&self, answer: Answer) -> QuestionAnswered {
+        QuestionAnswered { text: answer.text }
+    }
+
+    fn model(&self) -> Option<&str> {
+        self.model
+    }
+}
+
+#[tokio::test]
+async fn the_model_from_fn_model_reaches_the_provider_request() {
+    use openharness::provider::{Reply, ScriptedProvider};
+    use openharness::store::MemoryStore;
+
+    assert_eq!(Agent::model(&Doorman { model: None }), None);
+    assert_eq!(
+        Agent::model(&Doorman {
+            model: Some("gpt-test")
+        }),
+        Some("gpt-test")
+    );
+
+    let provider =
+        ScriptedProvider::new().respond("concierge", Reply::output(json!({ "text": "Room 12." })));
+    let workflow = Workflow::builder("concierge")
+        .initial_state(Desk::default())
+        .agent(Concierge {
+            model: "claude-test-7".into(),
+        })
+        .store(MemoryStore::new())
+        .provider(provider.clone())
+        .build()
+        .unwrap();
+    let outcome = workflow
+        .run(RunOptions::new().input("Which room?"))
+        .await
+        .unwrap();
+    assert_eq!(outcome.state.answers, ["Room 12."]);
+    let requests = provider.requests();
+    assert_eq!(requests.len(), 1);
+    assert_eq!(requests[0].model.as_deref(), Some("claude-test-7"));
+}

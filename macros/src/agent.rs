@@ -1,5 +1,5 @@
 //! `#[agent(output = T, emits = [...], tools = [...])]`: reads the agent's `prompt`, `on_output`
-//! and optional `when`, `tools` and `max_turns` methods from its `impl` block, checks their
+//! and optional `when`, `model`, `tools` and `max_turns` methods from its `impl` block, checks their
 //! signatures, and generates `impl Agent` (state and trigger types taken from `prompt`'s
 //! parameters), with compile-time checks that the output is a structured output, that every
 //! type in `emits` is an event, that `on_output` returns one of them (or `()` or `Emit`, whose
@@ -44,12 +44,22 @@ struct Checked<'a> {
     output: Type,
     emits: Vec<Type>,
     name: LitStr,
-    model: Option<LitStr>,
+    model: Model,
     prompt: Prompt<'a>,
     on_output: OnOutput<'a>,
     when: Option<When<'a>>,
     tools: Tools,
     max_turns: Option<Span>,
+}
+
+/// Where the agent's model comes from.
+enum Model {
+    /// None: the trait's default, the provider's choice.
+    None,
+    /// `model = "..."`.
+    Name(LitStr),
+    /// `fn model(&self) -> &str` (or `-> Option<&str>`): the span of its return type.
+    Method(Span),
 }
 
 /// Where the agent's tools come from.
@@ -143,6 +153,8 @@ fn check<'a>(args: AgentArgs, item: &'a ItemImpl, errors: &mut Errors) -> Option
     let when = method("when").and_then(|function| check_when(function, errors));
     let when_ok = method("when").is_none() || when.is_some();
     let tools = check_tools(args.tools, method("tools"), errors);
+    let model = check_model(args.model, method("model"), errors);
+    let model_ok = model.is_some();
     let max_turns = method("max_turns").map(|function| check_max_turns(function, errors));
     let max_turns_ok = !matches!(max_turns, Some(None));
 
@@ -163,11 +175,11 @@ fn check<'a>(args: AgentArgs, item: &'a ItemImpl, errors: &mut Errors) -> Option
             Some(on_output),
             true,
             Some(tools),
-        ) if max_turns_ok => Some(Checked {
+        ) if max_turns_ok && model_ok => Some(Checked {
             output,
             emits,
             name,
-            model: args.model,
+            model: model.unwrap_or(Model::None),
             prompt,
             on_output,
             when,
@@ -335,6 +347,37 @@ fn check_tools(
     }
 }
 
+/// The model, from `model = "..."` or `fn model`, not both. `None` after reporting an error.
+fn check_model(
+    arg: Option<LitStr>,
+    function: Option<&ImplItemFn>,
+    errors: &mut Errors,
+) -> Option<Model> {
+    match (arg, function) {
+        (None, None) => Some(Model::None),
+        (Some(name), None) => Some(Model::Name(name)),
+        (Some(name), Some(function)) => {
+            errors.spanned_by(&name, msg::AGENT_MODEL_TWICE);
+            errors.spanned_by(&function.sig.ident, msg::AGENT_MODEL_TWICE);
+            None
+        }
+        (None, Some(function)) => {
+            let params = typed_params(function, errors)?;
+            if !params.is_empty() {
+                errors.push(arity(function, &params, 0, msg::AGENT_MODEL_ARITY));
+                return None;
+            }
+            match &function.sig.output {
+                ReturnType::Default => {
+                    errors.spanned_by(&function.sig.ident, msg::AGENT_MODEL_RETURN);
+                    None
+                }
+                ReturnType::Type(_, ty) => Some(Model::Method(ty.span())),
+            }
+        }
+    }
+}
+
 /// `fn max_turns(&self) -> u32`: the span of its return type, `None` after reporting an error.
 fn check_max_turns(function: &ImplItemFn, errors: &mut Errors) -> Option<Span> {
     let params = typed_params(function, errors)?;
@@ -374,13 +417,42 @@ fn generate(item: &ItemImpl, agent: &Checked<'_>) -> TokenStream {
     let emits_names = emits
         .iter()
         .map(|ty| quote_spanned!(ty.span()=> event_name::<#ty>()));
-    let model = model.as_ref().map(|model| {
-        quote! {
+    let model = match model {
+        Model::None => None,
+        Model::Name(model) => Some(quote! {
             fn model(&self) -> ::core::option::Option<&str> {
                 ::core::option::Option::Some(#model)
             }
+        }),
+        // `&str` or `Option<&str>`; another type is reported on the method's return type.
+        Model::Method(span) => {
+            let value = quote_spanned!(*span=> model);
+            let name = quote_spanned!(*span=> ModelName::name(#value));
+            Some(quote! {
+                fn model(&self) -> ::core::option::Option<&str> {
+                    #[diagnostic::on_unimplemented(
+                        message = "`fn model` returns the name of the model to ask for, not `{Self}`",
+                        label = "return `&str`, or `Option<&str>` (`None`: the provider's choice)"
+                    )]
+                    trait ModelName<'a> {
+                        fn name(self) -> ::core::option::Option<&'a str>;
+                    }
+                    impl<'a> ModelName<'a> for &'a str {
+                        fn name(self) -> ::core::option::Option<&'a str> {
+                            ::core::option::Option::Some(self)
+                        }
+                    }
+                    impl<'a> ModelName<'a> for ::core::option::Option<&'a str> {
+                        fn name(self) -> ::core::option::Option<&'a str> {
+                            self
+                        }
+                    }
+                    let #value = <#self_ty>::model(self);
+                    #name
+                }
+            })
         }
-    });
+    };
     let when = when.as_ref().map(|when| {
         let state_arg = quote_spanned!(when.state.span()=> state);
         let call = quote_spanned!(when.return_span=> <#self_ty>::when(self, #state_arg));

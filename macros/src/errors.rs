@@ -250,6 +250,12 @@ pub(crate) mod msg {
         "`tools` takes only `&self`: `fn tools(&self) -> Vec<Arc<dyn Tool>>`";
     pub(crate) const AGENT_TOOLS_RETURN: &str =
         "`tools` returns the agent's tools: `fn tools(&self) -> Vec<Arc<dyn Tool>>`";
+    pub(crate) const AGENT_MODEL_TWICE: &str = "the agent's model is given twice, in \
+         `model = \"...\"` and in `fn model`: keep one";
+    pub(crate) const AGENT_MODEL_ARITY: &str =
+        "`model` takes only `&self`: `fn model(&self) -> &str` (or `-> Option<&str>`)";
+    pub(crate) const AGENT_MODEL_RETURN: &str =
+        "`model` returns the model to ask for: `fn model(&self) -> &str` (or `-> Option<&str>`)";
     pub(crate) const AGENT_MAX_TURNS_ARITY: &str =
         "`max_turns` takes only `&self`: `fn max_turns(&self) -> u32`";
     pub(crate) const AGENT_NAME_STRING: &str =

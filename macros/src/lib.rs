@@ -247,6 +247,8 @@ pub fn handler(attr: TokenStream, item: TokenStream) -> TokenStream {
 /// - `fn on_output(&self, output: T, trigger: &Trigger) -> R`, `R` being `()`, one of the
 ///   events in `emits` or `Emit` (the trigger parameter may be left out);
 /// - optionally `fn when(&self, state: &State) -> bool`: whether to activate;
+/// - optionally `fn model(&self) -> &str` (or `-> Option<&str>`), instead of `model = "..."`,
+///   for a model chosen at run time (a field of the agent, say);
 /// - optionally `fn tools(&self) -> Vec<Arc<dyn Tool>>`, instead of `tools = [...]`, for tools
 ///   built some other way (shared `Arc`s, a list decided at run time);
 /// - optionally `fn max_turns(&self) -> u32`: how many model turns one call may take in the
