@@ -175,6 +175,47 @@ async fn three_turns_grow_one_session_and_the_tape_steps_back_across_them() {
 }
 
 #[tokio::test]
+async fn input_fields_are_recorded_beside_the_text_and_folded_as_before() {
+    let store = MemoryStore::new();
+    let wf = tally(store.clone(), adding());
+    let fields = |tag: &str| {
+        let mut fields = serde_json::Map::new();
+        fields.insert("tags".into(), serde_json::json!([tag]));
+        // A field named `text` does not replace the input's text.
+        fields.insert("text".into(), serde_json::json!("not the input"));
+        fields
+    };
+    let first = wf
+        .run(RunOptions::new().input("1").input_fields(fields("first")))
+        .await
+        .unwrap();
+    let second = wf
+        .send(
+            &first.session,
+            "2",
+            RunOptions::new().input_fields(fields("second")),
+        )
+        .await
+        .unwrap();
+    assert_eq!(second.state.inputs, ["1", "2"]);
+    let inputs: Vec<serde_json::Value> = store
+        .all_events(&first.session)
+        .await
+        .unwrap()
+        .into_iter()
+        .filter(|e| e.name == "user:input")
+        .map(|e| e.payload)
+        .collect();
+    assert_eq!(
+        inputs,
+        [
+            serde_json::json!({ "text": "1", "tags": ["first"] }),
+            serde_json::json!({ "text": "2", "tags": ["second"] }),
+        ]
+    );
+}
+
+#[tokio::test]
 async fn a_guard_counts_the_turns_own_events_not_the_sessions() {
     let store = MemoryStore::new();
     let wf = tally(store.clone(), adding());

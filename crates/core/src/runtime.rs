@@ -140,6 +140,7 @@ pub(crate) async fn run<S: WorkflowState>(
 ) -> Result<RunOutcome<S>, Error> {
     let RunOptions {
         input,
+        input_fields,
         session,
         cancel,
         max_events,
@@ -229,7 +230,7 @@ pub(crate) async fn run<S: WorkflowState>(
         snapshot_at,
         _guard: guard,
     };
-    let result = match run.begin(begin, input, &limits) {
+    let result = match run.begin(begin, input, &input_fields, &limits) {
         Some(reason) => Ok(reason),
         None => run.drive(&limits, &mut rx).await,
     };
@@ -311,8 +312,18 @@ impl<S: WorkflowState> Run<'_, S> {
         &mut self,
         begin: Begin,
         input: Option<String>,
+        input_fields: &serde_json::Map<String, serde_json::Value>,
         limits: &Limits,
     ) -> Option<StopReason> {
+        let user_input = |text: String| {
+            let mut pending = Pending::of(&UserInput { text });
+            if let serde_json::Value::Object(payload) = &mut pending.payload {
+                for (name, value) in input_fields {
+                    payload.entry(name.clone()).or_insert_with(|| value.clone());
+                }
+            }
+            pending
+        };
         match begin {
             Begin::Fresh => {
                 let started = Pending::of(&WorkflowStarted {
@@ -320,8 +331,7 @@ impl<S: WorkflowState> Run<'_, S> {
                 });
                 self.queue.push_back((started, None, None));
                 if let Some(text) = input {
-                    self.queue
-                        .push_back((Pending::of(&UserInput { text }), None, None));
+                    self.queue.push_back((user_input(text), None, None));
                 }
                 None
             }
@@ -336,15 +346,13 @@ impl<S: WorkflowState> Run<'_, S> {
                 self.queue
                     .extend(queued.into_iter().map(|p| (p, Some(cause), None)));
                 if let Some(text) = input {
-                    self.queue
-                        .push_back((Pending::of(&UserInput { text }), None, None));
+                    self.queue.push_back((user_input(text), None, None));
                 }
                 let event = redeliver?;
                 self.activate(&Envelope { id: cause, ..event }, limits.max_agent_calls)
             }
             Begin::Input(text) => {
-                self.queue
-                    .push_back((Pending::of(&UserInput { text }), None, None));
+                self.queue.push_back((user_input(text), None, None));
                 None
             }
             Begin::Answer { request, text } => {

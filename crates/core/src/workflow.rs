@@ -557,6 +557,7 @@ impl<S: WorkflowState> WorkflowBuilder<S> {
 #[must_use]
 pub struct RunOptions {
     pub(crate) input: Option<String>,
+    pub(crate) input_fields: serde_json::Map<String, serde_json::Value>,
     pub(crate) session: Option<SessionId>,
     pub(crate) cancel: CancellationToken,
     pub(crate) max_events: u64,
@@ -571,6 +572,7 @@ impl Default for RunOptions {
     fn default() -> Self {
         Self {
             input: None,
+            input_fields: serde_json::Map::new(),
             session: None,
             cancel: CancellationToken::new(),
             max_events: u64::MAX,
@@ -596,6 +598,24 @@ impl RunOptions {
     /// Records `text` as `user:input` right after `workflow:started`.
     pub fn input(mut self, text: impl Into<String>) -> Self {
         self.input = Some(text.into());
+        self
+    }
+
+    /// Records `fields` in the payload of the turn's `user:input`, beside its `text` (which a
+    /// field of that name does not replace): data an application keeps with a message, such
+    /// as the platform's controls, metadata and tags. [`UserInput`](crate::builtin::UserInput)
+    /// ignores them, so the workflow folds the input as before; readers of the log find them
+    /// in the event's payload.
+    ///
+    /// ```
+    /// use openharness_core::RunOptions;
+    /// let mut fields = serde_json::Map::new();
+    /// fields.insert("tags".into(), serde_json::json!(["urgent"]));
+    /// let options = RunOptions::new().input("Hi").input_fields(fields);
+    /// # let _ = options;
+    /// ```
+    pub fn input_fields(mut self, fields: serde_json::Map<String, serde_json::Value>) -> Self {
+        self.input_fields = fields;
         self
     }
 

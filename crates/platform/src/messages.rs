@@ -82,25 +82,26 @@ pub struct Message {
     pub role: MessageRole,
     /// What it says.
     pub content: Vec<ContentPart>,
-    /// The model and reasoning asked for (not recorded yet: always null).
+    /// The model and reasoning a user message asked for, as posted (null when it asked for
+    /// none, and on other messages).
     pub controls: Option<serde_json::Value>,
-    /// Extra data (none yet).
+    /// The data posted with a user message (null when none, and on other messages).
     pub metadata: Option<serde_json::Value>,
-    /// Labels (none yet).
+    /// The labels posted with a user message (empty on other messages).
     pub tags: Vec<String>,
     /// When it was recorded.
     pub created_at: DateTime<Utc>,
 }
 
 /// The model and reasoning a posted message asks for.
-#[derive(Debug, Clone, Default, Deserialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Controls {
     /// The model for this turn (an LLM model's id).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model_id: Option<Uuid>,
-    /// Reasoning settings (accepted, not used yet).
-    #[serde(default)]
+    /// Reasoning settings (recorded with the message, not used by the model call yet).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reasoning: Option<serde_json::Value>,
 }
 
@@ -120,9 +121,15 @@ pub struct NewMessage {
     pub role: Option<MessageRole>,
     /// Text parts.
     pub content: Vec<ContentPart>,
-    /// The model for this turn.
+    /// The model for this turn (recorded with the message).
     #[serde(default)]
     pub controls: Option<Controls>,
+    /// Data to keep with the message: a JSON object (recorded with it, returned as posted).
+    #[serde(default)]
+    pub metadata: Option<serde_json::Value>,
+    /// Labels to keep with the message (at most 100, each 1 to 100 characters).
+    #[serde(default)]
+    pub tags: Vec<String>,
 }
 
 impl NewMessage {
@@ -157,6 +164,38 @@ impl NewMessage {
             ));
         }
         Ok(text)
+    }
+}
+
+impl NewMessage {
+    /// What is recorded with the message beside its text (in its `user:input` event's
+    /// payload): `controls`, `metadata` and `tags`, each when given. Metadata that is not a
+    /// JSON object is `422`.
+    pub(crate) fn recorded_fields(
+        &self,
+        tags: Vec<String>,
+    ) -> Result<serde_json::Map<String, serde_json::Value>, PlatformError> {
+        let mut fields = serde_json::Map::new();
+        if let Some(controls) = &self.controls {
+            let controls = serde_json::to_value(controls)
+                .map_err(|err| PlatformError::Invalid(format!("`controls`: {err}")))?;
+            fields.insert("controls".into(), controls);
+        }
+        match &self.metadata {
+            None | Some(serde_json::Value::Null) => {}
+            Some(serde_json::Value::Object(metadata)) => {
+                fields.insert("metadata".into(), metadata.clone().into());
+            }
+            Some(_) => {
+                return Err(PlatformError::Invalid(
+                    "`metadata` must be a JSON object".into(),
+                ));
+            }
+        }
+        if !tags.is_empty() {
+            fields.insert("tags".into(), tags.into());
+        }
+        Ok(fields)
     }
 }
 
@@ -201,9 +240,18 @@ pub(crate) fn project(session: Uuid, seq: u64, event: &Envelope) -> Option<Messa
         sequence: seq,
         role,
         content: vec![part],
-        controls: None,
-        metadata: None,
-        tags: Vec::new(),
+        // Kept with user messages (see `NewMessage::recorded_fields`).
+        controls: payload.get("controls").filter(|v| !v.is_null()).cloned(),
+        metadata: payload.get("metadata").filter(|v| !v.is_null()).cloned(),
+        tags: payload
+            .get("tags")
+            .and_then(|tags| tags.as_array())
+            .map(|tags| {
+                tags.iter()
+                    .filter_map(|t| t.as_str().map(str::to_owned))
+                    .collect()
+            })
+            .unwrap_or_default(),
         created_at: event.timestamp,
     })
 }

@@ -1121,10 +1121,20 @@ async fn messages_continue_the_session_and_are_a_projection_of_its_log(store: Ar
             "POST",
             &messages,
             json!({"role": "user", "content": [{"type": "text", "text": "Again"}],
-                   "controls": {"model_id": models[1]}}),
+                   "controls": {"model_id": models[1], "reasoning": {"effort": "low"}},
+                   "metadata": {"client": "test", "n": 2}, "tags": ["second", "x"]}),
         )
         .await;
     assert_eq!(status, 201, "{second}");
+    // Controls, metadata and tags are kept with the message, as posted.
+    assert_eq!(
+        second["controls"],
+        json!({"model_id": models[1], "reasoning": {"effort": "low"}})
+    );
+    assert_eq!(second["metadata"], json!({"client": "test", "n": 2}));
+    assert_eq!(second["tags"], json!(["second", "x"]));
+    assert_eq!(posted["controls"], Value::Null);
+    assert_eq!(posted["tags"], json!([]));
     wait_pending().await;
 
     let (_, page) = client.get(&messages).await;
@@ -1180,6 +1190,8 @@ async fn messages_continue_the_session_and_are_a_projection_of_its_log(store: Ar
         json!({"role": "assistant", "content": [{"type": "text", "text": "x"}]}),
         json!({"content": []}),
         json!({"content": [{"type": "text", "text": "x"}], "controls": {"model_id": Uuid::now_v7()}}),
+        json!({"content": [{"type": "text", "text": "x"}], "metadata": [1, 2]}),
+        json!({"content": [{"type": "text", "text": "x"}], "tags": [""]}),
     ] {
         error(&client.send("POST", &messages, bad).await, 422, "invalid");
     }

@@ -99,6 +99,7 @@ impl Platform {
         new: NewMessage,
     ) -> Result<Message, PlatformError> {
         let text = new.text()?;
+        let fields = new.recorded_fields(super::tags("tags", new.tags.clone())?)?;
         let wanted = new.controls.and_then(|c| c.model_id);
         let plan = self
             .read(|index| {
@@ -130,7 +131,7 @@ impl Platform {
                     // Its process died mid-turn: finish that turn from its log first.
                     chat.resume(&session, RunOptions::new()).await?;
                 }
-                let options = RunOptions::new().refuse_if_busy();
+                let options = RunOptions::new().refuse_if_busy().input_fields(fields);
                 if len == 0 {
                     chat.run(options.session(session).input(text)).await
                 } else {
