@@ -20,6 +20,7 @@ use openharness_core::{
 use reqwest::header::HeaderMap;
 use serde_json::{Value, json};
 
+use crate::base_url;
 use crate::conversation::{self, Dialect, ToolCall, ToolOutcome, Turn};
 use crate::http::{ApiKey, Http, Timeouts, header};
 use crate::pricing::Pricing;
@@ -139,7 +140,7 @@ impl AnthropicBuilder {
 
     /// Builds the provider.
     pub fn build(self) -> Result<AnthropicProvider, ConfigError> {
-        let base = validate_base_url(&self.base_url)?;
+        let base = base_url::validate(&self.base_url)?;
         let http = Http::new(NAME, self.retry.clone(), self.timeouts)?;
         Ok(AnthropicProvider {
             inner: Arc::new(Inner {
@@ -147,18 +148,6 @@ impl AnthropicBuilder {
                 http,
                 config: self,
             }),
-        })
-    }
-}
-
-pub(crate) fn validate_base_url(url: &str) -> Result<&str, ConfigError> {
-    let trimmed = url.trim_end_matches('/');
-    if trimmed.starts_with("http://") || trimmed.starts_with("https://") {
-        Ok(trimmed)
-    } else {
-        Err(ConfigError::BaseUrl {
-            url: url.to_owned(),
-            reason: "it must start with http:// or https://".into(),
         })
     }
 }

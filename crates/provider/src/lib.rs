@@ -33,6 +33,7 @@
 //! ```
 
 pub mod anthropic;
+mod base_url;
 pub mod claude_cli;
 mod conversation;
 mod http;

@@ -22,7 +22,7 @@ use reqwest::header::HeaderMap;
 use serde_json::{Value, json};
 
 use crate::ConfigError;
-use crate::anthropic::validate_base_url;
+use crate::base_url;
 use crate::conversation::{self, Dialect, ToolCall, ToolOutcome, Turn};
 use crate::http::{ApiKey, Http, Timeouts};
 use crate::pricing::Pricing;
@@ -109,7 +109,7 @@ impl OpenAiBuilder {
 
     /// Builds the provider.
     pub fn build(self) -> Result<OpenAiProvider, ConfigError> {
-        let base = validate_base_url(&self.base_url)?;
+        let base = base_url::validate(&self.base_url)?;
         let http = Http::new(NAME, self.retry.clone(), self.timeouts)?;
         Ok(OpenAiProvider {
             inner: Arc::new(Inner {
