@@ -519,7 +519,7 @@ fn generate(item: &ItemImpl, agent: &Checked<'_>) -> TokenStream {
     let [message, label, note] = msg::agent_not_in_emits(&list);
 
     // A call of a function bounded by `StructuredOutput` (not the well-formedness of a type
-    // like `AssertOutput<T>`), so rustc reports the trait's own message, "`T` cannot be an
+    // with a `StructuredOutput` bound), so rustc reports the trait's own message, "`T` cannot be an
     // agent's structured output", rather than the first missing supertrait.
     let assert_output = quote_spanned! {output.span()=>
         let _ = assert_output::<#output>;

@@ -5,7 +5,6 @@
 //! `Output` type, whose JSON Schema is sent to the provider) into events. The runtime owns the
 //! rest: streaming, validation, re-asking, recording.
 
-use std::marker::PhantomData;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 
@@ -301,9 +300,3 @@ impl<A: Agent> ErasedAgent<A::State> for Erased<A> {
         Ok(emit)
     }
 }
-
-/// Compile-time check used by `#[agent]`: `T` must be an event.
-pub struct AssertEvent<T: Event>(PhantomData<T>);
-
-/// Compile-time check used by `#[agent]`: `T` must be a structured output.
-pub struct AssertOutput<T: StructuredOutput>(PhantomData<T>);

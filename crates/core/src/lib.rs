@@ -59,7 +59,6 @@ pub use workflow::{
 /// change in any release.
 #[doc(hidden)]
 pub mod __private {
-    pub use crate::agent::{AssertEvent, AssertOutput};
     pub use crate::handler::HandlesEvent;
     pub use schemars;
     pub use serde;
