@@ -1228,11 +1228,24 @@ impl Platform {
                 }
                 Arc::new(builder.build().map_err(invalid)?)
             }
+            // Azure OpenAI's v1 API is the Chat Completions API at the resource's
+            // `/openai/v1` address, taking the resource's key as a bearer token; the model id
+            // names the deployment.
             crate::resources::ProviderType::AzureOpenai => {
-                return Err(PlatformError::Invalid(format!(
-                    "LLM provider {}: azure_openai cannot answer messages yet",
-                    row.id
-                )));
+                let url = row.base_url.as_ref().ok_or_else(|| {
+                    PlatformError::Invalid(format!(
+                        "LLM provider {}: an azure_openai provider needs its base_url, \
+                         https://RESOURCE.openai.azure.com/openai/v1",
+                        row.id
+                    ))
+                })?;
+                Arc::new(
+                    OpenAiProvider::builder(key)
+                        .model(model)
+                        .base_url(url)
+                        .build()
+                        .map_err(invalid)?,
+                )
             }
         };
         Ok(provider)

@@ -1309,6 +1309,91 @@ async fn a_provider_row_answers_with_its_opened_key(store: Arc<dyn Store>) {
     assert!(recorded.contains("from the fake") && !recorded.contains(KEY));
 }
 
+async fn an_azure_openai_row_answers_through_its_v1_address(store: Arc<dyn Store>) {
+    use openharness_provider::testing::FakeServer;
+    use openharness_provider::testing::openai::{KEY, json_output};
+    let fake = FakeServer::openai(KEY).await.unwrap();
+    fake.respond(json_output(&json!({"reply": "from azure"})));
+    let platform = Platform::new(Arc::clone(&store), Some(master_keys("k1", "4e")));
+    let client = serve(platform, PlatformOptions::default()).await;
+    // Without its base_url an azure_openai row cannot answer: 422 saying what to set.
+    let (status, provider) = client
+        .send(
+            "POST",
+            "/v1/llm-providers",
+            json!({"name": "azure", "provider_type": "azure_openai", "api_key": KEY, "is_default": true}),
+        )
+        .await;
+    assert_eq!(status, 201, "{provider}");
+    let p = provider["id"].as_str().unwrap().to_owned();
+    client
+        .send(
+            "POST",
+            &format!("/v1/llm-providers/{p}/models"),
+            json!({"model_id": "my-gpt-deployment", "is_default": true}),
+        )
+        .await;
+    let (_, agent) = client
+        .send(
+            "POST",
+            "/v1/agents",
+            json!({"name": "a", "system_prompt": "Hi."}),
+        )
+        .await;
+    let a = agent["id"].as_str().unwrap();
+    let (_, session) = client
+        .send("POST", &format!("/v1/agents/{a}/sessions"), json!({}))
+        .await;
+    let messages = format!(
+        "/v1/agents/{a}/sessions/{}/messages",
+        session["id"].as_str().unwrap()
+    );
+    let hello = json!({"content": [{"type": "text", "text": "Hello"}]});
+    let refused = client.send("POST", &messages, hello.clone()).await;
+    error(&refused, 422, "invalid");
+    assert!(
+        refused.1["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("openai.azure.com/openai/v1"),
+        "{}",
+        refused.1
+    );
+    // With it (here the fake's address), the deployment is asked with the row's key.
+    let (status, _) = client
+        .send(
+            "PATCH",
+            &format!("/v1/llm-providers/{p}"),
+            json!({"base_url": fake.base_url()}),
+        )
+        .await;
+    assert_eq!(status, 200);
+    let (status, posted) = client.send("POST", &messages, hello).await;
+    assert_eq!(status, 201, "{posted}");
+    let mut said = Vec::new();
+    for _ in 0..500 {
+        let (_, page) = client.get(&messages).await;
+        said = page["data"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| m["content"][0]["text"].as_str().unwrap_or("").to_owned())
+            .collect();
+        if said.len() == 2 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    assert_eq!(said, ["Hello", "from azure"]);
+    let requests = fake.requests();
+    assert_eq!(requests.len(), 1);
+    assert_eq!(requests[0].body["model"], "my-gpt-deployment");
+    assert_eq!(
+        requests[0].header("authorization"),
+        Some(format!("Bearer {KEY}").as_str())
+    );
+}
+
 async fn events_are_notifications_as_a_page_and_a_resumable_stream(store: Arc<dyn Store>) {
     use openharness_provider::{Reply, ScriptedProvider};
     let scripted = ScriptedProvider::new().fallback("assistant", |_| {
@@ -1489,6 +1574,7 @@ async fn postgres(test: &str) -> Option<Arc<dyn Store>> {
 
 on_every_store!(
     a_provider_row_answers_with_its_opened_key,
+    an_azure_openai_row_answers_through_its_v1_address,
     events_are_notifications_as_a_page_and_a_resumable_stream,
     messages_continue_the_session_and_are_a_projection_of_its_log,
     agents_are_created_read_changed_archived_and_deleted,
