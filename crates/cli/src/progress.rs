@@ -62,6 +62,9 @@ impl Renderer for Progress {
             Some(Builtin::AgentStarted(started)) => Some(format!("  ▶ {} started", started.agent)),
             Some(Builtin::AgentCompleted(completed)) => Some(match completed.outcome {
                 Outcome::Success => format!("  ✓ {} finished", completed.agent),
+                // Why is the `error:occurred` recorded (and printed) just before: once is
+                // enough.
+                Outcome::Failure => format!("  ✗ {} failed", completed.agent),
                 other => format!(
                     "  ✗ {} {other:?}: {}",
                     completed.agent,

@@ -5,7 +5,6 @@
 //! `Output` type, whose JSON Schema is sent to the provider) into events. The runtime owns the
 //! rest: streaming, validation, re-asking, recording.
 
-use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 
 use schemars::JsonSchema;
@@ -15,7 +14,7 @@ use serde_json::Value;
 
 use crate::emit::Emit;
 use crate::event::{Envelope, Event};
-use crate::fold::panic_message;
+use crate::fold::{panic_message, quietly};
 use crate::handler::Handler;
 use crate::tool::{DEFAULT_MAX_TURNS, Tool, Toolbox};
 
@@ -226,11 +225,11 @@ impl<A: Agent> ErasedAgent<A::State> for Erased<A> {
                 )));
             }
         };
-        let built = catch_unwind(AssertUnwindSafe(|| {
+        let built = quietly(|| {
             self.agent
                 .when(state)
                 .then(|| self.agent.prompt(state, &typed))
-        }));
+        });
         match built {
             Ok(Some(prompt)) => Some(Ok(Activation {
                 prompt,
@@ -276,15 +275,13 @@ impl<A: Agent> ErasedAgent<A::State> for Erased<A> {
         let typed_trigger = trigger
             .decode::<A::Trigger>()
             .map_err(|err| OutputRejected::Failed(err.to_string()))?;
-        let emit = catch_unwind(AssertUnwindSafe(|| {
-            self.agent.on_output(typed_output, &typed_trigger)
-        }))
-        .map_err(|panic| {
-            OutputRejected::Failed(format!(
-                "on_output panicked: {}",
-                panic_message(panic.as_ref())
-            ))
-        })?;
+        let emit =
+            quietly(|| self.agent.on_output(typed_output, &typed_trigger)).map_err(|panic| {
+                OutputRejected::Failed(format!(
+                    "on_output panicked: {}",
+                    panic_message(panic.as_ref())
+                ))
+            })?;
         if let Some(undeclared) = emit
             .pending()
             .iter()

@@ -363,18 +363,18 @@ impl<S: Handler> Fold<S> {
 }
 
 thread_local! {
-    /// Whether a panic on this thread is a handler's, caught by [`quietly`].
+    /// Whether a panic on this thread is the workflow's code's, caught by [`quietly`].
     static QUIET: Cell<bool> = const { Cell::new(false) };
 }
 
-/// Runs a handler, catching its panic without the panic hook's print to stderr: the run
-/// reports the panic once, as the `error:occurred` it records (its message names the event
-/// and the panic's message). Where it panicked is logged at debug level
-/// (`OPENHARNESS_LOG=debug`).
+/// Runs the workflow's own code (a handler; an agent's `when`, `prompt` or `on_output`),
+/// catching its panic without the panic hook's print to stderr: the run reports the panic
+/// once, as the `error:occurred` it records (its message names the event or agent and the
+/// panic's message). Where it panicked is logged at debug level (`OPENHARNESS_LOG=debug`).
 ///
 /// The process's panic hook is wrapped once: a panic outside a handler, or on another
 /// thread, reaches the hook that was installed before, as it would have.
-fn quietly<R>(handler: impl FnOnce() -> R) -> std::thread::Result<R> {
+pub(crate) fn quietly<R>(code: impl FnOnce() -> R) -> std::thread::Result<R> {
     static WRAP_HOOK: Once = Once::new();
     WRAP_HOOK.call_once(|| {
         let previous = std::panic::take_hook();
@@ -383,7 +383,7 @@ fn quietly<R>(handler: impl FnOnce() -> R) -> std::thread::Result<R> {
                 tracing::debug!(
                     location = %info.location().map(ToString::to_string).unwrap_or_default(),
                     panic = %panic_message(info.payload()),
-                    "a handler panicked"
+                    "the workflow's code panicked"
                 );
             } else {
                 previous(info);
@@ -391,7 +391,7 @@ fn quietly<R>(handler: impl FnOnce() -> R) -> std::thread::Result<R> {
         }));
     });
     let outer = QUIET.with(|quiet| quiet.replace(true));
-    let result = catch_unwind(AssertUnwindSafe(handler));
+    let result = catch_unwind(AssertUnwindSafe(code));
     QUIET.with(|quiet| quiet.set(outer));
     result
 }
