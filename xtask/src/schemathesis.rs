@@ -2,7 +2,10 @@
 //! `openharness` binary, records a chat in a temporary folder, serves it on a free loopback
 //! port, and runs schemathesis (pinned, installed from PyPI into `target/schemathesis-venv` on
 //! first use) with every check and a fixed seed: no 5xx, every response conforms to the
-//! document. The SSE-only routes under `/api/` are left out (a fuzzer cannot end a stream).
+//! document. The server mounts the platform's `/v1` routes too, with a throwaway master key
+//! (so providers can have keys) and no model provider (posting a message answers the
+//! documented `503 no_provider`, or `422` for a model row that cannot answer). The SSE-only
+//! routes under `/api/` are left out (a fuzzer cannot end a stream).
 
 use std::net::TcpListener;
 use std::process::{Child, Command, Stdio};
@@ -10,6 +13,20 @@ use std::time::{Duration, Instant};
 
 /// The schemathesis release the check runs.
 const SCHEMATHESIS: &str = "schemathesis==4.32.5";
+
+/// Where the checks expect other answers than schemathesis' defaults, and why.
+///
+/// A `/v1` body may name another resource by id (an agent's `default_model_id`, a session's
+/// `model_id`, a model's `provider_id`, a message's `controls.model_id`): an id that names
+/// nothing is `422`, which no schema can rule out, so schema-valid input may be refused with
+/// it there. Posting a message needs a model provider, which the fuzzed server has none of:
+/// the documented `503 no_provider`.
+const CONFIG: &str = r#"
+[[operations]]
+include-name-regex = "^(POST /v1/agents|PATCH /v1/agents/\\{id\\}|POST /v1/agents/\\{id\\}/sessions|PATCH /v1/agents/\\{id\\}/sessions/\\{session\\}|POST /v1/llm-models|POST /v1/agents/\\{id\\}/sessions/\\{session\\}/messages)$"
+checks.positive_data_acceptance.expected-statuses = ["2xx", "3xx", "401", "403", "404", "409", "422", "429", "503"]
+checks.not_a_server_error.expected-statuses = ["2xx", "3xx", "4xx", "503"]
+"#;
 
 /// Kills the server however the check ends.
 struct Server(Child);
@@ -60,15 +77,24 @@ fn check(cargo: &str) -> Result<(), String> {
     let server = Server(
         Command::new(&binary)
             .args(["serve", "--addr", &address])
+            .env(
+                "OPENHARNESS_MASTER_KEYS",
+                format!("schemathesis:{}", "5c".repeat(32)),
+            )
+            .env_remove("OPENHARNESS_MASTER_KEYS_FILE")
             .current_dir(&folder)
             .stdout(Stdio::null())
             .spawn()
             .map_err(|e| format!("cannot start the server: {e}"))?,
     );
     wait_for(&address)?;
+    let config = folder.join("schemathesis.toml");
+    std::fs::write(&config, CONFIG).map_err(|e| e.to_string())?;
     eprintln!("$ schemathesis run http://{address}/openapi.json --checks all");
     let result = status(
         Command::new(&st)
+            .arg("--config-file")
+            .arg(&config)
             .args(["run", &format!("http://{address}/openapi.json")])
             .args(["--checks", "all", "--max-examples", "50", "--seed", "1"])
             .args([

@@ -119,7 +119,10 @@ impl PlatformError {
 impl IntoResponse for PlatformError {
     fn into_response(self) -> Response {
         let status = self.status();
-        if status.is_server_error() {
+        // A 503 is this platform's configuration (no provider, no master key), not a fault.
+        if status == StatusCode::SERVICE_UNAVAILABLE {
+            tracing::warn!(error = %self, "a platform request could not be served");
+        } else if status.is_server_error() {
             tracing::error!(error = %self, "a platform request failed");
         }
         let body = serde_json::json!({

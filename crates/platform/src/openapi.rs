@@ -78,10 +78,12 @@ pub fn openapi_document() -> Value {
         ("NewProvider", request::<NewProvider>()),
         ("ProviderPatch", request::<ProviderPatch>()),
         ("NewModel", request::<NewModel>()),
+        ("NewProviderModel", request::<NewModel>()),
         ("ModelPatch", request::<ModelPatch>()),
     ] {
         add(&mut schemas, name, schema);
     }
+    constrain(&mut schemas);
     schemas.insert(
         format!("{PREFIX}Error"),
         json!({
@@ -111,6 +113,128 @@ pub fn openapi_document() -> Value {
             "securitySchemes": { "apiKey": { "type": "http", "scheme": "bearer" } },
         },
     })
+}
+
+/// Text the routes trim and then require: something besides white space, at most `max`
+/// characters.
+fn text(max: u64) -> Value {
+    json!({ "pattern": "\\S", "maxLength": max })
+}
+
+/// A list of labels (`tags`, `features`): at most 100, each text of at most 100 characters.
+fn labels() -> Value {
+    json!({ "maxItems": 100, "items": { "type": "string", "pattern": "\\S", "maxLength": 100 } })
+}
+
+/// `base_url`: blank for none, else `http://` or `https://` (after trimming), at most 2000
+/// characters.
+fn url() -> Value {
+    json!({ "pattern": "^(\\s*|\\s*https?://[\\s\\S]*)$", "maxLength": 2000 })
+}
+
+/// Merges `constraint` into the property `field` of the schema `V1<name>`, if it has one.
+fn limit(schemas: &mut Map<String, Value>, name: &str, field: &str, constraint: &Value) {
+    let Some(Value::Object(property)) = schemas
+        .get_mut(&format!("{PREFIX}{name}"))
+        .and_then(|schema| schema.pointer_mut(&format!("/properties/{field}")))
+    else {
+        return;
+    };
+    if let Value::Object(constraint) = constraint {
+        for (key, value) in constraint {
+            property.insert(key.clone(), value.clone());
+        }
+    }
+}
+
+/// What the routes check beyond the types (non-blank names, lengths, URLs, the capabilities
+/// an agent can have, what a posted message may hold), written into the request schemas, so
+/// that input the document calls valid is accepted and input it calls invalid is refused.
+fn constrain(schemas: &mut Map<String, Value>) {
+    for name in ["NewAgent", "AgentPatch"] {
+        limit(schemas, name, "name", &text(200));
+        limit(
+            schemas,
+            name,
+            "description",
+            &json!({ "maxLength": 10_000 }),
+        );
+        limit(
+            schemas,
+            name,
+            "system_prompt",
+            &json!({ "maxLength": 100_000 }),
+        );
+        limit(schemas, name, "tags", &labels());
+    }
+    for name in ["NewSession", "SessionPatch"] {
+        limit(schemas, name, "title", &json!({ "maxLength": 500 }));
+        limit(schemas, name, "tags", &labels());
+    }
+    for name in ["NewProvider", "ProviderPatch"] {
+        limit(schemas, name, "name", &text(200));
+        limit(schemas, name, "base_url", &url());
+        limit(schemas, name, "api_key", &text(4096));
+    }
+    for name in ["NewModel", "NewProviderModel", "ModelPatch"] {
+        limit(schemas, name, "model_id", &text(200));
+        limit(schemas, name, "display_name", &text(200));
+        limit(schemas, name, "features", &labels());
+        limit(schemas, name, "context_window", &json!({ "minimum": 1 }));
+    }
+    // `POST /v1/llm-models` needs the provider; under `/v1/llm-providers/{id}/models` the
+    // path names it.
+    if let Some(schema) = schemas.get_mut(&format!("{PREFIX}NewModel")) {
+        schema["required"] = json!(["provider_id", "model_id"]);
+        schema["properties"]["provider_id"] = json!({ "type": "string", "format": "uuid" });
+    }
+    if let Some(Value::Object(properties)) = schemas
+        .get_mut(&format!("{PREFIX}NewProviderModel"))
+        .and_then(|schema| schema.get_mut("properties"))
+    {
+        properties.remove("provider_id");
+    }
+    let available: Vec<String> = crate::capabilities::capabilities()
+        .into_iter()
+        .filter(|c| c.status == crate::CapabilityStatus::Available)
+        .map(|c| c.id)
+        .collect();
+    limit(
+        schemas,
+        "SetCapabilities",
+        "capabilities",
+        &json!({ "uniqueItems": true, "items": { "type": "string", "enum": available } }),
+    );
+    // Only user messages of text parts, with some text, can be posted.
+    if let Some(Value::Object(properties)) = schemas
+        .get_mut(&format!("{PREFIX}NewMessage"))
+        .and_then(|schema| schema.get_mut("properties"))
+    {
+        properties.insert(
+            "role".to_owned(),
+            json!({ "description": "`user` (the default): the only role that can be posted", "enum": ["user", null] }),
+        );
+        properties.insert(
+            "content".to_owned(),
+            json!({
+                "description": "Text parts, at least one with text besides white space.",
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "required": ["type", "text"],
+                    "properties": { "type": { "const": "text" }, "text": { "type": "string" } },
+                },
+                "contains": { "type": "object", "required": ["text"], "properties": { "text": { "type": "string", "pattern": "\\S" } } },
+            }),
+        );
+    }
+    limit(
+        schemas,
+        "NewMessage",
+        "metadata",
+        &json!({ "type": ["object", "null"] }),
+    );
+    limit(schemas, "NewMessage", "tags", &labels());
 }
 
 fn response<T: JsonSchema>() -> Schema {
@@ -372,7 +496,7 @@ fn paths() -> Value {
         },
         "/v1/llm-providers/{id}/models": {
             "get": operation("A provider's models", with(vec![provider()], paging()), None, ok("a page of models", "LlmModelPage"), &["400", "404"]),
-            "post": operation("Add a model to a provider", vec![provider()], Some("NewModel"), created("the model", "LlmModel"), &["404", "409"]),
+            "post": operation("Add a model to a provider", vec![provider()], Some("NewProviderModel"), created("the model", "LlmModel"), &["404", "409"]),
         },
         "/v1/llm-models": {
             "get": operation("LLM models, oldest first", with(paging(), vec![query("provider_id", "only this provider's models", uuid)]), None, ok("a page of models", "LlmModelPage"), &["400", "404"]),

@@ -17,6 +17,53 @@ where
     Option::<T>::deserialize(deserializer).map(Some)
 }
 
+/// A count JSON may write as `200000` or `200000.0` (both are the integer JSON Schema and
+/// many clients mean): a whole number from 0 to `u32::MAX`.
+struct Whole(u32);
+
+impl<'de> Deserialize<'de> for Whole {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Visitor;
+        impl serde::de::Visitor<'_> for Visitor {
+            type Value = Whole;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                write!(f, "a whole number from 0 to {}", u32::MAX)
+            }
+            fn visit_u64<E: serde::de::Error>(self, value: u64) -> Result<Whole, E> {
+                u32::try_from(value)
+                    .map(Whole)
+                    .map_err(|_| E::invalid_value(serde::de::Unexpected::Unsigned(value), &self))
+            }
+            fn visit_i64<E: serde::de::Error>(self, value: i64) -> Result<Whole, E> {
+                u32::try_from(value)
+                    .map(Whole)
+                    .map_err(|_| E::invalid_value(serde::de::Unexpected::Signed(value), &self))
+            }
+            fn visit_f64<E: serde::de::Error>(self, value: f64) -> Result<Whole, E> {
+                if value.fract() == 0.0 && (0.0..=f64::from(u32::MAX)).contains(&value) {
+                    // Whole and in range: the cast is exact.
+                    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+                    return Ok(Whole(value as u32));
+                }
+                Err(E::invalid_value(serde::de::Unexpected::Float(value), &self))
+            }
+        }
+        deserializer.deserialize_any(Visitor)
+    }
+}
+
+/// An optional [`Whole`].
+fn whole<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<u32>, D::Error> {
+    Option::<Whole>::deserialize(deserializer).map(|whole| whole.map(|w| w.0))
+}
+
+/// A [`Whole`] that may be absent, `null` or a value (see [`nullable`]).
+fn nullable_whole<'de, D: Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Option<Option<u32>>, D::Error> {
+    whole(deserializer).map(Some)
+}
+
 /// `POST /v1/agents`.
 ///
 /// ```
@@ -163,8 +210,8 @@ pub struct NewModel {
     /// What it can do.
     #[serde(default)]
     pub features: Vec<String>,
-    /// Its context window in tokens.
-    #[serde(default)]
+    /// Its context window in tokens (a whole number; `200000.0` reads as `200000`).
+    #[serde(default, deserialize_with = "whole")]
     pub context_window: Option<u32>,
     /// Whether it becomes its provider's default model (the previous default stops being it).
     #[serde(default)]
@@ -185,7 +232,7 @@ pub struct ModelPatch {
     /// New features.
     pub features: Option<Vec<String>>,
     /// A new context window, or `null` for unknown.
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(default, deserialize_with = "nullable_whole")]
     pub context_window: Option<Option<u32>>,
     /// Make it its provider's default (`true`) or not.
     pub is_default: Option<bool>,

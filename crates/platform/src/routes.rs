@@ -16,10 +16,7 @@ use uuid::Uuid;
 use crate::capabilities::{capabilities, capability};
 use crate::error::PlatformError;
 use crate::platform::Platform;
-use crate::requests::{
-    AgentPatch, ModelPatch, NewAgent, NewModel, NewProvider, NewSession, ProviderPatch,
-    SessionPatch, SetCapabilities,
-};
+use crate::requests::NewModel;
 use crate::resources::{AgentStatus, Page};
 use crate::{PlatformOptions, resources::Capability};
 
@@ -34,6 +31,9 @@ pub(crate) struct AppState {
 /// The default and largest page sizes.
 const DEFAULT_LIMIT: usize = 20;
 const MAX_LIMIT: usize = 100;
+/// The largest `offset` or `after` the routes take: the largest integer JSON carries exactly
+/// (JavaScript's safe integers), so an answer that echoes it stays exact.
+const MAX_SAFE: u64 = 9_007_199_254_740_991;
 
 pub(crate) fn build(state: Arc<AppState>) -> Router {
     let body_limit = state.options.body_limit;
@@ -127,18 +127,28 @@ async fn require_key(State(state): Shared, request: Request, next: Next) -> Resp
     (StatusCode::UNAUTHORIZED, Json(body)).into_response()
 }
 
-fn body<T>(body: Result<Json<T>, JsonRejection>) -> Result<T, PlatformError> {
-    body.map(|Json(value)| value)
-        .map_err(|rejection| match rejection.status() {
-            StatusCode::UNPROCESSABLE_ENTITY => PlatformError::Invalid(rejection.body_text()),
-            _ => PlatformError::BadRequest(rejection.body_text()),
-        })
+/// A request body: JSON, read into the route's type by [`body`].
+type Body = Result<Json<serde_json::Value>, JsonRejection>;
+
+/// The body as `T`: JSON that does not parse is `400`; anything but an object, or an object
+/// of the wrong shape, is `422` (serde would read a struct from an array too).
+fn body<T: serde::de::DeserializeOwned>(body: Body) -> Result<T, PlatformError> {
+    let value = body
+        .map(|Json(value)| value)
+        .map_err(|rejection| PlatformError::BadRequest(rejection.body_text()))?;
+    if !value.is_object() {
+        return Err(PlatformError::Invalid(
+            "the body must be a JSON object".into(),
+        ));
+    }
+    serde_json::from_value(value).map_err(|err| PlatformError::Invalid(err.to_string()))
 }
 
-fn query<T>(query: Result<Query<T>, QueryRejection>) -> Result<T, PlatformError> {
+fn query(query: Result<Query<Paging>, QueryRejection>) -> Result<Paging, PlatformError> {
     query
         .map(|Query(value)| value)
-        .map_err(|rejection| PlatformError::BadRequest(rejection.body_text()))
+        .map_err(|rejection| PlatformError::BadRequest(rejection.body_text()))?
+        .check()
 }
 
 /// An id from the path: one that is not a UUID names nothing.
@@ -165,6 +175,21 @@ struct Paging {
 }
 
 impl Paging {
+    /// Refuses an `offset` or `after` beyond [`MAX_SAFE`].
+    fn check(self) -> Result<Self, PlatformError> {
+        let offset = u64::try_from(self.offset).unwrap_or(u64::MAX);
+        for (name, value) in [("offset", Some(offset)), ("after", self.after)] {
+            if let Some(value) = value
+                && value > MAX_SAFE
+            {
+                return Err(PlatformError::BadRequest(format!(
+                    "`{name}` is {value}, beyond the largest the API takes ({MAX_SAFE})"
+                )));
+            }
+        }
+        Ok(self)
+    }
+
     fn page<T: serde::Serialize>(&self, items: Vec<T>) -> Answer {
         let limit = self.limit.unwrap_or(DEFAULT_LIMIT);
         if !(1..=MAX_LIMIT).contains(&limit) {
@@ -195,7 +220,7 @@ async fn list_agents(State(s): Shared, paging: Result<Query<Paging>, QueryReject
     paging.page(s.platform.agents(paging.status).await?)
 }
 
-async fn create_agent(State(s): Shared, new: Result<Json<NewAgent>, JsonRejection>) -> Answer {
+async fn create_agent(State(s): Shared, new: Body) -> Answer {
     created(s.platform.create_agent(body(new)?).await?)
 }
 
@@ -203,11 +228,7 @@ async fn get_agent(State(s): Shared, Path(agent): Path<String>) -> Answer {
     ok(s.platform.agent(id("agent", &agent)?).await?)
 }
 
-async fn update_agent(
-    State(s): Shared,
-    Path(agent): Path<String>,
-    patch: Result<Json<AgentPatch>, JsonRejection>,
-) -> Answer {
+async fn update_agent(State(s): Shared, Path(agent): Path<String>, patch: Body) -> Answer {
     let agent = id("agent", &agent)?;
     ok(s.platform.update_agent(agent, body(patch)?).await?)
 }
@@ -241,11 +262,7 @@ async fn list_agent_capabilities(
     paging.page(s.platform.agent_capabilities(agent).await?)
 }
 
-async fn set_agent_capabilities(
-    State(s): Shared,
-    Path(agent): Path<String>,
-    set: Result<Json<SetCapabilities>, JsonRejection>,
-) -> Answer {
+async fn set_agent_capabilities(State(s): Shared, Path(agent): Path<String>, set: Body) -> Answer {
     let agent = id("agent", &agent)?;
     let set = body(set)?;
     let capabilities = s.platform.set_agent_capabilities(agent, set).await?;
@@ -264,11 +281,7 @@ async fn list_sessions(
     paging.page(s.platform.sessions(agent).await?)
 }
 
-async fn create_session(
-    State(s): Shared,
-    Path(agent): Path<String>,
-    new: Result<Json<NewSession>, JsonRejection>,
-) -> Answer {
+async fn create_session(State(s): Shared, Path(agent): Path<String>, new: Body) -> Answer {
     let agent = id("agent", &agent)?;
     created(s.platform.create_session(agent, body(new)?).await?)
 }
@@ -281,7 +294,7 @@ async fn get_session(State(s): Shared, Path((agent, session)): Path<(String, Str
 async fn update_session(
     State(s): Shared,
     Path((agent, session)): Path<(String, String)>,
-    patch: Result<Json<SessionPatch>, JsonRejection>,
+    patch: Body,
 ) -> Answer {
     let (agent, session) = (id("agent", &agent)?, id("session", &session)?);
     ok(s.platform
@@ -311,7 +324,7 @@ async fn list_messages(
 async fn post_message(
     State(s): Shared,
     Path((agent, session)): Path<(String, String)>,
-    new: Result<Json<crate::messages::NewMessage>, JsonRejection>,
+    new: Body,
 ) -> Answer {
     let (agent, session) = (id("agent", &agent)?, id("session", &session)?);
     created(s.platform.post_message(agent, session, body(new)?).await?)
@@ -393,10 +406,7 @@ async fn list_providers(State(s): Shared, paging: Result<Query<Paging>, QueryRej
     query(paging)?.page(s.platform.providers().await?)
 }
 
-async fn create_provider(
-    State(s): Shared,
-    new: Result<Json<NewProvider>, JsonRejection>,
-) -> Answer {
+async fn create_provider(State(s): Shared, new: Body) -> Answer {
     created(s.platform.create_provider(body(new)?).await?)
 }
 
@@ -404,11 +414,7 @@ async fn get_provider(State(s): Shared, Path(provider): Path<String>) -> Answer 
     ok(s.platform.provider(id("llm_provider", &provider)?).await?)
 }
 
-async fn update_provider(
-    State(s): Shared,
-    Path(provider): Path<String>,
-    patch: Result<Json<ProviderPatch>, JsonRejection>,
-) -> Answer {
+async fn update_provider(State(s): Shared, Path(provider): Path<String>, patch: Body) -> Answer {
     let provider = id("llm_provider", &provider)?;
     ok(s.platform.update_provider(provider, body(patch)?).await?)
 }
@@ -433,10 +439,10 @@ async fn list_provider_models(
 async fn create_provider_model(
     State(s): Shared,
     Path(provider): Path<String>,
-    new: Result<Json<NewModel>, JsonRejection>,
+    new: Body,
 ) -> Answer {
     let provider = id("llm_provider", &provider)?;
-    let mut new = body(new)?;
+    let mut new: NewModel = body(new)?;
     if new.provider_id.is_some_and(|p| p != provider) {
         return Err(PlatformError::Invalid(
             "`provider_id` differs from the provider in the path".into(),
@@ -455,7 +461,7 @@ async fn list_models(State(s): Shared, paging: Result<Query<Paging>, QueryReject
     paging.page(s.platform.models(paging.provider_id).await?)
 }
 
-async fn create_model(State(s): Shared, new: Result<Json<NewModel>, JsonRejection>) -> Answer {
+async fn create_model(State(s): Shared, new: Body) -> Answer {
     created(s.platform.create_model(body(new)?).await?)
 }
 
@@ -463,11 +469,7 @@ async fn get_model(State(s): Shared, Path(model): Path<String>) -> Answer {
     ok(s.platform.model(id("llm_model", &model)?).await?)
 }
 
-async fn update_model(
-    State(s): Shared,
-    Path(model): Path<String>,
-    patch: Result<Json<ModelPatch>, JsonRejection>,
-) -> Answer {
+async fn update_model(State(s): Shared, Path(model): Path<String>, patch: Body) -> Answer {
     let model = id("llm_model", &model)?;
     ok(s.platform.update_model(model, body(patch)?).await?)
 }

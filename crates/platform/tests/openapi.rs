@@ -238,6 +238,16 @@ async fn every_operation_answers_as_documented() {
     let answer = c.call("GET", "/v1/agents", "/v1/agents", None, None).await;
     assert_eq!(answer.status, 401);
 
+    // An offset beyond what JSON carries exactly is refused, not echoed.
+    c.fails(
+        "GET",
+        "/v1/agents",
+        "/v1/agents?offset=9007199254740992",
+        None,
+        400,
+    )
+    .await;
+
     // Capabilities.
     let page = c
         .ok("GET", "/v1/capabilities", "/v1/capabilities", None)
@@ -298,9 +308,11 @@ async fn every_operation_answers_as_documented() {
             "POST",
             "/v1/llm-providers/{id}/models",
             &format!("/v1/llm-providers/{p}/models"),
-            Some(json!({"model_id": "m-1", "is_default": true, "context_window": 200000})),
+            Some(json!({"model_id": "m-1", "is_default": true, "context_window": 200000.0})),
         )
         .await;
+    // A whole number written with a fraction is that number.
+    assert_eq!(model["context_window"], 200_000);
     let m = id(&model);
     c.ok(
         "GET",
