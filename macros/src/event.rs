@@ -271,9 +271,9 @@ fn generate_handled(ident: &Ident, variants: &[Variant]) -> TokenStream {
         .map(|Variant { ty, .. }| quote!(::openharness::__private::HandlesEvent<#ty>));
     quote! {
         impl #ident {
-            /// Compiles only if `S` handles every event of this enum.
+            /// Compiles only if `S` handles every event of this enum (unused by a partial handler).
             #[doc(hidden)]
-            #[allow(unreachable_pub)]
+            #[allow(unreachable_pub, dead_code)]
             pub const fn __openharness_handled<S: ?::core::marker::Sized #(+ #bounds)*>() {}
         }
     }
