@@ -37,7 +37,8 @@
 //! `404` unknown ids (and ids that are not UUIDs), `409` conflicts, `422` invalid input
 //! (unknown fields included), `503` when provider keys cannot be sealed or opened here.
 //! [`openapi_document`] describes all of it as OpenAPI 3.1 (`openharness serve` merges it into
-//! its `GET /openapi.json`).
+//! its `GET /openapi.json`). [`Platform::rotate_keys`] (`openharness platform rotate-keys`)
+//! re-seals every provider key under the newest master key.
 //!
 //! ```no_run
 //! # async fn demo(store: std::sync::Arc<dyn openharness_core::Store>) -> Result<(), Box<dyn std::error::Error>> {
