@@ -64,13 +64,13 @@ pub enum PlatformError {
         attempts: u32,
     },
     /// The store failed.
-    #[error("the store failed: {0}")]
+    #[error("the store failed")]
     Store(#[from] StoreError),
     /// No model provider is configured to answer messages.
     #[error("this platform has no model provider configured to answer messages")]
     NoProvider,
     /// A turn could not be started.
-    #[error("the turn could not run: {0}")]
+    #[error("the turn could not run")]
     Turn(#[from] openharness_core::Error),
 }
 
@@ -120,13 +120,15 @@ impl IntoResponse for PlatformError {
     fn into_response(self) -> Response {
         let status = self.status();
         // A 503 is this platform's configuration (no provider, no master key), not a fault.
+        // The message names each cause once (the store's failure, the turn's error).
+        let message = openharness_core::ErrorChain(&self).to_string();
         if status == StatusCode::SERVICE_UNAVAILABLE {
-            tracing::warn!(error = %self, "a platform request could not be served");
+            tracing::warn!(error = %message, "a platform request could not be served");
         } else if status.is_server_error() {
-            tracing::error!(error = %self, "a platform request failed");
+            tracing::error!(error = %message, "a platform request failed");
         }
         let body = serde_json::json!({
-            "error": { "code": self.code(), "message": self.to_string() }
+            "error": { "code": self.code(), "message": message }
         });
         (status, Json(body)).into_response()
     }

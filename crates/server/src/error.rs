@@ -64,7 +64,8 @@ impl IntoResponse for ApiError {
 
 impl From<HostError> for ApiError {
     fn from(err: HostError) -> Self {
-        let message = err.to_string();
+        // Each cause once: the store that failed and why.
+        let message = openharness_core::ErrorChain(&err).to_string();
         match err {
             HostError::SessionNotFound(_) => Self::not_found(message),
             HostError::UnknownWorkflow { .. } => Self::not_found(message),
@@ -89,7 +90,8 @@ impl From<HostError> for ApiError {
 impl From<openharness_core::Error> for ApiError {
     fn from(err: openharness_core::Error) -> Self {
         use openharness_core::Error;
-        let message = err.to_string();
+        // Each cause once: the store that failed and why.
+        let message = openharness_core::ErrorChain(&err).to_string();
         match err {
             Error::SessionNotFound(_) => Self::not_found(message),
             Error::SessionBusy { .. } => Self::new(StatusCode::CONFLICT, "session_busy", message),

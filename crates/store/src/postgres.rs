@@ -261,7 +261,7 @@ pub enum PostgresError {
     #[error("invalid schema name {0:?}: use lowercase letters, digits and underscores")]
     Schema(String),
     /// Connecting failed.
-    #[error("cannot connect to {store}: {}", detail(source))]
+    #[error("cannot connect to {store}")]
     Connect {
         /// The store, as [`Store::describe`] gives it.
         store: String,
@@ -277,7 +277,7 @@ pub enum PostgresError {
         reason: String,
     },
     /// A query failed.
-    #[error("{store}: {operation} failed: {}", detail(source))]
+    #[error("{store}: {operation} failed")]
     Query {
         /// The store, as [`Store::describe`] gives it.
         store: String,

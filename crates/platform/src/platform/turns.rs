@@ -140,7 +140,7 @@ impl Platform {
             }
             .await;
             if let Err(err) = &outcome {
-                tracing::warn!(error = %err, "a platform session's turn failed");
+                tracing::warn!(error = %openharness_core::ErrorChain(err), "a platform session's turn failed");
             }
             outcome.map(|_| ())
         });
@@ -232,7 +232,7 @@ impl Platform {
             tokio::spawn(async move {
                 let _claim = claim;
                 if let Err(err) = chat.resume(&log, RunOptions::new()).await {
-                    tracing::warn!(session = %id, error = %err, "resuming a platform session failed");
+                    tracing::warn!(session = %id, error = %openharness_core::ErrorChain(&err), "resuming a platform session failed");
                 }
             });
             resumed.push(id);
