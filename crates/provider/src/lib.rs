@@ -43,6 +43,7 @@ pub mod retry;
 pub mod schema;
 mod scripted;
 pub mod sse;
+#[cfg(feature = "testing")]
 pub mod testing;
 pub mod tools;
 
