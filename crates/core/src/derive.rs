@@ -23,6 +23,7 @@ use std::future::Future;
 use std::pin::Pin;
 
 use crate::agent::activations;
+use crate::assembled::{Inner, WorkflowState};
 use crate::builtin::{
     AgentCompleted, AgentStarted, ErrorOccurred, InputReceived, InputRequested, SessionForked,
     WorkflowCompleted,
@@ -33,7 +34,6 @@ use crate::event::{Envelope, Event, EventId, SessionId};
 use crate::fold::{Applied, Fold};
 use crate::status::SessionStatus;
 use crate::store::StoreError;
-use crate::workflow::{Inner, WorkflowState};
 
 /// How many snapshots a resume looks through for one saved at a turn boundary before it folds
 /// the session from its start.

@@ -8,6 +8,7 @@
 //! Users normally depend on the `openharness` facade, which re-exports everything here.
 
 mod agent;
+mod assembled;
 pub mod builtin;
 mod claim;
 mod derive;
@@ -20,6 +21,7 @@ mod locks;
 mod pattern;
 mod provider;
 mod renderer;
+mod run;
 mod runtime;
 mod status;
 mod store;
@@ -27,6 +29,7 @@ mod tool;
 mod workflow;
 
 pub use agent::{Agent, AgentSpec, StructuredOutput};
+pub use assembled::WorkflowState;
 pub use claim::Claim;
 pub use derive::ViewAt;
 pub use emit::{Emit, IntoEmit, Pending};
@@ -43,6 +46,7 @@ pub use provider::{
     ProviderSink, Usage,
 };
 pub use renderer::{FnRenderer, Renderer, renderer_fn};
+pub use run::{Continuation, OpenCallReport, RunOptions, RunOutcome, StopReason, Unfinished};
 pub use status::{SessionStatus, last_event_summary};
 pub use store::{
     EVENT_PAGE, EventStream, Recorded, SessionInfo, Snapshot, Store, StoreError, Subscription,
@@ -50,10 +54,7 @@ pub use store::{
 };
 pub use tokio_util::sync::CancellationToken;
 pub use tool::{DEFAULT_MAX_TURNS, FnTool, Tool, ToolError, Toolbox};
-pub use workflow::{
-    Continuation, OpenCallReport, RunOptions, RunOutcome, StopReason, Unfinished, Workflow,
-    WorkflowBuilder, WorkflowState,
-};
+pub use workflow::{Workflow, WorkflowBuilder};
 
 /// Items used by code that `openharness-macros` generates. Not a public API: names here may
 /// change in any release.

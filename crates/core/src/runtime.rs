@@ -25,6 +25,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use crate::agent::{Activation, ErasedAgent, OutputRejected, activations};
+use crate::assembled::{Inner, WorkflowState};
 use crate::builtin::{
     AgentCompleted, AgentStarted, ErrorOccurred, InputReceived, InputRequested, Outcome,
     OutputRejected as Rejected, TextComplete, TextDelta, ToolCalled, ToolResult, UserInput,
@@ -41,8 +42,8 @@ use crate::provider::{
     Provider, ProviderError, ProviderEvent, ProviderRequest, ProviderSink, Usage,
 };
 use crate::renderer::Renderer;
+use crate::run::{Continuation, RunOptions, RunOutcome, StopReason};
 use crate::store::{Snapshot, StoreError};
-use crate::workflow::{Continuation, Inner, RunOptions, RunOutcome, StopReason, WorkflowState};
 
 /// What an agent task sends back to the loop.
 enum AgentMessage {

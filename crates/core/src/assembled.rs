@@ -1,0 +1,34 @@
+//! What an assembled workflow is made of ([`Inner`], shared by every clone of a
+//! [`Workflow`](crate::Workflow)) and what its state must be ([`WorkflowState`]): read by the
+//! workflow, which starts runs, and by the runtime, which carries them out.
+
+use std::sync::Arc;
+
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use crate::agent::ErasedAgent;
+use crate::handler::Handler;
+use crate::locks::SessionLocks;
+use crate::provider::Provider;
+use crate::store::Store;
+
+/// What a workflow's state must be: a [`Handler`] that can be cloned (for checkpoints), shared
+/// across threads and serialized (for snapshots, the CLI and diffs).
+pub trait WorkflowState: Handler + Serialize + DeserializeOwned {}
+impl<S: Handler + Serialize + DeserializeOwned> WorkflowState for S {}
+
+pub(crate) type Until<S> = Arc<dyn Fn(&S) -> bool + Send + Sync>;
+
+/// A workflow's parts, shared by its clones.
+pub(crate) struct Inner<S> {
+    pub(crate) name: String,
+    pub(crate) initial: S,
+    pub(crate) agents: Vec<Arc<dyn ErasedAgent<S>>>,
+    pub(crate) until: Option<Until<S>>,
+    pub(crate) store: Arc<dyn Store>,
+    pub(crate) provider: Option<Arc<dyn Provider>>,
+    pub(crate) max_output_attempts: u32,
+    /// One turn at a time per session, shared by every clone of the workflow.
+    pub(crate) locks: Arc<SessionLocks>,
+}

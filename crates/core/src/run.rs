@@ -1,0 +1,351 @@
+//! The options of a run and what a run or a recorded session reports: [`RunOptions`],
+//! [`RunOutcome`], [`StopReason`], [`Continuation`] (where a fork continues from) and
+//! [`Unfinished`]. Shared by [`Workflow`](crate::Workflow), which starts runs, and the
+//! runtime, which carries them out.
+
+use std::fmt;
+use std::time::Duration;
+
+use serde::Serialize;
+use tokio_util::sync::CancellationToken;
+
+use crate::emit::Pending;
+use crate::event::{Envelope, EventId, SessionId};
+use crate::provider::Usage;
+use crate::renderer::Renderer;
+
+/// Options for one run.
+///
+/// ```
+/// use std::time::Duration;
+/// use openharness_core::RunOptions;
+/// let options = RunOptions::new()
+///     .input("plan a three-day trip to Lisbon")
+///     .max_events(5_000)
+///     .deadline(Duration::from_secs(300));
+/// # let _ = options;
+/// ```
+#[must_use]
+pub struct RunOptions {
+    pub(crate) input: Option<String>,
+    pub(crate) input_fields: serde_json::Map<String, serde_json::Value>,
+    pub(crate) session: Option<SessionId>,
+    pub(crate) cancel: CancellationToken,
+    pub(crate) max_events: u64,
+    pub(crate) max_agent_calls: u64,
+    pub(crate) max_cost: Option<f64>,
+    pub(crate) deadline: Option<Duration>,
+    pub(crate) renderers: Vec<Box<dyn Renderer>>,
+    pub(crate) refuse_if_busy: bool,
+}
+
+impl Default for RunOptions {
+    fn default() -> Self {
+        Self {
+            input: None,
+            input_fields: serde_json::Map::new(),
+            session: None,
+            cancel: CancellationToken::new(),
+            max_events: u64::MAX,
+            max_agent_calls: u64::MAX,
+            max_cost: None,
+            deadline: None,
+            renderers: Vec::new(),
+            refuse_if_busy: false,
+        }
+    }
+}
+
+impl RunOptions {
+    /// Default options: no input, a fresh session id, and no guard: a legitimate run is never
+    /// stopped by a default limit (a 10 000-task plan makes 10 001 agent calls). Set
+    /// [`max_events`](Self::max_events), [`max_agent_calls`](Self::max_agent_calls),
+    /// [`max_cost`](Self::max_cost) or [`deadline`](Self::deadline) to bound a run; one that
+    /// trips ends with that [`StopReason`], recorded in `workflow:completed` and warned about.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Records `text` as `user:input` right after `workflow:started`.
+    pub fn input(mut self, text: impl Into<String>) -> Self {
+        self.input = Some(text.into());
+        self
+    }
+
+    /// Records `fields` in the payload of the turn's `user:input`, beside its `text` (which a
+    /// field of that name does not replace): data an application keeps with a message, such
+    /// as the platform's controls, metadata and tags. [`UserInput`](crate::builtin::UserInput)
+    /// ignores them, so the workflow folds the input as before; readers of the log find them
+    /// in the event's payload.
+    ///
+    /// ```
+    /// use openharness_core::RunOptions;
+    /// let mut fields = serde_json::Map::new();
+    /// fields.insert("tags".into(), serde_json::json!(["urgent"]));
+    /// let options = RunOptions::new().input("Hi").input_fields(fields);
+    /// # let _ = options;
+    /// ```
+    pub fn input_fields(mut self, fields: serde_json::Map<String, serde_json::Value>) -> Self {
+        self.input_fields = fields;
+        self
+    }
+
+    /// Records into this (new, empty) session instead of a fresh one. Ignored by turns on a
+    /// recorded session ([`Workflow::send`](crate::Workflow::send), [`Workflow::respond`](crate::Workflow::respond), [`Workflow::resume`](crate::Workflow::resume)).
+    pub fn session(mut self, session: SessionId) -> Self {
+        self.session = Some(session);
+        self
+    }
+
+    /// The session chosen with [`RunOptions::session`], if any.
+    pub fn session_id(&self) -> Option<&SessionId> {
+        self.session.as_ref()
+    }
+
+    /// Cancels the run when this token is cancelled; running agents end as `interrupted`.
+    pub fn cancel_token(mut self, token: CancellationToken) -> Self {
+        self.cancel = token;
+        self
+    }
+
+    /// The token that cancels the run (a fresh one unless [`cancel_token`](Self::cancel_token)
+    /// set one).
+    pub fn cancellation(&self) -> &CancellationToken {
+        &self.cancel
+    }
+
+    /// Stops the turn after it has recorded this many events (the turn's own, not the
+    /// session's: a turn on a long session is not stopped by what earlier turns recorded).
+    pub fn max_events(mut self, max: u64) -> Self {
+        self.max_events = max;
+        self
+    }
+
+    /// Stops instead of starting more than this many agent calls.
+    pub fn max_agent_calls(mut self, max: u64) -> Self {
+        self.max_agent_calls = max;
+        self
+    }
+
+    /// Stops once the agents' reported cost exceeds this many US dollars.
+    pub fn max_cost(mut self, dollars: f64) -> Self {
+        self.max_cost = Some(dollars);
+        self
+    }
+
+    /// Stops after this much wall-clock time.
+    pub fn deadline(mut self, after: Duration) -> Self {
+        self.deadline = Some(after);
+        self
+    }
+
+    /// Fails at once with [`Error::SessionBusy`](crate::Error::SessionBusy) when another turn of this process is running
+    /// on the session, instead of waiting for it to end (the default).
+    pub fn refuse_if_busy(mut self) -> Self {
+        self.refuse_if_busy = true;
+        self
+    }
+
+    /// Adds a renderer for this run.
+    pub fn renderer(mut self, renderer: impl Renderer) -> Self {
+        self.renderers.push(Box::new(renderer));
+        self
+    }
+}
+
+/// Where a run continues from instead of the workflow's initial state (a fork), for
+/// [`Workflow::run_from`](crate::Workflow::run_from).
+///
+/// The run starts with `state` at position 0 of a new session, records `first`, then queues
+/// `queued` (caused by `first`) and starts the agents that `redeliver` activates in `state`,
+/// as if that event had just been recorded (under the id of `first`).
+#[must_use]
+pub struct Continuation<S> {
+    pub(crate) state: S,
+    pub(crate) first: Pending,
+    pub(crate) queued: Vec<Pending>,
+    pub(crate) redeliver: Option<Envelope>,
+}
+
+impl<S> Continuation<S> {
+    /// Continues from `state`, recording `first` as the new session's first event.
+    pub fn new(state: S, first: Pending) -> Self {
+        Self {
+            state,
+            first,
+            queued: Vec::new(),
+            redeliver: None,
+        }
+    }
+
+    /// Events to record right after `first` (what a handler had emitted at the fork point).
+    pub fn queue(mut self, events: Vec<Pending>) -> Self {
+        self.queued = events;
+        self
+    }
+
+    /// An event whose agents start again once `first` is recorded.
+    pub fn redeliver(mut self, event: Envelope) -> Self {
+        self.redeliver = Some(event);
+        self
+    }
+
+    /// The state the run starts from.
+    pub fn state(&self) -> &S {
+        &self.state
+    }
+}
+
+impl<S> fmt::Debug for Continuation<S> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Continuation")
+            .field("first", &self.first)
+            .field("queued", &self.queued)
+            .field("redeliver", &self.redeliver.as_ref().map(|e| &e.name))
+            .finish_non_exhaustive()
+    }
+}
+
+/// What a recorded session is doing and what a resume would finish: see
+/// [`Workflow::unfinished`](crate::Workflow::unfinished).
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+pub struct Unfinished {
+    /// The session.
+    pub session: SessionId,
+    /// Its length.
+    pub len: u64,
+    /// What it is doing, from its last event.
+    pub status: crate::SessionStatus,
+    /// The snapshot the derivation started from (0 for none): it read the events after it.
+    pub snapshot_at: u64,
+    /// `input:requested` events not answered yet.
+    pub open_requests: Vec<EventId>,
+    /// Agent calls started and never completed: a resume closes them as `interrupted` and
+    /// runs them again.
+    pub open_calls: Vec<OpenCallReport>,
+    /// Names of the events a cut-off turn should have recorded and did not (what handlers
+    /// emitted, agents that never started): a resume records them.
+    pub unrecorded: Vec<String>,
+}
+
+/// An agent call a resume would run again.
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+pub struct OpenCallReport {
+    /// The agent.
+    pub agent: String,
+    /// The prompt it was started with.
+    pub prompt: String,
+    /// The event that activated it.
+    pub trigger: Option<EventId>,
+}
+
+impl Unfinished {
+    pub(crate) fn of<S>(session: &SessionId, derived: &crate::derive::Derived<S>) -> Self {
+        use crate::derive::Unrecorded;
+        Self {
+            session: session.clone(),
+            len: derived.len,
+            status: derived.status,
+            snapshot_at: derived.snapshot_at,
+            open_requests: derived.open_requests.clone(),
+            open_calls: derived
+                .open_calls
+                .iter()
+                .map(|call| OpenCallReport {
+                    agent: call.started.agent.clone(),
+                    prompt: call.started.prompt.clone(),
+                    trigger: call.trigger_id,
+                })
+                .collect(),
+            unrecorded: derived
+                .unrecorded
+                .iter()
+                .map(|item| match item {
+                    Unrecorded::Event(pending, _) => pending.name.to_string(),
+                    Unrecorded::Start { .. } => {
+                        <crate::builtin::AgentStarted as crate::Event>::NAME.to_owned()
+                    }
+                })
+                .collect(),
+        }
+    }
+
+    /// Whether a turn was cut off, so a resume has something to finish.
+    pub fn needs_resume(&self) -> bool {
+        self.status.is_running()
+    }
+}
+
+/// Why a run ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum StopReason {
+    /// `until(state)` held.
+    Until,
+    /// No events were queued and no agent was running.
+    Idle,
+    /// The cancellation token was cancelled.
+    Cancelled,
+    /// The wall-clock deadline passed.
+    Deadline,
+    /// `max_events` events were recorded.
+    MaxEvents,
+    /// Another agent call would have exceeded `max_agent_calls`.
+    MaxAgentCalls,
+    /// The reported cost exceeded `max_cost`.
+    MaxCost,
+    /// Nothing was left to do and an `input:requested` is open: the session waits for a
+    /// person's answer ([`Workflow::respond`](crate::Workflow::respond)).
+    WaitingForInput,
+    /// [`Workflow::resume`](crate::Workflow::resume) found nothing unfinished; nothing was recorded.
+    NothingUnfinished,
+}
+
+impl StopReason {
+    /// The reason as recorded in `workflow:completed`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Until => "until",
+            Self::Idle => "idle",
+            Self::Cancelled => "cancelled",
+            Self::Deadline => "deadline",
+            Self::MaxEvents => "max_events",
+            Self::MaxAgentCalls => "max_agent_calls",
+            Self::MaxCost => "max_cost",
+            Self::WaitingForInput => "waiting_for_input",
+            Self::NothingUnfinished => "nothing_unfinished",
+        }
+    }
+}
+
+/// The result of a run that ended without a store failure.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct RunOutcome<S> {
+    /// The session the run was recorded in.
+    pub session: SessionId,
+    /// The final state.
+    pub state: S,
+    /// Number of events in the session's log.
+    pub len: u64,
+    /// The seq of this turn's first event (0 for a new session; the session's earlier length
+    /// for a turn that continued it).
+    pub first_seq: u64,
+    /// Why the run ended.
+    pub reason: StopReason,
+    /// Tokens used by all agents.
+    pub usage: Usage,
+    /// Cost reported by all agents, in US dollars.
+    pub cost: f64,
+    /// The `input:requested` events still unanswered (their ids), to answer with
+    /// [`Workflow::respond`](crate::Workflow::respond).
+    pub open_requests: Vec<EventId>,
+    /// How many `error:occurred` events the turn recorded (a handler panicked, an agent failed
+    /// for good, ...): the turn ended with errors when this is not 0.
+    pub errors: u64,
+}
