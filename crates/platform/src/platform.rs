@@ -16,6 +16,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use chrono::Utc;
 use openharness_core::{BoxedProvider, Envelope, SessionId, Store, StoreError};
@@ -141,6 +142,9 @@ impl Change {
 struct Index {
     /// How many events of the log are folded in.
     seq: u64,
+    /// The tick of [`Inner::clock`] at which the last catch-up began (0: never): every change
+    /// recorded before it is folded in.
+    caught_up_at: u64,
     agents: BTreeMap<Uuid, Agent>,
     agent_capabilities: BTreeMap<Uuid, Vec<AgentCapability>>,
     providers: BTreeMap<Uuid, ProviderRecord>,
@@ -385,6 +389,9 @@ struct Inner {
     keys: Option<MasterKeys>,
     provider: Option<BoxedProvider>,
     index: tokio::sync::Mutex<Index>,
+    /// Ticks taken by each read as it arrives and by each catch-up as it begins, in one order,
+    /// so a read can tell that a catch-up began after it arrived (see [`Platform::read`]).
+    clock: AtomicU64,
     /// The sessions whose turns this process runs (see `turns`).
     running: turns::Running,
 }
@@ -415,6 +422,7 @@ impl Platform {
                 keys,
                 provider: None,
                 index: tokio::sync::Mutex::default(),
+                clock: AtomicU64::new(1),
                 running: turns::Running::default(),
             }),
         }
@@ -431,6 +439,7 @@ impl Platform {
                 keys: self.inner.keys.clone(),
                 provider: Some(provider),
                 index: tokio::sync::Mutex::default(),
+                clock: AtomicU64::new(1),
                 running: Arc::clone(&self.inner.running),
             }),
         }
@@ -443,6 +452,7 @@ impl Platform {
 
     /// Folds whatever the log gained since `index` was last caught up.
     async fn catch_up(&self, index: &mut Index) -> Result<(), PlatformError> {
+        let began = self.tick();
         loop {
             let events = self
                 .inner
@@ -470,15 +480,26 @@ impl Platform {
                 index.seq += 1;
             }
             if read < CATCH_UP_PAGE {
+                index.caught_up_at = began;
                 return Ok(());
             }
         }
     }
 
-    /// Reads the caught-up index.
+    /// The next tick of the index's clock.
+    fn tick(&self) -> u64 {
+        self.inner.clock.fetch_add(1, Ordering::SeqCst)
+    }
+
+    /// Reads the caught-up index: caught up with every change recorded before this call. A
+    /// catch-up that began after the call did that, so reads queued behind one (many messages
+    /// posted at once) share it rather than each asking the store again in turn.
     async fn read<T>(&self, read: impl FnOnce(&Index) -> T) -> Result<T, PlatformError> {
+        let arrived = self.tick();
         let mut index = self.inner.index.lock().await;
-        self.catch_up(&mut index).await?;
+        if index.caught_up_at <= arrived {
+            self.catch_up(&mut index).await?;
+        }
         Ok(read(&index))
     }
 
