@@ -7,8 +7,11 @@
 //! a turn on it needs) and `race` (the planner-executor shape against LangGraph's, both
 //! durable: live throughput, history walks, jumps, file size and peak RSS) and `server` (SSE
 //! fan-out against a minimal axum broadcast, continue over HTTP against in process, the heap
-//! of an idle event stream).
+//! of an idle event stream) and `platform` (the `/v1` API's post message → first streamed word
+//! against the native server's continue → first event at 50 sessions, and messages answered
+//! per second, on redb and PostgreSQL).
 
+mod platform;
 mod race;
 mod report;
 mod server;
@@ -31,13 +34,14 @@ fn main() -> ExitCode {
         Some("sessions") => sessions::run(),
         Some("race") => race::run(),
         Some("server") => server::run(),
+        Some("platform") => platform::run(),
         Some("race-ours") => race::child(
             std::env::args().nth(2),
             std::env::args().nth(3),
             std::env::args().nth(4),
         ),
         _ => {
-            eprintln!("usage: openharness-bench tape | sessions | race | server");
+            eprintln!("usage: openharness-bench tape | sessions | race | server | platform");
             ExitCode::from(2)
         }
     }

@@ -44,7 +44,8 @@ use tokio::sync::broadcast;
 use crate::HEAP;
 use crate::report::{self, Row};
 
-type Fallible<T> = Result<T, Box<dyn Error + Send + Sync>>;
+pub(crate) type BoxError = Box<dyn Error + Send + Sync>;
+pub(crate) type Fallible<T> = Result<T, BoxError>;
 
 /// Subscribers of the fan-out.
 const SUBSCRIBERS: usize = 1_000;
@@ -138,7 +139,7 @@ fn host(store: impl Store) -> Fallible<Host> {
     Ok(Host::new(store).workflow(workflow)?)
 }
 
-async fn serve(app: axum::Router) -> Fallible<SocketAddr> {
+pub(crate) async fn serve(app: axum::Router) -> Fallible<SocketAddr> {
     let listener = TcpListener::bind("127.0.0.1:0").await?;
     let addr = listener.local_addr()?;
     tokio::spawn(async move { axum::serve(listener, app).await });
@@ -146,7 +147,7 @@ async fn serve(app: axum::Router) -> Fallible<SocketAddr> {
 }
 
 /// One request with `Connection: close`; the status and the body.
-async fn request(
+pub(crate) async fn request(
     addr: SocketAddr,
     method: &str,
     path: &str,
@@ -176,7 +177,7 @@ async fn request(
 
 /// The value of `"field":"…"` or `"field":n` in a JSON text (enough for the server's answers
 /// read here; a JSON body may also be chunked, which these fields never straddle).
-fn field(json: &str, name: &str) -> Option<String> {
+pub(crate) fn field(json: &str, name: &str) -> Option<String> {
     let start = json.find(&format!("\"{name}\":"))? + name.len() + 3;
     let rest = json.get(start..)?.trim_start();
     if let Some(quoted) = rest.strip_prefix('"') {
@@ -190,7 +191,7 @@ fn field(json: &str, name: &str) -> Option<String> {
 
 /// An SSE client over a raw socket: reads the answer's head, then events' `event:` and `id:`
 /// lines as they come.
-struct Subscriber {
+pub(crate) struct Subscriber {
     socket: TcpStream,
     buffer: Vec<u8>,
     /// Where the next unread line starts in `buffer`.
@@ -199,7 +200,11 @@ struct Subscriber {
 }
 
 impl Subscriber {
-    async fn open(addr: SocketAddr, path: &str, last_event_id: Option<u64>) -> Fallible<Self> {
+    pub(crate) async fn open(
+        addr: SocketAddr,
+        path: &str,
+        last_event_id: Option<u64>,
+    ) -> Fallible<Self> {
         let mut socket = TcpStream::connect(addr).await?;
         let resume = last_event_id
             .map(|id| format!("last-event-id: {id}\r\n"))
@@ -245,7 +250,7 @@ impl Subscriber {
     }
 
     /// The next event's seq and name.
-    async fn next(&mut self) -> Fallible<(u64, String)> {
+    pub(crate) async fn next(&mut self) -> Fallible<(u64, String)> {
         loop {
             while let Some(end) = self.buffer[self.start..].iter().position(|b| *b == b'\n') {
                 let line = &self.buffer[self.start..self.start + end];
@@ -321,7 +326,7 @@ struct FanOut {
     latencies: Vec<Duration>,
 }
 
-fn percentile(sorted: &[Duration], p: f64) -> Duration {
+pub(crate) fn percentile(sorted: &[Duration], p: f64) -> Duration {
     if sorted.is_empty() {
         return Duration::ZERO;
     }
@@ -329,7 +334,7 @@ fn percentile(sorted: &[Duration], p: f64) -> Duration {
     sorted[index.min(sorted.len() - 1)]
 }
 
-fn millis(d: Duration) -> String {
+pub(crate) fn millis(d: Duration) -> String {
     format!("{:.2} ms", d.as_secs_f64() * 1e3)
 }
 
@@ -433,7 +438,7 @@ async fn fan_out_ours() -> Fallible<(FanOut, Vec<(String, u64, String)>)> {
 }
 
 /// The session's length once no turn runs on it.
-async fn settled_len(host: &Host, id: &SessionId) -> Fallible<u64> {
+pub(crate) async fn settled_len(host: &Host, id: &SessionId) -> Fallible<u64> {
     for _ in 0..10_000 {
         if !host.is_running(id) {
             let summary = host.session(id).await?;
