@@ -1,0 +1,214 @@
+//! [`PostgresError`]: why a [`PostgresStore`](super::PostgresStore) could not connect or
+//! complete an operation, which of those mean a lost connection, and URLs with their
+//! passwords redacted.
+
+use deadpool::managed::PoolError;
+use openharness_core::StoreError;
+
+/// Why a [`PostgresStore`](super::PostgresStore) could not connect or complete an operation.
+///
+/// Carried inside [`StoreError::Backend`](openharness_core::StoreError::Backend); get it back with [`PostgresError::of`].
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum PostgresError {
+    /// The URL is not a PostgreSQL connection string.
+    #[error("invalid PostgreSQL URL: {0}")]
+    Url(String),
+    /// The schema name is not a plain lowercase identifier.
+    #[error("invalid schema name {0:?}: use lowercase letters, digits and underscores")]
+    Schema(String),
+    /// Connecting failed.
+    #[error("cannot connect to {store}")]
+    Connect {
+        /// The store, as [`Store::describe`](openharness_core::Store::describe) gives it.
+        store: String,
+        /// What the driver reported.
+        source: tokio_postgres::Error,
+    },
+    /// No connection could be had: the pool timed out or is closed.
+    #[error("{store}: no connection: {reason}")]
+    Unavailable {
+        /// The store, as [`Store::describe`](openharness_core::Store::describe) gives it.
+        store: String,
+        /// Why.
+        reason: String,
+    },
+    /// A query failed.
+    #[error("{store}: {operation} failed")]
+    Query {
+        /// The store, as [`Store::describe`](openharness_core::Store::describe) gives it.
+        store: String,
+        /// What was being done.
+        operation: String,
+        /// What the driver reported.
+        source: tokio_postgres::Error,
+    },
+}
+
+/// The driver's error with what it wraps: tokio-postgres displays a server error as just
+/// "db error", leaving the server's message (such as the violated constraint) to the source.
+pub(super) fn detail(err: &tokio_postgres::Error) -> String {
+    match std::error::Error::source(err) {
+        Some(cause) => format!("{err}: {cause}"),
+        None => err.to_string(),
+    }
+}
+
+impl PostgresError {
+    /// The `PostgresError` inside a store error, if it came from a [`PostgresStore`](super::PostgresStore).
+    pub fn of(err: &StoreError) -> Option<&PostgresError> {
+        match err {
+            StoreError::Backend(source) => source.downcast_ref(),
+            _ => None,
+        }
+    }
+
+    /// Whether the error is the server being out of reach (connecting failed, or the
+    /// connection broke) rather than the server refusing a request: trying again later may
+    /// succeed.
+    pub fn is_connection_lost(&self) -> bool {
+        match self {
+            PostgresError::Url(_) | PostgresError::Schema(_) => false,
+            PostgresError::Connect { .. } | PostgresError::Unavailable { .. } => true,
+            PostgresError::Query { source, .. } => broken(source),
+        }
+    }
+}
+
+/// Whether `err` means the connection is gone (so the query may run again on another one),
+/// rather than the server refusing the query: the driver found it closed, the socket failed,
+/// or the server ended the session (connection exception class 08, an administrator or crash
+/// shutdown, a server not accepting connections, or any `FATAL` error).
+pub(super) fn broken(err: &tokio_postgres::Error) -> bool {
+    if err.is_closed() {
+        return true;
+    }
+    if let Some(db) = err.as_db_error() {
+        let code = db.code().code();
+        return code.starts_with("08")
+            || matches!(code, "57P01" | "57P02" | "57P03")
+            || matches!(db.severity(), "FATAL" | "PANIC");
+    }
+    std::error::Error::source(err).is_some_and(|cause| cause.is::<std::io::Error>())
+}
+
+/// `url` with its password replaced by `***`, for messages: a `postgres://` URL
+/// (`postgres://user:***@host/db`) or a key-value string (`host=h password=*** dbname=d`).
+/// Anything else is returned as is.
+pub fn redact_url(url: &str) -> String {
+    if let Some(scheme_end) = url.find("://") {
+        let rest_start = scheme_end + 3;
+        let rest = &url[rest_start..];
+        // The user info ends at the last `@` before the path or query.
+        let authority_end = rest.find(['/', '?']).unwrap_or(rest.len());
+        let authority = &rest[..authority_end];
+        let redacted = match authority.rfind('@') {
+            Some(at) => match authority[..at].find(':') {
+                Some(colon) => format!("{}:***{}", &authority[..colon], &authority[at..]),
+                None => authority.to_owned(),
+            },
+            None => authority.to_owned(),
+        };
+        let mut query = rest[authority_end..].to_owned();
+        if let Some(q) = query.find('?') {
+            let params: Vec<String> = query[q + 1..]
+                .split('&')
+                .map(|param| match param.split_once('=') {
+                    Some((key, _)) if key.eq_ignore_ascii_case("password") => {
+                        format!("{key}=***")
+                    }
+                    _ => param.to_owned(),
+                })
+                .collect();
+            query = format!("{}?{}", &query[..q], params.join("&"));
+        }
+        return format!("{}{redacted}{query}", &url[..rest_start]);
+    }
+    redact_key_value(url)
+}
+
+/// A key-value connection string with the value of `password` replaced by `***` (values may
+/// be single-quoted, with `\'` and `\\` escapes).
+fn redact_key_value(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut chars = s.chars().peekable();
+    loop {
+        // Whitespace between parameters.
+        while let Some(&c) = chars.peek() {
+            if !c.is_whitespace() {
+                break;
+            }
+            out.push(c);
+            chars.next();
+        }
+        if chars.peek().is_none() {
+            return out;
+        }
+        let mut key = String::new();
+        while let Some(&c) = chars.peek() {
+            if c == '=' || c.is_whitespace() {
+                break;
+            }
+            key.push(c);
+            chars.next();
+        }
+        out.push_str(&key);
+        while let Some(&c) = chars.peek() {
+            if c == '=' {
+                out.push(c);
+                chars.next();
+                break;
+            }
+            if !c.is_whitespace() {
+                break;
+            }
+            out.push(c);
+            chars.next();
+        }
+        while chars.next_if(|c| c.is_whitespace()).is_some() {}
+        let mut value = String::new();
+        if chars.peek() == Some(&'\'') {
+            value.push('\'');
+            chars.next();
+            while let Some(c) = chars.next() {
+                value.push(c);
+                if c == '\\' {
+                    if let Some(escaped) = chars.next() {
+                        value.push(escaped);
+                    }
+                } else if c == '\'' {
+                    break;
+                }
+            }
+        } else {
+            while let Some(c) = chars.next_if(|c| !c.is_whitespace()) {
+                value.push(c);
+            }
+        }
+        if key.eq_ignore_ascii_case("password") {
+            out.push_str("***");
+        } else {
+            out.push_str(&value);
+        }
+    }
+}
+
+impl From<PostgresError> for StoreError {
+    fn from(err: PostgresError) -> Self {
+        StoreError::backend(err)
+    }
+}
+
+/// The error for a failed [`Pool::get`].
+pub(super) fn pool_error(store: &str, err: PoolError<tokio_postgres::Error>) -> PostgresError {
+    match err {
+        PoolError::Backend(source) => PostgresError::Connect {
+            store: store.to_owned(),
+            source,
+        },
+        other => PostgresError::Unavailable {
+            store: store.to_owned(),
+            reason: other.to_string(),
+        },
+    }
+}
