@@ -16,6 +16,9 @@ use openharness_provider::{Reply, ScriptedProvider};
 use serde_json::json;
 use uuid::Uuid;
 
+mod common;
+use common::on_every_store;
+
 /// Answers each message with "echo: <its text>".
 fn echo() -> ScriptedProvider {
     ScriptedProvider::new().fallback("assistant", |request| {
@@ -211,52 +214,6 @@ async fn a_running_turn_is_not_recovered_and_refuses_a_second_message(store: Arc
     )
     .await;
     assert_eq!(slow.calls(), 1);
-}
-
-macro_rules! on_every_store {
-    ($($scenario:ident),* $(,)?) => {
-        mod memory {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn $scenario() {
-                    super::$scenario(std::sync::Arc::new(openharness_store::MemoryStore::new())).await;
-                }
-            )*
-        }
-        mod postgres {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn $scenario() {
-                    if let Some(store) = super::postgres(stringify!($scenario)).await {
-                        super::$scenario(store).await;
-                    }
-                }
-            )*
-        }
-    };
-}
-
-const POSTGRES_ENV: &str = "OPENHARNESS_TEST_POSTGRES";
-
-/// A PostgreSQL store in a fresh schema, or `None` after saying why the test skips.
-async fn postgres(test: &str) -> Option<Arc<dyn Store>> {
-    let Ok(url) = std::env::var(POSTGRES_ENV) else {
-        eprintln!(
-            "{test}: skipped on PostgreSQL: {POSTGRES_ENV} is not set (CI sets it; see .ci/run)"
-        );
-        return None;
-    };
-    let schema = format!("oh_recovery_{}", Uuid::now_v7().simple());
-    match openharness_store::PostgresStore::connect_in_schema(&url, &schema).await {
-        Ok(store) => Some(Arc::new(store)),
-        Err(err) if std::env::var("CI").as_deref() == Ok("true") => {
-            panic!("{test}: {POSTGRES_ENV} is set and CI=true, but PostgreSQL is unusable: {err}")
-        }
-        Err(err) => {
-            eprintln!("{test}: skipped on PostgreSQL: {POSTGRES_ENV} is unusable: {err}");
-            None
-        }
-    }
 }
 
 on_every_store!(

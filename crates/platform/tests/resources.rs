@@ -19,6 +19,9 @@ use openharness_store::RedbStore;
 use serde_json::{Value, json};
 use uuid::Uuid;
 
+mod common;
+use common::on_every_store;
+
 fn master_keys(id: &str, byte: &str) -> MasterKeys {
     MasterKeys::parse(&format!("{id}:{}", byte.repeat(32))).unwrap()
 }
@@ -1521,55 +1524,6 @@ async fn events_are_notifications_as_a_page_and_a_resumable_stream(store: Arc<dy
         404,
         "not_found",
     );
-}
-
-/// Runs each scenario on a `MemoryStore`, and on PostgreSQL in a fresh schema when
-/// `OPENHARNESS_TEST_POSTGRES` is set (skipped, saying so, when it is not; under `CI=true` an
-/// unreachable server fails).
-macro_rules! on_every_store {
-    ($($scenario:ident),* $(,)?) => {
-        mod memory {
-            $(
-                #[tokio::test]
-                async fn $scenario() {
-                    super::$scenario(std::sync::Arc::new(openharness_store::MemoryStore::new())).await;
-                }
-            )*
-        }
-        mod postgres {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn $scenario() {
-                    if let Some(store) = super::postgres(stringify!($scenario)).await {
-                        super::$scenario(store).await;
-                    }
-                }
-            )*
-        }
-    };
-}
-
-const POSTGRES_ENV: &str = "OPENHARNESS_TEST_POSTGRES";
-
-/// A PostgreSQL store in a fresh schema, or `None` after saying why the test skips.
-async fn postgres(test: &str) -> Option<Arc<dyn Store>> {
-    let Ok(url) = std::env::var(POSTGRES_ENV) else {
-        eprintln!(
-            "{test}: skipped on PostgreSQL: {POSTGRES_ENV} is not set (CI sets it; see .ci/run)"
-        );
-        return None;
-    };
-    let schema = format!("oh_platform_{}", Uuid::now_v7().simple());
-    match openharness_store::PostgresStore::connect_in_schema(&url, &schema).await {
-        Ok(store) => Some(Arc::new(store)),
-        Err(err) if std::env::var("CI").as_deref() == Ok("true") => {
-            panic!("{test}: {POSTGRES_ENV} is set and CI=true, but PostgreSQL is unusable: {err}")
-        }
-        Err(err) => {
-            eprintln!("{test}: skipped on PostgreSQL: {POSTGRES_ENV} is unusable: {err}");
-            None
-        }
-    }
 }
 
 on_every_store!(

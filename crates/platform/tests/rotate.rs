@@ -14,6 +14,9 @@ use openharness_platform::{
 use serde_json::{Value, json};
 use uuid::Uuid;
 
+mod common;
+use common::on_every_store;
+
 fn keys(text: &[(&str, &str)]) -> MasterKeys {
     let text: Vec<String> = text
         .iter()
@@ -184,50 +187,6 @@ async fn an_unknown_key_id_fails_the_rotation_naming_it(store: Arc<dyn Store>) {
         matches!(err, PlatformError::Keys(KeyError::NoMasterKey)),
         "{err}"
     );
-}
-
-macro_rules! on_every_store {
-    ($($scenario:ident),* $(,)?) => {
-        mod memory {
-            $(
-                #[tokio::test]
-                async fn $scenario() {
-                    super::$scenario(std::sync::Arc::new(openharness_store::MemoryStore::new())).await;
-                }
-            )*
-        }
-        mod postgres {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn $scenario() {
-                    if let Some(store) = super::postgres(stringify!($scenario)).await {
-                        super::$scenario(store).await;
-                    }
-                }
-            )*
-        }
-    };
-}
-
-const POSTGRES_ENV: &str = "OPENHARNESS_TEST_POSTGRES";
-
-/// A PostgreSQL store in a fresh schema, or `None` after saying why the test skips.
-async fn postgres(test: &str) -> Option<Arc<dyn Store>> {
-    let Ok(url) = std::env::var(POSTGRES_ENV) else {
-        eprintln!("{test}: skipped on PostgreSQL: {POSTGRES_ENV} is not set");
-        return None;
-    };
-    let schema = format!("oh_rotate_{}", Uuid::now_v7().simple());
-    match openharness_store::PostgresStore::connect_in_schema(&url, &schema).await {
-        Ok(store) => Some(Arc::new(store)),
-        Err(err) if std::env::var("CI").as_deref() == Ok("true") => {
-            panic!("{test}: {POSTGRES_ENV} is set and CI=true, but PostgreSQL is unusable: {err}")
-        }
-        Err(err) => {
-            eprintln!("{test}: skipped on PostgreSQL: {POSTGRES_ENV} is unusable: {err}");
-            None
-        }
-    }
 }
 
 on_every_store!(
