@@ -11,14 +11,15 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::collections::HashMap;
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use openharness_provider::testing::FakeServer;
 use openharness_provider::testing::anthropic::{KEY, json_output};
 use serde_json::{Value, json};
+
+mod serving;
 
 const POSTGRES_ENV: &str = "OPENHARNESS_TEST_POSTGRES";
 const REPLICAS: usize = 3;
@@ -37,26 +38,15 @@ fn start_replica(dir: &std::path::Path, store: &str, n: usize) -> Replica {
         .append(true)
         .open(dir.join(format!("replica-{n}.log")))
         .unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_openharness"))
+    let mut command = Command::new(env!("CARGO_BIN_EXE_openharness"));
+    command
         .args(["serve", "--addr", "127.0.0.1:0", "--store", store])
         .current_dir(dir)
         .env("OPENHARNESS_MASTER_KEYS", format!("k1:{}", "5a".repeat(32)))
         .env_remove("OPENHARNESS_STORE")
         .env("RUST_LOG", "openharness=info,openharness_platform=info")
-        .stdout(Stdio::piped())
-        .stderr(log)
-        .spawn()
-        .unwrap();
-    let mut first = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut first)
-        .unwrap();
-    let port: u16 = first
-        .split("http://127.0.0.1:")
-        .nth(1)
-        .and_then(|rest| rest.split(|c: char| !c.is_ascii_digit()).next())
-        .and_then(|port| port.parse().ok())
-        .unwrap_or_else(|| panic!("replica {n} printed no port: {first:?}"));
+        .stderr(log);
+    let (child, port, _) = serving::start_serve(command);
     Replica {
         child,
         url: format!("http://127.0.0.1:{port}"),

@@ -7,14 +7,16 @@
 #![allow(clippy::unwrap_used, missing_docs)]
 
 use std::collections::HashMap;
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
 use openharness::provider::testing::FakeServer;
 use openharness::provider::testing::anthropic::{KEY, json_output};
 use serde_json::Value;
+
+mod serving;
 
 /// The README's block of the `/v1` walk-through.
 fn walkthrough() -> String {
@@ -178,25 +180,14 @@ fn send(request: &Request, done: impl Fn(&str) -> bool) -> (u16, String) {
 
 /// `openharness serve --addr 127.0.0.1:0` in `dir` with master keys: the process and port.
 fn spawn_serve(dir: &std::path::Path) -> (Child, u16) {
-    let mut server = Command::new(env!("CARGO_BIN_EXE_openharness"))
+    let mut command = Command::new(env!("CARGO_BIN_EXE_openharness"));
+    command
         .args(["serve", "--addr", "127.0.0.1:0"])
         .current_dir(dir)
         .env_remove("OPENHARNESS_STORE")
         .env_remove("OPENHARNESS_MASTER_KEYS_FILE")
-        .env("OPENHARNESS_MASTER_KEYS", format!("k1:{}", "7e".repeat(32)))
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut first = String::new();
-    BufReader::new(server.stdout.take().unwrap())
-        .read_line(&mut first)
-        .unwrap();
-    let port = first
-        .split("http://127.0.0.1:")
-        .nth(1)
-        .and_then(|rest| rest.split(|c: char| !c.is_ascii_digit()).next())
-        .and_then(|port| port.parse().ok())
-        .unwrap_or_else(|| panic!("no port in {first}"));
+        .env("OPENHARNESS_MASTER_KEYS", format!("k1:{}", "7e".repeat(32)));
+    let (server, port, _) = serving::start_serve(command);
     (server, port)
 }
 

@@ -6,6 +6,8 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::process::{Command, Stdio};
 
+mod serving;
+
 fn get(port: u16, path: &str) -> String {
     let mut stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
     write!(
@@ -21,25 +23,13 @@ fn get(port: u16, path: &str) -> String {
 /// Starts `openharness serve --addr 127.0.0.1:0 EXTRA…` in `dir`: the process, the port it
 /// printed, and its first line.
 fn spawn_serve(dir: &std::path::Path, extra: &[&str]) -> (std::process::Child, u16, String) {
-    let mut server = Command::new(env!("CARGO_BIN_EXE_openharness"))
+    let mut command = Command::new(env!("CARGO_BIN_EXE_openharness"));
+    command
         .args(["serve", "--addr", "127.0.0.1:0"])
         .args(extra)
         .current_dir(dir)
-        .env_remove("OPENHARNESS_STORE")
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut first = String::new();
-    BufReader::new(server.stdout.take().unwrap())
-        .read_line(&mut first)
-        .unwrap();
-    let port: u16 = first
-        .split("http://127.0.0.1:")
-        .nth(1)
-        .and_then(|rest| rest.split(|c: char| !c.is_ascii_digit()).next())
-        .and_then(|port| port.parse().ok())
-        .unwrap_or_else(|| panic!("no port in {first}"));
-    (server, port, first)
+        .env_remove("OPENHARNESS_STORE");
+    serving::start_serve(command)
 }
 
 #[test]
