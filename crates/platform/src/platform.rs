@@ -1242,31 +1242,23 @@ impl Platform {
                 }
                 Arc::new(builder.build().map_err(invalid)?)
             }
-            crate::resources::ProviderType::Openai => {
+            // Azure OpenAI's v1 API is the Chat Completions API at the resource's
+            // `/openai/v1` address, taking the resource's key as a bearer token; the model id
+            // names the deployment. Its address has no default.
+            crate::resources::ProviderType::AzureOpenai if row.base_url.is_none() => {
+                return Err(PlatformError::Invalid(format!(
+                    "LLM provider {}: an azure_openai provider needs its base_url, \
+                     https://RESOURCE.openai.azure.com/openai/v1",
+                    row.id
+                )));
+            }
+            crate::resources::ProviderType::Openai
+            | crate::resources::ProviderType::AzureOpenai => {
                 let mut builder = OpenAiProvider::builder(key).model(model);
                 if let Some(url) = &row.base_url {
                     builder = builder.base_url(url);
                 }
                 Arc::new(builder.build().map_err(invalid)?)
-            }
-            // Azure OpenAI's v1 API is the Chat Completions API at the resource's
-            // `/openai/v1` address, taking the resource's key as a bearer token; the model id
-            // names the deployment.
-            crate::resources::ProviderType::AzureOpenai => {
-                let url = row.base_url.as_ref().ok_or_else(|| {
-                    PlatformError::Invalid(format!(
-                        "LLM provider {}: an azure_openai provider needs its base_url, \
-                         https://RESOURCE.openai.azure.com/openai/v1",
-                        row.id
-                    ))
-                })?;
-                Arc::new(
-                    OpenAiProvider::builder(key)
-                        .model(model)
-                        .base_url(url)
-                        .build()
-                        .map_err(invalid)?,
-                )
             }
         };
         Ok(provider)
