@@ -790,3 +790,66 @@ async fn the_model_from_fn_model_reaches_the_provider_request() {
     assert_eq!(requests.len(), 1);
     assert_eq!(requests[0].model.as_deref(), Some("claude-test-7"));
 }
+
+/// Images and a reasoning effort from `fn images` and `fn reasoning` in the block, derived
+/// from the state and the trigger.
+struct Appraiser;
+
+#[agent(output = Answer, emits = [QuestionAnswered])]
+impl Appraiser {
+    fn prompt(&self, _desk: &Desk, input: &UserInput) -> String {
+        input.text.clone()
+    }
+
+    fn on_output(&self, answer: Answer) -> QuestionAnswered {
+        QuestionAnswered { text: answer.text }
+    }
+
+    fn images(&self, _desk: &Desk, input: &UserInput) -> Vec<openharness::Image> {
+        vec![openharness::Image::url(format!(
+            "https://example.com/{}.png",
+            input.text.len()
+        ))]
+    }
+
+    fn reasoning(&self, desk: &Desk, _input: &UserInput) -> Option<openharness::ReasoningEffort> {
+        desk.answers
+            .is_empty()
+            .then_some(openharness::ReasoningEffort::High)
+    }
+}
+
+#[tokio::test]
+async fn images_and_reasoning_from_the_block_reach_the_provider_request() {
+    use openharness::provider::{Reply, ScriptedProvider};
+    use openharness::store::MemoryStore;
+
+    let provider = ScriptedProvider::new()
+        .respond("appraiser", Reply::output(json!({ "text": "Old." })))
+        .respond("appraiser", Reply::output(json!({ "text": "Older." })));
+    let workflow = Workflow::builder("appraiser")
+        .initial_state(Desk::default())
+        .agent(Appraiser)
+        .store(MemoryStore::new())
+        .provider(provider.clone())
+        .build()
+        .unwrap();
+    let outcome = workflow
+        .run(RunOptions::new().input("How old?"))
+        .await
+        .unwrap();
+    workflow
+        .send(&outcome.session, "And now?", RunOptions::new())
+        .await
+        .unwrap();
+    let requests = provider.requests();
+    assert_eq!(
+        requests[0].images,
+        [openharness::Image::url("https://example.com/8.png")]
+    );
+    assert_eq!(
+        requests[0].reasoning,
+        Some(openharness::ReasoningEffort::High)
+    );
+    assert_eq!(requests[1].reasoning, None, "the desk had an answer");
+}

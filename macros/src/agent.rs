@@ -1,5 +1,6 @@
 //! `#[agent(output = T, emits = [...], tools = [...])]`: reads the agent's `prompt`, `on_output`
-//! and optional `when`, `model`, `tools` and `max_turns` methods from its `impl` block, checks their
+//! and optional `when`, `model`, `tools`, `max_turns`, `images` and `reasoning` methods from its
+//! `impl` block, checks their
 //! signatures, and generates `impl Agent` (state and trigger types taken from `prompt`'s
 //! parameters), with compile-time checks that the output is a structured output, that every
 //! type in `emits` is an event, that `on_output` returns one of them (or `()` or `Emit`, whose
@@ -50,6 +51,9 @@ struct Checked<'a> {
     when: Option<When<'a>>,
     tools: Tools,
     max_turns: Option<Span>,
+    /// `fn images` / `fn reasoning`, when given: the span of each one's return type.
+    images: Option<Span>,
+    reasoning: Option<Span>,
 }
 
 /// Where the agent's model comes from.
@@ -157,6 +161,11 @@ fn check<'a>(args: AgentArgs, item: &'a ItemImpl, errors: &mut Errors) -> Option
     let model_ok = model.is_some();
     let max_turns = method("max_turns").map(|function| check_max_turns(function, errors));
     let max_turns_ok = !matches!(max_turns, Some(None));
+    let images = method("images")
+        .map(|function| check_state_trigger(function, msg::AGENT_IMAGES_ARITY, errors));
+    let reasoning = method("reasoning")
+        .map(|function| check_state_trigger(function, msg::AGENT_REASONING_ARITY, errors));
+    let extras_ok = !matches!(images, Some(None)) && !matches!(reasoning, Some(None));
 
     match (
         args.output,
@@ -175,7 +184,7 @@ fn check<'a>(args: AgentArgs, item: &'a ItemImpl, errors: &mut Errors) -> Option
             Some(on_output),
             true,
             Some(tools),
-        ) if max_turns_ok && model_ok => Some(Checked {
+        ) if max_turns_ok && model_ok && extras_ok => Some(Checked {
             output,
             emits,
             name,
@@ -185,6 +194,8 @@ fn check<'a>(args: AgentArgs, item: &'a ItemImpl, errors: &mut Errors) -> Option
             when,
             tools,
             max_turns: max_turns.flatten(),
+            images: images.flatten(),
+            reasoning: reasoning.flatten(),
         }),
         _ => None,
     }
@@ -388,6 +399,21 @@ fn check_max_turns(function: &ImplItemFn, errors: &mut Errors) -> Option<Span> {
     Some(return_span(function))
 }
 
+/// A method taking `&self`, the state and the trigger, as `prompt` does (`images`,
+/// `reasoning`): the span of its return type, `None` after reporting `arity_message`.
+fn check_state_trigger(
+    function: &ImplItemFn,
+    arity_message: &str,
+    errors: &mut Errors,
+) -> Option<Span> {
+    let params = typed_params(function, errors)?;
+    if params.len() != 2 {
+        errors.push(arity(function, &params, 2, arity_message));
+        return None;
+    }
+    Some(return_span(function))
+}
+
 fn generate(item: &ItemImpl, agent: &Checked<'_>) -> TokenStream {
     let self_ty = &item.self_ty;
     let Checked {
@@ -400,6 +426,8 @@ fn generate(item: &ItemImpl, agent: &Checked<'_>) -> TokenStream {
         when,
         tools,
         max_turns,
+        images,
+        reasoning,
     } = agent;
     let Prompt {
         state,
@@ -468,6 +496,32 @@ fn generate(item: &ItemImpl, agent: &Checked<'_>) -> TokenStream {
         quote! {
             fn max_turns(&self) -> u32 {
                 let #value = <#self_ty>::max_turns(self);
+                #value
+            }
+        }
+    });
+    let images = images.map(|span| {
+        let value = quote_spanned!(span=> images);
+        quote! {
+            fn images(
+                &self,
+                state: &Self::State,
+                trigger: &Self::Trigger,
+            ) -> ::std::vec::Vec<::openharness::Image> {
+                let #value = <#self_ty>::images(self, state, trigger);
+                #value
+            }
+        }
+    });
+    let reasoning = reasoning.map(|span| {
+        let value = quote_spanned!(span=> reasoning);
+        quote! {
+            fn reasoning(
+                &self,
+                state: &Self::State,
+                trigger: &Self::Trigger,
+            ) -> ::core::option::Option<::openharness::ReasoningEffort> {
+                let #value = <#self_ty>::reasoning(self, state, trigger);
                 #value
             }
         }
@@ -578,6 +632,8 @@ fn generate(item: &ItemImpl, agent: &Checked<'_>) -> TokenStream {
                 #when
                 #tools
                 #max_turns
+                #images
+                #reasoning
 
                 fn prompt(
                     &self,

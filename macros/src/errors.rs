@@ -278,6 +278,10 @@ pub(crate) mod msg {
          value, as in `fn on_output(&self, output: Output, trigger: &Event) -> Emit`";
     pub(crate) const AGENT_ON_OUTPUT_TRIGGER: &str = "`on_output` reads the trigger event: take \
          it as `&Event`, as in `fn on_output(&self, output: Output, trigger: &Event) -> Emit`";
+    pub(crate) const AGENT_IMAGES_ARITY: &str = "`images` takes the state and the trigger \
+         event: `fn images(&self, state: &State, trigger: &Event) -> Vec<Image>`";
+    pub(crate) const AGENT_REASONING_ARITY: &str = "`reasoning` takes the state and the trigger \
+         event: `fn reasoning(&self, state: &State, trigger: &Event) -> Option<ReasoningEffort>`";
     pub(crate) const AGENT_WHEN_ARITY: &str =
         "`when` takes the state only: `fn when(&self, state: &State) -> bool`";
     pub(crate) const AGENT_WHEN_STATE: &str = "`when` reads the state: take it as `&State`, as in `fn when(&self, state: &State) -> bool`";

@@ -16,6 +16,7 @@ use crate::emit::Emit;
 use crate::event::{Envelope, Event};
 use crate::fold::{panic_message, quietly};
 use crate::handler::Handler;
+use crate::provider::{Image, ReasoningEffort};
 use crate::tool::{DEFAULT_MAX_TURNS, Tool, Toolbox};
 
 /// An LLM agent. Usually implemented by `#[agent(output = T, emits = [...])]`, which takes the state and trigger types from `prompt`'s parameters.
@@ -82,6 +83,20 @@ pub trait Agent: Send + Sync + 'static {
     /// The prompt, from the state after the trigger and the trigger itself.
     fn prompt(&self, state: &Self::State, trigger: &Self::Trigger) -> String;
 
+    /// Images to give the model with the prompt, in order (none by default), from the same
+    /// state and trigger as [`Agent::prompt`]. They are not recorded in `agent:started`
+    /// (the prompt is): keep them derivable from recorded events, since a call resumed after a
+    /// crash asks for them again from the state and the trigger.
+    fn images(&self, _state: &Self::State, _trigger: &Self::Trigger) -> Vec<Image> {
+        Vec::new()
+    }
+
+    /// The reasoning effort to ask the model for (`None`, the default: the model's own), from
+    /// the same state and trigger as [`Agent::prompt`]; derived again when a call is resumed.
+    fn reasoning(&self, _state: &Self::State, _trigger: &Self::Trigger) -> Option<ReasoningEffort> {
+        None
+    }
+
     /// Turns valid output into events.
     fn on_output(&self, output: Self::Output, trigger: &Self::Trigger) -> Emit;
 }
@@ -112,6 +127,8 @@ pub(crate) struct Activation {
     pub(crate) model: Option<String>,
     pub(crate) tools: Toolbox,
     pub(crate) max_turns: u32,
+    pub(crate) images: Vec<Image>,
+    pub(crate) reasoning: Option<ReasoningEffort>,
 }
 
 /// The runtime's view of an agent, with the types erased.
@@ -121,8 +138,15 @@ pub(crate) trait ErasedAgent<S>: Send + Sync {
     /// `None` if `when` is false; an error if the trigger does not decode or user code panics.
     fn activate(&self, state: &S, trigger: &Envelope) -> Option<Result<Activation, String>>;
     /// The activation of a call recorded before (its `agent:started`), to run it again after a
-    /// crash: the recorded prompt and model, with the agent's tools.
-    fn reactivate(&self, prompt: String, model: Option<String>) -> Activation;
+    /// crash: the recorded prompt and model, with the agent's tools, and the images and
+    /// reasoning effort derived again from `state` and `trigger`.
+    fn reactivate(
+        &self,
+        state: &S,
+        trigger: &Envelope,
+        prompt: String,
+        model: Option<String>,
+    ) -> Activation;
     /// Deserializes the output and calls `on_output`; an error explains why the output was rejected.
     fn finish(&self, output: Value, trigger: &Envelope) -> Result<Emit, OutputRejected>;
 }
@@ -226,16 +250,22 @@ impl<A: Agent> ErasedAgent<A::State> for Erased<A> {
             }
         };
         let built = quietly(|| {
-            self.agent
-                .when(state)
-                .then(|| self.agent.prompt(state, &typed))
+            self.agent.when(state).then(|| {
+                (
+                    self.agent.prompt(state, &typed),
+                    self.agent.images(state, &typed),
+                    self.agent.reasoning(state, &typed),
+                )
+            })
         });
         match built {
-            Ok(Some(prompt)) => Some(Ok(Activation {
+            Ok(Some((prompt, images, reasoning))) => Some(Ok(Activation {
                 prompt,
                 model: self.agent.model().map(str::to_owned),
                 tools: self.tools.clone(),
                 max_turns: self.agent.max_turns().max(1),
+                images,
+                reasoning,
             })),
             Ok(None) => None,
             Err(panic) => Some(Err(format!(
@@ -246,12 +276,36 @@ impl<A: Agent> ErasedAgent<A::State> for Erased<A> {
         }
     }
 
-    fn reactivate(&self, prompt: String, model: Option<String>) -> Activation {
+    fn reactivate(
+        &self,
+        state: &A::State,
+        trigger: &Envelope,
+        prompt: String,
+        model: Option<String>,
+    ) -> Activation {
+        let derived = trigger.decode::<A::Trigger>().ok().and_then(|typed| {
+            quietly(|| {
+                (
+                    self.agent.images(state, &typed),
+                    self.agent.reasoning(state, &typed),
+                )
+            })
+            .ok()
+        });
+        if derived.is_none() {
+            tracing::warn!(
+                agent = A::NAME,
+                "the images and reasoning of a resumed call could not be derived again; it runs without them"
+            );
+        }
+        let (images, reasoning) = derived.unwrap_or_default();
         Activation {
             prompt,
             model,
             tools: self.tools.clone(),
             max_turns: self.agent.max_turns().max(1),
+            images,
+            reasoning,
         }
     }
 

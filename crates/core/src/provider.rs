@@ -34,6 +34,10 @@ pub struct ProviderRequest {
     pub tools: Toolbox,
     /// How many model turns the tool loop may take (at least 1).
     pub max_turns: u32,
+    /// Images given to the model with the prompt, in order (empty: none).
+    pub images: Vec<Image>,
+    /// How hard the model should think, for models that reason (`None`: the model's default).
+    pub reasoning: Option<ReasoningEffort>,
 }
 
 impl ProviderRequest {
@@ -48,6 +52,8 @@ impl ProviderRequest {
             previous_error: None,
             tools: Toolbox::default(),
             max_turns: DEFAULT_MAX_TURNS,
+            images: Vec::new(),
+            reasoning: None,
         }
     }
 
@@ -70,6 +76,102 @@ impl ProviderRequest {
     pub fn with_max_turns(mut self, turns: u32) -> Self {
         self.max_turns = turns.max(1);
         self
+    }
+
+    /// Gives the model these images with the prompt.
+    #[must_use]
+    pub fn with_images(mut self, images: Vec<Image>) -> Self {
+        self.images = images;
+        self
+    }
+
+    /// Asks for this reasoning effort (`None`: the model's default).
+    #[must_use]
+    pub fn with_reasoning(mut self, reasoning: Option<ReasoningEffort>) -> Self {
+        self.reasoning = reasoning;
+        self
+    }
+}
+
+/// An image given to a model with a prompt: where it is, or its bytes.
+///
+/// ```
+/// use openharness_core::Image;
+/// let image = Image::base64("image/png", "iVBORw0KGgo=");
+/// assert_eq!(image.data_url(), "data:image/png;base64,iVBORw0KGgo=");
+/// let json = serde_json::to_value(Image::url("https://example.com/cat.png"))?;
+/// assert_eq!(json, serde_json::json!({"type": "url", "url": "https://example.com/cat.png"}));
+/// # Ok::<(), serde_json::Error>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Image {
+    /// An image the model's service fetches from a URL.
+    Url {
+        /// Its address (`https://…`, or a `data:` URL).
+        url: String,
+    },
+    /// An image's bytes, base64-encoded.
+    Base64 {
+        /// Its media type: `image/png`, `image/jpeg`, `image/gif` or `image/webp`.
+        media_type: String,
+        /// The bytes, standard base64.
+        data: String,
+    },
+}
+
+impl Image {
+    /// An image at `url`.
+    pub fn url(url: impl Into<String>) -> Self {
+        Self::Url { url: url.into() }
+    }
+
+    /// An image of `media_type` whose bytes are the base64 `data`.
+    pub fn base64(media_type: impl Into<String>, data: impl Into<String>) -> Self {
+        Self::Base64 {
+            media_type: media_type.into(),
+            data: data.into(),
+        }
+    }
+
+    /// The image as one URL: its own, or a `data:` URL holding its bytes (how OpenAI takes
+    /// inline images).
+    pub fn data_url(&self) -> String {
+        match self {
+            Self::Url { url } => url.clone(),
+            Self::Base64 { media_type, data } => format!("data:{media_type};base64,{data}"),
+        }
+    }
+}
+
+/// How hard a reasoning model should think before it answers: OpenAI's `reasoning_effort`,
+/// Anthropic's `output_config.effort`.
+///
+/// ```
+/// use openharness_core::ReasoningEffort;
+/// let effort: ReasoningEffort = serde_json::from_str("\"high\"")?;
+/// assert_eq!(effort.as_str(), "high");
+/// # Ok::<(), serde_json::Error>(())
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ReasoningEffort {
+    /// Answer quickly.
+    Low,
+    /// The usual balance.
+    Medium,
+    /// Think longer.
+    High,
+}
+
+impl ReasoningEffort {
+    /// Its name on the wire: `low`, `medium` or `high`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Low => "low",
+            Self::Medium => "medium",
+            Self::High => "high",
+        }
     }
 }
 

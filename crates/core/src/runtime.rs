@@ -458,7 +458,8 @@ impl<S: WorkflowState> Run<'_, S> {
             ));
             return None;
         };
-        let activation = erased.reactivate(started.prompt, started.model);
+        let activation =
+            erased.reactivate(self.fold.state(), &trigger, started.prompt, started.model);
         self.queue_call(
             Arc::clone(erased),
             trigger,
@@ -884,7 +885,9 @@ impl<S> AgentTask<S> {
                 ProviderRequest::new(name, self.activation.prompt.clone(), self.agent.schema())
                     .with_model(self.activation.model.clone())
                     .with_tools(self.activation.tools.clone())
-                    .with_max_turns(self.activation.max_turns);
+                    .with_max_turns(self.activation.max_turns)
+                    .with_images(self.activation.images.clone())
+                    .with_reasoning(self.activation.reasoning);
             request.attempt = attempt;
             request.previous_error = previous_error.take();
             let sink = sink_for(attempt);

@@ -38,12 +38,12 @@
 pub use openharness_core::{
     Agent, AgentSpec, Applied, BoxedProvider, CancellationToken, Continuation,
     DEFAULT_CHECKPOINT_INTERVAL, DEFAULT_MAX_TURNS, Decoded, Emit, Envelope, Error, ErrorChain,
-    Event, EventId, EventSet, EventStream, FnRenderer, FnTool, Fold, Handler, IntoEmit,
+    Event, EventId, EventSet, EventStream, FnRenderer, FnTool, Fold, Handler, Image, IntoEmit,
     MAX_CHECKPOINT_INTERVAL, OpenCallReport, Pattern, Pending, Provider, ProviderError,
-    ProviderRequest, Recorded, Renderer, RunOptions, RunOutcome, SKIPPED_POSITIONS, SessionId,
-    SessionInfo, SessionStatus, Skipped, StopReason, Store, StoreError, StructuredOutput,
-    Subscription, Tool, ToolError, Toolbox, UndecodableEvent, Unfinished, Usage, Workflow,
-    WorkflowBuilder, WorkflowState, builtin, renderer_fn,
+    ProviderRequest, ReasoningEffort, Recorded, Renderer, RunOptions, RunOutcome,
+    SKIPPED_POSITIONS, SessionId, SessionInfo, SessionStatus, Skipped, StopReason, Store,
+    StoreError, StructuredOutput, Subscription, Tool, ToolError, Toolbox, UndecodableEvent,
+    Unfinished, Usage, Workflow, WorkflowBuilder, WorkflowState, builtin, renderer_fn,
 };
 pub use openharness_macros::*;
 

@@ -1,15 +1,16 @@
 //! The built-in agent-chat workflow every platform session runs: its state is the
 //! conversation; each `user:input` makes the `assistant` agent answer (with the agent's system
-//! prompt, its capabilities' additions and tools, and the model the message, session or agent
-//! names), recorded as `assistant:replied {text}`. It is an ordinary Open Harness workflow, so
-//! a platform session's log can be stepped through, forked and replayed like any other.
+//! prompt, its capabilities' additions and tools, the model the message, session or agent
+//! names, the conversation's images and the message's reasoning effort), recorded as
+//! `assistant:replied {text}`. It is an ordinary Open Harness workflow, so a platform
+//! session's log can be stepped through, forked and replayed like any other.
 
 use std::sync::Arc;
 
-use openharness_core::builtin::UserInput;
 use openharness_core::{
-    Agent, BoxedProvider, Decoded, Emit, Error, Event, EventSet, FnTool, Handler, Provider,
-    ProviderError, ProviderRequest, ProviderResponse, ProviderSink, Store, Tool, Workflow,
+    Agent, BoxedProvider, Decoded, Emit, Error, Event, EventSet, FnTool, Handler, Image, Provider,
+    ProviderError, ProviderRequest, ProviderResponse, ProviderSink, ReasoningEffort, Store, Tool,
+    Workflow,
 };
 use serde::{Deserialize, Serialize};
 
@@ -27,28 +28,68 @@ impl Event for AssistantReplied {
     const NAME: &'static str = "assistant:replied";
 }
 
+/// A person's message as the agent-chat workflow reads its `user:input`: the text, with the
+/// images and controls the platform records beside it (older recordings without them decode
+/// too).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct UserMessage {
+    /// What the person wrote (empty for a message of images only).
+    pub text: String,
+    /// The message's images, in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub images: Vec<Image>,
+    /// The controls posted with the message, as recorded (see [`crate::Controls`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub controls: Option<serde_json::Value>,
+}
+
+impl Event for UserMessage {
+    const NAME: &'static str = "user:input";
+}
+
+impl UserMessage {
+    /// The reasoning effort the message asked for (`controls.reasoning.effort`), if it named a
+    /// known one.
+    ///
+    /// ```
+    /// use openharness_core::ReasoningEffort;
+    /// use openharness_platform::UserMessage;
+    /// let message: UserMessage = serde_json::from_value(serde_json::json!({
+    ///     "text": "Think hard.", "controls": { "reasoning": { "effort": "high" } }
+    /// }))?;
+    /// assert_eq!(message.reasoning_effort(), Some(ReasoningEffort::High));
+    /// # Ok::<(), serde_json::Error>(())
+    /// ```
+    pub fn reasoning_effort(&self) -> Option<ReasoningEffort> {
+        let effort = self.controls.as_ref()?.get("reasoning")?.get("effort")?;
+        serde_json::from_value(effort.clone()).ok()
+    }
+}
+
 /// The events the conversation folds.
 #[derive(Debug, Clone)]
 pub enum ChatEvent {
     /// A person's message.
-    UserInput(UserInput),
+    UserInput(UserMessage),
     /// The assistant's answer.
     AssistantReplied(AssistantReplied),
 }
 
 impl EventSet for ChatEvent {
-    const NAMES: &'static [&'static str] = &[UserInput::NAME, AssistantReplied::NAME];
+    const NAMES: &'static [&'static str] = &[UserMessage::NAME, AssistantReplied::NAME];
 
     fn name(&self) -> &'static str {
         match self {
-            Self::UserInput(_) => UserInput::NAME,
+            Self::UserInput(_) => UserMessage::NAME,
             Self::AssistantReplied(_) => AssistantReplied::NAME,
         }
     }
 
     fn decode(name: &str, payload: &serde_json::Value) -> Result<Decoded<Self>, serde_json::Error> {
         Ok(match name {
-            UserInput::NAME => Decoded::Known(Self::UserInput(UserInput::deserialize(payload)?)),
+            UserMessage::NAME => {
+                Decoded::Known(Self::UserInput(UserMessage::deserialize(payload)?))
+            }
             AssistantReplied::NAME => Decoded::Known(Self::AssistantReplied(
                 AssistantReplied::deserialize(payload)?,
             )),
@@ -71,6 +112,9 @@ pub struct ChatLine {
     pub role: String,
     /// What was said.
     pub text: String,
+    /// The images a user's line held, in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub images: Vec<Image>,
 }
 
 /// The conversation so far: the agent-chat workflow's state.
@@ -84,13 +128,14 @@ impl Handler for ChatState {
     type Events = ChatEvent;
 
     fn apply(&mut self, event: &ChatEvent) -> Emit {
-        let (role, text) = match event {
-            ChatEvent::UserInput(input) => ("user", &input.text),
-            ChatEvent::AssistantReplied(replied) => ("assistant", &replied.text),
+        let (role, text, images) = match event {
+            ChatEvent::UserInput(input) => ("user", &input.text, input.images.clone()),
+            ChatEvent::AssistantReplied(replied) => ("assistant", &replied.text, Vec::new()),
         };
         self.lines.push(ChatLine {
             role: role.to_owned(),
             text: text.clone(),
+            images,
         });
         Emit::none()
     }
@@ -176,9 +221,26 @@ fn current_time_tool() -> FnTool<NoArguments> {
     )
 }
 
+/// At most this many images, the conversation's latest, go with one request (Anthropic takes
+/// up to 100 per request, and every image costs input tokens on every turn); the transcript
+/// marks older ones as not shown.
+pub const MAX_IMAGES_PER_REQUEST: usize = 20;
+
+/// The conversation's images, numbered from 1 in order, with whether each is sent.
+fn numbered_images(state: &ChatState) -> impl Iterator<Item = (usize, &Image, bool)> {
+    let total: usize = state.lines.iter().map(|line| line.images.len()).sum();
+    let first_sent = total.saturating_sub(MAX_IMAGES_PER_REQUEST);
+    state
+        .lines
+        .iter()
+        .flat_map(|line| &line.images)
+        .enumerate()
+        .map(move |(index, image)| (index + 1, image, index >= first_sent))
+}
+
 impl Agent for ChatAgent {
     type State = ChatState;
-    type Trigger = UserInput;
+    type Trigger = UserMessage;
     type Output = ChatReply;
     const NAME: &'static str = "assistant";
     const EMITS: &'static [&'static str] = &[AssistantReplied::NAME];
@@ -191,7 +253,8 @@ impl Agent for ChatAgent {
         self.tools.clone()
     }
 
-    fn prompt(&self, state: &ChatState, _input: &UserInput) -> String {
+    fn prompt(&self, state: &ChatState, _input: &UserMessage) -> String {
+        let mut numbers = numbered_images(state);
         let transcript: Vec<String> = state
             .lines
             .iter()
@@ -201,7 +264,20 @@ impl Agent for ChatAgent {
                 } else {
                     "Assistant"
                 };
-                format!("{who}: {}", line.text)
+                let mut said = line.text.clone();
+                for (number, _, sent) in numbers.by_ref().take(line.images.len()) {
+                    let mark = if sent {
+                        format!("[image {number}]")
+                    } else {
+                        format!("[image {number}, no longer shown]")
+                    };
+                    said = if said.is_empty() {
+                        mark
+                    } else {
+                        format!("{said} {mark}")
+                    };
+                }
+                format!("{who}: {said}")
             })
             .collect();
         format!(
@@ -211,7 +287,18 @@ impl Agent for ChatAgent {
         )
     }
 
-    fn on_output(&self, output: ChatReply, _input: &UserInput) -> Emit {
+    fn images(&self, state: &ChatState, _input: &UserMessage) -> Vec<Image> {
+        numbered_images(state)
+            .filter(|(_, _, sent)| *sent)
+            .map(|(_, image, _)| image.clone())
+            .collect()
+    }
+
+    fn reasoning(&self, _state: &ChatState, input: &UserMessage) -> Option<ReasoningEffort> {
+        input.reasoning_effort()
+    }
+
+    fn on_output(&self, output: ChatReply, _input: &UserMessage) -> Emit {
         Emit::one(AssistantReplied { text: output.reply })
     }
 }

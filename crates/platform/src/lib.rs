@@ -68,13 +68,17 @@ use axum::Router;
 
 pub use capabilities::{capabilities, capability};
 pub use chat::{
-    AssistantReplied, ChatAgent, ChatEvent, ChatLine, ChatReply, ChatState, WORKFLOW_NAME,
-    for_reading as agent_chat_for_reading, workflow as agent_chat_workflow,
+    AssistantReplied, ChatAgent, ChatEvent, ChatLine, ChatReply, ChatState, MAX_IMAGES_PER_REQUEST,
+    UserMessage, WORKFLOW_NAME, for_reading as agent_chat_for_reading,
+    workflow as agent_chat_workflow,
 };
 pub use error::PlatformError;
 pub use events::Notification;
 pub use keys::{KeyError, MASTER_KEYS_ENV, MASTER_KEYS_FILE_ENV, MasterKeys, SealedKey};
-pub use messages::{ContentPart, Controls, Message, MessageRole, NewMessage};
+pub use messages::{
+    ContentPart, Controls, MAX_IMAGES_PER_MESSAGE, Message, MessageRole, NewMessage, Posted,
+    Reasoning,
+};
 pub use openapi::openapi_document;
 pub use platform::rotate::Rotation;
 pub use platform::{PLATFORM_LOG, Platform};

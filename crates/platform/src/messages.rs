@@ -2,15 +2,23 @@
 //! `user:input` (user), `assistant:replied` (assistant), `tool:called` (tool_call),
 //! `tool:result` (tool_result) — its `id` the event's id and its `sequence` the event's seq,
 //! so every read, on every replica, gives the same messages. What can be posted
-//! ([`NewMessage`]) is a user message of text parts.
+//! ([`NewMessage`]) is a user message of text and image parts.
 
+use base64::Engine as _;
 use chrono::{DateTime, Utc};
-use openharness_core::{Envelope, Event};
+use openharness_core::{Envelope, Event, Image, ReasoningEffort};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use crate::chat::AssistantReplied;
 use crate::error::PlatformError;
+
+/// A posted message holds at most this many image parts.
+pub const MAX_IMAGES_PER_MESSAGE: usize = 20;
+
+/// The media types an inline (`base64`) image may have: the ones both Anthropic and OpenAI
+/// take.
+const IMAGE_MEDIA_TYPES: [&str; 4] = ["image/png", "image/jpeg", "image/gif", "image/webp"];
 
 /// Who a message is from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -100,17 +108,40 @@ pub struct Controls {
     /// The model for this turn (an LLM model's id).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model_id: Option<Uuid>,
-    /// Reasoning settings (recorded with the message, not used by the model call yet).
+    /// How hard the model should think on this turn (sent to the model: OpenAI's
+    /// `reasoning_effort`, Anthropic's `output_config.effort`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub reasoning: Option<serde_json::Value>,
+    pub reasoning: Option<Reasoning>,
+}
+
+/// The reasoning a posted message asks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Reasoning {
+    /// `low`, `medium` or `high`.
+    pub effort: ReasoningEffort,
+}
+
+/// What a posted message says: its text (its text parts joined by blank lines; empty for a
+/// message of images only) and its images, in order.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Posted {
+    /// The text.
+    pub text: String,
+    /// The images.
+    pub images: Vec<Image>,
 }
 
 /// `POST /v1/agents/{a}/sessions/{s}/messages`: a user message.
 ///
 /// ```
 /// use openharness_platform::NewMessage;
-/// let new: NewMessage = serde_json::from_str(r#"{"content":[{"type":"text","text":"Hi"}]}"#)?;
-/// assert_eq!(new.text().unwrap(), "Hi");
+/// let new: NewMessage = serde_json::from_str(r#"{"content":[
+///     {"type":"text","text":"What is this?"},
+///     {"type":"image","url":"https://example.com/cat.png"}
+/// ]}"#)?;
+/// let posted = new.posted().unwrap();
+/// assert_eq!((posted.text.as_str(), posted.images.len()), ("What is this?", 1));
 /// # Ok::<(), serde_json::Error>(())
 /// ```
 #[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
@@ -119,9 +150,9 @@ pub struct NewMessage {
     /// `user` (the only role that can be posted; the default).
     #[serde(default)]
     pub role: Option<MessageRole>,
-    /// Text parts.
+    /// Text and image parts.
     pub content: Vec<ContentPart>,
-    /// The model for this turn (recorded with the message).
+    /// The model and reasoning effort for this turn (recorded with the message).
     #[serde(default)]
     pub controls: Option<Controls>,
     /// Data to keep with the message: a JSON object (recorded with it, returned as posted).
@@ -133,49 +164,128 @@ pub struct NewMessage {
 }
 
 impl NewMessage {
-    /// The message's text: its text parts, joined by blank lines. Anything but a user message
-    /// of text parts is `422`.
-    pub fn text(&self) -> Result<String, PlatformError> {
+    /// What the message says: its text parts, joined by blank lines, and its image parts,
+    /// each checked. Anything but a user message of text and image parts, a message with
+    /// neither text nor an image, or a malformed image part is `422`.
+    pub fn posted(&self) -> Result<Posted, PlatformError> {
         if self.role.is_some_and(|role| role != MessageRole::User) {
             return Err(PlatformError::Invalid(
                 "only user messages can be posted".into(),
             ));
         }
         let mut texts = Vec::new();
-        for part in &self.content {
+        let mut images = Vec::new();
+        for (index, part) in self.content.iter().enumerate() {
             match part {
                 ContentPart::Text { text } => texts.push(text.as_str()),
-                ContentPart::Image { .. } => {
-                    return Err(PlatformError::Invalid(
-                        "image parts are not supported yet: post text parts".into(),
-                    ));
-                }
+                ContentPart::Image {
+                    url,
+                    base64,
+                    media_type,
+                } => images.push(
+                    image(url.as_deref(), base64.as_deref(), media_type.as_deref()).map_err(
+                        |problem| PlatformError::Invalid(format!("`content[{index}]`: {problem}")),
+                    )?,
+                ),
                 _ => {
                     return Err(PlatformError::Invalid(
-                        "a user message holds text parts only".into(),
+                        "a user message holds text and image parts only".into(),
                     ));
                 }
             }
         }
+        if images.len() > MAX_IMAGES_PER_MESSAGE {
+            return Err(PlatformError::Invalid(format!(
+                "a message holds at most {MAX_IMAGES_PER_MESSAGE} images; this one has {}",
+                images.len()
+            )));
+        }
         let text = texts.join("\n\n");
-        if text.trim().is_empty() {
+        if text.trim().is_empty() && images.is_empty() {
             return Err(PlatformError::Invalid(
-                "`content` must hold at least one non-empty text part".into(),
+                "`content` must hold a non-empty text part or an image".into(),
             ));
         }
-        Ok(text)
+        Ok(Posted { text, images })
+    }
+}
+
+/// An image part, checked: a `url` (`https://` or `http://`, or a `data:` URL of an image,
+/// which becomes inline bytes), or `base64` bytes with their `media_type`.
+fn image(
+    url: Option<&str>,
+    base64: Option<&str>,
+    media_type: Option<&str>,
+) -> Result<Image, String> {
+    match (url, base64) {
+        (Some(_), Some(_)) => Err("an image part gives `url` or `base64`, not both".into()),
+        (None, None) => Err("an image part needs `url` or `base64` (with `media_type`)".into()),
+        (Some(url), None) => {
+            if let Some(data_url) = url.strip_prefix("data:") {
+                let Some((media_type, data)) = data_url.split_once(";base64,") else {
+                    return Err("a `data:` URL must be `data:<media type>;base64,<bytes>`".into());
+                };
+                return inline_image(media_type, data);
+            }
+            let web = url.starts_with("https://") || url.starts_with("http://");
+            if !web || url.len() <= "https://".len() || url.chars().any(char::is_whitespace) {
+                return Err(format!(
+                    "`url` must be an http(s) or `data:` URL, got {:?}",
+                    truncated(url)
+                ));
+            }
+            Ok(Image::url(url))
+        }
+        (None, Some(data)) => {
+            let Some(media_type) = media_type else {
+                return Err("a `base64` image needs its `media_type`, such as `image/png`".into());
+            };
+            inline_image(media_type, data)
+        }
+    }
+}
+
+/// Inline image bytes, checked: a media type both providers take, and base64 that decodes.
+fn inline_image(media_type: &str, data: &str) -> Result<Image, String> {
+    if !IMAGE_MEDIA_TYPES.contains(&media_type) {
+        return Err(format!(
+            "`media_type` must be one of {}, got {:?}",
+            IMAGE_MEDIA_TYPES.join(", "),
+            truncated(media_type)
+        ));
+    }
+    if data.is_empty() {
+        return Err("the image's `base64` is empty".into());
+    }
+    base64::engine::general_purpose::STANDARD
+        .decode(data)
+        .map_err(|err| format!("the image's `base64` does not decode: {err}"))?;
+    Ok(Image::base64(media_type, data))
+}
+
+/// At most the first 80 characters of `text`, for an error message.
+fn truncated(text: &str) -> String {
+    match text.char_indices().nth(80) {
+        Some((end, _)) => format!("{}…", &text[..end]),
+        None => text.to_owned(),
     }
 }
 
 impl NewMessage {
     /// What is recorded with the message beside its text (in its `user:input` event's
-    /// payload): `controls`, `metadata` and `tags`, each when given. Metadata that is not a
-    /// JSON object is `422`.
+    /// payload): `images`, `controls`, `metadata` and `tags`, each when given. Metadata that
+    /// is not a JSON object is `422`.
     pub(crate) fn recorded_fields(
         &self,
+        images: &[Image],
         tags: Vec<String>,
     ) -> Result<serde_json::Map<String, serde_json::Value>, PlatformError> {
         let mut fields = serde_json::Map::new();
+        if !images.is_empty() {
+            let images = serde_json::to_value(images)
+                .map_err(|err| PlatformError::Invalid(format!("`content`: {err}")))?;
+            fields.insert("images".into(), images);
+        }
         if let Some(controls) = &self.controls {
             let controls = serde_json::to_value(controls)
                 .map_err(|err| PlatformError::Invalid(format!("`controls`: {err}")))?;
@@ -204,33 +314,28 @@ pub(crate) fn project(session: Uuid, seq: u64, event: &Envelope) -> Option<Messa
     let payload = &event.payload;
     let text = |field: &str| payload[field].as_str().map(str::to_owned);
     let (role, part) = match event.name.as_ref() {
-        "user:input" => (
-            MessageRole::User,
-            ContentPart::Text {
-                text: text("text")?,
-            },
-        ),
+        "user:input" => (MessageRole::User, user_content(payload)?),
         AssistantReplied::NAME => (
             MessageRole::Assistant,
-            ContentPart::Text {
+            vec![ContentPart::Text {
                 text: text("text")?,
-            },
+            }],
         ),
         "tool:called" => (
             MessageRole::ToolCall,
-            ContentPart::ToolCall {
+            vec![ContentPart::ToolCall {
                 id: text("toolId")?,
                 name: text("toolName")?,
                 arguments: payload["input"].clone(),
-            },
+            }],
         ),
         "tool:result" => (
             MessageRole::ToolResult,
-            ContentPart::ToolResult {
+            vec![ContentPart::ToolResult {
                 tool_call_id: text("toolId")?,
                 result: payload["output"].clone(),
                 is_error: payload["isError"].as_bool().unwrap_or(false),
-            },
+            }],
         ),
         _ => return None,
     };
@@ -239,7 +344,7 @@ pub(crate) fn project(session: Uuid, seq: u64, event: &Envelope) -> Option<Messa
         session_id: session,
         sequence: seq,
         role,
-        content: vec![part],
+        content: part,
         // Kept with user messages (see `NewMessage::recorded_fields`).
         controls: payload.get("controls").filter(|v| !v.is_null()).cloned(),
         metadata: payload.get("metadata").filter(|v| !v.is_null()).cloned(),
@@ -254,4 +359,33 @@ pub(crate) fn project(session: Uuid, seq: u64, event: &Envelope) -> Option<Messa
             .unwrap_or_default(),
         created_at: event.timestamp,
     })
+}
+
+/// A user message's parts from its `user:input` payload: the text (left out when empty and
+/// images were posted) and then each recorded image, as posted.
+fn user_content(payload: &serde_json::Value) -> Option<Vec<ContentPart>> {
+    let text = payload["text"].as_str()?;
+    let images: Vec<Image> = payload
+        .get("images")
+        .and_then(|images| serde_json::from_value(images.clone()).ok())
+        .unwrap_or_default();
+    let mut parts = Vec::with_capacity(1 + images.len());
+    if !text.is_empty() || images.is_empty() {
+        parts.push(ContentPart::Text {
+            text: text.to_owned(),
+        });
+    }
+    parts.extend(images.into_iter().map(|image| match image {
+        Image::Url { url } => ContentPart::Image {
+            url: Some(url),
+            base64: None,
+            media_type: None,
+        },
+        Image::Base64 { media_type, data } => ContentPart::Image {
+            url: None,
+            base64: Some(data),
+            media_type: Some(media_type),
+        },
+    }));
+    Some(parts)
 }

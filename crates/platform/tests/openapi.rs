@@ -458,7 +458,7 @@ async fn every_operation_answers_as_documented() {
         "POST",
         "/v1/agents/{id}/sessions/{session}/messages",
         &format!("{one}/messages"),
-        Some(json!({"content": [{"type": "image", "url": "http://127.0.0.1/x.png"}]})),
+        Some(json!({"content": [{"type": "image", "url": "ftp://127.0.0.1/x.png"}]})),
         422,
     )
     .await;

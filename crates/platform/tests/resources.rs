@@ -7,95 +7,19 @@
 //! unset); durability across a restart is checked on redb.
 #![allow(clippy::unwrap_used, missing_docs)]
 
-use std::net::SocketAddr;
 use std::sync::Arc;
 
 use openharness_core::{SessionId, Store};
 use openharness_platform::{
-    KeyError, MasterKeys, NewModel, NewProvider, PLATFORM_LOG, Platform, PlatformError,
-    PlatformOptions, router,
+    KeyError, NewModel, NewProvider, PLATFORM_LOG, Platform, PlatformError, PlatformOptions,
 };
 use openharness_store::RedbStore;
 use serde_json::{Value, json};
 use uuid::Uuid;
 
 mod common;
+use common::client::{error, master_keys, serve};
 use common::on_every_store;
-
-fn master_keys(id: &str, byte: &str) -> MasterKeys {
-    MasterKeys::parse(&format!("{id}:{}", byte.repeat(32))).unwrap()
-}
-
-async fn serve(platform: Platform, options: PlatformOptions) -> Client {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move {
-        axum::serve(listener, router(platform, options))
-            .await
-            .unwrap();
-    });
-    Client {
-        addr,
-        http: {
-            // reqwest needs a TLS provider even for plain http.
-            let _ = rustls::crypto::ring::default_provider().install_default();
-            reqwest::Client::new()
-        },
-        key: None,
-    }
-}
-
-struct Client {
-    addr: SocketAddr,
-    http: reqwest::Client,
-    key: Option<String>,
-}
-
-impl Client {
-    async fn call(&self, method: &str, path: &str, body: Option<&str>) -> (u16, Value) {
-        let method = reqwest::Method::from_bytes(method.as_bytes()).unwrap();
-        let mut request = self
-            .http
-            .request(method, format!("http://{}{path}", self.addr));
-        if let Some(body) = body {
-            request = request
-                .header("content-type", "application/json")
-                .body(body.to_owned());
-        }
-        if let Some(key) = &self.key {
-            request = request.header("authorization", format!("Bearer {key}"));
-        }
-        let response = request.send().await.unwrap();
-        let status = response.status().as_u16();
-        let text = response.text().await.unwrap();
-        let value = if text.is_empty() {
-            Value::Null
-        } else {
-            serde_json::from_str(&text).unwrap_or_else(|_| panic!("not JSON: {text}"))
-        };
-        (status, value)
-    }
-
-    async fn get(&self, path: &str) -> (u16, Value) {
-        self.call("GET", path, None).await
-    }
-
-    async fn send(&self, method: &str, path: &str, body: Value) -> (u16, Value) {
-        self.call(method, path, Some(&body.to_string())).await
-    }
-}
-
-/// Asserts an answer is the error shape with this status and code.
-#[track_caller]
-fn error(answer: &(u16, Value), status: u16, code: &str) {
-    assert_eq!(answer.0, status, "{}", answer.1);
-    assert_eq!(answer.1["error"]["code"], code, "{}", answer.1);
-    assert!(
-        answer.1["error"]["message"]
-            .as_str()
-            .is_some_and(|m| !m.is_empty())
-    );
-}
 
 fn uuid_v7(value: &Value) -> Uuid {
     let id: Uuid = value.as_str().unwrap().parse().unwrap();
@@ -1187,9 +1111,9 @@ async fn messages_continue_the_session_and_are_a_projection_of_its_log(store: Ar
     assert!(requests[0].prompt.contains("`current_time` tool"));
     assert_eq!(requests[0].tools.names(), ["current_time"]);
 
-    // Only user text can be posted.
+    // Only user text and images can be posted (image parts: tests/content.rs).
     for bad in [
-        json!({"content": [{"type": "image", "url": "http://x/y.png"}]}),
+        json!({"content": [{"type": "tool_call", "id": "c", "name": "t", "arguments": {}}]}),
         json!({"role": "assistant", "content": [{"type": "text", "text": "x"}]}),
         json!({"content": []}),
         json!({"content": [{"type": "text", "text": "x"}], "controls": {"model_id": Uuid::now_v7()}}),

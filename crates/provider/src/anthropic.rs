@@ -309,12 +309,18 @@ impl<'a> AnthropicTurns<'a> {
         if !tools.is_empty() {
             body.insert("tools".into(), Value::Array(tools));
         }
+        if let Some(effort) = request.reasoning {
+            let output_config = body.entry("output_config").or_insert_with(|| json!({}));
+            if let Some(config) = output_config.as_object_mut() {
+                config.insert("effort".into(), json!(effort.as_str()));
+            }
+        }
         let pricing = config.pricing.or_else(|| Pricing::anthropic(&model));
         Ok(Self {
             inner,
             body,
             messages: vec![
-                json!({ "role": "user", "content": conversation::user_prompt(request) }),
+                json!({ "role": "user", "content": conversation::anthropic_user_content(request) }),
             ],
             headers,
             forced_tool,

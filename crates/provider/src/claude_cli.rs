@@ -11,7 +11,9 @@
 //! request. Dropping the request's future kills the process group.
 //!
 //! The CLI runs its own tools, so an agent's [`Tool`](openharness_core::Tool)s cannot be
-//! offered through it; a request with tools fails with an explanation.
+//! offered through it; a request with tools fails with an explanation. A request's images go
+//! in the user message as Anthropic `image` blocks; its reasoning effort is not passed (the
+//! CLI has no documented flag for it), so the CLI's own setting applies.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -224,7 +226,7 @@ impl Provider for ClaudeCliProvider {
 
         let message = json!({
             "type": "user",
-            "message": { "role": "user", "content": conversation::user_prompt(&request) },
+            "message": { "role": "user", "content": conversation::anthropic_user_content(&request) },
         });
         if let Some(mut stdin) = child.stdin.take() {
             let line = format!("{message}\n");

@@ -8,7 +8,8 @@
 
 use async_trait::async_trait;
 use openharness_core::{
-    ProviderError, ProviderEvent, ProviderRequest, ProviderResponse, ProviderSink, Toolbox, Usage,
+    Image, ProviderError, ProviderEvent, ProviderRequest, ProviderResponse, ProviderSink, Toolbox,
+    Usage,
 };
 use serde_json::Value;
 
@@ -184,6 +185,48 @@ pub(crate) fn user_prompt(request: &ProviderRequest) -> String {
         ),
         None => request.prompt.clone(),
     }
+}
+
+/// The user message's `content` in Anthropic's shape (which the `claude` CLI's stream-json
+/// input takes too): the prompt as a string, or, with images, an `image` block per image
+/// (images first, as Anthropic advises) and the prompt as a `text` block.
+pub(crate) fn anthropic_user_content(request: &ProviderRequest) -> Value {
+    let prompt = user_prompt(request);
+    if request.images.is_empty() {
+        return Value::String(prompt);
+    }
+    let mut blocks: Vec<Value> = request
+        .images
+        .iter()
+        .map(|image| {
+            let source = match image {
+                Image::Url { url } => serde_json::json!({ "type": "url", "url": url }),
+                Image::Base64 { media_type, data } => serde_json::json!({
+                    "type": "base64",
+                    "media_type": media_type,
+                    "data": data,
+                }),
+            };
+            serde_json::json!({ "type": "image", "source": source })
+        })
+        .collect();
+    blocks.push(serde_json::json!({ "type": "text", "text": prompt }));
+    Value::Array(blocks)
+}
+
+/// The user message's `content` in OpenAI's Chat Completions shape: the prompt as a string,
+/// or, with images, a `text` part and an `image_url` part per image (inline images as `data:`
+/// URLs).
+pub(crate) fn openai_user_content(request: &ProviderRequest) -> Value {
+    let prompt = user_prompt(request);
+    if request.images.is_empty() {
+        return Value::String(prompt);
+    }
+    let mut parts = vec![serde_json::json!({ "type": "text", "text": prompt })];
+    parts.extend(request.images.iter().map(|image| {
+        serde_json::json!({ "type": "image_url", "image_url": { "url": image.data_url() } })
+    }));
+    Value::Array(parts)
 }
 
 #[cfg(test)]

@@ -230,6 +230,9 @@ impl<'a> OpenAiTurns<'a> {
         body.insert("model".into(), json!(model));
         body.insert("stream".into(), json!(true));
         body.insert("stream_options".into(), json!({ "include_usage": true }));
+        if let Some(effort) = request.reasoning {
+            body.insert("reasoning_effort".into(), json!(effort.as_str()));
+        }
 
         let strict = if config.strict {
             schema::for_openai_strict(&request.schema)
@@ -283,7 +286,8 @@ impl<'a> OpenAiTurns<'a> {
         if let Some(system) = &config.system {
             messages.push(json!({ "role": "system", "content": system }));
         }
-        messages.push(json!({ "role": "user", "content": conversation::user_prompt(request) }));
+        messages
+            .push(json!({ "role": "user", "content": conversation::openai_user_content(request) }));
         Ok(Self {
             inner,
             body,

@@ -8,7 +8,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::{deltas, recording_sink, request, two_tools};
-use openharness_core::{Provider, ProviderError, ProviderEvent, ProviderRequest, ProviderSink};
+use openharness_core::{
+    Image, Provider, ProviderError, ProviderEvent, ProviderRequest, ProviderSink, ReasoningEffort,
+};
 use openharness_provider::anthropic::{OUTPUT_TOOL, StructuredOutput};
 use openharness_provider::testing::anthropic::{self as wire, KEY};
 use openharness_provider::testing::{FakeResponse, FakeServer};
@@ -629,5 +631,58 @@ async fn the_key_appears_in_no_log_error_or_debug_output() {
         server.requests()[0].header("x-api-key"),
         Some(secret),
         "it was sent, though"
+    );
+}
+
+#[tokio::test]
+async fn images_go_before_the_prompt_as_image_blocks_and_effort_goes_in_output_config() {
+    let (server, provider) = setup().await;
+    server.respond(wire::json_output(&json!({ "answer": 7 })));
+    let req = request("What is in these pictures?")
+        .with_images(vec![
+            Image::url("https://example.com/cat.png"),
+            Image::base64("image/png", "iVBORw0KGgo="),
+        ])
+        .with_reasoning(Some(ReasoningEffort::High));
+    let response = provider
+        .complete(req, ProviderSink::discard())
+        .await
+        .unwrap();
+    assert_eq!(response.output, json!({ "answer": 7 }));
+    let body = &server.requests()[0].body;
+    assert_eq!(
+        body["messages"][0]["content"],
+        json!([
+            { "type": "image", "source": { "type": "url", "url": "https://example.com/cat.png" } },
+            { "type": "image", "source": { "type": "base64", "media_type": "image/png", "data": "iVBORw0KGgo=" } },
+            { "type": "text", "text": "What is in these pictures?" },
+        ])
+    );
+    assert_eq!(body["output_config"]["effort"], "high");
+    assert_eq!(
+        body["output_config"]["format"]["type"], "json_schema",
+        "the effort sits beside the format"
+    );
+}
+
+#[tokio::test]
+async fn effort_with_the_forced_tool_gets_an_output_config_of_its_own() {
+    let server = FakeServer::anthropic(KEY).await.unwrap();
+    let provider = AnthropicProvider::builder(ApiKey::new(KEY))
+        .base_url(server.base_url())
+        .structured_output(StructuredOutput::ForcedTool)
+        .build()
+        .unwrap();
+    server.respond(wire::tool_output(&json!({ "answer": 1 })));
+    let req = request("q").with_reasoning(Some(ReasoningEffort::Low));
+    provider
+        .complete(req, ProviderSink::discard())
+        .await
+        .unwrap();
+    let body = &server.requests()[0].body;
+    assert_eq!(body["output_config"], json!({ "effort": "low" }));
+    assert_eq!(
+        body["messages"][0]["content"], "q",
+        "no images: the prompt stays a string"
     );
 }

@@ -216,3 +216,26 @@ async fn cancelling_kills_the_process() {
     }
     assert!(!alive, "the fake claude (pid {pid}) was killed");
 }
+
+#[tokio::test]
+async fn images_reach_the_cli_as_image_blocks_of_the_user_message() {
+    let fake = FakeClaude::new().unwrap();
+    fake.push_run(&FakeClaude::success("Done.", Some(json!({ "answer": 1 }))))
+        .unwrap();
+    let provider = ClaudeCliProvider::new().program(fake.program());
+    let req = request("Describe it.").with_images(vec![openharness_core::Image::base64(
+        "image/gif",
+        "R0lGODlh",
+    )]);
+    provider
+        .complete(req, openharness_core::ProviderSink::discard())
+        .await
+        .unwrap();
+    assert_eq!(
+        fake.stdin(1)["message"]["content"],
+        json!([
+            { "type": "image", "source": { "type": "base64", "media_type": "image/gif", "data": "R0lGODlh" } },
+            { "type": "text", "text": "Describe it." },
+        ])
+    );
+}

@@ -8,7 +8,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::{deltas, recording_sink, request, two_tools};
-use openharness_core::{Provider, ProviderError, ProviderEvent, ProviderRequest, ProviderSink};
+use openharness_core::{
+    Image, Provider, ProviderError, ProviderEvent, ProviderRequest, ProviderSink, ReasoningEffort,
+};
 use openharness_provider::testing::openai::{self as wire, KEY};
 use openharness_provider::testing::{FakeResponse, FakeServer};
 use openharness_provider::{ApiKey, OpenAiProvider, Pricing, RetryPolicy};
@@ -368,4 +370,37 @@ async fn cancelling_drops_the_http_request_promptly() {
             .wait_for_disconnects(1, Duration::from_secs(10))
             .await
     );
+}
+
+#[tokio::test]
+async fn images_follow_the_prompt_as_image_url_parts_and_effort_is_reasoning_effort() {
+    let (server, provider) = setup().await;
+    server.respond(wire::json_output(&json!({ "answer": 7, "note": null })));
+    let req = request("What is in these pictures?")
+        .with_images(vec![
+            Image::url("https://example.com/cat.png"),
+            Image::base64("image/jpeg", "/9j/4AAQ"),
+        ])
+        .with_reasoning(Some(ReasoningEffort::Medium));
+    let response = provider
+        .complete(req, ProviderSink::discard())
+        .await
+        .unwrap();
+    assert_eq!(response.output, json!({ "answer": 7 }));
+    let body = &server.requests()[0].body;
+    let user = body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["role"] == "user")
+        .unwrap();
+    assert_eq!(
+        user["content"],
+        json!([
+            { "type": "text", "text": "What is in these pictures?" },
+            { "type": "image_url", "image_url": { "url": "https://example.com/cat.png" } },
+            { "type": "image_url", "image_url": { "url": "data:image/jpeg;base64,/9j/4AAQ" } },
+        ])
+    );
+    assert_eq!(body["reasoning_effort"], "medium");
 }

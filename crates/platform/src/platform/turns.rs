@@ -98,8 +98,9 @@ impl Platform {
         id: Uuid,
         new: NewMessage,
     ) -> Result<Message, PlatformError> {
-        let text = new.text()?;
-        let fields = new.recorded_fields(super::tags("tags", new.tags.clone())?)?;
+        let posted = new.posted()?;
+        let fields = new.recorded_fields(&posted.images, super::tags("tags", new.tags.clone())?)?;
+        let text = posted.text;
         let wanted = new.controls.and_then(|c| c.model_id);
         let plan = self
             .read(|index| {

@@ -4,6 +4,8 @@
 
 use std::sync::Arc;
 
+pub(crate) mod client;
+
 use openharness_core::Store;
 use uuid::Uuid;
 

@@ -61,6 +61,20 @@ fn check(request: &RecordedRequest, key: &str) -> Result<(), FakeResponse> {
             "output_format: Extra inputs are not permitted",
         ));
     }
+    if let Some(effort) = body.pointer("/output_config/effort")
+        && !["low", "medium", "high", "xhigh", "max"].contains(&effort.as_str().unwrap_or(""))
+    {
+        return Err(error(
+            400,
+            "invalid_request_error",
+            &format!(
+                "output_config.effort: Input should be 'low', 'medium', 'high', 'xhigh' or 'max', got {effort}"
+            ),
+        ));
+    }
+    if let Some(problem) = image_problem(body) {
+        return Err(error(400, "invalid_request_error", &problem));
+    }
     let schema = body
         .pointer("/output_config/format/schema")
         .or_else(|| body.pointer("/output_format/schema"));
@@ -75,6 +89,38 @@ fn check(request: &RecordedRequest, key: &str) -> Result<(), FakeResponse> {
         }
     }
     Ok(())
+}
+
+/// What is wrong with the first malformed `image` block of `body`'s messages, if one is
+/// (protocols.md §1.2: `source` is `{type:"base64",media_type,data}` or `{type:"url",url}`).
+fn image_problem(body: &Value) -> Option<String> {
+    const MEDIA: [&str; 4] = ["image/jpeg", "image/png", "image/gif", "image/webp"];
+    let messages = body["messages"].as_array()?;
+    for (m, message) in messages.iter().enumerate() {
+        let Some(blocks) = message["content"].as_array() else {
+            continue;
+        };
+        for (b, block) in blocks
+            .iter()
+            .enumerate()
+            .filter(|(_, b)| b["type"] == "image")
+        {
+            let at = format!("messages.{m}.content.{b}.image.source");
+            let source = &block["source"];
+            let fine = match source["type"].as_str() {
+                Some("base64") => {
+                    MEDIA.contains(&source["media_type"].as_str().unwrap_or(""))
+                        && source["data"].as_str().is_some_and(|d| !d.is_empty())
+                }
+                Some("url") => source["url"].as_str().is_some_and(|u| !u.is_empty()),
+                _ => false,
+            };
+            if !fine {
+                return Some(format!("{at}: invalid image source {source}"));
+            }
+        }
+    }
+    None
 }
 
 /// What in `schema` Anthropic's structured outputs reject (protocols.md §1.7), independently

@@ -32,6 +32,35 @@ fn check(request: &RecordedRequest, key: &str) -> Result<(), FakeResponse> {
             "Incorrect API key provided",
         ));
     }
+    if let Some(effort) = request.body.get("reasoning_effort")
+        && !["minimal", "low", "medium", "high"].contains(&effort.as_str().unwrap_or(""))
+    {
+        return Err(error(
+            400,
+            "invalid_request_error",
+            &format!("Invalid value for 'reasoning_effort': {effort}"),
+        ));
+    }
+    let images = request.body["messages"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|m| m["content"].as_array())
+        .flatten()
+        .filter(|part| part["type"] == "image_url");
+    for part in images {
+        let url = part["image_url"]["url"].as_str().unwrap_or("");
+        if !(url.starts_with("https://")
+            || url.starts_with("http://")
+            || url.starts_with("data:image/"))
+        {
+            return Err(error(
+                400,
+                "invalid_request_error",
+                &format!("Invalid image_url: {}", part["image_url"]),
+            ));
+        }
+    }
     let format = &request.body["response_format"]["json_schema"];
     if format["strict"] == json!(true) {
         let problems = strict_violations(&format["schema"]);
