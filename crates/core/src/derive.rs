@@ -5,9 +5,10 @@
 //! `agent:started` of the agents it activates, and ends every turn with `workflow:completed`.
 //! So a session whose last event is `workflow:completed` has nothing unfinished, and one whose
 //! last event is anything else was cut off mid-turn (or is running elsewhere). For a cut-off
-//! turn, the tail is folded again from the turn's start (a snapshot the runtime saved at a turn
-//! boundary) and every folded event's expected consequences are matched against what was
-//! recorded after it:
+//! turn, the tail is folded again from the latest snapshot at or before the turn's start (the
+//! runtime saves one at a turn's end; the ones it saves in the middle of a long turn are passed
+//! over when they lie inside the cut-off turn) and every folded event's expected consequences
+//! are matched against what was recorded after it:
 //!
 //! - events its handler emits, and the `agent:started` of the agents it activates, caused by
 //!   it, in order: one that is missing was never recorded and is derived again (handlers are
@@ -33,11 +34,7 @@ use crate::error::Error;
 use crate::event::{Envelope, Event, EventId, SessionId};
 use crate::fold::{Applied, Fold};
 use crate::status::SessionStatus;
-use crate::store::StoreError;
-
-/// How many snapshots a resume looks through for one saved at a turn boundary before it folds
-/// the session from its start.
-const BOUNDARY_SEARCH: usize = 16;
+use crate::store::{StoreError, json_len};
 
 /// How deep a chain of forks may be before deriving gives up (also stops a cycle, which only a
 /// corrupt store holds).
@@ -51,6 +48,8 @@ pub(crate) struct Derived<S> {
     pub(crate) len: u64,
     /// The position of the snapshot the derivation started from (0 for none).
     pub(crate) snapshot_at: u64,
+    /// The size of that snapshot's JSON in bytes (none when it started from position 0).
+    pub(crate) snapshot_bytes: Option<u64>,
     /// What the session is doing, from its last event.
     pub(crate) status: SessionStatus,
     /// `input:requested` events not answered yet.
@@ -131,36 +130,83 @@ pub(crate) async fn derive<S: WorkflowState>(
             workflow: wf.name.clone(),
         });
     }
-    // A cut-off turn is derived from a snapshot saved at a turn's end, so the tail holds the
-    // whole turn; the stream starts one event early, where that `workflow:completed` must be.
-    let need_boundary = info.status.is_running();
-    let mut at_most = info.count;
-    for _ in 0..BOUNDARY_SEARCH {
-        let (state, base) = match latest_snapshot(wf, session, at_most).await? {
-            Some(found) => found,
-            None => (session_base(wf, session, 0).await?, 0),
-        };
-        match derive_from(wf, session, &info, state, base, need_boundary).await? {
-            Some(derived) => return Ok(derived),
-            None => at_most = base - 1,
-        }
-    }
-    let state = session_base(wf, session, 0).await?;
-    derive_from(wf, session, &info, state, 0, need_boundary)
-        .await?
-        .ok_or_else(|| Error::SessionNotFound(session.clone()))
+    let start = derivation_start(wf, session, info.count, info.status.is_running()).await?;
+    let (state, base, bytes) = match start {
+        Some((state, base, bytes)) => (state, base, Some(bytes)),
+        None => (session_base(wf, session, 0).await?, 0, None),
+    };
+    derive_from(wf, session, &info, state, base, bytes).await
 }
 
-/// Derives the session from `state` at position `base`, streaming the events after it.
-/// `None` when `need_boundary` and the event before `base` is not a turn's end.
+/// The snapshot a derivation of a session of `len` events starts from: the latest one (after
+/// position 0) that decodes into the workflow's state, with its position and the size of its
+/// JSON. For a session cut off mid-turn (`cut_off`), the latest at or before the cut-off turn's
+/// start, so the tail holds the whole turn: a snapshot qualifies when a `workflow:completed` is
+/// recorded at or after the event just before it. Each snapshot passed over narrows the range
+/// still to search, so the events of the cut-off turn are read at most once here.
+async fn derivation_start<S: WorkflowState>(
+    wf: &Inner<S>,
+    session: &SessionId,
+    len: u64,
+    cut_off: bool,
+) -> Result<Option<(S, u64, u64)>, Error> {
+    let failed = store_error(wf, session);
+    let mut at_most = len;
+    // While the turn's start is not found: the seqs from here on hold no `workflow:completed`.
+    let mut no_turn_end_from = cut_off.then_some(len);
+    while let Some(snapshot) = wf
+        .store
+        .latest_snapshot(session, at_most)
+        .await
+        .map_err(&failed)?
+        .filter(|s| s.position > 0)
+    {
+        let position = snapshot.position;
+        at_most = position - 1;
+        if let Some(end) = no_turn_end_from {
+            if !turn_end_within(wf, session, position - 1..end).await? {
+                no_turn_end_from = Some(position - 1);
+                continue;
+            }
+            no_turn_end_from = None;
+        }
+        let bytes = json_len(&snapshot.state);
+        match serde_json::from_value::<S>(snapshot.state) {
+            Ok(state) => return Ok(Some((state, position, bytes))),
+            Err(err) => {
+                tracing::warn!(%session, position, error = %err, "a snapshot no longer decodes into the workflow's state; looking for an earlier one");
+            }
+        }
+    }
+    Ok(None)
+}
+
+/// Whether a `workflow:completed` is recorded at a seq in `range`.
+async fn turn_end_within<S: WorkflowState>(
+    wf: &Inner<S>,
+    session: &SessionId,
+    range: std::ops::Range<u64>,
+) -> Result<bool, Error> {
+    let failed = store_error(wf, session);
+    let mut events = wf.store.stream_events(session, range);
+    while let Some(recorded) = events.next().await {
+        if recorded.map_err(&failed)?.event.name == WorkflowCompleted::NAME {
+            return Ok(true);
+        }
+    }
+    Ok(false)
+}
+
+/// Derives the session from `state` at position `base` (a snapshot of `bytes` bytes, none for
+/// position 0), streaming the events after it.
 async fn derive_from<S: WorkflowState>(
     wf: &Inner<S>,
     session: &SessionId,
     info: &crate::SessionInfo,
     state: S,
     base: u64,
-    need_boundary: bool,
-) -> Result<Option<Derived<S>>, Error> {
+    bytes: Option<u64>,
+) -> Result<Derived<S>, Error> {
     let failed = store_error(wf, session);
     let mut tail = Tail::new(wf, session, state, base);
     let mut events = wf
@@ -170,16 +216,13 @@ async fn derive_from<S: WorkflowState>(
     while let Some(recorded) = events.next().await {
         let recorded = recorded.map_err(&failed)?;
         if recorded.seq < base {
-            if need_boundary && recorded.event.name != WorkflowCompleted::NAME {
-                return Ok(None);
-            }
             tail.look_back(&recorded.event);
             continue;
         }
         len = recorded.seq + 1;
         tail.absorb(recorded.seq, recorded.event)?;
     }
-    Ok(Some(tail.finish(len, base, info.status)))
+    Ok(tail.finish(len, base, bytes, info.status))
 }
 
 /// The latest snapshot at or before `at_most` (and after position 0) that decodes into the
@@ -642,7 +685,13 @@ impl<'w, S: WorkflowState> Tail<'w, S> {
         }
     }
 
-    fn finish(self, len: u64, snapshot_at: u64, listed: SessionStatus) -> Derived<S> {
+    fn finish(
+        self,
+        len: u64,
+        snapshot_at: u64,
+        snapshot_bytes: Option<u64>,
+        listed: SessionStatus,
+    ) -> Derived<S> {
         let status = self.last_status.unwrap_or(listed);
         let mut unrecorded = Vec::new();
         let mut open_calls = Vec::new();
@@ -675,6 +724,7 @@ impl<'w, S: WorkflowState> Tail<'w, S> {
             state: self.fold.into_state(),
             len,
             snapshot_at,
+            snapshot_bytes,
             status,
             open_requests: self.open_requests,
             unrecorded,
