@@ -130,30 +130,41 @@ pub(crate) async fn derive<S: WorkflowState>(
             workflow: wf.name.clone(),
         });
     }
-    let start = derivation_start(wf, session, info.count, info.status.is_running()).await?;
-    let (state, base, bytes) = match start {
-        Some((state, base, bytes)) => (state, base, Some(bytes)),
-        None => (session_base(wf, session, 0).await?, 0, None),
-    };
-    derive_from(wf, session, &info, state, base, bytes).await
+    // A cut-off turn is derived from a snapshot at or before the turn's start, so the tail holds
+    // the whole turn. Most often the latest snapshot is at a turn's end: `derive_at_turn_end`
+    // checks the event before it as it streams. One saved inside a turn does too if that turn
+    // ended (a `workflow:completed` is recorded after it); those inside the cut-off turn are
+    // passed over, and each one passed over narrows the range still to search, so the events
+    // of the cut-off turn are scanned at most once.
+    let mut at_most = info.count;
+    let mut no_turn_end_from = info.status.is_running().then_some(info.count);
+    while let Some((state, base, bytes)) = snapshot_for_derive(wf, session, at_most).await? {
+        at_most = base - 1;
+        let Some(end) = no_turn_end_from else {
+            return derive_from(wf, session, &info, state, base, Some(bytes)).await;
+        };
+        let state = match derive_at_turn_end(wf, session, &info, state, base, bytes).await? {
+            Ok(derived) => return Ok(derived),
+            Err(state) => state,
+        };
+        if turn_end_within(wf, session, base..end).await? {
+            return derive_from(wf, session, &info, state, base, Some(bytes)).await;
+        }
+        no_turn_end_from = Some(base - 1);
+    }
+    let state = session_base(wf, session, 0).await?;
+    derive_from(wf, session, &info, state, 0, None).await
 }
 
-/// The snapshot a derivation of a session of `len` events starts from: the latest one (after
-/// position 0) that decodes into the workflow's state, with its position and the size of its
-/// JSON. For a session cut off mid-turn (`cut_off`), the latest at or before the cut-off turn's
-/// start, so the tail holds the whole turn: a snapshot qualifies when a `workflow:completed` is
-/// recorded at or after the event just before it. Each snapshot passed over narrows the range
-/// still to search, so the events of the cut-off turn are read at most once here.
-async fn derivation_start<S: WorkflowState>(
+/// The latest snapshot at or before `at_most` (and after position 0) that decodes into the
+/// workflow's state, with its position and the size of its JSON.
+async fn snapshot_for_derive<S: WorkflowState>(
     wf: &Inner<S>,
     session: &SessionId,
-    len: u64,
-    cut_off: bool,
+    at_most: u64,
 ) -> Result<Option<(S, u64, u64)>, Error> {
     let failed = store_error(wf, session);
-    let mut at_most = len;
-    // While the turn's start is not found: the seqs from here on hold no `workflow:completed`.
-    let mut no_turn_end_from = cut_off.then_some(len);
+    let mut at_most = at_most;
     while let Some(snapshot) = wf
         .store
         .latest_snapshot(session, at_most)
@@ -161,20 +172,12 @@ async fn derivation_start<S: WorkflowState>(
         .map_err(&failed)?
         .filter(|s| s.position > 0)
     {
-        let position = snapshot.position;
-        at_most = position - 1;
-        if let Some(end) = no_turn_end_from {
-            if !turn_end_within(wf, session, position - 1..end).await? {
-                no_turn_end_from = Some(position - 1);
-                continue;
-            }
-            no_turn_end_from = None;
-        }
         let bytes = json_len(&snapshot.state);
         match serde_json::from_value::<S>(snapshot.state) {
-            Ok(state) => return Ok(Some((state, position, bytes))),
+            Ok(state) => return Ok(Some((state, snapshot.position, bytes))),
             Err(err) => {
-                tracing::warn!(%session, position, error = %err, "a snapshot no longer decodes into the workflow's state; looking for an earlier one");
+                tracing::warn!(%session, position = snapshot.position, error = %err, "a snapshot no longer decodes into the workflow's state; looking for an earlier one");
+                at_most = snapshot.position - 1;
             }
         }
     }
@@ -207,6 +210,34 @@ async fn derive_from<S: WorkflowState>(
     base: u64,
     bytes: Option<u64>,
 ) -> Result<Derived<S>, Error> {
+    match derive_streamed(wf, session, info, state, base, bytes, false).await? {
+        Ok(derived) => Ok(derived),
+        Err(_) => unreachable!("only a derivation that checks for a turn's end stops early"),
+    }
+}
+
+/// [`derive_from`] a snapshot at `base` if it was saved at a turn's end; else (found out from
+/// the first event streamed) the state back, nothing derived.
+async fn derive_at_turn_end<S: WorkflowState>(
+    wf: &Inner<S>,
+    session: &SessionId,
+    info: &crate::SessionInfo,
+    state: S,
+    base: u64,
+    bytes: u64,
+) -> Result<Result<Derived<S>, S>, Error> {
+    derive_streamed(wf, session, info, state, base, Some(bytes), true).await
+}
+
+async fn derive_streamed<S: WorkflowState>(
+    wf: &Inner<S>,
+    session: &SessionId,
+    info: &crate::SessionInfo,
+    state: S,
+    base: u64,
+    bytes: Option<u64>,
+    at_turn_end: bool,
+) -> Result<Result<Derived<S>, S>, Error> {
     let failed = store_error(wf, session);
     let mut tail = Tail::new(wf, session, state, base);
     let mut events = wf
@@ -216,13 +247,16 @@ async fn derive_from<S: WorkflowState>(
     while let Some(recorded) = events.next().await {
         let recorded = recorded.map_err(&failed)?;
         if recorded.seq < base {
+            if at_turn_end && recorded.event.name != WorkflowCompleted::NAME {
+                return Ok(Err(tail.fold.into_state()));
+            }
             tail.look_back(&recorded.event);
             continue;
         }
         len = recorded.seq + 1;
         tail.absorb(recorded.seq, recorded.event)?;
     }
-    Ok(tail.finish(len, base, bytes, info.status))
+    Ok(Ok(tail.finish(len, base, bytes, info.status)))
 }
 
 /// The latest snapshot at or before `at_most` (and after position 0) that decodes into the
