@@ -17,9 +17,11 @@
 //! snapshot is long (`SNAPSHOT_TAIL` events), so the next turn folds a short tail. A long turn
 //! also saves them as it goes, spaced by the state's size: once the events it recorded since
 //! the latest snapshot reach `SNAPSHOT_SPACING` times that snapshot's JSON in bytes (and at
-//! least `MIN_SNAPSHOT_EVENTS` events). So snapshots add at most about `1 / SNAPSHOT_SPACING`
-//! to the store, and a read at any position (`load_state_at` on a store opened afresh) folds at
-//! most that many snapshots' worth of events past the nearest one instead of the whole turn.
+//! least `MIN_SNAPSHOT_EVENTS` events). So snapshots add about `1 / SNAPSHOT_SPACING` of the
+//! events' bytes to the store (plus a state or two per long turn: the last one saved mid-turn
+//! and the one at its end), and a read at any position (`load_state_at` on a store opened
+//! afresh) folds at most that many snapshots' worth of events past the nearest one instead of
+//! the whole turn.
 //! While the session's snapshot size is unknown (no snapshot yet, or one the turn did not
 //! start from), the first is due after `SNAPSHOT_TAIL` events. A snapshot is taken only right
 //! after an append is durable, when the fold's state is exactly the state after the recorded
