@@ -619,6 +619,22 @@ async fn read_log(store: &impl Store, session: &SessionId) -> Log {
     Log::read(events)
 }
 
+/// Whether the store holds a snapshot saved inside the log's last turn (past its last
+/// `workflow:completed`, before its end), as a turn saves them once it is long.
+async fn snapshot_inside_turn(store: &impl Store, session: &SessionId, log: &Log) -> bool {
+    let len = log.events.len() as u64;
+    let turn_start = log
+        .events
+        .iter()
+        .rposition(|(_, e)| e.name == "workflow:completed")
+        .map_or(0, |i| i as u64 + 1);
+    store
+        .latest_snapshot(session, len.saturating_sub(1))
+        .await
+        .expect("the store reads snapshots")
+        .is_some_and(|s| s.position > turn_start)
+}
+
 // ---------------------------------------------------------------------------------------------
 // The test
 // ---------------------------------------------------------------------------------------------
@@ -681,6 +697,9 @@ struct Tracker {
     frozen: HashMap<CallKey, usize>,
     /// How many calls had succeeded at the last kill.
     succeeded: usize,
+    /// Kills after which the store held a snapshot saved inside the cut-off turn (which a
+    /// resume must pass over).
+    after_mid_turn_snapshot: u32,
 }
 
 impl Tracker {
@@ -788,6 +807,9 @@ fn crashed_run(
         let log = runtime.block_on(read_log(&store, &session));
         exists = !log.events.is_empty();
         tracker.after_kill(&log, &fake);
+        if runtime.block_on(snapshot_inside_turn(&store, &session, &log)) {
+            tracker.after_mid_turn_snapshot += 1;
+        }
     }
 
     let store = RedbStore::open(&path).expect("the store opens after the run");
@@ -960,6 +982,7 @@ fn sigkilled_sessions_resume_to_the_state_of_an_uninterrupted_run() {
 
     let dir = tempfile::tempdir().unwrap();
     let (mut kills, mut resumes, mut interrupted, mut rounds) = (0, 0, 0, 0);
+    let mut after_mid_turn_snapshot = 0;
     let mut succeeded_at_last_kill = 0;
     // A session that completes before enough kills were made is checked, and another begins.
     while kills < KILLS {
@@ -975,18 +998,24 @@ fn sigkilled_sessions_resume_to_the_state_of_an_uninterrupted_run() {
         kills += tracker.kills;
         resumes += tracker.resumes;
         interrupted += tracker.cut.len();
+        after_mid_turn_snapshot += tracker.after_mid_turn_snapshot;
         succeeded_at_last_kill = tracker.succeeded;
     }
     eprintln!(
         "crash_resume (seed {seed}): {kills} SIGKILLs, {resumes} resumes, {interrupted} calls \
-         interrupted and run again, {rounds} session(s), {succeeded_at_last_kill} of {} calls \
-         done at the last kill; reference run {reference_time:.1?}, all {:.1?}",
+         interrupted and run again, {after_mid_turn_snapshot} kills after a snapshot saved \
+         mid-turn, {rounds} session(s), {succeeded_at_last_kill} of {} calls done at the last \
+         kill; reference run {reference_time:.1?}, all {:.1?}",
         1 + 2 * TASKS,
         started.elapsed()
     );
     assert!(
         interrupted > 0,
         "no kill landed while a call was open; the test did not test resuming calls"
+    );
+    assert!(
+        after_mid_turn_snapshot > 0,
+        "no kill landed after a snapshot saved mid-turn; the test did not test resuming past one"
     );
 }
 

@@ -974,6 +974,211 @@ async fn continuing_reads_the_latest_snapshot_and_the_tail_only() {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Snapshots saved mid-turn
+
+/// The work of `n` tasks a turn, with no `until`: each input plans `n` tasks again and the turn
+/// ends when the chain of them is done, so a session can have several long turns.
+fn long_work(store: impl Store, n: usize) -> Workflow<Work> {
+    let provider = ScriptedProvider::new()
+        .fallback("planner", move |_| {
+            let tasks: Vec<String> = (0..n).map(|i| format!("task {i}")).collect();
+            Reply::output(serde_json::json!({ "tasks": tasks }))
+        })
+        .fallback("worker", |request| {
+            Reply::output(serde_json::json!({ "result": request.prompt.to_uppercase() }))
+                .text("working")
+        });
+    Workflow::builder("work")
+        .initial_state(Work::default())
+        .agent(Planner)
+        .agent(Worker)
+        .store(store)
+        .provider(provider)
+        .build()
+        .unwrap()
+}
+
+/// Every snapshot of `session`, oldest first.
+async fn all_snapshots(
+    store: &impl Store,
+    session: &SessionId,
+) -> Vec<openharness::adapter::Snapshot> {
+    let mut found = Vec::new();
+    let mut at_most = u64::MAX;
+    while let Some(snapshot) = store.latest_snapshot(session, at_most).await.unwrap() {
+        let Some(before) = snapshot.position.checked_sub(1) else {
+            found.push(snapshot);
+            break;
+        };
+        at_most = before;
+        found.push(snapshot);
+    }
+    found.reverse();
+    found
+}
+
+fn json_bytes(value: &impl serde::Serialize) -> u64 {
+    serde_json::to_vec(value).unwrap().len() as u64
+}
+
+#[tokio::test]
+async fn a_long_turn_saves_snapshots_as_it_goes_spaced_by_the_states_size() {
+    let store = MemoryStore::new();
+    let wf = long_work(store.clone(), 600);
+    let outcome = wf.run(RunOptions::new().input("ship")).await.unwrap();
+    assert_eq!(outcome.state.results.len(), 600);
+    let events = store.all_events(&outcome.session).await.unwrap();
+    let snapshots = all_snapshots(&store, &outcome.session).await;
+    let positions: Vec<u64> = snapshots.iter().map(|s| s.position).collect();
+    // Several mid-turn, and one at the turn's end.
+    assert!(snapshots.len() >= 4, "{positions:?} of {}", outcome.len);
+    assert_eq!(positions.last(), Some(&outcome.len));
+    let mid_turn = &positions[..positions.len() - 1];
+    assert!(mid_turn[0] >= 64, "{positions:?}");
+    for pair in mid_turn.windows(2) {
+        assert!(
+            pair[1] - pair[0] >= 64,
+            "snapshots too close: {positions:?}"
+        );
+    }
+    // Each is the state after its position's events, as a fold from 0 has it.
+    let unsnapshotted = SessionId::new();
+    let plain = cut_off(&events, &unsnapshotted).await;
+    let reference = long_work(plain, 600);
+    for snapshot in &snapshots {
+        let folded = reference
+            .load_state_at(&unsnapshotted, snapshot.position)
+            .await
+            .unwrap();
+        let saved: Work = serde_json::from_value(snapshot.state.clone()).unwrap();
+        assert_eq!(saved, folded, "snapshot at {}", snapshot.position);
+    }
+    // Spaced by the state's size: between two mid-turn snapshots lie at least eight times the
+    // first one's bytes of events, so all but the last two (the last mid-turn one and the
+    // turn's end) add at most an eighth to the events' bytes.
+    let event_bytes: u64 = events.iter().map(json_bytes).sum();
+    let snapshot_bytes: Vec<u64> = snapshots.iter().map(|s| json_bytes(&s.state)).collect();
+    let spaced: u64 = snapshot_bytes[..snapshot_bytes.len() - 2].iter().sum();
+    assert!(
+        spaced * 8 <= event_bytes * 11 / 10,
+        "snapshots {snapshot_bytes:?} against {event_bytes} bytes of events"
+    );
+    let all: u64 = snapshot_bytes.iter().sum();
+    assert!(
+        all * 4 <= event_bytes,
+        "snapshots {snapshot_bytes:?} ({all} bytes) against {event_bytes} bytes of events"
+    );
+}
+
+#[tokio::test]
+async fn a_state_read_mid_turn_starts_at_the_nearest_snapshot_and_equals_the_fold_from_0() {
+    let spy = spied(Duration::ZERO);
+    let wf = long_work(Arc::clone(&spy), 300);
+    let outcome = wf.run(RunOptions::new().input("ship")).await.unwrap();
+    let session = outcome.session.clone();
+    let snapshots = all_snapshots(spy.inner(), &session).await;
+    let mid_turn: Vec<u64> = snapshots
+        .iter()
+        .map(|s| s.position)
+        .filter(|p| *p < outcome.len)
+        .collect();
+    assert!(mid_turn.len() >= 2, "{mid_turn:?}");
+    let events = spy.inner().all_events(&session).await.unwrap();
+    let unsnapshotted = SessionId::new();
+    let reference = long_work(cut_off(&events, &unsnapshotted).await, 300);
+    let mut positions: Vec<u64> = (0..=outcome.len).step_by(37).collect();
+    for p in &mid_turn {
+        positions.extend([p - 1, *p, p + 1]);
+    }
+    for &p in &positions {
+        spy.observer().reads.lock().unwrap().clear();
+        let read = wf.load_state_at(&session, p).await.unwrap();
+        let folded = reference.load_state_at(&unsnapshotted, p).await.unwrap();
+        assert_eq!(read, folded, "at {p}");
+        let nearest = snapshots
+            .iter()
+            .map(|s| s.position)
+            .filter(|s| *s <= p)
+            .max()
+            .unwrap_or(0);
+        let reads = spy.observer().reads.lock().unwrap().clone();
+        assert!(
+            reads.iter().all(|r| r.start >= nearest),
+            "at {p}: read {reads:?}, before the snapshot at {nearest}"
+        );
+    }
+    // The same through the one-pass reads.
+    let many = wf.states_at(&session, &positions).await.unwrap();
+    let expected = reference
+        .states_at(&unsnapshotted, &positions)
+        .await
+        .unwrap();
+    assert_eq!(many, expected);
+    let p = mid_turn[1] + 3;
+    let view = wf.view_at(&session, p).await.unwrap();
+    assert_eq!(
+        view.state,
+        reference.load_state_at(&unsnapshotted, p).await.unwrap()
+    );
+}
+
+#[tokio::test]
+async fn a_crash_after_a_mid_turn_snapshot_resumes_to_the_same_state() {
+    // Two long turns, uninterrupted: the reference.
+    let spy = spied(Duration::ZERO);
+    let wf = long_work(Arc::clone(&spy), 200);
+    let first = wf.run(RunOptions::new().input("one")).await.unwrap();
+    let session = first.session.clone();
+    spy.observer().appended.lock().unwrap().clear();
+    let second = wf.send(&session, "two", RunOptions::new()).await.unwrap();
+    assert_eq!(second.state.results.len(), 400);
+    let full = spy.inner().all_events(&session).await.unwrap();
+    let snapshots = all_snapshots(spy.inner(), &session).await;
+    // The first turn ended with a snapshot; the second saved some as it went.
+    assert!(snapshots.iter().any(|s| s.position == first.len));
+    let in_second: Vec<u64> = snapshots
+        .iter()
+        .map(|s| s.position)
+        .filter(|p| *p > first.len && *p < second.len)
+        .collect();
+    assert!(in_second.len() >= 2, "{in_second:?}");
+    // Cut the second turn at each append boundary past its first mid-turn snapshot, keeping
+    // the snapshots saved before the cut, as a killed process leaves them.
+    let boundaries: Vec<u64> = spy
+        .observer()
+        .appended
+        .lock()
+        .unwrap()
+        .iter()
+        .copied()
+        .filter(|b| *b > in_second[0] && *b < second.len)
+        .step_by(7)
+        .collect();
+    assert!(boundaries.len() >= 3, "{boundaries:?}");
+    for cut in boundaries {
+        let store = cut_off(&full[..cut as usize], &session).await;
+        for snapshot in snapshots.iter().filter(|s| s.position <= cut) {
+            store.snapshot(&session, snapshot).await.unwrap();
+        }
+        let resumed = long_work(store.clone(), 200);
+        let report = resumed.unfinished(&session).await.unwrap();
+        assert!(report.needs_resume(), "cut at {cut}");
+        // A resume folds the cut-off turn whole: from the snapshot at its start, passing over
+        // the ones saved inside it.
+        assert_eq!(report.snapshot_at, first.len, "cut at {cut}");
+        let outcome = resumed.resume(&session, RunOptions::new()).await.unwrap();
+        assert_eq!(outcome.state, second.state, "cut at {cut}");
+        check_log(&store.all_events(&session).await.unwrap());
+        // And the session reads back the same after the resume's own snapshots.
+        let len = store.session(&session).await.unwrap().unwrap().count;
+        assert_eq!(
+            resumed.load_state_at(&session, len).await.unwrap(),
+            second.state
+        );
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
 // One writer per session
 
 /// Whether the turns in `events` never interleave: each `user:input` after the first comes

@@ -5,9 +5,10 @@
 //! `agent:started` of the agents it activates, and ends every turn with `workflow:completed`.
 //! So a session whose last event is `workflow:completed` has nothing unfinished, and one whose
 //! last event is anything else was cut off mid-turn (or is running elsewhere). For a cut-off
-//! turn, the tail is folded again from the turn's start (a snapshot the runtime saved at a turn
-//! boundary) and every folded event's expected consequences are matched against what was
-//! recorded after it:
+//! turn, the tail is folded again from the latest snapshot at or before the turn's start (the
+//! runtime saves one at a turn's end; the ones it saves in the middle of a long turn are passed
+//! over when they lie inside the cut-off turn) and every folded event's expected consequences
+//! are matched against what was recorded after it:
 //!
 //! - events its handler emits, and the `agent:started` of the agents it activates, caused by
 //!   it, in order: one that is missing was never recorded and is derived again (handlers are
@@ -33,11 +34,7 @@ use crate::error::Error;
 use crate::event::{Envelope, Event, EventId, SessionId};
 use crate::fold::{Applied, Fold};
 use crate::status::SessionStatus;
-use crate::store::StoreError;
-
-/// How many snapshots a resume looks through for one saved at a turn boundary before it folds
-/// the session from its start.
-const BOUNDARY_SEARCH: usize = 16;
+use crate::store::{StoreError, json_len};
 
 /// How deep a chain of forks may be before deriving gives up (also stops a cycle, which only a
 /// corrupt store holds).
@@ -51,6 +48,8 @@ pub(crate) struct Derived<S> {
     pub(crate) len: u64,
     /// The position of the snapshot the derivation started from (0 for none).
     pub(crate) snapshot_at: u64,
+    /// The size of that snapshot's JSON in bytes (none when it started from position 0).
+    pub(crate) snapshot_bytes: Option<u64>,
     /// What the session is doing, from its last event.
     pub(crate) status: SessionStatus,
     /// `input:requested` events not answered yet.
@@ -131,36 +130,114 @@ pub(crate) async fn derive<S: WorkflowState>(
             workflow: wf.name.clone(),
         });
     }
-    // A cut-off turn is derived from a snapshot saved at a turn's end, so the tail holds the
-    // whole turn; the stream starts one event early, where that `workflow:completed` must be.
-    let need_boundary = info.status.is_running();
+    // A cut-off turn is derived from a snapshot at or before the turn's start, so the tail holds
+    // the whole turn. Most often the latest snapshot is at a turn's end: `derive_at_turn_end`
+    // checks the event before it as it streams. One saved inside a turn does too if that turn
+    // ended (a `workflow:completed` is recorded after it); those inside the cut-off turn are
+    // passed over, and each one passed over narrows the range still to search, so the events
+    // of the cut-off turn are scanned at most once.
     let mut at_most = info.count;
-    for _ in 0..BOUNDARY_SEARCH {
-        let (state, base) = match latest_snapshot(wf, session, at_most).await? {
-            Some(found) => found,
-            None => (session_base(wf, session, 0).await?, 0),
+    let mut no_turn_end_from = info.status.is_running().then_some(info.count);
+    while let Some((state, base, bytes)) = snapshot_for_derive(wf, session, at_most).await? {
+        at_most = base - 1;
+        let Some(end) = no_turn_end_from else {
+            return derive_from(wf, session, &info, state, base, Some(bytes)).await;
         };
-        match derive_from(wf, session, &info, state, base, need_boundary).await? {
-            Some(derived) => return Ok(derived),
-            None => at_most = base - 1,
+        let state = match derive_at_turn_end(wf, session, &info, state, base, bytes).await? {
+            Ok(derived) => return Ok(derived),
+            Err(state) => state,
+        };
+        if turn_end_within(wf, session, base..end).await? {
+            return derive_from(wf, session, &info, state, base, Some(bytes)).await;
         }
+        no_turn_end_from = Some(base - 1);
     }
     let state = session_base(wf, session, 0).await?;
-    derive_from(wf, session, &info, state, 0, need_boundary)
-        .await?
-        .ok_or_else(|| Error::SessionNotFound(session.clone()))
+    derive_from(wf, session, &info, state, 0, None).await
 }
 
-/// Derives the session from `state` at position `base`, streaming the events after it.
-/// `None` when `need_boundary` and the event before `base` is not a turn's end.
+/// The latest snapshot at or before `at_most` (and after position 0) that decodes into the
+/// workflow's state, with its position and the size of its JSON.
+async fn snapshot_for_derive<S: WorkflowState>(
+    wf: &Inner<S>,
+    session: &SessionId,
+    at_most: u64,
+) -> Result<Option<(S, u64, u64)>, Error> {
+    let failed = store_error(wf, session);
+    let mut at_most = at_most;
+    while let Some(snapshot) = wf
+        .store
+        .latest_snapshot(session, at_most)
+        .await
+        .map_err(&failed)?
+        .filter(|s| s.position > 0)
+    {
+        let bytes = json_len(&snapshot.state);
+        match serde_json::from_value::<S>(snapshot.state) {
+            Ok(state) => return Ok(Some((state, snapshot.position, bytes))),
+            Err(err) => {
+                tracing::warn!(%session, position = snapshot.position, error = %err, "a snapshot no longer decodes into the workflow's state; looking for an earlier one");
+                at_most = snapshot.position - 1;
+            }
+        }
+    }
+    Ok(None)
+}
+
+/// Whether a `workflow:completed` is recorded at a seq in `range`.
+async fn turn_end_within<S: WorkflowState>(
+    wf: &Inner<S>,
+    session: &SessionId,
+    range: std::ops::Range<u64>,
+) -> Result<bool, Error> {
+    let failed = store_error(wf, session);
+    let mut events = wf.store.stream_events(session, range);
+    while let Some(recorded) = events.next().await {
+        if recorded.map_err(&failed)?.event.name == WorkflowCompleted::NAME {
+            return Ok(true);
+        }
+    }
+    Ok(false)
+}
+
+/// Derives the session from `state` at position `base` (a snapshot of `bytes` bytes, none for
+/// position 0), streaming the events after it.
 async fn derive_from<S: WorkflowState>(
     wf: &Inner<S>,
     session: &SessionId,
     info: &crate::SessionInfo,
     state: S,
     base: u64,
-    need_boundary: bool,
-) -> Result<Option<Derived<S>>, Error> {
+    bytes: Option<u64>,
+) -> Result<Derived<S>, Error> {
+    match derive_streamed(wf, session, info, state, base, bytes, false).await? {
+        Ok(derived) => Ok(derived),
+        Err(_) => unreachable!("only a derivation that checks for a turn's end stops early"),
+    }
+}
+
+/// [`derive_from`] a snapshot at `base` if it was saved at a turn's end; else (found out from
+/// the first event streamed) the state back, nothing derived.
+async fn derive_at_turn_end<S: WorkflowState>(
+    wf: &Inner<S>,
+    session: &SessionId,
+    info: &crate::SessionInfo,
+    state: S,
+    base: u64,
+    bytes: u64,
+) -> Result<Result<Derived<S>, S>, Error> {
+    derive_streamed(wf, session, info, state, base, Some(bytes), true).await
+}
+
+async fn derive_streamed<S: WorkflowState>(
+    wf: &Inner<S>,
+    session: &SessionId,
+    info: &crate::SessionInfo,
+    state: S,
+    base: u64,
+    bytes: Option<u64>,
+    at_turn_end: bool,
+) -> Result<Result<Derived<S>, S>, Error> {
     let failed = store_error(wf, session);
     let mut tail = Tail::new(wf, session, state, base);
     let mut events = wf
@@ -170,8 +247,8 @@ async fn derive_from<S: WorkflowState>(
     while let Some(recorded) = events.next().await {
         let recorded = recorded.map_err(&failed)?;
         if recorded.seq < base {
-            if need_boundary && recorded.event.name != WorkflowCompleted::NAME {
-                return Ok(None);
+            if at_turn_end && recorded.event.name != WorkflowCompleted::NAME {
+                return Ok(Err(tail.fold.into_state()));
             }
             tail.look_back(&recorded.event);
             continue;
@@ -179,7 +256,7 @@ async fn derive_from<S: WorkflowState>(
         len = recorded.seq + 1;
         tail.absorb(recorded.seq, recorded.event)?;
     }
-    Ok(Some(tail.finish(len, base, info.status)))
+    Ok(Ok(tail.finish(len, base, bytes, info.status)))
 }
 
 /// The latest snapshot at or before `at_most` (and after position 0) that decodes into the
@@ -642,7 +719,13 @@ impl<'w, S: WorkflowState> Tail<'w, S> {
         }
     }
 
-    fn finish(self, len: u64, snapshot_at: u64, listed: SessionStatus) -> Derived<S> {
+    fn finish(
+        self,
+        len: u64,
+        snapshot_at: u64,
+        snapshot_bytes: Option<u64>,
+        listed: SessionStatus,
+    ) -> Derived<S> {
         let status = self.last_status.unwrap_or(listed);
         let mut unrecorded = Vec::new();
         let mut open_calls = Vec::new();
@@ -675,6 +758,7 @@ impl<'w, S: WorkflowState> Tail<'w, S> {
             state: self.fold.into_state(),
             len,
             snapshot_at,
+            snapshot_bytes,
             status,
             open_requests: self.open_requests,
             unrecorded,

@@ -12,6 +12,21 @@
 //! The loop keeps no copy of the log: the fold's restore window (the events since its last
 //! checkpoint) and the batch not yet appended are all it holds, so a turn on a session of a
 //! million events needs no more memory than one on a short session.
+//!
+//! Snapshots: a turn saves the state at its end when the tail since the session's latest
+//! snapshot is long (`SNAPSHOT_TAIL` events), so the next turn folds a short tail. A long turn
+//! also saves them as it goes, spaced by the state's size: once the events it recorded since
+//! the latest snapshot reach `SNAPSHOT_SPACING` times that snapshot's JSON in bytes (and at
+//! least `MIN_SNAPSHOT_EVENTS` events). So snapshots add about `1 / SNAPSHOT_SPACING` of the
+//! events' bytes to the store (plus a state or two per long turn: the last one saved mid-turn
+//! and the one at its end), and a read at any position (`load_state_at` on a store opened
+//! afresh) folds at most that many snapshots' worth of events past the nearest one instead of
+//! the whole turn.
+//! While the session's snapshot size is unknown (no snapshot yet, or one the turn did not
+//! start from), the first is due after `SNAPSHOT_TAIL` events. A snapshot is taken only right
+//! after an append is durable, when the fold's state is exactly the state after the recorded
+//! events, and the state is serialized only when one is due. An event counts the JSON of its
+//! payload and name plus `ENVELOPE_BYTES`.
 
 use std::collections::{HashMap, VecDeque};
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -43,7 +58,7 @@ use crate::provider::{
 };
 use crate::renderer::Renderer;
 use crate::run::{Continuation, RunOptions, RunOutcome, StopReason};
-use crate::store::{Snapshot, StoreError};
+use crate::store::{Snapshot, StoreError, json_len};
 
 /// What an agent task sends back to the loop.
 enum AgentMessage {
@@ -74,8 +89,24 @@ const RENDERER_DRAIN_LIMIT: Duration = Duration::from_secs(10);
 const MAX_BATCH: u64 = 1024;
 
 /// A turn saves a snapshot at its end when at least this many events were recorded since the
-/// session's latest snapshot, so continuing a session folds only a short tail.
+/// session's latest snapshot (or when it saved one mid-turn), so continuing a session folds
+/// only a short tail. Also when a turn saves its first snapshot mid-turn if the size of the
+/// session's snapshots is not known yet.
 const SNAPSHOT_TAIL: u64 = 64;
+
+/// A turn saves a snapshot mid-turn once the bytes of the events it recorded since the latest
+/// snapshot reach this many times the size of that snapshot's JSON: snapshots then add at most
+/// about `1 / SNAPSHOT_SPACING` to the store, and reading a state folds at most this many
+/// snapshots' worth of events.
+const SNAPSHOT_SPACING: u64 = 8;
+
+/// The fewest events between snapshots a turn saves mid-turn, so a tiny state is not saved
+/// every few events.
+const MIN_SNAPSHOT_EVENTS: u64 = 256;
+
+/// About what an event's envelope (id, timestamp, cause, keys) adds in JSON to its payload and
+/// name: an event counts this many bytes towards the next snapshot beyond those.
+const ENVELOPE_BYTES: u64 = 160;
 
 /// How a run begins.
 pub(crate) enum Start<S> {
@@ -159,12 +190,12 @@ pub(crate) async fn run<S: WorkflowState>(
         max_cost,
     };
     let (tx, mut rx) = unbounded_channel();
-    let (initial, session, len, snapshot_at, open_requests, begin) = match start {
+    let (initial, session, len, snapshots, open_requests, begin) = match start {
         Start::Fresh => (
             wf.initial.clone(),
             session.unwrap_or_default(),
             0,
-            0,
+            Snapshots::after(0, None, 0),
             Vec::new(),
             Begin::Fresh,
         ),
@@ -180,7 +211,15 @@ pub(crate) async fn run<S: WorkflowState>(
                 queued,
                 redeliver,
             };
-            (state, session.unwrap_or_default(), 0, 0, Vec::new(), begin)
+            let snapshots = Snapshots::after(0, None, 0);
+            (
+                state,
+                session.unwrap_or_default(),
+                0,
+                snapshots,
+                Vec::new(),
+                begin,
+            )
         }
         Start::Turn(turn) => {
             let Turn {
@@ -192,6 +231,7 @@ pub(crate) async fn run<S: WorkflowState>(
                 state,
                 len,
                 snapshot_at,
+                snapshot_bytes,
                 open_requests,
                 unrecorded,
                 open_calls,
@@ -205,7 +245,8 @@ pub(crate) async fn run<S: WorkflowState>(
                     open_calls,
                 },
             };
-            (state, session, len, snapshot_at, open_requests, begin)
+            let snapshots = Snapshots::after(snapshot_at, snapshot_bytes, len);
+            (state, session, len, snapshots, open_requests, begin)
         }
     };
     let mut run = Run {
@@ -228,7 +269,7 @@ pub(crate) async fn run<S: WorkflowState>(
         cost: 0.0,
         open_requests,
         errors: 0,
-        snapshot_at,
+        snapshots,
         _guard: guard,
     };
     let result = match run.begin(begin, input, &input_fields, &limits) {
@@ -300,8 +341,8 @@ struct Run<'w, S> {
     open_requests: Vec<EventId>,
     /// `error:occurred` events this turn recorded.
     errors: u64,
-    /// The position of the session's latest snapshot.
-    snapshot_at: u64,
+    /// When the session's snapshots were saved and when the next is due.
+    snapshots: Snapshots,
     /// One writer per session: held until the run is over.
     _guard: SessionGuard,
 }
@@ -621,6 +662,7 @@ impl<S: WorkflowState> Run<'_, S> {
             for event in events {
                 self.renderers.send(event);
             }
+            self.snapshots.recorded(events);
             self.len = self.staged;
         }
         for task in std::mem::take(&mut self.launches) {
@@ -633,6 +675,11 @@ impl<S: WorkflowState> Run<'_, S> {
         }
         let keep_from = self.fold.checkpoint_position().min(self.len);
         self.window.trim(keep_from);
+        // Every folded event is recorded: the state is the state after `len` events. (A
+        // turn that is ending saves its snapshot once `workflow:completed` is recorded.)
+        if launch && self.snapshots.mid_turn_due(self.len) {
+            self.save_snapshot(true).await;
+        }
         Ok(())
     }
 
@@ -747,8 +794,8 @@ impl<S: WorkflowState> Run<'_, S> {
                 .await
                 .map_err(|err| Error::store(store.as_ref(), Some(&self.session), err));
         }
-        if result.is_ok() {
-            self.save_snapshot().await;
+        if result.is_ok() && self.snapshots.turn_end_due(self.len) {
+            self.save_snapshot(false).await;
         }
         self.renderers.finish().await;
         result?;
@@ -809,27 +856,112 @@ impl<S: WorkflowState> Run<'_, S> {
         self.flush(false).await
     }
 
-    /// Saves the state as a snapshot at the turn's end when the tail since the session's
-    /// latest snapshot is long. A snapshot is derived data: failing to save one is a warning.
-    async fn save_snapshot(&mut self) {
-        if self.len - self.snapshot_at < SNAPSHOT_TAIL {
-            return;
-        }
+    /// Saves the state as a snapshot at `len`, mid-turn or at the turn's end; only called when
+    /// every folded event is recorded, so the state is the state after `len` events. A snapshot
+    /// is derived data: failing to save one is a warning.
+    async fn save_snapshot(&mut self, mid_turn: bool) {
+        debug_assert_eq!(
+            self.fold.position(),
+            self.len,
+            "a snapshot of a state not recorded"
+        );
         let state = match serde_json::to_value(self.fold.state()) {
             Ok(state) => state,
             Err(err) => {
                 tracing::warn!(session = %self.session, error = %err, "the state does not serialize; no snapshot saved");
+                self.snapshots.off = true;
                 return;
             }
         };
+        let bytes = json_len(&state);
         let snapshot = Snapshot::new(self.len, state);
-        match self.wf.store.snapshot(&self.session, &snapshot).await {
-            Ok(()) => self.snapshot_at = self.len,
+        let saved = self.wf.store.snapshot(&self.session, &snapshot).await;
+        self.snapshots.tried(self.len, bytes);
+        match saved {
+            Ok(()) => {
+                self.snapshots.at = self.len;
+                self.snapshots.saved_mid_turn |= mid_turn;
+            }
+            Err(err) if mid_turn => {
+                tracing::warn!(session = %self.session, error = %crate::ErrorChain(&err), "could not save a snapshot mid-turn; reads of this turn fold a longer tail");
+            }
             Err(err) => {
                 tracing::warn!(session = %self.session, error = %crate::ErrorChain(&err), "could not save the turn's snapshot; the next turn folds a longer tail");
             }
         }
     }
+}
+
+/// A run's account of its session's snapshots: where the latest is, how large it is, what
+/// the run recorded since, and so when the next is due (see the module docs).
+struct Snapshots {
+    /// The position of the session's latest snapshot.
+    at: u64,
+    /// The size of the latest snapshot's JSON in bytes, once known.
+    bytes: Option<u64>,
+    /// Where the spacing counts from: the run's start or the latest snapshot this run saved
+    /// (or tried to), whichever is later.
+    since: u64,
+    /// The bytes of the events recorded since `since` (counted once `bytes` is known).
+    recorded_bytes: u64,
+    /// Whether this run saved a snapshot mid-turn.
+    saved_mid_turn: bool,
+    /// Whether mid-turn snapshots are off for this run (the state does not serialize).
+    off: bool,
+}
+
+impl Snapshots {
+    /// A run starting at `len` on a session whose latest snapshot is at `at`, of `bytes`.
+    fn after(at: u64, bytes: Option<u64>, len: u64) -> Self {
+        Self {
+            at,
+            bytes,
+            since: at.max(len),
+            recorded_bytes: 0,
+            saved_mid_turn: false,
+            off: false,
+        }
+    }
+
+    /// Counts durable events towards the next snapshot.
+    fn recorded(&mut self, events: &[Envelope]) {
+        if self.bytes.is_some() {
+            self.recorded_bytes += events.iter().map(event_bytes).sum::<u64>();
+        }
+    }
+
+    /// Whether a snapshot is due mid-turn, with `len` events recorded.
+    fn mid_turn_due(&self, len: u64) -> bool {
+        let events = len - self.since;
+        match self.bytes {
+            _ if self.off => false,
+            None => events >= SNAPSHOT_TAIL,
+            Some(bytes) => {
+                events >= MIN_SNAPSHOT_EVENTS
+                    && self.recorded_bytes >= bytes.saturating_mul(SNAPSHOT_SPACING)
+            }
+        }
+    }
+
+    /// Whether a snapshot is due at the turn's end, with `len` events recorded.
+    fn turn_end_due(&self, len: u64) -> bool {
+        len - self.at >= SNAPSHOT_TAIL || (self.saved_mid_turn && len > self.at)
+    }
+
+    /// A snapshot of `bytes` was saved (or tried) at `len`: the spacing counts from there.
+    fn tried(&mut self, len: u64, bytes: u64) {
+        self.since = len;
+        self.bytes = Some(bytes);
+        self.recorded_bytes = 0;
+    }
+}
+
+/// The bytes an event counts towards the next snapshot: its payload's and name's JSON, and
+/// [`ENVELOPE_BYTES`] for the rest of its envelope.
+fn event_bytes(event: &Envelope) -> u64 {
+    json_len(&event.payload)
+        .saturating_add(event.name.len() as u64)
+        .saturating_add(ENVELOPE_BYTES)
 }
 
 /// The events an agent message records, and what to do once they are durable.
@@ -1068,5 +1200,56 @@ impl RendererPool {
                 );
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    #[test]
+    fn the_first_snapshot_of_a_session_comes_after_the_tail_then_they_are_spaced_by_size() {
+        let mut snapshots = Snapshots::after(0, None, 0);
+        assert!(!snapshots.mid_turn_due(SNAPSHOT_TAIL - 1));
+        assert!(snapshots.mid_turn_due(SNAPSHOT_TAIL));
+        snapshots.tried(SNAPSHOT_TAIL, 1_000);
+        snapshots.at = SNAPSHOT_TAIL;
+        // Enough events but not enough bytes, then both.
+        let len = SNAPSHOT_TAIL + MIN_SNAPSHOT_EVENTS;
+        snapshots.recorded_bytes = 1_000 * SNAPSHOT_SPACING - 1;
+        assert!(!snapshots.mid_turn_due(len));
+        snapshots.recorded_bytes += 1;
+        assert!(snapshots.mid_turn_due(len));
+        // Enough bytes but too few events: a tiny state is not saved every few events.
+        assert!(!snapshots.mid_turn_due(len - 1));
+        // A turn that saved one mid-turn also saves one at its end, however short the tail.
+        assert!(!snapshots.turn_end_due(SNAPSHOT_TAIL + 1));
+        snapshots.saved_mid_turn = true;
+        assert!(snapshots.turn_end_due(SNAPSHOT_TAIL + 1));
+        assert!(!snapshots.turn_end_due(SNAPSHOT_TAIL));
+    }
+
+    #[test]
+    fn a_turn_counts_only_what_it_recorded_and_knows_the_size_it_started_from() {
+        // Continuing a session whose latest snapshot is 10 events back, of 500 bytes.
+        let mut snapshots = Snapshots::after(90, Some(500), 100);
+        assert!(!snapshots.mid_turn_due(100 + MIN_SNAPSHOT_EVENTS));
+        let event = Envelope::new("x:happened", serde_json::json!({ "n": 1 }), None);
+        let per_event = event_bytes(&event);
+        assert_eq!(per_event, 7 + 10 + ENVELOPE_BYTES);
+        let events = vec![event; usize::try_from(500 * SNAPSHOT_SPACING / per_event + 1).unwrap()];
+        snapshots.recorded(&events);
+        assert!(snapshots.mid_turn_due(100 + MIN_SNAPSHOT_EVENTS));
+        // No size known: bytes are not counted at all.
+        let mut unknown = Snapshots::after(0, None, 100);
+        unknown.recorded(&events);
+        assert_eq!(unknown.recorded_bytes, 0);
+        assert!(!unknown.mid_turn_due(100 + SNAPSHOT_TAIL - 1));
+        assert!(unknown.mid_turn_due(100 + SNAPSHOT_TAIL));
+        // A state that does not serialize turns mid-turn snapshots off.
+        unknown.off = true;
+        assert!(!unknown.mid_turn_due(u64::MAX / 2));
     }
 }

@@ -129,6 +129,26 @@ impl Snapshot {
     }
 }
 
+/// The length in bytes of `value`'s JSON encoding, counted without building it (`u64::MAX` if
+/// it does not serialize). What the runtime spaces its snapshots by.
+pub(crate) fn json_len(value: &impl Serialize) -> u64 {
+    struct Counter(u64);
+    impl std::io::Write for Counter {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0 += buf.len() as u64;
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut counter = Counter(0);
+    match serde_json::to_writer(&mut counter, value) {
+        Ok(()) => counter.0,
+        Err(_) => u64::MAX,
+    }
+}
+
 /// A failure of a [`Store`].
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -379,6 +399,17 @@ mod tests {
             cause = err.source();
         }
         out
+    }
+
+    #[test]
+    fn json_len_counts_the_bytes_serde_json_writes() {
+        let value =
+            serde_json::json!({ "text": "a \"quoted\" é", "n": [1, 2.5, null], "ok": true });
+        assert_eq!(
+            json_len(&value),
+            serde_json::to_vec(&value).unwrap().len() as u64
+        );
+        assert_eq!(json_len(&()), 4);
     }
 
     #[test]
