@@ -255,7 +255,20 @@ async fn remove(State(state): Shared, Path(id): Path<String>) -> Answer {
 /// queue), or whose last turn has not ended elsewhere. Returns the session's length, where the
 /// new turn starts.
 pub(crate) async fn check_free(state: &AppState, session: &SessionId) -> Result<u64, ApiError> {
-    let summary = state.host.session(session).await?;
+    let summary = match state.host.session(session).await {
+        // A session whose first turn this server has just started, before its first append:
+        // busy, not missing.
+        Err(openharness_host::HostError::SessionNotFound(_))
+            if running_here(state, session) && !state.options.queue_inputs =>
+        {
+            return Err(ApiError::new(
+                StatusCode::CONFLICT,
+                "session_busy",
+                format!("session {session} is busy: a turn is running on it; nothing was recorded"),
+            ));
+        }
+        found => found?,
+    };
     if !summary.hosted {
         return Err(openharness_host::HostError::Unhosted {
             session: session.clone(),
