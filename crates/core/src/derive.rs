@@ -163,25 +163,7 @@ async fn snapshot_for_derive<S: WorkflowState>(
     session: &SessionId,
     at_most: u64,
 ) -> Result<Option<(S, u64, u64)>, Error> {
-    let failed = store_error(wf, session);
-    let mut at_most = at_most;
-    while let Some(snapshot) = wf
-        .store
-        .latest_snapshot(session, at_most)
-        .await
-        .map_err(&failed)?
-        .filter(|s| s.position > 0)
-    {
-        let bytes = json_len(&snapshot.state);
-        match serde_json::from_value::<S>(snapshot.state) {
-            Ok(state) => return Ok(Some((state, snapshot.position, bytes))),
-            Err(err) => {
-                tracing::warn!(%session, position = snapshot.position, error = %err, "a snapshot no longer decodes into the workflow's state; looking for an earlier one");
-                at_most = snapshot.position - 1;
-            }
-        }
-    }
-    Ok(None)
+    decoded_snapshot(wf, session, at_most, json_len).await
 }
 
 /// Whether a `workflow:completed` is recorded at a seq in `range`.
@@ -266,6 +248,19 @@ async fn latest_snapshot<S: WorkflowState>(
     session: &SessionId,
     at_most: u64,
 ) -> Result<Option<(S, u64)>, Error> {
+    let found = decoded_snapshot(wf, session, at_most, |_| ()).await?;
+    Ok(found.map(|(state, position, ())| (state, position)))
+}
+
+/// The latest snapshot at or before `at_most` (and after position 0) that decodes into the
+/// workflow's state, with its position and what `measure` reads off its JSON before it is
+/// decoded; snapshots that no longer decode are passed over, with a warning.
+async fn decoded_snapshot<S: WorkflowState, T>(
+    wf: &Inner<S>,
+    session: &SessionId,
+    at_most: u64,
+    measure: impl Fn(&serde_json::Value) -> T,
+) -> Result<Option<(S, u64, T)>, Error> {
     let failed = store_error(wf, session);
     let mut at_most = at_most;
     while let Some(snapshot) = wf
@@ -275,8 +270,9 @@ async fn latest_snapshot<S: WorkflowState>(
         .map_err(&failed)?
         .filter(|s| s.position > 0)
     {
+        let measured = measure(&snapshot.state);
         match serde_json::from_value::<S>(snapshot.state) {
-            Ok(state) => return Ok(Some((state, snapshot.position))),
+            Ok(state) => return Ok(Some((state, snapshot.position, measured))),
             Err(err) => {
                 tracing::warn!(%session, position = snapshot.position, error = %err, "a snapshot no longer decodes into the workflow's state; looking for an earlier one");
                 at_most = snapshot.position - 1;
