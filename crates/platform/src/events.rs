@@ -3,9 +3,11 @@
 //! (`user:input`, `assistant:replied`), `step.started` / `step.generated` / `step.error`
 //! (`agent:started`, `agent:completed`, `error:occurred`), `message.delta` (`text:delta`),
 //! `tool.started` / `tool.completed` (`tool:called`, `tool:result`), `session.completed` /
-//! `session.failed` (`workflow:completed`). Its `id` is the event's id and its `sequence` the
-//! event's seq, which is also the SSE frame's `id:`, so a stream resumes from `Last-Event-ID`
-//! without losing or repeating a notification.
+//! `session.failed` (`workflow:completed`), and `step.generating` when a model response's first
+//! text streams (before that `message.delta`: see [`Projector`]). Its `id` is the event's id and
+//! its `sequence` the event's seq, which is also the SSE frame's `id:` (`seq.0` for a
+//! `step.generating`, which shares its event), so a stream resumes from `Last-Event-ID` without
+//! losing or repeating a notification.
 
 use chrono::{DateTime, Utc};
 use openharness_core::Envelope;
@@ -34,8 +36,130 @@ pub struct Notification {
     pub created_at: DateTime<Utc>,
 }
 
-/// The notification an event is, if it is one.
-pub(crate) fn notification(session: Uuid, seq: u64, event: &Envelope) -> Option<Notification> {
+/// Projects a session's log into notifications, event by event, in log order.
+///
+/// Most events are one notification or none. The first `text:delta` of a model response (one
+/// whose previous event is not a `text:delta` of the same agent and attempt) is two:
+/// `step.generating` (the model began answering; its data the delta's without the text), then
+/// its `message.delta`. Both have the delta's sequence; `step.generating`'s id is the delta's
+/// event id with its random bits complemented, so it is the same on every read.
+///
+/// A projection that starts at seq `from` above 0 must be fed the event at `from - 1` first (and
+/// drop its notifications), which is all it needs to know of what came before.
+#[derive(Debug)]
+pub(crate) struct Projector {
+    session: Uuid,
+    /// The agent and attempt the previous event streamed text for, if it was a `text:delta`.
+    streaming: Option<(String, u64)>,
+}
+
+impl Projector {
+    pub(crate) fn new(session: Uuid) -> Self {
+        Self {
+            session,
+            streaming: None,
+        }
+    }
+
+    /// The notifications `event` (at `seq`) is, in order: none, one, or two.
+    pub(crate) fn project(&mut self, seq: u64, event: &Envelope) -> Vec<Notification> {
+        let streamed = (event.name.as_ref() == "text:delta").then(|| {
+            let agent = event.payload["agentName"]
+                .as_str()
+                .or_else(|| event.payload["agent"].as_str())
+                .unwrap_or_default()
+                .to_owned();
+            (agent, event.payload["attempt"].as_u64().unwrap_or(1))
+        });
+        let began = streamed.is_some() && streamed != self.streaming;
+        self.streaming = streamed;
+        let Some(note) = notification(self.session, seq, event) else {
+            return Vec::new();
+        };
+        if !began {
+            return vec![note];
+        }
+        let mut data = note.data.clone();
+        if let Some(fields) = data.as_object_mut() {
+            fields.remove("delta");
+        }
+        let generating = Notification {
+            id: Uuid::from_u128(note.id.as_u128() ^ RANDOM_BITS),
+            kind: GENERATING.to_owned(),
+            data,
+            ..note.clone()
+        };
+        vec![generating, note]
+    }
+}
+
+/// The kind of the notification that a model began answering.
+pub(crate) const GENERATING: &str = "step.generating";
+
+/// The low 62 bits of a UUID v7, all random: complementing them keeps the version, variant and
+/// timestamp.
+const RANDOM_BITS: u128 = (1 << 62) - 1;
+
+/// The SSE `id:` of the `index`-th of `count` notifications of the event at `seq`: the
+/// sequence for the event's last one, `seq.index` for one before it (see [`Resume`]).
+pub(crate) fn frame_id(seq: u64, index: usize, count: usize) -> String {
+    if index + 1 == count {
+        seq.to_string()
+    } else {
+        format!("{seq}.{index}")
+    }
+}
+
+/// Where a reader of notifications stopped, from an SSE `Last-Event-ID` ([`frame_id`]'s form)
+/// or `?after=`: after every notification of event `seq`, or only after its first `seen`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Resume {
+    /// The event.
+    pub(crate) seq: u64,
+    /// How many of its notifications were seen, when not all of them.
+    pub(crate) seen: Option<usize>,
+}
+
+impl Resume {
+    /// After all of event `seq`'s notifications.
+    pub(crate) fn after(seq: u64) -> Self {
+        Self { seq, seen: None }
+    }
+
+    /// Reads a `Last-Event-ID`: `41` or `41.0`; `None` when it is neither.
+    pub(crate) fn parse(text: &str) -> Option<Self> {
+        let text = text.trim();
+        match text.split_once('.') {
+            None => Some(Self::after(text.parse().ok()?)),
+            Some((seq, index)) => Some(Self {
+                seq: seq.parse().ok()?,
+                seen: Some(index.parse::<usize>().ok()?.checked_add(1)?),
+            }),
+        }
+    }
+
+    /// Whether the `index`-th notification of the event at `seq` is still to be sent.
+    pub(crate) fn wants(&self, seq: u64, index: usize) -> bool {
+        match self.seen {
+            _ if seq != self.seq => seq > self.seq,
+            None => false,
+            Some(seen) => index >= seen,
+        }
+    }
+
+    /// The first seq a reader resuming here must be sent events from, and the one its
+    /// [`Projector`] must be fed from (the one before, to know what came before).
+    pub(crate) fn read_from(&self) -> u64 {
+        let first = match self.seen {
+            None => self.seq.saturating_add(1),
+            Some(_) => self.seq,
+        };
+        first.saturating_sub(1)
+    }
+}
+
+/// The notification an event is, if it is one (before [`Projector`] adds `step.generating`).
+fn notification(session: Uuid, seq: u64, event: &Envelope) -> Option<Notification> {
     let payload = &event.payload;
     let kind = match event.name.as_ref() {
         "workflow:started" => "session.started",
@@ -63,4 +187,123 @@ pub(crate) fn notification(session: Uuid, seq: u64, event: &Envelope) -> Option<
         data,
         created_at: event.timestamp,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn delta(agent: &str, attempt: u32) -> Envelope {
+        let mut payload = json!({ "agentName": agent, "delta": "x" });
+        if attempt > 1 {
+            payload["attempt"] = json!(attempt);
+        }
+        Envelope::new("text:delta", payload, None)
+    }
+
+    fn event(name: &'static str, payload: serde_json::Value) -> Envelope {
+        Envelope::new(name, payload, None)
+    }
+
+    /// The kinds a log projects to, from its first event.
+    fn kinds(log: &[Envelope]) -> Vec<String> {
+        let mut projector = Projector::new(Uuid::nil());
+        log.iter()
+            .enumerate()
+            .flat_map(|(seq, e)| projector.project(seq as u64, e))
+            .map(|n| n.kind)
+            .collect()
+    }
+
+    #[test]
+    fn each_model_response_begins_with_step_generating() {
+        let log = [
+            event("agent:started", json!({ "agentName": "a", "prompt": "p" })),
+            delta("a", 1),
+            delta("a", 1),
+            event(
+                "tool:called",
+                json!({ "toolId": "t", "toolName": "n", "input": {} }),
+            ),
+            event("tool:result", json!({ "toolId": "t", "output": 1 })),
+            delta("a", 1),
+            // A rejected output asked the model again: a new response.
+            delta("a", 2),
+            delta("a", 2),
+            // Another agent's text between them begins again too.
+            delta("b", 1),
+            delta("a", 2),
+        ];
+        assert_eq!(
+            kinds(&log),
+            [
+                "step.started",
+                "step.generating",
+                "message.delta",
+                "message.delta",
+                "tool.started",
+                "tool.completed",
+                "step.generating",
+                "message.delta",
+                "step.generating",
+                "message.delta",
+                "message.delta",
+                "step.generating",
+                "message.delta",
+                "step.generating",
+                "message.delta",
+            ]
+        );
+    }
+
+    #[test]
+    fn step_generating_is_the_same_on_every_read_and_keeps_the_delta_apart() {
+        let first = delta("a", 1);
+        let read = || Projector::new(Uuid::nil()).project(7, &first);
+        let (once, again) = (read(), read());
+        assert_eq!(once, again);
+        assert_eq!(once[0].kind, GENERATING);
+        assert_eq!((once[0].sequence, once[1].sequence), (7, 7));
+        assert_ne!(once[0].id, *first.id.as_uuid());
+        assert_eq!(once[1].id, *first.id.as_uuid());
+        // Still a v7 id of the same moment.
+        assert_eq!(once[0].id.get_version_num(), 7);
+        assert_eq!(once[0].id.get_timestamp(), once[1].id.get_timestamp());
+        assert_eq!(once[0].data, json!({ "agentName": "a" }));
+    }
+
+    #[test]
+    fn resume_points_read_and_select_exactly() {
+        assert_eq!(Resume::parse("41"), Some(Resume::after(41)));
+        assert_eq!(
+            Resume::parse(" 41.0 "),
+            Some(Resume {
+                seq: 41,
+                seen: Some(1)
+            })
+        );
+        for bad in [
+            "",
+            "x",
+            "41.",
+            ".0",
+            "41.x",
+            "-1",
+            "41.0.0",
+            "18446744073709551616",
+        ] {
+            assert_eq!(Resume::parse(bad), None, "{bad:?}");
+        }
+        let all = Resume::after(41);
+        assert!(!all.wants(41, 0) && !all.wants(41, 1) && !all.wants(3, 0));
+        assert!(all.wants(42, 0));
+        assert_eq!(all.read_from(), 41);
+        let one = Resume::parse("41.0").unwrap_or(all);
+        assert!(!one.wants(41, 0) && one.wants(41, 1) && one.wants(42, 0));
+        assert_eq!(one.read_from(), 40);
+        assert_eq!(Resume::parse("0.0").map(|r| r.read_from()), Some(0));
+        assert_eq!(frame_id(41, 0, 2), "41.0");
+        assert_eq!(frame_id(41, 1, 2), "41");
+    }
 }

@@ -21,7 +21,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use chrono::Utc;
 use openharness_core::{BoxedProvider, Envelope, SessionId, Store, StoreError};
 
-use crate::events::{Notification, notification};
+use crate::events::{Notification, Projector, Resume};
 use crate::messages::{Message, project};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
@@ -1202,14 +1202,21 @@ impl Platform {
         after: Option<u64>,
     ) -> Result<Vec<Notification>, PlatformError> {
         let log = self.log_of(agent, id).await?;
-        let from = after.map_or(0, |seq| seq.saturating_add(1));
+        let resume = after.map(Resume::after);
+        let from = resume.map_or(0, |resume| resume.read_from());
         let mut events = self.inner.store.stream_events(&log, from..u64::MAX);
+        let mut projector = Projector::new(id);
         let mut notifications = Vec::new();
         while let Some(recorded) = events.next().await {
             let recorded = recorded?;
-            if let Some(n) = notification(id, recorded.seq, &recorded.event) {
-                notifications.push(n);
-            }
+            let notes = projector.project(recorded.seq, &recorded.event);
+            notifications.extend(
+                notes
+                    .into_iter()
+                    .enumerate()
+                    .filter(|(index, _)| resume.is_none_or(|r| r.wants(recorded.seq, *index)))
+                    .map(|(_, note)| note),
+            );
         }
         Ok(notifications)
     }

@@ -15,6 +15,7 @@ use uuid::Uuid;
 
 use crate::capabilities::{capabilities, capability};
 use crate::error::PlatformError;
+use crate::events::{Notification, Projector, Resume, frame_id};
 use crate::platform::Platform;
 use crate::requests::NewModel;
 use crate::resources::{AgentStatus, Page};
@@ -190,14 +191,45 @@ impl Paging {
         Ok(self)
     }
 
-    fn page<T: serde::Serialize>(&self, items: Vec<T>) -> Answer {
+    /// The page length asked for, or the default; refuses one out of range.
+    fn limit(&self) -> Result<usize, PlatformError> {
         let limit = self.limit.unwrap_or(DEFAULT_LIMIT);
         if !(1..=MAX_LIMIT).contains(&limit) {
             return Err(PlatformError::BadRequest(format!(
                 "`limit` must be 1 to {MAX_LIMIT}, not {limit}"
             )));
         }
-        Ok(Json(Page::of(items, self.offset, limit)).into_response())
+        Ok(limit)
+    }
+
+    fn page<T: serde::Serialize>(&self, items: Vec<T>) -> Answer {
+        ok(Page::of(items, self.offset, self.limit()?))
+    }
+
+    /// [`Paging::page`] for notifications, never ending a page between two notifications of one
+    /// event (a `step.generating` and its `message.delta`): such a page holds one more than
+    /// `limit`, so a reader that goes on from its last `sequence` (`?after=`) misses nothing.
+    fn page_whole_events(&self, notes: Vec<Notification>) -> Answer {
+        let limit = self.limit()?;
+        let mut end = self.offset.saturating_add(limit).min(notes.len());
+        while end > self.offset
+            && end < notes.len()
+            && notes[end].sequence == notes[end - 1].sequence
+        {
+            end += 1;
+        }
+        let total = notes.len();
+        let data = notes
+            .into_iter()
+            .skip(self.offset)
+            .take(end.saturating_sub(self.offset))
+            .collect();
+        ok(Page {
+            data,
+            total,
+            offset: self.offset,
+            limit,
+        })
     }
 }
 
@@ -343,43 +375,55 @@ async fn session_events(
         .and_then(|v| v.to_str().ok())
         .is_some_and(|accept| accept.contains("text/event-stream"));
     if !wants_stream {
-        return paging.page(
-            s.platform
-                .notifications(agent, session, paging.after)
-                .await?,
-        );
+        let notes = s
+            .platform
+            .notifications(agent, session, paging.after)
+            .await?;
+        return paging.page_whole_events(notes);
     }
     // Resume after the last notification the client saw: `Last-Event-ID` wins over `?after=`.
-    let last_seen = match headers.get("last-event-id").map(|v| v.to_str()) {
-        Some(Ok(text)) => Some(text.trim().parse::<u64>().map_err(|_| {
-            PlatformError::BadRequest(format!("Last-Event-ID `{text}` is not a sequence"))
+    let resume = match headers.get("last-event-id").map(|v| v.to_str()) {
+        Some(Ok(text)) => Some(Resume::parse(text).ok_or_else(|| {
+            PlatformError::BadRequest(format!(
+                "Last-Event-ID `{text}` is not a sequence (such as `41`, or `41.0`)"
+            ))
         })?),
         Some(Err(_)) => {
             return Err(PlatformError::BadRequest(
                 "Last-Event-ID is not text".into(),
             ));
         }
-        None => paging.after,
+        None => paging.after.map(Resume::after),
     };
-    let from = last_seen.map_or(0, |seq| seq.saturating_add(1));
+    let from = resume.map_or(0, |resume| resume.read_from());
     let tail = s.platform.tail(agent, session, from).await?;
-    let frames = futures_util::StreamExt::filter_map(tail, move |item| async move {
-        match item {
+    let mut projector = Projector::new(session);
+    let frames = futures_util::StreamExt::flat_map(tail, move |item| {
+        let frames: Vec<_> = match item {
             Ok(recorded) => {
-                let note = crate::events::notification(session, recorded.seq, &recorded.event)?;
-                let data = serde_json::to_string(&note).ok()?;
-                Some(Ok::<_, std::convert::Infallible>(
-                    axum::response::sse::Event::default()
-                        .event(note.kind)
-                        .id(recorded.seq.to_string())
-                        .data(data),
-                ))
+                let notes = projector.project(recorded.seq, &recorded.event);
+                let count = notes.len();
+                notes
+                    .into_iter()
+                    .enumerate()
+                    .filter(|(index, _)| resume.is_none_or(|r| r.wants(recorded.seq, *index)))
+                    .filter_map(|(index, note)| {
+                        let data = serde_json::to_string(&note).ok()?;
+                        Some(Ok::<_, std::convert::Infallible>(
+                            axum::response::sse::Event::default()
+                                .event(note.kind)
+                                .id(frame_id(recorded.seq, index, count))
+                                .data(data),
+                        ))
+                    })
+                    .collect()
             }
             Err(err) => {
                 tracing::warn!(error = %err, "a platform event stream's tail failed");
-                None
+                Vec::new()
             }
-        }
+        };
+        futures_util::stream::iter(frames)
     });
     let sse = axum::response::sse::Sse::new(frames)
         .keep_alive(axum::response::sse::KeepAlive::new().interval(s.options.heartbeat));

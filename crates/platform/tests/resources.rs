@@ -1383,12 +1383,19 @@ async fn events_are_notifications_as_a_page_and_a_resumable_stream(store: Arc<dy
             "session.started",
             "message.created",
             "step.started",
+            "step.generating",
             "message.created",
             "step.generated",
             "session.completed"
         ]
     );
-    assert_eq!(kinds[3], "message.delta");
+    // The model's first text is two notifications of one event: `step.generating`, then its
+    // `message.delta`.
+    assert_eq!(kinds[3..5], ["step.generating", "message.delta"]);
+    assert_eq!(notes[3]["sequence"], notes[4]["sequence"]);
+    assert_ne!(notes[3]["id"], notes[4]["id"]);
+    assert_eq!(notes[3]["data"]["agentName"], "assistant");
+    assert!(notes[3]["data"].get("delta").is_none(), "{}", notes[3]);
     assert_eq!(notes[1]["data"], posted);
     assert_eq!(notes[1]["id"], posted["id"]);
     let reply = notes
@@ -1422,14 +1429,18 @@ async fn events_are_notifications_as_a_page_and_a_resumable_stream(store: Arc<dy
             .unwrap();
         text.push_str(std::str::from_utf8(&chunk).unwrap());
     }
-    let ids: Vec<u64> = text
+    let ids: Vec<&str> = text
         .lines()
         .filter_map(|line| line.strip_prefix("id: "))
-        .map(|id| id.parse().unwrap())
         .collect();
-    let expected: Vec<u64> = notes[2..]
+    // A frame's id is its sequence, or `sequence.0` for the `step.generating` that shares its
+    // event with the `message.delta` after it.
+    let expected: Vec<String> = notes[2..]
         .iter()
-        .map(|n| n["sequence"].as_u64().unwrap())
+        .map(|n| match n["type"].as_str() {
+            Some("step.generating") => format!("{}.0", n["sequence"]),
+            _ => n["sequence"].to_string(),
+        })
         .collect();
     assert_eq!(ids, expected, "{text}");
     let streamed: Vec<&str> = text
@@ -1437,6 +1448,57 @@ async fn events_are_notifications_as_a_page_and_a_resumable_stream(store: Arc<dy
         .filter_map(|line| line.strip_prefix("event: "))
         .collect();
     assert_eq!(streamed, kinds[2..]);
+
+    // Resuming between `step.generating` and its `message.delta` sends the delta, once.
+    let generating = notes[3]["sequence"].as_u64().unwrap();
+    let mut response = client
+        .http
+        .get(format!("http://{}{path}/events", client.addr))
+        .header("accept", "text/event-stream")
+        .header("last-event-id", format!("{generating}.0"))
+        .send()
+        .await
+        .unwrap();
+    let mut text = String::new();
+    while !text.contains("event: session.completed") {
+        let chunk = tokio::time::timeout(std::time::Duration::from_secs(10), response.chunk())
+            .await
+            .unwrap()
+            .unwrap()
+            .unwrap();
+        text.push_str(std::str::from_utf8(&chunk).unwrap());
+    }
+    let streamed: Vec<&str> = text
+        .lines()
+        .filter_map(|line| line.strip_prefix("event: "))
+        .collect();
+    assert_eq!(streamed, kinds[4..]);
+    assert!(text.contains(&format!("id: {generating}\n")), "{text}");
+
+    // A page never ends between the two: one cut there holds the delta too, so going on
+    // `?after=` its last sequence misses nothing.
+    let (_, cut) = client.get(&format!("{path}/events?limit=4")).await;
+    let cut = cut["data"].as_array().unwrap().clone();
+    assert_eq!(cut[..], notes[..5]);
+    let (_, rest) = client
+        .get(&format!("{path}/events?after={}", cut[4]["sequence"]))
+        .await;
+    assert_eq!(rest["data"].as_array().unwrap()[..], notes[5..]);
+    let (_, from_generating) = client.get(&format!("{path}/events?offset=3&limit=1")).await;
+    assert_eq!(from_generating["data"].as_array().unwrap()[..], notes[3..5]);
+    let (_, one) = client.get(&format!("{path}/events?offset=4&limit=1")).await;
+    assert_eq!(one["data"].as_array().unwrap()[..], notes[4..5]);
+    for bad in ["x", "4.x", "4.", ".0", "-1"] {
+        let answer = client
+            .http
+            .get(format!("http://{}{path}/events", client.addr))
+            .header("accept", "text/event-stream")
+            .header("last-event-id", bad)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(answer.status(), 400, "Last-Event-ID `{bad}`");
+    }
     error(
         &client
             .call(
