@@ -636,10 +636,16 @@ async fn suite() -> Fallible<Vec<Row>> {
     match std::env::var("OPENHARNESS_TEST_POSTGRES") {
         Ok(url) if !url.is_empty() => {
             let schema = format!("bench_platform_{}", std::process::id());
-            let postgres = Arc::new(Counted::new(
-                PostgresStore::connect_in_schema(&url, &schema).await?,
-            ));
-            rows.extend(store_rows("PostgreSQL", postgres, true).await?);
+            let measured = async {
+                let postgres = Arc::new(Counted::new(
+                    PostgresStore::connect_in_schema(&url, &schema).await?,
+                ));
+                store_rows("PostgreSQL", postgres, true).await
+            }
+            .await;
+            // Dropped whether the rows were measured or not, so no run leaves its schema.
+            drop_schema(&url, &schema).await?;
+            rows.extend(measured?);
         }
         _ => eprintln!(
             "OPENHARNESS_TEST_POSTGRES is not set: the PostgreSQL rows (and the 1.3× goal) are skipped"
@@ -654,6 +660,18 @@ async fn suite() -> Fallible<Vec<Row>> {
         met: None,
     });
     Ok(rows)
+}
+
+/// Drops the schema a PostgreSQL run used, with its tables.
+async fn drop_schema(url: &str, schema: &str) -> Fallible<()> {
+    let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls).await?;
+    let connection = tokio::spawn(connection);
+    let dropped = client
+        .batch_execute(&format!("DROP SCHEMA IF EXISTS \"{schema}\" CASCADE"))
+        .await;
+    drop(client);
+    let _ = connection.await;
+    Ok(dropped?)
 }
 
 /// Runs the suite and prints its table; a missed goal fails the process.
