@@ -5,7 +5,9 @@ use std::io::{BufReader, Write};
 use std::path::{Path, PathBuf};
 
 use clap::Subcommand;
-use openharness::store::{PostgresStore, RedbOptions, RedbStore, jsonl};
+use openharness::store::{
+    PostgresError, PostgresOptions, PostgresStore, RedbOptions, RedbStore, jsonl,
+};
 use openharness::{SessionId, Store, StoreError};
 
 use crate::Output;
@@ -69,9 +71,12 @@ pub enum TransferCliError {
 pub(crate) async fn open(store: &Path) -> Result<Box<dyn Store>, TransferCliError> {
     let name = store.to_string_lossy();
     let opened: Result<Box<dyn Store>, StoreError> = if is_postgres(&name) {
-        PostgresStore::connect(&name)
-            .await
-            .map(|s| Box::new(s) as Box<dyn Store>)
+        match postgres_options() {
+            Ok(options) => PostgresStore::connect_with(&name, options)
+                .await
+                .map(|s| Box::new(s) as Box<dyn Store>),
+            Err(err) => Err(err),
+        }
     } else {
         RedbStore::open_with(store, RedbOptions::default().commit_on_caller(true))
             .map(|s| Box::new(s) as Box<dyn Store>)
@@ -81,6 +86,22 @@ pub(crate) async fn open(store: &Path) -> Result<Box<dyn Store>, TransferCliErro
         store: openharness_store::redact_url(&name),
         source,
     })
+}
+
+/// The environment variable that sizes a PostgreSQL store's pool of query connections.
+pub(crate) const POSTGRES_CONNECTIONS: &str = "OPENHARNESS_POSTGRES_CONNECTIONS";
+
+/// A PostgreSQL store's options: the pool's size from [`POSTGRES_CONNECTIONS`] when it is set
+/// (an invalid one is an error, never ignored), else the default.
+fn postgres_options() -> Result<PostgresOptions, StoreError> {
+    let options = PostgresOptions::default();
+    match std::env::var(POSTGRES_CONNECTIONS) {
+        Ok(text) if !text.trim().is_empty() => match text.trim().parse::<usize>() {
+            Ok(connections) => Ok(options.connections(connections)),
+            Err(_) => Err(PostgresError::Connections(text).into()),
+        },
+        _ => Ok(options),
+    }
 }
 
 /// Whether `--store` names a PostgreSQL database rather than a redb file.

@@ -162,6 +162,29 @@ fn a_postgres_password_is_never_printed() {
 }
 
 #[test]
+fn a_bad_postgres_pool_size_is_refused_before_connecting() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = "postgres://someone:hunter2-secret@127.0.0.1:1/test";
+    for size in ["lots", "0", "257", "-3"] {
+        let output = Command::new(env!("CARGO_BIN_EXE_openharness"))
+            .args(["sessions", "--store", url])
+            .current_dir(dir.path())
+            .env_remove("OPENHARNESS_STORE")
+            .env("OPENHARNESS_POSTGRES_CONNECTIONS", size)
+            .output()
+            .unwrap();
+        assert!(!output.status.success(), "pool size {size} cannot succeed");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(
+            stderr.contains(&format!("invalid pool size `{size}`"))
+                && stderr.contains("from 1 to 256"),
+            "{size}: {stderr}"
+        );
+        assert!(!stderr.contains("hunter2"), "{stderr}");
+    }
+}
+
+#[test]
 fn the_export_of_a_fork_carries_its_ancestors_and_imports_on_its_own() {
     let dir = tempfile::tempdir().unwrap();
     stdout(&openharness(dir.path(), &["demo"]));

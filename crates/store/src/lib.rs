@@ -80,7 +80,8 @@ pub use openharness_core::{
 };
 #[cfg(feature = "postgres")]
 pub use postgres::{
-    CONNECTIONS, LISTENER_GRACE, MIGRATIONS, PostgresError, PostgresStore, redact_url,
+    CONNECTIONS, LISTENER_GRACE, MAX_CONNECTIONS, MIGRATIONS, PostgresError, PostgresOptions,
+    PostgresStore, redact_url,
 };
 pub use redb_store::{
     DEFAULT_CACHE_BYTES, RedbDurability, RedbError, RedbOptions, RedbStore, STORE_ENV,

@@ -31,7 +31,8 @@
 //!
 //! # Connections, and what happens when they drop
 //!
-//! Queries go through a pool ([`deadpool`]) of at most [`CONNECTIONS`] connections, opened as
+//! Queries go through a pool ([`deadpool`]) of at most [`CONNECTIONS`] connections (or
+//! [`PostgresOptions::connections`]), opened as
 //! needed; each prepares the store's statements once, when it opens (a statement sent as text
 //! costs an extra round trip per query). The pool hands out the connection returned last
 //! (LIFO), so a lone writer stays on one warm server process: measured on the 2-core bench
@@ -98,8 +99,57 @@ use schema::{APPEND, APPEND_ONE, APPEND_WITH_SESSION, LENGTH, SESSION_INFO, migr
 /// Reads longer than this are split across the connections.
 const PARALLEL_READ: u64 = 20_000;
 
-/// How many connections a store opens for queries at most (besides its listener).
+/// How many connections a store opens for queries at most (besides its listener), unless
+/// [`PostgresOptions::connections`] says otherwise.
 pub const CONNECTIONS: usize = 4;
+
+/// The most query connections [`PostgresOptions::connections`] takes.
+pub const MAX_CONNECTIONS: usize = 256;
+
+/// How [`PostgresStore::connect_with`] connects: the schema its tables live in and how many
+/// query connections it pools.
+///
+/// ```
+/// use openharness_store::{CONNECTIONS, PostgresOptions};
+/// let options = PostgresOptions::default();
+/// assert_eq!((options.schema.as_str(), options.connections), ("public", CONNECTIONS));
+/// let options = PostgresOptions::default().schema("tenant_a").connections(16);
+/// assert_eq!((options.schema.as_str(), options.connections), ("tenant_a", 16));
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct PostgresOptions {
+    /// The schema every table is kept in (created if needed): lowercase letters, digits and
+    /// underscores. `public` by default.
+    pub schema: String,
+    /// The most query connections the pool opens (besides the listener and the claims'
+    /// connection): [`CONNECTIONS`] by default, 1 to [`MAX_CONNECTIONS`]. More lets more
+    /// sessions' operations run at once on a busy replica; each is a server process.
+    pub connections: usize,
+}
+
+impl Default for PostgresOptions {
+    fn default() -> Self {
+        Self {
+            schema: "public".to_owned(),
+            connections: CONNECTIONS,
+        }
+    }
+}
+
+impl PostgresOptions {
+    /// Keeps the tables in `schema`.
+    pub fn schema(mut self, schema: impl Into<String>) -> Self {
+        self.schema = schema.into();
+        self
+    }
+
+    /// Pools at most `connections` query connections.
+    pub fn connections(mut self, connections: usize) -> Self {
+        self.connections = connections;
+        self
+    }
+}
 
 /// How long the listener connection may stay lost (reconnecting) before live tails end with an
 /// error.
@@ -143,6 +193,8 @@ pub struct PostgresStore {
 
 struct Inner {
     pool: Pool<Manager>,
+    /// The pool's size.
+    connections: usize,
     notifier: Notifier,
     channel: String,
     describe: String,
@@ -249,7 +301,7 @@ macro_rules! with_connection {
                 $query
             };
             match result {
-                Err(err) if broken(&err) && retries < CONNECTIONS => {
+                Err(err) if broken(&err) && retries < store.inner.connections => {
                     // Out of the pool for good: it is dead.
                     drop(Object::take(connection));
                     retries += 1;
@@ -275,6 +327,28 @@ impl PostgresStore {
     /// Connects and keeps every table in `schema` (created if needed): separate schemas are
     /// separate stores in one database, as tests use them.
     pub async fn connect_in_schema(url: &str, schema: &str) -> Result<Self, StoreError> {
+        Self::connect_with(url, PostgresOptions::default().schema(schema)).await
+    }
+
+    /// Connects with `options`: the schema to keep the tables in and the pool's size.
+    ///
+    /// ```no_run
+    /// use openharness_store::{PostgresOptions, PostgresStore};
+    /// # async fn demo() -> Result<(), openharness_core::StoreError> {
+    /// let options = PostgresOptions::default().connections(16);
+    /// let store = PostgresStore::connect_with("postgres://postgres@127.0.0.1:5432/test", options).await?;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn connect_with(url: &str, options: PostgresOptions) -> Result<Self, StoreError> {
+        let PostgresOptions {
+            schema,
+            connections,
+        } = options;
+        let schema = schema.as_str();
+        if !(1..=MAX_CONNECTIONS).contains(&connections) {
+            return Err(PostgresError::Connections(connections.to_string()).into());
+        }
         let valid = !schema.is_empty()
             && schema.len() <= 50
             && schema
@@ -326,7 +400,7 @@ impl PostgresStore {
             config: config.clone(),
             set_path: format!("SET search_path TO \"{schema}\""),
         })
-        .max_size(CONNECTIONS)
+        .max_size(connections)
         .queue_mode(QueueMode::Lifo)
         .runtime(deadpool::Runtime::Tokio1)
         .create_timeout(Some(CONNECT_TIMEOUT * 2))
@@ -373,6 +447,7 @@ impl PostgresStore {
         Ok(Self {
             inner: Arc::new(Inner {
                 pool,
+                connections,
                 notifier,
                 channel,
                 describe,
@@ -383,7 +458,7 @@ impl PostgresStore {
     }
 
     /// A query connection for one operation: the one returned last (see the module docs), a
-    /// new one if none is idle, or the first returned if all [`CONNECTIONS`] are busy.
+    /// new one if none is idle, or the first returned if all the pool's connections are busy.
     async fn connection(&self) -> Result<Object<Manager>, StoreError> {
         self.inner
             .pool
@@ -654,7 +729,7 @@ impl Store for PostgresStore {
             return self.read_range(session, range.start..end).await;
         }
         let cores = std::thread::available_parallelism().map_or(1, usize::from);
-        let parts = CONNECTIONS.min(cores).max(1) as u64;
+        let parts = self.inner.connections.min(cores).max(1) as u64;
         let size = span.div_ceil(parts);
         let mut tasks = Vec::new();
         for part in 0..parts {

@@ -13,8 +13,8 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use openharness_core::{Envelope, SessionId, Store, StoreError};
-use openharness_store::PostgresStore;
 use openharness_store::conformance::{self, Op, check_against_model};
+use openharness_store::{PostgresError, PostgresOptions, PostgresStore};
 use serde_json::json;
 
 const URL_ENV: &str = "OPENHARNESS_TEST_POSTGRES";
@@ -475,6 +475,70 @@ fn two_processes_append_and_tail_one_session() {
             .filter_map(|e| e.payload["writer"].as_str().map(str::to_owned))
             .collect();
         assert_eq!(writers.len(), 2, "both processes appended");
+    });
+}
+
+/// `PostgresOptions::connections` bounds the pool: many operations at once on a pool of one
+/// all succeed, through one query connection (and the listener's); a size out of range is
+/// refused before connecting.
+#[test]
+fn the_pool_opens_at_most_the_connections_asked_for() {
+    runtime().block_on(async {
+        let Some(url) = server("pool size").await else {
+            return;
+        };
+        for size in [0, openharness_store::MAX_CONNECTIONS + 1] {
+            let options = PostgresOptions::default()
+                .schema(schema())
+                .connections(size);
+            let err = PostgresStore::connect_with(&url, options)
+                .await
+                .err()
+                .unwrap();
+            assert!(
+                matches!(PostgresError::of(&err), Some(PostgresError::Connections(_))),
+                "{err}"
+            );
+        }
+        let schema = schema();
+        let options = PostgresOptions::default().schema(&schema).connections(1);
+        let store = PostgresStore::connect_with(&url, options).await.unwrap();
+        let sessions: Vec<SessionId> = (0..12).map(|_| SessionId::new()).collect();
+        let appends: Vec<_> = sessions
+            .iter()
+            .map(|session| {
+                let (store, session) = (store.clone(), session.clone());
+                let event = Envelope::new("test:appended", json!({ "n": 1 }), None);
+                tokio::spawn(async move { store.append(&session, &[event], 0).await })
+            })
+            .collect();
+        for appended in appends {
+            assert_eq!(appended.await.unwrap().unwrap(), 1);
+        }
+        let reads: Vec<_> = sessions
+            .iter()
+            .map(|session| {
+                let (store, session) = (store.clone(), session.clone());
+                tokio::spawn(async move { store.all_events(&session).await })
+            })
+            .collect();
+        for read in reads {
+            assert_eq!(read.await.unwrap().unwrap().len(), 1);
+        }
+        let (admin, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
+            .await
+            .unwrap();
+        tokio::spawn(connection);
+        let open: i64 = admin
+            .query_one(
+                "SELECT count(*) FROM pg_stat_activity WHERE application_name = $1",
+                &[&format!("openharness {schema}")],
+            )
+            .await
+            .unwrap()
+            .get(0);
+        // One query connection and the listener.
+        assert_eq!(open, 2);
     });
 }
 

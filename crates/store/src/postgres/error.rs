@@ -17,6 +17,9 @@ pub enum PostgresError {
     /// The schema name is not a plain lowercase identifier.
     #[error("invalid schema name {0:?}: use lowercase letters, digits and underscores")]
     Schema(String),
+    /// The pool size asked for is not a whole number from 1 to [`MAX_CONNECTIONS`](super::MAX_CONNECTIONS).
+    #[error("invalid pool size `{0}`: give a whole number of connections from 1 to {max}", max = super::MAX_CONNECTIONS)]
+    Connections(String),
     /// Connecting failed.
     #[error("cannot connect to {store}")]
     Connect {
@@ -68,7 +71,9 @@ impl PostgresError {
     /// succeed.
     pub fn is_connection_lost(&self) -> bool {
         match self {
-            PostgresError::Url(_) | PostgresError::Schema(_) => false,
+            PostgresError::Url(_) | PostgresError::Schema(_) | PostgresError::Connections(_) => {
+                false
+            }
             PostgresError::Connect { .. } | PostgresError::Unavailable { .. } => true,
             PostgresError::Query { source, .. } => broken(source),
         }
