@@ -258,7 +258,10 @@ impl Subscriber {
                 if let Some(name) = line.strip_prefix(b"event: ") {
                     self.name = String::from_utf8_lossy(name).into_owned();
                 } else if let Some(id) = line.strip_prefix(b"id: ") {
-                    let seq = std::str::from_utf8(id)?.trim().parse::<u64>()?;
+                    // The platform's `step.generating` frame's id is `seq.0` (it shares its
+                    // event with the `message.delta` after it): the seq is before the dot.
+                    let id = std::str::from_utf8(id)?.trim();
+                    let seq = id.split('.').next().unwrap_or(id).parse::<u64>()?;
                     return Ok((seq, std::mem::take(&mut self.name)));
                 }
             }

@@ -100,6 +100,9 @@ fn postgres_options() -> Result<PostgresOptions, StoreError> {
             Ok(connections) => Ok(options.connections(connections)),
             Err(_) => Err(PostgresError::Connections(text).into()),
         },
+        Err(std::env::VarError::NotUnicode(raw)) => {
+            Err(PostgresError::Connections(raw.to_string_lossy().into_owned()).into())
+        }
         _ => Ok(options),
     }
 }

@@ -21,7 +21,8 @@ use openharness_core::Event;
 /// One notification of a session.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Notification {
-    /// The id of the event it is.
+    /// The id of the event it is (for a `step.generating`, one derived from its event's id:
+    /// see [`Projector`]).
     pub id: Uuid,
     /// The event's seq in the session's log.
     pub sequence: u64,
@@ -30,7 +31,8 @@ pub struct Notification {
     pub kind: String,
     /// The session.
     pub session_id: Uuid,
-    /// The details: the message for `message.created`, the event's payload otherwise.
+    /// The details: the message for `message.created`, the event's payload otherwise (without
+    /// the text, `delta`, for a `step.generating`).
     pub data: serde_json::Value,
     /// When it was recorded.
     pub created_at: DateTime<Utc>,
@@ -128,12 +130,17 @@ impl Resume {
 
     /// Reads a `Last-Event-ID`: `41` or `41.0`; `None` when it is neither.
     pub(crate) fn parse(text: &str) -> Option<Self> {
+        /// Digits only: Rust's integer parsing would also take a leading `+`.
+        fn number<N: std::str::FromStr>(digits: &str) -> Option<N> {
+            let all_digits = !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit());
+            all_digits.then(|| digits.parse().ok()).flatten()
+        }
         let text = text.trim();
         match text.split_once('.') {
-            None => Some(Self::after(text.parse().ok()?)),
+            None => Some(Self::after(number(text)?)),
             Some((seq, index)) => Some(Self {
-                seq: seq.parse().ok()?,
-                seen: Some(index.parse::<usize>().ok()?.checked_add(1)?),
+                seq: number(seq)?,
+                seen: Some(number::<usize>(index)?.checked_add(1)?),
             }),
         }
     }
@@ -290,6 +297,8 @@ mod tests {
             ".0",
             "41.x",
             "-1",
+            "+41",
+            "41.+0",
             "41.0.0",
             "18446744073709551616",
         ] {

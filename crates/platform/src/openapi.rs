@@ -424,7 +424,7 @@ fn paths() -> Value {
         parameters.push(json!({
             "name": "Last-Event-ID", "in": "header", "required": false,
             "description": "with an event stream: resume after this frame id: a sequence, or `sequence.0` for a `step.generating` (wins over `after`)",
-            "schema": { "type": "string", "pattern": "^[0-9]{1,15}$" },
+            "schema": { "type": "string", "pattern": "^[0-9]{1,15}(\\.[0-9]{1,9})?$" },
         }));
         let mut op = operation(
             "A session's notifications: a JSON page, or with `Accept: text/event-stream` an SSE stream (`event:` the type, `id:` the sequence, or `sequence.0` for a `step.generating`, which shares its event with the `message.delta` after it) that goes on live; a page never ends between those two",

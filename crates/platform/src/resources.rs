@@ -220,7 +220,9 @@ pub struct Page<T> {
     pub total: usize,
     /// How many items precede this page.
     pub offset: usize,
-    /// The most items a page holds.
+    /// The most items a page holds, as asked: a page of notifications holds one more when it
+    /// would otherwise end between two notifications of one event, so go on from `offset` plus
+    /// the length of `data` (or, for notifications, `?after=` the last one's `sequence`).
     pub limit: usize,
 }
 
