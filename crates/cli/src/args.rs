@@ -69,6 +69,9 @@ pub(crate) enum Command<E: Subcommand> {
     Fork(crate::fork::ForkArgs),
     /// Read every session of the store whole and say which are damaged (exit 1 if any).
     Check,
+    /// Compact the redb store file: move its pages to the start and give the free space at its
+    /// end back (no process may have it open); prints its size before and after.
+    Compact,
     /// Serve the registered workflows' sessions over HTTP (JSON, SSE, the AI SDK chat stream)
     /// until Ctrl-C.
     Serve {

@@ -84,6 +84,14 @@ pub enum CliError {
         /// The cause.
         source: openharness::StoreError,
     },
+    /// `compact` failed (the file is open in a process, missing, or damaged).
+    #[error("could not compact the store at {path}")]
+    Compact {
+        /// The path given.
+        path: String,
+        /// The cause.
+        source: openharness::StoreError,
+    },
     /// `--provider` named a provider whose key is not set.
     #[error(
         "no API key for {provider}: set {var} (for example `export {var}=...`) and run this again"
@@ -217,6 +225,10 @@ pub(crate) async fn run<E: clap::Subcommand>(
             serve(context, addr, access, chat_workflow).await
         }
         Command::Check => check(context).await,
+        // Run before the store is opened (it needs the file to itself): see `Cli::dispatch`.
+        Command::Compact => Err(CliError::Usage(
+            "compact runs on a store no process has open".into(),
+        )),
         Command::Platform(command) => crate::platform::run(command, context).await,
         Command::Transfer(command) => {
             Ok(crate::transfer::run(command, context.store_path(), context.out()).await?)

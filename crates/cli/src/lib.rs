@@ -1,6 +1,6 @@
 //! The `openharness` command as a library: [`Cli`] gives your own binary every command —
 //! `sessions`, `events`, `tape` (the interactive debugger, or `--at N`), `fork`, `send`,
-//! `respond`, `resume`, `export`, `import` — for the workflows you register.
+//! `respond`, `resume`, `export`, `import`, `check`, `compact` — for the workflows you register.
 //!
 //! ```no_run
 //! use std::process::ExitCode;
@@ -99,6 +99,7 @@
 
 mod args;
 mod commands;
+mod compact;
 mod debugger;
 mod fork;
 mod output;
@@ -429,6 +430,9 @@ impl<E: Subcommand + Send + 'static> Cli<E> {
         let args::Args { store, command } = args;
         if let args::Command::Transfer(command) = command {
             return Ok(transfer::run(command, &store, out).await?);
+        }
+        if let args::Command::Compact = command {
+            return compact::run(&store, out).await;
         }
         // A command that reads recorded sessions never creates a store (a typo in --store
         // would leave an empty file behind): with none there, it says so.

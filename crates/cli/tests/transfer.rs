@@ -326,3 +326,60 @@ fn every_command_records_to_and_reads_from_postgresql_when_store_is_a_connection
     let local: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
     assert!(local.is_empty(), "{local:?}");
 }
+
+#[test]
+fn compact_keeps_every_session_and_refuses_what_it_cannot_compact() {
+    let dir = tempfile::tempdir().unwrap();
+    stdout(&openharness(dir.path(), &["demo"]));
+    stdout(&openharness(dir.path(), &["demo", "chat"]));
+    let sessions = stdout(&openharness(dir.path(), &["sessions", "--json"]));
+    let listed: serde_json::Value = serde_json::from_str(&sessions).unwrap();
+    let first = listed[0]["id"].as_str().unwrap().to_owned();
+    let events = stdout(&openharness(dir.path(), &["events", &first, "--json"]));
+
+    let said = stdout(&openharness(dir.path(), &["compact"]));
+    assert!(
+        said.starts_with("Compacted .openharness/store.redb: "),
+        "{said}"
+    );
+    assert!(
+        said.contains(" MB → ") && said.contains("% smaller"),
+        "{said}"
+    );
+    assert_eq!(
+        stdout(&openharness(dir.path(), &["sessions", "--json"])),
+        sessions
+    );
+    assert_eq!(
+        stdout(&openharness(dir.path(), &["events", &first, "--json"])),
+        events
+    );
+
+    let output = openharness(dir.path(), &["compact", "--store", "typo.redb"]);
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("could not compact the store at typo.redb"),
+        "{stderr}"
+    );
+    assert!(
+        !dir.path().join("typo.redb").exists(),
+        "compact created a file"
+    );
+
+    let output = openharness(
+        dir.path(),
+        &[
+            "compact",
+            "--store",
+            "postgres://someone:hunter2@127.0.0.1:1/test",
+        ],
+    );
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("compact is for redb store files"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("hunter2"), "{stderr}");
+}

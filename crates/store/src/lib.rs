@@ -84,7 +84,7 @@ pub use postgres::{
     PostgresStore, redact_url,
 };
 pub use redb_store::{
-    DEFAULT_CACHE_BYTES, RedbDurability, RedbError, RedbOptions, RedbStore, STORE_ENV,
+    Compaction, DEFAULT_CACHE_BYTES, RedbDurability, RedbError, RedbOptions, RedbStore, STORE_ENV,
     default_store_path,
 };
 

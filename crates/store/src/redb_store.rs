@@ -25,6 +25,7 @@ use redb::{Database, ReadableTable};
 
 use crate::live::{Notifier, tail};
 
+mod compact;
 mod create;
 mod guard;
 mod index;
@@ -32,6 +33,7 @@ mod layout;
 mod staging;
 mod writer;
 
+pub use compact::Compaction;
 use guard::{Db, Health};
 use layout::{EVENT_INDEX, EVENTS, SESSIONS, SNAPSHOTS, SessionRecord};
 use writer::{Append, Writer};
@@ -473,6 +475,30 @@ impl RedbStore {
             writer,
             health,
         })
+    }
+
+    /// Compacts the store file at `path`, which no `RedbStore` may have open: moves its pages
+    /// towards the start and gives the free tail back to the file system (`openharness
+    /// compact`). Takes time in proportion to the file, so it never happens on its own.
+    ///
+    /// Fails with [`RedbError::AlreadyOpen`] while a store has the file open (in this process
+    /// or another), and with [`RedbError::Open`] when there is no file at `path` (it never
+    /// creates one).
+    ///
+    /// ```
+    /// use openharness_store::{RedbError, RedbStore};
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let path = dir.path().join("store.redb");
+    /// let store = RedbStore::open(&path)?;
+    /// let err = RedbStore::compact_file(&path).unwrap_err();
+    /// assert!(matches!(RedbError::of(&err), Some(RedbError::AlreadyOpen { .. })));
+    /// drop(store);
+    /// let compaction = RedbStore::compact_file(&path)?;
+    /// assert!(compaction.after <= compaction.before);
+    /// # Ok::<_, openharness_core::StoreError>(())
+    /// ```
+    pub fn compact_file(path: impl AsRef<Path>) -> Result<Compaction, StoreError> {
+        Ok(compact::compact_file(path.as_ref())?)
     }
 
     /// The store file.

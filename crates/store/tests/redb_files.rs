@@ -287,3 +287,72 @@ async fn a_panic_inside_redb_is_contained_and_refuses_later_writes() {
     }
     assert!(found, "no damaged page made redb panic in a read");
 }
+
+/// `compact_file` gives back the space of cleared sessions, keeps every event and snapshot of
+/// the others, refuses a file a store has open, and never creates a missing one.
+#[tokio::test]
+async fn compaction_gives_back_free_space_and_keeps_every_event() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let path = dir.path().join("store.redb");
+    let store = RedbStore::open(&path).expect("create a store");
+    let mut sessions = Vec::new();
+    for _ in 0..40 {
+        let session = SessionId::new();
+        let batch: Vec<Envelope> = (0..400).map(event).collect();
+        store.append(&session, &batch, 0).await.expect("append");
+        store
+            .snapshot(&session, &Snapshot::new(400, json!({ "n": 400 })))
+            .await
+            .expect("snapshot");
+        sessions.push(session);
+    }
+    let kept = sessions.split_off(30);
+    for session in &sessions {
+        store.clear(session).await.expect("clear");
+    }
+    let err = RedbStore::compact_file(&path).expect_err("the store has the file open");
+    assert!(
+        matches!(RedbError::of(&err), Some(RedbError::AlreadyOpen { .. })),
+        "{err}"
+    );
+    drop(store);
+
+    let before = std::fs::metadata(&path).expect("the file").len();
+    let compaction = RedbStore::compact_file(&path).expect("compact");
+    assert_eq!(compaction.before, before);
+    assert_eq!(
+        compaction.after,
+        std::fs::metadata(&path).expect("the file").len()
+    );
+    // Three quarters of the events were cleared: the file gives most of their space back.
+    assert!(
+        compaction.after * 2 < compaction.before,
+        "{} → {} bytes",
+        compaction.before,
+        compaction.after
+    );
+
+    let store = RedbStore::open(&path).expect("reopen");
+    for session in &kept {
+        let events = store.all_events(session).await.expect("read");
+        assert_eq!(events.len(), 400);
+        assert!(events.iter().zip(0..).all(|(e, n)| e.payload["n"] == n));
+        let snapshot = store
+            .latest_snapshot(session, u64::MAX)
+            .await
+            .expect("read a snapshot");
+        assert_eq!(snapshot.map(|s| s.position), Some(400));
+    }
+    for session in &sessions {
+        assert!(store.all_events(session).await.expect("read").is_empty());
+    }
+    drop(store);
+
+    let missing = dir.path().join("typo.redb");
+    let err = RedbStore::compact_file(&missing).expect_err("no file there");
+    assert!(
+        matches!(RedbError::of(&err), Some(RedbError::Open { .. })),
+        "{err}"
+    );
+    assert!(!missing.exists(), "compaction created a file");
+}

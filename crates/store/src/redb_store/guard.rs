@@ -109,6 +109,18 @@ impl Db {
         }
     }
 
+    /// The writable database itself, for work that needs it alone (compaction); `None`, the
+    /// database dropped, when it is read-only.
+    pub(super) fn into_writable(mut self) -> Option<Database> {
+        match self.inner.take() {
+            Some(Inner::Writable(db)) => Some(db),
+            other => {
+                self.inner = other;
+                None
+            }
+        }
+    }
+
     /// Begins a read transaction.
     pub(super) fn begin_read(&self) -> Result<ReadTransaction, redb::Error> {
         let begun: Result<ReadTransaction, TransactionError> = match &self.inner {
