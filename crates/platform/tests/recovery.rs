@@ -8,7 +8,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use openharness_core::{RunOptions, SessionId, Store};
+use openharness_core::{
+    Claim, Envelope, RunOptions, SessionId, SessionInfo, Snapshot, Store, StoreError, Subscription,
+};
 use openharness_platform::{
     ChatAgent, Message, NewAgent, NewMessage, NewSession, Platform, agent_chat_workflow,
 };
@@ -216,7 +218,143 @@ async fn a_running_turn_is_not_recovered_and_refuses_a_second_message(store: Arc
     assert_eq!(slow.calls(), 1);
 }
 
+/// A store on which a dead process's last append lands late: once armed, the next
+/// subscription to the session first records a `user:input` ("ghost") and its
+/// `agent:started`, as a process killed just after sending them to the database would have
+/// (the database frees its claim before it runs what was sent).
+struct LateAppend {
+    inner: Arc<dyn Store>,
+    armed: std::sync::Mutex<Option<SessionId>>,
+}
+
+#[async_trait::async_trait]
+impl Store for LateAppend {
+    fn describe(&self) -> String {
+        self.inner.describe()
+    }
+    async fn sync(&self) -> Result<(), StoreError> {
+        self.inner.sync().await
+    }
+    async fn claim(&self, session: &SessionId) -> Result<Option<Claim>, StoreError> {
+        self.inner.claim(session).await
+    }
+    async fn append(
+        &self,
+        session: &SessionId,
+        events: &[Envelope],
+        expected_seq: u64,
+    ) -> Result<u64, StoreError> {
+        self.inner.append(session, events, expected_seq).await
+    }
+    async fn events(
+        &self,
+        session: &SessionId,
+        range: std::ops::Range<u64>,
+    ) -> Result<Vec<Envelope>, StoreError> {
+        self.inner.events(session, range).await
+    }
+    async fn session(&self, session: &SessionId) -> Result<Option<SessionInfo>, StoreError> {
+        self.inner.session(session).await
+    }
+    async fn sessions(&self) -> Result<Vec<SessionInfo>, StoreError> {
+        self.inner.sessions().await
+    }
+    async fn clear(&self, session: &SessionId) -> Result<(), StoreError> {
+        self.inner.clear(session).await
+    }
+    async fn snapshot(&self, session: &SessionId, snapshot: &Snapshot) -> Result<(), StoreError> {
+        self.inner.snapshot(session, snapshot).await
+    }
+    async fn latest_snapshot(
+        &self,
+        session: &SessionId,
+        at_most: u64,
+    ) -> Result<Option<Snapshot>, StoreError> {
+        self.inner.latest_snapshot(session, at_most).await
+    }
+    async fn subscribe(&self, session: &SessionId, from: u64) -> Result<Subscription, StoreError> {
+        let armed = self.armed.lock().unwrap().take_if(|armed| armed == session);
+        if armed.is_some() {
+            let input = Envelope::new("user:input", json!({ "text": "ghost" }), None);
+            let started = Envelope::new(
+                "agent:started",
+                json!({ "agentName": "assistant", "prompt": "User: ghost" }),
+                Some(input.id),
+            );
+            self.inner.append(session, &[input, started], from).await?;
+        }
+        self.inner.subscribe(session, from).await
+    }
+}
+
+/// A `user:input` that lands in the log after the post read its length is not taken for the
+/// posted message: the post is refused (`409`, nothing acknowledged that is not recorded),
+/// the ghost's turn is resumed like any cut-off one, and the message posted again is answered.
+async fn a_dead_processs_late_input_is_not_acknowledged_as_the_posted_one(store: Arc<dyn Store>) {
+    let late = Arc::new(LateAppend {
+        inner: Arc::clone(&store),
+        armed: std::sync::Mutex::new(None),
+    });
+    let platform =
+        Platform::new(Arc::clone(&late) as Arc<dyn Store>, None).with_provider(Arc::new(echo()));
+    let agent = platform
+        .create_agent(
+            serde_json::from_value::<NewAgent>(json!({ "name": "a", "system_prompt": "Hi." }))
+                .unwrap(),
+        )
+        .await
+        .unwrap();
+    let session = platform
+        .create_session(agent.id, NewSession::default())
+        .await
+        .unwrap();
+    let (a, s) = (agent.id, session.id);
+    let log: SessionId = s.to_string().parse().unwrap();
+    platform.post_message(a, s, message("first")).await.unwrap();
+    messages_become(&platform, a, s, &["user: first", "assistant: echo: first"]).await;
+    turn_ends(&store, &log).await;
+
+    *late.armed.lock().unwrap() = Some(log.clone());
+    let refused = platform
+        .post_message(a, s, message("real"))
+        .await
+        .expect_err("the ghost's input is not the posted message");
+    assert_eq!(refused.status(), 409, "{refused}");
+
+    assert_eq!(platform.recover().await.unwrap(), vec![s]);
+    messages_become(
+        &platform,
+        a,
+        s,
+        &[
+            "user: first",
+            "assistant: echo: first",
+            "user: ghost",
+            "assistant: echo: ghost",
+        ],
+    )
+    .await;
+    turn_ends(&store, &log).await;
+    let posted = platform.post_message(a, s, message("real")).await.unwrap();
+    assert_eq!(texts(&[posted]), ["user: real"]);
+    messages_become(
+        &platform,
+        a,
+        s,
+        &[
+            "user: first",
+            "assistant: echo: first",
+            "user: ghost",
+            "assistant: echo: ghost",
+            "user: real",
+            "assistant: echo: real",
+        ],
+    )
+    .await;
+}
+
 on_every_store!(
     cut_off_turns_are_resumed_without_asking_again,
     a_running_turn_is_not_recovered_and_refuses_a_second_message,
+    a_dead_processs_late_input_is_not_acknowledged_as_the_posted_one,
 );

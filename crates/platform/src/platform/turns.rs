@@ -16,7 +16,9 @@ use std::collections::HashSet;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use openharness_core::{Claim, RunOptions, Store, StoreError, Workflow};
+use openharness_core::{
+    Claim, EventId, Pattern, Recorded, RunOptions, Store, StoreError, Workflow, renderer_fn,
+};
 use uuid::Uuid;
 
 use super::{Index, Platform, session_log};
@@ -124,6 +126,22 @@ impl Platform {
         let cut_off = info.as_ref().is_some_and(|i| i.status.is_running());
         let len = info.map_or(0, |i| i.count);
         let mut recorded = store.subscribe(&log, len).await?;
+        // The id of the `user:input` this turn records, told by a renderer (which sees only
+        // this run's events, once they are durable). The tail may first deliver another
+        // `user:input`: one a killed process had sent to the database just before it died,
+        // landing after its claim was freed. Answering with that one would acknowledge a
+        // message that is never recorded (this turn then finds the session busy).
+        let (input_recorded, mut ours) = tokio::sync::oneshot::channel::<EventId>();
+        let input_recorded = Mutex::new(Some(input_recorded));
+        let tell_input = renderer_fn(Pattern::Exact("user:input".to_owned()), move |event| {
+            let sender = input_recorded
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .take();
+            if let Some(sender) = sender {
+                let _ = sender.send(event.id);
+            }
+        });
         let session = log.clone();
         let mut turn = tokio::spawn(async move {
             let _claim = claim;
@@ -132,7 +150,10 @@ impl Platform {
                     // Its process died mid-turn: finish that turn from its log first.
                     chat.resume(&session, RunOptions::new()).await?;
                 }
-                let options = RunOptions::new().refuse_if_busy().input_fields(fields);
+                let options = RunOptions::new()
+                    .refuse_if_busy()
+                    .input_fields(fields)
+                    .renderer(tell_input);
                 if len == 0 {
                     chat.run(options.session(session).input(text)).await
                 } else {
@@ -146,13 +167,34 @@ impl Platform {
             outcome.map(|_| ())
         });
         let mut turn_over = false;
+        let mut told = false;
+        let mut our_input: Option<EventId> = None;
+        // `user:input`s the tail delivered before this turn's id was told.
+        let mut inputs: Vec<Recorded> = Vec::new();
         loop {
             tokio::select! {
-                item = recorded.next() => match item {
-                    Some(Ok(event)) => {
-                        if event.event.name == "user:input"
+                told_id = &mut ours, if !told => {
+                    told = true;
+                    // No id (the turn ended before recording its input): its outcome says why.
+                    if let Ok(input) = told_id {
+                        if let Some(event) = inputs.iter().find(|e| e.event.id == input)
                             && let Some(message) = project(id, event.seq, &event.event)
                         {
+                            return Ok(message);
+                        }
+                        our_input = Some(input);
+                    }
+                }
+                item = recorded.next() => match item {
+                    Some(Ok(event)) => {
+                        if event.event.name != "user:input" {
+                            continue;
+                        }
+                        if our_input.as_ref() != Some(&event.event.id) {
+                            inputs.push(event);
+                            continue;
+                        }
+                        if let Some(message) = project(id, event.seq, &event.event) {
                             return Ok(message);
                         }
                     }
