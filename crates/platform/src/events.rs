@@ -46,25 +46,47 @@ pub struct Notification {
 /// its `message.delta`. Both have the delta's sequence; `step.generating`'s id is the delta's
 /// event id with its random bits complemented, so it is the same on every read.
 ///
-/// A projection that starts at seq `from` above 0 must be fed the event at `from - 1` first (and
-/// drop its notifications), which is all it needs to know of what came before.
+/// A projector resuming after a reader's [`Resume`] point is fed the log from
+/// [`read_from`](Self::read_from) (the event before the first it may send, which is all it
+/// needs to know of what came before) and sends only the notifications after that point.
 #[derive(Debug)]
 pub(crate) struct Projector {
     session: Uuid,
+    /// Where the reader stopped; `None` sends everything.
+    resume: Option<Resume>,
     /// The agent and attempt the previous event streamed text for, if it was a `text:delta`.
     streaming: Option<(String, u64)>,
 }
 
 impl Projector {
-    pub(crate) fn new(session: Uuid) -> Self {
+    pub(crate) fn new(session: Uuid, resume: Option<Resume>) -> Self {
         Self {
             session,
+            resume,
             streaming: None,
         }
     }
 
-    /// The notifications `event` (at `seq`) is, in order: none, one, or two.
-    pub(crate) fn project(&mut self, seq: u64, event: &Envelope) -> Vec<Notification> {
+    /// The first seq of the log to feed [`project`](Self::project).
+    pub(crate) fn read_from(&self) -> u64 {
+        self.resume.map_or(0, |resume| resume.read_from())
+    }
+
+    /// The notifications `event` (at `seq`) is that the reader has not seen, in order, each
+    /// with its SSE frame id ([`frame_id`]).
+    pub(crate) fn project(&mut self, seq: u64, event: &Envelope) -> Vec<(String, Notification)> {
+        let notes = self.notifications(seq, event);
+        let count = notes.len();
+        notes
+            .into_iter()
+            .enumerate()
+            .filter(|(index, _)| self.resume.is_none_or(|r| r.wants(seq, *index)))
+            .map(|(index, note)| (frame_id(seq, index, count), note))
+            .collect()
+    }
+
+    /// Every notification `event` (at `seq`) is, in order: none, one, or two.
+    fn notifications(&mut self, seq: u64, event: &Envelope) -> Vec<Notification> {
         let streamed = (event.name.as_ref() == "text:delta").then(|| {
             let agent = event.payload["agentName"]
                 .as_str()
@@ -104,7 +126,7 @@ const RANDOM_BITS: u128 = (1 << 62) - 1;
 
 /// The SSE `id:` of the `index`-th of `count` notifications of the event at `seq`: the
 /// sequence for the event's last one, `seq.index` for one before it (see [`Resume`]).
-pub(crate) fn frame_id(seq: u64, index: usize, count: usize) -> String {
+fn frame_id(seq: u64, index: usize, count: usize) -> String {
     if index + 1 == count {
         seq.to_string()
     } else {
@@ -215,11 +237,11 @@ mod tests {
 
     /// The kinds a log projects to, from its first event.
     fn kinds(log: &[Envelope]) -> Vec<String> {
-        let mut projector = Projector::new(Uuid::nil());
+        let mut projector = Projector::new(Uuid::nil(), None);
         log.iter()
             .enumerate()
             .flat_map(|(seq, e)| projector.project(seq as u64, e))
-            .map(|n| n.kind)
+            .map(|(_, n)| n.kind)
             .collect()
     }
 
@@ -267,7 +289,10 @@ mod tests {
     #[test]
     fn step_generating_is_the_same_on_every_read_and_keeps_the_delta_apart() {
         let first = delta("a", 1);
-        let read = || Projector::new(Uuid::nil()).project(7, &first);
+        let read = || {
+            let notes = Projector::new(Uuid::nil(), None).project(7, &first);
+            notes.into_iter().map(|(_, n)| n).collect::<Vec<_>>()
+        };
         let (once, again) = (read(), read());
         assert_eq!(once, again);
         assert_eq!(once[0].kind, GENERATING);

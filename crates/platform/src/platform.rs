@@ -1202,21 +1202,16 @@ impl Platform {
         after: Option<u64>,
     ) -> Result<Vec<Notification>, PlatformError> {
         let log = self.log_of(agent, id).await?;
-        let resume = after.map(Resume::after);
-        let from = resume.map_or(0, |resume| resume.read_from());
-        let mut events = self.inner.store.stream_events(&log, from..u64::MAX);
-        let mut projector = Projector::new(id);
+        let mut projector = Projector::new(id, after.map(Resume::after));
+        let mut events = self
+            .inner
+            .store
+            .stream_events(&log, projector.read_from()..u64::MAX);
         let mut notifications = Vec::new();
         while let Some(recorded) = events.next().await {
             let recorded = recorded?;
             let notes = projector.project(recorded.seq, &recorded.event);
-            notifications.extend(
-                notes
-                    .into_iter()
-                    .enumerate()
-                    .filter(|(index, _)| resume.is_none_or(|r| r.wants(recorded.seq, *index)))
-                    .map(|(_, note)| note),
-            );
+            notifications.extend(notes.into_iter().map(|(_, note)| note));
         }
         Ok(notifications)
     }

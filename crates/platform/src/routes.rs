@@ -15,7 +15,7 @@ use uuid::Uuid;
 
 use crate::capabilities::{capabilities, capability};
 use crate::error::PlatformError;
-use crate::events::{Notification, Projector, Resume, frame_id};
+use crate::events::{Notification, Projector, Resume};
 use crate::platform::Platform;
 use crate::requests::NewModel;
 use crate::resources::{AgentStatus, Page};
@@ -395,29 +395,26 @@ async fn session_events(
         }
         None => paging.after.map(Resume::after),
     };
-    let from = resume.map_or(0, |resume| resume.read_from());
-    let tail = s.platform.tail(agent, session, from).await?;
-    let mut projector = Projector::new(session);
+    let mut projector = Projector::new(session, resume);
+    let tail = s
+        .platform
+        .tail(agent, session, projector.read_from())
+        .await?;
     let frames = futures_util::StreamExt::flat_map(tail, move |item| {
         let frames: Vec<_> = match item {
-            Ok(recorded) => {
-                let notes = projector.project(recorded.seq, &recorded.event);
-                let count = notes.len();
-                notes
-                    .into_iter()
-                    .enumerate()
-                    .filter(|(index, _)| resume.is_none_or(|r| r.wants(recorded.seq, *index)))
-                    .filter_map(|(index, note)| {
-                        let data = serde_json::to_string(&note).ok()?;
-                        Some(Ok::<_, std::convert::Infallible>(
-                            axum::response::sse::Event::default()
-                                .event(note.kind)
-                                .id(frame_id(recorded.seq, index, count))
-                                .data(data),
-                        ))
-                    })
-                    .collect()
-            }
+            Ok(recorded) => projector
+                .project(recorded.seq, &recorded.event)
+                .into_iter()
+                .filter_map(|(id, note)| {
+                    let data = serde_json::to_string(&note).ok()?;
+                    Some(Ok::<_, std::convert::Infallible>(
+                        axum::response::sse::Event::default()
+                            .event(note.kind)
+                            .id(id)
+                            .data(data),
+                    ))
+                })
+                .collect(),
             Err(err) => {
                 tracing::warn!(error = %err, "a platform event stream's tail failed");
                 Vec::new()

@@ -109,14 +109,12 @@ async fn cut_off_turn(store: &Arc<dyn Store>, log: &SessionId, text: &str) {
     panic!("the model call never started");
 }
 
-async fn cut_off_turns_are_resumed_without_asking_again(store: Arc<dyn Store>) {
-    let scripted = echo();
-    let platform =
-        Platform::new(Arc::clone(&store), None).with_provider(Arc::new(scripted.clone()));
+/// A new agent with `system_prompt` and a session of it: their ids and the session's log.
+async fn agent_and_session(platform: &Platform, system_prompt: &str) -> (Uuid, Uuid, SessionId) {
     let agent = platform
         .create_agent(
             serde_json::from_value::<NewAgent>(
-                json!({ "name": "a", "system_prompt": "You are terse." }),
+                json!({ "name": "a", "system_prompt": system_prompt }),
             )
             .unwrap(),
         )
@@ -126,8 +124,15 @@ async fn cut_off_turns_are_resumed_without_asking_again(store: Arc<dyn Store>) {
         .create_session(agent.id, NewSession::default())
         .await
         .unwrap();
-    let (a, s) = (agent.id, session.id);
-    let log: SessionId = s.to_string().parse().unwrap();
+    let log = session.id.to_string().parse().unwrap();
+    (agent.id, session.id, log)
+}
+
+async fn cut_off_turns_are_resumed_without_asking_again(store: Arc<dyn Store>) {
+    let scripted = echo();
+    let platform =
+        Platform::new(Arc::clone(&store), None).with_provider(Arc::new(scripted.clone()));
+    let (a, s, log) = agent_and_session(&platform, "You are terse.").await;
 
     platform.post_message(a, s, message("first")).await.unwrap();
     messages_become(&platform, a, s, &["user: first", "assistant: echo: first"]).await;
@@ -183,38 +188,19 @@ async fn cut_off_turns_are_resumed_without_asking_again(store: Arc<dyn Store>) {
 async fn a_running_turn_is_not_recovered_and_refuses_a_second_message(store: Arc<dyn Store>) {
     let slow = echo().pace(Duration::from_millis(600));
     let platform = Platform::new(Arc::clone(&store), None).with_provider(Arc::new(slow.clone()));
-    let agent = platform
-        .create_agent(
-            serde_json::from_value::<NewAgent>(json!({ "name": "a", "system_prompt": "Hi." }))
-                .unwrap(),
-        )
-        .await
-        .unwrap();
-    let session = platform
-        .create_session(agent.id, NewSession::default())
-        .await
-        .unwrap();
-    platform
-        .post_message(agent.id, session.id, message("slow"))
-        .await
-        .unwrap();
+    let (a, s, _) = agent_and_session(&platform, "Hi.").await;
+    platform.post_message(a, s, message("slow")).await.unwrap();
     // The turn runs here: nothing to recover, and a second message is refused.
     assert_eq!(platform.recover().await.unwrap(), Vec::<Uuid>::new());
     let refused = platform
-        .post_message(agent.id, session.id, message("again"))
+        .post_message(a, s, message("again"))
         .await
         .unwrap_err();
     assert!(
         refused.to_string().contains("is running a turn"),
         "{refused}"
     );
-    messages_become(
-        &platform,
-        agent.id,
-        session.id,
-        &["user: slow", "assistant: echo: slow"],
-    )
-    .await;
+    messages_become(&platform, a, s, &["user: slow", "assistant: echo: slow"]).await;
     assert_eq!(slow.calls(), 1);
 }
 
@@ -297,19 +283,7 @@ async fn a_dead_processs_late_input_is_not_acknowledged_as_the_posted_one(store:
     });
     let platform =
         Platform::new(Arc::clone(&late) as Arc<dyn Store>, None).with_provider(Arc::new(echo()));
-    let agent = platform
-        .create_agent(
-            serde_json::from_value::<NewAgent>(json!({ "name": "a", "system_prompt": "Hi." }))
-                .unwrap(),
-        )
-        .await
-        .unwrap();
-    let session = platform
-        .create_session(agent.id, NewSession::default())
-        .await
-        .unwrap();
-    let (a, s) = (agent.id, session.id);
-    let log: SessionId = s.to_string().parse().unwrap();
+    let (a, s, log) = agent_and_session(&platform, "Hi.").await;
     platform.post_message(a, s, message("first")).await.unwrap();
     messages_become(&platform, a, s, &["user: first", "assistant: echo: first"]).await;
     turn_ends(&store, &log).await;

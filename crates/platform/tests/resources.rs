@@ -1321,6 +1321,20 @@ async fn an_azure_openai_row_answers_through_its_v1_address(store: Arc<dyn Store
     );
 }
 
+/// The SSE text of `response` up to and including its `session.completed` frame.
+async fn read_until_completed(response: &mut reqwest::Response) -> String {
+    let mut text = String::new();
+    while !text.contains("event: session.completed") {
+        let chunk = tokio::time::timeout(std::time::Duration::from_secs(10), response.chunk())
+            .await
+            .unwrap()
+            .unwrap()
+            .unwrap();
+        text.push_str(std::str::from_utf8(&chunk).unwrap());
+    }
+    text
+}
+
 async fn events_are_notifications_as_a_page_and_a_resumable_stream(store: Arc<dyn Store>) {
     use openharness_provider::{Reply, ScriptedProvider};
     let scripted = ScriptedProvider::new().fallback("assistant", |_| {
@@ -1420,15 +1434,7 @@ async fn events_are_notifications_as_a_page_and_a_resumable_stream(store: Arc<dy
     assert_eq!(response.status(), 200);
     assert_eq!(response.headers()["content-type"], "text/event-stream");
     let mut response = response;
-    let mut text = String::new();
-    while !text.contains("event: session.completed") {
-        let chunk = tokio::time::timeout(std::time::Duration::from_secs(10), response.chunk())
-            .await
-            .unwrap()
-            .unwrap()
-            .unwrap();
-        text.push_str(std::str::from_utf8(&chunk).unwrap());
-    }
+    let text = read_until_completed(&mut response).await;
     let ids: Vec<&str> = text
         .lines()
         .filter_map(|line| line.strip_prefix("id: "))
@@ -1459,15 +1465,7 @@ async fn events_are_notifications_as_a_page_and_a_resumable_stream(store: Arc<dy
         .send()
         .await
         .unwrap();
-    let mut text = String::new();
-    while !text.contains("event: session.completed") {
-        let chunk = tokio::time::timeout(std::time::Duration::from_secs(10), response.chunk())
-            .await
-            .unwrap()
-            .unwrap()
-            .unwrap();
-        text.push_str(std::str::from_utf8(&chunk).unwrap());
-    }
+    let text = read_until_completed(&mut response).await;
     let streamed: Vec<&str> = text
         .lines()
         .filter_map(|line| line.strip_prefix("event: "))
