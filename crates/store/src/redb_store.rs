@@ -451,12 +451,7 @@ impl RedbStore {
     }
 
     fn open_typed(path: &Path, options: &RedbOptions) -> Result<Self, RedbError> {
-        let opening = |message| Health::default().damaged(path, "opening".to_owned(), message);
-        // Each step contained on its own, so a panic never unwinds through the open database.
-        let db = guard::contained(|| open_db(path, options.read_only, options.cache_size))
-            .map_err(opening)??;
-        guard::contained(|| layout::prepare_file(&db, path)).map_err(opening)??;
-        let db = Arc::new(db);
+        let db = Arc::new(open_prepared(path, options.read_only, options.cache_size)?);
         let health = Arc::new(Health::default());
         let writer = db.database().is_some().then(|| {
             Arc::new(Writer::start(
@@ -567,6 +562,16 @@ impl RedbStore {
         })
         .await
     }
+}
+
+/// Opens the store file at `path` ([`open_db`]) and brings it to the store's layout, each step
+/// with a panic (redb on a damaged file) contained as [`RedbError::Damaged`].
+fn open_prepared(path: &Path, read_only: bool, cache_size: usize) -> Result<Db, RedbError> {
+    let opening = |message| Health::default().damaged(path, "opening".to_owned(), message);
+    // Each step contained on its own, so a panic never unwinds through the open database.
+    let db = guard::contained(|| open_db(path, read_only, cache_size)).map_err(opening)??;
+    guard::contained(|| layout::prepare_file(&db, path)).map_err(opening)??;
+    Ok(db)
 }
 
 /// Opens the database at `path`: writable (creating the file if needed) unless `read_only`

@@ -11,8 +11,7 @@
 use std::path::Path;
 
 use super::guard::{self, Db};
-use super::layout;
-use super::{DEFAULT_CACHE_BYTES, RedbError, open_db};
+use super::{DEFAULT_CACHE_BYTES, RedbError, open_prepared};
 
 /// What [`RedbStore::compact_file`](super::RedbStore::compact_file) did: the file's size
 /// before and after, in bytes.
@@ -36,15 +35,7 @@ pub(super) fn compact_file(path: &Path) -> Result<Compaction, RedbError> {
     };
     // Never creates a file: a missing one is a mistake (a typo in the path).
     let before = size(path)?;
-    let damaged = |operation: &str, message: String| RedbError::Damaged {
-        path: path.to_owned(),
-        operation: operation.to_owned(),
-        message,
-    };
-    let db = guard::contained(|| open_db(path, false, DEFAULT_CACHE_BYTES))
-        .map_err(|panic| damaged("opening", panic))??;
-    guard::contained(|| layout::prepare_file(&db, path))
-        .map_err(|panic| damaged("opening", panic))??;
+    let db = open_prepared(path, false, DEFAULT_CACHE_BYTES)?;
     let Some(mut database) = db.into_writable() else {
         return Err(RedbError::ReadOnly {
             path: path.to_owned(),
@@ -52,7 +43,11 @@ pub(super) fn compact_file(path: &Path) -> Result<Compaction, RedbError> {
         });
     };
     let compacted =
-        guard::contained(|| database.compact()).map_err(|panic| damaged("compacting", panic))?;
+        guard::contained(|| database.compact()).map_err(|message| RedbError::Damaged {
+            path: path.to_owned(),
+            operation: "compacting".to_owned(),
+            message,
+        })?;
     // Closed (and the panic of a damaged file contained) before the size is read again.
     drop(Db::writable(database));
     compacted.map_err(|err| RedbError::Database {
