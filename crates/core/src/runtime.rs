@@ -737,6 +737,7 @@ impl<S: WorkflowState> Run<'_, S> {
             agent: agent.spec().name.to_owned(),
             model: activation.model.clone(),
             prompt: activation.prompt.clone(),
+            reply: activation.reply.clone(),
         };
         let cause = trigger.id;
         let task = AgentTask {
