@@ -43,8 +43,10 @@ mod message;
 mod project;
 mod reply;
 mod ui;
+mod ui_stream;
 
 pub use message::{Message, Part, Role, TextState, ToolState};
 pub use project::{MessageProjection, project_messages};
 pub use reply::{ReplyDecoder, reply_text};
 pub use ui::{UiMessage, UiPart, to_ui_messages};
+pub use ui_stream::{MESSAGE_ID_FIELD, REGENERATES_FIELD, UiStream, ui_messages};

@@ -94,6 +94,8 @@ pub enum UiPart {
         /// The error, when `state` is `output-error`.
         error_text: Option<String>,
     },
+    /// `{type: "step-start"}`: the start of an agent call (a step) in an assistant message.
+    StepStart,
     /// `{type: "data-<name>", data}`: an agent's structured output is `data-output` with
     /// `data: {agent, output}`, as the chat stream's `data-output` chunk.
     Data {
@@ -136,6 +138,11 @@ impl Serialize for UiPart {
                 }
                 map.end()
             }
+            Self::StepStart => {
+                let mut map = serializer.serialize_map(Some(1))?;
+                map.serialize_entry("type", "step-start")?;
+                map.end()
+            }
             Self::Data { name, data } => {
                 let mut map = serializer.serialize_map(Some(2))?;
                 map.serialize_entry("type", &format!("data-{name}"))?;
@@ -158,7 +165,7 @@ impl schemars::JsonSchema for UiPart {
         let text_state = generator.subschema_for::<TextState>();
         let tool_state = generator.subschema_for::<ToolState>();
         schemars::json_schema!({
-            "description": "A part of an AI SDK 5 `UIMessage`: `{type: \"text\", text, state}`, `{type: \"tool-<toolName>\", toolCallId, state, input, output?, errorText?}` or `{type: \"data-<name>\", data}`.",
+            "description": "A part of an AI SDK 5 `UIMessage`: `{type: \"text\", text, state}`, `{type: \"tool-<toolName>\", toolCallId, state, input, output?, errorText?}`, `{type: \"data-<name>\", data}` or `{type: \"step-start\"}`.",
             "oneOf": [
                 {
                     "type": "object",
@@ -190,6 +197,12 @@ impl schemars::JsonSchema for UiPart {
                         "data": true,
                     },
                     "required": ["type", "data"],
+                    "additionalProperties": false,
+                },
+                {
+                    "type": "object",
+                    "properties": { "type": { "const": "step-start" } },
+                    "required": ["type"],
                     "additionalProperties": false,
                 },
             ],
