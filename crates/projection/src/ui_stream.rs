@@ -326,10 +326,7 @@ impl UiChatBuilder {
             id,
             role: Role::User,
             metadata: None,
-            parts: vec![UiPart::Text {
-                text,
-                state: TextState::Done,
-            }],
+            parts: vec![UiPart::Text { text, state: None }],
         });
     }
 
@@ -354,7 +351,7 @@ impl UiChatBuilder {
             "start-step" => parts.push(UiPart::StepStart),
             "text-start" => parts.push(UiPart::Text {
                 text: String::new(),
-                state: TextState::Streaming,
+                state: Some(TextState::Streaming),
             }),
             "text-delta" => {
                 if let Some(UiPart::Text { text, .. }) = parts
@@ -371,7 +368,7 @@ impl UiChatBuilder {
                     .rev()
                     .find(|p| matches!(p, UiPart::Text { .. }))
                 {
-                    *state = TextState::Done;
+                    *state = Some(TextState::Done);
                 }
             }
             "tool-input-start" => parts.push(UiPart::Tool {

@@ -306,7 +306,7 @@ async fn stored_ui_messages_have_the_streamed_ids_and_parts() {
     assert_eq!(messages[0]["id"], "client-1");
     assert_eq!(
         messages[0]["parts"],
-        json!([{ "type": "text", "text": "json please", "state": "done" }])
+        json!([{ "type": "text", "text": "json please" }])
     );
     assert_eq!(messages[1]["id"], start_id(&streamed));
     assert_eq!(messages[1]["role"], "assistant");

@@ -146,14 +146,14 @@ export type StopReason =
   | "waiting_for_input"
   | "nothing_unfinished";
 /**
- * A part of an AI SDK 5 `UIMessage`: `{type: "text", text, state}`, `{type: "tool-<toolName>", toolCallId, state, input, output?, errorText?}`, `{type: "data-<name>", data}` or `{type: "step-start"}`.
+ * A part of an AI SDK 5 `UIMessage`: `{type: "text", text, state?}`, `{type: "tool-<toolName>", toolCallId, state, input, output?, errorText?}`, `{type: "data-<name>", data}` or `{type: "step-start"}`.
  *
  * This interface was referenced by `Wire`'s JSON-Schema
  * via the `definition` "UiPart".
  */
 export type UiPart =
   | {
-      state: TextState;
+      state?: TextState;
       text: string;
       type: "text";
     }
