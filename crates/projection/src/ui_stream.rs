@@ -34,7 +34,8 @@ use crate::ui::{UiMessage, UiPart};
 pub const MESSAGE_ID_FIELD: &str = "messageId";
 
 /// The payload field of a `user:input` that regenerates an answer: the id of the assistant
-/// message it replaces in the chat view (the log keeps both).
+/// message it replaces in the chat view (or `true` when the client named none: the answers
+/// after the question asked again are replaced). The log keeps both.
 pub const REGENERATES_FIELD: &str = "regenerates";
 
 /// Turns a session's recorded events into UI message stream chunks, one event at a time
@@ -266,7 +267,8 @@ impl UiStream {
 /// [`UiStream`] streams (so a reloaded chat equals the streamed one, ids included): a user
 /// message per `user:input` and `input:received` (id: the payload's `messageId`, else
 /// `msg-<event id>`), an assistant message per turn. A `user:input` marked `regenerates`
-/// replaces the assistant message it names (and what followed it) in this view.
+/// asks its question again: what followed the question in this view is replaced by the new
+/// answer.
 ///
 /// ```
 /// use openharness_core::Envelope;
@@ -314,13 +316,22 @@ impl UiChatBuilder {
         let id = event.payload[MESSAGE_ID_FIELD]
             .as_str()
             .map_or_else(|| format!("msg-{}", event.id), str::to_owned);
-        if let Some(replaced) = event.payload[REGENERATES_FIELD].as_str()
-            && let Some(index) = self.messages.iter().position(|m| m.id == replaced)
-        {
-            self.messages.truncate(index);
-        }
-        if self.messages.last().is_some_and(|last| last.id == id) {
-            return; // regenerating: the question is already there
+        let regenerates = &event.payload[REGENERATES_FIELD];
+        if !regenerates.is_null() {
+            // The answers after the question being asked again leave the view (or, when the
+            // question is not in the view, the message named and what follows it).
+            let question = self.messages.iter().rposition(|m| m.id == id);
+            let named = regenerates
+                .as_str()
+                .and_then(|named| self.messages.iter().position(|m| m.id == named));
+            match (question, named) {
+                (Some(question), _) => {
+                    self.messages.truncate(question + 1);
+                    return; // the question is already there
+                }
+                (None, Some(named)) => self.messages.truncate(named),
+                (None, None) => {}
+            }
         }
         self.messages.push(UiMessage {
             id,

@@ -167,11 +167,9 @@ pub(crate) async fn post(
     if let Some(id) = newest.id.as_ref().filter(|id| !id.is_empty()) {
         fields.insert(MESSAGE_ID_FIELD.to_owned(), Value::String(id.clone()));
     }
-    if let Trigger::Regenerate(Some(replaced)) = &trigger {
-        fields.insert(
-            REGENERATES_FIELD.to_owned(),
-            Value::String(replaced.clone()),
-        );
+    if let Trigger::Regenerate(replaced) = &trigger {
+        let replaced = replaced.clone().map_or(Value::Bool(true), Value::String);
+        fields.insert(REGENERATES_FIELD.to_owned(), replaced);
     }
     let options = RunOptions::new().input_fields(fields);
     let exists = state.host.store().session(&session).await.map_err(|err| {
