@@ -510,8 +510,12 @@ async fn messages(
     match shape.as_deref() {
         None | Some("v4") => Ok(Json(state.host.messages_at(&session, at).await?).into_response()),
         Some("ui") => Ok(Json(state.host.ui_messages_at(&session, at).await?).into_response()),
+        Some("calls") => {
+            let messages = state.host.messages_at(&session, at).await?;
+            Ok(Json(openharness_projection::to_ui_messages(&messages)).into_response())
+        }
         Some(other) => Err(ApiError::bad_request(format!(
-            "shape `{other}` is not one of `v4`, `ui`"
+            "shape `{other}` is not one of `v4`, `ui`, `calls`"
         ))),
     }
 }
