@@ -5,7 +5,10 @@
 //! cumulative `message_delta`. Structured output goes through `output_config.format` with the
 //! schema transformed to Anthropic's subset ([`crate::schema::for_anthropic`]); schemas the
 //! subset cannot express (recursion, maps) fall back to the forced-tool method, which takes the
-//! original schema. An `error` event inside a 200 stream, a stream cut before `message_stop` and
+//! original schema; a request for plain text (a `String` output) sends neither, and its final
+//! text is the output. The request's system prompt goes in `system` (after the builder's),
+//! its conversation in `messages` with roles alternating (consecutive messages of one role
+//! merged), then its prompt as the last user message. An `error` event inside a 200 stream, a stream cut before `message_stop` and
 //! malformed event data all fail the request with a message that says which. A message that
 //! stops with `stop_reason: "refusal"` is [`ProviderError::Refused`] with the text it streamed.
 
@@ -107,7 +110,7 @@ impl AnthropicBuilder {
         self
     }
 
-    /// A system prompt sent with every request.
+    /// A system prompt sent with every request (before the request's own).
     pub fn system(mut self, system: impl Into<String>) -> Self {
         self.system = Some(system.into());
         self
@@ -251,7 +254,7 @@ impl<'a> AnthropicTurns<'a> {
         body.insert("model".into(), json!(model));
         body.insert("max_tokens".into(), json!(config.max_tokens));
         body.insert("stream".into(), json!(true));
-        if let Some(system) = &config.system {
+        if let Some(system) = conversation::system_prompt(config.system.as_deref(), request) {
             body.insert("system".into(), json!(system));
         }
         let mut tools: Vec<Value> = request
@@ -268,6 +271,8 @@ impl<'a> AnthropicTurns<'a> {
 
         let transformed = schema::for_anthropic(&request.schema);
         let mode = match (config.structured, &transformed) {
+            // Plain text is asked for with no format at all.
+            _ if request.wants_text() => StructuredOutput::Auto,
             (StructuredOutput::Auto, Ok(_)) => StructuredOutput::OutputConfig,
             (StructuredOutput::Auto, Err(err)) => {
                 tracing::debug!(agent = %request.agent, %err, "using the forced-tool method");
@@ -290,9 +295,8 @@ impl<'a> AnthropicTurns<'a> {
                 };
                 body.insert("tool_choice".into(), choice);
             }
-            StructuredOutput::OutputConfig
-            | StructuredOutput::BetaOutputFormat
-            | StructuredOutput::Auto => {
+            StructuredOutput::Auto => {} // text
+            StructuredOutput::OutputConfig | StructuredOutput::BetaOutputFormat => {
                 let schema = transformed.map_err(|err| ProviderError::Failed {
                     provider: NAME.into(),
                     message: format!("agent `{}`: {err}", request.agent),
@@ -319,9 +323,7 @@ impl<'a> AnthropicTurns<'a> {
         Ok(Self {
             inner,
             body,
-            messages: vec![
-                json!({ "role": "user", "content": conversation::anthropic_user_content(request) }),
-            ],
+            messages: conversation::anthropic_messages(request),
             headers,
             forced_tool,
             pricing,
