@@ -188,8 +188,8 @@ pub enum ChatMessage {
     User {
         /// The text (may be empty when there are images).
         text: String,
-        /// Images, in order, after the text's place (Anthropic advises images first; each
-        /// provider orders them its own way).
+        /// Images, in order (each provider places them beside the text its own way:
+        /// Anthropic's before it, OpenAI's after).
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         images: Vec<Image>,
     },
