@@ -1000,7 +1000,8 @@ mod time_travel {
 /// Cassette re-execution of an agent that talks as a chat (a system prompt and the
 /// conversation as messages, a plain-text answer): what was sent is recorded in
 /// `agent:started`, the same agent re-executes identically over two turns, and another system
-/// prompt diverges there.
+/// prompt diverges there. A cut-off call is run again with its system prompt and conversation
+/// derived again; one recorded before agents had them, with its recorded prompt alone.
 mod chat_cassette {
     use openharness::provider::{Reply, ScriptedProvider};
     use openharness::tape::{Cassette, TapeError};
@@ -1130,5 +1131,61 @@ mod chat_cassette {
             .unwrap();
         assert_eq!(divergence.seq, at as u64, "at the first agent:started");
         assert_eq!(untouched.calls(), 0);
+    }
+
+    async fn resumed_request(started: serde_json::Value) -> openharness::ProviderRequest {
+        use openharness::builtin::WorkflowStarted;
+        let store = MemoryStore::new();
+        let provider =
+            ScriptedProvider::new().respond("bot", Reply::output(json!("Back.")).text("Back."));
+        let workflow = bot(store.clone(), "Be kind.", provider.clone());
+        let session = SessionId::new();
+        let input = Envelope::typed(
+            &UserInput {
+                text: "Hello".into(),
+            },
+            None,
+        )
+        .unwrap();
+        let log = [
+            Envelope::typed(
+                &WorkflowStarted {
+                    workflow: "talk".into(),
+                },
+                None,
+            )
+            .unwrap(),
+            input.clone(),
+            Envelope::new("agent:started", started, Some(input.id)),
+        ];
+        store.append(&session, &log, 0).await.unwrap();
+        let outcome = workflow.resume(&session, RunOptions::new()).await.unwrap();
+        assert_eq!(outcome.state.said.last().unwrap().1, "Back.");
+        provider.requests().remove(0)
+    }
+
+    #[tokio::test]
+    async fn a_cut_off_chat_call_is_asked_again_as_recorded() {
+        let request = resumed_request(json!({
+            "agentName": "bot",
+            "system": "Be kind.",
+            "messages": [{ "role": "user", "text": "Hello" }],
+            "prompt": "",
+        }))
+        .await;
+        assert_eq!(request.system.as_deref(), Some("Be kind."));
+        assert_eq!(request.messages, [ChatMessage::user("Hello")]);
+        assert_eq!(request.prompt, "");
+
+        // Recorded before agents had a system prompt and messages: the prompt alone, which
+        // then held everything.
+        let request = resumed_request(json!({
+            "agentName": "bot",
+            "prompt": "Be kind.\n\nUser: Hello",
+        }))
+        .await;
+        assert_eq!(request.system, None);
+        assert!(request.messages.is_empty());
+        assert_eq!(request.prompt, "Be kind.\n\nUser: Hello");
     }
 }
