@@ -521,6 +521,29 @@ mod tests {
     use serde_json::json;
 
     #[test]
+    fn a_re_ask_after_a_conversation_is_the_last_user_message() {
+        let schema = std::sync::Arc::new(json!({ "type": "object" }));
+        let mut request = ProviderRequest::new("a", "", schema).with_messages(vec![
+            ChatMessage::user("Plan it."),
+            ChatMessage::assistant("Done."),
+        ]);
+        assert!(!request.sends_prompt(), "the conversation says it all");
+        assert_eq!(anthropic_messages(&request).len(), 2);
+        request.attempt = 2;
+        request.previous_error = Some("`tasks` is missing".into());
+        let messages = anthropic_messages(&request);
+        assert_eq!(messages.len(), 3);
+        assert_eq!(messages[2]["role"], "user");
+        let note = messages[2]["content"].as_str().unwrap();
+        assert!(
+            note.starts_with("Your previous answer (attempt 1) was rejected: `tasks` is missing"),
+            "{note}"
+        );
+        let openai = openai_messages(None, &request);
+        assert_eq!(openai.last().unwrap()["content"], json!(note));
+    }
+
+    #[test]
     fn final_text_is_parsed_plain_fenced_or_embedded() {
         assert_eq!(parse_output(" {\"a\":1}\n"), json!({ "a": 1 }));
         assert_eq!(parse_output("```json\n{\"a\":2}\n```"), json!({ "a": 2 }));
