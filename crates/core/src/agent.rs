@@ -1,9 +1,11 @@
 //! The [`Agent`] trait: an LLM step with a mandatory structured output.
 //!
 //! An agent is activated by one event type (its trigger) when `when(state)` holds, builds a
-//! prompt from the state and the trigger, and turns the model's output (a value of its
-//! `Output` type, whose JSON Schema is sent to the provider) into events. The runtime owns the
-//! rest: streaming, validation, re-asking, recording.
+//! prompt from the state and the trigger (and, if it talks as a chat, a system prompt and the
+//! conversation as role-correct messages), and turns the model's output (a value of its
+//! `Output` type, whose JSON Schema is sent to the provider; a `String` output is asked for as
+//! plain text) into events. The runtime owns the rest: streaming, validation, re-asking,
+//! recording.
 
 use std::sync::Arc;
 
