@@ -26,9 +26,9 @@ fn call(reply: Option<&str>, fragments: &[String], output: serde_json::Value) ->
     let mut events = Vec::with_capacity(fragments.len() + 3);
     let started = AgentStarted {
         agent: "assistant".into(),
-        model: None,
         prompt: "Tell me a long story.".into(),
         reply: reply.map(str::to_owned),
+        ..AgentStarted::default()
     };
     events.extend(Envelope::typed(&started, None));
     for fragment in fragments {

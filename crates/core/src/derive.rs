@@ -624,6 +624,12 @@ impl<'w, S: WorkflowState> Tail<'w, S> {
                             started: AgentStarted {
                                 agent: name,
                                 model: activation.model,
+                                system: activation.system,
+                                messages: activation
+                                    .messages
+                                    .iter()
+                                    .map(crate::ChatMessage::recorded)
+                                    .collect(),
                                 prompt: activation.prompt,
                                 reply: activation.reply,
                             },

@@ -54,7 +54,7 @@ use crate::fold::{Applied, Fold, panic_message};
 use crate::locks::SessionGuard;
 use crate::pattern::Pattern;
 use crate::provider::{
-    Provider, ProviderError, ProviderEvent, ProviderRequest, ProviderSink, Usage,
+    ChatMessage, Provider, ProviderError, ProviderEvent, ProviderRequest, ProviderSink, Usage,
 };
 use crate::renderer::Renderer;
 use crate::run::{Continuation, RunOptions, RunOutcome, StopReason};
@@ -504,8 +504,7 @@ impl<S: WorkflowState> Run<'_, S> {
             ));
             return None;
         };
-        let activation =
-            erased.reactivate(self.fold.state(), &trigger, started.prompt, started.model);
+        let activation = erased.reactivate(self.fold.state(), &trigger, &started);
         self.queue_call(
             Arc::clone(erased),
             trigger,
@@ -741,6 +740,12 @@ impl<S: WorkflowState> Run<'_, S> {
         let started = AgentStarted {
             agent: agent.spec().name.to_owned(),
             model: activation.model.clone(),
+            system: activation.system.clone(),
+            messages: activation
+                .messages
+                .iter()
+                .map(ChatMessage::recorded)
+                .collect(),
             prompt: activation.prompt.clone(),
             reply: activation.reply.clone(),
         };
@@ -1022,6 +1027,8 @@ impl<S> AgentTask<S> {
             let mut request =
                 ProviderRequest::new(name, self.activation.prompt.clone(), self.agent.schema())
                     .with_model(self.activation.model.clone())
+                    .with_system(self.activation.system.clone())
+                    .with_messages(self.activation.messages.clone())
                     .with_tools(self.activation.tools.clone())
                     .with_max_turns(self.activation.max_turns)
                     .with_images(self.activation.images.clone())

@@ -23,9 +23,9 @@ use std::sync::{Arc, Mutex, PoisonError};
 use async_trait::async_trait;
 use openharness_core::builtin::Builtin;
 use openharness_core::{
-    CancellationToken, Envelope, EventId, Provider, ProviderError, ProviderEvent, ProviderRequest,
-    ProviderResponse, ProviderSink, Renderer, RunOptions, RunOutcome, SessionId, Usage, Workflow,
-    WorkflowState,
+    CancellationToken, ChatMessage, Envelope, EventId, Provider, ProviderError, ProviderEvent,
+    ProviderRequest, ProviderResponse, ProviderSink, Renderer, RunOptions, RunOutcome, SessionId,
+    Usage, Workflow, WorkflowState,
 };
 use serde_json::Value;
 
@@ -242,6 +242,8 @@ impl Renderer for TurnChecker {
 /// One recorded agent call.
 #[derive(Debug, Clone, Default)]
 struct RecordedCall {
+    system: Option<String>,
+    messages: Vec<ChatMessage>,
     prompt: String,
     stream: Vec<ProviderEvent>,
     output: Option<Value>,
@@ -263,6 +265,8 @@ fn recorded_calls(events: &[Envelope]) -> HashMap<String, VecDeque<RecordedCall>
             Builtin::AgentStarted(started) => {
                 let queue = calls.entry(started.agent.clone()).or_default();
                 queue.push_back(RecordedCall {
+                    system: started.system,
+                    messages: started.messages,
                     prompt: started.prompt,
                     ..RecordedCall::default()
                 });
@@ -349,6 +353,15 @@ impl Provider for CassetteProvider {
         if call.prompt != request.prompt {
             return Err(failed(format!(
                 "agent `{}` was prompted differently from the recording",
+                request.agent
+            )));
+        }
+        // Messages are recorded without image bytes: compare them so.
+        let messages: Vec<ChatMessage> =
+            request.messages.iter().map(ChatMessage::recorded).collect();
+        if call.system != request.system || call.messages != messages {
+            return Err(failed(format!(
+                "agent `{}` was given another system prompt or conversation than the recording's",
                 request.agent
             )));
         }
