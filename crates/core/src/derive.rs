@@ -27,7 +27,7 @@ use crate::agent::activations;
 use crate::assembled::{Inner, WorkflowState};
 use crate::builtin::{
     AgentCompleted, AgentStarted, ErrorOccurred, InputReceived, InputRequested, SessionForked,
-    WorkflowCompleted,
+    TextDelta, ToolCalled, ToolResult, UserInput, WorkflowCompleted, WorkflowStarted,
 };
 use crate::emit::Pending;
 use crate::error::Error;
@@ -61,6 +61,7 @@ pub(crate) struct Derived<S> {
 }
 
 /// Something a cut-off turn should have recorded and did not.
+#[derive(Clone)]
 pub(crate) enum Unrecorded {
     /// An event a handler emitted (or the runtime made of a panic), caused by `cause`.
     Event(Pending, EventId),
@@ -76,6 +77,7 @@ pub(crate) enum Unrecorded {
 }
 
 /// An agent call with `agent:started` and no `agent:completed`.
+#[derive(Clone)]
 pub(crate) struct OpenCall {
     /// What its `agent:started` recorded.
     pub(crate) started: AgentStarted,
@@ -113,12 +115,20 @@ pub(crate) async fn derive<S: WorkflowState>(
     wf: &Inner<S>,
     session: &SessionId,
 ) -> Result<Derived<S>, Error> {
-    let failed = store_error(wf, session);
+    let info = recorded_info(wf, session).await?;
+    derive_info(wf, session, info).await
+}
+
+/// The store's listing of `session`, checked to hold events of this workflow.
+async fn recorded_info<S: WorkflowState>(
+    wf: &Inner<S>,
+    session: &SessionId,
+) -> Result<crate::SessionInfo, Error> {
     let info = wf
         .store
         .session(session)
         .await
-        .map_err(&failed)?
+        .map_err(store_error(wf, session))?
         .filter(|info| info.count > 0)
         .ok_or_else(|| Error::SessionNotFound(session.clone()))?;
     if let Some(recorded) = &info.workflow
@@ -130,6 +140,155 @@ pub(crate) async fn derive<S: WorkflowState>(
             workflow: wf.name.clone(),
         });
     }
+    Ok(info)
+}
+
+/// Derives the first `end` events of `session` as if the session ended there (clamped to its
+/// length): the state at position `end`, the requests open there and, when `end` lies inside a
+/// turn, what that turn had not recorded yet and the agent calls it had open (what a resume of
+/// a session cut at `end` would finish). This is where a fork at `end` continues from.
+pub(crate) async fn derive_prefix<S: WorkflowState>(
+    wf: &Inner<S>,
+    session: &SessionId,
+    end: u64,
+) -> Result<Derived<S>, Error> {
+    let mut info = recorded_info(wf, session).await?;
+    let end = end.min(info.count);
+    let Some(last) = end.checked_sub(1) else {
+        let state = session_base(wf, session, 0).await?;
+        return Ok(Derived {
+            state,
+            len: 0,
+            snapshot_at: 0,
+            snapshot_bytes: None,
+            status: SessionStatus::Idle,
+            open_requests: Vec::new(),
+            unrecorded: Vec::new(),
+            open_calls: Vec::new(),
+        });
+    };
+    let events = wf
+        .store
+        .events(session, last..end)
+        .await
+        .map_err(store_error(wf, session))?;
+    let last = events
+        .first()
+        .ok_or_else(|| Error::SessionNotFound(session.clone()))?;
+    info.status = SessionStatus::after(&last.name, &last.payload);
+    info.count = end;
+    derive_info(wf, session, info).await
+}
+
+/// Where a fork at a position continues from: the prefix derived as a cut-off session
+/// ([`derive_prefix`]), and the rest of an agent call's final record when the fork point cuts
+/// one.
+pub(crate) struct ForkFrom<S> {
+    /// The prefix, derived.
+    pub(crate) derived: Derived<S>,
+    /// An agent records its call's end (`text:complete`, rejected outputs, the events made from
+    /// its output, `agent:completed`) in one atomic append, so no crash cuts it; a position
+    /// inside it does. These are that record's events after the fork point, with their cause,
+    /// as the parent recorded them: the fork records them first and keeps the call's output,
+    /// so the call is not sent to a model again (and it is not among the open calls).
+    pub(crate) completing: Vec<(Pending, Option<EventId>)>,
+}
+
+/// Derives where a fork of `session` at `position` (clamped) continues from: see [`ForkFrom`].
+pub(crate) async fn derive_fork<S: WorkflowState>(
+    wf: &Inner<S>,
+    session: &SessionId,
+    position: u64,
+) -> Result<ForkFrom<S>, Error> {
+    let mut derived = derive_prefix(wf, session, position).await?;
+    let fork = |derived, completing| {
+        Ok(ForkFrom {
+            derived,
+            completing,
+        })
+    };
+    let (Some(last), false) = (derived.len.checked_sub(1), derived.open_calls.is_empty()) else {
+        return fork(derived, Vec::new());
+    };
+    let failed = store_error(wf, session);
+    let before = wf
+        .store
+        .events(session, last..derived.len)
+        .await
+        .map_err(&failed)?;
+    // The event before the fork point is part of a call's final record: caused by the call's
+    // trigger, and not one the call records on its own as it goes.
+    let Some(trigger) = before
+        .first()
+        .filter(|event| in_final_record(&event.name))
+        .and_then(|event| event.caused_by)
+        .filter(|trigger| {
+            derived
+                .open_calls
+                .iter()
+                .any(|call| call.trigger_id == Some(*trigger))
+        })
+    else {
+        return fork(derived, Vec::new());
+    };
+    let mut completing = Vec::new();
+    let mut events = wf.store.stream_events(session, derived.len..u64::MAX);
+    while let Some(recorded) = events.next().await {
+        let event = recorded.map_err(&failed)?.event;
+        if event.caused_by != Some(trigger) {
+            break;
+        }
+        let pending = Pending {
+            name: event.name.clone(),
+            payload: event.payload.clone(),
+        };
+        if event.name == AgentCompleted::NAME {
+            let Ok(completed) = event.decode::<AgentCompleted>() else {
+                break;
+            };
+            let Some(call) = derived.open_calls.iter().position(|call| {
+                call.trigger_id == Some(trigger) && call.started.agent == completed.agent
+            }) else {
+                break;
+            };
+            derived.open_calls.remove(call);
+            completing.push((pending, Some(trigger)));
+            return fork(derived, completing);
+        }
+        if !in_final_record(&event.name) {
+            break;
+        }
+        completing.push((pending, Some(trigger)));
+    }
+    // No final record is cut: the open calls run again.
+    fork(derived, Vec::new())
+}
+
+/// Whether an event of this name, caused by an agent call's trigger, may belong to the call's
+/// final record (everything but what a call records as it streams, the call's start and end,
+/// and what only a turn or a person records).
+fn in_final_record(name: &str) -> bool {
+    !matches!(
+        name,
+        TextDelta::NAME
+            | ToolCalled::NAME
+            | ToolResult::NAME
+            | AgentStarted::NAME
+            | AgentCompleted::NAME
+            | WorkflowStarted::NAME
+            | WorkflowCompleted::NAME
+            | UserInput::NAME
+            | InputReceived::NAME
+            | SessionForked::NAME
+    )
+}
+
+/// [`derive`] with the session's listing in hand (its count and status may describe a prefix).
+async fn derive_info<S: WorkflowState>(
+    wf: &Inner<S>,
+    session: &SessionId,
+    info: crate::SessionInfo,
+) -> Result<Derived<S>, Error> {
     // A cut-off turn is derived from a snapshot at or before the turn's start, so the tail holds
     // the whole turn. Most often the latest snapshot is at a turn's end: `derive_at_turn_end`
     // checks the event before it as it streams. One saved inside a turn does too if that turn
@@ -665,6 +824,12 @@ impl<'w, S: WorkflowState> Tail<'w, S> {
     fn track(&mut self, seq: u64, event: &Envelope) {
         match event.name.as_ref() {
             InputRequested::NAME => self.open_requests.push(event.id),
+            // A fork begins with the requests open in its parent at the fork point.
+            SessionForked::NAME if seq == 0 => {
+                if let Ok(forked) = event.decode::<SessionForked>() {
+                    self.open_requests = forked.open_requests;
+                }
+            }
             InputReceived::NAME => {
                 if let Ok(received) = event.decode::<InputReceived>() {
                     self.open_requests.retain(|id| *id != received.request_id);
