@@ -65,7 +65,8 @@ fn final_record_starts(events: &[openharness::Envelope]) -> Vec<u64> {
     let streamed = ["text:delta", "tool:called", "tool:result", "agent:started"];
     let mut starts = Vec::new();
     for (index, event) in events.iter().enumerate() {
-        if event.name != AgentCompleted::NAME {
+        // A call closed as interrupted (by a fork or a resume) made no model call: skipped.
+        if event.name != AgentCompleted::NAME || event.payload["outcome"] == "interrupted" {
             continue;
         }
         let mut start = index;
@@ -109,25 +110,173 @@ fn assert_no_call_left_open(
     assert!(left.is_empty(), "{what}: agent calls left open: {left:?}");
 }
 
-/// What every fork is checked for, whatever the example.
+/// The requests open after `history` (asked and not answered yet).
+fn open_requests(history: &[openharness::Envelope]) -> Vec<EventId> {
+    let mut open = Vec::new();
+    for event in history {
+        match event.name.as_ref() {
+            "input:requested" => open.push(event.id),
+            "input:received" => {
+                if let Some(answered) = event.payload["requestId"]
+                    .as_str()
+                    .and_then(|id| id.parse::<EventId>().ok())
+                {
+                    open.retain(|id| *id != answered);
+                }
+            }
+            _ => {}
+        }
+    }
+    open
+}
+
+/// A recorded session to fork everywhere: its events, and the history it inherits (its
+/// ancestors' events before the fork points, empty for a root session).
+struct Forked {
+    session: openharness::SessionId,
+    events: Vec<openharness::Envelope>,
+    inherited: Vec<openharness::Envelope>,
+}
+
+impl Forked {
+    async fn root(store: &MemoryStore, session: &openharness::SessionId) -> Result<Self> {
+        Ok(Self {
+            session: session.clone(),
+            events: store.all_events(session).await?,
+            inherited: Vec::new(),
+        })
+    }
+
+    /// The fork of this session at `position` whose latest turn is `outcome`.
+    async fn child(
+        &self,
+        store: &MemoryStore,
+        position: u64,
+        outcome: &TurnOutcome,
+    ) -> Result<Self> {
+        let mut inherited = self.inherited.clone();
+        inherited.extend_from_slice(&self.events[..usize::try_from(position)?]);
+        Ok(Self {
+            session: outcome.session.clone(),
+            events: store.all_events(&outcome.session).await?,
+            inherited,
+        })
+    }
+
+    fn len(&self) -> u64 {
+        self.events.len() as u64
+    }
+
+    /// The history up to `position`: what it inherits and its first `position` events.
+    fn history(&self, position: u64) -> Vec<openharness::Envelope> {
+        let mut history = self.inherited.clone();
+        history.extend_from_slice(&self.events[..usize::try_from(position).unwrap_or(usize::MAX)]);
+        history
+    }
+}
+
+/// What every fork is checked for, whatever the example: it starts where asked, leaves no
+/// agent call open, recorded no error, and waits for the requests open at the fork point.
 async fn check_fork_record(
     store: &MemoryStore,
-    parent_events: &[openharness::Envelope],
+    parent: &Forked,
     position: u64,
     outcome: &TurnOutcome,
-) -> Result<Vec<openharness::Envelope>> {
+) -> Result<()> {
     let child = store.all_events(&outcome.session).await?;
     let forked = child[0].decode::<SessionForked>()?;
     assert_eq!(forked.position, position);
-    let prefix = &parent_events[..usize::try_from(position)?];
-    assert_no_call_left_open(prefix, &child, &format!("fork at {position}"));
+    let history = parent.history(position);
+    assert_no_call_left_open(&history, &child, &format!("fork at {position}"));
     assert_ne!(
         outcome.reason,
         StopReason::MaxEvents,
         "fork at {position} ran away"
     );
     assert_eq!(outcome.errors, 0, "fork at {position} recorded errors");
-    Ok(child)
+    let open = open_requests(&history);
+    if !open.is_empty() {
+        // Inside the human-in-the-loop wait: the fork waits like its parent did.
+        assert_eq!(
+            outcome.reason,
+            StopReason::WaitingForInput,
+            "fork at {position}"
+        );
+        assert_eq!(outcome.open_requests, open, "fork at {position}");
+    }
+    Ok(())
+}
+
+/// Forks the demo session `parent` at every position and runs each fork to its end as the
+/// demo would (the goal if it has none, "yes" when asked); returns how many completed agent
+/// calls the forks kept, and the fork made inside the third agent call (if there is one).
+async fn fork_demo_everywhere(
+    store: &MemoryStore,
+    host: &Host,
+    model: &ScriptedProvider,
+    parent: &Forked,
+    expected: &PlanState,
+) -> Result<(usize, Option<Forked>)> {
+    let starts = final_record_starts(&parent.events);
+    let third_call = parent
+        .events
+        .iter()
+        .enumerate()
+        .filter(|(_, e)| e.name == AgentStarted::NAME)
+        .nth(2)
+        .map(|(index, _)| index as u64 + 2);
+    let mut kept_calls = 0;
+    let mut inside = None;
+    for position in 0..=parent.len() {
+        let calls_before = model.calls();
+        let mut outcome = host
+            .fork(
+                &parent.session,
+                ForkPoint::Position { position },
+                RunOptions::new(),
+            )
+            .await?;
+        check_fork_record(store, parent, position, &outcome).await?;
+        let state: PlanState = serde_json::from_value(outcome.state.clone())?;
+        // The fork finished what was under way: it is not idle with work left.
+        if state.goal.is_none() {
+            assert_eq!(outcome.reason, StopReason::Idle, "fork at {position}");
+        } else {
+            assert!(
+                state.is_done() && state.tasks.iter().all(|t| t.status == TaskStatus::Done),
+                "fork at {position} ended {:?} with tasks {:?}",
+                outcome.reason,
+                state.tasks
+            );
+        }
+        // Continue it as the demo would: the goal if it has none yet, "yes" when asked.
+        if state.goal.is_none() {
+            outcome = host
+                .send(&outcome.session, demo::DEMO_GOAL.into(), RunOptions::new())
+                .await?;
+        }
+        if let Some(&open) = outcome.open_requests.first() {
+            assert_eq!(outcome.reason, StopReason::WaitingForInput);
+            outcome = host
+                .respond(&outcome.session, open, "yes".into(), RunOptions::new())
+                .await?;
+        }
+        if Some(position) == third_call {
+            inside = Some(parent.child(store, position, &outcome).await?);
+        }
+        let finished: PlanState = serde_json::from_value(outcome.state.clone())?;
+        assert_eq!(&finished, expected, "fork at {position}");
+        assert!(outcome.open_requests.is_empty(), "fork at {position}");
+        // The model was asked only for the calls not completed before the fork point.
+        let expected_calls = starts.iter().filter(|&&start| start >= position).count();
+        assert_eq!(
+            model.calls() - calls_before,
+            expected_calls,
+            "fork at {position}: model calls"
+        );
+        kept_calls += starts.len() - expected_calls;
+    }
+    Ok((kept_calls, inside))
 }
 
 #[tokio::test]
@@ -150,116 +299,64 @@ async fn every_fork_of_the_demo_finishes_and_publishes_after_the_answer() -> Res
     let done = recorder
         .respond(&asked.session, request, "yes".into(), RunOptions::new())
         .await?;
-    let parent = done.session.clone();
     let expected: PlanState = serde_json::from_value(done.state.clone())?;
     assert_eq!(expected.release, Some(Release::Published));
-    let parent_events = store.all_events(&parent).await?;
-    let n = parent_events.len() as u64;
+    let parent = Forked::root(&store, &done.session).await?;
     assert!(
-        n > 20,
-        "the demo records more than a handful of events: {n}"
+        parent.len() > 20,
+        "the demo records more than a handful of events"
     );
-    let starts = final_record_starts(&parent_events);
-    assert_eq!(starts.len(), 4, "a planner call and three executor calls");
-    let waiting_from = asked.len - 1; // right after `input:requested`
-    let answered_at = asked.len; // `input:received` is the first event after the wait
+    assert_eq!(
+        final_record_starts(&parent.events).len(),
+        4,
+        "a planner call and three executor calls"
+    );
 
-    let mut kept_calls = 0;
-    for position in 0..=n {
-        let calls_before = fork_model.calls();
-        let mut outcome = host
-            .fork(&parent, ForkPoint::Position { position }, RunOptions::new())
-            .await?;
-        check_fork_record(&store, &parent_events, position, &outcome).await?;
-        let state: PlanState = serde_json::from_value(outcome.state.clone())?;
-        // The fork finished what was under way: it is not idle with work left.
-        if state.goal.is_none() {
-            assert_eq!(outcome.reason, StopReason::Idle, "fork at {position}");
-        } else {
-            assert!(
-                state.is_done(),
-                "fork at {position} ended {:?} with tasks {:?}",
-                outcome.reason,
-                state.tasks
-            );
-            assert!(
-                state.tasks.iter().all(|t| t.status == TaskStatus::Done),
-                "fork at {position}: a task is left running: {:?}",
-                state.tasks
-            );
-        }
-        if (waiting_from..=answered_at).contains(&position) {
-            // Inside the human-in-the-loop wait: the fork waits like its parent did.
-            assert_eq!(
-                outcome.reason,
-                StopReason::WaitingForInput,
-                "fork at {position}"
-            );
-            assert_eq!(outcome.open_requests, vec![request], "fork at {position}");
-        }
-        // Continue it as the demo would: the goal if it has none yet, "yes" when asked.
-        if state.goal.is_none() {
-            outcome = host
-                .send(&outcome.session, demo::DEMO_GOAL.into(), RunOptions::new())
-                .await?;
-        }
-        if let Some(&open) = outcome.open_requests.first() {
-            assert_eq!(outcome.reason, StopReason::WaitingForInput);
-            outcome = host
-                .respond(&outcome.session, open, "yes".into(), RunOptions::new())
-                .await?;
-        }
-        let finished: PlanState = serde_json::from_value(outcome.state.clone())?;
-        assert_eq!(finished, expected, "fork at {position}");
-        assert!(outcome.open_requests.is_empty(), "fork at {position}");
-        // The model was asked only for the calls not completed before the fork point.
-        let expected_calls = starts.iter().filter(|&&start| start >= position).count();
-        assert_eq!(
-            fork_model.calls() - calls_before,
-            expected_calls,
-            "fork at {position}: model calls"
-        );
-        kept_calls += starts.len() - expected_calls;
-    }
+    let (kept, inside) =
+        fork_demo_everywhere(&store, &host, &fork_model, &parent, &expected).await?;
+    let inside = inside.ok_or("no fork inside the third agent call")?;
     // Forks kept (never re-asked) a completed call many times over.
-    assert!(kept_calls > 40, "{kept_calls}");
+    assert!(kept > 40, "{kept}");
+    // A fork of a fork lives too: fork, at every position, the fork made inside a call.
+    assert!(
+        inside
+            .events
+            .iter()
+            .any(|e| e.payload["outcome"] == "interrupted")
+    );
+    fork_demo_everywhere(&store, &host, &fork_model, &inside, &expected).await?;
     Ok(())
 }
 
-#[tokio::test]
-async fn every_fork_of_the_chat_finishes_its_exchange_and_continues_the_same_conversation() -> Result
-{
-    let store = MemoryStore::new();
-    let model = chat::scripted_provider();
-    let counted = model.clone();
-    let host = host(&store, |store| chat::workflow(store, model))?;
-    let mut outcome = host
-        .run(
-            chat::WORKFLOW_NAME,
-            Some(chat::DEMO_MESSAGES[0].into()),
-            RunOptions::new(),
-        )
-        .await?;
-    for message in &chat::DEMO_MESSAGES[1..] {
-        outcome = host
-            .send(&outcome.session, (*message).into(), RunOptions::new())
-            .await?;
-    }
-    let parent = outcome.session.clone();
-    let expected: ChatState = serde_json::from_value(outcome.state.clone())?;
-    assert_eq!(expected.exchanges.len(), 3);
-    assert!(expected.exchanges.iter().all(|e| e.reply.is_some()));
-    let parent_events = store.all_events(&parent).await?;
-    let n = parent_events.len() as u64;
-    let starts = final_record_starts(&parent_events);
-    assert_eq!(starts.len(), 3, "one assistant call per message");
-
-    for position in 0..=n {
-        let calls_before = counted.calls();
+/// Forks the chat session `parent` at every position, runs each fork and sends it the demo
+/// messages it has not seen; returns the fork made inside the second assistant call (if
+/// there is one).
+async fn fork_chat_everywhere(
+    store: &MemoryStore,
+    host: &Host,
+    model: &ScriptedProvider,
+    parent: &Forked,
+    expected: &ChatState,
+) -> Result<Option<Forked>> {
+    let starts = final_record_starts(&parent.events);
+    let second_call = parent
+        .events
+        .iter()
+        .enumerate()
+        .filter(|(_, e)| e.name == AgentStarted::NAME)
+        .nth(1)
+        .map(|(index, _)| index as u64 + 1);
+    let mut inside = None;
+    for position in 0..=parent.len() {
+        let calls_before = model.calls();
         let mut outcome = host
-            .fork(&parent, ForkPoint::Position { position }, RunOptions::new())
+            .fork(
+                &parent.session,
+                ForkPoint::Position { position },
+                RunOptions::new(),
+            )
             .await?;
-        check_fork_record(&store, &parent_events, position, &outcome).await?;
+        check_fork_record(store, parent, position, &outcome).await?;
         let state: ChatState = serde_json::from_value(outcome.state.clone())?;
         // Every message the fork holds is answered: none is left waiting for its reply.
         assert!(
@@ -281,15 +378,61 @@ async fn every_fork_of_the_chat_finishes_its_exchange_and_continues_the_same_con
                 .send(&outcome.session, (*message).into(), RunOptions::new())
                 .await?;
         }
+        if Some(position) == second_call {
+            inside = Some(parent.child(store, position, &outcome).await?);
+        }
         let finished: ChatState = serde_json::from_value(outcome.state.clone())?;
-        assert_eq!(finished, expected, "fork at {position}");
+        assert_eq!(&finished, expected, "fork at {position}");
         let expected_calls = starts.iter().filter(|&&start| start >= position).count();
         assert_eq!(
-            counted.calls() - calls_before,
+            model.calls() - calls_before,
             expected_calls,
             "fork at {position}: model calls"
         );
     }
+    Ok(inside)
+}
+
+#[tokio::test]
+async fn every_fork_of_the_chat_finishes_its_exchange_and_continues_the_same_conversation() -> Result
+{
+    let store = MemoryStore::new();
+    let model = chat::scripted_provider();
+    let counted = model.clone();
+    let host = host(&store, |store| chat::workflow(store, model))?;
+    let mut outcome = host
+        .run(
+            chat::WORKFLOW_NAME,
+            Some(chat::DEMO_MESSAGES[0].into()),
+            RunOptions::new(),
+        )
+        .await?;
+    for message in &chat::DEMO_MESSAGES[1..] {
+        outcome = host
+            .send(&outcome.session, (*message).into(), RunOptions::new())
+            .await?;
+    }
+    let expected: ChatState = serde_json::from_value(outcome.state.clone())?;
+    assert_eq!(expected.exchanges.len(), 3);
+    assert!(expected.exchanges.iter().all(|e| e.reply.is_some()));
+    let parent = Forked::root(&store, &outcome.session).await?;
+    assert_eq!(
+        final_record_starts(&parent.events).len(),
+        3,
+        "one assistant call per message"
+    );
+
+    let inside = fork_chat_everywhere(&store, &host, &counted, &parent, &expected)
+        .await?
+        .ok_or("no fork inside the second assistant call")?;
+    assert!(
+        inside
+            .events
+            .iter()
+            .any(|e| e.payload["outcome"] == "interrupted")
+    );
+    // A fork of a fork lives too.
+    fork_chat_everywhere(&store, &host, &counted, &inside, &expected).await?;
     Ok(())
 }
 

@@ -19,7 +19,7 @@
 //! Memory is bounded by the work in flight (the fold's window, the expectations not yet met,
 //! the open calls), never by the session's length: the tail is streamed.
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{HashMap, VecDeque};
 use std::future::Future;
 use std::pin::Pin;
 
@@ -116,7 +116,7 @@ pub(crate) async fn derive<S: WorkflowState>(
     session: &SessionId,
 ) -> Result<Derived<S>, Error> {
     let info = recorded_info(wf, session).await?;
-    derive_info(wf, session, info).await
+    derive_info(wf, session, info, 0).await
 }
 
 /// The store's listing of `session`, checked to hold events of this workflow.
@@ -147,10 +147,11 @@ async fn recorded_info<S: WorkflowState>(
 /// length): the state at position `end`, the requests open there and, when `end` lies inside a
 /// turn, what that turn had not recorded yet and the agent calls it had open (what a resume of
 /// a session cut at `end` would finish). This is where a fork at `end` continues from.
-pub(crate) async fn derive_prefix<S: WorkflowState>(
+async fn derive_prefix<S: WorkflowState>(
     wf: &Inner<S>,
     session: &SessionId,
     end: u64,
+    depth: usize,
 ) -> Result<Derived<S>, Error> {
     let mut info = recorded_info(wf, session).await?;
     let end = end.min(info.count);
@@ -177,7 +178,7 @@ pub(crate) async fn derive_prefix<S: WorkflowState>(
         .ok_or_else(|| Error::SessionNotFound(session.clone()))?;
     info.status = SessionStatus::after(&last.name, &last.payload);
     info.count = end;
-    derive_info(wf, session, info).await
+    derive_info(wf, session, info, depth).await
 }
 
 /// Where a fork at a position continues from: the prefix derived as a cut-off session
@@ -200,7 +201,32 @@ pub(crate) async fn derive_fork<S: WorkflowState>(
     session: &SessionId,
     position: u64,
 ) -> Result<ForkFrom<S>, Error> {
-    let mut derived = derive_prefix(wf, session, position).await?;
+    derive_fork_at(wf, session, position, 0).await
+}
+
+/// [`derive_fork`], `depth` forks down from the session asked about.
+async fn derive_fork_at<S: WorkflowState>(
+    wf: &Inner<S>,
+    session: &SessionId,
+    position: u64,
+    depth: usize,
+) -> Result<ForkFrom<S>, Error> {
+    // Position 0 of a fork is its parent's fork point, with the work under way there.
+    if position == 0
+        && depth < MAX_FORK_DEPTH
+        && let Some(forked) = fork_origin(wf, session).await?
+    {
+        let mut from = Box::pin(derive_fork_at(
+            wf,
+            &forked.parent,
+            forked.position,
+            depth + 1,
+        ))
+        .await?;
+        from.derived.len = 0;
+        return Ok(from);
+    }
+    let mut derived = derive_prefix(wf, session, position, depth).await?;
     let fork = |derived, completing| {
         Ok(ForkFrom {
             derived,
@@ -288,6 +314,7 @@ async fn derive_info<S: WorkflowState>(
     wf: &Inner<S>,
     session: &SessionId,
     info: crate::SessionInfo,
+    depth: usize,
 ) -> Result<Derived<S>, Error> {
     // A cut-off turn is derived from a snapshot at or before the turn's start, so the tail holds
     // the whole turn. Most often the latest snapshot is at a turn's end: `derive_at_turn_end`
@@ -312,7 +339,43 @@ async fn derive_info<S: WorkflowState>(
         no_turn_end_from = Some(base - 1);
     }
     let state = session_base(wf, session, 0).await?;
-    derive_from(wf, session, &info, state, 0, None).await
+    // A fork cut off in its first turn may still owe what its parent had under way at the
+    // fork point: its derivation starts from that.
+    let inherited = match (
+        info.status.is_running() && depth < MAX_FORK_DEPTH,
+        fork_origin(wf, session).await?,
+    ) {
+        (true, Some(forked)) => Some(
+            Box::pin(derive_fork_at(
+                wf,
+                &forked.parent,
+                forked.position,
+                depth + 1,
+            ))
+            .await?,
+        ),
+        _ => None,
+    };
+    match derive_streamed(wf, session, &info, state, 0, None, false, inherited).await? {
+        Ok(derived) => Ok(derived),
+        Err(_) => unreachable!("only a derivation that checks for a turn's end stops early"),
+    }
+}
+
+/// The `session:forked` a session begins with, if it is a fork.
+async fn fork_origin<S: WorkflowState>(
+    wf: &Inner<S>,
+    session: &SessionId,
+) -> Result<Option<SessionForked>, Error> {
+    let first = wf
+        .store
+        .events(session, 0..1)
+        .await
+        .map_err(store_error(wf, session))?;
+    Ok(first
+        .first()
+        .filter(|e| e.name == SessionForked::NAME)
+        .and_then(|e| e.decode::<SessionForked>().ok()))
 }
 
 /// The latest snapshot at or before `at_most` (and after position 0) that decodes into the
@@ -351,7 +414,7 @@ async fn derive_from<S: WorkflowState>(
     base: u64,
     bytes: Option<u64>,
 ) -> Result<Derived<S>, Error> {
-    match derive_streamed(wf, session, info, state, base, bytes, false).await? {
+    match derive_streamed(wf, session, info, state, base, bytes, false, None).await? {
         Ok(derived) => Ok(derived),
         Err(_) => unreachable!("only a derivation that checks for a turn's end stops early"),
     }
@@ -367,7 +430,7 @@ async fn derive_at_turn_end<S: WorkflowState>(
     base: u64,
     bytes: u64,
 ) -> Result<Result<Derived<S>, S>, Error> {
-    derive_streamed(wf, session, info, state, base, Some(bytes), true).await
+    derive_streamed(wf, session, info, state, base, Some(bytes), true, None).await
 }
 
 async fn derive_streamed<S: WorkflowState>(
@@ -378,9 +441,13 @@ async fn derive_streamed<S: WorkflowState>(
     base: u64,
     bytes: Option<u64>,
     at_turn_end: bool,
+    inherited: Option<ForkFrom<S>>,
 ) -> Result<Result<Derived<S>, S>, Error> {
     let failed = store_error(wf, session);
     let mut tail = Tail::new(wf, session, state, base);
+    if let Some(from) = inherited {
+        tail.inherit(from);
+    }
     let mut events = wf
         .store
         .stream_events(session, base.saturating_sub(1)..info.count);
@@ -397,7 +464,51 @@ async fn derive_streamed<S: WorkflowState>(
         len = recorded.seq + 1;
         tail.absorb(recorded.seq, recorded.event)?;
     }
+    // A fork's calls may have been started by an event of its parent (the one that triggered
+    // a call the fork point cut): read it there, so the call can run again.
+    for (_, call) in tail
+        .open_calls
+        .values_mut()
+        .chain(tail.owed_reruns.values_mut())
+    {
+        if call.trigger.is_none()
+            && let Some(id) = call.trigger_id
+        {
+            call.trigger = inherited_event(wf, session, id).await?;
+        }
+    }
     Ok(Ok(tail.finish(len, base, bytes, info.status)))
+}
+
+/// The event `id` of one of `session`'s ancestors, before the point each fork starts from
+/// (none when `session` is no fork or no ancestor holds it).
+async fn inherited_event<S: WorkflowState>(
+    wf: &Inner<S>,
+    session: &SessionId,
+    id: EventId,
+) -> Result<Option<Envelope>, Error> {
+    let mut current = session.clone();
+    for _ in 0..MAX_FORK_DEPTH {
+        let failed = store_error(wf, &current);
+        let first = wf.store.events(&current, 0..1).await.map_err(&failed)?;
+        let Some(forked) = first
+            .first()
+            .filter(|e| e.name == SessionForked::NAME)
+            .and_then(|e| e.decode::<SessionForked>().ok())
+        else {
+            return Ok(None);
+        };
+        let failed = store_error(wf, &forked.parent);
+        let mut events = wf.store.stream_events(&forked.parent, 0..forked.position);
+        while let Some(recorded) = events.next().await {
+            let event = recorded.map_err(&failed)?.event;
+            if event.id == id {
+                return Ok(Some(event));
+            }
+        }
+        current = forked.parent;
+    }
+    Ok(None)
 }
 
 /// The latest snapshot at or before `at_most` (and after position 0) that decodes into the
@@ -694,6 +805,9 @@ struct Tail<'w, S> {
     triggers: HashMap<EventId, (Envelope, usize)>,
     /// Open calls by (trigger, agent), with the seq of their `agent:started`.
     open_calls: HashMap<(Option<EventId>, String), (u64, OpenCall)>,
+    /// Calls closed as interrupted by a resume or a fork and not started again yet, by
+    /// (trigger, agent), with the seq of their close: they are owed a rerun.
+    owed_reruns: HashMap<(Option<EventId>, String), (u64, OpenCall)>,
     last_status: Option<SessionStatus>,
 }
 
@@ -708,7 +822,57 @@ impl<'w, S: WorkflowState> Tail<'w, S> {
             expected: HashMap::new(),
             triggers: HashMap::new(),
             open_calls: HashMap::new(),
+            owed_reruns: HashMap::new(),
             last_status: None,
+        }
+    }
+
+    /// Starts a fork's tail owing what its parent had under way at the fork point (what the
+    /// fork records first: the rest of a cut final record, then what the parent had not
+    /// recorded, and the calls it closes and runs again).
+    fn inherit(&mut self, from: ForkFrom<S>) {
+        let ForkFrom {
+            derived,
+            completing,
+        } = from;
+        let mut expect = |cause: EventId, expected: Expected| {
+            self.expected
+                .entry(cause)
+                .or_insert_with(|| (0, VecDeque::new()))
+                .1
+                .push_back(expected);
+        };
+        for (pending, cause) in completing {
+            if let Some(cause) = cause {
+                expect(cause, Expected::Event(pending));
+            }
+        }
+        let mut triggers = Vec::new();
+        for item in derived.unrecorded {
+            match item {
+                Unrecorded::Event(pending, cause) => expect(cause, Expected::Event(pending)),
+                Unrecorded::Start {
+                    agent,
+                    started,
+                    trigger,
+                } => {
+                    expect(trigger.id, Expected::Start { agent, started });
+                    triggers.push(trigger);
+                }
+            }
+        }
+        for call in derived.open_calls {
+            if let Some(trigger) = &call.trigger {
+                triggers.push(trigger.clone());
+            }
+            let key = (call.trigger_id, call.started.agent.clone());
+            self.open_calls.insert(key, (0, call));
+        }
+        for trigger in triggers {
+            self.triggers
+                .entry(trigger.id)
+                .or_insert_with(|| (trigger.clone(), 0))
+                .1 += 1;
         }
     }
 
@@ -844,6 +1008,7 @@ impl<'w, S: WorkflowState> Tail<'w, S> {
                     .and_then(|id| self.triggers.get(&id))
                     .map(|(trigger, _)| trigger.clone());
                 let key = (event.caused_by, started.agent.clone());
+                self.owed_reruns.remove(&key);
                 self.open_calls.insert(
                     key,
                     (
@@ -861,13 +1026,15 @@ impl<'w, S: WorkflowState> Tail<'w, S> {
                     return;
                 };
                 // An interrupted call is run again by a resume, under the same trigger: keep
-                // the trigger for that rerun (and for a resume of it, should it be cut too).
-                if self
-                    .open_calls
-                    .remove(&(event.caused_by, completed.agent))
-                    .is_some()
-                    && completed.outcome != crate::builtin::Outcome::Interrupted
-                    && let Some(cause) = event.caused_by
+                // the trigger for that rerun (and for a resume of it, should it be cut too), and
+                // the call, owed its rerun until that starts.
+                let key = (event.caused_by, completed.agent);
+                let Some((_, call)) = self.open_calls.remove(&key) else {
+                    return;
+                };
+                if completed.outcome == crate::builtin::Outcome::Interrupted {
+                    self.owed_reruns.insert(key, (seq, call));
+                } else if let Some(cause) = event.caused_by
                     && let Some((_, refs)) = self.triggers.get_mut(&cause)
                 {
                     *refs = refs.saturating_sub(1);
@@ -911,9 +1078,24 @@ impl<'w, S: WorkflowState> Tail<'w, S> {
                     }
                 }
             }
-            let mut calls: BTreeMap<u64, OpenCall> = BTreeMap::new();
-            calls.extend(self.open_calls.into_values());
-            open_calls.extend(calls.into_values());
+            // Calls a resume or a fork closed and did not start again yet: started now.
+            let mut owed: Vec<(u64, OpenCall)> = self.owed_reruns.into_values().collect();
+            owed.sort_by_key(|(seq, _)| *seq);
+            for (_, call) in owed {
+                match call.trigger {
+                    Some(trigger) => unrecorded.push(Unrecorded::Start {
+                        agent: call.started.agent.clone(),
+                        started: call.started,
+                        trigger,
+                    }),
+                    None => {
+                        tracing::warn!(session = %self.session, agent = %call.started.agent, "an interrupted call's trigger is not in the session or its ancestors; it is not run again");
+                    }
+                }
+            }
+            let mut calls: Vec<(u64, OpenCall)> = self.open_calls.into_values().collect();
+            calls.sort_by_key(|(seq, _)| *seq);
+            open_calls.extend(calls.into_iter().map(|(_, call)| call));
         }
         Derived {
             state: self.fold.into_state(),
