@@ -356,7 +356,11 @@ async fn derive_info<S: WorkflowState>(
         ),
         _ => None,
     };
-    match derive_streamed(wf, session, &info, state, 0, None, false, inherited).await? {
+    let how = match inherited {
+        Some(from) => Streamed::Inheriting(Box::new(from)),
+        None => Streamed::Whole,
+    };
+    match derive_streamed(wf, session, &info, state, 0, None, how).await? {
         Ok(derived) => Ok(derived),
         Err(_) => unreachable!("only a derivation that checks for a turn's end stops early"),
     }
@@ -414,7 +418,7 @@ async fn derive_from<S: WorkflowState>(
     base: u64,
     bytes: Option<u64>,
 ) -> Result<Derived<S>, Error> {
-    match derive_streamed(wf, session, info, state, base, bytes, false, None).await? {
+    match derive_streamed(wf, session, info, state, base, bytes, Streamed::Whole).await? {
         Ok(derived) => Ok(derived),
         Err(_) => unreachable!("only a derivation that checks for a turn's end stops early"),
     }
@@ -430,7 +434,27 @@ async fn derive_at_turn_end<S: WorkflowState>(
     base: u64,
     bytes: u64,
 ) -> Result<Result<Derived<S>, S>, Error> {
-    derive_streamed(wf, session, info, state, base, Some(bytes), true, None).await
+    derive_streamed(
+        wf,
+        session,
+        info,
+        state,
+        base,
+        Some(bytes),
+        Streamed::AtTurnEnd,
+    )
+    .await
+}
+
+/// How [`derive_streamed`] goes.
+enum Streamed<S> {
+    /// Through the whole tail.
+    Whole,
+    /// Only if its base was saved at a turn's end (else it stops at once, giving the state
+    /// back).
+    AtTurnEnd,
+    /// Through the whole tail of a fork, owing what its parent had under way at the fork point.
+    Inheriting(Box<ForkFrom<S>>),
 }
 
 async fn derive_streamed<S: WorkflowState>(
@@ -440,13 +464,13 @@ async fn derive_streamed<S: WorkflowState>(
     state: S,
     base: u64,
     bytes: Option<u64>,
-    at_turn_end: bool,
-    inherited: Option<ForkFrom<S>>,
+    how: Streamed<S>,
 ) -> Result<Result<Derived<S>, S>, Error> {
     let failed = store_error(wf, session);
     let mut tail = Tail::new(wf, session, state, base);
-    if let Some(from) = inherited {
-        tail.inherit(from);
+    let at_turn_end = matches!(how, Streamed::AtTurnEnd);
+    if let Streamed::Inheriting(from) = how {
+        tail.inherit(*from);
     }
     let mut events = wf
         .store

@@ -171,7 +171,7 @@ pub struct Continuation<S> {
     pub(crate) queued: Vec<Pending>,
     pub(crate) redeliver: Option<Envelope>,
     pub(crate) open_requests: Vec<EventId>,
-    pub(crate) unfinished: Option<ForkUnfinished>,
+    pub(crate) unfinished: Option<Box<ForkUnfinished>>,
 }
 
 /// What the parent had under way at a fork point (see [`Continuation`]).

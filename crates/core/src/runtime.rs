@@ -113,7 +113,7 @@ pub(crate) enum Start<S> {
     /// A new session: `workflow:started`, then the options' input.
     Fresh,
     /// A fork: a new session from another's state (see [`Continuation`]).
-    Fork(Continuation<S>),
+    Fork(Box<Continuation<S>>),
     /// A turn on a recorded session.
     Turn(Box<Turn<S>>),
 }
@@ -143,7 +143,7 @@ enum Begin {
         first: Pending,
         queued: Vec<Pending>,
         redeliver: Option<Envelope>,
-        unfinished: Option<ForkUnfinished>,
+        unfinished: Option<Box<ForkUnfinished>>,
     },
     Input(String),
     Answer {
@@ -208,7 +208,7 @@ pub(crate) async fn run<S: WorkflowState>(
                 redeliver,
                 open_requests,
                 unfinished,
-            } = from;
+            } = *from;
             let begin = Begin::Fork {
                 first,
                 queued,
@@ -390,7 +390,7 @@ impl<S: WorkflowState> Run<'_, S> {
                 // The first event is folded: queue what follows it.
                 let first = self.stage(vec![(first, None)]);
                 if let Some(unfinished) = unfinished {
-                    if let Some(reason) = self.finish_fork_point(unfinished, limits) {
+                    if let Some(reason) = self.finish_fork_point(*unfinished, limits) {
                         return Some(reason);
                     }
                     if let Some(text) = input {

@@ -170,7 +170,7 @@ impl<S: WorkflowState> Workflow<S> {
         let mut options = options;
         let session = options.session.get_or_insert_with(SessionId::new).clone();
         let guard = self.lock(&session, options.refuse_if_busy).await?;
-        crate::runtime::run(&self.inner, options, Start::Fork(from), guard).await
+        crate::runtime::run(&self.inner, options, Start::Fork(Box::new(from)), guard).await
     }
 
     /// Where a fork of `session` at `position` (clamped to its length) continues from, for
@@ -209,13 +209,13 @@ impl<S: WorkflowState> Workflow<S> {
         });
         let mut from = Continuation::new(derived.state, first);
         from.open_requests = derived.open_requests;
-        from.unfinished = Some(crate::run::ForkUnfinished {
+        from.unfinished = Some(Box::new(crate::run::ForkUnfinished {
             parent: session.clone(),
             position: derived.len,
             completing,
             unrecorded: derived.unrecorded,
             open_calls: derived.open_calls,
-        });
+        }));
         Ok(from)
     }
 
