@@ -3,7 +3,9 @@
 //! the host at EVERY position `0..=n` and each fork is run to its end with the host's own
 //! offline model. Each fork must finish (no agent call left open, no task left running, no
 //! exchange left unanswered), reach the state a fresh continuation from that point reaches,
-//! and ask the model only for the calls not completed before the fork point.
+//! ask the model only for the calls not completed before the fork point, and re-execute from
+//! its own recording (a cassette) with no model. Forks made inside a call are forked again at
+//! every position too.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -13,6 +15,7 @@ use openharness::host::{ForkPoint, Host, TurnOutcome};
 use openharness::prelude::*;
 use openharness::provider::{Reply, ScriptedProvider};
 use openharness::store::MemoryStore;
+use openharness::tape::Cassette;
 use openharness::{EventId, Store};
 use openharness_example_chat::{self as chat, ChatState};
 use openharness_example_planner_executor::{self as demo, PlanState, Release, TaskStatus};
@@ -266,6 +269,13 @@ async fn fork_demo_everywhere(
         }
         let finished: PlanState = serde_json::from_value(outcome.state.clone())?;
         assert_eq!(&finished, expected, "fork at {position}");
+        // The fork re-executes from its own recording, with no model.
+        let offline = demo::workflow(store.clone(), ScriptedProvider::new())?;
+        let replayed = Cassette::load(&offline, &outcome.session)
+            .await?
+            .replay(&offline, RunOptions::new())
+            .await?;
+        assert_eq!(&replayed.state, expected, "fork at {position}: re-executed");
         assert!(outcome.open_requests.is_empty(), "fork at {position}");
         // The model was asked only for the calls not completed before the fork point.
         let expected_calls = starts.iter().filter(|&&start| start >= position).count();
@@ -383,6 +393,13 @@ async fn fork_chat_everywhere(
         }
         let finished: ChatState = serde_json::from_value(outcome.state.clone())?;
         assert_eq!(&finished, expected, "fork at {position}");
+        // The fork re-executes from its own recording, with no model.
+        let offline = chat::workflow(store.clone(), ScriptedProvider::new())?;
+        let replayed = Cassette::load(&offline, &outcome.session)
+            .await?
+            .replay(&offline, RunOptions::new())
+            .await?;
+        assert_eq!(&replayed.state, expected, "fork at {position}: re-executed");
         let expected_calls = starts.iter().filter(|&&start| start >= position).count();
         assert_eq!(
             model.calls() - calls_before,
