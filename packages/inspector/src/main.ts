@@ -719,6 +719,15 @@ class Inspector {
     const seq = await tape.seqOf(event.causedBy, event.seq);
     if (this.tape !== tape) return;
     if (seq === null) {
+      // A fork's event may be caused by one it inherited (the trigger of a call the fork point
+      // cut, which the fork runs again): open the parent there.
+      const inherited = this.inherited;
+      const there = inherited ? await inherited.seqOf(event.causedBy, inherited.len) : null;
+      if (this.tape !== tape) return;
+      if (inherited && there !== null) {
+        location.hash = `session=${encodeURIComponent(inherited.session)}&at=${there + 1}`;
+        return;
+      }
       this.note(`the causing event ${event.causedBy} is not in this session`);
       return;
     }

@@ -233,6 +233,18 @@ describe("the inspector", () => {
     expect(lastInherited).toBeLessThan(firstOwn);
     expect(Number(await page.locator(".row.inherited").first().evaluate((row) => getComputedStyle(row).opacity))).toBeLessThan(1);
     expect(await page.locator('.row[data-position="0"] .name').textContent()).toBe(`(fork point: the parent's state at ${firstInput})`);
+    // The fork's agent call was started by the parent's input: `c` opens the parent there.
+    const forkEvents = await events(fork);
+    const started = forkEvents.findIndex((e) => e.name === "agent:started") + 1;
+    expect(forkEvents[started - 1]!.causedBy).toBe(recorded[firstInput - 1]!.id);
+    await page.goto(`${server.url}/#session=${fork}&at=${started}`);
+    await at(page, started);
+    await page.keyboard.press("c");
+    await until("the parent to open at the cause", async () => {
+      const hash = new URLSearchParams(new URL(page.url()).hash.slice(1));
+      return hash.get("session") === chat && hash.get("at") === String(firstInput) ? true : undefined;
+    });
+    await at(page, firstInput);
     expect(problems(page)).toEqual([]);
     await page.close();
   });
