@@ -332,6 +332,7 @@ mod time_travel {
                 parent: parent.clone(),
                 position,
                 workflow: Some(example::WORKFLOW_NAME.to_owned()),
+                open_requests: Vec::new(),
             }
         );
         // The fork names its workflow, so listings need not read its ancestors.

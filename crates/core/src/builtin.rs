@@ -215,6 +215,10 @@ builtin_event!(
     /// (absent in recordings of format 1).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     workflow: Option<String>,
+    /// The `input:requested` events open in the parent at the fork point (their event ids):
+    /// the fork waits for them as its parent did, and an answer to one continues the fork.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    open_requests: Vec<EventId>,
 });
 
 impl ErrorOccurred {

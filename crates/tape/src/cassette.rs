@@ -207,11 +207,13 @@ impl Cassette {
         session: &SessionId,
         request: EventId,
     ) -> Result<EventId, TapeError> {
-        let seq = self
-            .events
-            .iter()
-            .position(|e| e.id == request)
-            .unwrap_or(self.events.len()) as u64;
+        let Some(seq) = self.events.iter().position(|e| e.id == request) else {
+            // Not asked in the recording: a fork's request inherited from its parent (listed
+            // by its `session:forked`), which the re-execution, a fork of the same parent at
+            // the same position, inherits too. Any other is refused as not open.
+            return Ok(request);
+        };
+        let seq = seq as u64;
         let store = workflow.store();
         let events = store
             .events(session, seq..seq + 1)
@@ -221,8 +223,8 @@ impl Cassette {
                 session: Some(session.clone()),
                 source,
             })?;
-        // An answer to a request the recording does not hold answers a fresh id, which the
-        // re-execution refuses as not open.
+        // A request the re-execution did not make where the recording did answers a fresh id,
+        // which the re-execution refuses as not open.
         Ok(events.first().map_or_else(EventId::new, |e| e.id))
     }
 }

@@ -692,6 +692,11 @@ export interface SessionForked {
    * The position in the parent the fork starts from (`forkIndex` on the wire).
    */
   forkIndex: number;
+  /**
+   * The `input:requested` events open in the parent at the fork point (their event ids):
+   * the fork waits for them as its parent did, and an answer to one continues the fork.
+   */
+  openRequests?: EventId[];
   parentSessionId: SessionId;
   /**
    * The workflow the fork runs with, so a listing names it without reading its ancestors
