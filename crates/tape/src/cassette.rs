@@ -456,6 +456,15 @@ fn shape(event: &Envelope, ids: &HashMap<EventId, u64>) -> EventShape {
         Some(Ok(Builtin::SessionForked(forked))) => {
             serde_json::json!({ "parentSessionId": forked.parent, "forkIndex": forked.position })
         }
+        // Where the reply is in the output tells chat clients what to show, not what ran;
+        // recordings made before it was recorded replay the same.
+        Some(Ok(Builtin::AgentStarted(mut started))) => {
+            started.reply = None;
+            serde_json::to_value(&started).map_or_else(
+                |_| ids_as_seqs(&event.payload, ids),
+                |p| ids_as_seqs(&p, ids),
+            )
+        }
         Some(Ok(builtin)) => builtin.to_payload().map_or_else(
             |_| ids_as_seqs(&event.payload, ids),
             |p| ids_as_seqs(&p, ids),
