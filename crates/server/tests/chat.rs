@@ -420,3 +420,48 @@ async fn the_seeds_workflow_handler_streams_event_state_and_done_frames() {
     .await;
     assert_eq!(status, 400);
 }
+
+/// A real OpenAI-compatible provider (the fake Chat Completions server on 127.0.0.1, which
+/// streams the structured output as JSON text in 6-character pieces, as the API does): the
+/// chat streams the reply's characters, never JSON.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_openai_compatible_models_json_streams_as_clean_text() {
+    use openharness_provider::testing::FakeServer;
+    use openharness_provider::testing::openai::{self as wire, KEY};
+    use openharness_provider::{ApiKey, OpenAiProvider};
+
+    let fake = FakeServer::openai(KEY).await.unwrap();
+    let reply = "Sunny,\nthen \"rain\" \\ {not json} ☂";
+    fake.respond(wire::json_output(&json!({ "reply": reply })));
+    let provider = OpenAiProvider::builder(ApiKey::new(KEY))
+        .base_url(fake.base_url())
+        .build()
+        .unwrap();
+    let workflow = Workflow::builder("chat")
+        .initial_state(Chat::default())
+        .agent(Assistant)
+        .store(MemoryStore::new())
+        .provider(provider)
+        .build()
+        .unwrap();
+    let host = Host::new(MemoryStore::new()).workflow(workflow).unwrap();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(
+        async move { axum::serve(listener, router(host, ServerOptions::default())).await },
+    );
+    let chat = SessionId::new();
+    let (status, _, data) =
+        exchange(addr, "POST", "/api/chat", &chat_body(&chat, "weather?")).await;
+    assert_eq!(status, 200);
+    let deltas: Vec<String> = data
+        .iter()
+        .filter_map(|d| serde_json::from_str::<Value>(d).ok())
+        .filter(|chunk| chunk["type"] == "text-delta")
+        .map(|chunk| chunk["delta"].as_str().unwrap().to_owned())
+        .collect();
+    assert!(deltas.len() > 3, "the reply streamed in pieces: {deltas:?}");
+    assert_eq!(deltas.concat(), reply);
+    let messages = ui_messages(addr, &chat).await;
+    assert_eq!(messages[1]["parts"][1]["text"], reply);
+}
