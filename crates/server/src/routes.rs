@@ -67,7 +67,22 @@ pub(crate) fn build(state: Arc<AppState>) -> Router {
         .route("/api/workflow", post(crate::frames::post));
     let router = timed
         .merge(streaming)
-        .fallback(|| async { ApiError::not_found("no such route") })
+        .fallback(|uri: axum::http::Uri| async move {
+            ApiError::not_found(format!(
+                "no route `{}`: the routes are listed in GET /openapi.json",
+                uri.path()
+            ))
+        })
+        .method_not_allowed_fallback(|method: axum::http::Method, uri: axum::http::Uri| async move {
+            ApiError::new(
+                StatusCode::METHOD_NOT_ALLOWED,
+                "method_not_allowed",
+                format!(
+                    "`{method} {}` is not a route: this path takes other methods (see GET /openapi.json)",
+                    uri.path()
+                ),
+            )
+        })
         .layer(axum::middleware::from_fn_with_state(
             Arc::clone(&state),
             crate::auth::require_key,
