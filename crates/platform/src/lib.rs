@@ -14,8 +14,8 @@
 //! | `GET`, `PATCH`, `DELETE /v1/agents/{id}` | reads, changes (`409 agent_archived` when archived), deletes (`204`; `409 agent_has_sessions` while it has sessions) one |
 //! | `POST /v1/agents/{id}/archive`, `…/unarchive` | archives it, makes it active again |
 //! | `GET`, `POST /v1/agents/{a}/sessions` | an agent's sessions; a new one is `pending` (`409 agent_archived` for an archived agent) |
-//! | `GET`, `PATCH`, `DELETE /v1/agents/{a}/sessions/{s}` | one session (title, tags, model); delete removes its log too (`409 session_running` during a turn) |
-//! | `GET`, `POST /v1/agents/{a}/sessions/{s}/messages` | its messages by sequence (a projection of its log); `POST {content: [{type: text, text}], controls?: {model_id, reasoning}, metadata?, tags?}` records a user message (controls, metadata and tags kept with it), answers it (`201`) once it is durably recorded and runs the turn on (`409 session_running` while one runs, in this process or another sharing the store; a turn a dead process cut off is resumed first); the model (message's `controls`, the session's, the agent's, else the default provider's default model) is asked through its LLM provider row with the row's key opened (`Platform::with_provider` overrides, e.g. with a scripted model; `503 no_provider` when no model is found) |
+//! | `GET`, `PATCH`, `DELETE /v1/agents/{a}/sessions/{s}` | one session (title, tags, model); delete removes its log too (`409 session_busy` during a turn) |
+//! | `GET`, `POST /v1/agents/{a}/sessions/{s}/messages` | its messages by sequence (a projection of its log); `POST {content: [{type: text, text}], controls?: {model_id, reasoning}, metadata?, tags?}` records a user message (controls, metadata and tags kept with it), answers it (`201`) once it is durably recorded and runs the turn on (`409 session_busy` while one runs, in this process or another sharing the store; a turn a dead process cut off is resumed first); the model (message's `controls`, the session's, the agent's, else the default provider's default model) is asked through its LLM provider row with the row's key opened (`Platform::with_provider` overrides, e.g. with a scripted model; `503 no_provider` when no model is found) |
 //! | `GET /v1/agents/{a}/sessions/{s}/events?after=` | its notifications (`message.created`, `message.delta`, `step.started`, `step.generating` (a model response's first text began), `step.generated`, `step.error`, `tool.*`, `session.*`) as a JSON page; with `Accept: text/event-stream`, SSE (`event:` the type, `id:` the sequence, `sequence.0` for a `step.generating`, which shares its event with a `message.delta`) that goes on live and resumes after `Last-Event-ID` |
 //! | `GET`, `PUT /v1/agents/{id}/capabilities` | its capabilities by position; `PUT {capabilities: [ids]}` sets them in order |
 //! | `GET /v1/capabilities`, `GET /v1/capabilities/{id}` | the built-in registry |
@@ -53,6 +53,7 @@
 mod capabilities;
 mod chat;
 mod error;
+pub mod everruns;
 mod events;
 mod keys;
 mod messages;
@@ -76,14 +77,14 @@ pub use error::PlatformError;
 pub use events::Notification;
 pub use keys::{KeyError, MASTER_KEYS_ENV, MASTER_KEYS_FILE_ENV, MasterKeys, SealedKey};
 pub use messages::{
-    ContentPart, Controls, MAX_IMAGES_PER_MESSAGE, Message, MessageRole, NewMessage, Posted,
-    Reasoning,
+    ContentPart, Controls, MAX_IMAGES_PER_MESSAGE, Message, MessageInput, MessageRole, NewMessage,
+    Posted, Reasoning,
 };
 pub use openapi::openapi_document;
 pub use platform::rotate::Rotation;
 pub use platform::{PLATFORM_LOG, Platform};
 pub use requests::{
-    AgentPatch, ModelPatch, NewAgent, NewModel, NewProvider, NewSession, ProviderPatch,
+    AgentPatch, CapabilityRef, ModelPatch, NewAgent, NewModel, NewProvider, NewSession, ProviderPatch,
     SessionPatch, SetCapabilities,
 };
 pub use resources::{

@@ -886,7 +886,7 @@ async fn sessions_belong_to_an_agent_and_read_their_status_from_their_log(store:
     error(
         &client.call("DELETE", &path, None).await,
         409,
-        "session_running",
+        "session_busy",
     );
     store
         .append(
