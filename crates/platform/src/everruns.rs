@@ -169,6 +169,7 @@ fn harness(id: Option<&str>, name: Option<&str>) -> Result<(), PlatformError> {
 /// An agent as every `/v1` route writes it: the agent, with what the Everruns SDK's `Agent`
 /// requires beside it.
 #[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+#[schemars(rename = "Agent")]
 pub(crate) struct AgentView {
     /// The agent.
     #[serde(flatten)]
@@ -217,6 +218,7 @@ pub(crate) enum EverrunsStatus {
 
 /// A session as the top-level `/v1/sessions` routes write it (the Everruns SDK's `Session`).
 #[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+#[schemars(rename = "EverrunsSession")]
 pub(crate) struct SessionView {
     /// Its id (UUID v7), also the id of its Open Harness session.
     id: Uuid,
@@ -300,6 +302,7 @@ pub(crate) enum EverrunsRole {
 /// A message as the top-level `/v1/sessions/{id}/messages` routes write it (the Everruns
 /// SDK's `Message`).
 #[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+#[schemars(rename = "EverrunsMessage")]
 pub(crate) struct MessageView {
     /// The id of the event it is.
     id: Uuid,
@@ -346,6 +349,7 @@ impl From<Message> for MessageView {
 /// An LLM model with its provider, as `GET /v1/models` writes it (the Everruns SDK's
 /// `ModelWithProvider`).
 #[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+#[schemars(rename = "ModelWithProvider")]
 pub(crate) struct ModelView {
     /// Its id (UUID v7).
     id: Uuid,

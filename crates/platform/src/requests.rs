@@ -127,7 +127,7 @@ pub struct CapabilityRef {
     #[serde(rename = "ref")]
     pub id: String,
     /// Its settings: only `null` (the capabilities here take none).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub config: Option<serde_json::Value>,
 }
 
