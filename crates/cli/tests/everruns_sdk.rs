@@ -3,8 +3,8 @@
 //! runs with `--api-keys-file` on 127.0.0.1 with a fake Anthropic server as its default model,
 //! and `tests/everruns/flow.py` runs every call of the management client and of `AgentClient`
 //! against it (agents, sessions, messages, events with every cursor, the SSE stream cut and
-//! resumed with `since_id`, models, capabilities, `run` ending with the answer, the bare-key
-//! header), then the README's Everruns quickstart runs as written. Without `python3` or PyPI
+//! resumed with `since_id`, cancelling a running turn, models, capabilities, `run` ending with
+//! the answer, the bare-key header), then the README's Everruns quickstart runs as written. Without `python3` or PyPI
 //! the test fails, saying so: it never skips.
 #![allow(clippy::unwrap_used, missing_docs)]
 
@@ -93,7 +93,9 @@ fn quickstart() -> String {
         .find("## The agent platform (`/v1`)")
         .expect("the README has a `/v1` section");
     let section = &readme[start..];
-    let section = &section[..section[3..].find("\n## ").map_or(section.len(), |end| end + 3)];
+    let section = &section[..section[3..]
+        .find("\n## ")
+        .map_or(section.len(), |end| end + 3)];
     let open = section
         .find("```python\n")
         .expect("the `/v1` section has the Everruns quickstart")
@@ -127,15 +129,22 @@ fn the_everruns_sdk_runs_its_whole_flow_unmodified() {
     let python = python();
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let fake = runtime.block_on(FakeServer::anthropic(KEY)).unwrap();
-    // The agent echoes the latest message, in whatever form the platform asks for it.
+    // The agent echoes the latest message, in whatever form the platform asks for it; a
+    // message with `[hang]` gets a few chunks and then nothing (a turn to cancel).
     fake.fallback(|request| {
-        let reply = format!("echo: {}", latest_user_text(&request.body));
-        if request.body["tool_choice"]["type"] == "tool" {
+        let latest = latest_user_text(&request.body);
+        let reply = format!("echo: {latest}");
+        let response = if request.body["tool_choice"]["type"] == "tool" {
             tool_output(&json!({ "reply": reply }))
         } else if request.body["output_config"]["format"].is_object() {
             json_output(&json!({ "reply": reply }))
         } else {
             text(&reply)
+        };
+        if latest.contains("[hang]") {
+            response.cut_after(2).hang()
+        } else {
+            response
         }
     });
 

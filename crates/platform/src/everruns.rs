@@ -29,7 +29,7 @@
 //!   `output.message.completed` and a turn's end `turn.completed` / `turn.failed` (see
 //!   [`crate::Notification`]), which `AgentClient.run` waits for. A page or stream takes
 //!   `since_id` (a notification's id), `after_sequence` (as `after`), `types` and `exclude`
-//!   (repeated, or comma-separated).
+//!   (repeated, or comma-separated; `output.message.delta` names `message.delta`).
 //! - **auth**: the management client sends its key bare in `Authorization`, taken like
 //!   `Bearer <key>`.
 //!
@@ -71,10 +71,7 @@ pub(crate) const ORGANIZATION: &str = "default";
 pub(crate) fn routes() -> Router<Arc<AppState>> {
     Router::new()
         .route("/v1/sessions", get(list_sessions).post(create_session))
-        .route(
-            "/v1/sessions/{id}",
-            get(get_session).delete(delete_session),
-        )
+        .route("/v1/sessions/{id}", get(get_session).delete(delete_session))
         .route("/v1/sessions/{id}/cancel", post(cancel_session))
         .route(
             "/v1/sessions/{id}/messages",
@@ -89,7 +86,22 @@ pub(crate) fn routes() -> Router<Arc<AppState>> {
 /// The key in an `Authorization` value: after `Bearer `, or the whole value (the Everruns
 /// management client sends the key bare).
 pub(crate) fn bearer_or_bare(value: &str) -> &str {
-    value.strip_prefix("Bearer ").unwrap_or(value).trim()
+    let value = value.trim();
+    match value.split_at_checked("Bearer ".len()) {
+        // The scheme's name is case-insensitive (RFC 9110).
+        Some((scheme, key)) if scheme.eq_ignore_ascii_case("bearer ") => key.trim(),
+        _ => value,
+    }
+}
+
+/// The notification type an Everruns event type names in `types` and `exclude`: the SDK's
+/// `output.message.delta` (what its `StreamOptions.exclude_deltas()` leaves out) is
+/// `message.delta` here; other types are themselves.
+pub(crate) fn notification_type(kind: &str) -> &str {
+    match kind {
+        "output.message.delta" => "message.delta",
+        other => other,
+    }
 }
 
 /// An agent's id as written: a UUID, or `agent_` and its 32 hex digits (the Everruns spelling,
@@ -144,8 +156,7 @@ fn unsupported(
     }
     if !initial_files.is_empty() {
         return Err(PlatformError::Invalid(
-            "`initial_files`: sessions here have no file system; send `initial_files: []`"
-                .into(),
+            "`initial_files`: sessions here have no file system; send `initial_files: []`".into(),
         ));
     }
     Ok(())
@@ -185,7 +196,10 @@ pub(crate) struct AgentView {
 }
 
 /// `agent` as the routes write it.
-pub(crate) async fn agent_view(platform: &Platform, agent: Agent) -> Result<AgentView, PlatformError> {
+pub(crate) async fn agent_view(
+    platform: &Platform,
+    agent: Agent,
+) -> Result<AgentView, PlatformError> {
     let capabilities = platform
         .agent_capabilities(agent.id)
         .await?
@@ -425,7 +439,11 @@ async fn list_sessions(
     paging: Result<Query<Paging>, QueryRejection>,
 ) -> crate::routes::Answer {
     let paging = query(paging)?;
-    let agent = paging.agent_id.as_deref().map(|a| id("agent", a)).transpose()?;
+    let agent = paging
+        .agent_id
+        .as_deref()
+        .map(|a| id("agent", a))
+        .transpose()?;
     let mut sessions = s.platform.all_sessions(agent).await?;
     if let Some(search) = &paging.search {
         let search = search.to_lowercase();

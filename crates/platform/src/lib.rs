@@ -61,8 +61,8 @@
 mod capabilities;
 mod chat;
 mod error;
-pub mod everruns;
 mod events;
+pub mod everruns;
 mod keys;
 mod messages;
 mod openapi;
@@ -92,8 +92,8 @@ pub use openapi::openapi_document;
 pub use platform::rotate::Rotation;
 pub use platform::{PLATFORM_LOG, Platform};
 pub use requests::{
-    AgentPatch, CapabilityRef, ModelPatch, NewAgent, NewModel, NewProvider, NewSession, ProviderPatch,
-    SessionPatch, SetCapabilities,
+    AgentPatch, CapabilityRef, ModelPatch, NewAgent, NewModel, NewProvider, NewSession,
+    ProviderPatch, SessionPatch, SetCapabilities,
 };
 pub use resources::{
     Agent, AgentCapability, AgentStatus, Capability, CapabilityStatus, LlmModel, LlmProvider, Page,

@@ -14,12 +14,12 @@ use schemars::{JsonSchema, Schema};
 use serde_json::{Map, Value, json};
 
 use crate::events::Notification;
+use crate::everruns::{AgentView, MessageView, ModelView, SessionView};
 use crate::messages::{Message, NewMessage};
 use crate::requests::{
     AgentPatch, ModelPatch, NewAgent, NewModel, NewProvider, NewSession, ProviderPatch,
     SessionPatch, SetCapabilities,
 };
-use crate::everruns::{AgentView, MessageView, ModelView, SessionView};
 use crate::resources::{AgentCapability, Capability, LlmModel, LlmProvider, Session};
 
 /// The prefix of every schema name of the platform's document.
@@ -398,7 +398,9 @@ fn answer(description: &str, body: Value) -> Value {
 fn failure(code: &str) -> Value {
     let description = match code {
         "400" => "the request cannot be read (bad JSON, a bad query or header)",
-        "401" => "an API key is required (`Authorization: Bearer <key>`, the bare key, or `x-api-key`) and none, or a wrong one, was sent",
+        "401" => {
+            "an API key is required (`Authorization: Bearer <key>`, the bare key, or `x-api-key`) and none, or a wrong one, was sent"
+        }
         "404" => "no such resource (or the id is not a UUID)",
         "409" => {
             "the current state forbids the change (the code says which), or other writers kept changing the platform"

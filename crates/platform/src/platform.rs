@@ -1237,21 +1237,23 @@ impl Platform {
                 "name the session's agent: `agent_id` or `agent_name`".into(),
             )),
             (Some(text), None) => {
-                let id = crate::everruns::agent_id(text).ok_or_else(|| PlatformError::NotFound {
-                    kind: "agent",
-                    id: text.to_owned(),
-                })?;
+                let id =
+                    crate::everruns::agent_id(text).ok_or_else(|| PlatformError::NotFound {
+                        kind: "agent",
+                        id: text.to_owned(),
+                    })?;
                 self.read(|index| index.agent(id).map(|a| a.id)).await?
             }
             (None, Some(name)) => {
                 let name = name.to_owned();
                 self.read(move |index| {
-                    index.active_agent_named(&name)?.map(|a| a.id).ok_or(
-                        PlatformError::NotFound {
+                    index
+                        .active_agent_named(&name)?
+                        .map(|a| a.id)
+                        .ok_or(PlatformError::NotFound {
                             kind: "active agent named",
                             id: name.clone(),
-                        },
-                    )
+                        })
                 })
                 .await?
             }

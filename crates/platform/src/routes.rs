@@ -64,10 +64,7 @@ pub(crate) fn build(state: Arc<AppState>) -> Router {
             "/v1/agents/{id}/sessions/{session}/events",
             get(session_events),
         )
-        .route(
-            "/v1/agents/{id}/sessions/{session}/sse",
-            get(session_sse),
-        )
+        .route("/v1/agents/{id}/sessions/{session}/sse", get(session_sse))
         .route(
             "/v1/agents/{id}/sessions/{session}/cancel",
             post(cancel_session),
@@ -136,7 +133,7 @@ async fn require_key(State(state): Shared, request: Request, next: Next) -> Resp
     let presented = headers
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
-        .map(|v| crate::everruns::bearer_or_bare(v))
+        .map(crate::everruns::bearer_or_bare)
         .or_else(|| headers.get("x-api-key").and_then(|v| v.to_str().ok()));
     if presented.is_some_and(|key| check(key)) {
         return next.run(request).await;
@@ -161,9 +158,7 @@ pub(crate) fn body<T: serde::de::DeserializeOwned>(body: Body) -> Result<T, Plat
     serde_json::from_value(value).map_err(|err| PlatformError::Invalid(err.to_string()))
 }
 
-pub(crate) fn query(
-    query: Result<Query<Paging>, QueryRejection>,
-) -> Result<Paging, PlatformError> {
+pub(crate) fn query(query: Result<Query<Paging>, QueryRejection>) -> Result<Paging, PlatformError> {
     query
         .map(|Query(value)| value)
         .map_err(|rejection| PlatformError::BadRequest(rejection.body_text()))?
@@ -464,11 +459,15 @@ impl EventsQuery {
         let Query(pairs) =
             pairs.map_err(|rejection| PlatformError::BadRequest(rejection.body_text()))?;
         let number = |name: &str, value: &str| {
-            value.parse::<u64>().ok().filter(|n| *n <= MAX_SAFE).ok_or_else(|| {
-                PlatformError::BadRequest(format!(
-                    "`{name}` must be a whole number from 0 to {MAX_SAFE}, not {value:?}"
-                ))
-            })
+            value
+                .parse::<u64>()
+                .ok()
+                .filter(|n| *n <= MAX_SAFE)
+                .ok_or_else(|| {
+                    PlatformError::BadRequest(format!(
+                        "`{name}` must be a whole number from 0 to {MAX_SAFE}, not {value:?}"
+                    ))
+                })
         };
         let mut query = Self::default();
         for (name, value) in &pairs {
@@ -478,10 +477,10 @@ impl EventsQuery {
                         .map_err(|_| PlatformError::BadRequest("`offset` is too large".into()))?;
                 }
                 "limit" => {
-                    query.paging.limit = Some(
-                        usize::try_from(number(name, value)?)
-                            .map_err(|_| PlatformError::BadRequest("`limit` is too large".into()))?,
-                    );
+                    query.paging.limit =
+                        Some(usize::try_from(number(name, value)?).map_err(|_| {
+                            PlatformError::BadRequest("`limit` is too large".into())
+                        })?);
                 }
                 "after" | "after_sequence" => {
                     if query.after.is_some() {
@@ -510,7 +509,7 @@ impl EventsQuery {
                             .split(',')
                             .map(str::trim)
                             .filter(|t| !t.is_empty())
-                            .map(str::to_owned),
+                            .map(|t| crate::everruns::notification_type(t).to_owned()),
                     );
                 }
                 other => {

@@ -527,8 +527,13 @@ async fn every_operation_answers_as_documented() {
 
     // The routes the Everruns SDK calls, in its shapes.
     let nowhere = uuid::Uuid::now_v7();
-    c.ok("POST", "/v1/agents/{id}/sessions/{session}/cancel", &format!("{one}/cancel"), None)
-        .await;
+    c.ok(
+        "POST",
+        "/v1/agents/{id}/sessions/{session}/cancel",
+        &format!("{one}/cancel"),
+        None,
+    )
+    .await;
     c.fails(
         "GET",
         "/v1/agents/{id}/sessions/{session}/sse",
@@ -538,7 +543,12 @@ async fn every_operation_answers_as_documented() {
     )
     .await;
     let sessions = c
-        .ok("GET", "/v1/sessions", &format!("/v1/sessions?agent_id={a}"), None)
+        .ok(
+            "GET",
+            "/v1/sessions",
+            &format!("/v1/sessions?agent_id={a}"),
+            None,
+        )
         .await;
     assert_eq!(sessions["data"][0]["status"], "idle", "{sessions}");
     let top = c
@@ -546,7 +556,9 @@ async fn every_operation_answers_as_documented() {
             "POST",
             "/v1/sessions",
             "/v1/sessions",
-            Some(json!({"agent_id": a, "title": "Top", "tags": [], "capabilities": [], "tools": []})),
+            Some(
+                json!({"agent_id": a, "title": "Top", "tags": [], "capabilities": [], "tools": []}),
+            ),
         )
         .await;
     assert_eq!(top["status"], "started");
@@ -568,8 +580,13 @@ async fn every_operation_answers_as_documented() {
     )
     .await;
     c.ok("GET", "/v1/sessions/{id}", &t, None).await;
-    c.ok("POST", "/v1/sessions/{id}/cancel", &format!("{t}/cancel"), None)
-        .await;
+    c.ok(
+        "POST",
+        "/v1/sessions/{id}/cancel",
+        &format!("{t}/cancel"),
+        None,
+    )
+    .await;
     let wrapped = c
         .ok(
             "POST",
@@ -582,7 +599,12 @@ async fn every_operation_answers_as_documented() {
     let mut top_messages = Value::Null;
     for _ in 0..500 {
         top_messages = c
-            .ok("GET", "/v1/sessions/{id}/messages", &format!("{t}/messages"), None)
+            .ok(
+                "GET",
+                "/v1/sessions/{id}/messages",
+                &format!("{t}/messages"),
+                None,
+            )
             .await;
         if top_messages["total"] == 2 {
             break;
@@ -594,7 +616,9 @@ async fn every_operation_answers_as_documented() {
         .ok(
             "GET",
             "/v1/sessions/{id}/events",
-            &format!("{t}/events?types=turn.completed&types=output.message.completed&after_sequence=0"),
+            &format!(
+                "{t}/events?types=turn.completed&types=output.message.completed&after_sequence=0"
+            ),
             None,
         )
         .await;

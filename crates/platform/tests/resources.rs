@@ -1506,33 +1506,49 @@ async fn events_are_notifications_as_a_page_and_a_resumable_stream(store: Arc<dy
         .iter()
         .find(|n| n["type"] == "output.message.completed")
         .unwrap();
-    assert_eq!(completed["data"]["message"]["content"][0]["text"], "Hi there");
+    assert_eq!(
+        completed["data"]["message"]["content"][0]["text"],
+        "Hi there"
+    );
 
     // `since_id` resumes after a notification by its id, even the first of an event's two;
     // `types` and `exclude` filter.
     let (_, since) = client
-        .get(&format!("{path}/events?since_id={}", notes[3]["id"].as_str().unwrap()))
+        .get(&format!(
+            "{path}/events?since_id={}",
+            notes[3]["id"].as_str().unwrap()
+        ))
         .await;
     assert_eq!(since["data"].as_array().unwrap()[..], notes[4..]);
     let (_, turns) = client
-        .get(&format!("{path}/events?types=turn.completed,session.started"))
+        .get(&format!(
+            "{path}/events?types=turn.completed,session.started"
+        ))
         .await;
     let turns: Vec<&Value> = turns["data"].as_array().unwrap().iter().collect();
     assert_eq!(turns, [&notes[0], notes.last().unwrap()]);
     let (_, quiet) = client
-        .get(&format!("{path}/events?exclude=message.delta&exclude=step.generating&after_sequence=0"))
+        .get(&format!(
+            "{path}/events?exclude=message.delta&exclude=step.generating&after_sequence=0"
+        ))
         .await;
     assert!(
         quiet["data"]
             .as_array()
             .unwrap()
             .iter()
-            .all(|n| n["type"] != "message.delta" && n["type"] != "step.generating" && n["sequence"] != 0),
+            .all(|n| n["type"] != "message.delta"
+                && n["type"] != "step.generating"
+                && n["sequence"] != 0),
         "{quiet}"
     );
     error(
         &client
-            .call("GET", &format!("{path}/events?after=1&since_id={}", Uuid::now_v7()), None)
+            .call(
+                "GET",
+                &format!("{path}/events?after=1&since_id={}", Uuid::now_v7()),
+                None,
+            )
             .await,
         400,
         "bad_request",

@@ -224,6 +224,15 @@ async def management(client, model_id):
     check({e.type for e in only} == {"turn.completed", "message.created"}, "events.list(types=)")
     quiet = await client.events.list(session.id, exclude=["message.delta", "step.generating"], limit=100)
     check(quiet and not {"message.delta", "step.generating"} & {e.type for e in quiet}, "events.list(exclude=)")
+    check("message.delta" in kinds, "the reply streamed as message.delta")
+    no_deltas = await stream_until(
+        client.events.stream(session.id, exclude=["output.message.delta", "reason.thinking.delta"]),
+        "turn.completed",
+    )
+    check(
+        [e.id for e in no_deltas] == [e.id for e in events if e.type != "message.delta"],
+        "the stream's exclude_deltas leaves out message.delta",
+    )
 
     # The SSE stream, cut in the middle and reconnected with since_id: nothing lost or repeated.
     first = await stream_until(client.events.stream(session.id), "turn.completed", stop_after=middle)
@@ -245,9 +254,18 @@ async def management(client, model_id):
         "the live stream carries the second answer",
     )
 
-    # Cancel (nothing runs: no change), delete a session, delete (archive) an agent.
+    # Cancel: nothing runs (no change), then a turn whose model hangs.
     await client.sessions.cancel(session.id)
-    check((await client.sessions.get(session.id)).status == "idle", "sessions.cancel")
+    check((await client.sessions.get(session.id)).status == "idle", "sessions.cancel of an idle session")
+    slow = await client.sessions.create(agent_id=agent.id, title="Slow")
+    await client.messages.create(slow.id, "Take your time [hang]")
+    check((await client.sessions.get(slow.id)).status == "active", "a session is active during its turn")
+    await client.sessions.cancel(slow.id)
+    ended = await events_until(client, slow.id, "turn.failed")
+    check(ended[0].data["error_code"] == "cancelled", f"sessions.cancel ends the turn ({ended[0].data})")
+    check((await client.sessions.get(slow.id)).status == "idle", "the cancelled session is idle")
+
+    # Delete a session, delete (archive) an agent.
     await client.sessions.delete(named.id)
     await expect_error(client.sessions.get(named.id), 404, "session", "sessions.delete deletes")
     await client.agents.delete(applied.id)
