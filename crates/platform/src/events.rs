@@ -164,6 +164,16 @@ impl Resume {
         Self { seq, seen: None }
     }
 
+    /// The later of two resume points (the one after which fewer notifications are left).
+    pub(crate) fn max(self, other: Self) -> Self {
+        let key = |r: &Self| (r.seq, r.seen.unwrap_or(usize::MAX));
+        if key(&other) > key(&self) {
+            other
+        } else {
+            self
+        }
+    }
+
     /// Reads a `Last-Event-ID`: `41` or `41.0`; `None` when it is neither.
     pub(crate) fn parse(text: &str) -> Option<Self> {
         /// Digits only: Rust's integer parsing would also take a leading `+`.
@@ -397,6 +407,9 @@ mod tests {
         assert!(!one.wants(41, 0) && one.wants(41, 1) && one.wants(42, 0));
         assert_eq!(one.read_from(), 40);
         assert_eq!(Resume::parse("0.0").map(|r| r.read_from()), Some(0));
+        assert_eq!(one.max(all), all);
+        assert_eq!(all.max(one), all);
+        assert_eq!(one.max(Resume::after(40)), one);
         assert_eq!(frame_id(41, 0, 2), "41.0");
         assert_eq!(frame_id(41, 1, 2), "41");
     }

@@ -507,12 +507,12 @@ fn paths() -> Value {
             ),
             query(
                 "after_sequence",
-                "the same as `after` (the Everruns SDK's name; give one of them)",
+                "the same as `after` (the Everruns SDK's name; with both, after the larger)",
                 json!({ "type": "integer", "minimum": 0, "maximum": MAX_SAFE }),
             ),
             query(
                 "since_id",
-                "only notifications after the one with this id (`404` when the session has none; not with `after`)",
+                "only notifications after the one with this id (`404` when the session has none; with `after`, after the later of the two)",
                 json!({ "type": "string", "format": "uuid" }),
             ),
             json!({ "name": "types", "in": "query", "required": false, "style": "form", "explode": true,

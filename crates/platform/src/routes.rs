@@ -451,8 +451,9 @@ pub(crate) struct EventsQuery {
 }
 
 impl EventsQuery {
-    /// Reads the query's pairs: a name not listed here, a repeated cursor, a number that is
-    /// not one, or a `since_id` that is not a UUID is `400`.
+    /// Reads the query's pairs: a name not listed here, a number that is not one, or a
+    /// `since_id` that is not a UUID is `400`. Cursors given together all hold: the page starts
+    /// after the latest of them.
     pub(crate) fn read(
         pairs: Result<Query<Vec<(String, String)>>, QueryRejection>,
     ) -> Result<Self, PlatformError> {
@@ -483,12 +484,9 @@ impl EventsQuery {
                         })?);
                 }
                 "after" | "after_sequence" => {
-                    if query.after.is_some() {
-                        return Err(PlatformError::BadRequest(
-                            "give one of `after` and `after_sequence`, once".into(),
-                        ));
-                    }
-                    query.after = Some(number(name, value)?);
+                    // Both (or one repeated): after all of them.
+                    let after = number(name, value)?;
+                    query.after = Some(query.after.map_or(after, |a| a.max(after)));
                 }
                 "since_id" => {
                     let id = value.trim().parse().map_err(|_| {
@@ -518,11 +516,6 @@ impl EventsQuery {
                     )));
                 }
             }
-        }
-        if query.since_id.is_some() && query.after.is_some() {
-            return Err(PlatformError::BadRequest(
-                "give `since_id` or `after`/`after_sequence`, not both".into(),
-            ));
         }
         Ok(query)
     }
@@ -560,8 +553,8 @@ async fn session_sse(
     events(&s, agent, session, &headers, query, true).await
 }
 
-/// A session's notifications after the query's cursor (`Last-Event-ID` wins over `since_id`,
-/// which wins over `after`), of the types it asks for: a JSON page, or (`stream`) an SSE
+/// A session's notifications after the query's cursors (`Last-Event-ID` wins over them;
+/// `since_id` and `after` together: after the later), of the types it asks for: a JSON page, or (`stream`) an SSE
 /// stream that goes on live (`event:` the type, `id:` the frame id, `data:` the notification).
 pub(crate) async fn events(
     s: &AppState,
@@ -586,7 +579,14 @@ pub(crate) async fn events(
     };
     let resume = match (last_event_id, query.since_id) {
         (Some(resume), _) => Some(resume),
-        (None, Some(seen)) => Some(s.platform.resume_after_id(agent, session, seen).await?),
+        (None, Some(seen)) => {
+            let since = s.platform.resume_after_id(agent, session, seen).await?;
+            Some(
+                query
+                    .after
+                    .map_or(since, |after| since.max(Resume::after(after))),
+            )
+        }
         (None, None) => query.after.map(Resume::after),
     };
     if !stream {

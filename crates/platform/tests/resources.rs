@@ -1542,16 +1542,38 @@ async fn events_are_notifications_as_a_page_and_a_resumable_stream(store: Arc<dy
                 && n["sequence"] != 0),
         "{quiet}"
     );
+    // Cursors together all hold: after the later of them.
+    let (_, both) = client
+        .get(&format!(
+            "{path}/events?since_id={}&after_sequence={}",
+            notes[3]["id"].as_str().unwrap(),
+            notes[5]["sequence"]
+        ))
+        .await;
+    let later = notes[5]["sequence"].as_u64().unwrap();
+    let expected: Vec<&Value> = notes
+        .iter()
+        .filter(|n| n["sequence"].as_u64().unwrap() > later)
+        .collect();
+    let both: Vec<&Value> = both["data"].as_array().unwrap().iter().collect();
+    assert_eq!(both, expected);
+    error(
+        &client
+            .call("GET", &format!("{path}/events?since_id=x"), None)
+            .await,
+        400,
+        "bad_request",
+    );
     error(
         &client
             .call(
                 "GET",
-                &format!("{path}/events?after=1&since_id={}", Uuid::now_v7()),
+                &format!("{path}/events?since_id={}", Uuid::now_v7()),
                 None,
             )
             .await,
-        400,
-        "bad_request",
+        404,
+        "not_found",
     );
     let streamed: Vec<&str> = text
         .lines()
