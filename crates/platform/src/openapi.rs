@@ -276,6 +276,29 @@ fn constrain(schemas: &mut Map<String, Value>) {
         limit(schemas, name, "harness_name", &only_harness);
     }
     limit(schemas, "NewSession", "capabilities", &only_empty);
+    // Under `/v1/agents/{id}/sessions` the path names the agent (`agent_id` or `agent_name`
+    // may repeat it, which this schema leaves out); `POST /v1/sessions` needs one of them.
+    if let Some(top) = schemas.get(&format!("{PREFIX}NewSession")).cloned() {
+        let mut nested = top.clone();
+        if let Some(Value::Object(properties)) = nested.get_mut("properties") {
+            properties.remove("agent_id");
+            properties.remove("agent_name");
+        }
+        nested["title"] = json!(format!("{PREFIX}NewAgentSession"));
+        schemas.insert(format!("{PREFIX}NewAgentSession"), nested);
+        if let Some(schema) = schemas.get_mut(&format!("{PREFIX}NewSession")) {
+            schema["oneOf"] = json!([{ "required": ["agent_id"] }, { "required": ["agent_name"] }]);
+            schema["properties"]["agent_id"] = json!({
+                "description": "The agent: a UUID, or `agent_` and 32 hex digits.",
+                "type": ["string", "null"],
+                "pattern": "^([0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}|agent_[0-9a-fA-F]{32})$",
+            });
+            schema["properties"]["agent_name"] = json!({
+                "description": "The agent by name: its one active agent of that name.",
+                "type": ["string", "null"],
+            });
+        }
+    }
     limit(
         schemas,
         "NewAgent",
@@ -612,7 +635,7 @@ fn paths() -> Value {
         },
         "/v1/agents/{id}/sessions": {
             "get": operation("An agent's sessions, oldest first", with(vec![agent()], paging()), None, ok("a page of sessions", "SessionPage"), &["400", "404"]),
-            "post": operation("Start a session (`pending`; `409 agent_archived` for an archived agent)", vec![agent()], Some("NewSession"), created("the session", "Session"), &["404", "409"]),
+            "post": operation("Start a session (`pending`; `409 agent_archived` for an archived agent)", vec![agent()], Some("NewAgentSession"), created("the session", "Session"), &["404", "409"]),
         },
         "/v1/agents/{id}/sessions/{session}": {
             "get": operation("One session", session(), None, ok("the session", "Session"), &["404"]),
