@@ -1038,6 +1038,7 @@ fn a_call_interrupted_twice_is_run_again_by_the_second_resume() {
         agent: "planner".into(),
         model: None,
         prompt: format!("Plan {TASKS} tasks for: {GOAL}"),
+        reply: None,
     };
     let interrupted = AgentCompleted {
         agent: "planner".into(),

@@ -853,3 +853,73 @@ async fn images_and_reasoning_from_the_block_reach_the_provider_request() {
     );
     assert_eq!(requests[1].reasoning, None, "the desk had an answer");
 }
+
+/// An output with two string fields: the reply is named.
+#[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
+struct Cited {
+    answer: String,
+    source: String,
+}
+
+struct CitingAssistant;
+
+#[agent(output = Cited, emits = [QuestionAnswered], reply = answer)]
+impl CitingAssistant {
+    fn prompt(&self, _desk: &Desk, input: &UserInput) -> String {
+        input.text.clone()
+    }
+
+    fn on_output(&self, cited: Cited) -> QuestionAnswered {
+        QuestionAnswered {
+            text: format!("{} ({})", cited.answer, cited.source),
+        }
+    }
+}
+
+/// A reply named by its JSON name, which is not an output field: the workflow does not build.
+struct MisnamedReply;
+
+#[agent(output = Cited, emits = [QuestionAnswered], reply = "answerText")]
+impl MisnamedReply {
+    fn prompt(&self, _desk: &Desk, input: &UserInput) -> String {
+        input.text.clone()
+    }
+
+    fn on_output(&self, cited: Cited) -> QuestionAnswered {
+        QuestionAnswered { text: cited.answer }
+    }
+}
+
+#[test]
+fn agent_reply_comes_from_the_attribute_or_is_inferred() {
+    use openharness::ReplySource;
+    assert_eq!(CitingAssistant.reply(), ReplySource::Field("answer"));
+    assert_eq!(MisnamedReply.reply(), ReplySource::Field("answerText"));
+    assert_eq!(TaskExecutor.reply(), ReplySource::Inferred);
+    let schema = openharness::schemars::schema_for!(Cited).to_value();
+    assert_eq!(
+        ReplySource::Field("answer").pointer(&schema),
+        Ok(Some("/answer".to_owned()))
+    );
+    assert_eq!(ReplySource::Inferred.pointer(&schema), Ok(None));
+
+    let build = |agent| {
+        Workflow::builder("desk")
+            .initial_state(Desk::default())
+            .store(openharness::store::MemoryStore::new())
+            .provider(openharness::provider::ScriptedProvider::new())
+            .agent(agent)
+            .build()
+    };
+    assert!(build(CitingAssistant).is_ok());
+    let Err(err) = Workflow::builder("desk")
+        .initial_state(Desk::default())
+        .store(openharness::store::MemoryStore::new())
+        .provider(openharness::provider::ScriptedProvider::new())
+        .agent(MisnamedReply)
+        .build()
+    else {
+        panic!("a reply that names no field builds");
+    };
+    assert!(err.to_string().contains("no field `answerText`"), "{err}");
+}

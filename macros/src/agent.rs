@@ -54,6 +54,8 @@ struct Checked<'a> {
     /// `fn images` / `fn reasoning`, when given: the span of each one's return type.
     images: Option<Span>,
     reasoning: Option<Span>,
+    /// `reply = field`: the output field that is the chat reply.
+    reply: Option<LitStr>,
 }
 
 /// Where the agent's model comes from.
@@ -196,6 +198,7 @@ fn check<'a>(args: AgentArgs, item: &'a ItemImpl, errors: &mut Errors) -> Option
             max_turns: max_turns.flatten(),
             images: images.flatten(),
             reasoning: reasoning.flatten(),
+            reply: args.reply,
         }),
         _ => None,
     }
@@ -428,7 +431,15 @@ fn generate(item: &ItemImpl, agent: &Checked<'_>) -> TokenStream {
         max_turns,
         images,
         reasoning,
+        reply,
     } = agent;
+    let reply = reply.as_ref().map(|field| {
+        quote! {
+            fn reply(&self) -> ::openharness::ReplySource {
+                ::openharness::ReplySource::Field(#field)
+            }
+        }
+    });
     let Prompt {
         state,
         trigger,
@@ -634,6 +645,7 @@ fn generate(item: &ItemImpl, agent: &Checked<'_>) -> TokenStream {
                 #max_turns
                 #images
                 #reasoning
+                #reply
 
                 fn prompt(
                     &self,

@@ -1,6 +1,6 @@
 //! Typed parsing of the attribute arguments of the three macros:
 //! `#[event("noun:verb")]`, `#[handler(Events, partial)]` and
-//! `#[agent(output = T, emits = [A, B], tools = [t1, t2], name = "...", model = "...")]`.
+//! `#[agent(output = T, emits = [A, B], tools = [t1, t2], name = "...", model = "...", reply = field)]`.
 //!
 //! Parsing only checks syntax; what the arguments mean is checked by each macro. Where a
 //! mistake does not stop parsing (an unknown key, a key given twice), it is recorded and parsing
@@ -92,6 +92,9 @@ pub(crate) struct AgentArgs {
     pub(crate) name: Option<LitStr>,
     /// `model = "..."`: the model to ask for.
     pub(crate) model: Option<LitStr>,
+    /// `reply = field` (or `reply = "jsonName"`): the output field that is the chat reply,
+    /// as its JSON name, spanned on the user's token.
+    pub(crate) reply: Option<LitStr>,
 }
 
 impl AgentArgs {
@@ -165,6 +168,25 @@ impl AgentArgs {
                     skip_value(input)?;
                     false
                 }
+            }
+            "reply" if input.peek(LitStr) => {
+                let value: LitStr = input.parse()?;
+                if value.value().is_empty() {
+                    errors.spanned_by(&value, msg::AGENT_REPLY_FIELD);
+                }
+                self.reply.replace(value).is_some()
+            }
+            "reply" if input.peek(Ident) => {
+                let field: Ident = input.parse()?;
+                let json_name = field.to_string();
+                let json_name = json_name.strip_prefix("r#").unwrap_or(&json_name);
+                let value = LitStr::new(json_name, field.span());
+                self.reply.replace(value).is_some()
+            }
+            "reply" => {
+                errors.at(input.span(), msg::AGENT_REPLY_FIELD);
+                skip_value(input)?;
+                false
             }
             _ => {
                 errors.spanned_by(&key, msg::agent_unknown_key(&name));

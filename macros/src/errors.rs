@@ -262,6 +262,8 @@ pub(crate) mod msg {
         "`name` takes a string without spaces: `name = \"planner\"`";
     pub(crate) const AGENT_MODEL_STRING: &str =
         "`model` takes a non-empty string: `model = \"claude-sonnet-4-5\"`";
+    pub(crate) const AGENT_REPLY_FIELD: &str = "`reply` names the output field that is the \
+         chat reply: `reply = answer` (or its JSON name as a string, `reply = \"answerText\"`)";
     pub(crate) const AGENT_NO_TYPE_NAME: &str =
         "cannot derive an agent name from this type: add `name = \"my-agent\"` to `#[agent(...)]`";
     pub(crate) const AGENT_MISSING_PROMPT: &str =
@@ -314,8 +316,8 @@ pub(crate) mod msg {
 
     pub(crate) fn agent_unknown_key(key: &str) -> String {
         format!(
-            "unknown key `{key}`: `#[agent(...)]` takes `output`, `emits`, `tools`, `name` and \
-             `model`"
+            "unknown key `{key}`: `#[agent(...)]` takes `output`, `emits`, `tools`, `name`, \
+             `model` and `reply`"
         )
     }
 

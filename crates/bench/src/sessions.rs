@@ -511,6 +511,7 @@ async fn suite() -> Fallible<Vec<Row>> {
             agent: "helper".to_owned(),
             model: None,
             prompt: "carry on".to_owned(),
+            reply: None,
         },
         cause,
     )?);

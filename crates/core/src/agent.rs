@@ -97,8 +97,75 @@ pub trait Agent: Send + Sync + 'static {
         None
     }
 
+    /// Which part of the output is the agent's chat reply: the text chat clients show and
+    /// stream (`/api/chat`, `?shape=ui`, the platform's messages), decoded from the model's
+    /// streamed output as it arrives. [`ReplySource::Inferred`] by default; recorded in
+    /// `agent:started` as a JSON pointer (`reply`). `#[agent(reply = field)]` names a field.
+    fn reply(&self) -> ReplySource {
+        ReplySource::Inferred
+    }
+
     /// Turns valid output into events.
     fn on_output(&self, output: Self::Output, trigger: &Self::Trigger) -> Emit;
+}
+
+/// Which part of an agent's output is its chat reply (see [`Agent::reply`]).
+///
+/// ```
+/// use openharness_core::ReplySource;
+/// use serde_json::json;
+/// let single = json!({ "type": "object", "properties": { "reply": { "type": "string" } } });
+/// assert_eq!(ReplySource::Inferred.pointer(&single), Ok(Some("/reply".to_owned())));
+/// assert_eq!(ReplySource::Inferred.pointer(&json!({ "type": "string" })), Ok(Some(String::new())));
+/// let two = json!({ "type": "object", "properties": {
+///     "answer": { "type": "string" }, "sources": { "type": "array" } } });
+/// assert_eq!(ReplySource::Inferred.pointer(&two), Ok(None));
+/// assert_eq!(ReplySource::Field("answer").pointer(&two), Ok(Some("/answer".to_owned())));
+/// assert!(ReplySource::Field("sources").pointer(&two).is_err()); // not a string
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum ReplySource {
+    /// From the output type: a `String` output is the reply; an object with exactly one
+    /// field, a string, has that field as the reply; any other output has no text reply.
+    #[default]
+    Inferred,
+    /// This top-level field of the output (a string, by its JSON name) is the reply.
+    Field(&'static str),
+    /// No text reply: chat clients get the structured output as data only.
+    NoText,
+}
+
+impl ReplySource {
+    /// The JSON pointer of the reply in outputs of `schema` (`""`: the whole output, `"/x"`:
+    /// field `x`), `None` for no text reply, or why the named field cannot be the reply.
+    pub fn pointer(self, schema: &Value) -> Result<Option<String>, String> {
+        let is_string = |schema: &Value| match schema.get("type") {
+            Some(Value::String(kind)) => kind == "string",
+            Some(Value::Array(kinds)) => kinds.iter().any(|kind| kind == "string"),
+            _ => false,
+        };
+        let properties = schema.get("properties").and_then(Value::as_object);
+        let escape = |field: &str| format!("/{}", field.replace('~', "~0").replace('/', "~1"));
+        match self {
+            Self::NoText => Ok(None),
+            Self::Inferred if is_string(schema) => Ok(Some(String::new())),
+            Self::Inferred => Ok(properties
+                .filter(|fields| fields.len() == 1)
+                .and_then(|fields| fields.iter().next())
+                .filter(|(_, field)| is_string(field))
+                .map(|(name, _)| escape(name))),
+            Self::Field(field) => match properties.and_then(|fields| fields.get(field)) {
+                Some(property) if is_string(property) => Ok(Some(escape(field))),
+                Some(_) => Err(format!(
+                    "the reply field `{field}` is not a string: name a `String` field of the output as `reply`"
+                )),
+                None => Err(format!(
+                    "the output has no field `{field}` to be the reply: name one of its `String` fields (by its JSON name) as `reply`"
+                )),
+            },
+        }
+    }
 }
 
 /// A type an agent can produce: deserializable, with a JSON Schema.
@@ -129,12 +196,16 @@ pub(crate) struct Activation {
     pub(crate) max_turns: u32,
     pub(crate) images: Vec<Image>,
     pub(crate) reasoning: Option<ReasoningEffort>,
+    /// The JSON pointer of the reply in the output, recorded in `agent:started`.
+    pub(crate) reply: Option<String>,
 }
 
 /// The runtime's view of an agent, with the types erased.
 pub(crate) trait ErasedAgent<S>: Send + Sync {
     fn spec(&self) -> AgentSpec;
     fn schema(&self) -> Arc<Value>;
+    /// The JSON pointer of the reply in the output, or why the agent's `reply` is invalid.
+    fn reply(&self) -> Result<Option<String>, String>;
     /// `None` if `when` is false; an error if the trigger does not decode or user code panics.
     fn activate(&self, state: &S, trigger: &Envelope) -> Option<Result<Activation, String>>;
     /// The activation of a call recorded before (its `agent:started`), to run it again after a
@@ -184,6 +255,7 @@ pub(crate) struct Erased<A: Agent> {
     /// only deserialization checks the output).
     validator: Option<jsonschema::Validator>,
     tools: Toolbox,
+    reply: Result<Option<String>, String>,
 }
 
 impl<A: Agent> Erased<A> {
@@ -195,11 +267,13 @@ impl<A: Agent> Erased<A> {
             })
             .ok();
         let tools = Toolbox::new(agent.tools());
+        let reply = agent.reply().pointer(&schema);
         Self {
             agent,
             schema,
             validator,
             tools,
+            reply,
         }
     }
 
@@ -239,6 +313,10 @@ impl<A: Agent> ErasedAgent<A::State> for Erased<A> {
         Arc::clone(&self.schema)
     }
 
+    fn reply(&self) -> Result<Option<String>, String> {
+        self.reply.clone()
+    }
+
     fn activate(&self, state: &A::State, trigger: &Envelope) -> Option<Result<Activation, String>> {
         let typed = match trigger.decode::<A::Trigger>() {
             Ok(typed) => typed,
@@ -266,6 +344,7 @@ impl<A: Agent> ErasedAgent<A::State> for Erased<A> {
                 max_turns: self.agent.max_turns().max(1),
                 images,
                 reasoning,
+                reply: self.reply.clone().ok().flatten(),
             })),
             Ok(None) => None,
             Err(panic) => Some(Err(format!(
@@ -306,6 +385,7 @@ impl<A: Agent> ErasedAgent<A::State> for Erased<A> {
             max_turns: self.agent.max_turns().max(1),
             images,
             reasoning,
+            reply: self.reply.clone().ok().flatten(),
         }
     }
 

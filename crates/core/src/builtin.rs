@@ -75,6 +75,11 @@ builtin_event!(
     model: Option<String>,
     /// The prompt it was given.
     prompt: String,
+    /// Where its chat reply is in its output: a JSON pointer (`""` the whole output, `"/reply"`
+    /// a field); absent when it has no text reply (and in recordings made before replies were
+    /// named). Chat clients stream and show that string as text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    reply: Option<String>,
 });
 builtin_event!(
 /// An agent finished, well or badly.

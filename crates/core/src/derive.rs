@@ -625,6 +625,7 @@ impl<'w, S: WorkflowState> Tail<'w, S> {
                                 agent: name,
                                 model: activation.model,
                                 prompt: activation.prompt,
+                                reply: activation.reply,
                             },
                         });
                     }

@@ -28,7 +28,7 @@ mod store;
 mod tool;
 mod workflow;
 
-pub use agent::{Agent, AgentSpec, StructuredOutput};
+pub use agent::{Agent, AgentSpec, ReplySource, StructuredOutput};
 pub use assembled::WorkflowState;
 pub use claim::Claim;
 pub use derive::ViewAt;

@@ -72,8 +72,9 @@ impl RunOptions {
         self
     }
 
-    /// Records `fields` in the payload of the turn's `user:input`, beside its `text` (which a
-    /// field of that name does not replace): data an application keeps with a message, such
+    /// Records `fields` in the payload of the turn's `user:input` (or, for an answer, its
+    /// `input:received`), beside its own fields (which a field of the same name does not
+    /// replace): data an application keeps with a message, such
     /// as the platform's controls, metadata and tags. [`UserInput`](crate::builtin::UserInput)
     /// ignores them, so the workflow folds the input as before; readers of the log find them
     /// in the event's payload.

@@ -402,8 +402,13 @@ impl<S: WorkflowState> Run<'_, S> {
                     request_id: request,
                     text,
                 };
-                self.queue
-                    .push_back((Pending::of(&answer), Some(request), None));
+                let mut pending = Pending::of(&answer);
+                if let serde_json::Value::Object(payload) = &mut pending.payload {
+                    for (name, value) in input_fields {
+                        payload.entry(name.clone()).or_insert_with(|| value.clone());
+                    }
+                }
+                self.queue.push_back((pending, Some(request), None));
                 None
             }
             Begin::Resume {
@@ -737,6 +742,7 @@ impl<S: WorkflowState> Run<'_, S> {
             agent: agent.spec().name.to_owned(),
             model: activation.model.clone(),
             prompt: activation.prompt.clone(),
+            reply: activation.reply.clone(),
         };
         let cause = trigger.id;
         let task = AgentTask {

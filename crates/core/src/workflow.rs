@@ -503,6 +503,13 @@ impl<S: WorkflowState> WorkflowBuilder<S> {
         {
             return Err(config(&format!("two agents are named `{dup}`")));
         }
+        if let Some((agent, why)) = self
+            .agents
+            .iter()
+            .find_map(|a| a.reply().err().map(|why| (a.spec().name, why)))
+        {
+            return Err(config(&format!("agent `{agent}`: {why}")));
+        }
         Ok(Workflow {
             inner: Arc::new(Inner {
                 name: self.name,

@@ -36,7 +36,7 @@ use openharness_core::{
     BoxedProvider, CancellationToken, EventId, RunOptions, SessionId, SessionInfo, Store,
     Unfinished, Workflow, WorkflowState,
 };
-use openharness_projection::{Message, project_messages};
+use openharness_projection::{Message, UiMessage, project_messages, ui_messages};
 
 pub use error::HostError;
 pub use hosted::{Hosted, JsonTape};
@@ -455,5 +455,22 @@ impl Host {
             .await
             .map_err(self.store_error())?;
         Ok(project_messages(&events))
+    }
+
+    /// The chat of `session` at `position` (clamped) as AI SDK `UIMessage`s: the messages
+    /// `POST /api/chat` streamed, with the same ids and parts (see
+    /// [`openharness_projection::ui_messages`]). Works for every session, hosted or not.
+    pub async fn ui_messages_at(
+        &self,
+        session: &SessionId,
+        position: u64,
+    ) -> Result<Vec<UiMessage>, HostError> {
+        let info = self.info(session).await?;
+        let events = self
+            .store
+            .events(session, 0..position.min(info.count))
+            .await
+            .map_err(self.store_error())?;
+        Ok(ui_messages(&events))
     }
 }

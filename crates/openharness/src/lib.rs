@@ -40,7 +40,7 @@ pub use openharness_core::{
     DEFAULT_CHECKPOINT_INTERVAL, DEFAULT_MAX_TURNS, Decoded, Emit, Envelope, Error, ErrorChain,
     Event, EventId, EventSet, EventStream, FnRenderer, FnTool, Fold, Handler, Image, IntoEmit,
     MAX_CHECKPOINT_INTERVAL, OpenCallReport, Pattern, Pending, Provider, ProviderError,
-    ProviderRequest, ReasoningEffort, Recorded, Renderer, RunOptions, RunOutcome,
+    ProviderRequest, ReasoningEffort, Recorded, Renderer, ReplySource, RunOptions, RunOutcome,
     SKIPPED_POSITIONS, SessionId, SessionInfo, SessionStatus, Skipped, StopReason, Store,
     StoreError, StructuredOutput, Subscription, Tool, ToolError, Toolbox, UndecodableEvent,
     Unfinished, Usage, Workflow, WorkflowBuilder, WorkflowState, builtin, renderer_fn,

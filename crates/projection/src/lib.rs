@@ -17,7 +17,7 @@
 //!
 //! let input = Envelope::typed(&UserInput { text: "plan a trip".into() }, None).unwrap();
 //! let started = Envelope::typed(
-//!     &AgentStarted { agent: "planner".into(), model: None, prompt: "plan".into() },
+//!     &AgentStarted { agent: "planner".into(), model: None, prompt: "plan".into(), reply: None },
 //!     Some(input.id),
 //! )
 //! .unwrap();
@@ -41,8 +41,12 @@
 
 mod message;
 mod project;
+mod reply;
 mod ui;
+mod ui_stream;
 
 pub use message::{Message, Part, Role, TextState, ToolState};
 pub use project::{MessageProjection, project_messages};
+pub use reply::{ReplyDecoder, reply_text};
 pub use ui::{UiMessage, UiPart, to_ui_messages};
+pub use ui_stream::{MESSAGE_ID_FIELD, REGENERATES_FIELD, UiStream, ui_messages};

@@ -425,6 +425,7 @@ mod tests {
             agent: agent.into(),
             model: None,
             prompt: "prompt".into(),
+            reply: None,
         };
         ev(n, started, cause)
     }

@@ -72,12 +72,12 @@ pub struct UiMessage {
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub enum UiPart {
-    /// `{type: "text", text, state}`.
+    /// `{type: "text", text, state?}`.
     Text {
         /// The text.
         text: String,
-        /// `streaming` or `done`.
-        state: TextState,
+        /// `streaming` or `done`; none on a user's message (as the AI SDK sends it).
+        state: Option<TextState>,
     },
     /// `{type: "tool-<toolName>", toolCallId, state, input, output?, errorText?}`.
     Tool {
@@ -94,6 +94,8 @@ pub enum UiPart {
         /// The error, when `state` is `output-error`.
         error_text: Option<String>,
     },
+    /// `{type: "step-start"}`: the start of an agent call (a step) in an assistant message.
+    StepStart,
     /// `{type: "data-<name>", data}`: an agent's structured output is `data-output` with
     /// `data: {agent, output}`, as the chat stream's `data-output` chunk.
     Data {
@@ -108,10 +110,12 @@ impl Serialize for UiPart {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         match self {
             Self::Text { text, state } => {
-                let mut map = serializer.serialize_map(Some(3))?;
+                let mut map = serializer.serialize_map(Some(2 + usize::from(state.is_some())))?;
                 map.serialize_entry("type", "text")?;
                 map.serialize_entry("text", text)?;
-                map.serialize_entry("state", state)?;
+                if let Some(state) = state {
+                    map.serialize_entry("state", state)?;
+                }
                 map.end()
             }
             Self::Tool {
@@ -136,6 +140,11 @@ impl Serialize for UiPart {
                 }
                 map.end()
             }
+            Self::StepStart => {
+                let mut map = serializer.serialize_map(Some(1))?;
+                map.serialize_entry("type", "step-start")?;
+                map.end()
+            }
             Self::Data { name, data } => {
                 let mut map = serializer.serialize_map(Some(2))?;
                 map.serialize_entry("type", &format!("data-{name}"))?;
@@ -158,7 +167,7 @@ impl schemars::JsonSchema for UiPart {
         let text_state = generator.subschema_for::<TextState>();
         let tool_state = generator.subschema_for::<ToolState>();
         schemars::json_schema!({
-            "description": "A part of an AI SDK 5 `UIMessage`: `{type: \"text\", text, state}`, `{type: \"tool-<toolName>\", toolCallId, state, input, output?, errorText?}` or `{type: \"data-<name>\", data}`.",
+            "description": "A part of an AI SDK 5 `UIMessage`: `{type: \"text\", text, state?}`, `{type: \"tool-<toolName>\", toolCallId, state, input, output?, errorText?}`, `{type: \"data-<name>\", data}` or `{type: \"step-start\"}`.",
             "oneOf": [
                 {
                     "type": "object",
@@ -167,7 +176,7 @@ impl schemars::JsonSchema for UiPart {
                         "text": { "type": "string" },
                         "state": text_state,
                     },
-                    "required": ["type", "text", "state"],
+                    "required": ["type", "text"],
                     "additionalProperties": false,
                 },
                 {
@@ -192,6 +201,12 @@ impl schemars::JsonSchema for UiPart {
                     "required": ["type", "data"],
                     "additionalProperties": false,
                 },
+                {
+                    "type": "object",
+                    "properties": { "type": { "const": "step-start" } },
+                    "required": ["type"],
+                    "additionalProperties": false,
+                },
             ],
         })
     }
@@ -213,7 +228,7 @@ impl From<&Part> for UiPart {
         match part {
             Part::Text { text, state } => Self::Text {
                 text: text.clone(),
-                state: *state,
+                state: Some(*state),
             },
             Part::Tool {
                 tool_call_id,

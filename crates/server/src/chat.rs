@@ -12,7 +12,6 @@
 //! `data-input-requested` for a request to a person; `finish` and `[DONE]` at the turn's end.
 //! Each chunk also carries an `id:` line with the event's seq, which `useChat` ignores.
 
-use std::collections::HashSet;
 use std::convert::Infallible;
 use std::sync::Arc;
 
@@ -23,8 +22,8 @@ use axum::http::{HeaderValue, StatusCode};
 use axum::response::sse::Event;
 use axum::response::{IntoResponse, Response};
 use futures_util::{StreamExt, stream};
-use openharness_core::builtin::Builtin;
-use openharness_core::{Recorded, RunOptions, SessionId};
+use openharness_core::{EventId, Recorded, RunOptions, SessionId};
+use openharness_projection::{MESSAGE_ID_FIELD, REGENERATES_FIELD, UiStream};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -33,140 +32,45 @@ use crate::error::ApiError;
 
 /// The body of `useChat`'s default transport.
 #[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub(crate) struct ChatRequest {
     id: String,
     messages: Vec<ChatMessage>,
     #[serde(default)]
     trigger: Option<String>,
+    /// For `regenerate-message`: the assistant message to regenerate.
+    #[serde(default)]
+    message_id: Option<String>,
 }
 
 #[derive(Deserialize)]
 struct ChatMessage {
+    #[serde(default)]
+    id: Option<String>,
     role: String,
     #[serde(default)]
     parts: Vec<Value>,
+    #[serde(default)]
+    metadata: Option<Value>,
 }
 
-/// Turns a turn's recorded events into UI message stream chunks, one event at a time.
-#[derive(Debug, Default)]
-pub(crate) struct UiStream {
-    started: bool,
-    in_step: bool,
-    open_text: Option<String>,
-    tools: HashSet<String>,
-}
-
-impl UiStream {
-    /// The chunks `recorded` adds; `done` once the turn's end is reached.
-    pub(crate) fn chunks(&mut self, recorded: &Recorded) -> (Vec<Value>, bool) {
-        let mut out = Vec::new();
-        let event = &recorded.event;
-        let Some(Ok(builtin)) = Builtin::decode(event) else {
-            return (out, false);
-        };
-        if !self.started
-            && !matches!(
-                builtin,
-                Builtin::UserInput(_) | Builtin::WorkflowStarted(_) | Builtin::InputReceived(_)
-            )
-        {
-            self.started = true;
-            out.push(json!({ "type": "start", "messageId": format!("msg-{}", event.id) }));
-        }
-        match builtin {
-            Builtin::AgentStarted(_) => {
-                self.close_step(&mut out);
-                self.in_step = true;
-                out.push(json!({ "type": "start-step" }));
-            }
-            Builtin::TextDelta(delta) => {
-                self.ensure_step(&mut out);
-                if self.open_text.is_none() {
-                    let id = format!("text-{}", event.id);
-                    out.push(json!({ "type": "text-start", "id": id }));
-                    self.open_text = Some(id);
-                }
-                if let Some(id) = &self.open_text {
-                    out.push(json!({ "type": "text-delta", "id": id, "delta": delta.delta }));
-                }
-            }
-            Builtin::TextComplete(_) => self.close_text(&mut out),
-            Builtin::ToolCalled(call) => {
-                self.ensure_step(&mut out);
-                self.close_text(&mut out);
-                self.tools.insert(call.tool_call_id.clone());
-                out.push(json!({ "type": "tool-input-start", "toolCallId": call.tool_call_id, "toolName": call.tool }));
-                out.push(json!({ "type": "tool-input-available", "toolCallId": call.tool_call_id, "toolName": call.tool, "input": call.input }));
-            }
-            Builtin::ToolResult(result) if self.tools.contains(&result.tool_call_id) => {
-                if result.is_error {
-                    let error = match &result.output {
-                        Value::String(text) => text.clone(),
-                        other => other.to_string(),
-                    };
-                    out.push(json!({ "type": "tool-output-error", "toolCallId": result.tool_call_id, "errorText": error }));
-                } else {
-                    out.push(json!({ "type": "tool-output-available", "toolCallId": result.tool_call_id, "output": result.output }));
-                }
-            }
-            Builtin::AgentCompleted(completed) => {
-                self.ensure_step(&mut out);
-                self.close_text(&mut out);
-                if let Some(output) = completed.output {
-                    out.push(json!({ "type": "data-output", "data": { "agent": completed.agent, "output": output } }));
-                }
-                self.close_step(&mut out);
-            }
-            Builtin::ErrorOccurred(error) => {
-                out.push(json!({ "type": "error", "errorText": error.message }));
-            }
-            Builtin::InputRequested(request) => {
-                out.push(json!({ "type": "data-input-requested", "data": { "requestId": event.id, "prompt": request.prompt } }));
-            }
-            Builtin::WorkflowCompleted(_) => {
-                if !self.started {
-                    self.started = true;
-                    out.push(json!({ "type": "start", "messageId": format!("msg-{}", event.id) }));
-                }
-                self.close_text(&mut out);
-                self.close_step(&mut out);
-                out.push(json!({ "type": "finish" }));
-                return (out, true);
-            }
-            _ => {}
-        }
-        (out, false)
-    }
-
-    fn ensure_step(&mut self, out: &mut Vec<Value>) {
-        if !self.in_step {
-            self.in_step = true;
-            out.push(json!({ "type": "start-step" }));
-        }
-    }
-
-    fn close_text(&mut self, out: &mut Vec<Value>) {
-        if let Some(id) = self.open_text.take() {
-            out.push(json!({ "type": "text-end", "id": id }));
-        }
-    }
-
-    fn close_step(&mut self, out: &mut Vec<Value>) {
-        self.close_text(out);
-        if std::mem::take(&mut self.in_step) {
-            out.push(json!({ "type": "finish-step" }));
-        }
-    }
+/// What a chat post asks for.
+enum Trigger {
+    /// A new message (`submit-message`).
+    Submit,
+    /// A new answer to the newest user message (`regenerate-message`), replacing this
+    /// assistant message in the chat view.
+    Regenerate(Option<String>),
 }
 
 /// The UI message stream of `session` from seq `from` to the end of that turn.
 async fn ui_stream(state: &AppState, session: &SessionId, from: u64) -> Result<Response, ApiError> {
     let subscription = crate::sse::subscribe(state, session, from).await?;
-    let mut converter = UiStream::default();
+    let mut converter = UiStream::new();
     let chunks = until_turn_end(subscription, move |item| {
         let (events, finished) = match item {
             Ok(recorded) => {
-                let (chunks, finished) = converter.chunks(&recorded);
+                let (chunks, finished) = converter.chunks(&recorded.event);
                 let seq = recorded.seq.to_string();
                 let mut events: Vec<Event> = chunks
                     .into_iter()
@@ -215,7 +119,11 @@ where
     .flat_map(|events| stream::iter(events.into_iter().map(Ok::<_, Infallible>)))
 }
 
-/// `POST /api/chat`.
+/// `POST /api/chat`: a new chat (the chat id becomes the session id), a message that
+/// continues one, the answer to the request a waiting session asked (see [`answer_for`]), or a
+/// regenerated answer: the newest user message sent again as a new turn, recorded with
+/// `regenerates: <assistant message id>` (the log keeps both answers; the chat view,
+/// `?shape=ui`, shows the new one in place of the old).
 pub(crate) async fn post(
     State(state): State<Arc<AppState>>,
     request: Result<Json<ChatRequest>, JsonRejection>,
@@ -224,30 +132,46 @@ pub(crate) async fn post(
         id,
         messages,
         trigger,
+        message_id,
     } = crate::routes::body(request)?;
-    if trigger.as_deref().is_some_and(|t| t != "submit-message") {
-        return Err(ApiError::bad_request(format!(
-            "trigger `{}` is not supported: send the message again instead",
-            trigger.unwrap_or_default()
-        )));
-    }
+    let trigger = match trigger.as_deref() {
+        None | Some("submit-message") => Trigger::Submit,
+        Some("regenerate-message") => Trigger::Regenerate(message_id),
+        Some(other) => {
+            return Err(ApiError::bad_request(format!(
+                "trigger `{other}` is not one of `submit-message`, `regenerate-message`"
+            )));
+        }
+    };
     let session: SessionId = id
         .parse()
         .map_err(|err| ApiError::bad_request(format!("`{id}` is not a chat id: {err}")))?;
-    let text = messages
+    let newest = messages
         .iter()
         .rev()
         .find(|m| m.role == "user")
-        .map(|m| {
-            m.parts
-                .iter()
-                .filter(|p| p["type"] == "text")
-                .filter_map(|p| p["text"].as_str())
-                .collect::<Vec<_>>()
-                .join("")
-        })
-        .filter(|text| !text.is_empty())
-        .ok_or_else(|| ApiError::bad_request("the newest user message has no text"))?;
+        .ok_or_else(|| ApiError::bad_request("the chat has no user message to answer"))?;
+    let text = newest
+        .parts
+        .iter()
+        .filter(|p| p["type"] == "text")
+        .filter_map(|p| p["text"].as_str())
+        .collect::<Vec<_>>()
+        .join("");
+    if text.is_empty() {
+        return Err(ApiError::bad_request(
+            "the newest user message has no text part",
+        ));
+    }
+    let mut fields = serde_json::Map::new();
+    if let Some(id) = newest.id.as_ref().filter(|id| !id.is_empty()) {
+        fields.insert(MESSAGE_ID_FIELD.to_owned(), Value::String(id.clone()));
+    }
+    if let Trigger::Regenerate(replaced) = &trigger {
+        let replaced = replaced.clone().map_or(Value::Bool(true), Value::String);
+        fields.insert(REGENERATES_FIELD.to_owned(), replaced);
+    }
+    let options = RunOptions::new().input_fields(fields);
     let exists = state.host.store().session(&session).await.map_err(|err| {
         ApiError::new(
             StatusCode::INTERNAL_SERVER_ERROR,
@@ -258,17 +182,24 @@ pub(crate) async fn post(
     let from = match exists.filter(|info| info.count > 0) {
         Some(_) => {
             let len = crate::routes::check_free(&state, &session).await?;
+            let request = match trigger {
+                Trigger::Submit => answer_for(&state, &session, newest).await?,
+                Trigger::Regenerate(_) => None,
+            };
             let host = state.host.clone();
             let turn = session.clone();
             crate::routes::spawn_turn(&state, session.clone(), len, async move {
-                host.send(&turn, text, RunOptions::new()).await
+                match request {
+                    Some(request) => host.respond(&turn, request, text, options).await,
+                    None => host.send(&turn, text, options).await,
+                }
             });
             len
         }
         None => {
             let workflow = default_workflow(&state)?;
             let host = state.host.clone();
-            let options = RunOptions::new().session(session.clone());
+            let options = options.session(session.clone());
             crate::routes::spawn_turn(&state, session.clone(), 0, async move {
                 host.run(&workflow, Some(text), options).await
             });
@@ -276,6 +207,58 @@ pub(crate) async fn post(
         }
     };
     ui_stream(&state, &session, from).await
+}
+
+/// The open request a chat message answers, if the session waits for a person: the one the
+/// message names (`metadata.requestId`, the `requestId` of a `data-input-requested` part),
+/// else the only one open. A message to a session waiting on several requests that names
+/// none of them is refused (`409 ambiguous_request`, listing them); naming a request that is
+/// not open is `409 request_not_open`. A session that waits for nothing takes the message as
+/// new input.
+async fn answer_for(
+    state: &AppState,
+    session: &SessionId,
+    message: &ChatMessage,
+) -> Result<Option<EventId>, ApiError> {
+    let open = state.host.unfinished(session).await?.open_requests;
+    let named = message
+        .metadata
+        .as_ref()
+        .and_then(|metadata| metadata.get("requestId"))
+        .map(|id| {
+            id.as_str()
+                .and_then(|id| id.parse::<EventId>().ok())
+                .ok_or_else(|| {
+                    ApiError::bad_request(format!(
+                        "metadata.requestId `{id}` is not an event id: give the `requestId` of the `data-input-requested` part"
+                    ))
+                })
+        })
+        .transpose()?;
+    match (named, open.as_slice()) {
+        (Some(request), open) if open.contains(&request) => Ok(Some(request)),
+        (Some(request), _) => Err(openharness_core::Error::RequestNotOpen {
+            session: session.clone(),
+            request,
+            open,
+        }
+        .into()),
+        (None, []) => Ok(None),
+        (None, [only]) => Ok(Some(*only)),
+        (None, several) => Err(ApiError::new(
+            StatusCode::CONFLICT,
+            "ambiguous_request",
+            format!(
+                "session {session} waits for answers to {} requests ({}): name the one this message answers in its metadata as `requestId`; nothing was recorded",
+                several.len(),
+                several
+                    .iter()
+                    .map(ToString::to_string)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        )),
+    }
 }
 
 /// `GET /api/chat/{id}/stream`: the running turn from its start, or 204.

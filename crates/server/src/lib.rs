@@ -20,7 +20,7 @@
 //! | `GET /sessions/{id}/state?at=` | the state at a position (`at` absent: the end) |
 //! | `GET /sessions/{id}/states?at=1,5,9` | states at several positions, in one pass |
 //! | `GET /sessions/{id}/diff?from=&to=` | the JSON patch between two positions |
-//! | `GET /sessions/{id}/messages?at=&shape=v4\|ui` | chat messages at a position |
+//! | `GET /sessions/{id}/messages?at=&shape=v4\|ui\|calls` | chat messages at a position: v4-style, the chat as `/api/chat` streamed it (`ui`), or one UIMessage per agent call (`calls`) |
 //! | `POST /sessions/{id}/fork` `{"at":"position","position":5}` or `{"at":"nth","name","n"}` | a fork, run on; `202 {session}` |
 //! | `POST /api/chat` | AI SDK 5 `useChat`: the turn as a UI message stream (see `chat`) |
 //! | `GET /api/chat/{id}/stream` | the running turn's UI message stream from its start, or `204` |

@@ -506,15 +506,16 @@ async fn messages(
     let session = session_id(&id)?;
     let MessagesAt { at, shape } = query(at)?;
     bounded("at", at)?;
-    let messages = state
-        .host
-        .messages_at(&session, at.unwrap_or(u64::MAX))
-        .await?;
+    let at = at.unwrap_or(u64::MAX);
     match shape.as_deref() {
-        None | Some("v4") => Ok(Json(messages).into_response()),
-        Some("ui") => Ok(Json(openharness_projection::to_ui_messages(&messages)).into_response()),
+        None | Some("v4") => Ok(Json(state.host.messages_at(&session, at).await?).into_response()),
+        Some("ui") => Ok(Json(state.host.ui_messages_at(&session, at).await?).into_response()),
+        Some("calls") => {
+            let messages = state.host.messages_at(&session, at).await?;
+            Ok(Json(openharness_projection::to_ui_messages(&messages)).into_response())
+        }
         Some(other) => Err(ApiError::bad_request(format!(
-            "shape `{other}` is not one of `v4`, `ui`"
+            "shape `{other}` is not one of `v4`, `ui`, `calls`"
         ))),
     }
 }

@@ -26,6 +26,7 @@ struct AssistantReplied {
 enum ChatEvent {
     UserInput,
     AssistantReplied,
+    InputReceived,
 }
 
 #[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
@@ -38,8 +39,17 @@ impl Chat {
     fn heard(&mut self, input: &UserInput) {
         self.lines.push(input.text.clone());
     }
-    fn replied(&mut self, reply: &AssistantReplied) {
+    fn replied(&mut self, reply: &AssistantReplied) -> Emit {
         self.lines.push(reply.text.clone());
+        if reply.text.ends_with('?') {
+            return Emit::one(InputRequested {
+                prompt: reply.text.clone(),
+            });
+        }
+        Emit::none()
+    }
+    fn answered(&mut self, answer: &InputReceived) {
+        self.lines.push(format!("answer: {}", answer.text));
     }
 }
 
@@ -64,6 +74,19 @@ async fn serve(delay: Duration) -> SocketAddr {
     let provider = ScriptedProvider::new().fallback("assistant", move |request| {
         if request.prompt.contains("fail") {
             return Reply::error("the model is down");
+        }
+        if request.prompt.contains("json") {
+            // A real model asked for structured output streams the JSON itself.
+            let output = json!({ "reply": "Sunny,\nthen \"rain\" ☂" });
+            return Reply::output(output.clone())
+                .text(output.to_string())
+                .delay(delay);
+        }
+        if request.prompt.contains("publish") {
+            return Reply::output(json!({ "reply": "Publish?" }));
+        }
+        if request.prompt.contains("quiet") {
+            return Reply::output(json!({ "reply": "Nothing streamed." }));
         }
         let mut reply = Reply::output(json!({ "reply": "Sunny." }));
         if request.prompt.contains("weather") {
@@ -202,9 +225,151 @@ async fn resuming_a_running_chat_turn_replays_it_from_its_start() {
     let empty = json!({ "id": chat, "messages": [], "trigger": "submit-message" }).to_string();
     let (status, _, _) = exchange(addr, "POST", "/api/chat", &empty).await;
     assert_eq!(status, 400);
-    let regenerate = chat_body(&chat, "x").replace("submit-message", "regenerate-message");
-    let (status, _, _) = exchange(addr, "POST", "/api/chat", &regenerate).await;
+    let unknown = chat_body(&chat, "x").replace("submit-message", "edit-message");
+    let (status, _, _) = exchange(addr, "POST", "/api/chat", &unknown).await;
     assert_eq!(status, 400);
+}
+
+/// The concatenated `text-delta`s of a stream.
+fn streamed_text(data: &[String]) -> String {
+    data.iter()
+        .filter_map(|d| serde_json::from_str::<Value>(d).ok())
+        .filter(|chunk| chunk["type"] == "text-delta")
+        .map(|chunk| chunk["delta"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+/// The `messageId` of a stream's `start` chunk.
+fn start_id(data: &[String]) -> String {
+    data.iter()
+        .filter_map(|d| serde_json::from_str::<Value>(d).ok())
+        .find(|chunk| chunk["type"] == "start")
+        .map(|chunk| chunk["messageId"].as_str().unwrap().to_owned())
+        .unwrap()
+}
+
+async fn ui_messages(addr: SocketAddr, chat: &SessionId) -> Vec<Value> {
+    let (status, _, _) = exchange(addr, "GET", &format!("/sessions/{chat}"), "").await;
+    assert_eq!(status, 200);
+    serde_json::from_value(get_json(addr, &format!("/sessions/{chat}/messages?shape=ui")).await)
+        .unwrap()
+}
+
+async fn get_json(addr: SocketAddr, path: &str) -> Value {
+    let mut stream = TcpStream::connect(addr).await.unwrap();
+    let head = format!("GET {path} HTTP/1.1\r\nhost: 127.0.0.1\r\nconnection: close\r\n\r\n");
+    stream.write_all(head.as_bytes()).await.unwrap();
+    let mut response = Vec::new();
+    stream.read_to_end(&mut response).await.unwrap();
+    let text = String::from_utf8(response).unwrap();
+    assert!(text.starts_with("HTTP/1.1 200"), "GET {path}: {text}");
+    let (_, body) = text.split_once("\r\n\r\n").unwrap();
+    serde_json::from_str(body).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_reply_streams_as_its_characters_never_as_json() {
+    let addr = serve(Duration::ZERO).await;
+    let chat = SessionId::new();
+    let (status, _, data) =
+        exchange(addr, "POST", "/api/chat", &chat_body(&chat, "json please")).await;
+    assert_eq!(status, 200);
+    assert_eq!(streamed_text(&data), "Sunny,\nthen \"rain\" ☂");
+    for chunk in data
+        .iter()
+        .filter_map(|d| serde_json::from_str::<Value>(d).ok())
+    {
+        if chunk["type"] == "text-delta" {
+            let delta = chunk["delta"].as_str().unwrap();
+            assert!(
+                !delta.contains('{') && !delta.contains("reply"),
+                "JSON in a delta: {delta:?}"
+            );
+        }
+    }
+
+    // A model that streams nothing still gives the reply as a text part.
+    let (_, _, data) = exchange(addr, "POST", "/api/chat", &chat_body(&chat, "quiet")).await;
+    assert_eq!(streamed_text(&data), "Nothing streamed.");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stored_ui_messages_have_the_streamed_ids_and_parts() {
+    let addr = serve(Duration::ZERO).await;
+    let chat = SessionId::new();
+    let first = json!({ "id": chat, "trigger": "submit-message", "messages": [
+        { "id": "client-1", "role": "user", "parts": [{ "type": "text", "text": "json please" }] }
+    ] });
+    let (_, _, streamed) = exchange(addr, "POST", "/api/chat", &first.to_string()).await;
+    let messages = ui_messages(addr, &chat).await;
+    assert_eq!(messages.len(), 2, "{messages:#?}");
+    assert_eq!(messages[0]["id"], "client-1");
+    assert_eq!(
+        messages[0]["parts"],
+        json!([{ "type": "text", "text": "json please" }])
+    );
+    assert_eq!(messages[1]["id"], start_id(&streamed));
+    assert_eq!(messages[1]["role"], "assistant");
+    let parts = messages[1]["parts"].as_array().unwrap();
+    assert_eq!(parts[0], json!({ "type": "step-start" }));
+    assert_eq!(
+        parts[1],
+        json!({ "type": "text", "text": "Sunny,\nthen \"rain\" ☂", "state": "done" })
+    );
+    assert_eq!(parts[2]["type"], "data-output");
+
+    // regenerate: the newest user message again; the chat view replaces the answer.
+    let regenerate = json!({ "id": chat, "trigger": "regenerate-message", "messageId": start_id(&streamed),
+        "messages": [first["messages"][0]] });
+    let (status, _, again) = exchange(addr, "POST", "/api/chat", &regenerate.to_string()).await;
+    assert_eq!(status, 200);
+    assert_eq!(streamed_text(&again), "Sunny,\nthen \"rain\" ☂");
+    let messages = ui_messages(addr, &chat).await;
+    let ids: Vec<&str> = messages.iter().map(|m| m["id"].as_str().unwrap()).collect();
+    assert_eq!(ids, ["client-1", start_id(&again).as_str()]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_chat_message_to_a_waiting_session_answers_its_request() {
+    let addr = serve(Duration::ZERO).await;
+    let chat = SessionId::new();
+    let (_, _, asked) = exchange(addr, "POST", "/api/chat", &chat_body(&chat, "publish it")).await;
+    let request = asked
+        .iter()
+        .filter_map(|d| serde_json::from_str::<Value>(d).ok())
+        .find(|chunk| chunk["type"] == "data-input-requested")
+        .expect("the request is streamed");
+    assert_eq!(request["data"]["prompt"], "Publish?");
+
+    // `sendMessage({text: "yes"})`: the answer, not a new turn with the goal "yes".
+    let answer = json!({ "id": chat, "trigger": "submit-message", "messages": [
+        { "id": "client-2", "role": "user", "parts": [{ "type": "text", "text": "yes" }] }
+    ] });
+    let (status, _, answered) = exchange(addr, "POST", "/api/chat", &answer.to_string()).await;
+    assert_eq!(status, 200);
+    assert_eq!(answered.last().map(String::as_str), Some("[DONE]"));
+    let state = get_json(addr, &format!("/sessions/{chat}/state")).await;
+    assert_eq!(
+        state["state"]["lines"],
+        json!(["publish it", "Publish?", "answer: yes"]),
+        "{state}"
+    );
+    let summary = get_json(addr, &format!("/sessions/{chat}")).await;
+    assert_eq!(summary["status"], "idle", "{summary}");
+    let messages = ui_messages(addr, &chat).await;
+    let ids: Vec<&str> = messages.iter().map(|m| m["id"].as_str().unwrap()).collect();
+    assert_eq!(
+        ids[2], "client-2",
+        "the answer keeps the client's id: {messages:#?}"
+    );
+
+    // Naming a request that is not open is refused, and records nothing.
+    let wrong = json!({ "id": chat, "trigger": "submit-message", "messages": [
+        { "id": "client-3", "role": "user", "parts": [{ "type": "text", "text": "no" }],
+          "metadata": { "requestId": request["data"]["requestId"] } }
+    ] });
+    let (status, _, _) = exchange(addr, "POST", "/api/chat", &wrong.to_string()).await;
+    assert_eq!(status, 409);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -28,13 +28,18 @@ export type JsonPatchOperation =
   | { op: "remove"; path: string }
   | { op: "move" | "copy"; from: string; path: string };
 
-/** The shapes `GET /sessions/{id}/messages` answers: AI SDK v4-style or UIMessage (v5). */
-export type MessageShape = "v4" | "ui";
+/**
+ * The shapes `GET /sessions/{id}/messages` answers: AI SDK v4-style, the chat as `useChat`
+ * streamed it (`ui`: UIMessages, one assistant message per turn, the ids the stream used), or
+ * UIMessages one per agent call (`calls`, what `deriveMessages` derives in the browser).
+ */
+export type MessageShape = "v4" | "ui" | "calls";
 
 /** What `messages()` answers for each shape. */
 export interface MessagesOf {
   v4: Message[];
   ui: UiMessage[];
+  calls: UiMessage[];
 }
 
 export type { ForkPoint, Recorded, StateAt };

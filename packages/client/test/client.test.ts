@@ -265,12 +265,12 @@ describe("messages derived in the browser", () => {
     for (const session of [WEATHER_CHAT, planner.session, chat.session]) {
       const events = await client.allEvents(session);
       for (let at = 0; at <= events.length; at++) {
-        const server = await client.messages(session, { at, shape: "ui" });
+        const server = await client.messages(session, { at, shape: "calls" });
         const derived = deriveMessages(events.slice(0, at));
         expect(comparable(derived), `${session} at ${at}`).toEqual(JSON.parse(JSON.stringify(server)) as UiMessage[]);
       }
       // The comparison covers structured outputs: the server's messages have them too.
-      const outputs = (await client.messages(session, { shape: "ui" })).flatMap((m) => m.parts).filter((p) => p.type === "data-output");
+      const outputs = (await client.messages(session, { shape: "calls" })).flatMap((m) => m.parts).filter((p) => p.type === "data-output");
       expect(outputs.length, session).toBeGreaterThan(0);
     }
   });

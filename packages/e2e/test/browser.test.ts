@@ -2,7 +2,8 @@
  * End to end in Debian's chromium (playwright-core), against a real `openharness serve`: the
  * React quick start's WorkflowChat (a chat round trip with the scripted model, then the tape
  * stepping back state and messages), and the unmodified `useChat` of @ai-sdk/react — the
- * oldest AI SDK 5 release (2.0.0 / ai 5.0.0, strict chunk schemas) and the newest 5.x — on
+ * oldest AI SDK 5 release (2.0.0 / ai 5.0.0, strict chunk schemas), the newest 5.x, the newest
+ * 6.x (3.0.328 / ai 6.0.325) and the newest major (4.0.177 / ai 7.0.173) — on
  * `/api/chat` with its own chat ids (serve --chat-workflow chat), resume on mount included, and
  * the resume of a turn still running (a second server whose scripted models are slow). Screenshots go to docs/screenshots/ at the repo root.
  */
@@ -22,7 +23,7 @@ let browser: Browser;
 let pages: PageServer;
 
 beforeAll(async () => {
-  const bundles = await bundlePages(["chat", "usechat-oldest", "usechat-newest"]);
+  const bundles = await bundlePages(["chat", "usechat-oldest", "usechat-newest", "usechat-v6", "usechat-v7"]);
   pages = await servePages(bundles, api);
   browser = await launchChromium();
   mkdirSync(screenshots, { recursive: true });
@@ -104,6 +105,8 @@ describe("WorkflowChat (the React quick start) in chromium", () => {
 for (const [entry, version, afterEmptyResume] of [
   ["usechat-oldest", "2.0.0", "submitted"],
   ["usechat-newest", "2.0.280", "ready"],
+  ["usechat-v6", "3.0.328", "ready"],
+  ["usechat-v7", "4.0.177", "ready"],
 ] as const) {
   describe(`the unmodified useChat of @ai-sdk/react ${version} on /api/chat`, () => {
     it("sends with its own chat id (serve --chat-workflow chat), reads the UI message stream without a validation error, and resumes on load", async () => {
@@ -126,6 +129,8 @@ for (const [entry, version, afterEmptyResume] of [
       const reply = page.getByTestId("message").nth(1);
       expect(await reply.getAttribute("data-role")).toBe("assistant");
       expect(await reply.locator('[data-part="data-output"]').textContent()).toContain('You said \\"Hi useChat\\"; that is message 1');
+      // The AI SDK docs' page renders `part.text`: the reply is a text part, not only data.
+      expect(await reply.locator('[data-part="text"]').textContent()).toBe('(offline) You said "Hi useChat"; that is message 1 of our conversation.');
       expect(await client.getSession(session)).toMatchObject({ id: session, workflow: "chat" });
 
       // The same chat id continues the same session.
@@ -135,7 +140,13 @@ for (const [entry, version, afterEmptyResume] of [
       await expect.poll(() => page.getByTestId("status").textContent()).toBe("ready");
       expect(await page.getByTestId("message").nth(3).textContent()).toContain("that is message 2");
       const events = await client.allEvents(session);
-      expect(events.filter((e) => e.name === "user:input").map((e) => e.payload)).toEqual([{ text: "Hi useChat" }, { text: "Once more" }]);
+      const inputs = events.filter((e) => e.name === "user:input").map((e) => e.payload as { text: string; messageId: string });
+      expect(inputs.map((p) => p.text)).toEqual(["Hi useChat", "Once more"]);
+      // The user messages are recorded under the ids useChat gave them.
+      expect(inputs.map((p) => p.messageId)).toEqual([
+        await page.getByTestId("message").nth(0).getAttribute("data-id"),
+        await page.getByTestId("message").nth(2).getAttribute("data-id"),
+      ]);
 
       // Reopening the chat resumes: the stream route is asked again and answers 204 (the turn is over).
       const asked = pages.proxied.filter((r) => r === `GET /api/chat/${session}/stream`).length;
@@ -161,7 +172,7 @@ describe("the unmodified useChat resumes a running turn (a slow scripted model)"
   beforeAll(async () => {
     slow = await startServer({ scriptedDelayMs: SLOW_MS });
     slowClient = new OpenHarnessClient({ baseUrl: slow.url });
-    slowPages = await servePages(await bundlePages(["usechat-oldest", "usechat-newest"]), slow.url);
+    slowPages = await servePages(await bundlePages(["usechat-oldest", "usechat-newest", "usechat-v6", "usechat-v7"]), slow.url);
   });
 
   afterAll(async () => {
@@ -172,6 +183,8 @@ describe("the unmodified useChat resumes a running turn (a slow scripted model)"
   for (const [entry, version] of [
     ["usechat-oldest", "2.0.0"],
     ["usechat-newest", "2.0.280"],
+    ["usechat-v6", "3.0.328"],
+    ["usechat-v7", "4.0.177"],
   ] as const) {
     it(`@ai-sdk/react ${version}: a reload while the turn runs resumes its stream — the output arrives once, status ends ready`, async () => {
       const { page, errors } = await open(`/${entry}.html`, slowPages);

@@ -146,14 +146,14 @@ export type StopReason =
   | "waiting_for_input"
   | "nothing_unfinished";
 /**
- * A part of an AI SDK 5 `UIMessage`: `{type: "text", text, state}`, `{type: "tool-<toolName>", toolCallId, state, input, output?, errorText?}` or `{type: "data-<name>", data}`.
+ * A part of an AI SDK 5 `UIMessage`: `{type: "text", text, state?}`, `{type: "tool-<toolName>", toolCallId, state, input, output?, errorText?}`, `{type: "data-<name>", data}` or `{type: "step-start"}`.
  *
  * This interface was referenced by `Wire`'s JSON-Schema
  * via the `definition` "UiPart".
  */
 export type UiPart =
   | {
-      state: TextState;
+      state?: TextState;
       text: string;
       type: "text";
     }
@@ -168,6 +168,9 @@ export type UiPart =
   | {
       data: unknown;
       type: string;
+    }
+  | {
+      type: "step-start";
     };
 
 /**
@@ -289,6 +292,12 @@ export interface AgentStarted {
    * The prompt it was given.
    */
   prompt: string;
+  /**
+   * Where its chat reply is in its output: a JSON pointer (`""` the whole output, `"/reply"`
+   * a field); absent when it has no text reply (and in recordings made before replies were
+   * named). Chat clients stream and show that string as text.
+   */
+  reply?: string | null;
 }
 /**
  * Where a cassette re-execution first parted from its recording.
