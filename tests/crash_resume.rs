@@ -1036,9 +1036,8 @@ fn a_call_interrupted_twice_is_run_again_by_the_second_resume() {
     let input = Envelope::typed(&UserInput { text: GOAL.into() }, None).unwrap();
     let started = AgentStarted {
         agent: "planner".into(),
-        model: None,
         prompt: format!("Plan {TASKS} tasks for: {GOAL}"),
-        reply: None,
+        ..AgentStarted::default()
     };
     let interrupted = AgentCompleted {
         agent: "planner".into(),

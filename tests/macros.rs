@@ -923,3 +923,77 @@ fn agent_reply_comes_from_the_attribute_or_is_inferred() {
     };
     assert!(err.to_string().contains("no field `answerText`"), "{err}");
 }
+
+/// A chat agent from the block: `fn system` (returning a bare `String`) and `fn messages` give
+/// the system prompt and the conversation, the prompt is empty, and the output is plain text.
+struct Receptionist;
+
+#[agent(output = String, emits = [QuestionAnswered])]
+impl Receptionist {
+    fn prompt(&self, _desk: &Desk, _input: &UserInput) -> String {
+        String::new()
+    }
+
+    fn system(&self, desk: &Desk, _input: &UserInput) -> String {
+        format!("You answered {} questions so far.", desk.answers.len())
+    }
+
+    fn messages(&self, desk: &Desk, input: &UserInput) -> Vec<openharness::ChatMessage> {
+        let mut messages: Vec<openharness::ChatMessage> = desk
+            .answers
+            .iter()
+            .map(openharness::ChatMessage::assistant)
+            .collect();
+        messages.push(openharness::ChatMessage::user(input.text.clone()));
+        messages
+    }
+
+    fn on_output(&self, answer: String) -> QuestionAnswered {
+        QuestionAnswered { text: answer }
+    }
+}
+
+#[tokio::test]
+async fn system_and_messages_from_the_block_reach_the_request_and_are_recorded() {
+    use openharness::builtin::AgentStarted;
+    use openharness::provider::{Reply, ScriptedProvider};
+    use openharness::store::MemoryStore;
+
+    let provider = ScriptedProvider::new().respond(
+        "receptionist",
+        Reply::output(json!("Room \"12\".\nUpstairs.")).text("Room \"12\".\nUpstairs."),
+    );
+    let workflow = Workflow::builder("receptionist")
+        .initial_state(Desk::default())
+        .agent(Receptionist)
+        .store(MemoryStore::new())
+        .provider(provider.clone())
+        .build()
+        .unwrap();
+    let outcome = workflow
+        .run(RunOptions::new().input("Which room?"))
+        .await
+        .unwrap();
+    assert_eq!(outcome.state.answers, ["Room \"12\".\nUpstairs."]);
+    let request = &provider.requests()[0];
+    assert!(request.wants_text(), "a String output asks for text");
+    assert_eq!(
+        request.system.as_deref(),
+        Some("You answered 0 questions so far.")
+    );
+    assert_eq!(
+        request.messages,
+        [openharness::ChatMessage::user("Which room?")]
+    );
+    let events = workflow.session_events(&outcome.session).await.unwrap();
+    let started = events
+        .iter()
+        .find_map(|e| e.decode::<AgentStarted>().ok())
+        .unwrap();
+    assert_eq!(
+        started.system, request.system,
+        "the recording shows what was sent"
+    );
+    assert_eq!(started.messages, request.messages);
+    assert_eq!(started.prompt, "");
+}

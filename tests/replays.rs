@@ -332,6 +332,7 @@ mod time_travel {
                 parent: parent.clone(),
                 position,
                 workflow: Some(example::WORKFLOW_NAME.to_owned()),
+                open_requests: Vec::new(),
             }
         );
         // The fork names its workflow, so listings need not read its ancestors.
@@ -994,5 +995,198 @@ mod time_travel {
                 .event_names()
                 .section("messages", project_messages(tape.events()))
         );
+    }
+}
+
+/// Cassette re-execution of an agent that talks as a chat (a system prompt and the
+/// conversation as messages, a plain-text answer): what was sent is recorded in
+/// `agent:started`, the same agent re-executes identically over two turns, and another system
+/// prompt diverges there. A cut-off call is run again with its system prompt and conversation
+/// derived again; one recorded before agents had them, with its recorded prompt alone.
+mod chat_cassette {
+    use openharness::provider::{Reply, ScriptedProvider};
+    use openharness::tape::{Cassette, TapeError};
+    use openharness::{ChatMessage, builtin::AgentStarted};
+    use serde_json::json;
+
+    use super::*;
+
+    #[event("bot:replied")]
+    #[derive(Debug, Clone)]
+    struct BotReplied {
+        text: String,
+    }
+
+    #[event]
+    #[derive(Debug, Clone)]
+    enum TalkEvent {
+        UserInput,
+        BotReplied,
+    }
+
+    #[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize, PartialEq)]
+    struct Talk {
+        said: Vec<(bool, String)>,
+    }
+
+    #[handler(TalkEvent)]
+    impl Talk {
+        fn input(&mut self, input: &UserInput) {
+            self.said.push((true, input.text.clone()));
+        }
+        fn replied(&mut self, replied: &BotReplied) {
+            self.said.push((false, replied.text.clone()));
+        }
+    }
+
+    struct Bot(&'static str);
+
+    #[agent(output = String, emits = [BotReplied])]
+    impl Bot {
+        fn prompt(&self, _talk: &Talk, _input: &UserInput) -> String {
+            String::new()
+        }
+        fn system(&self, _talk: &Talk, _input: &UserInput) -> String {
+            self.0.to_owned()
+        }
+        fn messages(&self, talk: &Talk, _input: &UserInput) -> Vec<ChatMessage> {
+            talk.said
+                .iter()
+                .map(|(user, text)| {
+                    if *user {
+                        ChatMessage::user(text.clone())
+                    } else {
+                        ChatMessage::assistant(text.clone())
+                    }
+                })
+                .collect()
+        }
+        fn on_output(&self, text: String) -> BotReplied {
+            BotReplied { text }
+        }
+    }
+
+    fn bot(store: MemoryStore, system: &'static str, provider: ScriptedProvider) -> Workflow<Talk> {
+        Workflow::builder("talk")
+            .initial_state(Talk::default())
+            .agent(Bot(system))
+            .store(store)
+            .provider(provider)
+            .build()
+            .unwrap()
+    }
+
+    #[tokio::test]
+    async fn a_chat_agent_re_executes_and_another_system_prompt_diverges() {
+        let store = MemoryStore::new();
+        let provider = ScriptedProvider::new()
+            .respond(
+                "bot",
+                Reply::output(json!("Hi \"you\".\n")).text("Hi \"you\".\n"),
+            )
+            .respond(
+                "bot",
+                Reply::output(json!("Still here.")).text("Still here."),
+            );
+        let workflow = bot(store.clone(), "Be kind.", provider);
+        let first = workflow
+            .run(RunOptions::new().input("Hello"))
+            .await
+            .unwrap();
+        let second = workflow
+            .send(&first.session, "Again", RunOptions::new())
+            .await
+            .unwrap();
+        assert_eq!(second.state.said.len(), 4);
+        let events = workflow.session_events(&first.session).await.unwrap();
+        let started: Vec<AgentStarted> = events
+            .iter()
+            .filter_map(|e| e.decode::<AgentStarted>().ok())
+            .collect();
+        assert_eq!(started[1].system.as_deref(), Some("Be kind."));
+        assert_eq!(
+            started[1].messages,
+            [
+                ChatMessage::user("Hello"),
+                ChatMessage::assistant("Hi \"you\".\n"),
+                ChatMessage::user("Again"),
+            ],
+            "the recording shows the conversation that was sent"
+        );
+
+        let cassette = Cassette::load(&workflow, &first.session).await.unwrap();
+        let untouched = ScriptedProvider::new();
+        let same = bot(store.clone(), "Be kind.", untouched.clone());
+        let outcome = cassette.replay(&same, RunOptions::new()).await.unwrap();
+        assert_eq!(outcome.state, second.state);
+        assert_eq!(untouched.calls(), 0);
+
+        let other = bot(store, "Be curt.", untouched.clone());
+        let Err(TapeError::Diverged(divergence)) = cassette.replay(&other, RunOptions::new()).await
+        else {
+            panic!("another system prompt must diverge");
+        };
+        let at = events
+            .iter()
+            .position(|e| e.name == "agent:started")
+            .unwrap();
+        assert_eq!(divergence.seq, at as u64, "at the first agent:started");
+        assert_eq!(untouched.calls(), 0);
+    }
+
+    async fn resumed_request(started: serde_json::Value) -> openharness::ProviderRequest {
+        use openharness::builtin::WorkflowStarted;
+        let store = MemoryStore::new();
+        let provider =
+            ScriptedProvider::new().respond("bot", Reply::output(json!("Back.")).text("Back."));
+        let workflow = bot(store.clone(), "Be kind.", provider.clone());
+        let session = SessionId::new();
+        let input = Envelope::typed(
+            &UserInput {
+                text: "Hello".into(),
+            },
+            None,
+        )
+        .unwrap();
+        let log = [
+            Envelope::typed(
+                &WorkflowStarted {
+                    workflow: "talk".into(),
+                },
+                None,
+            )
+            .unwrap(),
+            input.clone(),
+            Envelope::new("agent:started", started, Some(input.id)),
+        ];
+        store.append(&session, &log, 0).await.unwrap();
+        let outcome = workflow.resume(&session, RunOptions::new()).await.unwrap();
+        assert_eq!(outcome.state.said.last().unwrap().1, "Back.");
+        provider.requests().remove(0)
+    }
+
+    #[tokio::test]
+    async fn a_cut_off_chat_call_is_asked_again_as_recorded() {
+        let request = resumed_request(json!({
+            "agentName": "bot",
+            "system": "Be kind.",
+            "messages": [{ "role": "user", "text": "Hello" }],
+            "prompt": "",
+        }))
+        .await;
+        assert_eq!(request.system.as_deref(), Some("Be kind."));
+        assert_eq!(request.messages, [ChatMessage::user("Hello")]);
+        assert_eq!(request.prompt, "");
+
+        // Recorded before agents had a system prompt and messages: the prompt alone, which
+        // then held everything.
+        let request = resumed_request(json!({
+            "agentName": "bot",
+            "prompt": "Be kind.\n\nUser: Hello",
+        }))
+        .await;
+        assert_eq!(request.system, None);
+        assert!(request.messages.is_empty());
+        assert_eq!(request.prompt, "Be kind.\n\nUser: Hello");
     }
 }

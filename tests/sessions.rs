@@ -889,6 +889,7 @@ async fn a_status_per_session_and_bad_input_records_nothing() {
         parent: missing.clone(),
         position: 3,
         workflow: Some("tally".into()),
+        open_requests: Vec::new(),
     };
     store
         .append(&orphan, &[Envelope::typed(&forked, None).unwrap()], 0)

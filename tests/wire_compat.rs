@@ -1,12 +1,13 @@
 //! Recordings made before the wire format changed still load, fold, fork, project and
 //! re-execute exactly as they did: `fixtures/format-1.jsonl` holds sessions exported by the
 //! `openharness` of that time (the planner-executor demo with its approval, a fork of it, a
-//! chat of three turns), and the snapshot pins what they gave then.
+//! chat of three turns), and the snapshot pins what they gave then (except a fork inside an
+//! agent call, which now runs the call again and finishes where it used to stop idle).
 #![allow(clippy::unwrap_used, missing_docs)]
 
 use openharness::prelude::*;
 use openharness::projection::{project_messages, to_ui_messages};
-use openharness::provider::ScriptedProvider;
+use openharness::provider::{Reply, ScriptedProvider};
 use openharness::store::MemoryStore;
 use openharness::tape::{At, Cassette};
 use openharness_example_chat as chat;
@@ -75,14 +76,23 @@ async fn format_1_recordings_load_fold_fork_project_and_replay_as_before() {
     }
     let projected: serde_json::Value = serde_json::from_str(&projected).unwrap();
 
-    // Fork again, and re-execute both recordings with no model.
+    // Fork again inside the second task's executor call: the fork runs that call again from
+    // its start and the last task after it, with a model of its own, and waits for the
+    // approval as the demo did.
+    let finisher = ScriptedProvider::new().fallback(planner::Executor::NAME, |request| {
+        let task = request.prompt.lines().nth(1).unwrap_or("the task");
+        Reply::output(serde_json::json!({ "summary": format!("(fork) {task}") }))
+    });
     let again = planner
+        .with_provider(finisher.clone())
         .fork(&demo, At::position(40))
         .await
         .unwrap()
         .run(RunOptions::new())
         .await
         .unwrap();
+    assert_eq!(finisher.calls(), 2, "the cut call and the last task");
+    // Re-execute both recordings with no model.
     let replayed = Cassette::load(&planner, &demo)
         .await
         .unwrap()

@@ -1,6 +1,6 @@
 //! `#[agent(output = T, emits = [...], tools = [...])]`: reads the agent's `prompt`, `on_output`
-//! and optional `when`, `model`, `tools`, `max_turns`, `images` and `reasoning` methods from its
-//! `impl` block, checks their
+//! and optional `when`, `model`, `tools`, `max_turns`, `system`, `messages`, `images` and
+//! `reasoning` methods from its `impl` block, checks their
 //! signatures, and generates `impl Agent` (state and trigger types taken from `prompt`'s
 //! parameters), with compile-time checks that the output is a structured output, that every
 //! type in `emits` is an event, that `on_output` returns one of them (or `()` or `Emit`, whose
@@ -51,7 +51,10 @@ struct Checked<'a> {
     when: Option<When<'a>>,
     tools: Tools,
     max_turns: Option<Span>,
-    /// `fn images` / `fn reasoning`, when given: the span of each one's return type.
+    /// `fn system` / `fn messages` / `fn images` / `fn reasoning`, when given: the span of
+    /// each one's return type.
+    system: Option<Span>,
+    messages: Option<Span>,
     images: Option<Span>,
     reasoning: Option<Span>,
     /// `reply = field`: the output field that is the chat reply.
@@ -163,11 +166,17 @@ fn check<'a>(args: AgentArgs, item: &'a ItemImpl, errors: &mut Errors) -> Option
     let model_ok = model.is_some();
     let max_turns = method("max_turns").map(|function| check_max_turns(function, errors));
     let max_turns_ok = !matches!(max_turns, Some(None));
+    let system = method("system")
+        .map(|function| check_state_trigger(function, msg::AGENT_SYSTEM_ARITY, errors));
+    let messages = method("messages")
+        .map(|function| check_state_trigger(function, msg::AGENT_MESSAGES_ARITY, errors));
     let images = method("images")
         .map(|function| check_state_trigger(function, msg::AGENT_IMAGES_ARITY, errors));
     let reasoning = method("reasoning")
         .map(|function| check_state_trigger(function, msg::AGENT_REASONING_ARITY, errors));
-    let extras_ok = !matches!(images, Some(None)) && !matches!(reasoning, Some(None));
+    let extras_ok = [&system, &messages, &images, &reasoning]
+        .iter()
+        .all(|extra| !matches!(extra, Some(None)));
 
     match (
         args.output,
@@ -196,6 +205,8 @@ fn check<'a>(args: AgentArgs, item: &'a ItemImpl, errors: &mut Errors) -> Option
             when,
             tools,
             max_turns: max_turns.flatten(),
+            system: system.flatten(),
+            messages: messages.flatten(),
             images: images.flatten(),
             reasoning: reasoning.flatten(),
             reply: args.reply,
@@ -402,8 +413,8 @@ fn check_max_turns(function: &ImplItemFn, errors: &mut Errors) -> Option<Span> {
     Some(return_span(function))
 }
 
-/// A method taking `&self`, the state and the trigger, as `prompt` does (`images`,
-/// `reasoning`): the span of its return type, `None` after reporting `arity_message`.
+/// A method taking `&self`, the state and the trigger, as `prompt` does (`system`,
+/// `messages`, `images`, `reasoning`): the span of its return type, `None` after reporting `arity_message`.
 fn check_state_trigger(
     function: &ImplItemFn,
     arity_message: &str,
@@ -429,6 +440,8 @@ fn generate(item: &ItemImpl, agent: &Checked<'_>) -> TokenStream {
         when,
         tools,
         max_turns,
+        system,
+        messages,
         images,
         reasoning,
         reply,
@@ -507,6 +520,51 @@ fn generate(item: &ItemImpl, agent: &Checked<'_>) -> TokenStream {
         quote! {
             fn max_turns(&self) -> u32 {
                 let #value = <#self_ty>::max_turns(self);
+                #value
+            }
+        }
+    });
+    // `String` or `Option<String>`; another type is reported on the method's return type.
+    let system = system.map(|span| {
+        let value = quote_spanned!(span=> system);
+        let into = quote_spanned!(span=> SystemPrompt::into_system(#value));
+        quote! {
+            fn system(
+                &self,
+                state: &Self::State,
+                trigger: &Self::Trigger,
+            ) -> ::core::option::Option<::std::string::String> {
+                #[diagnostic::on_unimplemented(
+                    message = "`fn system` returns the system prompt, not `{Self}`",
+                    label = "return `String`, or `Option<String>` (`None`: no system prompt)"
+                )]
+                trait SystemPrompt {
+                    fn into_system(self) -> ::core::option::Option<::std::string::String>;
+                }
+                impl SystemPrompt for ::std::string::String {
+                    fn into_system(self) -> ::core::option::Option<::std::string::String> {
+                        ::core::option::Option::Some(self)
+                    }
+                }
+                impl SystemPrompt for ::core::option::Option<::std::string::String> {
+                    fn into_system(self) -> ::core::option::Option<::std::string::String> {
+                        self
+                    }
+                }
+                let #value = <#self_ty>::system(self, state, trigger);
+                #into
+            }
+        }
+    });
+    let messages = messages.map(|span| {
+        let value = quote_spanned!(span=> messages);
+        quote! {
+            fn messages(
+                &self,
+                state: &Self::State,
+                trigger: &Self::Trigger,
+            ) -> ::std::vec::Vec<::openharness::ChatMessage> {
+                let #value = <#self_ty>::messages(self, state, trigger);
                 #value
             }
         }
@@ -643,6 +701,8 @@ fn generate(item: &ItemImpl, agent: &Checked<'_>) -> TokenStream {
                 #when
                 #tools
                 #max_turns
+                #system
+                #messages
                 #images
                 #reasoning
                 #reply

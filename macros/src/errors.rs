@@ -280,6 +280,10 @@ pub(crate) mod msg {
          value, as in `fn on_output(&self, output: Output, trigger: &Event) -> Emit`";
     pub(crate) const AGENT_ON_OUTPUT_TRIGGER: &str = "`on_output` reads the trigger event: take \
          it as `&Event`, as in `fn on_output(&self, output: Output, trigger: &Event) -> Emit`";
+    pub(crate) const AGENT_SYSTEM_ARITY: &str = "`system` takes the state and the trigger \
+         event: `fn system(&self, state: &State, trigger: &Event) -> Option<String>`";
+    pub(crate) const AGENT_MESSAGES_ARITY: &str = "`messages` takes the state and the trigger \
+         event: `fn messages(&self, state: &State, trigger: &Event) -> Vec<ChatMessage>`";
     pub(crate) const AGENT_IMAGES_ARITY: &str = "`images` takes the state and the trigger \
          event: `fn images(&self, state: &State, trigger: &Event) -> Vec<Image>`";
     pub(crate) const AGENT_REASONING_ARITY: &str = "`reasoning` takes the state and the trigger \

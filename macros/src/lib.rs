@@ -252,7 +252,17 @@ pub fn handler(attr: TokenStream, item: TokenStream) -> TokenStream {
 /// - optionally `fn tools(&self) -> Vec<Arc<dyn Tool>>`, instead of `tools = [...]`, for tools
 ///   built some other way (shared `Arc`s, a list decided at run time);
 /// - optionally `fn max_turns(&self) -> u32`: how many model turns one call may take in the
-///   tool loop (default `openharness::DEFAULT_MAX_TURNS`).
+///   tool loop (default `openharness::DEFAULT_MAX_TURNS`);
+/// - optionally `fn system(&self, state: &State, trigger: &Trigger) -> Option<String>` (or
+///   `-> String`): the system prompt;
+/// - optionally `fn messages(&self, state: &State, trigger: &Trigger) -> Vec<ChatMessage>`: the
+///   conversation sent before the prompt, each message with its role (an agent that sends its
+///   whole conversation this way may return an empty prompt);
+/// - optionally `fn images(&self, state: &State, trigger: &Trigger) -> Vec<Image>` and
+///   `fn reasoning(&self, state: &State, trigger: &Trigger) -> Option<ReasoningEffort>`: the
+///   prompt's images and the reasoning effort to ask for.
+///
+/// An output of type `String` is asked for as plain text: the model's final text is the output.
 ///
 /// The output type derives `serde::Deserialize` and `schemars::JsonSchema`; with
 /// `use openharness::schemars;` in scope the derive uses the schemars Open Harness checks

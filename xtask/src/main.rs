@@ -38,7 +38,7 @@ enum Step {
     Schemathesis,
 }
 
-const USAGE: &str = "usage: cargo xtask ci | schemas [--check] | bench stores | bench tape | bench sessions | bench race | bench server | bench platform";
+const USAGE: &str = "usage: cargo xtask ci | schemas [--check] | bench stores | bench tape | bench sessions | bench race | bench server | bench platform | bench chat";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -108,6 +108,15 @@ fn main() -> ExitCode {
             "openharness-bench",
             "--",
             "platform",
+        ])],
+        ["bench", "chat"] => vec![Step::Cargo(&[
+            "run",
+            "--release",
+            "--quiet",
+            "--package",
+            "openharness-bench",
+            "--",
+            "chat",
         ])],
         ["bench", "race"] => vec![Step::Cargo(&[
             "run",

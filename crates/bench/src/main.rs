@@ -9,8 +9,10 @@
 //! fan-out against a minimal axum broadcast, continue over HTTP against in process, the heap
 //! of an idle event stream) and `platform` (the `/v1` API's post message → first streamed word
 //! against the native server's continue → first event at 50 sessions, and messages answered
-//! per second, on redb and PostgreSQL).
+//! per second, on redb and PostgreSQL) and `chat` (the chat reply decoded from a model's
+//! streamed JSON against streaming raw text).
 
+mod chat;
 mod platform;
 mod race;
 mod report;
@@ -35,13 +37,14 @@ fn main() -> ExitCode {
         Some("race") => race::run(),
         Some("server") => server::run(),
         Some("platform") => platform::run(),
+        Some("chat") => chat::run(),
         Some("race-ours") => race::child(
             std::env::args().nth(2),
             std::env::args().nth(3),
             std::env::args().nth(4),
         ),
         _ => {
-            eprintln!("usage: openharness-bench tape | sessions | race | server | platform");
+            eprintln!("usage: openharness-bench tape | sessions | race | server | platform | chat");
             ExitCode::from(2)
         }
     }

@@ -65,7 +65,7 @@ const INPUT: &str = r#"{"text":"Hello there"}"#;
 /// The model both sides ask: every call of the `assistant` streams `ANSWER`, then answers it.
 fn model() -> BoxedProvider {
     Arc::new(ScriptedProvider::new().fallback("assistant", |_| {
-        Reply::output(serde_json::json!({ "reply": ANSWER })).text(ANSWER)
+        Reply::output(serde_json::json!(ANSWER)).text(ANSWER)
     }))
 }
 

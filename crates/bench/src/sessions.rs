@@ -509,9 +509,8 @@ async fn suite() -> Fallible<Vec<Row>> {
     tail.push(Envelope::typed(
         &AgentStarted {
             agent: "helper".to_owned(),
-            model: None,
             prompt: "carry on".to_owned(),
-            reply: None,
+            ..AgentStarted::default()
         },
         cause,
     )?);

@@ -3,8 +3,10 @@
 //! `--provider` names a real model.
 //!
 //! The child session's first event is `session:forked`; its state there is the parent's at
-//! the fork point, and the fork re-delivers the parent's event at that point (so forking
-//! after the second `task:started` runs the second task again).
+//! the fork point, and the fork finishes what the parent had under way there as a resume
+//! would (so forking after the second `task:started` runs the second task again, and forking
+//! among an agent call's deltas closes that call as interrupted and runs it again from its
+//! start; a call completed before the fork point keeps its output).
 
 use std::io::Write;
 

@@ -101,7 +101,7 @@ fn every_command_works_on_a_registered_custom_workflow() {
     assert_eq!(after["current"]["name"], "entry:booked");
     assert_eq!(after["state"]["balance"], 3);
 
-    // Fork right after the first booking: the child re-delivers it and runs on.
+    // Fork right after the first booking: the child finishes what it started and runs on.
     let forked = json(
         &tool(
             &cli,

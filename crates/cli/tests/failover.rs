@@ -16,7 +16,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use openharness_provider::testing::FakeServer;
-use openharness_provider::testing::anthropic::{KEY, json_output};
+use openharness_provider::testing::anthropic::{self as model, KEY};
 use serde_json::{Value, json};
 
 mod serving;
@@ -94,19 +94,18 @@ async fn replicas_killed_mid_turn_lose_no_message_and_repeat_no_recorded_call() 
     let log = Arc::new(Mutex::new(ModelLog::default()));
     let model_log = Arc::clone(&log);
     fake.fallback(move |request| {
-        let latest = request
-            .prompt()
-            .lines()
-            .filter_map(|line| line.strip_prefix("User: "))
-            .next_back()
+        // The conversation goes as messages; the latest is the user's message to answer.
+        let latest = request.body["messages"]
+            .as_array()
+            .and_then(|messages| messages.last())
+            .and_then(|message| message["content"].as_str())
             .unwrap_or("")
             .to_owned();
         let mut log = model_log.lock().unwrap();
         let number = log.answered.len();
         log.answered.push(request.body["messages"].to_string());
         log.at.push(Instant::now());
-        json_output(&json!({ "reply": format!("echo: {latest} #{number}") }))
-            .delay(Duration::from_millis(15))
+        model::text(&format!("echo: {latest} #{number}")).delay(Duration::from_millis(15))
     });
 
     let dir = tempfile::tempdir().unwrap();

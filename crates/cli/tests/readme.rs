@@ -13,7 +13,7 @@ use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
 use openharness::provider::testing::FakeServer;
-use openharness::provider::testing::anthropic::{KEY, json_output};
+use openharness::provider::testing::anthropic::{self as model, KEY};
 use serde_json::Value;
 
 mod serving;
@@ -204,9 +204,7 @@ impl Drop for Killed {
 fn the_readme_platform_walkthrough_works_as_written() {
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let fake = runtime.block_on(FakeServer::anthropic(KEY)).unwrap();
-    fake.respond(json_output(
-        &serde_json::json!({"reply": "Start in Alfama, early."}),
-    ));
+    fake.respond(model::text("Start in Alfama, early."));
     let dir = tempfile::tempdir().unwrap();
     let (server, port) = spawn_serve(dir.path());
     let _server = Killed(server);

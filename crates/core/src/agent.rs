@@ -1,9 +1,11 @@
 //! The [`Agent`] trait: an LLM step with a mandatory structured output.
 //!
 //! An agent is activated by one event type (its trigger) when `when(state)` holds, builds a
-//! prompt from the state and the trigger, and turns the model's output (a value of its
-//! `Output` type, whose JSON Schema is sent to the provider) into events. The runtime owns the
-//! rest: streaming, validation, re-asking, recording.
+//! prompt from the state and the trigger (and, if it talks as a chat, a system prompt and the
+//! conversation as role-correct messages), and turns the model's output (a value of its
+//! `Output` type, whose JSON Schema is sent to the provider; a `String` output is asked for as
+//! plain text) into events. The runtime owns the rest: streaming, validation, re-asking,
+//! recording.
 
 use std::sync::Arc;
 
@@ -12,11 +14,12 @@ use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
+use crate::builtin::AgentStarted;
 use crate::emit::Emit;
 use crate::event::{Envelope, Event};
 use crate::fold::{panic_message, quietly};
 use crate::handler::Handler;
-use crate::provider::{Image, ReasoningEffort};
+use crate::provider::{ChatMessage, Image, ReasoningEffort};
 use crate::tool::{DEFAULT_MAX_TURNS, Tool, Toolbox};
 
 /// An LLM agent. Usually implemented by `#[agent(output = T, emits = [...])]`, which takes the state and trigger types from `prompt`'s parameters.
@@ -80,8 +83,25 @@ pub trait Agent: Send + Sync + 'static {
         true
     }
 
-    /// The prompt, from the state after the trigger and the trigger itself.
+    /// The prompt, from the state after the trigger and the trigger itself: the last user
+    /// message, after [`Agent::messages`] (an agent that sends its whole conversation as
+    /// messages may return an empty prompt, which is then left out).
     fn prompt(&self, state: &Self::State, trigger: &Self::Trigger) -> String;
+
+    /// The system prompt (`None`, the default: none), from the same state and trigger as
+    /// [`Agent::prompt`]: Anthropic's `system`, OpenAI's `system` message. Recorded in
+    /// `agent:started`; derived again when a call is resumed.
+    fn system(&self, _state: &Self::State, _trigger: &Self::Trigger) -> Option<String> {
+        None
+    }
+
+    /// The conversation to send before the prompt, oldest first, each message with its role
+    /// (none by default), from the same state and trigger as [`Agent::prompt`]. Recorded in
+    /// `agent:started` without image bytes; derived again when a call is resumed, so keep it
+    /// derivable from recorded events.
+    fn messages(&self, _state: &Self::State, _trigger: &Self::Trigger) -> Vec<ChatMessage> {
+        Vec::new()
+    }
 
     /// Images to give the model with the prompt, in order (none by default), from the same
     /// state and trigger as [`Agent::prompt`]. They are not recorded in `agent:started`
@@ -190,6 +210,8 @@ pub struct AgentSpec {
 
 /// An agent ready to start: its prompt has been built from the state.
 pub(crate) struct Activation {
+    pub(crate) system: Option<String>,
+    pub(crate) messages: Vec<ChatMessage>,
     pub(crate) prompt: String,
     pub(crate) model: Option<String>,
     pub(crate) tools: Toolbox,
@@ -210,14 +232,10 @@ pub(crate) trait ErasedAgent<S>: Send + Sync {
     fn activate(&self, state: &S, trigger: &Envelope) -> Option<Result<Activation, String>>;
     /// The activation of a call recorded before (its `agent:started`), to run it again after a
     /// crash: the recorded prompt and model, with the agent's tools, and the images and
-    /// reasoning effort derived again from `state` and `trigger`.
-    fn reactivate(
-        &self,
-        state: &S,
-        trigger: &Envelope,
-        prompt: String,
-        model: Option<String>,
-    ) -> Activation;
+    /// reasoning effort derived again from `state` and `trigger` — and its system prompt and
+    /// messages too, when the recording has them (a call recorded before agents had them is
+    /// run again with its recorded prompt alone).
+    fn reactivate(&self, state: &S, trigger: &Envelope, started: &AgentStarted) -> Activation;
     /// Deserializes the output and calls `on_output`; an error explains why the output was rejected.
     fn finish(&self, output: Value, trigger: &Envelope) -> Result<Emit, OutputRejected>;
 }
@@ -330,6 +348,8 @@ impl<A: Agent> ErasedAgent<A::State> for Erased<A> {
         let built = quietly(|| {
             self.agent.when(state).then(|| {
                 (
+                    self.agent.system(state, &typed),
+                    self.agent.messages(state, &typed),
                     self.agent.prompt(state, &typed),
                     self.agent.images(state, &typed),
                     self.agent.reasoning(state, &typed),
@@ -337,7 +357,9 @@ impl<A: Agent> ErasedAgent<A::State> for Erased<A> {
             })
         });
         match built {
-            Ok(Some((prompt, images, reasoning))) => Some(Ok(Activation {
+            Ok(Some((system, messages, prompt, images, reasoning))) => Some(Ok(Activation {
+                system,
+                messages,
                 prompt,
                 model: self.agent.model().map(str::to_owned),
                 tools: self.tools.clone(),
@@ -359,12 +381,22 @@ impl<A: Agent> ErasedAgent<A::State> for Erased<A> {
         &self,
         state: &A::State,
         trigger: &Envelope,
-        prompt: String,
-        model: Option<String>,
+        started: &AgentStarted,
     ) -> Activation {
+        let chat = started.system.is_some() || !started.messages.is_empty();
         let derived = trigger.decode::<A::Trigger>().ok().and_then(|typed| {
             quietly(|| {
+                let (system, messages) = if chat {
+                    (
+                        self.agent.system(state, &typed),
+                        self.agent.messages(state, &typed),
+                    )
+                } else {
+                    (None, Vec::new())
+                };
                 (
+                    system,
+                    messages,
                     self.agent.images(state, &typed),
                     self.agent.reasoning(state, &typed),
                 )
@@ -374,13 +406,16 @@ impl<A: Agent> ErasedAgent<A::State> for Erased<A> {
         if derived.is_none() {
             tracing::warn!(
                 agent = A::NAME,
-                "the images and reasoning of a resumed call could not be derived again; it runs without them"
+                "the system prompt, messages, images and reasoning of a resumed call could not be derived again; it runs without them"
             );
         }
-        let (images, reasoning) = derived.unwrap_or_default();
+        let (system, messages, images, reasoning) = derived.unwrap_or_default();
         Activation {
-            prompt,
-            model,
+            // A recorded system prompt is kept if it cannot be derived again.
+            system: system.or_else(|| started.system.clone()),
+            messages,
+            prompt: started.prompt.clone(),
+            model: started.model.clone(),
             tools: self.tools.clone(),
             max_turns: self.agent.max_turns().max(1),
             images,

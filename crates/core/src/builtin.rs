@@ -66,6 +66,7 @@ builtin_event!(
 });
 builtin_event!(
 /// An agent was activated by an event.
+#[derive(Default)]
 "agent:started" => AgentStarted {
     /// The agent's name (`agentName` on the wire).
     #[serde(rename = "agentName", alias = "agent")]
@@ -73,7 +74,14 @@ builtin_event!(
     /// The model it was asked to use, if it named one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     model: Option<String>,
-    /// The prompt it was given.
+    /// The system prompt it was given, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    system: Option<String>,
+    /// The conversation it was given before the prompt, if any, without image bytes (see
+    /// [`crate::ChatMessage::recorded`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    messages: Vec<crate::ChatMessage>,
+    /// The prompt it was given (empty when the conversation says it all).
     prompt: String,
     /// Where its chat reply is in its output: a JSON pointer (`""` the whole output, `"/reply"`
     /// a field); absent when it has no text reply (and in recordings made before replies were
@@ -207,6 +215,10 @@ builtin_event!(
     /// (absent in recordings of format 1).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     workflow: Option<String>,
+    /// The `input:requested` events open in the parent at the fork point (their event ids):
+    /// the fork waits for them as its parent did, and an answer to one continues the fork.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    open_requests: Vec<EventId>,
 });
 
 impl ErrorOccurred {

@@ -19,7 +19,7 @@
 //! Memory is bounded by the work in flight (the fold's window, the expectations not yet met,
 //! the open calls), never by the session's length: the tail is streamed.
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{HashMap, VecDeque};
 use std::future::Future;
 use std::pin::Pin;
 
@@ -27,7 +27,7 @@ use crate::agent::activations;
 use crate::assembled::{Inner, WorkflowState};
 use crate::builtin::{
     AgentCompleted, AgentStarted, ErrorOccurred, InputReceived, InputRequested, SessionForked,
-    WorkflowCompleted,
+    TextDelta, ToolCalled, ToolResult, UserInput, WorkflowCompleted, WorkflowStarted,
 };
 use crate::emit::Pending;
 use crate::error::Error;
@@ -61,6 +61,7 @@ pub(crate) struct Derived<S> {
 }
 
 /// Something a cut-off turn should have recorded and did not.
+#[derive(Clone)]
 pub(crate) enum Unrecorded {
     /// An event a handler emitted (or the runtime made of a panic), caused by `cause`.
     Event(Pending, EventId),
@@ -76,6 +77,7 @@ pub(crate) enum Unrecorded {
 }
 
 /// An agent call with `agent:started` and no `agent:completed`.
+#[derive(Clone)]
 pub(crate) struct OpenCall {
     /// What its `agent:started` recorded.
     pub(crate) started: AgentStarted,
@@ -113,12 +115,20 @@ pub(crate) async fn derive<S: WorkflowState>(
     wf: &Inner<S>,
     session: &SessionId,
 ) -> Result<Derived<S>, Error> {
-    let failed = store_error(wf, session);
+    let info = recorded_info(wf, session).await?;
+    derive_info(wf, session, info, 0).await
+}
+
+/// The store's listing of `session`, checked to hold events of this workflow.
+async fn recorded_info<S: WorkflowState>(
+    wf: &Inner<S>,
+    session: &SessionId,
+) -> Result<crate::SessionInfo, Error> {
     let info = wf
         .store
         .session(session)
         .await
-        .map_err(&failed)?
+        .map_err(store_error(wf, session))?
         .filter(|info| info.count > 0)
         .ok_or_else(|| Error::SessionNotFound(session.clone()))?;
     if let Some(recorded) = &info.workflow
@@ -130,6 +140,182 @@ pub(crate) async fn derive<S: WorkflowState>(
             workflow: wf.name.clone(),
         });
     }
+    Ok(info)
+}
+
+/// Derives the first `end` events of `session` as if the session ended there (clamped to its
+/// length): the state at position `end`, the requests open there and, when `end` lies inside a
+/// turn, what that turn had not recorded yet and the agent calls it had open (what a resume of
+/// a session cut at `end` would finish). This is where a fork at `end` continues from.
+async fn derive_prefix<S: WorkflowState>(
+    wf: &Inner<S>,
+    session: &SessionId,
+    end: u64,
+    depth: usize,
+) -> Result<Derived<S>, Error> {
+    let mut info = recorded_info(wf, session).await?;
+    let end = end.min(info.count);
+    let Some(last) = end.checked_sub(1) else {
+        let state = session_base(wf, session, 0).await?;
+        return Ok(Derived {
+            state,
+            len: 0,
+            snapshot_at: 0,
+            snapshot_bytes: None,
+            status: SessionStatus::Idle,
+            open_requests: Vec::new(),
+            unrecorded: Vec::new(),
+            open_calls: Vec::new(),
+        });
+    };
+    let events = wf
+        .store
+        .events(session, last..end)
+        .await
+        .map_err(store_error(wf, session))?;
+    let last = events
+        .first()
+        .ok_or_else(|| Error::SessionNotFound(session.clone()))?;
+    info.status = SessionStatus::after(&last.name, &last.payload);
+    info.count = end;
+    derive_info(wf, session, info, depth).await
+}
+
+/// Where a fork at a position continues from: the prefix derived as a cut-off session
+/// ([`derive_prefix`]), and the rest of an agent call's final record when the fork point cuts
+/// one.
+pub(crate) struct ForkFrom<S> {
+    /// The prefix, derived.
+    pub(crate) derived: Derived<S>,
+    /// An agent records its call's end (`text:complete`, rejected outputs, the events made from
+    /// its output, `agent:completed`) in one atomic append, so no crash cuts it; a position
+    /// inside it does. These are that record's events after the fork point, with their cause,
+    /// as the parent recorded them: the fork records them first and keeps the call's output,
+    /// so the call is not sent to a model again (and it is not among the open calls).
+    pub(crate) completing: Vec<(Pending, Option<EventId>)>,
+}
+
+/// Derives where a fork of `session` at `position` (clamped) continues from: see [`ForkFrom`].
+pub(crate) async fn derive_fork<S: WorkflowState>(
+    wf: &Inner<S>,
+    session: &SessionId,
+    position: u64,
+) -> Result<ForkFrom<S>, Error> {
+    derive_fork_at(wf, session, position, 0).await
+}
+
+/// [`derive_fork`], `depth` forks down from the session asked about.
+async fn derive_fork_at<S: WorkflowState>(
+    wf: &Inner<S>,
+    session: &SessionId,
+    position: u64,
+    depth: usize,
+) -> Result<ForkFrom<S>, Error> {
+    // Position 0 of a fork is its parent's fork point, with the work under way there.
+    if position == 0
+        && depth < MAX_FORK_DEPTH
+        && let Some(forked) = fork_origin(wf, session).await?
+    {
+        let mut from = Box::pin(derive_fork_at(
+            wf,
+            &forked.parent,
+            forked.position,
+            depth + 1,
+        ))
+        .await?;
+        from.derived.len = 0;
+        return Ok(from);
+    }
+    let mut derived = derive_prefix(wf, session, position, depth).await?;
+    let fork = |derived, completing| {
+        Ok(ForkFrom {
+            derived,
+            completing,
+        })
+    };
+    let (Some(last), false) = (derived.len.checked_sub(1), derived.open_calls.is_empty()) else {
+        return fork(derived, Vec::new());
+    };
+    let failed = store_error(wf, session);
+    let before = wf
+        .store
+        .events(session, last..derived.len)
+        .await
+        .map_err(&failed)?;
+    // The event before the fork point is part of a call's final record: caused by the call's
+    // trigger, and not one the call records on its own as it goes.
+    let Some(trigger) = before
+        .first()
+        .filter(|event| in_final_record(&event.name))
+        .and_then(|event| event.caused_by)
+        .filter(|trigger| {
+            derived
+                .open_calls
+                .iter()
+                .any(|call| call.trigger_id == Some(*trigger))
+        })
+    else {
+        return fork(derived, Vec::new());
+    };
+    let mut completing = Vec::new();
+    let mut events = wf.store.stream_events(session, derived.len..u64::MAX);
+    while let Some(recorded) = events.next().await {
+        let event = recorded.map_err(&failed)?.event;
+        if event.caused_by != Some(trigger) {
+            break;
+        }
+        let pending = Pending {
+            name: event.name.clone(),
+            payload: event.payload.clone(),
+        };
+        if event.name == AgentCompleted::NAME {
+            let Ok(completed) = event.decode::<AgentCompleted>() else {
+                break;
+            };
+            let Some(call) = derived.open_calls.iter().position(|call| {
+                call.trigger_id == Some(trigger) && call.started.agent == completed.agent
+            }) else {
+                break;
+            };
+            derived.open_calls.remove(call);
+            completing.push((pending, Some(trigger)));
+            return fork(derived, completing);
+        }
+        if !in_final_record(&event.name) {
+            break;
+        }
+        completing.push((pending, Some(trigger)));
+    }
+    // No final record is cut: the open calls run again.
+    fork(derived, Vec::new())
+}
+
+/// Whether an event of this name, caused by an agent call's trigger, may belong to the call's
+/// final record (everything but what a call records as it streams, the call's start and end,
+/// and what only a turn or a person records).
+fn in_final_record(name: &str) -> bool {
+    !matches!(
+        name,
+        TextDelta::NAME
+            | ToolCalled::NAME
+            | ToolResult::NAME
+            | AgentStarted::NAME
+            | AgentCompleted::NAME
+            | WorkflowStarted::NAME
+            | WorkflowCompleted::NAME
+            | UserInput::NAME
+            | InputReceived::NAME
+            | SessionForked::NAME
+    )
+}
+
+/// [`derive`] with the session's listing in hand (its count and status may describe a prefix).
+async fn derive_info<S: WorkflowState>(
+    wf: &Inner<S>,
+    session: &SessionId,
+    info: crate::SessionInfo,
+    depth: usize,
+) -> Result<Derived<S>, Error> {
     // A cut-off turn is derived from a snapshot at or before the turn's start, so the tail holds
     // the whole turn. Most often the latest snapshot is at a turn's end: `derive_at_turn_end`
     // checks the event before it as it streams. One saved inside a turn does too if that turn
@@ -153,7 +339,47 @@ pub(crate) async fn derive<S: WorkflowState>(
         no_turn_end_from = Some(base - 1);
     }
     let state = session_base(wf, session, 0).await?;
-    derive_from(wf, session, &info, state, 0, None).await
+    // A fork cut off in its first turn may still owe what its parent had under way at the
+    // fork point: its derivation starts from that.
+    let inherited = match (
+        info.status.is_running() && depth < MAX_FORK_DEPTH,
+        fork_origin(wf, session).await?,
+    ) {
+        (true, Some(forked)) => Some(
+            Box::pin(derive_fork_at(
+                wf,
+                &forked.parent,
+                forked.position,
+                depth + 1,
+            ))
+            .await?,
+        ),
+        _ => None,
+    };
+    let how = match inherited {
+        Some(from) => Streamed::Inheriting(Box::new(from)),
+        None => Streamed::Whole,
+    };
+    match derive_streamed(wf, session, &info, state, 0, None, how).await? {
+        Ok(derived) => Ok(derived),
+        Err(_) => unreachable!("only a derivation that checks for a turn's end stops early"),
+    }
+}
+
+/// The `session:forked` a session begins with, if it is a fork.
+async fn fork_origin<S: WorkflowState>(
+    wf: &Inner<S>,
+    session: &SessionId,
+) -> Result<Option<SessionForked>, Error> {
+    let first = wf
+        .store
+        .events(session, 0..1)
+        .await
+        .map_err(store_error(wf, session))?;
+    Ok(first
+        .first()
+        .filter(|e| e.name == SessionForked::NAME)
+        .and_then(|e| e.decode::<SessionForked>().ok()))
 }
 
 /// The latest snapshot at or before `at_most` (and after position 0) that decodes into the
@@ -192,7 +418,7 @@ async fn derive_from<S: WorkflowState>(
     base: u64,
     bytes: Option<u64>,
 ) -> Result<Derived<S>, Error> {
-    match derive_streamed(wf, session, info, state, base, bytes, false).await? {
+    match derive_streamed(wf, session, info, state, base, bytes, Streamed::Whole).await? {
         Ok(derived) => Ok(derived),
         Err(_) => unreachable!("only a derivation that checks for a turn's end stops early"),
     }
@@ -208,7 +434,27 @@ async fn derive_at_turn_end<S: WorkflowState>(
     base: u64,
     bytes: u64,
 ) -> Result<Result<Derived<S>, S>, Error> {
-    derive_streamed(wf, session, info, state, base, Some(bytes), true).await
+    derive_streamed(
+        wf,
+        session,
+        info,
+        state,
+        base,
+        Some(bytes),
+        Streamed::AtTurnEnd,
+    )
+    .await
+}
+
+/// How [`derive_streamed`] goes.
+enum Streamed<S> {
+    /// Through the whole tail.
+    Whole,
+    /// Only if its base was saved at a turn's end (else it stops at once, giving the state
+    /// back).
+    AtTurnEnd,
+    /// Through the whole tail of a fork, owing what its parent had under way at the fork point.
+    Inheriting(Box<ForkFrom<S>>),
 }
 
 async fn derive_streamed<S: WorkflowState>(
@@ -218,10 +464,14 @@ async fn derive_streamed<S: WorkflowState>(
     state: S,
     base: u64,
     bytes: Option<u64>,
-    at_turn_end: bool,
+    how: Streamed<S>,
 ) -> Result<Result<Derived<S>, S>, Error> {
     let failed = store_error(wf, session);
     let mut tail = Tail::new(wf, session, state, base);
+    let at_turn_end = matches!(how, Streamed::AtTurnEnd);
+    if let Streamed::Inheriting(from) = how {
+        tail.inherit(*from);
+    }
     let mut events = wf
         .store
         .stream_events(session, base.saturating_sub(1)..info.count);
@@ -238,7 +488,51 @@ async fn derive_streamed<S: WorkflowState>(
         len = recorded.seq + 1;
         tail.absorb(recorded.seq, recorded.event)?;
     }
+    // A fork's calls may have been started by an event of its parent (the one that triggered
+    // a call the fork point cut): read it there, so the call can run again.
+    for (_, call) in tail
+        .open_calls
+        .values_mut()
+        .chain(tail.owed_reruns.values_mut())
+    {
+        if call.trigger.is_none()
+            && let Some(id) = call.trigger_id
+        {
+            call.trigger = inherited_event(wf, session, id).await?;
+        }
+    }
     Ok(Ok(tail.finish(len, base, bytes, info.status)))
+}
+
+/// The event `id` of one of `session`'s ancestors, before the point each fork starts from
+/// (none when `session` is no fork or no ancestor holds it).
+async fn inherited_event<S: WorkflowState>(
+    wf: &Inner<S>,
+    session: &SessionId,
+    id: EventId,
+) -> Result<Option<Envelope>, Error> {
+    let mut current = session.clone();
+    for _ in 0..MAX_FORK_DEPTH {
+        let failed = store_error(wf, &current);
+        let first = wf.store.events(&current, 0..1).await.map_err(&failed)?;
+        let Some(forked) = first
+            .first()
+            .filter(|e| e.name == SessionForked::NAME)
+            .and_then(|e| e.decode::<SessionForked>().ok())
+        else {
+            return Ok(None);
+        };
+        let failed = store_error(wf, &forked.parent);
+        let mut events = wf.store.stream_events(&forked.parent, 0..forked.position);
+        while let Some(recorded) = events.next().await {
+            let event = recorded.map_err(&failed)?.event;
+            if event.id == id {
+                return Ok(Some(event));
+            }
+        }
+        current = forked.parent;
+    }
+    Ok(None)
 }
 
 /// The latest snapshot at or before `at_most` (and after position 0) that decodes into the
@@ -535,6 +829,9 @@ struct Tail<'w, S> {
     triggers: HashMap<EventId, (Envelope, usize)>,
     /// Open calls by (trigger, agent), with the seq of their `agent:started`.
     open_calls: HashMap<(Option<EventId>, String), (u64, OpenCall)>,
+    /// Calls closed as interrupted by a resume or a fork and not started again yet, by
+    /// (trigger, agent), with the seq of their close: they are owed a rerun.
+    owed_reruns: HashMap<(Option<EventId>, String), (u64, OpenCall)>,
     last_status: Option<SessionStatus>,
 }
 
@@ -549,7 +846,57 @@ impl<'w, S: WorkflowState> Tail<'w, S> {
             expected: HashMap::new(),
             triggers: HashMap::new(),
             open_calls: HashMap::new(),
+            owed_reruns: HashMap::new(),
             last_status: None,
+        }
+    }
+
+    /// Starts a fork's tail owing what its parent had under way at the fork point (what the
+    /// fork records first: the rest of a cut final record, then what the parent had not
+    /// recorded, and the calls it closes and runs again).
+    fn inherit(&mut self, from: ForkFrom<S>) {
+        let ForkFrom {
+            derived,
+            completing,
+        } = from;
+        let mut expect = |cause: EventId, expected: Expected| {
+            self.expected
+                .entry(cause)
+                .or_insert_with(|| (0, VecDeque::new()))
+                .1
+                .push_back(expected);
+        };
+        for (pending, cause) in completing {
+            if let Some(cause) = cause {
+                expect(cause, Expected::Event(pending));
+            }
+        }
+        let mut triggers = Vec::new();
+        for item in derived.unrecorded {
+            match item {
+                Unrecorded::Event(pending, cause) => expect(cause, Expected::Event(pending)),
+                Unrecorded::Start {
+                    agent,
+                    started,
+                    trigger,
+                } => {
+                    expect(trigger.id, Expected::Start { agent, started });
+                    triggers.push(trigger);
+                }
+            }
+        }
+        for call in derived.open_calls {
+            if let Some(trigger) = &call.trigger {
+                triggers.push(trigger.clone());
+            }
+            let key = (call.trigger_id, call.started.agent.clone());
+            self.open_calls.insert(key, (0, call));
+        }
+        for trigger in triggers {
+            self.triggers
+                .entry(trigger.id)
+                .or_insert_with(|| (trigger.clone(), 0))
+                .1 += 1;
         }
     }
 
@@ -624,6 +971,12 @@ impl<'w, S: WorkflowState> Tail<'w, S> {
                             started: AgentStarted {
                                 agent: name,
                                 model: activation.model,
+                                system: activation.system,
+                                messages: activation
+                                    .messages
+                                    .iter()
+                                    .map(crate::ChatMessage::recorded)
+                                    .collect(),
                                 prompt: activation.prompt,
                                 reply: activation.reply,
                             },
@@ -666,6 +1019,12 @@ impl<'w, S: WorkflowState> Tail<'w, S> {
     fn track(&mut self, seq: u64, event: &Envelope) {
         match event.name.as_ref() {
             InputRequested::NAME => self.open_requests.push(event.id),
+            // A fork begins with the requests open in its parent at the fork point.
+            SessionForked::NAME if seq == 0 => {
+                if let Ok(forked) = event.decode::<SessionForked>() {
+                    self.open_requests = forked.open_requests;
+                }
+            }
             InputReceived::NAME => {
                 if let Ok(received) = event.decode::<InputReceived>() {
                     self.open_requests.retain(|id| *id != received.request_id);
@@ -680,6 +1039,7 @@ impl<'w, S: WorkflowState> Tail<'w, S> {
                     .and_then(|id| self.triggers.get(&id))
                     .map(|(trigger, _)| trigger.clone());
                 let key = (event.caused_by, started.agent.clone());
+                self.owed_reruns.remove(&key);
                 self.open_calls.insert(
                     key,
                     (
@@ -697,13 +1057,15 @@ impl<'w, S: WorkflowState> Tail<'w, S> {
                     return;
                 };
                 // An interrupted call is run again by a resume, under the same trigger: keep
-                // the trigger for that rerun (and for a resume of it, should it be cut too).
-                if self
-                    .open_calls
-                    .remove(&(event.caused_by, completed.agent))
-                    .is_some()
-                    && completed.outcome != crate::builtin::Outcome::Interrupted
-                    && let Some(cause) = event.caused_by
+                // the trigger for that rerun (and for a resume of it, should it be cut too), and
+                // the call, owed its rerun until that starts.
+                let key = (event.caused_by, completed.agent);
+                let Some((_, call)) = self.open_calls.remove(&key) else {
+                    return;
+                };
+                if completed.outcome == crate::builtin::Outcome::Interrupted {
+                    self.owed_reruns.insert(key, (seq, call));
+                } else if let Some(cause) = event.caused_by
                     && let Some((_, refs)) = self.triggers.get_mut(&cause)
                 {
                     *refs = refs.saturating_sub(1);
@@ -747,9 +1109,24 @@ impl<'w, S: WorkflowState> Tail<'w, S> {
                     }
                 }
             }
-            let mut calls: BTreeMap<u64, OpenCall> = BTreeMap::new();
-            calls.extend(self.open_calls.into_values());
-            open_calls.extend(calls.into_values());
+            // Calls a resume or a fork closed and did not start again yet: started now.
+            let mut owed: Vec<(u64, OpenCall)> = self.owed_reruns.into_values().collect();
+            owed.sort_by_key(|(seq, _)| *seq);
+            for (_, call) in owed {
+                match call.trigger {
+                    Some(trigger) => unrecorded.push(Unrecorded::Start {
+                        agent: call.started.agent.clone(),
+                        started: call.started,
+                        trigger,
+                    }),
+                    None => {
+                        tracing::warn!(session = %self.session, agent = %call.started.agent, "an interrupted call's trigger is not in the session or its ancestors; it is not run again");
+                    }
+                }
+            }
+            let mut calls: Vec<(u64, OpenCall)> = self.open_calls.into_values().collect();
+            calls.sort_by_key(|(seq, _)| *seq);
+            open_calls.extend(calls.into_iter().map(|(_, call)| call));
         }
         Derived {
             state: self.fold.into_state(),

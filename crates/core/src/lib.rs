@@ -42,8 +42,8 @@ pub use fold::{
 pub use handler::Handler;
 pub use pattern::Pattern;
 pub use provider::{
-    BoxedProvider, Image, Provider, ProviderError, ProviderEvent, ProviderRequest,
-    ProviderResponse, ProviderSink, ReasoningEffort, Usage,
+    BoxedProvider, ChatMessage, ChatToolCall, Image, Provider, ProviderError, ProviderEvent,
+    ProviderRequest, ProviderResponse, ProviderSink, ReasoningEffort, Usage,
 };
 pub use renderer::{FnRenderer, Renderer, renderer_fn};
 pub use run::{Continuation, OpenCallReport, RunOptions, RunOutcome, StopReason, Unfinished};

@@ -4,6 +4,12 @@
 //! scripted provider for tests). A provider streams what happens while it works (text deltas,
 //! tool calls) through a [`ProviderSink`] and returns the final JSON output, which the runtime
 //! checks against the agent's output type.
+//!
+//! A request is a chat: an optional system prompt ([`ProviderRequest::system`]), an optional
+//! conversation of role-correct messages ([`ChatMessage`]), then the prompt as the last user
+//! message (when it says anything). An agent whose output type is a plain `String` (schema
+//! `{"type": "string"}`) is asked for text, not JSON ([`ProviderRequest::wants_text`]): its
+//! final text is its output.
 
 use std::sync::{Arc, Mutex};
 
@@ -22,7 +28,13 @@ pub struct ProviderRequest {
     pub agent: String,
     /// The model the agent asked for, if any (the provider's default otherwise).
     pub model: Option<String>,
-    /// The prompt.
+    /// The system prompt, if any: Anthropic's `system`, OpenAI's `system` message.
+    pub system: Option<String>,
+    /// The conversation before the prompt, oldest first (empty: none), each message with its
+    /// role.
+    pub messages: Vec<ChatMessage>,
+    /// The prompt: the last user message, after `messages` (left out when it is empty, there
+    /// are messages, and nothing else goes with it).
     pub prompt: String,
     /// JSON Schema the output must match (from the agent's output type).
     pub schema: Arc<Value>,
@@ -46,6 +58,8 @@ impl ProviderRequest {
         Self {
             agent: agent.into(),
             model: None,
+            system: None,
+            messages: Vec::new(),
             prompt: prompt.into(),
             schema,
             attempt: 1,
@@ -62,6 +76,45 @@ impl ProviderRequest {
     pub fn with_model(mut self, model: Option<String>) -> Self {
         self.model = model;
         self
+    }
+
+    /// Sets the system prompt (`None`: none).
+    #[must_use]
+    pub fn with_system(mut self, system: Option<String>) -> Self {
+        self.system = system;
+        self
+    }
+
+    /// Sends this conversation before the prompt.
+    #[must_use]
+    pub fn with_messages(mut self, messages: Vec<ChatMessage>) -> Self {
+        self.messages = messages;
+        self
+    }
+
+    /// Whether the output asked for is plain text: the schema is `{"type": "string"}` (a
+    /// `String` output type) with no constraint on the string. Such a request is sent without
+    /// a JSON schema, and the model's final text is the output (a JSON string).
+    ///
+    /// ```
+    /// use openharness_core::ProviderRequest;
+    /// use std::sync::Arc;
+    /// let text = Arc::new(schemars::schema_for!(String).to_value());
+    /// assert!(ProviderRequest::new("a", "hi", text).wants_text());
+    /// let choice = Arc::new(serde_json::json!({ "type": "string", "enum": ["yes", "no"] }));
+    /// assert!(!ProviderRequest::new("a", "hi", choice).wants_text());
+    /// ```
+    pub fn wants_text(&self) -> bool {
+        is_text_schema(&self.schema)
+    }
+
+    /// Whether the prompt goes as the last user message: when it says something, carries
+    /// images or a re-ask, or there is no conversation to send without it.
+    pub fn sends_prompt(&self) -> bool {
+        !self.prompt.is_empty()
+            || !self.images.is_empty()
+            || self.previous_error.is_some()
+            || self.messages.is_empty()
     }
 
     /// Offers these tools to the model.
@@ -91,6 +144,156 @@ impl ProviderRequest {
         self.reasoning = reasoning;
         self
     }
+}
+
+/// Whether `schema` asks for a bare string: `type` is `"string"`, and nothing narrows it
+/// (no `enum`, `const`, `pattern`, `format`, length bounds or combinators).
+fn is_text_schema(schema: &Value) -> bool {
+    const NARROWING: [&str; 9] = [
+        "enum",
+        "const",
+        "pattern",
+        "format",
+        "minLength",
+        "maxLength",
+        "anyOf",
+        "oneOf",
+        "allOf",
+    ];
+    let Some(object) = schema.as_object() else {
+        return false;
+    };
+    object.get("type").and_then(Value::as_str) == Some("string")
+        && !NARROWING.iter().any(|key| object.contains_key(*key))
+}
+
+/// One message of the conversation an agent sends before its prompt, with its role.
+///
+/// Serialized with a `role` tag (`user`, `assistant`, `tool`); a user message's images are
+/// left out when empty.
+///
+/// ```
+/// use openharness_core::ChatMessage;
+/// let said = ChatMessage::user("Hi").with_images(vec![]);
+/// assert_eq!(serde_json::to_value(&said)?, serde_json::json!({ "role": "user", "text": "Hi" }));
+/// let answer = ChatMessage::assistant("Hello!");
+/// assert_eq!(answer.text(), "Hello!");
+/// # Ok::<(), serde_json::Error>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "role", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum ChatMessage {
+    /// What a person said, with its images.
+    User {
+        /// The text (may be empty when there are images).
+        text: String,
+        /// Images, in order (each provider places them beside the text its own way:
+        /// Anthropic's before it, OpenAI's after).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        images: Vec<Image>,
+    },
+    /// What the model said, and the tools it called.
+    Assistant {
+        /// The text (may be empty when it only called tools).
+        text: String,
+        /// The tools it called, in order.
+        #[serde(default, rename = "toolCalls", skip_serializing_if = "Vec::is_empty")]
+        tool_calls: Vec<ChatToolCall>,
+    },
+    /// What a tool returned to the call of an earlier assistant message.
+    Tool {
+        /// The call's id (as in the assistant message's [`ChatToolCall::id`]).
+        id: String,
+        /// The tool's name.
+        name: String,
+        /// What it returned.
+        output: Value,
+        /// Whether that is an error.
+        #[serde(default, rename = "isError")]
+        is_error: bool,
+    },
+}
+
+impl ChatMessage {
+    /// A user message of text.
+    pub fn user(text: impl Into<String>) -> Self {
+        Self::User {
+            text: text.into(),
+            images: Vec::new(),
+        }
+    }
+
+    /// An assistant message of text.
+    pub fn assistant(text: impl Into<String>) -> Self {
+        Self::Assistant {
+            text: text.into(),
+            tool_calls: Vec::new(),
+        }
+    }
+
+    /// An assistant message calling tools (after `text`, which may be empty).
+    pub fn tool_calls(text: impl Into<String>, calls: Vec<ChatToolCall>) -> Self {
+        Self::Assistant {
+            text: text.into(),
+            tool_calls: calls,
+        }
+    }
+
+    /// A tool's result for the call `id` of tool `name`.
+    pub fn tool_result(
+        id: impl Into<String>,
+        name: impl Into<String>,
+        output: Value,
+        is_error: bool,
+    ) -> Self {
+        Self::Tool {
+            id: id.into(),
+            name: name.into(),
+            output,
+            is_error,
+        }
+    }
+
+    /// This message with `images` (a user message's; other messages are returned unchanged).
+    #[must_use]
+    pub fn with_images(self, images: Vec<Image>) -> Self {
+        match self {
+            Self::User { text, .. } => Self::User { text, images },
+            other => other,
+        }
+    }
+
+    /// Its text: what the user or the model said, or a tool's output as text.
+    pub fn text(&self) -> String {
+        match self {
+            Self::User { text, .. } | Self::Assistant { text, .. } => text.clone(),
+            Self::Tool { output, .. } => match output {
+                Value::String(text) => text.clone(),
+                other => other.to_string(),
+            },
+        }
+    }
+
+    /// The message as recorded in `agent:started`: without image bytes (images are recorded
+    /// in the events the conversation is derived from, and derived again on resume).
+    pub fn recorded(&self) -> Self {
+        match self {
+            Self::User { text, .. } => Self::user(text.clone()),
+            other => other.clone(),
+        }
+    }
+}
+
+/// A tool call of an assistant [`ChatMessage`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ChatToolCall {
+    /// The call's id.
+    pub id: String,
+    /// The tool.
+    pub name: String,
+    /// Its arguments.
+    pub input: Value,
 }
 
 /// An image given to a model with a prompt: where it is, or its bytes.

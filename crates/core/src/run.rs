@@ -157,15 +157,36 @@ impl RunOptions {
 /// Where a run continues from instead of the workflow's initial state (a fork), for
 /// [`Workflow::run_from`](crate::Workflow::run_from).
 ///
-/// The run starts with `state` at position 0 of a new session, records `first`, then queues
-/// `queued` (caused by `first`) and starts the agents that `redeliver` activates in `state`,
-/// as if that event had just been recorded (under the id of `first`).
+/// The run starts with `state` at position 0 of a new session and records `first`. A
+/// continuation made by [`Workflow::continuation_at`](crate::Workflow::continuation_at)
+/// then finishes what the parent had under way at the fork point, as a resume finishes a
+/// cut-off turn: the events its handlers had emitted and not recorded yet are recorded, agent
+/// calls it had started and not completed are closed as `interrupted` and run again from their
+/// start, and the requests it had open stay open. One made by hand with [`Continuation::new`]
+/// queues `queued` (caused by `first`) and starts the agents that `redeliver` activates in
+/// `state`, as if that event had just been recorded (under the id of `first`).
 #[must_use]
 pub struct Continuation<S> {
     pub(crate) state: S,
     pub(crate) first: Pending,
     pub(crate) queued: Vec<Pending>,
     pub(crate) redeliver: Option<Envelope>,
+    pub(crate) open_requests: Vec<EventId>,
+    pub(crate) unfinished: Option<Box<ForkUnfinished>>,
+}
+
+/// What the parent had under way at a fork point (see [`Continuation`]).
+#[derive(Clone)]
+pub(crate) struct ForkUnfinished {
+    /// The parent and the fork point, for the record of the calls the fork cut.
+    pub(crate) parent: SessionId,
+    pub(crate) position: u64,
+    /// The rest of an agent call's final record the fork point cut, as the parent recorded it.
+    pub(crate) completing: Vec<(Pending, Option<EventId>)>,
+    /// What the parent's turn had not recorded yet at the fork point.
+    pub(crate) unrecorded: Vec<crate::derive::Unrecorded>,
+    /// Agent calls open at the fork point: closed as interrupted and run again.
+    pub(crate) open_calls: Vec<crate::derive::OpenCall>,
 }
 
 impl<S> Continuation<S> {
@@ -176,6 +197,8 @@ impl<S> Continuation<S> {
             first,
             queued: Vec::new(),
             redeliver: None,
+            open_requests: Vec::new(),
+            unfinished: None,
         }
     }
 
@@ -191,9 +214,41 @@ impl<S> Continuation<S> {
         self
     }
 
+    /// Records `first` as the new session's first event instead (a `session:forked` naming
+    /// another variant of the workflow, for example).
+    pub fn first(mut self, first: Pending) -> Self {
+        self.first = first;
+        self
+    }
+
     /// The state the run starts from.
     pub fn state(&self) -> &S {
         &self.state
+    }
+
+    /// The `input:requested` events open at the fork point: the run waits for them as the
+    /// parent did (a `session:forked` should list them, so answers continue the fork).
+    pub fn open_requests(&self) -> &[EventId] {
+        &self.open_requests
+    }
+
+    /// How many agent calls the parent had started and not completed at the fork point: the
+    /// run closes them as `interrupted` and runs them again from their start.
+    pub fn cut_calls(&self) -> usize {
+        self.unfinished.as_ref().map_or(0, |u| u.open_calls.len())
+    }
+}
+
+impl<S: Clone> Clone for Continuation<S> {
+    fn clone(&self) -> Self {
+        Self {
+            state: self.state.clone(),
+            first: self.first.clone(),
+            queued: self.queued.clone(),
+            redeliver: self.redeliver.clone(),
+            open_requests: self.open_requests.clone(),
+            unfinished: self.unfinished.clone(),
+        }
     }
 }
 
@@ -203,6 +258,8 @@ impl<S> fmt::Debug for Continuation<S> {
             .field("first", &self.first)
             .field("queued", &self.queued)
             .field("redeliver", &self.redeliver.as_ref().map(|e| &e.name))
+            .field("open_requests", &self.open_requests)
+            .field("cut_calls", &self.cut_calls())
             .finish_non_exhaustive()
     }
 }

@@ -54,10 +54,10 @@ use crate::fold::{Applied, Fold, panic_message};
 use crate::locks::SessionGuard;
 use crate::pattern::Pattern;
 use crate::provider::{
-    Provider, ProviderError, ProviderEvent, ProviderRequest, ProviderSink, Usage,
+    ChatMessage, Provider, ProviderError, ProviderEvent, ProviderRequest, ProviderSink, Usage,
 };
 use crate::renderer::Renderer;
-use crate::run::{Continuation, RunOptions, RunOutcome, StopReason};
+use crate::run::{Continuation, ForkUnfinished, RunOptions, RunOutcome, StopReason};
 use crate::store::{Snapshot, StoreError, json_len};
 
 /// What an agent task sends back to the loop.
@@ -113,7 +113,7 @@ pub(crate) enum Start<S> {
     /// A new session: `workflow:started`, then the options' input.
     Fresh,
     /// A fork: a new session from another's state (see [`Continuation`]).
-    Fork(Continuation<S>),
+    Fork(Box<Continuation<S>>),
     /// A turn on a recorded session.
     Turn(Box<Turn<S>>),
 }
@@ -143,6 +143,7 @@ enum Begin {
         first: Pending,
         queued: Vec<Pending>,
         redeliver: Option<Envelope>,
+        unfinished: Option<Box<ForkUnfinished>>,
     },
     Input(String),
     Answer {
@@ -205,11 +206,14 @@ pub(crate) async fn run<S: WorkflowState>(
                 first,
                 queued,
                 redeliver,
-            } = from;
+                open_requests,
+                unfinished,
+            } = *from;
             let begin = Begin::Fork {
                 first,
                 queued,
                 redeliver,
+                unfinished,
             };
             let snapshots = Snapshots::after(0, None, 0);
             (
@@ -217,7 +221,7 @@ pub(crate) async fn run<S: WorkflowState>(
                 session.unwrap_or_default(),
                 0,
                 snapshots,
-                Vec::new(),
+                open_requests,
                 begin,
             )
         }
@@ -381,9 +385,19 @@ impl<S: WorkflowState> Run<'_, S> {
                 first,
                 queued,
                 redeliver,
+                unfinished,
             } => {
                 // The first event is folded: queue what follows it.
                 let first = self.stage(vec![(first, None)]);
+                if let Some(unfinished) = unfinished {
+                    if let Some(reason) = self.finish_fork_point(*unfinished, limits) {
+                        return Some(reason);
+                    }
+                    if let Some(text) = input {
+                        self.queue.push_back((user_input(text), None, None));
+                    }
+                    return None;
+                }
                 let cause = self.window.get(first.start).map(|e| e.id)?;
                 self.queue
                     .extend(queued.into_iter().map(|p| (p, Some(cause), None)));
@@ -485,6 +499,128 @@ impl<S: WorkflowState> Run<'_, S> {
         None
     }
 
+    /// A fork's start: finishes what its parent had under way at the fork point, as
+    /// [`Run::resume`] finishes a cut-off turn. The rest of a final record the fork point cut
+    /// is recorded first (keeping that call's output); calls cut at the fork point are closed
+    /// as interrupted and run again from their start with this workflow's agents (a variant's
+    /// prompts and models), as are agents the parent had not started yet.
+    fn finish_fork_point(
+        &mut self,
+        unfinished: ForkUnfinished,
+        limits: &Limits,
+    ) -> Option<StopReason> {
+        let ForkUnfinished {
+            parent,
+            position,
+            completing,
+            unrecorded,
+            open_calls,
+        } = unfinished;
+        let closes: Unit = open_calls
+            .iter()
+            .map(|call| {
+                let closed = AgentCompleted {
+                    agent: call.started.agent.clone(),
+                    outcome: Outcome::Interrupted,
+                    usage: Usage::default(),
+                    cost: None,
+                    error: Some(format!(
+                        "the fork of session {parent} at position {position} cut this call before it completed; the fork runs it again from its start"
+                    )),
+                    output: None,
+                };
+                (Pending::of(&closed), call.trigger_id)
+            })
+            .collect();
+        if !closes.is_empty() {
+            self.stage(closes);
+        }
+        if self.until_holds() {
+            return Some(StopReason::Until);
+        }
+        for item in unrecorded {
+            match item {
+                Unrecorded::Event(pending, cause) => {
+                    self.queue.push_back((pending, Some(cause), None));
+                }
+                Unrecorded::Start {
+                    agent,
+                    started,
+                    trigger,
+                } => {
+                    if let Some(reason) = self.restart(&agent, started, trigger, limits) {
+                        return Some(reason);
+                    }
+                }
+            }
+        }
+        if !completing.is_empty() {
+            let staged = self.stage(completing);
+            if self.until_holds() {
+                return Some(StopReason::Until);
+            }
+            for seq in staged {
+                if let Some(reason) = self.activate_agents(seq, limits.max_agent_calls) {
+                    return Some(reason);
+                }
+            }
+        }
+        for call in open_calls {
+            let agent = call.started.agent.clone();
+            match call.trigger {
+                Some(trigger) => {
+                    if let Some(reason) = self.restart(&agent, call.started, trigger, limits) {
+                        return Some(reason);
+                    }
+                }
+                None => self.queue.push_back((
+                    Pending::of(&ErrorOccurred::recoverable("fork", format!(
+                            "agent `{agent}` was working at the fork point, and the event that started it is not in the turn being forked; it is not run again"
+                        ), call.trigger_id)),
+                    call.trigger_id,
+                    None,
+                )),
+            }
+        }
+        None
+    }
+
+    /// Starts an agent call of a fork again from its trigger, activated by this workflow in
+    /// the fork's state (so a variant's prompt and model apply); when the agent does not
+    /// activate there (its `when` no longer holds), with the prompt and model it was first
+    /// started with.
+    fn restart(
+        &mut self,
+        agent: &str,
+        started: AgentStarted,
+        trigger: Envelope,
+        limits: &Limits,
+    ) -> Option<StopReason> {
+        let fresh = self
+            .wf
+            .agents
+            .iter()
+            .find(|a| a.spec().name == agent)
+            .and_then(|erased| {
+                Some((
+                    Arc::clone(erased),
+                    erased.activate(self.fold.state(), &trigger)?,
+                ))
+            });
+        match fresh {
+            Some((erased, Ok(activation))) => {
+                self.queue_call(erased, trigger, activation, limits.max_agent_calls)
+            }
+            Some((_, Err(message))) => {
+                let error = ErrorOccurred::recoverable("agent", message, Some(trigger.id));
+                self.queue
+                    .push_back((Pending::of(&error), Some(trigger.id), None));
+                None
+            }
+            None => self.rerun(agent, started, trigger, limits),
+        }
+    }
+
     /// Queues an agent call again, with the prompt and model it was first started with.
     fn rerun(
         &mut self,
@@ -504,8 +640,7 @@ impl<S: WorkflowState> Run<'_, S> {
             ));
             return None;
         };
-        let activation =
-            erased.reactivate(self.fold.state(), &trigger, started.prompt, started.model);
+        let activation = erased.reactivate(self.fold.state(), &trigger, &started);
         self.queue_call(
             Arc::clone(erased),
             trigger,
@@ -741,6 +876,12 @@ impl<S: WorkflowState> Run<'_, S> {
         let started = AgentStarted {
             agent: agent.spec().name.to_owned(),
             model: activation.model.clone(),
+            system: activation.system.clone(),
+            messages: activation
+                .messages
+                .iter()
+                .map(ChatMessage::recorded)
+                .collect(),
             prompt: activation.prompt.clone(),
             reply: activation.reply.clone(),
         };
@@ -1022,6 +1163,8 @@ impl<S> AgentTask<S> {
             let mut request =
                 ProviderRequest::new(name, self.activation.prompt.clone(), self.agent.schema())
                     .with_model(self.activation.model.clone())
+                    .with_system(self.activation.system.clone())
+                    .with_messages(self.activation.messages.clone())
                     .with_tools(self.activation.tools.clone())
                     .with_max_turns(self.activation.max_turns)
                     .with_images(self.activation.images.clone())

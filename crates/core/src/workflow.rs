@@ -6,7 +6,9 @@ use std::sync::Arc;
 
 use crate::agent::{Agent, AgentSpec, Erased, ErasedAgent};
 use crate::assembled::{Inner, Until, WorkflowState};
+use crate::builtin::SessionForked;
 use crate::derive::derive;
+use crate::emit::Pending;
 use crate::error::Error;
 use crate::event::{Envelope, EventId, SessionId};
 use crate::fold::Fold;
@@ -156,7 +158,7 @@ impl<S: WorkflowState> Workflow<S> {
     /// ```
     /// # async fn demo<S: openharness_core::WorkflowState>(workflow: openharness_core::Workflow<S>, state: S, parent: openharness_core::SessionId) -> Result<(), openharness_core::Error> {
     /// use openharness_core::{Continuation, Pending, RunOptions, builtin::SessionForked};
-    /// let first = Pending::of(&SessionForked { parent, position: 0, workflow: Some(workflow.name().to_owned()) });
+    /// let first = Pending::of(&SessionForked { parent, position: 0, workflow: Some(workflow.name().to_owned()), open_requests: Vec::new() });
     /// let outcome = workflow.run_from(Continuation::new(state, first), RunOptions::new()).await?;
     /// # let _ = outcome; Ok(()) }
     /// ```
@@ -168,7 +170,53 @@ impl<S: WorkflowState> Workflow<S> {
         let mut options = options;
         let session = options.session.get_or_insert_with(SessionId::new).clone();
         let guard = self.lock(&session, options.refuse_if_busy).await?;
-        crate::runtime::run(&self.inner, options, Start::Fork(from), guard).await
+        crate::runtime::run(&self.inner, options, Start::Fork(Box::new(from)), guard).await
+    }
+
+    /// Where a fork of `session` at `position` (clamped to its length) continues from, for
+    /// [`run_from`](Self::run_from): the state there, and what the session had under way there
+    /// derived as a resume derives a cut-off turn. The fork finishes it: the events handlers
+    /// had emitted and not recorded yet are recorded, an agent call started and not completed
+    /// is closed as `interrupted` and run again from its start, a call whose `agent:completed`
+    /// (with its output) lies before the fork point is kept and never sent to a model again,
+    /// and the requests open there stay open. A position inside a call's final record (the
+    /// events made from its output and its `agent:completed`, which the runtime records in one
+    /// append) keeps the output too: the fork records the rest of that record first, as the
+    /// parent recorded it. Its first event is the `session:forked` it records.
+    ///
+    /// ```
+    /// # async fn demo<S: openharness_core::WorkflowState>(workflow: openharness_core::Workflow<S>, parent: openharness_core::SessionId) -> Result<(), openharness_core::Error> {
+    /// use openharness_core::RunOptions;
+    /// let from = workflow.continuation_at(&parent, 7).await?;
+    /// println!("{} calls cut at the fork point run again", from.cut_calls());
+    /// let outcome = workflow.run_from(from, RunOptions::new()).await?;
+    /// # let _ = outcome; Ok(()) }
+    /// ```
+    pub async fn continuation_at(
+        &self,
+        session: &SessionId,
+        position: u64,
+    ) -> Result<Continuation<S>, Error> {
+        let crate::derive::ForkFrom {
+            derived,
+            completing,
+        } = crate::derive::derive_fork(&self.inner, session, position).await?;
+        let first = Pending::of(&SessionForked {
+            parent: session.clone(),
+            position: derived.len,
+            workflow: Some(self.inner.name.clone()),
+            open_requests: derived.open_requests.clone(),
+        });
+        let mut from = Continuation::new(derived.state, first);
+        from.open_requests = derived.open_requests;
+        from.unfinished = Some(Box::new(crate::run::ForkUnfinished {
+            parent: session.clone(),
+            position: derived.len,
+            completing,
+            unrecorded: derived.unrecorded,
+            open_calls: derived.open_calls,
+        }));
+        Ok(from)
     }
 
     /// Continues a recorded session with new input: a turn that records `user:input` and runs

@@ -36,10 +36,10 @@
 //! ```
 
 pub use openharness_core::{
-    Agent, AgentSpec, Applied, BoxedProvider, CancellationToken, Continuation,
-    DEFAULT_CHECKPOINT_INTERVAL, DEFAULT_MAX_TURNS, Decoded, Emit, Envelope, Error, ErrorChain,
-    Event, EventId, EventSet, EventStream, FnRenderer, FnTool, Fold, Handler, Image, IntoEmit,
-    MAX_CHECKPOINT_INTERVAL, OpenCallReport, Pattern, Pending, Provider, ProviderError,
+    Agent, AgentSpec, Applied, BoxedProvider, CancellationToken, ChatMessage, ChatToolCall,
+    Continuation, DEFAULT_CHECKPOINT_INTERVAL, DEFAULT_MAX_TURNS, Decoded, Emit, Envelope, Error,
+    ErrorChain, Event, EventId, EventSet, EventStream, FnRenderer, FnTool, Fold, Handler, Image,
+    IntoEmit, MAX_CHECKPOINT_INTERVAL, OpenCallReport, Pattern, Pending, Provider, ProviderError,
     ProviderRequest, ReasoningEffort, Recorded, Renderer, ReplySource, RunOptions, RunOutcome,
     SKIPPED_POSITIONS, SessionId, SessionInfo, SessionStatus, Skipped, StopReason, Store,
     StoreError, StructuredOutput, Subscription, Tool, ToolError, Toolbox, UndecodableEvent,

@@ -1,16 +1,24 @@
 //! The built-in agent-chat workflow every platform session runs: its state is the
-//! conversation; each `user:input` makes the `assistant` agent answer (with the agent's system
-//! prompt, its capabilities' additions and tools, the model the message, session or agent
-//! names, the conversation's images and the message's reasoning effort), recorded as
-//! `assistant:replied {text}`. It is an ordinary Open Harness workflow, so a platform
-//! session's log can be stepped through, forked and replayed like any other.
+//! conversation (messages, and the tool calls the assistant made with their results); each
+//! `user:input` makes the `assistant` agent answer, recorded as `assistant:replied {text}`.
+//!
+//! The assistant talks to its model as a chat: the agent's system prompt (with its
+//! capabilities' additions) as the system prompt, the conversation as role-correct messages
+//! (user messages with their images, the assistant's answers, its tool calls and their
+//! results), and its answer asked for as plain text (its output type is `String`), so what the
+//! model streams is the reply itself. Its tools are its capabilities'; its model the one the
+//! message, session or agent names; its reasoning effort the message's. It is an ordinary
+//! Open Harness workflow, so a platform session's log can be stepped through, forked and
+//! replayed like any other.
 
+use std::collections::HashSet;
 use std::sync::Arc;
 
+use openharness_core::builtin::{ToolCalled, ToolResult};
 use openharness_core::{
-    Agent, BoxedProvider, Decoded, Emit, Error, Event, EventSet, FnTool, Handler, Image, Provider,
-    ProviderError, ProviderRequest, ProviderResponse, ProviderSink, ReasoningEffort, Store, Tool,
-    Workflow,
+    Agent, BoxedProvider, ChatMessage, ChatToolCall, Decoded, Emit, Error, Event, EventSet, FnTool,
+    Handler, Image, Provider, ProviderError, ProviderRequest, ProviderResponse, ProviderSink,
+    ReasoningEffort, Store, Tool, Workflow,
 };
 use serde::{Deserialize, Serialize};
 
@@ -73,15 +81,26 @@ pub enum ChatEvent {
     UserInput(UserMessage),
     /// The assistant's answer.
     AssistantReplied(AssistantReplied),
+    /// The assistant called a tool.
+    ToolCalled(ToolCalled),
+    /// A tool the assistant called returned.
+    ToolResult(ToolResult),
 }
 
 impl EventSet for ChatEvent {
-    const NAMES: &'static [&'static str] = &[UserMessage::NAME, AssistantReplied::NAME];
+    const NAMES: &'static [&'static str] = &[
+        UserMessage::NAME,
+        AssistantReplied::NAME,
+        ToolCalled::NAME,
+        ToolResult::NAME,
+    ];
 
     fn name(&self) -> &'static str {
         match self {
             Self::UserInput(_) => UserMessage::NAME,
             Self::AssistantReplied(_) => AssistantReplied::NAME,
+            Self::ToolCalled(_) => ToolCalled::NAME,
+            Self::ToolResult(_) => ToolResult::NAME,
         }
     }
 
@@ -93,6 +112,8 @@ impl EventSet for ChatEvent {
             AssistantReplied::NAME => Decoded::Known(Self::AssistantReplied(
                 AssistantReplied::deserialize(payload)?,
             )),
+            ToolCalled::NAME => Decoded::Known(Self::ToolCalled(ToolCalled::deserialize(payload)?)),
+            ToolResult::NAME => Decoded::Known(Self::ToolResult(ToolResult::deserialize(payload)?)),
             _ => Decoded::Unknown,
         })
     }
@@ -101,6 +122,8 @@ impl EventSet for ChatEvent {
         match self {
             Self::UserInput(input) => serde_json::to_value(input),
             Self::AssistantReplied(replied) => serde_json::to_value(replied),
+            Self::ToolCalled(called) => serde_json::to_value(called),
+            Self::ToolResult(result) => serde_json::to_value(result),
         }
     }
 }
@@ -108,44 +131,93 @@ impl EventSet for ChatEvent {
 /// One line of the conversation.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ChatLine {
-    /// `user` or `assistant`.
+    /// `user`, `assistant`, `tool_call` (the assistant called a tool) or `tool_result` (the
+    /// tool returned).
     pub role: String,
-    /// What was said.
+    /// What was said (empty on tool lines).
     pub text: String,
     /// The images a user's line held, in order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub images: Vec<Image>,
+    /// The call or its result, on tool lines.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool: Option<ChatTool>,
+}
+
+/// A tool call or result of the conversation.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ChatTool {
+    /// The call's id.
+    pub id: String,
+    /// The tool.
+    pub name: String,
+    /// Its arguments (on a call) or what it returned (on a result).
+    pub value: serde_json::Value,
+    /// Whether the result is an error.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub is_error: bool,
 }
 
 /// The conversation so far: the agent-chat workflow's state.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ChatState {
-    /// Every message, oldest first.
+    /// Every message and tool exchange, oldest first.
     pub lines: Vec<ChatLine>,
+}
+
+impl ChatLine {
+    fn said(role: &str, text: &str, images: Vec<Image>) -> Self {
+        Self {
+            role: role.to_owned(),
+            text: text.to_owned(),
+            images,
+            tool: None,
+        }
+    }
+
+    fn tool(role: &str, tool: ChatTool) -> Self {
+        Self {
+            role: role.to_owned(),
+            text: String::new(),
+            images: Vec::new(),
+            tool: Some(tool),
+        }
+    }
 }
 
 impl Handler for ChatState {
     type Events = ChatEvent;
 
     fn apply(&mut self, event: &ChatEvent) -> Emit {
-        let (role, text, images) = match event {
-            ChatEvent::UserInput(input) => ("user", &input.text, input.images.clone()),
-            ChatEvent::AssistantReplied(replied) => ("assistant", &replied.text, Vec::new()),
+        let line = match event {
+            ChatEvent::UserInput(input) => {
+                ChatLine::said("user", &input.text, input.images.clone())
+            }
+            ChatEvent::AssistantReplied(replied) => {
+                ChatLine::said("assistant", &replied.text, Vec::new())
+            }
+            ChatEvent::ToolCalled(called) => ChatLine::tool(
+                "tool_call",
+                ChatTool {
+                    id: called.tool_call_id.clone(),
+                    name: called.tool.clone(),
+                    value: called.input.clone(),
+                    is_error: false,
+                },
+            ),
+            ChatEvent::ToolResult(result) => ChatLine::tool(
+                "tool_result",
+                ChatTool {
+                    id: result.tool_call_id.clone(),
+                    name: result.tool.clone(),
+                    value: result.output.clone(),
+                    is_error: result.is_error,
+                },
+            ),
         };
-        self.lines.push(ChatLine {
-            role: role.to_owned(),
-            text: text.clone(),
-            images,
-        });
+        self.lines.push(line);
         Emit::none()
     }
-}
-
-/// The assistant's structured output.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct ChatReply {
-    /// The answer to the latest message.
-    pub reply: String,
 }
 
 /// The assistant of one platform agent: its system prompt (with its capabilities' additions),
@@ -222,26 +294,82 @@ fn current_time_tool() -> FnTool<NoArguments> {
 }
 
 /// At most this many images, the conversation's latest, go with one request (Anthropic takes
-/// up to 100 per request, and every image costs input tokens on every turn); the transcript
-/// marks older ones as not shown.
+/// up to 100 per request, and every image costs input tokens on every turn); an older image's
+/// message says it is no longer shown.
 pub const MAX_IMAGES_PER_REQUEST: usize = 20;
 
-/// The conversation's images, numbered from 1 in order, with whether each is sent.
-fn numbered_images(state: &ChatState) -> impl Iterator<Item = (usize, &Image, bool)> {
-    let total: usize = state.lines.iter().map(|line| line.images.len()).sum();
-    let first_sent = total.saturating_sub(MAX_IMAGES_PER_REQUEST);
-    state
+/// The conversation as role-correct messages, up to the latest user message (what comes after
+/// it belongs to the call being made: on a resume, the tool calls of its interrupted attempt).
+/// Each user message keeps its images (the conversation's latest [`MAX_IMAGES_PER_REQUEST`];
+/// a message whose images are older says they are no longer shown); each tool call becomes an
+/// assistant message calling it, followed by its result, and a call without a recorded result
+/// (cut by a crash) is left out with it.
+fn conversation(state: &ChatState) -> Vec<ChatMessage> {
+    let end = state
         .lines
         .iter()
-        .flat_map(|line| &line.images)
-        .enumerate()
-        .map(move |(index, image)| (index + 1, image, index >= first_sent))
+        .rposition(|line| line.role == "user")
+        .map_or(0, |last| last + 1);
+    let lines = &state.lines[..end];
+    let total: usize = lines.iter().map(|line| line.images.len()).sum();
+    let mut dropped = total.saturating_sub(MAX_IMAGES_PER_REQUEST);
+    let answered: HashSet<&str> = lines
+        .iter()
+        .filter(|line| line.role == "tool_result")
+        .filter_map(|line| line.tool.as_ref().map(|tool| tool.id.as_str()))
+        .collect();
+    let mut called = HashSet::new();
+    let mut messages = Vec::with_capacity(lines.len());
+    for line in lines {
+        match (line.role.as_str(), &line.tool) {
+            ("user", _) => {
+                let old = dropped.min(line.images.len());
+                dropped -= old;
+                let mut text = line.text.clone();
+                if old > 0 {
+                    let mark = if old == 1 {
+                        "[an image, no longer shown]".to_owned()
+                    } else {
+                        format!("[{old} images, no longer shown]")
+                    };
+                    text = if text.is_empty() {
+                        mark
+                    } else {
+                        format!("{text} {mark}")
+                    };
+                }
+                messages.push(ChatMessage::user(text).with_images(line.images[old..].to_vec()));
+            }
+            ("assistant", _) => messages.push(ChatMessage::assistant(line.text.clone())),
+            ("tool_call", Some(tool)) if answered.contains(tool.id.as_str()) => {
+                called.insert(tool.id.as_str());
+                messages.push(ChatMessage::tool_calls(
+                    "",
+                    vec![ChatToolCall {
+                        id: tool.id.clone(),
+                        name: tool.name.clone(),
+                        input: tool.value.clone(),
+                    }],
+                ));
+            }
+            ("tool_result", Some(tool)) if called.remove(tool.id.as_str()) => {
+                messages.push(ChatMessage::tool_result(
+                    tool.id.clone(),
+                    tool.name.clone(),
+                    tool.value.clone(),
+                    tool.is_error,
+                ));
+            }
+            _ => {}
+        }
+    }
+    messages
 }
 
 impl Agent for ChatAgent {
     type State = ChatState;
     type Trigger = UserMessage;
-    type Output = ChatReply;
+    type Output = String;
     const NAME: &'static str = "assistant";
     const EMITS: &'static [&'static str] = &[AssistantReplied::NAME];
 
@@ -253,53 +381,25 @@ impl Agent for ChatAgent {
         self.tools.clone()
     }
 
-    fn prompt(&self, state: &ChatState, _input: &UserMessage) -> String {
-        let mut numbers = numbered_images(state);
-        let transcript: Vec<String> = state
-            .lines
-            .iter()
-            .map(|line| {
-                let who = if line.role == "user" {
-                    "User"
-                } else {
-                    "Assistant"
-                };
-                let mut said = line.text.clone();
-                for (number, _, sent) in numbers.by_ref().take(line.images.len()) {
-                    let mark = if sent {
-                        format!("[image {number}]")
-                    } else {
-                        format!("[image {number}, no longer shown]")
-                    };
-                    said = if said.is_empty() {
-                        mark
-                    } else {
-                        format!("{said} {mark}")
-                    };
-                }
-                format!("{who}: {said}")
-            })
-            .collect();
-        format!(
-            "{}\n\nAnswer the user's latest message.\n\nConversation:\n{}",
-            self.system_prompt,
-            transcript.join("\n")
-        )
+    /// Empty: the conversation, the user's latest message included, is in [`Agent::messages`].
+    fn prompt(&self, _state: &ChatState, _input: &UserMessage) -> String {
+        String::new()
     }
 
-    fn images(&self, state: &ChatState, _input: &UserMessage) -> Vec<Image> {
-        numbered_images(state)
-            .filter(|(_, _, sent)| *sent)
-            .map(|(_, image, _)| image.clone())
-            .collect()
+    fn system(&self, _state: &ChatState, _input: &UserMessage) -> Option<String> {
+        (!self.system_prompt.is_empty()).then(|| self.system_prompt.clone())
+    }
+
+    fn messages(&self, state: &ChatState, _input: &UserMessage) -> Vec<ChatMessage> {
+        conversation(state)
     }
 
     fn reasoning(&self, _state: &ChatState, input: &UserMessage) -> Option<ReasoningEffort> {
         input.reasoning_effort()
     }
 
-    fn on_output(&self, output: ChatReply, _input: &UserMessage) -> Emit {
-        Emit::one(AssistantReplied { text: output.reply })
+    fn on_output(&self, text: String, _input: &UserMessage) -> Emit {
+        Emit::one(AssistantReplied { text })
     }
 }
 
@@ -351,4 +451,131 @@ pub fn for_reading(store: Arc<dyn Store>) -> Result<Workflow<ChatState>, Error> 
         .initial_state(ChatState::default())
         .shared_store(store)
         .build()
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn fold(events: Vec<ChatEvent>) -> ChatState {
+        let mut state = ChatState::default();
+        for event in &events {
+            state.apply(event);
+        }
+        state
+    }
+
+    fn said(text: &str, images: usize) -> ChatEvent {
+        ChatEvent::UserInput(UserMessage {
+            text: text.into(),
+            images: (0..images)
+                .map(|n| Image::url(format!("https://example.com/{text}-{n}.png")))
+                .collect(),
+            controls: None,
+        })
+    }
+
+    fn called(id: &str) -> ChatEvent {
+        ChatEvent::ToolCalled(ToolCalled {
+            agent: "assistant".into(),
+            tool_call_id: id.into(),
+            tool: "current_time".into(),
+            input: json!({}),
+        })
+    }
+
+    fn returned(id: &str) -> ChatEvent {
+        ChatEvent::ToolResult(ToolResult {
+            agent: "assistant".into(),
+            tool_call_id: id.into(),
+            tool: "current_time".into(),
+            output: json!({ "utc": "12:00" }),
+            is_error: false,
+        })
+    }
+
+    fn replied(text: &str) -> ChatEvent {
+        ChatEvent::AssistantReplied(AssistantReplied { text: text.into() })
+    }
+
+    #[test]
+    fn the_conversation_is_role_correct_with_tool_calls_and_their_results() {
+        let state = fold(vec![
+            said("Time?", 0),
+            called("c1"),
+            returned("c1"),
+            replied("Noon."),
+            said("Again?", 0),
+            // What the interrupted call being resumed did: not part of the conversation.
+            called("c2"),
+        ]);
+        assert_eq!(
+            conversation(&state),
+            [
+                ChatMessage::user("Time?"),
+                ChatMessage::tool_calls(
+                    "",
+                    vec![ChatToolCall {
+                        id: "c1".into(),
+                        name: "current_time".into(),
+                        input: json!({}),
+                    }]
+                ),
+                ChatMessage::tool_result("c1", "current_time", json!({ "utc": "12:00" }), false),
+                ChatMessage::assistant("Noon."),
+                ChatMessage::user("Again?"),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_call_without_its_result_is_left_out_with_it() {
+        let state = fold(vec![said("Time?", 0), called("cut"), said("Hello?", 0)]);
+        assert_eq!(
+            conversation(&state),
+            [ChatMessage::user("Time?"), ChatMessage::user("Hello?")]
+        );
+    }
+
+    #[test]
+    fn only_the_latest_images_are_sent_and_older_ones_are_marked() {
+        let state = fold(vec![
+            said("a", 3),
+            replied("Three."),
+            said("b", MAX_IMAGES_PER_REQUEST - 1),
+        ]);
+        let messages = conversation(&state);
+        let ChatMessage::User { text, images } = &messages[0] else {
+            panic!("{messages:?}");
+        };
+        assert_eq!(text, "a [2 images, no longer shown]");
+        assert_eq!(images, &[Image::url("https://example.com/a-2.png")]);
+        let ChatMessage::User { images, .. } = &messages[2] else {
+            panic!("{messages:?}");
+        };
+        assert_eq!(images.len(), MAX_IMAGES_PER_REQUEST - 1);
+    }
+
+    #[test]
+    fn the_assistant_asks_for_text_with_the_system_prompt() {
+        let agent = ChatAgent::new("Be brief.", None, &[]);
+        let input = UserMessage {
+            text: "Hi".into(),
+            images: Vec::new(),
+            controls: None,
+        };
+        let state = fold(vec![ChatEvent::UserInput(input.clone())]);
+        assert_eq!(agent.system(&state, &input).as_deref(), Some("Be brief."));
+        assert_eq!(agent.prompt(&state, &input), "");
+        assert_eq!(agent.messages(&state, &input), [ChatMessage::user("Hi")]);
+        let schema = Arc::new(schemars::schema_for!(<ChatAgent as Agent>::Output).to_value());
+        assert!(ProviderRequest::new("assistant", "", schema).wants_text());
+        assert_eq!(
+            ChatAgent::new("  ", None, &[]).system(&state, &input),
+            None,
+            "no system prompt at all rather than an empty one"
+        );
+    }
 }

@@ -77,7 +77,7 @@ use axum::Router;
 
 pub use capabilities::{capabilities, capability};
 pub use chat::{
-    AssistantReplied, ChatAgent, ChatEvent, ChatLine, ChatReply, ChatState, MAX_IMAGES_PER_REQUEST,
+    AssistantReplied, ChatAgent, ChatEvent, ChatLine, ChatState, ChatTool, MAX_IMAGES_PER_REQUEST,
     UserMessage, WORKFLOW_NAME, for_reading as agent_chat_for_reading,
     workflow as agent_chat_workflow,
 };

@@ -1,9 +1,11 @@
-//! What a posted message carries beyond its text, through the `/v1` API over real sockets to a
-//! fake Anthropic server on 127.0.0.1: image parts (by URL, as base64, as a `data:` URL) reach
-//! the model as image blocks with the transcript marking them, stay in the conversation for
-//! later turns, and come back in the message as posted; `controls.reasoning.effort` reaches the
-//! model as `output_config.effort` for that turn only; malformed parts are `422` and record
-//! nothing. Every scenario runs on a `MemoryStore` and on PostgreSQL
+//! What a posted message carries and what the model is asked, through the `/v1` API over real
+//! sockets to a fake Anthropic server on 127.0.0.1: the agent's system prompt as `system` and
+//! the conversation as role-correct messages, the reply asked for as plain text and streamed
+//! as clean text (`message.delta`s that concatenate to the stored reply); image parts (by URL,
+//! as base64, as a `data:` URL) reach the model as image blocks of their own message, stay in
+//! the conversation for later turns, and come back in the message as posted;
+//! `controls.reasoning.effort` reaches the model as `output_config.effort` for that turn only;
+//! malformed parts are `422` and record nothing. Every scenario runs on a `MemoryStore` and on PostgreSQL
 //! (`OPENHARNESS_TEST_POSTGRES`; skipped, saying so, when unset).
 #![allow(clippy::unwrap_used, missing_docs)]
 
@@ -13,7 +15,7 @@ use std::time::Duration;
 use openharness_core::Store;
 use openharness_platform::{MAX_IMAGES_PER_MESSAGE, Platform, PlatformOptions};
 use openharness_provider::testing::FakeServer;
-use openharness_provider::testing::anthropic::{KEY, json_output};
+use openharness_provider::testing::anthropic::{KEY, text};
 use serde_json::{Value, json};
 
 mod common;
@@ -59,17 +61,22 @@ async fn session_on(store: Arc<dyn Store>, fake: &FakeServer) -> (Client, String
     (client, path)
 }
 
-/// The session's messages once there are `count` of them.
+/// The session's messages once there are `count` of them and its turn has ended (so the next
+/// message may be posted).
 async fn messages(client: &Client, path: &str, count: usize) -> Vec<Value> {
     for _ in 0..1000 {
         let (_, page) = client.get(&format!("{path}/messages")).await;
         let data = page["data"].as_array().unwrap().clone();
-        if data.len() >= count {
+        let (_, session) = client.get(path).await;
+        if data.len() >= count
+            && session["status"] == "pending"
+            && session["finished_at"].is_string()
+        {
             return data;
         }
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
-    panic!("the session never had {count} messages");
+    panic!("the session never had {count} messages with its turn ended");
 }
 
 const PNG: &str = "iVBORw0KGgo=";
@@ -78,8 +85,8 @@ async fn images_and_reasoning_reach_the_model_and_the_message_keeps_its_images(
     store: Arc<dyn Store>,
 ) {
     let fake = FakeServer::anthropic(KEY).await.unwrap();
-    fake.respond(json_output(&json!({"reply": "A cat and a dot."})));
-    fake.respond(json_output(&json!({"reply": "A gif."})));
+    fake.respond(text("A cat and a dot."));
+    fake.respond(text("A gif."));
     let (client, path) = session_on(store, &fake).await;
 
     let content = json!([
@@ -102,20 +109,19 @@ async fn images_and_reasoning_reach_the_model_and_the_message_keeps_its_images(
     assert_eq!(said[0]["content"], content, "read back as posted");
     assert_eq!(said[1]["content"][0]["text"], "A cat and a dot.");
     let first = &fake.requests()[0].body;
-    let blocks = first["messages"][0]["content"].as_array().unwrap();
+    let cat =
+        json!({"type": "image", "source": {"type": "url", "url": "https://example.com/cat.png"}});
+    let dot = json!({"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": PNG}});
     assert_eq!(
-        blocks[..2],
-        [
-            json!({"type": "image", "source": {"type": "url", "url": "https://example.com/cat.png"}}),
-            json!({"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": PNG}}),
-        ]
+        first["messages"],
+        json!([{"role": "user", "content": [cat, dot, {"type": "text", "text": "What are these?"}]}]),
+        "the message's images go with it, before its text"
     );
-    let prompt = blocks[2]["text"].as_str().unwrap();
-    assert!(
-        prompt.contains("User: What are these? [image 1] [image 2]"),
-        "{prompt}"
+    assert_eq!(
+        first["output_config"],
+        json!({"effort": "high"}),
+        "the effort, and no JSON format: the reply is asked for as text"
     );
-    assert_eq!(first["output_config"]["effort"], "high");
 
     // A second message of one image (as a data: URL), no controls: the model sees the whole
     // conversation's images, and this turn asks for no effort.
@@ -134,13 +140,18 @@ async fn images_and_reasoning_reach_the_model_and_the_message_keeps_its_images(
     );
     messages(&client, &path, 4).await;
     let next = &fake.requests()[1].body;
-    let blocks = next["messages"][0]["content"].as_array().unwrap();
-    assert_eq!(blocks.len(), 4, "three images and the prompt: {blocks:?}");
-    assert_eq!(blocks[2]["source"]["media_type"], "image/gif");
-    let prompt = blocks[3]["text"].as_str().unwrap();
-    assert!(prompt.contains("User: [image 3]"), "{prompt}");
+    let gif = json!({"type": "image", "source": {"type": "base64", "media_type": "image/gif", "data": "R0lGODlh"}});
+    assert_eq!(
+        next["messages"],
+        json!([
+            {"role": "user", "content": [cat, dot, {"type": "text", "text": "What are these?"}]},
+            {"role": "assistant", "content": "A cat and a dot."},
+            {"role": "user", "content": [gif]},
+        ]),
+        "the whole conversation, each image in its own message"
+    );
     assert!(
-        next["output_config"].get("effort").is_none(),
+        next.get("output_config").is_none(),
         "the effort was that message's: {next}"
     );
 }
@@ -209,7 +220,63 @@ async fn malformed_image_parts_are_422_and_record_nothing(store: Arc<dyn Store>)
     assert!(fake.requests().is_empty(), "no model was asked");
 }
 
+/// A reply with what JSON would escape: newlines, quotes, a backslash, non-ASCII.
+const REPLY: &str = "Two lines:\n\"quoted\" and C:\\temp\n— ¡sí! {\"reply\": 1}";
+
+async fn the_reply_streams_as_clean_text_that_is_the_stored_message(store: Arc<dyn Store>) {
+    let fake = FakeServer::anthropic(KEY).await.unwrap();
+    fake.respond(text(REPLY));
+    let (client, path) = session_on(store, &fake).await;
+    let (status, posted) = client
+        .send(
+            "POST",
+            &format!("{path}/messages"),
+            json!({"content": [{"type": "text", "text": "Say it."}]}),
+        )
+        .await;
+    assert_eq!(status, 201, "{posted}");
+    let said = messages(&client, &path, 2).await;
+    assert_eq!(said[1]["role"], "assistant");
+    assert_eq!(said[1]["content"], json!([{"type": "text", "text": REPLY}]));
+
+    let mut notes = Vec::new();
+    for _ in 0..500 {
+        let (_, page) = client.get(&format!("{path}/events?limit=100")).await;
+        notes = page["data"].as_array().unwrap().clone();
+        if notes.iter().any(|n| n["type"] == "session.completed") {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let deltas: Vec<&str> = notes
+        .iter()
+        .filter(|n| n["type"] == "message.delta")
+        .map(|n| n["data"]["delta"].as_str().unwrap())
+        .collect();
+    assert!(deltas.len() > 3, "streamed in pieces: {deltas:?}");
+    assert_eq!(
+        deltas.concat(),
+        REPLY,
+        "the deltas are the reply's characters, no JSON around or inside them"
+    );
+
+    let asked = &fake.requests()[0].body;
+    assert_eq!(
+        asked["system"], "Describe pictures.",
+        "the system prompt as `system`"
+    );
+    assert_eq!(
+        asked["messages"],
+        json!([{"role": "user", "content": "Say it."}]),
+        "the conversation as messages, no transcript"
+    );
+    for forcing in ["output_config", "output_format", "tool_choice"] {
+        assert!(asked.get(forcing).is_none(), "no JSON asked for: {asked}");
+    }
+}
+
 on_every_store!(
+    the_reply_streams_as_clean_text_that_is_the_stored_message,
     images_and_reasoning_reach_the_model_and_the_message_keeps_its_images,
     malformed_image_parts_are_422_and_record_nothing,
 );

@@ -229,7 +229,7 @@ async fn every_operation_answers_as_documented() {
     let store = Arc::new(openharness_store::MemoryStore::new());
     let keys = MasterKeys::parse(&format!("k1:{}", "42".repeat(32))).unwrap();
     let scripted = ScriptedProvider::new().fallback("assistant", |_| {
-        Reply::output(json!({ "reply": "Hi there" })).text("Hi there")
+        Reply::output(json!("Hi there")).text("Hi there")
     });
     // One platform answers with a scripted model; a second over the same store has none.
     let c =

@@ -25,13 +25,15 @@ use common::on_every_store;
 fn echo() -> ScriptedProvider {
     ScriptedProvider::new().fallback("assistant", |request| {
         let latest = request
-            .prompt
-            .lines()
-            .filter_map(|line| line.strip_prefix("User: "))
-            .next_back()
-            .unwrap_or("")
-            .to_owned();
-        Reply::output(json!({ "reply": format!("echo: {latest}") }))
+            .messages
+            .iter()
+            .rev()
+            .find_map(|message| match message {
+                openharness_core::ChatMessage::User { text, .. } => Some(text.clone()),
+                _ => None,
+            })
+            .unwrap_or_default();
+        Reply::output(json!(format!("echo: {latest}")))
     })
 }
 
@@ -83,7 +85,7 @@ async fn turn_ends(store: &Arc<dyn Store>, log: &SessionId) {
 async fn cut_off_turn(store: &Arc<dyn Store>, log: &SessionId, text: &str) {
     let stuck = ScriptedProvider::new()
         .pace(Duration::from_secs(3600))
-        .fallback("assistant", |_| Reply::output(json!({ "reply": "never" })));
+        .fallback("assistant", |_| Reply::output(json!("never")));
     let chat = agent_chat_workflow(
         Arc::clone(store),
         Arc::new(stuck),
@@ -264,7 +266,16 @@ impl Store for LateAppend {
             let input = Envelope::new("user:input", json!({ "text": "ghost" }), None);
             let started = Envelope::new(
                 "agent:started",
-                json!({ "agentName": "assistant", "prompt": "User: ghost" }),
+                json!({
+                    "agentName": "assistant",
+                    "system": "Hi.",
+                    "messages": [
+                        { "role": "user", "text": "first" },
+                        { "role": "assistant", "text": "echo: first" },
+                        { "role": "user", "text": "ghost" },
+                    ],
+                    "prompt": "",
+                }),
                 Some(input.id),
             );
             self.inner.append(session, &[input, started], from).await?;

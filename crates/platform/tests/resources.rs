@@ -1004,13 +1004,15 @@ async fn messages_continue_the_session_and_are_a_projection_of_its_log(store: Ar
     use openharness_provider::{Reply, ScriptedProvider};
     let scripted = ScriptedProvider::new().fallback("assistant", |request| {
         let latest = request
-            .prompt
-            .lines()
-            .filter_map(|line| line.strip_prefix("User: "))
-            .next_back()
-            .unwrap_or("")
-            .to_owned();
-        Reply::output(json!({ "reply": format!("echo: {latest}") }))
+            .messages
+            .iter()
+            .rev()
+            .find_map(|message| match message {
+                openharness_core::ChatMessage::User { text, .. } => Some(text.clone()),
+                _ => None,
+            })
+            .unwrap_or_default();
+        Reply::output(json!(format!("echo: {latest}")))
     });
     let platform =
         Platform::new(Arc::clone(&store), None).with_provider(Arc::new(scripted.clone()));
@@ -1141,17 +1143,25 @@ async fn messages_continue_the_session_and_are_a_projection_of_its_log(store: Ar
     let (_, again) = client.get(&messages).await;
     assert_eq!(again, page);
 
-    // The model came from the agent, then from the message; the prompt has the agent's system
-    // prompt and its capability's addition; the capability's tool was offered.
+    // The model came from the agent, then from the message; the system prompt is the agent's
+    // with its capability's addition; the conversation went as role-correct messages and the
+    // reply was asked for as text; the capability's tool was offered.
     let requests = scripted.requests();
     let asked: Vec<Option<&str>> = requests.iter().map(|r| r.model.as_deref()).collect();
     assert_eq!(asked, [Some("m-1"), Some("m-2")]);
-    assert!(
-        requests[0].prompt.starts_with("You are terse."),
-        "{}",
-        requests[0].prompt
+    let system = requests[0].system.as_deref().unwrap();
+    assert!(system.starts_with("You are terse."), "{system}");
+    assert!(system.contains("`current_time` tool"), "{system}");
+    assert!(requests[0].wants_text(), "{}", requests[0].schema);
+    assert_eq!(requests[1].prompt, "", "the conversation says it all");
+    assert_eq!(
+        requests[1].messages,
+        [
+            openharness_core::ChatMessage::user("Hello"),
+            openharness_core::ChatMessage::assistant("echo: Hello"),
+            openharness_core::ChatMessage::user("Again"),
+        ]
     );
-    assert!(requests[0].prompt.contains("`current_time` tool"));
     assert_eq!(requests[0].tools.names(), ["current_time"]);
 
     // Only user text and images can be posted (image parts: tests/content.rs).
@@ -1201,9 +1211,9 @@ async fn messages_continue_the_session_and_are_a_projection_of_its_log(store: Ar
 
 async fn a_provider_row_answers_with_its_opened_key(store: Arc<dyn Store>) {
     use openharness_provider::testing::FakeServer;
-    use openharness_provider::testing::anthropic::{KEY, json_output};
+    use openharness_provider::testing::anthropic::{KEY, text};
     let fake = FakeServer::anthropic(KEY).await.unwrap();
-    fake.respond(json_output(&json!({"reply": "from the fake"})));
+    fake.respond(text("from the fake"));
     let platform = Platform::new(Arc::clone(&store), Some(master_keys("k1", "4d")));
     let client = serve(platform, PlatformOptions::default()).await;
     // No model anywhere and no default: nothing can answer.
@@ -1281,9 +1291,9 @@ async fn a_provider_row_answers_with_its_opened_key(store: Arc<dyn Store>) {
 
 async fn an_azure_openai_row_answers_through_its_v1_address(store: Arc<dyn Store>) {
     use openharness_provider::testing::FakeServer;
-    use openharness_provider::testing::openai::{KEY, json_output};
+    use openharness_provider::testing::openai::{KEY, text};
     let fake = FakeServer::openai(KEY).await.unwrap();
-    fake.respond(json_output(&json!({"reply": "from azure"})));
+    fake.respond(text("from azure"));
     let platform = Platform::new(Arc::clone(&store), Some(master_keys("k1", "4e")));
     let client = serve(platform, PlatformOptions::default()).await;
     // Without its base_url an azure_openai row cannot answer: 422 saying what to set.
@@ -1384,7 +1394,7 @@ async fn read_until_completed(response: &mut reqwest::Response) -> String {
 async fn events_are_notifications_as_a_page_and_a_resumable_stream(store: Arc<dyn Store>) {
     use openharness_provider::{Reply, ScriptedProvider};
     let scripted = ScriptedProvider::new().fallback("assistant", |_| {
-        Reply::output(json!({ "reply": "Hi there" })).text("Hi there")
+        Reply::output(json!("Hi there")).text("Hi there")
     });
     let platform =
         Platform::new(Arc::clone(&store), None).with_provider(Arc::new(scripted.clone()));

@@ -17,7 +17,7 @@
 //!
 //! let input = Envelope::typed(&UserInput { text: "plan a trip".into() }, None).unwrap();
 //! let started = Envelope::typed(
-//!     &AgentStarted { agent: "planner".into(), model: None, prompt: "plan".into(), reply: None },
+//!     &AgentStarted { agent: "planner".into(), prompt: "plan".into(), ..AgentStarted::default() },
 //!     Some(input.id),
 //! )
 //! .unwrap();

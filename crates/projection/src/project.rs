@@ -423,9 +423,8 @@ mod tests {
     fn started(n: u128, agent: &str, cause: Option<u128>) -> Envelope {
         let started = AgentStarted {
             agent: agent.into(),
-            model: None,
             prompt: "prompt".into(),
-            reply: None,
+            ..AgentStarted::default()
         };
         ev(n, started, cause)
     }

@@ -46,8 +46,8 @@ pub const REGENERATES_FIELD: &str = "regenerates";
 /// use openharness_core::builtin::{AgentCompleted, AgentStarted, Outcome, TextDelta, WorkflowCompleted};
 /// use openharness_projection::UiStream;
 /// use serde_json::json;
-/// let started = Envelope::typed(&AgentStarted { agent: "assistant".into(), model: None,
-///     prompt: "…".into(), reply: Some("/reply".into()) }, None).unwrap();
+/// let started = Envelope::typed(&AgentStarted { agent: "assistant".into(),
+///     reply: Some("/reply".into()), ..AgentStarted::default() }, None).unwrap();
 /// let delta = |text: &str| Envelope::typed(&TextDelta { agent: "assistant".into(),
 ///     delta: text.into(), attempt: 1 }, None).unwrap();
 /// let completed = Envelope::typed(&AgentCompleted { agent: "assistant".into(),

@@ -65,7 +65,7 @@ fn session() -> Vec<Envelope> {
         agent: agent.into(),
         model: Some("claude-sonnet-4-5".into()),
         prompt: "Plan a weekend in Lisbon".into(),
-        reply: None,
+        ..AgentStarted::default()
     };
     let called = |call: &str, tool: &str, input| ToolCalled {
         agent: "researcher".into(),

@@ -5,8 +5,12 @@
 //! cumulative `message_delta`. Structured output goes through `output_config.format` with the
 //! schema transformed to Anthropic's subset ([`crate::schema::for_anthropic`]); schemas the
 //! subset cannot express (recursion, maps) fall back to the forced-tool method, which takes the
-//! original schema. An `error` event inside a 200 stream, a stream cut before `message_stop` and
-//! malformed event data all fail the request with a message that says which. A message that
+//! original schema; a request for plain text (a `String` output) sends neither, and its final
+//! text is the output. The request's system prompt goes in `system` (after the builder's), its
+//! conversation in `messages` with roles alternating (consecutive messages of one role merged),
+//! then its prompt as the last user message. An `error` event inside a 200 stream, a stream cut
+//! before `message_stop` and malformed event data all fail the request with a message that
+//! says which. A message that
 //! stops with `stop_reason: "refusal"` is [`ProviderError::Refused`] with the text it streamed.
 
 use std::collections::BTreeMap;
@@ -107,7 +111,7 @@ impl AnthropicBuilder {
         self
     }
 
-    /// A system prompt sent with every request.
+    /// A system prompt sent with every request (before the request's own).
     pub fn system(mut self, system: impl Into<String>) -> Self {
         self.system = Some(system.into());
         self
@@ -251,7 +255,7 @@ impl<'a> AnthropicTurns<'a> {
         body.insert("model".into(), json!(model));
         body.insert("max_tokens".into(), json!(config.max_tokens));
         body.insert("stream".into(), json!(true));
-        if let Some(system) = &config.system {
+        if let Some(system) = conversation::system_prompt(config.system.as_deref(), request) {
             body.insert("system".into(), json!(system));
         }
         let mut tools: Vec<Value> = request
@@ -266,18 +270,23 @@ impl<'a> AnthropicTurns<'a> {
             })
             .collect();
 
-        let transformed = schema::for_anthropic(&request.schema);
-        let mode = match (config.structured, &transformed) {
-            (StructuredOutput::Auto, Ok(_)) => StructuredOutput::OutputConfig,
-            (StructuredOutput::Auto, Err(err)) => {
-                tracing::debug!(agent = %request.agent, %err, "using the forced-tool method");
-                StructuredOutput::ForcedTool
-            }
-            (mode, _) => mode,
-        };
-        let forced_tool = mode == StructuredOutput::ForcedTool;
+        // Plain text is asked for with no format at all (`None`).
+        let mode = (!request.wants_text()).then(|| {
+            let transformed = schema::for_anthropic(&request.schema);
+            let mode = match (config.structured, &transformed) {
+                (StructuredOutput::Auto, Ok(_)) => StructuredOutput::OutputConfig,
+                (StructuredOutput::Auto, Err(err)) => {
+                    tracing::debug!(agent = %request.agent, %err, "using the forced-tool method");
+                    StructuredOutput::ForcedTool
+                }
+                (mode, _) => mode,
+            };
+            (mode, transformed)
+        });
+        let forced_tool = matches!(mode, Some((StructuredOutput::ForcedTool, _)));
         match mode {
-            StructuredOutput::ForcedTool => {
+            None => {}
+            Some((StructuredOutput::ForcedTool, _)) => {
                 tools.push(json!({
                     "name": OUTPUT_TOOL,
                     "description": "Return the final answer. Call this exactly once, with the complete answer as its input.",
@@ -290,9 +299,7 @@ impl<'a> AnthropicTurns<'a> {
                 };
                 body.insert("tool_choice".into(), choice);
             }
-            StructuredOutput::OutputConfig
-            | StructuredOutput::BetaOutputFormat
-            | StructuredOutput::Auto => {
+            Some((mode, transformed)) => {
                 let schema = transformed.map_err(|err| ProviderError::Failed {
                     provider: NAME.into(),
                     message: format!("agent `{}`: {err}", request.agent),
@@ -319,9 +326,7 @@ impl<'a> AnthropicTurns<'a> {
         Ok(Self {
             inner,
             body,
-            messages: vec![
-                json!({ "role": "user", "content": conversation::anthropic_user_content(request) }),
-            ],
+            messages: conversation::anthropic_messages(request),
             headers,
             forced_tool,
             pricing,

@@ -1,14 +1,21 @@
 //! [`ClaudeCliProvider`]: the `claude` CLI (Claude Code) driven as a subprocess.
 //!
 //! Each request spawns `claude -p --output-format stream-json --verbose --input-format
-//! stream-json` (plus `--json-schema`, `--max-turns`, `--model`, `--resume`,
-//! `--include-partial-messages`, `--no-session-persistence` as configured), writes the prompt
-//! as one stream-json user message, closes stdin and reads the NDJSON it prints:
+//! stream-json` (plus `--json-schema`, `--system-prompt`, `--max-turns`, `--model`,
+//! `--resume`, `--include-partial-messages`, `--no-session-persistence` as configured),
+//! writes the prompt as one stream-json user message, closes stdin and reads the NDJSON it
+//! prints:
 //! `stream_event` text deltas (or, without partial messages, the text of each `assistant`
 //! message) become text deltas, the tools the CLI runs become tool calls and results, and the
 //! final `result` line gives the structured output, usage and `total_cost_usd`. A `result`
 //! with `is_error` or a non-`success` subtype, or a process that exits without one, fails the
 //! request. Dropping the request's future kills the process group.
+//!
+//! A request's system prompt is `--system-prompt`. Its conversation cannot be given to the CLI
+//! as separate turns (stream-json input takes user messages only, each one a turn of its own),
+//! so it goes in the one user message as a transcript before the prompt. A request for plain
+//! text (a `String` output) is run without `--json-schema`, and the result's text is the
+//! output.
 //!
 //! The CLI runs its own tools, so an agent's [`Tool`](openharness_core::Tool)s cannot be
 //! offered through it; a request with tools fails with an explanation. A request's images go
@@ -142,11 +149,17 @@ impl ClaudeCliProvider {
         if self.partial_messages {
             args.push("--include-partial-messages".into());
         }
-        let mut schema = (*request.schema).clone();
-        if let Some(object) = schema.as_object_mut() {
-            object.remove("$schema");
+        // Plain text is asked for with no schema: the result's text is the output.
+        if !request.wants_text() {
+            let mut schema = (*request.schema).clone();
+            if let Some(object) = schema.as_object_mut() {
+                object.remove("$schema");
+            }
+            args.extend(["--json-schema".into(), schema.to_string()]);
         }
-        args.extend(["--json-schema".into(), schema.to_string()]);
+        if let Some(system) = conversation::system_prompt(None, request) {
+            args.extend(["--system-prompt".into(), system]);
+        }
         args.extend(["--max-turns".into(), request.max_turns.max(1).to_string()]);
         if let Some(model) = request.model.as_ref().or(self.model.as_ref()) {
             args.extend(["--model".into(), model.clone()]);
@@ -226,7 +239,7 @@ impl Provider for ClaudeCliProvider {
 
         let message = json!({
             "type": "user",
-            "message": { "role": "user", "content": conversation::anthropic_user_content(&request) },
+            "message": { "role": "user", "content": conversation::cli_user_content(&request) },
         });
         if let Some(mut stdin) = child.stdin.take() {
             let line = format!("{message}\n");
@@ -253,7 +266,7 @@ impl Provider for ClaudeCliProvider {
             let Some(line) = line else {
                 break None;
             };
-            if let Some(result) = reader.line(&line, &sink)? {
+            if let Some(result) = reader.line(&line, &sink, request.wants_text())? {
                 break Some(result);
             }
         };
@@ -296,6 +309,7 @@ impl CliOutput {
         &mut self,
         line: &str,
         sink: &ProviderSink,
+        text: bool,
     ) -> Result<Option<ProviderResponse>, ProviderError> {
         let line = line.trim();
         if line.is_empty() {
@@ -373,14 +387,16 @@ impl CliOutput {
                     });
                 }
             }
-            Some("result") => return result(&message).map(Some),
+            Some("result") => return result(&message, text).map(Some),
             _ => {} // system/init, compact boundaries, hooks, and types added later
         }
         Ok(None)
     }
 }
 
-fn result(message: &Value) -> Result<ProviderResponse, ProviderError> {
+/// The response a `result` line gives: its `structured_output` (or JSON parsed from its
+/// `result` text), or for a request for plain `text` its `result` text as it is.
+fn result(message: &Value, text: bool) -> Result<ProviderResponse, ProviderError> {
     let subtype = message["subtype"].as_str().unwrap_or("unknown");
     if message["is_error"].as_bool().unwrap_or(false) || subtype != "success" {
         let errors: Vec<&str> = message["errors"]
@@ -401,9 +417,11 @@ fn result(message: &Value) -> Result<ProviderResponse, ProviderError> {
             "the CLI's run ended with `{subtype}`: {detail}"
         )));
     }
+    let answer = message["result"].as_str().unwrap_or_default();
     let output = match message.get("structured_output") {
+        _ if text => Value::String(answer.to_owned()),
         Some(output) if !output.is_null() => output.clone(),
-        _ => conversation::parse_output(message["result"].as_str().unwrap_or_default()),
+        _ => conversation::parse_output(answer),
     };
     let usage = &message["usage"];
     let field = |name: &str| usage[name].as_u64().unwrap_or(0);

@@ -3,15 +3,17 @@
 //!
 //! Each provider implements [`Dialect`] (how one turn is sent and read, how tool results are
 //! appended to its message history); this module owns the loop, the recording of every call as
-//! [`ProviderEvent::ToolCalled`] / [`ProviderEvent::ToolResult`], and the parsing of the final
-//! answer into JSON.
+//! [`ProviderEvent::ToolCalled`] / [`ProviderEvent::ToolResult`], the parsing of the final
+//! answer into JSON (or, for a request that [wants text](ProviderRequest::wants_text), the
+//! final text as the output), and the request's system prompt and conversation in each
+//! provider's message shape.
 
 use async_trait::async_trait;
 use openharness_core::{
-    Image, ProviderError, ProviderEvent, ProviderRequest, ProviderResponse, ProviderSink, Toolbox,
-    Usage,
+    ChatMessage, Image, ProviderError, ProviderEvent, ProviderRequest, ProviderResponse,
+    ProviderSink, Toolbox, Usage,
 };
-use serde_json::Value;
+use serde_json::{Value, json};
 
 /// One tool call the model made.
 #[derive(Debug, Clone, PartialEq)]
@@ -94,7 +96,12 @@ pub(crate) async fn run(
             return Ok(response(dialect, output, usage));
         }
         if turn.calls.is_empty() {
-            let output = dialect.finish_output(parse_output(&turn.text));
+            let output = if request.wants_text() {
+                // The answer is the final turn's text, as written (no JSON to parse).
+                Value::String(turn.text)
+            } else {
+                dialect.finish_output(parse_output(&turn.text))
+            };
             return Ok(response(dialect, output, usage));
         }
         if turn_number == max_turns {
@@ -178,54 +185,332 @@ pub(crate) fn parse_output(text: &str) -> Value {
 /// rejected on a re-ask.
 pub(crate) fn user_prompt(request: &ProviderRequest) -> String {
     match &request.previous_error {
-        Some(error) => format!(
-            "{}\n\nYour previous answer (attempt {}) was rejected: {error}\nAnswer again with JSON that matches the required schema exactly.",
-            request.prompt,
-            request.attempt.saturating_sub(1).max(1)
-        ),
+        Some(error) => {
+            let rejected = format!(
+                "Your previous answer (attempt {}) was rejected: {error}\nAnswer again with JSON that matches the required schema exactly.",
+                request.attempt.saturating_sub(1).max(1)
+            );
+            if request.prompt.is_empty() {
+                rejected
+            } else {
+                format!("{}\n\n{rejected}", request.prompt)
+            }
+        }
         None => request.prompt.clone(),
     }
 }
 
-/// The user message's `content` in Anthropic's shape (which the `claude` CLI's stream-json
-/// input takes too): the prompt as a string, or, with images, an `image` block per image
-/// (images first, as Anthropic advises) and the prompt as a `text` block.
+/// The system prompt to send: the provider's own (set on its builder), then the request's,
+/// separated by a blank line; `None` when neither is set.
+pub(crate) fn system_prompt(configured: Option<&str>, request: &ProviderRequest) -> Option<String> {
+    let parts: Vec<&str> = [configured, request.system.as_deref()]
+        .into_iter()
+        .flatten()
+        .filter(|part| !part.trim().is_empty())
+        .collect();
+    (!parts.is_empty()).then(|| parts.join("\n\n"))
+}
+
+/// A tool's output as the text a model reads.
+fn output_text(output: &Value) -> String {
+    match output {
+        Value::String(text) => text.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// An image as an Anthropic `image` block.
+fn anthropic_image(image: &Image) -> Value {
+    let source = match image {
+        Image::Url { url } => json!({ "type": "url", "url": url }),
+        Image::Base64 { media_type, data } => json!({
+            "type": "base64",
+            "media_type": media_type,
+            "data": data,
+        }),
+    };
+    json!({ "type": "image", "source": source })
+}
+
+/// The request's conversation and prompt as Anthropic `messages`: user text and images
+/// (images first, as Anthropic advises), assistant text and `tool_use` blocks, tool results
+/// as `tool_result` blocks of a user message, then the prompt as the last user message.
+/// Messages with nothing to say are left out, and consecutive messages of one role are merged
+/// into one (tool results first, as the API requires), so roles alternate.
+pub(crate) fn anthropic_messages(request: &ProviderRequest) -> Vec<Value> {
+    let mut turns: Vec<(&'static str, Vec<Value>)> = Vec::new();
+    for message in &request.messages {
+        let (role, blocks) = match message {
+            ChatMessage::User { text, images } => {
+                let mut blocks: Vec<Value> = images.iter().map(anthropic_image).collect();
+                if !text.is_empty() {
+                    blocks.push(json!({ "type": "text", "text": text }));
+                }
+                ("user", blocks)
+            }
+            ChatMessage::Assistant { text, tool_calls } => {
+                let mut blocks = Vec::with_capacity(1 + tool_calls.len());
+                if !text.is_empty() {
+                    blocks.push(json!({ "type": "text", "text": text }));
+                }
+                blocks.extend(tool_calls.iter().map(|call| {
+                    json!({ "type": "tool_use", "id": call.id, "name": call.name, "input": call.input })
+                }));
+                ("assistant", blocks)
+            }
+            ChatMessage::Tool {
+                id,
+                output,
+                is_error,
+                ..
+            } => (
+                "user",
+                vec![json!({
+                    "type": "tool_result",
+                    "tool_use_id": id,
+                    "content": output_text(output),
+                    "is_error": is_error,
+                })],
+            ),
+            _ => continue,
+        };
+        push_turn(&mut turns, role, blocks);
+    }
+    if request.sends_prompt() {
+        let blocks = match anthropic_user_content(request) {
+            Value::Array(blocks) => blocks,
+            text => vec![json!({ "type": "text", "text": text })],
+        };
+        push_turn(&mut turns, "user", blocks);
+    }
+    if turns.is_empty() {
+        // Nothing at all to say: the API needs a user message, so the empty prompt is sent.
+        turns.push(("user", vec![json!({ "type": "text", "text": "" })]));
+    }
+    turns
+        .into_iter()
+        .map(|(role, blocks)| {
+            // One text block is sent as a plain string, as the API's shorthand.
+            let content = match blocks.as_slice() {
+                [block] if block["type"] == "text" => block["text"].clone(),
+                _ => Value::Array(blocks),
+            };
+            json!({ "role": role, "content": content })
+        })
+        .collect()
+}
+
+/// Appends `blocks` as a turn of `role`, merged into the previous turn when it has the same
+/// role (tool results before everything else in a user turn). Empty text blocks are dropped
+/// (the API rejects them), and a turn with nothing left is not added.
+fn push_turn(turns: &mut Vec<(&'static str, Vec<Value>)>, role: &'static str, blocks: Vec<Value>) {
+    let blocks: Vec<Value> = blocks
+        .into_iter()
+        .filter(|block| block["type"] != "text" || block["text"].as_str() != Some(""))
+        .collect();
+    if blocks.is_empty() {
+        return;
+    }
+    match turns.last_mut() {
+        Some((last, existing)) if *last == role => {
+            existing.extend(blocks);
+            existing.sort_by_key(|block| block["type"] != "tool_result");
+        }
+        _ => turns.push((role, blocks)),
+    }
+}
+
+/// The request's system prompt and conversation and prompt as OpenAI Chat Completions
+/// `messages`: `system` first (the provider's own, then the request's), user text and
+/// `image_url` parts, assistant text and `tool_calls`, a `tool` message per tool result, then
+/// the prompt as the last user message.
+pub(crate) fn openai_messages(
+    configured_system: Option<&str>,
+    request: &ProviderRequest,
+) -> Vec<Value> {
+    let mut messages = Vec::with_capacity(request.messages.len() + 2);
+    if let Some(system) = system_prompt(configured_system, request) {
+        messages.push(json!({ "role": "system", "content": system }));
+    }
+    for message in &request.messages {
+        match message {
+            ChatMessage::User { text, images } => {
+                messages.push(json!({ "role": "user", "content": openai_content(text, images) }));
+            }
+            ChatMessage::Assistant { text, tool_calls } => {
+                if tool_calls.is_empty() {
+                    messages.push(json!({ "role": "assistant", "content": text }));
+                    continue;
+                }
+                let calls: Vec<Value> = tool_calls
+                    .iter()
+                    .map(|call| {
+                        json!({
+                            "id": call.id,
+                            "type": "function",
+                            "function": { "name": call.name, "arguments": call.input.to_string() },
+                        })
+                    })
+                    .collect();
+                let content = if text.is_empty() {
+                    Value::Null
+                } else {
+                    json!(text)
+                };
+                messages
+                    .push(json!({ "role": "assistant", "content": content, "tool_calls": calls }));
+            }
+            ChatMessage::Tool { id, output, .. } => {
+                messages.push(json!({
+                    "role": "tool",
+                    "tool_call_id": id,
+                    "content": output_text(output),
+                }));
+            }
+            _ => {}
+        }
+    }
+    if request.sends_prompt() {
+        messages.push(json!({ "role": "user", "content": openai_user_content(request) }));
+    }
+    messages
+}
+
+/// A user message's `content` in OpenAI's shape: the text as a string, or, with images, a
+/// `text` part (when there is text) and an `image_url` part per image (inline images as
+/// `data:` URLs).
+fn openai_content(text: &str, images: &[Image]) -> Value {
+    if images.is_empty() {
+        return Value::String(text.to_owned());
+    }
+    let mut parts = Vec::with_capacity(1 + images.len());
+    if !text.is_empty() {
+        parts.push(json!({ "type": "text", "text": text }));
+    }
+    parts.extend(
+        images
+            .iter()
+            .map(|image| json!({ "type": "image_url", "image_url": { "url": image.data_url() } })),
+    );
+    Value::Array(parts)
+}
+
+/// The request's conversation and prompt as one user message's text, for a provider that
+/// takes a single message (the `claude` CLI): the conversation as a transcript, then the
+/// prompt. Without a conversation, the prompt alone (as before conversations existed).
+pub(crate) fn transcript_prompt(request: &ProviderRequest) -> String {
+    if request.messages.is_empty() {
+        return user_prompt(request);
+    }
+    let mut lines = Vec::with_capacity(request.messages.len());
+    for message in &request.messages {
+        let line = match message {
+            ChatMessage::User { text, images } => {
+                let mut said = text.clone();
+                if !images.is_empty() {
+                    let shown = format!("[{} image(s), attached above]", images.len());
+                    said = if said.is_empty() {
+                        shown
+                    } else {
+                        format!("{said} {shown}")
+                    };
+                }
+                format!("User: {said}")
+            }
+            ChatMessage::Assistant { text, tool_calls } => {
+                let mut said = text.clone();
+                for call in tool_calls {
+                    let called = format!("[called `{}` with {}]", call.name, call.input);
+                    said = if said.is_empty() {
+                        called
+                    } else {
+                        format!("{said} {called}")
+                    };
+                }
+                format!("Assistant: {said}")
+            }
+            ChatMessage::Tool {
+                name,
+                output,
+                is_error,
+                ..
+            } => {
+                let failed = if *is_error { " (failed)" } else { "" };
+                format!("Tool `{name}`{failed}: {}", output_text(output))
+            }
+            _ => continue,
+        };
+        lines.push(line);
+    }
+    let mut text = format!("Conversation so far:\n{}", lines.join("\n"));
+    if request.sends_prompt() {
+        let prompt = user_prompt(request);
+        if !prompt.is_empty() {
+            text.push_str("\n\n");
+            text.push_str(&prompt);
+        }
+    } else {
+        text.push_str("\n\nAnswer the user's latest message.");
+    }
+    text
+}
+
+/// Every image of the request, in order: the conversation's, then the prompt's.
+pub(crate) fn all_images(request: &ProviderRequest) -> Vec<&Image> {
+    request
+        .messages
+        .iter()
+        .filter_map(|message| match message {
+            ChatMessage::User { images, .. } => Some(images.iter()),
+            _ => None,
+        })
+        .flatten()
+        .chain(&request.images)
+        .collect()
+}
+
+/// The user message's `content` in Anthropic's shape: the prompt as a string, or, with
+/// images, an `image` block per image (images first, as Anthropic advises) and the prompt as a
+/// `text` block.
 pub(crate) fn anthropic_user_content(request: &ProviderRequest) -> Value {
     let prompt = user_prompt(request);
     if request.images.is_empty() {
         return Value::String(prompt);
     }
-    let mut blocks: Vec<Value> = request
-        .images
-        .iter()
-        .map(|image| {
-            let source = match image {
-                Image::Url { url } => serde_json::json!({ "type": "url", "url": url }),
-                Image::Base64 { media_type, data } => serde_json::json!({
-                    "type": "base64",
-                    "media_type": media_type,
-                    "data": data,
-                }),
-            };
-            serde_json::json!({ "type": "image", "source": source })
-        })
-        .collect();
-    blocks.push(serde_json::json!({ "type": "text", "text": prompt }));
+    let mut blocks: Vec<Value> = request.images.iter().map(anthropic_image).collect();
+    blocks.push(json!({ "type": "text", "text": prompt }));
     Value::Array(blocks)
 }
 
-/// The user message's `content` in OpenAI's Chat Completions shape: the prompt as a string,
-/// or, with images, a `text` part and an `image_url` part per image (inline images as `data:`
-/// URLs).
+/// The one user message the `claude` CLI's stream-json input takes, in Anthropic's shape: the
+/// conversation as a transcript and the prompt ([`transcript_prompt`]), after an `image` block
+/// per image of the conversation and the prompt.
+pub(crate) fn cli_user_content(request: &ProviderRequest) -> Value {
+    let text = transcript_prompt(request);
+    let images = all_images(request);
+    if images.is_empty() {
+        return Value::String(text);
+    }
+    let mut blocks: Vec<Value> = images.into_iter().map(anthropic_image).collect();
+    blocks.push(json!({ "type": "text", "text": text }));
+    Value::Array(blocks)
+}
+
+/// The prompt's user message `content` in OpenAI's Chat Completions shape: the prompt as a
+/// string, or, with images, a `text` part and an `image_url` part per image (inline images as
+/// `data:` URLs).
 pub(crate) fn openai_user_content(request: &ProviderRequest) -> Value {
     let prompt = user_prompt(request);
     if request.images.is_empty() {
         return Value::String(prompt);
     }
-    let mut parts = vec![serde_json::json!({ "type": "text", "text": prompt })];
-    parts.extend(request.images.iter().map(|image| {
-        serde_json::json!({ "type": "image_url", "image_url": { "url": image.data_url() } })
-    }));
+    let mut parts = vec![json!({ "type": "text", "text": prompt })];
+    parts.extend(
+        request
+            .images
+            .iter()
+            .map(|image| json!({ "type": "image_url", "image_url": { "url": image.data_url() } })),
+    );
     Value::Array(parts)
 }
 
@@ -234,6 +519,29 @@ pub(crate) fn openai_user_content(request: &ProviderRequest) -> Value {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn a_re_ask_after_a_conversation_is_the_last_user_message() {
+        let schema = std::sync::Arc::new(json!({ "type": "object" }));
+        let mut request = ProviderRequest::new("a", "", schema).with_messages(vec![
+            ChatMessage::user("Plan it."),
+            ChatMessage::assistant("Done."),
+        ]);
+        assert!(!request.sends_prompt(), "the conversation says it all");
+        assert_eq!(anthropic_messages(&request).len(), 2);
+        request.attempt = 2;
+        request.previous_error = Some("`tasks` is missing".into());
+        let messages = anthropic_messages(&request);
+        assert_eq!(messages.len(), 3);
+        assert_eq!(messages[2]["role"], "user");
+        let note = messages[2]["content"].as_str().unwrap();
+        assert!(
+            note.starts_with("Your previous answer (attempt 1) was rejected: `tasks` is missing"),
+            "{note}"
+        );
+        let openai = openai_messages(None, &request);
+        assert_eq!(openai.last().unwrap()["content"], json!(note));
+    }
 
     #[test]
     fn final_text_is_parsed_plain_fenced_or_embedded() {

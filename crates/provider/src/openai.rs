@@ -6,7 +6,10 @@
 //! the final `choices: []` chunk (`stream_options.include_usage`). Structured output is
 //! `response_format` json_schema, strict with the schema transformed by
 //! [`crate::schema::for_openai_strict`], or non-strict with the original schema when it cannot
-//! be made strict. A `data: {"error": …}` line fails the request; so does a stream that ends
+//! be made strict; a request for plain text (a `String` output) sends no `response_format`,
+//! and its final text is the output. Messages: `system` (the builder's, then the request's),
+//! the request's conversation (user, assistant with `tool_calls`, `tool`), then its prompt as
+//! the last user message. A `data: {"error": …}` line fails the request; so does a stream that ends
 //! before `[DONE]` without a `finish_reason`. Text streamed in `delta.refusal` makes the
 //! request [`ProviderError::Refused`] with that text.
 
@@ -76,7 +79,7 @@ impl OpenAiBuilder {
         self
     }
 
-    /// A system message sent first in every request.
+    /// A system message sent first in every request (before the request's own).
     pub fn system(mut self, system: impl Into<String>) -> Self {
         self.system = Some(system.into());
         self
@@ -214,6 +217,40 @@ fn format_name(agent: &str) -> String {
     }
 }
 
+/// The `response_format` of a structured request: json_schema, strict with the schema
+/// transformed when `strict` is on and the schema can be made strict, else non-strict with the
+/// original schema; and the original schema when the strict form made optional fields
+/// nullable (to undo that in the output).
+fn response_format(strict: bool, request: &ProviderRequest) -> (Value, Option<Value>) {
+    let strict = if strict {
+        schema::for_openai_strict(&request.schema)
+            .inspect_err(|err| tracing::debug!(agent = %request.agent, %err, "sending the schema non-strict"))
+            .ok()
+    } else {
+        None
+    };
+    let strict_schema_of = strict.is_some().then(|| (*request.schema).clone());
+    let mut json_schema = json!({ "name": format_name(&request.agent) });
+    match strict {
+        Some(schema) => {
+            json_schema["strict"] = json!(true);
+            json_schema["schema"] = schema;
+        }
+        None => {
+            let mut schema = (*request.schema).clone();
+            if let Some(object) = schema.as_object_mut() {
+                object.remove("$schema");
+            }
+            json_schema["strict"] = json!(false);
+            json_schema["schema"] = schema;
+        }
+    }
+    (
+        json!({ "type": "json_schema", "json_schema": json_schema }),
+        strict_schema_of,
+    )
+}
+
 impl<'a> OpenAiTurns<'a> {
     fn new(inner: &'a Inner, request: &ProviderRequest) -> Result<Self, ProviderError> {
         let config = &inner.config;
@@ -234,33 +271,14 @@ impl<'a> OpenAiTurns<'a> {
             body.insert("reasoning_effort".into(), json!(effort.as_str()));
         }
 
-        let strict = if config.strict {
-            schema::for_openai_strict(&request.schema)
-                .inspect_err(|err| tracing::debug!(agent = %request.agent, %err, "sending the schema non-strict"))
-                .ok()
-        } else {
+        // Plain text is asked for with no `response_format` (text is the default).
+        let strict_schema_of = if request.wants_text() {
             None
+        } else {
+            let (format, strict_schema_of) = response_format(config.strict, request);
+            body.insert("response_format".into(), format);
+            strict_schema_of
         };
-        let strict_schema_of = strict.is_some().then(|| (*request.schema).clone());
-        let mut json_schema = json!({ "name": format_name(&request.agent) });
-        match strict {
-            Some(schema) => {
-                json_schema["strict"] = json!(true);
-                json_schema["schema"] = schema;
-            }
-            None => {
-                let mut schema = (*request.schema).clone();
-                if let Some(object) = schema.as_object_mut() {
-                    object.remove("$schema");
-                }
-                json_schema["strict"] = json!(false);
-                json_schema["schema"] = schema;
-            }
-        }
-        body.insert(
-            "response_format".into(),
-            json!({ "type": "json_schema", "json_schema": json_schema }),
-        );
         if !request.tools.is_empty() {
             let tools: Vec<Value> = request
                 .tools
@@ -282,12 +300,7 @@ impl<'a> OpenAiTurns<'a> {
                 .collect();
             body.insert("tools".into(), Value::Array(tools));
         }
-        let mut messages = Vec::new();
-        if let Some(system) = &config.system {
-            messages.push(json!({ "role": "system", "content": system }));
-        }
-        messages
-            .push(json!({ "role": "user", "content": conversation::openai_user_content(request) }));
+        let messages = conversation::openai_messages(config.system.as_deref(), request);
         Ok(Self {
             inner,
             body,

@@ -4,7 +4,9 @@
 //! agent named in the request; when the queue is empty, the agent's fallback (if one was set)
 //! builds the reply from the request, and otherwise the call fails with
 //! [`ProviderError::NoResponse`]. Every request is recorded, so tests can count calls and read
-//! re-asks (`attempt`, `previous_error`).
+//! re-asks (`attempt`, `previous_error`) and what was sent (`system`, `messages`, `prompt`).
+//! A request for plain text ([`ProviderRequest::wants_text`]) is answered like any other: script
+//! its output as a JSON string (`Reply::output(json!("…")).text("…")`).
 
 use std::collections::{BTreeMap, VecDeque};
 use std::fmt;
@@ -135,7 +137,7 @@ impl ScriptedProvider {
     /// use std::time::Duration;
     /// let slow = ScriptedProvider::new()
     ///     .pace(Duration::from_millis(200))
-    ///     .fallback("assistant", |_| Reply::output(serde_json::json!({ "reply": "hi" })));
+    ///     .fallback("assistant", |_| Reply::output(serde_json::json!("hi")).text("hi"));
     /// # let _ = slow;
     /// ```
     #[must_use]

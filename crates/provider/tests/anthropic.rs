@@ -7,9 +7,10 @@ mod common;
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::{deltas, recording_sink, request, two_tools};
+use common::{TEXT_REPLY, chat_request, deltas, recording_sink, request, text_schema, two_tools};
 use openharness_core::{
-    Image, Provider, ProviderError, ProviderEvent, ProviderRequest, ProviderSink, ReasoningEffort,
+    ChatMessage, Image, Provider, ProviderError, ProviderEvent, ProviderRequest, ProviderSink,
+    ReasoningEffort,
 };
 use openharness_provider::anthropic::{OUTPUT_TOOL, StructuredOutput};
 use openharness_provider::testing::anthropic::{self as wire, KEY};
@@ -685,4 +686,225 @@ async fn effort_with_the_forced_tool_gets_an_output_config_of_its_own() {
         body["messages"][0]["content"], "q",
         "no images: the prompt stays a string"
     );
+}
+
+#[tokio::test]
+async fn a_chat_sends_system_and_role_correct_messages_and_text_comes_back_as_text() {
+    let (server, provider) = setup().await;
+    server.respond(wire::text(TEXT_REPLY));
+    let (sink, events) = recording_sink();
+    let response = provider.complete(chat_request(), sink).await.unwrap();
+
+    assert_eq!(
+        response.output,
+        json!(TEXT_REPLY),
+        "the text, as a JSON string"
+    );
+    assert_eq!(deltas(&events.lock().unwrap()).concat(), TEXT_REPLY);
+    let body = &server.requests()[0].body;
+    assert_eq!(body["system"], "You are terse.");
+    assert_eq!(
+        body["messages"],
+        json!([
+            { "role": "user", "content": [
+                { "type": "image", "source": { "type": "url", "url": "https://example.com/cat.png" } },
+                { "type": "text", "text": "What is this?" },
+            ] },
+            { "role": "assistant", "content": "A cat." },
+            { "role": "user", "content": "And the time?" },
+            { "role": "assistant", "content": [
+                { "type": "tool_use", "id": "call_1", "name": "current_time", "input": {} },
+            ] },
+            { "role": "user", "content": [
+                { "type": "tool_result", "tool_use_id": "call_1", "content": "{\"utc\":\"12:00\"}", "is_error": false },
+            ] },
+            { "role": "assistant", "content": "It is noon." },
+            { "role": "user", "content": "Say bye on two lines." },
+        ]),
+        "the empty prompt is left out: the conversation ends with the user's message"
+    );
+    for forcing in ["output_config", "output_format", "tool_choice", "tools"] {
+        assert!(
+            body.get(forcing).is_none(),
+            "text mode sends no `{forcing}`: {body}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn text_mode_keeps_the_tool_loop_and_answers_with_the_last_turns_text() {
+    let (server, provider) = setup().await;
+    server.respond(wire::tool_calls(&[(
+        "toolu_01A",
+        "weather",
+        json!({ "city": "Lisbon" }),
+    )]));
+    server.respond(wire::text("Sunny, 21 °C."));
+    let req = ProviderRequest::new("assistant", "Weather in Lisbon?", text_schema())
+        .with_tools(two_tools())
+        .with_reasoning(Some(ReasoningEffort::Low));
+    let response = provider
+        .complete(req, ProviderSink::discard())
+        .await
+        .unwrap();
+    assert_eq!(response.output, json!("Sunny, 21 °C."));
+    let requests = server.requests();
+    assert_eq!(requests.len(), 2);
+    let first = &requests[0].body;
+    assert_eq!(
+        first["output_config"],
+        json!({ "effort": "low" }),
+        "effort only"
+    );
+    assert!(
+        first.get("tool_choice").is_none(),
+        "no forced tool: {first}"
+    );
+    assert_eq!(
+        first["tools"].as_array().unwrap().len(),
+        2,
+        "the agent's tools only"
+    );
+    let roles: Vec<&str> = requests[1].body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["role"].as_str().unwrap())
+        .collect();
+    assert_eq!(roles, ["user", "assistant", "user"]);
+}
+
+#[tokio::test]
+async fn consecutive_messages_of_one_role_are_merged_and_the_prompt_comes_last() {
+    let server = FakeServer::anthropic(KEY).await.unwrap();
+    let provider = AnthropicProvider::builder(ApiKey::new(KEY))
+        .base_url(server.base_url())
+        .system("Provider rules.")
+        .build()
+        .unwrap();
+    server.respond(wire::json_output(&json!({ "answer": 3 })));
+    let req = request("And now?")
+        .with_system(Some("Agent rules.".into()))
+        .with_messages(vec![
+            ChatMessage::user("One."),
+            ChatMessage::user(""),
+            ChatMessage::user("Two."),
+        ])
+        .with_images(vec![Image::url("https://example.com/a.png")]);
+    let response = provider
+        .complete(req, ProviderSink::discard())
+        .await
+        .unwrap();
+    assert_eq!(
+        response.output,
+        json!({ "answer": 3 }),
+        "structured as before"
+    );
+    let body = &server.requests()[0].body;
+    assert_eq!(body["system"], "Provider rules.\n\nAgent rules.");
+    assert_eq!(
+        body["messages"],
+        json!([{ "role": "user", "content": [
+            { "type": "text", "text": "One." },
+            { "type": "text", "text": "Two." },
+            { "type": "image", "source": { "type": "url", "url": "https://example.com/a.png" } },
+            { "type": "text", "text": "And now?" },
+        ] }]),
+        "one user turn; the empty message dropped; the prompt's images before its text"
+    );
+    assert_eq!(body["output_config"]["format"]["type"], "json_schema");
+}
+
+/// Posts `body` to the fake as the provider would and returns the status and error message.
+async fn post_raw(server: &FakeServer, body: serde_json::Value) -> (u16, String) {
+    let response = reqwest::Client::new()
+        .post(format!("{}/v1/messages", server.base_url()))
+        .header("x-api-key", KEY)
+        .header("anthropic-version", "2023-06-01")
+        .header("content-type", "application/json")
+        .body(body.to_string())
+        .send()
+        .await
+        .unwrap();
+    let status = response.status().as_u16();
+    let text = response.text().await.unwrap_or_default();
+    let body: serde_json::Value = serde_json::from_str(&text).unwrap_or_default();
+    (
+        status,
+        body["error"]["message"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned(),
+    )
+}
+
+#[tokio::test]
+async fn the_fake_refuses_messages_the_real_api_refuses() {
+    let server = FakeServer::anthropic(KEY).await.unwrap();
+    let ask = |messages: serde_json::Value| json!({ "model": "claude-sonnet-4-5", "max_tokens": 10, "stream": true, "messages": messages });
+    let cases = [
+        (
+            ask(json!([{ "role": "system", "content": "x" }, { "role": "user", "content": "hi" }])),
+            "Input should be 'user' or 'assistant'",
+        ),
+        (
+            ask(
+                json!([{ "role": "assistant", "content": "hi" }, { "role": "user", "content": "x" }]),
+            ),
+            "first message must use the \"user\" role",
+        ),
+        (
+            ask(json!([{ "role": "user", "content": "a" }, { "role": "user", "content": "b" }])),
+            "roles must alternate",
+        ),
+        (
+            ask(json!([
+                { "role": "user", "content": "a" },
+                { "role": "assistant", "content": "" },
+                { "role": "user", "content": "b" },
+            ])),
+            "non-empty",
+        ),
+        (
+            ask(json!([
+                { "role": "user", "content": [{ "type": "tool_result", "tool_use_id": "toolu_x", "content": "1" }] },
+            ])),
+            "unexpected `tool_use_id`",
+        ),
+        (
+            ask(json!([
+                { "role": "user", "content": "a" },
+                { "role": "assistant", "content": [{ "type": "tool_use", "id": "toolu_y", "name": "t", "input": {} }] },
+                { "role": "user", "content": "b" },
+            ])),
+            "without `tool_result` blocks immediately after",
+        ),
+        (
+            {
+                let mut body = ask(json!([{ "role": "user", "content": "a" }]));
+                body["system"] = json!(42);
+                body
+            },
+            "system:",
+        ),
+    ];
+    for (body, expected) in cases {
+        let (status, message) = post_raw(&server, body.clone()).await;
+        assert_eq!(status, 400, "{body}");
+        assert!(
+            message.contains(expected),
+            "{message:?} should say {expected:?}"
+        );
+    }
+    // And a well-formed chat passes.
+    server.respond(wire::text("ok"));
+    let body = ask(json!([
+        { "role": "user", "content": "a" },
+        { "role": "assistant", "content": [{ "type": "tool_use", "id": "toolu_z", "name": "t", "input": {} }] },
+        { "role": "user", "content": [
+            { "type": "tool_result", "tool_use_id": "toolu_z", "content": "1" },
+            { "type": "text", "text": "and?" },
+        ] },
+    ]));
+    assert_eq!(post_raw(&server, body).await.0, 200);
 }

@@ -6,7 +6,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::{deltas, recording_sink, request, two_tools};
+use common::{TEXT_REPLY, chat_request, deltas, recording_sink, request, two_tools};
 use openharness_core::{Provider, ProviderEvent, ProviderSink};
 use openharness_provider::ClaudeCliProvider;
 use openharness_provider::testing::FakeClaude;
@@ -237,5 +237,67 @@ async fn images_reach_the_cli_as_image_blocks_of_the_user_message() {
             { "type": "image", "source": { "type": "base64", "media_type": "image/gif", "data": "R0lGODlh" } },
             { "type": "text", "text": "Describe it." },
         ])
+    );
+}
+
+#[tokio::test]
+async fn a_chat_asks_for_text_with_the_system_prompt_and_the_conversation_as_a_transcript() {
+    let fake = FakeClaude::new().unwrap();
+    fake.push_run(&FakeClaude::success(TEXT_REPLY, None))
+        .unwrap();
+    let provider = ClaudeCliProvider::new().program(fake.program());
+    let (sink, events) = recording_sink();
+    let response = provider.complete(chat_request(), sink).await.unwrap();
+
+    assert_eq!(
+        response.output,
+        json!(TEXT_REPLY),
+        "the result's text, as a JSON string"
+    );
+    assert_eq!(deltas(&events.lock().unwrap()).concat(), TEXT_REPLY);
+    let args = fake.args(1);
+    assert!(
+        !args.iter().any(|a| a == "--json-schema"),
+        "no schema for text: {args:?}"
+    );
+    let system = args.iter().position(|a| a == "--system-prompt").unwrap();
+    assert_eq!(args[system + 1], "You are terse.");
+    let content = &fake.stdin(1)["message"]["content"];
+    assert_eq!(
+        content[0],
+        json!({ "type": "image", "source": { "type": "url", "url": "https://example.com/cat.png" } })
+    );
+    assert_eq!(
+        content[1]["text"],
+        "Conversation so far:\n\
+         User: What is this? [1 image(s), attached above]\n\
+         Assistant: A cat.\n\
+         User: And the time?\n\
+         Assistant: [called `current_time` with {}]\n\
+         Tool `current_time`: {\"utc\":\"12:00\"}\n\
+         Assistant: It is noon.\n\
+         User: Say bye on two lines.\n\n\
+         Answer the user's latest message."
+    );
+}
+
+#[tokio::test]
+async fn a_structured_request_keeps_its_json_schema_and_a_text_result_stays_json_parsed() {
+    let fake = FakeClaude::new().unwrap();
+    fake.push_run(&FakeClaude::success("{\"answer\": 9}", None))
+        .unwrap();
+    let provider = ClaudeCliProvider::new().program(fake.program());
+    let response = provider
+        .complete(request("q"), ProviderSink::discard())
+        .await
+        .unwrap();
+    assert_eq!(response.output, json!({ "answer": 9 }));
+    let args = fake.args(1);
+    assert!(args.iter().any(|a| a == "--json-schema"), "{args:?}");
+    assert!(!args.iter().any(|a| a == "--system-prompt"), "{args:?}");
+    assert_eq!(
+        fake.stdin(1)["message"]["content"],
+        "q",
+        "the prompt alone, as before"
     );
 }

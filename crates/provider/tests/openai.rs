@@ -7,7 +7,7 @@ mod common;
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::{deltas, recording_sink, request, two_tools};
+use common::{TEXT_REPLY, chat_request, deltas, recording_sink, request, text_schema, two_tools};
 use openharness_core::{
     Image, Provider, ProviderError, ProviderEvent, ProviderRequest, ProviderSink, ReasoningEffort,
 };
@@ -403,4 +403,143 @@ async fn images_follow_the_prompt_as_image_url_parts_and_effort_is_reasoning_eff
         ])
     );
     assert_eq!(body["reasoning_effort"], "medium");
+}
+
+#[tokio::test]
+async fn a_chat_sends_a_system_message_and_role_correct_messages_and_text_comes_back_as_text() {
+    let server = FakeServer::openai(KEY).await.unwrap();
+    let provider = OpenAiProvider::builder(ApiKey::new(KEY))
+        .base_url(server.base_url())
+        .system("Provider rules.")
+        .build()
+        .unwrap();
+    server.respond(wire::text(TEXT_REPLY));
+    let (sink, events) = recording_sink();
+    let response = provider.complete(chat_request(), sink).await.unwrap();
+
+    assert_eq!(
+        response.output,
+        json!(TEXT_REPLY),
+        "the text, as a JSON string"
+    );
+    assert_eq!(deltas(&events.lock().unwrap()).concat(), TEXT_REPLY);
+    let body = &server.requests()[0].body;
+    assert_eq!(
+        body["messages"],
+        json!([
+            { "role": "system", "content": "Provider rules.\n\nYou are terse." },
+            { "role": "user", "content": [
+                { "type": "text", "text": "What is this?" },
+                { "type": "image_url", "image_url": { "url": "https://example.com/cat.png" } },
+            ] },
+            { "role": "assistant", "content": "A cat." },
+            { "role": "user", "content": "And the time?" },
+            { "role": "assistant", "content": null, "tool_calls": [
+                { "id": "call_1", "type": "function", "function": { "name": "current_time", "arguments": "{}" } },
+            ] },
+            { "role": "tool", "tool_call_id": "call_1", "content": "{\"utc\":\"12:00\"}" },
+            { "role": "assistant", "content": "It is noon." },
+            { "role": "user", "content": "Say bye on two lines." },
+        ]),
+        "the empty prompt is left out: the conversation ends with the user's message"
+    );
+    assert!(
+        body.get("response_format").is_none(),
+        "text mode sends no response_format: {body}"
+    );
+}
+
+#[tokio::test]
+async fn text_mode_keeps_the_tool_loop_and_a_structured_chat_keeps_its_schema() {
+    let (server, provider) = setup().await;
+    server.respond(wire::tool_calls(&[(
+        "call_w",
+        "weather",
+        json!({ "city": "Lisbon" }),
+    )]));
+    server.respond(wire::text("Sunny."));
+    let req = ProviderRequest::new("assistant", "Weather?", text_schema()).with_tools(two_tools());
+    let response = provider
+        .complete(req, ProviderSink::discard())
+        .await
+        .unwrap();
+    assert_eq!(response.output, json!("Sunny."));
+    let second = &server.requests()[1].body;
+    let roles: Vec<&str> = second["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["role"].as_str().unwrap())
+        .collect();
+    assert_eq!(roles, ["user", "assistant", "tool"]);
+    assert!(second.get("response_format").is_none());
+
+    // A structured request with a conversation keeps `response_format` exactly as before.
+    server.respond(wire::json_output(&json!({ "answer": 5, "note": null })));
+    let req = request("Now?").with_messages(vec![
+        openharness_core::ChatMessage::user("Before."),
+        openharness_core::ChatMessage::assistant("Noted."),
+    ]);
+    let response = provider
+        .complete(req, ProviderSink::discard())
+        .await
+        .unwrap();
+    assert_eq!(response.output, json!({ "answer": 5 }));
+    let body = &server.requests()[2].body;
+    assert_eq!(body["response_format"]["type"], "json_schema");
+    assert_eq!(body["response_format"]["json_schema"]["strict"], true);
+    assert_eq!(
+        body["messages"],
+        json!([
+            { "role": "user", "content": "Before." },
+            { "role": "assistant", "content": "Noted." },
+            { "role": "user", "content": "Now?" },
+        ])
+    );
+}
+
+#[tokio::test]
+async fn the_fake_refuses_messages_the_real_api_refuses() {
+    let server = FakeServer::openai(KEY).await.unwrap();
+    let client = reqwest::Client::new();
+    let cases = [
+        (
+            json!([{ "role": "robot", "content": "hi" }]),
+            "Invalid value: 'robot'",
+        ),
+        (
+            json!([{ "role": "user", "content": "hi" }, { "role": "tool", "tool_call_id": "call_x", "content": "1" }]),
+            "must be a response to a preceeding message with 'tool_calls'",
+        ),
+        (
+            json!([
+                { "role": "user", "content": "hi" },
+                { "role": "assistant", "content": null, "tool_calls": [{ "id": "call_y", "type": "function", "function": { "name": "t", "arguments": "{}" } }] },
+                { "role": "user", "content": "and?" },
+            ]),
+            "did not have response messages: call_y",
+        ),
+        (
+            json!([{ "role": "user", "content": "hi" }, { "role": "assistant", "content": null }]),
+            "expected a string, got null",
+        ),
+    ];
+    for (messages, expected) in cases {
+        let response = client
+            .post(format!("{}/chat/completions", server.base_url()))
+            .header("authorization", format!("Bearer {KEY}"))
+            .header("content-type", "application/json")
+            .body(json!({ "model": "gpt-4.1", "stream": true, "messages": messages }).to_string())
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status().as_u16(), 400, "{messages}");
+        let body: serde_json::Value =
+            serde_json::from_str(&response.text().await.unwrap()).unwrap();
+        let message = body["error"]["message"].as_str().unwrap_or_default();
+        assert!(
+            message.contains(expected),
+            "{message:?} should say {expected:?}"
+        );
+    }
 }

@@ -584,6 +584,74 @@ async fn busy_sessions_open_requests_and_stream_caps_are_refused_clearly() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fork_inside_an_agent_call_runs_the_call_again_and_finishes() {
+    let addr = serve(host(Duration::ZERO), ServerOptions::default()).await;
+    let (status, created) = request(
+        addr,
+        "POST",
+        "/sessions",
+        Some(r#"{"workflow":"ticks","input":"one two three"}"#),
+    )
+    .await;
+    assert_eq!(status, 202, "{created}");
+    let session = created["session"].as_str().unwrap().to_owned();
+    let parent = wait_idle(addr, &session).await;
+    assert_eq!(parent["status"], "idle", "{parent}");
+    let (_, page) = request(
+        addr,
+        "GET",
+        &format!("/sessions/{session}/events?limit=1000"),
+        None,
+    )
+    .await;
+    let events = page["events"].as_array().unwrap();
+    let names: Vec<&str> = events.iter().map(|e| e["name"].as_str().unwrap()).collect();
+    // Right after the counter's `agent:started`, and among its deltas: inside the call.
+    let started = names.iter().position(|n| *n == "agent:started").unwrap();
+    let delta = names.iter().position(|n| *n == "text:delta").unwrap();
+    assert!(delta > started, "{names:?}");
+    for position in [started + 1, delta + 1] {
+        let (status, forked) = request(
+            addr,
+            "POST",
+            &format!("/sessions/{session}/fork"),
+            Some(&format!(r#"{{"at":"position","position":{position}}}"#)),
+        )
+        .await;
+        assert_eq!(status, 202, "{forked}");
+        let child = forked["session"].as_str().unwrap().to_owned();
+        let summary = wait_idle(addr, &child).await;
+        // It finished: not idle at once with the call left open, but the call run again.
+        assert_eq!(summary["status"], "idle", "fork at {position}: {summary}");
+        let (_, state) = request(addr, "GET", &format!("/sessions/{child}/state"), None).await;
+        assert_eq!(state["state"]["ticks"], 3, "fork at {position}: {state}");
+        let (_, page) = request(
+            addr,
+            "GET",
+            &format!("/sessions/{child}/events?limit=1000"),
+            None,
+        )
+        .await;
+        let names: Vec<&str> = page["events"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| e["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(
+            names[..3],
+            ["session:forked", "agent:completed", "agent:started"],
+            "fork at {position}"
+        );
+        assert_eq!(
+            page["events"][1]["payload"]["outcome"], "interrupted",
+            "fork at {position}"
+        );
+        assert_eq!(names.last(), Some(&"workflow:completed"));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bad_input_is_answered_in_the_error_shape() {
     let addr = serve(
         host(Duration::ZERO),

@@ -239,7 +239,7 @@ const MAX_ANCESTORS: usize = 64;
 /// let (from, to) = (MemoryStore::new(), MemoryStore::new());
 /// let (parent, child) = (SessionId::new(), SessionId::new());
 /// from.append(&parent, &[Envelope::new("user:input", serde_json::json!({ "text": "hi" }), None)], 0).await?;
-/// let forked = SessionForked { parent: parent.clone(), position: 1, workflow: None };
+/// let forked = SessionForked { parent: parent.clone(), position: 1, workflow: None, open_requests: Vec::new() };
 /// from.append(&child, &[Envelope::typed(&forked, None)?], 0).await?;
 ///
 /// let mut file = Vec::new();

@@ -23,9 +23,9 @@ use std::sync::{Arc, Mutex, PoisonError};
 use async_trait::async_trait;
 use openharness_core::builtin::Builtin;
 use openharness_core::{
-    CancellationToken, Envelope, EventId, Provider, ProviderError, ProviderEvent, ProviderRequest,
-    ProviderResponse, ProviderSink, Renderer, RunOptions, RunOutcome, SessionId, Usage, Workflow,
-    WorkflowState,
+    CancellationToken, ChatMessage, Envelope, EventId, Provider, ProviderError, ProviderEvent,
+    ProviderRequest, ProviderResponse, ProviderSink, Renderer, RunOptions, RunOutcome, SessionId,
+    Usage, Workflow, WorkflowState,
 };
 use serde_json::Value;
 
@@ -207,11 +207,13 @@ impl Cassette {
         session: &SessionId,
         request: EventId,
     ) -> Result<EventId, TapeError> {
-        let seq = self
-            .events
-            .iter()
-            .position(|e| e.id == request)
-            .unwrap_or(self.events.len()) as u64;
+        let Some(seq) = self.events.iter().position(|e| e.id == request) else {
+            // Not asked in the recording: a fork's request inherited from its parent (listed
+            // by its `session:forked`), which the re-execution, a fork of the same parent at
+            // the same position, inherits too. Any other is refused as not open.
+            return Ok(request);
+        };
+        let seq = seq as u64;
         let store = workflow.store();
         let events = store
             .events(session, seq..seq + 1)
@@ -221,8 +223,8 @@ impl Cassette {
                 session: Some(session.clone()),
                 source,
             })?;
-        // An answer to a request the recording does not hold answers a fresh id, which the
-        // re-execution refuses as not open.
+        // A request the re-execution did not make where the recording did answers a fresh id,
+        // which the re-execution refuses as not open.
         Ok(events.first().map_or_else(EventId::new, |e| e.id))
     }
 }
@@ -242,6 +244,8 @@ impl Renderer for TurnChecker {
 /// One recorded agent call.
 #[derive(Debug, Clone, Default)]
 struct RecordedCall {
+    system: Option<String>,
+    messages: Vec<ChatMessage>,
     prompt: String,
     stream: Vec<ProviderEvent>,
     output: Option<Value>,
@@ -263,6 +267,8 @@ fn recorded_calls(events: &[Envelope]) -> HashMap<String, VecDeque<RecordedCall>
             Builtin::AgentStarted(started) => {
                 let queue = calls.entry(started.agent.clone()).or_default();
                 queue.push_back(RecordedCall {
+                    system: started.system,
+                    messages: started.messages,
                     prompt: started.prompt,
                     ..RecordedCall::default()
                 });
@@ -349,6 +355,15 @@ impl Provider for CassetteProvider {
         if call.prompt != request.prompt {
             return Err(failed(format!(
                 "agent `{}` was prompted differently from the recording",
+                request.agent
+            )));
+        }
+        // Messages are recorded without image bytes: compare them so.
+        let messages: Vec<ChatMessage> =
+            request.messages.iter().map(ChatMessage::recorded).collect();
+        if call.system != request.system || call.messages != messages {
+            return Err(failed(format!(
+                "agent `{}` was given another system prompt or conversation than the recording's",
                 request.agent
             )));
         }

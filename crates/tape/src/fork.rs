@@ -1,13 +1,21 @@
 //! Forks: start a new session from any point of a recorded one and run on from there, with
 //! the same workflow or a variant of it (another provider, other prompts).
 //!
-//! The child's first event is `session:forked {parent, position}`; its state at position 0
-//! is the parent's state at `position`, derived from the parent's events. The fork
-//! re-delivers the parent's event at the fork point (event `position - 1`): what its handler
-//! emitted is queued again and the agents it activates start again, so forking right after
-//! `user:input` re-runs the planner, right after `task:started` re-runs that task. Work that
-//! was in flight from earlier events (an agent still streaming) is not resumed: fork at the
-//! event that started it to run it again.
+//! The child's first event is `session:forked {parent, position, openRequests}`; its state at
+//! position 0 is the parent's state at `position`, derived from the parent's events. A fork
+//! point is treated like the end of a session a crash cut there, and the fork finishes what
+//! was under way as a resume would ([`Workflow::continuation_at`]): what handlers had emitted
+//! and not recorded yet is recorded (forking right after `user:input` runs the planner, right
+//! after `task:started` runs that task), an agent call cut between its `agent:started` and its
+//! `agent:completed` (among its deltas and tool calls) is closed as `interrupted` and run again
+//! from its start, a call completed before the fork point keeps its output and is never sent
+//! to a model again, and requests open at the fork point stay open (answering one continues
+//! the fork). So every position gives a session that finishes: none is left idle with work
+//! to do.
+//!
+//! In the child's log, the re-run call's `agent:completed {outcome: interrupted}` and its new
+//! `agent:started` are caused by the parent's event that triggered the call (event ids are
+//! unique across sessions), so the record says which call was cut and why it ran again.
 
 use std::fmt;
 use std::future::Future;
@@ -15,8 +23,7 @@ use std::sync::Arc;
 
 use openharness_core::builtin::SessionForked;
 use openharness_core::{
-    Applied, Continuation, Envelope, Fold, Pending, RunOptions, RunOutcome, SessionId, Workflow,
-    WorkflowState,
+    Continuation, Fold, Pending, RunOptions, RunOutcome, SessionId, Workflow, WorkflowState,
 };
 
 use crate::error::TapeError;
@@ -112,7 +119,8 @@ impl<S> fmt::Debug for At<S> {
     }
 }
 
-/// A fork point, ready to run: the parent, the position and the state there.
+/// A fork point, ready to run: the parent, the position, the state there and what was under
+/// way there.
 ///
 /// Cheap to clone; running it twice gives two sibling sessions that start from identical
 /// state.
@@ -120,9 +128,7 @@ pub struct Fork<S: WorkflowState> {
     workflow: Workflow<S>,
     parent: SessionId,
     position: u64,
-    state: S,
-    queued: Vec<Pending>,
-    redeliver: Option<Envelope>,
+    from: Continuation<S>,
 }
 
 impl<S: WorkflowState> Clone for Fork<S> {
@@ -131,9 +137,7 @@ impl<S: WorkflowState> Clone for Fork<S> {
             workflow: self.workflow.clone(),
             parent: self.parent.clone(),
             position: self.position,
-            state: self.state.clone(),
-            queued: self.queued.clone(),
-            redeliver: self.redeliver.clone(),
+            from: self.from.clone(),
         }
     }
 }
@@ -143,7 +147,7 @@ impl<S: WorkflowState> fmt::Debug for Fork<S> {
         f.debug_struct("Fork")
             .field("parent", &self.parent)
             .field("position", &self.position)
-            .field("redeliver", &self.redeliver.as_ref().map(|e| &e.name))
+            .field("from", &self.from)
             .finish_non_exhaustive()
     }
 }
@@ -161,7 +165,13 @@ impl<S: WorkflowState> Fork<S> {
 
     /// The state the fork starts from (the parent's state at [`Fork::position`]).
     pub fn state(&self) -> &S {
-        &self.state
+        self.from.state()
+    }
+
+    /// How many agent calls the fork point cuts (started, not completed): the fork runs them
+    /// again from their start.
+    pub fn cut_calls(&self) -> usize {
+        self.from.cut_calls()
     }
 
     /// Runs the fork with the workflow it was made with, into a new session (or
@@ -181,11 +191,9 @@ impl<S: WorkflowState> Fork<S> {
             parent: self.parent.clone(),
             position: self.position,
             workflow: Some(workflow.name().to_owned()),
+            open_requests: self.from.open_requests().to_vec(),
         });
-        let mut from = Continuation::new(self.state.clone(), first).queue(self.queued.clone());
-        if let Some(event) = &self.redeliver {
-            from = from.redeliver(event.clone());
-        }
+        let from = self.from.clone().first(first);
         Ok(workflow.run_from(from, options).await?)
     }
 }
@@ -215,12 +223,12 @@ pub trait ForkSession<S: WorkflowState> {
 impl<S: WorkflowState> ForkSession<S> for Workflow<S> {
     async fn fork(&self, session: &SessionId, at: At<S>) -> Result<Fork<S>, TapeError> {
         let tape = self.load(session).await?;
-        fork_at(self, &tape, &at)
+        fork_at(self, &tape, &at).await
     }
 }
 
 /// The fork of `tape` at `at`.
-fn fork_at<S: WorkflowState>(
+async fn fork_at<S: WorkflowState>(
     workflow: &Workflow<S>,
     tape: &Tape<S>,
     at: &At<S>,
@@ -229,25 +237,11 @@ fn fork_at<S: WorkflowState>(
         session: tape.session().clone(),
         at: format!("{at:?}"),
     })?;
-    let (state, queued, redeliver) = match tape.event_at(position) {
-        None => (tape.state_at(position), Vec::new(), None),
-        Some(event) => {
-            // Apply the fork point's event again to the state before it: the same state as
-            // the tape's (handlers are pure) and the events its handler emitted.
-            let mut fold = Fold::new(tape.state_at(position - 1)).quiet();
-            let queued = match fold.apply(event, std::slice::from_ref(event)) {
-                Applied::Handled(emit) => emit.into_pending(),
-                _ => Vec::new(),
-            };
-            (fold.into_state(), queued, Some(event.clone()))
-        }
-    };
+    let from = workflow.continuation_at(tape.session(), position).await?;
     Ok(Fork {
         workflow: workflow.clone(),
         parent: tape.session().clone(),
         position,
-        state,
-        queued,
-        redeliver,
+        from,
     })
 }

@@ -34,6 +34,8 @@ class Inspector {
   private sessions: SessionSummary[] = [];
   private summary: SessionSummary | null = null;
   private tape: Tape | null = null;
+  /** For a fork: its parent's events before the fork point, shown dimmed before its own. */
+  private inherited: Tape | null = null;
   private position = 0;
   private direction = 1;
   private live: Follow | null = null;
@@ -123,6 +125,10 @@ class Inspector {
         return;
       }
       const row = (event.target as HTMLElement).closest<HTMLElement>(".row");
+      if (row?.dataset.parentPosition && this.inherited) {
+        location.hash = `session=${encodeURIComponent(this.inherited.session)}&at=${row.dataset.parentPosition}`;
+        return;
+      }
       if (row?.dataset.position) this.moveTo(Number(row.dataset.position));
     });
     this.$.event.addEventListener("click", (event) => {
@@ -224,6 +230,7 @@ class Inspector {
       this.renderMeta();
       this.sizeTimeline();
       this.scrollToCursor(true);
+      if (summary.parent) void this.openInherited(tape, summary.parent);
       if (tape.len > 0) await tape.ensure(this.position - 60, this.position + 60);
       if (this.tape !== tape) return;
       this.renderMeta();
@@ -243,9 +250,36 @@ class Inspector {
     }
   }
 
+  /**
+   * A fork inherits its parent's events before the fork point (its state at position 0 is the
+   * parent's there): they are shown dimmed above its own rows, read from the parent page by
+   * page like the fork's own. A click on one opens the parent there.
+   */
+  private async openInherited(tape: Tape, parent: string): Promise<void> {
+    try {
+      await tape.ensure(0, 1);
+      if (this.tape !== tape) return;
+      const first = tape.events[0];
+      const forkIndex = (first?.payload as { forkIndex?: unknown } | undefined)?.forkIndex;
+      if (first?.name !== "session:forked" || typeof forkIndex !== "number" || forkIndex <= 0) return;
+      const inherited = new Tape(this.api, parent, forkIndex, forkIndex);
+      inherited.onChange = () => this.schedule();
+      this.inherited = inherited;
+      // The fork's rows move down by the inherited ones: keep them where they were on screen.
+      this.sizeTimeline();
+      this.$.scroller.scrollTop += forkIndex * ROW;
+      this.rowsKey = "";
+      this.renderTimeline();
+    } catch (error) {
+      this.fail(error);
+    }
+  }
+
   private close(): void {
     this.live?.stop();
     this.live = null;
+    this.inherited?.dispose();
+    this.inherited = null;
     this.tape?.dispose();
     this.tape = null;
     this.summary = null;
@@ -393,7 +427,9 @@ class Inspector {
     const lastRow = Math.min(rowCount - 1, Math.ceil((scroller.scrollTop + (scroller.clientHeight || 600)) / ROW) + OVERSCAN);
     const cursorRow = this.rowOf(this.position);
     // The same rows as last time: only the cursor moves (a step), nothing is rebuilt.
-    const key = `${tape.session}:${firstRow}:${lastRow}:${tape.version}:${tape.scanned}:${this.matchesVersion}:${this.compact}:${this.expandedVersion}`;
+    const inherited = this.inherited;
+    const inheritedRows = this.inheritedRows();
+    const key = `${tape.session}:${firstRow}:${lastRow}:${tape.version}:${tape.scanned}:${this.matchesVersion}:${this.compact}:${this.expandedVersion}:${inheritedRows}:${inherited?.version ?? 0}`;
     if (key === this.rowsKey) {
       this.$.rows.querySelector(".row.cursor")?.classList.remove("cursor");
       this.$.rows.querySelector(`.row[data-row="${cursorRow}"]`)?.classList.add("cursor");
@@ -416,7 +452,12 @@ class Inspector {
     }
     const rows: HTMLElement[] = [];
     const wanted: number[] = [];
+    const inheritedWanted: number[] = [];
     for (let index = firstRow; index <= lastRow; index++) {
+      if (inherited && index < inheritedRows) {
+        rows.push(inheritedRow(inherited, index, index === inheritedRows - 1, inheritedWanted));
+        continue;
+      }
       const position = this.positionAt(index);
       const row = el("div", "row");
       row.style.top = `${index * ROW}px`;
@@ -425,7 +466,7 @@ class Inspector {
       if (index === cursorRow) row.classList.add("cursor");
       if (position === 0) {
         row.classList.add("initial");
-        row.append(el("span", "seq", "0"), el("span", "name", "(initial state)"));
+        row.append(el("span", "seq", "0"), el("span", "name", inherited ? `(fork point: the parent's state at ${inheritedRows})` : "(initial state)"));
         rows.push(row);
         continue;
       }
@@ -471,6 +512,9 @@ class Inspector {
       rows.push(row);
     }
     this.$.rows.replaceChildren(...rows);
+    if (inherited && inheritedWanted.length > 0) {
+      void inherited.ensure(Math.min(...inheritedWanted), Math.max(...inheritedWanted) + 1).catch((error: unknown) => this.fail(error));
+    }
     if (wanted.length > 0) {
       // Contiguous in the full view; in the compact view only the pages of the rows shown.
       const reads = this.compact ? wanted.map((seq) => tape.ensure(seq, seq + 1)) : [tape.ensure(first - 1, last)];
@@ -503,18 +547,31 @@ class Inspector {
     return this.compactIndex;
   }
 
+  /** How many rows the inherited events take (a fork's parent's events before its fork point). */
+  private inheritedRows(): number {
+    return this.inherited?.len ?? 0;
+  }
+
   private rowCount(): number {
     const tape = this.tape;
     if (!tape) return 0;
-    return this.compact ? this.compactRows().length : tape.len + 1;
+    return this.inheritedRows() + (this.compact ? this.compactRows().length : tape.len + 1);
   }
 
+  /** The position a row shows (0 for an inherited row: they come before the fork's own). */
   private positionAt(row: number): number {
-    return this.compact ? (this.compactRows()[row] ?? 0) : row;
+    const own = row - this.inheritedRows();
+    if (own < 0) return 0;
+    return this.compact ? (this.compactRows()[own] ?? 0) : own;
   }
 
   /** The row showing `position`: in the compact view, a collapsed call's row for its events. */
   private rowOf(position: number): number {
+    return this.inheritedRows() + this.ownRowOf(position);
+  }
+
+  /** The row showing `position` among the fork's own rows (all rows for a session no fork). */
+  private ownRowOf(position: number): number {
     if (!this.compact) return position;
     const rows = this.compactRows();
     let lo = 0;
@@ -535,7 +592,7 @@ class Inspector {
     const tape = this.tape;
     if (!tape) return;
     const rows = this.compactRows();
-    const row = this.rowOf(position);
+    const row = this.ownRowOf(position);
     const near: number[] = [];
     for (let i = 1; i <= 16; i++) {
       const p = rows[row + i * this.direction];
@@ -577,7 +634,7 @@ class Inspector {
       return;
     }
     const rows = this.compactRows();
-    const row = clamp(this.rowOf(this.position) + delta, 0, rows.length - 1);
+    const row = clamp(this.ownRowOf(this.position) + delta, 0, rows.length - 1);
     void this.moveTo(rows[row] ?? 0);
   }
 
@@ -662,6 +719,15 @@ class Inspector {
     const seq = await tape.seqOf(event.causedBy, event.seq);
     if (this.tape !== tape) return;
     if (seq === null) {
+      // A fork's event may be caused by one it inherited (the trigger of a call the fork point
+      // cut, which the fork runs again): open the parent there.
+      const inherited = this.inherited;
+      const there = inherited ? await inherited.seqOf(event.causedBy, inherited.len) : null;
+      if (this.tape !== tape) return;
+      if (inherited && there !== null) {
+        location.hash = `session=${encodeURIComponent(inherited.session)}&at=${there + 1}`;
+        return;
+      }
       this.note(`the causing event ${event.causedBy} is not in this session`);
       return;
     }
@@ -886,6 +952,29 @@ function byId(id: string): HTMLElement {
 
 function clamp(value: number, min: number, max: number): number {
   return Math.min(max, Math.max(min, value));
+}
+
+/**
+ * The row of inherited event `seq` (a fork's parent's, before the fork point), dimmed; `last`
+ * marks the one right before the fork's own rows. An event not read yet is added to `wanted`.
+ */
+function inheritedRow(inherited: Tape, seq: number, last: boolean, wanted: number[]): HTMLElement {
+  const row = el("div", "row inherited");
+  row.style.top = `${seq * ROW}px`;
+  row.dataset.row = String(seq);
+  row.dataset.parentPosition = String(seq + 1);
+  row.title = `inherited from ${inherited.session} (position ${seq + 1} there): click to open it there`;
+  if (last) row.classList.add("last");
+  row.append(el("span", "seq", `↑${seq + 1}`));
+  const event = inherited.events[seq];
+  if (!event) {
+    wanted.push(seq);
+    row.classList.add("pending");
+    row.append(el("span", "name", "…"));
+    return row;
+  }
+  row.append(el("span", "time", event.timestamp.slice(11, 23)), el("span", `name ${noun(event.name)}`, event.name), el("span", "summary", summarize(event)));
+  return row;
 }
 
 /** A class for the event name's noun, for colours. */

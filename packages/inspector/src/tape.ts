@@ -43,12 +43,17 @@ export class Tape {
   /** Called (at most once a frame by the page) when events were read. */
   onChange: () => void = () => {};
 
+  /**
+   * `cap`: read no further than this many events (a fork's view of its parent: the events
+   * before its fork point).
+   */
   constructor(
     private readonly api: Api,
     readonly session: string,
     len: number,
+    readonly cap = Number.POSITIVE_INFINITY,
   ) {
-    this.len = len;
+    this.len = Math.min(len, cap);
   }
 
   dispose(): void {
@@ -72,7 +77,7 @@ export class Tape {
         .then((answer) => {
           if (this.disposed) return;
           for (const event of answer.events) this.put(event);
-          if (answer.len > this.len) this.len = answer.len;
+          if (answer.len > this.len) this.len = Math.min(answer.len, this.cap);
           this.advance();
           this.onChange();
         })
@@ -86,6 +91,7 @@ export class Tape {
   }
 
   private put(event: Recorded): void {
+    if (event.seq >= this.cap) return;
     this.version++;
     this.events[event.seq] = event;
     this.idToSeq.set(event.id, event.seq);

@@ -222,6 +222,29 @@ describe("the inspector", () => {
     expect(order.indexOf(fork)).toBe(order.indexOf(chat) + 1);
     // The fork's state has the first exchange only, answered again.
     await expect.poll(() => page.locator("#state").innerText(), { timeout: 10_000 }).toContain("exchanges: [1]");
+    // Its parent's events before the fork point come first, dimmed, then its own.
+    await expect.poll(() => page.locator(".row.inherited").count()).toBe(firstInput);
+    expect(await page.locator(".row.inherited .name").allTextContents()).toEqual(recorded.slice(0, firstInput).map((e) => e.name));
+    const tops = await page
+      .locator(".row")
+      .evaluateAll((rows) => rows.map((row) => ({ inherited: row.classList.contains("inherited"), top: Number.parseFloat((row as HTMLElement).style.top) })));
+    const lastInherited = Math.max(...tops.filter((row) => row.inherited).map((row) => row.top));
+    const firstOwn = Math.min(...tops.filter((row) => !row.inherited).map((row) => row.top));
+    expect(lastInherited).toBeLessThan(firstOwn);
+    expect(Number(await page.locator(".row.inherited").first().evaluate((row) => getComputedStyle(row).opacity))).toBeLessThan(1);
+    expect(await page.locator('.row[data-position="0"] .name').textContent()).toBe(`(fork point: the parent's state at ${firstInput})`);
+    // The fork's agent call was started by the parent's input: `c` opens the parent there.
+    const forkEvents = await events(fork);
+    const started = forkEvents.findIndex((e) => e.name === "agent:started") + 1;
+    expect(forkEvents[started - 1]!.causedBy).toBe(recorded[firstInput - 1]!.id);
+    await page.goto(`${server.url}/#session=${fork}&at=${started}`);
+    await at(page, started);
+    await page.keyboard.press("c");
+    await until("the parent to open at the cause", async () => {
+      const hash = new URLSearchParams(new URL(page.url()).hash.slice(1));
+      return hash.get("session") === chat && hash.get("at") === String(firstInput) ? true : undefined;
+    });
+    await at(page, firstInput);
     expect(problems(page)).toEqual([]);
     await page.close();
   });

@@ -16,7 +16,11 @@ impl FakeServer {
     /// A fake Anthropic API accepting `key`. It answers 401 `authentication_error` for a wrong
     /// `x-api-key`, 400 without `anthropic-version`, 404 off `/v1/messages`, and 400
     /// `invalid_request_error` for a structured-output schema outside Anthropic's subset (or
-    /// the beta `output_format` without its header).
+    /// the beta `output_format` without its header), a malformed `system`, and messages the
+    /// API refuses (a role other than `user`/`assistant`, a first message not the user's,
+    /// roles not alternating, empty content, a `tool_result` without its `tool_use` in the
+    /// message before or a `tool_use` without its `tool_result` in the message after, a
+    /// prefill with structured output).
     pub async fn anthropic(key: &str) -> std::io::Result<Self> {
         Self::start("", key.to_owned(), check).await
     }
@@ -72,6 +76,9 @@ fn check(request: &RecordedRequest, key: &str) -> Result<(), FakeResponse> {
             ),
         ));
     }
+    if let Some(problem) = system_problem(body).or_else(|| messages_problem(body)) {
+        return Err(error(400, "invalid_request_error", &problem));
+    }
     if let Some(problem) = image_problem(body) {
         return Err(error(400, "invalid_request_error", &problem));
     }
@@ -89,6 +96,126 @@ fn check(request: &RecordedRequest, key: &str) -> Result<(), FakeResponse> {
         }
     }
     Ok(())
+}
+
+/// What is wrong with `system`, if it is there and malformed: it is a string or an array of
+/// `text` blocks (protocols.md §1.2).
+fn system_problem(body: &Value) -> Option<String> {
+    match body.get("system")? {
+        Value::String(_) => None,
+        Value::Array(blocks)
+            if blocks
+                .iter()
+                .all(|b| b["type"] == "text" && b["text"].is_string()) =>
+        {
+            None
+        }
+        other => Some(format!(
+            "system: Input should be a valid string or a list of text blocks, got {other}"
+        )),
+    }
+}
+
+/// What is wrong with the roles and blocks of `body`'s messages, if anything, with the API's
+/// messages: roles `user` or `assistant` only (the system prompt is the top-level `system`),
+/// the first message the user's, roles alternating, no empty message or text block (an empty
+/// final assistant message aside), each `tool_result` answering a `tool_use` of the message
+/// just before, each `tool_use` answered in the message just after, `tool_result` blocks before
+/// anything else in their message, and no final assistant message (a prefill) with structured
+/// output.
+fn messages_problem(body: &Value) -> Option<String> {
+    let messages = body["messages"].as_array()?;
+    let blocks_of = |message: &Value| -> Vec<Value> {
+        match &message["content"] {
+            Value::String(text) => vec![json!({ "type": "text", "text": text })],
+            Value::Array(blocks) => blocks.clone(),
+            _ => Vec::new(),
+        }
+    };
+    let ids = |blocks: &[Value], kind: &str, field: &str| -> Vec<String> {
+        blocks
+            .iter()
+            .filter(|b| b["type"] == kind)
+            .filter_map(|b| b[field].as_str().map(str::to_owned))
+            .collect()
+    };
+    let last = messages.len().saturating_sub(1);
+    for (m, message) in messages.iter().enumerate() {
+        let role = message["role"].as_str().unwrap_or("");
+        if role != "user" && role != "assistant" {
+            return Some(format!(
+                "messages.{m}.role: Input should be 'user' or 'assistant'"
+            ));
+        }
+        if m == 0 && role != "user" {
+            return Some("messages: first message must use the \"user\" role".into());
+        }
+        if m > 0 && messages[m - 1]["role"] == role {
+            return Some(format!(
+                "messages: roles must alternate between \"user\" and \"assistant\", but found multiple \"{role}\" roles in a row"
+            ));
+        }
+        let blocks = blocks_of(message);
+        let final_assistant = m == last && role == "assistant";
+        if blocks.is_empty() && !final_assistant {
+            return Some(format!(
+                "messages.{m}: all messages must have non-empty content except for the optional final assistant message"
+            ));
+        }
+        if blocks
+            .iter()
+            .any(|b| b["type"] == "text" && b["text"].as_str().is_none_or(str::is_empty))
+            && !(final_assistant || messages.len() == 1)
+        {
+            return Some("messages: text content blocks must be non-empty".into());
+        }
+        let results = ids(&blocks, "tool_result", "tool_use_id");
+        if !results.is_empty() {
+            let first_other = blocks.iter().position(|b| b["type"] != "tool_result");
+            let last_result = blocks.iter().rposition(|b| b["type"] == "tool_result");
+            if let (Some(other), Some(result)) = (first_other, last_result)
+                && other < result
+            {
+                return Some(format!(
+                    "messages.{m}: `tool_result` blocks must come first in the message's content, before any other block"
+                ));
+            }
+            let previous = m
+                .checked_sub(1)
+                .map(|p| blocks_of(&messages[p]))
+                .unwrap_or_default();
+            let asked = ids(&previous, "tool_use", "id");
+            if let Some(stray) = results.iter().find(|id| !asked.contains(id)) {
+                return Some(format!(
+                    "messages.{m}.content: unexpected `tool_use_id` found in `tool_result` blocks: {stray}. Each `tool_result` block must have a corresponding `tool_use` block in the previous message."
+                ));
+            }
+        }
+        let uses = ids(&blocks, "tool_use", "id");
+        if !uses.is_empty() {
+            let next = messages.get(m + 1).map(blocks_of).unwrap_or_default();
+            let answered = ids(&next, "tool_result", "tool_use_id");
+            let missing: Vec<&String> = uses.iter().filter(|id| !answered.contains(id)).collect();
+            if !missing.is_empty() && m != last {
+                return Some(format!(
+                    "messages.{m}: `tool_use` ids were found without `tool_result` blocks immediately after: {}. Each `tool_use` block must have a corresponding `tool_result` block in the next message.",
+                    missing
+                        .iter()
+                        .map(|s| s.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ));
+            }
+        }
+    }
+    let structured =
+        body.pointer("/output_config/format").is_some() || body.get("output_format").is_some();
+    if structured && messages.last().is_some_and(|m| m["role"] == "assistant") {
+        return Some(
+            "Prefilling assistant messages is not supported when using structured outputs".into(),
+        );
+    }
+    None
 }
 
 /// What is wrong with the first malformed `image` block of `body`'s messages, if one is

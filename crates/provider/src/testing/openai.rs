@@ -15,7 +15,9 @@ pub const KEY: &str = "sk-proj-test-0123456789";
 impl FakeServer {
     /// A fake Chat Completions API at `{base_url}` = `http://127.0.0.1:PORT/v1` accepting
     /// `Authorization: Bearer <key>`. It answers 401 for a wrong key, 404 off
-    /// `/v1/chat/completions`, and 400 for a `strict` schema that breaks the strict rules.
+    /// `/v1/chat/completions`, 400 for a `strict` schema that breaks the strict rules, and 400
+    /// for messages the API refuses (an unknown role, an assistant message without content or
+    /// `tool_calls`, a `tool` message that answers no call, a call left unanswered).
     pub async fn openai(key: &str) -> std::io::Result<Self> {
         Self::start("/v1", key.to_owned(), check).await
     }
@@ -40,6 +42,9 @@ fn check(request: &RecordedRequest, key: &str) -> Result<(), FakeResponse> {
             "invalid_request_error",
             &format!("Invalid value for 'reasoning_effort': {effort}"),
         ));
+    }
+    if let Some(problem) = messages_problem(&request.body) {
+        return Err(error(400, "invalid_request_error", &problem));
     }
     let images = request.body["messages"]
         .as_array()
@@ -76,6 +81,68 @@ fn check(request: &RecordedRequest, key: &str) -> Result<(), FakeResponse> {
         }
     }
     Ok(())
+}
+
+/// What is wrong with the roles of `body`'s messages, if anything, in the API's words: roles
+/// `system`, `developer`, `user`, `assistant` or `tool`; an assistant's `content` a string
+/// unless it has `tool_calls`; each `tool` message answering a call of the assistant message
+/// before its run of tool messages; each call answered before the next other message.
+fn messages_problem(body: &Value) -> Option<String> {
+    let messages = body["messages"].as_array()?;
+    if messages.is_empty() {
+        return Some("[] is too short - 'messages'".into());
+    }
+    // The calls of the latest assistant message with `tool_calls` not yet answered.
+    let mut open: Vec<String> = Vec::new();
+    let mut answering = false;
+    for (m, message) in messages.iter().enumerate() {
+        let role = message["role"].as_str().unwrap_or("");
+        if !["system", "developer", "user", "assistant", "tool"].contains(&role) {
+            return Some(format!(
+                "Invalid value: '{role}'. Supported values are: 'system', 'assistant', 'user', 'tool', 'function' and 'developer'."
+            ));
+        }
+        if role == "tool" {
+            let id = message["tool_call_id"].as_str().unwrap_or("");
+            if !answering || !open.iter().any(|call| call == id) {
+                return Some(format!(
+                    "Invalid parameter: messages with role 'tool' must be a response to a preceeding message with 'tool_calls'. (messages[{m}], tool_call_id {id:?})"
+                ));
+            }
+            open.retain(|call| call != id);
+            continue;
+        }
+        if !open.is_empty() {
+            return Some(format!(
+                "An assistant message with 'tool_calls' must be followed by tool messages responding to each 'tool_call_id'. The following tool_call_ids did not have response messages: {}",
+                open.join(", ")
+            ));
+        }
+        answering = false;
+        if role == "assistant" {
+            let calls: Vec<String> = message["tool_calls"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|call| call["id"].as_str().map(str::to_owned))
+                .collect();
+            if calls.is_empty() && !message["content"].is_string() {
+                return Some(format!(
+                    "Invalid value for 'messages[{m}].content': expected a string, got {}.",
+                    message["content"]
+                ));
+            }
+            answering = !calls.is_empty();
+            open = calls;
+        }
+    }
+    if !open.is_empty() {
+        return Some(format!(
+            "An assistant message with 'tool_calls' must be followed by tool messages responding to each 'tool_call_id'. The following tool_call_ids did not have response messages: {}",
+            open.join(", ")
+        ));
+    }
+    None
 }
 
 /// What in `schema` OpenAI's strict mode rejects (protocols.md §2.2).

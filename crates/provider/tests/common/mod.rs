@@ -70,3 +70,37 @@ pub fn two_tools() -> Toolbox {
     let tools: Vec<Arc<dyn Tool>> = vec![Arc::new(weather), Arc::new(population)];
     Toolbox::new(tools)
 }
+
+/// The schema of a `String` output: a request for plain text.
+pub fn text_schema() -> Arc<Value> {
+    Arc::new(schemars::schema_for!(String).to_value())
+}
+
+/// A reply with a newline, quotes and a backslash: what must come back as text, not JSON.
+pub const TEXT_REPLY: &str = "Bye, \"friend\".\nSee C:\\temp — ¡adiós!";
+
+/// A chat asking for plain text: a system prompt and a conversation of every role (a user
+/// message with an image, an assistant answer, a tool call and its result), ending with the
+/// user's latest message, and no prompt after it.
+pub fn chat_request() -> ProviderRequest {
+    use openharness_core::{ChatMessage, ChatToolCall, Image};
+    ProviderRequest::new("assistant", "", text_schema())
+        .with_system(Some("You are terse.".into()))
+        .with_messages(vec![
+            ChatMessage::user("What is this?")
+                .with_images(vec![Image::url("https://example.com/cat.png")]),
+            ChatMessage::assistant("A cat."),
+            ChatMessage::user("And the time?"),
+            ChatMessage::tool_calls(
+                "",
+                vec![ChatToolCall {
+                    id: "call_1".into(),
+                    name: "current_time".into(),
+                    input: json!({}),
+                }],
+            ),
+            ChatMessage::tool_result("call_1", "current_time", json!({ "utc": "12:00" }), false),
+            ChatMessage::assistant("It is noon."),
+            ChatMessage::user("Say bye on two lines."),
+        ])
+}

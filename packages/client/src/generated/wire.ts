@@ -9,6 +9,85 @@
  */
 export type Outcome = "success" | "failure" | "interrupted";
 /**
+ * One message of the conversation an agent sends before its prompt, with its role.
+ *
+ * Serialized with a `role` tag (`user`, `assistant`, `tool`); a user message's images are
+ * left out when empty.
+ *
+ * This interface was referenced by `Wire`'s JSON-Schema
+ * via the `definition` "ChatMessage".
+ */
+export type ChatMessage =
+  | {
+      /**
+       * Images, in order (each provider places them beside the text its own way:
+       * Anthropic's before it, OpenAI's after).
+       */
+      images?: Image[];
+      role: "user";
+      /**
+       * The text (may be empty when there are images).
+       */
+      text: string;
+    }
+  | {
+      role: "assistant";
+      /**
+       * The text (may be empty when it only called tools).
+       */
+      text: string;
+      /**
+       * The tools it called, in order.
+       */
+      toolCalls?: ChatToolCall[];
+    }
+  | {
+      /**
+       * The call's id (as in the assistant message's `ChatToolCall::id`).
+       */
+      id: string;
+      /**
+       * Whether that is an error.
+       */
+      isError: boolean;
+      /**
+       * The tool's name.
+       */
+      name: string;
+      /**
+       * What it returned.
+       */
+      output: {
+        [k: string]: unknown | undefined;
+      };
+      role: "tool";
+    };
+/**
+ * An image given to a model with a prompt: where it is, or its bytes.
+ *
+ * This interface was referenced by `Wire`'s JSON-Schema
+ * via the `definition` "Image".
+ */
+export type Image =
+  | {
+      type: "url";
+      /**
+       * Its address (`https://…`, or a `data:` URL).
+       */
+      url: string;
+    }
+  | {
+      /**
+       * The bytes, standard base64.
+       */
+      data: string;
+      /**
+       * Its media type: `image/png`, `image/jpeg`, `image/gif` or `image/webp`.
+       */
+      media_type: string;
+      type: "base64";
+    };
+/**
  * This interface was referenced by `Wire`'s JSON-Schema
  * via the `definition` "SessionId".
  */
@@ -179,6 +258,8 @@ export type UiPart =
 export interface Wire {
   AgentCompleted?: AgentCompleted;
   AgentStarted?: AgentStarted;
+  ChatMessage?: ChatMessage;
+  ChatToolCall?: ChatToolCall;
   Divergence?: Divergence;
   Envelope?: Envelope;
   ErrorOccurred?: ErrorOccurred;
@@ -186,6 +267,7 @@ export interface Wire {
   EventShape?: EventShape;
   EventsPage?: EventsPage;
   ForkPoint?: ForkPoint;
+  Image?: Image;
   InputReceived?: InputReceived;
   InputRequested?: InputRequested;
   Message?: Message;
@@ -285,11 +367,16 @@ export interface AgentStarted {
    */
   agentName: string;
   /**
+   * The conversation it was given before the prompt, if any, without image bytes (see
+   * `crate::ChatMessage::recorded`).
+   */
+  messages?: ChatMessage[];
+  /**
    * The model it was asked to use, if it named one.
    */
   model?: string | null;
   /**
-   * The prompt it was given.
+   * The prompt it was given (empty when the conversation says it all).
    */
   prompt: string;
   /**
@@ -298,6 +385,32 @@ export interface AgentStarted {
    * named). Chat clients stream and show that string as text.
    */
   reply?: string | null;
+  /**
+   * The system prompt it was given, if any.
+   */
+  system?: string | null;
+}
+/**
+ * A tool call of an assistant `ChatMessage`.
+ *
+ * This interface was referenced by `Wire`'s JSON-Schema
+ * via the `definition` "ChatToolCall".
+ */
+export interface ChatToolCall {
+  /**
+   * The call's id.
+   */
+  id: string;
+  /**
+   * Its arguments.
+   */
+  input: {
+    [k: string]: unknown | undefined;
+  };
+  /**
+   * The tool.
+   */
+  name: string;
 }
 /**
  * Where a cassette re-execution first parted from its recording.
@@ -579,6 +692,11 @@ export interface SessionForked {
    * The position in the parent the fork starts from (`forkIndex` on the wire).
    */
   forkIndex: number;
+  /**
+   * The `input:requested` events open in the parent at the fork point (their event ids):
+   * the fork waits for them as its parent did, and an answer to one continues the fork.
+   */
+  openRequests?: EventId[];
   parentSessionId: SessionId;
   /**
    * The workflow the fork runs with, so a listing names it without reading its ancestors
