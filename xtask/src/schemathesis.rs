@@ -17,13 +17,14 @@ const SCHEMATHESIS: &str = "schemathesis==4.32.5";
 /// Where the checks expect other answers than schemathesis' defaults, and why.
 ///
 /// A `/v1` body may name another resource by id (an agent's `default_model_id`, a session's
-/// `model_id`, a model's `provider_id`, a message's `controls.model_id`): an id that names
-/// nothing is `422`, which no schema can rule out, so schema-valid input may be refused with
-/// it there. Posting a message needs a model provider, which the fuzzed server has none of:
+/// `model_id` or `agent_id`/`agent_name`, a model's `provider_id`, a message's
+/// `controls.model_id`): an id that names nothing is `422` (or `404` for the agent of
+/// `POST /v1/sessions`), which no schema can rule out, so schema-valid input may be refused
+/// with it there. Posting a message needs a model provider, which the fuzzed server has none of:
 /// the documented `503 no_provider`.
 const CONFIG: &str = r#"
 [[operations]]
-include-name-regex = "^(POST /v1/agents|PATCH /v1/agents/\\{id\\}|POST /v1/agents/\\{id\\}/sessions|PATCH /v1/agents/\\{id\\}/sessions/\\{session\\}|POST /v1/llm-models|POST /v1/agents/\\{id\\}/sessions/\\{session\\}/messages)$"
+include-name-regex = "^(POST /v1/agents|PATCH /v1/agents/\\{id\\}|POST /v1/agents/\\{id\\}/sessions|PATCH /v1/agents/\\{id\\}/sessions/\\{session\\}|POST /v1/llm-models|POST /v1/agents/\\{id\\}/sessions/\\{session\\}/messages|POST /v1/sessions|POST /v1/sessions/\\{id\\}/messages)$"
 checks.positive_data_acceptance.expected-statuses = ["2xx", "3xx", "401", "403", "404", "409", "422", "429", "503"]
 checks.not_a_server_error.expected-statuses = ["2xx", "3xx", "4xx", "503"]
 "#;

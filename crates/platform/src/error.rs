@@ -1,7 +1,10 @@
 //! [`PlatformError`]: what a platform operation can fail with, and its HTTP answer in the
-//! server's error shape, `{"error": {"code": "…", "message": "…"}}`: `404` for what does not
-//! exist, `409` for a change the current state forbids, `422` for input that is well-formed
-//! JSON but invalid, `503` when provider keys cannot be sealed or opened here.
+//! server's error shape, `{"error": {"code": "…", "message": "…"}}`: `401` without the API
+//! key, `404` for what does not exist (a path included), `405` for a method a path does not
+//! take, `409` for a change the current state forbids, `422` for input that is well-formed
+//! JSON but invalid, `503` when provider keys cannot be sealed or opened here. The codes are
+//! the server's where both have the case (`not_found`, `bad_request`, `session_busy`,
+//! `unauthorized`).
 
 use axum::Json;
 use axum::http::StatusCode;
@@ -41,6 +44,27 @@ pub enum PlatformError {
         /// What conflicts, for people.
         message: String,
     },
+    /// No `/v1` route has this path: `404`.
+    #[error("no /v1 route is `{method} {path}`: GET /openapi.json lists the routes")]
+    NoRoute {
+        /// The request's method.
+        method: String,
+        /// The request's path.
+        path: String,
+    },
+    /// The path exists but does not take this method: `405`.
+    #[error("`{path}` does not take {method}: GET /openapi.json lists the methods each path takes")]
+    MethodNotAllowed {
+        /// The request's method.
+        method: String,
+        /// The request's path.
+        path: String,
+    },
+    /// An API key is required and none, or a wrong one, was sent: `401`.
+    #[error(
+        "this server requires an API key: send `Authorization: Bearer <key>` (or the bare key, or `x-api-key: <key>`)"
+    )]
+    Unauthorized,
     /// Well-formed input that is not valid (an empty name, an unknown capability): `422`.
     #[error("{0}")]
     Invalid(String),
@@ -79,7 +103,9 @@ impl PlatformError {
     pub fn status(&self) -> StatusCode {
         match self {
             Self::BadRequest(_) => StatusCode::BAD_REQUEST,
-            Self::NotFound { .. } => StatusCode::NOT_FOUND,
+            Self::NotFound { .. } | Self::NoRoute { .. } => StatusCode::NOT_FOUND,
+            Self::MethodNotAllowed { .. } => StatusCode::METHOD_NOT_ALLOWED,
+            Self::Unauthorized => StatusCode::UNAUTHORIZED,
             Self::Conflict { .. } | Self::Contended { .. } => StatusCode::CONFLICT,
             Self::Invalid(_) => StatusCode::UNPROCESSABLE_ENTITY,
             Self::Keys(_) | Self::NoProvider => StatusCode::SERVICE_UNAVAILABLE,
@@ -93,7 +119,9 @@ impl PlatformError {
     pub fn code(&self) -> &'static str {
         match self {
             Self::BadRequest(_) => "bad_request",
-            Self::NotFound { .. } => "not_found",
+            Self::NotFound { .. } | Self::NoRoute { .. } => "not_found",
+            Self::MethodNotAllowed { .. } => "method_not_allowed",
+            Self::Unauthorized => "unauthorized",
             Self::Conflict { code, .. } => code,
             Self::Invalid(_) => "invalid",
             Self::Keys(KeyError::NoMasterKey) => "no_master_key",
@@ -101,7 +129,7 @@ impl PlatformError {
             Self::Keys(_) => "provider_key_unavailable",
             Self::Contended { .. } => "contended",
             Self::NoProvider => "no_provider",
-            Self::Turn(openharness_core::Error::SessionBusy { .. }) => "session_running",
+            Self::Turn(openharness_core::Error::SessionBusy { .. }) => "session_busy",
             Self::Turn(_) => "internal",
             Self::Corrupt { .. } | Self::Store(_) => "internal",
         }

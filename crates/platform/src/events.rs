@@ -8,6 +8,14 @@
 //! its `sequence` the event's seq, which is also the SSE frame's `id:` (`seq.0` for a
 //! `step.generating`, which shares its event), so a stream resumes from `Last-Event-ID` without
 //! losing or repeating a notification.
+//!
+//! Two events are also the notifications the Everruns SDK waits for (see
+//! [`crate::everruns`]): `assistant:replied` is `message.created` and then
+//! `output.message.completed` (`data: {message}`), and `workflow:completed` is
+//! `session.completed` / `session.failed` and then `turn.completed` / `turn.failed`
+//! (`data` the payload with `error_code` and `error`; a cancelled turn is `turn.failed` with
+//! `error_code: cancelled`). Such a second notification shares its event's sequence, has an id
+//! derived from the event's, and takes the frame id `seq` while the first takes `seq.0`.
 
 use chrono::{DateTime, Utc};
 use openharness_core::Envelope;
@@ -36,6 +44,8 @@ pub struct Notification {
     pub data: serde_json::Value,
     /// When it was recorded.
     pub created_at: DateTime<Utc>,
+    /// When it was recorded (the same instant as `created_at`; the Everruns SDK reads `ts`).
+    pub ts: DateTime<Utc>,
 }
 
 /// Projects a session's log into notifications, event by event, in log order.
@@ -97,12 +107,10 @@ impl Projector {
         });
         let began = streamed.is_some() && streamed != self.streaming;
         self.streaming = streamed;
-        let Some(note) = notification(self.session, seq, event) else {
-            return Vec::new();
+        let mut notes = notifications(self.session, seq, event);
+        let Some(note) = notes.first().filter(|_| began) else {
+            return notes;
         };
-        if !began {
-            return vec![note];
-        }
         let mut data = note.data.clone();
         if let Some(fields) = data.as_object_mut() {
             fields.remove("delta");
@@ -113,7 +121,8 @@ impl Projector {
             data,
             ..note.clone()
         };
-        vec![generating, note]
+        notes.insert(0, generating);
+        notes
     }
 }
 
@@ -123,6 +132,11 @@ pub(crate) const GENERATING: &str = "step.generating";
 /// The low 62 bits of a UUID v7, all random: complementing them keeps the version, variant and
 /// timestamp.
 const RANDOM_BITS: u128 = (1 << 62) - 1;
+
+/// What the random bits of an event's id are complemented with for the notification that
+/// follows its first (`output.message.completed`, `turn.*`): not [`RANDOM_BITS`], so it
+/// never equals a `step.generating`'s.
+const FOLLOWER_BITS: u128 = RANDOM_BITS ^ 1;
 
 /// The SSE `id:` of the `index`-th of `count` notifications of the event at `seq`: the
 /// sequence for the event's last one, `seq.index` for one before it (see [`Resume`]).
@@ -148,6 +162,16 @@ impl Resume {
     /// After all of event `seq`'s notifications.
     pub(crate) fn after(seq: u64) -> Self {
         Self { seq, seen: None }
+    }
+
+    /// The later of two resume points (the one after which fewer notifications are left).
+    pub(crate) fn max(self, other: Self) -> Self {
+        let key = |r: &Self| (r.seq, r.seen.unwrap_or(usize::MAX));
+        if key(&other) > key(&self) {
+            other
+        } else {
+            self
+        }
     }
 
     /// Reads a `Last-Event-ID`: `41` or `41.0`; `None` when it is neither.
@@ -187,8 +211,9 @@ impl Resume {
     }
 }
 
-/// The notification an event is, if it is one (before [`Projector`] adds `step.generating`).
-fn notification(session: Uuid, seq: u64, event: &Envelope) -> Option<Notification> {
+/// The notifications an event is, in order (before [`Projector`] adds `step.generating`):
+/// none, one, or (for `assistant:replied` and `workflow:completed`) two.
+fn notifications(session: Uuid, seq: u64, event: &Envelope) -> Vec<Notification> {
     let payload = &event.payload;
     let kind = match event.name.as_ref() {
         "workflow:started" => "session.started",
@@ -201,21 +226,66 @@ fn notification(session: Uuid, seq: u64, event: &Envelope) -> Option<Notificatio
         "tool:result" => "tool.completed",
         "workflow:completed" if payload["errors"].as_u64().unwrap_or(0) > 0 => "session.failed",
         "workflow:completed" => "session.completed",
-        _ => return None,
+        _ => return Vec::new(),
     };
-    let data = if kind == "message.created" {
-        serde_json::to_value(project(session, seq, event)?).ok()?
-    } else {
-        payload.clone()
+    let message = (kind == "message.created")
+        .then(|| project(session, seq, event))
+        .flatten()
+        .and_then(|message| serde_json::to_value(message).ok());
+    let data = match (kind, &message) {
+        ("message.created", Some(message)) => message.clone(),
+        ("message.created", None) => return Vec::new(),
+        _ => payload.clone(),
     };
-    Some(Notification {
-        id: *event.id.as_uuid(),
+    let note = |id: Uuid, kind: &str, data: serde_json::Value| Notification {
+        id,
         sequence: seq,
         kind: kind.to_owned(),
         session_id: session,
         data,
         created_at: event.timestamp,
-    })
+        ts: event.timestamp,
+    };
+    let id = *event.id.as_uuid();
+    let follower = Uuid::from_u128(id.as_u128() ^ FOLLOWER_BITS);
+    let mut notes = vec![note(id, kind, data)];
+    if event.name == AssistantReplied::NAME
+        && let Some(message) = message
+    {
+        notes.push(note(
+            follower,
+            "output.message.completed",
+            serde_json::json!({ "message": message }),
+        ));
+    } else if event.name == "workflow:completed" {
+        notes.push(turn_ended(payload).map_or_else(
+            || note(follower, "turn.completed", payload.clone()),
+            |data| note(follower, "turn.failed", data),
+        ));
+    }
+    notes
+}
+
+/// The data of the `turn.failed` a turn's `workflow:completed` payload is, or `None` when the
+/// turn completed: one that recorded errors, or that was cancelled.
+fn turn_ended(payload: &serde_json::Value) -> Option<serde_json::Value> {
+    let errors = payload["errors"].as_u64().unwrap_or(0);
+    let (code, error) = if payload["reason"] == "cancelled" {
+        ("cancelled", "the turn was cancelled".to_owned())
+    } else if errors > 0 {
+        (
+            "turn_failed",
+            format!("the turn recorded {errors} error(s): its step.error notifications say which"),
+        )
+    } else {
+        return None;
+    };
+    let mut data = payload.clone();
+    if let Some(fields) = data.as_object_mut() {
+        fields.insert("error_code".into(), code.into());
+        fields.insert("error".into(), error.into());
+    }
+    Some(data)
 }
 
 #[cfg(test)]
@@ -337,6 +407,9 @@ mod tests {
         assert!(!one.wants(41, 0) && one.wants(41, 1) && one.wants(42, 0));
         assert_eq!(one.read_from(), 40);
         assert_eq!(Resume::parse("0.0").map(|r| r.read_from()), Some(0));
+        assert_eq!(one.max(all), all);
+        assert_eq!(all.max(one), all);
+        assert_eq!(one.max(Resume::after(40)), one);
         assert_eq!(frame_id(41, 0, 2), "41.0");
         assert_eq!(frame_id(41, 1, 2), "41");
     }

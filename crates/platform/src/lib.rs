@@ -10,13 +10,14 @@
 //! | method and path | what it does |
 //! |---|---|
 //! | `GET /v1/agents?status=&offset=&limit=` | agents, oldest first, in the page envelope |
-//! | `POST /v1/agents` | creates one (`201`) |
-//! | `GET`, `PATCH`, `DELETE /v1/agents/{id}` | reads, changes (`409 agent_archived` when archived), deletes (`204`; `409 agent_has_sessions` while it has sessions) one |
+//! | `POST /v1/agents` | creates one (`201`), or updates one (`200`): an upsert by `id`, else by the name of an active agent |
+//! | `GET`, `PATCH`, `DELETE /v1/agents/{id}` | reads, changes (`409 agent_archived` when archived), archives (`204`; with `?permanent=true` deletes, `409 agent_has_sessions` while it has sessions) one |
 //! | `POST /v1/agents/{id}/archive`, `…/unarchive` | archives it, makes it active again |
 //! | `GET`, `POST /v1/agents/{a}/sessions` | an agent's sessions; a new one is `pending` (`409 agent_archived` for an archived agent) |
-//! | `GET`, `PATCH`, `DELETE /v1/agents/{a}/sessions/{s}` | one session (title, tags, model); delete removes its log too (`409 session_running` during a turn) |
-//! | `GET`, `POST /v1/agents/{a}/sessions/{s}/messages` | its messages by sequence (a projection of its log); `POST {content: [{type: text, text}], controls?: {model_id, reasoning}, metadata?, tags?}` records a user message (controls, metadata and tags kept with it), answers it (`201`) once it is durably recorded and runs the turn on (`409 session_running` while one runs, in this process or another sharing the store; a turn a dead process cut off is resumed first); the model (message's `controls`, the session's, the agent's, else the default provider's default model) is asked through its LLM provider row with the row's key opened (`Platform::with_provider` overrides, e.g. with a scripted model; `503 no_provider` when no model is found) |
-//! | `GET /v1/agents/{a}/sessions/{s}/events?after=` | its notifications (`message.created`, `message.delta`, `step.started`, `step.generating` (a model response's first text began), `step.generated`, `step.error`, `tool.*`, `session.*`) as a JSON page; with `Accept: text/event-stream`, SSE (`event:` the type, `id:` the sequence, `sequence.0` for a `step.generating`, which shares its event with a `message.delta`) that goes on live and resumes after `Last-Event-ID` |
+//! | `GET`, `PATCH`, `DELETE /v1/agents/{a}/sessions/{s}` | one session (title, tags, model); delete removes its log too (`409 session_busy` during a turn) |
+//! | `GET`, `POST /v1/agents/{a}/sessions/{s}/messages` | its messages by sequence (a projection of its log); `POST {content: [{type: text, text}], controls?: {model_id, reasoning}, metadata?, tags?}` records a user message (controls, metadata and tags kept with it), answers it (`201`) once it is durably recorded and runs the turn on (`409 session_busy` while one runs, in this process or another sharing the store; a turn a dead process cut off is resumed first); the model (message's `controls`, the session's, the agent's, else the default provider's default model) is asked through its LLM provider row with the row's key opened (`Platform::with_provider` overrides, e.g. with a scripted model; `503 no_provider` when no model is found) |
+//! | `POST /v1/agents/{a}/sessions/{s}/cancel` | cancels its running turn |
+//! | `GET /v1/agents/{a}/sessions/{s}/events?after=&since_id=&types=&exclude=`, `…/sse` | its notifications (`message.created`, `message.delta`, `step.started`, `step.generating` (a model response's first text began), `step.generated`, `step.error`, `tool.*`, `session.*`) as a JSON page; with `Accept: text/event-stream`, SSE (`event:` the type, `id:` the sequence, `sequence.0` for a `step.generating`, which shares its event with a `message.delta`) that goes on live and resumes after `Last-Event-ID` |
 //! | `GET`, `PUT /v1/agents/{id}/capabilities` | its capabilities by position; `PUT {capabilities: [ids]}` sets them in order |
 //! | `GET /v1/capabilities`, `GET /v1/capabilities/{id}` | the built-in registry |
 //! | `GET`, `POST /v1/llm-providers` | providers; `api_key` is write-only, `api_key_set` tells whether one is stored |
@@ -32,10 +33,17 @@
 //!
 //! [`Store::claim`]: openharness_core::Store::claim
 //!
+//! The official Everruns SDK runs against these routes unmodified: the routes, fields, shapes
+//! and header it needs beside them are in [`everruns`], which also states the policy for
+//! unknown fields (refused with `422` naming them; the fields the SDK always sends accepted
+//! with a documented meaning).
+//!
 //! Lists answer `{"data": [...], "total", "offset", "limit"}` (`limit` 1 to 100, default 20).
 //! Errors are the server's shape, `{"error": {"code", "message"}}`: `400` unreadable input,
-//! `404` unknown ids (and ids that are not UUIDs), `409` conflicts, `422` invalid input
-//! (unknown fields included), `503` when provider keys cannot be sealed or opened here.
+//! `401` no key, `404` unknown ids (and ids that are not UUIDs) and paths, `405` a method a
+//! path does not take, `409` conflicts (`session_busy` for a session whose turn runs, as the
+//! server says it), `422` invalid input (unknown fields included), `503` when provider keys
+//! cannot be sealed or opened here.
 //! [`openapi_document`] describes all of it as OpenAPI 3.1 (`openharness serve` merges it into
 //! its `GET /openapi.json`). [`Platform::rotate_keys`] (`openharness platform rotate-keys`)
 //! re-seals every provider key under the newest master key.
@@ -54,6 +62,7 @@ mod capabilities;
 mod chat;
 mod error;
 mod events;
+pub mod everruns;
 mod keys;
 mod messages;
 mod openapi;
@@ -76,15 +85,15 @@ pub use error::PlatformError;
 pub use events::Notification;
 pub use keys::{KeyError, MASTER_KEYS_ENV, MASTER_KEYS_FILE_ENV, MasterKeys, SealedKey};
 pub use messages::{
-    ContentPart, Controls, MAX_IMAGES_PER_MESSAGE, Message, MessageRole, NewMessage, Posted,
-    Reasoning,
+    ContentPart, Controls, MAX_IMAGES_PER_MESSAGE, Message, MessageInput, MessageRole, NewMessage,
+    Posted, Reasoning,
 };
 pub use openapi::openapi_document;
 pub use platform::rotate::Rotation;
 pub use platform::{PLATFORM_LOG, Platform};
 pub use requests::{
-    AgentPatch, ModelPatch, NewAgent, NewModel, NewProvider, NewSession, ProviderPatch,
-    SessionPatch, SetCapabilities,
+    AgentPatch, CapabilityRef, ModelPatch, NewAgent, NewModel, NewProvider, NewSession,
+    ProviderPatch, SessionPatch, SetCapabilities,
 };
 pub use resources::{
     Agent, AgentCapability, AgentStatus, Capability, CapabilityStatus, LlmModel, LlmProvider, Page,

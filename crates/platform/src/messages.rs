@@ -132,7 +132,9 @@ pub struct Posted {
     pub images: Vec<Image>,
 }
 
-/// `POST /v1/agents/{a}/sessions/{s}/messages`: a user message.
+/// `POST /v1/agents/{a}/sessions/{s}/messages` (and `POST /v1/sessions/{s}/messages`): a
+/// user message, either as `{content, role?}` or, as the Everruns SDK sends it, wrapped:
+/// `{message: {role, content}}` (not both).
 ///
 /// ```
 /// use openharness_platform::NewMessage;
@@ -142,6 +144,10 @@ pub struct Posted {
 /// ]}"#)?;
 /// let posted = new.posted().unwrap();
 /// assert_eq!((posted.text.as_str(), posted.images.len()), ("What is this?", 1));
+/// let wrapped: NewMessage = serde_json::from_str(
+///     r#"{"message":{"role":"user","content":[{"type":"text","text":"Hi"}]}}"#,
+/// )?;
+/// assert_eq!(wrapped.posted().unwrap().text, "Hi");
 /// # Ok::<(), serde_json::Error>(())
 /// ```
 #[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
@@ -150,8 +156,12 @@ pub struct NewMessage {
     /// `user` (the only role that can be posted; the default).
     #[serde(default)]
     pub role: Option<MessageRole>,
-    /// Text and image parts.
+    /// Text and image parts (required unless `message` holds them).
+    #[serde(default)]
     pub content: Vec<ContentPart>,
+    /// The message wrapped, as the Everruns SDK sends it: `{role: "user", content}`.
+    #[serde(default)]
+    pub message: Option<MessageInput>,
     /// The model and reasoning effort for this turn (recorded with the message).
     #[serde(default)]
     pub controls: Option<Controls>,
@@ -163,19 +173,40 @@ pub struct NewMessage {
     pub tags: Vec<String>,
 }
 
+/// A message wrapped in `{message: …}`, as the Everruns SDK posts it.
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct MessageInput {
+    /// `user` (the only role that can be posted).
+    pub role: MessageRole,
+    /// Text and image parts.
+    pub content: Vec<ContentPart>,
+}
+
 impl NewMessage {
     /// What the message says: its text parts, joined by blank lines, and its image parts,
     /// each checked. Anything but a user message of text and image parts, a message with
-    /// neither text nor an image, or a malformed image part is `422`.
+    /// neither text nor an image, a malformed image part, or `message` beside `role` or
+    /// `content` is `422`.
     pub fn posted(&self) -> Result<Posted, PlatformError> {
-        if self.role.is_some_and(|role| role != MessageRole::User) {
+        let (role, content) = match &self.message {
+            Some(_) if self.role.is_some() || !self.content.is_empty() => {
+                return Err(PlatformError::Invalid(
+                    "give the message as `message: {role, content}` or as `content`, not both"
+                        .into(),
+                ));
+            }
+            Some(message) => (Some(message.role), &message.content),
+            None => (self.role, &self.content),
+        };
+        if role.is_some_and(|role| role != MessageRole::User) {
             return Err(PlatformError::Invalid(
                 "only user messages can be posted".into(),
             ));
         }
         let mut texts = Vec::new();
         let mut images = Vec::new();
-        for (index, part) in self.content.iter().enumerate() {
+        for (index, part) in content.iter().enumerate() {
             match part {
                 ContentPart::Text { text } => texts.push(text.as_str()),
                 ContentPart::Image {

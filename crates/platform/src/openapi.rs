@@ -5,20 +5,22 @@
 //!
 //! Schema names carry a `V1` prefix (`V1Agent`, `V1Message`, ...) so that they never clash with
 //! the server's own (its `Message` is a chat projection, not a platform message). Request
-//! bodies are described as the routes read them (unknown fields refused, defaults optional),
-//! responses as they are written.
+//! bodies are described as the routes read them (unknown fields refused with `422` naming
+//! them, defaults optional; the Everruns SDK's fields with the meaning [`crate::everruns`]
+//! gives them), responses as they are written.
 
 use schemars::generate::SchemaSettings;
 use schemars::{JsonSchema, Schema};
 use serde_json::{Map, Value, json};
 
 use crate::events::Notification;
+use crate::everruns::{AgentView, MessageView, ModelView, SessionView};
 use crate::messages::{Message, NewMessage};
 use crate::requests::{
     AgentPatch, ModelPatch, NewAgent, NewModel, NewProvider, NewSession, ProviderPatch,
     SessionPatch, SetCapabilities,
 };
-use crate::resources::{Agent, AgentCapability, Capability, LlmModel, LlmProvider, Session};
+use crate::resources::{AgentCapability, Capability, LlmModel, LlmProvider, Session};
 
 /// The prefix of every schema name of the platform's document.
 const PREFIX: &str = "V1";
@@ -46,8 +48,23 @@ pub fn openapi_document() -> Value {
     let mut schemas = Map::new();
     // Responses, as the routes write them.
     for (name, schema) in [
-        ("Agent", response::<Agent>()),
-        ("AgentPage", response::<crate::Page<Agent>>()),
+        ("Agent", response::<AgentView>()),
+        ("AgentPage", response::<crate::Page<AgentView>>()),
+        ("EverrunsSession", response::<SessionView>()),
+        (
+            "EverrunsSessionPage",
+            response::<crate::Page<SessionView>>(),
+        ),
+        ("EverrunsMessage", response::<MessageView>()),
+        (
+            "EverrunsMessagePage",
+            response::<crate::Page<MessageView>>(),
+        ),
+        ("ModelWithProvider", response::<ModelView>()),
+        (
+            "ModelWithProviderPage",
+            response::<crate::Page<ModelView>>(),
+        ),
         ("Session", response::<Session>()),
         ("SessionPage", response::<crate::Page<Session>>()),
         ("Message", response::<Message>()),
@@ -105,7 +122,7 @@ pub fn openapi_document() -> Value {
         "info": {
             "title": "Open Harness platform",
             "version": env!("CARGO_PKG_VERSION"),
-            "description": "The Everruns-shaped /v1 API: agents, sessions, messages, notification events, capabilities, LLM providers (write-only keys) and models.",
+            "description": "The Everruns-shaped /v1 API: agents, sessions, messages, notification events, capabilities, LLM providers (write-only keys) and models. The official Everruns SDK runs against it unmodified: its top-level /v1/sessions, /sse, /cancel and /v1/models routes, its bodies and its bare-key Authorization are accepted. Unknown fields: a body field no schema here lists is refused with 422 naming it; the fields the Everruns SDK always sends (capabilities, tools, initial_files, harness_id/harness_name) are accepted with the meaning their descriptions give, and a value this server cannot honour (a client-side tool, an initial file, a capability it lacks) is 422 naming it. Every error, 401, 404 and 405 included, is {\"error\": {\"code\", \"message\"}}.",
         },
         "paths": paths(),
         "components": {
@@ -203,28 +220,117 @@ fn constrain(schemas: &mut Map<String, Value>) {
         schemas,
         "SetCapabilities",
         "capabilities",
-        &json!({ "uniqueItems": true, "items": { "type": "string", "enum": available } }),
+        &json!({ "uniqueItems": true, "items": { "type": "string", "enum": available.clone() } }),
     );
-    // Only user messages of text parts, with some text, can be posted.
+    // Only user messages of text parts, with some text, can be posted: as `content` (with an
+    // optional `role`) or wrapped as `message: {role, content}`, not both.
+    let text_parts = json!({
+        "description": "Text parts, at least one with text besides white space.",
+        "type": "array",
+        "items": {
+            "type": "object",
+            "required": ["type", "text"],
+            "properties": { "type": { "const": "text" }, "text": { "type": "string" } },
+        },
+        "contains": { "type": "object", "required": ["text"], "properties": { "text": { "type": "string", "pattern": "\\S" } } },
+    });
+    if let Some(schema) = schemas.get_mut(&format!("{PREFIX}NewMessage")) {
+        if let Some(Value::Object(properties)) = schema.get_mut("properties") {
+            properties.insert(
+                "role".to_owned(),
+                json!({ "description": "`user` (the default): the only role that can be posted", "enum": ["user", null] }),
+            );
+            properties.insert("content".to_owned(), text_parts.clone());
+            properties.insert(
+                "message".to_owned(),
+                json!({
+                    "description": "The message wrapped, as the Everruns SDK sends it (instead of `role` and `content`).",
+                    "type": "object",
+                    "additionalProperties": false,
+                    "required": ["role", "content"],
+                    "properties": { "role": { "const": "user" }, "content": text_parts },
+                }),
+            );
+        }
+        if let Some(map) = schema.as_object_mut() {
+            map.remove("required");
+            map.insert(
+                "oneOf".to_owned(),
+                json!([
+                    { "required": ["content"], "not": { "required": ["message"] } },
+                    {
+                        "required": ["message"],
+                        "not": { "anyOf": [{ "required": ["content"] }, { "required": ["role"] }] },
+                    },
+                ]),
+            );
+        }
+    }
+    // What the Everruns SDK sends on every create: empty lists and the one harness.
+    let only_empty = json!({ "maxItems": 0 });
+    let only_harness = json!({ "enum": [crate::everruns::HARNESS, null] });
+    for name in ["NewAgent", "NewSession"] {
+        limit(schemas, name, "tools", &only_empty);
+        limit(schemas, name, "initial_files", &only_empty);
+        limit(schemas, name, "harness_id", &only_harness);
+        limit(schemas, name, "harness_name", &only_harness);
+    }
+    limit(schemas, "NewSession", "capabilities", &only_empty);
+    // Under `/v1/agents/{id}/sessions` the path names the agent (`agent_id` or `agent_name`
+    // may repeat it, which this schema leaves out); `POST /v1/sessions` needs one of them.
+    if let Some(top) = schemas.get(&format!("{PREFIX}NewSession")).cloned() {
+        let mut nested = top.clone();
+        if let Some(Value::Object(properties)) = nested.get_mut("properties") {
+            properties.remove("agent_id");
+            properties.remove("agent_name");
+        }
+        nested["title"] = json!(format!("{PREFIX}NewAgentSession"));
+        schemas.insert(format!("{PREFIX}NewAgentSession"), nested);
+        if let Some(schema) = schemas.get_mut(&format!("{PREFIX}NewSession")) {
+            schema["oneOf"] = json!([{ "required": ["agent_id"] }, { "required": ["agent_name"] }]);
+            schema["properties"]["agent_id"] = json!({
+                "description": "The agent: a UUID, or `agent_` and 32 hex digits.",
+                "type": ["string", "null"],
+                "pattern": "^([0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}|agent_[0-9a-fA-F]{32})$",
+            });
+            schema["properties"]["agent_name"] = json!({
+                "description": "The agent by name: its one active agent of that name.",
+                "type": ["string", "null"],
+            });
+        }
+    }
+    limit(
+        schemas,
+        "NewAgent",
+        "capabilities",
+        &json!({ "uniqueItems": true }),
+    );
     if let Some(Value::Object(properties)) = schemas
-        .get_mut(&format!("{PREFIX}NewMessage"))
+        .get_mut(&format!("{PREFIX}NewAgent"))
         .and_then(|schema| schema.get_mut("properties"))
     {
         properties.insert(
-            "role".to_owned(),
-            json!({ "description": "`user` (the default): the only role that can be posted", "enum": ["user", null] }),
-        );
-        properties.insert(
-            "content".to_owned(),
+            "capabilities".to_owned(),
             json!({
-                "description": "Text parts, at least one with text besides white space.",
+                "description": "Capabilities to give the agent, in order, each available and listed once, without `config`.",
                 "type": "array",
                 "items": {
                     "type": "object",
-                    "required": ["type", "text"],
-                    "properties": { "type": { "const": "text" }, "text": { "type": "string" } },
+                    "additionalProperties": false,
+                    "required": ["ref"],
+                    "properties": {
+                        "ref": { "type": "string", "enum": available },
+                        "config": { "type": "null" },
+                    },
                 },
-                "contains": { "type": "object", "required": ["text"], "properties": { "text": { "type": "string", "pattern": "\\S" } } },
+            }),
+        );
+        properties.insert(
+            "id".to_owned(),
+            json!({
+                "description": "The agent to create or update (upsert): a UUID, or `agent_` and 32 hex digits.",
+                "type": ["string", "null"],
+                "pattern": "^([0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}|agent_[0-9a-fA-F]{32})$",
             }),
         );
     }
@@ -315,7 +421,9 @@ fn answer(description: &str, body: Value) -> Value {
 fn failure(code: &str) -> Value {
     let description = match code {
         "400" => "the request cannot be read (bad JSON, a bad query or header)",
-        "401" => "an API key is required and none, or a wrong one, was sent",
+        "401" => {
+            "an API key is required (`Authorization: Bearer <key>`, the bare key, or `x-api-key`) and none, or a wrong one, was sent"
+        }
         "404" => "no such resource (or the id is not a UUID)",
         "409" => {
             "the current state forbids the change (the code says which), or other writers kept changing the platform"
@@ -413,21 +521,52 @@ fn paths() -> Value {
     let provider = || path_id("id", "the LLM provider's id");
     let model = || path_id("id", "the LLM model's id");
     let uuid = json!({ "type": "string", "format": "uuid" });
-    let events = {
-        let mut parameters = session();
-        parameters.extend(paging());
-        parameters.push(query(
-            "after",
-            "only notifications after this sequence",
-            json!({ "type": "integer", "minimum": 0, "maximum": MAX_SAFE }),
-        ));
-        parameters.push(json!({
+    let cursors = || {
+        vec![
+            query(
+                "after",
+                "only notifications after this sequence",
+                json!({ "type": "integer", "minimum": 0, "maximum": MAX_SAFE }),
+            ),
+            query(
+                "after_sequence",
+                "the same as `after` (the Everruns SDK's name; with both, after the larger)",
+                json!({ "type": "integer", "minimum": 0, "maximum": MAX_SAFE }),
+            ),
+            query(
+                "since_id",
+                "only notifications after the one with this id (`404` when the session has none; with `after`, after the later of the two)",
+                json!({ "type": "string", "format": "uuid" }),
+            ),
+            json!({ "name": "types", "in": "query", "required": false, "style": "form", "explode": true,
+                "description": "only notifications of these types (repeat it, or separate types with commas)",
+                "schema": { "type": "array", "items": { "type": "string" } } }),
+            json!({ "name": "exclude", "in": "query", "required": false, "style": "form", "explode": true,
+                "description": "no notifications of these types (repeat it, or separate types with commas)",
+                "schema": { "type": "array", "items": { "type": "string" } } }),
+        ]
+    };
+    let last_event_id = || {
+        json!({
             "name": "Last-Event-ID", "in": "header", "required": false,
-            "description": "with an event stream: resume after this frame id: a sequence, or `sequence.0` for a `step.generating` (wins over `after`)",
+            "description": "with an event stream: resume after this frame id: a sequence, or `sequence.0` for the first of an event's two notifications (wins over `since_id` and `after`)",
             "schema": { "type": "string", "pattern": "^[0-9]{1,15}(\\.[0-9]{1,9})?$" },
-        }));
+        })
+    };
+    let sse_answer = || {
+        json!({ "description": "an event stream of notifications (`event:` the type, `id:` the frame id, `data:` the notification as JSON) that goes on live", "content": {
+            "text/event-stream": { "schema": { "type": "string" } },
+        }, "headers": { "x-accel-buffering": {
+            "description": "`no`, so proxies do not buffer it",
+            "schema": { "type": "string" },
+        } } })
+    };
+    let events_op = |parameters: Vec<Value>| {
+        let mut parameters = with(parameters, paging());
+        parameters.extend(cursors());
+        parameters.push(last_event_id());
         let mut op = operation(
-            "A session's notifications: a JSON page, or with `Accept: text/event-stream` an SSE stream (`event:` the type, `id:` the sequence, or `sequence.0` for a `step.generating`, which shares its event with the `message.delta` after it) that goes on live; a page never ends between those two",
+            "A session's notifications: a JSON page, or with `Accept: text/event-stream` an SSE stream (`event:` the type, `id:` the sequence, or `sequence.0` for the first of an event's two notifications) that goes on live; a page never ends between two notifications of one event",
             parameters,
             None,
             (
@@ -445,15 +584,44 @@ fn paths() -> Value {
         } });
         op
     };
+    let sse_op = |parameters: Vec<Value>| {
+        let mut parameters = parameters;
+        parameters.extend(cursors());
+        parameters.push(last_event_id());
+        operation(
+            "A session's notifications as an SSE stream that goes on live (what the Everruns SDK follows; it reconnects with `since_id`)",
+            parameters,
+            None,
+            ("200", sse_answer()),
+            &["400", "404"],
+        )
+    };
+    let events = events_op(session());
+    let top = || path_id("id", "the session's id");
+    let search = || {
+        query(
+            "search",
+            "a case-insensitive search of names and descriptions",
+            json!({ "type": "string" }),
+        )
+    };
+    let mut create_agent = operation(
+        "Create an agent (`201`), or update one (`200`, an upsert): the agent `id` names, else the one active agent of the same `name`",
+        vec![],
+        Some("NewAgent"),
+        created("the agent", "Agent"),
+        &["409"],
+    );
+    create_agent["responses"]["200"] = answer("the agent, updated", schema("Agent"));
     json!({
         "/v1/agents": {
-            "get": operation("Agents, oldest first", with(paging(), vec![query("status", "only agents with this status", json!({ "enum": ["active", "archived"] }))]), None, ok("a page of agents", "AgentPage"), &["400"]),
-            "post": operation("Create an agent", vec![], Some("NewAgent"), created("the agent", "Agent"), &["409"]),
+            "get": operation("Agents, oldest first", with(paging(), vec![query("status", "only agents with this status", json!({ "enum": ["active", "archived"] })), search()]), None, ok("a page of agents", "AgentPage"), &["400"]),
+            "post": create_agent,
         },
         "/v1/agents/{id}": {
             "get": operation("One agent", vec![agent()], None, ok("the agent", "Agent"), &["404"]),
             "patch": operation("Change an agent (`409 agent_archived` when archived)", vec![agent()], Some("AgentPatch"), ok("the agent", "Agent"), &["404", "409"]),
-            "delete": operation("Delete an agent (`409 agent_has_sessions` while it has sessions)", vec![agent()], None, deleted(), &["404", "409"]),
+            "delete": operation("Archive an agent (what Everruns clients mean by delete); with `?permanent=true`, delete it for good (`409 agent_has_sessions` while it has sessions)", vec![agent(), query("permanent", "delete the agent for good instead of archiving it", json!({ "type": "boolean" }))], None, deleted(), &["400", "404", "409"]),
         },
         "/v1/agents/{id}/archive": {
             "post": operation("Archive an agent", vec![agent()], None, ok("the agent", "Agent"), &["404", "409"]),
@@ -467,20 +635,47 @@ fn paths() -> Value {
         },
         "/v1/agents/{id}/sessions": {
             "get": operation("An agent's sessions, oldest first", with(vec![agent()], paging()), None, ok("a page of sessions", "SessionPage"), &["400", "404"]),
-            "post": operation("Start a session (`pending`; `409 agent_archived` for an archived agent)", vec![agent()], Some("NewSession"), created("the session", "Session"), &["404", "409"]),
+            "post": operation("Start a session (`pending`; `409 agent_archived` for an archived agent)", vec![agent()], Some("NewAgentSession"), created("the session", "Session"), &["404", "409"]),
         },
         "/v1/agents/{id}/sessions/{session}": {
             "get": operation("One session", session(), None, ok("the session", "Session"), &["404"]),
             "patch": operation("Change a session's title, tags or model", session(), Some("SessionPatch"), ok("the session", "Session"), &["404", "409"]),
-            "delete": operation("Delete a session and its log (`409 session_running` during a turn)", session(), None, deleted(), &["404", "409"]),
+            "delete": operation("Delete a session and its log (`409 session_busy` during a turn)", session(), None, deleted(), &["404", "409"]),
         },
         "/v1/agents/{id}/sessions/{session}/messages": {
             "get": operation("A session's messages, by sequence", with(session(), paging()), None, ok("a page of messages", "MessagePage"), &["400", "404"]),
-            "post": operation("Post a user message: recorded, answered `201`, and the turn runs on (`409 session_running` while one runs; `503 no_provider` when no model is configured)", session(), Some("NewMessage"), created("the message as recorded", "Message"), &["404", "409", "503"]),
+            "post": operation("Post a user message: recorded, answered `201`, and the turn runs on (`409 session_busy` while one runs; `503 no_provider` when no model is configured)", session(), Some("NewMessage"), created("the message as recorded", "Message"), &["404", "409", "503"]),
         },
         "/v1/agents/{id}/sessions/{session}/events": { "get": events },
+        "/v1/agents/{id}/sessions/{session}/sse": { "get": sse_op(session()) },
+        "/v1/agents/{id}/sessions/{session}/cancel": {
+            "post": operation("Cancel the session's running turn (nothing when none runs here): its agents end interrupted and the turn ends `turn.failed` with `error_code: cancelled`", session(), None, ok("the session", "Session"), &["404"]),
+        },
+        "/v1/sessions": {
+            "get": operation("Every session (the Everruns shape), oldest first", with(paging(), vec![query("agent_id", "only this agent's sessions", json!({ "type": "string" })), query("search", "a case-insensitive search of titles", json!({ "type": "string" }))]), None, ok("a page of sessions", "EverrunsSessionPage"), &["400", "404"]),
+            "post": operation("Start a session with the agent `agent_id` or `agent_name` names", vec![], Some("NewSession"), created("the session", "EverrunsSession"), &["404", "409"]),
+        },
+        "/v1/sessions/{id}": {
+            "get": operation("One session (the Everruns shape)", vec![top()], None, ok("the session", "EverrunsSession"), &["404"]),
+            "delete": operation("Delete a session and its log (`409 session_busy` during a turn)", vec![top()], None, deleted(), &["404", "409"]),
+        },
+        "/v1/sessions/{id}/cancel": {
+            "post": operation("Cancel the session's running turn (nothing when none runs here)", vec![top()], None, ok("the session", "EverrunsSession"), &["404"]),
+        },
+        "/v1/sessions/{id}/messages": {
+            "get": operation("A session's messages (the Everruns shape: the agent's role is `agent`)", with(vec![top()], paging()), None, ok("a page of messages", "EverrunsMessagePage"), &["400", "404"]),
+            "post": operation("Post a user message (`{message: {role, content}}` or `{content}`): recorded, answered `201`, and the turn runs on", vec![top()], Some("NewMessage"), created("the message as recorded", "EverrunsMessage"), &["404", "409", "503"]),
+        },
+        "/v1/sessions/{id}/events": { "get": events_op(vec![top()]) },
+        "/v1/sessions/{id}/sse": { "get": sse_op(vec![top()]) },
+        "/v1/models": {
+            "get": operation("LLM models with their provider (the Everruns SDK's `ModelWithProvider`)", with(paging(), vec![query("provider_id", "only this provider's models", json!({ "type": "string", "format": "uuid" }))]), None, ok("a page of models", "ModelWithProviderPage"), &["400"]),
+        },
+        "/v1/models/{id}": {
+            "get": operation("One LLM model with its provider", vec![model()], None, ok("the model", "ModelWithProvider"), &["404"]),
+        },
         "/v1/capabilities": {
-            "get": operation("The capability registry", paging(), None, ok("a page of capabilities", "CapabilityPage"), &["400"]),
+            "get": operation("The capability registry", with(paging(), vec![search()]), None, ok("a page of capabilities", "CapabilityPage"), &["400"]),
         },
         "/v1/capabilities/{id}": {
             "get": operation("One capability", vec![json!({ "name": "id", "in": "path", "required": true, "description": "the capability's id, such as `current_time`", "schema": { "type": "string" } })], None, ok("the capability", "Capability"), &["404"]),

@@ -214,6 +214,40 @@ impl Index {
             .ok_or_else(|| not_found("session", id))
     }
 
+    /// `agent`'s capabilities set to `ids`, in order: those it had keep their `created_at`.
+    fn capabilities_of(&self, agent: Uuid, ids: &[String]) -> Vec<AgentCapability> {
+        let before = self.agent_capabilities.get(&agent);
+        let now = Utc::now();
+        ids.iter()
+            .zip(0u32..)
+            .map(|(id, position)| AgentCapability {
+                agent_id: agent,
+                capability_id: id.clone(),
+                position,
+                created_at: before
+                    .and_then(|b| b.iter().find(|c| c.capability_id == *id))
+                    .map_or(now, |c| c.created_at),
+            })
+            .collect()
+    }
+
+    /// The one active agent named `name`: `None` when there is none, `409 ambiguous_name`
+    /// when several are.
+    fn active_agent_named(&self, name: &str) -> Result<Option<&Agent>, PlatformError> {
+        let mut named = self
+            .agents
+            .values()
+            .filter(|a| a.status == AgentStatus::Active && a.name == name);
+        let first = named.next();
+        if first.is_some() && named.next().is_some() {
+            return Err(PlatformError::conflict(
+                "ambiguous_name",
+                format!("several active agents are named {name:?}: name the agent by its id"),
+            ));
+        }
+        Ok(first)
+    }
+
     /// Refuses a model that does not exist.
     fn check_session_model(&self, id: Option<Uuid>) -> Result<(), PlatformError> {
         match id {
@@ -283,6 +317,31 @@ impl Index {
         }
         Ok(())
     }
+}
+
+/// Refuses capability ids that are unknown, coming soon, or listed twice (`422`).
+fn check_capabilities(ids: &[String]) -> Result<(), PlatformError> {
+    for (i, id) in ids.iter().enumerate() {
+        match capability(id) {
+            None => {
+                return Err(PlatformError::Invalid(format!(
+                    "no capability {id:?} (GET /v1/capabilities lists them)"
+                )));
+            }
+            Some(c) if c.status == CapabilityStatus::ComingSoon => {
+                return Err(PlatformError::Invalid(format!(
+                    "capability {id:?} is coming soon and cannot be given to agents yet"
+                )));
+            }
+            Some(_) => {}
+        }
+        if ids[..i].contains(id) {
+            return Err(PlatformError::Invalid(format!(
+                "capability {id:?} is listed twice: each is given to an agent once"
+            )));
+        }
+    }
+    Ok(())
 }
 
 fn not_found(kind: &'static str, id: Uuid) -> PlatformError {
@@ -560,29 +619,85 @@ impl Platform {
         self.read(|index| index.agent(id).cloned()).await?
     }
 
-    /// Creates an agent (`active`).
-    pub async fn create_agent(&self, new: NewAgent) -> Result<Agent, PlatformError> {
+    /// Creates an agent (`active`), or updates one (an upsert, as the Everruns SDK's `apply`
+    /// and `apply_by_name` mean it): the agent `new.id` names if it exists, else, without an
+    /// id, the one active agent named `new.name`. Returns the agent and whether it is new.
+    /// Its `capabilities` (each available) are set in the same change; `tools`,
+    /// `initial_files` and a harness other than `agent-chat` are `422` (see
+    /// [`crate::everruns`]); updating an archived agent is `409 agent_archived`.
+    pub async fn apply_agent(&self, new: NewAgent) -> Result<(Agent, bool), PlatformError> {
+        crate::everruns::check_agent_extras(&new)?;
+        let wanted = new
+            .id
+            .as_deref()
+            .map(|id| {
+                crate::everruns::agent_id(id).ok_or_else(|| {
+                    PlatformError::Invalid(format!(
+                        "`id` {id:?} is neither a UUID nor `agent_` and 32 hex digits"
+                    ))
+                })
+            })
+            .transpose()?;
         let name = required("name", new.name, 200)?;
         let description = optional("description", new.description, 10_000)?;
         let system_prompt = prompt(new.system_prompt)?;
         let tags = tags("tags", new.tags)?;
+        let capabilities: Vec<String> = new.capabilities.into_iter().map(|c| c.id).collect();
+        check_capabilities(&capabilities)?;
         self.write(|index| {
             index.check_model_exists(new.default_model_id)?;
             let now = Utc::now();
-            let agent = Agent {
-                id: Uuid::now_v7(),
-                name: name.clone(),
-                description: description.clone(),
-                system_prompt: system_prompt.clone(),
-                default_model_id: new.default_model_id,
-                tags: tags.clone(),
-                status: AgentStatus::Active,
-                created_at: now,
-                updated_at: now,
+            let existing = match wanted {
+                Some(id) => index.agents.get(&id),
+                None => index.active_agent_named(&name)?,
             };
-            Ok((vec![Change::AgentSaved(agent.clone())], agent))
+            let agent = match existing {
+                Some(old) if old.status == AgentStatus::Archived => {
+                    return Err(PlatformError::conflict(
+                        "agent_archived",
+                        format!("agent {} is archived: unarchive it to change it", old.id),
+                    ));
+                }
+                Some(old) => Agent {
+                    name: name.clone(),
+                    description: description.clone(),
+                    system_prompt: system_prompt.clone(),
+                    default_model_id: new.default_model_id,
+                    tags: tags.clone(),
+                    updated_at: now,
+                    ..old.clone()
+                },
+                None => Agent {
+                    id: wanted.unwrap_or_else(Uuid::now_v7),
+                    name: name.clone(),
+                    description: description.clone(),
+                    system_prompt: system_prompt.clone(),
+                    default_model_id: new.default_model_id,
+                    tags: tags.clone(),
+                    status: AgentStatus::Active,
+                    created_at: now,
+                    updated_at: now,
+                },
+            };
+            let mut changes = vec![Change::AgentSaved(agent.clone())];
+            let had = index
+                .agent_capabilities
+                .get(&agent.id)
+                .is_some_and(|c| !c.is_empty());
+            if !capabilities.is_empty() || had {
+                changes.push(Change::AgentCapabilitiesSet {
+                    agent_id: agent.id,
+                    capabilities: index.capabilities_of(agent.id, &capabilities),
+                });
+            }
+            Ok((changes, (agent, existing.is_none())))
         })
         .await
+    }
+
+    /// Creates an agent, or updates one as [`Platform::apply_agent`] does.
+    pub async fn create_agent(&self, new: NewAgent) -> Result<Agent, PlatformError> {
+        self.apply_agent(new).await.map(|(agent, _)| agent)
     }
 
     /// Changes an active agent (an archived one is `409 agent_archived`).
@@ -684,26 +799,7 @@ impl Platform {
         agent: Uuid,
         set: SetCapabilities,
     ) -> Result<Vec<AgentCapability>, PlatformError> {
-        for (i, id) in set.capabilities.iter().enumerate() {
-            match capability(id) {
-                None => {
-                    return Err(PlatformError::Invalid(format!(
-                        "no capability {id:?} (GET /v1/capabilities lists them)"
-                    )));
-                }
-                Some(c) if c.status == CapabilityStatus::ComingSoon => {
-                    return Err(PlatformError::Invalid(format!(
-                        "capability {id:?} is coming soon and cannot be given to agents yet"
-                    )));
-                }
-                Some(_) => {}
-            }
-            if set.capabilities[..i].contains(id) {
-                return Err(PlatformError::Invalid(format!(
-                    "capability {id:?} is listed twice: each is given to an agent once"
-                )));
-            }
-        }
+        check_capabilities(&set.capabilities)?;
         self.write(|index| {
             let current = index.agent(agent)?;
             if current.status == AgentStatus::Archived {
@@ -712,21 +808,7 @@ impl Platform {
                     format!("agent {agent} is archived: unarchive it to change it"),
                 ));
             }
-            let before = index.agent_capabilities.get(&agent);
-            let now = Utc::now();
-            let capabilities: Vec<AgentCapability> = set
-                .capabilities
-                .iter()
-                .zip(0u32..)
-                .map(|(id, position)| AgentCapability {
-                    agent_id: agent,
-                    capability_id: id.clone(),
-                    position,
-                    created_at: before
-                        .and_then(|b| b.iter().find(|c| c.capability_id == *id))
-                        .map_or(now, |c| c.created_at),
-                })
-                .collect();
+            let capabilities = index.capabilities_of(agent, &set.capabilities);
             Ok((
                 vec![Change::AgentCapabilitiesSet {
                     agent_id: agent,
@@ -1103,10 +1185,25 @@ impl Platform {
         agent: Uuid,
         new: NewSession,
     ) -> Result<Session, PlatformError> {
+        crate::everruns::check_session_extras(&new)?;
+        if let Some(named) = new.agent_id.as_deref()
+            && crate::everruns::agent_id(named) != Some(agent)
+        {
+            return Err(PlatformError::Invalid(format!(
+                "`agent_id` {named:?} is not the agent {agent} the path names"
+            )));
+        }
         let title = optional("title", new.title, 500)?;
         let tags = tags("tags", new.tags)?;
         let record = self
             .write(|index| {
+                if let Some(name) = &new.agent_name
+                    && index.agent(agent)?.name != *name
+                {
+                    return Err(PlatformError::Invalid(format!(
+                        "`agent_name` {name:?} is not the name of the agent {agent} the path names"
+                    )));
+                }
                 if index.agent(agent)?.status == AgentStatus::Archived {
                     return Err(PlatformError::conflict(
                         "agent_archived",
@@ -1126,6 +1223,77 @@ impl Platform {
             })
             .await?;
         self.session_of(record).await
+    }
+
+    /// The agent a new session without one in its path is for: `agent_id` (a UUID, or
+    /// `agent_` and 32 hex digits) or `agent_name` (its one active agent of that name), one of
+    /// them (`422` otherwise; `404` for an agent that does not exist).
+    pub async fn agent_of_new_session(&self, new: &NewSession) -> Result<Uuid, PlatformError> {
+        match (new.agent_id.as_deref(), new.agent_name.as_deref()) {
+            (Some(_), Some(_)) => Err(PlatformError::Invalid(
+                "give `agent_id` or `agent_name`, not both".into(),
+            )),
+            (None, None) => Err(PlatformError::Invalid(
+                "name the session's agent: `agent_id` or `agent_name`".into(),
+            )),
+            (Some(text), None) => {
+                let id =
+                    crate::everruns::agent_id(text).ok_or_else(|| PlatformError::NotFound {
+                        kind: "agent",
+                        id: text.to_owned(),
+                    })?;
+                self.read(|index| index.agent(id).map(|a| a.id)).await?
+            }
+            (None, Some(name)) => {
+                let name = name.to_owned();
+                self.read(move |index| {
+                    index
+                        .active_agent_named(&name)?
+                        .map(|a| a.id)
+                        .ok_or(PlatformError::NotFound {
+                            kind: "active agent named",
+                            id: name.clone(),
+                        })
+                })
+                .await?
+            }
+        }
+    }
+
+    /// The agent session `id` belongs to (`404` for a session that does not exist).
+    pub async fn agent_of_session(&self, id: Uuid) -> Result<Uuid, PlatformError> {
+        self.read(|index| {
+            index
+                .sessions
+                .get(&id)
+                .map(|s| s.agent_id)
+                .ok_or_else(|| not_found("session", id))
+        })
+        .await?
+    }
+
+    /// Every session, oldest first; with `agent`, only its.
+    pub async fn all_sessions(&self, agent: Option<Uuid>) -> Result<Vec<Session>, PlatformError> {
+        let records = self
+            .read(|index| {
+                if let Some(agent) = agent {
+                    index.agent(agent)?;
+                }
+                Ok::<_, PlatformError>(
+                    index
+                        .sessions
+                        .values()
+                        .filter(|s| agent.is_none_or(|a| s.agent_id == a))
+                        .cloned()
+                        .collect::<Vec<_>>(),
+                )
+            })
+            .await??;
+        let mut sessions = Vec::with_capacity(records.len());
+        for record in records {
+            sessions.push(self.session_of(record).await?);
+        }
+        Ok(sessions)
     }
 
     /// Changes a session's title, tags or model.
@@ -1156,12 +1324,12 @@ impl Platform {
         self.session_of(record).await
     }
 
-    /// Deletes a session and its log; one whose turn runs is `409 session_running`.
+    /// Deletes a session and its log; one whose turn runs is `409 session_busy`.
     pub async fn delete_session(&self, agent: Uuid, id: Uuid) -> Result<(), PlatformError> {
         let session = self.session(agent, id).await?;
         if session.status == SessionStatus::Running {
             return Err(PlatformError::conflict(
-                "session_running",
+                "session_busy",
                 format!("session {id} is running a turn: wait for it to end"),
             ));
         }
@@ -1201,8 +1369,45 @@ impl Platform {
         id: Uuid,
         after: Option<u64>,
     ) -> Result<Vec<Notification>, PlatformError> {
+        self.notifications_after(agent, id, after.map(Resume::after))
+            .await
+    }
+
+    /// Where a reader that last saw the notification `seen` (its id) resumes: right after it
+    /// (`404` when the session has no notification of that id).
+    pub(crate) async fn resume_after_id(
+        &self,
+        agent: Uuid,
+        id: Uuid,
+        seen: Uuid,
+    ) -> Result<Resume, PlatformError> {
         let log = self.log_of(agent, id).await?;
-        let mut projector = Projector::new(id, after.map(Resume::after));
+        let mut projector = Projector::new(id, None);
+        let mut events = self.inner.store.stream_events(&log, 0..u64::MAX);
+        while let Some(recorded) = events.next().await {
+            let recorded = recorded?;
+            let notes = projector.project(recorded.seq, &recorded.event);
+            if let Some((frame, _)) = notes.iter().find(|(_, note)| note.id == seen)
+                && let Some(resume) = Resume::parse(frame)
+            {
+                return Ok(resume);
+            }
+        }
+        Err(PlatformError::NotFound {
+            kind: "event",
+            id: format!("{seen} in session {id}"),
+        })
+    }
+
+    /// The notifications of a session after `resume` (all without it), oldest first.
+    pub(crate) async fn notifications_after(
+        &self,
+        agent: Uuid,
+        id: Uuid,
+        resume: Option<Resume>,
+    ) -> Result<Vec<Notification>, PlatformError> {
+        let log = self.log_of(agent, id).await?;
+        let mut projector = Projector::new(id, resume);
         let mut events = self
             .inner
             .store

@@ -1,9 +1,15 @@
 //! What the `/v1` API reads: bodies that create ([`NewAgent`], [`NewProvider`], [`NewModel`])
 //! and that change ([`AgentPatch`], [`ProviderPatch`], [`ModelPatch`]) resources. Unknown fields
-//! are refused (`422`), so a misspelt field is never silently ignored. In a patch an absent
-//! field is left as it is; `null` clears a field that may be empty.
+//! are refused (`422`, naming the field), so a misspelt field is never silently ignored. In a
+//! patch an absent field is left as it is; `null` clears a field that may be empty.
+//!
+//! The fields the Everruns SDK sends on every create (`capabilities`, `tools`,
+//! `initial_files`, `harness_id`/`harness_name`, an agent's client-chosen `id`, a session's
+//! `agent_id`/`agent_name`) are read with the meaning [`crate::everruns`] documents; a value
+//! this server cannot honour (a client-side tool, an initial file, a capability it lacks) is
+//! `422` naming it, never dropped.
 
-use serde::{Deserialize, Deserializer};
+use serde::{Deserialize, Deserializer, Serialize};
 use uuid::Uuid;
 
 use crate::resources::{ProviderType, ResourceStatus};
@@ -76,6 +82,11 @@ fn nullable_whole<'de, D: Deserializer<'de>>(
 #[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NewAgent {
+    /// The agent to create or update (an upsert, the Everruns SDK's `apply`): a UUID, or
+    /// `agent_` and its 32 hex digits. Without it, an active agent of the same `name` is
+    /// updated (the SDK's `apply_by_name`), else a new agent is created.
+    #[serde(default)]
+    pub id: Option<String>,
     /// Its name (1 to 200 characters).
     pub name: String,
     /// What it is for.
@@ -89,6 +100,35 @@ pub struct NewAgent {
     /// Labels.
     #[serde(default)]
     pub tags: Vec<String>,
+    /// Capabilities to give it, in order (`[{"ref": "current_time"}]`): each one available in
+    /// `GET /v1/capabilities`, without `config` (`422` naming any other). Given on an update,
+    /// they replace the agent's.
+    #[serde(default)]
+    pub capabilities: Vec<CapabilityRef>,
+    /// Client-side tools: only `[]` (this server runs no client-side tools; `422` otherwise).
+    #[serde(default)]
+    pub tools: Vec<serde_json::Value>,
+    /// Starter files: only `[]` (sessions here have no file system; `422` otherwise).
+    #[serde(default)]
+    pub initial_files: Vec<serde_json::Value>,
+    /// The harness: only `agent-chat`, the workflow every session runs (`422` otherwise).
+    #[serde(default)]
+    pub harness_id: Option<String>,
+    /// The harness by name: only `agent-chat` (`422` otherwise).
+    #[serde(default)]
+    pub harness_name: Option<String>,
+}
+
+/// A capability named in a body, as the Everruns SDK sends it: `{"ref": "<id>"}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CapabilityRef {
+    /// The capability's id.
+    #[serde(rename = "ref")]
+    pub id: String,
+    /// Its settings: only `null` (the capabilities here take none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub config: Option<serde_json::Value>,
 }
 
 /// `PATCH /v1/agents/{id}`: the fields to change.
@@ -251,6 +291,14 @@ pub struct ModelPatch {
 #[derive(Debug, Clone, Default, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NewSession {
+    /// The agent (`POST /v1/sessions` only; under `/v1/agents/{id}/sessions` it may repeat the
+    /// path's): a UUID, or `agent_` and its 32 hex digits.
+    #[serde(default)]
+    pub agent_id: Option<String>,
+    /// The agent by name, instead of `agent_id` (`POST /v1/sessions` only): its one active
+    /// agent of that name.
+    #[serde(default)]
+    pub agent_name: Option<String>,
     /// Its title.
     #[serde(default)]
     pub title: Option<String>,
@@ -260,6 +308,21 @@ pub struct NewSession {
     /// A model that exists, used instead of the agent's default.
     #[serde(default)]
     pub model_id: Option<Uuid>,
+    /// Session-level capabilities: only `[]` (a session has its agent's; `422` otherwise).
+    #[serde(default)]
+    pub capabilities: Vec<CapabilityRef>,
+    /// Client-side tools: only `[]` (`422` otherwise).
+    #[serde(default)]
+    pub tools: Vec<serde_json::Value>,
+    /// Starter files: only `[]` (`422` otherwise).
+    #[serde(default)]
+    pub initial_files: Vec<serde_json::Value>,
+    /// The harness: only `agent-chat` (`422` otherwise).
+    #[serde(default)]
+    pub harness_id: Option<String>,
+    /// The harness by name: only `agent-chat` (`422` otherwise).
+    #[serde(default)]
+    pub harness_name: Option<String>,
 }
 
 /// `PATCH /v1/agents/{a}/sessions/{s}`: the fields to change.

@@ -15,10 +15,13 @@ use serde_json::{Value, json};
 
 const KEY: &str = "test-key";
 
-/// The `/v1` routes and their methods as `routes.rs` declares them (`.route("/v1/…",
-/// get(…).post(…))`), catch-alls left out.
+/// The `/v1` routes and their methods as `routes.rs` and `everruns.rs` declare them
+/// (`.route("/v1/…", get(…).post(…))`), catch-alls left out.
 fn declared_routes() -> BTreeMap<String, BTreeSet<String>> {
-    let source = include_str!("../src/routes.rs");
+    let source = concat!(
+        include_str!("../src/routes.rs"),
+        include_str!("../src/everruns.rs")
+    );
     let mut routes = BTreeMap::new();
     for chunk in source.split(".route(").skip(1) {
         let chunk = chunk.trim_start();
@@ -522,6 +525,126 @@ async fn every_operation_answers_as_documented() {
     );
     drop(stream);
 
+    // The routes the Everruns SDK calls, in its shapes.
+    let nowhere = uuid::Uuid::now_v7();
+    c.ok(
+        "POST",
+        "/v1/agents/{id}/sessions/{session}/cancel",
+        &format!("{one}/cancel"),
+        None,
+    )
+    .await;
+    c.fails(
+        "GET",
+        "/v1/agents/{id}/sessions/{session}/sse",
+        &format!("/v1/agents/{a}/sessions/{nowhere}/sse"),
+        None,
+        404,
+    )
+    .await;
+    let sessions = c
+        .ok(
+            "GET",
+            "/v1/sessions",
+            &format!("/v1/sessions?agent_id={a}"),
+            None,
+        )
+        .await;
+    assert_eq!(sessions["data"][0]["status"], "idle", "{sessions}");
+    let top = c
+        .ok(
+            "POST",
+            "/v1/sessions",
+            "/v1/sessions",
+            Some(
+                json!({"agent_id": a, "title": "Top", "tags": [], "capabilities": [], "tools": []}),
+            ),
+        )
+        .await;
+    assert_eq!(top["status"], "started");
+    let t = format!("/v1/sessions/{}", id(&top));
+    c.fails(
+        "POST",
+        "/v1/sessions",
+        "/v1/sessions",
+        Some(json!({"agent_id": a, "capabilities": [{"ref": "current_time"}]})),
+        422,
+    )
+    .await;
+    c.fails(
+        "POST",
+        "/v1/sessions",
+        "/v1/sessions",
+        Some(json!({"agent_name": "nobody"})),
+        404,
+    )
+    .await;
+    c.ok("GET", "/v1/sessions/{id}", &t, None).await;
+    c.ok(
+        "POST",
+        "/v1/sessions/{id}/cancel",
+        &format!("{t}/cancel"),
+        None,
+    )
+    .await;
+    let wrapped = c
+        .ok(
+            "POST",
+            "/v1/sessions/{id}/messages",
+            &format!("{t}/messages"),
+            Some(json!({"message": {"role": "user", "content": [{"type": "text", "text": "Hi"}]}})),
+        )
+        .await;
+    assert_eq!(wrapped["role"], "user");
+    let mut top_messages = Value::Null;
+    for _ in 0..500 {
+        top_messages = c
+            .ok(
+                "GET",
+                "/v1/sessions/{id}/messages",
+                &format!("{t}/messages"),
+                None,
+            )
+            .await;
+        if top_messages["total"] == 2 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    assert_eq!(top_messages["data"][1]["role"], "agent", "{top_messages}");
+    let completed = c
+        .ok(
+            "GET",
+            "/v1/sessions/{id}/events",
+            &format!(
+                "{t}/events?types=turn.completed&types=output.message.completed&after_sequence=0"
+            ),
+            None,
+        )
+        .await;
+    assert!(completed["total"].as_u64().unwrap() >= 1, "{completed}");
+    c.fails(
+        "GET",
+        "/v1/sessions/{id}/sse",
+        &format!("/v1/sessions/{nowhere}/sse"),
+        None,
+        404,
+    )
+    .await;
+    c.fails(
+        "GET",
+        "/v1/sessions/{id}/events",
+        &format!("{t}/events?since_id={nowhere}"),
+        None,
+        404,
+    )
+    .await;
+    let models = c.ok("GET", "/v1/models", "/v1/models", None).await;
+    assert_eq!(models["data"][0]["provider_name"], "main", "{models}");
+    c.ok("GET", "/v1/models/{id}", &format!("/v1/models/{m}"), None)
+        .await;
+    c.ok("DELETE", "/v1/sessions/{id}", &t, None).await;
+
     // Without any model provider: 503 no_provider.
     let lone = bare
         .ok(
@@ -581,7 +704,7 @@ async fn every_operation_answers_as_documented() {
     c.fails(
         "DELETE",
         "/v1/agents/{id}",
-        &format!("/v1/agents/{a}"),
+        &format!("/v1/agents/{a}?permanent=true"),
         None,
         409,
     )
@@ -597,10 +720,22 @@ async fn every_operation_answers_as_documented() {
         .await;
     c.fails("GET", "/v1/agents/{id}/sessions/{session}", &one, None, 404)
         .await;
+    // Delete archives; `?permanent=true` deletes for good.
     c.ok(
         "DELETE",
         "/v1/agents/{id}",
         &format!("/v1/agents/{a}"),
+        None,
+    )
+    .await;
+    let archived = c
+        .ok("GET", "/v1/agents/{id}", &format!("/v1/agents/{a}"), None)
+        .await;
+    assert_eq!(archived["status"], "archived");
+    c.ok(
+        "DELETE",
+        "/v1/agents/{id}",
+        &format!("/v1/agents/{a}?permanent=true"),
         None,
     )
     .await;

@@ -55,17 +55,24 @@ async fn agents_are_created_read_changed_archived_and_deleted(store: Arc<dyn Sto
     assert_eq!(
         keys,
         [
+            "capabilities",
             "created_at",
             "default_model_id",
             "description",
+            "harness_id",
             "id",
+            "initial_files",
             "name",
             "status",
             "system_prompt",
             "tags",
+            "tools",
             "updated_at"
         ]
     );
+    // What the Everruns SDK's `Agent` requires beside the seed's fields.
+    assert_eq!(agent["harness_id"], "agent-chat");
+    assert_eq!(agent["capabilities"], json!([]));
 
     let (status, read) = client.get(&format!("/v1/agents/{id}")).await;
     assert_eq!((status, &read), (200, &agent));
@@ -129,8 +136,16 @@ async fn agents_are_created_read_changed_archived_and_deleted(store: Arc<dyn Sto
         .await;
     assert_eq!(active["status"], "active");
 
+    // Delete archives, as Everruns clients mean it (an archived agent stays readable);
+    // `?permanent=true` deletes for good.
     let (status, _) = client
         .call("DELETE", &format!("/v1/agents/{id}"), None)
+        .await;
+    assert_eq!(status, 204);
+    let (status, archived) = client.get(&format!("/v1/agents/{id}")).await;
+    assert_eq!((status, &archived["status"]), (200, &json!("archived")));
+    let (status, _) = client
+        .call("DELETE", &format!("/v1/agents/{id}?permanent=true"), None)
         .await;
     assert_eq!(status, 204);
     error(
@@ -156,7 +171,23 @@ async fn bad_input_is_answered_in_the_error_shape(store: Arc<dyn Store>) {
         404,
         "not_found",
     );
-    error(&client.get("/v1/nothing-here").await, 404, "not_found");
+    let nowhere = client.get("/v1/nothing-here").await;
+    error(&nowhere, 404, "not_found");
+    assert_eq!(
+        nowhere.1["error"]["message"],
+        "no /v1 route is `GET /v1/nothing-here`: GET /openapi.json lists the routes"
+    );
+    // A method a path does not take is 405, in the same shape, saying what to do.
+    let wrong = client.call("PUT", "/v1/agents", None).await;
+    error(&wrong, 405, "method_not_allowed");
+    assert!(
+        wrong.1["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("`/v1/agents` does not take PUT"),
+        "{}",
+        wrong.1
+    );
     error(
         &client
             .send(
@@ -725,7 +756,9 @@ async fn resources_survive_a_restart_on_redb() {
     let client = serve(platform.clone(), PlatformOptions::default()).await;
     let id = agent["id"].as_str().unwrap();
     let (_, read) = client.get(&format!("/v1/agents/{id}")).await;
-    assert_eq!(read, agent);
+    let mut expected = agent.clone();
+    expected["capabilities"] = json!([{"ref": "noop"}]);
+    assert_eq!(read, expected);
     let (_, capabilities) = client.get(&format!("/v1/agents/{id}/capabilities")).await;
     assert_eq!(capabilities["data"][0]["capability_id"], "noop");
     let provider_id: Uuid = provider["id"].as_str().unwrap().parse().unwrap();
@@ -784,6 +817,16 @@ async fn keys_are_required_when_configured(store: Arc<dyn Store>) {
     error(&client.get("/v1/agents").await, 401, "unauthorized");
     client.key = Some("s3cret".into());
     assert_eq!(client.get("/v1/agents").await.0, 200);
+    // The bare key in `Authorization`, as the Everruns SDK's management client sends it.
+    let bare = |key: &str| {
+        client
+            .http
+            .get(format!("http://{}/v1/agents", client.addr))
+            .header("authorization", key)
+            .send()
+    };
+    assert_eq!(bare("s3cret").await.unwrap().status(), 200);
+    assert_eq!(bare("guess").await.unwrap().status(), 401);
 }
 
 async fn sessions_belong_to_an_agent_and_read_their_status_from_their_log(store: Arc<dyn Store>) {
@@ -886,7 +929,7 @@ async fn sessions_belong_to_an_agent_and_read_their_status_from_their_log(store:
     error(
         &client.call("DELETE", &path, None).await,
         409,
-        "session_running",
+        "session_busy",
     );
     store
         .append(
@@ -923,7 +966,7 @@ async fn sessions_belong_to_an_agent_and_read_their_status_from_their_log(store:
     // What it uses cannot go while it is there.
     error(
         &client
-            .call("DELETE", &format!("/v1/agents/{a}"), None)
+            .call("DELETE", &format!("/v1/agents/{a}?permanent=true"), None)
             .await,
         409,
         "agent_has_sessions",
@@ -1334,7 +1377,10 @@ async fn an_azure_openai_row_answers_through_its_v1_address(store: Arc<dyn Store
 /// The SSE text of `response` up to and including its `session.completed` frame.
 async fn read_until_completed(response: &mut reqwest::Response) -> String {
     let mut text = String::new();
-    while !text.contains("event: session.completed") {
+    while !text
+        .split_once("event: turn.completed")
+        .is_some_and(|(_, frame)| frame.contains("\n\n"))
+    {
         let chunk = tokio::time::timeout(std::time::Duration::from_secs(10), response.chunk())
             .await
             .unwrap()
@@ -1409,8 +1455,10 @@ async fn events_are_notifications_as_a_page_and_a_resumable_stream(store: Arc<dy
             "step.started",
             "step.generating",
             "message.created",
+            "output.message.completed",
             "step.generated",
-            "session.completed"
+            "session.completed",
+            "turn.completed"
         ]
     );
     // The model's first text is two notifications of one event: `step.generating`, then its
@@ -1449,16 +1497,94 @@ async fn events_are_notifications_as_a_page_and_a_resumable_stream(store: Arc<dy
         .lines()
         .filter_map(|line| line.strip_prefix("id: "))
         .collect();
-    // A frame's id is its sequence, or `sequence.0` for the `step.generating` that shares its
-    // event with the `message.delta` after it.
+    // A frame's id is its sequence, or `sequence.0` for the first of two notifications of one
+    // event (a `step.generating` before its `message.delta`, a reply's `message.created`
+    // before its `output.message.completed`, `session.completed` before `turn.completed`).
     let expected: Vec<String> = notes[2..]
         .iter()
-        .map(|n| match n["type"].as_str() {
-            Some("step.generating") => format!("{}.0", n["sequence"]),
+        .zip(notes[3..].iter().map(Some).chain([None]))
+        .map(|(n, next)| match next {
+            Some(next) if next["sequence"] == n["sequence"] => format!("{}.0", n["sequence"]),
             _ => n["sequence"].to_string(),
         })
         .collect();
     assert_eq!(ids, expected, "{text}");
+    // Each has `ts` (the Everruns SDK requires it), and the reply's second notification
+    // carries the message `AgentClient.run` reads.
+    assert!(notes.iter().all(|n| n["ts"] == n["created_at"]));
+    let completed = notes
+        .iter()
+        .find(|n| n["type"] == "output.message.completed")
+        .unwrap();
+    assert_eq!(
+        completed["data"]["message"]["content"][0]["text"],
+        "Hi there"
+    );
+
+    // `since_id` resumes after a notification by its id, even the first of an event's two;
+    // `types` and `exclude` filter.
+    let (_, since) = client
+        .get(&format!(
+            "{path}/events?since_id={}",
+            notes[3]["id"].as_str().unwrap()
+        ))
+        .await;
+    assert_eq!(since["data"].as_array().unwrap()[..], notes[4..]);
+    let (_, turns) = client
+        .get(&format!(
+            "{path}/events?types=turn.completed,session.started"
+        ))
+        .await;
+    let turns: Vec<&Value> = turns["data"].as_array().unwrap().iter().collect();
+    assert_eq!(turns, [&notes[0], notes.last().unwrap()]);
+    let (_, quiet) = client
+        .get(&format!(
+            "{path}/events?exclude=message.delta&exclude=step.generating&after_sequence=0"
+        ))
+        .await;
+    assert!(
+        quiet["data"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|n| n["type"] != "message.delta"
+                && n["type"] != "step.generating"
+                && n["sequence"] != 0),
+        "{quiet}"
+    );
+    // Cursors together all hold: after the later of them.
+    let (_, both) = client
+        .get(&format!(
+            "{path}/events?since_id={}&after_sequence={}",
+            notes[3]["id"].as_str().unwrap(),
+            notes[5]["sequence"]
+        ))
+        .await;
+    let later = notes[5]["sequence"].as_u64().unwrap();
+    let expected: Vec<&Value> = notes
+        .iter()
+        .filter(|n| n["sequence"].as_u64().unwrap() > later)
+        .collect();
+    let both: Vec<&Value> = both["data"].as_array().unwrap().iter().collect();
+    assert_eq!(both, expected);
+    error(
+        &client
+            .call("GET", &format!("{path}/events?since_id=x"), None)
+            .await,
+        400,
+        "bad_request",
+    );
+    error(
+        &client
+            .call(
+                "GET",
+                &format!("{path}/events?since_id={}", Uuid::now_v7()),
+                None,
+            )
+            .await,
+        404,
+        "not_found",
+    );
     let streamed: Vec<&str> = text
         .lines()
         .filter_map(|line| line.strip_prefix("event: "))

@@ -12,12 +12,13 @@
 //! one resumes it first. Resuming never asks a model again for a response that is recorded:
 //! only calls cut off before their `agent:completed` run again.
 
-use std::collections::HashSet;
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use openharness_core::{
-    Claim, EventId, Pattern, Recorded, RunOptions, Store, StoreError, Workflow, renderer_fn,
+    CancellationToken, Claim, EventId, Pattern, Recorded, RunOptions, Store, StoreError, Workflow,
+    renderer_fn,
 };
 use uuid::Uuid;
 
@@ -27,13 +28,13 @@ use crate::error::PlatformError;
 use crate::messages::{Message, NewMessage, project};
 use crate::resources::{AgentStatus, ProviderRecord};
 
-/// The sessions whose turns this process runs.
-pub(super) type Running = Arc<Mutex<HashSet<Uuid>>>;
+/// The sessions whose turns this process runs, each with the token that cancels its turn.
+pub(super) type Running = Arc<Mutex<HashMap<Uuid, CancellationToken>>>;
 
 /// The right to run one session's turn here, released (in this process and in the store)
 /// when dropped.
 struct TurnClaim {
-    _local: LocalClaim,
+    local: LocalClaim,
     _store: Claim,
 }
 
@@ -92,7 +93,7 @@ impl Platform {
     /// Posts a user message: starts a turn of the session's agent-chat workflow and answers
     /// the message once its `user:input` is recorded (durably, before the model is asked);
     /// the turn runs on. A session whose turn runs, here or in another process sharing the
-    /// store, is `409 session_running`. A session whose last turn was cut off (its process
+    /// store, is `409 session_busy`. A session whose last turn was cut off (its process
     /// died) is resumed first, then the message is recorded.
     pub async fn post_message(
         &self,
@@ -144,13 +145,16 @@ impl Platform {
         });
         let session = log.clone();
         let mut turn = tokio::spawn(async move {
+            let cancel = claim.local.cancel.clone();
             let _claim = claim;
             let outcome = async {
                 if cut_off {
                     // Its process died mid-turn: finish that turn from its log first.
-                    chat.resume(&session, RunOptions::new()).await?;
+                    chat.resume(&session, RunOptions::new().cancel_token(cancel.clone()))
+                        .await?;
                 }
                 let options = RunOptions::new()
+                    .cancel_token(cancel)
                     .refuse_if_busy()
                     .input_fields(fields)
                     .renderer(tell_input);
@@ -273,8 +277,9 @@ impl Platform {
             };
             tracing::info!(session = %id, "resuming a platform session whose turn was cut off");
             tokio::spawn(async move {
+                let options = RunOptions::new().cancel_token(claim.local.cancel.clone());
                 let _claim = claim;
-                if let Err(err) = chat.resume(&log, RunOptions::new()).await {
+                if let Err(err) = chat.resume(&log, options).await {
                     tracing::warn!(session = %id, error = %openharness_core::ErrorChain(&err), "resuming a platform session failed");
                 }
             });
@@ -329,29 +334,53 @@ impl Platform {
             .running
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .contains(&id)
+            .contains_key(&id)
+    }
+
+    /// Cancels the turn of session `id` of `agent` that runs in this process, if one does:
+    /// its agents end `interrupted` and the turn records `workflow:completed` with reason
+    /// `cancelled` (a `turn.failed` notification with `error_code: cancelled`). Returns whether
+    /// a turn was cancelled; a session with no turn running here is left as it is.
+    pub async fn cancel(&self, agent: Uuid, id: Uuid) -> Result<bool, PlatformError> {
+        self.read(|index| index.session(agent, id).map(|_| ()))
+            .await??;
+        let token = self
+            .inner
+            .running
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(&id)
+            .cloned();
+        Ok(token.is_some_and(|token| {
+            token.cancel();
+            true
+        }))
     }
 
     /// Claims session `id`'s turns for this process: `None` when a turn of it runs here or
     /// in another process sharing the store.
     async fn claim_turn(&self, id: Uuid) -> Result<Option<TurnClaim>, PlatformError> {
-        if !self
-            .inner
-            .running
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .insert(id)
+        let cancel = CancellationToken::new();
         {
-            return Ok(None);
+            let mut running = self
+                .inner
+                .running
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            if running.contains_key(&id) {
+                return Ok(None);
+            }
+            running.insert(id, cancel.clone());
         }
         // From here on, dropping `local` gives the session up in this process.
         let local = LocalClaim {
             running: Arc::clone(&self.inner.running),
             id,
+            cancel,
         };
         let claimed = self.inner.store.claim(&session_log(id)).await?;
         Ok(claimed.map(|store| TurnClaim {
-            _local: local,
+            local,
             _store: store,
         }))
     }
@@ -361,6 +390,8 @@ impl Platform {
 struct LocalClaim {
     running: Running,
     id: Uuid,
+    /// Cancels the turn run under this claim.
+    cancel: CancellationToken,
 }
 
 impl Drop for LocalClaim {
@@ -375,7 +406,7 @@ impl Drop for LocalClaim {
 /// The answer to a message posted while a turn of the session runs.
 fn busy(id: Uuid) -> PlatformError {
     PlatformError::conflict(
-        "session_running",
+        "session_busy",
         format!(
             "session {id} is running a turn (in this process or another sharing the store): post when it has ended"
         ),
