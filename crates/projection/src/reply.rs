@@ -54,8 +54,11 @@ pub fn reply_text(output: &Value, pointer: Option<&str>) -> Option<String> {
 /// - `{` or `[`: JSON. Only the string value of the pointer's top-level field is text
 ///   (pointer `/reply`); anything else — other fields, numbers, nested values, syntax — is not.
 ///   A deeper pointer (`/a/b`) yields no streamed text; the finished output still has it.
-/// - `"` with the pointer `""` (the whole output is the reply): a JSON string, decoded.
-/// - anything else: prose, passed through as it is, whatever the pointer.
+/// - three backticks (a code fence, with or without a language tag): JSON, from its `{`.
+/// - anything else: prose, passed through as it is.
+///
+/// With the pointer `""` (the whole output is the reply: an agent asked for plain text)
+/// every response is prose.
 ///
 /// ```
 /// use openharness_projection::ReplyDecoder;
@@ -85,6 +88,8 @@ enum Mode {
     Undecided,
     /// Plain text, passed through.
     Prose,
+    /// After an opening code fence (three backticks), before the JSON it holds.
+    Fence,
     /// A JSON value being scanned.
     Json(Scanner),
 }
@@ -114,11 +119,15 @@ impl ReplyDecoder {
 
     /// Whether the response so far is prose (passed through), not JSON.
     pub fn is_prose(&self) -> bool {
-        matches!(self.mode, Mode::Prose)
+        matches!(self.mode, Mode::Prose) || self.field.as_deref() == Some("")
     }
 
     /// Reads `fragment`; returns the reply characters it completed (often empty).
     pub fn push(&mut self, fragment: &str) -> String {
+        if self.field.as_deref() == Some("") {
+            // The whole output is the reply: an agent asked for plain text gets it as written.
+            return fragment.to_owned();
+        }
         let mut out = String::new();
         for (index, c) in fragment.char_indices() {
             match &mut self.mode {
@@ -127,42 +136,46 @@ impl ReplyDecoder {
                     return out;
                 }
                 Mode::Json(scanner) => scanner.read(c, &mut out),
+                // After an opening fence: its language tag and line break, then the JSON.
+                Mode::Fence if c == '{' || c == '[' => self.start_json(c, &mut out),
+                Mode::Fence if c.is_alphanumeric() || c.is_whitespace() => self.leading.push(c),
                 Mode::Undecided if c.is_whitespace() => self.leading.push(c),
-                Mode::Undecided => {
-                    let scanner = match (c, self.field.as_deref()) {
-                        ('{' | '[', field) => Some(Scanner::new(field.filter(|f| !f.is_empty()))),
-                        ('"', Some("")) => Some(Scanner::whole_string()),
-                        _ => None,
-                    };
-                    match scanner {
-                        Some(mut scanner) => {
-                            self.leading.clear();
-                            scanner.read(c, &mut out);
-                            self.mode = Mode::Json(scanner);
-                        }
-                        None => {
-                            out.push_str(&std::mem::take(&mut self.leading));
-                            out.push_str(&fragment[index..]);
-                            self.mode = Mode::Prose;
-                            return out;
-                        }
+                Mode::Undecided if c == '`' => {
+                    self.leading.push(c);
+                    if self.leading.trim_start() == "```" {
+                        self.mode = Mode::Fence;
                     }
+                }
+                Mode::Undecided if (c == '{' || c == '[') && !self.leading.contains('`') => {
+                    self.start_json(c, &mut out);
+                }
+                Mode::Undecided | Mode::Fence => {
+                    out.push_str(&std::mem::take(&mut self.leading));
+                    out.push_str(&fragment[index..]);
+                    self.mode = Mode::Prose;
+                    return out;
                 }
             }
         }
         out
+    }
+
+    fn start_json(&mut self, c: char, out: &mut String) {
+        self.leading.clear();
+        let mut scanner = Scanner::new(self.field.as_deref());
+        scanner.read(c, out);
+        self.mode = Mode::Json(scanner);
     }
 }
 
 /// Scans a JSON value one character at a time, emitting the decoded characters of one string.
 #[derive(Debug, Clone)]
 struct Scanner {
-    /// The top-level field whose string value is emitted (`None`: emit nothing, unless
-    /// `whole` is set).
+    /// The top-level field whose string value is emitted (`None`: emit nothing).
     field: Option<String>,
-    /// The value is itself the string to emit.
-    whole: bool,
     depth: u32,
+    /// The value being scanned is an object (only its fields can be the reply).
+    object: bool,
     /// At depth 1 of an object, the next string is a key.
     expect_key: bool,
     /// The key just read, at depth 1.
@@ -204,19 +217,12 @@ impl Scanner {
     fn new(field: Option<&str>) -> Self {
         Self {
             field: field.map(str::to_owned),
-            whole: false,
             depth: 0,
+            object: false,
             expect_key: false,
             key: String::new(),
             value_of: None,
             string: None,
-        }
-    }
-
-    fn whole_string() -> Self {
-        Self {
-            whole: true,
-            ..Self::new(None)
         }
     }
 
@@ -240,9 +246,7 @@ impl Scanner {
         }
         match c {
             '"' => {
-                let kind = if self.whole && self.depth == 0 {
-                    StrKind::Reply
-                } else if self.depth == 1 && self.expect_key {
+                let kind = if self.depth == 1 && self.expect_key {
                     self.expect_key = false;
                     self.key.clear();
                     StrKind::Key
@@ -260,7 +264,10 @@ impl Scanner {
             }
             '{' => {
                 self.depth += 1;
-                self.expect_key = self.depth == 1;
+                if self.depth == 1 {
+                    self.object = true;
+                    self.expect_key = true;
+                }
                 if self.depth == 2 {
                     self.value_of = None;
                 }
@@ -272,7 +279,7 @@ impl Scanner {
                 }
             }
             '}' | ']' => self.depth = self.depth.saturating_sub(1),
-            ',' if self.depth == 1 => {
+            ',' if self.depth == 1 && self.object => {
                 self.expect_key = true;
                 self.value_of = None;
             }
@@ -314,6 +321,12 @@ impl Str {
                 };
                 self.flush_high(out);
                 out.push(decoded);
+            }
+            Escape::Unicode(_) if !c.is_ascii_hexdigit() => {
+                // Not JSON: the escape ends here, as a replacement character.
+                self.escape = Escape::None;
+                self.flush_high(out);
+                out.push('\u{FFFD}');
             }
             Escape::Unicode(digits) => {
                 digits.push(c);
@@ -409,9 +422,38 @@ mod tests {
     }
 
     #[test]
-    fn a_whole_string_output_is_decoded() {
-        assert_eq!(decode_in(Some(""), &["\"Hi\\n", "there\""]), "Hi\nthere");
-        assert_eq!(decode_in(Some(""), &["Hi\n", "there"]), "Hi\nthere");
+    fn a_plain_text_reply_is_passed_through_as_written() {
+        // `"To be…" is Hamlet.` is text, not a JSON string.
+        let text = decode_in(Some(""), &["\"To be or not\" is ", "Hamlet \\n {x}"]);
+        assert_eq!(text, "\"To be or not\" is Hamlet \\n {x}");
+    }
+
+    #[test]
+    fn fenced_json_is_json_and_backticks_in_prose_are_prose() {
+        let fenced = ["```js", "on\n{\"reply\": \"Hi\"}", "\n```"];
+        assert_eq!(decode_in(Some("/reply"), &fenced), "Hi");
+        assert_eq!(
+            decode_in(Some("/reply"), &["``` {\"reply\":\"Yo\"}```"]),
+            "Yo"
+        );
+        assert_eq!(decode_in(Some("/reply"), &["`x` is {a}"]), "`x` is {a}");
+        assert_eq!(decode_in(Some("/reply"), &["``", "oops"]), "``oops");
+    }
+
+    #[test]
+    fn a_broken_unicode_escape_ends_as_a_replacement_character() {
+        assert_eq!(
+            decode_in(Some("/r"), &[r#"{"r":"a\u00é b"}"#]),
+            "a\u{FFFD} b"
+        );
+    }
+
+    #[test]
+    fn commas_of_a_top_level_array_are_not_keys() {
+        assert_eq!(
+            decode_in(Some("/reply"), &[r#"["reply", "x", {"reply": "no"}]"#]),
+            ""
+        );
     }
 
     #[test]

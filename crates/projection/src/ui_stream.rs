@@ -22,8 +22,8 @@
 
 use std::collections::HashMap;
 
-use openharness_core::Envelope;
 use openharness_core::builtin::{Builtin, Outcome};
+use openharness_core::{Envelope, EventId};
 use serde_json::{Value, json};
 
 use crate::message::{Role, TextState, ToolState};
@@ -42,7 +42,7 @@ pub const REGENERATES_FIELD: &str = "regenerates";
 /// (see the module docs). One value follows one turn, or a whole log turn after turn.
 ///
 /// ```
-/// use openharness_core::Envelope;
+/// use openharness_core::{Envelope, EventId};
 /// use openharness_core::builtin::{AgentCompleted, AgentStarted, Outcome, TextDelta, WorkflowCompleted};
 /// use openharness_projection::UiStream;
 /// use serde_json::json;
@@ -68,12 +68,14 @@ pub struct UiStream {
     /// The assistant message of the turn under way, once `start` was sent.
     message_id: Option<String>,
     in_step: bool,
-    open_text: Option<String>,
     /// Tool calls whose input was sent, so their results can be.
     tools: std::collections::HashSet<String>,
-    /// The reply text of each agent's call under way.
-    calls: HashMap<String, CallText>,
+    /// The agent calls under way, by agent and trigger (several run at once).
+    calls: HashMap<CallKey, CallText>,
 }
+
+/// An agent call: its agent and the event that triggered it (its events' `causedBy`).
+type CallKey = (String, Option<EventId>);
 
 /// What one agent call has streamed of its reply.
 #[derive(Debug)]
@@ -83,6 +85,8 @@ struct CallText {
     attempt: u32,
     /// The reply characters the current model response streamed.
     streamed: String,
+    /// The call's open text part, if one is open.
+    open_text: Option<String>,
 }
 
 impl CallText {
@@ -92,13 +96,32 @@ impl CallText {
             pointer,
             attempt: 1,
             streamed: String::new(),
+            open_text: None,
         }
     }
 
-    /// A new model response (after tool calls, or a re-asked attempt).
-    fn next_response(&mut self) {
+    /// A new model response (after tool calls, or a re-asked attempt): its text is a new part.
+    fn next_response(&mut self, out: &mut Vec<Value>) {
         self.decoder.reset();
         self.streamed.clear();
+        self.close_text(out);
+    }
+
+    fn close_text(&mut self, out: &mut Vec<Value>) {
+        if let Some(id) = self.open_text.take() {
+            out.push(json!({ "type": "text-end", "id": id }));
+        }
+    }
+
+    /// The id of the call's open text part, opening one (named after `event`) first.
+    fn open_text(&mut self, event: &Envelope, out: &mut Vec<Value>) -> String {
+        self.open_text
+            .get_or_insert_with(|| {
+                let id = format!("text-{}", event.id);
+                out.push(json!({ "type": "text-start", "id": id }));
+                id
+            })
+            .clone()
     }
 }
 
@@ -115,48 +138,61 @@ impl UiStream {
 
     /// The chunks `event` adds, and whether it ended a turn (`finish` was sent; the next
     /// event starts a new assistant message).
+    ///
+    /// Agent calls that run at once share a step: each streams into a text part of its own,
+    /// and the step ends when none is left under way. A re-asked attempt's text starts a new
+    /// part (a stream cannot take back what the rejected attempt showed).
     pub fn chunks(&mut self, event: &Envelope) -> (Vec<Value>, bool) {
         let mut out = Vec::new();
         let Some(Ok(builtin)) = Builtin::decode(event) else {
             return (out, false);
         };
-        if self.message_id.is_none()
-            && !matches!(
-                builtin,
-                Builtin::UserInput(_)
-                    | Builtin::WorkflowStarted(_)
-                    | Builtin::InputReceived(_)
-                    | Builtin::SessionForked(_)
-            )
-        {
+        let opens_turn = matches!(
+            builtin,
+            Builtin::UserInput(_)
+                | Builtin::WorkflowStarted(_)
+                | Builtin::InputReceived(_)
+                | Builtin::SessionForked(_)
+        );
+        if opens_turn && self.message_id.is_some() {
+            // The turn before ended without `workflow:completed` (a crash, a store failure):
+            // its message ends here, as its live stream did.
+            self.end_turn(&mut out);
+        }
+        if self.message_id.is_none() && !opens_turn {
             self.start(event, &mut out);
         }
         match builtin {
             Builtin::AgentStarted(started) => {
-                self.close_step(&mut out);
-                self.in_step = true;
-                out.push(json!({ "type": "start-step" }));
-                self.calls
-                    .insert(started.agent, CallText::new(started.reply));
+                self.ensure_step(&mut out);
+                let key = (started.agent, event.caused_by);
+                if let Some(mut earlier) = self.calls.insert(key, CallText::new(started.reply)) {
+                    earlier.close_text(&mut out); // a call run again after an interruption
+                }
             }
             Builtin::TextDelta(delta) => {
                 let call = self
                     .calls
-                    .entry(delta.agent)
+                    .entry((delta.agent, event.caused_by))
                     .or_insert_with(|| CallText::new(None));
                 if delta.attempt > call.attempt {
                     call.attempt = delta.attempt;
-                    call.next_response();
+                    call.next_response(&mut out);
                 }
                 let text = call.decoder.push(&delta.delta);
-                call.streamed.push_str(&text);
-                self.text(event, text, &mut out);
+                if !text.is_empty() {
+                    call.streamed.push_str(&text);
+                    if !std::mem::replace(&mut self.in_step, true) {
+                        out.push(json!({ "type": "start-step" }));
+                    }
+                    let id = call.open_text(event, &mut out);
+                    out.push(json!({ "type": "text-delta", "id": id, "delta": text }));
+                }
             }
             Builtin::ToolCalled(call) => {
                 self.ensure_step(&mut out);
-                self.close_text(&mut out);
-                if let Some(text) = self.calls.get_mut(&call.agent) {
-                    text.next_response();
+                if let Some(text) = self.calls.get_mut(&(call.agent.clone(), event.caused_by)) {
+                    text.next_response(&mut out);
                 }
                 self.tools.insert(call.tool_call_id.clone());
                 out.push(json!({ "type": "tool-input-start", "toolCallId": call.tool_call_id, "toolName": call.tool }));
@@ -175,26 +211,28 @@ impl UiStream {
             }
             Builtin::AgentCompleted(completed) => {
                 self.ensure_step(&mut out);
-                let call = self.calls.remove(&completed.agent);
+                let key = (completed.agent.clone(), event.caused_by);
+                let mut call = self
+                    .calls
+                    .remove(&key)
+                    .unwrap_or_else(|| CallText::new(None));
                 if completed.outcome == Outcome::Success
                     && let Some(output) = &completed.output
-                {
-                    let pointer = call.as_ref().and_then(|call| call.pointer.as_deref());
-                    let streamed = call.as_ref().map_or("", |call| call.streamed.as_str());
-                    let reply = reply_text(output, pointer);
+                    && let Some(reply) = reply_text(output, call.pointer.as_deref())
                     // What the stream has not shown yet: all of it, or the rest of it.
-                    if let Some(rest) = reply
-                        .as_deref()
-                        .and_then(|reply| reply.strip_prefix(streamed))
-                    {
-                        self.text(event, rest.to_owned(), &mut out);
-                    }
+                    && let Some(rest) = reply.strip_prefix(call.streamed.as_str())
+                    && !rest.is_empty()
+                {
+                    let id = call.open_text(event, &mut out);
+                    out.push(json!({ "type": "text-delta", "id": id, "delta": rest }));
                 }
-                self.close_text(&mut out);
+                call.close_text(&mut out);
                 if let Some(output) = completed.output {
                     out.push(json!({ "type": "data-output", "data": { "agent": completed.agent, "output": output } }));
                 }
-                self.close_step(&mut out);
+                if self.calls.is_empty() {
+                    self.close_step(&mut out);
+                }
             }
             Builtin::ErrorOccurred(error) => {
                 out.push(json!({ "type": "error", "errorText": error.message }));
@@ -203,14 +241,7 @@ impl UiStream {
                 out.push(json!({ "type": "data-input-requested", "data": { "requestId": event.id, "prompt": request.prompt } }));
             }
             Builtin::WorkflowCompleted(_) => {
-                if self.message_id.is_none() {
-                    self.start(event, &mut out);
-                }
-                self.close_step(&mut out);
-                out.push(json!({ "type": "finish" }));
-                self.message_id = None;
-                self.calls.clear();
-                self.tools.clear();
+                self.end_turn(&mut out);
                 return (out, true);
             }
             _ => {}
@@ -224,22 +255,16 @@ impl UiStream {
         self.message_id = Some(id);
     }
 
-    /// Streams `text` (if any) into the open text part, opening one first.
-    fn text(&mut self, event: &Envelope, text: String, out: &mut Vec<Value>) {
-        if text.is_empty() {
-            return;
+    /// Closes what is open and sends `finish` (starting the message first if it never was).
+    fn end_turn(&mut self, out: &mut Vec<Value>) {
+        for call in self.calls.values_mut() {
+            call.close_text(out);
         }
-        self.ensure_step(out);
-        let id = match &self.open_text {
-            Some(id) => id.clone(),
-            None => {
-                let id = format!("text-{}", event.id);
-                out.push(json!({ "type": "text-start", "id": id }));
-                self.open_text = Some(id.clone());
-                id
-            }
-        };
-        out.push(json!({ "type": "text-delta", "id": id, "delta": text }));
+        self.calls.clear();
+        self.close_step(out);
+        out.push(json!({ "type": "finish" }));
+        self.message_id = None;
+        self.tools.clear();
     }
 
     fn ensure_step(&mut self, out: &mut Vec<Value>) {
@@ -249,14 +274,7 @@ impl UiStream {
         }
     }
 
-    fn close_text(&mut self, out: &mut Vec<Value>) {
-        if let Some(id) = self.open_text.take() {
-            out.push(json!({ "type": "text-end", "id": id }));
-        }
-    }
-
     fn close_step(&mut self, out: &mut Vec<Value>) {
-        self.close_text(out);
         if std::mem::take(&mut self.in_step) {
             out.push(json!({ "type": "finish-step" }));
         }
@@ -271,7 +289,7 @@ impl UiStream {
 /// answer.
 ///
 /// ```
-/// use openharness_core::Envelope;
+/// use openharness_core::{Envelope, EventId};
 /// use openharness_core::builtin::{UserInput, WorkflowCompleted};
 /// use openharness_projection::ui_messages;
 /// let mut input = Envelope::typed(&UserInput { text: "Hi".into() }, None).unwrap();
@@ -297,6 +315,8 @@ struct UiChatBuilder {
     messages: Vec<UiMessage>,
     /// The assistant message the turn under way streams into.
     current: Option<usize>,
+    /// Its text parts by their stream id (calls running at once stream into parts of their own).
+    texts: HashMap<String, usize>,
 }
 
 impl UiChatBuilder {
@@ -351,6 +371,7 @@ impl UiChatBuilder {
                 parts: Vec::new(),
             });
             self.current = Some(self.messages.len() - 1);
+            self.texts.clear();
             return;
         }
         let Some(message) = self.current.and_then(|i| self.messages.get_mut(i)) else {
@@ -358,26 +379,26 @@ impl UiChatBuilder {
         };
         let parts = &mut message.parts;
         let call_id = chunk["toolCallId"].as_str().unwrap_or_default();
+        let text_id = chunk["id"].as_str().unwrap_or_default();
         match kind {
             "start-step" => parts.push(UiPart::StepStart),
-            "text-start" => parts.push(UiPart::Text {
-                text: String::new(),
-                state: Some(TextState::Streaming),
-            }),
+            "text-start" => {
+                self.texts.insert(text_id.to_owned(), parts.len());
+                parts.push(UiPart::Text {
+                    text: String::new(),
+                    state: Some(TextState::Streaming),
+                });
+            }
             "text-delta" => {
-                if let Some(UiPart::Text { text, .. }) = parts
-                    .iter_mut()
-                    .rev()
-                    .find(|p| matches!(p, UiPart::Text { .. }))
+                if let Some(UiPart::Text { text, .. }) =
+                    self.texts.get(text_id).and_then(|&i| parts.get_mut(i))
                 {
                     text.push_str(chunk["delta"].as_str().unwrap_or_default());
                 }
             }
             "text-end" => {
-                if let Some(UiPart::Text { state, .. }) = parts
-                    .iter_mut()
-                    .rev()
-                    .find(|p| matches!(p, UiPart::Text { .. }))
+                if let Some(UiPart::Text { state, .. }) =
+                    self.texts.get(text_id).and_then(|&i| parts.get_mut(i))
                 {
                     *state = Some(TextState::Done);
                 }
@@ -428,4 +449,141 @@ fn tool_part<'a>(parts: &'a mut [UiPart], call_id: &str) -> Option<&'a mut UiPar
         .iter_mut()
         .rev()
         .find(|part| matches!(part, UiPart::Tool { tool_call_id, .. } if tool_call_id == call_id))
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use openharness_core::builtin::{
+        AgentCompleted, AgentStarted, TextDelta, UserInput, WorkflowCompleted, WorkflowStarted,
+    };
+    use openharness_core::{Event, Usage};
+
+    use super::*;
+
+    fn ev<E: Event>(event: &E, cause: Option<EventId>) -> Envelope {
+        Envelope::typed(event, cause).unwrap()
+    }
+
+    fn started(agent: &str, cause: Option<EventId>) -> Envelope {
+        let started = AgentStarted {
+            agent: agent.into(),
+            reply: Some("/reply".into()),
+            ..AgentStarted::default()
+        };
+        ev(&started, cause)
+    }
+
+    fn delta(agent: &str, text: &str, attempt: u32, cause: Option<EventId>) -> Envelope {
+        let delta = TextDelta {
+            agent: agent.into(),
+            delta: text.into(),
+            attempt,
+        };
+        ev(&delta, cause)
+    }
+
+    fn completed(agent: &str, reply: &str, cause: Option<EventId>) -> Envelope {
+        let completed = AgentCompleted {
+            agent: agent.into(),
+            outcome: Outcome::Success,
+            usage: Usage::default(),
+            cost: None,
+            error: None,
+            output: Some(json!({ "reply": reply })),
+        };
+        ev(&completed, cause)
+    }
+
+    fn done() -> Envelope {
+        let done = WorkflowCompleted {
+            reason: "idle".into(),
+            open_requests: Vec::new(),
+            errors: 0,
+        };
+        ev(&done, None)
+    }
+
+    fn texts(events: &[Envelope]) -> Vec<String> {
+        let chat = serde_json::to_value(ui_messages(events)).unwrap();
+        chat.as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|m| m["parts"].as_array().unwrap().clone())
+            .filter(|p| p["type"] == "text")
+            .map(|p| p["text"].as_str().unwrap().to_owned())
+            .collect()
+    }
+
+    #[test]
+    fn calls_running_at_once_stream_into_parts_of_their_own() {
+        let input = ev(&UserInput { text: "go".into() }, None);
+        let (a, b) = (Some(input.id), Some(input.id));
+        let events = [
+            input.clone(),
+            started("alpha", a),
+            started("beta", b),
+            delta("alpha", "{\"reply\": \"Al", 1, a),
+            delta("beta", "{\"reply\": \"Be", 1, b),
+            delta("alpha", "pha\"}", 1, a),
+            completed("alpha", "Alpha", a),
+            delta("beta", "ta\"}", 1, b),
+            completed("beta", "Beta", b),
+            done(),
+        ];
+        assert_eq!(texts(&events), ["go", "Alpha", "Beta"]);
+        // One step for the two calls: it ends once neither runs.
+        let mut stream = UiStream::new();
+        let kinds: Vec<String> = events
+            .iter()
+            .flat_map(|e| stream.chunks(e).0)
+            .map(|c| c["type"].as_str().unwrap().to_owned())
+            .filter(|k| k.ends_with("-step"))
+            .collect();
+        assert_eq!(kinds, ["start-step", "finish-step"]);
+    }
+
+    #[test]
+    fn a_re_asked_attempt_streams_a_new_part() {
+        let input = ev(&UserInput { text: "go".into() }, None);
+        let cause = Some(input.id);
+        let events = [
+            input.clone(),
+            started("a", cause),
+            delta("a", "{\"reply\": \"Sunny", 1, cause),
+            delta("a", "{\"reply\": \"Sunny, 20", 2, cause),
+            completed("a", "Sunny, 20", cause),
+            done(),
+        ];
+        assert_eq!(texts(&events), ["go", "Sunny", "Sunny, 20"]);
+    }
+
+    #[test]
+    fn a_turn_cut_off_before_its_end_does_not_swallow_the_next() {
+        let first = ev(&UserInput { text: "one".into() }, None);
+        let second = ev(&UserInput { text: "two".into() }, None);
+        let events = [
+            ev(
+                &WorkflowStarted {
+                    workflow: "chat".into(),
+                },
+                None,
+            ),
+            first.clone(),
+            started("a", Some(first.id)),
+            second.clone(),
+            started("a", Some(second.id)),
+            completed("a", "Answer two", Some(second.id)),
+            done(),
+        ];
+        let chat = serde_json::to_value(ui_messages(&events)).unwrap();
+        let roles: Vec<&str> = chat
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| m["role"].as_str().unwrap())
+            .collect();
+        assert_eq!(roles, ["user", "assistant", "user", "assistant"]);
+        assert_eq!(chat[3]["parts"][1]["text"], "Answer two");
+    }
 }
