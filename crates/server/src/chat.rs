@@ -64,12 +64,31 @@ enum Trigger {
 }
 
 /// The UI message stream of `session` from seq `from` to the end of that turn.
-async fn ui_stream(state: &AppState, session: &SessionId, from: u64) -> Result<Response, ApiError> {
+async fn ui_stream(
+    state: &AppState,
+    session: &SessionId,
+    from: u64,
+    failed: Option<tokio::sync::oneshot::Receiver<String>>,
+) -> Result<Response, ApiError> {
     let subscription = crate::sse::subscribe(state, session, from).await?;
+    let failures = stream::iter(failed)
+        .then(|failed| async move { failed.await.ok() })
+        .filter_map(|why| std::future::ready(why.map(TurnItem::Failed)));
+    let items = stream::select(subscription.map(TurnItem::Event), Box::pin(failures));
     let mut converter = UiStream::new();
-    let chunks = until_turn_end(subscription, move |item| {
+    let chunks = until_turn_end(items, move |item| {
         let (events, finished) = match item {
-            Ok(recorded) => {
+            TurnItem::Failed(why) => (
+                vec![
+                    Event::default().data(
+                        json!({ "type": "error", "errorText": format!("the turn failed: {why}") })
+                            .to_string(),
+                    ),
+                    Event::default().data("[DONE]"),
+                ],
+                true,
+            ),
+            TurnItem::Event(Ok(recorded)) => {
                 let (chunks, finished) = converter.chunks(&recorded.event);
                 let seq = recorded.seq.to_string();
                 let mut events: Vec<Event> = chunks
@@ -81,7 +100,7 @@ async fn ui_stream(state: &AppState, session: &SessionId, from: u64) -> Result<R
                 }
                 (events, finished)
             }
-            Err(err) => (
+            TurnItem::Event(Err(err)) => (
                 vec![
                     Event::default()
                         .data(json!({ "type": "error", "errorText": err.to_string() }).to_string()),
@@ -102,21 +121,43 @@ async fn ui_stream(state: &AppState, session: &SessionId, from: u64) -> Result<R
 
 /// The SSE events `convert` makes of a live tail's items, ending right after the batch that
 /// `convert` says finishes the turn (the tail itself would wait for more).
-pub(crate) fn until_turn_end<C, F>(
-    subscription: openharness_core::Subscription,
+pub(crate) fn until_turn_end<S, T, C, F>(
+    items: S,
     convert: C,
 ) -> impl futures_util::Stream<Item = Result<Event, Infallible>> + Send
 where
-    C: FnMut(Result<Recorded, openharness_core::StoreError>) -> F + Send + 'static,
+    S: futures_util::Stream<Item = T> + Send + Unpin,
+    C: FnMut(T) -> F + Send + 'static,
     F: std::future::Future<Output = (Vec<Event>, bool)> + Send,
 {
-    stream::unfold(Some((subscription, convert)), |state| async move {
-        let (mut subscription, mut convert) = state?;
-        let item = subscription.next().await?;
+    stream::unfold(Some((items, convert)), |state| async move {
+        let (mut items, mut convert) = state?;
+        let item = items.next().await?;
         let (events, finished) = convert(item).await;
-        Some((events, (!finished).then_some((subscription, convert))))
+        Some((events, (!finished).then_some((items, convert))))
     })
     .flat_map(|events| stream::iter(events.into_iter().map(Ok::<_, Infallible>)))
+}
+
+/// What a chat stream follows: the session's events, or the news that its turn failed before
+/// it could end (nothing more will be recorded, so the stream must end instead of waiting).
+enum TurnItem {
+    Event(Result<Recorded, openharness_core::StoreError>),
+    Failed(String),
+}
+
+/// `turn`, telling `failed` why if it fails.
+async fn reporting(
+    turn: impl std::future::Future<
+        Output = Result<openharness_host::TurnOutcome, openharness_host::HostError>,
+    >,
+    failed: tokio::sync::oneshot::Sender<String>,
+) -> Result<openharness_host::TurnOutcome, openharness_host::HostError> {
+    let result = turn.await;
+    if let Err(err) = &result {
+        let _ = failed.send(err.to_string());
+    }
+    result
 }
 
 /// `POST /api/chat`: a new chat (the chat id becomes the session id), a message that
@@ -179,34 +220,48 @@ pub(crate) async fn post(
             err.to_string(),
         )
     })?;
+    let (failed_tx, failed_rx) = tokio::sync::oneshot::channel();
     let from = match exists.filter(|info| info.count > 0) {
         Some(_) => {
             let len = crate::routes::check_free(&state, &session).await?;
             let request = match trigger {
                 Trigger::Submit => answer_for(&state, &session, newest).await?,
-                Trigger::Regenerate(_) => None,
+                Trigger::Regenerate(_) => {
+                    let open = state.host.unfinished(&session).await?.open_requests;
+                    if !open.is_empty() {
+                        return Err(ApiError::new(
+                            StatusCode::CONFLICT,
+                            "session_waiting",
+                            format!(
+                                "session {session} waits for an answer to {} request(s): answer it before regenerating; nothing was recorded",
+                                open.len()
+                            ),
+                        ));
+                    }
+                    None
+                }
             };
             let host = state.host.clone();
             let turn = session.clone();
-            crate::routes::spawn_turn(&state, session.clone(), len, async move {
+            let run = async move {
                 match request {
                     Some(request) => host.respond(&turn, request, text, options).await,
                     None => host.send(&turn, text, options).await,
                 }
-            });
+            };
+            crate::routes::spawn_turn(&state, session.clone(), len, reporting(run, failed_tx));
             len
         }
         None => {
             let workflow = default_workflow(&state)?;
             let host = state.host.clone();
             let options = options.session(session.clone());
-            crate::routes::spawn_turn(&state, session.clone(), 0, async move {
-                host.run(&workflow, Some(text), options).await
-            });
+            let run = async move { host.run(&workflow, Some(text), options).await };
+            crate::routes::spawn_turn(&state, session.clone(), 0, reporting(run, failed_tx));
             0
         }
     };
-    ui_stream(&state, &session, from).await
+    ui_stream(&state, &session, from, Some(failed_rx)).await
 }
 
 /// The open request a chat message answers, if the session waits for a person: the one the
@@ -270,7 +325,7 @@ pub(crate) async fn resume(
         .parse()
         .map_err(|err| ApiError::bad_request(format!("`{id}` is not a chat id: {err}")))?;
     match crate::routes::turn_start(&state, &session) {
-        Some(from) => ui_stream(&state, &session, from).await,
+        Some(from) => ui_stream(&state, &session, from, None).await,
         None => Ok(StatusCode::NO_CONTENT.into_response()),
     }
 }
