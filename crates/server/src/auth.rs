@@ -2,7 +2,8 @@
 //! the inspector's page and assets (`/`, `/index.html`, `/inspector.js`, `/inspector.css`,
 //! which hold no data: the page asks for a key and sends it with its API calls) requires one,
 //! sent as
-//! `Authorization: Bearer <key>` (or `x-api-key: <key>`). Keys are kept only as SHA-256 hashes
+//! `Authorization: Bearer <key>`, the bare key in `Authorization` (as the Everruns SDK sends
+//! it), or `x-api-key: <key>`. Keys are kept only as SHA-256 hashes
 //! and compared in constant time; a key is never logged or echoed. A refused request is `401`
 //! in the error shape.
 
@@ -77,6 +78,17 @@ pub fn parse_api_keys(text: &str) -> Result<Vec<ApiKeyHash>, String> {
         .collect()
 }
 
+/// The key in an `Authorization` value: after `Bearer ` (any case, RFC 9110), or the whole
+/// value, as the Everruns SDK's management client sends it (so every route takes a key the
+/// same way `/v1` does).
+fn bearer_or_bare(value: &str) -> &str {
+    let value = value.trim();
+    match value.split_at_checked("Bearer ".len()) {
+        Some((scheme, key)) if scheme.eq_ignore_ascii_case("bearer ") => key.trim(),
+        _ => value,
+    }
+}
+
 /// The middleware: lets `/health` and keyless servers through, else checks the key.
 pub(crate) async fn require_key(
     State(state): State<Arc<AppState>>,
@@ -94,7 +106,7 @@ pub(crate) async fn require_key(
     let presented = headers
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "))
+        .map(bearer_or_bare)
         .or_else(|| headers.get("x-api-key").and_then(|v| v.to_str().ok()));
     // Every stored hash is compared, so the time does not tell which one (if any) matched.
     let accepted = presented.is_some_and(|key| {

@@ -838,12 +838,54 @@ async fn with_api_keys_every_route_but_health_needs_one() {
         get_with(addr, "/sessions", "x-api-key: k1-plain\r\n").await,
         200
     );
+    // As the Everruns SDK sends it (and /v1 takes it): the bare key, or any case of `Bearer`.
+    assert_eq!(
+        get_with(addr, "/sessions", "authorization: k1-plain\r\n").await,
+        200
+    );
+    assert_eq!(
+        get_with(addr, "/sessions", "authorization: bearer k1-plain\r\n").await,
+        200
+    );
+    assert_eq!(
+        get_with(addr, "/sessions", "authorization: Bearer\r\n").await,
+        401
+    );
     let (status, refused) = request(addr, "GET", "/sessions", None).await;
     assert_eq!(
         (status, refused["error"]["code"].as_str()),
         (401, Some("unauthorized"))
     );
     assert!(!refused.to_string().contains("k1-plain"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unknown_routes_and_methods_answer_the_json_error_shape() {
+    let addr = serve(host(Duration::ZERO), ServerOptions::default()).await;
+    let (status, body) = request(addr, "GET", "/nowhere", None).await;
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (404, Some("not_found"))
+    );
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("/nowhere"),
+        "{body}"
+    );
+    let (status, body) = request(addr, "DELETE", "/health", None).await;
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (405, Some("method_not_allowed"))
+    );
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("DELETE /health"),
+        "{body}"
+    );
 }
 
 /// Every `$ref` in `value` names a schema of `components.schemas`.
