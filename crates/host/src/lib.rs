@@ -448,13 +448,7 @@ impl Host {
         session: &SessionId,
         position: u64,
     ) -> Result<Vec<Message>, HostError> {
-        let info = self.info(session).await?;
-        let events = self
-            .store
-            .events(session, 0..position.min(info.count))
-            .await
-            .map_err(self.store_error())?;
-        Ok(project_messages(&events))
+        Ok(project_messages(&self.prefix(session, position).await?))
     }
 
     /// The chat of `session` at `position` (clamped) as AI SDK `UIMessage`s: the messages
@@ -465,12 +459,19 @@ impl Host {
         session: &SessionId,
         position: u64,
     ) -> Result<Vec<UiMessage>, HostError> {
+        Ok(ui_messages(&self.prefix(session, position).await?))
+    }
+
+    /// The first `position` events of `session` (clamped to its length).
+    async fn prefix(
+        &self,
+        session: &SessionId,
+        position: u64,
+    ) -> Result<Vec<openharness_core::Envelope>, HostError> {
         let info = self.info(session).await?;
-        let events = self
-            .store
+        self.store
             .events(session, 0..position.min(info.count))
             .await
-            .map_err(self.store_error())?;
-        Ok(ui_messages(&events))
+            .map_err(self.store_error())
     }
 }

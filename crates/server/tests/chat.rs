@@ -99,6 +99,11 @@ async fn serve(delay: Duration) -> SocketAddr {
         }
         reply.text("It is sunny.").delay(delay)
     });
+    serve_with(provider).await
+}
+
+/// A server hosting the chat workflow, asking `provider`.
+async fn serve_with(provider: impl openharness::Provider) -> SocketAddr {
     let workflow = Workflow::builder("chat")
         .initial_state(Chat::default())
         .agent(Assistant)
@@ -437,19 +442,7 @@ async fn an_openai_compatible_models_json_streams_as_clean_text() {
         .base_url(fake.base_url())
         .build()
         .unwrap();
-    let workflow = Workflow::builder("chat")
-        .initial_state(Chat::default())
-        .agent(Assistant)
-        .store(MemoryStore::new())
-        .provider(provider)
-        .build()
-        .unwrap();
-    let host = Host::new(MemoryStore::new()).workflow(workflow).unwrap();
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(
-        async move { axum::serve(listener, router(host, ServerOptions::default())).await },
-    );
+    let addr = serve_with(provider).await;
     let chat = SessionId::new();
     let (status, _, data) =
         exchange(addr, "POST", "/api/chat", &chat_body(&chat, "weather?")).await;
