@@ -502,6 +502,26 @@ impl Reply {
         self
     }
 
+    /// Streams `text` word by word (as [`Reply::text`]) over about `over`: a wait of an equal
+    /// share before each word, as a model that writes slowly — for watching a reply stream.
+    ///
+    /// ```
+    /// use openharness_provider::Reply;
+    /// use std::time::Duration;
+    /// let reply = Reply::output(serde_json::json!("Hi there")).text_over("Hi there", Duration::from_millis(10));
+    /// assert_eq!(reply.streamed().len(), 2);
+    /// ```
+    pub fn text_over(mut self, text: impl AsRef<str>, over: Duration) -> Self {
+        let words = chunks(text.as_ref());
+        let wait = over / u32::try_from(words.len().max(1)).unwrap_or(u32::MAX);
+        for word in words {
+            self.steps.push(Step::Wait(wait));
+            self.steps
+                .push(Step::Stream(ProviderEvent::TextDelta(word.to_owned())));
+        }
+        self
+    }
+
     /// What the reply streams as scripted before answering, in order (without the calls of
     /// [`Reply::run_tool`], whose results are only known when it plays).
     pub fn streamed(&self) -> Vec<&ProviderEvent> {
@@ -509,7 +529,7 @@ impl Reply {
             .iter()
             .filter_map(|step| match step {
                 Step::Stream(event) => Some(event),
-                Step::RunTool { .. } => None,
+                Step::RunTool { .. } | Step::Wait(_) => None,
             })
             .collect()
     }
@@ -527,6 +547,7 @@ impl Reply {
         for step in self.steps {
             match step {
                 Step::Stream(event) => sink.emit(event),
+                Step::Wait(wait) => tokio::time::sleep(wait).await,
                 Step::RunTool { id, tool, input } => {
                     sink.emit(ProviderEvent::ToolCalled {
                         id: id.clone(),
@@ -573,6 +594,8 @@ impl Reply {
 enum Step {
     /// Streams this event as scripted.
     Stream(ProviderEvent),
+    /// Waits this long before the next step.
+    Wait(Duration),
     /// Calls the agent's real tool and streams the call and its result.
     RunTool {
         id: String,

@@ -143,16 +143,42 @@ pub fn workflow(store: impl Store, provider: impl Provider) -> Result<Workflow<C
 /// conversation's messages (read from the prompt, so a continued session counts on).
 pub fn scripted_provider() -> ScriptedProvider {
     ScriptedProvider::new().fallback(Assistant::NAME, |request| {
-        let said: Vec<&str> = request
-            .prompt
-            .lines()
-            .filter_map(|line| line.strip_prefix("User: "))
-            .collect();
-        let latest = said.last().copied().unwrap_or("");
-        let reply = format!(
-            "(offline) You said \"{latest}\"; that is message {} of our conversation.",
-            said.len()
-        );
-        Reply::output(serde_json::json!({ "reply": reply }))
+        Reply::output(serde_json::json!({ "reply": offline_reply(&request.prompt) }))
     })
+}
+
+/// The offline model of [`scripted_provider`], streaming its structured output as a real
+/// model does: the JSON text (`{"reply": "…"}`) word by word over about `over`, so a chat
+/// client shows the reply growing.
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), openharness::Error> {
+/// use openharness::prelude::*;
+/// use openharness::store::MemoryStore;
+/// use openharness_example_chat as chat;
+/// let provider = chat::streaming_provider(std::time::Duration::from_millis(20));
+/// let workflow = chat::workflow(MemoryStore::new(), provider)?;
+/// let outcome = workflow.run(RunOptions::new().input("Hello!")).await?;
+/// assert_eq!(outcome.state.exchanges[0].reply.as_deref(), Some(chat::offline_reply("User: Hello!").as_str()));
+/// # Ok(()) }
+/// ```
+pub fn streaming_provider(over: std::time::Duration) -> ScriptedProvider {
+    ScriptedProvider::new().fallback(Assistant::NAME, move |request| {
+        let output = serde_json::json!({ "reply": offline_reply(&request.prompt) });
+        Reply::output(output.clone()).text_over(output.to_string(), over)
+    })
+}
+
+/// What the offline model answers to a prompt holding the conversation's `User:` lines.
+pub fn offline_reply(prompt: &str) -> String {
+    let said: Vec<&str> = prompt
+        .lines()
+        .filter_map(|line| line.strip_prefix("User: "))
+        .collect();
+    let latest = said.last().copied().unwrap_or("");
+    format!(
+        "(offline) You said \"{latest}\"; that is message {} of our conversation.",
+        said.len()
+    )
 }

@@ -186,6 +186,27 @@ describe("the unmodified useChat resumes a running turn (a slow scripted model)"
     ["usechat-v6", "3.0.328"],
     ["usechat-v7", "4.0.177"],
   ] as const) {
+    it(`@ai-sdk/react ${version}: the docs' page (it renders part.text) shows the reply while it streams`, async () => {
+      const { page, errors } = await open(`/${entry}.html`, slowPages);
+      const chatId = page.getByTestId("chat-id");
+      await expect.poll(async () => ((await chatId.textContent()) ?? "").length).toBeGreaterThan(0);
+      await page.getByTestId("input").fill("Stream to me");
+      await page.getByRole("button", { name: "Send" }).click();
+      const full = '(offline) You said "Stream to me"; that is message 1 of our conversation.';
+      const text = page.getByTestId("message").nth(1).locator('[data-part="text"]');
+      // Part of the reply is on the page before the rest of it has arrived: never JSON.
+      await expect
+        .poll(async () => ((await text.count()) > 0 ? ((await text.first().textContent()) ?? "") : ""), { interval: 50, timeout: 15_000 })
+        .toMatch(/^\(offline\) You said/);
+      const partial = (await text.first().textContent()) ?? "";
+      expect(partial.length).toBeLessThan(full.length);
+      expect(full.startsWith(partial)).toBe(true);
+      await expect.poll(() => page.getByTestId("status").textContent(), { timeout: 15_000 }).toBe("ready");
+      expect(await text.first().textContent()).toBe(full);
+      expect(errors).toEqual([]);
+      await page.close();
+    });
+
     it(`@ai-sdk/react ${version}: a reload while the turn runs resumes its stream — the output arrives once, status ends ready`, async () => {
       const { page, errors } = await open(`/${entry}.html`, slowPages);
       const chatId = page.getByTestId("chat-id");

@@ -223,7 +223,7 @@ describe("the inspector", () => {
     // The fork's state has the first exchange only, answered again.
     await expect.poll(() => page.locator("#state").innerText(), { timeout: 10_000 }).toContain("exchanges: [1]");
     // Its parent's events before the fork point come first, dimmed, then its own.
-    await expect.poll(() => page.locator(".row.inherited").count()).toBe(firstInput);
+    await expect.poll(() => page.locator(".row.inherited").count(), { timeout: 10_000 }).toBe(firstInput);
     expect(await page.locator(".row.inherited .name").allTextContents()).toEqual(recorded.slice(0, firstInput).map((e) => e.name));
     const tops = await page
       .locator(".row")

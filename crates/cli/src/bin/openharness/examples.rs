@@ -68,7 +68,12 @@ pub(crate) fn cli() -> Result<Cli<Examples>, HostError> {
     };
     let planner =
         planner_executor::workflow(MemoryStore::new(), paced(planner_executor_offline()))?;
-    let chat = chat::workflow(MemoryStore::new(), paced(chat::scripted_provider()))?;
+    // A slow chat model streams its reply over the delay, as a real one would.
+    let chat_model = match pace {
+        Some(over) => chat::streaming_provider(over),
+        None => chat::scripted_provider(),
+    };
+    let chat = chat::workflow(MemoryStore::new(), chat_model)?;
     Ok(Cli::new()
         .commands(|command: Examples, context: Context| -> CommandFuture {
             Box::pin(async move { examples(command, &context).await })
@@ -81,7 +86,8 @@ pub(crate) fn cli() -> Result<Cli<Examples>, HostError> {
 }
 
 /// `OPENHARNESS_SCRIPTED_DELAY_MS`: how long every answer of the examples' scripted models
-/// waits (default none) — a slow model, to watch a turn run, cancel it or resume it. A value
+/// waits (default none) — a slow model, to watch a turn run, cancel it or resume it; the
+/// chat's streams its reply word by word over that time. A value
 /// that is not a number of milliseconds is ignored with a warning.
 fn scripted_pace() -> Option<std::time::Duration> {
     let text = std::env::var("OPENHARNESS_SCRIPTED_DELAY_MS").ok()?;
