@@ -183,6 +183,8 @@ struct Scanner {
     /// The key whose value comes next, once its `:` was read.
     value_of: Option<String>,
     string: Option<Str>,
+    /// Where the characters of strings that are not the reply go (and are dropped).
+    skipped: String,
 }
 
 /// A string being read.
@@ -223,19 +225,21 @@ impl Scanner {
             key: String::new(),
             value_of: None,
             string: None,
+            skipped: String::new(),
         }
     }
 
     fn read(&mut self, c: char, out: &mut String) {
         if let Some(string) = &mut self.string {
             let kind = string.kind;
-            let mut sink = String::new();
-            let ended = string.read(c, &mut sink);
-            match kind {
-                StrKind::Key => self.key.push_str(&sink),
-                StrKind::Reply => out.push_str(&sink),
-                StrKind::Other => {}
-            }
+            let ended = match kind {
+                StrKind::Key => string.read(c, &mut self.key),
+                StrKind::Reply => string.read(c, out),
+                StrKind::Other => {
+                    self.skipped.clear();
+                    string.read(c, &mut self.skipped)
+                }
+            };
             if ended {
                 self.string = None;
                 if kind != StrKind::Key {
