@@ -284,9 +284,10 @@ impl UiStream {
 /// The chat of a session as AI SDK `UIMessage`s, built from the same chunks
 /// [`UiStream`] streams (so a reloaded chat equals the streamed one, ids included): a user
 /// message per `user:input` and `input:received` (id: the payload's `messageId`, else
-/// `msg-<event id>`), an assistant message per turn. A `user:input` marked `regenerates`
-/// asks its question again: what followed the question in this view is replaced by the new
-/// answer.
+/// `msg-<event id>`), an assistant message per turn. A user message recorded again under an
+/// id already in the view (a message the client edited, or the question `regenerate()` asks
+/// again) replaces it and what followed it, as the AI SDK does on its side; the log keeps
+/// both.
 ///
 /// ```
 /// use openharness_core::{Envelope, EventId};
@@ -336,22 +337,15 @@ impl UiChatBuilder {
         let id = event.payload[MESSAGE_ID_FIELD]
             .as_str()
             .map_or_else(|| format!("msg-{}", event.id), str::to_owned);
-        let regenerates = &event.payload[REGENERATES_FIELD];
-        if !regenerates.is_null() {
-            // The answers after the question being asked again leave the view (or, when the
-            // question is not in the view, the message named and what follows it).
-            let question = self.messages.iter().rposition(|m| m.id == id);
-            let named = regenerates
-                .as_str()
-                .and_then(|named| self.messages.iter().position(|m| m.id == named));
-            match (question, named) {
-                (Some(question), _) => {
-                    self.messages.truncate(question + 1);
-                    return; // the question is already there
-                }
-                (None, Some(named)) => self.messages.truncate(named),
-                (None, None) => {}
-            }
+        // A message already in the view under this id was edited (`sendMessage` with its
+        // `messageId`) or asked again (`regenerate()`): it and what followed it are replaced.
+        if let Some(earlier) = self.messages.iter().rposition(|m| m.id == id) {
+            self.messages.truncate(earlier);
+        } else if let Some(named) = event.payload[REGENERATES_FIELD]
+            .as_str()
+            .and_then(|named| self.messages.iter().position(|m| m.id == named))
+        {
+            self.messages.truncate(named);
         }
         self.messages.push(UiMessage {
             id,
@@ -541,6 +535,25 @@ mod tests {
             .filter(|k| k.ends_with("-step"))
             .collect();
         assert_eq!(kinds, ["start-step", "finish-step"]);
+    }
+
+    #[test]
+    fn an_edited_message_replaces_itself_and_what_followed() {
+        let mut first = ev(&UserInput { text: "Lisbon?".into() }, None);
+        first.payload["messageId"] = "m1".into();
+        let mut edited = ev(&UserInput { text: "Porto?".into() }, None);
+        edited.payload["messageId"] = "m1".into();
+        let events = [
+            first.clone(),
+            started("a", Some(first.id)),
+            completed("a", "Lisbon!", Some(first.id)),
+            done(),
+            edited.clone(),
+            started("a", Some(edited.id)),
+            completed("a", "Porto!", Some(edited.id)),
+            done(),
+        ];
+        assert_eq!(texts(&events), ["Porto?", "Porto!"]);
     }
 
     #[test]

@@ -5,7 +5,8 @@
  * newest major (7.x). For each: the reply is a `text` part equal to the structured output's
  * reply field; the messages the server stores (`?shape=ui`) pass the SDK's own
  * `validateUIMessages` and equal the ones the SDK built from the stream, ids and `step-start`
- * included; `regenerate()` replaces the answer in both; a message to a session waiting for a
+ * included; `regenerate()` replaces the answer in both, and so does editing a message; a
+ * message to a session waiting for a
  * person answers its request (the only way `useChat` can answer one).
  */
 import { describe, expect, inject, it } from "vitest";
@@ -29,7 +30,7 @@ interface ChatLike {
   messages: Message[];
   status: string;
   error: Error | undefined;
-  sendMessage(message: { text: string; metadata?: unknown }): Promise<void>;
+  sendMessage(message: { text: string; metadata?: unknown; messageId?: string }): Promise<void>;
   regenerate(): Promise<void>;
 }
 type Sdk = {
@@ -103,6 +104,17 @@ for (const [label, sdk, react] of releases) {
       const regenerated = (await client.messages(chat.id, { shape: "ui" })) as unknown as Message[];
       await validate(sdk, { messages: regenerated });
       expect(regenerated).toEqual(plain(chat.messages));
+
+      // Editing the first message (sendMessage with its id): the SDK and the stored view both
+      // replace it and what followed it.
+      await chat.sendMessage({ text: "Hello again, edited", messageId: chat.messages[0]!.id });
+      expect(chat.error).toBeUndefined();
+      expect(chat.messages.map((m) => m.role)).toEqual(["user", "assistant"]);
+      expect(text(chat.messages[0])).toBe("Hello again, edited");
+      expect(text(chat.messages[1])).toContain('You said "Hello again, edited"');
+      const edited = (await client.messages(chat.id, { shape: "ui" })) as unknown as Message[];
+      await validate(sdk, { messages: edited });
+      expect(edited).toEqual(plain(chat.messages));
     });
 
     it("answers a session waiting for a person with sendMessage", async () => {
