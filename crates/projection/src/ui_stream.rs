@@ -539,9 +539,19 @@ mod tests {
 
     #[test]
     fn an_edited_message_replaces_itself_and_what_followed() {
-        let mut first = ev(&UserInput { text: "Lisbon?".into() }, None);
+        let mut first = ev(
+            &UserInput {
+                text: "Lisbon?".into(),
+            },
+            None,
+        );
         first.payload["messageId"] = "m1".into();
-        let mut edited = ev(&UserInput { text: "Porto?".into() }, None);
+        let mut edited = ev(
+            &UserInput {
+                text: "Porto?".into(),
+            },
+            None,
+        );
         edited.payload["messageId"] = "m1".into();
         let events = [
             first.clone(),
