@@ -74,9 +74,10 @@ pub fn reply_text(output: &Value, pointer: Option<&str>) -> Option<String> {
 /// ```
 #[derive(Debug, Clone)]
 pub struct ReplyDecoder {
-    /// The top-level field whose string is the reply (`Some("")` for the whole output being
-    /// a string); `None` when no streamed JSON is text.
+    /// The top-level field whose string is the reply; `None` when no streamed JSON is text.
     field: Option<String>,
+    /// The whole output is the reply (pointer `""`): every response is prose.
+    whole: bool,
     mode: Mode,
     /// Leading whitespace held until the response's kind is known (prose keeps it).
     leading: String,
@@ -97,37 +98,34 @@ enum Mode {
 impl ReplyDecoder {
     /// A decoder for an agent whose reply is at `pointer` (see [`reply_text`]).
     pub fn new(pointer: Option<&str>) -> Self {
-        let field = pointer.and_then(|pointer| match pointer {
-            "" => Some(String::new()),
-            _ => {
-                let rest = pointer.strip_prefix('/')?;
-                (!rest.contains('/')).then(|| rest.replace("~1", "/").replace("~0", "~"))
-            }
+        let whole = pointer == Some("");
+        let field = pointer.filter(|_| !whole).and_then(|pointer| {
+            let rest = pointer.strip_prefix('/')?;
+            (!rest.contains('/')).then(|| rest.replace("~1", "/").replace("~0", "~"))
         });
-        Self {
+        let mut decoder = Self {
             field,
+            whole,
             mode: Mode::Undecided,
             leading: String::new(),
-        }
+        };
+        decoder.reset();
+        decoder
     }
 
-    /// Starts a new model response: the next fragment decides its kind afresh.
+    /// Starts a new model response: the next fragment decides its kind afresh (an agent
+    /// asked for plain text gets every response as written).
     pub fn reset(&mut self) {
-        self.mode = Mode::Undecided;
+        self.mode = if self.whole {
+            Mode::Prose
+        } else {
+            Mode::Undecided
+        };
         self.leading.clear();
-    }
-
-    /// Whether the response so far is prose (passed through), not JSON.
-    pub fn is_prose(&self) -> bool {
-        matches!(self.mode, Mode::Prose) || self.field.as_deref() == Some("")
     }
 
     /// Reads `fragment`; returns the reply characters it completed (often empty).
     pub fn push(&mut self, fragment: &str) -> String {
-        if self.field.as_deref() == Some("") {
-            // The whole output is the reply: an agent asked for plain text gets it as written.
-            return fragment.to_owned();
-        }
         let mut out = String::new();
         for (index, c) in fragment.char_indices() {
             match &mut self.mode {

@@ -131,11 +131,6 @@ impl UiStream {
         Self::default()
     }
 
-    /// The id of the assistant message the turn under way streams into, once it started.
-    pub fn message_id(&self) -> Option<&str> {
-        self.message_id.as_deref()
-    }
-
     /// The chunks `event` adds, and whether it ended a turn (`finish` was sent; the next
     /// event starts a new assistant message).
     ///
@@ -255,7 +250,7 @@ impl UiStream {
         self.message_id = Some(id);
     }
 
-    /// Closes what is open and sends `finish` (starting the message first if it never was).
+    /// Closes what is open and sends `finish`: the next event starts a new message.
     fn end_turn(&mut self, out: &mut Vec<Value>) {
         for call in self.calls.values_mut() {
             call.close_text(out);

@@ -78,16 +78,7 @@ async fn ui_stream(
     let mut converter = UiStream::new();
     let chunks = until_turn_end(items, move |item| {
         let (events, finished) = match item {
-            TurnItem::Failed(why) => (
-                vec![
-                    Event::default().data(
-                        json!({ "type": "error", "errorText": format!("the turn failed: {why}") })
-                            .to_string(),
-                    ),
-                    Event::default().data("[DONE]"),
-                ],
-                true,
-            ),
+            TurnItem::Failed(why) => (ending_with_error(&format!("the turn failed: {why}")), true),
             TurnItem::Event(Ok(recorded)) => {
                 let (chunks, finished) = converter.chunks(&recorded.event);
                 let seq = recorded.seq.to_string();
@@ -100,14 +91,7 @@ async fn ui_stream(
                 }
                 (events, finished)
             }
-            TurnItem::Event(Err(err)) => (
-                vec![
-                    Event::default()
-                        .data(json!({ "type": "error", "errorText": err.to_string() }).to_string()),
-                    Event::default().data("[DONE]"),
-                ],
-                true,
-            ),
+            TurnItem::Event(Err(err)) => (ending_with_error(&err.to_string()), true),
         };
         std::future::ready((events, finished))
     });
@@ -117,6 +101,14 @@ async fn ui_stream(
         HeaderValue::from_static("v1"),
     );
     Ok(response)
+}
+
+/// The last events of a stream that cannot go on: an `error` chunk saying why, then `[DONE]`.
+fn ending_with_error(why: &str) -> Vec<Event> {
+    vec![
+        Event::default().data(json!({ "type": "error", "errorText": why }).to_string()),
+        Event::default().data("[DONE]"),
+    ]
 }
 
 /// The SSE events `convert` makes of a live tail's items, ending right after the batch that
@@ -224,10 +216,10 @@ pub(crate) async fn post(
     let from = match exists.filter(|info| info.count > 0) {
         Some(_) => {
             let len = crate::routes::check_free(&state, &session).await?;
+            let open = state.host.unfinished(&session).await?.open_requests;
             let request = match trigger {
-                Trigger::Submit => answer_for(&state, &session, newest).await?,
+                Trigger::Submit => answer_for(&session, newest, open)?,
                 Trigger::Regenerate(_) => {
-                    let open = state.host.unfinished(&session).await?.open_requests;
                     if !open.is_empty() {
                         return Err(ApiError::new(
                             StatusCode::CONFLICT,
@@ -264,18 +256,17 @@ pub(crate) async fn post(
     ui_stream(&state, &session, from, Some(failed_rx)).await
 }
 
-/// The open request a chat message answers, if the session waits for a person: the one the
+/// The open request (of `open`, the session's) a chat message answers: the one the
 /// message names (`metadata.requestId`, the `requestId` of a `data-input-requested` part),
 /// else the only one open. A message to a session waiting on several requests that names
 /// none of them is refused (`409 ambiguous_request`, listing them); naming a request that is
 /// not open is `409 request_not_open`. A session that waits for nothing takes the message as
 /// new input.
-async fn answer_for(
-    state: &AppState,
+fn answer_for(
     session: &SessionId,
     message: &ChatMessage,
+    open: Vec<EventId>,
 ) -> Result<Option<EventId>, ApiError> {
-    let open = state.host.unfinished(session).await?.open_requests;
     let named = message
         .metadata
         .as_ref()
