@@ -312,6 +312,48 @@ async fn sleep_until(deadline: Option<Instant>) {
 /// the final events of one agent call), each with its cause.
 type Unit = Vec<(Pending, Option<EventId>)>;
 
+/// What cut a turn's work short, to be finished by the turn that runs now.
+enum Cut {
+    /// The process running it was killed: a resume finishes it.
+    Crash,
+    /// A fork was made at `position` of `parent`, inside it.
+    Fork { parent: SessionId, position: u64 },
+}
+
+impl Cut {
+    /// The `error` of the `agent:completed` that closes a cut call as interrupted.
+    fn why_closed(&self) -> String {
+        match self {
+            Self::Crash => {
+                "the process running this call stopped before it completed; it runs again"
+                    .to_owned()
+            }
+            Self::Fork { parent, position } => format!(
+                "the fork of session {parent} at position {position} cut this call before it completed; the fork runs it again from its start"
+            ),
+        }
+    }
+
+    /// The code and message of the error recorded for a cut call of `agent` whose trigger is
+    /// not in the turn, so it cannot run again.
+    fn why_not_again(&self, agent: &str) -> (&'static str, String) {
+        match self {
+            Self::Crash => (
+                "resume",
+                format!(
+                    "agent `{agent}` was interrupted, and the event that started it is not in the turn being resumed; it is not run again"
+                ),
+            ),
+            Self::Fork { .. } => (
+                "fork",
+                format!(
+                    "agent `{agent}` was working at the fork point, and the event that started it is not in the turn being forked; it is not run again"
+                ),
+            ),
+        }
+    }
+}
+
 /// An event waiting to be recorded: what, caused by what, and what to do once it is durable.
 type Queued<S> = (Pending, Option<EventId>, Option<AfterRecord<S>>);
 
@@ -440,63 +482,7 @@ impl<S: WorkflowState> Run<'_, S> {
         open_calls: Vec<OpenCall>,
         limits: &Limits,
     ) -> Option<StopReason> {
-        let closes: Unit = open_calls
-            .iter()
-            .map(|call| {
-                let closed = AgentCompleted {
-                    agent: call.started.agent.clone(),
-                    outcome: Outcome::Interrupted,
-                    usage: Usage::default(),
-                    cost: None,
-                    error: Some(
-                        "the process running this call stopped before it completed; it runs again"
-                            .to_owned(),
-                    ),
-                    output: None,
-                };
-                (Pending::of(&closed), call.trigger_id)
-            })
-            .collect();
-        if !closes.is_empty() {
-            self.stage(closes);
-        }
-        if self.until_holds() {
-            return Some(StopReason::Until);
-        }
-        for item in unrecorded {
-            match item {
-                Unrecorded::Event(pending, cause) => {
-                    self.queue.push_back((pending, Some(cause), None))
-                }
-                Unrecorded::Start {
-                    agent,
-                    started,
-                    trigger,
-                } => {
-                    if let Some(reason) = self.rerun(&agent, started, trigger, limits) {
-                        return Some(reason);
-                    }
-                }
-            }
-        }
-        for call in open_calls {
-            let agent = call.started.agent.clone();
-            match call.trigger {
-                Some(trigger) => {
-                    if let Some(reason) = self.rerun(&agent, call.started, trigger, limits) {
-                        return Some(reason);
-                    }
-                }
-                None => self.queue.push_back((
-                    Pending::of(&ErrorOccurred::recoverable("resume", format!(
-                            "agent `{agent}` was interrupted, and the event that started it is not in the turn being resumed; it is not run again"
-                        ), call.trigger_id)),
-                    call.trigger_id,
-                    None,
-                )),
-            }
-        }
-        None
+        self.finish_cut_work(Cut::Crash, Vec::new(), unrecorded, open_calls, limits)
     }
 
     /// A fork's start: finishes what its parent had under way at the fork point, as
@@ -516,6 +502,21 @@ impl<S: WorkflowState> Run<'_, S> {
             unrecorded,
             open_calls,
         } = unfinished;
+        let cut = Cut::Fork { parent, position };
+        self.finish_cut_work(cut, completing, unrecorded, open_calls, limits)
+    }
+
+    /// What [`Run::resume`] and [`Run::finish_fork_point`] share: closes the calls `cut`
+    /// left open as interrupted (one append), queues what was not recorded, records the rest
+    /// of a cut final record (`completing`) and runs the closed calls again.
+    fn finish_cut_work(
+        &mut self,
+        cut: Cut,
+        completing: Unit,
+        unrecorded: Vec<Unrecorded>,
+        open_calls: Vec<OpenCall>,
+        limits: &Limits,
+    ) -> Option<StopReason> {
         let closes: Unit = open_calls
             .iter()
             .map(|call| {
@@ -524,9 +525,7 @@ impl<S: WorkflowState> Run<'_, S> {
                     outcome: Outcome::Interrupted,
                     usage: Usage::default(),
                     cost: None,
-                    error: Some(format!(
-                        "the fork of session {parent} at position {position} cut this call before it completed; the fork runs it again from its start"
-                    )),
+                    error: Some(cut.why_closed()),
                     output: None,
                 };
                 (Pending::of(&closed), call.trigger_id)
@@ -548,7 +547,7 @@ impl<S: WorkflowState> Run<'_, S> {
                     started,
                     trigger,
                 } => {
-                    if let Some(reason) = self.restart(&agent, started, trigger, limits) {
+                    if let Some(reason) = self.start_again(&cut, &agent, started, trigger, limits) {
                         return Some(reason);
                     }
                 }
@@ -569,20 +568,37 @@ impl<S: WorkflowState> Run<'_, S> {
             let agent = call.started.agent.clone();
             match call.trigger {
                 Some(trigger) => {
-                    if let Some(reason) = self.restart(&agent, call.started, trigger, limits) {
+                    if let Some(reason) =
+                        self.start_again(&cut, &agent, call.started, trigger, limits)
+                    {
                         return Some(reason);
                     }
                 }
-                None => self.queue.push_back((
-                    Pending::of(&ErrorOccurred::recoverable("fork", format!(
-                            "agent `{agent}` was working at the fork point, and the event that started it is not in the turn being forked; it is not run again"
-                        ), call.trigger_id)),
-                    call.trigger_id,
-                    None,
-                )),
+                None => {
+                    let (code, message) = cut.why_not_again(&agent);
+                    let error = ErrorOccurred::recoverable(code, message, call.trigger_id);
+                    self.queue
+                        .push_back((Pending::of(&error), call.trigger_id, None));
+                }
             }
         }
         None
+    }
+
+    /// Runs a cut call again: after a crash as it was started ([`Run::rerun`]); in a fork as
+    /// this workflow starts it now ([`Run::restart`]).
+    fn start_again(
+        &mut self,
+        cut: &Cut,
+        agent: &str,
+        started: AgentStarted,
+        trigger: Envelope,
+        limits: &Limits,
+    ) -> Option<StopReason> {
+        match cut {
+            Cut::Crash => self.rerun(agent, started, trigger, limits),
+            Cut::Fork { .. } => self.restart(agent, started, trigger, limits),
+        }
     }
 
     /// Starts an agent call of a fork again from its trigger, activated by this workflow in
