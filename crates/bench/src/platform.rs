@@ -38,7 +38,7 @@ use openharness::{
     BoxedProvider, Envelope, EventStream, SessionId, SessionInfo, Store, StoreError, Subscription,
 };
 use openharness_core::Claim;
-use openharness_platform::{ChatAgent, Platform, PlatformOptions, agent_chat_workflow};
+use openharness_platform::{ChatAgent, Platform, agent_chat_workflow};
 use openharness_provider::{Reply, ScriptedProvider};
 use openharness_server::{ServerOptions, router};
 
@@ -341,12 +341,10 @@ impl NativeClient {
 /// The platform on `store`, answering with the scripted model: its clients, one per session
 /// of one agent, each having had one (unmeasured) turn.
 async fn platform_clients(store: Arc<dyn Store>) -> Fallible<Vec<PlatformClient>> {
+    // Served as `openharness serve` serves it: beside the native routes, on one HTTP layer.
+    let host = Host::shared(Arc::clone(&store));
     let platform = Platform::new(store, None).with_provider(model());
-    let addr = serve(openharness_platform::router(
-        platform,
-        PlatformOptions::default(),
-    ))
-    .await?;
+    let addr = serve(router(host, ServerOptions::default().platform(platform))).await?;
     let body = format!(r#"{{"name":"bench","system_prompt":"{SYSTEM_PROMPT}"}}"#);
     let (status, agent) = request(addr, "POST", "/v1/agents", Some(&body)).await?;
     if status != 201 {

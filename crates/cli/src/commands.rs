@@ -415,25 +415,15 @@ async fn serve(
     if let Some(name) = chat_workflow {
         options = options.chat_workflow(name);
     }
-    // The platform's /v1 API over the same store, behind the same keys.
+    // The platform's /v1 API over the same store, on the same HTTP layer (keys, CORS, errors,
+    // event streams, GET /openapi.json).
     let master_keys = openharness_platform::MasterKeys::from_env()
         .map_err(|err| CliError::Usage(err.to_string()))?;
-    let mut platform_options = openharness_platform::PlatformOptions::default();
-    if !options.api_keys.is_empty() {
-        let keys = options.api_keys.clone();
-        platform_options = platform_options.require_api_key(move |key| {
-            keys.iter()
-                .fold(false, |found, hash| found | hash.matches(key))
-        });
-    }
     let platform = openharness_platform::Platform::new(host.store().clone(), master_keys);
     // Platform sessions whose turn a dead process left unfinished (a crash here, or another
     // replica on the same PostgreSQL) are resumed from their logs.
     let recovery = platform.spawn_recovery(RECOVERY_INTERVAL);
-    // GET /openapi.json describes the /v1 routes too.
-    options = options.openapi(openharness_platform::openapi_document());
-    let app = openharness_server::router(host, options)
-        .merge(openharness_platform::router(platform, platform_options));
+    let app = openharness_server::router(host, options.platform(platform));
     let served = axum::serve(listener, app)
         .with_graceful_shutdown(async {
             let _ = tokio::signal::ctrl_c().await;

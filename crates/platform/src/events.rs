@@ -148,10 +148,21 @@ fn frame_id(seq: u64, index: usize, count: usize) -> String {
     }
 }
 
-/// Where a reader of notifications stopped, from an SSE `Last-Event-ID` ([`frame_id`]'s form)
-/// or `?after=`: after every notification of event `seq`, or only after its first `seen`.
+/// Where a reader of notifications stopped, from an SSE `Last-Event-ID` (a frame id: the
+/// sequence for an event's last notification, `seq.index` for one before it) or `?after=`:
+/// after every notification of event `seq`, or only after its first `seen`.
+///
+/// ```
+/// use openharness_platform::Resume;
+/// let all = Resume::after(41);
+/// assert_eq!(Resume::parse("41"), Some(all));
+/// let first = Resume::parse("41.0").unwrap_or(all);
+/// // After the first of event 41's notifications: fewer seen than after all of them.
+/// assert_eq!(first.max(all), all);
+/// assert_eq!(Resume::parse("41.x"), None);
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Resume {
+pub struct Resume {
     /// The event.
     pub(crate) seq: u64,
     /// How many of its notifications were seen, when not all of them.
@@ -160,12 +171,13 @@ pub(crate) struct Resume {
 
 impl Resume {
     /// After all of event `seq`'s notifications.
-    pub(crate) fn after(seq: u64) -> Self {
+    pub fn after(seq: u64) -> Self {
         Self { seq, seen: None }
     }
 
     /// The later of two resume points (the one after which fewer notifications are left).
-    pub(crate) fn max(self, other: Self) -> Self {
+    #[must_use]
+    pub fn max(self, other: Self) -> Self {
         let key = |r: &Self| (r.seq, r.seen.unwrap_or(usize::MAX));
         if key(&other) > key(&self) {
             other
@@ -175,7 +187,7 @@ impl Resume {
     }
 
     /// Reads a `Last-Event-ID`: `41` or `41.0`; `None` when it is neither.
-    pub(crate) fn parse(text: &str) -> Option<Self> {
+    pub fn parse(text: &str) -> Option<Self> {
         /// Digits only: Rust's integer parsing would also take a leading `+`.
         fn number<N: std::str::FromStr>(digits: &str) -> Option<N> {
             let all_digits = !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit());

@@ -1374,8 +1374,8 @@ impl Platform {
     }
 
     /// Where a reader that last saw the notification `seen` (its id) resumes: right after it
-    /// (`404` when the session has no notification of that id).
-    pub(crate) async fn resume_after_id(
+    /// ([`PlatformError::NotFound`] when the session has no notification of that id).
+    pub async fn resume_after_id(
         &self,
         agent: Uuid,
         id: Uuid,
@@ -1400,7 +1400,7 @@ impl Platform {
     }
 
     /// The notifications of a session after `resume` (all without it), oldest first.
-    pub(crate) async fn notifications_after(
+    pub async fn notifications_after(
         &self,
         agent: Uuid,
         id: Uuid,
@@ -1471,15 +1471,37 @@ impl Platform {
         Ok(provider)
     }
 
-    /// A live tail of a session's log from seq `from` (for its notification stream).
-    pub(crate) async fn tail(
+    /// A session's notifications after `resume` (all without it), history and then live, each
+    /// with its SSE frame id (the sequence, or `seq.index` for the first of an event's two
+    /// notifications; [`Resume::parse`] reads it back). The stream ends only with an error
+    /// (the store's tail failed); it waits for new events otherwise.
+    pub async fn follow(
         &self,
         agent: Uuid,
         id: Uuid,
-        from: u64,
-    ) -> Result<openharness_core::Subscription, PlatformError> {
+        resume: Option<Resume>,
+    ) -> Result<
+        impl futures_util::Stream<Item = Result<(String, Notification), PlatformError>> + Send + 'static,
+        PlatformError,
+    > {
         let log = self.log_of(agent, id).await?;
-        Ok(self.inner.store.subscribe(&log, from).await?)
+        let mut projector = Projector::new(id, resume);
+        let tail = self
+            .inner
+            .store
+            .subscribe(&log, projector.read_from())
+            .await?;
+        Ok(futures_util::StreamExt::flat_map(tail, move |item| {
+            let notes: Vec<_> = match item {
+                Ok(recorded) => projector
+                    .project(recorded.seq, &recorded.event)
+                    .into_iter()
+                    .map(Ok)
+                    .collect(),
+                Err(err) => vec![Err(PlatformError::Store(err))],
+            };
+            futures_util::stream::iter(notes)
+        }))
     }
 
     /// The log of a session of `agent` that exists.

@@ -1,3 +1,5 @@
+//! The one key check of every route family (native, `/api/chat`, `/api/workflow`, `/v1`).
+//!
 //! API keys: when the server has any, every route but `GET /health`, `GET /openapi.json` and
 //! the inspector's page and assets (`/`, `/index.html`, `/inspector.js`, `/inspector.css`,
 //! which hold no data: the page asks for a key and sends it with its API calls) requires one,
@@ -79,8 +81,7 @@ pub fn parse_api_keys(text: &str) -> Result<Vec<ApiKeyHash>, String> {
 }
 
 /// The key in an `Authorization` value: after `Bearer ` (any case, RFC 9110), or the whole
-/// value, as the Everruns SDK's management client sends it (so every route takes a key the
-/// same way `/v1` does).
+/// value, as the Everruns SDK's management client sends it.
 fn bearer_or_bare(value: &str) -> &str {
     let value = value.trim();
     match value.split_at_checked("Bearer ".len()) {
@@ -122,7 +123,7 @@ pub(crate) async fn require_key(
         ApiError::new(
             StatusCode::UNAUTHORIZED,
             "unauthorized",
-            "this server requires an API key: send `Authorization: Bearer <key>`",
+            "this server requires an API key: send `Authorization: Bearer <key>` (or the bare key in `Authorization`, or `x-api-key: <key>`)",
         )
         .into_response()
     }

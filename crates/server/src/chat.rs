@@ -12,14 +12,11 @@
 //! `data-input-requested` for a request to a person; `finish` and `[DONE]` at the turn's end.
 //! Each chunk also carries an `id:` line with the event's seq, which `useChat` ignores.
 
-use std::convert::Infallible;
 use std::sync::Arc;
 
-use axum::Json;
-use axum::extract::rejection::JsonRejection;
+use axum::body::Bytes;
 use axum::extract::{Path, State};
 use axum::http::{HeaderValue, StatusCode};
-use axum::response::sse::Event;
 use axum::response::{IntoResponse, Response};
 use futures_util::{StreamExt, stream};
 use openharness_core::{EventId, Recorded, RunOptions, SessionId};
@@ -69,6 +66,7 @@ async fn ui_stream(
     session: &SessionId,
     from: u64,
     failed: Option<tokio::sync::oneshot::Receiver<String>>,
+    counted: crate::sse::Counted,
 ) -> Result<Response, ApiError> {
     let subscription = crate::sse::subscribe(state, session, from).await?;
     let failures = stream::iter(failed)
@@ -82,12 +80,12 @@ async fn ui_stream(
             TurnItem::Event(Ok(recorded)) => {
                 let (chunks, finished) = converter.chunks(&recorded.event);
                 let seq = recorded.seq.to_string();
-                let mut events: Vec<Event> = chunks
+                let mut events: Vec<Bytes> = chunks
                     .into_iter()
-                    .map(|chunk| Event::default().id(seq.clone()).data(chunk.to_string()))
+                    .map(|chunk| crate::sse::frame(None, Some(&seq), &chunk.to_string()))
                     .collect();
                 if finished {
-                    events.push(Event::default().data("[DONE]"));
+                    events.push(crate::sse::frame(None, None, "[DONE]"));
                 }
                 (events, finished)
             }
@@ -95,7 +93,7 @@ async fn ui_stream(
         };
         std::future::ready((events, finished))
     });
-    let mut response = crate::sse::answer(chunks, state.options.heartbeat, "");
+    let mut response = crate::sse::respond(chunks, Some(counted), state.options.heartbeat);
     response.headers_mut().insert(
         "x-vercel-ai-ui-message-stream",
         HeaderValue::from_static("v1"),
@@ -104,23 +102,27 @@ async fn ui_stream(
 }
 
 /// The last events of a stream that cannot go on: an `error` chunk saying why, then `[DONE]`.
-fn ending_with_error(why: &str) -> Vec<Event> {
+fn ending_with_error(why: &str) -> Vec<Bytes> {
     vec![
-        Event::default().data(json!({ "type": "error", "errorText": why }).to_string()),
-        Event::default().data("[DONE]"),
+        crate::sse::frame(
+            None,
+            None,
+            &json!({ "type": "error", "errorText": why }).to_string(),
+        ),
+        crate::sse::frame(None, None, "[DONE]"),
     ]
 }
 
-/// The SSE events `convert` makes of a live tail's items, ending right after the batch that
+/// The SSE frames `convert` makes of a live tail's items, ending right after the batch that
 /// `convert` says finishes the turn (the tail itself would wait for more).
 pub(crate) fn until_turn_end<S, T, C, F>(
     items: S,
     convert: C,
-) -> impl futures_util::Stream<Item = Result<Event, Infallible>> + Send
+) -> impl futures_util::Stream<Item = Bytes> + Send
 where
     S: futures_util::Stream<Item = T> + Send + Unpin,
     C: FnMut(T) -> F + Send + 'static,
-    F: std::future::Future<Output = (Vec<Event>, bool)> + Send,
+    F: std::future::Future<Output = (Vec<Bytes>, bool)> + Send,
 {
     stream::unfold(Some((items, convert)), |state| async move {
         let (mut items, mut convert) = state?;
@@ -128,7 +130,7 @@ where
         let (events, finished) = convert(item).await;
         Some((events, (!finished).then_some((items, convert))))
     })
-    .flat_map(|events| stream::iter(events.into_iter().map(Ok::<_, Infallible>)))
+    .flat_map(stream::iter)
 }
 
 /// What a chat stream follows: the session's events, or the news that its turn failed before
@@ -159,14 +161,14 @@ async fn reporting(
 /// `?shape=ui`, shows the new one in place of the old).
 pub(crate) async fn post(
     State(state): State<Arc<AppState>>,
-    request: Result<Json<ChatRequest>, JsonRejection>,
+    request: crate::request::Body,
 ) -> Result<Response, ApiError> {
     let ChatRequest {
         id,
         messages,
         trigger,
         message_id,
-    } = crate::routes::body(request)?;
+    } = crate::request::body(request)?;
     let trigger = match trigger.as_deref() {
         None | Some("submit-message") => Trigger::Submit,
         Some("regenerate-message") => Trigger::Regenerate(message_id),
@@ -179,6 +181,10 @@ pub(crate) async fn post(
     let session: SessionId = id
         .parse()
         .map_err(|err| ApiError::bad_request(format!("`{id}` is not a chat id: {err}")))?;
+    // Counted before the turn starts: a chat over its cap of streams starts nothing.
+    let counted = state
+        .streams
+        .open(&session, state.options.max_streams_per_session)?;
     let newest = messages
         .iter()
         .rev()
@@ -253,7 +259,7 @@ pub(crate) async fn post(
             0
         }
     };
-    ui_stream(&state, &session, from, Some(failed_rx)).await
+    ui_stream(&state, &session, from, Some(failed_rx), counted).await
 }
 
 /// The open request (of `open`, the session's) a chat message answers: the one the
@@ -316,7 +322,12 @@ pub(crate) async fn resume(
         .parse()
         .map_err(|err| ApiError::bad_request(format!("`{id}` is not a chat id: {err}")))?;
     match crate::routes::turn_start(&state, &session) {
-        Some(from) => ui_stream(&state, &session, from, None).await,
+        Some(from) => {
+            let counted = state
+                .streams
+                .open(&session, state.options.max_streams_per_session)?;
+            ui_stream(&state, &session, from, None, counted).await
+        }
         None => Ok(StatusCode::NO_CONTENT.into_response()),
     }
 }

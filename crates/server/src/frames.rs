@@ -11,11 +11,9 @@
 
 use std::sync::Arc;
 
-use axum::Json;
+use axum::body::Bytes;
 use axum::extract::State;
-use axum::extract::rejection::JsonRejection;
 use axum::response::Response;
-use axum::response::sse::Event;
 use openharness_core::builtin::WorkflowCompleted;
 use openharness_core::{Event as _, RunOptions, SessionId};
 use serde::Deserialize;
@@ -37,31 +35,43 @@ pub(crate) struct Request {
     record: Option<bool>,
 }
 
-fn frame(kind: &str, data: Value) -> Event {
-    Event::default().data(json!({ "type": kind, "data": data }).to_string())
+fn frame(kind: &str, data: Value) -> Bytes {
+    crate::sse::frame(
+        None,
+        None,
+        &json!({ "type": kind, "data": data }).to_string(),
+    )
 }
 
 /// `POST /api/workflow`.
 pub(crate) async fn post(
     State(state): State<Arc<AppState>>,
-    request: Result<Json<Request>, JsonRejection>,
+    request: crate::request::Body,
 ) -> Result<Response, ApiError> {
     let Request {
         input,
         session_id,
         workflow,
         record,
-    } = crate::routes::body(request)?;
+    } = crate::request::body(request)?;
     if record == Some(false) {
         return Err(ApiError::bad_request(
             "every run is recorded here (the event log is what time travel, replay and fork use); omit `record`",
         ));
     }
+    let session_id = session_id
+        .map(|id| {
+            id.parse::<SessionId>()
+                .map_err(|err| ApiError::bad_request(format!("`{id}` is not a session id: {err}")))
+        })
+        .transpose()?;
+    let stream_of = session_id.clone().unwrap_or_default();
+    // Counted before the turn starts: a stream over the session's cap starts nothing.
+    let counted = state
+        .streams
+        .open(&stream_of, state.options.max_streams_per_session)?;
     let (session, from) = match session_id {
-        Some(id) => {
-            let session: SessionId = id.parse().map_err(|err| {
-                ApiError::bad_request(format!("`{id}` is not a session id: {err}"))
-            })?;
+        Some(session) => {
             let len = crate::routes::check_free(&state, &session).await?;
             let host = state.host.clone();
             let turn = session.clone();
@@ -76,7 +86,7 @@ pub(crate) async fn post(
                 None => crate::chat::default_workflow(&state)?,
             };
             state.host.hosted(&workflow)?;
-            let session = SessionId::new();
+            let session = stream_of;
             let host = state.host.clone();
             let options = RunOptions::new().session(session.clone());
             crate::routes::spawn_turn(&state, session.clone(), 0, async move {
@@ -123,6 +133,9 @@ pub(crate) async fn post(
             }
         }
     });
-    let response = crate::sse::answer(frames, state.options.heartbeat, "");
-    Ok(response)
+    Ok(crate::sse::respond(
+        frames,
+        Some(counted),
+        state.options.heartbeat,
+    ))
 }

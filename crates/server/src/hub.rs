@@ -143,35 +143,22 @@ async fn forward(mut tail: Subscription, sender: broadcast::Sender<Frame>) {
     });
 }
 
-/// One event as an SSE frame: `event: <name>`, `id: <seq>`, `data: <the event with its seq>`.
-/// A name with a line break (an imported log can hold one) is left out rather than split; the
-/// data still names the event.
+/// One event as an SSE frame: `event: <name>`, `id: <seq>`, `data: <the event with its seq>`
+/// (see [`crate::sse::frame`]).
 pub(crate) fn frame(recorded: &Recorded) -> Bytes {
-    let data = match serde_json::to_string(recorded) {
-        Ok(data) => data,
-        Err(err) => {
-            return error_frame(&format!("event {} does not encode: {err}", recorded.seq));
-        }
-    };
-    let name = recorded.event.name.as_ref();
-    let mut out = String::with_capacity(data.len() + name.len() + 40);
-    if !name.contains(['\r', '\n']) {
-        out.push_str("event: ");
-        out.push_str(name);
-        out.push('\n');
+    match serde_json::to_string(recorded) {
+        Ok(data) => crate::sse::frame(
+            Some(recorded.event.name.as_ref()),
+            Some(&recorded.seq.to_string()),
+            &data,
+        ),
+        Err(err) => error_frame(&format!("event {} does not encode: {err}", recorded.seq)),
     }
-    out.push_str("id: ");
-    out.push_str(&recorded.seq.to_string());
-    out.push_str("\ndata: ");
-    out.push_str(&data);
-    out.push_str("\n\n");
-    Bytes::from(out)
 }
 
 /// An `error` frame; the stream ends after it.
 pub(crate) fn error_frame(message: &str) -> Bytes {
-    let data = serde_json::json!({ "error": { "code": "stream_failed", "message": message } });
-    Bytes::from(format!("event: error\ndata: {data}\n\n"))
+    crate::sse::error_frame("stream_failed", message)
 }
 
 /// One stream's view of its session: history from the store, then the hub's frames, in seq

@@ -25,6 +25,13 @@
 //! | `POST /api/chat` | AI SDK 5 `useChat`: the turn as a UI message stream (see `chat`) |
 //! | `GET /api/chat/{id}/stream` | the running turn's UI message stream from its start, or `204` |
 //! | `POST /api/workflow` `{input, sessionId?, workflow?}` | the seeds' handler: `event`, `state`, `done` / `error` frames |
+//! | `/v1/…` | with feature `platform` and `ServerOptions::platform`: the platform's Everruns-shaped API (agents, sessions, messages, notifications, LLM providers and models) |
+//!
+//! **One HTTP layer**: every route family (native, `/api/chat`, `/api/workflow`, `/v1`) answers
+//! errors in one shape from one table ([`ApiError`]), reads bodies and queries with one parser
+//! (`400` unreadable, `413` too large, `415` not JSON, `422` the wrong shape), streams events
+//! with one SSE writer (a cap of streams per session, a heartbeat, an `error` frame, resuming
+//! after `Last-Event-ID`), checks keys once, and is described by one OpenAPI document.
 //!
 //! **API keys**: with [`ServerOptions::api_keys`] set, every route but `/health`,
 //! `/openapi.json` and the inspector's page and assets requires
@@ -57,8 +64,11 @@ mod frames;
 mod hub;
 mod inspector;
 mod openapi;
+mod request;
 mod routes;
 mod sse;
+#[cfg(feature = "platform")]
+mod v1;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -92,9 +102,13 @@ pub struct ServerOptions {
     pub api_keys: Vec<ApiKeyHash>,
     /// The origins a browser page may call the server from (default none: CORS off).
     pub cors: Option<CorsOrigins>,
-    /// OpenAPI documents of routes merged beside the server's (such as the platform's `/v1`):
-    /// `GET /openapi.json` lists their paths and schemas too.
+    /// OpenAPI documents of routes you merge beside the server's: `GET /openapi.json` lists
+    /// their paths and schemas too.
     pub openapi: Vec<serde_json::Value>,
+    /// The platform whose Everruns-shaped `/v1` API this server serves (feature `platform`;
+    /// default none).
+    #[cfg(feature = "platform")]
+    pub platform: Option<openharness_platform::Platform>,
 }
 
 impl Default for ServerOptions {
@@ -109,6 +123,8 @@ impl Default for ServerOptions {
             api_keys: Vec::new(),
             cors: None,
             openapi: Vec::new(),
+            #[cfg(feature = "platform")]
+            platform: None,
         }
     }
 }
@@ -180,6 +196,27 @@ impl ServerOptions {
         self
     }
 
+    /// Serves `platform`'s Everruns-shaped `/v1` API beside the native routes, on the same
+    /// HTTP layer: the same API keys, body limit, CORS, error shape, event-stream cap and
+    /// OpenAPI document (feature `platform`).
+    ///
+    /// ```no_run
+    /// # async fn demo(host: openharness_host::Host) -> Result<(), Box<dyn std::error::Error>> {
+    /// use openharness_platform::{MasterKeys, Platform};
+    /// use openharness_server::{ServerOptions, router};
+    /// let platform = Platform::new(host.store().clone(), MasterKeys::from_env()?);
+    /// let app = router(host, ServerOptions::default().platform(platform));
+    /// let listener = tokio::net::TcpListener::bind("127.0.0.1:8080").await?;
+    /// axum::serve(listener, app).await?;
+    /// # Ok(()) }
+    /// ```
+    #[cfg(feature = "platform")]
+    #[must_use]
+    pub fn platform(mut self, platform: openharness_platform::Platform) -> Self {
+        self.platform = Some(platform);
+        self
+    }
+
     /// Sets [`ServerOptions::queue_inputs`].
     #[must_use]
     pub fn queue_inputs(mut self, queue: bool) -> Self {
@@ -192,6 +229,8 @@ impl ServerOptions {
 pub(crate) struct AppState {
     pub(crate) host: Host,
     pub(crate) options: ServerOptions,
+    /// `GET /openapi.json`, built once.
+    pub(crate) openapi: Arc<serde_json::Value>,
     pub(crate) streams: Arc<sse::StreamCounts>,
     /// One shared live tail per watched session.
     pub(crate) hubs: hub::Hubs,
@@ -204,6 +243,7 @@ pub(crate) struct AppState {
 pub fn router(host: Host, options: ServerOptions) -> Router {
     routes::build(Arc::new(AppState {
         host,
+        openapi: Arc::new(openapi::served(&options)),
         options,
         streams: Arc::default(),
         hubs: hub::Hubs::default(),

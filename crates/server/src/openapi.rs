@@ -1,8 +1,13 @@
-//! `GET /openapi.json`: an OpenAPI 3.1 document of the server, built from the same JSON Schemas
-//! the wire types generate (`openharness_host::wire_schemas`), so it cannot drift from the JSON
-//! the server writes. Each schema's `$defs` are hoisted into `components.schemas`. Documents
-//! of routes merged beside the server's ([`ServerOptions::openapi`](crate::ServerOptions::openapi),
-//! such as the platform's `/v1`) add their paths and schemas.
+//! `GET /openapi.json`: the one OpenAPI 3.1 document of every route this server serves, built
+//! from the same JSON Schemas the wire types generate (`openharness_host::wire_schemas`, and
+//! the platform's types for `/v1`), so it cannot drift from the JSON the server writes. This
+//! module is its one builder: each schema's `$defs` are hoisted into `components.schemas`
+//! ([`hoist`]), every operation is written by [`operation`] (`401` where keys are required;
+//! `400`, `413`, `415` and `422` for a body, as the one request parser answers them), every
+//! failure refers to the one `Error` schema ([`failure`]). The `/v1` part
+//! (`crate::v1::openapi`, with the `platform` feature) is added when a platform is served;
+//! documents of routes merged beside the server's
+//! ([`ServerOptions::openapi`](crate::ServerOptions::openapi)) add their paths and schemas.
 
 use std::sync::Arc;
 
@@ -16,7 +21,7 @@ pub fn document() -> Value {
     let mut schemas = Map::new();
     for wire in openharness_host::wire_schemas() {
         let mut schema = wire.schema.to_value();
-        hoist(&mut schema, &mut schemas);
+        hoist(&mut schema, &mut schemas, "");
         schemas.insert(wire.name.to_owned(), schema);
     }
     schemas.insert(
@@ -24,10 +29,14 @@ pub fn document() -> Value {
         json!({
             "type": "object",
             "required": ["error"],
+            "description": "The error shape of every failed request, on every route.",
             "properties": { "error": {
                 "type": "object",
                 "required": ["code", "message"],
-                "properties": { "code": { "type": "string" }, "message": { "type": "string" } },
+                "properties": {
+                    "code": { "type": "string", "description": "A stable code, such as `not_found` or `session_busy`." },
+                    "message": { "type": "string", "description": "What went wrong, for people." },
+                },
             } },
         }),
     );
@@ -54,53 +63,122 @@ pub fn document() -> Value {
     })
 }
 
-/// Moves the `$defs` of `schema` into `into`, pointing its references there.
-fn hoist(schema: &mut Value, into: &mut Map<String, Value>) {
+/// The largest integer JSON carries exactly (JavaScript's safe integers).
+pub(crate) const MAX_SAFE: u64 = 9_007_199_254_740_991;
+
+/// Moves the `$defs` of `schema` into `into` as `<prefix><name>`, pointing its references
+/// there, and gives unsigned integers the largest value the routes read as their `maximum`
+/// (schemars gives only the `format`).
+pub(crate) fn hoist(schema: &mut Value, into: &mut Map<String, Value>, prefix: &str) {
     if let Some(Value::Object(defs)) = schema.as_object_mut().and_then(|s| s.remove("$defs")) {
         for (name, mut def) in defs {
-            hoist(&mut def, into);
-            retarget(&mut def);
-            into.entry(name).or_insert(def);
+            hoist(&mut def, into, prefix);
+            into.entry(format!("{prefix}{name}")).or_insert(def);
         }
     }
-    retarget(schema);
+    tidy(schema, prefix);
 }
 
-/// `#/$defs/X` references become `#/components/schemas/X`.
-fn retarget(value: &mut Value) {
+fn tidy(value: &mut Value, prefix: &str) {
     match value {
         Value::Object(map) => {
             if let Some(Value::String(target)) = map.get_mut("$ref")
                 && let Some(name) = target.strip_prefix("#/$defs/")
             {
-                *target = format!("#/components/schemas/{name}");
+                *target = format!("#/components/schemas/{prefix}{name}");
             }
-            map.values_mut().for_each(retarget);
+            let maximum = match map.get("format").and_then(Value::as_str) {
+                Some("uint32") => Some(u64::from(u32::MAX)),
+                Some("uint64" | "uint") => Some(MAX_SAFE),
+                _ => None,
+            };
+            if let Some(maximum) = maximum {
+                map.entry("maximum").or_insert(json!(maximum));
+            }
+            map.values_mut().for_each(|v| tidy(v, prefix));
         }
-        Value::Array(items) => items.iter_mut().for_each(retarget),
+        Value::Array(items) => items.iter_mut().for_each(|v| tidy(v, prefix)),
         _ => {}
     }
 }
 
-fn schema(name: &str) -> Value {
+pub(crate) fn schema(name: &str) -> Value {
     json!({ "$ref": format!("#/components/schemas/{name}") })
 }
 
-fn json_body(schema: Value) -> Value {
+pub(crate) fn json_body(schema: Value) -> Value {
     json!({ "content": { "application/json": { "schema": schema } } })
 }
 
-fn ok(description: &str, body: Value) -> Value {
+pub(crate) fn ok(description: &str, body: Value) -> Value {
     let mut response = json_body(body);
     response["description"] = json!(description);
     response
 }
 
-fn errors(codes: &[&str]) -> Map<String, Value> {
-    codes
-        .iter()
-        .map(|code| ((*code).to_owned(), ok("an error", schema("Error"))))
-        .collect()
+/// The answer of a failure with status `code`: the `Error` schema, described.
+pub(crate) fn failure(code: &str) -> Value {
+    let description = match code {
+        "400" => "the request cannot be read (bad JSON, a bad query, header or id)",
+        "401" => {
+            "an API key is required (`Authorization: Bearer <key>`, the bare key, or `x-api-key`) and none, or a wrong one, was sent"
+        }
+        "404" => "no such session, workflow, resource or route",
+        "405" => "the path takes other methods",
+        "409" => "the current state forbids it (the code says which: `session_busy`, ...)",
+        "413" => "the body is larger than the limit",
+        "415" => "the body is not `application/json`",
+        "422" => "well-formed JSON that is not valid input",
+        "429" => "too many event streams of this session are open",
+        "503" => "this server's configuration cannot serve it (no model provider, no master key)",
+        _ => "an error",
+    };
+    ok(description, schema("Error"))
+}
+
+/// One operation: its summary, parameters, body, success and failure statuses. Every
+/// operation may answer `401` (when keys are required); one with a body also `400`, `413`,
+/// `415` and `422`, as the one request parser answers them.
+/// `op` as a route that needs no key: no `401`, no security requirement.
+fn public(mut op: Value) -> Value {
+    if let Some(map) = op.as_object_mut() {
+        map.remove("security");
+    }
+    if let Some(responses) = op["responses"].as_object_mut() {
+        responses.remove("401");
+    }
+    op
+}
+
+pub(crate) fn operation(
+    summary: &str,
+    parameters: Vec<Value>,
+    body: Option<Value>,
+    success: (&str, Value),
+    failures: &[&str],
+) -> Value {
+    let mut codes = vec!["401"];
+    codes.extend_from_slice(failures);
+    if body.is_some() {
+        codes.extend(["400", "413", "415", "422"]);
+    }
+    let mut responses: Map<String, Value> = codes
+        .into_iter()
+        .map(|code| (code.to_owned(), failure(code)))
+        .collect();
+    responses.insert(success.0.to_owned(), success.1);
+    let mut op = json!({
+        "summary": summary,
+        "parameters": parameters,
+        "responses": responses,
+        "security": [{ "apiKey": [] }, {}],
+    });
+    if let Some(body) = body {
+        let mut request = json_body(body);
+        request["required"] = json!(true);
+        op["requestBody"] = request;
+    }
+    op
 }
 
 /// A session id as clients should write one (the server generates UUIDs; it accepts any
@@ -109,33 +187,8 @@ fn session_id() -> Value {
     json!({ "name": "id", "in": "path", "required": true, "schema": { "type": "string", "pattern": "^[A-Za-z0-9._~-]{1,200}$" } })
 }
 
-/// The largest integer JSON carries exactly (JavaScript's safe integers).
-const MAX_SAFE: u64 = 9_007_199_254_740_991;
-
 fn query(name: &str, schema: Value) -> Value {
     json!({ "name": name, "in": "query", "required": false, "schema": schema })
-}
-
-fn operation(
-    summary: &str,
-    parameters: Vec<Value>,
-    body: Option<Value>,
-    success: (&str, Value),
-    failures: &[&str],
-) -> Value {
-    let mut responses = errors(failures);
-    if body.is_some() {
-        // A body that is not JSON, or JSON of the wrong shape.
-        responses.extend(errors(&["400", "413", "415", "422"]));
-    }
-    responses.insert(success.0.to_owned(), success.1);
-    let mut op = json!({ "summary": summary, "parameters": parameters, "responses": responses });
-    if let Some(body) = body {
-        let mut request = json_body(body);
-        request["required"] = json!(true);
-        op["requestBody"] = request;
-    }
-    op
 }
 
 fn object(required: &[&str], properties: Value) -> Value {
@@ -153,8 +206,8 @@ fn paths() -> Value {
         ok("the turn runs on in the server", schema("Accepted")),
     );
     json!({
-        "/health": { "get": operation("Health", vec![], None, ("200", ok("ok", json!({ "type": "object" }))), &[]) },
-        "/openapi.json": { "get": operation("This document", vec![], None, ("200", ok("the document", json!({ "type": "object" }))), &[]) },
+        "/health": { "get": public(operation("Health", vec![], None, ("200", ok("ok", json!({ "type": "object" }))), &[])) },
+        "/openapi.json": { "get": public(operation("This document", vec![], None, ("200", ok("the document", json!({ "type": "object" }))), &[])) },
         "/sessions": {
             "get": operation("Every session", vec![], None, ("200", ok("the sessions", object(&["sessions"], json!({ "sessions": { "type": "array", "items": schema("SessionSummary") } })))), &["401"]),
             "post": operation("Start a session", vec![], Some(object(&["workflow"], json!({ "workflow": { "type": "string" }, "input": { "type": ["string", "null"] } }))), accepted.clone(), &["400", "401", "404", "413"]),
@@ -175,8 +228,8 @@ fn paths() -> Value {
                     "application/json": { "schema": schema("EventsPage") },
                     "text/event-stream": { "schema": { "type": "string" } },
                 } },
-                "400": ok("an error", schema("Error")), "401": ok("an error", schema("Error")),
-                "404": ok("an error", schema("Error")), "429": ok("an error", schema("Error")),
+                "400": failure("400"), "401": failure("401"),
+                "404": failure("404"), "429": failure("429"),
             },
         } },
         "/sessions/{id}/state": { "get": operation("The state at a position", vec![session_id(), query("at", position.clone())], None, ("200", ok("the state", schema("StateAt"))), &["400", "401", "404", "422"]) },
@@ -189,27 +242,39 @@ fn paths() -> Value {
             "requestBody": { "required": true, "content": { "application/json": { "schema": object(&["id", "messages"], json!({
                 "id": { "type": "string" }, "messages": { "type": "array" }, "trigger": { "type": "string" }, "messageId": { "type": "string" },
             })) } } },
-            "responses": { "200": sse("the UI message stream"), "400": ok("an error", schema("Error")), "401": ok("an error", schema("Error")), "404": ok("an error", schema("Error")), "409": ok("an error", schema("Error")), "413": ok("an error", schema("Error")) },
+            "responses": { "200": sse("the UI message stream"), "400": failure("400"), "401": failure("401"), "404": failure("404"), "409": failure("409"), "413": failure("413") },
         } },
         "/api/chat/{id}/stream": { "get": {
             "summary": "The running chat turn's stream from its start",
             "parameters": [session_id()],
-            "responses": { "200": sse("the UI message stream"), "204": { "description": "no turn is running" }, "400": ok("an error", schema("Error")), "401": ok("an error", schema("Error")) },
+            "responses": { "200": sse("the UI message stream"), "204": { "description": "no turn is running" }, "400": failure("400"), "401": failure("401") },
         } },
         "/api/workflow": { "post": {
             "summary": "The seeds' workflow handler: event, state and done frames",
             "requestBody": { "required": true, "content": { "application/json": { "schema": object(&["input"], json!({
                 "input": { "type": "string" }, "sessionId": { "type": "string" }, "workflow": { "type": "string" }, "record": { "type": "boolean" },
             })) } } },
-            "responses": { "200": sse("the frames"), "400": ok("an error", schema("Error")), "401": ok("an error", schema("Error")), "404": ok("an error", schema("Error")), "409": ok("an error", schema("Error")), "413": ok("an error", schema("Error")) },
+            "responses": { "200": sse("the frames"), "400": failure("400"), "401": failure("401"), "404": failure("404"), "409": failure("409"), "413": failure("413") },
         } },
     })
 }
 
-/// The server's document with the paths and schemas of `extensions` added; a schema name
-/// the server already uses keeps the server's schema.
-pub(crate) fn merged(extensions: &[Value]) -> Value {
-    let mut doc = document();
+/// The document this server serves: the native routes, the `/v1` routes when it serves a
+/// platform, and the documents of [`ServerOptions::openapi`](crate::ServerOptions::openapi).
+pub(crate) fn served(options: &crate::ServerOptions) -> Value {
+    #[allow(unused_mut)]
+    let mut parts = Vec::new();
+    #[cfg(feature = "platform")]
+    if options.platform.is_some() {
+        parts.push(crate::v1::openapi::document());
+    }
+    parts.extend(options.openapi.iter().cloned());
+    merged(document(), &parts)
+}
+
+/// `doc` with the paths and schemas of `extensions` added; a path or schema name `doc` has
+/// already keeps its own.
+pub(crate) fn merged(mut doc: Value, extensions: &[Value]) -> Value {
     for extension in extensions {
         if let (Some(Value::Object(paths)), Some(into)) = (
             extension.get("paths"),
@@ -232,9 +297,9 @@ pub(crate) fn merged(extensions: &[Value]) -> Value {
     doc
 }
 
-/// `GET /openapi.json`.
+/// `GET /openapi.json`: the document, built once when the router was.
 pub(crate) async fn serve(State(state): State<Arc<crate::AppState>>) -> Response {
-    Json(merged(&state.options.openapi)).into_response()
+    Json(state.openapi.as_ref()).into_response()
 }
 
 #[cfg(test)]
@@ -247,7 +312,7 @@ mod tests {
             "paths": { "/v1/ping": { "get": { "responses": {} } }, "/health": { "get": {} } },
             "components": { "schemas": { "V1Ping": { "type": "object" }, "Error": { "type": "null" } } },
         });
-        let doc = merged(&[extension]);
+        let doc = merged(document(), &[extension]);
         assert!(doc["paths"]["/v1/ping"]["get"].is_object());
         assert!(doc["paths"]["/sessions"].is_object());
         assert_eq!(doc["components"]["schemas"]["V1Ping"]["type"], "object");

@@ -3,9 +3,8 @@
 
 use std::sync::{Arc, PoisonError};
 
-use axum::extract::rejection::{JsonRejection, QueryRejection};
-use axum::extract::{DefaultBodyLimit, Path, Query, State};
-use axum::http::{HeaderMap, StatusCode, header};
+use axum::extract::{DefaultBodyLimit, Path, State};
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
@@ -17,6 +16,7 @@ use tower_http::timeout::TimeoutLayer;
 
 use crate::AppState;
 use crate::error::ApiError;
+use crate::request::{body, query};
 
 type Shared = State<Arc<AppState>>;
 type Answer = Result<Response, ApiError>;
@@ -65,24 +65,15 @@ pub(crate) fn build(state: Arc<AppState>) -> Router {
         .route("/api/chat", post(crate::chat::post))
         .route("/api/chat/{id}/stream", get(crate::chat::resume))
         .route("/api/workflow", post(crate::frames::post));
-    let router = timed
-        .merge(streaming)
-        .fallback(|uri: axum::http::Uri| async move {
-            ApiError::not_found(format!(
-                "no route `{}`: the routes are listed in GET /openapi.json",
-                uri.path()
-            ))
-        })
-        .method_not_allowed_fallback(|method: axum::http::Method, uri: axum::http::Uri| async move {
-            ApiError::new(
-                StatusCode::METHOD_NOT_ALLOWED,
-                "method_not_allowed",
-                format!(
-                    "`{method} {}` is not a route: this path takes other methods (see GET /openapi.json)",
-                    uri.path()
-                ),
-            )
-        })
+    let router = timed.merge(streaming);
+    #[cfg(feature = "platform")]
+    let router = match &state.options.platform {
+        Some(platform) => router.merge(crate::v1::routes(platform.clone(), Arc::clone(&state))),
+        None => router,
+    };
+    let router = router
+        .fallback(no_route)
+        .method_not_allowed_fallback(method_not_allowed)
         .layer(axum::middleware::from_fn_with_state(
             Arc::clone(&state),
             crate::auth::require_key,
@@ -98,27 +89,29 @@ pub(crate) fn build(state: Arc<AppState>) -> Router {
     router.with_state(state)
 }
 
+/// Every path no route has, on every family: `404` saying where the routes are listed.
+async fn no_route(method: axum::http::Method, uri: axum::http::Uri) -> ApiError {
+    ApiError::not_found(format!(
+        "no route is `{method} {}`: GET /openapi.json lists the routes",
+        uri.path()
+    ))
+}
+
+/// A method a path does not take, on every family: `405` saying where the methods are listed.
+async fn method_not_allowed(method: axum::http::Method, uri: axum::http::Uri) -> ApiError {
+    ApiError::new(
+        StatusCode::METHOD_NOT_ALLOWED,
+        "method_not_allowed",
+        format!(
+            "`{}` does not take {method}: GET /openapi.json lists the methods each path takes",
+            uri.path()
+        ),
+    )
+}
+
 fn session_id(id: &str) -> Result<SessionId, ApiError> {
     id.parse()
         .map_err(|err| ApiError::bad_request(format!("`{id}` is not a session id: {err}")))
-}
-
-pub(crate) fn body<T>(body: Result<Json<T>, JsonRejection>) -> Result<T, ApiError> {
-    body.map(|Json(value)| value).map_err(|rejection| {
-        let status = rejection.status();
-        let code = match status {
-            StatusCode::PAYLOAD_TOO_LARGE => "payload_too_large",
-            StatusCode::UNSUPPORTED_MEDIA_TYPE => "unsupported_media_type",
-            _ => "bad_request",
-        };
-        ApiError::new(status, code, rejection.body_text())
-    })
-}
-
-fn query<T>(query: Result<Query<T>, QueryRejection>) -> Result<T, ApiError> {
-    query
-        .map(|Query(value)| value)
-        .map_err(|rejection| ApiError::bad_request(rejection.body_text()))
 }
 
 fn accepted(session: &SessionId) -> Response {
@@ -215,7 +208,7 @@ struct Create {
     input: Option<String>,
 }
 
-async fn create(State(state): Shared, request: Result<Json<Create>, JsonRejection>) -> Answer {
+async fn create(State(state): Shared, request: crate::request::Body) -> Answer {
     let Create { workflow, input } = body(request)?;
     state.host.hosted(&workflow)?;
     let session = SessionId::new();
@@ -322,7 +315,7 @@ struct Input {
 async fn input(
     State(state): Shared,
     Path(id): Path<String>,
-    request: Result<Json<Input>, JsonRejection>,
+    request: crate::request::Body,
 ) -> Answer {
     let session = session_id(&id)?;
     let Input { text } = body(request)?;
@@ -345,7 +338,7 @@ struct AnswerBody {
 async fn answer(
     State(state): Shared,
     Path(id): Path<String>,
-    request: Result<Json<AnswerBody>, JsonRejection>,
+    request: crate::request::Body,
 ) -> Answer {
     let session = session_id(&id)?;
     let AnswerBody { request, text } = body(request)?;
@@ -404,23 +397,18 @@ async fn events(
     State(state): Shared,
     Path(id): Path<String>,
     headers: HeaderMap,
-    page: Result<Query<Page>, QueryRejection>,
+    page: crate::request::QueryOf<Page>,
 ) -> Answer {
     let session = session_id(&id)?;
     let Page { after, limit } = query(page)?;
     bounded("after", after)?;
     bounded("limit", limit.map(|l| l as u64))?;
-    let wants_stream = headers
-        .get(header::ACCEPT)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|accept| accept.contains("text/event-stream"));
-    if wants_stream {
+    if crate::sse::wanted(&headers) {
         // Resume after the last event the client saw: `Last-Event-ID` wins over `?after=`.
-        let last_seen = match headers.get("last-event-id").map(|v| v.to_str()) {
-            Some(Ok(id)) => Some(id.trim().parse::<u64>().map_err(|_| {
+        let last_seen = match crate::sse::last_event_id(&headers)? {
+            Some(id) => Some(id.parse::<u64>().map_err(|_| {
                 ApiError::bad_request(format!("Last-Event-ID `{id}` is not an event seq"))
             })?),
-            Some(Err(_)) => return Err(ApiError::bad_request("Last-Event-ID is not text")),
             None => after,
         };
         let from = last_seen.map_or(0, |seq| seq.saturating_add(1));
@@ -446,7 +434,7 @@ struct At {
 async fn state_at(
     State(state): Shared,
     Path(id): Path<String>,
-    at: Result<Query<At>, QueryRejection>,
+    at: crate::request::QueryOf<At>,
 ) -> Answer {
     let session = session_id(&id)?;
     let At { at } = query(at)?;
@@ -467,7 +455,7 @@ struct Positions {
 async fn states_at(
     State(state): Shared,
     Path(id): Path<String>,
-    positions: Result<Query<Positions>, QueryRejection>,
+    positions: crate::request::QueryOf<Positions>,
 ) -> Answer {
     let session = session_id(&id)?;
     let Positions { at } = query(positions)?;
@@ -497,7 +485,7 @@ struct Between {
 async fn diff(
     State(state): Shared,
     Path(id): Path<String>,
-    between: Result<Query<Between>, QueryRejection>,
+    between: crate::request::QueryOf<Between>,
 ) -> Answer {
     let session = session_id(&id)?;
     let Between { from, to } = query(between)?;
@@ -516,7 +504,7 @@ struct MessagesAt {
 async fn messages(
     State(state): Shared,
     Path(id): Path<String>,
-    at: Result<Query<MessagesAt>, QueryRejection>,
+    at: crate::request::QueryOf<MessagesAt>,
 ) -> Answer {
     let session = session_id(&id)?;
     let MessagesAt { at, shape } = query(at)?;
@@ -538,10 +526,10 @@ async fn messages(
 async fn fork(
     State(state): Shared,
     Path(id): Path<String>,
-    request: Result<Json<ForkPoint>, JsonRejection>,
+    request: crate::request::Body,
 ) -> Answer {
     let parent = session_id(&id)?;
-    let at = body(request)?;
+    let at: ForkPoint = body(request)?;
     match &at {
         ForkPoint::Position { position } => bounded("position", Some(*position))?,
         ForkPoint::Nth { n, .. } if *n == 0 || *n > 1_000_000_000 => {

@@ -1,12 +1,20 @@
-//! A session's events as Server-Sent Events: `event: <name>`, `id: <seq>`, `data: <the event
-//! with its seq>`, from the seq after `Last-Event-ID` (or `?after=`): history from the store,
-//! then live from the session's shared tail (`crate::hub`), so nothing is lost or repeated at
-//! the boundary or across reconnects, and an event is encoded once however many watch it.
+//! The one Server-Sent Events writer of every route family: the native event stream
+//! (`/sessions/{id}/events`), the AI SDK chat (`/api/chat`), the seeds' handler
+//! (`/api/workflow`) and the platform's notifications (`/v1/…/events`, `…/sse`).
 //!
-//! The stream opens with a `retry:` hint, sends a comment heartbeat whenever
-//! [`crate::ServerOptions::heartbeat`] passes without a frame, and is marked `x-accel-buffering: no` and
-//! `cache-control: no-cache` so proxies pass it on at once. Each session accepts at most
-//! [`crate::ServerOptions::max_streams_per_session`] streams at a time; one more is answered 429.
+//! - [`frame`] encodes one frame (`event:`, `id:`, `data:` lines; a value with a line break
+//!   is never split into a forged field), [`error_frame`] the `event: error` frame a stream
+//!   ends with when it cannot go on (`data: {"error": {"code", "message"}}`, the error shape
+//!   of every route).
+//! - [`respond`] answers a stream of frames: it opens with a `retry:` hint, sends a comment
+//!   heartbeat whenever [`crate::ServerOptions::heartbeat`] passes without a frame, and marks
+//!   the answer `x-accel-buffering: no` and `cache-control: no-cache` so proxies pass it on
+//!   at once.
+//! - [`StreamCounts`] caps the streams of one session at
+//!   [`crate::ServerOptions::max_streams_per_session`]; one more is `429 too_many_streams`.
+//! - Where a stream resumes is read once: [`last_event_id`] gives the `Last-Event-ID` header
+//!   (which wins over the query's cursors, `?after=` and, on `/v1`, `?since_id=`), and each
+//!   family reads its own frame ids from it (a seq natively; `seq` or `seq.0` on `/v1`).
 
 use std::collections::HashMap;
 use std::convert::Infallible;
@@ -14,14 +22,12 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use axum::body::{Body, Bytes};
-use axum::http::{HeaderValue, StatusCode, header};
-use axum::response::sse::{Event, KeepAlive, Sse};
-use axum::response::{IntoResponse, Response};
-use futures_util::stream;
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::Response;
+use futures_util::{Stream, StreamExt, stream};
 use openharness_core::SessionId;
 
 use crate::error::ApiError;
-use crate::hub::Follower;
 
 /// How long a client waits before reconnecting, as the stream's `retry:` hint.
 const RETRY: Duration = Duration::from_secs(1);
@@ -33,7 +39,7 @@ pub(crate) struct StreamCounts {
 }
 
 /// One open stream, counted until dropped.
-struct Counted {
+pub(crate) struct Counted {
     counts: Arc<StreamCounts>,
     session: SessionId,
 }
@@ -55,76 +61,83 @@ impl Drop for Counted {
 }
 
 impl StreamCounts {
-    /// Counts a new stream of `session`, unless `max` are open already.
-    fn open(self: &Arc<Self>, session: &SessionId, max: usize) -> Option<Counted> {
+    /// Counts a new stream of `session`, unless `max` are open already (`429`).
+    pub(crate) fn open(
+        self: &Arc<Self>,
+        session: &SessionId,
+        max: usize,
+    ) -> Result<Counted, ApiError> {
         let mut open = self.open.lock().unwrap_or_else(PoisonError::into_inner);
         let count = open.entry(session.clone()).or_default();
         if *count >= max {
-            return None;
+            return Err(ApiError::new(
+                StatusCode::TOO_MANY_REQUESTS,
+                "too_many_streams",
+                format!(
+                    "session {session} has {max} event streams open already; close one or retry later"
+                ),
+            ));
         }
         *count += 1;
-        Some(Counted {
+        Ok(Counted {
             counts: Arc::clone(self),
             session: session.clone(),
         })
     }
 }
 
-/// The SSE answer for `session` from seq `from`.
-pub(crate) async fn events(
-    state: &crate::AppState,
-    session: SessionId,
-    from: u64,
-) -> Result<Response, ApiError> {
-    let Some(counted) = state
-        .streams
-        .open(&session, state.options.max_streams_per_session)
-    else {
-        return Err(ApiError::new(
-            StatusCode::TOO_MANY_REQUESTS,
-            "too_many_streams",
-            format!(
-                "session {session} has {} event streams open already; close one or retry later",
-                state.options.max_streams_per_session
-            ),
-        ));
-    };
-    // The session must exist, or be one whose first turn this server has just started (its
-    // first events may not be recorded yet); a typo is a 404.
-    if crate::routes::turn_start(state, &session).is_none() {
-        state.host.session(&session).await?;
+/// One SSE frame: `event: <event>` (when given), `id: <id>` (when given), and `data` as
+/// `data:` lines. An `event` or `id` holding a line break is left out rather than split (an
+/// imported log can hold such a name); `data` is split at its line breaks, one `data:` line
+/// each, as the format asks.
+///
+/// The frame ends with the blank line that dispatches it.
+pub(crate) fn frame(event: Option<&str>, id: Option<&str>, data: &str) -> Bytes {
+    let mut out = String::with_capacity(data.len() + 48);
+    for (field, value) in [("event", event), ("id", id)] {
+        if let Some(value) = value.filter(|v| !v.contains(['\r', '\n', '\0'])) {
+            out.push_str(field);
+            out.push_str(": ");
+            out.push_str(value);
+            out.push('\n');
+        }
     }
-    let follower = state
-        .hubs
-        .follow(state.host.store(), &session, from)
-        .await
-        .map_err(|err| {
-            ApiError::new(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                "internal",
-                err.to_string(),
-            )
-        })?;
-    // The stream owns `counted`: the session's count drops when the client goes away.
-    Ok(framed(follower, counted, state.options.heartbeat))
+    for line in data.split('\n') {
+        out.push_str("data: ");
+        out.push_str(line.strip_suffix('\r').unwrap_or(line));
+        out.push('\n');
+    }
+    out.push('\n');
+    Bytes::from(out)
 }
 
-/// The event stream's answer: the `retry:` hint, then the follower's frames, with a comment
-/// heartbeat whenever `heartbeat` passes without one.
-fn framed(follower: Follower, counted: Counted, heartbeat: Duration) -> Response {
+/// The `event: error` frame a stream ends with when it cannot go on, its data the error shape
+/// of every route: `{"error": {"code", "message"}}`.
+pub(crate) fn error_frame(code: &str, message: &str) -> Bytes {
+    let data = serde_json::json!({ "error": { "code": code, "message": message } });
+    frame(Some("error"), None, &data.to_string())
+}
+
+/// The answer of an event stream: the `retry:` hint, then `frames`, with a comment heartbeat
+/// whenever `heartbeat` passes without one. The stream holds `counted` (its place under the
+/// session's cap) until the client goes away or `frames` ends.
+pub(crate) fn respond<S>(frames: S, counted: Option<Counted>, heartbeat: Duration) -> Response
+where
+    S: Stream<Item = Bytes> + Send + 'static,
+{
     let hello = Bytes::from(format!(": openharness\nretry: {}\n\n", RETRY.as_millis()));
     let frames = stream::unfold(
-        (follower, counted, Some(hello)),
-        move |(mut follower, counted, mut hello)| async move {
+        (Box::pin(frames), counted, Some(hello)),
+        move |(mut frames, counted, mut hello)| async move {
             if let Some(hello) = hello.take() {
-                return Some((Ok::<_, Infallible>(hello), (follower, counted, None)));
+                return Some((Ok::<_, Infallible>(hello), (frames, counted, None)));
             }
-            // `Follower::next` is cancel-safe, so the heartbeat may interrupt it.
+            // `StreamExt::next` is cancel-safe, so the heartbeat may interrupt it.
             let bytes = tokio::select! {
-                next = follower.next() => next?,
+                next = frames.next() => next?,
                 () = tokio::time::sleep(heartbeat) => Bytes::from_static(b": heartbeat\n\n"),
             };
-            Some((Ok(bytes), (follower, counted, None)))
+            Some((Ok(bytes), (frames, counted, None)))
         },
     );
     let mut response = Response::new(Body::from_stream(frames));
@@ -138,6 +151,50 @@ fn framed(follower: Follower, counted: Counted, heartbeat: Duration) -> Response
     response
 }
 
+/// Whether the request asks for an event stream (`Accept: text/event-stream`).
+pub(crate) fn wanted(headers: &HeaderMap) -> bool {
+    headers
+        .get(header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|accept| accept.contains("text/event-stream"))
+}
+
+/// The `Last-Event-ID` a reconnecting client sent, trimmed: `400` when it is not text.
+pub(crate) fn last_event_id(headers: &HeaderMap) -> Result<Option<&str>, ApiError> {
+    match headers.get("last-event-id").map(|v| v.to_str()) {
+        None => Ok(None),
+        Some(Ok(text)) => Ok(Some(text.trim())),
+        Some(Err(_)) => Err(ApiError::bad_request("Last-Event-ID is not text")),
+    }
+}
+
+/// The native event stream of `session` from seq `from`: history from the store, then live
+/// from the session's shared tail (`crate::hub`), each event encoded once however many watch.
+pub(crate) async fn events(
+    state: &crate::AppState,
+    session: SessionId,
+    from: u64,
+) -> Result<Response, ApiError> {
+    let counted = state
+        .streams
+        .open(&session, state.options.max_streams_per_session)?;
+    // The session must exist, or be one whose first turn this server has just started (its
+    // first events may not be recorded yet); a typo is a 404.
+    if crate::routes::turn_start(state, &session).is_none() {
+        state.host.session(&session).await?;
+    }
+    let follower = state
+        .hubs
+        .follow(state.host.store(), &session, from)
+        .await
+        .map_err(|err| ApiError::internal(err.to_string()))?;
+    let frames = stream::unfold(follower, |mut follower| async move {
+        let bytes = follower.next().await?;
+        Some((bytes, follower))
+    });
+    Ok(respond(frames, Some(counted), state.options.heartbeat))
+}
+
 /// A live tail of `session` from seq `from`, for a stream answer.
 pub(crate) async fn subscribe(
     state: &crate::AppState,
@@ -149,26 +206,24 @@ pub(crate) async fn subscribe(
         .store()
         .subscribe(session, from)
         .await
-        .map_err(|err| {
-            ApiError::new(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                "internal",
-                err.to_string(),
-            )
-        })
+        .map_err(|err| ApiError::internal(err.to_string()))
 }
 
-/// An SSE answer of `events`, with the heartbeat and the headers that keep proxies from
-/// buffering it.
-pub(crate) fn answer<S>(events: S, heartbeat: Duration, heartbeat_text: &str) -> Response
-where
-    S: futures_util::Stream<Item = Result<Event, Infallible>> + Send + 'static,
-{
-    let mut response = Sse::new(events)
-        .keep_alive(KeepAlive::new().interval(heartbeat).text(heartbeat_text))
-        .into_response();
-    let headers = response.headers_mut();
-    headers.insert("x-accel-buffering", HeaderValue::from_static("no"));
-    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
-    response
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn frames_never_let_a_value_forge_a_field() {
+        assert_eq!(
+            frame(Some("a"), Some("7"), "{}"),
+            Bytes::from("event: a\nid: 7\ndata: {}\n\n")
+        );
+        assert_eq!(
+            frame(Some("a\nid: 9"), None, "x\r\ny"),
+            Bytes::from("data: x\ndata: y\n\n")
+        );
+        let error = error_frame("stream_failed", "gone");
+        assert!(error.starts_with(b"event: error\ndata: {\"error\":"));
+    }
 }

@@ -883,7 +883,7 @@ async fn unknown_routes_and_methods_answer_the_json_error_shape() {
         body["error"]["message"]
             .as_str()
             .unwrap()
-            .contains("DELETE /health"),
+            .contains("`/health` does not take DELETE"),
         "{body}"
     );
 }

@@ -4,8 +4,6 @@
 
 use std::sync::Arc;
 
-pub(crate) mod client;
-
 use openharness_core::Store;
 use uuid::Uuid;
 

@@ -13,11 +13,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use openharness_core::Store;
-use openharness_platform::{MAX_IMAGES_PER_MESSAGE, Platform, PlatformOptions};
+use openharness_platform::{MAX_IMAGES_PER_MESSAGE, Platform};
 use openharness_provider::testing::FakeServer;
 use openharness_provider::testing::anthropic::{KEY, text};
+use openharness_server::ServerOptions;
 use serde_json::{Value, json};
 
+#[path = "v1_common/mod.rs"]
 mod common;
 use common::client::{Client, error, master_keys, serve};
 use common::on_every_store;
@@ -26,7 +28,7 @@ use common::on_every_store;
 /// client and the session's path.
 async fn session_on(store: Arc<dyn Store>, fake: &FakeServer) -> (Client, String) {
     let platform = Platform::new(store, Some(master_keys("k1", "5a")));
-    let client = serve(platform, PlatformOptions::default()).await;
+    let client = serve(platform, ServerOptions::default()).await;
     let (_, provider) = client
         .send(
             "POST",

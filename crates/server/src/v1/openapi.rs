@@ -1,86 +1,61 @@
-//! The OpenAPI 3.1 document of the `/v1` routes ([`openapi_document`]), built from the JSON
-//! Schemas the platform's own serde types generate (schemars), so it cannot drift from the JSON
-//! the routes read and write. `openharness serve` merges it into the server's
-//! `GET /openapi.json`; an app that mounts [`router`](crate::router) alone can serve it as is.
+//! The `/v1` part of the server's one OpenAPI document (`GET /openapi.json` lists it when a
+//! platform is served), built from the JSON Schemas the platform's own serde types generate
+//! (schemars), so it cannot drift from the JSON the routes read and write; its schemas are
+//! hoisted and its errors written by the builder of the native part ([`crate::openapi`]).
 //!
 //! Schema names carry a `V1` prefix (`V1Agent`, `V1Message`, ...) so that they never clash with
 //! the server's own (its `Message` is a chat projection, not a platform message). Request
 //! bodies are described as the routes read them (unknown fields refused with `422` naming
-//! them, defaults optional; the Everruns SDK's fields with the meaning [`crate::everruns`]
+//! them, defaults optional; the Everruns SDK's fields with the meaning [`super::everruns`]
 //! gives them), responses as they are written.
 
 use schemars::generate::SchemaSettings;
 use schemars::{JsonSchema, Schema};
 use serde_json::{Map, Value, json};
 
-use crate::events::Notification;
-use crate::everruns::{AgentView, MessageView, ModelView, SessionView};
-use crate::messages::{Message, NewMessage};
-use crate::requests::{
-    AgentPatch, ModelPatch, NewAgent, NewModel, NewProvider, NewSession, ProviderPatch,
-    SessionPatch, SetCapabilities,
+use openharness_platform::{
+    AgentCapability, AgentPatch, Capability, CapabilityStatus, LlmModel, LlmProvider, Message,
+    ModelPatch, NewAgent, NewMessage, NewModel, NewProvider, NewSession, Notification, Page,
+    ProviderPatch, Session, SessionPatch, SetCapabilities,
 };
-use crate::resources::{AgentCapability, Capability, LlmModel, LlmProvider, Session};
 
-/// The prefix of every schema name of the platform's document.
+use super::everruns::{AgentView, MessageView, ModelView, SessionView};
+use crate::openapi::{MAX_SAFE, hoist};
+
+/// The prefix of every schema name of the platform's part.
 const PREFIX: &str = "V1";
 /// The largest `limit` of a page.
 const MAX_LIMIT: u64 = 100;
-/// The largest integer JSON carries exactly (JavaScript's safe integers).
-const MAX_SAFE: u64 = 9_007_199_254_740_991;
 
-/// The OpenAPI 3.1 document of the `/v1` routes: every path with its parameters, request and
-/// response schemas (`V1Agent`, `V1AgentPage`, `V1Error`, ...), the status codes each route
-/// answers (`201` on create, `204` on delete, `404`, `409`, `422`, `503` where they happen)
-/// and `text/event-stream` for a session's events.
-///
-/// ```
-/// let doc = openharness_platform::openapi_document();
-/// assert_eq!(doc["openapi"], "3.1.0");
-/// let create = &doc["paths"]["/v1/agents"]["post"];
-/// assert_eq!(
-///     create["responses"]["201"]["content"]["application/json"]["schema"]["$ref"],
-///     "#/components/schemas/V1Agent"
-/// );
-/// assert!(doc["components"]["schemas"]["V1Agent"]["properties"]["system_prompt"].is_object());
-/// ```
-pub fn openapi_document() -> Value {
+/// The `/v1` paths and schemas: every path with its parameters, request and response schemas
+/// (`V1Agent`, `V1AgentPage`, ...), the status codes each route answers (`201` on create,
+/// `204` on delete, `404`, `409`, `422`, `503` where they happen; every failure the one
+/// `Error` schema) and `text/event-stream` for a session's events.
+pub(crate) fn document() -> Value {
     let mut schemas = Map::new();
     // Responses, as the routes write them.
     for (name, schema) in [
         ("Agent", response::<AgentView>()),
-        ("AgentPage", response::<crate::Page<AgentView>>()),
+        ("AgentPage", response::<Page<AgentView>>()),
         ("EverrunsSession", response::<SessionView>()),
-        (
-            "EverrunsSessionPage",
-            response::<crate::Page<SessionView>>(),
-        ),
+        ("EverrunsSessionPage", response::<Page<SessionView>>()),
         ("EverrunsMessage", response::<MessageView>()),
-        (
-            "EverrunsMessagePage",
-            response::<crate::Page<MessageView>>(),
-        ),
+        ("EverrunsMessagePage", response::<Page<MessageView>>()),
         ("ModelWithProvider", response::<ModelView>()),
-        (
-            "ModelWithProviderPage",
-            response::<crate::Page<ModelView>>(),
-        ),
+        ("ModelWithProviderPage", response::<Page<ModelView>>()),
         ("Session", response::<Session>()),
-        ("SessionPage", response::<crate::Page<Session>>()),
+        ("SessionPage", response::<Page<Session>>()),
         ("Message", response::<Message>()),
-        ("MessagePage", response::<crate::Page<Message>>()),
+        ("MessagePage", response::<Page<Message>>()),
         ("Notification", response::<Notification>()),
-        ("NotificationPage", response::<crate::Page<Notification>>()),
+        ("NotificationPage", response::<Page<Notification>>()),
         ("Capability", response::<Capability>()),
-        ("CapabilityPage", response::<crate::Page<Capability>>()),
-        (
-            "AgentCapabilityPage",
-            response::<crate::Page<AgentCapability>>(),
-        ),
+        ("CapabilityPage", response::<Page<Capability>>()),
+        ("AgentCapabilityPage", response::<Page<AgentCapability>>()),
         ("LlmProvider", response::<LlmProvider>()),
-        ("LlmProviderPage", response::<crate::Page<LlmProvider>>()),
+        ("LlmProviderPage", response::<Page<LlmProvider>>()),
         ("LlmModel", response::<LlmModel>()),
-        ("LlmModelPage", response::<crate::Page<LlmModel>>()),
+        ("LlmModelPage", response::<Page<LlmModel>>()),
     ] {
         add(&mut schemas, name, schema);
     }
@@ -101,34 +76,9 @@ pub fn openapi_document() -> Value {
         add(&mut schemas, name, schema);
     }
     constrain(&mut schemas);
-    schemas.insert(
-        format!("{PREFIX}Error"),
-        json!({
-            "type": "object",
-            "description": "The error shape of every failed request.",
-            "required": ["error"],
-            "properties": { "error": {
-                "type": "object",
-                "required": ["code", "message"],
-                "properties": {
-                    "code": { "type": "string", "description": "A stable code, such as `not_found` or `agent_archived`." },
-                    "message": { "type": "string", "description": "What went wrong, for people." },
-                },
-            } },
-        }),
-    );
     json!({
-        "openapi": "3.1.0",
-        "info": {
-            "title": "Open Harness platform",
-            "version": env!("CARGO_PKG_VERSION"),
-            "description": "The Everruns-shaped /v1 API: agents, sessions, messages, notification events, capabilities, LLM providers (write-only keys) and models. The official Everruns SDK runs against it unmodified: its top-level /v1/sessions, /sse, /cancel and /v1/models routes, its bodies and its bare-key Authorization are accepted. Unknown fields: a body field no schema here lists is refused with 422 naming it; the fields the Everruns SDK always sends (capabilities, tools, initial_files, harness_id/harness_name) are accepted with the meaning their descriptions give, and a value this server cannot honour (a client-side tool, an initial file, a capability it lacks) is 422 naming it. Every error, 401, 404 and 405 included, is {\"error\": {\"code\", \"message\"}}.",
-        },
         "paths": paths(),
-        "components": {
-            "schemas": schemas,
-            "securitySchemes": { "apiKey": { "type": "http", "scheme": "bearer" } },
-        },
+        "components": { "schemas": schemas },
     })
 }
 
@@ -211,9 +161,9 @@ fn constrain(schemas: &mut Map<String, Value>) {
     {
         properties.remove("provider_id");
     }
-    let available: Vec<String> = crate::capabilities::capabilities()
+    let available: Vec<String> = openharness_platform::capabilities()
         .into_iter()
-        .filter(|c| c.status == crate::CapabilityStatus::Available)
+        .filter(|c| c.status == CapabilityStatus::Available)
         .map(|c| c.id)
         .collect();
     limit(
@@ -268,7 +218,7 @@ fn constrain(schemas: &mut Map<String, Value>) {
     }
     // What the Everruns SDK sends on every create: empty lists and the one harness.
     let only_empty = json!({ "maxItems": 0 });
-    let only_harness = json!({ "enum": [crate::everruns::HARNESS, null] });
+    let only_harness = json!({ "enum": [openharness_platform::everruns::HARNESS, null] });
     for name in ["NewAgent", "NewSession"] {
         limit(schemas, name, "tools", &only_empty);
         limit(schemas, name, "initial_files", &only_empty);
@@ -360,7 +310,7 @@ fn request<T: JsonSchema>() -> Schema {
 /// Adds `schema` as `V1<name>`, its `$defs` hoisted beside it (prefixed too).
 fn add(into: &mut Map<String, Value>, name: &str, schema: Schema) {
     let mut schema = schema.to_value();
-    hoist(&mut schema, into);
+    hoist(&mut schema, into, PREFIX);
     if let Some(map) = schema.as_object_mut() {
         map.remove("$schema");
         map.insert("title".to_owned(), json!(format!("{PREFIX}{name}")));
@@ -368,74 +318,12 @@ fn add(into: &mut Map<String, Value>, name: &str, schema: Schema) {
     into.insert(format!("{PREFIX}{name}"), schema);
 }
 
-/// Moves the `$defs` of `schema` into `into`, pointing its references there.
-fn hoist(schema: &mut Value, into: &mut Map<String, Value>) {
-    if let Some(Value::Object(defs)) = schema.as_object_mut().and_then(|s| s.remove("$defs")) {
-        for (name, mut def) in defs {
-            hoist(&mut def, into);
-            tidy(&mut def);
-            into.entry(format!("{PREFIX}{name}")).or_insert(def);
-        }
-    }
-    tidy(schema);
-}
-
-/// `#/$defs/X` references become `#/components/schemas/V1X`, and unsigned integers get the
-/// largest value the routes read as their `maximum` (schemars gives only the `format`).
-fn tidy(value: &mut Value) {
-    match value {
-        Value::Object(map) => {
-            if let Some(Value::String(target)) = map.get_mut("$ref")
-                && let Some(name) = target.strip_prefix("#/$defs/")
-            {
-                *target = format!("#/components/schemas/{PREFIX}{name}");
-            }
-            let maximum = match map.get("format").and_then(Value::as_str) {
-                Some("uint32") => Some(u64::from(u32::MAX)),
-                Some("uint64" | "uint") => Some(MAX_SAFE),
-                _ => None,
-            };
-            if let Some(maximum) = maximum {
-                map.entry("maximum").or_insert(json!(maximum));
-            }
-            map.values_mut().for_each(tidy);
-        }
-        Value::Array(items) => items.iter_mut().for_each(tidy),
-        _ => {}
-    }
-}
-
 fn schema(name: &str) -> Value {
     json!({ "$ref": format!("#/components/schemas/{PREFIX}{name}") })
 }
 
-fn json_content(schema: Value) -> Value {
-    json!({ "application/json": { "schema": schema } })
-}
-
 fn answer(description: &str, body: Value) -> Value {
-    json!({ "description": description, "content": json_content(body) })
-}
-
-/// What each error status means here.
-fn failure(code: &str) -> Value {
-    let description = match code {
-        "400" => "the request cannot be read (bad JSON, a bad query or header)",
-        "401" => {
-            "an API key is required (`Authorization: Bearer <key>`, the bare key, or `x-api-key`) and none, or a wrong one, was sent"
-        }
-        "404" => "no such resource (or the id is not a UUID)",
-        "409" => {
-            "the current state forbids the change (the code says which), or other writers kept changing the platform"
-        }
-        "413" => "the body is larger than the limit",
-        "422" => "well-formed JSON that is not valid input",
-        "503" => {
-            "provider keys cannot be sealed or opened here, or no model provider is configured (`no_provider`)"
-        }
-        _ => "an error",
-    };
-    answer(description, schema("Error"))
+    crate::openapi::ok(description, body)
 }
 
 fn path_id(name: &str, description: &str) -> Value {
@@ -462,8 +350,7 @@ fn paging() -> Vec<Value> {
     ]
 }
 
-/// One operation: its summary, parameters, body, success and failure statuses. Every
-/// operation may answer `401` (when keys are required); one with a body also `400` and `413`.
+/// One operation of the server's one builder, its body named by schema.
 fn operation(
     summary: &str,
     parameters: Vec<Value>,
@@ -471,26 +358,7 @@ fn operation(
     success: (&str, Value),
     failures: &[&str],
 ) -> Value {
-    let mut responses = Map::new();
-    let mut codes = vec!["401"];
-    codes.extend_from_slice(failures);
-    if body.is_some() {
-        codes.extend(["400", "413", "422"]);
-    }
-    for code in codes {
-        responses.insert(code.to_owned(), failure(code));
-    }
-    responses.insert(success.0.to_owned(), success.1);
-    let mut op = json!({
-        "summary": summary,
-        "parameters": parameters,
-        "responses": responses,
-        "security": [{ "apiKey": [] }, {}],
-    });
-    if let Some(body) = body {
-        op["requestBody"] = json!({ "required": true, "content": json_content(schema(body)) });
-    }
-    op
+    crate::openapi::operation(summary, parameters, body.map(schema), success, failures)
 }
 
 fn ok(description: &str, name: &str) -> (&'static str, Value) {
@@ -726,13 +594,12 @@ mod tests {
     }
 
     #[test]
-    fn every_reference_resolves_and_every_schema_is_prefixed() {
-        let doc = openapi_document();
+    fn every_reference_resolves_in_the_one_document_and_every_schema_is_prefixed() {
+        let part = document();
+        let own = part["components"]["schemas"].as_object().unwrap();
+        assert!(own.keys().all(|name| name.starts_with(PREFIX)), "{own:?}");
+        let doc = crate::openapi::merged(crate::openapi::document(), &[part]);
         let schemas = doc["components"]["schemas"].as_object().unwrap();
-        assert!(
-            schemas.keys().all(|name| name.starts_with(PREFIX)),
-            "{schemas:?}"
-        );
         let mut targets = Vec::new();
         refs(&doc, &mut targets);
         assert!(targets.len() > 40);
@@ -740,11 +607,15 @@ mod tests {
             let name = target.strip_prefix("#/components/schemas/").unwrap();
             assert!(schemas.contains_key(name), "{target} does not resolve");
         }
+        // Every failure of every family is the one error shape.
+        let failure = &doc["paths"]["/v1/agents"]["post"]["responses"]["409"];
+        let native = &doc["paths"]["/sessions/{id}"]["delete"]["responses"]["409"];
+        assert_eq!(failure["content"], native["content"]);
     }
 
     #[test]
     fn requests_refuse_unknown_fields_and_pages_have_the_envelope() {
-        let doc = openapi_document();
+        let doc = document();
         let schemas = &doc["components"]["schemas"];
         assert_eq!(schemas["V1NewAgent"]["additionalProperties"], false);
         assert_eq!(

@@ -4,18 +4,28 @@
 
 use std::net::SocketAddr;
 
-use openharness_platform::{MasterKeys, Platform, PlatformOptions, router};
+use openharness_host::Host;
+use openharness_platform::{MasterKeys, Platform};
+use openharness_server::{ApiKeyHash, ServerOptions, router};
 use serde_json::Value;
+
+/// Options that require the API key `key`.
+pub(crate) fn keyed(key: &str) -> ServerOptions {
+    ServerOptions::default().api_keys([ApiKeyHash::of(key)])
+}
 
 pub(crate) fn master_keys(id: &str, byte: &str) -> MasterKeys {
     MasterKeys::parse(&format!("{id}:{}", byte.repeat(32))).unwrap()
 }
 
-pub(crate) async fn serve(platform: Platform, options: PlatformOptions) -> Client {
+/// The server as `openharness serve` runs it: the native routes and `platform`'s `/v1`, on
+/// one HTTP layer, over the platform's store.
+pub(crate) async fn serve(platform: Platform, options: ServerOptions) -> Client {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
+    let host = Host::shared(platform.store().clone());
     tokio::spawn(async move {
-        axum::serve(listener, router(platform, options))
+        axum::serve(listener, router(host, options.platform(platform)))
             .await
             .unwrap();
     });

@@ -11,12 +11,14 @@ use std::sync::Arc;
 
 use openharness_core::{SessionId, Store};
 use openharness_platform::{
-    KeyError, NewModel, NewProvider, PLATFORM_LOG, Platform, PlatformError, PlatformOptions,
+    KeyError, NewModel, NewProvider, PLATFORM_LOG, Platform, PlatformError,
 };
+use openharness_server::ServerOptions;
 use openharness_store::RedbStore;
 use serde_json::{Value, json};
 use uuid::Uuid;
 
+#[path = "v1_common/mod.rs"]
 mod common;
 use common::client::{error, master_keys, serve};
 use common::on_every_store;
@@ -29,7 +31,7 @@ fn uuid_v7(value: &Value) -> Uuid {
 
 async fn agents_are_created_read_changed_archived_and_deleted(store: Arc<dyn Store>) {
     let platform = Platform::new(Arc::clone(&store), None);
-    let client = serve(platform, PlatformOptions::default()).await;
+    let client = serve(platform, ServerOptions::default()).await;
 
     let (status, agent) = client
         .send(
@@ -164,7 +166,7 @@ async fn agents_are_created_read_changed_archived_and_deleted(store: Arc<dyn Sto
 
 async fn bad_input_is_answered_in_the_error_shape(store: Arc<dyn Store>) {
     let platform = Platform::new(Arc::clone(&store), None);
-    let client = serve(platform, PlatformOptions::default()).await;
+    let client = serve(platform, ServerOptions::default()).await;
     error(&client.get("/v1/agents/not-a-uuid").await, 404, "not_found");
     error(
         &client.get(&format!("/v1/agents/{}", Uuid::now_v7())).await,
@@ -175,7 +177,7 @@ async fn bad_input_is_answered_in_the_error_shape(store: Arc<dyn Store>) {
     error(&nowhere, 404, "not_found");
     assert_eq!(
         nowhere.1["error"]["message"],
-        "no /v1 route is `GET /v1/nothing-here`: GET /openapi.json lists the routes"
+        "no route is `GET /v1/nothing-here`: GET /openapi.json lists the routes"
     );
     // A method a path does not take is 405, in the same shape, saying what to do.
     let wrong = client.call("PUT", "/v1/agents", None).await;
@@ -250,7 +252,7 @@ async fn capabilities_are_a_registry_and_each_agent_has_an_ordered_unique_list(
     store: Arc<dyn Store>,
 ) {
     let platform = Platform::new(Arc::clone(&store), None);
-    let client = serve(platform, PlatformOptions::default()).await;
+    let client = serve(platform, ServerOptions::default()).await;
     let (status, registry) = client.get("/v1/capabilities").await;
     assert_eq!(status, 200);
     let listed: Vec<(&str, &str)> = registry["data"]
@@ -340,7 +342,7 @@ async fn capabilities_are_a_registry_and_each_agent_has_an_ordered_unique_list(
 
 async fn provider_keys_are_write_only_and_sealed_in_the_log(store: Arc<dyn Store>) {
     let platform = Platform::new(Arc::clone(&store), Some(master_keys("k1", "5a")));
-    let client = serve(platform.clone(), PlatformOptions::default()).await;
+    let client = serve(platform.clone(), ServerOptions::default()).await;
     let secret = "sk-test-DO-NOT-LEAK-1234567890";
     let (status, provider) = client
         .send(
@@ -429,7 +431,7 @@ async fn provider_keys_are_write_only_and_sealed_in_the_log(store: Arc<dyn Store
 
 async fn a_key_without_master_keys_is_refused_and_nothing_is_recorded(store: Arc<dyn Store>) {
     let platform = Platform::new(Arc::clone(&store), None);
-    let client = serve(platform, PlatformOptions::default()).await;
+    let client = serve(platform, ServerOptions::default()).await;
     let answer = client
         .send(
             "POST",
@@ -514,12 +516,15 @@ async fn a_sealed_key_copied_to_another_row_or_under_an_unknown_master_key_does_
         "{err}"
     );
     assert!(err.to_string().contains("\"k1\""), "{err}");
-    assert_eq!(err.code(), "unknown_master_key");
+    assert_eq!(
+        openharness_server::ApiError::from(err).code,
+        "unknown_master_key"
+    );
 }
 
 async fn models_have_one_default_per_provider_and_refuse_deletes_in_use(store: Arc<dyn Store>) {
     let platform = Platform::new(Arc::clone(&store), None);
-    let client = serve(platform, PlatformOptions::default()).await;
+    let client = serve(platform, ServerOptions::default()).await;
     let (_, provider) = client
         .send(
             "POST",
@@ -691,7 +696,7 @@ async fn models_have_one_default_per_provider_and_refuse_deletes_in_use(store: A
 
 async fn one_default_provider_at_a_time(store: Arc<dyn Store>) {
     let platform = Platform::new(Arc::clone(&store), None);
-    let client = serve(platform, PlatformOptions::default()).await;
+    let client = serve(platform, ServerOptions::default()).await;
     for name in ["a", "b", "c"] {
         client
             .send(
@@ -721,7 +726,7 @@ async fn resources_survive_a_restart_on_redb() {
         let store: Arc<dyn Store> = Arc::new(RedbStore::open(&path).unwrap());
         let client = serve(
             Platform::new(store, Some(keys.clone())),
-            PlatformOptions::default(),
+            ServerOptions::default(),
         )
         .await;
         let (_, agent) = client
@@ -753,7 +758,7 @@ async fn resources_survive_a_restart_on_redb() {
     std::fs::copy(&path, &copy).unwrap();
     let store: Arc<dyn Store> = Arc::new(RedbStore::open(&copy).unwrap());
     let platform = Platform::new(store, Some(keys));
-    let client = serve(platform.clone(), PlatformOptions::default()).await;
+    let client = serve(platform.clone(), ServerOptions::default()).await;
     let id = agent["id"].as_str().unwrap();
     let (_, read) = client.get(&format!("/v1/agents/{id}")).await;
     let mut expected = agent.clone();
@@ -807,11 +812,7 @@ async fn two_replicas_over_one_store_conflict_instead_of_overwriting(store: Arc<
 
 async fn keys_are_required_when_configured(store: Arc<dyn Store>) {
     let platform = Platform::new(Arc::clone(&store), None);
-    let mut client = serve(
-        platform,
-        PlatformOptions::default().require_api_key(|key| key == "s3cret"),
-    )
-    .await;
+    let mut client = serve(platform, common::client::keyed("s3cret")).await;
     error(&client.get("/v1/agents").await, 401, "unauthorized");
     client.key = Some("guess".into());
     error(&client.get("/v1/agents").await, 401, "unauthorized");
@@ -831,7 +832,7 @@ async fn keys_are_required_when_configured(store: Arc<dyn Store>) {
 
 async fn sessions_belong_to_an_agent_and_read_their_status_from_their_log(store: Arc<dyn Store>) {
     let platform = Platform::new(Arc::clone(&store), None);
-    let client = serve(platform, PlatformOptions::default()).await;
+    let client = serve(platform, ServerOptions::default()).await;
     let (_, agent) = client
         .send(
             "POST",
@@ -1016,7 +1017,7 @@ async fn messages_continue_the_session_and_are_a_projection_of_its_log(store: Ar
     });
     let platform =
         Platform::new(Arc::clone(&store), None).with_provider(Arc::new(scripted.clone()));
-    let client = serve(platform, PlatformOptions::default()).await;
+    let client = serve(platform, ServerOptions::default()).await;
     let (_, provider) = client
         .send(
             "POST",
@@ -1190,7 +1191,7 @@ async fn messages_continue_the_session_and_are_a_projection_of_its_log(store: Ar
     // Without an override, the model's provider row answers: this one has no key.
     let bare = serve(
         Platform::new(Arc::clone(&store), None),
-        PlatformOptions::default(),
+        ServerOptions::default(),
     )
     .await;
     let answer = bare
@@ -1215,7 +1216,7 @@ async fn a_provider_row_answers_with_its_opened_key(store: Arc<dyn Store>) {
     let fake = FakeServer::anthropic(KEY).await.unwrap();
     fake.respond(text("from the fake"));
     let platform = Platform::new(Arc::clone(&store), Some(master_keys("k1", "4d")));
-    let client = serve(platform, PlatformOptions::default()).await;
+    let client = serve(platform, ServerOptions::default()).await;
     // No model anywhere and no default: nothing can answer.
     let (_, agent) = client
         .send(
@@ -1295,7 +1296,7 @@ async fn an_azure_openai_row_answers_through_its_v1_address(store: Arc<dyn Store
     let fake = FakeServer::openai(KEY).await.unwrap();
     fake.respond(text("from azure"));
     let platform = Platform::new(Arc::clone(&store), Some(master_keys("k1", "4e")));
-    let client = serve(platform, PlatformOptions::default()).await;
+    let client = serve(platform, ServerOptions::default()).await;
     // Without its base_url an azure_openai row cannot answer: 422 saying what to set.
     let (status, provider) = client
         .send(
@@ -1398,7 +1399,7 @@ async fn events_are_notifications_as_a_page_and_a_resumable_stream(store: Arc<dy
     });
     let platform =
         Platform::new(Arc::clone(&store), None).with_provider(Arc::new(scripted.clone()));
-    let client = serve(platform, PlatformOptions::default()).await;
+    let client = serve(platform, ServerOptions::default()).await;
     let (_, agent) = client
         .send(
             "POST",

@@ -1,0 +1,78 @@
+//! The one request parser of every route family (native, `/api/chat`, `/api/workflow`, `/v1`):
+//! a body or a query that cannot be used gets the same typed answer everywhere.
+//!
+//! | what is wrong | status | code |
+//! |---|---|---|
+//! | a body that is not JSON, or a query that does not parse | `400` | `bad_request` |
+//! | a body over [`crate::ServerOptions::body_limit`] | `413` | `payload_too_large` |
+//! | a body without `Content-Type: application/json` | `415` | `unsupported_media_type` |
+//! | JSON that is not an object, or an object of the wrong shape (an unknown field included) | `422` | `invalid` |
+
+use axum::Json;
+use axum::extract::Query;
+use axum::extract::rejection::{JsonRejection, QueryRejection};
+use axum::http::StatusCode;
+use serde::de::DeserializeOwned;
+
+use crate::error::ApiError;
+
+/// A request body as a handler takes it: read as JSON, turned into its type by [`body`].
+pub(crate) type Body = Result<Json<serde_json::Value>, JsonRejection>;
+
+/// A request's query as a handler takes it, turned into its type by [`query`].
+pub(crate) type QueryOf<T> = Result<Query<T>, QueryRejection>;
+
+/// The body as `T` (see the module's table). Serde would read a struct from an array too, so
+/// anything but an object is refused before it is read.
+pub(crate) fn body<T: DeserializeOwned>(body: Body) -> Result<T, ApiError> {
+    let value = body.map(|Json(value)| value).map_err(|rejection| {
+        let status = rejection.status();
+        let code = match status {
+            StatusCode::PAYLOAD_TOO_LARGE => "payload_too_large",
+            StatusCode::UNSUPPORTED_MEDIA_TYPE => "unsupported_media_type",
+            _ => "bad_request",
+        };
+        ApiError::new(status, code, rejection.body_text())
+    })?;
+    if !value.is_object() {
+        return Err(ApiError::invalid("the body must be a JSON object"));
+    }
+    serde_json::from_value(value).map_err(|err| ApiError::invalid(err.to_string()))
+}
+
+/// The query as `T`: one that does not parse (an unknown parameter included, where `T` denies
+/// them) is `400`.
+pub(crate) fn query<T>(query: QueryOf<T>) -> Result<T, ApiError> {
+    query
+        .map(|Query(value)| value)
+        .map_err(|rejection| ApiError::bad_request(rejection.body_text()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Debug, serde::Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct Named {
+        #[allow(dead_code)]
+        name: String,
+    }
+
+    #[test]
+    fn wrong_shapes_are_invalid_and_objects_are_read() {
+        let read = |value: serde_json::Value| body::<Named>(Ok(Json(value)));
+        assert!(read(serde_json::json!({ "name": "a" })).is_ok());
+        for wrong in [
+            serde_json::json!(["a"]),
+            serde_json::json!({ "name": "a", "extra": 1 }),
+            serde_json::json!({}),
+        ] {
+            let err = read(wrong).err();
+            assert_eq!(
+                err.map(|e| (e.status, e.code)),
+                Some((StatusCode::UNPROCESSABLE_ENTITY, "invalid"))
+            );
+        }
+    }
+}
