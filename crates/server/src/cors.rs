@@ -102,7 +102,8 @@ impl fmt::Display for CorsOrigins {
     }
 }
 
-/// The layer for `origins`: every method the API uses, the headers a client sends.
+/// The layer for `origins`: every method the API uses (`/v1` takes `PUT` and `PATCH` too), the
+/// headers a client sends.
 pub(crate) fn layer(origins: &CorsOrigins) -> CorsLayer {
     let allow = match origins {
         CorsOrigins::Any => AllowOrigin::any(),
@@ -110,7 +111,13 @@ pub(crate) fn layer(origins: &CorsOrigins) -> CorsLayer {
     };
     CorsLayer::new()
         .allow_origin(allow)
-        .allow_methods([Method::GET, Method::POST, Method::DELETE])
+        .allow_methods([
+            Method::GET,
+            Method::POST,
+            Method::PUT,
+            Method::PATCH,
+            Method::DELETE,
+        ])
         .allow_headers([
             header::AUTHORIZATION,
             header::CONTENT_TYPE,
