@@ -1,10 +1,10 @@
-//! The platform suite: the `/v1` API (`openharness_platform`) against the native server, in
-//! one run, both answering with the same scripted model through the same agent.
+//! The platform suite: the `/v1` API (the platform served by the server, as `openharness serve`
+//! serves it) against the native routes, in one run, both answering with the same scripted model through the same agent.
 //!
 //! - **Post message → first `message.delta`**: `CLIENTS` sessions at once, each with an event
 //!   stream open, post a message (`POST /v1/agents/{a}/sessions/{s}/messages`) and time it to
 //!   the first `message.delta` on the stream (the model's first streamed word), then read on to
-//!   `session.completed`. The baseline is the native server's continue → first event
+//!   `turn.completed` (the turn's last notification). The baseline is the native server's continue → first event
 //!   (`POST /sessions/{id}/input` → the turn's first event on `GET /sessions/{id}/events`) at the
 //!   same concurrency, on the same store, its host running the same agent-chat workflow with
 //!   the same scripted model. The two sides alternate in blocks of rounds. Goal on PostgreSQL:
@@ -13,7 +13,7 @@
 //!   the recorded message: the event the baseline times), and each store method's calls per
 //!   turn and mean time on both sides (the store is wrapped in a counter, the same for both).
 //! - **Messages answered per second**: the same `CLIENTS` each post a message and wait for its
-//!   answer (`session.completed`; `workflow:completed` for the baseline) again and again for
+//!   answer (`turn.completed`; `workflow:completed` for the baseline) again and again for
 //!   `THROUGHPUT_FOR`, on redb in a temporary directory and on PostgreSQL.
 //! - **Failover** (a replica killed mid-turn) is measured with real processes by
 //!   `crates/cli/tests/failover.rs`; a row points at it.
@@ -246,7 +246,7 @@ struct PlatformClient {
 }
 
 impl PlatformClient {
-    /// Posts a message; the time to the first `message.delta`, once `session.completed` is read.
+    /// Posts a message; the time to the first `message.delta`, once `turn.completed` is read.
     async fn message(&mut self) -> Fallible<Turn> {
         let Self { addr, path, stream } = self;
         let messages = format!("{path}/messages");
@@ -269,11 +269,13 @@ impl PlatformClient {
         let (posted, first) = tokio::join!(posted, first);
         posted?;
         let (first, recorded) = first?;
+        // A turn's last notification is `turn.completed` (after `session.completed`, of the same
+        // event): reading up to it leaves nothing of this turn to be taken for the next one's.
         loop {
             let (_, name) = stream.next().await?;
             match name.as_str() {
-                "session.completed" => break,
-                "session.failed" => return Err("a turn failed".into()),
+                "turn.completed" => break,
+                "session.failed" | "turn.failed" => return Err("a turn failed".into()),
                 _ => {}
             }
         }
