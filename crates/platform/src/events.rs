@@ -30,7 +30,7 @@ use openharness_core::Event;
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Notification {
     /// The id of the event it is (for a `step.generating`, one derived from its event's id:
-    /// see [`Projector`]).
+    /// see the module docs).
     pub id: Uuid,
     /// The event's seq in the session's log.
     pub sequence: u64,
