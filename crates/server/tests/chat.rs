@@ -42,9 +42,7 @@ impl Chat {
     fn replied(&mut self, reply: &AssistantReplied) -> Emit {
         self.lines.push(reply.text.clone());
         if reply.text.ends_with('?') {
-            return Emit::one(InputRequested {
-                prompt: reply.text.clone(),
-            });
+            return Emit::one(InputRequested::new(reply.text.clone()));
         }
         Emit::none()
     }

@@ -52,9 +52,7 @@ impl Ticks {
     fn input(&mut self, input: &UserInput) -> Emit {
         self.inputs.push(input.text.clone());
         if input.text == "ask" {
-            Emit::one(InputRequested {
-                prompt: "sure?".into(),
-            })
+            Emit::one(InputRequested::new("sure?"))
         } else {
             Emit::none()
         }
