@@ -781,6 +781,7 @@ async fn cors_is_off_unless_origins_are_configured() {
     );
     assert!(head.contains("authorization"), "{head}");
     assert!(head.contains("last-event-id"), "{head}");
+    assert!(head.contains("x-openharness-approvals"), "{head}");
     let (status, head) = raw(addr, "GET", "/sessions", from_page).await;
     assert_eq!(status, 401);
     assert!(
