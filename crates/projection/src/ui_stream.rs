@@ -908,6 +908,64 @@ mod tests {
     }
 
     #[test]
+    fn approvals_asked_mid_turn_come_last_in_a_step_of_their_own() {
+        use openharness_core::builtin::InputRequested;
+        let input = ev(&UserInput { text: "go".into() }, None);
+        let cause = Some(input.id);
+        let asked = ev(&InputRequested::approval("Ship?"), cause);
+        let question = ev(&InputRequested::new("Which city?"), cause);
+        let events = [
+            input.clone(),
+            started("a", cause),
+            asked.clone(),
+            question,
+            delta("a", "{\"reply\": \"Working", 1, cause),
+            completed("a", "Working", cause),
+            done(),
+        ];
+        let kinds = |approvals| {
+            let mut stream = UiStream::with_approvals(approvals);
+            events
+                .iter()
+                .flat_map(|e| stream.chunks(e).0)
+                .map(|c| c["type"].as_str().unwrap().to_owned())
+                .collect::<Vec<_>>()
+        };
+        // The AI SDK looks for approvals in the message's last step: after the agent's.
+        assert_eq!(
+            kinds(Approvals::Tool),
+            [
+                "start",
+                "start-step",
+                "data-input-requested",
+                "text-start",
+                "text-delta",
+                "text-end",
+                "data-output",
+                "finish-step",
+                "start-step",
+                "tool-input-start",
+                "tool-input-available",
+                "tool-approval-request",
+                "finish-step",
+                "finish"
+            ]
+        );
+        // Without approvals as tool parts, both requests are data parts, where they were asked.
+        let data = kinds(Approvals::Data);
+        assert_eq!(
+            data.iter().filter(|k| *k == "data-input-requested").count(),
+            2
+        );
+        assert!(data.iter().all(|k| !k.starts_with("tool-")), "{data:?}");
+        let chat = serde_json::to_value(ui_messages_with(&events, Approvals::Tool)).unwrap();
+        let parts = chat[1]["parts"].as_array().unwrap();
+        assert_eq!(parts[parts.len() - 2], json!({ "type": "step-start" }));
+        assert_eq!(parts[parts.len() - 1]["state"], "approval-requested");
+        assert_eq!(parts[parts.len() - 1]["approval"]["id"], json!(asked.id));
+    }
+
+    #[test]
     fn an_edited_message_replaces_itself_and_what_followed() {
         let mut first = ev(
             &UserInput {
