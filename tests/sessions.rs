@@ -43,9 +43,7 @@ impl Tally {
     fn input(&mut self, input: &UserInput) -> Emit {
         self.inputs.push(input.text.clone());
         if input.text == "ask" {
-            Emit::one(InputRequested {
-                prompt: "how much?".into(),
-            })
+            Emit::one(InputRequested::new("how much?"))
         } else {
             Emit::none()
         }

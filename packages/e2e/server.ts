@@ -19,6 +19,20 @@ export const fixturesDir = join(here, "fixtures");
 /** The weather chat imported from fixtures/weather-chat.jsonl (text deltas, tools, a retry). */
 export const WEATHER_CHAT = "01a20000-0000-7000-8000-000000000001";
 
+/**
+ * Four planner-executor demos waiting for the answer to their publish question, imported from
+ * fixtures/approval-release.jsonl: recorded by `openharness demo --no-answer` with the question
+ * marked as an approval (`"approval": true`, as `InputRequested::approval` records it; the demo
+ * itself asks a plain question), so the server shows it as one. One per AI SDK release of
+ * test/chat-sdk.test.ts, since answering one ends its wait.
+ */
+export const APPROVAL_SESSIONS = [
+  "01a20000-0000-7000-8000-00000000a001",
+  "01a20000-0000-7000-8000-00000000a002",
+  "01a20000-0000-7000-8000-00000000a003",
+  "01a20000-0000-7000-8000-00000000a004",
+] as const;
+
 export interface RunningServer {
   /** `http://127.0.0.1:<port>` */
   url: string;

@@ -52,10 +52,63 @@ builtin_event!(
 /// A handler or an agent asks a person for input. The turn ends waiting once nothing else
 /// is left to do; the answer is recorded as `input:received`, caused by this event, and
 /// continues the session. The request's id is this event's id.
+///
+/// Build one with [`InputRequested::new`] (a question answered with text) or
+/// [`InputRequested::approval`] (a yes/no decision).
+#[derive(Default)]
 "input:requested" => InputRequested {
     /// What to ask.
     prompt: String,
+    /// Whether this asks for a yes/no decision (an approval) rather than free text. Chat
+    /// clients that understand approvals show it as one (the AI SDK's tool approval, with
+    /// approve and deny buttons); its answer is still an `input:received` whose text is
+    /// `yes` or `no` when given as a decision. Absent on the wire when false (and in
+    /// recordings made before approvals).
+    #[serde(default, skip_serializing_if = "is_false")]
+    approval: bool,
 });
+
+impl InputRequested {
+    /// A question a person answers with text.
+    ///
+    /// ```
+    /// use openharness_core::builtin::InputRequested;
+    /// let asked = InputRequested::new("Which city?");
+    /// assert!(!asked.approval);
+    /// assert_eq!(serde_json::to_value(&asked).unwrap(), serde_json::json!({ "prompt": "Which city?" }));
+    /// ```
+    pub fn new(prompt: impl Into<String>) -> Self {
+        Self {
+            prompt: prompt.into(),
+            approval: false,
+        }
+    }
+
+    /// A yes/no decision a person approves or denies. The answer arrives as any other, an
+    /// `input:received`: its text is `yes` when approved and `no` when denied through a chat
+    /// client's approval (the AI SDK's `addToolApprovalResponse`; the reason given, if any, is
+    /// kept in the event's payload as `reason`), or whatever the person typed instead.
+    ///
+    /// ```
+    /// use openharness_core::builtin::{InputReceived, InputRequested};
+    /// use openharness_core::Emit;
+    /// // In a handler: ask, and read the answer when it comes.
+    /// fn ask() -> Emit { Emit::one(InputRequested::approval("Ship to production?")) }
+    /// fn approved(answer: &InputReceived) -> bool { answer.text.trim().eq_ignore_ascii_case("yes") }
+    /// # let _ = ask();
+    /// let asked = InputRequested::approval("Ship to production?");
+    /// assert_eq!(
+    ///     serde_json::to_value(&asked).unwrap(),
+    ///     serde_json::json!({ "prompt": "Ship to production?", "approval": true })
+    /// );
+    /// ```
+    pub fn approval(prompt: impl Into<String>) -> Self {
+        Self {
+            prompt: prompt.into(),
+            approval: true,
+        }
+    }
+}
 builtin_event!(
 /// A person's answer to an `input:requested` (whose id is `request_id`).
 "input:received" => InputReceived {
@@ -344,6 +397,11 @@ fn first_attempt() -> u32 {
 #[allow(clippy::trivially_copy_pass_by_ref)] // serde's skip_serializing_if passes a reference
 fn is_first_attempt(attempt: &u32) -> bool {
     *attempt == 1
+}
+
+#[allow(clippy::trivially_copy_pass_by_ref)] // serde's skip_serializing_if passes a reference
+fn is_false(flag: &bool) -> bool {
+    !*flag
 }
 
 fn is_zero(n: &u64) -> bool {

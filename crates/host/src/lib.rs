@@ -36,7 +36,9 @@ use openharness_core::{
     BoxedProvider, CancellationToken, EventId, RunOptions, SessionId, SessionInfo, Store,
     Unfinished, Workflow, WorkflowState,
 };
-use openharness_projection::{Message, UiMessage, project_messages, ui_messages};
+use openharness_projection::{
+    Approvals, Message, UiMessage, project_messages, ui_messages, ui_messages_with,
+};
 
 pub use error::HostError;
 pub use hosted::{Hosted, JsonTape};
@@ -460,6 +462,28 @@ impl Host {
         position: u64,
     ) -> Result<Vec<UiMessage>, HostError> {
         Ok(ui_messages(&self.prefix(session, position).await?))
+    }
+
+    /// [`ui_messages_at`](Self::ui_messages_at) for a chat that shows approval requests as
+    /// `approvals` says (see [`openharness_projection::ui_messages_with`]):
+    /// [`Approvals::Tool`] for clients that asked for the AI SDK 6+ tool approvals.
+    ///
+    /// ```
+    /// # async fn demo(host: openharness_host::Host, session: openharness_core::SessionId) -> Result<(), openharness_host::HostError> {
+    /// use openharness_projection::Approvals;
+    /// let chat = host.ui_messages_at_with(&session, u64::MAX, Approvals::Tool).await?;
+    /// # let _ = chat; Ok(()) }
+    /// ```
+    pub async fn ui_messages_at_with(
+        &self,
+        session: &SessionId,
+        position: u64,
+        approvals: Approvals,
+    ) -> Result<Vec<UiMessage>, HostError> {
+        Ok(ui_messages_with(
+            &self.prefix(session, position).await?,
+            approvals,
+        ))
     }
 
     /// The first `position` events of `session` (clamped to its length).

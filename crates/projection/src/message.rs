@@ -117,8 +117,13 @@ pub enum TextState {
 }
 
 /// Where a tool call is (serialized as in the AI SDK: `input-available`, ...).
+///
+/// `approval-requested` and `output-denied` are the AI SDK 6 states of a tool call waiting for
+/// (or refused by) a person's approval: only a chat whose client asked for approvals as tool
+/// parts ([`Approvals::Tool`](crate::Approvals::Tool)) has them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case")]
+#[non_exhaustive]
 pub enum ToolState {
     /// Called, no result yet.
     InputAvailable,
@@ -126,4 +131,8 @@ pub enum ToolState {
     OutputAvailable,
     /// The tool failed.
     OutputError,
+    /// Waiting for a person to approve or deny it (AI SDK 6+).
+    ApprovalRequested,
+    /// A person denied it (AI SDK 6+).
+    OutputDenied,
 }

@@ -94,6 +94,47 @@ pub enum UiPart {
         /// The error, when `state` is `output-error`.
         error_text: Option<String>,
     },
+    /// `{type: "dynamic-tool", toolName, toolCallId, state, input, output?, errorText?,
+    /// approval?}`: a tool call the client has no definition of. A workflow's approval request
+    /// ([`InputRequested::approval`](openharness_core::builtin::InputRequested::approval)) is
+    /// one, named `approval` with the input `{prompt}`, in a chat whose client asked for
+    /// approvals as tool parts ([`Approvals::Tool`](crate::Approvals::Tool)); AI SDK 6+ only.
+    ///
+    /// ```
+    /// use openharness_projection::{ToolApproval, ToolState, UiPart};
+    /// use serde_json::json;
+    /// let asked = UiPart::DynamicTool {
+    ///     tool_name: "approval".into(),
+    ///     tool_call_id: "approval-1".into(),
+    ///     state: ToolState::ApprovalRequested,
+    ///     input: json!({ "prompt": "Publish?" }),
+    ///     output: None,
+    ///     error_text: None,
+    ///     approval: Some(ToolApproval { id: "1".into(), approved: None, reason: None }),
+    /// };
+    /// assert_eq!(
+    ///     serde_json::to_value(&asked).unwrap(),
+    ///     json!({ "type": "dynamic-tool", "toolName": "approval", "toolCallId": "approval-1",
+    ///             "state": "approval-requested", "input": { "prompt": "Publish?" },
+    ///             "approval": { "id": "1" } })
+    /// );
+    /// ```
+    DynamicTool {
+        /// The tool's name.
+        tool_name: String,
+        /// The call id.
+        tool_call_id: String,
+        /// Where the call is.
+        state: ToolState,
+        /// The arguments.
+        input: Value,
+        /// The result, when `state` is `output-available`.
+        output: Option<Value>,
+        /// The error, when `state` is `output-error`.
+        error_text: Option<String>,
+        /// The approval asked for the call, and the person's decision once given.
+        approval: Option<ToolApproval>,
+    },
     /// `{type: "step-start"}`: the start of an agent call (a step) in an assistant message.
     StepStart,
     /// `{type: "data-<name>", data}`: an agent's structured output is `data-output` with
@@ -104,6 +145,23 @@ pub enum UiPart {
         /// The data.
         data: Value,
     },
+}
+
+/// The `approval` of an AI SDK 6 tool part: `{id, approved?, reason?}`. `id` is the approval's
+/// id (for a workflow's approval request, the `input:requested` event's id); `approved` and
+/// `reason` are the person's decision, once given.
+#[derive(
+    Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize, schemars::JsonSchema,
+)]
+pub struct ToolApproval {
+    /// The approval's id.
+    pub id: String,
+    /// Whether it was approved (absent until decided).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approved: Option<bool>,
+    /// Why, when the person said.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
 }
 
 impl Serialize for UiPart {
@@ -140,6 +198,36 @@ impl Serialize for UiPart {
                 }
                 map.end()
             }
+            Self::DynamicTool {
+                tool_name,
+                tool_call_id,
+                state,
+                input,
+                output,
+                error_text,
+                approval,
+            } => {
+                let len = 5
+                    + usize::from(output.is_some())
+                    + usize::from(error_text.is_some())
+                    + usize::from(approval.is_some());
+                let mut map = serializer.serialize_map(Some(len))?;
+                map.serialize_entry("type", "dynamic-tool")?;
+                map.serialize_entry("toolName", tool_name)?;
+                map.serialize_entry("toolCallId", tool_call_id)?;
+                map.serialize_entry("state", state)?;
+                map.serialize_entry("input", input)?;
+                if let Some(output) = output {
+                    map.serialize_entry("output", output)?;
+                }
+                if let Some(error_text) = error_text {
+                    map.serialize_entry("errorText", error_text)?;
+                }
+                if let Some(approval) = approval {
+                    map.serialize_entry("approval", approval)?;
+                }
+                map.end()
+            }
             Self::StepStart => {
                 let mut map = serializer.serialize_map(Some(1))?;
                 map.serialize_entry("type", "step-start")?;
@@ -156,8 +244,9 @@ impl Serialize for UiPart {
 }
 
 /// The schema of what [`UiPart`]'s `Serialize` writes: a text part, a tool part whose `type`
-/// is `tool-` and the tool's name, or a data part whose `type` is `data-` and its name; no
-/// other keys (AI SDK 5 rejects unknown ones).
+/// is `tool-` and the tool's name, a `dynamic-tool` part (AI SDK 6+: only in a chat whose
+/// client asked for approvals as tool parts), or a data part whose `type` is `data-` and its
+/// name; no other keys (AI SDK 5 rejects unknown ones).
 impl schemars::JsonSchema for UiPart {
     fn schema_name() -> Cow<'static, str> {
         "UiPart".into()
@@ -166,8 +255,9 @@ impl schemars::JsonSchema for UiPart {
     fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
         let text_state = generator.subschema_for::<TextState>();
         let tool_state = generator.subschema_for::<ToolState>();
+        let approval = generator.subschema_for::<ToolApproval>();
         schemars::json_schema!({
-            "description": "A part of an AI SDK 5 `UIMessage`: `{type: \"text\", text, state?}`, `{type: \"tool-<toolName>\", toolCallId, state, input, output?, errorText?}`, `{type: \"data-<name>\", data}` or `{type: \"step-start\"}`.",
+            "description": "A part of an AI SDK 5 `UIMessage`: `{type: \"text\", text, state?}`, `{type: \"tool-<toolName>\", toolCallId, state, input, output?, errorText?}`, `{type: \"data-<name>\", data}` or `{type: \"step-start\"}`; or, in a chat whose client asked for approvals as tool parts (AI SDK 6+), `{type: \"dynamic-tool\", toolName, toolCallId, state, input, output?, errorText?, approval?}`.",
             "oneOf": [
                 {
                     "type": "object",
@@ -190,6 +280,21 @@ impl schemars::JsonSchema for UiPart {
                         "errorText": { "type": "string" },
                     },
                     "required": ["type", "toolCallId", "state", "input"],
+                    "additionalProperties": false,
+                },
+                {
+                    "type": "object",
+                    "properties": {
+                        "type": { "const": "dynamic-tool" },
+                        "toolName": { "type": "string" },
+                        "toolCallId": { "type": "string" },
+                        "state": tool_state,
+                        "input": true,
+                        "output": true,
+                        "errorText": { "type": "string" },
+                        "approval": approval,
+                    },
+                    "required": ["type", "toolName", "toolCallId", "state", "input"],
                     "additionalProperties": false,
                 },
                 {

@@ -11,16 +11,50 @@
 //! output, `finish-step` (every text part closed before it); `error` for `error:occurred`;
 //! `data-input-requested` for a request to a person; `finish` and `[DONE]` at the turn's end.
 //! Each chunk also carries an `id:` line with the event's seq, which `useChat` ignores.
+//!
+//! # Approvals as AI SDK tool approvals (opt-in)
+//!
+//! A workflow's approval requests (`InputRequested::approval`) stream as `data-input-requested`
+//! too, unless the client says it understands the AI SDK 6+ tool approvals with the request
+//! header **`x-openharness-approvals: tool`** (`new DefaultChatTransport({ headers:
+//! { "x-openharness-approvals": "tool" } })` sends it on the `POST` and on the resume `GET`;
+//! the stored chat is `GET /sessions/{id}/messages?shape=ui&approvals=tool`). `data` is the
+//! default; any other value is refused (`400`). Never send the header from an AI SDK 5 client:
+//! its strict chunk schemas fail on these chunks. With it, the approvals a turn asked come at
+//! the turn's end, in a step of their own (the one `lastAssistantMessageIsCompleteWithApprovalResponses`
+//! reads), each as a dynamic tool call: `tool-input-start` / `tool-input-available` with
+//! `toolCallId: "approval-<request id>"`, `toolName: "approval"`, `input: {prompt}`,
+//! `dynamic: true`, then `tool-approval-request {approvalId: <request id>, toolCallId}`.
+//!
+//! The client answers with `addToolApprovalResponse({id, approved, reason?})`; with
+//! `sendAutomaticallyWhen: lastAssistantMessageIsCompleteWithApprovalResponses` it posts the
+//! chat whose last message is that assistant message, its part now `approval-responded`
+//! with `approval: {id, approved, reason?}` and no new user message. Each such part answers its
+//! request: `input:received` with the text `yes` (approved) or `no` (denied), and
+//! `approved: bool` and the `reason` (when given) beside it in the payload. Several decisions in
+//! one post are recorded in their parts' order, a turn each, and streamed as one answer. A
+//! decision on a request that is not open (unknown, answered already, or not one this server
+//! asked as an approval) is refused with `409 request_not_open` and nothing is recorded. The
+//! answer's stream continues the client's assistant message: `start` without a `messageId`,
+//! `tool-output-available {toolCallId, output: {answer: "yes"}}` or `tool-output-denied
+//! {toolCallId}`, then the turn; the stored chat shows the part the same way (`output-available`
+//! with `approval: {id, approved: true, reason?}`, or `output-denied`). A resume `GET` during
+//! such a turn replays the whole message, from the turn that asked. A text message still
+//! answers an approval as it answers any request (see [`answer_for`]), as `data` clients do;
+//! the stored chat then shows the request settled with that text as its answer.
 
 use std::sync::Arc;
 
 use axum::body::Bytes;
 use axum::extract::{Path, State};
-use axum::http::{HeaderValue, StatusCode};
+use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use futures_util::{StreamExt, stream};
 use openharness_core::{EventId, Recorded, RunOptions, SessionId};
-use openharness_projection::{MESSAGE_ID_FIELD, REGENERATES_FIELD, UiStream};
+use openharness_projection::{
+    APPROVED_FIELD, Approvals, MESSAGE_ID_FIELD, REASON_FIELD, REGENERATES_FIELD, UiStream,
+    approval_text, approval_tool_call_id, opens_message,
+};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -51,6 +85,83 @@ struct ChatMessage {
     metadata: Option<Value>,
 }
 
+/// The request header with which a client asks for approvals as AI SDK tool approvals
+/// (`tool`; see the module docs).
+pub(crate) const APPROVALS_HEADER: &str = "x-openharness-approvals";
+
+/// How the client of a chat request wants approvals shown: [`APPROVALS_HEADER`], else `data`.
+fn approvals_of(headers: &HeaderMap) -> Result<Approvals, ApiError> {
+    let Some(value) = headers.get(APPROVALS_HEADER) else {
+        return Ok(Approvals::Data);
+    };
+    value
+        .to_str()
+        .ok()
+        .and_then(|value| value.trim().parse().ok())
+        .ok_or_else(|| {
+            ApiError::bad_request(format!(
+                "header `{APPROVALS_HEADER}: {}` is not one of `tool`, `data`",
+                String::from_utf8_lossy(value.as_bytes())
+            ))
+        })
+}
+
+/// A person's decision on an approval, as the AI SDK posts it: a tool part of the chat's last
+/// (assistant) message in state `approval-responded`.
+struct Decision {
+    /// The approval's id: the `input:requested` event's id.
+    request: EventId,
+    approved: bool,
+    reason: Option<String>,
+}
+
+/// The decisions a post gives: the `approval-responded` tool parts of its last message, when
+/// that is an assistant message (a post from `addToolApprovalResponse`), in order, each
+/// request once. A part that is not an approval this server asked (its id is not an event
+/// id, or its `toolCallId` is not `approval-<id>`) is `409 request_not_open`; one without
+/// `approval.approved` is `400`.
+fn decisions(session: &SessionId, messages: &[ChatMessage]) -> Result<Vec<Decision>, ApiError> {
+    let Some(last) = messages.last().filter(|m| m.role == "assistant") else {
+        return Ok(Vec::new());
+    };
+    let mut decisions: Vec<Decision> = Vec::new();
+    for part in last
+        .parts
+        .iter()
+        .filter(|p| p["state"] == "approval-responded")
+    {
+        let approval = &part["approval"];
+        let id = approval["id"].as_str().unwrap_or_default();
+        let request = id
+            .parse::<EventId>()
+            .ok()
+            .filter(|request| part["toolCallId"] == approval_tool_call_id(request).as_str())
+            .ok_or_else(|| {
+                ApiError::new(
+                    StatusCode::CONFLICT,
+                    "request_not_open",
+                    format!(
+                        "approval `{id}` (tool call {}) is not an approval session {session} asked: nothing was recorded",
+                        part["toolCallId"]
+                    ),
+                )
+            })?;
+        let approved = approval["approved"].as_bool().ok_or_else(|| {
+            ApiError::bad_request(format!(
+                "the approval-responded part of approval `{id}` has no boolean `approval.approved`"
+            ))
+        })?;
+        if decisions.iter().all(|d| d.request != request) {
+            decisions.push(Decision {
+                request,
+                approved,
+                reason: approval["reason"].as_str().map(str::to_owned),
+            });
+        }
+    }
+    Ok(decisions)
+}
+
 /// What a chat post asks for.
 enum Trigger {
     /// A new message (`submit-message`).
@@ -60,25 +171,52 @@ enum Trigger {
     Regenerate(Option<String>),
 }
 
-/// The UI message stream of `session` from seq `from` to the end of that turn.
+/// Where a chat stream starts and when it ends.
+struct Span {
+    /// The seq it starts at.
+    from: u64,
+    /// How many turns it follows: it ends with the `turns`-th turn that ends at or after seq
+    /// `ends_after` (the turns before it, replayed for a whole message, do not end it).
+    turns: usize,
+    ends_after: u64,
+}
+
+impl Span {
+    /// One turn, from its start.
+    fn turn(from: u64) -> Self {
+        Self {
+            from,
+            turns: 1,
+            ends_after: from,
+        }
+    }
+}
+
+/// The UI message stream of `session` over `span`, showing approvals as `approvals` says.
 async fn ui_stream(
     state: &AppState,
     session: &SessionId,
-    from: u64,
+    span: Span,
+    approvals: Approvals,
     failed: Option<tokio::sync::oneshot::Receiver<String>>,
     counted: crate::sse::Counted,
 ) -> Result<Response, ApiError> {
-    let subscription = crate::sse::subscribe(state, session, from).await?;
+    let subscription = crate::sse::subscribe(state, session, span.from).await?;
     let failures = stream::iter(failed)
         .then(|failed| async move { failed.await.ok() })
         .filter_map(|why| std::future::ready(why.map(TurnItem::Failed)));
     let items = stream::select(subscription.map(TurnItem::Event), Box::pin(failures));
-    let mut converter = UiStream::new();
+    let mut converter = UiStream::with_approvals(approvals);
+    let mut turns_left = span.turns;
     let chunks = until_turn_end(items, move |item| {
         let (events, finished) = match item {
             TurnItem::Failed(why) => (ending_with_error(&format!("the turn failed: {why}")), true),
             TurnItem::Event(Ok(recorded)) => {
-                let (chunks, finished) = converter.chunks(&recorded.event);
+                let (chunks, turn_ended) = converter.chunks(&recorded.event);
+                if turn_ended && recorded.seq >= span.ends_after {
+                    turns_left = turns_left.saturating_sub(1);
+                }
+                let finished = turns_left == 0;
                 let seq = recorded.seq.to_string();
                 let mut events: Vec<Bytes> = chunks
                     .into_iter()
@@ -161,8 +299,10 @@ async fn reporting(
 /// `?shape=ui`, shows the new one in place of the old).
 pub(crate) async fn post(
     State(state): State<Arc<AppState>>,
+    headers: HeaderMap,
     request: crate::request::Body,
 ) -> Result<Response, ApiError> {
+    let approvals = approvals_of(&headers)?;
     let ChatRequest {
         id,
         messages,
@@ -185,6 +325,12 @@ pub(crate) async fn post(
     let counted = state
         .streams
         .open(&session, state.options.max_streams_per_session)?;
+    if matches!(trigger, Trigger::Submit) {
+        let decisions = decisions(&session, &messages)?;
+        if !decisions.is_empty() {
+            return decide(&state, session, decisions, approvals, counted).await;
+        }
+    }
     let newest = messages
         .iter()
         .rev()
@@ -259,7 +405,58 @@ pub(crate) async fn post(
             0
         }
     };
-    ui_stream(&state, &session, from, Some(failed_rx), counted).await
+    ui_stream(
+        &state,
+        &session,
+        Span::turn(from),
+        approvals,
+        Some(failed_rx),
+        counted,
+    )
+    .await
+}
+
+/// Records `decisions` (a post from `addToolApprovalResponse`), each as the answer to its
+/// request, a turn each in order, and streams those turns as one answer (see the module docs).
+async fn decide(
+    state: &Arc<AppState>,
+    session: SessionId,
+    decisions: Vec<Decision>,
+    approvals: Approvals,
+    counted: crate::sse::Counted,
+) -> Result<Response, ApiError> {
+    let len = crate::routes::check_free(state, &session).await?;
+    let open = state.host.unfinished(&session).await?.open_requests;
+    if let Some(closed) = decisions.iter().find(|d| !open.contains(&d.request)) {
+        return Err(openharness_core::Error::RequestNotOpen {
+            session,
+            request: closed.request,
+            open,
+        }
+        .into());
+    }
+    let turns = decisions.len();
+    let mut queue = decisions.into_iter();
+    let Some(first) = queue.next() else {
+        return Err(ApiError::bad_request("the post decides no approval"));
+    };
+    let host = state.host.clone();
+    let turn = session.clone();
+    let run = async move {
+        let mut outcome = record(&host, &turn, first).await?;
+        for decision in queue {
+            outcome = record(&host, &turn, decision).await?;
+        }
+        Ok(outcome)
+    };
+    let (failed_tx, failed_rx) = tokio::sync::oneshot::channel();
+    crate::routes::spawn_turn(state, session.clone(), len, reporting(run, failed_tx));
+    let span = Span {
+        from: len,
+        turns,
+        ends_after: len,
+    };
+    ui_stream(state, &session, span, approvals, Some(failed_rx), counted).await
 }
 
 /// The open request (of `open`, the session's) a chat message answers: the one the
@@ -313,23 +510,100 @@ fn answer_for(
     }
 }
 
+/// Records `decision` as the answer to its request (a turn): `input:received` with the text
+/// `yes` or `no`, and `approved` and `reason` in its payload.
+async fn record(
+    host: &openharness_host::Host,
+    session: &SessionId,
+    decision: Decision,
+) -> Result<openharness_host::TurnOutcome, openharness_host::HostError> {
+    let Decision {
+        request,
+        approved,
+        reason,
+    } = decision;
+    let mut fields = serde_json::Map::new();
+    fields.insert(APPROVED_FIELD.to_owned(), Value::Bool(approved));
+    if let Some(reason) = reason {
+        fields.insert(REASON_FIELD.to_owned(), Value::String(reason));
+    }
+    let options = RunOptions::new().input_fields(fields);
+    host.respond(
+        session,
+        request,
+        approval_text(approved).to_owned(),
+        options,
+    )
+    .await
+}
+
 /// `GET /api/chat/{id}/stream`: the running turn from its start, or 204.
 pub(crate) async fn resume(
     State(state): State<Arc<AppState>>,
     Path(id): Path<String>,
+    headers: HeaderMap,
 ) -> Result<Response, ApiError> {
+    let approvals = approvals_of(&headers)?;
     let session: SessionId = id
         .parse()
         .map_err(|err| ApiError::bad_request(format!("`{id}` is not a chat id: {err}")))?;
-    match crate::routes::turn_start(&state, &session) {
-        Some(from) => {
-            let counted = state
-                .streams
-                .open(&session, state.options.max_streams_per_session)?;
-            ui_stream(&state, &session, from, None, counted).await
-        }
-        None => Ok(StatusCode::NO_CONTENT.into_response()),
+    let Some(turn) = crate::routes::turn_start(&state, &session) else {
+        return Ok(StatusCode::NO_CONTENT.into_response());
+    };
+    let counted = state
+        .streams
+        .open(&session, state.options.max_streams_per_session)?;
+    let span = Span {
+        from: message_start(&state, &session, turn, approvals).await?,
+        turns: 1,
+        ends_after: turn,
+    };
+    ui_stream(&state, &session, span, approvals, None, counted).await
+}
+
+/// The seq the assistant message of the turn starting at `turn` starts at: `turn`, or, for a
+/// turn that continues a message (an approval's decision, with [`Approvals::Tool`]), the start
+/// of the turn that opened that message, so a resumed client gets the whole message.
+async fn message_start(
+    state: &AppState,
+    session: &SessionId,
+    turn: u64,
+    approvals: Approvals,
+) -> Result<u64, ApiError> {
+    const PAGE: u64 = 256;
+    let store = state.host.store();
+    let internal = |err: openharness_core::StoreError| {
+        ApiError::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "internal",
+            err.to_string(),
+        )
+    };
+    let first = store
+        .events(session, turn..turn + 1)
+        .await
+        .map_err(internal)?;
+    // Not recorded yet, or a turn of its own: the message starts with the turn.
+    if first
+        .first()
+        .is_none_or(|event| opens_message(event, approvals))
+    {
+        return Ok(turn);
     }
+    let mut end = turn;
+    while end > 0 {
+        let start = end.saturating_sub(PAGE);
+        let events = store.events(session, start..end).await.map_err(internal)?;
+        let opener = (start..end)
+            .zip(&events)
+            .filter(|(_, event)| opens_message(event, approvals))
+            .last();
+        if let Some((seq, _)) = opener {
+            return Ok(seq);
+        }
+        end = start;
+    }
+    Ok(turn)
 }
 
 /// The workflow a new chat (or a new session of the workflow handler) runs:

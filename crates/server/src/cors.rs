@@ -123,6 +123,8 @@ pub(crate) fn layer(origins: &CorsOrigins) -> CorsLayer {
             header::CONTENT_TYPE,
             HeaderName::from_static("last-event-id"),
             HeaderName::from_static("x-api-key"),
+            // the chat's opt-in to approvals as AI SDK tool approvals
+            HeaderName::from_static(crate::chat::APPROVALS_HEADER),
         ])
         .max_age(Duration::from_secs(600))
 }

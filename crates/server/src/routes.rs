@@ -499,6 +499,8 @@ async fn diff(
 struct MessagesAt {
     at: Option<u64>,
     shape: Option<String>,
+    /// With `shape=ui`: how approvals show (`data`, `tool`; see `crate::chat`).
+    approvals: Option<String>,
 }
 
 async fn messages(
@@ -507,12 +509,27 @@ async fn messages(
     at: crate::request::QueryOf<MessagesAt>,
 ) -> Answer {
     let session = session_id(&id)?;
-    let MessagesAt { at, shape } = query(at)?;
+    let MessagesAt {
+        at,
+        shape,
+        approvals,
+    } = query(at)?;
     bounded("at", at)?;
     let at = at.unwrap_or(u64::MAX);
+    let approvals = match (shape.as_deref(), approvals) {
+        (_, None) => openharness_projection::Approvals::Data,
+        (Some("ui"), Some(approvals)) => approvals.parse().map_err(ApiError::bad_request)?,
+        (_, Some(_)) => return Err(ApiError::bad_request("`approvals` goes with `shape=ui`")),
+    };
     match shape.as_deref() {
         None | Some("v4") => Ok(Json(state.host.messages_at(&session, at).await?).into_response()),
-        Some("ui") => Ok(Json(state.host.ui_messages_at(&session, at).await?).into_response()),
+        Some("ui") => Ok(Json(
+            state
+                .host
+                .ui_messages_at_with(&session, at, approvals)
+                .await?,
+        )
+        .into_response()),
         Some("calls") => {
             let messages = state.host.messages_at(&session, at).await?;
             Ok(Json(openharness_projection::to_ui_messages(&messages)).into_response())

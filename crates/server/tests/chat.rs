@@ -42,9 +42,11 @@ impl Chat {
     fn replied(&mut self, reply: &AssistantReplied) -> Emit {
         self.lines.push(reply.text.clone());
         if reply.text.ends_with('?') {
-            return Emit::one(InputRequested {
-                prompt: reply.text.clone(),
-            });
+            // "Publish?" asks a yes/no decision; any other question asks for text.
+            if reply.text == "Publish?" {
+                return Emit::one(InputRequested::approval(reply.text.clone()));
+            }
+            return Emit::one(InputRequested::new(reply.text.clone()));
         }
         Emit::none()
     }
@@ -127,9 +129,20 @@ async fn exchange(
     path: &str,
     body: &str,
 ) -> (u16, String, Vec<String>) {
+    exchange_with(addr, method, path, "", body).await
+}
+
+/// [`exchange`] with more header lines (each ending in `\r\n`).
+async fn exchange_with(
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    headers: &str,
+    body: &str,
+) -> (u16, String, Vec<String>) {
     let mut stream = TcpStream::connect(addr).await.unwrap();
     let head = format!(
-        "{method} {path} HTTP/1.1\r\nhost: 127.0.0.1\r\nconnection: close\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n",
+        "{method} {path} HTTP/1.1\r\nhost: 127.0.0.1\r\nconnection: close\r\n{headers}content-type: application/json\r\ncontent-length: {}\r\n\r\n",
         body.len()
     );
     stream.write_all(head.as_bytes()).await.unwrap();
@@ -457,4 +470,512 @@ async fn an_openai_compatible_models_json_streams_as_clean_text() {
     assert_eq!(deltas.concat(), reply);
     let messages = ui_messages(addr, &chat).await;
     assert_eq!(messages[1]["parts"][1]["text"], reply);
+}
+
+// Approvals: a workflow that asks to publish (twice for "two releases"), and an agent that
+// publishes once a request is answered.
+
+#[event]
+#[derive(Debug, Clone)]
+struct ReleaseShipped {
+    text: String,
+}
+
+#[event]
+enum ReleaseEvent {
+    UserInput,
+    InputReceived,
+    ReleaseShipped,
+}
+
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
+struct Release {
+    lines: Vec<String>,
+}
+
+#[handler(ReleaseEvent)]
+impl Release {
+    fn heard(&mut self, input: &UserInput) -> Emit {
+        self.lines.push(input.text.clone());
+        let ask = Emit::one(InputRequested::approval(format!("Publish {}?", input.text)));
+        if input.text.contains("two") {
+            return ask.and(InputRequested::approval("And the second one?"));
+        }
+        ask
+    }
+    fn answered(&mut self, answer: &InputReceived) {
+        self.lines.push(format!("answer: {}", answer.text));
+    }
+    fn released(&mut self, released: &ReleaseShipped) {
+        self.lines.push(released.text.clone());
+    }
+}
+
+struct Publisher;
+
+#[agent(output = Answer, emits = [ReleaseShipped])]
+impl Publisher {
+    fn prompt(&self, _state: &Release, answer: &InputReceived) -> String {
+        answer.text.clone()
+    }
+    fn on_output(&self, out: Answer, _answer: &InputReceived) -> ReleaseShipped {
+        ReleaseShipped { text: out.reply }
+    }
+}
+
+/// A server hosting the release workflow; the publisher answers after `delay`.
+async fn serve_release(delay: Duration) -> SocketAddr {
+    let provider = ScriptedProvider::new().fallback("publisher", move |request| {
+        let reply = if request.prompt == "yes" {
+            "Published."
+        } else {
+            "Not published."
+        };
+        Reply::output(json!({ "reply": reply }))
+            .text(reply)
+            .delay(delay)
+    });
+    let workflow = Workflow::builder("release")
+        .initial_state(Release::default())
+        .agent(Publisher)
+        .store(MemoryStore::new())
+        .provider(provider)
+        .build()
+        .unwrap();
+    let host = Host::new(MemoryStore::new()).workflow(workflow).unwrap();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(
+        async move { axum::serve(listener, router(host, ServerOptions::default())).await },
+    );
+    addr
+}
+
+const TOOL_APPROVALS: &str = "x-openharness-approvals: tool\r\n";
+
+fn chunks(data: &[String]) -> Vec<Value> {
+    data.iter()
+        .filter_map(|d| serde_json::from_str::<Value>(d).ok())
+        .collect()
+}
+
+fn kinds(data: &[String]) -> Vec<String> {
+    chunks(data)
+        .iter()
+        .map(|chunk| chunk["type"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+async fn events(addr: SocketAddr, chat: &SessionId) -> Vec<Value> {
+    let page = get_json(addr, &format!("/sessions/{chat}/events?limit=1000")).await;
+    page["events"].as_array().unwrap().clone()
+}
+
+async fn tool_chat(addr: SocketAddr, chat: &SessionId) -> Vec<Value> {
+    let chat = get_json(
+        addr,
+        &format!("/sessions/{chat}/messages?shape=ui&approvals=tool"),
+    )
+    .await;
+    chat.as_array().unwrap().clone()
+}
+
+/// The chat as the AI SDK posts it after `addToolApprovalResponse`: the stored messages, the
+/// approval parts of the last one answered as `decide` says (by their approval id).
+fn responded(
+    chat: &SessionId,
+    messages: &[Value],
+    decide: impl Fn(&str) -> Option<Value>,
+) -> String {
+    let mut messages = messages.to_vec();
+    for part in messages
+        .last_mut()
+        .unwrap()
+        .get_mut("parts")
+        .and_then(Value::as_array_mut)
+        .unwrap()
+    {
+        if part["state"] == "approval-requested" {
+            let id = part["approval"]["id"].as_str().unwrap().to_owned();
+            if let Some(decision) = decide(&id) {
+                part["state"] = json!("approval-responded");
+                let mut approval = decision;
+                approval["id"] = json!(id);
+                part["approval"] = approval;
+            }
+        }
+    }
+    let last = messages.last().unwrap()["id"].clone();
+    json!({ "id": chat, "trigger": "submit-message", "messageId": last, "messages": messages })
+        .to_string()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn approvals_are_data_parts_unless_the_client_asks_for_tool_approvals() {
+    let addr = serve_release(Duration::ZERO).await;
+
+    // No header: exactly the AI SDK 5 stream, the approval a `data-input-requested` part.
+    let plain = SessionId::new();
+    let (status, _, data) = exchange(addr, "POST", "/api/chat", &chat_body(&plain, "1.0")).await;
+    assert_eq!(status, 200);
+    assert!(
+        kinds(&data).iter().all(|k| !k.starts_with("tool-")),
+        "{data:?}"
+    );
+    let asked = chunks(&data)
+        .into_iter()
+        .find(|c| c["type"] == "data-input-requested")
+        .unwrap();
+    assert_eq!(asked["data"]["prompt"], "Publish 1.0?");
+    let stored = ui_messages(addr, &plain).await;
+    assert_eq!(stored[1]["parts"][0]["type"], "data-input-requested");
+
+    // With the header: a dynamic tool call `approval` waiting for its approval, in a last
+    // step of its own; no data part.
+    let chat = SessionId::new();
+    let (status, _, data) = exchange_with(
+        addr,
+        "POST",
+        "/api/chat",
+        TOOL_APPROVALS,
+        &chat_body(&chat, "1.0"),
+    )
+    .await;
+    assert_eq!(status, 200);
+    assert_eq!(
+        kinds(&data),
+        [
+            "start",
+            "start-step",
+            "tool-input-start",
+            "tool-input-available",
+            "tool-approval-request",
+            "finish-step",
+            "finish",
+        ]
+    );
+    let chunks = chunks(&data);
+    let request = chunks[4]["approvalId"].as_str().unwrap().to_owned();
+    let call = format!("approval-{request}");
+    assert_eq!(
+        chunks[2],
+        json!({ "type": "tool-input-start", "toolCallId": call, "toolName": "approval", "dynamic": true })
+    );
+    assert_eq!(
+        chunks[3],
+        json!({ "type": "tool-input-available", "toolCallId": call, "toolName": "approval",
+                "input": { "prompt": "Publish 1.0?" }, "dynamic": true })
+    );
+    assert_eq!(chunks[4]["toolCallId"], call.as_str());
+    let recorded = events(addr, &chat).await;
+    let asked = recorded
+        .iter()
+        .find(|e| e["name"] == "input:requested")
+        .unwrap();
+    assert_eq!(asked["id"], request.as_str());
+    assert_eq!(asked["payload"]["approval"], true);
+
+    // The stored chat: the same part, waiting; without `approvals=tool`, the data part.
+    let stored = tool_chat(addr, &chat).await;
+    assert_eq!(stored.len(), 2, "{stored:#?}");
+    assert_eq!(stored[1]["id"], start_id(&data));
+    assert_eq!(
+        stored[1]["parts"],
+        json!([
+            { "type": "step-start" },
+            { "type": "dynamic-tool", "toolName": "approval", "toolCallId": call,
+              "state": "approval-requested", "input": { "prompt": "Publish 1.0?" },
+              "approval": { "id": request } }
+        ])
+    );
+    assert_eq!(
+        ui_messages(addr, &chat).await[1]["parts"][0]["type"],
+        "data-input-requested"
+    );
+
+    // What is not understood is refused.
+    let (status, _, _) = exchange_with(
+        addr,
+        "POST",
+        "/api/chat",
+        "x-openharness-approvals: tools\r\n",
+        &chat_body(&SessionId::new(), "1.0"),
+    )
+    .await;
+    assert_eq!(status, 400);
+    for query in [
+        "shape=ui&approvals=both",
+        "approvals=tool",
+        "shape=v4&approvals=tool",
+    ] {
+        let (status, _, _) = exchange(
+            addr,
+            "GET",
+            &format!("/sessions/{chat}/messages?{query}"),
+            "",
+        )
+        .await;
+        assert_eq!(status, 400, "{query}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_approval_response_answers_its_request_and_continues_the_message() {
+    let addr = serve_release(Duration::ZERO).await;
+    let chat = SessionId::new();
+    let (_, _, asked) = exchange_with(
+        addr,
+        "POST",
+        "/api/chat",
+        TOOL_APPROVALS,
+        &chat_body(&chat, "1.0"),
+    )
+    .await;
+    let message = start_id(&asked);
+    let before = tool_chat(addr, &chat).await;
+    let request = before[1]["parts"][1]["approval"]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let call = format!("approval-{request}");
+
+    // `addToolApprovalResponse({id, approved: true, reason})` and the automatic send.
+    let body = responded(&chat, &before, |_| {
+        Some(json!({ "approved": true, "reason": "tests pass" }))
+    });
+    let (status, head, data) =
+        exchange_with(addr, "POST", "/api/chat", TOOL_APPROVALS, &body).await;
+    assert_eq!(status, 200, "{head}");
+    let chunks = chunks(&data);
+    // More of the client's message: `start` without an id, the approval's output, the turn.
+    assert_eq!(chunks[0], json!({ "type": "start" }));
+    assert_eq!(
+        chunks[1],
+        json!({ "type": "tool-output-available", "toolCallId": call, "output": { "answer": "yes" } })
+    );
+    assert_eq!(streamed_text(&data), "Published.");
+    assert_eq!(data.last().map(String::as_str), Some("[DONE]"));
+
+    // Recorded as the answer to that request: `yes`, with the decision and its reason.
+    let recorded = events(addr, &chat).await;
+    let answers: Vec<&Value> = recorded
+        .iter()
+        .filter(|e| e["name"] == "input:received")
+        .collect();
+    assert_eq!(answers.len(), 1);
+    assert_eq!(answers[0]["payload"]["requestId"], request.as_str());
+    assert_eq!(answers[0]["payload"]["text"], "yes");
+    assert_eq!(answers[0]["payload"]["approved"], true);
+    assert_eq!(answers[0]["payload"]["reason"], "tests pass");
+    assert!(
+        recorded
+            .iter()
+            .all(|e| e["name"] != "user:input" || e["payload"]["text"] == "1.0")
+    );
+    let state = get_json(addr, &format!("/sessions/{chat}/state")).await;
+    assert_eq!(
+        state["state"]["lines"],
+        json!(["1.0", "answer: yes", "Published."])
+    );
+
+    // The stored chat: still one assistant message, its approval granted, then the turn.
+    let after = tool_chat(addr, &chat).await;
+    assert_eq!(after.len(), 2, "{after:#?}");
+    assert_eq!(after[1]["id"], message.as_str());
+    let parts = after[1]["parts"].as_array().unwrap();
+    assert_eq!(
+        parts[1],
+        json!({ "type": "dynamic-tool", "toolName": "approval", "toolCallId": call,
+                "state": "output-available", "input": { "prompt": "Publish 1.0?" },
+                "output": { "answer": "yes" },
+                "approval": { "id": request, "approved": true, "reason": "tests pass" } })
+    );
+    let types: Vec<&str> = parts.iter().map(|p| p["type"].as_str().unwrap()).collect();
+    assert_eq!(
+        types,
+        [
+            "step-start",
+            "dynamic-tool",
+            "step-start",
+            "text",
+            "data-output"
+        ]
+    );
+    // A data client's view of the same log: the answer is a user message `yes`.
+    let data_view = ui_messages(addr, &chat).await;
+    assert_eq!(data_view[2]["role"], "user");
+    assert_eq!(data_view[2]["parts"][0]["text"], "yes");
+
+    // The same decision again: the request is answered already; nothing is recorded.
+    let (status, _, _) = exchange_with(addr, "POST", "/api/chat", TOOL_APPROVALS, &body).await;
+    assert_eq!(status, 409);
+    // An approval this server never asked: refused too.
+    let unknown = body.replace(&request, &EventId::new().to_string());
+    let (status, _, _) = exchange_with(addr, "POST", "/api/chat", TOOL_APPROVALS, &unknown).await;
+    assert_eq!(status, 409);
+    assert_eq!(events(addr, &chat).await.len(), recorded.len());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_denied_approval_and_approvals_answered_with_text() {
+    let addr = serve_release(Duration::ZERO).await;
+
+    // Denied: `no`, the part `output-denied`.
+    let chat = SessionId::new();
+    exchange_with(
+        addr,
+        "POST",
+        "/api/chat",
+        TOOL_APPROVALS,
+        &chat_body(&chat, "1.0"),
+    )
+    .await;
+    let before = tool_chat(addr, &chat).await;
+    let body = responded(&chat, &before, |_| Some(json!({ "approved": false })));
+    let (status, _, data) = exchange_with(addr, "POST", "/api/chat", TOOL_APPROVALS, &body).await;
+    assert_eq!(status, 200);
+    let call = before[1]["parts"][1]["toolCallId"].clone();
+    assert_eq!(
+        chunks(&data)[1],
+        json!({ "type": "tool-output-denied", "toolCallId": call })
+    );
+    assert_eq!(streamed_text(&data), "Not published.");
+    let recorded = events(addr, &chat).await;
+    let answer = recorded
+        .iter()
+        .find(|e| e["name"] == "input:received")
+        .unwrap();
+    assert_eq!(answer["payload"]["text"], "no");
+    assert_eq!(answer["payload"]["approved"], false);
+    assert!(answer["payload"].get("reason").is_none());
+    let after = tool_chat(addr, &chat).await;
+    assert_eq!(after[1]["parts"][1]["state"], "output-denied");
+    assert_eq!(
+        after[1]["parts"][1]["approval"],
+        json!({ "id": before[1]["parts"][1]["approval"]["id"], "approved": false })
+    );
+    assert!(after[1]["parts"][1].get("output").is_none());
+
+    // Answered with a text message instead: as any request; the stored part is settled.
+    let typed = SessionId::new();
+    exchange_with(
+        addr,
+        "POST",
+        "/api/chat",
+        TOOL_APPROVALS,
+        &chat_body(&typed, "2.0"),
+    )
+    .await;
+    let answer = json!({ "id": typed, "trigger": "submit-message", "messages": [
+        { "id": "client-2", "role": "user", "parts": [{ "type": "text", "text": "yes" }] }
+    ] });
+    let (status, _, data) = exchange_with(
+        addr,
+        "POST",
+        "/api/chat",
+        TOOL_APPROVALS,
+        &answer.to_string(),
+    )
+    .await;
+    assert_eq!(status, 200);
+    assert_eq!(streamed_text(&data), "Published.");
+    assert!(chunks(&data)[0]["messageId"].is_string(), "a new message");
+    let stored = tool_chat(addr, &typed).await;
+    let roles: Vec<&str> = stored.iter().map(|m| m["role"].as_str().unwrap()).collect();
+    assert_eq!(roles, ["user", "assistant", "user", "assistant"]);
+    assert_eq!(stored[2]["id"], "client-2");
+    let part = &stored[1]["parts"][1];
+    assert_eq!(part["state"], "output-available");
+    assert_eq!(part["output"], json!({ "answer": "yes" }));
+    assert!(part.get("approval").is_none(), "{part}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn several_decisions_in_one_post_are_answered_in_order_as_one_stream() {
+    let addr = serve_release(Duration::ZERO).await;
+    let chat = SessionId::new();
+    let (_, _, asked) = exchange_with(
+        addr,
+        "POST",
+        "/api/chat",
+        TOOL_APPROVALS,
+        &chat_body(&chat, "two releases"),
+    )
+    .await;
+    let requests: Vec<String> = chunks(&asked)
+        .iter()
+        .filter(|c| c["type"] == "tool-approval-request")
+        .map(|c| c["approvalId"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(requests.len(), 2);
+    let before = tool_chat(addr, &chat).await;
+    let second = requests[1].clone();
+    let body = responded(&chat, &before, |id| {
+        Some(json!({ "approved": id != second }))
+    });
+    let (status, _, data) = exchange_with(addr, "POST", "/api/chat", TOOL_APPROVALS, &body).await;
+    assert_eq!(status, 200);
+    assert_eq!(streamed_text(&data), "Published.Not published.");
+    assert_eq!(data.iter().filter(|d| *d == "[DONE]").count(), 1);
+    assert_eq!(data.last().map(String::as_str), Some("[DONE]"));
+    let state = get_json(addr, &format!("/sessions/{chat}/state")).await;
+    assert_eq!(
+        state["state"]["lines"],
+        json!([
+            "two releases",
+            "answer: yes",
+            "Published.",
+            "answer: no",
+            "Not published."
+        ])
+    );
+    let after = tool_chat(addr, &chat).await;
+    assert_eq!(after.len(), 2, "one message: {after:#?}");
+    let states: Vec<&str> = after[1]["parts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| p["type"] == "dynamic-tool")
+        .map(|p| p["state"].as_str().unwrap())
+        .collect();
+    assert_eq!(states, ["output-available", "output-denied"]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn resuming_an_approvals_turn_replays_the_whole_message() {
+    let addr = serve_release(Duration::from_millis(400)).await;
+    let chat = SessionId::new();
+    exchange_with(
+        addr,
+        "POST",
+        "/api/chat",
+        TOOL_APPROVALS,
+        &chat_body(&chat, "1.0"),
+    )
+    .await;
+    let before = tool_chat(addr, &chat).await;
+    let body = responded(&chat, &before, |_| Some(json!({ "approved": true })));
+    let posting = tokio::spawn(async move {
+        exchange_with(addr, "POST", "/api/chat", TOOL_APPROVALS, &body).await
+    });
+    tokio::time::sleep(Duration::from_millis(150)).await;
+    let path = format!("/api/chat/{chat}/stream");
+    let (status, _, resumed) = exchange_with(addr, "GET", &path, TOOL_APPROVALS, "").await;
+    let (_, _, posted) = posting.await.unwrap();
+    assert_eq!(status, 200);
+    // From the message's own start (the turn that asked), through the answer's turn.
+    let kinds = kinds(&resumed);
+    assert_eq!(kinds[0], "start");
+    assert_eq!(chunks(&resumed)[0]["messageId"], before[1]["id"]);
+    assert!(
+        kinds.contains(&"tool-approval-request".to_owned()),
+        "{kinds:?}"
+    );
+    assert!(
+        kinds.contains(&"tool-output-available".to_owned()),
+        "{kinds:?}"
+    );
+    assert_eq!(streamed_text(&resumed), "Published.");
+    assert_eq!(resumed.iter().filter(|d| *d == "[DONE]").count(), 1);
+    assert!(resumed.ends_with(&posted[2..]), "{resumed:?}\n{posted:?}");
 }

@@ -52,9 +52,7 @@ impl Ticks {
     fn input(&mut self, input: &UserInput) -> Emit {
         self.inputs.push(input.text.clone());
         if input.text == "ask" {
-            Emit::one(InputRequested {
-                prompt: "sure?".into(),
-            })
+            Emit::one(InputRequested::new("sure?"))
         } else {
             Emit::none()
         }
@@ -783,6 +781,7 @@ async fn cors_is_off_unless_origins_are_configured() {
     );
     assert!(head.contains("authorization"), "{head}");
     assert!(head.contains("last-event-id"), "{head}");
+    assert!(head.contains("x-openharness-approvals"), "{head}");
     let (status, head) = raw(addr, "GET", "/sessions", from_page).await;
     assert_eq!(status, 401);
     assert!(

@@ -239,9 +239,7 @@ impl PlanState {
         task.result = Some(done.result.clone());
         self.completed += 1;
         if self.awaits_approval() {
-            return Emit::one(InputRequested {
-                prompt: PUBLISH_PROMPT.to_owned(),
-            });
+            return Emit::one(InputRequested::new(PUBLISH_PROMPT));
         }
         self.start(done.index + 1)
     }

@@ -187,15 +187,21 @@ export class OpenHarnessClient {
     return this.request("GET", `/sessions/${enc(sessionId)}/diff?from=${from}&to=${to}`, undefined, options);
   }
 
-  /** The chat messages at a position (absent: the end), AI SDK v4-style or as UIMessages. */
+  /**
+   * The chat messages at a position (absent: the end), AI SDK v4-style or as UIMessages. With
+   * `shape: "ui"`, `approvals: "tool"` shows approval requests as the AI SDK 6+ tool approvals
+   * (`dynamic-tool` parts), as `POST /api/chat` streams them to a client that sends
+   * `x-openharness-approvals: tool`; the default (`"data"`) shows them as `data-input-requested`.
+   */
   messages<S extends MessageShape = "v4">(
     sessionId: string,
-    query: { at?: number; shape?: S } = {},
+    query: { at?: number; shape?: S; approvals?: "data" | "tool" } = {},
     options?: RequestOptions,
   ): Promise<MessagesOf[S]> {
     const params = new URLSearchParams();
     if (query.at !== undefined) params.set("at", String(query.at));
     if (query.shape) params.set("shape", query.shape);
+    if (query.approvals) params.set("approvals", query.approvals);
     const q = params.toString();
     return this.request("GET", `/sessions/${enc(sessionId)}/messages${q ? `?${q}` : ""}`, undefined, options);
   }

@@ -7,10 +7,16 @@
  * `validateUIMessages` and equal the ones the SDK built from the stream, ids and `step-start`
  * included; `regenerate()` replaces the answer in both, and so does editing a message; a
  * message to a session waiting for a
- * person answers its request (the only way `useChat` can answer one).
+ * person answers its request (the only way `useChat` can answer one). An approval request
+ * (a fixture session, APPROVAL_SESSIONS) reaches the AI SDK 5 releases, which send no
+ * `x-openharness-approvals` header, as `data-input-requested`, answered by a message; the
+ * releases with tool approvals (6.x, 7.x) send the header, get a dynamic tool part waiting
+ * for approval, and answer it with the SDK's own `addToolApprovalResponse` and
+ * `sendAutomaticallyWhen: lastAssistantMessageIsCompleteWithApprovalResponses`.
  */
 import { describe, expect, inject, it } from "vitest";
 import { OpenHarnessClient } from "@openharness/client";
+import { APPROVAL_SESSIONS } from "../server.js";
 import * as ai5oldest from "ai-oldest";
 import * as ai5newest from "ai-newest";
 import * as ai6 from "ai-v6";
@@ -23,7 +29,14 @@ import * as react7 from "ai-sdk-react-v7";
 const api = inject("serverUrl");
 const client = new OpenHarnessClient({ baseUrl: api });
 
-type Part = { type: string; text?: string; data?: unknown };
+type Part = {
+  type: string;
+  text?: string;
+  data?: unknown;
+  state?: string;
+  toolName?: string;
+  approval?: { id: string; approved?: boolean; reason?: string };
+};
 type Message = { id: string; role: string; parts: Part[] };
 interface ChatLike {
   id: string;
@@ -32,20 +45,36 @@ interface ChatLike {
   error: Error | undefined;
   sendMessage(message: { text: string; metadata?: unknown; messageId?: string }): Promise<void>;
   regenerate(): Promise<void>;
+  /** AI SDK 6+ only. */
+  addToolApprovalResponse?(response: { id: string; approved: boolean; reason?: string }): Promise<void>;
 }
+type SendWhen = (options: { messages: unknown[] }) => boolean | PromiseLike<boolean>;
 type Sdk = {
-  DefaultChatTransport: new (options: { api: string }) => unknown;
+  DefaultChatTransport: new (options: { api: string; headers?: Record<string, string> }) => unknown;
   /** Absent in ai 5.0.0 (added in a later 5.x). */
   validateUIMessages?: (options: { messages: unknown[] }) => Promise<unknown>;
+  /** AI SDK 6+ only. */
+  lastAssistantMessageIsCompleteWithApprovalResponses?: SendWhen;
 };
-type React = { Chat: new (options: { id?: string; transport: unknown; messages?: unknown[] }) => ChatLike };
+type React = {
+  Chat: new (options: {
+    id?: string;
+    transport: unknown;
+    messages?: unknown[];
+    sendAutomaticallyWhen?: SendWhen;
+  }) => ChatLike;
+};
 
-const releases: [string, Sdk, React][] = [
-  ["ai 5.0.0 (the first 5.x)", ai5oldest as unknown as Sdk, react5oldest as unknown as React],
-  ["ai 5.0.277 (the newest 5.x)", ai5newest as unknown as Sdk, react5newest as unknown as React],
-  ["ai 6.0.325 (the newest 6.x)", ai6 as unknown as Sdk, react6 as unknown as React],
-  ["ai 7.0.173 (the newest major)", ai7 as unknown as Sdk, react7 as unknown as React],
+/** Each release: its label, its `ai` and `@ai-sdk/react`, and whether it has tool approvals. */
+const releases: [string, Sdk, React, boolean][] = [
+  ["ai 5.0.0 (the first 5.x)", ai5oldest as unknown as Sdk, react5oldest as unknown as React, false],
+  ["ai 5.0.277 (the newest 5.x)", ai5newest as unknown as Sdk, react5newest as unknown as React, false],
+  ["ai 6.0.325 (the newest 6.x)", ai6 as unknown as Sdk, react6 as unknown as React, true],
+  ["ai 7.0.173 (the newest major)", ai7 as unknown as Sdk, react7 as unknown as React, true],
 ];
+
+/** The header with which a client asks for approvals as the AI SDK's tool approvals. */
+const TOOL_APPROVALS = { "x-openharness-approvals": "tool" };
 
 /** What a JSON round trip keeps (the SDK's objects carry `undefined` fields). */
 function plain<T>(value: T): T {
@@ -71,7 +100,7 @@ async function until<T>(what: string, probe: () => Promise<T | undefined>, timeo
   }
 }
 
-for (const [label, sdk, react] of releases) {
+for (const [index, [label, sdk, react, approvals]] of releases.entries()) {
   describe(`the AI SDK's Chat + DefaultChatTransport, ${label}`, () => {
     const chatOf = (options: { id?: string; messages?: unknown[] } = {}) =>
       new react.Chat({ ...options, transport: new sdk.DefaultChatTransport({ api: `${api}/api/chat` }) });
@@ -145,5 +174,84 @@ for (const [label, sdk, react] of releases) {
       await validate(sdk, { messages: stored });
       expect(stored).toEqual(plain(chat.messages));
     });
+
+    /** The session's status once its turn has ended. */
+    const settled = (session: string) =>
+      until("the session to end its turn", async () => {
+        const summary = await client.getSession(session);
+        return summary.status === "running" ? undefined : summary;
+      });
+
+    const session = APPROVAL_SESSIONS[index]!;
+    if (!approvals) {
+      it("gets an approval request as data-input-requested without the header, and sendMessage answers it", async () => {
+        const history = (await client.messages(session, { shape: "ui" })) as unknown as Message[];
+        await validate(sdk, { messages: history });
+        const parts = history.flatMap((m) => m.parts);
+        const asked = parts.find((p) => p.type === "data-input-requested");
+        expect(asked?.data).toMatchObject({ prompt: "Publish the release? (yes/no)" });
+        expect(parts.map((p) => p.type)).not.toContain("dynamic-tool");
+
+        const chat = chatOf({ id: session, messages: history });
+        await chat.sendMessage({ text: "yes" });
+        expect(chat.error).toBeUndefined();
+        expect((await settled(session)).status).toBe("idle");
+        const events = await client.allEvents(session);
+        const answers = events.filter((e) => e.name === "input:received");
+        expect(answers.map((e) => e.payload)).toEqual([
+          expect.objectContaining({ text: "yes", requestId: (asked!.data as { requestId: string }).requestId }),
+        ]);
+        expect(answers[0]!.payload).not.toHaveProperty("approved");
+        expect(events.map((e) => e.name)).toContain("release:published");
+        const stored = (await client.messages(session, { shape: "ui" })) as unknown as Message[];
+        await validate(sdk, { messages: stored });
+        expect(stored).toEqual(plain(chat.messages));
+      });
+    } else {
+      it("with the header, shows an approval as a tool approval that addToolApprovalResponse answers", async () => {
+        const history = (await client.messages(session, { shape: "ui", approvals: "tool" })) as unknown as Message[];
+        await validate(sdk, { messages: history });
+        const parts = history.flatMap((m) => m.parts);
+        expect(parts.map((p) => p.type)).not.toContain("data-input-requested");
+        const asked = parts.find((p) => p.type === "dynamic-tool");
+        expect(asked).toMatchObject({
+          toolName: "approval",
+          state: "approval-requested",
+          input: { prompt: "Publish the release? (yes/no)" },
+        });
+        const id = asked!.approval!.id;
+
+        const chat = new react.Chat({
+          id: session,
+          messages: history,
+          transport: new sdk.DefaultChatTransport({ api: `${api}/api/chat`, headers: TOOL_APPROVALS }),
+          sendAutomaticallyWhen: sdk.lastAssistantMessageIsCompleteWithApprovalResponses,
+        });
+        await chat.addToolApprovalResponse!({ id, approved: true, reason: "the tests pass" });
+        // The SDK posts the chat by itself once every approval of the last step is answered.
+        const answered = await until("the approval's turn to stream", async () => {
+          const part = chat.messages.at(-1)?.parts.find((p) => p.type === "dynamic-tool");
+          return chat.status === "ready" && part?.state === "output-available" ? part : undefined;
+        });
+        expect(chat.error).toBeUndefined();
+        expect(answered).toMatchObject({
+          approval: { id, approved: true, reason: "the tests pass" },
+          output: { answer: "yes" },
+        });
+        // The answer continued the assistant message: no new message on either side.
+        expect(chat.messages.map((m) => m.id)).toEqual(history.map((m) => m.id));
+
+        expect((await settled(session)).status).toBe("idle");
+        const events = await client.allEvents(session);
+        const answers = events.filter((e) => e.name === "input:received").map((e) => e.payload);
+        expect(answers).toEqual([{ requestId: id, text: "yes", approved: true, reason: "the tests pass" }]);
+        expect(events.map((e) => e.name)).toContain("release:published");
+        expect(events.filter((e) => e.name === "user:input")).toHaveLength(1);
+
+        const stored = (await client.messages(session, { shape: "ui", approvals: "tool" })) as unknown as Message[];
+        await validate(sdk, { messages: stored });
+        expect(stored).toEqual(plain(chat.messages));
+      });
+    }
   });
 }

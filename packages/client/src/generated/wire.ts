@@ -190,10 +190,15 @@ export type TextState = "streaming" | "done";
 /**
  * Where a tool call is (serialized as in the AI SDK: `input-available`, ...).
  *
+ * `approval-requested` and `output-denied` are the AI SDK 6 states of a tool call waiting for
+ * (or refused by) a person's approval: only a chat whose client asked for approvals as tool
+ * parts (`Approvals::Tool`) has them.
+ *
  * This interface was referenced by `Wire`'s JSON-Schema
  * via the `definition` "ToolState".
  */
-export type ToolState = "input-available" | "output-available" | "output-error";
+export type ToolState =
+  "input-available" | "output-available" | "output-error" | "approval-requested" | "output-denied";
 /**
  * Who a message is from.
  *
@@ -225,7 +230,7 @@ export type StopReason =
   | "waiting_for_input"
   | "nothing_unfinished";
 /**
- * A part of an AI SDK 5 `UIMessage`: `{type: "text", text, state?}`, `{type: "tool-<toolName>", toolCallId, state, input, output?, errorText?}`, `{type: "data-<name>", data}` or `{type: "step-start"}`.
+ * A part of an AI SDK 5 `UIMessage`: `{type: "text", text, state?}`, `{type: "tool-<toolName>", toolCallId, state, input, output?, errorText?}`, `{type: "data-<name>", data}` or `{type: "step-start"}`; or, in a chat whose client asked for approvals as tool parts (AI SDK 6+), `{type: "dynamic-tool", toolName, toolCallId, state, input, output?, errorText?, approval?}`.
  *
  * This interface was referenced by `Wire`'s JSON-Schema
  * via the `definition` "UiPart".
@@ -243,6 +248,16 @@ export type UiPart =
       state: ToolState;
       toolCallId: string;
       type: string;
+    }
+  | {
+      approval?: ToolApproval;
+      errorText?: string;
+      input: unknown;
+      output?: unknown;
+      state: ToolState;
+      toolCallId: string;
+      toolName: string;
+      type: "dynamic-tool";
     }
   | {
       data: unknown;
@@ -289,6 +304,7 @@ export interface Wire {
   TextComplete?: TextComplete;
   TextDelta?: TextDelta;
   TextState?: TextState;
+  ToolApproval?: ToolApproval;
   ToolCalled?: ToolCalled;
   ToolResult?: ToolResult;
   ToolState?: ToolState;
@@ -592,10 +608,21 @@ export interface InputReceived {
  * is left to do; the answer is recorded as `input:received`, caused by this event, and
  * continues the session. The request's id is this event's id.
  *
+ * Build one with `InputRequested::new` (a question answered with text) or
+ * `InputRequested::approval` (a yes/no decision).
+ *
  * This interface was referenced by `Wire`'s JSON-Schema
  * via the `definition` "InputRequested".
  */
 export interface InputRequested {
+  /**
+   * Whether this asks for a yes/no decision (an approval) rather than free text. Chat
+   * clients that understand approvals show it as one (the AI SDK's tool approval, with
+   * approve and deny buttons); its answer is still an `input:received` whose text is
+   * `yes` or `no` when given as a decision. Absent on the wire when false (and in
+   * recordings made before approvals).
+   */
+  approval?: boolean;
   /**
    * What to ask.
    */
@@ -898,6 +925,28 @@ export interface TextDelta {
    * The new text.
    */
   delta: string;
+}
+/**
+ * The `approval` of an AI SDK 6 tool part: `{id, approved?, reason?}`. `id` is the approval's
+ * id (for a workflow's approval request, the `input:requested` event's id); `approved` and
+ * `reason` are the person's decision, once given.
+ *
+ * This interface was referenced by `Wire`'s JSON-Schema
+ * via the `definition` "ToolApproval".
+ */
+export interface ToolApproval {
+  /**
+   * Whether it was approved (absent until decided).
+   */
+  approved?: boolean | null;
+  /**
+   * The approval's id.
+   */
+  id: string;
+  /**
+   * Why, when the person said.
+   */
+  reason?: string | null;
 }
 /**
  * A model called a tool.
