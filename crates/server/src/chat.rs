@@ -38,7 +38,9 @@
 //! answer's stream continues the client's assistant message: `start` without a `messageId`,
 //! `tool-output-available {toolCallId, output: {answer: "yes"}}` or `tool-output-denied
 //! {toolCallId}`, then the turn; the stored chat shows the part the same way (`output-available`
-//! with `approval: {id, approved: true, reason?}`, or `output-denied`). A resume `GET` during
+//! with `approval: {id, approved: true, reason?}`, or `output-denied`). Only a client shown tool
+//! approvals can answer with them, so a post of decisions streams this way with or without the
+//! header. A resume `GET` during
 //! such a turn replays the whole message, from the turn that asked. A text message still
 //! answers an approval as it answers any request (see [`answer_for`]), as `data` clients do;
 //! the stored chat then shows the request settled with that text as its answer.
@@ -328,7 +330,9 @@ pub(crate) async fn post(
     if matches!(trigger, Trigger::Submit) {
         let decisions = decisions(&session, &messages)?;
         if !decisions.is_empty() {
-            return decide(&state, session, decisions, approvals, counted).await;
+            // Only a client shown tool approvals answers with them: its stream continues in
+            // that form, header or not.
+            return decide(&state, session, decisions, Approvals::Tool, counted).await;
         }
     }
     let newest = messages

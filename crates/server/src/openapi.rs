@@ -195,6 +195,15 @@ fn object(required: &[&str], properties: Value) -> Value {
     json!({ "type": "object", "required": required, "properties": properties, "additionalProperties": false })
 }
 
+/// The chat's opt-in to AI SDK 6+ tool approvals.
+fn approvals_header() -> Value {
+    json!({
+        "name": "x-openharness-approvals", "in": "header", "required": false,
+        "description": "`tool`: approvals as AI SDK 6+ tool approvals (tool-approval-request); `data` (the default): as data-input-requested parts",
+        "schema": { "enum": ["data", "tool"] },
+    })
+}
+
 fn sse(description: &str) -> Value {
     json!({ "description": description, "content": { "text/event-stream": { "schema": { "type": "string" } } } })
 }
@@ -235,26 +244,27 @@ fn paths() -> Value {
         "/sessions/{id}/state": { "get": operation("The state at a position", vec![session_id(), query("at", position.clone())], None, ("200", ok("the state", schema("StateAt"))), &["400", "401", "404", "422"]) },
         "/sessions/{id}/states": { "get": operation("States at positions, in one pass", vec![session_id(), json!({ "name": "at", "in": "query", "required": true, "schema": { "type": "string", "pattern": "^[0-9]{1,15}(,[0-9]{1,15}){0,99}$" } })], None, ("200", ok("the states", json!({ "type": "array", "items": schema("StateAt") }))), &["400", "401", "404", "422"]) },
         "/sessions/{id}/diff": { "get": operation("The JSON patch between two positions", vec![session_id(), json!({ "name": "from", "in": "query", "required": true, "schema": position.clone() }), json!({ "name": "to", "in": "query", "required": true, "schema": position.clone() })], None, ("200", ok("an RFC 6902 patch", json!({ "type": "array" }))), &["400", "401", "404", "422"]) },
-        "/sessions/{id}/messages": { "get": operation("Chat messages at a position", vec![session_id(), query("at", position), query("shape", json!({ "enum": ["v4", "ui", "calls"] }))], None, ("200", ok("the messages", json!({ "type": "array" }))), &["400", "401", "404"]) },
+        "/sessions/{id}/messages": { "get": operation("Chat messages at a position", vec![session_id(), query("at", position), query("shape", json!({ "enum": ["v4", "ui", "calls"] })), query("approvals", json!({ "enum": ["data", "tool"], "description": "with shape=ui: approvals as `data-input-requested` parts (the default) or as AI SDK 6+ tool approvals" }))], None, ("200", ok("the messages", json!({ "type": "array" }))), &["400", "401", "404"]) },
         "/sessions/{id}/fork": { "post": operation("Fork and run on", vec![session_id()], Some(schema("ForkPoint")), accepted, &["400", "401", "404", "413", "422"]) },
         "/api/chat": { "post": {
             "summary": "AI SDK 5 chat: the turn as a UI message stream",
+            "parameters": [approvals_header()],
             "requestBody": { "required": true, "content": { "application/json": { "schema": object(&["id", "messages"], json!({
                 "id": { "type": "string" }, "messages": { "type": "array" }, "trigger": { "type": "string" }, "messageId": { "type": "string" },
             })) } } },
-            "responses": { "200": sse("the UI message stream"), "400": failure("400"), "401": failure("401"), "404": failure("404"), "409": failure("409"), "413": failure("413") },
+            "responses": { "200": sse("the UI message stream"), "400": failure("400"), "401": failure("401"), "404": failure("404"), "409": failure("409"), "413": failure("413"), "415": failure("415"), "422": failure("422"), "429": failure("429") },
         } },
         "/api/chat/{id}/stream": { "get": {
             "summary": "The running chat turn's stream from its start",
-            "parameters": [session_id()],
-            "responses": { "200": sse("the UI message stream"), "204": { "description": "no turn is running" }, "400": failure("400"), "401": failure("401") },
+            "parameters": [session_id(), approvals_header()],
+            "responses": { "200": sse("the UI message stream"), "204": { "description": "no turn is running" }, "400": failure("400"), "401": failure("401"), "429": failure("429") },
         } },
         "/api/workflow": { "post": {
             "summary": "The seeds' workflow handler: event, state and done frames",
             "requestBody": { "required": true, "content": { "application/json": { "schema": object(&["input"], json!({
                 "input": { "type": "string" }, "sessionId": { "type": "string" }, "workflow": { "type": "string" }, "record": { "type": "boolean" },
             })) } } },
-            "responses": { "200": sse("the frames"), "400": failure("400"), "401": failure("401"), "404": failure("404"), "409": failure("409"), "413": failure("413") },
+            "responses": { "200": sse("the frames"), "400": failure("400"), "401": failure("401"), "404": failure("404"), "409": failure("409"), "413": failure("413"), "415": failure("415"), "422": failure("422"), "429": failure("429") },
         } },
     })
 }

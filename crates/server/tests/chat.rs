@@ -832,7 +832,9 @@ async fn a_denied_approval_and_approvals_answered_with_text() {
     .await;
     let before = tool_chat(addr, &chat).await;
     let body = responded(&chat, &before, |_| Some(json!({ "approved": false })));
-    let (status, _, data) = exchange_with(addr, "POST", "/api/chat", TOOL_APPROVALS, &body).await;
+    // A post of decisions continues the message as tool approvals, header or not: only a
+    // client shown tool approvals answers with them.
+    let (status, _, data) = exchange_with(addr, "POST", "/api/chat", "", &body).await;
     assert_eq!(status, 200);
     let call = before[1]["parts"][1]["toolCallId"].clone();
     assert_eq!(
