@@ -90,6 +90,11 @@ pub(crate) enum Command<E: Subcommand> {
         /// comma-separated list such as `http://localhost:5173`, or `*` for any origin.
         #[arg(long, env = "OPENHARNESS_CORS_ORIGINS", value_name = "ORIGINS")]
         cors_origin: Option<openharness_server::CorsOrigins>,
+        /// Without API keys on loopback, the server answers to its own address and `localhost`
+        /// only (against DNS rebinding); this adds a host name (such as `myhost.local`).
+        /// Repeatable.
+        #[arg(long, value_name = "HOST")]
+        allowed_host: Vec<String>,
         /// The workflow a new chat of `POST /api/chat` runs (default: the only registered
         /// workflow; needed when there are several).
         #[arg(long, value_name = "WORKFLOW")]

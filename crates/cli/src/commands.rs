@@ -215,12 +215,14 @@ pub(crate) async fn run<E: clap::Subcommand>(
             api_keys_file,
             insecure_no_auth,
             cors_origin,
+            allowed_host,
             chat_workflow,
         } => {
             let access = Access {
                 api_keys_file,
                 insecure_no_auth,
                 cors: cors_origin,
+                allowed_hosts: allowed_host,
             };
             serve(context, addr, access, chat_workflow).await
         }
@@ -317,6 +319,7 @@ struct Access {
     api_keys_file: Option<std::path::PathBuf>,
     insecure_no_auth: bool,
     cors: Option<openharness_server::CorsOrigins>,
+    allowed_hosts: Vec<String>,
 }
 
 /// `serve`: the host's sessions over HTTP until Ctrl-C. Beyond loopback it needs API keys,
@@ -331,6 +334,7 @@ async fn serve(
         api_keys_file,
         insecure_no_auth,
         cors,
+        allowed_hosts,
     } = access;
     let mut host = context.host().clone();
     // The program's own workflows, as the banner names them (and, when there is one, the one
@@ -408,7 +412,14 @@ async fn serve(
         )?;
         out.flush()?;
     }
+    let guarded = keys.is_empty() && addr.ip().is_loopback();
     let mut options = openharness_server::ServerOptions::default().api_keys(keys);
+    // Keyless on loopback: answer to this address and `localhost` only (DNS rebinding).
+    if guarded {
+        options = options
+            .allowed_hosts(openharness_server::loopback_hosts(addr))
+            .allowed_hosts(allowed_hosts);
+    }
     if let Some(origins) = cors {
         options = options.cors(origins);
     }
@@ -424,12 +435,17 @@ async fn serve(
     // replica on the same PostgreSQL) are resumed from their logs.
     let recovery = platform.spawn_recovery(RECOVERY_INTERVAL);
     let app = openharness_server::router(host, options.platform(platform));
-    let served = axum::serve(listener, app)
-        .with_graceful_shutdown(async {
+    // Idle connections close and a flood of them cannot crowd out a real client.
+    let served = openharness_server::serve(
+        listener,
+        app,
+        openharness_server::ConnectionLimits::default(),
+        async {
             let _ = tokio::signal::ctrl_c().await;
-        })
-        .await
-        .map_err(CliError::Output);
+        },
+    )
+    .await
+    .map_err(CliError::Output);
     recovery.abort();
     served
 }

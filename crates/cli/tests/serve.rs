@@ -1,5 +1,6 @@
 //! `openharness serve`: the registered workflows' sessions over HTTP on a loopback address; an
-//! address other machines could reach is refused without API keys; CORS only when asked.
+//! address other machines could reach is refused without API keys; without keys, other host
+//! names are refused (DNS rebinding); CORS only when asked.
 #![allow(clippy::unwrap_used, missing_docs)]
 
 use std::io::{BufRead, BufReader, Read, Write};
@@ -233,4 +234,55 @@ fn the_platform_log_is_not_listed_as_a_session() {
     let stdout = String::from_utf8_lossy(&sessions.stdout);
     assert!(sessions.status.success(), "{stdout}");
     assert!(!stdout.contains("openharness-platform"), "{stdout}");
+}
+
+/// `GET path` naming `host` in `Host`.
+fn get_as(port: u16, host: &str, path: &str) -> String {
+    let mut stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    write!(
+        stream,
+        "GET {path} HTTP/1.1\r\nhost: {host}\r\nconnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    response
+}
+
+#[test]
+fn serve_without_keys_refuses_other_host_names_unless_allowed() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut server, port, _) = spawn_serve(dir.path(), &["--allowed-host", "box.local"]);
+    // DNS rebinding: another site's name pointed at 127.0.0.1 is refused, on every family.
+    for path in ["/sessions", "/v1/agents", "/"] {
+        let refused = get_as(port, "attacker.example", path);
+        assert!(refused.starts_with("HTTP/1.1 403"), "{path}: {refused}");
+        assert!(refused.contains("host_not_allowed"), "{refused}");
+    }
+    for host in [
+        format!("127.0.0.1:{port}"),
+        format!("localhost:{port}"),
+        format!("box.local:{port}"),
+    ] {
+        let answered = get_as(port, &host, "/sessions");
+        assert!(answered.starts_with("HTTP/1.1 200"), "{host}: {answered}");
+    }
+    server.kill().unwrap();
+    server.wait().unwrap();
+    // With API keys the key is the guard: any name, with the key.
+    let keys = dir.path().join("keys");
+    std::fs::write(&keys, "s3cret\n").unwrap();
+    let (mut server, port, _) =
+        spawn_serve(dir.path(), &["--api-keys-file", keys.to_str().unwrap()]);
+    let mut stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    write!(
+        stream,
+        "GET /sessions HTTP/1.1\r\nhost: box.example\r\nauthorization: Bearer s3cret\r\nconnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    assert!(response.starts_with("HTTP/1.1 200"), "{response}");
+    server.kill().unwrap();
+    server.wait().unwrap();
 }

@@ -40,6 +40,11 @@
 //! **CORS** is off unless [`ServerOptions::cors`] names the origins a browser page may call
 //! from (`serve --cors-origin`); preflights are answered before the key check.
 //!
+//! **Hosts and connections**: with [`ServerOptions::allowed_hosts`] (which `openharness serve`
+//! sets when it has no keys) a request to another host name or from another site's page is
+//! `403`, against DNS rebinding; [`serve`] accepts connections through a [`GuardedListener`]
+//! that closes idle ones and caps how many are open ([`ConnectionLimits`]).
+//!
 //! **Busy policy**: a second input while this server runs a turn on the session is answered
 //! `409 session_busy` (nothing recorded); with [`ServerOptions::queue_inputs`] it waits for the
 //! turn instead (`202`). A turn running in another process makes the new one fail as busy
@@ -63,7 +68,9 @@ mod error;
 mod frames;
 mod hub;
 mod inspector;
+mod listener;
 mod openapi;
+mod origin;
 mod request;
 mod routes;
 mod sse;
@@ -79,7 +86,9 @@ use openharness_host::Host;
 pub use auth::{ApiKeyHash, parse_api_keys};
 pub use cors::{CorsOrigins, InvalidOrigin};
 pub use error::ApiError;
+pub use listener::{ConnectionLimits, GuardedListener, GuardedStream, serve};
 pub use openapi::document as openapi_document;
+pub use origin::loopback_hosts;
 
 /// How the server behaves; [`Default`] gives the documented defaults.
 #[derive(Debug, Clone)]
@@ -102,6 +111,11 @@ pub struct ServerOptions {
     pub api_keys: Vec<ApiKeyHash>,
     /// The origins a browser page may call the server from (default none: CORS off).
     pub cors: Option<CorsOrigins>,
+    /// The hosts the server answers to (default: any): set, a request naming another host in
+    /// `Host`, or sent from a page of another site (`Origin`, unless CORS allows it), is `403`.
+    /// `openharness serve` sets it to [`loopback_hosts`] when it has no API keys, against DNS
+    /// rebinding.
+    pub allowed_hosts: Option<Vec<String>>,
     /// OpenAPI documents of routes you merge beside the server's: `GET /openapi.json` lists
     /// their paths and schemas too.
     pub openapi: Vec<serde_json::Value>,
@@ -122,6 +136,7 @@ impl Default for ServerOptions {
             chat_workflow: None,
             api_keys: Vec::new(),
             cors: None,
+            allowed_hosts: None,
             openapi: Vec::new(),
             #[cfg(feature = "platform")]
             platform: None,
@@ -170,6 +185,23 @@ impl ServerOptions {
     #[must_use]
     pub fn cors(mut self, origins: CorsOrigins) -> Self {
         self.cors = Some(origins);
+        self
+    }
+
+    /// Answers only requests to `hosts` (by name: `localhost`, `127.0.0.1:8080`), and from
+    /// pages of those hosts or of origins CORS allows; see [`ServerOptions::allowed_hosts`].
+    ///
+    /// ```
+    /// use openharness_server::{ServerOptions, loopback_hosts};
+    /// let addr = "127.0.0.1:8080".parse().unwrap();
+    /// let options = ServerOptions::default().allowed_hosts(loopback_hosts(addr));
+    /// assert_eq!(options.allowed_hosts.unwrap().len(), 3);
+    /// ```
+    #[must_use]
+    pub fn allowed_hosts(mut self, hosts: impl IntoIterator<Item = String>) -> Self {
+        self.allowed_hosts
+            .get_or_insert_with(Vec::new)
+            .extend(hosts);
         self
     }
 

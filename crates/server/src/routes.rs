@@ -80,7 +80,12 @@ pub(crate) fn build(state: Arc<AppState>) -> Router {
         ))
         // The inspector's page and assets, outside the key check (they hold no data).
         .merge(crate::inspector::routes())
-        .layer(DefaultBodyLimit::max(state.options.body_limit));
+        .layer(DefaultBodyLimit::max(state.options.body_limit))
+        // Before anything answers: a keyless server refuses other hosts and other sites.
+        .layer(axum::middleware::from_fn_with_state(
+            Arc::clone(&state),
+            crate::origin::check,
+        ));
     // Outermost, so preflights skip the key check and refusals carry the CORS headers too.
     let router = match &state.options.cors {
         Some(origins) => router.layer(crate::cors::layer(origins)),
