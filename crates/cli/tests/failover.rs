@@ -86,7 +86,7 @@ async fn replicas_killed_mid_turn_lose_no_message_and_repeat_no_recorded_call() 
         .batch_execute(&format!("CREATE DATABASE {database}"))
         .await
         .unwrap();
-    let store = replace_dbname(&admin_url, &database);
+    let store = serving::postgres::replace_dbname(&admin_url, &database);
 
     // The model: numbered answers, streamed slowly enough for kills to land mid-answer.
     let _ = rustls::crypto::ring::default_provider().install_default();
@@ -401,22 +401,4 @@ async fn replicas_killed_mid_turn_lose_no_message_and_repeat_no_recorded_call() 
         .batch_execute(&format!("DROP DATABASE {database} WITH (FORCE)"))
         .await
         .unwrap();
-}
-
-/// `url` with its database replaced by `database` (URL or key-value form).
-fn replace_dbname(url: &str, database: &str) -> String {
-    if url.starts_with("postgres://") || url.starts_with("postgresql://") {
-        let (base, query) = url
-            .split_once('?')
-            .map_or((url, None), |(b, q)| (b, Some(q)));
-        let scheme_end = base.find("://").map_or(0, |i| i + 3);
-        let path_start = base[scheme_end..].find('/').map(|i| scheme_end + i);
-        let root = path_start.map_or(base, |i| &base[..i]);
-        match query {
-            Some(query) => format!("{root}/{database}?{query}"),
-            None => format!("{root}/{database}"),
-        }
-    } else {
-        format!("{url} dbname={database}")
-    }
 }

@@ -62,6 +62,7 @@ use serde_json::{Value, json};
 
 use crate::AppState;
 use crate::error::ApiError;
+use crate::turns::{Ack, start_turn};
 
 /// The body of `useChat`'s default transport.
 #[derive(Deserialize)]
@@ -371,7 +372,7 @@ pub(crate) async fn post(
     let (failed_tx, failed_rx) = tokio::sync::oneshot::channel();
     let from = match exists.filter(|info| info.count > 0) {
         Some(_) => {
-            let len = crate::routes::check_free(&state, &session).await?;
+            let len = crate::turns::check_free(&state, &session).await?;
             let open = state.host.unfinished(&session).await?.open_requests;
             let request = match trigger {
                 Trigger::Submit => answer_for(&session, newest, open)?,
@@ -389,6 +390,10 @@ pub(crate) async fn post(
                     None
                 }
             };
+            let ack = match request {
+                Some(_) => Ack::Named("input:received"),
+                None => Ack::Named("user:input"),
+            };
             let host = state.host.clone();
             let turn = session.clone();
             let run = async move {
@@ -397,7 +402,7 @@ pub(crate) async fn post(
                     None => host.send(&turn, text, options).await,
                 }
             };
-            crate::routes::spawn_turn(&state, session.clone(), len, reporting(run, failed_tx));
+            start_turn(&state, &session, len, ack, reporting(run, failed_tx)).await?;
             len
         }
         None => {
@@ -405,7 +410,8 @@ pub(crate) async fn post(
             let host = state.host.clone();
             let options = options.session(session.clone());
             let run = async move { host.run(&workflow, Some(text), options).await };
-            crate::routes::spawn_turn(&state, session.clone(), 0, reporting(run, failed_tx));
+            let ack = Ack::Named("user:input");
+            start_turn(&state, &session, 0, ack, reporting(run, failed_tx)).await?;
             0
         }
     };
@@ -429,7 +435,7 @@ async fn decide(
     approvals: Approvals,
     counted: crate::sse::Counted,
 ) -> Result<Response, ApiError> {
-    let len = crate::routes::check_free(state, &session).await?;
+    let len = crate::turns::check_free(state, &session).await?;
     let open = state.host.unfinished(&session).await?.open_requests;
     if let Some(closed) = decisions.iter().find(|d| !open.contains(&d.request)) {
         return Err(openharness_core::Error::RequestNotOpen {
@@ -454,7 +460,8 @@ async fn decide(
         Ok(outcome)
     };
     let (failed_tx, failed_rx) = tokio::sync::oneshot::channel();
-    crate::routes::spawn_turn(state, session.clone(), len, reporting(run, failed_tx));
+    let ack = Ack::Named("input:received");
+    start_turn(state, &session, len, ack, reporting(run, failed_tx)).await?;
     let span = Span {
         from: len,
         turns,
@@ -551,7 +558,7 @@ pub(crate) async fn resume(
     let session: SessionId = id
         .parse()
         .map_err(|err| ApiError::bad_request(format!("`{id}` is not a chat id: {err}")))?;
-    let Some(turn) = crate::routes::turn_start(&state, &session) else {
+    let Some(turn) = crate::turns::turn_start(&state, &session) else {
         return Ok(StatusCode::NO_CONTENT.into_response());
     };
     let counted = state

@@ -21,6 +21,7 @@ use serde_json::{Value, json};
 
 use crate::AppState;
 use crate::error::ApiError;
+use crate::turns::{Ack, start_turn};
 
 /// The request body.
 #[derive(Deserialize)]
@@ -72,12 +73,14 @@ pub(crate) async fn post(
         .open(&stream_of, state.options.max_streams_per_session)?;
     let (session, from) = match session_id {
         Some(session) => {
-            let len = crate::routes::check_free(&state, &session).await?;
+            let len = crate::turns::check_free(&state, &session).await?;
             let host = state.host.clone();
             let turn = session.clone();
-            crate::routes::spawn_turn(&state, session.clone(), len, async move {
+            let ack = Ack::Named("user:input");
+            start_turn(&state, &session, len, ack, async move {
                 host.send(&turn, input, RunOptions::new()).await
-            });
+            })
+            .await?;
             (session, len)
         }
         None => {
@@ -89,9 +92,11 @@ pub(crate) async fn post(
             let session = stream_of;
             let host = state.host.clone();
             let options = RunOptions::new().session(session.clone());
-            crate::routes::spawn_turn(&state, session.clone(), 0, async move {
+            let ack = Ack::Named("user:input");
+            start_turn(&state, &session, 0, ack, async move {
                 host.run(&workflow, Some(input), options).await
-            });
+            })
+            .await?;
             (session, 0)
         }
     };

@@ -45,6 +45,12 @@
 //! `403`, against DNS rebinding; [`serve`] accepts connections through a [`GuardedListener`]
 //! that closes idle ones and caps how many are open ([`ConnectionLimits`]).
 //!
+//! **Nothing acknowledged before it is recorded**: a `202` (new session, input, answer,
+//! resume, fork), and the first byte of a chat's or the workflow handler's stream, come only
+//! once the input's event is durably in the store; a turn that fails before recording it
+//! answers its error instead. A server killed right after acknowledging loses nothing it
+//! acknowledged (`crates/cli/tests/acknowledged.rs` kills one 20 times per route and store).
+//!
 //! **Busy policy**: a second input while this server runs a turn on the session is answered
 //! `409 session_busy` (nothing recorded); with [`ServerOptions::queue_inputs`] it waits for the
 //! turn instead (`202`). A turn running in another process makes the new one fail as busy
@@ -74,6 +80,7 @@ mod origin;
 mod request;
 mod routes;
 mod sse;
+mod turns;
 #[cfg(feature = "platform")]
 mod v1;
 

@@ -1,7 +1,7 @@
 //! The routes and their handlers: each reads its input (a typed error for anything malformed),
 //! asks the host, and answers JSON (or SSE for event streams).
 
-use std::sync::{Arc, PoisonError};
+use std::sync::Arc;
 
 use axum::extract::{DefaultBodyLimit, Path, State};
 use axum::http::{HeaderMap, StatusCode};
@@ -17,6 +17,7 @@ use tower_http::timeout::TimeoutLayer;
 use crate::AppState;
 use crate::error::ApiError;
 use crate::request::{body, query};
+use crate::turns::{Ack, check_free, running_here, start_turn};
 
 type Shared = State<Arc<AppState>>;
 type Answer = Result<Response, ApiError>;
@@ -127,50 +128,6 @@ fn accepted(session: &SessionId) -> Response {
         .into_response()
 }
 
-/// Runs a turn on in the server, whatever the client does; `session` counts as busy until it
-/// ends, and its turn is known to start at seq `first_seq` (for chat resumes).
-pub(crate) fn spawn_turn<F>(state: &Arc<AppState>, session: SessionId, first_seq: u64, turn: F)
-where
-    F: std::future::Future<
-            Output = Result<openharness_host::TurnOutcome, openharness_host::HostError>,
-        > + Send
-        + 'static,
-{
-    state
-        .in_flight
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner)
-        .insert(session.clone(), first_seq);
-    let state = Arc::clone(state);
-    tokio::spawn(async move {
-        match turn.await {
-            Ok(outcome) => {
-                tracing::debug!(session = %outcome.session, reason = outcome.reason.as_str(), "a turn ended");
-            }
-            Err(err) => tracing::warn!(%session, error = %err, "a turn failed"),
-        }
-        state
-            .in_flight
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .remove(&session);
-    });
-}
-
-fn running_here(state: &AppState, session: &SessionId) -> bool {
-    turn_start(state, session).is_some()
-}
-
-/// The seq the turn this server runs on `session` started at, if it runs one.
-pub(crate) fn turn_start(state: &AppState, session: &SessionId) -> Option<u64> {
-    state
-        .in_flight
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner)
-        .get(session)
-        .copied()
-}
-
 async fn health() -> Response {
     Json(json!({ "status": "ok" })).into_response()
 }
@@ -219,9 +176,14 @@ async fn create(State(state): Shared, request: crate::request::Body) -> Answer {
     let session = SessionId::new();
     let host = state.host.clone();
     let options = RunOptions::new().session(session.clone());
-    spawn_turn(&state, session.clone(), 0, async move {
+    let ack = match input {
+        Some(_) => Ack::Named("user:input"),
+        None => Ack::First,
+    };
+    start_turn(&state, &session, 0, ack, async move {
         host.run(&workflow, input, options).await
-    });
+    })
+    .await?;
     Ok(accepted(&session))
 }
 
@@ -264,53 +226,6 @@ async fn remove(State(state): Shared, Path(id): Path<String>) -> Answer {
     Ok(StatusCode::NO_CONTENT.into_response())
 }
 
-/// Refuses a new turn on a session this server cannot fold, is running one on (unless inputs
-/// queue), or whose last turn has not ended elsewhere. Returns the session's length, where the
-/// new turn starts.
-pub(crate) async fn check_free(state: &AppState, session: &SessionId) -> Result<u64, ApiError> {
-    let summary = match state.host.session(session).await {
-        // A session whose first turn this server has just started, before its first append:
-        // busy, not missing.
-        Err(openharness_host::HostError::SessionNotFound(_))
-            if running_here(state, session) && !state.options.queue_inputs =>
-        {
-            return Err(ApiError::new(
-                StatusCode::CONFLICT,
-                "session_busy",
-                format!("session {session} is busy: a turn is running on it; nothing was recorded"),
-            ));
-        }
-        found => found?,
-    };
-    if !summary.hosted {
-        return Err(openharness_host::HostError::Unhosted {
-            session: session.clone(),
-            recorded: summary.workflow,
-            known: state.host.workflow_names(),
-        }
-        .into());
-    }
-    let busy = |why: &str| {
-        ApiError::new(
-            StatusCode::CONFLICT,
-            "session_busy",
-            format!("session {session} is busy: {why}; nothing was recorded"),
-        )
-    };
-    if running_here(state, session) {
-        if state.options.queue_inputs {
-            return Ok(summary.len);
-        }
-        return Err(busy("a turn is running on it"));
-    }
-    if summary.status.is_running() {
-        return Err(busy(
-            "its last turn has not ended (running in another process, or cut off: POST …/resume)",
-        ));
-    }
-    Ok(summary.len)
-}
-
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct Input {
@@ -327,9 +242,14 @@ async fn input(
     let len = check_free(&state, &session).await?;
     let host = state.host.clone();
     let turn_session = session.clone();
-    spawn_turn(&state, session.clone(), len, async move {
-        host.send(&turn_session, text, RunOptions::new()).await
-    });
+    start_turn(
+        &state,
+        &session,
+        len,
+        Ack::Named("user:input"),
+        async move { host.send(&turn_session, text, RunOptions::new()).await },
+    )
+    .await?;
     Ok(accepted(&session))
 }
 
@@ -359,10 +279,12 @@ async fn answer(
     }
     let host = state.host.clone();
     let turn_session = session.clone();
-    spawn_turn(&state, session.clone(), len, async move {
+    let ack = Ack::Named("input:received");
+    start_turn(&state, &session, len, ack, async move {
         host.respond(&turn_session, request, text, RunOptions::new())
             .await
-    });
+    })
+    .await?;
     Ok(accepted(&session))
 }
 
@@ -379,9 +301,10 @@ async fn resume(State(state): Shared, Path(id): Path<String>) -> Answer {
     let len = state.host.session(&session).await?.len;
     let host = state.host.clone();
     let turn_session = session.clone();
-    spawn_turn(&state, session.clone(), len, async move {
+    start_turn(&state, &session, len, Ack::First, async move {
         host.resume(&turn_session, RunOptions::new()).await
-    });
+    })
+    .await?;
     Ok(accepted(&session))
 }
 
@@ -565,8 +488,9 @@ async fn fork(
     let child = SessionId::new();
     let host = state.host.clone();
     let options = RunOptions::new().session(child.clone());
-    spawn_turn(&state, child.clone(), 0, async move {
+    start_turn(&state, &child, 0, Ack::First, async move {
         host.fork(&parent, at, options).await
-    });
+    })
+    .await?;
     Ok(accepted(&child))
 }

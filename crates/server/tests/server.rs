@@ -137,23 +137,40 @@ async fn a_session_started_here_reads_as_empty_until_its_first_event_is_recorded
     let gate = std::sync::Arc::new(tokio::sync::Semaphore::new(0));
     let store = openharness::store::Observed::new(MemoryStore::new(), Gate(gate.clone()));
     let addr = serve(host_on(store, Duration::ZERO), ServerOptions::default()).await;
-    let (status, created) = request(
-        addr,
-        "POST",
-        "/sessions",
-        Some(r#"{"workflow":"ticks","input":"one two"}"#),
-    )
-    .await;
-    assert_eq!(status, 202, "{created}");
-    let session = created["session"].as_str().unwrap();
+    // A chat names its session: the post waits, unanswered, while nothing can be recorded.
+    let chat = SessionId::new();
+    let body = format!(
+        r#"{{"id":"{chat}","messages":[{{"id":"m1","role":"user","parts":[{{"type":"text","text":"one two"}}]}}]}}"#
+    );
+    let mut posted =
+        tokio::spawn(async move { request(addr, "POST", "/api/chat", Some(&body)).await });
+    let session = chat.to_string();
+    let mut one = Value::Null;
+    for _ in 0..200 {
+        let (status, summary) = request(addr, "GET", &format!("/sessions/{session}"), None).await;
+        if status == 200 {
+            one = summary;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(one["len"].as_u64(), Some(0), "{one}");
+    assert_eq!(one["runningHere"], true, "{one}");
     let events = format!("/sessions/{session}/events");
     let (status, page) = request(addr, "GET", &events, None).await;
     assert_eq!(status, 200, "{page}");
     assert_eq!(page, json!({ "events": [], "len": 0, "nextAfter": null }));
-    let (status, one) = request(addr, "GET", &format!("/sessions/{session}"), None).await;
-    assert_eq!((status, one["len"].as_u64()), (200, Some(0)), "{one}");
+    // Nothing is acknowledged before it is recorded.
+    assert!(
+        tokio::time::timeout(Duration::from_millis(200), &mut posted)
+            .await
+            .is_err(),
+        "the chat was answered before its input was recorded"
+    );
     gate.add_permits(1);
-    let summary = wait_idle(addr, session).await;
+    let (status, _) = posted.await.unwrap();
+    assert_eq!(status, 200);
+    let summary = wait_idle(addr, &session).await;
     assert!(summary["len"].as_u64().unwrap() > 0);
     let (_, page) = request(addr, "GET", &events, None).await;
     assert_eq!(page["events"][0]["name"], "workflow:started");

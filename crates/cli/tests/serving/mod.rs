@@ -1,4 +1,7 @@
-//! Starting `openharness serve` in a test and finding the port it listens on.
+//! Starting `openharness serve` in a test and finding the port it listens on; a fresh
+//! PostgreSQL database for one (`postgres`).
+
+pub(crate) mod postgres;
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
