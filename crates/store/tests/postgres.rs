@@ -868,6 +868,71 @@ async fn claims_exclude_other_processes_and_die_with_their_connection() {
     let _taken_over = eventually(|| b.claim(&session)).await;
 }
 
+/// A replica that lost its claim without knowing it (its claims connection ended: a pause, a
+/// partition) and appends late is refused with a typed error once another replica has
+/// claimed the session, even though its append fits the session's length; the new holder
+/// writes on.
+#[tokio::test]
+async fn a_late_append_after_the_claim_moved_is_fenced_out() {
+    let Some(url) = server("fencing").await else {
+        return;
+    };
+    let schema = schema();
+    let a = PostgresStore::connect_in_schema(&url, &schema)
+        .await
+        .unwrap();
+    let b = PostgresStore::connect_in_schema(&url, &schema)
+        .await
+        .unwrap();
+    let session = SessionId::new();
+    let event = |n: u64| Envelope::new("test:tick", json!({ "n": n }), None);
+
+    let _held_by_a = a.claim(&session).await.unwrap().expect("free");
+    assert_eq!(a.append(&session, &[event(0)], 0).await.unwrap(), 1);
+    // A's claims connection ends; the database frees A's claim, and B takes the session.
+    let (admin, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
+        .await
+        .unwrap();
+    tokio::spawn(connection);
+    let terminated = admin
+        .query(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1",
+            &[&format!("openharness {schema} claims")],
+        )
+        .await
+        .unwrap();
+    assert_eq!(terminated.len(), 1, "only A has claimed");
+    let _held_by_b = eventually(|| b.claim(&session)).await;
+
+    // A, not knowing, appends at the session's length: refused, single and batched alike.
+    for batch in [vec![event(1)], vec![event(1), event(2)]] {
+        match a.append(&session, &batch, 1).await {
+            Err(StoreError::Fenced {
+                session: fenced,
+                token,
+                current,
+            }) => {
+                assert_eq!(fenced, session);
+                assert!(current > token, "{token} → {current}");
+            }
+            other => panic!("the late append was not fenced out: {other:?}"),
+        }
+    }
+    let info = b.session(&session).await.unwrap().unwrap();
+    assert_eq!(info.count, 1, "nothing of A's landed");
+    // The new holder writes on, single and batched.
+    assert_eq!(b.append(&session, &[event(1)], 1).await.unwrap(), 2);
+    assert_eq!(
+        b.append(&session, &[event(2), event(3)], 2).await.unwrap(),
+        4
+    );
+    // A store that never claimed the session (a reader, an importer) appends as before.
+    let c = PostgresStore::connect_in_schema(&url, &schema)
+        .await
+        .unwrap();
+    assert_eq!(c.append(&session, &[event(4)], 4).await.unwrap(), 5);
+}
+
 /// Claims `session` through `claim`, retrying for up to 5 s (a release is sent by a task).
 async fn eventually<'a, F, Fut>(mut claim: F) -> openharness_core::Claim
 where
