@@ -1,5 +1,6 @@
 //! `openharness check`: a healthy store says every session is ok; a damaged store file is
-//! reported (exit 1) or read, and never crashes the command.
+//! reported (exit 1) or read, and never crashes the command; no command on a damaged file
+//! prints a raw panic.
 #![allow(clippy::unwrap_used, missing_docs)]
 
 use std::path::Path;
@@ -73,4 +74,79 @@ fn check_reports_healthy_and_damaged_stores_without_crashing() {
         reported > 0,
         "64 flipped bytes per copy damage at least one of 12 copies"
     );
+}
+
+/// `bytes` damaged the `kind`-th way (bytes flipped, a page zeroed, the file cut short, a
+/// page copied over another), chosen by `seed`.
+fn damaged(bytes: &[u8], kind: u64, seed: u64) -> Vec<u8> {
+    const PAGE: usize = 4096;
+    let mut bytes = bytes.to_vec();
+    let mut x = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+    let mut next = move || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x as usize
+    };
+    let pages = bytes.len() / PAGE;
+    match kind % 4 {
+        0 => {
+            for _ in 0..16 {
+                let at = next() % bytes.len();
+                bytes[at] ^= 0x5a;
+            }
+        }
+        1 if pages > 1 => {
+            let page = next() % pages;
+            bytes[page * PAGE..(page + 1) * PAGE].fill(0);
+        }
+        2 => bytes.truncate(next() % bytes.len()),
+        _ if pages > 1 => {
+            let (from, to) = (next() % pages, next() % pages);
+            let copy = bytes[from * PAGE..(from + 1) * PAGE].to_vec();
+            bytes[to * PAGE..(to + 1) * PAGE].copy_from_slice(&copy);
+        }
+        _ => bytes.truncate(bytes.len() / 2),
+    }
+    bytes
+}
+
+#[test]
+fn commands_on_damaged_files_print_no_raw_panic() {
+    let dir = tempfile::tempdir().unwrap();
+    assert!(openharness(dir.path(), &["demo"]).status.success());
+    let listed = openharness(dir.path(), &["sessions", "--json"]);
+    let text = String::from_utf8_lossy(&listed.stdout);
+    let session = text
+        .split('"')
+        .find(|part| part.len() == 36 && part.matches('-').count() == 4)
+        .unwrap_or_else(|| panic!("no session id in {text}"))
+        .to_owned();
+    let original = std::fs::read(dir.path().join(".openharness/store.redb")).unwrap();
+    let mut commands = 0;
+    for seed in 0..120u64 {
+        let copy = dir.path().join(format!("damaged-{seed}.redb"));
+        std::fs::write(&copy, damaged(&original, seed, seed + 1)).unwrap();
+        let store = copy.to_str().unwrap();
+        for args in [
+            vec!["--store", store, "sessions"],
+            vec!["--store", store, "events", &session],
+            vec!["--store", store, "check"],
+        ] {
+            commands += 1;
+            let output = openharness(dir.path(), &args);
+            let stderr = String::from_utf8_lossy(&output.stderr);
+            // A typed error or an answer: never redb's raw panic text, never a crash.
+            assert!(
+                !stderr.contains("panicked at") && !stderr.contains("RUST_BACKTRACE"),
+                "seed {seed}, {args:?}: {stderr}"
+            );
+            assert!(
+                matches!(output.status.code(), Some(0..=2)),
+                "seed {seed}, {args:?}: exit {:?}: {stderr}",
+                output.status.code()
+            );
+        }
+    }
+    assert_eq!(commands, 360);
 }

@@ -375,6 +375,20 @@ thread_local! {
 /// The process's panic hook is wrapped once: a panic outside a handler, or on another
 /// thread, reaches the hook that was installed before, as it would have.
 pub(crate) fn quietly<R>(code: impl FnOnce() -> R) -> std::thread::Result<R> {
+    catch_quietly(code)
+}
+
+/// Runs `code`, catching its panic without the panic hook's print to stderr (on this thread;
+/// a panic elsewhere reaches the hook as before): for code whose panics the caller contains
+/// and reports as a typed error, such as a store reading a damaged file through a library that
+/// panics on bad bytes. The workflow's own code runs this way too.
+///
+/// ```
+/// let caught = openharness_core::catch_quietly(|| -> u32 { panic!("bad bytes") });
+/// assert!(caught.is_err());
+/// assert_eq!(openharness_core::catch_quietly(|| 7).ok(), Some(7));
+/// ```
+pub fn catch_quietly<R>(code: impl FnOnce() -> R) -> std::thread::Result<R> {
     static WRAP_HOOK: Once = Once::new();
     WRAP_HOOK.call_once(|| {
         let previous = std::panic::take_hook();
@@ -383,7 +397,7 @@ pub(crate) fn quietly<R>(code: impl FnOnce() -> R) -> std::thread::Result<R> {
                 tracing::debug!(
                     location = %info.location().map(ToString::to_string).unwrap_or_default(),
                     panic = %panic_message(info.payload()),
-                    "the workflow's code panicked"
+                    "a contained panic (the workflow's code, or a library on bad input)"
                 );
             } else {
                 previous(info);

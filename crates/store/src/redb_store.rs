@@ -612,6 +612,15 @@ fn open_db(path: &Path, read_only: bool, cache_size: usize) -> Result<Db, RedbEr
             source,
         })?;
     }
+    // A file that is there already is read first: one that is not a store's (another
+    // application's redb file) is refused before anything opens it for writing, which would
+    // change its header even when nothing else is written.
+    if std::fs::metadata(path).is_ok_and(|meta| meta.len() > 0)
+        && let Ok(existing) = builder.open_read_only(path)
+    {
+        let existing = Db::read_only(existing);
+        layout::refuse_foreign(&existing, path)?;
+    }
     create::ensure_exists(path)?;
     match builder.create(path) {
         Ok(db) => Ok(Db::writable(db)),

@@ -119,10 +119,19 @@ fn another_applications_redb_file_is_refused_untouched() {
             .expect("insert");
         txn.commit().expect("commit");
     }
+    let before = std::fs::read(&path).expect("the file");
     let err = RedbStore::open(&path).expect_err("not a store");
     assert!(
         matches!(redb_error(&err), RedbError::Foreign { .. }),
         "{err:?}"
+    );
+    // Refused without a byte of it written (it is read before anything opens it to write).
+    let after = std::fs::read(&path).expect("the file");
+    let changed = before.iter().zip(&after).filter(|(a, b)| a != b).count()
+        + before.len().abs_diff(after.len());
+    assert_eq!(
+        changed, 0,
+        "{changed} bytes of another application's file changed"
     );
     let message = err.to_string();
     assert!(message.contains("not an Open Harness store"), "{message}");
@@ -140,11 +149,13 @@ fn another_applications_redb_file_is_refused_untouched() {
             .expect("a table");
         txn.commit().expect("commit");
     }
+    let before = std::fs::read(&path).expect("the file");
     let err = RedbStore::open(&path).expect_err("not a store");
     assert!(
         matches!(redb_error(&err), RedbError::Foreign { .. }),
         "{err:?}"
     );
+    assert_eq!(std::fs::read(&path).expect("the file"), before);
     assert_eq!(table_names(&path).len(), 2);
 
     // An empty redb file is taken as a new store.

@@ -59,6 +59,22 @@ pub(super) const FORMAT: u64 = 2;
 const FORMAT_1_TABLES: [&str; 4] = ["events", "event_ids", "sessions", "snapshots"];
 
 /// [`prepare`], with its failure named after the file at `path`.
+/// Refuses a file that is not a store's (or is a newer store's) without writing to it: for
+/// a file read before it is opened for writing. Other failures are left to that opening.
+pub(super) fn refuse_foreign(db: &Db, path: &Path) -> Result<(), RedbError> {
+    match inspect(db) {
+        Err(PrepareError::Foreign(reason)) => Err(RedbError::Foreign {
+            path: path.to_owned(),
+            reason,
+        }),
+        Err(PrepareError::Newer(format)) => Err(RedbError::NewerFormat {
+            path: path.to_owned(),
+            format,
+        }),
+        _ => Ok(()),
+    }
+}
+
 pub(super) fn prepare_file(db: &Db, path: &Path) -> Result<(), RedbError> {
     prepare(db).map_err(|err| match err {
         PrepareError::Newer(format) => RedbError::NewerFormat {
