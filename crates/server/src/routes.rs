@@ -444,10 +444,11 @@ async fn messages(
     } = query(at)?;
     bounded("at", at)?;
     let at = at.unwrap_or(u64::MAX);
-    let approvals = match (shape.as_deref(), approvals) {
-        (_, None) => openharness_projection::Approvals::Data,
-        (Some("ui"), Some(approvals)) => approvals.parse().map_err(ApiError::bad_request)?,
-        (_, Some(_)) => return Err(ApiError::bad_request("`approvals` goes with `shape=ui`")),
+    // How `shape=ui` shows approvals; the other shapes show none as tools, so it changes
+    // nothing there (a value that is neither `data` nor `tool` is still refused).
+    let approvals = match approvals {
+        None => openharness_projection::Approvals::Data,
+        Some(approvals) => approvals.parse().map_err(ApiError::bad_request)?,
     };
     match shape.as_deref() {
         None | Some("v4") => Ok(Json(state.host.messages_at(&session, at).await?).into_response()),

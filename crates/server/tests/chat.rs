@@ -703,11 +703,7 @@ async fn approvals_are_data_parts_unless_the_client_asks_for_tool_approvals() {
     )
     .await;
     assert_eq!(status, 400);
-    for query in [
-        "shape=ui&approvals=both",
-        "approvals=tool",
-        "shape=v4&approvals=tool",
-    ] {
+    for query in ["shape=ui&approvals=both", "shape=v4&approvals=tools"] {
         let (status, _, _) = exchange(
             addr,
             "GET",
@@ -716,6 +712,18 @@ async fn approvals_are_data_parts_unless_the_client_asks_for_tool_approvals() {
         )
         .await;
         assert_eq!(status, 400, "{query}");
+    }
+    // A valid value with another shape is accepted (as the OpenAPI document says) and
+    // changes nothing there.
+    for query in ["approvals=tool", "shape=v4&approvals=data"] {
+        let (status, _, _) = exchange(
+            addr,
+            "GET",
+            &format!("/sessions/{chat}/messages?{query}"),
+            "",
+        )
+        .await;
+        assert_eq!(status, 200, "{query}");
     }
 }
 
