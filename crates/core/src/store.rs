@@ -165,20 +165,6 @@ pub enum StoreError {
         /// The session's actual length.
         actual: u64,
     },
-    /// The writer's claim on the session was taken over (its process lost it, and another
-    /// claimed the session since): its append is refused, so a late write of a replica that
-    /// was presumed dead never lands after the new holder's.
-    #[error(
-        "append to session {session} refused: this writer's claim (fencing token {token}) was taken over by a newer one (token {current}); the session is another writer's now"
-    )]
-    Fenced {
-        /// The session.
-        session: SessionId,
-        /// The token of the claim the writer held.
-        token: i64,
-        /// The token of the claim that holds the session now.
-        current: i64,
-    },
     /// A stored record could not be read back.
     #[error("corrupt record in session {session} at seq {seq}: {message}")]
     Corrupt {

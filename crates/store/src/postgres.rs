@@ -71,7 +71,7 @@
 
 mod error;
 mod listen;
-pub(crate) mod schema;
+mod schema;
 
 use std::ops::Range;
 use std::sync::Arc;
@@ -94,9 +94,7 @@ pub use schema::MIGRATIONS;
 
 use error::{broken, detail, pool_error};
 use listen::listen;
-use schema::{
-    APPEND, APPEND_ONE, APPEND_WITH_SESSION, CURRENT_TOKEN, LENGTH, SESSION_INFO, fenced, migrate,
-};
+use schema::{APPEND, APPEND_ONE, APPEND_WITH_SESSION, LENGTH, SESSION_INFO, migrate};
 
 /// Reads longer than this are split across the connections.
 const PARALLEL_READ: u64 = 20_000;
@@ -219,11 +217,6 @@ struct Connection {
     append_one: tokio_postgres::Statement,
     append: tokio_postgres::Statement,
     append_with_session: tokio_postgres::Statement,
-    /// The three appends fenced by the claim's token (see `postgres_claims.rs`), for sessions
-    /// this process has claimed.
-    fenced_one: tokio_postgres::Statement,
-    fenced: tokio_postgres::Statement,
-    fenced_with_session: tokio_postgres::Statement,
     length: tokio_postgres::Statement,
     events: tokio_postgres::Statement,
 }
@@ -248,11 +241,6 @@ impl deadpool::managed::Manager for Manager {
         });
         client.batch_execute(&self.set_path).await?;
         // Sent together: the driver pipelines them, one round trip in all.
-        let (fenced_one_sql, fenced_sql, fenced_with_session_sql) = (
-            fenced(APPEND_ONE, 5),
-            fenced(APPEND, 5),
-            fenced(APPEND_WITH_SESSION, 8),
-        );
         let (append_one, append, append_with_session, length, events) = tokio::try_join!(
             client.prepare(APPEND_ONE),
             client.prepare(APPEND),
@@ -260,19 +248,11 @@ impl deadpool::managed::Manager for Manager {
             client.prepare(LENGTH),
             client.prepare(EVENTS),
         )?;
-        let (fenced_one, fenced, fenced_with_session) = tokio::try_join!(
-            client.prepare(&fenced_one_sql),
-            client.prepare(&fenced_sql),
-            client.prepare(&fenced_with_session_sql),
-        )?;
         Ok(Connection {
             client,
             append_one,
             append,
             append_with_session,
-            fenced_one,
-            fenced,
-            fenced_with_session,
             length,
             events,
         })
@@ -338,27 +318,6 @@ macro_rules! with_connection {
 }
 
 impl PostgresStore {
-    /// Refuses an append under `token` when a newer claim holds `session`
-    /// ([`StoreError::Fenced`]).
-    async fn check_fence(&self, session: &SessionId, token: i64) -> Result<(), StoreError> {
-        let current = with_connection!(self, |connection| {
-            connection
-                .client
-                .query_opt(CURRENT_TOKEN, &[&session.as_str()])
-                .await
-        })
-        .map_err(self.query_error(format!("the fencing token of session {session}")))?
-        .map_or(0, |row| row.get::<_, i64>(0));
-        if current == token {
-            return Ok(());
-        }
-        Err(StoreError::Fenced {
-            session: session.clone(),
-            token,
-            current,
-        })
-    }
-
     /// Connects to the database at `url` (a `postgres://` URL or key-value string), creating
     /// the tables in the `public` schema if needed.
     pub async fn connect(url: &str) -> Result<Self, StoreError> {
@@ -687,71 +646,44 @@ impl Store for PostgresStore {
         let parent = meta.parent.as_ref().map(SessionId::as_str);
         let expected = seq_param(expected_seq);
         let written = expected_seq.saturating_add(events.len() as u64);
-        // A session this process has claimed is written only while its claim is the newest.
-        let token = self.inner.claims.token_of(session);
-        let session_text = session.as_str();
         for _ in 0..8 {
             let channel = &self.inner.channel;
             let result = with_connection!(self, |connection| {
-                match (&ids[..], &bodies[..], with_session, &token) {
-                    ([id], [body], false, None) => {
-                        connection
-                            .client
-                            .execute(
-                                &connection.append_one,
-                                &[&session.as_str(), &expected, id, body, channel],
-                            )
-                            .await
-                    }
-                    ([id], [body], false, Some(token)) => {
-                        connection
-                            .client
-                            .execute(
-                                &connection.fenced_one,
-                                &[&session.as_str(), &expected, id, body, channel, token],
-                            )
-                            .await
-                    }
-                    (_, _, true, token) => {
-                        let statement = match token {
-                            None => &connection.append_with_session,
-                            Some(_) => &connection.fenced_with_session,
-                        };
-                        let mut params: Vec<&(dyn tokio_postgres::types::ToSql + Sync)> = vec![
-                            &session_text,
-                            &expected,
-                            &ids,
-                            &bodies,
-                            channel,
-                            &created,
-                            &meta.workflow,
-                            &parent,
-                        ];
-                        if let Some(token) = token {
-                            params.push(token);
-                        }
-                        connection
-                            .client
-                            .query_opt(statement, &params)
-                            .await
-                            .map(|row| u64::from(row.is_some()))
-                    }
-                    (_, _, false, token) => {
-                        let statement = match token {
-                            None => &connection.append,
-                            Some(_) => &connection.fenced,
-                        };
-                        let mut params: Vec<&(dyn tokio_postgres::types::ToSql + Sync)> =
-                            vec![&session_text, &expected, &ids, &bodies, channel];
-                        if let Some(token) = token {
-                            params.push(token);
-                        }
-                        connection
-                            .client
-                            .query_opt(statement, &params)
-                            .await
-                            .map(|row| u64::from(row.is_some()))
-                    }
+                if let ([id], [body], false) = (&ids[..], &bodies[..], with_session) {
+                    connection
+                        .client
+                        .execute(
+                            &connection.append_one,
+                            &[&session.as_str(), &expected, id, body, channel],
+                        )
+                        .await
+                } else if with_session {
+                    connection
+                        .client
+                        .query_opt(
+                            &connection.append_with_session,
+                            &[
+                                &session.as_str(),
+                                &expected,
+                                &ids,
+                                &bodies,
+                                channel,
+                                &created,
+                                &meta.workflow,
+                                &parent,
+                            ],
+                        )
+                        .await
+                        .map(|row| u64::from(row.is_some()))
+                } else {
+                    connection
+                        .client
+                        .query_opt(
+                            &connection.append,
+                            &[&session.as_str(), &expected, &ids, &bodies, channel],
+                        )
+                        .await
+                        .map(|row| u64::from(row.is_some()))
                 }
             });
             match result {
@@ -764,11 +696,7 @@ impl Store for PostgresStore {
                     ));
                 }
             }
-            // Not written: fenced out by a newer claim, or decided with the rules every
-            // backend shares.
-            if let Some(token) = token {
-                self.check_fence(session, token).await?;
-            }
+            // Not written: decide why, with the rules every backend shares.
             let (len, stored) = self.state_of(session, &ids).await?;
             let plan =
                 plan_append::<StoreError>(session, events, expected_seq, len, |id: &EventId| {

@@ -11,17 +11,11 @@
 //!
 //! If that connection is lost while the process lives (a server restart, a failover,
 //! `pg_terminate_backend`), its claims are gone: another replica may claim those sessions and
-//! resume them. The next claim opens a new connection.
-//!
-//! **Fencing tokens.** Every claim also takes the next token of its session (`oh_claims`: one
-//! more than the last claim's), and this process's appends to a session it has claimed are
-//! written only while that token is still the session's newest (the append statements check
-//! it in the same statement, locking the claim's row `FOR SHARE`). So a replica that lost its
-//! claim without knowing it (a pause, a partition) and appends late is refused with
-//! [`StoreError::Fenced`], even when its append would fit the session's length: the new
-//! holder's log is never written under it.
+//! resume them. The log stays whole even then: appends check the session's length, so of two
+//! writers the later fails with a conflict (`SessionBusy` in the runtime). The next claim
+//! opens a new connection.
 
-use std::collections::HashMap;
+use std::collections::HashSet;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use openharness_core::{Claim, SessionId, StoreError};
@@ -36,11 +30,7 @@ pub(crate) struct Claims {
     namespace: String,
     describe: String,
     connection: tokio::sync::Mutex<Option<Arc<Client>>>,
-    /// The claims this process holds: their lock keys, and each one's fencing token (`None`
-    /// while it is being taken).
-    held: Mutex<HashMap<i64, Option<i64>>>,
-    /// `"schema".oh_claims`.
-    table: String,
+    held: Mutex<HashSet<i64>>,
 }
 
 impl Claims {
@@ -52,8 +42,7 @@ impl Claims {
             namespace: format!("openharness/{schema}/"),
             describe,
             connection: tokio::sync::Mutex::new(None),
-            held: Mutex::new(HashMap::new()),
-            table: format!("\"{schema}\".oh_claims"),
+            held: Mutex::new(HashSet::new()),
         }
     }
 
@@ -63,23 +52,11 @@ impl Claims {
         session: &SessionId,
     ) -> Result<Option<Claim>, StoreError> {
         let key = lock_key(&self.namespace, session);
-        {
-            let mut held = self.held();
-            if held.contains_key(&key) {
-                return Ok(None);
-            }
-            held.insert(key, None);
+        if !self.held().insert(key) {
+            return Ok(None);
         }
         match self.try_lock(session, key).await {
             Ok(Some(client)) => {
-                let token = match self.next_token(&client, session).await {
-                    Ok(token) => token,
-                    Err(err) => {
-                        self.release(key, client);
-                        return Err(err);
-                    }
-                };
-                self.held().insert(key, Some(token));
                 let claims = Arc::clone(self);
                 Ok(Some(Claim::new(move || claims.release(key, client))))
             }
@@ -92,26 +69,6 @@ impl Claims {
                 Err(err)
             }
         }
-    }
-
-    /// The fencing token of the claim of `session` this process holds, if it holds one.
-    pub(crate) fn token_of(&self, session: &SessionId) -> Option<i64> {
-        let key = lock_key(&self.namespace, session);
-        self.held().get(&key).copied().flatten()
-    }
-
-    /// Takes the next fencing token of `session`, holding its lock on `client`.
-    async fn next_token(&self, client: &Client, session: &SessionId) -> Result<i64, StoreError> {
-        let sql = crate::postgres::schema::NEXT_TOKEN.replace("oh_claims", &self.table);
-        let row = client
-            .query_one(&sql, &[&session.as_str()])
-            .await
-            .map_err(|source| PostgresError::Query {
-                store: self.describe.clone(),
-                operation: format!("fencing token of the claim of session {session}"),
-                source,
-            })?;
-        Ok(row.get(0))
     }
 
     /// Takes the advisory lock `key`; the connection that holds it, or `None` when another
@@ -193,7 +150,7 @@ impl Claims {
         }
     }
 
-    fn held(&self) -> std::sync::MutexGuard<'_, HashMap<i64, Option<i64>>> {
+    fn held(&self) -> std::sync::MutexGuard<'_, HashSet<i64>> {
         self.held.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }

@@ -75,43 +75,7 @@ pub const MIGRATIONS: &[(i32, &str)] = &[
          END
          $$;",
     ),
-    (
-        4,
-        "CREATE TABLE oh_claims (
-            session text PRIMARY KEY,
-            token bigint NOT NULL
-        );",
-    ),
 ];
-
-/// The fencing token of a new claim of `$1`: one more than the last claim's, or 1.
-pub(crate) const NEXT_TOKEN: &str = "
-INSERT INTO oh_claims (session, token) VALUES ($1, 1)
-ON CONFLICT (session) DO UPDATE SET token = oh_claims.token + 1
-RETURNING token";
-
-/// The fencing token of the claim that holds `$1` now.
-pub(super) const CURRENT_TOKEN: &str = "SELECT token FROM oh_claims WHERE session = $1";
-
-/// `append` (one of the append statements, taking `params` parameters) fenced: it writes only
-/// while the session's newest claim has the token given as the next parameter. The claim's row
-/// is locked `FOR SHARE`, so a newer claim (an update of that row) either waits for this
-/// append or, committed first, makes it write nothing.
-pub(super) fn fenced(append: &str, params: usize) -> String {
-    let fence = format!(
-        "\n  AND EXISTS (SELECT 1 FROM oh_claims c WHERE c.session = $1 AND c.token = ${}::bigint FOR SHARE)",
-        params + 1
-    );
-    // The end of each append statement's `WHERE`: the single event's, the batches'.
-    for anchor in ["\nFOR KEY SHARE\nRETURNING", "\n    RETURNING 1"] {
-        if let Some(at) = append.find(anchor) {
-            let mut out = append.to_owned();
-            out.insert_str(at, &fence);
-            return out;
-        }
-    }
-    append.to_owned()
-}
 
 /// The most common append, one event to a session that has a row, at `$2` > 0: `$1` session,
 /// `$2` expected seq, `$3` id, `$4` body, `$5` the notification channel. Writes one row when
@@ -213,28 +177,4 @@ pub(super) async fn migrate(
         .await?;
     }
     txn.commit().await
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn every_append_statement_has_a_fenced_form() {
-        for (append, params) in [(APPEND_ONE, 5), (APPEND, 5), (APPEND_WITH_SESSION, 8)] {
-            let fenced = fenced(append, params);
-            let fence = format!("c.token = ${}::bigint FOR SHARE)", params + 1);
-            assert_eq!(fenced.matches(&fence).count(), 1, "{fenced}");
-            assert_eq!(
-                fenced.replace(
-                    &fenced[fenced
-                        .find("\n  AND EXISTS (SELECT 1 FROM oh_claims")
-                        .unwrap_or(0)
-                        ..fenced.find(&fence).unwrap_or(0) + fence.len()],
-                    ""
-                ),
-                append
-            );
-        }
-    }
 }
