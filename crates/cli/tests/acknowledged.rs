@@ -148,6 +148,20 @@ fn idle(port: u16, session: &str) {
     }
 }
 
+/// A chat session started on the server at `port` and run to its turn's end.
+fn chat_session(port: u16) -> String {
+    let (status, created) = call(
+        port,
+        "POST",
+        "/sessions",
+        &json!({ "workflow": "chat", "input": "hello" }),
+    );
+    assert_eq!(status, 202, "{created}");
+    let session = created["session"].as_str().unwrap().to_owned();
+    idle(port, &session);
+    session
+}
+
 /// One route's kills: `prepare` (on a fresh server) gives what to send; the server is killed
 /// as soon as it acknowledges, and the store must then hold the input.
 fn kills(
@@ -206,15 +220,7 @@ fn every_route(dir: &Path, store: &str) {
         "POST /sessions/{id}/input",
         "HTTP/1.1 202",
         |port, n| {
-            let (status, created) = call(
-                port,
-                "POST",
-                "/sessions",
-                &json!({ "workflow": "chat", "input": "hello" }),
-            );
-            assert_eq!(status, 202, "{created}");
-            let session = created["session"].as_str().unwrap().to_owned();
-            idle(port, &session);
+            let session = chat_session(port);
             let text = format!("more {n}");
             (
                 format!("/sessions/{session}/input"),
@@ -278,15 +284,7 @@ fn every_route(dir: &Path, store: &str) {
         "POST /api/workflow",
         "HTTP/1.1 200",
         |port, n| {
-            let (status, created) = call(
-                port,
-                "POST",
-                "/sessions",
-                &json!({ "workflow": "chat", "input": "hello" }),
-            );
-            assert_eq!(status, 202, "{created}");
-            let session = created["session"].as_str().unwrap().to_owned();
-            idle(port, &session);
+            let session = chat_session(port);
             let text = format!("frames {n}");
             (
                 "/api/workflow".to_owned(),
