@@ -7,11 +7,11 @@
 //! |---|---|
 //! | `400` | `bad_request`: a body, query, header or id that cannot be read |
 //! | `401` | `unauthorized`: no API key, or a wrong one |
-//! | `404` | `not_found`: no such session, workflow, resource or route |
+//! | `404` | `not_found`: no such session, workflow, resource or route; `no_fork_point`: the parent has no such position or occurrence |
 //! | `405` | `method_not_allowed`: the path takes other methods |
 //! | `409` | `session_busy` (a turn runs), `session_waiting`, `ambiguous_request`, `request_not_open`, `has_forks`, `contended`, and the platform's conflicts (`agent_archived`, `provider_in_use`, …) |
 //! | `413`, `415` | `payload_too_large`, `unsupported_media_type` |
-//! | `422` | `invalid` (well-formed but not valid input), `unhosted_session`, `no_fork_point`, `cannot_continue` |
+//! | `422` | `invalid` (well-formed but not valid input), `unhosted_session`, `cannot_continue` |
 //! | `429` | `too_many_streams` |
 //! | `500` | `internal` |
 //! | `503` | `no_provider`, `no_master_key`, `unknown_master_key`, `provider_key_unavailable`: this server's configuration |
@@ -109,7 +109,8 @@ impl From<HostError> for ApiError {
             HostError::Workflow(err)
             | HostError::Tape(openharness_tape::TapeError::Harness(err)) => Self::from(err),
             HostError::Tape(openharness_tape::TapeError::NoForkPoint { .. }) => {
-                Self::new(StatusCode::UNPROCESSABLE_ENTITY, "no_fork_point", message)
+                // What is asked for does not exist in the parent's log: not found.
+                Self::new(StatusCode::NOT_FOUND, "no_fork_point", message)
             }
             _ => Self::internal(message),
         }

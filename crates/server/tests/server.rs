@@ -664,6 +664,27 @@ async fn a_fork_inside_an_agent_call_runs_the_call_again_and_finishes() {
         );
         assert_eq!(names.last(), Some(&"workflow:completed"));
     }
+    // A fork point the parent does not have is not found, and nothing is started: the answer
+    // comes once the fork has recorded its first event, or with the reason it could not.
+    let before = request(addr, "GET", "/sessions", None).await.1["sessions"]
+        .as_array()
+        .map_or(0, Vec::len);
+    let (status, refused) = request(
+        addr,
+        "POST",
+        &format!("/sessions/{session}/fork"),
+        Some(r#"{"at":"nth","name":"agent:started","n":99}"#),
+    )
+    .await;
+    assert_eq!(
+        (status, refused["error"]["code"].as_str()),
+        (404, Some("no_fork_point")),
+        "{refused}"
+    );
+    let after = request(addr, "GET", "/sessions", None).await.1["sessions"]
+        .as_array()
+        .map_or(0, Vec::len);
+    assert_eq!(after, before, "a failed fork left a session behind");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
