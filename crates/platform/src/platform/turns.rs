@@ -105,8 +105,13 @@ impl Platform {
         let fields = new.recorded_fields(&posted.images, super::tags("tags", new.tags.clone())?)?;
         let text = posted.text;
         let wanted = new.controls.and_then(|c| c.model_id);
-        let plan = self
-            .read(|index| {
+        let log = session_log(id);
+        let store = Arc::clone(&self.inner.store);
+        // Three round trips at once, not one after another: the index (caught up with the
+        // platform log), the claim, and the session's log. A claim of a session the index then
+        // refuses is dropped (released).
+        let (plan, claim, info) = tokio::join!(
+            self.read(|index| {
                 index.session(agent, id)?;
                 if index.agent(agent)?.status == AgentStatus::Archived {
                     return Err(PlatformError::conflict(
@@ -115,15 +120,21 @@ impl Platform {
                     ));
                 }
                 index.turn_plan(agent, id, wanted)
-            })
-            .await??;
+            }),
+            self.claim_turn(id),
+            store.session(&log),
+        );
+        let plan = plan??;
         let chat = self.chat(plan)?;
-        let Some(claim) = self.claim_turn(id).await? else {
+        let Some(claim) = claim? else {
             return Err(busy(id));
         };
-        let log = session_log(id);
-        let store = Arc::clone(&self.inner.store);
-        let info = store.session(&log).await?;
+        // Read before the claim was granted: a session whose log said a turn was running (it
+        // may have ended since) or that had no log yet is read again, now that it is ours.
+        let info = match info? {
+            Some(info) if !info.status.is_running() => Some(info),
+            _ => store.session(&log).await?,
+        };
         let cut_off = info.as_ref().is_some_and(|i| i.status.is_running());
         let len = info.map_or(0, |i| i.count);
         let mut recorded = store.subscribe(&log, len).await?;
