@@ -362,13 +362,12 @@ pub(crate) async fn post(
         fields.insert(REGENERATES_FIELD.to_owned(), replaced);
     }
     let options = RunOptions::new().input_fields(fields);
-    let exists = state.host.store().session(&session).await.map_err(|err| {
-        ApiError::new(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            "internal",
-            err.to_string(),
-        )
-    })?;
+    let exists = state
+        .host
+        .store()
+        .session(&session)
+        .await
+        .map_err(|err| ApiError::internal(err.to_string()))?;
     let (failed_tx, failed_rx) = tokio::sync::oneshot::channel();
     let from = match exists.filter(|info| info.count > 0) {
         Some(_) => {
@@ -583,13 +582,7 @@ async fn message_start(
 ) -> Result<u64, ApiError> {
     const PAGE: u64 = 256;
     let store = state.host.store();
-    let internal = |err: openharness_core::StoreError| {
-        ApiError::new(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            "internal",
-            err.to_string(),
-        )
-    };
+    let internal = |err: openharness_core::StoreError| ApiError::internal(err.to_string());
     let first = store
         .events(session, turn..turn + 1)
         .await

@@ -16,6 +16,8 @@ use axum::extract::State;
 use axum::response::{IntoResponse, Response};
 use serde_json::{Map, Value, json};
 
+use crate::request::MAX_SAFE;
+
 /// The document.
 pub fn document() -> Value {
     let mut schemas = Map::new();
@@ -62,9 +64,6 @@ pub fn document() -> Value {
         },
     })
 }
-
-/// The largest integer JSON carries exactly (JavaScript's safe integers).
-pub(crate) const MAX_SAFE: u64 = 9_007_199_254_740_991;
 
 /// Moves the `$defs` of `schema` into `into` as `<prefix><name>`, pointing its references
 /// there, and gives unsigned integers the largest value the routes read as their `maximum`

@@ -16,6 +16,10 @@ use serde::de::DeserializeOwned;
 
 use crate::error::ApiError;
 
+/// The largest number any route reads (JavaScript's largest safe integer), so an answer that
+/// echoes it stays exact; the OpenAPI document gives it as the `maximum`.
+pub(crate) const MAX_SAFE: u64 = 9_007_199_254_740_991;
+
 /// A request body as a handler takes it: read as JSON, turned into its type by [`body`].
 pub(crate) type Body = Result<Json<serde_json::Value>, JsonRejection>;
 

@@ -16,15 +16,11 @@ use tower_http::timeout::TimeoutLayer;
 
 use crate::AppState;
 use crate::error::ApiError;
-use crate::request::{body, query};
+use crate::request::{MAX_SAFE, body, query};
 use crate::turns::{Ack, check_free, running_here, start_turn};
 
 type Shared = State<Arc<AppState>>;
 type Answer = Result<Response, ApiError>;
-
-/// The largest number the API takes (JavaScript's largest safe integer), as the OpenAPI
-/// document says.
-const MAX_SAFE: u64 = 9_007_199_254_740_991;
 
 /// Refuses a number beyond [`MAX_SAFE`].
 fn bounded(name: &str, value: Option<u64>) -> Result<(), ApiError> {
@@ -151,13 +147,8 @@ async fn one(State(state): Shared, Path(id): Path<String>) -> Answer {
         }
         other => other?,
     };
-    let mut value = serde_json::to_value(summary).map_err(|err| {
-        ApiError::new(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            "internal",
-            err.to_string(),
-        )
-    })?;
+    let mut value =
+        serde_json::to_value(summary).map_err(|err| ApiError::internal(err.to_string()))?;
     value["runningHere"] = json!(running_here(&state, &session));
     Ok(Json(value).into_response())
 }
@@ -216,13 +207,12 @@ async fn remove(State(state): Shared, Path(id): Path<String>) -> Answer {
             ),
         ));
     }
-    state.host.store().clear(&session).await.map_err(|err| {
-        ApiError::new(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            "internal",
-            err.to_string(),
-        )
-    })?;
+    state
+        .host
+        .store()
+        .clear(&session)
+        .await
+        .map_err(|err| ApiError::internal(err.to_string()))?;
     Ok(StatusCode::NO_CONTENT.into_response())
 }
 

@@ -12,9 +12,9 @@ use openharness_core::SessionId;
 use openharness_platform::Resume;
 use uuid::Uuid;
 
-use super::{Answer, MAX_SAFE, Paging, Shared, V1, id};
+use super::{Answer, Paging, Shared, V1, id};
 use crate::error::ApiError;
-use crate::request::{QueryOf, query};
+use crate::request::{MAX_SAFE, QueryOf, query};
 
 /// The query of a session's notifications, read from its pairs (`types` and `exclude` may
 /// repeat, or list types separated by commas).

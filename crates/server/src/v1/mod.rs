@@ -47,7 +47,7 @@ use serde::Deserialize;
 use uuid::Uuid;
 
 use crate::error::ApiError;
-use crate::request::{Body, QueryOf, body, query};
+use crate::request::{Body, MAX_SAFE, QueryOf, body, query};
 
 pub(crate) type Shared = State<Arc<V1>>;
 pub(crate) type Answer = Result<Response, ApiError>;
@@ -62,9 +62,6 @@ pub(crate) struct V1 {
 /// The default and largest page sizes.
 const DEFAULT_LIMIT: usize = 20;
 const MAX_LIMIT: usize = 100;
-/// The largest `offset` or `after` the routes take: the largest integer JSON carries exactly
-/// (JavaScript's safe integers), so an answer that echoes it stays exact.
-const MAX_SAFE: u64 = 9_007_199_254_740_991;
 
 /// The `/v1` routes over `platform`; the server adds its layers (keys, body limit, CORS,
 /// fallbacks) around them with its own routes. Every route but the notification streams has

@@ -20,7 +20,8 @@ use openharness_platform::{
 };
 
 use super::everruns::{AgentView, MessageView, ModelView, SessionView};
-use crate::openapi::{MAX_SAFE, hoist};
+use crate::openapi::hoist;
+use crate::request::MAX_SAFE;
 
 /// The prefix of every schema name of the platform's part.
 const PREFIX: &str = "V1";
