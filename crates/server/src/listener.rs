@@ -292,8 +292,11 @@ impl AsyncWrite for GuardedStream {
 /// use openharness_server::{ConnectionLimits, ServerOptions, router, serve};
 /// let listener = tokio::net::TcpListener::bind("127.0.0.1:8080").await?;
 /// let app = router(host, ServerOptions::default());
+/// // Stops when `stop` is sent (or dropped); `tokio::signal::ctrl_c()` is the usual signal.
+/// let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+/// # drop(stop);
 /// serve(listener, app, ConnectionLimits::default(), async {
-///     let _ = tokio::signal::ctrl_c().await;
+///     let _ = stopped.await;
 /// })
 /// .await
 /// # }
