@@ -813,6 +813,12 @@ impl<S: WorkflowState> Run<'_, S> {
                             "another writer recorded into it: this turn expected it at seq {expected} but it is at seq {actual}; nothing of this batch was recorded"
                         ),
                     },
+                    StoreError::Fenced { token, current, .. } => Error::SessionBusy {
+                        session: self.session.clone(),
+                        reason: format!(
+                            "this process's claim on it (claim {token}) was taken over by another process (claim {current}), which runs it now; nothing of this batch was recorded"
+                        ),
+                    },
                     err => Error::store(store.as_ref(), Some(&self.session), err),
                 })?;
             for event in events {

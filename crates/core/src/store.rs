@@ -165,6 +165,21 @@ pub enum StoreError {
         /// The session's actual length.
         actual: u64,
     },
+    /// The append was made under a claim that another claim has since replaced: this
+    /// process lost the session (its claim's connection ended, say) and another process claimed
+    /// it. Nothing of the batch was recorded; the turn that made it must stop, since another
+    /// process now runs the session. Only stores shared between processes fence (PostgreSQL).
+    #[error(
+        "append to session {session} refused: it was made under claim {token}, but the session has been claimed again since (claim {current}); another process runs it now, and nothing of this batch was recorded"
+    )]
+    Fenced {
+        /// The session.
+        session: SessionId,
+        /// The fencing token of the claim the append was made under.
+        token: u64,
+        /// The session's token now.
+        current: u64,
+    },
     /// A stored record could not be read back.
     #[error("corrupt record in session {session} at seq {seq}: {message}")]
     Corrupt {

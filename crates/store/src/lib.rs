@@ -66,8 +66,6 @@ mod memory;
 mod observed;
 #[cfg(feature = "postgres")]
 mod postgres;
-#[cfg(feature = "postgres")]
-mod postgres_claims;
 mod redb_store;
 
 pub use fault::{FailingStore, InjectedFailure};

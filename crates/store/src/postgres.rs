@@ -62,13 +62,20 @@
 //! [`Store::claim`] takes a session-level advisory lock (`pg_try_advisory_lock`) on one
 //! connection of this process kept for claims, so PostgreSQL decides which of several
 //! processes runs a session's turns and frees the claims of a process that dies with its
-//! connection. Keys hash the schema and the session id. See `postgres_claims.rs`.
+//! connection. Keys hash the schema and the session id.
+//!
+//! Each claim also moves the session's fencing token on (in `oh_claims`, in the statement that
+//! takes the lock), and every append this process makes under a claim checks that token in its
+//! own statement: a process that lost its claim without knowing (its claims connection cut,
+//! another replica claiming the session since) has its appends refused with
+//! [`StoreError::Fenced`], and the log keeps one writer. See `postgres/claims.rs`.
 //!
 //! Connections report `application_name` `openharness <schema>` (unless the URL sets one), so
 //! operators see which store a backend serves. Nothing the store returns or logs contains the
 //! password of its URL: [`Store::describe`] is `postgres:<host>/<database>/<schema>`, and
 //! [`redact_url`] is there for callers that show the URL itself.
 
+mod claims;
 mod error;
 mod listen;
 mod schema;
@@ -94,7 +101,7 @@ pub use schema::MIGRATIONS;
 
 use error::{broken, detail, pool_error};
 use listen::listen;
-use schema::{APPEND, APPEND_ONE, APPEND_WITH_SESSION, LENGTH, SESSION_INFO, migrate};
+use schema::{APPEND, APPEND_ONE, APPEND_WITH_SESSION, LENGTH, SESSION_INFO, TOKEN, migrate};
 
 /// Reads longer than this are split across the connections.
 const PARALLEL_READ: u64 = 20_000;
@@ -201,7 +208,7 @@ struct Inner {
     /// The listener task (it owns the listener connection), stopped with the store.
     listener: tokio::task::AbortHandle,
     /// The claims this process holds (advisory locks on a connection of their own).
-    claims: Arc<crate::postgres_claims::Claims>,
+    claims: Arc<claims::Claims>,
 }
 
 impl Drop for Inner {
@@ -412,7 +419,7 @@ impl PostgresStore {
         // One connection now: a server out of reach or a wrong password fails here.
         drop(pool.get().await.map_err(|err| pool_error(&describe, err))?);
 
-        let claims = Arc::new(crate::postgres_claims::Claims::new(
+        let claims = Arc::new(claims::Claims::new(
             config.clone(),
             schema,
             describe.clone(),
@@ -543,6 +550,25 @@ impl PostgresStore {
             .collect();
         Ok((len, stored))
     }
+
+    /// Fails with [`StoreError::Fenced`] when session's fencing token is no longer `token`
+    /// (another claim replaced the one an append was made under).
+    async fn check_fence(&self, session: &SessionId, token: i64) -> Result<(), StoreError> {
+        let row = with_connection!(self, |c| c
+            .client
+            .query_opt(TOKEN, &[&session.as_str()])
+            .await)
+        .map_err(self.query_error(format!("read of session {session}'s claim")))?;
+        let current = row.map_or(0, |row| row.get::<_, i64>(0));
+        if current == token {
+            return Ok(());
+        }
+        Err(StoreError::Fenced {
+            session: session.clone(),
+            token: u64::try_from(token).unwrap_or(0),
+            current: u64::try_from(current).unwrap_or(0),
+        })
+    }
 }
 
 /// The `application_name` a store's connections report unless the URL sets one:
@@ -646,6 +672,8 @@ impl Store for PostgresStore {
         let parent = meta.parent.as_ref().map(SessionId::as_str);
         let expected = seq_param(expected_seq);
         let written = expected_seq.saturating_add(events.len() as u64);
+        // Under this process's claim, the append carries the claim's fencing token.
+        let token = self.inner.claims.token(session);
         for _ in 0..8 {
             let channel = &self.inner.channel;
             let result = with_connection!(self, |connection| {
@@ -654,7 +682,7 @@ impl Store for PostgresStore {
                         .client
                         .execute(
                             &connection.append_one,
-                            &[&session.as_str(), &expected, id, body, channel],
+                            &[&session.as_str(), &expected, id, body, channel, &token],
                         )
                         .await
                 } else if with_session {
@@ -671,6 +699,7 @@ impl Store for PostgresStore {
                                 &created,
                                 &meta.workflow,
                                 &parent,
+                                &token,
                             ],
                         )
                         .await
@@ -680,7 +709,7 @@ impl Store for PostgresStore {
                         .client
                         .query_opt(
                             &connection.append,
-                            &[&session.as_str(), &expected, &ids, &bodies, channel],
+                            &[&session.as_str(), &expected, &ids, &bodies, channel, &token],
                         )
                         .await
                         .map(|row| u64::from(row.is_some()))
@@ -701,10 +730,15 @@ impl Store for PostgresStore {
             let plan =
                 plan_append::<StoreError>(session, events, expected_seq, len, |id: &EventId| {
                     Ok(stored.get(id.as_uuid()).copied())
-                })?;
-            if let Plan::Done(len) = plan {
+                });
+            if let Ok(Plan::Done(len)) = plan {
+                // Recorded already (by an attempt whose answer was lost), while it held.
                 return Ok(len);
             }
+            if let Some(token) = token {
+                self.check_fence(session, token).await?;
+            }
+            plan?;
             // The session moved under us and is now where the writer expected: try again.
         }
         Err(StoreError::Invalid(format!(

@@ -882,3 +882,95 @@ where
     }
     panic!("the claim was not granted within 5 s");
 }
+
+/// Fencing: a replica whose claims connection is cut keeps running its turn, not knowing it
+/// lost the session; another replica claims the session and appends. The first replica's late
+/// append is refused with a typed error and writes nothing, though the session's length is
+/// the one it expected: the same append made outside any claim (a store that never claimed
+/// the session) is accepted, so only the fence refused it.
+#[tokio::test]
+async fn a_late_append_from_a_replica_that_lost_its_claim_is_refused() {
+    let Some(url) = server("fencing").await else {
+        return;
+    };
+    let schema = schema();
+    let a = PostgresStore::connect_in_schema(&url, &schema)
+        .await
+        .unwrap();
+    let b = PostgresStore::connect_in_schema(&url, &schema)
+        .await
+        .unwrap();
+    let session = SessionId::new();
+    let event = |text: &str| Envelope::new("user:input", json!({ "text": text }), None);
+
+    let held_by_a = a.claim(&session).await.unwrap().expect("a free session");
+    a.append(&session, &[event("a0")], 0).await.unwrap();
+    a.append(&session, &[event("a1"), event("a2")], 1)
+        .await
+        .unwrap();
+
+    // A's claims connection is cut (a partition): the database frees A's claim, and B takes
+    // the session over and records into it.
+    let (admin, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
+        .await
+        .unwrap();
+    tokio::spawn(connection);
+    let cut = admin
+        .query(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1",
+            &[&format!("openharness {schema} claims")],
+        )
+        .await
+        .unwrap();
+    assert_eq!(cut.len(), 1, "only A has claimed");
+    let _held_by_b = eventually(|| b.claim(&session)).await;
+    b.append(&session, &[event("b3")], 3).await.unwrap();
+
+    // A still holds its (stale) claim and appends where it believes the session ends, one
+    // event and a batch: both refused, nothing written.
+    for batch in [vec![event("late")], vec![event("late"), event("later")]] {
+        let err = a.append(&session, &batch, 3).await.unwrap_err();
+        assert!(
+            matches!(
+                err,
+                StoreError::Fenced {
+                    token: 1,
+                    current: 2,
+                    ..
+                }
+            ),
+            "{err:?}"
+        );
+        assert!(err.to_string().contains("claimed again"), "{err}");
+    }
+    // At the session's true end too: the length matches, only the fence refuses it.
+    let late = [event("late at the end")];
+    let err = a.append(&session, &late, 4).await.unwrap_err();
+    assert!(matches!(err, StoreError::Fenced { .. }), "{err:?}");
+    let texts = |events: Vec<Envelope>| {
+        events
+            .iter()
+            .map(|e| e.payload["text"].as_str().unwrap_or_default().to_owned())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        texts(b.events(&session, 0..u64::MAX).await.unwrap()),
+        ["a0", "a1", "a2", "b3"]
+    );
+
+    // Without the fence the same late append lands: a store that holds no claim of the
+    // session writes it at seq 4.
+    let unclaimed = PostgresStore::connect_in_schema(&url, &schema)
+        .await
+        .unwrap();
+    assert_eq!(unclaimed.append(&session, &late, 4).await.unwrap(), 5);
+    drop(held_by_a);
+
+    // B's appends under its claim carry on; a later claim by A (once B released) gets a newer
+    // token, and A writes again.
+    b.append(&session, &[event("b5")], 5).await.unwrap();
+    drop(_held_by_b);
+    let _again = eventually(|| a.claim(&session)).await;
+    a.append(&session, &[event("a6")], 6).await.unwrap();
+    assert_eq!(b.events(&session, 0..u64::MAX).await.unwrap().len(), 7);
+}

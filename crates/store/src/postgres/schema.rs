@@ -1,5 +1,5 @@
 //! The tables of a [`PostgresStore`](super::PostgresStore): the migrations that create them, and
-//! the prepared statements of appends and reads.
+//! the prepared statements of appends, claims and reads.
 
 use tokio_postgres::Client;
 
@@ -14,6 +14,11 @@ use tokio_postgres::Client;
 /// Version 3 adds `oh_clear`, which clears a session so that no append racing it can leave an
 /// event behind: every append after the first locks the event before its own (`FOR KEY
 /// SHARE`), and the function deletes the session's events until none are left.
+///
+/// Version 4 adds `oh_claims`, the fencing token of every session ever claimed: a claim
+/// increments its session's token, and an append made under a claim checks, in its own
+/// statement, that the token is still the one its claim got (see `claims.rs`). Rows
+/// are never deleted, not even by `clear`, so a session's tokens only grow.
 pub const MIGRATIONS: &[(i32, &str)] = &[
     (
         1,
@@ -75,27 +80,60 @@ pub const MIGRATIONS: &[(i32, &str)] = &[
          END
          $$;",
     ),
+    (
+        4,
+        "CREATE TABLE oh_claims (
+            session text PRIMARY KEY,
+            token bigint NOT NULL
+        );",
+    ),
 ];
 
+/// The fence of an append: true when it is not made under a claim (`$N` null), or when the
+/// claim's token `$N` is still the session's (`$1`). The row is locked `FOR SHARE`, so a claim
+/// moving the token (an `UPDATE`) waits for an append that checked it, and an append that
+/// waited for such a claim re-checks the new token: no append under an old token commits
+/// after a newer claim did.
+macro_rules! fence {
+    ($token:literal) => {
+        concat!(
+            "($",
+            $token,
+            "::bigint IS NULL OR EXISTS (
+          SELECT 1 FROM oh_claims WHERE session = $1 AND token = $",
+            $token,
+            "::bigint FOR SHARE
+      ))"
+        )
+    };
+}
+
 /// The most common append, one event to a session that has a row, at `$2` > 0: `$1` session,
-/// `$2` expected seq, `$3` id, `$4` body, `$5` the notification channel. Writes one row when
-/// the event at `$2 - 1` exists, none otherwise; when the session is longer than `$2`, the
-/// primary key fails it.
+/// `$2` expected seq, `$3` id, `$4` body, `$5` the notification channel, `$6` the claim's
+/// fencing token (null when unclaimed). Writes one row when the event at `$2 - 1` exists and
+/// the fence holds, none otherwise; when the session is longer than `$2`, the primary key
+/// fails it.
 ///
 /// The cheapest form measured with pgbench: no `WITH` (its materialised `RETURNING` cost about
 /// as much as the notification), no `unnest`, no `max(seq)` subquery (the previous event is
 /// the row selected), and the notification as the `RETURNING` value.
-pub(super) const APPEND_ONE: &str = "
+pub(super) const APPEND_ONE: &str = concat!(
+    "
 INSERT INTO oh_events (session, seq, id, body)
 SELECT $1::text, $2::bigint, $3::uuid, $4::text
-FROM oh_events WHERE session = $1 AND seq = $2::bigint - 1
+FROM oh_events WHERE session = $1 AND seq = $2::bigint - 1 AND ",
+    fence!("6"),
+    "
 FOR KEY SHARE
-RETURNING pg_notify($5, $1)";
+RETURNING pg_notify($5, $1)"
+);
 
 /// A batch to a session that has a row: `$1` session, `$2` expected seq, `$3` ids, `$4`
-/// bodies, `$5` the notification channel. Returns one row when it wrote the batch, none when
-/// the session's length is not `$2`. (One notification per batch, not per event.)
-pub(super) const APPEND: &str = "
+/// bodies, `$5` the notification channel, `$6` the fencing token (null when unclaimed). Returns
+/// one row when it wrote the batch, none when the session's length is not `$2` or the fence
+/// fails. (One notification per batch, not per event.)
+pub(super) const APPEND: &str = concat!(
+    "
 WITH ins AS (
     INSERT INTO oh_events (session, seq, id, body)
     SELECT $1, $2::bigint + e.ord - 1, e.id, e.body
@@ -104,14 +142,19 @@ WITH ins AS (
       AND ($2::bigint = 0 OR EXISTS (
           SELECT 1 FROM oh_events WHERE session = $1 AND seq = $2::bigint - 1 FOR KEY SHARE
       ))
+      AND ",
+    fence!("6"),
+    "
     RETURNING 1
 )
-SELECT pg_notify($5, $1) FROM (SELECT 1 FROM ins LIMIT 1) AS written";
+SELECT pg_notify($5, $1) FROM (SELECT 1 FROM ins LIMIT 1) AS written"
+);
 
 /// [`APPEND`] that also writes the session's row: for the first batch of a session (`$2` = 0:
 /// `$6` created, `$7` workflow, `$8` parent) and for a later batch that names the workflow or
-/// the parent, which fills them in if the session has none yet.
-pub(super) const APPEND_WITH_SESSION: &str = "
+/// the parent, which fills them in if the session has none yet. `$9` is the fencing token.
+pub(super) const APPEND_WITH_SESSION: &str = concat!(
+    "
 WITH ins AS (
     INSERT INTO oh_events (session, seq, id, body)
     SELECT $1, $2::bigint + e.ord - 1, e.id, e.body
@@ -120,6 +163,9 @@ WITH ins AS (
       AND ($2::bigint = 0 OR EXISTS (
           SELECT 1 FROM oh_events WHERE session = $1 AND seq = $2::bigint - 1 FOR KEY SHARE
       ))
+      AND ",
+    fence!("9"),
+    "
     RETURNING 1
 ), written AS (
     SELECT 1 FROM ins LIMIT 1
@@ -133,7 +179,22 @@ WITH ins AS (
         parent = CASE WHEN $2::bigint = 0 THEN EXCLUDED.parent
                       ELSE COALESCE(oh_sessions.parent, EXCLUDED.parent) END
 )
-SELECT pg_notify($5, $1) FROM written";
+SELECT pg_notify($5, $1) FROM written"
+);
+
+/// A claim, in one statement: takes the session-level advisory lock `$1` and, when it was
+/// free, moves session `$2`'s fencing token on (1 for a session never claimed). Returns the
+/// new token, or no row when another database session holds the lock. The lock is taken even
+/// if the statement then fails: the caller releases it.
+pub(crate) const CLAIM: &str = "
+WITH lock AS (SELECT pg_try_advisory_lock($1) AS taken)
+INSERT INTO oh_claims AS c (session, token)
+SELECT $2, 1 FROM lock WHERE lock.taken
+ON CONFLICT (session) DO UPDATE SET token = c.token + 1
+RETURNING c.token";
+
+/// The fencing token of session `$1` (no row when it was never claimed).
+pub(super) const TOKEN: &str = "SELECT token FROM oh_claims WHERE session = $1";
 
 /// A session's length.
 pub(super) const LENGTH: &str =
