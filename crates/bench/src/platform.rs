@@ -121,6 +121,16 @@ impl<S: Store> Store for Counted<S> {
         self.count("claim", started);
         result
     }
+    async fn mark_unfinished(
+        &self,
+        session: &SessionId,
+        note: Option<&str>,
+    ) -> Result<(), StoreError> {
+        self.inner.mark_unfinished(session, note).await
+    }
+    async fn unfinished(&self) -> Result<Vec<(SessionId, String)>, StoreError> {
+        self.inner.unfinished().await
+    }
     async fn append(
         &self,
         session: &SessionId,

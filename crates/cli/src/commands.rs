@@ -29,6 +29,12 @@ pub enum CliError {
     /// `check` found damaged sessions (it has printed which).
     #[error("{0} damaged session(s) found; see above")]
     Damaged(usize),
+    /// `check` found sessions an interrupted import left unfinished (it has printed which, and
+    /// how to finish them).
+    #[error(
+        "{0} unfinished session(s) found; import their export again to finish them (see above)"
+    )]
+    Unfinished(usize),
     /// A turn ran and was recorded, but ended with errors (an agent failed for good, a
     /// handler panicked, an agent emitted an event it does not declare); the summary above
     /// says so, and its events show each `error:occurred`.
@@ -81,6 +87,16 @@ pub enum CliError {
     OpenStore {
         /// The path given.
         path: String,
+        /// The cause.
+        source: openharness::StoreError,
+    },
+    /// A store operation failed.
+    #[error("the {operation} of {store} failed")]
+    Store {
+        /// What was being done.
+        operation: &'static str,
+        /// The store's description.
+        store: String,
         /// The cause.
         source: openharness::StoreError,
     },
@@ -301,15 +317,36 @@ async fn check(context: &Context) -> Result<(), CliError> {
             }
         }
     }
+    // Damage met on the way that left a session out of the list (its key unreadable) fails
+    // the store's sync.
+    let unlisted = match store.sync().await {
+        Ok(()) => 0,
+        Err(err) => {
+            writeln!(out, "DAMAGED  the store: {}", ErrorChain(&err))?;
+            1
+        }
+    };
     writeln!(
         out,
         "{} session(s) checked, {damaged} damaged (sessions whose records are unreadable are \
          left out of the list with a warning above)",
         sessions.len()
     )?;
+    damaged += unlisted;
+    let unfinished = store.unfinished().await.map_err(|source| CliError::Store {
+        operation: "listing of unfinished sessions",
+        store: store.describe(),
+        source,
+    })?;
+    for (session, note) in &unfinished {
+        writeln!(out, "UNFINISHED  {session}  {note}")?;
+    }
     out.flush()?;
     if damaged > 0 {
         return Err(CliError::Damaged(damaged));
+    }
+    if !unfinished.is_empty() {
+        return Err(CliError::Unfinished(unfinished.len()));
     }
     Ok(())
 }
@@ -462,16 +499,41 @@ struct Row<'a> {
     parent: Option<&'a SessionId>,
     status: SessionStatus,
     hosted: bool,
+    /// The note of an interrupted import that left the session a prefix, if one did.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    unfinished: Option<&'a str>,
+}
+
+/// Fails when the store met damage while listing (a session left out, with a warning): the
+/// list printed is not the whole store.
+async fn listed_whole(host: &openharness_host::Host) -> Result<(), CliError> {
+    host.store().sync().await.map_err(|source| CliError::Store {
+        operation: "listing of sessions",
+        store: host.store().describe(),
+        source,
+    })
 }
 
 async fn sessions(context: &Context, json: bool) -> Result<(), CliError> {
     let host = context.host();
     let sessions = host.sessions().await.map_err(|e| context.explain(e))?;
+    let unfinished: std::collections::HashMap<SessionId, String> = host
+        .store()
+        .unfinished()
+        .await
+        .map_err(|source| CliError::Store {
+            operation: "listing of unfinished sessions",
+            store: host.store().describe(),
+            source,
+        })?
+        .into_iter()
+        .collect();
     let mut out = context.out();
     if json {
         let rows: Vec<Row<'_>> = sessions
             .iter()
             .map(|s| Row {
+                unfinished: unfinished.get(&s.id).map(String::as_str),
                 id: &s.id,
                 created: s.created,
                 last_event: s.last_event,
@@ -485,7 +547,8 @@ async fn sessions(context: &Context, json: bool) -> Result<(), CliError> {
         let mut text = serde_json::to_string_pretty(&rows)?;
         text.push('\n');
         out.write_all(text.as_bytes())?;
-        return Ok(());
+        out.flush()?;
+        return listed_whole(host).await;
     }
     if sessions.is_empty() {
         writeln!(
@@ -494,13 +557,14 @@ async fn sessions(context: &Context, json: bool) -> Result<(), CliError> {
             host.store().describe(),
             list(&host.workflow_names())
         )?;
-        return Ok(());
     }
-    writeln!(
-        out,
-        "{:<38} {:<18} {:<8} {:>7}  {:<25} PARENT",
-        "SESSION", "WORKFLOW", "STATUS", "EVENTS", "LAST EVENT"
-    )?;
+    if !sessions.is_empty() {
+        writeln!(
+            out,
+            "{:<38} {:<18} {:<8} {:>7}  {:<25} PARENT",
+            "SESSION", "WORKFLOW", "STATUS", "EVENTS", "LAST EVENT"
+        )?;
+    }
     for info in &sessions {
         let workflow = match (&info.workflow, info.hosted) {
             (Some(name), true) => name.clone(),
@@ -518,6 +582,11 @@ async fn sessions(context: &Context, json: bool) -> Result<(), CliError> {
             info.parent.as_ref().map_or("-", SessionId::as_str),
         )?;
     }
+    for (session, note) in &unfinished {
+        writeln!(out, "UNFINISHED  {session}  {note}")?;
+    }
+    out.flush()?;
+    listed_whole(host).await?;
     if sessions.iter().any(|s| !s.hosted) {
         writeln!(
             out,

@@ -440,14 +440,19 @@ impl<E: Subcommand + Send + 'static> Cli<E> {
             && !transfer::is_postgres(&store.to_string_lossy())
             && !store.exists()
         {
-            if let args::Command::Sessions { .. } = command {
+            if let args::Command::Sessions { json } = command {
                 use std::io::Write as _;
                 let mut out = out;
-                writeln!(
-                    out,
-                    "No sessions yet: there is no store at {} (`{program} start` records one).",
-                    store.display()
-                )?;
+                if json {
+                    // No sessions: still JSON, for the scripts that read it.
+                    writeln!(out, "[]")?;
+                } else {
+                    writeln!(
+                        out,
+                        "No sessions yet: there is no store at {} (`{program} start` records one).",
+                        store.display()
+                    )?;
+                }
                 return Ok(());
             }
             return Err(CliError::Usage(format!(

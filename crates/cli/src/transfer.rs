@@ -88,6 +88,18 @@ pub(crate) async fn open(store: &Path) -> Result<Box<dyn Store>, TransferCliErro
     })
 }
 
+/// Shows on stderr how far the import of a session that takes several appends has got.
+fn show_progress(progress: jsonl::ImportProgress<'_>) {
+    if progress.total > jsonl::BATCH as u64 {
+        let line = format!(
+            "importing {}: {} of {} events stored\n",
+            progress.session, progress.stored, progress.total
+        );
+        // Progress is a courtesy: a closed stderr does not stop the import.
+        let _ = std::io::stderr().write_all(line.as_bytes());
+    }
+}
+
 /// The environment variable that sizes a PostgreSQL store's pool of query connections.
 pub(crate) const POSTGRES_CONNECTIONS: &str = "OPENHARNESS_POSTGRES_CONNECTIONS";
 
@@ -140,14 +152,14 @@ pub(crate) async fn run(
         TransferCommand::Import { file } => {
             let store = open(store).await?;
             let summary = if file == Path::new("-") {
-                jsonl::import(&*store, std::io::stdin().lock()).await
+                jsonl::import_with_progress(&*store, std::io::stdin().lock(), show_progress).await
             } else {
                 let reader =
                     std::fs::File::open(&file).map_err(|source| TransferCliError::File {
                         path: file.clone(),
                         source,
                     })?;
-                jsonl::import(&*store, BufReader::new(reader)).await
+                jsonl::import_with_progress(&*store, BufReader::new(reader), show_progress).await
             }
             .map_err(|source| TransferCliError::Import {
                 path: file.clone(),
@@ -161,6 +173,11 @@ pub(crate) async fn run(
                 text.push_str(&format!(
                     "warning: the export of {session} has no end marker (written before markers \
                      existed?): imported without a check that it is whole\n"
+                ));
+            }
+            for session in &summary.finished {
+                text.push_str(&format!(
+                    "{session}: finished (an earlier import of it had been interrupted)\n"
                 ));
             }
             text.push_str(&format!(

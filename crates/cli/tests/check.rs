@@ -1,6 +1,6 @@
 //! `openharness check`: a healthy store says every session is ok; a damaged store file is
 //! reported (exit 1) or read, and never crashes the command; no command on a damaged file
-//! prints a raw panic.
+//! prints a raw panic, and none that met damage exits 0.
 #![allow(clippy::unwrap_used, missing_docs)]
 
 use std::path::Path;
@@ -124,6 +124,7 @@ fn commands_on_damaged_files_print_no_raw_panic() {
         .to_owned();
     let original = std::fs::read(dir.path().join(".openharness/store.redb")).unwrap();
     let mut commands = 0;
+    let mut damage_reported = 0;
     for seed in 0..120u64 {
         let copy = dir.path().join(format!("damaged-{seed}.redb"));
         std::fs::write(&copy, damaged(&original, seed, seed + 1)).unwrap();
@@ -146,7 +147,22 @@ fn commands_on_damaged_files_print_no_raw_panic() {
                 "seed {seed}, {args:?}: exit {:?}: {stderr}",
                 output.status.code()
             );
+            // Damage a command ran into is never passed over with success: an answer that
+            // exits 0 met no damaged record, and says nothing about damage.
+            let lower = stderr.to_lowercase();
+            if lower.contains("damaged") || lower.contains("corrupt") {
+                assert_ne!(
+                    output.status.code(),
+                    Some(0),
+                    "seed {seed}, {args:?}: damage reported, exit 0: {stderr}"
+                );
+                damage_reported += 1;
+            }
         }
     }
     assert_eq!(commands, 360);
+    assert!(
+        damage_reported >= 120,
+        "most damaged copies are found damaged by some command: {damage_reported}"
+    );
 }

@@ -3,6 +3,7 @@
 //! line.
 #![allow(clippy::unwrap_used, missing_docs)]
 
+use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Command, Output};
 
@@ -382,4 +383,142 @@ fn compact_keeps_every_session_and_refuses_what_it_cannot_compact() {
         "{stderr}"
     );
     assert!(!stderr.contains("hunter2"), "{stderr}");
+}
+
+/// An export of one session of `events` events, each a small `user:input`.
+fn long_export(session: &str, events: usize) -> String {
+    let mut text = format!("{{\"session\":\"{session}\",\"begin\":true}}\n");
+    for seq in 0..events {
+        let event = serde_json::json!({
+            "session": session,
+            "seq": seq,
+            "id": uuid::Uuid::now_v7().to_string(),
+            "name": "user:input",
+            "payload": { "text": format!("message {seq}") },
+            "timestamp": "2026-11-26T12:00:00Z",
+            "causedBy": null,
+        });
+        text.push_str(&event.to_string());
+        text.push('\n');
+    }
+    text.push_str(&format!(
+        "{{\"session\":\"{session}\",\"end\":true,\"count\":{events}}}\n"
+    ));
+    text
+}
+
+/// The stored length of `session` and its unfinished note, as `sessions --json` lists them.
+fn listed(dir: &Path, store: &str, session: &str) -> (u64, Option<String>) {
+    let text = stdout(&openharness(dir, &["sessions", "--json", "--store", store]));
+    let rows: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let row = rows
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|row| row["id"] == session);
+    (
+        row.map_or(0, |row| row["count"].as_u64().unwrap()),
+        row.and_then(|row| row["unfinished"].as_str().map(str::to_owned)),
+    )
+}
+
+/// Kills `openharness import` with SIGKILL after a growing number of its appends of a long
+/// session, `kills` times, into `store(i)`: every session left shorter than its export is
+/// marked unfinished (`sessions` and `check` say so), and importing the same file again
+/// finishes it and clears the mark. Returns how many kills left a prefix.
+fn killed_imports(dir: &Path, store: impl Fn(usize) -> String, kills: usize) -> usize {
+    const EVENTS: usize = 6_000;
+    let mut prefixes = 0;
+    for kill in 0..kills {
+        let session = uuid::Uuid::now_v7().to_string();
+        std::fs::write(dir.join("long.jsonl"), long_export(&session, EVENTS)).unwrap();
+        let store = store(kill);
+        let mut child = Command::new(env!("CARGO_BIN_EXE_openharness"))
+            .args(["import", "long.jsonl", "--store", &store])
+            .current_dir(dir)
+            .env_remove("OPENHARNESS_STORE")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        // Killed once it says it stored a number of batches that grows with each kill, from
+        // none (killed while it reads the file) to every one (killed as it finishes).
+        let after = kill * (EVENTS / 1000 + 1) / kills;
+        let progress = BufReader::new(child.stderr.take().unwrap());
+        let mut lines = progress.lines();
+        for _ in 0..after {
+            let Some(Ok(line)) = lines.next() else { break };
+            assert!(
+                line.starts_with(&format!("importing {session}: ")),
+                "{line}"
+            );
+        }
+        child.kill().unwrap();
+        child.wait().unwrap();
+
+        let (count, note) = listed(dir, &store, &session);
+        let was_marked = note.is_some();
+        if count > 0 && count < EVENTS as u64 {
+            prefixes += 1;
+            let note = note.unwrap_or_else(|| {
+                panic!(
+                    "kill {kill} after {after} appends: a prefix of {count} events is not marked"
+                )
+            });
+            assert!(note.contains("import the same export again"), "{note}");
+            // `check` reads every session of the store: on the shared database (every test's
+            // sessions) that is slow, so the redb half checks it.
+            if store.ends_with(".redb") {
+                let check = openharness(dir, &["check", "--store", &store]);
+                let text = String::from_utf8_lossy(&check.stdout);
+                assert!(!check.status.success(), "check passes a prefix: {text}");
+                assert!(text.contains(&format!("UNFINISHED  {session}")), "{text}");
+            }
+        }
+        // Importing again finishes it and clears the mark.
+        let again = stdout(&openharness(
+            dir,
+            &["import", "long.jsonl", "--store", &store],
+        ));
+        assert!(
+            again.contains(&format!("{session}: {EVENTS} events")),
+            "{again}"
+        );
+        // It says it finished what was marked (a mark set just before the first append, the
+        // kill coming before that append, marks a session that has no events yet).
+        assert!(
+            again.contains("finished") == was_marked || count == 0,
+            "{was_marked}, {count}: {again}"
+        );
+        assert_eq!(listed(dir, &store, &session), (EVENTS as u64, None));
+    }
+    prefixes
+}
+
+#[test]
+fn an_import_killed_part_way_is_marked_unfinished_and_finished_by_importing_again() {
+    const KILLS: usize = 10;
+    let dir = tempfile::tempdir().unwrap();
+    let prefixes = killed_imports(dir.path(), |kill| format!("store-{kill}.redb"), KILLS);
+    // Most kills land while it appends.
+    assert!(
+        prefixes >= KILLS / 2,
+        "only {prefixes} of {KILLS} kills left a prefix"
+    );
+    eprintln!(
+        "redb: {prefixes} of {KILLS} kills left a marked prefix, each finished by importing again"
+    );
+
+    let Ok(url) = std::env::var("OPENHARNESS_TEST_POSTGRES") else {
+        eprintln!("PostgreSQL half skipped: OPENHARNESS_TEST_POSTGRES is not set (CI sets it)");
+        return;
+    };
+    let prefixes = killed_imports(dir.path(), |_| url.clone(), KILLS);
+    assert!(
+        prefixes >= KILLS / 2,
+        "only {prefixes} of {KILLS} kills left a prefix"
+    );
+    eprintln!(
+        "PostgreSQL: {prefixes} of {KILLS} kills left a marked prefix, each finished by importing again"
+    );
 }

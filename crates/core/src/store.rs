@@ -305,6 +305,41 @@ pub trait Store: Send + Sync + 'static {
         Ok(Some(Claim::unshared()))
     }
 
+    /// Marks `session` unfinished, with a `note` saying what is under way, or clears its mark
+    /// (`None`). A writer that records a session in several appends (an import) sets the mark
+    /// before its first append and clears it after its last, so that a writer killed in
+    /// between leaves a session that reads as a prefix marked as one: `openharness sessions`
+    /// and `check` show it, and running the writer again finishes it. Marks are kept apart from
+    /// the session's events, which they never change; clearing a session does not clear its
+    /// mark.
+    ///
+    /// The default keeps no marks (a store whose sessions cannot outlive a killed writer, or
+    /// that records nothing across processes): setting one does nothing and
+    /// [`unfinished`](Self::unfinished) lists none. A store that wraps another must pass both
+    /// on.
+    ///
+    /// ```
+    /// # async fn demo(store: &impl openharness_core::Store, session: openharness_core::SessionId) -> Result<(), openharness_core::StoreError> {
+    /// store.mark_unfinished(&session, Some("import of export.jsonl: 1000 of 5000 events")).await?;
+    /// // … the appends …
+    /// store.mark_unfinished(&session, None).await?;
+    /// # Ok(()) }
+    /// ```
+    async fn mark_unfinished(
+        &self,
+        session: &SessionId,
+        note: Option<&str>,
+    ) -> Result<(), StoreError> {
+        let _ = (session, note);
+        Ok(())
+    }
+
+    /// The sessions [marked unfinished](Self::mark_unfinished), with their notes, in session id
+    /// order.
+    async fn unfinished(&self) -> Result<Vec<(SessionId, String)>, StoreError> {
+        Ok(Vec::new())
+    }
+
     /// The events of `session` with seqs in `range` (clamped to the session's length), in
     /// order, each with its seq, as a stream that holds at most one page of events in memory:
     /// for exporting or scanning sessions of any length. An unknown session, an empty range and
@@ -346,6 +381,16 @@ impl<T: Store + ?Sized> Store for std::sync::Arc<T> {
     }
     async fn claim(&self, session: &SessionId) -> Result<Option<Claim>, StoreError> {
         (**self).claim(session).await
+    }
+    async fn mark_unfinished(
+        &self,
+        session: &SessionId,
+        note: Option<&str>,
+    ) -> Result<(), StoreError> {
+        (**self).mark_unfinished(session, note).await
+    }
+    async fn unfinished(&self) -> Result<Vec<(SessionId, String)>, StoreError> {
+        (**self).unfinished().await
     }
     async fn append(
         &self,

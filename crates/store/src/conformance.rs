@@ -30,7 +30,8 @@
 //! [`empty_batch_writes_nothing`], [`ranges_are_clamped`], [`streamed_ranges_cross_pages`],
 //! [`streamed_edges_are_empty_or_clamped`], [`unknown_session_is_empty`],
 //! [`session_metadata`], [`sessions_oldest_first`], [`clear_removes_everything`],
-//! [`sessions_are_independent`], [`concurrent_writers_race`],
+//! [`sessions_are_independent`], [`unfinished_marks_are_kept_apart`],
+//! [`concurrent_writers_race`], [`clear_racing_appends_leaves_whole_sessions`],
 //! [`snapshots_nearest_at_or_before`], [`subscribe_catches_up_then_tails`],
 //! [`subscribe_boundary_under_concurrent_writers`] and [`arbitrary_operations_match_model`]
 //! (a proptest property: [`MODEL_CASES`] random sequences of [`Op`]s, shrunk to the shortest
@@ -157,6 +158,7 @@ macro_rules! __for_each_conformance_check {
             sessions_oldest_first,
             clear_removes_everything,
             sessions_are_independent,
+            unfinished_marks_are_kept_apart,
             concurrent_writers_race,
             clear_racing_appends_leaves_whole_sessions,
             snapshots_nearest_at_or_before,
@@ -792,6 +794,48 @@ pub async fn sessions_are_independent<S: Store>(store: S) {
     assert_conflict(conflict, &two, 3, 2, "the second session's own length");
     assert_eq!(all(&store, &one).await.len(), 3);
     assert_eq!(all(&store, &two).await, shared);
+}
+
+/// Marks of unfinished sessions: set, replaced, listed in session id order, cleared; they
+/// never change a session's events or metadata, and clearing a session leaves its mark (the
+/// writer that set it clears it).
+pub async fn unfinished_marks_are_kept_apart<S: Store>(store: S) {
+    assert!(store.unfinished().await.expect("unfinished").is_empty());
+    let (one, two) = (SessionId::new(), SessionId::new());
+    let events = batch(2);
+    append_ok(&store, &one, &events, 0).await;
+    for (session, note) in [(&two, "importing: 0 of 9"), (&one, "importing: 1 of 9")] {
+        store
+            .mark_unfinished(session, Some(note))
+            .await
+            .expect("a mark is set");
+    }
+    store
+        .mark_unfinished(&one, Some("importing: 2 of 9"))
+        .await
+        .expect("a mark is replaced");
+    let mut expected = vec![
+        (one.clone(), "importing: 2 of 9".to_owned()),
+        (two.clone(), "importing: 0 of 9".to_owned()),
+    ];
+    expected.sort();
+    assert_eq!(store.unfinished().await.expect("unfinished"), expected);
+    assert_eq!(all(&store, &one).await, events, "a mark changes no event");
+    assert_eq!(info(&store, &one).await.map(|i| i.count), Some(2));
+    assert!(
+        info(&store, &two).await.is_none(),
+        "a mark makes no session"
+    );
+
+    store.clear(&one).await.expect("clear");
+    assert_eq!(store.unfinished().await.expect("unfinished").len(), 2);
+    for session in [&one, &two, &two] {
+        store
+            .mark_unfinished(session, None)
+            .await
+            .expect("a mark is cleared, even twice");
+    }
+    assert!(store.unfinished().await.expect("unfinished").is_empty());
 }
 
 /// Clears racing appends and snapshots of the same session never leave half a session:

@@ -141,6 +141,16 @@ impl<S: Store> Store for FailingStore<S> {
     async fn claim(&self, session: &SessionId) -> Result<Option<Claim>, StoreError> {
         self.inner.claim(session).await
     }
+    async fn mark_unfinished(
+        &self,
+        session: &SessionId,
+        note: Option<&str>,
+    ) -> Result<(), StoreError> {
+        self.inner.mark_unfinished(session, note).await
+    }
+    async fn unfinished(&self) -> Result<Vec<(SessionId, String)>, StoreError> {
+        self.inner.unfinished().await
+    }
 
     async fn append(
         &self,

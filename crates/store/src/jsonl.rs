@@ -49,6 +49,12 @@
 //! to the same session) is [`TransferError::Interrupted`]: a session the import created is
 //! removed again, so nothing of it is kept; a session that already held a prefix keeps what
 //! was appended, and importing the file again appends the rest.
+//!
+//! A process killed while a block is appended cannot roll back: a block whose new events
+//! take more than one append is [marked unfinished](Store::mark_unfinished) before its first
+//! append, and the mark cleared after its last, so a session an import was killed in reads as
+//! a prefix marked as one (`openharness sessions` and `check` say so). Importing the same
+//! export again appends the rest and clears the mark ([`ImportSummary::finished`]).
 
 use std::collections::{HashMap, HashSet};
 use std::io::{BufRead, BufReader, BufWriter, Seek, Write};
@@ -378,6 +384,9 @@ pub struct ImportSummary {
     /// Sessions whose block had no begin and end lines (an export from before they existed), so
     /// that a truncated export of them would not have been noticed.
     pub unmarked: Vec<SessionId>,
+    /// Sessions an earlier, interrupted import had left [marked
+    /// unfinished](openharness_core::Store::mark_unfinished), which this one finished.
+    pub finished: Vec<SessionId>,
 }
 
 /// A session's block being read: what is checked so far and the new events to append.
@@ -514,24 +523,64 @@ impl Block {
     /// Appends the block's new events, in batches; returns the session's length. When an
     /// append fails part way, a session that was new is cleared again
     /// ([`TransferError::Interrupted`]).
+    ///
+    /// New events that take more than one append are a window in which a killed process
+    /// would leave a prefix: the session is [marked unfinished](Store::mark_unfinished)
+    /// before the first append and the mark cleared after the last (or after the roll back).
+    /// `was_marked` says an earlier import left the session marked: its mark is cleared once
+    /// this one has appended the rest.
     async fn commit<S: Store + ?Sized>(
         self,
         store: &S,
         session: &SessionId,
+        was_marked: bool,
         summary: &mut ImportSummary,
+        progress: &mut Progress<'_>,
     ) -> Result<u64, TransferError> {
         let before = self.stored_len;
+        let new = self.next_seq.saturating_sub(before);
+        let mark = |note: Option<String>| async move {
+            store
+                .mark_unfinished(session, note.as_deref())
+                .await
+                .map_err(|source| TransferError::Store {
+                    line: None,
+                    store: store.describe(),
+                    source,
+                })
+        };
+        let marks = new > BATCH as u64;
+        if marks {
+            mark(Some(format!(
+                "an import was appending {new} events (seqs {before} to {}) when it stopped; \
+                 import the same export again to append the rest",
+                before + new - 1
+            )))
+            .await?;
+        }
         let appended_before = summary.appended;
-        match self.append_all(store, session, summary).await {
-            Ok(len) => Ok(len),
+        match self.append_all(store, session, summary, progress).await {
+            Ok(len) => {
+                if marks || was_marked {
+                    mark(None).await?;
+                }
+                if was_marked {
+                    summary.finished.push(session.clone());
+                }
+                Ok(len)
+            }
             Err(err) => {
                 let appended = summary.appended - appended_before;
                 if appended == 0 {
+                    if marks && !was_marked {
+                        mark(None).await?;
+                    }
                     return Err(err);
                 }
                 let removed = before == 0 && store.clear(session).await.is_ok();
                 if removed {
                     summary.appended = appended_before;
+                    mark(None).await?;
                 }
                 Err(TransferError::Interrupted {
                     session: session.clone(),
@@ -548,8 +597,10 @@ impl Block {
         store: &S,
         session: &SessionId,
         summary: &mut ImportSummary,
+        progress: &mut Progress<'_>,
     ) -> Result<u64, TransferError> {
         let mut len = self.stored_len;
+        let total = self.next_seq;
         let mut batch = Vec::with_capacity(BATCH);
         if let Some(spill) = self.spill {
             let mut file = spill
@@ -563,6 +614,11 @@ impl Block {
                 batch.push(entry);
                 if batch.len() == BATCH {
                     len = append(store, session, &mut batch, len, summary).await?;
+                    progress(ImportProgress {
+                        session,
+                        stored: len,
+                        total,
+                    });
                 }
             }
         }
@@ -570,10 +626,20 @@ impl Block {
             batch.push(entry);
             if batch.len() == BATCH {
                 len = append(store, session, &mut batch, len, summary).await?;
+                progress(ImportProgress {
+                    session,
+                    stored: len,
+                    total,
+                });
             }
         }
         if !batch.is_empty() {
             len = append(store, session, &mut batch, len, summary).await?;
+            progress(ImportProgress {
+                session,
+                stored: len,
+                total,
+            });
         }
         Ok(len)
     }
@@ -659,7 +725,60 @@ pub async fn import<S: Store + ?Sized>(
     store: &S,
     input: impl BufRead,
 ) -> Result<ImportSummary, TransferError> {
+    import_with_progress(store, input, |_| {}).await
+}
+
+/// How far an import has got: `session`'s length after an append, out of the `total` its block
+/// holds. Reported by [`import_with_progress`] after each append.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ImportProgress<'a> {
+    /// The session appended to.
+    pub session: &'a SessionId,
+    /// Its length now.
+    pub stored: u64,
+    /// Its length once its block is imported.
+    pub total: u64,
+}
+
+/// What [`import_with_progress`] calls after each append.
+type Progress<'p> = dyn FnMut(ImportProgress<'_>) + Send + 'p;
+
+/// [`import`], calling `progress` after each append (a block of more than [`BATCH`] new events
+/// takes several), for a progress bar on long imports.
+///
+/// ```
+/// use openharness_store::{MemoryStore, jsonl};
+/// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+/// let export = r#"{"session":"01a1f0c4-5d6e-7f80-9a1b-2c3d4e5f6a7b","begin":true}
+/// {"session":"01a1f0c4-5d6e-7f80-9a1b-2c3d4e5f6a7b","end":true,"count":0}
+/// "#;
+/// let mut appends = 0;
+/// jsonl::import_with_progress(&MemoryStore::new(), export.as_bytes(), |p| appends += 1).await?;
+/// assert_eq!(appends, 0); // an empty block appends nothing
+/// # Ok::<_, jsonl::TransferError>(())
+/// # }).unwrap();
+/// ```
+pub async fn import_with_progress<S: Store + ?Sized>(
+    store: &S,
+    input: impl BufRead,
+    mut progress: impl FnMut(ImportProgress<'_>) + Send,
+) -> Result<ImportSummary, TransferError> {
+    let progress: &mut Progress<'_> = &mut progress;
     let mut summary = ImportSummary::default();
+    // Sessions an interrupted import left marked: this one clears their marks as it finishes
+    // them.
+    let unfinished: HashSet<SessionId> = store
+        .unfinished()
+        .await
+        .map_err(|source| TransferError::Store {
+            line: None,
+            store: store.describe(),
+            source,
+        })?
+        .into_iter()
+        .map(|(session, _)| session)
+        .collect();
     // Open blocks, and their sessions in order of opening (for the end of an unmarked file).
     let mut open: HashMap<SessionId, Block> = HashMap::new();
     let mut order: Vec<SessionId> = Vec::new();
@@ -711,7 +830,10 @@ pub async fn import<S: Store + ?Sized>(
                     });
                 }
                 if let Some(block) = block {
-                    let len = block.commit(store, &session, &mut summary).await?;
+                    let was_marked = unfinished.contains(&session);
+                    let len = block
+                        .commit(store, &session, was_marked, &mut summary, progress)
+                        .await?;
                     note(&mut summary, session, len);
                 }
             }
@@ -735,7 +857,10 @@ pub async fn import<S: Store + ?Sized>(
             %session,
             "the export of session {session} has no end marker (written before markers existed?): imported without a truncation check"
         );
-        let len = block.commit(store, &session, &mut summary).await?;
+        let was_marked = unfinished.contains(&session);
+        let len = block
+            .commit(store, &session, was_marked, &mut summary, progress)
+            .await?;
         summary.unmarked.push(session.clone());
         note(&mut summary, session, len);
     }

@@ -33,6 +33,8 @@ use crate::live::{Notifier, tail};
 #[derive(Debug, Clone, Default)]
 pub struct MemoryStore {
     sessions: Arc<Mutex<HashMap<SessionId, Log>>>,
+    /// Sessions marked unfinished, with their notes.
+    unfinished: Arc<Mutex<BTreeMap<SessionId, String>>>,
     notifier: Notifier,
 }
 
@@ -62,6 +64,33 @@ impl MemoryStore {
 impl Store for MemoryStore {
     fn describe(&self) -> String {
         "memory".to_owned()
+    }
+
+    async fn mark_unfinished(
+        &self,
+        session: &SessionId,
+        note: Option<&str>,
+    ) -> Result<(), StoreError> {
+        let mut marks = self
+            .unfinished
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        match note {
+            Some(note) => marks.insert(session.clone(), note.to_owned()),
+            None => marks.remove(session),
+        };
+        Ok(())
+    }
+
+    async fn unfinished(&self) -> Result<Vec<(SessionId, String)>, StoreError> {
+        let marks = self
+            .unfinished
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        Ok(marks
+            .iter()
+            .map(|(session, note)| (session.clone(), note.clone()))
+            .collect())
     }
 
     async fn append(

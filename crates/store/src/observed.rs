@@ -103,6 +103,16 @@ impl<S: Store, O: StoreObserver> Store for Observed<S, O> {
     async fn claim(&self, session: &SessionId) -> Result<Option<Claim>, StoreError> {
         self.inner.claim(session).await
     }
+    async fn mark_unfinished(
+        &self,
+        session: &SessionId,
+        note: Option<&str>,
+    ) -> Result<(), StoreError> {
+        self.inner.mark_unfinished(session, note).await
+    }
+    async fn unfinished(&self) -> Result<Vec<(SessionId, String)>, StoreError> {
+        self.inner.unfinished().await
+    }
     async fn append(
         &self,
         session: &SessionId,

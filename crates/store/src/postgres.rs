@@ -641,6 +641,55 @@ impl Store for PostgresStore {
         self.inner.claims.claim(session).await
     }
 
+    async fn mark_unfinished(
+        &self,
+        session: &SessionId,
+        note: Option<&str>,
+    ) -> Result<(), StoreError> {
+        with_connection!(self, |c| match note {
+            Some(note) => {
+                c.client
+                    .execute(
+                        "INSERT INTO oh_unfinished (session, note) VALUES ($1, $2)
+                         ON CONFLICT (session) DO UPDATE SET note = EXCLUDED.note",
+                        &[&session.as_str(), &note],
+                    )
+                    .await
+            }
+            None => {
+                c.client
+                    .execute(
+                        "DELETE FROM oh_unfinished WHERE session = $1",
+                        &[&session.as_str()],
+                    )
+                    .await
+            }
+        })
+        .map_err(self.query_error(format!("marking session {session} unfinished")))?;
+        Ok(())
+    }
+
+    async fn unfinished(&self) -> Result<Vec<(SessionId, String)>, StoreError> {
+        let rows = with_connection!(self, |c| {
+            c.client
+                .query(
+                    "SELECT session, note FROM oh_unfinished ORDER BY session",
+                    &[],
+                )
+                .await
+        })
+        .map_err(self.query_error("listing of unfinished sessions"))?;
+        let mut listed = Vec::with_capacity(rows.len());
+        for row in &rows {
+            let id: &str = row.get(0);
+            let session = id.parse().map_err(|err| {
+                StoreError::Invalid(format!("the store marks an invalid session id: {err}"))
+            })?;
+            listed.push((session, row.get::<_, String>(1)));
+        }
+        Ok(listed)
+    }
+
     async fn append(
         &self,
         session: &SessionId,

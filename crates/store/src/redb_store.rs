@@ -35,7 +35,7 @@ mod writer;
 
 pub use compact::Compaction;
 use guard::{Db, Health};
-use layout::{EVENT_INDEX, EVENTS, SESSIONS, SNAPSHOTS, SessionRecord};
+use layout::{EVENT_INDEX, EVENTS, SESSIONS, SNAPSHOTS, SessionRecord, UNFINISHED};
 use writer::{Append, Writer};
 
 /// The environment variable naming the store file when no `--store PATH` is given.
@@ -732,11 +732,72 @@ impl Store for RedbStore {
         format!("redb:{}", self.path.display())
     }
 
+    /// Fails once the file was found damaged (a contained panic, a session skipped from a
+    /// listing): a command or a turn that met damage does not end in success.
     async fn sync(&self) -> Result<(), StoreError> {
+        self.health
+            .check_writable(&self.path, || "sync".to_owned())?;
         match &self.writer {
             Some(writer) => writer.sync().await,
             None => Ok(()),
         }
+    }
+
+    async fn mark_unfinished(
+        &self,
+        session: &SessionId,
+        note: Option<&str>,
+    ) -> Result<(), StoreError> {
+        let name = session;
+        let session = session.clone();
+        let note = note.map(str::to_owned);
+        self.run_write(
+            || format!("marking session {name} unfinished"),
+            move |db| {
+                let txn = db.begin_write()?;
+                {
+                    let mut marks = txn.open_table(UNFINISHED)?;
+                    match &note {
+                        Some(note) => {
+                            marks.insert(session.as_str(), note.as_str())?;
+                        }
+                        None => {
+                            marks.remove(session.as_str())?;
+                        }
+                    }
+                }
+                txn.commit()?;
+                Ok(())
+            },
+        )
+        .await
+    }
+
+    async fn unfinished(&self) -> Result<Vec<(SessionId, String)>, StoreError> {
+        self.run(
+            || "listing of unfinished sessions".to_owned(),
+            |db| {
+                let txn = db.begin_read()?;
+                let marks = match txn.open_table(UNFINISHED) {
+                    Ok(marks) => marks,
+                    // Never marked: the table was never created.
+                    Err(redb::TableError::TableDoesNotExist(_)) => return Ok(Vec::new()),
+                    Err(err) => return Err(err.into()),
+                };
+                let mut listed = Vec::new();
+                for entry in marks.range::<&str>(..)? {
+                    let (key, note) = entry?;
+                    match key.value().parse::<SessionId>() {
+                        Ok(session) => listed.push((session, note.value().to_owned())),
+                        Err(err) => {
+                            tracing::warn!(key = key.value(), %err, "skipping a mark with an invalid session id");
+                        }
+                    }
+                }
+                Ok(listed)
+            },
+        )
+        .await
     }
 
     async fn append(
@@ -838,7 +899,7 @@ impl Store for RedbStore {
     }
 
     async fn sessions(&self) -> Result<Vec<SessionInfo>, StoreError> {
-        self.run(
+        let listed = self.run(
             || "listing of sessions".to_owned(),
             |db| {
                 let txn = db.begin_read()?;
@@ -847,12 +908,14 @@ impl Store for RedbStore {
                 let recent = txn.open_table(staging::RECENT)?;
                 let mut staged = staging::last_staged_by_session(&recent)?;
                 let mut infos = Vec::new();
+                let mut skipped = None;
                 for entry in table.range::<&str>(..)? {
                     let (key, bytes) = entry?;
                     let session = match key.value().parse::<SessionId>() {
                         Ok(session) => session,
                         Err(err) => {
                             tracing::warn!(key = key.value(), %err, "skipping a session with an invalid id");
+                            skipped.get_or_insert((key.value().to_owned(), err.to_string()));
                             continue;
                         }
                     };
@@ -864,15 +927,25 @@ impl Store for RedbStore {
                         Ok(info) => infos.push(info),
                         Err(Failure::Store(err)) => {
                             tracing::warn!(%session, %err, "skipping a damaged session");
+                            skipped.get_or_insert((session.to_string(), err.to_string()));
                         }
                         Err(failure) => return Err(failure),
                     }
                 }
                 crate::sort_oldest_first(&mut infos);
-                Ok(infos)
+                Ok((infos, skipped))
             },
         )
-        .await
+        .await?;
+        let (infos, skipped) = listed;
+        if let Some((session, err)) = skipped {
+            // The list answers what it can; the file is known damaged from now on (writes
+            // refused, `sync` failing), so a command that listed it does not end in success.
+            let _ = self
+                .health
+                .damaged(&self.path, format!("listing of session {session}"), err);
+        }
+        Ok(infos)
     }
 
     async fn clear(&self, session: &SessionId) -> Result<(), StoreError> {

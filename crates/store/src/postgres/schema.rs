@@ -19,6 +19,9 @@ use tokio_postgres::Client;
 /// increments its session's token, and an append made under a claim checks, in its own
 /// statement, that the token is still the one its claim got (see `claims.rs`). Rows
 /// are never deleted, not even by `clear`, so a session's tokens only grow.
+///
+/// Version 5 adds `oh_unfinished`, the sessions marked unfinished (`Store::mark_unfinished`)
+/// with their notes.
 pub const MIGRATIONS: &[(i32, &str)] = &[
     (
         1,
@@ -85,6 +88,13 @@ pub const MIGRATIONS: &[(i32, &str)] = &[
         "CREATE TABLE oh_claims (
             session text PRIMARY KEY,
             token bigint NOT NULL
+        );",
+    ),
+    (
+        5,
+        "CREATE TABLE oh_unfinished (
+            session text PRIMARY KEY,
+            note text NOT NULL
         );",
     ),
 ];

@@ -8,6 +8,7 @@
 //! | `sessions`    | session id                    | a [`SessionRecord`] as JSON            |
 //! | `snapshots`   | (session id, position)        | the snapshot's state as JSON           |
 //! | `meta`        | `"format"`                    | [`FORMAT`]                             |
+//! | `unfinished`  | session id                    | the note of a session marked unfinished (created at the first mark) |
 //! | `recent_events` | staging order               | (session id, seq, JSON): small appends not yet moved to `events` ([`super::staging`]) |
 //!
 //! An append touches as few pages as it can, because a durable commit costs about one disk
@@ -46,6 +47,9 @@ pub(super) const SESSIONS: TableDefinition<'_, &str, &[u8]> = TableDefinition::n
 /// Snapshot states by (session id, position), as JSON.
 pub(super) const SNAPSHOTS: TableDefinition<'_, (&str, u64), &[u8]> =
     TableDefinition::new("snapshots");
+/// Notes of the sessions marked unfinished (see `Store::mark_unfinished`), by session id.
+/// Created at the first mark: a file without it has none.
+pub(super) const UNFINISHED: TableDefinition<'_, &str, &str> = TableDefinition::new("unfinished");
 /// The file's format version under the key `"format"`.
 const META: TableDefinition<'_, &str, u64> = TableDefinition::new("meta");
 /// Format 1's index: seq by (session id, event id as u128).
@@ -197,7 +201,8 @@ fn inspect(db: &Db) -> Result<Found, PrepareError> {
         EVENT_INDEX,
         SESSIONS,
         SNAPSHOTS,
-        staging::RECENT
+        staging::RECENT,
+        UNFINISHED
     );
     let format = if has(META.name()) {
         txn.open_table(META)?
