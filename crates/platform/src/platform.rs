@@ -38,6 +38,7 @@ use crate::resources::{
     Session, SessionRecord, SessionStatus,
 };
 
+mod live_index;
 mod turns;
 
 pub(crate) mod rotate;
@@ -145,6 +146,8 @@ struct Index {
     /// The tick of [`Inner::clock`] at which the last catch-up began (0: never): every change
     /// recorded before it is folded in.
     caught_up_at: u64,
+    /// Whether a live tail of the log keeps the index current (see `live_index`).
+    followed: bool,
     agents: BTreeMap<Uuid, Agent>,
     agent_capabilities: BTreeMap<Uuid, Vec<AgentCapability>>,
     providers: BTreeMap<Uuid, ProviderRecord>,
@@ -153,6 +156,28 @@ struct Index {
 }
 
 impl Index {
+    /// Folds in the log's event at `seq`, the next one.
+    fn fold(&mut self, log: &SessionId, event: &Envelope) -> Result<(), PlatformError> {
+        let seq = self.seq;
+        match Change::decode(event) {
+            Ok(Some(change)) => self.apply(change),
+            Ok(None) => tracing::warn!(
+                seq,
+                name = %event.name,
+                "skipping an event of the platform log this version does not know"
+            ),
+            Err(err) => {
+                return Err(PlatformError::Corrupt {
+                    log: log.to_string(),
+                    seq,
+                    message: err.to_string(),
+                });
+            }
+        }
+        self.seq += 1;
+        Ok(())
+    }
+
     fn apply(&mut self, change: Change) {
         match change {
             Change::AgentSaved(agent) => {
@@ -453,6 +478,17 @@ struct Inner {
     clock: AtomicU64,
     /// The sessions whose turns this process runs (see `turns`).
     running: turns::Running,
+    /// The task following the log (see `live_index`), once started; `None` when the first
+    /// read found no runtime to start it on.
+    follower: std::sync::OnceLock<Option<tokio::task::AbortHandle>>,
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        if let Some(Some(follower)) = self.follower.get() {
+            follower.abort();
+        }
+    }
 }
 
 impl std::fmt::Debug for Platform {
@@ -483,6 +519,7 @@ impl Platform {
                 index: tokio::sync::Mutex::default(),
                 clock: AtomicU64::new(1),
                 running: turns::Running::default(),
+                follower: std::sync::OnceLock::new(),
             }),
         }
     }
@@ -500,6 +537,7 @@ impl Platform {
                 index: tokio::sync::Mutex::default(),
                 clock: AtomicU64::new(1),
                 running: Arc::clone(&self.inner.running),
+                follower: std::sync::OnceLock::new(),
             }),
         }
     }
@@ -520,23 +558,7 @@ impl Platform {
                 .await?;
             let read = events.len() as u64;
             for event in events {
-                let seq = index.seq;
-                match Change::decode(&event) {
-                    Ok(Some(change)) => index.apply(change),
-                    Ok(None) => tracing::warn!(
-                        seq,
-                        name = %event.name,
-                        "skipping an event of the platform log this version does not know"
-                    ),
-                    Err(err) => {
-                        return Err(PlatformError::Corrupt {
-                            log: self.inner.log.to_string(),
-                            seq,
-                            message: err.to_string(),
-                        });
-                    }
-                }
-                index.seq += 1;
+                index.fold(&self.inner.log, &event)?;
             }
             if read < CATCH_UP_PAGE {
                 index.caught_up_at = began;
@@ -1262,14 +1284,15 @@ impl Platform {
 
     /// The agent session `id` belongs to (`404` for a session that does not exist).
     pub async fn agent_of_session(&self, id: Uuid) -> Result<Uuid, PlatformError> {
-        self.read(|index| {
+        // A session's agent never changes: the live index answers for any session it holds.
+        self.read_current(|index| {
             index
                 .sessions
                 .get(&id)
                 .map(|s| s.agent_id)
                 .ok_or_else(|| not_found("session", id))
         })
-        .await?
+        .await
     }
 
     /// Every session, oldest first; with `agent`, only its.

@@ -107,11 +107,11 @@ impl Platform {
         let wanted = new.controls.and_then(|c| c.model_id);
         let log = session_log(id);
         let store = Arc::clone(&self.inner.store);
-        // Three round trips at once, not one after another: the index (caught up with the
-        // platform log), the claim, and the session's log. A claim of a session the index then
-        // refuses is dropped (released).
+        // At once, not one after another: the index (as the log's live tail keeps it; caught
+        // up from the store only for what it does not hold), the claim, and the session's log.
+        // A claim of a session the index then refuses is dropped (released).
         let (plan, claim, info) = tokio::join!(
-            self.read(|index| {
+            self.read_current(|index| {
                 index.session(agent, id)?;
                 if index.agent(agent)?.status == AgentStatus::Archived {
                     return Err(PlatformError::conflict(
@@ -124,8 +124,7 @@ impl Platform {
             self.claim_turn(id),
             store.session(&log),
         );
-        let plan = plan??;
-        let chat = self.chat(plan)?;
+        let chat = self.chat(plan?)?;
         let Some(claim) = claim? else {
             return Err(busy(id));
         };
