@@ -597,3 +597,33 @@ async fn building_without_a_store_or_provider_is_a_clear_error() {
         .unwrap_err();
     assert!(err.to_string().contains("no provider"), "{err}");
 }
+
+/// `RunOptions::input_id` records the turn's `user:input` with the id the caller chose, on a
+/// new session and on a recorded one, and no other event of the turn gets it.
+#[tokio::test]
+async fn a_chosen_input_id_is_the_recorded_user_inputs() {
+    let store = MemoryStore::new();
+    let provider = ScriptedProvider::new().fallback("adder", |_| {
+        Reply::output(serde_json::json!({ "amount": 1 }))
+    });
+    let wf = counter(store.clone(), provider);
+    let chosen = EventId::new();
+    let first = wf
+        .run(RunOptions::new().input("x").input_id(chosen))
+        .await
+        .unwrap();
+    let again = EventId::new();
+    wf.send(&first.session, "y", RunOptions::new().input_id(again))
+        .await
+        .unwrap();
+    let events = store.all_events(&first.session).await.unwrap();
+    let inputs: Vec<EventId> = events
+        .iter()
+        .filter(|e| e.name == "user:input")
+        .map(|e| e.id)
+        .collect();
+    assert_eq!(inputs, [chosen, again]);
+    for id in [chosen, again] {
+        assert_eq!(events.iter().filter(|e| e.id == id).count(), 1);
+    }
+}

@@ -29,6 +29,7 @@ use crate::renderer::Renderer;
 pub struct RunOptions {
     pub(crate) input: Option<String>,
     pub(crate) input_fields: serde_json::Map<String, serde_json::Value>,
+    pub(crate) input_id: Option<EventId>,
     pub(crate) session: Option<SessionId>,
     pub(crate) cancel: CancellationToken,
     pub(crate) max_events: u64,
@@ -44,6 +45,7 @@ impl Default for RunOptions {
         Self {
             input: None,
             input_fields: serde_json::Map::new(),
+            input_id: None,
             session: None,
             cancel: CancellationToken::new(),
             max_events: u64::MAX,
@@ -88,6 +90,22 @@ impl RunOptions {
     /// ```
     pub fn input_fields(mut self, fields: serde_json::Map<String, serde_json::Value>) -> Self {
         self.input_fields = fields;
+        self
+    }
+
+    /// Records the turn's `user:input` with this event id instead of a fresh one, so that the
+    /// caller knows it before the run starts: a server that answers a posted message once its
+    /// input is recorded waits for this id on the session's tail. Ids must be unique in the
+    /// session (a store refuses a batch repeating one it holds).
+    ///
+    /// ```
+    /// use openharness_core::{EventId, RunOptions};
+    /// let input = EventId::new();
+    /// let options = RunOptions::new().input("Hi").input_id(input);
+    /// # let _ = options;
+    /// ```
+    pub fn input_id(mut self, id: EventId) -> Self {
+        self.input_id = Some(id);
         self
     }
 

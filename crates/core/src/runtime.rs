@@ -174,6 +174,7 @@ pub(crate) async fn run<S: WorkflowState>(
     let RunOptions {
         input,
         input_fields,
+        input_id,
         session,
         cancel,
         max_events,
@@ -274,6 +275,7 @@ pub(crate) async fn run<S: WorkflowState>(
         open_requests,
         errors: 0,
         snapshots,
+        input_id,
         _guard: guard,
     };
     let result = match run.begin(begin, input, &input_fields, &limits) {
@@ -389,6 +391,9 @@ struct Run<'w, S> {
     errors: u64,
     /// When the session's snapshots were saved and when the next is due.
     snapshots: Snapshots,
+    /// The id the turn's `user:input` is recorded with, until it is staged
+    /// ([`RunOptions::input_id`]).
+    input_id: Option<EventId>,
     /// One writer per session: held until the run is over.
     _guard: SessionGuard,
 }
@@ -752,7 +757,12 @@ impl<S: WorkflowState> Run<'_, S> {
     fn stage(&mut self, unit: Unit) -> std::ops::Range<u64> {
         let first = self.staged;
         for (pending, caused_by) in unit {
-            let event = Envelope::new(pending.name, pending.payload, caused_by);
+            let mut event = Envelope::new(pending.name, pending.payload, caused_by);
+            if event.name == UserInput::NAME
+                && let Some(id) = self.input_id.take()
+            {
+                event.id = id;
+            }
             let (applied, event) = self.window.apply_kept(&mut self.fold, event);
             match applied {
                 Applied::Handled(emit) => {

@@ -17,8 +17,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use openharness_core::{
-    CancellationToken, Claim, EventId, Pattern, Recorded, RunOptions, Store, StoreError, Workflow,
-    renderer_fn,
+    CancellationToken, Claim, EventId, RunOptions, Store, StoreError, Workflow,
 };
 use uuid::Uuid;
 
@@ -137,22 +136,12 @@ impl Platform {
         let cut_off = info.as_ref().is_some_and(|i| i.status.is_running());
         let len = info.map_or(0, |i| i.count);
         let mut recorded = store.subscribe(&log, len).await?;
-        // The id of the `user:input` this turn records, told by a renderer (which sees only
-        // this run's events, once they are durable). The tail may first deliver another
-        // `user:input`: one a killed process had sent to the database just before it died,
-        // landing after its claim was freed. Answering with that one would acknowledge a
-        // message that is never recorded (this turn then finds the session busy).
-        let (input_recorded, mut ours) = tokio::sync::oneshot::channel::<EventId>();
-        let input_recorded = Mutex::new(Some(input_recorded));
-        let tell_input = renderer_fn(Pattern::Exact("user:input".to_owned()), move |event| {
-            let sender = input_recorded
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .take();
-            if let Some(sender) = sender {
-                let _ = sender.send(event.id);
-            }
-        });
+        // The id the turn records its `user:input` with, chosen here: the message is answered
+        // when the tail delivers that event. The tail may first deliver another `user:input`:
+        // one a killed process had sent to the database just before it died, landing after
+        // its claim was freed. Answering with that one would acknowledge a message that is
+        // never recorded (this turn then finds the session busy).
+        let input_id = EventId::new();
         let session = log.clone();
         let mut turn = tokio::spawn(async move {
             let cancel = claim.local.cancel.clone();
@@ -167,7 +156,7 @@ impl Platform {
                     .cancel_token(cancel)
                     .refuse_if_busy()
                     .input_fields(fields)
-                    .renderer(tell_input);
+                    .input_id(input_id);
                 if len == 0 {
                     chat.run(options.session(session).input(text)).await
                 } else {
@@ -181,34 +170,13 @@ impl Platform {
             outcome.map(|_| ())
         });
         let mut turn_over = false;
-        let mut told = false;
-        let mut our_input: Option<EventId> = None;
-        // `user:input`s the tail delivered before this turn's id was told.
-        let mut inputs: Vec<Recorded> = Vec::new();
         loop {
             tokio::select! {
-                told_id = &mut ours, if !told => {
-                    told = true;
-                    // No id (the turn ended before recording its input): its outcome says why.
-                    if let Ok(input) = told_id {
-                        if let Some(event) = inputs.iter().find(|e| e.event.id == input)
-                            && let Some(message) = project(id, event.seq, &event.event)
-                        {
-                            return Ok(message);
-                        }
-                        our_input = Some(input);
-                    }
-                }
                 item = recorded.next() => match item {
                     Some(Ok(event)) => {
-                        if event.event.name != "user:input" {
-                            continue;
-                        }
-                        if our_input.as_ref() != Some(&event.event.id) {
-                            inputs.push(event);
-                            continue;
-                        }
-                        if let Some(message) = project(id, event.seq, &event.event) {
+                        if event.event.id == input_id
+                            && let Some(message) = project(id, event.seq, &event.event)
+                        {
                             return Ok(message);
                         }
                     }
