@@ -853,19 +853,29 @@ async fn claims_exclude_other_processes_and_die_with_their_connection() {
     // The holder's connection ends (its process died): the database frees the claim.
     let _held_by_a = eventually(|| a.claim(&session)).await;
     assert!(b.claim(&session).await.unwrap().is_none());
-    let (admin, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
+    assert_eq!(
+        cut_claims_connections(&url, &schema).await,
+        2,
+        "one claims connection per store"
+    );
+    let _taken_over = eventually(|| b.claim(&session)).await;
+}
+
+/// Terminates the claims connections of the stores on `schema` (as a crash or a partition
+/// would); how many there were.
+async fn cut_claims_connections(url: &str, schema: &str) -> usize {
+    let (admin, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls)
         .await
         .unwrap();
     tokio::spawn(connection);
-    let terminated = admin
+    admin
         .query(
             "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1",
             &[&format!("openharness {schema} claims")],
         )
         .await
-        .unwrap();
-    assert_eq!(terminated.len(), 2, "one claims connection per store");
-    let _taken_over = eventually(|| b.claim(&session)).await;
+        .unwrap()
+        .len()
 }
 
 /// Claims `session` through `claim`, retrying for up to 5 s (a release is sent by a task).
@@ -911,18 +921,11 @@ async fn a_late_append_from_a_replica_that_lost_its_claim_is_refused() {
 
     // A's claims connection is cut (a partition): the database frees A's claim, and B takes
     // the session over and records into it.
-    let (admin, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
-        .await
-        .unwrap();
-    tokio::spawn(connection);
-    let cut = admin
-        .query(
-            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1",
-            &[&format!("openharness {schema} claims")],
-        )
-        .await
-        .unwrap();
-    assert_eq!(cut.len(), 1, "only A has claimed");
+    assert_eq!(
+        cut_claims_connections(&url, &schema).await,
+        1,
+        "only A has claimed"
+    );
     let _held_by_b = eventually(|| b.claim(&session)).await;
     b.append(&session, &[event("b3")], 3).await.unwrap();
 
