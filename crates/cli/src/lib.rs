@@ -491,10 +491,14 @@ impl<E: Subcommand + Send + 'static> Cli<E> {
 fn is_broken_pipe(err: &(dyn std::error::Error + 'static)) -> bool {
     let mut cause = Some(err);
     while let Some(err) = cause {
-        if err
-            .downcast_ref::<std::io::Error>()
-            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
-        {
+        let kind = match err.downcast_ref::<std::io::Error>() {
+            Some(io) => Some(io.kind()),
+            // JSON written straight to the output keeps its I/O error inside, not as a source.
+            None => err
+                .downcast_ref::<serde_json::Error>()
+                .and_then(serde_json::Error::io_error_kind),
+        };
+        if kind == Some(std::io::ErrorKind::BrokenPipe) {
             return true;
         }
         cause = err.source();

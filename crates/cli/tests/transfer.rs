@@ -274,7 +274,10 @@ fn a_reader_that_goes_away_is_not_a_failure() {
         vec!["demo"],
         vec!["export", session.as_str()],
         vec!["events", session.as_str()],
+        vec!["events", session.as_str(), "--json"],
+        vec!["tape", session.as_str(), "--at", "3", "--json"],
         vec!["sessions"],
+        vec!["sessions", "--json"],
     ] {
         let mut child = Command::new(env!("CARGO_BIN_EXE_openharness"))
             .args(&args)
