@@ -684,21 +684,24 @@ fn check_contiguous(
 }
 
 /// The listing of one session: from its record, or, when the record is damaged, from its
-/// first event (the workflow and parent then come from that event alone).
+/// first event (the workflow and parent then come from that event alone), with what was
+/// damaged.
 fn listed_info<R>(
     events: &redb::ReadOnlyTable<(&'static str, u64), &'static [u8]>,
     recent: &R,
     session: &SessionId,
     record: &[u8],
     last: Option<(u64, Vec<u8>)>,
-) -> Result<SessionInfo, Failure>
+) -> Result<(SessionInfo, Option<String>), Failure>
 where
     R: ReadableTable<u64, (&'static str, u64, &'static [u8])>,
 {
     let sid = session.as_str();
+    let mut damaged = None;
     let record = match SessionRecord::decode(session, record) {
         Ok(record) => record,
         Err(damage) => {
+            damaged = Some(damage.to_string());
             let first = match events.get((sid, 0))? {
                 Some(bytes) => Some(bytes.value().to_vec()),
                 None => staging::staged(recent, sid, 0..1)?
@@ -713,7 +716,7 @@ where
             SessionRecord::start(session, &first, std::slice::from_ref(&first))
         }
     };
-    Ok(layout::session_info(session, record, last)?)
+    Ok((layout::session_info(session, record, last)?, damaged))
 }
 
 /// Encodes an event for storage.
@@ -908,6 +911,8 @@ impl Store for RedbStore {
                 let recent = txn.open_table(staging::RECENT)?;
                 let mut staged = staging::last_staged_by_session(&recent)?;
                 let mut infos = Vec::new();
+                // The first session left out of the list or listed from its events because
+                // its record is damaged, and the damage.
                 let mut skipped = None;
                 for entry in table.range::<&str>(..)? {
                     let (key, bytes) = entry?;
@@ -924,7 +929,12 @@ impl Store for RedbStore {
                         staged.remove(session.as_str()),
                     );
                     match listed_info(&events, &recent, &session, bytes.value(), last) {
-                        Ok(info) => infos.push(info),
+                        Ok((info, damaged)) => {
+                            if let Some(damage) = damaged {
+                                skipped.get_or_insert((session.to_string(), damage));
+                            }
+                            infos.push(info);
+                        }
                         Err(Failure::Store(err)) => {
                             tracing::warn!(%session, %err, "skipping a damaged session");
                             skipped.get_or_insert((session.to_string(), err.to_string()));
