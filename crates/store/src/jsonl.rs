@@ -613,45 +613,33 @@ impl Block {
                     serde_json::from_str(&text).map_err(|err| TransferError::Buffer(err.into()))?;
                 batch.push(entry);
                 if batch.len() == BATCH {
-                    len = append(store, session, &mut batch, len, summary).await?;
-                    progress(ImportProgress {
-                        session,
-                        stored: len,
-                        total,
-                    });
+                    len = append(store, session, &mut batch, len, total, summary, progress).await?;
                 }
             }
         }
         for entry in self.buffer {
             batch.push(entry);
             if batch.len() == BATCH {
-                len = append(store, session, &mut batch, len, summary).await?;
-                progress(ImportProgress {
-                    session,
-                    stored: len,
-                    total,
-                });
+                len = append(store, session, &mut batch, len, total, summary, progress).await?;
             }
         }
         if !batch.is_empty() {
-            len = append(store, session, &mut batch, len, summary).await?;
-            progress(ImportProgress {
-                session,
-                stored: len,
-                total,
-            });
+            len = append(store, session, &mut batch, len, total, summary, progress).await?;
         }
         Ok(len)
     }
 }
 
-/// Appends `batch` (events with their lines) at `at` and empties it; returns the new length.
+/// Appends `batch` (events with their lines) at `at` and empties it, and reports the session's
+/// new length out of its block's `total` to `progress`; returns the new length.
 async fn append<S: Store + ?Sized>(
     store: &S,
     session: &SessionId,
     batch: &mut Vec<(u64, Envelope)>,
     at: u64,
+    total: u64,
     summary: &mut ImportSummary,
+    progress: &mut Progress<'_>,
 ) -> Result<u64, TransferError> {
     let first_line = batch.first().map(|(line, _)| *line);
     let events: Vec<Envelope> = batch.drain(..).map(|(_, event)| event).collect();
@@ -664,6 +652,11 @@ async fn append<S: Store + ?Sized>(
             source,
         })?;
     summary.appended += events.len() as u64;
+    progress(ImportProgress {
+        session,
+        stored: len,
+        total,
+    });
     Ok(len)
 }
 
