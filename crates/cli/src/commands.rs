@@ -333,11 +333,7 @@ async fn check(context: &Context) -> Result<(), CliError> {
         sessions.len()
     )?;
     damaged += unlisted;
-    let unfinished = store.unfinished().await.map_err(|source| CliError::Store {
-        operation: "listing of unfinished sessions",
-        store: store.describe(),
-        source,
-    })?;
+    let unfinished = unfinished(store.as_ref()).await?;
     for (session, note) in &unfinished {
         writeln!(out, "UNFINISHED  {session}  {note}")?;
     }
@@ -504,6 +500,15 @@ struct Row<'a> {
     unfinished: Option<&'a str>,
 }
 
+/// The sessions an interrupted import left marked unfinished, with their notes.
+async fn unfinished(store: &dyn Store) -> Result<Vec<(SessionId, String)>, CliError> {
+    store.unfinished().await.map_err(|source| CliError::Store {
+        operation: "listing of unfinished sessions",
+        store: store.describe(),
+        source,
+    })
+}
+
 /// Fails when the store met damage while listing (a session left out, with a warning): the
 /// list printed is not the whole store.
 async fn listed_whole(host: &openharness_host::Host) -> Result<(), CliError> {
@@ -517,17 +522,11 @@ async fn listed_whole(host: &openharness_host::Host) -> Result<(), CliError> {
 async fn sessions(context: &Context, json: bool) -> Result<(), CliError> {
     let host = context.host();
     let sessions = host.sessions().await.map_err(|e| context.explain(e))?;
-    let unfinished: std::collections::HashMap<SessionId, String> = host
-        .store()
-        .unfinished()
-        .await
-        .map_err(|source| CliError::Store {
-            operation: "listing of unfinished sessions",
-            store: host.store().describe(),
-            source,
-        })?
-        .into_iter()
-        .collect();
+    let unfinished: std::collections::HashMap<SessionId, String> =
+        unfinished(host.store().as_ref())
+            .await?
+            .into_iter()
+            .collect();
     let mut out = context.out();
     if json {
         let rows: Vec<Row<'_>> = sessions
