@@ -333,6 +333,11 @@ mod time_travel {
                 position,
                 workflow: Some(example::WORKFLOW_NAME.to_owned()),
                 open_requests: Vec::new(),
+                // The hash of the parent's state there, as canonical JSON.
+                state_hash: Some(
+                    openharness::tape::state_hash(&parent_tape.state_at(position)).unwrap()
+                ),
+                state_edit: None,
             }
         );
         // The fork names its workflow, so listings need not read its ancestors.

@@ -888,6 +888,8 @@ async fn a_status_per_session_and_bad_input_records_nothing() {
         position: 3,
         workflow: Some("tally".into()),
         open_requests: Vec::new(),
+        state_hash: None,
+        state_edit: None,
     };
     store
         .append(&orphan, &[Envelope::typed(&forked, None).unwrap()], 0)

@@ -272,6 +272,15 @@ builtin_event!(
     /// the fork waits for them as its parent did, and an answer to one continues the fork.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     open_requests: Vec<EventId>,
+    /// The SHA-256 (hex) of the parent's state at the fork point, as canonical JSON (object
+    /// keys sorted): equal hashes prove that two forks started from identical state. Absent
+    /// in forks made before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    state_hash: Option<String>,
+    /// A JSON merge patch (RFC 7396) applied to that state before the fork ran on, when the
+    /// fork changed the state it started from (an eval's variant).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    state_edit: Option<Value>,
 });
 
 impl ErrorOccurred {

@@ -244,6 +244,13 @@ impl<S> Continuation<S> {
         &self.state
     }
 
+    /// Starts the run from `state` instead: a fork that changes the state it inherits (an
+    /// eval's variant). What was under way at the fork point is finished all the same.
+    pub fn with_state(mut self, state: S) -> Self {
+        self.state = state;
+        self
+    }
+
     /// The `input:requested` events open at the fork point: the run waits for them as the
     /// parent did (a `session:forked` should list them, so answers continue the fork).
     pub fn open_requests(&self) -> &[EventId] {

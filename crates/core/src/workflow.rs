@@ -158,7 +158,7 @@ impl<S: WorkflowState> Workflow<S> {
     /// ```
     /// # async fn demo<S: openharness_core::WorkflowState>(workflow: openharness_core::Workflow<S>, state: S, parent: openharness_core::SessionId) -> Result<(), openharness_core::Error> {
     /// use openharness_core::{Continuation, Pending, RunOptions, builtin::SessionForked};
-    /// let first = Pending::of(&SessionForked { parent, position: 0, workflow: Some(workflow.name().to_owned()), open_requests: Vec::new() });
+    /// let first = Pending::of(&SessionForked { parent, position: 0, workflow: Some(workflow.name().to_owned()), open_requests: Vec::new(), state_hash: None, state_edit: None });
     /// let outcome = workflow.run_from(Continuation::new(state, first), RunOptions::new()).await?;
     /// # let _ = outcome; Ok(()) }
     /// ```
@@ -206,6 +206,8 @@ impl<S: WorkflowState> Workflow<S> {
             position: derived.len,
             workflow: Some(self.inner.name.clone()),
             open_requests: derived.open_requests.clone(),
+            state_hash: None,
+            state_edit: None,
         });
         let mut from = Continuation::new(derived.state, first);
         from.open_requests = derived.open_requests;

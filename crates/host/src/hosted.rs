@@ -12,6 +12,7 @@ use openharness_tape::{At, ForkSession, LoadTape, Tape};
 use serde_json::Value;
 
 use crate::error::HostError;
+use crate::prepared::{PreparedFork, TypedFork};
 use crate::wire::{ForkPoint, StateAt, TapeView, TurnOutcome};
 
 /// A workflow with its state type erased: what a host, a server or a CLI needs of it.
@@ -89,6 +90,14 @@ pub trait Hosted: Send + Sync + 'static {
         options: RunOptions,
     ) -> Result<TurnOutcome, HostError>;
 
+    /// Finds the fork point `at` in `session` and derives the state there once, ready to
+    /// run any number of times ([`PreparedFork::run`]).
+    async fn prepare_fork(
+        &self,
+        session: &SessionId,
+        at: ForkPoint,
+    ) -> Result<Box<dyn PreparedFork>, HostError>;
+
     /// A tape over the session whose states come out as JSON (for debuggers).
     async fn tape(&self, session: &SessionId) -> Result<Box<dyn JsonTape>, HostError>;
 
@@ -155,6 +164,14 @@ pub trait JsonTape: Send {
 
 struct Handle<S: WorkflowState>(Workflow<S>);
 
+/// A wire fork point as the tape's [`At`].
+fn typed_at<S>(at: ForkPoint) -> At<S> {
+    match at {
+        ForkPoint::Position { position } => At::position(position),
+        ForkPoint::Nth { name, n } => At::nth(name, n),
+    }
+}
+
 /// A shared provider as a [`Provider`] ([`Workflow::with_provider`] takes one by value).
 struct Shared(BoxedProvider);
 
@@ -206,7 +223,7 @@ impl<S: WorkflowState> JsonTape for TypedTape<S> {
     }
 }
 
-fn outcome<S: WorkflowState>(
+pub(crate) fn outcome<S: WorkflowState>(
     result: Result<openharness_core::RunOutcome<S>, openharness_core::Error>,
 ) -> Result<TurnOutcome, HostError> {
     let outcome = result?;
@@ -218,7 +235,7 @@ fn outcome<S: WorkflowState>(
     })
 }
 
-fn encode<S: WorkflowState>(
+pub(crate) fn encode<S: WorkflowState>(
     session: &SessionId,
     position: u64,
     state: &S,
@@ -324,11 +341,7 @@ impl<S: WorkflowState> Hosted for Handle<S> {
         at: ForkPoint,
         options: RunOptions,
     ) -> Result<TurnOutcome, HostError> {
-        let at = match at {
-            ForkPoint::Position { position } => At::position(position),
-            ForkPoint::Nth { name, n } => At::nth(name, n),
-        };
-        let fork = self.0.fork(session, at).await?;
+        let fork = self.0.fork(session, typed_at(at)).await?;
         let outcome = fork.run(options).await?;
         let (session, position) = (outcome.session.clone(), outcome.len);
         TurnOutcome::of(outcome).map_err(|source| HostError::Encode {
@@ -336,6 +349,15 @@ impl<S: WorkflowState> Hosted for Handle<S> {
             position,
             source,
         })
+    }
+
+    async fn prepare_fork(
+        &self,
+        session: &SessionId,
+        at: ForkPoint,
+    ) -> Result<Box<dyn PreparedFork>, HostError> {
+        let fork = self.0.fork(session, typed_at(at)).await?;
+        Ok(Box::new(TypedFork(fork)))
     }
 
     async fn tape(&self, session: &SessionId) -> Result<Box<dyn JsonTape>, HostError> {

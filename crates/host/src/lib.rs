@@ -26,6 +26,7 @@
 
 mod error;
 mod hosted;
+mod prepared;
 mod schema;
 mod wire;
 
@@ -42,6 +43,7 @@ use openharness_projection::{
 
 pub use error::HostError;
 pub use hosted::{Hosted, JsonTape};
+pub use prepared::PreparedFork;
 pub use schema::{WireSchema, wire_schemas};
 pub use wire::{EventsPage, ForkPoint, SessionSummary, StateAt, TapeView, TurnOutcome};
 
@@ -441,6 +443,21 @@ impl Host {
         let options = options.session(child.clone());
         let _turn = self.register_turn(&child, &options);
         hosted.fork(session, at, options).await
+    }
+
+    /// Finds the fork point `at` in `session` and derives the state there once, with the
+    /// workflow that owns the session: run it as often as needed ([`PreparedFork::run`]).
+    /// Runs of a prepared fork are not registered for [`Host::cancel`]; pass a cancellation
+    /// token in their options instead.
+    pub async fn prepare_fork(
+        &self,
+        session: &SessionId,
+        at: ForkPoint,
+    ) -> Result<Box<dyn PreparedFork>, HostError> {
+        self.workflow_of(session)
+            .await?
+            .prepare_fork(session, at)
+            .await
     }
 
     /// The chat messages of `session` at `position` (clamped): a projection of its first

@@ -245,7 +245,7 @@ const MAX_ANCESTORS: usize = 64;
 /// let (from, to) = (MemoryStore::new(), MemoryStore::new());
 /// let (parent, child) = (SessionId::new(), SessionId::new());
 /// from.append(&parent, &[Envelope::new("user:input", serde_json::json!({ "text": "hi" }), None)], 0).await?;
-/// let forked = SessionForked { parent: parent.clone(), position: 1, workflow: None, open_requests: Vec::new() };
+/// let forked = SessionForked { parent: parent.clone(), position: 1, workflow: None, open_requests: Vec::new(), state_hash: None, state_edit: None };
 /// from.append(&child, &[Envelope::typed(&forked, None)?], 0).await?;
 ///
 /// let mut file = Vec::new();

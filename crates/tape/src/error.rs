@@ -28,6 +28,18 @@ pub enum TapeError {
         /// The requested point, described.
         at: String,
     },
+    /// A fork's state could not be hashed, or no longer decodes once a
+    /// [`crate::Fork::edit_state`] patch is applied.
+    #[error("the state of session {session} at position {position} cannot be edited: {source}")]
+    StateEdit {
+        /// The parent session.
+        session: SessionId,
+        /// The fork point.
+        position: u64,
+        /// The cause.
+        #[source]
+        source: serde_json::Error,
+    },
     /// [`crate::Tape::wait`] on a tape that is not attached to a run.
     #[error("tape of session {0} is not recording: it has no run to wait for")]
     NotRecording(SessionId),

@@ -27,6 +27,7 @@ use openharness_core::{
 };
 
 use crate::error::TapeError;
+use crate::state_hash::state_hash;
 use crate::tape::{LoadTape, Tape};
 
 type StatePredicate<S> = Arc<dyn Fn(&S) -> bool + Send + Sync>;
@@ -129,6 +130,10 @@ pub struct Fork<S: WorkflowState> {
     parent: SessionId,
     position: u64,
     from: Continuation<S>,
+    /// [`state_hash`] of the parent's state at `position`.
+    state_hash: String,
+    /// The merge patch [`Fork::edit_state`] applied, if any.
+    state_edit: Option<serde_json::Value>,
 }
 
 impl<S: WorkflowState> Clone for Fork<S> {
@@ -138,6 +143,8 @@ impl<S: WorkflowState> Clone for Fork<S> {
             parent: self.parent.clone(),
             position: self.position,
             from: self.from.clone(),
+            state_hash: self.state_hash.clone(),
+            state_edit: self.state_edit.clone(),
         }
     }
 }
@@ -148,6 +155,8 @@ impl<S: WorkflowState> fmt::Debug for Fork<S> {
             .field("parent", &self.parent)
             .field("position", &self.position)
             .field("from", &self.from)
+            .field("state_hash", &self.state_hash)
+            .field("state_edit", &self.state_edit)
             .finish_non_exhaustive()
     }
 }
@@ -166,6 +175,46 @@ impl<S: WorkflowState> Fork<S> {
     /// The state the fork starts from (the parent's state at [`Fork::position`]).
     pub fn state(&self) -> &S {
         self.from.state()
+    }
+
+    /// The SHA-256 of the parent's state at [`Fork::position`] as canonical JSON
+    /// ([`state_hash`]), recorded in the fork's `session:forked`: forks with equal hashes
+    /// started from identical state (before any [`Fork::edit_state`]).
+    pub fn state_hash(&self) -> &str {
+        &self.state_hash
+    }
+
+    /// The fork starting from its state changed by `patch`, a JSON merge patch (RFC 7396:
+    /// objects merge key by key, `null` removes a key, anything else replaces): an eval's
+    /// variant that changes the state at the fork point. The patch is recorded in the
+    /// fork's `session:forked` (`stateEdit`) beside the hash of the state before it. Fails
+    /// with [`TapeError::StateEdit`] when the patched state no longer decodes as `S`.
+    ///
+    /// ```
+    /// # async fn demo<S: openharness_core::WorkflowState>(fork: openharness_tape::Fork<S>) -> Result<(), openharness_tape::TapeError> {
+    /// let cautious = fork.edit_state(&serde_json::json!({ "temperature": 0.2 }))?;
+    /// cautious.run(openharness_core::RunOptions::new()).await?;
+    /// # Ok(()) }
+    /// ```
+    pub fn edit_state(mut self, patch: &serde_json::Value) -> Result<Self, TapeError> {
+        let edit_error = |source| TapeError::StateEdit {
+            session: self.parent.clone(),
+            position: self.position,
+            source,
+        };
+        let mut state = serde_json::to_value(self.from.state()).map_err(edit_error)?;
+        json_patch::merge(&mut state, patch);
+        let state: S = serde_json::from_value(state).map_err(edit_error)?;
+        self.from = self.from.with_state(state);
+        let merged = match self.state_edit.take() {
+            Some(mut earlier) => {
+                json_patch::merge(&mut earlier, patch);
+                earlier
+            }
+            None => patch.clone(),
+        };
+        self.state_edit = Some(merged);
+        Ok(self)
     }
 
     /// How many agent calls the fork point cuts (started, not completed): the fork runs them
@@ -192,6 +241,8 @@ impl<S: WorkflowState> Fork<S> {
             position: self.position,
             workflow: Some(workflow.name().to_owned()),
             open_requests: self.from.open_requests().to_vec(),
+            state_hash: Some(self.state_hash.clone()),
+            state_edit: self.state_edit.clone(),
         });
         let from = self.from.clone().first(first);
         Ok(workflow.run_from(from, options).await?)
@@ -238,10 +289,17 @@ async fn fork_at<S: WorkflowState>(
         at: format!("{at:?}"),
     })?;
     let from = workflow.continuation_at(tape.session(), position).await?;
+    let state_hash = state_hash(from.state()).map_err(|source| TapeError::StateEdit {
+        session: tape.session().clone(),
+        position,
+        source,
+    })?;
     Ok(Fork {
         workflow: workflow.clone(),
         parent: tape.session().clone(),
         position,
         from,
+        state_hash,
+        state_edit: None,
     })
 }

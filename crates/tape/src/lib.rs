@@ -33,6 +33,7 @@ mod cassette;
 mod error;
 mod fork;
 mod snapshots;
+mod state_hash;
 mod tape;
 mod testing;
 
@@ -41,4 +42,5 @@ pub use error::{Divergence, EventShape, TapeError};
 pub use fork::{At, Fork, ForkSession};
 pub use json_patch::{Patch, PatchOperation};
 pub use tape::{LoadTape, Pacing, Pauser, Tape, TapeStats, TapeStatus, TapeView};
+pub use state_hash::{json_hash, state_hash};
 pub use testing::ReplaySnapshot;

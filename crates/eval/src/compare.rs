@@ -1,0 +1,454 @@
+//! [`Comparison`]: a variant against the baseline (or another variant), per scorer and per
+//! case — wins, ties and losses, means with 95% intervals, pass@k and pass^k over repeats,
+//! flake rate, the sign test's p-value, cost and latency deltas — as JSON, as a Markdown
+//! report for a pull request, and as a gate that fails on a regression beyond a threshold.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use serde::Serialize;
+
+use crate::error::EvalError;
+use crate::events::Better;
+use crate::record::{ExperimentRecord, RunEntry};
+use crate::stats::{Interval, pass_at_k, pass_hat_k, sign_test};
+
+/// Per-case means closer than this are a tie.
+const TIE: f64 = 1e-9;
+
+/// One variant's numbers for one scorer.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Arm {
+    /// The variant.
+    pub variant: String,
+    /// Mean score over its scored runs, with its 95% interval.
+    pub mean: Option<Interval>,
+    /// Share of its runs that passed (failed runs count as not passing).
+    pub pass_rate: f64,
+    /// pass@k averaged over cases, k = the repeats (at least one of k passes).
+    pub pass_at_k: Option<f64>,
+    /// pass^k averaged over cases, k = the repeats (all k pass).
+    pub pass_hat_k: Option<f64>,
+    /// Share of cases whose repeats disagree (some passed, some did not).
+    pub flake_rate: f64,
+    /// Runs counted.
+    pub runs: usize,
+    /// Runs that failed (no score).
+    pub failed: usize,
+}
+
+/// One scorer's comparison.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ScorerComparison {
+    /// The scorer.
+    pub scorer: String,
+    /// Which way it improves.
+    pub better: Better,
+    /// The baseline's numbers.
+    pub baseline: Arm,
+    /// The variant's numbers.
+    pub variant: Arm,
+    /// The variant's mean minus the baseline's.
+    pub delta: Option<f64>,
+    /// Cases where the variant's mean is better / equal / worse.
+    pub wins: u64,
+    /// Cases with equal means.
+    pub ties: u64,
+    /// Cases where the variant's mean is worse.
+    pub losses: u64,
+    /// The two-sided sign test over wins and losses.
+    pub p_value: f64,
+    /// Whether the variant is worse by more than the threshold ([`Comparison::gate`]).
+    pub regressed: bool,
+    /// Per case: each side's mean.
+    pub cases: Vec<CaseComparison>,
+}
+
+/// One case under one scorer.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CaseComparison {
+    /// The case.
+    pub case: String,
+    /// The baseline's mean over repeats.
+    pub baseline: Option<f64>,
+    /// The variant's mean over repeats.
+    pub variant: Option<f64>,
+    /// `win`, `tie`, `loss`, or `missing` when a side has no score.
+    pub verdict: &'static str,
+}
+
+/// Cost and latency, baseline against variant.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Spend {
+    /// Mean cost per run (US dollars): baseline, variant.
+    pub cost: (f64, f64),
+    /// Mean latency per run (milliseconds): baseline, variant.
+    pub latency_ms: (f64, f64),
+    /// Mean tokens per run (input + output): baseline, variant.
+    pub tokens: (f64, f64),
+}
+
+/// A variant compared with a baseline over every scorer.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Comparison {
+    /// The experiment.
+    pub experiment: String,
+    /// The side compared against.
+    pub baseline: String,
+    /// The side compared.
+    pub variant: String,
+    /// Repeats per case.
+    pub repeats: u32,
+    /// One entry per scorer.
+    pub scorers: Vec<ScorerComparison>,
+    /// What the runs cost and took.
+    pub spend: Spend,
+    /// Whether the fork-point hash of every run of each case was the same (identical state
+    /// at the start); `None` when no case starts from a recording.
+    pub identical_start: Option<bool>,
+    /// The regression threshold applied.
+    pub threshold: f64,
+}
+
+impl Comparison {
+    /// Compares `variant` with `baseline` (default: the experiment's baseline) in `record`;
+    /// a scorer regresses when the variant's mean is worse by more than `threshold` (in the
+    /// scorer's units; 0.05 is five points of pass rate).
+    pub fn of(
+        record: &ExperimentRecord,
+        variant: &str,
+        baseline: Option<&str>,
+        threshold: f64,
+    ) -> Result<Self, EvalError> {
+        let baseline = baseline.unwrap_or(&record.definition.baseline);
+        let known: Vec<&str> = record
+            .definition
+            .variants
+            .iter()
+            .map(|v| v.name.as_str())
+            .collect();
+        for side in [variant, baseline] {
+            if !known.contains(&side) {
+                return Err(EvalError::Compare(format!(
+                    "experiment `{}` has no variant `{side}` (it has: {})",
+                    record.name,
+                    known.join(", ")
+                )));
+            }
+        }
+        let runs_of = |name: &str| -> BTreeMap<&str, Vec<&RunEntry>> {
+            let mut by_case: BTreeMap<&str, Vec<&RunEntry>> = BTreeMap::new();
+            for (key, entry) in &record.runs {
+                if key.variant == name && key.repeat < record.definition.repeats {
+                    by_case.entry(key.case.as_str()).or_default().push(entry);
+                }
+            }
+            by_case
+        };
+        let (base_runs, variant_runs) = (runs_of(baseline), runs_of(variant));
+        let mut scorer_names: BTreeMap<String, Better> = record
+            .definition
+            .scorers
+            .iter()
+            .map(|s| (s.name.clone(), s.better))
+            .collect();
+        for entry in record.runs.values() {
+            for (name, score) in &entry.scores {
+                scorer_names.entry(name.clone()).or_insert(score.better);
+            }
+        }
+        let cases: Vec<&str> = record
+            .definition
+            .cases
+            .iter()
+            .map(|c| c.id.as_str())
+            .collect();
+        let scorers = scorer_names
+            .into_iter()
+            .map(|(scorer, better)| {
+                let base = arm(baseline, &base_runs, &scorer, record.definition.repeats);
+                let var = arm(variant, &variant_runs, &scorer, record.definition.repeats);
+                let mut case_rows = Vec::new();
+                let (mut wins, mut ties, mut losses) = (0, 0, 0);
+                for case in &cases {
+                    let b = case_mean(base_runs.get(case), &scorer);
+                    let v = case_mean(variant_runs.get(case), &scorer);
+                    let verdict = match (b, v) {
+                        (Some(b), Some(v)) => {
+                            let gain = match better {
+                                Better::Higher => v - b,
+                                Better::Lower => b - v,
+                            };
+                            if gain > TIE {
+                                wins += 1;
+                                "win"
+                            } else if gain < -TIE {
+                                losses += 1;
+                                "loss"
+                            } else {
+                                ties += 1;
+                                "tie"
+                            }
+                        }
+                        _ => "missing",
+                    };
+                    case_rows.push(CaseComparison {
+                        case: (*case).to_owned(),
+                        baseline: b,
+                        variant: v,
+                        verdict,
+                    });
+                }
+                let delta = match (&base.mean, &var.mean) {
+                    (Some(b), Some(v)) => Some(v.mean - b.mean),
+                    _ => None,
+                };
+                let worse_by = delta.map_or(0.0, |d| match better {
+                    Better::Higher => -d,
+                    Better::Lower => d,
+                });
+                ScorerComparison {
+                    scorer,
+                    better,
+                    regressed: worse_by > threshold + TIE,
+                    baseline: base,
+                    variant: var,
+                    delta,
+                    wins,
+                    ties,
+                    losses,
+                    p_value: sign_test(wins, losses),
+                    cases: case_rows,
+                }
+            })
+            .collect();
+        let spend_of = |runs: &BTreeMap<&str, Vec<&RunEntry>>, f: &dyn Fn(&RunEntry) -> f64| {
+            let values: Vec<f64> = runs
+                .values()
+                .flatten()
+                .filter(|e| e.completed())
+                .map(|e| f(e))
+                .collect();
+            Interval::of(&values).map_or(0.0, |i| i.mean)
+        };
+        let cost = |e: &RunEntry| e.run.cost;
+        let latency = |e: &RunEntry| e.run.latency_ms;
+        let tokens = |e: &RunEntry| (e.run.usage.input_tokens + e.run.usage.output_tokens) as f64;
+        let spend = Spend {
+            cost: (spend_of(&base_runs, &cost), spend_of(&variant_runs, &cost)),
+            latency_ms: (
+                spend_of(&base_runs, &latency),
+                spend_of(&variant_runs, &latency),
+            ),
+            tokens: (
+                spend_of(&base_runs, &tokens),
+                spend_of(&variant_runs, &tokens),
+            ),
+        };
+        Ok(Self {
+            experiment: record.name.clone(),
+            baseline: baseline.to_owned(),
+            variant: variant.to_owned(),
+            repeats: record.definition.repeats,
+            scorers,
+            spend,
+            identical_start: identical_start(record),
+            threshold,
+        })
+    }
+
+    /// The scorers that regressed.
+    pub fn regressions(&self) -> Vec<&ScorerComparison> {
+        self.scorers.iter().filter(|s| s.regressed).collect()
+    }
+
+    /// `Ok` when no scorer regressed beyond the threshold; otherwise a line naming them (a
+    /// CI gate: `openharness eval compare … --max-regression 0.05` exits 1).
+    pub fn gate(&self) -> Result<(), String> {
+        let regressed = self.regressions();
+        if regressed.is_empty() {
+            return Ok(());
+        }
+        Err(format!(
+            "`{}` regressed against `{}` beyond {}: {}",
+            self.variant,
+            self.baseline,
+            self.threshold,
+            regressed
+                .iter()
+                .map(|s| format!("{} ({:+.3})", s.scorer, s.delta.unwrap_or(0.0)))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ))
+    }
+
+    /// The comparison as a Markdown report.
+    pub fn markdown(&self) -> String {
+        let mut out = String::new();
+        let _ = writeln!(
+            out,
+            "## `{}`: `{}` against `{}` ({} repeat{} per case)\n",
+            self.experiment,
+            self.variant,
+            self.baseline,
+            self.repeats,
+            if self.repeats == 1 { "" } else { "s" }
+        );
+        let _ = writeln!(
+            out,
+            "| scorer | {} | {} | Δ | W/T/L | p | pass@{k} | pass^{k} | flaky |",
+            self.baseline,
+            self.variant,
+            k = self.repeats
+        );
+        let _ = writeln!(out, "|---|---|---|---|---|---|---|---|---|");
+        for s in &self.scorers {
+            let both =
+                |f: &dyn Fn(&Arm) -> String| format!("{} → {}", f(&s.baseline), f(&s.variant));
+            let _ = writeln!(
+                out,
+                "| {}{} | {} | {} | {} | {}/{}/{} | {:.3} | {} | {} | {} |",
+                s.scorer,
+                if s.regressed { " ⚠️ regressed" } else { "" },
+                mean_text(s.baseline.mean.as_ref()),
+                mean_text(s.variant.mean.as_ref()),
+                s.delta
+                    .map_or_else(|| "–".to_owned(), |d| format!("{d:+.3}")),
+                s.wins,
+                s.ties,
+                s.losses,
+                s.p_value,
+                both(&|a| opt(a.pass_at_k)),
+                both(&|a| opt(a.pass_hat_k)),
+                both(&|a| format!("{:.0}%", a.flake_rate * 100.0)),
+            );
+        }
+        let _ = writeln!(
+            out,
+            "\nPer run: cost ${:.4} → ${:.4}, latency {:.1} ms → {:.1} ms, tokens {:.0} → {:.0}.",
+            self.spend.cost.0,
+            self.spend.cost.1,
+            self.spend.latency_ms.0,
+            self.spend.latency_ms.1,
+            self.spend.tokens.0,
+            self.spend.tokens.1
+        );
+        match self.identical_start {
+            Some(true) => {
+                let _ = writeln!(
+                    out,
+                    "Every run of each case started from identical state (equal fork-point hashes)."
+                );
+            }
+            Some(false) => {
+                let _ = writeln!(
+                    out,
+                    "⚠️ Runs of one case started from different states (fork-point hashes differ)."
+                );
+            }
+            None => {}
+        }
+        let failed = self
+            .scorers
+            .first()
+            .map_or(0, |s| s.baseline.failed + s.variant.failed);
+        if failed > 0 {
+            let _ = writeln!(out, "⚠️ {failed} runs failed and have no score.");
+        }
+        out
+    }
+}
+
+fn mean_text(mean: Option<&Interval>) -> String {
+    mean.map_or_else(
+        || "–".to_owned(),
+        |m| format!("{:.3} ± {:.3}", m.mean, m.half_width),
+    )
+}
+
+fn opt(value: Option<f64>) -> String {
+    value.map_or_else(|| "–".to_owned(), |v| format!("{v:.2}"))
+}
+
+/// The mean of one case's scores under `scorer`.
+fn case_mean(runs: Option<&Vec<&RunEntry>>, scorer: &str) -> Option<f64> {
+    let values: Vec<f64> = runs?
+        .iter()
+        .filter_map(|e| e.scores.get(scorer))
+        .map(|s| s.value)
+        .collect();
+    Interval::of(&values).map(|i| i.mean)
+}
+
+fn arm(name: &str, runs: &BTreeMap<&str, Vec<&RunEntry>>, scorer: &str, repeats: u32) -> Arm {
+    let all: Vec<&RunEntry> = runs.values().flatten().copied().collect();
+    let values: Vec<f64> = all
+        .iter()
+        .filter_map(|e| e.scores.get(scorer))
+        .map(|s| s.value)
+        .collect();
+    let passed = all
+        .iter()
+        .filter(|e| e.scores.get(scorer).is_some_and(|s| s.passed))
+        .count();
+    let (mut at_k, mut hat_k, mut flaky, mut counted) = (0.0, 0.0, 0usize, 0usize);
+    for case_runs in runs.values() {
+        let n = case_runs.len() as u64;
+        let c = case_runs
+            .iter()
+            .filter(|e| e.scores.get(scorer).is_some_and(|s| s.passed))
+            .count() as u64;
+        let k = u64::from(repeats).min(n);
+        if let (Some(a), Some(h)) = (pass_at_k(n, c, k), pass_hat_k(n, c, k)) {
+            at_k += a;
+            hat_k += h;
+            counted += 1;
+        }
+        if c > 0 && c < n {
+            flaky += 1;
+        }
+    }
+    Arm {
+        variant: name.to_owned(),
+        mean: Interval::of(&values),
+        pass_rate: if all.is_empty() {
+            0.0
+        } else {
+            passed as f64 / all.len() as f64
+        },
+        pass_at_k: (counted > 0).then(|| at_k / counted as f64),
+        pass_hat_k: (counted > 0).then(|| hat_k / counted as f64),
+        flake_rate: if runs.is_empty() {
+            0.0
+        } else {
+            flaky as f64 / runs.len() as f64
+        },
+        runs: all.len(),
+        failed: all.iter().filter(|e| !e.completed()).count(),
+    }
+}
+
+/// Whether every run of each case started from the same fork-point hash.
+fn identical_start(record: &ExperimentRecord) -> Option<bool> {
+    let mut by_case: BTreeMap<&str, Option<&str>> = BTreeMap::new();
+    let mut any = false;
+    for (key, entry) in &record.runs {
+        let Some(hash) = entry.run.state_hash.as_deref() else {
+            continue;
+        };
+        any = true;
+        match by_case.get(key.case.as_str()) {
+            None => {
+                by_case.insert(&key.case, Some(hash));
+            }
+            Some(Some(seen)) if *seen != hash => return Some(false),
+            Some(_) => {}
+        }
+    }
+    any.then_some(true)
+}

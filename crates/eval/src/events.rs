@@ -1,0 +1,169 @@
+//! The events of an experiment's own log (session `eval:<name>`): the definition each time it
+//! is run ([`EvalStarted`]), one [`EvalRecorded`] per finished run, one [`EvalScored`] per
+//! score. Reports, comparisons and re-scoring are folds of these ([`crate::ExperimentRecord`]).
+
+use openharness_core::{Event, SessionId, Usage};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::variant::VariantRecord;
+
+/// The prefix of an experiment log's session id: experiment `prompts` logs to `eval:prompts`.
+pub const LOG_PREFIX: &str = "eval:";
+
+/// An experiment was started (or resumed, or extended): its definition as of that run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct EvalStarted {
+    /// The experiment's name.
+    pub experiment: String,
+    /// Its cases.
+    pub cases: Vec<CaseRecord>,
+    /// Its variants.
+    pub variants: Vec<VariantRecord>,
+    /// The variant the others are compared with.
+    pub baseline: String,
+    /// Runs per case and variant.
+    pub repeats: u32,
+    /// Its scorers.
+    pub scorers: Vec<ScorerRecord>,
+}
+
+impl Event for EvalStarted {
+    const NAME: &'static str = "eval:started";
+}
+
+/// A case as an experiment's log keeps it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CaseRecord {
+    /// The case's id.
+    pub id: String,
+    /// Its inputs.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub inputs: Vec<String>,
+    /// The session it forks, for a case from a recording.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session: Option<SessionId>,
+    /// Where it forks, described.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub at: Option<String>,
+    /// Its expected values.
+    #[serde(default, skip_serializing_if = "Value::is_null")]
+    pub expected: Value,
+    /// Its metadata.
+    #[serde(default, skip_serializing_if = "Value::is_null")]
+    pub metadata: Value,
+}
+
+/// A scorer as an experiment's log keeps it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ScorerRecord {
+    /// Its name.
+    pub name: String,
+    /// Whether higher values are better.
+    pub better: Better,
+}
+
+/// Which way a scorer's values improve.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Better {
+    /// Higher is better (pass rates, quality).
+    Higher,
+    /// Lower is better (cost, latency, tokens).
+    Lower,
+}
+
+/// How a run ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum RunStatus {
+    /// The run finished (whatever its scores).
+    Completed,
+    /// The run failed (a provider error, a guard, a store failure): no scores.
+    Failed,
+}
+
+/// One run (case × variant × repeat) finished: where it is recorded and what it measured.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct EvalRecorded {
+    /// The case.
+    pub case: String,
+    /// The variant.
+    pub variant: String,
+    /// The repeat, from 0.
+    pub repeat: u32,
+    /// Which attempt at this run this is, from 1 (resumes and `--retry-failed` add attempts).
+    pub attempt: u32,
+    /// The session the run recorded (none when it failed before recording anything).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session: Option<SessionId>,
+    /// How it ended.
+    pub status: RunStatus,
+    /// Why it failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// Why its last turn stopped (`until`, `idle`, `waiting_for_input`, ...).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// The session's length at the end.
+    #[serde(default)]
+    pub len: u64,
+    /// For a case from a recording: the position forked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fork_position: Option<u64>,
+    /// For a case from a recording: the hash of the state there (equal for every run of the
+    /// case: they all began from identical state).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state_hash: Option<String>,
+    /// Wall time of the run, in milliseconds.
+    pub latency_ms: f64,
+    /// Tokens its agents used.
+    #[serde(default)]
+    pub usage: Usage,
+    /// What its agents reported costing, in US dollars.
+    #[serde(default)]
+    pub cost: f64,
+    /// Turns it took (inputs, answers and the first run or fork).
+    #[serde(default)]
+    pub turns: u32,
+}
+
+impl Event for EvalRecorded {
+    const NAME: &'static str = "eval:recorded";
+}
+
+/// A scorer scored a run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct EvalScored {
+    /// The case.
+    pub case: String,
+    /// The variant.
+    pub variant: String,
+    /// The repeat, from 0.
+    pub repeat: u32,
+    /// The run's session.
+    pub session: SessionId,
+    /// The scorer.
+    pub scorer: String,
+    /// The score.
+    pub value: f64,
+    /// Whether the run passed this scorer.
+    pub passed: bool,
+    /// Which way the scorer's values improve.
+    pub better: Better,
+    /// Why, in a line (what was found, what was expected).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
+    /// For a judge: the session that recorded its verdict.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub judge_session: Option<SessionId>,
+}
+
+impl Event for EvalScored {
+    const NAME: &'static str = "eval:scored";
+}

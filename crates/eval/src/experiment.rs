@@ -1,0 +1,752 @@
+//! [`Experiment`]: cases × variants × repeats, each run a real recorded session, scored as
+//! it finishes, with every result an event on the experiment's log. Running an experiment
+//! again resumes it: runs already recorded are never run again.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+use std::time::Instant;
+
+use openharness_core::{Envelope, RunOptions, SessionId, StoreError, Usage};
+use openharness_host::{ForkPoint, Host, Hosted, PreparedFork, TurnOutcome};
+use serde_json::Value;
+use tokio::sync::Semaphore;
+use tokio::task::JoinSet;
+
+use crate::case::{Case, ForkAt};
+use crate::error::EvalError;
+use crate::events::{CaseRecord, EvalRecorded, EvalScored, EvalStarted, RunStatus, ScorerRecord};
+use crate::record::{ExperimentRecord, RunKey, log_session};
+use crate::scorer::{RunView, ScoreError, Scorer};
+use crate::variant::Variant;
+
+type OptionsFactory = Arc<dyn Fn() -> RunOptions + Send + Sync>;
+type ProgressFn = Arc<dyn Fn(&Progress) + Send + Sync>;
+
+/// How far an experiment is: reported after each batch of runs is recorded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Progress {
+    /// Runs recorded by this invocation so far.
+    pub done: usize,
+    /// Runs this invocation has to record.
+    pub total: usize,
+    /// Runs recorded before (skipped).
+    pub skipped: usize,
+    /// Runs of this invocation that failed so far.
+    pub failed: usize,
+}
+
+/// What [`Experiment::run`] did.
+#[derive(Debug, Clone)]
+pub struct Ran {
+    /// Runs recorded now.
+    pub ran: usize,
+    /// Runs skipped because an earlier invocation recorded them.
+    pub skipped: usize,
+    /// Runs of this invocation that failed.
+    pub failed: usize,
+    /// The experiment as its log now says.
+    pub record: ExperimentRecord,
+}
+
+/// An experiment: cases × variants × repeats over a [`Host`]'s workflows and store.
+///
+/// ```
+/// # async fn demo(host: openharness_host::Host, parent: openharness_core::SessionId, small_model: impl openharness_core::Provider) -> Result<(), openharness_eval::EvalError> {
+/// use openharness_eval::{Case, Experiment, ForkAt, Variant, scorers};
+/// let ran = Experiment::new("small-model", host)
+///     .case(Case::recording("first-task", parent, ForkAt::event("task:started", 1)).answers(["yes"]))
+///     .variant(Variant::new("baseline"))
+///     .variant(Variant::new("small").provider("small", small_model))
+///     .repeats(5)
+///     .scorer(scorers::predicate("done", |state| state["completed"] == state["tasks"].as_array().map_or(0, Vec::len)))
+///     .concurrency(8)
+///     .run()
+///     .await?;
+/// println!("{} runs, {} failed", ran.ran, ran.failed);
+/// # Ok(()) }
+/// ```
+#[derive(Clone)]
+pub struct Experiment {
+    name: String,
+    host: Host,
+    workflow: Option<String>,
+    cases: Vec<Case>,
+    variants: Vec<Variant>,
+    baseline: Option<String>,
+    repeats: u32,
+    scorers: Vec<Arc<dyn Scorer>>,
+    concurrency: usize,
+    retry_failed: bool,
+    options: OptionsFactory,
+    progress: Option<ProgressFn>,
+}
+
+impl std::fmt::Debug for Experiment {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Experiment")
+            .field("name", &self.name)
+            .field("cases", &self.cases.len())
+            .field("variants", &self.variants)
+            .field("repeats", &self.repeats)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Experiment {
+    /// A new experiment (or the one of that name in the host's store, to resume or extend).
+    pub fn new(name: impl Into<String>, host: Host) -> Self {
+        Self {
+            name: name.into(),
+            host,
+            workflow: None,
+            cases: Vec::new(),
+            variants: Vec::new(),
+            baseline: None,
+            repeats: 1,
+            scorers: Vec::new(),
+            concurrency: 4,
+            retry_failed: false,
+            options: Arc::new(RunOptions::new),
+            progress: None,
+        }
+    }
+
+    /// The workflow cases from inputs run (needed when the host registers several and
+    /// neither the case nor the variant names one).
+    #[must_use]
+    pub fn workflow(mut self, name: impl Into<String>) -> Self {
+        self.workflow = Some(name.into());
+        self
+    }
+
+    /// Adds a case.
+    #[must_use]
+    pub fn case(mut self, case: Case) -> Self {
+        self.cases.push(case);
+        self
+    }
+
+    /// Adds cases.
+    #[must_use]
+    pub fn cases(mut self, cases: impl IntoIterator<Item = Case>) -> Self {
+        self.cases.extend(cases);
+        self
+    }
+
+    /// Adds a variant. With none, the experiment has one: `baseline`, changing nothing.
+    #[must_use]
+    pub fn variant(mut self, variant: Variant) -> Self {
+        self.variants.push(variant);
+        self
+    }
+
+    /// The variant the others are compared with (default: the first).
+    #[must_use]
+    pub fn baseline(mut self, name: impl Into<String>) -> Self {
+        self.baseline = Some(name.into());
+        self
+    }
+
+    /// Runs per case and variant (default 1).
+    #[must_use]
+    pub fn repeats(mut self, repeats: u32) -> Self {
+        self.repeats = repeats;
+        self
+    }
+
+    /// Adds a scorer.
+    #[must_use]
+    pub fn scorer(mut self, scorer: impl Scorer + 'static) -> Self {
+        self.scorers.push(Arc::new(scorer));
+        self
+    }
+
+    /// Adds a shared scorer.
+    #[must_use]
+    pub fn shared_scorer(mut self, scorer: Arc<dyn Scorer>) -> Self {
+        self.scorers.push(scorer);
+        self
+    }
+
+    /// How many runs go at once (default 4).
+    #[must_use]
+    pub fn concurrency(mut self, runs: usize) -> Self {
+        self.concurrency = runs.max(1);
+        self
+    }
+
+    /// Runs again the runs an earlier invocation recorded as failed (default: keep them).
+    #[must_use]
+    pub fn retry_failed(mut self, retry: bool) -> Self {
+        self.retry_failed = retry;
+        self
+    }
+
+    /// The options each turn of each run gets (guards: `max_agent_calls`, `deadline`,
+    /// `max_cost`, ...). Their session is set by the experiment.
+    #[must_use]
+    pub fn run_options(mut self, options: impl Fn() -> RunOptions + Send + Sync + 'static) -> Self {
+        self.options = Arc::new(options);
+        self
+    }
+
+    /// Called after each batch of runs is recorded (a progress bar).
+    #[must_use]
+    pub fn on_progress(mut self, report: impl Fn(&Progress) + Send + Sync + 'static) -> Self {
+        self.progress = Some(Arc::new(report));
+        self
+    }
+
+    fn invalid(&self, message: impl Into<String>) -> EvalError {
+        EvalError::Definition {
+            experiment: self.name.clone(),
+            message: message.into(),
+        }
+    }
+
+    fn variants(&self) -> Vec<Variant> {
+        if self.variants.is_empty() {
+            vec![Variant::new("baseline")]
+        } else {
+            self.variants.clone()
+        }
+    }
+
+    fn check(&self, variants: &[Variant]) -> Result<String, EvalError> {
+        if self.cases.is_empty() {
+            return Err(self.invalid("it has no case"));
+        }
+        if self.repeats == 0 {
+            return Err(self.invalid("repeats must be at least 1"));
+        }
+        let mut seen = BTreeSet::new();
+        for case in &self.cases {
+            case.check().map_err(|message| self.invalid(message))?;
+            if !seen.insert(case.id.as_str()) {
+                return Err(self.invalid(format!("case id `{}` is used twice", case.id)));
+            }
+            if case.session.is_none()
+                && let Some(variant) = variants.iter().find(|v| v.state_edit.is_some())
+            {
+                return Err(self.invalid(format!(
+                    "variant `{}` edits the state at the fork point, but case `{}` starts from inputs, not from a recording",
+                    variant.name, case.id
+                )));
+            }
+        }
+        let mut seen = BTreeSet::new();
+        for variant in variants {
+            if variant.name.is_empty() || !seen.insert(variant.name.as_str()) {
+                return Err(self.invalid(format!(
+                    "variant names must be unique and not empty (`{}`)",
+                    variant.name
+                )));
+            }
+        }
+        let mut seen = BTreeSet::new();
+        for scorer in &self.scorers {
+            if !seen.insert(scorer.name()) {
+                return Err(self.invalid(format!("scorer `{}` is added twice", scorer.name())));
+            }
+        }
+        let baseline = self
+            .baseline
+            .clone()
+            .unwrap_or_else(|| variants[0].name.clone());
+        if !variants.iter().any(|v| v.name == baseline) {
+            return Err(self.invalid(format!(
+                "the baseline `{baseline}` is not one of its variants"
+            )));
+        }
+        Ok(baseline)
+    }
+
+    fn definition(&self, variants: &[Variant], baseline: String) -> EvalStarted {
+        EvalStarted {
+            experiment: self.name.clone(),
+            cases: self
+                .cases
+                .iter()
+                .map(|case| CaseRecord {
+                    id: case.id.clone(),
+                    inputs: case.inputs.clone(),
+                    session: case.session.clone(),
+                    at: case.at.as_ref().map(|at| format!("{at:?}")),
+                    expected: case.expected.clone(),
+                    metadata: case.metadata.clone(),
+                })
+                .collect(),
+            variants: variants.iter().map(Variant::record).collect(),
+            baseline,
+            repeats: self.repeats,
+            scorers: self
+                .scorers
+                .iter()
+                .map(|s| ScorerRecord {
+                    name: s.name().to_owned(),
+                    better: s.better(),
+                })
+                .collect(),
+        }
+    }
+
+    /// Runs every run not recorded yet (and, with [`Experiment::retry_failed`], the failed
+    /// ones again), scoring each as it finishes. The definition is recorded first; runs and
+    /// scores are appended to the log as they finish, so a killed experiment resumes where
+    /// it stopped.
+    pub async fn run(&self) -> Result<Ran, EvalError> {
+        let variants = self.variants();
+        let baseline = self.check(&variants)?;
+        let mut log = Log::open(&self.host, &self.name).await?;
+        let record = log.record.clone();
+
+        // Which runs to do.
+        let mut todo = Vec::new();
+        let mut skipped = 0;
+        for case in &self.cases {
+            for variant in &variants {
+                for repeat in 0..self.repeats {
+                    let key = RunKey {
+                        case: case.id.clone(),
+                        variant: variant.name.clone(),
+                        repeat,
+                    };
+                    let previous = record.as_ref().and_then(|r| r.runs.get(&key));
+                    let keep =
+                        previous.is_some_and(|entry| entry.completed() || !self.retry_failed);
+                    if keep {
+                        skipped += 1;
+                    } else {
+                        let attempt = record.as_ref().map_or(0, |r| r.attempts(&key)) + 1;
+                        todo.push((case, variant, repeat, attempt));
+                    }
+                }
+            }
+        }
+
+        // What each (case, variant) starts from, prepared once for its repeats.
+        let mut starts: BTreeMap<(String, String), Start> = BTreeMap::new();
+        let mut fork_points: BTreeMap<String, ForkPoint> = BTreeMap::new();
+        for (case, variant, _, _) in &todo {
+            let slot = (case.id.clone(), variant.name.clone());
+            if starts.contains_key(&slot) {
+                continue;
+            }
+            let start = self.start(case, variant, &mut fork_points).await?;
+            starts.insert(slot, start);
+        }
+
+        // Recorded once every run's start is known to be reachable: a definition that
+        // cannot run leaves no experiment behind.
+        let definition = Envelope::typed(&self.definition(&variants, baseline), None)
+            .map_err(|err| self.invalid(format!("its definition does not encode: {err}")))?;
+        log.append(vec![definition]).await?;
+
+        let total = todo.len();
+        let semaphore = Arc::new(Semaphore::new(self.concurrency));
+        let scorers: Arc<[Arc<dyn Scorer>]> = self.scorers.clone().into();
+        let mut tasks = JoinSet::new();
+        for (case, variant, repeat, attempt) in todo {
+            let start = starts[&(case.id.clone(), variant.name.clone())].clone();
+            let job = Job {
+                host: self.host.clone(),
+                case: Arc::new(case.clone()),
+                variant: variant.name.clone(),
+                repeat,
+                attempt,
+                options: Arc::clone(&self.options),
+                scorers: Arc::clone(&scorers),
+            };
+            let semaphore = Arc::clone(&semaphore);
+            tasks.spawn(async move {
+                let _permit = semaphore.acquire_owned().await;
+                job.run(&start).await
+            });
+        }
+
+        let mut progress = Progress {
+            done: 0,
+            total,
+            skipped,
+            failed: 0,
+        };
+        while let Some(first) = tasks.join_next().await {
+            let mut finished = vec![first];
+            while let Some(next) = tasks.try_join_next() {
+                finished.push(next);
+            }
+            let mut events = Vec::new();
+            for result in finished {
+                let (run, scores) = result.map_err(|err| {
+                    self.invalid(format!("a run's task panicked or was cancelled: {err}"))
+                })?;
+                progress.done += 1;
+                if run.status == RunStatus::Failed {
+                    progress.failed += 1;
+                }
+                events.push(encode(&run));
+                events.extend(scores.iter().map(encode));
+            }
+            log.append(events).await?;
+            if let Some(report) = &self.progress {
+                report(&progress);
+            }
+        }
+        let record = ExperimentRecord::load(self.host.store().as_ref(), &self.name).await?;
+        Ok(Ran {
+            ran: progress.done,
+            skipped,
+            failed: progress.failed,
+            record,
+        })
+    }
+
+    /// What the runs of `case` under `variant` start from.
+    async fn start(
+        &self,
+        case: &Case,
+        variant: &Variant,
+        fork_points: &mut BTreeMap<String, ForkPoint>,
+    ) -> Result<Start, EvalError> {
+        let Some(parent) = &case.session else {
+            let workflow = self.hosted_for(
+                variant,
+                case.workflow.as_deref().or(self.workflow.as_deref()),
+            )?;
+            return Ok(Start::Inputs(workflow));
+        };
+        let owner = self.host.workflow_of(parent).await?;
+        let workflow = match (&variant.workflow, &variant.workflow_name) {
+            (Some(hosted), _) => hosted.with_store(Arc::clone(self.host.store())),
+            (None, Some(name)) => Arc::clone(self.host.hosted(name)?),
+            (None, None) => Arc::clone(owner),
+        };
+        let workflow = match &variant.provider {
+            Some((_, provider)) => workflow.with_provider(Arc::clone(provider)),
+            None => workflow,
+        };
+        let point = match fork_points.get(&case.id) {
+            Some(point) => point.clone(),
+            None => {
+                let point = locate(owner.as_ref(), case, parent).await?;
+                fork_points.insert(case.id.clone(), point.clone());
+                point
+            }
+        };
+        let mut fork = workflow
+            .prepare_fork(parent, point)
+            .await
+            .map_err(|err| match err {
+                openharness_host::HostError::Tape(openharness_tape::TapeError::NoForkPoint {
+                    ..
+                }) => EvalError::NoForkPoint {
+                    case: case.id.clone(),
+                    session: parent.clone(),
+                    at: format!("{:?}", case.at),
+                },
+                other => other.into(),
+            })?;
+        if let Some(patch) = &variant.state_edit {
+            fork = fork.edit_state(patch)?;
+        }
+        Ok(Start::Fork(workflow, Arc::from(fork)))
+    }
+
+    /// The workflow a case from inputs runs under `variant`.
+    fn hosted_for(
+        &self,
+        variant: &Variant,
+        fallback: Option<&str>,
+    ) -> Result<Arc<dyn Hosted>, EvalError> {
+        let workflow = match (
+            &variant.workflow,
+            variant.workflow_name.as_deref().or(fallback),
+        ) {
+            (Some(hosted), _) => hosted.with_store(Arc::clone(self.host.store())),
+            (None, Some(name)) => Arc::clone(self.host.hosted(name)?),
+            (None, None) => {
+                let names = self.host.workflow_names();
+                match names.as_slice() {
+                    [only] => Arc::clone(self.host.hosted(only)?),
+                    _ => {
+                        return Err(self.invalid(format!(
+                            "cases from inputs need a workflow: the host registers {}; name one with `workflow`",
+                            if names.is_empty() { "none".to_owned() } else { names.join(", ") }
+                        )));
+                    }
+                }
+            }
+        };
+        Ok(match &variant.provider {
+            Some((_, provider)) => workflow.with_provider(Arc::clone(provider)),
+            None => workflow,
+        })
+    }
+}
+
+/// Finds a case's fork point in its session: event and position points as they are, phase
+/// and state points by stepping through the session's states.
+async fn locate(
+    owner: &dyn Hosted,
+    case: &Case,
+    parent: &SessionId,
+) -> Result<ForkPoint, EvalError> {
+    let no_point = || EvalError::NoForkPoint {
+        case: case.id.clone(),
+        session: parent.clone(),
+        at: format!("{:?}", case.at),
+    };
+    match &case.at {
+        None => Ok(ForkPoint::Position { position: u64::MAX }),
+        Some(ForkAt::Position { position }) => Ok(ForkPoint::Position {
+            position: *position,
+        }),
+        Some(ForkAt::Event { event, n }) => Ok(ForkPoint::Nth {
+            name: event.clone(),
+            n: *n,
+        }),
+        Some(ForkAt::Phase {
+            phase,
+            occurrence,
+            field,
+        }) => {
+            let mut tape = owner.tape(parent).await?;
+            let mut entries = Vec::new();
+            let mut inside = false;
+            for position in 0..=tape.len() {
+                tape.step_to(position);
+                let now = tape.state()?.pointer(field) == Some(phase);
+                if now && !inside {
+                    entries.push(position);
+                }
+                inside = now;
+            }
+            let position = occurrence.pick(&entries).ok_or_else(no_point)?;
+            Ok(ForkPoint::Position { position })
+        }
+        Some(ForkAt::State(pred)) => {
+            let mut tape = owner.tape(parent).await?;
+            for position in 0..=tape.len() {
+                tape.step_to(position);
+                if pred(&tape.state()?) {
+                    return Ok(ForkPoint::Position { position });
+                }
+            }
+            Err(no_point())
+        }
+    }
+}
+
+/// What the runs of one (case, variant) start from.
+#[derive(Clone)]
+enum Start {
+    /// A new session of this workflow.
+    Inputs(Arc<dyn Hosted>),
+    /// A prepared fork, and the workflow for the turns after it.
+    Fork(Arc<dyn Hosted>, Arc<dyn PreparedFork>),
+}
+
+/// One run to do.
+struct Job {
+    host: Host,
+    case: Arc<Case>,
+    variant: String,
+    repeat: u32,
+    attempt: u32,
+    options: OptionsFactory,
+    scorers: Arc<[Arc<dyn Scorer>]>,
+}
+
+/// What a run's turns added up to.
+struct Turns {
+    last: TurnOutcome,
+    count: u32,
+    usage: Usage,
+    cost: f64,
+}
+
+impl Turns {
+    fn add(&mut self, outcome: TurnOutcome) {
+        self.count += 1;
+        self.usage += outcome.usage;
+        self.cost += outcome.cost;
+        self.last = outcome;
+    }
+}
+
+impl Job {
+    async fn run(self, start: &Start) -> (EvalRecorded, Vec<EvalScored>) {
+        let session = SessionId::new();
+        let began = Instant::now();
+        let played = self.play(start, &session).await;
+        let latency_ms = began.elapsed().as_secs_f64() * 1000.0;
+        let (fork_position, state_hash) = match start {
+            Start::Fork(_, fork) => (Some(fork.position()), Some(fork.state_hash().to_owned())),
+            Start::Inputs(_) => (None, None),
+        };
+        let mut run = EvalRecorded {
+            case: self.case.id.clone(),
+            variant: self.variant.clone(),
+            repeat: self.repeat,
+            attempt: self.attempt,
+            session: Some(session.clone()),
+            status: RunStatus::Completed,
+            error: None,
+            reason: None,
+            len: 0,
+            fork_position,
+            state_hash,
+            latency_ms,
+            usage: Usage::default(),
+            cost: 0.0,
+            turns: 0,
+        };
+        let turns = match played {
+            Ok(turns) => turns,
+            Err(err) => {
+                run.status = RunStatus::Failed;
+                run.error = Some(openharness_core::ErrorChain(&err).to_string());
+                return (run, Vec::new());
+            }
+        };
+        run.reason = Some(turns.last.reason.as_str().to_owned());
+        run.len = turns.last.len;
+        run.usage = turns.usage;
+        run.cost = turns.cost;
+        run.turns = turns.count;
+        let scores = score_run(
+            &self.host,
+            &self.case,
+            &run,
+            &session,
+            &turns.last.state,
+            &self.scorers,
+        )
+        .await;
+        (run, scores)
+    }
+
+    /// The run's turns: the start, then answers and inputs, in order.
+    async fn play(&self, start: &Start, session: &SessionId) -> Result<Turns, EvalError> {
+        let options = || (self.options)();
+        let mut inputs = self.case.inputs.iter();
+        let (workflow, first) = match start {
+            Start::Inputs(workflow) => {
+                let first = workflow
+                    .run(inputs.next().cloned(), options().session(session.clone()))
+                    .await?;
+                (workflow, first)
+            }
+            Start::Fork(workflow, fork) => (
+                workflow,
+                fork.run(options().session(session.clone())).await?,
+            ),
+        };
+        let mut turns = Turns {
+            last: first.clone(),
+            count: 0,
+            usage: Usage::default(),
+            cost: 0.0,
+        };
+        turns.add(first);
+        let mut answers = self.case.answers.iter();
+        loop {
+            while let Some(&request) = turns.last.open_requests.first() {
+                let Some(answer) = answers.next() else { break };
+                let next = workflow
+                    .respond(session, request, answer.clone(), options())
+                    .await?;
+                turns.add(next);
+            }
+            let Some(input) = inputs.next() else { break };
+            let next = workflow.send(session, input.clone(), options()).await?;
+            turns.add(next);
+        }
+        Ok(turns)
+    }
+}
+
+/// Scores one completed run with every scorer (a scorer that cannot score fails the run,
+/// saying why).
+pub(crate) async fn score_run(
+    host: &Host,
+    case: &Case,
+    run: &EvalRecorded,
+    session: &SessionId,
+    state: &Value,
+    scorers: &[Arc<dyn Scorer>],
+) -> Vec<EvalScored> {
+    let view = RunView::new(host, case, run, session, state);
+    let mut scores = Vec::with_capacity(scorers.len());
+    for scorer in scorers {
+        let score = match scorer.score(&view).await {
+            Ok(score) => score,
+            Err(ScoreError(why)) => {
+                crate::scorer::Score::check(false).because(format!("could not score: {why}"))
+            }
+        };
+        scores.push(EvalScored {
+            case: run.case.clone(),
+            variant: run.variant.clone(),
+            repeat: run.repeat,
+            session: session.clone(),
+            scorer: scorer.name().to_owned(),
+            value: score.value,
+            passed: score.passed,
+            better: scorer.better(),
+            detail: score.detail,
+            judge_session: score.judge_session,
+        });
+    }
+    scores
+}
+
+fn encode<E: openharness_core::Event>(event: &E) -> Envelope {
+    // The eval's own events are plain data; encoding them cannot fail.
+    Envelope::typed(event, None).unwrap_or_else(|err| {
+        Envelope::new(E::NAME, Value::String(format!("unencodable: {err}")), None)
+    })
+}
+
+/// An experiment's log, appended to by one writer that knows its length.
+pub(crate) struct Log {
+    host: Host,
+    session: SessionId,
+    name: String,
+    len: u64,
+    pub(crate) record: Option<ExperimentRecord>,
+}
+
+impl Log {
+    pub(crate) async fn open(host: &Host, name: &str) -> Result<Self, EvalError> {
+        let session = log_session(name)?;
+        let events = host.store().all_events(&session).await?;
+        let record = ExperimentRecord::fold(name, &events)?;
+        Ok(Self {
+            host: host.clone(),
+            session,
+            name: name.to_owned(),
+            len: events.len() as u64,
+            record,
+        })
+    }
+
+    pub(crate) async fn append(&mut self, events: Vec<Envelope>) -> Result<(), EvalError> {
+        if events.is_empty() {
+            return Ok(());
+        }
+        match self
+            .host
+            .store()
+            .append(&self.session, &events, self.len)
+            .await
+        {
+            Ok(len) => {
+                self.len = len;
+                Ok(())
+            }
+            Err(StoreError::Conflict { .. }) => Err(EvalError::Busy(self.name.clone())),
+            Err(err) => Err(err.into()),
+        }
+    }
+}

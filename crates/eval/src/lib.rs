@@ -1,0 +1,64 @@
+//! Open Harness evals: is variant B better than A from this point, over these cases, with
+//! this many tries each? An [`Experiment`] runs cases × variants × repeats, each run a real
+//! session recorded in the store, and scores each as it finishes. Everything it learns is an
+//! event on its own log (session `eval:<name>`): reports, comparisons and re-scoring are
+//! folds of it, like everything else in Open Harness.
+//!
+//! - **Cases** ([`Case`]) start from inputs (a JSONL dataset, [`Case::from_jsonl`]) or from
+//!   a recorded session at a fork point ([`ForkAt`]: a position, the nth event of a name, the
+//!   entry into a phase, a predicate on the state). From a recording, what came before the
+//!   fork point is served from the log: no model is called for it, however many variants
+//!   and repeats run from there, and every run records the hash of the state it started from
+//!   (`stateHash` in its `session:forked`), so equal hashes prove identical starts.
+//! - **Variants** ([`Variant`]) change the provider or model, the workflow (other prompts or
+//!   agent settings, another version) or the state at the fork point.
+//! - **Running** ([`Experiment::run`]) goes concurrently up to a limit, reports progress, and
+//!   resumes: runs already recorded are never run again (failed ones with
+//!   [`Experiment::retry_failed`]).
+//! - **Scorers** ([`scorers`], or your own [`Scorer`]) write `eval:scored` events;
+//!   [`rescore`] scores recorded runs again without calling a model.
+//! - **Comparing** ([`Comparison`]): per case and overall, wins/ties/losses, means with 95%
+//!   intervals, pass@k and pass^k, flake rate, the sign test, cost and latency deltas, a
+//!   Markdown report and a regression gate for CI.
+//!
+//! ```
+//! # async fn demo<S: openharness_core::WorkflowState>(host: openharness_host::Host, parent: openharness_core::SessionId, terse: openharness_core::Workflow<S>) -> Result<(), openharness_eval::EvalError> {
+//! use openharness_eval::{Case, Comparison, Experiment, ExperimentRecord, ForkAt, Variant, scorers};
+//! let ran = Experiment::new("terse-executor", host.clone())
+//!     .case(Case::recording("release", parent, ForkAt::event("task:started", 1)).answers(["yes"]))
+//!     .variant(Variant::new("baseline"))
+//!     .variant(Variant::new("terse").workflow(terse))
+//!     .repeats(5)
+//!     .scorer(scorers::predicate("published", |state| state["release"] == "published"))
+//!     .run()
+//!     .await?;
+//! let comparison = Comparison::of(&ran.record, "terse", None, 0.05)?;
+//! println!("{}", comparison.markdown());
+//! comparison.gate().map_err(openharness_eval::EvalError::Compare)?;
+//! # Ok(()) }
+//! ```
+
+mod case;
+mod compare;
+mod error;
+mod events;
+mod experiment;
+mod record;
+mod rescore;
+mod scorer;
+pub mod scorers;
+pub mod stats;
+mod variant;
+
+pub use case::{Case, ForkAt, Named, Occurrence};
+pub use compare::{Arm, CaseComparison, Comparison, ScorerComparison, Spend};
+pub use error::EvalError;
+pub use events::{
+    Better, CaseRecord, EvalRecorded, EvalScored, EvalStarted, LOG_PREFIX, RunStatus, ScorerRecord,
+};
+pub use experiment::{Experiment, Progress, Ran};
+pub use record::{ExperimentRecord, ExperimentSummary, RunEntry, RunKey, list, log_session};
+pub use rescore::{Rescored, rescore};
+pub use scorer::{RunView, Score, ScoreError, Scorer};
+pub use scorers::{Expect, Field, ScorerSpec};
+pub use variant::{Variant, VariantRecord};

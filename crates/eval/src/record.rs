@@ -1,0 +1,173 @@
+//! [`ExperimentRecord`]: an experiment as its log says it is — the latest definition, the
+//! latest attempt of every run and that run's latest score per scorer — and the list of the
+//! experiments in a store.
+
+use std::collections::BTreeMap;
+
+use chrono::{DateTime, Utc};
+use openharness_core::{Envelope, Event, SessionId, Store};
+use serde::Serialize;
+
+use crate::error::EvalError;
+use crate::events::{EvalRecorded, EvalScored, EvalStarted, LOG_PREFIX, RunStatus};
+
+/// Which run: case, variant and repeat.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+pub struct RunKey {
+    /// The case.
+    pub case: String,
+    /// The variant.
+    pub variant: String,
+    /// The repeat, from 0.
+    pub repeat: u32,
+}
+
+/// A run's latest attempt and its scores.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RunEntry {
+    /// The run as recorded.
+    pub run: EvalRecorded,
+    /// Its latest score per scorer.
+    pub scores: BTreeMap<String, EvalScored>,
+}
+
+impl RunEntry {
+    /// Whether the run completed.
+    pub fn completed(&self) -> bool {
+        self.run.status == RunStatus::Completed
+    }
+}
+
+/// An experiment folded from its log.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ExperimentRecord {
+    /// The experiment's name.
+    pub name: String,
+    /// Its definition, as last started.
+    pub definition: EvalStarted,
+    /// When it was first started.
+    pub created: DateTime<Utc>,
+    /// Its runs, latest attempt each.
+    pub runs: BTreeMap<RunKey, RunEntry>,
+    /// How long its log is.
+    pub len: u64,
+}
+
+/// The log's session id of experiment `name`.
+pub fn log_session(name: &str) -> Result<SessionId, EvalError> {
+    format!("{LOG_PREFIX}{name}")
+        .parse()
+        .map_err(|_| EvalError::Definition {
+            experiment: name.to_owned(),
+            message: "an experiment's name must be 1 to 195 characters without control characters"
+                .to_owned(),
+        })
+}
+
+impl ExperimentRecord {
+    /// Reads experiment `name` from `store`.
+    pub async fn load(store: &dyn Store, name: &str) -> Result<Self, EvalError> {
+        let session = log_session(name)?;
+        let events = store.all_events(&session).await?;
+        Self::fold(name, &events)?.ok_or_else(|| EvalError::UnknownExperiment(name.to_owned()))
+    }
+
+    /// Folds a log's events (`None` when it has no `eval:started`).
+    pub fn fold(name: &str, events: &[Envelope]) -> Result<Option<Self>, EvalError> {
+        let mut record: Option<Self> = None;
+        for (seq, event) in events.iter().enumerate() {
+            let decode_error = |source| EvalError::Log {
+                experiment: name.to_owned(),
+                seq: seq as u64,
+                name: event.name.to_string(),
+                source,
+            };
+            if event.name == EvalStarted::NAME {
+                let definition: EvalStarted = event.decode().map_err(decode_error)?;
+                match &mut record {
+                    Some(record) => record.definition = definition,
+                    None => {
+                        record = Some(Self {
+                            name: name.to_owned(),
+                            definition,
+                            created: event.timestamp,
+                            runs: BTreeMap::new(),
+                            len: 0,
+                        });
+                    }
+                }
+            } else if let Some(record) = &mut record {
+                if event.name == EvalRecorded::NAME {
+                    let run: EvalRecorded = event.decode().map_err(decode_error)?;
+                    let key = RunKey {
+                        case: run.case.clone(),
+                        variant: run.variant.clone(),
+                        repeat: run.repeat,
+                    };
+                    record.runs.insert(
+                        key,
+                        RunEntry {
+                            run,
+                            scores: BTreeMap::new(),
+                        },
+                    );
+                } else if event.name == EvalScored::NAME {
+                    let score: EvalScored = event.decode().map_err(decode_error)?;
+                    let key = RunKey {
+                        case: score.case.clone(),
+                        variant: score.variant.clone(),
+                        repeat: score.repeat,
+                    };
+                    if let Some(entry) = record.runs.get_mut(&key)
+                        && entry.run.session.as_ref() == Some(&score.session)
+                    {
+                        entry.scores.insert(score.scorer.clone(), score);
+                    }
+                }
+            }
+        }
+        if let Some(record) = &mut record {
+            record.len = events.len() as u64;
+        }
+        Ok(record)
+    }
+
+    /// The attempts recorded for a run so far (0 if none).
+    pub fn attempts(&self, key: &RunKey) -> u32 {
+        self.runs.get(key).map_or(0, |entry| entry.run.attempt)
+    }
+}
+
+/// An experiment as [`list`] finds it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ExperimentSummary {
+    /// Its name.
+    pub name: String,
+    /// When it was first started.
+    pub created: DateTime<Utc>,
+    /// When its log last grew.
+    pub last_event: DateTime<Utc>,
+    /// How many events its log holds.
+    pub events: u64,
+}
+
+/// The experiments in `store`, oldest first.
+pub async fn list(store: &dyn Store) -> Result<Vec<ExperimentSummary>, EvalError> {
+    let mut found: Vec<ExperimentSummary> = store
+        .sessions()
+        .await?
+        .into_iter()
+        .filter_map(|info| {
+            let name = info.id.as_str().strip_prefix(LOG_PREFIX)?.to_owned();
+            Some(ExperimentSummary {
+                name,
+                created: info.created,
+                last_event: info.last_event,
+                events: info.count,
+            })
+        })
+        .collect();
+    found.sort_by(|a, b| a.created.cmp(&b.created).then(a.name.cmp(&b.name)));
+    Ok(found)
+}

@@ -1,0 +1,145 @@
+//! [`Variant`]: one arm of an experiment — what it changes against the workflow as recorded:
+//! the provider or model, the workflow (another version, other prompts or agent settings),
+//! the state at the fork point. The baseline is a variant that changes nothing.
+
+use std::fmt;
+use std::sync::Arc;
+
+use openharness_core::{BoxedProvider, Provider, Workflow, WorkflowState};
+use openharness_host::Hosted;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// A named variant of an experiment.
+///
+/// ```
+/// # fn demo<S: openharness_core::WorkflowState>(terse: openharness_core::Workflow<S>, other_model: impl openharness_core::Provider) {
+/// use openharness_eval::Variant;
+/// let baseline = Variant::new("baseline");
+/// let terse_prompt = Variant::new("terse").workflow(terse).describe("the executor answers in one line");
+/// let cheaper = Variant::new("small-model").provider("small", other_model);
+/// let cautious = Variant::new("cautious").edit_state(serde_json::json!({ "temperature": 0.2 }));
+/// let v2 = Variant::new("v2").workflow_named("planner-executor-v2");
+/// # let _ = (baseline, terse_prompt, cheaper, cautious, v2);
+/// # }
+/// ```
+#[derive(Clone)]
+pub struct Variant {
+    pub(crate) name: String,
+    pub(crate) description: Option<String>,
+    pub(crate) workflow_name: Option<String>,
+    pub(crate) workflow: Option<Arc<dyn Hosted>>,
+    pub(crate) provider: Option<(String, BoxedProvider)>,
+    pub(crate) state_edit: Option<Value>,
+}
+
+impl fmt::Debug for Variant {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Variant")
+            .field("name", &self.name)
+            .field("record", &self.record())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Variant {
+    /// A variant that changes nothing yet (a baseline).
+    pub fn new(name: impl Into<String>) -> Self {
+        Self {
+            name: name.into(),
+            description: None,
+            workflow_name: None,
+            workflow: None,
+            provider: None,
+            state_edit: None,
+        }
+    }
+
+    /// The variant's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// A line saying what the variant is, shown in reports.
+    #[must_use]
+    pub fn describe(mut self, description: impl Into<String>) -> Self {
+        self.description = Some(description.into());
+        self
+    }
+
+    /// Runs another workflow (built in Rust: other prompts, other agent settings) with the
+    /// same state type as the recordings it forks. It records to the experiment's store.
+    #[must_use]
+    pub fn workflow<S: WorkflowState>(self, workflow: Workflow<S>) -> Self {
+        self.hosted(<dyn Hosted>::of(workflow))
+    }
+
+    /// Runs an already type-erased workflow.
+    #[must_use]
+    pub fn hosted(mut self, workflow: Arc<dyn Hosted>) -> Self {
+        self.workflow_name = Some(workflow.name().to_owned());
+        self.workflow = Some(workflow);
+        self
+    }
+
+    /// Runs the workflow registered in the experiment's host under `name`.
+    #[must_use]
+    pub fn workflow_named(mut self, name: impl Into<String>) -> Self {
+        self.workflow_name = Some(name.into());
+        self.workflow = None;
+        self
+    }
+
+    /// Asks `provider` instead of the workflow's own; `label` (a model name, say) goes into
+    /// the experiment's record.
+    #[must_use]
+    pub fn provider(self, label: impl Into<String>, provider: impl Provider) -> Self {
+        self.shared_provider(label, Arc::new(provider))
+    }
+
+    /// Asks a shared provider instead of the workflow's own.
+    #[must_use]
+    pub fn shared_provider(mut self, label: impl Into<String>, provider: BoxedProvider) -> Self {
+        self.provider = Some((label.into(), provider));
+        self
+    }
+
+    /// Changes the state at the fork point with a JSON merge patch (RFC 7396) before the run
+    /// goes on (cases from recordings only; the hash recorded is the state's before it).
+    #[must_use]
+    pub fn edit_state(mut self, patch: Value) -> Self {
+        self.state_edit = Some(patch);
+        self
+    }
+
+    /// What the experiment's log keeps of the variant.
+    pub fn record(&self) -> VariantRecord {
+        VariantRecord {
+            name: self.name.clone(),
+            description: self.description.clone(),
+            workflow: self.workflow_name.clone(),
+            provider: self.provider.as_ref().map(|(label, _)| label.clone()),
+            state_edit: self.state_edit.clone(),
+        }
+    }
+}
+
+/// A variant as the experiment's log keeps it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct VariantRecord {
+    /// The variant's name.
+    pub name: String,
+    /// What it is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// The workflow it runs, when not the recorded one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workflow: Option<String>,
+    /// The provider it asks, when not the workflow's own (its label).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provider: Option<String>,
+    /// The merge patch it applies to the state at the fork point.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state_edit: Option<Value>,
+}

@@ -1,0 +1,354 @@
+//! Experiments end to end on the planner-executor example and the scripted model: forks of a
+//! recording start from identical state without a model call for the prefix, runs are
+//! tagged in the experiment's log and resumable, scores re-computable, comparisons derived.
+
+#![allow(clippy::unwrap_used, missing_docs)]
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use openharness::builtin::SessionForked;
+use openharness::prelude::*;
+use openharness::provider::{Reply, ScriptedProvider};
+use openharness::store::MemoryStore;
+use openharness_eval::{
+    Case, Comparison, EvalError, Experiment, ExperimentRecord, ForkAt, RunStatus, Variant, rescore,
+    scorers,
+};
+use openharness_example_planner_executor as example;
+use openharness_host::Host;
+use serde_json::{Value, json};
+
+/// A model whose executor reports `summary` for every task, counting its calls.
+fn executor_says(summary: &'static str, calls: Arc<AtomicUsize>) -> ScriptedProvider {
+    ScriptedProvider::new().fallback("executor", move |_| {
+        calls.fetch_add(1, Ordering::SeqCst);
+        Reply::output(json!({ "summary": summary }))
+    })
+}
+
+/// A store holding one recorded, published planner-executor session; its host; the session.
+async fn recorded() -> (MemoryStore, Host, SessionId, ScriptedProvider) {
+    let store = MemoryStore::new();
+    let script = example::scripted_provider();
+    let workflow = example::workflow(store.clone(), script.clone()).unwrap();
+    let first = workflow
+        .run(RunOptions::new().input(example::DEMO_GOAL))
+        .await
+        .unwrap();
+    let done = workflow
+        .respond(
+            &first.session,
+            first.open_requests[0],
+            "yes",
+            RunOptions::new(),
+        )
+        .await
+        .unwrap();
+    assert!(done.state.is_published());
+    let host = Host::new(store.clone()).workflow(workflow).unwrap();
+    (store, host, first.session, script)
+}
+
+fn published() -> openharness_eval::scorers::Builtin {
+    scorers::predicate("published", |state: &Value| state["release"] == "published")
+}
+
+fn says_done() -> openharness_eval::scorers::Builtin {
+    scorers::matches(
+        "says-done",
+        openharness_eval::Field::output("executor", "/summary"),
+        "(?i)\\bdone\\b",
+    )
+    .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn variants_fork_a_recording_from_identical_state_without_calling_the_model_for_the_prefix() {
+    let (store, host, parent, script) = recorded().await;
+    let calls_before = script.calls();
+    let (good_calls, poor_calls) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+    let progress = Arc::new(AtomicUsize::new(0));
+    let seen = Arc::clone(&progress);
+    let experiment = Experiment::new("executor-wording", host.clone())
+        .case(
+            Case::recording("release", parent.clone(), ForkAt::event("task:started", 1))
+                .answers(["yes"]),
+        )
+        .variant(Variant::new("done").provider(
+            "done-model",
+            executor_says("Task done.", Arc::clone(&good_calls)),
+        ))
+        .variant(Variant::new("vague").provider(
+            "vague-model",
+            executor_says("Worked on it.", Arc::clone(&poor_calls)),
+        ))
+        .repeats(3)
+        .scorer(published())
+        .scorer(says_done())
+        .concurrency(3)
+        .on_progress(move |p| seen.store(p.done, Ordering::SeqCst));
+    let ran = experiment.run().await.unwrap();
+    assert_eq!((ran.ran, ran.skipped, ran.failed), (6, 0, 0));
+    assert_eq!(progress.load(Ordering::SeqCst), 6);
+
+    // The prefix (the planner's call) came from the log: the recording's model was not asked
+    // again, and each variant's model did only the suffix: three tasks per run.
+    assert_eq!(script.calls(), calls_before);
+    assert_eq!(good_calls.load(Ordering::SeqCst), 9);
+    assert_eq!(poor_calls.load(Ordering::SeqCst), 9);
+
+    // Every run is a real session forked from the parent, with the hash of the state it
+    // started from: one hash for all six.
+    let record = &ran.record;
+    assert_eq!(record.runs.len(), 6);
+    let mut hashes = std::collections::BTreeSet::new();
+    for entry in record.runs.values() {
+        assert_eq!(entry.run.status, RunStatus::Completed);
+        let session = entry.run.session.clone().unwrap();
+        let first = store.events(&session, 0..1).await.unwrap().remove(0);
+        let forked = first.decode::<SessionForked>().unwrap();
+        assert_eq!(forked.parent, parent);
+        assert_eq!(forked.state_hash, entry.run.state_hash);
+        hashes.insert(forked.state_hash.unwrap());
+        assert_eq!(entry.run.reason.as_deref(), Some("until"));
+        assert_eq!(entry.run.turns, 2, "the fork's turn, then the answer");
+        assert_eq!(entry.scores["published"].value, 1.0);
+    }
+    assert_eq!(hashes.len(), 1);
+    let parent_state = host
+        .state_at(
+            &parent,
+            record
+                .runs
+                .values()
+                .next()
+                .unwrap()
+                .run
+                .fork_position
+                .unwrap(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        hashes.first().unwrap(),
+        &openharness::tape::json_hash(&parent_state)
+    );
+
+    // The comparison is derived from the log: the vague wording loses `says-done` on the
+    // one case, ties `published`.
+    let comparison = Comparison::of(record, "vague", None, 0.05).unwrap();
+    assert_eq!(comparison.baseline, "done");
+    assert_eq!(comparison.identical_start, Some(true));
+    let says = comparison
+        .scorers
+        .iter()
+        .find(|s| s.scorer == "says-done")
+        .unwrap();
+    assert_eq!((says.wins, says.ties, says.losses), (0, 0, 1));
+    assert_eq!(says.delta, Some(-1.0));
+    assert!(says.regressed);
+    assert_eq!(says.variant.pass_at_k, Some(0.0));
+    assert_eq!(says.baseline.pass_hat_k, Some(1.0));
+    let publish = comparison
+        .scorers
+        .iter()
+        .find(|s| s.scorer == "published")
+        .unwrap();
+    assert_eq!((publish.wins, publish.ties, publish.losses), (0, 1, 0));
+    assert!(!publish.regressed);
+    let gate = comparison.gate().unwrap_err();
+    assert!(gate.contains("says-done"), "{gate}");
+    let report = comparison.markdown();
+    assert!(
+        report.contains(
+            "| says-done ⚠️ regressed | 1.000 ± 0.000 | 0.000 ± 0.000 | -1.000 | 0/0/1 |"
+        ),
+        "{report}"
+    );
+    assert!(report.contains("identical state"), "{report}");
+
+    // Running it again resumes: nothing is run twice.
+    let again = experiment.run().await.unwrap();
+    assert_eq!((again.ran, again.skipped), (0, 6));
+    assert_eq!(
+        good_calls.load(Ordering::SeqCst) + poor_calls.load(Ordering::SeqCst),
+        18
+    );
+    assert_eq!(again.record.runs, ran.record.runs);
+
+    // The experiment is listed, and reads back the same from the store.
+    let listed = openharness_eval::list(&store).await.unwrap();
+    assert_eq!(listed.len(), 1);
+    assert_eq!(listed[0].name, "executor-wording");
+    let loaded = ExperimentRecord::load(&store, "executor-wording")
+        .await
+        .unwrap();
+    assert_eq!(loaded.runs, ran.record.runs);
+}
+
+#[tokio::test]
+async fn rescoring_reads_recorded_runs_and_calls_no_model() {
+    let (store, host, parent, _) = recorded().await;
+    let calls = Arc::new(AtomicUsize::new(0));
+    Experiment::new("rescore", host.clone())
+        .case(
+            Case::recording("release", parent, ForkAt::state(|s| s["completed"] == 1))
+                .answers(["yes"]),
+        )
+        .variant(Variant::new("done").provider("m", executor_says("done", Arc::clone(&calls))))
+        .repeats(2)
+        .scorer(published())
+        .run()
+        .await
+        .unwrap();
+    let after_run = calls.load(Ordering::SeqCst);
+    assert_eq!(
+        after_run, 4,
+        "a fork after the first task completes runs two tasks"
+    );
+
+    let two_tasks_done = scorers::predicate("completed-3", |s| s["completed"] == 3);
+    let said = scorers::contains(
+        "said-done",
+        openharness_eval::Field::output("executor", "/summary"),
+        "done",
+    );
+    let done = rescore(
+        &host,
+        "rescore",
+        &[Arc::new(two_tasks_done), Arc::new(said)],
+        4,
+    )
+    .await
+    .unwrap();
+    assert_eq!((done.runs, done.scores), (2, 4));
+    assert_eq!(calls.load(Ordering::SeqCst), after_run);
+    let record = ExperimentRecord::load(&store, "rescore").await.unwrap();
+    for entry in record.runs.values() {
+        assert_eq!(entry.scores.len(), 3);
+        assert!(entry.scores["completed-3"].passed);
+        assert!(entry.scores["said-done"].passed);
+    }
+    let missing = rescore(&host, "nope", &[], 1).await.unwrap_err();
+    assert!(
+        matches!(missing, EvalError::UnknownExperiment(_)),
+        "{missing}"
+    );
+}
+
+#[tokio::test]
+async fn cases_from_inputs_run_new_sessions_and_failed_runs_are_retried_on_request() {
+    let store = MemoryStore::new();
+    // The planner answers the first two calls and then fails: one case of three fails.
+    let provider = ScriptedProvider::new()
+        .respond("planner", Reply::output(json!({ "tasks": ["a"] })))
+        .respond("planner", Reply::output(json!({ "tasks": ["b", "c"] })))
+        .fallback("executor", |_| Reply::output(json!({ "summary": "done" })));
+    let workflow = example::workflow(store.clone(), provider.clone()).unwrap();
+    let host = Host::new(store.clone()).workflow(workflow).unwrap();
+    let cases = Case::from_jsonl(
+        "cases.jsonl",
+        "{\"id\": \"one\", \"input\": \"ship a\", \"answers\": [\"yes\"], \"expected\": {\"tasks\": 1}}\n\
+         {\"id\": \"two\", \"input\": \"ship b\", \"answers\": [\"no\"], \"expected\": {\"tasks\": 2}}\n\
+         {\"id\": \"three\", \"input\": \"ship c\"}\n",
+    )
+    .unwrap();
+    let experiment = Experiment::new("inputs", host.clone())
+        .cases(cases)
+        .concurrency(1)
+        .scorer(scorers::equals(
+            "task-count",
+            openharness_eval::Field::state("/completed"),
+            openharness_eval::Expect::case("/tasks"),
+        ));
+    let ran = experiment.run().await.unwrap();
+    assert_eq!((ran.ran, ran.failed), (3, 0));
+    let runs: Vec<_> = ran.record.runs.values().collect();
+    // `three` ran out of script: the planner's call failed, recorded in the run's session.
+    let three = runs.iter().find(|e| e.run.case == "three").unwrap();
+    assert!(!three.scores["task-count"].passed);
+    assert!(
+        three.scores["task-count"]
+            .detail
+            .as_deref()
+            .unwrap()
+            .contains("expects nothing at `/tasks`")
+    );
+    let one = runs.iter().find(|e| e.run.case == "one").unwrap();
+    assert!(one.scores["task-count"].passed);
+    assert_eq!(one.run.reason.as_deref(), Some("until"));
+    let two = runs.iter().find(|e| e.run.case == "two").unwrap();
+    assert!(two.scores["task-count"].passed);
+    assert_eq!(two.run.turns, 2);
+    assert_eq!(
+        host.state_at(two.run.session.as_ref().unwrap(), u64::MAX)
+            .await
+            .unwrap()["release"],
+        "declined"
+    );
+
+    // A run whose workflow fails is recorded as failed, and run again only when asked.
+    let failing = Experiment::new("failing", host.clone())
+        .case(Case::input("x", "ship x"))
+        .run_options(|| RunOptions::new().max_agent_calls(0));
+    let first = failing.run().await.unwrap();
+    let entry = first.record.runs.values().next().unwrap();
+    assert_eq!(entry.run.reason.as_deref(), Some("max_agent_calls"));
+    let unknown = Experiment::new("unknown", host.clone())
+        .case(Case::input("x", "go").workflow("no-such-workflow"))
+        .run()
+        .await
+        .unwrap_err();
+    assert!(
+        unknown
+            .to_string()
+            .contains("no workflow named `no-such-workflow`"),
+        "{unknown}"
+    );
+    assert!(matches!(
+        ExperimentRecord::load(&store, "unknown").await,
+        Err(EvalError::UnknownExperiment(_))
+    ));
+}
+
+#[tokio::test]
+async fn a_failed_run_is_kept_until_retried_and_then_run_again_as_a_new_attempt() {
+    // Append #1 is the experiment's definition, #2 the run's first event: it fails.
+    let store = openharness::store::FailingStore::fail_only(MemoryStore::new(), 2);
+    let provider = ScriptedProvider::new()
+        .fallback("planner", |_| Reply::output(json!({ "tasks": ["a"] })))
+        .fallback("executor", |_| Reply::output(json!({ "summary": "done" })));
+    let workflow = example::workflow(MemoryStore::new(), provider).unwrap();
+    let host = Host::new(store.clone()).workflow(workflow).unwrap();
+    let experiment = Experiment::new("flaky-store", host.clone())
+        .case(Case::input("x", "ship x").answers(["yes"]))
+        .scorer(published());
+    let first = experiment.run().await.unwrap();
+    assert_eq!((first.ran, first.failed), (1, 1));
+    let entry = first.record.runs.values().next().unwrap();
+    assert_eq!(entry.run.status, RunStatus::Failed);
+    assert!(
+        entry
+            .run
+            .error
+            .as_deref()
+            .unwrap()
+            .contains("injected failure on append #2"),
+        "{:?}",
+        entry.run.error
+    );
+    assert!(entry.scores.is_empty());
+
+    // Resumed without --retry-failed: the failed run stays as it is.
+    let again = experiment.run().await.unwrap();
+    assert_eq!((again.ran, again.skipped), (0, 1));
+
+    // With it: a second attempt, in a new session, that passes.
+    let retried = experiment.clone().retry_failed(true).run().await.unwrap();
+    assert_eq!((retried.ran, retried.failed), (1, 0));
+    let entry = retried.record.runs.values().next().unwrap();
+    assert_eq!(entry.run.attempt, 2);
+    assert_eq!(entry.run.status, RunStatus::Completed);
+    assert!(entry.scores["published"].passed);
+}
