@@ -726,6 +726,19 @@ export interface SessionForked {
   openRequests?: EventId[];
   parentSessionId: SessionId;
   /**
+   * A JSON merge patch (RFC 7396) applied to that state before the fork ran on, when the
+   * fork changed the state it started from (an eval's variant).
+   */
+  stateEdit?: {
+    [k: string]: unknown | undefined;
+  };
+  /**
+   * The SHA-256 (hex) of the parent's state at the fork point, as canonical JSON (object
+   * keys sorted): equal hashes prove that two forks started from identical state. Absent
+   * in forks made before it was recorded.
+   */
+  stateHash?: string | null;
+  /**
    * The workflow the fork runs with, so a listing names it without reading its ancestors
    * (absent in recordings of format 1).
    */
