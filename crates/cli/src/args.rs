@@ -102,6 +102,10 @@ pub(crate) enum Command<E: Subcommand> {
     },
     #[command(flatten)]
     Transfer(crate::transfer::TransferCommand),
+    /// Experiments: cases × variants × repeats from forks or inputs, scored and compared
+    /// (`run`, `list`, `show`, `compare`, `rescore`).
+    #[command(subcommand)]
+    Eval(crate::eval::EvalCommand),
     /// Maintain the /v1 platform's records in the store (`rotate-keys`).
     #[command(subcommand)]
     Platform(crate::platform::PlatformCommand),

@@ -139,6 +139,13 @@ pub enum CliError {
     /// A `platform` command failed (a master key missing, a provider key that does not open).
     #[error(transparent)]
     Platform(#[from] openharness_platform::PlatformError),
+    /// An eval failed (a bad experiment file or dataset, an unknown experiment, a store
+    /// failure).
+    #[error(transparent)]
+    Eval(#[from] openharness_eval::EvalError),
+    /// `eval compare --max-regression` found a scorer that regressed beyond it.
+    #[error("{0}")]
+    Regressed(String),
     /// A failure of a program's own command.
     #[error(transparent)]
     Other(Box<dyn std::error::Error + Send + Sync>),
@@ -248,6 +255,7 @@ pub(crate) async fn run<E: clap::Subcommand>(
             "compact runs on a store no process has open".into(),
         )),
         Command::Platform(command) => crate::platform::run(command, context).await,
+        Command::Eval(command) => crate::eval::run(command, context).await,
         Command::Transfer(command) => {
             Ok(crate::transfer::run(command, context.store_path(), context.out()).await?)
         }

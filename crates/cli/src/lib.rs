@@ -101,6 +101,7 @@ mod args;
 mod commands;
 mod compact;
 mod debugger;
+mod eval;
 mod fork;
 mod output;
 mod platform;

@@ -224,6 +224,7 @@ async fn derive_fork_at<S: WorkflowState>(
         ))
         .await?;
         from.derived.len = 0;
+        from.derived.state = edited(wf, session, from.derived.state, &forked)?;
         return Ok(from);
     }
     let mut derived = derive_prefix(wf, session, position, depth).await?;
@@ -620,8 +621,36 @@ fn session_base<'a, S: WorkflowState>(
                 parent: forked.parent,
             });
         }
-        state_at(wf, &forked.parent, forked.position, depth + 1).await
+        let state = state_at(wf, &forked.parent, forked.position, depth + 1).await?;
+        edited(wf, session, state, &forked)
     })
+}
+
+/// `state` with the fork's `stateEdit` (a JSON merge patch) applied, if it has one: a fork
+/// that changed the state it inherited starts from the changed state, in every derivation.
+fn edited<S: WorkflowState>(
+    wf: &Inner<S>,
+    session: &SessionId,
+    state: S,
+    forked: &SessionForked,
+) -> Result<S, Error> {
+    let Some(patch) = &forked.state_edit else {
+        return Ok(state);
+    };
+    let corrupt = |err: serde_json::Error| {
+        Error::store(
+            wf.store.as_ref(),
+            Some(session),
+            StoreError::Corrupt {
+                session: session.clone(),
+                seq: 0,
+                message: format!("its stateEdit no longer applies to the workflow's state: {err}"),
+            },
+        )
+    };
+    let mut value = serde_json::to_value(&state).map_err(corrupt)?;
+    json_patch::merge(&mut value, patch);
+    serde_json::from_value(value).map_err(corrupt)
 }
 
 /// The state of `session` at `position` (clamped to its length): the latest decodable snapshot

@@ -40,6 +40,7 @@
 
 mod case;
 mod compare;
+mod diverge;
 mod error;
 mod events;
 mod experiment;
@@ -52,6 +53,7 @@ mod variant;
 
 pub use case::{Case, ForkAt, Named, Occurrence};
 pub use compare::{Arm, CaseComparison, Comparison, ScorerComparison, Spend};
+pub use diverge::{Difference, first_difference};
 pub use error::EvalError;
 pub use events::{
     Better, CaseRecord, EvalRecorded, EvalScored, EvalStarted, LOG_PREFIX, RunStatus, ScorerRecord,

@@ -352,3 +352,69 @@ async fn a_failed_run_is_kept_until_retried_and_then_run_again_as_a_new_attempt(
     assert_eq!(entry.run.status, RunStatus::Completed);
     assert!(entry.scores["published"].passed);
 }
+
+#[tokio::test]
+async fn a_variant_that_edits_the_state_starts_from_the_edit_and_its_tape_agrees() {
+    let (store, host, parent, _) = recorded().await;
+    let ran = Experiment::new("edited", host.clone())
+        .case(
+            Case::recording("release", parent.clone(), ForkAt::event("task:started", 1))
+                .answers(["yes"]),
+        )
+        .variant(Variant::new("as-recorded").provider("m", executor_says("done", Arc::default())))
+        .variant(
+            Variant::new("new-goal")
+                .provider("m", executor_says("done", Arc::default()))
+                .edit_state(json!({ "goal": "Ship version 0.2" })),
+        )
+        .scorer(published())
+        .run()
+        .await
+        .unwrap();
+    let runs: Vec<_> = ran.record.runs.values().collect();
+    assert_eq!(
+        runs[0].run.state_hash, runs[1].run.state_hash,
+        "one parent state, hashed before the edit"
+    );
+    let edited = runs.iter().find(|e| e.run.variant == "new-goal").unwrap();
+    let session = edited.run.session.clone().unwrap();
+    let forked = store.events(&session, 0..1).await.unwrap()[0]
+        .decode::<SessionForked>()
+        .unwrap();
+    assert_eq!(
+        forked.state_edit,
+        Some(json!({ "goal": "Ship version 0.2" }))
+    );
+    // Stepping through the fork (position 0 and after) shows the edited state, as the run saw it.
+    assert_eq!(
+        host.state_at(&session, 0).await.unwrap()["goal"],
+        "Ship version 0.2"
+    );
+    assert_eq!(
+        host.state_at(&session, u64::MAX).await.unwrap()["goal"],
+        "Ship version 0.2"
+    );
+    let requests = host
+        .store()
+        .all_events(&session)
+        .await
+        .unwrap()
+        .into_iter()
+        .filter(|e| e.name == "agent:started")
+        .map(|e| e.payload["prompt"].as_str().unwrap_or_default().to_owned())
+        .collect::<Vec<_>>();
+    assert!(
+        requests.iter().all(|p| p.contains("Ship version 0.2")),
+        "{requests:?}"
+    );
+    // A fork of the edited fork at its position 0 starts from the edited state too.
+    let again = host
+        .prepare_fork(
+            &session,
+            openharness_host::ForkPoint::Position { position: 0 },
+        )
+        .await
+        .unwrap();
+    assert_eq!(again.state().unwrap()["goal"], "Ship version 0.2");
+    assert!(edited.scores["published"].passed);
+}

@@ -1,0 +1,646 @@
+//! `openharness eval …`: experiments from a file — `run` (cases × variants × repeats,
+//! resumable), `list`, `show` (every run and its scores), `compare` (a variant against the
+//! baseline: a table, `--markdown` for a pull request, `--json`, and `--max-regression` as a
+//! CI gate) and `rescore` (new scorers over recorded runs, no model called).
+//!
+//! An experiment file is TOML (or JSON, by its extension):
+//!
+//! ```toml
+//! name = "executor-wording"
+//! workflow = "planner-executor"     # what cases from inputs run
+//! dataset = "cases.jsonl"           # relative to this file; cases may also be inline
+//! repeats = 5
+//! concurrency = 4
+//!
+//! [[case]]
+//! id = "from-a-run"
+//! session = "0193…"
+//! at = { event = "task:started", n = 1 }
+//! answers = ["yes"]
+//!
+//! [[variant]]
+//! name = "baseline"
+//!
+//! [[variant]]
+//! name = "gpt"
+//! provider = { kind = "openai", model = "gpt-4.1-mini" }
+//!
+//! [[variant]]
+//! name = "v2"
+//! workflow = "planner-executor-v2"
+//! state = { temperature = 0.2 }     # merge patch on the state at the fork point
+//!
+//! [[scorer]]
+//! name = "published"
+//! kind = "equals"
+//! field = { state = "/release" }
+//! expect = "published"
+//! ```
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use clap::Subcommand;
+use openharness::RunOptions;
+use openharness_eval::{
+    Case, Comparison, EvalError, Experiment, ExperimentRecord, Progress, ScorerSpec, Variant,
+};
+use serde::Deserialize;
+use serde_json::Value;
+
+use crate::provider::{ProviderKind, live_provider};
+use crate::{CliError, Context};
+
+/// The eval subcommands.
+#[derive(Debug, Subcommand)]
+pub(crate) enum EvalCommand {
+    /// Run an experiment file's cases × variants × repeats; runs recorded before are kept
+    /// (run it again to resume an interrupted experiment).
+    Run {
+        /// The experiment file (TOML, or JSON by its extension).
+        file: PathBuf,
+        /// Runs at once (default: the file's `concurrency`, else 4).
+        #[arg(long)]
+        concurrency: Option<usize>,
+        /// Run again the runs recorded as failed.
+        #[arg(long)]
+        retry_failed: bool,
+        /// Print JSON instead of tables.
+        #[arg(long)]
+        json: bool,
+    },
+    /// List the experiments in the store.
+    List {
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Show an experiment's runs and their scores.
+    Show {
+        /// The experiment's name.
+        name: String,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Compare a variant with the baseline, scorer by scorer and case by case; with a case,
+    /// also where its first runs part.
+    Compare {
+        /// The experiment's name.
+        name: String,
+        /// The variant (default: every variant but the baseline).
+        #[arg(long)]
+        variant: Option<String>,
+        /// The side compared against (default: the experiment's baseline).
+        #[arg(long)]
+        baseline: Option<String>,
+        /// Exit 1 when a scorer's mean is worse than the baseline's by more than this (in
+        /// the scorer's units: 0.05 is five points of pass rate).
+        #[arg(long, value_name = "DELTA")]
+        max_regression: Option<f64>,
+        /// Also show, for this case, the first event where the baseline's and the variant's
+        /// first runs differ, and how their states differ there.
+        #[arg(long)]
+        case: Option<String>,
+        /// Print a Markdown report.
+        #[arg(long, conflicts_with = "json")]
+        markdown: bool,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Score an experiment's recorded runs again with the scorers of a file (its
+    /// `[[scorer]]` tables): no model is called.
+    Rescore {
+        /// The experiment's name.
+        name: String,
+        /// A file with `[[scorer]]` tables (an experiment file will do).
+        file: PathBuf,
+    },
+}
+
+/// An experiment file.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ExperimentFile {
+    name: String,
+    #[serde(default)]
+    workflow: Option<String>,
+    #[serde(default)]
+    dataset: Option<PathBuf>,
+    #[serde(default, rename = "case", alias = "cases")]
+    cases: Vec<Case>,
+    #[serde(default, rename = "variant", alias = "variants")]
+    variants: Vec<VariantFile>,
+    #[serde(default)]
+    baseline: Option<String>,
+    #[serde(default)]
+    repeats: Option<u32>,
+    #[serde(default)]
+    concurrency: Option<usize>,
+    #[serde(default, rename = "scorer", alias = "scorers")]
+    scorers: Vec<ScorerSpec>,
+    /// Guards for every turn of every run.
+    #[serde(default)]
+    max_agent_calls: Option<u64>,
+    #[serde(default)]
+    max_cost: Option<f64>,
+    #[serde(default)]
+    deadline_secs: Option<u64>,
+}
+
+/// Only the scorers of a file (for `rescore`).
+#[derive(Debug, Deserialize)]
+struct ScorersFile {
+    #[serde(default, rename = "scorer", alias = "scorers")]
+    scorers: Vec<ScorerSpec>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct VariantFile {
+    name: String,
+    #[serde(default)]
+    description: Option<String>,
+    #[serde(default)]
+    workflow: Option<String>,
+    #[serde(default)]
+    provider: Option<ProviderFile>,
+    #[serde(default)]
+    state: Option<Value>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ProviderFile {
+    kind: String,
+    #[serde(default)]
+    model: Option<String>,
+    #[serde(default)]
+    base_url: Option<String>,
+}
+
+pub(crate) async fn run(command: EvalCommand, context: &Context) -> Result<(), CliError> {
+    match command {
+        EvalCommand::Run {
+            file,
+            concurrency,
+            retry_failed,
+            json,
+        } => run_file(context, &file, concurrency, retry_failed, json).await,
+        EvalCommand::List { json } => list(context, json).await,
+        EvalCommand::Show { name, json } => show(context, &name, json).await,
+        EvalCommand::Compare {
+            name,
+            variant,
+            baseline,
+            max_regression,
+            case,
+            markdown,
+            json,
+        } => {
+            let record = ExperimentRecord::load(context.host().store().as_ref(), &name).await?;
+            let ask = Compare {
+                variant,
+                baseline,
+                max_regression,
+                case,
+                markdown,
+                json,
+            };
+            compare(context, &record, &ask).await
+        }
+        EvalCommand::Rescore { name, file } => rescore(context, &name, &file).await,
+    }
+}
+
+fn read<T: serde::de::DeserializeOwned>(file: &Path) -> Result<T, CliError> {
+    let text = std::fs::read_to_string(file)
+        .map_err(|err| CliError::Usage(format!("cannot read {}: {err}", file.display())))?;
+    let parsed = if file.extension().is_some_and(|ext| ext == "json") {
+        serde_json::from_str(&text).map_err(|err| err.to_string())
+    } else {
+        toml::from_str(&text).map_err(|err| err.to_string())
+    };
+    parsed.map_err(|err| CliError::Usage(format!("{}: {err}", file.display())))
+}
+
+fn scorers(specs: &[ScorerSpec]) -> Result<Vec<Arc<dyn openharness_eval::Scorer>>, CliError> {
+    specs
+        .iter()
+        .map(|spec| {
+            spec.build()
+                .map(|scorer| Arc::new(scorer) as Arc<dyn openharness_eval::Scorer>)
+                .map_err(CliError::Usage)
+        })
+        .collect()
+}
+
+fn provider_kind(kind: &str) -> Result<ProviderKind, CliError> {
+    <ProviderKind as clap::ValueEnum>::from_str(kind, true).map_err(|_| {
+        CliError::Usage(format!(
+            "provider kind `{kind}` is not one of anthropic, openai, claude-cli"
+        ))
+    })
+}
+
+/// The experiment a file describes, over the CLI's host.
+fn experiment(
+    context: &Context,
+    file: &Path,
+    spec: ExperimentFile,
+) -> Result<Experiment, CliError> {
+    let mut experiment = Experiment::new(spec.name.clone(), context.host().clone());
+    if let Some(workflow) = spec.workflow {
+        experiment = experiment.workflow(workflow);
+    }
+    if let Some(dataset) = spec.dataset {
+        let path = file.parent().unwrap_or(Path::new(".")).join(dataset);
+        let text = std::fs::read_to_string(&path)
+            .map_err(|err| CliError::Usage(format!("cannot read {}: {err}", path.display())))?;
+        experiment = experiment.cases(Case::from_jsonl(&path.display().to_string(), &text)?);
+    }
+    experiment = experiment.cases(spec.cases);
+    for variant in spec.variants {
+        let mut built = Variant::new(variant.name);
+        if let Some(description) = variant.description {
+            built = built.describe(description);
+        }
+        if let Some(workflow) = variant.workflow {
+            built = built.workflow_named(workflow);
+        }
+        if let Some(provider) = variant.provider {
+            let kind = provider_kind(&provider.kind)?;
+            let label = format!(
+                "{}{}",
+                provider.kind,
+                provider
+                    .model
+                    .as_deref()
+                    .map(|m| format!(":{m}"))
+                    .unwrap_or_default()
+            );
+            let live = live_provider(
+                kind,
+                provider.model.as_deref(),
+                provider.base_url.as_deref(),
+            )?;
+            built = built.shared_provider(label, live);
+        }
+        if let Some(state) = variant.state {
+            built = built.edit_state(state);
+        }
+        experiment = experiment.variant(built);
+    }
+    if let Some(baseline) = spec.baseline {
+        experiment = experiment.baseline(baseline);
+    }
+    if let Some(repeats) = spec.repeats {
+        experiment = experiment.repeats(repeats);
+    }
+    if let Some(concurrency) = spec.concurrency {
+        experiment = experiment.concurrency(concurrency);
+    }
+    for scorer in scorers(&spec.scorers)? {
+        experiment = experiment.shared_scorer(scorer);
+    }
+    let (max_calls, max_cost, deadline) = (spec.max_agent_calls, spec.max_cost, spec.deadline_secs);
+    Ok(experiment.run_options(move || {
+        let mut options = RunOptions::new();
+        if let Some(max) = max_calls {
+            options = options.max_agent_calls(max);
+        }
+        if let Some(max) = max_cost {
+            options = options.max_cost(max);
+        }
+        if let Some(secs) = deadline {
+            options = options.deadline(Duration::from_secs(secs));
+        }
+        options
+    }))
+}
+
+/// Prints a progress line at most every second, and the last one.
+fn progress_printer(context: &Context) -> impl Fn(&Progress) + Send + Sync + 'static {
+    let out = context.out();
+    let last = std::sync::Mutex::new(None::<Instant>);
+    move |progress: &Progress| {
+        let mut last = last
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let due = last.is_none_or(|at| at.elapsed() >= Duration::from_secs(1));
+        if due || progress.done == progress.total {
+            *last = Some(Instant::now());
+            let mut out = out.clone();
+            let _ = writeln!(
+                out,
+                "eval: {}/{} runs{}{}",
+                progress.done,
+                progress.total,
+                if progress.failed > 0 {
+                    format!(", {} failed", progress.failed)
+                } else {
+                    String::new()
+                },
+                if progress.skipped > 0 {
+                    format!(" ({} recorded before, kept)", progress.skipped)
+                } else {
+                    String::new()
+                },
+            );
+        }
+    }
+}
+
+async fn run_file(
+    context: &Context,
+    file: &Path,
+    concurrency: Option<usize>,
+    retry_failed: bool,
+    json: bool,
+) -> Result<(), CliError> {
+    let spec: ExperimentFile = read(file)?;
+    let name = spec.name.clone();
+    let mut experiment = experiment(context, file, spec)?.retry_failed(retry_failed);
+    if let Some(runs) = concurrency {
+        experiment = experiment.concurrency(runs);
+    }
+    if !json {
+        experiment = experiment.on_progress(progress_printer(context));
+    }
+    let began = Instant::now();
+    let ran = experiment.run().await?;
+    let comparisons = comparisons(&ran.record, None, None, 0.0)?;
+    let mut out = context.out();
+    if json {
+        let summary = serde_json::json!({
+            "experiment": name,
+            "ran": ran.ran,
+            "skipped": ran.skipped,
+            "failed": ran.failed,
+            "comparisons": comparisons,
+        });
+        writeln!(out, "{}", serde_json::to_string_pretty(&summary)?)?;
+    } else {
+        writeln!(
+            out,
+            "\nexperiment `{name}`: {} runs recorded in {:.1} s ({} kept from before, {} failed)\n",
+            ran.ran,
+            began.elapsed().as_secs_f64(),
+            ran.skipped,
+            ran.failed
+        )?;
+        for comparison in &comparisons {
+            writeln!(out, "{}", comparison.markdown())?;
+        }
+        writeln!(
+            out,
+            "`{p} eval show {name}` lists every run; `{p} eval compare {name} --markdown` writes the report.",
+            p = context.program()
+        )?;
+    }
+    if ran.failed > 0 {
+        return Err(CliError::Usage(format!(
+            "{} run(s) failed; `{p} eval show {name}` says why, and `{p} eval run {} --retry-failed` runs them again",
+            ran.failed,
+            file.display(),
+            p = context.program()
+        )));
+    }
+    Ok(())
+}
+
+/// Every variant but the baseline against it (or the one asked for).
+fn comparisons(
+    record: &ExperimentRecord,
+    variant: Option<&str>,
+    baseline: Option<&str>,
+    threshold: f64,
+) -> Result<Vec<Comparison>, CliError> {
+    let against = baseline.unwrap_or(&record.definition.baseline);
+    let names: Vec<&str> = match variant {
+        Some(variant) => vec![variant],
+        None => record
+            .definition
+            .variants
+            .iter()
+            .map(|v| v.name.as_str())
+            .filter(|name| *name != against)
+            .collect(),
+    };
+    Ok(names
+        .into_iter()
+        .map(|name| Comparison::of(record, name, Some(against), threshold))
+        .collect::<Result<_, EvalError>>()?)
+}
+
+async fn list(context: &Context, json: bool) -> Result<(), CliError> {
+    let found = openharness_eval::list(context.host().store().as_ref()).await?;
+    let mut out = context.out();
+    if json {
+        writeln!(out, "{}", serde_json::to_string_pretty(&found)?)?;
+        return Ok(());
+    }
+    if found.is_empty() {
+        writeln!(
+            out,
+            "no experiments; `{} eval run FILE` starts one",
+            context.program()
+        )?;
+    }
+    for experiment in found {
+        writeln!(
+            out,
+            "{:<30} {:>6} events  started {}  last {}",
+            experiment.name,
+            experiment.events,
+            experiment.created.format("%Y-%m-%d %H:%M:%S"),
+            experiment.last_event.format("%Y-%m-%d %H:%M:%S")
+        )?;
+    }
+    Ok(())
+}
+
+async fn show(context: &Context, name: &str, json: bool) -> Result<(), CliError> {
+    let record = ExperimentRecord::load(context.host().store().as_ref(), name).await?;
+    let mut out = context.out();
+    if json {
+        let runs: Vec<_> = record.runs.values().collect();
+        let value = serde_json::json!({ "definition": record.definition, "runs": runs });
+        writeln!(out, "{}", serde_json::to_string_pretty(&value)?)?;
+        return Ok(());
+    }
+    let definition = &record.definition;
+    writeln!(
+        out,
+        "experiment `{}`: {} cases × {} variants × {} repeats, baseline `{}`",
+        record.name,
+        definition.cases.len(),
+        definition.variants.len(),
+        definition.repeats,
+        definition.baseline
+    )?;
+    for (key, entry) in &record.runs {
+        let scores: Vec<String> = entry
+            .scores
+            .values()
+            .map(|s| {
+                format!(
+                    "{}={}{}",
+                    s.scorer,
+                    s.value,
+                    if s.passed { "" } else { "✗" }
+                )
+            })
+            .collect();
+        let session = entry.run.session.as_ref().map_or("-", |s| s.as_str());
+        let state = match (&entry.run.error, &entry.run.reason) {
+            (Some(error), _) => format!("FAILED: {error}"),
+            (None, Some(reason)) => reason.clone(),
+            (None, None) => String::new(),
+        };
+        writeln!(
+            out,
+            "{:<16} {:<12} #{:<2} {:<38} {:>8.1} ms  {}  {}",
+            key.case,
+            key.variant,
+            key.repeat,
+            session,
+            entry.run.latency_ms,
+            state,
+            scores.join(" ")
+        )?;
+    }
+    Ok(())
+}
+
+struct Compare {
+    variant: Option<String>,
+    baseline: Option<String>,
+    max_regression: Option<f64>,
+    case: Option<String>,
+    markdown: bool,
+    json: bool,
+}
+
+async fn compare(
+    context: &Context,
+    record: &ExperimentRecord,
+    ask: &Compare,
+) -> Result<(), CliError> {
+    let threshold = ask.max_regression.unwrap_or(0.0);
+    let comparisons = comparisons(
+        record,
+        ask.variant.as_deref(),
+        ask.baseline.as_deref(),
+        threshold,
+    )?;
+    let mut differences = Vec::new();
+    if let Some(case) = &ask.case {
+        for comparison in &comparisons {
+            let run_of = |variant: &str| {
+                record
+                    .runs
+                    .iter()
+                    .find(|(key, _)| key.case == *case && key.variant == variant && key.repeat == 0)
+                    .and_then(|(_, entry)| entry.run.session.clone())
+            };
+            let (Some(a), Some(b)) = (run_of(&comparison.baseline), run_of(&comparison.variant))
+            else {
+                return Err(CliError::Usage(format!(
+                    "case `{case}` has no recorded first run for both `{}` and `{}`",
+                    comparison.baseline, comparison.variant
+                )));
+            };
+            let difference = openharness_eval::first_difference(context.host(), &a, &b).await?;
+            differences.push((comparison.variant.clone(), a, b, difference));
+        }
+    }
+    let mut out = context.out();
+    if ask.json {
+        let value = serde_json::json!({
+            "comparisons": comparisons,
+            "differences": differences.iter().map(|(variant, a, b, d)| serde_json::json!({
+                "variant": variant, "baseline": a, "run": b, "difference": d,
+            })).collect::<Vec<_>>(),
+        });
+        writeln!(out, "{}", serde_json::to_string_pretty(&value)?)?;
+    } else {
+        for comparison in &comparisons {
+            if ask.markdown {
+                writeln!(out, "{}", comparison.markdown())?;
+            } else {
+                writeln!(out, "{}", comparison.markdown())?;
+                for scorer in &comparison.scorers {
+                    let rows: Vec<String> = scorer
+                        .cases
+                        .iter()
+                        .filter(|c| c.verdict != "tie")
+                        .map(|c| format!("{} {}", c.case, c.verdict))
+                        .collect();
+                    if !rows.is_empty() {
+                        writeln!(out, "  {}: {}", scorer.scorer, rows.join(", "))?;
+                    }
+                }
+            }
+        }
+        for (variant, a, b, difference) in &differences {
+            match difference {
+                None => writeln!(
+                    out,
+                    "\n`{variant}` and the baseline recorded the same events ({a} and {b})."
+                )?,
+                Some(d) => {
+                    let describe = |e: &Option<openharness::Envelope>| {
+                        e.as_ref().map_or_else(
+                            || "(the end)".to_owned(),
+                            |e| format!("{} {}", e.name, e.payload),
+                        )
+                    };
+                    writeln!(
+                        out,
+                        "\n`{variant}` parts from the baseline at seq {} ({a} / {b}):",
+                        d.seq
+                    )?;
+                    writeln!(out, "  baseline: {}", describe(&d.a))?;
+                    writeln!(out, "  {variant}: {}", describe(&d.b))?;
+                    writeln!(
+                        out,
+                        "  state after it, baseline → {variant}: {}",
+                        serde_json::to_string(&d.state_patch)?
+                    )?;
+                }
+            }
+        }
+    }
+    if ask.max_regression.is_some() {
+        for comparison in &comparisons {
+            comparison.gate().map_err(CliError::Regressed)?;
+        }
+    }
+    Ok(())
+}
+
+async fn rescore(context: &Context, name: &str, file: &Path) -> Result<(), CliError> {
+    let spec: ScorersFile = read(file)?;
+    if spec.scorers.is_empty() {
+        return Err(CliError::Usage(format!(
+            "{} has no [[scorer]] table",
+            file.display()
+        )));
+    }
+    let scorers = scorers(&spec.scorers)?;
+    let began = Instant::now();
+    let done = openharness_eval::rescore(context.host(), name, &scorers, 8).await?;
+    writeln!(
+        context.out(),
+        "rescored {} runs of `{name}` with {} scorer(s) in {:.2} s ({} scores recorded; no model called)",
+        done.runs,
+        scorers.len(),
+        began.elapsed().as_secs_f64(),
+        done.scores
+    )?;
+    Ok(())
+}

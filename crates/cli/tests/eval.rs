@@ -1,0 +1,255 @@
+//! `openharness eval`: an experiment file run against a recorded demo and a dataset, as a user
+//! runs it — resumable, listed, shown, compared (with a regression gate that exits 1), and
+//! re-scored without a model.
+#![allow(clippy::unwrap_used, missing_docs)]
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+fn openharness(dir: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_openharness"))
+        .args(args)
+        .current_dir(dir)
+        .env_remove("OPENHARNESS_STORE")
+        .output()
+        .unwrap()
+}
+
+fn stdout(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+fn json(output: &Output) -> Value {
+    assert!(
+        output.status.success(),
+        "{}\n{}",
+        stdout(output),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    serde_json::from_slice(&output.stdout).unwrap()
+}
+
+const SCORERS: &str = r#"
+[[scorer]]
+name = "published"
+kind = "equals"
+field = { state = "/release" }
+expect = "published"
+
+[[scorer]]
+name = "reports-done"
+kind = "matches"
+field = { agent = "executor", pointer = "/summary" }
+pattern = "^Done"
+"#;
+
+#[test]
+fn an_experiment_file_forks_a_recording_resumes_compares_gates_and_rescores() {
+    let dir = tempfile::tempdir().unwrap();
+    assert!(openharness(dir.path(), &["demo"]).status.success());
+    let sessions = json(&openharness(dir.path(), &["sessions", "--json"]));
+    let parent = sessions[0]["id"].as_str().unwrap().to_owned();
+    // A variant that breaks the state at the fork point: the task count is off, so the run
+    // never asks to publish.
+    let file = format!(
+        r#"
+name = "wording"
+repeats = 2
+concurrency = 2
+
+[[case]]
+id = "first-task"
+session = "{parent}"
+at = {{ event = "task:started", n = 1 }}
+answers = ["yes"]
+
+[[variant]]
+name = "baseline"
+
+[[variant]]
+name = "broken"
+description = "the completed count is off by five"
+state = {{ completed = 5 }}
+{SCORERS}"#
+    );
+    std::fs::write(dir.path().join("wording.toml"), file).unwrap();
+
+    let ran = openharness(dir.path(), &["eval", "run", "wording.toml"]);
+    let text = stdout(&ran);
+    assert!(ran.status.success(), "{text}");
+    assert!(text.contains("eval: 4/4 runs"), "{text}");
+    assert!(text.contains("4 runs recorded"), "{text}");
+    assert!(
+        text.contains("| published ⚠️ regressed |") || text.contains("| published |"),
+        "{text}"
+    );
+    assert!(text.contains("started from identical state"), "{text}");
+
+    // Again: resumed, nothing run twice.
+    let again = json(&openharness(
+        dir.path(),
+        &["eval", "run", "wording.toml", "--json"],
+    ));
+    assert_eq!(
+        (again["ran"].as_u64(), again["skipped"].as_u64()),
+        (Some(0), Some(4))
+    );
+
+    let listed = json(&openharness(dir.path(), &["eval", "list", "--json"]));
+    assert_eq!(listed[0]["name"], "wording");
+
+    let shown = json(&openharness(
+        dir.path(),
+        &["eval", "show", "wording", "--json"],
+    ));
+    let runs = shown["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 4);
+    let hashes: std::collections::BTreeSet<_> = runs
+        .iter()
+        .map(|r| r["run"]["stateHash"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(hashes.len(), 1, "every run started from one state");
+
+    // The broken variant loses `published` on the case; the gate fails the command.
+    let gated = openharness(
+        dir.path(),
+        &[
+            "eval",
+            "compare",
+            "wording",
+            "--max-regression",
+            "0.05",
+            "--case",
+            "first-task",
+        ],
+    );
+    let text = stdout(&gated);
+    assert_eq!(gated.status.code(), Some(1), "{text}");
+    assert!(text.contains("published: first-task loss"), "{text}");
+    assert!(
+        text.contains("`broken` parts from the baseline at seq 0"),
+        "{text}"
+    );
+    assert!(text.contains("\"path\":\"/completed\""), "{text}");
+    let stderr = String::from_utf8_lossy(&gated.stderr);
+    assert!(
+        stderr.contains("`broken` regressed against `baseline` beyond 0.05: published (-1.000)"),
+        "{stderr}"
+    );
+
+    let compared = json(&openharness(
+        dir.path(),
+        &["eval", "compare", "wording", "--json"],
+    ));
+    let published = compared["comparisons"][0]["scorers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["scorer"] == "published")
+        .unwrap()
+        .clone();
+    assert_eq!(published["losses"], 1);
+    assert_eq!(published["baseline"]["passRate"], 1.0);
+    assert_eq!(published["variant"]["passRate"], 0.0);
+
+    let markdown = stdout(&openharness(
+        dir.path(),
+        &["eval", "compare", "wording", "--markdown"],
+    ));
+    assert!(
+        markdown.starts_with("## `wording`: `broken` against `baseline` (2 repeats per case)"),
+        "{markdown}"
+    );
+
+    // Re-scoring with a new scorer: four runs, no model.
+    std::fs::write(
+        dir.path().join("more.toml"),
+        "[[scorer]]\nname = \"three-calls\"\nkind = \"agent_calls\"\nmax = 3\n",
+    )
+    .unwrap();
+    let rescored = openharness(dir.path(), &["eval", "rescore", "wording", "more.toml"]);
+    assert!(
+        stdout(&rescored).contains("rescored 4 runs of `wording` with 1 scorer(s)"),
+        "{}",
+        stdout(&rescored)
+    );
+    let shown = json(&openharness(
+        dir.path(),
+        &["eval", "show", "wording", "--json"],
+    ));
+    for run in shown["runs"].as_array().unwrap() {
+        assert_eq!(run["scores"]["three-calls"]["value"], 3.0, "{run}");
+    }
+}
+
+#[test]
+fn a_dataset_runs_new_sessions_and_bad_files_say_what_is_wrong() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("cases.jsonl"),
+        "{\"id\": \"yes\", \"input\": \"Ship it\", \"answers\": [\"yes\"]}\n{\"id\": \"no\", \"input\": \"Ship it\", \"answers\": [\"no\"]}\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("data.toml"),
+        format!(
+            "name = \"data\"\nworkflow = \"planner-executor\"\ndataset = \"cases.jsonl\"\n{SCORERS}"
+        ),
+    )
+    .unwrap();
+    let ran = json(&openharness(
+        dir.path(),
+        &["eval", "run", "data.toml", "--json"],
+    ));
+    assert_eq!(ran["ran"], 2);
+    let shown = json(&openharness(
+        dir.path(),
+        &["eval", "show", "data", "--json"],
+    ));
+    let passed: Vec<bool> = shown["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["scores"]["published"]["passed"].as_bool().unwrap())
+        .collect();
+    assert_eq!(
+        passed,
+        [false, true],
+        "`no` declines, `yes` publishes (runs in case order: no, yes)"
+    );
+
+    for (name, body, says) in [
+        (
+            "bad-kind.toml",
+            "name = \"x\"\n[[scorer]]\nname = \"s\"\nkind = \"nope\"\n",
+            "unknown variant `nope`",
+        ),
+        (
+            "no-case.toml",
+            "name = \"x\"\nworkflow = \"planner-executor\"\n",
+            "it has no case",
+        ),
+        (
+            "bad-line.toml",
+            "name = \"x\"\ndataset = \"bad.jsonl\"\n",
+            "bad.jsonl, line 2: not JSON",
+        ),
+        (
+            "bad-regex.toml",
+            "name = \"x\"\n[[scorer]]\nname = \"r\"\nkind = \"matches\"\nfield = { state = \"/x\" }\npattern = \"(\"\n",
+            "scorer `r`: regex parse error",
+        ),
+    ] {
+        std::fs::write(dir.path().join("bad.jsonl"), "{\"id\": \"a\"}\n{oops\n").unwrap();
+        std::fs::write(dir.path().join(name), body).unwrap();
+        let output = openharness(dir.path(), &["eval", "run", name]);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(1), "{name}: {stderr}");
+        assert!(stderr.contains(says), "{name}: {stderr}");
+        assert!(!stderr.contains("panicked"), "{name}: {stderr}");
+    }
+    let missing = openharness(dir.path(), &["eval", "show", "nothing"]);
+    assert!(String::from_utf8_lossy(&missing.stderr).contains("no experiment named `nothing`"));
+}
