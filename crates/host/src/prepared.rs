@@ -77,6 +77,11 @@ impl<S: WorkflowState> PreparedFork for TypedFork<S> {
     }
 
     async fn run(&self, options: RunOptions) -> Result<TurnOutcome, HostError> {
-        outcome(self.0.run(options).await.map_err(openharness_core::Error::from))
+        outcome(
+            self.0
+                .run(options)
+                .await
+                .map_err(openharness_core::Error::from),
+        )
     }
 }

@@ -41,6 +41,6 @@ pub use cassette::Cassette;
 pub use error::{Divergence, EventShape, TapeError};
 pub use fork::{At, Fork, ForkSession};
 pub use json_patch::{Patch, PatchOperation};
-pub use tape::{LoadTape, Pacing, Pauser, Tape, TapeStats, TapeStatus, TapeView};
 pub use state_hash::{json_hash, state_hash};
+pub use tape::{LoadTape, Pacing, Pauser, Tape, TapeStats, TapeStatus, TapeView};
 pub use testing::ReplaySnapshot;

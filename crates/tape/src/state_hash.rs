@@ -75,10 +75,12 @@ mod tests {
     #[test]
     fn key_order_does_not_change_the_hash_and_values_do() {
         let a = json!({ "b": [1, { "y": true, "x": null }], "a": "s" });
-        let b: Value =
-            serde_json::from_str(r#"{"a":"s","b":[1,{"x":null,"y":true}]}"#).unwrap();
+        let b: Value = serde_json::from_str(r#"{"a":"s","b":[1,{"x":null,"y":true}]}"#).unwrap();
         assert_eq!(json_hash(&a), json_hash(&b));
-        assert_ne!(json_hash(&a), json_hash(&json!({ "a": "s", "b": [1, { "x": null }] })));
+        assert_ne!(
+            json_hash(&a),
+            json_hash(&json!({ "a": "s", "b": [1, { "x": null }] }))
+        );
         assert_ne!(json_hash(&json!([1, 2])), json_hash(&json!([2, 1])));
         assert_ne!(json_hash(&json!("1")), json_hash(&json!(1)));
     }
