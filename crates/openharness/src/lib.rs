@@ -13,7 +13,8 @@
 //!
 //! The default features are the common case: `store` (`MemoryStore`, `RedbStore`),
 //! `provider` (the HTTP providers and `ScriptedProvider`), `tape`, `projection` and `host`.
-//! `postgres` adds `PostgresStore`. With `default-features = false` only the core is left:
+//! `postgres` adds `PostgresStore`; `eval` adds experiments ([`eval`]: variants compared
+//! from identical forked state). With `default-features = false` only the core is left:
 //! events, handlers, agents, the event loop, the macros and the ports, without redb or the
 //! HTTP stack.
 //!
@@ -93,6 +94,14 @@ pub mod projection {
 #[cfg(feature = "host")]
 pub mod host {
     pub use openharness_host::*;
+}
+
+/// Evals (feature `eval`): an [`eval::Experiment`] runs cases × variants × repeats, each a
+/// recorded session, from inputs or from a fork point of a recording (the prefix served from
+/// the log), scores them as events and compares variants case by case.
+#[cfg(feature = "eval")]
+pub mod eval {
+    pub use openharness_eval::*;
 }
 
 /// The names a workflow definition needs, in one import.

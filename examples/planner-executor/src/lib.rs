@@ -38,6 +38,8 @@
 //! # Ok(()) }
 //! ```
 
+pub mod eval;
+
 use openharness::prelude::*;
 use openharness::provider::{Reply, ScriptedProvider};
 use openharness::{Error, Provider, schemars};
