@@ -644,3 +644,30 @@ async fn rescore(context: &Context, name: &str, file: &Path) -> Result<(), CliEr
     )?;
     Ok(())
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    /// The README's experiment file reads as one, and its scorers build.
+    #[test]
+    fn the_readme_experiment_file_is_valid() {
+        let readme = include_str!("../../../README.md");
+        let evals = &readme[readme.find("## Evals").unwrap()..];
+        let open = evals.find("```toml\n").unwrap() + "```toml\n".len();
+        let close = evals[open..].find("```").unwrap();
+        let file: ExperimentFile = toml::from_str(&evals[open..open + close]).unwrap();
+        assert_eq!(file.name, "wording");
+        assert_eq!(file.repeats, Some(5));
+        assert_eq!(file.cases[0].answers, ["yes"]);
+        assert_eq!(
+            file.cases[0].at,
+            Some(openharness_eval::ForkAt::event("task:started", 1))
+        );
+        assert_eq!(file.variants[1].provider.as_ref().unwrap().kind, "openai");
+        assert_eq!(scorers(&file.scorers).unwrap()[0].name(), "published");
+        assert!(provider_kind("openai").is_ok());
+        assert!(provider_kind("gemini").is_err());
+    }
+}

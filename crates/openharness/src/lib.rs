@@ -130,5 +130,11 @@ pub mod __private {
 
 /// The README's code, compiled and run as a doc test so it stays true.
 #[doc = include_str!("../../../README.md")]
-#[cfg(all(doctest, feature = "store", feature = "provider", feature = "tape"))]
+#[cfg(all(
+    doctest,
+    feature = "store",
+    feature = "provider",
+    feature = "tape",
+    feature = "eval"
+))]
 pub struct ReadmeDoctests;
