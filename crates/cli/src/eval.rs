@@ -18,6 +18,12 @@
 //! at = { event = "task:started", n = 1 }
 //! answers = ["yes"]
 //!
+//! [[recordings]]                    # every idle recorded session of the workflow, the newest 20
+//! workflow = "planner-executor"
+//! status = "idle"
+//! limit = 20
+//! at = { phase = "coding", occurrence = "first" }
+//!
 //! [[variant]]
 //! name = "baseline"
 //!
@@ -45,7 +51,8 @@ use std::time::{Duration, Instant};
 use clap::Subcommand;
 use openharness::RunOptions;
 use openharness_eval::{
-    Case, Comparison, EvalError, Experiment, ExperimentRecord, Progress, ScorerSpec, Variant,
+    Case, Comparison, EvalError, Experiment, ExperimentRecord, Progress, Recordings, ScorerSpec,
+    Variant,
 };
 use serde::Deserialize;
 use serde_json::Value;
@@ -132,6 +139,9 @@ struct ExperimentFile {
     dataset: Option<PathBuf>,
     #[serde(default, rename = "case", alias = "cases")]
     cases: Vec<Case>,
+    /// Cases chosen by a query over the recorded sessions.
+    #[serde(default)]
+    recordings: Vec<Recordings>,
     #[serde(default, rename = "variant", alias = "variants")]
     variants: Vec<VariantFile>,
     #[serde(default)]
@@ -230,11 +240,7 @@ fn read<T: serde::de::DeserializeOwned>(file: &Path) -> Result<T, CliError> {
 fn scorers(specs: &[ScorerSpec]) -> Result<Vec<Arc<dyn openharness_eval::Scorer>>, CliError> {
     specs
         .iter()
-        .map(|spec| {
-            spec.build()
-                .map(|scorer| Arc::new(scorer) as Arc<dyn openharness_eval::Scorer>)
-                .map_err(CliError::Usage)
-        })
+        .map(|spec| spec.build().map_err(CliError::Usage))
         .collect()
 }
 
@@ -247,7 +253,7 @@ fn provider_kind(kind: &str) -> Result<ProviderKind, CliError> {
 }
 
 /// The experiment a file describes, over the CLI's host.
-fn experiment(
+async fn experiment(
     context: &Context,
     file: &Path,
     spec: ExperimentFile,
@@ -263,6 +269,9 @@ fn experiment(
         experiment = experiment.cases(Case::from_jsonl(&path.display().to_string(), &text)?);
     }
     experiment = experiment.cases(spec.cases);
+    for query in &spec.recordings {
+        experiment = experiment.cases(query.cases(context.host()).await?);
+    }
     for variant in spec.variants {
         let mut built = Variant::new(variant.name);
         if let Some(description) = variant.description {
@@ -334,9 +343,13 @@ fn progress_printer(context: &Context) -> impl Fn(&Progress) + Send + Sync + 'st
         if due || progress.done == progress.total {
             *last = Some(Instant::now());
             let mut out = out.clone();
+            let filled = (progress.done * 20)
+                .checked_div(progress.total)
+                .unwrap_or(20);
+            let bar = format!("{}{}", "#".repeat(filled), "·".repeat(20 - filled));
             let _ = writeln!(
                 out,
-                "eval: {}/{} runs{}{}",
+                "eval [{bar}] {}/{} runs{}{}",
                 progress.done,
                 progress.total,
                 if progress.failed > 0 {
@@ -363,7 +376,9 @@ async fn run_file(
 ) -> Result<(), CliError> {
     let spec: ExperimentFile = read(file)?;
     let name = spec.name.clone();
-    let mut experiment = experiment(context, file, spec)?.retry_failed(retry_failed);
+    let mut experiment = experiment(context, file, spec)
+        .await?
+        .retry_failed(retry_failed);
     if let Some(runs) = concurrency {
         experiment = experiment.concurrency(runs);
     }

@@ -79,7 +79,10 @@ state = {{ completed = 5 }}
     let ran = openharness(dir.path(), &["eval", "run", "wording.toml"]);
     let text = stdout(&ran);
     assert!(ran.status.success(), "{text}");
-    assert!(text.contains("eval: 4/4 runs"), "{text}");
+    assert!(
+        text.contains("eval [####################] 4/4 runs"),
+        "{text}"
+    );
     assert!(text.contains("4 runs recorded"), "{text}");
     assert!(
         text.contains("| published ⚠️ regressed |") || text.contains("| published |"),
@@ -250,6 +253,25 @@ fn a_dataset_runs_new_sessions_and_bad_files_say_what_is_wrong() {
         assert!(stderr.contains(says), "{name}: {stderr}");
         assert!(!stderr.contains("panicked"), "{name}: {stderr}");
     }
+    // A query over the recordings: the two dataset runs are an experiment's, so they are
+    // left out; the demo is the one baseline.
+    assert!(openharness(dir.path(), &["demo"]).status.success());
+    std::fs::write(
+        dir.path().join("query.toml"),
+        format!("name = \"query\"\n[[recordings]]\nworkflow = \"planner-executor\"\nat = {{ event = \"task:started\", n = 2 }}\nanswers = [\"yes\"]\n{SCORERS}"),
+    )
+    .unwrap();
+    let ran = json(&openharness(
+        dir.path(),
+        &["eval", "run", "query.toml", "--json"],
+    ));
+    assert_eq!(ran["ran"], 1);
+    let shown = json(&openharness(
+        dir.path(),
+        &["eval", "show", "query", "--json"],
+    ));
+    assert_eq!(shown["runs"][0]["scores"]["published"]["passed"], true);
+
     let missing = openharness(dir.path(), &["eval", "show", "nothing"]);
     assert!(String::from_utf8_lossy(&missing.stderr).contains("no experiment named `nothing`"));
 }

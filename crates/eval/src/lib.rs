@@ -5,7 +5,8 @@
 //! folds of it, like everything else in Open Harness.
 //!
 //! - **Cases** ([`Case`]) start from inputs (a JSONL dataset, [`Case::from_jsonl`]) or from
-//!   a recorded session at a fork point ([`ForkAt`]: a position, the nth event of a name, the
+//!   a recorded session at a fork point (one by one, or all matching a query:
+//!   [`Recordings`]; [`ForkAt`]: a position, the nth event of a name, the
 //!   entry into a phase, a predicate on the state). From a recording, what came before the
 //!   fork point is served from the log: no model is called for it, however many variants
 //!   and repeats run from there, and every run records the hash of the state it started from
@@ -44,7 +45,9 @@ mod diverge;
 mod error;
 mod events;
 mod experiment;
+mod judge;
 mod record;
+mod recordings;
 mod rescore;
 mod scorer;
 pub mod scorers;
@@ -60,6 +63,7 @@ pub use events::{
 };
 pub use experiment::{Experiment, Progress, Ran};
 pub use record::{ExperimentRecord, ExperimentSummary, RunEntry, RunKey, list, log_session};
+pub use recordings::Recordings;
 pub use rescore::{Rescored, rescore};
 pub use scorer::{RunView, Score, ScoreError, Scorer};
 pub use scorers::{Expect, Field, ScorerSpec};

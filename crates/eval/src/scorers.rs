@@ -12,6 +12,8 @@
 //! | [`agent_calls`] / [`turns`] | within a bound | calls / turns |
 //! | [`cost`] / [`tokens`] / [`latency`] | within a bound | dollars / tokens / ms (lower is better) |
 //!
+//! | [`judge`] / [`judge_named`] | a judge workflow's score is at least a bound | its score |
+//!
 //! A [`Field`] is a JSON pointer into the final state, or into the last successful output of
 //! an agent; an [`Expect`] is a value, or a pointer into the case's `expected`.
 
@@ -24,6 +26,8 @@ use openharness_core::{Envelope, Event};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+
+pub use crate::judge::{Judge, judge, judge_named};
 
 use crate::events::Better;
 use crate::scorer::{RunView, Score, ScoreError, Scorer};
@@ -527,6 +531,22 @@ pub enum ScorerSpec {
         /// The bound.
         max: u64,
     },
+    /// [`judge_named`]: a workflow the host registers judges each run.
+    Judge {
+        /// Its name.
+        name: String,
+        /// The judge's workflow.
+        workflow: String,
+        /// The prompt: `{state}`, `{input}`, `{expected}` and `{case}` are replaced.
+        prompt: String,
+        /// A JSON pointer to the score in the judge's final state.
+        score: String,
+        /// The score at which a run passes.
+        pass_at: f64,
+        /// A JSON pointer to the judge's reason, if it gives one.
+        #[serde(default)]
+        reason: Option<String>,
+    },
     /// [`latency`].
     Latency {
         /// Its name.
@@ -538,8 +558,22 @@ pub enum ScorerSpec {
 
 impl ScorerSpec {
     /// The scorer this spec describes; a bad regex or schema is refused, saying why.
-    pub fn build(&self) -> Result<Builtin, String> {
-        Ok(match self.clone() {
+    pub fn build(&self) -> Result<Arc<dyn Scorer>, String> {
+        let builtin = match self.clone() {
+            Self::Judge {
+                name,
+                workflow,
+                prompt,
+                score,
+                pass_at,
+                reason,
+            } => {
+                let judge = judge_named(name, workflow, score, pass_at, prompt);
+                return Ok(Arc::new(match reason {
+                    Some(reason) => judge.reason_at(reason),
+                    None => judge,
+                }));
+            }
             Self::Equals {
                 name,
                 field,
@@ -574,6 +608,7 @@ impl ScorerSpec {
             Self::Cost { name, max } => cost(name, max),
             Self::Tokens { name, max } => tokens(name, max),
             Self::Latency { name, max_ms } => latency(name, Duration::from_millis(max_ms)),
-        })
+        };
+        Ok(Arc::new(builtin))
     }
 }

@@ -418,3 +418,153 @@ async fn a_variant_that_edits_the_state_starts_from_the_edit_and_its_tape_agrees
     assert_eq!(again.state().unwrap()["goal"], "Ship version 0.2");
     assert!(edited.scores["published"].passed);
 }
+
+mod judging {
+    //! A judge: a workflow of its own whose agent answers with a score and a reason.
+    use openharness::prelude::*;
+    use openharness::schemars;
+
+    #[event("verdict:given")]
+    #[derive(Debug, Clone)]
+    pub(crate) struct Judged {
+        pub(crate) score: f64,
+        pub(crate) reason: String,
+    }
+
+    #[event]
+    pub(crate) enum JudgeEvent {
+        UserInput,
+        Judged,
+    }
+
+    #[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
+    pub(crate) struct Verdict {
+        pub(crate) score: f64,
+        pub(crate) reason: String,
+    }
+
+    #[handler(JudgeEvent)]
+    impl Verdict {
+        fn asked(&mut self, _input: &UserInput) {}
+        fn judged(&mut self, judged: &Judged) {
+            self.score = judged.score;
+            self.reason = judged.reason.clone();
+        }
+    }
+
+    #[derive(serde::Deserialize, schemars::JsonSchema)]
+    pub(crate) struct Rating {
+        pub(crate) score: f64,
+        pub(crate) reason: String,
+    }
+
+    pub(crate) struct Grader;
+
+    #[agent(output = Rating, emits = [Judged])]
+    impl Grader {
+        fn prompt(&self, _state: &Verdict, input: &UserInput) -> String {
+            input.text.clone()
+        }
+        fn on_output(&self, rating: Rating, _input: &UserInput) -> Judged {
+            Judged {
+                score: rating.score,
+                reason: rating.reason,
+            }
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_judge_is_a_recorded_session_and_phase_fork_points_are_found_in_the_states() {
+    let (store, host, parent, _) = recorded().await;
+    let judge_calls = Arc::new(AtomicUsize::new(0));
+    let counted = Arc::clone(&judge_calls);
+    let judge_model = ScriptedProvider::new().fallback("grader", move |request| {
+        counted.fetch_add(1, Ordering::SeqCst);
+        let published = request.prompt.contains("\"release\":\"published\"");
+        Reply::output(json!({
+            "score": if published { 0.9 } else { 0.1 },
+            "reason": if published { "it shipped" } else { "it did not ship" },
+        }))
+    });
+    let judge_workflow = Workflow::builder("judge")
+        .initial_state(judging::Verdict::default())
+        .agent(judging::Grader)
+        .store(MemoryStore::new())
+        .provider(judge_model)
+        .build()
+        .unwrap();
+    let grader = openharness_eval::scorers::judge(
+        "judge",
+        <dyn openharness_host::Hosted>::of(judge_workflow),
+        "/score",
+        0.5,
+        |run| format!("Did this release ship? {}", run.state()),
+    )
+    .reason_at("/reason");
+    // The second entry into "two tasks completed": there is one, so this finds none...
+    let none = Experiment::new("no-phase", host.clone())
+        .case(Case::recording(
+            "c",
+            parent.clone(),
+            ForkAt::Phase {
+                phase: json!(2),
+                occurrence: openharness_eval::Occurrence::Nth(2),
+                field: "/completed".into(),
+            },
+        ))
+        .run()
+        .await
+        .unwrap_err();
+    assert!(matches!(none, EvalError::NoForkPoint { .. }), "{none}");
+    // ...and the first is right after the second task:completed.
+    let ran = Experiment::new("judged", host.clone())
+        .case(
+            Case::recording(
+                "after-two",
+                parent.clone(),
+                ForkAt::Phase {
+                    phase: json!(2),
+                    occurrence: openharness_eval::Occurrence::FIRST,
+                    field: "/completed".into(),
+                },
+            )
+            .answers(["yes"]),
+        )
+        .variant(Variant::new("m").provider("m", executor_says("done", Arc::default())))
+        .repeats(2)
+        .scorer(grader)
+        .run()
+        .await
+        .unwrap();
+    let parent_events = store.all_events(&parent).await.unwrap();
+    for entry in ran.record.runs.values() {
+        let at = entry.run.fork_position.unwrap() as usize;
+        assert_eq!(parent_events[at - 1].name, "task:completed");
+        assert_eq!(
+            parent_events[..at]
+                .iter()
+                .filter(|e| e.name == "task:completed")
+                .count(),
+            2
+        );
+        let score = &entry.scores["judge"];
+        assert_eq!(score.value, 0.9);
+        assert!(score.passed);
+        assert_eq!(score.detail.as_deref(), Some("it shipped"));
+        // The verdict is a session of its own: its prompt and answer are in the store.
+        let verdict = store
+            .all_events(score.judge_session.as_ref().unwrap())
+            .await
+            .unwrap();
+        assert!(verdict.iter().any(|e| e.name == "verdict:given"));
+        assert!(verdict.iter().any(|e| {
+            e.name == "agent:started"
+                && e.payload["prompt"]
+                    .as_str()
+                    .unwrap()
+                    .contains("Did this release ship?")
+        }));
+    }
+    assert_eq!(judge_calls.load(Ordering::SeqCst), 2);
+}
