@@ -21,8 +21,17 @@ impl<S: Handler + Serialize + DeserializeOwned> WorkflowState for S {}
 pub(crate) type Until<S> = Arc<dyn Fn(&S) -> bool + Send + Sync>;
 
 /// A workflow's parts, shared by its clones.
+impl<S> Inner<S> {
+    /// Whether this workflow folds sessions recorded by workflow `recorded`.
+    pub(crate) fn reads(&self, recorded: &str) -> bool {
+        self.name == recorded || self.reads.iter().any(|name| name == recorded)
+    }
+}
+
 pub(crate) struct Inner<S> {
     pub(crate) name: String,
+    /// Other workflows whose sessions this one folds and forks (its earlier versions).
+    pub(crate) reads: Vec<String>,
     pub(crate) initial: S,
     pub(crate) agents: Vec<Arc<dyn ErasedAgent<S>>>,
     pub(crate) until: Option<Until<S>>,

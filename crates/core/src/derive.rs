@@ -132,7 +132,7 @@ async fn recorded_info<S: WorkflowState>(
         .filter(|info| info.count > 0)
         .ok_or_else(|| Error::SessionNotFound(session.clone()))?;
     if let Some(recorded) = &info.workflow
-        && *recorded != wf.name
+        && !wf.reads(recorded)
     {
         return Err(Error::WrongWorkflow {
             session: session.clone(),

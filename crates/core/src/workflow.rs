@@ -57,6 +57,7 @@ impl<S: WorkflowState> Workflow<S> {
     pub fn builder(name: impl Into<String>) -> WorkflowBuilder<S> {
         WorkflowBuilder {
             name: name.into(),
+            reads: Vec::new(),
             initial: None,
             agents: Vec::new(),
             until: None,
@@ -104,6 +105,12 @@ impl<S: WorkflowState> Workflow<S> {
         self.rebuild(|inner| inner.store = Arc::new(store))
     }
 
+    /// Whether this workflow folds and forks sessions recorded by workflow `recorded`: its
+    /// own, and those of the workflows it [`reads`](WorkflowBuilder::reads).
+    pub fn folds_sessions_of(&self, recorded: &str) -> bool {
+        self.inner.reads(recorded)
+    }
+
     /// A copy of this workflow recording to a store shared with other owners (a host that
     /// runs several workflows on one store).
     #[must_use]
@@ -114,6 +121,7 @@ impl<S: WorkflowState> Workflow<S> {
     fn rebuild(&self, change: impl FnOnce(&mut Inner<S>)) -> Self {
         let mut inner = Inner {
             name: self.inner.name.clone(),
+            reads: self.inner.reads.clone(),
             initial: self.inner.initial.clone(),
             agents: self.inner.agents.clone(),
             until: self.inner.until.clone(),
@@ -453,7 +461,7 @@ impl<S: WorkflowState> Workflow<S> {
             .find(|e| e.name == "workflow:started")
             .and_then(|e| e.payload["workflow"].as_str());
         if let Some(recorded) = recorded
-            && recorded != self.inner.name
+            && !self.inner.reads(recorded)
         {
             return Err(Error::WrongWorkflow {
                 session: session.clone(),
@@ -469,6 +477,7 @@ impl<S: WorkflowState> Workflow<S> {
 #[must_use]
 pub struct WorkflowBuilder<S: WorkflowState> {
     name: String,
+    reads: Vec<String>,
     initial: Option<S>,
     agents: Vec<Arc<dyn ErasedAgent<S>>>,
     until: Option<Until<S>>,
@@ -481,6 +490,26 @@ impl<S: WorkflowState> WorkflowBuilder<S> {
     /// The state every run starts from (required).
     pub fn initial_state(mut self, state: S) -> Self {
         self.initial = Some(state);
+        self
+    }
+
+    /// Lets this workflow fold, fork and continue sessions recorded by workflow `name` — an
+    /// earlier version of it, or the one an eval's variant is compared with — which are
+    /// otherwise refused with [`Error::WrongWorkflow`]. Their events must decode into this
+    /// workflow's state (events it does not know are skipped, as in any replay).
+    ///
+    /// ```
+    /// # fn demo<S: openharness_core::WorkflowState>(initial: S, store: impl openharness_core::Store) -> Result<(), openharness_core::Error> {
+    /// let v2 = openharness_core::Workflow::builder("planner-executor-v2")
+    ///     .reads("planner-executor")
+    ///     .initial_state(initial)
+    ///     .store(store)
+    ///     .build()?;
+    /// # let _ = v2;
+    /// # Ok(()) }
+    /// ```
+    pub fn reads(mut self, name: impl Into<String>) -> Self {
+        self.reads.push(name.into());
         self
     }
 
@@ -563,6 +592,7 @@ impl<S: WorkflowState> WorkflowBuilder<S> {
         Ok(Workflow {
             inner: Arc::new(Inner {
                 name: self.name,
+                reads: self.reads,
                 initial,
                 agents: self.agents,
                 until: self.until,

@@ -568,3 +568,81 @@ async fn a_judge_is_a_recorded_session_and_phase_fork_points_are_found_in_the_st
     }
     assert_eq!(judge_calls.load(Ordering::SeqCst), 2);
 }
+
+#[tokio::test]
+async fn a_variant_may_be_another_version_of_the_workflow_that_reads_the_recording() {
+    let (store, host, parent, _) = recorded().await;
+    let v2 = |reads: bool| {
+        let builder = Workflow::builder("planner-executor-v2");
+        let builder = if reads {
+            builder.reads(example::WORKFLOW_NAME)
+        } else {
+            builder
+        };
+        builder
+            .initial_state(example::PlanState::default())
+            .agent(example::Planner)
+            .agent(example::Executor)
+            .until(example::PlanState::is_published)
+            .store(MemoryStore::new())
+            .provider(executor_says("v2 done", Arc::default()))
+            .build()
+            .unwrap()
+    };
+    // Without `reads`, the other workflow refuses the recording, naming both.
+    let refused = Experiment::new("v2-refused", host.clone().workflow(v2(false)).unwrap())
+        .case(Case::recording(
+            "c",
+            parent.clone(),
+            ForkAt::event("task:started", 1),
+        ))
+        .variant(Variant::new("v2").workflow_named("planner-executor-v2"))
+        .run()
+        .await
+        .unwrap_err();
+    assert!(
+        refused
+            .to_string()
+            .contains("recorded by workflow `planner-executor`, not `planner-executor-v2`"),
+        "{refused}"
+    );
+
+    let host = host.workflow(v2(true)).unwrap();
+    let ran = Experiment::new("v2", host.clone())
+        .case(
+            Case::recording("c", parent.clone(), ForkAt::event("task:started", 1)).answers(["yes"]),
+        )
+        .variant(Variant::new("v1").provider("m", executor_says("v1 done", Arc::default())))
+        .variant(Variant::new("v2").workflow_named("planner-executor-v2"))
+        .scorer(published())
+        .run()
+        .await
+        .unwrap();
+    let v2_run = ran
+        .record
+        .runs
+        .values()
+        .find(|e| e.run.variant == "v2")
+        .unwrap();
+    assert!(v2_run.scores["published"].passed);
+    let session = v2_run.run.session.clone().unwrap();
+    // The fork is v2's: listed as v2's, and its states fold with v2 from v1's recording.
+    assert_eq!(
+        store
+            .session(&session)
+            .await
+            .unwrap()
+            .unwrap()
+            .workflow
+            .as_deref(),
+        Some("planner-executor-v2")
+    );
+    let end = host.state_at(&session, u64::MAX).await.unwrap();
+    assert_eq!(end["tasks"][2]["result"], "v2 done");
+    assert_eq!(
+        Comparison::of(&ran.record, "v2", None, 0.0)
+            .unwrap()
+            .identical_start,
+        Some(true)
+    );
+}

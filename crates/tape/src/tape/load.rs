@@ -153,7 +153,7 @@ async fn check_recorded<S: WorkflowState>(
         })?
         .ok_or_else(|| openharness_core::Error::SessionNotFound(session.clone()))?;
     if let Some(recorded) = info.workflow
-        && recorded != workflow.name()
+        && !workflow.folds_sessions_of(&recorded)
     {
         return Err(openharness_core::Error::WrongWorkflow {
             session: session.clone(),
@@ -189,7 +189,7 @@ fn check_workflow<S: WorkflowState>(
         _ => None,
     });
     match recorded {
-        Some(recorded) if recorded != workflow.name() => {
+        Some(recorded) if !workflow.folds_sessions_of(&recorded) => {
             Err(openharness_core::Error::WrongWorkflow {
                 session: session.clone(),
                 recorded,
