@@ -94,30 +94,7 @@ pub(crate) enum EvalCommand {
     },
     /// Compare a variant with the baseline, scorer by scorer and case by case; with a case,
     /// also where its first runs part.
-    Compare {
-        /// The experiment's name.
-        name: String,
-        /// The variant (default: every variant but the baseline).
-        #[arg(long)]
-        variant: Option<String>,
-        /// The side compared against (default: the experiment's baseline).
-        #[arg(long)]
-        baseline: Option<String>,
-        /// Exit 1 when a scorer's mean is worse than the baseline's by more than this (in
-        /// the scorer's units: 0.05 is five points of pass rate).
-        #[arg(long, value_name = "DELTA")]
-        max_regression: Option<f64>,
-        /// Also show, for this case, the first event where the baseline's and the variant's
-        /// first runs differ, and how their states differ there.
-        #[arg(long)]
-        case: Option<String>,
-        /// Print a Markdown report.
-        #[arg(long, conflicts_with = "json")]
-        markdown: bool,
-        /// Print JSON.
-        #[arg(long)]
-        json: bool,
-    },
+    Compare(CompareArgs),
     /// Score an experiment's recorded runs again with the scorers of a file (its
     /// `[[scorer]]` tables): no model is called.
     Rescore {
@@ -126,6 +103,33 @@ pub(crate) enum EvalCommand {
         /// A file with `[[scorer]]` tables (an experiment file will do).
         file: PathBuf,
     },
+}
+
+/// `eval compare`'s arguments.
+#[derive(Debug, clap::Args)]
+pub(crate) struct CompareArgs {
+    /// The experiment's name.
+    name: String,
+    /// The variant (default: every variant but the baseline).
+    #[arg(long)]
+    variant: Option<String>,
+    /// The side compared against (default: the experiment's baseline).
+    #[arg(long)]
+    baseline: Option<String>,
+    /// Exit 1 when a scorer's mean is worse than the baseline's by more than this (in the
+    /// scorer's units: 0.05 is five points of pass rate).
+    #[arg(long, value_name = "DELTA")]
+    max_regression: Option<f64>,
+    /// Also show, for this case, the first event where the baseline's and the variant's
+    /// first runs differ, and how their states differ there.
+    #[arg(long)]
+    case: Option<String>,
+    /// Print only the Markdown report.
+    #[arg(long, conflicts_with = "json")]
+    markdown: bool,
+    /// Print JSON.
+    #[arg(long)]
+    json: bool,
 }
 
 /// An experiment file.
@@ -202,24 +206,8 @@ pub(crate) async fn run(command: EvalCommand, context: &Context) -> Result<(), C
         } => run_file(context, &file, concurrency, retry_failed, json).await,
         EvalCommand::List { json } => list(context, json).await,
         EvalCommand::Show { name, json } => show(context, &name, json).await,
-        EvalCommand::Compare {
-            name,
-            variant,
-            baseline,
-            max_regression,
-            case,
-            markdown,
-            json,
-        } => {
-            let record = ExperimentRecord::load(context.host().store().as_ref(), &name).await?;
-            let ask = Compare {
-                variant,
-                baseline,
-                max_regression,
-                case,
-                markdown,
-                json,
-            };
+        EvalCommand::Compare(ask) => {
+            let record = ExperimentRecord::load(context.host().store().as_ref(), &ask.name).await?;
             compare(context, &record, &ask).await
         }
         EvalCommand::Rescore { name, file } => rescore(context, &name, &file).await,
@@ -531,19 +519,10 @@ async fn show(context: &Context, name: &str, json: bool) -> Result<(), CliError>
     Ok(())
 }
 
-struct Compare {
-    variant: Option<String>,
-    baseline: Option<String>,
-    max_regression: Option<f64>,
-    case: Option<String>,
-    markdown: bool,
-    json: bool,
-}
-
 async fn compare(
     context: &Context,
     record: &ExperimentRecord,
-    ask: &Compare,
+    ask: &CompareArgs,
 ) -> Result<(), CliError> {
     let threshold = ask.max_regression.unwrap_or(0.0);
     let comparisons = comparisons(
@@ -584,20 +563,19 @@ async fn compare(
         writeln!(out, "{}", serde_json::to_string_pretty(&value)?)?;
     } else {
         for comparison in &comparisons {
+            writeln!(out, "{}", comparison.markdown())?;
             if ask.markdown {
-                writeln!(out, "{}", comparison.markdown())?;
-            } else {
-                writeln!(out, "{}", comparison.markdown())?;
-                for scorer in &comparison.scorers {
-                    let rows: Vec<String> = scorer
-                        .cases
-                        .iter()
-                        .filter(|c| c.verdict != "tie")
-                        .map(|c| format!("{} {}", c.case, c.verdict))
-                        .collect();
-                    if !rows.is_empty() {
-                        writeln!(out, "  {}: {}", scorer.scorer, rows.join(", "))?;
-                    }
+                continue;
+            }
+            for scorer in &comparison.scorers {
+                let rows: Vec<String> = scorer
+                    .cases
+                    .iter()
+                    .filter(|c| c.verdict != "tie")
+                    .map(|c| format!("{} {}", c.case, c.verdict))
+                    .collect();
+                if !rows.is_empty() {
+                    writeln!(out, "  {}: {}", scorer.scorer, rows.join(", "))?;
                 }
             }
         }
