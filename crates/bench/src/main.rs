@@ -10,9 +10,12 @@
 //! of an idle event stream) and `platform` (the `/v1` API's post message → first streamed word
 //! against the native server's continue → first event at 50 sessions, and messages answered
 //! per second, on redb and PostgreSQL) and `chat` (the chat reply decoded from a model's
-//! streamed JSON against streaming raw text).
+//! streamed JSON against streaming raw text) and `eval` (an experiment's runs against a plain
+//! loop of the same sessions, re-scoring recorded runs, the model calls a fork of a recording
+//! does not spend).
 
 mod chat;
+mod eval;
 mod platform;
 mod race;
 mod report;
@@ -38,13 +41,16 @@ fn main() -> ExitCode {
         Some("server") => server::run(),
         Some("platform") => platform::run(),
         Some("chat") => chat::run(),
+        Some("eval") => eval::run(),
         Some("race-ours") => race::child(
             std::env::args().nth(2),
             std::env::args().nth(3),
             std::env::args().nth(4),
         ),
         _ => {
-            eprintln!("usage: openharness-bench tape | sessions | race | server | platform | chat");
+            eprintln!(
+                "usage: openharness-bench tape | sessions | race | server | platform | chat | eval"
+            );
             ExitCode::from(2)
         }
     }
