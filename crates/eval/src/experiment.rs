@@ -19,6 +19,11 @@ use crate::record::{ExperimentRecord, RunKey, log_session};
 use crate::scorer::{RunView, ScoreError, Scorer};
 use crate::variant::Variant;
 
+/// A batch of finished runs is recorded once it holds this many runs...
+const FLUSH_RUNS: usize = 64;
+/// ...or once this long has passed since the last one.
+const FLUSH_EVERY: std::time::Duration = std::time::Duration::from_millis(200);
+
 type OptionsFactory = Arc<dyn Fn() -> RunOptions + Send + Sync>;
 type ProgressFn = Arc<dyn Fn(&Progress) + Send + Sync>;
 
@@ -338,9 +343,7 @@ impl Experiment {
 
         // Recorded once every run's start is known to be reachable: a definition that
         // cannot run leaves no experiment behind.
-        let definition = Envelope::typed(&self.definition(&variants, baseline), None)
-            .map_err(|err| self.invalid(format!("its definition does not encode: {err}")))?;
-        log.append(vec![definition]).await?;
+        log.start(self.definition(&variants, baseline)).await?;
 
         let total = todo.len();
         let semaphore = Arc::new(Semaphore::new(self.concurrency));
@@ -370,29 +373,39 @@ impl Experiment {
             skipped,
             failed: 0,
         };
+        // Finished runs are recorded in batches: one append per batch, at most
+        // `FLUSH_RUNS` runs or `FLUSH_EVERY` apart, so the log costs a few commits, not one per
+        // run. A run finished but not yet recorded when the process dies is run again on
+        // resume (its session stays in the store, unreferenced).
+        let mut batch = Vec::new();
+        let mut flushed = Instant::now();
         while let Some(first) = tasks.join_next().await {
             let mut finished = vec![first];
             while let Some(next) = tasks.try_join_next() {
                 finished.push(next);
             }
-            let mut events = Vec::new();
             for result in finished {
                 let (run, scores) = result.map_err(|err| {
                     self.invalid(format!("a run's task panicked or was cancelled: {err}"))
                 })?;
-                progress.done += 1;
                 if run.status == RunStatus::Failed {
                     progress.failed += 1;
                 }
-                events.push(encode(&run));
-                events.extend(scores.iter().map(encode));
+                batch.push((run, scores));
             }
-            log.append(events).await?;
-            if let Some(report) = &self.progress {
-                report(&progress);
+            let due = batch.len() >= FLUSH_RUNS || flushed.elapsed() >= FLUSH_EVERY;
+            if due || tasks.is_empty() {
+                progress.done += batch.len();
+                log.record_runs(std::mem::take(&mut batch)).await?;
+                flushed = Instant::now();
+                if let Some(report) = &self.progress {
+                    report(&progress);
+                }
             }
         }
-        let record = ExperimentRecord::load(self.host.store().as_ref(), &self.name).await?;
+        let record = log
+            .record
+            .ok_or_else(|| self.invalid("its log lost its definition"))?;
         Ok(Ran {
             ran: progress.done,
             skipped,
@@ -729,6 +742,44 @@ impl Log {
             len: events.len() as u64,
             record,
         })
+    }
+
+    /// Records the experiment's definition (its first event, or a restart).
+    pub(crate) async fn start(&mut self, definition: EvalStarted) -> Result<(), EvalError> {
+        let event = Envelope::typed(&definition, None).map_err(|err| EvalError::Definition {
+            experiment: self.name.clone(),
+            message: format!("its definition does not encode: {err}"),
+        })?;
+        let at = event.timestamp;
+        self.append(vec![event]).await?;
+        ExperimentRecord::start(&mut self.record, &self.name, definition, at);
+        if let Some(record) = &mut self.record {
+            record.len = self.len;
+        }
+        Ok(())
+    }
+
+    /// Records finished runs and their scores in one append, and in the record kept here.
+    pub(crate) async fn record_runs(
+        &mut self,
+        batch: Vec<(EvalRecorded, Vec<EvalScored>)>,
+    ) -> Result<(), EvalError> {
+        let mut events = Vec::new();
+        for (run, scores) in &batch {
+            events.push(encode(run));
+            events.extend(scores.iter().map(encode));
+        }
+        self.append(events).await?;
+        if let Some(record) = &mut self.record {
+            for (run, scores) in batch {
+                record.add_run(run);
+                for score in scores {
+                    record.add_score(score);
+                }
+            }
+            record.len = self.len;
+        }
+        Ok(())
     }
 
     pub(crate) async fn append(&mut self, events: Vec<Envelope>) -> Result<(), EvalError> {

@@ -84,45 +84,12 @@ impl ExperimentRecord {
             };
             if event.name == EvalStarted::NAME {
                 let definition: EvalStarted = event.decode().map_err(decode_error)?;
-                match &mut record {
-                    Some(record) => record.definition = definition,
-                    None => {
-                        record = Some(Self {
-                            name: name.to_owned(),
-                            definition,
-                            created: event.timestamp,
-                            runs: BTreeMap::new(),
-                            len: 0,
-                        });
-                    }
-                }
+                Self::start(&mut record, name, definition, event.timestamp);
             } else if let Some(record) = &mut record {
                 if event.name == EvalRecorded::NAME {
-                    let run: EvalRecorded = event.decode().map_err(decode_error)?;
-                    let key = RunKey {
-                        case: run.case.clone(),
-                        variant: run.variant.clone(),
-                        repeat: run.repeat,
-                    };
-                    record.runs.insert(
-                        key,
-                        RunEntry {
-                            run,
-                            scores: BTreeMap::new(),
-                        },
-                    );
+                    record.add_run(event.decode().map_err(decode_error)?);
                 } else if event.name == EvalScored::NAME {
-                    let score: EvalScored = event.decode().map_err(decode_error)?;
-                    let key = RunKey {
-                        case: score.case.clone(),
-                        variant: score.variant.clone(),
-                        repeat: score.repeat,
-                    };
-                    if let Some(entry) = record.runs.get_mut(&key)
-                        && entry.run.session.as_ref() == Some(&score.session)
-                    {
-                        entry.scores.insert(score.scorer.clone(), score);
-                    }
+                    record.add_score(event.decode().map_err(decode_error)?);
                 }
             }
         }
@@ -130,6 +97,52 @@ impl ExperimentRecord {
             record.len = events.len() as u64;
         }
         Ok(record)
+    }
+
+    /// `record` with `definition` started (the first time) or restarted.
+    pub(crate) fn start(
+        record: &mut Option<Self>,
+        name: &str,
+        definition: EvalStarted,
+        at: DateTime<Utc>,
+    ) {
+        match record {
+            Some(record) => record.definition = definition,
+            None => {
+                *record = Some(Self {
+                    name: name.to_owned(),
+                    definition,
+                    created: at,
+                    runs: BTreeMap::new(),
+                    len: 0,
+                });
+            }
+        }
+    }
+
+    /// A run recorded: it replaces the run's earlier attempt, and that attempt's scores.
+    pub(crate) fn add_run(&mut self, run: EvalRecorded) {
+        let key = RunKey {
+            case: run.case.clone(),
+            variant: run.variant.clone(),
+            repeat: run.repeat,
+        };
+        let scores = BTreeMap::new();
+        self.runs.insert(key, RunEntry { run, scores });
+    }
+
+    /// A score recorded: kept when it scores the run's latest attempt.
+    pub(crate) fn add_score(&mut self, score: EvalScored) {
+        let key = RunKey {
+            case: score.case.clone(),
+            variant: score.variant.clone(),
+            repeat: score.repeat,
+        };
+        if let Some(entry) = self.runs.get_mut(&key)
+            && entry.run.session.as_ref() == Some(&score.session)
+        {
+            entry.scores.insert(score.scorer.clone(), score);
+        }
     }
 
     /// The attempts recorded for a run so far (0 if none).
