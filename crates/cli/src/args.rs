@@ -65,6 +65,17 @@ pub(crate) enum Command<E: Subcommand> {
         #[arg(long)]
         json: bool,
     },
+    /// Compare two sessions: their common ancestor, the first event where they part (both
+    /// sides and the patch between their payloads) and the patch between their states there.
+    Diff {
+        /// The first session.
+        a: String,
+        /// The second session.
+        b: String,
+        /// Print the comparison as JSON.
+        #[arg(long)]
+        json: bool,
+    },
     /// Start a new session from a point of a recorded one and run it on.
     Fork(crate::fork::ForkArgs),
     /// Read every session of the store whole and say which are damaged (exit 1 if any).

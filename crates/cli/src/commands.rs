@@ -233,6 +233,7 @@ pub(crate) async fn run<E: clap::Subcommand>(
             tape(context, &parse_session(&session)?, at, json).await
         }
         Command::Fork(args) => crate::fork::run(args, context).await,
+        Command::Diff { a, b, json } => crate::diff::run(context, &a, &b, json).await,
         Command::Serve {
             addr,
             api_keys_file,

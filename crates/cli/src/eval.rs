@@ -548,7 +548,7 @@ async fn compare(
                     comparison.baseline, comparison.variant
                 )));
             };
-            let difference = openharness_eval::first_difference(context.host(), &a, &b).await?;
+            let difference = context.host().compare(&a, &b).await?;
             differences.push((comparison.variant.clone(), a, b, difference));
         }
     }
@@ -579,33 +579,9 @@ async fn compare(
                 }
             }
         }
-        for (variant, a, b, difference) in &differences {
-            match difference {
-                None => writeln!(
-                    out,
-                    "\n`{variant}` and the baseline recorded the same events ({a} and {b})."
-                )?,
-                Some(d) => {
-                    let describe = |e: &Option<openharness::Envelope>| {
-                        e.as_ref().map_or_else(
-                            || "(the end)".to_owned(),
-                            |e| format!("{} {}", e.name, e.payload),
-                        )
-                    };
-                    writeln!(
-                        out,
-                        "\n`{variant}` parts from the baseline at seq {} ({a} / {b}):",
-                        d.seq
-                    )?;
-                    writeln!(out, "  baseline: {}", describe(&d.a))?;
-                    writeln!(out, "  {variant}: {}", describe(&d.b))?;
-                    writeln!(
-                        out,
-                        "  state after it, baseline → {variant}: {}",
-                        serde_json::to_string(&d.state_patch)?
-                    )?;
-                }
-            }
+        for (variant, a, b, compared) in &differences {
+            writeln!(out, "\n`{variant}` against the baseline ({a} / {b}):")?;
+            crate::diff::print(&mut out, compared, "baseline", variant)?;
         }
     }
     if ask.max_regression.is_some() {

@@ -1,6 +1,6 @@
-//! `fork <id> (--at N | --after NAME [--nth N])`: start a new session from a point of a
-//! recorded one and run it on, through the host, with the workflow's own provider unless
-//! `--provider` names a real model.
+//! `fork <id> (--at N | --after NAME [--nth N]) [--input TEXT]`: start a new session from a
+//! point of a recorded one and run it on, through the host, with the workflow's own provider
+//! unless `--provider` names a real model; with `--input`, then continue it with that input.
 //!
 //! The child session's first event is `session:forked`; its state there is the parent's at
 //! the fork point, and the fork finishes what the parent had under way there as a resume
@@ -33,6 +33,10 @@ pub(crate) struct ForkArgs {
     /// Which occurrence of `--after`, from 1.
     #[arg(long, default_value_t = 1, requires = "after")]
     nth: usize,
+    /// Then continue the fork with this input, as `send` would: another question from the
+    /// same point (fork right before a `user:input` to ask something else instead).
+    #[arg(long)]
+    input: Option<String>,
     /// Print `{"parent","position","session","len","reason"}` as JSON instead of progress.
     #[arg(long)]
     json: bool,
@@ -121,10 +125,22 @@ pub(crate) async fn run(args: ForkArgs, context: &Context) -> Result<(), CliErro
         )?;
         RunOptions::new().renderer(context.progress())
     };
-    let outcome = host
+    let mut outcome = host
         .fork(&parent, ForkPoint::Position { position }, options)
         .await
         .map_err(|e| context.explain(e))?;
+    if let Some(input) = args.input {
+        let options = if args.json {
+            RunOptions::new()
+        } else {
+            writeln!(context.out(), "\nThen: {input:?}\n")?;
+            RunOptions::new().renderer(context.progress())
+        };
+        outcome = host
+            .send(&outcome.session, input, options)
+            .await
+            .map_err(|e| context.explain(e))?;
+    }
     let mut out = context.out();
     if args.json {
         let forked = Forked {

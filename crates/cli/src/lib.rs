@@ -1,6 +1,7 @@
 //! The `openharness` command as a library: [`Cli`] gives your own binary every command —
-//! `sessions`, `events`, `tape` (the interactive debugger, or `--at N`), `fork`, `send`,
-//! `respond`, `resume`, `export`, `import`, `check`, `compact` — for the workflows you register.
+//! `sessions`, `events`, `tape` (the interactive debugger, or `--at N`), `fork`, `diff`, `send`,
+//! `respond`, `resume`, `export`, `import`, `check`, `compact`, `eval` — for the workflows you
+//! register.
 //!
 //! ```no_run
 //! use std::process::ExitCode;
@@ -101,6 +102,7 @@ mod args;
 mod commands;
 mod compact;
 mod debugger;
+mod diff;
 mod eval;
 mod fork;
 mod output;

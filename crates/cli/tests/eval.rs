@@ -131,11 +131,17 @@ state = {{ completed = 5 }}
     let text = stdout(&gated);
     assert_eq!(gated.status.code(), Some(1), "{text}");
     assert!(text.contains("published: first-task loss"), "{text}");
+    assert!(text.contains("they part at seq 17:"), "{text}");
     assert!(
-        text.contains("`broken` parts from the baseline at seq 0"),
+        text.contains(r#"payload, baseline → broken: [{"op":"add","path":"/stateEdit""#),
         "{text}"
     );
-    assert!(text.contains("\"path\":\"/completed\""), "{text}");
+    assert!(
+        text.contains(
+            r#"state after it, baseline → broken: [{"op":"replace","path":"/completed","value":5}]"#
+        ),
+        "{text}"
+    );
     let stderr = String::from_utf8_lossy(&gated.stderr);
     assert!(
         stderr.contains("`broken` regressed against `baseline` beyond 0.05: published (-1.000)"),

@@ -41,7 +41,6 @@
 
 mod case;
 mod compare;
-mod diverge;
 mod error;
 mod events;
 mod experiment;
@@ -56,7 +55,6 @@ mod variant;
 
 pub use case::{Case, ForkAt, Named, Occurrence};
 pub use compare::{Arm, CaseComparison, Comparison, ScorerComparison, Spend};
-pub use diverge::{Difference, first_difference};
 pub use error::EvalError;
 pub use events::{
     Better, CaseRecord, EvalRecorded, EvalScored, EvalStarted, LOG_PREFIX, RunStatus, ScorerRecord,

@@ -24,6 +24,7 @@
 //! # Ok(()) }
 //! ```
 
+mod compare;
 mod error;
 mod hosted;
 mod prepared;
@@ -41,6 +42,7 @@ use openharness_projection::{
     Approvals, Message, UiMessage, project_messages, ui_messages, ui_messages_with,
 };
 
+pub use compare::{Ancestor, Divergence, SessionComparison};
 pub use error::HostError;
 pub use hosted::{Hosted, JsonTape};
 pub use prepared::PreparedFork;

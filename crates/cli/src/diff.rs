@@ -1,0 +1,78 @@
+//! `openharness diff A B`: where two sessions part — their common ancestor, how many events
+//! they share, the first event that differs (both sides, and the patch between their
+//! payloads) and the patch between their states just after it.
+
+use std::io::Write;
+
+use openharness::Envelope;
+use openharness_host::SessionComparison;
+
+use crate::commands::parse_session;
+use crate::{CliError, Context};
+
+/// `diff`: compares two sessions and prints where they part (`--json`: the whole comparison).
+pub(crate) async fn run(context: &Context, a: &str, b: &str, json: bool) -> Result<(), CliError> {
+    let (a, b) = (parse_session(a)?, parse_session(b)?);
+    let compared = context.host().compare(&a, &b).await?;
+    let mut out = context.out();
+    if json {
+        writeln!(out, "{}", serde_json::to_string_pretty(&compared)?)?;
+        return Ok(());
+    }
+    print(&mut out, &compared, a.as_str(), b.as_str())
+}
+
+/// Prints a comparison, naming its sides `a_name` and `b_name`.
+pub(crate) fn print(
+    out: &mut impl Write,
+    compared: &SessionComparison,
+    a_name: &str,
+    b_name: &str,
+) -> Result<(), CliError> {
+    if let Some(ancestor) = &compared.ancestor {
+        writeln!(
+            out,
+            "common ancestor {}: {a_name} leaves it at position {}, {b_name} at {}",
+            ancestor.session, ancestor.a_from, ancestor.b_from
+        )?;
+    } else {
+        writeln!(out, "no common ancestor")?;
+    }
+    writeln!(
+        out,
+        "{} events in {a_name}, {} in {b_name} (counted from the root); the first {} agree",
+        compared.a_len, compared.b_len, compared.agree
+    )?;
+    let Some(divergence) = &compared.divergence else {
+        writeln!(out, "they agree: every event matches")?;
+        return Ok(());
+    };
+    let describe = |event: &Option<Envelope>| {
+        event.as_ref().map_or_else(
+            || "(the end)".to_owned(),
+            |e| format!("{} {}", e.name, e.payload),
+        )
+    };
+    writeln!(out, "they part at seq {}:", compared.agree)?;
+    writeln!(out, "  {a_name}: {}", describe(&divergence.a))?;
+    writeln!(out, "  {b_name}: {}", describe(&divergence.b))?;
+    if let Some(patch) = &divergence.payload_patch {
+        writeln!(
+            out,
+            "  payload, {a_name} → {b_name}: {}",
+            serde_json::to_string(patch)?
+        )?;
+    }
+    match &divergence.state_patch {
+        Some(patch) => writeln!(
+            out,
+            "  state after it, {a_name} → {b_name}: {}",
+            serde_json::to_string(patch)?
+        )?,
+        None => writeln!(
+            out,
+            "  (states not compared: a workflow is not registered here)"
+        )?,
+    }
+    Ok(())
+}

@@ -1,0 +1,99 @@
+//! `openharness diff A B` and `fork --input`: a chat forked before its last question and asked
+//! another one; forks of forks compared through their lineage; identical sessions agree.
+#![allow(clippy::unwrap_used, missing_docs)]
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+fn openharness(dir: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_openharness"))
+        .args(args)
+        .current_dir(dir)
+        .env_remove("OPENHARNESS_STORE")
+        .output()
+        .unwrap()
+}
+
+fn json(output: &Output) -> Value {
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    serde_json::from_slice(&output.stdout).unwrap()
+}
+
+#[test]
+fn a_fork_asked_another_question_parts_from_its_parent_where_the_question_was() {
+    let dir = tempfile::tempdir().unwrap();
+    assert!(openharness(dir.path(), &["demo", "chat"]).status.success());
+    let sessions = json(&openharness(dir.path(), &["sessions", "--json"]));
+    let chat = sessions[0]["id"].as_str().unwrap().to_owned();
+    // Position 11 is right before the third question's `user:input`.
+    let forked = json(&openharness(
+        dir.path(),
+        &[
+            "fork",
+            &chat,
+            "--at",
+            "11",
+            "--input",
+            "Where can I hear fado?",
+            "--json",
+        ],
+    ));
+    let fork = forked["session"].as_str().unwrap().to_owned();
+    let events = json(&openharness(dir.path(), &["events", &fork, "--json"]));
+    let asked: Vec<&str> = events
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["name"] == "user:input")
+        .map(|e| e["payload"]["text"].as_str().unwrap())
+        .collect();
+    assert_eq!(asked, ["Where can I hear fado?"]);
+
+    let compared = json(&openharness(dir.path(), &["diff", &chat, &fork, "--json"]));
+    assert_eq!(compared["ancestor"]["session"], chat.as_str());
+    assert_eq!(compared["ancestor"]["bFrom"], 11);
+    assert_eq!(compared["agree"], 11);
+    assert_eq!(compared["divergence"]["a"]["name"], "user:input");
+    assert_eq!(
+        compared["divergence"]["a"]["payload"]["text"],
+        "And where should I eat in the evening?"
+    );
+    assert!(
+        compared["divergence"]["statePatch"]
+            .as_array()
+            .is_some_and(|p| !p.is_empty())
+    );
+
+    // A fork of the fork, compared with the chat: the lineage goes through the first fork.
+    let again = json(&openharness(
+        dir.path(),
+        &["fork", &fork, "--at", "2", "--json"],
+    ));
+    let grandchild = again["session"].as_str().unwrap().to_owned();
+    let compared = json(&openharness(
+        dir.path(),
+        &["diff", &chat, &grandchild, "--json"],
+    ));
+    assert_eq!(compared["ancestor"]["session"], chat.as_str());
+    assert_eq!(compared["agree"], 11);
+    let compared = json(&openharness(
+        dir.path(),
+        &["diff", &fork, &grandchild, "--json"],
+    ));
+    assert_eq!(compared["ancestor"]["session"], fork.as_str());
+    assert!(compared["agree"].as_u64().unwrap() >= 12, "{compared}");
+
+    // A session against itself agrees; the text says so.
+    let same = openharness(dir.path(), &["diff", &chat, &chat]);
+    let text = String::from_utf8_lossy(&same.stdout);
+    assert!(text.contains("they agree: every event matches"), "{text}");
+    let missing = openharness(dir.path(), &["diff", &chat, "no-such-session"]);
+    assert_eq!(missing.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&missing.stderr).contains("not found"));
+}

@@ -1,0 +1,439 @@
+//! [`Host::compare`]: two sessions side by side — their common ancestor, the first event at
+//! which they part and how their states differ there. Sessions are compared as their forks
+//! see them: a fork of `P` at `p` is `P`'s first `p` events followed by its own (after its
+//! `session:forked`), so a fork and its parent agree up to the fork point without a read,
+//! and two forks of one point are compared from their own first events.
+
+use std::ops::Range;
+
+use futures_util::StreamExt;
+use openharness_core::builtin::SessionForked;
+use openharness_core::{Envelope, Event, EventStream, SessionId};
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::Host;
+use crate::error::HostError;
+
+/// How deep a chain of forks is followed.
+const MAX_DEPTH: usize = 64;
+
+/// Two sessions compared ([`Host::compare`]).
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+pub struct SessionComparison {
+    /// The first session.
+    pub a: SessionId,
+    /// The second session.
+    pub b: SessionId,
+    /// The nearest session both descend from (or are), with the positions in it at which
+    /// each leaves it.
+    pub ancestor: Option<Ancestor>,
+    /// How many events agree, counted from the start of each one's lineage (the root's
+    /// position 0): the first divergence is at this seq of their lineages.
+    pub agree: u64,
+    /// The first session's length, counted the same way.
+    pub a_len: u64,
+    /// The second session's length, counted the same way.
+    pub b_len: u64,
+    /// Where they part (`None` when every event agrees and the lengths are equal).
+    pub divergence: Option<Divergence>,
+}
+
+/// The nearest session two sessions both descend from.
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Ancestor {
+    /// The session.
+    pub session: SessionId,
+    /// The position in it the first session's lineage leaves it at (its length if the first
+    /// session is it).
+    pub a_from: u64,
+    /// The same for the second session.
+    pub b_from: u64,
+}
+
+/// Where two sessions part.
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Divergence {
+    /// The first session's event there (`None`: it had ended).
+    pub a: Option<Envelope>,
+    /// The second session's event there (`None`: it had ended).
+    pub b: Option<Envelope>,
+    /// When both events have one name: the JSON patch from the first's payload to the
+    /// second's (what changed in the prompt, the output, the arguments).
+    #[schemars(with = "Option<Value>")]
+    pub payload_patch: Option<json_patch::Patch>,
+    /// The JSON patch from the first session's state to the second's, each just after that
+    /// event (clamped to each one's end); `None` when a session's workflow is not hosted.
+    #[schemars(with = "Option<Value>")]
+    pub state_patch: Option<json_patch::Patch>,
+}
+
+/// One stretch of a session's lineage: `range` of `session`'s own events, standing at
+/// `start` in the lineage.
+#[derive(Debug, Clone, PartialEq)]
+struct Segment {
+    session: SessionId,
+    range: Range<u64>,
+    start: u64,
+}
+
+impl Segment {
+    fn end(&self) -> u64 {
+        self.start + (self.range.end - self.range.start)
+    }
+}
+
+impl Host {
+    /// Compares sessions `a` and `b`: their common ancestor, how many events they share and
+    /// the first at which they part (events compared by name and payload, ids aside), with
+    /// the patch between the two events' payloads and between their states just after it.
+    /// Reads each session once, from the point their lineages part.
+    ///
+    /// ```
+    /// # async fn demo(host: &openharness_host::Host, parent: openharness_core::SessionId, fork: openharness_core::SessionId) -> Result<(), openharness_host::HostError> {
+    /// let compared = host.compare(&parent, &fork).await?;
+    /// if let Some(divergence) = &compared.divergence {
+    ///     println!("they part at seq {}: {:?}", compared.agree, divergence.state_patch);
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub async fn compare(
+        &self,
+        a: &SessionId,
+        b: &SessionId,
+    ) -> Result<SessionComparison, HostError> {
+        let (left, right) = (self.lineage(a).await?, self.lineage(b).await?);
+        let ancestor = common_ancestor(&left, &right);
+        // Whole segments shared by both lineages agree without a read.
+        let mut agree = 0;
+        for (x, y) in left.iter().zip(&right) {
+            if x.session != y.session || x.start != y.start || x.range.start != y.range.start {
+                break;
+            }
+            agree = x.end().min(y.end());
+            if x.end() != y.end() {
+                break;
+            }
+        }
+        let (a_len, b_len) = (
+            left.last().map_or(0, Segment::end),
+            right.last().map_or(0, Segment::end),
+        );
+        // Two forks of one point that changed the state differently part at the fork point
+        // itself: their `session:forked` events say how.
+        if let Some(forks) = self.edited_forks(&left, &right, agree).await? {
+            let state_patch = self.state_patch(&left, &right, agree).await?;
+            let payload_patch = Some(json_patch::diff(&forks.0.payload, &forks.1.payload));
+            return Ok(SessionComparison {
+                a: a.clone(),
+                b: b.clone(),
+                ancestor,
+                agree,
+                a_len,
+                b_len,
+                divergence: Some(Divergence {
+                    a: Some(forks.0),
+                    b: Some(forks.1),
+                    payload_patch,
+                    state_patch,
+                }),
+            });
+        }
+        let mut xs = self.events_from(&left, agree);
+        let mut ys = self.events_from(&right, agree);
+        let (first_a, first_b) = loop {
+            let (x, y) = (xs.next().await, ys.next().await);
+            let x = x.transpose().map_err(self.store_error())?;
+            let y = y.transpose().map_err(self.store_error())?;
+            match (x, y) {
+                (Some(x), Some(y)) if same(&x, &y) => agree += 1,
+                (None, None) => break (None, None),
+                (x, y) => break (x, y),
+            }
+        };
+        drop((xs, ys));
+        let divergence = if first_a.is_none() && first_b.is_none() {
+            None
+        } else {
+            let payload_patch = match (&first_a, &first_b) {
+                (Some(x), Some(y)) if x.name == y.name => {
+                    Some(json_patch::diff(&x.payload, &y.payload))
+                }
+                _ => None,
+            };
+            let state_patch = self.state_patch(&left, &right, agree + 1).await?;
+            Some(Divergence {
+                a: first_a,
+                b: first_b,
+                payload_patch,
+                state_patch,
+            })
+        };
+        Ok(SessionComparison {
+            a: a.clone(),
+            b: b.clone(),
+            ancestor,
+            agree,
+            a_len,
+            b_len,
+            divergence,
+        })
+    }
+
+    /// The patch between two lineages' states at `position`; `None` when a workflow is not
+    /// hosted.
+    async fn state_patch(
+        &self,
+        left: &[Segment],
+        right: &[Segment],
+        position: u64,
+    ) -> Result<Option<json_patch::Patch>, HostError> {
+        match (
+            self.lineage_state(left, position).await,
+            self.lineage_state(right, position).await,
+        ) {
+            (Ok(x), Ok(y)) => Ok(Some(json_patch::diff(&x, &y))),
+            (Err(HostError::Unhosted { .. }), _) | (_, Err(HostError::Unhosted { .. })) => Ok(None),
+            (Err(err), _) | (_, Err(err)) => Err(err),
+        }
+    }
+
+    /// When both lineages go on at `at` with forks of their own whose `session:forked`
+    /// changed the state differently: those two events.
+    async fn edited_forks(
+        &self,
+        left: &[Segment],
+        right: &[Segment],
+        at: u64,
+    ) -> Result<Option<(Envelope, Envelope)>, HostError> {
+        let fork_at = |segments: &[Segment]| {
+            segments
+                .iter()
+                .find(|s| s.start == at && s.range.start == 1)
+                .map(|s| s.session.clone())
+        };
+        let (Some(x), Some(y)) = (fork_at(left), fork_at(right)) else {
+            return Ok(None);
+        };
+        let first = |session: SessionId| async move {
+            let events = self
+                .store
+                .events(&session, 0..1)
+                .await
+                .map_err(self.store_error())?;
+            Ok::<_, HostError>(events.into_iter().next())
+        };
+        let (Some(x), Some(y)) = (first(x).await?, first(y).await?) else {
+            return Ok(None);
+        };
+        let edit = |e: &Envelope| {
+            e.decode::<SessionForked>()
+                .ok()
+                .and_then(|forked| forked.state_edit)
+        };
+        Ok((edit(&x) != edit(&y)).then_some((x, y)))
+    }
+
+    /// `session`'s lineage: its ancestors' stretches up to each fork point, then its own.
+    async fn lineage(&self, session: &SessionId) -> Result<Vec<Segment>, HostError> {
+        // From the session up: (session, its length, the fork point it starts from).
+        let mut chain = Vec::new();
+        let mut current = session.clone();
+        for _ in 0..MAX_DEPTH {
+            let len = self.info(&current).await?.count;
+            let first = self
+                .store
+                .events(&current, 0..1)
+                .await
+                .map_err(self.store_error())?;
+            let forked = first
+                .first()
+                .filter(|e| e.name == SessionForked::NAME)
+                .and_then(|e| e.decode::<SessionForked>().ok());
+            match forked {
+                Some(forked) => {
+                    chain.push((current, len, Some(forked.position)));
+                    current = forked.parent;
+                }
+                None => {
+                    chain.push((current, len, None));
+                    break;
+                }
+            }
+        }
+        // From the root down, each stretch cut where the next fork leaves it.
+        let mut segments: Vec<Segment> = Vec::new();
+        for (session, len, fork_point) in chain.into_iter().rev() {
+            match fork_point {
+                None => segments.push(Segment {
+                    session,
+                    range: 0..len,
+                    start: 0,
+                }),
+                Some(position) => {
+                    // The fork point is a position of the parent's own: position `q` of a
+                    // stretch standing at `start` whose own events begin at `range.start` is
+                    // lineage position `start + q - range.start` (a fork's position 0 is its
+                    // own fork point, as is its position 1).
+                    let cut = segments.last().map_or(position, |parent| {
+                        parent.start + position.saturating_sub(parent.range.start)
+                    });
+                    truncate(&mut segments, cut);
+                    let start = segments.last().map_or(0, Segment::end);
+                    segments.push(Segment {
+                        session,
+                        range: 1..len.max(1),
+                        start,
+                    });
+                }
+            }
+        }
+        Ok(segments)
+    }
+
+    /// The lineage's events from lineage seq `from` on, read a page at a time.
+    fn events_from<'a>(
+        &'a self,
+        segments: &'a [Segment],
+        from: u64,
+    ) -> futures_util::stream::BoxStream<'a, Result<Envelope, openharness_core::StoreError>> {
+        let streams: Vec<EventStream<'a>> = segments
+            .iter()
+            .filter(|s| s.end() > from)
+            .map(|s| {
+                let skip = from.saturating_sub(s.start);
+                self.store
+                    .stream_events(&s.session, s.range.start + skip..s.range.end)
+            })
+            .collect();
+        futures_util::stream::iter(streams)
+            .flatten()
+            .map(|recorded| recorded.map(|r| r.event))
+            .boxed()
+    }
+
+    /// The state at lineage position `position` (clamped to the lineage's end): the state of
+    /// the segment's session at the matching position of its own.
+    async fn lineage_state(&self, segments: &[Segment], position: u64) -> Result<Value, HostError> {
+        let end = segments.last().map_or(0, Segment::end);
+        let position = position.min(end);
+        let segment = segments
+            .iter()
+            .rev()
+            .find(|s| s.start <= position)
+            .or(segments.first());
+        let Some(segment) = segment else {
+            return Ok(Value::Null);
+        };
+        // Own position 1 of a fork is the lineage position `start` (after `session:forked`).
+        let own = segment.range.start + (position - segment.start);
+        self.state_at(&segment.session, own).await
+    }
+}
+
+/// Cuts a lineage at lineage position `at`.
+fn truncate(segments: &mut Vec<Segment>, at: u64) {
+    segments.retain(|s| s.start < at || (s.start == 0 && at == 0));
+    if let Some(last) = segments.last_mut() {
+        let keep = at.saturating_sub(last.start);
+        last.range.end = last.range.end.min(last.range.start + keep);
+    }
+}
+
+/// The nearest session both lineages pass through, with where each leaves it.
+fn common_ancestor(a: &[Segment], b: &[Segment]) -> Option<Ancestor> {
+    a.iter().rev().find_map(|x| {
+        let y = b.iter().find(|y| y.session == x.session)?;
+        Some(Ancestor {
+            session: x.session.clone(),
+            a_from: x.range.end,
+            b_from: y.range.end,
+        })
+    })
+}
+
+/// Whether two events say the same thing: name and payload, event ids aside (two sessions
+/// never share them).
+fn same(a: &Envelope, b: &Envelope) -> bool {
+    a.id == b.id || (a.name == b.name && without_ids(&a.payload) == without_ids(&b.payload))
+}
+
+/// The payload with every string that is an id (a UUID) replaced by `"<id>"`.
+fn without_ids(value: &Value) -> Value {
+    match value {
+        Value::String(text) if looks_like_uuid(text) => Value::String("<id>".to_owned()),
+        Value::Array(items) => Value::Array(items.iter().map(without_ids).collect()),
+        Value::Object(map) => Value::Object(
+            map.iter()
+                .map(|(key, value)| (key.clone(), without_ids(value)))
+                .collect(),
+        ),
+        other => other.clone(),
+    }
+}
+
+/// `8-4-4-4-12` hex digits.
+fn looks_like_uuid(text: &str) -> bool {
+    let groups: Vec<&str> = text.split('-').collect();
+    groups.len() == 5
+        && groups
+            .iter()
+            .zip([8, 4, 4, 4, 12])
+            .all(|(group, len)| group.len() == len && group.chars().all(|c| c.is_ascii_hexdigit()))
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn seg(session: &SessionId, range: Range<u64>, start: u64) -> Segment {
+        Segment {
+            session: session.clone(),
+            range,
+            start,
+        }
+    }
+
+    #[test]
+    fn a_lineage_is_cut_at_each_fork_point() {
+        let (root, mid) = (SessionId::new(), SessionId::new());
+        // root has 10 events; mid forks it at 6 and has 5 of its own (session:forked + 4).
+        let mut segments = vec![seg(&root, 0..10, 0)];
+        truncate(&mut segments, 6);
+        assert_eq!(segments, [seg(&root, 0..6, 0)]);
+        segments.push(seg(&mid, 1..5, 6));
+        assert_eq!(segments.last().unwrap().end(), 10);
+        // A fork of mid at 8 keeps root's 6 and mid's first 2 own events.
+        truncate(&mut segments, 8);
+        assert_eq!(segments, [seg(&root, 0..6, 0), seg(&mid, 1..3, 6)]);
+        // A fork of mid at 4 keeps only root's first 4.
+        let mut other = vec![seg(&root, 0..6, 0), seg(&mid, 1..5, 6)];
+        truncate(&mut other, 4);
+        assert_eq!(other, [seg(&root, 0..4, 0)]);
+        truncate(&mut other, 0);
+        assert_eq!(other, [seg(&root, 0..0, 0)]);
+    }
+
+    #[test]
+    fn ids_are_left_out_of_the_comparison_and_nothing_else_is() {
+        let id = openharness_core::EventId::new().to_string();
+        let other = openharness_core::EventId::new().to_string();
+        let a = Envelope::new("x:y", json!({ "openRequests": [id], "text": "hi" }), None);
+        let b = Envelope::new(
+            "x:y",
+            json!({ "openRequests": [other], "text": "hi" }),
+            None,
+        );
+        assert!(same(&a, &b));
+        let c = Envelope::new("x:y", json!({ "openRequests": [id], "text": "ho" }), None);
+        assert!(!same(&a, &c));
+        assert!(!looks_like_uuid("not-a-uuid-at-all-really"));
+    }
+}
