@@ -76,6 +76,15 @@ pub(crate) enum Command<E: Subcommand> {
         #[arg(long)]
         json: bool,
     },
+    /// Re-execute a session with today's code, every agent answered from the recording (no
+    /// model is called); where it parts, show the payload and state diffs (exit 1).
+    Replay {
+        /// The session id.
+        session: String,
+        /// Print the result as JSON.
+        #[arg(long)]
+        json: bool,
+    },
     /// Start a new session from a point of a recorded one and run it on.
     Fork(crate::fork::ForkArgs),
     /// Read every session of the store whole and say which are damaged (exit 1 if any).

@@ -234,6 +234,7 @@ pub(crate) async fn run<E: clap::Subcommand>(
         }
         Command::Fork(args) => crate::fork::run(args, context).await,
         Command::Diff { a, b, json } => crate::diff::run(context, &a, &b, json).await,
+        Command::Replay { session, json } => crate::replay::run(context, &session, json).await,
         Command::Serve {
             addr,
             api_keys_file,

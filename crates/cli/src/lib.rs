@@ -1,5 +1,5 @@
 //! The `openharness` command as a library: [`Cli`] gives your own binary every command —
-//! `sessions`, `events`, `tape` (the interactive debugger, or `--at N`), `fork`, `diff`, `send`,
+//! `sessions`, `events`, `tape` (the interactive debugger, or `--at N`), `fork`, `diff`, `replay`, `send`,
 //! `respond`, `resume`, `export`, `import`, `check`, `compact`, `eval` — for the workflows you
 //! register.
 //!
@@ -109,6 +109,7 @@ mod output;
 mod platform;
 mod progress;
 mod provider;
+mod replay;
 mod transfer;
 mod turns;
 

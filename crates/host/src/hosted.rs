@@ -98,6 +98,16 @@ pub trait Hosted: Send + Sync + 'static {
         at: ForkPoint,
     ) -> Result<Box<dyn PreparedFork>, HostError>;
 
+    /// Re-executes `session` with this workflow's code, its agents answered from the
+    /// recording, into `store` as session `into` (see [`crate::Host::replay`]): `None` when
+    /// every event matched, else where it parted.
+    async fn replay_into(
+        &self,
+        session: &SessionId,
+        store: Arc<dyn Store>,
+        into: &SessionId,
+    ) -> Result<Option<openharness_tape::Divergence>, HostError>;
+
     /// A tape over the session whose states come out as JSON (for debuggers).
     async fn tape(&self, session: &SessionId) -> Result<Box<dyn JsonTape>, HostError>;
 
@@ -358,6 +368,15 @@ impl<S: WorkflowState> Hosted for Handle<S> {
     ) -> Result<Box<dyn PreparedFork>, HostError> {
         let fork = self.0.fork(session, typed_at(at)).await?;
         Ok(Box::new(TypedFork(fork)))
+    }
+
+    async fn replay_into(
+        &self,
+        session: &SessionId,
+        store: Arc<dyn Store>,
+        into: &SessionId,
+    ) -> Result<Option<openharness_tape::Divergence>, HostError> {
+        crate::replay::replay_into(&self.0, session, store, into).await
     }
 
     async fn tape(&self, session: &SessionId) -> Result<Box<dyn JsonTape>, HostError> {

@@ -28,6 +28,7 @@ mod compare;
 mod error;
 mod hosted;
 mod prepared;
+mod replay;
 mod schema;
 mod wire;
 
@@ -46,6 +47,7 @@ pub use compare::{Ancestor, Divergence, SessionComparison};
 pub use error::HostError;
 pub use hosted::{Hosted, JsonTape};
 pub use prepared::PreparedFork;
+pub use replay::{ReplayDivergence, Replayed};
 pub use schema::{WireSchema, wire_schemas};
 pub use wire::{EventsPage, ForkPoint, SessionSummary, StateAt, TapeView, TurnOutcome};
 

@@ -1,0 +1,169 @@
+//! [`Host::replay`]: re-execute a recorded session with today's code, every agent answered
+//! from the recording (no model is called), and say where today's run parts from the
+//! recorded one — the event each side has there, the patch between their payloads (the
+//! prompt or the emitted event that changed) and between their states just after it.
+//!
+//! The re-execution is recorded in a store of its own in memory, into which the session's
+//! ancestors are copied first (a fork re-executes as a fork of the same parent), so the
+//! user's store is left as it was.
+
+use std::sync::Arc;
+
+use openharness_core::builtin::SessionForked;
+use openharness_core::{Event, RunOptions, SessionId, Store};
+use openharness_store::MemoryStore;
+use openharness_tape::{Cassette, EventShape, TapeError};
+use serde::Serialize;
+
+use crate::Host;
+use crate::error::HostError;
+
+/// How deep a chain of forks is copied.
+const MAX_DEPTH: usize = 64;
+
+/// What a re-execution found ([`Host::replay`]).
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+pub struct Replayed {
+    /// The recorded session.
+    pub session: SessionId,
+    /// Its length.
+    pub len: u64,
+    /// Whether today's run recorded every event as the recording did.
+    pub matched: bool,
+    /// Where it parted, when it did.
+    pub divergence: Option<ReplayDivergence>,
+}
+
+/// Where a re-execution parted from its recording.
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ReplayDivergence {
+    /// The seq of the first event that differs (how many agree).
+    pub seq: u64,
+    /// The recording's event there (`None`: the recording had ended).
+    pub recorded: Option<EventShape>,
+    /// Today's event there (`None`: today's run ended first).
+    pub today: Option<EventShape>,
+    /// When both have one name: the JSON patch from the recorded payload to today's.
+    #[schemars(with = "Option<serde_json::Value>")]
+    pub payload_patch: Option<json_patch::Patch>,
+    /// The JSON patch from the recorded state to today's, each just after that event.
+    #[schemars(with = "Option<serde_json::Value>")]
+    pub state_patch: Option<json_patch::Patch>,
+}
+
+/// Re-executes `session` (read from `workflow`'s store) into `store` as `into`: `None` when
+/// every event matched.
+pub(crate) async fn replay_into<S: openharness_core::WorkflowState>(
+    workflow: &openharness_core::Workflow<S>,
+    session: &SessionId,
+    store: Arc<dyn Store>,
+    into: &SessionId,
+) -> Result<Option<openharness_tape::Divergence>, HostError> {
+    let cassette = Cassette::load(workflow, session).await?;
+    let target = workflow.with_shared_store(store);
+    match cassette
+        .replay(&target, RunOptions::new().session(into.clone()))
+        .await
+    {
+        Ok(_) => Ok(None),
+        Err(TapeError::Diverged(divergence)) => Ok(Some(*divergence)),
+        Err(other) => Err(other.into()),
+    }
+}
+
+impl Host {
+    /// Re-executes `session` with today's code (every agent answered from the recording;
+    /// no model is called) and compares the two runs event by event: where they part, the
+    /// patch between the two events' payloads and between the two states just after.
+    ///
+    /// ```
+    /// # async fn demo(host: &openharness_host::Host, session: openharness_core::SessionId) -> Result<(), openharness_host::HostError> {
+    /// let replayed = host.replay(&session).await?;
+    /// match &replayed.divergence {
+    ///     None => println!("today's code records the same {} events", replayed.len),
+    ///     Some(d) => println!("parts at seq {}: {:?}", d.seq, d.payload_patch),
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub async fn replay(&self, session: &SessionId) -> Result<Replayed, HostError> {
+        let hosted = self.workflow_of(session).await?;
+        let len = self.info(session).await?.count;
+        let scratch: Arc<dyn Store> = Arc::new(MemoryStore::new());
+        self.copy_ancestors(session, scratch.as_ref()).await?;
+        let into = SessionId::new();
+        let Some(divergence) = hosted
+            .replay_into(session, Arc::clone(&scratch), &into)
+            .await?
+        else {
+            return Ok(Replayed {
+                session: session.clone(),
+                len,
+                matched: true,
+                divergence: None,
+            });
+        };
+        let payload_patch = match (&divergence.expected, &divergence.actual) {
+            (Some(recorded), Some(today)) if recorded.name == today.name => {
+                Some(json_patch::diff(&recorded.payload, &today.payload))
+            }
+            _ => None,
+        };
+        let position = divergence.seq + 1;
+        let recorded_state = hosted.state_at(session, position).await?;
+        let today_state = hosted
+            .with_store(scratch)
+            .state_at(&into, position)
+            .await
+            .ok();
+        Ok(Replayed {
+            session: session.clone(),
+            len,
+            matched: false,
+            divergence: Some(ReplayDivergence {
+                seq: divergence.seq,
+                state_patch: today_state.map(|today| json_patch::diff(&recorded_state, &today)),
+                recorded: divergence.expected,
+                today: divergence.actual,
+                payload_patch,
+            }),
+        })
+    }
+
+    /// Copies the sessions `session` is forked from (its parent, the parent's parent, ...)
+    /// into `store`, whole.
+    async fn copy_ancestors(
+        &self,
+        session: &SessionId,
+        store: &dyn Store,
+    ) -> Result<(), HostError> {
+        let mut current = session.clone();
+        for _ in 0..MAX_DEPTH {
+            let first = self
+                .store
+                .events(&current, 0..1)
+                .await
+                .map_err(self.store_error())?;
+            let Some(forked) = first
+                .first()
+                .filter(|e| e.name == SessionForked::NAME)
+                .and_then(|e| e.decode::<SessionForked>().ok())
+            else {
+                return Ok(());
+            };
+            let events = self
+                .store
+                .all_events(&forked.parent)
+                .await
+                .map_err(self.store_error())?;
+            store
+                .append(&forked.parent, &events, 0)
+                .await
+                .map_err(|source| HostError::store(store, source))?;
+            current = forked.parent;
+        }
+        Ok(())
+    }
+}
