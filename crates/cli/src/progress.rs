@@ -1,5 +1,5 @@
 //! [`Progress`]: the live view of a turn — agents starting and finishing, their streamed text,
-//! questions asked and answered, errors — plus the lines a program adds for its own events
+//! their tool calls and what the tools returned, questions asked and answered, errors — plus the lines a program adds for its own events
 //! ([`Describe`]).
 
 use std::io::Write;
@@ -71,6 +71,21 @@ impl Renderer for Progress {
                     completed.error.unwrap_or_default()
                 ),
             }),
+            Some(Builtin::ToolCalled(called)) => Some(format!(
+                "    → {} calls {}({})",
+                called.agent,
+                called.tool,
+                clip(&called.input.to_string())
+            )),
+            Some(Builtin::ToolResult(result)) => Some(format!(
+                "    {} {} {}",
+                if result.is_error { "✗" } else { "←" },
+                result.tool,
+                clip(&match &result.output {
+                    serde_json::Value::String(text) => text.clone(),
+                    other => other.to_string(),
+                })
+            )),
             Some(Builtin::InputRequested(request)) => {
                 Some(format!("  ? {} (request {})", request.prompt, event.id))
             }
@@ -89,5 +104,65 @@ impl Renderer for Progress {
     fn finish(&mut self) {
         self.end_stream();
         let _ = self.out.flush();
+    }
+}
+
+/// At most 120 characters of `text`, on one line.
+fn clip(text: &str) -> String {
+    let line = text.replace('\n', " ");
+    if line.chars().count() > 120 {
+        format!("{}…", line.chars().take(120).collect::<String>())
+    } else {
+        line
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use std::sync::{Arc, Mutex};
+
+    use openharness::builtin::{ToolCalled, ToolResult};
+
+    use super::*;
+
+    #[derive(Clone, Default)]
+    struct Shared(Arc<Mutex<Vec<u8>>>);
+
+    impl Write for Shared {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn tool_calls_and_results_are_shown() {
+        let written = Shared::default();
+        let mut progress = Progress::new(Output::new(written.clone()), None);
+        let called = ToolCalled {
+            agent: "clerk".into(),
+            tool_call_id: "t1".into(),
+            tool: "lookup_order".into(),
+            input: serde_json::json!({ "id": 42 }),
+        };
+        let result = ToolResult {
+            agent: "clerk".into(),
+            tool_call_id: "t1".into(),
+            tool: "lookup_order".into(),
+            output: serde_json::json!("shipped\non Monday"),
+            is_error: false,
+        };
+        progress.render(&Envelope::typed(&called, None).unwrap());
+        progress.render(&Envelope::typed(&result, None).unwrap());
+        let text = String::from_utf8(written.0.lock().unwrap().clone()).unwrap();
+        assert_eq!(
+            text,
+            "    → clerk calls lookup_order({\"id\":42})\n    ← lookup_order shipped on Monday\n"
+        );
+        assert_eq!(clip(&"x".repeat(130)).chars().count(), 121);
     }
 }
