@@ -6,7 +6,7 @@
 //! | [`ever`] | a predicate holds on some state along the run | 1 / 0 |
 //! | [`equals`] | a field equals the expected value | 1 / 0 |
 //! | [`contains`] | a field's text (or list) contains the expected value | 1 / 0 |
-//! | [`matches`] | a field's text matches a regex | 1 / 0 |
+//! | [`matches()`] | a field's text matches a regex | 1 / 0 |
 //! | [`json_schema`] | a field is valid against a JSON Schema | 1 / 0 |
 //! | [`tool_calls`] | a tool was called within `min..=max` times | calls |
 //! | [`agent_calls`] / [`turns`] | within a bound | calls / turns |
@@ -471,7 +471,7 @@ pub enum ScorerSpec {
         /// What must be in it.
         expect: Expect,
     },
-    /// [`matches`].
+    /// [`matches()`].
     Matches {
         /// Its name.
         name: String,
