@@ -1051,6 +1051,9 @@ fn a_call_interrupted_twice_is_run_again_by_the_second_resume() {
         Envelope::typed(
             &WorkflowStarted {
                 workflow: WORKFLOW.into(),
+                code: None,
+                version: None,
+                commit: None,
             },
             None,
         )

@@ -939,6 +939,9 @@ mod time_travel {
             Envelope::typed(
                 &WorkflowStarted {
                     workflow: example::WORKFLOW_NAME.into(),
+                    code: None,
+                    version: None,
+                    commit: None,
                 },
                 None,
             )
@@ -1157,6 +1160,9 @@ mod chat_cassette {
             Envelope::typed(
                 &WorkflowStarted {
                     workflow: "talk".into(),
+                    code: None,
+                    version: None,
+                    commit: None,
                 },
                 None,
             )

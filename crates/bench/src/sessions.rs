@@ -131,6 +131,9 @@ fn recorded_event(seq: u64, len: u64) -> Fallible<Envelope> {
         Envelope::typed(
             &WorkflowStarted {
                 workflow: NAME.to_owned(),
+                code: None,
+                version: None,
+                commit: None,
             },
             None,
         )?

@@ -694,6 +694,9 @@ async fn tape(
             "position {} of {}\ncurrent  {current}\n",
             view.position, view.len
         );
+        if let Ok(Some(change)) = host.code_changed(session).await {
+            text.push_str(&format!("code     {change}\n"));
+        }
         if !view.skipped.is_empty() {
             text.push_str(&format!(
                 "skipped  {} events ({} undecodable)\n",

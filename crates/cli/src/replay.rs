@@ -17,6 +17,9 @@ pub(crate) async fn run(context: &Context, session: &str, json: bool) -> Result<
         .await
         .map_err(|e| context.explain(e))?;
     let mut out = context.out();
+    if let (false, Some(change)) = (json, &replayed.code_change) {
+        writeln!(out, "note: {session} was {change}")?;
+    }
     if json {
         writeln!(out, "{}", serde_json::to_string_pretty(&replayed)?)?;
     } else if let Some(divergence) = &replayed.divergence {

@@ -21,6 +21,17 @@ impl<S: Handler + Serialize + DeserializeOwned> WorkflowState for S {}
 pub(crate) type Until<S> = Arc<dyn Fn(&S) -> bool + Send + Sync>;
 
 /// A workflow's parts, shared by its clones.
+/// Which code a workflow is: recorded in every `workflow:started`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CodeIdentity {
+    /// The fingerprint (see `WorkflowStarted::code`).
+    pub code: String,
+    /// The version it was built with, if given.
+    pub version: Option<String>,
+    /// The source commit, if given.
+    pub commit: Option<String>,
+}
+
 impl<S> Inner<S> {
     /// Whether this workflow folds sessions recorded by workflow `recorded`.
     pub(crate) fn reads(&self, recorded: &str) -> bool {
@@ -32,6 +43,8 @@ pub(crate) struct Inner<S> {
     pub(crate) name: String,
     /// Other workflows whose sessions this one folds and forks (its earlier versions).
     pub(crate) reads: Vec<String>,
+    /// What `workflow:started` records of the code: fingerprint, version, commit.
+    pub(crate) code: CodeIdentity,
     pub(crate) initial: S,
     pub(crate) agents: Vec<Arc<dyn ErasedAgent<S>>>,
     pub(crate) until: Option<Until<S>>,

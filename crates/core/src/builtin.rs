@@ -32,9 +32,23 @@ builtin_event!(
     "user:input" => UserInput { /// The user's text.
     text: String });
 builtin_event!(
-    /// The first event of every run.
-    "workflow:started" => WorkflowStarted { /// The workflow's name.
-    workflow: String });
+/// The first event of every run: which workflow, and which code of it, recorded the session.
+"workflow:started" => WorkflowStarted {
+    /// The workflow's name.
+    workflow: String,
+    /// A fingerprint of the workflow's code as far as it can be read (absent in recordings
+    /// made before it was recorded): the SHA-256 (first 16 hex digits) of its name, its state
+    /// type, the events its handlers take, and each agent's name, trigger, events and output
+    /// schema. Handler bodies and prompts cannot be read, so their changes do not change it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    code: Option<String>,
+    /// The version the workflow was built with ([`crate::WorkflowBuilder::version`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    version: Option<String>,
+    /// The source commit it was built from ([`crate::WorkflowBuilder::commit`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    commit: Option<String>,
+});
 builtin_event!(
 /// The last event of a turn that ended normally (not by a store failure or a crash).
 "workflow:completed" => WorkflowCompleted {

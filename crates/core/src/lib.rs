@@ -29,7 +29,7 @@ mod tool;
 mod workflow;
 
 pub use agent::{Agent, AgentSpec, ReplySource, StructuredOutput};
-pub use assembled::WorkflowState;
+pub use assembled::{CodeIdentity, WorkflowState};
 pub use claim::Claim;
 pub use derive::ViewAt;
 pub use emit::{Emit, IntoEmit, Pending};

@@ -421,6 +421,9 @@ impl<S: WorkflowState> Run<'_, S> {
             Begin::Fresh => {
                 let started = Pending::of(&WorkflowStarted {
                     workflow: self.wf.name.clone(),
+                    code: Some(self.wf.code.code.clone()),
+                    version: self.wf.code.version.clone(),
+                    commit: self.wf.code.commit.clone(),
                 });
                 self.queue.push_back((started, None, None));
                 if let Some(text) = input {

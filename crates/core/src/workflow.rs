@@ -58,6 +58,8 @@ impl<S: WorkflowState> Workflow<S> {
         WorkflowBuilder {
             name: name.into(),
             reads: Vec::new(),
+            version: None,
+            commit: None,
             initial: None,
             agents: Vec::new(),
             until: None,
@@ -105,6 +107,19 @@ impl<S: WorkflowState> Workflow<S> {
         self.rebuild(|inner| inner.store = Arc::new(store))
     }
 
+    /// Which code this workflow is, as its `workflow:started` records it: a fingerprint of
+    /// its name, state type, handled events and agents (names, triggers, events, output
+    /// schemas), and the version and commit it was built with.
+    ///
+    /// ```
+    /// # fn demo<S: openharness_core::WorkflowState>(workflow: openharness_core::Workflow<S>) {
+    /// println!("code {} ({:?})", workflow.code().code, workflow.code().version);
+    /// # }
+    /// ```
+    pub fn code(&self) -> &crate::CodeIdentity {
+        &self.inner.code
+    }
+
     /// Whether this workflow folds and forks sessions recorded by workflow `recorded`: its
     /// own, and those of the workflows it [`reads`](WorkflowBuilder::reads).
     pub fn folds_sessions_of(&self, recorded: &str) -> bool {
@@ -122,6 +137,7 @@ impl<S: WorkflowState> Workflow<S> {
         let mut inner = Inner {
             name: self.inner.name.clone(),
             reads: self.inner.reads.clone(),
+            code: self.inner.code.clone(),
             initial: self.inner.initial.clone(),
             agents: self.inner.agents.clone(),
             until: self.inner.until.clone(),
@@ -478,6 +494,8 @@ impl<S: WorkflowState> Workflow<S> {
 pub struct WorkflowBuilder<S: WorkflowState> {
     name: String,
     reads: Vec<String>,
+    version: Option<String>,
+    commit: Option<String>,
     initial: Option<S>,
     agents: Vec<Arc<dyn ErasedAgent<S>>>,
     until: Option<Until<S>>,
@@ -510,6 +528,20 @@ impl<S: WorkflowState> WorkflowBuilder<S> {
     /// ```
     pub fn reads(mut self, name: impl Into<String>) -> Self {
         self.reads.push(name.into());
+        self
+    }
+
+    /// The version this code is (recorded in every `workflow:started`, so a tape or a replay
+    /// can say that a session was recorded by another version): `env!("CARGO_PKG_VERSION")`.
+    pub fn version(mut self, version: impl Into<String>) -> Self {
+        self.version = Some(version.into());
+        self
+    }
+
+    /// The source commit this code was built from, when the build knows it (recorded like
+    /// [`version`](Self::version)): `option_env!("GIT_COMMIT")` set by a build script, say.
+    pub fn commit(mut self, commit: impl Into<String>) -> Self {
+        self.commit = Some(commit.into());
         self
     }
 
@@ -591,6 +623,11 @@ impl<S: WorkflowState> WorkflowBuilder<S> {
         }
         Ok(Workflow {
             inner: Arc::new(Inner {
+                code: crate::assembled::CodeIdentity {
+                    code: fingerprint::<S>(&self.name, &self.agents),
+                    version: self.version,
+                    commit: self.commit,
+                },
                 name: self.name,
                 reads: self.reads,
                 initial,
@@ -603,4 +640,38 @@ impl<S: WorkflowState> WorkflowBuilder<S> {
             }),
         })
     }
+}
+
+/// The fingerprint of a workflow's readable code: SHA-256 over its name, state type, the
+/// event names its handlers take and each agent's spec and output schema (first 16 hex
+/// digits).
+fn fingerprint<S: WorkflowState>(
+    name: &str,
+    agents: &[Arc<dyn crate::agent::ErasedAgent<S>>],
+) -> String {
+    use sha2::{Digest, Sha256};
+    let agents: Vec<serde_json::Value> = agents
+        .iter()
+        .map(|agent| {
+            let spec = agent.spec();
+            serde_json::json!({
+                "name": spec.name,
+                "trigger": spec.trigger,
+                "emits": spec.emits,
+                "output": *agent.schema(),
+            })
+        })
+        .collect();
+    let described = serde_json::json!({
+        "workflow": name,
+        "state": std::any::type_name::<S>(),
+        "handles": <S::Events as crate::EventSet>::NAMES,
+        "agents": agents,
+    });
+    let digest = Sha256::digest(described.to_string().as_bytes());
+    digest
+        .iter()
+        .take(8)
+        .map(|byte| format!("{byte:02x}"))
+        .collect()
 }

@@ -27,6 +27,9 @@ pub trait Hosted: Send + Sync + 'static {
     /// Its agents.
     fn agents(&self) -> Vec<AgentSpec>;
 
+    /// Which code it is, as its `workflow:started` records it ([`Workflow::code`]).
+    fn code(&self) -> openharness_core::CodeIdentity;
+
     /// The state every new session starts from.
     fn initial_state(&self) -> Result<Value, HostError>;
 
@@ -265,6 +268,10 @@ impl<S: WorkflowState> Hosted for Handle<S> {
 
     fn agents(&self) -> Vec<AgentSpec> {
         self.0.agents()
+    }
+
+    fn code(&self) -> openharness_core::CodeIdentity {
+        self.0.code().clone()
     }
 
     fn initial_state(&self) -> Result<Value, HostError> {

@@ -24,6 +24,7 @@
 //! # Ok(()) }
 //! ```
 
+mod code;
 mod compare;
 mod error;
 mod hosted;
@@ -43,6 +44,7 @@ use openharness_projection::{
     Approvals, Message, UiMessage, project_messages, ui_messages, ui_messages_with,
 };
 
+pub use code::CodeChange;
 pub use compare::{Ancestor, Divergence, SessionComparison};
 pub use error::HostError;
 pub use hosted::{Hosted, JsonTape};

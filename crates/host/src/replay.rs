@@ -34,6 +34,8 @@ pub struct Replayed {
     pub matched: bool,
     /// Where it parted, when it did.
     pub divergence: Option<ReplayDivergence>,
+    /// When the session was recorded by other code than today's: which, and which now.
+    pub code_change: Option<crate::CodeChange>,
 }
 
 /// Where a re-execution parted from its recording.
@@ -93,6 +95,7 @@ impl Host {
         let len = self.info(session).await?.count;
         let scratch: Arc<dyn Store> = Arc::new(MemoryStore::new());
         self.copy_ancestors(session, scratch.as_ref()).await?;
+        let code_change = self.code_changed(session).await?;
         let into = SessionId::new();
         let Some(divergence) = hosted
             .replay_into(session, Arc::clone(&scratch), &into)
@@ -103,6 +106,7 @@ impl Host {
                 len,
                 matched: true,
                 divergence: None,
+                code_change,
             });
         };
         let payload_patch = match (&divergence.expected, &divergence.actual) {
@@ -122,6 +126,7 @@ impl Host {
             session: session.clone(),
             len,
             matched: false,
+            code_change,
             divergence: Some(ReplayDivergence {
                 seq: divergence.seq,
                 state_patch: today_state.map(|today| json_patch::diff(&recorded_state, &today)),

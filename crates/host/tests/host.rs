@@ -312,3 +312,81 @@ async fn registered_handles_record_to_the_hosts_store_and_with_provider_swaps_th
     );
     assert_eq!(other.calls(), 1, "the original host kept its own model");
 }
+
+/// A workflow of `notes` without its agent: another fingerprint (the agents are part of it).
+fn notes_without_agents(name: &str) -> Workflow<Notes> {
+    Workflow::builder(name)
+        .initial_state(Notes::default())
+        .store(MemoryStore::new())
+        .build()
+        .unwrap()
+}
+
+#[tokio::test]
+async fn a_session_says_which_code_recorded_it_and_the_host_says_when_todays_differs() {
+    let store = MemoryStore::new();
+    let recorded = notes("notes", Duration::ZERO);
+    let v1 = Workflow::builder("notes")
+        .version("1.0.0")
+        .commit("abc123")
+        .initial_state(Notes::default())
+        .agent(Scribe)
+        .store(MemoryStore::new())
+        .provider(ScriptedProvider::new().fallback("scribe", |_| {
+            Reply::output(serde_json::json!({ "note": "x" }))
+        }))
+        .build()
+        .unwrap();
+    assert_eq!(
+        v1.code().code,
+        recorded.code().code,
+        "version and commit are not in the fingerprint"
+    );
+    assert_eq!(v1.code().code.len(), 16);
+    assert_ne!(
+        notes_without_agents("notes").code().code,
+        recorded.code().code
+    );
+
+    let host = Host::new(store.clone()).workflow(v1.clone()).unwrap();
+    let first = host
+        .run("notes", Some("hi".into()), RunOptions::new())
+        .await
+        .unwrap();
+    let started = store.events(&first.session, 0..1).await.unwrap().remove(0);
+    let started = started.decode::<WorkflowStarted>().unwrap();
+    assert_eq!(started.code.as_deref(), Some(v1.code().code.as_str()));
+    assert_eq!(started.version.as_deref(), Some("1.0.0"));
+    assert_eq!(started.commit.as_deref(), Some("abc123"));
+    assert_eq!(host.code_changed(&first.session).await.unwrap(), None);
+
+    // The same session read by a host running other code: a version bump, then other agents.
+    let bumped = Host::new(store.clone()).workflow(recorded.clone()).unwrap();
+    let change = bumped.code_changed(&first.session).await.unwrap().unwrap();
+    assert_eq!(change.recorded_version.as_deref(), Some("1.0.0"));
+    assert_eq!(change.today_version, None);
+    assert_eq!(
+        change.to_string(),
+        format!(
+            "recorded by code {c}, version 1.0.0, commit abc123; this program runs code {c}",
+            c = v1.code().code
+        )
+    );
+    let other = Host::new(store.clone())
+        .workflow(notes_without_agents("notes"))
+        .unwrap();
+    let change = other.code_changed(&first.session).await.unwrap().unwrap();
+    assert_ne!(change.recorded, Some(change.today.clone()));
+
+    // A fork is judged by the code that started its lineage.
+    let fork = host
+        .fork(
+            &first.session,
+            ForkPoint::Position { position: 2 },
+            RunOptions::new(),
+        )
+        .await
+        .unwrap();
+    assert!(bumped.code_changed(&fork.session).await.unwrap().is_some());
+    assert_eq!(host.code_changed(&fork.session).await.unwrap(), None);
+}

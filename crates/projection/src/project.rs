@@ -840,6 +840,9 @@ mod tests {
     fn other_events_and_undecodable_payloads_are_ignored() {
         let workflow = WorkflowStarted {
             workflow: "w".into(),
+            code: None,
+            version: None,
+            commit: None,
         };
         let error = ErrorOccurred::recoverable("agent", "boom", None);
         let done = WorkflowCompleted {

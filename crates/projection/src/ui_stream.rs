@@ -1017,6 +1017,9 @@ mod tests {
             ev(
                 &WorkflowStarted {
                     workflow: "chat".into(),
+                    code: None,
+                    version: None,
+                    commit: None,
                 },
                 None,
             ),

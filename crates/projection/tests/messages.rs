@@ -57,6 +57,9 @@ fn completed(n: u128, agent: &str, outcome: Outcome) -> Envelope {
 fn session() -> Vec<Envelope> {
     let workflow = WorkflowStarted {
         workflow: "trip".into(),
+        code: None,
+        version: None,
+        commit: None,
     };
     let input = UserInput {
         text: "Plan a weekend in Lisbon".into(),

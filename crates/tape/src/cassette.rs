@@ -146,11 +146,15 @@ impl Cassette {
         let mut outcome = match forked {
             // A fork re-executes as a fork of the same parent at the same position.
             Some(forked) => {
-                replaying
+                let fork = replaying
                     .fork(&forked.parent, At::position(forked.position))
-                    .await?
-                    .run(options)
-                    .await?
+                    .await?;
+                // A fork that changed the state it started from replays from the same change.
+                let fork = match &forked.state_edit {
+                    Some(patch) => fork.edit_state(patch)?,
+                    None => fork,
+                };
+                fork.run(options).await?
             }
             None => replaying.run(options).await?,
         };
@@ -448,13 +452,19 @@ fn ids(events: &[Envelope]) -> HashMap<EventId, u64> {
 
 /// An event as a re-execution must reproduce it. A built-in event is compared as today's wire
 /// carries it, so a recording of an older format re-executes; of an `error:occurred`, only
-/// its code; of a `session:forked`, its parent and position.
+/// its code; of a `session:forked`, its parent and position; of a `workflow:started`, the
+/// workflow's name (not which code of it).
 fn shape(event: &Envelope, ids: &HashMap<EventId, u64>) -> EventShape {
     let payload = match Builtin::decode(event) {
         Some(Ok(Builtin::ErrorOccurred(error))) => serde_json::json!({ "code": error.source }),
         // Format-1 forks do not name their workflow; the parent and the position are the fork.
         Some(Ok(Builtin::SessionForked(forked))) => {
             serde_json::json!({ "parentSessionId": forked.parent, "forkIndex": forked.position })
+        }
+        // Which code recorded it is what a replay compares against, not something to match:
+        // a session recorded by another version replays the same when it behaves the same.
+        Some(Ok(Builtin::WorkflowStarted(started))) => {
+            serde_json::json!({ "workflow": started.workflow })
         }
         // Where the reply is in the output tells chat clients what to show, not what ran;
         // recordings made before it was recorded replay the same.

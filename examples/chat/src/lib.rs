@@ -132,6 +132,7 @@ impl Assistant {
 /// assistant has answered; [`Workflow::send`] continues the conversation.
 pub fn workflow(store: impl Store, provider: impl Provider) -> Result<Workflow<ChatState>, Error> {
     Workflow::builder(WORKFLOW_NAME)
+        .version(env!("CARGO_PKG_VERSION"))
         .initial_state(ChatState::default())
         .agent(Assistant)
         .store(store)

@@ -332,6 +332,7 @@ impl Executor {
 /// the release and ends it (`until`), any other answer leaves it unpublished (idle).
 pub fn workflow(store: impl Store, provider: impl Provider) -> Result<Workflow<PlanState>, Error> {
     Workflow::builder(WORKFLOW_NAME)
+        .version(env!("CARGO_PKG_VERSION"))
         .initial_state(PlanState::default())
         .agent(Planner)
         .agent(Executor)

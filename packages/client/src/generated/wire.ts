@@ -1144,12 +1144,27 @@ export interface WorkflowCompleted {
   reason: string;
 }
 /**
- * The first event of every run.
+ * The first event of every run: which workflow, and which code of it, recorded the session.
  *
  * This interface was referenced by `Wire`'s JSON-Schema
  * via the `definition` "WorkflowStarted".
  */
 export interface WorkflowStarted {
+  /**
+   * A fingerprint of the workflow's code as far as it can be read (absent in recordings
+   * made before it was recorded): the SHA-256 (first 16 hex digits) of its name, its state
+   * type, the events its handlers take, and each agent's name, trigger, events and output
+   * schema. Handler bodies and prompts cannot be read, so their changes do not change it.
+   */
+  code?: string | null;
+  /**
+   * The source commit it was built from (`crate::WorkflowBuilder::commit`).
+   */
+  commit?: string | null;
+  /**
+   * The version the workflow was built with (`crate::WorkflowBuilder::version`).
+   */
+  version?: string | null;
   /**
    * The workflow's name.
    */
