@@ -20,9 +20,9 @@ impl<S: Handler + Serialize + DeserializeOwned> WorkflowState for S {}
 
 pub(crate) type Until<S> = Arc<dyn Fn(&S) -> bool + Send + Sync>;
 
-/// A workflow's parts, shared by its clones.
 /// Which code a workflow is: recorded in every `workflow:started`.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct CodeIdentity {
     /// The fingerprint (see `WorkflowStarted::code`).
     pub code: String,
@@ -39,6 +39,7 @@ impl<S> Inner<S> {
     }
 }
 
+/// A workflow's parts, shared by its clones.
 pub(crate) struct Inner<S> {
     pub(crate) name: String,
     /// Other workflows whose sessions this one folds and forks (its earlier versions).

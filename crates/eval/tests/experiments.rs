@@ -407,6 +407,21 @@ async fn a_variant_that_edits_the_state_starts_from_the_edit_and_its_tape_agrees
         requests.iter().all(|p| p.contains("Ship version 0.2")),
         "{requests:?}"
     );
+    // Compared with its parent, the edited fork parts at its fork point, by the edit.
+    let compared = host.compare(&parent, &session).await.unwrap();
+    assert_eq!(compared.agree, edited.run.fork_position.unwrap());
+    let divergence = compared.divergence.unwrap();
+    assert_eq!(divergence.b.unwrap().name, "session:forked");
+    assert_eq!(divergence.a.unwrap().name, "agent:started");
+    let patch = serde_json::to_value(divergence.state_patch.unwrap()).unwrap();
+    assert!(
+        patch
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|op| op["path"] == "/goal"),
+        "{patch}"
+    );
     // A fork of the edited fork at its position 0 starts from the edited state too.
     let again = host
         .prepare_fork(

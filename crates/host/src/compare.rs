@@ -123,11 +123,17 @@ impl Host {
             left.last().map_or(0, Segment::end),
             right.last().map_or(0, Segment::end),
         );
-        // Two forks of one point that changed the state differently part at the fork point
-        // itself: their `session:forked` events say how.
-        if let Some(forks) = self.edited_forks(&left, &right, agree).await? {
-            let state_patch = self.state_patch(&left, &right, agree).await?;
-            let payload_patch = Some(json_patch::diff(&forks.0.payload, &forks.1.payload));
+        // A fork that starts from another state than the other side has there (it edited
+        // the state it inherited) parts at its fork point: its `session:forked` says how.
+        if let Some((first_a, first_b, state_patch)) =
+            self.parts_at_fork(&left, &right, agree).await?
+        {
+            let payload_patch = match (&first_a, &first_b) {
+                (Some(x), Some(y)) if x.name == y.name => {
+                    Some(json_patch::diff(&x.payload, &y.payload))
+                }
+                _ => None,
+            };
             return Ok(SessionComparison {
                 a: a.clone(),
                 b: b.clone(),
@@ -136,10 +142,10 @@ impl Host {
                 a_len,
                 b_len,
                 divergence: Some(Divergence {
-                    a: Some(forks.0),
-                    b: Some(forks.1),
+                    a: first_a,
+                    b: first_b,
                     payload_patch,
-                    state_patch,
+                    state_patch: Some(state_patch),
                 }),
             });
         }
@@ -202,40 +208,59 @@ impl Host {
         }
     }
 
-    /// When both lineages go on at `at` with forks of their own whose `session:forked`
-    /// changed the state differently: those two events.
-    async fn edited_forks(
+    /// When either lineage goes on at `at` with a fork of its own and the two states there
+    /// differ (a fork edited the state it inherited): each side's event there (a fork's
+    /// `session:forked`) and the patch between the states.
+    async fn parts_at_fork(
         &self,
         left: &[Segment],
         right: &[Segment],
         at: u64,
-    ) -> Result<Option<(Envelope, Envelope)>, HostError> {
+    ) -> Result<Option<(Option<Envelope>, Option<Envelope>, json_patch::Patch)>, HostError> {
         let fork_at = |segments: &[Segment]| {
             segments
                 .iter()
                 .find(|s| s.start == at && s.range.start == 1)
                 .map(|s| s.session.clone())
         };
-        let (Some(x), Some(y)) = (fork_at(left), fork_at(right)) else {
+        let (fork_a, fork_b) = (fork_at(left), fork_at(right));
+        if fork_a.is_none() && fork_b.is_none() {
+            return Ok(None);
+        }
+        let Some(patch) = self.state_patch(left, right, at).await? else {
             return Ok(None);
         };
-        let first = |session: SessionId| async move {
-            let events = self
+        if patch.0.is_empty() {
+            return Ok(None);
+        }
+        let first_a = self.event_at(fork_a, left, at).await?;
+        let first_b = self.event_at(fork_b, right, at).await?;
+        Ok(Some((first_a, first_b, patch)))
+    }
+
+    /// A lineage's event at lineage seq `at`, or `fork`'s `session:forked` when it goes on
+    /// there with that fork.
+    async fn event_at(
+        &self,
+        fork: Option<SessionId>,
+        segments: &[Segment],
+        at: u64,
+    ) -> Result<Option<Envelope>, HostError> {
+        match fork {
+            Some(session) => Ok(self
                 .store
                 .events(&session, 0..1)
                 .await
-                .map_err(self.store_error())?;
-            Ok::<_, HostError>(events.into_iter().next())
-        };
-        let (Some(x), Some(y)) = (first(x).await?, first(y).await?) else {
-            return Ok(None);
-        };
-        let edit = |e: &Envelope| {
-            e.decode::<SessionForked>()
-                .ok()
-                .and_then(|forked| forked.state_edit)
-        };
-        Ok((edit(&x) != edit(&y)).then_some((x, y)))
+                .map_err(self.store_error())?
+                .into_iter()
+                .next()),
+            None => self
+                .events_from(segments, at)
+                .next()
+                .await
+                .transpose()
+                .map_err(self.store_error()),
+        }
     }
 
     /// `session`'s lineage: its ancestors' stretches up to each fork point, then its own.
@@ -243,6 +268,7 @@ impl Host {
         // From the session up: (session, its length, the fork point it starts from).
         let mut chain = Vec::new();
         let mut current = session.clone();
+        let mut reached_root = false;
         for _ in 0..MAX_DEPTH {
             let len = self.info(&current).await?.count;
             let first = self
@@ -261,9 +287,22 @@ impl Host {
                 }
                 None => {
                     chain.push((current, len, None));
+                    reached_root = true;
                     break;
                 }
             }
+        }
+        if !reached_root {
+            return Err(HostError::store(
+                self.store.as_ref(),
+                openharness_core::StoreError::Corrupt {
+                    session: session.clone(),
+                    seq: 0,
+                    message: format!(
+                        "it is forked from a chain of more than {MAX_DEPTH} sessions (a cycle?)"
+                    ),
+                },
+            ));
         }
         // From the root down, each stretch cut where the next fork leaves it.
         let mut segments: Vec<Segment> = Vec::new();
@@ -280,7 +319,9 @@ impl Host {
                     // lineage position `start + q - range.start` (a fork's position 0 is its
                     // own fork point, as is its position 1).
                     let cut = segments.last().map_or(position, |parent| {
-                        parent.start + position.saturating_sub(parent.range.start)
+                        parent
+                            .start
+                            .saturating_add(position.saturating_sub(parent.range.start))
                     });
                     truncate(&mut segments, cut);
                     let start = segments.last().map_or(0, Segment::end);
