@@ -156,6 +156,11 @@ struct ExperimentFile {
     concurrency: Option<usize>,
     #[serde(default, rename = "scorer", alias = "scorers")]
     scorers: Vec<ScorerSpec>,
+    /// A scorer whose mean (or pass rate) is worse than the baseline's by more than this is
+    /// flagged in `eval run`'s report (default: none is flagged; `eval compare
+    /// --max-regression` gates).
+    #[serde(default)]
+    max_regression: Option<f64>,
     /// Guards for every turn of every run.
     #[serde(default)]
     max_agent_calls: Option<u64>,
@@ -364,6 +369,7 @@ async fn run_file(
 ) -> Result<(), CliError> {
     let spec: ExperimentFile = read(file)?;
     let name = spec.name.clone();
+    let threshold = spec.max_regression.unwrap_or(f64::INFINITY);
     let mut experiment = experiment(context, file, spec)
         .await?
         .retry_failed(retry_failed);
@@ -375,7 +381,7 @@ async fn run_file(
     }
     let began = Instant::now();
     let ran = experiment.run().await?;
-    let comparisons = comparisons(&ran.record, None, None, 0.0)?;
+    let comparisons = comparisons(&ran.record, None, None, threshold)?;
     let mut out = context.out();
     if json {
         let summary = serde_json::json!({
@@ -493,7 +499,7 @@ async fn show(context: &Context, name: &str, json: bool) -> Result<(), CliError>
                 format!(
                     "{}={}{}",
                     s.scorer,
-                    s.value,
+                    s.value.map_or_else(|| "–".to_owned(), |v| v.to_string()),
                     if s.passed { "" } else { "✗" }
                 )
             })

@@ -60,7 +60,8 @@ pub struct ScorerComparison {
     pub losses: u64,
     /// The two-sided sign test over wins and losses.
     pub p_value: f64,
-    /// Whether the variant is worse by more than the threshold ([`Comparison::gate`]).
+    /// Whether the variant is worse by more than the threshold ([`Comparison::gate`]): its
+    /// mean, or its pass rate (failed runs count as not passing).
     pub regressed: bool,
     /// Per case: each side's mean.
     pub cases: Vec<CaseComparison>,
@@ -141,10 +142,21 @@ impl Comparison {
                 )));
             }
         }
+        // Only the cases and repeats of the latest definition count: an experiment whose
+        // definition changed keeps its older runs in the log, not in its comparisons.
+        let current: std::collections::BTreeSet<&str> = record
+            .definition
+            .cases
+            .iter()
+            .map(|c| c.id.as_str())
+            .collect();
         let runs_of = |name: &str| -> BTreeMap<&str, Vec<&RunEntry>> {
             let mut by_case: BTreeMap<&str, Vec<&RunEntry>> = BTreeMap::new();
             for (key, entry) in &record.runs {
-                if key.variant == name && key.repeat < record.definition.repeats {
+                if key.variant == name
+                    && key.repeat < record.definition.repeats
+                    && current.contains(key.case.as_str())
+                {
                     by_case.entry(key.case.as_str()).or_default().push(entry);
                 }
             }
@@ -195,6 +207,15 @@ impl Comparison {
                                 "tie"
                             }
                         }
+                        // Runs that all failed lose to runs that scored.
+                        (Some(_), None) if variant_runs.contains_key(case) => {
+                            losses += 1;
+                            "loss"
+                        }
+                        (None, Some(_)) if base_runs.contains_key(case) => {
+                            wins += 1;
+                            "win"
+                        }
                         _ => "missing",
                     };
                     case_rows.push(CaseComparison {
@@ -212,10 +233,13 @@ impl Comparison {
                     Better::Higher => -d,
                     Better::Lower => d,
                 });
+                // Failed runs have no score: a variant that fails more often regresses by its
+                // pass rate even when the runs that finished score as well.
+                let passes_less_by = base.pass_rate - var.pass_rate;
                 ScorerComparison {
                     scorer,
                     better,
-                    regressed: worse_by > threshold + TIE,
+                    regressed: worse_by > threshold + TIE || passes_less_by > threshold + TIE,
                     baseline: base,
                     variant: var,
                     delta,
@@ -257,7 +281,7 @@ impl Comparison {
             repeats: record.definition.repeats,
             scorers,
             spend,
-            identical_start: identical_start(record),
+            identical_start: identical_start(record, &[baseline, variant]),
             threshold,
         })
     }
@@ -380,7 +404,7 @@ fn case_mean(runs: Option<&Vec<&RunEntry>>, scorer: &str) -> Option<f64> {
     let values: Vec<f64> = runs?
         .iter()
         .filter_map(|e| e.scores.get(scorer))
-        .map(|s| s.value)
+        .filter_map(|s| s.value)
         .collect();
     Interval::of(&values).map(|i| i.mean)
 }
@@ -390,7 +414,7 @@ fn arm(name: &str, runs: &BTreeMap<&str, Vec<&RunEntry>>, scorer: &str, repeats:
     let values: Vec<f64> = all
         .iter()
         .filter_map(|e| e.scores.get(scorer))
-        .map(|s| s.value)
+        .filter_map(|s| s.value)
         .collect();
     let passed = all
         .iter()
@@ -434,10 +458,13 @@ fn arm(name: &str, runs: &BTreeMap<&str, Vec<&RunEntry>>, scorer: &str, repeats:
 }
 
 /// Whether every run of each case started from the same fork-point hash.
-fn identical_start(record: &ExperimentRecord) -> Option<bool> {
+fn identical_start(record: &ExperimentRecord, variants: &[&str]) -> Option<bool> {
     let mut by_case: BTreeMap<&str, Option<&str>> = BTreeMap::new();
     let mut any = false;
     for (key, entry) in &record.runs {
+        if !variants.contains(&key.variant.as_str()) {
+            continue;
+        }
         let Some(hash) = entry.run.state_hash.as_deref() else {
             continue;
         };
@@ -451,4 +478,133 @@ fn identical_start(record: &ExperimentRecord) -> Option<bool> {
         }
     }
     any.then_some(true)
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use openharness_core::{SessionId, Usage};
+
+    use super::*;
+    use crate::events::{CaseRecord, EvalRecorded, EvalScored, EvalStarted, RunStatus};
+    use crate::record::RunKey;
+    use crate::variant::VariantRecord;
+
+    /// A record of two cases × `a`/`b` × 2 repeats; `b`'s runs of case `x` fail (no score),
+    /// everything that finishes scores `value`.
+    fn record(value: f64) -> ExperimentRecord {
+        let case = |id: &str| CaseRecord {
+            id: id.into(),
+            inputs: Vec::new(),
+            session: None,
+            at: None,
+            expected: serde_json::Value::Null,
+            metadata: serde_json::Value::Null,
+        };
+        let variant = |name: &str| VariantRecord {
+            name: name.into(),
+            description: None,
+            workflow: None,
+            provider: None,
+            state_edit: None,
+        };
+        let mut runs = BTreeMap::new();
+        for case_id in ["x", "y"] {
+            for variant_name in ["a", "b"] {
+                for repeat in 0..2 {
+                    let failed = case_id == "x" && variant_name == "b";
+                    let session = SessionId::new();
+                    let run = EvalRecorded {
+                        case: case_id.into(),
+                        variant: variant_name.into(),
+                        repeat,
+                        attempt: 1,
+                        session: Some(session.clone()),
+                        status: if failed {
+                            RunStatus::Failed
+                        } else {
+                            RunStatus::Completed
+                        },
+                        error: None,
+                        reason: None,
+                        len: 1,
+                        fork_position: None,
+                        state_hash: None,
+                        latency_ms: 1.0,
+                        usage: Usage::default(),
+                        cost: 0.0,
+                        turns: 1,
+                    };
+                    let mut scores = BTreeMap::new();
+                    if !failed {
+                        scores.insert(
+                            "s".to_owned(),
+                            EvalScored {
+                                case: case_id.into(),
+                                variant: variant_name.into(),
+                                repeat,
+                                session,
+                                scorer: "s".into(),
+                                value: Some(value),
+                                passed: true,
+                                better: Better::Higher,
+                                detail: None,
+                                judge_session: None,
+                            },
+                        );
+                    }
+                    let key = RunKey {
+                        case: case_id.into(),
+                        variant: variant_name.into(),
+                        repeat,
+                    };
+                    runs.insert(key, RunEntry { run, scores });
+                }
+            }
+        }
+        ExperimentRecord {
+            name: "e".into(),
+            definition: EvalStarted {
+                experiment: "e".into(),
+                cases: vec![case("x"), case("y")],
+                variants: vec![variant("a"), variant("b")],
+                baseline: "a".into(),
+                repeats: 2,
+                scorers: Vec::new(),
+            },
+            created: chrono::Utc::now(),
+            runs,
+            len: 0,
+        }
+    }
+
+    #[test]
+    fn failed_runs_lose_their_cases_and_regress_the_pass_rate() {
+        let comparison = Comparison::of(&record(1.0), "b", None, 0.05).unwrap();
+        let s = &comparison.scorers[0];
+        // The runs that finished score the same, but half of b's runs failed.
+        assert_eq!(s.delta, Some(0.0));
+        assert_eq!((s.wins, s.ties, s.losses), (0, 1, 1));
+        assert_eq!(s.cases[0].verdict, "loss");
+        assert_eq!((s.baseline.pass_rate, s.variant.pass_rate), (1.0, 0.5));
+        assert_eq!(s.variant.failed, 2);
+        assert!(s.regressed);
+        assert!(comparison.gate().is_err());
+        // With a lenient enough threshold it passes.
+        assert!(
+            Comparison::of(&record(1.0), "b", None, 0.6)
+                .unwrap()
+                .gate()
+                .is_ok()
+        );
+        // Unknown variants are refused, naming the ones there are.
+        let err = Comparison::of(&record(1.0), "c", None, 0.0).unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("has no variant `c` (it has: a, b)"),
+            "{err}"
+        );
+    }
 }

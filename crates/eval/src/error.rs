@@ -55,7 +55,7 @@ pub enum EvalError {
     },
     /// Another process wrote to the experiment's log while this one ran it.
     #[error(
-        "experiment `{0}` is being run by another process (its log grew under this one); run it again once that one ends"
+        "experiment `{0}`: its log grew under this run (another process is running or re-scoring it); try again once that one ends"
     )]
     Busy(String),
     /// A variant or scorer names something the comparison does not have.

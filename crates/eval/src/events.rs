@@ -150,8 +150,10 @@ pub struct EvalScored {
     pub session: SessionId,
     /// The scorer.
     pub scorer: String,
-    /// The score.
-    pub value: f64,
+    /// The score; `None` when the scorer could not score the run (then it did not pass,
+    /// and means leave it out).
+    #[serde(default)]
+    pub value: Option<f64>,
     /// Whether the run passed this scorer.
     pub passed: bool,
     /// Which way the scorer's values improve.

@@ -349,6 +349,9 @@ impl Experiment {
         let semaphore = Arc::new(Semaphore::new(self.concurrency));
         let scorers: Arc<[Arc<dyn Scorer>]> = self.scorers.clone().into();
         let mut tasks = JoinSet::new();
+        // Which run each task is, to record a task that panicked as a failed run.
+        let mut running: std::collections::HashMap<tokio::task::Id, EvalRecorded> =
+            std::collections::HashMap::new();
         for (case, variant, repeat, attempt) in todo {
             let start = starts[&(case.id.clone(), variant.name.clone())].clone();
             let job = Job {
@@ -361,10 +364,12 @@ impl Experiment {
                 scorers: Arc::clone(&scorers),
             };
             let semaphore = Arc::clone(&semaphore);
-            tasks.spawn(async move {
+            let failed = job.failed("its task panicked".to_owned(), None);
+            let handle = tasks.spawn(async move {
                 let _permit = semaphore.acquire_owned().await;
                 job.run(&start).await
             });
+            running.insert(handle.id(), failed);
         }
 
         let mut progress = Progress {
@@ -378,29 +383,48 @@ impl Experiment {
         // run. A run finished but not yet recorded when the process dies is run again on
         // resume (its session stays in the store, unreferenced).
         let mut batch = Vec::new();
-        let mut flushed = Instant::now();
-        while let Some(first) = tasks.join_next().await {
-            let mut finished = vec![first];
-            while let Some(next) = tasks.try_join_next() {
-                finished.push(next);
-            }
-            for result in finished {
-                let (run, scores) = result.map_err(|err| {
-                    self.invalid(format!("a run's task panicked or was cancelled: {err}"))
-                })?;
+        let mut flushed = tokio::time::Instant::now();
+        loop {
+            // Wait for the next run, but no longer than the batch may wait to be recorded.
+            let next = if batch.is_empty() {
+                tasks.join_next_with_id().await
+            } else {
+                tokio::select! {
+                    next = tasks.join_next_with_id() => next,
+                    () = tokio::time::sleep_until(flushed + FLUSH_EVERY) => None,
+                }
+            };
+            let done = next.is_none() && tasks.is_empty();
+            if let Some(result) = next {
+                let (run, scores) = match result {
+                    Ok((id, finished)) => {
+                        running.remove(&id);
+                        finished
+                    }
+                    Err(err) => {
+                        let mut failed = running.remove(&err.id()).ok_or_else(|| {
+                            self.invalid(format!("an unknown task failed: {err}"))
+                        })?;
+                        failed.error = Some(format!("its task panicked or was cancelled: {err}"));
+                        (failed, Vec::new())
+                    }
+                };
                 if run.status == RunStatus::Failed {
                     progress.failed += 1;
                 }
                 batch.push((run, scores));
             }
             let due = batch.len() >= FLUSH_RUNS || flushed.elapsed() >= FLUSH_EVERY;
-            if due || tasks.is_empty() {
+            if !batch.is_empty() && (due || done || tasks.is_empty()) {
                 progress.done += batch.len();
                 log.record_runs(std::mem::take(&mut batch)).await?;
-                flushed = Instant::now();
+                flushed = tokio::time::Instant::now();
                 if let Some(report) = &self.progress {
                     report(&progress);
                 }
+            }
+            if done {
+                break;
             }
         }
         let record = log
@@ -588,6 +612,27 @@ impl Turns {
 }
 
 impl Job {
+    /// This run, recorded as failed for `why`.
+    fn failed(&self, why: String, session: Option<SessionId>) -> EvalRecorded {
+        EvalRecorded {
+            case: self.case.id.clone(),
+            variant: self.variant.clone(),
+            repeat: self.repeat,
+            attempt: self.attempt,
+            session,
+            status: RunStatus::Failed,
+            error: Some(why),
+            reason: None,
+            len: 0,
+            fork_position: None,
+            state_hash: None,
+            latency_ms: 0.0,
+            usage: Usage::default(),
+            cost: 0.0,
+            turns: 0,
+        }
+    }
+
     async fn run(self, start: &Start) -> (EvalRecorded, Vec<EvalScored>) {
         let session = SessionId::new();
         let began = Instant::now();
@@ -619,6 +664,10 @@ impl Job {
             Err(err) => {
                 run.status = RunStatus::Failed;
                 run.error = Some(openharness_core::ErrorChain(&err).to_string());
+                // A run that failed before recording anything has no session to point at.
+                if let Ok(None) = self.host.store().session(&session).await {
+                    run.session = None;
+                }
                 return (run, Vec::new());
             }
         };
@@ -692,11 +741,12 @@ pub(crate) async fn score_run(
     let view = RunView::new(host, case, run, session, state);
     let mut scores = Vec::with_capacity(scorers.len());
     for scorer in scorers {
-        let score = match scorer.score(&view).await {
-            Ok(score) => score,
-            Err(ScoreError(why)) => {
-                crate::scorer::Score::check(false).because(format!("could not score: {why}"))
-            }
+        let (value, score) = match scorer.score(&view).await {
+            Ok(score) => (Some(score.value), score),
+            Err(ScoreError(why)) => (
+                None,
+                crate::scorer::Score::check(false).because(format!("could not score: {why}")),
+            ),
         };
         scores.push(EvalScored {
             case: run.case.clone(),
@@ -704,7 +754,7 @@ pub(crate) async fn score_run(
             repeat: run.repeat,
             session: session.clone(),
             scorer: scorer.name().to_owned(),
-            value: score.value,
+            value,
             passed: score.passed,
             better: scorer.better(),
             detail: score.detail,

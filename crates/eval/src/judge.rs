@@ -124,7 +124,12 @@ impl Scorer for Judge {
         let verdict = workflow
             .run(Some(prompt), RunOptions::new())
             .await
-            .map_err(|err| ScoreError::new(format!("the judge failed: {err}")))?;
+            .map_err(|err| {
+                ScoreError::new(format!(
+                    "the judge failed: {}",
+                    openharness_core::ErrorChain(&err)
+                ))
+            })?;
         let found = verdict.state.pointer(&self.score);
         let Some(value) = found.and_then(Value::as_f64) else {
             return Err(ScoreError::new(format!(

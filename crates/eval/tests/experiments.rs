@@ -113,7 +113,7 @@ async fn variants_fork_a_recording_from_identical_state_without_calling_the_mode
         hashes.insert(forked.state_hash.unwrap());
         assert_eq!(entry.run.reason.as_deref(), Some("until"));
         assert_eq!(entry.run.turns, 2, "the fork's turn, then the answer");
-        assert_eq!(entry.scores["published"].value, 1.0);
+        assert_eq!(entry.scores["published"].value, Some(1.0));
     }
     assert_eq!(hashes.len(), 1);
     let parent_state = host
@@ -564,7 +564,7 @@ async fn a_judge_is_a_recorded_session_and_phase_fork_points_are_found_in_the_st
             2
         );
         let score = &entry.scores["judge"];
-        assert_eq!(score.value, 0.9);
+        assert_eq!(score.value, Some(0.9));
         assert!(score.passed);
         assert_eq!(score.detail.as_deref(), Some("it shipped"));
         // The verdict is a session of its own: its prompt and answer are in the store.

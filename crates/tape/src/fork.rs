@@ -134,6 +134,8 @@ pub struct Fork<S: WorkflowState> {
     state_hash: String,
     /// The merge patch [`Fork::edit_state`] applied, if any.
     state_edit: Option<serde_json::Value>,
+    /// The state before the first edit, as JSON (to record one patch for several edits).
+    state_before_edits: Option<serde_json::Value>,
 }
 
 impl<S: WorkflowState> Clone for Fork<S> {
@@ -145,6 +147,7 @@ impl<S: WorkflowState> Clone for Fork<S> {
             from: self.from.clone(),
             state_hash: self.state_hash.clone(),
             state_edit: self.state_edit.clone(),
+            state_before_edits: self.state_before_edits.clone(),
         }
     }
 }
@@ -202,18 +205,23 @@ impl<S: WorkflowState> Fork<S> {
             position: self.position,
             source,
         };
-        let mut state = serde_json::to_value(self.from.state()).map_err(edit_error)?;
-        json_patch::merge(&mut state, patch);
-        let state: S = serde_json::from_value(state).map_err(edit_error)?;
+        let before = serde_json::to_value(self.from.state()).map_err(edit_error)?;
+        let mut after = before.clone();
+        json_patch::merge(&mut after, patch);
+        let state: S = serde_json::from_value(after.clone()).map_err(edit_error)?;
         self.from = self.from.with_state(state);
-        let merged = match self.state_edit.take() {
-            Some(mut earlier) => {
-                json_patch::merge(&mut earlier, patch);
-                earlier
+        self.state_edit = Some(match self.state_edit.take() {
+            // Merge patches do not compose by merging them: record one patch from the
+            // parent's state to the final one.
+            Some(earlier) => match &self.state_before_edits {
+                Some(original) => merge_patch_between(original, &after),
+                None => earlier,
+            },
+            None => {
+                self.state_before_edits = Some(before);
+                patch.clone()
             }
-            None => patch.clone(),
-        };
-        self.state_edit = Some(merged);
+        });
         Ok(self)
     }
 
@@ -289,11 +297,8 @@ async fn fork_at<S: WorkflowState>(
         at: format!("{at:?}"),
     })?;
     let from = workflow.continuation_at(tape.session(), position).await?;
-    let state_hash = state_hash(from.state()).map_err(|source| TapeError::StateEdit {
-        session: tape.session().clone(),
-        position,
-        source,
-    })?;
+    let state_hash =
+        state_hash(from.state()).map_err(|source| TapeError::Encode { position, source })?;
     Ok(Fork {
         workflow: workflow.clone(),
         parent: tape.session().clone(),
@@ -301,5 +306,57 @@ async fn fork_at<S: WorkflowState>(
         from,
         state_hash,
         state_edit: None,
+        state_before_edits: None,
     })
+}
+
+/// A JSON merge patch (RFC 7396) that turns `from` into `to`: changed keys with their new
+/// values (objects patched key by key), removed keys as `null`. (A `null` inside `to`'s
+/// objects cannot be said by a merge patch; such a key is removed instead.)
+fn merge_patch_between(from: &serde_json::Value, to: &serde_json::Value) -> serde_json::Value {
+    use serde_json::Value;
+    match (from, to) {
+        (Value::Object(before), Value::Object(after)) => {
+            let mut patch = serde_json::Map::new();
+            for (key, value) in after {
+                match before.get(key) {
+                    Some(old) if old == value => {}
+                    Some(old @ Value::Object(_)) if value.is_object() => {
+                        patch.insert(key.clone(), merge_patch_between(old, value));
+                    }
+                    _ => {
+                        patch.insert(key.clone(), value.clone());
+                    }
+                }
+            }
+            for key in before.keys().filter(|key| !after.contains_key(*key)) {
+                patch.insert(key.clone(), Value::Null);
+            }
+            Value::Object(patch)
+        }
+        _ => to.clone(),
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use serde_json::json;
+
+    use super::merge_patch_between;
+
+    #[test]
+    fn the_patch_between_two_states_turns_one_into_the_other() {
+        let from = json!({ "k": { "x": 1, "y": 2 }, "gone": true, "same": [1] });
+        for to in [
+            json!({ "k": { "y": 2 }, "same": [1] }),
+            json!({ "k": 3, "same": [1, 2], "new": { "a": "b" } }),
+            json!({ "k": { "x": 1, "y": 5 }, "gone": true, "same": [1] }),
+        ] {
+            let patch = merge_patch_between(&from, &to);
+            let mut applied = from.clone();
+            json_patch::merge(&mut applied, &patch);
+            assert_eq!(applied, to, "{patch}");
+        }
+    }
 }
