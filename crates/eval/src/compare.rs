@@ -507,6 +507,7 @@ mod tests {
             name: name.into(),
             description: None,
             workflow: None,
+            code: None,
             provider: None,
             state_edit: None,
         };

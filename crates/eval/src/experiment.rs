@@ -305,7 +305,14 @@ impl Experiment {
         let mut log = Log::open(&self.host, &self.name).await?;
         let record = log.record.clone();
 
-        // Which runs to do.
+        // Which runs to do. A case or variant whose definition changed under the same name
+        // (another recording or fork point, other inputs; another workflow, provider or edit)
+        // runs again: its recorded runs answer another question.
+        let definition = self.definition(&variants, baseline.clone());
+        let (changed_cases, changed_variants) = match &record {
+            Some(record) => changed(&record.definition, &definition),
+            None => Default::default(),
+        };
         let mut todo = Vec::new();
         let mut skipped = 0;
         for case in &self.cases {
@@ -317,8 +324,10 @@ impl Experiment {
                         repeat,
                     };
                     let previous = record.as_ref().and_then(|r| r.runs.get(&key));
-                    let keep =
-                        previous.is_some_and(|entry| entry.completed() || !self.retry_failed);
+                    let unchanged = !changed_cases.contains(&case.id)
+                        && !changed_variants.contains(&variant.name);
+                    let keep = unchanged
+                        && previous.is_some_and(|entry| entry.completed() || !self.retry_failed);
                     if keep {
                         skipped += 1;
                     } else {
@@ -343,7 +352,7 @@ impl Experiment {
 
         // Recorded once every run's start is known to be reachable: a definition that
         // cannot run leaves no experiment behind.
-        log.start(self.definition(&variants, baseline)).await?;
+        log.start(definition).await?;
 
         let total = todo.len();
         let semaphore = Arc::new(Semaphore::new(self.concurrency));
@@ -519,6 +528,46 @@ impl Experiment {
             None => workflow,
         })
     }
+}
+
+/// The case ids and variant names whose definition differs between an experiment's recorded
+/// definition and its new one (what a run of them does, not how it is scored).
+fn changed(before: &EvalStarted, now: &EvalStarted) -> (BTreeSet<String>, BTreeSet<String>) {
+    let cases = now
+        .cases
+        .iter()
+        .filter(|case| {
+            before
+                .cases
+                .iter()
+                .find(|c| c.id == case.id)
+                .is_some_and(|old| {
+                    (&old.inputs, &old.session, &old.at) != (&case.inputs, &case.session, &case.at)
+                })
+        })
+        .map(|case| case.id.clone())
+        .collect();
+    let variants = now
+        .variants
+        .iter()
+        .filter(|variant| {
+            before
+                .variants
+                .iter()
+                .find(|v| v.name == variant.name)
+                .is_some_and(|old| {
+                    (&old.workflow, &old.code, &old.provider, &old.state_edit)
+                        != (
+                            &variant.workflow,
+                            &variant.code,
+                            &variant.provider,
+                            &variant.state_edit,
+                        )
+                })
+        })
+        .map(|variant| variant.name.clone())
+        .collect();
+    (cases, variants)
 }
 
 /// Finds a case's fork point in its session: event and position points as they are, phase

@@ -118,6 +118,7 @@ impl Variant {
             name: self.name.clone(),
             description: self.description.clone(),
             workflow: self.workflow_name.clone(),
+            code: self.workflow.as_ref().map(|hosted| hosted.code().code),
             provider: self.provider.as_ref().map(|(label, _)| label.clone()),
             state_edit: self.state_edit.clone(),
         }
@@ -136,6 +137,10 @@ pub struct VariantRecord {
     /// The workflow it runs, when not the recorded one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub workflow: Option<String>,
+    /// The code fingerprint of a workflow built in Rust (its agents, their triggers, events
+    /// and output schemas), so a changed variant is run again rather than resumed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub code: Option<String>,
     /// The provider it asks, when not the workflow's own (its label).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub provider: Option<String>,

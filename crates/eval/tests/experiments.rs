@@ -177,6 +177,37 @@ async fn variants_fork_a_recording_from_identical_state_without_calling_the_mode
     );
     assert_eq!(again.record.runs, ran.record.runs);
 
+    // A variant changed under the same name (another model) answers another question: its
+    // runs run again, the others are kept.
+    let changed = Experiment::new("executor-wording", host.clone())
+        .case(
+            Case::recording("release", parent.clone(), ForkAt::event("task:started", 1))
+                .answers(["yes"]),
+        )
+        .variant(Variant::new("done").provider(
+            "done-model",
+            executor_says("Task done.", Arc::clone(&good_calls)),
+        ))
+        .variant(Variant::new("vague").provider(
+            "vague-model-v2",
+            executor_says("Done, roughly.", Arc::clone(&poor_calls)),
+        ))
+        .repeats(3)
+        .scorer(published())
+        .scorer(says_done())
+        .run()
+        .await
+        .unwrap();
+    assert_eq!((changed.ran, changed.skipped), (3, 3));
+    let vague = changed
+        .record
+        .runs
+        .values()
+        .find(|e| e.run.variant == "vague")
+        .unwrap();
+    assert_eq!(vague.run.attempt, 2);
+    assert!(vague.scores["says-done"].passed);
+
     // The experiment is listed, and reads back the same from the store.
     let listed = openharness_eval::list(&store).await.unwrap();
     assert_eq!(listed.len(), 1);
@@ -184,7 +215,7 @@ async fn variants_fork_a_recording_from_identical_state_without_calling_the_mode
     let loaded = ExperimentRecord::load(&store, "executor-wording")
         .await
         .unwrap();
-    assert_eq!(loaded.runs, ran.record.runs);
+    assert_eq!(loaded.runs, changed.record.runs);
 }
 
 #[tokio::test]
