@@ -2,15 +2,12 @@
 //! runs — the fingerprint, version and commit in the session's `workflow:started` (its root's,
 //! for a fork) against the registered workflow's today.
 
-use openharness_core::builtin::{SessionForked, WorkflowStarted};
+use openharness_core::builtin::WorkflowStarted;
 use openharness_core::{Event, SessionId};
 use serde::Serialize;
 
 use crate::Host;
 use crate::error::HostError;
-
-/// How deep a chain of forks is followed to the session that started it.
-const MAX_DEPTH: usize = 64;
 
 /// The recorded code and today's, when they differ ([`Host::code_changed`]).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
@@ -77,44 +74,32 @@ impl Host {
     /// ```
     pub async fn code_changed(&self, session: &SessionId) -> Result<Option<CodeChange>, HostError> {
         let today = self.workflow_of(session).await?.code();
-        let mut current = session.clone();
-        for _ in 0..MAX_DEPTH {
-            let first = self
-                .store
-                .events(&current, 0..1)
-                .await
-                .map_err(self.store_error())?;
-            let Some(event) = first.into_iter().next() else {
-                return Ok(None);
-            };
-            if event.name == SessionForked::NAME
-                && let Ok(forked) = event.decode::<SessionForked>()
-            {
-                current = forked.parent;
-                continue;
-            }
-            if event.name != WorkflowStarted::NAME {
-                return Ok(None);
-            }
-            let Ok(started) = event.decode::<WorkflowStarted>() else {
-                return Ok(None);
-            };
-            // A recording made before code was recorded says nothing to compare.
-            if started.code.is_none() && started.version.is_none() && started.commit.is_none() {
-                return Ok(None);
-            }
-            let same = started.code.as_deref() == Some(today.code.as_str())
-                && started.version == today.version
-                && started.commit == today.commit;
-            return Ok((!same).then_some(CodeChange {
-                recorded: started.code,
-                recorded_version: started.version,
-                recorded_commit: started.commit,
-                today: today.code,
-                today_version: today.version,
-                today_commit: today.commit,
-            }));
+        // The code that started the lineage: its root's `workflow:started`.
+        let root = self
+            .ancestry(session)
+            .await?
+            .pop()
+            .and_then(|root| root.first);
+        let Some(started) = root
+            .filter(|event| event.name == WorkflowStarted::NAME)
+            .and_then(|event| event.decode::<WorkflowStarted>().ok())
+        else {
+            return Ok(None);
+        };
+        // A recording made before code was recorded says nothing to compare.
+        if started.code.is_none() && started.version.is_none() && started.commit.is_none() {
+            return Ok(None);
         }
-        Ok(None)
+        let same = started.code.as_deref() == Some(today.code.as_str())
+            && started.version == today.version
+            && started.commit == today.commit;
+        Ok((!same).then_some(CodeChange {
+            recorded: started.code,
+            recorded_version: started.version,
+            recorded_commit: started.commit,
+            today: today.code,
+            today_version: today.version,
+            today_commit: today.commit,
+        }))
     }
 }

@@ -7,16 +7,12 @@
 use std::ops::Range;
 
 use futures_util::StreamExt;
-use openharness_core::builtin::SessionForked;
-use openharness_core::{Envelope, Event, EventStream, SessionId};
+use openharness_core::{Envelope, EventStream, SessionId};
 use serde::Serialize;
 use serde_json::Value;
 
 use crate::Host;
 use crate::error::HostError;
-
-/// How deep a chain of forks is followed.
-const MAX_DEPTH: usize = 64;
 
 /// Two sessions compared ([`Host::compare`]).
 #[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
@@ -267,42 +263,10 @@ impl Host {
     async fn lineage(&self, session: &SessionId) -> Result<Vec<Segment>, HostError> {
         // From the session up: (session, its length, the fork point it starts from).
         let mut chain = Vec::new();
-        let mut current = session.clone();
-        let mut reached_root = false;
-        for _ in 0..MAX_DEPTH {
-            let len = self.info(&current).await?.count;
-            let first = self
-                .store
-                .events(&current, 0..1)
-                .await
-                .map_err(self.store_error())?;
-            let forked = first
-                .first()
-                .filter(|e| e.name == SessionForked::NAME)
-                .and_then(|e| e.decode::<SessionForked>().ok());
-            match forked {
-                Some(forked) => {
-                    chain.push((current, len, Some(forked.position)));
-                    current = forked.parent;
-                }
-                None => {
-                    chain.push((current, len, None));
-                    reached_root = true;
-                    break;
-                }
-            }
-        }
-        if !reached_root {
-            return Err(HostError::store(
-                self.store.as_ref(),
-                openharness_core::StoreError::Corrupt {
-                    session: session.clone(),
-                    seq: 0,
-                    message: format!(
-                        "it is forked from a chain of more than {MAX_DEPTH} sessions (a cycle?)"
-                    ),
-                },
-            ));
+        for ancestor in self.ancestry(session).await? {
+            let len = self.info(&ancestor.session).await?.count;
+            let fork_point = ancestor.forked.map(|forked| forked.position);
+            chain.push((ancestor.session, len, fork_point));
         }
         // From the root down, each stretch cut where the next fork leaves it.
         let mut segments: Vec<Segment> = Vec::new();

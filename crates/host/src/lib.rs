@@ -24,6 +24,7 @@
 //! # Ok(()) }
 //! ```
 
+mod ancestry;
 mod code;
 mod compare;
 mod error;

@@ -9,17 +9,13 @@
 
 use std::sync::Arc;
 
-use openharness_core::builtin::SessionForked;
-use openharness_core::{Event, RunOptions, SessionId, Store};
+use openharness_core::{RunOptions, SessionId, Store};
 use openharness_store::MemoryStore;
 use openharness_tape::{Cassette, EventShape, TapeError};
 use serde::Serialize;
 
 use crate::Host;
 use crate::error::HostError;
-
-/// How deep a chain of forks is copied.
-const MAX_DEPTH: usize = 64;
 
 /// What a re-execution found ([`Host::replay`]).
 #[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
@@ -144,30 +140,17 @@ impl Host {
         session: &SessionId,
         store: &dyn Store,
     ) -> Result<(), HostError> {
-        let mut current = session.clone();
-        for _ in 0..MAX_DEPTH {
-            let first = self
-                .store
-                .events(&current, 0..1)
-                .await
-                .map_err(self.store_error())?;
-            let Some(forked) = first
-                .first()
-                .filter(|e| e.name == SessionForked::NAME)
-                .and_then(|e| e.decode::<SessionForked>().ok())
-            else {
-                return Ok(());
-            };
+        // Every session above this one: the parent, its parent, ... up to the root.
+        for ancestor in self.ancestry(session).await?.into_iter().skip(1) {
             let events = self
                 .store
-                .all_events(&forked.parent)
+                .all_events(&ancestor.session)
                 .await
                 .map_err(self.store_error())?;
             store
-                .append(&forked.parent, &events, 0)
+                .append(&ancestor.session, &events, 0)
                 .await
                 .map_err(|source| HostError::store(store, source))?;
-            current = forked.parent;
         }
         Ok(())
     }
