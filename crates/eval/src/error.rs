@@ -53,6 +53,17 @@ pub enum EvalError {
         #[source]
         source: serde_json::Error,
     },
+    /// An event of the experiment's own log did not encode as JSON.
+    #[error("experiment `{experiment}`: a `{name}` event does not encode: {source}")]
+    Encode {
+        /// The experiment.
+        experiment: String,
+        /// The event's name.
+        name: &'static str,
+        /// Why.
+        #[source]
+        source: serde_json::Error,
+    },
     /// Another process wrote to the experiment's log while this one ran it.
     #[error(
         "experiment `{0}`: its log grew under this run (another process is running or re-scoring it); try again once that one ends"

@@ -455,22 +455,12 @@ impl Experiment {
         fork_points: &mut BTreeMap<String, ForkPoint>,
     ) -> Result<Start, EvalError> {
         let Some(parent) = &case.session else {
-            let workflow = self.hosted_for(
-                variant,
-                case.workflow.as_deref().or(self.workflow.as_deref()),
-            )?;
+            let fallback = case.workflow.as_deref().or(self.workflow.as_deref());
+            let workflow = self.variant_workflow(variant, || self.inputs_workflow(fallback))?;
             return Ok(Start::Inputs(workflow));
         };
         let owner = self.host.workflow_of(parent).await?;
-        let workflow = match (&variant.workflow, &variant.workflow_name) {
-            (Some(hosted), _) => hosted.with_store(Arc::clone(self.host.store())),
-            (None, Some(name)) => Arc::clone(self.host.hosted(name)?),
-            (None, None) => Arc::clone(owner),
-        };
-        let workflow = match &variant.provider {
-            Some((_, provider)) => workflow.with_provider(Arc::clone(provider)),
-            None => workflow,
-        };
+        let workflow = self.variant_workflow(variant, || Ok(Arc::clone(owner)))?;
         let point = match fork_points.get(&case.id) {
             Some(point) => point.clone(),
             None => {
@@ -485,11 +475,7 @@ impl Experiment {
             .map_err(|err| match err {
                 openharness_host::HostError::Tape(openharness_tape::TapeError::NoForkPoint {
                     ..
-                }) => EvalError::NoForkPoint {
-                    case: case.id.clone(),
-                    session: parent.clone(),
-                    at: format!("{:?}", case.at),
-                },
+                }) => no_fork_point(case, parent),
                 other => other.into(),
             })?;
         if let Some(patch) = &variant.state_edit {
@@ -498,35 +484,38 @@ impl Experiment {
         Ok(Start::Fork(workflow, Arc::from(fork)))
     }
 
-    /// The workflow a case from inputs runs under `variant`.
-    fn hosted_for(
+    /// The workflow `variant` runs: its own (built in Rust, or registered by name), else
+    /// `default`; asking the variant's provider, if it names one.
+    fn variant_workflow(
         &self,
         variant: &Variant,
-        fallback: Option<&str>,
+        default: impl FnOnce() -> Result<Arc<dyn Hosted>, EvalError>,
     ) -> Result<Arc<dyn Hosted>, EvalError> {
-        let workflow = match (
-            &variant.workflow,
-            variant.workflow_name.as_deref().or(fallback),
-        ) {
+        let workflow = match (&variant.workflow, &variant.workflow_name) {
             (Some(hosted), _) => hosted.with_store(Arc::clone(self.host.store())),
             (None, Some(name)) => Arc::clone(self.host.hosted(name)?),
-            (None, None) => {
-                let names = self.host.workflow_names();
-                match names.as_slice() {
-                    [only] => Arc::clone(self.host.hosted(only)?),
-                    _ => {
-                        return Err(self.invalid(format!(
-                            "cases from inputs need a workflow: the host registers {}; name one with `workflow`",
-                            if names.is_empty() { "none".to_owned() } else { names.join(", ") }
-                        )));
-                    }
-                }
-            }
+            (None, None) => default()?,
         };
         Ok(match &variant.provider {
             Some((_, provider)) => workflow.with_provider(Arc::clone(provider)),
             None => workflow,
         })
+    }
+
+    /// The workflow cases from inputs run when their variant names none: `name`, else the
+    /// host's only workflow.
+    fn inputs_workflow(&self, name: Option<&str>) -> Result<Arc<dyn Hosted>, EvalError> {
+        if let Some(name) = name {
+            return Ok(Arc::clone(self.host.hosted(name)?));
+        }
+        let names = self.host.workflow_names();
+        match names.as_slice() {
+            [only] => Ok(Arc::clone(self.host.hosted(only)?)),
+            _ => Err(self.invalid(format!(
+                "cases from inputs need a workflow: the host registers {}; name one with `workflow`",
+                if names.is_empty() { "none".to_owned() } else { names.join(", ") }
+            ))),
+        }
     }
 }
 
@@ -570,6 +559,15 @@ fn changed(before: &EvalStarted, now: &EvalStarted) -> (BTreeSet<String>, BTreeS
     (cases, variants)
 }
 
+/// The error for a case whose fork point matches no position of its session.
+fn no_fork_point(case: &Case, parent: &SessionId) -> EvalError {
+    EvalError::NoForkPoint {
+        case: case.id.clone(),
+        session: parent.clone(),
+        at: format!("{:?}", case.at),
+    }
+}
+
 /// Finds a case's fork point in its session: event and position points as they are, phase
 /// and state points by stepping through the session's states.
 async fn locate(
@@ -577,11 +575,7 @@ async fn locate(
     case: &Case,
     parent: &SessionId,
 ) -> Result<ForkPoint, EvalError> {
-    let no_point = || EvalError::NoForkPoint {
-        case: case.id.clone(),
-        session: parent.clone(),
-        at: format!("{:?}", case.at),
-    };
+    let no_point = || no_fork_point(case, parent);
     match &case.at {
         None => Ok(ForkPoint::Position { position: u64::MAX }),
         Some(ForkAt::Position { position }) => Ok(ForkPoint::Position {
@@ -813,13 +807,6 @@ pub(crate) async fn score_run(
     scores
 }
 
-fn encode<E: openharness_core::Event>(event: &E) -> Envelope {
-    // The eval's own events are plain data; encoding them cannot fail.
-    Envelope::typed(event, None).unwrap_or_else(|err| {
-        Envelope::new(E::NAME, Value::String(format!("unencodable: {err}")), None)
-    })
-}
-
 /// An experiment's log, appended to by one writer that knows its length.
 pub(crate) struct Log {
     host: Host,
@@ -845,10 +832,7 @@ impl Log {
 
     /// Records the experiment's definition (its first event, or a restart).
     pub(crate) async fn start(&mut self, definition: EvalStarted) -> Result<(), EvalError> {
-        let event = Envelope::typed(&definition, None).map_err(|err| EvalError::Definition {
-            experiment: self.name.clone(),
-            message: format!("its definition does not encode: {err}"),
-        })?;
+        let event = self.encode(&definition)?;
         let at = event.timestamp;
         self.append(vec![event]).await?;
         ExperimentRecord::start(&mut self.record, &self.name, definition, at);
@@ -865,8 +849,10 @@ impl Log {
     ) -> Result<(), EvalError> {
         let mut events = Vec::new();
         for (run, scores) in &batch {
-            events.push(encode(run));
-            events.extend(scores.iter().map(encode));
+            events.push(self.encode(run)?);
+            for score in scores {
+                events.push(self.encode(score)?);
+            }
         }
         self.append(events).await?;
         if let Some(record) = &mut self.record {
@@ -881,7 +867,32 @@ impl Log {
         Ok(())
     }
 
-    pub(crate) async fn append(&mut self, events: Vec<Envelope>) -> Result<(), EvalError> {
+    /// Records scores of recorded runs (a re-scoring) in one append, and in the record.
+    pub(crate) async fn record_scores(&mut self, scores: Vec<EvalScored>) -> Result<(), EvalError> {
+        let events = scores
+            .iter()
+            .map(|score| self.encode(score))
+            .collect::<Result<Vec<_>, _>>()?;
+        self.append(events).await?;
+        if let Some(record) = &mut self.record {
+            for score in scores {
+                record.add_score(score);
+            }
+            record.len = self.len;
+        }
+        Ok(())
+    }
+
+    /// One of the log's events as an envelope.
+    fn encode<E: openharness_core::Event>(&self, event: &E) -> Result<Envelope, EvalError> {
+        Envelope::typed(event, None).map_err(|source| EvalError::Encode {
+            experiment: self.name.clone(),
+            name: E::NAME,
+            source,
+        })
+    }
+
+    async fn append(&mut self, events: Vec<Envelope>) -> Result<(), EvalError> {
         if events.is_empty() {
             return Ok(());
         }

@@ -73,20 +73,15 @@ pub async fn rescore(
         }
     });
     let mut scored = Rescored { runs: 0, scores: 0 };
-    let mut events = Vec::new();
+    let mut all = Vec::new();
     let mut results = futures_util::stream::iter(jobs).buffer_unordered(concurrency.max(1));
     while let Some(result) = results.next().await {
         let scores = result?;
         scored.runs += 1;
         scored.scores += scores.len();
-        for score in &scores {
-            events.push(
-                openharness_core::Envelope::typed(score, None)
-                    .map_err(|err| EvalError::Compare(format!("a score does not encode: {err}")))?,
-            );
-        }
+        all.extend(scores);
     }
-    log.append(events).await?;
+    log.record_scores(all).await?;
     Ok(scored)
 }
 
