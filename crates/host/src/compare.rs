@@ -68,6 +68,29 @@ pub struct Divergence {
     pub state_patch: Option<json_patch::Patch>,
 }
 
+impl Divergence {
+    /// The two sides' events there, the patch between their payloads when both have one
+    /// name, and the state patch.
+    fn of(
+        a: Option<Envelope>,
+        b: Option<Envelope>,
+        state_patch: Option<json_patch::Patch>,
+    ) -> Self {
+        let payload_patch = match (&a, &b) {
+            (Some(x), Some(y)) if x.name == y.name => {
+                Some(json_patch::diff(&x.payload, &y.payload))
+            }
+            _ => None,
+        };
+        Self {
+            a,
+            b,
+            payload_patch,
+            state_patch,
+        }
+    }
+}
+
 /// One stretch of a session's lineage: `range` of `session`'s own events, standing at
 /// `start` in the lineage.
 #[derive(Debug, Clone, PartialEq)]
@@ -121,59 +144,30 @@ impl Host {
         );
         // A fork that starts from another state than the other side has there (it edited
         // the state it inherited) parts at its fork point: its `session:forked` says how.
-        if let Some((first_a, first_b, state_patch)) =
-            self.parts_at_fork(&left, &right, agree).await?
-        {
-            let payload_patch = match (&first_a, &first_b) {
-                (Some(x), Some(y)) if x.name == y.name => {
-                    Some(json_patch::diff(&x.payload, &y.payload))
-                }
-                _ => None,
-            };
-            return Ok(SessionComparison {
-                a: a.clone(),
-                b: b.clone(),
-                ancestor,
-                agree,
-                a_len,
-                b_len,
-                divergence: Some(Divergence {
-                    a: first_a,
-                    b: first_b,
-                    payload_patch,
-                    state_patch: Some(state_patch),
-                }),
-            });
-        }
-        let mut xs = self.events_from(&left, agree);
-        let mut ys = self.events_from(&right, agree);
-        let (first_a, first_b) = loop {
-            let (x, y) = (xs.next().await, ys.next().await);
-            let x = x.transpose().map_err(self.store_error())?;
-            let y = y.transpose().map_err(self.store_error())?;
-            match (x, y) {
-                (Some(x), Some(y)) if same(&x, &y) => agree += 1,
-                (None, None) => break (None, None),
-                (x, y) => break (x, y),
+        let divergence = match self.parts_at_fork(&left, &right, agree).await? {
+            Some((first_a, first_b, state_patch)) => {
+                Some(Divergence::of(first_a, first_b, Some(state_patch)))
             }
-        };
-        drop((xs, ys));
-        let divergence = if first_a.is_none() && first_b.is_none() {
-            None
-        } else {
-            let payload_patch = match (&first_a, &first_b) {
-                (Some(x), Some(y)) if x.name == y.name => {
-                    Some(json_patch::diff(&x.payload, &y.payload))
+            None => {
+                let mut xs = self.events_from(&left, agree);
+                let mut ys = self.events_from(&right, agree);
+                let (first_a, first_b) = loop {
+                    let (x, y) = (xs.next().await, ys.next().await);
+                    let x = x.transpose().map_err(self.store_error())?;
+                    let y = y.transpose().map_err(self.store_error())?;
+                    match (x, y) {
+                        (Some(x), Some(y)) if same(&x, &y) => agree += 1,
+                        (x, y) => break (x, y),
+                    }
+                };
+                drop((xs, ys));
+                if first_a.is_none() && first_b.is_none() {
+                    None
+                } else {
+                    let state_patch = self.state_patch(&left, &right, agree + 1).await?;
+                    Some(Divergence::of(first_a, first_b, state_patch))
                 }
-                _ => None,
-            };
-            let state_patch = self.state_patch(&left, &right, agree + 1).await?;
-            Some(Divergence {
-                a: first_a,
-                b: first_b,
-                payload_patch,
-                state_patch,
-            })
+            }
         };
         Ok(SessionComparison {
             a: a.clone(),
