@@ -230,6 +230,9 @@ builtin_event!(
     tool: String,
     /// The arguments.
     input: serde_json::Value,
+    /// The MCP server that offers the tool, by its configured name (absent for a native tool).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    server: Option<String>,
 });
 builtin_event!(
 /// A tool returned (or failed).

@@ -392,6 +392,9 @@ pub enum ProviderEvent {
         tool: String,
         /// Arguments.
         input: Value,
+        /// The MCP server that offers the tool (see [`Tool::server`](crate::Tool::server));
+        /// `None` for a native tool.
+        server: Option<String>,
     },
     /// A tool returned.
     ToolResult {
@@ -518,6 +521,55 @@ impl ProviderSink {
     /// All text streamed so far.
     pub fn text(&self) -> String {
         self.text.lock().map(|t| t.clone()).unwrap_or_default()
+    }
+
+    /// Calls the tool `name` of `tools` for the model's call `id`, reporting the call (with the
+    /// tool's [`server`](crate::Tool::server)) and its result; returns the output and whether
+    /// it is an error. A failing or unknown tool is an error result the model will read.
+    ///
+    /// ```
+    /// use openharness_core::{FnTool, ProviderEvent, ProviderSink, Toolbox};
+    /// use std::sync::{Arc, Mutex};
+    ///
+    /// #[derive(serde::Deserialize, schemars::JsonSchema)]
+    /// struct Echo { text: String }
+    /// let tools = Toolbox::new(vec![Arc::new(FnTool::new("echo", "Repeats.", |a: Echo| async move { Ok::<_, String>(a.text) }))]);
+    /// let seen = Arc::new(Mutex::new(Vec::new()));
+    /// let sink = { let seen = seen.clone(); ProviderSink::new(move |e| seen.lock().unwrap().push(e)) };
+    /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+    /// let (output, is_error) = sink.call_tool(&tools, "c1", "echo", serde_json::json!({ "text": "hi" })).await;
+    /// assert_eq!((output, is_error), (serde_json::json!("hi"), false));
+    /// assert!(matches!(&seen.lock().unwrap()[0], ProviderEvent::ToolCalled { server: None, .. }));
+    /// assert!(sink.call_tool(&tools, "c2", "nope", serde_json::json!({})).await.1);
+    /// # });
+    /// ```
+    pub async fn call_tool(
+        &self,
+        tools: &Toolbox,
+        id: &str,
+        name: &str,
+        input: Value,
+    ) -> (Value, bool) {
+        self.emit(ProviderEvent::ToolCalled {
+            id: id.to_owned(),
+            tool: name.to_owned(),
+            input: input.clone(),
+            server: tools
+                .get(name)
+                .and_then(|tool| tool.server())
+                .map(str::to_owned),
+        });
+        let (output, is_error) = match tools.call(name, input).await {
+            Ok(output) => (output, false),
+            Err(err) => (Value::String(err.message().to_owned()), true),
+        };
+        self.emit(ProviderEvent::ToolResult {
+            id: id.to_owned(),
+            tool: name.to_owned(),
+            output: output.clone(),
+            is_error,
+        });
+        (output, is_error)
     }
 }
 

@@ -1301,11 +1301,17 @@ fn provider_event(agent: &str, attempt: u32, event: ProviderEvent) -> Pending {
             delta,
             attempt,
         }),
-        ProviderEvent::ToolCalled { id, tool, input } => Pending::of(&ToolCalled {
+        ProviderEvent::ToolCalled {
+            id,
+            tool,
+            input,
+            server,
+        } => Pending::of(&ToolCalled {
             agent,
             tool_call_id: id,
             tool,
             input,
+            server,
         }),
         ProviderEvent::ToolResult {
             id,

@@ -68,6 +68,13 @@ pub trait Tool: Send + Sync + 'static {
 
     /// Runs the tool. An error is reported to the model as an error result.
     async fn call(&self, input: Value) -> Result<Value, ToolError>;
+
+    /// The MCP server that offers this tool, by its configured name, recorded on each
+    /// `tool:called` (`server` on the wire). `None`, the default, for a tool that runs in this
+    /// process.
+    fn server(&self) -> Option<&str> {
+        None
+    }
 }
 
 /// A tool failure, shown to the model as the tool's (error) result.

@@ -652,6 +652,7 @@ mod tests {
         let called = |tool: &str| {
             Envelope::typed(
                 &ToolCalled {
+                    server: None,
                     agent: "clerk".into(),
                     tool_call_id: "t".into(),
                     tool: tool.into(),

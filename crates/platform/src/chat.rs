@@ -479,6 +479,7 @@ mod tests {
 
     fn called(id: &str) -> ChatEvent {
         ChatEvent::ToolCalled(ToolCalled {
+            server: None,
             agent: "assistant".into(),
             tool_call_id: id.into(),
             tool: "current_time".into(),

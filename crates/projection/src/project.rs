@@ -457,6 +457,7 @@ mod tests {
 
     fn called(n: u128, agent: &str, call: &str, tool: &str, input: Value) -> Envelope {
         let called = ToolCalled {
+            server: None,
             agent: agent.into(),
             tool_call_id: call.into(),
             tool: tool.into(),

@@ -71,6 +71,7 @@ fn session() -> Vec<Envelope> {
         ..AgentStarted::default()
     };
     let called = |call: &str, tool: &str, input| ToolCalled {
+        server: None,
         agent: "researcher".into(),
         tool_call_id: call.into(),
         tool: tool.into(),

@@ -349,6 +349,7 @@ impl CliOutput {
                             let tool = block["name"].as_str().unwrap_or_default().to_owned();
                             self.tools.insert(id.clone(), tool.clone());
                             sink.emit(ProviderEvent::ToolCalled {
+                                server: None,
                                 id,
                                 tool,
                                 input: block["input"].clone(),

@@ -10,8 +10,8 @@
 
 use async_trait::async_trait;
 use openharness_core::{
-    ChatMessage, Image, ProviderError, ProviderEvent, ProviderRequest, ProviderResponse,
-    ProviderSink, Toolbox, Usage,
+    ChatMessage, Image, ProviderError, ProviderRequest, ProviderResponse, ProviderSink, Toolbox,
+    Usage,
 };
 use serde_json::{Value, json};
 
@@ -131,21 +131,9 @@ fn response(dialect: &dyn Dialect, output: Value, usage: Usage) -> ProviderRespo
 async fn call_tools(tools: &Toolbox, calls: &[ToolCall], sink: &ProviderSink) -> Vec<ToolOutcome> {
     let mut outcomes = Vec::with_capacity(calls.len());
     for call in calls {
-        sink.emit(ProviderEvent::ToolCalled {
-            id: call.id.clone(),
-            tool: call.name.clone(),
-            input: call.input.clone(),
-        });
-        let (output, is_error) = match tools.call(&call.name, call.input.clone()).await {
-            Ok(output) => (output, false),
-            Err(err) => (Value::String(err.message().to_owned()), true),
-        };
-        sink.emit(ProviderEvent::ToolResult {
-            id: call.id.clone(),
-            tool: call.name.clone(),
-            output: output.clone(),
-            is_error,
-        });
+        let (output, is_error) = sink
+            .call_tool(tools, &call.id, &call.name, call.input.clone())
+            .await;
         outcomes.push(ToolOutcome {
             call: call.clone(),
             output,

@@ -447,6 +447,7 @@ impl Reply {
     ) -> Self {
         let (id, tool) = (id.into(), tool.into());
         self.steps.push(Step::Stream(ProviderEvent::ToolCalled {
+            server: None,
             id: id.clone(),
             tool: tool.clone(),
             input,
@@ -470,6 +471,7 @@ impl Reply {
     ) -> Self {
         let (id, tool) = (id.into(), tool.into());
         self.steps.push(Step::Stream(ProviderEvent::ToolCalled {
+            server: None,
             id: id.clone(),
             tool: tool.clone(),
             input,
@@ -549,22 +551,8 @@ impl Reply {
                 Step::Stream(event) => sink.emit(event),
                 Step::Wait(wait) => tokio::time::sleep(wait).await,
                 Step::RunTool { id, tool, input } => {
-                    sink.emit(ProviderEvent::ToolCalled {
-                        id: id.clone(),
-                        tool: tool.clone(),
-                        input: input.clone(),
-                    });
-                    let (output, is_error) = match tools.call(&tool, input).await {
-                        Ok(output) => (output, false),
-                        Err(err) => (Value::String(err.message().to_owned()), true),
-                    };
-                    results.push(output.clone());
-                    sink.emit(ProviderEvent::ToolResult {
-                        id,
-                        tool,
-                        output,
-                        is_error,
-                    });
+                    let (output, _) = sink.call_tool(tools, &id, &tool, input).await;
+                    results.push(output);
                 }
             }
         }
@@ -771,6 +759,7 @@ mod tests {
             [
                 ProviderEvent::TextDelta("Checking.".into()),
                 ProviderEvent::ToolCalled {
+                    server: None,
                     id: "c1".into(),
                     tool: "weather".into(),
                     input: json!({ "city": "SF" }),
@@ -782,6 +771,7 @@ mod tests {
                     is_error: false,
                 },
                 ProviderEvent::ToolCalled {
+                    server: None,
                     id: "c2".into(),
                     tool: "clock".into(),
                     input: json!({}),

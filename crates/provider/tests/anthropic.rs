@@ -119,6 +119,7 @@ async fn tool_loop_calls_two_tools_reports_them_and_sends_results_back() {
         tool_events,
         [
             ProviderEvent::ToolCalled {
+                server: None,
                 id: "toolu_01A".into(),
                 tool: "weather".into(),
                 input: json!({ "city": "Lisbon" })
@@ -130,6 +131,7 @@ async fn tool_loop_calls_two_tools_reports_them_and_sends_results_back() {
                 is_error: false
             },
             ProviderEvent::ToolCalled {
+                server: None,
                 id: "toolu_01B".into(),
                 tool: "population".into(),
                 input: json!({ "city": "Atlantis" })

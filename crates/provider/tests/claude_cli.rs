@@ -120,6 +120,7 @@ async fn the_clis_own_tool_use_is_reported_as_calls_and_results() {
         tools,
         [
             ProviderEvent::ToolCalled {
+                server: None,
                 id: "toolu_01Bash".into(),
                 tool: "Bash".into(),
                 input: json!({ "command": "date -u" })

@@ -286,6 +286,7 @@ fn recorded_calls(events: &[Envelope]) -> HashMap<String, VecDeque<RecordedCall>
                     id: c.tool_call_id,
                     tool: c.tool,
                     input: c.input,
+                    server: c.server,
                 },
             ),
             Builtin::ToolResult(r) => (

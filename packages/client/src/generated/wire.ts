@@ -979,6 +979,10 @@ export interface ToolCalled {
     [k: string]: unknown | undefined;
   };
   /**
+   * The MCP server that offers the tool, by its configured name (absent for a native tool).
+   */
+  server?: string | null;
+  /**
    * The provider's id for the call (`toolId` on the wire).
    */
   toolId: string;
