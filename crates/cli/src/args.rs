@@ -126,6 +126,9 @@ pub(crate) enum Command<E: Subcommand> {
     /// (`run`, `list`, `show`, `compare`, `rescore`).
     #[command(subcommand)]
     Eval(crate::eval::EvalCommand),
+    /// MCP: list the tools of an MCP server; serve this store to a coding assistant.
+    #[command(subcommand)]
+    Mcp(crate::mcp::McpCommand),
     /// Maintain the /v1 platform's records in the store (`rotate-keys`).
     #[command(subcommand)]
     Platform(crate::platform::PlatformCommand),

@@ -258,6 +258,11 @@ pub(crate) async fn run<E: clap::Subcommand>(
         )),
         Command::Platform(command) => crate::platform::run(command, context).await,
         Command::Eval(command) => crate::eval::run(command, context).await,
+        Command::Mcp(crate::mcp::McpCommand::Serve(args)) => crate::mcp::serve(args, context).await,
+        // Run before the store is opened (it needs none): see `Cli::dispatch`.
+        Command::Mcp(crate::mcp::McpCommand::Tools(_)) => {
+            Err(CliError::Usage("mcp tools runs without a store".into()))
+        }
         Command::Transfer(command) => {
             Ok(crate::transfer::run(command, context.store_path(), context.out()).await?)
         }
@@ -365,6 +370,31 @@ struct Access {
     allowed_hosts: Vec<String>,
 }
 
+/// The API keys of `--api-keys-file` (none without one); a file that cannot be read, holds
+/// a bad line or no key at all is refused.
+pub(crate) fn read_api_keys(
+    path: Option<&Path>,
+) -> Result<Vec<openharness_server::ApiKeyHash>, CliError> {
+    let Some(path) = path else {
+        return Ok(Vec::new());
+    };
+    let text = std::fs::read_to_string(path).map_err(|err| {
+        CliError::Usage(format!(
+            "cannot read the API keys file {}: {err}",
+            path.display()
+        ))
+    })?;
+    let keys = openharness_server::parse_api_keys(&text)
+        .map_err(|err| CliError::Usage(format!("the API keys file {}: {err}", path.display())))?;
+    if keys.is_empty() {
+        return Err(CliError::Usage(format!(
+            "the API keys file {} holds no key",
+            path.display()
+        )));
+    }
+    Ok(keys)
+}
+
 /// `serve`: the host's sessions over HTTP until Ctrl-C. Beyond loopback it needs API keys,
 /// unless told explicitly to serve without.
 async fn serve(
@@ -406,27 +436,7 @@ async fn serve(
             ))
         })?;
     }
-    let keys = match api_keys_file.as_deref() {
-        Some(path) => {
-            let text = std::fs::read_to_string(path).map_err(|err| {
-                CliError::Usage(format!(
-                    "cannot read the API keys file {}: {err}",
-                    path.display()
-                ))
-            })?;
-            let keys = openharness_server::parse_api_keys(&text).map_err(|err| {
-                CliError::Usage(format!("the API keys file {}: {err}", path.display()))
-            })?;
-            if keys.is_empty() {
-                return Err(CliError::Usage(format!(
-                    "the API keys file {} holds no key",
-                    path.display()
-                )));
-            }
-            keys
-        }
-        None => Vec::new(),
-    };
+    let keys = read_api_keys(api_keys_file.as_deref())?;
     if !addr.ip().is_loopback() && keys.is_empty() && !insecure_no_auth {
         return Err(CliError::Usage(format!(
             "{addr} is reachable from other machines: give API keys (--api-keys-file) or, \

@@ -105,6 +105,7 @@ mod debugger;
 mod diff;
 mod eval;
 mod fork;
+mod mcp;
 mod output;
 mod platform;
 mod progress;
@@ -437,6 +438,9 @@ impl<E: Subcommand + Send + 'static> Cli<E> {
         }
         if let args::Command::Compact = command {
             return compact::run(&store, out).await;
+        }
+        if let args::Command::Mcp(mcp::McpCommand::Tools(args)) = command {
+            return mcp::tools(args, out).await;
         }
         // A command that reads recorded sessions never creates a store (a typo in --store
         // would leave an empty file behind): with none there, it says so.

@@ -29,6 +29,8 @@ mod client;
 mod config;
 mod error;
 mod output;
+#[cfg(feature = "serve")]
+pub mod serve;
 mod tool;
 
 pub use client::{McpClient, ToolInfo};
