@@ -14,7 +14,7 @@
 //! The default features are the common case: `store` (`MemoryStore`, `RedbStore`),
 //! `provider` (the HTTP providers and `ScriptedProvider`), `tape`, `projection` and `host`.
 //! `postgres` adds `PostgresStore`; `eval` adds experiments ([`eval`]: variants compared
-//! from identical forked state). With `default-features = false` only the core is left:
+//! from identical forked state); `mcp` adds MCP servers' tools ([`mcp`]). With `default-features = false` only the core is left:
 //! events, handlers, agents, the event loop, the macros and the ports, without redb or the
 //! HTTP stack.
 //!
@@ -104,6 +104,14 @@ pub mod eval {
     pub use openharness_eval::*;
 }
 
+/// MCP tools (feature `mcp`): connect an [`mcp::McpServer`] (stdio command or Streamable HTTP
+/// URL) and give an agent its tools; every call is recorded with the server's name, so replays,
+/// cassettes and forks' prefixes never call the server again.
+#[cfg(feature = "mcp")]
+pub mod mcp {
+    pub use openharness_mcp::*;
+}
+
 /// The names a workflow definition needs, in one import.
 pub mod prelude {
     pub use openharness_core::builtin::{
@@ -135,6 +143,7 @@ pub mod __private {
     feature = "store",
     feature = "provider",
     feature = "tape",
-    feature = "eval"
+    feature = "eval",
+    feature = "mcp"
 ))]
 pub struct ReadmeDoctests;
