@@ -119,6 +119,10 @@ pub(crate) enum Command<E: Subcommand> {
         /// workflow; needed when there are several).
         #[arg(long, value_name = "WORKFLOW")]
         chat_workflow: Option<String>,
+        /// A TOML file of `[[mcp]]` servers to offer platform agents as the capabilities
+        /// `mcp:<name>` (started or reached now; the server refuses to start if one fails).
+        #[arg(long, value_name = "FILE")]
+        mcp_config: Option<PathBuf>,
     },
     #[command(flatten)]
     Transfer(crate::transfer::TransferCommand),

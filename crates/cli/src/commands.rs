@@ -242,6 +242,7 @@ pub(crate) async fn run<E: clap::Subcommand>(
             cors_origin,
             allowed_host,
             chat_workflow,
+            mcp_config,
         } => {
             let access = Access {
                 api_keys_file,
@@ -249,7 +250,7 @@ pub(crate) async fn run<E: clap::Subcommand>(
                 cors: cors_origin,
                 allowed_hosts: allowed_host,
             };
-            serve(context, addr, access, chat_workflow).await
+            serve(context, addr, access, chat_workflow, mcp_config).await
         }
         Command::Check => check(context).await,
         // Run before the store is opened (it needs the file to itself): see `Cli::dispatch`.
@@ -402,6 +403,7 @@ async fn serve(
     addr: std::net::SocketAddr,
     access: Access,
     chat_workflow: Option<String>,
+    mcp_config: Option<std::path::PathBuf>,
 ) -> Result<(), CliError> {
     let Access {
         api_keys_file,
@@ -443,6 +445,16 @@ async fn serve(
              to serve without any, say --insecure-no-auth"
         )));
     }
+    // MCP servers for platform agents, started (or reached) before anything is served.
+    let mcp_servers = match &mcp_config {
+        Some(path) => {
+            let servers = crate::mcp::read_config(path)?;
+            openharness_mcp::McpClient::connect_all(&servers)
+                .await
+                .map_err(|err| CliError::Usage(format!("--mcp-config {}: {err}", path.display())))?
+        }
+        None => Vec::new(),
+    };
     let listener = tokio::net::TcpListener::bind(addr)
         .await
         .map_err(|err| CliError::Usage(format!("cannot listen on {addr}: {err}")))?;
@@ -483,7 +495,10 @@ async fn serve(
     // event streams, GET /openapi.json).
     let master_keys = openharness_platform::MasterKeys::from_env()
         .map_err(|err| CliError::Usage(err.to_string()))?;
-    let platform = openharness_platform::Platform::new(host.store().clone(), master_keys);
+    let mut platform = openharness_platform::Platform::new(host.store().clone(), master_keys);
+    if !mcp_servers.is_empty() {
+        platform = platform.with_mcp_servers(mcp_servers);
+    }
     // Platform sessions whose turn a dead process left unfinished (a crash here, or another
     // replica on the same PostgreSQL) are resumed from their logs.
     let recovery = platform.spawn_recovery(RECOVERY_INTERVAL);

@@ -1,7 +1,35 @@
 //! The built-in capability registry: `noop` and `current_time` are available; `research`,
 //! `sandbox` and `file_system` are announced as coming soon and cannot be given to agents yet.
+//! A platform started with MCP servers adds one capability per server, `mcp:<name>`
+//! ([`mcp_capability`]).
+
+use openharness_mcp::McpClient;
 
 use crate::resources::{Capability, CapabilityStatus};
+
+/// The prefix of an MCP server's capability id: `mcp:<server name>`.
+pub const MCP_PREFIX: &str = "mcp:";
+
+/// The capability of an MCP server: id `mcp:<name>`, its tools as the server last listed them.
+pub fn mcp_capability(server: &McpClient) -> Capability {
+    let tools: Vec<String> = server.listed().into_iter().map(|tool| tool.name).collect();
+    let identity = server
+        .server_info()
+        .map(|(name, version)| format!(" ({name} {version})"))
+        .unwrap_or_default();
+    Capability {
+        id: format!("{MCP_PREFIX}{}", server.name()),
+        name: format!("MCP: {}", server.name()),
+        description: format!(
+            "The tools of the MCP server `{}`{identity}: {}.",
+            server.name(),
+            tools.join(", ")
+        ),
+        status: CapabilityStatus::Available,
+        system_prompt_addition: None,
+        tools,
+    }
+}
 
 /// Every capability the platform knows, in the order `GET /v1/capabilities` lists them.
 ///

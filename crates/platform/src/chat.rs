@@ -271,6 +271,13 @@ impl ChatAgent {
         }
     }
 
+    /// This assistant with `tools` too (an MCP capability's, say).
+    #[must_use]
+    pub fn with_tools(mut self, tools: Vec<Arc<dyn Tool>>) -> Self {
+        self.tools.extend(tools);
+        self
+    }
+
     /// The system prompt with the capabilities' additions.
     pub fn system_prompt(&self) -> &str {
         &self.system_prompt

@@ -45,7 +45,7 @@ mod platform;
 mod requests;
 mod resources;
 
-pub use capabilities::{capabilities, capability};
+pub use capabilities::{MCP_PREFIX, capabilities, capability, mcp_capability};
 pub use chat::{
     AssistantReplied, ChatAgent, ChatEvent, ChatLine, ChatState, ChatTool, MAX_IMAGES_PER_REQUEST,
     UserMessage, WORKFLOW_NAME, for_reading as agent_chat_for_reading,

@@ -26,7 +26,8 @@ use crate::messages::{Message, project};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
-use crate::capabilities::capability;
+use openharness_mcp::McpClient;
+
 use crate::error::PlatformError;
 use crate::keys::MasterKeys;
 use crate::requests::{
@@ -34,8 +35,8 @@ use crate::requests::{
     SessionPatch, SetCapabilities,
 };
 use crate::resources::{
-    Agent, AgentCapability, AgentStatus, CapabilityStatus, LlmModel, LlmProvider, ProviderRecord,
-    Session, SessionRecord, SessionStatus,
+    Agent, AgentCapability, AgentStatus, Capability, CapabilityStatus, LlmModel, LlmProvider,
+    ProviderRecord, Session, SessionRecord, SessionStatus,
 };
 
 mod live_index;
@@ -345,9 +346,9 @@ impl Index {
 }
 
 /// Refuses capability ids that are unknown, coming soon, or listed twice (`422`).
-fn check_capabilities(ids: &[String]) -> Result<(), PlatformError> {
+fn check_capabilities(platform: &Platform, ids: &[String]) -> Result<(), PlatformError> {
     for (i, id) in ids.iter().enumerate() {
-        match capability(id) {
+        match platform.capability(id) {
             None => {
                 return Err(PlatformError::Invalid(format!(
                     "no capability {id:?} (GET /v1/capabilities lists them)"
@@ -472,6 +473,8 @@ struct Inner {
     log: SessionId,
     keys: Option<MasterKeys>,
     provider: Option<BoxedProvider>,
+    /// MCP servers offered to agents as the capabilities `mcp:<name>`.
+    mcp: Vec<McpClient>,
     index: tokio::sync::Mutex<Index>,
     /// Ticks taken by each read as it arrives and by each catch-up as it begins, in one order,
     /// so a read can tell that a catch-up began after it arrived (see [`Platform::read`]).
@@ -516,6 +519,7 @@ impl Platform {
                 log,
                 keys,
                 provider: None,
+                mcp: Vec::new(),
                 index: tokio::sync::Mutex::default(),
                 clock: AtomicU64::new(1),
                 running: turns::Running::default(),
@@ -534,12 +538,66 @@ impl Platform {
                 log: self.inner.log.clone(),
                 keys: self.inner.keys.clone(),
                 provider: Some(provider),
+                mcp: self.inner.mcp.clone(),
                 index: tokio::sync::Mutex::default(),
                 clock: AtomicU64::new(1),
                 running: Arc::clone(&self.inner.running),
                 follower: std::sync::OnceLock::new(),
             }),
         }
+    }
+
+    /// This platform offering each of `servers` to agents as the capability `mcp:<name>`:
+    /// an agent given it has the server's tools (as last listed), and their calls are recorded
+    /// with the server's name. The servers are the operator's (started or reached by this
+    /// process with the operator's credentials); an API client can only choose among them.
+    #[must_use]
+    pub fn with_mcp_servers(self, servers: Vec<McpClient>) -> Self {
+        Self {
+            inner: Arc::new(Inner {
+                store: Arc::clone(&self.inner.store),
+                log: self.inner.log.clone(),
+                keys: self.inner.keys.clone(),
+                provider: self.inner.provider.clone(),
+                mcp: servers,
+                index: tokio::sync::Mutex::default(),
+                clock: AtomicU64::new(1),
+                running: Arc::clone(&self.inner.running),
+                follower: std::sync::OnceLock::new(),
+            }),
+        }
+    }
+
+    /// Every capability agents can be given here, in the order `GET /v1/capabilities` lists
+    /// them: the built-in ones, then one per MCP server ([`Platform::with_mcp_servers`]).
+    pub fn capabilities(&self) -> Vec<Capability> {
+        let mut all = crate::capabilities::capabilities();
+        all.extend(
+            self.inner
+                .mcp
+                .iter()
+                .map(crate::capabilities::mcp_capability),
+        );
+        all
+    }
+
+    /// The capability with this id, if there is one here.
+    pub fn capability(&self, id: &str) -> Option<Capability> {
+        self.capabilities().into_iter().find(|c| c.id == id)
+    }
+
+    /// The tools of the MCP capabilities among `ids`.
+    pub(crate) fn mcp_tools(&self, ids: &[String]) -> Vec<Arc<dyn openharness_core::Tool>> {
+        self.inner
+            .mcp
+            .iter()
+            .filter(|server| {
+                ids.iter().any(|id| {
+                    id.strip_prefix(crate::capabilities::MCP_PREFIX) == Some(server.name())
+                })
+            })
+            .flat_map(McpClient::tools)
+            .collect()
     }
 
     /// The store the platform log lives in.
@@ -665,7 +723,7 @@ impl Platform {
         let system_prompt = prompt(new.system_prompt)?;
         let tags = tags("tags", new.tags)?;
         let capabilities: Vec<String> = new.capabilities.into_iter().map(|c| c.id).collect();
-        check_capabilities(&capabilities)?;
+        check_capabilities(self, &capabilities)?;
         self.write(|index| {
             index.check_model_exists(new.default_model_id)?;
             let now = Utc::now();
@@ -821,7 +879,7 @@ impl Platform {
         agent: Uuid,
         set: SetCapabilities,
     ) -> Result<Vec<AgentCapability>, PlatformError> {
-        check_capabilities(&set.capabilities)?;
+        check_capabilities(self, &set.capabilities)?;
         self.write(|index| {
             let current = index.agent(agent)?;
             if current.status == AgentStatus::Archived {

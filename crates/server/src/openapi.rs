@@ -274,8 +274,8 @@ pub(crate) fn served(options: &crate::ServerOptions) -> Value {
     #[allow(unused_mut)]
     let mut parts = Vec::new();
     #[cfg(feature = "platform")]
-    if options.platform.is_some() {
-        parts.push(crate::v1::openapi::document());
+    if let Some(platform) = &options.platform {
+        parts.push(crate::v1::openapi::document(&platform.capabilities()));
     }
     parts.extend(options.openapi.iter().cloned());
     merged(document(), &parts)

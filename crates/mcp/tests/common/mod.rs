@@ -95,8 +95,9 @@ pub(crate) fn everything_stdio() -> McpServer {
 
 /// `tests/servers/counting.py`'s path.
 pub(crate) fn counting_script() -> String {
+    // From any crate of `crates/` (other crates' tests include this module).
     Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/servers/counting.py")
+        .join("../mcp/tests/servers/counting.py")
         .to_string_lossy()
         .into_owned()
 }

@@ -302,7 +302,8 @@ impl Platform {
         Ok(chat::workflow(
             Arc::clone(&self.inner.store),
             provider,
-            ChatAgent::new(&plan.system_prompt, model, &plan.capabilities),
+            ChatAgent::new(&plan.system_prompt, model, &plan.capabilities)
+                .with_tools(self.mcp_tools(&plan.capabilities)),
         )?)
     }
 

@@ -40,8 +40,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use openharness_platform::{
-    AgentStatus, Capability, NewModel, Notification, Page, Platform, PlatformError, capabilities,
-    capability,
+    AgentStatus, Capability, NewModel, Notification, Page, Platform, PlatformError,
 };
 use serde::Deserialize;
 use uuid::Uuid;
@@ -421,9 +420,9 @@ async fn post_message(
 
 // ----- capabilities -----
 
-async fn list_capabilities(paging: QueryOf<Paging>) -> Answer {
+async fn list_capabilities(State(s): Shared, paging: QueryOf<Paging>) -> Answer {
     let paging = read_paging(paging)?;
-    let mut all = capabilities();
+    let mut all = s.platform.capabilities();
     if let Some(search) = &paging.search {
         let search = search.to_lowercase();
         all.retain(|c| {
@@ -435,8 +434,8 @@ async fn list_capabilities(paging: QueryOf<Paging>) -> Answer {
     paging.page(all)
 }
 
-async fn get_capability(Path(id): Path<String>) -> Answer {
-    let found: Option<Capability> = capability(&id);
+async fn get_capability(State(s): Shared, Path(id): Path<String>) -> Answer {
+    let found: Option<Capability> = s.platform.capability(&id);
     let found = found.ok_or(PlatformError::NotFound {
         kind: "capability",
         id,

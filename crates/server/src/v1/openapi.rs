@@ -31,8 +31,9 @@ const MAX_LIMIT: u64 = 100;
 /// The `/v1` paths and schemas: every path with its parameters, request and response schemas
 /// (`V1Agent`, `V1AgentPage`, ...), the status codes each route answers (`201` on create,
 /// `204` on delete, `404`, `409`, `422`, `503` where they happen; every failure the one
-/// `Error` schema) and `text/event-stream` for a session's events.
-pub(crate) fn document() -> Value {
+/// `Error` schema) and `text/event-stream` for a session's events. `capabilities` are the
+/// platform's (built-in and MCP), whose available ids are what an agent can be given.
+pub(crate) fn document(capabilities: &[openharness_platform::Capability]) -> Value {
     let mut schemas = Map::new();
     // Responses, as the routes write them.
     for (name, schema) in [
@@ -76,7 +77,7 @@ pub(crate) fn document() -> Value {
     ] {
         add(&mut schemas, name, schema);
     }
-    constrain(&mut schemas);
+    constrain(&mut schemas, capabilities);
     json!({
         "paths": paths(),
         "components": { "schemas": schemas },
@@ -118,7 +119,7 @@ fn limit(schemas: &mut Map<String, Value>, name: &str, field: &str, constraint: 
 /// What the routes check beyond the types (non-blank names, lengths, URLs, the capabilities
 /// an agent can have, what a posted message may hold), written into the request schemas, so
 /// that input the document calls valid is accepted and input it calls invalid is refused.
-fn constrain(schemas: &mut Map<String, Value>) {
+fn constrain(schemas: &mut Map<String, Value>, capabilities: &[openharness_platform::Capability]) {
     for name in ["NewAgent", "AgentPatch"] {
         limit(schemas, name, "name", &text(200));
         limit(
@@ -162,10 +163,10 @@ fn constrain(schemas: &mut Map<String, Value>) {
     {
         properties.remove("provider_id");
     }
-    let available: Vec<String> = openharness_platform::capabilities()
-        .into_iter()
+    let available: Vec<String> = capabilities
+        .iter()
         .filter(|c| c.status == CapabilityStatus::Available)
-        .map(|c| c.id)
+        .map(|c| c.id.clone())
         .collect();
     limit(
         schemas,
@@ -596,7 +597,7 @@ mod tests {
 
     #[test]
     fn every_reference_resolves_in_the_one_document_and_every_schema_is_prefixed() {
-        let part = document();
+        let part = document(&openharness_platform::capabilities());
         let own = part["components"]["schemas"].as_object().unwrap();
         assert!(own.keys().all(|name| name.starts_with(PREFIX)), "{own:?}");
         let doc = crate::openapi::merged(crate::openapi::document(), &[part]);
@@ -616,7 +617,7 @@ mod tests {
 
     #[test]
     fn requests_refuse_unknown_fields_and_pages_have_the_envelope() {
-        let doc = document();
+        let doc = document(&openharness_platform::capabilities());
         let schemas = &doc["components"]["schemas"];
         assert_eq!(schemas["V1NewAgent"]["additionalProperties"], false);
         assert_eq!(

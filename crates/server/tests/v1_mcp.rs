@@ -1,0 +1,113 @@
+//! MCP servers as a platform capability: a platform started with the Python SDK's server (over
+//! stdio) lists it as `mcp:counting` with the server's tools, an agent given it has them, and
+//! a message whose model calls `add` reaches the server once, recorded with its name. An
+//! unknown `mcp:` capability is refused like any other.
+#![allow(clippy::unwrap_used, missing_docs)]
+
+use std::sync::Arc;
+
+use openharness_core::Store;
+use openharness_mcp::McpClient;
+use openharness_platform::Platform;
+use openharness_provider::{Reply, ScriptedProvider};
+use openharness_server::ServerOptions;
+use serde_json::json;
+
+#[path = "v1_common/mod.rs"]
+mod common;
+#[path = "../../mcp/tests/common/mod.rs"]
+mod servers;
+
+use common::client::{error, serve};
+use common::on_every_store;
+
+on_every_store!(an_agent_given_an_mcp_capability_calls_the_servers_tools);
+
+async fn an_agent_given_an_mcp_capability_calls_the_servers_tools(store: Arc<dyn Store>) {
+    let calls = servers::Calls::new();
+    let counting = McpClient::connect(&servers::counting_stdio(&calls))
+        .await
+        .unwrap();
+    let scripted =
+        ScriptedProvider::new().fallback("assistant", |_request| {
+            Reply::output_with(|results| json!(format!("2 + 40 = {}", results[0]["result"])))
+                .run_tool("call-1", "add", json!({ "a": 2, "b": 40 }))
+        });
+    let platform = Platform::new(Arc::clone(&store), None)
+        .with_provider(Arc::new(scripted))
+        .with_mcp_servers(vec![counting]);
+    let client = serve(platform, ServerOptions::default()).await;
+
+    let (status, capability) = client.get("/v1/capabilities/mcp:counting").await;
+    assert_eq!(status, 200, "{capability}");
+    assert_eq!(capability["status"], "available");
+    assert_eq!(
+        capability["tools"],
+        json!(["add", "slow", "fail", "crash", "grow"])
+    );
+    let (_, all) = client.get("/v1/capabilities?search=mcp").await;
+    assert_eq!(all["data"].as_array().unwrap().len(), 1, "{all}");
+    let (_, document) = client.get("/openapi.json").await;
+    let allowed = document.to_string();
+    assert!(
+        allowed.contains("mcp:counting"),
+        "the OpenAPI enum names it"
+    );
+
+    let (_, agent) = client
+        .send(
+            "POST",
+            "/v1/agents",
+            json!({"name": "calc", "system_prompt": "Add."}),
+        )
+        .await;
+    let a = agent["id"].as_str().unwrap();
+    let capabilities = format!("/v1/agents/{a}/capabilities");
+    error(
+        &client
+            .send(
+                "PUT",
+                &capabilities,
+                json!({"capabilities": ["mcp:nowhere"]}),
+            )
+            .await,
+        422,
+        "invalid",
+    );
+    let (status, set) = client
+        .send(
+            "PUT",
+            &capabilities,
+            json!({"capabilities": ["mcp:counting"]}),
+        )
+        .await;
+    assert_eq!(status, 200, "{set}");
+
+    let (_, session) = client
+        .send("POST", &format!("/v1/agents/{a}/sessions"), json!({}))
+        .await;
+    let path = format!(
+        "/v1/agents/{a}/sessions/{}",
+        session["id"].as_str().unwrap()
+    );
+    let (status, posted) = client
+        .send(
+            "POST",
+            &format!("{path}/messages"),
+            json!({"content": [{"type": "text", "text": "What is 2 + 40?"}]}),
+        )
+        .await;
+    assert_eq!(status, 201, "{posted}");
+    let mut events = serde_json::Value::Null;
+    for _ in 0..500 {
+        let (_, read) = client.get(&path).await;
+        if read["finished_at"].is_string() {
+            events = client.get(&format!("{path}/events?limit=100")).await.1;
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    assert_eq!(calls.seen(), ["add"], "the server was called once");
+    let text = events.to_string();
+    assert!(text.contains("2 + 40 = 42"), "{text}");
+}
