@@ -195,6 +195,20 @@ async fn servers_that_cannot_start_or_speak_no_mcp_are_errors_not_hangs() {
 }
 
 #[tokio::test]
+async fn malformed_lines_from_a_server_are_skipped_and_the_call_still_answered() {
+    // A line that is not JSON-RPC and a reply whose id answers no request, written on the
+    // protocol's stdout in the middle of a call: skipped, the call answered, the next too.
+    let calls = Calls::new();
+    let server = counting_stdio(&calls).call_timeout(Duration::from_secs(3));
+    let client = McpClient::connect(&server).await.unwrap();
+    let answered = client.call("garbage", json!({})).await.unwrap();
+    assert_eq!(answered, json!({ "result": "after the garbage" }));
+    let next = client.call("add", json!({ "a": 1, "b": 2 })).await.unwrap();
+    assert_eq!(next, json!({ "result": 3 }));
+    assert_eq!(calls.seen(), ["garbage", "add"]);
+}
+
+#[tokio::test]
 async fn a_list_changed_notification_relists_the_tools() {
     let calls = Calls::new();
     let client = McpClient::connect(&counting_stdio(&calls)).await.unwrap();

@@ -9,8 +9,8 @@ count the calls that reached the server (zero during a replay, a cassette or a f
                                            # requests need `Authorization: Bearer TOKEN` and
                                            # `X-Team: research`, else 401
 
-Tools: add, slow (sleeps), fail (a tool error), crash (the process exits), garbage (writes a
-non-MCP line on stdout, stdio only), grow (adds the tool `grown` and says the list changed).
+Tools: add, slow (sleeps), fail (a tool error), crash (the process exits), garbage (writes
+non-MCP lines on stdout, stdio only), grow (adds the tool `grown` and says the list changed).
 """
 
 import os
@@ -55,6 +55,15 @@ def crash() -> str:
     sys.stderr.write("counting: crashing on purpose\n")
     sys.stderr.flush()
     os._exit(3)
+
+
+@server.tool(description="Writes a line that is not JSON-RPC on stdout (stdio), then a reply whose id answers nothing, then answers.")
+def garbage() -> str:
+    count("garbage")
+    sys.stdout.write("this is not JSON-RPC\n")
+    sys.stdout.write('{"jsonrpc": "2.0", "id": 987654, "result": {"content": "not a list"}}\n')
+    sys.stdout.flush()
+    return "after the garbage"
 
 
 @server.tool(description="Adds the tool `grown` and announces the change.")
