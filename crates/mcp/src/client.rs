@@ -137,12 +137,6 @@ impl McpClient {
             catalog: catalog.clone(),
             server: server.name().to_owned(),
         };
-        let within = server.connect_timeout_value();
-        let timed_out = || McpError::Timeout {
-            server: server.name().to_owned(),
-            what: "the handshake".into(),
-            after: within,
-        };
         let (served, stderr) = match server.transport() {
             McpTransport::Stdio {
                 command,
@@ -164,14 +158,7 @@ impl McpClient {
                         source,
                     })?;
                 let tail = stderr.map(keep_tail);
-                let served = tokio::time::timeout(
-                    within,
-                    handler.serve_with_lifecycle(transport, lifecycle()),
-                )
-                .await
-                .map_err(|_| timed_out())?
-                .map_err(|err| err.to_string());
-                (served, tail)
+                (handshake(handler, transport, server).await?, tail)
             }
             McpTransport::Http {
                 url,
@@ -185,14 +172,7 @@ impl McpClient {
                     config = config.auth_header(token.clone());
                 }
                 let transport = StreamableHttpClientTransport::from_config(config);
-                let served = tokio::time::timeout(
-                    within,
-                    handler.serve_with_lifecycle(transport, lifecycle()),
-                )
-                .await
-                .map_err(|_| timed_out())?
-                .map_err(|err| err.to_string());
-                (served, None)
+                (handshake(handler, transport, server).await?, None)
             }
         };
         let service = served.map_err(|message| McpError::Connect {
@@ -420,6 +400,28 @@ fn header_map(
             ))
         })
         .collect()
+}
+
+/// Starts the MCP session over `transport` within the server's connect timeout: the
+/// service, or why the handshake failed (to be told with the server's stderr).
+async fn handshake<T, E, A>(
+    handler: Handler,
+    transport: T,
+    server: &McpServer,
+) -> Result<Result<RunningService<RoleClient, Handler>, String>, McpError>
+where
+    T: rmcp::transport::IntoTransport<RoleClient, E, A>,
+    E: std::error::Error + Send + Sync + 'static,
+{
+    let within = server.connect_timeout_value();
+    let served = tokio::time::timeout(within, handler.serve_with_lifecycle(transport, lifecycle()))
+        .await
+        .map_err(|_| McpError::Timeout {
+            server: server.name().to_owned(),
+            what: "the handshake".into(),
+            after: within,
+        })?;
+    Ok(served.map_err(|err| err.to_string()))
 }
 
 /// The handshake: `server/discover` for servers of protocol 2026-07-28, falling back to the
