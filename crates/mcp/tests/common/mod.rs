@@ -1,89 +1,27 @@
 //! The real MCP servers the tests run, installed from the registries into the workspace's
-//! ignored `target/` on first use (pinned versions): `@modelcontextprotocol/server-everything`
-//! from npm (run with node), and the official Python SDK (`mcp` from PyPI) for
-//! `tests/servers/counting.py`. Without node, npm, python3 or the registries the tests fail,
-//! saying so: they never skip.
+//! ignored `target/` on first use (pinned versions, see `pinned.rs`, which the bench shares):
+//! `@modelcontextprotocol/server-everything` from npm (run with node), and the official Python
+//! SDK (`mcp` from PyPI) for `tests/servers/counting.py`. Without node, npm, python3 or the
+//! registries the tests fail, saying so: they never skip.
 #![allow(dead_code, clippy::unwrap_used)]
 
-use std::net::{TcpListener, TcpStream};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
-use std::sync::Mutex;
-use std::time::{Duration, Instant};
+mod pinned;
+
+use std::path::PathBuf;
+use std::process::Command;
 
 use openharness_mcp::McpServer;
 
-/// The npm release of the reference server.
-pub(crate) const EVERYTHING: &str = "@modelcontextprotocol/server-everything@2026.8.31";
-/// The PyPI release of the Python SDK.
-pub(crate) const PYTHON_SDK: &str = "mcp==2.3.0";
-
-/// One install at a time (the tests of a binary run in parallel).
-static INSTALL: Mutex<()> = Mutex::new(());
-
-/// The workspace's `target/`, where the installs live (ignored by git).
-pub(crate) fn target() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target")
-}
-
-fn run(command: &mut Command) -> Output {
-    command
-        .output()
-        .unwrap_or_else(|err| panic!("cannot run {command:?}: {err}"))
-}
-
-fn check(what: &str, output: &Output) {
-    assert!(
-        output.status.success(),
-        "{what} failed (is the registry reachable?): {}{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
-}
+pub(crate) use pinned::Running;
 
 /// The venv's python with the pinned `mcp`, installed on first use.
 pub(crate) fn python() -> PathBuf {
-    let _once = INSTALL.lock().unwrap_or_else(|e| e.into_inner());
-    let venv = target().join("mcp-venv");
-    let python = venv.join("bin/python");
-    let marker = venv.join(format!("installed-{PYTHON_SDK}"));
-    if !marker.exists() {
-        check(
-            "python3 -m venv",
-            &run(Command::new("python3").args(["-m", "venv"]).arg(&venv)),
-        );
-        check(
-            &format!("pip install {PYTHON_SDK}"),
-            &run(Command::new(venv.join("bin/pip")).args(["install", "--quiet", PYTHON_SDK])),
-        );
-        std::fs::write(&marker, "").unwrap();
-    }
-    python
+    pinned::python().unwrap_or_else(|err| panic!("{err}"))
 }
 
 /// The reference server's entry point, installed on first use.
 pub(crate) fn everything_js() -> PathBuf {
-    let _once = INSTALL.lock().unwrap_or_else(|e| e.into_inner());
-    let prefix = target().join("mcp-node");
-    let marker = prefix.join(format!("installed-{}", EVERYTHING.replace('/', "+")));
-    if !marker.exists() {
-        std::fs::create_dir_all(&prefix).unwrap();
-        check(
-            &format!("npm install {EVERYTHING}"),
-            &run(Command::new("npm")
-                .args([
-                    "install",
-                    "--no-audit",
-                    "--no-fund",
-                    "--no-save",
-                    "--prefix",
-                ])
-                .arg(&prefix)
-                .arg(EVERYTHING)),
-        );
-        std::fs::write(&marker, "").unwrap();
-    }
-    prefix.join("node_modules/@modelcontextprotocol/server-everything/dist/index.js")
+    pinned::everything_js().unwrap_or_else(|err| panic!("{err}"))
 }
 
 /// The reference server over stdio.
@@ -95,11 +33,7 @@ pub(crate) fn everything_stdio() -> McpServer {
 
 /// `tests/servers/counting.py`'s path.
 pub(crate) fn counting_script() -> String {
-    // From any crate of `crates/` (other crates' tests include this module).
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../mcp/tests/servers/counting.py")
-        .to_string_lossy()
-        .into_owned()
+    pinned::counting_script().to_string_lossy().into_owned()
 }
 
 /// A file the counting server appends each call to.
@@ -139,50 +73,7 @@ pub(crate) fn counting_stdio_named(name: &str, calls: &Calls) -> McpServer {
 
 /// A free port on 127.0.0.1.
 pub(crate) fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .unwrap()
-        .port()
-}
-
-/// A server process, killed when dropped.
-pub(crate) struct Running {
-    child: Child,
-    pub(crate) url: String,
-}
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl Running {
-    /// Starts `command` and waits until it accepts connections on `port`.
-    pub(crate) fn start(command: &mut Command, port: u16) -> Self {
-        let child = command
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap_or_else(|err| panic!("cannot start {command:?}: {err}"));
-        let mut running = Self {
-            child,
-            url: format!("http://127.0.0.1:{port}/mcp"),
-        };
-        let deadline = Instant::now() + Duration::from_secs(30);
-        while TcpStream::connect(("127.0.0.1", port)).is_err() {
-            if let Ok(Some(status)) = running.child.try_wait() {
-                panic!("{command:?} exited early: {status}");
-            }
-            assert!(
-                Instant::now() < deadline,
-                "{command:?} never listened on {port}"
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        running
-    }
+    pinned::free_port().unwrap_or_else(|err| panic!("{err}"))
 }
 
 /// The reference server over Streamable HTTP on a free port.
@@ -195,6 +86,7 @@ pub(crate) fn everything_http() -> Running {
             .env("PORT", port.to_string()),
         port,
     )
+    .unwrap_or_else(|err| panic!("{err}"))
 }
 
 /// The counting server over Streamable HTTP on a free port, requiring `token` (and the header
@@ -210,5 +102,5 @@ pub(crate) fn counting_http(calls: &Calls, token: Option<&str>) -> Running {
     if let Some(token) = token {
         command.arg(token);
     }
-    Running::start(&mut command, port)
+    Running::start(&mut command, port).unwrap_or_else(|err| panic!("{err}"))
 }
