@@ -14,7 +14,8 @@
 //! The default features are the common case: `store` (`MemoryStore`, `RedbStore`),
 //! `provider` (the HTTP providers and `ScriptedProvider`), `tape`, `projection` and `host`.
 //! `postgres` adds `PostgresStore`; `eval` adds experiments ([`eval`]: variants compared
-//! from identical forked state). With `default-features = false` only the core is left:
+//! from identical forked state); `otel` adds OpenTelemetry export ([`otel`]: a session's log as
+//! GenAI spans over OTLP). With `default-features = false` only the core is left:
 //! events, handlers, agents, the event loop, the macros and the ports, without redb or the
 //! HTTP stack.
 //!
@@ -104,6 +105,14 @@ pub mod eval {
     pub use openharness_eval::*;
 }
 
+/// OpenTelemetry (feature `otel`): a session's log as spans after the GenAI semantic
+/// conventions ([`otel::SessionSpans`]), exported after the fact ([`otel::export_sessions`]) or
+/// live as events are recorded ([`otel::LiveExport`]), with ids derived from the log.
+#[cfg(feature = "otel")]
+pub mod otel {
+    pub use openharness_otel::*;
+}
+
 /// The names a workflow definition needs, in one import.
 pub mod prelude {
     pub use openharness_core::builtin::{
@@ -135,6 +144,7 @@ pub mod __private {
     feature = "store",
     feature = "provider",
     feature = "tape",
-    feature = "eval"
+    feature = "eval",
+    feature = "otel"
 ))]
 pub struct ReadmeDoctests;
