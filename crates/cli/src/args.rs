@@ -126,6 +126,10 @@ pub(crate) enum Command<E: Subcommand> {
     /// (`run`, `list`, `show`, `compare`, `rescore`).
     #[command(subcommand)]
     Eval(crate::eval::EvalCommand),
+    /// OpenTelemetry: send recorded sessions to a collector as GenAI spans (`export`). With
+    /// OTEL_EXPORTER_OTLP_ENDPOINT set, every command that records exports live too.
+    #[command(subcommand)]
+    Otel(crate::otel::OtelCommand),
     /// Maintain the /v1 platform's records in the store (`rotate-keys`).
     #[command(subcommand)]
     Platform(crate::platform::PlatformCommand),
@@ -146,6 +150,7 @@ impl<E: Subcommand> Command<E> {
                 | Self::Fork(_)
                 | Self::Check
                 | Self::Platform(_)
+                | Self::Otel(_)
         )
     }
 }

@@ -127,6 +127,9 @@ pub enum CliError {
     /// Encoding JSON failed.
     #[error("could not encode JSON")]
     Json(#[from] serde_json::Error),
+    /// An OpenTelemetry export failed (no endpoint, the collector refused, ...).
+    #[error(transparent)]
+    Otel(#[from] openharness::otel::OtelError),
     /// `export` or `import` failed.
     #[error(transparent)]
     Transfer(#[from] crate::transfer::TransferCliError),
@@ -258,6 +261,7 @@ pub(crate) async fn run<E: clap::Subcommand>(
         )),
         Command::Platform(command) => crate::platform::run(command, context).await,
         Command::Eval(command) => crate::eval::run(command, context).await,
+        Command::Otel(command) => crate::otel::run(command, context).await,
         Command::Transfer(command) => {
             Ok(crate::transfer::run(command, context.store_path(), context.out()).await?)
         }
