@@ -375,7 +375,18 @@ impl SessionSpans {
             span.attributes
                 .push(KeyValue::new("openharness.fork.state_hash", hash.clone()));
         }
-        span.links.extend(link);
+        if let Some(link) = link {
+            // Mirrored as attributes: not every backend keeps links (Arize Phoenix drops them).
+            span.attributes.push(KeyValue::new(
+                "openharness.fork.parent_trace_id",
+                link.trace_id.to_string(),
+            ));
+            span.attributes.push(KeyValue::new(
+                "openharness.fork.parent_span_id",
+                link.span_id.to_string(),
+            ));
+            span.links.push(link);
+        }
     }
 
     fn workflow_completed(

@@ -324,6 +324,12 @@ fn a_fork_links_its_first_span_to_the_parents_span_at_the_fork_position() {
     assert_eq!(root.name, "invoke_workflow triage");
     assert_eq!(root.links, vec![weather.reference()]);
     assert_eq!(
+        root.attribute("openharness.fork.parent_span_id")
+            .map(Value::as_str)
+            .as_deref(),
+        Some(weather.span_id.to_string().as_str())
+    );
+    assert_eq!(
         root.attribute("openharness.fork.parent")
             .map(Value::as_str)
             .as_deref(),
