@@ -27,6 +27,8 @@ mod ids;
 mod live;
 mod mapping;
 mod span;
+#[cfg(feature = "testing")]
+pub mod testing;
 
 pub use error::OtelError;
 pub use export::{

@@ -87,7 +87,7 @@ pub struct ExportStats {
 
 #[derive(Debug, Default)]
 struct Counters {
-    /// Per session, the first seq the queue dropped and the worker has not read back.
+    /// Per session, the first seq the queue dropped (kept: the worker reads gaps back by seq).
     dropped_from: std::sync::Mutex<HashMap<SessionId, u64>>,
     queued: AtomicU64,
     dropped: AtomicU64,
@@ -377,17 +377,13 @@ impl Worker {
         while let Ok(appended) = receiver.try_recv() {
             self.take(appended).await;
         }
-        let mut sessions: Vec<SessionId> = self.sessions.keys().cloned().collect();
-        sessions.extend(self.counters.dropped_from().keys().cloned());
-        sessions.sort();
-        sessions.dedup();
-        for session in sessions {
-            self.catch_up(&session, u64::MAX).await;
-            if let Some(mapping) = self
-                .sessions
-                .get_mut(&session)
-                .and_then(|f| f.mapping.take())
-            {
+        // Appends dropped at a session's end have no later append to reveal them.
+        let dropped: Vec<SessionId> = self.counters.dropped_from().keys().cloned().collect();
+        for session in &dropped {
+            self.catch_up(session, u64::MAX).await;
+        }
+        for followed in self.sessions.values_mut() {
+            if let Some(mapping) = followed.mapping.take() {
                 self.pending.extend(mapping.finish());
             }
         }
@@ -396,46 +392,45 @@ impl Worker {
 
     /// Maps one append, reading back first whatever the queue dropped before it.
     async fn take(&mut self, appended: Appended) {
-        self.catch_up(&appended.session, appended.first).await;
         let Appended {
             session,
             first,
             events,
         } = appended;
+        self.catch_up(&session, first).await;
         for (seq, event) in (first..).zip(&events) {
             self.push(&session, seq, event).await;
         }
     }
 
-    /// Reads back from the store the events of `session` the queue dropped, up to `until`.
+    /// Reads back from the store the events of `session` the queue dropped, before `until`: a
+    /// followed session's gap (from the next seq it expects), or the dropped start of a session
+    /// not seen yet.
     async fn catch_up(&mut self, session: &SessionId, until: u64) {
-        let dropped = self.counters.dropped_from().get(session).copied();
-        let Some(dropped) = dropped else {
-            return;
+        let next = match self.sessions.get(session) {
+            Some(followed) => followed.next,
+            None => match self.counters.dropped_from().get(session) {
+                Some(&dropped) => dropped,
+                // Never dropped: a session with history from before the export began starts here.
+                None => return,
+            },
         };
-        // From the first event not seen: a session followed already has a gap at its `next`; one
-        // whose first appends were all dropped starts where the drops began.
-        let next = self
-            .sessions
-            .get(session)
-            .map_or(dropped, |followed| followed.next);
-        if next < until {
-            let events = match self.store.events(session, next..until).await {
-                Ok(events) => events,
-                Err(err) => {
-                    tracing::warn!(%session, %err, "cannot read back the events the OpenTelemetry queue dropped");
-                    self.counters.dropped_from().remove(session);
-                    return;
-                }
-            };
-            self.counters
-                .recovered
-                .fetch_add(events.len() as u64, Ordering::Relaxed);
-            for (seq, event) in (next..).zip(&events) {
-                self.push(session, seq, event).await;
-            }
+        if next >= until {
+            return;
         }
-        self.counters.dropped_from().remove(session);
+        let events = match self.store.events(session, next..until).await {
+            Ok(events) => events,
+            Err(err) => {
+                tracing::warn!(%session, %err, "cannot read back the events the OpenTelemetry queue dropped");
+                return;
+            }
+        };
+        self.counters
+            .recovered
+            .fetch_add(events.len() as u64, Ordering::Relaxed);
+        for (seq, event) in (next..).zip(&events) {
+            self.push(session, seq, event).await;
+        }
     }
 
     async fn push(&mut self, session: &SessionId, seq: u64, event: &Envelope) {
