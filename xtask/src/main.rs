@@ -10,7 +10,7 @@
 //!   nothing and fails, listing the files, when the checked-in ones differ from what the code
 //!   generates.
 //! - `cargo xtask bench <suite>`: builds `openharness-bench` in release and runs a suite
-//!   (`tape`, `sessions`, `server`, `platform`, `chat`, `eval`), which prints each figure with
+//!   (`tape`, `sessions`, `server`, `platform`, `chat`, `eval`, `otel`), which prints each figure with
 //!   a baseline measured in the same run, the ratio and the goal. `platform` (the `/v1` API
 //!   against the native server) adds PostgreSQL rows when `OPENHARNESS_TEST_POSTGRES` is set.
 //! - `cargo xtask schemathesis`: the server against its own OpenAPI document with schemathesis
@@ -38,7 +38,7 @@ enum Step {
     Schemathesis,
 }
 
-const USAGE: &str = "usage: cargo xtask ci | schemas [--check] | bench stores | bench tape | bench sessions | bench race | bench server | bench platform | bench chat | bench eval";
+const USAGE: &str = "usage: cargo xtask ci | schemas [--check] | bench stores | bench tape | bench sessions | bench race | bench server | bench platform | bench chat | bench eval | bench otel";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -126,6 +126,15 @@ fn main() -> ExitCode {
             "openharness-bench",
             "--",
             "eval",
+        ])],
+        ["bench", "otel"] => vec![Step::Cargo(&[
+            "run",
+            "--release",
+            "--quiet",
+            "--package",
+            "openharness-bench",
+            "--",
+            "otel",
         ])],
         ["bench", "race"] => vec![Step::Cargo(&[
             "run",

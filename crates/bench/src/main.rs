@@ -12,10 +12,12 @@
 //! per second, on redb and PostgreSQL) and `chat` (the chat reply decoded from a model's
 //! streamed JSON against streaming raw text) and `eval` (an experiment's runs against a plain
 //! loop of the same sessions, re-scoring recorded runs, the model calls a fork of a recording
-//! does not spend).
+//! does not spend) and `otel` (the race shape with live span export against without, and a
+//! burst of 10 000 events/s into a collector: spans sent + failed = produced).
 
 mod chat;
 mod eval;
+mod otel;
 mod platform;
 mod race;
 mod report;
@@ -42,6 +44,7 @@ fn main() -> ExitCode {
         Some("platform") => platform::run(),
         Some("chat") => chat::run(),
         Some("eval") => eval::run(),
+        Some("otel") => otel::run(),
         Some("race-ours") => race::child(
             std::env::args().nth(2),
             std::env::args().nth(3),
@@ -49,7 +52,7 @@ fn main() -> ExitCode {
         ),
         _ => {
             eprintln!(
-                "usage: openharness-bench tape | sessions | race | server | platform | chat | eval"
+                "usage: openharness-bench tape | sessions | race | server | platform | chat | eval | otel"
             );
             ExitCode::from(2)
         }
