@@ -231,12 +231,12 @@ where
     let mut events = store.stream_events(session, 0..u64::MAX);
     while let Some(recorded) = events.next().await {
         let recorded = recorded.map_err(read_failed)?;
-        if recorded.seq == 0 && recorded.event.name == SessionForked::NAME {
-            if let Ok(forked) = recorded.event.decode::<SessionForked>() {
-                if let Some(link) = fork_link(store, &forked).await? {
-                    mapping.link_fork(link);
-                }
-            }
+        if recorded.seq == 0
+            && recorded.event.name == SessionForked::NAME
+            && let Ok(forked) = recorded.event.decode::<SessionForked>()
+            && let Some(link) = fork_link(store, &forked).await?
+        {
+            mapping.link_fork(link);
         }
         pending.extend(mapping.push(recorded.seq, &recorded.event));
         if pending.len() >= BATCH {

@@ -450,14 +450,15 @@ impl Worker {
             Some(mapping) => mapping,
             None => {
                 let mut mapping = SessionSpans::new(session.clone(), self.options.spans);
-                if seq == 0 && event.name == SessionForked::NAME {
-                    if let Ok(forked) = event.decode::<SessionForked>() {
-                        match fork_link(self.store.as_ref(), &forked).await {
-                            Ok(Some(link)) => mapping.link_fork(link),
-                            Ok(None) => {}
-                            Err(err) => {
-                                tracing::warn!(%session, %err, "a fork's span is exported without its link to its parent");
-                            }
+                if seq == 0
+                    && event.name == SessionForked::NAME
+                    && let Ok(forked) = event.decode::<SessionForked>()
+                {
+                    match fork_link(self.store.as_ref(), &forked).await {
+                        Ok(Some(link)) => mapping.link_fork(link),
+                        Ok(None) => {}
+                        Err(err) => {
+                            tracing::warn!(%session, %err, "a fork's span is exported without its link to its parent");
                         }
                     }
                 }

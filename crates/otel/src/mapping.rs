@@ -29,7 +29,7 @@ use openharness_core::builtin::{
 };
 use openharness_core::{Envelope, EventId, SessionId};
 use opentelemetry::KeyValue;
-use opentelemetry::trace::{SpanKind, Status};
+use opentelemetry::trace::{SpanId, SpanKind, Status, TraceId};
 
 use crate::ids::{Role, span_id, trace_id};
 use crate::span::{Span, SpanEvent, SpanRef};
@@ -245,18 +245,20 @@ impl SessionSpans {
         closed
     }
 
+    /// A new span of `role`, opened by the event at `seq` recorded at `time`.
     fn base(
         &self,
         role: Role,
-        trace: opentelemetry::trace::TraceId,
-        parent: Option<opentelemetry::trace::SpanId>,
-        seq: u64,
-        time: DateTime<Utc>,
+        (seq, time): (u64, DateTime<Utc>),
+        (trace, parent): (TraceId, Option<SpanId>),
         name: String,
-        kind: SpanKind,
-        operation: &'static str,
-        openinference: &'static str,
     ) -> Span {
+        let (operation, openinference, kind) = match role {
+            Role::Turn | Role::Trace => ("invoke_workflow", "CHAIN", SpanKind::Internal),
+            Role::Agent => ("invoke_agent", "AGENT", SpanKind::Internal),
+            Role::Chat => ("chat", "LLM", SpanKind::Client),
+            Role::Tool => ("execute_tool", "TOOL", SpanKind::Internal),
+        };
         let mut attributes = vec![
             KeyValue::new("gen_ai.operation.name", operation),
             KeyValue::new("gen_ai.conversation.id", self.session.as_str().to_owned()),
@@ -298,14 +300,9 @@ impl SessionSpans {
         };
         let mut span = self.base(
             Role::Turn,
-            trace_id(&self.session, seq),
-            None,
-            seq,
-            time,
+            (seq, time),
+            (trace_id(&self.session, seq), None),
             name,
-            SpanKind::Internal,
-            "invoke_workflow",
-            "CHAIN",
         );
         if let Some(workflow) = workflow {
             span.attributes
@@ -438,14 +435,9 @@ impl SessionSpans {
         };
         let mut span = self.base(
             Role::Agent,
-            trace,
-            parent,
-            seq,
-            time,
+            (seq, time),
+            (trace, parent),
             format!("invoke_agent {}", started.agent),
-            SpanKind::Internal,
-            "invoke_agent",
-            "AGENT",
         );
         span.attributes
             .push(KeyValue::new("gen_ai.agent.name", started.agent.clone()));
@@ -496,8 +488,8 @@ impl SessionSpans {
     fn chat_span(
         &self,
         agent: &OpenAgent,
-        trace: opentelemetry::trace::TraceId,
-        parent: opentelemetry::trace::SpanId,
+        trace: TraceId,
+        parent: SpanId,
         seq: u64,
         time: DateTime<Utc>,
     ) -> Span {
@@ -505,17 +497,7 @@ impl SessionSpans {
             Some(model) => format!("chat {model}"),
             None => "chat".to_owned(),
         };
-        let mut span = self.base(
-            Role::Chat,
-            trace,
-            Some(parent),
-            seq,
-            time,
-            name,
-            SpanKind::Client,
-            "chat",
-            "LLM",
-        );
+        let mut span = self.base(Role::Chat, (seq, time), (trace, Some(parent)), name);
         span.attributes
             .push(KeyValue::new("gen_ai.agent.name", agent.agent.clone()));
         if let Some(model) = &agent.model {
@@ -655,14 +637,9 @@ impl SessionSpans {
         let (trace, parent) = (agent.open.span.trace_id, agent.open.span.span_id);
         let mut span = self.base(
             Role::Tool,
-            trace,
-            Some(parent),
-            seq,
-            time,
+            (seq, time),
+            (trace, Some(parent)),
             format!("execute_tool {}", called.tool),
-            SpanKind::Internal,
-            "execute_tool",
-            "TOOL",
         );
         span.attributes
             .push(KeyValue::new("gen_ai.tool.name", called.tool.clone()));

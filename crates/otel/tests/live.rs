@@ -2,6 +2,7 @@
 //! ([`Receiver`]): a full queue drops and counts but loses no span (dropped events are read
 //! back from the store); a refusing collector never fails a run and is counted; the fork's
 //! link is on the wire; a refused after-the-fact export is a typed error.
+#![allow(clippy::unwrap_used, missing_docs)]
 
 mod kit;
 
@@ -120,7 +121,7 @@ async fn a_refusing_collector_never_fails_a_run_and_its_losses_are_counted() {
     // After the fact, a refusal is an error that says where and how many.
     let err = export_sessions(
         memory.as_ref(),
-        &[outcome.session.clone()],
+        std::slice::from_ref(&outcome.session),
         &Collector::new(&receiver.endpoint()).unwrap(),
         SpanOptions::default(),
     )
