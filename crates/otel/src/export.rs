@@ -36,10 +36,19 @@ pub struct Endpoint {
 
 impl Endpoint {
     /// A collector's base URL, as `OTEL_EXPORTER_OTLP_ENDPOINT` gives it: spans go to
-    /// `{url}/v1/traces`.
+    /// `{url}/v1/traces` (a URL that already ends so is taken as it is).
+    ///
+    /// ```
+    /// use openharness_otel::Endpoint;
+    /// assert_eq!(Endpoint::base("http://collector:4318/v1/traces").url(), "http://collector:4318/v1/traces");
+    /// ```
     pub fn base(url: &str) -> Self {
+        let url = url.trim_end_matches('/');
+        if url.ends_with("/v1/traces") {
+            return Self::traces(url);
+        }
         Self {
-            traces: format!("{}/v1/traces", url.trim_end_matches('/')),
+            traces: format!("{url}/v1/traces"),
         }
     }
 
