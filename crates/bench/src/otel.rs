@@ -199,7 +199,7 @@ async fn burst() -> Fallible<Vec<Row>> {
     'turns: for t in 0..turns {
         let session: SessionId = format!("burst-{t}").parse()?;
         for (seq, event) in (0u64..).zip(turn()) {
-            if appended % per_ms == 0 {
+            if appended.is_multiple_of(per_ms) {
                 tick.tick().await;
             }
             recording.append(&session, &[event], seq).await?;
