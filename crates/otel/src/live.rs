@@ -117,8 +117,13 @@ impl Counters {
 /// One append, as the worker gets it.
 struct Appended {
     session: SessionId,
+    /// The seq of the append's first event.
     first: u64,
-    events: Vec<Envelope>,
+    /// The seq after its last.
+    end: u64,
+    /// The events that take part in spans ([`SessionSpans::maps`]), with their seqs: the
+    /// others are not copied.
+    events: Vec<(u64, Envelope)>,
 }
 
 /// Spans exported as a store's events are recorded: run your workflows on
@@ -260,10 +265,16 @@ impl Store for ExportingStore {
         let len = self.inner.append(session, events, expected_seq).await?;
         if !events.is_empty() {
             let n = events.len() as u64;
+            let first = len.saturating_sub(n);
             let appended = Appended {
                 session: session.clone(),
-                first: len.saturating_sub(n),
-                events: events.to_vec(),
+                first,
+                end: len,
+                events: (first..)
+                    .zip(events)
+                    .filter(|(_, event)| SessionSpans::maps(&event.name))
+                    .map(|(seq, event)| (seq, event.clone()))
+                    .collect(),
             };
             self.counters.queued.fetch_add(n, Ordering::Relaxed);
             if let Err(err) = self.sender.try_send(appended) {
@@ -395,12 +406,19 @@ impl Worker {
         let Appended {
             session,
             first,
+            end,
             events,
         } = appended;
         self.catch_up(&session, first).await;
-        for (seq, event) in (first..).zip(&events) {
-            self.push(&session, seq, event).await;
+        for (seq, event) in &events {
+            self.push(&session, *seq, event).await;
         }
+        // The events it did not copy are seen too: no gap to read back.
+        let followed = self.sessions.entry(session).or_insert_with(|| Followed {
+            mapping: None,
+            next: end,
+        });
+        followed.next = followed.next.max(end);
     }
 
     /// Reads back from the store the events of `session` the queue dropped, before `until`: a
@@ -445,6 +463,9 @@ impl Worker {
             return; // seen already (read back before its append arrived)
         }
         followed.next = seq + 1;
+        if !SessionSpans::maps(&event.name) {
+            return;
+        }
         let mapping = followed.mapping.take();
         let mut mapping = match mapping {
             Some(mapping) => mapping,

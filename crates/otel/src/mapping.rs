@@ -27,7 +27,7 @@ use openharness_core::builtin::{
     AgentCompleted, AgentStarted, Builtin, ErrorOccurred, Outcome, OutputRejected, SessionForked,
     ToolCalled, ToolResult, UserInput, WorkflowCompleted, WorkflowStarted,
 };
-use openharness_core::{Envelope, EventId, SessionId};
+use openharness_core::{Envelope, Event, EventId, SessionId};
 use opentelemetry::KeyValue;
 use opentelemetry::trace::{SpanId, SpanKind, Status, TraceId};
 
@@ -195,10 +195,40 @@ impl SessionSpans {
         }
     }
 
+    /// Whether events named `name` take part in the spans: the built-in events of turns, agent
+    /// and tool calls, forks, errors and rejected outputs. Others (a workflow's own events,
+    /// streamed text) are skipped whole, so a live export need not even queue them.
+    ///
+    /// ```
+    /// use openharness_otel::SessionSpans;
+    /// assert!(SessionSpans::maps("agent:started"));
+    /// assert!(!SessionSpans::maps("text:delta"));
+    /// assert!(!SessionSpans::maps("plan:created"));
+    /// ```
+    pub fn maps(name: &str) -> bool {
+        [
+            WorkflowStarted::NAME,
+            WorkflowCompleted::NAME,
+            SessionForked::NAME,
+            UserInput::NAME,
+            AgentStarted::NAME,
+            AgentCompleted::NAME,
+            ToolCalled::NAME,
+            ToolResult::NAME,
+            ErrorOccurred::NAME,
+            OutputRejected::NAME,
+        ]
+        .contains(&name)
+    }
+
     /// Takes the event at `seq` and returns the spans it closed (innermost first). Events that
-    /// are not built-in, or do not decode, only move the clock.
+    /// do not [take part](Self::maps) are skipped; spans left open at the end close at the last
+    /// event that does.
     pub fn push(&mut self, seq: u64, event: &Envelope) -> Vec<Span> {
         let mut closed = Vec::new();
+        if !Self::maps(&event.name) {
+            return closed;
+        }
         let time = event.timestamp;
         match Builtin::decode(event) {
             Some(Ok(Builtin::WorkflowStarted(started))) => {
