@@ -17,8 +17,9 @@ use openharness_core::{
     CancellationToken, Claim, Envelope, Event, EventStream, SessionId, SessionInfo, Snapshot,
     Store, StoreError, Subscription,
 };
+use tokio::runtime::Handle;
 use tokio::sync::mpsc;
-use tokio::task::JoinHandle;
+use tokio::sync::oneshot;
 
 use crate::export::{BATCH, Collector, fork_link};
 use crate::mapping::{SessionSpans, SpanOptions};
@@ -148,25 +149,52 @@ pub struct LiveExport {
     store: Arc<ExportingStore>,
     counters: Arc<Counters>,
     stop: CancellationToken,
-    worker: JoinHandle<()>,
+    done: oneshot::Receiver<()>,
 }
 
 impl LiveExport {
-    /// Starts the worker (on the current tokio runtime) exporting what is appended to the
-    /// returned [`store`](Self::store), a wrapper of `store`.
+    /// Starts the worker exporting what is appended to the returned [`store`](Self::store), a
+    /// wrapper of `store`. Call it inside a tokio runtime: the worker runs on a thread of its
+    /// own (with a runtime of its own), so mapping and sending never hold up the tasks of the
+    /// run; what it reads back from `store` it reads on the caller's runtime.
     pub fn start(store: Arc<dyn Store>, collector: Collector, options: LiveOptions) -> Self {
         let (sender, receiver) = mpsc::channel(options.queue);
         let counters = Arc::new(Counters::default());
         let stop = CancellationToken::new();
         let worker = Worker {
             store: Arc::clone(&store),
+            main: Handle::try_current().ok(),
             collector,
             options,
             counters: Arc::clone(&counters),
             sessions: HashMap::new(),
             pending: Vec::new(),
         };
-        let worker = tokio::spawn(worker.run(receiver, stop.clone()));
+        let (finished, done) = oneshot::channel();
+        let job = {
+            let stop = stop.clone();
+            async move {
+                worker.run(receiver, stop).await;
+                let _ = finished.send(());
+            }
+        };
+        match tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+        {
+            Ok(runtime) => {
+                let spawned = std::thread::Builder::new()
+                    .name("openharness-otel".to_owned())
+                    .spawn(move || runtime.block_on(job));
+                if let Err(err) = spawned {
+                    tracing::warn!(%err, "no thread for the OpenTelemetry export: nothing is exported");
+                }
+            }
+            Err(err) => {
+                tracing::debug!(%err, "the OpenTelemetry export runs on the caller's runtime");
+                tokio::spawn(job);
+            }
+        }
         Self {
             store: Arc::new(ExportingStore {
                 inner: store,
@@ -175,7 +203,7 @@ impl LiveExport {
             }),
             counters,
             stop,
-            worker,
+            done,
         }
     }
 
@@ -196,9 +224,7 @@ impl LiveExport {
     /// (a warning when spans were lost) and returns them.
     pub async fn shutdown(self, timeout: Duration) -> ExportStats {
         self.stop.cancel();
-        let mut worker = self.worker;
-        if tokio::time::timeout(timeout, &mut worker).await.is_err() {
-            worker.abort();
+        if tokio::time::timeout(timeout, self.done).await.is_err() {
             tracing::warn!(
                 "the OpenTelemetry export did not finish within {timeout:?}: what was left unsent is lost"
             );
@@ -358,6 +384,8 @@ struct Followed {
 
 struct Worker {
     store: Arc<dyn Store>,
+    /// The runtime the store was used on (a PostgreSQL pool's connections live there).
+    main: Option<Handle>,
     collector: Collector,
     options: LiveOptions,
     counters: Arc<Counters>,
@@ -366,6 +394,44 @@ struct Worker {
 }
 
 impl Worker {
+    /// `store.events(session, range)`, on the store's own runtime.
+    async fn read(
+        &self,
+        session: &SessionId,
+        range: Range<u64>,
+    ) -> Result<Vec<Envelope>, StoreError> {
+        let store = Arc::clone(&self.store);
+        let session = session.clone();
+        let read = async move { store.events(&session, range).await };
+        match &self.main {
+            Some(main) => main
+                .spawn(read)
+                .await
+                .unwrap_or_else(|err| Err(StoreError::backend(err))),
+            None => read.await,
+        }
+    }
+
+    /// The parent's span a fork links to, read on the store's own runtime.
+    async fn fork_link(
+        &self,
+        forked: &SessionForked,
+    ) -> Result<Option<crate::span::SpanRef>, crate::OtelError> {
+        let store = Arc::clone(&self.store);
+        let forked = forked.clone();
+        let parent = forked.parent.clone();
+        let read = async move { fork_link(store.as_ref(), &forked).await };
+        match &self.main {
+            Some(main) => main.spawn(read).await.unwrap_or_else(|err| {
+                Err(crate::OtelError::Store {
+                    session: parent,
+                    source: StoreError::backend(err),
+                })
+            }),
+            None => read.await,
+        }
+    }
+
     async fn run(mut self, mut receiver: mpsc::Receiver<Appended>, stop: CancellationToken) {
         let mut tick = tokio::time::interval(self.options.flush_every);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -436,7 +502,7 @@ impl Worker {
         if next >= until {
             return;
         }
-        let events = match self.store.events(session, next..until).await {
+        let events = match self.read(session, next..until).await {
             Ok(events) => events,
             Err(err) => {
                 tracing::warn!(%session, %err, "cannot read back the events the OpenTelemetry queue dropped");
@@ -475,7 +541,7 @@ impl Worker {
                     && event.name == SessionForked::NAME
                     && let Ok(forked) = event.decode::<SessionForked>()
                 {
-                    match fork_link(self.store.as_ref(), &forked).await {
+                    match self.fork_link(&forked).await {
                         Ok(Some(link)) => mapping.link_fork(link),
                         Ok(None) => {}
                         Err(err) => {
