@@ -8,7 +8,7 @@ use openharness_core::builtin::SessionForked;
 use openharness_core::{Event, SessionId, Store};
 use opentelemetry_otlp::{WithExportConfig, WithHttpConfig};
 use opentelemetry_sdk::Resource;
-use opentelemetry_sdk::trace::SpanExporter as _;
+use opentelemetry_sdk::trace::{SpanData, SpanExporter as _};
 
 use crate::error::OtelError;
 use crate::mapping::{SessionSpans, SpanOptions};
@@ -136,17 +136,23 @@ impl Collector {
     /// accept (after the exporter's retries) fails the call; the ones before it were sent.
     pub async fn send(&self, spans: &[Span]) -> Result<(), OtelError> {
         for chunk in spans.chunks(BATCH) {
-            let batch = chunk.iter().map(Span::to_span_data).collect();
-            self.exporter
-                .export(batch)
-                .await
-                .map_err(|err| OtelError::Refused {
-                    endpoint: self.endpoint.url().to_owned(),
-                    spans: chunk.len(),
-                    message: err.to_string(),
-                })?;
+            self.send_batch(chunk.iter().map(Span::to_span_data).collect())
+                .await?;
         }
         Ok(())
+    }
+
+    /// Sends one request of spans already converted.
+    pub(crate) async fn send_batch(&self, batch: Vec<SpanData>) -> Result<(), OtelError> {
+        let spans = batch.len();
+        self.exporter
+            .export(batch)
+            .await
+            .map_err(|err| OtelError::Refused {
+                endpoint: self.endpoint.url().to_owned(),
+                spans,
+                message: err.to_string(),
+            })
     }
 }
 

@@ -563,10 +563,15 @@ impl Worker {
         if self.pending.is_empty() {
             return;
         }
-        let spans = std::mem::take(&mut self.pending);
-        for batch in spans.chunks(BATCH) {
+        let mut spans = std::mem::take(&mut self.pending).into_iter().peekable();
+        while spans.peek().is_some() {
+            let batch: Vec<_> = spans
+                .by_ref()
+                .take(BATCH)
+                .map(Span::into_span_data)
+                .collect();
             let n = batch.len() as u64;
-            match self.collector.send(batch).await {
+            match self.collector.send_batch(batch).await {
                 Ok(()) => {
                     self.counters.sent.fetch_add(n, Ordering::Relaxed);
                 }

@@ -123,6 +123,8 @@ struct OpenAgent {
 #[derive(Debug)]
 pub struct SessionSpans {
     session: SessionId,
+    /// The session id as an attribute value, shared by every span (no copy per span).
+    conversation: opentelemetry::StringValue,
     options: SpanOptions,
     turn: Option<OpenTurn>,
     agents: Vec<OpenAgent>,
@@ -136,6 +138,9 @@ impl SessionSpans {
     /// A mapping of `session`'s log, from its first event.
     pub fn new(session: SessionId, options: SpanOptions) -> Self {
         Self {
+            conversation: opentelemetry::StringValue::from(std::sync::Arc::<str>::from(
+                session.as_str(),
+            )),
             session,
             options,
             turn: None,
@@ -291,9 +296,9 @@ impl SessionSpans {
         };
         let mut attributes = vec![
             KeyValue::new("gen_ai.operation.name", operation),
-            KeyValue::new("gen_ai.conversation.id", self.session.as_str().to_owned()),
+            KeyValue::new("gen_ai.conversation.id", self.conversation.clone()),
             KeyValue::new("openinference.span.kind", openinference),
-            KeyValue::new("session.id", self.session.as_str().to_owned()),
+            KeyValue::new("session.id", self.conversation.clone()),
             KeyValue::new("openharness.seq", i64::try_from(seq).unwrap_or(i64::MAX)),
         ];
         if self.options.replay {

@@ -95,15 +95,20 @@ impl Span {
 
     /// The span as the OpenTelemetry SDK's exporters take it, with exactly these ids and times.
     pub fn to_span_data(&self) -> SpanData {
+        self.clone().into_span_data()
+    }
+
+    /// [`to_span_data`](Self::to_span_data), without copying the attributes.
+    pub fn into_span_data(self) -> SpanData {
         let mut events = SpanEvents::default();
         events.events = self
             .events
-            .iter()
+            .into_iter()
             .map(|event| {
                 Event::new(
-                    event.name.clone(),
+                    event.name,
                     SystemTime::from(event.time),
-                    event.attributes.clone(),
+                    event.attributes,
                     0,
                 )
             })
@@ -118,15 +123,15 @@ impl Span {
             span_context: context(self.trace_id, self.span_id),
             parent_span_id: self.parent.unwrap_or(SpanId::INVALID),
             parent_span_is_remote: false,
-            span_kind: self.kind.clone(),
-            name: Cow::Owned(self.name.clone()),
+            span_kind: self.kind,
+            name: Cow::Owned(self.name),
             start_time: SystemTime::from(self.start),
             end_time: SystemTime::from(self.end.max(self.start)),
-            attributes: self.attributes.clone(),
+            attributes: self.attributes,
             dropped_attributes_count: 0,
             events,
             links,
-            status: self.status.clone(),
+            status: self.status,
             instrumentation_scope: scope(),
         }
     }
