@@ -25,6 +25,9 @@ use crate::export::{BATCH, Collector, fork_link};
 use crate::mapping::{SessionSpans, SpanOptions};
 use crate::span::Span;
 
+/// How often the worker takes what the queue holds.
+const DRAIN_EVERY: Duration = Duration::from_millis(20);
+
 /// How a live export queues and sends.
 ///
 /// ```
@@ -433,23 +436,41 @@ impl Worker {
     }
 
     async fn run(mut self, mut receiver: mpsc::Receiver<Appended>, stop: CancellationToken) {
-        let mut tick = tokio::time::interval(self.options.flush_every);
-        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        // The worker is never woken by an append (a wake per append is a system call on the
+        // run's path): it drains the queue on a tick, and sends when a batch is full or the
+        // flush interval has passed.
+        let mut drain = tokio::time::interval(DRAIN_EVERY);
+        drain.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut flushed = tokio::time::Instant::now();
         loop {
             tokio::select! {
                 biased;
-                appended = receiver.recv() => match appended {
-                    Some(appended) => self.take(appended).await,
-                    None => break,
-                },
-                _ = tick.tick() => self.flush().await,
                 () = stop.cancelled() => break,
+                _ = drain.tick() => {}
             }
-            if self.pending.len() >= BATCH {
+            loop {
+                match receiver.try_recv() {
+                    Ok(appended) => self.take(appended).await,
+                    Err(mpsc::error::TryRecvError::Empty) => break,
+                    Err(mpsc::error::TryRecvError::Disconnected) => {
+                        return self.finish(receiver).await;
+                    }
+                }
+                if self.pending.len() >= BATCH {
+                    self.flush().await;
+                    flushed = tokio::time::Instant::now();
+                }
+            }
+            if flushed.elapsed() >= self.options.flush_every {
                 self.flush().await;
+                flushed = tokio::time::Instant::now();
             }
         }
-        // Shutdown: what is queued, then what was dropped at the end, then what is still open.
+        self.finish(receiver).await;
+    }
+
+    /// Shutdown: what is queued, then what was dropped at the end, then what is still open.
+    async fn finish(mut self, mut receiver: mpsc::Receiver<Appended>) {
         receiver.close();
         while let Ok(appended) = receiver.try_recv() {
             self.take(appended).await;
