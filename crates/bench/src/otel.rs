@@ -235,14 +235,22 @@ async fn burst() -> Fallible<Vec<Row>> {
     let produced = turns * SPANS_PER_TURN;
     let received = match &phoenix {
         Some(base) => {
-            // Phoenix ingests in the background.
+            // Phoenix ingests in the background, slowly (its SQLite store: minutes for the
+            // burst): wait while it makes progress, up to half an hour.
             let started = Instant::now();
+            let (mut last, mut progressed) = (0, Instant::now());
             loop {
-                let count = phoenix_count(base).await? - before;
-                if count >= stats.spans_sent || started.elapsed() > Duration::from_secs(120) {
+                let count = phoenix_count(base).await?.saturating_sub(before);
+                if count > last {
+                    (last, progressed) = (count, Instant::now());
+                }
+                if count >= stats.spans_sent
+                    || progressed.elapsed() > Duration::from_secs(60)
+                    || started.elapsed() > Duration::from_secs(1800)
+                {
                     break count;
                 }
-                tokio::time::sleep(Duration::from_millis(500)).await;
+                tokio::time::sleep(Duration::from_secs(2)).await;
             }
         }
         None => receiver.spans().len() as u64,
