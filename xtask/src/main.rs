@@ -10,13 +10,12 @@
 //!   nothing and fails, listing the files, when the checked-in ones differ from what the code
 //!   generates.
 //! - `cargo xtask bench <suite>`: builds `openharness-bench` in release and runs a suite
-//!   (`tape`, `sessions`, `server`, `platform`, `chat`, `eval`, `mcp`), which prints each
-//!   figure with a baseline measured in the same run, the ratio and the goal. `platform` (the
-//!   `/v1` API against the native server) adds PostgreSQL rows when `OPENHARNESS_TEST_POSTGRES`
-//!   is set.
-//!   `mcp` (tool calls through `openharness-mcp` against the same calls made directly with
-//!   `rmcp`) needs node, npm and python3: it installs the pinned servers of the crate's tests
-//!   into `target/` on first use.
+//!   (`tape`, `sessions`, `server`, `platform`, `chat`, `eval`, `mcp`, `otel`), which prints
+//!   each figure with a baseline measured in the same run, the ratio and the goal. `platform`
+//!   (the `/v1` API against the native server) adds PostgreSQL rows when
+//!   `OPENHARNESS_TEST_POSTGRES` is set. `mcp` (tool calls through `openharness-mcp` against
+//!   the same calls made directly with `rmcp`) needs node, npm and python3: it installs the
+//!   pinned servers of the crate's tests into `target/` on first use.
 //! - `cargo xtask schemathesis`: the server against its own OpenAPI document with schemathesis
 //!   (pinned, installed from PyPI into `target/schemathesis-venv` on first use): no 5xx, every
 //!   response conforms.
@@ -42,7 +41,7 @@ enum Step {
     Schemathesis,
 }
 
-const USAGE: &str = "usage: cargo xtask ci | schemas [--check] | bench stores | bench tape | bench sessions | bench race | bench server | bench platform | bench chat | bench eval | bench mcp";
+const USAGE: &str = "usage: cargo xtask ci | schemas [--check] | bench stores | bench tape | bench sessions | bench race | bench server | bench platform | bench chat | bench eval | bench mcp | bench otel";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -139,6 +138,15 @@ fn main() -> ExitCode {
             "openharness-bench",
             "--",
             "mcp",
+        ])],
+        ["bench", "otel"] => vec![Step::Cargo(&[
+            "run",
+            "--release",
+            "--quiet",
+            "--package",
+            "openharness-bench",
+            "--",
+            "otel",
         ])],
         ["bench", "race"] => vec![Step::Cargo(&[
             "run",

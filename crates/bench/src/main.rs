@@ -13,11 +13,14 @@
 //! streamed JSON against streaming raw text) and `eval` (an experiment's runs against a plain
 //! loop of the same sessions, re-scoring recorded runs, the model calls a fork of a recording
 //! does not spend) and `mcp` (an MCP server's tool called through `openharness-mcp` against the
-//! same calls made directly with `rmcp`, on the pinned real servers of the crate's tests).
+//! same calls made directly with `rmcp`, on the pinned real servers of the crate's tests) and `otel` (the race shape with live
+//! span export against without, and a burst of 10 000 events/s into a collector: spans sent +
+//! failed = produced).
 
 mod chat;
 mod eval;
 mod mcp;
+mod otel;
 mod platform;
 mod race;
 mod report;
@@ -45,6 +48,7 @@ fn main() -> ExitCode {
         Some("chat") => chat::run(),
         Some("eval") => eval::run(),
         Some("mcp") => mcp::run(),
+        Some("otel") => otel::run(),
         Some("race-ours") => race::child(
             std::env::args().nth(2),
             std::env::args().nth(3),
@@ -52,7 +56,7 @@ fn main() -> ExitCode {
         ),
         _ => {
             eprintln!(
-                "usage: openharness-bench tape | sessions | race | server | platform | chat | eval | mcp"
+                "usage: openharness-bench tape | sessions | race | server | platform | chat | eval | mcp | otel"
             );
             ExitCode::from(2)
         }

@@ -226,6 +226,20 @@ fn workflow(store: impl Store, n: u64) -> Fallible<Workflow<Board>> {
         .build()?)
 }
 
+/// One live run of the race shape at `n` tasks on `store`, checked to end `until` every task
+/// is done: for suites that measure what a store wrapper costs the run (the otel suite).
+pub(crate) async fn run_on(store: std::sync::Arc<dyn Store>, n: u64) -> Fallible<()> {
+    let outcome = workflow(store, n)?
+        .run(RunOptions::new().input(GOAL))
+        .await?;
+    check(outcome.reason == StopReason::Until, || {
+        format!("the run ended {:?}, not until", outcome.reason)
+    })?;
+    check(outcome.state.done.len() as u64 == n, || {
+        format!("done = {}, not {n}", outcome.state.done.len())
+    })
+}
+
 /// What one side measured at one N: the JSON line each side's process prints.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 struct Figures {

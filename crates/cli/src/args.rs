@@ -133,6 +133,10 @@ pub(crate) enum Command<E: Subcommand> {
     /// MCP: list the tools of an MCP server; serve this store to a coding assistant.
     #[command(subcommand)]
     Mcp(crate::mcp::McpCommand),
+    /// OpenTelemetry: send recorded sessions to a collector as GenAI spans (`export`). With
+    /// OTEL_EXPORTER_OTLP_ENDPOINT set, every command that records exports live too.
+    #[command(subcommand)]
+    Otel(crate::otel::OtelCommand),
     /// Maintain the /v1 platform's records in the store (`rotate-keys`).
     #[command(subcommand)]
     Platform(crate::platform::PlatformCommand),
@@ -153,6 +157,7 @@ impl<E: Subcommand> Command<E> {
                 | Self::Fork(_)
                 | Self::Check
                 | Self::Platform(_)
+                | Self::Otel(_)
         )
     }
 }

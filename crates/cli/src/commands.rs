@@ -127,6 +127,9 @@ pub enum CliError {
     /// Encoding JSON failed.
     #[error("could not encode JSON")]
     Json(#[from] serde_json::Error),
+    /// An OpenTelemetry export failed (no endpoint, the collector refused, ...).
+    #[error(transparent)]
+    Otel(#[from] openharness::otel::OtelError),
     /// `export` or `import` failed.
     #[error(transparent)]
     Transfer(#[from] crate::transfer::TransferCliError),
@@ -264,6 +267,7 @@ pub(crate) async fn run<E: clap::Subcommand>(
         Command::Mcp(crate::mcp::McpCommand::Tools(_)) => {
             Err(CliError::Usage("mcp tools runs without a store".into()))
         }
+        Command::Otel(command) => crate::otel::run(command, context).await,
         Command::Transfer(command) => {
             Ok(crate::transfer::run(command, context.store_path(), context.out()).await?)
         }

@@ -1,6 +1,6 @@
 //! The `openharness` command as a library: [`Cli`] gives your own binary every command —
 //! `sessions`, `events`, `tape` (the interactive debugger, or `--at N`), `fork`, `diff`, `replay`, `send`,
-//! `respond`, `resume`, `export`, `import`, `check`, `compact`, `eval` — for the workflows you
+//! `respond`, `resume`, `export`, `import`, `check`, `compact`, `eval`, `otel export` — for the workflows you
 //! register.
 //!
 //! ```no_run
@@ -106,6 +106,7 @@ mod diff;
 mod eval;
 mod fork;
 mod mcp;
+mod otel;
 mod output;
 mod platform;
 mod progress;
@@ -473,7 +474,14 @@ impl<E: Subcommand + Send + 'static> Cli<E> {
         let platform_log = openharness_platform::PLATFORM_LOG
             .parse()
             .map_err(|_| CliError::Usage("the platform log's id is not a session id".into()))?;
-        let mut host = Host::shared(commands::open_store(&store).await?).unlisted(platform_log);
+        // With OTEL_EXPORTER_OTLP_ENDPOINT set, what this command records is exported live
+        // (`otel export` reads only, and says where it sends).
+        let opened = commands::open_store(&store).await?;
+        let (opened, live) = match command {
+            args::Command::Otel(_) => (opened, None),
+            _ => otel::live(opened)?,
+        };
+        let mut host = Host::shared(opened).unlisted(platform_log);
         for workflow in &self.workflows {
             host = host.register(Arc::clone(workflow))?;
         }
@@ -484,14 +492,16 @@ impl<E: Subcommand + Send + 'static> Cli<E> {
             program,
             look: Arc::new(self.look.clone()),
         };
-        match command {
+        let result = match command {
             args::Command::Extra(extra) => match &self.handler {
                 Some(handler) => handler(extra, context).await,
                 // `NoCommands` has no value: no extra command parses without a handler.
                 None => Err(CliError::Usage("this program has no such command".into())),
             },
             other => commands::run(other, &context).await,
-        }
+        };
+        otel::finish(live).await;
+        result
     }
 }
 

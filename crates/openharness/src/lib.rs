@@ -14,7 +14,9 @@
 //! The default features are the common case: `store` (`MemoryStore`, `RedbStore`),
 //! `provider` (the HTTP providers and `ScriptedProvider`), `tape`, `projection` and `host`.
 //! `postgres` adds `PostgresStore`; `eval` adds experiments ([`eval`]: variants compared
-//! from identical forked state); `mcp` adds MCP servers' tools ([`mcp`]). With `default-features = false` only the core is left:
+//! from identical forked state); `mcp` adds MCP servers' tools ([`mcp`]); `otel` adds
+//! OpenTelemetry export ([`otel`]: a session's log as GenAI spans over OTLP). With
+//! `default-features = false` only the core is left:
 //! events, handlers, agents, the event loop, the macros and the ports, without redb or the
 //! HTTP stack.
 //!
@@ -112,6 +114,14 @@ pub mod mcp {
     pub use openharness_mcp::*;
 }
 
+/// OpenTelemetry (feature `otel`): a session's log as spans after the GenAI semantic
+/// conventions ([`otel::SessionSpans`]), exported after the fact ([`otel::export_sessions`]) or
+/// live as events are recorded ([`otel::LiveExport`]), with ids derived from the log.
+#[cfg(feature = "otel")]
+pub mod otel {
+    pub use openharness_otel::*;
+}
+
 /// The names a workflow definition needs, in one import.
 pub mod prelude {
     pub use openharness_core::builtin::{
@@ -144,6 +154,7 @@ pub mod __private {
     feature = "provider",
     feature = "tape",
     feature = "eval",
-    feature = "mcp"
+    feature = "mcp",
+    feature = "otel"
 ))]
 pub struct ReadmeDoctests;

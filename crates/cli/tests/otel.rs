@@ -1,0 +1,145 @@
+//! `openharness` and OpenTelemetry, against a collector on 127.0.0.1: with
+//! OTEL_EXPORTER_OTLP_ENDPOINT set, `demo` exports its session live; `otel export` sends the same
+//! spans again (same ids) and says how many; without an endpoint, or to a collector that refuses,
+//! it fails with one clear line.
+#![allow(clippy::unwrap_used, missing_docs)]
+
+use std::collections::BTreeSet;
+use std::path::Path;
+use std::process::{Command, Output};
+
+use openharness_otel::testing::Receiver;
+
+fn openharness(dir: &Path, endpoint: Option<&str>, args: &[&str]) -> Output {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_openharness"));
+    command
+        .args(args)
+        .current_dir(dir)
+        .env_remove("OPENHARNESS_STORE")
+        .env_remove("OTEL_EXPORTER_OTLP_ENDPOINT")
+        .env_remove("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT");
+    if let Some(endpoint) = endpoint {
+        command.env("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint);
+    }
+    command.output().unwrap()
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+fn ok(output: &Output) -> String {
+    assert!(
+        output.status.success(),
+        "failed: {}{}",
+        text(&output.stdout),
+        text(&output.stderr)
+    );
+    text(&output.stdout)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn demo_exports_live_and_otel_export_sends_the_same_spans_again() {
+    let receiver = Receiver::start().await;
+    let base = receiver
+        .endpoint()
+        .url()
+        .trim_end_matches("/v1/traces")
+        .to_owned();
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path().to_owned();
+
+    let (dir2, base2) = (dir.clone(), base.clone());
+    tokio::task::spawn_blocking(move || {
+        ok(&openharness(&dir2, Some(&base2), &["demo", "--no-answer"]))
+    })
+    .await
+    .unwrap();
+    let live = receiver.spans();
+    let names: BTreeSet<&str> = live.iter().map(|s| s.name.as_str()).collect();
+    assert!(
+        names.contains("invoke_workflow planner-executor"),
+        "{names:?}"
+    );
+    assert!(names.contains("invoke_agent planner"), "{names:?}");
+    assert!(names.contains("invoke_agent executor"), "{names:?}");
+
+    let dir2 = dir.clone();
+    let sessions =
+        tokio::task::spawn_blocking(move || ok(&openharness(&dir2, None, &["sessions", "--json"])))
+            .await
+            .unwrap();
+    let sessions: serde_json::Value = serde_json::from_str(&sessions).unwrap();
+    let session = sessions[0]["id"].as_str().unwrap().to_owned();
+
+    let (dir2, base2, session2) = (dir.clone(), base.clone(), session.clone());
+    let said = tokio::task::spawn_blocking(move || {
+        ok(&openharness(
+            &dir2,
+            None,
+            &["otel", "export", "--endpoint", &base2, &session2],
+        ))
+    })
+    .await
+    .unwrap();
+    assert_eq!(
+        said.trim(),
+        format!(
+            "{} spans of 1 session(s) sent to {}",
+            live.len(),
+            receiver.endpoint().url()
+        )
+    );
+    let all = receiver.spans();
+    assert_eq!(&all[live.len()..].len(), &live.len());
+    let ids = |spans: &[openharness_otel::testing::ReceivedSpan]| {
+        spans
+            .iter()
+            .map(|s| {
+                (
+                    s.span_id.clone(),
+                    s.parent_span_id.clone(),
+                    s.start_unix_nanos,
+                )
+            })
+            .collect::<BTreeSet<_>>()
+    };
+    assert_eq!(
+        ids(&all[live.len()..]),
+        ids(&live),
+        "the same spans, live and after the fact"
+    );
+
+    // No endpoint: one clear line.
+    let (dir2, session2) = (dir.clone(), session.clone());
+    let failed = tokio::task::spawn_blocking(move || {
+        openharness(&dir2, None, &["otel", "export", &session2])
+    })
+    .await
+    .unwrap();
+    assert!(!failed.status.success());
+    assert!(
+        text(&failed.stderr).contains("no OpenTelemetry endpoint is configured"),
+        "{}",
+        text(&failed.stderr)
+    );
+
+    // A collector that refuses: says which and how many.
+    receiver.refuse(true);
+    let (dir2, base2, session2) = (dir.clone(), base.clone(), session.clone());
+    let refused = tokio::task::spawn_blocking(move || {
+        openharness(
+            &dir2,
+            None,
+            &["otel", "export", "--endpoint", &base2, &session2],
+        )
+    })
+    .await
+    .unwrap();
+    assert!(!refused.status.success());
+    let stderr = text(&refused.stderr);
+    assert!(
+        stderr.contains("did not accept") && stderr.contains(&base),
+        "{stderr}"
+    );
+}
