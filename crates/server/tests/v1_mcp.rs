@@ -43,7 +43,7 @@ async fn an_agent_given_an_mcp_capability_calls_the_servers_tools(store: Arc<dyn
     assert_eq!(capability["status"], "available");
     assert_eq!(
         capability["tools"],
-        json!(["add", "slow", "fail", "crash", "grow"])
+        json!(["add", "slow", "fail", "crash", "garbage", "grow"])
     );
     let (_, all) = client.get("/v1/capabilities?search=mcp").await;
     assert_eq!(all["data"].as_array().unwrap().len(), 1, "{all}");
