@@ -89,6 +89,13 @@ impl Catalog {
         self.listings.fetch_add(1, Ordering::SeqCst);
     }
 
+    /// Whether the server lists `name` (without copying its description and schema).
+    fn offers(&self, name: &str) -> bool {
+        self.tools
+            .read()
+            .is_ok_and(|tools| tools.iter().any(|tool| tool.name == name))
+    }
+
     fn get(&self, name: &str) -> Option<ToolInfo> {
         self.tools
             .read()
@@ -316,7 +323,7 @@ impl McpClient {
     /// (the server's own error, a timeout, a server that stopped, a tool it no longer lists).
     pub async fn call(&self, name: &str, input: Value) -> Result<Value, ToolError> {
         let server = self.name();
-        if self.inner.catalog.get(name).is_none() {
+        if !self.inner.catalog.offers(name) {
             return Err(ToolError::new(format!(
                 "MCP server `{server}` no longer offers a tool named `{name}`"
             )));
