@@ -15,9 +15,10 @@
 //! does not spend) and `mcp` (an MCP server's tool called through `openharness-mcp` against the
 //! same calls made directly with `rmcp`, on the pinned real servers of the crate's tests) and `otel` (the race shape with live
 //! span export against without, and a burst of 10 000 events/s into a collector: spans sent +
-//! failed = produced).
+//! failed = produced) and `diff` (two 100 000-event sessions compared against loading one).
 
 mod chat;
+mod diff;
 mod eval;
 mod mcp;
 mod otel;
@@ -46,6 +47,7 @@ fn main() -> ExitCode {
         Some("server") => server::run(),
         Some("platform") => platform::run(),
         Some("chat") => chat::run(),
+        Some("diff") => diff::run(),
         Some("eval") => eval::run(),
         Some("mcp") => mcp::run(),
         Some("otel") => otel::run(),
@@ -56,7 +58,7 @@ fn main() -> ExitCode {
         ),
         _ => {
             eprintln!(
-                "usage: openharness-bench tape | sessions | race | server | platform | chat | eval | mcp | otel"
+                "usage: openharness-bench tape | sessions | race | server | platform | chat | diff | eval | mcp | otel"
             );
             ExitCode::from(2)
         }

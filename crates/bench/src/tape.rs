@@ -23,7 +23,7 @@ const SLOTS: usize = 1_280;
 /// A counter went up.
 #[event("slot:bumped")]
 #[derive(Debug, Clone)]
-struct Bumped {
+pub(crate) struct Bumped {
     slot: u32,
     by: u64,
 }
@@ -31,21 +31,21 @@ struct Bumped {
 /// A counter went back to its base value.
 #[event("slot:reset")]
 #[derive(Debug, Clone)]
-struct Reset {
+pub(crate) struct Reset {
     slot: u32,
 }
 
 /// Every counter was multiplied.
 #[event("slots:scaled")]
 #[derive(Debug, Clone)]
-struct Scaled {
+pub(crate) struct Scaled {
     factor: u64,
 }
 
 /// The benchmark's events.
 #[event]
 #[derive(Debug, Clone)]
-enum BenchEvent {
+pub(crate) enum BenchEvent {
     Bumped,
     Reset,
     Scaled,
@@ -53,12 +53,12 @@ enum BenchEvent {
 
 /// A 10 KB state (its JSON is about 11 KB).
 #[derive(Debug, Clone, Serialize, Deserialize)]
-struct Counters {
+pub(crate) struct Counters {
     slots: Vec<u64>,
 }
 
 impl Counters {
-    fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Self {
             slots: (0..SLOTS as u64).map(|i| 1_000_000 + i).collect(),
         }
@@ -118,7 +118,7 @@ fn typed(i: u64) -> BenchEvent {
     }
 }
 
-fn envelope(i: u64) -> Envelope {
+pub(crate) fn envelope(i: u64) -> Envelope {
     let (name, payload) = match typed(i) {
         BenchEvent::Bumped(e) => (
             "slot:bumped",
@@ -130,7 +130,7 @@ fn envelope(i: u64) -> Envelope {
     Envelope::new(name, payload, None)
 }
 
-fn session_events(len: u64) -> Vec<Envelope> {
+pub(crate) fn session_events(len: u64) -> Vec<Envelope> {
     let mut events = Vec::with_capacity(len as usize);
     events.push(Envelope::new(
         "workflow:started",

@@ -667,12 +667,10 @@ pub(crate) async fn state_at<S: WorkflowState>(
         Some(start) => start,
         None => (Box::pin(session_base(wf, session, depth)).await?, 0),
     };
-    let mut fold = Fold::at(state, from);
-    let mut window = Window::new(from);
+    let mut fold = crate::StreamedFold::at(state, from);
     let mut events = wf.store.stream_events(session, from..position);
     while let Some(recorded) = events.next().await {
-        let event = recorded.map_err(&failed)?.event;
-        window.apply(&mut fold, event);
+        fold.apply(recorded.map_err(&failed)?.event);
     }
     Ok(fold.into_state())
 }
@@ -780,6 +778,7 @@ pub(crate) async fn view_at<S: WorkflowState>(
 }
 
 /// The events a [`Fold`] may need to re-apply after a panic: those since its checkpoint.
+#[derive(Debug)]
 pub(crate) struct Window {
     events: Vec<Envelope>,
     start: u64,

@@ -421,6 +421,62 @@ pub(crate) fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
     }
 }
 
+/// A [`Fold`] fed events by value, in order, that keeps the window of the log a panicking
+/// handler needs by itself: for callers that stream a session and want only the state at
+/// its end (comparing two sessions while reading them, say). Memory stays bounded by the
+/// checkpoint interval, not by the session's length.
+///
+/// ```
+/// # use openharness_core::*;
+/// # fn demo<S: Handler>(initial: S, events: Vec<Envelope>) -> S {
+/// let mut fold = StreamedFold::at(initial, 0);
+/// for event in events {
+///     fold.apply(event);
+/// }
+/// fold.into_state()
+/// # }
+/// ```
+#[derive(Debug)]
+pub struct StreamedFold<S> {
+    fold: Fold<S>,
+    window: crate::derive::Window,
+}
+
+impl<S: Handler> StreamedFold<S> {
+    /// Starts from `state`, the state after the first `position` events.
+    pub fn at(state: S, position: u64) -> Self {
+        Self {
+            fold: Fold::at(state, position),
+            window: crate::derive::Window::new(position),
+        }
+    }
+
+    /// Applies `event`, the event at seq [`StreamedFold::position`].
+    pub fn apply(&mut self, event: Envelope) -> Applied {
+        self.window.apply(&mut self.fold, event)
+    }
+
+    /// The current state.
+    pub fn state(&self) -> &S {
+        self.fold.state()
+    }
+
+    /// Takes the state out.
+    pub fn into_state(self) -> S {
+        self.fold.into_state()
+    }
+
+    /// How many events have been applied, counted from the start position.
+    pub fn position(&self) -> u64 {
+        self.fold.position()
+    }
+
+    /// What the fold skipped so far.
+    pub fn skipped(&self) -> &Skipped {
+        self.fold.skipped()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use serde::{Deserialize, Serialize};

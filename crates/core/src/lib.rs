@@ -37,7 +37,7 @@ pub use error::{Error, ErrorChain};
 pub use event::{Decoded, Envelope, Event, EventId, EventSet, SessionId};
 pub use fold::{
     Applied, DEFAULT_CHECKPOINT_INTERVAL, Fold, MAX_CHECKPOINT_INTERVAL, SKIPPED_POSITIONS,
-    Skipped, UndecodableEvent, catch_quietly,
+    Skipped, StreamedFold, UndecodableEvent, catch_quietly,
 };
 pub use handler::Handler;
 pub use pattern::Pattern;

@@ -5,14 +5,18 @@
 //! and two forks of one point are compared from their own first events.
 
 use std::ops::Range;
+use std::sync::Arc;
 
-use futures_util::StreamExt;
-use openharness_core::{Envelope, EventStream, SessionId};
+use openharness_core::{Envelope, SessionId};
 use serde::Serialize;
 use serde_json::Value;
 
 use crate::Host;
 use crate::error::HostError;
+use crate::json_fold::JsonFold;
+
+mod side;
+use side::{Side, first_event, steps};
 
 /// Two sessions compared ([`Host::compare`]).
 #[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
@@ -98,6 +102,8 @@ struct Segment {
     session: SessionId,
     range: Range<u64>,
     start: u64,
+    /// The fork's `stateEdit` (a JSON merge patch on the state it starts from), if any.
+    edit: Option<Value>,
 }
 
 impl Segment {
@@ -142,29 +148,71 @@ impl Host {
             left.last().map_or(0, Segment::end),
             right.last().map_or(0, Segment::end),
         );
+        // Each side's state where they may start to differ (`None` when a workflow is not
+        // hosted): read once, then folded on while the events are compared, so each event is
+        // read once.
+        let bases = self.bases(&left, &right, agree).await?;
         // A fork that starts from another state than the other side has there (it edited
         // the state it inherited) parts at its fork point: its `session:forked` says how.
-        let divergence = match self.parts_at_fork(&left, &right, agree).await? {
+        let divergence = match self
+            .parts_at_fork(&left, &right, agree, bases.as_ref())
+            .await?
+        {
             Some((first_a, first_b, state_patch)) => {
                 Some(Divergence::of(first_a, first_b, Some(state_patch)))
             }
             None => {
-                let mut xs = self.events_from(&left, agree);
-                let mut ys = self.events_from(&right, agree);
+                let (fold_a, fold_b) = match bases {
+                    Some((x, y)) => match (self.fold_for(a, x).await, self.fold_for(b, y).await) {
+                        (Some(fa), Some(fb)) => (Some(fa), Some(fb)),
+                        _ => (None, None),
+                    },
+                    None => (None, None),
+                };
+                let store = Arc::clone(&self.store);
+                let mut xs = Side::read(Arc::clone(&store), left.clone(), agree, fold_a);
+                let mut ys = Side::read(store, right.clone(), agree, fold_b);
                 let (first_a, first_b) = loop {
-                    let (x, y) = (xs.next().await, ys.next().await);
-                    let x = x.transpose().map_err(self.store_error())?;
-                    let y = y.transpose().map_err(self.store_error())?;
+                    let (x, y) = (xs.next_event().await, ys.next_event().await);
+                    let (x, y) = (
+                        x.map_err(self.store_error())?,
+                        y.map_err(self.store_error())?,
+                    );
                     match (x, y) {
-                        (Some(x), Some(y)) if same(&x, &y) => agree += 1,
+                        (Some(x), Some(y)) if same(&x, &y) => {
+                            agree += 1;
+                            xs.fold(x).await;
+                            ys.fold(y).await;
+                        }
                         (x, y) => break (x, y),
                     }
                 };
-                drop((xs, ys));
                 if first_a.is_none() && first_b.is_none() {
                     None
                 } else {
-                    let state_patch = self.state_patch(&left, &right, agree + 1).await?;
+                    // Each state just after the event where they part.
+                    if let Some(x) = &first_a {
+                        xs.fold(x.clone()).await;
+                    }
+                    if let Some(y) = &first_b {
+                        ys.fold(y.clone()).await;
+                    }
+                    let state_patch = match (xs.finish().await, ys.finish().await) {
+                        (Some(fa), Some(fb)) => {
+                            let encoded = |fold: &dyn JsonFold, session: &SessionId| {
+                                fold.state().map_err(|source| HostError::Encode {
+                                    session: session.clone(),
+                                    position: agree + 1,
+                                    source,
+                                })
+                            };
+                            Some(json_patch::diff(
+                                &encoded(fa.as_ref(), a)?,
+                                &encoded(fb.as_ref(), b)?,
+                            ))
+                        }
+                        _ => self.state_patch(&left, &right, agree + 1).await?,
+                    };
                     Some(Divergence::of(first_a, first_b, state_patch))
                 }
             }
@@ -199,13 +247,14 @@ impl Host {
     }
 
     /// When either lineage goes on at `at` with a fork of its own and the two states there
-    /// differ (a fork edited the state it inherited): each side's event there (a fork's
-    /// `session:forked`) and the patch between the states.
+    /// (`bases`) differ (a fork edited the state it inherited): each side's event there (a
+    /// fork's `session:forked`) and the patch between the states.
     async fn parts_at_fork(
         &self,
         left: &[Segment],
         right: &[Segment],
         at: u64,
+        bases: Option<&(Value, Value)>,
     ) -> Result<Option<(Option<Envelope>, Option<Envelope>, json_patch::Patch)>, HostError> {
         let fork_at = |segments: &[Segment]| {
             segments
@@ -217,15 +266,45 @@ impl Host {
         if fork_a.is_none() && fork_b.is_none() {
             return Ok(None);
         }
-        let Some(patch) = self.state_patch(left, right, at).await? else {
+        let Some((x, y)) = bases else {
             return Ok(None);
         };
+        let patch = json_patch::diff(x, y);
         if patch.0.is_empty() {
             return Ok(None);
         }
         let first_a = self.event_at(fork_a, left, at).await?;
         let first_b = self.event_at(fork_b, right, at).await?;
         Ok(Some((first_a, first_b, patch)))
+    }
+
+    /// Both lineages' states at lineage position `at` (the second read only when it stands
+    /// elsewhere than the first); `None` when a workflow is not hosted.
+    async fn bases(
+        &self,
+        left: &[Segment],
+        right: &[Segment],
+        at: u64,
+    ) -> Result<Option<(Value, Value)>, HostError> {
+        let x = match self.lineage_state(left, at).await {
+            Ok(x) => x,
+            Err(HostError::Unhosted { .. }) => return Ok(None),
+            Err(err) => return Err(err),
+        };
+        if own_position(left, at) == own_position(right, at) {
+            return Ok(Some((x.clone(), x)));
+        }
+        match self.lineage_state(right, at).await {
+            Ok(y) => Ok(Some((x, y))),
+            Err(HostError::Unhosted { .. }) => Ok(None),
+            Err(err) => Err(err),
+        }
+    }
+
+    /// A fold for `session`'s workflow from `state`; `None` when its workflow is not hosted
+    /// or cannot read that state (the comparison then derives the two states afterwards).
+    async fn fold_for(&self, session: &SessionId, state: Value) -> Option<Box<dyn JsonFold>> {
+        self.workflow_of(session).await.ok()?.fold_from(state)
     }
 
     /// A lineage's event at lineage seq `at`, or `fork`'s `session:forked` when it goes on
@@ -244,11 +323,8 @@ impl Host {
                 .map_err(self.store_error())?
                 .into_iter()
                 .next()),
-            None => self
-                .events_from(segments, at)
-                .next()
+            None => first_event(&mut steps(self.store.as_ref(), segments, at))
                 .await
-                .transpose()
                 .map_err(self.store_error()),
         }
     }
@@ -259,17 +335,20 @@ impl Host {
         let mut chain = Vec::new();
         for ancestor in self.ancestry(session).await? {
             let len = self.info(&ancestor.session).await?.count;
-            let fork_point = ancestor.forked.map(|forked| forked.position);
-            chain.push((ancestor.session, len, fork_point));
+            let (fork_point, edit) = ancestor.forked.map_or((None, None), |forked| {
+                (Some(forked.position), forked.state_edit)
+            });
+            chain.push((ancestor.session, len, fork_point, edit));
         }
         // From the root down, each stretch cut where the next fork leaves it.
         let mut segments: Vec<Segment> = Vec::new();
-        for (session, len, fork_point) in chain.into_iter().rev() {
+        for (session, len, fork_point, edit) in chain.into_iter().rev() {
             match fork_point {
                 None => segments.push(Segment {
                     session,
                     range: 0..len,
                     start: 0,
+                    edit: None,
                 }),
                 Some(position) => {
                     // The fork point is a position of the parent's own: position `q` of a
@@ -287,6 +366,7 @@ impl Host {
                         session,
                         range: 1..len.max(1),
                         start,
+                        edit,
                     });
                 }
             }
@@ -294,44 +374,28 @@ impl Host {
         Ok(segments)
     }
 
-    /// The lineage's events from lineage seq `from` on, read a page at a time.
-    fn events_from<'a>(
-        &'a self,
-        segments: &'a [Segment],
-        from: u64,
-    ) -> futures_util::stream::BoxStream<'a, Result<Envelope, openharness_core::StoreError>> {
-        let streams: Vec<EventStream<'a>> = segments
-            .iter()
-            .filter(|s| s.end() > from)
-            .map(|s| {
-                let skip = from.saturating_sub(s.start);
-                self.store
-                    .stream_events(&s.session, s.range.start + skip..s.range.end)
-            })
-            .collect();
-        futures_util::stream::iter(streams)
-            .flatten()
-            .map(|recorded| recorded.map(|r| r.event))
-            .boxed()
-    }
-
     /// The state at lineage position `position` (clamped to the lineage's end): the state of
     /// the segment's session at the matching position of its own.
     async fn lineage_state(&self, segments: &[Segment], position: u64) -> Result<Value, HostError> {
-        let end = segments.last().map_or(0, Segment::end);
-        let position = position.min(end);
-        let segment = segments
-            .iter()
-            .rev()
-            .find(|s| s.start <= position)
-            .or(segments.first());
-        let Some(segment) = segment else {
-            return Ok(Value::Null);
-        };
-        // Own position 1 of a fork is the lineage position `start` (after `session:forked`).
-        let own = segment.range.start + (position - segment.start);
-        self.state_at(&segment.session, own).await
+        match own_position(segments, position) {
+            Some((session, own)) => self.state_at(session, own).await,
+            None => Ok(Value::Null),
+        }
     }
+}
+
+/// The session and own position lineage position `at` stands at (as
+/// [`Host::lineage_state`] reads it).
+fn own_position(segments: &[Segment], at: u64) -> Option<(&SessionId, u64)> {
+    let end = segments.last().map_or(0, Segment::end);
+    let at = at.min(end);
+    let segment = segments
+        .iter()
+        .rev()
+        .find(|s| s.start <= at)
+        .or(segments.first())?;
+    // Own position 1 of a fork is the lineage position `start` (after `session:forked`).
+    Some((&segment.session, segment.range.start + (at - segment.start)))
 }
 
 /// Cuts a lineage at lineage position `at`.
@@ -358,31 +422,36 @@ fn common_ancestor(a: &[Segment], b: &[Segment]) -> Option<Ancestor> {
 /// Whether two events say the same thing: name and payload, event ids aside (two sessions
 /// never share them).
 fn same(a: &Envelope, b: &Envelope) -> bool {
-    a.id == b.id || (a.name == b.name && without_ids(&a.payload) == without_ids(&b.payload))
+    a.id == b.id || (a.name == b.name && equal_but_ids(&a.payload, &b.payload))
 }
 
-/// The payload with every string that is an id (a UUID) replaced by `"<id>"`.
-fn without_ids(value: &Value) -> Value {
-    match value {
-        Value::String(text) if looks_like_uuid(text) => Value::String("<id>".to_owned()),
-        Value::Array(items) => Value::Array(items.iter().map(without_ids).collect()),
-        Value::Object(map) => Value::Object(
-            map.iter()
-                .map(|(key, value)| (key.clone(), without_ids(value)))
-                .collect(),
-        ),
-        other => other.clone(),
+/// Whether two payloads are equal when every string that is an id (a UUID) counts as equal
+/// to any other id; compared in place, nothing copied.
+fn equal_but_ids(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::String(x), Value::String(y)) => {
+            x == y || (looks_like_uuid(x) && looks_like_uuid(y))
+        }
+        (Value::Array(xs), Value::Array(ys)) => {
+            xs.len() == ys.len() && xs.iter().zip(ys).all(|(x, y)| equal_but_ids(x, y))
+        }
+        (Value::Object(xs), Value::Object(ys)) => {
+            xs.len() == ys.len()
+                && xs
+                    .iter()
+                    .all(|(key, x)| ys.get(key).is_some_and(|y| equal_but_ids(x, y)))
+        }
+        (x, y) => x == y,
     }
 }
 
 /// `8-4-4-4-12` hex digits.
 fn looks_like_uuid(text: &str) -> bool {
-    let groups: Vec<&str> = text.split('-').collect();
-    groups.len() == 5
-        && groups
-            .iter()
-            .zip([8, 4, 4, 4, 12])
-            .all(|(group, len)| group.len() == len && group.chars().all(|c| c.is_ascii_hexdigit()))
+    text.len() == 36
+        && text.bytes().enumerate().all(|(i, byte)| match i {
+            8 | 13 | 18 | 23 => byte == b'-',
+            _ => byte.is_ascii_hexdigit(),
+        })
 }
 
 #[cfg(test)]
@@ -397,6 +466,7 @@ mod tests {
             session: session.clone(),
             range,
             start,
+            edit: None,
         }
     }
 

@@ -12,6 +12,7 @@ use openharness_tape::{At, ForkSession, LoadTape, Tape};
 use serde_json::Value;
 
 use crate::error::HostError;
+use crate::json_fold::{JsonFold, TypedFold};
 use crate::prepared::{PreparedFork, TypedFork};
 use crate::wire::{ForkPoint, StateAt, TapeView, TurnOutcome};
 
@@ -110,6 +111,11 @@ pub trait Hosted: Send + Sync + 'static {
         store: Arc<dyn Store>,
         into: &SessionId,
     ) -> Result<Option<openharness_tape::Divergence>, HostError>;
+
+    /// A fold of this workflow's events starting from `state` (the JSON of a state of this
+    /// workflow), for a caller that reads a session's events itself; `None` when `state` does
+    /// not decode as this workflow's state.
+    fn fold_from(&self, state: Value) -> Option<Box<dyn JsonFold>>;
 
     /// A tape over the session whose states come out as JSON (for debuggers).
     async fn tape(&self, session: &SessionId) -> Result<Box<dyn JsonTape>, HostError>;
@@ -384,6 +390,10 @@ impl<S: WorkflowState> Hosted for Handle<S> {
         into: &SessionId,
     ) -> Result<Option<openharness_tape::Divergence>, HostError> {
         crate::replay::replay_into(&self.0, session, store, into).await
+    }
+
+    fn fold_from(&self, state: Value) -> Option<Box<dyn JsonFold>> {
+        TypedFold::<S>::from_json(state).map(|fold| Box::new(fold) as Box<dyn JsonFold>)
     }
 
     async fn tape(&self, session: &SessionId) -> Result<Box<dyn JsonTape>, HostError> {
