@@ -13,7 +13,7 @@ use clap::{Parser, Subcommand};
     long_about = None
 )]
 pub(crate) struct Args<E: Subcommand> {
-    /// The store: a redb file, or a PostgreSQL connection string (`postgres://…` or `host=… dbname=…`) for every command.
+    /// The store: a redb file, or a PostgreSQL connection string (`postgres://…` or `host=… dbname=…`) for every command, or a running `openharness serve` (`http://ADDR`, read-only: sessions, events, tape, diff, export) when another process holds the redb file.
     #[arg(
         long,
         global = true,

@@ -7,7 +7,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
-use openharness::store::{RedbOptions, RedbStore};
+use openharness::store::RedbError;
 use openharness::{Envelope, ErrorChain, SessionId, SessionStatus, Store};
 use openharness_host::{Host, HostError};
 use serde::Serialize;
@@ -89,6 +89,16 @@ pub enum CliError {
         path: String,
         /// The cause.
         source: openharness::StoreError,
+    },
+    /// The redb file is held by another process (a running `serve`, say).
+    #[error(
+        "the store {path} is open in another process (a running `openharness serve`?): stop it, \
+         or read through that server with `--store http://ADDR` (sessions, events, tape, diff, \
+         export; OPENHARNESS_API_KEY for a server with API keys)"
+    )]
+    StoreHeld {
+        /// The path given.
+        path: String,
     },
     /// A store operation failed.
     #[error("the {operation} of {store} failed")]
@@ -200,21 +210,29 @@ impl Context {
     }
 }
 
-/// Opens the store `--store` names: a redb file, or PostgreSQL for a connection string
-/// (`postgres://…` or key-value `host=… dbname=…`), with any password redacted from errors.
+/// Opens the store `--store` names: a redb file, PostgreSQL for a connection string
+/// (`postgres://…` or key-value `host=… dbname=…`), or a running server (`http://…`,
+/// read-only), with any password redacted from errors.
 pub(crate) async fn open_store(path: &Path) -> Result<Arc<dyn Store>, CliError> {
     let name = path.to_string_lossy();
     if crate::transfer::is_postgres(&name) {
         return Ok(Arc::from(crate::transfer::open(path).await?));
     }
-    // The CLI's runtime is multi-threaded and never a LocalSet, so a lone writer (a run
-    // recording its session) may commit on its own thread.
-    let options = RedbOptions::default().commit_on_caller(true);
-    let store = RedbStore::open_with(path, options).map_err(|source| CliError::OpenStore {
-        path: path.display().to_string(),
-        source,
+    let store = crate::transfer::open_any(path).await.map_err(|source| {
+        let held = matches!(&source, openharness::StoreError::Backend(err)
+            if matches!(err.downcast_ref(), Some(RedbError::AlreadyOpen { .. })));
+        if held {
+            CliError::StoreHeld {
+                path: path.display().to_string(),
+            }
+        } else {
+            CliError::OpenStore {
+                path: path.display().to_string(),
+                source,
+            }
+        }
     })?;
-    Ok(Arc::new(store))
+    Ok(Arc::from(store))
 }
 
 pub(crate) fn parse_session(id: &str) -> Result<SessionId, CliError> {

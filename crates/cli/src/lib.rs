@@ -111,6 +111,7 @@ mod output;
 mod platform;
 mod progress;
 mod provider;
+mod remote;
 mod replay;
 mod transfer;
 mod turns;
@@ -447,6 +448,7 @@ impl<E: Subcommand + Send + 'static> Cli<E> {
         // would leave an empty file behind): with none there, it says so.
         if command.needs_recorded_sessions()
             && !transfer::is_postgres(&store.to_string_lossy())
+            && !remote::is_remote(&store.to_string_lossy())
             && !store.exists()
         {
             if let args::Command::Sessions { json } = command {

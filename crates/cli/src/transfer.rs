@@ -67,25 +67,33 @@ pub enum TransferCliError {
 }
 
 /// Opens the store `--store` names: PostgreSQL for a connection string (a `postgres://` or
-/// `postgresql://` URL, or key-value `host=… dbname=…`), else a redb file.
+/// `postgresql://` URL, or key-value `host=… dbname=…`), a running server for `http://…`
+/// (read-only), else a redb file.
 pub(crate) async fn open(store: &Path) -> Result<Box<dyn Store>, TransferCliError> {
     let name = store.to_string_lossy();
-    let opened: Result<Box<dyn Store>, StoreError> = if is_postgres(&name) {
-        match postgres_options() {
-            Ok(options) => PostgresStore::connect_with(&name, options)
-                .await
-                .map(|s| Box::new(s) as Box<dyn Store>),
-            Err(err) => Err(err),
-        }
+    open_any(store)
+        .await
+        .map_err(|source| TransferCliError::Open {
+            // Never print a password that the URL carries.
+            store: openharness_store::redact_url(&name),
+            source,
+        })
+}
+
+/// The store `store` names (see [`open`]), with the store's own error.
+pub(crate) async fn open_any(store: &Path) -> Result<Box<dyn Store>, StoreError> {
+    let name = store.to_string_lossy();
+    if is_postgres(&name) {
+        let options = postgres_options()?;
+        Ok(Box::new(PostgresStore::connect_with(&name, options).await?))
+    } else if crate::remote::is_remote(&name) {
+        Ok(Box::new(crate::remote::RemoteStore::new(&name)?))
     } else {
-        RedbStore::open_with(store, RedbOptions::default().commit_on_caller(true))
-            .map(|s| Box::new(s) as Box<dyn Store>)
-    };
-    opened.map_err(|source| TransferCliError::Open {
-        // Never print a password that the URL carries.
-        store: openharness_store::redact_url(&name),
-        source,
-    })
+        // The CLI's runtime is multi-threaded and never a LocalSet, so a lone writer (a run
+        // recording its session) may commit on its own thread.
+        let options = RedbOptions::default().commit_on_caller(true);
+        Ok(Box::new(RedbStore::open_with(store, options)?))
+    }
 }
 
 /// Shows on stderr how far the import of a session that takes several appends has got.

@@ -110,8 +110,15 @@ impl fmt::Debug for Http {
 }
 
 /// Makes ring the process's rustls crypto provider (reqwest is built without one), unless the
-/// application installed another first.
-fn install_crypto_provider() {
+/// application installed another first. The providers call it; call it before building a
+/// `reqwest` client of your own in a program that uses this crate's.
+///
+/// ```
+/// openharness_provider::install_crypto_provider();
+/// let client = reqwest::Client::builder().build();
+/// assert!(client.is_ok());
+/// ```
+pub fn install_crypto_provider() {
     static ONCE: Once = Once::new();
     ONCE.call_once(|| {
         if rustls::crypto::CryptoProvider::get_default().is_none() {

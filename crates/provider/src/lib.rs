@@ -49,7 +49,7 @@ pub mod tools;
 
 pub use anthropic::AnthropicProvider;
 pub use claude_cli::ClaudeCliProvider;
-pub use http::{ApiKey, Timeouts};
+pub use http::{ApiKey, Timeouts, install_crypto_provider};
 pub use openai::OpenAiProvider;
 pub use pricing::Pricing;
 pub use retry::RetryPolicy;
