@@ -38,11 +38,14 @@ pub(crate) enum Command<E: Subcommand> {
     Respond(crate::turns::RespondArgs),
     /// Finish the turn a killed process left unfinished (nothing to do if its last turn ended).
     Resume(crate::turns::ResumeArgs),
-    /// List recorded sessions and their status (running, idle, waiting, failed).
+    /// List recorded sessions: status (running, idle, waiting, failed), title (the first
+    /// input), agents, tokens and cost; searched, filtered, sorted and cut with the options.
     Sessions {
         /// Print JSON instead of a table.
         #[arg(long)]
         json: bool,
+        #[command(flatten)]
+        query: SessionsQuery,
     },
     /// Print a session's events (any session, whichever workflow recorded it).
     Events {
@@ -160,4 +163,41 @@ impl<E: Subcommand> Command<E> {
                 | Self::Otel(_)
         )
     }
+}
+
+/// What `sessions` lists (every option optional; they combine).
+#[derive(Debug, Clone, Default, clap::Args)]
+pub(crate) struct SessionsQuery {
+    /// Only sessions whose id, title, workflow, agents or inputs contain this text (any case).
+    #[arg(long, value_name = "TEXT")]
+    pub(crate) search: Option<String>,
+    /// Only sessions with one of these statuses (comma-separated: running, idle, waiting,
+    /// failed).
+    #[arg(long, value_name = "STATUS,…", value_delimiter = ',')]
+    pub(crate) status: Vec<String>,
+    /// Only sessions of this workflow.
+    #[arg(long, value_name = "NAME")]
+    pub(crate) workflow: Option<String>,
+    /// Only sessions that ran this agent.
+    #[arg(long, value_name = "NAME")]
+    pub(crate) agent: Option<String>,
+    /// Only sessions active at or after this time (RFC 3339, such as 2026-11-26T09:00:00Z).
+    #[arg(long, value_name = "TIME")]
+    pub(crate) since: Option<chrono::DateTime<chrono::Utc>>,
+    /// Only sessions started at or before this time (RFC 3339).
+    #[arg(long, value_name = "TIME")]
+    pub(crate) until: Option<chrono::DateTime<chrono::Utc>>,
+    /// Only sessions with a question waiting for an answer.
+    #[arg(long)]
+    pub(crate) open: bool,
+    /// Only the forks of this session.
+    #[arg(long, value_name = "SESSION")]
+    pub(crate) fork_of: Option<String>,
+    /// The order: recent (the default when any option is given), newest, oldest (the default
+    /// otherwise), longest, tokens or cost.
+    #[arg(long, value_name = "ORDER")]
+    pub(crate) sort: Option<String>,
+    /// At most this many sessions.
+    #[arg(long, value_name = "N")]
+    pub(crate) limit: Option<usize>,
 }

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use chrono::{DateTime, Utc};
 use openharness::store::RedbError;
 use openharness::{Envelope, ErrorChain, SessionId, SessionStatus, Store};
-use openharness_host::{Host, HostError};
+use openharness_host::{Host, HostError, SessionQuery, SessionSort};
 use serde::Serialize;
 use serde::ser::{SerializeSeq, Serializer};
 
@@ -248,7 +248,7 @@ pub(crate) async fn run<E: clap::Subcommand>(
         Command::Send(args) => crate::turns::send(args, context).await,
         Command::Respond(args) => crate::turns::respond(args, context).await,
         Command::Resume(args) => crate::turns::resume(args, context).await,
-        Command::Sessions { json } => sessions(context, json).await,
+        Command::Sessions { json, query } => sessions(context, json, query).await,
         Command::Events { session, json } => events(context, &parse_session(&session)?, json).await,
         Command::Tape { session, at, json } => {
             tape(context, &parse_session(&session)?, at, json).await
@@ -552,6 +552,16 @@ struct Row<'a> {
     parent: Option<&'a SessionId>,
     status: SessionStatus,
     hosted: bool,
+    /// Its first input, cut short.
+    title: Option<&'a str>,
+    /// The agents it ran.
+    agents: &'a [String],
+    /// Input and output tokens.
+    tokens: u64,
+    /// What its agents reported costing, in US dollars.
+    cost: f64,
+    /// Questions waiting for an answer.
+    open_requests: u64,
     /// The note of an interrupted import that left the session a prefix, if one did.
     #[serde(skip_serializing_if = "Option::is_none")]
     unfinished: Option<&'a str>,
@@ -576,9 +586,60 @@ async fn listed_whole(host: &openharness_host::Host) -> Result<(), CliError> {
     })
 }
 
-async fn sessions(context: &Context, json: bool) -> Result<(), CliError> {
+/// The host's query for `sessions`' options.
+fn session_query(asked: crate::args::SessionsQuery) -> Result<SessionQuery, CliError> {
+    let filtered = asked.search.is_some()
+        || !asked.status.is_empty()
+        || asked.workflow.is_some()
+        || asked.agent.is_some()
+        || asked.since.is_some()
+        || asked.until.is_some()
+        || asked.open
+        || asked.fork_of.is_some()
+        || asked.limit.is_some();
+    let mut query = SessionQuery::default();
+    query.search = asked.search;
+    query.status = asked
+        .status
+        .iter()
+        .filter(|s| !s.trim().is_empty())
+        .map(|s| {
+            serde_json::from_value(serde_json::json!(s.trim())).map_err(|_| {
+                CliError::Usage(format!(
+                    "--status: `{s}` is not a status (running, idle, waiting or failed)"
+                ))
+            })
+        })
+        .collect::<Result<_, _>>()?;
+    query.workflow = asked.workflow;
+    query.agent = asked.agent;
+    query.since = asked.since;
+    query.until = asked.until;
+    query.open_request = asked.open.then_some(true);
+    query.fork_of = asked.fork_of.as_deref().map(parse_session).transpose()?;
+    query.sort = match asked.sort {
+        Some(sort) => sort
+            .parse()
+            .map_err(|err| CliError::Usage(format!("--sort: {err}")))?,
+        None if filtered => SessionSort::Recent,
+        None => SessionSort::Oldest,
+    };
+    query.limit = asked.limit;
+    Ok(query)
+}
+
+async fn sessions(
+    context: &Context,
+    json: bool,
+    asked: crate::args::SessionsQuery,
+) -> Result<(), CliError> {
     let host = context.host();
-    let sessions = host.sessions().await.map_err(|e| context.explain(e))?;
+    let query = session_query(asked)?;
+    let sessions = host
+        .query_sessions(&query)
+        .await
+        .map_err(|e| context.explain(e))?
+        .sessions;
     let unfinished: std::collections::HashMap<SessionId, String> =
         unfinished(host.store().as_ref())
             .await?
@@ -598,6 +659,11 @@ async fn sessions(context: &Context, json: bool) -> Result<(), CliError> {
                 parent: s.parent.as_ref(),
                 status: s.status,
                 hosted: s.hosted,
+                title: s.title.as_deref(),
+                agents: &s.agents,
+                tokens: s.usage.input_tokens + s.usage.output_tokens,
+                cost: s.cost,
+                open_requests: s.open_requests,
             })
             .collect();
         let mut text = serde_json::to_string_pretty(&rows)?;
@@ -617,8 +683,8 @@ async fn sessions(context: &Context, json: bool) -> Result<(), CliError> {
     if !sessions.is_empty() {
         writeln!(
             out,
-            "{:<38} {:<18} {:<8} {:>7}  {:<25} PARENT",
-            "SESSION", "WORKFLOW", "STATUS", "EVENTS", "LAST EVENT"
+            "{:<38} {:<18} {:<8} {:>7}  {:<25} {:<38} TITLE",
+            "SESSION", "WORKFLOW", "STATUS", "EVENTS", "LAST EVENT", "PARENT"
         )?;
     }
     for info in &sessions {
@@ -629,13 +695,17 @@ async fn sessions(context: &Context, json: bool) -> Result<(), CliError> {
         };
         writeln!(
             out,
-            "{:<38} {:<18} {:<8} {:>7}  {:<25} {}",
+            "{:<38} {:<18} {:<8} {:>7}  {:<25} {:<38} {}",
             info.id.as_str(),
             workflow,
             info.status.as_str(),
             info.len,
             info.last_event.format("%Y-%m-%d %H:%M:%S UTC").to_string(),
             info.parent.as_ref().map_or("-", SessionId::as_str),
+            info.title.as_deref().map_or_else(
+                || "-".to_owned(),
+                |title| title.chars().take(48).collect::<String>()
+            ),
         )?;
     }
     for (session, note) in &unfinished {

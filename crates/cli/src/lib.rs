@@ -451,7 +451,7 @@ impl<E: Subcommand + Send + 'static> Cli<E> {
             && !remote::is_remote(&store.to_string_lossy())
             && !store.exists()
         {
-            if let args::Command::Sessions { json } = command {
+            if let args::Command::Sessions { json, .. } = command {
                 use std::io::Write as _;
                 let mut out = out;
                 if json {

@@ -458,3 +458,44 @@ fn a_cut_off_turn_is_busy_until_resume_finishes_it() {
     ));
     assert!(again.contains("nothing unfinished"), "{again}");
 }
+
+#[test]
+fn sessions_are_searched_filtered_sorted_and_cut() {
+    let dir = tempfile::tempdir().unwrap();
+    stdout(&openharness(dir.path(), &["demo"]));
+    stdout(&openharness(dir.path(), &["demo", "chat"]));
+    let table = stdout(&openharness(dir.path(), &["sessions"]));
+    assert!(table.lines().next().unwrap().ends_with("TITLE"), "{table}");
+    assert!(
+        table.contains("Hi! I'm planning a trip to Lisbon."),
+        "{table}"
+    );
+
+    let found = json(&openharness(
+        dir.path(),
+        &["sessions", "--search", "LISBON", "--json"],
+    ));
+    assert_eq!(found.as_array().unwrap().len(), 1, "{found}");
+    assert_eq!(found[0]["workflow"], "chat");
+    assert_eq!(found[0]["agents"], serde_json::json!(["assistant"]));
+    let longest = json(&openharness(
+        dir.path(),
+        &["sessions", "--sort", "longest", "--limit", "1", "--json"],
+    ));
+    assert_eq!(longest.as_array().unwrap().len(), 1);
+    assert_eq!(longest[0]["workflow"], "planner-executor");
+    let none = json(&openharness(
+        dir.path(),
+        &[
+            "sessions",
+            "--status",
+            "waiting",
+            "--workflow",
+            "chat",
+            "--json",
+        ],
+    ));
+    assert_eq!(none, serde_json::json!([]));
+    let bad = failure(&openharness(dir.path(), &["sessions", "--sort", "random"]));
+    assert!(bad.contains("--sort"), "{bad}");
+}

@@ -50,6 +50,9 @@ pub enum HostError {
     /// A tape, fork or cassette operation failed.
     #[error(transparent)]
     Tape(#[from] openharness_tape::TapeError),
+    /// A session list's cursor is not one a page gave.
+    #[error("`{0}` is not a cursor of a session list (pass a page's nextAfter as it is)")]
+    BadCursor(String),
     /// A state did not encode as JSON.
     #[error("the state of session {session} at position {position} does not encode as JSON")]
     Encode {

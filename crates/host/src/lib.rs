@@ -25,6 +25,7 @@
 //! ```
 
 mod ancestry;
+mod catalog;
 mod code;
 mod compare;
 mod error;
@@ -46,6 +47,7 @@ use openharness_projection::{
     Approvals, Message, UiMessage, project_messages, ui_messages, ui_messages_with,
 };
 
+pub use catalog::{MAX_SESSIONS_PAGE, SessionQuery, SessionSort, SessionsPage};
 pub use code::CodeChange;
 pub use compare::{Ancestor, Divergence, SessionComparison};
 pub use error::HostError;
@@ -69,6 +71,8 @@ pub struct Host {
     turns: Arc<Mutex<HashMap<SessionId, CancellationToken>>>,
     /// Sessions [`Host::sessions`] leaves out (see [`Host::unlisted`]).
     unlisted: Arc<std::collections::HashSet<SessionId>>,
+    /// What each session's events say about it, for session lists ([`Host::query_sessions`]).
+    catalog: Arc<catalog::Catalog>,
 }
 
 impl std::fmt::Debug for Host {
@@ -108,6 +112,7 @@ impl Host {
             workflows: BTreeMap::new(),
             turns: Arc::default(),
             unlisted: Arc::default(),
+            catalog: Arc::default(),
         }
     }
 
@@ -163,6 +168,7 @@ impl Host {
                 .collect(),
             turns: Arc::clone(&self.turns),
             unlisted: Arc::clone(&self.unlisted),
+            catalog: Arc::clone(&self.catalog),
         }
     }
 
@@ -237,9 +243,16 @@ impl Host {
             })
     }
 
-    /// Every session of the store, oldest first, with its owner and whether this host folds it.
+    /// Every session of the store, oldest first, with its owner and whether this host folds it
+    /// (without what its events say: [`Host::query_sessions`] adds titles, agents, tokens,
+    /// cost and open requests, and searches, filters and pages).
     pub async fn sessions(&self) -> Result<Vec<SessionSummary>, HostError> {
         let infos = self.store.sessions().await.map_err(self.store_error())?;
+        Ok(self.summaries(&infos))
+    }
+
+    /// `infos` as summaries, those [`Host::unlisted`] left out, with their owners.
+    fn summaries(&self, infos: &[SessionInfo]) -> Vec<SessionSummary> {
         let by_id: HashMap<&SessionId, &SessionInfo> = infos.iter().map(|i| (&i.id, i)).collect();
         let owner_of = |info: &SessionInfo| {
             let mut current = info;
@@ -251,7 +264,7 @@ impl Host {
             }
             None
         };
-        Ok(infos
+        infos
             .iter()
             .filter(|info| !self.unlisted.contains(&info.id))
             .map(|info| {
@@ -261,17 +274,21 @@ impl Host {
                     .is_some_and(|w| self.workflows.contains_key(w));
                 SessionSummary::of(info.clone(), owner, hosted)
             })
-            .collect())
+            .collect()
     }
 
-    /// One session, with its owner and status.
+    /// One session, with its owner, status, title, agents, tokens, cost and open requests.
     pub async fn session(&self, session: &SessionId) -> Result<SessionSummary, HostError> {
         let info = self.info(session).await?;
         let owner = self.owner(&info).await?;
         let hosted = owner
             .as_deref()
             .is_some_and(|w| self.workflows.contains_key(w));
-        Ok(SessionSummary::of(info, owner, hosted))
+        let digest = self.digest_of(&info).await?;
+        Ok(catalog::with_digest(
+            SessionSummary::of(info, owner, hosted),
+            &digest,
+        ))
     }
 
     /// Up to `limit` events of `session` after seq `after` (from the start when `None`).

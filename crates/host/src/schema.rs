@@ -22,6 +22,7 @@ use schemars::generate::SchemaSettings;
 use schemars::{JsonSchema, Schema};
 use serde_json::{Map, Value};
 
+use crate::catalog::{SessionSort, SessionsPage};
 use crate::wire::{EventsPage, ForkPoint, SessionSummary, StateAt, TapeView, TurnOutcome};
 
 /// One wire type's schema.
@@ -75,6 +76,8 @@ pub fn wire_schemas() -> Vec<WireSchema> {
         // The host's answers.
         of::<TurnOutcome>("TurnOutcome"),
         of::<SessionSummary>("SessionSummary"),
+        of::<SessionsPage>("SessionsPage"),
+        of::<SessionSort>("SessionSort"),
         of::<EventsPage>("EventsPage"),
         of::<TapeView>("TapeView"),
         of::<StateAt>("StateAt"),

@@ -71,6 +71,21 @@ pub struct SessionSummary {
     pub last_event: DateTime<Utc>,
     /// Whether a registered workflow can fold it (states, tape, fork, turns).
     pub hosted: bool,
+    /// Its first input, cut to 100 characters (`None` before any input).
+    #[serde(default)]
+    pub title: Option<String>,
+    /// The agents it ran, in the order first seen.
+    #[serde(default)]
+    pub agents: Vec<String>,
+    /// Tokens its agents used.
+    #[serde(default)]
+    pub usage: Usage,
+    /// What its agents reported costing, in US dollars.
+    #[serde(default)]
+    pub cost: f64,
+    /// How many `input:requested` wait for an answer.
+    #[serde(default)]
+    pub open_requests: u64,
 }
 
 impl SessionSummary {
@@ -84,6 +99,11 @@ impl SessionSummary {
             created: info.created,
             last_event: info.last_event,
             hosted,
+            title: None,
+            agents: Vec::new(),
+            usage: Usage::default(),
+            cost: 0.0,
+            open_requests: 0,
         }
     }
 }

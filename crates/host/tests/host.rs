@@ -161,9 +161,21 @@ async fn a_host_runs_continues_forks_and_reads_any_registered_workflow() {
     assert_eq!(child.parent.as_ref(), Some(&first.session));
     assert_eq!(child.workflow.as_deref(), Some("notes"));
     assert!(child.hosted);
-    let listed = host.sessions().await.unwrap();
+    // Listed with what its events say, as read alone; the plain list has the store's part.
+    let listed = host
+        .query_sessions(&openharness_host::SessionQuery::default())
+        .await
+        .unwrap()
+        .sessions;
     let listed_child = listed.iter().find(|s| s.id == fork.session).unwrap();
     assert_eq!(listed_child, &child);
+    assert_eq!(child.agents, ["scribe"]);
+    let plain = host.sessions().await.unwrap();
+    let plain_child = plain.iter().find(|s| s.id == fork.session).unwrap();
+    assert_eq!(
+        (plain_child.len, &plain_child.parent, plain_child.status),
+        (child.len, &child.parent, child.status)
+    );
     let grown = host
         .send(&fork.session, "c".into(), RunOptions::new())
         .await

@@ -101,6 +101,7 @@ impl From<HostError> for ApiError {
         match err {
             HostError::SessionNotFound(_) => Self::not_found(message),
             HostError::UnknownWorkflow { .. } => Self::not_found(message),
+            HostError::BadCursor(_) => Self::bad_request(message),
             HostError::Unhosted { .. } => Self::new(
                 StatusCode::UNPROCESSABLE_ENTITY,
                 "unhosted_session",

@@ -217,7 +217,25 @@ fn paths() -> Value {
         "/health": { "get": public(operation("Health", vec![], None, ("200", ok("ok", json!({ "type": "object" }))), &[])) },
         "/openapi.json": { "get": public(operation("This document", vec![], None, ("200", ok("the document", json!({ "type": "object" }))), &[])) },
         "/sessions": {
-            "get": operation("Every session", vec![], None, ("200", ok("the sessions", object(&["sessions"], json!({ "sessions": { "type": "array", "items": schema("SessionSummary") } })))), &["401"]),
+            "get": operation(
+                "Sessions: searched, filtered, sorted and paged (every parameter optional; none gives every session)",
+                vec![
+                    query("search", json!({ "type": "string", "description": "text in the id, title, workflow, an agent's name or an input (any case)" })),
+                    query("status", json!({ "type": "string", "pattern": "^(running|idle|waiting|failed)(,(running|idle|waiting|failed))*$", "description": "any of these comma-separated statuses" })),
+                    query("workflow", json!({ "type": "string" })),
+                    query("agent", json!({ "type": "string" })),
+                    query("since", json!({ "type": "string", "format": "date-time", "description": "last event at or after" })),
+                    query("until", json!({ "type": "string", "format": "date-time", "description": "first event at or before" })),
+                    query("openRequest", json!({ "type": "boolean" })),
+                    query("forkOf", json!({ "type": "string", "format": "uuid" })),
+                    query("sort", schema("SessionSort")),
+                    query("after", json!({ "type": "string", "description": "a page's nextAfter" })),
+                    query("limit", json!({ "type": "integer", "minimum": 1, "maximum": 1000 })),
+                ],
+                None,
+                ("200", ok("a page of sessions", schema("SessionsPage"))),
+                &["400", "401"],
+            ),
             "post": operation("Start a session", vec![], Some(object(&["workflow"], json!({ "workflow": { "type": "string" }, "input": { "type": ["string", "null"] } }))), accepted.clone(), &["400", "401", "404", "413"]),
         },
         "/sessions/{id}": {

@@ -9,7 +9,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use openharness_core::{EventId, RunOptions, SessionId};
-use openharness_host::ForkPoint;
+use openharness_host::{ForkPoint, SessionQuery};
 use serde::Deserialize;
 use serde_json::json;
 use tower_http::timeout::TimeoutLayer;
@@ -128,8 +128,59 @@ async fn health() -> Response {
     Json(json!({ "status": "ok" })).into_response()
 }
 
-async fn list(State(state): Shared) -> Answer {
-    Ok(Json(json!({ "sessions": state.host.sessions().await? })).into_response())
+/// `GET /sessions`'s query: every filter optional (see [`SessionQuery`]).
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct ListQuery {
+    search: Option<String>,
+    /// Comma-separated statuses.
+    status: Option<String>,
+    workflow: Option<String>,
+    agent: Option<String>,
+    since: Option<chrono::DateTime<chrono::Utc>>,
+    until: Option<chrono::DateTime<chrono::Utc>>,
+    open_request: Option<bool>,
+    fork_of: Option<String>,
+    sort: Option<String>,
+    after: Option<String>,
+    limit: Option<usize>,
+}
+
+impl ListQuery {
+    fn into_query(self) -> Result<SessionQuery, ApiError> {
+        let mut query = SessionQuery::default();
+        query.search = self.search;
+        if let Some(statuses) = self.status {
+            query.status = statuses
+                .split(',')
+                .filter(|s| !s.trim().is_empty())
+                .map(|s| {
+                    serde_json::from_value(json!(s.trim())).map_err(|_| {
+                        ApiError::bad_request(format!(
+                            "`{s}` is not a status: running, idle, waiting or failed"
+                        ))
+                    })
+                })
+                .collect::<Result<_, _>>()?;
+        }
+        query.workflow = self.workflow;
+        query.agent = self.agent;
+        query.since = self.since;
+        query.until = self.until;
+        query.open_request = self.open_request;
+        query.fork_of = self.fork_of.as_deref().map(session_id).transpose()?;
+        if let Some(sort) = self.sort {
+            query.sort = sort.parse().map_err(ApiError::bad_request)?;
+        }
+        query.after = self.after;
+        query.limit = self.limit;
+        Ok(query)
+    }
+}
+
+async fn list(State(state): Shared, asked: crate::request::QueryOf<ListQuery>) -> Answer {
+    let asked = query(asked)?.into_query()?;
+    Ok(Json(state.host.query_sessions(&asked).await?).into_response())
 }
 
 async fn one(State(state): Shared, Path(id): Path<String>) -> Answer {

@@ -749,6 +749,34 @@ async fn bad_input_is_answered_in_the_error_shape() {
             "payload_too_large",
         ),
         ("GET", "/nowhere".into(), None, 404, "not_found"),
+        (
+            "GET",
+            "/sessions?status=asleep".into(),
+            None,
+            400,
+            "bad_request",
+        ),
+        (
+            "GET",
+            "/sessions?sort=random".into(),
+            None,
+            400,
+            "bad_request",
+        ),
+        (
+            "GET",
+            "/sessions?after=nonsense".into(),
+            None,
+            400,
+            "bad_request",
+        ),
+        (
+            "GET",
+            "/sessions?colour=red".into(),
+            None,
+            400,
+            "bad_request",
+        ),
     ];
     for (method, path, body, status, code) in cases {
         let (got, answer) = request(addr, method, &path, body.as_deref()).await;
@@ -1061,4 +1089,57 @@ async fn a_store_failure_is_a_500_that_names_the_store_and_its_cause() {
     assert!(message.contains("unlistable"), "{message}");
     assert!(message.contains("on fire"), "{message}");
     assert_eq!(message.matches("on fire").count(), 1, "{message}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_session_list_is_searched_filtered_and_paged_over_http() {
+    let addr = serve(host(Duration::ZERO), ServerOptions::default()).await;
+    let mut sessions = Vec::new();
+    for text in ["three little words", "ask", "two words"] {
+        let (status, started) = request(
+            addr,
+            "POST",
+            "/sessions",
+            Some(&json!({ "workflow": "ticks", "input": text }).to_string()),
+        )
+        .await;
+        assert_eq!(status, 202, "{started}");
+        let id = started["session"].as_str().unwrap().to_owned();
+        wait_idle(addr, &id).await;
+        sessions.push(id);
+    }
+    let (status, page) = request(addr, "GET", "/sessions?search=LITTLE", None).await;
+    assert_eq!(status, 200, "{page}");
+    assert_eq!(page["total"], 1);
+    assert_eq!(page["sessions"][0]["id"], sessions[0].as_str());
+    assert_eq!(page["sessions"][0]["title"], "three little words");
+    assert_eq!(page["sessions"][0]["agents"], json!(["counter"]));
+    let (_, waiting) = request(
+        addr,
+        "GET",
+        "/sessions?status=waiting,failed&openRequest=true",
+        None,
+    )
+    .await;
+    assert_eq!(waiting["total"], 1, "{waiting}");
+    assert_eq!(waiting["sessions"][0]["id"], sessions[1].as_str());
+    assert_eq!(waiting["sessions"][0]["openRequests"], 1);
+    // Pages of one, newest first, cover all three once.
+    let mut seen = Vec::new();
+    let mut path = "/sessions?sort=newest&limit=1".to_owned();
+    loop {
+        let (status, page) = request(addr, "GET", &path, None).await;
+        assert_eq!(status, 200, "{page}");
+        seen.push(page["sessions"][0]["id"].as_str().unwrap().to_owned());
+        match page["nextAfter"].as_str() {
+            Some(after) => path = format!("/sessions?sort=newest&limit=1&after={after}"),
+            None => break,
+        }
+    }
+    sessions.reverse();
+    assert_eq!(seen, sessions);
+    // Without parameters: every session, as before, now with totals.
+    let (_, all) = request(addr, "GET", "/sessions", None).await;
+    assert_eq!(all["sessions"].as_array().unwrap().len(), 3);
+    assert!(all["nextAfter"].is_null());
 }
