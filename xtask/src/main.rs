@@ -41,7 +41,7 @@ enum Step {
     Schemathesis,
 }
 
-const USAGE: &str = "usage: cargo xtask ci | schemas [--check] | bench stores | bench tape | bench sessions | bench race | bench server | bench platform | bench chat | bench diff | bench eval | bench mcp | bench otel";
+const USAGE: &str = "usage: cargo xtask ci | schemas [--check] | bench stores | bench tape | bench sessions | bench race | bench server | bench platform | bench chat | bench diff | bench eval | bench list | bench mcp | bench otel";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -129,6 +129,15 @@ fn main() -> ExitCode {
             "openharness-bench",
             "--",
             "diff",
+        ])],
+        ["bench", "list"] => vec![Step::Cargo(&[
+            "run",
+            "--release",
+            "--quiet",
+            "--package",
+            "openharness-bench",
+            "--",
+            "list",
         ])],
         ["bench", "eval"] => vec![Step::Cargo(&[
             "run",

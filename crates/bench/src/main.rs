@@ -15,11 +15,13 @@
 //! does not spend) and `mcp` (an MCP server's tool called through `openharness-mcp` against the
 //! same calls made directly with `rmcp`, on the pinned real servers of the crate's tests) and `otel` (the race shape with live
 //! span export against without, and a burst of 10 000 events/s into a collector: spans sent +
-//! failed = produced) and `diff` (two 100 000-event sessions compared against loading one).
+//! failed = produced) and `diff` (two 100 000-event sessions compared against loading one) and `list` (the
+//! session list of 10 000 sessions: the first page, searches).
 
 mod chat;
 mod diff;
 mod eval;
+mod list;
 mod mcp;
 mod otel;
 mod platform;
@@ -49,6 +51,7 @@ fn main() -> ExitCode {
         Some("chat") => chat::run(),
         Some("diff") => diff::run(),
         Some("eval") => eval::run(),
+        Some("list") => list::run(),
         Some("mcp") => mcp::run(),
         Some("otel") => otel::run(),
         Some("race-ours") => race::child(
@@ -58,7 +61,7 @@ fn main() -> ExitCode {
         ),
         _ => {
             eprintln!(
-                "usage: openharness-bench tape | sessions | race | server | platform | chat | diff | eval | mcp | otel"
+                "usage: openharness-bench tape | sessions | race | server | platform | chat | diff | eval | list | mcp | otel"
             );
             ExitCode::from(2)
         }

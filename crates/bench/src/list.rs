@@ -1,0 +1,206 @@
+//! The list suite: the session list of a team's store ([`Host::query_sessions`], what
+//! `GET /sessions` and `openharness sessions` answer) at 10 000 sessions on redb.
+//!
+//! 1. The first page of a host that has read nothing yet (every session's digest is built:
+//!    each session read once), against listing the store's metadata alone
+//!    ([`Store::sessions`], the floor). Goal: ≤ 1 s.
+//! 2. Searches once the digests are built (a word of some inputs, an agent's name, a status
+//!    with a sort, an id's prefix), p95 of 200. Goal: ≤ 200 ms.
+//! 3. The first page again after 100 sessions grew by a turn: only what was appended is
+//!    read. For information.
+
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use openharness::host::{Host, SessionQuery, SessionSort};
+use openharness::store::RedbStore;
+use openharness::{Envelope, SessionId, SessionStatus, Store};
+use serde_json::json;
+
+use crate::report::Row;
+
+/// Sessions in the store.
+const SESSIONS: usize = 10_000;
+/// Searches timed once the digests are built.
+const SEARCHES: usize = 200;
+/// Sessions that grow by a turn before the last figure.
+const GROWN: usize = 100;
+
+pub(crate) fn run() -> ExitCode {
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(err) => {
+            eprintln!("bench: could not start tokio: {err}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(suite()) {
+        Ok(rows) => {
+            crate::report::print(&rows);
+            ExitCode::SUCCESS
+        }
+        Err(err) => {
+            eprintln!("bench: {err}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+const CITIES: [&str; 8] = [
+    "Lisbon", "Porto", "Seville", "Kyoto", "Oslo", "Lima", "Hanoi", "Tunis",
+];
+
+/// One turn of session `i`: an input, two agent calls with a tool call between, sometimes a
+/// question left open, and the turn's end.
+fn turn(i: usize, turn: usize) -> Vec<Envelope> {
+    let city = CITIES[i % CITIES.len()];
+    let event = |name: &'static str, payload| Envelope::new(name, payload, None);
+    let mut events = vec![
+        event(
+            "user:input",
+            json!({ "text": format!("Plan day {turn} of a trip to {city} for traveller {i}") }),
+        ),
+        event(
+            "agent:started",
+            json!({ "agentName": "planner", "prompt": format!("plan {city}") }),
+        ),
+        event(
+            "tool:called",
+            json!({ "agentName": "planner", "toolCallId": format!("c{i}"), "tool": "search", "input": { "q": city } }),
+        ),
+        event(
+            "tool:result",
+            json!({ "agentName": "planner", "toolCallId": format!("c{i}"), "tool": "search", "output": "museums", "isError": false }),
+        ),
+        event(
+            "agent:completed",
+            json!({ "agentName": "planner", "outcome": "success", "usage": { "inputTokens": 900 + i % 97, "outputTokens": 120 }, "cost": 0.002 }),
+        ),
+        event(
+            "agent:started",
+            json!({ "agentName": if i % 5 == 0 { "critic" } else { "writer" }, "prompt": "write" }),
+        ),
+        event(
+            "agent:completed",
+            json!({ "agentName": if i % 5 == 0 { "critic" } else { "writer" }, "outcome": "success", "usage": { "inputTokens": 400, "outputTokens": 300 }, "cost": 0.001 }),
+        ),
+    ];
+    if i % 7 == 0 {
+        let asked = event("input:requested", json!({ "prompt": "Book it?" }));
+        let id = asked.id;
+        events.push(asked);
+        events.push(event(
+            "workflow:completed",
+            json!({ "reason": "waiting_for_input", "openRequests": [id] }),
+        ));
+    } else {
+        events.push(event("workflow:completed", json!({ "reason": "done" })));
+    }
+    events
+}
+
+fn p95(mut samples: Vec<Duration>) -> Duration {
+    samples.sort_unstable();
+    let index = (samples.len() * 95 / 100).min(samples.len().saturating_sub(1));
+    samples.get(index).copied().unwrap_or_default()
+}
+
+fn ms(d: Duration) -> String {
+    format!("{:.1} ms", d.as_secs_f64() * 1e3)
+}
+
+async fn suite() -> Result<Vec<Row>, Box<dyn std::error::Error>> {
+    eprintln!("bench list: writing {SESSIONS} sessions to a temporary redb store…");
+    let dir = tempfile::tempdir()?;
+    let store: Arc<dyn Store> = Arc::new(RedbStore::open(dir.path().join("list.redb"))?);
+    let mut ids = Vec::with_capacity(SESSIONS);
+    for i in 0..SESSIONS {
+        let session = SessionId::new();
+        let mut events = vec![Envelope::new(
+            "workflow:started",
+            json!({ "workflow": "trips" }),
+            None,
+        )];
+        events.extend(turn(i, 1));
+        store.append(&session, &events, 0).await?;
+        ids.push((session, events.len() as u64));
+    }
+
+    // 1. The first page of a host that has read nothing.
+    let started = Instant::now();
+    let listed = store.sessions().await?;
+    let floor = started.elapsed();
+    let host = Host::shared(Arc::clone(&store));
+    let first_page = SessionQuery::default().limit(50);
+    let started = Instant::now();
+    let page = host.query_sessions(&first_page).await?;
+    let cold = started.elapsed();
+    if page.total != listed.len() as u64 || page.sessions.len() != 50 {
+        return Err(format!("the first page is wrong: {} of {}", page.sessions.len(), page.total).into());
+    }
+
+    // 2. Searches once the digests are built.
+    let lisbon = format!("traveller {}", SESSIONS / 2);
+    let prefix = ids[SESSIONS / 3].0.as_str()[..20].to_owned();
+    let queries = [
+        SessionQuery::default().search("lisbon").limit(50),
+        SessionQuery::default().search(lisbon.as_str()).limit(50),
+        SessionQuery::default().agent("critic").sort(SessionSort::Cost).limit(50),
+        SessionQuery::default()
+            .status([SessionStatus::Waiting])
+            .sort(SessionSort::Tokens)
+            .limit(50),
+        SessionQuery::default().search(prefix.as_str()).limit(50),
+    ];
+    let mut searches = Vec::with_capacity(SEARCHES);
+    for n in 0..SEARCHES {
+        let query = &queries[n % queries.len()];
+        let started = Instant::now();
+        let page = host.query_sessions(query).await?;
+        searches.push(started.elapsed());
+        if page.sessions.is_empty() {
+            return Err(format!("a search found nothing: {query:?}").into());
+        }
+    }
+    let search = p95(searches);
+
+    // 3. After some sessions grew.
+    for (i, (session, len)) in ids.iter().take(GROWN).enumerate() {
+        store.append(session, &turn(i, 2), *len).await?;
+    }
+    let started = Instant::now();
+    host.query_sessions(&first_page).await?;
+    let grown = started.elapsed();
+
+    Ok(vec![
+        Row {
+            what: format!("first page of {}k sessions, cold", SESSIONS / 1_000),
+            measured: ms(cold),
+            baseline: format!("{} (metadata)", ms(floor)),
+            ratio: format!("{:.1}x", cold.as_secs_f64() / floor.as_secs_f64()),
+            goal: "<= 1 s",
+            met: Some(cold <= Duration::from_secs(1)),
+        },
+        Row {
+            what: format!("search p95 over {}k sessions", SESSIONS / 1_000),
+            measured: ms(search),
+            baseline: format!("{} (metadata)", ms(floor)),
+            ratio: format!("{:.1}x", search.as_secs_f64() / floor.as_secs_f64()),
+            goal: "<= 200 ms",
+            met: Some(search <= Duration::from_millis(200)),
+        },
+        Row {
+            what: format!("first page after {GROWN} sessions grew"),
+            measured: ms(grown),
+            baseline: format!("{} (metadata)", ms(floor)),
+            ratio: format!("{:.1}x", grown.as_secs_f64() / floor.as_secs_f64()),
+            goal: "-",
+            met: None,
+        },
+    ])
+}
