@@ -123,6 +123,11 @@ pub(crate) enum Command<E: Subcommand> {
         /// `mcp:<name>` (started or reached now; the server refuses to start if one fails).
         #[arg(long, value_name = "FILE")]
         mcp_config: Option<PathBuf>,
+        /// Serve everything under this path (such as `/harness`: the inspector at
+        /// `/harness/`, the API at `/harness/sessions`), as a program nesting the router with
+        /// `Router::nest` would.
+        #[arg(long, value_name = "PATH", value_parser = parse_base_path)]
+        base_path: Option<String>,
     },
     #[command(flatten)]
     Transfer(crate::transfer::TransferCommand),
@@ -160,4 +165,20 @@ impl<E: Subcommand> Command<E> {
                 | Self::Otel(_)
         )
     }
+}
+
+/// `--base-path`: a path such as `/harness` (a leading `/` is added, trailing ones dropped);
+/// `/` alone means no prefix.
+fn parse_base_path(text: &str) -> Result<String, String> {
+    let trimmed = text.trim().trim_matches('/');
+    if trimmed.contains(['?', '#', '{', '}', '*']) || trimmed.contains("//") {
+        return Err(format!(
+            "{text:?} is not a plain path: write it like /harness or /tools/harness"
+        ));
+    }
+    Ok(if trimmed.is_empty() {
+        String::new()
+    } else {
+        format!("/{trimmed}")
+    })
 }
