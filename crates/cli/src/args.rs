@@ -182,3 +182,22 @@ fn parse_base_path(text: &str) -> Result<String, String> {
         format!("/{trimmed}")
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::parse_base_path;
+
+    #[test]
+    fn a_base_path_is_one_leading_slash_and_no_trailing_one() {
+        assert_eq!(parse_base_path("/harness"), Ok("/harness".to_owned()));
+        assert_eq!(parse_base_path("harness/"), Ok("/harness".to_owned()));
+        assert_eq!(
+            parse_base_path("/tools/harness/"),
+            Ok("/tools/harness".to_owned())
+        );
+        assert_eq!(parse_base_path("/"), Ok(String::new()));
+        assert!(parse_base_path("/a//b").is_err());
+        assert!(parse_base_path("/{id}").is_err());
+        assert!(parse_base_path("/a?b").is_err());
+    }
+}
