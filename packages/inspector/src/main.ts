@@ -9,6 +9,7 @@
 
 import type { EventStream, JsonPatchOperation, Recorded, SessionDetail, SessionSummary } from "@openharness/client";
 import { diff } from "./diff";
+import { type Command, HELP, commandFor } from "./keys";
 import { continueSession, forkAt } from "./panels/controls";
 import { renderEvent } from "./panels/event";
 import { renderHeader } from "./panels/header";
@@ -19,23 +20,6 @@ import { Server, describeError, unauthorized } from "./server";
 import { Tape } from "./tape";
 import { el, renderTree } from "./tree";
 import * as view from "./view";
-
-const HELP: [string, string][] = [
-  ["j / ↓", "step forward"],
-  ["k / ↑", "step back"],
-  ["PgDn / PgUp", "a screen forward / back"],
-  ["Home / End", "start / end"],
-  ["g", "go to a position"],
-  ["/", "search event names"],
-  ["n / N", "next / previous match"],
-  ["c", "jump to the causing event"],
-  ["f", "fork at the cursor"],
-  ["l", "follow live"],
-  ["x", "compact view: one row per agent call (j/k then step by row)"],
-  ["o", "expand / collapse the agent call at the cursor"],
-  ["i", "continue the session (input)"],
-  ["?", "this help"],
-];
 
 class Inspector {
   private readonly server = new Server(document.baseURI);
@@ -683,37 +667,46 @@ class Inspector {
       if (event.key === "Escape") target.blur();
       return;
     }
-    if (event.ctrlKey || event.metaKey || event.altKey) return;
-    const page = Math.max(1, Math.floor(this.$.scroller.clientHeight / ROW) - 1);
-    const actions: Record<string, () => void> = {
-      j: () => this.step(1),
-      ArrowDown: () => this.step(1),
-      k: () => this.step(-1),
-      ArrowUp: () => this.step(-1),
-      PageDown: () => this.step(page),
-      PageUp: () => this.step(-page),
-      Home: () => this.moveTo(0),
-      End: () => this.moveTo(this.tape?.len ?? 0),
-      G: () => this.moveTo(this.tape?.len ?? 0),
-      g: () => {
+    const command = commandFor(event, false);
+    if (command === null) return;
+    event.preventDefault();
+    this.run(command);
+  }
+
+  private run(command: Command): void {
+    if (typeof command === "object") {
+      if ("step" in command) this.step(command.step);
+      else this.step(command.screen * Math.max(1, Math.floor(this.$.scroller.clientHeight / ROW) - 1));
+      return;
+    }
+    switch (command) {
+      case "start":
+        return void this.moveTo(0);
+      case "end":
+        return void this.moveTo(this.tape?.len ?? 0);
+      case "goto":
         this.$.goto.value = "";
-        this.$.goto.focus();
-      },
-      "/": () => this.$.search.focus(),
-      n: () => this.nextMatch(1),
-      N: () => this.nextMatch(-1),
-      c: () => void this.jumpToCause(),
-      f: () => void this.fork(),
-      l: () => this.toggleFollow(),
-      x: () => this.toggleCompact(),
-      o: () => this.toggleCursorGroup(),
-      i: () => this.$.input.focus(),
-      "?": () => this.$.help.showModal(),
-    };
-    const action = actions[event.key];
-    if (action) {
-      event.preventDefault();
-      action();
+        return this.$.goto.focus();
+      case "search":
+        return this.$.search.focus();
+      case "next-match":
+        return this.nextMatch(1);
+      case "previous-match":
+        return this.nextMatch(-1);
+      case "cause":
+        return void this.jumpToCause();
+      case "fork":
+        return void this.fork();
+      case "follow":
+        return this.toggleFollow();
+      case "compact":
+        return this.toggleCompact();
+      case "group":
+        return this.toggleCursorGroup();
+      case "input":
+        return this.$.input.focus();
+      case "help":
+        return this.$.help.showModal();
     }
   }
 
