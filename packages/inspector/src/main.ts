@@ -15,7 +15,7 @@ import { renderEvent } from "./panels/event";
 import { renderHeader } from "./panels/header";
 import { renderPatch } from "./panels/patch";
 import { renderSessions } from "./panels/sessions";
-import { OVERSCAN, ROW, eventRow, inheritedRow } from "./panels/timeline";
+import { ROW, Timeline } from "./panels/timeline";
 import { Server, describeError, unauthorized } from "./server";
 import { Tape } from "./tape";
 import { el, renderTree } from "./tree";
@@ -34,18 +34,11 @@ class Inspector {
   private inherited: Tape | null = null;
   private live: EventStream | null = null;
   private frame = 0;
-  private rowsKey = "";
   /** The state the tree shows: its tape and position, and whether nothing in it is marked. */
   private shownTree: { tape: Tape; position: number; unmarked: boolean } | null = null;
   private addressTimer: ReturnType<typeof setTimeout> | undefined;
-  /** In the compact view, the agent calls expanded (by their start seq). */
-  private readonly expanded = new Set<number>();
-  private expandedVersion = 0;
-  private compactIndex: Int32Array | null = null;
-  private compactKey = "";
   /** A sessions request is under way. */
   private listing = false;
-  private matchesVersion = 0;
   private viewToken = 0;
 
   private readonly $ = {
@@ -74,6 +67,12 @@ class Inspector {
     help: byId("help") as HTMLDialogElement,
     error: byId("error"),
   };
+
+  private readonly timeline = new Timeline(
+    this.$,
+    () => ({ tape: this.tape, inherited: this.inherited, view: this.view }),
+    (error) => this.fail(error),
+  );
 
   start(): void {
     this.$.scroller.addEventListener("scroll", () => this.schedule(), { passive: true });
@@ -188,8 +187,8 @@ class Inspector {
       if (this.sessions.some((s) => s.id === id)) this.renderSessions();
       else void this.refreshSessions();
       this.renderMeta();
-      this.sizeTimeline();
-      this.scrollToCursor(true);
+      this.timeline.size();
+      this.timeline.scrollToCursor(true);
       if (summary.parent) void this.openInherited(tape, summary.parent);
       if (tape.len > 0) await tape.ensure(this.view.position - 60, this.view.position + 60);
       if (this.tape !== tape) return;
@@ -226,10 +225,10 @@ class Inspector {
       inherited.onChange = () => this.schedule();
       this.inherited = inherited;
       // The fork's rows move down by the inherited ones: keep them where they were on screen.
-      this.sizeTimeline();
+      this.timeline.size();
       this.$.scroller.scrollTop += forkIndex * ROW;
-      this.rowsKey = "";
-      this.renderTimeline();
+      this.timeline.invalidate();
+      this.timeline.render();
     } catch (error) {
       this.fail(error);
     }
@@ -244,9 +243,8 @@ class Inspector {
     this.tape = null;
     this.summary = null;
     this.view = { ...this.view, session: null, matches: [] };
-    this.matchesVersion++;
-    this.expanded.clear();
-    this.expandedVersion++;
+    this.timeline.matchesChanged();
+    this.timeline.reset();
     this.$.matches.textContent = "";
   }
 
@@ -268,21 +266,12 @@ class Inspector {
     this.addressTimer = setTimeout(() => {
       if (this.tape === tape) history.replaceState(null, "", view.linkTo(location, view.addressOf(tape.session, this.view.position)));
     }, 150);
-    this.scrollToCursor(false);
-    this.renderTimeline();
+    this.timeline.scrollToCursor(false);
+    this.timeline.render();
     this.renderEvent();
     return this.loadView(target);
   }
 
-
-  private scrollToCursor(center: boolean): void {
-    const scroller = this.$.scroller;
-    const top = this.rowOf(this.view.position) * ROW;
-    const height = scroller.clientHeight || 600;
-    if (center) scroller.scrollTop = Math.max(0, top - height / 2);
-    else if (top < scroller.scrollTop + ROW) scroller.scrollTop = Math.max(0, top - ROW);
-    else if (top + 2 * ROW > scroller.scrollTop + height) scroller.scrollTop = top + 2 * ROW - height;
-  }
 
   /** The state and patch at `position`: from the cache, else read (one request for a window). */
   private async loadView(position: number): Promise<void> {
@@ -353,112 +342,13 @@ class Inspector {
     if (this.frame) return;
     this.frame = requestAnimationFrame(() => {
       this.frame = 0;
-      this.sizeTimeline();
-      this.renderTimeline();
+      this.timeline.size();
+      this.timeline.render();
       if (this.tape && this.tape.has(this.view.position - 1) && this.$.event.dataset.position !== String(this.view.position)) this.renderEvent();
     });
   }
 
-  private renderTimeline(): void {
-    const tape = this.tape;
-    if (!tape) {
-      this.$.rows.replaceChildren();
-      return;
-    }
-    const scroller = this.$.scroller;
-    const rowCount = this.rowCount();
-    const firstRow = Math.max(0, Math.floor(scroller.scrollTop / ROW) - OVERSCAN);
-    const lastRow = Math.min(rowCount - 1, Math.ceil((scroller.scrollTop + (scroller.clientHeight || 600)) / ROW) + OVERSCAN);
-    const cursorRow = this.rowOf(this.view.position);
-    // The same rows as last time: only the cursor moves (a step), nothing is rebuilt.
-    const inherited = this.inherited;
-    const inheritedRows = this.inheritedRows();
-    const key = `${tape.session}:${firstRow}:${lastRow}:${tape.version}:${tape.scanned}:${this.matchesVersion}:${this.view.compact}:${this.expandedVersion}:${inheritedRows}:${inherited?.version ?? 0}`;
-    if (key === this.rowsKey) {
-      this.$.rows.querySelector(".row.cursor")?.classList.remove("cursor");
-      this.$.rows.querySelector(`.row[data-row="${cursorRow}"]`)?.classList.add("cursor");
-      return;
-    }
-    this.rowsKey = key;
-    const first = this.positionAt(firstRow);
-    const last = this.positionAt(lastRow);
-    const matches = view.matchesBetween(this.view.matches, first, last);
-    const rows: HTMLElement[] = [];
-    const wanted: number[] = [];
-    const inheritedWanted: number[] = [];
-    for (let index = firstRow; index <= lastRow; index++) {
-      if (inherited && index < inheritedRows) {
-        rows.push(inheritedRow(inherited, index, index === inheritedRows - 1, inheritedWanted));
-        continue;
-      }
-      const position = this.positionAt(index);
-      rows.push(
-        eventRow(index, position, {
-          tape,
-          cursor: index === cursorRow,
-          match: position > 0 && matches.has(position - 1),
-          compact: this.view.compact,
-          expanded: this.expanded,
-          inheritedRows: inherited ? inheritedRows : null,
-          wanted,
-        }),
-      );
-    }
-    this.$.rows.replaceChildren(...rows);
-    if (inherited && inheritedWanted.length > 0) {
-      void inherited.ensure(Math.min(...inheritedWanted), Math.max(...inheritedWanted) + 1).catch((error: unknown) => this.fail(error));
-    }
-    if (wanted.length > 0) {
-      // Contiguous in the full view; in the compact view only the pages of the rows shown.
-      const reads = this.view.compact ? wanted.map((seq) => tape.ensure(seq, seq + 1)) : [tape.ensure(first - 1, last)];
-      void Promise.all(reads).catch((error: unknown) => this.fail(error));
-    }
-  }
-
   // ---- rows: one per position, or, in the compact view, one per agent call ------------------
-
-  private sizeTimeline(): void {
-    this.$.spacer.style.height = `${this.rowCount() * ROW}px`;
-  }
-
-  /** The positions shown in the compact view, rebuilt when the groups or the toggles change. */
-  private compactRows(): Int32Array {
-    const tape = this.tape!;
-    const key = `${tape.session}:${tape.len}:${tape.scanned}:${this.expandedVersion}`;
-    if (this.compactIndex && this.compactKey === key) return this.compactIndex;
-    this.compactIndex = view.compactRows(tape.len, (seq) => tape.groupAt(seq), this.expanded);
-    this.compactKey = key;
-    return this.compactIndex;
-  }
-
-  /** How many rows the inherited events take (a fork's parent's events before its fork point). */
-  private inheritedRows(): number {
-    return this.inherited?.len ?? 0;
-  }
-
-  private rowCount(): number {
-    const tape = this.tape;
-    if (!tape) return 0;
-    return this.inheritedRows() + (this.view.compact ? this.compactRows().length : tape.len + 1);
-  }
-
-  /** The position a row shows (0 for an inherited row: they come before the fork's own). */
-  private positionAt(row: number): number {
-    const own = row - this.inheritedRows();
-    if (own < 0) return 0;
-    return this.view.compact ? (this.compactRows()[own] ?? 0) : own;
-  }
-
-  /** The row showing `position`: in the compact view, a collapsed call's row for its events. */
-  private rowOf(position: number): number {
-    return this.inheritedRows() + this.ownRowOf(position);
-  }
-
-  /** The row showing `position` among the fork's own rows (all rows for a session no fork). */
-  private ownRowOf(position: number): number {
-    if (!this.view.compact) return position;
-    return view.rowOf(this.compactRows(), position);
-  }
 
   /**
    * The compact view steps from call to call, far apart: read ahead the states of the next rows
@@ -467,8 +357,8 @@ class Inspector {
   private prefetchRows(position: number): void {
     const tape = this.tape;
     if (!tape) return;
-    const rows = this.compactRows();
-    const row = this.ownRowOf(position);
+    const rows = this.timeline.compactRows();
+    const row = this.timeline.ownRowOf(position);
     const near: number[] = [];
     for (let i = 1; i <= 16; i++) {
       const p = rows[row + i * this.view.direction];
@@ -489,18 +379,14 @@ class Inspector {
     this.view = { ...this.view, compact: !this.view.compact };
     this.$.compact.classList.toggle("on", this.view.compact);
     document.body.classList.toggle("compact", this.view.compact);
-    this.rowsKey = "";
-    this.sizeTimeline();
-    this.scrollToCursor(true);
-    this.renderTimeline();
+    this.timeline.invalidate();
+    this.timeline.size();
+    this.timeline.scrollToCursor(true);
+    this.timeline.render();
   }
 
   private toggleGroup(start: number): void {
-    if (this.expanded.has(start)) this.expanded.delete(start);
-    else this.expanded.add(start);
-    this.expandedVersion++;
-    this.sizeTimeline();
-    this.renderTimeline();
+    this.timeline.toggleGroup(start);
   }
 
   /** A step: an event in the full view, a row in the compact view. */
@@ -509,8 +395,8 @@ class Inspector {
       this.moveTo(this.view.position + delta);
       return;
     }
-    const rows = this.compactRows();
-    const row = view.clamp(this.ownRowOf(this.view.position) + delta, 0, rows.length - 1);
+    const rows = this.timeline.compactRows();
+    const row = view.clamp(this.timeline.ownRowOf(this.view.position) + delta, 0, rows.length - 1);
     void this.moveTo(rows[row] ?? 0);
   }
 
@@ -555,11 +441,11 @@ class Inspector {
   private search(query: string, jump = true): void {
     const tape = this.tape;
     this.view = { ...this.view, query, matches: tape ? tape.search(query) : [] };
-    this.matchesVersion++;
+    this.timeline.matchesChanged();
     const partial = tape && tape.scanned < tape.len ? ` (of ${tape.scanned} read)` : "";
     this.$.matches.textContent = query.trim() ? `${this.view.matches.length} matches${partial}` : "";
     if (jump && this.view.matches.length > 0 && !this.view.matches.includes(this.view.position - 1)) this.nextMatch(1);
-    this.renderTimeline();
+    this.timeline.render();
   }
 
   private nextMatch(direction: number): void {
@@ -613,11 +499,11 @@ class Inspector {
         pending = true;
         requestAnimationFrame(() => {
           pending = false;
-          this.sizeTimeline();
+          this.timeline.size();
           if (this.view.following || atEnd) {
             this.view = { ...this.view, following: true };
             this.moveTo(tape.len);
-          } else this.renderTimeline();
+          } else this.timeline.render();
           this.renderMeta();
         });
     };

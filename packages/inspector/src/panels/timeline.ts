@@ -1,9 +1,10 @@
-// The timeline's rows: one per position (or, in the compact view, one per agent call), absolutely
-// placed in a virtualized scroller. The page decides which rows are on screen; these build them.
+// The timeline: one row per position (or, in the compact view, one per agent call), absolutely
+// placed in a virtualized scroller; which rows are on screen, and each row's content.
 
 import type { Recorded } from "@openharness/client";
 import type { Tape } from "../tape";
 import { el } from "../tree";
+import { type View, compactRows, matchesBetween, rowOf } from "../view";
 
 /** The height of a row, in pixels. */
 export const ROW = 24;
@@ -23,6 +24,180 @@ export interface RowContext {
   inheritedRows: number | null;
   /** Seqs not read yet are added here. */
   wanted: number[];
+}
+
+/** What the timeline shows: the open session's tape, a fork's inherited events, the view. */
+export interface TimelineSource {
+  tape: Tape | null;
+  inherited: Tape | null;
+  view: View;
+}
+
+/**
+ * The timeline panel: a virtualized scroller of rows (one per position, or one per agent call
+ * in the compact view; a fork's inherited rows first), rebuilt only when what is on screen
+ * changed — a step only moves the cursor's class.
+ */
+export class Timeline {
+  /** In the compact view, the agent calls expanded (by their start seq). */
+  readonly expanded = new Set<number>();
+  private expandedVersion = 0;
+  private matchesVersion = 0;
+  private rowsKey = "";
+  private compactIndex: Int32Array | null = null;
+  private compactKey = "";
+
+  constructor(
+    private readonly $: { scroller: HTMLElement; spacer: HTMLElement; rows: HTMLElement },
+    private readonly source: () => TimelineSource,
+    private readonly fail: (error: unknown) => void,
+  ) {}
+
+  private get tape(): Tape | null {
+    return this.source().tape;
+  }
+
+  private get inherited(): Tape | null {
+    return this.source().inherited;
+  }
+
+  private get view(): View {
+    return this.source().view;
+  }
+
+  /** A session closed: no call expanded, the rows rebuilt. */
+  reset(): void {
+    this.expanded.clear();
+    this.expandedVersion++;
+    this.matchesVersion++;
+  }
+
+  /** The search's matches changed. */
+  matchesChanged(): void {
+    this.matchesVersion++;
+  }
+
+  /** The rows are rebuilt at the next render. */
+  invalidate(): void {
+    this.rowsKey = "";
+  }
+
+  /** Expands or collapses the agent call that starts at `start`. */
+  toggleGroup(start: number): void {
+    if (this.expanded.has(start)) this.expanded.delete(start);
+    else this.expanded.add(start);
+    this.expandedVersion++;
+    this.size();
+    this.render();
+  }
+
+  scrollToCursor(center: boolean): void {
+    const scroller = this.$.scroller;
+    const top = this.rowOf(this.view.position) * ROW;
+    const height = scroller.clientHeight || 600;
+    if (center) scroller.scrollTop = Math.max(0, top - height / 2);
+    else if (top < scroller.scrollTop + ROW) scroller.scrollTop = Math.max(0, top - ROW);
+    else if (top + 2 * ROW > scroller.scrollTop + height) scroller.scrollTop = top + 2 * ROW - height;
+  }
+
+  render(): void {
+    const tape = this.tape;
+    if (!tape) {
+      this.$.rows.replaceChildren();
+      return;
+    }
+    const scroller = this.$.scroller;
+    const rowCount = this.rowCount();
+    const firstRow = Math.max(0, Math.floor(scroller.scrollTop / ROW) - OVERSCAN);
+    const lastRow = Math.min(rowCount - 1, Math.ceil((scroller.scrollTop + (scroller.clientHeight || 600)) / ROW) + OVERSCAN);
+    const cursorRow = this.rowOf(this.view.position);
+    // The same rows as last time: only the cursor moves (a step), nothing is rebuilt.
+    const inherited = this.inherited;
+    const inheritedRows = this.inheritedRows();
+    const key = `${tape.session}:${firstRow}:${lastRow}:${tape.version}:${tape.scanned}:${this.matchesVersion}:${this.view.compact}:${this.expandedVersion}:${inheritedRows}:${inherited?.version ?? 0}`;
+    if (key === this.rowsKey) {
+      this.$.rows.querySelector(".row.cursor")?.classList.remove("cursor");
+      this.$.rows.querySelector(`.row[data-row="${cursorRow}"]`)?.classList.add("cursor");
+      return;
+    }
+    this.rowsKey = key;
+    const first = this.positionAt(firstRow);
+    const last = this.positionAt(lastRow);
+    const matches = matchesBetween(this.view.matches, first, last);
+    const rows: HTMLElement[] = [];
+    const wanted: number[] = [];
+    const inheritedWanted: number[] = [];
+    for (let index = firstRow; index <= lastRow; index++) {
+      if (inherited && index < inheritedRows) {
+        rows.push(inheritedRow(inherited, index, index === inheritedRows - 1, inheritedWanted));
+        continue;
+      }
+      const position = this.positionAt(index);
+      rows.push(
+        eventRow(index, position, {
+          tape,
+          cursor: index === cursorRow,
+          match: position > 0 && matches.has(position - 1),
+          compact: this.view.compact,
+          expanded: this.expanded,
+          inheritedRows: inherited ? inheritedRows : null,
+          wanted,
+        }),
+      );
+    }
+    this.$.rows.replaceChildren(...rows);
+    if (inherited && inheritedWanted.length > 0) {
+      void inherited.ensure(Math.min(...inheritedWanted), Math.max(...inheritedWanted) + 1).catch((error: unknown) => this.fail(error));
+    }
+    if (wanted.length > 0) {
+      // Contiguous in the full view; in the compact view only the pages of the rows shown.
+      const reads = this.view.compact ? wanted.map((seq) => tape.ensure(seq, seq + 1)) : [tape.ensure(first - 1, last)];
+      void Promise.all(reads).catch((error: unknown) => this.fail(error));
+    }
+  }
+
+  size(): void {
+    this.$.spacer.style.height = `${this.rowCount() * ROW}px`;
+  }
+
+  /** The positions shown in the compact view, rebuilt when the groups or the toggles change. */
+  compactRows(): Int32Array {
+    const tape = this.tape!;
+    const key = `${tape.session}:${tape.len}:${tape.scanned}:${this.expandedVersion}`;
+    if (this.compactIndex && this.compactKey === key) return this.compactIndex;
+    this.compactIndex = compactRows(tape.len, (seq) => tape.groupAt(seq), this.expanded);
+    this.compactKey = key;
+    return this.compactIndex;
+  }
+
+  /** How many rows the inherited events take (a fork's parent's events before its fork point). */
+  private inheritedRows(): number {
+    return this.inherited?.len ?? 0;
+  }
+
+  private rowCount(): number {
+    const tape = this.tape;
+    if (!tape) return 0;
+    return this.inheritedRows() + (this.view.compact ? this.compactRows().length : tape.len + 1);
+  }
+
+  /** The position a row shows (0 for an inherited row: they come before the fork's own). */
+  private positionAt(row: number): number {
+    const own = row - this.inheritedRows();
+    if (own < 0) return 0;
+    return this.view.compact ? (this.compactRows()[own] ?? 0) : own;
+  }
+
+  /** The row showing `position`: in the compact view, a collapsed call's row for its events. */
+  rowOf(position: number): number {
+    return this.inheritedRows() + this.ownRowOf(position);
+  }
+
+  /** The row showing `position` among the fork's own rows (all rows for a session no fork). */
+  ownRowOf(position: number): number {
+    if (!this.view.compact) return position;
+    return rowOf(this.compactRows(), position);
+  }
 }
 
 /** The row at `index` showing `position` of the open session. */
