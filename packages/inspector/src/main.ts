@@ -4,8 +4,8 @@
 // n/N next/previous match, c jumps to the cause, f forks at the cursor, l follows live.
 //
 // This file wires the panels (panels/*) to the view state (view.ts) and the server (server.ts,
-// over `@openharness/client`): it owns the open session's tapes, the virtualized scroller and the
-// keys; what each panel shows is built by its module.
+// over `@openharness/client`): it owns the open session's tapes, reads the state and patch at
+// the cursor, follows live and runs the keys' commands; what each panel shows is its module's.
 
 import type { EventStream, JsonPatchOperation, Recorded, SessionDetail, SessionSummary } from "@openharness/client";
 import { diff } from "./diff";
@@ -243,7 +243,6 @@ class Inspector {
     this.tape = null;
     this.summary = null;
     this.view = { ...this.view, session: null, matches: [] };
-    this.timeline.matchesChanged();
     this.timeline.reset();
     this.$.matches.textContent = "";
   }
@@ -271,7 +270,6 @@ class Inspector {
     this.renderEvent();
     return this.loadView(target);
   }
-
 
   /** The state and patch at `position`: from the cache, else read (one request for a window). */
   private async loadView(position: number): Promise<void> {
