@@ -141,7 +141,12 @@ async fn suite() -> Result<Vec<Row>, Box<dyn std::error::Error>> {
     let page = host.query_sessions(&first_page).await?;
     let cold = started.elapsed();
     if page.total != listed.len() as u64 || page.sessions.len() != 50 {
-        return Err(format!("the first page is wrong: {} of {}", page.sessions.len(), page.total).into());
+        return Err(format!(
+            "the first page is wrong: {} of {}",
+            page.sessions.len(),
+            page.total
+        )
+        .into());
     }
 
     // 2. Searches once the digests are built.
@@ -150,7 +155,10 @@ async fn suite() -> Result<Vec<Row>, Box<dyn std::error::Error>> {
     let queries = [
         SessionQuery::default().search("lisbon").limit(50),
         SessionQuery::default().search(lisbon.as_str()).limit(50),
-        SessionQuery::default().agent("critic").sort(SessionSort::Cost).limit(50),
+        SessionQuery::default()
+            .agent("critic")
+            .sort(SessionSort::Cost)
+            .limit(50),
         SessionQuery::default()
             .status([SessionStatus::Waiting])
             .sort(SessionSort::Tokens)

@@ -126,6 +126,11 @@ pub(crate) enum Command<E: Subcommand> {
         /// `mcp:<name>` (started or reached now; the server refuses to start if one fails).
         #[arg(long, value_name = "FILE")]
         mcp_config: Option<PathBuf>,
+        /// Serve everything under this path (such as `/harness`: the inspector at
+        /// `/harness/`, the API at `/harness/sessions`), as a program nesting the router with
+        /// `Router::nest` would.
+        #[arg(long, value_name = "PATH", value_parser = parse_base_path)]
+        base_path: Option<String>,
     },
     #[command(flatten)]
     Transfer(crate::transfer::TransferCommand),
@@ -200,4 +205,39 @@ pub(crate) struct SessionsQuery {
     /// At most this many sessions.
     #[arg(long, value_name = "N")]
     pub(crate) limit: Option<usize>,
+}
+
+/// `--base-path`: a path such as `/harness` (a leading `/` is added, trailing ones dropped);
+/// `/` alone means no prefix.
+fn parse_base_path(text: &str) -> Result<String, String> {
+    let trimmed = text.trim().trim_matches('/');
+    if trimmed.contains(['?', '#', '{', '}', '*']) || trimmed.contains("//") {
+        return Err(format!(
+            "{text:?} is not a plain path: write it like /harness or /tools/harness"
+        ));
+    }
+    Ok(if trimmed.is_empty() {
+        String::new()
+    } else {
+        format!("/{trimmed}")
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_base_path;
+
+    #[test]
+    fn a_base_path_is_one_leading_slash_and_no_trailing_one() {
+        assert_eq!(parse_base_path("/harness"), Ok("/harness".to_owned()));
+        assert_eq!(parse_base_path("harness/"), Ok("/harness".to_owned()));
+        assert_eq!(
+            parse_base_path("/tools/harness/"),
+            Ok("/tools/harness".to_owned())
+        );
+        assert_eq!(parse_base_path("/"), Ok(String::new()));
+        assert!(parse_base_path("/a//b").is_err());
+        assert!(parse_base_path("/{id}").is_err());
+        assert!(parse_base_path("/a?b").is_err());
+    }
 }

@@ -264,6 +264,7 @@ pub(crate) async fn run<E: clap::Subcommand>(
             allowed_host,
             chat_workflow,
             mcp_config,
+            base_path,
         } => {
             let access = Access {
                 api_keys_file,
@@ -271,7 +272,12 @@ pub(crate) async fn run<E: clap::Subcommand>(
                 cors: cors_origin,
                 allowed_hosts: allowed_host,
             };
-            serve(context, addr, access, chat_workflow, mcp_config).await
+            let mount = Mount {
+                chat_workflow,
+                mcp_config,
+                base_path: base_path.unwrap_or_default(),
+            };
+            serve(context, addr, access, mount).await
         }
         Command::Check => check(context).await,
         // Run before the store is opened (it needs the file to itself): see `Cli::dispatch`.
@@ -393,6 +399,14 @@ struct Access {
     allowed_hosts: Vec<String>,
 }
 
+/// What `serve` serves and where: the chat workflow, MCP servers, the path prefix.
+struct Mount {
+    chat_workflow: Option<String>,
+    mcp_config: Option<std::path::PathBuf>,
+    /// `""` (the root) or a path such as `/harness`, as `--base-path` parsed it.
+    base_path: String,
+}
+
 /// The API keys of `--api-keys-file` (none without one); a file that cannot be read, holds
 /// a bad line or no key at all is refused.
 pub(crate) fn read_api_keys(
@@ -424,9 +438,13 @@ async fn serve(
     context: &Context,
     addr: std::net::SocketAddr,
     access: Access,
-    chat_workflow: Option<String>,
-    mcp_config: Option<std::path::PathBuf>,
+    mount: Mount,
 ) -> Result<(), CliError> {
+    let Mount {
+        chat_workflow,
+        mcp_config,
+        base_path,
+    } = mount;
     let Access {
         api_keys_file,
         insecure_no_auth,
@@ -495,7 +513,7 @@ async fn serve(
         let mut out = context.out();
         writeln!(
             out,
-            "Serving {names} on http://{addr}{protected}{cors_note} (Ctrl-C to stop)"
+            "Serving {names} on http://{addr}{base_path}{protected}{cors_note} (Ctrl-C to stop)"
         )?;
         out.flush()?;
     }
@@ -525,6 +543,13 @@ async fn serve(
     // replica on the same PostgreSQL) are resumed from their logs.
     let recovery = platform.spawn_recovery(RECOVERY_INTERVAL);
     let app = openharness_server::router(host, options.platform(platform));
+    // Under a prefix, as a program of the user's would nest it (`nest_service`: the page at
+    // `/prefix/` and `/prefix`, the API under `/prefix/`).
+    let app = if base_path.is_empty() {
+        app
+    } else {
+        axum::Router::new().nest_service(&base_path, app)
+    };
     // Idle connections close and a flood of them cannot crowd out a real client.
     let served = openharness_server::serve(
         listener,

@@ -6,7 +6,9 @@
 //! The page and its assets are served without an API key (they hold no data); the page asks
 //! for a key when the API answers `401` and sends it as `Authorization: Bearer`. The page names
 //! its assets and the API relative to where it is served (a `<base>` from the request's path),
-//! so it works as well when the router is nested under a prefix.
+//! so it works as well when the router is nested under a prefix: `Router::nest_service("/harness",
+//! router)` serves it at `/harness/` and `/harness`; `Router::nest` at `/harness` only (axum
+//! routes no `/harness/` there).
 
 use axum::Router;
 use axum::extract::OriginalUri;
@@ -30,6 +32,10 @@ pub(crate) fn routes<S: Clone + Send + Sync + 'static>() -> Router<S> {
         .route("/inspector.css", get(style))
 }
 
+/// The page, with a `<base>` naming the directory it is served from: `/` at the root; under a
+/// prefix, `/harness/` whether the page was asked for as `/harness` (where axum's
+/// `Router::nest` routes the nested `/`) or `/harness/` (also routed by `Router::nest_service`).
+/// The page's own links keep its path, so they work from either.
 async fn page(OriginalUri(uri): OriginalUri) -> Response {
     let path = uri.path();
     let dir = match path.strip_suffix("index.html") {

@@ -72,17 +72,51 @@ async fn the_page_and_its_assets_need_no_key_while_the_api_does() {
 }
 
 #[tokio::test]
-async fn nested_under_a_prefix_the_page_names_its_assets_and_api_under_it() {
-    let addr = serve(axum::Router::new().nest("/harness", keyed())).await;
-    for path in ["/harness", "/harness/"] {
-        let (status, _, html) = get(addr, path).await;
-        if status == 200 {
-            assert!(html.contains("<base href=\"/harness/\">"), "{path}: {html}");
-        } else {
-            // axum's nest may not route the trailing-slash form; the other one must work.
-            assert_eq!(path, "/harness/", "{path} answered {status}");
-        }
+async fn nested_as_a_service_the_page_is_served_at_the_prefix_with_or_without_its_slash() {
+    let addr = serve(axum::Router::new().nest_service("/harness", keyed())).await;
+    for path in ["/harness/", "/harness", "/harness/index.html"] {
+        let (status, kind, html) = get(addr, path).await;
+        assert_eq!(
+            (status, kind.as_str()),
+            (200, "text/html; charset=utf-8"),
+            "{path}: {html}"
+        );
+        assert!(html.contains("<base href=\"/harness/\">"), "{path}: {html}");
     }
+    let (status, kind, _) = get(addr, "/harness/inspector.js").await;
+    assert_eq!(
+        (status, kind.as_str()),
+        (200, "text/javascript; charset=utf-8")
+    );
+    // The API under the prefix still needs the key; unknown paths are still its 401.
+    let (status, _, _) = get(addr, "/harness/sessions").await;
+    assert_eq!(status, 401);
+    let (status, _, _) = get(addr, "/harness/nothing").await;
+    assert_eq!(status, 401);
+}
+
+#[tokio::test]
+async fn nested_as_a_router_the_page_is_served_at_the_prefix() {
+    let addr = serve(axum::Router::new().nest("/harness", keyed())).await;
+    let (status, _, html) = get(addr, "/harness").await;
+    assert_eq!(status, 200, "{html}");
+    assert!(html.contains("<base href=\"/harness/\">"), "{html}");
     let (status, _, _) = get(addr, "/harness/inspector.js").await;
+    assert_eq!(status, 200);
+    let (status, _, _) = get(addr, "/harness/sessions").await;
+    assert_eq!(status, 401);
+}
+
+#[tokio::test]
+async fn at_the_root_unknown_paths_stay_the_apis_404() {
+    let addr = serve(router(
+        Host::new(MemoryStore::new()),
+        ServerOptions::default(),
+    ))
+    .await;
+    let (status, _, body) = get(addr, "/nothing/").await;
+    assert_eq!(status, 404, "{body}");
+    assert!(body.contains("not_found"), "{body}");
+    let (status, _, _) = get(addr, "/").await;
     assert_eq!(status, 200);
 }

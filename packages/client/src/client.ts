@@ -25,8 +25,12 @@ export interface ClientOptions {
    * against the page). Default: the page's origin.
    */
   baseUrl?: string;
-  /** Sent as `Authorization: Bearer <apiKey>` when the server requires keys. */
-  apiKey?: string;
+  /**
+   * Sent as `Authorization: Bearer <apiKey>` when the server requires keys. A function is asked
+   * on every request (and every stream connection), so a page can ask for a key after its
+   * first `401` and keep the same client; `null` or `""` sends none.
+   */
+  apiKey?: string | (() => string | null | undefined);
   /** Extra headers for every request. */
   headers?: Record<string, string>;
   /** The `fetch` to use (default: the global one). */
@@ -46,17 +50,24 @@ export const MAX_PAGE = 1000;
 /** A typed client of the Open Harness HTTP API. */
 export class OpenHarnessClient {
   readonly baseUrl: string;
-  private readonly headers: Record<string, string>;
+  private readonly fixedHeaders: Record<string, string>;
+  private readonly apiKey: ClientOptions["apiKey"];
   private readonly fetchImpl: typeof fetch;
 
   constructor(options: ClientOptions = {}) {
     this.baseUrl = (options.baseUrl ?? "").replace(/\/+$/, "");
-    this.headers = { ...options.headers };
-    if (options.apiKey) this.headers.authorization = `Bearer ${options.apiKey}`;
+    this.fixedHeaders = { ...options.headers };
+    this.apiKey = options.apiKey;
     const f = options.fetch ?? globalThis.fetch;
     if (typeof f !== "function") throw new Error("no fetch: pass one in ClientOptions.fetch");
     // Called unbound, the browser's fetch throws "Illegal invocation".
     this.fetchImpl = (input, init) => f(input, init);
+  }
+
+  /** The headers of every request: the extra ones, and the API key as it is now. */
+  private get headers(): Record<string, string> {
+    const key = typeof this.apiKey === "function" ? this.apiKey() : this.apiKey;
+    return key ? { ...this.fixedHeaders, authorization: `Bearer ${key}` } : { ...this.fixedHeaders };
   }
 
   /** The absolute (or page-relative) URL of an API path. */
@@ -218,7 +229,7 @@ export class OpenHarnessClient {
   streamEvents(sessionId: string, options: StreamEventsOptions = {}): EventStream {
     return new EventStream(
       sessionId,
-      { fetch: this.fetchImpl, url: this.url(`/sessions/${enc(sessionId)}/events`), headers: this.headers },
+      { fetch: this.fetchImpl, url: this.url(`/sessions/${enc(sessionId)}/events`), headers: () => this.headers },
       options,
     );
   }

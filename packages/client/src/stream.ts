@@ -58,7 +58,8 @@ export interface StreamEventsOptions {
 export interface StreamTransport {
   fetch: typeof fetch;
   url: string;
-  headers: Record<string, string>;
+  /** The headers of each connection (a function: asked again on every reconnection). */
+  headers: Record<string, string> | (() => Record<string, string>);
 }
 
 /**
@@ -187,7 +188,8 @@ export class EventStream implements AsyncIterable<Recorded> {
       }, idleTimeout);
     };
     try {
-      const headers: Record<string, string> = { ...this.transport.headers, accept: "text/event-stream" };
+      const base = typeof this.transport.headers === "function" ? this.transport.headers() : this.transport.headers;
+      const headers: Record<string, string> = { ...base, accept: "text/event-stream" };
       if (this.lastSeqValue !== null) headers["last-event-id"] = String(this.lastSeqValue);
       touch();
       let response: Response;

@@ -3,10 +3,10 @@
 // index), so stepping over states already read needs no request. The tests compare the two on
 // every position of real sessions.
 
-import type { PatchOp } from "./api";
+import type { JsonPatchOperation } from "@openharness/client";
 
-export function diff(left: unknown, right: unknown): PatchOp[] {
-  const patch: PatchOp[] = [];
+export function diff(left: unknown, right: unknown): JsonPatchOperation[] {
+  const patch: JsonPatchOperation[] = [];
   walk(left, right, "", patch);
   return patch;
 }
@@ -15,7 +15,7 @@ function isObject(value: unknown): value is Record<string, unknown> {
   return value !== null && typeof value === "object" && !Array.isArray(value);
 }
 
-function walk(left: unknown, right: unknown, pointer: string, patch: PatchOp[]): void {
+function walk(left: unknown, right: unknown, pointer: string, patch: JsonPatchOperation[]): void {
   if (isObject(left) && isObject(right)) {
     for (const key of sortedKeys(right)) {
       const path = `${pointer}/${escape(key)}`;

@@ -3,7 +3,7 @@
 // groups computed over the contiguous prefix read so far, an index from event id to seq (for
 // causes), and the states and patches read for positions, cached.
 
-import type { Api, PatchOp, Recorded, StateAt } from "./api";
+import type { JsonPatchOperation, OpenHarnessClient, Recorded, StateAt } from "@openharness/client";
 
 /** Events per page (the server's most is 1000). */
 export const PAGE = 500;
@@ -35,7 +35,7 @@ export class Tape {
   private readonly pages = new Map<number, Promise<void>>();
   private readonly states = new Map<number, unknown>();
   private readonly statesInFlight = new Map<number, Promise<void>>();
-  private readonly patches = new Map<number, PatchOp[]>();
+  private readonly patches = new Map<number, JsonPatchOperation[]>();
   private scanning = false;
   private disposed = false;
   /** Counts changes to what the timeline shows (events read, groups computed). */
@@ -48,7 +48,7 @@ export class Tape {
    * before its fork point).
    */
   constructor(
-    private readonly api: Api,
+    private readonly client: OpenHarnessClient,
     readonly session: string,
     len: number,
     readonly cap = Number.POSITIVE_INFINITY,
@@ -72,8 +72,8 @@ export class Tape {
   private page(page: number): Promise<void> {
     let loading = this.pages.get(page);
     if (!loading) {
-      loading = this.api
-        .events(this.session, page === 0 ? null : page * PAGE - 1, PAGE)
+      loading = this.client
+        .events(this.session, { after: page === 0 ? null : page * PAGE - 1, limit: PAGE })
         .then((answer) => {
           if (this.disposed) return;
           for (const event of answer.events) this.put(event);
@@ -268,7 +268,7 @@ export class Tape {
   }
 
   private request(wanted: number[]): Promise<void> {
-    const loading = this.api.states(this.session, wanted).then((states: StateAt[]) => {
+    const loading = this.client.statesAt(this.session, wanted).then((states: StateAt[]) => {
       for (const at of states) this.remember(at.position, at.state);
       for (const p of wanted) this.statesInFlight.delete(p);
     });
@@ -301,21 +301,21 @@ export class Tape {
     this.states.set(position, state);
   }
 
-  patchAt(position: number): PatchOp[] | undefined {
+  patchAt(position: number): JsonPatchOperation[] | undefined {
     return this.patches.get(position);
   }
 
   /** The patch the event before `position` made: the diff from `position - 1` to `position`. */
-  async loadPatch(position: number): Promise<PatchOp[]> {
+  async loadPatch(position: number): Promise<JsonPatchOperation[]> {
     const known = this.patches.get(position);
     if (known) return known;
-    const patch = position === 0 ? [] : await this.api.diff(this.session, position - 1, position);
+    const patch = position === 0 ? [] : await this.client.diff(this.session, position - 1, position);
     this.rememberPatch(position, patch);
     return patch;
   }
 
   /** Keeps the patch at `position` (computed in the page from two states read). */
-  rememberPatch(position: number, patch: PatchOp[]): void {
+  rememberPatch(position: number, patch: JsonPatchOperation[]): void {
     if (this.patches.size >= 4096) {
       const oldest = this.patches.keys().next();
       if (!oldest.done) this.patches.delete(oldest.value);

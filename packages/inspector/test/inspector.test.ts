@@ -6,7 +6,7 @@ import { mkdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { type Browser, type Page, chromium } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import type { PatchOp, Recorded, SessionSummary, StateAt } from "../src/api";
+import type { JsonPatchOperation as PatchOp, Recorded, SessionDetail as SessionSummary, StateAt } from "@openharness/client";
 import { diff } from "../src/diff";
 import { type Served, api, repoRoot, serve, until } from "./serve";
 

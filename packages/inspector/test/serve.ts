@@ -37,7 +37,11 @@ export function importJsonl(store: string, file: string): void {
   if (result.status !== 0) throw new Error(`import failed (${result.status}): ${result.stderr}${result.stdout}`);
 }
 
-export async function serve(options: { apiKey?: string; dir?: string } = {}): Promise<Served> {
+/**
+ * `basePath`: serve under a path (`--base-path /harness`); `url` then ends with it, so
+ * `${url}/sessions` is still the API.
+ */
+export async function serve(options: { apiKey?: string; dir?: string; basePath?: string } = {}): Promise<Served> {
   const dir = options.dir ?? tempDir();
   const store = join(dir, "store.redb");
   const args = ["--store", store, "serve"];
@@ -46,10 +50,11 @@ export async function serve(options: { apiKey?: string; dir?: string } = {}): Pr
     writeFileSync(keys, `${options.apiKey}\n`);
     args.push("--api-keys-file", keys);
   }
+  if (options.basePath) args.push("--base-path", options.basePath);
   let last: unknown;
   for (let attempt = 0; attempt < 3; attempt++) {
     const port = await freePort();
-    const url = `http://127.0.0.1:${port}`;
+    const url = `http://127.0.0.1:${port}${options.basePath ?? ""}`;
     const child = spawn(binary(), [...args, "--addr", `127.0.0.1:${port}`], {
       stdio: ["ignore", "pipe", "pipe"],
       env: { ...process.env, RUST_LOG: process.env.RUST_LOG ?? "warn" },

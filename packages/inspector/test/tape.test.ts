@@ -3,13 +3,13 @@
 // agent, while the call is open, and its agent:completed.
 
 import { describe, expect, test } from "vitest";
-import { Api, type Recorded } from "../src/api";
+import { OpenHarnessClient, type Recorded } from "@openharness/client";
 import { Tape } from "../src/tape";
 
 function tape(events: [name: string, payload: unknown, causedBy: string | null][]): Tape {
-  const t = new Tape(new Api(new URL("http://127.0.0.1/")), "s", 0);
+  const t = new Tape(new OpenHarnessClient({ baseUrl: "http://127.0.0.1" }), "s", 0);
   events.forEach(([name, payload, causedBy], seq) => {
-    const event: Recorded = { seq, id: `e${seq}`, name, payload, timestamp: "2026-01-01T00:00:00Z", causedBy };
+    const event: Recorded = { seq, id: `e${seq}`, name, payload: payload as Recorded["payload"], timestamp: "2026-01-01T00:00:00Z", causedBy };
     t.append(event);
   });
   return t;
