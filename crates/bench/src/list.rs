@@ -83,14 +83,14 @@ fn turn(i: usize, turn: usize) -> Vec<Envelope> {
         ),
         event(
             "agent:started",
-            json!({ "agentName": if i % 5 == 0 { "critic" } else { "writer" }, "prompt": "write" }),
+            json!({ "agentName": if i.is_multiple_of(5) { "critic" } else { "writer" }, "prompt": "write" }),
         ),
         event(
             "agent:completed",
-            json!({ "agentName": if i % 5 == 0 { "critic" } else { "writer" }, "outcome": "success", "usage": { "inputTokens": 400, "outputTokens": 300 }, "cost": 0.001 }),
+            json!({ "agentName": if i.is_multiple_of(5) { "critic" } else { "writer" }, "outcome": "success", "usage": { "inputTokens": 400, "outputTokens": 300 }, "cost": 0.001 }),
         ),
     ];
-    if i % 7 == 0 {
+    if i.is_multiple_of(7) {
         let asked = event("input:requested", json!({ "prompt": "Book it?" }));
         let id = asked.id;
         events.push(asked);

@@ -189,7 +189,10 @@ impl LiveExport {
             Ok(runtime) => {
                 let spawned = std::thread::Builder::new()
                     .name("openharness-otel".to_owned())
-                    .spawn(move || runtime.block_on(job));
+                    .spawn(move || {
+                        yield_to_the_run();
+                        runtime.block_on(job);
+                    });
                 if let Err(err) = spawned {
                     tracing::warn!(%err, "no thread for the OpenTelemetry export: nothing is exported");
                 }
@@ -254,6 +257,22 @@ impl LiveExport {
         stats
     }
 }
+
+/// Lowers the calling thread's scheduling priority (Linux `nice` 10, this thread alone), so
+/// the worker maps and sends in the time the run leaves free and never takes a core from it;
+/// elsewhere, or when refused, it runs at normal priority.
+fn yield_to_the_run() {
+    #[cfg(target_os = "linux")]
+    if let Err(err) =
+        rustix::process::setpriority_process(Some(rustix::thread::gettid()), WORKER_NICE)
+    {
+        tracing::debug!(%err, "the OpenTelemetry export runs at normal priority");
+    }
+}
+
+/// The worker thread's `nice` value on Linux (0 is normal, 19 the lowest).
+#[cfg(target_os = "linux")]
+const WORKER_NICE: i32 = 10;
 
 /// The wrapper [`LiveExport::store`] returns.
 struct ExportingStore {

@@ -15,6 +15,8 @@ import type {
   Recorded,
   SessionDetail,
   SessionSummary,
+  SessionsPage,
+  SessionsQuery,
   StateAt,
 } from "./types.js";
 
@@ -108,6 +110,33 @@ export class OpenHarnessClient {
   async listSessions(options?: RequestOptions): Promise<SessionSummary[]> {
     const answer = await this.request<{ sessions: SessionSummary[] }>("GET", "/sessions", undefined, options);
     return answer.sessions;
+  }
+
+  /**
+   * A page of sessions, searched, filtered and sorted on the server, each with its title (its
+   * first input), agents, tokens, cost and open requests; `nextAfter` asks for the next page.
+   *
+   * ```ts
+   * const page = await client.querySessions({ search: "lisbon", status: ["waiting"], limit: 50 });
+   * const next = page.nextAfter ? await client.querySessions({ search: "lisbon", after: page.nextAfter }) : null;
+   * ```
+   */
+  querySessions(query: SessionsQuery = {}, options?: RequestOptions): Promise<SessionsPage> {
+    const params = new URLSearchParams();
+    const time = (t: Date | string) => (typeof t === "string" ? t : t.toISOString());
+    if (query.search !== undefined) params.set("search", query.search);
+    if (query.status !== undefined && query.status.length > 0) params.set("status", query.status.join(","));
+    if (query.workflow !== undefined) params.set("workflow", query.workflow);
+    if (query.agent !== undefined) params.set("agent", query.agent);
+    if (query.since !== undefined) params.set("since", time(query.since));
+    if (query.until !== undefined) params.set("until", time(query.until));
+    if (query.openRequest !== undefined) params.set("openRequest", String(query.openRequest));
+    if (query.forkOf !== undefined) params.set("forkOf", query.forkOf);
+    if (query.sort !== undefined) params.set("sort", query.sort);
+    if (query.after !== undefined) params.set("after", query.after);
+    if (query.limit !== undefined) params.set("limit", String(query.limit));
+    const q = params.toString();
+    return this.request("GET", `/sessions${q ? `?${q}` : ""}`, undefined, options);
   }
 
   /** Starts a session of `workflow` (with its first input); the turn runs on in the server. */

@@ -2,7 +2,16 @@
  * The types of the native API's answers: the wire types generated from the JSON Schemas
  * (`./generated/wire.ts`), and the few shapes the routes add around them.
  */
-import type { ForkPoint, Recorded, SessionSummary, StateAt, UiMessage, Message } from "./generated/wire.js";
+import type {
+  ForkPoint,
+  Recorded,
+  SessionSort,
+  SessionStatus,
+  SessionSummary,
+  StateAt,
+  UiMessage,
+  Message,
+} from "./generated/wire.js";
 
 export type * from "./generated/wire.js";
 
@@ -20,6 +29,35 @@ export interface SessionDetail extends Omit<SessionSummary, "created" | "lastEve
   parent?: string | null;
   hosted?: boolean;
   runningHere: boolean;
+}
+
+/**
+ * What `querySessions` asks `GET /sessions` for: every field optional, and they combine.
+ * `after` is the `nextAfter` of the page before.
+ */
+export interface SessionsQuery {
+  /** Text in the id, title, workflow, an agent's name or an input (any case). */
+  search?: string;
+  /** Any of these statuses. */
+  status?: readonly SessionStatus[];
+  /** Owned by this workflow (a fork by its root's). */
+  workflow?: string;
+  /** Ran this agent. */
+  agent?: string;
+  /** Active (last event) at or after this time. */
+  since?: Date | string;
+  /** Started (first event) at or before this time. */
+  until?: Date | string;
+  /** With (`true`) or without (`false`) a question waiting for an answer. */
+  openRequest?: boolean;
+  /** The direct forks of this session. */
+  forkOf?: string;
+  /** The order (default: most recently active first). */
+  sort?: SessionSort;
+  /** The cursor of the next page (a page's `nextAfter`). */
+  after?: string;
+  /** At most this many (1–1000). */
+  limit?: number;
 }
 
 /** One operation of a JSON patch (RFC 6902), as `GET /sessions/{id}/diff` answers them. */

@@ -51,6 +51,26 @@ describe("sessions over HTTP", () => {
     expect((await client.allEvents(session)).map((e) => e.id)).toEqual(events.map((e) => e.id));
   });
 
+  it("queries the session list: search, filters, sort and pages", async () => {
+    const marker = `zebra-${Date.now()}`;
+    const first = await chatSession(`${marker} one`);
+    const second = await chatSession(`${marker} two`);
+    const found = await client.querySessions({ search: marker.toUpperCase(), sort: "newest" });
+    expect(found.total).toBe(2);
+    expect(found.sessions.map((s) => s.id)).toEqual([second.session, first.session]);
+    expect(found.sessions[0]).toMatchObject({ title: `${marker} two`, agents: ["assistant"], openRequests: 0 });
+    const paged = await client.querySessions({ search: marker, sort: "oldest", limit: 1 });
+    expect(paged.sessions.map((s) => s.id)).toEqual([first.session]);
+    const next = await client.querySessions({ search: marker, sort: "oldest", limit: 1, after: paged.nextAfter! });
+    expect(next.sessions.map((s) => s.id)).toEqual([second.session]);
+    expect(next.nextAfter).toBeNull();
+    const none = await client.querySessions({ search: marker, status: ["waiting"], since: new Date(Date.now() - 60_000) });
+    expect(none.total).toBe(0);
+    const bad = await client.querySessions({ after: "nonsense" }).catch((error: unknown) => error);
+    expect(bad).toBeInstanceOf(OpenHarnessError);
+    expect((bad as OpenHarnessError).status).toBe(400);
+  });
+
   it("a second turn continues the session where it ended", async () => {
     const { session, events } = await chatSession("one");
     await client.sendInput(session, "two");

@@ -214,6 +214,13 @@ export type Role = "system" | "user" | "assistant";
  */
 export type SessionStatus = "running" | "idle" | "waiting" | "failed";
 /**
+ * The order of a session list.
+ *
+ * This interface was referenced by `Wire`'s JSON-Schema
+ * via the `definition` "SessionSort".
+ */
+export type SessionSort = "recent" | "newest" | "oldest" | "longest" | "tokens" | "cost";
+/**
  * Why a run ended.
  *
  * This interface was referenced by `Wire`'s JSON-Schema
@@ -295,8 +302,10 @@ export interface Wire {
   SessionForked?: SessionForked;
   SessionId?: SessionId;
   SessionInfo?: SessionInfo;
+  SessionSort?: SessionSort;
   SessionStatus?: SessionStatus;
   SessionSummary?: SessionSummary;
+  SessionsPage?: SessionsPage;
   Skipped?: Skipped;
   StateAt?: StateAt;
   StopReason?: StopReason;
@@ -783,6 +792,14 @@ export interface SessionInfo {
  */
 export interface SessionSummary {
   /**
+   * The agents it ran, in the order first seen.
+   */
+  agents: string[];
+  /**
+   * What its agents reported costing, in US dollars.
+   */
+  cost: number;
+  /**
    * When its first event was recorded.
    */
   created: string;
@@ -800,14 +817,43 @@ export interface SessionSummary {
    */
   len: number;
   /**
+   * How many `input:requested` wait for an answer.
+   */
+  openRequests: number;
+  /**
    * The session it was forked from.
    */
   parent: SessionId | null;
   status: SessionStatus;
   /**
+   * Its first input, cut to 100 characters (`None` before any input).
+   */
+  title: string | null;
+  usage: Usage;
+  /**
    * The workflow that recorded it; for a fork, the workflow of the session it descends from.
    */
   workflow: string | null;
+}
+/**
+ * A page of a session list (`Host::query_sessions`).
+ *
+ * This interface was referenced by `Wire`'s JSON-Schema
+ * via the `definition` "SessionsPage".
+ */
+export interface SessionsPage {
+  /**
+   * The cursor of the next page, when there is one.
+   */
+  nextAfter: string | null;
+  /**
+   * The sessions, in the order asked.
+   */
+  sessions: SessionSummary[];
+  /**
+   * How many sessions match, over all pages.
+   */
+  total: number;
 }
 /**
  * What a fold skipped: counts, and the positions (seqs) of the first
