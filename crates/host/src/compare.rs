@@ -57,6 +57,7 @@ pub struct Ancestor {
 /// Where two sessions part.
 #[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
+#[schemars(rename = "SessionDivergence")]
 pub struct Divergence {
     /// The first session's event there (`None`: it had ended).
     pub a: Option<Envelope>,

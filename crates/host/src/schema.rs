@@ -23,6 +23,7 @@ use schemars::{JsonSchema, Schema};
 use serde_json::{Map, Value};
 
 use crate::catalog::{SessionSort, SessionsPage};
+use crate::compare::SessionComparison;
 use crate::wire::{EventsPage, ForkPoint, SessionSummary, StateAt, TapeView, TurnOutcome};
 
 /// One wire type's schema.
@@ -77,6 +78,7 @@ pub fn wire_schemas() -> Vec<WireSchema> {
         of::<TurnOutcome>("TurnOutcome"),
         of::<SessionSummary>("SessionSummary"),
         of::<SessionsPage>("SessionsPage"),
+        of::<SessionComparison>("SessionComparison"),
         of::<SessionSort>("SessionSort"),
         of::<EventsPage>("EventsPage"),
         of::<TapeView>("TapeView"),

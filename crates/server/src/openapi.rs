@@ -262,7 +262,26 @@ fn paths() -> Value {
         "/sessions/{id}/states": { "get": operation("States at positions, in one pass", vec![session_id(), json!({ "name": "at", "in": "query", "required": true, "schema": { "type": "string", "pattern": "^[0-9]{1,15}(,[0-9]{1,15}){0,99}$" } })], None, ("200", ok("the states", json!({ "type": "array", "items": schema("StateAt") }))), &["400", "401", "404", "422"]) },
         "/sessions/{id}/diff": { "get": operation("The JSON patch between two positions", vec![session_id(), json!({ "name": "from", "in": "query", "required": true, "schema": position.clone() }), json!({ "name": "to", "in": "query", "required": true, "schema": position.clone() })], None, ("200", ok("an RFC 6902 patch", json!({ "type": "array" }))), &["400", "401", "404", "422"]) },
         "/sessions/{id}/messages": { "get": operation("Chat messages at a position", vec![session_id(), query("at", position), query("shape", json!({ "enum": ["v4", "ui", "calls"] })), query("approvals", json!({ "enum": ["data", "tool"], "description": "how shape=ui shows approvals: as `data-input-requested` parts (the default) or as AI SDK 6+ tool approvals; the other shapes are the same either way" }))], None, ("200", ok("the messages", json!({ "type": "array" }))), &["400", "401", "404"]) },
-        "/sessions/{id}/fork": { "post": operation("Fork and run on", vec![session_id()], Some(schema("ForkPoint")), accepted, &["400", "401", "404", "413", "422"]) },
+        "/sessions/{id}/fork": { "post": operation(
+            "Fork and run on; with `input`, a new turn once forked; with `stateEdit`, from the state changed by that JSON merge patch",
+            vec![session_id()],
+            Some(json!({ "allOf": [
+                schema("ForkPoint"),
+                { "type": "object", "properties": {
+                    "input": { "type": ["string", "null"], "description": "the new turn's input, once forked" },
+                    "stateEdit": { "type": ["object", "null"], "description": "a JSON merge patch (RFC 7396) on the state the fork starts from" },
+                } },
+            ] })),
+            accepted,
+            &["400", "401", "404", "413", "422"],
+        ) },
+        "/sessions/{id}/compare": { "get": operation(
+            "Where this session and another part: common ancestor, first differing event, payload and state patches",
+            vec![session_id(), json!({ "name": "with", "in": "query", "required": true, "schema": { "type": "string", "format": "uuid" } })],
+            None,
+            ("200", ok("the comparison", schema("SessionComparison"))),
+            &["400", "401", "404"],
+        ) },
         "/api/chat": { "post": {
             "summary": "AI SDK 5 chat: the turn as a UI message stream",
             "parameters": [approvals_header()],

@@ -50,6 +50,7 @@ pub(crate) fn build(state: Arc<AppState>) -> Router {
         .route("/sessions/{id}/state", get(state_at))
         .route("/sessions/{id}/states", get(states_at))
         .route("/sessions/{id}/diff", get(diff))
+        .route("/sessions/{id}/compare", get(compare))
         .route("/sessions/{id}/messages", get(messages))
         .route("/sessions/{id}/fork", post(fork))
         .layer(TimeoutLayer::with_status_code(
@@ -465,6 +466,24 @@ async fn diff(
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
+struct With {
+    with: String,
+}
+
+/// `GET /sessions/{id}/compare?with=OTHER`: where two sessions part (a fork and its parent,
+/// two forks, or any two), with the patches between the events and the states there.
+async fn compare(
+    State(state): Shared,
+    Path(id): Path<String>,
+    other: crate::request::QueryOf<With>,
+) -> Answer {
+    let session = session_id(&id)?;
+    let other = session_id(&query(other)?.with)?;
+    Ok(Json(state.host.compare(&session, &other).await?).into_response())
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
 struct MessagesAt {
     at: Option<u64>,
     shape: Option<String>,
@@ -516,7 +535,29 @@ async fn fork(
     request: crate::request::Body,
 ) -> Answer {
     let parent = session_id(&id)?;
-    let at: ForkPoint = body(request)?;
+    // The fork point, with what the fork changes: `input` (a new turn once it is forked) and
+    // `stateEdit` (a JSON merge patch on the state it starts from).
+    let mut asked: serde_json::Value = body(request)?;
+    let (input, edit) = match asked.as_object_mut() {
+        Some(fields) => (fields.remove("input"), fields.remove("stateEdit")),
+        None => (None, None),
+    };
+    let input = match input {
+        None | Some(serde_json::Value::Null) => None,
+        Some(serde_json::Value::String(text)) => Some(text),
+        Some(_) => return Err(ApiError::bad_request("`input` is a string")),
+    };
+    let edit = match edit {
+        None | Some(serde_json::Value::Null) => None,
+        Some(patch @ serde_json::Value::Object(_)) => Some(patch),
+        Some(_) => {
+            return Err(ApiError::bad_request(
+                "`stateEdit` is a JSON merge patch: an object",
+            ));
+        }
+    };
+    let at: ForkPoint = serde_json::from_value(asked)
+        .map_err(|err| ApiError::bad_request(format!("not a fork point: {err}")))?;
     match &at {
         ForkPoint::Position { position } => bounded("position", Some(*position))?,
         ForkPoint::Nth { n, .. } if *n == 0 || *n > 1_000_000_000 => {
@@ -531,7 +572,17 @@ async fn fork(
     let host = state.host.clone();
     let options = RunOptions::new().session(child.clone());
     start_turn(&state, &child, 0, Ack::First, async move {
-        host.fork(&parent, at, options).await
+        let forked = match edit {
+            None => host.fork(&parent, at, options).await?,
+            Some(patch) => {
+                let prepared = host.prepare_fork(&parent, at).await?;
+                prepared.edit_state(&patch)?.run(options).await?
+            }
+        };
+        match input {
+            Some(text) => host.send(&forked.session, text, RunOptions::new()).await,
+            None => Ok(forked),
+        }
     })
     .await?;
     Ok(accepted(&child))

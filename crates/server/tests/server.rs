@@ -1143,3 +1143,107 @@ async fn the_session_list_is_searched_filtered_and_paged_over_http() {
     assert_eq!(all["sessions"].as_array().unwrap().len(), 3);
     assert!(all["nextAfter"].is_null());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fork_from_the_page_takes_an_input_or_an_edited_state_and_is_compared_with_its_parent() {
+    let addr = serve(host(Duration::ZERO), ServerOptions::default()).await;
+    let (_, created) = request(
+        addr,
+        "POST",
+        "/sessions",
+        Some(r#"{"workflow":"ticks","input":"one two"}"#),
+    )
+    .await;
+    let parent = created["session"].as_str().unwrap().to_owned();
+    wait_idle(addr, &parent).await;
+
+    // Forked before the first input (position 1: after `workflow:started`): another input
+    // in its place.
+    let (status, forked) = request(
+        addr,
+        "POST",
+        &format!("/sessions/{parent}/fork"),
+        Some(r#"{"at":"position","position":1,"input":"three four five"}"#),
+    )
+    .await;
+    assert_eq!(status, 202, "{forked}");
+    let child = forked["session"].as_str().unwrap().to_owned();
+    wait_idle(addr, &child).await;
+    let (_, state) = request(addr, "GET", &format!("/sessions/{child}/state"), None).await;
+    assert_eq!(
+        state["state"]["inputs"],
+        json!(["three four five"]),
+        "{state}"
+    );
+    let (status, compared) = request(
+        addr,
+        "GET",
+        &format!("/sessions/{parent}/compare?with={child}"),
+        None,
+    )
+    .await;
+    assert_eq!(status, 200, "{compared}");
+    assert_eq!(compared["ancestor"]["session"], parent.as_str());
+    assert!(compared["agree"].as_u64().unwrap() >= 1, "{compared}");
+    assert!(
+        compared["divergence"]["statePatch"].is_array(),
+        "{compared}"
+    );
+
+    // Forked from an edited state.
+    let (status, forked) = request(
+        addr,
+        "POST",
+        &format!("/sessions/{parent}/fork"),
+        Some(r#"{"at":"position","position":2,"stateEdit":{"answers":["edited"]}}"#),
+    )
+    .await;
+    assert_eq!(status, 202, "{forked}");
+    let edited = forked["session"].as_str().unwrap().to_owned();
+    wait_idle(addr, &edited).await;
+    let (_, state) = request(addr, "GET", &format!("/sessions/{edited}/state"), None).await;
+    assert_eq!(state["state"]["answers"], json!(["edited"]), "{state}");
+    let (_, compared) = request(
+        addr,
+        "GET",
+        &format!("/sessions/{parent}/compare?with={edited}"),
+        None,
+    )
+    .await;
+    assert_eq!(compared["agree"], 2, "{compared}");
+    assert_eq!(
+        compared["divergence"]["b"]["name"], "session:forked",
+        "{compared}"
+    );
+
+    // Bad requests are refused in the error shape.
+    for (body, what) in [
+        (r#"{"at":"position","position":1,"input":5}"#, "input"),
+        (
+            r#"{"at":"position","position":1,"stateEdit":[1]}"#,
+            "stateEdit",
+        ),
+        (r#"{"at":"nowhere"}"#, "fork point"),
+    ] {
+        let (status, answer) = request(
+            addr,
+            "POST",
+            &format!("/sessions/{parent}/fork"),
+            Some(body),
+        )
+        .await;
+        assert_eq!(status, 400, "{body}: {answer}");
+        assert!(
+            answer["error"]["message"].as_str().unwrap().contains(what),
+            "{body}: {answer}"
+        );
+    }
+    let (status, answer) = request(
+        addr,
+        "GET",
+        &format!("/sessions/{parent}/compare?with=no-such-session"),
+        None,
+    )
+    .await;
+    assert_eq!(status, 404, "{answer}");
+}

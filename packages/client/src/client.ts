@@ -8,11 +8,13 @@ import { EventStream, type StreamEventsOptions } from "./stream.js";
 import type {
   Accepted,
   EventsPage,
+  ForkChange,
   ForkPoint,
   JsonPatchOperation,
   MessageShape,
   MessagesOf,
   Recorded,
+  SessionComparison,
   SessionDetail,
   SessionSummary,
   SessionsPage,
@@ -246,9 +248,24 @@ export class OpenHarnessClient {
     return this.request("GET", `/sessions/${enc(sessionId)}/messages${q ? `?${q}` : ""}`, undefined, options);
   }
 
-  /** A new session from a point of this one, run on: at a position, or at the nth event named so. */
-  fork(sessionId: string, at: ForkPoint, options?: RequestOptions): Promise<Accepted> {
-    return this.request("POST", `/sessions/${enc(sessionId)}/fork`, at, options);
+  /**
+   * A new session from a point of this one, run on: at a position, or at the nth event named
+   * so; `change` asks it another input once forked, or starts it from an edited state.
+   */
+  fork(sessionId: string, at: ForkPoint, change: ForkChange = {}, options?: RequestOptions): Promise<Accepted> {
+    const body: Record<string, unknown> = { ...at };
+    if (change.input !== undefined) body.input = change.input;
+    if (change.stateEdit !== undefined) body.stateEdit = change.stateEdit;
+    return this.request("POST", `/sessions/${enc(sessionId)}/fork`, body, options);
+  }
+
+  /**
+   * Where this session and `other` part: their common ancestor, how many events agree, the
+   * first differing event on each side with the patch between their payloads, and the patch
+   * between their states just after it (a fork and its parent, or any two sessions).
+   */
+  compare(sessionId: string, other: string, options?: RequestOptions): Promise<SessionComparison> {
+    return this.request("GET", `/sessions/${enc(sessionId)}/compare?with=${enc(other)}`, undefined, options);
   }
 
   /**

@@ -60,6 +60,14 @@ export interface SessionsQuery {
   limit?: number;
 }
 
+/** What a fork changes (`fork`): a new turn's input once forked, or the state it starts from. */
+export interface ForkChange {
+  /** The input of a turn run once forked (fork right before a `user:input` to replace it). */
+  input?: string;
+  /** A JSON merge patch (RFC 7396) on the state the fork starts from. */
+  stateEdit?: Record<string, unknown>;
+}
+
 /** One operation of a JSON patch (RFC 6902), as `GET /sessions/{id}/diff` answers them. */
 export type JsonPatchOperation =
   | { op: "add" | "replace" | "test"; path: string; value: unknown }

@@ -105,6 +105,20 @@ describe("sessions over HTTP", () => {
     expect(detail.parent).toBe(session);
   });
 
+  it("forks with another input and compares the fork with its parent", async () => {
+    const { session } = await chatSession("first question");
+    const fork = await client.fork(session, { at: "position", position: 1 }, { input: "another question" });
+    await collect(client.followTurn(fork.session));
+    const state = await client.stateAt(fork.session);
+    expect(state.state).toMatchObject({ exchanges: [{ user: "another question" }] });
+    const compared = await client.compare(session, fork.session);
+    expect(compared.ancestor?.session).toBe(session);
+    expect(compared.agree).toBe(1);
+    // The fork runs on first (nothing to do at position 1: its run ends), then takes the input.
+    expect(compared.divergence?.a?.name).toBe("user:input");
+    expect(compared.divergence?.b?.name).toBe("workflow:completed");
+  });
+
   it("answers an input request of the planner-executor", async () => {
     const { session } = await client.createSession("planner-executor", "ship it");
     const first = await collect(client.followTurn(session));

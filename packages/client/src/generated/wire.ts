@@ -280,6 +280,7 @@ export type UiPart =
 export interface Wire {
   AgentCompleted?: AgentCompleted;
   AgentStarted?: AgentStarted;
+  Ancestor?: Ancestor;
   ChatMessage?: ChatMessage;
   ChatToolCall?: ChatToolCall;
   Divergence?: Divergence;
@@ -299,6 +300,8 @@ export interface Wire {
   Part?: Part;
   Recorded?: Recorded;
   Role?: Role;
+  SessionComparison?: SessionComparison;
+  SessionDivergence?: SessionDivergence;
   SessionForked?: SessionForked;
   SessionId?: SessionId;
   SessionInfo?: SessionInfo;
@@ -436,6 +439,24 @@ export interface ChatToolCall {
    * The tool.
    */
   name: string;
+}
+/**
+ * The nearest session two sessions both descend from.
+ *
+ * This interface was referenced by `Wire`'s JSON-Schema
+ * via the `definition` "Ancestor".
+ */
+export interface Ancestor {
+  /**
+   * The position in it the first session's lineage leaves it at (its length if the first
+   * session is it).
+   */
+  aFrom: number;
+  /**
+   * The same for the second session.
+   */
+  bFrom: number;
+  session: SessionId;
 }
 /**
  * Where a cassette re-execution first parted from its recording.
@@ -714,6 +735,68 @@ export interface OutputRejected {
    * The output as the model returned it.
    */
   output: {
+    [k: string]: unknown | undefined;
+  };
+}
+/**
+ * Two sessions compared (`Host::compare`).
+ *
+ * This interface was referenced by `Wire`'s JSON-Schema
+ * via the `definition` "SessionComparison".
+ */
+export interface SessionComparison {
+  a: SessionId;
+  /**
+   * The first session's length, counted the same way.
+   */
+  aLen: number;
+  /**
+   * How many events agree, counted from the start of each one's lineage (the root's
+   * position 0): the first divergence is at this seq of their lineages.
+   */
+  agree: number;
+  /**
+   * The nearest session both descend from (or are), with the positions in it at which
+   * each leaves it.
+   */
+  ancestor: Ancestor | null;
+  b: SessionId;
+  /**
+   * The second session's length, counted the same way.
+   */
+  bLen: number;
+  /**
+   * Where they part (`None` when every event agrees and the lengths are equal).
+   */
+  divergence: SessionDivergence | null;
+}
+/**
+ * Where two sessions part.
+ *
+ * This interface was referenced by `Wire`'s JSON-Schema
+ * via the `definition` "SessionDivergence".
+ */
+export interface SessionDivergence {
+  /**
+   * The first session's event there (`None`: it had ended).
+   */
+  a: Envelope | null;
+  /**
+   * The second session's event there (`None`: it had ended).
+   */
+  b: Envelope | null;
+  /**
+   * When both events have one name: the JSON patch from the first's payload to the
+   * second's (what changed in the prompt, the output, the arguments).
+   */
+  payloadPatch: {
+    [k: string]: unknown | undefined;
+  };
+  /**
+   * The JSON patch from the first session's state to the second's, each just after that
+   * event (clamped to each one's end); `None` when a session's workflow is not hosted.
+   */
+  statePatch: {
     [k: string]: unknown | undefined;
   };
 }
