@@ -108,7 +108,10 @@ describe("sessions over HTTP", () => {
   it("forks with another input and compares the fork with its parent", async () => {
     const { session } = await chatSession("first question");
     const fork = await client.fork(session, { at: "position", position: 1 }, { input: "another question" });
-    await collect(client.followTurn(fork.session));
+    // Two turns: the fork's own run, then the input's; wait until the server runs neither.
+    for (let i = 0; i < 200 && (await client.getSession(fork.session).catch(() => null))?.runningHere !== false; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
     const state = await client.stateAt(fork.session);
     expect(state.state).toMatchObject({ exchanges: [{ user: "another question" }] });
     const compared = await client.compare(session, fork.session);
