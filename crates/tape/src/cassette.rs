@@ -283,8 +283,11 @@ impl Renderer for TurnChecker {
 /// One recorded agent call.
 #[derive(Debug, Clone, Default)]
 struct RecordedCall {
-    /// The seq of the event that activated the agent.
+    /// The seq of the event that activated the agent (`None`: an event outside the session,
+    /// such as a fork's parent's, which keeps its id in a re-execution).
     trigger: Option<u64>,
+    /// The id of the event that activated the agent.
+    trigger_id: Option<EventId>,
     system: Option<String>,
     messages: Vec<ChatMessage>,
     prompt: String,
@@ -310,6 +313,7 @@ fn recorded_calls(events: &[Envelope]) -> HashMap<String, VecDeque<RecordedCall>
                 let queue = calls.entry(started.agent.clone()).or_default();
                 queue.push_back(RecordedCall {
                     trigger: event.caused_by.and_then(|id| seqs.get(&id).copied()),
+                    trigger_id: event.caused_by,
                     system: started.system,
                     messages: started.messages,
                     prompt: started.prompt,
@@ -410,6 +414,7 @@ impl Matched {
                 }
             }
             if tokio::time::timeout_at(deadline, notified).await.is_err() {
+                tracing::warn!(event = %id, "a re-executed agent call's trigger was not matched in time; it is served the recording's next call of its agent");
                 return None;
             }
         }
@@ -443,15 +448,26 @@ impl Provider for CassetteProvider {
                 request.previous_error.unwrap_or_default()
             )));
         }
-        // The recorded seq of the event that activated this call, when known.
+        // A call activated by an event outside the recorded session (a fork's parent's) is
+        // told by that event's id; any other by the recorded seq of its trigger, once known.
+        let outside =
+            |call: &RecordedCall| call.trigger.is_none() && call.trigger_id == request.trigger;
+        let inherited = request.trigger.is_some()
+            && self
+                .calls
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .get(&request.agent)
+                .is_some_and(|queue| queue.iter().any(outside));
         let trigger = match (&self.matched, request.trigger) {
-            (Some(matched), Some(id)) => matched.seq_of(id).await,
+            (Some(matched), Some(id)) if !inherited => matched.seq_of(id).await,
             _ => None,
         };
         let call = {
             let mut calls = self.calls.lock().unwrap_or_else(PoisonError::into_inner);
             calls.get_mut(&request.agent).and_then(|queue| {
                 let index = match trigger {
+                    _ if inherited => queue.iter().position(outside)?,
                     Some(seq) => queue.iter().position(|call| call.trigger == Some(seq))?,
                     None => 0,
                 };
@@ -843,5 +859,61 @@ pub(crate) fn ids_as_seqs(value: &Value, ids: &HashMap<EventId, u64>) -> Value {
                 .collect(),
         ),
         other => other.clone(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn each_event_belongs_to_its_calls_stream_or_the_main_one() {
+        let mut log: Vec<Envelope> = Vec::new();
+        let mut push = |name: &'static str, payload: Value, cause: Option<usize>| {
+            let caused_by = cause.map(|i: usize| log[i].id);
+            log.push(Envelope::new(name, payload, caused_by));
+        };
+        let completed = |agent: &str, outcome: &str| json!({ "agentName": agent, "outcome": outcome, "usage": { "inputTokens": 0, "outputTokens": 0 } });
+        push("workflow:started", json!({ "workflow": "w" }), None); // 0
+        push("user:input", json!({ "text": "hi" }), None); // 1
+        push("note:made", json!({}), Some(1)); // 2: a handler's event
+        push(
+            "agent:started",
+            json!({ "agentName": "a", "prompt": "p" }),
+            Some(1),
+        ); // 3
+        push(
+            "agent:started",
+            json!({ "agentName": "b", "prompt": "p" }),
+            Some(1),
+        ); // 4
+        // Another agent could not be activated: recorded with the trigger's consequences.
+        push("error:occurred", json!({ "code": "agent" }), Some(1)); // 5
+        push("review:written", json!({}), Some(1)); // 6: a's `on_output`
+        push("agent:completed", completed("a", "success"), Some(1)); // 7
+        push("review:filed", json!({}), Some(6)); // 8: a handler's event for a's output
+        push(
+            "text:delta",
+            json!({ "agentName": "b", "delta": "x" }),
+            Some(1),
+        ); // 9
+        push("error:occurred", json!({ "code": "agent" }), Some(1)); // 10: b failed
+        push("agent:completed", completed("b", "failure"), Some(1)); // 11
+        push("workflow:completed", json!({ "reason": "idle" }), None); // 12
+        let streams = recorded_streams(&log, &ids(&log));
+        let call = |agent: &str| Stream::Call {
+            agent: agent.to_owned(),
+            trigger: Some(1),
+            nth: 0,
+        };
+        let seqs = |stream: &Stream| Vec::from(streams[stream].clone());
+        assert_eq!(seqs(&Stream::Main), [0, 1, 2, 3, 4, 5, 12]);
+        assert_eq!(seqs(&call("a")), [6, 7, 8]);
+        assert_eq!(seqs(&call("b")), [9, 10, 11]);
+        assert_eq!(streams.len(), 3);
     }
 }
