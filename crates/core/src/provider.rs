@@ -18,6 +18,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::event::EventId;
 use crate::tool::{DEFAULT_MAX_TURNS, Toolbox};
 
 /// One request to a model on behalf of an agent.
@@ -50,6 +51,10 @@ pub struct ProviderRequest {
     pub images: Vec<Image>,
     /// How hard the model should think, for models that reason (`None`: the model's default).
     pub reasoning: Option<ReasoningEffort>,
+    /// The id of the event that activated the agent (set by the runtime; `None` for a request
+    /// made outside a run). Concurrent calls of one agent are told apart by it: a cassette
+    /// answers each call with the recorded call of the same agent and trigger.
+    pub trigger: Option<EventId>,
 }
 
 impl ProviderRequest {
@@ -68,6 +73,7 @@ impl ProviderRequest {
             max_turns: DEFAULT_MAX_TURNS,
             images: Vec::new(),
             reasoning: None,
+            trigger: None,
         }
     }
 

@@ -1206,6 +1206,7 @@ impl<S> AgentTask<S> {
                     .with_reasoning(self.activation.reasoning);
             request.attempt = attempt;
             request.previous_error = previous_error.take();
+            request.trigger = Some(trigger_id);
             let sink = sink_for(attempt);
             let completed = self.provider.complete(request, sink.clone()).await;
             text = sink.text();

@@ -38,7 +38,7 @@ pub struct Replayed {
 #[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ReplayDivergence {
-    /// The seq of the first event that differs (how many agree).
+    /// The recording's seq of the first event that differs (as `Divergence::seq`).
     pub seq: u64,
     /// The recording's event there (`None`: the recording had ended).
     pub recorded: Option<EventShape>,

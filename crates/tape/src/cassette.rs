@@ -5,27 +5,53 @@
 //! This is how a handler or prompt change is regression-tested without a model: record a
 //! session once (with a real or scripted provider), then re-execute it after the change.
 //! Each agent call is answered with what the recording's call streamed and returned
-//! (`agent:completed` keeps the accepted output); no provider is called. Every event of the
-//! new run is compared, in order, with the recording's, ignoring ids and timestamps (ids
-//! inside payloads and causes are compared as the seq of the event they name; the text of
-//! `error:occurred` is not compared, only its source). The first difference, such as an
-//! agent prompted differently or a handler emitting other events, ends the run with
-//! [`TapeError::Diverged`].
+//! (`agent:completed` keeps the accepted output); no provider is called. A call is matched
+//! with the recorded call of the same agent activated by the same event (the event matched
+//! with the recording's event at the same seq); an agent activated twice by one event takes
+//! that event's recorded calls in order.
 //!
-//! Agents that run concurrently may record their events in another order on each run;
-//! the comparison is strict, so such workflows re-execute reliably only when their agents'
-//! events do not interleave. A forked session re-executes as a fork of the same parent at
-//! the same position (the parent must be in the workflow's store).
+//! # What is compared
+//!
+//! Every event of the new run is compared with the recording's, ignoring ids and timestamps
+//! (ids inside payloads and causes are compared as the recording's seq of the event they
+//! name: for the new run, the seq of the recorded event it was matched with; the text of
+//! `error:occurred` is not compared, only its source). Agents run concurrently, so the
+//! events of several agent calls interleave differently on each run; the comparison is
+//! strict about everything else. Each event belongs to one *stream*:
+//!
+//! - an agent call's stream holds what the call recorded (its `text:delta`, `tool:called`,
+//!   `tool:result`, `output:rejected`, `text:complete`, the events its `on_output` emitted or
+//!   its `error:occurred`, and its `agent:completed`), and everything those events caused
+//!   in turn (what handlers emitted for them, the `agent:started` of the agents they
+//!   activated, and so on down);
+//! - the main stream holds the events that no agent call caused (`workflow:started`,
+//!   `user:input`, what handlers made of them, ..., `workflow:completed`).
+//!
+//! An event caused by another event belongs to that event's stream; an `agent:started`
+//! belongs to the stream of the event that activated the agent, while the call it starts
+//! opens a stream of its own, named by the agent, the seq of that event and, for an agent
+//! activated twice by one event, which call it is. Within each stream the new run must
+//! record the recording's events in the recording's order; streams may interleave in any
+//! order. A changed prompt, another event from a handler, a missing or an extra call are
+//! still reported, at the first event (in the new run's order) that differs from what its
+//! stream expects: [`TapeError::Diverged`] gives the recording's seq of the expected event
+//! (or, for an event the recording does not have, the new run's seq of it).
+//!
+//! One order remains significant: a handler whose events depend on the order in which
+//! concurrent calls finished (one that reacts to the last of several agents, say) records
+//! them in the stream of whichever call came last, so it re-executes only when the same call
+//! finishes last. A forked session re-executes as a fork of the same parent at the same
+//! position (the parent must be in the workflow's store).
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use async_trait::async_trait;
-use openharness_core::builtin::Builtin;
+use openharness_core::builtin::{AgentCompleted, Builtin, ErrorOccurred, Outcome};
 use openharness_core::{
-    CancellationToken, ChatMessage, Envelope, EventId, Provider, ProviderError, ProviderEvent,
-    ProviderRequest, ProviderResponse, ProviderSink, Renderer, RunOptions, RunOutcome, SessionId,
-    Usage, Workflow, WorkflowState,
+    CancellationToken, ChatMessage, Envelope, Event, EventId, Provider, ProviderError,
+    ProviderEvent, ProviderRequest, ProviderResponse, ProviderSink, Renderer, RunOptions,
+    RunOutcome, SessionId, Usage, Workflow, WorkflowState,
 };
 use serde_json::Value;
 
@@ -79,9 +105,11 @@ impl Cassette {
     }
 
     /// The recorded agent calls, as a provider that serves them in order per agent.
+    /// ([`Cassette::replay`] serves each call by its agent and the event that activated it.)
     pub fn provider(&self) -> impl Provider + use<> {
         CassetteProvider {
             calls: Mutex::new(recorded_calls(&self.events)),
+            matched: None,
         }
     }
 
@@ -103,12 +131,16 @@ impl Cassette {
     ) -> Result<RunOutcome<S>, TapeError> {
         let cancel = CancellationToken::new();
         let divergence = Arc::new(Mutex::new(None));
+        let matched = Arc::new(Matched::default());
+        let recorded_ids = ids(&self.events);
         let checker = Arc::new(Mutex::new(Checker {
             session: self.session.clone(),
+            expected: recorded_streams(&self.events, &recorded_ids),
             recorded: Arc::clone(&self.events),
-            recorded_ids: ids(&self.events),
-            seen_ids: HashMap::new(),
-            next: 0,
+            recorded_ids,
+            streams: Streams::default(),
+            matched: Arc::clone(&matched),
+            seen: 0,
             divergence: Arc::clone(&divergence),
             cancel: cancel.clone(),
             done: false,
@@ -138,7 +170,10 @@ impl Cassette {
         {
             options = options.input(input.text);
         }
-        let replaying = workflow.with_provider(self.provider());
+        let replaying = workflow.with_provider(CassetteProvider {
+            calls: Mutex::new(recorded_calls(&self.events)),
+            matched: Some(matched),
+        });
         let forked = match self.events.first().and_then(decoded) {
             Some(Builtin::SessionForked(forked)) => Some(forked),
             _ => None,
@@ -248,6 +283,11 @@ impl Renderer for TurnChecker {
 /// One recorded agent call.
 #[derive(Debug, Clone, Default)]
 struct RecordedCall {
+    /// The seq of the event that activated the agent (`None`: an event outside the session,
+    /// such as a fork's parent's, which keeps its id in a re-execution).
+    trigger: Option<u64>,
+    /// The id of the event that activated the agent.
+    trigger_id: Option<EventId>,
     system: Option<String>,
     messages: Vec<ChatMessage>,
     prompt: String,
@@ -260,6 +300,7 @@ struct RecordedCall {
 
 /// The recorded calls per agent, in the order they started.
 fn recorded_calls(events: &[Envelope]) -> HashMap<String, VecDeque<RecordedCall>> {
+    let seqs = ids(events);
     let mut calls: HashMap<String, VecDeque<RecordedCall>> = HashMap::new();
     // (agent, trigger) -> index of the open call in that agent's queue.
     let mut open: HashMap<(String, Option<EventId>), usize> = HashMap::new();
@@ -271,6 +312,8 @@ fn recorded_calls(events: &[Envelope]) -> HashMap<String, VecDeque<RecordedCall>
             Builtin::AgentStarted(started) => {
                 let queue = calls.entry(started.agent.clone()).or_default();
                 queue.push_back(RecordedCall {
+                    trigger: event.caused_by.and_then(|id| seqs.get(&id).copied()),
+                    trigger_id: event.caused_by,
                     system: started.system,
                     messages: started.messages,
                     prompt: started.prompt,
@@ -323,6 +366,64 @@ fn recorded_calls(events: &[Envelope]) -> HashMap<String, VecDeque<RecordedCall>
 /// Serves recorded calls; never calls a model.
 struct CassetteProvider {
     calls: Mutex<HashMap<String, VecDeque<RecordedCall>>>,
+    /// During a re-execution, which recorded event each of its events was matched with: a
+    /// call is then served the recorded call of its agent and trigger. `None`: in order per
+    /// agent.
+    matched: Option<Arc<Matched>>,
+}
+
+/// How long a call waits for the re-execution's checker to match the event that activated it
+/// (the checker sees events on a renderer's thread, possibly after the call has begun)
+/// before it is served in order instead.
+const TRIGGER_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// The events of a re-execution matched so far, each with the recording's seq of its match.
+#[derive(Default)]
+struct Matched {
+    state: Mutex<MatchedState>,
+    changed: tokio::sync::Notify,
+}
+
+#[derive(Default)]
+struct MatchedState {
+    seqs: HashMap<EventId, u64>,
+    /// The comparison is over (diverged or finished): nothing more will be matched.
+    over: bool,
+}
+
+impl Matched {
+    fn lock(&self) -> std::sync::MutexGuard<'_, MatchedState> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The recording's seq of the event `id` was matched with, once it is; `None` when it is
+    /// not matched in time or the comparison is over.
+    async fn seq_of(&self, id: EventId) -> Option<u64> {
+        let deadline = tokio::time::Instant::now() + TRIGGER_WAIT;
+        loop {
+            let notified = self.changed.notified();
+            let mut notified = std::pin::pin!(notified);
+            notified.as_mut().enable();
+            {
+                let state = self.lock();
+                if let Some(seq) = state.seqs.get(&id) {
+                    return Some(*seq);
+                }
+                if state.over {
+                    return None;
+                }
+            }
+            if tokio::time::timeout_at(deadline, notified).await.is_err() {
+                tracing::warn!(event = %id, "a re-executed agent call's trigger was not matched in time; it is served the recording's next call of its agent");
+                return None;
+            }
+        }
+    }
+
+    fn over(&self) {
+        self.lock().over = true;
+        self.changed.notify_waiters();
+    }
 }
 
 #[async_trait]
@@ -347,16 +448,41 @@ impl Provider for CassetteProvider {
                 request.previous_error.unwrap_or_default()
             )));
         }
-        let call = self
-            .calls
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .get_mut(&request.agent)
-            .and_then(VecDeque::pop_front)
-            .ok_or_else(|| ProviderError::NoResponse {
-                agent: request.agent.clone(),
-                message: "the recording has no further call of this agent".to_owned(),
-            })?;
+        // A call activated by an event outside the recorded session (a fork's parent's) is
+        // told by that event's id; any other by the recorded seq of its trigger, once known.
+        let outside =
+            |call: &RecordedCall| call.trigger.is_none() && call.trigger_id == request.trigger;
+        let inherited = request.trigger.is_some()
+            && self
+                .calls
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .get(&request.agent)
+                .is_some_and(|queue| queue.iter().any(outside));
+        let trigger = match (&self.matched, request.trigger) {
+            (Some(matched), Some(id)) if !inherited => matched.seq_of(id).await,
+            _ => None,
+        };
+        let call = {
+            let mut calls = self.calls.lock().unwrap_or_else(PoisonError::into_inner);
+            calls.get_mut(&request.agent).and_then(|queue| {
+                let index = match trigger {
+                    _ if inherited => queue.iter().position(outside)?,
+                    Some(seq) => queue.iter().position(|call| call.trigger == Some(seq))?,
+                    None => 0,
+                };
+                queue.remove(index)
+            })
+        }
+        .ok_or_else(|| ProviderError::NoResponse {
+            agent: request.agent.clone(),
+            message: match trigger {
+                Some(seq) => format!(
+                    "the recording has no further call of this agent activated by the event at seq {seq}"
+                ),
+                None => "the recording has no further call of this agent".to_owned(),
+            },
+        })?;
         if call.prompt != request.prompt {
             return Err(failed(format!(
                 "agent `{}` was prompted differently from the recording",
@@ -389,60 +515,290 @@ impl Provider for CassetteProvider {
     }
 }
 
-/// Compares the new run's events with the recording, in order.
+/// Which stream of a session an event belongs to (see the module docs).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+enum Stream {
+    /// Events no agent call caused.
+    Main,
+    /// One agent call and what it caused.
+    Call {
+        agent: String,
+        /// The seq (in the recording) of the event that activated the agent.
+        trigger: Option<u64>,
+        /// Which call of this agent by this trigger (0 for the first).
+        nth: u32,
+    },
+}
+
+/// Who an event belongs to, as told by the events around it.
+enum Owner {
+    /// To the stream of the event that caused it (an `agent:started` included).
+    Cause,
+    /// To the open call of this agent activated by this event.
+    Call(String, Option<EventId>),
+}
+
+/// Assigns a session's events, in the order they were recorded, to their streams.
+///
+/// An agent call's last events (`text:complete`, what its `on_output` emitted or its
+/// `error:occurred`, and `agent:completed`) are recorded back to back, all caused by the
+/// event that activated the agent, just as the events that event's handlers emitted are
+/// caused by it. The two are told apart by what follows: events caused by an event with
+/// an open call are held until the next event, and those just before that call's
+/// `agent:completed` are its own (for a call that succeeded, those after the last
+/// `error:occurred`, which only activating another agent can have recorded there; for one
+/// that failed, its `error:occurred`).
+#[derive(Default)]
+struct Streams {
+    /// The stream of every event assigned.
+    of: HashMap<EventId, Stream>,
+    /// The calls open per agent and trigger seq, oldest first, by `nth`.
+    open: HashMap<(String, Option<u64>), VecDeque<u32>>,
+    /// How many calls each agent and trigger seq started.
+    started: HashMap<(String, Option<u64>), u32>,
+    /// How many calls are open per trigger.
+    open_by_trigger: HashMap<EventId, u32>,
+    /// Events that may be an open call's last events, all caused by one event, with their
+    /// seq in their session.
+    held: Vec<(Envelope, u64)>,
+}
+
+impl Streams {
+    /// Takes the next event (at `seq` in its session) and returns those whose owner is now
+    /// known, in order; assign each with [`Streams::assign`] before the next push.
+    fn push(&mut self, event: Envelope, seq: u64) -> Vec<(Envelope, u64, Owner)> {
+        let mut released = Vec::new();
+        let called_by = |agent: &str| Owner::Call(agent.to_owned(), event.caused_by);
+        let owner = match Builtin::decode(&event) {
+            Some(Ok(Builtin::TextDelta(d))) => Some(called_by(&d.agent)),
+            Some(Ok(Builtin::ToolCalled(c))) => Some(called_by(&c.agent)),
+            Some(Ok(Builtin::ToolResult(r))) => Some(called_by(&r.agent)),
+            Some(Ok(Builtin::OutputRejected(r))) => Some(called_by(&r.agent)),
+            Some(Ok(Builtin::TextComplete(t))) => Some(called_by(&t.agent)),
+            Some(Ok(Builtin::AgentCompleted(completed))) => {
+                // The held events just before it, caused by its trigger, are its call's.
+                let held = std::mem::take(&mut self.held);
+                let same_trigger = held.first().is_some_and(|(e, _)| {
+                    e.caused_by == event.caused_by && event.caused_by.is_some()
+                });
+                let split = if !same_trigger {
+                    held.len()
+                } else if completed.outcome == Outcome::Success {
+                    held.iter()
+                        .rposition(|(e, _)| e.name == ErrorOccurred::NAME)
+                        .map_or(0, |i| i + 1)
+                } else {
+                    match held.last() {
+                        Some((e, _)) if e.name == ErrorOccurred::NAME => held.len() - 1,
+                        _ => held.len(),
+                    }
+                };
+                let agent = completed.agent;
+                for (index, (e, seq)) in held.into_iter().enumerate() {
+                    let owner = if index < split {
+                        Owner::Cause
+                    } else {
+                        called_by(&agent)
+                    };
+                    released.push((e, seq, owner));
+                }
+                Some(called_by(&agent))
+            }
+            Some(Ok(Builtin::AgentStarted(_))) => Some(Owner::Cause),
+            _ => None,
+        };
+        if let Some(owner) = owner {
+            released.extend(self.held.drain(..).map(|(e, seq)| (e, seq, Owner::Cause)));
+            released.push((event, seq, owner));
+            return released;
+        }
+        // Caused by an event with an open call: perhaps that call's last events.
+        if let Some(cause) = event.caused_by
+            && self.open_by_trigger.get(&cause).is_some_and(|n| *n > 0)
+        {
+            if self
+                .held
+                .first()
+                .is_some_and(|(e, _)| e.caused_by != Some(cause))
+            {
+                released.extend(self.held.drain(..).map(|(e, seq)| (e, seq, Owner::Cause)));
+            }
+            self.held.push((event, seq));
+            return released;
+        }
+        released.extend(self.held.drain(..).map(|(e, seq)| (e, seq, Owner::Cause)));
+        released.push((event, seq, Owner::Cause));
+        released
+    }
+
+    /// Releases the events still held: the session is over.
+    fn flush(&mut self) -> Vec<(Envelope, u64, Owner)> {
+        self.held
+            .drain(..)
+            .map(|(e, seq)| (e, seq, Owner::Cause))
+            .collect()
+    }
+
+    /// The stream of a released event; `seqs` gives the recording's seq of the events before
+    /// it (its trigger's, for an agent call).
+    fn assign(&mut self, event: &Envelope, owner: Owner, seqs: &HashMap<EventId, u64>) -> Stream {
+        let stream = match owner {
+            Owner::Call(agent, trigger) => {
+                let key = (agent, trigger.and_then(|id| seqs.get(&id).copied()));
+                let open = self.open.get_mut(&key);
+                let nth = open.as_ref().and_then(|o| o.front().copied()).unwrap_or(0);
+                if event.name == AgentCompleted::NAME
+                    && let Some(open) = open
+                    && open.pop_front().is_some()
+                    && let Some(n) = trigger.and_then(|id| self.open_by_trigger.get_mut(&id))
+                {
+                    *n = n.saturating_sub(1);
+                }
+                let (agent, trigger) = key;
+                Stream::Call {
+                    agent,
+                    trigger,
+                    nth,
+                }
+            }
+            Owner::Cause => {
+                if let Some(Ok(Builtin::AgentStarted(started))) = Builtin::decode(event)
+                    && let Some(trigger) = event.caused_by
+                {
+                    let key = (started.agent, seqs.get(&trigger).copied());
+                    let count = self.started.entry(key.clone()).or_default();
+                    self.open.entry(key).or_default().push_back(*count);
+                    *count += 1;
+                    *self.open_by_trigger.entry(trigger).or_default() += 1;
+                }
+                event
+                    .caused_by
+                    .and_then(|cause| self.of.get(&cause).cloned())
+                    .unwrap_or(Stream::Main)
+            }
+        };
+        self.of.insert(event.id, stream.clone());
+        stream
+    }
+}
+
+/// The recording's seqs per stream, in order.
+fn recorded_streams(
+    events: &[Envelope],
+    seqs: &HashMap<EventId, u64>,
+) -> HashMap<Stream, VecDeque<u64>> {
+    let mut streams = Streams::default();
+    let mut expected: HashMap<Stream, VecDeque<u64>> = HashMap::new();
+    let mut assign = |released: Vec<(Envelope, u64, Owner)>, streams: &mut Streams| {
+        for (event, seq, owner) in released {
+            let stream = streams.assign(&event, owner, seqs);
+            expected.entry(stream).or_default().push_back(seq);
+        }
+    };
+    for (event, seq) in events.iter().zip(0..) {
+        let released = streams.push(event.clone(), seq);
+        assign(released, &mut streams);
+    }
+    let released = streams.flush();
+    assign(released, &mut streams);
+    expected
+}
+
+/// Compares the new run's events with the recording, stream by stream (see the module docs).
 struct Checker {
     session: SessionId,
     recorded: Arc<Vec<Envelope>>,
     recorded_ids: HashMap<EventId, u64>,
-    seen_ids: HashMap<EventId, u64>,
-    next: u64,
+    /// The recording's seqs per stream not matched yet, in order.
+    expected: HashMap<Stream, VecDeque<u64>>,
+    /// The new run's streams.
+    streams: Streams,
+    /// The new run's events matched so far.
+    matched: Arc<Matched>,
+    /// How many events the new run recorded so far.
+    seen: u64,
     divergence: Arc<Mutex<Option<Divergence>>>,
     cancel: CancellationToken,
     done: bool,
 }
 
 impl Checker {
-    fn diverge(&mut self, expected: Option<EventShape>, actual: Option<EventShape>) {
+    fn diverge(&mut self, seq: u64, expected: Option<EventShape>, actual: Option<EventShape>) {
         *self
             .divergence
             .lock()
             .unwrap_or_else(PoisonError::into_inner) = Some(Divergence {
             session: self.session.clone(),
-            seq: self.next,
+            seq,
             expected,
             actual,
         });
         self.done = true;
+        self.matched.over();
         self.cancel.cancel();
     }
-}
 
-impl Checker {
     fn render(&mut self, event: &Envelope) {
         if self.done {
             return;
         }
-        self.seen_ids.insert(event.id, self.next);
-        let actual = shape(event, &self.seen_ids);
-        let expected = usize::try_from(self.next)
-            .ok()
-            .and_then(|i| self.recorded.get(i))
-            .map(|e| shape(e, &self.recorded_ids));
-        if expected.as_ref() != Some(&actual) {
-            self.diverge(expected, Some(actual));
-            return;
-        }
-        self.next += 1;
+        let seq = self.seen;
+        self.seen += 1;
+        let released = self.streams.push(event.clone(), seq);
+        self.check(released);
     }
 
-    /// The re-execution is over: a recording that goes on further diverges there.
-    fn finish_recording(&mut self) {
-        if !self.done && self.next < self.recorded.len() as u64 {
-            let expected = usize::try_from(self.next)
-                .ok()
+    /// Matches released events of the new run with the next recorded event of their stream.
+    fn check(&mut self, released: Vec<(Envelope, u64, Owner)>) {
+        for (event, seq, owner) in released {
+            if self.done {
+                return;
+            }
+            let (stream, actual) = {
+                let matched = self.matched.lock();
+                let stream = self.streams.assign(&event, owner, &matched.seqs);
+                (stream, shape(&event, &matched.seqs))
+            };
+            let next = self.expected.get_mut(&stream).and_then(VecDeque::pop_front);
+            let expected = next
+                .and_then(|seq| usize::try_from(seq).ok())
                 .and_then(|i| self.recorded.get(i))
                 .map(|e| shape(e, &self.recorded_ids));
-            self.diverge(expected, None);
+            match next {
+                Some(recorded_seq) if expected.as_ref() == Some(&actual) => {
+                    self.matched.lock().seqs.insert(event.id, recorded_seq);
+                    self.matched.changed.notify_waiters();
+                }
+                _ => {
+                    self.diverge(next.unwrap_or(seq), expected, Some(actual));
+                    return;
+                }
+            }
+        }
+    }
+
+    /// The re-execution is over: a recording that goes on further diverges at its first
+    /// event not matched.
+    fn finish_recording(&mut self) {
+        let released = self.streams.flush();
+        self.check(released);
+        if self.done {
+            return;
+        }
+        let first = self
+            .expected
+            .values()
+            .filter_map(|q| q.front().copied())
+            .min();
+        match first {
+            Some(seq) => {
+                let expected = usize::try_from(seq)
+                    .ok()
+                    .and_then(|i| self.recorded.get(i))
+                    .map(|e| shape(e, &self.recorded_ids));
+                self.diverge(seq, expected, None);
+            }
+            None => self.matched.over(),
         }
     }
 }
@@ -503,5 +859,61 @@ pub(crate) fn ids_as_seqs(value: &Value, ids: &HashMap<EventId, u64>) -> Value {
                 .collect(),
         ),
         other => other.clone(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn each_event_belongs_to_its_calls_stream_or_the_main_one() {
+        let mut log: Vec<Envelope> = Vec::new();
+        let mut push = |name: &'static str, payload: Value, cause: Option<usize>| {
+            let caused_by = cause.map(|i: usize| log[i].id);
+            log.push(Envelope::new(name, payload, caused_by));
+        };
+        let completed = |agent: &str, outcome: &str| json!({ "agentName": agent, "outcome": outcome, "usage": { "inputTokens": 0, "outputTokens": 0 } });
+        push("workflow:started", json!({ "workflow": "w" }), None); // 0
+        push("user:input", json!({ "text": "hi" }), None); // 1
+        push("note:made", json!({}), Some(1)); // 2: a handler's event
+        push(
+            "agent:started",
+            json!({ "agentName": "a", "prompt": "p" }),
+            Some(1),
+        ); // 3
+        push(
+            "agent:started",
+            json!({ "agentName": "b", "prompt": "p" }),
+            Some(1),
+        ); // 4
+        // Another agent could not be activated: recorded with the trigger's consequences.
+        push("error:occurred", json!({ "code": "agent" }), Some(1)); // 5
+        push("review:written", json!({}), Some(1)); // 6: a's `on_output`
+        push("agent:completed", completed("a", "success"), Some(1)); // 7
+        push("review:filed", json!({}), Some(6)); // 8: a handler's event for a's output
+        push(
+            "text:delta",
+            json!({ "agentName": "b", "delta": "x" }),
+            Some(1),
+        ); // 9
+        push("error:occurred", json!({ "code": "agent" }), Some(1)); // 10: b failed
+        push("agent:completed", completed("b", "failure"), Some(1)); // 11
+        push("workflow:completed", json!({ "reason": "idle" }), None); // 12
+        let streams = recorded_streams(&log, &ids(&log));
+        let call = |agent: &str| Stream::Call {
+            agent: agent.to_owned(),
+            trigger: Some(1),
+            nth: 0,
+        };
+        let seqs = |stream: &Stream| Vec::from(streams[stream].clone());
+        assert_eq!(seqs(&Stream::Main), [0, 1, 2, 3, 4, 5, 12]);
+        assert_eq!(seqs(&call("a")), [6, 7, 8]);
+        assert_eq!(seqs(&call("b")), [9, 10, 11]);
+        assert_eq!(streams.len(), 3);
     }
 }

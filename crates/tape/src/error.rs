@@ -69,21 +69,26 @@ impl From<TapeError> for openharness_core::Error {
 
 /// Where a cassette re-execution first parted from its recording.
 ///
-/// The events before seq `seq` agree; the event at seq `seq` (0-based, as the store numbers
-/// events) differs: `expected` is the recording's (`None`: the recording had ended), `actual`
-/// the re-execution's (`None`: the re-execution ended first). On a tape that event is
-/// `tape.event_at(seq + 1)`, the one that leads to position `seq + 1`.
+/// `expected` is the recorded event the re-execution did not reproduce (`None`: the
+/// recording had no further event there) and `seq` its seq in the recording (0-based, as the
+/// store numbers events); `actual` is what the re-execution recorded in its place (`None`:
+/// the re-execution ended first). For an event the recording does not have, `seq` is the
+/// re-execution's seq of it. On a tape that event is `tape.event_at(seq + 1)`, the one that
+/// leads to position `seq + 1`. Events are compared per stream (see `Cassette`):
+/// when agents ran concurrently, the events before `seq` may have been recorded in
+/// another order by the re-execution.
 #[derive(Debug, Clone, PartialEq, Serialize, thiserror::Error, schemars::JsonSchema)]
 #[error("the re-execution of session {session} diverged at seq {seq} (the event leading to position {}): expected {}, got {}", seq + 1, describe(expected.as_ref()), describe(actual.as_ref()))]
 #[non_exhaustive]
 pub struct Divergence {
     /// The recorded session.
     pub session: SessionId,
-    /// The seq of the first event that differs (how many events agree).
+    /// The recording's seq of the first event that differs (the re-execution's, for an event
+    /// the recording does not have).
     pub seq: u64,
     /// The recorded event at `seq`.
     pub expected: Option<EventShape>,
-    /// The re-executed event at `seq`.
+    /// What the re-execution recorded in its place.
     pub actual: Option<EventShape>,
 }
 

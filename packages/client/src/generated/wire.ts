@@ -461,17 +461,21 @@ export interface Ancestor {
 /**
  * Where a cassette re-execution first parted from its recording.
  *
- * The events before seq `seq` agree; the event at seq `seq` (0-based, as the store numbers
- * events) differs: `expected` is the recording's (`None`: the recording had ended), `actual`
- * the re-execution's (`None`: the re-execution ended first). On a tape that event is
- * `tape.event_at(seq + 1)`, the one that leads to position `seq + 1`.
+ * `expected` is the recorded event the re-execution did not reproduce (`None`: the
+ * recording had no further event there) and `seq` its seq in the recording (0-based, as the
+ * store numbers events); `actual` is what the re-execution recorded in its place (`None`:
+ * the re-execution ended first). For an event the recording does not have, `seq` is the
+ * re-execution's seq of it. On a tape that event is `tape.event_at(seq + 1)`, the one that
+ * leads to position `seq + 1`. Events are compared per stream (see `Cassette`):
+ * when agents ran concurrently, the events before `seq` may have been recorded in
+ * another order by the re-execution.
  *
  * This interface was referenced by `Wire`'s JSON-Schema
  * via the `definition` "Divergence".
  */
 export interface Divergence {
   /**
-   * The re-executed event at `seq`.
+   * What the re-execution recorded in its place.
    */
   actual: EventShape | null;
   /**
@@ -479,7 +483,8 @@ export interface Divergence {
    */
   expected: EventShape | null;
   /**
-   * The seq of the first event that differs (how many events agree).
+   * The recording's seq of the first event that differs (the re-execution's, for an event
+   * the recording does not have).
    */
   seq: number;
   session: SessionId;
