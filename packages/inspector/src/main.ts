@@ -202,6 +202,7 @@ class Inspector {
       this.nextAfter = page.nextAfter;
       this.total = page.total;
       this.lastRefresh = Date.now();
+      this.$.sessions.scrollTop = 0;
       this.listed();
     } catch (error) {
       if (generation === this.listGeneration) this.fail(error);
@@ -221,6 +222,7 @@ class Inspector {
     if (!after || this.loadingMore || this.listLoading) return;
     const generation = this.listGeneration;
     this.loadingMore = true;
+    let read = false;
     try {
       const page = await this.client.querySessions(list.queryOf(this.filter, after));
       if (generation !== this.listGeneration || this.nextAfter !== after) return;
@@ -228,11 +230,18 @@ class Inspector {
       this.nextAfter = page.nextAfter;
       this.total = page.total;
       this.listed();
+      read = true;
     } catch (error) {
       if (generation === this.listGeneration) this.fail(error);
     } finally {
       this.loadingMore = false;
     }
+    // "Load more" still in view (a tall screen): the observer says nothing new, so read on.
+    if (!read) return;
+    requestAnimationFrame(() => {
+      const more = this.$.sessionMore.getBoundingClientRect();
+      if (!this.$.sessionMore.hidden && more.top < this.$.sessions.getBoundingClientRect().bottom) void this.loadMore();
+    });
   }
 
   /**
