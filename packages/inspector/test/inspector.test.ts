@@ -315,6 +315,28 @@ describe("the inspector", () => {
     await page.close();
   });
 
+  test("cancel shows while a turn runs and asks the server to cancel it", async () => {
+    // The scripted turns end in milliseconds: the page is told the session runs.
+    const page = await browser.newPage({ viewport: { width: 1440, height: 860 } });
+    await page.route(`**/sessions/${chat}`, async (route) => {
+      if (route.request().method() !== "GET") return route.continue();
+      const response = await route.fetch();
+      await route.fulfill({ response, json: { ...((await response.json()) as object), status: "running", runningHere: true } });
+    });
+    await page.goto(`${server.url}/#session=${chat}`);
+    const cancel = page.locator("#cancel");
+    await expect.poll(() => cancel.isVisible()).toBe(true);
+    const [request] = await Promise.all([
+      page.waitForRequest((r) => r.method() === "POST" && new URL(r.url()).pathname.endsWith(`/sessions/${chat}/cancel`)),
+      cancel.click(),
+    ]);
+    expect(await (await request.response())!.json()).toEqual({ cancelled: false });
+    await expect.poll(() => page.locator("#status").textContent()).toBe(`no turn of ${chat} runs on this server`);
+    // The list says it is idle: the button goes.
+    await expect.poll(() => cancel.isVisible(), { timeout: 6000 }).toBe(false);
+    await page.close();
+  });
+
   test("downloads the session's events as the JSONL `openharness import` reads", async () => {
     const page = await open(chat);
     const recorded = await events(chat);
