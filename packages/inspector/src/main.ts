@@ -219,7 +219,7 @@ class Inspector {
   /** The next page, appended. */
   private async loadMore(): Promise<void> {
     const after = this.nextAfter;
-    if (!after || this.loadingMore || this.listLoading) return;
+    if (!after || this.sessions.length >= this.total || this.loadingMore || this.listLoading) return;
     const generation = this.listGeneration;
     this.loadingMore = true;
     let read = false;
@@ -230,7 +230,7 @@ class Inspector {
       this.nextAfter = page.nextAfter;
       this.total = page.total;
       this.listed();
-      read = true;
+      read = page.sessions.length > 0;
     } catch (error) {
       if (generation === this.listGeneration) this.fail(error);
     } finally {
@@ -303,7 +303,7 @@ class Inspector {
     renderSessions(this.$, {
       sessions: this.sessions,
       total: this.total,
-      more: this.nextAfter !== null,
+      more: this.nextAfter !== null && this.sessions.length < this.total,
       selected: this.summary?.id ?? this.view.session,
       loading: this.listLoading,
       search: this.filter.search,
