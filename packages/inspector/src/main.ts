@@ -176,7 +176,9 @@ class Inspector {
     new IntersectionObserver((entries) => {
       if (entries.some((entry) => entry.isIntersecting)) void this.loadMore();
     }, { root: this.$.sessions, rootMargin: "200px" }).observe(this.$.sessionMore);
-    void this.reloadSessions().then(() => this.openFromHash());
+    // The list and the session in the address are read side by side: neither waits for the other.
+    void this.reloadSessions();
+    this.openFromHash();
     this.schedulePoll();
   }
 
