@@ -74,3 +74,45 @@ function equal(a: unknown, b: unknown): boolean {
 function escape(key: string): string {
   return key.replace(/~/g, "~0").replace(/\//g, "~1");
 }
+
+/**
+ * What each operation of `patch` replaced or removed, applying them in order to a copy of
+ * `before` (an operation sees the document the ones before it left); `undefined` for an `add`,
+ * or where the path is not found.
+ */
+export function oldValues(before: unknown, patch: readonly JsonPatchOperation[]): unknown[] {
+  const root: { doc: unknown } = { doc: structuredClone(before) };
+  return patch.map((op) => {
+    const keys = op.path === "" ? [] : op.path.slice(1).split("/").map((k) => k.replace(/~1/g, "/").replace(/~0/g, "~"));
+    // The container of the last key, from the root's holder.
+    let parent: unknown = root;
+    let key: string = "doc";
+    for (const next of keys) {
+      parent = child(parent, key);
+      key = next;
+      if (parent === undefined) return undefined;
+    }
+    const old = op.op === "add" ? undefined : child(parent, key);
+    if (op.op === "replace" || op.op === "add" || op.op === "remove") {
+      if (Array.isArray(parent)) {
+        const index = key === "-" ? parent.length : Number(key);
+        if (op.op === "replace") parent[index] = op.value;
+        else if (op.op === "add") parent.splice(index, 0, op.value);
+        else parent.splice(index, 1);
+      } else if (parent !== null && typeof parent === "object") {
+        const object = parent as Record<string, unknown>;
+        if (op.op === "remove") delete object[key];
+        else object[key] = op.value;
+      }
+    }
+    return old;
+  });
+}
+
+function child(container: unknown, key: string): unknown {
+  if (Array.isArray(container)) return container[Number(key)];
+  if (container !== null && typeof container === "object" && Object.prototype.hasOwnProperty.call(container, key)) {
+    return (container as Record<string, unknown>)[key];
+  }
+  return undefined;
+}

@@ -1,20 +1,23 @@
-// The inspector page: sessions (with lineage), a virtualized timeline of one session's events
-// grouped per agent call, the event at the cursor with its cause and effects, the patch it made,
-// and the state as a tree. Keyboard: j/k or arrows step, g goes to a position, / searches,
-// n/N next/previous match, c jumps to the cause, f forks at the cursor, l follows live.
+// The inspector page: the session list (searched, filtered and paged on the server), a
+// virtualized timeline of one session's events grouped per agent call, the event at the cursor
+// with its cause and effects, the patch it made, and the state as a tree. Keyboard: j/k or
+// arrows step, g goes to a position, / searches, n/N next/previous match, c jumps to the cause,
+// f forks at the cursor, l follows live.
 //
-// This file wires the panels (panels/*) to the view state (view.ts) and the server (server.ts,
-// over `@openharness/client`): it owns the open session's tapes, reads the state and patch at
-// the cursor, follows live and runs the keys' commands; what each panel shows is its module's.
+// This file wires the panels (panels/*) to the view state (view.ts), the list's rules (list.ts)
+// and the server (server.ts, over `@openharness/client`): it owns the list's pages and filter,
+// the open session's tapes, reads the state and patch at the cursor, follows live and runs the
+// keys' commands; what each panel shows is its module's.
 
 import type { EventStream, JsonPatchOperation, Recorded, SessionDetail, SessionSummary } from "@openharness/client";
 import { diff } from "./diff";
 import { type Command, HELP, commandFor } from "./keys";
-import { continueSession, forkAt } from "./panels/controls";
+import { continueSession, exportJsonl, forkAt, openQuestion } from "./panels/controls";
 import { renderEvent } from "./panels/event";
 import { renderHeader } from "./panels/header";
 import { renderPatch } from "./panels/patch";
-import { renderSessions } from "./panels/sessions";
+import * as list from "./list";
+import { renderSessions, renderWorkflows } from "./panels/sessions";
 import { ROW, Timeline } from "./panels/timeline";
 import { Server, describeError, unauthorized } from "./server";
 import { Tape } from "./tape";
@@ -27,7 +30,19 @@ class Inspector {
     return this.server.client;
   }
   private view: view.View = view.initialView();
+  /** The session list: the rows read so far for the filter, page by page. */
   private sessions: SessionSummary[] = [];
+  private filter: list.ListFilter = list.initialFilter();
+  private nextAfter: string | null = null;
+  private total = 0;
+  /** Bumped by every new filter: an answer for an older one is dropped. */
+  private listGeneration = 0;
+  private listLoading = false;
+  private loadingMore = false;
+  private workflows = new Set<string>();
+  private searchTimer: ReturnType<typeof setTimeout> | undefined;
+  private pollTimer: ReturnType<typeof setTimeout> | undefined;
+  private lastRefresh = 0;
   private summary: SessionDetail | null = null;
   private tape: Tape | null = null;
   /** For a fork: its parent's events before the fork point, shown dimmed before its own. */
@@ -43,6 +58,13 @@ class Inspector {
 
   private readonly $ = {
     sessions: byId("sessions"),
+    sessionSearch: byId("session-search") as HTMLInputElement,
+    sessionStatus: byId("session-status") as HTMLSelectElement,
+    sessionWorkflow: byId("session-workflow") as HTMLSelectElement,
+    sessionSort: byId("session-sort") as HTMLSelectElement,
+    sessionList: byId("session-list"),
+    sessionCount: byId("session-count"),
+    sessionMore: byId("session-more") as HTMLButtonElement,
     title: byId("title"),
     meta: byId("meta"),
     scroller: byId("timeline"),
@@ -58,6 +80,9 @@ class Inspector {
     follow: byId("follow") as HTMLButtonElement,
     compact: byId("compact") as HTMLButtonElement,
     fork: byId("fork") as HTMLButtonElement,
+    cancel: byId("cancel") as HTMLButtonElement,
+    download: byId("download") as HTMLButtonElement,
+    question: byId("question"),
     inputForm: byId("input-form") as HTMLFormElement,
     input: byId("input") as HTMLInputElement,
     inputHint: byId("input-hint"),
@@ -75,6 +100,9 @@ class Inspector {
   );
 
   start(): void {
+    // The compact view is the default; the full view, once chosen, is kept for the next visit.
+    this.view = { ...this.view, compact: readPreference(VIEW_STORAGE) !== "full" };
+    this.showCompact();
     this.$.scroller.addEventListener("scroll", () => this.schedule(), { passive: true });
     window.addEventListener("resize", () => this.schedule());
     document.addEventListener("keydown", (event) => this.key(event));
@@ -97,6 +125,8 @@ class Inspector {
     this.$.follow.addEventListener("click", () => this.toggleFollow());
     this.$.compact.addEventListener("click", () => this.toggleCompact());
     this.$.fork.addEventListener("click", () => void this.fork());
+    this.$.cancel.addEventListener("click", () => void this.cancel());
+    this.$.download.addEventListener("click", () => void this.download());
     this.$.inputForm.addEventListener("submit", (event) => {
       event.preventDefault();
       void this.send();
@@ -127,24 +157,119 @@ class Inspector {
     const helpList = byId("help-list");
     for (const [keys, what] of HELP) helpList.append(el("dt", "", keys), el("dd", "", what));
     window.addEventListener("hashchange", () => this.openFromHash());
-    void this.refreshSessions().then(() => this.openFromHash());
-    setInterval(() => void this.refreshSessions(), 3000);
+    this.$.sessionSearch.addEventListener("input", () => {
+      // Server-side, once the typing pauses.
+      clearTimeout(this.searchTimer);
+      this.searchTimer = setTimeout(() => this.setFilter({ search: this.$.sessionSearch.value }), 200);
+    });
+    this.$.sessionSearch.addEventListener("keydown", (event) => {
+      if (event.key === "Enter") {
+        clearTimeout(this.searchTimer);
+        this.setFilter({ search: this.$.sessionSearch.value });
+      }
+    });
+    this.$.sessionStatus.addEventListener("change", () => this.setFilter({ status: this.$.sessionStatus.value as list.ListFilter["status"] }));
+    this.$.sessionWorkflow.addEventListener("change", () => this.setFilter({ workflow: this.$.sessionWorkflow.value }));
+    this.$.sessionSort.addEventListener("change", () => this.setFilter({ sort: this.$.sessionSort.value as list.ListFilter["sort"] }));
+    this.$.sessionMore.addEventListener("click", () => void this.loadMore());
+    // Infinite scroll: the next page is read as "load more" comes into view.
+    new IntersectionObserver((entries) => {
+      if (entries.some((entry) => entry.isIntersecting)) void this.loadMore();
+    }, { root: this.$.sessions, rootMargin: "200px" }).observe(this.$.sessionMore);
+    // The list and the session in the address are read side by side: neither waits for the other.
+    void this.reloadSessions();
+    this.openFromHash();
+    this.schedulePoll();
   }
 
   // ---- sessions ----------------------------------------------------------------------------
 
-  private async refreshSessions(): Promise<void> {
-    this.listing = true;
+  /** A new filter: the list from its first page. */
+  private setFilter(change: Partial<list.ListFilter>): void {
+    const filter = { ...this.filter, ...change };
+    if (JSON.stringify(filter) === JSON.stringify(this.filter)) return;
+    this.filter = filter;
+    void this.reloadSessions();
+  }
+
+  /** The first page for the filter, replacing the list. */
+  private async reloadSessions(): Promise<void> {
+    const generation = ++this.listGeneration;
+    this.listLoading = true;
+    document.body.dataset.list = "loading";
     try {
-      const sessions = await this.client.listSessions();
-      this.sessions = sessions;
-      this.renderSessions();
-      const mine = this.summary && sessions.find((s) => s.id === this.summary!.id);
-      if (mine && this.summary) {
-        const wasRunning = this.summary.status === "running";
-        this.summary = { ...this.summary, ...mine };
+      const page = await this.client.querySessions(list.queryOf(this.filter));
+      if (generation !== this.listGeneration) return;
+      this.sessions = page.sessions;
+      this.nextAfter = page.nextAfter;
+      this.total = page.total;
+      this.lastRefresh = Date.now();
+      this.$.sessions.scrollTop = 0;
+      this.listed();
+    } catch (error) {
+      if (generation === this.listGeneration) this.fail(error);
+    } finally {
+      if (generation === this.listGeneration) {
+        this.listLoading = false;
+        document.body.dataset.list = "ready";
+        this.renderSessions();
+        if (performance.getEntriesByName("sessions-listed").length === 0) performance.mark("sessions-listed");
+      }
+    }
+  }
+
+  /** The next page, appended. */
+  private async loadMore(): Promise<void> {
+    const after = this.nextAfter;
+    if (!after || this.sessions.length >= this.total || this.loadingMore || this.listLoading) return;
+    const generation = this.listGeneration;
+    this.loadingMore = true;
+    let read = false;
+    try {
+      const page = await this.client.querySessions(list.queryOf(this.filter, after));
+      if (generation !== this.listGeneration || this.nextAfter !== after) return;
+      this.sessions = list.appendPage(this.sessions, page.sessions);
+      this.nextAfter = page.nextAfter;
+      this.total = page.total;
+      this.listed();
+      read = page.sessions.length > 0;
+    } catch (error) {
+      if (generation === this.listGeneration) this.fail(error);
+    } finally {
+      this.loadingMore = false;
+    }
+    // "Load more" still in view (a tall screen): the observer says nothing new, so read on.
+    if (!read) return;
+    requestAnimationFrame(() => {
+      const more = this.$.sessionMore.getBoundingClientRect();
+      if (!this.$.sessionMore.hidden && more.top < this.$.sessions.getBoundingClientRect().bottom) void this.loadMore();
+    });
+  }
+
+  /**
+   * The rows on screen read again (as many as are listed, up to the server's page limit), so
+   * statuses, lengths, tokens and costs do not lag; a session that is open but not listed (the
+   * filter leaves it out) is read on its own while it runs.
+   */
+  private async refreshSessions(): Promise<void> {
+    if (this.listing || this.listLoading) return;
+    this.listing = true;
+    const generation = this.listGeneration;
+    try {
+      const limit = Math.max(list.PAGE, Math.min(this.sessions.length, list.MAX_LIMIT));
+      const page = await this.client.querySessions(list.queryOf(this.filter, null, limit));
+      if (generation !== this.listGeneration) return;
+      const covered = this.sessions.length <= limit;
+      this.sessions = list.mergeRefresh(this.sessions, page.sessions, Math.min(this.sessions.length, limit));
+      if (covered) this.nextAfter = page.nextAfter;
+      this.total = page.total;
+      this.lastRefresh = Date.now();
+      this.listed();
+      const open = this.summary;
+      if (open && open.status === "running" && !this.sessions.some((s) => s.id === open.id)) {
+        const detail = await this.client.getSession(open.id);
+        if (this.summary?.id === open.id) this.summary = { ...this.summary, ...detail };
         this.renderMeta();
-        if (mine.status === "running" && !wasRunning && !this.live) this.startLive();
       }
     } catch (error) {
       this.fail(error);
@@ -153,8 +278,38 @@ class Inspector {
     }
   }
 
+  /** After a list answer: the rows, the workflows seen, and the open session's summary. */
+  private listed(): void {
+    for (const session of this.sessions) if (session.workflow) this.workflows.add(session.workflow);
+    renderWorkflows(this.$.sessionWorkflow, this.workflows);
+    this.renderSessions();
+    const mine = this.summary && this.sessions.find((s) => s.id === this.summary!.id);
+    if (mine && this.summary) {
+      const wasRunning = this.summary.status === "running";
+      this.summary = { ...this.summary, ...mine };
+      this.renderMeta();
+      if (mine.status === "running" && !wasRunning && !this.live) this.startLive();
+    }
+  }
+
+  /** The list is read again every 2 s while a listed session runs or one is followed, else every 5 s. */
+  private schedulePoll(): void {
+    clearTimeout(this.pollTimer);
+    const busy = list.anyRunning(this.sessions) || this.live !== null;
+    this.pollTimer = setTimeout(() => {
+      void this.refreshSessions().finally(() => this.schedulePoll());
+    }, busy ? 2000 : 5000);
+  }
+
   private renderSessions(): void {
-    renderSessions(this.$.sessions, this.sessions, this.summary?.id ?? null);
+    renderSessions(this.$, {
+      sessions: this.sessions,
+      total: this.total,
+      more: this.nextAfter !== null && this.sessions.length < this.total,
+      selected: this.summary?.id ?? this.view.session,
+      loading: this.listLoading,
+      search: this.filter.search,
+    });
   }
 
   private openFromHash(): void {
@@ -184,8 +339,8 @@ class Inspector {
         position: view.clamp(position ?? summary.len, 0, summary.len),
         following: position === null && summary.status === "running",
       };
-      if (this.sessions.some((s) => s.id === id)) this.renderSessions();
-      else void this.refreshSessions();
+      this.renderSessions();
+      if (!this.sessions.some((s) => s.id === id)) void this.refreshSessions();
       this.renderMeta();
       this.timeline.size();
       this.timeline.scrollToCursor(true);
@@ -249,6 +404,30 @@ class Inspector {
 
   private renderMeta(): void {
     renderHeader(this.$, this.summary, this.tape, this.view.following);
+    this.$.cancel.hidden = this.summary?.status !== "running";
+    this.$.download.disabled = !this.summary;
+    this.showQuestion();
+  }
+
+  /** The question a waiting session asks, beside the box that answers it. */
+  private questionFor = "";
+  private showQuestion(): void {
+    const tape = this.tape;
+    const key = tape && this.summary?.status === "waiting" ? `${tape.session}:${tape.len}` : "";
+    if (key === this.questionFor) return;
+    this.questionFor = key;
+    this.$.question.hidden = true;
+    this.$.question.textContent = "";
+    if (!tape || !key) return;
+    openQuestion(tape).then(
+      (prompt) => {
+        if (this.questionFor !== key || !prompt) return;
+        this.$.question.textContent = prompt;
+        this.$.question.title = prompt;
+        this.$.question.hidden = false;
+      },
+      (error: unknown) => this.fail(error),
+    );
   }
 
   // ---- cursor ------------------------------------------------------------------------------
@@ -307,7 +486,7 @@ class Inspector {
       }
       if (!patch) patch = await tape.loadPatch(position);
       if (stale()) return;
-      renderPatch(this.$.patch, patch, this.view.position);
+      renderPatch(this.$.patch, patch, this.view.position, before.known && position > 0 ? { state: before.state } : undefined);
       // The tree on screen already shows this state, nothing marked (a step over an event that
       // changed nothing, such as a text delta): keep it.
       const shown = this.shownTree;
@@ -375,12 +554,17 @@ class Inspector {
 
   private toggleCompact(): void {
     this.view = { ...this.view, compact: !this.view.compact };
-    this.$.compact.classList.toggle("on", this.view.compact);
-    document.body.classList.toggle("compact", this.view.compact);
+    writePreference(VIEW_STORAGE, this.view.compact ? "compact" : "full");
+    this.showCompact();
     this.timeline.invalidate();
     this.timeline.size();
     this.timeline.scrollToCursor(true);
     this.timeline.render();
+  }
+
+  private showCompact(): void {
+    this.$.compact.classList.toggle("on", this.view.compact);
+    document.body.classList.toggle("compact", this.view.compact);
   }
 
   private toggleGroup(start: number): void {
@@ -491,8 +675,12 @@ class Inspector {
         tape.append(event);
         // A new session (a fork, a first turn) is listed once it has events; a turn's end
         // changes its status.
-        const listed = this.sessions.some((s) => s.id === tape.session);
-        if (event.name === "workflow:completed" || (!listed && !this.listing)) void this.refreshSessions();
+        // The followed session's row keeps up: its length, tokens and cost (at most once a
+        // second), its status at a turn's end.
+        if (event.name === "workflow:completed" || Date.now() - this.lastRefresh > 1000) {
+          this.lastRefresh = Date.now();
+          void this.refreshSessions();
+        }
         if (pending) return;
         pending = true;
         requestAnimationFrame(() => {
@@ -525,6 +713,39 @@ class Inspector {
     }
   }
 
+  private async cancel(): Promise<void> {
+    const summary = this.summary;
+    if (!summary) return;
+    try {
+      const { cancelled } = await this.client.cancel(summary.id);
+      this.note(cancelled ? `cancelled the turn of ${summary.id}` : `no turn of ${summary.id} runs on this server`);
+      void this.refreshSessions();
+    } catch (error) {
+      this.fail(error);
+    }
+  }
+
+  /** The open session's events as JSONL, read here (a page at a time) and saved by the browser. */
+  private async download(): Promise<void> {
+    const summary = this.summary;
+    if (!summary) return;
+    try {
+      this.note(`reading ${summary.id}…`);
+      const events = await this.client.allEvents(summary.id);
+      const url = URL.createObjectURL(new Blob([exportJsonl(summary.id, events)], { type: "application/x-ndjson" }));
+      const link = document.createElement("a");
+      link.href = url;
+      link.download = `${summary.id}.jsonl`;
+      document.body.append(link);
+      link.click();
+      link.remove();
+      setTimeout(() => URL.revokeObjectURL(url), 10_000);
+      this.note(`${events.length} events of ${summary.id} saved as ${link.download}`);
+    } catch (error) {
+      this.fail(error);
+    }
+  }
+
   private async send(): Promise<void> {
     const tape = this.tape;
     const summary = this.summary;
@@ -546,7 +767,7 @@ class Inspector {
 
   private key(event: KeyboardEvent): void {
     const target = event.target as HTMLElement | null;
-    const typing = target && (target.tagName === "INPUT" || target.tagName === "TEXTAREA");
+    const typing = target && (target.tagName === "INPUT" || target.tagName === "TEXTAREA" || target.tagName === "SELECT");
     if (typing) {
       if (event.key === "Escape") target.blur();
       return;
@@ -615,6 +836,25 @@ class Inspector {
 
   private note(text: string): void {
     this.$.status.textContent = text;
+  }
+}
+
+/** Where the chosen view (`compact` or `full`) is kept. */
+const VIEW_STORAGE = "openharness.inspector.view";
+
+function readPreference(key: string): string | null {
+  try {
+    return localStorage.getItem(key);
+  } catch {
+    return null;
+  }
+}
+
+function writePreference(key: string, value: string): void {
+  try {
+    localStorage.setItem(key, value);
+  } catch {
+    // Storage may be unavailable (private mode): the choice lasts as long as the page.
   }
 }
 

@@ -13,7 +13,7 @@ export interface View {
   direction: 1 | -1;
   /** Follow mode: the cursor stays at the end while events arrive. */
   following: boolean;
-  /** The compact view: one row per agent call. */
+  /** The compact view: one row per agent call (the default). */
   compact: boolean;
   /** The search of event names, and the seqs of the events it matches, in order. */
   query: string;
@@ -21,7 +21,7 @@ export interface View {
 }
 
 export function initialView(): View {
-  return { session: null, position: 0, direction: 1, following: false, compact: false, query: "", matches: [] };
+  return { session: null, position: 0, direction: 1, following: false, compact: true, query: "", matches: [] };
 }
 
 export function clamp(value: number, min: number, max: number): number {

@@ -4,7 +4,7 @@
 // every position of real sessions.
 
 import { describe, expect, test } from "vitest";
-import { diff } from "../src/diff";
+import { diff, oldValues } from "../src/diff";
 
 describe("diff", () => {
   test("objects: added keys in key order, then removed keys; nested values recursed", () => {
@@ -32,5 +32,15 @@ describe("diff", () => {
     expect(diff({ title: "x" }, null)).toEqual([{ op: "replace", path: "", value: null }]);
     expect(diff({ "a/b": 1, "m~n": 1 }, { "a/b": 2, "m~n": 2 }).map((op) => op.path)).toEqual(["/a~1b", "/m~0n"]);
     expect(diff({ same: [1, { deep: true }] }, { same: [1, { deep: true }] })).toEqual([]);
+  });
+});
+
+describe("old values", () => {
+  test("each operation's replaced or removed value, in order (a removal shifts the next index)", () => {
+    expect(oldValues({ s: "old" }, [{ op: "replace", path: "/s", value: "new" }])).toEqual(["old"]);
+    expect(oldValues({ l: ["a", "b"] }, [{ op: "remove", path: "/l/0" }, { op: "remove", path: "/l/0" }])).toEqual(["a", "b"]);
+    expect(oldValues({ "a/b": 1 }, [{ op: "remove", path: "/a~1b" }])).toEqual([1]);
+    expect(oldValues({ x: 1 }, [{ op: "replace", path: "", value: 2 }])).toEqual([{ x: 1 }]);
+    expect(oldValues({}, [{ op: "add", path: "/n", value: 1 }])).toEqual([undefined]);
   });
 });

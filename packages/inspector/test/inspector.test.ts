@@ -2,13 +2,13 @@
 // real `openharness serve`: sessions recorded through the API with the scripted models, then
 // opened, stepped through by keyboard, searched, forked and continued in the page.
 
-import { mkdirSync, readFileSync } from "node:fs";
+import { mkdirSync, readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { type Browser, type Page, chromium } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import type { JsonPatchOperation as PatchOp, Recorded, SessionDetail as SessionSummary, StateAt } from "@openharness/client";
 import { diff } from "../src/diff";
-import { type Served, api, repoRoot, serve, until } from "./serve";
+import { type Served, api, importJsonl, repoRoot, serve, tempDir, until } from "./serve";
 
 const CHROMIUM = process.env.CHROMIUM ?? "/usr/bin/chromium";
 
@@ -47,6 +47,8 @@ async function open(session: string, at?: number): Promise<Page> {
     if (response.status() >= 400) problems.push(`${response.status()} ${response.request().method()} ${response.url()}`);
   });
   (page as Page & { problems: string[] }).problems = problems;
+  // These tests read every event's row: the full view (the compact view is the default).
+  await page.addInitScript(() => localStorage.setItem("openharness.inspector.view", "full"));
   await page.goto(`${server.url}/#session=${session}${at === undefined ? "" : `&at=${at}`}`);
   return page;
 }
@@ -143,6 +145,29 @@ describe("the inspector", () => {
     await page.close();
   });
 
+  test("a patch shows the value it replaced beside the new one", async () => {
+    const recorded = await events(planner);
+    let found: { position: number; op: PatchOp } | undefined;
+    for (let p = 1; p <= recorded.length && !found; p++) {
+      const op = (await api<PatchOp[]>(server.url, `sessions/${planner}/diff?from=${p - 1}&to=${p}`)).find((o) => o.op === "replace");
+      if (op) found = { position: p, op };
+    }
+    if (!found || found.op.op !== "replace") throw new Error("no event of the planner replaced a value");
+    const [before] = await api<StateAt[]>(server.url, `sessions/${planner}/states?at=${found.position - 1}`);
+    const old = found.op.path
+      .slice(1)
+      .split("/")
+      .reduce<unknown>((value, key) => (value as Record<string, unknown>)[key], before!.state);
+    const page = await open(planner, found.position);
+    await at(page, found.position);
+    const op = page.locator(`#patch .op.replace`).first();
+    expect(await op.locator(".path").textContent()).toBe(found.op.path);
+    expect(await op.locator(".old").textContent()).toBe(JSON.stringify(old));
+    expect(await op.locator(".value").textContent()).toBe(JSON.stringify(found.op.value));
+    expect(problems(page)).toEqual([]);
+    await page.close();
+  });
+
   test("goes to a position, searches event names and jumps to the causing event", async () => {
     const page = await open(planner);
     await at(page, 15);
@@ -197,7 +222,7 @@ describe("the inspector", () => {
     await page.close();
   });
 
-  test("forks at the cursor: the fork runs, opens, and is listed under its parent", async () => {
+  test("forks at the cursor: the fork runs, opens, and is listed with a link to its parent", async () => {
     const before = (await api<{ sessions: SessionSummary[] }>(server.url, "sessions")).sessions.length;
     const page = await open(chat);
     const recorded = await events(chat);
@@ -214,12 +239,12 @@ describe("the inspector", () => {
     expect(summary.parent).toBe(chat);
     const sessions = (await api<{ sessions: SessionSummary[] }>(server.url, "sessions")).sessions;
     expect(sessions).toHaveLength(before + 1);
-    // Listed under its parent, one level in, and selected.
+    // Listed first (the most recently active), selected, with a link to its parent.
     const item = page.locator(`li.session[data-session="${fork}"]`);
     await expect.poll(() => item.getAttribute("class")).toContain("selected");
-    expect(await item.evaluate((li) => getComputedStyle(li).getPropertyValue("--depth"))).toBe("1");
+    expect(await item.locator(".lineage a.parent").getAttribute("data-parent")).toBe(chat);
     const order = await page.locator("li.session").evaluateAll((items) => items.map((li) => (li as HTMLElement).dataset.session));
-    expect(order.indexOf(fork)).toBe(order.indexOf(chat) + 1);
+    expect(order[0]).toBe(fork);
     // The fork's state has the first exchange only, answered again.
     await expect.poll(() => page.locator("#state").innerText(), { timeout: 10_000 }).toContain("exchanges: [1]");
     // Its parent's events before the fork point come first, dimmed, then its own.
@@ -273,6 +298,10 @@ describe("the inspector", () => {
     const page = await open(session);
     await at(page, 15);
     expect(await page.locator("#input-hint").textContent()).toBe("answers the open input request");
+    // The question is shown beside the box that answers it.
+    const asked = (await events(session)).filter((e) => e.name === "input:requested").pop()!;
+    await expect.poll(() => page.locator("#question").textContent()).toBe((asked.payload as { prompt: string }).prompt);
+    expect(await page.locator("#question").isVisible()).toBe(true);
     await page.locator("#input").fill("yes");
     await page.locator("#input").press("Enter");
     const summary = await until("the answer's turn to end", async () => {
@@ -283,6 +312,68 @@ describe("the inspector", () => {
     expect(recorded.map((e) => e.name)).toContain("input:received");
     await at(page, summary.len);
     expect(problems(page)).toEqual([]);
+    await page.close();
+  });
+
+  test("cancel shows while a turn runs and asks the server to cancel it", async () => {
+    // The scripted turns end in milliseconds: the page is told the session runs.
+    const page = await browser.newPage({ viewport: { width: 1440, height: 860 } });
+    await page.route(`**/sessions/${chat}`, async (route) => {
+      if (route.request().method() !== "GET") return route.continue();
+      const response = await route.fetch();
+      await route.fulfill({ response, json: { ...((await response.json()) as object), status: "running", runningHere: true } });
+    });
+    await page.goto(`${server.url}/#session=${chat}`);
+    const cancel = page.locator("#cancel");
+    await expect.poll(() => cancel.isVisible()).toBe(true);
+    const [request] = await Promise.all([
+      page.waitForRequest((r) => r.method() === "POST" && new URL(r.url()).pathname.endsWith(`/sessions/${chat}/cancel`)),
+      cancel.click(),
+    ]);
+    expect(await (await request.response())!.json()).toEqual({ cancelled: false });
+    // The list says it is idle: the button goes.
+    await expect.poll(() => cancel.isVisible(), { timeout: 6000 }).toBe(false);
+    await page.close();
+  });
+
+  test("downloads the session's events as the JSONL `openharness import` reads", async () => {
+    const page = await open(chat);
+    const recorded = await events(chat);
+    await at(page, recorded.length);
+    const [download] = await Promise.all([page.waitForEvent("download"), page.locator("#download").click()]);
+    expect(download.suggestedFilename()).toBe(`${chat}.jsonl`);
+    const file = (await download.path())!;
+    const lines = readFileSync(file, "utf8").trimEnd().split("\n").map((line) => JSON.parse(line) as Record<string, unknown>);
+    expect(lines[0]).toEqual({ session: chat, begin: true });
+    expect(lines.slice(1, -1).map((line) => line.id)).toEqual(recorded.map((e) => e.id));
+    expect(lines[lines.length - 1]).toEqual({ session: chat, end: true, count: recorded.length });
+    const dir = tempDir();
+    importJsonl(join(dir, "store.redb"), file);
+    rmSync(dir, { recursive: true, force: true });
+    expect(problems(page)).toEqual([]);
+    await page.close();
+  });
+
+  test("from 768 px wide: the header's controls are on screen; the compact view is the default", async () => {
+    const page = await browser.newPage({ viewport: { width: 768, height: 800 } });
+    await page.goto(`${server.url}/#session=${planner}`);
+    await at(page, 15);
+    expect(await page.evaluate(() => document.body.classList.contains("compact"))).toBe(true);
+    const shown = await page.locator(".row").evaluateAll((rows) => rows.map((r) => Number((r as HTMLElement).dataset.position)));
+    expect(shown).toEqual([0, 1, 2, 3, 6, 7, 10, 11, 14, 15]);
+    for (const id of ["search", "goto", "compact", "follow", "fork", "download", "help-button", "title"]) {
+      const box = (await page.locator(`#${id}`).boundingBox())!;
+      expect(box, id).not.toBeNull();
+      expect(box.x, id).toBeGreaterThanOrEqual(0);
+      expect(box.x + box.width, id).toBeLessThanOrEqual(768);
+    }
+    // The panes do not overlap, and the page does not scroll sideways.
+    const timeline = (await page.locator("#timeline").boundingBox())!;
+    const detail = (await page.locator(".detail").boundingBox())!;
+    expect(timeline.x + timeline.width).toBeLessThanOrEqual(detail.x + 1);
+    expect(await page.locator("#sessions li.session").count()).toBeGreaterThan(0);
+    expect(await page.locator("#session-more").isVisible()).toBe(false);
+    expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(768);
     await page.close();
   });
 
@@ -336,7 +427,7 @@ describe("with API keys", () => {
     await page.goto(`${keyed.url}/`);
     const dialog = page.locator("#key-dialog");
     await expect.poll(() => dialog.evaluate((d) => (d as HTMLDialogElement).open)).toBe(true);
-    expect(unauthorized.some((url) => url.endsWith("/sessions"))).toBe(true);
+    expect(unauthorized.some((url) => new URL(url).pathname.endsWith("/sessions"))).toBe(true);
     await page.locator("#key").fill("inspector-secret");
     await page.locator("#key").press("Enter");
     await expect.poll(() => page.locator("li.session").count()).toBe(1);
@@ -354,7 +445,7 @@ describe("with API keys", () => {
     await page.waitForFunction((n) => document.body.dataset.view === String(n), summary.len);
     expect(await page.evaluate(() => document.body.dataset.live)).toBe("live");
     await expect.poll(() => page.locator("#state").innerText()).toContain('"Again"');
-    expect(unauthorized.filter((url) => !url.endsWith("/sessions"))).toEqual([]);
+    expect(unauthorized.filter((url) => !new URL(url).pathname.endsWith("/sessions"))).toEqual([]);
     await page.close();
   });
 });

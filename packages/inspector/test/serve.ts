@@ -32,16 +32,16 @@ export function tempDir(): string {
 }
 
 /** Runs `openharness --store <store> import <file>`. */
-export function importJsonl(store: string, file: string): void {
-  const result = spawnSync(binary(), ["--store", store, "import", file], { encoding: "utf8" });
+export function importJsonl(store: string, file: string, bin = binary()): void {
+  const result = spawnSync(bin, ["--store", store, "import", file], { encoding: "utf8" });
   if (result.status !== 0) throw new Error(`import failed (${result.status}): ${result.stderr}${result.stdout}`);
 }
 
 /**
  * `basePath`: serve under a path (`--base-path /harness`); `url` then ends with it, so
- * `${url}/sessions` is still the API.
+ * `${url}/sessions` is still the API. `bin`: another binary than `binary()`.
  */
-export async function serve(options: { apiKey?: string; dir?: string; basePath?: string } = {}): Promise<Served> {
+export async function serve(options: { apiKey?: string; dir?: string; basePath?: string; bin?: string } = {}): Promise<Served> {
   const dir = options.dir ?? tempDir();
   const store = join(dir, "store.redb");
   const args = ["--store", store, "serve"];
@@ -55,7 +55,7 @@ export async function serve(options: { apiKey?: string; dir?: string; basePath?:
   for (let attempt = 0; attempt < 3; attempt++) {
     const port = await freePort();
     const url = `http://127.0.0.1:${port}${options.basePath ?? ""}`;
-    const child = spawn(binary(), [...args, "--addr", `127.0.0.1:${port}`], {
+    const child = spawn(options.bin ?? binary(), [...args, "--addr", `127.0.0.1:${port}`], {
       stdio: ["ignore", "pipe", "pipe"],
       env: { ...process.env, RUST_LOG: process.env.RUST_LOG ?? "warn" },
     });

@@ -1,25 +1,35 @@
 // The patch the event at the cursor made: the RFC 6902 operations from position `p - 1` to `p`
-// (at most 200 shown, long values cut).
+// (at most 200 shown, long values cut), each replaced or removed value beside the new one when
+// the state before is known.
 
 import type { JsonPatchOperation } from "@openharness/client";
+import { oldValues } from "../diff";
 import { el } from "../tree";
 
-export function renderPatch(box: HTMLElement, patch: readonly JsonPatchOperation[], position: number): void {
+/** `before`: the state at `position - 1`, when known (the old values are shown). */
+export function renderPatch(box: HTMLElement, patch: readonly JsonPatchOperation[], position: number, before?: { state: unknown }): void {
   box.dataset.position = String(position);
   if (patch.length === 0) {
     box.replaceChildren(el("div", "hint", position === 0 ? "Position 0 has no event." : "This event did not change the state."));
     return;
   }
   const list = el("ol", "ops");
-  for (const op of patch.slice(0, 200)) {
+  const shown = patch.slice(0, 200);
+  const old = before ? oldValues(before.state, shown) : [];
+  shown.forEach((op, i) => {
     const item = el("li", `op ${op.op}`);
     item.append(el("span", "opname", op.op), el("span", "path", op.path || "(root)"));
-    if ("value" in op) {
-      const text = JSON.stringify(op.value);
-      item.append(el("code", "value", text.length > 300 ? text.slice(0, 300) + "…" : text));
-    }
+    const values = el("span", "values");
+    if (old[i] !== undefined) values.append(el("code", "old", cut(JSON.stringify(old[i]))));
+    if (old[i] !== undefined && "value" in op) values.append(el("span", "arrow", "→"));
+    if ("value" in op) values.append(el("code", "value", cut(JSON.stringify(op.value))));
+    item.append(values);
     list.append(item);
-  }
+  });
   box.replaceChildren(list);
   if (patch.length > 200) box.append(el("div", "hint", `+${patch.length - 200} more operations`));
+}
+
+function cut(text: string): string {
+  return text.length > 300 ? text.slice(0, 300) + "…" : text;
 }
