@@ -27,27 +27,7 @@ const FORK_AT: u64 = LEN / 2;
 const ROUNDS: usize = 7;
 
 pub(crate) fn run() -> ExitCode {
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-    {
-        Ok(runtime) => runtime,
-        Err(err) => {
-            eprintln!("bench: could not start tokio: {err}");
-            return ExitCode::FAILURE;
-        }
-    };
-    match runtime.block_on(suite()) {
-        Ok(rows) => {
-            crate::report::print(&rows);
-            ExitCode::SUCCESS
-        }
-        Err(err) => {
-            eprintln!("bench: {err}");
-            ExitCode::FAILURE
-        }
-    }
+    crate::report::run_suite("diff", suite)
 }
 
 /// Appends `events` to `session` from seq `from`, a thousand at a time.

@@ -28,27 +28,7 @@ const SEARCHES: usize = 200;
 const GROWN: usize = 100;
 
 pub(crate) fn run() -> ExitCode {
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-    {
-        Ok(runtime) => runtime,
-        Err(err) => {
-            eprintln!("bench: could not start tokio: {err}");
-            return ExitCode::FAILURE;
-        }
-    };
-    match runtime.block_on(suite()) {
-        Ok(rows) => {
-            crate::report::print(&rows);
-            ExitCode::SUCCESS
-        }
-        Err(err) => {
-            eprintln!("bench: {err}");
-            ExitCode::FAILURE
-        }
-    }
+    crate::report::run_suite("list", suite)
 }
 
 const CITIES: [&str; 8] = [

@@ -36,27 +36,7 @@ const BURST_RATE: u64 = 10_000;
 const BURST_SECONDS: u64 = 3;
 
 pub(crate) fn run() -> ExitCode {
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-    {
-        Ok(runtime) => runtime,
-        Err(err) => {
-            eprintln!("bench otel: {err}");
-            return ExitCode::FAILURE;
-        }
-    };
-    match runtime.block_on(suite()) {
-        Ok(rows) => {
-            crate::report::print(&rows);
-            ExitCode::SUCCESS
-        }
-        Err(err) => {
-            eprintln!("bench otel: {err}");
-            ExitCode::FAILURE
-        }
-    }
+    crate::report::run_suite("otel", suite)
 }
 
 async fn suite() -> Fallible<Vec<Row>> {

@@ -34,3 +34,32 @@ pub(crate) fn print(rows: &[Row]) {
         );
     }
 }
+
+/// Runs a suite on a two-worker tokio runtime and prints its rows: success when it ran, a
+/// failure (said on stderr as `bench <name>: …`) when it could not run or failed.
+pub(crate) fn run_suite<F>(name: &str, suite: impl FnOnce() -> F) -> std::process::ExitCode
+where
+    F: std::future::Future<Output = Result<Vec<Row>, Box<dyn std::error::Error>>>,
+{
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(err) => {
+            eprintln!("bench {name}: could not start tokio: {err}");
+            return std::process::ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(suite()) {
+        Ok(rows) => {
+            print(&rows);
+            std::process::ExitCode::SUCCESS
+        }
+        Err(err) => {
+            eprintln!("bench {name}: {err}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}

@@ -187,27 +187,7 @@ impl XorShift {
 }
 
 pub(crate) fn run() -> ExitCode {
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-    {
-        Ok(runtime) => runtime,
-        Err(err) => {
-            eprintln!("bench: could not start tokio: {err}");
-            return ExitCode::FAILURE;
-        }
-    };
-    match runtime.block_on(suite()) {
-        Ok(rows) => {
-            crate::report::print(&rows);
-            ExitCode::SUCCESS
-        }
-        Err(err) => {
-            eprintln!("bench: {err}");
-            ExitCode::FAILURE
-        }
-    }
+    crate::report::run_suite("tape", suite)
 }
 
 async fn suite() -> Result<Vec<Row>, Box<dyn std::error::Error>> {
