@@ -229,7 +229,7 @@ fn paths() -> Value {
                     query("openRequest", json!({ "type": "boolean" })),
                     query("forkOf", json!({ "type": "string", "format": "uuid" })),
                     query("sort", schema("SessionSort")),
-                    query("after", json!({ "type": "string", "description": "a page's nextAfter" })),
+                    query("after", json!({ "type": "string", "pattern": "^(-?[0-9]{1,38}~.+)?$", "description": "a page's nextAfter (empty: the first page)" })),
                     query("limit", json!({ "type": "integer", "minimum": 1, "maximum": 1000 })),
                 ],
                 None,

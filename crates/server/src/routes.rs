@@ -173,7 +173,8 @@ impl ListQuery {
         if let Some(sort) = self.sort {
             query.sort = sort.parse().map_err(ApiError::bad_request)?;
         }
-        query.after = self.after;
+        // An empty cursor is the first page, as no cursor is.
+        query.after = self.after.filter(|after| !after.is_empty());
         query.limit = self.limit;
         Ok(query)
     }

@@ -1138,6 +1138,10 @@ async fn the_session_list_is_searched_filtered_and_paged_over_http() {
     }
     sessions.reverse();
     assert_eq!(seen, sessions);
+    // An empty cursor is the first page.
+    let (status, first) = request(addr, "GET", "/sessions?sort=newest&limit=1&after=", None).await;
+    assert_eq!(status, 200, "{first}");
+    assert_eq!(first["sessions"][0]["id"], seen[0].as_str());
     // Without parameters: every session, as before, now with totals.
     let (_, all) = request(addr, "GET", "/sessions", None).await;
     assert_eq!(all["sessions"].as_array().unwrap().len(), 3);
