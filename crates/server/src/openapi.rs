@@ -221,7 +221,7 @@ fn paths() -> Value {
                 "Sessions: searched, filtered, sorted and paged (every parameter optional; none gives every session)",
                 vec![
                     query("search", json!({ "type": "string", "description": "text in the id, title, workflow, an agent's name or an input (any case)" })),
-                    query("status", json!({ "type": "string", "pattern": "^(running|idle|waiting|failed)(,(running|idle|waiting|failed))*$", "description": "any of these comma-separated statuses" })),
+                    query("status", json!({ "type": "string", "pattern": "^((running|idle|waiting|failed)(,(running|idle|waiting|failed))*)?$", "description": "any of these comma-separated statuses (empty: any status)" })),
                     query("workflow", json!({ "type": "string" })),
                     query("agent", json!({ "type": "string" })),
                     query("since", json!({ "type": "string", "format": "date-time", "description": "last event at or after" })),
