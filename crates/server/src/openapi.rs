@@ -227,7 +227,7 @@ fn paths() -> Value {
                     query("since", json!({ "type": "string", "format": "date-time", "description": "last event at or after" })),
                     query("until", json!({ "type": "string", "format": "date-time", "description": "first event at or before" })),
                     query("openRequest", json!({ "type": "boolean" })),
-                    query("forkOf", json!({ "type": "string", "format": "uuid" })),
+                    query("forkOf", json!({ "type": "string", "pattern": "^[A-Za-z0-9._~-]{1,200}$" })),
                     query("sort", schema("SessionSort")),
                     query("after", json!({ "type": "string", "pattern": "^(-?[0-9]{1,38}~.+)?$", "description": "a page's nextAfter (empty: the first page)" })),
                     query("limit", json!({ "type": "integer", "minimum": 1, "maximum": 1000 })),
@@ -277,7 +277,7 @@ fn paths() -> Value {
         ) },
         "/sessions/{id}/compare": { "get": operation(
             "Where this session and another part: common ancestor, first differing event, payload and state patches",
-            vec![session_id(), json!({ "name": "with", "in": "query", "required": true, "schema": { "type": "string", "format": "uuid" } })],
+            vec![session_id(), json!({ "name": "with", "in": "query", "required": true, "schema": { "type": "string", "pattern": "^[A-Za-z0-9._~-]{1,200}$" } })],
             None,
             ("200", ok("the comparison", schema("SessionComparison"))),
             &["400", "401", "404"],

@@ -175,6 +175,14 @@ impl ListQuery {
         }
         // An empty cursor is the first page, as no cursor is.
         query.after = self.after.filter(|after| !after.is_empty());
+        if let Some(limit) = self.limit
+            && !(1..=openharness_host::MAX_SESSIONS_PAGE).contains(&limit)
+        {
+            return Err(ApiError::bad_request(format!(
+                "`limit` is 1 to {} sessions a page, not {limit}",
+                openharness_host::MAX_SESSIONS_PAGE
+            )));
+        }
         query.limit = self.limit;
         Ok(query)
     }

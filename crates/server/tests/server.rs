@@ -777,6 +777,14 @@ async fn bad_input_is_answered_in_the_error_shape() {
             400,
             "bad_request",
         ),
+        ("GET", "/sessions?limit=0".into(), None, 400, "bad_request"),
+        (
+            "GET",
+            "/sessions?limit=1001".into(),
+            None,
+            400,
+            "bad_request",
+        ),
     ];
     for (method, path, body, status, code) in cases {
         let (got, answer) = request(addr, method, &path, body.as_deref()).await;
