@@ -361,13 +361,14 @@ impl Host {
         let mut rows: Vec<(Cursor, SessionSummary)> = self
             .summaries(&infos)
             .into_iter()
-            .map(|mut summary| {
-                if let Some(digest) = self.catalog.digest(&summary.id) {
-                    summary.absorb_digest(&digest);
+            .filter_map(|mut summary| {
+                // One copy of the digest per session: filled in, then searched.
+                let digest = self.catalog.digest(&summary.id);
+                if let Some(digest) = &digest {
+                    summary.absorb_digest(digest);
                 }
-                summary
+                matches(&summary, query, digest).then_some(summary)
             })
-            .filter(|summary| matches(summary, query, self.catalog.digest(&summary.id)))
             .map(|summary| (Cursor::of(&summary, query.sort), summary))
             .collect();
         rows.sort_unstable_by(|a, b| a.0.cmp(&b.0));
@@ -375,13 +376,7 @@ impl Host {
         let start = after.map_or(0, |after| rows.partition_point(|(key, _)| *key <= after));
         let limit = query
             .limit
-            .unwrap_or(usize::MAX)
-            .clamp(1, MAX_SESSIONS_PAGE);
-        let limit = if query.limit.is_none() {
-            usize::MAX
-        } else {
-            limit
-        };
+            .map_or(usize::MAX, |limit| limit.clamp(1, MAX_SESSIONS_PAGE));
         let end = start.saturating_add(limit).min(rows.len());
         let next_after = (end < rows.len() && end > start)
             .then(|| rows.get(end - 1).map(|(key, _)| key.render()))
