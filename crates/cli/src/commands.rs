@@ -776,8 +776,9 @@ async fn events(context: &Context, session: &SessionId, json: bool) -> Result<()
     } else {
         loop {
             for recorded in &page.events {
-                let (seq, event) = (recorded.seq, &recorded.event);
-                writeln!(out, "{seq:>5}  {:<20} {}", event.name, event.payload)?;
+                // One numbering: an event is named by the position it leads to (seq + 1).
+                let (position, event) = (recorded.seq + 1, &recorded.event);
+                writeln!(out, "{position:>5}  {:<20} {}", event.name, event.payload)?;
             }
             let Some(after) = page.next_after else { break };
             page = host

@@ -577,7 +577,8 @@ impl Debugger {
         );
     }
 
-    /// The current event: its seq, id, cause and payload.
+    /// The current event: the position it leads to, its id, cause and payload (events are
+    /// named by position here as in `events`, the inspector and `?at=`).
     fn render_event(&self, frame: &mut Frame<'_>, area: Rect) {
         let position = self.position();
         let text = match self.source.event_at(position) {
@@ -587,7 +588,11 @@ impl Debugger {
                     None => "caused by: (nothing: an input or a start)".to_owned(),
                     Some(id) => match self.index.get(&id) {
                         Some(&i) => {
-                            format!("caused by: seq {i} {} ({id})", self.source.events()[i].name)
+                            format!(
+                                "caused by: position {} {} ({id})",
+                                i + 1,
+                                self.source.events()[i].name
+                            )
                         }
                         None => format!("caused by: {id} (not in this session)"),
                     },
@@ -600,10 +605,8 @@ impl Debugger {
                     ),
                 };
                 format!(
-                    "seq {} {} ({})\n{cause}\n{body}",
-                    position - 1,
-                    event.name,
-                    event.id,
+                    "position {} {} ({})\n{cause}\n{body}",
+                    position, event.name, event.id,
                 )
             }
         };

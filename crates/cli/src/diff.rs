@@ -5,7 +5,8 @@
 use std::io::Write;
 
 use openharness::Envelope;
-use openharness_host::SessionComparison;
+use openharness::SessionId;
+use openharness_host::{EventPlace, SessionComparison};
 
 use crate::commands::parse_session;
 use crate::{CliError, Context};
@@ -53,9 +54,29 @@ pub(crate) fn print(
             |e| format!("{} {}", e.name, e.payload),
         )
     };
-    writeln!(out, "they part at seq {}:", compared.agree)?;
-    writeln!(out, "  {a_name}: {}", describe(&divergence.a))?;
-    writeln!(out, "  {b_name}: {}", describe(&divergence.b))?;
+    // One numbering: an event is named by the position it leads to.
+    writeln!(
+        out,
+        "they part at position {} (counted from the root):",
+        compared.agree + 1
+    )?;
+    let place = |at: &Option<EventPlace>, side: &SessionId| match at {
+        Some(at) if &at.session == side => format!(" (its position {})", at.position),
+        Some(at) => format!(" (position {} of {}, inherited)", at.position, at.session),
+        None => String::new(),
+    };
+    writeln!(
+        out,
+        "  {a_name}{}: {}",
+        place(&divergence.a_at, &compared.a),
+        describe(&divergence.a)
+    )?;
+    writeln!(
+        out,
+        "  {b_name}{}: {}",
+        place(&divergence.b_at, &compared.b),
+        describe(&divergence.b)
+    )?;
     if let Some(patch) = &divergence.payload_patch {
         writeln!(
             out,

@@ -121,7 +121,7 @@ fn demo_then_sessions_events_and_tape() {
 
     let human = stdout(&openharness(dir.path(), &["events", &session]));
     assert_eq!(human.lines().count() as u64, len, "{human}");
-    assert!(human.starts_with("    0  workflow:started "), "{human}");
+    assert!(human.starts_with("    1  workflow:started "), "{human}");
 
     let at0 = json(&openharness(
         dir.path(),

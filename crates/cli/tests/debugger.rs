@@ -110,7 +110,7 @@ async fn the_debugger_steps_through_a_custom_workflows_states_and_patches() {
     );
     // The event pane: its payload and the event that caused it.
     assert!(shows(&second, "\"amount\": 12"), "{second:#?}");
-    assert!(shows(&second, "caused by: seq"), "{second:#?}");
+    assert!(shows(&second, "caused by: position"), "{second:#?}");
 
     // Step back once: the state before the booking.
     press(&mut app, &[KeyCode::Left]);
@@ -250,7 +250,7 @@ async fn a_session_of_an_unregistered_workflow_opens_events_only() {
     assert_eq!(app.current().unwrap().name, "entry:booked");
     assert!(shows(&booked, "\"label\": \"coffee\""), "{booked:#?}");
     // Caused by the clerk's completion, named with its seq.
-    assert!(shows(&booked, "caused by: seq"), "{booked:#?}");
+    assert!(shows(&booked, "caused by: position"), "{booked:#?}");
     assert!(shows(&booked, "agent:completed"), "{booked:#?}");
     // Still no state anywhere.
     assert!(!shows(&booked, "\"balance\""), "{booked:#?}");

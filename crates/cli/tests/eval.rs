@@ -131,7 +131,10 @@ state = {{ completed = 5 }}
     let text = stdout(&gated);
     assert_eq!(gated.status.code(), Some(1), "{text}");
     assert!(text.contains("published: first-task loss"), "{text}");
-    assert!(text.contains("they part at seq 17:"), "{text}");
+    assert!(
+        text.contains("they part at position 18 (counted from the root):"),
+        "{text}"
+    );
     assert!(
         text.contains(r#"payload, baseline → broken: [{"op":"add","path":"/stateEdit""#),
         "{text}"

@@ -63,6 +63,11 @@ pub struct Divergence {
     pub a: Option<Envelope>,
     /// The second session's event there (`None`: it had ended).
     pub b: Option<Envelope>,
+    /// Where the first session's event was recorded: that session or one of its ancestors,
+    /// and the position the event leads to there (`None`: it had ended).
+    pub a_at: Option<EventPlace>,
+    /// The same for the second session's event.
+    pub b_at: Option<EventPlace>,
     /// When both events have one name: the JSON patch from the first's payload to the
     /// second's (what changed in the prompt, the output, the arguments).
     #[schemars(with = "Option<Value>")]
@@ -73,12 +78,26 @@ pub struct Divergence {
     pub state_patch: Option<json_patch::Patch>,
 }
 
+/// One side's event where two sessions part, and where it was recorded.
+type SideEvent = (Option<Envelope>, Option<EventPlace>);
+
+/// Where an event was recorded: the session whose own event it is, and the position it leads
+/// to there (its seq + 1), the number the inspector, `tape` and `?at=` use.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct EventPlace {
+    /// The session that recorded the event.
+    pub session: SessionId,
+    /// The position the event leads to in that session.
+    pub position: u64,
+}
+
 impl Divergence {
-    /// The two sides' events there, the patch between their payloads when both have one
-    /// name, and the state patch.
+    /// The two sides' events there (and where each was recorded), the patch between their
+    /// payloads when both have one name, and the state patch.
     fn of(
-        a: Option<Envelope>,
-        b: Option<Envelope>,
+        (a, a_at): SideEvent,
+        (b, b_at): SideEvent,
         state_patch: Option<json_patch::Patch>,
     ) -> Self {
         let payload_patch = match (&a, &b) {
@@ -88,6 +107,8 @@ impl Divergence {
             _ => None,
         };
         Self {
+            a_at: a.as_ref().and(a_at),
+            b_at: b.as_ref().and(b_at),
             a,
             b,
             payload_patch,
@@ -214,7 +235,11 @@ impl Host {
                         }
                         _ => self.state_patch(&left, &right, agree + 1).await?,
                     };
-                    Some(Divergence::of(first_a, first_b, state_patch))
+                    Some(Divergence::of(
+                        (first_a, place(&left, agree)),
+                        (first_b, place(&right, agree)),
+                        state_patch,
+                    ))
                 }
             }
         };
@@ -256,7 +281,7 @@ impl Host {
         right: &[Segment],
         at: u64,
         bases: Option<&(Value, Value)>,
-    ) -> Result<Option<(Option<Envelope>, Option<Envelope>, json_patch::Patch)>, HostError> {
+    ) -> Result<Option<(SideEvent, SideEvent, json_patch::Patch)>, HostError> {
         let fork_at = |segments: &[Segment]| {
             segments
                 .iter()
@@ -274,9 +299,18 @@ impl Host {
         if patch.0.is_empty() {
             return Ok(None);
         }
+        // A fork's event there is its `session:forked`, at its own position 1.
+        let place_of = |fork: &Option<SessionId>, segments: &[Segment]| match fork {
+            Some(session) => Some(EventPlace {
+                session: session.clone(),
+                position: 1,
+            }),
+            None => place(segments, at),
+        };
+        let (at_a, at_b) = (place_of(&fork_a, left), place_of(&fork_b, right));
         let first_a = self.event_at(fork_a, left, at).await?;
         let first_b = self.event_at(fork_b, right, at).await?;
-        Ok(Some((first_a, first_b, patch)))
+        Ok(Some(((first_a, at_a), (first_b, at_b), patch)))
     }
 
     /// Both lineages' states at lineage position `at` (the second read only when it stands
@@ -397,6 +431,16 @@ fn own_position(segments: &[Segment], at: u64) -> Option<(&SessionId, u64)> {
         .or(segments.first())?;
     // Own position 1 of a fork is the lineage position `start` (after `session:forked`).
     Some((&segment.session, segment.range.start + (at - segment.start)))
+}
+
+/// Where the event at lineage seq `seq` was recorded: the segment holding it, and the own
+/// position it leads to.
+fn place(segments: &[Segment], seq: u64) -> Option<EventPlace> {
+    let segment = segments.iter().find(|s| s.start <= seq && seq < s.end())?;
+    Some(EventPlace {
+        session: segment.session.clone(),
+        position: segment.range.start + (seq - segment.start) + 1,
+    })
 }
 
 /// Cuts a lineage at lineage position `at`.

@@ -49,7 +49,7 @@ use openharness_projection::{
 
 pub use catalog::{MAX_SESSIONS_PAGE, SessionQuery, SessionSort, SessionsPage};
 pub use code::CodeChange;
-pub use compare::{Ancestor, Divergence, SessionComparison};
+pub use compare::{Ancestor, Divergence, EventPlace, SessionComparison};
 pub use error::HostError;
 pub use hosted::{Hosted, JsonTape};
 pub use json_fold::JsonFold;

@@ -6,7 +6,7 @@
 use openharness::prelude::*;
 use openharness::provider::{Reply, ScriptedProvider};
 use openharness::store::MemoryStore;
-use openharness_host::{ForkPoint, Host, SessionComparison};
+use openharness_host::{EventPlace, ForkPoint, Host, SessionComparison};
 
 #[event]
 #[derive(Debug, Clone)]
@@ -96,6 +96,15 @@ async fn derived_patch(
     json_patch::diff(&a, &b)
 }
 
+/// The event recorded at `place` (the one leading to its position there).
+async fn recorded_at(store: &MemoryStore, place: &EventPlace) -> openharness_core::Envelope {
+    let events = store
+        .events(&place.session, place.position - 1..place.position)
+        .await
+        .unwrap();
+    events.into_iter().next().expect("an event at the place")
+}
+
 #[tokio::test]
 async fn the_state_patch_where_two_sessions_part_is_the_derived_one() {
     let store = MemoryStore::new();
@@ -104,6 +113,21 @@ async fn the_state_patch_where_two_sessions_part_is_the_derived_one() {
     let b = session(&host, &["one", "two", "four"]).await;
     let compared = host.compare(&a, &b).await.unwrap();
     let divergence = compared.divergence.clone().unwrap();
+    // Each side's event is where it says it was recorded: that session, after `agree` events.
+    for (event, place, session) in [
+        (&divergence.a, &divergence.a_at, &a),
+        (&divergence.b, &divergence.b_at, &b),
+    ] {
+        let place = place.as_ref().unwrap();
+        assert_eq!(
+            (&place.session, place.position),
+            (session, compared.agree + 1)
+        );
+        assert_eq!(
+            recorded_at(&store, place).await.id,
+            event.as_ref().unwrap().id
+        );
+    }
     assert_eq!(divergence.a.unwrap().name, "user:input");
     let patch = divergence.state_patch.unwrap();
     assert_eq!(patch, derived_patch(&host, &compared, |p| p).await);
@@ -113,9 +137,41 @@ async fn the_state_patch_where_two_sessions_part_is_the_derived_one() {
     let compared = host.compare(&a, &longer).await.unwrap();
     let divergence = compared.divergence.clone().unwrap();
     assert!(divergence.a.is_none());
+    assert!(divergence.a_at.is_none());
+    assert_eq!(divergence.b_at.as_ref().unwrap().session, longer);
     assert_eq!(compared.agree, compared.a_len);
     let patch = divergence.state_patch.unwrap();
     assert_eq!(patch, derived_patch(&host, &compared, |p| p).await);
+}
+
+#[tokio::test]
+async fn an_inherited_event_where_they_part_is_placed_in_the_parent_that_recorded_it() {
+    let store = MemoryStore::new();
+    let host = host(&store);
+    let parent = session(&host, &["one", "two"]).await;
+    let len = host.session(&parent).await.unwrap().len;
+    let fork = host
+        .prepare_fork(&parent, ForkPoint::Position { position: len })
+        .await
+        .unwrap()
+        .run(RunOptions::new())
+        .await
+        .unwrap()
+        .session;
+    let other = session(&host, &["one", "another"]).await;
+    let compared = host.compare(&fork, &other).await.unwrap();
+    let divergence = compared.divergence.clone().unwrap();
+    // The fork's side of it is its parent's second input: recorded by the parent.
+    let at_a = divergence.a_at.clone().unwrap();
+    assert_eq!(
+        (&at_a.session, at_a.position),
+        (&parent, compared.agree + 1)
+    );
+    assert_eq!(
+        recorded_at(&store, &at_a).await.id,
+        divergence.a.unwrap().id
+    );
+    assert_eq!(divergence.b_at.unwrap().session, other);
 }
 
 #[tokio::test]
@@ -148,6 +204,20 @@ async fn a_forks_edited_state_entered_while_reading_is_in_its_state() {
         .unwrap();
     let compared = host.compare(&copy, &edited.session).await.unwrap();
     assert_eq!(compared.agree, fork_at);
+    // The fork parts at its first own event after `session:forked` (its own position 2),
+    // the copy at its event after the fork point.
+    let divergence = compared.divergence.clone().unwrap();
+    let (at_a, at_b) = (divergence.a_at.unwrap(), divergence.b_at.unwrap());
+    assert_eq!((&at_b.session, at_b.position), (&edited.session, 2));
+    assert_eq!(
+        recorded_at(&store, &at_b).await.id,
+        divergence.b.unwrap().id
+    );
+    assert_eq!((&at_a.session, at_a.position), (&copy, fork_at + 1));
+    assert_eq!(
+        recorded_at(&store, &at_a).await.id,
+        divergence.a.unwrap().id
+    );
     let patch = compared.divergence.clone().unwrap().state_patch.unwrap();
     assert!(
         serde_json::to_string(&patch).unwrap().contains("EDITED"),

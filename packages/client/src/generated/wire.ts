@@ -287,6 +287,7 @@ export interface Wire {
   Envelope?: Envelope;
   ErrorOccurred?: ErrorOccurred;
   EventId?: EventId;
+  EventPlace?: EventPlace;
   EventShape?: EventShape;
   EventsPage?: EventsPage;
   ForkPoint?: ForkPoint;
@@ -574,6 +575,20 @@ export interface ErrorOccurred {
   recoverable: boolean;
 }
 /**
+ * Where an event was recorded: the session whose own event it is, and the position it leads
+ * to there (its seq + 1), the number the inspector, `tape` and `?at=` use.
+ *
+ * This interface was referenced by `Wire`'s JSON-Schema
+ * via the `definition` "EventPlace".
+ */
+export interface EventPlace {
+  /**
+   * The position the event leads to in that session.
+   */
+  position: number;
+  session: SessionId;
+}
+/**
  * A page of a session's events.
  *
  * This interface was referenced by `Wire`'s JSON-Schema
@@ -787,9 +802,18 @@ export interface SessionDivergence {
    */
   a: Envelope | null;
   /**
+   * Where the first session's event was recorded: that session or one of its ancestors,
+   * and the position the event leads to there (`None`: it had ended).
+   */
+  aAt: EventPlace | null;
+  /**
    * The second session's event there (`None`: it had ended).
    */
   b: Envelope | null;
+  /**
+   * The same for the second session's event.
+   */
+  bAt: EventPlace | null;
   /**
    * When both events have one name: the JSON patch from the first's payload to the
    * second's (what changed in the prompt, the output, the arguments).
