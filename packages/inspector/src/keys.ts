@@ -15,6 +15,7 @@ export const HELP: [string, string][] = [
   ["x", "compact view: one row per agent call (j/k then step by row)"],
   ["o", "expand / collapse the agent call at the cursor"],
   ["i", "continue the session (input)"],
+  ["t", "next view: state, chat, forks, compare"],
   ["?", "this help"],
 ];
 
@@ -33,6 +34,7 @@ export type Command =
   | "compact"
   | "group"
   | "input"
+  | "tab"
   | "help";
 
 const COMMANDS: Record<string, Command> = {
@@ -55,6 +57,7 @@ const COMMANDS: Record<string, Command> = {
   x: "compact",
   o: "group",
   i: "input",
+  t: "tab",
   "?": "help",
 };
 

@@ -19,6 +19,7 @@ import { renderPatch } from "./panels/patch";
 import * as list from "./list";
 import { renderSessions, renderWorkflows } from "./panels/sessions";
 import { ROW, Timeline } from "./panels/timeline";
+import { DetailViews } from "./panels/views";
 import { Server, describeError, unauthorized } from "./server";
 import { Tape } from "./tape";
 import { el, renderTree } from "./tree";
@@ -91,13 +92,32 @@ class Inspector {
     key: byId("key") as HTMLInputElement,
     help: byId("help") as HTMLDialogElement,
     error: byId("error"),
+    tabs: document.querySelector<HTMLElement>(".tabs")!,
+    chat: byId("chat"),
+    forks: byId("forks"),
+    compare: byId("compare"),
+    lineage: byId("lineage"),
+    forkForm: byId("fork-form") as HTMLFormElement,
+    forkAt: byId("fork-at") as HTMLInputElement,
+    forkInput: byId("fork-input") as HTMLInputElement,
+    forkState: byId("fork-state") as HTMLTextAreaElement,
+    forkError: byId("fork-error"),
   };
 
   private readonly timeline = new Timeline(
     this.$,
-    () => ({ tape: this.tape, inherited: this.inherited, view: this.view }),
+    () => ({ tape: this.tape, inherited: this.inherited, view: this.view, running: this.summary?.status === "running" }),
     (error) => this.fail(error),
   );
+
+  private readonly views = new DetailViews(this.$, {
+    client: () => this.client,
+    openSession: (session, at) => {
+      location.hash = view.addressOf(session, at);
+    },
+    fail: (error) => this.fail(error),
+    note: (text) => this.note(text),
+  });
 
   start(): void {
     // The compact view is the default; the full view, once chosen, is kept for the next visit.
@@ -339,6 +359,7 @@ class Inspector {
         position: view.clamp(position ?? summary.len, 0, summary.len),
         following: position === null && summary.status === "running",
       };
+      this.views.opened(summary, this.view.position);
       this.renderSessions();
       if (!this.sessions.some((s) => s.id === id)) void this.refreshSessions();
       this.renderMeta();
@@ -397,6 +418,7 @@ class Inspector {
     this.tape?.dispose();
     this.tape = null;
     this.summary = null;
+    this.views.opened(null, 0);
     this.view = { ...this.view, session: null, matches: [] };
     this.timeline.reset();
     this.$.matches.textContent = "";
@@ -447,6 +469,7 @@ class Inspector {
     this.timeline.scrollToCursor(false);
     this.timeline.render();
     this.renderEvent();
+    this.views.moved(target);
     return this.loadView(target);
   }
 
@@ -812,6 +835,8 @@ class Inspector {
         return this.$.input.focus();
       case "help":
         return this.$.help.showModal();
+      case "tab":
+        return this.views.cycle();
     }
   }
 

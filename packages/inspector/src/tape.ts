@@ -19,6 +19,13 @@ export interface Group {
   end: number | null;
   outcome: string | null;
   count: number;
+  /** When it started and, once read, ended (RFC 3339, as recorded). */
+  startedAt: string;
+  endedAt: string | null;
+  /** Tokens it used, summed over its requests (from its `agent:completed`). */
+  tokens: { input: number; output: number } | null;
+  /** What it cost in US dollars, when the provider reported it. */
+  cost: number | null;
 }
 
 export class Tape {
@@ -135,10 +142,21 @@ export class Tape {
    * call is open.
    */
   private assign(event: Recorded): number {
-    const payload = (event.payload ?? {}) as { agentName?: unknown; outcome?: unknown };
+    const payload = (event.payload ?? {}) as { agentName?: unknown; outcome?: unknown; usage?: unknown; cost?: unknown };
     const agent = typeof payload.agentName === "string" ? payload.agentName : null;
     if (event.name === "agent:started") {
-      const group: Group = { start: event.seq, agent: agent ?? "agent", trigger: event.causedBy, end: null, outcome: null, count: 1 };
+      const group: Group = {
+        start: event.seq,
+        agent: agent ?? "agent",
+        trigger: event.causedBy,
+        end: null,
+        outcome: null,
+        count: 1,
+        startedAt: event.timestamp,
+        endedAt: null,
+        tokens: null,
+        cost: null,
+      };
       this.groups.set(event.seq, group);
       this.open.push(group);
       return event.seq;
@@ -158,6 +176,9 @@ export class Tape {
     if (event.name === "agent:completed") {
       owner.end = event.seq;
       owner.outcome = typeof payload.outcome === "string" ? payload.outcome : null;
+      owner.endedAt = event.timestamp;
+      owner.tokens = tokensOf(payload.usage);
+      owner.cost = typeof payload.cost === "number" ? payload.cost : null;
       this.open.splice(this.open.indexOf(owner), 1);
     }
     return owner.start;
@@ -326,4 +347,36 @@ export class Tape {
 
 function clamp(value: number, min: number, max: number): number {
   return Math.min(max, Math.max(min, value));
+}
+
+/** Input and output tokens from an `agent:completed`'s `usage`, when it has them. */
+function tokensOf(usage: unknown): { input: number; output: number } | null {
+  if (!usage || typeof usage !== "object") return null;
+  const { inputTokens, outputTokens } = usage as { inputTokens?: unknown; outputTokens?: unknown };
+  if (typeof inputTokens !== "number" || typeof outputTokens !== "number") return null;
+  return { input: inputTokens, output: outputTokens };
+}
+
+/** Milliseconds from `from` to `to` (RFC 3339 timestamps), never negative. */
+export function millisBetween(from: string, to: string): number {
+  return Math.max(0, Date.parse(to) - Date.parse(from));
+}
+
+/** A duration as people read it: `840 ms`, `12.3 s`, `4 min 05 s`. */
+export function formatDuration(ms: number): string {
+  if (ms < 1000) return `${Math.round(ms)} ms`;
+  if (ms < 60_000) return `${(ms / 1000).toFixed(1)} s`;
+  const minutes = Math.floor(ms / 60_000);
+  const seconds = Math.floor((ms % 60_000) / 1000);
+  return `${minutes} min ${String(seconds).padStart(2, "0")} s`;
+}
+
+/** A call's figures in one line: duration (or elapsed while it runs), tokens, cost. */
+export function callFigures(group: Group, now: number | null): string {
+  const parts: string[] = [];
+  if (group.endedAt !== null) parts.push(formatDuration(millisBetween(group.startedAt, group.endedAt)));
+  else if (now !== null) parts.push(`running ${formatDuration(Math.max(0, now - Date.parse(group.startedAt)))}`);
+  if (group.tokens) parts.push(`${group.tokens.input.toLocaleString("en")} in / ${group.tokens.output.toLocaleString("en")} out tok`);
+  if (group.cost !== null) parts.push(`$${group.cost < 0.01 ? group.cost.toPrecision(2) : group.cost.toFixed(2)}`);
+  return parts.join(" · ");
 }

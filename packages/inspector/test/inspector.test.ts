@@ -8,6 +8,7 @@ import { type Browser, type Page, chromium } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import type { JsonPatchOperation as PatchOp, Recorded, SessionDetail as SessionSummary, StateAt } from "@openharness/client";
 import { diff } from "../src/diff";
+import { formatDuration, millisBetween } from "../src/tape";
 import { type Served, api, importJsonl, repoRoot, serve, tempDir, until } from "./serve";
 
 const CHROMIUM = process.env.CHROMIUM ?? "/usr/bin/chromium";
@@ -97,7 +98,8 @@ describe("the inspector", () => {
     expect(await page.locator("#event .event-name").textContent()).toBe("workflow:completed");
     // The planner's call and both executor calls are groups: agent:started … agent:completed.
     const calls = await page.locator(".row .call").allTextContents();
-    expect(calls).toEqual(["planner · 3 events → 5 · success", "executor · 3 events → 9 · success", "executor · 3 events → 13 · success"]);
+    expect(await page.locator(".row .call").first().getAttribute("title")).toBe("3 events, up to position 5");
+    expect(calls).toEqual(["planner → 5 · success", "executor → 9 · success", "executor → 13 · success"]);
     const plan = recorded.findIndex((e) => e.name === "plan:created");
     expect(await page.locator(`.row[data-position="${plan + 1}"]`).getAttribute("class")).toContain("grouped");
     const taskStarted = recorded.findIndex((e) => e.name === "task:started");
@@ -315,13 +317,144 @@ describe("the inspector", () => {
     await page.close();
   });
 
+  test("each agent call shows its duration and tokens; an event is named by its position only", async () => {
+    const page = await open(planner);
+    await at(page, 15);
+    const recorded = await events(planner);
+    const expected = recorded
+      .map((e, seq) => ({ e, seq }))
+      .filter(({ e }) => e.name === "agent:started")
+      .map(({ e, seq }) => {
+        const end = recorded.slice(seq).find((c) => c.name === "agent:completed" && c.causedBy === e.causedBy)!;
+        const usage = (end.payload as { usage: { inputTokens: number; outputTokens: number } }).usage;
+        return `${formatDuration(millisBetween(e.timestamp, end.timestamp))} · ${usage.inputTokens.toLocaleString("en")} in / ${usage.outputTokens.toLocaleString("en")} out tok`;
+      });
+    expect(expected).toHaveLength(3);
+    await expect.poll(() => page.locator(".row .figures").allTextContents()).toEqual(expected);
+    // A finished session's calls tick no clock.
+    expect(await page.locator(".row .figures[data-running]").count()).toBe(0);
+    // The event panel names the event at the cursor by the position it leads to, as the rows do.
+    expect(await page.locator("#event .event-seq").textContent()).toBe("position 15");
+    expect(await page.locator(".row.cursor .seq").textContent()).toBe("15");
+    // The figures of the call at the cursor are in the event panel too.
+    await page.keyboard.press("g");
+    await page.keyboard.type("4");
+    await page.keyboard.press("Enter");
+    await at(page, 4);
+    expect(await page.locator("#event .call-figures").textContent()).toBe(expected[0]);
+    expect(problems(page)).toEqual([]);
+    await page.close();
+  });
+
+  test("the chat view shows the UI messages at the cursor and moves with it", async () => {
+    const page = await open(chat);
+    const recorded = await events(chat);
+    await at(page, recorded.length);
+    await page.keyboard.press("t");
+    expect(await page.locator('.tab[data-tab="chat"]').getAttribute("aria-selected")).toBe("true");
+    expect(await page.locator("#state").isVisible()).toBe(false);
+    const messagesAt = async (position: number) =>
+      api<{ id: string; role: string }[]>(server.url, `sessions/${chat}/messages?shape=ui&at=${position}`);
+    const shown = () => page.locator("#chat .message").evaluateAll((items) => items.map((m) => (m as HTMLElement).dataset.id));
+    const atEnd = await messagesAt(recorded.length);
+    expect(atEnd.length).toBeGreaterThanOrEqual(4);
+    await expect.poll(shown).toEqual(atEnd.map((m) => m.id));
+    expect(await page.locator("#chat").innerText()).toContain("And then?");
+    // Back to the end of the first turn: the second exchange is gone from the chat too.
+    const firstTurnEnd = recorded.findIndex((e) => e.name === "workflow:completed") + 1;
+    await page.keyboard.press("g");
+    await page.keyboard.type(String(firstTurnEnd));
+    await page.keyboard.press("Enter");
+    await at(page, firstTurnEnd);
+    const atFirst = await messagesAt(firstTurnEnd);
+    expect(atFirst.length).toBeLessThan(atEnd.length);
+    await expect.poll(shown).toEqual(atFirst.map((m) => m.id));
+    expect(await page.locator("#chat").innerText()).not.toContain("And then?");
+    expect(problems(page)).toEqual([]);
+    await page.close();
+  });
+
+  test("forks as a tree: a fork with another input from the form, its lineage, and where it parts from its parent", async () => {
+    const page = await open(chat);
+    const recorded = await events(chat);
+    const firstTurnEnd = recorded.findIndex((e) => e.name === "workflow:completed") + 1;
+    await at(page, recorded.length);
+    await page.locator('.tab[data-tab="forks"]').click();
+    // The fork form, at the cursor's position; a state edit that is not an object is refused.
+    await expect.poll(() => page.locator("#fork-at").inputValue()).toBe(String(recorded.length));
+    await page.locator("#fork-at").fill(String(firstTurnEnd));
+    await page.locator("#fork-state").fill("[1, 2]");
+    await page.locator("#fork-form button[type=submit]").click();
+    await expect.poll(() => page.locator("#fork-error").textContent()).toContain("JSON merge patch: an object");
+    await page.locator("#fork-state").fill("");
+    await page.locator("#fork-input").fill("Goodbye");
+    await page.locator("#fork-form button[type=submit]").click();
+    const fork = await until("the fork to open", async () => {
+      const hash = new URLSearchParams(new URL(page.url()).hash.slice(1)).get("session");
+      return hash && hash !== chat ? hash : undefined;
+    });
+    await until("the fork's input turn to end", async () => {
+      const own = await events(fork);
+      const summary = await api<SessionSummary>(server.url, `sessions/${fork}`);
+      return own.some((e) => e.name === "user:input") && summary.status !== "running" && !summary.runningHere ? own : undefined;
+    });
+    // The lineage: the chat session at the root, this fork among its forks, marked as open.
+    const forks = (await api<{ sessions: SessionSummary[] }>(server.url, `sessions?forkOf=${chat}&sort=oldest`)).sessions;
+    expect(forks.map((f) => f.id)).toContain(fork);
+    await page.locator('.tab[data-tab="forks"]').click();
+    await expect.poll(() => page.locator("#lineage .session-link").evaluateAll((links) => links.map((l) => (l as HTMLElement).dataset.session))).toEqual([
+      chat,
+      ...forks.map((f) => f.id),
+    ]);
+    expect(await page.locator("#lineage .session-link.open").getAttribute("data-session")).toBe(fork);
+    // Compared with its parent: they part at the input, "And then?" in the parent, "Goodbye" in the fork.
+    await page.locator('.tab[data-tab="compare"]').click();
+    await expect.poll(() => page.locator("#compare").getAttribute("data-state"), { timeout: 10_000 }).toBe("shown");
+    const comparison = await api<{ agree: number; divergence: { aAt: { session: string; position: number }; bAt: { session: string; position: number } } }>(
+      server.url,
+      `sessions/${fork}/compare?with=${chat}`,
+    );
+    expect(await page.locator("#compare .compare-verdict").textContent()).toBe(
+      `${comparison.agree} events agree; they part at position ${comparison.agree + 1} (counted from the root).`,
+    );
+    const text = await page.locator("#compare").innerText();
+    expect(text).toContain("Goodbye");
+    expect(text).toContain("And then?");
+    // The parent's side links to its event there: a click opens the parent at that position.
+    const parentSide = page.locator('#compare .compare-side[data-side="B"] .session-link');
+    expect(await parentSide.getAttribute("data-session")).toBe(chat);
+    await parentSide.click();
+    await page.waitForFunction((session) => document.querySelector(`li.session.selected`)?.getAttribute("data-session") === session, chat);
+    await at(page, comparison.divergence.bAt.position);
+    expect(new URLSearchParams(new URL(page.url()).hash.slice(1)).get("session")).toBe(chat);
+    expect(await page.locator(".row.cursor .name").textContent()).toBe("user:input");
+    expect(problems(page)).toEqual([]);
+    await page.close();
+  });
+
   test("cancel shows while a turn runs and asks the server to cancel it", async () => {
-    // The scripted turns end in milliseconds: the page is told the session runs.
+    // The scripted turns end in milliseconds: until the page asks to cancel, the session's
+    // summary and the session list both tell it the session runs.
     const page = await browser.newPage({ viewport: { width: 1440, height: 860 } });
+    let cancelAsked = false;
+    const running = (summary: SessionSummary) =>
+      summary.id === chat && !cancelAsked ? { ...summary, status: "running", runningHere: true } : summary;
     await page.route(`**/sessions/${chat}`, async (route) => {
       if (route.request().method() !== "GET") return route.continue();
       const response = await route.fetch();
-      await route.fulfill({ response, json: { ...((await response.json()) as object), status: "running", runningHere: true } });
+      await route.fulfill({ response, json: running((await response.json()) as SessionSummary) });
+    });
+    await page.route(
+      (url) => url.pathname.endsWith("/sessions"),
+      async (route) => {
+        if (route.request().method() !== "GET") return route.continue();
+        const response = await route.fetch();
+        const listed = (await response.json()) as { sessions: SessionSummary[] };
+        await route.fulfill({ response, json: { ...listed, sessions: listed.sessions.map(running) } });
+      },
+    );
+    page.on("request", (r) => {
+      if (r.method() === "POST" && new URL(r.url()).pathname.endsWith(`/sessions/${chat}/cancel`)) cancelAsked = true;
     });
     await page.goto(`${server.url}/#session=${chat}`);
     const cancel = page.locator("#cancel");

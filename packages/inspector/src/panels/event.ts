@@ -1,7 +1,7 @@
 // The event at the cursor: its name, seq, id and time, the event that caused it (`c` jumps
 // there), the events it caused, its agent call, and its payload.
 
-import type { Tape } from "../tape";
+import { type Tape, callFigures } from "../tape";
 import { el } from "../tree";
 import { noun } from "./timeline";
 
@@ -22,7 +22,7 @@ export function renderEvent(box: HTMLElement, tape: Tape | null, position: numbe
     return;
   }
   const head = el("div", "event-head");
-  head.append(el("span", `event-name ${noun(event.name)}`, event.name), el("span", "event-seq", `seq ${event.seq} · position ${position}`));
+  head.append(el("span", `event-name ${noun(event.name)}`, event.name), positionLabel(position));
   const facts = el("dl", "facts");
   facts.append(el("dt", "", "id"), el("dd", "mono", event.id), el("dt", "", "time"), el("dd", "mono", event.timestamp));
   facts.append(el("dt", "", "caused by"));
@@ -61,8 +61,17 @@ export function renderEvent(box: HTMLElement, tape: Tape | null, position: numbe
         dd.append(" ", end);
       }
       facts.append(dd);
+      const figures = callFigures(info, null);
+      if (figures) facts.append(el("dt", "", "figures"), el("dd", "mono call-figures", figures));
     }
   }
   const payload = el("pre", "payload", JSON.stringify(event.payload, null, 2));
   box.replaceChildren(head, facts, payload);
+}
+
+/** One numbering: an event is named by the position it leads to (the wire's `seq` + 1). */
+function positionLabel(position: number): HTMLElement {
+  const label = el("span", "event-seq", `position ${position}`);
+  label.title = `the state after this event is position ${position}; on the wire this event's seq is ${position - 1}`;
+  return label;
 }

@@ -2,7 +2,7 @@
 // placed in a virtualized scroller; which rows are on screen, and each row's content.
 
 import type { Recorded } from "@openharness/client";
-import type { Tape } from "../tape";
+import { type Tape, callFigures } from "../tape";
 import { el } from "../tree";
 import { type View, compactRows, matchesBetween, rowOf } from "../view";
 
@@ -22,6 +22,8 @@ export interface RowContext {
   expanded: ReadonlySet<number>;
   /** For a fork: how many inherited rows come before its own (position 0 is its fork point). */
   inheritedRows: number | null;
+  /** The session runs: an open call's elapsed time ticks (else an open call is just open). */
+  running: boolean;
   /** Seqs not read yet are added here. */
   wanted: number[];
 }
@@ -31,6 +33,8 @@ export interface TimelineSource {
   tape: Tape | null;
   inherited: Tape | null;
   view: View;
+  /** The session runs now. */
+  running: boolean;
 }
 
 /**
@@ -114,7 +118,7 @@ export class Timeline {
     // The same rows as last time: only the cursor moves (a step), nothing is rebuilt.
     const inherited = this.inherited;
     const inheritedRows = this.inheritedRows();
-    const key = `${tape.session}:${firstRow}:${lastRow}:${tape.version}:${tape.scanned}:${this.matchesVersion}:${this.view.compact}:${this.expandedVersion}:${inheritedRows}:${inherited?.version ?? 0}`;
+    const key = `${tape.session}:${firstRow}:${lastRow}:${tape.version}:${tape.scanned}:${this.matchesVersion}:${this.view.compact}:${this.expandedVersion}:${inheritedRows}:${inherited?.version ?? 0}:${this.source().running}`;
     if (key === this.rowsKey) {
       this.$.rows.querySelector(".row.cursor")?.classList.remove("cursor");
       this.$.rows.querySelector(`.row[data-row="${cursorRow}"]`)?.classList.add("cursor");
@@ -141,11 +145,13 @@ export class Timeline {
           compact: this.view.compact,
           expanded: this.expanded,
           inheritedRows: inherited ? inheritedRows : null,
+          running: this.source().running,
           wanted,
         }),
       );
     }
     this.$.rows.replaceChildren(...rows);
+    this.tickElapsed();
     if (inherited && inheritedWanted.length > 0) {
       void inherited.ensure(Math.min(...inheritedWanted), Math.max(...inheritedWanted) + 1).catch((error: unknown) => this.fail(error));
     }
@@ -154,6 +160,31 @@ export class Timeline {
       const reads = this.view.compact ? wanted.map((seq) => tape.ensure(seq, seq + 1)) : [tape.ensure(first - 1, last)];
       void Promise.all(reads).catch((error: unknown) => this.fail(error));
     }
+  }
+
+  private ticker: ReturnType<typeof setInterval> | null = null;
+
+  /**
+   * While a running call is on screen, its elapsed time is rewritten every 250 ms in place (no
+   * row is rebuilt); the timer stops when none is shown.
+   */
+  private tickElapsed(): void {
+    const running = () => this.$.rows.querySelectorAll<HTMLElement>(".figures[data-running]");
+    if (running().length === 0 || this.ticker !== null) return;
+    this.ticker = setInterval(() => {
+      const shown = running();
+      const tape = this.tape;
+      if (shown.length === 0 || !tape) {
+        clearInterval(this.ticker!);
+        this.ticker = null;
+        return;
+      }
+      const now = Date.now();
+      for (const span of shown) {
+        const group = tape.groups.get(Number(span.dataset.running));
+        if (group) span.textContent = callFigures(group, group.endedAt === null ? now : null);
+      }
+    }, 250);
   }
 
   size(): void {
@@ -236,7 +267,7 @@ export function eventRow(index: number, position: number, context: RowContext): 
   if (event.name === "agent:started" && group === seq) {
     const info = tape.groups.get(seq);
     if (info) {
-      const span = info.end === null ? `${info.count} events, open` : `${info.count} events → ${info.end + 1}`;
+      const span = info.end === null ? "· open" : `→ ${info.end + 1}`;
       if (context.compact) {
         const open = context.expanded.has(seq);
         const toggle = el("button", "toggle", open ? "▾" : "▸");
@@ -245,7 +276,13 @@ export function eventRow(index: number, position: number, context: RowContext): 
         row.classList.toggle("collapsed", !open);
         row.insertBefore(toggle, row.children[1] ?? null);
       }
-      row.append(el("span", `call ${info.outcome ?? "open"}`, `${info.agent} · ${span}${info.outcome ? ` · ${info.outcome}` : ""}`));
+      const chip = el("span", `call ${info.outcome ?? "open"}`, `${info.agent} ${span}${info.outcome ? ` · ${info.outcome}` : ""}`);
+      chip.title = `${info.count} events${info.end === null ? " so far" : `, up to position ${info.end + 1}`}`;
+      row.append(chip);
+      const ticking = info.end === null && context.running;
+      const figures = el("span", "figures", callFigures(info, ticking ? Date.now() : null));
+      if (ticking) figures.dataset.running = String(seq);
+      row.append(figures);
     }
   } else {
     row.append(el("span", "summary", summarize(event)));
