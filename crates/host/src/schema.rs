@@ -23,6 +23,7 @@ use schemars::{JsonSchema, Schema};
 use serde_json::{Map, Value};
 
 use crate::catalog::{SessionSort, SessionsPage};
+use crate::code::CodeChange;
 use crate::compare::SessionComparison;
 use crate::wire::{EventsPage, ForkPoint, SessionSummary, StateAt, TapeView, TurnOutcome};
 
@@ -79,6 +80,7 @@ pub fn wire_schemas() -> Vec<WireSchema> {
         of::<SessionSummary>("SessionSummary"),
         of::<SessionsPage>("SessionsPage"),
         of::<SessionComparison>("SessionComparison"),
+        of::<CodeChange>("CodeChange"),
         of::<SessionSort>("SessionSort"),
         of::<EventsPage>("EventsPage"),
         of::<TapeView>("TapeView"),

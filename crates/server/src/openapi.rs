@@ -239,7 +239,7 @@ fn paths() -> Value {
             "post": operation("Start a session", vec![], Some(object(&["workflow"], json!({ "workflow": { "type": "string" }, "input": { "type": ["string", "null"] } }))), accepted.clone(), &["400", "401", "404", "413"]),
         },
         "/sessions/{id}": {
-            "get": operation("One session", vec![session_id()], None, ("200", ok("the session", schema("SessionSummary"))), &["400", "401", "404"]),
+            "get": operation("One session", vec![session_id()], None, ("200", ok("the session: its summary, whether this server runs a turn on it now, and, when the code that recorded it differs from the code registered here, both", json!({ "allOf": [schema("SessionSummary"), { "type": "object", "properties": { "runningHere": { "type": "boolean" }, "codeChange": schema("CodeChange") }, "required": ["runningHere"] }] }))), &["400", "401", "404"]),
             "delete": operation("Delete a session", vec![session_id()], None, ("204", json!({ "description": "deleted" })), &["400", "401", "404", "409"]),
         },
         "/sessions/{id}/input": { "post": operation("A new turn", vec![session_id()], Some(object(&["text"], json!({ "text": { "type": "string" } }))), accepted.clone(), &["400", "401", "404", "409", "413", "422"]) },

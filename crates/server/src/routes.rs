@@ -211,6 +211,12 @@ async fn one(State(state): Shared, Path(id): Path<String>) -> Answer {
     let mut value =
         serde_json::to_value(summary).map_err(|err| ApiError::internal(err.to_string()))?;
     value["runningHere"] = json!(running_here(&state, &session));
+    // When the code that recorded it is not the code registered here now (a workflow not
+    // registered here has no code to compare: nothing is said).
+    if let Ok(Some(change)) = state.host.code_changed(&session).await {
+        value["codeChange"] =
+            serde_json::to_value(change).map_err(|err| ApiError::internal(err.to_string()))?;
+    }
     Ok(Json(value).into_response())
 }
 

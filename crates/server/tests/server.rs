@@ -1227,6 +1227,18 @@ async fn a_fork_from_the_page_takes_an_input_or_an_edited_state_and_is_compared_
         compared["divergence"]["b"]["name"], "session:forked",
         "{compared}"
     );
+    // Each side's event is placed where it was recorded: the fork's `session:forked` is its
+    // own position 1, the parent's event its position 3.
+    assert_eq!(
+        compared["divergence"]["bAt"],
+        json!({ "session": edited, "position": 1 }),
+        "{compared}"
+    );
+    assert_eq!(
+        compared["divergence"]["aAt"],
+        json!({ "session": parent, "position": 3 }),
+        "{compared}"
+    );
 
     // Bad requests are refused in the error shape.
     for (body, what) in [
@@ -1258,4 +1270,50 @@ async fn a_fork_from_the_page_takes_an_input_or_an_edited_state_and_is_compared_
     )
     .await;
     assert_eq!(status, 404, "{answer}");
+}
+
+#[tokio::test]
+async fn a_session_recorded_by_other_code_says_so_and_one_recorded_by_this_code_does_not() {
+    let store = MemoryStore::new();
+    let addr = serve(
+        host_on(store.clone(), Duration::ZERO),
+        ServerOptions::default(),
+    )
+    .await;
+    let (_, created) = request(
+        addr,
+        "POST",
+        "/sessions",
+        Some(r#"{"workflow":"ticks","input":"one two"}"#),
+    )
+    .await;
+    let today = created["session"].as_str().unwrap().to_owned();
+    wait_idle(addr, &today).await;
+    let (status, summary) = request(addr, "GET", &format!("/sessions/{today}"), None).await;
+    assert_eq!(status, 200, "{summary}");
+    assert!(summary.get("codeChange").is_none(), "{summary}");
+
+    // The same workflow's session as an older build recorded it: another fingerprint.
+    let recorded = store.all_events(&today.parse().unwrap()).await.unwrap();
+    let mut events = recorded;
+    let today_code = events[0].payload["code"].as_str().unwrap().to_owned();
+    events[0].payload["code"] = json!("00000000000000aa");
+    events[0].payload["version"] = json!("0.9.0");
+    let older = SessionId::new();
+    store.append(&older, &events, 0).await.unwrap();
+    let (status, summary) = request(addr, "GET", &format!("/sessions/{older}"), None).await;
+    assert_eq!(status, 200, "{summary}");
+    assert_eq!(
+        summary["codeChange"]["recorded"], "00000000000000aa",
+        "{summary}"
+    );
+    assert_eq!(
+        summary["codeChange"]["recordedVersion"], "0.9.0",
+        "{summary}"
+    );
+    assert_eq!(
+        summary["codeChange"]["today"],
+        today_code.as_str(),
+        "{summary}"
+    );
 }

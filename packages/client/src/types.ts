@@ -3,6 +3,7 @@
  * (`./generated/wire.ts`), and the few shapes the routes add around them.
  */
 import type {
+  CodeChange,
   ForkPoint,
   Recorded,
   SessionSort,
@@ -29,6 +30,12 @@ export interface SessionDetail extends Omit<SessionSummary, "created" | "lastEve
   parent?: string | null;
   hosted?: boolean;
   runningHere: boolean;
+  /**
+   * When the code that recorded the session (its root's `workflow:started`) differs from the
+   * code registered in this server now: both fingerprints, versions and commits. Absent when
+   * they agree or the workflow is not registered here.
+   */
+  codeChange?: CodeChange;
 }
 
 /**

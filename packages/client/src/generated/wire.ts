@@ -283,6 +283,7 @@ export interface Wire {
   Ancestor?: Ancestor;
   ChatMessage?: ChatMessage;
   ChatToolCall?: ChatToolCall;
+  CodeChange?: CodeChange;
   Divergence?: Divergence;
   Envelope?: Envelope;
   ErrorOccurred?: ErrorOccurred;
@@ -458,6 +459,38 @@ export interface Ancestor {
    */
   bFrom: number;
   session: SessionId;
+}
+/**
+ * The recorded code and today's, when they differ (`Host::code_changed`).
+ *
+ * This interface was referenced by `Wire`'s JSON-Schema
+ * via the `definition` "CodeChange".
+ */
+export interface CodeChange {
+  /**
+   * The fingerprint the session was recorded with (none: recorded before fingerprints).
+   */
+  recorded: string | null;
+  /**
+   * The commit it was recorded with.
+   */
+  recordedCommit: string | null;
+  /**
+   * The version it was recorded with.
+   */
+  recordedVersion: string | null;
+  /**
+   * Today's fingerprint.
+   */
+  today: string;
+  /**
+   * Today's commit.
+   */
+  todayCommit: string | null;
+  /**
+   * Today's version.
+   */
+  todayVersion: string | null;
 }
 /**
  * Where a cassette re-execution first parted from its recording.

@@ -1,7 +1,7 @@
 // The header: the open session's workflow and id, its status, length, lineage and how much of
 // it has been read; the follow button's state; what the input box will do.
 
-import type { SessionDetail } from "@openharness/client";
+import type { CodeChange, SessionDetail } from "@openharness/client";
 import type { Tape } from "../tape";
 
 export interface HeaderElements {
@@ -22,7 +22,23 @@ export function renderHeader($: HeaderElements, summary: SessionDetail | null, t
   if (summary.parent) parts.push(`fork of ${summary.parent.slice(-12)}`);
   if (tape.scanned < tape.len) parts.push(`reading ${Math.floor((tape.scanned / Math.max(1, tape.len)) * 100)}%`);
   $.meta.textContent = parts.join(" · ");
+  const change = summary.codeChange;
+  if (change) {
+    // Stepping folds the log with today's handlers: say when they are not the recording's.
+    const warning = document.createElement("span");
+    warning.className = "code-changed";
+    warning.textContent = " · ⚠ recorded by other code";
+    warning.title = codeChangeText(change);
+    $.meta.append(warning);
+  }
   $.follow.classList.toggle("on", following);
   const waiting = summary.status === "waiting";
   $.inputHint.textContent = waiting ? "answers the open input request" : summary.status === "running" ? "a turn is running" : "starts a new turn";
+}
+
+/** What changed, as `openharness tape` says it: the recorded code, then today's. */
+export function codeChangeText(change: CodeChange): string {
+  const describe = (code: string | null | undefined, version: string | null | undefined, commit: string | null | undefined) =>
+    [code ? `code ${code}` : "code of unknown fingerprint", version ? `version ${version}` : null, commit ? `commit ${commit}` : null].filter(Boolean).join(", ");
+  return `recorded by ${describe(change.recorded, change.recordedVersion, change.recordedCommit)}; this server runs ${describe(change.today, change.todayVersion, change.todayCommit)}. States are folded with today's handlers.`;
 }
