@@ -374,6 +374,8 @@ class Inspector {
       // The first screen's state before anything else is read.
       await first;
       if (this.tape !== tape) return;
+      // For the scale tests: when the opened session's first screen was complete.
+      performance.mark("session-shown", { detail: id });
       // Everything else in the background: groups, search and causes then cover the session.
       const scanned = (): void => {
         this.renderMeta();
