@@ -1432,3 +1432,69 @@ mod postgres {
         EventId::new().to_string().replace('-', "")
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// Snapshots a read leaves behind
+
+#[tokio::test]
+async fn a_long_read_of_a_session_without_snapshots_leaves_them_behind() {
+    // 5,000 inputs appended as an import would: one append, no snapshot.
+    let store = MemoryStore::new();
+    let session = SessionId::new();
+    let mut events = vec![Envelope::new(
+        "workflow:started",
+        serde_json::json!({ "workflow": "tally" }),
+        None,
+    )];
+    events.extend((0..5_000).map(|i| {
+        Envelope::new(
+            "user:input",
+            serde_json::json!({ "text": format!("ask {i}") }),
+            None,
+        )
+    }));
+    store.append(&session, &events, 0).await.unwrap();
+    assert!(
+        store
+            .latest_snapshot(&session, u64::MAX)
+            .await
+            .unwrap()
+            .is_none()
+    );
+
+    let wf = tally(store.clone(), adding());
+    let state = wf.state_at(&session, 5_001).await.unwrap();
+    assert_eq!(state.inputs.len(), 5_000);
+    // One snapshot every 1,024 events: the next read of any stretch folds at most that many.
+    let latest = store
+        .latest_snapshot(&session, u64::MAX)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(latest.position, 4_096);
+    let early = store
+        .latest_snapshot(&session, 2_000)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(early.position, 1_024);
+    // What a snapshot holds is the state there.
+    let at = wf.state_at(&session, 3_000).await.unwrap();
+    assert_eq!(at.inputs.len(), 2_999);
+    assert_eq!(
+        early.state["inputs"].as_array().unwrap().len(),
+        1_023,
+        "the snapshot at 1,024: after workflow:started and 1,023 inputs"
+    );
+    // The batched read leaves the same snapshots (none twice, none wrong).
+    let other = SessionId::new();
+    store.append(&other, &events, 0).await.unwrap();
+    let states = wf.states_at(&other, &[10, 2_500, 5_001]).await.unwrap();
+    assert_eq!(states[2].1.inputs.len(), 5_000);
+    let latest = store
+        .latest_snapshot(&other, u64::MAX)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(latest.position, 4_096);
+}

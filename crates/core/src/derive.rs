@@ -668,9 +668,15 @@ pub(crate) async fn state_at<S: WorkflowState>(
         None => (Box::pin(session_base(wf, session, depth)).await?, 0),
     };
     let mut fold = crate::StreamedFold::at(state, from);
+    let mut backfill = crate::backfill::Backfill::from(from);
     let mut events = wf.store.stream_events(session, from..position);
     while let Some(recorded) = events.next().await {
         fold.apply(recorded.map_err(&failed)?.event);
+        if backfill.due(fold.position()) {
+            backfill
+                .save(wf.store.as_ref(), session, fold.position(), fold.state())
+                .await;
+        }
     }
     Ok(fold.into_state())
 }
@@ -703,11 +709,17 @@ pub(crate) async fn states_at<S: WorkflowState>(
         }
     };
     take(&fold, false);
+    let mut backfill = crate::backfill::Backfill::from(from);
     let mut events = wf.store.stream_events(session, from..last);
     while let Some(recorded) = events.next().await {
         let event = recorded.map_err(&failed)?.event;
         window.apply(&mut fold, event);
         take(&fold, false);
+        if backfill.due(fold.position()) {
+            backfill
+                .save(wf.store.as_ref(), session, fold.position(), fold.state())
+                .await;
+        }
     }
     // Positions past the end of the log: the last state.
     take(&fold, true);

@@ -9,6 +9,7 @@
 
 mod agent;
 mod assembled;
+mod backfill;
 pub mod builtin;
 mod claim;
 mod derive;
