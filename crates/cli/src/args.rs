@@ -126,6 +126,13 @@ pub(crate) enum Command<E: Subcommand> {
         /// `mcp:<name>` (started or reached now; the server refuses to start if one fails).
         #[arg(long, value_name = "FILE")]
         mcp_config: Option<PathBuf>,
+        /// Offer forks another model under a name: `NAME=PROVIDER[:MODEL][@BASE_URL]`, such
+        /// as `haiku=anthropic:claude-haiku-4-5` or `local=openai:llama3@http://127.0.0.1:11434/v1`
+        /// (keys from the environment, as `--provider` reads them). `POST /sessions/{id}/fork`
+        /// with `"provider": "haiku"`, or the inspector's fork form, runs a fork with it.
+        /// Repeatable.
+        #[arg(long, value_name = "NAME=PROVIDER[:MODEL][@URL]", value_parser = crate::provider::parse_fork_provider)]
+        fork_provider: Vec<crate::provider::ForkProviderSpec>,
         /// Serve everything under this path (such as `/harness`: the inspector at
         /// `/harness/`, the API at `/harness/sessions`), as a program nesting the router with
         /// `Router::nest` would.

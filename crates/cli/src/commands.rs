@@ -264,6 +264,7 @@ pub(crate) async fn run<E: clap::Subcommand>(
             allowed_host,
             chat_workflow,
             mcp_config,
+            fork_provider,
             base_path,
         } => {
             let access = Access {
@@ -275,6 +276,7 @@ pub(crate) async fn run<E: clap::Subcommand>(
             let mount = Mount {
                 chat_workflow,
                 mcp_config,
+                fork_providers: fork_provider,
                 base_path: base_path.unwrap_or_default(),
             };
             serve(context, addr, access, mount).await
@@ -403,6 +405,8 @@ struct Access {
 struct Mount {
     chat_workflow: Option<String>,
     mcp_config: Option<std::path::PathBuf>,
+    /// Other models forks may run with (`--fork-provider`).
+    fork_providers: Vec<crate::provider::ForkProviderSpec>,
     /// `""` (the root) or a path such as `/harness`, as `--base-path` parsed it.
     base_path: String,
 }
@@ -443,6 +447,7 @@ async fn serve(
     let Mount {
         chat_workflow,
         mcp_config,
+        fork_providers,
         base_path,
     } = mount;
     let Access {
@@ -530,6 +535,10 @@ async fn serve(
     }
     if let Some(name) = chat_workflow {
         options = options.chat_workflow(name);
+    }
+    for spec in fork_providers {
+        let provider = spec.provider()?;
+        options = options.fork_provider(spec.name, provider);
     }
     // The platform's /v1 API over the same store, on the same HTTP layer (keys, CORS, errors,
     // event streams, GET /openapi.json).

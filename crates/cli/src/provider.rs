@@ -109,3 +109,100 @@ pub fn live_provider(
         }
     }
 }
+
+/// One `--fork-provider NAME=PROVIDER[:MODEL][@BASE_URL]` of `serve`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ForkProviderSpec {
+    /// The name clients pick it by.
+    pub name: String,
+    /// The backend.
+    pub kind: ProviderKind,
+    /// The model (default: the provider's).
+    pub model: Option<String>,
+    /// The API's base URL (default: the provider's own).
+    pub base_url: Option<String>,
+}
+
+impl ForkProviderSpec {
+    /// The provider (its key read from the environment now).
+    pub fn provider(&self) -> Result<BoxedProvider, CliError> {
+        live_provider(self.kind, self.model.as_deref(), self.base_url.as_deref())
+            .map_err(|err| CliError::Usage(format!("--fork-provider {}: {err}", self.name)))
+    }
+}
+
+/// Parses `NAME=PROVIDER[:MODEL][@BASE_URL]` (clap's value parser for `--fork-provider`).
+pub fn parse_fork_provider(text: &str) -> Result<ForkProviderSpec, String> {
+    let usage = || {
+        format!(
+            "`{text}` is not NAME=PROVIDER[:MODEL][@BASE_URL] (such as haiku=anthropic:claude-haiku-4-5)"
+        )
+    };
+    let (name, rest) = text.split_once('=').ok_or_else(usage)?;
+    let name = name.trim();
+    if name.is_empty()
+        || !name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
+    {
+        return Err(format!(
+            "`{name}`: a fork provider's name is letters, digits, `-`, `_` or `.`"
+        ));
+    }
+    let (rest, base_url) = match rest.split_once('@') {
+        Some((rest, url)) if !url.is_empty() => (rest, Some(url.to_owned())),
+        Some(_) => return Err(usage()),
+        None => (rest, None),
+    };
+    let (kind, model) = match rest.split_once(':') {
+        Some((kind, model)) if !model.is_empty() => (kind, Some(model.to_owned())),
+        Some(_) => return Err(usage()),
+        None => (rest, None),
+    };
+    let kind = <ProviderKind as clap::ValueEnum>::from_str(kind, true)
+        .map_err(|_| format!("`{kind}` is not a provider: anthropic, openai or claude-cli"))?;
+    Ok(ForkProviderSpec {
+        name: name.to_owned(),
+        kind,
+        model,
+        base_url,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fork_providers_are_read_with_their_model_and_address() {
+        let spec = parse_fork_provider("local=openai:llama3@http://127.0.0.1:11434/v1").unwrap();
+        assert_eq!(
+            spec,
+            ForkProviderSpec {
+                name: "local".into(),
+                kind: ProviderKind::Openai,
+                model: Some("llama3".into()),
+                base_url: Some("http://127.0.0.1:11434/v1".into()),
+            }
+        );
+        let bare = parse_fork_provider("haiku=anthropic").unwrap();
+        assert_eq!(
+            (bare.kind, bare.model, bare.base_url),
+            (ProviderKind::Anthropic, None, None)
+        );
+        assert_eq!(
+            parse_fork_provider("c=claude-cli").unwrap().kind,
+            ProviderKind::ClaudeCli
+        );
+        for bad in [
+            "haiku",
+            "=openai",
+            "x=gpt",
+            "x=openai:",
+            "x=openai@",
+            "a b=openai",
+        ] {
+            assert!(parse_fork_provider(bad).is_err(), "{bad}");
+        }
+    }
+}

@@ -126,6 +126,10 @@ pub struct ServerOptions {
     /// OpenAPI documents of routes you merge beside the server's: `GET /openapi.json` lists
     /// their paths and schemas too.
     pub openapi: Vec<serde_json::Value>,
+    /// Other models a fork may run with, by name (default none): `POST /sessions/{id}/fork`
+    /// with `"provider": name` runs the fork (and its `input`) with that one; `GET /providers`
+    /// lists the names. The operator chooses them; a client only picks among them.
+    pub fork_providers: ForkProviders,
     /// The platform whose Everruns-shaped `/v1` API this server serves (feature `platform`;
     /// default none).
     #[cfg(feature = "platform")]
@@ -145,9 +149,32 @@ impl Default for ServerOptions {
             cors: None,
             allowed_hosts: None,
             openapi: Vec::new(),
+            fork_providers: ForkProviders::default(),
             #[cfg(feature = "platform")]
             platform: None,
         }
+    }
+}
+
+/// The named providers a fork may run with ([`ServerOptions::fork_provider`]).
+#[derive(Clone, Default)]
+pub struct ForkProviders(std::collections::BTreeMap<String, openharness_core::BoxedProvider>);
+
+impl ForkProviders {
+    /// The provider named `name`.
+    pub fn get(&self, name: &str) -> Option<&openharness_core::BoxedProvider> {
+        self.0.get(name)
+    }
+
+    /// The names, in order.
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        self.0.keys().map(String::as_str)
+    }
+}
+
+impl std::fmt::Debug for ForkProviders {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.0.keys()).finish()
     }
 }
 
@@ -209,6 +236,28 @@ impl ServerOptions {
         self.allowed_hosts
             .get_or_insert_with(Vec::new)
             .extend(hosts);
+        self
+    }
+
+    /// Offers `provider` under `name` to forks: `POST /sessions/{id}/fork` with
+    /// `"provider": "<name>"` runs the fork with it (another model from the same point, to
+    /// compare). A second provider under one name replaces the first.
+    ///
+    /// ```
+    /// use openharness::BoxedProvider;
+    /// use openharness::provider::ScriptedProvider;
+    /// use openharness_server::ServerOptions;
+    /// let other: BoxedProvider = std::sync::Arc::new(ScriptedProvider::new());
+    /// let options = ServerOptions::default().fork_provider("small-model", other);
+    /// assert_eq!(options.fork_providers.names().collect::<Vec<_>>(), ["small-model"]);
+    /// ```
+    #[must_use]
+    pub fn fork_provider(
+        mut self,
+        name: impl Into<String>,
+        provider: openharness_core::BoxedProvider,
+    ) -> Self {
+        self.fork_providers.0.insert(name.into(), provider);
         self
     }
 

@@ -215,6 +215,7 @@ fn paths() -> Value {
     );
     json!({
         "/health": { "get": public(operation("Health", vec![], None, ("200", ok("ok", json!({ "type": "object" }))), &[])) },
+        "/providers": { "get": operation("The providers a fork may run with, by name (configured by the operator)", vec![], None, ("200", ok("their names", json!({ "type": "object", "required": ["providers"], "properties": { "providers": { "type": "array", "items": { "type": "object", "required": ["name"], "properties": { "name": { "type": "string" } } } } } }))), &["401"]) },
         "/openapi.json": { "get": public(operation("This document", vec![], None, ("200", ok("the document", json!({ "type": "object" }))), &[])) },
         "/sessions": {
             "get": operation(
@@ -263,13 +264,14 @@ fn paths() -> Value {
         "/sessions/{id}/diff": { "get": operation("The JSON patch between two positions", vec![session_id(), json!({ "name": "from", "in": "query", "required": true, "schema": position.clone() }), json!({ "name": "to", "in": "query", "required": true, "schema": position.clone() })], None, ("200", ok("an RFC 6902 patch", json!({ "type": "array" }))), &["400", "401", "404", "422"]) },
         "/sessions/{id}/messages": { "get": operation("Chat messages at a position", vec![session_id(), query("at", position), query("shape", json!({ "enum": ["v4", "ui", "calls"] })), query("approvals", json!({ "enum": ["data", "tool"], "description": "how shape=ui shows approvals: as `data-input-requested` parts (the default) or as AI SDK 6+ tool approvals; the other shapes are the same either way" }))], None, ("200", ok("the messages", json!({ "type": "array" }))), &["400", "401", "404"]) },
         "/sessions/{id}/fork": { "post": operation(
-            "Fork and run on; with `input`, a new turn once forked; with `stateEdit`, from the state changed by that JSON merge patch",
+            "Fork and run on; with `input`, a new turn once forked; with `stateEdit`, from the state changed by that JSON merge patch; with `provider`, with another model",
             vec![session_id()],
             Some(json!({ "allOf": [
                 schema("ForkPoint"),
                 { "type": "object", "properties": {
                     "input": { "type": ["string", "null"], "description": "the new turn's input, once forked" },
                     "stateEdit": { "type": ["object", "null"], "description": "a JSON merge patch (RFC 7396) on the state the fork starts from" },
+                    "provider": { "type": ["string", "null"], "description": "run the fork (and its input) with this provider of `GET /providers` instead of the workflow's own; another name is a 400" },
                 } },
             ] })),
             accepted,

@@ -53,6 +53,7 @@ pub(crate) fn build(state: Arc<AppState>) -> Router {
         .route("/sessions/{id}/compare", get(compare))
         .route("/sessions/{id}/messages", get(messages))
         .route("/sessions/{id}/fork", post(fork))
+        .route("/providers", get(providers))
         .layer(TimeoutLayer::with_status_code(
             StatusCode::REQUEST_TIMEOUT,
             state.options.request_timeout,
@@ -544,6 +545,17 @@ async fn messages(
     }
 }
 
+/// `GET /providers`: the names of the providers a fork may run with.
+async fn providers(State(state): Shared) -> Answer {
+    let names: Vec<_> = state
+        .options
+        .fork_providers
+        .names()
+        .map(|name| json!({ "name": name }))
+        .collect();
+    Ok(Json(json!({ "providers": names })).into_response())
+}
+
 async fn fork(
     State(state): Shared,
     Path(id): Path<String>,
@@ -553,9 +565,31 @@ async fn fork(
     // The fork point, with what the fork changes: `input` (a new turn once it is forked) and
     // `stateEdit` (a JSON merge patch on the state it starts from).
     let mut asked: serde_json::Value = body(request)?;
-    let (input, edit) = match asked.as_object_mut() {
-        Some(fields) => (fields.remove("input"), fields.remove("stateEdit")),
-        None => (None, None),
+    let (input, edit, provider) = match asked.as_object_mut() {
+        Some(fields) => (
+            fields.remove("input"),
+            fields.remove("stateEdit"),
+            fields.remove("provider"),
+        ),
+        None => (None, None, None),
+    };
+    let host = match provider {
+        None | Some(serde_json::Value::Null) => state.host.clone(),
+        Some(serde_json::Value::String(name)) => match state.options.fork_providers.get(&name) {
+            Some(provider) => state.host.with_provider(std::sync::Arc::clone(provider)),
+            None => {
+                let offered: Vec<&str> = state.options.fork_providers.names().collect();
+                return Err(ApiError::bad_request(if offered.is_empty() {
+                    format!("no provider named `{name}`: this server offers none to forks")
+                } else {
+                    format!(
+                        "no provider named `{name}`: this server offers {}",
+                        offered.join(", ")
+                    )
+                }));
+            }
+        },
+        Some(_) => return Err(ApiError::bad_request("`provider` is a provider's name")),
     };
     let input = match input {
         None | Some(serde_json::Value::Null) => None,
@@ -584,7 +618,6 @@ async fn fork(
     }
     state.host.workflow_of(&parent).await?;
     let child = SessionId::new();
-    let host = state.host.clone();
     let options = RunOptions::new().session(child.clone());
     start_turn(&state, &child, 0, Ack::First, async move {
         let forked = match edit {

@@ -1317,3 +1317,94 @@ async fn a_session_recorded_by_other_code_says_so_and_one_recorded_by_this_code_
         "{summary}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fork_runs_with_a_provider_the_server_offers_and_another_name_is_refused() {
+    let other = ScriptedProvider::new().fallback("counter", |_| {
+        Reply::output(json!({ "words": 1 })).text("the other model")
+    });
+    let options = ServerOptions::default().fork_provider("other", std::sync::Arc::new(other));
+    let addr = serve(host(Duration::ZERO), options).await;
+    let (status, offered) = request(addr, "GET", "/providers", None).await;
+    assert_eq!(status, 200, "{offered}");
+    assert_eq!(offered, json!({ "providers": [{ "name": "other" }] }));
+
+    let (_, created) = request(
+        addr,
+        "POST",
+        "/sessions",
+        Some(r#"{"workflow":"ticks","input":"one two three"}"#),
+    )
+    .await;
+    let parent = created["session"].as_str().unwrap().to_owned();
+    wait_idle(addr, &parent).await;
+    // Forked before the input, with another input and the other model: the other model
+    // answers the fork's call.
+    let (status, forked) = request(
+        addr,
+        "POST",
+        &format!("/sessions/{parent}/fork"),
+        Some(r#"{"at":"position","position":1,"input":"four five six seven","provider":"other"}"#),
+    )
+    .await;
+    assert_eq!(status, 202, "{forked}");
+    let child = forked["session"].as_str().unwrap().to_owned();
+    wait_idle(addr, &child).await;
+    let (_, page) = request(
+        addr,
+        "GET",
+        &format!("/sessions/{child}/events?limit=1000"),
+        None,
+    )
+    .await;
+    let outputs: Vec<&Value> = page["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["name"] == "agent:completed")
+        .map(|e| &e["payload"]["output"])
+        .collect();
+    assert_eq!(outputs, [&json!({ "words": 1 })], "{page}");
+    // The parent's own model counted its three words.
+    let (_, page) = request(
+        addr,
+        "GET",
+        &format!("/sessions/{parent}/events?limit=1000"),
+        None,
+    )
+    .await;
+    assert!(
+        page["events"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|e| e["name"] == "agent:completed"
+                && e["payload"]["output"] == json!({ "words": 3 })),
+        "{page}"
+    );
+
+    // A name the server does not offer, or no name, is a 400 that says what is offered.
+    let (status, refused) = request(
+        addr,
+        "POST",
+        &format!("/sessions/{parent}/fork"),
+        Some(r#"{"at":"position","position":1,"provider":"gpt-9"}"#),
+    )
+    .await;
+    assert_eq!(status, 400, "{refused}");
+    assert!(
+        refused["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("no provider named `gpt-9`: this server offers other"),
+        "{refused}"
+    );
+    let (status, refused) = request(
+        addr,
+        "POST",
+        &format!("/sessions/{parent}/fork"),
+        Some(r#"{"at":"position","position":1,"provider":7}"#),
+    )
+    .await;
+    assert_eq!(status, 400, "{refused}");
+}

@@ -9,6 +9,7 @@ import type {
   Accepted,
   EventsPage,
   ForkChange,
+  ForkProviders,
   ForkPoint,
   JsonPatchOperation,
   MessageShape,
@@ -250,13 +251,20 @@ export class OpenHarnessClient {
 
   /**
    * A new session from a point of this one, run on: at a position, or at the nth event named
-   * so; `change` asks it another input once forked, or starts it from an edited state.
+   * so; `change` asks it another input once forked, starts it from an edited state, or runs it
+   * with another of the server's providers.
    */
   fork(sessionId: string, at: ForkPoint, change: ForkChange = {}, options?: RequestOptions): Promise<Accepted> {
     const body: Record<string, unknown> = { ...at };
     if (change.input !== undefined) body.input = change.input;
     if (change.stateEdit !== undefined) body.stateEdit = change.stateEdit;
+    if (change.provider !== undefined) body.provider = change.provider;
     return this.request("POST", `/sessions/${enc(sessionId)}/fork`, body, options);
+  }
+
+  /** The names of the providers a fork may run with (`fork(…, { provider })`); none unless the server offers some. */
+  providers(options?: RequestOptions): Promise<ForkProviders> {
+    return this.request("GET", "/providers", undefined, options);
   }
 
   /**

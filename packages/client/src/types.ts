@@ -73,6 +73,13 @@ export interface ForkChange {
   input?: string;
   /** A JSON merge patch (RFC 7396) on the state the fork starts from. */
   stateEdit?: Record<string, unknown>;
+  /** Run the fork (and its input) with this provider of `providers()` instead of the workflow's own. */
+  provider?: string;
+}
+
+/** `GET /providers`: the providers a fork may run with, as the server's operator named them. */
+export interface ForkProviders {
+  providers: { name: string }[];
 }
 
 /** One operation of a JSON patch (RFC 6902), as `GET /sessions/{id}/diff` answers them. */

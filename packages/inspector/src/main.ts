@@ -101,6 +101,7 @@ class Inspector {
     forkAt: byId("fork-at") as HTMLInputElement,
     forkInput: byId("fork-input") as HTMLInputElement,
     forkState: byId("fork-state") as HTMLTextAreaElement,
+    forkProvider: byId("fork-provider") as HTMLSelectElement,
     forkError: byId("fork-error"),
   };
 

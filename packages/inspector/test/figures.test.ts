@@ -44,6 +44,7 @@ describe("the fork form", () => {
   test("blank fields ask for no change; an input and a merge patch are passed on", () => {
     expect(forkChange("  ", "")).toEqual({});
     expect(forkChange("Goodbye", '{"plan": null}')).toEqual({ input: "Goodbye", stateEdit: { plan: null } });
+    expect(forkChange("", "", "haiku")).toEqual({ provider: "haiku" });
   });
 
   test("a state edit that is not a JSON object is refused with the reason", () => {

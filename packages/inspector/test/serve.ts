@@ -39,9 +39,10 @@ export function importJsonl(store: string, file: string, bin = binary()): void {
 
 /**
  * `basePath`: serve under a path (`--base-path /harness`); `url` then ends with it, so
- * `${url}/sessions` is still the API. `bin`: another binary than `binary()`.
+ * `${url}/sessions` is still the API. `bin`: another binary than `binary()`. `args`: more
+ * flags for `serve`.
  */
-export async function serve(options: { apiKey?: string; dir?: string; basePath?: string; bin?: string } = {}): Promise<Served> {
+export async function serve(options: { apiKey?: string; dir?: string; basePath?: string; bin?: string; args?: string[] } = {}): Promise<Served> {
   const dir = options.dir ?? tempDir();
   const store = join(dir, "store.redb");
   const args = ["--store", store, "serve"];
@@ -51,6 +52,7 @@ export async function serve(options: { apiKey?: string; dir?: string; basePath?:
     args.push("--api-keys-file", keys);
   }
   if (options.basePath) args.push("--base-path", options.basePath);
+  args.push(...(options.args ?? []));
   let last: unknown;
   for (let attempt = 0; attempt < 3; attempt++) {
     const port = await freePort();

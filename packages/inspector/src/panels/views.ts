@@ -48,6 +48,7 @@ export class DetailViews {
       forkAt: HTMLInputElement;
       forkInput: HTMLInputElement;
       forkState: HTMLTextAreaElement;
+      forkProvider: HTMLSelectElement;
       forkError: HTMLElement;
     },
     private readonly host: ViewsHost,
@@ -120,10 +121,32 @@ export class DetailViews {
     if (this.tab === "chat") this.chat.show(open?.id ?? null, open?.position ?? 0);
     if (this.tab === "forks") {
       this.$.forkAt.value = String(open?.position ?? 0);
+      if (!this.providersRead) void this.readProviders();
       if (open && this.shownLineage !== open.id) void this.showLineage(open.id);
       if (!open) this.$.lineage.replaceChildren();
     }
     if (this.tab === "compare") void this.showComparison();
+  }
+
+  private providersRead = false;
+
+  /** The server's other models for forks (`GET /providers`), as the form's choices. */
+  private async readProviders(): Promise<void> {
+    this.providersRead = true;
+    try {
+      const { providers } = await this.host.client().providers();
+      const select = this.$.forkProvider;
+      for (const { name } of providers) {
+        const option = document.createElement("option");
+        option.value = name;
+        option.textContent = `with ${name}`;
+        select.append(option);
+      }
+      select.hidden = providers.length === 0;
+    } catch (error) {
+      this.providersRead = false;
+      this.host.fail(error);
+    }
   }
 
   private async showLineage(id: string): Promise<void> {
@@ -180,10 +203,11 @@ export class DetailViews {
     error.hidden = true;
     try {
       const position = Number.parseInt(this.$.forkAt.value, 10);
-      const change = forkChange(this.$.forkInput.value, this.$.forkState.value);
+      const change = forkChange(this.$.forkInput.value, this.$.forkState.value, this.$.forkProvider.value);
       if (!Number.isFinite(position) || position < 0) throw new Error("the position is a whole number from 0");
       const { session } = await this.host.client().fork(open.id, { at: "position", position }, change);
-      this.host.note(`forked ${open.id} at ${position}${change.input ? " with another input" : ""}${change.stateEdit ? " and an edited state" : ""}: ${session}`);
+      const how = [change.input ? "another input" : "", change.stateEdit ? "an edited state" : "", change.provider ? change.provider : ""].filter(Boolean);
+      this.host.note(`forked ${open.id} at ${position}${how.length > 0 ? ` with ${how.join(", ")}` : ""}: ${session}`);
       this.$.forkInput.value = "";
       this.$.forkState.value = "";
       this.host.openSession(session);
@@ -195,11 +219,11 @@ export class DetailViews {
 }
 
 /**
- * What the fork form asks: another input (when not blank) and a state edit (a JSON merge patch:
- * an object); a state edit that is not a JSON object is refused with the reason.
+ * What the fork form asks: another input (when not blank), a state edit (a JSON merge patch: an
+ * object; anything else is refused with the reason) and another provider (when one is chosen).
  */
-export function forkChange(input: string, stateEdit: string): { input?: string; stateEdit?: Record<string, unknown> } {
-  const change: { input?: string; stateEdit?: Record<string, unknown> } = {};
+export function forkChange(input: string, stateEdit: string, provider = ""): { input?: string; stateEdit?: Record<string, unknown>; provider?: string } {
+  const change: { input?: string; stateEdit?: Record<string, unknown>; provider?: string } = {};
   if (input.trim() !== "") change.input = input;
   if (stateEdit.trim() !== "") {
     let parsed: unknown;
@@ -211,5 +235,6 @@ export function forkChange(input: string, stateEdit: string): { input?: string; 
     if (parsed === null || typeof parsed !== "object" || Array.isArray(parsed)) throw new Error("the state edit is a JSON merge patch: an object, such as {\"plan\": null}");
     change.stateEdit = parsed as Record<string, unknown>;
   }
+  if (provider !== "") change.provider = provider;
   return change;
 }
