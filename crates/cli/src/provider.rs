@@ -33,10 +33,10 @@ pub struct ProviderArgs {
     pub provider: Option<ProviderKind>,
     /// The model (default: the provider's default model).
     #[arg(long, requires = "provider")]
-    pub model: Option<String>,
+    pub(crate) model: Option<String>,
     /// The API's base URL (e.g. `http://localhost:11434/v1` for Ollama).
     #[arg(long, requires = "provider")]
-    pub base_url: Option<String>,
+    pub(crate) base_url: Option<String>,
 }
 
 impl ProviderArgs {
@@ -112,27 +112,27 @@ pub fn live_provider(
 
 /// One `--fork-provider NAME=PROVIDER[:MODEL][@BASE_URL]` of `serve`.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ForkProviderSpec {
+pub(crate) struct ForkProviderSpec {
     /// The name clients pick it by.
-    pub name: String,
+    pub(crate) name: String,
     /// The backend.
-    pub kind: ProviderKind,
+    pub(crate) kind: ProviderKind,
     /// The model (default: the provider's).
-    pub model: Option<String>,
+    pub(crate) model: Option<String>,
     /// The API's base URL (default: the provider's own).
-    pub base_url: Option<String>,
+    pub(crate) base_url: Option<String>,
 }
 
 impl ForkProviderSpec {
     /// The provider (its key read from the environment now).
-    pub fn provider(&self) -> Result<BoxedProvider, CliError> {
+    pub(crate) fn provider(&self) -> Result<BoxedProvider, CliError> {
         live_provider(self.kind, self.model.as_deref(), self.base_url.as_deref())
             .map_err(|err| CliError::Usage(format!("--fork-provider {}: {err}", self.name)))
     }
 }
 
 /// Parses `NAME=PROVIDER[:MODEL][@BASE_URL]` (clap's value parser for `--fork-provider`).
-pub fn parse_fork_provider(text: &str) -> Result<ForkProviderSpec, String> {
+pub(crate) fn parse_fork_provider(text: &str) -> Result<ForkProviderSpec, String> {
     let usage = || {
         format!(
             "`{text}` is not NAME=PROVIDER[:MODEL][@BASE_URL] (such as haiku=anthropic:claude-haiku-4-5)"
