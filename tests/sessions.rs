@@ -1465,12 +1465,9 @@ async fn a_long_read_of_a_session_without_snapshots_leaves_them_behind() {
     let wf = tally(store.clone(), adding());
     let state = wf.state_at(&session, 5_001).await.unwrap();
     assert_eq!(state.inputs.len(), 5_000);
-    // One snapshot every 1,024 events: the next read of any stretch folds at most that many.
-    let latest = store
-        .latest_snapshot(&session, u64::MAX)
-        .await
-        .unwrap()
-        .unwrap();
+    // One snapshot every 1,024 events (written after the read answered): the next read of any
+    // stretch folds at most that many.
+    let latest = written(&store, &session, 4_096).await;
     assert_eq!(latest.position, 4_096);
     let early = store
         .latest_snapshot(&session, 2_000)
@@ -1491,10 +1488,24 @@ async fn a_long_read_of_a_session_without_snapshots_leaves_them_behind() {
     store.append(&other, &events, 0).await.unwrap();
     let states = wf.states_at(&other, &[10, 2_500, 5_001]).await.unwrap();
     assert_eq!(states[2].1.inputs.len(), 5_000);
-    let latest = store
-        .latest_snapshot(&other, u64::MAX)
-        .await
-        .unwrap()
-        .unwrap();
-    assert_eq!(latest.position, 4_096);
+    assert_eq!(written(&store, &other, 4_096).await.position, 4_096);
+    let early = store.latest_snapshot(&other, 2_000).await.unwrap().unwrap();
+    assert_eq!(early.position, 1_024);
+}
+
+/// The latest snapshot of `session` once one at `position` is written (within 5 s).
+async fn written(
+    store: &MemoryStore,
+    session: &SessionId,
+    position: u64,
+) -> openharness::adapter::Snapshot {
+    for _ in 0..500 {
+        if let Some(snapshot) = store.latest_snapshot(session, u64::MAX).await.unwrap()
+            && snapshot.position >= position
+        {
+            return snapshot;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("no snapshot at {position} of {session} after 5 s")
 }

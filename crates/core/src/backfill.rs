@@ -1,8 +1,12 @@
 //! Snapshots left behind by long reads. A state read that folds many events past the nearest
 //! snapshot (a session imported from JSONL, or recorded before snapshots were saved) saves
 //! snapshots on its way, one every [`EVERY`] events, so the next read of that stretch folds at
-//! most [`EVERY`] events instead of the whole log. Snapshots are derived data: a store that
-//! refuses one (a read-only store) is no error, the read goes on and saves no more.
+//! most [`EVERY`] events instead of the whole log. The read only encodes them; they are written
+//! after it has answered, by a task of their own, so the read waits for no disk. Snapshots are
+//! derived data: a store that refuses one (a read-only store) is no error, and no more of that
+//! read's are written.
+
+use std::sync::Arc;
 
 use serde::Serialize;
 
@@ -13,13 +17,13 @@ use crate::store::{Snapshot, Store};
 pub(crate) const EVERY: u64 = 1024;
 /// The most snapshots one read saves (its first read of a million-event session saves the
 /// first stretch; the next reads go on from there).
-const MOST_PER_READ: u32 = 256;
+const MOST_PER_READ: usize = 256;
 
-/// What one read has saved so far.
+/// What one read has encoded so far.
 pub(crate) struct Backfill {
     /// Where the read's fold started (its snapshot's position, or 0).
     from: u64,
-    saved: u32,
+    encoded: Vec<Snapshot>,
     off: bool,
 }
 
@@ -28,7 +32,7 @@ impl Backfill {
     pub(crate) fn from(from: u64) -> Self {
         Self {
             from,
-            saved: 0,
+            encoded: Vec::new(),
             off: false,
         }
     }
@@ -39,34 +43,36 @@ impl Backfill {
         !self.off
             && position.is_multiple_of(EVERY)
             && position >= self.from + EVERY
-            && self.saved < MOST_PER_READ
+            && self.encoded.len() < MOST_PER_READ
     }
 
-    /// Saves `state` as the snapshot at `position` (call when [`Backfill::due`]).
-    pub(crate) async fn save<S: Serialize>(
-        &mut self,
-        store: &dyn Store,
-        session: &SessionId,
-        position: u64,
-        state: &S,
-    ) {
-        let state = match serde_json::to_value(state) {
-            Ok(state) => state,
-            Err(_) => {
-                self.off = true;
-                return;
-            }
-        };
-        match store
-            .snapshot(session, &Snapshot::new(position, state))
-            .await
-        {
-            Ok(()) => self.saved += 1,
-            Err(err) => {
-                tracing::debug!(%session, position, error = %crate::ErrorChain(&err), "a read could not leave a snapshot behind; reads of this stretch fold from further back");
-                self.off = true;
-            }
+    /// Keeps `state` as the snapshot at `position` (call when [`Backfill::due`]).
+    pub(crate) fn keep<S: Serialize>(&mut self, position: u64, state: &S) {
+        match serde_json::to_value(state) {
+            Ok(state) => self.encoded.push(Snapshot::new(position, state)),
+            Err(_) => self.off = true,
         }
+    }
+
+    /// Writes the kept snapshots to `store` in a task of their own, in order, stopping at the
+    /// first the store refuses (outside a tokio runtime: none).
+    pub(crate) fn write(self, store: Arc<dyn Store>, session: &SessionId) {
+        // Outside a tokio runtime (a read driven by another executor) nothing is written.
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        if self.encoded.is_empty() {
+            return;
+        }
+        let session = session.clone();
+        runtime.spawn(async move {
+            for snapshot in self.encoded {
+                if let Err(err) = store.snapshot(&session, &snapshot).await {
+                    tracing::debug!(%session, position = snapshot.position, error = %crate::ErrorChain(&err), "a read could not leave a snapshot behind; reads of this stretch fold from further back");
+                    return;
+                }
+            }
+        });
     }
 }
 

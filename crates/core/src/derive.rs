@@ -22,6 +22,7 @@
 use std::collections::{HashMap, VecDeque};
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::Arc;
 
 use crate::agent::activations;
 use crate::assembled::{Inner, WorkflowState};
@@ -673,11 +674,10 @@ pub(crate) async fn state_at<S: WorkflowState>(
     while let Some(recorded) = events.next().await {
         fold.apply(recorded.map_err(&failed)?.event);
         if backfill.due(fold.position()) {
-            backfill
-                .save(wf.store.as_ref(), session, fold.position(), fold.state())
-                .await;
+            backfill.keep(fold.position(), fold.state());
         }
     }
+    backfill.write(Arc::clone(&wf.store), session);
     Ok(fold.into_state())
 }
 
@@ -716,11 +716,10 @@ pub(crate) async fn states_at<S: WorkflowState>(
         window.apply(&mut fold, event);
         take(&fold, false);
         if backfill.due(fold.position()) {
-            backfill
-                .save(wf.store.as_ref(), session, fold.position(), fold.state())
-                .await;
+            backfill.keep(fold.position(), fold.state());
         }
     }
+    backfill.write(Arc::clone(&wf.store), session);
     // Positions past the end of the log: the last state.
     take(&fold, true);
     Ok(found.into_iter().flatten().collect())
