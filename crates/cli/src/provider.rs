@@ -170,6 +170,7 @@ pub(crate) fn parse_fork_provider(text: &str) -> Result<ForkProviderSpec, String
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 
