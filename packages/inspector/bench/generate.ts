@@ -4,7 +4,7 @@
 // assistant:replied, agent:completed) and workflow:completed. Deterministic: the same arguments
 // give the same bytes (ids are UUID v7 from a fixed clock and a seeded generator).
 
-import { createWriteStream } from "node:fs";
+import { JsonlWriter } from "../test/jsonl";
 
 export interface Generated {
   session: string;
@@ -12,35 +12,10 @@ export interface Generated {
 }
 
 export async function generateChat(path: string, turns: number, deltas: number): Promise<Generated> {
-  let clock = Date.UTC(2026, 0, 1, 9, 0, 0);
-  let seed = 0x2545f491;
-  const random = (): number => {
-    seed ^= seed << 13;
-    seed ^= seed >>> 17;
-    seed ^= seed << 5;
-    return seed >>> 0;
-  };
-  const hex = (value: number, digits: number): string => value.toString(16).padStart(digits, "0").slice(-digits);
-  const uuid = (): string => {
-    const ms = hex(clock, 12);
-    return `${ms.slice(0, 8)}-${ms.slice(8)}-7${hex(random(), 3)}-${hex(0x8000 | (random() & 0x3fff), 4)}-${hex(random(), 8)}${hex(random(), 4)}`;
-  };
-  const session = uuid();
-  const out = createWriteStream(path);
-  const write = (line: unknown): Promise<void> =>
-    new Promise((resolve) => {
-      if (out.write(JSON.stringify(line) + "\n")) resolve();
-      else out.once("drain", () => resolve());
-    });
-  let seq = 0;
-  const event = async (name: string, payload: unknown, causedBy: string | null): Promise<string> => {
-    clock += 1;
-    const id = uuid();
-    await write({ session, seq, id, name, payload, timestamp: new Date(clock).toISOString().replace("Z", "000000Z"), causedBy });
-    seq++;
-    return id;
-  };
-  await write({ session, begin: true });
+  const out = new JsonlWriter(path, { clock: Date.UTC(2026, 0, 1, 9, 0, 0), seed: 0x2545f491 });
+  const session = out.uuid();
+  const lines = await out.begin(session);
+  const event = (name: string, payload: unknown, causedBy: string | null): Promise<string> => lines.event(name, payload, causedBy);
   await event("workflow:started", { workflow: "chat" }, null);
   const usage = { cacheCreationTokens: 0, cacheReadTokens: 0, inputTokens: 12, outputTokens: deltas };
   for (let turn = 1; turn <= turns; turn++) {
@@ -58,7 +33,7 @@ export async function generateChat(path: string, turns: number, deltas: number):
     await event("agent:completed", { agentName: "assistant", outcome: "success", output: { reply }, usage }, input);
     await event("workflow:completed", { reason: "idle" }, null);
   }
-  await write({ session, end: true, count: seq });
-  await new Promise<void>((resolve, reject) => out.end((error?: Error | null) => (error ? reject(error) : resolve())));
-  return { session, events: seq };
+  await lines.end();
+  await out.close();
+  return { session, events: lines.seq };
 }

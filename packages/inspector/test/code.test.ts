@@ -9,7 +9,7 @@ import { join } from "node:path";
 import { type Browser, chromium } from "playwright-core";
 import { afterAll, beforeAll, expect, test } from "vitest";
 import type { Recorded, SessionDetail } from "@openharness/client";
-import { type Served, api, importJsonl, serve, tempDir, until } from "./serve";
+import { type Served, api, idle, importJsonl, serve, tempDir } from "./serve";
 
 const CHROMIUM = process.env.CHROMIUM ?? "/usr/bin/chromium";
 
@@ -43,10 +43,7 @@ test("a session recorded by other code says so in the header, naming both codes;
   const today = await serve();
   servers.push(today);
   const { session } = await api<{ session: string }>(today.url, "sessions", { method: "POST", body: { workflow: "chat", input: "Hello" } });
-  await until("the turn to end", async () => {
-    const summary = await api<SessionDetail>(today.url, `sessions/${session}`);
-    return summary.status !== "running" && !summary.runningHere ? summary : undefined;
-  });
+  await idle<SessionDetail>(today.url, session);
   const mine = await opened(today, session);
   expect(mine.count).toBe(0);
   expect(mine.meta).not.toContain("other code");

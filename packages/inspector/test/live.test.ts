@@ -6,7 +6,7 @@
 import { type Browser, chromium } from "playwright-core";
 import { afterAll, beforeAll, expect, test } from "vitest";
 import type { SessionDetail } from "@openharness/client";
-import { type Served, api, serve, until } from "./serve";
+import { type Served, api, idle, serve } from "./serve";
 
 const CHROMIUM = process.env.CHROMIUM ?? "/usr/bin/chromium";
 const TURNS = 50;
@@ -26,16 +26,11 @@ afterAll(async () => {
   await server?.stop();
 });
 
-async function idle(session: string): Promise<SessionDetail> {
-  return until(`${session} to end its turn`, async () => {
-    const summary = await api<SessionDetail>(server.url, `sessions/${session}`);
-    return summary.status !== "running" && !summary.runningHere ? summary : undefined;
-  });
-}
+const settled = (session: string): Promise<SessionDetail> => idle<SessionDetail>(server.url, session);
 
 test(`follows ${TURNS} turns sent by another client without a stall`, async () => {
   const { session } = await api<{ session: string }>(server.url, "sessions", { method: "POST", body: { workflow: "chat", input: "turn 0" } });
-  let summary = await idle(session);
+  let summary = await settled(session);
   const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
   const problems: string[] = [];
   page.on("pageerror", (error) => problems.push(error.message));
@@ -48,7 +43,7 @@ test(`follows ${TURNS} turns sent by another client without a stall`, async () =
   const stalls: number[] = [];
   for (let turn = 1; turn <= TURNS; turn++) {
     await api(server.url, `sessions/${session}/input`, { method: "POST", body: { text: `turn ${turn}` } });
-    summary = await idle(session);
+    summary = await settled(session);
     const ended = Date.now();
     try {
       // The cursor at the new end, and the state there on screen.

@@ -6,12 +6,11 @@
 // the goals are asserted against an optimized server (target/release/openharness when it
 // embeds the current page, or $OPENHARNESS_BIN), not a debug build.
 
-import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { type Browser, type Page, chromium } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { TURN, generateLong } from "./long";
-import { type Served, binary, importJsonl, repoRoot, serve, tempDir } from "./serve";
+import { type Served, importJsonl, serveForScale, tempDir } from "./serve";
 
 const CHROMIUM = process.env.CHROMIUM ?? "/usr/bin/chromium";
 const LONG_TURNS = 2_000;
@@ -70,32 +69,18 @@ async function steps(page: Page, key: string, count: number): Promise<number[]> 
 
 beforeAll(async () => {
   const dir = tempDir();
-  const release = join(repoRoot, "target/release/openharness");
-  const candidates = process.env.OPENHARNESS_BIN ? [process.env.OPENHARNESS_BIN] : existsSync(release) ? [release, binary()] : [binary()];
-  const started = performance.now();
-  const longFile = join(dir, "long.jsonl");
-  const generated = await generateLong(longFile, LONG_TURNS);
-  long = { parent: generated.parent, len: generated.len };
-  const forkFile = join(dir, "forked.jsonl");
-  const pair = await generateLong(forkFile, FORKED_TURNS, { fork: { differsAt: FORKED_TURNS - 10 }, seed: 0x1b873593 });
-  forked = { parent: pair.parent, fork: pair.fork!, len: pair.len };
-  importJsonl(join(dir, "store.redb"), longFile, candidates[0]);
-  importJsonl(join(dir, "store.redb"), forkFile, candidates[0]);
-  console.log(`store: ${long.len} + ${forked.len} events and a fork generated and imported in ${Math.round(performance.now() - started)} ms`);
-  const built = readFileSync(join(repoRoot, "crates/server/inspector/inspector.js"), "utf8");
-  for (const bin of candidates) {
-    server = await serve({ dir, bin });
-    if ((await (await fetch(`${server.url}/inspector.js`)).text()) === built) {
-      optimized = !bin.includes("/debug/");
-      break;
-    }
-    await server.stop();
-    if (bin === candidates[candidates.length - 1]) {
-      throw new Error(`${bin} embeds an older inspector: run \`cargo build -p openharness-cli --bin openharness\` after \`npm run build\``);
-    }
-    console.log(`${bin} embeds an older inspector: not used`);
-  }
-  console.log(`server: ${optimized ? "optimized" : "debug build: the timing goals are printed, not asserted"}`);
+  ({ server, optimized } = await serveForScale(dir, async (bin) => {
+    const started = performance.now();
+    const longFile = join(dir, "long.jsonl");
+    const generated = await generateLong(longFile, LONG_TURNS);
+    long = { parent: generated.parent, len: generated.len };
+    const forkFile = join(dir, "forked.jsonl");
+    const pair = await generateLong(forkFile, FORKED_TURNS, { fork: { differsAt: FORKED_TURNS - 10 }, seed: 0x1b873593 });
+    forked = { parent: pair.parent, fork: pair.fork!, len: pair.len };
+    importJsonl(join(dir, "store.redb"), longFile, bin);
+    importJsonl(join(dir, "store.redb"), forkFile, bin);
+    console.log(`store: ${long.len} + ${forked.len} events and a fork generated and imported in ${Math.round(performance.now() - started)} ms`);
+  }));
   browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ["--no-sandbox"] });
 }, 600_000);
 

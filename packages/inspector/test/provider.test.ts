@@ -9,7 +9,7 @@ import type { AddressInfo } from "node:net";
 import { type Browser, chromium } from "playwright-core";
 import { afterAll, beforeAll, expect, test } from "vitest";
 import type { Recorded, SessionDetail } from "@openharness/client";
-import { type Served, api, serve, until } from "./serve";
+import { type Served, api, idle, serve, until } from "./serve";
 
 const CHROMIUM = process.env.CHROMIUM ?? "/usr/bin/chromium";
 const REPLY = "Hello from the other model";
@@ -58,17 +58,12 @@ afterAll(async () => {
   model?.close();
 });
 
-async function idle(session: string): Promise<SessionDetail> {
-  return until(`${session} to end its turn`, async () => {
-    const summary = await api<SessionDetail>(server.url, `sessions/${session}`);
-    return summary.status !== "running" && !summary.runningHere ? summary : undefined;
-  });
-}
+const settled = (session: string): Promise<SessionDetail> => idle<SessionDetail>(server.url, session);
 
 test("the fork form offers the server's providers; a fork with one runs its turn with that model", async () => {
   expect(await api(server.url, "providers")).toEqual({ providers: [{ name: "other" }] });
   const { session } = await api<{ session: string }>(server.url, "sessions", { method: "POST", body: { workflow: "chat", input: "Hello" } });
-  const parent = await idle(session);
+  const parent = await settled(session);
   const page = await browser.newPage({ viewport: { width: 1440, height: 860 } });
   const problems: string[] = [];
   page.on("pageerror", (error) => problems.push(error.message));

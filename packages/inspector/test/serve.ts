@@ -3,7 +3,7 @@
 // redb store in a temporary directory (or one prepared by the caller), with API keys if asked.
 
 import { type ChildProcess, spawn, spawnSync } from "node:child_process";
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
@@ -142,4 +142,38 @@ export async function until<T>(what: string, check: () => Promise<T | undefined 
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await new Promise((r) => setTimeout(r, 50));
   }
+}
+
+/**
+ * A server over the store in `dir` for the scale tests: an optimized build
+ * (target/release/openharness, or $OPENHARNESS_BIN) when it embeds the current page, else the
+ * debug build; `optimized` says which (their timing goals are asserted against it only).
+ * `prepare(bin)` fills the store first, with the binary to import with (the optimized one
+ * imports faster, whatever page it embeds).
+ */
+export async function serveForScale(dir: string, prepare: (bin: string) => void | Promise<void>): Promise<{ server: Served; optimized: boolean }> {
+  const release = join(repoRoot, "target/release/openharness");
+  const candidates = process.env.OPENHARNESS_BIN ? [process.env.OPENHARNESS_BIN] : existsSync(release) ? [release, binary()] : [binary()];
+  await prepare(candidates[0]!);
+  const built = readFileSync(join(repoRoot, "crates/server/inspector/inspector.js"), "utf8");
+  for (const bin of candidates) {
+    const server = await serve({ dir, bin });
+    // A binary embeds the page it was built with: one older than the checked-in build tests an older page.
+    if ((await (await fetch(`${server.url}/inspector.js`)).text()) === built) {
+      const optimized = !bin.includes("/debug/");
+      console.log(`server: ${optimized ? "optimized" : "debug build: the timing goals are printed, not asserted"}`);
+      return { server, optimized };
+    }
+    await server.stop();
+    console.log(`${bin} embeds an older inspector: not used`);
+  }
+  throw new Error("every openharness binary embeds an older inspector: run `cargo build -p openharness-cli --bin openharness` after `npm run build`");
+}
+
+/** Waits until `session` has ended its turn (not running, here or anywhere); its summary then. */
+export async function idle<T extends { status: string; runningHere?: boolean }>(url: string, session: string): Promise<T> {
+  return until(`${session} to end its turn`, async () => {
+    const summary = await api<T>(url, `sessions/${session}`);
+    return summary.status !== "running" && !summary.runningHere ? summary : undefined;
+  });
 }

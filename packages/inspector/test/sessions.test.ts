@@ -6,13 +6,12 @@
 // against an optimized server (target/release/openharness when it embeds the current page, or
 // $OPENHARNESS_BIN), not a debug build, whose list is ten times slower.
 
-import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { type Browser, type Page, chromium } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import type { SessionDetail } from "@openharness/client";
 import { generateSessions } from "./many";
-import { type Served, api, binary, importJsonl, repoRoot, serve, tempDir, until } from "./serve";
+import { type Served, api, importJsonl, serveForScale, tempDir, until } from "./serve";
 
 const CHROMIUM = process.env.CHROMIUM ?? "/usr/bin/chromium";
 const MANY = 10_000;
@@ -74,28 +73,12 @@ const rows = (page: Page): Promise<string[]> =>
 beforeAll(async () => {
   const dir = tempDir();
   const file = join(dir, "many.jsonl");
-  const release = join(repoRoot, "target/release/openharness");
-  const candidates = process.env.OPENHARNESS_BIN ? [process.env.OPENHARNESS_BIN] : existsSync(release) ? [release, binary()] : [binary()];
-  const started = performance.now();
-  await generateSessions(file, MANY);
-  // The optimized binary imports faster, whatever page it embeds.
-  importJsonl(join(dir, "store.redb"), file, candidates[0]);
-  console.log(`store: ${MANY} sessions generated and imported in ${Math.round(performance.now() - started)} ms`);
-  const built = readFileSync(join(repoRoot, "crates/server/inspector/inspector.js"), "utf8");
-  for (const bin of candidates) {
-    server = await serve({ dir, bin });
-    // A binary embeds the page it was built with: one older than the checked-in build tests an older page.
-    if ((await (await fetch(`${server.url}/inspector.js`)).text()) === built) {
-      optimized = !bin.includes("/debug/");
-      break;
-    }
-    await server.stop();
-    if (bin === candidates[candidates.length - 1]) {
-      throw new Error(`${bin} embeds an older inspector: run \`cargo build -p openharness-cli --bin openharness\` after \`npm run build\``);
-    }
-    console.log(`${bin} embeds an older inspector: not used`);
-  }
-  console.log(`server: ${optimized ? "optimized" : "debug build: the timing goals are printed, not asserted"}`);
+  ({ server, optimized } = await serveForScale(dir, async (bin) => {
+    const started = performance.now();
+    await generateSessions(file, MANY);
+    importJsonl(join(dir, "store.redb"), file, bin);
+    console.log(`store: ${MANY} sessions generated and imported in ${Math.round(performance.now() - started)} ms`);
+  }));
   browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ["--no-sandbox"] });
 }, 180_000);
 
