@@ -300,6 +300,19 @@ impl Stream {
     }
 }
 
+/// The first 1,000 events of `session` as `GET /sessions/{id}/events` answers them (the page).
+async fn events_of(addr: SocketAddr, session: &str) -> Value {
+    let (status, page) = request(
+        addr,
+        "GET",
+        &format!("/sessions/{session}/events?limit=1000"),
+        None,
+    )
+    .await;
+    assert_eq!(status, 200, "{page}");
+    page
+}
+
 async fn wait_idle(addr: SocketAddr, session: &str) -> Value {
     for _ in 0..500 {
         let (_, summary) = request(addr, "GET", &format!("/sessions/{session}"), None).await;
@@ -388,13 +401,7 @@ async fn a_session_over_http_streams_every_event_once_across_random_reconnects()
         assert!(reconnects < 2_000, "bounded");
     }
     let session = turns.await.unwrap();
-    let (_, page) = request(
-        addr,
-        "GET",
-        &format!("/sessions/{session}/events?limit=1000"),
-        None,
-    )
-    .await;
+    let page = events_of(addr, &session).await;
     let len = page["len"].as_u64().unwrap();
     assert_eq!(
         seen,
@@ -495,13 +502,7 @@ async fn busy_sessions_open_requests_and_stream_caps_are_refused_clearly() {
     drop(again);
 
     wait_idle(addr, &session).await;
-    let (_, page) = request(
-        addr,
-        "GET",
-        &format!("/sessions/{session}/events?limit=1000"),
-        None,
-    )
-    .await;
+    let page = events_of(addr, &session).await;
     let inputs = page["events"]
         .as_array()
         .unwrap()
@@ -533,13 +534,7 @@ async fn busy_sessions_open_requests_and_stream_caps_are_refused_clearly() {
         (status, refused["error"]["code"].as_str()),
         (409, Some("request_not_open"))
     );
-    let (_, page) = request(
-        addr,
-        "GET",
-        &format!("/sessions/{session}/events?limit=1000"),
-        None,
-    )
-    .await;
+    let page = events_of(addr, &session).await;
     let request_id = page["events"]
         .as_array()
         .unwrap()
@@ -612,13 +607,7 @@ async fn a_fork_inside_an_agent_call_runs_the_call_again_and_finishes() {
     let session = created["session"].as_str().unwrap().to_owned();
     let parent = wait_idle(addr, &session).await;
     assert_eq!(parent["status"], "idle", "{parent}");
-    let (_, page) = request(
-        addr,
-        "GET",
-        &format!("/sessions/{session}/events?limit=1000"),
-        None,
-    )
-    .await;
+    let page = events_of(addr, &session).await;
     let events = page["events"].as_array().unwrap();
     let names: Vec<&str> = events.iter().map(|e| e["name"].as_str().unwrap()).collect();
     // Right after the counter's `agent:started`, and among its deltas: inside the call.
@@ -640,13 +629,7 @@ async fn a_fork_inside_an_agent_call_runs_the_call_again_and_finishes() {
         assert_eq!(summary["status"], "idle", "fork at {position}: {summary}");
         let (_, state) = request(addr, "GET", &format!("/sessions/{child}/state"), None).await;
         assert_eq!(state["state"]["ticks"], 3, "fork at {position}: {state}");
-        let (_, page) = request(
-            addr,
-            "GET",
-            &format!("/sessions/{child}/events?limit=1000"),
-            None,
-        )
-        .await;
+        let page = events_of(addr, &child).await;
         let names: Vec<&str> = page["events"]
             .as_array()
             .unwrap()
@@ -1350,13 +1333,7 @@ async fn a_fork_runs_with_a_provider_the_server_offers_and_another_name_is_refus
     assert_eq!(status, 202, "{forked}");
     let child = forked["session"].as_str().unwrap().to_owned();
     wait_idle(addr, &child).await;
-    let (_, page) = request(
-        addr,
-        "GET",
-        &format!("/sessions/{child}/events?limit=1000"),
-        None,
-    )
-    .await;
+    let page = events_of(addr, &child).await;
     let outputs: Vec<&Value> = page["events"]
         .as_array()
         .unwrap()
@@ -1366,13 +1343,7 @@ async fn a_fork_runs_with_a_provider_the_server_offers_and_another_name_is_refus
         .collect();
     assert_eq!(outputs, [&json!({ "words": 1 })], "{page}");
     // The parent's own model counted its three words.
-    let (_, page) = request(
-        addr,
-        "GET",
-        &format!("/sessions/{parent}/events?limit=1000"),
-        None,
-    )
-    .await;
+    let page = events_of(addr, &parent).await;
     assert!(
         page["events"]
             .as_array()
