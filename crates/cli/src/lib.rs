@@ -483,7 +483,10 @@ impl<E: Subcommand + Send + 'static> Cli<E> {
             args::Command::Otel(_) => (opened, None),
             _ => otel::live(opened)?,
         };
-        let mut host = Host::shared(opened).unlisted(platform_log);
+        // Internal sessions are no conversations to list: the platform's log, experiments' logs.
+        let mut host = Host::shared(opened)
+            .unlisted(platform_log)
+            .unlisted_prefix(openharness_eval::LOG_PREFIX);
         for workflow in &self.workflows {
             host = host.register(Arc::clone(workflow))?;
         }

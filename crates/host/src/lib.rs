@@ -71,6 +71,8 @@ pub struct Host {
     turns: Arc<Mutex<HashMap<SessionId, CancellationToken>>>,
     /// Sessions [`Host::sessions`] leaves out (see [`Host::unlisted`]).
     unlisted: Arc<std::collections::HashSet<SessionId>>,
+    /// Id prefixes of sessions [`Host::sessions`] leaves out (see [`Host::unlisted_prefix`]).
+    unlisted_prefixes: Arc<Vec<String>>,
     /// What each session's events say about it, for session lists ([`Host::query_sessions`]).
     catalog: Arc<catalog::Catalog>,
 }
@@ -112,6 +114,7 @@ impl Host {
             workflows: BTreeMap::new(),
             turns: Arc::default(),
             unlisted: Arc::default(),
+            unlisted_prefixes: Arc::default(),
             catalog: Arc::default(),
         }
     }
@@ -133,6 +136,33 @@ impl Host {
         unlisted.insert(session);
         self.unlisted = Arc::new(unlisted);
         self
+    }
+
+    /// This host leaving out of [`Host::sessions`] every session whose id starts with
+    /// `prefix`: a family of a store's internal sessions, such as experiments' logs
+    /// (`eval:<name>`). They are still read by id.
+    ///
+    /// ```
+    /// use openharness_host::Host;
+    /// use openharness_store::MemoryStore;
+    /// let host = Host::new(MemoryStore::new()).unlisted_prefix("eval:");
+    /// # let _ = host;
+    /// ```
+    #[must_use]
+    pub fn unlisted_prefix(mut self, prefix: impl Into<String>) -> Self {
+        let mut prefixes = (*self.unlisted_prefixes).clone();
+        prefixes.push(prefix.into());
+        self.unlisted_prefixes = Arc::new(prefixes);
+        self
+    }
+
+    /// Whether [`Host::sessions`] leaves `session` out.
+    fn is_unlisted(&self, session: &SessionId) -> bool {
+        self.unlisted.contains(session)
+            || self
+                .unlisted_prefixes
+                .iter()
+                .any(|prefix| session.as_str().starts_with(prefix.as_str()))
     }
 
     /// Registers `workflow` under its name; it records to the host's store. Two workflows
@@ -168,6 +198,7 @@ impl Host {
                 .collect(),
             turns: Arc::clone(&self.turns),
             unlisted: Arc::clone(&self.unlisted),
+            unlisted_prefixes: Arc::clone(&self.unlisted_prefixes),
             catalog: Arc::clone(&self.catalog),
         }
     }
@@ -266,7 +297,7 @@ impl Host {
         };
         infos
             .iter()
-            .filter(|info| !self.unlisted.contains(&info.id))
+            .filter(|info| !self.is_unlisted(&info.id))
             .map(|info| {
                 let owner = owner_of(info);
                 let hosted = owner

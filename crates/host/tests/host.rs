@@ -210,6 +210,29 @@ async fn unlisted_sessions_are_left_out_of_lists_and_still_read_by_id() {
         openharness_provider::ScriptedProvider::new(),
     ));
     assert_eq!(copy.sessions().await.unwrap().len(), 1);
+
+    // A family of internal sessions by id prefix (experiments' logs): left out of lists and
+    // of queries, still read by id.
+    let log: SessionId = "eval:wording".parse().unwrap();
+    workflow
+        .run(RunOptions::new().session(log.clone()).input("c"))
+        .await
+        .unwrap();
+    let host = host.unlisted_prefix("eval:");
+    let ids: Vec<SessionId> = host
+        .sessions()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|s| s.id)
+        .collect();
+    assert_eq!(ids, std::slice::from_ref(&listed.session));
+    let page = host
+        .query_sessions(&openharness_host::SessionQuery::default())
+        .await
+        .unwrap();
+    assert_eq!(page.total, 1);
+    assert!(host.session(&log).await.is_ok());
 }
 
 #[tokio::test]

@@ -71,6 +71,8 @@ mod auth;
 mod chat;
 mod cors;
 mod error;
+#[cfg(feature = "eval")]
+mod experiments;
 mod frames;
 mod hub;
 mod inspector;

@@ -213,7 +213,8 @@ fn paths() -> Value {
         "202",
         ok("the turn runs on in the server", schema("Accepted")),
     );
-    json!({
+    #[allow(unused_mut)]
+    let mut paths = json!({
         "/health": { "get": public(operation("Health", vec![], None, ("200", ok("ok", json!({ "type": "object" }))), &[])) },
         "/providers": { "get": operation("The providers a fork may run with, by name (configured by the operator)", vec![], None, ("200", ok("their names", json!({ "type": "object", "required": ["providers"], "properties": { "providers": { "type": "array", "items": { "type": "object", "required": ["name"], "properties": { "name": { "type": "string" } } } } } }))), &["401"]) },
         "/openapi.json": { "get": public(operation("This document", vec![], None, ("200", ok("the document", json!({ "type": "object" }))), &[])) },
@@ -304,7 +305,35 @@ fn paths() -> Value {
             })) } } },
             "responses": { "200": sse("the frames"), "400": failure("400"), "401": failure("401"), "404": failure("404"), "409": failure("409"), "413": failure("413"), "415": failure("415"), "422": failure("422"), "429": failure("429") },
         } },
-    })
+    });
+    #[cfg(feature = "eval")]
+    if let Some(paths) = paths.as_object_mut() {
+        paths.extend(experiment_paths());
+    }
+    paths
+}
+
+/// `GET /experiments` and `GET /experiments/{name}` (feature `eval`).
+#[cfg(feature = "eval")]
+fn experiment_paths() -> Map<String, Value> {
+    let listed = json!({ "type": "object", "required": ["experiments"], "properties": { "experiments": { "type": "array", "items": {
+        "type": "object", "required": ["name", "created", "lastEvent", "events"],
+        "properties": { "name": { "type": "string" }, "created": { "type": "string" }, "lastEvent": { "type": "string" }, "events": { "type": "integer", "minimum": 0 } },
+    } } } });
+    let one = json!({ "type": "object", "required": ["name", "created", "definition", "runs"], "properties": {
+        "name": { "type": "string" },
+        "created": { "type": "string" },
+        "definition": { "type": "object", "description": "the experiment's `eval:started`: cases, variants, baseline, repeats, scorers" },
+        "runs": { "type": "array", "items": { "type": "object", "required": ["run", "scores"], "properties": {
+            "run": { "type": "object", "description": "the run's `eval:recorded`: case, variant, repeat, session, status, latency, usage, cost" },
+            "scores": { "type": "object", "description": "by scorer, its `eval:scored`", "additionalProperties": { "type": "object" } },
+        } } },
+    } });
+    let name = json!({ "name": "name", "in": "path", "required": true, "schema": { "type": "string", "pattern": "^[A-Za-z0-9._~-]{1,195}$" } });
+    let mut paths = Map::new();
+    paths.insert("/experiments".to_owned(), json!({ "get": operation("The store's experiments", vec![], None, ("200", ok("their names, times and lengths", listed)), &[]) }));
+    paths.insert("/experiments/{name}".to_owned(), json!({ "get": operation("One experiment: its definition and every run with its session and scores", vec![name], None, ("200", ok("the experiment", one)), &["400", "404"]) }));
+    paths
 }
 
 /// The document this server serves: the native routes, the `/v1` routes when it serves a

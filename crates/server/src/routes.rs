@@ -65,6 +65,8 @@ pub(crate) fn build(state: Arc<AppState>) -> Router {
         .route("/api/chat/{id}/stream", get(crate::chat::resume))
         .route("/api/workflow", post(crate::frames::post));
     let router = timed.merge(streaming);
+    #[cfg(feature = "eval")]
+    let router = router.merge(crate::experiments::routes());
     #[cfg(feature = "platform")]
     let router = match &state.options.platform {
         Some(platform) => router.merge(crate::v1::routes(platform.clone(), Arc::clone(&state))),

@@ -8,6 +8,8 @@ import { EventStream, type StreamEventsOptions } from "./stream.js";
 import type {
   Accepted,
   EventsPage,
+  Experiment,
+  ExperimentList,
   ForkChange,
   ForkProviders,
   ForkPoint,
@@ -265,6 +267,16 @@ export class OpenHarnessClient {
   /** The names of the providers a fork may run with (`fork(…, { provider })`); none unless the server offers some. */
   providers(options?: RequestOptions): Promise<ForkProviders> {
     return this.request("GET", "/providers", undefined, options);
+  }
+
+  /** The store's experiments (`openharness eval`), newest first as the server lists them. */
+  experiments(options?: RequestOptions): Promise<ExperimentList> {
+    return this.request("GET", "/experiments", undefined, options);
+  }
+
+  /** One experiment: its cases, variants, repeats and scorers, and every run with its session and scores. */
+  experiment(name: string, options?: RequestOptions): Promise<Experiment> {
+    return this.request("GET", `/experiments/${enc(name)}`, undefined, options);
   }
 
   /**

@@ -82,6 +82,47 @@ export interface ForkProviders {
   providers: { name: string }[];
 }
 
+/** `GET /experiments`: the store's experiments (servers built with the `eval` feature). */
+export interface ExperimentList {
+  experiments: { name: string; created: string; lastEvent: string; events: number }[];
+}
+
+/** One run of an experiment: its `eval:recorded` and, by scorer, its `eval:scored`. */
+export interface ExperimentRun {
+  run: {
+    case: string;
+    variant: string;
+    repeat: number;
+    attempt: number;
+    session?: string;
+    status: "completed" | "failed" | string;
+    error?: string;
+    reason?: string;
+    len: number;
+    forkPosition?: number;
+    stateHash?: string;
+    latencyMs: number;
+    cost: number;
+    turns: number;
+  };
+  scores: Record<string, { scorer: string; value: number | null; passed: boolean; better: string; detail?: string; session: string }>;
+}
+
+/** `GET /experiments/{name}`: the definition and every run, as `openharness eval show --json` prints it. */
+export interface Experiment {
+  name: string;
+  created: string;
+  definition: {
+    experiment: string;
+    cases: { id: string; inputs?: string[]; session?: string; at?: string }[];
+    variants: { name: string; description?: string }[];
+    baseline: string;
+    repeats: number;
+    scorers: { name: string }[];
+  };
+  runs: ExperimentRun[];
+}
+
 /** One operation of a JSON patch (RFC 6902), as `GET /sessions/{id}/diff` answers them. */
 export type JsonPatchOperation =
   | { op: "add" | "replace" | "test"; path: string; value: unknown }

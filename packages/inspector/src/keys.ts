@@ -16,6 +16,7 @@ export const HELP: [string, string][] = [
   ["o", "expand / collapse the agent call at the cursor"],
   ["i", "continue the session (input)"],
   ["t", "next view: state, chat, forks, compare"],
+  ["e", "experiments"],
   ["?", "this help"],
 ];
 
@@ -35,6 +36,7 @@ export type Command =
   | "group"
   | "input"
   | "tab"
+  | "experiments"
   | "help";
 
 const COMMANDS: Record<string, Command> = {
@@ -58,6 +60,7 @@ const COMMANDS: Record<string, Command> = {
   o: "group",
   i: "input",
   t: "tab",
+  e: "experiments",
   "?": "help",
 };
 

@@ -19,6 +19,7 @@ import { renderPatch } from "./panels/patch";
 import * as list from "./list";
 import { renderSessions, renderWorkflows } from "./panels/sessions";
 import { ROW, Timeline } from "./panels/timeline";
+import { ExperimentsView } from "./panels/experiments";
 import { DetailViews } from "./panels/views";
 import { Server, describeError, unauthorized } from "./server";
 import { Tape } from "./tape";
@@ -103,6 +104,10 @@ class Inspector {
     forkState: byId("fork-state") as HTMLTextAreaElement,
     forkProvider: byId("fork-provider") as HTMLSelectElement,
     forkError: byId("fork-error"),
+    experimentsButton: byId("experiments-button"),
+    experimentsDialog: byId("experiments-dialog") as HTMLDialogElement,
+    experimentList: byId("experiment-list"),
+    experiment: byId("experiment"),
   };
 
   private readonly timeline = new Timeline(
@@ -119,6 +124,15 @@ class Inspector {
     fail: (error) => this.fail(error),
     note: (text) => this.note(text),
   });
+
+  private readonly experiments = new ExperimentsView(
+    { dialog: this.$.experimentsDialog, list: this.$.experimentList, experiment: this.$.experiment, button: this.$.experimentsButton },
+    () => this.client,
+    (a, b) => {
+      location.hash = `${view.addressOf(a)}&compare=${encodeURIComponent(b)}`;
+    },
+    (error) => this.fail(error),
+  );
 
   start(): void {
     // The compact view is the default; the full view, once chosen, is kept for the next visit.
@@ -175,6 +189,8 @@ class Inspector {
       if ((event.target as HTMLElement).closest("[data-cause]")) void this.jumpToCause();
     });
     byId("help-button").addEventListener("click", () => this.$.help.showModal());
+    this.$.experimentsButton.addEventListener("click", () => void this.experiments.open());
+    void this.experiments.probe();
     const helpList = byId("help-list");
     for (const [keys, what] of HELP) helpList.append(el("dt", "", keys), el("dd", "", what));
     window.addEventListener("hashchange", () => this.openFromHash());
@@ -338,13 +354,14 @@ class Inspector {
     if (!wanted) return;
     if (this.summary?.id === wanted.session) {
       if (wanted.at !== null && wanted.at !== this.view.position) this.moveTo(wanted.at);
+      if (wanted.compare) this.views.compareWith(wanted.compare);
       return;
     }
-    void this.open(wanted.session, wanted.at);
+    void this.open(wanted.session, wanted.at, wanted.compare ?? null);
   }
 
-  /** Opens a session at `position` (its end when null). */
-  private async open(id: string, position: number | null): Promise<void> {
+  /** Opens a session at `position` (its end when null), compared with `compare` when given. */
+  private async open(id: string, position: number | null, compare: string | null = null): Promise<void> {
     this.close();
     try {
       const summary = await this.client.getSession(id);
@@ -361,6 +378,7 @@ class Inspector {
         following: position === null && summary.status === "running",
       };
       this.views.opened(summary, this.view.position);
+      if (compare) this.views.compareWith(compare);
       this.renderSessions();
       if (!this.sessions.some((s) => s.id === id)) void this.refreshSessions();
       this.renderMeta();
@@ -840,6 +858,8 @@ class Inspector {
         return this.$.help.showModal();
       case "tab":
         return this.views.cycle();
+      case "experiments":
+        return void this.experiments.open();
     }
   }
 

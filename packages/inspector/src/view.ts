@@ -96,14 +96,18 @@ export function rowOf(rows: ArrayLike<number>, position: number): number {
   return lo;
 }
 
-/** What the address (`#session=<id>&at=<position>`) asks to open. */
-export function parseAddress(hash: string): { session: string; at: number | null } | null {
+/**
+ * What the address (`#session=<id>&at=<position>`, with `&compare=<other id>` to open it
+ * compared with another session) asks to open.
+ */
+export function parseAddress(hash: string): { session: string; at: number | null; compare?: string } | null {
   const params = new URLSearchParams(hash.replace(/^#/, ""));
   const session = params.get("session");
   if (!session) return null;
   const raw = params.get("at");
   const at = raw === null ? null : Number.parseInt(raw, 10);
-  return { session, at: at !== null && Number.isFinite(at) ? at : null };
+  const compare = params.get("compare");
+  return { session, at: at !== null && Number.isFinite(at) ? at : null, ...(compare ? { compare } : {}) };
 }
 
 /** The address of a session (at a position): `#session=<id>[&at=<position>]`. */

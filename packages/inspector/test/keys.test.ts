@@ -10,7 +10,7 @@ test("the keys of the help are commands", () => {
   expect([key("j"), key("ArrowDown"), key("k"), key("ArrowUp")]).toEqual([{ step: 1 }, { step: 1 }, { step: -1 }, { step: -1 }]);
   expect([key("PageDown"), key("PageUp")]).toEqual([{ screen: 1 }, { screen: -1 }]);
   expect([key("Home"), key("End"), key("G"), key("g")]).toEqual(["start", "end", "end", "goto"]);
-  expect([key("/"), key("n"), key("N"), key("c"), key("f"), key("l"), key("x"), key("o"), key("i"), key("t"), key("?")]).toEqual([
+  expect([key("/"), key("n"), key("N"), key("c"), key("f"), key("l"), key("x"), key("o"), key("i"), key("t"), key("e"), key("?")]).toEqual([
     "search",
     "next-match",
     "previous-match",
@@ -21,9 +21,10 @@ test("the keys of the help are commands", () => {
     "group",
     "input",
     "tab",
+    "experiments",
     "help",
   ]);
-  expect(HELP.length).toBe(15);
+  expect(HELP.length).toBe(16);
 });
 
 test("no command while typing, with a modifier, or for other keys", () => {

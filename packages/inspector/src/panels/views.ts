@@ -31,7 +31,7 @@ export class DetailViews {
   private open: Open | null = null;
   private readonly chat: ChatPanel;
   /** The session the Compare view compares with (the parent unless one was picked). */
-  private compareWith: string | null = null;
+  private comparedWith: string | null = null;
   private shownLineage = "";
   private shownComparison = "";
   private readonly comparisons = new Map<string, [SessionComparison, [Following | null, Following | null]]>();
@@ -63,7 +63,7 @@ export class DetailViews {
         const target = event.target as HTMLElement;
         const compare = target.closest<HTMLElement>("[data-compare-with]")?.dataset.compareWith;
         if (compare) {
-          this.compareWith = compare;
+          this.comparedWith = compare;
           this.show("compare");
           return;
         }
@@ -90,6 +90,12 @@ export class DetailViews {
     this.refresh();
   }
 
+  /** Shows the comparison of the open session with `other`. */
+  compareWith(other: string): void {
+    this.comparedWith = other;
+    this.show("compare");
+  }
+
   /** The next tab, round. */
   cycle(): void {
     this.show(TABS[(TABS.indexOf(this.tab) + 1) % TABS.length]!);
@@ -100,7 +106,7 @@ export class DetailViews {
     const changed = session?.id !== this.open?.id;
     this.open = session ? { id: session.id, parent: session.parent ?? null, position } : null;
     if (changed) {
-      this.compareWith = null;
+      this.comparedWith = null;
       this.shownLineage = "";
       this.shownComparison = "";
       this.$.forkError.hidden = true;
@@ -168,7 +174,7 @@ export class DetailViews {
       box.replaceChildren();
       return;
     }
-    const other = this.compareWith ?? open.parent;
+    const other = this.comparedWith ?? open.parent;
     if (!other) {
       box.replaceChildren(el("div", "hint", "This session is no fork: pick a session to compare with under Forks."));
       return;
