@@ -272,7 +272,7 @@ fn paths() -> Value {
                 { "type": "object", "properties": {
                     "input": { "type": ["string", "null"], "description": "the new turn's input, once forked" },
                     "stateEdit": { "type": ["object", "null"], "description": "a JSON merge patch (RFC 7396) on the state the fork starts from" },
-                    "provider": { "type": ["string", "null"], "description": "run the fork (and its input) with this provider of `GET /providers` instead of the workflow's own; another name is a 400" },
+                    "provider": { "type": ["string", "null"], "description": "run the fork (and its input) with this provider of `GET /providers` instead of the workflow's own; another name is a 404" },
                 } },
             ] })),
             accepted,

@@ -580,8 +580,9 @@ async fn fork(
         Some(serde_json::Value::String(name)) => match state.options.fork_providers.get(&name) {
             Some(provider) => state.host.with_provider(std::sync::Arc::clone(provider)),
             None => {
+                // Like an unknown session: nothing by that name here.
                 let offered: Vec<&str> = state.options.fork_providers.names().collect();
-                return Err(ApiError::bad_request(if offered.is_empty() {
+                return Err(ApiError::not_found(if offered.is_empty() {
                     format!("no provider named `{name}`: this server offers none to forks")
                 } else {
                     format!(

@@ -1354,7 +1354,7 @@ async fn a_fork_runs_with_a_provider_the_server_offers_and_another_name_is_refus
         "{page}"
     );
 
-    // A name the server does not offer, or no name, is a 400 that says what is offered.
+    // A name the server does not offer is a 404 that says what is offered; no name a 400.
     let (status, refused) = request(
         addr,
         "POST",
@@ -1362,7 +1362,7 @@ async fn a_fork_runs_with_a_provider_the_server_offers_and_another_name_is_refus
         Some(r#"{"at":"position","position":1,"provider":"gpt-9"}"#),
     )
     .await;
-    assert_eq!(status, 400, "{refused}");
+    assert_eq!(status, 404, "{refused}");
     assert!(
         refused["error"]["message"]
             .as_str()
