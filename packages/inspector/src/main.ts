@@ -190,7 +190,6 @@ class Inspector {
     });
     byId("help-button").addEventListener("click", () => this.$.help.showModal());
     this.$.experimentsButton.addEventListener("click", () => void this.experiments.open());
-    void this.experiments.probe();
     const helpList = byId("help-list");
     for (const [keys, what] of HELP) helpList.append(el("dt", "", keys), el("dd", "", what));
     window.addEventListener("hashchange", () => this.openFromHash());
@@ -315,8 +314,15 @@ class Inspector {
     }
   }
 
+  /** Whether the server was asked if it serves experiments (once the list was read: with the key). */
+  private experimentsProbed = false;
+
   /** After a list answer: the rows, the workflows seen, and the open session's summary. */
   private listed(): void {
+    if (!this.experimentsProbed) {
+      this.experimentsProbed = true;
+      void this.experiments.probe();
+    }
     for (const session of this.sessions) if (session.workflow) this.workflows.add(session.workflow);
     renderWorkflows(this.$.sessionWorkflow, this.workflows);
     this.renderSessions();

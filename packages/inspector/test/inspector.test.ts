@@ -564,6 +564,8 @@ describe("with API keys", () => {
     await page.locator("#key").fill("inspector-secret");
     await page.locator("#key").press("Enter");
     await expect.poll(() => page.locator("li.session").count()).toBe(1);
+    // Asked with the key, the server says it serves experiments.
+    await expect.poll(() => page.locator("#experiments-button").isVisible()).toBe(true);
     await page.locator("li.session a").click();
     await page.waitForFunction(() => document.body.dataset.view !== undefined);
     await expect.poll(() => page.locator("#state").innerText()).toContain('"Hi"');
