@@ -274,7 +274,9 @@ describe("the inspector", () => {
     await at(page, firstInput);
     expect(problems(page)).toEqual([]);
     await page.close();
-  });
+    // A long walk (fork, run, list, inherited rows, the cause in the parent): each wait has its
+    // own limit; the whole needs more than the default 30 s on a loaded machine.
+  }, 60_000);
 
   test("continues a session with input and follows it live to the end of the new turn", async () => {
     const page = await open(chat);
