@@ -173,7 +173,9 @@ impl<E: Subcommand> Command<E> {
                 | Self::Check
                 | Self::Platform(_)
                 | Self::Otel(_)
-        )
+                | Self::Diff { .. }
+                | Self::Replay { .. }
+        ) || matches!(self, Self::Mcp(crate::mcp::McpCommand::Serve(args)) if args.read_only())
     }
 }
 

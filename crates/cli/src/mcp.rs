@@ -75,6 +75,14 @@ pub(crate) struct ServeArgs {
     allow_writes: bool,
 }
 
+impl ServeArgs {
+    /// Whether it serves the store read-only (no `--allow-writes`): it then needs recorded
+    /// sessions, and never creates a store.
+    pub(crate) fn read_only(&self) -> bool {
+        !self.allow_writes
+    }
+}
+
 /// The `[[mcp]]` tables of a config file.
 #[derive(Debug, Deserialize)]
 struct ConfigFile {

@@ -172,6 +172,20 @@ fn errors_are_clear_and_exit_non_zero() {
     let stderr = String::from_utf8_lossy(&no_store.stderr);
     assert!(stderr.contains("there is no store at"), "{stderr}");
     assert!(!typo.exists() && !dir.path().join(".openharness").exists());
+    // Nor do diff, replay, or the store served read-only over MCP.
+    for args in [
+        &["diff", "a", "b"][..],
+        &["replay", "a"][..],
+        &["mcp", "serve"][..],
+    ] {
+        let mut with_store = vec!["--store", typo.to_str().unwrap()];
+        with_store.extend_from_slice(args);
+        let refused = openharness(dir.path(), &with_store);
+        assert!(!refused.status.success(), "{args:?}");
+        let stderr = String::from_utf8_lossy(&refused.stderr);
+        assert!(stderr.contains("there is no store at"), "{args:?}: {stderr}");
+        assert!(!typo.exists(), "{args:?} created the store");
+    }
 
     stdout(&openharness(dir.path(), &["demo"]));
     let missing = openharness(dir.path(), &["tape", "no-such-session", "--at", "0"]);
