@@ -183,7 +183,10 @@ fn errors_are_clear_and_exit_non_zero() {
         let refused = openharness(dir.path(), &with_store);
         assert!(!refused.status.success(), "{args:?}");
         let stderr = String::from_utf8_lossy(&refused.stderr);
-        assert!(stderr.contains("there is no store at"), "{args:?}: {stderr}");
+        assert!(
+            stderr.contains("there is no store at"),
+            "{args:?}: {stderr}"
+        );
         assert!(!typo.exists(), "{args:?} created the store");
     }
 
