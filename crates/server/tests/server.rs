@@ -300,6 +300,14 @@ impl Stream {
     }
 }
 
+/// Starts a session of `ticks` with `input` (202, the turn runs on); its id.
+async fn start(addr: SocketAddr, input: &str) -> String {
+    let body = json!({ "workflow": "ticks", "input": input }).to_string();
+    let (status, created) = request(addr, "POST", "/sessions", Some(&body)).await;
+    assert_eq!(status, 202, "{created}");
+    created["session"].as_str().unwrap().to_owned()
+}
+
 /// The first 1,000 events of `session` as `GET /sessions/{id}/events` answers them (the page).
 async fn events_of(addr: SocketAddr, session: &str) -> Value {
     let (status, page) = request(
@@ -327,15 +335,8 @@ async fn wait_idle(addr: SocketAddr, session: &str) -> Value {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_session_over_http_streams_every_event_once_across_random_reconnects() {
     let addr = serve(host(Duration::from_millis(5)), ServerOptions::default()).await;
-    let (status, created) = request(
-        addr,
-        "POST",
-        "/sessions",
-        Some(r#"{"workflow":"ticks","input":"one two three four"}"#),
-    )
-    .await;
-    assert_eq!(status, 202, "{created}");
-    let session = created["session"].as_str().unwrap().to_owned();
+    let session = start(addr, "one two three four").await;
+    let session_id = session.clone();
 
     // Turns keep coming while a subscriber reads a few events at a time and reconnects.
     let turns = tokio::spawn(async move {
@@ -354,7 +355,6 @@ async fn a_session_over_http_streams_every_event_once_across_random_reconnects()
         wait_idle(addr, &session).await;
         session
     });
-    let session_id = created["session"].as_str().unwrap().to_owned();
     let mut seen: Vec<u64> = Vec::new();
     let mut last = None;
     let mut rng = 0x2545_f491_4f6c_dd1d_u64;
@@ -464,14 +464,7 @@ async fn busy_sessions_open_requests_and_stream_caps_are_refused_clearly() {
             .heartbeat(Duration::from_millis(50)),
     )
     .await;
-    let (_, created) = request(
-        addr,
-        "POST",
-        "/sessions",
-        Some(r#"{"workflow":"ticks","input":"a b"}"#),
-    )
-    .await;
-    let session = created["session"].as_str().unwrap().to_owned();
+    let session = start(addr, "a b").await;
 
     // A second input while the turn runs: 409, nothing recorded.
     let (status, busy) = request(
@@ -596,15 +589,7 @@ async fn busy_sessions_open_requests_and_stream_caps_are_refused_clearly() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_fork_inside_an_agent_call_runs_the_call_again_and_finishes() {
     let addr = serve(host(Duration::ZERO), ServerOptions::default()).await;
-    let (status, created) = request(
-        addr,
-        "POST",
-        "/sessions",
-        Some(r#"{"workflow":"ticks","input":"one two three"}"#),
-    )
-    .await;
-    assert_eq!(status, 202, "{created}");
-    let session = created["session"].as_str().unwrap().to_owned();
+    let session = start(addr, "one two three").await;
     let parent = wait_idle(addr, &session).await;
     assert_eq!(parent["status"], "idle", "{parent}");
     let page = events_of(addr, &session).await;
@@ -1087,15 +1072,7 @@ async fn the_session_list_is_searched_filtered_and_paged_over_http() {
     let addr = serve(host(Duration::ZERO), ServerOptions::default()).await;
     let mut sessions = Vec::new();
     for text in ["three little words", "ask", "two words"] {
-        let (status, started) = request(
-            addr,
-            "POST",
-            "/sessions",
-            Some(&json!({ "workflow": "ticks", "input": text }).to_string()),
-        )
-        .await;
-        assert_eq!(status, 202, "{started}");
-        let id = started["session"].as_str().unwrap().to_owned();
+        let id = start(addr, text).await;
         wait_idle(addr, &id).await;
         sessions.push(id);
     }
@@ -1142,14 +1119,7 @@ async fn the_session_list_is_searched_filtered_and_paged_over_http() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_fork_from_the_page_takes_an_input_or_an_edited_state_and_is_compared_with_its_parent() {
     let addr = serve(host(Duration::ZERO), ServerOptions::default()).await;
-    let (_, created) = request(
-        addr,
-        "POST",
-        "/sessions",
-        Some(r#"{"workflow":"ticks","input":"one two"}"#),
-    )
-    .await;
-    let parent = created["session"].as_str().unwrap().to_owned();
+    let parent = start(addr, "one two").await;
     wait_idle(addr, &parent).await;
 
     // Forked before the first input (position 1: after `workflow:started`): another input
@@ -1263,14 +1233,7 @@ async fn a_session_recorded_by_other_code_says_so_and_one_recorded_by_this_code_
         ServerOptions::default(),
     )
     .await;
-    let (_, created) = request(
-        addr,
-        "POST",
-        "/sessions",
-        Some(r#"{"workflow":"ticks","input":"one two"}"#),
-    )
-    .await;
-    let today = created["session"].as_str().unwrap().to_owned();
+    let today = start(addr, "one two").await;
     wait_idle(addr, &today).await;
     let (status, summary) = request(addr, "GET", &format!("/sessions/{today}"), None).await;
     assert_eq!(status, 200, "{summary}");
@@ -1312,14 +1275,7 @@ async fn a_fork_runs_with_a_provider_the_server_offers_and_another_name_is_refus
     assert_eq!(status, 200, "{offered}");
     assert_eq!(offered, json!({ "providers": [{ "name": "other" }] }));
 
-    let (_, created) = request(
-        addr,
-        "POST",
-        "/sessions",
-        Some(r#"{"workflow":"ticks","input":"one two three"}"#),
-    )
-    .await;
-    let parent = created["session"].as_str().unwrap().to_owned();
+    let parent = start(addr, "one two three").await;
     wait_idle(addr, &parent).await;
     // Forked before the input, with another input and the other model: the other model
     // answers the fork's call.
