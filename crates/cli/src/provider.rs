@@ -33,10 +33,10 @@ pub struct ProviderArgs {
     pub provider: Option<ProviderKind>,
     /// The model (default: the provider's default model).
     #[arg(long, requires = "provider")]
-    pub(crate) model: Option<String>,
+    pub model: Option<String>,
     /// The API's base URL (e.g. `http://localhost:11434/v1` for Ollama).
     #[arg(long, requires = "provider")]
-    pub(crate) base_url: Option<String>,
+    pub base_url: Option<String>,
 }
 
 impl ProviderArgs {

@@ -213,8 +213,7 @@ fn paths() -> Value {
         "202",
         ok("the turn runs on in the server", schema("Accepted")),
     );
-    #[allow(unused_mut)]
-    let mut paths = json!({
+    let paths = json!({
         "/health": { "get": public(operation("Health", vec![], None, ("200", ok("ok", json!({ "type": "object" }))), &[])) },
         "/providers": { "get": operation("The providers a fork may run with, by name (configured by the operator)", vec![], None, ("200", ok("their names", json!({ "type": "object", "required": ["providers"], "properties": { "providers": { "type": "array", "items": { "type": "object", "required": ["name"], "properties": { "name": { "type": "string" } } } } } }))), &["401"]) },
         "/openapi.json": { "get": public(operation("This document", vec![], None, ("200", ok("the document", json!({ "type": "object" }))), &[])) },
@@ -307,6 +306,13 @@ fn paths() -> Value {
         } },
     });
     #[cfg(feature = "eval")]
+    let paths = with_experiments(paths);
+    paths
+}
+
+/// `paths` with `GET /experiments` and `GET /experiments/{name}` (feature `eval`).
+#[cfg(feature = "eval")]
+fn with_experiments(mut paths: Value) -> Value {
     if let Some(paths) = paths.as_object_mut() {
         paths.extend(experiment_paths());
     }

@@ -53,11 +53,14 @@ pub(crate) fn build(state: Arc<AppState>) -> Router {
         .route("/sessions/{id}/compare", get(compare))
         .route("/sessions/{id}/messages", get(messages))
         .route("/sessions/{id}/fork", post(fork))
-        .route("/providers", get(providers))
-        .layer(TimeoutLayer::with_status_code(
-            StatusCode::REQUEST_TIMEOUT,
-            state.options.request_timeout,
-        ));
+        .route("/providers", get(providers));
+    // The store's experiments are ordinary requests too: under the same timeout.
+    #[cfg(feature = "eval")]
+    let timed = timed.merge(crate::experiments::routes());
+    let timed = timed.layer(TimeoutLayer::with_status_code(
+        StatusCode::REQUEST_TIMEOUT,
+        state.options.request_timeout,
+    ));
     // Event streams live as long as their client: no timeout.
     let streaming = Router::new()
         .route("/sessions/{id}/events", get(events))
@@ -65,8 +68,6 @@ pub(crate) fn build(state: Arc<AppState>) -> Router {
         .route("/api/chat/{id}/stream", get(crate::chat::resume))
         .route("/api/workflow", post(crate::frames::post));
     let router = timed.merge(streaming);
-    #[cfg(feature = "eval")]
-    let router = router.merge(crate::experiments::routes());
     #[cfg(feature = "platform")]
     let router = match &state.options.platform {
         Some(platform) => router.merge(crate::v1::routes(platform.clone(), Arc::clone(&state))),
