@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import type { JsonPatchOperation as PatchOp, Recorded, SessionDetail as SessionSummary, StateAt } from "@openharness/client";
 import { diff } from "../src/diff";
 import { formatDuration, millisBetween } from "../src/tape";
-import { type Served, api, importJsonl, repoRoot, serve, tempDir, until } from "./serve";
+import { type Served, api, idle, importJsonl, repoRoot, serve, tempDir, until } from "./serve";
 
 const CHROMIUM = process.env.CHROMIUM ?? "/usr/bin/chromium";
 
@@ -26,12 +26,7 @@ async function record(workflow: string, input: string): Promise<string> {
   return session;
 }
 
-async function settled(session: string): Promise<SessionSummary> {
-  return until(`${session} to end its turn`, async () => {
-    const summary = await api<SessionSummary>(server.url, `sessions/${session}`);
-    return summary.status !== "running" && !summary.runningHere ? summary : undefined;
-  });
-}
+const settled = (session: string): Promise<SessionSummary> => idle<SessionSummary>(server.url, session);
 
 async function events(session: string): Promise<Recorded[]> {
   return (await api<{ events: Recorded[] }>(server.url, `sessions/${session}/events?limit=1000`)).events;

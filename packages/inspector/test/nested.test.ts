@@ -6,7 +6,7 @@
 import { type Browser, type Page, chromium } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import type { SessionDetail } from "@openharness/client";
-import { type Served, api, serve, until } from "./serve";
+import { type Served, api, idle, serve, until } from "./serve";
 
 const CHROMIUM = process.env.CHROMIUM ?? "/usr/bin/chromium";
 
@@ -14,12 +14,7 @@ let server: Served;
 let browser: Browser;
 let session: string;
 
-async function settled(id: string): Promise<SessionDetail> {
-  return until(`${id} to end its turn`, async () => {
-    const summary = await api<SessionDetail>(server.url, `sessions/${id}`);
-    return summary.status !== "running" && !summary.runningHere ? summary : undefined;
-  });
-}
+const settled = (id: string): Promise<SessionDetail> => idle<SessionDetail>(server.url, id);
 
 /** A page whose failed requests, errors and requests outside the prefix are collected. */
 async function newPage(): Promise<{ page: Page; problems: string[] }> {

@@ -11,7 +11,7 @@ import { type Browser, type Page, chromium } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import type { SessionDetail } from "@openharness/client";
 import { generateSessions } from "./many";
-import { type Served, api, importJsonl, serveForScale, tempDir, until } from "./serve";
+import { type Served, api, idle, importJsonl, serveForScale, tempDir, until } from "./serve";
 
 const CHROMIUM = process.env.CHROMIUM ?? "/usr/bin/chromium";
 const MANY = 10_000;
@@ -25,12 +25,7 @@ let chat: string;
 /** A planner-executor session waiting for its approval, about Zanzibar. */
 let planner: string;
 
-async function settled(session: string): Promise<SessionDetail> {
-  return until(`${session} to end its turn`, async () => {
-    const summary = await api<SessionDetail>(server.url, `sessions/${session}`);
-    return summary.status !== "running" && !summary.runningHere ? summary : undefined;
-  });
-}
+const settled = (session: string): Promise<SessionDetail> => idle<SessionDetail>(server.url, session);
 
 async function record(workflow: string, input: string): Promise<string> {
   const { session } = await api<{ session: string }>(server.url, "sessions", { method: "POST", body: { workflow, input } });

@@ -3,8 +3,9 @@
 // where two sessions part (`GET /sessions/{id}/compare?with=`), what differs in the event that
 // parts them and in the states just after it, and the events that follow on each side.
 
-import type { OpenHarnessClient, Recorded, SessionComparison, SessionSummary } from "@openharness/client";
+import type { JsonPatchOperation, OpenHarnessClient, Recorded, SessionComparison, SessionSummary } from "@openharness/client";
 import { el } from "../tree";
+import { opsList } from "./patch";
 import { noun, summarize } from "./timeline";
 
 /** How far up a chain of parents is followed. */
@@ -161,23 +162,11 @@ function sideView(
 function patchView(title: string, patch: unknown): HTMLElement {
   const box = el("div", "compare-patch");
   box.append(el("div", "compare-patch-title", title));
-  const ops = Array.isArray(patch) ? (patch as { op: string; path: string; value?: unknown }[]) : [];
+  const ops = Array.isArray(patch) ? (patch as JsonPatchOperation[]) : [];
   if (ops.length === 0) {
     box.append(el("div", "hint", "no difference"));
     return box;
   }
-  const list = el("ol", "ops");
-  for (const op of ops.slice(0, 100)) {
-    const item = el("li", `op ${op.op}`);
-    item.append(el("span", "opname", op.op), el("span", "path", op.path || "(root)"));
-    if ("value" in op) item.append(el("code", "value", cut(JSON.stringify(op.value))));
-    list.append(item);
-  }
-  box.append(list);
-  if (ops.length > 100) box.append(el("div", "hint", `+${ops.length - 100} more operations`));
+  box.append(...opsList(ops, 100));
   return box;
-}
-
-function cut(text: string): string {
-  return text.length > 300 ? text.slice(0, 300) + "…" : text;
 }

@@ -13,10 +13,17 @@ export function renderPatch(box: HTMLElement, patch: readonly JsonPatchOperation
     box.replaceChildren(el("div", "hint", position === 0 ? "Position 0 has no event." : "This event did not change the state."));
     return;
   }
-  const list = el("ol", "ops");
   const shown = patch.slice(0, 200);
-  const old = before ? oldValues(before.state, shown) : [];
-  shown.forEach((op, i) => {
+  box.replaceChildren(...opsList(patch, 200, before ? oldValues(before.state, shown) : []));
+}
+
+/**
+ * The operations as a list — the first `most`, long values cut, each replaced or removed value
+ * (`old[i]`, when known) beside the new one — and a hint counting the rest.
+ */
+export function opsList(ops: readonly JsonPatchOperation[], most: number, old: readonly unknown[] = []): HTMLElement[] {
+  const list = el("ol", "ops");
+  ops.slice(0, most).forEach((op, i) => {
     const item = el("li", `op ${op.op}`);
     item.append(el("span", "opname", op.op), el("span", "path", op.path || "(root)"));
     const values = el("span", "values");
@@ -26,8 +33,7 @@ export function renderPatch(box: HTMLElement, patch: readonly JsonPatchOperation
     item.append(values);
     list.append(item);
   });
-  box.replaceChildren(list);
-  if (patch.length > 200) box.append(el("div", "hint", `+${patch.length - 200} more operations`));
+  return ops.length > most ? [list, el("div", "hint", `+${ops.length - most} more operations`)] : [list];
 }
 
 function cut(text: string): string {

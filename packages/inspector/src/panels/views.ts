@@ -2,7 +2,7 @@
 // the chat at the cursor, the lineage with a fork form, and the comparison with the parent (or
 // a session picked in the lineage). Each view reads only while it is shown.
 
-import type { OpenHarnessClient, SessionComparison } from "@openharness/client";
+import type { ForkChange, OpenHarnessClient, SessionComparison } from "@openharness/client";
 import { el } from "../tree";
 import { ChatPanel } from "./chat";
 import { type Following, readFollowing, readLineage, renderComparison, renderLineage } from "./lineage";
@@ -228,8 +228,8 @@ export class DetailViews {
  * What the fork form asks: another input (when not blank), a state edit (a JSON merge patch: an
  * object; anything else is refused with the reason) and another provider (when one is chosen).
  */
-export function forkChange(input: string, stateEdit: string, provider = ""): { input?: string; stateEdit?: Record<string, unknown>; provider?: string } {
-  const change: { input?: string; stateEdit?: Record<string, unknown>; provider?: string } = {};
+export function forkChange(input: string, stateEdit: string, provider = ""): ForkChange {
+  const change: ForkChange = {};
   if (input.trim() !== "") change.input = input;
   if (stateEdit.trim() !== "") {
     let parsed: unknown;
