@@ -183,6 +183,16 @@ async fn a_host_runs_continues_forks_and_reads_any_registered_workflow() {
     assert_eq!(grown.state["notes"], serde_json::json!(["A", "B", "C"]));
 }
 
+/// The ids `host` lists.
+async fn listed_ids(host: &Host) -> Vec<SessionId> {
+    host.sessions()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|s| s.id)
+        .collect()
+}
+
 #[tokio::test]
 async fn unlisted_sessions_are_left_out_of_lists_and_still_read_by_id() {
     let store = MemoryStore::new();
@@ -193,14 +203,10 @@ async fn unlisted_sessions_are_left_out_of_lists_and_still_read_by_id() {
         .workflow(notes("notes", Duration::ZERO))
         .unwrap()
         .unlisted(internal.session.clone());
-    let ids: Vec<SessionId> = host
-        .sessions()
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|s| s.id)
-        .collect();
-    assert_eq!(ids, std::slice::from_ref(&listed.session));
+    assert_eq!(
+        listed_ids(&host).await,
+        std::slice::from_ref(&listed.session)
+    );
     assert_eq!(
         host.session(&internal.session).await.unwrap().len,
         internal.len
@@ -219,14 +225,10 @@ async fn unlisted_sessions_are_left_out_of_lists_and_still_read_by_id() {
         .await
         .unwrap();
     let host = host.unlisted_prefix("eval:");
-    let ids: Vec<SessionId> = host
-        .sessions()
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|s| s.id)
-        .collect();
-    assert_eq!(ids, std::slice::from_ref(&listed.session));
+    assert_eq!(
+        listed_ids(&host).await,
+        std::slice::from_ref(&listed.session)
+    );
     let page = host
         .query_sessions(&openharness_host::SessionQuery::default())
         .await
