@@ -156,7 +156,7 @@ export class ExperimentsView {
   /** Shows the button when the server serves experiments (a server without them answers 404). */
   async probe(): Promise<void> {
     try {
-      this.list = await this.client().experiments();
+      await this.client().experiments();
       this.$.button.hidden = false;
     } catch {
       this.$.button.hidden = true;
