@@ -3,7 +3,7 @@
 //! 1. Overhead: the race shape (a planner, then N = 2 000 executor calls, on the durable
 //!    redb store; see [`crate::race`]) run with live export to a collector on 127.0.0.1
 //!    (on a runtime of its own, as a collector would be a process of its own) against the same
-//!    run without, in 15 rounds of one each, each side first in every other round; the figure
+//!    run without, in 21 rounds of one each, each side first in every other round; the figure
 //!    is the median of the rounds' ratios (the two runs of a round share the disk's state of
 //!    the moment, which drifts more between rounds than the export costs), with the median
 //!    wall times beside it (the flush after the run is shown apart). Goal: ≤ 1.05×.
@@ -31,7 +31,7 @@ use crate::report::Row;
 type Fallible<T> = Result<T, Box<dyn Error>>;
 
 const TASKS: u64 = 2_000;
-const ROUNDS: usize = 15;
+const ROUNDS: usize = 21;
 const BURST_RATE: u64 = 10_000;
 const BURST_SECONDS: u64 = 3;
 

@@ -258,21 +258,27 @@ impl LiveExport {
     }
 }
 
-/// Lowers the calling thread's scheduling priority (Linux `nice` 10, this thread alone), so
-/// the worker maps and sends in the time the run leaves free and never takes a core from it;
-/// elsewhere, or when refused, it runs at normal priority.
+/// Puts the calling thread under Linux's `SCHED_IDLE` policy (this thread alone), so the
+/// worker maps and sends only in the time the run leaves free: any other thread that wakes
+/// takes the core from it at once. On a machine kept fully busy the worker waits; its queue
+/// then fills, drops and reads back later (spans late, not lost). Elsewhere, or when refused,
+/// it runs at normal priority.
 fn yield_to_the_run() {
     #[cfg(target_os = "linux")]
-    if let Err(err) =
-        rustix::process::setpriority_process(Some(rustix::thread::gettid()), WORKER_NICE)
     {
-        tracing::debug!(%err, "the OpenTelemetry export runs at normal priority");
+        use thread_priority::{
+            NormalThreadSchedulePolicy, ThreadPriority, ThreadSchedulePolicy,
+            set_thread_priority_and_policy, thread_native_id,
+        };
+        if let Err(err) = set_thread_priority_and_policy(
+            thread_native_id(),
+            ThreadPriority::Min,
+            ThreadSchedulePolicy::Normal(NormalThreadSchedulePolicy::Idle),
+        ) {
+            tracing::debug!(?err, "the OpenTelemetry export runs at normal priority");
+        }
     }
 }
-
-/// The worker thread's `nice` value on Linux (0 is normal, 19 the lowest).
-#[cfg(target_os = "linux")]
-const WORKER_NICE: i32 = 10;
 
 /// The wrapper [`LiveExport::store`] returns.
 struct ExportingStore {
