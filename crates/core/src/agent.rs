@@ -66,8 +66,9 @@ pub trait Agent: Send + Sync + 'static {
         None
     }
 
-    /// The tools its model may call (none by default). Called once, when the agent is added
-    /// to a workflow.
+    /// The tools its model may call (none by default). Asked at each activation, so tools
+    /// that change while a workflow runs are offered as they are then (an MCP server's, listed
+    /// again after its `tools/list_changed`); keep it cheap (clone a list built once).
     fn tools(&self) -> Vec<Arc<dyn Tool>> {
         Vec::new()
     }
@@ -272,7 +273,6 @@ pub(crate) struct Erased<A: Agent> {
     /// The schema compiled for local validation (`None` if it does not compile, in which case
     /// only deserialization checks the output).
     validator: Option<jsonschema::Validator>,
-    tools: Toolbox,
     reply: Result<Option<String>, String>,
 }
 
@@ -284,13 +284,11 @@ impl<A: Agent> Erased<A> {
                 tracing::warn!(agent = A::NAME, error = %err, "the output schema does not compile; output is checked by deserialization only");
             })
             .ok();
-        let tools = Toolbox::new(agent.tools());
         let reply = agent.reply().pointer(&schema);
         Self {
             agent,
             schema,
             validator,
-            tools,
             reply,
         }
     }
@@ -353,24 +351,27 @@ impl<A: Agent> ErasedAgent<A::State> for Erased<A> {
                     self.agent.prompt(state, &typed),
                     self.agent.images(state, &typed),
                     self.agent.reasoning(state, &typed),
+                    Toolbox::new(self.agent.tools()),
                 )
             })
         });
         match built {
-            Ok(Some((system, messages, prompt, images, reasoning))) => Some(Ok(Activation {
-                system,
-                messages,
-                prompt,
-                model: self.agent.model().map(str::to_owned),
-                tools: self.tools.clone(),
-                max_turns: self.agent.max_turns().max(1),
-                images,
-                reasoning,
-                reply: self.reply.clone().ok().flatten(),
-            })),
+            Ok(Some((system, messages, prompt, images, reasoning, tools))) => {
+                Some(Ok(Activation {
+                    system,
+                    messages,
+                    prompt,
+                    model: self.agent.model().map(str::to_owned),
+                    tools,
+                    max_turns: self.agent.max_turns().max(1),
+                    images,
+                    reasoning,
+                    reply: self.reply.clone().ok().flatten(),
+                }))
+            }
             Ok(None) => None,
             Err(panic) => Some(Err(format!(
-                "agent `{}` panicked building its prompt: {}",
+                "agent `{}` panicked building its prompt or tools: {}",
                 A::NAME,
                 panic_message(panic.as_ref())
             ))),
@@ -410,13 +411,21 @@ impl<A: Agent> ErasedAgent<A::State> for Erased<A> {
             );
         }
         let (system, messages, images, reasoning) = derived.unwrap_or_default();
+        let tools = quietly(|| Toolbox::new(self.agent.tools())).unwrap_or_else(|panic| {
+            tracing::warn!(
+                agent = A::NAME,
+                "the tools of a resumed call panicked: {}; it runs without tools",
+                panic_message(panic.as_ref())
+            );
+            Toolbox::default()
+        });
         Activation {
             // A recorded system prompt is kept if it cannot be derived again.
             system: system.or_else(|| started.system.clone()),
             messages,
             prompt: started.prompt.clone(),
             model: started.model.clone(),
-            tools: self.tools.clone(),
+            tools,
             max_turns: self.agent.max_turns().max(1),
             images,
             reasoning,

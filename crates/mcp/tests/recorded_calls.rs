@@ -1,7 +1,8 @@
 //! An agent on the scripted model calls a real MCP server's tool (the Python SDK's server, over
 //! stdio): the call is recorded with the server's name, and stepping through the recording, a
 //! cassette re-execution and a fork's prefix read it from the log — the server counts its calls,
-//! and none of those reaches it. Only a fork's new suffix calls it again.
+//! and none of those reaches it. Only a fork's new suffix calls it again. A tool the server adds
+//! while the workflow runs reaches the agent at its next call.
 #![allow(clippy::unwrap_used, missing_docs)]
 
 mod common;
@@ -47,9 +48,9 @@ struct Answer {
     text: String,
 }
 
-/// Answers sums with the MCP server's `add`.
+/// Answers sums with the MCP server's `add` (and any tool the server offers when it is asked).
 struct Calculator {
-    tools: Vec<Arc<dyn Tool>>,
+    server: McpClient,
 }
 
 impl Agent for Calculator {
@@ -60,7 +61,8 @@ impl Agent for Calculator {
     const EMITS: &'static [&'static str] = &[AnswerGiven::NAME];
 
     fn tools(&self) -> Vec<Arc<dyn Tool>> {
-        self.tools.clone()
+        // Asked at each activation: the server's tools as last listed.
+        self.server.tools()
     }
 
     fn prompt(&self, _desk: &Desk, input: &UserInput) -> String {
@@ -82,7 +84,7 @@ fn workflow(store: &MemoryStore, client: &McpClient, provider: ScriptedProvider)
     Workflow::builder("desk")
         .initial_state(Desk::default())
         .agent(Calculator {
-            tools: client.tools(),
+            server: client.clone(),
         })
         .store(store.clone())
         .provider(provider)
@@ -196,4 +198,40 @@ async fn a_failing_server_tool_is_an_error_result_the_run_survives() {
         .unwrap();
     assert!(result.is_error);
     assert_eq!(calls.seen(), ["fail"]);
+}
+
+#[tokio::test]
+async fn a_tool_the_server_adds_reaches_the_agent_at_its_next_call() {
+    let calls = Calls::new();
+    let client = McpClient::connect(&counting_stdio(&calls)).await.unwrap();
+    let store = MemoryStore::new();
+    // `grow` makes the server add `grown` and send `tools/list_changed`.
+    let grow = Reply::output(json!({ "text": "grew" })).run_tool("call-1", "grow", json!({}));
+    let use_grown = Reply::output_with(|results| json!({ "text": results[0]["result"].clone() }))
+        .run_tool("call-2", "grown", json!({ "text": "up" }));
+    let live = workflow(
+        &store,
+        &client,
+        ScriptedProvider::new()
+            .respond("calculator", grow)
+            .respond("calculator", use_grown),
+    );
+    let listings = client.listings();
+    let first = live.run(RunOptions::new().input("grow")).await.unwrap();
+    assert_eq!(first.state.answers, ["grew"]);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while client.listings() == listings {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the tools were never listed again"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    // The same workflow, the same agent: its next call is offered the new tool.
+    let second = live
+        .send(&first.session, "use it", RunOptions::new())
+        .await
+        .unwrap();
+    assert_eq!(second.state.answers, ["grew", "UP"]);
+    assert_eq!(calls.seen(), ["grow", "grown"]);
 }
