@@ -32,6 +32,11 @@ pub(crate) enum OtelCommand {
         /// Include content: prompts, outputs, tool arguments and results (off by default).
         #[arg(long)]
         content: bool,
+        /// Mark every span `openharness.replay = true` (for sessions that re-ran a recording,
+        /// so a backend does not count them as production traffic). Calls a cassette answered
+        /// are marked whether or not this is given.
+        #[arg(long)]
+        replay: bool,
         /// The sessions to export.
         #[arg(required = true, value_name = "SESSION")]
         sessions: Vec<String>,
@@ -43,6 +48,7 @@ pub(crate) async fn run(command: OtelCommand, context: &Context) -> Result<(), C
         OtelCommand::Export {
             endpoint,
             content,
+            replay,
             sessions,
         } => {
             let endpoint = match endpoint {
@@ -59,7 +65,7 @@ pub(crate) async fn run(command: OtelCommand, context: &Context) -> Result<(), C
                 store.as_ref(),
                 &sessions,
                 &collector,
-                SpanOptions::default().content(content),
+                SpanOptions::default().content(content).replay(replay),
             )
             .await?;
             writeln!(

@@ -1,7 +1,7 @@
 //! `openharness` and OpenTelemetry, against a collector on 127.0.0.1: with
 //! OTEL_EXPORTER_OTLP_ENDPOINT set, `demo` exports its session live; `otel export` sends the same
-//! spans again (same ids) and says how many; without an endpoint, or to a collector that refuses,
-//! it fails with one clear line.
+//! spans again (same ids) and says how many, marked as a replay with `--replay`; without an endpoint, or to a collector that refuses,
+//! it fails with one clear line. `serve` exports the sessions it records as they are recorded.
 #![allow(clippy::unwrap_used, missing_docs)]
 
 use std::collections::BTreeSet;
@@ -9,6 +9,8 @@ use std::path::Path;
 use std::process::{Command, Output};
 
 use openharness_otel::testing::Receiver;
+
+mod serving;
 
 fn openharness(dir: &Path, endpoint: Option<&str>, args: &[&str]) -> Output {
     let mut command = Command::new(env!("CARGO_BIN_EXE_openharness"));
@@ -63,6 +65,17 @@ async fn demo_exports_live_and_otel_export_sends_the_same_spans_again() {
     );
     assert!(names.contains("invoke_agent planner"), "{names:?}");
     assert!(names.contains("invoke_agent executor"), "{names:?}");
+    // The demo's model is the scripted one: its calls name it; nothing is marked a replay.
+    for span in live.iter().filter(|s| s.name.starts_with("invoke_agent")) {
+        assert_eq!(
+            span.attribute("gen_ai.provider.name").as_deref(),
+            Some("scripted")
+        );
+    }
+    assert!(
+        live.iter()
+            .all(|s| s.attribute("openharness.replay").is_none())
+    );
 
     let dir2 = dir.clone();
     let sessions =
@@ -110,6 +123,33 @@ async fn demo_exports_live_and_otel_export_sends_the_same_spans_again() {
         "the same spans, live and after the fact"
     );
 
+    // `--replay` marks every span of the export.
+    let (dir2, base2, session2) = (dir.clone(), base.clone(), session.clone());
+    tokio::task::spawn_blocking(move || {
+        ok(&openharness(
+            &dir2,
+            None,
+            &[
+                "otel",
+                "export",
+                "--replay",
+                "--endpoint",
+                &base2,
+                &session2,
+            ],
+        ))
+    })
+    .await
+    .unwrap();
+    let replayed = receiver.spans();
+    let replayed = &replayed[2 * live.len()..];
+    assert_eq!(replayed.len(), live.len());
+    assert!(
+        replayed
+            .iter()
+            .all(|s| s.attribute("openharness.replay").as_deref() == Some("true"))
+    );
+
     // No endpoint: one clear line.
     let (dir2, session2) = (dir.clone(), session.clone());
     let failed = tokio::task::spawn_blocking(move || {
@@ -142,4 +182,77 @@ async fn demo_exports_live_and_otel_export_sends_the_same_spans_again() {
         stderr.contains("did not accept") && stderr.contains(&base),
         "{stderr}"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_exports_live_the_sessions_it_records() {
+    use std::io::{Read, Write};
+
+    let receiver = Receiver::start().await;
+    let base = receiver
+        .endpoint()
+        .url()
+        .trim_end_matches("/v1/traces")
+        .to_owned();
+    let dir = tempfile::tempdir().unwrap();
+    let mut command = Command::new(env!("CARGO_BIN_EXE_openharness"));
+    command
+        .args(["serve", "--addr", "127.0.0.1:0", "--chat-workflow", "chat"])
+        .current_dir(dir.path())
+        .env_remove("OPENHARNESS_STORE")
+        .env_remove("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+        .env("OTEL_EXPORTER_OTLP_ENDPOINT", &base);
+    let (mut server, port, _) = tokio::task::spawn_blocking(move || serving::start_serve(command))
+        .await
+        .unwrap();
+    let answered = tokio::task::spawn_blocking(move || {
+        let body = r#"{"id":"0190a8c4-5f00-7000-8000-0000000011e7","trigger":"submit-message","messages":[{"id":"m1","role":"user","parts":[{"type":"text","text":"Hi there"}]}]}"#;
+        let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+        write!(
+            stream,
+            "POST /api/chat HTTP/1.1\r\nhost: 127.0.0.1\r\nconnection: close\r\n\
+             content-type: application/json\r\ncontent-length: {}\r\n\r\n{body}",
+            body.len()
+        )
+        .unwrap();
+        let mut response = String::new();
+        stream.read_to_string(&mut response).unwrap();
+        response
+    })
+    .await
+    .unwrap();
+    assert!(answered.starts_with("HTTP/1.1 200"), "{answered}");
+    // The server keeps running: the spans arrive while it serves (the worker sends what it
+    // closed every half second), not at its shutdown.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let spans = loop {
+        let spans = receiver.spans();
+        let names: BTreeSet<String> = spans.iter().map(|s| s.name.clone()).collect();
+        if names.contains("invoke_workflow chat")
+            && names.iter().any(|n| n.starts_with("invoke_agent"))
+        {
+            break spans;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "serve exported no turn within 20 s: {names:?}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    };
+    let turn = spans
+        .iter()
+        .find(|s| s.name == "invoke_workflow chat")
+        .unwrap();
+    assert_eq!(
+        turn.attribute("gen_ai.conversation.id").as_deref(),
+        Some("0190a8c4-5f00-7000-8000-0000000011e7")
+    );
+    let agent = spans
+        .iter()
+        .find(|s| s.name.starts_with("invoke_agent"))
+        .unwrap();
+    assert_eq!(agent.parent_span_id, turn.span_id);
+    assert_eq!(agent.trace_id, turn.trace_id);
+    server.kill().unwrap();
+    server.wait().unwrap();
 }

@@ -141,6 +141,11 @@ builtin_event!(
     /// The model it was asked to use, if it named one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     model: Option<String>,
+    /// The provider asked ([`crate::Provider::name`]: `anthropic`, `openai`, `scripted`,
+    /// `cassette` for a call answered from a recording…); absent in recordings made before
+    /// it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    provider: Option<String>,
     /// The system prompt it was given, if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     system: Option<String>,

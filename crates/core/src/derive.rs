@@ -70,8 +70,8 @@ pub(crate) enum Unrecorded {
     Start {
         /// The agent's name.
         agent: String,
-        /// What its `agent:started` records.
-        started: AgentStarted,
+        /// What its `agent:started` records (boxed: the variant would dwarf the other).
+        started: Box<AgentStarted>,
         /// The event that activated it.
         trigger: Envelope,
     },
@@ -93,7 +93,7 @@ enum Expected {
     Event(Pending),
     Start {
         agent: String,
-        started: AgentStarted,
+        started: Box<AgentStarted>,
     },
 }
 
@@ -1007,9 +1007,10 @@ impl<'w, S: WorkflowState> Tail<'w, S> {
                         let name = agent.spec().name.to_owned();
                         consequences.push_back(Expected::Start {
                             agent: name.clone(),
-                            started: AgentStarted {
+                            started: Box::new(AgentStarted {
                                 agent: name,
                                 model: activation.model,
+                                provider: None,
                                 system: activation.system,
                                 messages: activation
                                     .messages
@@ -1018,7 +1019,7 @@ impl<'w, S: WorkflowState> Tail<'w, S> {
                                     .collect(),
                                 prompt: activation.prompt,
                                 reply: activation.reply,
-                            },
+                            }),
                         });
                     }
                 }
@@ -1155,7 +1156,7 @@ impl<'w, S: WorkflowState> Tail<'w, S> {
                 match call.trigger {
                     Some(trigger) => unrecorded.push(Unrecorded::Start {
                         agent: call.started.agent.clone(),
-                        started: call.started,
+                        started: Box::new(call.started),
                         trigger,
                     }),
                     None => {

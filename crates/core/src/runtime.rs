@@ -555,7 +555,7 @@ impl<S: WorkflowState> Run<'_, S> {
                     started,
                     trigger,
                 } => {
-                    if let Some(reason) = self.start_again(&cut, &agent, started, trigger, limits) {
+                    if let Some(reason) = self.start_again(&cut, &agent, *started, trigger, limits) {
                         return Some(reason);
                     }
                 }
@@ -911,6 +911,7 @@ impl<S: WorkflowState> Run<'_, S> {
         let started = AgentStarted {
             agent: agent.spec().name.to_owned(),
             model: activation.model.clone(),
+            provider: Some(provider.name().to_owned()),
             system: activation.system.clone(),
             messages: activation
                 .messages

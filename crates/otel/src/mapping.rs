@@ -93,6 +93,8 @@ struct OpenAgent {
     agent: String,
     trigger: Option<EventId>,
     model: Option<String>,
+    /// The recorded provider (`agent:started`'s), when there is one.
+    provider: Option<String>,
     chat: Option<Open>,
     chats: u32,
     tools: Vec<(String, Open)>,
@@ -480,6 +482,11 @@ impl SessionSpans {
             span.attributes
                 .push(KeyValue::new("gen_ai.request.model", model.clone()));
         }
+        push_provider(
+            &mut span.attributes,
+            started.provider.as_deref(),
+            self.options.replay,
+        );
         // The same call (agent and trigger) started again: a resumed session runs again a call
         // its dead process left unfinished.
         if !self.calls.insert((started.agent.clone(), trigger)) {
@@ -492,6 +499,7 @@ impl SessionSpans {
             agent: started.agent.clone(),
             trigger,
             model: started.model.clone(),
+            provider: started.provider.clone(),
             chat: None,
             chats: 0,
             tools: Vec::new(),
@@ -541,6 +549,11 @@ impl SessionSpans {
             span.attributes
                 .push(KeyValue::new("llm.model_name", model.clone()));
         }
+        push_provider(
+            &mut span.attributes,
+            agent.provider.as_deref(),
+            self.options.replay,
+        );
         span
     }
 
@@ -807,6 +820,28 @@ fn unfinished(mut span: Span, time: DateTime<Utc>) -> Span {
 fn count(n: u64) -> i64 {
     i64::try_from(n).unwrap_or(i64::MAX)
 }
+
+/// `gen_ai.provider.name` (and OpenInference's `llm.provider`) for a call recorded as asked of
+/// `provider`, named as the GenAI conventions name providers (the `claude` CLI talks to
+/// Anthropic's models: `anthropic`). A call the cassette answered from a recording was a
+/// replay: `openharness.replay`, unless the whole export is marked so already.
+fn push_provider(attributes: &mut Vec<KeyValue>, provider: Option<&str>, marked: bool) {
+    let Some(provider) = provider else {
+        return;
+    };
+    let named = match provider {
+        "claude-cli" => "anthropic",
+        other => other,
+    };
+    attributes.push(KeyValue::new("gen_ai.provider.name", named.to_owned()));
+    attributes.push(KeyValue::new("llm.provider", named.to_owned()));
+    if provider == CASSETTE && !marked {
+        attributes.push(KeyValue::new("openharness.replay", true));
+    }
+}
+
+/// The name the tape's cassette provider records (`openharness_tape::CassetteProvider`).
+const CASSETTE: &str = "cassette";
 
 #[cfg(test)]
 mod tests;

@@ -823,10 +823,12 @@ fn shape(event: &Envelope, ids: &HashMap<EventId, u64>) -> EventShape {
         Some(Ok(Builtin::WorkflowStarted(started))) => {
             serde_json::json!({ "workflow": started.workflow })
         }
-        // Where the reply is in the output tells chat clients what to show, not what ran;
-        // recordings made before it was recorded replay the same.
+        // Where the reply is in the output tells chat clients what to show, not what ran, and
+        // a re-execution's calls are answered by the cassette, not by the provider that was
+        // recorded; recordings made before either was recorded replay the same.
         Some(Ok(Builtin::AgentStarted(mut started))) => {
             started.reply = None;
+            started.provider = None;
             serde_json::to_value(&started).map_or_else(
                 |_| ids_as_seqs(&event.payload, ids),
                 |p| ids_as_seqs(&p, ids),

@@ -508,3 +508,78 @@ fn concurrent_calls_of_one_agent_are_told_apart_by_their_trigger() {
         Some(&Value::I64(2))
     );
 }
+
+#[test]
+fn the_recorded_provider_names_the_calls_and_a_cassettes_answers_are_replays() {
+    let input = EventId::from_uuid(uuid_of(1));
+    let call = |n: u128, provider: &str| {
+        [
+            event(
+                n,
+                n as i64,
+                "agent:started",
+                json!({ "agentName": "planner", "provider": provider, "model": "m", "prompt": "p" }),
+                Some(input),
+            ),
+            event(
+                n + 1,
+                n as i64 + 1,
+                "agent:completed",
+                json!({ "agentName": "planner", "outcome": "success", "usage": { "inputTokens": 1, "outputTokens": 1 } }),
+                Some(input),
+            ),
+        ]
+    };
+    let mut events = vec![event(
+        0,
+        0,
+        "workflow:started",
+        json!({ "workflow": "triage" }),
+        None,
+    )];
+    events.extend(call(1, "anthropic"));
+    events.extend(call(3, "claude-cli"));
+    events.extend(call(5, "cassette"));
+    // A call recorded before providers were: no provider attribute at all.
+    events.push(event(
+        7,
+        7,
+        "agent:started",
+        json!({ "agentName": "planner", "prompt": "p" }),
+        Some(input),
+    ));
+    let spans = SessionSpans::map(session("s-1"), &events, SpanOptions::default());
+    let named = |span: &Span| {
+        span.attribute("gen_ai.provider.name").map(|v| match v {
+            Value::String(s) => s.as_str().to_owned(),
+            other => format!("{other:?}"),
+        })
+    };
+    let calls: Vec<(&str, Option<String>, bool)> = spans
+        .iter()
+        .filter(|s| s.name.starts_with("invoke_agent") || s.name.starts_with("chat"))
+        .map(|s| {
+            (
+                if s.name.starts_with("chat") {
+                    "chat"
+                } else {
+                    "agent"
+                },
+                named(s),
+                s.attribute("openharness.replay") == Some(&Value::Bool(true)),
+            )
+        })
+        .collect();
+    let expected = |provider: Option<&str>, replay: bool| {
+        [
+            ("chat", provider.map(str::to_owned), replay),
+            ("agent", provider.map(str::to_owned), replay),
+        ]
+    };
+    let mut want = Vec::new();
+    want.extend(expected(Some("anthropic"), false));
+    want.extend(expected(Some("anthropic"), false)); // the `claude` CLI: Anthropic's models
+    want.extend(expected(Some("cassette"), true));
+    want.extend(expected(None, false));
+    assert_eq!(calls, want);
+}

@@ -410,6 +410,12 @@ export interface AgentStarted {
    */
   prompt: string;
   /**
+   * The provider asked (`crate::Provider::name`: `anthropic`, `openai`, `scripted`,
+   * `cassette` for a call answered from a recording…); absent in recordings made before
+   * it was recorded.
+   */
+  provider?: string | null;
+  /**
    * Where its chat reply is in its output: a JSON pointer (`""` the whole output, `"/reply"`
    * a field); absent when it has no text reply (and in recordings made before replies were
    * named). Chat clients stream and show that string as text.
