@@ -555,7 +555,8 @@ impl<S: WorkflowState> Run<'_, S> {
                     started,
                     trigger,
                 } => {
-                    if let Some(reason) = self.start_again(&cut, &agent, *started, trigger, limits) {
+                    if let Some(reason) = self.start_again(&cut, &agent, *started, trigger, limits)
+                    {
                         return Some(reason);
                     }
                 }
