@@ -177,6 +177,25 @@ impl<E: Subcommand> Command<E> {
                 | Self::Replay { .. }
         ) || matches!(self, Self::Mcp(crate::mcp::McpCommand::Serve(args)) if args.read_only())
     }
+
+    /// Whether the command only reads the store, so it opens the file read-only: it is never
+    /// refused by a process writing it (a running `serve`), nor refuses other readers.
+    pub(crate) fn reads_only(&self) -> bool {
+        use crate::eval::EvalCommand;
+        matches!(
+            self,
+            Self::Sessions { .. }
+                | Self::Events { .. }
+                | Self::Tape { .. }
+                | Self::Check
+                | Self::Otel(_)
+                | Self::Diff { .. }
+                | Self::Replay { .. }
+                | Self::Eval(
+                    EvalCommand::List { .. } | EvalCommand::Show { .. } | EvalCommand::Compare(_)
+                )
+        ) || matches!(self, Self::Mcp(crate::mcp::McpCommand::Serve(args)) if args.read_only())
+    }
 }
 
 /// What `sessions` lists (every option optional; they combine).

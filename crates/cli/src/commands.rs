@@ -90,15 +90,18 @@ pub enum CliError {
         /// The cause.
         source: openharness::StoreError,
     },
-    /// The redb file is held by another process (a running `serve`, say).
+    /// The redb file is being written by another process (a running `serve`, say).
     #[error(
-        "the store {path} is open in another process (a running `openharness serve`?): stop it, \
-         or read through that server with `--store http://ADDR` (sessions, events, tape, diff, \
-         export; OPENHARNESS_API_KEY for a server with API keys)"
+        "the store {path} is being written by {holders}, and one process writes a store at a \
+         time: commands that only read it (sessions, events, tape, diff, check, export) work \
+         meanwhile; to record, stop that process or send through its server \
+         (`openharness serve` answers POST /sessions and /api/chat)"
     )]
     StoreHeld {
         /// The path given.
         path: String,
+        /// Who has it open: `pid N (command line)`, or `another process`.
+        holders: String,
     },
     /// A store operation failed.
     #[error("the {operation} of {store} failed")]
@@ -210,28 +213,45 @@ impl Context {
     }
 }
 
-/// Opens the store `--store` names: a redb file, PostgreSQL for a connection string
-/// (`postgres://…` or key-value `host=… dbname=…`), or a running server (`http://…`,
-/// read-only), with any password redacted from errors.
-pub(crate) async fn open_store(path: &Path) -> Result<Arc<dyn Store>, CliError> {
+/// Opens the store `--store` names: a redb file (read-only when `reads_only`), PostgreSQL for
+/// a connection string (`postgres://…` or key-value `host=… dbname=…`), or a running server
+/// (`http://…`, read-only), with any password redacted from errors.
+pub(crate) async fn open_store(path: &Path, reads_only: bool) -> Result<Arc<dyn Store>, CliError> {
     let name = path.to_string_lossy();
     if crate::transfer::is_postgres(&name) {
         return Ok(Arc::from(crate::transfer::open(path).await?));
     }
-    let store = crate::transfer::open_any(path).await.map_err(|source| {
-        let held = matches!(&source, openharness::StoreError::Backend(err)
-            if matches!(err.downcast_ref(), Some(RedbError::AlreadyOpen { .. })));
-        if held {
-            CliError::StoreHeld {
-                path: path.display().to_string(),
+    let access = if reads_only {
+        crate::transfer::Access::Read
+    } else {
+        crate::transfer::Access::Write
+    };
+    let store = crate::transfer::open_any(path, access)
+        .await
+        .map_err(|source| {
+            let holders = match &source {
+                openharness::StoreError::Backend(err) => match err.downcast_ref() {
+                    Some(RedbError::AlreadyOpen { holders, .. }) => Some(holders.clone()),
+                    _ => None,
+                },
+                _ => None,
+            };
+            if let Some(holders) = holders {
+                CliError::StoreHeld {
+                    path: path.display().to_string(),
+                    holders: if holders.is_empty() {
+                        "another process".to_owned()
+                    } else {
+                        holders.join(", ")
+                    },
+                }
+            } else {
+                CliError::OpenStore {
+                    path: path.display().to_string(),
+                    source,
+                }
             }
-        } else {
-            CliError::OpenStore {
-                path: path.display().to_string(),
-                source,
-            }
-        }
-    })?;
+        })?;
     Ok(Arc::from(store))
 }
 

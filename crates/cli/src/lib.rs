@@ -478,7 +478,7 @@ impl<E: Subcommand + Send + 'static> Cli<E> {
             .map_err(|_| CliError::Usage("the platform log's id is not a session id".into()))?;
         // With OTEL_EXPORTER_OTLP_ENDPOINT set, what this command records is exported live
         // (`otel export` reads only, and says where it sends).
-        let opened = commands::open_store(&store).await?;
+        let opened = commands::open_store(&store, command.reads_only()).await?;
         let (opened, live) = match command {
             args::Command::Otel(_) => (opened, None),
             _ => otel::live(opened)?,

@@ -70,24 +70,49 @@ pub enum TransferCliError {
 /// `postgresql://` URL, or key-value `host=… dbname=…`), a running server for `http://…`
 /// (read-only), else a redb file.
 pub(crate) async fn open(store: &Path) -> Result<Box<dyn Store>, TransferCliError> {
+    opened(store, open_any(store, Access::Write).await)
+}
+
+/// [`open`] for reading only: a redb file opened read-only (beside a process writing it, and
+/// never created).
+async fn open_to_read(store: &Path) -> Result<Box<dyn Store>, TransferCliError> {
+    opened(store, open_any(store, Access::Read).await)
+}
+
+/// An opening's failure, naming the store (never with a password a URL carries).
+fn opened(
+    store: &Path,
+    result: Result<Box<dyn Store>, StoreError>,
+) -> Result<Box<dyn Store>, TransferCliError> {
     let name = store.to_string_lossy();
-    open_any(store)
-        .await
-        .map_err(|source| TransferCliError::Open {
-            // Never print a password that the URL carries.
-            store: openharness_store::redact_url(&name),
-            source,
-        })
+    result.map_err(|source| TransferCliError::Open {
+        // Never print a password that the URL carries.
+        store: openharness_store::redact_url(&name),
+        source,
+    })
+}
+
+/// Whether a command writes the store it opens or only reads it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Access {
+    /// It records: a redb file is opened for writing (created if missing), and refused while
+    /// another process writes it.
+    Write,
+    /// It only reads: a redb file is opened read-only, beside a process writing it.
+    Read,
 }
 
 /// The store `store` names (see [`open`]), with the store's own error.
-pub(crate) async fn open_any(store: &Path) -> Result<Box<dyn Store>, StoreError> {
+pub(crate) async fn open_any(store: &Path, access: Access) -> Result<Box<dyn Store>, StoreError> {
     let name = store.to_string_lossy();
     if is_postgres(&name) {
         let options = postgres_options()?;
         Ok(Box::new(PostgresStore::connect_with(&name, options).await?))
     } else if crate::remote::is_remote(&name) {
         Ok(Box::new(crate::remote::RemoteStore::new(&name)?))
+    } else if access == Access::Read {
+        let options = RedbOptions::default().read_only(true);
+        Ok(Box::new(RedbStore::open_with(store, options)?))
     } else {
         // The CLI's runtime is multi-threaded and never a LocalSet, so a lone writer (a run
         // recording its session) may commit on its own thread.
@@ -147,7 +172,7 @@ pub(crate) async fn run(
             let session: SessionId = session
                 .parse()
                 .map_err(|err| TransferCliError::Session(format!("{err}")))?;
-            let store = open(store).await?;
+            let store = open_to_read(store).await?;
             let mut out = std::io::BufWriter::new(out);
             // A fork's export carries its ancestors, so it imports on its own.
             jsonl::export_with_ancestors(&*store, &session, &mut out)

@@ -1,5 +1,6 @@
-//! The CLI's readers while `openharness serve` holds the redb file: the file is refused with
-//! a message that says what to do, and `--store http://ADDR` reads the same sessions through
+//! The CLI's readers while `openharness serve` writes the redb file: they read the file beside
+//! it, a command that records is refused naming the server, and `--store http://ADDR` reads
+//! the same sessions through
 //! the server (sessions, events, tape, diff, export), live ones included; writes through it
 //! are refused, and a server with API keys is read with `OPENHARNESS_API_KEY`.
 #![allow(clippy::unwrap_used, missing_docs)]
@@ -56,12 +57,18 @@ fn readers_go_through_the_server_that_holds_the_store() {
     let (mut server, port, _) = serving::start_serve(command);
     let remote = format!("http://127.0.0.1:{port}");
 
-    // The file is held: the reader is told how to get at it.
-    let held = openharness(dir.path(), &["sessions"], None);
+    // The file is written by the server: readers open it beside it and read what it reads;
+    // a command that records is refused, told who writes it.
+    let beside = openharness(dir.path(), &["sessions", "--json"], None);
+    assert!(beside.status.success(), "{}", text(&beside));
+    let beside: serde_json::Value = serde_json::from_slice(&beside.stdout).unwrap();
+    assert_eq!(beside[0]["id"], listed[0]["id"]);
+    assert_eq!(beside[0]["count"], listed[0]["count"]);
+    let held = openharness(dir.path(), &["send", &chat, "another question"], None);
     assert!(!held.status.success());
     let said = text(&held);
-    assert!(said.contains("open in another process"), "{said}");
-    assert!(said.contains("--store http://ADDR"), "{said}");
+    assert!(said.contains("is being written by pid"), "{said}");
+    assert!(said.contains("openharness serve"), "{said}");
 
     // Through the server: the same sessions, events and states.
     let through = |args: &[&str]| {

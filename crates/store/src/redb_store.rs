@@ -28,6 +28,7 @@ use crate::live::{Notifier, tail};
 mod compact;
 mod create;
 mod guard;
+mod holder;
 mod index;
 mod layout;
 mod staging;
@@ -87,14 +88,20 @@ pub enum RedbError {
         /// The I/O error.
         source: std::io::Error,
     },
-    /// The file is locked by another `RedbStore` (in this process or another one).
+    /// Another `RedbStore` (in this process or another one) writes the file: only one writes
+    /// a store at a time, while any number read it (open them with [`RedbOptions::read_only`]).
     #[error(
-        "the store {} is already open in another process (or by another RedbStore in this one)",
-        path.display()
+        "the store {} is already open for writing{}: one process writes a store at a time \
+         (readers are never refused: open it read-only)",
+        path.display(),
+        holder::describe(holders)
     )]
     AlreadyOpen {
         /// The store file.
         path: PathBuf,
+        /// The processes that have the file open, as `pid N (command line)`, when the system
+        /// tells (Linux, processes of the same user); empty otherwise.
+        holders: Vec<String>,
     },
     /// The file could not be opened as a redb database.
     #[error("cannot open the store {}", path.display())]
@@ -335,8 +342,13 @@ impl RedbOptions {
 
 /// The embedded, durable [`Store`]: every session in one redb file.
 ///
-/// Clones share the open database. Only one `RedbStore` may have a file open at a time (redb
-/// locks it); opening it again gives [`RedbError::AlreadyOpen`].
+/// Clones share the open database. One `RedbStore` writes a file at a time (redb locks it):
+/// opening it for writing again, in this process or another, gives [`RedbError::AlreadyOpen`]
+/// naming the processes that have it open. Any number of read-only stores
+/// ([`RedbOptions::read_only`]) read it meanwhile, in any process, and see each commit the
+/// writer makes — unless the writer defers durability ([`RedbDurability::Periodic`],
+/// [`RedbDurability::TurnEnd`]): redb keeps non-durable commits out of a shared file, so such
+/// a store keeps its file to itself.
 ///
 /// A stored record that does not decode, or a seq missing among a session's events, is
 /// [`StoreError::Corrupt`] with its seq; for a session's metadata record the seq is 0 and the
@@ -451,7 +463,21 @@ impl RedbStore {
     }
 
     fn open_typed(path: &Path, options: &RedbOptions) -> Result<Self, RedbError> {
-        let db = Arc::new(open_prepared(path, options.read_only, options.cache_size)?);
+        // redb shares a file with readers in other processes only when every commit is
+        // durable: a store that defers durability keeps its file to itself.
+        let sharing = match options.durability {
+            RedbDurability::EveryAppend => Sharing::Readers,
+            RedbDurability::Periodic(_) | RedbDurability::TurnEnd if !options.read_only => {
+                Sharing::Exclusive
+            }
+            RedbDurability::Periodic(_) | RedbDurability::TurnEnd => Sharing::Readers,
+        };
+        let db = Arc::new(open_prepared(
+            path,
+            options.read_only,
+            options.cache_size,
+            sharing,
+        )?);
         let health = Arc::new(Health::default());
         let writer = db.database().is_some().then(|| {
             Arc::new(Writer::start(
@@ -564,24 +590,53 @@ impl RedbStore {
     }
 }
 
-/// Opens the store file at `path` ([`open_db`]) and brings it to the store's layout, each step
-/// with a panic (redb on a damaged file) contained as [`RedbError::Damaged`].
-fn open_prepared(path: &Path, read_only: bool, cache_size: usize) -> Result<Db, RedbError> {
+/// Whether other processes may read the file while this one has it open.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Sharing {
+    /// One writer and any number of readers, in any processes (redb's
+    /// [`SingleWriter`](redb::ConcurrencyMode::SingleWriter) mode): a store whose every
+    /// append is durable, and every reader.
+    Readers,
+    /// This handle alone: compaction (which moves the pages readers would read), and a store
+    /// that defers durability (redb makes no commit non-durable in a shared file).
+    Exclusive,
+}
+
+/// Opens the store file at `path` ([`open_db`]), shared as `sharing` says, and brings it to the
+/// store's layout, each step with a panic (redb on a damaged file) contained as
+/// [`RedbError::Damaged`].
+fn open_prepared(
+    path: &Path,
+    read_only: bool,
+    cache_size: usize,
+    sharing: Sharing,
+) -> Result<Db, RedbError> {
     let opening = |message| Health::default().damaged(path, "opening".to_owned(), message);
     // Each step contained on its own, so a panic never unwinds through the open database.
-    let db = guard::contained(|| open_db(path, read_only, cache_size)).map_err(opening)??;
+    let db =
+        guard::contained(|| open_db(path, read_only, cache_size, sharing)).map_err(opening)??;
     guard::contained(|| layout::prepare_file(&db, path)).map_err(opening)??;
     Ok(db)
 }
 
 /// Opens the database at `path`: writable (creating the file if needed) unless `read_only`
 /// or the file cannot be written, with a page cache of at most `cache_size` bytes.
-fn open_db(path: &Path, read_only: bool, cache_size: usize) -> Result<Db, RedbError> {
+fn open_db(
+    path: &Path,
+    read_only: bool,
+    cache_size: usize,
+    sharing: Sharing,
+) -> Result<Db, RedbError> {
     let mut builder = redb::Builder::new();
     builder.set_cache_size(cache_size);
+    builder.set_concurrency_mode(match sharing {
+        Sharing::Readers => redb::ConcurrencyMode::SingleWriter,
+        Sharing::Exclusive => redb::ConcurrencyMode::ExclusiveWriter,
+    });
     let open_error = |err: redb::DatabaseError| match redb::Error::from(err) {
         redb::Error::DatabaseAlreadyOpen => RedbError::AlreadyOpen {
             path: path.to_owned(),
+            holders: holder::holders(path),
         },
         redb::Error::RepairAborted => RedbError::NeedsRepair {
             path: path.to_owned(),
@@ -604,7 +659,12 @@ fn open_db(path: &Path, read_only: bool, cache_size: usize) -> Result<Db, RedbEr
             .map_err(open_error)
     };
     if read_only {
-        return open_read_only();
+        return match open_read_only() {
+            // Left unclean by a writer that died: repaired by opening it for writing once
+            // (when this process may write it and nobody else does), then read.
+            Err(RedbError::NeedsRepair { .. }) if builder.create(path).is_ok() => open_read_only(),
+            opened => opened,
+        };
     }
     if let Some(dir) = path.parent().filter(|dir| !dir.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir).map_err(|source| RedbError::CreateDir {

@@ -1,8 +1,8 @@
 //! RedbStore behaviour beyond the shared contract: durability across reopening, file
-//! creation, and open errors that name the file.
+//! creation, open errors that name the file, and readers beside a writer.
 
 use openharness_core::{Envelope, SessionId, Store, StoreError};
-use openharness_store::{RedbError, RedbStore};
+use openharness_store::{RedbDurability, RedbError, RedbOptions, RedbStore};
 use serde_json::json;
 
 fn event(n: u64) -> Envelope {
@@ -538,4 +538,73 @@ async fn check(store: &RedbStore, session: &SessionId, expected: &[Envelope]) {
     let listed = store.sessions().await.expect("list");
     let mine = listed.iter().find(|i| &i.id == session).expect("listed");
     assert_eq!(mine, &info);
+}
+
+#[tokio::test]
+async fn readers_open_beside_the_writer_see_its_commits_and_a_second_writer_is_named_the_holder() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let path = dir.path().join("store.redb");
+    let writer = RedbStore::open(&path).expect("the writer");
+    let read_only = || RedbStore::open_with(&path, RedbOptions::default().read_only(true));
+    let (first, second) = (
+        read_only().expect("a reader beside the writer"),
+        read_only().expect("another reader"),
+    );
+    let session = SessionId::new();
+    writer
+        .append(&session, &[event(0), event(1)], 0)
+        .await
+        .expect("append");
+    for reader in [&first, &second] {
+        assert_eq!(reader.all_events(&session).await.expect("read").len(), 2);
+        assert!(matches!(
+            RedbError::of(
+                &reader
+                    .append(&session, &[event(2)], 2)
+                    .await
+                    .expect_err("a reader does not write")
+            ),
+            Some(RedbError::ReadOnly { .. })
+        ));
+    }
+    writer
+        .append(&session, &[event(2)], 2)
+        .await
+        .expect("append");
+    assert_eq!(first.all_events(&session).await.expect("read").len(), 3);
+
+    let refused = RedbStore::open(&path).expect_err("one writer at a time");
+    match RedbError::of(&refused) {
+        Some(RedbError::AlreadyOpen { holders, .. }) if cfg!(target_os = "linux") => {
+            assert_eq!(
+                holders,
+                &[format!("this process (pid {})", std::process::id())]
+            );
+        }
+        Some(RedbError::AlreadyOpen { .. }) => {}
+        other => panic!("{other:?}"),
+    }
+    assert!(
+        refused.to_string().contains("readers are never refused"),
+        "{refused}"
+    );
+}
+
+#[tokio::test]
+async fn a_writer_that_defers_durability_keeps_the_file_to_itself() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let path = dir.path().join("store.redb");
+    drop(RedbStore::open(&path).expect("create"));
+    let deferred = RedbOptions::default().durability(RedbDurability::TurnEnd);
+    let writer = RedbStore::open_with(&path, deferred).expect("the writer");
+    let reader = RedbStore::open_with(&path, RedbOptions::default().read_only(true));
+    assert!(
+        matches!(
+            reader.as_ref().map_err(RedbError::of),
+            Err(Some(RedbError::AlreadyOpen { .. }))
+        ),
+        "{reader:?}"
+    );
+    drop(writer);
+    RedbStore::open_with(&path, RedbOptions::default().read_only(true)).expect("a reader after");
 }

@@ -1,0 +1,118 @@
+//! Many readers, one writer, several processes: while `openharness serve` writes the redb
+//! file, 40 CLI readers at once (sessions, events, tape, check, export) are never refused and
+//! see what the server commits; a second writer is refused with an error naming the server.
+#![allow(clippy::unwrap_used, missing_docs)]
+
+use std::io::{Read, Write};
+use std::path::Path;
+use std::process::{Command, Output};
+
+mod serving;
+
+fn openharness(dir: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_openharness"))
+        .args(args)
+        .current_dir(dir)
+        .env_remove("OPENHARNESS_STORE")
+        .env_remove("OTEL_EXPORTER_OTLP_ENDPOINT")
+        .output()
+        .unwrap()
+}
+
+fn text(output: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    )
+}
+
+/// Sends one chat message to the server: it records a turn of a new session `chat`.
+fn chat(port: u16, chat: &str) {
+    let body = format!(
+        r#"{{"id":"{chat}","trigger":"submit-message","messages":[{{"id":"m1","role":"user","parts":[{{"type":"text","text":"Hi there"}}]}}]}}"#
+    );
+    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    write!(
+        stream,
+        "POST /api/chat HTTP/1.1\r\nhost: 127.0.0.1\r\nconnection: close\r\n\
+         content-type: application/json\r\ncontent-length: {}\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    assert!(response.starts_with("HTTP/1.1 200"), "{response}");
+}
+
+#[test]
+fn readers_are_never_refused_by_a_writer_and_a_second_writer_is_told_who_writes() {
+    let dir = tempfile::tempdir().unwrap();
+    assert!(openharness(dir.path(), &["demo"]).status.success());
+    let listed: serde_json::Value =
+        serde_json::from_slice(&openharness(dir.path(), &["sessions", "--json"]).stdout).unwrap();
+    let demo = listed[0]["id"].as_str().unwrap().to_owned();
+
+    let mut command = Command::new(env!("CARGO_BIN_EXE_openharness"));
+    command
+        .args(["serve", "--addr", "127.0.0.1:0", "--chat-workflow", "chat"])
+        .current_dir(dir.path())
+        .env_remove("OPENHARNESS_STORE")
+        .env_remove("OTEL_EXPORTER_OTLP_ENDPOINT");
+    let (mut server, port, _) = serving::start_serve(command);
+
+    // 40 readers at once, while the server records a turn.
+    let readers: Vec<_> = (0..40)
+        .map(|i| {
+            let (dir, demo) = (dir.path().to_owned(), demo.clone());
+            std::thread::spawn(move || {
+                let args: Vec<&str> = match i % 5 {
+                    0 => vec!["sessions", "--json"],
+                    1 => vec!["events", &demo, "--json"],
+                    2 => vec!["tape", &demo, "--at", "5", "--json"],
+                    3 => vec!["check"],
+                    _ => vec!["export", &demo],
+                };
+                let output = openharness(&dir, &args);
+                (args.join(" "), output)
+            })
+        })
+        .collect();
+    let written = "0190a8c4-5f00-7000-8000-00000000beef";
+    chat(port, written);
+    let mut refused = Vec::new();
+    for reader in readers {
+        let (args, output) = reader.join().unwrap();
+        if !output.status.success() {
+            refused.push(format!("{args}: {}", text(&output)));
+        }
+    }
+    assert!(
+        refused.is_empty(),
+        "{} of 40 readers failed: {refused:#?}",
+        refused.len()
+    );
+
+    // What the server committed, a reader in another process sees.
+    let events = openharness(dir.path(), &["events", written, "--json"]);
+    assert!(events.status.success(), "{}", text(&events));
+    assert!(
+        String::from_utf8_lossy(&events.stdout).contains("Hi there"),
+        "{}",
+        text(&events)
+    );
+
+    // A second writer is refused, told who writes the store and what still works.
+    let second = openharness(dir.path(), &["demo", "chat"]);
+    assert!(!second.status.success());
+    let said = text(&second);
+    assert!(said.contains("is being written by pid"), "{said}");
+    assert!(said.contains("openharness serve"), "{said}");
+    assert!(said.contains("commands that only read it"), "{said}");
+
+    server.kill().unwrap();
+    server.wait().unwrap();
+    // Once the writer is gone, writing works again.
+    let after = openharness(dir.path(), &["demo", "chat"]);
+    assert!(after.status.success(), "{}", text(&after));
+}
