@@ -603,3 +603,31 @@ pub trait Provider: Send + Sync + 'static {
 
 /// A shared, type-erased provider.
 pub type BoxedProvider = Arc<dyn Provider>;
+
+/// A shared provider is a provider: one client (its connection pool, its credentials) serves
+/// several workflows.
+///
+/// ```
+/// use std::sync::Arc;
+/// use openharness_core::{BoxedProvider, Provider};
+///
+/// fn same_name(shared: BoxedProvider) -> bool {
+///     // `Workflow::builder(..).provider(Arc::clone(&shared))` takes it as it is.
+///     Arc::clone(&shared).name() == shared.name()
+/// }
+/// # let _ = same_name;
+/// ```
+#[async_trait]
+impl<P: Provider + ?Sized> Provider for Arc<P> {
+    fn name(&self) -> &str {
+        (**self).name()
+    }
+
+    async fn complete(
+        &self,
+        request: ProviderRequest,
+        sink: ProviderSink,
+    ) -> Result<ProviderResponse, ProviderError> {
+        (**self).complete(request, sink).await
+    }
+}

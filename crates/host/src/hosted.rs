@@ -5,8 +5,8 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use openharness_core::{
-    AgentSpec, BoxedProvider, EventId, Provider, ProviderError, ProviderRequest, ProviderResponse,
-    ProviderSink, RunOptions, SessionId, Store, Unfinished, Workflow, WorkflowState,
+    AgentSpec, BoxedProvider, EventId, RunOptions, SessionId, Store, Unfinished, Workflow,
+    WorkflowState,
 };
 use openharness_tape::{At, ForkSession, LoadTape, Tape};
 use serde_json::Value;
@@ -191,24 +191,6 @@ fn typed_at<S>(at: ForkPoint) -> At<S> {
     }
 }
 
-/// A shared provider as a [`Provider`] ([`Workflow::with_provider`] takes one by value).
-struct Shared(BoxedProvider);
-
-#[async_trait]
-impl Provider for Shared {
-    fn name(&self) -> &str {
-        self.0.name()
-    }
-
-    async fn complete(
-        &self,
-        request: ProviderRequest,
-        sink: ProviderSink,
-    ) -> Result<ProviderResponse, ProviderError> {
-        self.0.complete(request, sink).await
-    }
-}
-
 struct TypedTape<S: WorkflowState>(Tape<S>);
 
 impl<S: WorkflowState> JsonTape for TypedTape<S> {
@@ -289,7 +271,7 @@ impl<S: WorkflowState> Hosted for Handle<S> {
     }
 
     fn with_provider(&self, provider: BoxedProvider) -> Arc<dyn Hosted> {
-        <dyn Hosted>::of(self.0.with_provider(Shared(provider)))
+        <dyn Hosted>::of(self.0.with_provider(provider))
     }
 
     async fn run(

@@ -17,8 +17,7 @@ use std::sync::Arc;
 use openharness_core::builtin::{ToolCalled, ToolResult};
 use openharness_core::{
     Agent, BoxedProvider, ChatMessage, ChatToolCall, Decoded, Emit, Error, Event, EventSet, FnTool,
-    Handler, Image, Provider, ProviderError, ProviderRequest, ProviderResponse, ProviderSink,
-    ReasoningEffort, Store, Tool, Workflow,
+    Handler, Image, ReasoningEffort, Store, Tool, Workflow,
 };
 use serde::{Deserialize, Serialize};
 
@@ -410,24 +409,6 @@ impl Agent for ChatAgent {
     }
 }
 
-/// A shared provider as a [`Provider`] value.
-struct Shared(BoxedProvider);
-
-#[async_trait::async_trait]
-impl Provider for Shared {
-    fn name(&self) -> &str {
-        self.0.name()
-    }
-
-    async fn complete(
-        &self,
-        request: ProviderRequest,
-        sink: ProviderSink,
-    ) -> Result<ProviderResponse, ProviderError> {
-        self.0.complete(request, sink).await
-    }
-}
-
 /// The agent-chat workflow of one agent, recording to `store` and asking `provider`.
 pub fn workflow(
     store: Arc<dyn Store>,
@@ -438,7 +419,7 @@ pub fn workflow(
         .initial_state(ChatState::default())
         .agent(agent)
         .shared_store(store)
-        .provider(Shared(provider))
+        .provider(provider)
         .build()
 }
 
@@ -464,6 +445,7 @@ pub fn for_reading(store: Arc<dyn Store>) -> Result<Workflow<ChatState>, Error> 
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+    use openharness_core::ProviderRequest;
     use serde_json::json;
 
     fn fold(events: Vec<ChatEvent>) -> ChatState {
