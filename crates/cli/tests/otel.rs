@@ -186,8 +186,6 @@ async fn demo_exports_live_and_otel_export_sends_the_same_spans_again() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn serve_exports_live_the_sessions_it_records() {
-    use std::io::{Read, Write};
-
     let receiver = Receiver::start().await;
     let base = receiver
         .endpoint()
@@ -206,18 +204,7 @@ async fn serve_exports_live_the_sessions_it_records() {
         .await
         .unwrap();
     let answered = tokio::task::spawn_blocking(move || {
-        let body = r#"{"id":"0190a8c4-5f00-7000-8000-0000000011e7","trigger":"submit-message","messages":[{"id":"m1","role":"user","parts":[{"type":"text","text":"Hi there"}]}]}"#;
-        let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
-        write!(
-            stream,
-            "POST /api/chat HTTP/1.1\r\nhost: 127.0.0.1\r\nconnection: close\r\n\
-             content-type: application/json\r\ncontent-length: {}\r\n\r\n{body}",
-            body.len()
-        )
-        .unwrap();
-        let mut response = String::new();
-        stream.read_to_string(&mut response).unwrap();
-        response
+        serving::post_chat(port, "0190a8c4-5f00-7000-8000-0000000011e7", "Hi there")
     })
     .await
     .unwrap();

@@ -3,7 +3,6 @@
 //! see what the server commits; a second writer is refused with an error naming the server.
 #![allow(clippy::unwrap_used, missing_docs)]
 
-use std::io::{Read, Write};
 use std::path::Path;
 use std::process::{Command, Output};
 
@@ -25,24 +24,6 @@ fn text(output: &Output) -> String {
         String::from_utf8_lossy(&output.stdout),
         String::from_utf8_lossy(&output.stderr)
     )
-}
-
-/// Sends one chat message to the server: it records a turn of a new session `chat`.
-fn chat(port: u16, chat: &str) {
-    let body = format!(
-        r#"{{"id":"{chat}","trigger":"submit-message","messages":[{{"id":"m1","role":"user","parts":[{{"type":"text","text":"Hi there"}}]}}]}}"#
-    );
-    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
-    write!(
-        stream,
-        "POST /api/chat HTTP/1.1\r\nhost: 127.0.0.1\r\nconnection: close\r\n\
-         content-type: application/json\r\ncontent-length: {}\r\n\r\n{body}",
-        body.len()
-    )
-    .unwrap();
-    let mut response = String::new();
-    stream.read_to_string(&mut response).unwrap();
-    assert!(response.starts_with("HTTP/1.1 200"), "{response}");
 }
 
 #[test]
@@ -79,7 +60,8 @@ fn readers_are_never_refused_by_a_writer_and_a_second_writer_is_told_who_writes(
         })
         .collect();
     let written = "0190a8c4-5f00-7000-8000-00000000beef";
-    chat(port, written);
+    let answered = serving::post_chat(port, written, "Hi there");
+    assert!(answered.starts_with("HTTP/1.1 200"), "{answered}");
     let mut refused = Vec::new();
     for reader in readers {
         let (args, output) = reader.join().unwrap();

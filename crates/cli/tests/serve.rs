@@ -181,17 +181,7 @@ fn serve_runs_new_chats_on_the_chat_workflow_it_is_given() {
     assert!(stderr.contains("chat, planner-executor"), "{stderr}");
 
     let (mut server, port, _) = spawn_serve(dir.path(), &["--chat-workflow", "chat"]);
-    let body = r#"{"id":"0190a8c4-5f00-7000-8000-00000000c4a7","trigger":"submit-message","messages":[{"id":"m1","role":"user","parts":[{"type":"text","text":"Hi there"}]}]}"#;
-    let mut stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
-    write!(
-        stream,
-        "POST /api/chat HTTP/1.1\r\nhost: 127.0.0.1\r\nconnection: close\r\n\
-         content-type: application/json\r\ncontent-length: {}\r\n\r\n{body}",
-        body.len()
-    )
-    .unwrap();
-    let mut response = String::new();
-    stream.read_to_string(&mut response).unwrap();
+    let response = serving::post_chat(port, "0190a8c4-5f00-7000-8000-00000000c4a7", "Hi there");
     assert!(response.starts_with("HTTP/1.1 200"), "{response}");
     assert!(response.contains(r#""type":"finish""#), "{response}");
     assert!(

@@ -1,9 +1,9 @@
-//! Starting `openharness serve` in a test and finding the port it listens on; a fresh
-//! PostgreSQL database for one (`postgres`).
+//! Starting `openharness serve` in a test and finding the port it listens on; one chat
+//! message sent to it; a fresh PostgreSQL database for one (`postgres`).
 
 pub(crate) mod postgres;
 
-use std::io::{BufRead, BufReader};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::process::{Child, Command, Stdio};
 
 /// Starts `command`, an `openharness serve --addr 127.0.0.1:0 …`, with its stdout piped, and
@@ -21,4 +21,27 @@ pub(crate) fn start_serve(mut command: Command) -> (Child, u16, String) {
         .and_then(|port| port.parse().ok())
         .unwrap_or_else(|| panic!("no port in {first:?}"));
     (server, port, first)
+}
+
+/// Sends the chat `chat` one user message `text` the way `useChat` does (`POST /api/chat`) to
+/// the server on `port`, and returns the whole HTTP response (the turn's stream included).
+#[allow(dead_code)] // each test file uses what it needs
+pub(crate) fn post_chat(port: u16, chat: &str, text: &str) -> String {
+    let body = serde_json::json!({
+        "id": chat,
+        "trigger": "submit-message",
+        "messages": [{ "id": "m1", "role": "user", "parts": [{ "type": "text", "text": text }] }],
+    })
+    .to_string();
+    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    write!(
+        stream,
+        "POST /api/chat HTTP/1.1\r\nhost: 127.0.0.1\r\nconnection: close\r\n\
+         content-type: application/json\r\ncontent-length: {}\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    response
 }
