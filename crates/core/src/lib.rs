@@ -19,6 +19,7 @@ mod event;
 mod fold;
 mod handler;
 mod locks;
+pub mod observe;
 mod pattern;
 mod provider;
 mod renderer;

@@ -1,5 +1,5 @@
-//! [`LiveExport`]: spans exported as events are recorded. A [`Store`] wrapper hands each append
-//! (a copy of the events spans are made of) to a worker through a bounded queue; the worker, on
+//! [`LiveExport`]: spans exported as events are recorded. The store, [`Observed`], hands each
+//! append (a copy of the events spans are made of) to a worker through a bounded queue; the worker, on
 //! a thread of its own, drains the queue every 20 ms (an append never wakes it), maps what it
 //! finds and sends the spans it closes in batches. Recording never waits for it: when the queue
 //! is full the append's events are dropped from the queue and counted, and the worker reads
@@ -12,12 +12,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use async_trait::async_trait;
 use openharness_core::builtin::SessionForked;
-use openharness_core::{
-    CancellationToken, Claim, Envelope, Event, EventStream, SessionId, SessionInfo, Snapshot,
-    Store, StoreError, Subscription,
-};
+use openharness_core::observe::{Observed, StoreObserver};
+use openharness_core::{CancellationToken, Envelope, Event, SessionId, Store, StoreError};
 use tokio::runtime::Handle;
 use tokio::sync::mpsc;
 use tokio::sync::oneshot;
@@ -148,12 +145,20 @@ struct Appended {
 /// assert_eq!(stats.spans_failed, 0);
 /// # Ok(()) }
 /// ```
-#[derive(Debug)]
 pub struct LiveExport {
-    store: Arc<ExportingStore>,
+    store: Arc<Observed<Arc<dyn Store>, Exporter>>,
     counters: Arc<Counters>,
     stop: CancellationToken,
     done: oneshot::Receiver<()>,
+}
+
+impl std::fmt::Debug for LiveExport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LiveExport")
+            .field("store", &self.store.describe())
+            .field("stats", &self.stats())
+            .finish_non_exhaustive()
+    }
 }
 
 impl LiveExport {
@@ -203,11 +208,13 @@ impl LiveExport {
             }
         }
         Self {
-            store: Arc::new(ExportingStore {
-                inner: store,
-                sender,
-                counters: Arc::clone(&counters),
-            }),
+            store: Arc::new(Observed::new(
+                store,
+                Exporter {
+                    sender,
+                    counters: Arc::clone(&counters),
+                },
+            )),
             counters,
             stop,
             done,
@@ -280,19 +287,10 @@ fn yield_to_the_run() {
     }
 }
 
-/// The wrapper [`LiveExport::store`] returns.
-struct ExportingStore {
-    inner: Arc<dyn Store>,
+/// What [`LiveExport::store`] tells of each append: the store is the one given, observed.
+struct Exporter {
     sender: mpsc::Sender<Appended>,
     counters: Arc<Counters>,
-}
-
-impl std::fmt::Debug for ExportingStore {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ExportingStore")
-            .field("inner", &self.inner.describe())
-            .finish_non_exhaustive()
-    }
 }
 
 impl std::fmt::Debug for Appended {
@@ -305,102 +303,46 @@ impl std::fmt::Debug for Appended {
     }
 }
 
-#[async_trait]
-impl Store for ExportingStore {
-    fn describe(&self) -> String {
-        self.inner.describe()
-    }
-
-    async fn append(
+impl StoreObserver for Exporter {
+    /// Queues a successful append's events (those that take part in spans), or counts them
+    /// dropped when the queue is full; never waits.
+    fn after_append(
         &self,
         session: &SessionId,
         events: &[Envelope],
-        expected_seq: u64,
-    ) -> Result<u64, StoreError> {
-        let len = self.inner.append(session, events, expected_seq).await?;
-        if !events.is_empty() {
-            let n = events.len() as u64;
-            let first = len.saturating_sub(n);
-            let appended = Appended {
-                session: session.clone(),
-                first,
-                end: len,
-                events: (first..)
-                    .zip(events)
-                    .filter(|(_, event)| SessionSpans::maps(&event.name))
-                    .map(|(seq, event)| (seq, event.clone()))
-                    .collect(),
-            };
-            self.counters.queued.fetch_add(n, Ordering::Relaxed);
-            if let Err(err) = self.sender.try_send(appended) {
-                let appended = match err {
-                    mpsc::error::TrySendError::Full(appended)
-                    | mpsc::error::TrySendError::Closed(appended) => appended,
-                };
-                self.counters.dropped.fetch_add(n, Ordering::Relaxed);
-                self.counters
-                    .dropped_from()
-                    .entry(appended.session)
-                    .or_insert(appended.first);
-            }
+        result: &Result<u64, StoreError>,
+        _took: Duration,
+    ) {
+        let Ok(len) = *result else {
+            return;
+        };
+        if events.is_empty() {
+            return;
         }
-        Ok(len)
-    }
-
-    async fn events(
-        &self,
-        session: &SessionId,
-        range: Range<u64>,
-    ) -> Result<Vec<Envelope>, StoreError> {
-        self.inner.events(session, range).await
-    }
-    fn stream_events(&self, session: &SessionId, range: Range<u64>) -> EventStream<'_> {
-        self.inner.stream_events(session, range)
-    }
-    async fn session(&self, session: &SessionId) -> Result<Option<SessionInfo>, StoreError> {
-        self.inner.session(session).await
-    }
-    async fn sessions(&self) -> Result<Vec<SessionInfo>, StoreError> {
-        self.inner.sessions().await
-    }
-    async fn clear(&self, session: &SessionId) -> Result<(), StoreError> {
-        self.inner.clear(session).await
-    }
-    async fn snapshot(&self, session: &SessionId, snapshot: &Snapshot) -> Result<(), StoreError> {
-        self.inner.snapshot(session, snapshot).await
-    }
-    async fn latest_snapshot(
-        &self,
-        session: &SessionId,
-        at_most: u64,
-    ) -> Result<Option<Snapshot>, StoreError> {
-        self.inner.latest_snapshot(session, at_most).await
-    }
-    async fn subscribe(
-        &self,
-        session: &SessionId,
-        from_seq: u64,
-    ) -> Result<Subscription, StoreError> {
-        self.inner.subscribe(session, from_seq).await
-    }
-    async fn all_events(&self, session: &SessionId) -> Result<Vec<Envelope>, StoreError> {
-        self.inner.all_events(session).await
-    }
-    async fn sync(&self) -> Result<(), StoreError> {
-        self.inner.sync().await
-    }
-    async fn claim(&self, session: &SessionId) -> Result<Option<Claim>, StoreError> {
-        self.inner.claim(session).await
-    }
-    async fn mark_unfinished(
-        &self,
-        session: &SessionId,
-        note: Option<&str>,
-    ) -> Result<(), StoreError> {
-        self.inner.mark_unfinished(session, note).await
-    }
-    async fn unfinished(&self) -> Result<Vec<(SessionId, String)>, StoreError> {
-        self.inner.unfinished().await
+        let n = events.len() as u64;
+        let first = len.saturating_sub(n);
+        let appended = Appended {
+            session: session.clone(),
+            first,
+            end: len,
+            events: (first..)
+                .zip(events)
+                .filter(|(_, event)| SessionSpans::maps(&event.name))
+                .map(|(seq, event)| (seq, event.clone()))
+                .collect(),
+        };
+        self.counters.queued.fetch_add(n, Ordering::Relaxed);
+        if let Err(err) = self.sender.try_send(appended) {
+            let appended = match err {
+                mpsc::error::TrySendError::Full(appended)
+                | mpsc::error::TrySendError::Closed(appended) => appended,
+            };
+            self.counters.dropped.fetch_add(n, Ordering::Relaxed);
+            self.counters
+                .dropped_from()
+                .entry(appended.session)
+                .or_insert(appended.first);
+        }
     }
 }
 

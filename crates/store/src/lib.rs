@@ -63,7 +63,6 @@ mod fault;
 pub mod jsonl;
 mod live;
 mod memory;
-mod observed;
 #[cfg(feature = "postgres")]
 mod postgres;
 mod redb_store;
@@ -71,7 +70,7 @@ mod redb_store;
 pub use fault::{FailingStore, InjectedFailure};
 pub use live::LiveError;
 pub use memory::MemoryStore;
-pub use observed::{Observed, StoreObserver};
+pub use openharness_core::observe::{Observed, StoreObserver};
 pub use openharness_core::{
     EventStream, Recorded, SessionInfo, Snapshot, Store, StoreError, Subscription,
     SubscriptionSender,

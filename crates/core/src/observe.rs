@@ -1,16 +1,18 @@
 //! [`Observed`]: any store, with an observer told of every append (before it, and after it
 //! with its result and how long it took) and, if it asks, of every range read. Everything else
-//! is passed on unchanged. For tests and benchmarks: count writes, time durable appends, see
-//! which reads a derivation makes, or hold appends back to line up racing writers.
+//! is passed on unchanged. For tooling, tests and benchmarks: export what is appended (the
+//! OpenTelemetry live export), count writes, time durable appends, see which reads a
+//! derivation makes, or hold appends back to line up racing writers. Wrap a store in one
+//! rather than writing another pass-through `Store`.
 
 use std::ops::Range;
 use std::time::{Duration, Instant};
 
-use async_trait::async_trait;
-use openharness_core::{
+use crate::{
     Claim, EVENT_PAGE, Envelope, EventStream, SessionId, SessionInfo, Snapshot, Store, StoreError,
     Subscription,
 };
+use async_trait::async_trait;
 
 /// What an [`Observed`] store tells. Every method has a default that does nothing.
 #[async_trait]
@@ -46,24 +48,24 @@ pub trait StoreObserver: Send + Sync + 'static {
 /// ```
 /// use std::sync::atomic::{AtomicU64, Ordering};
 /// use std::time::Duration;
+/// use openharness_core::observe::{Observed, StoreObserver};
 /// use openharness_core::{Envelope, SessionId, Store, StoreError};
-/// use openharness_store::{MemoryStore, Observed, StoreObserver};
 ///
+/// /// Counts the appends a store made.
 /// #[derive(Default)]
 /// struct Writes(AtomicU64);
 /// impl StoreObserver for Writes {
-///     fn after_append(&self, _: &SessionId, _: &[Envelope], _: &Result<u64, StoreError>, _: Duration) {
-///         self.0.fetch_add(1, Ordering::Relaxed);
+///     fn after_append(&self, _: &SessionId, _: &[Envelope], result: &Result<u64, StoreError>, _: Duration) {
+///         if result.is_ok() {
+///             self.0.fetch_add(1, Ordering::Relaxed);
+///         }
 ///     }
 /// }
 ///
-/// # tokio::runtime::Runtime::new().unwrap().block_on(async {
-/// let store = Observed::new(MemoryStore::new(), Writes::default());
-/// let event = Envelope::new("user:input", serde_json::json!({ "text": "hi" }), None);
-/// store.append(&SessionId::new(), &[event], 0).await?;
-/// assert_eq!(store.observer().0.load(Ordering::Relaxed), 1);
-/// # Ok::<_, StoreError>(())
-/// # }).unwrap();
+/// /// `store`, with its appends counted (`counted(store).observer().0`).
+/// fn counted<S: Store>(store: S) -> Observed<S, Writes> {
+///     Observed::new(store, Writes::default())
+/// }
 /// ```
 #[derive(Debug, Clone)]
 pub struct Observed<S, O> {
