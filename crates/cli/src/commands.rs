@@ -103,6 +103,20 @@ pub enum CliError {
         /// Who has it open: `pid N (command line)`, or `another process`.
         holders: String,
     },
+    /// A command that only reads found the redb file written by a process that keeps it to
+    /// itself (a program of yours whose store was not opened to share it).
+    #[error(
+        "the store {path} is being written by {holders}, which keeps the file to itself: \
+         open it there with RedbOptions::share_with_readers(true) to read it beside it (the \
+         openharness CLI and serve do), or read through that program's server with \
+         `--store http://ADDR`"
+    )]
+    StoreUnshared {
+        /// The path given.
+        path: String,
+        /// Who has it open: `pid N (command line)`, or `another process`.
+        holders: String,
+    },
     /// A store operation failed.
     #[error("the {operation} of {store} failed")]
     Store {
@@ -237,13 +251,18 @@ pub(crate) async fn open_store(path: &Path, reads_only: bool) -> Result<Arc<dyn 
                 _ => None,
             };
             if let Some(holders) = holders {
-                CliError::StoreHeld {
-                    path: path.display().to_string(),
-                    holders: if holders.is_empty() {
+                let (path, holders) = (
+                    path.display().to_string(),
+                    if holders.is_empty() {
                         "another process".to_owned()
                     } else {
                         holders.join(", ")
                     },
+                );
+                if reads_only {
+                    CliError::StoreUnshared { path, holders }
+                } else {
+                    CliError::StoreHeld { path, holders }
                 }
             } else {
                 CliError::OpenStore {

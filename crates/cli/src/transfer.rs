@@ -115,8 +115,12 @@ pub(crate) async fn open_any(store: &Path, access: Access) -> Result<Box<dyn Sto
         Ok(Box::new(RedbStore::open_with(store, options)?))
     } else {
         // The CLI's runtime is multi-threaded and never a LocalSet, so a lone writer (a run
-        // recording its session) may commit on its own thread.
-        let options = RedbOptions::default().commit_on_caller(true);
+        // recording its session) may commit on its own thread; the file is shared with the
+        // CLI's readers in other processes (two fsyncs per commit instead of one: the price of
+        // never refusing `sessions` while `serve` records).
+        let options = RedbOptions::default()
+            .commit_on_caller(true)
+            .share_with_readers(true);
         Ok(Box::new(RedbStore::open_with(store, options)?))
     }
 }

@@ -1,6 +1,7 @@
 //! Many readers, one writer, several processes: while `openharness serve` writes the redb
 //! file, 40 CLI readers at once (sessions, events, tape, check, export) are never refused and
-//! see what the server commits; a second writer is refused with an error naming the server.
+//! see what the server commits; a second writer is refused with an error naming the server;
+//! a program that keeps its store to itself is named to the reader it refuses.
 #![allow(clippy::unwrap_used, missing_docs)]
 
 use std::path::Path;
@@ -97,4 +98,24 @@ fn readers_are_never_refused_by_a_writer_and_a_second_writer_is_told_who_writes(
     // Once the writer is gone, writing works again.
     let after = openharness(dir.path(), &["demo", "chat"]);
     assert!(after.status.success(), "{}", text(&after));
+}
+
+#[test]
+fn a_program_that_keeps_its_store_to_itself_is_named_to_the_reader() {
+    let dir = tempfile::tempdir().unwrap();
+    assert!(openharness(dir.path(), &["demo"]).status.success());
+    // A program of the user's, opening the store the library's default way (not shared).
+    let path = dir.path().join(".openharness/store.redb");
+    let program = openharness::store::RedbStore::open(&path).unwrap();
+    let refused = openharness(dir.path(), &["sessions"]);
+    assert!(!refused.status.success());
+    let said = text(&refused);
+    assert!(said.contains("which keeps the file to itself"), "{said}");
+    assert!(
+        said.contains(&format!("pid {}", std::process::id())),
+        "{said}"
+    );
+    assert!(said.contains("share_with_readers(true)"), "{said}");
+    drop(program);
+    assert!(openharness(dir.path(), &["sessions"]).status.success());
 }

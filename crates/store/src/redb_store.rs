@@ -89,10 +89,11 @@ pub enum RedbError {
         source: std::io::Error,
     },
     /// Another `RedbStore` (in this process or another one) writes the file: only one writes
-    /// a store at a time, while any number read it (open them with [`RedbOptions::read_only`]).
+    /// a store at a time, and a writer not opened with [`RedbOptions::share_with_readers`]
+    /// refuses readers too.
     #[error(
-        "the store {} is already open for writing{}: one process writes a store at a time \
-         (readers are never refused: open it read-only)",
+        "the store {} is already open for writing{}: one process writes a store at a time, \
+         and readers join it only when it shares the file (RedbOptions::share_with_readers)",
         path.display(),
         holder::describe(holders)
     )]
@@ -243,6 +244,9 @@ pub struct RedbOptions {
     /// The most memory redb's page cache may hold, in bytes (see
     /// [`cache_size`](Self::cache_size)). [`DEFAULT_CACHE_BYTES`] by default.
     pub cache_size: usize,
+    /// Let read-only stores in other processes open the file while this one writes it (see
+    /// [`share_with_readers`](Self::share_with_readers)). Off by default.
+    pub share_with_readers: bool,
 }
 
 /// The default bound of a [`RedbStore`]'s page cache: 64 MiB. (redb's own default is 1 GiB,
@@ -256,6 +260,7 @@ impl Default for RedbOptions {
             read_only: false,
             durability: RedbDurability::default(),
             cache_size: DEFAULT_CACHE_BYTES,
+            share_with_readers: false,
         }
     }
 }
@@ -319,6 +324,31 @@ impl RedbOptions {
         self
     }
 
+    /// When on, read-only stores ([`read_only`](Self::read_only)) in other processes may open
+    /// the file while this store writes it, and see each of its commits: the CLI's read
+    /// commands beside a running `openharness serve`, say. A second writer is still refused.
+    ///
+    /// It has a price, which is why it is off by default: redb then commits in two phases (two
+    /// `fdatasync`s per durable commit instead of one) and frees a commit's pages one commit
+    /// later. On the race shape (a planner, then 2,000 executor calls, every append durable)
+    /// that made the run about 20% slower and the file 45% larger. It applies to
+    /// [`RedbDurability::EveryAppend`] only: redb keeps non-durable commits out of a shared
+    /// file, so a store that defers durability keeps its file to itself. The `openharness` CLI
+    /// turns it on.
+    ///
+    /// ```
+    /// use openharness_store::{RedbOptions, RedbStore};
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let path = dir.path().join("store.redb");
+    /// let writer = RedbStore::open_with(&path, RedbOptions::default().share_with_readers(true))?;
+    /// let reader = RedbStore::open_with(&path, RedbOptions::default().read_only(true))?;
+    /// # Ok::<_, openharness_core::StoreError>(())
+    /// ```
+    pub fn share_with_readers(mut self, on: bool) -> Self {
+        self.share_with_readers = on;
+        self
+    }
+
     /// Sets when appends reach the disk; see [`RedbDurability`] for what a crash can lose.
     pub fn durability(mut self, durability: RedbDurability) -> Self {
         self.durability = durability;
@@ -344,11 +374,10 @@ impl RedbOptions {
 ///
 /// Clones share the open database. One `RedbStore` writes a file at a time (redb locks it):
 /// opening it for writing again, in this process or another, gives [`RedbError::AlreadyOpen`]
-/// naming the processes that have it open. Any number of read-only stores
-/// ([`RedbOptions::read_only`]) read it meanwhile, in any process, and see each commit the
-/// writer makes — unless the writer defers durability ([`RedbDurability::Periodic`],
-/// [`RedbDurability::TurnEnd`]): redb keeps non-durable commits out of a shared file, so such
-/// a store keeps its file to itself.
+/// naming the processes that have it open. A writer keeps the file to itself unless it was
+/// opened with [`RedbOptions::share_with_readers`]; then any number of read-only stores
+/// ([`RedbOptions::read_only`]) read it meanwhile, in any process, and see each commit. Read-only
+/// stores never refuse each other.
 ///
 /// A stored record that does not decode, or a seq missing among a session's events, is
 /// [`StoreError::Corrupt`] with its seq; for a session's metadata record the seq is 0 and the
@@ -463,14 +492,19 @@ impl RedbStore {
     }
 
     fn open_typed(path: &Path, options: &RedbOptions) -> Result<Self, RedbError> {
-        // redb shares a file with readers in other processes only when every commit is
-        // durable: a store that defers durability keeps its file to itself.
-        let sharing = match options.durability {
-            RedbDurability::EveryAppend => Sharing::Readers,
-            RedbDurability::Periodic(_) | RedbDurability::TurnEnd if !options.read_only => {
+        // A reader always joins a shared file; a writer shares it when asked and when every
+        // commit is durable (redb makes no commit non-durable in a shared file).
+        let sharing = match (
+            options.read_only,
+            options.share_with_readers,
+            options.durability,
+        ) {
+            (true, _, _) | (false, true, RedbDurability::EveryAppend) => Sharing::Readers,
+            (false, true, _) => {
+                tracing::warn!(path = %path.display(), "a store that defers durability keeps its file to itself: readers in other processes are refused");
                 Sharing::Exclusive
             }
-            RedbDurability::Periodic(_) | RedbDurability::TurnEnd => Sharing::Readers,
+            (false, false, _) => Sharing::Exclusive,
         };
         let db = Arc::new(open_prepared(
             path,
@@ -594,11 +628,11 @@ impl RedbStore {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Sharing {
     /// One writer and any number of readers, in any processes (redb's
-    /// [`SingleWriter`](redb::ConcurrencyMode::SingleWriter) mode): a store whose every
-    /// append is durable, and every reader.
+    /// [`SingleWriter`](redb::ConcurrencyMode::SingleWriter) mode): every reader, and a writer
+    /// opened with [`RedbOptions::share_with_readers`].
     Readers,
-    /// This handle alone: compaction (which moves the pages readers would read), and a store
-    /// that defers durability (redb makes no commit non-durable in a shared file).
+    /// This handle alone: a writer by default (one fsync per commit), and compaction (which
+    /// moves the pages readers would read).
     Exclusive,
 }
 

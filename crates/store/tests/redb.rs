@@ -544,7 +544,8 @@ async fn check(store: &RedbStore, session: &SessionId, expected: &[Envelope]) {
 async fn readers_open_beside_the_writer_see_its_commits_and_a_second_writer_is_named_the_holder() {
     let dir = tempfile::tempdir().expect("a temporary directory");
     let path = dir.path().join("store.redb");
-    let writer = RedbStore::open(&path).expect("the writer");
+    let shared = RedbOptions::default().share_with_readers(true);
+    let writer = RedbStore::open_with(&path, shared).expect("the writer");
     let read_only = || RedbStore::open_with(&path, RedbOptions::default().read_only(true));
     let (first, second) = (
         read_only().expect("a reader beside the writer"),
@@ -585,26 +586,35 @@ async fn readers_open_beside_the_writer_see_its_commits_and_a_second_writer_is_n
         other => panic!("{other:?}"),
     }
     assert!(
-        refused.to_string().contains("readers are never refused"),
+        refused.to_string().contains("share_with_readers"),
         "{refused}"
     );
 }
 
 #[tokio::test]
-async fn a_writer_that_defers_durability_keeps_the_file_to_itself() {
+async fn a_writer_keeps_the_file_to_itself_by_default_and_when_it_defers_durability() {
     let dir = tempfile::tempdir().expect("a temporary directory");
     let path = dir.path().join("store.redb");
     drop(RedbStore::open(&path).expect("create"));
-    let deferred = RedbOptions::default().durability(RedbDurability::TurnEnd);
-    let writer = RedbStore::open_with(&path, deferred).expect("the writer");
-    let reader = RedbStore::open_with(&path, RedbOptions::default().read_only(true));
+    let deferred = RedbOptions::default()
+        .share_with_readers(true)
+        .durability(RedbDurability::TurnEnd);
+    for options in [RedbOptions::default(), deferred] {
+        let writer = RedbStore::open_with(&path, options).expect("the writer");
+        let reader = RedbStore::open_with(&path, RedbOptions::default().read_only(true));
+        assert!(
+            matches!(
+                reader.as_ref().map_err(RedbError::of),
+                Err(Some(RedbError::AlreadyOpen { .. }))
+            ),
+            "{reader:?}"
+        );
+        drop(writer);
+    }
+    let first = RedbStore::open_with(&path, RedbOptions::default().read_only(true));
+    let second = RedbStore::open_with(&path, RedbOptions::default().read_only(true));
     assert!(
-        matches!(
-            reader.as_ref().map_err(RedbError::of),
-            Err(Some(RedbError::AlreadyOpen { .. }))
-        ),
-        "{reader:?}"
+        first.is_ok() && second.is_ok(),
+        "readers share with readers"
     );
-    drop(writer);
-    RedbStore::open_with(&path, RedbOptions::default().read_only(true)).expect("a reader after");
 }
