@@ -40,14 +40,20 @@ fn ok(output: &Output) -> String {
     text(&output.stdout)
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn demo_exports_live_and_otel_export_sends_the_same_spans_again() {
+/// A collector on 127.0.0.1 and its base URL (what OTEL_EXPORTER_OTLP_ENDPOINT names).
+async fn collector() -> (Receiver, String) {
     let receiver = Receiver::start().await;
     let base = receiver
         .endpoint()
         .url()
         .trim_end_matches("/v1/traces")
         .to_owned();
+    (receiver, base)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn demo_exports_live_and_otel_export_sends_the_same_spans_again() {
+    let (receiver, base) = collector().await;
     let dir = tempfile::tempdir().unwrap();
     let dir = dir.path().to_owned();
 
@@ -186,12 +192,7 @@ async fn demo_exports_live_and_otel_export_sends_the_same_spans_again() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn serve_exports_live_the_sessions_it_records() {
-    let receiver = Receiver::start().await;
-    let base = receiver
-        .endpoint()
-        .url()
-        .trim_end_matches("/v1/traces")
-        .to_owned();
+    let (receiver, base) = collector().await;
     let dir = tempfile::tempdir().unwrap();
     let mut command = Command::new(env!("CARGO_BIN_EXE_openharness"));
     command
