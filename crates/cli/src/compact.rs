@@ -7,7 +7,7 @@ use std::path::Path;
 use openharness::store::RedbStore;
 
 use crate::Output;
-use crate::commands::CliError;
+use crate::error::CliError;
 
 /// Compacts the store at `store` and says how much it shrank.
 pub(crate) async fn run(store: &Path, mut out: Output) -> Result<(), CliError> {

@@ -33,7 +33,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, List, ListItem, Paragraph, Wrap};
 use serde_json::Value;
 
-use crate::commands::CliError;
+use crate::error::CliError;
 
 /// How the state panel shows the state.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -15,7 +15,8 @@ use openharness_host::{ForkPoint, Host};
 use serde::Serialize;
 
 use crate::Context;
-use crate::commands::{CliError, parse_session};
+use crate::commands::parse_session;
+use crate::error::CliError;
 use crate::provider::ProviderArgs;
 
 /// Arguments of `fork`.

@@ -103,6 +103,7 @@ mod commands;
 mod compact;
 mod debugger;
 mod diff;
+mod error;
 mod eval;
 mod fork;
 mod mcp;
@@ -128,8 +129,8 @@ use openharness::{Workflow, WorkflowState};
 use openharness_host::{Host, HostError, Hosted, TurnOutcome};
 use serde_json::Value;
 
-pub use commands::CliError;
 pub use debugger::Debugger;
+pub use error::CliError;
 pub use output::Output;
 pub use progress::{Describe, Progress};
 pub use provider::{ProviderArgs, ProviderKind, live_provider};

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use openharness::BoxedProvider;
 use openharness::provider::{AnthropicProvider, ApiKey, ClaudeCliProvider, OpenAiProvider};
 
-use crate::commands::CliError;
+use crate::error::CliError;
 
 /// Which model backend to use.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]

@@ -10,7 +10,8 @@ use openharness::{EventId, RunOptions, SessionId, StopReason};
 use openharness_host::{Host, TurnOutcome};
 
 use crate::Context;
-use crate::commands::{CliError, parse_session};
+use crate::commands::parse_session;
+use crate::error::CliError;
 use crate::provider::ProviderArgs;
 
 /// Arguments of `start`.
