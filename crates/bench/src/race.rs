@@ -16,7 +16,9 @@
 //! done, and the state at the jump has the cursor the walk saw there). Two more rows compare
 //! live completions/s at N = 5 000 with durability deferred on both sides, like for like: our
 //! group commit (10 ms) against LangGraph's `durability="async"`, and our durable-at-turn-end
-//! against its `"exit"`.
+//! against its `"exit"`. Our side also reports its durable appends' median against the disk's
+//! floor measured right after the live run in the same folder (the median sequential 1 KiB
+//! append + `fdatasync`): how far the store is from what the disk allows.
 
 use std::error::Error;
 use std::hint::black_box;
@@ -259,6 +261,11 @@ struct Figures {
     /// Ours only: the appends of the live run and the seconds spent in them (durable writes).
     #[serde(default)]
     appends: Option<(u64, f64)>,
+    /// Ours only: the median append of the live run, and the disk's floor measured right
+    /// after it in the same folder (the median sequential 1 KiB append + `fdatasync`), in
+    /// seconds.
+    #[serde(default)]
+    append_p50_and_floor: Option<(f64, f64)>,
 }
 
 /// Fails the run when it did not do what it should: a benchmark of a broken run is worthless.
@@ -322,7 +329,8 @@ async fn ours(n: u64, dir: &Path, durability: RedbDurability) -> Fallible<Figure
     let started = Instant::now();
     let outcome = flow.run(RunOptions::new().input(GOAL)).await?;
     let live_s = started.elapsed().as_secs_f64();
-    let (append_count, append_s) = appends.read();
+    let (append_count, append_s, append_p50) = appends.read();
+    let floor = append_floor(dir, 500)?;
     let state = &outcome.state;
     check(outcome.reason == StopReason::Until, || {
         format!("the run ended {:?}, not until", outcome.reason)
@@ -405,24 +413,57 @@ async fn ours(n: u64, dir: &Path, durability: RedbDurability) -> Fallible<Figure
         jump_cursor: at.cursor,
         file_bytes: std::fs::metadata(&path)?.len(),
         appends: Some((append_count, append_s)),
+        append_p50_and_floor: Some((append_p50, floor)),
         peak_rss_bytes: peak_rss()?,
     })
 }
 
-/// The appends of a run and the time spent in them, shared by its clones.
+/// The appends of a run: how long each took, shared by its clones.
 #[derive(Clone, Default)]
-struct Appends(Arc<Mutex<(u64, f64)>>);
+struct Appends(Arc<Mutex<Vec<f64>>>);
 
 impl Appends {
     fn add(&self, seconds: f64) {
-        let mut slot = self.0.lock().unwrap_or_else(PoisonError::into_inner);
-        slot.0 += 1;
-        slot.1 += seconds;
+        self.0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(seconds);
     }
 
-    fn read(&self) -> (u64, f64) {
-        *self.0.lock().unwrap_or_else(PoisonError::into_inner)
+    /// How many, their total seconds and their median.
+    fn read(&self) -> (u64, f64, f64) {
+        let took = self
+            .0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        (took.len() as u64, took.iter().sum(), median(took))
     }
+}
+
+/// The median of `values` (0 for none).
+fn median(mut values: Vec<f64>) -> f64 {
+    values.sort_by(f64::total_cmp);
+    values.get(values.len() / 2).copied().unwrap_or(0.0)
+}
+
+/// The disk's floor for a durable append, measured in `dir`: the median of `samples`
+/// sequential 1 KiB writes, each followed by `fdatasync`, to a file of its own.
+fn append_floor(dir: &Path, samples: usize) -> Fallible<f64> {
+    use std::io::Write as _;
+    let path = dir.join("floor.bin");
+    let mut file = std::fs::File::create(&path)?;
+    let block = [0x5a_u8; 1024];
+    let mut took = Vec::with_capacity(samples);
+    for _ in 0..samples {
+        let started = Instant::now();
+        file.write_all(&block)?;
+        file.sync_data()?;
+        took.push(started.elapsed().as_secs_f64());
+    }
+    drop(file);
+    std::fs::remove_file(&path)?;
+    Ok(median(took))
 }
 
 /// The live run's appends, counted and timed, for the profile printed beside the table.
@@ -749,6 +790,17 @@ fn rows(results: &[(Figures, Option<Figures>)]) -> Vec<Row> {
                 ratio: "-".to_owned(),
                 goal: "(info)",
                 met: None,
+            });
+        }
+        if let Some((p50, floor)) = mine.append_p50_and_floor {
+            let ratio = p50 / floor;
+            rows.push(Row {
+                what: format!("live: durable append p50 vs the disk's floor, N={}", mine.n),
+                measured: format!("{:.3} ms", 1e3 * p50),
+                baseline: format!("{:.3} ms (1 KiB append + fdatasync)", 1e3 * floor),
+                ratio: format!("{ratio:.2}x"),
+                goal: "<= 1.5x",
+                met: Some(ratio <= 1.5),
             });
         }
     }
