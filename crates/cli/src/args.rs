@@ -159,23 +159,18 @@ pub(crate) enum Command<E: Subcommand> {
 
 impl<E: Subcommand> Command<E> {
     /// Whether the command only reads or continues recorded sessions, so a store that does not
-    /// exist yet is a mistake (a typo in `--store`) rather than a file to create.
+    /// exist yet is a mistake (a typo in `--store`) rather than a file to create: every command
+    /// that [only reads](Self::reads_only), and those that continue a session.
     pub(crate) fn needs_recorded_sessions(&self) -> bool {
-        matches!(
-            self,
-            Self::Send(_)
-                | Self::Respond(_)
-                | Self::Resume(_)
-                | Self::Sessions { .. }
-                | Self::Events { .. }
-                | Self::Tape { .. }
-                | Self::Fork(_)
-                | Self::Check
-                | Self::Platform(_)
-                | Self::Otel(_)
-                | Self::Diff { .. }
-                | Self::Replay { .. }
-        ) || matches!(self, Self::Mcp(crate::mcp::McpCommand::Serve(args)) if args.read_only())
+        self.reads_only()
+            || matches!(
+                self,
+                Self::Send(_)
+                    | Self::Respond(_)
+                    | Self::Resume(_)
+                    | Self::Fork(_)
+                    | Self::Platform(_)
+            )
     }
 
     /// Whether the command only reads the store, so it opens the file read-only: it is never
