@@ -39,14 +39,7 @@ pub(crate) async fn open_store(path: &Path, reads_only: bool) -> Result<Arc<dyn 
     let store = crate::transfer::open_any(path, access)
         .await
         .map_err(|source| {
-            let holders = match &source {
-                openharness::StoreError::Backend(err) => match err.downcast_ref() {
-                    Some(RedbError::AlreadyOpen { holders, .. }) => Some(holders.clone()),
-                    _ => None,
-                },
-                _ => None,
-            };
-            if let Some(holders) = holders {
+            if let Some(RedbError::AlreadyOpen { holders, .. }) = RedbError::of(&source) {
                 let (path, holders) = (
                     path.display().to_string(),
                     if holders.is_empty() {
