@@ -26,7 +26,7 @@ use openharness_otel::testing::Receiver;
 use openharness_otel::{Collector, Endpoint, LiveExport, LiveOptions};
 use serde_json::json;
 
-use crate::report::Row;
+use crate::report::{Row, median};
 
 type Fallible<T> = Result<T, Box<dyn Error>>;
 
@@ -76,11 +76,6 @@ async fn race_once(endpoint: Option<&Endpoint>) -> Fallible<(f64, f64, u64, u64)
         None => (0, 0),
     };
     Ok((run_s, started.elapsed().as_secs_f64(), sent, failed))
-}
-
-fn median(mut values: Vec<f64>) -> f64 {
-    values.sort_by(f64::total_cmp);
-    values[values.len() / 2]
 }
 
 /// A receiver on a runtime of its own (one worker thread), as a collector would be a process

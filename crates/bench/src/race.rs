@@ -41,7 +41,7 @@ use openharness::{
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
-use crate::report::Row;
+use crate::report::{Row, median};
 
 type Fallible<T> = Result<T, Box<dyn Error>>;
 
@@ -439,12 +439,6 @@ impl Appends {
             .clone();
         (took.len() as u64, took.iter().sum(), median(took))
     }
-}
-
-/// The median of `values` (0 for none).
-fn median(mut values: Vec<f64>) -> f64 {
-    values.sort_by(f64::total_cmp);
-    values.get(values.len() / 2).copied().unwrap_or(0.0)
 }
 
 /// The disk's floor for a durable append, measured in `dir`: the median of `samples`

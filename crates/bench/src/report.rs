@@ -63,3 +63,9 @@ where
         }
     }
 }
+
+/// The median of `values` (0 for none).
+pub(crate) fn median(mut values: Vec<f64>) -> f64 {
+    values.sort_by(f64::total_cmp);
+    values.get(values.len() / 2).copied().unwrap_or(0.0)
+}
