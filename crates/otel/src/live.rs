@@ -1,10 +1,10 @@
 //! [`LiveExport`]: spans exported as events are recorded. The store, [`Observed`], hands each
-//! append (a copy of the events spans are made of) to a worker through a bounded queue; the worker, on
-//! a thread of its own, drains the queue every 20 ms (an append never wakes it), maps what it
-//! finds and sends the spans it closes in batches. Recording never waits for it: when the queue
-//! is full the append's events are dropped from the queue and counted, and the worker reads
-//! them back from the store when it notices the gap (or at shutdown), so spans are late, not
-//! lost. Spans a collector refuses are counted as failed.
+//! append (a copy of the events spans are made of) to a worker through a bounded queue; the worker,
+//! on a thread of its own, drains the queue every 20 ms (an append never wakes it), maps what it
+//! finds and sends the spans it closes in batches. Recording never waits for it: when the queue is
+//! full the append's events are dropped from the queue and counted, and the worker reads them back
+//! from the store when it notices the gap (or at shutdown), so spans are late, not lost. Spans a
+//! collector refuses are counted as failed.
 
 use std::collections::HashMap;
 use std::ops::Range;
