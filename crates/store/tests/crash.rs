@@ -1,9 +1,11 @@
 //! Crash safety of RedbStore: a child process appends durably and prints an acknowledgement
-//! after each append returns; the parent kills it with SIGKILL at random moments, 60 times,
+//! after each append returns; the parent kills it with SIGKILL at random moments, 120 times,
 //! and after every kill checks that the store opens cleanly, nothing is corrupt, and every
-//! acknowledged event is stored at its seq. Odd kills hit a child appending to four sessions
-//! at once (group commits on the writer thread), even kills a lone writer committing on its
-//! own thread ([`RedbOptions::commit_on_caller`]).
+//! acknowledged event is stored at its seq, once. The kills take turns among four children:
+//! a lone writer committing on its own thread ([`RedbOptions::commit_on_caller`]), four
+//! sessions at once (group commits on the writer thread), the same with a journal checkpointed
+//! every 4 KiB (so kills land in checkpoints and in the journal's restarts), and the same
+//! without the journal (durable redb commits).
 #![allow(clippy::unwrap_used)]
 
 use std::collections::HashMap;
@@ -16,7 +18,7 @@ use openharness_store::{RedbOptions, RedbStore};
 use serde_json::json;
 
 const CHILD_ENV: &str = "OPENHARNESS_TEST_CRASH_CHILD";
-const KILLS: u32 = 60;
+const KILLS: u32 = 120;
 
 /// How many sessions the child appends to concurrently, so kills land inside group commits.
 const SESSIONS: usize = 4;
@@ -24,7 +26,8 @@ const SESSIONS: usize = 4;
 /// The child: one task per session appends batches of 1 to 3 events forever, printing
 /// `ack <session> <seq> <id>` for each event once its append has returned. In `group` mode it
 /// appends to [`SESSIONS`] sessions through the writer thread, in `caller` mode to one, with
-/// commits on the caller. A no-op unless the crash test started this process.
+/// commits on the caller; `checkpoints` is `group` with a checkpoint every 4 KiB of journal,
+/// `redb` is `group` without the journal. A no-op unless the crash test started this process.
 #[test]
 fn crash_child_appends_durably() {
     let Ok(spec) = std::env::var(CHILD_ENV) else {
@@ -33,8 +36,13 @@ fn crash_child_appends_durably() {
     let [path, base, mode] = spec.split(' ').collect::<Vec<_>>()[..] else {
         panic!("bad child spec {spec:?}");
     };
+    if mode == "clear" {
+        return clear_then_wait(path, base);
+    }
     let (sessions, options) = match mode {
         "caller" => (1, RedbOptions::default().commit_on_caller(true)),
+        "checkpoints" => (SESSIONS, RedbOptions::default().journal_checkpoint(4096)),
+        "redb" => (SESSIONS, RedbOptions::default().journal(false)),
         _ => (SESSIONS, RedbOptions::default()),
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -72,6 +80,29 @@ fn crash_child_appends_durably() {
         for task in tasks {
             task.await.unwrap();
         }
+    });
+}
+
+/// The `clear` child: appends 5 events to `<base>-0` and 3 to `<base>-1`, clears `<base>-1`,
+/// appends 2 new ones to it, prints `done` and waits to be killed (the journal still holds
+/// every append: no checkpoint is due).
+fn clear_then_wait(path: &str, base: &str) {
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    runtime.block_on(async {
+        let store = RedbStore::open(path).unwrap();
+        let kept: SessionId = format!("{base}-0").parse().unwrap();
+        let cleared: SessionId = format!("{base}-1").parse().unwrap();
+        let batch = |n: usize, what: &str| -> Vec<Envelope> {
+            (0..n)
+                .map(|i| Envelope::new("test:appended", json!({ "what": what, "i": i }), None))
+                .collect()
+        };
+        store.append(&kept, &batch(5, "kept"), 0).await.unwrap();
+        store.append(&cleared, &batch(3, "old"), 0).await.unwrap();
+        store.clear(&cleared).await.unwrap();
+        store.append(&cleared, &batch(2, "new"), 0).await.unwrap();
+        println!("done");
+        std::thread::sleep(Duration::from_secs(60));
     });
 }
 
@@ -123,8 +154,10 @@ fn sigkill_loses_no_acknowledged_event() {
     let started = Instant::now();
     let runtime = tokio::runtime::Runtime::new().unwrap();
 
+    let journal = dir.path().join("store.redb-journal");
+    let mut journal_left = 0;
     for kill in 0..KILLS {
-        let mode = if kill % 2 == 0 { "caller" } else { "group" };
+        let mode = ["caller", "group", "checkpoints", "redb"][kill as usize % 4];
         let mut child = spawn_child(&path, &session, mode, Stdio::piped());
         // Anywhere from before the store is open to well into the appends.
         std::thread::sleep(Duration::from_micros(rng.below(80_000)));
@@ -137,6 +170,9 @@ fn sigkill_loses_no_acknowledged_event() {
             .read_to_string(&mut output)
             .unwrap();
         child.wait().unwrap();
+        if journal.exists() {
+            journal_left += 1;
+        }
         for line in output.lines() {
             let Some(ack) = line.strip_prefix("ack ") else {
                 continue;
@@ -201,6 +237,13 @@ fn sigkill_loses_no_acknowledged_event() {
                         "after kill {kill}: a repeated id was not refused: {repeated:?}"
                     );
                 }
+                let distinct: std::collections::HashSet<_> =
+                    events.iter().map(|event| event.id).collect();
+                assert_eq!(
+                    distinct.len(),
+                    events.len(),
+                    "after kill {kill}: an event is stored twice"
+                );
                 let lost: Vec<_> = acked
                     .iter()
                     .filter(|((s, seq), id)| {
@@ -220,11 +263,17 @@ fn sigkill_loses_no_acknowledged_event() {
         });
     }
     eprintln!(
-        "{KILLS} SIGKILLs in {:.1?}: {} acknowledged events, 0 lost",
+        "{KILLS} SIGKILLs in {:.1?}: {} acknowledged events, 0 lost, 0 duplicated; \
+         {journal_left} left a journal to re-apply",
         started.elapsed(),
         acked.len()
     );
     assert!(!acked.is_empty(), "the child never acknowledged an append");
+    // The journal's recovery was exercised, not only redb's.
+    assert!(
+        journal_left >= KILLS / 4,
+        "only {journal_left} kills left a journal"
+    );
 }
 
 /// A child killed while it creates a new store file leaves no file, or one that opens: never a
@@ -263,4 +312,44 @@ fn sigkill_while_creating_the_store_leaves_a_store_that_opens() {
         opened += 1;
     }
     eprintln!("{ROUNDS} kills while creating: {missing} left no file, {opened} a store that opens");
+}
+
+/// A writer killed with its appends in the journal only: a reader opening the file first gets
+/// them re-applied, and a cleared session's old events do not come back with them.
+#[test]
+fn the_journal_is_applied_after_a_kill_and_a_clear_stays_cleared() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("store.redb");
+    let base = SessionId::new();
+    let mut child = spawn_child(&path, &base, "clear", Stdio::piped());
+    let mut stdout = child.stdout.take().unwrap();
+    let mut seen = String::new();
+    let mut byte = [0u8; 1];
+    while !seen.contains("done") {
+        assert_eq!(
+            stdout.read(&mut byte).unwrap(),
+            1,
+            "the child ended early: {seen:?}"
+        );
+        seen.push(char::from(byte[0]));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(dir.path().join("store.redb-journal").exists());
+
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    runtime.block_on(async {
+        let reader = RedbStore::open_with(&path, RedbOptions::default().read_only(true)).unwrap();
+        let kept: SessionId = format!("{base}-0").parse().unwrap();
+        let cleared: SessionId = format!("{base}-1").parse().unwrap();
+        assert_eq!(reader.all_events(&kept).await.unwrap().len(), 5);
+        let events = reader.all_events(&cleared).await.unwrap();
+        let what: Vec<_> = events.iter().map(|e| e.payload["what"].clone()).collect();
+        assert_eq!(what, [json!("new"), json!("new")]);
+        drop(reader);
+        // Applied once: the journal is gone, and a writer finds the same.
+        assert!(!dir.path().join("store.redb-journal").exists());
+        let store = RedbStore::open(&path).unwrap();
+        assert_eq!(store.all_events(&cleared).await.unwrap().len(), 2);
+    });
 }

@@ -11,7 +11,7 @@
 use std::path::Path;
 
 use super::guard::{self, Db};
-use super::{DEFAULT_CACHE_BYTES, RedbError, Sharing, open_prepared};
+use super::{DEFAULT_CACHE_BYTES, RedbError, Sharing, open_prepared, retire_journal};
 
 /// What [`RedbStore::compact_file`](super::RedbStore::compact_file) did: the file's size
 /// before and after, in bytes.
@@ -36,7 +36,9 @@ pub(super) fn compact_file(path: &Path) -> Result<Compaction, RedbError> {
     // Never creates a file: a missing one is a mistake (a typo in the path).
     let before = size(path)?;
     // Alone: compaction moves the pages readers in other processes would read.
-    let db = open_prepared(path, false, DEFAULT_CACHE_BYTES, Sharing::Exclusive)?;
+    // Opening for writing applies a journal a crash left (see `super::replay`).
+    let (db, _) = open_prepared(path, false, DEFAULT_CACHE_BYTES, Sharing::Exclusive)?;
+    retire_journal(path)?;
     let Some(mut database) = db.into_writable() else {
         return Err(RedbError::ReadOnly {
             path: path.to_owned(),

@@ -8,6 +8,7 @@
 //! | `sessions`    | session id                    | a [`SessionRecord`] as JSON            |
 //! | `snapshots`   | (session id, position)        | the snapshot's state as JSON           |
 //! | `meta`        | `"format"`                    | [`FORMAT`]                             |
+//! | `meta`        | `"journal_lsn"`               | the last journal record a durable commit covers ([`super::journal`]) |
 //! | `unfinished`  | session id                    | the note of a session marked unfinished (created at the first mark) |
 //! | `recent_events` | staging order               | (session id, seq, JSON): small appends not yet moved to `events` ([`super::staging`]) |
 //!
@@ -52,6 +53,35 @@ pub(super) const SNAPSHOTS: TableDefinition<'_, (&str, u64), &[u8]> =
 pub(super) const UNFINISHED: TableDefinition<'_, &str, &str> = TableDefinition::new("unfinished");
 /// The file's format version under the key `"format"`.
 const META: TableDefinition<'_, &str, u64> = TableDefinition::new("meta");
+/// `meta`'s key for the lsn of the last journal record a durable commit covers (see
+/// [`super::journal`]).
+const JOURNAL_LSN: &str = "journal_lsn";
+
+/// The lsn of the last journal record the file holds durably (0: none).
+pub(super) fn journal_lsn<T: ReadableTable<&'static str, u64>>(
+    meta: &T,
+) -> Result<u64, redb::Error> {
+    Ok(meta.get(JOURNAL_LSN)?.map_or(0, |lsn| lsn.value()))
+}
+
+/// Opens `meta` for reading in `txn`, when the file has it.
+pub(super) fn read_meta(
+    txn: &redb::ReadTransaction,
+) -> Result<Option<redb::ReadOnlyTable<&'static str, u64>>, redb::Error> {
+    match txn.open_table(META) {
+        Ok(table) => Ok(Some(table)),
+        Err(redb::TableError::TableDoesNotExist(_)) => Ok(None),
+        Err(err) => Err(err.into()),
+    }
+}
+
+/// Records in `txn` that the file holds every journal record up to `lsn`: made durable, the
+/// commit is a checkpoint.
+pub(super) fn set_journal_lsn(txn: &redb::WriteTransaction, lsn: u64) -> Result<(), redb::Error> {
+    txn.open_table(META)?.insert(JOURNAL_LSN, lsn)?;
+    Ok(())
+}
+
 /// Format 1's index: seq by (session id, event id as u128).
 const FORMAT_1_EVENT_IDS: TableDefinition<'_, (&str, u128), u64> =
     TableDefinition::new("event_ids");

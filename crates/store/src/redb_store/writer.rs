@@ -15,10 +15,16 @@
 //! period has passed, a timer on the writer thread when no append comes, [`Writer::sync`]
 //! (the runtime's turn end), or closing the store. Which commits are not durable yet is
 //! decided inside the write transaction, so a concurrent commit is never forgotten.
+//!
+//! With a [`journal`](super::journal), every commit is non-durable and the group's journal
+//! record is what makes it durable: written and `fdatasync`ed before the commit and the
+//! answers. Once enough records are written, the writer thread checkpoints (a durable commit
+//! that records the last record's lsn) and the journal starts over; closing the store
+//! checkpoints and removes it.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc::{Receiver, Sender};
 use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
@@ -27,12 +33,11 @@ use openharness_core::{Envelope, SessionId, StoreError};
 use redb::Database;
 use tokio::sync::oneshot;
 
+use super::apply::{Tables, apply};
 use super::guard::{self, Db, Health};
-use super::index::{self, Locked, Tails};
-use super::layout::{EVENT_INDEX, EVENTS, SESSIONS, SessionRecord};
-use super::staging;
-use super::{Failure, RedbDurability, RedbError};
-use crate::append::{Plan, plan_append};
+use super::index::{Locked, Tails};
+use super::journal::Journal;
+use super::{Failure, RedbDurability, RedbError, layout, staging};
 
 /// The most appends one group commit takes in.
 const MAX_GROUP: usize = 512;
@@ -59,6 +64,40 @@ enum Job {
     Compact,
     /// Make every commit so far durable.
     Sync(oneshot::Sender<Result<(), StoreError>>),
+    /// Checkpoint the journal (a commit on the caller wrote past the threshold).
+    Checkpoint,
+}
+
+/// The journal a writer makes appends durable with, and what it knows of it.
+pub(super) struct Journaled {
+    journal: Mutex<Journal>,
+    /// The lsn of the last record whose appends redb holds (committed, maybe not durably).
+    applied: AtomicU64,
+    /// A checkpoint is made once this many bytes of records are written since the last.
+    checkpoint_bytes: u64,
+}
+
+impl Journaled {
+    /// `journal`, whose records up to its last lsn redb holds, checkpointed every
+    /// `checkpoint_bytes` of records.
+    pub(super) fn new(journal: Journal, checkpoint_bytes: u64) -> Self {
+        let applied = AtomicU64::new(journal.last_lsn());
+        Self {
+            journal: Mutex::new(journal),
+            applied,
+            checkpoint_bytes: checkpoint_bytes.max(1),
+        }
+    }
+
+    /// The lsn of the last record whose appends redb holds: a durable commit that records it
+    /// is a checkpoint. Read it with the tails locked.
+    pub(super) fn applied(&self) -> u64 {
+        self.applied.load(Ordering::Acquire)
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Journal> {
+        self.journal.lock().unwrap_or_else(PoisonError::into_inner)
+    }
 }
 
 /// An append waiting for the writer thread, and where to send its result.
@@ -81,6 +120,7 @@ pub(super) struct Writer {
     health: Arc<Health>,
     commit_on_caller: bool,
     durability: RedbDurability,
+    journal: Option<Arc<Journaled>>,
 }
 
 /// What the writer thread and the callers both see.
@@ -99,14 +139,17 @@ struct Shared {
 
 impl Writer {
     /// Starts the writer thread for `db` (writable); `path` names the file in errors, and
-    /// `health` is the store's, which a panic contained here marks damaged.
+    /// `health` is the store's, which a panic contained here marks damaged. With a `journal`,
+    /// appends are made durable by it (and `durability` is not consulted).
     pub(super) fn start(
         db: Arc<Db>,
         path: &Path,
         commit_on_caller: bool,
         durability: RedbDurability,
         health: Arc<Health>,
+        journal: Option<Journaled>,
     ) -> Self {
+        let journal = journal.map(Arc::new);
         let (queue, requests) = std::sync::mpsc::channel();
         let shared = Arc::new(Shared::default());
         let tails = Arc::new(Tails::default());
@@ -114,6 +157,7 @@ impl Writer {
             let (db, path) = (Arc::clone(&db), path.to_path_buf());
             let (shared, tails, health) =
                 (Arc::clone(&shared), Arc::clone(&tails), Arc::clone(&health));
+            let journal = journal.clone();
             std::thread::Builder::new()
                 .name("openharness-redb-writer".to_owned())
                 .spawn(move || {
@@ -124,6 +168,7 @@ impl Writer {
                         health: &health,
                         durability,
                         shared: &shared,
+                        journal: journal.as_deref(),
                     };
                     write_loop(&target, &requests, &shared);
                 })
@@ -139,7 +184,13 @@ impl Writer {
             health,
             commit_on_caller,
             durability,
+            journal,
         }
+    }
+
+    /// The journal, when appends are made durable by one.
+    pub(super) fn journal(&self) -> Option<&Journaled> {
+        self.journal.as_deref()
     }
 
     /// What a group commit needs.
@@ -151,6 +202,7 @@ impl Writer {
             health: &self.health,
             durability: self.durability,
             shared: &self.shared,
+            journal: self.journal.as_deref(),
         }
     }
 
@@ -197,11 +249,14 @@ impl Writer {
                 .store(false, Ordering::Release);
             return Some(match result {
                 Ok(written) => {
-                    if written.compact
-                        && let Some(queue) = &self.queue
-                    {
-                        // Off the caller's path: the writer thread is idle in this mode.
-                        let _ = queue.send(Job::Compact);
+                    // Off the caller's path: the writer thread is idle in this mode.
+                    if let Some(queue) = &self.queue {
+                        if written.compact {
+                            let _ = queue.send(Job::Compact);
+                        }
+                        if written.checkpoint {
+                            let _ = queue.send(Job::Checkpoint);
+                        }
                     }
                     written.results.into_iter().next().unwrap_or_else(|| {
                         Err(GroupFailure::Redb("no result".to_owned())
@@ -272,11 +327,15 @@ struct Target<'a> {
     health: &'a Health,
     durability: RedbDurability,
     shared: &'a Shared,
+    journal: Option<&'a Journaled>,
 }
 
 impl Target<'_> {
     /// Whether a commit made now must be durable. Call inside the write transaction.
     fn durable_now(&self) -> bool {
+        if self.journal.is_some() {
+            return false;
+        }
         match self.durability {
             RedbDurability::EveryAppend => true,
             RedbDurability::TurnEnd => false,
@@ -289,7 +348,9 @@ impl Target<'_> {
 
     /// Records a commit's durability. Call inside the write transaction, once it committed.
     fn committed(&self, durable: bool) {
-        if durable {
+        if self.journal.is_some() {
+            // The journal made it durable.
+        } else if durable {
             self.shared.set_pending(None);
         } else if self.shared.pending().is_none() {
             self.shared.set_pending(Some(Instant::now()));
@@ -298,6 +359,9 @@ impl Target<'_> {
 
     /// How long the writer thread may wait for work before the period makes a commit due.
     fn wait_limit(&self) -> Option<Duration> {
+        if self.journal.is_some() {
+            return None;
+        }
         match self.durability {
             RedbDurability::Periodic(every) => self
                 .shared
@@ -380,9 +444,14 @@ fn write_loop(target: &Target<'_>, requests: &Receiver<Job>, shared: &Shared) {
                 let _ = reply.send(sync_commits(target));
                 continue;
             }
+            Job::Checkpoint => {
+                checkpoint(target);
+                continue;
+            }
         };
         let mut group = vec![first];
         let mut syncs = Vec::new();
+        let mut checkpoint_due = false;
         let deadline = Instant::now() + GATHER;
         while group.len() < MAX_GROUP {
             let next = match requests.try_recv() {
@@ -399,6 +468,7 @@ fn write_loop(target: &Target<'_>, requests: &Receiver<Job>, shared: &Shared) {
             match next {
                 Job::Append(request) => group.push(request),
                 Job::Compact => compact = true,
+                Job::Checkpoint => checkpoint_due = true,
                 // After this group's commit, which it then covers too.
                 Job::Sync(reply) => syncs.push(reply),
             }
@@ -418,6 +488,7 @@ fn write_loop(target: &Target<'_>, requests: &Receiver<Job>, shared: &Shared) {
                     let _ = reply.send(result);
                 }
                 compact |= written.compact;
+                checkpoint_due |= written.checkpoint;
             }
             Err(failure) => {
                 for (reply, append) in replies.into_iter().zip(&appends) {
@@ -432,11 +503,68 @@ fn write_loop(target: &Target<'_>, requests: &Receiver<Job>, shared: &Shared) {
         if compact {
             compact_staged(target);
         }
+        if checkpoint_due {
+            checkpoint(target);
+        }
     }
     // The store is closing: what is not durable yet becomes durable now.
-    if let Err(err) = sync_commits(target) {
+    if let Some(journaled) = target.journal {
+        // The journal is removed once a checkpoint covers it all: a closed store is one file.
+        if checkpoint(target) {
+            let journal = journaled.lock();
+            if let Err(err) = std::fs::remove_file(journal.path()) {
+                tracing::warn!(path = %journal.path().display(), %err, "the journal could not be removed; the next open skips its records");
+            }
+        }
+    } else if let Err(err) = sync_commits(target) {
         tracing::warn!(%err, "the closing durable commit failed; the last appends may be lost");
     }
+}
+
+/// Checkpoints the journal: a durable commit recording the last record redb holds, after which
+/// the journal is written from its start again. Whether it succeeded; a failure is logged and
+/// changes nothing (the journal keeps growing until the next attempt).
+fn checkpoint(target: &Target<'_>) -> bool {
+    let Some(journaled) = target.journal else {
+        return false;
+    };
+    let path = target.path;
+    if target
+        .health
+        .check_writable(path, || "checkpointing the journal".to_owned())
+        .is_err()
+    {
+        return false;
+    }
+    let Some(db) = target.db.database() else {
+        return false;
+    };
+    // Held like a group commit holds it: no record is written between the checkpoint and the
+    // restart, which would overwrite it.
+    let _tails = target.tails.lock();
+    let mut journal = journaled.lock();
+    let applied = journaled.applied();
+    let committed = guard::contained(|| -> Result<(), redb::Error> {
+        let txn = db.begin_write()?;
+        layout::set_journal_lsn(&txn, applied)?;
+        txn.commit()?;
+        Ok(())
+    });
+    let failure = match committed {
+        Ok(Ok(())) => match journal.restart() {
+            Ok(()) => return true,
+            Err(err) => err.to_string(),
+        },
+        Ok(Err(err)) => err.to_string(),
+        Err(panic) => {
+            target
+                .health
+                .damaged(path, "checkpointing the journal".to_owned(), panic);
+            return false;
+        }
+    };
+    tracing::warn!(path = %path.display(), error = %failure, "checkpointing the journal failed; retrying later");
+    false
 }
 
 /// Moves the staged events to `events` in a transaction of its own, when due. A failure is
@@ -454,10 +582,15 @@ fn compact_staged(target: &Target<'_>) {
         return;
     };
     let compacted = guard::contained(|| -> Result<(), redb::Error> {
-        let txn = db.begin_write()?;
+        let mut txn = db.begin_write()?;
+        if target.journal.is_some() {
+            // Nothing is lost with it: the journal's records re-apply on top of the last
+            // checkpoint.
+            txn.set_durability(redb::Durability::None)?;
+        }
         let moved = {
             let mut recent = txn.open_table(staging::RECENT)?;
-            let mut events = txn.open_table(EVENTS)?;
+            let mut events = txn.open_table(layout::EVENTS)?;
             staging::compact_if_due(&mut recent, &mut events)?
         };
         if moved {
@@ -486,6 +619,8 @@ struct Written {
     results: Vec<Result<u64, StoreError>>,
     /// Whether enough events are staged to move them (see [`staging::COMPACT_AT`]).
     compact: bool,
+    /// Whether enough journal records are written since the last checkpoint to make one.
+    checkpoint: bool,
 }
 
 /// Why a whole group failed.
@@ -568,18 +703,17 @@ fn write_locked(
     }
     let mut results = Vec::with_capacity(group.len());
     let mut wrote = false;
+    let mut journal = target.journal.map(Journaled::lock);
+    let mut record = journal.as_mut().map(|journal| journal.group());
     let compact = {
-        // Opened once for the whole group: opening a table costs a lookup in redb's table tree.
-        let recent = txn.open_table(staging::RECENT)?;
-        let mut tables = Tables {
-            events: txn.open_table(EVENTS)?,
-            index: txn.open_table(EVENT_INDEX)?,
-            next_order: staging::next_order(&recent)?,
-            recent,
-        };
+        let mut tables = Tables::open(&txn)?;
         for append in group {
             match apply(&txn, &mut tables, tails, append) {
                 Ok((len, written)) => {
+                    if written && let Some(record) = record.as_mut() {
+                        let first_seq = len - append.records.len() as u64;
+                        record.add(&append.session, first_seq, &append.records);
+                    }
                     wrote |= written;
                     results.push(Ok(len));
                 }
@@ -589,104 +723,40 @@ fn write_locked(
         }
         staging::due(&tables.recent)?
     };
-    if wrote {
-        txn.commit()?;
-        target.committed(durable);
-    } else {
+    drop(record);
+    if !wrote {
         txn.abort()?;
+        return Ok(Written {
+            results,
+            compact,
+            checkpoint: false,
+        });
     }
-    Ok(Written { results, compact })
-}
-
-/// The tables every append writes, open for one group's transaction.
-struct Tables<'txn> {
-    events: redb::Table<'txn, (&'static str, u64), &'static [u8]>,
-    index: redb::Table<'txn, (u128, &'static str), u64>,
-    recent: redb::Table<'txn, u64, (&'static str, u64, &'static [u8])>,
-    /// The staging order of the next staged event.
-    next_order: u64,
-}
-
-/// One append inside the group's transaction: the new length, and whether it wrote.
-///
-/// It takes the session's length and finds the batch's ids in the session's tail (read back
-/// from the file when not in memory) or in `event_index`. Small batches are staged (see
-/// [`staging`]), large ones written to `events`. Everything that can refuse the append (the rules,
-/// a missing or unencodable session record) is decided before anything is written, so a
-/// refused append leaves the transaction as it found it. A write adds the events (and their
-/// ids to the tail), and writes the session record only when the session is new, the batch
-/// reveals its workflow or parent, or the tail's ids go to the index.
-fn apply(
-    txn: &redb::WriteTransaction,
-    tables: &mut Tables<'_>,
-    tails: &mut Locked<'_>,
-    append: &Append,
-) -> Result<(u64, bool), Failure> {
-    let Append {
-        session,
-        events,
-        records,
-        expected_seq,
-    } = append;
-    let sid = session.as_str();
-    let tail = index::tail_of(tails, txn, &tables.events, &tables.recent, session)?;
-    let len = tail.len;
-    let plan = plan_append(session, events, *expected_seq, len, |id| {
-        tail.stored_seq(&tables.index, sid, id.as_uuid().as_u128())
-    })?;
-    let first = match (plan, events.first()) {
-        (Plan::Done(len), _) => return Ok((len, false)),
-        (Plan::Write, Some(first)) => first,
-        (Plan::Write, None) => return Ok((len, false)),
-    };
-    let new_len = len + events.len() as u64;
-    let (mut record, mut changed) = match tail.record.clone() {
-        Some(mut record) => {
-            let changed = record.absorb(session, events);
-            (record, changed)
-        }
-        None if len == 0 => (SessionRecord::start(session, first, events), true),
-        None => {
-            return Err(StoreError::Corrupt {
-                session: session.clone(),
-                seq: 0,
-                message: "the session's metadata is missing".to_owned(),
+    // The journal's record first: an append is acknowledged only once it is durable, and a
+    // record that cannot be written leaves redb as it was.
+    let mut journaled = None;
+    if let Some(journal) = journal.as_mut() {
+        match journal.commit() {
+            Ok(lsn) => journaled = Some(lsn),
+            Err(err) => {
+                txn.abort()?;
+                return Err(redb::Error::Io(std::io::Error::new(
+                    err.kind(),
+                    format!("writing the journal {}: {err}", journal.path().display()),
+                )));
             }
-            .into());
         }
-    };
-    let flush = index::flush_due(&record, new_len);
-    if flush {
-        record.indexed = new_len;
-        changed = true;
     }
-    let encoded = if changed {
-        Some(record.encode(session)?)
-    } else {
-        None
-    };
-
-    // Only redb can fail from here on, and that fails the whole group.
-    let direct = records.len() >= staging::DIRECT_BATCH;
-    for ((id, bytes), seq) in records.iter().zip(len..) {
-        if direct {
-            tables.events.insert((sid, seq), bytes.as_slice())?;
-        } else {
-            tables
-                .recent
-                .insert(tables.next_order, (sid, seq, bytes.as_slice()))?;
-            tables.next_order += 1;
-        }
-        tail.add(*id, seq);
+    txn.commit()?;
+    target.committed(durable);
+    let mut checkpoint = false;
+    if let (Some(lsn), Some(journaled_by), Some(journal)) = (journaled, target.journal, &journal) {
+        journaled_by.applied.store(lsn, Ordering::Release);
+        checkpoint = journal.written() >= journaled_by.checkpoint_bytes;
     }
-    tail.len = new_len;
-    if flush {
-        tail.flush(&mut tables.index, sid)?;
-    }
-    if let Some(encoded) = encoded {
-        let mut sessions = txn.open_table(SESSIONS)?;
-        sessions.insert(sid, encoded.as_slice())?;
-        tail.record = Some(record);
-    }
-    Ok((new_len, true))
+    Ok(Written {
+        results,
+        compact,
+        checkpoint,
+    })
 }

@@ -1,0 +1,131 @@
+//! Bringing a store up to date with its [journal](super::journal) when it is opened for
+//! writing: the records after the last checkpoint (appends acknowledged before a crash, which
+//! redb had not made durable yet) are applied again, in one durable commit that is itself a
+//! checkpoint. Re-applying is safe however much of it redb already holds: an append whose
+//! session already reaches past it is skipped (a group commit is all or nothing, so its
+//! events are there), and one that starts where the session ends is applied with the usual
+//! rules, which recognise events already stored by their ids.
+
+use std::path::Path;
+
+use openharness_core::{Envelope, SessionId};
+use redb::{Database, ReadableDatabase};
+
+use super::apply::{Tables, apply};
+use super::index::Tails;
+use super::journal::{self, Appended};
+use super::writer::Append;
+use super::{Failure, RedbError, layout};
+
+/// What [`recover`] found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Recovered {
+    /// The lsn the next journal record should have: above every lsn in the journal file and
+    /// the checkpoint, so no record left in the file is mistaken for a new one.
+    pub(super) next_lsn: u64,
+    /// How many records were applied again.
+    pub(super) replayed: usize,
+}
+
+/// Applies the journal of the store at `path` (open for writing as `db`) after its last
+/// checkpoint, and records a checkpoint past every record in the file.
+pub(super) fn recover(db: &Database, path: &Path) -> Result<Recovered, RedbError> {
+    let journal_path = journal::path_of(path);
+    let failed = |message: String| RedbError::Journal {
+        path: journal_path.clone(),
+        message,
+    };
+    let opening = |source: redb::Error| RedbError::Open {
+        path: path.to_owned(),
+        source: Box::new(source),
+    };
+    let records = journal::read(&journal_path).map_err(|err| failed(err.to_string()))?;
+    let checkpoint = {
+        let txn = db.begin_read().map_err(|err| opening(err.into()))?;
+        match layout::read_meta(&txn).map_err(opening)? {
+            Some(meta) => layout::journal_lsn(&meta).map_err(opening)?,
+            None => 0,
+        }
+    };
+    let last = records.last().map_or(0, |record| record.lsn);
+    let next_lsn = checkpoint.max(last) + 1;
+    let pending: Vec<_> = records
+        .into_iter()
+        .filter(|record| record.lsn > checkpoint)
+        .collect();
+    if let Some(first) = pending.first()
+        && first.lsn != checkpoint + 1
+    {
+        return Err(failed(format!(
+            "its records start at {} but the store was checkpointed at {checkpoint}: \
+             the records between are missing",
+            first.lsn
+        )));
+    }
+    if pending.is_empty() {
+        return Ok(Recovered {
+            next_lsn,
+            replayed: 0,
+        });
+    }
+    let txn = db.begin_write().map_err(|err| opening(err.into()))?;
+    {
+        let tails = Tails::default();
+        let mut tails = tails.lock();
+        let mut tables = Tables::open(&txn).map_err(opening)?;
+        for record in &pending {
+            for appended in &record.appends {
+                // Already held (redb made it durable with a later commit): skipped without
+                // reading the session's record, which may be what a crash left damaged.
+                let len = layout::len_of(&tables.events, &tables.recent, &appended.session)
+                    .map_err(opening)?;
+                if len >= appended.first_seq + appended.records.len() as u64 {
+                    continue;
+                }
+                let append = append_of(appended).map_err(|message| {
+                    failed(format!(
+                        "record {} holds a malformed append: {message}",
+                        record.lsn
+                    ))
+                })?;
+                match apply(&txn, &mut tables, &mut tails, &append) {
+                    Ok(_) => {}
+                    Err(Failure::Store(err)) => {
+                        return Err(failed(format!(
+                            "record {} does not fit the store: {err}",
+                            record.lsn
+                        )));
+                    }
+                    Err(Failure::Redb(err)) => return Err(opening(err)),
+                }
+            }
+        }
+    }
+    layout::set_journal_lsn(&txn, next_lsn - 1).map_err(opening)?;
+    txn.commit().map_err(|err| opening(err.into()))?;
+    tracing::info!(path = %path.display(), records = pending.len(), "re-applied the journal's records after the last checkpoint");
+    Ok(Recovered {
+        next_lsn,
+        replayed: pending.len(),
+    })
+}
+
+/// The append a journal record's entry stands for.
+fn append_of(appended: &Appended) -> Result<Append, String> {
+    let session: SessionId = appended
+        .session
+        .parse()
+        .map_err(|err| format!("session id {:?}: {err}", appended.session))?;
+    let events = appended
+        .records
+        .iter()
+        .map(|(_, json)| serde_json::from_slice::<Envelope>(json))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|err| format!("an event of session {session}: {err}"))?;
+    Ok(Append {
+        session,
+        events,
+        records: appended.records.clone(),
+        expected_seq: appended.first_seq,
+    })
+}
