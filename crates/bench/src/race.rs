@@ -277,21 +277,26 @@ fn check(holds: bool, what: impl FnOnce() -> String) -> Fallible<()> {
     }
 }
 
-/// `openharness-bench race-ours N DIR [every|periodic|turn]`: our side at one N, in a store
-/// under DIR, with the store's durability (every append durable, the default; group commit
-/// every 10 ms; or durable at the turn's end); prints one JSON line of [`Figures`].
+/// `openharness-bench race-ours N DIR [every|redb|periodic|turn]`: our side at one N, in a
+/// store under DIR, with the store's durability (every append durable, the default, through
+/// the journal; `redb`: every append a durable redb commit, no journal; group commit every
+/// 10 ms; or durable at the turn's end); prints one JSON line of [`Figures`].
 pub(crate) fn child(n: Option<String>, dir: Option<String>, mode: Option<String>) -> ExitCode {
-    let durability = match mode.as_deref() {
-        None | Some("every") => RedbDurability::EveryAppend,
-        Some("periodic") => RedbDurability::Periodic(std::time::Duration::from_millis(10)),
-        Some("turn") => RedbDurability::TurnEnd,
+    let options = RedbOptions::default();
+    let options = match mode.as_deref() {
+        None | Some("every") => options,
+        Some("redb") => options.journal(false),
+        Some("periodic") => options.durability(RedbDurability::Periodic(
+            std::time::Duration::from_millis(10),
+        )),
+        Some("turn") => options.durability(RedbDurability::TurnEnd),
         Some(other) => {
-            eprintln!("unknown durability `{other}`: every, periodic or turn");
+            eprintln!("unknown durability `{other}`: every, redb, periodic or turn");
             return ExitCode::from(2);
         }
     };
     let (Some(n), Some(dir)) = (n.and_then(|n| n.parse::<u64>().ok()), dir) else {
-        eprintln!("usage: openharness-bench race-ours N DIR [every|periodic|turn]");
+        eprintln!("usage: openharness-bench race-ours N DIR [every|redb|periodic|turn]");
         return ExitCode::from(2);
     };
     let runtime = match tokio::runtime::Builder::new_multi_thread()
@@ -306,7 +311,7 @@ pub(crate) fn child(n: Option<String>, dir: Option<String>, mode: Option<String>
         }
     };
     let figures = runtime
-        .block_on(ours(n, Path::new(&dir), durability))
+        .block_on(ours(n, Path::new(&dir), options))
         .and_then(|figures| Ok(serde_json::to_string(&figures)?));
     match figures {
         Ok(line) => {
@@ -320,9 +325,9 @@ pub(crate) fn child(n: Option<String>, dir: Option<String>, mode: Option<String>
     }
 }
 
-async fn ours(n: u64, dir: &Path, durability: RedbDurability) -> Fallible<Figures> {
+async fn ours(n: u64, dir: &Path, options: RedbOptions) -> Fallible<Figures> {
     let path = dir.join("race.redb");
-    let store = RedbStore::open_with(&path, RedbOptions::default().durability(durability))?;
+    let store = RedbStore::open_with(&path, options)?;
     let appends = Appends::default();
     let flow = workflow(Observed::new(store.clone(), appends.clone()), n)?;
 

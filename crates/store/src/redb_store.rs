@@ -563,7 +563,7 @@ impl RedbStore {
             (false, false, _) => Sharing::Exclusive,
         };
         if options.read_only {
-            recover_before_reading(path, options.cache_size);
+            recover_before_reading(path, options.cache_size)?;
         }
         let (db, recovered) = open_prepared(path, options.read_only, options.cache_size, sharing)?;
         let db = Arc::new(db);
@@ -753,21 +753,25 @@ fn retire_journal(path: &Path) -> Result<(), RedbError> {
 
 /// Before a read-only open: a journal left by a writer that crashed holds acknowledged
 /// appends the file may not have yet, so the file is opened for writing once to apply it, when
-/// this process may and nobody else writes it. Otherwise the reader sees the file as it is.
-fn recover_before_reading(path: &Path, cache_size: usize) {
+/// this process may and nobody else writes it (a writer that has the file open is refused by
+/// the read-only open that follows). A journal that cannot be applied fails the open, so a
+/// reader (`openharness check` among them) never reports a store whole without its journal.
+fn recover_before_reading(path: &Path, cache_size: usize) -> Result<(), RedbError> {
     if !journal::path_of(path).exists() {
-        return;
+        return Ok(());
     }
     match open_prepared(path, false, cache_size, Sharing::Exclusive) {
-        Ok((db, Some(_))) => {
+        Ok((db, recovered)) => {
             drop(db);
-            if let Err(err) = retire_journal(path) {
-                tracing::warn!(%err, "the applied journal could not be removed");
+            if recovered.is_some() {
+                retire_journal(path)?;
             }
+            Ok(())
         }
-        Ok((_, None)) => {}
+        Err(err @ RedbError::Journal { .. }) => Err(err),
         Err(err) => {
             tracing::debug!(%err, "the journal could not be applied before reading; reading the file as it is");
+            Ok(())
         }
     }
 }
@@ -1337,6 +1341,45 @@ mod tests {
 
     use super::*;
     use serde_json::json;
+
+    /// A journal whose record cannot be applied (here: it starts past the session's end) fails
+    /// every open, readers' included, with an error naming the journal, and is left as it was.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_journal_that_does_not_fit_fails_the_open_and_is_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("store.redb");
+        let session = SessionId::new();
+        {
+            let store = RedbStore::open(&path).unwrap();
+            let event = Envelope::new("test:appended", json!({}), None);
+            store.append(&session, &[event], 0).await.unwrap();
+        }
+        let journal_path = journal::path_of(&path);
+        {
+            // The clean close checkpointed at lsn 1; record 2 claims seq 5 of a 1-event session.
+            let mut journal = journal::Journal::start(&journal_path, 2).unwrap();
+            let event = Envelope::new("test:appended", json!({}), None);
+            let records = vec![(
+                event.id.as_uuid().as_u128(),
+                serde_json::to_vec(&event).unwrap(),
+            )];
+            journal.group().add(&session, 5, &records);
+            journal.commit().unwrap();
+        }
+        let before = std::fs::read(&journal_path).unwrap();
+        for options in [
+            RedbOptions::default(),
+            RedbOptions::default().read_only(true),
+        ] {
+            let err = RedbStore::open_with(&path, options).unwrap_err();
+            assert!(
+                matches!(RedbError::of(&err), Some(RedbError::Journal { message, .. }) if message.contains("record 2 does not fit")),
+                "{err:?}"
+            );
+            assert!(err.to_string().contains("store.redb-journal"), "{err}");
+        }
+        assert_eq!(std::fs::read(&journal_path).unwrap(), before);
+    }
 
     #[test]
     fn store_path_prefers_the_environment() {
