@@ -58,6 +58,7 @@ fn main() -> ExitCode {
             std::env::args().nth(2),
             std::env::args().nth(3),
             std::env::args().nth(4),
+            std::env::args().nth(5),
         ),
         _ => {
             eprintln!(

@@ -12,6 +12,10 @@
 //! Python of a virtualenv at the workspace root (`.race-venv`, or `OPENHARNESS_RACE_VENV`)
 //! that this suite creates and fills from `crates/bench/race/requirements.txt` on first use.
 //!
+//! Our side runs twice at each N: with the board's lists as persistent vectors (`imbl`, which
+//! clone in constant time) and as plain `Vec`s (the state a user writes first; rows marked
+//! `[Vec state]`), against the same LangGraph run.
+//!
 //! Both sides measure the same figures on the same N and check their results (every task
 //! done, and the state at the jump has the cursor the walk saw there). Two more rows compare
 //! live completions/s at N = 5 000 with durability deferred on both sides, like for like: our
@@ -86,19 +90,87 @@ enum RaceEvent {
 }
 
 /// The state both sides fold: the goal, the task titles, the results of the tasks done (in
-/// order) and the next task. The lists are persistent vectors, so a state clones in constant
-/// time whatever N (the tape clones a state per position it keeps).
+/// order) and the next task. The lists are persistent vectors by default, so a state clones
+/// in constant time whatever N (the tape clones a state per position it keeps), or plain
+/// `Vec`s ([`Board::plain`]), the state a user writes first, which clones in time and memory
+/// in proportion to N.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 struct Board {
     goal: String,
-    tasks: imbl::Vector<String>,
-    done: imbl::Vector<String>,
+    tasks: List,
+    done: List,
     cursor: u64,
 }
 
 impl Board {
+    /// A board whose lists are plain `Vec`s.
+    fn plain() -> Self {
+        Self {
+            tasks: List::Plain(Vec::new()),
+            done: List::Plain(Vec::new()),
+            ..Self::default()
+        }
+    }
+
     fn all_done(&self) -> bool {
         !self.tasks.is_empty() && self.done.len() == self.tasks.len()
+    }
+}
+
+/// A list of strings on the board, in one of the two representations raced.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+enum List {
+    /// A persistent vector: clones share structure.
+    Shared(imbl::Vector<String>),
+    /// A plain `Vec`: clones copy every string.
+    Plain(Vec<String>),
+}
+
+impl Default for List {
+    fn default() -> Self {
+        Self::Shared(imbl::Vector::new())
+    }
+}
+
+impl List {
+    /// A list of `items` in this list's representation.
+    fn refilled(&self, items: impl Iterator<Item = String>) -> Self {
+        match self {
+            Self::Shared(_) => Self::Shared(items.collect()),
+            Self::Plain(_) => Self::Plain(items.collect()),
+        }
+    }
+
+    fn push(&mut self, item: String) {
+        match self {
+            Self::Shared(list) => list.push_back(item),
+            Self::Plain(list) => list.push(item),
+        }
+    }
+
+    fn len(&self) -> usize {
+        match self {
+            Self::Shared(list) => list.len(),
+            Self::Plain(list) => list.len(),
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    fn get(&self, index: usize) -> Option<&String> {
+        match self {
+            Self::Shared(list) => list.get(index),
+            Self::Plain(list) => list.get(index),
+        }
+    }
+
+    fn all(&self, holds: impl Fn(&String) -> bool) -> bool {
+        match self {
+            Self::Shared(list) => list.iter().all(holds),
+            Self::Plain(list) => list.iter().all(holds),
+        }
     }
 }
 
@@ -109,8 +181,8 @@ impl Board {
     }
 
     fn planned(&mut self, plan: &PlanCreated) -> Emit {
-        self.tasks = plan.tasks.iter().cloned().collect();
-        self.done = imbl::Vector::new();
+        self.tasks = self.tasks.refilled(plan.tasks.iter().cloned());
+        self.done = self.done.refilled(std::iter::empty());
         self.cursor = 0;
         if self.tasks.is_empty() {
             Emit::none()
@@ -123,7 +195,7 @@ impl Board {
         if done.index != self.cursor {
             return Emit::none();
         }
-        self.done.push_back(done.result.clone());
+        self.done.push(done.result.clone());
         self.cursor += 1;
         if (self.cursor as usize) < self.tasks.len() {
             Emit::one(TaskStarted { index: self.cursor })
@@ -217,9 +289,9 @@ impl Provider for Script {
     }
 }
 
-fn workflow(store: impl Store, n: u64) -> Fallible<Workflow<Board>> {
+fn workflow(store: impl Store, n: u64, initial: Board) -> Fallible<Workflow<Board>> {
     Ok(Workflow::builder(NAME)
-        .initial_state(Board::default())
+        .initial_state(initial)
         .agent(Planner)
         .agent(Executor)
         .until(Board::all_done)
@@ -231,7 +303,7 @@ fn workflow(store: impl Store, n: u64) -> Fallible<Workflow<Board>> {
 /// One live run of the race shape at `n` tasks on `store`, checked to end `until` every task
 /// is done: for suites that measure what a store wrapper costs the run (the otel suite).
 pub(crate) async fn run_on(store: std::sync::Arc<dyn Store>, n: u64) -> Fallible<()> {
-    let outcome = workflow(store, n)?
+    let outcome = workflow(store, n, Board::default())?
         .run(RunOptions::new().input(GOAL))
         .await?;
     check(outcome.reason == StopReason::Until, || {
@@ -258,6 +330,9 @@ struct Figures {
     jump_cursor: u64,
     file_bytes: u64,
     peak_rss_bytes: u64,
+    /// Ours only: the lists' representation, `imbl` or `Vec`.
+    #[serde(default)]
+    state: Option<String>,
     /// Ours only: the appends of the live run and the seconds spent in them (durable writes).
     #[serde(default)]
     appends: Option<(u64, f64)>,
@@ -277,11 +352,25 @@ fn check(holds: bool, what: impl FnOnce() -> String) -> Fallible<()> {
     }
 }
 
-/// `openharness-bench race-ours N DIR [every|redb|periodic|turn]`: our side at one N, in a
-/// store under DIR, with the store's durability (every append durable, the default, through
-/// the journal; `redb`: every append a durable redb commit, no journal; group commit every
-/// 10 ms; or durable at the turn's end); prints one JSON line of [`Figures`].
-pub(crate) fn child(n: Option<String>, dir: Option<String>, mode: Option<String>) -> ExitCode {
+/// `openharness-bench race-ours N DIR [every|redb|periodic|turn] [imbl|vec]`: our side at one
+/// N, in a store under DIR, with the store's durability (every append durable, the default,
+/// through the journal; `redb`: every append a durable redb commit, no journal; group commit
+/// every 10 ms; or durable at the turn's end) and the board's lists (persistent vectors, the
+/// default, or plain `Vec`s); prints one JSON line of [`Figures`].
+pub(crate) fn child(
+    n: Option<String>,
+    dir: Option<String>,
+    mode: Option<String>,
+    lists: Option<String>,
+) -> ExitCode {
+    let initial = match lists.as_deref() {
+        None | Some("imbl") => Board::default(),
+        Some("vec") => Board::plain(),
+        Some(other) => {
+            eprintln!("unknown lists `{other}`: imbl or vec");
+            return ExitCode::from(2);
+        }
+    };
     let options = RedbOptions::default();
     let options = match mode.as_deref() {
         None | Some("every") => options,
@@ -296,7 +385,7 @@ pub(crate) fn child(n: Option<String>, dir: Option<String>, mode: Option<String>
         }
     };
     let (Some(n), Some(dir)) = (n.and_then(|n| n.parse::<u64>().ok()), dir) else {
-        eprintln!("usage: openharness-bench race-ours N DIR [every|redb|periodic|turn]");
+        eprintln!("usage: openharness-bench race-ours N DIR [every|redb|periodic|turn] [imbl|vec]");
         return ExitCode::from(2);
     };
     let runtime = match tokio::runtime::Builder::new_multi_thread()
@@ -311,7 +400,7 @@ pub(crate) fn child(n: Option<String>, dir: Option<String>, mode: Option<String>
         }
     };
     let figures = runtime
-        .block_on(ours(n, Path::new(&dir), options))
+        .block_on(ours(n, Path::new(&dir), options, initial))
         .and_then(|figures| Ok(serde_json::to_string(&figures)?));
     match figures {
         Ok(line) => {
@@ -325,11 +414,19 @@ pub(crate) fn child(n: Option<String>, dir: Option<String>, mode: Option<String>
     }
 }
 
-async fn ours(n: u64, dir: &Path, options: RedbOptions) -> Fallible<Figures> {
+async fn ours(n: u64, dir: &Path, options: RedbOptions, initial: Board) -> Fallible<Figures> {
+    let lists = match initial.tasks {
+        List::Shared(_) => "imbl",
+        List::Plain(_) => "Vec",
+    };
     let path = dir.join("race.redb");
     let store = RedbStore::open_with(&path, options)?;
     let appends = Appends::default();
-    let flow = workflow(Observed::new(store.clone(), appends.clone()), n)?;
+    let flow = workflow(
+        Observed::new(store.clone(), appends.clone()),
+        n,
+        initial.clone(),
+    )?;
 
     let started = Instant::now();
     let outcome = flow.run(RunOptions::new().input(GOAL)).await?;
@@ -347,7 +444,7 @@ async fn ours(n: u64, dir: &Path, options: RedbOptions) -> Fallible<Figures> {
             state.cursor
         )
     })?;
-    check(state.done.iter().all(|r| r == RESULT), || {
+    check(state.done.all(|r| r == RESULT), || {
         "a result is wrong".to_owned()
     })?;
     let session = outcome.session.clone();
@@ -393,7 +490,7 @@ async fn ours(n: u64, dir: &Path, options: RedbOptions) -> Fallible<Figures> {
     let jump_position = len / 10;
     let started = Instant::now();
     let store = RedbStore::open(&path)?;
-    let flow = workflow(store, n)?;
+    let flow = workflow(store, n, initial)?;
     let at = flow.load_state_at(&session, jump_position).await?;
     let jump_s = started.elapsed().as_secs_f64();
     let expected = forward
@@ -418,6 +515,7 @@ async fn ours(n: u64, dir: &Path, options: RedbOptions) -> Fallible<Figures> {
         jump_cursor: at.cursor,
         file_bytes: std::fs::metadata(&path)?.len(),
         appends: Some((append_count, append_s)),
+        state: Some(lists.to_owned()),
         append_p50_and_floor: Some((append_p50, floor)),
         peak_rss_bytes: peak_rss()?,
     })
@@ -588,19 +686,27 @@ fn race() -> Fallible<Vec<Row>> {
     let mut results = Vec::new();
     let started = Instant::now();
     for n in SIZES {
-        let mut command = Command::new(&exe);
-        command.arg("race-ours").arg(n.to_string());
-        let mine = side(command, &format!("our side at N = {n}"))?;
-        check(mine.done == n, || {
-            format!("our done = {}, not {n}", mine.done)
-        })?;
-        eprintln!(
-            "bench race: ours      N = {n:>6}: live {:.2} s, walk {:.2} s / {:.2} s ({:.0} s in)",
-            mine.live_s,
-            mine.walk_forward_s,
-            mine.walk_back_s,
-            started.elapsed().as_secs_f64()
-        );
+        let mut mine = Vec::new();
+        for lists in ["imbl", "vec"] {
+            let mut command = Command::new(&exe);
+            command.arg("race-ours").arg(n.to_string());
+            let figures = side_with(
+                &mut command,
+                &format!("our side at N = {n} ({lists})"),
+                &["every", lists],
+            )?;
+            check(figures.done == n, || {
+                format!("our done = {}, not {n}", figures.done)
+            })?;
+            eprintln!(
+                "bench race: ours/{lists:<4} N = {n:>6}: live {:.2} s, walk {:.2} s / {:.2} s ({:.0} s in)",
+                figures.live_s,
+                figures.walk_forward_s,
+                figures.walk_back_s,
+                started.elapsed().as_secs_f64()
+            );
+            mine.push(figures);
+        }
         let theirs = match &theirs_python {
             Some(python) => {
                 let mut command = Command::new(python);
@@ -620,7 +726,9 @@ fn race() -> Fallible<Vec<Row>> {
             }
             None => None,
         };
-        results.push((mine, theirs));
+        for figures in mine {
+            results.push((figures, theirs.clone()));
+        }
     }
     let mut table = rows(&results);
     table.extend(deferred(&exe, theirs_python.as_deref(), &script)?);
@@ -768,7 +876,7 @@ fn rows(results: &[(Figures, Option<Figures>)]) -> Vec<Row> {
                 None => ("(info)", None),
             };
             rows.push(Row {
-                what: format!("{what}, N={n}"),
+                what: format!("{what}{}, N={n}", lists_of(mine)),
                 measured: show(ours),
                 baseline: base.map_or_else(|| "(no LangGraph)".to_owned(), show),
                 ratio: ratio.map_or_else(|| "-".to_owned(), |r| format!("{r:.1}x")),
@@ -780,7 +888,11 @@ fn rows(results: &[(Figures, Option<Figures>)]) -> Vec<Row> {
     for (mine, _) in results {
         if let Some((count, seconds)) = mine.appends {
             rows.push(Row {
-                what: format!("live: time in durable appends, N={}", mine.n),
+                what: format!(
+                    "live: time in durable appends{}, N={}",
+                    lists_of(mine),
+                    mine.n
+                ),
                 measured: format!("{} ({:.0}%)", secs(seconds), 100.0 * seconds / mine.live_s),
                 baseline: format!(
                     "{count} appends, {:.3} ms each",
@@ -794,7 +906,11 @@ fn rows(results: &[(Figures, Option<Figures>)]) -> Vec<Row> {
         if let Some((p50, floor)) = mine.append_p50_and_floor {
             let ratio = p50 / floor;
             rows.push(Row {
-                what: format!("live: durable append p50 vs the disk's floor, N={}", mine.n),
+                what: format!(
+                    "live: durable append p50 vs the disk's floor{}, N={}",
+                    lists_of(mine),
+                    mine.n
+                ),
                 measured: format!("{:.3} ms", 1e3 * p50),
                 baseline: format!("{:.3} ms (1 KiB append + fdatasync)", 1e3 * floor),
                 ratio: format!("{ratio:.2}x"),
@@ -805,7 +921,11 @@ fn rows(results: &[(Figures, Option<Figures>)]) -> Vec<Row> {
     }
     for (mine, theirs) in results {
         rows.push(Row {
-            what: format!("positions (events / checkpoints), N={}", mine.n),
+            what: format!(
+                "positions (events / checkpoints){}, N={}",
+                lists_of(mine),
+                mine.n
+            ),
             measured: format!("{} (jump to {})", mine.positions, mine.jump_position),
             baseline: theirs.as_ref().map_or_else(
                 || "-".to_owned(),
@@ -817,6 +937,14 @@ fn rows(results: &[(Figures, Option<Figures>)]) -> Vec<Row> {
         });
     }
     rows
+}
+
+/// ` [Vec]` for a run of ours with plain `Vec` lists; nothing for the default (imbl).
+fn lists_of(figures: &Figures) -> String {
+    match figures.state.as_deref() {
+        Some(lists) if lists != "imbl" => format!(" [{lists} state]"),
+        _ => String::new(),
+    }
 }
 
 fn secs(s: f64) -> String {
