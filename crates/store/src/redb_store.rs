@@ -3,11 +3,14 @@
 //! The file's tables and format are described in [`layout`]; how small appends are staged so
 //! group commits stay cheap, in [`staging`]; the batched event-id index, in [`index`]; how a
 //! new file is created safely, in [`create`]. Appends go through one writer thread that
-//! commits every append waiting at the moment in one write transaction with redb's default
-//! (immediate) durability ([`writer`]): group commit, so throughput grows with concurrency,
-//! while each `append` still returns only when its events are on disk, and a crash before
-//! that leaves none of them. Other operations are synchronous redb calls on
-//! tokio's blocking pool.
+//! commits every append waiting at the moment in one write transaction ([`writer`]): group
+//! commit, so throughput grows with concurrency, while each `append` still returns only when
+//! its events are on disk, and a crash before that leaves none of them. What puts them on disk
+//! is, for a writer that has the file alone, one record in the [`journal`] beside it (redb's
+//! commit is then made without waiting for the disk, and made durable later by a checkpoint;
+//! [`replay`] re-applies the journal after a crash), and otherwise a durable redb commit.
+//! One append applied inside a transaction is [`apply`]. Other operations are synchronous
+//! redb calls on tokio's blocking pool.
 //!
 //! No file makes the store panic: redb's panics on damaged data are contained ([`guard`]) and
 //! reported as [`RedbError::Damaged`], after which the store refuses writes. A file the process
@@ -28,18 +31,24 @@ use crate::live::{Notifier, tail};
 mod apply;
 mod compact;
 mod create;
+mod error;
 mod guard;
 mod holder;
 mod index;
 mod journal;
 mod layout;
+mod open;
+mod options;
 mod replay;
 mod staging;
 mod writer;
 
 pub use compact::Compaction;
+pub use error::RedbError;
 use guard::{Db, Health};
 use layout::{EVENT_INDEX, EVENTS, SESSIONS, SNAPSHOTS, SessionRecord, UNFINISHED};
+use open::{Sharing, open_prepared, recover_before_reading, retire_journal};
+pub use options::{DEFAULT_CACHE_BYTES, RedbDurability, RedbOptions};
 use writer::{Append, Journaled, Writer};
 
 /// The environment variable naming the store file when no `--store PATH` is given.
@@ -65,364 +74,6 @@ fn store_path_from(env: Option<std::ffi::OsString>) -> PathBuf {
     match env {
         Some(path) if !path.is_empty() => PathBuf::from(path),
         _ => PathBuf::from(RedbStore::DEFAULT_PATH),
-    }
-}
-
-/// Why a [`RedbStore`] could not be opened or could not complete an operation.
-///
-/// Carried inside [`StoreError::Backend`] by the [`Store`] methods; every message names the
-/// store file.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum RedbError {
-    /// The directory that should hold the store file could not be created.
-    #[error("cannot create the directory {} for the store", path.display())]
-    CreateDir {
-        /// The directory.
-        path: PathBuf,
-        /// The I/O error.
-        source: std::io::Error,
-    },
-    /// The store file could not be created.
-    #[error("cannot create the store {}", path.display())]
-    CreateFile {
-        /// The file.
-        path: PathBuf,
-        /// The I/O error.
-        source: std::io::Error,
-    },
-    /// Another `RedbStore` (in this process or another one) writes the file: only one writes
-    /// a store at a time, and a writer not opened with [`RedbOptions::share_with_readers`]
-    /// refuses readers too.
-    #[error(
-        "the store {} is already open for writing{}: one process writes a store at a time, \
-         and readers join it only when it shares the file (RedbOptions::share_with_readers)",
-        path.display(),
-        holder::describe(holders)
-    )]
-    AlreadyOpen {
-        /// The store file.
-        path: PathBuf,
-        /// The processes that have the file open, as `pid N (command line)`, when the system
-        /// tells (Linux, processes of the same user); empty otherwise.
-        holders: Vec<String>,
-    },
-    /// The file could not be opened as a redb database.
-    #[error("cannot open the store {}", path.display())]
-    Open {
-        /// The store file.
-        path: PathBuf,
-        /// What redb reported.
-        source: Box<redb::Error>,
-    },
-    /// The file was written by a newer version of Open Harness, in a format this version
-    /// cannot read.
-    #[error(
-        "the store {} was written by a newer version of Open Harness (store format {format}; \
-         this version reads up to {}); upgrade Open Harness",
-        path.display(),
-        layout::FORMAT
-    )]
-    NewerFormat {
-        /// The store file.
-        path: PathBuf,
-        /// The file's format version.
-        format: u64,
-    },
-    /// The file was written by a newer version of redb (the database library), in a file
-    /// format this version cannot read.
-    #[error(
-        "the store {} was written by a newer version (redb file format {version}); \
-         upgrade Open Harness",
-        path.display()
-    )]
-    NewerFileFormat {
-        /// The store file.
-        path: PathBuf,
-        /// The redb file format version found in the file's header.
-        version: u8,
-    },
-    /// The file is a redb database of another application: it is refused rather than given
-    /// the store's tables.
-    #[error("{} is not an Open Harness store: {reason}", path.display())]
-    Foreign {
-        /// The file.
-        path: PathBuf,
-        /// What gave it away.
-        reason: String,
-    },
-    /// The store is open read-only (the file cannot be written, or
-    /// [`RedbOptions::read_only`] asked for it) and the operation writes.
-    #[error(
-        "the store {} is open read-only (the file is not writable): {operation} needs to write it",
-        path.display()
-    )]
-    ReadOnly {
-        /// The store file.
-        path: PathBuf,
-        /// What would have written, such as `append to session 0190…`.
-        operation: String,
-    },
-    /// The file was not closed cleanly and redb must repair it, which needs write access.
-    #[error(
-        "the store {} was not closed cleanly and must be repaired, which needs write access to it",
-        path.display()
-    )]
-    NeedsRepair {
-        /// The store file.
-        path: PathBuf,
-    },
-    /// The file is damaged: redb failed on its contents (caught inside the store), or an
-    /// earlier operation did and this one, a write, is refused. Restore the file from a backup;
-    /// what still reads can be exported first.
-    #[error("the store {} is damaged: {operation} failed: {message}", path.display())]
-    Damaged {
-        /// The store file.
-        path: PathBuf,
-        /// What was being done.
-        operation: String,
-        /// What went wrong.
-        message: String,
-    },
-    /// A read or write failed.
-    #[error("store {}: {operation} failed", path.display())]
-    Database {
-        /// The store file.
-        path: PathBuf,
-        /// What was being done, such as `append to session 0190…`.
-        operation: String,
-        /// What redb reported.
-        source: Box<redb::Error>,
-    },
-    /// The store's journal (`<store>-journal`, see [`RedbOptions::journal`]) could not be
-    /// written, read or applied when the store was opened. The journal is left as it was, so
-    /// nothing in it is lost.
-    #[error("the store's journal {} cannot be used: {message}", path.display())]
-    Journal {
-        /// The journal file.
-        path: PathBuf,
-        /// What went wrong.
-        message: String,
-    },
-    /// The blocking task running an operation panicked or was cancelled.
-    #[error("store {}: {operation} did not complete: {message}", path.display())]
-    Task {
-        /// The store file.
-        path: PathBuf,
-        /// What was being done.
-        operation: String,
-        /// Why the task ended.
-        message: String,
-    },
-}
-
-impl RedbError {
-    /// The `RedbError` inside a store error, if it came from a [`RedbStore`].
-    ///
-    /// ```
-    /// use openharness_store::{RedbError, RedbStore};
-    /// let dir = tempfile::tempdir().unwrap();
-    /// let path = dir.path().join("store.redb");
-    /// let _first = RedbStore::open(&path).unwrap();
-    /// let err = RedbStore::open(&path).unwrap_err();
-    /// assert!(matches!(RedbError::of(&err), Some(RedbError::AlreadyOpen { .. })));
-    /// ```
-    pub fn of(err: &StoreError) -> Option<&RedbError> {
-        match err {
-            StoreError::Backend(source) => source.downcast_ref(),
-            _ => None,
-        }
-    }
-}
-
-impl From<RedbError> for StoreError {
-    fn from(err: RedbError) -> Self {
-        StoreError::backend(err)
-    }
-}
-
-/// How a [`RedbStore`] works, for [`RedbStore::open_with`]. The default is what
-/// [`RedbStore::open`] uses.
-#[derive(Debug, Clone)]
-#[non_exhaustive]
-pub struct RedbOptions {
-    /// Let a lone writer commit on its own thread (see
-    /// [`commit_on_caller`](Self::commit_on_caller)). Off by default.
-    pub commit_on_caller: bool,
-    /// Open the file read-only (see [`read_only`](Self::read_only)). Off by default.
-    pub read_only: bool,
-    /// When appends reach the disk (see [`durability`](Self::durability)). Every append by
-    /// default.
-    pub durability: RedbDurability,
-    /// The most memory redb's page cache may hold, in bytes (see
-    /// [`cache_size`](Self::cache_size)). [`DEFAULT_CACHE_BYTES`] by default.
-    pub cache_size: usize,
-    /// Let read-only stores in other processes open the file while this one writes it (see
-    /// [`share_with_readers`](Self::share_with_readers)). Off by default.
-    pub share_with_readers: bool,
-    /// Make appends durable with a journal beside the file (see [`journal`](Self::journal)).
-    /// On by default.
-    pub journal: bool,
-    /// How many bytes of journal records are written before redb is made durable and the
-    /// journal starts over (see [`journal_checkpoint`](Self::journal_checkpoint)).
-    pub journal_checkpoint: u64,
-}
-
-/// The default bound of a [`RedbStore`]'s page cache: 64 MiB. (redb's own default is 1 GiB,
-/// which a long read fills: about 216 MB after reading a million-event session.)
-pub const DEFAULT_CACHE_BYTES: usize = 64 * 1024 * 1024;
-
-impl Default for RedbOptions {
-    fn default() -> Self {
-        Self {
-            commit_on_caller: false,
-            read_only: false,
-            durability: RedbDurability::default(),
-            cache_size: DEFAULT_CACHE_BYTES,
-            share_with_readers: false,
-            journal: true,
-            journal_checkpoint: journal::DEFAULT_CHECKPOINT_BYTES,
-        }
-    }
-}
-
-/// When a [`RedbStore`]'s appends reach the disk, and so what a crash can lose.
-///
-/// Whatever the choice, the file stays consistent after a crash (redb falls back to its last
-/// durable commit), readers in the process see every append at once, and a clean close (the
-/// last handle dropped) makes everything durable.
-///
-/// | choice | an append returns once | a crash (process or machine) can lose |
-/// |---|---|---|
-/// | `EveryAppend` (default) | it is on disk (in the journal, or a durable commit; shared by concurrent appends) | nothing that was acknowledged |
-/// | `Periodic(t)` | it is committed in memory; the disk catches up every `t` and at each turn's end | the appends of the last `t` |
-/// | `TurnEnd` | it is committed in memory; the disk catches up at each turn's end ([`Store::sync`]) | the turn in progress, as if it never started |
-///
-/// The last two trade that window for throughput: a turn's events then cost one fsync per
-/// period or per turn instead of one per step. An agent call made in a lost window is made
-/// again when the session is resumed.
-///
-/// ```
-/// use std::time::Duration;
-/// use openharness_store::{RedbDurability, RedbOptions, RedbStore};
-/// let dir = tempfile::tempdir().unwrap();
-/// let options = RedbOptions::default().durability(RedbDurability::Periodic(Duration::from_millis(50)));
-/// let store = RedbStore::open_with(dir.path().join("store.redb"), options)?;
-/// # Ok::<_, openharness_core::StoreError>(())
-/// ```
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum RedbDurability {
-    /// Every append is durable before it returns.
-    #[default]
-    EveryAppend,
-    /// Appends are made durable at least this often, and at [`Store::sync`].
-    Periodic(std::time::Duration),
-    /// Appends are made durable at [`Store::sync`], which the runtime calls when a turn ends.
-    TurnEnd,
-}
-
-impl RedbOptions {
-    /// When on, an append made while no other append is in flight commits on the calling
-    /// thread inside [`tokio::task::block_in_place`] instead of handing the batch to the
-    /// store's writer thread and waiting to be woken: the lowest latency for a single writer
-    /// (the usual case: one workflow run recording its session). Overlapping appends still
-    /// share group commits on the writer thread, and a current-thread runtime always uses it.
-    ///
-    /// Turn it on only where every append runs on a multi-thread tokio runtime and **not
-    /// inside a `LocalSet`**: tokio panics when `block_in_place` is called there, and that
-    /// cannot be detected beforehand. The `openharness` CLI turns it on.
-    pub fn commit_on_caller(mut self, on: bool) -> Self {
-        self.commit_on_caller = on;
-        self
-    }
-
-    /// When on, the store file is opened read-only: it must exist and be a current store;
-    /// reads work, and writes fail with [`RedbError::ReadOnly`]. A file the process may not
-    /// write is opened this way even when this is off.
-    pub fn read_only(mut self, on: bool) -> Self {
-        self.read_only = on;
-        self
-    }
-
-    /// When on, read-only stores ([`read_only`](Self::read_only)) in other processes may open
-    /// the file while this store writes it, and see each of its commits: the CLI's read
-    /// commands beside a running `openharness serve`, say. A second writer is still refused.
-    ///
-    /// It has a price, which is why it is off by default: redb then commits in two phases (two
-    /// `fdatasync`s per durable commit instead of one) and frees a commit's pages one commit
-    /// later. On the race shape (a planner, then 2,000 executor calls, every append durable)
-    /// that made the run about 20% slower and the file 45% larger. It applies to
-    /// [`RedbDurability::EveryAppend`] only: redb keeps non-durable commits out of a shared
-    /// file, so a store that defers durability keeps its file to itself. The `openharness` CLI
-    /// turns it on.
-    ///
-    /// ```
-    /// use openharness_store::{RedbOptions, RedbStore};
-    /// let dir = tempfile::tempdir().unwrap();
-    /// let path = dir.path().join("store.redb");
-    /// let writer = RedbStore::open_with(&path, RedbOptions::default().share_with_readers(true))?;
-    /// let reader = RedbStore::open_with(&path, RedbOptions::default().read_only(true))?;
-    /// # Ok::<_, openharness_core::StoreError>(())
-    /// ```
-    pub fn share_with_readers(mut self, on: bool) -> Self {
-        self.share_with_readers = on;
-        self
-    }
-
-    /// Sets when appends reach the disk; see [`RedbDurability`] for what a crash can lose.
-    pub fn durability(mut self, durability: RedbDurability) -> Self {
-        self.durability = durability;
-        self
-    }
-
-    /// Bounds the memory redb's page cache may hold ([`DEFAULT_CACHE_BYTES`] by default).
-    /// Pages read beyond it are read again from the file (usually from the operating
-    /// system's cache), so a smaller cache costs some speed on sessions larger than it.
-    ///
-    /// ```
-    /// use openharness_store::RedbOptions;
-    /// let options = RedbOptions::default().cache_size(16 * 1024 * 1024);
-    /// assert_eq!(options.cache_size, 16 * 1024 * 1024);
-    /// ```
-    pub fn cache_size(mut self, bytes: usize) -> Self {
-        self.cache_size = bytes;
-        self
-    }
-
-    /// When on (the default), a store that writes its file alone with
-    /// [`RedbDurability::EveryAppend`] makes each group of appends durable with one sequential
-    /// record in a journal beside the file (`<store>-journal`) and one `fdatasync`, and writes
-    /// redb without waiting for the disk; redb is made durable every
-    /// [`journal_checkpoint`](Self::journal_checkpoint) bytes of records, off the appends'
-    /// path, and when the store closes (which removes the journal). An append costs about
-    /// half of a durable redb commit (measured by `cargo xtask bench stores`). Opening the file
-    /// again after a crash re-applies the records the last checkpoint does not cover, so the
-    /// guarantee is the same: an acknowledged append survives any crash.
-    ///
-    /// When off, or when the file is shared ([`share_with_readers`](Self::share_with_readers),
-    /// where readers in other processes see only redb's durable commits), each group of
-    /// appends is a durable redb commit.
-    ///
-    /// ```
-    /// use openharness_store::{RedbOptions, RedbStore};
-    /// let dir = tempfile::tempdir().unwrap();
-    /// let path = dir.path().join("store.redb");
-    /// let store = RedbStore::open_with(&path, RedbOptions::default().journal(false))?;
-    /// assert!(!dir.path().join("store.redb-journal").exists());
-    /// # Ok::<_, openharness_core::StoreError>(())
-    /// ```
-    pub fn journal(mut self, on: bool) -> Self {
-        self.journal = on;
-        self
-    }
-
-    /// How many bytes of journal records are written between two checkpoints (4 MiB by
-    /// default): a smaller figure keeps the journal short and the replay after a crash brief,
-    /// at the cost of more durable redb commits.
-    pub fn journal_checkpoint(mut self, bytes: u64) -> Self {
-        self.journal_checkpoint = bytes;
-        self
     }
 }
 
@@ -567,27 +218,24 @@ impl RedbStore {
         }
         let (db, recovered) = open_prepared(path, options.read_only, options.cache_size, sharing)?;
         let db = Arc::new(db);
-        let journaled =
-            match recovered {
-                Some(recovered)
-                    if options.journal
-                        && sharing == Sharing::Exclusive
-                        && options.durability == RedbDurability::EveryAppend =>
-                {
-                    let journal_path = journal::path_of(path);
-                    let journal = journal::Journal::start(&journal_path, recovered.next_lsn)
-                        .map_err(|err| RedbError::Journal {
-                            path: journal_path,
-                            message: err.to_string(),
-                        })?;
-                    Some(Journaled::new(journal, options.journal_checkpoint))
-                }
-                Some(_) => {
-                    retire_journal(path)?;
-                    None
-                }
-                None => None,
-            };
+        let journaled = match recovered {
+            Some(recovered)
+                if options.journal
+                    && sharing == Sharing::Exclusive
+                    && options.durability == RedbDurability::EveryAppend =>
+            {
+                // Covered by the checkpoint the recovery made: a new one is made with
+                // the first append.
+                retire_journal(path)?;
+                let journal = journal::Journal::new(&journal::path_of(path), recovered.next_lsn);
+                Some(Journaled::new(journal, options.journal_checkpoint))
+            }
+            Some(_) => {
+                retire_journal(path)?;
+                None
+            }
+            None => None,
+        };
         let health = Arc::new(Health::default());
         let writer = db.database().is_some().then(|| {
             Arc::new(Writer::start(
@@ -699,179 +347,6 @@ impl RedbStore {
         })
         .await
     }
-}
-
-/// Whether other processes may read the file while this one has it open.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Sharing {
-    /// One writer and any number of readers, in any processes (redb's
-    /// [`SingleWriter`](redb::ConcurrencyMode::SingleWriter) mode): every reader, and a writer
-    /// opened with [`RedbOptions::share_with_readers`].
-    Readers,
-    /// This handle alone: a writer by default (one fsync per commit), and compaction (which
-    /// moves the pages readers would read).
-    Exclusive,
-}
-
-/// Opens the store file at `path` ([`open_db`]), shared as `sharing` says, brings it to the
-/// store's layout and, when it is open for writing, up to date with its journal
-/// ([`replay::recover`], whose result it returns then). Each step has a panic (redb on a
-/// damaged file) contained as [`RedbError::Damaged`].
-fn open_prepared(
-    path: &Path,
-    read_only: bool,
-    cache_size: usize,
-    sharing: Sharing,
-) -> Result<(Db, Option<replay::Recovered>), RedbError> {
-    let opening = |message| Health::default().damaged(path, "opening".to_owned(), message);
-    // Each step contained on its own, so a panic never unwinds through the open database.
-    let db =
-        guard::contained(|| open_db(path, read_only, cache_size, sharing)).map_err(opening)??;
-    guard::contained(|| layout::prepare_file(&db, path)).map_err(opening)??;
-    let recovered = match db.database() {
-        Some(database) => {
-            Some(guard::contained(|| replay::recover(database, path)).map_err(opening)??)
-        }
-        None => None,
-    };
-    Ok((db, recovered))
-}
-
-/// Removes the journal of the store at `path`, if any, once a checkpoint covers it (after
-/// [`replay::recover`]): a store that does not journal keeps no journal beside it.
-fn retire_journal(path: &Path) -> Result<(), RedbError> {
-    let journal = journal::path_of(path);
-    match std::fs::remove_file(&journal) {
-        Ok(()) => Ok(()),
-        Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(()),
-        Err(err) => Err(RedbError::Journal {
-            path: journal,
-            message: format!("cannot remove it after applying it: {err}"),
-        }),
-    }
-}
-
-/// Before a read-only open: a journal left by a writer that crashed holds acknowledged
-/// appends the file may not have yet, so the file is opened for writing once to apply it, when
-/// this process may and nobody else writes it (a writer that has the file open is refused by
-/// the read-only open that follows). A journal that cannot be applied fails the open, so a
-/// reader (`openharness check` among them) never reports a store whole without its journal.
-fn recover_before_reading(path: &Path, cache_size: usize) -> Result<(), RedbError> {
-    if !journal::path_of(path).exists() {
-        return Ok(());
-    }
-    match open_prepared(path, false, cache_size, Sharing::Exclusive) {
-        Ok((db, recovered)) => {
-            drop(db);
-            if recovered.is_some() {
-                retire_journal(path)?;
-            }
-            Ok(())
-        }
-        Err(err @ RedbError::Journal { .. }) => Err(err),
-        Err(err) => {
-            tracing::debug!(%err, "the journal could not be applied before reading; reading the file as it is");
-            Ok(())
-        }
-    }
-}
-
-/// Opens the database at `path`: writable (creating the file if needed) unless `read_only`
-/// or the file cannot be written, with a page cache of at most `cache_size` bytes.
-fn open_db(
-    path: &Path,
-    read_only: bool,
-    cache_size: usize,
-    sharing: Sharing,
-) -> Result<Db, RedbError> {
-    let mut builder = redb::Builder::new();
-    builder.set_cache_size(cache_size);
-    builder.set_concurrency_mode(match sharing {
-        Sharing::Readers => redb::ConcurrencyMode::SingleWriter,
-        Sharing::Exclusive => redb::ConcurrencyMode::ExclusiveWriter,
-    });
-    let open_error = |err: redb::DatabaseError| match redb::Error::from(err) {
-        redb::Error::DatabaseAlreadyOpen => RedbError::AlreadyOpen {
-            path: path.to_owned(),
-            holders: holder::holders(path),
-        },
-        redb::Error::RepairAborted => RedbError::NeedsRepair {
-            path: path.to_owned(),
-        },
-        source => match newer_file_format(path, &source) {
-            Some(version) => RedbError::NewerFileFormat {
-                path: path.to_owned(),
-                version,
-            },
-            None => RedbError::Open {
-                path: path.to_owned(),
-                source: Box::new(source),
-            },
-        },
-    };
-    let open_read_only = || {
-        builder
-            .open_read_only(path)
-            .map(Db::read_only)
-            .map_err(open_error)
-    };
-    if read_only {
-        return match open_read_only() {
-            // Left unclean by a writer that died: repaired by opening it for writing once
-            // (when this process may write it and nobody else does), then read.
-            Err(RedbError::NeedsRepair { .. }) if builder.create(path).is_ok() => open_read_only(),
-            opened => opened,
-        };
-    }
-    if let Some(dir) = path.parent().filter(|dir| !dir.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir).map_err(|source| RedbError::CreateDir {
-            path: dir.to_owned(),
-            source,
-        })?;
-    }
-    // A file that is there already is read first: one that is not a store's (another
-    // application's redb file) is refused before anything opens it for writing, which would
-    // change its header even when nothing else is written.
-    if std::fs::metadata(path).is_ok_and(|meta| meta.len() > 0)
-        && let Ok(existing) = builder.open_read_only(path)
-    {
-        let existing = Db::read_only(existing);
-        layout::refuse_foreign(&existing, path)?;
-    }
-    create::ensure_exists(path)?;
-    match builder.create(path) {
-        Ok(db) => Ok(Db::writable(db)),
-        Err(redb::DatabaseError::Storage(redb::StorageError::Io(err)))
-            if err.kind() == std::io::ErrorKind::PermissionDenied
-                || err.kind() == std::io::ErrorKind::ReadOnlyFilesystem =>
-        {
-            open_read_only()
-        }
-        Err(err) => Err(open_error(err)),
-    }
-}
-
-/// The redb file format version of the file at `path`, when redb refused it and its header
-/// names a version newer than redb's own (redb reports that as corruption).
-fn newer_file_format(path: &Path, err: &redb::Error) -> Option<u8> {
-    /// redb's magic number, then the byte whose low bit names the primary commit slot.
-    const MAGIC: [u8; 9] = [b'r', b'e', b'd', b'b', 0x1A, 0x0A, 0xA9, 0x0D, 0x0A];
-    /// Where the two commit slots (128 bytes each) start; each begins with its version.
-    const SLOTS: usize = 64;
-    /// The newest redb file format this version of redb reads.
-    const NEWEST: u8 = 3;
-    if !matches!(err, redb::Error::Corrupted(_)) {
-        return None;
-    }
-    let mut header = [0u8; SLOTS + 256];
-    let mut file = std::fs::File::open(path).ok()?;
-    std::io::Read::read_exact(&mut file, &mut header).ok()?;
-    if header[..MAGIC.len()] != MAGIC {
-        return None;
-    }
-    let primary = usize::from(header[MAGIC.len()] & 1);
-    let version = header[SLOTS + primary * 128];
-    (version > NEWEST).then_some(version)
 }
 
 /// Checks that the events read from `start` on have consecutive seqs: a record lost to
@@ -1336,143 +811,4 @@ impl Store for RedbStore {
 }
 
 #[cfg(test)]
-mod tests {
-    #![allow(clippy::unwrap_used)]
-
-    use super::*;
-    use serde_json::json;
-
-    /// A journal whose record cannot be applied (here: it starts past the session's end) fails
-    /// every open, readers' included, with an error naming the journal, and is left as it was.
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn a_journal_that_does_not_fit_fails_the_open_and_is_kept() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("store.redb");
-        let session = SessionId::new();
-        {
-            let store = RedbStore::open(&path).unwrap();
-            let event = Envelope::new("test:appended", json!({}), None);
-            store.append(&session, &[event], 0).await.unwrap();
-        }
-        let journal_path = journal::path_of(&path);
-        {
-            // The clean close checkpointed at lsn 1; record 2 claims seq 5 of a 1-event session.
-            let mut journal = journal::Journal::start(&journal_path, 2).unwrap();
-            let event = Envelope::new("test:appended", json!({}), None);
-            let records = vec![(
-                event.id.as_uuid().as_u128(),
-                serde_json::to_vec(&event).unwrap(),
-            )];
-            journal.group().add(&session, 5, &records);
-            journal.commit().unwrap();
-        }
-        let before = std::fs::read(&journal_path).unwrap();
-        for options in [
-            RedbOptions::default(),
-            RedbOptions::default().read_only(true),
-        ] {
-            let err = RedbStore::open_with(&path, options).unwrap_err();
-            assert!(
-                matches!(RedbError::of(&err), Some(RedbError::Journal { message, .. }) if message.contains("record 2 does not fit")),
-                "{err:?}"
-            );
-            assert!(err.to_string().contains("store.redb-journal"), "{err}");
-        }
-        assert_eq!(std::fs::read(&journal_path).unwrap(), before);
-    }
-
-    #[test]
-    fn store_path_prefers_the_environment() {
-        assert_eq!(store_path_from(None), Path::new(RedbStore::DEFAULT_PATH));
-        assert_eq!(
-            store_path_from(Some("".into())),
-            Path::new(RedbStore::DEFAULT_PATH)
-        );
-        assert_eq!(
-            store_path_from(Some("/x/y.redb".into())),
-            Path::new("/x/y.redb")
-        );
-    }
-
-    /// Overwrites one raw record, as a damaged file or a foreign writer might.
-    fn damage(store: &RedbStore, write: impl FnOnce(&redb::WriteTransaction)) {
-        let txn = store.db.database().unwrap().begin_write().unwrap();
-        write(&txn);
-        txn.commit().unwrap();
-    }
-
-    #[tokio::test]
-    async fn corrupt_records_are_typed_errors() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = RedbStore::open(dir.path().join("store.redb")).unwrap();
-        let session = SessionId::new();
-        let events: Vec<Envelope> = (0..3)
-            .map(|n| Envelope::new("test:appended", json!({ "n": n }), None))
-            .collect();
-        store.append(&session, &events, 0).await.unwrap();
-
-        damage(&store, |txn| {
-            let mut table = txn.open_table(EVENTS).unwrap();
-            table
-                .insert((session.as_str(), 1), b"{not json".as_slice())
-                .unwrap();
-        });
-        let err = store.all_events(&session).await.unwrap_err();
-        assert!(
-            matches!(&err, StoreError::Corrupt { session: s, seq: 1, .. } if s == &session),
-            "{err:?}"
-        );
-        // Reads that avoid the damaged record still work.
-        assert_eq!(store.events(&session, 2..3).await.unwrap(), events[2..]);
-
-        damage(&store, |txn| {
-            let mut table = txn.open_table(SESSIONS).unwrap();
-            table.insert(session.as_str(), b"[]".as_slice()).unwrap();
-        });
-        // An append made after reopening reads the damaged record back (this store keeps the
-        // record it wrote in memory).
-        let path = store.path().to_path_buf();
-        let reads = [store.session(&session).await.map(|_| ())];
-        // The listing shows the session from its events (its first one here), not an error.
-        let listed = store.sessions().await.unwrap();
-        assert_eq!(
-            (listed.len(), listed[0].count, listed[0].created),
-            (1, 3, events[0].timestamp)
-        );
-        drop(store);
-        let store = RedbStore::open(&path).unwrap();
-        let fresh = Envelope::new("test:appended", json!({ "n": 3 }), None);
-        let append = store.append(&session, &[fresh], 3).await.map(|_| ());
-        for result in reads.into_iter().chain([append]) {
-            let err = result.unwrap_err();
-            assert!(matches!(err, StoreError::Corrupt { .. }), "{err:?}");
-            assert!(err.to_string().contains("metadata"), "{err}");
-        }
-        // Clearing removes the damage, and the index entries of every event, even the one whose
-        // damaged record hides its id: the same events can be appended again from 0.
-        store.clear(&session).await.unwrap();
-        assert!(store.sessions().await.unwrap().is_empty());
-        assert_eq!(store.append(&session, &events, 0).await.unwrap(), 3);
-        // The usual path, where every event names its id, clears the index too.
-        store.clear(&session).await.unwrap();
-        assert_eq!(store.append(&session, &events, 0).await.unwrap(), 3);
-        assert_eq!(store.all_events(&session).await.unwrap(), events);
-    }
-
-    #[tokio::test]
-    async fn backend_errors_name_the_file_and_operation() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("store.redb");
-        let store = RedbStore::open(&path).unwrap();
-        // Drop a table so the read fails inside redb.
-        let txn = store.db.database().unwrap().begin_write().unwrap();
-        txn.delete_table(EVENTS).unwrap();
-        txn.commit().unwrap();
-        let session: SessionId = "s-1".parse().unwrap();
-        let err = store.events(&session, 0..1).await.unwrap_err();
-        let message = err.to_string();
-        assert!(matches!(err, StoreError::Backend(_)), "{err:?}");
-        assert!(message.contains(&path.display().to_string()), "{message}");
-        assert!(message.contains("read of session s-1"), "{message}");
-    }
-}
+mod tests;

@@ -624,24 +624,42 @@ async fn a_writer_keeps_the_file_to_itself_by_default_and_when_it_defers_durabil
 /// shares the file or turned it off.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_journal_is_beside_an_exclusive_writer_only_and_gone_after_a_clean_close() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = tempfile::tempdir().expect("the journal test");
     let path = dir.path().join("store.redb");
     let journal = dir.path().join("store.redb-journal");
     let session = SessionId::new();
     {
         let options = RedbOptions::default().journal_checkpoint(2048);
-        let store = RedbStore::open_with(&path, options).unwrap();
+        let store = RedbStore::open_with(&path, options).expect("the journal test");
+        assert!(!journal.exists(), "made before the first append");
+        store
+            .append(&session, &[event(0)], 0)
+            .await
+            .expect("the journal test");
         assert!(journal.exists());
-        for seq in 0..200 {
-            store.append(&session, &[event(seq)], seq).await.unwrap();
+        for seq in 1..200 {
+            store
+                .append(&session, &[event(seq)], seq)
+                .await
+                .expect("the journal test");
         }
         // 200 records of about 200 bytes with a checkpoint every 2 KiB: the journal restarted
         // from its start many times and stayed at its first size.
-        assert_eq!(std::fs::metadata(&journal).unwrap().len(), 1 << 20);
+        assert_eq!(
+            std::fs::metadata(&journal).expect("the journal test").len(),
+            1 << 20
+        );
     }
     assert!(!journal.exists(), "a clean close removes the journal");
-    let store = RedbStore::open(&path).unwrap();
-    assert_eq!(store.all_events(&session).await.unwrap().len(), 200);
+    let store = RedbStore::open(&path).expect("the journal test");
+    assert_eq!(
+        store
+            .all_events(&session)
+            .await
+            .expect("the journal test")
+            .len(),
+        200
+    );
     drop(store);
 
     for options in [
@@ -649,7 +667,7 @@ async fn the_journal_is_beside_an_exclusive_writer_only_and_gone_after_a_clean_c
         RedbOptions::default().share_with_readers(true),
         RedbOptions::default().durability(RedbDurability::TurnEnd),
     ] {
-        let store = RedbStore::open_with(&path, options.clone()).unwrap();
+        let store = RedbStore::open_with(&path, options.clone()).expect("the journal test");
         store.append(&session, &[event(200)], 200).await.ok();
         assert!(!journal.exists(), "{options:?} made a journal");
     }

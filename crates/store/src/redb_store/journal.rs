@@ -52,9 +52,11 @@ pub(super) fn path_of(store: &Path) -> PathBuf {
     PathBuf::from(name)
 }
 
-/// The journal, open for writing records.
+/// The journal, for writing records. The file is created with the first record, so a store
+/// opened without appending never makes one (nor pays for its creation).
 pub(super) struct Journal {
-    file: File,
+    /// The open file, once the first record was written.
+    file: Option<File>,
     path: PathBuf,
     /// Where the next record goes.
     pos: u64,
@@ -62,40 +64,58 @@ pub(super) struct Journal {
     size: u64,
     /// The next record's lsn.
     next_lsn: u64,
+    /// Where the last record written starts.
+    last_start: u64,
     /// The record being built: header room, then the payload.
     record: Vec<u8>,
 }
 
 impl Journal {
-    /// Opens the journal at `path` (creating it) to write records from its start, the first
-    /// numbered `next_lsn`. Every record already in it must be covered by a durable
-    /// checkpoint: they are overwritten.
-    pub(super) fn start(path: &Path, next_lsn: u64) -> std::io::Result<Self> {
-        let existed = path.exists();
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(path)?;
-        let size = file.metadata()?.len();
-        let mut journal = Self {
-            file,
+    /// The journal at `path`, to write records from its start, the first numbered `next_lsn`.
+    /// Every record already in the file must be covered by a durable checkpoint: they are
+    /// overwritten. Nothing is done to the file before the first record.
+    pub(super) fn new(path: &Path, next_lsn: u64) -> Self {
+        Self {
+            file: None,
             path: path.to_owned(),
             pos: 0,
-            size,
+            size: 0,
             next_lsn,
+            last_start: 0,
             record: Vec::new(),
-        };
-        if size < INITIAL_SIZE {
-            journal.zero_fill(size, INITIAL_SIZE)?;
-            journal.file.sync_all()?;
         }
-        if !existed {
-            sync_parent(path)?;
+    }
+
+    /// The file, opened (created and zero-filled, its name made durable) the first time.
+    fn file(&mut self) -> std::io::Result<&mut File> {
+        if self.file.is_none() {
+            let existed = self.path.exists();
+            let mut file = OpenOptions::new()
+                .read(true)
+                .write(true)
+                .create(true)
+                .truncate(false)
+                .open(&self.path)?;
+            let size = file.metadata()?.len();
+            if size < INITIAL_SIZE {
+                zero_fill(&mut file, size, INITIAL_SIZE)?;
+                file.sync_all()?;
+            }
+            if !existed {
+                sync_parent(&self.path)?;
+            }
+            self.size = size.max(INITIAL_SIZE);
+            self.file = Some(file);
         }
-        journal.file.seek(SeekFrom::Start(0))?;
-        Ok(journal)
+        match &mut self.file {
+            Some(file) => Ok(file),
+            None => Err(std::io::Error::other("the journal is not open")),
+        }
+    }
+
+    /// Whether the file was created (a record was written).
+    pub(super) fn created(&self) -> bool {
+        self.file.is_some()
     }
 
     /// The journal's path.
@@ -126,13 +146,19 @@ impl Journal {
 
     /// Writes the record built by the last [`group`](Self::group) after the previous one and
     /// makes it durable: its lsn.
+    /// A record that fails leaves the position as it was: the next one overwrites what it wrote.
     pub(super) fn commit(&mut self) -> std::io::Result<u64> {
-        let written = self.write_record();
-        if written.is_err() {
-            // The next record goes where this one should have: a partial write is overwritten.
-            let _ = self.file.seek(SeekFrom::Start(self.pos));
+        self.write_record()
+    }
+
+    /// Takes back the last record written (its group's redb commit failed after it was made
+    /// durable): the next record gets its lsn and overwrites it, so the journal never holds
+    /// a record redb was refused, followed by others that would not fit after it.
+    pub(super) fn take_back(&mut self, lsn: u64) {
+        if lsn + 1 == self.next_lsn && self.last_start <= self.pos {
+            self.pos = self.last_start;
+            self.next_lsn = lsn;
         }
-        written
     }
 
     fn write_record(&mut self) -> std::io::Result<u64> {
@@ -148,15 +174,26 @@ impl Journal {
         let crc = checksum(&self.record);
         self.record[4..8].copy_from_slice(&crc.to_le_bytes());
         let end = self.pos + self.record.len() as u64;
-        self.file.write_all(&self.record)?;
-        if end > self.size {
-            // The record ran past the zeros: grow the file, so the next records overwrite
-            // allocated blocks again.
-            let grown = (end.max(self.size * 2)).div_ceil(GROW_STEP) * GROW_STEP;
-            self.zero_fill(end, grown)?;
-            self.file.seek(SeekFrom::Start(end))?;
-        }
-        self.file.sync_data()?;
+        let (pos, size) = (self.pos, self.size.max(INITIAL_SIZE));
+        let record = std::mem::take(&mut self.record);
+        let written = (|| {
+            let file = self.file()?;
+            // Always from `pos`, wherever a failed write left the file's cursor.
+            file.seek(SeekFrom::Start(pos))?;
+            file.write_all(&record)?;
+            let mut size = size;
+            if end > size {
+                // The record ran past the zeros: grow the file, so the next records
+                // overwrite allocated blocks again.
+                size = (end.max(size * 2)).div_ceil(GROW_STEP) * GROW_STEP;
+                zero_fill(file, end, size)?;
+            }
+            file.sync_data()?;
+            Ok::<_, std::io::Error>(size)
+        })();
+        self.record = record;
+        self.size = written?;
+        self.last_start = self.pos;
         self.pos = end;
         self.next_lsn += 1;
         Ok(lsn)
@@ -164,25 +201,23 @@ impl Journal {
 
     /// Writes the next records from the journal's start again (call once a durable checkpoint
     /// covers every record written).
-    pub(super) fn restart(&mut self) -> std::io::Result<()> {
-        self.file.seek(SeekFrom::Start(0))?;
+    pub(super) fn restart(&mut self) {
         self.pos = 0;
-        Ok(())
+        self.last_start = 0;
     }
+}
 
-    /// Writes zeros over `from..to` (growing the file to `to`).
-    fn zero_fill(&mut self, from: u64, to: u64) -> std::io::Result<()> {
-        const ZEROS: [u8; 64 * 1024] = [0; 64 * 1024];
-        self.file.seek(SeekFrom::Start(from))?;
-        let mut left = to.saturating_sub(from);
-        while left > 0 {
-            let chunk = left.min(ZEROS.len() as u64) as usize;
-            self.file.write_all(&ZEROS[..chunk])?;
-            left -= chunk as u64;
-        }
-        self.size = self.size.max(to);
-        Ok(())
+/// Writes zeros over `from..to` of `file` (growing it to `to`).
+fn zero_fill(file: &mut File, from: u64, to: u64) -> std::io::Result<()> {
+    static ZEROS: [u8; 64 * 1024] = [0; 64 * 1024];
+    file.seek(SeekFrom::Start(from))?;
+    let mut left = to.saturating_sub(from);
+    while left > 0 {
+        let chunk = left.min(ZEROS.len() as u64) as usize;
+        file.write_all(&ZEROS[..chunk])?;
+        left -= chunk as u64;
     }
+    Ok(())
 }
 
 /// The CRC-32 of a record: its length, lsn and payload (everything but the checksum).
@@ -399,7 +434,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("s.redb-journal");
         let session = SessionId::new();
-        let mut journal = Journal::start(&path, 7).unwrap();
+        let mut journal = Journal::new(&path, 7);
         assert_eq!(write_group(&mut journal, &session, 0, 2), 7);
         assert_eq!(write_group(&mut journal, &session, 2, 1), 8);
         let records = read(&path).unwrap();
@@ -414,7 +449,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("s.redb-journal");
         let session = SessionId::new();
-        let mut journal = Journal::start(&path, 1).unwrap();
+        let mut journal = Journal::new(&path, 1);
         for k in 0..3 {
             write_group(&mut journal, &session, k, 1);
         }
@@ -434,14 +469,32 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("s.redb-journal");
         let session = SessionId::new();
-        let mut journal = Journal::start(&path, 1).unwrap();
+        let mut journal = Journal::new(&path, 1);
         for k in 0..5 {
             write_group(&mut journal, &session, k * 3, 3);
         }
-        journal.restart().unwrap();
+        journal.restart();
         write_group(&mut journal, &session, 15, 3);
         let records = read(&path).unwrap();
         assert_eq!(records.iter().map(|r| r.lsn).collect::<Vec<_>>(), [6]);
+    }
+
+    #[test]
+    fn a_record_taken_back_is_overwritten_by_the_next() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.redb-journal");
+        let session = SessionId::new();
+        let mut journal = Journal::new(&path, 1);
+        write_group(&mut journal, &session, 0, 1);
+        let refused = write_group(&mut journal, &session, 1, 5);
+        journal.take_back(refused);
+        assert_eq!(write_group(&mut journal, &session, 1, 1), refused);
+        let records = read(&path).unwrap();
+        assert_eq!(records.iter().map(|r| r.lsn).collect::<Vec<_>>(), [1, 2]);
+        assert_eq!(records[1].appends[0].records.len(), 1);
+        // Only the last record can be taken back.
+        journal.take_back(1);
+        assert_eq!(write_group(&mut journal, &session, 2, 1), 3);
     }
 
     #[test]
@@ -449,7 +502,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("s.redb-journal");
         let session = SessionId::new();
-        let mut journal = Journal::start(&path, 1).unwrap();
+        let mut journal = Journal::new(&path, 1);
         let big = vec![(1u128, vec![b'x'; 3 << 20])];
         let mut group = journal.group();
         group.add(&session, 0, &big);

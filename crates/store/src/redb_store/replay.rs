@@ -9,11 +9,12 @@
 use std::path::Path;
 
 use openharness_core::{Envelope, SessionId};
-use redb::{Database, ReadableDatabase};
+use redb::Database;
 
 use super::apply::{Tables, apply};
+use super::guard::Db;
 use super::index::Tails;
-use super::journal::{self, Appended};
+use super::journal::{self, Appended, Record};
 use super::writer::Append;
 use super::{Failure, RedbError, layout};
 
@@ -27,9 +28,17 @@ pub(super) struct Recovered {
     pub(super) replayed: usize,
 }
 
-/// Applies the journal of the store at `path` (open for writing as `db`) after its last
-/// checkpoint, and records a checkpoint past every record in the file.
-pub(super) fn recover(db: &Database, path: &Path) -> Result<Recovered, RedbError> {
+/// The journal's records that the file's last checkpoint does not cover.
+pub(super) struct Pending {
+    /// The records, in order, the first numbered one past the checkpoint.
+    pub(super) records: Vec<Record>,
+    /// The lsn the next journal record should have (see [`Recovered::next_lsn`]).
+    next_lsn: u64,
+}
+
+/// Reads the journal of the store at `path` (open as `db`, for reading or writing) and keeps
+/// the records after the file's checkpoint; fails when records between are missing.
+pub(super) fn pending(db: &Db, path: &Path) -> Result<Pending, RedbError> {
     let journal_path = journal::path_of(path);
     let failed = |message: String| RedbError::Journal {
         path: journal_path.clone(),
@@ -41,7 +50,7 @@ pub(super) fn recover(db: &Database, path: &Path) -> Result<Recovered, RedbError
     };
     let records = journal::read(&journal_path).map_err(|err| failed(err.to_string()))?;
     let checkpoint = {
-        let txn = db.begin_read().map_err(|err| opening(err.into()))?;
+        let txn = db.begin_read().map_err(opening)?;
         match layout::read_meta(&txn).map_err(opening)? {
             Some(meta) => layout::journal_lsn(&meta).map_err(opening)?,
             None => 0,
@@ -62,13 +71,35 @@ pub(super) fn recover(db: &Database, path: &Path) -> Result<Recovered, RedbError
             first.lsn
         )));
     }
+    Ok(Pending {
+        records: pending,
+        next_lsn,
+    })
+}
+
+/// Applies the journal of the store at `path` (open for writing as `db`) after its last
+/// checkpoint, and records a checkpoint past every record in the file.
+pub(super) fn recover(db: &Db, database: &Database, path: &Path) -> Result<Recovered, RedbError> {
+    let Pending {
+        records: pending,
+        next_lsn,
+    } = self::pending(db, path)?;
     if pending.is_empty() {
         return Ok(Recovered {
             next_lsn,
             replayed: 0,
         });
     }
-    let txn = db.begin_write().map_err(|err| opening(err.into()))?;
+    let journal_path = journal::path_of(path);
+    let failed = |message: String| RedbError::Journal {
+        path: journal_path.clone(),
+        message,
+    };
+    let opening = |source: redb::Error| RedbError::Open {
+        path: path.to_owned(),
+        source: Box::new(source),
+    };
+    let txn = database.begin_write().map_err(|err| opening(err.into()))?;
     {
         let tails = Tails::default();
         let mut tails = tails.lock();

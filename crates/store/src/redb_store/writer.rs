@@ -512,7 +512,9 @@ fn write_loop(target: &Target<'_>, requests: &Receiver<Job>, shared: &Shared) {
         // The journal is removed once a checkpoint covers it all: a closed store is one file.
         if checkpoint(target) {
             let journal = journaled.lock();
-            if let Err(err) = std::fs::remove_file(journal.path()) {
+            if journal.created()
+                && let Err(err) = std::fs::remove_file(journal.path())
+            {
                 tracing::warn!(path = %journal.path().display(), %err, "the journal could not be removed; the next open skips its records");
             }
         }
@@ -551,10 +553,10 @@ fn checkpoint(target: &Target<'_>) -> bool {
         Ok(())
     });
     let failure = match committed {
-        Ok(Ok(())) => match journal.restart() {
-            Ok(()) => return true,
-            Err(err) => err.to_string(),
-        },
+        Ok(Ok(())) => {
+            journal.restart();
+            return true;
+        }
         Ok(Err(err)) => err.to_string(),
         Err(panic) => {
             target
@@ -723,7 +725,6 @@ fn write_locked(
         }
         staging::due(&tables.recent)?
     };
-    drop(record);
     if !wrote {
         txn.abort()?;
         return Ok(Written {
@@ -747,7 +748,13 @@ fn write_locked(
             }
         }
     }
-    txn.commit()?;
+    if let Err(err) = txn.commit() {
+        if let (Some(journal), Some(lsn)) = (journal.as_mut(), journaled) {
+            // The caller is told the append failed: its record must not be applied later.
+            journal.take_back(lsn);
+        }
+        return Err(err.into());
+    }
     target.committed(durable);
     let mut checkpoint = false;
     if let (Some(lsn), Some(journaled_by), Some(journal)) = (journaled, target.journal, &journal) {

@@ -1,0 +1,141 @@
+//! Unit tests of the redb store that reach inside it: damaged records, error messages, the
+//! journal's refusals.
+
+#![allow(clippy::unwrap_used)]
+
+use super::*;
+use serde_json::json;
+
+/// A journal whose record cannot be applied (here: it starts past the session's end) fails
+/// every open, readers' included, with an error naming the journal, and is left as it was.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_journal_that_does_not_fit_fails_the_open_and_is_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("store.redb");
+    let session = SessionId::new();
+    {
+        let store = RedbStore::open(&path).unwrap();
+        let event = Envelope::new("test:appended", json!({}), None);
+        store.append(&session, &[event], 0).await.unwrap();
+    }
+    let journal_path = journal::path_of(&path);
+    {
+        // The clean close checkpointed at lsn 1; record 2 claims seq 5 of a 1-event session.
+        let mut journal = journal::Journal::new(&journal_path, 2);
+        let event = Envelope::new("test:appended", json!({}), None);
+        let records = vec![(
+            event.id.as_uuid().as_u128(),
+            serde_json::to_vec(&event).unwrap(),
+        )];
+        journal.group().add(&session, 5, &records);
+        journal.commit().unwrap();
+    }
+    let before = std::fs::read(&journal_path).unwrap();
+    for options in [
+        RedbOptions::default(),
+        RedbOptions::default().read_only(true),
+    ] {
+        let err = RedbStore::open_with(&path, options).unwrap_err();
+        assert!(
+            matches!(RedbError::of(&err), Some(RedbError::Journal { message, .. }) if message.contains("record 2 does not fit")),
+            "{err:?}"
+        );
+        assert!(err.to_string().contains("store.redb-journal"), "{err}");
+    }
+    assert_eq!(std::fs::read(&journal_path).unwrap(), before);
+}
+
+#[test]
+fn store_path_prefers_the_environment() {
+    assert_eq!(store_path_from(None), Path::new(RedbStore::DEFAULT_PATH));
+    assert_eq!(
+        store_path_from(Some("".into())),
+        Path::new(RedbStore::DEFAULT_PATH)
+    );
+    assert_eq!(
+        store_path_from(Some("/x/y.redb".into())),
+        Path::new("/x/y.redb")
+    );
+}
+
+/// Overwrites one raw record, as a damaged file or a foreign writer might.
+fn damage(store: &RedbStore, write: impl FnOnce(&redb::WriteTransaction)) {
+    let txn = store.db.database().unwrap().begin_write().unwrap();
+    write(&txn);
+    txn.commit().unwrap();
+}
+
+#[tokio::test]
+async fn corrupt_records_are_typed_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = RedbStore::open(dir.path().join("store.redb")).unwrap();
+    let session = SessionId::new();
+    let events: Vec<Envelope> = (0..3)
+        .map(|n| Envelope::new("test:appended", json!({ "n": n }), None))
+        .collect();
+    store.append(&session, &events, 0).await.unwrap();
+
+    damage(&store, |txn| {
+        let mut table = txn.open_table(EVENTS).unwrap();
+        table
+            .insert((session.as_str(), 1), b"{not json".as_slice())
+            .unwrap();
+    });
+    let err = store.all_events(&session).await.unwrap_err();
+    assert!(
+        matches!(&err, StoreError::Corrupt { session: s, seq: 1, .. } if s == &session),
+        "{err:?}"
+    );
+    // Reads that avoid the damaged record still work.
+    assert_eq!(store.events(&session, 2..3).await.unwrap(), events[2..]);
+
+    damage(&store, |txn| {
+        let mut table = txn.open_table(SESSIONS).unwrap();
+        table.insert(session.as_str(), b"[]".as_slice()).unwrap();
+    });
+    // An append made after reopening reads the damaged record back (this store keeps the
+    // record it wrote in memory).
+    let path = store.path().to_path_buf();
+    let reads = [store.session(&session).await.map(|_| ())];
+    // The listing shows the session from its events (its first one here), not an error.
+    let listed = store.sessions().await.unwrap();
+    assert_eq!(
+        (listed.len(), listed[0].count, listed[0].created),
+        (1, 3, events[0].timestamp)
+    );
+    drop(store);
+    let store = RedbStore::open(&path).unwrap();
+    let fresh = Envelope::new("test:appended", json!({ "n": 3 }), None);
+    let append = store.append(&session, &[fresh], 3).await.map(|_| ());
+    for result in reads.into_iter().chain([append]) {
+        let err = result.unwrap_err();
+        assert!(matches!(err, StoreError::Corrupt { .. }), "{err:?}");
+        assert!(err.to_string().contains("metadata"), "{err}");
+    }
+    // Clearing removes the damage, and the index entries of every event, even the one whose
+    // damaged record hides its id: the same events can be appended again from 0.
+    store.clear(&session).await.unwrap();
+    assert!(store.sessions().await.unwrap().is_empty());
+    assert_eq!(store.append(&session, &events, 0).await.unwrap(), 3);
+    // The usual path, where every event names its id, clears the index too.
+    store.clear(&session).await.unwrap();
+    assert_eq!(store.append(&session, &events, 0).await.unwrap(), 3);
+    assert_eq!(store.all_events(&session).await.unwrap(), events);
+}
+
+#[tokio::test]
+async fn backend_errors_name_the_file_and_operation() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("store.redb");
+    let store = RedbStore::open(&path).unwrap();
+    // Drop a table so the read fails inside redb.
+    let txn = store.db.database().unwrap().begin_write().unwrap();
+    txn.delete_table(EVENTS).unwrap();
+    txn.commit().unwrap();
+    let session: SessionId = "s-1".parse().unwrap();
+    let err = store.events(&session, 0..1).await.unwrap_err();
+    let message = err.to_string();
+    assert!(matches!(err, StoreError::Backend(_)), "{err:?}");
+    assert!(message.contains(&path.display().to_string()), "{message}");
+    assert!(message.contains("read of session s-1"), "{message}");
+}
