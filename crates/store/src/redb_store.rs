@@ -37,6 +37,7 @@ mod holder;
 mod index;
 mod journal;
 mod layout;
+mod maintain;
 mod open;
 mod options;
 mod replay;

@@ -37,7 +37,8 @@ use super::apply::{Tables, apply};
 use super::guard::{self, Db, Health};
 use super::index::{Locked, Tails};
 use super::journal::Journal;
-use super::{Failure, RedbDurability, RedbError, layout, staging};
+use super::maintain::{checkpoint, compact_staged, sync_commits};
+use super::{Failure, RedbDurability, RedbError, staging};
 
 /// The most appends one group commit takes in.
 const MAX_GROUP: usize = 512;
@@ -95,7 +96,7 @@ impl Journaled {
         self.applied.load(Ordering::Acquire)
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, Journal> {
+    pub(super) fn lock(&self) -> std::sync::MutexGuard<'_, Journal> {
         self.journal.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }
@@ -125,7 +126,7 @@ pub(super) struct Writer {
 
 /// What the writer thread and the callers both see.
 #[derive(Default)]
-struct Shared {
+pub(super) struct Shared {
     /// When the oldest commit that is not durable yet was made (`None`: all are durable).
     /// Read and changed only inside a write transaction.
     not_durable_since: Mutex<Option<Instant>>,
@@ -303,7 +304,7 @@ impl Drop for Writer {
 }
 
 impl Shared {
-    fn pending(&self) -> Option<Instant> {
+    pub(super) fn pending(&self) -> Option<Instant> {
         *self
             .not_durable_since
             .lock()
@@ -319,20 +320,20 @@ impl Shared {
 }
 
 /// The database a group commit writes and what goes with it.
-struct Target<'a> {
+pub(super) struct Target<'a> {
     /// The database, writable.
-    db: &'a Db,
-    path: &'a Path,
-    tails: &'a Tails,
-    health: &'a Health,
-    durability: RedbDurability,
-    shared: &'a Shared,
-    journal: Option<&'a Journaled>,
+    pub(super) db: &'a Db,
+    pub(super) path: &'a Path,
+    pub(super) tails: &'a Tails,
+    pub(super) health: &'a Health,
+    pub(super) durability: RedbDurability,
+    pub(super) shared: &'a Shared,
+    pub(super) journal: Option<&'a Journaled>,
 }
 
 impl Target<'_> {
     /// Whether a commit made now must be durable. Call inside the write transaction.
-    fn durable_now(&self) -> bool {
+    pub(super) fn durable_now(&self) -> bool {
         if self.journal.is_some() {
             return false;
         }
@@ -347,7 +348,7 @@ impl Target<'_> {
     }
 
     /// Records a commit's durability. Call inside the write transaction, once it committed.
-    fn committed(&self, durable: bool) {
+    pub(super) fn committed(&self, durable: bool) {
         if self.journal.is_some() {
             // The journal made it durable.
         } else if durable {
@@ -369,46 +370,6 @@ impl Target<'_> {
                 .map(|since| every.saturating_sub(since.elapsed())),
             _ => None,
         }
-    }
-}
-
-/// Makes every commit so far durable with an empty durable commit.
-fn sync_commits(target: &Target<'_>) -> Result<(), StoreError> {
-    let failed = |message: String| -> StoreError {
-        RedbError::Task {
-            path: PathBuf::from(target.path),
-            operation: "making the appends durable".to_owned(),
-            message,
-        }
-        .into()
-    };
-    target
-        .health
-        .check_writable(target.path, || "making the appends durable".to_owned())
-        .map_err(StoreError::from)?;
-    let Some(db) = target.db.database() else {
-        return Ok(());
-    };
-    // Held like a group commit holds it, so no commit lands between this one and the record
-    // that everything is durable.
-    let _tails = target.tails.lock();
-    let synced = guard::contained(|| -> Result<(), redb::Error> {
-        let txn = db.begin_write()?;
-        if target.shared.pending().is_none() {
-            txn.abort()?;
-            return Ok(());
-        }
-        txn.commit()?;
-        target.committed(true);
-        Ok(())
-    });
-    match synced {
-        Ok(Ok(())) => Ok(()),
-        Ok(Err(err)) => Err(failed(err.to_string())),
-        Err(panic) => Err(target
-            .health
-            .damaged(target.path, "making the appends durable".to_owned(), panic)
-            .into()),
     }
 }
 
@@ -520,98 +481,6 @@ fn write_loop(target: &Target<'_>, requests: &Receiver<Job>, shared: &Shared) {
         }
     } else if let Err(err) = sync_commits(target) {
         tracing::warn!(%err, "the closing durable commit failed; the last appends may be lost");
-    }
-}
-
-/// Checkpoints the journal: a durable commit recording the last record redb holds, after which
-/// the journal is written from its start again. Whether it succeeded; a failure is logged and
-/// changes nothing (the journal keeps growing until the next attempt).
-fn checkpoint(target: &Target<'_>) -> bool {
-    let Some(journaled) = target.journal else {
-        return false;
-    };
-    let path = target.path;
-    if target
-        .health
-        .check_writable(path, || "checkpointing the journal".to_owned())
-        .is_err()
-    {
-        return false;
-    }
-    let Some(db) = target.db.database() else {
-        return false;
-    };
-    // Held like a group commit holds it: no record is written between the checkpoint and the
-    // restart, which would overwrite it.
-    let _tails = target.tails.lock();
-    let mut journal = journaled.lock();
-    let applied = journaled.applied();
-    let committed = guard::contained(|| -> Result<(), redb::Error> {
-        let txn = db.begin_write()?;
-        layout::set_journal_lsn(&txn, applied)?;
-        txn.commit()?;
-        Ok(())
-    });
-    let failure = match committed {
-        Ok(Ok(())) => {
-            journal.restart();
-            return true;
-        }
-        Ok(Err(err)) => err.to_string(),
-        Err(panic) => {
-            target
-                .health
-                .damaged(path, "checkpointing the journal".to_owned(), panic);
-            return false;
-        }
-    };
-    tracing::warn!(path = %path.display(), error = %failure, "checkpointing the journal failed; retrying later");
-    false
-}
-
-/// Moves the staged events to `events` in a transaction of its own, when due. A failure is
-/// logged and changes nothing: the events stay staged, readable, until the next attempt.
-fn compact_staged(target: &Target<'_>) {
-    let path = target.path;
-    if target
-        .health
-        .check_writable(path, || "moving staged events".to_owned())
-        .is_err()
-    {
-        return;
-    }
-    let Some(db) = target.db.database() else {
-        return;
-    };
-    let compacted = guard::contained(|| -> Result<(), redb::Error> {
-        let mut txn = db.begin_write()?;
-        if target.journal.is_some() {
-            // Nothing is lost with it: the journal's records re-apply on top of the last
-            // checkpoint.
-            txn.set_durability(redb::Durability::None)?;
-        }
-        let moved = {
-            let mut recent = txn.open_table(staging::RECENT)?;
-            let mut events = txn.open_table(layout::EVENTS)?;
-            staging::compact_if_due(&mut recent, &mut events)?
-        };
-        if moved {
-            txn.commit()?;
-        } else {
-            txn.abort()?;
-        }
-        Ok(())
-    });
-    match compacted {
-        Ok(Ok(())) => {}
-        Ok(Err(err)) => {
-            tracing::warn!(path = %path.display(), %err, "moving staged events failed; they stay staged");
-        }
-        Err(panic) => {
-            target
-                .health
-                .damaged(path, "moving staged events".to_owned(), panic);
-        }
     }
 }
 
