@@ -1,7 +1,9 @@
 //! Stores for Open Harness event logs, implementing the [`Store`] port of `openharness-core`:
-//! [`MemoryStore`] for tests; [`RedbStore`], the embedded durable default (one file, group
-//! commit, [`RedbOptions`] to let a lone writer commit on its own thread); and `PostgresStore` (feature `postgres`), which many processes on many machines
-//! share, with live tails across processes through `LISTEN`/`NOTIFY`.
+//! [`MemoryStore`] for tests; [`RedbStore`], the embedded durable default (one file, with a
+//! journal beside it while a writer has it alone that makes an append durable with one
+//! sequential write; group commit; [`RedbOptions`] for the rest); and `PostgresStore`
+//! (feature `postgres`), which many processes on many machines share, with live tails across
+//! processes through `LISTEN`/`NOTIFY`.
 //!
 //! Also here: [`FailingStore`], a fault-injection wrapper for tests; `conformance` (feature
 //! `conformance`), the one test suite every backend must pass, run with `store_conformance!`;
