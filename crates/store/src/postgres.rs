@@ -78,99 +78,38 @@
 mod claims;
 mod error;
 mod listen;
+mod options;
+mod pool;
 mod schema;
 
 use std::ops::Range;
 use std::sync::Arc;
-use std::time::Duration;
 
 use async_trait::async_trait;
 use chrono::{DateTime, SecondsFormat, Utc};
-use deadpool::managed::{Metrics, Object, Pool, QueueMode, RecycleError, RecycleResult};
+use deadpool::managed::{Object, Pool, QueueMode};
 use openharness_core::{
     Claim, Envelope, EventId, SessionId, SessionInfo, Snapshot, Store, StoreError, Subscription,
 };
+use tokio_postgres::NoTls;
 use tokio_postgres::error::SqlState;
-use tokio_postgres::{Client, NoTls};
 
 use crate::append::{Plan, plan_append};
 use crate::live::{Notifier, tail};
 
 pub use error::{PostgresError, redact_url};
+pub use options::{CONNECTIONS, LISTENER_GRACE, MAX_CONNECTIONS, PostgresOptions};
 pub use schema::MIGRATIONS;
+
+use options::{CONNECT_TIMEOUT, RECONNECT_PAUSE, RECONNECT_PAUSE_MAX};
+use pool::{Connection, Manager};
 
 use error::{broken, detail, pool_error};
 use listen::listen;
-use schema::{APPEND, APPEND_ONE, APPEND_WITH_SESSION, LENGTH, SESSION_INFO, TOKEN, migrate};
+use schema::{SESSION_INFO, TOKEN, migrate};
 
 /// Reads longer than this are split across the connections.
 const PARALLEL_READ: u64 = 20_000;
-
-/// How many connections a store opens for queries at most (besides its listener), unless
-/// [`PostgresOptions::connections`] says otherwise.
-pub const CONNECTIONS: usize = 4;
-
-/// The most query connections [`PostgresOptions::connections`] takes.
-pub const MAX_CONNECTIONS: usize = 256;
-
-/// How [`PostgresStore::connect_with`] connects: the schema its tables live in and how many
-/// query connections it pools.
-///
-/// ```
-/// use openharness_store::{CONNECTIONS, PostgresOptions};
-/// let options = PostgresOptions::default();
-/// assert_eq!((options.schema.as_str(), options.connections), ("public", CONNECTIONS));
-/// let options = PostgresOptions::default().schema("tenant_a").connections(16);
-/// assert_eq!((options.schema.as_str(), options.connections), ("tenant_a", 16));
-/// ```
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct PostgresOptions {
-    /// The schema every table is kept in (created if needed): lowercase letters, digits and
-    /// underscores. `public` by default.
-    pub schema: String,
-    /// The most query connections the pool opens (besides the listener and the claims'
-    /// connection): [`CONNECTIONS`] by default, 1 to [`MAX_CONNECTIONS`]. More lets more
-    /// sessions' operations run at once on a busy replica; each is a server process.
-    pub connections: usize,
-}
-
-impl Default for PostgresOptions {
-    fn default() -> Self {
-        Self {
-            schema: "public".to_owned(),
-            connections: CONNECTIONS,
-        }
-    }
-}
-
-impl PostgresOptions {
-    /// Keeps the tables in `schema`.
-    pub fn schema(mut self, schema: impl Into<String>) -> Self {
-        self.schema = schema.into();
-        self
-    }
-
-    /// Pools at most `connections` query connections.
-    pub fn connections(mut self, connections: usize) -> Self {
-        self.connections = connections;
-        self
-    }
-}
-
-/// How long the listener connection may stay lost (reconnecting) before live tails end with an
-/// error.
-pub const LISTENER_GRACE: Duration = Duration::from_secs(30);
-
-/// How long connecting may take (unless the URL sets `connect_timeout`).
-const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
-
-/// The listener's first pause before reconnecting, doubled after each failure up to
-/// [`RECONNECT_PAUSE_MAX`].
-pub(super) const RECONNECT_PAUSE: Duration = Duration::from_millis(50);
-
-/// The listener's longest pause between reconnection attempts.
-pub(super) const RECONNECT_PAUSE_MAX: Duration = Duration::from_secs(1);
 
 /// A [`Store`] in PostgreSQL: many processes on many machines may share its sessions, and
 /// [`subscribe`](Store::subscribe) sees appends made by any of them.
@@ -217,72 +156,6 @@ impl Drop for Inner {
     }
 }
 
-/// A query connection with its prepared statements (prepared once, when it opens: a statement
-/// sent as text costs an extra round trip per query).
-struct Connection {
-    client: Client,
-    append_one: tokio_postgres::Statement,
-    append: tokio_postgres::Statement,
-    append_with_session: tokio_postgres::Statement,
-    length: tokio_postgres::Statement,
-    events: tokio_postgres::Statement,
-}
-
-/// Opens the pool's connections, and tells closed ones from live ones when handing them out.
-struct Manager {
-    config: tokio_postgres::Config,
-    /// `SET search_path` to the store's schema.
-    set_path: String,
-}
-
-impl deadpool::managed::Manager for Manager {
-    type Type = Connection;
-    type Error = tokio_postgres::Error;
-
-    async fn create(&self) -> Result<Connection, tokio_postgres::Error> {
-        let (client, connection) = self.config.connect(NoTls).await?;
-        tokio::spawn(async move {
-            if let Err(err) = connection.await {
-                tracing::warn!(err = %detail(&err), "a PostgreSQL store connection ended");
-            }
-        });
-        client.batch_execute(&self.set_path).await?;
-        // Sent together: the driver pipelines them, one round trip in all.
-        let (append_one, append, append_with_session, length, events) = tokio::try_join!(
-            client.prepare(APPEND_ONE),
-            client.prepare(APPEND),
-            client.prepare(APPEND_WITH_SESSION),
-            client.prepare(LENGTH),
-            client.prepare(EVENTS),
-        )?;
-        Ok(Connection {
-            client,
-            append_one,
-            append,
-            append_with_session,
-            length,
-            events,
-        })
-    }
-
-    async fn recycle(
-        &self,
-        connection: &mut Connection,
-        _: &Metrics,
-    ) -> RecycleResult<tokio_postgres::Error> {
-        // No query (that would cost a round trip per operation): a connection that broke
-        // since is caught by the operation's retry.
-        if connection.client.is_closed() {
-            return Err(RecycleError::message("the connection is closed"));
-        }
-        Ok(())
-    }
-}
-
-/// Reads a range of a session's events.
-const EVENTS: &str =
-    "SELECT seq, body FROM oh_events WHERE session = $1 AND seq >= $2 AND seq < $3 ORDER BY seq";
-
 impl std::fmt::Debug for PostgresStore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("PostgresStore")
@@ -323,6 +196,9 @@ macro_rules! with_connection {
         }
     }};
 }
+
+// After `with_connection!`, which it uses.
+mod operations;
 
 impl PostgresStore {
     /// Connects to the database at `url` (a `postgres://` URL or key-value string), creating
@@ -627,330 +503,6 @@ fn info_from_row(row: &tokio_postgres::Row) -> Result<SessionInfo, StoreError> {
         parent: parent.and_then(|p| p.parse().ok()),
         id: session,
     })
-}
-
-#[async_trait]
-impl Store for PostgresStore {
-    fn describe(&self) -> String {
-        self.inner.describe.clone()
-    }
-
-    /// A session-level advisory lock on a connection of this process (see the module docs of
-    /// claims): PostgreSQL frees it when the process dies.
-    async fn claim(&self, session: &SessionId) -> Result<Option<Claim>, StoreError> {
-        self.inner.claims.claim(session).await
-    }
-
-    async fn mark_unfinished(
-        &self,
-        session: &SessionId,
-        note: Option<&str>,
-    ) -> Result<(), StoreError> {
-        with_connection!(self, |c| match note {
-            Some(note) => {
-                c.client
-                    .execute(
-                        "INSERT INTO oh_unfinished (session, note) VALUES ($1, $2)
-                         ON CONFLICT (session) DO UPDATE SET note = EXCLUDED.note",
-                        &[&session.as_str(), &note],
-                    )
-                    .await
-            }
-            None => {
-                c.client
-                    .execute(
-                        "DELETE FROM oh_unfinished WHERE session = $1",
-                        &[&session.as_str()],
-                    )
-                    .await
-            }
-        })
-        .map_err(self.query_error(format!("marking session {session} unfinished")))?;
-        Ok(())
-    }
-
-    async fn unfinished(&self) -> Result<Vec<(SessionId, String)>, StoreError> {
-        let rows = with_connection!(self, |c| {
-            c.client
-                .query(
-                    "SELECT session, note FROM oh_unfinished ORDER BY session",
-                    &[],
-                )
-                .await
-        })
-        .map_err(self.query_error("listing of unfinished sessions"))?;
-        let mut listed = Vec::with_capacity(rows.len());
-        for row in &rows {
-            let id: &str = row.get(0);
-            let session = id.parse().map_err(|err| {
-                StoreError::Invalid(format!("the store marks an invalid session id: {err}"))
-            })?;
-            listed.push((session, row.get::<_, String>(1)));
-        }
-        Ok(listed)
-    }
-
-    async fn append(
-        &self,
-        session: &SessionId,
-        events: &[Envelope],
-        expected_seq: u64,
-    ) -> Result<u64, StoreError> {
-        let Some(meta) = SessionInfo::from_first_events(session.clone(), events) else {
-            // An empty batch: report the length.
-            return self.length(session).await;
-        };
-        let mut ids = Vec::with_capacity(events.len());
-        let mut bodies = Vec::with_capacity(events.len());
-        for event in events {
-            ids.push(*event.id.as_uuid());
-            bodies.push(serde_json::to_string(event).map_err(|err| {
-                StoreError::Invalid(format!(
-                    "event {} cannot be encoded as JSON: {err}",
-                    event.id
-                ))
-            })?);
-        }
-        // Only a session's first batch, or one naming its workflow or parent, writes its row.
-        let with_session = expected_seq == 0 || meta.workflow.is_some() || meta.parent.is_some();
-        let created = if with_session {
-            timestamp(&meta.created)
-        } else {
-            String::new()
-        };
-        let parent = meta.parent.as_ref().map(SessionId::as_str);
-        let expected = seq_param(expected_seq);
-        let written = expected_seq.saturating_add(events.len() as u64);
-        // Under this process's claim, the append carries the claim's fencing token.
-        let token = self.inner.claims.token(session);
-        for _ in 0..8 {
-            let channel = &self.inner.channel;
-            let result = with_connection!(self, |connection| {
-                if let ([id], [body], false) = (&ids[..], &bodies[..], with_session) {
-                    connection
-                        .client
-                        .execute(
-                            &connection.append_one,
-                            &[&session.as_str(), &expected, id, body, channel, &token],
-                        )
-                        .await
-                } else if with_session {
-                    connection
-                        .client
-                        .query_opt(
-                            &connection.append_with_session,
-                            &[
-                                &session.as_str(),
-                                &expected,
-                                &ids,
-                                &bodies,
-                                channel,
-                                &created,
-                                &meta.workflow,
-                                &parent,
-                                &token,
-                            ],
-                        )
-                        .await
-                        .map(|row| u64::from(row.is_some()))
-                } else {
-                    connection
-                        .client
-                        .query_opt(
-                            &connection.append,
-                            &[&session.as_str(), &expected, &ids, &bodies, channel, &token],
-                        )
-                        .await
-                        .map(|row| u64::from(row.is_some()))
-                }
-            });
-            match result {
-                Ok(0) => {}
-                Ok(_) => return Ok(written),
-                Err(err) if err.code() == Some(&SqlState::UNIQUE_VIOLATION) => {}
-                Err(err) => {
-                    return Err(self.query_error(format!("append to session {session}"))(
-                        err,
-                    ));
-                }
-            }
-            // Not written: decide why, with the rules every backend shares.
-            let (len, stored) = self.state_of(session, &ids).await?;
-            let plan =
-                plan_append::<StoreError>(session, events, expected_seq, len, |id: &EventId| {
-                    Ok(stored.get(id.as_uuid()).copied())
-                });
-            if let Ok(Plan::Done(len)) = plan {
-                // Recorded already (by an attempt whose answer was lost), while it held.
-                return Ok(len);
-            }
-            if let Some(token) = token {
-                self.check_fence(session, token).await?;
-            }
-            plan?;
-            // The session moved under us and is now where the writer expected: try again.
-        }
-        Err(StoreError::Invalid(format!(
-            "append to session {session} kept racing with other writers; try again"
-        )))
-    }
-
-    async fn events(
-        &self,
-        session: &SessionId,
-        range: Range<u64>,
-    ) -> Result<Vec<Envelope>, StoreError> {
-        if range.end.saturating_sub(range.start) <= PARALLEL_READ {
-            return self.read_range(session, range).await;
-        }
-        // A long read: split it across the connections, so the server and the client both work
-        // on several parts at once.
-        let len = self.length(session).await?;
-        let end = range.end.min(len);
-        let span = end.saturating_sub(range.start);
-        if span <= PARALLEL_READ {
-            return self.read_range(session, range.start..end).await;
-        }
-        let cores = std::thread::available_parallelism().map_or(1, usize::from);
-        let parts = self.inner.connections.min(cores).max(1) as u64;
-        let size = span.div_ceil(parts);
-        let mut tasks = Vec::new();
-        for part in 0..parts {
-            let from = range.start + part * size;
-            let to = (from + size).min(end);
-            let store = self.clone();
-            let session = session.clone();
-            tasks.push(tokio::spawn(async move {
-                store.read_range(&session, from..to).await
-            }));
-        }
-        let mut events = Vec::with_capacity(usize::try_from(span).unwrap_or(0));
-        for task in tasks {
-            let part = task.await.map_err(|err| {
-                StoreError::Invalid(format!(
-                    "a read of session {session} did not complete: {err}"
-                ))
-            })??;
-            events.extend(part);
-        }
-        if events.len() as u64 != span {
-            // The session was cleared while the parts were read: read it in one snapshot.
-            return self.read_range(session, range).await;
-        }
-        Ok(events)
-    }
-
-    async fn session(&self, session: &SessionId) -> Result<Option<SessionInfo>, StoreError> {
-        let sql = format!("{SESSION_INFO} WHERE s.id = $1");
-        let row = with_connection!(self, |c| c
-            .client
-            .query_opt(&sql, &[&session.as_str()])
-            .await)
-        .map_err(self.query_error(format!("read of session {session}'s metadata")))?;
-        row.as_ref().map(info_from_row).transpose()
-    }
-
-    async fn sessions(&self) -> Result<Vec<SessionInfo>, StoreError> {
-        let rows = with_connection!(self, |c| c.client.query(SESSION_INFO, &[]).await)
-            .map_err(self.query_error("listing of sessions"))?;
-        let mut infos = rows
-            .iter()
-            .map(info_from_row)
-            .collect::<Result<Vec<_>, _>>()?;
-        crate::sort_oldest_first(&mut infos);
-        Ok(infos)
-    }
-
-    async fn clear(&self, session: &SessionId) -> Result<(), StoreError> {
-        with_connection!(self, |c| {
-            c.client
-                .execute(
-                    "SELECT oh_clear($1, $2)",
-                    &[&session.as_str(), &self.inner.channel],
-                )
-                .await
-        })
-        .map_err(self.query_error(format!("clearing of session {session}")))?;
-        Ok(())
-    }
-
-    async fn snapshot(&self, session: &SessionId, snapshot: &Snapshot) -> Result<(), StoreError> {
-        let state = serde_json::to_string(&snapshot.state).map_err(|err| {
-            StoreError::Invalid(format!(
-                "the snapshot of session {session} at {} cannot be encoded as JSON: {err}",
-                snapshot.position
-            ))
-        })?;
-        let position = seq_param(snapshot.position);
-        let written = with_connection!(self, |c| {
-            c.client
-                .execute(
-                    // The event before the position is locked, as an append locks its previous
-                    // event, so a racing clear either waits for this snapshot (and then deletes
-                    // it) or has already deleted that event (and this inserts nothing).
-                    "INSERT INTO oh_snapshots (session, position, state)
-                 SELECT $1, $2, $3 FROM (
-                     SELECT max(seq) + 1 AS len FROM oh_events WHERE session = $1
-                 ) AS session WHERE session.len >= $2
-                   AND ($2 = 0 OR EXISTS (
-                       SELECT 1 FROM oh_events WHERE session = $1 AND seq = $2 - 1 FOR KEY SHARE
-                   ))
-                 ON CONFLICT (session, position) DO UPDATE SET state = EXCLUDED.state",
-                    &[&session.as_str(), &position, &state],
-                )
-                .await
-        })
-        .map_err(self.query_error(format!("saving a snapshot of session {session}")))?;
-        if written == 0 {
-            let len = self.length(session).await?;
-            return Err(crate::snapshot_beyond_end(session, snapshot.position, len));
-        }
-        Ok(())
-    }
-
-    async fn latest_snapshot(
-        &self,
-        session: &SessionId,
-        at_most: u64,
-    ) -> Result<Option<Snapshot>, StoreError> {
-        let at_most = seq_param(at_most);
-        let row = with_connection!(self, |c| {
-            c.client
-                .query_opt(
-                    "SELECT position, state FROM oh_snapshots \
-                         WHERE session = $1 AND position <= $2 \
-                         ORDER BY position DESC LIMIT 1",
-                    &[&session.as_str(), &at_most],
-                )
-                .await
-        })
-        .map_err(self.query_error(format!("read of session {session}'s snapshots")))?;
-        let Some(row) = row else {
-            return Ok(None);
-        };
-        let position = row.get::<_, i64>(0) as u64;
-        let state = serde_json::from_str(row.get(1)).map_err(|err| {
-            corrupt(
-                session,
-                position,
-                format!("stored snapshot state is not valid JSON: {err}"),
-            )
-        })?;
-        Ok(Some(Snapshot::new(position, state)))
-    }
-
-    async fn subscribe(
-        &self,
-        session: &SessionId,
-        from_seq: u64,
-    ) -> Result<Subscription, StoreError> {
-        tail(
-            self.clone(),
-            self.inner.notifier.clone(),
-            session.clone(),
-            from_seq,
-        )
-    }
 }
 
 #[cfg(test)]

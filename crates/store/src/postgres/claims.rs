@@ -43,7 +43,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use openharness_core::{Claim, SessionId, StoreError};
 use tokio_postgres::{Client, NoTls, Statement};
 
-use super::PostgresError;
+use super::error::PostgresError;
 use super::schema::CLAIM;
 
 /// The claims of one store in this process.

@@ -17,8 +17,8 @@ pub enum PostgresError {
     /// The schema name is not a plain lowercase identifier.
     #[error("invalid schema name {0:?}: use lowercase letters, digits and underscores")]
     Schema(String),
-    /// The pool size asked for is not a whole number from 1 to [`MAX_CONNECTIONS`](super::MAX_CONNECTIONS).
-    #[error("invalid pool size `{0}`: give a whole number of connections from 1 to {max}", max = super::MAX_CONNECTIONS)]
+    /// The pool size asked for is not a whole number from 1 to [`MAX_CONNECTIONS`](super::options::MAX_CONNECTIONS).
+    #[error("invalid pool size `{0}`: give a whole number of connections from 1 to {max}", max = super::options::MAX_CONNECTIONS)]
     Connections(String),
     /// Connecting failed.
     #[error("cannot connect to {store}")]
