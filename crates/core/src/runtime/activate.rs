@@ -1,0 +1,111 @@
+//! Activation: the agents an event triggers, queued as calls (within the run's limit), launched
+//! as tasks once their `agent:started` is durable, and stopped with the run.
+
+use super::*;
+
+impl<S: WorkflowState> Run<'_, S> {
+    /// Starts every agent the event at `seq` activates. Returns a stop reason if the agent
+    /// call limit would be exceeded.
+    pub(super) fn activate_agents(&mut self, seq: u64, max_agent_calls: u64) -> Option<StopReason> {
+        let event = self.window.get(seq)?;
+        if !self
+            .wf
+            .agents
+            .iter()
+            .any(|a| a.spec().trigger == event.name)
+        {
+            return None;
+        }
+        let event = event.clone();
+        self.activate(&event, max_agent_calls)
+    }
+
+    /// Starts every agent `event` activates in the current state.
+    pub(super) fn activate(
+        &mut self,
+        event: &Envelope,
+        max_agent_calls: u64,
+    ) -> Option<StopReason> {
+        for (agent, activation) in activations(&self.wf.agents, self.fold.state(), event) {
+            match activation {
+                Err(message) => {
+                    let error = ErrorOccurred::recoverable("agent", message, Some(event.id));
+                    self.queue
+                        .push_back((Pending::of(&error), Some(event.id), None));
+                }
+                Ok(activation) => {
+                    if let Some(reason) =
+                        self.queue_call(agent, event.clone(), activation, max_agent_calls)
+                    {
+                        return Some(reason);
+                    }
+                }
+            }
+        }
+        None
+    }
+
+    /// Queues an agent call's `agent:started`; the call starts once that event is durable.
+    pub(super) fn queue_call(
+        &mut self,
+        agent: Arc<dyn ErasedAgent<S>>,
+        trigger: Envelope,
+        activation: Activation,
+        max_agent_calls: u64,
+    ) -> Option<StopReason> {
+        if self.agent_calls >= max_agent_calls {
+            return Some(StopReason::MaxAgentCalls);
+        }
+        let provider = self.wf.provider.clone()?; // `build` rejects agents without a provider
+        self.agent_calls += 1;
+        let started = AgentStarted {
+            agent: agent.spec().name.to_owned(),
+            model: activation.model.clone(),
+            provider: Some(provider.name().to_owned()),
+            system: activation.system.clone(),
+            messages: activation
+                .messages
+                .iter()
+                .map(ChatMessage::recorded)
+                .collect(),
+            prompt: activation.prompt.clone(),
+            reply: activation.reply.clone(),
+        };
+        let cause = trigger.id;
+        let task = AgentTask {
+            agent,
+            provider,
+            trigger,
+            activation,
+            call: self.agent_calls,
+            attempts: self.wf.max_output_attempts,
+            tx: self.tx.clone(),
+        };
+        self.queue.push_back((
+            Pending::of(&started),
+            Some(cause),
+            Some(AfterRecord::Launch(Box::new(task))),
+        ));
+        None
+    }
+
+    /// Starts an agent call, now that its `agent:started` is recorded.
+    pub(super) fn launch(&mut self, task: AgentTask<S>) {
+        self.running
+            .insert(task.call, (task.agent.spec().name, task.trigger.id));
+        let cancel = self.agents_cancel.clone();
+        self.tasks.spawn(async move {
+            tokio::select! {
+                biased;
+                () = cancel.cancelled() => {}
+                () = task.run() => {}
+            }
+        });
+    }
+
+    /// Cancels the agents still running and waits for their tasks to end.
+    pub(super) async fn stop_agents(&mut self) {
+        self.agents_cancel.cancel();
+        while self.tasks.join_next().await.is_some() {}
+    }
+}

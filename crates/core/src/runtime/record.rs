@@ -1,0 +1,188 @@
+//! Recording: everything one event causes staged as one unit, appended all or nothing when the
+//! queue runs dry, then shown to the renderers; the leftovers of a stopped run; snapshots.
+
+use super::*;
+
+impl<S: WorkflowState> Run<'_, S> {
+    /// Folds events into the batch (not durable yet): for each in order, folds it, queues what
+    /// its handler emits and follows requests, errors and usage. Returns their seqs.
+    pub(super) fn stage(&mut self, unit: Unit) -> std::ops::Range<u64> {
+        let first = self.staged;
+        for (pending, caused_by) in unit {
+            let mut event = Envelope::new(pending.name, pending.payload, caused_by);
+            if event.name == UserInput::NAME
+                && let Some(id) = self.input_id.take()
+            {
+                event.id = id;
+            }
+            let (applied, event) = self.window.apply_kept(&mut self.fold, event);
+            match applied {
+                Applied::Handled(emit) => {
+                    self.queue.extend(
+                        emit.into_pending()
+                            .into_iter()
+                            .map(|p| (p, Some(event.id), None)),
+                    );
+                }
+                Applied::Panicked(message) => {
+                    let error = ErrorOccurred::recoverable(
+                        "handler",
+                        format!("the handler for `{}` panicked: {message}", event.name),
+                        Some(event.id),
+                    );
+                    self.queue
+                        .push_back((Pending::of(&error), Some(event.id), None));
+                }
+                Applied::Skipped | Applied::Undecodable(_) => {}
+            }
+            match event.name.as_ref() {
+                AgentCompleted::NAME => {
+                    if let Ok(completed) = event.decode::<AgentCompleted>() {
+                        self.usage += completed.usage;
+                        self.cost += completed.cost.unwrap_or(0.0);
+                    }
+                }
+                ErrorOccurred::NAME => self.errors += 1,
+                InputRequested::NAME => self.open_requests.push(event.id),
+                InputReceived::NAME => {
+                    if let Ok(received) = event.decode::<InputReceived>() {
+                        self.open_requests.retain(|id| *id != received.request_id);
+                    }
+                }
+                _ => {}
+            }
+            self.staged += 1;
+        }
+        first..self.staged
+    }
+
+    /// Appends the batch in one all-or-nothing append; once it is durable, shows it to the
+    /// renderers and starts the agent calls it holds (or, when `launch` is false because the
+    /// run is ending, counts them as running so they are closed as interrupted).
+    pub(super) async fn flush(&mut self, launch: bool) -> Result<(), Error> {
+        if self.staged > self.len {
+            let events = self.window.from(self.len);
+            let store = &self.wf.store;
+            store
+                .append(&self.session, events, self.len)
+                .await
+                .map_err(|err| match err {
+                    StoreError::Conflict {
+                        expected, actual, ..
+                    } => Error::SessionBusy {
+                        session: self.session.clone(),
+                        reason: format!(
+                            "another writer recorded into it: this turn expected it at seq {expected} but it is at seq {actual}; nothing of this batch was recorded"
+                        ),
+                    },
+                    StoreError::Fenced { token, current, .. } => Error::SessionBusy {
+                        session: self.session.clone(),
+                        reason: format!(
+                            "this process's claim on it (claim {token}) was taken over by another process (claim {current}), which runs it now; nothing of this batch was recorded"
+                        ),
+                    },
+                    err => Error::store(store.as_ref(), Some(&self.session), err),
+                })?;
+            for event in events {
+                self.renderers.send(event);
+            }
+            self.snapshots.recorded(events);
+            self.len = self.staged;
+        }
+        for task in std::mem::take(&mut self.launches) {
+            if launch {
+                self.launch(task);
+            } else {
+                self.running
+                    .insert(task.call, (task.agent.spec().name, task.trigger.id));
+            }
+        }
+        let keep_from = self.fold.checkpoint_position().min(self.len);
+        self.window.trim(keep_from);
+        // Every folded event is recorded: the state is the state after `len` events. (A
+        // turn that is ending saves its snapshot once `workflow:completed` is recorded.)
+        if launch && self.snapshots.mid_turn_due(self.len) {
+            self.save_snapshot(true).await;
+        }
+        Ok(())
+    }
+
+    pub(super) async fn record_leftovers(
+        &mut self,
+        reason: StopReason,
+        rx: &mut UnboundedReceiver<AgentMessage>,
+    ) -> Result<(), Error> {
+        self.flush(false).await?;
+        while let Ok(message) = rx.try_recv() {
+            let (unit, after) = unit_of::<S>(message);
+            self.stage(unit);
+            if let Some(AfterRecord::Finish(call)) = after {
+                self.running.remove(&call);
+            }
+        }
+        let mut interrupted: Vec<_> = self.running.drain().collect();
+        interrupted.sort_unstable_by_key(|(call, _)| *call);
+        let closes = interrupted
+            .into_iter()
+            .map(|(_, (agent, trigger))| {
+                let completed = AgentCompleted {
+                    agent: agent.to_owned(),
+                    outcome: Outcome::Interrupted,
+                    usage: Usage::default(),
+                    cost: None,
+                    error: Some(format!(
+                        "the run ended ({}) while the agent was working",
+                        reason.as_str()
+                    )),
+                    output: None,
+                };
+                (Pending::of(&completed), Some(trigger))
+            })
+            .collect();
+        self.stage(closes);
+        self.flush(false).await?;
+        // Counted before it is staged: `workflow:completed` itself is no error.
+        let completed = WorkflowCompleted {
+            reason: reason.as_str().to_owned(),
+            open_requests: self.open_requests.clone(),
+            errors: self.errors,
+        };
+        self.stage(vec![(Pending::of(&completed), None)]);
+        self.flush(false).await
+    }
+
+    /// Saves the state as a snapshot at `len`, mid-turn or at the turn's end; only called when
+    /// every folded event is recorded, so the state is the state after `len` events. A snapshot
+    /// is derived data: failing to save one is a warning.
+    pub(super) async fn save_snapshot(&mut self, mid_turn: bool) {
+        debug_assert_eq!(
+            self.fold.position(),
+            self.len,
+            "a snapshot of a state not recorded"
+        );
+        let state = match serde_json::to_value(self.fold.state()) {
+            Ok(state) => state,
+            Err(err) => {
+                tracing::warn!(session = %self.session, error = %err, "the state does not serialize; no snapshot saved");
+                self.snapshots.off = true;
+                return;
+            }
+        };
+        let bytes = json_len(&state);
+        let snapshot = Snapshot::new(self.len, state);
+        let saved = self.wf.store.snapshot(&self.session, &snapshot).await;
+        self.snapshots.tried(self.len, bytes);
+        match saved {
+            Ok(()) => {
+                self.snapshots.at = self.len;
+                self.snapshots.saved_mid_turn |= mid_turn;
+            }
+            Err(err) if mid_turn => {
+                tracing::warn!(session = %self.session, error = %crate::ErrorChain(&err), "could not save a snapshot mid-turn; reads of this turn fold a longer tail");
+            }
+            Err(err) => {
+                tracing::warn!(session = %self.session, error = %crate::ErrorChain(&err), "could not save the turn's snapshot; the next turn folds a longer tail");
+            }
+        }
+    }
+}
