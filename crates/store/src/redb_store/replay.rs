@@ -39,20 +39,12 @@ pub(super) struct Pending {
 /// Reads the journal of the store at `path` (open as `db`, for reading or writing) and keeps
 /// the records after the file's checkpoint; fails when records between are missing.
 pub(super) fn pending(db: &Db, path: &Path) -> Result<Pending, RedbError> {
-    let journal_path = journal::path_of(path);
-    let failed = |message: String| RedbError::Journal {
-        path: journal_path.clone(),
-        message,
-    };
-    let opening = |source: redb::Error| RedbError::Open {
-        path: path.to_owned(),
-        source: Box::new(source),
-    };
-    let records = journal::read(&journal_path).map_err(|err| failed(err.to_string()))?;
+    let (failed, opening) = (journal_failure(path), open_failure(path));
+    let records = journal::read(&journal::path_of(path)).map_err(|err| failed(err.to_string()))?;
     let checkpoint = {
-        let txn = db.begin_read().map_err(opening)?;
-        match layout::read_meta(&txn).map_err(opening)? {
-            Some(meta) => layout::journal_lsn(&meta).map_err(opening)?,
+        let txn = db.begin_read().map_err(&opening)?;
+        match layout::read_meta(&txn).map_err(&opening)? {
+            Some(meta) => layout::journal_lsn(&meta).map_err(&opening)?,
             None => 0,
         }
     };
@@ -90,26 +82,18 @@ pub(super) fn recover(db: &Db, database: &Database, path: &Path) -> Result<Recov
             replayed: 0,
         });
     }
-    let journal_path = journal::path_of(path);
-    let failed = |message: String| RedbError::Journal {
-        path: journal_path.clone(),
-        message,
-    };
-    let opening = |source: redb::Error| RedbError::Open {
-        path: path.to_owned(),
-        source: Box::new(source),
-    };
+    let (failed, opening) = (journal_failure(path), open_failure(path));
     let txn = database.begin_write().map_err(|err| opening(err.into()))?;
     {
         let tails = Tails::default();
         let mut tails = tails.lock();
-        let mut tables = Tables::open(&txn).map_err(opening)?;
+        let mut tables = Tables::open(&txn).map_err(&opening)?;
         for record in &pending {
             for appended in &record.appends {
                 // Already held (redb made it durable with a later commit): skipped without
                 // reading the session's record, which may be what a crash left damaged.
                 let len = layout::len_of(&tables.events, &tables.recent, &appended.session)
-                    .map_err(opening)?;
+                    .map_err(&opening)?;
                 if len >= appended.first_seq + appended.records.len() as u64 {
                     continue;
                 }
@@ -132,7 +116,7 @@ pub(super) fn recover(db: &Db, database: &Database, path: &Path) -> Result<Recov
             }
         }
     }
-    layout::set_journal_lsn(&txn, next_lsn - 1).map_err(opening)?;
+    layout::set_journal_lsn(&txn, next_lsn - 1).map_err(&opening)?;
     txn.commit().map_err(|err| opening(err.into()))?;
     tracing::info!(path = %path.display(), records = pending.len(), "re-applied the journal's records after the last checkpoint");
     Ok(Recovered {
@@ -159,4 +143,22 @@ fn append_of(appended: &Appended) -> Result<Append, String> {
         records: appended.records.clone(),
         expected_seq: appended.first_seq,
     })
+}
+
+/// A [`RedbError::Journal`] naming the journal of the store at `path`, from a message.
+fn journal_failure(path: &Path) -> impl Fn(String) -> RedbError {
+    let journal = journal::path_of(path);
+    move |message| RedbError::Journal {
+        path: journal.clone(),
+        message,
+    }
+}
+
+/// A [`RedbError::Open`] naming the store at `path`, from redb's error.
+fn open_failure(path: &Path) -> impl Fn(redb::Error) -> RedbError {
+    let path = path.to_owned();
+    move |source| RedbError::Open {
+        path: path.clone(),
+        source: Box::new(source),
+    }
 }
