@@ -1,5 +1,5 @@
 //! The library's commands that read (`sessions`, `events`, `tape`) and the dispatch of every
-//! command to its body. Every command reaches workflows through the [`Host`] only; commands
+//! command to its body. Every command reaches workflows through the [`Host`](openharness_host::Host) only; commands
 //! write to the [`Context`]'s output and fail with a [`CliError`].
 
 use std::io::Write;
@@ -8,17 +8,15 @@ use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 use openharness::store::RedbError;
-use openharness::{Envelope, ErrorChain, SessionId, SessionStatus, Store};
-use openharness_host::{Host, HostError, SessionQuery, SessionSort};
+use openharness::{ErrorChain, SessionId, SessionStatus, Store};
+use openharness_host::{SessionQuery, SessionSort};
 use serde::Serialize;
 use serde::ser::{SerializeSeq, Serializer};
 
 use crate::Context;
 use crate::args::Command;
 use crate::error::{CliError, list};
-
-/// Events read per page by `events` and the events-only debugger.
-const PAGE: usize = 1000;
+use crate::shared::{PAGE, parse_session, read_api_keys};
 
 /// How often `serve` looks for platform sessions whose turn a dead process left unfinished.
 const RECOVERY_INTERVAL: std::time::Duration = std::time::Duration::from_millis(500);
@@ -61,10 +59,6 @@ pub(crate) async fn open_store(path: &Path, reads_only: bool) -> Result<Arc<dyn 
             }
         })?;
     Ok(Arc::from(store))
-}
-
-pub(crate) fn parse_session(id: &str) -> Result<SessionId, CliError> {
-    id.parse().map_err(|err| CliError::Usage(format!("{err}")))
 }
 
 pub(crate) async fn run<E: clap::Subcommand>(
@@ -244,31 +238,6 @@ struct Mount {
     fork_providers: Vec<crate::provider::ForkProviderSpec>,
     /// `""` (the root) or a path such as `/harness`, as `--base-path` parsed it.
     base_path: String,
-}
-
-/// The API keys of `--api-keys-file` (none without one); a file that cannot be read, holds
-/// a bad line or no key at all is refused.
-pub(crate) fn read_api_keys(
-    path: Option<&Path>,
-) -> Result<Vec<openharness_server::ApiKeyHash>, CliError> {
-    let Some(path) = path else {
-        return Ok(Vec::new());
-    };
-    let text = std::fs::read_to_string(path).map_err(|err| {
-        CliError::Usage(format!(
-            "cannot read the API keys file {}: {err}",
-            path.display()
-        ))
-    })?;
-    let keys = openharness_server::parse_api_keys(&text)
-        .map_err(|err| CliError::Usage(format!("the API keys file {}: {err}", path.display())))?;
-    if keys.is_empty() {
-        return Err(CliError::Usage(format!(
-            "the API keys file {} holds no key",
-            path.display()
-        )));
-    }
-    Ok(keys)
 }
 
 /// `serve`: the host's sessions over HTTP until Ctrl-C. Beyond loopback it needs API keys,
@@ -633,21 +602,6 @@ async fn events(context: &Context, session: &SessionId, json: bool) -> Result<()
     }
     out.flush()?;
     Ok(())
-}
-
-/// Every event of `session`, read page by page (for the events-only debugger).
-pub(crate) async fn all_events(
-    host: &Host,
-    session: &SessionId,
-) -> Result<Vec<Envelope>, HostError> {
-    let mut page = host.events(session, None, PAGE).await?;
-    let mut events = Vec::with_capacity(usize::try_from(page.len).unwrap_or(0));
-    loop {
-        events.extend(page.events.into_iter().map(|r| r.event));
-        let Some(after) = page.next_after else { break };
-        page = host.events(session, Some(after), PAGE).await?;
-    }
-    Ok(events)
 }
 
 async fn tape(

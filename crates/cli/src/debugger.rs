@@ -166,7 +166,7 @@ impl Debugger {
             Err(HostError::Unhosted {
                 session, recorded, ..
             }) => {
-                let events = crate::commands::all_events(host, &session).await?;
+                let events = crate::shared::all_events(host, &session).await?;
                 let why = why_unfolded(recorded.as_deref(), program);
                 Ok(Self::events_only(session, events, why))
             }

@@ -8,7 +8,7 @@ use openharness::Envelope;
 use openharness::SessionId;
 use openharness_host::{EventPlace, SessionComparison};
 
-use crate::commands::parse_session;
+use crate::shared::parse_session;
 use crate::{CliError, Context};
 
 /// `diff`: compares two sessions and prints where they part (`--json`: the whole comparison).

@@ -15,9 +15,9 @@ use openharness_host::{ForkPoint, Host};
 use serde::Serialize;
 
 use crate::Context;
-use crate::commands::parse_session;
 use crate::error::CliError;
 use crate::provider::ProviderArgs;
+use crate::shared::parse_session;
 
 /// Arguments of `fork`.
 #[derive(Debug, clap::Args)]

@@ -114,6 +114,7 @@ mod progress;
 mod provider;
 mod remote;
 mod replay;
+mod shared;
 mod transfer;
 mod turns;
 

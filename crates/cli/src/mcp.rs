@@ -229,7 +229,7 @@ pub(crate) async fn serve(args: ServeArgs, context: &Context) -> Result<(), CliE
         // stdout is the protocol's: nothing else may be written there.
         return serve_stdio(host, options).await.map_err(mcp_error);
     };
-    let keys = crate::commands::read_api_keys(args.api_keys_file.as_deref())?;
+    let keys = crate::shared::read_api_keys(args.api_keys_file.as_deref())?;
     if !addr.ip().is_loopback() && keys.is_empty() && !args.insecure_no_auth {
         return Err(CliError::Usage(format!(
             "{addr} is reachable from other machines: give API keys (--api-keys-file) or, \

@@ -12,7 +12,7 @@ use openharness::otel::{
     Collector, Endpoint, LiveExport, LiveOptions, OtelError, SpanOptions, export_sessions,
 };
 
-use crate::commands::parse_session;
+use crate::shared::parse_session;
 use crate::{CliError, Context};
 
 /// How long a command waits at its end for the live export to send what it still holds.

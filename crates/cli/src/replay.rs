@@ -5,7 +5,7 @@
 
 use std::io::Write;
 
-use crate::commands::parse_session;
+use crate::shared::parse_session;
 use crate::{CliError, Context};
 
 /// Runs `replay`.

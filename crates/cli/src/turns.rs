@@ -10,9 +10,9 @@ use openharness::{EventId, RunOptions, SessionId, StopReason};
 use openharness_host::{Host, TurnOutcome};
 
 use crate::Context;
-use crate::commands::parse_session;
 use crate::error::CliError;
 use crate::provider::ProviderArgs;
+use crate::shared::parse_session;
 
 /// Arguments of `start`.
 #[derive(Debug, clap::Args)]
