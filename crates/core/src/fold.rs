@@ -439,7 +439,7 @@ pub(crate) fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
 #[derive(Debug)]
 pub struct StreamedFold<S> {
     fold: Fold<S>,
-    window: crate::derive::Window,
+    window: crate::recover::Window,
 }
 
 impl<S: Handler> StreamedFold<S> {
@@ -447,7 +447,7 @@ impl<S: Handler> StreamedFold<S> {
     pub fn at(state: S, position: u64) -> Self {
         Self {
             fold: Fold::at(state, position),
-            window: crate::derive::Window::new(position),
+            window: crate::recover::Window::new(position),
         }
     }
 

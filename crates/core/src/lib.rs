@@ -12,7 +12,6 @@ mod assembled;
 mod backfill;
 pub mod builtin;
 mod claim;
-mod derive;
 mod emit;
 mod error;
 mod event;
@@ -22,6 +21,7 @@ mod locks;
 pub mod observe;
 mod pattern;
 mod provider;
+mod recover;
 mod renderer;
 mod run;
 mod runtime;
@@ -33,7 +33,6 @@ mod workflow;
 pub use agent::{Agent, AgentSpec, ReplySource, StructuredOutput};
 pub use assembled::{CodeIdentity, WorkflowState};
 pub use claim::Claim;
-pub use derive::ViewAt;
 pub use emit::{Emit, IntoEmit, Pending};
 pub use error::{Error, ErrorChain};
 pub use event::{Decoded, Envelope, Event, EventId, EventSet, SessionId};
@@ -47,6 +46,7 @@ pub use provider::{
     BoxedProvider, ChatMessage, ChatToolCall, Image, Provider, ProviderError, ProviderEvent,
     ProviderRequest, ProviderResponse, ProviderSink, ReasoningEffort, Usage,
 };
+pub use recover::ViewAt;
 pub use renderer::{FnRenderer, Renderer, renderer_fn};
 pub use run::{Continuation, OpenCallReport, RunOptions, RunOutcome, StopReason, Unfinished};
 pub use status::{SessionStatus, last_event_summary};

@@ -202,9 +202,9 @@ pub(crate) struct ForkUnfinished {
     /// The rest of an agent call's final record the fork point cut, as the parent recorded it.
     pub(crate) completing: Vec<(Pending, Option<EventId>)>,
     /// What the parent's turn had not recorded yet at the fork point.
-    pub(crate) unrecorded: Vec<crate::derive::Unrecorded>,
+    pub(crate) unrecorded: Vec<crate::recover::Unrecorded>,
     /// Agent calls open at the fork point: closed as interrupted and run again.
-    pub(crate) open_calls: Vec<crate::derive::OpenCall>,
+    pub(crate) open_calls: Vec<crate::recover::OpenCall>,
 }
 
 impl<S> Continuation<S> {
@@ -327,8 +327,8 @@ pub struct OpenCallReport {
 }
 
 impl Unfinished {
-    pub(crate) fn of<S>(session: &SessionId, derived: &crate::derive::Derived<S>) -> Self {
-        use crate::derive::Unrecorded;
+    pub(crate) fn of<S>(session: &SessionId, derived: &crate::recover::Derived<S>) -> Self {
+        use crate::recover::Unrecorded;
         Self {
             session: session.clone(),
             len: derived.len,

@@ -52,7 +52,6 @@ use crate::builtin::{
     OutputRejected as Rejected, TextComplete, TextDelta, ToolCalled, ToolResult, UserInput,
     WorkflowCompleted, WorkflowStarted,
 };
-use crate::derive::{Derived, OpenCall, Unrecorded, Window};
 use crate::emit::{Emit, Pending};
 use crate::error::Error;
 use crate::event::{Envelope, Event, EventId, SessionId};
@@ -62,6 +61,7 @@ use crate::pattern::Pattern;
 use crate::provider::{
     ChatMessage, Provider, ProviderError, ProviderEvent, ProviderRequest, ProviderSink, Usage,
 };
+use crate::recover::{Derived, OpenCall, Unrecorded, Window};
 use crate::renderer::Renderer;
 use crate::run::{Continuation, ForkUnfinished, RunOptions, RunOutcome, StopReason};
 use crate::store::{Snapshot, StoreError, json_len};

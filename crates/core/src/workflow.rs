@@ -7,13 +7,13 @@ use std::sync::Arc;
 use crate::agent::{Agent, AgentSpec, Erased, ErasedAgent};
 use crate::assembled::{Inner, Until, WorkflowState};
 use crate::builtin::SessionForked;
-use crate::derive::derive;
 use crate::emit::Pending;
 use crate::error::Error;
 use crate::event::{Envelope, EventId, SessionId};
 use crate::fold::Fold;
 use crate::locks::SessionGuard;
 use crate::provider::{Provider, Usage};
+use crate::recover::derive;
 use crate::run::{Continuation, RunOptions, RunOutcome, StopReason, Unfinished};
 use crate::runtime::{Start, Turn, TurnBegin};
 use crate::store::Store;
@@ -221,10 +221,10 @@ impl<S: WorkflowState> Workflow<S> {
         session: &SessionId,
         position: u64,
     ) -> Result<Continuation<S>, Error> {
-        let crate::derive::ForkFrom {
+        let crate::recover::ForkFrom {
             derived,
             completing,
-        } = crate::derive::derive_fork(&self.inner, session, position).await?;
+        } = crate::recover::derive_fork(&self.inner, session, position).await?;
         let first = Pending::of(&SessionForked {
             parent: session.clone(),
             position: derived.len,
@@ -342,7 +342,7 @@ impl<S: WorkflowState> Workflow<S> {
     /// # let _ = state; Ok(()) }
     /// ```
     pub async fn state_at(&self, session: &SessionId, position: u64) -> Result<S, Error> {
-        crate::derive::state_at(&self.inner, session, position, 0).await
+        crate::recover::state_at(&self.inner, session, position, 0).await
     }
 
     /// The states of `session` at several positions (each clamped to the session's length),
@@ -361,7 +361,7 @@ impl<S: WorkflowState> Workflow<S> {
         session: &SessionId,
         positions: &[u64],
     ) -> Result<Vec<(u64, S)>, Error> {
-        crate::derive::states_at(&self.inner, session, positions).await
+        crate::recover::states_at(&self.inner, session, positions).await
     }
 
     /// `session` at `position` (clamped): the state there, the event that led there, the
@@ -380,8 +380,8 @@ impl<S: WorkflowState> Workflow<S> {
         &self,
         session: &SessionId,
         position: u64,
-    ) -> Result<crate::derive::ViewAt<S>, Error> {
-        crate::derive::view_at(&self.inner, session, position).await
+    ) -> Result<crate::recover::ViewAt<S>, Error> {
+        crate::recover::view_at(&self.inner, session, position).await
     }
 
     /// What a recorded session is doing and what [`resume`](Self::resume) would finish, derived
