@@ -753,9 +753,14 @@ async fn resources_survive_a_restart_on_redb() {
         (agent, provider)
     };
     // The first server still holds the file; a fresh store opens it once that one is dropped,
-    // so read it through a copy.
+    // so read it through a copy: the file and its journal (`-journal`, which holds the appends
+    // not yet checkpointed into the file), as one copies a SQLite file with its WAL.
     let copy = dir.path().join("copy.redb");
     std::fs::copy(&path, &copy).unwrap();
+    let journal = dir.path().join("store.redb-journal");
+    if journal.exists() {
+        std::fs::copy(&journal, dir.path().join("copy.redb-journal")).unwrap();
+    }
     let store: Arc<dyn Store> = Arc::new(RedbStore::open(&copy).unwrap());
     let platform = Platform::new(store, Some(keys));
     let client = serve(platform.clone(), ServerOptions::default()).await;
