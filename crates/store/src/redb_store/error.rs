@@ -5,6 +5,8 @@ use std::path::PathBuf;
 
 use openharness_core::StoreError;
 
+#[cfg(doc)]
+use super::{RedbOptions, RedbStore};
 use super::{holder, layout};
 
 /// Why a [`RedbStore`] could not be opened or could not complete an operation.

@@ -2,6 +2,8 @@
 //! file and when its appends reach the disk.
 
 use super::journal;
+#[cfg(doc)]
+use super::{RedbError, RedbStore};
 
 /// How a [`RedbStore`] works, for [`RedbStore::open_with`]. The default is what
 /// [`RedbStore::open`] uses.
