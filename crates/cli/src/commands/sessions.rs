@@ -1,0 +1,186 @@
+//! `sessions`: the store's sessions listed (filtered, sorted, searched), with the workflow that
+//! owns each and the ones an interrupted import left unfinished.
+
+use super::*;
+
+/// One session as `sessions --json` prints it: the store's metadata, the workflow that owns
+/// it (a fork's is its root's) and whether this program registers that workflow.
+#[derive(Serialize)]
+pub(super) struct Row<'a> {
+    id: &'a SessionId,
+    created: DateTime<Utc>,
+    last_event: DateTime<Utc>,
+    count: u64,
+    workflow: Option<&'a str>,
+    parent: Option<&'a SessionId>,
+    status: SessionStatus,
+    hosted: bool,
+    /// Its first input, cut short.
+    title: Option<&'a str>,
+    /// The agents it ran.
+    agents: &'a [String],
+    /// Input and output tokens.
+    tokens: u64,
+    /// What its agents reported costing, in US dollars.
+    cost: f64,
+    /// Questions waiting for an answer.
+    open_requests: u64,
+    /// The note of an interrupted import that left the session a prefix, if one did.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    unfinished: Option<&'a str>,
+}
+
+/// The sessions an interrupted import left marked unfinished, with their notes.
+pub(super) async fn unfinished(store: &dyn Store) -> Result<Vec<(SessionId, String)>, CliError> {
+    store.unfinished().await.map_err(|source| CliError::Store {
+        operation: "listing of unfinished sessions",
+        store: store.describe(),
+        source,
+    })
+}
+
+/// Fails when the store met damage while listing (a session left out, with a warning): the
+/// list printed is not the whole store.
+pub(super) async fn listed_whole(host: &openharness_host::Host) -> Result<(), CliError> {
+    host.store().sync().await.map_err(|source| CliError::Store {
+        operation: "listing of sessions",
+        store: host.store().describe(),
+        source,
+    })
+}
+
+/// The host's query for `sessions`' options.
+pub(super) fn session_query(asked: crate::args::SessionsQuery) -> Result<SessionQuery, CliError> {
+    let filtered = asked.search.is_some()
+        || !asked.status.is_empty()
+        || asked.workflow.is_some()
+        || asked.agent.is_some()
+        || asked.since.is_some()
+        || asked.until.is_some()
+        || asked.open
+        || asked.fork_of.is_some()
+        || asked.limit.is_some();
+    let mut query = SessionQuery::default();
+    query.search = asked.search;
+    query.status = asked
+        .status
+        .iter()
+        .filter(|s| !s.trim().is_empty())
+        .map(|s| {
+            serde_json::from_value(serde_json::json!(s.trim())).map_err(|_| {
+                CliError::Usage(format!(
+                    "--status: `{s}` is not a status (running, idle, waiting or failed)"
+                ))
+            })
+        })
+        .collect::<Result<_, _>>()?;
+    query.workflow = asked.workflow;
+    query.agent = asked.agent;
+    query.since = asked.since;
+    query.until = asked.until;
+    query.open_request = asked.open.then_some(true);
+    query.fork_of = asked.fork_of.as_deref().map(parse_session).transpose()?;
+    query.sort = match asked.sort {
+        Some(sort) => sort
+            .parse()
+            .map_err(|err| CliError::Usage(format!("--sort: {err}")))?,
+        None if filtered => SessionSort::Recent,
+        None => SessionSort::Oldest,
+    };
+    query.limit = asked.limit;
+    Ok(query)
+}
+
+pub(super) async fn sessions(
+    context: &Context,
+    json: bool,
+    asked: crate::args::SessionsQuery,
+) -> Result<(), CliError> {
+    let host = context.host();
+    let query = session_query(asked)?;
+    let sessions = host
+        .query_sessions(&query)
+        .await
+        .map_err(|e| context.explain(e))?
+        .sessions;
+    let unfinished: std::collections::HashMap<SessionId, String> =
+        unfinished(host.store().as_ref())
+            .await?
+            .into_iter()
+            .collect();
+    let mut out = context.out();
+    if json {
+        let rows: Vec<Row<'_>> = sessions
+            .iter()
+            .map(|s| Row {
+                unfinished: unfinished.get(&s.id).map(String::as_str),
+                id: &s.id,
+                created: s.created,
+                last_event: s.last_event,
+                count: s.len,
+                workflow: s.workflow.as_deref(),
+                parent: s.parent.as_ref(),
+                status: s.status,
+                hosted: s.hosted,
+                title: s.title.as_deref(),
+                agents: &s.agents,
+                tokens: s.usage.input_tokens + s.usage.output_tokens,
+                cost: s.cost,
+                open_requests: s.open_requests,
+            })
+            .collect();
+        let mut text = serde_json::to_string_pretty(&rows)?;
+        text.push('\n');
+        out.write_all(text.as_bytes())?;
+        out.flush()?;
+        return listed_whole(host).await;
+    }
+    if sessions.is_empty() {
+        writeln!(
+            out,
+            "No sessions yet in {}. This program runs {}.",
+            host.store().describe(),
+            list(&host.workflow_names())
+        )?;
+    }
+    if !sessions.is_empty() {
+        writeln!(
+            out,
+            "{:<38} {:<18} {:<8} {:>7}  {:<25} {:<38} TITLE",
+            "SESSION", "WORKFLOW", "STATUS", "EVENTS", "LAST EVENT", "PARENT"
+        )?;
+    }
+    for info in &sessions {
+        let workflow = match (&info.workflow, info.hosted) {
+            (Some(name), true) => name.clone(),
+            (Some(name), false) => format!("{name}*"),
+            (None, _) => "-*".to_owned(),
+        };
+        writeln!(
+            out,
+            "{:<38} {:<18} {:<8} {:>7}  {:<25} {:<38} {}",
+            info.id.as_str(),
+            workflow,
+            info.status.as_str(),
+            info.len,
+            info.last_event.format("%Y-%m-%d %H:%M:%S UTC").to_string(),
+            info.parent.as_ref().map_or("-", SessionId::as_str),
+            info.title.as_deref().map_or_else(
+                || "-".to_owned(),
+                |title| title.chars().take(48).collect::<String>()
+            ),
+        )?;
+    }
+    for (session, note) in &unfinished {
+        writeln!(out, "UNFINISHED  {session}  {note}")?;
+    }
+    out.flush()?;
+    listed_whole(host).await?;
+    if sessions.iter().any(|s| !s.hosted) {
+        writeln!(
+            out,
+            "* recorded by a workflow this program does not register: `events` and `tape` show its events, not its states"
+        )?;
+    }
+    Ok(())
+}
