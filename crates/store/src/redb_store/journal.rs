@@ -144,13 +144,6 @@ impl Journal {
         }
     }
 
-    /// Writes the record built by the last [`group`](Self::group) after the previous one and
-    /// makes it durable: its lsn.
-    /// A record that fails leaves the position as it was: the next one overwrites what it wrote.
-    pub(super) fn commit(&mut self) -> std::io::Result<u64> {
-        self.write_record()
-    }
-
     /// Takes back the last record written (its group's redb commit failed after it was made
     /// durable): the next record gets its lsn and overwrites it, so the journal never holds
     /// a record redb was refused, followed by others that would not fit after it.
@@ -161,7 +154,10 @@ impl Journal {
         }
     }
 
-    fn write_record(&mut self) -> std::io::Result<u64> {
+    /// Writes the record built by the last [`group`](Self::group) after the previous one and
+    /// makes it durable: its lsn. A record that fails leaves the position as it was: the next
+    /// one overwrites what it wrote.
+    pub(super) fn commit(&mut self) -> std::io::Result<u64> {
         let len = u32::try_from(self.record.len() - HEADER).map_err(|_| {
             std::io::Error::new(
                 std::io::ErrorKind::InvalidInput,
