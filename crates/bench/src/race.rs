@@ -12,9 +12,11 @@
 //! Python of a virtualenv at the workspace root (`.race-venv`, or `OPENHARNESS_RACE_VENV`)
 //! that this suite creates and fills from `crates/bench/race/requirements.txt` on first use.
 //!
-//! Our side runs twice at each N: with the board's lists as persistent vectors (`imbl`, which
-//! clone in constant time) and as plain `Vec`s (the state a user writes first; rows marked
-//! `[Vec state]`), against the same LangGraph run.
+//! Our side runs three times at each N, against the same LangGraph run: with the board's lists
+//! as persistent vectors (`imbl`, which clone in constant time); as plain `Vec`s (the state a
+//! user writes first; rows marked `[Vec state]`); and as plain `Vec`s whose handlers record
+//! how to undo their change (`undo: &mut Undo<Self>`; rows marked `[Vec+undo state]`), so the
+//! tape steps back by reverting an event instead of copying the board.
 //!
 //! Both sides measure the same figures on the same N and check their results (every task
 //! done, and the state at the jump has the cursor the walk saw there). Two more rows compare
@@ -40,7 +42,7 @@ use openharness::store::{Observed, RedbDurability, RedbOptions, RedbStore, Store
 use openharness::tape::LoadTape;
 use openharness::{
     Emit, Envelope, Provider, ProviderError, ProviderRequest, RunOptions, SessionId, StopReason,
-    Store, StoreError, Usage, Workflow, agent, event, handler,
+    Store, StoreError, Undo, Usage, Workflow, agent, event, handler,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::json;
@@ -94,12 +96,17 @@ enum RaceEvent {
 /// in constant time whatever N (the tape clones a state per position it keeps), or plain
 /// `Vec`s ([`Board::plain`]), the state a user writes first, which clones in time and memory
 /// in proportion to N.
+///
+/// With `undoable`, the handlers record how to undo their change ([`openharness::Undo`]), so
+/// the tape steps back over a plain `Vec` board without copying it.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 struct Board {
     goal: String,
     tasks: List,
     done: List,
     cursor: u64,
+    #[serde(default)]
+    undoable: bool,
 }
 
 impl Board {
@@ -109,6 +116,23 @@ impl Board {
             tasks: List::Plain(Vec::new()),
             done: List::Plain(Vec::new()),
             ..Self::default()
+        }
+    }
+
+    /// A board of plain `Vec`s whose handlers record undos.
+    fn plain_undoable() -> Self {
+        Self {
+            undoable: true,
+            ..Self::plain()
+        }
+    }
+
+    /// The name of this board's kind in the race's rows.
+    fn kind(&self) -> &'static str {
+        match (&self.tasks, self.undoable) {
+            (List::Shared(_), _) => "imbl",
+            (List::Plain(_), false) => "Vec",
+            (List::Plain(_), true) => "Vec+undo",
         }
     }
 
@@ -148,6 +172,17 @@ impl List {
         }
     }
 
+    fn pop(&mut self) {
+        match self {
+            Self::Shared(list) => {
+                list.pop_back();
+            }
+            Self::Plain(list) => {
+                list.pop();
+            }
+        }
+    }
+
     fn len(&self) -> usize {
         match self {
             Self::Shared(list) => list.len(),
@@ -176,11 +211,22 @@ impl List {
 
 #[handler(RaceEvent)]
 impl Board {
-    fn goal_given(&mut self, input: &UserInput) {
-        self.goal.clone_from(&input.text);
+    fn goal_given(&mut self, input: &UserInput, undo: &mut Undo<Self>) {
+        if self.undoable {
+            let goal = std::mem::replace(&mut self.goal, input.text.clone());
+            undo.record(move |board| board.goal = goal);
+        } else {
+            undo.unsupported();
+            self.goal.clone_from(&input.text);
+        }
     }
 
-    fn planned(&mut self, plan: &PlanCreated) -> Emit {
+    fn planned(&mut self, plan: &PlanCreated, undo: &mut Undo<Self>) -> Emit {
+        if self.undoable {
+            undo.keep(self); // once per run: the whole board, back as it was
+        } else {
+            undo.unsupported();
+        }
         self.tasks = self.tasks.refilled(plan.tasks.iter().cloned());
         self.done = self.done.refilled(std::iter::empty());
         self.cursor = 0;
@@ -191,12 +237,19 @@ impl Board {
         }
     }
 
-    fn completed(&mut self, done: &TaskCompleted) -> Emit {
+    fn completed(&mut self, done: &TaskCompleted, undo: &mut Undo<Self>) -> Emit {
+        if !self.undoable {
+            undo.unsupported();
+        }
         if done.index != self.cursor {
             return Emit::none();
         }
         self.done.push(done.result.clone());
         self.cursor += 1;
+        undo.record(|board| {
+            board.done.pop();
+            board.cursor -= 1;
+        });
         if (self.cursor as usize) < self.tasks.len() {
             Emit::one(TaskStarted { index: self.cursor })
         } else {
@@ -352,11 +405,12 @@ fn check(holds: bool, what: impl FnOnce() -> String) -> Fallible<()> {
     }
 }
 
-/// `openharness-bench race-ours N DIR [every|redb|periodic|turn] [imbl|vec]`: our side at one
-/// N, in a store under DIR, with the store's durability (every append durable, the default,
-/// through the journal; `redb`: every append a durable redb commit, no journal; group commit
-/// every 10 ms; or durable at the turn's end) and the board's lists (persistent vectors, the
-/// default, or plain `Vec`s); prints one JSON line of [`Figures`].
+/// `openharness-bench race-ours N DIR [every|redb|periodic|turn] [imbl|vec|vec-undo]`: our
+/// side at one N, in a store under DIR, with the store's durability (every append durable, the
+/// default, through the journal; `redb`: every append a durable redb commit, no journal; group
+/// commit every 10 ms; or durable at the turn's end) and the board's lists (persistent
+/// vectors, the default; plain `Vec`s; or plain `Vec`s whose handlers record undos); prints
+/// one JSON line of [`Figures`].
 pub(crate) fn child(
     n: Option<String>,
     dir: Option<String>,
@@ -366,8 +420,9 @@ pub(crate) fn child(
     let initial = match lists.as_deref() {
         None | Some("imbl") => Board::default(),
         Some("vec") => Board::plain(),
+        Some("vec-undo") => Board::plain_undoable(),
         Some(other) => {
-            eprintln!("unknown lists `{other}`: imbl or vec");
+            eprintln!("unknown lists `{other}`: imbl, vec or vec-undo");
             return ExitCode::from(2);
         }
     };
@@ -385,7 +440,9 @@ pub(crate) fn child(
         }
     };
     let (Some(n), Some(dir)) = (n.and_then(|n| n.parse::<u64>().ok()), dir) else {
-        eprintln!("usage: openharness-bench race-ours N DIR [every|redb|periodic|turn] [imbl|vec]");
+        eprintln!(
+            "usage: openharness-bench race-ours N DIR [every|redb|periodic|turn] [imbl|vec|vec-undo]"
+        );
         return ExitCode::from(2);
     };
     let runtime = match tokio::runtime::Builder::new_multi_thread()
@@ -415,10 +472,7 @@ pub(crate) fn child(
 }
 
 async fn ours(n: u64, dir: &Path, options: RedbOptions, initial: Board) -> Fallible<Figures> {
-    let lists = match initial.tasks {
-        List::Shared(_) => "imbl",
-        List::Plain(_) => "Vec",
-    };
+    let lists = initial.kind();
     let path = dir.join("race.redb");
     let store = RedbStore::open_with(&path, options)?;
     let appends = Appends::default();
@@ -687,7 +741,7 @@ fn race() -> Fallible<Vec<Row>> {
     let started = Instant::now();
     for n in SIZES {
         let mut mine = Vec::new();
-        for lists in ["imbl", "vec"] {
+        for lists in ["imbl", "vec", "vec-undo"] {
             let mut command = Command::new(&exe);
             command.arg("race-ours").arg(n.to_string());
             let figures = side_with(
@@ -699,7 +753,7 @@ fn race() -> Fallible<Vec<Row>> {
                 format!("our done = {}, not {n}", figures.done)
             })?;
             eprintln!(
-                "bench race: ours/{lists:<4} N = {n:>6}: live {:.2} s, walk {:.2} s / {:.2} s ({:.0} s in)",
+                "bench race: ours/{lists:<8} N = {n:>6}: live {:.2} s, walk {:.2} s / {:.2} s ({:.0} s in)",
                 figures.live_s,
                 figures.walk_forward_s,
                 figures.walk_back_s,
@@ -939,7 +993,8 @@ fn rows(results: &[(Figures, Option<Figures>)]) -> Vec<Row> {
     rows
 }
 
-/// ` [Vec]` for a run of ours with plain `Vec` lists; nothing for the default (imbl).
+/// ` [Vec state]` (or ` [Vec+undo state]`) for a run of ours with plain `Vec` lists; nothing
+/// for the default (imbl).
 fn lists_of(figures: &Figures) -> String {
     match figures.state.as_deref() {
         Some(lists) if lists != "imbl" => format!(" [{lists} state]"),

@@ -30,6 +30,7 @@ use crate::builtin;
 use crate::emit::Emit;
 use crate::event::{Decoded, Envelope, EventSet};
 use crate::handler::Handler;
+use crate::undo::Undo;
 
 /// What applying one event did.
 #[derive(Debug)]
@@ -265,18 +266,71 @@ impl<S: Handler> Fold<S> {
         window: &[Envelope],
         window_start: u64,
     ) -> Applied {
+        self.apply_with(event, window, window_start, None)
+    }
+
+    /// Applies `event` like [`Fold::apply`], recording in `undo` how to take it back (see
+    /// [`Undo`]): [`Fold::revert`] then steps back over it in the time its change takes.
+    pub fn apply_recording(
+        &mut self,
+        event: &Envelope,
+        log: &[Envelope],
+        undo: &mut Undo<S>,
+    ) -> Applied {
+        undo.begin_event();
+        self.apply_with(event, log, 0, Some(undo))
+    }
+
+    /// Steps back over the latest event `undo` recorded: the fold is one position earlier,
+    /// with the state it had there. `false` (and nothing changed) when `undo` holds no event.
+    ///
+    /// `undo` must be the one this fold's [`Fold::apply_recording`] calls filled, and the
+    /// state must not have been replaced since.
+    pub fn revert(&mut self, undo: &mut Undo<S>) -> bool {
+        if self.position == 0 || !undo.revert(&mut self.state) {
+            return false;
+        }
+        self.position -= 1;
+        if self.checkpoint_position > self.position {
+            // The checkpoint is ahead of the state now; the next apply takes a fresh one.
+            self.checkpoint = None;
+            self.checkpoint_position = self.position;
+        }
+        true
+    }
+
+    fn apply_with(
+        &mut self,
+        event: &Envelope,
+        window: &[Envelope],
+        window_start: u64,
+        undo: Option<&mut Undo<S>>,
+    ) -> Applied {
         if self.checkpoint.is_none() {
             self.take_checkpoint();
         }
         let applied = match S::Events::decode(&event.name, &event.payload) {
-            Ok(Decoded::Known(typed)) => match quietly(|| self.state.apply(&typed)) {
-                Ok(emit) => Applied::Handled(emit),
-                Err(panic) => {
-                    let message = panic_message(panic.as_ref());
-                    self.restore(window, window_start);
-                    Applied::Panicked(message)
+            Ok(Decoded::Known(typed)) => {
+                let applied = match undo {
+                    Some(undo) => {
+                        let outcome = quietly(|| self.state.apply_undoable(&typed, undo));
+                        if outcome.is_err() {
+                            // The state goes back to the checkpoint, not to before this event.
+                            undo.unsupported();
+                        }
+                        outcome
+                    }
+                    None => quietly(|| self.state.apply(&typed)),
+                };
+                match applied {
+                    Ok(emit) => Applied::Handled(emit),
+                    Err(panic) => {
+                        let message = panic_message(panic.as_ref());
+                        self.restore(window, window_start);
+                        Applied::Panicked(message)
+                    }
                 }
-            },
+            }
             Ok(Decoded::Unknown) => {
                 if !builtin::is_builtin(&event.name) {
                     self.skipped.unknown(self.position);

@@ -2,6 +2,7 @@
 
 use crate::emit::Emit;
 use crate::event::EventSet;
+use crate::undo::Undo;
 
 /// A workflow's state together with the pure function that folds events into it.
 ///
@@ -42,6 +43,15 @@ pub trait Handler: Clone + Send + Sync + 'static {
 
     /// Folds one event into the state and returns the events it causes.
     fn apply(&mut self, event: &Self::Events) -> Emit;
+
+    /// Folds one event like [`Handler::apply`], recording in `undo` how to take the change
+    /// back (see [`Undo`]). `#[handler]` generates it for handlers that take
+    /// `undo: &mut Undo<Self>`; the default says the change cannot be undone, and a tape then
+    /// steps back over the event by copying and folding.
+    fn apply_undoable(&mut self, event: &Self::Events, undo: &mut Undo<Self>) -> Emit {
+        undo.unsupported();
+        self.apply(event)
+    }
 }
 
 /// Marks that a state has a handler for the event `E`: `#[handler(Events)]` implements it for

@@ -28,6 +28,7 @@ mod runtime;
 mod status;
 mod store;
 mod tool;
+mod undo;
 mod workflow;
 
 pub use agent::{Agent, AgentSpec, ReplySource, StructuredOutput};
@@ -56,6 +57,7 @@ pub use store::{
 };
 pub use tokio_util::sync::CancellationToken;
 pub use tool::{DEFAULT_MAX_TURNS, FnTool, Tool, ToolError, Toolbox};
+pub use undo::Undo;
 pub use workflow::{Workflow, WorkflowBuilder};
 
 /// Items used by code that `openharness-macros` generates. Not a public API: names here may

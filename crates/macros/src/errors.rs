@@ -193,10 +193,12 @@ pub(crate) mod msg {
         "handlers change the state in place: take `&mut self`, not `self`";
     pub(crate) const HANDLER_NO_SELF: &str = "a handler takes `&mut self` and the event: \
          `fn on_event(&mut self, event: &MyEvent)`; helper functions go in another `impl` block";
-    pub(crate) const HANDLER_ARITY: &str = "a handler takes exactly one event after `&mut self`: \
-         `fn on_event(&mut self, event: &MyEvent)`; helper methods go in another `impl` block";
+    pub(crate) const HANDLER_ARITY: &str = "a handler takes exactly one event after `&mut self` \
+         (and optionally `undo: &mut Undo<Self>`): `fn on_event(&mut self, event: &MyEvent)`; \
+         helper methods go in another `impl` block";
     pub(crate) const HANDLER_FN_ARITY: &str = "a handler function takes the state and one \
-         event: `fn on_event(state: &mut MyState, event: &MyEvent)`; helpers go in another module";
+         event (and optionally `undo: &mut Undo<MyState>`): \
+         `fn on_event(state: &mut MyState, event: &MyEvent)`; helpers go in another module";
     pub(crate) const HANDLER_FN_STATE: &str = "a handler function takes the state first, as \
          `&mut MyState`: `fn on_event(state: &mut MyState, event: &MyEvent)`";
     pub(crate) const HANDLER_EVENT_NOT_NAMED: &str = "the event parameter must name one event \

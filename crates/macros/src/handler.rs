@@ -1,6 +1,8 @@
 //! `#[handler(Events)]`: checks the signature of every handler in an `impl` block (or an inline
 //! module of functions), registers each under the event it takes, and generates
-//! `impl Handler` as one exhaustive `match` over the event enum. A missing handler is an error
+//! `impl Handler` as one exhaustive `match` over the event enum (two when a handler takes
+//! `undo: &mut Undo<Self>`: `apply` passes it an `Undo` that records nothing,
+//! `apply_undoable` the tape's). A missing handler is an error
 //! naming the event, pointing at the attribute: the enum's `__openharness_handled` requires
 //! `HandlesEvent<E>` of the state for every event `E`, and this macro implements it for each
 //! event that has a handler.
@@ -35,6 +37,8 @@ struct Route {
     /// The variant: the last segment of the event parameter's type, with its span, so that an
     /// event outside the enum is reported on the parameter.
     variant: Ident,
+    /// Whether it takes `undo: &mut Undo<Self>` after the event.
+    takes_undo: bool,
     /// Whether it returns `()`.
     returns_unit: bool,
     /// Where errors about what it returns should point.
@@ -95,7 +99,7 @@ fn expand_impl(args: &HandlerArgs, item: ItemImpl) -> syn::Result<TokenStream> {
             &args.events,
             args.partial || !errors.is_empty(),
             &routes.list,
-            |function, span| quote_spanned!(span=> Self::#function(self, event)),
+            |function, span, undo| quote_spanned!(span=> Self::#function(self, event #undo)),
         );
         let handles = generate_handles(self_ty, &routes.list);
         quote! {
@@ -160,7 +164,7 @@ fn expand_mod(args: &HandlerArgs, mut item: ItemMod) -> syn::Result<TokenStream>
             &events,
             args.partial || !errors.is_empty(),
             &routes.list,
-            |function, span| quote_spanned!(span=> #function(self, event)),
+            |function, span, undo| quote_spanned!(span=> #function(self, event #undo)),
         );
         let handles = generate_handles(state, &routes.list);
         let handler_impl = quote! {
@@ -286,7 +290,12 @@ fn check<'a>(
         }
     };
 
-    let rest = inputs.collect::<Vec<_>>();
+    let mut rest = inputs.collect::<Vec<_>>();
+    // An optional last parameter, `undo: &mut Undo<Self>`, records how to take the change back.
+    let takes_undo = matches!(rest.as_slice(), [_, FnArg::Typed(param)] if is_undo(&param.ty));
+    if takes_undo {
+        rest.pop();
+    }
     let event = match rest.as_slice() {
         [FnArg::Typed(param)] => &*param.ty,
         [] => {
@@ -331,6 +340,7 @@ fn check<'a>(
     };
     let route = Route {
         function: sig.ident.clone(),
+        takes_undo,
         variant: variant.clone(),
         event: event.clone(),
         returns_unit,
@@ -351,6 +361,19 @@ fn check<'a>(
     })
 }
 
+/// Whether `ty` is `&mut Undo<…>` (by the last segment of its path, so `openharness::Undo`
+/// and an imported `Undo` both count).
+fn is_undo(ty: &Type) -> bool {
+    let Type::Reference(reference) = ty else {
+        return false;
+    };
+    if reference.mutability.is_none() {
+        return false;
+    }
+    matches!(&*reference.elem, Type::Path(path)
+        if path.path.segments.last().is_some_and(|segment| segment.ident == "Undo"))
+}
+
 /// `HandlesEvent<Event> for State` for each handled event, under the handler's `#[cfg]`s: what
 /// the event enum's `__openharness_handled` requires of every variant.
 fn generate_handles(state: &Type, routes: &[Route]) -> TokenStream {
@@ -364,7 +387,8 @@ fn generate_handles(state: &Type, routes: &[Route]) -> TokenStream {
     quote!(#(#impls)*)
 }
 
-/// `type Events` and `fn apply`: one `match` over the event enum, one arm per handler.
+/// `type Events`, `fn apply` and, when a handler takes `undo: &mut Undo<Self>`,
+/// `fn apply_undoable`: each one `match` over the event enum, one arm per handler.
 ///
 /// Without `partial` the match has no wildcard arm, and `apply` first requires a handler for
 /// every event (`Events::__openharness_handled::<Self>()`), spanned on the enum's path in the
@@ -374,7 +398,51 @@ fn generate_apply(
     events: &Path,
     partial: bool,
     routes: &[Route],
-    call: impl Fn(&Ident, Span) -> TokenStream,
+    call: impl Fn(&Ident, Span, TokenStream) -> TokenStream,
+) -> TokenStream {
+    let apply = generate_match(events, partial, routes, Recording::Off, &call);
+    // `apply_undoable` only when a handler records undos; otherwise the trait's default (the
+    // change cannot be undone) is right.
+    let apply_undoable = routes.iter().any(|route| route.takes_undo).then(|| {
+        let body = generate_match(events, partial, routes, Recording::On, &call);
+        quote! {
+            fn apply_undoable(
+                &mut self,
+                event: &#events,
+                undo: &mut ::openharness::Undo<Self>,
+            ) -> ::openharness::Emit {
+                #body
+            }
+        }
+    });
+    quote! {
+        type Events = #events;
+
+        fn apply(&mut self, event: &#events) -> ::openharness::Emit {
+            #apply
+        }
+
+        #apply_undoable
+    }
+}
+
+/// Which of the two generated methods a `match` is for.
+#[derive(Clone, Copy, PartialEq)]
+enum Recording {
+    /// `apply`: handlers that take `undo` get one that records nothing.
+    Off,
+    /// `apply_undoable`: handlers that take `undo` get the caller's; the others say their
+    /// change cannot be undone.
+    On,
+}
+
+/// The body of `apply` or `apply_undoable`: one `match` over the event enum.
+fn generate_match(
+    events: &Path,
+    partial: bool,
+    routes: &[Route],
+    recording: Recording,
+    call: &impl Fn(&Ident, Span, TokenStream) -> TokenStream,
 ) -> TokenStream {
     // The last segment: the enum's name as the user wrote it (the others may have been added
     // by `from_parent`).
@@ -387,6 +455,7 @@ fn generate_apply(
         let Route {
             function,
             variant,
+            takes_undo,
             returns_unit,
             return_span,
             cfgs,
@@ -395,16 +464,23 @@ fn generate_apply(
         // The function's name too, so the whole call expression is on the return type.
         let mut function = function.clone();
         function.set_span(*return_span);
-        let call = call(&function, *return_span);
+        let (before, undo) = match (recording, takes_undo) {
+            (Recording::Off, true) => (quote!(), quote!(, &mut ::openharness::Undo::off())),
+            (Recording::Off, false) => (quote!(), quote!()),
+            (Recording::On, true) => (quote!(), quote!(, undo)),
+            (Recording::On, false) => (quote!(undo.unsupported();), quote!()),
+        };
+        let call = call(&function, *return_span, undo);
         let body = if *returns_unit {
             quote!({
+                #before
                 #call;
                 ::openharness::Emit::none()
             })
         } else {
             let into_emit =
                 quote_spanned!(*return_span=> ::openharness::IntoEmit::into_emit(#call));
-            quote!({ #into_emit })
+            quote!({ #before #into_emit })
         };
         quote! {
             #(#cfgs)*
@@ -429,18 +505,15 @@ fn generate_apply(
     // Every event has a handler: one error per missing one, naming it, on the attribute. The
     // `match` below is then exhaustive (rustc skips its own check of a body with errors, so
     // its help, which suggests a wildcard arm, is not shown).
-    let all_handled =
-        (!partial).then(|| quote_spanned!(events_span=> #events::__openharness_handled::<Self>();));
+    // Checked once, in `apply`, so each missing handler is reported once.
+    let all_handled = (!partial && recording == Recording::Off)
+        .then(|| quote_spanned!(events_span=> #events::__openharness_handled::<Self>();));
     quote! {
-        type Events = #events;
-
-        fn apply(&mut self, event: &#events) -> ::openharness::Emit {
-            #all_handled
-            use #events as #alias;
-            match #scrutinee {
-                #(#arms)*
-                #last
-            }
+        #all_handled
+        use #events as #alias;
+        match #scrutinee {
+            #(#arms)*
+            #last
         }
     }
 }

@@ -45,7 +45,7 @@ pub use openharness_core::{
     IntoEmit, MAX_CHECKPOINT_INTERVAL, OpenCallReport, Pattern, Pending, Provider, ProviderError,
     ProviderRequest, ReasoningEffort, Recorded, Renderer, ReplySource, RunOptions, RunOutcome,
     SKIPPED_POSITIONS, SessionId, SessionInfo, SessionStatus, Skipped, StopReason, Store,
-    StoreError, StructuredOutput, Subscription, Tool, ToolError, Toolbox, UndecodableEvent,
+    StoreError, StructuredOutput, Subscription, Tool, ToolError, Toolbox, UndecodableEvent, Undo,
     Unfinished, Usage, Workflow, WorkflowBuilder, WorkflowState, builtin, renderer_fn,
 };
 pub use openharness_macros::*;
@@ -130,7 +130,7 @@ pub mod prelude {
     };
     pub use openharness_core::{
         Agent, Emit, Envelope, Event, EventId, EventSet, Handler, RunOptions, SessionId,
-        SessionStatus, StopReason, Store, Workflow,
+        SessionStatus, StopReason, Store, Undo, Workflow,
     };
     pub use openharness_macros::*;
     /// `workflow.fork(&session, at)` starts a new session from any point of a recorded one.

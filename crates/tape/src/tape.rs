@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use openharness_core::{Envelope, Fold, SessionId, Skipped, Workflow, WorkflowState};
+use openharness_core::{Envelope, Fold, SessionId, Skipped, Undo, Workflow, WorkflowState};
 use serde::Serialize;
 
 use crate::error::TapeError;
@@ -36,6 +36,9 @@ pub struct Tape<S: WorkflowState> {
     events: Vec<Envelope>,
     /// The cursor: the state at the current position.
     fold: Fold<S>,
+    /// How to take back the events the cursor folded last (for states whose handlers take
+    /// `undo`): stepping back over them reverts their change instead of copying a state.
+    undo: Undo<S>,
     /// `snapshots[i]` is the state at position `i * interval`; `snapshots[0]` is the initial
     /// state (the workflow's, or the parent's state at the fork point for a forked session).
     snapshots: Vec<S>,
@@ -135,6 +138,7 @@ impl<S: WorkflowState> Tape<S> {
             session,
             events,
             fold: Fold::new(initial.clone()).quiet(),
+            undo: Undo::recording(),
             indexer: Fold::new(initial.clone()).with_checkpoint_interval(interval),
             snapshots: vec![initial],
             interval,
@@ -255,7 +259,8 @@ impl<S: WorkflowState> Tape<S> {
             .ok()
             .and_then(|i| self.events.get(i))
         {
-            self.fold.apply(event, &self.events);
+            self.fold
+                .apply_recording(event, &self.events, &mut self.undo);
         }
         self.position()
     }
@@ -292,22 +297,44 @@ impl<S: WorkflowState> Tape<S> {
         let (at, state) = self.nearest(target);
         // Going forwards past the nearest known state, the cursor is the better start.
         if current < at || current > target {
-            self.fold = Fold::at(state.clone(), at).quiet();
+            let fold = Fold::at(state.clone(), at).quiet();
+            self.set_cursor(fold);
         }
         self.fold_cursor_to(target);
         self.position()
     }
 
-    /// Moves backwards to `target`: from the stretch of states the last backward fold laid
-    /// down when it holds `target` (no fold, no clone), else by folding from the nearest known
-    /// state and keeping the states of the positions just before `target` for the next steps.
+    /// Moves backwards to `target`.
+    ///
+    /// When the state's handlers record undos: by reverting the events the cursor folded
+    /// last, or, past them, by folding from the snapshot at or before `target` (recording, so
+    /// the next steps back revert). Otherwise: from the stretch of states the last backward
+    /// fold laid down when it holds `target` (no fold, no clone), else by folding from the
+    /// nearest known state and keeping the states of the positions just before `target` for
+    /// the next steps.
     fn step_back_to(&mut self, target: u64) {
+        let distance = self.position() - target;
+        if distance <= self.undo.len() as u64 {
+            for _ in 0..distance {
+                self.fold.revert(&mut self.undo);
+            }
+            return;
+        }
+        if !self.undo.gave_up() {
+            let (at, state) = self.snapshot_at_or_before(target);
+            let fold = Fold::at(state.clone(), at).quiet();
+            self.set_cursor(fold);
+            self.fold_cursor_to(target);
+            // Folded the slow way only if a handler turned out not to record undos; either
+            // way the cursor is at `target`.
+            return;
+        }
         let start = self.stretch_start;
         if target >= start && target < start + self.stretch.len() as u64 {
             let keep = usize::try_from(target - start).unwrap_or(usize::MAX) + 1;
             self.stretch.truncate(keep);
             if let Some(state) = self.stretch.pop() {
-                self.fold = Fold::at(state, target).quiet();
+                self.set_cursor(Fold::at(state, target).quiet());
                 return;
             }
         }
@@ -330,15 +357,23 @@ impl<S: WorkflowState> Tape<S> {
         }
         self.stretch = stretch;
         self.stretch_start = lowest;
-        self.fold = fold;
+        self.set_cursor(fold);
     }
 
+    /// Folds the cursor forward to `target`, recording undos.
     fn fold_cursor_to(&mut self, target: u64) {
         let start = usize::try_from(self.position()).unwrap_or(usize::MAX);
         let end = usize::try_from(target).unwrap_or(usize::MAX);
         for event in self.events.get(start..end).unwrap_or_default() {
-            self.fold.apply(event, &self.events);
+            self.fold
+                .apply_recording(event, &self.events, &mut self.undo);
         }
+    }
+
+    /// Replaces the cursor; the undos recorded for the old one no longer apply.
+    fn set_cursor(&mut self, fold: Fold<S>) {
+        self.fold = fold;
+        self.undo.clear();
     }
 
     /// The state at `position` (clamped), without moving the tape.
@@ -395,7 +430,7 @@ impl<S: WorkflowState> Tape<S> {
         for event in self.events.get(start..).unwrap_or_default() {
             probe.apply(event, &self.events);
             if pred(event, probe.state()) {
-                self.fold = probe;
+                self.set_cursor(probe);
                 return Some(self.position());
             }
         }
