@@ -11,6 +11,11 @@
 //! cost of folding an event and the size of the state (see [`TapeStats`]), so any jump folds
 //! at most `K` events while the snapshots stay a small fraction of the events' size.
 //!
+//! Stepping back over an event whose handler records an undo (`undo: &mut Undo<Self>`, see
+//! `openharness_core::Undo`) reverts its change in place; over other events, the tape copies a
+//! kept state and folds forward, which for a big state of plain `Vec`s costs a copy of it per
+//! step.
+//!
 //! - [`Tape`]: `step`, `step_back`, `step_to`, `rewind`, `state_at`, `event_at`, `diff` (RFC
 //!   6902), `find` / `find_back`, `play` / `play_to` / `pause`; [`Tape::record`] follows a live
 //!   run.
