@@ -31,13 +31,13 @@ pub(crate) enum Command<E: Subcommand> {
     #[command(flatten)]
     Extra(E),
     /// Start a new session of a registered workflow and run its first turn.
-    Start(crate::turns::StartArgs),
+    Start(crate::commands::turns::StartArgs),
     /// Continue a recorded session with new input: a turn of the workflow that recorded it.
-    Send(crate::turns::SendArgs),
+    Send(crate::commands::turns::SendArgs),
     /// Answer a session's open input request and continue it.
-    Respond(crate::turns::RespondArgs),
+    Respond(crate::commands::turns::RespondArgs),
     /// Finish the turn a killed process left unfinished (nothing to do if its last turn ended).
-    Resume(crate::turns::ResumeArgs),
+    Resume(crate::commands::turns::ResumeArgs),
     /// List recorded sessions: status (running, idle, waiting, failed), title (the first
     /// input), agents, tokens and cost; searched, filtered, sorted and cut with the options.
     Sessions {
@@ -89,7 +89,7 @@ pub(crate) enum Command<E: Subcommand> {
         json: bool,
     },
     /// Start a new session from a point of a recorded one and run it on.
-    Fork(crate::fork::ForkArgs),
+    Fork(crate::commands::fork::ForkArgs),
     /// Read every session of the store whole and say which are damaged (exit 1 if any).
     Check,
     /// Compact the redb store file: move its pages to the start and give the free space at its
@@ -144,17 +144,17 @@ pub(crate) enum Command<E: Subcommand> {
     /// Experiments: cases × variants × repeats from forks or inputs, scored and compared
     /// (`run`, `list`, `show`, `compare`, `rescore`).
     #[command(subcommand)]
-    Eval(crate::eval::EvalCommand),
+    Eval(crate::commands::eval::EvalCommand),
     /// MCP: list the tools of an MCP server; serve this store to a coding assistant.
     #[command(subcommand)]
-    Mcp(crate::mcp::McpCommand),
+    Mcp(crate::commands::mcp::McpCommand),
     /// OpenTelemetry: send recorded sessions to a collector as GenAI spans (`export`). With
     /// OTEL_EXPORTER_OTLP_ENDPOINT set, every command that records exports live too.
     #[command(subcommand)]
-    Otel(crate::otel::OtelCommand),
+    Otel(crate::commands::otel::OtelCommand),
     /// Maintain the /v1 platform's records in the store (`rotate-keys`).
     #[command(subcommand)]
-    Platform(crate::platform::PlatformCommand),
+    Platform(crate::commands::platform::PlatformCommand),
 }
 
 impl<E: Subcommand> Command<E> {
@@ -176,7 +176,7 @@ impl<E: Subcommand> Command<E> {
     /// Whether the command only reads the store, so it opens the file read-only: it is never
     /// refused by a process writing it (a running `serve`), nor refuses other readers.
     pub(crate) fn reads_only(&self) -> bool {
-        use crate::eval::EvalCommand;
+        use crate::commands::eval::EvalCommand;
         matches!(
             self,
             Self::Sessions { .. }
@@ -189,7 +189,7 @@ impl<E: Subcommand> Command<E> {
                 | Self::Eval(
                     EvalCommand::List { .. } | EvalCommand::Show { .. } | EvalCommand::Compare(_)
                 )
-        ) || matches!(self, Self::Mcp(crate::mcp::McpCommand::Serve(args)) if args.read_only())
+        ) || matches!(self, Self::Mcp(crate::commands::mcp::McpCommand::Serve(args)) if args.read_only())
     }
 }
 

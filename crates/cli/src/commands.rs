@@ -1,8 +1,11 @@
 //! The dispatch of every command to its body ([`run`]), opening the store `--store` names,
-//! and the two reads too short for a file of their own (`events`, `tape`). The other commands
-//! are files: `check`, `serve` and `sessions` under `commands/`, the rest beside this one
-//! (`fork`, `turns`, `replay`, `diff`, `eval`, `mcp`, `otel`, `compact`, `transfer`...). A new
-//! command is a variant in `args.rs`, a file with its body, and one arm in [`run`].
+//! and the two reads too short for a file of their own (`events`, `tape`). Every other command
+//! is a file under `commands/` (`turns` holds `start`, `send`, `respond` and `resume`);
+//! `export` and `import` live in `transfer.rs` beside the store opening they share.
+//!
+//! A new command is three steps: a variant of [`Command`] in `args.rs` (its flags, with clap's
+//! derive), a file here under `commands/` with its body (`pub(crate) async fn run(…, context:
+//! &mut Context) -> Result<(), CliError>`), and one arm in [`run`] that calls it.
 //!
 //! Every command reaches workflows through the [`Host`](openharness_host::Host) only; commands
 //! write to the [`Context`]'s output and fail with a [`CliError`].
@@ -24,8 +27,17 @@ use crate::error::{CliError, list};
 use crate::shared::{PAGE, parse_session, read_api_keys};
 
 mod check;
+pub(crate) mod compact;
+pub(crate) mod diff;
+pub(crate) mod eval;
+pub(crate) mod fork;
+pub(crate) mod mcp;
+pub(crate) mod otel;
+pub(crate) mod platform;
+pub(crate) mod replay;
 mod serve;
 mod sessions;
+pub(crate) mod turns;
 
 use check::check;
 use serve::{Access, Mount, serve};
@@ -76,18 +88,20 @@ pub(crate) async fn run<E: clap::Subcommand>(
     context: &Context,
 ) -> Result<(), CliError> {
     match command {
-        Command::Start(args) => crate::turns::start(args, context).await,
-        Command::Send(args) => crate::turns::send(args, context).await,
-        Command::Respond(args) => crate::turns::respond(args, context).await,
-        Command::Resume(args) => crate::turns::resume(args, context).await,
+        Command::Start(args) => crate::commands::turns::start(args, context).await,
+        Command::Send(args) => crate::commands::turns::send(args, context).await,
+        Command::Respond(args) => crate::commands::turns::respond(args, context).await,
+        Command::Resume(args) => crate::commands::turns::resume(args, context).await,
         Command::Sessions { json, query } => sessions(context, json, query).await,
         Command::Events { session, json } => events(context, &parse_session(&session)?, json).await,
         Command::Tape { session, at, json } => {
             tape(context, &parse_session(&session)?, at, json).await
         }
-        Command::Fork(args) => crate::fork::run(args, context).await,
-        Command::Diff { a, b, json } => crate::diff::run(context, &a, &b, json).await,
-        Command::Replay { session, json } => crate::replay::run(context, &session, json).await,
+        Command::Fork(args) => crate::commands::fork::run(args, context).await,
+        Command::Diff { a, b, json } => crate::commands::diff::run(context, &a, &b, json).await,
+        Command::Replay { session, json } => {
+            crate::commands::replay::run(context, &session, json).await
+        }
         Command::Serve {
             addr,
             api_keys_file,
@@ -118,14 +132,16 @@ pub(crate) async fn run<E: clap::Subcommand>(
         Command::Compact => Err(CliError::Usage(
             "compact runs on a store no process has open".into(),
         )),
-        Command::Platform(command) => crate::platform::run(command, context).await,
-        Command::Eval(command) => crate::eval::run(command, context).await,
-        Command::Mcp(crate::mcp::McpCommand::Serve(args)) => crate::mcp::serve(args, context).await,
+        Command::Platform(command) => crate::commands::platform::run(command, context).await,
+        Command::Eval(command) => crate::commands::eval::run(command, context).await,
+        Command::Mcp(crate::commands::mcp::McpCommand::Serve(args)) => {
+            crate::commands::mcp::serve(args, context).await
+        }
         // Run before the store is opened (it needs none): see `Cli::dispatch`.
-        Command::Mcp(crate::mcp::McpCommand::Tools(_)) => {
+        Command::Mcp(crate::commands::mcp::McpCommand::Tools(_)) => {
             Err(CliError::Usage("mcp tools runs without a store".into()))
         }
-        Command::Otel(command) => crate::otel::run(command, context).await,
+        Command::Otel(command) => crate::commands::otel::run(command, context).await,
         Command::Transfer(command) => {
             Ok(crate::transfer::run(command, context.store_path(), context.out()).await?)
         }

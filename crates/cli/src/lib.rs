@@ -100,23 +100,14 @@
 
 mod args;
 mod commands;
-mod compact;
 mod debugger;
-mod diff;
 mod error;
-mod eval;
-mod fork;
-mod mcp;
-mod otel;
 mod output;
-mod platform;
 mod progress;
 mod provider;
 mod remote;
-mod replay;
 mod shared;
 mod transfer;
-mod turns;
 
 use std::ffi::OsString;
 use std::future::Future;
@@ -192,7 +183,7 @@ impl Context {
     /// Prints how a turn of `workflow` ended: the state's summary ([`Cli::summary`]), the
     /// reason, the session's length and, when it waits, the command answering each request.
     pub fn print_outcome(&self, workflow: &str, outcome: &TurnOutcome) -> Result<(), CliError> {
-        turns::print_outcome(self, workflow, outcome)
+        commands::turns::print_outcome(self, workflow, outcome)
     }
 
     pub(crate) fn summary(&self, workflow: &str, state: &Value) -> Option<String> {
@@ -441,10 +432,10 @@ impl<E: Subcommand + Send + 'static> Cli<E> {
             return Ok(transfer::run(command, &store, out).await?);
         }
         if let args::Command::Compact = command {
-            return compact::run(&store, out).await;
+            return commands::compact::run(&store, out).await;
         }
-        if let args::Command::Mcp(mcp::McpCommand::Tools(args)) = command {
-            return mcp::tools(args, out).await;
+        if let args::Command::Mcp(commands::mcp::McpCommand::Tools(args)) = command {
+            return commands::mcp::tools(args, out).await;
         }
         // A command that reads recorded sessions never creates a store (a typo in --store
         // would leave an empty file behind): with none there, it says so.
@@ -483,7 +474,7 @@ impl<E: Subcommand + Send + 'static> Cli<E> {
         let opened = commands::open_store(&store, command.reads_only()).await?;
         let (opened, live) = match command {
             args::Command::Otel(_) => (opened, None),
-            _ => otel::live(opened)?,
+            _ => commands::otel::live(opened)?,
         };
         // Internal sessions are no conversations to list: the platform's log, experiments' logs.
         let mut host = Host::shared(opened)
@@ -507,7 +498,7 @@ impl<E: Subcommand + Send + 'static> Cli<E> {
             },
             other => commands::run(other, &context).await,
         };
-        otel::finish(live).await;
+        commands::otel::finish(live).await;
         result
     }
 }

@@ -81,7 +81,7 @@ pub(super) async fn serve(
     // MCP servers for platform agents, started (or reached) before anything is served.
     let mcp_servers = match &mcp_config {
         Some(path) => {
-            let servers = crate::mcp::read_config(path)?;
+            let servers = crate::commands::mcp::read_config(path)?;
             openharness_mcp::McpClient::connect_all(&servers)
                 .await
                 .map_err(|err| CliError::Usage(format!("--mcp-config {}: {err}", path.display())))?

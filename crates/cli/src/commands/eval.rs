@@ -587,7 +587,7 @@ async fn compare(
         }
         for (variant, a, b, compared) in &differences {
             writeln!(out, "\n`{variant}` against the baseline ({a} / {b}):")?;
-            crate::diff::print(&mut out, compared, "baseline", variant)?;
+            crate::commands::diff::print(&mut out, compared, "baseline", variant)?;
         }
     }
     if ask.max_regression.is_some() {
@@ -628,7 +628,7 @@ mod tests {
     /// The README's experiment file reads as one, and its scorers build.
     #[test]
     fn the_readme_experiment_file_is_valid() {
-        let readme = include_str!("../../../README.md");
+        let readme = include_str!("../../../../README.md");
         let evals = &readme[readme.find("## Evals").unwrap()..];
         let open = evals.find("```toml\n").unwrap() + "```toml\n".len();
         let close = evals[open..].find("```").unwrap();

@@ -155,7 +155,7 @@ pub(crate) async fn run(args: ForkArgs, context: &Context) -> Result<(), CliErro
         text.push('\n');
         out.write_all(text.as_bytes())?;
     } else {
-        crate::turns::print_outcome(context, &workflow, &outcome)?;
+        crate::commands::turns::print_outcome(context, &workflow, &outcome)?;
         writeln!(
             out,
             "\nSession {} (forked from {parent}).\nOpen it:\n  {} tape {}",
