@@ -276,6 +276,48 @@ fn a_handler_that_panics_gives_up_undo_and_the_walk_stays_exact() {
     assert!(end.checks > 0 && !end.items.is_empty());
 }
 
+/// A state whose undo is wrong: it forgets to take back the counter.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct Careless {
+    items: Vec<String>,
+    added: u64,
+}
+
+#[handler(LedgerEvent, partial)]
+impl Careless {
+    fn added(&mut self, event: &ItemAdded, undo: &mut Undo<Self>) {
+        self.items.push(event.text.clone());
+        self.added += 1;
+        undo.record(|careless| {
+            careless.items.pop(); // and `added` stays: wrong
+        });
+    }
+}
+
+#[test]
+fn a_wrong_undo_is_caught_at_the_next_snapshot_and_the_walk_goes_on_exact() {
+    let events = (0..100u8)
+        .map(|i| envelope(Kind::Add(i)))
+        .collect::<Vec<_>>();
+    let workflow = workflow::<Careless>("careless");
+    let mut tape = Tape::from_events(workflow.clone(), SessionId::new(), events.clone())
+        .with_snapshot_interval(16);
+    tape.step_to(tape.len());
+    // Between snapshots the wrong undo shows (this is the handler's bug)...
+    tape.step_back();
+    assert_eq!(tape.state().added, 100, "the undo forgot the counter");
+    // ...but reaching the snapshot at 96 detects it, and every state from there on is right.
+    tape.step_to(96);
+    for position in (0..=96).rev() {
+        tape.step_to(position);
+        assert_eq!(
+            json(tape.state()),
+            json(&workflow.fold(&events[..position as usize])),
+            "position {position}"
+        );
+    }
+}
+
 mod moves {
     use super::*;
 

@@ -8,6 +8,11 @@
 //! change (pop what it pushed, put back what it replaced); the tape runs those closures
 //! instead, and a step back costs what the event changed.
 //!
+//! An undo must give back exactly the state before the event. A tape checks that whenever
+//! undoing brings it onto one of its snapshots: on a mismatch it logs a warning naming the
+//! position, puts the snapshot's state back and steps back by copying from then on, so a
+//! wrong undo shows wrong states at most until the next snapshot.
+//!
 //! Live runs pass an `Undo` that records nothing ([`Undo::is_recording`] is `false`, and
 //! [`Undo::record`] drops the closure without boxing it), so recording costs nothing where
 //! nobody steps back.

@@ -317,6 +317,13 @@ impl<S: WorkflowState> Tape<S> {
         if distance <= self.undo.len() as u64 {
             for _ in 0..distance {
                 self.fold.revert(&mut self.undo);
+                if !self.reverted_to_the_snapshot() {
+                    // The cursor is on the snapshot, undos are off: the rest the copying way.
+                    if self.position() > target {
+                        self.step_back_to(target);
+                    }
+                    return;
+                }
             }
             return;
         }
@@ -368,6 +375,41 @@ impl<S: WorkflowState> Tape<S> {
             self.fold
                 .apply_recording(event, &self.events, &mut self.undo);
         }
+    }
+
+    /// Where undoing has brought the cursor onto a snapshot, checks that it reached the
+    /// snapshot's state: a handler whose undo is wrong would otherwise show wrong states on
+    /// every step back. On a mismatch, logs it once, puts the snapshot's state on the cursor
+    /// and stops using undos for this tape (stepping back copies from then on); returns
+    /// whether the undos held.
+    fn reverted_to_the_snapshot(&mut self) -> bool {
+        let position = self.position();
+        if !position.is_multiple_of(self.interval) {
+            return true;
+        }
+        let (at, snapshot) = self.snapshot_at_or_before(position);
+        if at != position {
+            return true;
+        }
+        let same = match (
+            serde_json::to_value(self.fold.state()),
+            serde_json::to_value(snapshot),
+        ) {
+            (Ok(reverted), Ok(folded)) => reverted == folded,
+            _ => true, // a state that does not serialize cannot be checked this way
+        };
+        if same {
+            return true;
+        }
+        tracing::warn!(
+            session = %self.session,
+            position,
+            "undoing events did not give back the state folding reaches (a handler's undo is wrong); this tape steps back by copying from now on"
+        );
+        let fold = Fold::at(snapshot.clone(), position).quiet();
+        self.set_cursor(fold);
+        self.undo.unsupported();
+        false
     }
 
     /// Replaces the cursor; the undos recorded for the old one no longer apply.
