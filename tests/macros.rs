@@ -991,3 +991,64 @@ async fn system_and_messages_from_the_block_reach_the_request_and_are_recorded()
     assert_eq!(started.messages, request.messages);
     assert_eq!(started.prompt, "");
 }
+
+/// `crate = path` says where Open Harness is; here the facade under another name, so the
+/// generated code must use the path given and not `::openharness`.
+mod crate_path {
+    use openharness as oh;
+    use openharness::prelude::*;
+
+    #[event("bell:rung", crate = oh)]
+    #[derive(Debug, Clone, PartialEq)]
+    pub struct BellRung {
+        pub times: u32,
+    }
+
+    #[event(crate = oh)]
+    #[derive(Debug, Clone)]
+    pub enum BellEvent {
+        UserInput,
+        BellRung,
+    }
+
+    #[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
+    pub struct Belfry {
+        rung: u32,
+    }
+
+    #[handler(BellEvent, partial, crate = oh)]
+    impl Belfry {
+        fn rung(&mut self, bell: &BellRung, undo: &mut oh::Undo<Self>) {
+            self.rung += bell.times;
+            let times = bell.times;
+            undo.record(move |belfry| belfry.rung -= times);
+        }
+    }
+
+    struct Ringer;
+
+    #[agent(output = u32, emits = [BellRung], crate = oh)]
+    impl Ringer {
+        fn prompt(&self, _state: &Belfry, input: &UserInput) -> String {
+            input.text.clone()
+        }
+        fn on_output(&self, times: u32) -> BellRung {
+            BellRung { times }
+        }
+    }
+
+    #[test]
+    fn the_three_macros_generate_code_against_the_path_given() {
+        assert_eq!(BellRung::NAME, "bell:rung");
+        assert_eq!(BellEvent::NAMES, ["user:input", "bell:rung"]);
+        let mut belfry = Belfry::default();
+        let mut undo = oh::Undo::recording();
+        undo.begin_event();
+        belfry.apply_undoable(&BellRung { times: 3 }.into(), &mut undo);
+        assert_eq!(belfry.rung, 3);
+        undo.revert(&mut belfry);
+        assert_eq!(belfry.rung, 0);
+        assert_eq!(<Ringer as oh::Agent>::NAME, "ringer");
+        assert_eq!(<Ringer as oh::Agent>::EMITS, ["bell:rung"]);
+    }
+}

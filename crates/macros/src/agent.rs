@@ -59,6 +59,8 @@ struct Checked<'a> {
     reasoning: Option<Span>,
     /// `reply = field`: the output field that is the chat reply.
     reply: Option<LitStr>,
+    /// Where Open Harness is (`crate = path`, or the facade).
+    krate: TokenStream,
 }
 
 /// Where the agent's model comes from.
@@ -210,6 +212,7 @@ fn check<'a>(args: AgentArgs, item: &'a ItemImpl, errors: &mut Errors) -> Option
             images: images.flatten(),
             reasoning: reasoning.flatten(),
             reply: args.reply,
+            krate: args.krate.tokens(),
         }),
         _ => None,
     }
@@ -445,11 +448,12 @@ fn generate(item: &ItemImpl, agent: &Checked<'_>) -> TokenStream {
         images,
         reasoning,
         reply,
+        krate,
     } = agent;
     let reply = reply.as_ref().map(|field| {
         quote! {
-            fn reply(&self) -> ::openharness::ReplySource {
-                ::openharness::ReplySource::Field(#field)
+            fn reply(&self) -> #krate::ReplySource {
+                #krate::ReplySource::Field(#field)
             }
         }
     });
@@ -514,7 +518,7 @@ fn generate(item: &ItemImpl, agent: &Checked<'_>) -> TokenStream {
             }
         }
     });
-    let (tools, tool_check) = generate_tools(self_ty, tools);
+    let (tools, tool_check) = generate_tools(self_ty, tools, krate);
     let max_turns = max_turns.map(|span| {
         let value = quote_spanned!(span=> max_turns);
         quote! {
@@ -563,7 +567,7 @@ fn generate(item: &ItemImpl, agent: &Checked<'_>) -> TokenStream {
                 &self,
                 state: &Self::State,
                 trigger: &Self::Trigger,
-            ) -> ::std::vec::Vec<::openharness::ChatMessage> {
+            ) -> ::std::vec::Vec<#krate::ChatMessage> {
                 let #value = <#self_ty>::messages(self, state, trigger);
                 #value
             }
@@ -576,7 +580,7 @@ fn generate(item: &ItemImpl, agent: &Checked<'_>) -> TokenStream {
                 &self,
                 state: &Self::State,
                 trigger: &Self::Trigger,
-            ) -> ::std::vec::Vec<::openharness::Image> {
+            ) -> ::std::vec::Vec<#krate::Image> {
                 let #value = <#self_ty>::images(self, state, trigger);
                 #value
             }
@@ -589,7 +593,7 @@ fn generate(item: &ItemImpl, agent: &Checked<'_>) -> TokenStream {
                 &self,
                 state: &Self::State,
                 trigger: &Self::Trigger,
-            ) -> ::core::option::Option<::openharness::ReasoningEffort> {
+            ) -> ::core::option::Option<#krate::ReasoningEffort> {
                 let #value = <#self_ty>::reasoning(self, state, trigger);
                 #value
             }
@@ -619,7 +623,7 @@ fn generate(item: &ItemImpl, agent: &Checked<'_>) -> TokenStream {
     let on_output_body = if on_output.returns_unit {
         quote! {
             #on_output_call;
-            ::openharness::Emit::none()
+            #krate::Emit::none()
         }
     } else {
         // The argument is spanned on the return type: a return type that is neither `Emit`
@@ -656,12 +660,12 @@ fn generate(item: &ItemImpl, agent: &Checked<'_>) -> TokenStream {
         const _: () = {
             /// The events in this agent's `emits`.
             #[allow(dead_code)]
-            trait InEmits: ::openharness::Event {}
+            trait InEmits: #krate::Event {}
             #(#in_emits)*
 
             #[allow(dead_code)]
             const fn event_name<T: InEmits>() -> &'static str {
-                <T as ::openharness::Event>::NAME
+                <T as #krate::Event>::NAME
             }
 
             /// What `on_output` may return: an event in `emits`, `()` or `Emit` (whose events
@@ -669,20 +673,20 @@ fn generate(item: &ItemImpl, agent: &Checked<'_>) -> TokenStream {
             #[diagnostic::on_unimplemented(message = #message, label = #label, note = #note)]
             #[allow(dead_code)]
             trait OnOutputReturn {
-                fn into_emit(self) -> ::openharness::Emit;
+                fn into_emit(self) -> #krate::Emit;
             }
             impl<T: InEmits> OnOutputReturn for T {
-                fn into_emit(self) -> ::openharness::Emit {
-                    ::openharness::Emit::one(self)
+                fn into_emit(self) -> #krate::Emit {
+                    #krate::Emit::one(self)
                 }
             }
             impl OnOutputReturn for () {
-                fn into_emit(self) -> ::openharness::Emit {
-                    ::openharness::Emit::none()
+                fn into_emit(self) -> #krate::Emit {
+                    #krate::Emit::none()
                 }
             }
-            impl OnOutputReturn for ::openharness::Emit {
-                fn into_emit(self) -> ::openharness::Emit {
+            impl OnOutputReturn for #krate::Emit {
+                fn into_emit(self) -> #krate::Emit {
                     self
                 }
             }
@@ -690,7 +694,7 @@ fn generate(item: &ItemImpl, agent: &Checked<'_>) -> TokenStream {
             #tool_check
 
             #[automatically_derived]
-            impl ::openharness::Agent for #self_ty {
+            impl #krate::Agent for #self_ty {
                 type State = #state;
                 type Trigger = #trigger;
                 type Output = #output;
@@ -719,12 +723,12 @@ fn generate(item: &ItemImpl, agent: &Checked<'_>) -> TokenStream {
                     &self,
                     output: Self::Output,
                     #trigger_param: &Self::Trigger,
-                ) -> ::openharness::Emit {
+                ) -> #krate::Emit {
                     #on_output_body
                 }
             }
 
-            fn assert_output<T: ::openharness::StructuredOutput>() {}
+            fn assert_output<T: #krate::StructuredOutput>() {}
             #assert_output
         };
     }
@@ -732,8 +736,12 @@ fn generate(item: &ItemImpl, agent: &Checked<'_>) -> TokenStream {
 
 /// `fn tools` of the generated `impl Agent`, and the helper trait that checks the entries of
 /// `tools = [...]` are tools.
-fn generate_tools(self_ty: &Type, tools: &Tools) -> (Option<TokenStream>, TokenStream) {
-    let arc_dyn_tool = quote!(::std::sync::Arc<dyn ::openharness::Tool>);
+fn generate_tools(
+    self_ty: &Type,
+    tools: &Tools,
+    krate: &TokenStream,
+) -> (Option<TokenStream>, TokenStream) {
+    let arc_dyn_tool = quote!(::std::sync::Arc<dyn #krate::Tool>);
     match tools {
         Tools::None => (None, TokenStream::new()),
         // Spanned on the return type: one that is not `Vec<Arc<dyn Tool>>` is reported there.
@@ -766,7 +774,7 @@ fn generate_tools(self_ty: &Type, tools: &Tools) -> (Option<TokenStream>, TokenS
                 trait IsTool {
                     fn into_tool(self) -> #arc_dyn_tool;
                 }
-                impl<T: ::openharness::Tool> IsTool for T {
+                impl<T: #krate::Tool> IsTool for T {
                     fn into_tool(self) -> #arc_dyn_tool {
                         ::std::sync::Arc::new(self)
                     }

@@ -1,38 +1,83 @@
 //! Typed parsing of the attribute arguments of the three macros:
 //! `#[event("noun:verb")]`, `#[handler(Events, partial)]` and
 //! `#[agent(output = T, emits = [A, B], tools = [t1, t2], name = "...", model = "...", reply = field)]`.
+//! Each also takes `crate = path`: where the generated code finds Open Harness (the facade,
+//! `::openharness`, by default; `openharness_core` for the framework's own crates, as
+//! `#[serde(crate = "...")]` does for serde).
 //!
 //! Parsing only checks syntax; what the arguments mean is checked by each macro. Where a
 //! mistake does not stop parsing (an unknown key, a key given twice), it is recorded and parsing
 //! goes on, so every mistake is reported at once.
 
 use proc_macro2::{Span, TokenStream, TokenTree};
+use quote::{ToTokens, quote};
 use syn::parse::{ParseStream, Parser};
 use syn::punctuated::Punctuated;
 use syn::{Expr, Ident, LitStr, Path, Token, Type, bracketed};
 
 use crate::errors::{Errors, msg};
 
-/// `#[event]` or `#[event("noun:verb")]`.
+/// Where generated code finds Open Harness: `crate = path`, or the facade.
+#[derive(Default)]
+pub(crate) struct Krate(Option<Path>);
+
+impl Krate {
+    /// The path's tokens, to put before `::Event` and the like.
+    pub(crate) fn tokens(&self) -> TokenStream {
+        match &self.0 {
+            Some(path) => path.to_token_stream(),
+            None => quote!(::openharness),
+        }
+    }
+
+    /// The path as text, for `#[serde(crate = "...")]`.
+    pub(crate) fn text(&self) -> String {
+        self.tokens().to_string().replace(' ', "")
+    }
+
+    /// Parses `crate = path` when it comes next; `false` (and nothing consumed) otherwise.
+    fn parse_if_next(&mut self, input: ParseStream<'_>) -> syn::Result<bool> {
+        if !input.peek(Token![crate]) {
+            return Ok(false);
+        }
+        let _: Token![crate] = input.parse()?;
+        let _: Token![=] = input.parse()?;
+        self.0 = Some(input.call(Path::parse_mod_style)?);
+        Ok(true)
+    }
+}
+
+/// `#[event]`, `#[event("noun:verb")]`, either with `crate = path`.
 pub(crate) struct EventArgs {
     /// The explicit name, if one was written.
     pub(crate) name: Option<LitStr>,
+    /// Where Open Harness is.
+    pub(crate) krate: Krate,
 }
 
 impl EventArgs {
     pub(crate) fn parse(attr: TokenStream) -> syn::Result<Self> {
         let parser = |input: ParseStream<'_>| {
+            let mut args = Self {
+                name: None,
+                krate: Krate::default(),
+            };
             if input.is_empty() {
-                return Ok(Self { name: None });
+                return Ok(args);
             }
-            let name: LitStr = input
-                .parse()
-                .map_err(|err| syn::Error::new(err.span(), msg::EVENT_ARGS))?;
+            if !args.krate.parse_if_next(input)? {
+                let name: LitStr = input
+                    .parse()
+                    .map_err(|err| syn::Error::new(err.span(), msg::EVENT_ARGS))?;
+                args.name = Some(name);
+                let _: Option<Token![,]> = input.parse()?;
+                args.krate.parse_if_next(input)?;
+            }
             let _: Option<Token![,]> = input.parse()?;
             if !input.is_empty() {
                 return Err(input.error(msg::EVENT_ARGS));
             }
-            Ok(Self { name: Some(name) })
+            Ok(args)
         };
         parser.parse2(attr)
     }
@@ -44,6 +89,8 @@ pub(crate) struct HandlerArgs {
     pub(crate) events: Path,
     /// Whether events without a handler are ignored (instead of a compile error).
     pub(crate) partial: bool,
+    /// Where Open Harness is.
+    pub(crate) krate: Krate,
 }
 
 impl HandlerArgs {
@@ -59,11 +106,15 @@ impl HandlerArgs {
                 .parse()
                 .map_err(|err| syn::Error::new(err.span(), msg::HANDLER_MISSING_EVENTS))?;
             let mut partial = false;
+            let mut krate = Krate::default();
             let mut errors = Errors::new();
             while !input.is_empty() {
                 let _: Token![,] = input.parse()?;
                 if input.is_empty() {
                     break;
+                }
+                if krate.parse_if_next(input)? {
+                    continue;
                 }
                 let option: Ident = input.parse()?;
                 if option == "partial" {
@@ -73,7 +124,11 @@ impl HandlerArgs {
                 }
             }
             errors.finish()?;
-            Ok(Self { events, partial })
+            Ok(Self {
+                events,
+                partial,
+                krate,
+            })
         };
         parser.parse2(attr)
     }
@@ -95,6 +150,8 @@ pub(crate) struct AgentArgs {
     /// `reply = field` (or `reply = "jsonName"`): the output field that is the chat reply,
     /// as its JSON name, spanned on the user's token.
     pub(crate) reply: Option<LitStr>,
+    /// `crate = path`: where Open Harness is.
+    pub(crate) krate: Krate,
 }
 
 impl AgentArgs {
@@ -116,6 +173,9 @@ impl AgentArgs {
 
     /// Parses one `key = value`.
     fn parse_one(&mut self, input: ParseStream<'_>, errors: &mut Errors) -> syn::Result<()> {
+        if self.krate.parse_if_next(input)? {
+            return Ok(());
+        }
         let key: Ident = input.parse()?;
         let _: Token![=] = input.parse()?;
         let name = key.to_string();

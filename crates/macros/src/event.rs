@@ -33,15 +33,18 @@ fn expand_struct(args: &EventArgs, item: ItemStruct) -> TokenStream {
     check_no_generics(&item.generics, msg::EVENT_GENERIC, &mut errors);
     let generic = !errors.is_empty();
     let name = event_name(args, &item.ident, &mut errors);
+    let krate = args.krate.tokens();
+    let serde_crate = format!("{}::__private::serde", args.krate.text());
+    let schemars_crate = format!("{}::__private::schemars", args.krate.text());
 
     let derived = quote! {
         #[derive(
-            ::openharness::__private::serde::Serialize,
-            ::openharness::__private::serde::Deserialize,
-            ::openharness::__private::schemars::JsonSchema
+            #krate::__private::serde::Serialize,
+            #krate::__private::serde::Deserialize,
+            #krate::__private::schemars::JsonSchema
         )]
-        #[serde(crate = "::openharness::__private::serde")]
-        #[schemars(crate = "::openharness::__private::schemars")]
+        #[serde(crate = #serde_crate)]
+        #[schemars(crate = #schemars_crate)]
         #item
     };
     // Implemented even when the name is wrong, so uses of the event elsewhere do not add
@@ -50,7 +53,7 @@ fn expand_struct(args: &EventArgs, item: ItemStruct) -> TokenStream {
         let ident = &item.ident;
         quote! {
             #[automatically_derived]
-            impl ::openharness::Event for #ident {
+            impl #krate::Event for #ident {
                 const NAME: &'static str = #name;
             }
         }
@@ -115,7 +118,7 @@ fn expand_enum(args: &EventArgs, item: ItemEnum) -> syn::Result<TokenStream> {
     // The set is generated from the valid variants even when some are wrong, so the rest of
     // the program (handlers, agents) still compiles against it and the user sees the errors
     // above rather than a cascade.
-    let generated = generate_set(&item, &variants);
+    let generated = generate_set(&item, &variants, &args.krate.tokens());
     Ok(errors.emit_with(generated))
 }
 
@@ -174,7 +177,7 @@ fn check_variants(item: &ItemEnum, errors: &mut Errors) -> Vec<Variant> {
     variants
 }
 
-fn generate_set(item: &ItemEnum, variants: &[Variant]) -> TokenStream {
+fn generate_set(item: &ItemEnum, variants: &[Variant], krate: &TokenStream) -> TokenStream {
     let ItemEnum {
         attrs,
         vis,
@@ -206,9 +209,9 @@ fn generate_set(item: &ItemEnum, variants: &[Variant]) -> TokenStream {
             }
         }
     });
-    let helper = generate_helper(ident);
-    let handled = generate_handled(ident, variants);
-    let event_set = generate_event_set(ident, variants);
+    let helper = generate_helper(ident, krate);
+    let handled = generate_handled(ident, variants, krate);
+    let event_set = generate_event_set(ident, variants, krate);
     let checks = generate_checks(ident, variants);
     quote! {
         #(#attrs)*
@@ -226,24 +229,24 @@ fn generate_set(item: &ItemEnum, variants: &[Variant]) -> TokenStream {
 /// Every use of a variant's type (its name, decoding, encoding, the checks) goes through this
 /// function, spanned on the type, so a type that is not an event gives exactly one error, the
 /// core's "`Foo` is not an event", on the variant, instead of one per use.
-fn generate_helper(ident: &Ident) -> TokenStream {
-    let json = quote!(::openharness::__private::serde_json);
+fn generate_helper(ident: &Ident, krate: &TokenStream) -> TokenStream {
+    let json = quote!(#krate::__private::serde_json);
     let result = quote!(::core::result::Result);
     quote! {
         impl #ident {
             #[doc(hidden)]
             #[allow(clippy::type_complexity)]
-            const fn __openharness_event<E: ::openharness::Event>() -> (
+            const fn __openharness_event<E: #krate::Event>() -> (
                 &'static str,
                 fn(&#json::Value) -> #result<E, #json::Error>,
                 fn(&E) -> #result<#json::Value, #json::Error>,
             ) {
-                fn decode<E: ::openharness::Event>(
+                fn decode<E: #krate::Event>(
                     payload: &#json::Value,
                 ) -> #result<E, #json::Error> {
-                    <E as ::openharness::__private::serde::Deserialize>::deserialize(payload)
+                    <E as #krate::__private::serde::Deserialize>::deserialize(payload)
                 }
-                fn encode<E: ::openharness::Event>(
+                fn encode<E: #krate::Event>(
                     event: &E,
                 ) -> #result<#json::Value, #json::Error> {
                     #json::to_value(event)
@@ -259,7 +262,7 @@ fn generate_helper(ident: &Ident) -> TokenStream {
 /// implements for each event it handles), so each missing handler is one error that names the
 /// event and says how to add it, instead of rustc's non-exhaustive `match`, whose help suggests
 /// a wildcard arm. A variant under `#[cfg]` is left to the `match`.
-fn generate_handled(ident: &Ident, variants: &[Variant]) -> TokenStream {
+fn generate_handled(ident: &Ident, variants: &[Variant], krate: &TokenStream) -> TokenStream {
     let bounds = variants
         .iter()
         .filter(|variant| {
@@ -268,7 +271,7 @@ fn generate_handled(ident: &Ident, variants: &[Variant]) -> TokenStream {
                 .iter()
                 .any(|attr| attr.path().is_ident("cfg") || attr.path().is_ident("cfg_attr"))
         })
-        .map(|Variant { ty, .. }| quote!(::openharness::__private::HandlesEvent<#ty>));
+        .map(|Variant { ty, .. }| quote!(#krate::__private::HandlesEvent<#ty>));
     quote! {
         impl #ident {
             /// Compiles only if `S` handles every event of this enum (unused by a partial handler).
@@ -284,8 +287,8 @@ fn event_of(set: &Ident, ty: &Type) -> TokenStream {
     quote_spanned!(ty.span()=> #set::__openharness_event::<#ty>())
 }
 
-fn generate_event_set(ident: &Ident, variants: &[Variant]) -> TokenStream {
-    let json = quote!(::openharness::__private::serde_json);
+fn generate_event_set(ident: &Ident, variants: &[Variant], krate: &TokenStream) -> TokenStream {
+    let json = quote!(#krate::__private::serde_json);
     let result = quote!(::core::result::Result);
     let events: Vec<_> = variants.iter().map(|v| event_of(ident, &v.ty)).collect();
     let idents: Vec<_> = variants.iter().map(|v| &v.ident).collect();
@@ -294,7 +297,7 @@ fn generate_event_set(ident: &Ident, variants: &[Variant]) -> TokenStream {
         (
             quote! {
                 let _ = (name, payload);
-                #result::Ok(::openharness::Decoded::Unknown)
+                #result::Ok(#krate::Decoded::Unknown)
             },
             quote!(match *self {}),
         )
@@ -303,12 +306,12 @@ fn generate_event_set(ident: &Ident, variants: &[Variant]) -> TokenStream {
             quote! {
                 #(
                     if name == #events.0 {
-                        return #result::Ok(::openharness::Decoded::Known(
+                        return #result::Ok(#krate::Decoded::Known(
                             Self::#idents((#events.1)(payload)?),
                         ));
                     }
                 )*
-                #result::Ok(::openharness::Decoded::Unknown)
+                #result::Ok(#krate::Decoded::Unknown)
             },
             quote! {
                 match *self {
@@ -320,7 +323,7 @@ fn generate_event_set(ident: &Ident, variants: &[Variant]) -> TokenStream {
 
     quote! {
         #[automatically_derived]
-        impl ::openharness::EventSet for #ident {
+        impl #krate::EventSet for #ident {
             const NAMES: &'static [&'static str] = &[#(#events.0),*];
 
             fn name(&self) -> &'static str {
@@ -332,7 +335,7 @@ fn generate_event_set(ident: &Ident, variants: &[Variant]) -> TokenStream {
             fn decode(
                 name: &str,
                 payload: &#json::Value,
-            ) -> #result<::openharness::Decoded<Self>, #json::Error> {
+            ) -> #result<#krate::Decoded<Self>, #json::Error> {
                 #decode
             }
 

@@ -70,6 +70,7 @@ struct Checked<'a> {
 // ---- impl blocks ----------------------------------------------------------------------------
 
 fn expand_impl(args: &HandlerArgs, item: ItemImpl) -> syn::Result<TokenStream> {
+    let krate = args.krate.tokens();
     let mut errors = Errors::new();
     if let Some((_, path, _)) = &item.trait_ {
         // Its methods are the trait's, not handlers: report only this.
@@ -96,15 +97,16 @@ fn expand_impl(args: &HandlerArgs, item: ItemImpl) -> syn::Result<TokenStream> {
     let self_ty = &item.self_ty;
     let handler_impl = (!generic).then(|| {
         let apply = generate_apply(
+            &krate,
             &args.events,
             args.partial || !errors.is_empty(),
             &routes.list,
             |function, span, undo| quote_spanned!(span=> Self::#function(self, event #undo)),
         );
-        let handles = generate_handles(self_ty, &routes.list);
+        let handles = generate_handles(self_ty, &routes.list, &krate);
         quote! {
             #[automatically_derived]
-            impl ::openharness::Handler for #self_ty {
+            impl #krate::Handler for #self_ty {
                 #apply
             }
             #handles
@@ -116,6 +118,7 @@ fn expand_impl(args: &HandlerArgs, item: ItemImpl) -> syn::Result<TokenStream> {
 // ---- modules of functions -------------------------------------------------------------------
 
 fn expand_mod(args: &HandlerArgs, mut item: ItemMod) -> syn::Result<TokenStream> {
+    let krate = args.krate.tokens();
     let mut errors = Errors::new();
     let Some((_, items)) = &item.content else {
         return Err(syn::Error::new_spanned(
@@ -161,15 +164,16 @@ fn expand_mod(args: &HandlerArgs, mut item: ItemMod) -> syn::Result<TokenStream>
         // The attribute's path was written in the parent module; the impl lives in this one.
         let events = from_parent(&args.events);
         let apply = generate_apply(
+            &krate,
             &events,
             args.partial || !errors.is_empty(),
             &routes.list,
             |function, span, undo| quote_spanned!(span=> #function(self, event #undo)),
         );
-        let handles = generate_handles(state, &routes.list);
+        let handles = generate_handles(state, &routes.list, &krate);
         let handler_impl = quote! {
             #[automatically_derived]
-            impl ::openharness::Handler for #state {
+            impl #krate::Handler for #state {
                 #apply
             }
             #handles
@@ -376,12 +380,12 @@ fn is_undo(ty: &Type) -> bool {
 
 /// `HandlesEvent<Event> for State` for each handled event, under the handler's `#[cfg]`s: what
 /// the event enum's `__openharness_handled` requires of every variant.
-fn generate_handles(state: &Type, routes: &[Route]) -> TokenStream {
+fn generate_handles(state: &Type, routes: &[Route], krate: &TokenStream) -> TokenStream {
     let impls = routes.iter().map(|Route { event, cfgs, .. }| {
         quote! {
             #(#cfgs)*
             #[automatically_derived]
-            impl ::openharness::__private::HandlesEvent<#event> for #state {}
+            impl #krate::__private::HandlesEvent<#event> for #state {}
         }
     });
     quote!(#(#impls)*)
@@ -395,22 +399,23 @@ fn generate_handles(state: &Type, routes: &[Route]) -> TokenStream {
 /// attribute: each missing one is an error there naming the event. Each call carries the span of the handler's
 /// return type, so a return type that is not `IntoEmit` is reported there.
 fn generate_apply(
+    krate: &TokenStream,
     events: &Path,
     partial: bool,
     routes: &[Route],
     call: impl Fn(&Ident, Span, TokenStream) -> TokenStream,
 ) -> TokenStream {
-    let apply = generate_match(events, partial, routes, Recording::Off, &call);
+    let apply = generate_match(krate, events, partial, routes, Recording::Off, &call);
     // `apply_undoable` only when a handler records undos; otherwise the trait's default (the
     // change cannot be undone) is right.
     let apply_undoable = routes.iter().any(|route| route.takes_undo).then(|| {
-        let body = generate_match(events, partial, routes, Recording::On, &call);
+        let body = generate_match(krate, events, partial, routes, Recording::On, &call);
         quote! {
             fn apply_undoable(
                 &mut self,
                 event: &#events,
-                undo: &mut ::openharness::Undo<Self>,
-            ) -> ::openharness::Emit {
+                undo: &mut #krate::Undo<Self>,
+            ) -> #krate::Emit {
                 #body
             }
         }
@@ -418,7 +423,7 @@ fn generate_apply(
     quote! {
         type Events = #events;
 
-        fn apply(&mut self, event: &#events) -> ::openharness::Emit {
+        fn apply(&mut self, event: &#events) -> #krate::Emit {
             #apply
         }
 
@@ -438,6 +443,7 @@ enum Recording {
 
 /// The body of `apply` or `apply_undoable`: one `match` over the event enum.
 fn generate_match(
+    krate: &TokenStream,
     events: &Path,
     partial: bool,
     routes: &[Route],
@@ -465,7 +471,7 @@ fn generate_match(
         let mut function = function.clone();
         function.set_span(*return_span);
         let (before, undo) = match (recording, takes_undo) {
-            (Recording::Off, true) => (quote!(), quote!(, &mut ::openharness::Undo::off())),
+            (Recording::Off, true) => (quote!(), quote!(, &mut #krate::Undo::off())),
             (Recording::Off, false) => (quote!(), quote!()),
             (Recording::On, true) => (quote!(), quote!(, undo)),
             (Recording::On, false) => (quote!(undo.unsupported();), quote!()),
@@ -475,11 +481,10 @@ fn generate_match(
             quote!({
                 #before
                 #call;
-                ::openharness::Emit::none()
+                #krate::Emit::none()
             })
         } else {
-            let into_emit =
-                quote_spanned!(*return_span=> ::openharness::IntoEmit::into_emit(#call));
+            let into_emit = quote_spanned!(*return_span=> #krate::IntoEmit::into_emit(#call));
             quote!({ #before #into_emit })
         };
         quote! {
@@ -490,7 +495,7 @@ fn generate_match(
     let last = if partial {
         quote! {
             #[allow(unreachable_patterns)]
-            _ => ::openharness::Emit::none(),
+            _ => #krate::Emit::none(),
         }
     } else {
         // Never taken, and guarded arms do not count for exhaustiveness: this arm only keeps
@@ -498,7 +503,7 @@ fn generate_match(
         // in the user's attribute and makes that suggestion unreadable. Its different syntax
         // context (mixed-site) is what turns the suggestion off.
         quote_spanned! {Span::mixed_site()=>
-            _ if false => ::openharness::Emit::none(),
+            _ if false => #krate::Emit::none(),
         }
     };
     let scrutinee = quote_spanned!(events_span=> *event);

@@ -107,6 +107,16 @@ use proc_macro::TokenStream;
 ///     Plan(PlanCreated), // error: variant `Plan` must be named after its event type `PlanCreated`
 /// }
 /// ```
+///
+/// # Where Open Harness is: `crate = path`
+///
+/// The generated code names Open Harness as `::openharness`, the facade. A crate that depends on
+/// `openharness-core` instead (the framework's own crates, or a library that wants the smallest
+/// dependency) says where it is, as `#[serde(crate = "...")]` does for serde; all three macros
+/// take it: `#[event(crate = openharness_core)]`, `#[event("noun:verb", crate =
+/// openharness_core)]`, `#[handler(Events, crate = openharness_core)]` and `#[agent(output = T,
+/// emits = [E], crate = openharness_core)]`. The platform's agent-chat workflow
+/// (`openharness-platform`'s `chat.rs`) is written this way.
 #[proc_macro_attribute]
 pub fn event(attr: TokenStream, item: TokenStream) -> TokenStream {
     expand_with("event", attr, item, event::expand)

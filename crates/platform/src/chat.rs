@@ -16,29 +16,28 @@ use std::sync::Arc;
 
 use openharness_core::builtin::{ToolCalled, ToolResult};
 use openharness_core::{
-    Agent, BoxedProvider, ChatMessage, ChatToolCall, Decoded, Emit, Error, Event, EventSet, FnTool,
-    Handler, Image, ReasoningEffort, Store, Tool, Workflow,
+    Agent, BoxedProvider, ChatMessage, ChatToolCall, Emit, Error, Event, FnTool, Image,
+    ReasoningEffort, Store, Tool, Undo, Workflow,
 };
+use openharness_macros::{event, handler};
 use serde::{Deserialize, Serialize};
 
 /// The name platform sessions are recorded under (in `workflow:started`).
 pub const WORKFLOW_NAME: &str = "agent-chat";
 
 /// The assistant answered the latest message.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[event("assistant:replied", crate = openharness_core)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct AssistantReplied {
     /// The answer.
     pub text: String,
 }
 
-impl Event for AssistantReplied {
-    const NAME: &'static str = "assistant:replied";
-}
-
 /// A person's message as the agent-chat workflow reads its `user:input`: the text, with the
 /// images and controls the platform records beside it (older recordings without them decode
 /// too).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[event("user:input", crate = openharness_core)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct UserMessage {
     /// What the person wrote (empty for a message of images only).
     pub text: String,
@@ -48,10 +47,6 @@ pub struct UserMessage {
     /// The controls posted with the message, as recorded (see [`crate::Controls`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub controls: Option<serde_json::Value>,
-}
-
-impl Event for UserMessage {
-    const NAME: &'static str = "user:input";
 }
 
 impl UserMessage {
@@ -74,57 +69,17 @@ impl UserMessage {
 }
 
 /// The events the conversation folds.
+#[event(crate = openharness_core)]
 #[derive(Debug, Clone)]
 pub enum ChatEvent {
     /// A person's message.
-    UserInput(UserMessage),
+    UserMessage,
     /// The assistant's answer.
-    AssistantReplied(AssistantReplied),
+    AssistantReplied,
     /// The assistant called a tool.
-    ToolCalled(ToolCalled),
+    ToolCalled,
     /// A tool the assistant called returned.
-    ToolResult(ToolResult),
-}
-
-impl EventSet for ChatEvent {
-    const NAMES: &'static [&'static str] = &[
-        UserMessage::NAME,
-        AssistantReplied::NAME,
-        ToolCalled::NAME,
-        ToolResult::NAME,
-    ];
-
-    fn name(&self) -> &'static str {
-        match self {
-            Self::UserInput(_) => UserMessage::NAME,
-            Self::AssistantReplied(_) => AssistantReplied::NAME,
-            Self::ToolCalled(_) => ToolCalled::NAME,
-            Self::ToolResult(_) => ToolResult::NAME,
-        }
-    }
-
-    fn decode(name: &str, payload: &serde_json::Value) -> Result<Decoded<Self>, serde_json::Error> {
-        Ok(match name {
-            UserMessage::NAME => {
-                Decoded::Known(Self::UserInput(UserMessage::deserialize(payload)?))
-            }
-            AssistantReplied::NAME => Decoded::Known(Self::AssistantReplied(
-                AssistantReplied::deserialize(payload)?,
-            )),
-            ToolCalled::NAME => Decoded::Known(Self::ToolCalled(ToolCalled::deserialize(payload)?)),
-            ToolResult::NAME => Decoded::Known(Self::ToolResult(ToolResult::deserialize(payload)?)),
-            _ => Decoded::Unknown,
-        })
-    }
-
-    fn to_payload(&self) -> Result<serde_json::Value, serde_json::Error> {
-        match self {
-            Self::UserInput(input) => serde_json::to_value(input),
-            Self::AssistantReplied(replied) => serde_json::to_value(replied),
-            Self::ToolCalled(called) => serde_json::to_value(called),
-            Self::ToolResult(result) => serde_json::to_value(result),
-        }
-    }
+    ToolResult,
 }
 
 /// One line of the conversation.
@@ -184,38 +139,46 @@ impl ChatLine {
     }
 }
 
-impl Handler for ChatState {
-    type Events = ChatEvent;
+/// Each event adds one line; stepping back over it takes the line off again.
+#[handler(ChatEvent, crate = openharness_core)]
+impl ChatState {
+    fn user_said(&mut self, input: &UserMessage, undo: &mut Undo<Self>) {
+        let line = ChatLine::said("user", &input.text, input.images.clone());
+        self.add(line, undo);
+    }
 
-    fn apply(&mut self, event: &ChatEvent) -> Emit {
-        let line = match event {
-            ChatEvent::UserInput(input) => {
-                ChatLine::said("user", &input.text, input.images.clone())
-            }
-            ChatEvent::AssistantReplied(replied) => {
-                ChatLine::said("assistant", &replied.text, Vec::new())
-            }
-            ChatEvent::ToolCalled(called) => ChatLine::tool(
-                "tool_call",
-                ChatTool {
-                    id: called.tool_call_id.clone(),
-                    name: called.tool.clone(),
-                    value: called.input.clone(),
-                    is_error: false,
-                },
-            ),
-            ChatEvent::ToolResult(result) => ChatLine::tool(
-                "tool_result",
-                ChatTool {
-                    id: result.tool_call_id.clone(),
-                    name: result.tool.clone(),
-                    value: result.output.clone(),
-                    is_error: result.is_error,
-                },
-            ),
+    fn assistant_replied(&mut self, replied: &AssistantReplied, undo: &mut Undo<Self>) {
+        self.add(ChatLine::said("assistant", &replied.text, Vec::new()), undo);
+    }
+
+    fn tool_called(&mut self, called: &ToolCalled, undo: &mut Undo<Self>) {
+        let tool = ChatTool {
+            id: called.tool_call_id.clone(),
+            name: called.tool.clone(),
+            value: called.input.clone(),
+            is_error: false,
         };
+        self.add(ChatLine::tool("tool_call", tool), undo);
+    }
+
+    fn tool_returned(&mut self, result: &ToolResult, undo: &mut Undo<Self>) {
+        let tool = ChatTool {
+            id: result.tool_call_id.clone(),
+            name: result.tool.clone(),
+            value: result.output.clone(),
+            is_error: result.is_error,
+        };
+        self.add(ChatLine::tool("tool_result", tool), undo);
+    }
+}
+
+impl ChatState {
+    /// Adds `line`, recording how to take it off.
+    fn add(&mut self, line: ChatLine, undo: &mut Undo<Self>) {
         self.lines.push(line);
-        Emit::none()
+        undo.record(|state| {
+            state.lines.pop();
+        });
     }
 }
 
@@ -445,7 +408,7 @@ pub fn for_reading(store: Arc<dyn Store>) -> Result<Workflow<ChatState>, Error> 
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
-    use openharness_core::ProviderRequest;
+    use openharness_core::{Handler, ProviderRequest};
     use serde_json::json;
 
     fn fold(events: Vec<ChatEvent>) -> ChatState {
@@ -457,7 +420,7 @@ mod tests {
     }
 
     fn said(text: &str, images: usize) -> ChatEvent {
-        ChatEvent::UserInput(UserMessage {
+        ChatEvent::UserMessage(UserMessage {
             text: text.into(),
             images: (0..images)
                 .map(|n| Image::url(format!("https://example.com/{text}-{n}.png")))
@@ -556,7 +519,7 @@ mod tests {
             images: Vec::new(),
             controls: None,
         };
-        let state = fold(vec![ChatEvent::UserInput(input.clone())]);
+        let state = fold(vec![ChatEvent::UserMessage(input.clone())]);
         assert_eq!(agent.system(&state, &input).as_deref(), Some("Be brief."));
         assert_eq!(agent.prompt(&state, &input), "");
         assert_eq!(agent.messages(&state, &input), [ChatMessage::user("Hi")]);
