@@ -1000,19 +1000,19 @@ mod crate_path {
 
     #[event("bell:rung", crate = oh)]
     #[derive(Debug, Clone, PartialEq)]
-    pub struct BellRung {
-        pub times: u32,
+    pub(crate) struct BellRung {
+        pub(crate) times: u32,
     }
 
     #[event(crate = oh)]
     #[derive(Debug, Clone)]
-    pub enum BellEvent {
+    pub(crate) enum BellEvent {
         UserInput,
         BellRung,
     }
 
     #[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
-    pub struct Belfry {
+    pub(crate) struct Belfry {
         rung: u32,
     }
 
