@@ -1,13 +1,14 @@
 //! The tape suite: how fast recorded sessions replay, step back and jump, and how little the
-//! snapshots cost.
+//! snapshots cost; and what handlers that record undos save a walk back over a growing
+//! plain-`Vec` state.
 
 use std::hint::black_box;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-use openharness::store::RedbStore;
+use openharness::store::{MemoryStore, RedbStore};
 use openharness::tape::{LoadTape, Tape};
-use openharness::{Emit, Envelope, Fold, Handler, SessionId, Store, Workflow};
+use openharness::{Emit, Envelope, Fold, Handler, SessionId, Store, Undo, Workflow, WorkflowState};
 use openharness::{event, handler};
 
 use crate::report::Row;
@@ -95,6 +96,70 @@ impl Counters {
     fn scaled(&mut self, event: &Scaled) {
         scale(self, event);
     }
+}
+
+/// An entry was written (the undo row's one event).
+#[event("entry:added")]
+#[derive(Debug, Clone)]
+pub(crate) struct EntryAdded {
+    text: String,
+}
+
+/// The undo row's events.
+#[event]
+#[derive(Debug, Clone)]
+pub(crate) enum JournalEvent {
+    EntryAdded,
+}
+
+/// A plain-`Vec` state whose handler records how to take its entry back.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub(crate) struct UndoJournal {
+    entries: Vec<String>,
+}
+
+#[handler(JournalEvent)]
+impl UndoJournal {
+    fn added(&mut self, event: &EntryAdded, undo: &mut Undo<Self>) {
+        self.entries.push(event.text.clone());
+        undo.record(|journal| {
+            journal.entries.pop();
+        });
+    }
+}
+
+/// The same state without undos: a step back copies it.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub(crate) struct CopyJournal {
+    entries: Vec<String>,
+}
+
+#[handler(JournalEvent)]
+impl CopyJournal {
+    fn added(&mut self, event: &EntryAdded) {
+        self.entries.push(event.text.clone());
+    }
+}
+
+/// Events in the undo row's session: its state grows to this many strings.
+const WALKED: u64 = 10_000;
+
+/// Walks a tape of `events` from its end back to 0, reading the state at every position.
+fn walk_back<S: WorkflowState + Default>(
+    events: &[Envelope],
+) -> Result<Duration, Box<dyn std::error::Error>> {
+    let workflow = Workflow::builder("journal")
+        .initial_state(S::default())
+        .store(MemoryStore::new())
+        .build()?;
+    let mut tape = Tape::from_events(workflow, SessionId::new(), events.to_vec());
+    tape.step_to(tape.len());
+    let started = Instant::now();
+    while tape.position() > 0 {
+        black_box(tape.step_back());
+        black_box(tape.state());
+    }
+    Ok(started.elapsed())
 }
 
 /// The baseline for dispatch: a hand-written match calling the same functions, with the
@@ -372,5 +437,30 @@ async fn suite() -> Result<Vec<Row>, Box<dyn std::error::Error>> {
         "bench tape: measured fold cost {:.0} ns/event chose a snapshot interval of {}",
         stats.fold_nanos_per_event, stats.interval
     );
+    drop(tape);
+
+    // 7. A walk back over a growing plain-`Vec` state: handlers recording undos against the
+    // same handlers copying.
+    let entries = (0..WALKED)
+        .map(|i| {
+            Envelope::typed(
+                &EntryAdded {
+                    text: format!("entry {i}: ok ok ok ok"),
+                },
+                None,
+            )
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let undoing = walk_back::<UndoJournal>(&entries)?;
+    let copying = walk_back::<CopyJournal>(&entries)?;
+    let ratio = copying.as_secs_f64() / undoing.as_secs_f64();
+    rows.push(Row {
+        what: format!("walk back {WALKED} events, plain Vec state, undos vs copying"),
+        measured: ms(undoing),
+        baseline: ms(copying),
+        ratio: format!("{ratio:.0}x"),
+        goal: ">= 10x",
+        met: Some(ratio >= 10.0),
+    });
     Ok(rows)
 }
