@@ -219,14 +219,22 @@ fn walk_back_against_forward<S: WorkflowState>(tape: &mut Tape<S>) -> usize {
     clones() - before
 }
 
-#[test]
-fn stepping_back_over_undoable_events_reverts_them_without_copying_the_state() {
-    let events = adds_and_clears(3_000);
+/// A tape of `events` with a snapshot every 200, walked back from its end against the forward
+/// walk; returns the steps and the states copied.
+fn walk_back_from_the_end<S: WorkflowState + Default>(
+    name: &str,
+    events: Vec<Envelope>,
+) -> (u64, usize) {
     let len = events.len() as u64;
-    let mut tape = Tape::from_events(workflow::<Ledger>("ledger"), SessionId::new(), events)
+    let mut tape = Tape::from_events(workflow::<S>(name), SessionId::new(), events)
         .with_snapshot_interval(200);
     tape.step_to(len);
-    let copies = walk_back_against_forward(&mut tape);
+    (len, walk_back_against_forward(&mut tape))
+}
+
+#[test]
+fn stepping_back_over_undoable_events_reverts_them_without_copying_the_state() {
+    let (len, copies) = walk_back_from_the_end::<Ledger>("ledger", adds_and_clears(3_000));
     // One copy per snapshot segment walked into (the fold from its snapshot), not per step.
     assert!(
         copies <= (len / 200 + 2) as usize,
@@ -248,11 +256,7 @@ fn without_undos_the_walk_back_copies_states_and_stays_exact() {
             }
         })
         .collect::<Vec<_>>();
-    let len = events.len() as u64;
-    let mut tape = Tape::from_events(workflow::<Mixed>("mixed"), SessionId::new(), events)
-        .with_snapshot_interval(200);
-    tape.step_to(len);
-    let copies = walk_back_against_forward(&mut tape);
+    let (len, copies) = walk_back_from_the_end::<Mixed>("mixed", events);
     assert!(
         copies >= len as usize / 2,
         "{copies} copies for {len} steps back"
