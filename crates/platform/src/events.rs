@@ -19,6 +19,10 @@
 
 use chrono::{DateTime, Utc};
 use openharness_core::Envelope;
+use openharness_core::builtin::{
+    AgentCompleted, AgentStarted, ErrorOccurred, TextDelta, ToolCalled, ToolResult, UserInput,
+    WorkflowCompleted, WorkflowStarted,
+};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
@@ -97,14 +101,10 @@ impl Projector {
 
     /// Every notification `event` (at `seq`) is, in order: none, one, or two.
     fn notifications(&mut self, seq: u64, event: &Envelope) -> Vec<Notification> {
-        let streamed = (event.name.as_ref() == "text:delta").then(|| {
-            let agent = event.payload["agentName"]
-                .as_str()
-                .or_else(|| event.payload["agent"].as_str())
-                .unwrap_or_default()
-                .to_owned();
-            (agent, event.payload["attempt"].as_u64().unwrap_or(1))
-        });
+        let streamed = (event.name.as_ref() == TextDelta::NAME)
+            .then(|| event.decode::<TextDelta>().ok())
+            .flatten()
+            .map(|delta| (delta.agent, u64::from(delta.attempt)));
         let began = streamed.is_some() && streamed != self.streaming;
         self.streaming = streamed;
         let mut notes = notifications(self.session, seq, event);
@@ -228,16 +228,16 @@ impl Resume {
 fn notifications(session: Uuid, seq: u64, event: &Envelope) -> Vec<Notification> {
     let payload = &event.payload;
     let kind = match event.name.as_ref() {
-        "workflow:started" => "session.started",
-        "user:input" | AssistantReplied::NAME => "message.created",
-        "agent:started" => "step.started",
-        "agent:completed" if payload["outcome"] == "success" => "step.generated",
-        "agent:completed" | "error:occurred" => "step.error",
-        "text:delta" => "message.delta",
-        "tool:called" => "tool.started",
-        "tool:result" => "tool.completed",
-        "workflow:completed" if payload["errors"].as_u64().unwrap_or(0) > 0 => "session.failed",
-        "workflow:completed" => "session.completed",
+        WorkflowStarted::NAME => "session.started",
+        UserInput::NAME | AssistantReplied::NAME => "message.created",
+        AgentStarted::NAME => "step.started",
+        AgentCompleted::NAME if payload["outcome"] == "success" => "step.generated",
+        AgentCompleted::NAME | ErrorOccurred::NAME => "step.error",
+        TextDelta::NAME => "message.delta",
+        ToolCalled::NAME => "tool.started",
+        ToolResult::NAME => "tool.completed",
+        WorkflowCompleted::NAME if payload["errors"].as_u64().unwrap_or(0) > 0 => "session.failed",
+        WorkflowCompleted::NAME => "session.completed",
         _ => return Vec::new(),
     };
     let message = (kind == "message.created")
@@ -269,7 +269,7 @@ fn notifications(session: Uuid, seq: u64, event: &Envelope) -> Vec<Notification>
             "output.message.completed",
             serde_json::json!({ "message": message }),
         ));
-    } else if event.name == "workflow:completed" {
+    } else if event.name == WorkflowCompleted::NAME {
         notes.push(turn_ended(payload).map_or_else(
             || note(follower, "turn.completed", payload.clone()),
             |data| note(follower, "turn.failed", data),

@@ -10,8 +10,9 @@ use openharness_core::{Envelope, Event, Image, ReasoningEffort};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
-use crate::chat::AssistantReplied;
+use crate::chat::{AssistantReplied, UserMessage};
 use crate::error::PlatformError;
+use openharness_core::builtin::{ToolCalled, ToolResult};
 
 /// A posted message holds at most this many image parts.
 pub const MAX_IMAGES_PER_MESSAGE: usize = 20;
@@ -345,29 +346,31 @@ pub(crate) fn project(session: Uuid, seq: u64, event: &Envelope) -> Option<Messa
     let payload = &event.payload;
     let text = |field: &str| payload[field].as_str().map(str::to_owned);
     let (role, part) = match event.name.as_ref() {
-        "user:input" => (MessageRole::User, user_content(payload)?),
+        UserMessage::NAME => (MessageRole::User, user_content(payload)?),
         AssistantReplied::NAME => (
             MessageRole::Assistant,
             vec![ContentPart::Text {
                 text: text("text")?,
             }],
         ),
-        "tool:called" => (
-            MessageRole::ToolCall,
-            vec![ContentPart::ToolCall {
-                id: text("toolId")?,
-                name: text("toolName")?,
-                arguments: payload["input"].clone(),
-            }],
-        ),
-        "tool:result" => (
-            MessageRole::ToolResult,
-            vec![ContentPart::ToolResult {
-                tool_call_id: text("toolId")?,
-                result: payload["output"].clone(),
-                is_error: payload["isError"].as_bool().unwrap_or(false),
-            }],
-        ),
+        ToolCalled::NAME => {
+            let called = event.decode::<ToolCalled>().ok()?;
+            let call = ContentPart::ToolCall {
+                id: called.tool_call_id,
+                name: called.tool,
+                arguments: called.input,
+            };
+            (MessageRole::ToolCall, vec![call])
+        }
+        ToolResult::NAME => {
+            let returned = event.decode::<ToolResult>().ok()?;
+            let result = ContentPart::ToolResult {
+                tool_call_id: returned.tool_call_id,
+                result: returned.output,
+                is_error: returned.is_error,
+            };
+            (MessageRole::ToolResult, vec![result])
+        }
         _ => return None,
     };
     Some(Message {
