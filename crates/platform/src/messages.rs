@@ -423,3 +423,49 @@ fn user_content(payload: &serde_json::Value) -> Option<Vec<ContentPart>> {
     }));
     Some(parts)
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn tool_calls_and_results_are_messages_whatever_spelling_they_were_recorded_with() {
+        // The current spelling, and the older one (`agent`, `toolCallId`, `tool`).
+        for (agent, id, name) in [
+            ("agentName", "toolId", "toolName"),
+            ("agent", "toolCallId", "tool"),
+        ] {
+            let called = Envelope::new(
+                ToolCalled::NAME,
+                json!({ agent: "a", id: "t1", name: "search", "input": { "q": 1 } }),
+                None,
+            );
+            let message = project(Uuid::nil(), 3, &called).unwrap();
+            assert_eq!(message.role, MessageRole::ToolCall);
+            assert_eq!(
+                message.content,
+                [ContentPart::ToolCall {
+                    id: "t1".into(),
+                    name: "search".into(),
+                    arguments: json!({ "q": 1 }),
+                }]
+            );
+            let returned = Envelope::new(
+                ToolResult::NAME,
+                json!({ agent: "a", id: "t1", name: "search", "output": 2, "isError": true }),
+                None,
+            );
+            let message = project(Uuid::nil(), 4, &returned).unwrap();
+            assert_eq!(
+                message.content,
+                [ContentPart::ToolResult {
+                    tool_call_id: "t1".into(),
+                    result: json!(2),
+                    is_error: true,
+                }]
+            );
+        }
+    }
+}
