@@ -52,7 +52,8 @@ use axum::extract::{Path, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use futures_util::{StreamExt, stream};
-use openharness_core::{EventId, Recorded, RunOptions, SessionId};
+use openharness_core::builtin::{InputReceived, UserInput};
+use openharness_core::{Event as _, EventId, Recorded, RunOptions, SessionId};
 use openharness_projection::{
     APPROVED_FIELD, Approvals, MESSAGE_ID_FIELD, REASON_FIELD, REGENERATES_FIELD, UiStream,
     approval_text, approval_tool_call_id, opens_message,
@@ -390,8 +391,8 @@ pub(crate) async fn post(
                 }
             };
             let ack = match request {
-                Some(_) => Ack::Named("input:received"),
-                None => Ack::Named("user:input"),
+                Some(_) => Ack::Named(InputReceived::NAME),
+                None => Ack::Named(UserInput::NAME),
             };
             let host = state.host.clone();
             let turn = session.clone();
@@ -409,7 +410,7 @@ pub(crate) async fn post(
             let host = state.host.clone();
             let options = options.session(session.clone());
             let run = async move { host.run(&workflow, Some(text), options).await };
-            let ack = Ack::Named("user:input");
+            let ack = Ack::Named(UserInput::NAME);
             start_turn(&state, &session, 0, ack, reporting(run, failed_tx)).await?;
             0
         }
@@ -459,7 +460,7 @@ async fn decide(
         Ok(outcome)
     };
     let (failed_tx, failed_rx) = tokio::sync::oneshot::channel();
-    let ack = Ack::Named("input:received");
+    let ack = Ack::Named(InputReceived::NAME);
     start_turn(state, &session, len, ack, reporting(run, failed_tx)).await?;
     let span = Span {
         from: len,

@@ -14,7 +14,7 @@ use std::sync::Arc;
 use axum::body::Bytes;
 use axum::extract::State;
 use axum::response::Response;
-use openharness_core::builtin::WorkflowCompleted;
+use openharness_core::builtin::{UserInput, WorkflowCompleted};
 use openharness_core::{Event as _, RunOptions, SessionId};
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -76,7 +76,7 @@ pub(crate) async fn post(
             let len = crate::turns::check_free(&state, &session).await?;
             let host = state.host.clone();
             let turn = session.clone();
-            let ack = Ack::Named("user:input");
+            let ack = Ack::Named(UserInput::NAME);
             start_turn(&state, &session, len, ack, async move {
                 host.send(&turn, input, RunOptions::new()).await
             })
@@ -92,7 +92,7 @@ pub(crate) async fn post(
             let session = stream_of;
             let host = state.host.clone();
             let options = RunOptions::new().session(session.clone());
-            let ack = Ack::Named("user:input");
+            let ack = Ack::Named(UserInput::NAME);
             start_turn(&state, &session, 0, ack, async move {
                 host.run(&workflow, Some(input), options).await
             })

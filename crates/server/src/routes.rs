@@ -8,7 +8,8 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
-use openharness_core::{EventId, RunOptions, SessionId};
+use openharness_core::builtin::{InputReceived, UserInput};
+use openharness_core::{Event as _, EventId, RunOptions, SessionId};
 use openharness_host::{ForkPoint, SessionQuery};
 use serde::Deserialize;
 use serde_json::json;
@@ -239,7 +240,7 @@ async fn create(State(state): Shared, request: crate::request::Body) -> Answer {
     let host = state.host.clone();
     let options = RunOptions::new().session(session.clone());
     let ack = match input {
-        Some(_) => Ack::Named("user:input"),
+        Some(_) => Ack::Named(UserInput::NAME),
         None => Ack::First,
     };
     start_turn(&state, &session, 0, ack, async move {
@@ -307,7 +308,7 @@ async fn input(
         &state,
         &session,
         len,
-        Ack::Named("user:input"),
+        Ack::Named(UserInput::NAME),
         async move { host.send(&turn_session, text, RunOptions::new()).await },
     )
     .await?;
@@ -340,7 +341,7 @@ async fn answer(
     }
     let host = state.host.clone();
     let turn_session = session.clone();
-    let ack = Ack::Named("input:received");
+    let ack = Ack::Named(InputReceived::NAME);
     start_turn(&state, &session, len, ack, async move {
         host.respond(&turn_session, request, text, RunOptions::new())
             .await
