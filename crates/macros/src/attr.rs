@@ -47,6 +47,27 @@ impl Krate {
     }
 }
 
+/// `tokens` (a crate path) with every token, inside groups too, spanned at `span`: for
+/// generated code spanned on the user's tokens, where a path spanned elsewhere would add notes
+/// pointing at the attribute.
+pub(crate) fn respan(tokens: &TokenStream, span: Span) -> TokenStream {
+    tokens
+        .clone()
+        .into_iter()
+        .map(|mut token| {
+            if let TokenTree::Group(group) = &token {
+                let mut inner =
+                    proc_macro2::Group::new(group.delimiter(), respan(&group.stream(), span));
+                inner.set_span(span);
+                token = TokenTree::Group(inner);
+            } else {
+                token.set_span(span);
+            }
+            token
+        })
+        .collect()
+}
+
 /// `#[event]`, `#[event("noun:verb")]`, either with `crate = path`.
 pub(crate) struct EventArgs {
     /// The explicit name, if one was written.

@@ -17,7 +17,7 @@ use syn::{
     Type, parse_quote,
 };
 
-use crate::attr::HandlerArgs;
+use crate::attr::{HandlerArgs, respan};
 use crate::errors::{Errors, msg};
 use crate::names;
 
@@ -484,6 +484,7 @@ fn generate_match(
                 #krate::Emit::none()
             })
         } else {
+            let krate = respan(krate, *return_span);
             let into_emit = quote_spanned!(*return_span=> #krate::IntoEmit::into_emit(#call));
             quote!({ #before #into_emit })
         };
@@ -502,6 +503,7 @@ fn generate_match(
         // rustc from suggesting the missing arm's code after the last handler, whose span is
         // in the user's attribute and makes that suggestion unreadable. Its different syntax
         // context (mixed-site) is what turns the suggestion off.
+        let krate = respan(krate, Span::mixed_site());
         quote_spanned! {Span::mixed_site()=>
             _ if false => #krate::Emit::none(),
         }
