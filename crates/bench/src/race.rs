@@ -136,6 +136,14 @@ impl Board {
         }
     }
 
+    /// Says, for a board whose handlers do not record undos, that this change cannot be
+    /// undone (what they then record is dropped).
+    fn unless_undoable(&self, undo: &mut Undo<Self>) {
+        if !self.undoable {
+            undo.unsupported();
+        }
+    }
+
     fn all_done(&self) -> bool {
         !self.tasks.is_empty() && self.done.len() == self.tasks.len()
     }
@@ -212,21 +220,14 @@ impl List {
 #[handler(RaceEvent)]
 impl Board {
     fn goal_given(&mut self, input: &UserInput, undo: &mut Undo<Self>) {
-        if self.undoable {
-            let goal = std::mem::replace(&mut self.goal, input.text.clone());
-            undo.record(move |board| board.goal = goal);
-        } else {
-            undo.unsupported();
-            self.goal.clone_from(&input.text);
-        }
+        self.unless_undoable(undo);
+        let goal = std::mem::replace(&mut self.goal, input.text.clone());
+        undo.record(move |board| board.goal = goal);
     }
 
     fn planned(&mut self, plan: &PlanCreated, undo: &mut Undo<Self>) -> Emit {
-        if self.undoable {
-            undo.keep(self); // once per run: the whole board, back as it was
-        } else {
-            undo.unsupported();
-        }
+        self.unless_undoable(undo);
+        undo.keep(self); // once per run: the whole board, back as it was
         self.tasks = self.tasks.refilled(plan.tasks.iter().cloned());
         self.done = self.done.refilled(std::iter::empty());
         self.cursor = 0;
@@ -238,9 +239,7 @@ impl Board {
     }
 
     fn completed(&mut self, done: &TaskCompleted, undo: &mut Undo<Self>) -> Emit {
-        if !self.undoable {
-            undo.unsupported();
-        }
+        self.unless_undoable(undo);
         if done.index != self.cursor {
             return Emit::none();
         }

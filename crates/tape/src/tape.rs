@@ -384,9 +384,6 @@ impl<S: WorkflowState> Tape<S> {
     /// whether the undos held.
     fn reverted_to_the_snapshot(&mut self) -> bool {
         let position = self.position();
-        if !position.is_multiple_of(self.interval) {
-            return true;
-        }
         let (at, snapshot) = self.snapshot_at_or_before(position);
         if at != position {
             return true;
