@@ -42,7 +42,10 @@ impl Krate {
         }
         let _: Token![crate] = input.parse()?;
         let _: Token![=] = input.parse()?;
-        self.0 = Some(input.call(Path::parse_mod_style)?);
+        let path = input
+            .call(Path::parse_mod_style)
+            .map_err(|err| syn::Error::new(err.span(), msg::CRATE_PATH))?;
+        self.0 = Some(path);
         Ok(true)
     }
 }

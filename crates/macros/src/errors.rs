@@ -101,8 +101,10 @@ impl Drop for Errors {
 pub(crate) mod msg {
     // ---- #[event] ----------------------------------------------------------------------------
 
-    pub(crate) const EVENT_ARGS: &str = "`#[event]` takes at most a `noun:verb` name: \
-         write `#[event]` or `#[event(\"plan:created\")]`";
+    pub(crate) const CRATE_PATH: &str = "`crate = …` takes the path of the crate the generated \
+         code names Open Harness by, unquoted: `crate = openharness_core`";
+    pub(crate) const EVENT_ARGS: &str = "`#[event]` takes at most a `noun:verb` name (and \
+         `crate = path`): write `#[event]` or `#[event(\"plan:created\")]`";
     pub(crate) const EVENT_ITEM: &str = "`#[event]` goes on a struct (one event) or on an enum \
          (the workflow's event set)";
     pub(crate) const EVENT_UNION: &str =

@@ -1,0 +1,9 @@
+use openharness::prelude::*;
+
+#[event(crate = "openharness")]
+#[derive(Debug, Clone)]
+pub struct TaskAdded {
+    pub title: String,
+}
+
+fn main() {}
