@@ -11,13 +11,12 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use async_trait::async_trait;
-use openharness::adapter::{
-    Provider, ProviderError, ProviderEvent, ProviderRequest, ProviderResponse, ProviderSink,
-};
+use openharness::adapter::{ProviderEvent, ProviderRequest, ProviderResponse, ProviderSink};
 use openharness::prelude::*;
 use openharness::store::MemoryStore;
 use openharness::tape::{Cassette, TapeError};
-use openharness::{Usage, schemars};
+use openharness::{Provider, ProviderError};
+use openharness::{adapter::Usage, schemars};
 use serde::Deserialize;
 use serde_json::json;
 

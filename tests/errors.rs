@@ -2,7 +2,7 @@
 //! a host's, an import's and export's, a provider's.
 #![allow(clippy::unwrap_used, missing_docs)]
 
-use openharness::ErrorChain;
+use openharness::adapter::ErrorChain;
 use openharness::host::{Host, HostError};
 use openharness::prelude::*;
 use openharness::provider::ScriptedProvider;

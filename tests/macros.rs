@@ -1,8 +1,8 @@
 //! What the macros generate, used the way a workflow uses them: through `openharness` only.
 #![allow(clippy::unwrap_used)]
 
+use openharness::adapter::{Decoded, Fold};
 use openharness::prelude::*;
-use openharness::{Decoded, Fold};
 use serde_json::json;
 
 mod events {
@@ -257,7 +257,7 @@ fn handler_impl_block_folds_a_log() {
     let mut fold = Fold::new(PlanState::default());
     let mut emitted = Vec::new();
     for event in &log {
-        if let openharness::Applied::Handled(emit) = fold.apply(event, &log) {
+        if let openharness::adapter::Applied::Handled(emit) = fold.apply(event, &log) {
             emitted.extend(emit.into_pending().into_iter().map(|p| p.name));
         }
     }
@@ -663,7 +663,7 @@ fn agent_tools_come_from_the_attribute_or_the_method() {
     );
     assert_eq!(
         Agent::max_turns(&support),
-        openharness::DEFAULT_MAX_TURNS,
+        openharness::adapter::DEFAULT_MAX_TURNS,
         "the default, as no `max_turns` is written"
     );
     assert_eq!(tool_names(&Researcher), ["lookup_order"]);
@@ -892,7 +892,7 @@ impl MisnamedReply {
 
 #[test]
 fn agent_reply_comes_from_the_attribute_or_is_inferred() {
-    use openharness::ReplySource;
+    use openharness::adapter::ReplySource;
     assert_eq!(CitingAssistant.reply(), ReplySource::Field("answer"));
     assert_eq!(MisnamedReply.reply(), ReplySource::Field("answerText"));
     assert_eq!(TaskExecutor.reply(), ReplySource::Inferred);

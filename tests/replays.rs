@@ -766,7 +766,7 @@ mod time_travel {
         }
         async fn complete(
             &self,
-            request: openharness::ProviderRequest,
+            request: openharness::adapter::ProviderRequest,
             sink: openharness::adapter::ProviderSink,
         ) -> Result<openharness::adapter::ProviderResponse, openharness::ProviderError> {
             if let Ok(permit) = self.0.acquire().await {
@@ -1142,7 +1142,7 @@ mod chat_cassette {
         assert_eq!(untouched.calls(), 0);
     }
 
-    async fn resumed_request(started: serde_json::Value) -> openharness::ProviderRequest {
+    async fn resumed_request(started: serde_json::Value) -> openharness::adapter::ProviderRequest {
         use openharness::builtin::WorkflowStarted;
         let store = MemoryStore::new();
         let provider =

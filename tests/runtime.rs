@@ -267,12 +267,12 @@ impl openharness::store::StoreObserver for Syncs {
         &self,
         _: &SessionId,
         _: &[Envelope],
-        _: &Result<u64, openharness::adapter::StoreError>,
+        _: &Result<u64, openharness::StoreError>,
         _: Duration,
     ) {
         self.0.lock().unwrap().1 += 1;
     }
-    fn after_sync(&self, result: &Result<(), openharness::adapter::StoreError>) {
+    fn after_sync(&self, result: &Result<(), openharness::StoreError>) {
         assert!(result.is_ok());
         let mut counts = self.0.lock().unwrap();
         *counts = (counts.0 + 1, 0);

@@ -12,7 +12,7 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use openharness::builtin::{AgentCompleted, AgentStarted, Outcome, TextDelta, WorkflowCompleted};
-use openharness::{Envelope, Usage};
+use openharness::{Envelope, adapter::Usage};
 use openharness_projection::UiStream;
 use serde_json::json;
 

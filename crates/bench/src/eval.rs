@@ -26,7 +26,7 @@ use std::time::{Duration, Instant};
 use futures_util::StreamExt;
 use openharness::host::Host;
 use openharness::store::{MemoryStore, RedbStore};
-use openharness::{ProviderRequest, RunOptions, SessionId, Store};
+use openharness::{RunOptions, SessionId, Store, adapter::ProviderRequest};
 use openharness_eval::{
     Case, Experiment, ExperimentRecord, Field, ForkAt, Ran, Scorer, Variant, rescore, scorers,
 };
@@ -136,7 +136,7 @@ fn goal(case: usize) -> String {
 }
 
 /// The scorer every run is scored by as it finishes.
-fn published() -> scorers::Builtin {
+fn published() -> scorers::BuiltinScorer {
     scorers::predicate("published", |state| state["release"] == "published")
 }
 

@@ -35,9 +35,10 @@ use openharness::adapter::Snapshot;
 use openharness::host::Host;
 use openharness::store::{PostgresStore, RedbStore};
 use openharness::{
-    BoxedProvider, Envelope, EventStream, SessionId, SessionInfo, Store, StoreError, Subscription,
+    BoxedProvider, Envelope, SessionId, SessionInfo, Store, StoreError,
+    adapter::{EventStream, Subscription},
 };
-use openharness_core::Claim;
+use openharness_core::adapter::Claim;
 use openharness_platform::{ChatAgent, Platform, agent_chat_workflow};
 use openharness_provider::{Reply, ScriptedProvider};
 use openharness_server::{ServerOptions, router};

@@ -41,8 +41,10 @@ use openharness::schemars;
 use openharness::store::{Observed, RedbDurability, RedbOptions, RedbStore, StoreObserver};
 use openharness::tape::LoadTape;
 use openharness::{
-    Emit, Envelope, Provider, ProviderError, ProviderRequest, RunOptions, SessionId, StopReason,
-    Store, StoreError, Undo, Usage, Workflow, agent, event, handler,
+    Emit, Envelope, Provider, ProviderError, RunOptions, SessionId, StopReason, Store, StoreError,
+    Undo, Workflow,
+    adapter::{ProviderRequest, Usage},
+    agent, event, handler,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::json;

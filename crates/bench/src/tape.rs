@@ -8,7 +8,9 @@ use std::time::{Duration, Instant};
 
 use openharness::store::{MemoryStore, RedbStore};
 use openharness::tape::{LoadTape, Tape};
-use openharness::{Emit, Envelope, Fold, Handler, SessionId, Store, Undo, Workflow, WorkflowState};
+use openharness::{
+    Emit, Envelope, Handler, SessionId, Store, Undo, Workflow, WorkflowState, adapter::Fold,
+};
 use openharness::{event, handler};
 
 use crate::report::Row;

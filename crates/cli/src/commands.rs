@@ -16,7 +16,7 @@ use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 use openharness::store::RedbError;
-use openharness::{ErrorChain, SessionId, SessionStatus, Store};
+use openharness::{SessionId, SessionStatus, Store, adapter::ErrorChain};
 use openharness_host::{SessionQuery, SessionSort};
 use serde::Serialize;
 

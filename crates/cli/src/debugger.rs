@@ -446,7 +446,7 @@ impl Debugger {
     }
 
     /// What folding the session skipped; `None` for a session shown as events only.
-    pub fn skipped(&self) -> Option<&openharness::Skipped> {
+    pub fn skipped(&self) -> Option<&openharness::adapter::Skipped> {
         match &self.source {
             Source::Folded(tape) => Some(tape.skipped()),
             Source::EventsOnly { .. } => None,
@@ -536,7 +536,10 @@ impl Debugger {
         let (title, text) = match tape.state() {
             Err(err) => (
                 " state ",
-                format!("(no state here: {})", openharness::ErrorChain(&err)),
+                format!(
+                    "(no state here: {})",
+                    openharness::adapter::ErrorChain(&err)
+                ),
             ),
             Ok(value) => match self.view {
                 StateView::Json => (
@@ -564,7 +567,7 @@ impl Debugger {
             "(position 0: no event yet)".to_owned()
         } else {
             match tape.diff(position - 1, position) {
-                Err(err) => format!("(no diff: {})", openharness::ErrorChain(&err)),
+                Err(err) => format!("(no diff: {})", openharness::adapter::ErrorChain(&err)),
                 Ok(patch) if patch.0.is_empty() => "(no change to the state)".to_owned(),
                 Ok(patch) => patch.0.iter().map(describe).collect::<Vec<_>>().join("\n"),
             }

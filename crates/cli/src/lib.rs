@@ -92,7 +92,7 @@
 //!   view). The `openharness` binary adds its example-specific `demo` and `run` this way: the
 //!   library knows no example.
 //! - **Presentation.** A turn's progress shows agents starting and finishing, streamed text,
-//!   questions and answers, errors ([`Progress`]); [`Cli::describe`] adds lines for a
+//!   questions and answers, errors ([`TurnProgress`]); [`Cli::describe`] adds lines for a
 //!   workflow's own events and [`Cli::summary`] a one-line summary of a state after a turn.
 //! - **Output** goes to stdout, or to any writer through [`Cli::try_run_from`] (tests, or a
 //!   program that embeds the commands); errors come back as [`CliError`], and [`Cli::run`]
@@ -124,7 +124,7 @@ use serde_json::Value;
 pub use debugger::Debugger;
 pub use error::CliError;
 pub use output::Output;
-pub use progress::{Describe, Progress};
+pub use progress::{Describe, TurnProgress};
 pub use provider::{ProviderArgs, ProviderKind, live_provider};
 pub use transfer::TransferCliError;
 
@@ -176,8 +176,8 @@ impl Context {
 
     /// A live view of a turn, for [`openharness::RunOptions::renderer`]: the built-in events
     /// and the lines [`Cli::describe`] adds.
-    pub fn progress(&self) -> Progress {
-        Progress::new(self.out.clone(), self.look.describe.as_ref().map(|f| f()))
+    pub fn progress(&self) -> TurnProgress {
+        TurnProgress::new(self.out.clone(), self.look.describe.as_ref().map(|f| f()))
     }
 
     /// Prints how a turn of `workflow` ended: the state's summary ([`Cli::summary`]), the
@@ -524,7 +524,7 @@ fn is_broken_pipe(err: &(dyn std::error::Error + 'static)) -> bool {
 
 /// Prints `err` as one `error: …` line on stderr, with its causes once each
 /// (`error: could not open the store at x: cannot open the store x: …`, as
-/// [`ErrorChain`](openharness::ErrorChain) writes them), and returns the failing exit code:
+/// [`ErrorChain`](openharness::adapter::ErrorChain) writes them), and returns the failing exit code:
 /// for a program's `main` when building its [`Cli`] fails.
 ///
 /// ```
@@ -532,6 +532,6 @@ fn is_broken_pipe(err: &(dyn std::error::Error + 'static)) -> bool {
 /// assert_eq!(openharness_cli::fail(&err), std::process::ExitCode::FAILURE);
 /// ```
 pub fn fail(err: &(dyn std::error::Error + 'static)) -> ExitCode {
-    eprintln!("error: {}", openharness::ErrorChain(err));
+    eprintln!("error: {}", openharness::adapter::ErrorChain(err));
     ExitCode::FAILURE
 }

@@ -1,4 +1,4 @@
-//! [`Progress`]: the live view of a turn — agents starting and finishing, their streamed text,
+//! [`TurnProgress`]: the live view of a turn — agents starting and finishing, their streamed text,
 //! their tool calls and what the tools returned, questions asked and answered, errors — plus the lines a program adds for its own events
 //! ([`Describe`]).
 
@@ -14,21 +14,21 @@ use crate::Output;
 pub type Describe = Box<dyn FnMut(&Envelope) -> Option<String> + Send>;
 
 /// Prints progress as events are recorded.
-pub struct Progress {
+pub struct TurnProgress {
     out: Output,
     describe: Option<Describe>,
     streaming: bool,
 }
 
-impl std::fmt::Debug for Progress {
+impl std::fmt::Debug for TurnProgress {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Progress")
+        f.debug_struct("TurnProgress")
             .field("streaming", &self.streaming)
             .finish_non_exhaustive()
     }
 }
 
-impl Progress {
+impl TurnProgress {
     /// A view writing to `out`, with `describe` for events that are not built in.
     pub fn new(out: Output, describe: Option<Describe>) -> Self {
         Self {
@@ -45,7 +45,7 @@ impl Progress {
     }
 }
 
-impl Renderer for Progress {
+impl Renderer for TurnProgress {
     fn render(&mut self, event: &Envelope) {
         let builtin = Builtin::decode(event).and_then(Result::ok);
         if let Some(Builtin::TextDelta(delta)) = &builtin {
@@ -142,7 +142,7 @@ mod tests {
     #[test]
     fn tool_calls_and_results_are_shown() {
         let written = Shared::default();
-        let mut progress = Progress::new(Output::new(written.clone()), None);
+        let mut progress = TurnProgress::new(Output::new(written.clone()), None);
         let called = ToolCalled {
             server: None,
             agent: "clerk".into(),

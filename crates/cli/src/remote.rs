@@ -10,7 +10,8 @@ use std::time::Duration;
 use async_trait::async_trait;
 use openharness::adapter::Snapshot;
 use openharness::{
-    Envelope, Recorded, SessionId, SessionInfo, SessionStatus, Store, StoreError, Subscription,
+    Envelope, SessionId, SessionInfo, SessionStatus, Store, StoreError,
+    adapter::{Recorded, Subscription},
 };
 use serde::Deserialize;
 

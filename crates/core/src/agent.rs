@@ -31,7 +31,7 @@ use crate::tool::{DEFAULT_MAX_TURNS, Tool, Toolbox};
 /// # enum E {}
 /// # impl openharness_core::EventSet for E { const NAMES: &'static [&'static str] = &[];
 /// #   fn name(&self) -> &'static str { match *self {} }
-/// #   fn decode(_: &str, _: &serde_json::Value) -> Result<openharness_core::Decoded<Self>, serde_json::Error> { Ok(openharness_core::Decoded::Unknown) }
+/// #   fn decode(_: &str, _: &serde_json::Value) -> Result<openharness_core::adapter::Decoded<Self>, serde_json::Error> { Ok(openharness_core::adapter::Decoded::Unknown) }
 /// #   fn to_payload(&self) -> Result<serde_json::Value, serde_json::Error> { match *self {} } }
 /// #[derive(serde::Deserialize, schemars::JsonSchema)]
 /// struct Reply { answer: String }
@@ -133,7 +133,7 @@ pub trait Agent: Send + Sync + 'static {
 /// Which part of an agent's output is its chat reply (see [`Agent::reply`]).
 ///
 /// ```
-/// use openharness_core::ReplySource;
+/// use openharness_core::adapter::ReplySource;
 /// use serde_json::json;
 /// let single = json!({ "type": "object", "properties": { "reply": { "type": "string" } } });
 /// assert_eq!(ReplySource::Inferred.pointer(&single), Ok(Some("/reply".to_owned())));

@@ -68,7 +68,7 @@ impl Backfill {
         runtime.spawn(async move {
             for snapshot in self.encoded {
                 if let Err(err) = store.snapshot(&session, &snapshot).await {
-                    tracing::debug!(%session, position = snapshot.position, error = %crate::ErrorChain(&err), "a read could not leave a snapshot behind; reads of this stretch fold from further back");
+                    tracing::debug!(%session, position = snapshot.position, error = %crate::adapter::ErrorChain(&err), "a read could not leave a snapshot behind; reads of this stretch fold from further back");
                     return;
                 }
             }

@@ -42,10 +42,10 @@ builtin_event!(
     /// schema. Handler bodies and prompts cannot be read, so their changes do not change it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     code: Option<String>,
-    /// The version the workflow was built with ([`crate::WorkflowBuilder::version`]).
+    /// The version the workflow was built with (`WorkflowBuilder::version`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     version: Option<String>,
-    /// The source commit it was built from ([`crate::WorkflowBuilder::commit`]).
+    /// The source commit it was built from (`WorkflowBuilder::commit`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     commit: Option<String>,
 });

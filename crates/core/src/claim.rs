@@ -12,7 +12,7 @@ use std::fmt;
 /// itself releases it when that process dies.
 ///
 /// ```
-/// use openharness_core::Claim;
+/// use openharness_core::adapter::Claim;
 /// let released = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
 /// let flag = released.clone();
 /// let claim = Claim::new(move || flag.store(true, std::sync::atomic::Ordering::SeqCst));

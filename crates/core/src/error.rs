@@ -116,7 +116,7 @@ fn open_list(open: &[crate::EventId]) -> String {
 /// let err = open().unwrap_err();
 /// // The message says what failed; the cause is its source, printed once by a chain.
 /// assert_eq!(err.to_string(), "the store failed");
-/// assert_eq!(openharness_core::ErrorChain(&err).to_string(), "the store failed: invalid request: no such file");
+/// assert_eq!(openharness_core::adapter::ErrorChain(&err).to_string(), "the store failed: invalid request: no such file");
 /// ```
 impl From<StoreError> for Error {
     fn from(source: StoreError) -> Self {
@@ -158,7 +158,7 @@ impl Error {
 /// source) is skipped, so nothing is printed twice.
 ///
 /// ```
-/// use openharness_core::{Error, ErrorChain, StoreError};
+/// use openharness_core::{Error, StoreError, adapter::ErrorChain};
 ///
 /// let err = Error::from(StoreError::Invalid("no such file".into()));
 /// assert_eq!(err.to_string(), "the store failed");

@@ -49,7 +49,7 @@ pub enum Applied {
 /// Folds a log into a state, one event at a time.
 ///
 /// ```
-/// # use openharness_core::*;
+/// # use openharness_core::{*, adapter::*};
 /// # #[derive(Clone, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
 /// # struct Tick;
 /// # impl Event for Tick { const NAME: &'static str = "clock:ticked"; }
@@ -245,7 +245,7 @@ impl<S: Handler> Fold<S> {
     /// window holds memory bounded by the checkpoint interval, not by the session's length.
     ///
     /// ```
-    /// # use openharness_core::*;
+    /// # use openharness_core::{*, adapter::*};
     /// # fn fold_all<S: Handler>(mut fold: Fold<S>, events: impl Iterator<Item = Envelope>) -> S {
     /// let mut window: Vec<Envelope> = Vec::new();
     /// let mut window_start = fold.position();
@@ -438,9 +438,9 @@ pub(crate) fn quietly<R>(code: impl FnOnce() -> R) -> std::thread::Result<R> {
 /// panics on bad bytes. The workflow's own code runs this way too.
 ///
 /// ```
-/// let caught = openharness_core::catch_quietly(|| -> u32 { panic!("bad bytes") });
+/// let caught = openharness_core::adapter::catch_quietly(|| -> u32 { panic!("bad bytes") });
 /// assert!(caught.is_err());
-/// assert_eq!(openharness_core::catch_quietly(|| 7).ok(), Some(7));
+/// assert_eq!(openharness_core::adapter::catch_quietly(|| 7).ok(), Some(7));
 /// ```
 pub fn catch_quietly<R>(code: impl FnOnce() -> R) -> std::thread::Result<R> {
     static WRAP_HOOK: Once = Once::new();
@@ -481,7 +481,7 @@ pub(crate) fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
 /// checkpoint interval, not by the session's length.
 ///
 /// ```
-/// # use openharness_core::*;
+/// # use openharness_core::{*, adapter::*};
 /// # fn demo<S: Handler>(initial: S, events: Vec<Envelope>) -> S {
 /// let mut fold = StreamedFold::at(initial, 0);
 /// for event in events {

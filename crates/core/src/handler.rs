@@ -11,7 +11,7 @@ use crate::undo::Undo;
 /// `impl` block, which generates an exhaustive `match` over the event enum.
 ///
 /// ```
-/// use openharness_core::{Emit, Event, EventSet, Decoded, Handler};
+/// use openharness_core::{Emit, Event, EventSet, Handler, adapter::Decoded};
 /// # #[derive(Clone, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
 /// # struct Tick;
 /// # impl Event for Tick { const NAME: &'static str = "clock:ticked"; }

@@ -5,8 +5,12 @@
 //! ([`Workflow::run`]) and the two ports other crates implement: [`Store`] and [`Provider`].
 //! It depends on none of the other Open Harness crates.
 //!
+//! The root holds what a workflow's author names; what implementing a store, a provider or a
+//! runtime of your own takes is in [`adapter`].
+//!
 //! Users normally depend on the `openharness` facade, which re-exports everything here.
 
+pub mod adapter;
 mod agent;
 mod assembled;
 mod backfill;
@@ -18,7 +22,7 @@ mod event;
 mod fold;
 mod handler;
 mod locks;
-pub mod observe;
+mod open_requests;
 mod pattern;
 mod provider;
 mod recover;
@@ -27,38 +31,27 @@ mod run;
 mod runtime;
 mod status;
 mod store;
+mod streamed;
 mod tool;
 mod undo;
 mod workflow;
 
-pub use agent::{Agent, AgentSpec, ReplySource, StructuredOutput};
-pub use assembled::{CodeIdentity, WorkflowState};
-pub use claim::Claim;
-pub use emit::{Emit, IntoEmit, Pending};
-pub use error::{Error, ErrorChain};
-pub use event::{Decoded, Envelope, Event, EventId, EventSet, SessionId};
-pub use fold::{
-    Applied, DEFAULT_CHECKPOINT_INTERVAL, Fold, MAX_CHECKPOINT_INTERVAL, SKIPPED_POSITIONS,
-    Skipped, StreamedFold, UndecodableEvent, catch_quietly,
-};
+pub use agent::{Agent, StructuredOutput};
+pub use assembled::WorkflowState;
+pub use emit::Emit;
+pub use error::Error;
+pub use event::{Envelope, Event, EventId, EventSet, SessionId};
 pub use handler::Handler;
 pub use pattern::Pattern;
-pub use provider::{
-    BoxedProvider, ChatMessage, ChatToolCall, Image, Provider, ProviderError, ProviderEvent,
-    ProviderRequest, ProviderResponse, ProviderSink, ReasoningEffort, Usage,
-};
-pub use recover::ViewAt;
-pub use renderer::{FnRenderer, Renderer, renderer_fn};
-pub use run::{Continuation, OpenCallReport, RunOptions, RunOutcome, StopReason, Unfinished};
-pub use status::{SessionStatus, last_event_summary};
-pub use store::{
-    EVENT_PAGE, EventStream, Recorded, SessionInfo, Snapshot, Store, StoreError, Subscription,
-    SubscriptionSender,
-};
+pub use provider::{BoxedProvider, ChatMessage, Image, Provider, ProviderError, ReasoningEffort};
+pub use renderer::{Renderer, renderer_fn};
+pub use run::{RunOptions, RunOutcome, StopReason};
+pub use status::SessionStatus;
+pub use store::{SessionInfo, Store, StoreError};
 pub use tokio_util::sync::CancellationToken;
-pub use tool::{DEFAULT_MAX_TURNS, FnTool, Tool, ToolError, Toolbox};
+pub use tool::{FnTool, Tool, ToolError};
 pub use undo::Undo;
-pub use workflow::{Workflow, WorkflowBuilder};
+pub use workflow::Workflow;
 
 /// Items used by code that `openharness-macros` generates. Not a public API: names here may
 /// change in any release.

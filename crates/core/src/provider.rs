@@ -103,7 +103,7 @@ impl ProviderRequest {
     /// a JSON schema, and the model's final text is the output (a JSON string).
     ///
     /// ```
-    /// use openharness_core::ProviderRequest;
+    /// use openharness_core::adapter::ProviderRequest;
     /// use std::sync::Arc;
     /// let text = Arc::new(schemars::schema_for!(String).to_value());
     /// assert!(ProviderRequest::new("a", "hi", text).wants_text());
@@ -534,7 +534,7 @@ impl ProviderSink {
     /// it is an error. A failing or unknown tool is an error result the model will read.
     ///
     /// ```
-    /// use openharness_core::{FnTool, ProviderEvent, ProviderSink, Toolbox};
+    /// use openharness_core::{FnTool, adapter::{ProviderEvent, ProviderSink, Toolbox}};
     /// use std::sync::{Arc, Mutex};
     ///
     /// #[derive(serde::Deserialize, schemars::JsonSchema)]

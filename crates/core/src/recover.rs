@@ -31,13 +31,14 @@ use std::sync::Arc;
 use crate::agent::activations;
 use crate::assembled::{Inner, WorkflowState};
 use crate::builtin::{
-    AgentCompleted, AgentStarted, ErrorOccurred, InputReceived, InputRequested, SessionForked,
-    TextDelta, ToolCalled, ToolResult, UserInput, WorkflowCompleted, WorkflowStarted,
+    AgentCompleted, AgentStarted, ErrorOccurred, InputReceived, SessionForked, TextDelta,
+    ToolCalled, ToolResult, UserInput, WorkflowCompleted, WorkflowStarted,
 };
 use crate::emit::Pending;
 use crate::error::Error;
 use crate::event::{Envelope, Event, EventId, SessionId};
 use crate::fold::{Applied, Fold};
+use crate::open_requests::OpenRequests;
 use crate::status::SessionStatus;
 use crate::store::{StoreError, json_len};
 

@@ -48,19 +48,17 @@ use tokio_util::sync::CancellationToken;
 use crate::agent::{Activation, ErasedAgent, OutputRejected, activations};
 use crate::assembled::{Inner, WorkflowState};
 use crate::builtin::{
-    AgentCompleted, AgentStarted, ErrorOccurred, InputReceived, InputRequested, Outcome,
-    OutputRejected as Rejected, TextComplete, TextDelta, ToolCalled, ToolResult, UserInput,
-    WorkflowCompleted, WorkflowStarted,
+    AgentCompleted, AgentStarted, ErrorOccurred, InputReceived, Outcome,
+    OutputRejected as Rejected, TextComplete, UserInput, WorkflowCompleted, WorkflowStarted,
 };
 use crate::emit::{Emit, Pending};
 use crate::error::Error;
 use crate::event::{Envelope, Event, EventId, SessionId};
 use crate::fold::{Applied, Fold, panic_message};
 use crate::locks::SessionGuard;
+use crate::open_requests::OpenRequests;
 use crate::pattern::Pattern;
-use crate::provider::{
-    ChatMessage, Provider, ProviderError, ProviderEvent, ProviderRequest, ProviderSink, Usage,
-};
+use crate::provider::{ChatMessage, Provider, ProviderError, ProviderRequest, ProviderSink, Usage};
 use crate::recover::{Derived, OpenCall, Unrecorded, Window};
 use crate::renderer::Renderer;
 use crate::run::{Continuation, ForkUnfinished, RunOptions, RunOutcome, StopReason};
@@ -278,7 +276,7 @@ pub(crate) async fn run<S: WorkflowState>(
         agent_calls: 0,
         usage: Usage::default(),
         cost: 0.0,
-        open_requests,
+        open_requests: OpenRequests::from_ids(open_requests),
         errors: 0,
         snapshots,
         input_id,
@@ -392,7 +390,7 @@ struct Run<'w, S> {
     usage: Usage,
     cost: f64,
     /// `input:requested` events not answered yet.
-    open_requests: Vec<EventId>,
+    open_requests: OpenRequests,
     /// `error:occurred` events this turn recorded.
     errors: u64,
     /// When the session's snapshots were saved and when the next is due.
@@ -518,7 +516,7 @@ impl<S: WorkflowState> Run<'_, S> {
             reason,
             usage: self.usage,
             cost: self.cost,
-            open_requests: self.open_requests,
+            open_requests: self.open_requests.into_ids(),
             errors: self.errors,
         })
     }

@@ -80,7 +80,7 @@ impl std::fmt::Display for SessionStatus {
 /// value), for backends that list sessions from their last events.
 ///
 /// ```
-/// use openharness_core::{Envelope, SessionStatus, last_event_summary};
+/// use openharness_core::{Envelope, SessionStatus, adapter::last_event_summary};
 /// let event = Envelope::new("workflow:completed", serde_json::json!({ "reason": "idle" }), None);
 /// let json = serde_json::to_vec(&event).unwrap();
 /// let (timestamp, status) = last_event_summary(&json).unwrap();

@@ -110,7 +110,7 @@ impl SessionInfo {
 /// instead of at 0. The state is JSON, as the workflow's state serializes.
 ///
 /// ```
-/// use openharness_core::Snapshot;
+/// use openharness_core::adapter::Snapshot;
 /// let snapshot = Snapshot::new(12, serde_json::json!({ "done": 3 }));
 /// assert_eq!(snapshot.position, 12);
 /// ```

@@ -109,7 +109,7 @@ impl ToolError {
 /// Two toolboxes are equal when they offer the same tools by name, description and schema.
 ///
 /// ```
-/// use openharness_core::{FnTool, Toolbox};
+/// use openharness_core::{FnTool, adapter::Toolbox};
 /// use std::sync::Arc;
 ///
 /// #[derive(serde::Deserialize, schemars::JsonSchema)]

@@ -1,44 +1,5 @@
 //! [`Undo`]: how a handler says what undoes its change, so a tape steps back over an event in
 //! time proportional to the change instead of the state.
-//!
-//! A tape going back one position needs the state before the last event. Without help it
-//! copies a state it kept earlier and folds forward from there: for a state of plain `Vec`s
-//! and `HashMap`s that copy costs as much as the whole state, at every step. A handler that
-//! takes `undo: &mut Undo<Self>` records, as it changes the state, a closure that reverts the
-//! change (pop what it pushed, put back what it replaced); the tape runs those closures
-//! instead, and a step back costs what the event changed.
-//!
-//! An undo must give back exactly the state before the event. A tape checks that whenever
-//! undoing brings it onto one of its snapshots: on a mismatch it logs a warning naming the
-//! position, puts the snapshot's state back and steps back by copying from then on, so a
-//! wrong undo shows wrong states at most until the next snapshot.
-//!
-//! Live runs pass an `Undo` that records nothing ([`Undo::is_recording`] is `false`, and
-//! [`Undo::record`] drops the closure without boxing it), so recording costs nothing where
-//! nobody steps back.
-//!
-//! ```
-//! use openharness_core::{Emit, Undo};
-//! # #[derive(Clone, Default)]
-//! # struct Board { done: Vec<String> }
-//! impl Board {
-//!     fn completed(&mut self, result: &str, undo: &mut Undo<Self>) -> Emit {
-//!         self.done.push(result.to_owned());
-//!         undo.record(|board| {
-//!             board.done.pop();
-//!         });
-//!         Emit::none()
-//!     }
-//! }
-//!
-//! let mut board = Board::default();
-//! let mut undo = Undo::recording();
-//! undo.begin_event();
-//! board.completed("ok", &mut undo);
-//! assert_eq!(board.done.len(), 1);
-//! assert!(undo.revert(&mut board));
-//! assert!(board.done.is_empty());
-//! ```
 
 /// One recorded step back.
 type Op<S> = Box<dyn FnOnce(&mut S) + Send + Sync>;
@@ -47,7 +8,46 @@ type Op<S> = Box<dyn FnOnce(&mut S) + Send + Sync>;
 const KEPT_EVENTS: usize = 1 << 16;
 
 /// The closures that undo the events applied since the tape last started folding, newest
-/// last, grouped by event. See the [module docs](self).
+/// last, grouped by event.
+///
+/// A tape going back one position needs the state before the last event. Without help it
+/// copies a state it kept earlier and folds forward from there: for a state of plain `Vec`s
+/// and `HashMap`s that copy costs as much as the whole state, at every step. A handler that
+/// takes `undo: &mut Undo<Self>` records, as it changes the state, a closure that reverts the
+/// change (pop what it pushed, put back what it replaced); the tape runs those closures
+/// instead, and a step back costs what the event changed.
+///
+/// An undo must give back exactly the state before the event. A tape checks that whenever
+/// undoing brings it onto one of its snapshots: on a mismatch it logs a warning naming the
+/// position, puts the snapshot's state back and steps back by copying from then on, so a
+/// wrong undo shows wrong states at most until the next snapshot.
+///
+/// Live runs pass an `Undo` that records nothing ([`Undo::is_recording`] is `false`, and
+/// [`Undo::record`] drops the closure without boxing it), so recording costs nothing where
+/// nobody steps back.
+///
+/// ```
+/// use openharness_core::{Emit, Undo};
+/// # #[derive(Clone, Default)]
+/// # struct Board { done: Vec<String> }
+/// impl Board {
+///     fn completed(&mut self, result: &str, undo: &mut Undo<Self>) -> Emit {
+///         self.done.push(result.to_owned());
+///         undo.record(|board| {
+///             board.done.pop();
+///         });
+///         Emit::none()
+///     }
+/// }
+///
+/// let mut board = Board::default();
+/// let mut undo = Undo::recording();
+/// undo.begin_event();
+/// board.completed("ok", &mut undo);
+/// assert_eq!(board.done.len(), 1);
+/// assert!(undo.revert(&mut board));
+/// assert!(board.done.is_empty());
+/// ```
 ///
 /// In a handler written with `#[handler]`, take it as a third parameter,
 /// `undo: &mut Undo<Self>`, and call [`Undo::record`] (or [`Undo::keep`]) for each change

@@ -21,7 +21,7 @@ use crate::store::Store;
 /// A runnable workflow. Cheap to clone; clones share agents, store and provider.
 ///
 /// ```
-/// use openharness_core::{Workflow, WorkflowBuilder};
+/// use openharness_core::{Workflow, adapter::WorkflowBuilder};
 /// fn assemble<S: openharness_core::WorkflowState + Default>(store: impl openharness_core::Store) -> Result<Workflow<S>, openharness_core::Error> {
 ///     Workflow::builder("my-workflow").initial_state(S::default()).store(store).build()
 /// }
@@ -116,7 +116,7 @@ impl<S: WorkflowState> Workflow<S> {
     /// println!("code {} ({:?})", workflow.code().code, workflow.code().version);
     /// # }
     /// ```
-    pub fn code(&self) -> &crate::CodeIdentity {
+    pub fn code(&self) -> &crate::adapter::CodeIdentity {
         &self.inner.code
     }
 
@@ -181,7 +181,7 @@ impl<S: WorkflowState> Workflow<S> {
     ///
     /// ```
     /// # async fn demo<S: openharness_core::WorkflowState>(workflow: openharness_core::Workflow<S>, state: S, parent: openharness_core::SessionId) -> Result<(), openharness_core::Error> {
-    /// use openharness_core::{Continuation, Pending, RunOptions, builtin::SessionForked};
+    /// use openharness_core::{RunOptions, builtin::SessionForked, adapter::{Continuation, Pending}};
     /// let first = Pending::of(&SessionForked { parent, position: 0, workflow: Some(workflow.name().to_owned()), open_requests: Vec::new(), state_hash: None, state_edit: None });
     /// let outcome = workflow.run_from(Continuation::new(state, first), RunOptions::new()).await?;
     /// # let _ = outcome; Ok(()) }

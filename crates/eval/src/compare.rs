@@ -485,7 +485,7 @@ fn identical_start(record: &ExperimentRecord, variants: &[&str]) -> Option<bool>
 mod tests {
     use std::collections::BTreeMap;
 
-    use openharness_core::{SessionId, Usage};
+    use openharness_core::{SessionId, adapter::Usage};
 
     use super::*;
     use crate::events::{CaseRecord, EvalRecorded, EvalScored, EvalStarted, RunStatus};

@@ -2,7 +2,7 @@
 //! is run ([`EvalStarted`]), one [`EvalRecorded`] per finished run, one [`EvalScored`] per
 //! score. Reports, comparisons and re-scoring are folds of these ([`crate::ExperimentRecord`]).
 
-use openharness_core::{Event, SessionId, Usage};
+use openharness_core::{Event, SessionId, adapter::Usage};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 

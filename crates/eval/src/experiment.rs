@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::Instant;
 
-use openharness_core::{Envelope, RunOptions, SessionId, StoreError, Usage};
+use openharness_core::{Envelope, RunOptions, SessionId, StoreError, adapter::Usage};
 use openharness_host::{ForkPoint, Host, Hosted, PreparedFork, TurnOutcome};
 use serde_json::Value;
 use tokio::sync::Semaphore;
@@ -706,7 +706,7 @@ impl Job {
             Ok(turns) => turns,
             Err(err) => {
                 run.status = RunStatus::Failed;
-                run.error = Some(openharness_core::ErrorChain(&err).to_string());
+                run.error = Some(openharness_core::adapter::ErrorChain(&err).to_string());
                 // A run that failed before recording anything has no session to point at.
                 if let Ok(None) = self.host.store().session(&session).await {
                     run.session = None;

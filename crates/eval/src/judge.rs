@@ -127,7 +127,7 @@ impl Scorer for Judge {
             .map_err(|err| {
                 ScoreError::new(format!(
                     "the judge failed: {}",
-                    openharness_core::ErrorChain(&err)
+                    openharness_core::adapter::ErrorChain(&err)
                 ))
             })?;
         let found = verdict.state.pointer(&self.score);

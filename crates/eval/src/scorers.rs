@@ -146,14 +146,14 @@ impl From<&str> for Expect {
 
 /// A built-in scorer: a name and what it checks.
 #[derive(Clone)]
-pub struct Builtin {
+pub struct BuiltinScorer {
     name: String,
     check: Check,
 }
 
-impl std::fmt::Debug for Builtin {
+impl std::fmt::Debug for BuiltinScorer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Builtin")
+        f.debug_struct("BuiltinScorer")
             .field("name", &self.name)
             .finish_non_exhaustive()
     }
@@ -179,8 +179,8 @@ enum Check {
     LatencyMs(f64),
 }
 
-fn scorer(name: impl Into<String>, check: Check) -> Builtin {
-    Builtin {
+fn scorer(name: impl Into<String>, check: Check) -> BuiltinScorer {
+    BuiltinScorer {
         name: name.into(),
         check,
     }
@@ -190,7 +190,7 @@ fn scorer(name: impl Into<String>, check: Check) -> Builtin {
 pub fn predicate(
     name: impl Into<String>,
     pred: impl Fn(&Value) -> bool + Send + Sync + 'static,
-) -> Builtin {
+) -> BuiltinScorer {
     scorer(name, Check::Final(Arc::new(pred)))
 }
 
@@ -206,7 +206,7 @@ pub fn predicate(
 pub fn typed<S: DeserializeOwned>(
     name: impl Into<String>,
     pred: impl Fn(&S) -> bool + Send + Sync + 'static,
-) -> Builtin {
+) -> BuiltinScorer {
     predicate(name, move |state| {
         serde_json::from_value::<S>(state.clone()).is_ok_and(|state| pred(&state))
     })
@@ -216,17 +216,17 @@ pub fn typed<S: DeserializeOwned>(
 pub fn ever(
     name: impl Into<String>,
     pred: impl Fn(&Value) -> bool + Send + Sync + 'static,
-) -> Builtin {
+) -> BuiltinScorer {
     scorer(name, Check::Ever(Arc::new(pred)))
 }
 
 /// Passes when `field` equals `expect`.
-pub fn equals(name: impl Into<String>, field: Field, expect: impl Into<Expect>) -> Builtin {
+pub fn equals(name: impl Into<String>, field: Field, expect: impl Into<Expect>) -> BuiltinScorer {
     scorer(name, Check::Equals(field, expect.into()))
 }
 
 /// Passes when `field` contains `expect`: a substring of a string, an element of a list.
-pub fn contains(name: impl Into<String>, field: Field, expect: impl Into<Expect>) -> Builtin {
+pub fn contains(name: impl Into<String>, field: Field, expect: impl Into<Expect>) -> BuiltinScorer {
     scorer(name, Check::Contains(field, expect.into()))
 }
 
@@ -235,7 +235,7 @@ pub fn matches(
     name: impl Into<String>,
     field: Field,
     pattern: &str,
-) -> Result<Builtin, regex::Error> {
+) -> Result<BuiltinScorer, regex::Error> {
     Ok(scorer(
         name,
         Check::Matches(field, regex::Regex::new(pattern)?),
@@ -247,7 +247,7 @@ pub fn json_schema(
     name: impl Into<String>,
     field: Field,
     schema: &Value,
-) -> Result<Builtin, String> {
+) -> Result<BuiltinScorer, String> {
     let validator = jsonschema::validator_for(schema).map_err(|err| err.to_string())?;
     Ok(scorer(name, Check::Schema(field, Arc::new(validator))))
 }
@@ -259,7 +259,7 @@ pub fn tool_calls(
     tool: Option<&str>,
     min: u64,
     max: Option<u64>,
-) -> Builtin {
+) -> BuiltinScorer {
     scorer(
         name,
         Check::ToolCalls {
@@ -271,32 +271,32 @@ pub fn tool_calls(
 }
 
 /// Passes when `tool` was called at least once.
-pub fn tool_called(name: impl Into<String>, tool: &str) -> Builtin {
+pub fn tool_called(name: impl Into<String>, tool: &str) -> BuiltinScorer {
     tool_calls(name, Some(tool), 1, None)
 }
 
 /// Passes when the run started at most `max` agent calls; the value is the count.
-pub fn agent_calls(name: impl Into<String>, max: u64) -> Builtin {
+pub fn agent_calls(name: impl Into<String>, max: u64) -> BuiltinScorer {
     scorer(name, Check::AgentCalls(max))
 }
 
 /// Passes when the run took at most `max` turns; the value is the count.
-pub fn turns(name: impl Into<String>, max: u32) -> Builtin {
+pub fn turns(name: impl Into<String>, max: u32) -> BuiltinScorer {
     scorer(name, Check::Turns(max))
 }
 
 /// Passes when the run cost at most `max` dollars; the value is its cost (lower is better).
-pub fn cost(name: impl Into<String>, max: f64) -> Builtin {
+pub fn cost(name: impl Into<String>, max: f64) -> BuiltinScorer {
     scorer(name, Check::Cost(max))
 }
 
 /// Passes when the run used at most `max` tokens (input + output); the value is the count.
-pub fn tokens(name: impl Into<String>, max: u64) -> Builtin {
+pub fn tokens(name: impl Into<String>, max: u64) -> BuiltinScorer {
     scorer(name, Check::Tokens(max))
 }
 
 /// Passes when the run took at most `max` wall time; the value is its milliseconds.
-pub fn latency(name: impl Into<String>, max: Duration) -> Builtin {
+pub fn latency(name: impl Into<String>, max: Duration) -> BuiltinScorer {
     scorer(name, Check::LatencyMs(max.as_secs_f64() * 1000.0))
 }
 
@@ -317,7 +317,7 @@ fn within(value: f64, max: f64, unit: &str) -> Score {
 }
 
 #[async_trait]
-impl Scorer for Builtin {
+impl Scorer for BuiltinScorer {
     fn name(&self) -> &str {
         &self.name
     }
@@ -617,7 +617,7 @@ impl ScorerSpec {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use openharness_core::builtin::{Outcome, ToolCalled};
-    use openharness_core::{Envelope, SessionId, Store, Usage};
+    use openharness_core::{Envelope, SessionId, Store, adapter::Usage};
     use openharness_host::Host;
     use openharness_store::MemoryStore;
     use serde_json::json;
@@ -708,7 +708,7 @@ mod tests {
         let state = json!({ "count": 42, "tags": ["a", "b"], "answer": "42 apples" });
         let view = RunView::new(&host, &case, &run, &session, &state);
         let schema = json!({ "type": "object", "required": ["answer"], "properties": { "answer": { "type": "string" } } });
-        let checks: Vec<(Builtin, bool, f64)> = vec![
+        let checks: Vec<(BuiltinScorer, bool, f64)> = vec![
             (predicate("p", |s| s["count"] == 42), true, 1.0),
             (
                 equals("eq", Field::state("/count"), Expect::case("/count")),

@@ -50,11 +50,11 @@ async fn recorded() -> (MemoryStore, Host, SessionId, ScriptedProvider) {
     (store, host, first.session, script)
 }
 
-fn published() -> openharness_eval::scorers::Builtin {
+fn published() -> openharness_eval::scorers::BuiltinScorer {
     scorers::predicate("published", |state: &Value| state["release"] == "published")
 }
 
-fn says_done() -> openharness_eval::scorers::Builtin {
+fn says_done() -> openharness_eval::scorers::BuiltinScorer {
     scorers::matches(
         "says-done",
         openharness_eval::Field::output("executor", "/summary"),

@@ -15,7 +15,9 @@ use futures_util::StreamExt;
 use openharness_core::builtin::{
     AgentCompleted, AgentStarted, Builtin, InputReceived, InputRequested, UserInput,
 };
-use openharness_core::{Envelope, Event, EventId, SessionId, SessionInfo, SessionStatus, Usage};
+use openharness_core::{
+    Envelope, Event, EventId, SessionId, SessionInfo, SessionStatus, adapter::Usage,
+};
 use serde::{Deserialize, Serialize};
 
 use crate::Host;

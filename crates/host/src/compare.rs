@@ -38,7 +38,7 @@ pub struct SessionComparison {
     /// The second session's length, counted the same way.
     pub b_len: u64,
     /// Where they part (`None` when every event agrees and the lengths are equal).
-    pub divergence: Option<Divergence>,
+    pub divergence: Option<SessionDivergence>,
 }
 
 /// The nearest session two sessions both descend from.
@@ -57,8 +57,7 @@ pub struct Ancestor {
 /// Where two sessions part.
 #[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
-#[schemars(rename = "SessionDivergence")]
-pub struct Divergence {
+pub struct SessionDivergence {
     /// The first session's event there (`None`: it had ended).
     pub a: Option<Envelope>,
     /// The second session's event there (`None`: it had ended).
@@ -92,7 +91,7 @@ pub struct EventPlace {
     pub position: u64,
 }
 
-impl Divergence {
+impl SessionDivergence {
     /// The two sides' events there (and where each was recorded), the patch between their
     /// payloads when both have one name, and the state patch.
     fn of(
@@ -181,7 +180,7 @@ impl Host {
             .await?
         {
             Some((first_a, first_b, state_patch)) => {
-                Some(Divergence::of(first_a, first_b, Some(state_patch)))
+                Some(SessionDivergence::of(first_a, first_b, Some(state_patch)))
             }
             None => {
                 let (fold_a, fold_b) = match bases {
@@ -235,7 +234,7 @@ impl Host {
                         }
                         _ => self.state_patch(&left, &right, agree + 1).await?,
                     };
-                    Some(Divergence::of(
+                    Some(SessionDivergence::of(
                         (first_a, place(&left, agree)),
                         (first_b, place(&right, agree)),
                         state_patch,

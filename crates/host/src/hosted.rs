@@ -5,8 +5,8 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use openharness_core::{
-    AgentSpec, BoxedProvider, EventId, RunOptions, SessionId, Store, Unfinished, Workflow,
-    WorkflowState,
+    BoxedProvider, EventId, RunOptions, SessionId, Store, Workflow, WorkflowState,
+    adapter::{AgentSpec, Unfinished},
 };
 use openharness_tape::{At, ForkSession, LoadTape, Tape};
 use serde_json::Value;
@@ -14,11 +14,11 @@ use serde_json::Value;
 use crate::error::HostError;
 use crate::json_fold::{JsonFold, TypedFold};
 use crate::prepared::{PreparedFork, TypedFork};
-use crate::wire::{ForkPoint, StateAt, TapeView, TurnOutcome};
+use crate::wire::{ForkPoint, PositionView, StateAt, TurnOutcome};
 
 /// A workflow with its state type erased: what a host, a server or a CLI needs of it.
 ///
-/// Implemented for every [`Workflow<S>`] through [`Hosted::of`]; registered in a
+/// Implemented for every [`Workflow<S>`] through `<dyn Hosted>::of`; registered in a
 /// [`crate::Host`] by name.
 #[async_trait]
 pub trait Hosted: Send + Sync + 'static {
@@ -29,7 +29,7 @@ pub trait Hosted: Send + Sync + 'static {
     fn agents(&self) -> Vec<AgentSpec>;
 
     /// Which code it is, as its `workflow:started` records it ([`Workflow::code`]).
-    fn code(&self) -> openharness_core::CodeIdentity;
+    fn code(&self) -> openharness_core::adapter::CodeIdentity;
 
     /// The state every new session starts from.
     fn initial_state(&self) -> Result<Value, HostError>;
@@ -124,16 +124,17 @@ pub trait Hosted: Send + Sync + 'static {
     /// fold of the whole session skips. The default moves a [`Hosted::tape`] there; the
     /// handle of a typed workflow reads it in one streamed pass ([`Workflow::view_at`]),
     /// holding one state instead of the session.
-    async fn view_at(&self, session: &SessionId, position: u64) -> Result<TapeView, HostError> {
+    async fn view_at(&self, session: &SessionId, position: u64) -> Result<PositionView, HostError> {
         let mut tape = self.tape(session).await?;
         let position = tape.step_to(position);
         let current = position.checked_sub(1).and_then(|seq| {
-            tape.current().map(|event| openharness_core::Recorded {
-                seq,
-                event: event.clone(),
-            })
+            tape.current()
+                .map(|event| openharness_core::adapter::Recorded {
+                    seq,
+                    event: event.clone(),
+                })
         });
-        Ok(TapeView {
+        Ok(PositionView {
             position,
             len: tape.len(),
             current,
@@ -178,7 +179,7 @@ pub trait JsonTape: Send {
     /// The JSON patch from the state at `a` to the state at `b`.
     fn diff(&self, a: u64, b: u64) -> Result<json_patch::Patch, HostError>;
     /// What folding the session skipped (unknown names, undecodable payloads), with seqs.
-    fn skipped(&self) -> &openharness_core::Skipped;
+    fn skipped(&self) -> &openharness_core::adapter::Skipped;
 }
 
 struct Handle<S: WorkflowState>(Workflow<S>);
@@ -219,7 +220,7 @@ impl<S: WorkflowState> JsonTape for TypedTape<S> {
     fn diff(&self, a: u64, b: u64) -> Result<json_patch::Patch, HostError> {
         Ok(self.0.diff(a, b)?)
     }
-    fn skipped(&self) -> &openharness_core::Skipped {
+    fn skipped(&self) -> &openharness_core::adapter::Skipped {
         self.0.skipped()
     }
 }
@@ -258,7 +259,7 @@ impl<S: WorkflowState> Hosted for Handle<S> {
         self.0.agents()
     }
 
-    fn code(&self) -> openharness_core::CodeIdentity {
+    fn code(&self) -> openharness_core::adapter::CodeIdentity {
         self.0.code().clone()
     }
 
@@ -382,9 +383,9 @@ impl<S: WorkflowState> Hosted for Handle<S> {
         Ok(Box::new(TypedTape(self.0.load(session).await?)))
     }
 
-    async fn view_at(&self, session: &SessionId, position: u64) -> Result<TapeView, HostError> {
+    async fn view_at(&self, session: &SessionId, position: u64) -> Result<PositionView, HostError> {
         let view = self.0.view_at(session, position).await?;
-        Ok(TapeView {
+        Ok(PositionView {
             position: view.position,
             len: view.len,
             current: view.current,

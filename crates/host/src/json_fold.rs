@@ -2,7 +2,7 @@
 //! read back as JSON. [`crate::Host::compare`] folds both sessions while it reads them with
 //! it, so each event is read once.
 
-use openharness_core::{Envelope, StreamedFold, WorkflowState};
+use openharness_core::{Envelope, WorkflowState, adapter::StreamedFold};
 use serde_json::Value;
 
 /// A fold of one workflow's events whose state comes out as JSON

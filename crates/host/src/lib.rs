@@ -3,7 +3,7 @@
 //! registered workflow without knowing their state types.
 //!
 //! A [`Host`] answers in JSON-ready types ([`TurnOutcome`], [`SessionSummary`], [`EventsPage`],
-//! [`TapeView`], [`StateAt`]): it starts sessions and turns (run, send, respond, resume), cancels
+//! [`PositionView`], [`StateAt`]): it starts sessions and turns (run, send, respond, resume), cancels
 //! a turn it runs, derives states at positions (one or many in one pass), diffs, forks, lists
 //! sessions with their lineage and status, pages through events and projects chat messages at a
 //! position. Sessions of workflows it does not have can still be listed and read.
@@ -40,8 +40,8 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use openharness_core::{
-    BoxedProvider, CancellationToken, EventId, RunOptions, SessionId, SessionInfo, Store,
-    Unfinished, Workflow, WorkflowState,
+    BoxedProvider, CancellationToken, EventId, RunOptions, SessionId, SessionInfo, Store, Workflow,
+    WorkflowState, adapter::Unfinished,
 };
 use openharness_projection::{
     Approvals, Message, UiMessage, project_messages, ui_messages, ui_messages_with,
@@ -49,14 +49,14 @@ use openharness_projection::{
 
 pub use catalog::{MAX_SESSIONS_PAGE, SessionQuery, SessionSort, SessionsPage};
 pub use code::CodeChange;
-pub use compare::{Ancestor, Divergence, EventPlace, SessionComparison};
+pub use compare::{Ancestor, EventPlace, SessionComparison, SessionDivergence};
 pub use error::HostError;
 pub use hosted::{Hosted, JsonTape};
 pub use json_fold::JsonFold;
 pub use prepared::PreparedFork;
 pub use replay::{ReplayDivergence, Replayed};
 pub use schema::{WireSchema, wire_schemas};
-pub use wire::{EventsPage, ForkPoint, SessionSummary, StateAt, TapeView, TurnOutcome};
+pub use wire::{EventsPage, ForkPoint, PositionView, SessionSummary, StateAt, TurnOutcome};
 
 /// How deep a chain of forks is followed to find the workflow that owns a session.
 const MAX_LINEAGE: usize = 64;
@@ -338,9 +338,9 @@ impl Host {
             .events(session, from..to)
             .await
             .map_err(self.store_error())?;
-        let events: Vec<openharness_core::Recorded> = (from..)
+        let events: Vec<openharness_core::adapter::Recorded> = (from..)
             .zip(events)
-            .map(|(seq, event)| openharness_core::Recorded { seq, event })
+            .map(|(seq, event)| openharness_core::adapter::Recorded { seq, event })
             .collect();
         let next_after = (to < info.count && !events.is_empty()).then(|| to - 1);
         Ok(EventsPage {
@@ -467,7 +467,7 @@ impl Host {
         &self,
         session: &SessionId,
         position: u64,
-    ) -> Result<TapeView, HostError> {
+    ) -> Result<PositionView, HostError> {
         self.workflow_of(session)
             .await?
             .view_at(session, position)

@@ -14,7 +14,8 @@ use openharness_core::builtin::{
     WorkflowStarted,
 };
 use openharness_core::{
-    Envelope, Event, Recorded, SessionInfo, SessionStatus, StopReason, Unfinished, Usage,
+    Envelope, Event, SessionInfo, SessionStatus, StopReason,
+    adapter::{Recorded, Unfinished, Usage},
 };
 use openharness_projection::{Message, Part, Role, TextState, ToolState, UiMessage, UiPart};
 use openharness_tape::{Divergence, EventShape};
@@ -25,7 +26,7 @@ use serde_json::{Map, Value};
 use crate::catalog::{SessionSort, SessionsPage};
 use crate::code::CodeChange;
 use crate::compare::SessionComparison;
-use crate::wire::{EventsPage, ForkPoint, SessionSummary, StateAt, TapeView, TurnOutcome};
+use crate::wire::{EventsPage, ForkPoint, PositionView, SessionSummary, StateAt, TurnOutcome};
 
 /// One wire type's schema.
 #[derive(Debug, Clone, PartialEq)]
@@ -83,7 +84,7 @@ pub fn wire_schemas() -> Vec<WireSchema> {
         of::<CodeChange>("CodeChange"),
         of::<SessionSort>("SessionSort"),
         of::<EventsPage>("EventsPage"),
-        of::<TapeView>("TapeView"),
+        of::<PositionView>("TapeView"),
         of::<StateAt>("StateAt"),
         of::<ForkPoint>("ForkPoint"),
         // Projections.

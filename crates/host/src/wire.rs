@@ -3,7 +3,8 @@
 
 use chrono::{DateTime, Utc};
 use openharness_core::{
-    EventId, Recorded, RunOutcome, SessionId, SessionInfo, SessionStatus, StopReason, Usage,
+    EventId, RunOutcome, SessionId, SessionInfo, SessionStatus, StopReason,
+    adapter::{Recorded, Usage},
 };
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -124,8 +125,9 @@ pub struct EventsPage {
 /// A session at one position: the event that led there and the state there.
 #[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
+#[schemars(rename = "TapeView")]
 #[non_exhaustive]
-pub struct TapeView {
+pub struct PositionView {
     /// The position (clamped to `0..=len`).
     pub position: u64,
     /// The session's length.
@@ -137,7 +139,7 @@ pub struct TapeView {
     /// What folding the session skipped: events of names the workflow does not know and
     /// events whose payload no longer decodes (the state diverges from the recorded run's
     /// there), counted, with the seqs of the first ones.
-    pub skipped: openharness_core::Skipped,
+    pub skipped: openharness_core::adapter::Skipped,
 }
 
 /// The state at one position.

@@ -452,8 +452,8 @@ fn generate(item: &ItemImpl, agent: &Checked<'_>) -> TokenStream {
     } = agent;
     let reply = reply.as_ref().map(|field| {
         quote! {
-            fn reply(&self) -> #krate::ReplySource {
-                #krate::ReplySource::Field(#field)
+            fn reply(&self) -> #krate::adapter::ReplySource {
+                #krate::adapter::ReplySource::Field(#field)
             }
         }
     });

@@ -297,7 +297,7 @@ fn generate_event_set(ident: &Ident, variants: &[Variant], krate: &TokenStream) 
         (
             quote! {
                 let _ = (name, payload);
-                #result::Ok(#krate::Decoded::Unknown)
+                #result::Ok(#krate::adapter::Decoded::Unknown)
             },
             quote!(match *self {}),
         )
@@ -306,12 +306,12 @@ fn generate_event_set(ident: &Ident, variants: &[Variant], krate: &TokenStream) 
             quote! {
                 #(
                     if name == #events.0 {
-                        return #result::Ok(#krate::Decoded::Known(
+                        return #result::Ok(#krate::adapter::Decoded::Known(
                             Self::#idents((#events.1)(payload)?),
                         ));
                     }
                 )*
-                #result::Ok(#krate::Decoded::Unknown)
+                #result::Ok(#krate::adapter::Decoded::Unknown)
             },
             quote! {
                 match *self {
@@ -335,7 +335,7 @@ fn generate_event_set(ident: &Ident, variants: &[Variant], krate: &TokenStream) 
             fn decode(
                 name: &str,
                 payload: &#json::Value,
-            ) -> #result<#krate::Decoded<Self>, #json::Error> {
+            ) -> #result<#krate::adapter::Decoded<Self>, #json::Error> {
                 #decode
             }
 

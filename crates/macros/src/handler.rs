@@ -485,7 +485,8 @@ fn generate_match(
             })
         } else {
             let krate = respan(krate, *return_span);
-            let into_emit = quote_spanned!(*return_span=> #krate::IntoEmit::into_emit(#call));
+            let into_emit =
+                quote_spanned!(*return_span=> #krate::adapter::IntoEmit::into_emit(#call));
             quote!({ #before #into_emit })
         };
         quote! {

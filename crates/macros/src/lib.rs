@@ -75,7 +75,7 @@ use proc_macro::TokenStream;
 ///
 /// ```
 /// use openharness::prelude::*;
-/// use openharness::Decoded;
+/// use openharness::adapter::Decoded;
 ///
 /// #[event]
 /// #[derive(Debug, Clone, PartialEq)]
@@ -313,7 +313,7 @@ pub fn handler(attr: TokenStream, item: TokenStream) -> TokenStream {
 /// - optionally `fn tools(&self) -> Vec<Arc<dyn Tool>>`, instead of `tools = [...]`, for tools
 ///   built some other way (shared `Arc`s, a list decided at run time);
 /// - optionally `fn max_turns(&self) -> u32`: how many model turns one call may take in the
-///   tool loop (default `openharness::DEFAULT_MAX_TURNS`);
+///   tool loop (default `openharness::adapter::DEFAULT_MAX_TURNS`);
 /// - optionally `fn system(&self, state: &State, trigger: &Trigger) -> Option<String>` (or
 ///   `-> String`): the system prompt;
 /// - optionally `fn messages(&self, state: &State, trigger: &Trigger) -> Vec<ChatMessage>`: the

@@ -39,32 +39,17 @@
 //! ```
 
 pub use openharness_core::{
-    Agent, AgentSpec, Applied, BoxedProvider, CancellationToken, ChatMessage, ChatToolCall,
-    Continuation, DEFAULT_CHECKPOINT_INTERVAL, DEFAULT_MAX_TURNS, Decoded, Emit, Envelope, Error,
-    ErrorChain, Event, EventId, EventSet, EventStream, FnRenderer, FnTool, Fold, Handler, Image,
-    IntoEmit, MAX_CHECKPOINT_INTERVAL, OpenCallReport, Pattern, Pending, Provider, ProviderError,
-    ProviderRequest, ReasoningEffort, Recorded, Renderer, ReplySource, RunOptions, RunOutcome,
-    SKIPPED_POSITIONS, SessionId, SessionInfo, SessionStatus, Skipped, StopReason, Store,
-    StoreError, StructuredOutput, Subscription, Tool, ToolError, Toolbox, UndecodableEvent, Undo,
-    Unfinished, Usage, Workflow, WorkflowBuilder, WorkflowState, builtin, renderer_fn,
+    Agent, BoxedProvider, CancellationToken, ChatMessage, Emit, Envelope, Error, Event, EventId,
+    EventSet, FnTool, Handler, Image, Pattern, Provider, ProviderError, ReasoningEffort, Renderer,
+    RunOptions, RunOutcome, SessionId, SessionInfo, SessionStatus, StopReason, Store, StoreError,
+    StructuredOutput, Tool, ToolError, Undo, Workflow, WorkflowState, adapter, builtin,
+    renderer_fn,
 };
 pub use openharness_macros::*;
 
 /// [schemars](https://docs.rs/schemars) 1, the version Open Harness uses: derive
 /// `schemars::JsonSchema` for agent outputs with `use openharness::schemars;` in scope.
 pub use openharness_core::__private::schemars;
-
-/// What implementing a [`Store`] or a [`Provider`] takes, beyond what using one does: the
-/// channel behind a [`Subscription`], paged [`EventStream`]s (`EventStream::paged`), snapshots,
-/// the sink a provider streams to and what it answers, the metadata a backend reads from a
-/// session's last event.
-pub mod adapter {
-    pub use openharness_core::{
-        EVENT_PAGE, Envelope, EventStream, Provider, ProviderError, ProviderEvent, ProviderRequest,
-        ProviderResponse, ProviderSink, Recorded, SessionId, SessionInfo, SessionStatus, Snapshot,
-        Store, StoreError, Subscription, SubscriptionSender, Usage, last_event_summary,
-    };
-}
 
 /// Event stores: [`store::MemoryStore`] for tests, [`store::RedbStore`] as the durable default,
 /// and `store::PostgresStore` with the `postgres` feature.

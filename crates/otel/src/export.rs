@@ -132,7 +132,7 @@ impl Collector {
         &self.endpoint
     }
 
-    /// Sends `spans`, [`BATCH`] to a request. The first request the collector does not
+    /// Sends `spans`, at most `BATCH` (512) to a request. The first request the collector does not
     /// accept (after the exporter's retries) fails the call; the ones before it were sent.
     pub async fn send(&self, spans: &[Span]) -> Result<(), OtelError> {
         for chunk in spans.chunks(BATCH) {

@@ -12,8 +12,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
+use openharness_core::adapter::observe::{Observed, StoreObserver};
 use openharness_core::builtin::SessionForked;
-use openharness_core::observe::{Observed, StoreObserver};
 use openharness_core::{CancellationToken, Envelope, Event, SessionId, Store, StoreError};
 use tokio::runtime::Handle;
 use tokio::sync::mpsc;

@@ -16,8 +16,8 @@ use std::sync::Arc;
 
 use openharness_core::builtin::{ToolCalled, ToolResult};
 use openharness_core::{
-    Agent, BoxedProvider, ChatMessage, ChatToolCall, Emit, Error, Event, FnTool, Image,
-    ReasoningEffort, Store, Tool, Undo, Workflow,
+    Agent, BoxedProvider, ChatMessage, Emit, Error, Event, FnTool, Image, ReasoningEffort, Store,
+    Tool, Undo, Workflow, adapter::ChatToolCall,
 };
 use openharness_macros::{event, handler};
 use serde::{Deserialize, Serialize};
@@ -408,7 +408,7 @@ pub fn for_reading(store: Arc<dyn Store>) -> Result<Workflow<ChatState>, Error> 
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
-    use openharness_core::{Handler, ProviderRequest};
+    use openharness_core::{Handler, adapter::ProviderRequest};
     use serde_json::json;
 
     fn fold(events: Vec<ChatEvent>) -> ChatState {

@@ -55,8 +55,8 @@ pub use error::PlatformError;
 pub use events::{Notification, Resume};
 pub use keys::{KeyError, MASTER_KEYS_ENV, MASTER_KEYS_FILE_ENV, MasterKeys, SealedKey};
 pub use messages::{
-    ContentPart, Controls, MAX_IMAGES_PER_MESSAGE, Message, MessageInput, MessageRole, NewMessage,
-    Posted, Reasoning,
+    ContentPart, Controls, MAX_IMAGES_PER_MESSAGE, MessageInput, MessageRole, NewMessage, Posted,
+    Reasoning, SessionMessage,
 };
 pub use platform::rotate::Rotation;
 pub use platform::{PLATFORM_LOG, Platform};
@@ -65,6 +65,6 @@ pub use requests::{
     ProviderPatch, SessionPatch, SetCapabilities,
 };
 pub use resources::{
-    Agent, AgentCapability, AgentStatus, Capability, CapabilityStatus, LlmModel, LlmProvider, Page,
-    ProviderType, ResourceStatus, Session, SessionStatus,
+    AgentCapability, AgentResource, AgentStatus, Capability, CapabilityStatus, LlmModel,
+    LlmProvider, Page, ProviderType, ResourceStatus, Session, SessionPhase,
 };

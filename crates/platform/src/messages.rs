@@ -80,7 +80,8 @@ pub enum ContentPart {
 
 /// A message of a session, projected from one event of its log.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct Message {
+#[schemars(rename = "Message")]
+pub struct SessionMessage {
     /// The id of the event it is.
     pub id: Uuid,
     /// The session.
@@ -342,7 +343,7 @@ impl NewMessage {
 }
 
 /// The message an event is, if it is one.
-pub(crate) fn project(session: Uuid, seq: u64, event: &Envelope) -> Option<Message> {
+pub(crate) fn project(session: Uuid, seq: u64, event: &Envelope) -> Option<SessionMessage> {
     let payload = &event.payload;
     let text = |field: &str| payload[field].as_str().map(str::to_owned);
     let (role, part) = match event.name.as_ref() {
@@ -373,7 +374,7 @@ pub(crate) fn project(session: Uuid, seq: u64, event: &Envelope) -> Option<Messa
         }
         _ => return None,
     };
-    Some(Message {
+    Some(SessionMessage {
         id: *event.id.as_uuid(),
         session_id: session,
         sequence: seq,

@@ -29,7 +29,7 @@ use chrono::Utc;
 use openharness_core::{BoxedProvider, Envelope, SessionId, Store, StoreError};
 
 use crate::events::{Notification, Projector, Resume};
-use crate::messages::{Message, project};
+use crate::messages::{SessionMessage, project};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
@@ -42,8 +42,8 @@ use crate::requests::{
     SessionPatch, SetCapabilities,
 };
 use crate::resources::{
-    Agent, AgentCapability, AgentStatus, Capability, CapabilityStatus, LlmModel, LlmProvider,
-    ProviderRecord, Session, SessionRecord, SessionStatus,
+    AgentCapability, AgentResource, AgentStatus, Capability, CapabilityStatus, LlmModel,
+    LlmProvider, ProviderRecord, Session, SessionPhase, SessionRecord,
 };
 
 mod agents;
@@ -325,7 +325,7 @@ mod tests {
     #[test]
     fn every_change_round_trips_through_its_event() {
         let now = Utc::now();
-        let agent = Agent {
+        let agent = AgentResource {
             id: Uuid::now_v7(),
             name: "a".into(),
             description: None,

@@ -1,5 +1,5 @@
 //! The platform's resources as the `/v1` API writes them (snake_case JSON, UUID v7 ids,
-//! RFC 3339 UTC timestamps), field by field as the Everruns seed has them: [`Agent`],
+//! RFC 3339 UTC timestamps), field by field as the Everruns seed has them: [`AgentResource`],
 //! [`LlmProvider`], [`LlmModel`], [`Capability`] and [`AgentCapability`], and the one
 //! pagination envelope, [`Page`].
 
@@ -12,18 +12,19 @@ use crate::keys::SealedKey;
 /// An agent: a system prompt, a default model and tags. Archived agents stay readable.
 ///
 /// ```
-/// use openharness_platform::{Agent, AgentStatus};
+/// use openharness_platform::{AgentResource, AgentStatus};
 /// let json = serde_json::json!({
 ///     "id": "0190f0f0-0000-7000-8000-000000000001", "name": "helper", "description": null,
 ///     "system_prompt": "Be brief.", "default_model_id": null, "tags": ["demo"],
 ///     "status": "active", "created_at": "2026-01-01T00:00:00Z", "updated_at": "2026-01-01T00:00:00Z"
 /// });
-/// let agent: Agent = serde_json::from_value(json)?;
+/// let agent: AgentResource = serde_json::from_value(json)?;
 /// assert_eq!(agent.status, AgentStatus::Active);
 /// # Ok::<(), serde_json::Error>(())
 /// ```
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct Agent {
+#[schemars(rename = "Agent")]
+pub struct AgentResource {
     /// Its id (UUID v7).
     pub id: Uuid,
     /// Its name.
@@ -244,7 +245,7 @@ impl<T> Page<T> {
 /// times are read from that session's log, so every replica tells the same.
 ///
 /// ```
-/// use openharness_platform::{Session, SessionStatus};
+/// use openharness_platform::{Session, SessionPhase};
 /// let json = serde_json::json!({
 ///     "id": "0190f0f0-0000-7000-8000-000000000002",
 ///     "agent_id": "0190f0f0-0000-7000-8000-000000000001", "title": null, "tags": [],
@@ -252,7 +253,7 @@ impl<T> Page<T> {
 ///     "started_at": null, "finished_at": null
 /// });
 /// let session: Session = serde_json::from_value(json)?;
-/// assert_eq!(session.status, SessionStatus::Pending);
+/// assert_eq!(session.status, SessionPhase::Pending);
 /// # Ok::<(), serde_json::Error>(())
 /// ```
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -269,7 +270,7 @@ pub struct Session {
     pub model_id: Option<Uuid>,
     /// `pending` (nothing running), `running` (a turn is under way) or `failed` (the last
     /// turn failed).
-    pub status: SessionStatus,
+    pub status: SessionPhase,
     /// When it was created.
     pub created_at: DateTime<Utc>,
     /// When its first turn started, if one has.
@@ -281,7 +282,8 @@ pub struct Session {
 /// What a session is doing: pending → running → pending, or failed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
-pub enum SessionStatus {
+#[schemars(rename = "SessionStatus")]
+pub enum SessionPhase {
     /// Waiting for a message.
     Pending,
     /// A turn is under way.

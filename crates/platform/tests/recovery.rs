@@ -9,10 +9,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use openharness_core::{
-    Claim, Envelope, RunOptions, SessionId, SessionInfo, Snapshot, Store, StoreError, Subscription,
+    Envelope, RunOptions, SessionId, SessionInfo, Store, StoreError,
+    adapter::{Claim, Snapshot, Subscription},
 };
 use openharness_platform::{
-    ChatAgent, Message, NewAgent, NewMessage, NewSession, Platform, agent_chat_workflow,
+    ChatAgent, NewAgent, NewMessage, NewSession, Platform, SessionMessage, agent_chat_workflow,
 };
 use openharness_provider::{Reply, ScriptedProvider};
 use serde_json::json;
@@ -41,7 +42,7 @@ fn message(text: &str) -> NewMessage {
     serde_json::from_value(json!({ "content": [{ "type": "text", "text": text }] })).unwrap()
 }
 
-fn texts(messages: &[Message]) -> Vec<String> {
+fn texts(messages: &[SessionMessage]) -> Vec<String> {
     messages
         .iter()
         .map(|m| {

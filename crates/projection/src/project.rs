@@ -390,7 +390,7 @@ mod tests {
 
     use chrono::DateTime;
     use openharness_core::Event;
-    use openharness_core::Usage;
+    use openharness_core::adapter::Usage;
     use openharness_core::builtin::{
         AgentCompleted, AgentStarted, ErrorOccurred, Outcome, TextComplete, TextDelta, ToolCalled,
         WorkflowCompleted, WorkflowStarted,

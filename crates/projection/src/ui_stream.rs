@@ -821,7 +821,7 @@ mod tests {
     use openharness_core::builtin::{
         AgentCompleted, AgentStarted, TextDelta, UserInput, WorkflowCompleted, WorkflowStarted,
     };
-    use openharness_core::{Event, Usage};
+    use openharness_core::{Event, adapter::Usage};
 
     use super::*;
 

@@ -7,7 +7,7 @@ use openharness_core::builtin::{
     AgentCompleted, AgentStarted, ErrorOccurred, Outcome, TextComplete, TextDelta, ToolCalled,
     ToolResult, UserInput, WorkflowCompleted, WorkflowStarted,
 };
-use openharness_core::{Envelope, Event, EventId, Usage};
+use openharness_core::{Envelope, Event, EventId, adapter::Usage};
 use openharness_projection::{project_messages, to_ui_messages};
 use serde_json::json;
 use uuid::Uuid;

@@ -19,7 +19,8 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use openharness_core::{
-    Provider, ProviderError, ProviderEvent, ProviderRequest, ProviderResponse, ProviderSink, Usage,
+    Provider, ProviderError,
+    adapter::{ProviderEvent, ProviderRequest, ProviderResponse, ProviderSink, Usage},
 };
 use reqwest::header::HeaderMap;
 use serde_json::{Value, json};
@@ -52,7 +53,7 @@ pub const OUTPUT_TOOL: &str = "structured_output";
 /// How structured output is requested.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 #[non_exhaustive]
-pub enum StructuredOutput {
+pub enum OutputMethod {
     /// `output_config.format` with the transformed schema, or the forced tool when the schema
     /// cannot be transformed (the default).
     #[default]
@@ -86,7 +87,7 @@ pub struct AnthropicBuilder {
     model: String,
     max_tokens: u32,
     system: Option<String>,
-    structured: StructuredOutput,
+    structured: OutputMethod,
     retry: RetryPolicy,
     timeouts: Timeouts,
     pricing: Option<Pricing>,
@@ -117,8 +118,8 @@ impl AnthropicBuilder {
         self
     }
 
-    /// How structured output is requested (default [`StructuredOutput::Auto`]).
-    pub fn structured_output(mut self, mode: StructuredOutput) -> Self {
+    /// How structured output is requested (default [`OutputMethod::Auto`]).
+    pub fn structured_output(mut self, mode: OutputMethod) -> Self {
         self.structured = mode;
         self
     }
@@ -198,7 +199,7 @@ impl AnthropicProvider {
             model: DEFAULT_MODEL.into(),
             max_tokens: 4096,
             system: None,
-            structured: StructuredOutput::Auto,
+            structured: OutputMethod::Auto,
             retry: RetryPolicy::default(),
             timeouts: Timeouts::default(),
             pricing: None,
@@ -274,19 +275,19 @@ impl<'a> AnthropicTurns<'a> {
         let mode = (!request.wants_text()).then(|| {
             let transformed = schema::for_anthropic(&request.schema);
             let mode = match (config.structured, &transformed) {
-                (StructuredOutput::Auto, Ok(_)) => StructuredOutput::OutputConfig,
-                (StructuredOutput::Auto, Err(err)) => {
+                (OutputMethod::Auto, Ok(_)) => OutputMethod::OutputConfig,
+                (OutputMethod::Auto, Err(err)) => {
                     tracing::debug!(agent = %request.agent, %err, "using the forced-tool method");
-                    StructuredOutput::ForcedTool
+                    OutputMethod::ForcedTool
                 }
                 (mode, _) => mode,
             };
             (mode, transformed)
         });
-        let forced_tool = matches!(mode, Some((StructuredOutput::ForcedTool, _)));
+        let forced_tool = matches!(mode, Some((OutputMethod::ForcedTool, _)));
         match mode {
             None => {}
-            Some((StructuredOutput::ForcedTool, _)) => {
+            Some((OutputMethod::ForcedTool, _)) => {
                 tools.push(json!({
                     "name": OUTPUT_TOOL,
                     "description": "Return the final answer. Call this exactly once, with the complete answer as its input.",
@@ -305,7 +306,7 @@ impl<'a> AnthropicTurns<'a> {
                     message: format!("agent `{}`: {err}", request.agent),
                 })?;
                 let format = json!({ "type": "json_schema", "schema": schema });
-                if mode == StructuredOutput::BetaOutputFormat {
+                if mode == OutputMethod::BetaOutputFormat {
                     header(&mut headers, "anthropic-beta", STRUCTURED_OUTPUTS_BETA)?;
                     body.insert("output_format".into(), format);
                 } else {

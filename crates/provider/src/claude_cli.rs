@@ -29,7 +29,8 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use openharness_core::{
-    Provider, ProviderError, ProviderEvent, ProviderRequest, ProviderResponse, ProviderSink, Usage,
+    Provider, ProviderError,
+    adapter::{ProviderEvent, ProviderRequest, ProviderResponse, ProviderSink, Usage},
 };
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
@@ -47,7 +48,7 @@ const NAME: &str = "claude-cli";
 ///     .model("sonnet")
 ///     .persist_session(false)
 ///     .include_partial_messages(true);
-/// assert_eq!(provider.command_line(&openharness_core::ProviderRequest::new(
+/// assert_eq!(provider.command_line(&openharness_core::adapter::ProviderRequest::new(
 ///     "planner", "plan", std::sync::Arc::new(serde_json::json!({ "type": "object" })),
 /// ))[..5], ["-p", "--output-format", "stream-json", "--verbose", "--input-format"]);
 /// ```

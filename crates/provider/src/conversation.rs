@@ -10,8 +10,8 @@
 
 use async_trait::async_trait;
 use openharness_core::{
-    ChatMessage, Image, ProviderError, ProviderRequest, ProviderResponse, ProviderSink, Toolbox,
-    Usage,
+    ChatMessage, Image, ProviderError,
+    adapter::{ProviderRequest, ProviderResponse, ProviderSink, Toolbox, Usage},
 };
 use serde_json::{Value, json};
 

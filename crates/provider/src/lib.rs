@@ -14,7 +14,7 @@
 //! [`testing`] has fake servers that speak each protocol, for tests without a network.
 //!
 //! ```
-//! use openharness_core::{Provider, ProviderRequest, ProviderSink};
+//! use openharness_core::{Provider, adapter::{ProviderRequest, ProviderSink}};
 //! use openharness_provider::{Reply, ScriptedProvider};
 //! use serde_json::json;
 //! use std::sync::Arc;

@@ -19,7 +19,8 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use openharness_core::{
-    Provider, ProviderError, ProviderEvent, ProviderRequest, ProviderResponse, ProviderSink, Usage,
+    Provider, ProviderError,
+    adapter::{ProviderEvent, ProviderRequest, ProviderResponse, ProviderSink, Usage},
 };
 use reqwest::header::HeaderMap;
 use serde_json::{Value, json};

@@ -3,12 +3,12 @@
 //! The built-in table covers Anthropic's current model families at their published list
 //! prices per million tokens; prices change, so providers take an explicit [`Pricing`] too.
 
-use openharness_core::Usage;
+use openharness_core::adapter::Usage;
 
 /// Prices in US dollars per million tokens.
 ///
 /// ```
-/// use openharness_core::Usage;
+/// use openharness_core::adapter::Usage;
 /// use openharness_provider::Pricing;
 ///
 /// let pricing = Pricing::per_million(3.0, 15.0);

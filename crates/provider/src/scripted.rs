@@ -15,8 +15,8 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use openharness_core::{
-    Provider, ProviderError, ProviderEvent, ProviderRequest, ProviderResponse, ProviderSink,
-    Toolbox, Usage,
+    Provider, ProviderError,
+    adapter::{ProviderEvent, ProviderRequest, ProviderResponse, ProviderSink, Toolbox, Usage},
 };
 use serde_json::Value;
 
@@ -33,7 +33,7 @@ type Fallback = Arc<dyn Fn(&ProviderRequest) -> Reply + Send + Sync>;
 /// the workflow owns another.
 ///
 /// ```
-/// use openharness_core::{Provider, ProviderError, ProviderRequest, ProviderSink};
+/// use openharness_core::{Provider, ProviderError, adapter::{ProviderRequest, ProviderSink}};
 /// use openharness_provider::{Reply, ScriptedProvider};
 /// use serde_json::json;
 /// use std::sync::Arc;
@@ -293,7 +293,7 @@ impl Provider for ScriptedProvider {
 /// One scripted answer: what to stream, then the output (or an error), usage and cost.
 ///
 /// ```
-/// use openharness_core::Usage;
+/// use openharness_core::adapter::Usage;
 /// use openharness_provider::Reply;
 /// use serde_json::json;
 /// use std::time::Duration;
@@ -369,7 +369,7 @@ impl Reply {
     /// tool calls.
     ///
     /// ```
-    /// use openharness_core::ProviderEvent;
+    /// use openharness_core::adapter::ProviderEvent;
     /// use openharness_provider::Reply;
     /// let reply = Reply::output(serde_json::Value::Null).text("Hello, big  world");
     /// let deltas: Vec<_> = reply
@@ -398,7 +398,7 @@ impl Reply {
     /// this way without a network.
     ///
     /// ```
-    /// use openharness_core::{FnTool, Provider, ProviderRequest, ProviderSink, Toolbox};
+    /// use openharness_core::{FnTool, Provider, adapter::{ProviderRequest, ProviderSink, Toolbox}};
     /// use openharness_provider::{Reply, ScriptedProvider};
     /// use serde_json::json;
     /// use std::sync::Arc;

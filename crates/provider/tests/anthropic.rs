@@ -9,10 +9,10 @@ use std::time::Duration;
 
 use common::{TEXT_REPLY, chat_request, deltas, recording_sink, request, text_schema, two_tools};
 use openharness_core::{
-    ChatMessage, Image, Provider, ProviderError, ProviderEvent, ProviderRequest, ProviderSink,
-    ReasoningEffort,
+    ChatMessage, Image, Provider, ProviderError, ReasoningEffort,
+    adapter::{ProviderEvent, ProviderRequest, ProviderSink},
 };
-use openharness_provider::anthropic::{OUTPUT_TOOL, StructuredOutput};
+use openharness_provider::anthropic::{OUTPUT_TOOL, OutputMethod};
 use openharness_provider::testing::anthropic::{self as wire, KEY};
 use openharness_provider::testing::{FakeResponse, FakeServer};
 use openharness_provider::{AnthropicProvider, ApiKey, RetryPolicy};
@@ -219,7 +219,7 @@ async fn forced_tool_with_other_tools_uses_tool_choice_any() {
     let server = FakeServer::anthropic(KEY).await.unwrap();
     let provider = AnthropicProvider::builder(ApiKey::new(KEY))
         .base_url(server.base_url())
-        .structured_output(StructuredOutput::ForcedTool)
+        .structured_output(OutputMethod::ForcedTool)
         .build()
         .unwrap();
     server.respond(wire::tool_calls(&[(
@@ -247,7 +247,7 @@ async fn the_beta_output_format_shape_sends_its_header() {
     let server = FakeServer::anthropic(KEY).await.unwrap();
     let provider = AnthropicProvider::builder(ApiKey::new(KEY))
         .base_url(server.base_url())
-        .structured_output(StructuredOutput::BetaOutputFormat)
+        .structured_output(OutputMethod::BetaOutputFormat)
         .build()
         .unwrap();
     server.respond(wire::json_output(&json!({ "answer": 3 })));
@@ -673,7 +673,7 @@ async fn effort_with_the_forced_tool_gets_an_output_config_of_its_own() {
     let server = FakeServer::anthropic(KEY).await.unwrap();
     let provider = AnthropicProvider::builder(ApiKey::new(KEY))
         .base_url(server.base_url())
-        .structured_output(StructuredOutput::ForcedTool)
+        .structured_output(OutputMethod::ForcedTool)
         .build()
         .unwrap();
     server.respond(wire::tool_output(&json!({ "answer": 1 })));

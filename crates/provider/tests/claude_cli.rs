@@ -7,7 +7,10 @@ mod common;
 use std::time::Duration;
 
 use common::{TEXT_REPLY, chat_request, deltas, recording_sink, request, two_tools};
-use openharness_core::{Provider, ProviderEvent, ProviderSink};
+use openharness_core::{
+    Provider,
+    adapter::{ProviderEvent, ProviderSink},
+};
 use openharness_provider::ClaudeCliProvider;
 use openharness_provider::testing::FakeClaude;
 use serde_json::json;
@@ -229,7 +232,7 @@ async fn images_reach_the_cli_as_image_blocks_of_the_user_message() {
         "R0lGODlh",
     )]);
     provider
-        .complete(req, openharness_core::ProviderSink::discard())
+        .complete(req, openharness_core::adapter::ProviderSink::discard())
         .await
         .unwrap();
     assert_eq!(

@@ -9,7 +9,8 @@ use std::time::Duration;
 
 use common::{TEXT_REPLY, chat_request, deltas, recording_sink, request, text_schema, two_tools};
 use openharness_core::{
-    Image, Provider, ProviderError, ProviderEvent, ProviderRequest, ProviderSink, ReasoningEffort,
+    Image, Provider, ProviderError, ReasoningEffort,
+    adapter::{ProviderEvent, ProviderRequest, ProviderSink},
 };
 use openharness_provider::testing::openai::{self as wire, KEY};
 use openharness_provider::testing::{FakeResponse, FakeServer};

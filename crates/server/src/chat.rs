@@ -53,7 +53,7 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use futures_util::{StreamExt, stream};
 use openharness_core::builtin::{InputReceived, UserInput};
-use openharness_core::{Event as _, EventId, Recorded, RunOptions, SessionId};
+use openharness_core::{Event as _, EventId, RunOptions, SessionId, adapter::Recorded};
 use openharness_projection::{
     APPROVED_FIELD, Approvals, MESSAGE_ID_FIELD, REASON_FIELD, REGENERATES_FIELD, UiStream,
     approval_text, approval_tool_call_id, opens_message,

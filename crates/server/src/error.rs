@@ -97,7 +97,7 @@ impl IntoResponse for ApiError {
 impl From<HostError> for ApiError {
     fn from(err: HostError) -> Self {
         // Each cause once: the store that failed and why.
-        let message = openharness_core::ErrorChain(&err).to_string();
+        let message = openharness_core::adapter::ErrorChain(&err).to_string();
         match err {
             HostError::SessionNotFound(_) => Self::not_found(message),
             HostError::UnknownWorkflow { .. } => Self::not_found(message),
@@ -122,7 +122,7 @@ impl From<openharness_core::Error> for ApiError {
     fn from(err: openharness_core::Error) -> Self {
         use openharness_core::Error;
         // Each cause once: the store that failed and why.
-        let message = openharness_core::ErrorChain(&err).to_string();
+        let message = openharness_core::adapter::ErrorChain(&err).to_string();
         match err {
             Error::SessionNotFound(_) => Self::not_found(message),
             Error::SessionBusy { .. } => Self::session_busy(message),
@@ -144,7 +144,7 @@ impl From<openharness_platform::PlatformError> for ApiError {
     fn from(err: openharness_platform::PlatformError) -> Self {
         use openharness_platform::{KeyError, PlatformError};
         // Each cause once: the store that failed, the turn's error.
-        let message = openharness_core::ErrorChain(&err).to_string();
+        let message = openharness_core::adapter::ErrorChain(&err).to_string();
         let unavailable = |code| {
             // This platform's configuration (no provider, no master key), not a fault.
             tracing::warn!(error = %message, "a platform request could not be served");

@@ -25,7 +25,10 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, PoisonError, Weak};
 
 use axum::body::Bytes;
-use openharness_core::{Recorded, SessionId, Store, StoreError, Subscription};
+use openharness_core::{
+    SessionId, Store, StoreError,
+    adapter::{Recorded, Subscription},
+};
 use tokio::sync::broadcast::{self, error::RecvError};
 
 /// Frames a hub keeps for streams that fall behind. A stream further behind reads the gap from

@@ -200,7 +200,7 @@ pub(crate) async fn subscribe(
     state: &crate::AppState,
     session: &SessionId,
     from: u64,
-) -> Result<openharness_core::Subscription, ApiError> {
+) -> Result<openharness_core::adapter::Subscription, ApiError> {
     state
         .host
         .store()

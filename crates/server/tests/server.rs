@@ -105,7 +105,7 @@ fn host(delay: Duration) -> Host {
     host_on(MemoryStore::new(), delay)
 }
 
-fn host_on(store: impl openharness::adapter::Store, delay: Duration) -> Host {
+fn host_on(store: impl openharness::Store, delay: Duration) -> Host {
     let provider = ScriptedProvider::new().fallback("counter", move |request| {
         let words = request.prompt.split_whitespace().count() as u32;
         Reply::output(json!({ "words": words }))
@@ -993,7 +993,7 @@ async fn the_openapi_document_lists_every_route_and_its_references_resolve() {
 struct UnlistableStore(MemoryStore);
 
 #[async_trait::async_trait]
-impl openharness::adapter::Store for UnlistableStore {
+impl openharness::Store for UnlistableStore {
     fn describe(&self) -> String {
         "unlistable".into()
     }
@@ -1015,12 +1015,10 @@ impl openharness::adapter::Store for UnlistableStore {
     async fn session(
         &self,
         session: &SessionId,
-    ) -> Result<Option<openharness::adapter::SessionInfo>, openharness::StoreError> {
+    ) -> Result<Option<openharness::SessionInfo>, openharness::StoreError> {
         self.0.session(session).await
     }
-    async fn sessions(
-        &self,
-    ) -> Result<Vec<openharness::adapter::SessionInfo>, openharness::StoreError> {
+    async fn sessions(&self) -> Result<Vec<openharness::SessionInfo>, openharness::StoreError> {
         Err(openharness::StoreError::Invalid(
             "the disk under the sessions is on fire".into(),
         ))

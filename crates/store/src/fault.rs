@@ -7,7 +7,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use async_trait::async_trait;
 use openharness_core::{
-    Claim, Envelope, EventStream, SessionId, SessionInfo, Snapshot, Store, StoreError, Subscription,
+    Envelope, SessionId, SessionInfo, Store, StoreError,
+    adapter::{Claim, EventStream, Snapshot, Subscription},
 };
 
 /// The error a [`FailingStore`] injects, inside [`StoreError::Backend`].

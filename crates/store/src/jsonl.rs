@@ -60,7 +60,7 @@ use std::collections::{HashMap, HashSet};
 use std::io::{BufRead, BufReader, BufWriter, Seek, Write};
 
 use openharness_core::builtin::Builtin;
-use openharness_core::{EVENT_PAGE, Envelope, EventId, SessionId, Store, StoreError};
+use openharness_core::{Envelope, EventId, SessionId, Store, StoreError, adapter::EVENT_PAGE};
 use serde::{Deserialize, Serialize};
 
 /// Events per append when importing. (Exports read through [`Store::stream_events`], a page

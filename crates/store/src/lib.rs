@@ -5,7 +5,7 @@
 //! (feature `postgres`), which many processes on many machines share, with live tails across
 //! processes through `LISTEN`/`NOTIFY`.
 //!
-//! Also here: [`FailingStore`], a fault-injection wrapper for tests; `conformance` (feature
+//! Also here: `FailingStore` (feature `testing`), a fault-injection wrapper for tests; `conformance` (feature
 //! `conformance`), the one test suite every backend must pass, run with `store_conformance!`;
 //! and [`jsonl`], export and import of sessions as JSON lines. Benchmarks:
 //! `cargo xtask bench stores`.
@@ -27,7 +27,7 @@
 //!   `expected_seq` is.
 //! - `events` clamps the range; an unknown session has no events, no metadata, and clearing it
 //!   succeeds. `stream_events` yields the same events with their seqs, holding one page in
-//!   memory (the core trait's default reads [`EVENT_PAGE`](openharness_core::EVENT_PAGE)
+//!   memory (the core trait's default reads [`EVENT_PAGE`](openharness_core::adapter::EVENT_PAGE)
 //!   events per call of `events`).
 //! - `sessions()` lists sessions oldest first (by first event's timestamp, then id).
 //! - A stored record that cannot be decoded is [`StoreError::Corrupt`], never a panic.
@@ -61,6 +61,7 @@
 mod append;
 #[cfg(feature = "conformance")]
 pub mod conformance;
+#[cfg(feature = "testing")]
 mod fault;
 pub mod jsonl;
 mod live;
@@ -69,13 +70,14 @@ mod memory;
 mod postgres;
 mod redb_store;
 
+#[cfg(feature = "testing")]
 pub use fault::{FailingStore, InjectedFailure};
 pub use live::LiveError;
 pub use memory::MemoryStore;
-pub use openharness_core::observe::{Observed, StoreObserver};
+pub use openharness_core::adapter::observe::{Observed, StoreObserver};
 pub use openharness_core::{
-    EventStream, Recorded, SessionInfo, Snapshot, Store, StoreError, Subscription,
-    SubscriptionSender,
+    SessionInfo, Store, StoreError,
+    adapter::{EventStream, Recorded, Snapshot, Subscription, SubscriptionSender},
 };
 #[cfg(feature = "postgres")]
 pub use postgres::{

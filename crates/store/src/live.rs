@@ -14,7 +14,10 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use openharness_core::{Recorded, SessionId, Store, StoreError, Subscription};
+use openharness_core::{
+    SessionId, Store, StoreError,
+    adapter::{Recorded, Subscription},
+};
 use tokio::sync::watch;
 
 /// How many events a tail reads per query, so catching up on a long session streams it in pages.

@@ -6,7 +6,8 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use async_trait::async_trait;
 use openharness_core::{
-    Envelope, EventId, SessionId, SessionInfo, Snapshot, Store, StoreError, Subscription,
+    Envelope, EventId, SessionId, SessionInfo, Store, StoreError,
+    adapter::{Snapshot, Subscription},
 };
 
 use crate::append::{Plan, plan_append};

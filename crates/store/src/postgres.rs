@@ -89,7 +89,8 @@ use async_trait::async_trait;
 use chrono::{DateTime, SecondsFormat, Utc};
 use deadpool::managed::{Object, Pool, QueueMode};
 use openharness_core::{
-    Claim, Envelope, EventId, SessionId, SessionInfo, Snapshot, Store, StoreError, Subscription,
+    Envelope, EventId, SessionId, SessionInfo, Store, StoreError,
+    adapter::{Claim, Snapshot, Subscription},
 };
 use tokio_postgres::NoTls;
 use tokio_postgres::error::SqlState;
@@ -486,8 +487,8 @@ fn info_from_row(row: &tokio_postgres::Row) -> Result<SessionInfo, StoreError> {
     let parent: Option<String> = row.get(3);
     let last_seq = row.get::<_, i64>(4) as u64;
     let last: &str = row.get(5);
-    let (last_event, status) =
-        openharness_core::last_event_summary(last.as_bytes()).map_err(|err| {
+    let (last_event, status) = openharness_core::adapter::last_event_summary(last.as_bytes())
+        .map_err(|err| {
             corrupt(
                 &session,
                 last_seq,

@@ -22,7 +22,8 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use openharness_core::{
-    Envelope, SessionId, SessionInfo, Snapshot, Store, StoreError, Subscription,
+    Envelope, SessionId, SessionInfo, Store, StoreError,
+    adapter::{Snapshot, Subscription},
 };
 use redb::{Database, ReadableTable};
 

@@ -18,7 +18,7 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use openharness_core::{Envelope, SessionId, Snapshot, Store};
+use openharness_core::{Envelope, SessionId, Store, adapter::Snapshot};
 use openharness_store::{RedbError, RedbOptions, RedbStore};
 use serde_json::json;
 

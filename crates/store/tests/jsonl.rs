@@ -5,7 +5,8 @@
 use std::ops::Range;
 
 use openharness_core::{
-    EVENT_PAGE, Envelope, SessionId, SessionInfo, Snapshot, Store, StoreError, Subscription,
+    Envelope, SessionId, SessionInfo, Store, StoreError,
+    adapter::{EVENT_PAGE, Snapshot, Subscription},
 };
 use openharness_store::jsonl::{self, TransferError};
 use openharness_store::{MemoryStore, RedbStore};

@@ -752,7 +752,7 @@ fn appends_reads_and_tails_carry_on_when_every_connection_is_terminated() {
 
         // Snapshots, metadata and the session list carry on too.
         terminate_store_backends(&admin, &schema).await;
-        let snapshot = openharness_core::Snapshot::new(40, json!({ "at": 40 }));
+        let snapshot = openharness_core::adapter::Snapshot::new(40, json!({ "at": 40 }));
         store
             .snapshot(&session, &snapshot)
             .await
@@ -879,10 +879,11 @@ async fn cut_claims_connections(url: &str, schema: &str) -> usize {
 }
 
 /// Claims `session` through `claim`, retrying for up to 5 s (a release is sent by a task).
-async fn eventually<'a, F, Fut>(mut claim: F) -> openharness_core::Claim
+async fn eventually<'a, F, Fut>(mut claim: F) -> openharness_core::adapter::Claim
 where
     F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = Result<Option<openharness_core::Claim>, StoreError>> + 'a,
+    Fut: std::future::Future<Output = Result<Option<openharness_core::adapter::Claim>, StoreError>>
+        + 'a,
 {
     for _ in 0..250 {
         if let Some(claim) = claim().await.unwrap() {

@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use openharness_core::{Envelope, SessionId, Snapshot, Store, StoreError};
+use openharness_core::{Envelope, SessionId, Store, StoreError, adapter::Snapshot};
 use openharness_store::{RedbError, RedbOptions, RedbStore};
 use redb::{ReadableDatabase, TableDefinition, TableHandle};
 use serde_json::json;

@@ -49,9 +49,9 @@ use std::sync::{Arc, Mutex, PoisonError};
 use async_trait::async_trait;
 use openharness_core::builtin::{AgentCompleted, Builtin, ErrorOccurred, Outcome};
 use openharness_core::{
-    CancellationToken, ChatMessage, Envelope, Event, EventId, Provider, ProviderError,
-    ProviderEvent, ProviderRequest, ProviderResponse, ProviderSink, Renderer, RunOptions,
-    RunOutcome, SessionId, Usage, Workflow, WorkflowState,
+    CancellationToken, ChatMessage, Envelope, Event, EventId, Provider, ProviderError, Renderer,
+    RunOptions, RunOutcome, SessionId, Workflow, WorkflowState,
+    adapter::{ProviderEvent, ProviderRequest, ProviderResponse, ProviderSink, Usage},
 };
 use serde_json::Value;
 
@@ -322,25 +322,6 @@ fn recorded_calls(events: &[Envelope]) -> HashMap<String, VecDeque<RecordedCall>
                 open.insert((started.agent, event.caused_by), queue.len() - 1);
                 continue;
             }
-            Builtin::TextDelta(d) => (d.agent, ProviderEvent::TextDelta(d.delta)),
-            Builtin::ToolCalled(c) => (
-                c.agent,
-                ProviderEvent::ToolCalled {
-                    id: c.tool_call_id,
-                    tool: c.tool,
-                    input: c.input,
-                    server: c.server,
-                },
-            ),
-            Builtin::ToolResult(r) => (
-                r.agent,
-                ProviderEvent::ToolResult {
-                    id: r.tool_call_id,
-                    tool: r.tool,
-                    output: r.output,
-                    is_error: r.is_error,
-                },
-            ),
             Builtin::AgentCompleted(c) => {
                 if let Some(index) = open.remove(&(c.agent.clone(), event.caused_by))
                     && let Some(call) = calls.get_mut(&c.agent).and_then(|q| q.get_mut(index))
@@ -352,7 +333,10 @@ fn recorded_calls(events: &[Envelope]) -> HashMap<String, VecDeque<RecordedCall>
                 }
                 continue;
             }
-            _ => continue,
+            other => match ProviderEvent::from_recorded(other) {
+                Some(streamed) => streamed,
+                None => continue,
+            },
         };
         if let Some(&index) = open.get(&(agent.clone(), event.caused_by))
             && let Some(call) = calls.get_mut(&agent).and_then(|q| q.get_mut(index))

@@ -23,7 +23,8 @@ use std::sync::Arc;
 
 use openharness_core::builtin::SessionForked;
 use openharness_core::{
-    Continuation, Fold, Pending, RunOptions, RunOutcome, SessionId, Workflow, WorkflowState,
+    RunOptions, RunOutcome, SessionId, Workflow, WorkflowState,
+    adapter::{Continuation, Fold, Pending},
 };
 
 use crate::error::TapeError;
@@ -41,7 +42,7 @@ type StatePredicate<S> = Arc<dyn Fn(&S) -> bool + Send + Sync>;
 /// # enum E {}
 /// # impl openharness_core::EventSet for E { const NAMES: &'static [&'static str] = &[];
 /// #   fn name(&self) -> &'static str { match *self {} }
-/// #   fn decode(_: &str, _: &serde_json::Value) -> Result<openharness_core::Decoded<Self>, serde_json::Error> { Ok(openharness_core::Decoded::Unknown) }
+/// #   fn decode(_: &str, _: &serde_json::Value) -> Result<openharness_core::adapter::Decoded<Self>, serde_json::Error> { Ok(openharness_core::adapter::Decoded::Unknown) }
 /// #   fn to_payload(&self) -> Result<serde_json::Value, serde_json::Error> { match *self {} } }
 /// let after_five: At<S> = At::position(5);
 /// let second_task: At<S> = At::nth("task:started", 2);

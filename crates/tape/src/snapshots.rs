@@ -11,7 +11,7 @@
 use std::io::Write;
 use std::time::Instant;
 
-use openharness_core::{Envelope, Fold, Handler};
+use openharness_core::{Envelope, Handler, adapter::Fold};
 use serde::Serialize;
 
 /// How long folding from a snapshot to any position may take, in nanoseconds.

@@ -4,7 +4,10 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use openharness_core::{Envelope, Fold, SessionId, Skipped, Undo, Workflow, WorkflowState};
+use openharness_core::{
+    Envelope, SessionId, Undo, Workflow, WorkflowState,
+    adapter::{Fold, Skipped},
+};
 use serde::Serialize;
 
 use crate::error::TapeError;

@@ -94,7 +94,7 @@ pub(crate) async fn state_at<S: WorkflowState>(
         Some(start) => start,
         None => (Box::pin(session_base(wf, session, depth)).await?, 0),
     };
-    let mut fold = crate::StreamedFold::at(state, from);
+    let mut fold = crate::adapter::StreamedFold::at(state, from);
     let mut backfill = crate::backfill::Backfill::from(from);
     let mut events = wf.store.stream_events(session, from..position);
     while let Some(recorded) = events.next().await {
@@ -162,11 +162,11 @@ pub struct ViewAt<S> {
     /// The session's length.
     pub len: u64,
     /// The event at seq `position - 1` (none at position 0).
-    pub current: Option<crate::Recorded>,
+    pub current: Option<crate::adapter::Recorded>,
     /// The state at `position`.
     pub state: S,
     /// What folding the whole session skips (unknown and undecodable events).
-    pub skipped: crate::Skipped,
+    pub skipped: crate::adapter::Skipped,
 }
 
 /// See [`ViewAt`]: folds the whole log, streamed, keeping one state and the fold's window.

@@ -9,7 +9,7 @@ pub(super) struct Tail<'w, S> {
     pub(super) session: SessionId,
     pub(super) fold: Fold<S>,
     pub(super) window: Window,
-    pub(super) open_requests: Vec<EventId>,
+    pub(super) open_requests: OpenRequests,
     /// Consequences of recorded events not recorded yet: cause -> (cause's seq, in order).
     pub(super) expected: HashMap<EventId, (u64, VecDeque<Expected>)>,
     /// Events that activated agents, while a call of theirs is expected or open.
@@ -29,7 +29,7 @@ impl<'w, S: WorkflowState> Tail<'w, S> {
             session: session.clone(),
             fold: Fold::at(state, position),
             window: Window::new(position),
-            open_requests: Vec::new(),
+            open_requests: OpenRequests::default(),
             expected: HashMap::new(),
             triggers: HashMap::new(),
             open_calls: HashMap::new(),
@@ -98,7 +98,7 @@ impl<'w, S: WorkflowState> Tail<'w, S> {
             return;
         }
         match event.decode::<WorkflowCompleted>() {
-            Ok(completed) => self.open_requests = completed.open_requests,
+            Ok(completed) => self.open_requests = OpenRequests::from_ids(completed.open_requests),
             Err(err) => {
                 tracing::warn!(session = %self.session, error = %err, "a `workflow:completed` does not decode; its open requests are unknown");
             }
@@ -205,19 +205,9 @@ impl<'w, S: WorkflowState> Tail<'w, S> {
 
     /// Follows requests, answers and agent calls.
     pub(super) fn track(&mut self, seq: u64, event: &Envelope) {
+        // A fork begins with the requests open in its parent at the fork point.
+        self.open_requests.follow(event, seq == 0);
         match event.name.as_ref() {
-            InputRequested::NAME => self.open_requests.push(event.id),
-            // A fork begins with the requests open in its parent at the fork point.
-            SessionForked::NAME if seq == 0 => {
-                if let Ok(forked) = event.decode::<SessionForked>() {
-                    self.open_requests = forked.open_requests;
-                }
-            }
-            InputReceived::NAME => {
-                if let Ok(received) = event.decode::<InputReceived>() {
-                    self.open_requests.retain(|id| *id != received.request_id);
-                }
-            }
             AgentStarted::NAME => {
                 let Ok(started) = event.decode::<AgentStarted>() else {
                     return;
@@ -322,7 +312,7 @@ impl<'w, S: WorkflowState> Tail<'w, S> {
             snapshot_at,
             snapshot_bytes,
             status,
-            open_requests: self.open_requests,
+            open_requests: self.open_requests.into_ids(),
             unrecorded,
             open_calls,
         }

@@ -39,7 +39,7 @@ impl<S> AgentTask<S> {
             let tx = self.tx.clone();
             ProviderSink::new(move |event| {
                 let _ = tx.send(AgentMessage::Event(
-                    provider_event(name, attempt, event),
+                    event.into_recorded(name, attempt),
                     trigger_id,
                 ));
             })
@@ -148,40 +148,5 @@ impl<S> AgentTask<S> {
             trigger: trigger_id,
             events: finals,
         });
-    }
-}
-
-pub(super) fn provider_event(agent: &str, attempt: u32, event: ProviderEvent) -> Pending {
-    let agent = agent.to_owned();
-    match event {
-        ProviderEvent::TextDelta(delta) => Pending::of(&TextDelta {
-            agent,
-            delta,
-            attempt,
-        }),
-        ProviderEvent::ToolCalled {
-            id,
-            tool,
-            input,
-            server,
-        } => Pending::of(&ToolCalled {
-            agent,
-            tool_call_id: id,
-            tool,
-            input,
-            server,
-        }),
-        ProviderEvent::ToolResult {
-            id,
-            tool,
-            output,
-            is_error,
-        } => Pending::of(&ToolResult {
-            agent,
-            tool_call_id: id,
-            tool,
-            output,
-            is_error,
-        }),
     }
 }

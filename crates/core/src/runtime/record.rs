@@ -43,13 +43,7 @@ impl<S: WorkflowState> Run<'_, S> {
                     }
                 }
                 ErrorOccurred::NAME => self.errors += 1,
-                InputRequested::NAME => self.open_requests.push(event.id),
-                InputReceived::NAME => {
-                    if let Ok(received) = event.decode::<InputReceived>() {
-                        self.open_requests.retain(|id| *id != received.request_id);
-                    }
-                }
-                _ => {}
+                _ => self.open_requests.follow(event, false),
             }
             self.staged += 1;
         }
@@ -144,7 +138,7 @@ impl<S: WorkflowState> Run<'_, S> {
         // Counted before it is staged: `workflow:completed` itself is no error.
         let completed = WorkflowCompleted {
             reason: reason.as_str().to_owned(),
-            open_requests: self.open_requests.clone(),
+            open_requests: self.open_requests.ids().to_vec(),
             errors: self.errors,
         };
         self.stage(vec![(Pending::of(&completed), None)]);
@@ -178,10 +172,10 @@ impl<S: WorkflowState> Run<'_, S> {
                 self.snapshots.saved_mid_turn |= mid_turn;
             }
             Err(err) if mid_turn => {
-                tracing::warn!(session = %self.session, error = %crate::ErrorChain(&err), "could not save a snapshot mid-turn; reads of this turn fold a longer tail");
+                tracing::warn!(session = %self.session, error = %crate::adapter::ErrorChain(&err), "could not save a snapshot mid-turn; reads of this turn fold a longer tail");
             }
             Err(err) => {
-                tracing::warn!(session = %self.session, error = %crate::ErrorChain(&err), "could not save the turn's snapshot; the next turn folds a longer tail");
+                tracing::warn!(session = %self.session, error = %crate::adapter::ErrorChain(&err), "could not save the turn's snapshot; the next turn folds a longer tail");
             }
         }
     }

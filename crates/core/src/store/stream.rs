@@ -27,7 +27,7 @@ pub const EVENT_PAGE: usize = 1024;
 ///
 /// ```
 /// use futures_util::{StreamExt, stream};
-/// use openharness_core::{Envelope, EventStream, Recorded};
+/// use openharness_core::{Envelope, adapter::{EventStream, Recorded}};
 ///
 /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
 /// let events = (0..3).map(|seq| {
@@ -61,7 +61,7 @@ impl<'a> EventStream<'a> {
     /// another read. This is what [`Store::stream_events`] does unless a backend overrides it.
     ///
     /// ```
-    /// use openharness_core::{EventStream, SessionId, Store, StoreError};
+    /// use openharness_core::{SessionId, Store, StoreError, adapter::EventStream};
     ///
     /// /// Counts a session's tool calls reading 256 events at a time.
     /// async fn tool_calls(store: &dyn Store, session: &SessionId) -> Result<u64, StoreError> {

@@ -10,11 +10,11 @@ use serde::{Deserialize, Serialize};
 use super::StoreError;
 use crate::event::Envelope;
 
-/// An event with its seq in the session, as a [`Subscription`] or an [`EventStream`](crate::EventStream) yields it
+/// An event with its seq in the session, as a [`Subscription`] or an [`EventStream`](crate::adapter::EventStream) yields it
 /// and as the wire carries it: the envelope's fields with `seq` beside them.
 ///
 /// ```
-/// use openharness_core::{Envelope, Recorded};
+/// use openharness_core::{Envelope, adapter::Recorded};
 /// let event = Envelope::new("user:input", serde_json::json!({ "text": "hi" }), None);
 /// let json = serde_json::to_value(Recorded { seq: 0, event: event.clone() }).unwrap();
 /// assert_eq!(json["seq"], 0);
@@ -43,7 +43,7 @@ pub struct Recorded {
 /// Backends build one with [`Subscription::channel`] and feed it from a task:
 ///
 /// ```
-/// use openharness_core::{Envelope, Recorded, Subscription};
+/// use openharness_core::{Envelope, adapter::{Recorded, Subscription}};
 ///
 /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
 /// let (tx, mut subscription) = Subscription::channel(16);
@@ -82,7 +82,7 @@ impl Subscription {
 ///
 /// ```
 /// use futures_util::StreamExt;
-/// use openharness_core::{Envelope, Recorded, Subscription};
+/// use openharness_core::{Envelope, adapter::{Recorded, Subscription}};
 ///
 /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
 /// let (tx, subscription) = Subscription::channel(16);

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use futures_util::StreamExt;
 use futures_util::stream::BoxStream;
-use openharness_core::{Envelope, EventStream, Store, StoreError};
+use openharness_core::{Envelope, Store, StoreError, adapter::EventStream};
 use serde_json::Value;
 use tokio::sync::mpsc;
 

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use openharness::prelude::*;
 use openharness::provider::{Reply, ScriptedProvider};
 use openharness::schemars;
-use openharness::{FnTool, Usage};
+use openharness::{FnTool, adapter::Usage};
 
 /// The Phoenix release the tests run against.
 pub const PHOENIX: &str = "arize-phoenix==20.26.1";

@@ -5,7 +5,10 @@ use super::*;
 
 impl Platform {
     /// Every agent, oldest first; with `status`, only those.
-    pub async fn agents(&self, status: Option<AgentStatus>) -> Result<Vec<Agent>, PlatformError> {
+    pub async fn agents(
+        &self,
+        status: Option<AgentStatus>,
+    ) -> Result<Vec<AgentResource>, PlatformError> {
         self.read(|index| {
             index
                 .agents
@@ -18,7 +21,7 @@ impl Platform {
     }
 
     /// One agent.
-    pub async fn agent(&self, id: Uuid) -> Result<Agent, PlatformError> {
+    pub async fn agent(&self, id: Uuid) -> Result<AgentResource, PlatformError> {
         self.read(|index| index.agent(id).cloned()).await?
     }
 
@@ -28,7 +31,7 @@ impl Platform {
     /// Its `capabilities` (each available) are set in the same change; `tools`,
     /// `initial_files` and a harness other than `agent-chat` are `422` (see
     /// [`crate::everruns`]); updating an archived agent is `409 agent_archived`.
-    pub async fn apply_agent(&self, new: NewAgent) -> Result<(Agent, bool), PlatformError> {
+    pub async fn apply_agent(&self, new: NewAgent) -> Result<(AgentResource, bool), PlatformError> {
         crate::everruns::check_agent_extras(&new)?;
         let wanted = new
             .id
@@ -61,7 +64,7 @@ impl Platform {
                         format!("agent {} is archived: unarchive it to change it", old.id),
                     ));
                 }
-                Some(old) => Agent {
+                Some(old) => AgentResource {
                     name: name.clone(),
                     description: description.clone(),
                     system_prompt: system_prompt.clone(),
@@ -70,7 +73,7 @@ impl Platform {
                     updated_at: now,
                     ..old.clone()
                 },
-                None => Agent {
+                None => AgentResource {
                     id: wanted.unwrap_or_else(Uuid::now_v7),
                     name: name.clone(),
                     description: description.clone(),
@@ -99,12 +102,16 @@ impl Platform {
     }
 
     /// Creates an agent, or updates one as [`Platform::apply_agent`] does.
-    pub async fn create_agent(&self, new: NewAgent) -> Result<Agent, PlatformError> {
+    pub async fn create_agent(&self, new: NewAgent) -> Result<AgentResource, PlatformError> {
         self.apply_agent(new).await.map(|(agent, _)| agent)
     }
 
     /// Changes an active agent (an archived one is `409 agent_archived`).
-    pub async fn update_agent(&self, id: Uuid, patch: AgentPatch) -> Result<Agent, PlatformError> {
+    pub async fn update_agent(
+        &self,
+        id: Uuid,
+        patch: AgentPatch,
+    ) -> Result<AgentResource, PlatformError> {
         let name = patch.name.map(|n| required("name", n, 200)).transpose()?;
         let description = patch
             .description
@@ -147,7 +154,7 @@ impl Platform {
         &self,
         id: Uuid,
         status: AgentStatus,
-    ) -> Result<Agent, PlatformError> {
+    ) -> Result<AgentResource, PlatformError> {
         self.write(|index| {
             let mut agent = index.agent(id)?.clone();
             if agent.status == status {

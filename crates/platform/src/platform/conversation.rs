@@ -5,7 +5,11 @@ use super::*;
 
 impl Platform {
     /// The messages of a session, oldest first: a projection of its log.
-    pub async fn messages(&self, agent: Uuid, id: Uuid) -> Result<Vec<Message>, PlatformError> {
+    pub async fn messages(
+        &self,
+        agent: Uuid,
+        id: Uuid,
+    ) -> Result<Vec<SessionMessage>, PlatformError> {
         self.read(|index| index.session(agent, id).map(|_| ()))
             .await??;
         let log = session_log(id);

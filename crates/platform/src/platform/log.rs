@@ -6,7 +6,7 @@ use super::*;
 /// One change of the platform log.
 #[derive(Debug, Clone)]
 pub(super) enum Change {
-    AgentSaved(Agent),
+    AgentSaved(AgentResource),
     AgentDeleted(Uuid),
     AgentCapabilitiesSet {
         agent_id: Uuid,
@@ -70,7 +70,7 @@ impl Change {
         let payload = &event.payload;
         let deleted = || Deleted::deserialize(payload).map(|d| d.id);
         Ok(Some(match event.name.as_ref() {
-            "agent:saved" => Self::AgentSaved(Agent::deserialize(payload)?),
+            "agent:saved" => Self::AgentSaved(AgentResource::deserialize(payload)?),
             "agent:deleted" => Self::AgentDeleted(deleted()?),
             "agent_capabilities:set" => {
                 let set = CapabilitiesSet::deserialize(payload)?;
@@ -100,7 +100,7 @@ pub(super) struct Index {
     pub(super) caught_up_at: u64,
     /// Whether a live tail of the log keeps the index current (see `live_index`).
     pub(super) followed: bool,
-    pub(super) agents: BTreeMap<Uuid, Agent>,
+    pub(super) agents: BTreeMap<Uuid, AgentResource>,
     pub(super) agent_capabilities: BTreeMap<Uuid, Vec<AgentCapability>>,
     pub(super) providers: BTreeMap<Uuid, ProviderRecord>,
     pub(super) models: BTreeMap<Uuid, LlmModel>,
@@ -166,7 +166,7 @@ impl Index {
         }
     }
 
-    pub(super) fn agent(&self, id: Uuid) -> Result<&Agent, PlatformError> {
+    pub(super) fn agent(&self, id: Uuid) -> Result<&AgentResource, PlatformError> {
         self.agents.get(&id).ok_or_else(|| not_found("agent", id))
     }
 
@@ -210,7 +210,10 @@ impl Index {
 
     /// The one active agent named `name`: `None` when there is none, `409 ambiguous_name`
     /// when several are.
-    pub(super) fn active_agent_named(&self, name: &str) -> Result<Option<&Agent>, PlatformError> {
+    pub(super) fn active_agent_named(
+        &self,
+        name: &str,
+    ) -> Result<Option<&AgentResource>, PlatformError> {
         let mut named = self
             .agents
             .values()

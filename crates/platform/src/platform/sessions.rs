@@ -7,14 +7,14 @@ impl Platform {
     pub(super) async fn session_of(&self, record: SessionRecord) -> Result<Session, PlatformError> {
         let info = self.inner.store.session(&session_log(record.id)).await?;
         let (status, started_at, finished_at) = match info {
-            None => (SessionStatus::Pending, None, None),
+            None => (SessionPhase::Pending, None, None),
             Some(info) => {
                 let status = match info.status {
-                    openharness_core::SessionStatus::Running => SessionStatus::Running,
-                    openharness_core::SessionStatus::Failed => SessionStatus::Failed,
-                    _ => SessionStatus::Pending,
+                    openharness_core::SessionStatus::Running => SessionPhase::Running,
+                    openharness_core::SessionStatus::Failed => SessionPhase::Failed,
+                    _ => SessionPhase::Pending,
                 };
-                let finished = (status != SessionStatus::Running).then_some(info.last_event);
+                let finished = (status != SessionPhase::Running).then_some(info.last_event);
                 (status, Some(info.created), finished)
             }
         };
@@ -211,7 +211,7 @@ impl Platform {
     /// Deletes a session and its log; one whose turn runs is `409 session_busy`.
     pub async fn delete_session(&self, agent: Uuid, id: Uuid) -> Result<(), PlatformError> {
         let session = self.session(agent, id).await?;
-        if session.status == SessionStatus::Running {
+        if session.status == SessionPhase::Running {
             return Err(PlatformError::conflict(
                 "session_busy",
                 format!("session {id} is running a turn: wait for it to end"),

@@ -17,14 +17,14 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use openharness_core::{
-    CancellationToken, Claim, EventId, RunOptions, Store, StoreError, Workflow,
+    CancellationToken, EventId, RunOptions, Store, StoreError, Workflow, adapter::Claim,
 };
 use uuid::Uuid;
 
 use super::{Index, Platform, session_log};
 use crate::chat::{self, ChatAgent, ChatState};
 use crate::error::PlatformError;
-use crate::messages::{Message, NewMessage, project};
+use crate::messages::{NewMessage, SessionMessage, project};
 use crate::resources::{AgentStatus, ProviderRecord};
 
 /// The sessions whose turns this process runs, each with the token that cancels its turn.
@@ -99,7 +99,7 @@ impl Platform {
         agent: Uuid,
         id: Uuid,
         new: NewMessage,
-    ) -> Result<Message, PlatformError> {
+    ) -> Result<SessionMessage, PlatformError> {
         let posted = new.posted()?;
         let fields = new.recorded_fields(&posted.images, super::tags("tags", new.tags.clone())?)?;
         let text = posted.text;
@@ -165,7 +165,7 @@ impl Platform {
             }
             .await;
             if let Err(err) = &outcome {
-                tracing::warn!(error = %openharness_core::ErrorChain(err), "a platform session's turn failed");
+                tracing::warn!(error = %openharness_core::adapter::ErrorChain(err), "a platform session's turn failed");
             }
             outcome.map(|_| ())
         });
@@ -258,7 +258,7 @@ impl Platform {
                 let options = RunOptions::new().cancel_token(claim.local.cancel.clone());
                 let _claim = claim;
                 if let Err(err) = chat.resume(&log, options).await {
-                    tracing::warn!(session = %id, error = %openharness_core::ErrorChain(&err), "resuming a platform session failed");
+                    tracing::warn!(session = %id, error = %openharness_core::adapter::ErrorChain(&err), "resuming a platform session failed");
                 }
             });
             resumed.push(id);

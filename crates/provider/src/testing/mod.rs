@@ -8,7 +8,7 @@
 //! * [`FakeClaude`] is a stand-in `claude` executable printing recorded-shape stream-json.
 //!
 //! ```
-//! use openharness_core::{Provider, ProviderRequest, ProviderSink};
+//! use openharness_core::{Provider, adapter::{ProviderRequest, ProviderSink}};
 //! use openharness_provider::testing::{self, FakeServer};
 //! use openharness_provider::{AnthropicProvider, ApiKey};
 //! use serde_json::json;

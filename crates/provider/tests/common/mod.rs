@@ -3,7 +3,10 @@
 
 use std::sync::{Arc, Mutex};
 
-use openharness_core::{FnTool, ProviderEvent, ProviderRequest, ProviderSink, Tool, Toolbox};
+use openharness_core::{
+    FnTool, Tool,
+    adapter::{ProviderEvent, ProviderRequest, ProviderSink, Toolbox},
+};
 use serde_json::{Value, json};
 
 /// A sink and the events it received.
@@ -83,7 +86,7 @@ pub const TEXT_REPLY: &str = "Bye, \"friend\".\nSee C:\\temp — ¡adiós!";
 /// message with an image, an assistant answer, a tool call and its result), ending with the
 /// user's latest message, and no prompt after it.
 pub fn chat_request() -> ProviderRequest {
-    use openharness_core::{ChatMessage, ChatToolCall, Image};
+    use openharness_core::{ChatMessage, Image, adapter::ChatToolCall};
     ProviderRequest::new("assistant", "", text_schema())
         .with_system(Some("You are terse.".into()))
         .with_messages(vec![

@@ -199,7 +199,7 @@ pub(crate) async fn answer(
                 Err(err) => {
                     // The stream cannot go on: say why, and end.
                     *failed = true;
-                    let message = openharness_core::ErrorChain(&err).to_string();
+                    let message = openharness_core::adapter::ErrorChain(&err).to_string();
                     tracing::warn!(error = %message, "a platform event stream's tail failed");
                     crate::sse::error_frame("stream_failed", &message)
                 }

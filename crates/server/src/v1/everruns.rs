@@ -50,8 +50,8 @@ use axum::routing::{get, post};
 use chrono::{DateTime, Utc};
 use openharness_platform::everruns::{HARNESS, ORGANIZATION};
 use openharness_platform::{
-    Agent, CapabilityRef, ContentPart, Message, MessageRole, NewSession, Platform, PlatformError,
-    ProviderType, ResourceStatus, Session, SessionStatus,
+    AgentResource, CapabilityRef, ContentPart, MessageRole, NewSession, Platform, PlatformError,
+    ProviderType, ResourceStatus, Session, SessionMessage, SessionPhase,
 };
 use serde::Serialize;
 use uuid::Uuid;
@@ -101,7 +101,7 @@ pub(crate) fn notification_type(kind: &str) -> &str {
 pub(crate) struct AgentView {
     /// The agent.
     #[serde(flatten)]
-    pub(crate) agent: Agent,
+    pub(crate) agent: AgentResource,
     /// `agent-chat`: the workflow its sessions run.
     pub(crate) harness_id: String,
     /// Its capabilities, in order, as `{"ref": id}`.
@@ -115,7 +115,7 @@ pub(crate) struct AgentView {
 /// `agent` as the routes write it.
 pub(crate) async fn agent_view(
     platform: &Platform,
-    agent: Agent,
+    agent: AgentResource,
 ) -> Result<AgentView, PlatformError> {
     let capabilities = platform
         .agent_capabilities(agent.id)
@@ -188,7 +188,7 @@ pub(crate) struct SessionView {
 impl From<Session> for SessionView {
     fn from(session: Session) -> Self {
         let status = match session.status {
-            SessionStatus::Running => EverrunsStatus::Active,
+            SessionPhase::Running => EverrunsStatus::Active,
             _ if session.started_at.is_none() => EverrunsStatus::Started,
             _ => EverrunsStatus::Idle,
         };
@@ -199,7 +199,7 @@ impl From<Session> for SessionView {
             tags: session.tags,
             model_id: session.model_id,
             status,
-            last_turn_failed: session.status == SessionStatus::Failed,
+            last_turn_failed: session.status == SessionPhase::Failed,
             harness_id: HARNESS.to_owned(),
             organization_id: ORGANIZATION.to_owned(),
             created_at: session.created_at,
@@ -255,8 +255,8 @@ pub(crate) struct MessageView {
     created_at: DateTime<Utc>,
 }
 
-impl From<Message> for MessageView {
-    fn from(message: Message) -> Self {
+impl From<SessionMessage> for MessageView {
+    fn from(message: SessionMessage) -> Self {
         let role = match message.role {
             MessageRole::System => EverrunsRole::System,
             MessageRole::User => EverrunsRole::User,

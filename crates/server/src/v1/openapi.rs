@@ -14,9 +14,9 @@ use schemars::{JsonSchema, Schema};
 use serde_json::{Map, Value, json};
 
 use openharness_platform::{
-    AgentCapability, AgentPatch, Capability, CapabilityStatus, LlmModel, LlmProvider, Message,
-    ModelPatch, NewAgent, NewMessage, NewModel, NewProvider, NewSession, Notification, Page,
-    ProviderPatch, Session, SessionPatch, SetCapabilities,
+    AgentCapability, AgentPatch, Capability, CapabilityStatus, LlmModel, LlmProvider, ModelPatch,
+    NewAgent, NewMessage, NewModel, NewProvider, NewSession, Notification, Page, ProviderPatch,
+    Session, SessionMessage, SessionPatch, SetCapabilities,
 };
 
 use super::everruns::{AgentView, MessageView, ModelView, SessionView};
@@ -47,8 +47,8 @@ pub(crate) fn document(capabilities: &[openharness_platform::Capability]) -> Val
         ("ModelWithProviderPage", response::<Page<ModelView>>()),
         ("Session", response::<Session>()),
         ("SessionPage", response::<Page<Session>>()),
-        ("Message", response::<Message>()),
-        ("MessagePage", response::<Page<Message>>()),
+        ("Message", response::<SessionMessage>()),
+        ("MessagePage", response::<Page<SessionMessage>>()),
         ("Notification", response::<Notification>()),
         ("NotificationPage", response::<Page<Notification>>()),
         ("Capability", response::<Capability>()),

@@ -3,7 +3,7 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use openharness_core::{Envelope, EventId, SessionId, Snapshot, Store, StoreError};
+use openharness_core::{Envelope, EventId, SessionId, Store, StoreError, adapter::Snapshot};
 use serde_json::json;
 
 use super::helpers::*;

@@ -1,7 +1,10 @@
 //! Checks of reads: streamed ranges across pages and at the edges, unknown sessions, session
 //! metadata and the listing's order.
 
-use openharness_core::{EVENT_PAGE, Envelope, Recorded, SessionId, Store};
+use openharness_core::{
+    Envelope, SessionId, Store,
+    adapter::{EVENT_PAGE, Recorded},
+};
 use serde_json::json;
 
 use super::helpers::*;

@@ -4,7 +4,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use openharness_core::{Envelope, SessionId, Snapshot, Store, StoreError, Subscription};
+use openharness_core::{
+    Envelope, SessionId, Store, StoreError,
+    adapter::{Snapshot, Subscription},
+};
 use serde_json::json;
 
 use super::helpers::*;

@@ -40,7 +40,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use openharness_core::{Claim, SessionId, StoreError};
+use openharness_core::{SessionId, StoreError, adapter::Claim};
 use tokio_postgres::{Client, NoTls, Statement};
 
 use super::error::PostgresError;

@@ -10,7 +10,7 @@ pub const CONNECTIONS: usize = 4;
 /// The most query connections [`PostgresOptions::connections`] takes.
 pub const MAX_CONNECTIONS: usize = 256;
 
-/// How [`PostgresStore::connect_with`] connects: the schema its tables live in and how many
+/// How [`PostgresStore::connect_with`](crate::PostgresStore::connect_with) connects: the schema its tables live in and how many
 /// query connections it pools.
 ///
 /// ```

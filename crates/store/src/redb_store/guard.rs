@@ -12,7 +12,7 @@
 //!
 //! redb itself is written for this: a panic inside a write transaction poisons it, and its
 //! `Drop` does not touch the file while unwinding. The panic is caught without the panic
-//! hook's print ([`openharness_core::catch_quietly`]): the caller sees the typed error, and a
+//! hook's print ([`openharness_core::adapter::catch_quietly`]): the caller sees the typed error, and a
 //! command on a damaged file prints no raw panic text.
 
 use std::path::Path;
@@ -27,7 +27,7 @@ use super::RedbError;
 /// `op` must not own the database or anything that outlives it: what a panic unwinds through
 /// is dropped mid-panic, and a database dropped then could panic again and abort.
 pub(super) fn contained<T>(op: impl FnOnce() -> T) -> Result<T, String> {
-    openharness_core::catch_quietly(op).map_err(|payload| {
+    openharness_core::adapter::catch_quietly(op).map_err(|payload| {
         payload
             .downcast_ref::<&str>()
             .map(|message| (*message).to_owned())

@@ -484,7 +484,8 @@ fn summary_of(
     seq: u64,
     bytes: &[u8],
 ) -> Result<(DateTime<Utc>, SessionStatus), StoreError> {
-    openharness_core::last_event_summary(bytes).map_err(|err| corrupt_event(session, seq, &err))
+    openharness_core::adapter::last_event_summary(bytes)
+        .map_err(|err| corrupt_event(session, seq, &err))
 }
 
 /// The id of a stored event, decoding nothing else.

@@ -4,7 +4,10 @@
 use std::future::Future;
 
 use openharness_core::builtin::Builtin;
-use openharness_core::{Envelope, Fold, SessionId, Snapshot, Store, Workflow, WorkflowState};
+use openharness_core::{
+    Envelope, SessionId, Store, Workflow, WorkflowState,
+    adapter::{Fold, Snapshot},
+};
 
 use super::Tape;
 use crate::error::TapeError;

@@ -1359,11 +1359,11 @@ export interface WorkflowStarted {
    */
   code?: string | null;
   /**
-   * The source commit it was built from (`crate::WorkflowBuilder::commit`).
+   * The source commit it was built from (`WorkflowBuilder::commit`).
    */
   commit?: string | null;
   /**
-   * The version the workflow was built with (`crate::WorkflowBuilder::version`).
+   * The version the workflow was built with (`WorkflowBuilder::version`).
    */
   version?: string | null;
   /**

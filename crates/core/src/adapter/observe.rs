@@ -9,8 +9,8 @@ use std::ops::Range;
 use std::time::{Duration, Instant};
 
 use crate::{
-    Claim, EVENT_PAGE, Envelope, EventStream, SessionId, SessionInfo, Snapshot, Store, StoreError,
-    Subscription,
+    Envelope, SessionId, SessionInfo, Store, StoreError,
+    adapter::{Claim, EVENT_PAGE, EventStream, Snapshot, Subscription},
 };
 use async_trait::async_trait;
 
@@ -48,7 +48,7 @@ pub trait StoreObserver: Send + Sync + 'static {
 /// ```
 /// use std::sync::atomic::{AtomicU64, Ordering};
 /// use std::time::Duration;
-/// use openharness_core::observe::{Observed, StoreObserver};
+/// use openharness_core::adapter::observe::{Observed, StoreObserver};
 /// use openharness_core::{Envelope, SessionId, Store, StoreError};
 ///
 /// /// Counts the appends a store made.

@@ -1,0 +1,55 @@
+//! The adapter author's kit: what implementing a [`Store`](crate::Store), a
+//! [`Provider`](crate::Provider) or a runtime of your own takes, beyond what using one does.
+//! A workflow's author seldom needs anything here; the crate root holds that vocabulary.
+//!
+//! - **A store:** the channel behind a [`Subscription`] ([`SubscriptionSender`]), paged
+//!   [`EventStream`]s ([`EventStream::paged`], [`EVENT_PAGE`]), [`Recorded`] events,
+//!   [`Snapshot`]s, lease [`Claim`]s, the metadata a backend reads from a session's last event
+//!   ([`last_event_summary`]), and [`observe`] to wrap a store rather than write another
+//!   pass-through.
+//! - **A provider:** the [`ProviderRequest`] it answers, the [`ChatToolCall`]s in its
+//!   messages, the [`ProviderSink`] it streams [`ProviderEvent`]s to, and the
+//!   [`ProviderResponse`] and [`Usage`] it returns.
+//! - **Folding and running by hand** (tapes, servers, debuggers): [`Fold`] and what it returns
+//!   ([`Applied`], [`Pending`], [`Skipped`], [`UndecodableEvent`]), [`StreamedFold`], the
+//!   snapshot spacing constants, [`Continuation`] and [`Unfinished`] calls, [`ViewAt`],
+//!   [`CodeIdentity`].
+//! - **What the macros generate against:** [`Decoded`], [`IntoEmit`], [`AgentSpec`],
+//!   [`ReplySource`].
+//! - **Types met through a method but seldom named:** [`WorkflowBuilder`]
+//!   (`Workflow::builder`), [`Toolbox`], [`FnRenderer`] (`renderer_fn`), [`OpenCallReport`],
+//!   [`DEFAULT_MAX_TURNS`], and [`ErrorChain`], which writes an error with its sources on
+//!   one line (what a CLI or a server prints).
+//!
+//! A store answering reads a page at a time:
+//!
+//! ```
+//! use openharness_core::adapter::EVENT_PAGE;
+//!
+//! let pages = 2_500_usize.div_ceil(EVENT_PAGE);
+//! assert_eq!(pages, 3);
+//! ```
+
+pub use crate::agent::{AgentSpec, ReplySource};
+pub use crate::assembled::CodeIdentity;
+pub use crate::claim::Claim;
+pub use crate::emit::{IntoEmit, Pending};
+pub use crate::event::Decoded;
+pub use crate::fold::{
+    Applied, DEFAULT_CHECKPOINT_INTERVAL, Fold, MAX_CHECKPOINT_INTERVAL, SKIPPED_POSITIONS,
+    Skipped, StreamedFold, UndecodableEvent, catch_quietly,
+};
+pub mod observe;
+pub use crate::error::ErrorChain;
+pub use crate::provider::{
+    ChatToolCall, ProviderEvent, ProviderRequest, ProviderResponse, ProviderSink, Usage,
+};
+pub use crate::recover::ViewAt;
+pub use crate::renderer::FnRenderer;
+pub use crate::run::{Continuation, OpenCallReport, Unfinished};
+pub use crate::status::last_event_summary;
+pub use crate::store::{
+    EVENT_PAGE, EventStream, Recorded, Snapshot, Subscription, SubscriptionSender,
+};
+pub use crate::tool::{DEFAULT_MAX_TURNS, Toolbox};
+pub use crate::workflow::WorkflowBuilder;
