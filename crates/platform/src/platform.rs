@@ -26,11 +26,11 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use chrono::Utc;
-use openharness_core::{BoxedProvider, Envelope, SessionId, Store, StoreError};
+use openharness_core::adapter::Decoded;
+use openharness_core::{BoxedProvider, Envelope, EventSet, SessionId, Store, StoreError};
 
 use crate::events::{Notification, Projector, Resume};
 use crate::messages::{SessionMessage, project};
-use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use openharness_mcp::McpClient;
@@ -316,6 +316,7 @@ mod tests {
     #![allow(clippy::unwrap_used)]
 
     use super::*;
+    use log::AgentSaved;
 
     #[test]
     fn the_log_id_is_a_valid_session_id() {
@@ -337,20 +338,55 @@ mod tests {
             updated_at: now,
         };
         for change in [
-            Change::AgentSaved(agent.clone()),
-            Change::AgentDeleted(agent.id),
-            Change::AgentCapabilitiesSet {
-                agent_id: agent.id,
-                capabilities: vec![],
-            },
-            Change::ProviderDeleted(agent.id),
-            Change::ModelDeleted(agent.id),
+            Change::agent_saved(agent.clone()),
+            Change::agent_deleted(agent.id),
+            Change::capabilities_set(agent.id, vec![]),
+            Change::provider_deleted(agent.id),
+            Change::model_deleted(agent.id),
         ] {
             let event = change.envelope().unwrap();
-            let back = Change::decode(&event).unwrap().unwrap();
+            let Decoded::Known(back) = Change::decode(&event.name, &event.payload).unwrap() else {
+                panic!("`{}` is not a platform change", event.name);
+            };
             assert_eq!(format!("{back:?}"), format!("{change:?}"));
         }
         let unknown = Envelope::new("agent:renamed", serde_json::json!({}), None);
-        assert!(Change::decode(&unknown).unwrap().is_none());
+        assert!(matches!(
+            Change::decode(&unknown.name, &unknown.payload).unwrap(),
+            Decoded::Unknown
+        ));
+    }
+
+    /// The payloads keep the shape logs were written with: a saved record's fields at the top
+    /// level, a deletion as `{"id": …}`, capabilities as `agent_id` and `capabilities`.
+    #[test]
+    fn recorded_payloads_keep_their_shape() {
+        let id = Uuid::now_v7();
+        let saved = serde_json::json!({
+            "id": id, "name": "a", "description": null, "system_prompt": "",
+            "default_model_id": null, "tags": [], "status": "active",
+            "created_at": "2026-01-01T00:00:00Z", "updated_at": "2026-01-01T00:00:00Z",
+        });
+        let Decoded::Known(Change::AgentSaved(AgentSaved { agent })) =
+            Change::decode("agent:saved", &saved).unwrap()
+        else {
+            panic!("`agent:saved` did not decode as a saved agent");
+        };
+        assert_eq!(agent.id, id);
+        let encoded = Change::agent_saved(agent).envelope().unwrap();
+        assert_eq!(encoded.name, "agent:saved");
+        assert_eq!(encoded.payload["id"], serde_json::json!(id));
+        assert_eq!(encoded.payload["name"], "a");
+
+        let deleted = Change::session_deleted(id).envelope().unwrap();
+        assert_eq!(deleted.name, "session:deleted");
+        assert_eq!(deleted.payload, serde_json::json!({ "id": id }));
+
+        let set = Change::capabilities_set(id, vec![]).envelope().unwrap();
+        assert_eq!(set.name, "agent_capabilities:set");
+        assert_eq!(
+            set.payload,
+            serde_json::json!({ "agent_id": id, "capabilities": [] })
+        );
     }
 }

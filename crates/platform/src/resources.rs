@@ -107,12 +107,13 @@ pub struct LlmProvider {
 }
 
 /// A provider as the platform log records it: its fields and its sealed key, if any.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub(crate) struct ProviderRecord {
     pub(crate) id: Uuid,
     pub(crate) name: String,
     pub(crate) provider_type: ProviderType,
     pub(crate) base_url: Option<String>,
+    #[schemars(with = "Option<serde_json::Value>")]
     pub(crate) api_key: Option<SealedKey>,
     pub(crate) is_default: bool,
     pub(crate) status: ResourceStatus,
@@ -293,7 +294,7 @@ pub enum SessionPhase {
 }
 
 /// A session as the platform log records it: what its log does not tell.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub(crate) struct SessionRecord {
     pub(crate) id: Uuid,
     pub(crate) agent_id: Uuid,

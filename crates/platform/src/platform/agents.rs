@@ -85,16 +85,16 @@ impl Platform {
                     updated_at: now,
                 },
             };
-            let mut changes = vec![Change::AgentSaved(agent.clone())];
+            let mut changes = vec![Change::agent_saved(agent.clone())];
             let had = index
                 .agent_capabilities
                 .get(&agent.id)
                 .is_some_and(|c| !c.is_empty());
             if !capabilities.is_empty() || had {
-                changes.push(Change::AgentCapabilitiesSet {
-                    agent_id: agent.id,
-                    capabilities: index.capabilities_of(agent.id, &capabilities),
-                });
+                changes.push(Change::capabilities_set(
+                    agent.id,
+                    index.capabilities_of(agent.id, &capabilities),
+                ));
             }
             Ok((changes, (agent, existing.is_none())))
         })
@@ -144,7 +144,7 @@ impl Platform {
                 agent.tags.clone_from(tags);
             }
             agent.updated_at = Utc::now();
-            Ok((vec![Change::AgentSaved(agent.clone())], agent))
+            Ok((vec![Change::agent_saved(agent.clone())], agent))
         })
         .await
     }
@@ -162,7 +162,7 @@ impl Platform {
             }
             agent.status = status;
             agent.updated_at = Utc::now();
-            Ok((vec![Change::AgentSaved(agent.clone())], agent))
+            Ok((vec![Change::agent_saved(agent.clone())], agent))
         })
         .await
     }
@@ -181,7 +181,7 @@ impl Platform {
                     ),
                 ));
             }
-            Ok((vec![Change::AgentDeleted(id)], ()))
+            Ok((vec![Change::agent_deleted(id)], ()))
         })
         .await
     }
@@ -220,10 +220,7 @@ impl Platform {
             }
             let capabilities = index.capabilities_of(agent, &set.capabilities);
             Ok((
-                vec![Change::AgentCapabilitiesSet {
-                    agent_id: agent,
-                    capabilities: capabilities.clone(),
-                }],
+                vec![Change::capabilities_set(agent, capabilities.clone())],
                 capabilities,
             ))
         })

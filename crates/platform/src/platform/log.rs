@@ -1,92 +1,136 @@
 //! The platform log's changes (one per write, each a whole record) and the index folded from
 //! them.
 
+use openharness_macros::event;
+
 use super::*;
 
-/// One change of the platform log.
+/// `agent:saved`: an agent as it now is (the whole resource, at the payload's top level).
+#[event("agent:saved", crate = openharness_core)]
 #[derive(Debug, Clone)]
-pub(super) enum Change {
-    AgentSaved(AgentResource),
-    AgentDeleted(Uuid),
-    AgentCapabilitiesSet {
-        agent_id: Uuid,
-        capabilities: Vec<AgentCapability>,
-    },
-    ProviderSaved(ProviderRecord),
-    ProviderDeleted(Uuid),
-    ModelSaved(LlmModel),
-    ModelDeleted(Uuid),
-    SessionSaved(SessionRecord),
-    SessionDeleted(Uuid),
+pub(super) struct AgentSaved {
+    #[serde(flatten)]
+    pub(super) agent: AgentResource,
 }
 
-#[derive(Serialize, Deserialize)]
-pub(super) struct Deleted {
+/// `agent:deleted`: an agent and its capabilities are gone.
+#[event("agent:deleted", crate = openharness_core)]
+#[derive(Debug, Clone)]
+pub(super) struct AgentDeleted {
     pub(super) id: Uuid,
 }
 
-#[derive(Serialize, Deserialize)]
-pub(super) struct CapabilitiesSet {
+/// `agent_capabilities:set`: an agent's capabilities, in order, replacing the ones it had.
+#[event("agent_capabilities:set", crate = openharness_core)]
+#[derive(Debug, Clone)]
+pub(super) struct AgentCapabilitiesSet {
     pub(super) agent_id: Uuid,
     pub(super) capabilities: Vec<AgentCapability>,
 }
 
+/// `llm_provider:saved`: a provider as it now is, with its sealed key.
+#[event("llm_provider:saved", crate = openharness_core)]
+#[derive(Debug, Clone)]
+pub(super) struct ProviderSaved {
+    #[serde(flatten)]
+    pub(super) provider: ProviderRecord,
+}
+
+/// `llm_provider:deleted`.
+#[event("llm_provider:deleted", crate = openharness_core)]
+#[derive(Debug, Clone)]
+pub(super) struct ProviderDeleted {
+    pub(super) id: Uuid,
+}
+
+/// `llm_model:saved`: a model as it now is.
+#[event("llm_model:saved", crate = openharness_core)]
+#[derive(Debug, Clone)]
+pub(super) struct ModelSaved {
+    #[serde(flatten)]
+    pub(super) model: LlmModel,
+}
+
+/// `llm_model:deleted`.
+#[event("llm_model:deleted", crate = openharness_core)]
+#[derive(Debug, Clone)]
+pub(super) struct ModelDeleted {
+    pub(super) id: Uuid,
+}
+
+/// `session:saved`: what the platform keeps of a session beside its own log.
+#[event("session:saved", crate = openharness_core)]
+#[derive(Debug, Clone)]
+pub(super) struct SessionSaved {
+    #[serde(flatten)]
+    pub(super) session: SessionRecord,
+}
+
+/// `session:deleted`.
+#[event("session:deleted", crate = openharness_core)]
+#[derive(Debug, Clone)]
+pub(super) struct SessionDeleted {
+    pub(super) id: Uuid,
+}
+
+/// One change of the platform log: one event, each a whole record, folded into the [`Index`]
+/// like any workflow's events into its state.
+#[event(crate = openharness_core)]
+#[derive(Debug, Clone)]
+pub(super) enum Change {
+    AgentSaved,
+    AgentDeleted,
+    AgentCapabilitiesSet,
+    ProviderSaved,
+    ProviderDeleted,
+    ModelSaved,
+    ModelDeleted,
+    SessionSaved,
+    SessionDeleted,
+}
+
 impl Change {
-    pub(super) fn envelope(&self) -> Result<Envelope, serde_json::Error> {
-        let (name, payload) = match self {
-            Self::AgentSaved(agent) => ("agent:saved", serde_json::to_value(agent)?),
-            Self::AgentDeleted(id) => ("agent:deleted", serde_json::to_value(Deleted { id: *id })?),
-            Self::AgentCapabilitiesSet {
-                agent_id,
-                capabilities,
-            } => (
-                "agent_capabilities:set",
-                serde_json::to_value(CapabilitiesSet {
-                    agent_id: *agent_id,
-                    capabilities: capabilities.clone(),
-                })?,
-            ),
-            Self::ProviderSaved(record) => ("llm_provider:saved", serde_json::to_value(record)?),
-            Self::ProviderDeleted(id) => (
-                "llm_provider:deleted",
-                serde_json::to_value(Deleted { id: *id })?,
-            ),
-            Self::ModelSaved(model) => ("llm_model:saved", serde_json::to_value(model)?),
-            Self::ModelDeleted(id) => (
-                "llm_model:deleted",
-                serde_json::to_value(Deleted { id: *id })?,
-            ),
-            Self::SessionSaved(record) => ("session:saved", serde_json::to_value(record)?),
-            Self::SessionDeleted(id) => (
-                "session:deleted",
-                serde_json::to_value(Deleted { id: *id })?,
-            ),
-        };
-        Ok(Envelope::new(name, payload, None))
+    pub(super) fn agent_saved(agent: AgentResource) -> Self {
+        Self::AgentSaved(AgentSaved { agent })
     }
 
-    /// The change an event records; `None` for a name this version does not know.
-    pub(super) fn decode(event: &Envelope) -> Result<Option<Self>, serde_json::Error> {
-        let payload = &event.payload;
-        let deleted = || Deleted::deserialize(payload).map(|d| d.id);
-        Ok(Some(match event.name.as_ref() {
-            "agent:saved" => Self::AgentSaved(AgentResource::deserialize(payload)?),
-            "agent:deleted" => Self::AgentDeleted(deleted()?),
-            "agent_capabilities:set" => {
-                let set = CapabilitiesSet::deserialize(payload)?;
-                Self::AgentCapabilitiesSet {
-                    agent_id: set.agent_id,
-                    capabilities: set.capabilities,
-                }
-            }
-            "llm_provider:saved" => Self::ProviderSaved(ProviderRecord::deserialize(payload)?),
-            "llm_provider:deleted" => Self::ProviderDeleted(deleted()?),
-            "llm_model:saved" => Self::ModelSaved(LlmModel::deserialize(payload)?),
-            "llm_model:deleted" => Self::ModelDeleted(deleted()?),
-            "session:saved" => Self::SessionSaved(SessionRecord::deserialize(payload)?),
-            "session:deleted" => Self::SessionDeleted(deleted()?),
-            _ => return Ok(None),
-        }))
+    pub(super) fn agent_deleted(id: Uuid) -> Self {
+        Self::AgentDeleted(AgentDeleted { id })
+    }
+
+    pub(super) fn capabilities_set(agent_id: Uuid, capabilities: Vec<AgentCapability>) -> Self {
+        Self::AgentCapabilitiesSet(AgentCapabilitiesSet {
+            agent_id,
+            capabilities,
+        })
+    }
+
+    pub(super) fn provider_saved(provider: ProviderRecord) -> Self {
+        Self::ProviderSaved(ProviderSaved { provider })
+    }
+
+    pub(super) fn provider_deleted(id: Uuid) -> Self {
+        Self::ProviderDeleted(ProviderDeleted { id })
+    }
+
+    pub(super) fn model_saved(model: LlmModel) -> Self {
+        Self::ModelSaved(ModelSaved { model })
+    }
+
+    pub(super) fn model_deleted(id: Uuid) -> Self {
+        Self::ModelDeleted(ModelDeleted { id })
+    }
+
+    pub(super) fn session_saved(session: SessionRecord) -> Self {
+        Self::SessionSaved(SessionSaved { session })
+    }
+
+    pub(super) fn session_deleted(id: Uuid) -> Self {
+        Self::SessionDeleted(SessionDeleted { id })
+    }
+
+    pub(super) fn envelope(&self) -> Result<Envelope, serde_json::Error> {
+        Ok(Envelope::new(self.name(), self.to_payload()?, None))
     }
 }
 
@@ -111,9 +155,9 @@ impl Index {
     /// Folds in the log's event at `seq`, the next one.
     pub(super) fn fold(&mut self, log: &SessionId, event: &Envelope) -> Result<(), PlatformError> {
         let seq = self.seq;
-        match Change::decode(event) {
-            Ok(Some(change)) => self.apply(change),
-            Ok(None) => tracing::warn!(
+        match Change::decode(&event.name, &event.payload) {
+            Ok(Decoded::Known(change)) => self.apply(change),
+            Ok(Decoded::Unknown) => tracing::warn!(
                 seq,
                 name = %event.name,
                 "skipping an event of the platform log this version does not know"
@@ -132,35 +176,35 @@ impl Index {
 
     pub(super) fn apply(&mut self, change: Change) {
         match change {
-            Change::AgentSaved(agent) => {
+            Change::AgentSaved(AgentSaved { agent }) => {
                 self.agents.insert(agent.id, agent);
             }
-            Change::AgentDeleted(id) => {
+            Change::AgentDeleted(AgentDeleted { id }) => {
                 self.agents.remove(&id);
                 self.agent_capabilities.remove(&id);
             }
-            Change::AgentCapabilitiesSet {
+            Change::AgentCapabilitiesSet(AgentCapabilitiesSet {
                 agent_id,
                 capabilities,
-            } => {
+            }) => {
                 self.agent_capabilities.insert(agent_id, capabilities);
             }
-            Change::ProviderSaved(record) => {
-                self.providers.insert(record.id, record);
+            Change::ProviderSaved(ProviderSaved { provider }) => {
+                self.providers.insert(provider.id, provider);
             }
-            Change::ProviderDeleted(id) => {
+            Change::ProviderDeleted(ProviderDeleted { id }) => {
                 self.providers.remove(&id);
             }
-            Change::ModelSaved(model) => {
+            Change::ModelSaved(ModelSaved { model }) => {
                 self.models.insert(model.id, model);
             }
-            Change::ModelDeleted(id) => {
+            Change::ModelDeleted(ModelDeleted { id }) => {
                 self.models.remove(&id);
             }
-            Change::SessionSaved(record) => {
-                self.sessions.insert(record.id, record);
+            Change::SessionSaved(SessionSaved { session }) => {
+                self.sessions.insert(session.id, session);
             }
-            Change::SessionDeleted(id) => {
+            Change::SessionDeleted(SessionDeleted { id }) => {
                 self.sessions.remove(&id);
             }
         }
@@ -258,7 +302,7 @@ impl Index {
                 let mut p = p.clone();
                 p.is_default = false;
                 p.updated_at = now;
-                Change::ProviderSaved(p)
+                Change::provider_saved(p)
             })
             .collect()
     }
@@ -273,7 +317,7 @@ impl Index {
                 let mut m = m.clone();
                 m.is_default = false;
                 m.updated_at = now;
-                Change::ModelSaved(m)
+                Change::model_saved(m)
             })
             .collect()
     }

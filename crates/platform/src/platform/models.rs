@@ -62,7 +62,7 @@ impl Platform {
             } else {
                 Vec::new()
             };
-            changes.push(Change::ModelSaved(model.clone()));
+            changes.push(Change::model_saved(model.clone()));
             Ok((changes, model))
         })
         .await
@@ -110,7 +110,7 @@ impl Platform {
                 model.is_default = is_default;
             }
             model.updated_at = Utc::now();
-            changes.push(Change::ModelSaved(model.clone()));
+            changes.push(Change::model_saved(model.clone()));
             Ok((changes, model))
         })
         .await
@@ -142,7 +142,7 @@ impl Platform {
                     ),
                 ));
             }
-            Ok((vec![Change::ModelDeleted(id)], ()))
+            Ok((vec![Change::model_deleted(id)], ()))
         })
         .await
     }

@@ -62,7 +62,7 @@ impl Platform {
                 Vec::new()
             };
             let public = record.public();
-            changes.push(Change::ProviderSaved(record));
+            changes.push(Change::provider_saved(record));
             Ok((changes, public))
         })
         .await
@@ -114,7 +114,7 @@ impl Platform {
             }
             record.updated_at = Utc::now();
             let public = record.public();
-            changes.push(Change::ProviderSaved(record));
+            changes.push(Change::provider_saved(record));
             Ok((changes, public))
         })
         .await
@@ -135,7 +135,7 @@ impl Platform {
                     format!("provider {id} still has {models} model(s): delete them first"),
                 ));
             }
-            Ok((vec![Change::ProviderDeleted(id)], ()))
+            Ok((vec![Change::provider_deleted(id)], ()))
         })
         .await
     }

@@ -79,7 +79,7 @@ impl Platform {
                 let plain = keys.open(record.id, sealed)?;
                 let mut record = record.clone();
                 record.api_key = Some(keys.seal(record.id, &plain)?);
-                changes.push(Change::ProviderSaved(record));
+                changes.push(Change::provider_saved(record));
                 rotation.resealed += 1;
             }
             Ok((changes, rotation))

@@ -102,7 +102,7 @@ impl Platform {
                     model_id: new.model_id,
                     created_at: Utc::now(),
                 };
-                Ok((vec![Change::SessionSaved(record.clone())], record))
+                Ok((vec![Change::session_saved(record.clone())], record))
             })
             .await?;
         self.session_of(record).await
@@ -202,7 +202,7 @@ impl Platform {
                 if let Some(tags) = &new_tags {
                     record.tags.clone_from(tags);
                 }
-                Ok((vec![Change::SessionSaved(record.clone())], record))
+                Ok((vec![Change::session_saved(record.clone())], record))
             })
             .await?;
         self.session_of(record).await
@@ -219,7 +219,7 @@ impl Platform {
         }
         self.write(|index| {
             index.session(agent, id)?;
-            Ok((vec![Change::SessionDeleted(id)], ()))
+            Ok((vec![Change::session_deleted(id)], ()))
         })
         .await?;
         self.inner.store.clear(&session_log(id)).await?;
