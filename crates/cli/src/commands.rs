@@ -51,13 +51,13 @@ use tape::tape;
 /// (`http://…`, read-only), with any password redacted from errors.
 pub(crate) async fn open_store(path: &Path, reads_only: bool) -> Result<Arc<dyn Store>, CliError> {
     let name = path.to_string_lossy();
-    if crate::transfer::is_postgres(&name) {
+    if openharness::store::is_postgres(&name) {
         return Ok(Arc::from(crate::transfer::open(path).await?));
     }
     let access = if reads_only {
-        crate::transfer::Access::Read
+        openharness::store::Access::Read
     } else {
-        crate::transfer::Access::Write
+        openharness::store::Access::Write
     };
     let store = crate::transfer::open_any(path, access)
         .await

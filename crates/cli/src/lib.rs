@@ -440,7 +440,7 @@ impl<E: Subcommand + Send + 'static> Cli<E> {
         // A command that reads recorded sessions never creates a store (a typo in --store
         // would leave an empty file behind): with none there, it says so.
         if command.needs_recorded_sessions()
-            && !transfer::is_postgres(&store.to_string_lossy())
+            && !openharness::store::is_postgres(&store.to_string_lossy())
             && !remote::is_remote(&store.to_string_lossy())
             && !store.exists()
         {

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use clap::Subcommand;
 use openharness::store::{
-    PostgresError, PostgresOptions, PostgresStore, RedbOptions, RedbStore, jsonl,
+    Access, OpenOptions, PostgresError, PostgresOptions, RedbOptions, is_postgres, jsonl,
 };
 use openharness::{SessionId, Store, StoreError};
 
@@ -92,37 +92,29 @@ fn opened(
     })
 }
 
-/// Whether a command writes the store it opens or only reads it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Access {
-    /// It records: a redb file is opened for writing (created if missing), and refused while
-    /// another process writes it.
-    Write,
-    /// It only reads: a redb file is opened read-only, beside a process writing it.
-    Read,
-}
-
-/// The store `store` names (see [`open`]), with the store's own error.
+/// The store `store` names (see [`open`]), with the store's own error: a running server for
+/// `http://…` (read-only), else what [`openharness_store::open_with`] opens, with the CLI's
+/// choices for each kind.
 pub(crate) async fn open_any(store: &Path, access: Access) -> Result<Box<dyn Store>, StoreError> {
     let name = store.to_string_lossy();
+    if crate::remote::is_remote(&name) {
+        return Ok(Box::new(crate::remote::RemoteStore::new(&name)?));
+    }
+    let mut options = OpenOptions::new(access);
     if is_postgres(&name) {
-        let options = postgres_options()?;
-        Ok(Box::new(PostgresStore::connect_with(&name, options).await?))
-    } else if crate::remote::is_remote(&name) {
-        Ok(Box::new(crate::remote::RemoteStore::new(&name)?))
-    } else if access == Access::Read {
-        let options = RedbOptions::default().read_only(true);
-        Ok(Box::new(RedbStore::open_with(store, options)?))
-    } else {
+        options = options.postgres(postgres_options()?);
+    } else if access == Access::Write {
         // The CLI's runtime is multi-threaded and never a LocalSet, so a lone writer (a run
         // recording its session) may commit on its own thread; the file is shared with the
         // CLI's readers in other processes (two fsyncs per commit instead of one: the price of
         // never refusing `sessions` while `serve` records).
-        let options = RedbOptions::default()
-            .commit_on_caller(true)
-            .share_with_readers(true);
-        Ok(Box::new(RedbStore::open_with(store, options)?))
+        options = options.redb(
+            RedbOptions::default()
+                .commit_on_caller(true)
+                .share_with_readers(true),
+        );
     }
+    openharness_store::open_with(&name, options).await
 }
 
 /// Shows on stderr how far the import of a session that takes several appends has got.
@@ -154,16 +146,6 @@ fn postgres_options() -> Result<PostgresOptions, StoreError> {
         }
         _ => Ok(options),
     }
-}
-
-/// Whether `--store` names a PostgreSQL database rather than a redb file.
-pub(crate) fn is_postgres(store: &str) -> bool {
-    store.starts_with("postgres://")
-        || store.starts_with("postgresql://")
-        || (store.contains('=')
-            && ["host=", "dbname=", "user="]
-                .iter()
-                .any(|key| store.split_whitespace().any(|part| part.starts_with(key))))
 }
 
 pub(crate) async fn run(

@@ -236,3 +236,24 @@ mod import;
 
 pub use export::{export, export_with_ancestors};
 pub use import::{ImportProgress, ImportSummary, import, import_with_progress};
+
+/// An import or export error as the workflow error every part of Open Harness composes into
+/// (a store failure as [`openharness_core::Error::Store`], anything else as
+/// [`openharness_core::Error::Other`]), so `?` works in a `main` returning
+/// `openharness::Error`.
+impl From<TransferError> for openharness_core::Error {
+    fn from(err: TransferError) -> Self {
+        match err {
+            TransferError::Store {
+                store,
+                source,
+                line: None,
+            } => Self::Store {
+                store,
+                session: None,
+                source,
+            },
+            other => Self::Other(Box::new(other)),
+        }
+    }
+}

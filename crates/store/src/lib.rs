@@ -5,10 +5,20 @@
 //! (feature `postgres`), which many processes on many machines share, with live tails across
 //! processes through `LISTEN`/`NOTIFY`.
 //!
-//! Also here: `FailingStore` (feature `testing`), a fault-injection wrapper for tests; `conformance` (feature
-//! `conformance`), the one test suite every backend must pass, run with `store_conformance!`;
-//! and [`jsonl`], export and import of sessions as JSON lines. Benchmarks:
-//! `cargo xtask bench stores`.
+//! Also here: [`open`], the store a location names (a PostgreSQL connection string or a redb
+//! file path); `FailingStore` (feature `testing`), a fault-injection wrapper for tests;
+//! `conformance` (feature `conformance`), the one test suite every backend must pass, run with
+//! `store_conformance!`; and [`jsonl`], export and import of sessions as JSON lines.
+//! Benchmarks: `cargo xtask bench stores`.
+//!
+//! # Adding a backend
+//!
+//! A backend is one folder, as `redb_store/` and `postgres/` are: a file named after it that
+//! implements [`Store`] (the contract below) and holds its error and options types, with a
+//! module per job beside it. Decode records with `codec`'s helpers (listing order, parallel
+//! decoding, the snapshot-bound error) rather than again; run the conformance suite on it with
+//! `store_conformance!` in a test; and, when a location string should name it, teach
+//! [`open`] (and [`is_postgres`]'s neighbours) to recognise it.
 //!
 //! # The contract, as these backends implement it
 //!
@@ -59,6 +69,7 @@
 //! ```
 
 mod append;
+mod codec;
 #[cfg(feature = "conformance")]
 pub mod conformance;
 #[cfg(feature = "testing")]
@@ -66,14 +77,17 @@ mod fault;
 pub mod jsonl;
 mod live;
 mod memory;
+mod open;
 #[cfg(feature = "postgres")]
 mod postgres;
 mod redb_store;
 
+pub(crate) use codec::{decode_all, snapshot_beyond_end, sort_oldest_first};
 #[cfg(feature = "testing")]
 pub use fault::{FailingStore, InjectedFailure};
 pub use live::LiveError;
 pub use memory::MemoryStore;
+pub use open::{Access, OpenOptions, is_postgres, open, open_with};
 pub use openharness_core::adapter::observe::{Observed, StoreObserver};
 pub use openharness_core::{
     SessionInfo, Store, StoreError,
@@ -88,93 +102,3 @@ pub use redb_store::{
     Compaction, DEFAULT_CACHE_BYTES, RedbDurability, RedbError, RedbOptions, RedbStore, STORE_ENV,
     default_store_path,
 };
-
-use std::cmp::Ordering;
-
-use openharness_core::SessionId;
-
-/// The order of [`Store::sessions`]: oldest first, ties broken by id so listings are stable.
-fn by_age(a: &SessionInfo, b: &SessionInfo) -> Ordering {
-    a.created.cmp(&b.created).then_with(|| a.id.cmp(&b.id))
-}
-
-/// The error for a snapshot past the end of its session (or of a session with no events).
-pub(crate) fn snapshot_beyond_end(session: &SessionId, position: u64, len: u64) -> StoreError {
-    StoreError::Invalid(format!(
-        "cannot save a snapshot of session {session} at position {position}: \
-         the session has {len} events"
-    ))
-}
-
-/// Below this many events a read decodes on the calling thread.
-const PARALLEL_DECODE: usize = 4096;
-
-/// Decodes stored events (seq, JSON bytes), in order. Large reads are split across the
-/// machine's cores: decoding JSON is most of the cost of loading a long session.
-pub(crate) fn decode_all(
-    session: &SessionId,
-    records: &[(u64, &[u8])],
-) -> Result<Vec<openharness_core::Envelope>, StoreError> {
-    let decode_chunk = |chunk: &[(u64, &[u8])]| {
-        chunk
-            .iter()
-            .map(|(seq, bytes)| {
-                serde_json::from_slice(bytes).map_err(|err| StoreError::Corrupt {
-                    session: session.clone(),
-                    seq: *seq,
-                    message: format!("stored event is not a valid envelope: {err}"),
-                })
-            })
-            .collect::<Result<Vec<_>, _>>()
-    };
-    let threads = std::thread::available_parallelism().map_or(1, usize::from);
-    if records.len() < PARALLEL_DECODE || threads < 2 {
-        return decode_chunk(records);
-    }
-    let size = records.len().div_ceil(threads);
-    let parts = std::thread::scope(|scope| {
-        let handles: Vec<_> = records
-            .chunks(size)
-            .map(|chunk| scope.spawn(move || decode_chunk(chunk)))
-            .collect();
-        handles
-            .into_iter()
-            .map(|handle| {
-                handle.join().unwrap_or_else(|_| {
-                    Err(StoreError::Invalid("a decoding thread panicked".to_owned()))
-                })
-            })
-            .collect::<Vec<_>>()
-    });
-    let mut events = Vec::with_capacity(records.len());
-    for part in parts {
-        events.extend(part?);
-    }
-    Ok(events)
-}
-
-/// Sorts sessions into the order of [`Store::sessions`].
-pub(crate) fn sort_oldest_first(infos: &mut [SessionInfo]) {
-    infos.sort_by(by_age);
-}
-
-/// An import or export error as the workflow error every part of Open Harness composes into
-/// (a store failure as [`openharness_core::Error::Store`], anything else as
-/// [`openharness_core::Error::Other`]), so `?` works in a `main` returning
-/// `openharness::Error`.
-impl From<jsonl::TransferError> for openharness_core::Error {
-    fn from(err: jsonl::TransferError) -> Self {
-        match err {
-            jsonl::TransferError::Store {
-                store,
-                source,
-                line: None,
-            } => Self::Store {
-                store,
-                session: None,
-                source,
-            },
-            other => Self::Other(Box::new(other)),
-        }
-    }
-}

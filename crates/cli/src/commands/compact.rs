@@ -11,7 +11,7 @@ use crate::error::CliError;
 
 /// Compacts the store at `store` and says how much it shrank.
 pub(crate) async fn run(store: &Path, mut out: Output) -> Result<(), CliError> {
-    if crate::transfer::is_postgres(&store.to_string_lossy()) {
+    if openharness::store::is_postgres(&store.to_string_lossy()) {
         return Err(CliError::Usage(
             "compact is for redb store files; PostgreSQL reclaims space itself (VACUUM)".into(),
         ));

@@ -1,0 +1,72 @@
+//! What every backend does the same way: decoding stored events (in parallel for long reads),
+//! the order of a session listing, and the error for a snapshot past a session's end. A new
+//! backend uses these rather than writing its own.
+
+use std::cmp::Ordering;
+
+use openharness_core::{SessionId, SessionInfo, StoreError};
+
+/// The order of [`Store::sessions`]: oldest first, ties broken by id so listings are stable.
+fn by_age(a: &SessionInfo, b: &SessionInfo) -> Ordering {
+    a.created.cmp(&b.created).then_with(|| a.id.cmp(&b.id))
+}
+
+/// The error for a snapshot past the end of its session (or of a session with no events).
+pub(crate) fn snapshot_beyond_end(session: &SessionId, position: u64, len: u64) -> StoreError {
+    StoreError::Invalid(format!(
+        "cannot save a snapshot of session {session} at position {position}: \
+         the session has {len} events"
+    ))
+}
+
+/// Below this many events a read decodes on the calling thread.
+const PARALLEL_DECODE: usize = 4096;
+
+/// Decodes stored events (seq, JSON bytes), in order. Large reads are split across the
+/// machine's cores: decoding JSON is most of the cost of loading a long session.
+pub(crate) fn decode_all(
+    session: &SessionId,
+    records: &[(u64, &[u8])],
+) -> Result<Vec<openharness_core::Envelope>, StoreError> {
+    let decode_chunk = |chunk: &[(u64, &[u8])]| {
+        chunk
+            .iter()
+            .map(|(seq, bytes)| {
+                serde_json::from_slice(bytes).map_err(|err| StoreError::Corrupt {
+                    session: session.clone(),
+                    seq: *seq,
+                    message: format!("stored event is not a valid envelope: {err}"),
+                })
+            })
+            .collect::<Result<Vec<_>, _>>()
+    };
+    let threads = std::thread::available_parallelism().map_or(1, usize::from);
+    if records.len() < PARALLEL_DECODE || threads < 2 {
+        return decode_chunk(records);
+    }
+    let size = records.len().div_ceil(threads);
+    let parts = std::thread::scope(|scope| {
+        let handles: Vec<_> = records
+            .chunks(size)
+            .map(|chunk| scope.spawn(move || decode_chunk(chunk)))
+            .collect();
+        handles
+            .into_iter()
+            .map(|handle| {
+                handle.join().unwrap_or_else(|_| {
+                    Err(StoreError::Invalid("a decoding thread panicked".to_owned()))
+                })
+            })
+            .collect::<Vec<_>>()
+    });
+    let mut events = Vec::with_capacity(records.len());
+    for part in parts {
+        events.extend(part?);
+    }
+    Ok(events)
+}
+
+/// Sorts sessions into the order of [`Store::sessions`].
+pub(crate) fn sort_oldest_first(infos: &mut [SessionInfo]) {
+    infos.sort_by(by_age);
+}
