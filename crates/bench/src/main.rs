@@ -21,6 +21,7 @@
 mod chat;
 mod diff;
 mod eval;
+mod http;
 mod list;
 mod mcp;
 mod otel;
