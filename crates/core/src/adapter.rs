@@ -13,7 +13,7 @@
 //! - **Folding and running by hand** (tapes, servers, debuggers): [`Fold`] and what it returns
 //!   ([`Applied`], [`Pending`], [`Skipped`], [`UndecodableEvent`]), [`StreamedFold`], the
 //!   snapshot spacing constants, [`Continuation`] and [`Unfinished`] calls, [`ViewAt`],
-//!   [`CodeIdentity`].
+//!   [`CodeIdentity`], and [`CallKey`], which agent call a recorded event belongs to.
 //! - **What the macros generate against:** [`Decoded`], [`IntoEmit`], [`AgentSpec`],
 //!   [`ReplySource`].
 //! - **Types met through a method but seldom named:** [`WorkflowBuilder`]
@@ -32,6 +32,7 @@
 
 pub use crate::agent::{AgentSpec, ReplySource};
 pub use crate::assembled::CodeIdentity;
+pub use crate::call_key::CallKey;
 pub use crate::claim::Claim;
 pub use crate::emit::{IntoEmit, Pending};
 pub use crate::event::Decoded;

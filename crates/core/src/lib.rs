@@ -15,6 +15,7 @@ mod agent;
 mod assembled;
 mod backfill;
 pub mod builtin;
+mod call_key;
 mod claim;
 mod emit;
 mod error;

@@ -34,6 +34,7 @@ use crate::builtin::{
     AgentCompleted, AgentStarted, ErrorOccurred, InputReceived, SessionForked, TextDelta,
     ToolCalled, ToolResult, UserInput, WorkflowCompleted, WorkflowStarted,
 };
+use crate::call_key::CallKey;
 use crate::emit::Pending;
 use crate::error::Error;
 use crate::event::{Envelope, Event, EventId, SessionId};

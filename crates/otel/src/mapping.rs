@@ -23,6 +23,7 @@
 use std::collections::HashSet;
 
 use chrono::{DateTime, Utc};
+use openharness_core::adapter::CallKey;
 use openharness_core::builtin::{
     AgentCompleted, AgentStarted, Builtin, ErrorOccurred, Outcome, OutputRejected, SessionForked,
     ToolCalled, ToolResult, UserInput, WorkflowCompleted, WorkflowStarted,
@@ -137,7 +138,7 @@ pub struct SessionSpans {
     fork_link: Option<SpanRef>,
     last_turn: Option<SpanRef>,
     last_time: Option<DateTime<Utc>>,
-    calls: HashSet<(String, Option<EventId>)>,
+    calls: HashSet<CallKey>,
 }
 
 impl SessionSpans {

@@ -36,6 +36,7 @@
 
 use std::collections::HashMap;
 
+use openharness_core::adapter::CallKey;
 use openharness_core::builtin::{Builtin, InputReceived, Outcome};
 use openharness_core::{Envelope, Event, EventId};
 use serde_json::{Value, json};
@@ -218,9 +219,6 @@ pub struct UiStream {
     calls: HashMap<CallKey, CallText>,
 }
 
-/// An agent call: its agent and the event that triggered it (its events' `causedBy`).
-type CallKey = (String, Option<EventId>);
-
 /// What one agent call has streamed of its reply.
 #[derive(Debug)]
 struct CallText {
@@ -333,7 +331,7 @@ impl UiStream {
         match builtin {
             Builtin::AgentStarted(started) => {
                 self.ensure_step(&mut out);
-                let key = (started.agent, event.caused_by);
+                let key = CallKey::new(started.agent, event.caused_by);
                 if let Some(mut earlier) = self.calls.insert(key, CallText::new(started.reply)) {
                     earlier.close_text(&mut out); // a call run again after an interruption
                 }
@@ -341,7 +339,7 @@ impl UiStream {
             Builtin::TextDelta(delta) => {
                 let call = self
                     .calls
-                    .entry((delta.agent, event.caused_by))
+                    .entry(CallKey::new(delta.agent, event.caused_by))
                     .or_insert_with(|| CallText::new(None));
                 if delta.attempt > call.attempt {
                     call.attempt = delta.attempt;
@@ -359,7 +357,10 @@ impl UiStream {
             }
             Builtin::ToolCalled(call) => {
                 self.ensure_step(&mut out);
-                if let Some(text) = self.calls.get_mut(&(call.agent.clone(), event.caused_by)) {
+                if let Some(text) = self
+                    .calls
+                    .get_mut(&CallKey::new(call.agent.as_str(), event.caused_by))
+                {
                     text.next_response(&mut out);
                 }
                 self.tools.insert(call.tool_call_id.clone());
@@ -379,7 +380,7 @@ impl UiStream {
             }
             Builtin::AgentCompleted(completed) => {
                 self.ensure_step(&mut out);
-                let key = (completed.agent.clone(), event.caused_by);
+                let key = CallKey::new(completed.agent.as_str(), event.caused_by);
                 let mut call = self
                     .calls
                     .remove(&key)

@@ -15,10 +15,10 @@ pub(super) struct Tail<'w, S> {
     /// Events that activated agents, while a call of theirs is expected or open.
     pub(super) triggers: HashMap<EventId, (Envelope, usize)>,
     /// Open calls by (trigger, agent), with the seq of their `agent:started`.
-    pub(super) open_calls: HashMap<(Option<EventId>, String), (u64, OpenCall)>,
+    pub(super) open_calls: HashMap<CallKey, (u64, OpenCall)>,
     /// Calls closed as interrupted by a resume or a fork and not started again yet, by
     /// (trigger, agent), with the seq of their close: they are owed a rerun.
-    pub(super) owed_reruns: HashMap<(Option<EventId>, String), (u64, OpenCall)>,
+    pub(super) owed_reruns: HashMap<CallKey, (u64, OpenCall)>,
     pub(super) last_status: Option<SessionStatus>,
 }
 
@@ -76,7 +76,7 @@ impl<'w, S: WorkflowState> Tail<'w, S> {
             if let Some(trigger) = &call.trigger {
                 triggers.push(trigger.clone());
             }
-            let key = (call.trigger_id, call.started.agent.clone());
+            let key = CallKey::new(call.started.agent.as_str(), call.trigger_id);
             self.open_calls.insert(key, (0, call));
         }
         for trigger in triggers {
@@ -216,7 +216,7 @@ impl<'w, S: WorkflowState> Tail<'w, S> {
                     .caused_by
                     .and_then(|id| self.triggers.get(&id))
                     .map(|(trigger, _)| trigger.clone());
-                let key = (event.caused_by, started.agent.clone());
+                let key = CallKey::new(started.agent.as_str(), event.caused_by);
                 self.owed_reruns.remove(&key);
                 self.open_calls.insert(
                     key,
@@ -237,7 +237,7 @@ impl<'w, S: WorkflowState> Tail<'w, S> {
                 // An interrupted call is run again by a resume, under the same trigger: keep
                 // the trigger for that rerun (and for a resume of it, should it be cut too), and
                 // the call, owed its rerun until that starts.
-                let key = (event.caused_by, completed.agent);
+                let key = CallKey::new(completed.agent, event.caused_by);
                 let Some((_, call)) = self.open_calls.remove(&key) else {
                     return;
                 };

@@ -34,7 +34,10 @@ impl SessionSpans {
         );
         // The same call (agent and trigger) started again: a resumed session runs again a call
         // its dead process left unfinished.
-        if !self.calls.insert((started.agent.clone(), trigger)) {
+        if !self
+            .calls
+            .insert(CallKey::new(started.agent.as_str(), trigger))
+        {
             span.attributes
                 .push(KeyValue::new("openharness.agent.rerun", true));
         }

@@ -2,6 +2,7 @@
 //! `cassette`): which stream each event belongs to, and the first event that differs.
 
 use super::*;
+use openharness_core::adapter::CallKey;
 
 /// Which stream of a session an event belongs to (see the module docs).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -22,8 +23,8 @@ pub(super) enum Stream {
 pub(super) enum Owner {
     /// To the stream of the event that caused it (an `agent:started` included).
     Cause,
-    /// To the open call of this agent activated by this event.
-    Call(String, Option<EventId>),
+    /// To this open agent call.
+    Call(CallKey),
 }
 
 /// Assigns a session's events, in the order they were recorded, to their streams.
@@ -56,7 +57,7 @@ impl Streams {
     /// known, in order; assign each with [`Streams::assign`] before the next push.
     pub(super) fn push(&mut self, event: Envelope, seq: u64) -> Vec<(Envelope, u64, Owner)> {
         let mut released = Vec::new();
-        let called_by = |agent: &str| Owner::Call(agent.to_owned(), event.caused_by);
+        let called_by = |agent: &str| Owner::Call(CallKey::new(agent, event.caused_by));
         let owner = match Builtin::decode(&event) {
             Some(Ok(Builtin::TextDelta(d))) => Some(called_by(&d.agent)),
             Some(Ok(Builtin::ToolCalled(c))) => Some(called_by(&c.agent)),
@@ -136,7 +137,7 @@ impl Streams {
         seqs: &HashMap<EventId, u64>,
     ) -> Stream {
         let stream = match owner {
-            Owner::Call(agent, trigger) => {
+            Owner::Call(CallKey { agent, trigger }) => {
                 let key = (agent, trigger.and_then(|id| seqs.get(&id).copied()));
                 let open = self.open.get_mut(&key);
                 let nth = open.as_ref().and_then(|o| o.front().copied()).unwrap_or(0);

@@ -2,6 +2,7 @@
 //! session, matched to the new run's calls by agent and triggering event.
 
 use super::*;
+use openharness_core::adapter::CallKey;
 
 /// One recorded agent call.
 #[derive(Debug, Clone, Default)]
@@ -26,7 +27,7 @@ pub(super) fn recorded_calls(events: &[Envelope]) -> HashMap<String, VecDeque<Re
     let seqs = ids(events);
     let mut calls: HashMap<String, VecDeque<RecordedCall>> = HashMap::new();
     // (agent, trigger) -> index of the open call in that agent's queue.
-    let mut open: HashMap<(String, Option<EventId>), usize> = HashMap::new();
+    let mut open: HashMap<CallKey, usize> = HashMap::new();
     for event in events {
         let Some(Ok(builtin)) = Builtin::decode(event) else {
             continue;
@@ -42,11 +43,14 @@ pub(super) fn recorded_calls(events: &[Envelope]) -> HashMap<String, VecDeque<Re
                     prompt: started.prompt,
                     ..RecordedCall::default()
                 });
-                open.insert((started.agent, event.caused_by), queue.len() - 1);
+                open.insert(
+                    CallKey::new(started.agent, event.caused_by),
+                    queue.len() - 1,
+                );
                 continue;
             }
             Builtin::AgentCompleted(c) => {
-                if let Some(index) = open.remove(&(c.agent.clone(), event.caused_by))
+                if let Some(index) = open.remove(&CallKey::new(c.agent.as_str(), event.caused_by))
                     && let Some(call) = calls.get_mut(&c.agent).and_then(|q| q.get_mut(index))
                 {
                     call.output = c.output;
@@ -61,7 +65,7 @@ pub(super) fn recorded_calls(events: &[Envelope]) -> HashMap<String, VecDeque<Re
                 None => continue,
             },
         };
-        if let Some(&index) = open.get(&(agent.clone(), event.caused_by))
+        if let Some(&index) = open.get(&CallKey::new(agent.as_str(), event.caused_by))
             && let Some(call) = calls.get_mut(&agent).and_then(|q| q.get_mut(index))
         {
             call.stream.push(streamed);
