@@ -17,6 +17,11 @@ use syn::{Expr, Ident, LitStr, Path, Token, Type, bracketed};
 
 use crate::errors::{Errors, msg};
 
+/// The bare keywords the macros take.
+mod kw {
+    syn::custom_keyword!(partial);
+}
+
 /// Where generated code finds Open Harness: `crate = path`, or the facade.
 #[derive(Default)]
 pub(crate) struct Krate(Option<Path>);
@@ -140,10 +145,11 @@ impl HandlerArgs {
                 if krate.parse_if_next(input)? {
                     continue;
                 }
-                let option: Ident = input.parse()?;
-                if option == "partial" {
+                if input.peek(kw::partial) {
+                    let _: kw::partial = input.parse()?;
                     partial = true;
                 } else {
+                    let option: Ident = input.parse()?;
                     errors.spanned_by(&option, msg::handler_unknown_option(&option.to_string()));
                 }
             }
@@ -178,6 +184,37 @@ pub(crate) struct AgentArgs {
     pub(crate) krate: Krate,
 }
 
+/// The keys `#[agent(...)]` takes (besides `crate`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum AgentKey {
+    Output,
+    Emits,
+    Tools,
+    Name,
+    Model,
+    Reply,
+}
+
+impl AgentKey {
+    /// Each key as written.
+    const ALL: [(&'static str, Self); 6] = [
+        ("output", Self::Output),
+        ("emits", Self::Emits),
+        ("tools", Self::Tools),
+        ("name", Self::Name),
+        ("model", Self::Model),
+        ("reply", Self::Reply),
+    ];
+
+    /// The key `ident` spells, if it is one.
+    fn of(ident: &Ident) -> Option<Self> {
+        Self::ALL
+            .iter()
+            .find(|(text, _)| ident == text)
+            .map(|&(_, key)| key)
+    }
+}
+
 impl AgentArgs {
     /// Parses the arguments, recording in `errors` every mistake that does not stop parsing.
     pub(crate) fn parse(attr: TokenStream, errors: &mut Errors) -> syn::Result<Self> {
@@ -203,12 +240,12 @@ impl AgentArgs {
         let key: Ident = input.parse()?;
         let _: Token![=] = input.parse()?;
         let name = key.to_string();
-        let duplicate = match name.as_str() {
-            "output" => {
+        let duplicate = match AgentKey::of(&key) {
+            Some(AgentKey::Output) => {
                 let output: Type = input.parse()?;
                 self.output.replace(output).is_some()
             }
-            "emits" => match parse_emits(input) {
+            Some(AgentKey::Emits) => match parse_emits(input) {
                 Ok(emits) => self.emits.replace(emits).is_some(),
                 Err(err) => {
                     errors.push(err);
@@ -218,19 +255,20 @@ impl AgentArgs {
                     false
                 }
             },
-            "tools" if !input.peek(syn::token::Bracket) => {
+            Some(AgentKey::Tools) if !input.peek(syn::token::Bracket) => {
                 // Spanned on the whole value, `WeatherTool::new()` say, not its first token.
                 let value = take_value(input)?;
                 errors.spanned_by(value, msg::AGENT_TOOLS_LIST);
                 false
             }
-            "tools" => {
+            Some(AgentKey::Tools) => {
                 let tools = parse_tools(input)?;
                 let key = key.clone();
                 self.tools.replace(ToolsArg { key, tools }).is_some()
             }
-            "name" | "model" => {
-                let message = if name == "name" {
+            Some(which @ (AgentKey::Name | AgentKey::Model)) => {
+                let is_name = which == AgentKey::Name;
+                let message = if is_name {
                     msg::AGENT_NAME_STRING
                 } else {
                     msg::AGENT_MODEL_STRING
@@ -238,10 +276,10 @@ impl AgentArgs {
                 if input.peek(LitStr) {
                     let value: LitStr = input.parse()?;
                     let text = value.value();
-                    if text.is_empty() || (name == "name" && text.contains(char::is_whitespace)) {
+                    if text.is_empty() || (is_name && text.contains(char::is_whitespace)) {
                         errors.spanned_by(&value, message);
                     }
-                    let slot = if name == "name" {
+                    let slot = if is_name {
                         &mut self.name
                     } else {
                         &mut self.model
@@ -253,26 +291,26 @@ impl AgentArgs {
                     false
                 }
             }
-            "reply" if input.peek(LitStr) => {
+            Some(AgentKey::Reply) if input.peek(LitStr) => {
                 let value: LitStr = input.parse()?;
                 if value.value().is_empty() {
                     errors.spanned_by(&value, msg::AGENT_REPLY_FIELD);
                 }
                 self.reply.replace(value).is_some()
             }
-            "reply" if input.peek(Ident) => {
+            Some(AgentKey::Reply) if input.peek(Ident) => {
                 let field: Ident = input.parse()?;
                 let json_name = field.to_string();
                 let json_name = json_name.strip_prefix("r#").unwrap_or(&json_name);
                 let value = LitStr::new(json_name, field.span());
                 self.reply.replace(value).is_some()
             }
-            "reply" => {
+            Some(AgentKey::Reply) => {
                 errors.at(input.span(), msg::AGENT_REPLY_FIELD);
                 skip_value(input)?;
                 false
             }
-            _ => {
+            None => {
                 errors.spanned_by(&key, msg::agent_unknown_key(&name));
                 skip_value(input)?;
                 false
