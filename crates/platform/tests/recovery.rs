@@ -16,6 +16,7 @@ use openharness_platform::{
     ChatAgent, NewAgent, NewMessage, NewSession, Platform, SessionMessage, agent_chat_workflow,
 };
 use openharness_provider::{Reply, ScriptedProvider};
+use openharness_testkit::{LIMIT, eventually};
 use serde_json::json;
 use uuid::Uuid;
 
@@ -56,29 +57,25 @@ fn texts(messages: &[SessionMessage]) -> Vec<String> {
         .collect()
 }
 
-/// Waits (up to 10 s) until the session's messages are `expected`.
+/// Waits until the session's messages are `expected`.
 async fn messages_become(platform: &Platform, agent: Uuid, id: Uuid, expected: &[&str]) {
-    let mut seen = Vec::new();
-    for _ in 0..500 {
-        seen = texts(&platform.messages(agent, id).await.unwrap());
-        if seen == expected {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    panic!("the messages stayed {seen:?}, expected {expected:?}");
+    let what = format!("the messages to become {expected:?}");
+    eventually(LIMIT, &what, || async move {
+        let seen = texts(&platform.messages(agent, id).await.unwrap());
+        if seen == expected { Ok(()) } else { Err(seen) }
+    })
+    .await;
 }
 
 /// Waits until the session's last turn has ended (its log no longer says running).
 async fn turn_ends(store: &Arc<dyn Store>, log: &SessionId) {
-    for _ in 0..500 {
-        let info = store.session(log).await.unwrap();
-        if info.is_some_and(|i| !i.status.is_running()) {
-            return;
+    eventually(LIMIT, "the session's turn to end", || async move {
+        match store.session(log).await.unwrap() {
+            Some(info) if !info.status.is_running() => Ok(()),
+            other => Err(other.map(|info| info.status)),
         }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    panic!("the session's turn did not end");
+    })
+    .await;
 }
 
 /// Cuts a turn off as a dying process would: sends `text` on the session with a model that
@@ -96,20 +93,22 @@ async fn cut_off_turn(store: &Arc<dyn Store>, log: &SessionId, text: &str) {
     let len = store.session(log).await.unwrap().map_or(0, |i| i.count);
     let (session, text) = (log.clone(), text.to_owned());
     let turn = tokio::spawn(async move { chat.send(&session, text, RunOptions::new()).await });
-    for _ in 0..500 {
+    eventually(LIMIT, "the model call to start", || async move {
         let events = store.events(log, len..u64::MAX).await.unwrap();
-        if events.iter().any(|e| e.name == "agent:started") {
-            turn.abort();
-            let info = store.session(log).await.unwrap().unwrap();
-            assert!(
-                info.status.is_running(),
-                "the cut-off session reads as running"
-            );
-            return;
+        let names: Vec<_> = events.iter().map(|e| e.name.clone()).collect();
+        if names.iter().any(|name| name == "agent:started") {
+            Ok(())
+        } else {
+            Err(names)
         }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    panic!("the model call never started");
+    })
+    .await;
+    turn.abort();
+    let info = store.session(log).await.unwrap().unwrap();
+    assert!(
+        info.status.is_running(),
+        "the cut-off session reads as running"
+    );
 }
 
 /// A new agent with `system_prompt` and a session of it: their ids and the session's log.
@@ -301,30 +300,35 @@ async fn a_dead_processs_late_input_is_not_acknowledged_as_the_posted_one(store:
     turn_ends(&store, &log).await;
 
     *late.armed.lock().unwrap() = Some(log.clone());
-    let mut tries = 0;
-    let refused = loop {
-        let posted = platform.post_message(a, s, message("real")).await;
-        if late.armed.lock().unwrap().is_none() {
-            break posted.expect_err("the ghost's input is not the posted message");
-        }
-        // Refused before it subscribed: the first turn's task still held the claim.
-        assert!(conflicts(&posted.expect_err("busy")));
-        tries += 1;
-        assert!(tries < 200, "the first turn never gave its claim up");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    };
+    let (platform_ref, late_ref) = (&platform, &late);
+    let refused = eventually(
+        LIMIT,
+        "the first turn to give its claim up",
+        || async move {
+            let posted = platform_ref.post_message(a, s, message("real")).await;
+            if late_ref.armed.lock().unwrap().is_none() {
+                return Ok(posted.expect_err("the ghost's input is not the posted message"));
+            }
+            // Refused before it subscribed: the first turn's task still held the claim.
+            let busy = posted.expect_err("busy");
+            assert!(conflicts(&busy));
+            Err(busy.to_string())
+        },
+    )
+    .await;
     assert!(conflicts(&refused), "{refused}");
 
     // The ghost's turn is cut off: recovery resumes it (once the refused turn's claim is
     // given up, which a store may do a moment after the post answered).
-    let mut recovered = Vec::new();
-    for _ in 0..200 {
-        recovered = platform.recover().await.unwrap();
-        if !recovered.is_empty() {
-            break;
+    let recovered = eventually(LIMIT, "recovery to find the cut-off turn", || async move {
+        let recovered = platform_ref.recover().await.unwrap();
+        if recovered.is_empty() {
+            Err(recovered)
+        } else {
+            Ok(recovered)
         }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    })
+    .await;
     assert_eq!(recovered, vec![s]);
     messages_become(
         &platform,
@@ -339,16 +343,19 @@ async fn a_dead_processs_late_input_is_not_acknowledged_as_the_posted_one(store:
     )
     .await;
     turn_ends(&store, &log).await;
-    let mut tries = 0;
-    let posted = loop {
-        match platform.post_message(a, s, message("real")).await {
-            Ok(posted) => break posted,
-            // The resumed turn's task may hold the claim a moment after its log ended.
-            Err(busy) if conflicts(&busy) && tries < 200 => tries += 1,
-            Err(err) => panic!("posting again: {err}"),
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    };
+    let posted = eventually(
+        LIMIT,
+        "the resumed turn to give its claim up",
+        || async move {
+            match platform_ref.post_message(a, s, message("real")).await {
+                Ok(posted) => Ok(posted),
+                // The resumed turn's task may hold the claim a moment after its log ended.
+                Err(busy) if conflicts(&busy) => Err(busy.to_string()),
+                Err(err) => panic!("posting again: {err}"),
+            }
+        },
+    )
+    .await;
     assert_eq!(texts(&[posted]), ["user: real"]);
     messages_become(
         &platform,

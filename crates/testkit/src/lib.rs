@@ -1,0 +1,82 @@
+//! What Open Harness's own tests share (a dev-only crate, never published): one way to wait
+//! for something to become true, with one timeout policy and one failure message.
+//!
+//! A test that waits for a background task (a turn to end, a tail to catch up, a claim to be
+//! given up) polls with [`eventually`] instead of writing its own loop: every wait then has
+//! the same interval, a limit that says how long it waited, and a panic that names what it
+//! waited for and what it saw last.
+
+use std::fmt::Debug;
+use std::future::Future;
+use std::time::{Duration, Instant};
+
+/// How long a wait lasts unless the test says otherwise: long enough for a loaded CI machine,
+/// short enough that a hang fails the test rather than the run.
+pub const LIMIT: Duration = Duration::from_secs(10);
+
+/// How often [`eventually`] polls.
+pub const INTERVAL: Duration = Duration::from_millis(10);
+
+/// Polls `poll` every [`INTERVAL`] until it returns `Ok`, and returns that value; after
+/// `limit`, panics with `what` and the last `Err` it returned (what the test saw instead).
+///
+/// ```
+/// use std::sync::atomic::{AtomicU32, Ordering};
+/// use std::time::Duration;
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() {
+/// let polls = AtomicU32::new(0);
+/// let seen = openharness_testkit::eventually(Duration::from_secs(1), "three polls", || async {
+///     let n = polls.fetch_add(1, Ordering::SeqCst) + 1;
+///     if n == 3 { Ok(n) } else { Err(n) }
+/// })
+/// .await;
+/// assert_eq!(seen, 3);
+/// # }
+/// ```
+///
+/// # Panics
+///
+/// When `poll` has not returned `Ok` within `limit`: that is the test failing.
+pub async fn eventually<T, E, F, Fut>(limit: Duration, what: &str, mut poll: F) -> T
+where
+    E: Debug,
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<T, E>>,
+{
+    let started = Instant::now();
+    loop {
+        let last = match poll().await {
+            Ok(value) => return value,
+            Err(last) => last,
+        };
+        if started.elapsed() >= limit {
+            panic!("waited {limit:?} for {what}; the last poll saw {last:?}");
+        }
+        tokio::time::sleep(INTERVAL).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_wait_that_never_ends_names_what_it_waited_for() {
+        let waited = tokio::spawn(eventually(
+            Duration::from_millis(30),
+            "the moon to turn blue",
+            || async { Err::<(), _>("grey") },
+        ))
+        .await;
+        let panic = waited.expect_err("the wait panics");
+        let message = panic
+            .into_panic()
+            .downcast::<String>()
+            .map(|message| *message)
+            .unwrap_or_default();
+        assert!(message.contains("the moon to turn blue"), "{message}");
+        assert!(message.contains("\"grey\""), "{message}");
+    }
+}
