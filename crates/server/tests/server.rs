@@ -13,6 +13,7 @@ use openharness::provider::{Reply, ScriptedProvider};
 use openharness::schemars;
 use openharness::store::MemoryStore;
 use openharness_server::{ServerOptions, router};
+use openharness_testkit::{LIMIT, eventually};
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::TcpStream;
@@ -145,15 +146,14 @@ async fn a_session_started_here_reads_as_empty_until_its_first_event_is_recorded
     let mut posted =
         tokio::spawn(async move { request(addr, "POST", "/api/chat", Some(&body)).await });
     let session = chat.to_string();
-    let mut one = Value::Null;
-    for _ in 0..200 {
-        let (status, summary) = request(addr, "GET", &format!("/sessions/{session}"), None).await;
-        if status == 200 {
-            one = summary;
-            break;
+    let path = format!("/sessions/{session}");
+    let one = eventually(LIMIT, "the chat's session to exist", || async {
+        match request(addr, "GET", &path, None).await {
+            (200, summary) => Ok(summary),
+            (status, _) => Err(status),
         }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    })
+    .await;
     assert_eq!(one["len"].as_u64(), Some(0), "{one}");
     assert_eq!(one["runningHere"], true, "{one}");
     let events = format!("/sessions/{session}/events");
@@ -322,14 +322,16 @@ async fn events_of(addr: SocketAddr, session: &str) -> Value {
 }
 
 async fn wait_idle(addr: SocketAddr, session: &str) -> Value {
-    for _ in 0..500 {
-        let (_, summary) = request(addr, "GET", &format!("/sessions/{session}"), None).await;
+    let path = format!("/sessions/{session}");
+    eventually(LIMIT, &format!("session {session} to go idle"), || async {
+        let (_, summary) = request(addr, "GET", &path, None).await;
         if summary["status"] != "running" && summary["runningHere"] == false {
-            return summary;
+            Ok(summary)
+        } else {
+            Err(summary)
         }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    panic!("session {session} did not go idle");
+    })
+    .await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -483,15 +485,17 @@ async fn busy_sessions_open_requests_and_stream_caps_are_refused_clearly() {
     let three = Stream::open(addr, &session, None).await;
     assert_eq!((one.status, two.status, three.status), (200, 200, 429));
     drop((one, two, three));
-    let mut again = Stream::open(addr, &session, None).await;
-    for _ in 0..100 {
+    // Closing streams frees their places.
+    let session_ref = &session;
+    let again = eventually(LIMIT, "a closed stream's place to be free", || async move {
+        let again = Stream::open(addr, session_ref, None).await;
         if again.status == 200 {
-            break;
+            Ok(again)
+        } else {
+            Err(again.status)
         }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-        again = Stream::open(addr, &session, None).await;
-    }
-    assert_eq!(again.status, 200, "closing streams frees their places");
+    })
+    .await;
     drop(again);
 
     wait_idle(addr, &session).await;
