@@ -14,6 +14,7 @@ use openharness::provider::{Reply, ScriptedProvider};
 use openharness::store::{MemoryStore, Observed, StoreObserver};
 use openharness::tape::{At, Cassette, LoadTape, TapeError};
 use openharness::{Error, SessionStatus, StopReason, StoreError};
+use openharness_testkit::{LIMIT, eventually};
 
 // ---------------------------------------------------------------------------------------------
 // A tally: each input is a number an agent adds; "ask" makes a handler ask a person instead.
@@ -1493,19 +1494,18 @@ async fn a_long_read_of_a_session_without_snapshots_leaves_them_behind() {
     assert_eq!(early.position, 1_024);
 }
 
-/// The latest snapshot of `session` once one at `position` is written (within 5 s).
+/// The latest snapshot of `session` once one at `position` is written.
 async fn written(
     store: &MemoryStore,
     session: &SessionId,
     position: u64,
 ) -> openharness::adapter::Snapshot {
-    for _ in 0..500 {
-        if let Some(snapshot) = store.latest_snapshot(session, u64::MAX).await.unwrap()
-            && snapshot.position >= position
-        {
-            return snapshot;
+    let what = format!("a snapshot at {position} of {session}");
+    eventually(LIMIT, &what, || async {
+        match store.latest_snapshot(session, u64::MAX).await.unwrap() {
+            Some(snapshot) if snapshot.position >= position => Ok(snapshot),
+            other => Err(other.map(|snapshot| snapshot.position)),
         }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    panic!("no snapshot at {position} of {session} after 5 s")
+    })
+    .await
 }

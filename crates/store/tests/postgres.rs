@@ -15,6 +15,7 @@ use std::time::Duration;
 use openharness_core::{Envelope, SessionId, Store, StoreError};
 use openharness_store::conformance::{self, Op, check_against_model};
 use openharness_store::{PostgresError, PostgresOptions, PostgresStore};
+use openharness_testkit::{LIMIT, eventually};
 use serde_json::json;
 
 const URL_ENV: &str = "OPENHARNESS_TEST_POSTGRES";
@@ -641,7 +642,8 @@ async fn terminate_store_backends(admin: &tokio_postgres::Client, schema: &str) 
 
 /// Waits (up to 20 s) until the store in `schema` has a listener connection `LISTEN`ing.
 async fn wait_for_listener(admin: &tokio_postgres::Client, schema: &str) {
-    for _ in 0..400 {
+    let what = format!("the listener of {schema} to reconnect");
+    eventually(Duration::from_secs(20), &what, || async {
         let listening = admin
             .query(
                 "SELECT 1 FROM pg_stat_activity WHERE application_name = $1 AND query = $2",
@@ -652,12 +654,13 @@ async fn wait_for_listener(admin: &tokio_postgres::Client, schema: &str) {
             )
             .await
             .expect("the admin connection reads pg_stat_activity");
-        if !listening.is_empty() {
-            return;
+        if listening.is_empty() {
+            Err("not listening")
+        } else {
+            Ok(())
         }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    panic!("the store's listener did not reconnect within 20 s");
+    })
+    .await;
 }
 
 /// Fault probe: every backend of a store is terminated (as a server restart, a failover or an
@@ -845,20 +848,20 @@ async fn claims_exclude_other_processes_and_die_with_their_connection() {
 
     // Released on drop: the other replica gets it once the unlock has run.
     drop(held);
-    let taken = eventually(|| b.claim(&session)).await;
+    let taken = claimed(|| b.claim(&session)).await;
     assert!(a.claim(&session).await.unwrap().is_none());
     drop(taken);
     drop(unrelated);
 
     // The holder's connection ends (its process died): the database frees the claim.
-    let _held_by_a = eventually(|| a.claim(&session)).await;
+    let _held_by_a = claimed(|| a.claim(&session)).await;
     assert!(b.claim(&session).await.unwrap().is_none());
     assert_eq!(
         cut_claims_connections(&url, &schema).await,
         2,
         "one claims connection per store"
     );
-    let _taken_over = eventually(|| b.claim(&session)).await;
+    let _taken_over = claimed(|| b.claim(&session)).await;
 }
 
 /// Terminates the claims connections of the stores on `schema` (as a crash or a partition
@@ -878,20 +881,17 @@ async fn cut_claims_connections(url: &str, schema: &str) -> usize {
         .len()
 }
 
-/// Claims `session` through `claim`, retrying for up to 5 s (a release is sent by a task).
-async fn eventually<'a, F, Fut>(mut claim: F) -> openharness_core::adapter::Claim
+/// Claims `session` through `claim`, retrying (a release is sent by a task).
+async fn claimed<F, Fut>(mut claim: F) -> openharness_core::adapter::Claim
 where
     F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = Result<Option<openharness_core::adapter::Claim>, StoreError>>
-        + 'a,
+    Fut: std::future::Future<Output = Result<Option<openharness_core::adapter::Claim>, StoreError>>,
 {
-    for _ in 0..250 {
-        if let Some(claim) = claim().await.unwrap() {
-            return claim;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    panic!("the claim was not granted within 5 s");
+    eventually(LIMIT, "the claim to be granted", || {
+        let attempt = claim();
+        async move { attempt.await.unwrap().ok_or("held by another") }
+    })
+    .await
 }
 
 /// Fencing: a replica whose claims connection is cut keeps running its turn, not knowing it
@@ -927,7 +927,7 @@ async fn a_late_append_from_a_replica_that_lost_its_claim_is_refused() {
         1,
         "only A has claimed"
     );
-    let _held_by_b = eventually(|| b.claim(&session)).await;
+    let _held_by_b = claimed(|| b.claim(&session)).await;
     b.append(&session, &[event("b3")], 3).await.unwrap();
 
     // A still holds its (stale) claim and appends where it believes the session ends, one
@@ -974,7 +974,7 @@ async fn a_late_append_from_a_replica_that_lost_its_claim_is_refused() {
     // token, and A writes again.
     b.append(&session, &[event("b5")], 5).await.unwrap();
     drop(_held_by_b);
-    let _again = eventually(|| a.claim(&session)).await;
+    let _again = claimed(|| a.claim(&session)).await;
     a.append(&session, &[event("a6")], 6).await.unwrap();
     assert_eq!(b.events(&session, 0..u64::MAX).await.unwrap().len(), 7);
 }
