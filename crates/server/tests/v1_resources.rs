@@ -15,6 +15,7 @@ use openharness_platform::{
 };
 use openharness_server::ServerOptions;
 use openharness_store::RedbStore;
+use openharness_testkit::{LIMIT, eventually};
 use serde_json::{Value, json};
 use uuid::Uuid;
 
@@ -22,6 +23,21 @@ use uuid::Uuid;
 mod common;
 use common::client::{error, master_keys, serve};
 use common::on_every_store;
+
+/// The texts of the messages at `messages` once there are `n` of them.
+async fn texts_once(client: &common::client::Client, messages: &str, n: usize) -> Vec<String> {
+    eventually(LIMIT, &format!("{n} messages at {messages}"), || async {
+        let (_, page) = client.get(messages).await;
+        let said: Vec<String> = page["data"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| m["content"][0]["text"].as_str().unwrap_or("").to_owned())
+            .collect();
+        if said.len() == n { Ok(said) } else { Err(said) }
+    })
+    .await
+}
 
 fn uuid_v7(value: &Value) -> Uuid {
     let id: Uuid = value.as_str().unwrap().parse().unwrap();
@@ -1065,15 +1081,15 @@ async fn messages_continue_the_session_and_are_a_projection_of_its_log(store: Ar
     );
     let messages = format!("{path}/messages");
 
-    let wait_pending = || async {
-        for _ in 0..500 {
+    let wait_pending = || {
+        eventually(LIMIT, "the turn to end", || async {
             let (_, read) = client.get(&path).await;
             if read["status"] == "pending" && read["finished_at"].is_string() {
-                return read;
+                Ok(read)
+            } else {
+                Err(read)
             }
-            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
-        }
-        panic!("the turn did not end");
+        })
     };
 
     let (status, posted) = client
@@ -1270,20 +1286,7 @@ async fn a_provider_row_answers_with_its_opened_key(store: Arc<dyn Store>) {
         .send("POST", &format!("{path}/messages"), hello)
         .await;
     assert_eq!(status, 201, "{posted}");
-    let mut said = Vec::new();
-    for _ in 0..500 {
-        let (_, page) = client.get(&format!("{path}/messages")).await;
-        said = page["data"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|m| m["content"][0]["text"].as_str().unwrap_or("").to_owned())
-            .collect();
-        if said.len() == 2 {
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
-    }
+    let said = texts_once(&client, &format!("{path}/messages"), 2).await;
     assert_eq!(said, ["Hello", "from the fake"]);
     let requests = fake.requests();
     assert_eq!(requests.len(), 1);
@@ -1356,20 +1359,7 @@ async fn an_azure_openai_row_answers_through_its_v1_address(store: Arc<dyn Store
     assert_eq!(status, 200);
     let (status, posted) = client.send("POST", &messages, hello).await;
     assert_eq!(status, 201, "{posted}");
-    let mut said = Vec::new();
-    for _ in 0..500 {
-        let (_, page) = client.get(&messages).await;
-        said = page["data"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|m| m["content"][0]["text"].as_str().unwrap_or("").to_owned())
-            .collect();
-        if said.len() == 2 {
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
-    }
+    let said = texts_once(&client, &messages, 2).await;
     assert_eq!(said, ["Hello", "from azure"]);
     let requests = fake.requests();
     assert_eq!(requests.len(), 1);
@@ -1429,19 +1419,17 @@ async fn events_are_notifications_as_a_page_and_a_resumable_stream(store: Arc<dy
             json!({"content": [{"type": "text", "text": "Hello"}]}),
         )
         .await;
-    let mut page = Value::Null;
-    for _ in 0..500 {
-        page = client.get(&format!("{path}/events?limit=100")).await.1;
-        if page["data"]
+    let events = format!("{path}/events?limit=100");
+    let page = eventually(LIMIT, "a session.completed notification", || async {
+        let page = client.get(&events).await.1;
+        let completed = page["data"]
             .as_array()
             .unwrap()
             .iter()
-            .any(|n| n["type"] == "session.completed")
-        {
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
-    }
+            .any(|n| n["type"] == "session.completed");
+        if completed { Ok(page) } else { Err(page) }
+    })
+    .await;
     let notes = page["data"].as_array().unwrap();
     let kinds: Vec<&str> = notes.iter().map(|n| n["type"].as_str().unwrap()).collect();
     // The reply streams as deltas (as many as the model sends), then is recorded with the
