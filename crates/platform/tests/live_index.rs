@@ -7,12 +7,12 @@
 use std::ops::Range;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Duration;
 
 use openharness_core::{SessionId, Store};
 use openharness_platform::{NewAgent, NewMessage, NewSession, PLATFORM_LOG, Platform};
 use openharness_provider::{Reply, ScriptedProvider};
 use openharness_store::{Observed, StoreObserver};
+use openharness_testkit::{LIMIT, eventually};
 use serde_json::json;
 use uuid::Uuid;
 
@@ -47,33 +47,28 @@ fn platform(store: Arc<dyn Store>) -> Platform {
 /// Posts `text`, again while the session's last turn is still giving up its claim (`409
 /// session_busy` for a moment after its log says it ended).
 async fn post(platform: &Platform, agent: Uuid, session: Uuid, text: &str) {
-    for _ in 0..500 {
+    let what = format!("session {session} to take {text:?}");
+    eventually(LIMIT, &what, || async {
         match platform.post_message(agent, session, message(text)).await {
-            Ok(_) => return,
-            Err(err) if err.to_string().contains("is running a turn") => {
-                tokio::time::sleep(Duration::from_millis(10)).await;
-            }
+            Ok(_) => Ok(()),
+            Err(err) if err.to_string().contains("is running a turn") => Err(err.to_string()),
             Err(err) => panic!("posting {text:?}: {err}"),
         }
-    }
-    panic!("session {session} stayed busy");
+    })
+    .await;
 }
 
-/// Waits (up to 10 s) until the session's last turn has ended.
+/// Waits until the session's last turn has ended.
 async fn turn_ends(store: &Arc<dyn Store>, session: Uuid) {
     let log: SessionId = session.to_string().parse().unwrap();
-    for _ in 0..500 {
-        if store
-            .session(&log)
-            .await
-            .unwrap()
-            .is_some_and(|info| !info.status.is_running())
-        {
-            return;
+    let what = format!("the turn of session {session} to end");
+    eventually(LIMIT, &what, || async {
+        match store.session(&log).await.unwrap() {
+            Some(info) if !info.status.is_running() => Ok(()),
+            other => Err(other.map(|info| info.status)),
         }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    panic!("the turn of session {session} did not end");
+    })
+    .await;
 }
 
 async fn posts_read_the_live_index_and_see_another_replicas_sessions_at_once(

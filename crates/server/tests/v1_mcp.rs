@@ -11,6 +11,7 @@ use openharness_mcp::McpClient;
 use openharness_platform::Platform;
 use openharness_provider::{Reply, ScriptedProvider};
 use openharness_server::ServerOptions;
+use openharness_testkit::{LIMIT, eventually};
 use serde_json::json;
 
 #[path = "v1_common/mod.rs"]
@@ -98,15 +99,16 @@ async fn an_agent_given_an_mcp_capability_calls_the_servers_tools(store: Arc<dyn
         )
         .await;
     assert_eq!(status, 201, "{posted}");
-    let mut events = serde_json::Value::Null;
-    for _ in 0..500 {
+    eventually(LIMIT, "the turn to finish", || async {
         let (_, read) = client.get(&path).await;
         if read["finished_at"].is_string() {
-            events = client.get(&format!("{path}/events?limit=100")).await.1;
-            break;
+            Ok(())
+        } else {
+            Err(read)
         }
-        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
-    }
+    })
+    .await;
+    let events = client.get(&format!("{path}/events?limit=100")).await.1;
     assert_eq!(calls.seen(), ["add"], "the server was called once");
     let text = events.to_string();
     assert!(text.contains("2 + 40 = 42"), "{text}");
