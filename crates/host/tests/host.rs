@@ -8,6 +8,7 @@ use openharness::prelude::*;
 use openharness::provider::{Reply, ScriptedProvider};
 use openharness::store::MemoryStore;
 use openharness_host::{ForkPoint, Host, HostError};
+use openharness_testkit::{LIMIT, eventually};
 
 #[event]
 #[derive(Debug, Clone)]
@@ -287,17 +288,15 @@ async fn a_host_cancels_the_turn_it_runs() {
             .await
         })
     };
-    for _ in 0..200 {
-        if host.is_running(&session)
+    eventually(LIMIT, "the turn's agent call to start", || async {
+        let started = host.is_running(&session)
             && host
                 .events(&session, None, 10)
                 .await
-                .is_ok_and(|p| p.events.iter().any(|r| r.event.name == "agent:started"))
-        {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+                .is_ok_and(|p| p.events.iter().any(|r| r.event.name == "agent:started"));
+        if started { Ok(()) } else { Err("not yet") }
+    })
+    .await;
     assert!(host.cancel(&session), "the turn is running");
     let outcome = running.await.unwrap().unwrap();
     assert_eq!(outcome.reason, StopReason::Cancelled);

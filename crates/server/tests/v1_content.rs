@@ -10,13 +10,13 @@
 #![allow(clippy::unwrap_used, missing_docs)]
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use openharness_core::Store;
 use openharness_platform::{MAX_IMAGES_PER_MESSAGE, Platform};
 use openharness_provider::testing::FakeServer;
 use openharness_provider::testing::anthropic::{KEY, text};
 use openharness_server::ServerOptions;
+use openharness_testkit::{LIMIT, eventually};
 use serde_json::{Value, json};
 
 #[path = "v1_common/mod.rs"]
@@ -66,7 +66,8 @@ async fn session_on(store: Arc<dyn Store>, fake: &FakeServer) -> (Client, String
 /// The session's messages once there are `count` of them and its turn has ended (so the next
 /// message may be posted).
 async fn messages(client: &Client, path: &str, count: usize) -> Vec<Value> {
-    for _ in 0..1000 {
+    let what = format!("{count} messages with the turn ended");
+    eventually(LIMIT, &what, || async {
         let (_, page) = client.get(&format!("{path}/messages")).await;
         let data = page["data"].as_array().unwrap().clone();
         let (_, session) = client.get(path).await;
@@ -74,11 +75,12 @@ async fn messages(client: &Client, path: &str, count: usize) -> Vec<Value> {
             && session["status"] == "pending"
             && session["finished_at"].is_string()
         {
-            return data;
+            Ok(data)
+        } else {
+            Err((data.len(), session["status"].clone()))
         }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    panic!("the session never had {count} messages with its turn ended");
+    })
+    .await
 }
 
 const PNG: &str = "iVBORw0KGgo=";
@@ -241,15 +243,17 @@ async fn the_reply_streams_as_clean_text_that_is_the_stored_message(store: Arc<d
     assert_eq!(said[1]["role"], "assistant");
     assert_eq!(said[1]["content"], json!([{"type": "text", "text": REPLY}]));
 
-    let mut notes = Vec::new();
-    for _ in 0..500 {
-        let (_, page) = client.get(&format!("{path}/events?limit=100")).await;
-        notes = page["data"].as_array().unwrap().clone();
+    let events = format!("{path}/events?limit=100");
+    let notes = eventually(LIMIT, "a session.completed notification", || async {
+        let (_, page) = client.get(&events).await;
+        let notes = page["data"].as_array().unwrap().clone();
         if notes.iter().any(|n| n["type"] == "session.completed") {
-            break;
+            Ok(notes)
+        } else {
+            Err(notes.len())
         }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    })
+    .await;
     let deltas: Vec<&str> = notes
         .iter()
         .filter(|n| n["type"] == "message.delta")
