@@ -13,6 +13,7 @@ use openharness_host::Host;
 use openharness_platform::{MasterKeys, Platform};
 use openharness_provider::{Reply, ScriptedProvider};
 use openharness_server::{ApiKeyHash, ServerOptions, router};
+use openharness_testkit::{LIMIT, eventually};
 use serde_json::{Value, json};
 
 const KEY: &str = "test-key";
@@ -493,24 +494,26 @@ async fn every_operation_answers_as_documented() {
         .await;
     assert_eq!(posted.status, 201, "{}", posted.body);
     // The turn runs on: wait for the answer, then read everything.
-    let mut messages = Value::Null;
-    for _ in 0..500 {
-        messages = c
+    let (c_ref, one_ref) = (&c, &one);
+    let messages = eventually(LIMIT, "the answer with the turn ended", || async move {
+        let messages = c_ref
             .ok(
                 "GET",
                 "/v1/agents/{id}/sessions/{session}/messages",
-                &format!("{one}/messages"),
+                &format!("{one_ref}/messages"),
                 None,
             )
             .await;
-        let status = c
-            .ok("GET", "/v1/agents/{id}/sessions/{session}", &one, None)
+        let status = c_ref
+            .ok("GET", "/v1/agents/{id}/sessions/{session}", one_ref, None)
             .await;
         if messages["total"] == 2 && status["status"] == "pending" {
-            break;
+            Ok(messages)
+        } else {
+            Err(messages)
         }
-        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
-    }
+    })
+    .await;
     assert_eq!(messages["total"], 2, "{messages}");
     let events = c
         .ok(
@@ -613,21 +616,23 @@ async fn every_operation_answers_as_documented() {
         )
         .await;
     assert_eq!(wrapped["role"], "user");
-    let mut top_messages = Value::Null;
-    for _ in 0..500 {
-        top_messages = c
+    let (c_ref, t_ref) = (&c, &t);
+    let top_messages = eventually(LIMIT, "the answer", || async move {
+        let messages = c_ref
             .ok(
                 "GET",
                 "/v1/sessions/{id}/messages",
-                &format!("{t}/messages"),
+                &format!("{t_ref}/messages"),
                 None,
             )
             .await;
-        if top_messages["total"] == 2 {
-            break;
+        if messages["total"] == 2 {
+            Ok(messages)
+        } else {
+            Err(messages)
         }
-        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
-    }
+    })
+    .await;
     assert_eq!(top_messages["data"][1]["role"], "agent", "{top_messages}");
     let completed = c
         .ok(
