@@ -114,7 +114,7 @@ pub(crate) async fn open_any(store: &Path, access: Access) -> Result<Box<dyn Sto
                 .share_with_readers(true),
         );
     }
-    openharness_store::open_with(&name, options).await
+    openharness_store::open_with(store, options).await
 }
 
 /// Shows on stderr how far the import of a session that takes several appends has got.

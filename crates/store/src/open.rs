@@ -2,6 +2,7 @@
 //! string from a redb file path, used by the CLI's `--store` and by tools of your own that
 //! take a store location from their users.
 
+use std::ffi::OsStr;
 use std::path::Path;
 
 use openharness_core::{Store, StoreError};
@@ -81,7 +82,8 @@ pub fn is_postgres(location: &str) -> bool {
 }
 
 /// Opens the store `location` names with the default options: PostgreSQL for a connection
-/// string ([`is_postgres`]; feature `postgres`), else the redb file at that path.
+/// string ([`is_postgres`]; feature `postgres`), else the redb file at that path. A path is
+/// taken as it is (a `&Path` that is not UTF-8 included), never through a lossy string.
 ///
 /// ```
 /// use openharness_store::{Access, open};
@@ -89,31 +91,68 @@ pub fn is_postgres(location: &str) -> bool {
 /// # async fn main() -> Result<(), openharness_store::StoreError> {
 /// let dir = tempfile::tempdir().map_err(openharness_store::StoreError::backend)?;
 /// let path = dir.path().join("sessions.redb");
-/// let store = open(&path.to_string_lossy(), Access::Write).await?;
+/// let store = open(&path, Access::Write).await?;
 /// assert!(store.sessions().await?.is_empty());
 /// # Ok(()) }
 /// ```
-pub async fn open(location: &str, access: Access) -> Result<Box<dyn Store>, StoreError> {
+pub async fn open(
+    location: impl AsRef<OsStr>,
+    access: Access,
+) -> Result<Box<dyn Store>, StoreError> {
     open_with(location, OpenOptions::new(access)).await
 }
 
 /// [`open`] with options for each kind of store.
-pub async fn open_with(location: &str, options: OpenOptions) -> Result<Box<dyn Store>, StoreError> {
-    if is_postgres(location) {
+pub async fn open_with(
+    location: impl AsRef<OsStr>,
+    options: OpenOptions,
+) -> Result<Box<dyn Store>, StoreError> {
+    let location = location.as_ref();
+    // A connection string is text; a location that is not UTF-8 can only be a path.
+    if let Some(url) = location.to_str().filter(|text| is_postgres(text)) {
         #[cfg(feature = "postgres")]
         return Ok(Box::new(
-            PostgresStore::connect_with(location, options.postgres).await?,
+            PostgresStore::connect_with(url, options.postgres).await?,
         ));
         #[cfg(not(feature = "postgres"))]
-        return Err(StoreError::Invalid(
-            "this is a PostgreSQL connection string, and this build has no PostgreSQL store \
-             (openharness-store's feature `postgres`)"
-                .to_owned(),
-        ));
+        {
+            // Not echoed: a connection string may carry a password.
+            let _ = url;
+            return Err(StoreError::Invalid(
+                "this is a PostgreSQL connection string, and this build has no PostgreSQL store \
+                 (openharness-store's feature `postgres`)"
+                    .to_owned(),
+            ));
+        }
     }
     let redb = match options.access {
         Access::Read => options.redb.read_only(true),
         Access::Write => options.redb,
     };
     Ok(Box::new(RedbStore::open_with(Path::new(location), redb)?))
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    /// A path that is not UTF-8 opens the file it names, not one at a lossy copy of its name.
+    #[cfg(unix)]
+    #[tokio::test]
+    async fn a_path_that_is_not_utf8_opens_that_file() {
+        use std::os::unix::ffi::OsStrExt;
+
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(OsStr::from_bytes(b"sessions-\xff.redb"));
+        let store = open(&path, Access::Write).await.unwrap();
+        assert!(store.sessions().await.unwrap().is_empty());
+        drop(store);
+        assert!(path.exists(), "the store is at the path given");
+        let lossy = dir
+            .path()
+            .join(path.file_name().unwrap().to_string_lossy().as_ref());
+        assert!(!lossy.exists(), "no file at a lossy copy of the name");
+    }
 }
