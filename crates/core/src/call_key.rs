@@ -4,25 +4,29 @@
 //! `output:rejected`, `text:complete`, `agent:completed`). Recovery, the cassette, the
 //! projections and the OpenTelemetry mapping group a call's events by this one key.
 
-use crate::builtin::Builtin;
-use crate::event::{Envelope, EventId};
+use crate::event::EventId;
 
 /// An agent call: the agent, and the id of the event that activated it (`None` for a call
 /// whose trigger was not recorded).
 ///
 /// ```
+/// use std::collections::HashMap;
+///
 /// use openharness_core::Envelope;
 /// use openharness_core::adapter::{CallKey, ProviderEvent};
-/// use openharness_core::builtin::Builtin;
+/// use openharness_core::builtin::TextDelta;
 ///
 /// let trigger = Envelope::new("user:input", serde_json::json!({ "text": "hi" }), None);
 /// let delta = ProviderEvent::TextDelta("Hel".into()).into_recorded("writer", 1);
 /// let delta = Envelope::new(delta.name, delta.payload, Some(trigger.id));
-/// let builtin = Builtin::decode(&delta).unwrap().unwrap();
-/// assert_eq!(
-///     CallKey::of(&delta, &builtin),
-///     Some(CallKey::new("writer", Some(trigger.id)))
-/// );
+///
+/// // A call's streamed text, gathered by its key.
+/// let mut text: HashMap<CallKey, String> = HashMap::new();
+/// let decoded = delta.decode::<TextDelta>().unwrap();
+/// text.entry(CallKey::new(decoded.agent, delta.caused_by))
+///     .or_default()
+///     .push_str(&decoded.delta);
+/// assert_eq!(text[&CallKey::new("writer", Some(trigger.id))], "Hel");
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct CallKey {
@@ -39,21 +43,5 @@ impl CallKey {
             agent: agent.into(),
             trigger,
         }
-    }
-
-    /// The call `event` (decoded as `builtin`) belongs to, or `None` for an event no agent
-    /// call records.
-    pub fn of(event: &Envelope, builtin: &Builtin) -> Option<Self> {
-        let agent = match builtin {
-            Builtin::AgentStarted(e) => &e.agent,
-            Builtin::AgentCompleted(e) => &e.agent,
-            Builtin::TextDelta(e) => &e.agent,
-            Builtin::TextComplete(e) => &e.agent,
-            Builtin::OutputRejected(e) => &e.agent,
-            Builtin::ToolCalled(e) => &e.agent,
-            Builtin::ToolResult(e) => &e.agent,
-            _ => return None,
-        };
-        Some(Self::new(agent.as_str(), event.caused_by))
     }
 }
