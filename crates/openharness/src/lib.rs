@@ -38,13 +38,9 @@
 //! assert_eq!(schema.get("required"), Some(&serde_json::json!(["joke"])));
 //! ```
 
-pub use openharness_core::{
-    Agent, BoxedProvider, CancellationToken, ChatMessage, Emit, Envelope, Error, Event, EventId,
-    EventSet, FnTool, Handler, Image, Pattern, Provider, ProviderError, ReasoningEffort, Renderer,
-    RunOptions, RunOutcome, SessionId, SessionInfo, SessionStatus, StopReason, Store, StoreError,
-    StructuredOutput, Tool, ToolError, Undo, Workflow, WorkflowState, adapter, builtin,
-    renderer_fn,
-};
+// The core's root is the facade's root: a workflow author's vocabulary, with `adapter` and
+// `builtin`, kept in one list (core's `lib.rs`).
+pub use openharness_core::*;
 pub use openharness_macros::*;
 
 /// [schemars](https://docs.rs/schemars) 1, the version Open Harness uses: derive
