@@ -22,20 +22,24 @@ pub(crate) fn snapshot_beyond_end(session: &SessionId, position: u64, len: u64) 
 /// Below this many events a read decodes on the calling thread.
 const PARALLEL_DECODE: usize = 4096;
 
-/// Decodes stored events (seq, JSON bytes), in order. Large reads are split across the
-/// machine's cores: decoding JSON is most of the cost of loading a long session.
+/// Decodes one stored event, or says what is wrong with it.
+pub(crate) type Decoder = fn(&[u8]) -> Result<openharness_core::Envelope, String>;
+
+/// Decodes stored events (seq, bytes) with `decode`, in order. Large reads are split across
+/// the machine's cores: decoding is most of the cost of loading a long session.
 pub(crate) fn decode_all(
     session: &SessionId,
     records: &[(u64, &[u8])],
+    decode: Decoder,
 ) -> Result<Vec<openharness_core::Envelope>, StoreError> {
     let decode_chunk = |chunk: &[(u64, &[u8])]| {
         chunk
             .iter()
             .map(|(seq, bytes)| {
-                serde_json::from_slice(bytes).map_err(|err| StoreError::Corrupt {
+                decode(bytes).map_err(|message| StoreError::Corrupt {
                     session: session.clone(),
                     seq: *seq,
-                    message: format!("stored event is not a valid envelope: {err}"),
+                    message,
                 })
             })
             .collect::<Result<Vec<_>, _>>()

@@ -392,7 +392,10 @@ impl PostgresStore {
                 )
             })
             .collect();
-        crate::decode_all(session, &records)
+        crate::decode_all(session, &records, |json| {
+            serde_json::from_slice(json)
+                .map_err(|err| format!("stored event is not a valid envelope: {err}"))
+        })
     }
 
     /// The session's length.

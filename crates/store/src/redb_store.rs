@@ -42,6 +42,7 @@ mod maintain;
 mod open;
 mod options;
 mod port;
+mod record;
 mod replay;
 mod staging;
 mod writer;
@@ -51,7 +52,7 @@ pub use error::RedbError;
 use guard::{Db, Health};
 use layout::{EVENT_INDEX, EVENTS, SESSIONS, SNAPSHOTS, SessionRecord, UNFINISHED};
 use open::{Sharing, open_prepared, recover_before_reading, retire_journal};
-pub use options::{DEFAULT_CACHE_BYTES, RedbDurability, RedbOptions};
+pub use options::{COMPACT_ON_CLOSE_BYTES, DEFAULT_CACHE_BYTES, RedbDurability, RedbOptions};
 use writer::{Append, Journaled, Writer};
 
 /// The environment variable naming the store file when no `--store PATH` is given.
@@ -248,6 +249,8 @@ impl RedbStore {
                 options.durability,
                 Arc::clone(&health),
                 journaled,
+                // Compaction moves the pages readers in other processes read.
+                options.compact_on_close && sharing == Sharing::Exclusive,
             ))
         });
         tracing::debug!(path = %path.display(), read_only = writer.is_none(), "opened redb store");

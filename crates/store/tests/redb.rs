@@ -199,7 +199,8 @@ async fn a_format_1_file_is_migrated_when_opened() {
     );
     drop(store);
 
-    // The old index is gone and the file says it is format 2; opening again changes nothing.
+    // The old index is gone and the file says it is the current format (3); opening again
+    // changes nothing.
     let db = redb::Database::open(&path).expect("reopen with redb");
     let txn = redb::ReadableDatabase::begin_read(&db).expect("a read transaction");
     let tables: Vec<String> = txn
@@ -213,11 +214,120 @@ async fn a_format_1_file_is_migrated_when_opened() {
         .expect("meta");
     assert_eq!(
         meta.get("format").expect("read").map(|v| v.value()),
-        Some(2)
+        Some(3)
     );
     drop((meta, txn, db));
     let store = RedbStore::open(&path).expect("open again");
     assert_eq!(store.all_events(&session).await.expect("read").len(), 4);
+}
+
+/// The file's format marker, read with redb.
+fn format_of(path: &std::path::Path) -> Option<u64> {
+    let db = redb::Database::open(path).expect("open with redb");
+    let txn = redb::ReadableDatabase::begin_read(&db).expect("a read transaction");
+    let meta = txn
+        .open_table(redb::TableDefinition::<&str, u64>::new("meta"))
+        .expect("meta");
+    meta.get("format").expect("read").map(|v| v.value())
+}
+
+#[tokio::test]
+async fn a_format_2_file_with_json_events_reads_as_it_is_and_takes_binary_ones_after() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let path = dir.path().join("store.redb");
+    let session = SessionId::new();
+    let batch: Vec<Envelope> = (0..3).map(event).collect();
+    {
+        let store = RedbStore::open(&path).expect("create");
+        store.append(&session, &batch, 0).await.expect("append");
+    }
+    // Rewrite the file as format 2 wrote it: every event as its JSON envelope, staged or not.
+    {
+        let db = redb::Database::open(&path).expect("open with redb");
+        let txn = db.begin_write().expect("a write transaction");
+        {
+            let json = |seq: u64| serde_json::to_vec(&batch[seq as usize]).expect("encode");
+            let mut events = txn
+                .open_table(redb::TableDefinition::<(&str, u64), &[u8]>::new("events"))
+                .expect("events");
+            let stored: Vec<u64> = redb::ReadableTable::iter(&events)
+                .expect("iterate")
+                .map(|entry| entry.expect("an entry").0.value().1)
+                .collect();
+            let stored_count = stored.len();
+            for seq in stored {
+                events
+                    .insert((session.as_str(), seq), json(seq).as_slice())
+                    .expect("rewrite");
+            }
+            let mut recent = txn
+                .open_table(redb::TableDefinition::<u64, (&str, u64, &[u8])>::new(
+                    "recent_events",
+                ))
+                .expect("recent_events");
+            let staged: Vec<(u64, u64)> = redb::ReadableTable::iter(&recent)
+                .expect("iterate")
+                .map(|entry| {
+                    let (key, value) = entry.expect("an entry");
+                    (key.value(), value.value().1)
+                })
+                .collect();
+            assert_eq!(
+                stored_count + staged.len(),
+                batch.len(),
+                "every event rewritten"
+            );
+            for (order, seq) in staged {
+                recent
+                    .insert(order, (session.as_str(), seq, json(seq).as_slice()))
+                    .expect("rewrite");
+            }
+            txn.open_table(redb::TableDefinition::<&str, u64>::new("meta"))
+                .expect("meta")
+                .insert("format", 2)
+                .expect("mark format 2");
+        }
+        txn.commit().expect("commit");
+    }
+
+    // Read-only: read as it is, and not rewritten.
+    let reader = RedbStore::open_with(&path, RedbOptions::default().read_only(true))
+        .expect("open a format 2 file read-only");
+    assert_eq!(reader.all_events(&session).await.expect("read"), batch);
+    let listed = reader.sessions().await.expect("list");
+    assert_eq!(
+        (listed[0].count, listed[0].last_event),
+        (3, batch[2].timestamp)
+    );
+    drop(reader);
+    assert_eq!(format_of(&path), Some(2));
+
+    // For writing: marked format 3, the old events still read, and new ones join them.
+    let store = RedbStore::open(&path).expect("open a format 2 file");
+    assert_eq!(store.all_events(&session).await.expect("read"), batch);
+    assert_eq!(
+        store
+            .append(&session, &batch[1..], 1)
+            .await
+            .expect("a retry"),
+        3,
+        "a retried batch is recognised by the ids of JSON events"
+    );
+    let later = event(3);
+    assert_eq!(
+        store
+            .append(&session, std::slice::from_ref(&later), 3)
+            .await
+            .expect("append"),
+        4
+    );
+    let mut all = batch.clone();
+    all.push(later);
+    assert_eq!(store.all_events(&session).await.expect("read"), all);
+    drop(store);
+    assert_eq!(format_of(&path), Some(3));
+    let store = RedbStore::open(&path).expect("open again");
+    assert_eq!(store.all_events(&session).await.expect("read"), all);
 }
 
 #[test]
@@ -671,4 +781,56 @@ async fn the_journal_is_beside_an_exclusive_writer_only_and_gone_after_a_clean_c
         store.append(&session, &[event(200)], 200).await.ok();
         assert!(!journal.exists(), "{options:?} made a journal");
     }
+}
+
+/// The file's length in bytes.
+fn file_len(path: &std::path::Path) -> u64 {
+    std::fs::metadata(path).expect("the file").len()
+}
+
+/// Appends 40 batches of 50 events with 1 KB payloads: enough to make redb grow the file.
+async fn grow(store: &RedbStore, session: &SessionId) {
+    let padding = "x".repeat(1000);
+    for batch in 0..40_u64 {
+        let events: Vec<Envelope> = (0..50)
+            .map(|n| Envelope::new("grown", json!({ "n": n, "padding": padding }), None))
+            .collect();
+        store
+            .append(session, &events, batch * 50)
+            .await
+            .expect("append");
+    }
+}
+
+#[tokio::test]
+async fn a_small_file_that_grew_is_compacted_when_the_store_closes() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let session = SessionId::new();
+    let mut lens = Vec::new();
+    for compact in [true, false] {
+        let path = dir.path().join(format!("compact-{compact}.redb"));
+        let store = RedbStore::open_with(&path, RedbOptions::default().compact_on_close(compact))
+            .expect("open");
+        grow(&store, &session).await;
+        store.sync().await.expect("sync");
+        let open_len = file_len(&path);
+        drop(store);
+        let closed_len = file_len(&path);
+        let store = RedbStore::open(&path).expect("reopen");
+        assert_eq!(
+            store.all_events(&session).await.expect("read").len(),
+            2000,
+            "compaction keeps every event"
+        );
+        drop(store);
+        lens.push((open_len, closed_len));
+    }
+    let [(grown, compacted), (grown_kept, kept)] = lens[..] else {
+        unreachable!("two runs")
+    };
+    assert!(
+        compacted < grown,
+        "compacted on close: {grown} -> {compacted} bytes"
+    );
+    assert_eq!(kept, grown_kept, "not compacted when turned off");
 }

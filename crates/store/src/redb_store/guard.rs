@@ -55,6 +55,11 @@ impl Health {
         }
     }
 
+    /// Whether an operation found the file damaged.
+    pub(super) fn is_damaged(&self) -> bool {
+        self.damage.get().is_some()
+    }
+
     /// Refuses `operation`, a write, once the file was found damaged.
     pub(super) fn check_writable(
         &self,
@@ -104,6 +109,15 @@ impl Db {
     /// The database, if it may be written.
     pub(super) fn database(&self) -> Option<&Database> {
         match &self.inner {
+            Some(Inner::Writable(db)) => Some(db),
+            _ => None,
+        }
+    }
+
+    /// The writable database, mutably, for work that needs it alone (compaction); `None` when
+    /// it is read-only.
+    pub(super) fn database_mut(&mut self) -> Option<&mut Database> {
+        match &mut self.inner {
             Some(Inner::Writable(db)) => Some(db),
             _ => None,
         }

@@ -3,14 +3,14 @@
 //!
 //! | table         | key                           | value                                  |
 //! |---------------|-------------------------------|----------------------------------------|
-//! | `events`      | (session id, seq)             | the [`Envelope`] as JSON bytes         |
+//! | `events`      | (session id, seq)             | the [`Envelope`] as a binary record ([`super::record`]) |
 //! | `event_index` | (event id as u128, session id)| seq, for the ids below each watermark  |
 //! | `sessions`    | session id                    | a [`SessionRecord`] as JSON            |
 //! | `snapshots`   | (session id, position)        | the snapshot's state as JSON           |
 //! | `meta`        | `"format"`                    | [`FORMAT`]                             |
 //! | `meta`        | `"journal_lsn"`               | the last journal record a durable commit covers ([`super::journal`]) |
 //! | `unfinished`  | session id                    | the note of a session marked unfinished (created at the first mark) |
-//! | `recent_events` | staging order               | (session id, seq, JSON): small appends not yet moved to `events` ([`super::staging`]) |
+//! | `recent_events` | staging order               | (session id, seq, record): small appends not yet moved to `events` ([`super::staging`]) |
 //!
 //! An append touches as few pages as it can, because a durable commit costs about one disk
 //! write per page it dirties: small batches are staged in `recent_events` in commit order, so
@@ -20,7 +20,8 @@
 //! id first; and the session record is written only when a session starts, an event reveals
 //! its workflow or parent, or the index catches up.
 //!
-//! Format 1 (before `meta` existed) kept the index as `event_ids`, keyed (session id, event
+//! Format 2 stored each event as its JSON envelope; it reads as it is and is marked format 3
+//! when opened for writing (see [`super::record`]). Format 1 (before `meta` existed) kept the index as `event_ids`, keyed (session id, event
 //! id), with every event in it, and a full [`SessionInfo`] per session; [`prepare`] rewrites
 //! the index and the records once when it opens such a file.
 //!
@@ -86,8 +87,14 @@ pub(super) fn set_journal_lsn(txn: &redb::WriteTransaction, lsn: u64) -> Result<
 const FORMAT_1_EVENT_IDS: TableDefinition<'_, (&str, u128), u64> =
     TableDefinition::new("event_ids");
 
-/// The format this version writes.
-pub(super) const FORMAT: u64 = 2;
+/// The format this version writes: 3 stores each event as a binary record (see
+/// [`super::record`]).
+pub(super) const FORMAT: u64 = 3;
+
+/// The last format whose events are all JSON envelopes. Its files read as they are (the
+/// decoder reads both kinds); opening one for writing marks it [`FORMAT`] first, so an older
+/// version refuses it once it may hold binary records.
+const FORMAT_JSON_EVENTS: u64 = 2;
 
 /// The names of format 1's tables: a file without `meta` holding only these is format 1.
 const FORMAT_1_TABLES: [&str; 4] = ["events", "event_ids", "sessions", "snapshots"];
@@ -154,6 +161,9 @@ impl<E: Into<redb::Error>> From<E> for PrepareError {
 enum Found {
     /// Format [`FORMAT`] with every table: nothing to do.
     Current,
+    /// Format [`FORMAT_JSON_EVENTS`] with every table: readable as it is, marked current
+    /// when opened for writing.
+    Readable,
     /// A new (empty) file, an older format, or a current one missing a table created since.
     NeedsWrite,
 }
@@ -164,11 +174,15 @@ enum Found {
 /// not format 1's) is refused rather than given our tables; an empty one is taken as a new
 /// store (it may be a store whose creation an older version did not finish).
 fn prepare(db: &Db) -> Result<(), PrepareError> {
-    if inspect(db)? == Found::Current {
+    let found = inspect(db)?;
+    if found == Found::Current {
         return Ok(());
     }
     let Some(db) = db.database() else {
-        return Err(PrepareError::ReadOnly);
+        return match found {
+            Found::Readable => Ok(()),
+            _ => Err(PrepareError::ReadOnly),
+        };
     };
     let txn = db.begin_write()?;
     {
@@ -241,21 +255,20 @@ fn inspect(db: &Db) -> Result<Found, PrepareError> {
     } else {
         None
     };
+    let complete = || {
+        [
+            EVENTS.name(),
+            EVENT_INDEX.name(),
+            SESSIONS.name(),
+            SNAPSHOTS.name(),
+            staging::RECENT.name(),
+        ]
+        .iter()
+        .all(|name| has(name))
+    };
     match format {
-        Some(FORMAT) => {
-            let ours = [
-                EVENTS.name(),
-                EVENT_INDEX.name(),
-                SESSIONS.name(),
-                SNAPSHOTS.name(),
-                staging::RECENT.name(),
-            ];
-            if ours.iter().all(|name| has(name)) {
-                Ok(Found::Current)
-            } else {
-                Ok(Found::NeedsWrite)
-            }
-        }
+        Some(FORMAT) if complete() => Ok(Found::Current),
+        Some(FORMAT_JSON_EVENTS) if complete() => Ok(Found::Readable),
         Some(newer) if newer > FORMAT => Err(PrepareError::Newer(newer)),
         Some(_) => Ok(Found::NeedsWrite),
         None if tables.is_empty() => Ok(Found::NeedsWrite),
@@ -484,25 +497,18 @@ fn summary_of(
     seq: u64,
     bytes: &[u8],
 ) -> Result<(DateTime<Utc>, SessionStatus), StoreError> {
-    openharness_core::adapter::last_event_summary(bytes)
-        .map_err(|err| corrupt_event(session, seq, &err))
+    super::record::summary(bytes).map_err(|message| corrupt_event(session, seq, message))
 }
 
 /// The id of a stored event, decoding nothing else.
 pub(super) fn id_of(session: &SessionId, seq: u64, bytes: &[u8]) -> Result<EventId, StoreError> {
-    #[derive(Deserialize)]
-    struct Id {
-        id: EventId,
-    }
-    serde_json::from_slice::<Id>(bytes)
-        .map(|id| id.id)
-        .map_err(|err| corrupt_event(session, seq, &err))
+    super::record::id(bytes).map_err(|message| corrupt_event(session, seq, message))
 }
 
-fn corrupt_event(session: &SessionId, seq: u64, err: &serde_json::Error) -> StoreError {
+fn corrupt_event(session: &SessionId, seq: u64, message: String) -> StoreError {
     StoreError::Corrupt {
         session: session.clone(),
         seq,
-        message: format!("stored event is not a valid envelope: {err}"),
+        message,
     }
 }

@@ -57,7 +57,7 @@ where
             let Some(first) = first else {
                 return Err(damage.into());
             };
-            let first: Envelope = serde_json::from_slice(&first).map_err(|_| damage)?;
+            let first: Envelope = record::decode(&first).map_err(|_| damage)?;
             tracing::warn!(%session, "listing a session whose metadata is damaged from its events");
             SessionRecord::start(session, &first, std::slice::from_ref(&first))
         }
@@ -65,9 +65,9 @@ where
     Ok((layout::session_info(session, record, last)?, damaged))
 }
 
-/// Encodes an event for storage.
+/// Encodes an event for storage (see [`record`]).
 pub(super) fn encode_event(event: &Envelope) -> Result<Vec<u8>, StoreError> {
-    serde_json::to_vec(event).map_err(|err| {
+    record::encode(event).map_err(|err| {
         StoreError::Invalid(format!(
             "event {} cannot be encoded as JSON: {err}",
             event.id
@@ -220,7 +220,7 @@ impl Store for RedbStore {
                     records.sort_unstable_by_key(|(seq, _)| *seq);
                 }
                 check_contiguous(&session, start, &records)?;
-                Ok(crate::decode_all(&session, &records)?)
+                Ok(crate::decode_all(&session, &records, record::decode)?)
             },
         )
         .await

@@ -8,7 +8,7 @@
 
 use std::path::Path;
 
-use openharness_core::{Envelope, SessionId};
+use openharness_core::SessionId;
 use redb::Database;
 
 use super::apply::{Tables, apply};
@@ -16,7 +16,7 @@ use super::guard::Db;
 use super::index::Tails;
 use super::journal::{self, Appended, Record};
 use super::writer::Append;
-use super::{Failure, RedbError, layout};
+use super::{Failure, RedbError, layout, record};
 
 /// What [`recover`] found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -134,7 +134,7 @@ fn append_of(appended: &Appended) -> Result<Append, String> {
     let events = appended
         .records
         .iter()
-        .map(|(_, json)| serde_json::from_slice::<Envelope>(json))
+        .map(|(_, bytes)| record::decode(bytes))
         .collect::<Result<Vec<_>, _>>()
         .map_err(|err| format!("an event of session {session}: {err}"))?;
     Ok(Append {

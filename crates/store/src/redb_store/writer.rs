@@ -122,6 +122,9 @@ pub(super) struct Writer {
     commit_on_caller: bool,
     durability: RedbDurability,
     journal: Option<Arc<Journaled>>,
+    /// The file's length when the store opened it, when it is to be compacted on close if
+    /// it grew (see [`RedbOptions::compact_on_close`](super::RedbOptions::compact_on_close)).
+    opened_len: Option<u64>,
 }
 
 /// What the writer thread and the callers both see.
@@ -149,8 +152,12 @@ impl Writer {
         durability: RedbDurability,
         health: Arc<Health>,
         journal: Option<Journaled>,
+        compact_on_close: bool,
     ) -> Self {
         let journal = journal.map(Arc::new);
+        let opened_len = compact_on_close
+            .then(|| std::fs::metadata(path).ok().map(|metadata| metadata.len()))
+            .flatten();
         let (queue, requests) = std::sync::mpsc::channel();
         let shared = Arc::new(Shared::default());
         let tails = Arc::new(Tails::default());
@@ -186,6 +193,7 @@ impl Writer {
             commit_on_caller,
             durability,
             journal,
+            opened_len,
         }
     }
 
@@ -299,6 +307,9 @@ impl Drop for Writer {
         self.queue = None;
         if let Some(thread) = self.thread.take() {
             let _ = thread.join();
+        }
+        if let Some(opened_len) = self.opened_len {
+            super::compact::compact_on_close(&mut self.db, &self.path, opened_len, &self.health);
         }
     }
 }
