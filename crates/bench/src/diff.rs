@@ -27,7 +27,7 @@ const FORK_AT: u64 = LEN / 2;
 const ROUNDS: usize = 7;
 
 pub(crate) fn run() -> ExitCode {
-    crate::report::run_suite("diff", suite)
+    crate::report::run_suite("diff", crate::report::Missed::Shown, suite)
 }
 
 /// Appends `events` to `session` from seq `from`, a thousand at a time.

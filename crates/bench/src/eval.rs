@@ -64,31 +64,7 @@ const FORK_AT: usize = 15;
 const MODEL_LATENCY: Duration = Duration::from_millis(2);
 
 pub(crate) fn run() -> ExitCode {
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-    {
-        Ok(runtime) => runtime,
-        Err(err) => {
-            eprintln!("bench eval: could not start tokio: {err}");
-            return ExitCode::FAILURE;
-        }
-    };
-    match runtime.block_on(suite()) {
-        Ok(rows) => {
-            crate::report::print(&rows);
-            if rows.iter().any(|row| row.met == Some(false)) {
-                ExitCode::FAILURE
-            } else {
-                ExitCode::SUCCESS
-            }
-        }
-        Err(err) => {
-            eprintln!("bench eval: {err}");
-            ExitCode::FAILURE
-        }
-    }
+    crate::report::run_suite("eval", crate::report::Missed::Fails, suite)
 }
 
 async fn suite() -> Fallible<Vec<Row>> {

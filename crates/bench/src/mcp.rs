@@ -61,31 +61,7 @@ const AGENT_RUNS: usize = 500;
 const GOAL: f64 = 1.2;
 
 pub(crate) fn run() -> ExitCode {
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-    {
-        Ok(runtime) => runtime,
-        Err(err) => {
-            eprintln!("bench mcp: could not start tokio: {err}");
-            return ExitCode::FAILURE;
-        }
-    };
-    match runtime.block_on(suite()) {
-        Ok(rows) => {
-            crate::report::print(&rows);
-            if rows.iter().any(|row| row.met == Some(false)) {
-                ExitCode::FAILURE
-            } else {
-                ExitCode::SUCCESS
-            }
-        }
-        Err(err) => {
-            eprintln!("bench mcp: {err}");
-            ExitCode::FAILURE
-        }
-    }
+    crate::report::run_suite("mcp", crate::report::Missed::Fails, suite)
 }
 
 async fn suite() -> Fallible<Vec<Row>> {

@@ -36,7 +36,7 @@ const BURST_RATE: u64 = 10_000;
 const BURST_SECONDS: u64 = 3;
 
 pub(crate) fn run() -> ExitCode {
-    crate::report::run_suite("otel", suite)
+    crate::report::run_suite("otel", crate::report::Missed::Shown, suite)
 }
 
 async fn suite() -> Fallible<Vec<Row>> {

@@ -44,7 +44,7 @@ use openharness_provider::{Reply, ScriptedProvider};
 use openharness_server::{ServerOptions, router};
 
 use crate::http::{Subscriber, field, millis, percentile, request, serve};
-use crate::report::{self, Row};
+use crate::report::Row;
 use crate::server::{BoxError, Fallible, settled_len};
 
 mod counted;
@@ -550,29 +550,5 @@ async fn drop_schema(url: &str, schema: &str) -> Fallible<()> {
 
 /// Runs the suite and prints its table; a missed goal fails the process.
 pub(crate) fn run() -> ExitCode {
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-    {
-        Ok(runtime) => runtime,
-        Err(err) => {
-            eprintln!("cannot start the runtime: {err}");
-            return ExitCode::FAILURE;
-        }
-    };
-    match runtime.block_on(suite()) {
-        Ok(rows) => {
-            report::print(&rows);
-            if rows.iter().any(|row| row.met == Some(false)) {
-                ExitCode::FAILURE
-            } else {
-                ExitCode::SUCCESS
-            }
-        }
-        Err(err) => {
-            eprintln!("the platform suite failed: {err}");
-            ExitCode::FAILURE
-        }
-    }
+    crate::report::run_suite("platform", crate::report::Missed::Fails, suite)
 }

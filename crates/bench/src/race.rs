@@ -150,16 +150,9 @@ pub(crate) fn child(
         );
         return ExitCode::from(2);
     };
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-    {
+    let runtime = match crate::report::runtime("race") {
         Ok(runtime) => runtime,
-        Err(err) => {
-            eprintln!("bench race: could not start tokio: {err}");
-            return ExitCode::FAILURE;
-        }
+        Err(code) => return code,
     };
     let figures = runtime
         .block_on(ours(n, Path::new(&dir), options, initial))

@@ -35,27 +35,52 @@ pub(crate) fn print(rows: &[Row]) {
     }
 }
 
-/// Runs a suite on a two-worker tokio runtime and prints its rows: success when it ran, a
-/// failure (said on stderr as `bench <name>: …`) when it could not run or failed.
-pub(crate) fn run_suite<F>(name: &str, suite: impl FnOnce() -> F) -> std::process::ExitCode
-where
-    F: std::future::Future<Output = Result<Vec<Row>, Box<dyn std::error::Error>>>,
-{
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
+/// What a suite's missed goal does to the process's exit code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Missed {
+    /// A missed goal fails the process (suites whose goals gate a change).
+    Fails,
+    /// The table shows it; the process succeeds once the suite ran.
+    Shown,
+}
+
+/// The two-worker tokio runtime every suite runs on; `Err` (said on stderr as
+/// `bench <name>: …`) when it cannot start.
+pub(crate) fn runtime(name: &str) -> Result<tokio::runtime::Runtime, std::process::ExitCode> {
+    tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
-    {
-        Ok(runtime) => runtime,
-        Err(err) => {
+        .map_err(|err| {
             eprintln!("bench {name}: could not start tokio: {err}");
-            return std::process::ExitCode::FAILURE;
-        }
+            std::process::ExitCode::FAILURE
+        })
+}
+
+/// Runs a suite on [`runtime`] and prints its rows: success when it ran (and, with
+/// [`Missed::Fails`], met every goal), a failure (said on stderr as `bench <name>: …`) when it
+/// could not run or failed.
+pub(crate) fn run_suite<F, E>(
+    name: &str,
+    missed: Missed,
+    suite: impl FnOnce() -> F,
+) -> std::process::ExitCode
+where
+    F: std::future::Future<Output = Result<Vec<Row>, E>>,
+    E: std::fmt::Display,
+{
+    let runtime = match runtime(name) {
+        Ok(runtime) => runtime,
+        Err(code) => return code,
     };
     match runtime.block_on(suite()) {
         Ok(rows) => {
             print(&rows);
-            std::process::ExitCode::SUCCESS
+            if missed == Missed::Fails && rows.iter().any(|row| row.met == Some(false)) {
+                std::process::ExitCode::FAILURE
+            } else {
+                std::process::ExitCode::SUCCESS
+            }
         }
         Err(err) => {
             eprintln!("bench {name}: {err}");

@@ -41,7 +41,7 @@ use tokio::sync::broadcast;
 
 use crate::HEAP;
 use crate::http::{Subscriber, field, millis, percentile, request, serve};
-use crate::report::{self, Row};
+use crate::report::Row;
 
 pub(crate) type BoxError = Box<dyn Error + Send + Sync>;
 pub(crate) type Fallible<T> = Result<T, BoxError>;
@@ -640,25 +640,5 @@ async fn suite() -> Fallible<Vec<Row>> {
 
 /// Runs the suite and prints its table.
 pub(crate) fn run() -> ExitCode {
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-    {
-        Ok(runtime) => runtime,
-        Err(err) => {
-            eprintln!("cannot start the runtime: {err}");
-            return ExitCode::FAILURE;
-        }
-    };
-    match runtime.block_on(suite()) {
-        Ok(rows) => {
-            report::print(&rows);
-            ExitCode::SUCCESS
-        }
-        Err(err) => {
-            eprintln!("the server suite failed: {err}");
-            ExitCode::FAILURE
-        }
-    }
+    crate::report::run_suite("server", crate::report::Missed::Shown, suite)
 }

@@ -91,7 +91,7 @@ impl Tally {
 }
 
 pub(crate) fn run() -> ExitCode {
-    crate::report::run_suite("sessions", suite)
+    crate::report::run_suite("sessions", crate::report::Missed::Shown, suite)
 }
 
 /// Fails the suite when a measured run did not do what it should: a benchmark of a broken run

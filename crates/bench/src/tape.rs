@@ -254,7 +254,7 @@ impl XorShift {
 }
 
 pub(crate) fn run() -> ExitCode {
-    crate::report::run_suite("tape", suite)
+    crate::report::run_suite("tape", crate::report::Missed::Shown, suite)
 }
 
 async fn suite() -> Result<Vec<Row>, Box<dyn std::error::Error>> {
