@@ -265,7 +265,9 @@ impl RedbStore {
 
     /// Compacts the store file at `path`, which no `RedbStore` may have open: moves its pages
     /// towards the start and gives the free tail back to the file system (`openharness
-    /// compact`). Takes time in proportion to the file, so it never happens on its own.
+    /// compact`). Takes time in proportion to the file, so on its own it happens only for a
+    /// small file that grew while open, as its store closes
+    /// ([`RedbOptions::compact_on_close`]).
     ///
     /// Fails with [`RedbError::AlreadyOpen`] while a store has the file open (in this process
     /// or another), and with [`RedbError::Open`] when there is no file at `path` (it never
