@@ -20,7 +20,8 @@
 //!
 //! Both sides measure the same figures on the same N and check their results (every task
 //! done, and the state at the jump has the cursor the walk saw there). The jump is a fresh
-//! open and one read, timed five times on each side; the median is reported. Two more rows compare
+//! open (read-only on our side, as the CLI's reading commands open a store) and one read,
+//! timed five times on each side; the median is reported. Two more rows compare
 //! live completions/s at N = 5 000 with durability deferred on both sides, like for like: our
 //! group commit (10 ms) against LangGraph's `durability="async"`, and our durable-at-turn-end
 //! against its `"exit"`. Our side also reports its durable appends' median against the disk's
@@ -239,7 +240,8 @@ async fn ours(n: u64, dir: &Path, options: RedbOptions, initial: Board) -> Falli
     drop((tape, flow, store));
 
     // Jump: open the store afresh and read the state 10% in, JUMPS times (the median counts,
-    // as on LangGraph's side).
+    // as on LangGraph's side). Opened read-only, as the CLI's reading commands (`tape`,
+    // `events`) open it: a writable open marks the file in use, one more `fsync`.
     let jump_position = len / 10;
     let expected = forward
         .get(usize::try_from(jump_position)?)
@@ -249,7 +251,7 @@ async fn ours(n: u64, dir: &Path, options: RedbOptions, initial: Board) -> Falli
     let mut cursor = 0;
     for _ in 0..JUMPS {
         let started = Instant::now();
-        let store = RedbStore::open(&path)?;
+        let store = RedbStore::open_with(&path, RedbOptions::default().read_only(true))?;
         let flow = workflow(store, n, initial.clone())?;
         let at = flow.load_state_at(&session, jump_position).await?;
         jumps.push(started.elapsed().as_secs_f64());
