@@ -17,7 +17,6 @@
 //!    prefix's calls (no planner call, no executor call of a task before the fork point, none
 //!    to the recording's own model).
 
-use std::error::Error;
 use std::path::Path;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -38,8 +37,8 @@ use tokio::task::JoinSet;
 
 use crate::report::Row;
 
-type BoxError = Box<dyn Error + Send + Sync>;
-type Fallible<T> = Result<T, BoxError>;
+use crate::report::BoxError;
+use crate::report::Fallible;
 
 /// Cases of the throughput experiment.
 const CASES: usize = 100;

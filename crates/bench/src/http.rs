@@ -7,7 +7,7 @@ use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
-use crate::server::Fallible;
+use crate::report::Fallible;
 
 pub(crate) async fn serve(app: axum::Router) -> Fallible<SocketAddr> {
     let listener = TcpListener::bind("127.0.0.1:0").await?;

@@ -24,7 +24,6 @@
 #[path = "../../mcp/tests/common/pinned.rs"]
 mod pinned;
 
-use std::error::Error;
 use std::process::{Command, ExitCode, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -44,8 +43,7 @@ use serde_json::{Value, json};
 
 use crate::report::Row;
 
-type BoxError = Box<dyn Error + Send + Sync>;
-type Fallible<T> = Result<T, BoxError>;
+use crate::report::Fallible;
 
 /// Calls per side and server.
 const CALLS: usize = 2_000;

@@ -15,7 +15,6 @@
 //!    `OPENHARNESS_BENCH_PHOENIX` names its base URL (spans are then counted through its REST
 //!    API).
 
-use std::error::Error;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -28,7 +27,7 @@ use serde_json::json;
 
 use crate::report::{Row, median};
 
-type Fallible<T> = Result<T, Box<dyn Error>>;
+use crate::report::Fallible;
 
 const TASKS: u64 = 2_000;
 const ROUNDS: usize = 21;

@@ -45,7 +45,8 @@ use openharness_server::{ServerOptions, router};
 
 use crate::http::{Subscriber, field, millis, percentile, request, serve};
 use crate::report::Row;
-use crate::server::{BoxError, Fallible, settled_len};
+use crate::report::{BoxError, Fallible};
+use crate::server::settled_len;
 
 mod counted;
 use counted::*;

@@ -28,7 +28,6 @@
 //! floor measured right after the live run in the same folder (the median sequential 1 KiB
 //! append + `fdatasync`): how far the store is from what the disk allows.
 
-use std::error::Error;
 use std::hint::black_box;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
@@ -60,7 +59,7 @@ use measure::*;
 pub(crate) use workflow::run_on;
 use workflow::*;
 
-type Fallible<T> = Result<T, Box<dyn Error>>;
+use crate::report::Fallible;
 
 /// The task counts raced, smallest first.
 const SIZES: [u64; 3] = [1_000, 5_000, 10_000];

@@ -1,6 +1,12 @@
 //! The table every suite prints: each figure beside a baseline measured in the same run, the
 //! ratio between them, the goal it is held to, and whether it was met.
 
+/// An error a suite may meet, from any thread.
+pub(crate) type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+/// What a suite's steps return.
+pub(crate) type Fallible<T> = Result<T, BoxError>;
+
 /// One row of the report.
 pub(crate) struct Row {
     pub(crate) what: String,

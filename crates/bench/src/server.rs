@@ -20,7 +20,6 @@
 //! work, as the baseline's do.
 
 use std::convert::Infallible;
-use std::error::Error;
 use std::net::SocketAddr;
 use std::process::ExitCode;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -43,8 +42,7 @@ use crate::HEAP;
 use crate::http::{Subscriber, field, millis, percentile, request, serve};
 use crate::report::Row;
 
-pub(crate) type BoxError = Box<dyn Error + Send + Sync>;
-pub(crate) type Fallible<T> = Result<T, BoxError>;
+use crate::report::Fallible;
 
 /// Subscribers of the fan-out.
 const SUBSCRIBERS: usize = 1_000;

@@ -7,7 +7,6 @@
 //! `user:input` makes it emit one `tally:ticked`, so a turn records three events.
 
 use std::collections::VecDeque;
-use std::error::Error;
 use std::hint::black_box;
 use std::path::Path;
 use std::process::ExitCode;
@@ -28,7 +27,7 @@ use serde::{Deserialize, Serialize};
 use crate::HEAP;
 use crate::report::Row;
 
-type Fallible<T> = Result<T, Box<dyn Error>>;
+use crate::report::Fallible;
 
 /// Events in the long session.
 const LONG: u64 = 1_000_000;
