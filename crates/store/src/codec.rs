@@ -25,6 +25,16 @@ const PARALLEL_DECODE: usize = 4096;
 /// Decodes one stored event, or says what is wrong with it.
 pub(crate) type Decoder = fn(&[u8]) -> Result<openharness_core::Envelope, String>;
 
+/// The [`Decoder`] of events stored as their JSON envelope.
+pub(crate) fn decode_json(bytes: &[u8]) -> Result<openharness_core::Envelope, String> {
+    serde_json::from_slice(bytes).map_err(not_an_envelope)
+}
+
+/// What is wrong with a stored event that does not decode as an envelope.
+pub(crate) fn not_an_envelope(err: impl std::fmt::Display) -> String {
+    format!("stored event is not a valid envelope: {err}")
+}
+
 /// Decodes stored events (seq, bytes) with `decode`, in order. Large reads are split across
 /// the machine's cores: decoding is most of the cost of loading a long session.
 pub(crate) fn decode_all(

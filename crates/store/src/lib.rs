@@ -82,7 +82,9 @@ mod open;
 mod postgres;
 mod redb_store;
 
-pub(crate) use codec::{decode_all, snapshot_beyond_end, sort_oldest_first};
+pub(crate) use codec::{
+    decode_all, decode_json, not_an_envelope, snapshot_beyond_end, sort_oldest_first,
+};
 #[cfg(feature = "testing")]
 pub use fault::{FailingStore, InjectedFailure};
 pub use live::LiveError;

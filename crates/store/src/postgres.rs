@@ -392,10 +392,7 @@ impl PostgresStore {
                 )
             })
             .collect();
-        crate::decode_all(session, &records, |json| {
-            serde_json::from_slice(json)
-                .map_err(|err| format!("stored event is not a valid envelope: {err}"))
-        })
+        crate::decode_all(session, &records, crate::decode_json)
     }
 
     /// The session's length.
@@ -491,13 +488,7 @@ fn info_from_row(row: &tokio_postgres::Row) -> Result<SessionInfo, StoreError> {
     let last_seq = row.get::<_, i64>(4) as u64;
     let last: &str = row.get(5);
     let (last_event, status) = openharness_core::adapter::last_event_summary(last.as_bytes())
-        .map_err(|err| {
-            corrupt(
-                &session,
-                last_seq,
-                format!("stored event is not a valid envelope: {err}"),
-            )
-        })?;
+        .map_err(|err| corrupt(&session, last_seq, crate::not_an_envelope(err)))?;
     Ok(SessionInfo {
         created,
         last_event,

@@ -21,9 +21,10 @@
 //! its workflow or parent, or the index catches up.
 //!
 //! Format 2 stored each event as its JSON envelope; it reads as it is and is marked format 3
-//! when opened for writing (see [`super::record`]). Format 1 (before `meta` existed) kept the index as `event_ids`, keyed (session id, event
-//! id), with every event in it, and a full [`SessionInfo`] per session; [`prepare`] rewrites
-//! the index and the records once when it opens such a file.
+//! when opened for writing (see [`super::record`]). Format 1 (before `meta` existed) kept the
+//! index as `event_ids`, keyed (session id, event id), with every event in it, and a full
+//! [`SessionInfo`] per session; [`prepare`] rewrites the index and the records once when it
+//! opens such a file.
 //!
 //! Opening a file that is already current only reads it (so a read-only file can be listed
 //! and read); a redb file that is not a store (tables of its own, no format marker) is refused

@@ -69,7 +69,7 @@ where
 pub(super) fn encode_event(event: &Envelope) -> Result<Vec<u8>, StoreError> {
     record::encode(event).map_err(|err| {
         StoreError::Invalid(format!(
-            "event {} cannot be encoded as JSON: {err}",
+            "event {} cannot be encoded for storage: {err}",
             event.id
         ))
     })

@@ -64,8 +64,7 @@ pub(super) fn decode(bytes: &[u8]) -> Result<Envelope, String> {
                 caused_by: head.caused_by,
             })
         }
-        _ => serde_json::from_slice(bytes)
-            .map_err(|err| format!("stored event is not a valid envelope: {err}")),
+        _ => crate::decode_json(bytes),
     }
 }
 
@@ -79,7 +78,7 @@ pub(super) fn id(bytes: &[u8]) -> Result<EventId, String> {
         Some(&BINARY) => Ok(Head::read(bytes)?.id),
         _ => serde_json::from_slice::<Id>(bytes)
             .map(|id| id.id)
-            .map_err(|err| format!("stored event is not a valid envelope: {err}")),
+            .map_err(crate::not_an_envelope),
     }
 }
 
@@ -99,8 +98,7 @@ pub(super) fn summary(bytes: &[u8]) -> Result<(DateTime<Utc>, SessionStatus), St
             };
             Ok((head.timestamp, status))
         }
-        _ => openharness_core::adapter::last_event_summary(bytes)
-            .map_err(|err| format!("stored event is not a valid envelope: {err}")),
+        _ => openharness_core::adapter::last_event_summary(bytes).map_err(crate::not_an_envelope),
     }
 }
 
