@@ -28,8 +28,8 @@
 //! events, and the state is serialized only when one is due. An event counts the JSON of its
 //! payload and name plus `ENVELOPE_BYTES`.
 //!
-//! Where things are: this file holds the loop ([`run`], `Run::drive`) and its state; how a
-//! turn begins (fresh, resumed, at a fork point, restarting cut work) is in `begin`; staging,
+//! Where things are: this file holds the loop ([`run`], `Run::drive`) and its state; where
+//! the loop runs (a worker thread, beside its agents) is `on_worker`; how a turn begins (fresh, resumed, at a fork point, restarting cut work) is in `begin`; staging,
 //! appending and snapshots in `record` (when snapshots are due, in `snapshots`); agents'
 //! activation and launch in `activate`; an agent call as a task, and the provider events it
 //! sends back, in `agent_task`; the renderers' workers in `renderers`.
@@ -169,7 +169,20 @@ struct Limits {
     max_cost: Option<f64>,
 }
 
+/// Runs a turn of `wf` to its end: on a worker thread of the runtime (see [`on_worker`]),
+/// returning when the loop does.
 pub(crate) async fn run<S: WorkflowState>(
+    wf: &Arc<Inner<S>>,
+    options: RunOptions,
+    start: Start<S>,
+    guard: SessionGuard,
+) -> Result<RunOutcome<S>, Error> {
+    let wf = Arc::clone(wf);
+    on_worker::on_worker(async move { run_here(&wf, options, start, guard).await }).await
+}
+
+/// Runs a turn of `wf` to its end, in the caller's task.
+async fn run_here<S: WorkflowState>(
     wf: &Inner<S>,
     options: RunOptions,
     start: Start<S>,
@@ -525,6 +538,7 @@ impl<S: WorkflowState> Run<'_, S> {
 mod activate;
 mod agent_task;
 mod begin;
+mod on_worker;
 mod record;
 mod renderers;
 mod snapshots;
