@@ -25,11 +25,10 @@ use openharness_core::{
 use reqwest::header::HeaderMap;
 use serde_json::{Value, json};
 
-use crate::base_url;
+use crate::builder::HttpBuilder;
 use crate::conversation::{self, Dialect, ToolCall, ToolOutcome, Turn};
-use crate::http::{ApiKey, Http, Timeouts, header};
+use crate::http::{ApiKey, Http, header};
 use crate::pricing::Pricing;
-use crate::retry::RetryPolicy;
 use crate::schema;
 use crate::{ConfigError, sse::SseEvent};
 
@@ -67,7 +66,10 @@ pub enum OutputMethod {
     ForcedTool,
 }
 
-/// Builds an [`AnthropicProvider`].
+/// Builds an [`AnthropicProvider`]: the settings every HTTP provider shares (see
+/// [`HttpBuilder`]) and Anthropic's own, [`max_tokens`](HttpBuilder::max_tokens) and
+/// [`structured_output`](HttpBuilder::structured_output). Requests go to
+/// `{base_url}/v1/messages`.
 ///
 /// ```
 /// use openharness_provider::{AnthropicProvider, ApiKey, RetryPolicy};
@@ -79,74 +81,31 @@ pub enum OutputMethod {
 ///     .unwrap();
 /// assert_eq!(format!("{provider:?}").contains("sk-ant"), false);
 /// ```
+pub type AnthropicBuilder = HttpBuilder<AnthropicOptions>;
+
+/// Anthropic's own options, set on an [`AnthropicBuilder`].
 #[derive(Debug, Clone)]
-#[must_use]
-pub struct AnthropicBuilder {
-    key: ApiKey,
-    base_url: String,
-    model: String,
+pub struct AnthropicOptions {
     max_tokens: u32,
-    system: Option<String>,
     structured: OutputMethod,
-    retry: RetryPolicy,
-    timeouts: Timeouts,
-    pricing: Option<Pricing>,
 }
 
-impl AnthropicBuilder {
-    /// The API's base URL (default [`DEFAULT_BASE_URL`]); requests go to `{base}/v1/messages`.
-    pub fn base_url(mut self, url: impl Into<String>) -> Self {
-        self.base_url = url.into();
-        self
-    }
-
-    /// The default model (agents may name another).
-    pub fn model(mut self, model: impl Into<String>) -> Self {
-        self.model = model.into();
-        self
-    }
-
+impl HttpBuilder<AnthropicOptions> {
     /// `max_tokens` of every request (default 4096).
     pub fn max_tokens(mut self, max_tokens: u32) -> Self {
-        self.max_tokens = max_tokens;
-        self
-    }
-
-    /// A system prompt sent with every request (before the request's own).
-    pub fn system(mut self, system: impl Into<String>) -> Self {
-        self.system = Some(system.into());
+        self.options.max_tokens = max_tokens;
         self
     }
 
     /// How structured output is requested (default [`OutputMethod::Auto`]).
     pub fn structured_output(mut self, mode: OutputMethod) -> Self {
-        self.structured = mode;
-        self
-    }
-
-    /// The retry policy (default: 2 retries).
-    pub fn retry(mut self, retry: RetryPolicy) -> Self {
-        self.retry = retry;
-        self
-    }
-
-    /// Connect and idle timeouts.
-    pub fn timeouts(mut self, timeouts: Timeouts) -> Self {
-        self.timeouts = timeouts;
-        self
-    }
-
-    /// Prices for the cost on `agent:completed` (default: the published price of the model,
-    /// when known).
-    pub fn pricing(mut self, pricing: Pricing) -> Self {
-        self.pricing = Some(pricing);
+        self.options.structured = mode;
         self
     }
 
     /// Builds the provider.
     pub fn build(self) -> Result<AnthropicProvider, ConfigError> {
-        let base = base_url::validate(&self.base_url)?;
-        let http = Http::new(NAME, self.retry.clone(), self.timeouts)?;
+        let (base, http) = self.connect(NAME)?;
         Ok(AnthropicProvider {
             inner: Arc::new(Inner {
                 url: format!("{base}/v1/messages"),
@@ -193,17 +152,11 @@ impl AnthropicProvider {
 
     /// A builder with the defaults.
     pub fn builder(key: ApiKey) -> AnthropicBuilder {
-        AnthropicBuilder {
-            key,
-            base_url: DEFAULT_BASE_URL.into(),
-            model: DEFAULT_MODEL.into(),
+        let options = AnthropicOptions {
             max_tokens: 4096,
-            system: None,
             structured: OutputMethod::Auto,
-            retry: RetryPolicy::default(),
-            timeouts: Timeouts::default(),
-            pricing: None,
-        }
+        };
+        HttpBuilder::new(key, DEFAULT_BASE_URL, DEFAULT_MODEL, options)
     }
 
     /// A provider with the defaults and the key from `ANTHROPIC_API_KEY`.
@@ -254,7 +207,7 @@ impl<'a> AnthropicTurns<'a> {
 
         let mut body = serde_json::Map::new();
         body.insert("model".into(), json!(model));
-        body.insert("max_tokens".into(), json!(config.max_tokens));
+        body.insert("max_tokens".into(), json!(config.options.max_tokens));
         body.insert("stream".into(), json!(true));
         if let Some(system) = conversation::system_prompt(config.system.as_deref(), request) {
             body.insert("system".into(), json!(system));
@@ -274,7 +227,7 @@ impl<'a> AnthropicTurns<'a> {
         // Plain text is asked for with no format at all (`None`).
         let mode = (!request.wants_text()).then(|| {
             let transformed = schema::for_anthropic(&request.schema);
-            let mode = match (config.structured, &transformed) {
+            let mode = match (config.options.structured, &transformed) {
                 (OutputMethod::Auto, Ok(_)) => OutputMethod::OutputConfig,
                 (OutputMethod::Auto, Err(err)) => {
                     tracing::debug!(agent = %request.agent, %err, "using the forced-tool method");

@@ -34,6 +34,7 @@
 
 pub mod anthropic;
 mod base_url;
+mod builder;
 pub mod claude_cli;
 mod conversation;
 mod http;
@@ -48,6 +49,7 @@ pub mod testing;
 pub mod tools;
 
 pub use anthropic::AnthropicProvider;
+pub use builder::HttpBuilder;
 pub use claude_cli::ClaudeCliProvider;
 pub use http::{ApiKey, Timeouts, install_crypto_provider};
 pub use openai::OpenAiProvider;

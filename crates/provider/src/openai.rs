@@ -26,11 +26,9 @@ use reqwest::header::HeaderMap;
 use serde_json::{Value, json};
 
 use crate::ConfigError;
-use crate::base_url;
+use crate::builder::HttpBuilder;
 use crate::conversation::{self, Dialect, ToolCall, ToolOutcome, Turn};
-use crate::http::{ApiKey, Http, Timeouts};
-use crate::pricing::Pricing;
-use crate::retry::RetryPolicy;
+use crate::http::{ApiKey, Http};
 use crate::schema;
 
 const NAME: &str = "openai";
@@ -41,7 +39,9 @@ pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
 /// The model used when neither the agent nor the builder names one.
 pub const DEFAULT_MODEL: &str = "gpt-4.1-mini";
 
-/// Builds an [`OpenAiProvider`].
+/// Builds an [`OpenAiProvider`]: the settings every HTTP provider shares (see
+/// [`HttpBuilder`]; here the base URL includes `/v1`, and requests go to
+/// `{base_url}/chat/completions`) and OpenAI's own, [`strict`](HttpBuilder::strict).
 ///
 /// ```
 /// use openharness_provider::{ApiKey, OpenAiProvider};
@@ -53,68 +53,25 @@ pub const DEFAULT_MODEL: &str = "gpt-4.1-mini";
 ///     .unwrap();
 /// # let _ = provider;
 /// ```
+pub type OpenAiBuilder = HttpBuilder<OpenAiOptions>;
+
+/// OpenAI's own options, set on an [`OpenAiBuilder`].
 #[derive(Debug, Clone)]
-#[must_use]
-pub struct OpenAiBuilder {
-    key: ApiKey,
-    base_url: String,
-    model: String,
-    system: Option<String>,
+pub struct OpenAiOptions {
     strict: bool,
-    retry: RetryPolicy,
-    timeouts: Timeouts,
-    pricing: Option<Pricing>,
 }
 
-impl OpenAiBuilder {
-    /// The base URL, including `/v1` (default [`DEFAULT_BASE_URL`]); requests go to
-    /// `{base}/chat/completions`.
-    pub fn base_url(mut self, url: impl Into<String>) -> Self {
-        self.base_url = url.into();
-        self
-    }
-
-    /// The default model (agents may name another).
-    pub fn model(mut self, model: impl Into<String>) -> Self {
-        self.model = model.into();
-        self
-    }
-
-    /// A system message sent first in every request (before the request's own).
-    pub fn system(mut self, system: impl Into<String>) -> Self {
-        self.system = Some(system.into());
-        self
-    }
-
+impl HttpBuilder<OpenAiOptions> {
     /// Whether to ask for strict structured output (default true); servers that reject
     /// `strict` can turn it off.
     pub fn strict(mut self, strict: bool) -> Self {
-        self.strict = strict;
-        self
-    }
-
-    /// The retry policy (default: 2 retries).
-    pub fn retry(mut self, retry: RetryPolicy) -> Self {
-        self.retry = retry;
-        self
-    }
-
-    /// Connect and idle timeouts.
-    pub fn timeouts(mut self, timeouts: Timeouts) -> Self {
-        self.timeouts = timeouts;
-        self
-    }
-
-    /// Prices for the cost on `agent:completed` (default: none, the cost is not reported).
-    pub fn pricing(mut self, pricing: Pricing) -> Self {
-        self.pricing = Some(pricing);
+        self.options.strict = strict;
         self
     }
 
     /// Builds the provider.
     pub fn build(self) -> Result<OpenAiProvider, ConfigError> {
-        let base = base_url::validate(&self.base_url)?;
-        let http = Http::new(NAME, self.retry.clone(), self.timeouts)?;
+        let (base, http) = self.connect(NAME)?;
         Ok(OpenAiProvider {
             inner: Arc::new(Inner {
                 url: format!("{base}/chat/completions"),
@@ -153,16 +110,12 @@ impl OpenAiProvider {
 
     /// A builder with the defaults.
     pub fn builder(key: ApiKey) -> OpenAiBuilder {
-        OpenAiBuilder {
+        HttpBuilder::new(
             key,
-            base_url: DEFAULT_BASE_URL.into(),
-            model: DEFAULT_MODEL.into(),
-            system: None,
-            strict: true,
-            retry: RetryPolicy::default(),
-            timeouts: Timeouts::default(),
-            pricing: None,
-        }
+            DEFAULT_BASE_URL,
+            DEFAULT_MODEL,
+            OpenAiOptions { strict: true },
+        )
     }
 
     /// A provider with the defaults and the key from `OPENAI_API_KEY`.
@@ -276,7 +229,7 @@ impl<'a> OpenAiTurns<'a> {
         let strict_schema_of = if request.wants_text() {
             None
         } else {
-            let (format, strict_schema_of) = response_format(config.strict, request);
+            let (format, strict_schema_of) = response_format(config.options.strict, request);
             body.insert("response_format".into(), format);
             strict_schema_of
         };
