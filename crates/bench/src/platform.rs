@@ -25,20 +25,13 @@
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
-use std::ops::Range;
 use std::process::ExitCode;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use async_trait::async_trait;
-use openharness::adapter::Snapshot;
 use openharness::host::Host;
 use openharness::store::{PostgresStore, RedbStore};
-use openharness::{
-    BoxedProvider, Envelope, SessionId, SessionInfo, Store, StoreError,
-    adapter::{EventStream, Subscription},
-};
-use openharness_core::adapter::Claim;
+use openharness::{BoxedProvider, SessionId, Store};
 use openharness_platform::{ChatAgent, Platform, agent_chat_workflow};
 use openharness_provider::{Reply, ScriptedProvider};
 use openharness_server::{ServerOptions, router};
@@ -405,17 +398,17 @@ async fn store_rows<S: Store>(
     let (mut ours, mut base) = (Load::default(), Load::default());
     let (mut ours_calls, mut base_calls) = (Tally::new(), Tally::new());
     for _ in 0..BLOCKS {
-        let before = counted.tally();
+        let before = counted.observer().tally();
         let (back, load) = drive(native, ROUNDS / BLOCKS, None).await?;
         native = back;
         base.add(load);
-        let middle = counted.tally();
+        let middle = counted.observer().tally();
         let (back, load) = drive(platform, ROUNDS / BLOCKS, None).await?;
         platform = back;
         ours.add(load);
         for (tally, added) in [
             (&mut base_calls, since(&before, &middle)),
-            (&mut ours_calls, since(&middle, &counted.tally())),
+            (&mut ours_calls, since(&middle, &counted.observer().tally())),
         ] {
             for (method, (calls, took)) in added {
                 let entry = tally.entry(method).or_default();
@@ -501,15 +494,13 @@ async fn store_rows<S: Store>(
 async fn suite() -> Fallible<Vec<Row>> {
     let mut rows = Vec::new();
     let dir = tempfile::tempdir()?;
-    let redb = Arc::new(Counted::new(RedbStore::open(
-        dir.path().join("store.redb"),
-    )?));
+    let redb = Arc::new(counted(RedbStore::open(dir.path().join("store.redb"))?));
     rows.extend(store_rows("redb", redb, false).await?);
     match std::env::var("OPENHARNESS_TEST_POSTGRES") {
         Ok(url) if !url.is_empty() => {
             let schema = format!("bench_platform_{}", std::process::id());
             let measured = async {
-                let postgres = Arc::new(Counted::new(
+                let postgres = Arc::new(counted(
                     PostgresStore::connect_in_schema(&url, &schema).await?,
                 ));
                 store_rows("PostgreSQL", postgres, true).await

@@ -9,8 +9,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use openharness_core::{
-    Envelope, RunOptions, SessionId, SessionInfo, Store, StoreError,
-    adapter::{Claim, Snapshot, Subscription},
+    Envelope, RunOptions, SessionId, Store, StoreError,
+    adapter::observe::{Observed, StoreCall, StoreObserver},
 };
 use openharness_platform::{
     ChatAgent, NewAgent, NewMessage, NewSession, Platform, SessionMessage, agent_chat_workflow,
@@ -216,51 +216,11 @@ struct LateAppend {
 }
 
 #[async_trait::async_trait]
-impl Store for LateAppend {
-    fn describe(&self) -> String {
-        self.inner.describe()
-    }
-    async fn sync(&self) -> Result<(), StoreError> {
-        self.inner.sync().await
-    }
-    async fn claim(&self, session: &SessionId) -> Result<Option<Claim>, StoreError> {
-        self.inner.claim(session).await
-    }
-    async fn append(
-        &self,
-        session: &SessionId,
-        events: &[Envelope],
-        expected_seq: u64,
-    ) -> Result<u64, StoreError> {
-        self.inner.append(session, events, expected_seq).await
-    }
-    async fn events(
-        &self,
-        session: &SessionId,
-        range: std::ops::Range<u64>,
-    ) -> Result<Vec<Envelope>, StoreError> {
-        self.inner.events(session, range).await
-    }
-    async fn session(&self, session: &SessionId) -> Result<Option<SessionInfo>, StoreError> {
-        self.inner.session(session).await
-    }
-    async fn sessions(&self) -> Result<Vec<SessionInfo>, StoreError> {
-        self.inner.sessions().await
-    }
-    async fn clear(&self, session: &SessionId) -> Result<(), StoreError> {
-        self.inner.clear(session).await
-    }
-    async fn snapshot(&self, session: &SessionId, snapshot: &Snapshot) -> Result<(), StoreError> {
-        self.inner.snapshot(session, snapshot).await
-    }
-    async fn latest_snapshot(
-        &self,
-        session: &SessionId,
-        at_most: u64,
-    ) -> Result<Option<Snapshot>, StoreError> {
-        self.inner.latest_snapshot(session, at_most).await
-    }
-    async fn subscribe(&self, session: &SessionId, from: u64) -> Result<Subscription, StoreError> {
+impl StoreObserver for LateAppend {
+    async fn before(&self, call: StoreCall<'_>) -> Result<(), StoreError> {
+        let StoreCall::Subscribe { session, from_seq } = call else {
+            return Ok(());
+        };
         let armed = self.armed.lock().unwrap().take_if(|armed| armed == session);
         if armed.is_some() {
             let input = Envelope::new("user:input", json!({ "text": "ghost" }), None);
@@ -278,9 +238,11 @@ impl Store for LateAppend {
                 }),
                 Some(input.id),
             );
-            self.inner.append(session, &[input, started], from).await?;
+            self.inner
+                .append(session, &[input, started], from_seq)
+                .await?;
         }
-        self.inner.subscribe(session, from).await
+        Ok(())
     }
 }
 
@@ -288,10 +250,13 @@ impl Store for LateAppend {
 /// posted message: the post is refused (`409`, nothing acknowledged that is not recorded),
 /// the ghost's turn is resumed like any cut-off one, and the message posted again is answered.
 async fn a_dead_processs_late_input_is_not_acknowledged_as_the_posted_one(store: Arc<dyn Store>) {
-    let late = Arc::new(LateAppend {
-        inner: Arc::clone(&store),
-        armed: std::sync::Mutex::new(None),
-    });
+    let late = Arc::new(Observed::new(
+        Arc::clone(&store),
+        LateAppend {
+            inner: Arc::clone(&store),
+            armed: std::sync::Mutex::new(None),
+        },
+    ));
     let platform =
         Platform::new(Arc::clone(&late) as Arc<dyn Store>, None).with_provider(Arc::new(echo()));
     let (a, s, log) = agent_and_session(&platform, "Hi.").await;
@@ -299,14 +264,14 @@ async fn a_dead_processs_late_input_is_not_acknowledged_as_the_posted_one(store:
     messages_become(&platform, a, s, &["user: first", "assistant: echo: first"]).await;
     turn_ends(&store, &log).await;
 
-    *late.armed.lock().unwrap() = Some(log.clone());
+    *late.observer().armed.lock().unwrap() = Some(log.clone());
     let (platform_ref, late_ref) = (&platform, &late);
     let refused = eventually(
         LIMIT,
         "the first turn to give its claim up",
         || async move {
             let posted = platform_ref.post_message(a, s, message("real")).await;
-            if late_ref.armed.lock().unwrap().is_none() {
+            if late_ref.observer().armed.lock().unwrap().is_none() {
                 return Ok(posted.expect_err("the ghost's input is not the posted message"));
             }
             // Refused before it subscribed: the first turn's task still held the claim.

@@ -993,70 +993,31 @@ async fn the_openapi_document_lists_every_route_and_its_references_resolve() {
     assert!(doc["components"]["schemas"].get("SessionSummary").is_some());
 }
 
-/// A store whose session list fails, as a broken disk or a lost database would.
-struct UnlistableStore(MemoryStore);
+/// Fails every listing of the sessions, as a broken disk or a lost database would.
+struct Unlistable;
 
 #[async_trait::async_trait]
-impl openharness::Store for UnlistableStore {
-    fn describe(&self) -> String {
-        "unlistable".into()
-    }
-    async fn append(
+impl openharness::store::StoreObserver for Unlistable {
+    async fn before(
         &self,
-        session: &SessionId,
-        events: &[Envelope],
-        expected_seq: u64,
-    ) -> Result<u64, openharness::StoreError> {
-        self.0.append(session, events, expected_seq).await
-    }
-    async fn events(
-        &self,
-        session: &SessionId,
-        range: std::ops::Range<u64>,
-    ) -> Result<Vec<Envelope>, openharness::StoreError> {
-        self.0.events(session, range).await
-    }
-    async fn session(
-        &self,
-        session: &SessionId,
-    ) -> Result<Option<openharness::SessionInfo>, openharness::StoreError> {
-        self.0.session(session).await
-    }
-    async fn sessions(&self) -> Result<Vec<openharness::SessionInfo>, openharness::StoreError> {
-        Err(openharness::StoreError::Invalid(
-            "the disk under the sessions is on fire".into(),
-        ))
-    }
-    async fn clear(&self, session: &SessionId) -> Result<(), openharness::StoreError> {
-        self.0.clear(session).await
-    }
-    async fn snapshot(
-        &self,
-        session: &SessionId,
-        snapshot: &openharness::adapter::Snapshot,
+        call: openharness::store::StoreCall<'_>,
     ) -> Result<(), openharness::StoreError> {
-        self.0.snapshot(session, snapshot).await
-    }
-    async fn latest_snapshot(
-        &self,
-        session: &SessionId,
-        at_most: u64,
-    ) -> Result<Option<openharness::adapter::Snapshot>, openharness::StoreError> {
-        self.0.latest_snapshot(session, at_most).await
-    }
-    async fn subscribe(
-        &self,
-        session: &SessionId,
-        from_seq: u64,
-    ) -> Result<openharness::adapter::Subscription, openharness::StoreError> {
-        self.0.subscribe(session, from_seq).await
+        match call {
+            openharness::store::StoreCall::Sessions => Err(openharness::StoreError::Invalid(
+                "the disk under the sessions is on fire".into(),
+            )),
+            _ => Ok(()),
+        }
     }
 }
 
 #[tokio::test]
 async fn a_store_failure_is_a_500_that_names_the_store_and_its_cause() {
     let addr = serve(
-        host_on(UnlistableStore(MemoryStore::new()), Duration::ZERO),
+        host_on(
+            openharness::store::Observed::new(MemoryStore::new(), Unlistable),
+            Duration::ZERO,
+        ),
         ServerOptions::default(),
     )
     .await;
@@ -1064,7 +1025,7 @@ async fn a_store_failure_is_a_500_that_names_the_store_and_its_cause() {
     assert_eq!(status, 500, "{body}");
     assert_eq!(body["error"]["code"], "internal");
     let message = body["error"]["message"].as_str().unwrap();
-    assert!(message.contains("unlistable"), "{message}");
+    assert!(message.contains("memory"), "{message}");
     assert!(message.contains("on fire"), "{message}");
     assert_eq!(message.matches("on fire").count(), 1, "{message}");
 }

@@ -90,7 +90,7 @@ pub use fault::{FailingStore, InjectedFailure};
 pub use live::LiveError;
 pub use memory::MemoryStore;
 pub use open::{Access, OpenOptions, is_postgres, open, open_with};
-pub use openharness_core::adapter::observe::{Observed, StoreObserver};
+pub use openharness_core::adapter::observe::{Observed, StoreCall, StoreObserver};
 pub use openharness_core::{
     SessionInfo, Store, StoreError,
     adapter::{EventStream, Recorded, Snapshot, Subscription, SubscriptionSender},

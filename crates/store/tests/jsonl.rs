@@ -4,12 +4,9 @@
 
 use std::ops::Range;
 
-use openharness_core::{
-    Envelope, SessionId, SessionInfo, Store, StoreError,
-    adapter::{EVENT_PAGE, Snapshot, Subscription},
-};
+use openharness_core::{Envelope, SessionId, Store, StoreError, adapter::EVENT_PAGE};
 use openharness_store::jsonl::{self, TransferError};
-use openharness_store::{MemoryStore, RedbStore};
+use openharness_store::{MemoryStore, Observed, RedbStore, StoreCall, StoreObserver};
 use serde_json::json;
 
 fn events(count: u64) -> Vec<Envelope> {
@@ -151,73 +148,47 @@ async fn exporting_an_unknown_session_is_an_error() {
     assert!(matches!(err, TransferError::NotFound { .. }), "{err:?}");
 }
 
-/// A memory store whose reads fail from seq `fail_from` on, and which counts appends.
+/// Fails the reads of a store from seq `fail_from` on, and counts its appends.
+#[derive(Default)]
 struct BrokenReads {
-    inner: MemoryStore,
     fail_from: u64,
     appends: std::sync::atomic::AtomicUsize,
 }
 
 #[async_trait::async_trait]
-impl Store for BrokenReads {
-    fn describe(&self) -> String {
-        "broken-reads".into()
-    }
-    async fn append(
-        &self,
-        session: &SessionId,
-        events: &[Envelope],
-        expected_seq: u64,
-    ) -> Result<u64, StoreError> {
-        self.appends
-            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-        self.inner.append(session, events, expected_seq).await
-    }
-    async fn events(
-        &self,
-        session: &SessionId,
-        range: Range<u64>,
-    ) -> Result<Vec<Envelope>, StoreError> {
-        if range.start >= self.fail_from {
-            return Err(StoreError::Invalid(format!("read from {}", range.start)));
+impl StoreObserver for BrokenReads {
+    async fn before(&self, call: StoreCall<'_>) -> Result<(), StoreError> {
+        match call {
+            StoreCall::Events { range, .. } if range.start >= self.fail_from => {
+                Err(StoreError::Invalid(format!("read from {}", range.start)))
+            }
+            StoreCall::Append { .. } => {
+                self.appends
+                    .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                Ok(())
+            }
+            _ => Ok(()),
         }
-        self.inner.events(session, range).await
     }
-    async fn session(&self, session: &SessionId) -> Result<Option<SessionInfo>, StoreError> {
-        self.inner.session(session).await
+
+    /// Streams page through `events`, so their reads fail too.
+    fn observes_reads(&self) -> bool {
+        true
     }
-    async fn sessions(&self) -> Result<Vec<SessionInfo>, StoreError> {
-        self.inner.sessions().await
-    }
-    async fn clear(&self, session: &SessionId) -> Result<(), StoreError> {
-        self.inner.clear(session).await
-    }
-    async fn snapshot(&self, session: &SessionId, snapshot: &Snapshot) -> Result<(), StoreError> {
-        self.inner.snapshot(session, snapshot).await
-    }
-    async fn latest_snapshot(
-        &self,
-        session: &SessionId,
-        at_most: u64,
-    ) -> Result<Option<Snapshot>, StoreError> {
-        self.inner.latest_snapshot(session, at_most).await
-    }
-    async fn subscribe(
-        &self,
-        session: &SessionId,
-        from_seq: u64,
-    ) -> Result<Subscription, StoreError> {
-        self.inner.subscribe(session, from_seq).await
-    }
+}
+
+/// A memory store whose reads fail from seq `fail_from` on.
+fn broken_reads(fail_from: u64) -> Observed<MemoryStore, BrokenReads> {
+    let reads = BrokenReads {
+        fail_from,
+        ..BrokenReads::default()
+    };
+    Observed::new(MemoryStore::new(), reads)
 }
 
 #[tokio::test]
 async fn a_read_failing_mid_export_is_a_store_error_after_the_pages_before_it() {
-    let store = BrokenReads {
-        inner: MemoryStore::new(),
-        fail_from: EVENT_PAGE as u64,
-        appends: Default::default(),
-    };
+    let store = broken_reads(EVENT_PAGE as u64);
     let session = SessionId::new();
     store
         .append(&session, &events(EVENT_PAGE as u64 + 5), 0)
@@ -236,7 +207,7 @@ async fn a_read_failing_mid_export_is_a_store_error_after_the_pages_before_it() 
         ),
         "{err:?}"
     );
-    assert!(err.to_string().contains("broken-reads"), "{err}");
+    assert!(err.to_string().contains("memory"), "{err}");
     // The begin line and the first page were written before the failing read, and no end line.
     let text = String::from_utf8(out).unwrap();
     assert_eq!(text.lines().count(), 1 + EVENT_PAGE);
@@ -467,11 +438,7 @@ async fn reimporting_a_grown_export_appends_only_the_new_tail() {
 
 #[tokio::test]
 async fn interleaved_sessions_append_in_batches() {
-    let store = BrokenReads {
-        inner: MemoryStore::new(),
-        fail_from: u64::MAX,
-        appends: Default::default(),
-    };
+    let store = broken_reads(u64::MAX);
     let (a, b) = (SessionId::new(), SessionId::new());
     let mut text = String::new();
     for seq in 0..2500 {
@@ -479,7 +446,10 @@ async fn interleaved_sessions_append_in_batches() {
     }
     let summary = jsonl::import(&store, text.as_bytes()).await.unwrap();
     assert_eq!(summary.sessions, vec![(a.clone(), 2500), (b.clone(), 2500)]);
-    let appends = store.appends.load(std::sync::atomic::Ordering::SeqCst);
+    let appends = store
+        .observer()
+        .appends
+        .load(std::sync::atomic::Ordering::SeqCst);
     assert_eq!(appends, 2 * 3, "2 sessions of 2500 events, batches of 1000");
 }
 

@@ -1,10 +1,12 @@
-//! [`Observed`]: any store, with an observer told of every append (before it, and after it
-//! with its result and how long it took) and, if it asks, of every range read. Everything else
-//! is passed on unchanged. For tooling, tests and benchmarks: export what is appended (the
-//! OpenTelemetry live export), count writes, time durable appends, see which reads a
-//! derivation makes, or hold appends back to line up racing writers. Wrap a store in one
-//! rather than writing another pass-through `Store`.
+//! [`Observed`]: any store, with an observer told of every call (before it, where it may fail
+//! the call or act first, and after it with how long it took), of every append's result and,
+//! if it asks, of every range read. Everything is passed on unchanged unless the observer
+//! fails it. For tooling, tests and benchmarks: export what is appended (the OpenTelemetry
+//! live export), count and time each kind of call, see which reads a derivation makes, hold
+//! appends back to line up racing writers, or inject a failure. Wrap a store in one rather
+//! than writing another pass-through `Store`.
 
+use std::future::Future;
 use std::ops::Range;
 use std::time::{Duration, Instant};
 
@@ -14,9 +16,128 @@ use crate::{
 };
 use async_trait::async_trait;
 
+/// A call an [`Observed`] store passes on, as [`StoreObserver::before`] and
+/// [`StoreObserver::after`] see it.
+#[derive(Debug, Clone, Copy)]
+#[non_exhaustive]
+pub enum StoreCall<'a> {
+    /// [`Store::sync`].
+    Sync,
+    /// [`Store::claim`].
+    Claim(&'a SessionId),
+    /// [`Store::mark_unfinished`].
+    MarkUnfinished(&'a SessionId),
+    /// [`Store::unfinished`].
+    Unfinished,
+    /// [`Store::append`].
+    Append {
+        /// The session appended to.
+        session: &'a SessionId,
+        /// The batch.
+        events: &'a [Envelope],
+        /// The seq the batch is expected at.
+        expected_seq: u64,
+    },
+    /// [`Store::events`] (and each page of a stream, when the observer
+    /// [observes reads](StoreObserver::observes_reads)).
+    Events {
+        /// The session read.
+        session: &'a SessionId,
+        /// The range asked for.
+        range: &'a Range<u64>,
+    },
+    /// [`Store::stream_events`], when the stream is opened; told to [`StoreObserver::after`]
+    /// only, since opening a stream cannot wait or fail.
+    StreamEvents {
+        /// The session read.
+        session: &'a SessionId,
+        /// The range asked for.
+        range: &'a Range<u64>,
+    },
+    /// [`Store::session`].
+    Session(&'a SessionId),
+    /// [`Store::sessions`].
+    Sessions,
+    /// [`Store::clear`].
+    Clear(&'a SessionId),
+    /// [`Store::snapshot`].
+    Snapshot(&'a SessionId),
+    /// [`Store::latest_snapshot`].
+    LatestSnapshot {
+        /// The session.
+        session: &'a SessionId,
+        /// The latest position wanted.
+        at_most: u64,
+    },
+    /// [`Store::subscribe`].
+    Subscribe {
+        /// The session.
+        session: &'a SessionId,
+        /// The first seq wanted.
+        from_seq: u64,
+    },
+}
+
+impl StoreCall<'_> {
+    /// The [`Store`] method's name (`"append"`, `"latest_snapshot"`, …).
+    ///
+    /// ```
+    /// use openharness_core::adapter::observe::StoreCall;
+    /// assert_eq!(StoreCall::Sessions.name(), "sessions");
+    /// ```
+    pub fn name(&self) -> &'static str {
+        match self {
+            Self::Sync => "sync",
+            Self::Claim(_) => "claim",
+            Self::MarkUnfinished(_) => "mark_unfinished",
+            Self::Unfinished => "unfinished",
+            Self::Append { .. } => "append",
+            Self::Events { .. } => "events",
+            Self::StreamEvents { .. } => "stream_events",
+            Self::Session(_) => "session",
+            Self::Sessions => "sessions",
+            Self::Clear(_) => "clear",
+            Self::Snapshot(_) => "snapshot",
+            Self::LatestSnapshot { .. } => "latest_snapshot",
+            Self::Subscribe { .. } => "subscribe",
+        }
+    }
+}
+
 /// What an [`Observed`] store tells. Every method has a default that does nothing.
 #[async_trait]
 pub trait StoreObserver: Send + Sync + 'static {
+    /// Before every call is passed on (an append, before [`before_append`](Self::before_append)
+    /// too). An observer may wait here, or act on the store first; an `Err` fails the call with
+    /// that error without passing it on, for fault injection in tests:
+    ///
+    /// ```
+    /// use openharness_core::adapter::observe::{Observed, StoreCall, StoreObserver};
+    /// use openharness_core::StoreError;
+    ///
+    /// /// Fails every listing of the sessions, as a lost database would.
+    /// struct Unlistable;
+    /// #[async_trait::async_trait]
+    /// impl StoreObserver for Unlistable {
+    ///     async fn before(&self, operation: StoreCall<'_>) -> Result<(), StoreError> {
+    ///         match operation {
+    ///             StoreCall::Sessions => Err(StoreError::Invalid("the disk is gone".into())),
+    ///             _ => Ok(()),
+    ///         }
+    ///     }
+    /// }
+    /// # fn wrap<S: openharness_core::Store>(store: S) -> Observed<S, Unlistable> {
+    /// #     Observed::new(store, Unlistable)
+    /// # }
+    /// ```
+    async fn before(&self, _operation: StoreCall<'_>) -> Result<(), StoreError> {
+        Ok(())
+    }
+
+    /// After every call the inner store answered, with how long it took and whether it
+    /// succeeded (not after a call [`before`](Self::before) failed).
+    fn after(&self, _operation: StoreCall<'_>, _took: Duration, _succeeded: bool) {}
+
     /// Before an append is passed on; an observer may wait here.
     async fn before_append(&self, _session: &SessionId, _events: &[Envelope], _expected: u64) {}
 
@@ -90,6 +211,23 @@ impl<S: Store, O: StoreObserver> Observed<S, O> {
     }
 }
 
+impl<S: Store, O: StoreObserver> Observed<S, O> {
+    /// Passes `call` on between the observer's [`StoreObserver::before`] and
+    /// [`StoreObserver::after`].
+    async fn call<T>(
+        &self,
+        operation: StoreCall<'_>,
+        call: impl Future<Output = Result<T, StoreError>>,
+    ) -> Result<T, StoreError> {
+        self.observer.before(operation).await?;
+        let started = Instant::now();
+        let result = call.await;
+        self.observer
+            .after(operation, started.elapsed(), result.is_ok());
+        result
+    }
+}
+
 #[async_trait]
 impl<S: Store, O: StoreObserver> Store for Observed<S, O> {
     fn describe(&self) -> String {
@@ -97,23 +235,26 @@ impl<S: Store, O: StoreObserver> Store for Observed<S, O> {
     }
 
     async fn sync(&self) -> Result<(), StoreError> {
-        let result = self.inner.sync().await;
+        let result = self.call(StoreCall::Sync, self.inner.sync()).await;
         self.observer.after_sync(&result);
         result
     }
 
     async fn claim(&self, session: &SessionId) -> Result<Option<Claim>, StoreError> {
-        self.inner.claim(session).await
+        self.call(StoreCall::Claim(session), self.inner.claim(session))
+            .await
     }
     async fn mark_unfinished(
         &self,
         session: &SessionId,
         note: Option<&str>,
     ) -> Result<(), StoreError> {
-        self.inner.mark_unfinished(session, note).await
+        let call = self.inner.mark_unfinished(session, note);
+        self.call(StoreCall::MarkUnfinished(session), call).await
     }
     async fn unfinished(&self) -> Result<Vec<(SessionId, String)>, StoreError> {
-        self.inner.unfinished().await
+        self.call(StoreCall::Unfinished, self.inner.unfinished())
+            .await
     }
     async fn append(
         &self,
@@ -121,13 +262,20 @@ impl<S: Store, O: StoreObserver> Store for Observed<S, O> {
         events: &[Envelope],
         expected_seq: u64,
     ) -> Result<u64, StoreError> {
+        let operation = StoreCall::Append {
+            session,
+            events,
+            expected_seq,
+        };
+        self.observer.before(operation).await?;
         self.observer
             .before_append(session, events, expected_seq)
             .await;
         let started = Instant::now();
         let result = self.inner.append(session, events, expected_seq).await;
-        self.observer
-            .after_append(session, events, &result, started.elapsed());
+        let took = started.elapsed();
+        self.observer.after(operation, took, result.is_ok());
+        self.observer.after_append(session, events, &result, took);
         result
     }
     async fn events(
@@ -138,9 +286,19 @@ impl<S: Store, O: StoreObserver> Store for Observed<S, O> {
         if self.observer.observes_reads() {
             self.observer.on_read(session, &range);
         }
-        self.inner.events(session, range).await
+        let operation = StoreCall::Events {
+            session,
+            range: &range,
+        };
+        self.call(operation, self.inner.events(session, range.clone()))
+            .await
     }
     fn stream_events(&self, session: &SessionId, range: Range<u64>) -> EventStream<'_> {
+        let operation = StoreCall::StreamEvents {
+            session,
+            range: &range,
+        };
+        self.observer.after(operation, Duration::ZERO, true);
         if self.observer.observes_reads() {
             EventStream::paged(self, session, range, EVENT_PAGE)
         } else {
@@ -148,29 +306,36 @@ impl<S: Store, O: StoreObserver> Store for Observed<S, O> {
         }
     }
     async fn session(&self, session: &SessionId) -> Result<Option<SessionInfo>, StoreError> {
-        self.inner.session(session).await
+        self.call(StoreCall::Session(session), self.inner.session(session))
+            .await
     }
     async fn sessions(&self) -> Result<Vec<SessionInfo>, StoreError> {
-        self.inner.sessions().await
+        self.call(StoreCall::Sessions, self.inner.sessions()).await
     }
     async fn clear(&self, session: &SessionId) -> Result<(), StoreError> {
-        self.inner.clear(session).await
+        self.call(StoreCall::Clear(session), self.inner.clear(session))
+            .await
     }
     async fn snapshot(&self, session: &SessionId, snapshot: &Snapshot) -> Result<(), StoreError> {
-        self.inner.snapshot(session, snapshot).await
+        let call = self.inner.snapshot(session, snapshot);
+        self.call(StoreCall::Snapshot(session), call).await
     }
     async fn latest_snapshot(
         &self,
         session: &SessionId,
         at_most: u64,
     ) -> Result<Option<Snapshot>, StoreError> {
-        self.inner.latest_snapshot(session, at_most).await
+        let operation = StoreCall::LatestSnapshot { session, at_most };
+        let call = self.inner.latest_snapshot(session, at_most);
+        self.call(operation, call).await
     }
     async fn subscribe(
         &self,
         session: &SessionId,
         from_seq: u64,
     ) -> Result<Subscription, StoreError> {
-        self.inner.subscribe(session, from_seq).await
+        let operation = StoreCall::Subscribe { session, from_seq };
+        let call = self.inner.subscribe(session, from_seq);
+        self.call(operation, call).await
     }
 }
