@@ -134,6 +134,14 @@ async fn a_panicking_handler_becomes_error_occurred_and_the_run_goes_on() {
         serde_json::to_value(wf.fold(&events)).unwrap(),
         serde_json::to_value(&second.state).unwrap()
     );
+    // So does reading the state from the store right after the panicking event (a read that
+    // folds without copying the state first, and starts over when a handler panics).
+    let after_panic = wf
+        .load_state_at(&second.session, panicked as u64 + 1)
+        .await
+        .unwrap();
+    assert_eq!(after_panic.total, 0, "the panicking event is rolled back");
+    assert_eq!(after_panic.inputs, vec!["b".to_owned()]);
 }
 
 #[tokio::test]

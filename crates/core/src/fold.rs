@@ -94,6 +94,11 @@ pub struct Fold<S> {
     warn: bool,
     /// The (name, undecodable?) pairs already logged.
     warned: HashSet<(Box<str>, bool)>,
+    /// Whether checkpoints are taken (see [`Fold::without_checkpoints`]).
+    checkpoints: bool,
+    /// Whether a handler panicked in a fold without checkpoints, leaving the state as the
+    /// panic left it.
+    spoiled: bool,
 }
 
 /// How many positions [`Skipped`] keeps of each kind (the counts go on past it).
@@ -185,6 +190,8 @@ impl<S: Handler> Fold<S> {
             skipped: Skipped::default(),
             warn: true,
             warned: HashSet::new(),
+            checkpoints: true,
+            spoiled: false,
         }
     }
 
@@ -203,6 +210,24 @@ impl<S: Handler> Fold<S> {
     pub fn quiet(mut self) -> Self {
         self.warn = false;
         self
+    }
+
+    /// The same fold, taking no checkpoints: for a read that can start over, where copying
+    /// the state for a checkpoint would cost more than the fold (a state of plain `Vec`s
+    /// copies in time proportional to its size). A handler that panics leaves the state as
+    /// the panic left it and [`Fold::spoiled`] says so; the reader then folds again with a
+    /// fold that takes checkpoints, which gives the state the live run had. The window such a
+    /// fold needs is empty ([`Fold::checkpoint_position`] is always its position).
+    #[must_use]
+    pub(crate) fn without_checkpoints(mut self) -> Self {
+        self.checkpoints = false;
+        self
+    }
+
+    /// Whether a handler panicked in a fold made [`Fold::without_checkpoints`]: its state is
+    /// then not to be used.
+    pub(crate) fn spoiled(&self) -> bool {
+        self.spoiled
     }
 
     /// How many events pass between two checkpoints now.
@@ -306,7 +331,7 @@ impl<S: Handler> Fold<S> {
         window_start: u64,
         undo: Option<&mut Undo<S>>,
     ) -> Applied {
-        if self.checkpoint.is_none() {
+        if self.checkpoint.is_none() && self.checkpoints {
             self.take_checkpoint();
         }
         let applied = match S::Events::decode(&event.name, &event.payload) {
@@ -326,7 +351,11 @@ impl<S: Handler> Fold<S> {
                     Ok(emit) => Applied::Handled(emit),
                     Err(panic) => {
                         let message = panic_message(panic.as_ref());
-                        self.restore(window, window_start);
+                        if self.checkpoints {
+                            self.restore(window, window_start);
+                        } else {
+                            self.spoiled = true;
+                        }
                         Applied::Panicked(message)
                     }
                 }
@@ -350,7 +379,10 @@ impl<S: Handler> Fold<S> {
             }
         };
         self.position += 1;
-        if matches!(applied, Applied::Panicked(_))
+        if !self.checkpoints {
+            // Nothing to restore from: the fold never needs an event it applied again.
+            self.checkpoint_position = self.position;
+        } else if matches!(applied, Applied::Panicked(_))
             || self.position - self.checkpoint_position >= self.checkpoint_interval
         {
             self.take_checkpoint();
@@ -503,6 +535,18 @@ impl<S: Handler> StreamedFold<S> {
             fold: Fold::at(state, position),
             window: crate::recover::Window::new(position),
         }
+    }
+
+    /// The same fold, taking no checkpoints (see [`Fold::without_checkpoints`]).
+    #[must_use]
+    pub(crate) fn without_checkpoints(mut self) -> Self {
+        self.fold = self.fold.without_checkpoints();
+        self
+    }
+
+    /// Whether a handler panicked in a fold without checkpoints (see [`Fold::spoiled`]).
+    pub(crate) fn spoiled(&self) -> bool {
+        self.fold.spoiled()
     }
 
     /// Applies `event`, the event at seq [`StreamedFold::position`].

@@ -83,28 +83,56 @@ pub(super) fn edited<S: WorkflowState>(
 /// The state of `session` at `position` (clamped to its length): the latest decodable snapshot
 /// at or before it and the events between, streamed. Events that do not decode are skipped
 /// (and warned about), as a tape skips them.
+///
+/// The fold takes no checkpoints: a copy of a state of plain `Vec`s costs as much as the
+/// state (at 10,000 tasks the race bench's board took longer to copy than its whole jump took
+/// with `imbl` lists). Should a handler panic, the read starts over with a fold that takes
+/// them, which rolls the panicking event back as the live run did.
 pub(crate) async fn state_at<S: WorkflowState>(
     wf: &Inner<S>,
     session: &SessionId,
     position: u64,
     depth: usize,
 ) -> Result<S, Error> {
+    if let Some(state) = fold_to(wf, session, position, depth, false).await? {
+        return Ok(state);
+    }
+    fold_to(wf, session, position, depth, true)
+        .await?
+        .ok_or_else(|| Error::Other("a fold that takes checkpoints was spoiled".into()))
+}
+
+/// [`state_at`]'s fold, with or without checkpoints; `None` when a handler panicked in a fold
+/// without them.
+async fn fold_to<S: WorkflowState>(
+    wf: &Inner<S>,
+    session: &SessionId,
+    position: u64,
+    depth: usize,
+    checkpoints: bool,
+) -> Result<Option<S>, Error> {
     let failed = store_error(wf, session);
     let (state, from) = match latest_snapshot(wf, session, position).await? {
         Some(start) => start,
         None => (Box::pin(session_base(wf, session, depth)).await?, 0),
     };
     let mut fold = crate::adapter::StreamedFold::at(state, from);
+    if !checkpoints {
+        fold = fold.without_checkpoints();
+    }
     let mut backfill = crate::backfill::Backfill::from(from);
     let mut events = wf.store.stream_events(session, from..position);
     while let Some(recorded) = events.next().await {
         fold.apply(recorded.map_err(&failed)?.event);
+        if fold.spoiled() {
+            return Ok(None);
+        }
         if backfill.due(fold.position()) {
             backfill.keep(fold.position(), fold.state());
         }
     }
     backfill.write(Arc::clone(&wf.store), session);
-    Ok(fold.into_state())
+    Ok(Some(fold.into_state()))
 }
 
 /// The states of `session` at each of `positions` (each clamped to the session's length), in
