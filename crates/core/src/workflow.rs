@@ -6,10 +6,10 @@ use std::sync::Arc;
 
 use crate::agent::{Agent, AgentSpec, Erased, ErasedAgent};
 use crate::assembled::{Inner, Until, WorkflowState};
-use crate::builtin::SessionForked;
+use crate::builtin::{SessionForked, WorkflowStarted};
 use crate::emit::Pending;
 use crate::error::Error;
-use crate::event::{Envelope, EventId, SessionId};
+use crate::event::{Envelope, Event, EventId, SessionId};
 use crate::fold::Fold;
 use crate::locks::SessionGuard;
 use crate::provider::{Provider, Usage};
@@ -474,7 +474,7 @@ impl<S: WorkflowState> Workflow<S> {
         }
         let recorded = events
             .iter()
-            .find(|e| e.name == "workflow:started")
+            .find(|e| e.name == WorkflowStarted::NAME)
             .and_then(|e| e.payload["workflow"].as_str());
         if let Some(recorded) = recorded
             && !self.inner.reads(recorded)
