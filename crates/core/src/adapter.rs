@@ -50,7 +50,7 @@ pub use crate::renderer::FnRenderer;
 pub use crate::run::{Continuation, OpenCallReport, Unfinished};
 pub use crate::status::last_event_summary;
 pub use crate::store::{
-    EVENT_PAGE, EventStream, Recorded, Snapshot, Subscription, SubscriptionSender,
+    EVENT_PAGE, EventStream, Recorded, Snapshot, SnapshotJson, Subscription, SubscriptionSender,
 };
 pub use crate::tool::{DEFAULT_MAX_TURNS, Toolbox};
 pub use crate::workflow::WorkflowBuilder;

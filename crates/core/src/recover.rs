@@ -41,7 +41,7 @@ use crate::event::{Envelope, Event, EventId, SessionId};
 use crate::fold::{Applied, Fold};
 use crate::open_requests::OpenRequests;
 use crate::status::SessionStatus;
-use crate::store::{StoreError, json_len};
+use crate::store::{SnapshotJson, StoreError};
 
 /// How deep a chain of forks may be before deriving gives up (also stops a cycle, which only a
 /// corrupt store holds).
@@ -358,7 +358,7 @@ async fn snapshot_for_derive<S: WorkflowState>(
     session: &SessionId,
     at_most: u64,
 ) -> Result<Option<(S, u64, u64)>, Error> {
-    decoded_snapshot(wf, session, at_most, json_len).await
+    decoded_snapshot(wf, session, at_most, SnapshotJson::byte_len).await
 }
 
 /// Whether a `workflow:completed` is recorded at a seq in `range`.
@@ -491,23 +491,23 @@ async fn decoded_snapshot<S: WorkflowState, T>(
     wf: &Inner<S>,
     session: &SessionId,
     at_most: u64,
-    measure: impl Fn(&serde_json::Value) -> T,
+    measure: impl Fn(&SnapshotJson) -> T,
 ) -> Result<Option<(S, u64, T)>, Error> {
     let failed = store_error(wf, session);
     let mut at_most = at_most;
-    while let Some(snapshot) = wf
+    while let Some((position, json)) = wf
         .store
-        .latest_snapshot(session, at_most)
+        .latest_snapshot_json(session, at_most)
         .await
         .map_err(&failed)?
-        .filter(|s| s.position > 0)
+        .filter(|(position, _)| *position > 0)
     {
-        let measured = measure(&snapshot.state);
-        match serde_json::from_value::<S>(snapshot.state) {
-            Ok(state) => return Ok(Some((state, snapshot.position, measured))),
+        let measured = measure(&json);
+        match json.decode::<S>() {
+            Ok(state) => return Ok(Some((state, position, measured))),
             Err(err) => {
-                tracing::warn!(%session, position = snapshot.position, error = %err, "a snapshot no longer decodes into the workflow's state; looking for an earlier one");
-                at_most = snapshot.position - 1;
+                tracing::warn!(%session, position, error = %err, "a snapshot no longer decodes into the workflow's state; looking for an earlier one");
+                at_most = position - 1;
             }
         }
     }

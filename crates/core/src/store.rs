@@ -129,6 +129,43 @@ impl Snapshot {
     }
 }
 
+/// A snapshot's state as [`Store::latest_snapshot_json`] hands it out: a JSON value, or the
+/// JSON text it is stored as.
+///
+/// ```
+/// use openharness_core::adapter::SnapshotJson;
+/// let text = SnapshotJson::Text(br#"{"done":3}"#.to_vec());
+/// assert_eq!(text.byte_len(), 10);
+/// let value: serde_json::Value = text.decode()?;
+/// assert_eq!(value, serde_json::json!({ "done": 3 }));
+/// # Ok::<(), serde_json::Error>(())
+/// ```
+#[derive(Debug, Clone, PartialEq)]
+pub enum SnapshotJson {
+    /// The state, decoded into a JSON value already.
+    Value(serde_json::Value),
+    /// The state's JSON text, as stored.
+    Text(Vec<u8>),
+}
+
+impl SnapshotJson {
+    /// Decodes the state into `T`, from the text in one pass when there is text.
+    pub fn decode<T: serde::de::DeserializeOwned>(self) -> Result<T, serde_json::Error> {
+        match self {
+            Self::Value(value) => serde_json::from_value(value),
+            Self::Text(text) => serde_json::from_slice(&text),
+        }
+    }
+
+    /// The length of the state's JSON text in bytes (counted, for a value, without writing it).
+    pub fn byte_len(&self) -> u64 {
+        match self {
+            Self::Value(value) => json_len(value),
+            Self::Text(text) => text.len() as u64,
+        }
+    }
+}
+
 /// The length in bytes of `value`'s JSON encoding, counted without building it (`u64::MAX` if
 /// it does not serialize). What the runtime spaces its snapshots by.
 pub(crate) fn json_len(value: &impl Serialize) -> u64 {
@@ -251,6 +288,20 @@ pub trait Store: Send + Sync + 'static {
         session: &SessionId,
         at_most: u64,
     ) -> Result<Option<Snapshot>, StoreError>;
+
+    /// [`Store::latest_snapshot`], its position and its state as the store holds it: the JSON
+    /// text, for a store that keeps snapshots as text, so the reader decodes it straight into
+    /// its state type without building a [`serde_json::Value`] first (for a 144 KB state, most
+    /// of the read). The default answers with [`Store::latest_snapshot`]'s value; stores that
+    /// keep text override it, and stores that wrap another pass it on.
+    async fn latest_snapshot_json(
+        &self,
+        session: &SessionId,
+        at_most: u64,
+    ) -> Result<Option<(u64, SnapshotJson)>, StoreError> {
+        let found = self.latest_snapshot(session, at_most).await?;
+        Ok(found.map(|snapshot| (snapshot.position, SnapshotJson::Value(snapshot.state))))
+    }
 
     /// A live tail of `session` from `from_seq`: every stored event with seq `>= from_seq`,
     /// then each new one as it is appended, exactly once and in order. See [`Subscription`].
@@ -428,6 +479,13 @@ impl<T: Store + ?Sized> Store for std::sync::Arc<T> {
         at_most: u64,
     ) -> Result<Option<Snapshot>, StoreError> {
         (**self).latest_snapshot(session, at_most).await
+    }
+    async fn latest_snapshot_json(
+        &self,
+        session: &SessionId,
+        at_most: u64,
+    ) -> Result<Option<(u64, SnapshotJson)>, StoreError> {
+        (**self).latest_snapshot_json(session, at_most).await
     }
     async fn subscribe(
         &self,

@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use async_trait::async_trait;
 use openharness_core::{
     Envelope, SessionId, SessionInfo, Store, StoreError,
-    adapter::{Claim, EventStream, Snapshot, Subscription},
+    adapter::{Claim, EventStream, Snapshot, SnapshotJson, Subscription},
 };
 
 /// The error a [`FailingStore`] injects, inside [`StoreError::Backend`].
@@ -208,6 +208,13 @@ impl<S: Store> Store for FailingStore<S> {
         self.inner.latest_snapshot(session, at_most).await
     }
 
+    async fn latest_snapshot_json(
+        &self,
+        session: &SessionId,
+        at_most: u64,
+    ) -> Result<Option<(u64, SnapshotJson)>, StoreError> {
+        self.inner.latest_snapshot_json(session, at_most).await
+    }
     async fn subscribe(
         &self,
         session: &SessionId,

@@ -23,7 +23,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use openharness_core::{
     Envelope, SessionId, SessionInfo, Store, StoreError,
-    adapter::{Snapshot, Subscription},
+    adapter::{Snapshot, SnapshotJson, Subscription},
 };
 use redb::{Database, ReadableTable};
 

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use crate::{
     Envelope, SessionId, SessionInfo, Store, StoreError,
-    adapter::{Claim, EVENT_PAGE, EventStream, Snapshot, Subscription},
+    adapter::{Claim, EVENT_PAGE, EventStream, Snapshot, SnapshotJson, Subscription},
 };
 use async_trait::async_trait;
 
@@ -62,7 +62,7 @@ pub enum StoreCall<'a> {
     Clear(&'a SessionId),
     /// [`Store::snapshot`].
     Snapshot(&'a SessionId),
-    /// [`Store::latest_snapshot`].
+    /// [`Store::latest_snapshot`] and [`Store::latest_snapshot_json`].
     LatestSnapshot {
         /// The session.
         session: &'a SessionId,
@@ -327,6 +327,15 @@ impl<S: Store, O: StoreObserver> Store for Observed<S, O> {
     ) -> Result<Option<Snapshot>, StoreError> {
         let operation = StoreCall::LatestSnapshot { session, at_most };
         let call = self.inner.latest_snapshot(session, at_most);
+        self.call(operation, call).await
+    }
+    async fn latest_snapshot_json(
+        &self,
+        session: &SessionId,
+        at_most: u64,
+    ) -> Result<Option<(u64, SnapshotJson)>, StoreError> {
+        let operation = StoreCall::LatestSnapshot { session, at_most };
+        let call = self.inner.latest_snapshot_json(session, at_most);
         self.call(operation, call).await
     }
     async fn subscribe(

@@ -21,10 +21,21 @@ pub async fn snapshots_nearest_at_or_before<S: Store>(store: S) {
         let store = &store;
         let session = session.clone();
         async move {
-            match store.latest_snapshot(&session, at).await {
+            let found = match store.latest_snapshot(&session, at).await {
                 Ok(found) => found,
                 Err(err) => panic!("latest snapshot at or before {at} failed: {err}"),
-            }
+            };
+            // The same snapshot as JSON (text or value) decodes to the same state.
+            let json = match store.latest_snapshot_json(&session, at).await {
+                Ok(json) => json.map(|(position, json)| (position, json.decode())),
+                Err(err) => panic!("latest snapshot JSON at or before {at} failed: {err}"),
+            };
+            let json = json.map(|(position, state)| match state {
+                Ok(state) => Snapshot::new(position, state),
+                Err(err) => panic!("the snapshot's JSON at {position} does not decode: {err}"),
+            });
+            assert_eq!(json, found, "latest_snapshot_json disagrees at {at}");
+            found
         }
     };
     let save = |snapshot: Snapshot| {

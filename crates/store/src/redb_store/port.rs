@@ -75,6 +75,33 @@ pub(super) fn encode_event(event: &Envelope) -> Result<Vec<u8>, StoreError> {
     })
 }
 
+impl RedbStore {
+    /// The snapshot of `session` with the greatest position `<= at_most`: its position and its
+    /// state's JSON text, as stored.
+    async fn snapshot_text(
+        &self,
+        session: &SessionId,
+        at_most: u64,
+    ) -> Result<Option<(u64, Vec<u8>)>, StoreError> {
+        let name = session;
+        let session = session.clone();
+        self.run(
+            || format!("read of session {name}'s snapshots"),
+            move |db| {
+                let txn = db.begin_read()?;
+                let table = txn.open_table(SNAPSHOTS)?;
+                let sid = session.as_str();
+                let Some(entry) = table.range((sid, 0)..=(sid, at_most))?.next_back() else {
+                    return Ok(None);
+                };
+                let (key, bytes) = entry?;
+                Ok(Some((key.value().1, bytes.value().to_vec())))
+            },
+        )
+        .await
+    }
+}
+
 #[async_trait]
 impl Store for RedbStore {
     fn describe(&self) -> String {
@@ -425,29 +452,24 @@ impl Store for RedbStore {
         session: &SessionId,
         at_most: u64,
     ) -> Result<Option<Snapshot>, StoreError> {
-        let name = session;
-        let session = session.clone();
-        self.run(
-            || format!("read of session {name}'s snapshots"),
-            move |db| {
-                let sid = session.as_str();
-                let txn = db.begin_read()?;
-                let table = txn.open_table(SNAPSHOTS)?;
-                let Some(entry) = table.range((sid, 0)..=(sid, at_most))?.next_back() else {
-                    return Ok(None);
-                };
-                let (key, bytes) = entry?;
-                let (_, position) = key.value();
-                let state =
-                    serde_json::from_slice(bytes.value()).map_err(|err| StoreError::Corrupt {
-                        session: session.clone(),
-                        seq: position,
-                        message: format!("stored snapshot state is not valid JSON: {err}"),
-                    })?;
-                Ok(Some(Snapshot::new(position, state)))
-            },
-        )
-        .await
+        let Some((position, text)) = self.snapshot_text(session, at_most).await? else {
+            return Ok(None);
+        };
+        let state = serde_json::from_slice(&text).map_err(|err| StoreError::Corrupt {
+            session: session.clone(),
+            seq: position,
+            message: format!("stored snapshot state is not valid JSON: {err}"),
+        })?;
+        Ok(Some(Snapshot::new(position, state)))
+    }
+
+    async fn latest_snapshot_json(
+        &self,
+        session: &SessionId,
+        at_most: u64,
+    ) -> Result<Option<(u64, SnapshotJson)>, StoreError> {
+        let found = self.snapshot_text(session, at_most).await?;
+        Ok(found.map(|(position, text)| (position, SnapshotJson::Text(text))))
     }
 
     async fn subscribe(
