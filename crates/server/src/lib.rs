@@ -327,6 +327,8 @@ pub(crate) struct AppState {
     /// Turns this server has started and not finished, with the seq each started at.
     pub(crate) in_flight:
         std::sync::Mutex<std::collections::HashMap<openharness_core::SessionId, u64>>,
+    /// Told whenever a turn leaves `in_flight`.
+    pub(crate) turn_ended: tokio::sync::Notify,
 }
 
 /// The server's routes over `host`, to serve as is or nest in your own axum app.
@@ -338,5 +340,6 @@ pub fn router(host: Host, options: ServerOptions) -> Router {
         streams: Arc::default(),
         hubs: hub::Hubs::default(),
         in_flight: std::sync::Mutex::default(),
+        turn_ended: tokio::sync::Notify::new(),
     }))
 }

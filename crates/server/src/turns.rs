@@ -132,8 +132,30 @@ fn spawn_turn<F>(
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .remove(&session);
+        state.turn_ended.notify_waiters();
         let _ = ended.send(failure);
     });
+}
+
+/// How long a post waits for a turn whose end is recorded to finish (its snapshot and its
+/// durable sync come after its `workflow:completed`, which a client's stream ends on).
+const ENDING_TURN: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// Waits, up to [`ENDING_TURN`], until this server runs no turn on `session`; whether it
+/// stopped running one.
+async fn turn_finished(state: &AppState, session: &SessionId) -> bool {
+    let deadline = tokio::time::Instant::now() + ENDING_TURN;
+    loop {
+        let ended = state.turn_ended.notified();
+        tokio::pin!(ended);
+        ended.as_mut().enable();
+        if !running_here(state, session) {
+            return true;
+        }
+        if tokio::time::timeout_at(deadline, ended).await.is_err() {
+            return !running_here(state, session);
+        }
+    }
 }
 
 pub(crate) fn running_here(state: &AppState, session: &SessionId) -> bool {
@@ -187,7 +209,11 @@ pub(crate) async fn check_free(state: &AppState, session: &SessionId) -> Result<
         if state.options.queue_inputs {
             return Ok(summary.len);
         }
-        return Err(busy("a turn is running on it"));
+        // A turn whose end is recorded is only finishing (a client that answers as soon as
+        // its stream ended posts here): wait for it rather than refuse.
+        if summary.status.is_running() || !turn_finished(state, session).await {
+            return Err(busy("a turn is running on it"));
+        }
     }
     if summary.status.is_running() {
         return Err(busy(
