@@ -29,7 +29,8 @@
 //! payload and name plus `ENVELOPE_BYTES`.
 //!
 //! Where things are: this file holds the loop ([`run`], `Run::drive`) and its state; where
-//! the loop runs (a worker thread, beside its agents) is `on_worker`; how a turn begins (fresh, resumed, at a fork point, restarting cut work) is in `begin`; staging,
+//! the loop runs (a worker thread, beside its agents) is `on_worker`; how a turn begins
+//! (fresh, resumed, at a fork point, restarting cut work) is in `begin`; staging,
 //! appending and snapshots in `record` (when snapshots are due, in `snapshots`); agents'
 //! activation and launch in `activate`; an agent call as a task, and the provider events it
 //! sends back, in `agent_task`; the renderers' workers in `renderers`.

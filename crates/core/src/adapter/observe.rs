@@ -209,9 +209,7 @@ impl<S: Store, O: StoreObserver> Observed<S, O> {
     pub fn observer(&self) -> &O {
         &self.observer
     }
-}
 
-impl<S: Store, O: StoreObserver> Observed<S, O> {
     /// Passes `call` on between the observer's [`StoreObserver::before`] and
     /// [`StoreObserver::after`].
     async fn call<T>(
