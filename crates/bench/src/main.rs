@@ -1,71 +1,15 @@
-//! `openharness-bench`: the benchmarks behind `cargo xtask bench <suite>`.
-//!
-//! Every figure is printed next to a baseline measured in the same run and the ratio
-//! between them, with the goal it is held to, so results compare across machines.
-//! Suites: `tape` (replay, dispatch, fold throughput, step back, jumps, snapshot memory) and
-//! `sessions` (continuing a session of a million events, finding its unfinished work, the heap
-//! a turn on it needs) and `race` (the planner-executor shape against LangGraph's, both
-//! durable: live throughput, history walks, jumps, file size and peak RSS) and `server` (SSE
-//! fan-out against a minimal axum broadcast, continue over HTTP against in process, the heap
-//! of an idle event stream) and `platform` (the `/v1` API's post message → first streamed word
-//! against the native server's continue → first event at 50 sessions, and messages answered
-//! per second, on redb and PostgreSQL) and `chat` (the chat reply decoded from a model's
-//! streamed JSON against streaming raw text) and `eval` (an experiment's runs against a plain
-//! loop of the same sessions, re-scoring recorded runs, the model calls a fork of a recording
-//! does not spend) and `mcp` (an MCP server's tool called through `openharness-mcp` against the
-//! same calls made directly with `rmcp`, on the pinned real servers of the crate's tests) and `otel` (the race shape with live
-//! span export against without, and a burst of 10 000 events/s into a collector: spans sent +
-//! failed = produced) and `diff` (two 100 000-event sessions compared against loading one) and `list` (the
-//! session list of 10 000 sessions: the first page, searches).
-
-mod chat;
-mod diff;
-mod eval;
-mod http;
-mod list;
-mod mcp;
-mod otel;
-mod platform;
-mod race;
-mod report;
-mod server;
-mod sessions;
-mod tape;
+//! `openharness-bench`: the benchmarks behind `cargo xtask bench <suite>` (see the library's
+//! docs for the suites). Its allocator counts the bytes allocated, for the suites that report
+//! the heap a turn needs.
 
 use std::process::ExitCode;
 
 use peak_alloc::PeakAlloc;
 
-/// The system allocator, counting the bytes allocated now and at the peak, so the sessions
-/// suite can read the heap a turn needs. The count costs two relaxed atomic operations per
-/// allocation, in the measured code and its baselines alike.
+/// The system allocator, counting the bytes allocated now and at the peak.
 #[global_allocator]
-static HEAP: PeakAlloc = PeakAlloc;
+static COUNTING: PeakAlloc = PeakAlloc;
 
 fn main() -> ExitCode {
-    match std::env::args().nth(1).as_deref() {
-        Some("tape") => tape::run(),
-        Some("sessions") => sessions::run(),
-        Some("race") => race::run(),
-        Some("server") => server::run(),
-        Some("platform") => platform::run(),
-        Some("chat") => chat::run(),
-        Some("diff") => diff::run(),
-        Some("eval") => eval::run(),
-        Some("list") => list::run(),
-        Some("mcp") => mcp::run(),
-        Some("otel") => otel::run(),
-        Some("race-ours") => race::child(
-            std::env::args().nth(2),
-            std::env::args().nth(3),
-            std::env::args().nth(4),
-            std::env::args().nth(5),
-        ),
-        _ => {
-            eprintln!(
-                "usage: openharness-bench tape | sessions | race | server | platform | chat | diff | eval | list | mcp | otel"
-            );
-            ExitCode::from(2)
-        }
-    }
+    openharness_bench::run()
 }

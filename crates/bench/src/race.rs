@@ -5,7 +5,8 @@
 //! activation with the result `"ok " * 8`, handlers fold into `{goal, tasks, done, cursor}`
 //! and the run ends (`until`) once every task is done. A scripted provider answers both
 //! agents; the store is the durable default, [`RedbStore`]. Each N runs in a child process
-//! (`openharness-bench race-ours N DIR`) so its peak RSS is its own; it prints one JSON line.
+//! (`openharness-race-child N DIR`, with the system allocator) so its peak RSS is its own; it
+//! prints one JSON line.
 //!
 //! Their side: `crates/bench/race/langgraph_race.py` (a StateGraph with planner and executor
 //! nodes, `SqliteSaver` in WAL mode with `synchronous=FULL`, `durability="sync"`), run by the
@@ -110,7 +111,7 @@ fn check(holds: bool, what: impl FnOnce() -> String) -> Fallible<()> {
     }
 }
 
-/// `openharness-bench race-ours N DIR [every|redb|periodic|turn] [imbl|vec|vec-undo]`: our
+/// `openharness-race-child N DIR [every|redb|periodic|turn] [imbl|vec|vec-undo]`: our
 /// side at one N, in a store under DIR, with the store's durability (every append durable, the
 /// default, through the journal; `redb`: every append a durable redb commit, no journal; group
 /// commit every 10 ms; or durable at the turn's end) and the board's lists (persistent
@@ -146,7 +147,7 @@ pub(crate) fn child(
     };
     let (Some(n), Some(dir)) = (n.and_then(|n| n.parse::<u64>().ok()), dir) else {
         eprintln!(
-            "usage: openharness-bench race-ours N DIR [every|redb|periodic|turn] [imbl|vec|vec-undo]"
+            "usage: openharness-race-child N DIR [every|redb|periodic|turn] [imbl|vec|vec-undo]"
         );
         return ExitCode::from(2);
     };
@@ -359,6 +360,24 @@ fn side_with(command: &mut Command, what: &str, after: &[&str]) -> Fallible<Figu
     Ok(serde_json::from_str(line)?)
 }
 
+/// `openharness-race-child`, built beside this binary (`cargo build -p openharness-bench`
+/// builds both).
+fn child_exe() -> Fallible<PathBuf> {
+    let exe = std::env::current_exe()?.with_file_name(format!(
+        "openharness-race-child{}",
+        std::env::consts::EXE_SUFFIX
+    ));
+    if exe.exists() {
+        Ok(exe)
+    } else {
+        Err(format!(
+            "{} is missing: build the bench with `cargo build --release -p openharness-bench`",
+            exe.display()
+        )
+        .into())
+    }
+}
+
 fn race() -> Fallible<Vec<Row>> {
     let theirs_python = match python() {
         Ok(python) => Some(python),
@@ -367,7 +386,7 @@ fn race() -> Fallible<Vec<Row>> {
             None
         }
     };
-    let exe = std::env::current_exe()?;
+    let exe = child_exe()?;
     let script = bench_dir().join("race/langgraph_race.py");
     let mut results = Vec::new();
     let started = Instant::now();
@@ -375,7 +394,7 @@ fn race() -> Fallible<Vec<Row>> {
         let mut mine = Vec::new();
         for lists in ["imbl", "vec", "vec-undo"] {
             let mut command = Command::new(&exe);
-            command.arg("race-ours").arg(n.to_string());
+            command.arg(n.to_string());
             let figures = side_with(
                 &mut command,
                 &format!("our side at N = {n} ({lists})"),
@@ -436,7 +455,7 @@ fn deferred(exe: &Path, python: Option<&Path>, script: &Path) -> Fallible<Vec<Ro
         ("turn", "exit", "durable at turn end vs LangGraph exit"),
     ] {
         let mut command = Command::new(exe);
-        command.arg("race-ours").arg(n.to_string());
+        command.arg(n.to_string());
         let mine = side_with(
             &mut command,
             &format!("our side ({ours_mode})"),
