@@ -9,7 +9,8 @@
 //! is, for a writer that has the file alone, one record in the [`journal`] beside it (redb's
 //! commit is then made without waiting for the disk, and made durable later by a checkpoint;
 //! [`replay`] re-applies the journal after a crash), and otherwise a durable redb commit.
-//! One append applied inside a transaction is [`apply`]. Other operations are synchronous
+//! A store that defers durability answers an append whose outcome is certain before its
+//! commit ([`deferred`]). One append applied inside a transaction is [`apply`]. Other operations are synchronous
 //! redb calls on tokio's blocking pool.
 //!
 //! No file makes the store panic: redb's panics on damaged data are contained ([`guard`]) and
@@ -32,6 +33,7 @@ use crate::live::{Notifier, tail};
 mod apply;
 mod compact;
 mod create;
+mod deferred;
 mod error;
 mod guard;
 mod holder;
@@ -302,6 +304,10 @@ impl RedbStore {
         operation: impl FnOnce() -> String,
         op: impl FnOnce(&Db) -> Result<T, Failure> + Send + 'static,
     ) -> Result<T, StoreError> {
+        // After every append acknowledged before its commit: a caller reads its own writes.
+        if let Some(writer) = &self.writer {
+            writer.settled().await;
+        }
         let db = Arc::clone(&self.db);
         let ran = tokio::task::spawn_blocking(move || {
             let result = guard::contained(|| op(&db));

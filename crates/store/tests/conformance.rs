@@ -28,6 +28,35 @@ mod redb_commit_on_caller {
     });
 }
 
+mod redb_turn_end {
+    // Appends acknowledged before their commit (see `RedbDurability`): the same contract.
+    use openharness_store::conformance::Guarded;
+    use openharness_store::{RedbDurability, RedbOptions, RedbStore};
+
+    openharness_store::store_conformance!({
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let options = RedbOptions::default().durability(RedbDurability::TurnEnd);
+        let store =
+            RedbStore::open_with(dir.path().join("store.redb"), options).expect("a new redb store");
+        Guarded { store, guard: dir }
+    });
+}
+
+mod redb_periodic {
+    use openharness_store::conformance::Guarded;
+    use openharness_store::{RedbDurability, RedbOptions, RedbStore};
+
+    openharness_store::store_conformance!({
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let options = RedbOptions::default().durability(RedbDurability::Periodic(
+            std::time::Duration::from_millis(5),
+        ));
+        let store =
+            RedbStore::open_with(dir.path().join("store.redb"), options).expect("a new redb store");
+        Guarded { store, guard: dir }
+    });
+}
+
 mod failing_passthrough {
     // A FailingStore that never reaches its failure is an ordinary store.
     openharness_store::store_conformance!(openharness_store::FailingStore::fail_from(

@@ -67,12 +67,22 @@ impl Default for RedbOptions {
 /// | choice | an append returns once | a crash (process or machine) can lose |
 /// |---|---|---|
 /// | `EveryAppend` (default) | it is on disk (in the journal, or a durable commit; shared by concurrent appends) | nothing that was acknowledged |
-/// | `Periodic(t)` | it is committed in memory; the disk catches up every `t` and at each turn's end | the appends of the last `t` |
-/// | `TurnEnd` | it is committed in memory; the disk catches up at each turn's end ([`Store::sync`](openharness_core::Store::sync)) | the turn in progress, as if it never started |
+/// | `Periodic(t)` | its outcome is certain (see below); the disk catches up every `t` and at each turn's end | the appends of the last `t` |
+/// | `TurnEnd` | its outcome is certain (see below); the disk catches up at each turn's end ([`Store::sync`](openharness_core::Store::sync)) | the turn in progress, as if it never started |
 ///
 /// The last two trade that window for throughput: a turn's events then cost one fsync per
 /// period or per turn instead of one per step. An agent call made in a lost window is made
 /// again when the session is resumed.
+///
+/// With those two, an append to a session the store knows (its length and event ids, held in
+/// memory once the session was appended to) is checked against it and answered at once; the
+/// writer thread commits it, with whatever else is queued, in one transaction. Any other
+/// append (a conflict, a retry, the first append to a session since the open) is answered
+/// after its commit, as with `EveryAppend`. Reads wait for the acknowledged appends' commit, so
+/// a caller always reads its own writes. If such a commit then fails (redb or the disk
+/// failed), the store is marked damaged and every later write fails, [`Store::sync`](openharness_core::Store::sync) at the
+/// turn's end included. On the race bench's 5,000 tasks that took the live run from 1.02 s to
+/// 0.27 s.
 ///
 /// ```
 /// use std::time::Duration;

@@ -339,64 +339,72 @@ impl Store for RedbStore {
             .as_ref()
             .map(|writer| Arc::clone(writer.tails()));
         let writer = self.writer.clone();
-        self.run_write(
-            || format!("clearing of session {name}"),
-            move |db| {
-                let sid = session.as_str();
-                // Held until the commit is decided, like an append's; the session's tail is
-                // forgotten whatever the outcome.
-                let Some(tails) = tails else {
-                    return Ok(());
-                };
-                let mut tails = tails.lock();
-                tails.remove(&session);
-                let txn = db.begin_write()?;
-                {
-                    let mut sessions = txn.open_table(SESSIONS)?;
-                    if sessions.remove(sid)?.is_none() {
-                        drop(sessions);
-                        txn.abort()?;
+        if let Some(writer) = &writer {
+            writer.clearing(name);
+        }
+        let cleared = self
+            .run_write(
+                || format!("clearing of session {name}"),
+                move |db| {
+                    let sid = session.as_str();
+                    // Held until the commit is decided, like an append's; the session's tail is
+                    // forgotten whatever the outcome.
+                    let Some(tails) = tails else {
                         return Ok(());
-                    }
-                    let mut table = txn.open_table(EVENTS)?;
-                    let mut index = txn.open_table(EVENT_INDEX)?;
-                    let mut ids = Vec::new();
-                    let mut all_decoded = true;
-                    let mut note_id =
-                        |seq: u64, bytes: &[u8]| match layout::id_of(&session, seq, bytes) {
-                            Ok(id) => ids.push(id.as_uuid().as_u128()),
-                            Err(_) => all_decoded = false,
-                        };
-                    for entry in table.range((sid, 0)..=(sid, u64::MAX))? {
-                        let (key, bytes) = entry?;
-                        note_id(key.value().1, bytes.value());
-                    }
-                    let mut recent = txn.open_table(staging::RECENT)?;
-                    for (seq, bytes) in staging::remove_session(&mut recent, sid)? {
-                        note_id(seq, &bytes);
-                    }
-                    if all_decoded {
-                        for id in ids {
-                            index.remove((id, sid))?;
+                    };
+                    let mut tails = tails.lock();
+                    tails.remove(&session);
+                    let txn = db.begin_write()?;
+                    {
+                        let mut sessions = txn.open_table(SESSIONS)?;
+                        if sessions.remove(sid)?.is_none() {
+                            drop(sessions);
+                            txn.abort()?;
+                            return Ok(());
                         }
-                    } else {
-                        // A damaged event hides its id: look through the whole index.
-                        index.retain(|(_, owner), _| owner != sid)?;
+                        let mut table = txn.open_table(EVENTS)?;
+                        let mut index = txn.open_table(EVENT_INDEX)?;
+                        let mut ids = Vec::new();
+                        let mut all_decoded = true;
+                        let mut note_id =
+                            |seq: u64, bytes: &[u8]| match layout::id_of(&session, seq, bytes) {
+                                Ok(id) => ids.push(id.as_uuid().as_u128()),
+                                Err(_) => all_decoded = false,
+                            };
+                        for entry in table.range((sid, 0)..=(sid, u64::MAX))? {
+                            let (key, bytes) = entry?;
+                            note_id(key.value().1, bytes.value());
+                        }
+                        let mut recent = txn.open_table(staging::RECENT)?;
+                        for (seq, bytes) in staging::remove_session(&mut recent, sid)? {
+                            note_id(seq, &bytes);
+                        }
+                        if all_decoded {
+                            for id in ids {
+                                index.remove((id, sid))?;
+                            }
+                        } else {
+                            // A damaged event hides its id: look through the whole index.
+                            index.retain(|(_, owner), _| owner != sid)?;
+                        }
+                        table.retain_in((sid, 0)..=(sid, u64::MAX), |_, _| false)?;
+                        let mut snapshots = txn.open_table(SNAPSHOTS)?;
+                        snapshots.retain_in((sid, 0)..=(sid, u64::MAX), |_, _| false)?;
                     }
-                    table.retain_in((sid, 0)..=(sid, u64::MAX), |_, _| false)?;
-                    let mut snapshots = txn.open_table(SNAPSHOTS)?;
-                    snapshots.retain_in((sid, 0)..=(sid, u64::MAX), |_, _| false)?;
-                }
-                // A checkpoint too: the journal's records of this session must not bring its
-                // events back after a crash.
-                if let Some(journal) = writer.as_ref().and_then(|writer| writer.journal()) {
-                    layout::set_journal_lsn(&txn, journal.applied())?;
-                }
-                txn.commit()?;
-                Ok(())
-            },
-        )
-        .await?;
+                    // A checkpoint too: the journal's records of this session must not bring its
+                    // events back after a crash.
+                    if let Some(journal) = writer.as_ref().and_then(|writer| writer.journal()) {
+                        layout::set_journal_lsn(&txn, journal.applied())?;
+                    }
+                    txn.commit()?;
+                    Ok(())
+                },
+            )
+            .await;
+        if let Some(writer) = &self.writer {
+            writer.cleared(name);
+        }
+        cleared?;
         self.notifier.notify(name);
         Ok(())
     }

@@ -16,6 +16,10 @@
 //! (the runtime's turn end), or closing the store. Which commits are not durable yet is
 //! decided inside the write transaction, so a concurrent commit is never forgotten.
 //!
+//! With a deferred durability and no journal, an append whose outcome is certain is answered
+//! at once and committed with the next group ([`super::deferred`]); the others are answered
+//! after their commit, as above.
+//!
 //! With a [`journal`](super::journal), every commit is non-durable and the group's journal
 //! record is what makes it durable: written and `fdatasync`ed before the commit and the
 //! answers. Once enough records are written, the writer thread checkpoints (a durable commit
@@ -31,9 +35,10 @@ use std::time::{Duration, Instant};
 
 use openharness_core::{Envelope, SessionId, StoreError};
 use redb::Database;
-use tokio::sync::oneshot;
+use tokio::sync::{oneshot, watch};
 
 use super::apply::{Tables, apply};
+use super::deferred::{Deferred, Offer};
 use super::guard::{self, Db, Health};
 use super::index::{Locked, Tails};
 use super::journal::Journal;
@@ -101,10 +106,11 @@ impl Journaled {
     }
 }
 
-/// An append waiting for the writer thread, and where to send its result.
+/// An append waiting for the writer thread, and where to send its result (`None`: it was
+/// acknowledged when queued, see [`super::deferred`]).
 struct Queued {
     append: Append,
-    reply: oneshot::Sender<Result<u64, StoreError>>,
+    reply: Option<oneshot::Sender<Result<u64, StoreError>>>,
 }
 
 /// The writer thread and its queue.
@@ -122,6 +128,8 @@ pub(super) struct Writer {
     commit_on_caller: bool,
     durability: RedbDurability,
     journal: Option<Arc<Journaled>>,
+    /// The sessions whose appends are acknowledged once queued, with a deferred durability.
+    deferred: Option<Arc<Deferred>>,
     /// The file's length when the store opened it, when it is to be compacted on close if
     /// it grew (see [`RedbOptions::compact_on_close`](super::RedbOptions::compact_on_close)).
     opened_len: Option<u64>,
@@ -155,6 +163,13 @@ impl Writer {
         compact_on_close: bool,
     ) -> Self {
         let journal = journal.map(Arc::new);
+        let (deferred, applied) = if journal.is_none() && durability != RedbDurability::EveryAppend
+        {
+            let (deferred, applied) = Deferred::new();
+            (Some(Arc::new(deferred)), Some(applied))
+        } else {
+            (None, None)
+        };
         let opened_len = compact_on_close
             .then(|| std::fs::metadata(path).ok().map(|metadata| metadata.len()))
             .flatten();
@@ -166,6 +181,7 @@ impl Writer {
             let (shared, tails, health) =
                 (Arc::clone(&shared), Arc::clone(&tails), Arc::clone(&health));
             let journal = journal.clone();
+            let deferred = deferred.clone();
             std::thread::Builder::new()
                 .name("openharness-redb-writer".to_owned())
                 .spawn(move || {
@@ -177,8 +193,9 @@ impl Writer {
                         durability,
                         shared: &shared,
                         journal: journal.as_deref(),
+                        deferred: deferred.as_deref(),
                     };
-                    write_loop(&target, &requests, &shared);
+                    write_loop(&target, &requests, &shared, applied.as_ref());
                 })
                 .ok()
         };
@@ -193,6 +210,7 @@ impl Writer {
             commit_on_caller,
             durability,
             journal,
+            deferred,
             opened_len,
         }
     }
@@ -212,12 +230,13 @@ impl Writer {
             durability: self.durability,
             shared: &self.shared,
             journal: self.journal.as_deref(),
+            deferred: self.deferred.as_deref(),
         }
     }
 
     /// Makes every commit so far durable (nothing to do when all are).
     pub(super) async fn sync(&self) -> Result<(), StoreError> {
-        if self.shared.pending().is_none() {
+        if self.shared.pending().is_none() && self.shared.queued.load(Ordering::Acquire) == 0 {
             return Ok(());
         }
         let gone = || RedbError::Task {
@@ -239,9 +258,63 @@ impl Writer {
         &self.tails
     }
 
-    /// Appends durably: the session's new length, or the reason the append was refused;
-    /// `None` when the writer thread is gone.
+    /// Waits until every append acknowledged before it was committed is (see
+    /// [`super::deferred`]): call before any other transaction, so a caller reads its writes.
+    pub(super) async fn settled(&self) {
+        if let Some(deferred) = &self.deferred {
+            deferred.settled().await;
+        }
+    }
+
+    /// `session` is about to be cleared: its appends are checked by the writer thread until
+    /// [`cleared`](Self::cleared) (see [`Deferred::clearing`]).
+    pub(super) fn clearing(&self, session: &SessionId) {
+        if let Some(deferred) = &self.deferred {
+            deferred.clearing(session);
+        }
+    }
+
+    /// The clearing of `session` is over, done or failed.
+    pub(super) fn cleared(&self, session: &SessionId) {
+        if let Some(deferred) = &self.deferred {
+            deferred.cleared(session);
+        }
+    }
+
+    /// Appends: the session's new length, or the reason the append was refused; `None` when
+    /// the writer thread is gone. The append is durable when it returns, unless the store
+    /// defers durability.
     pub(super) async fn append(&self, append: Append) -> Option<Result<u64, StoreError>> {
+        let append = match &self.deferred {
+            None => append,
+            Some(deferred) => {
+                let queue = self.queue.as_ref().filter(|_| self.thread.is_some())?;
+                let shared = &self.shared;
+                let offered = deferred.offer(append, |append| {
+                    shared.queued.fetch_add(1, Ordering::AcqRel);
+                    let sent = queue.send(Job::Append(Queued {
+                        append,
+                        reply: None,
+                    }));
+                    if sent.is_err() {
+                        shared.queued.fetch_sub(1, Ordering::AcqRel);
+                    }
+                    sent.is_ok()
+                });
+                match offered {
+                    Offer::Acknowledged(len) => return Some(Ok(len)),
+                    Offer::Gone => return None,
+                    Offer::Check(append) => {
+                        let session = append.session.clone();
+                        let answer = self.send(append);
+                        if answer.is_none() {
+                            deferred.unsent(&session);
+                        }
+                        return answer?.await.ok();
+                    }
+                }
+            }
+        };
         if self.may_commit_on_caller()
             && self
                 .shared
@@ -275,18 +348,26 @@ impl Writer {
                 Err(failure) => Err(failure.error(&self.path, &append.session)),
             });
         }
+        self.send(append)?.await.ok()
+    }
+
+    /// Queues `append` for the writer thread: where its answer will come, or `None` when the
+    /// thread is gone.
+    fn send(&self, append: Append) -> Option<oneshot::Receiver<Result<u64, StoreError>>> {
         let (reply, answer) = oneshot::channel();
-        match (&self.queue, &self.thread) {
-            (Some(queue), Some(_)) => {
-                self.shared.queued.fetch_add(1, Ordering::AcqRel);
-                if queue.send(Job::Append(Queued { append, reply })).is_err() {
-                    self.shared.queued.fetch_sub(1, Ordering::AcqRel);
-                    return None;
-                }
-            }
-            _ => return None,
+        let (Some(queue), Some(_)) = (&self.queue, &self.thread) else {
+            return None;
+        };
+        self.shared.queued.fetch_add(1, Ordering::AcqRel);
+        let queued = Queued {
+            append,
+            reply: Some(reply),
+        };
+        if queue.send(Job::Append(queued)).is_err() {
+            self.shared.queued.fetch_sub(1, Ordering::AcqRel);
+            return None;
         }
-        answer.await.ok()
+        Some(answer)
     }
 
     /// Whether this append may commit on the calling thread: the option is on, the runtime
@@ -340,6 +421,7 @@ pub(super) struct Target<'a> {
     pub(super) durability: RedbDurability,
     pub(super) shared: &'a Shared,
     pub(super) journal: Option<&'a Journaled>,
+    pub(super) deferred: Option<&'a Deferred>,
 }
 
 impl Target<'_> {
@@ -384,7 +466,14 @@ impl Target<'_> {
     }
 }
 
-fn write_loop(target: &Target<'_>, requests: &Receiver<Job>, shared: &Shared) {
+/// The writer thread's work until the queue closes; `applied` counts the acknowledged
+/// appends it has applied, when the store defers durability.
+fn write_loop(
+    target: &Target<'_>,
+    requests: &Receiver<Job>,
+    shared: &Shared,
+    applied: Option<&watch::Sender<u64>>,
+) {
     // How many appends the last group held: writers that were active then are likely to send
     // again right after their answer, so a smaller group waits briefly for them.
     let mut last_group = 1;
@@ -454,19 +543,37 @@ fn write_loop(target: &Target<'_>, requests: &Receiver<Job>, shared: &Shared) {
         // Before the answers, so that a caller sending again right away sees this group.
         shared.last_group.store(last_group, Ordering::Release);
         shared.queued.fetch_sub(last_group, Ordering::AcqRel);
-        match written {
+        let results = match written {
             Ok(written) => {
-                for (reply, result) in replies.into_iter().zip(written.results) {
-                    let _ = reply.send(result);
-                }
                 compact |= written.compact;
                 checkpoint_due |= written.checkpoint;
+                written.results
             }
-            Err(failure) => {
-                for (reply, append) in replies.into_iter().zip(&appends) {
-                    let _ = reply.send(Err(failure.error(target.path, &append.session)));
+            Err(failure) => appends
+                .iter()
+                .map(|append| Err(failure.error(target.path, &append.session)))
+                .collect(),
+        };
+        let mut acknowledged = 0;
+        for ((reply, append), result) in replies.into_iter().zip(&appends).zip(results) {
+            match reply {
+                Some(reply) => {
+                    if let Some(deferred) = target.deferred {
+                        // Before the answer, so the caller's next append finds it known.
+                        deferred.checked(target.db, append, result.as_ref().ok().copied());
+                    }
+                    let _ = reply.send(result);
+                }
+                None => {
+                    acknowledged += 1;
+                    if let Err(err) = result {
+                        lost(target, append, &err);
+                    }
                 }
             }
+        }
+        if let Some(applied) = applied.filter(|_| acknowledged > 0) {
+            applied.send_modify(|applied| *applied += acknowledged);
         }
         for reply in syncs {
             let _ = reply.send(sync_commits(target));
@@ -493,6 +600,19 @@ fn write_loop(target: &Target<'_>, requests: &Receiver<Job>, shared: &Shared) {
     } else if let Err(err) = sync_commits(target) {
         tracing::warn!(%err, "the closing durable commit failed; the last appends may be lost");
     }
+}
+
+/// An append acknowledged before its commit failed: the store is marked damaged, so every
+/// later write (the turn's closing sync among them) fails with the reason.
+fn lost(target: &Target<'_>, append: &Append, err: &StoreError) {
+    if let Some(deferred) = target.deferred {
+        deferred.forget(&append.session);
+    }
+    target.health.damaged(
+        target.path,
+        format!("append to session {}", append.session),
+        format!("an append acknowledged before its commit could not be committed: {err}"),
+    );
 }
 
 /// What a group's transaction did.

@@ -1,0 +1,266 @@
+//! Appends acknowledged once queued, for a [`RedbStore`](super::RedbStore) that defers
+//! durability ([`RedbDurability::Periodic`](super::RedbDurability::Periodic) or
+//! [`TurnEnd`](super::RedbDurability::TurnEnd)).
+//!
+//! Such a store promises only that an append survives a crash once the period has passed or
+//! the turn has ended; until then it is in memory. So the caller need not wait for the writer
+//! thread's commit either: an append whose outcome is already certain is answered at once and
+//! committed by the writer thread with whatever else is queued, in one transaction. On the race
+//! shape (one append per task) that took 5,000 tasks from 1.02 s to 0.25 s.
+//!
+//! An outcome is certain when this module **knows** the session: its length and the id of
+//! every event in it, counting the appends queued and not applied yet. Then the append is
+//! accepted when its `expected_seq` is that length and none of its ids is in the session (or
+//! twice in the batch); anything else (a conflict, a retry, a repeated id, a session not known
+//! yet) is sent to the writer thread to be checked against the file, as every append is in the
+//! `EveryAppend` mode, and answered after its commit. Sessions become known from those checked
+//! appends: a session written from its first event, or read back once (at most
+//! [`MAX_KNOWN_EVENTS`] events) after an append to an existing one.
+//!
+//! Reads wait for the writer thread to apply every append acknowledged before they started
+//! ([`Deferred::settled`]), so a caller reads its own writes, as in the other modes. An
+//! acknowledged append the writer thread then fails to commit (redb failed, or the file was
+//! found damaged) marks the store damaged: every later write, `Store::sync` included, fails
+//! with the reason, so the turn that made it does not end in success.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, MutexGuard, PoisonError};
+
+use openharness_core::SessionId;
+use tokio::sync::watch;
+
+use super::guard::Db;
+use super::layout::{self, EVENTS};
+use super::staging;
+use super::writer::Append;
+
+/// A session longer than this is never known: reading its ids back would cost more than the
+/// checked appends it saves (its appends are checked by the writer thread, as in the
+/// `EveryAppend` mode).
+pub(super) const MAX_KNOWN_EVENTS: u64 = 1 << 16;
+
+/// Above this many known sessions, every session is forgotten (each is read back when next
+/// appended to).
+const MAX_KNOWN_SESSIONS: usize = 1024;
+
+/// At most this many acknowledged appends wait for the writer thread; the next ones are
+/// checked and answered by it, so a caller faster than the disk is slowed down to it.
+const MAX_WAITING: u64 = 4096;
+
+/// What the store knows of the sessions appended to, and how far the writer thread is.
+pub(super) struct Deferred {
+    sessions: Mutex<HashMap<SessionId, Entry>>,
+    /// Appends acknowledged before the writer thread applied them, since the store opened.
+    acknowledged: AtomicU64,
+    /// How many of them the writer thread has applied (or failed); its sender is the writer
+    /// thread's, so waiting ends if that thread is gone.
+    applied: watch::Receiver<u64>,
+}
+
+/// One session's entry.
+#[derive(Default)]
+struct Entry {
+    /// Its length and ids, when known.
+    known: Option<Known>,
+    /// Appends to it sent to the writer thread to be checked, not answered yet: while there
+    /// are any, its appends are all checked (their outcome depends on those).
+    checking: usize,
+    /// Longer than [`MAX_KNOWN_EVENTS`]: never read back.
+    too_long: bool,
+    /// Clearings of it in progress: while there are any, its appends are all checked, and
+    /// it does not become known (what it holds depends on where the clearing lands).
+    clearing: usize,
+}
+
+/// A session's length and the ids of all its events, acknowledged appends included.
+struct Known {
+    len: u64,
+    ids: HashSet<u128>,
+}
+
+/// What to do with an append.
+pub(super) enum Offer {
+    /// Acknowledged: the session's new length; the append is queued for the writer thread.
+    Acknowledged(u64),
+    /// To be checked by the writer thread, which answers it.
+    Check(Append),
+    /// The writer thread is gone.
+    Gone,
+}
+
+impl Deferred {
+    /// A new account, and the sender the writer thread reports applied appends with.
+    pub(super) fn new() -> (Self, watch::Sender<u64>) {
+        let (applied_tx, applied) = watch::channel(0);
+        let deferred = Self {
+            sessions: Mutex::new(HashMap::new()),
+            acknowledged: AtomicU64::new(0),
+            applied,
+        };
+        (deferred, applied_tx)
+    }
+
+    fn lock(&self) -> MutexGuard<'_, HashMap<SessionId, Entry>> {
+        self.sessions.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Acknowledges `append` if its outcome is certain, handing it to `queue` (in the order
+    /// of acknowledgement: the lock is held); otherwise returns it to be checked, counted as
+    /// such until [`checked`](Self::checked).
+    pub(super) fn offer(&self, append: Append, queue: impl FnOnce(Append) -> bool) -> Offer {
+        let mut sessions = self.lock();
+        let waiting = self
+            .acknowledged
+            .load(Ordering::Acquire)
+            .saturating_sub(*self.applied.borrow());
+        let entry = sessions.entry(append.session.clone()).or_default();
+        let certain = entry.checking == 0
+            && entry.clearing == 0
+            && waiting < MAX_WAITING
+            && !append.records.is_empty()
+            && entry.known.as_ref().is_some_and(|known| {
+                known.len == append.expected_seq && all_new(&known.ids, &append.records)
+            });
+        if !certain {
+            entry.checking += 1;
+            return Offer::Check(append);
+        }
+        let Some(known) = entry.known.as_mut() else {
+            entry.checking += 1;
+            return Offer::Check(append);
+        };
+        known.ids.extend(append.records.iter().map(|(id, _)| *id));
+        known.len += append.records.len() as u64;
+        let len = known.len;
+        // Counted before it is queued, so a read that starts once it is answered waits for it.
+        self.acknowledged.fetch_add(1, Ordering::AcqRel);
+        if !queue(append) {
+            self.acknowledged.fetch_sub(1, Ordering::AcqRel);
+            entry.known = None;
+            return Offer::Gone;
+        }
+        Offer::Acknowledged(len)
+    }
+
+    /// A checked append of `session` was never sent (the writer thread is gone).
+    pub(super) fn unsent(&self, session: &SessionId) {
+        if let Some(entry) = self.lock().get_mut(session) {
+            entry.checking = entry.checking.saturating_sub(1);
+        }
+    }
+
+    /// After a checked append's commit (on the writer thread): what it left the session as,
+    /// when it succeeded. A session not known yet becomes known: from the append itself when
+    /// it holds all of the session, else read back from `db` (its length at most
+    /// [`MAX_KNOWN_EVENTS`]).
+    pub(super) fn checked(&self, db: &Db, append: &Append, outcome: Option<u64>) {
+        let mut sessions = self.lock();
+        if sessions.len() > MAX_KNOWN_SESSIONS {
+            for entry in sessions.values_mut() {
+                entry.known = None;
+            }
+            sessions.retain(|_, entry| entry.checking > 0 || entry.clearing > 0 || entry.too_long);
+        }
+        let entry = sessions.entry(append.session.clone()).or_default();
+        entry.checking = entry.checking.saturating_sub(1);
+        let Some(len) = outcome.filter(|_| entry.clearing == 0) else {
+            return;
+        };
+        match entry.known.as_mut() {
+            // A retry of stored events, or new ones: either way, what the session holds now.
+            Some(known) => {
+                known.ids.extend(append.records.iter().map(|(id, _)| *id));
+                known.len = known.len.max(len);
+            }
+            None if len == append.records.len() as u64 => {
+                entry.known = Some(Known {
+                    len,
+                    ids: append.records.iter().map(|(id, _)| *id).collect(),
+                });
+            }
+            None if len > MAX_KNOWN_EVENTS => entry.too_long = true,
+            None if !entry.too_long => match read_ids(db, &append.session, len) {
+                Ok(ids) => entry.known = Some(Known { len, ids }),
+                Err(err) => {
+                    tracing::debug!(session = %append.session, %err, "the session's ids could not be read back; its appends stay checked");
+                }
+            },
+            None => {}
+        }
+    }
+
+    /// Forgets `session` (an acknowledged append to it failed): its next appends are checked
+    /// until it is known again.
+    pub(super) fn forget(&self, session: &SessionId) {
+        if let Some(entry) = self.lock().get_mut(session) {
+            entry.known = None;
+        }
+    }
+
+    /// `session` is about to be cleared: from now until [`cleared`](Self::cleared), its
+    /// appends are checked by the writer thread, so each lands wholly before or after the
+    /// clearing. Call before waiting for the acknowledged ones ([`settled`](Self::settled)).
+    pub(super) fn clearing(&self, session: &SessionId) {
+        let mut sessions = self.lock();
+        let entry = sessions.entry(session.clone()).or_default();
+        entry.clearing += 1;
+        entry.known = None;
+    }
+
+    /// The clearing of `session` is over, done or failed.
+    pub(super) fn cleared(&self, session: &SessionId) {
+        if let Some(entry) = self.lock().get_mut(session) {
+            entry.clearing = entry.clearing.saturating_sub(1);
+            entry.known = None;
+        }
+    }
+
+    /// Waits until the writer thread has applied every append acknowledged so far (at once
+    /// when it has, or when the thread is gone).
+    pub(super) async fn settled(&self) {
+        let target = self.acknowledged.load(Ordering::Acquire);
+        if *self.applied.borrow() >= target {
+            return;
+        }
+        let mut applied = self.applied.clone();
+        let _ = applied.wait_for(|applied| *applied >= target).await;
+    }
+}
+
+/// Whether none of `records`' ids is in `ids` or twice among them.
+fn all_new(ids: &HashSet<u128>, records: &[(u128, Vec<u8>)]) -> bool {
+    let mut batch = HashSet::with_capacity(records.len());
+    records
+        .iter()
+        .all(|(id, _)| !ids.contains(id) && batch.insert(*id))
+}
+
+/// The ids of the first `len` events of `session` (stored or staged), read from `db`.
+fn read_ids(db: &Db, session: &SessionId, len: u64) -> Result<HashSet<u128>, String> {
+    let sid = session.as_str();
+    let read = || -> Result<HashSet<u128>, redb::Error> {
+        let txn = db.begin_read()?;
+        let mut ids = HashSet::with_capacity(usize::try_from(len).unwrap_or(0));
+        let mut add = |seq: u64, bytes: &[u8]| -> Result<(), redb::Error> {
+            let id = layout::id_of(session, seq, bytes)
+                .map_err(|err| redb::Error::Corrupted(err.to_string()))?;
+            ids.insert(id.as_uuid().as_u128());
+            Ok(())
+        };
+        for entry in txn.open_table(EVENTS)?.range((sid, 0)..(sid, len))? {
+            let (key, bytes) = entry?;
+            add(key.value().1, bytes.value())?;
+        }
+        for (seq, bytes) in staging::staged(&txn.open_table(staging::RECENT)?, sid, 0..len)? {
+            add(seq, &bytes)?;
+        }
+        Ok(ids)
+    };
+    let ids = super::guard::contained(read)?.map_err(|err| err.to_string())?;
+    if ids.len() as u64 == len {
+        Ok(ids)
+    } else {
+        Err(format!("{} distinct ids among {len} events", ids.len()))
+    }
+}
