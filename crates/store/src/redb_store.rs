@@ -35,6 +35,7 @@ mod compact;
 mod create;
 mod deferred;
 mod error;
+mod group;
 mod guard;
 mod holder;
 mod index;

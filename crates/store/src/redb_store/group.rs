@@ -1,0 +1,182 @@
+//! One group commit's transaction: every append of the group applied under the tails' lock,
+//! the journal's record written and made durable before redb's commit, and what a failure
+//! does to the group ([`write_group`]). The writer thread ([`super::writer`]) gathers the
+//! groups and answers the callers.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
+
+use openharness_core::{SessionId, StoreError};
+use redb::Database;
+
+use super::apply::{Tables, apply};
+use super::guard;
+use super::index::Locked;
+use super::writer::{Append, Journaled, Target};
+use super::{Failure, RedbError, staging};
+
+/// An append acknowledged before its commit failed: the store is marked damaged, so every
+/// later write (the turn's closing sync among them) fails with the reason.
+pub(super) fn lost(target: &Target<'_>, append: &Append, err: &StoreError) {
+    if let Some(deferred) = target.deferred {
+        deferred.forget(&append.session);
+    }
+    target.health.damaged(
+        target.path,
+        format!("append to session {}", append.session),
+        format!("an append acknowledged before its commit could not be committed: {err}"),
+    );
+}
+
+/// What a group's transaction did.
+pub(super) struct Written {
+    /// One result per append.
+    pub(super) results: Vec<Result<u64, StoreError>>,
+    /// Whether enough events are staged to move them (see [`staging::COMPACT_AT`]).
+    pub(super) compact: bool,
+    /// Whether enough journal records are written since the last checkpoint to make one.
+    pub(super) checkpoint: bool,
+}
+
+/// Why a whole group failed.
+pub(super) enum GroupFailure {
+    /// redb failed (its message).
+    Redb(String),
+    /// The file is damaged: redb panicked (contained), or an earlier operation did.
+    Damaged(RedbError),
+}
+
+impl GroupFailure {
+    /// The error each append of the group gets.
+    pub(super) fn error(&self, path: &Path, session: &SessionId) -> StoreError {
+        let operation = format!("append to session {session}");
+        match self {
+            Self::Redb(message) => RedbError::Task {
+                path: PathBuf::from(path),
+                operation,
+                message: format!("the group commit failed: {message}"),
+            },
+            Self::Damaged(RedbError::Damaged { message, .. }) => RedbError::Damaged {
+                path: PathBuf::from(path),
+                operation,
+                message: message.clone(),
+            },
+            Self::Damaged(other) => RedbError::Task {
+                path: PathBuf::from(path),
+                operation,
+                message: other.to_string(),
+            },
+        }
+        .into()
+    }
+}
+
+/// Applies a group of appends in one transaction, holding the tails' lock until the commit
+/// is decided. A redb failure fails the whole group (and forgets the tails of its sessions,
+/// which may hold ids that were never committed); a refused append fails only itself. A
+/// panic inside redb is contained: every tail is forgotten and the store marked damaged, so
+/// no later write builds on what the panic cut short.
+pub(super) fn write_group(target: &Target<'_>, group: &[Append]) -> Result<Written, GroupFailure> {
+    let operation = || "group commit".to_owned();
+    target
+        .health
+        .check_writable(target.path, operation)
+        .map_err(GroupFailure::Damaged)?;
+    let Some(db) = target.db.database() else {
+        return Err(GroupFailure::Redb("the store is open read-only".to_owned()));
+    };
+    let mut tails = target.tails.lock();
+    match guard::contained(|| write_locked(target, db, &mut tails, group)) {
+        Ok(Ok(written)) => Ok(written),
+        Ok(Err(err)) => {
+            for append in group {
+                tails.remove(&append.session);
+            }
+            Err(GroupFailure::Redb(err.to_string()))
+        }
+        Err(panic) => {
+            tails.clear();
+            Err(GroupFailure::Damaged(target.health.damaged(
+                target.path,
+                operation(),
+                panic,
+            )))
+        }
+    }
+}
+
+fn write_locked(
+    target: &Target<'_>,
+    db: &Database,
+    tails: &mut Locked<'_>,
+    group: &[Append],
+) -> Result<Written, redb::Error> {
+    let mut txn = db.begin_write()?;
+    let durable = target.durable_now();
+    if !durable {
+        txn.set_durability(redb::Durability::None)?;
+    }
+    let mut results = Vec::with_capacity(group.len());
+    let mut wrote = false;
+    let mut journal = target.journal.map(Journaled::lock);
+    let mut record = journal.as_mut().map(|journal| journal.group());
+    let compact = {
+        let mut tables = Tables::open(&txn)?;
+        for append in group {
+            match apply(&txn, &mut tables, tails, append) {
+                Ok((len, written)) => {
+                    if written && let Some(record) = record.as_mut() {
+                        let first_seq = len - append.records.len() as u64;
+                        record.add(&append.session, first_seq, &append.records);
+                    }
+                    wrote |= written;
+                    results.push(Ok(len));
+                }
+                Err(Failure::Store(err)) => results.push(Err(err)),
+                Err(Failure::Redb(err)) => return Err(err),
+            }
+        }
+        staging::due(&tables.recent)?
+    };
+    if !wrote {
+        txn.abort()?;
+        return Ok(Written {
+            results,
+            compact,
+            checkpoint: false,
+        });
+    }
+    // The journal's record first: an append is acknowledged only once it is durable, and a
+    // record that cannot be written leaves redb as it was.
+    let mut journaled = None;
+    if let Some(journal) = journal.as_mut() {
+        match journal.commit() {
+            Ok(lsn) => journaled = Some(lsn),
+            Err(err) => {
+                txn.abort()?;
+                return Err(redb::Error::Io(std::io::Error::new(
+                    err.kind(),
+                    format!("writing the journal {}: {err}", journal.path().display()),
+                )));
+            }
+        }
+    }
+    if let Err(err) = txn.commit() {
+        if let (Some(journal), Some(lsn)) = (journal.as_mut(), journaled) {
+            // The caller is told the append failed: its record must not be applied later.
+            journal.take_back(lsn);
+        }
+        return Err(err.into());
+    }
+    target.committed(durable);
+    let mut checkpoint = false;
+    if let (Some(lsn), Some(journaled_by), Some(journal)) = (journaled, target.journal, &journal) {
+        journaled_by.applied.store(lsn, Ordering::Release);
+        checkpoint = journal.written() >= journaled_by.checkpoint_bytes;
+    }
+    Ok(Written {
+        results,
+        compact,
+        checkpoint,
+    })
+}
