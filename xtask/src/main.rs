@@ -166,15 +166,26 @@ fn main() -> ExitCode {
             "--",
             "otel",
         ])],
-        ["bench", "race"] => vec![Step::Cargo(&[
-            "run",
-            "--release",
-            "--quiet",
-            "--package",
-            "openharness-bench",
-            "--",
-            "race",
-        ])],
+        ["bench", "race"] => vec![
+            // The race's child (`openharness-race-child`) too, which `cargo run` would not build.
+            Step::Cargo(&[
+                "build",
+                "--release",
+                "--quiet",
+                "--package",
+                "openharness-bench",
+                "--bins",
+            ]),
+            Step::Cargo(&[
+                "run",
+                "--release",
+                "--quiet",
+                "--package",
+                "openharness-bench",
+                "--",
+                "race",
+            ]),
+        ],
         _ => {
             eprintln!("{USAGE}");
             return ExitCode::from(2);

@@ -14,8 +14,9 @@
 //! twice in the batch); anything else (a conflict, a retry, a repeated id, a session not known
 //! yet) is sent to the writer thread to be checked against the file, as every append is in the
 //! `EveryAppend` mode, and answered after its commit. Sessions become known from those checked
-//! appends: a session written from its first event, or read back once (at most
-//! [`MAX_KNOWN_EVENTS`] events) after an append to an existing one.
+//! appends: a session written from its first event, or read back once after an append to an
+//! existing one. What is known is bounded: a session over [`MAX_KNOWN_EVENTS`] events is
+//! never known, and above about a million ids in all, every session is forgotten.
 //!
 //! Reads wait for the writer thread to apply every append acknowledged before they started
 //! ([`Deferred::settled`]), so a caller reads its own writes, as in the other modes. An
@@ -24,7 +25,7 @@
 //! with the reason, so the turn that made it does not end in success.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use openharness_core::SessionId;
@@ -35,14 +36,17 @@ use super::layout::{self, EVENTS};
 use super::staging;
 use super::writer::Append;
 
-/// A session longer than this is never known: reading its ids back would cost more than the
-/// checked appends it saves (its appends are checked by the writer thread, as in the
-/// `EveryAppend` mode).
-pub(super) const MAX_KNOWN_EVENTS: u64 = 1 << 16;
+/// A session longer than this is never known (its appends are checked by the writer thread,
+/// as in the `EveryAppend` mode): its ids would take over 2 MB, and reading them back longer
+/// than the checked appends it saves.
+pub(super) const MAX_KNOWN_EVENTS: u64 = 1 << 17;
 
-/// Above this many known sessions, every session is forgotten (each is read back when next
-/// appended to).
-const MAX_KNOWN_SESSIONS: usize = 1024;
+/// Above this many ids known in all sessions (about 24 MB), every session is forgotten (each
+/// is read back when next appended to).
+const MAX_KNOWN_IDS: usize = 1 << 20;
+
+/// Above this many sessions in the account, those with nothing in progress are dropped.
+const MAX_SESSIONS: usize = 1024;
 
 /// At most this many acknowledged appends wait for the writer thread; the next ones are
 /// checked and answered by it, so a caller faster than the disk is slowed down to it.
@@ -51,6 +55,8 @@ const MAX_WAITING: u64 = 4096;
 /// What the store knows of the sessions appended to, and how far the writer thread is.
 pub(super) struct Deferred {
     sessions: Mutex<HashMap<SessionId, Entry>>,
+    /// How many ids the known sessions hold, in all (changed under `sessions`' lock).
+    known_ids: AtomicUsize,
     /// Appends acknowledged before the writer thread applied them, since the store opened.
     acknowledged: AtomicU64,
     /// How many of them the writer thread has applied (or failed); its sender is the writer
@@ -95,6 +101,7 @@ impl Deferred {
         let (applied_tx, applied) = watch::channel(0);
         let deferred = Self {
             sessions: Mutex::new(HashMap::new()),
+            known_ids: AtomicUsize::new(0),
             acknowledged: AtomicU64::new(0),
             applied,
         };
@@ -133,12 +140,18 @@ impl Deferred {
         known.ids.extend(append.records.iter().map(|(id, _)| *id));
         known.len += append.records.len() as u64;
         let len = known.len;
+        self.known_ids
+            .fetch_add(append.records.len(), Ordering::Relaxed);
         // Counted before it is queued, so a read that starts once it is answered waits for it.
         self.acknowledged.fetch_add(1, Ordering::AcqRel);
         if !queue(append) {
             self.acknowledged.fetch_sub(1, Ordering::AcqRel);
-            entry.known = None;
+            self.drop_known(entry);
             return Offer::Gone;
+        }
+        if len > MAX_KNOWN_EVENTS {
+            self.drop_known(entry);
+            entry.too_long = true;
         }
         Offer::Acknowledged(len)
     }
@@ -156,10 +169,11 @@ impl Deferred {
     /// [`MAX_KNOWN_EVENTS`]).
     pub(super) fn checked(&self, db: &Db, append: &Append, outcome: Option<u64>) {
         let mut sessions = self.lock();
-        if sessions.len() > MAX_KNOWN_SESSIONS {
+        if sessions.len() > MAX_SESSIONS || self.known_ids.load(Ordering::Relaxed) > MAX_KNOWN_IDS {
             for entry in sessions.values_mut() {
                 entry.known = None;
             }
+            self.known_ids.store(0, Ordering::Relaxed);
             sessions.retain(|_, entry| entry.checking > 0 || entry.clearing > 0 || entry.too_long);
         }
         let entry = sessions.entry(append.session.clone()).or_default();
@@ -167,6 +181,12 @@ impl Deferred {
         let Some(len) = outcome.filter(|_| entry.clearing == 0) else {
             return;
         };
+        if len > MAX_KNOWN_EVENTS {
+            self.drop_known(entry);
+            entry.too_long = true;
+            return;
+        }
+        let before = entry.known.as_ref().map_or(0, |known| known.ids.len());
         match entry.known.as_mut() {
             // A retry of stored events, or new ones: either way, what the session holds now.
             Some(known) => {
@@ -179,7 +199,6 @@ impl Deferred {
                     ids: append.records.iter().map(|(id, _)| *id).collect(),
                 });
             }
-            None if len > MAX_KNOWN_EVENTS => entry.too_long = true,
             None if !entry.too_long => match read_ids(db, &append.session, len) {
                 Ok(ids) => entry.known = Some(Known { len, ids }),
                 Err(err) => {
@@ -188,13 +207,27 @@ impl Deferred {
             },
             None => {}
         }
+        let after = entry.known.as_ref().map_or(0, |known| known.ids.len());
+        self.known_ids
+            .fetch_add(after.saturating_sub(before), Ordering::Relaxed);
+    }
+
+    /// Forgets what `entry` knows, and its ids from the count.
+    fn drop_known(&self, entry: &mut Entry) {
+        if let Some(known) = entry.known.take() {
+            let _ = self
+                .known_ids
+                .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |ids| {
+                    Some(ids.saturating_sub(known.ids.len()))
+                });
+        }
     }
 
     /// Forgets `session` (an acknowledged append to it failed): its next appends are checked
     /// until it is known again.
     pub(super) fn forget(&self, session: &SessionId) {
         if let Some(entry) = self.lock().get_mut(session) {
-            entry.known = None;
+            self.drop_known(entry);
         }
     }
 
@@ -205,14 +238,14 @@ impl Deferred {
         let mut sessions = self.lock();
         let entry = sessions.entry(session.clone()).or_default();
         entry.clearing += 1;
-        entry.known = None;
+        self.drop_known(entry);
     }
 
     /// The clearing of `session` is over, done or failed.
     pub(super) fn cleared(&self, session: &SessionId) {
         if let Some(entry) = self.lock().get_mut(session) {
             entry.clearing = entry.clearing.saturating_sub(1);
-            entry.known = None;
+            self.drop_known(entry);
         }
     }
 
