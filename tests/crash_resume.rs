@@ -1033,7 +1033,7 @@ fn a_call_interrupted_twice_is_run_again_by_the_second_resume() {
     let store = MemoryStore::new();
     let workflow = workflow(store.clone(), &fake.base_url());
     let session = SessionId::new();
-    let input = Envelope::typed(&UserInput { text: GOAL.into() }, None).unwrap();
+    let input = Envelope::typed(&UserInput::new(GOAL), None).unwrap();
     let started = AgentStarted {
         agent: "planner".into(),
         prompt: format!("Plan {TASKS} tasks for: {GOAL}"),

@@ -108,7 +108,7 @@ fn event_set_converts_from_each_event_and_names_it() {
     }
     .into();
     assert_eq!(plan.name(), "plan:created");
-    let input = PlannerEvent::from(UserInput { text: "go".into() });
+    let input = PlannerEvent::from(UserInput::new("go"));
     assert_eq!(input.name(), "user:input");
     assert!(matches!(
         PlannerEvent::from(TaskBegun(1)),
@@ -151,9 +151,7 @@ fn event_set_rejects_a_bad_payload_for_a_known_name() {
 #[test]
 fn event_set_payloads_round_trip() {
     let events = [
-        PlannerEvent::from(UserInput {
-            text: "plan".into(),
-        }),
+        PlannerEvent::from(UserInput::new("plan")),
         PlanCreated {
             tasks: vec!["a".into(), "b".into()],
         }
@@ -233,9 +231,7 @@ fn envelope<E: Event>(event: &E) -> Envelope {
 #[test]
 fn handler_impl_block_folds_a_log() {
     let log = vec![
-        envelope(&UserInput {
-            text: "ship it".into(),
-        }),
+        envelope(&UserInput::new("ship it")),
         envelope(&PlanCreated {
             tasks: vec!["build".into(), "test".into()],
         }),
@@ -385,7 +381,7 @@ mod journal {
 #[test]
 fn handler_module_folds_events() {
     let mut journal = Journal::default();
-    journal.apply(&UserInput { text: "x".into() }.into());
+    journal.apply(&UserInput::new("x").into());
     journal.apply(&PlanCreated { tasks: vec![] }.into());
     journal.apply(&TaskBegun(4).into());
     assert_eq!(journal.lines, ["goal: x", "0 tasks", "started 4"]);
@@ -489,9 +485,7 @@ fn agent_model_and_when() {
 #[test]
 fn agent_prompt_and_on_output_are_the_methods_written() {
     let planner = Planner { style: "terse" };
-    let input = UserInput {
-        text: "trip".into(),
-    };
+    let input = UserInput::new("trip");
     assert_eq!(
         prompt_of(&planner, &PlanState::default(), &input),
         "terse plan for \"trip\" (0 tasks so far)"

@@ -947,15 +947,10 @@ mod time_travel {
             )
             .unwrap(),
         ];
-        events.extend((1..40_000).map(|i| {
-            Envelope::typed(
-                &UserInput {
-                    text: format!("goal {i}"),
-                },
-                None,
-            )
-            .unwrap()
-        }));
+        events.extend(
+            (1..40_000)
+                .map(|i| Envelope::typed(&UserInput::new(format!("goal {i}")), None).unwrap()),
+        );
         for (seq, batch) in (0..).step_by(5_000).zip(events.chunks(5_000)) {
             store.append(&session, batch, seq).await.unwrap();
         }
@@ -1149,13 +1144,7 @@ mod chat_cassette {
             ScriptedProvider::new().respond("bot", Reply::output(json!("Back.")).text("Back."));
         let workflow = bot(store.clone(), "Be kind.", provider.clone());
         let session = SessionId::new();
-        let input = Envelope::typed(
-            &UserInput {
-                text: "Hello".into(),
-            },
-            None,
-        )
-        .unwrap();
+        let input = Envelope::typed(&UserInput::new("Hello"), None).unwrap();
         let log = [
             Envelope::typed(
                 &WorkflowStarted {

@@ -185,13 +185,7 @@ fn adds_and_clears(n: usize) -> Vec<Envelope> {
     (0..n)
         .map(|i| match i % 97 {
             96 => envelope(Kind::Clear),
-            50 => Envelope::typed(
-                &UserInput {
-                    text: "more".into(),
-                },
-                None,
-            )
-            .unwrap(),
+            50 => Envelope::typed(&UserInput::new("more"), None).unwrap(),
             _ => envelope(Kind::Add((i % 251) as u8)),
         })
         .collect()

@@ -477,12 +477,7 @@ async fn suite() -> Fallible<Vec<Row>> {
 
     // 2. Cut the long session's last turn off: an input, its item, a few hundred more items
     // and an agent call that never completed, after the snapshot of a turn boundary.
-    let input = Envelope::typed(
-        &UserInput {
-            text: "cut off".to_owned(),
-        },
-        None,
-    )?;
+    let input = Envelope::typed(&UserInput::new("cut off"), None)?;
     let cause = Some(input.id);
     let mut tail = vec![input, Envelope::typed(&Ticked { n: 0 }, cause)?];
     for n in 0..CUT_OFF_TAIL {

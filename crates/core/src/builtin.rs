@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::event::{Envelope, Event, EventId, SessionId};
-use crate::provider::Usage;
+use crate::provider::{Image, Usage};
 
 macro_rules! builtin_event {
     ($(#[$meta:meta])* $name:literal => $ty:ident { $($(#[$fmeta:meta])* $field:ident : $fty:ty),* $(,)? }) => {
@@ -28,9 +28,53 @@ macro_rules! builtin_event {
 }
 
 builtin_event!(
-    /// The input a run was started with.
-    "user:input" => UserInput { /// The user's text.
-    text: String });
+/// A person's input: what a run was started or continued with, and each message of a chat.
+/// Besides the text it may carry images and the controls a client posted with it (the
+/// platform's `/v1` messages record both); recordings without them decode too.
+///
+/// ```
+/// use openharness_core::builtin::UserInput;
+/// use openharness_core::{Image, ReasoningEffort};
+/// let input = UserInput::new("Plan a trip to Lisbon");
+/// assert_eq!(serde_json::to_value(&input)?, serde_json::json!({ "text": "Plan a trip to Lisbon" }));
+///
+/// let message: UserInput = serde_json::from_value(serde_json::json!({
+///     "text": "What is in this picture?",
+///     "images": [{ "type": "url", "url": "https://example.com/cat.png" }],
+///     "controls": { "reasoning": { "effort": "high" } },
+/// }))?;
+/// assert_eq!(message.images, [Image::url("https://example.com/cat.png")]);
+/// assert_eq!(message.reasoning_effort(), Some(ReasoningEffort::High));
+/// # Ok::<(), serde_json::Error>(())
+/// ```
+"user:input" => UserInput {
+    /// What the person wrote (empty for a message of images only).
+    text: String,
+    /// The input's images, in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    images: Vec<Image>,
+    /// The controls posted with the input, as recorded (the platform's `Controls`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    controls: Option<Value>,
+});
+
+impl UserInput {
+    /// Text input, without images or controls.
+    pub fn new(text: impl Into<String>) -> Self {
+        Self {
+            text: text.into(),
+            images: Vec::new(),
+            controls: None,
+        }
+    }
+
+    /// The reasoning effort the controls asked for (`controls.reasoning.effort`), if they
+    /// named a known one.
+    pub fn reasoning_effort(&self) -> Option<crate::provider::ReasoningEffort> {
+        let effort = self.controls.as_ref()?.get("reasoning")?.get("effort")?;
+        serde_json::from_value(effort.clone()).ok()
+    }
+}
 builtin_event!(
 /// The first event of every run: which workflow, and which code of it, recorded the session.
 "workflow:started" => WorkflowStarted {

@@ -47,7 +47,7 @@ impl Pending {
 ///
 /// ```
 /// use openharness_core::{Emit, builtin::UserInput};
-/// let emit = Emit::one(UserInput { text: "a".into() }).and(UserInput { text: "b".into() });
+/// let emit = Emit::one(UserInput::new("a")).and(UserInput::new("b"));
 /// assert_eq!(emit.len(), 2);
 /// assert!(Emit::none().is_empty());
 /// ```

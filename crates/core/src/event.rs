@@ -162,7 +162,7 @@ impl From<SessionId> for String {
 ///
 /// ```
 /// use openharness_core::{Envelope, builtin::UserInput};
-/// let input = Envelope::typed(&UserInput { text: "plan a trip".into() }, None).unwrap();
+/// let input = Envelope::typed(&UserInput::new("plan a trip"), None).unwrap();
 /// assert_eq!(input.name, "user:input");
 /// let json = serde_json::to_value(&input).unwrap();
 /// assert!(json.get("causedBy").is_some());

@@ -518,9 +518,7 @@ mod tests {
     fn a_digest_reads_title_agents_usage_and_open_requests() {
         let mut digest = Digest::default();
         let input = Envelope::typed(
-            &UserInput {
-                text: "\n  Plan a trip to Lisbon\nwith museums".into(),
-            },
+            &UserInput::new("\n  Plan a trip to Lisbon\nwith museums"),
             None,
         )
         .unwrap();

@@ -14,7 +14,7 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use openharness_core::builtin::{ToolCalled, ToolResult};
+use openharness_core::builtin::{ToolCalled, ToolResult, UserInput};
 use openharness_core::{
     Agent, BoxedProvider, ChatMessage, Emit, Error, Event, FnTool, Image, ReasoningEffort, Store,
     Tool, Undo, Workflow, adapter::ChatToolCall,
@@ -33,47 +33,12 @@ pub struct AssistantReplied {
     pub text: String,
 }
 
-/// A person's message as the agent-chat workflow reads its `user:input`: the text, with the
-/// images and controls the platform records beside it (older recordings without them decode
-/// too).
-#[event("user:input", crate = openharness_core)]
-#[derive(Debug, Clone, PartialEq)]
-pub struct UserMessage {
-    /// What the person wrote (empty for a message of images only).
-    pub text: String,
-    /// The message's images, in order.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub images: Vec<Image>,
-    /// The controls posted with the message, as recorded (see [`crate::Controls`]).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub controls: Option<serde_json::Value>,
-}
-
-impl UserMessage {
-    /// The reasoning effort the message asked for (`controls.reasoning.effort`), if it named a
-    /// known one.
-    ///
-    /// ```
-    /// use openharness_core::ReasoningEffort;
-    /// use openharness_platform::UserMessage;
-    /// let message: UserMessage = serde_json::from_value(serde_json::json!({
-    ///     "text": "Think hard.", "controls": { "reasoning": { "effort": "high" } }
-    /// }))?;
-    /// assert_eq!(message.reasoning_effort(), Some(ReasoningEffort::High));
-    /// # Ok::<(), serde_json::Error>(())
-    /// ```
-    pub fn reasoning_effort(&self) -> Option<ReasoningEffort> {
-        let effort = self.controls.as_ref()?.get("reasoning")?.get("effort")?;
-        serde_json::from_value(effort.clone()).ok()
-    }
-}
-
 /// The events the conversation folds.
 #[event(crate = openharness_core)]
 #[derive(Debug, Clone)]
 pub enum ChatEvent {
     /// A person's message.
-    UserMessage,
+    UserInput,
     /// The assistant's answer.
     AssistantReplied,
     /// The assistant called a tool.
@@ -142,7 +107,7 @@ impl ChatLine {
 /// Each event adds one line; stepping back over it takes the line off again.
 #[handler(ChatEvent, crate = openharness_core)]
 impl ChatState {
-    fn user_said(&mut self, input: &UserMessage, undo: &mut Undo<Self>) {
+    fn user_said(&mut self, input: &UserInput, undo: &mut Undo<Self>) {
         let line = ChatLine::said("user", &input.text, input.images.clone());
         self.add(line, undo);
     }
@@ -337,7 +302,7 @@ fn conversation(state: &ChatState) -> Vec<ChatMessage> {
 
 impl Agent for ChatAgent {
     type State = ChatState;
-    type Trigger = UserMessage;
+    type Trigger = UserInput;
     type Output = String;
     const NAME: &'static str = "assistant";
     const EMITS: &'static [&'static str] = &[AssistantReplied::NAME];
@@ -351,23 +316,23 @@ impl Agent for ChatAgent {
     }
 
     /// Empty: the conversation, the user's latest message included, is in [`Agent::messages`].
-    fn prompt(&self, _state: &ChatState, _input: &UserMessage) -> String {
+    fn prompt(&self, _state: &ChatState, _input: &UserInput) -> String {
         String::new()
     }
 
-    fn system(&self, _state: &ChatState, _input: &UserMessage) -> Option<String> {
+    fn system(&self, _state: &ChatState, _input: &UserInput) -> Option<String> {
         (!self.system_prompt.is_empty()).then(|| self.system_prompt.clone())
     }
 
-    fn messages(&self, state: &ChatState, _input: &UserMessage) -> Vec<ChatMessage> {
+    fn messages(&self, state: &ChatState, _input: &UserInput) -> Vec<ChatMessage> {
         conversation(state)
     }
 
-    fn reasoning(&self, _state: &ChatState, input: &UserMessage) -> Option<ReasoningEffort> {
+    fn reasoning(&self, _state: &ChatState, input: &UserInput) -> Option<ReasoningEffort> {
         input.reasoning_effort()
     }
 
-    fn on_output(&self, text: String, _input: &UserMessage) -> Emit {
+    fn on_output(&self, text: String, _input: &UserInput) -> Emit {
         Emit::one(AssistantReplied { text })
     }
 }
@@ -420,7 +385,7 @@ mod tests {
     }
 
     fn said(text: &str, images: usize) -> ChatEvent {
-        ChatEvent::UserMessage(UserMessage {
+        ChatEvent::UserInput(UserInput {
             text: text.into(),
             images: (0..images)
                 .map(|n| Image::url(format!("https://example.com/{text}-{n}.png")))
@@ -514,12 +479,8 @@ mod tests {
     #[test]
     fn the_assistant_asks_for_text_with_the_system_prompt() {
         let agent = ChatAgent::new("Be brief.", None, &[]);
-        let input = UserMessage {
-            text: "Hi".into(),
-            images: Vec::new(),
-            controls: None,
-        };
-        let state = fold(vec![ChatEvent::UserMessage(input.clone())]);
+        let input = UserInput::new("Hi");
+        let state = fold(vec![ChatEvent::UserInput(input.clone())]);
         assert_eq!(agent.system(&state, &input).as_deref(), Some("Be brief."));
         assert_eq!(agent.prompt(&state, &input), "");
         assert_eq!(agent.messages(&state, &input), [ChatMessage::user("Hi")]);

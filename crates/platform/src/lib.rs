@@ -48,8 +48,7 @@ mod resources;
 pub use capabilities::{MCP_PREFIX, capabilities, capability, mcp_capability};
 pub use chat::{
     AssistantReplied, ChatAgent, ChatEvent, ChatLine, ChatState, ChatTool, MAX_IMAGES_PER_REQUEST,
-    UserMessage, WORKFLOW_NAME, for_reading as agent_chat_for_reading,
-    workflow as agent_chat_workflow,
+    WORKFLOW_NAME, for_reading as agent_chat_for_reading, workflow as agent_chat_workflow,
 };
 pub use error::PlatformError;
 pub use events::{Notification, Resume};

@@ -10,9 +10,9 @@ use openharness_core::{Envelope, Event, Image, ReasoningEffort};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
-use crate::chat::{AssistantReplied, UserMessage};
+use crate::chat::AssistantReplied;
 use crate::error::PlatformError;
-use openharness_core::builtin::{ToolCalled, ToolResult};
+use openharness_core::builtin::{ToolCalled, ToolResult, UserInput};
 
 /// A posted message holds at most this many image parts.
 pub const MAX_IMAGES_PER_MESSAGE: usize = 20;
@@ -347,7 +347,7 @@ pub(crate) fn project(session: Uuid, seq: u64, event: &Envelope) -> Option<Sessi
     let payload = &event.payload;
     let text = |field: &str| payload[field].as_str().map(str::to_owned);
     let (role, part) = match event.name.as_ref() {
-        UserMessage::NAME => (MessageRole::User, user_content(payload)?),
+        UserInput::NAME => (MessageRole::User, user_content(event)?),
         AssistantReplied::NAME => (
             MessageRole::Assistant,
             vec![ContentPart::Text {
@@ -396,19 +396,17 @@ pub(crate) fn project(session: Uuid, seq: u64, event: &Envelope) -> Option<Sessi
     })
 }
 
-/// A user message's parts from its `user:input` payload: the text (left out when empty and
-/// images were posted) and then each recorded image, as posted.
-fn user_content(payload: &serde_json::Value) -> Option<Vec<ContentPart>> {
-    let text = payload["text"].as_str()?;
-    let images: Vec<Image> = payload
-        .get("images")
-        .and_then(|images| serde_json::from_value(images.clone()).ok())
-        .unwrap_or_default();
+/// A user message's parts from its `user:input` event: the text (left out when empty and
+/// images were posted) and then each recorded image, as posted. A payload whose images do not
+/// decode still shows its text.
+fn user_content(event: &Envelope) -> Option<Vec<ContentPart>> {
+    let UserInput { text, images, .. } = match event.decode::<UserInput>() {
+        Ok(input) => input,
+        Err(_) => UserInput::new(event.payload["text"].as_str()?),
+    };
     let mut parts = Vec::with_capacity(1 + images.len());
     if !text.is_empty() || images.is_empty() {
-        parts.push(ContentPart::Text {
-            text: text.to_owned(),
-        });
+        parts.push(ContentPart::Text { text });
     }
     parts.extend(images.into_iter().map(|image| match image {
         Image::Url { url } => ContentPart::Image {

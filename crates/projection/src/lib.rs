@@ -15,7 +15,7 @@
 //! use openharness_core::{Envelope, builtin::{AgentStarted, TextDelta, UserInput}};
 //! use openharness_projection::{Role, project_messages, to_ui_messages};
 //!
-//! let input = Envelope::typed(&UserInput { text: "plan a trip".into() }, None).unwrap();
+//! let input = Envelope::typed(&UserInput::new("plan a trip"), None).unwrap();
 //! let started = Envelope::typed(
 //!     &AgentStarted { agent: "planner".into(), prompt: "plan".into(), ..AgentStarted::default() },
 //!     Some(input.id),

@@ -41,7 +41,7 @@ use crate::message::{Message, Part, Role, TextState, ToolState};
 /// ```
 /// use openharness_core::{Envelope, builtin::UserInput};
 /// use openharness_projection::project_messages;
-/// let input = Envelope::typed(&UserInput { text: "hello".into() }, None).unwrap();
+/// let input = Envelope::typed(&UserInput::new("hello"), None).unwrap();
 /// let messages = project_messages(std::slice::from_ref(&input));
 /// assert_eq!(messages[0].content, "hello");
 /// assert_eq!(messages[0].events, [input.id]);
@@ -59,8 +59,8 @@ pub fn project_messages(events: &[Envelope]) -> Vec<Message> {
 /// use openharness_core::{Envelope, builtin::UserInput};
 /// use openharness_projection::MessageProjection;
 /// let mut projection = MessageProjection::new();
-/// projection.apply(&Envelope::typed(&UserInput { text: "a".into() }, None).unwrap());
-/// projection.apply(&Envelope::typed(&UserInput { text: "b".into() }, None).unwrap());
+/// projection.apply(&Envelope::typed(&UserInput::new("a"), None).unwrap());
+/// projection.apply(&Envelope::typed(&UserInput::new("b"), None).unwrap());
 /// assert_eq!(projection.messages().len(), 2);
 /// ```
 #[derive(Debug, Clone, Default)]

@@ -367,7 +367,7 @@ impl From<&Part> for UiPart {
 /// ```
 /// use openharness_core::{Envelope, builtin::UserInput};
 /// use openharness_projection::{project_messages, to_ui_messages};
-/// let input = Envelope::typed(&UserInput { text: "hi".into() }, None).unwrap();
+/// let input = Envelope::typed(&UserInput::new("hi"), None).unwrap();
 /// let ui = to_ui_messages(&project_messages(&[input]));
 /// let json = serde_json::to_value(&ui).unwrap();
 /// assert_eq!(json[0]["parts"][0], serde_json::json!({ "type": "text", "text": "hi", "state": "done" }));

@@ -158,7 +158,7 @@ fn decision(event: &Envelope) -> Option<bool> {
 /// use openharness_core::{Envelope, EventId};
 /// use openharness_core::builtin::{InputReceived, UserInput};
 /// use openharness_projection::{APPROVED_FIELD, Approvals, opens_message};
-/// let input = Envelope::typed(&UserInput { text: "go".into() }, None).unwrap();
+/// let input = Envelope::typed(&UserInput::new("go"), None).unwrap();
 /// let request = EventId::new();
 /// let mut decided = Envelope::typed(&InputReceived { request_id: request, text: "yes".into() }, Some(request)).unwrap();
 /// decided.payload[APPROVED_FIELD] = true.into();

@@ -61,9 +61,7 @@ fn session() -> Vec<Envelope> {
         version: None,
         commit: None,
     };
-    let input = UserInput {
-        text: "Plan a weekend in Lisbon".into(),
-    };
+    let input = UserInput::new("Plan a weekend in Lisbon");
     let started = |agent: &str| AgentStarted {
         agent: agent.into(),
         model: Some("claude-sonnet-4-5".into()),

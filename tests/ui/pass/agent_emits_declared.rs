@@ -84,5 +84,5 @@ fn main() {
     assert_eq!(Planner::EMITS, ["plan:created", "text:complete"]);
     assert!(Listener::EMITS.is_empty());
     let plan = Plan { tasks: vec!["a".into(), "b".into()] };
-    assert_eq!(Agent::on_output(&Splitter, plan, &UserInput { text: String::new() }).len(), 2);
+    assert_eq!(Agent::on_output(&Splitter, plan, &UserInput::new(String::new())).len(), 2);
 }

@@ -14,7 +14,7 @@ impl<S: WorkflowState> Run<'_, S> {
         limits: &Limits,
     ) -> Option<StopReason> {
         let user_input = |text: String| {
-            let mut pending = Pending::of(&UserInput { text });
+            let mut pending = Pending::of(&UserInput::new(text));
             if let serde_json::Value::Object(payload) = &mut pending.payload {
                 for (name, value) in input_fields {
                     payload.entry(name.clone()).or_insert_with(|| value.clone());

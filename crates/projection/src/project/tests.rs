@@ -30,7 +30,7 @@ fn ev<E: Event>(n: u128, event: E, cause: Option<u128>) -> Envelope {
 }
 
 fn input(n: u128, text: &str) -> Envelope {
-    ev(n, UserInput { text: text.into() }, None)
+    ev(n, UserInput::new(text), None)
 }
 
 fn started(n: u128, agent: &str, cause: Option<u128>) -> Envelope {

@@ -15,7 +15,7 @@ use super::*;
 /// use openharness_core::{Envelope, EventId};
 /// use openharness_core::builtin::{UserInput, WorkflowCompleted};
 /// use openharness_projection::ui_messages;
-/// let mut input = Envelope::typed(&UserInput { text: "Hi".into() }, None).unwrap();
+/// let mut input = Envelope::typed(&UserInput::new("Hi"), None).unwrap();
 /// input.payload["messageId"] = "client-1".into();
 /// let done = Envelope::typed(&WorkflowCompleted { reason: "idle".into(),
 ///     open_requests: vec![], errors: 0 }, None).unwrap();

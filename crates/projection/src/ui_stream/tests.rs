@@ -65,7 +65,7 @@ fn texts(events: &[Envelope]) -> Vec<String> {
 
 #[test]
 fn calls_running_at_once_stream_into_parts_of_their_own() {
-    let input = ev(&UserInput { text: "go".into() }, None);
+    let input = ev(&UserInput::new("go"), None);
     let (a, b) = (Some(input.id), Some(input.id));
     let events = [
         input.clone(),
@@ -94,7 +94,7 @@ fn calls_running_at_once_stream_into_parts_of_their_own() {
 #[test]
 fn approvals_asked_mid_turn_come_last_in_a_step_of_their_own() {
     use openharness_core::builtin::InputRequested;
-    let input = ev(&UserInput { text: "go".into() }, None);
+    let input = ev(&UserInput::new("go"), None);
     let cause = Some(input.id);
     let asked = ev(&InputRequested::approval("Ship?"), cause);
     let question = ev(&InputRequested::new("Which city?"), cause);
@@ -151,19 +151,9 @@ fn approvals_asked_mid_turn_come_last_in_a_step_of_their_own() {
 
 #[test]
 fn an_edited_message_replaces_itself_and_what_followed() {
-    let mut first = ev(
-        &UserInput {
-            text: "Lisbon?".into(),
-        },
-        None,
-    );
+    let mut first = ev(&UserInput::new("Lisbon?"), None);
     first.payload["messageId"] = "m1".into();
-    let mut edited = ev(
-        &UserInput {
-            text: "Porto?".into(),
-        },
-        None,
-    );
+    let mut edited = ev(&UserInput::new("Porto?"), None);
     edited.payload["messageId"] = "m1".into();
     let events = [
         first.clone(),
@@ -180,7 +170,7 @@ fn an_edited_message_replaces_itself_and_what_followed() {
 
 #[test]
 fn a_re_asked_attempt_streams_a_new_part() {
-    let input = ev(&UserInput { text: "go".into() }, None);
+    let input = ev(&UserInput::new("go"), None);
     let cause = Some(input.id);
     let events = [
         input.clone(),
@@ -195,8 +185,8 @@ fn a_re_asked_attempt_streams_a_new_part() {
 
 #[test]
 fn a_turn_cut_off_before_its_end_does_not_swallow_the_next() {
-    let first = ev(&UserInput { text: "one".into() }, None);
-    let second = ev(&UserInput { text: "two".into() }, None);
+    let first = ev(&UserInput::new("one"), None);
+    let second = ev(&UserInput::new("two"), None);
     let events = [
         ev(
             &WorkflowStarted {

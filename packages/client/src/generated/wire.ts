@@ -1312,14 +1312,26 @@ export interface Unfinished {
   unrecorded: string[];
 }
 /**
- * The input a run was started with.
+ * A person's input: what a run was started or continued with, and each message of a chat.
+ * Besides the text it may carry images and the controls a client posted with it (the
+ * platform's `/v1` messages record both); recordings without them decode too.
  *
  * This interface was referenced by `Wire`'s JSON-Schema
  * via the `definition` "UserInput".
  */
 export interface UserInput {
   /**
-   * The user's text.
+   * The controls posted with the input, as recorded (the platform's `Controls`).
+   */
+  controls?: {
+    [k: string]: unknown | undefined;
+  };
+  /**
+   * The input's images, in order.
+   */
+  images?: Image[];
+  /**
+   * What the person wrote (empty for a message of images only).
    */
   text: string;
 }
