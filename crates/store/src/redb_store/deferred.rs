@@ -32,9 +32,9 @@ use openharness_core::SessionId;
 use tokio::sync::watch;
 
 use super::guard::Db;
-use super::layout::{self, EVENTS};
-use super::staging;
+use super::layout::EVENTS;
 use super::writer::Append;
+use super::{Failure, index, staging};
 
 /// A session longer than this is never known (its appends are checked by the writer thread,
 /// as in the `EveryAppend` mode): its ids would take over 2 MB, and reading them back longer
@@ -122,20 +122,21 @@ impl Deferred {
             .load(Ordering::Acquire)
             .saturating_sub(*self.applied.borrow());
         let entry = sessions.entry(append.session.clone()).or_default();
-        let certain = entry.checking == 0
-            && entry.clearing == 0
-            && waiting < MAX_WAITING
-            && !append.records.is_empty()
-            && entry.known.as_ref().is_some_and(|known| {
-                known.len == append.expected_seq && all_new(&known.ids, &append.records)
-            });
-        if !certain {
-            entry.checking += 1;
-            return Offer::Check(append);
-        }
-        let Some(known) = entry.known.as_mut() else {
-            entry.checking += 1;
-            return Offer::Check(append);
+        let known = match entry.known.as_mut() {
+            Some(known)
+                if entry.checking == 0
+                    && entry.clearing == 0
+                    && waiting < MAX_WAITING
+                    && !append.records.is_empty()
+                    && known.len == append.expected_seq
+                    && all_new(&known.ids, &append.records) =>
+            {
+                known
+            }
+            _ => {
+                entry.checking += 1;
+                return Offer::Check(append);
+            }
         };
         known.ids.extend(append.records.iter().map(|(id, _)| *id));
         known.len += append.records.len() as u64;
@@ -271,26 +272,20 @@ fn all_new(ids: &HashSet<u128>, records: &[(u128, Vec<u8>)]) -> bool {
 
 /// The ids of the first `len` events of `session` (stored or staged), read from `db`.
 fn read_ids(db: &Db, session: &SessionId, len: u64) -> Result<HashSet<u128>, String> {
-    let sid = session.as_str();
-    let read = || -> Result<HashSet<u128>, redb::Error> {
+    let read = || -> Result<HashSet<u128>, Failure> {
         let txn = db.begin_read()?;
         let mut ids = HashSet::with_capacity(usize::try_from(len).unwrap_or(0));
-        let mut add = |seq: u64, bytes: &[u8]| -> Result<(), redb::Error> {
-            let id = layout::id_of(session, seq, bytes)
-                .map_err(|err| redb::Error::Corrupted(err.to_string()))?;
-            ids.insert(id.as_uuid().as_u128());
-            Ok(())
-        };
-        for entry in txn.open_table(EVENTS)?.range((sid, 0)..(sid, len))? {
-            let (key, bytes) = entry?;
-            add(key.value().1, bytes.value())?;
-        }
-        for (seq, bytes) in staging::staged(&txn.open_table(staging::RECENT)?, sid, 0..len)? {
-            add(seq, &bytes)?;
-        }
+        let (events, recent) = (txn.open_table(EVENTS)?, txn.open_table(staging::RECENT)?);
+        index::each_id(&events, &recent, session, 0..len, |id, _| {
+            ids.insert(id);
+        })?;
         Ok(ids)
     };
-    let ids = super::guard::contained(read)?.map_err(|err| err.to_string())?;
+    let ids = match super::guard::contained(read)? {
+        Ok(ids) => ids,
+        Err(Failure::Store(err)) => return Err(err.to_string()),
+        Err(Failure::Redb(err)) => return Err(err.to_string()),
+    };
     if ids.len() as u64 == len {
         Ok(ids)
     } else {

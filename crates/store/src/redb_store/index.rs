@@ -111,21 +111,41 @@ where
     let len = layout::len_of(events, recent, sid)?;
     let mut ids = HashMap::new();
     let from = record.as_ref().map_or(0, |record| record.indexed);
-    if from < len {
-        let mut found = |seq: u64, bytes: &[u8]| -> Result<(), Failure> {
-            let id = layout::id_of(session, seq, bytes)?;
-            ids.insert(id.as_uuid().as_u128(), seq);
-            Ok(())
-        };
-        for entry in events.range((sid, from)..(sid, len))? {
-            let (key, bytes) = entry?;
-            found(key.value().1, bytes.value())?;
-        }
-        for (seq, bytes) in staging::staged(recent, sid, from..len)? {
-            found(seq, &bytes)?;
-        }
-    }
+    each_id(events, recent, session, from..len, |id, seq| {
+        ids.insert(id, seq);
+    })?;
     Ok(Tail { record, len, ids })
+}
+
+/// Calls `found` with the id (as u128) and seq of each of `session`'s events at `seqs`,
+/// stored in `events` or staged in `recent`.
+pub(super) fn each_id<E, R>(
+    events: &E,
+    recent: &R,
+    session: &SessionId,
+    seqs: std::ops::Range<u64>,
+    mut found: impl FnMut(u128, u64),
+) -> Result<(), Failure>
+where
+    E: ReadableTable<(&'static str, u64), &'static [u8]>,
+    R: ReadableTable<u64, (&'static str, u64, &'static [u8])>,
+{
+    if seqs.is_empty() {
+        return Ok(());
+    }
+    let sid = session.as_str();
+    let mut add = |seq: u64, bytes: &[u8]| -> Result<(), Failure> {
+        found(layout::id_of(session, seq, bytes)?.as_uuid().as_u128(), seq);
+        Ok(())
+    };
+    for entry in events.range((sid, seqs.start)..(sid, seqs.end))? {
+        let (key, bytes) = entry?;
+        add(key.value().1, bytes.value())?;
+    }
+    for (seq, bytes) in staging::staged(recent, sid, seqs)? {
+        add(seq, &bytes)?;
+    }
+    Ok(())
 }
 
 impl Tail {

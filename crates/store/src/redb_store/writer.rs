@@ -287,18 +287,11 @@ impl Writer {
         let append = match &self.deferred {
             None => append,
             Some(deferred) => {
-                let queue = self.queue.as_ref().filter(|_| self.thread.is_some())?;
-                let shared = &self.shared;
                 let offered = deferred.offer(append, |append| {
-                    shared.queued.fetch_add(1, Ordering::AcqRel);
-                    let sent = queue.send(Job::Append(Queued {
+                    self.enqueue(Queued {
                         append,
                         reply: None,
-                    }));
-                    if sent.is_err() {
-                        shared.queued.fetch_sub(1, Ordering::AcqRel);
-                    }
-                    sent.is_ok()
+                    })
                 });
                 match offered {
                     Offer::Acknowledged(len) => return Some(Ok(len)),
@@ -354,19 +347,25 @@ impl Writer {
     /// thread is gone.
     fn send(&self, append: Append) -> Option<oneshot::Receiver<Result<u64, StoreError>>> {
         let (reply, answer) = oneshot::channel();
-        let (Some(queue), Some(_)) = (&self.queue, &self.thread) else {
-            return None;
-        };
-        self.shared.queued.fetch_add(1, Ordering::AcqRel);
-        let queued = Queued {
+        self.enqueue(Queued {
             append,
             reply: Some(reply),
+        })
+        .then_some(answer)
+    }
+
+    /// Hands `queued` to the writer thread, counted among the queued appends; `false` when
+    /// the thread is gone.
+    fn enqueue(&self, queued: Queued) -> bool {
+        let (Some(queue), Some(_)) = (&self.queue, &self.thread) else {
+            return false;
         };
+        self.shared.queued.fetch_add(1, Ordering::AcqRel);
         if queue.send(Job::Append(queued)).is_err() {
             self.shared.queued.fetch_sub(1, Ordering::AcqRel);
-            return None;
+            return false;
         }
-        Some(answer)
+        true
     }
 
     /// Whether this append may commit on the calling thread: the option is on, the runtime
