@@ -34,11 +34,12 @@ pub use crate::agent::{AgentSpec, ReplySource};
 pub use crate::assembled::CodeIdentity;
 pub use crate::call_key::CallKey;
 pub use crate::claim::Claim;
+pub use crate::contained::catch_quietly;
 pub use crate::emit::{IntoEmit, Pending};
 pub use crate::event::Decoded;
 pub use crate::fold::{
     Applied, DEFAULT_CHECKPOINT_INTERVAL, Fold, MAX_CHECKPOINT_INTERVAL, SKIPPED_POSITIONS,
-    Skipped, StreamedFold, UndecodableEvent, catch_quietly,
+    Skipped, StreamedFold, UndecodableEvent,
 };
 pub mod observe;
 pub use crate::error::ErrorChain;

@@ -15,9 +15,9 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use crate::builtin::AgentStarted;
+use crate::contained::{panic_message, quietly};
 use crate::emit::Emit;
 use crate::event::{Envelope, Event};
-use crate::fold::{panic_message, quietly};
 use crate::handler::Handler;
 use crate::provider::{ChatMessage, Image, ReasoningEffort};
 use crate::tool::{DEFAULT_MAX_TURNS, Tool, Toolbox};

@@ -17,6 +17,7 @@ mod backfill;
 pub mod builtin;
 mod call_key;
 mod claim;
+mod contained;
 mod emit;
 mod error;
 mod event;

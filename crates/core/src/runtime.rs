@@ -52,10 +52,11 @@ use crate::builtin::{
     AgentCompleted, AgentStarted, ErrorOccurred, InputReceived, Outcome,
     OutputRejected as Rejected, TextComplete, UserInput, WorkflowCompleted, WorkflowStarted,
 };
+use crate::contained::panic_message;
 use crate::emit::{Emit, Pending};
 use crate::error::Error;
 use crate::event::{Envelope, Event, EventId, SessionId};
-use crate::fold::{Applied, Fold, panic_message};
+use crate::fold::{Applied, Fold};
 use crate::locks::SessionGuard;
 use crate::open_requests::OpenRequests;
 use crate::pattern::Pattern;
