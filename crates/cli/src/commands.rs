@@ -17,12 +17,12 @@ use std::sync::Arc;
 use chrono::{DateTime, Utc};
 use openharness::store::RedbError;
 use openharness::{SessionId, SessionStatus, Store, adapter::ErrorChain};
-use openharness_host::{SessionQuery, SessionSort};
+use openharness_host::{SessionQuery, SessionSort, list_names};
 use serde::Serialize;
 
 use crate::Context;
 use crate::args::Command;
-use crate::error::{CliError, list};
+use crate::error::CliError;
 use crate::shared::{parse_session, read_api_keys};
 
 mod check;

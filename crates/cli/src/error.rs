@@ -54,7 +54,7 @@ pub enum CliError {
     #[error(
         "session {session} was recorded by {}, which this program does not register (it registers {}), so its states cannot be derived; `{program} events {session}` prints its events and `{program} tape {session}` steps through them",
         recorded.as_deref().map_or_else(|| "an unknown workflow".to_owned(), |w| format!("workflow `{w}`")),
-        list(known)
+        openharness_host::list_names(known)
     )]
     Unhosted {
         /// The session.
@@ -171,19 +171,6 @@ impl From<HostError> for CliError {
             HostError::Workflow(err) => Self::Harness(err),
             other => Self::Host(other),
         }
-    }
-}
-
-/// Names as `` `a`, `b` `` for a message, or `none`.
-pub(crate) fn list(names: &[String]) -> String {
-    if names.is_empty() {
-        "none".to_owned()
-    } else {
-        names
-            .iter()
-            .map(|n| format!("`{n}`"))
-            .collect::<Vec<_>>()
-            .join(", ")
     }
 }
 

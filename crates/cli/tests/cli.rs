@@ -515,4 +515,9 @@ fn sessions_are_searched_filtered_sorted_and_cut() {
     assert_eq!(none, serde_json::json!([]));
     let bad = failure(&openharness(dir.path(), &["sessions", "--sort", "random"]));
     assert!(bad.contains("--sort"), "{bad}");
+    let bad = failure(&openharness(
+        dir.path(),
+        &["sessions", "--status", "idle", "--status", "asleep"],
+    ));
+    assert!(bad.contains("`asleep` is not a status"), "{bad}");
 }

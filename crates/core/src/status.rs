@@ -63,6 +63,38 @@ impl SessionStatus {
         }
     }
 
+    /// The status a lowercase word names (`running`, `idle`, `waiting`, `failed`), the
+    /// inverse of [`SessionStatus::as_str`].
+    ///
+    /// ```
+    /// use openharness_core::SessionStatus;
+    /// assert_eq!(SessionStatus::parse("idle"), Some(SessionStatus::Idle));
+    /// assert_eq!(SessionStatus::parse("sleeping"), None);
+    /// ```
+    pub fn parse(word: &str) -> Option<Self> {
+        [Self::Running, Self::Idle, Self::Waiting, Self::Failed]
+            .into_iter()
+            .find(|status| status.as_str() == word)
+    }
+
+    /// The statuses a filter names (words trimmed, empty ones skipped), or the first word
+    /// that is not a status.
+    ///
+    /// ```
+    /// use openharness_core::SessionStatus;
+    /// let asked = SessionStatus::parse_list("idle, failed,".split(','));
+    /// assert_eq!(asked, Ok(vec![SessionStatus::Idle, SessionStatus::Failed]));
+    /// assert_eq!(SessionStatus::parse_list(["idle", "done"]), Err("done"));
+    /// ```
+    pub fn parse_list<'a>(words: impl IntoIterator<Item = &'a str>) -> Result<Vec<Self>, &'a str> {
+        words
+            .into_iter()
+            .map(str::trim)
+            .filter(|word| !word.is_empty())
+            .map(|word| Self::parse(word).ok_or(word))
+            .collect()
+    }
+
     /// Whether a turn is under way (or was cut off).
     pub fn is_running(self) -> bool {
         self == Self::Running

@@ -9,7 +9,7 @@ pub enum HostError {
     /// No registered workflow has this name.
     #[error(
         "no workflow named `{name}` is registered (registered: {})",
-        list(known)
+        list_names(known)
     )]
     UnknownWorkflow {
         /// The name asked for.
@@ -22,7 +22,7 @@ pub enum HostError {
     DuplicateWorkflow(String),
     /// The session was recorded by a workflow this host does not have (or by none it can
     /// tell), so its states cannot be derived; its events can still be read.
-    #[error("session {session} was recorded by {}, which this host does not have (registered: {}); its events can still be read", recorded.as_deref().map_or_else(|| "an unknown workflow".to_owned(), |w| format!("workflow `{w}`")), list(known))]
+    #[error("session {session} was recorded by {}, which this host does not have (registered: {}); its events can still be read", recorded.as_deref().map_or_else(|| "an unknown workflow".to_owned(), |w| format!("workflow `{w}`")), list_names(known))]
     Unhosted {
         /// The session.
         session: SessionId,
@@ -78,7 +78,14 @@ impl From<HostError> for openharness_core::Error {
     }
 }
 
-fn list(names: &[String]) -> String {
+/// Names as `` `a`, `b` `` for a message, or `none`: how the host's errors (and the CLI's,
+/// which name the same registered workflows) list names.
+///
+/// ```
+/// assert_eq!(openharness_host::list_names(&["chat".to_owned(), "plan".to_owned()]), "`chat`, `plan`");
+/// assert_eq!(openharness_host::list_names(&[]), "none");
+/// ```
+pub fn list_names(names: &[String]) -> String {
     if names.is_empty() {
         "none".to_owned()
     } else {

@@ -50,7 +50,7 @@ use openharness_projection::{
 pub use catalog::{MAX_SESSIONS_PAGE, SessionQuery, SessionSort, SessionsPage};
 pub use code::CodeChange;
 pub use compare::{Ancestor, EventPlace, SessionComparison, SessionDivergence};
-pub use error::HostError;
+pub use error::{HostError, list_names};
 pub use hosted::{Hosted, JsonTape};
 pub use json_fold::JsonFold;
 pub use prepared::PreparedFork;

@@ -9,7 +9,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use openharness_core::builtin::{InputReceived, UserInput};
-use openharness_core::{Event as _, EventId, RunOptions, SessionId};
+use openharness_core::{Event as _, EventId, RunOptions, SessionId, SessionStatus};
 use openharness_host::{ForkPoint, SessionQuery};
 use serde::Deserialize;
 use serde_json::json;
@@ -157,17 +157,11 @@ impl ListQuery {
         let mut query = SessionQuery::default();
         query.search = self.search;
         if let Some(statuses) = self.status {
-            query.status = statuses
-                .split(',')
-                .filter(|s| !s.trim().is_empty())
-                .map(|s| {
-                    serde_json::from_value(json!(s.trim())).map_err(|_| {
-                        ApiError::bad_request(format!(
-                            "`{s}` is not a status: running, idle, waiting or failed"
-                        ))
-                    })
-                })
-                .collect::<Result<_, _>>()?;
+            query.status = SessionStatus::parse_list(statuses.split(',')).map_err(|word| {
+                ApiError::bad_request(format!(
+                    "`{word}` is not a status: running, idle, waiting or failed"
+                ))
+            })?;
         }
         query.workflow = self.workflow;
         query.agent = self.agent;

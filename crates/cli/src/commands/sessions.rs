@@ -62,18 +62,12 @@ pub(super) fn session_query(asked: crate::args::SessionsQuery) -> Result<Session
         || asked.limit.is_some();
     let mut query = SessionQuery::default();
     query.search = asked.search;
-    query.status = asked
-        .status
-        .iter()
-        .filter(|s| !s.trim().is_empty())
-        .map(|s| {
-            serde_json::from_value(serde_json::json!(s.trim())).map_err(|_| {
-                CliError::Usage(format!(
-                    "--status: `{s}` is not a status (running, idle, waiting or failed)"
-                ))
-            })
-        })
-        .collect::<Result<_, _>>()?;
+    query.status =
+        SessionStatus::parse_list(asked.status.iter().map(String::as_str)).map_err(|word| {
+            CliError::Usage(format!(
+                "--status: `{word}` is not a status (running, idle, waiting or failed)"
+            ))
+        })?;
     query.workflow = asked.workflow;
     query.agent = asked.agent;
     query.since = asked.since;
@@ -140,7 +134,7 @@ pub(super) async fn sessions(
             out,
             "No sessions yet in {}. This program runs {}.",
             host.store().describe(),
-            list(&host.workflow_names())
+            list_names(&host.workflow_names())
         )?;
     }
     if !sessions.is_empty() {

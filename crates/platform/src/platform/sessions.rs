@@ -31,26 +31,9 @@ impl Platform {
         })
     }
 
-    /// The sessions of `agent`, oldest first.
+    /// The sessions of `agent`, oldest first (a `404` error for an agent that does not exist).
     pub async fn sessions(&self, agent: Uuid) -> Result<Vec<Session>, PlatformError> {
-        let records = self
-            .read(|index| {
-                index.agent(agent)?;
-                Ok::<_, PlatformError>(
-                    index
-                        .sessions
-                        .values()
-                        .filter(|s| s.agent_id == agent)
-                        .cloned()
-                        .collect::<Vec<_>>(),
-                )
-            })
-            .await??;
-        let mut sessions = Vec::with_capacity(records.len());
-        for record in records {
-            sessions.push(self.session_of(record).await?);
-        }
-        Ok(sessions)
+        self.all_sessions(Some(agent)).await
     }
 
     /// One session of `agent`.
