@@ -45,6 +45,21 @@ pub(crate) async fn request(
     Ok((status, body))
 }
 
+/// A POST that must answer `expected`; its body, or an error naming the path, the status and
+/// the answer.
+pub(crate) async fn post_expecting(
+    addr: SocketAddr,
+    path: &str,
+    body: &str,
+    expected: u16,
+) -> Fallible<String> {
+    let (status, answer) = request(addr, "POST", path, Some(body)).await?;
+    if status != expected {
+        return Err(format!("POST {path}: {status} {answer}").into());
+    }
+    Ok(answer)
+}
+
 /// The value of `"field":"…"` or `"field":n` in a JSON text (enough for the server's answers
 /// read here; a JSON body may also be chunked, which these fields never straddle).
 pub(crate) fn field(json: &str, name: &str) -> Option<String> {

@@ -36,7 +36,7 @@ use openharness_platform::{ChatAgent, Platform, agent_chat_workflow};
 use openharness_provider::{Reply, ScriptedProvider};
 use openharness_server::{ServerOptions, router};
 
-use crate::http::{Subscriber, field, millis, percentile, request, serve};
+use crate::http::{Subscriber, field, millis, percentile, post_expecting, request, serve};
 use crate::report::Row;
 use crate::report::{BoxError, Fallible};
 use crate::server::settled_len;
@@ -213,18 +213,12 @@ async fn platform_clients(store: Arc<dyn Store>) -> Fallible<Vec<PlatformClient>
     let platform = Platform::new(store, None).with_provider(model());
     let addr = serve(router(host, ServerOptions::default().platform(platform))).await?;
     let body = format!(r#"{{"name":"bench","system_prompt":"{SYSTEM_PROMPT}"}}"#);
-    let (status, agent) = request(addr, "POST", "/v1/agents", Some(&body)).await?;
-    if status != 201 {
-        return Err(format!("POST /v1/agents: {status} {agent}").into());
-    }
+    let agent = post_expecting(addr, "/v1/agents", &body, 201).await?;
     let agent = field(&agent, "id").ok_or("no agent id")?;
     let mut clients = Vec::with_capacity(CLIENTS);
     for _ in 0..CLIENTS {
         let sessions = format!("/v1/agents/{agent}/sessions");
-        let (status, session) = request(addr, "POST", &sessions, Some("{}")).await?;
-        if status != 201 {
-            return Err(format!("POST {sessions}: {status} {session}").into());
-        }
+        let session = post_expecting(addr, &sessions, "{}", 201).await?;
         let session = field(&session, "id").ok_or("no session id")?;
         let path = format!("{sessions}/{session}");
         let stream = Subscriber::open(addr, &format!("{path}/events"), None).await?;
@@ -251,10 +245,7 @@ async fn native_clients(store: Arc<dyn Store>) -> Fallible<Vec<NativeClient>> {
     );
     let mut clients = Vec::with_capacity(CLIENTS);
     for _ in 0..CLIENTS {
-        let (status, created) = request(addr, "POST", "/sessions", Some(&body)).await?;
-        if status != 202 {
-            return Err(format!("POST /sessions: {status} {created}").into());
-        }
+        let created = post_expecting(addr, "/sessions", &body, 202).await?;
         let session = field(&created, "session").ok_or("no session id")?;
         let id: SessionId = session.parse()?;
         let len = settled(&host, &id).await?;

@@ -39,7 +39,7 @@ use serde::{Deserialize, Serialize};
 use tokio::sync::broadcast;
 
 use crate::HEAP;
-use crate::http::{Subscriber, field, millis, percentile, request, serve};
+use crate::http::{Subscriber, field, millis, percentile, post_expecting, serve};
 use crate::report::Row;
 
 use crate::report::Fallible;
@@ -237,34 +237,14 @@ async fn fan_out_ours() -> Fallible<(FanOut, Vec<(String, u64, String)>)> {
     let host = host(store)?;
     let options = ServerOptions::default().max_streams_per_session(SUBSCRIBERS + 8);
     let addr = serve(router(host.clone(), options)).await?;
-    let (status, created) = request(
-        addr,
-        "POST",
-        "/sessions",
-        Some(r#"{"workflow":"ticks","input":"1"}"#),
-    )
-    .await?;
-    if status != 202 {
-        return Err(format!("POST /sessions: {status} {created}").into());
-    }
-    let session = field(&created, "session").ok_or("no session id")?;
-    let id: SessionId = session.parse()?;
+    let (session, id) = ticks_session(addr).await?;
     let len = settled_len(&host, &id).await?;
     let path = format!("/sessions/{session}/events");
     let subs = subscribers(addr, &path, Some(len - 1), SUBSCRIBERS).await?;
 
     let started = Instant::now();
     let body = format!(r#"{{"text":"{TICKS}"}}"#);
-    let (status, answer) = request(
-        addr,
-        "POST",
-        &format!("/sessions/{session}/input"),
-        Some(&body),
-    )
-    .await?;
-    if status != 202 {
-        return Err(format!("POST input: {status} {answer}").into());
-    }
+    post_expecting(addr, &format!("/sessions/{session}/input"), &body, 202).await?;
     let watchers: Vec<_> = subs
         .into_iter()
         .enumerate()
@@ -288,6 +268,21 @@ async fn fan_out_ours() -> Fallible<(FanOut, Vec<(String, u64, String)>)> {
         ));
     }
     Ok((fan_out, payloads))
+}
+
+/// Starts a `ticks` session over HTTP (its first turn ticks once): its id as the server
+/// wrote it, and parsed.
+async fn ticks_session(addr: SocketAddr) -> Fallible<(String, SessionId)> {
+    let created = post_expecting(
+        addr,
+        "/sessions",
+        r#"{"workflow":"ticks","input":"1"}"#,
+        202,
+    )
+    .await?;
+    let session = field(&created, "session").ok_or("no session id")?;
+    let id = session.parse()?;
+    Ok((session, id))
 }
 
 /// The session's length once no turn runs on it.
@@ -364,15 +359,7 @@ async fn paced_latency() -> Fallible<(Vec<Duration>, Vec<Duration>)> {
     let host = host(Observed::new(MemoryStore::new(), times.clone()))?;
     let options = ServerOptions::default().max_streams_per_session(SUBSCRIBERS + 8);
     let addr = serve(router(host.clone(), options)).await?;
-    let (_, created) = request(
-        addr,
-        "POST",
-        "/sessions",
-        Some(r#"{"workflow":"ticks","input":"1"}"#),
-    )
-    .await?;
-    let session = field(&created, "session").ok_or("no session id")?;
-    let id: SessionId = session.parse()?;
+    let (session, id) = ticks_session(addr).await?;
     let len = settled_len(&host, &id).await?;
     let path = format!("/sessions/{session}/events");
     let subs = subscribers(addr, &path, Some(len - 1), SUBSCRIBERS).await?;
@@ -443,18 +430,7 @@ async fn continue_latency() -> Fallible<(Vec<Duration>, Vec<Duration>)> {
     let store = RedbStore::open(dir.path().join("store.redb"))?;
     let host = host(store)?;
     let addr = serve(router(host.clone(), ServerOptions::default())).await?;
-    let (status, created) = request(
-        addr,
-        "POST",
-        "/sessions",
-        Some(r#"{"workflow":"ticks","input":"1"}"#),
-    )
-    .await?;
-    if status != 202 {
-        return Err(format!("POST /sessions: {status} {created}").into());
-    }
-    let session = field(&created, "session").ok_or("no session id")?;
-    let id: SessionId = session.parse()?;
+    let (session, id) = ticks_session(addr).await?;
     let mut len = settled_len(&host, &id).await?;
     let mut over_http = Vec::with_capacity(ROUNDS);
     let mut in_process = Vec::with_capacity(ROUNDS);
@@ -464,10 +440,7 @@ async fn continue_latency() -> Fallible<(Vec<Duration>, Vec<Duration>)> {
         let mut stream =
             Subscriber::open(addr, &format!("/sessions/{session}/events"), Some(len - 1)).await?;
         let started = Instant::now();
-        let (status, answer) = request(addr, "POST", &input_path, Some(r#"{"text":"3"}"#)).await?;
-        if status != 202 {
-            return Err(format!("POST input: {status} {answer}").into());
-        }
+        post_expecting(addr, &input_path, r#"{"text":"3"}"#, 202).await?;
         let (seq, _) = stream.next().await?;
         over_http.push(started.elapsed());
         if seq != len {
@@ -506,15 +479,8 @@ async fn idle_memory() -> Fallible<(f64, f64)> {
     let host = host(MemoryStore::new())?;
     let options = ServerOptions::default().max_streams_per_session(IDLE + 8);
     let addr = serve(router(host.clone(), options)).await?;
-    let (_, created) = request(
-        addr,
-        "POST",
-        "/sessions",
-        Some(r#"{"workflow":"ticks","input":"1"}"#),
-    )
-    .await?;
-    let session = field(&created, "session").ok_or("no session id")?;
-    let len = settled_len(&host, &session.parse()?).await?;
+    let (session, id) = ticks_session(addr).await?;
+    let len = settled_len(&host, &id).await?;
     let path = format!("/sessions/{session}/events");
     let ours = held_per_stream(addr, &path, Some(len - 1)).await?;
 
