@@ -310,6 +310,15 @@ fn partial_handler_ignores_events_without_a_handler() {
         .into(),
     );
     assert_eq!(counter.completed, 1);
+    // Which events it has a handler for: a fold skips the others without calling `apply`.
+    assert!(!TaskCounter::handles(&TaskBegun(0).into()));
+    assert!(TaskCounter::handles(
+        &TaskCompleted {
+            index: 0,
+            summary: String::new(),
+        }
+        .into()
+    ));
 }
 
 /// A partial handler that happens to handle everything still compiles cleanly.
@@ -340,6 +349,7 @@ fn partial_handler_covering_everything_works() {
     let emit = pings.apply(&Pinged.into());
     assert_eq!(pings.0, 1);
     assert_eq!(emit.pending()[0].name, "pinged:pinged");
+    assert!(Pings::handles(&Pinged.into()));
 }
 
 /// A module of handler functions.

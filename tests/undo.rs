@@ -257,6 +257,47 @@ fn without_undos_the_walk_back_copies_states_and_stays_exact() {
     );
 }
 
+/// A state that keeps only the name, and records no undos.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct NameOnly {
+    name: String,
+    #[serde(skip)]
+    _copies: CloneCount,
+}
+
+#[handler(LedgerEvent, partial)]
+impl NameOnly {
+    fn renamed(&mut self, event: &LedgerRenamed) {
+        self.name.clone_from(&event.name);
+    }
+}
+
+#[test]
+fn without_undos_stepping_back_over_events_no_handler_ran_copies_nothing() {
+    // One event in ten renames; the others (additions, clears, inputs) run no handler of
+    // `NameOnly`'s, as an agent's streamed events run none of most states'.
+    let events = adds_and_clears(3_000)
+        .into_iter()
+        .enumerate()
+        .map(|(i, e)| {
+            if i % 10 == 0 {
+                envelope(Kind::Rename(i as u8))
+            } else {
+                e
+            }
+        })
+        .collect::<Vec<_>>();
+    let (len, copies) = walk_back_from_the_end::<NameOnly>("name-only", events);
+    // A copy per rename stepped back over, and two per snapshot segment (the start of the
+    // fold that lays its states down, and that fold's checkpoint); not one per step.
+    let renames = len as usize / 10;
+    let segments = len as usize / 200 + 1;
+    assert!(
+        copies <= renames + 2 * segments,
+        "{copies} copies for {len} steps back over {renames} renames"
+    );
+}
+
 #[test]
 fn a_handler_that_panics_gives_up_undo_and_the_walk_stays_exact() {
     let kinds = (0..400).map(|i| match i % 3 {

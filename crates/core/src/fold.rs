@@ -36,7 +36,8 @@ pub enum Applied {
     /// The handler ran; these are the events it emitted.
     Handled(Emit),
     /// The event is not in the workflow's event set (a built-in event the workflow does not
-    /// handle, or an event from another version of the workflow).
+    /// handle, or an event from another version of the workflow), or the state has no
+    /// handler for it ([`Handler::handles`]); the state is unchanged.
     Skipped,
     /// The handler panicked; the state is unchanged. Carries the panic message.
     Panicked(String),
@@ -322,6 +323,31 @@ impl<S: Handler> Fold<S> {
         true
     }
 
+    /// Moves the fold back to `position` (no later than its own), keeping its state: for a
+    /// caller that knows none of the events from `position` on ran a handler (each was
+    /// [`Applied::Skipped`], [`Applied::Undecodable`] or [`Applied::Panicked`] when folded),
+    /// so this state is also the state after `position` events. A tape steps back over an
+    /// agent's streamed events this way without copying the state.
+    ///
+    /// ```
+    /// # use openharness_core::{*, adapter::*};
+    /// # fn demo<S: Handler + PartialEq + std::fmt::Debug>(state: S) {
+    /// let mut fold = Fold::at(state.clone(), 5);
+    /// fold.rewind_unchanged(3);
+    /// assert_eq!((fold.position(), fold.state()), (3, &state));
+    /// fold.rewind_unchanged(9); // never forwards
+    /// assert_eq!(fold.position(), 3);
+    /// # }
+    /// ```
+    pub fn rewind_unchanged(&mut self, position: u64) {
+        self.position = position.min(self.position);
+        if self.checkpoint_position > self.position {
+            // The checkpoint is ahead of the state now; the next apply takes a fresh one.
+            self.checkpoint = None;
+            self.checkpoint_position = self.position;
+        }
+    }
+
     fn apply_with(
         &mut self,
         event: &Envelope,
@@ -333,6 +359,7 @@ impl<S: Handler> Fold<S> {
             self.take_checkpoint();
         }
         let applied = match S::Events::decode(&event.name, &event.payload) {
+            Ok(Decoded::Known(typed)) if !S::handles(&typed) => Applied::Skipped,
             Ok(Decoded::Known(typed)) => {
                 let applied = match undo {
                     Some(undo) => {

@@ -44,6 +44,14 @@ pub trait Handler: Clone + Send + Sync + 'static {
     /// Folds one event into the state and returns the events it causes.
     fn apply(&mut self, event: &Self::Events) -> Emit;
 
+    /// Whether the state has a handler for `event`: always, unless `#[handler(Events,
+    /// partial)]` left it without one. A fold skips an event without a handler (it would
+    /// change nothing), and a tape steps back over it without copying the state.
+    fn handles(event: &Self::Events) -> bool {
+        let _ = event;
+        true
+    }
+
     /// Folds one event like [`Handler::apply`], recording in `undo` how to take the change
     /// back (see [`Undo`]). `#[handler]` generates it for handlers that take
     /// `undo: &mut Undo<Self>`; the default says the change cannot be undone, and a tape then

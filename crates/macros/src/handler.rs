@@ -420,6 +420,23 @@ fn generate_apply(
             }
         }
     });
+    // With `partial`, which events have a handler: a fold skips the others without calling
+    // `apply`, and a tape steps back over them without copying the state.
+    let handles = partial.then(|| {
+        let arms = routes.iter().map(|Route { variant, cfgs, .. }| {
+            quote!(#(#cfgs)* __OpenharnessEvents::#variant(_) => true,)
+        });
+        quote! {
+            fn handles(event: &#events) -> bool {
+                use #events as __OpenharnessEvents;
+                match *event {
+                    #(#arms)*
+                    #[allow(unreachable_patterns)]
+                    _ => false,
+                }
+            }
+        }
+    });
     quote! {
         type Events = #events;
 
@@ -428,6 +445,8 @@ fn generate_apply(
         }
 
         #apply_undoable
+
+        #handles
     }
 }
 

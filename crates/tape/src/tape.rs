@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use openharness_core::{
     Envelope, SessionId, Undo, Workflow, WorkflowState,
-    adapter::{Fold, Skipped},
+    adapter::{Applied, Fold, Skipped},
 };
 use serde::Serialize;
 
@@ -50,11 +50,15 @@ pub struct Tape<S: WorkflowState> {
     indexer: Fold<S>,
     /// States inside one segment between two snapshots, so that stepping back is cheap.
     fine: Option<FineCache<S>>,
-    /// The states at positions `stretch_start..stretch_start + stretch.len()`, laid down by
-    /// the last backward step that folded; further steps back take them without folding or
-    /// cloning.
-    stretch: Vec<S>,
-    stretch_start: u64,
+    /// Whether the event at each index ran one of the state's handlers when the indexer
+    /// folded it: stepping back over one that did not leaves the state as it is.
+    handled: Vec<bool>,
+    /// States laid down by the last backward step that folded, each with its position: the
+    /// state at the first position, and at each later one below `stretch_end` whose event
+    /// ran a handler. The state at a position in between is the entry at or before it;
+    /// further steps back take them without folding or cloning.
+    stretch: Vec<(u64, S)>,
+    stretch_end: u64,
     calibration: Calibration,
     live: Option<Live<S>>,
     paused: Arc<AtomicBool>,
@@ -146,8 +150,9 @@ impl<S: WorkflowState> Tape<S> {
             snapshots: vec![initial],
             interval,
             fine: None,
+            handled: Vec::new(),
             stretch: Vec::new(),
-            stretch_start: 0,
+            stretch_end: 0,
             calibration,
             live: None,
             paused: Arc::new(AtomicBool::new(false)),
@@ -311,10 +316,11 @@ impl<S: WorkflowState> Tape<S> {
     ///
     /// When the state's handlers record undos: by reverting the events the cursor folded
     /// last, or, past them, by folding from the snapshot at or before `target` (recording, so
-    /// the next steps back revert). Otherwise: from the stretch of states the last backward
-    /// fold laid down when it holds `target` (no fold, no clone), else by folding from the
-    /// nearest known state and keeping the states of the positions just before `target` for
-    /// the next steps.
+    /// the next steps back revert). Otherwise: over events that ran no handler (an agent's
+    /// streamed events, say) by moving the cursor alone; else from the stretch of states the
+    /// last backward fold laid down when it covers `target` (no fold, no clone), else by
+    /// folding from the nearest known state and keeping the states before `target` for the
+    /// next steps.
     fn step_back_to(&mut self, target: u64) {
         let distance = self.position() - target;
         if distance <= self.undo.len() as u64 {
@@ -339,35 +345,78 @@ impl<S: WorkflowState> Tape<S> {
             // way the cursor is at `target`.
             return;
         }
-        let start = self.stretch_start;
-        if target >= start && target < start + self.stretch.len() as u64 {
-            let keep = usize::try_from(target - start).unwrap_or(usize::MAX) + 1;
+        if !self.changed_between(target, self.position()) {
+            self.fold.rewind_unchanged(target);
+            return;
+        }
+        if target < self.stretch_end {
+            let keep = self.stretch.partition_point(|(at, _)| *at <= target);
             self.stretch.truncate(keep);
-            if let Some(state) = self.stretch.pop() {
+            if let Some((at, state)) = self.stretch.pop() {
+                // No handler ran between `at` and `target`: its state is theirs.
+                self.stretch_end = at;
                 self.set_cursor(Fold::at(state, target).quiet());
                 return;
             }
         }
-        self.ensure_fine(target);
-        let (at, state) = self.nearest(target);
-        let stretch_len = self
+        let most = self
             .calibration
             .states_within(STRETCH_BYTES)
             .clamp(1, MAX_STRETCH);
-        let lowest = target.saturating_sub(stretch_len).max(at);
+        let (segment, _) = self.snapshot_at_or_before(target);
+        let lowest = self.stretch_floor(segment, target, most);
+        // A stretch that reaches the segment's snapshot folds from it; a shorter one from the
+        // segment's finer states.
+        if lowest > segment {
+            self.ensure_fine(lowest);
+        }
+        let (at, state) = self.nearest(lowest);
         let mut fold = Fold::at(state.clone(), at).quiet();
         let mut stretch = Vec::new();
         let from = usize::try_from(at).unwrap_or(usize::MAX);
         let to = usize::try_from(target).unwrap_or(usize::MAX);
         for event in self.events.get(from..to).unwrap_or_default() {
-            if fold.position() >= lowest {
-                stretch.push(fold.state().clone());
+            let position = fold.position();
+            if position == lowest
+                || (position > lowest && self.changed_between(position - 1, position))
+            {
+                stretch.push((position, fold.state().clone()));
             }
             fold.apply(event, &self.events);
         }
         self.stretch = stretch;
-        self.stretch_start = lowest;
+        self.stretch_end = target;
         self.set_cursor(fold);
+    }
+
+    /// Whether an event from position `from` up to `to` ran a handler when indexed (an event
+    /// not indexed yet counts as one that did).
+    fn changed_between(&self, from: u64, to: u64) -> bool {
+        let from = usize::try_from(from).unwrap_or(usize::MAX);
+        let to = usize::try_from(to).unwrap_or(usize::MAX);
+        if to > self.handled.len() {
+            return true;
+        }
+        self.handled
+            .get(from..to)
+            .is_none_or(|handled| handled.contains(&true))
+    }
+
+    /// The lowest position (not below `at`) a backward stretch ending at `target` starts at,
+    /// holding at most `most` states: one for its start and one per event that ran a handler.
+    fn stretch_floor(&self, at: u64, target: u64, most: u64) -> u64 {
+        let mut kept = 1;
+        let mut lowest = target;
+        while lowest > at {
+            if self.changed_between(lowest - 1, lowest) {
+                if kept == most {
+                    break;
+                }
+                kept += 1;
+            }
+            lowest -= 1;
+        }
+        lowest
     }
 
     /// Folds the cursor forward to `target`, recording undos.
@@ -605,7 +654,8 @@ impl<S: WorkflowState> Tape<S> {
         let start = usize::try_from(self.indexer.position()).unwrap_or(usize::MAX);
         let end = self.events.len();
         for index in start..end {
-            self.indexer.apply(&self.events[index], &self.events);
+            let applied = self.indexer.apply(&self.events[index], &self.events);
+            self.handled.push(matches!(applied, Applied::Handled(_)));
             let position = self.indexer.position();
             if position.is_multiple_of(self.interval) {
                 self.snapshots.push(self.indexer.state().clone());
