@@ -164,6 +164,28 @@ pub struct ToolApproval {
     pub reason: Option<String>,
 }
 
+/// The entries a static and a dynamic tool part share: `toolCallId`, `state`, `input`, and
+/// `output` and `errorText` when present.
+fn tool_call_entries<M: SerializeMap>(
+    map: &mut M,
+    tool_call_id: &str,
+    state: &ToolState,
+    input: &Value,
+    output: Option<&Value>,
+    error_text: Option<&String>,
+) -> Result<(), M::Error> {
+    map.serialize_entry("toolCallId", tool_call_id)?;
+    map.serialize_entry("state", state)?;
+    map.serialize_entry("input", input)?;
+    if let Some(output) = output {
+        map.serialize_entry("output", output)?;
+    }
+    if let Some(error_text) = error_text {
+        map.serialize_entry("errorText", error_text)?;
+    }
+    Ok(())
+}
+
 impl Serialize for UiPart {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         match self {
@@ -187,15 +209,14 @@ impl Serialize for UiPart {
                 let len = 4 + usize::from(output.is_some()) + usize::from(error_text.is_some());
                 let mut map = serializer.serialize_map(Some(len))?;
                 map.serialize_entry("type", &format!("tool-{tool_name}"))?;
-                map.serialize_entry("toolCallId", tool_call_id)?;
-                map.serialize_entry("state", state)?;
-                map.serialize_entry("input", input)?;
-                if let Some(output) = output {
-                    map.serialize_entry("output", output)?;
-                }
-                if let Some(error_text) = error_text {
-                    map.serialize_entry("errorText", error_text)?;
-                }
+                tool_call_entries(
+                    &mut map,
+                    tool_call_id,
+                    state,
+                    input,
+                    output.as_ref(),
+                    error_text.as_ref(),
+                )?;
                 map.end()
             }
             Self::DynamicTool {
@@ -214,15 +235,14 @@ impl Serialize for UiPart {
                 let mut map = serializer.serialize_map(Some(len))?;
                 map.serialize_entry("type", "dynamic-tool")?;
                 map.serialize_entry("toolName", tool_name)?;
-                map.serialize_entry("toolCallId", tool_call_id)?;
-                map.serialize_entry("state", state)?;
-                map.serialize_entry("input", input)?;
-                if let Some(output) = output {
-                    map.serialize_entry("output", output)?;
-                }
-                if let Some(error_text) = error_text {
-                    map.serialize_entry("errorText", error_text)?;
-                }
+                tool_call_entries(
+                    &mut map,
+                    tool_call_id,
+                    state,
+                    input,
+                    output.as_ref(),
+                    error_text.as_ref(),
+                )?;
                 if let Some(approval) = approval {
                     map.serialize_entry("approval", approval)?;
                 }
