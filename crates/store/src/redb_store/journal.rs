@@ -174,9 +174,8 @@ impl Journal {
         let record = std::mem::take(&mut self.record);
         let written = (|| {
             let file = self.file()?;
-            // Always from `pos`, wherever a failed write left the file's cursor.
-            file.seek(SeekFrom::Start(pos))?;
-            file.write_all(&record)?;
+            // Always at `pos`, wherever a failed write left the file's cursor.
+            write_all_at(file, &record, pos)?;
             let mut size = size;
             if end > size {
                 // The record ran past the zeros: grow the file, so the next records
@@ -200,6 +199,19 @@ impl Journal {
     pub(super) fn restart(&mut self) {
         self.pos = 0;
         self.last_start = 0;
+    }
+}
+
+/// Writes `bytes` at `offset` of `file`: one `pwrite` on Unix (no seek first).
+fn write_all_at(file: &mut File, bytes: &[u8], offset: u64) -> std::io::Result<()> {
+    #[cfg(unix)]
+    {
+        std::os::unix::fs::FileExt::write_all_at(file, bytes, offset)
+    }
+    #[cfg(not(unix))]
+    {
+        file.seek(SeekFrom::Start(offset))?;
+        file.write_all(bytes)
     }
 }
 
