@@ -804,33 +804,32 @@ async fn grow(store: &RedbStore, session: &SessionId) {
 
 #[tokio::test]
 async fn a_small_file_that_grew_is_compacted_when_the_store_closes() {
+    // The same writes closed with and without compaction. (Not the file's length before the
+    // close against after it: the journal's checkpoint, which moves its events into the file,
+    // may still be under way when the length is read, and the close finishes it.)
     let dir = tempfile::tempdir().expect("a temporary directory");
     let session = SessionId::new();
-    let mut lens = Vec::new();
+    let mut closed = Vec::new();
     for compact in [true, false] {
         let path = dir.path().join(format!("compact-{compact}.redb"));
         let store = RedbStore::open_with(&path, RedbOptions::default().compact_on_close(compact))
             .expect("open");
         grow(&store, &session).await;
         store.sync().await.expect("sync");
-        let open_len = file_len(&path);
         drop(store);
-        let closed_len = file_len(&path);
+        closed.push(file_len(&path));
         let store = RedbStore::open(&path).expect("reopen");
         assert_eq!(
             store.all_events(&session).await.expect("read").len(),
             2000,
             "compaction keeps every event"
         );
-        drop(store);
-        lens.push((open_len, closed_len));
     }
-    let [(grown, compacted), (grown_kept, kept)] = lens[..] else {
+    let [compacted, kept] = closed[..] else {
         unreachable!("two runs")
     };
     assert!(
-        compacted < grown,
-        "compacted on close: {grown} -> {compacted} bytes"
+        compacted < kept,
+        "closed with compaction: {compacted} bytes; without: {kept} bytes"
     );
-    assert_eq!(kept, grown_kept, "not compacted when turned off");
 }
