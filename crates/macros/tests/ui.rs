@@ -1,0 +1,7 @@
+//! Compile-fail tests for the macros (`tests/ui/*.rs`, each with the `.stderr` rustc must print), and the uses they must keep accepting (`tests/ui/pass`). `TRYBUILD=overwrite cargo test -p openharness-macros --test ui` rewrites the `.stderr` files after a deliberate change to a message.
+#[test]
+fn ui() {
+    let t = trybuild::TestCases::new();
+    t.compile_fail("tests/ui/*.rs");
+    t.pass("tests/ui/pass/*.rs");
+}
