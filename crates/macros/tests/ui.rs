@@ -1,4 +1,7 @@
-//! Compile-fail tests for the macros (`tests/ui/*.rs`, each with the `.stderr` rustc must print), and the uses they must keep accepting (`tests/ui/pass`). `TRYBUILD=overwrite cargo test -p openharness-macros --test ui` rewrites the `.stderr` files after a deliberate change to a message.
+//! Compile-fail tests for the macros (`tests/ui/*.rs`, each with the `.stderr` rustc must
+//! print), and the uses they must keep accepting (`tests/ui/pass`). After a deliberate change
+//! to a message, `TRYBUILD=overwrite cargo test -p openharness-macros --test ui` rewrites the
+//! `.stderr` files (review their diff).
 #[test]
 fn ui() {
     let t = trybuild::TestCases::new();
