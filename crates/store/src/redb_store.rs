@@ -47,6 +47,7 @@ mod options;
 mod port;
 mod record;
 mod replay;
+mod settle;
 mod staging;
 mod writer;
 

@@ -833,3 +833,32 @@ async fn a_small_file_that_grew_is_compacted_when_the_store_closes() {
         "closed with compaction: {compacted} bytes; without: {kept} bytes"
     );
 }
+
+/// With the journal, an append is answered once its record is durable, while redb's commit is
+/// still under way: every read right after an append still sees it (reads wait for that
+/// commit), from concurrent writers too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_read_right_after_a_journaled_append_sees_it() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let store = RedbStore::open(dir.path().join("store.redb")).expect("open");
+    let mut writers = Vec::new();
+    for _ in 0..2 {
+        let store = store.clone();
+        writers.push(tokio::spawn(async move {
+            let session = SessionId::new();
+            for seq in 0..300_u64 {
+                let event = Envelope::new("tick:counted", json!({ "n": seq }), None);
+                store
+                    .append(&session, std::slice::from_ref(&event), seq)
+                    .await
+                    .expect("append");
+                let read = store.events(&session, seq..seq + 1).await.expect("read");
+                assert_eq!(read.len(), 1, "the append at {seq} is read right after it");
+                assert_eq!(read[0].id, event.id);
+            }
+        }));
+    }
+    for writer in writers {
+        writer.await.expect("a writer");
+    }
+}

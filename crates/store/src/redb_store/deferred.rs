@@ -19,20 +19,20 @@
 //! never known, and above about a million ids in all, every session is forgotten.
 //!
 //! Reads wait for the writer thread to apply every append acknowledged before they started
-//! ([`Deferred::settled`]), so a caller reads its own writes, as in the other modes. An
+//! ([`Settle::settled`]), so a caller reads its own writes, as in the other modes. An
 //! acknowledged append the writer thread then fails to commit (redb failed, or the file was
 //! found damaged) marks the store damaged: every later write, `Store::sync` included, fails
 //! with the reason, so the turn that made it does not end in success.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use openharness_core::SessionId;
-use tokio::sync::watch;
 
 use super::guard::Db;
 use super::layout::EVENTS;
+use super::settle::Settle;
 use super::writer::Append;
 use super::{Failure, index, staging};
 
@@ -57,11 +57,9 @@ pub(super) struct Deferred {
     sessions: Mutex<HashMap<SessionId, Entry>>,
     /// How many ids the known sessions hold, in all (changed under `sessions`' lock).
     known_ids: AtomicUsize,
-    /// Appends acknowledged before the writer thread applied them, since the store opened.
-    acknowledged: AtomicU64,
-    /// How many of them the writer thread has applied (or failed); its sender is the writer
-    /// thread's, so waiting ends if that thread is gone.
-    applied: watch::Receiver<u64>,
+    /// The appends acknowledged before the writer thread applied them (shared with the
+    /// writer, which counts what it applies).
+    settle: Arc<Settle>,
 }
 
 /// One session's entry.
@@ -96,16 +94,13 @@ pub(super) enum Offer {
 }
 
 impl Deferred {
-    /// A new account, and the sender the writer thread reports applied appends with.
-    pub(super) fn new() -> (Self, watch::Sender<u64>) {
-        let (applied_tx, applied) = watch::channel(0);
-        let deferred = Self {
+    /// A new account, acknowledging appends in `settle`.
+    pub(super) fn new(settle: Arc<Settle>) -> Self {
+        Self {
             sessions: Mutex::new(HashMap::new()),
             known_ids: AtomicUsize::new(0),
-            acknowledged: AtomicU64::new(0),
-            applied,
-        };
-        (deferred, applied_tx)
+            settle,
+        }
     }
 
     fn lock(&self) -> MutexGuard<'_, HashMap<SessionId, Entry>> {
@@ -117,10 +112,7 @@ impl Deferred {
     /// such until [`checked`](Self::checked).
     pub(super) fn offer(&self, append: Append, queue: impl FnOnce(Append) -> bool) -> Offer {
         let mut sessions = self.lock();
-        let waiting = self
-            .acknowledged
-            .load(Ordering::Acquire)
-            .saturating_sub(*self.applied.borrow());
+        let waiting = self.settle.waiting();
         let entry = sessions.entry(append.session.clone()).or_default();
         let known = match entry.known.as_mut() {
             Some(known)
@@ -144,9 +136,9 @@ impl Deferred {
         self.known_ids
             .fetch_add(append.records.len(), Ordering::Relaxed);
         // Counted before it is queued, so a read that starts once it is answered waits for it.
-        self.acknowledged.fetch_add(1, Ordering::AcqRel);
+        self.settle.acknowledge();
         if !queue(append) {
-            self.acknowledged.fetch_sub(1, Ordering::AcqRel);
+            self.settle.withdraw();
             self.drop_known(entry);
             return Offer::Gone;
         }
@@ -234,7 +226,7 @@ impl Deferred {
 
     /// `session` is about to be cleared: from now until [`cleared`](Self::cleared), its
     /// appends are checked by the writer thread, so each lands wholly before or after the
-    /// clearing. Call before waiting for the acknowledged ones ([`settled`](Self::settled)).
+    /// clearing. Call before waiting for the acknowledged ones ([`Settle::settled`]).
     pub(super) fn clearing(&self, session: &SessionId) {
         let mut sessions = self.lock();
         let entry = sessions.entry(session.clone()).or_default();
@@ -248,17 +240,6 @@ impl Deferred {
             entry.clearing = entry.clearing.saturating_sub(1);
             self.drop_known(entry);
         }
-    }
-
-    /// Waits until the writer thread has applied every append acknowledged so far (at once
-    /// when it has, or when the thread is gone).
-    pub(super) async fn settled(&self) {
-        let target = self.acknowledged.load(Ordering::Acquire);
-        if *self.applied.borrow() >= target {
-            return;
-        }
-        let mut applied = self.applied.clone();
-        let _ = applied.wait_for(|applied| *applied >= target).await;
     }
 }
 

@@ -1,6 +1,6 @@
 //! One group commit's transaction: every append of the group applied under the tails' lock,
-//! the journal's record written and made durable before redb's commit, and what a failure
-//! does to the group ([`write_group`]). The writer thread ([`super::writer`]) gathers the
+//! the journal's record written and made durable before redb's commit (the appends it holds
+//! answered then), and what a failure does to the group ([`write_group`]). The writer thread ([`super::writer`]) gathers the
 //! groups and answers the callers.
 
 use std::path::{Path, PathBuf};
@@ -14,6 +14,10 @@ use super::guard;
 use super::index::Locked;
 use super::writer::{Append, Journaled, Target};
 use super::{Failure, RedbError, staging};
+
+/// Given a group's results once its journal record is durable, answers the appends it can
+/// before redb's commit; says whether it answered any.
+pub(super) type Answer<'a> = &'a mut dyn FnMut(&[Result<u64, StoreError>]) -> bool;
 
 /// An append acknowledged before its commit failed: the store is marked damaged, so every
 /// later write (the turn's closing sync among them) fails with the reason.
@@ -76,7 +80,15 @@ impl GroupFailure {
 /// which may hold ids that were never committed); a refused append fails only itself. A
 /// panic inside redb is contained: every tail is forgotten and the store marked damaged, so
 /// no later write builds on what the panic cut short.
-pub(super) fn write_group(target: &Target<'_>, group: &[Append]) -> Result<Written, GroupFailure> {
+///
+/// With a journal, `answer` is given the results once the group's record is durable, before
+/// redb's commit; an append it answers is the caller's to count ([`super::settle`]), and if
+/// the commit then fails the caller marks the store damaged ([`lost`]).
+pub(super) fn write_group(
+    target: &Target<'_>,
+    group: &[Append],
+    answer: Answer<'_>,
+) -> Result<Written, GroupFailure> {
     let operation = || "group commit".to_owned();
     target
         .health
@@ -86,7 +98,7 @@ pub(super) fn write_group(target: &Target<'_>, group: &[Append]) -> Result<Writt
         return Err(GroupFailure::Redb("the store is open read-only".to_owned()));
     };
     let mut tails = target.tails.lock();
-    match guard::contained(|| write_locked(target, db, &mut tails, group)) {
+    match guard::contained(|| write_locked(target, db, &mut tails, group, answer)) {
         Ok(Ok(written)) => Ok(written),
         Ok(Err(err)) => {
             for append in group {
@@ -110,6 +122,7 @@ fn write_locked(
     db: &Database,
     tails: &mut Locked<'_>,
     group: &[Append],
+    answer: Answer<'_>,
 ) -> Result<Written, redb::Error> {
     let mut txn = db.begin_write()?;
     let durable = target.durable_now();
@@ -161,9 +174,14 @@ fn write_locked(
             }
         }
     }
+    // Durable: the answers need not wait for redb's in-memory commit.
+    let answered = journaled.is_some() && answer(&results);
     if let Err(err) = txn.commit() {
-        if let (Some(journal), Some(lsn)) = (journal.as_mut(), journaled) {
-            // The caller is told the append failed: its record must not be applied later.
+        if let (Some(journal), Some(lsn)) = (journal.as_mut(), journaled)
+            && !answered
+        {
+            // The callers are told their appends failed: the record must not be applied
+            // later. (An answered one stays in the journal: the next open applies it.)
             journal.take_back(lsn);
         }
         return Err(err.into());

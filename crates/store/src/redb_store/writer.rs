@@ -21,8 +21,10 @@
 //! after their commit, as above.
 //!
 //! With a [`journal`](super::journal), every commit is non-durable and the group's journal
-//! record is what makes it durable: written and `fdatasync`ed before the commit and the
-//! answers. Once enough records are written, the writer thread checkpoints (a durable commit
+//! record is what makes it durable: written and `fdatasync`ed before the commit. The callers
+//! are answered as soon as it is durable, while redb's in-memory commit is still under way
+//! (reads wait for that commit: [`super::settle`]); a commit that then fails marks the store
+//! damaged, and the next open applies the record from the journal. Once enough records are written, the writer thread checkpoints (a durable commit
 //! that records the last record's lsn) and the journal starts over; closing the store
 //! checkpoints and removes it.
 
@@ -42,6 +44,7 @@ use super::guard::{Db, Health};
 use super::index::Tails;
 use super::journal::Journal;
 use super::maintain::{checkpoint, compact_staged, sync_commits};
+use super::settle::Settle;
 use super::{RedbDurability, RedbError};
 
 /// The most appends one group commit takes in.
@@ -106,7 +109,8 @@ impl Journaled {
 }
 
 /// An append waiting for the writer thread, and where to send its result (`None`: it was
-/// acknowledged when queued, see [`super::deferred`]).
+/// acknowledged when queued, see [`super::deferred`], or answered once its journal record
+/// was durable).
 struct Queued {
     append: Append,
     reply: Option<oneshot::Sender<Result<u64, StoreError>>>,
@@ -129,6 +133,8 @@ pub(super) struct Writer {
     journal: Option<Arc<Journaled>>,
     /// The sessions whose appends are acknowledged once queued, with a deferred durability.
     deferred: Option<Arc<Deferred>>,
+    /// The appends answered before their commit, which reads wait for.
+    settle: Arc<Settle>,
     /// The file's length when the store opened it, when it is to be compacted on close if
     /// it grew (see [`RedbOptions::compact_on_close`](super::RedbOptions::compact_on_close)).
     opened_len: Option<u64>,
@@ -162,13 +168,10 @@ impl Writer {
         compact_on_close: bool,
     ) -> Self {
         let journal = journal.map(Arc::new);
-        let (deferred, applied) = if journal.is_none() && durability != RedbDurability::EveryAppend
-        {
-            let (deferred, applied) = Deferred::new();
-            (Some(Arc::new(deferred)), Some(applied))
-        } else {
-            (None, None)
-        };
+        let (settle, applied) = Settle::new();
+        let settle = Arc::new(settle);
+        let deferred = (journal.is_none() && durability != RedbDurability::EveryAppend)
+            .then(|| Arc::new(Deferred::new(Arc::clone(&settle))));
         let opened_len = compact_on_close
             .then(|| std::fs::metadata(path).ok().map(|metadata| metadata.len()))
             .flatten();
@@ -181,6 +184,7 @@ impl Writer {
                 (Arc::clone(&shared), Arc::clone(&tails), Arc::clone(&health));
             let journal = journal.clone();
             let deferred = deferred.clone();
+            let settle = Arc::clone(&settle);
             std::thread::Builder::new()
                 .name("openharness-redb-writer".to_owned())
                 .spawn(move || {
@@ -193,8 +197,9 @@ impl Writer {
                         shared: &shared,
                         journal: journal.as_deref(),
                         deferred: deferred.as_deref(),
+                        settle: &settle,
                     };
-                    write_loop(&target, &requests, &shared, applied.as_ref());
+                    write_loop(&target, &requests, &shared, &applied);
                 })
                 .ok()
         };
@@ -210,6 +215,7 @@ impl Writer {
             durability,
             journal,
             deferred,
+            settle,
             opened_len,
         }
     }
@@ -230,6 +236,7 @@ impl Writer {
             shared: &self.shared,
             journal: self.journal.as_deref(),
             deferred: self.deferred.as_deref(),
+            settle: &self.settle,
         }
     }
 
@@ -257,12 +264,10 @@ impl Writer {
         &self.tails
     }
 
-    /// Waits until every append acknowledged before it was committed is (see
-    /// [`super::deferred`]): call before any other transaction, so a caller reads its writes.
+    /// Waits until every append answered before it was committed is (see
+    /// [`super::settle`]): call before any other transaction, so a caller reads its writes.
     pub(super) async fn settled(&self) {
-        if let Some(deferred) = &self.deferred {
-            deferred.settled().await;
-        }
+        self.settle.settled().await;
     }
 
     /// `session` is about to be cleared: its appends are checked by the writer thread until
@@ -315,7 +320,10 @@ impl Writer {
                 .is_ok()
         {
             let result = tokio::task::block_in_place(|| {
-                write_group(&self.target(), std::slice::from_ref(&append))
+                // Answered when it returns: not before the commit.
+                write_group(&self.target(), std::slice::from_ref(&append), &mut |_| {
+                    false
+                })
             });
             self.shared.last_group.store(1, Ordering::Release);
             self.shared
@@ -420,6 +428,8 @@ pub(super) struct Target<'a> {
     pub(super) shared: &'a Shared,
     pub(super) journal: Option<&'a Journaled>,
     pub(super) deferred: Option<&'a Deferred>,
+    /// The appends answered before their commit.
+    pub(super) settle: &'a Settle,
 }
 
 impl Target<'_> {
@@ -464,13 +474,13 @@ impl Target<'_> {
     }
 }
 
-/// The writer thread's work until the queue closes; `applied` counts the acknowledged
-/// appends it has applied, when the store defers durability.
+/// The writer thread's work until the queue closes; `applied` counts the appends answered
+/// before their commit (acknowledged once queued, or answered once journaled) it has applied.
 fn write_loop(
     target: &Target<'_>,
     requests: &Receiver<Job>,
     shared: &Shared,
-    applied: Option<&watch::Sender<u64>>,
+    applied: &watch::Sender<u64>,
 ) {
     // How many appends the last group held: writers that were active then are likely to send
     // again right after their answer, so a smaller group waits briefly for them.
@@ -533,11 +543,26 @@ fn write_loop(
             }
         }
         last_group = group.len();
-        let (appends, replies): (Vec<Append>, Vec<_>) = group
+        let (appends, mut replies): (Vec<Append>, Vec<_>) = group
             .into_iter()
             .map(|queued| (queued.append, queued.reply))
             .unzip();
-        let written = write_group(target, &appends);
+        // Once the group's journal record is durable: each append it holds is answered before
+        // redb's commit, and counted as answered early (below, as applied once committed).
+        let mut answer_early = |results: &[Result<u64, StoreError>]| {
+            let mut answered = false;
+            for (reply, result) in replies.iter_mut().zip(results) {
+                if let Ok(len) = result
+                    && let Some(reply) = reply.take()
+                {
+                    target.settle.acknowledge();
+                    let _ = reply.send(Ok(*len));
+                    answered = true;
+                }
+            }
+            answered
+        };
+        let written = write_group(target, &appends, &mut answer_early);
         // Before the answers, so that a caller sending again right away sees this group.
         shared.last_group.store(last_group, Ordering::Release);
         shared.queued.fetch_sub(last_group, Ordering::AcqRel);
@@ -570,7 +595,7 @@ fn write_loop(
                 }
             }
         }
-        if let Some(applied) = applied.filter(|_| acknowledged > 0) {
+        if acknowledged > 0 {
             applied.send_modify(|applied| *applied += acknowledged);
         }
         for reply in syncs {
