@@ -4,7 +4,10 @@
 //! A test that waits for a background task (a turn to end, a tail to catch up, a claim to be
 //! given up) polls with [`eventually`] instead of writing its own loop: every wait then has
 //! the same interval, a limit that says how long it waited, and a panic that names what it
-//! waited for and what it saw last.
+//! waited for and what it saw last. A test that talks to a server on a socket uses the one
+//! client in [`http`].
+
+pub mod http;
 
 use std::fmt::Debug;
 use std::future::Future;
