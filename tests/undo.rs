@@ -191,6 +191,21 @@ fn adds_and_clears(n: usize) -> Vec<Envelope> {
         .collect()
 }
 
+/// `events` with every tenth replaced by a rename.
+fn renamed_every_tenth(events: Vec<Envelope>) -> Vec<Envelope> {
+    events
+        .into_iter()
+        .enumerate()
+        .map(|(i, e)| {
+            if i % 10 == 0 {
+                envelope(Kind::Rename(i as u8))
+            } else {
+                e
+            }
+        })
+        .collect()
+}
+
 fn json<S: Serialize>(state: &S) -> String {
     serde_json::to_string(state).unwrap()
 }
@@ -239,17 +254,7 @@ fn stepping_back_over_undoable_events_reverts_them_without_copying_the_state() {
 #[test]
 fn without_undos_the_walk_back_copies_states_and_stays_exact() {
     // `Mixed` renames without an undo: its walk back is the copying one.
-    let events = adds_and_clears(3_000)
-        .into_iter()
-        .enumerate()
-        .map(|(i, e)| {
-            if i % 10 == 0 {
-                envelope(Kind::Rename(i as u8))
-            } else {
-                e
-            }
-        })
-        .collect::<Vec<_>>();
+    let events = renamed_every_tenth(adds_and_clears(3_000));
     let (len, copies) = walk_back_from_the_end::<Mixed>("mixed", events);
     assert!(
         copies >= len as usize / 2,
@@ -276,17 +281,7 @@ impl NameOnly {
 fn without_undos_stepping_back_over_events_no_handler_ran_copies_nothing() {
     // One event in ten renames; the others (additions, clears, inputs) run no handler of
     // `NameOnly`'s, as an agent's streamed events run none of most states'.
-    let events = adds_and_clears(3_000)
-        .into_iter()
-        .enumerate()
-        .map(|(i, e)| {
-            if i % 10 == 0 {
-                envelope(Kind::Rename(i as u8))
-            } else {
-                e
-            }
-        })
-        .collect::<Vec<_>>();
+    let events = renamed_every_tenth(adds_and_clears(3_000));
     let (len, copies) = walk_back_from_the_end::<NameOnly>("name-only", events);
     // A copy per rename stepped back over, and two per snapshot segment (the start of the
     // fold that lays its states down, and that fold's checkpoint); not one per step.

@@ -165,15 +165,27 @@ pub struct ToolApproval {
 }
 
 /// The entries a static and a dynamic tool part share: `toolCallId`, `state`, `input`, and
-/// `output` and `errorText` when present.
-fn tool_call_entries<M: SerializeMap>(
-    map: &mut M,
-    tool_call_id: &str,
-    state: &ToolState,
-    input: &Value,
-    output: Option<&Value>,
-    error_text: Option<&String>,
-) -> Result<(), M::Error> {
+/// `output` and `errorText` when present (nothing for another part).
+fn tool_call_entries<M: SerializeMap>(map: &mut M, part: &UiPart) -> Result<(), M::Error> {
+    let (UiPart::Tool {
+        tool_call_id,
+        state,
+        input,
+        output,
+        error_text,
+        ..
+    }
+    | UiPart::DynamicTool {
+        tool_call_id,
+        state,
+        input,
+        output,
+        error_text,
+        ..
+    }) = part
+    else {
+        return Ok(());
+    };
     map.serialize_entry("toolCallId", tool_call_id)?;
     map.serialize_entry("state", state)?;
     map.serialize_entry("input", input)?;
@@ -200,33 +212,22 @@ impl Serialize for UiPart {
             }
             Self::Tool {
                 tool_name,
-                tool_call_id,
-                state,
-                input,
                 output,
                 error_text,
+                ..
             } => {
                 let len = 4 + usize::from(output.is_some()) + usize::from(error_text.is_some());
                 let mut map = serializer.serialize_map(Some(len))?;
                 map.serialize_entry("type", &format!("tool-{tool_name}"))?;
-                tool_call_entries(
-                    &mut map,
-                    tool_call_id,
-                    state,
-                    input,
-                    output.as_ref(),
-                    error_text.as_ref(),
-                )?;
+                tool_call_entries(&mut map, self)?;
                 map.end()
             }
             Self::DynamicTool {
                 tool_name,
-                tool_call_id,
-                state,
-                input,
                 output,
                 error_text,
                 approval,
+                ..
             } => {
                 let len = 5
                     + usize::from(output.is_some())
@@ -235,14 +236,7 @@ impl Serialize for UiPart {
                 let mut map = serializer.serialize_map(Some(len))?;
                 map.serialize_entry("type", "dynamic-tool")?;
                 map.serialize_entry("toolName", tool_name)?;
-                tool_call_entries(
-                    &mut map,
-                    tool_call_id,
-                    state,
-                    input,
-                    output.as_ref(),
-                    error_text.as_ref(),
-                )?;
+                tool_call_entries(&mut map, self)?;
                 if let Some(approval) = approval {
                     map.serialize_entry("approval", approval)?;
                 }
