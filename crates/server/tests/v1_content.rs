@@ -45,21 +45,8 @@ async fn session_on(store: Arc<dyn Store>, fake: &FakeServer) -> (Client, String
             json!({"model_id": "claude-fake", "is_default": true}),
         )
         .await;
-    let (_, agent) = client
-        .send(
-            "POST",
-            "/v1/agents",
-            json!({"name": "viewer", "system_prompt": "Describe pictures."}),
-        )
-        .await;
-    let a = agent["id"].as_str().unwrap();
-    let (_, session) = client
-        .send("POST", &format!("/v1/agents/{a}/sessions"), json!({}))
-        .await;
-    let path = format!(
-        "/v1/agents/{a}/sessions/{}",
-        session["id"].as_str().unwrap()
-    );
+    let a = &client.agent("viewer", "Describe pictures.").await;
+    let path = client.session(a).await;
     (client, path)
 }
 

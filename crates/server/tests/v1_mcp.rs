@@ -55,14 +55,7 @@ async fn an_agent_given_an_mcp_capability_calls_the_servers_tools(store: Arc<dyn
         "the OpenAPI enum names it"
     );
 
-    let (_, agent) = client
-        .send(
-            "POST",
-            "/v1/agents",
-            json!({"name": "calc", "system_prompt": "Add."}),
-        )
-        .await;
-    let a = agent["id"].as_str().unwrap();
+    let a = &client.agent("calc", "Add.").await;
     let capabilities = format!("/v1/agents/{a}/capabilities");
     error(
         &client
@@ -84,13 +77,7 @@ async fn an_agent_given_an_mcp_capability_calls_the_servers_tools(store: Arc<dyn
         .await;
     assert_eq!(status, 200, "{set}");
 
-    let (_, session) = client
-        .send("POST", &format!("/v1/agents/{a}/sessions"), json!({}))
-        .await;
-    let path = format!(
-        "/v1/agents/{a}/sessions/{}",
-        session["id"].as_str().unwrap()
-    );
+    let path = client.session(a).await;
     let (status, posted) = client
         .send(
             "POST",

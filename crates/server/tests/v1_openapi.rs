@@ -6,13 +6,13 @@
 #![allow(clippy::unwrap_used, missing_docs)]
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 
 use openharness_host::Host;
 use openharness_platform::{MasterKeys, Platform};
 use openharness_provider::{Reply, ScriptedProvider};
 use openharness_server::{ApiKeyHash, ServerOptions, router};
+use openharness_testkit::http;
 use openharness_testkit::{LIMIT, eventually};
 use serde_json::{Value, json};
 
@@ -95,8 +95,7 @@ async fn every_route_of_the_router_is_documented_with_its_methods() {
 
 /// Calls the API and checks every answer against the document.
 struct Checker {
-    addr: SocketAddr,
-    http: reqwest::Client,
+    http: http::Client,
     doc: Value,
     /// The operations called, as `METHOD template`.
     called: Mutex<BTreeSet<String>>,
@@ -117,25 +116,19 @@ impl Checker {
         body: Option<Value>,
         key: Option<&str>,
     ) -> Answer {
-        let mut request = self.http.request(
-            reqwest::Method::from_bytes(method.as_bytes()).unwrap(),
-            format!("http://{}{path}", self.addr),
-        );
-        if let Some(body) = body {
-            request = request
-                .header("content-type", "application/json")
-                .body(body.to_string());
-        }
-        if let Some(key) = key {
-            request = request.bearer_auth(key);
-        }
-        let response = request.send().await.unwrap();
-        let status = response.status().as_u16();
-        let content_type = response
-            .headers()
-            .get("content-type")
-            .map(|v| v.to_str().unwrap().to_owned());
-        let text = response.text().await.unwrap();
+        let bearer = key.map(|key| format!("Bearer {key}"));
+        let headers: Vec<(&str, &str)> = bearer
+            .iter()
+            .map(|bearer| ("authorization", bearer.as_str()))
+            .collect();
+        let body = body.map(|body| body.to_string());
+        let response = self
+            .http
+            .call(method, path, body.as_deref(), &headers)
+            .await;
+        let status = response.status;
+        let content_type = response.header("content-type").map(str::to_owned);
+        let text = response.body;
         let operation = &self.doc["paths"][template][method.to_lowercase()];
         assert!(
             operation.is_object(),
@@ -218,20 +211,10 @@ async fn checker(platform: Platform) -> Checker {
     tokio::spawn(async move {
         axum::serve(listener, router(host, options)).await.unwrap();
     });
-    let _ = rustls::crypto::ring::default_provider().install_default();
-    let http = reqwest::Client::new();
+    let http = http::Client::new(addr);
     // The one document the server serves, native routes and `/v1` alike.
-    let text = http
-        .get(format!("http://{addr}/openapi.json"))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
-    let doc: Value = serde_json::from_str(&text).unwrap();
+    let doc = http.get("/openapi.json").await.json();
     Checker {
-        addr,
         http,
         doc,
         called: Mutex::default(),
@@ -526,16 +509,13 @@ async fn every_operation_answers_as_documented() {
     assert!(events["total"].as_u64().unwrap() > 2, "{events}");
 
     // The event stream is documented as SSE.
+    let bearer = format!("Bearer {KEY}");
     let stream = c
         .http
-        .get(format!("http://{}{one}/events", c.addr))
-        .bearer_auth(KEY)
-        .header("accept", "text/event-stream")
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(stream.status(), 200);
-    let content_type = stream.headers()["content-type"].to_str().unwrap();
+        .events(&format!("{one}/events"), &[("authorization", &bearer)])
+        .await;
+    assert_eq!(stream.status, 200);
+    let content_type = stream.header("content-type").unwrap();
     assert!(content_type.starts_with("text/event-stream"));
     assert!(
         c.doc["paths"]["/v1/agents/{id}/sessions/{session}/events"]["get"]["responses"]["200"]

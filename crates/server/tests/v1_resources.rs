@@ -15,6 +15,7 @@ use openharness_platform::{
 };
 use openharness_server::ServerOptions;
 use openharness_store::RedbStore;
+use openharness_testkit::http;
 use openharness_testkit::{LIMIT, eventually};
 use serde_json::{Value, json};
 use uuid::Uuid;
@@ -835,20 +836,18 @@ async fn keys_are_required_when_configured(store: Arc<dyn Store>) {
     let platform = Platform::new(Arc::clone(&store), None);
     let mut client = serve(platform, common::client::keyed("s3cret")).await;
     error(&client.get("/v1/agents").await, 401, "unauthorized");
-    client.key = Some("guess".into());
+    client.set_key("guess");
     error(&client.get("/v1/agents").await, 401, "unauthorized");
-    client.key = Some("s3cret".into());
+    client.set_key("s3cret");
     assert_eq!(client.get("/v1/agents").await.0, 200);
     // The bare key in `Authorization`, as the Everruns SDK's management client sends it.
-    let bare = |key: &str| {
-        client
-            .http
-            .get(format!("http://{}/v1/agents", client.addr))
-            .header("authorization", key)
-            .send()
-    };
-    assert_eq!(bare("s3cret").await.unwrap().status(), 200);
-    assert_eq!(bare("guess").await.unwrap().status(), 401);
+    let bare = http::Client::new(client.http.addr);
+    for (key, status) in [("s3cret", 200), ("guess", 401)] {
+        let answer = bare
+            .call("GET", "/v1/agents", None, &[("authorization", key)])
+            .await;
+        assert_eq!(answer.status, status, "{key}");
+    }
 }
 
 async fn sessions_belong_to_an_agent_and_read_their_status_from_their_log(store: Arc<dyn Store>) {
@@ -1072,13 +1071,7 @@ async fn messages_continue_the_session_and_are_a_projection_of_its_log(store: Ar
             json!({"capabilities": ["current_time"]}),
         )
         .await;
-    let (_, session) = client
-        .send("POST", &format!("/v1/agents/{a}/sessions"), json!({}))
-        .await;
-    let path = format!(
-        "/v1/agents/{a}/sessions/{}",
-        session["id"].as_str().unwrap()
-    );
+    let path = client.session(a).await;
     let messages = format!("{path}/messages");
 
     let wait_pending = || {
@@ -1102,7 +1095,10 @@ async fn messages_continue_the_session_and_are_a_projection_of_its_log(store: Ar
     assert_eq!(status, 201, "{posted}");
     uuid_v7(&posted["id"]);
     assert_eq!(posted["role"], "user");
-    assert_eq!(posted["session_id"], session["id"]);
+    assert_eq!(
+        posted["session_id"],
+        messages.split('/').nth_back(1).unwrap()
+    );
     assert_eq!(
         posted["content"],
         json!([{"type": "text", "text": "Hello"}])
@@ -1239,21 +1235,8 @@ async fn a_provider_row_answers_with_its_opened_key(store: Arc<dyn Store>) {
     let platform = Platform::new(Arc::clone(&store), Some(master_keys("k1", "4d")));
     let client = serve(platform, ServerOptions::default()).await;
     // No model anywhere and no default: nothing can answer.
-    let (_, agent) = client
-        .send(
-            "POST",
-            "/v1/agents",
-            json!({"name": "a", "system_prompt": "Be kind."}),
-        )
-        .await;
-    let a = agent["id"].as_str().unwrap();
-    let (_, session) = client
-        .send("POST", &format!("/v1/agents/{a}/sessions"), json!({}))
-        .await;
-    let path = format!(
-        "/v1/agents/{a}/sessions/{}",
-        session["id"].as_str().unwrap()
-    );
+    let a = &client.agent("a", "Be kind.").await;
+    let path = client.session(a).await;
     let hello = json!({"content": [{"type": "text", "text": "Hello"}]});
     error(
         &client
@@ -1293,7 +1276,7 @@ async fn a_provider_row_answers_with_its_opened_key(store: Arc<dyn Store>) {
     assert_eq!(requests[0].header("x-api-key"), Some(KEY));
     assert_eq!(requests[0].body["model"], "claude-fake");
     // The key is in no event of the session's log.
-    let log: SessionId = session["id"].as_str().unwrap().parse().unwrap();
+    let log: SessionId = path.rsplit('/').next().unwrap().parse().unwrap();
     let recorded = serde_json::to_string(&store.all_events(&log).await.unwrap()).unwrap();
     assert!(recorded.contains("from the fake") && !recorded.contains(KEY));
 }
@@ -1322,21 +1305,8 @@ async fn an_azure_openai_row_answers_through_its_v1_address(store: Arc<dyn Store
             json!({"model_id": "my-gpt-deployment", "is_default": true}),
         )
         .await;
-    let (_, agent) = client
-        .send(
-            "POST",
-            "/v1/agents",
-            json!({"name": "a", "system_prompt": "Hi."}),
-        )
-        .await;
-    let a = agent["id"].as_str().unwrap();
-    let (_, session) = client
-        .send("POST", &format!("/v1/agents/{a}/sessions"), json!({}))
-        .await;
-    let messages = format!(
-        "/v1/agents/{a}/sessions/{}/messages",
-        session["id"].as_str().unwrap()
-    );
+    let a = &client.agent("a", "Hi.").await;
+    let messages = format!("{}/messages", client.session(a).await);
     let hello = json!({"content": [{"type": "text", "text": "Hello"}]});
     let refused = client.send("POST", &messages, hello.clone()).await;
     error(&refused, 422, "invalid");
@@ -1371,20 +1341,25 @@ async fn an_azure_openai_row_answers_through_its_v1_address(store: Arc<dyn Store
 }
 
 /// The SSE text of `response` up to and including its `session.completed` frame.
-async fn read_until_completed(response: &mut reqwest::Response) -> String {
-    let mut text = String::new();
-    while !text
-        .split_once("event: turn.completed")
-        .is_some_and(|(_, frame)| frame.contains("\n\n"))
-    {
-        let chunk = tokio::time::timeout(std::time::Duration::from_secs(10), response.chunk())
-            .await
-            .unwrap()
-            .unwrap()
-            .unwrap();
-        text.push_str(std::str::from_utf8(&chunk).unwrap());
-    }
-    text
+async fn read_until_completed(events: &mut http::Events) -> String {
+    let frames = events
+        .until(LIMIT, |frame| {
+            frame.event.as_deref() == Some("turn.completed")
+        })
+        .await;
+    frames
+        .iter()
+        .map(|frame| {
+            let id = frame.id.as_ref().map(|id| format!("id: {id}\n"));
+            let event = frame.event.as_ref().map(|e| format!("event: {e}\n"));
+            format!(
+                "{}{}data: {}\n\n",
+                id.unwrap_or_default(),
+                event.unwrap_or_default(),
+                frame.data
+            )
+        })
+        .collect()
 }
 
 async fn events_are_notifications_as_a_page_and_a_resumable_stream(store: Arc<dyn Store>) {
@@ -1395,21 +1370,8 @@ async fn events_are_notifications_as_a_page_and_a_resumable_stream(store: Arc<dy
     let platform =
         Platform::new(Arc::clone(&store), None).with_provider(Arc::new(scripted.clone()));
     let client = serve(platform, ServerOptions::default()).await;
-    let (_, agent) = client
-        .send(
-            "POST",
-            "/v1/agents",
-            json!({"name": "a", "system_prompt": "p"}),
-        )
-        .await;
-    let a = agent["id"].as_str().unwrap();
-    let (_, session) = client
-        .send("POST", &format!("/v1/agents/{a}/sessions"), json!({}))
-        .await;
-    let path = format!(
-        "/v1/agents/{a}/sessions/{}",
-        session["id"].as_str().unwrap()
-    );
+    let a = &client.agent("a", "p").await;
+    let path = client.session(a).await;
     let (_, empty) = client.get(&format!("{path}/events")).await;
     assert_eq!(empty["total"], 0);
     let (_, posted) = client
@@ -1475,17 +1437,15 @@ async fn events_are_notifications_as_a_page_and_a_resumable_stream(store: Arc<dy
     assert_eq!(rest["data"].as_array().unwrap()[..], notes[2..]);
 
     // The stream resumes after Last-Event-ID: the rest, each once, in order.
-    let response = client
+    let mut response = client
         .http
-        .get(format!("http://{}{path}/events", client.addr))
-        .header("accept", "text/event-stream")
-        .header("last-event-id", after.to_string())
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(response.status(), 200);
-    assert_eq!(response.headers()["content-type"], "text/event-stream");
-    let mut response = response;
+        .events(
+            &format!("{path}/events"),
+            &[("last-event-id", &after.to_string())],
+        )
+        .await;
+    assert_eq!(response.status, 200);
+    assert_eq!(response.header("content-type"), Some("text/event-stream"));
     let text = read_until_completed(&mut response).await;
     let ids: Vec<&str> = text
         .lines()
@@ -1589,12 +1549,11 @@ async fn events_are_notifications_as_a_page_and_a_resumable_stream(store: Arc<dy
     let generating = notes[3]["sequence"].as_u64().unwrap();
     let mut response = client
         .http
-        .get(format!("http://{}{path}/events", client.addr))
-        .header("accept", "text/event-stream")
-        .header("last-event-id", format!("{generating}.0"))
-        .send()
-        .await
-        .unwrap();
+        .events(
+            &format!("{path}/events"),
+            &[("last-event-id", &format!("{generating}.0"))],
+        )
+        .await;
     let text = read_until_completed(&mut response).await;
     let streamed: Vec<&str> = text
         .lines()
@@ -1619,13 +1578,9 @@ async fn events_are_notifications_as_a_page_and_a_resumable_stream(store: Arc<dy
     for bad in ["x", "4.x", "4.", ".0", "-1"] {
         let answer = client
             .http
-            .get(format!("http://{}{path}/events", client.addr))
-            .header("accept", "text/event-stream")
-            .header("last-event-id", bad)
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(answer.status(), 400, "Last-Event-ID `{bad}`");
+            .events(&format!("{path}/events"), &[("last-event-id", bad)])
+            .await;
+        assert_eq!(answer.status, 400, "Last-Event-ID `{bad}`");
     }
     error(
         &client

@@ -1,12 +1,11 @@
-//! A client of the `/v1` API over a real socket on 127.0.0.1, for the test files that drive
-//! the platform through HTTP.
+//! The `/v1` API served on a real socket on 127.0.0.1 and the kit's client of it, for the test
+//! files that drive the platform through HTTP; typed helpers for the setup they repeat.
 #![allow(dead_code)] // each test file uses what it needs
-
-use std::net::SocketAddr;
 
 use openharness_host::Host;
 use openharness_platform::{MasterKeys, Platform};
 use openharness_server::{ApiKeyHash, ServerOptions, router};
+use openharness_testkit::http;
 use serde_json::Value;
 
 /// Options that require the API key `key`.
@@ -30,45 +29,23 @@ pub(crate) async fn serve(platform: Platform, options: ServerOptions) -> Client 
             .unwrap();
     });
     Client {
-        addr,
-        http: {
-            // reqwest needs a TLS provider even for plain http.
-            let _ = rustls::crypto::ring::default_provider().install_default();
-            reqwest::Client::new()
-        },
-        key: None,
+        http: http::Client::new(addr),
     }
 }
 
+/// The kit's client of one served platform, answering `(status, body as JSON)`.
 pub(crate) struct Client {
-    pub(crate) addr: SocketAddr,
-    pub(crate) http: reqwest::Client,
-    pub(crate) key: Option<String>,
+    pub(crate) http: http::Client,
 }
 
 impl Client {
+    /// Sends `Authorization: Bearer {key}` from now on.
+    pub(crate) fn set_key(&mut self, key: &str) {
+        self.http = self.http.clone().with_key(Some(key));
+    }
+
     pub(crate) async fn call(&self, method: &str, path: &str, body: Option<&str>) -> (u16, Value) {
-        let method = reqwest::Method::from_bytes(method.as_bytes()).unwrap();
-        let mut request = self
-            .http
-            .request(method, format!("http://{}{path}", self.addr));
-        if let Some(body) = body {
-            request = request
-                .header("content-type", "application/json")
-                .body(body.to_owned());
-        }
-        if let Some(key) = &self.key {
-            request = request.header("authorization", format!("Bearer {key}"));
-        }
-        let response = request.send().await.unwrap();
-        let status = response.status().as_u16();
-        let text = response.text().await.unwrap();
-        let value = if text.is_empty() {
-            Value::Null
-        } else {
-            serde_json::from_str(&text).unwrap_or_else(|_| panic!("not JSON: {text}"))
-        };
-        (status, value)
+        self.http.call(method, path, body, &[]).await.pair()
     }
 
     pub(crate) async fn get(&self, path: &str) -> (u16, Value) {
@@ -77,6 +54,31 @@ impl Client {
 
     pub(crate) async fn send(&self, method: &str, path: &str, body: Value) -> (u16, Value) {
         self.call(method, path, Some(&body.to_string())).await
+    }
+
+    /// `POST path` with `body`, asserting `201 Created`: the created resource.
+    pub(crate) async fn create(&self, path: &str, body: Value) -> Value {
+        let (status, created) = self.send("POST", path, body).await;
+        assert_eq!(status, 201, "POST {path}: {created}");
+        created
+    }
+
+    /// Creates the agent `name` with `system_prompt`: its id.
+    pub(crate) async fn agent(&self, name: &str, system_prompt: &str) -> String {
+        let agent = self
+            .create(
+                "/v1/agents",
+                serde_json::json!({ "name": name, "system_prompt": system_prompt }),
+            )
+            .await;
+        agent["id"].as_str().unwrap().to_owned()
+    }
+
+    /// Starts a session of the agent `agent`: its path, `/v1/agents/{agent}/sessions/{id}`.
+    pub(crate) async fn session(&self, agent: &str) -> String {
+        let path = format!("/v1/agents/{agent}/sessions");
+        let session = self.create(&path, serde_json::json!({})).await;
+        format!("{path}/{}", session["id"].as_str().unwrap())
     }
 }
 
