@@ -8,8 +8,7 @@ use std::net::SocketAddr;
 use openharness::host::Host;
 use openharness::store::MemoryStore;
 use openharness_server::{ApiKeyHash, ServerOptions, router};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
+use openharness_testkit::http;
 
 async fn serve(app: axum::Router) -> SocketAddr {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -18,25 +17,11 @@ async fn serve(app: axum::Router) -> SocketAddr {
     addr
 }
 
-/// One HTTP/1.1 GET with `Connection: close`: status, content type and body.
+/// `GET path`: status, content type and body.
 async fn get(addr: SocketAddr, path: &str) -> (u16, String, String) {
-    let mut stream = TcpStream::connect(addr).await.unwrap();
-    let head = format!("GET {path} HTTP/1.1\r\nhost: 127.0.0.1\r\nconnection: close\r\n\r\n");
-    stream.write_all(head.as_bytes()).await.unwrap();
-    let mut response = Vec::new();
-    stream.read_to_end(&mut response).await.unwrap();
-    let text = String::from_utf8(response).unwrap();
-    let (head, body) = text.split_once("\r\n\r\n").unwrap();
-    let status = head[9..12].parse().unwrap();
-    let kind = head
-        .lines()
-        .find_map(|line| {
-            let (name, value) = line.split_once(':')?;
-            name.eq_ignore_ascii_case("content-type")
-                .then(|| value.trim().to_owned())
-        })
-        .unwrap_or_default();
-    (status, kind, body.to_owned())
+    let answer = http::Client::new(addr).get(path).await;
+    let kind = answer.header("content-type").unwrap_or_default().to_owned();
+    (answer.status, kind, answer.body)
 }
 
 fn keyed() -> axum::Router {
