@@ -10,6 +10,8 @@ use std::sync::Arc;
 use openharness_host::Host;
 use openharness_platform::Platform;
 use openharness_server::{ApiKeyHash, ServerOptions, router};
+use openharness_testkit::http;
+use openharness_testkit::{LIMIT, eventually};
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
@@ -26,12 +28,6 @@ async fn serve(options: ServerOptions) -> SocketAddr {
     addr
 }
 
-fn http() -> reqwest::Client {
-    // reqwest needs a TLS provider even for plain http.
-    let _ = rustls::crypto::ring::default_provider().install_default();
-    reqwest::Client::new()
-}
-
 /// `method path` with `body` (as JSON unless `content_type` says otherwise): the status and
 /// the body as JSON (null when it is not).
 async fn call(
@@ -41,22 +37,15 @@ async fn call(
     body: Option<(&str, &str)>,
     key: Option<&str>,
 ) -> (u16, Value) {
-    let mut request = http().request(
-        reqwest::Method::from_bytes(method.as_bytes()).unwrap(),
-        format!("http://{addr}{path}"),
-    );
-    if let Some((content_type, body)) = body {
-        request = request
-            .header("content-type", content_type)
-            .body(body.to_owned());
-    }
-    if let Some(key) = key {
-        request = request.header("authorization", format!("Bearer {key}"));
-    }
-    let response = request.send().await.unwrap();
-    let status = response.status().as_u16();
-    let text = response.text().await.unwrap();
-    (status, serde_json::from_str(&text).unwrap_or(Value::Null))
+    let client = http::Client::new(addr).with_key(key);
+    let headers: Vec<(&str, &str)> = body
+        .iter()
+        .map(|(content_type, _)| ("content-type", *content_type))
+        .collect();
+    let answer = client
+        .call(method, path, body.map(|(_, body)| body), &headers)
+        .await;
+    (answer.status, answer.json_or_null())
 }
 
 /// The error's status, code and message, checking its shape.
@@ -162,20 +151,21 @@ async fn cors_covers_every_method_of_every_family() {
         ("/v1/agents/x/capabilities", "PUT"),
         ("/v1/sessions/x", "DELETE"),
     ] {
-        let response = http()
-            .request(reqwest::Method::OPTIONS, format!("http://{addr}{path}"))
-            .header("origin", origin)
-            .header("access-control-request-method", method)
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(response.status().as_u16(), 200, "{path}");
+        let response = http::Client::new(addr)
+            .call(
+                "OPTIONS",
+                path,
+                None,
+                &[
+                    ("origin", origin),
+                    ("access-control-request-method", method),
+                ],
+            )
+            .await;
+        assert_eq!(response.status, 200, "{path}");
         let allowed = response
-            .headers()
-            .get("access-control-allow-methods")
-            .and_then(|v| v.to_str().ok())
-            .unwrap_or_default()
-            .to_owned();
+            .header("access-control-allow-methods")
+            .unwrap_or_default();
         assert!(allowed.contains(method), "{path}: {allowed}");
     }
 }
@@ -263,15 +253,15 @@ async fn every_event_stream_is_capped_per_session_by_the_one_writer() {
     }
 }
 
-/// Opens the stream at `path`, trying again for up to 2 s while the session's cap refuses it.
+/// Opens the stream at `path`, trying again while the session's cap refuses it.
 async fn open_when_free(addr: SocketAddr, path: &str) -> (u16, Option<(TcpStream, String)>) {
-    let mut opened = open_stream(addr, path).await;
-    for _ in 0..100 {
-        if opened.0 != 429 {
-            break;
+    eventually(LIMIT, &format!("{path} to open"), || async {
+        let opened = open_stream(addr, path).await;
+        if opened.0 == 429 {
+            Err(opened.0)
+        } else {
+            Ok(opened)
         }
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-        opened = open_stream(addr, path).await;
-    }
-    opened
+    })
+    .await
 }

@@ -61,9 +61,13 @@ impl Client {
         let method = reqwest::Method::from_bytes(method.as_bytes()).expect("an HTTP method");
         let mut request = self.http.request(method, self.url(path));
         if let Some(body) = body {
-            request = request
-                .header("content-type", "application/json")
-                .body(body);
+            let typed = headers
+                .iter()
+                .any(|(name, _)| name.eq_ignore_ascii_case("content-type"));
+            if !typed {
+                request = request.header("content-type", "application/json");
+            }
+            request = request.body(body);
         }
         if let Some(key) = &self.key {
             request = request.header("authorization", format!("Bearer {key}"));
@@ -74,8 +78,9 @@ impl Client {
         request
     }
 
-    /// Sends `method path` with `body` as its raw JSON text (when given, with
-    /// `content-type: application/json`) and `headers`, and reads the whole answer.
+    /// Sends `method path` with `body` as its raw text (when given, with
+    /// `content-type: application/json` unless `headers` name another) and `headers`, and
+    /// reads the whole answer.
     pub async fn call(
         &self,
         method: &str,
