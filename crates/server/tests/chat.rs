@@ -12,9 +12,8 @@ use openharness::provider::{Reply, ScriptedProvider};
 use openharness::schemars;
 use openharness::store::MemoryStore;
 use openharness_server::{ServerOptions, router};
+use openharness_testkit::http;
 use serde_json::{Value, json};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
 
 #[event]
 #[derive(Debug, Clone)]
@@ -140,27 +139,29 @@ async fn exchange_with(
     headers: &str,
     body: &str,
 ) -> (u16, String, Vec<String>) {
-    let mut stream = TcpStream::connect(addr).await.unwrap();
-    let head = format!(
-        "{method} {path} HTTP/1.1\r\nhost: 127.0.0.1\r\nconnection: close\r\n{headers}content-type: application/json\r\ncontent-length: {}\r\n\r\n",
-        body.len()
-    );
-    stream.write_all(head.as_bytes()).await.unwrap();
-    stream.write_all(body.as_bytes()).await.unwrap();
-    let mut response = Vec::new();
-    tokio::time::timeout(Duration::from_secs(20), stream.read_to_end(&mut response))
-        .await
-        .expect("the stream ends with the turn")
-        .unwrap();
-    let text = String::from_utf8_lossy(&response).into_owned();
-    let status = text[9..12].parse().unwrap();
-    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
-    let data = body
+    let headers: Vec<(&str, &str)> = headers
+        .lines()
+        .filter_map(|line| line.split_once(':'))
+        .map(|(name, value)| (name.trim(), value.trim()))
+        .collect();
+    let answer = tokio::time::timeout(
+        Duration::from_secs(20),
+        http::Client::new(addr).call(method, path, Some(body), &headers),
+    )
+    .await
+    .expect("the stream ends with the turn");
+    let head: String = answer
+        .headers
+        .iter()
+        .map(|(name, value)| format!("{name}: {value}\r\n"))
+        .collect();
+    let data = answer
+        .body
         .lines()
         .filter_map(|line| line.strip_prefix("data: ").or(line.strip_prefix("data:")))
         .map(|d| d.trim().to_owned())
         .collect();
-    (status, head.to_ascii_lowercase(), data)
+    (answer.status, head.to_ascii_lowercase(), data)
 }
 
 fn chat_body(chat: &SessionId, text: &str) -> String {
@@ -274,15 +275,9 @@ async fn ui_messages(addr: SocketAddr, chat: &SessionId) -> Vec<Value> {
 }
 
 async fn get_json(addr: SocketAddr, path: &str) -> Value {
-    let mut stream = TcpStream::connect(addr).await.unwrap();
-    let head = format!("GET {path} HTTP/1.1\r\nhost: 127.0.0.1\r\nconnection: close\r\n\r\n");
-    stream.write_all(head.as_bytes()).await.unwrap();
-    let mut response = Vec::new();
-    stream.read_to_end(&mut response).await.unwrap();
-    let text = String::from_utf8(response).unwrap();
-    assert!(text.starts_with("HTTP/1.1 200"), "GET {path}: {text}");
-    let (_, body) = text.split_once("\r\n\r\n").unwrap();
-    serde_json::from_str(body).unwrap()
+    let answer = http::Client::new(addr).get(path).await;
+    assert_eq!(answer.status, 200, "GET {path}: {}", answer.body);
+    answer.json()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
