@@ -13,10 +13,9 @@ use openharness::provider::{Reply, ScriptedProvider};
 use openharness::schemars;
 use openharness::store::MemoryStore;
 use openharness_server::{ServerOptions, router};
+use openharness_testkit::http;
 use openharness_testkit::{LIMIT, eventually};
 use serde_json::{Value, json};
-use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
-use tokio::net::TcpStream;
 
 // A workflow whose every input makes an agent stream a few words and count them, then a
 // handler emits as many `tick:counted` events.
@@ -192,109 +191,61 @@ async fn serve(host: Host, options: ServerOptions) -> SocketAddr {
     addr
 }
 
-/// One HTTP/1.1 request with `Connection: close`: the status and the body as JSON (or null).
+/// One request (always typed as JSON, as the server's clients send it): the status and the
+/// body as JSON (or null).
 async fn request(addr: SocketAddr, method: &str, path: &str, body: Option<&str>) -> (u16, Value) {
-    let mut stream = TcpStream::connect(addr).await.unwrap();
-    let body = body.unwrap_or("");
-    let head = format!(
-        "{method} {path} HTTP/1.1\r\nhost: 127.0.0.1\r\nconnection: close\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n",
-        body.len()
-    );
-    stream.write_all(head.as_bytes()).await.unwrap();
-    stream.write_all(body.as_bytes()).await.unwrap();
-    let mut response = Vec::new();
-    stream.read_to_end(&mut response).await.unwrap();
-    let text = String::from_utf8_lossy(&response);
-    let status: u16 = text[9..12].parse().unwrap();
-    let (headers, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
-    let body = if headers
-        .to_ascii_lowercase()
-        .contains("transfer-encoding: chunked")
-    {
-        dechunk(body)
-    } else {
-        body.to_owned()
-    };
-    (status, serde_json::from_str(&body).unwrap_or(Value::Null))
+    let answer = http::Client::new(addr)
+        .call(method, path, Some(body.unwrap_or("")), &[])
+        .await;
+    (answer.status, answer.json_or_null())
 }
 
-fn dechunk(body: &str) -> String {
-    let mut out = String::new();
-    let mut rest = body;
-    while let Some((size, after)) = rest.split_once("\r\n") {
-        let size = usize::from_str_radix(size.trim(), 16).unwrap_or(0);
-        if size == 0 {
-            break;
-        }
-        out.push_str(&after[..size]);
-        rest = &after[size + 2..];
-    }
-    out
-}
-
-/// An event stream: the response head, then `id:`/`event:`/`data:` fields as they come.
+/// A session's event stream, read through the kit: its status and head, then its events.
 struct Stream {
-    reader: BufReader<TcpStream>,
+    events: http::Events,
     pub headers: String,
     pub status: u16,
 }
 
 impl Stream {
     async fn open(addr: SocketAddr, session: &str, last_event_id: Option<u64>) -> Self {
-        let mut stream = TcpStream::connect(addr).await.unwrap();
-        let resume = last_event_id.map_or(String::new(), |id| format!("last-event-id: {id}\r\n"));
-        let head = format!(
-            "GET /sessions/{session}/events HTTP/1.1\r\nhost: 127.0.0.1\r\naccept: text/event-stream\r\n{resume}\r\n"
-        );
-        stream.write_all(head.as_bytes()).await.unwrap();
-        let mut reader = BufReader::new(stream);
-        let mut headers = String::new();
-        loop {
-            let mut line = String::new();
-            reader.read_line(&mut line).await.unwrap();
-            if line == "\r\n" || line.is_empty() {
-                break;
-            }
-            headers.push_str(&line);
-        }
-        let status = headers[9..12].parse().unwrap();
+        let resume = last_event_id.map(|id| id.to_string());
+        let headers: Vec<(&str, &str)> = resume
+            .iter()
+            .map(|id| ("last-event-id", id.as_str()))
+            .collect();
+        let events = http::Client::new(addr)
+            .events(&format!("/sessions/{session}/events"), &headers)
+            .await;
         Self {
-            reader,
-            headers,
-            status,
+            headers: events
+                .headers
+                .iter()
+                .map(|(name, value)| format!("{name}: {value}\r\n"))
+                .collect(),
+            status: events.status,
+            events,
         }
     }
 
     /// The next event: (seq, name, data); skips comments and the retry hint.
     async fn next(&mut self) -> (u64, String, Value) {
-        self.next_within(Duration::from_secs(10))
+        self.next_within(LIMIT)
             .await
-            .expect("an event within 10 s")
+            .unwrap_or_else(|| panic!("an event within {LIMIT:?}"))
     }
 
     /// The next event, or `None` when none comes within `wait`.
     async fn next_within(&mut self, wait: Duration) -> Option<(u64, String, Value)> {
-        let (mut id, mut name, mut data) = (None, String::new(), String::new());
         loop {
-            let mut line = String::new();
-            let read = tokio::time::timeout(wait, self.reader.read_line(&mut line))
-                .await
-                .ok()?
-                .unwrap();
-            assert!(read > 0, "the stream ended");
-            let line = line.trim_end_matches(['\r', '\n']);
-            // Chunk sizes of the chunked encoding are hex lines; skip them.
-            if let Some(value) = line.strip_prefix("id: ").or(line.strip_prefix("id:")) {
-                id = Some(value.trim().parse().unwrap());
-            } else if let Some(value) = line.strip_prefix("event: ").or(line.strip_prefix("event:"))
-            {
-                name = value.trim().to_owned();
-            } else if let Some(value) = line.strip_prefix("data: ").or(line.strip_prefix("data:")) {
-                data.push_str(value);
-            } else if line.is_empty()
-                && let Some(id) = id
-            {
-                return Some((id, name, serde_json::from_str(&data).unwrap()));
+            let frame = self
+                .events
+                .next_within(wait)
+                .await?
+                .expect("the stream ended");
+            if frame.id.is_some() {
+                let data = frame.json();
+                return Some((frame.seq(), frame.event.unwrap_or_default(), data));
             }
         }
     }
@@ -780,19 +731,20 @@ async fn get_with(addr: SocketAddr, path: &str, extra: &str) -> u16 {
 /// A bodiless request with extra header lines; the status and the response's head,
 /// lowercased.
 async fn raw(addr: SocketAddr, method: &str, path: &str, extra: &str) -> (u16, String) {
-    let mut stream = TcpStream::connect(addr).await.unwrap();
-    let head =
-        format!("{method} {path} HTTP/1.1\r\nhost: 127.0.0.1\r\nconnection: close\r\n{extra}\r\n");
-    stream.write_all(head.as_bytes()).await.unwrap();
-    let mut response = Vec::new();
-    stream.read_to_end(&mut response).await.unwrap();
-    let response = String::from_utf8_lossy(&response).to_ascii_lowercase();
-    let head = response
-        .split("\r\n\r\n")
-        .next()
-        .unwrap_or_default()
-        .to_owned();
-    (response[9..12].parse().unwrap(), head)
+    let headers: Vec<(&str, &str)> = extra
+        .lines()
+        .filter_map(|line| line.split_once(':'))
+        .map(|(name, value)| (name.trim(), value.trim()))
+        .collect();
+    let answer = http::Client::new(addr)
+        .call(method, path, None, &headers)
+        .await;
+    let head: String = answer
+        .headers
+        .iter()
+        .map(|(name, value)| format!("{name}: {value}\r\n"))
+        .collect();
+    (answer.status, head.to_ascii_lowercase())
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
