@@ -270,6 +270,27 @@ async fn fan_out_ours() -> Fallible<(FanOut, Vec<(String, u64, String)>)> {
     Ok((fan_out, payloads))
 }
 
+/// The p50 and p99 rows of two latency samples, reported without a goal; `what` names a row
+/// from its percentile's name.
+fn latency_rows(
+    rows: &mut Vec<Row>,
+    ours: &[Duration],
+    base: &[Duration],
+    what: impl Fn(&str) -> String,
+) {
+    for (name, p) in [("p50", 0.5), ("p99", 0.99)] {
+        let (a, b) = (percentile(ours, p), percentile(base, p));
+        rows.push(Row {
+            what: what(name),
+            measured: millis(a),
+            baseline: millis(b),
+            ratio: format!("{:.2}×", a.as_secs_f64() / b.as_secs_f64().max(1e-9)),
+            goal: "reported",
+            met: None,
+        });
+    }
+}
+
 /// Starts a `ticks` session over HTTP (its first turn ticks once): its id as the server
 /// wrote it, and parsed.
 async fn ticks_session(addr: SocketAddr) -> Fallible<(String, SessionId)> {
@@ -541,34 +562,15 @@ async fn suite() -> Fallible<Vec<Row>> {
         goal: "0 lost",
         met: Some(ours.lost_or_repeated == 0 && ours.out_of_order == 0),
     });
-    for (name, p) in [("p50", 0.5), ("p99", 0.99)] {
-        let (a, b) = (
-            percentile(&ours.latencies, p),
-            percentile(&base.latencies, p),
-        );
-        rows.push(Row {
-            what: format!("  burst latency {name} ({TIMED} subs timed)"),
-            measured: millis(a),
-            baseline: millis(b),
-            ratio: format!("{:.2}×", a.as_secs_f64() / b.as_secs_f64().max(1e-9)),
-            goal: "reported",
-            met: None,
-        });
-    }
+    latency_rows(&mut rows, &ours.latencies, &base.latencies, |name| {
+        format!("  burst latency {name} ({TIMED} subs timed)")
+    });
 
     eprintln!("paced fan-out: {PACED} events {PACE:?} apart to {SUBSCRIBERS} subscribers…");
     let (ours, base) = paced_latency().await?;
-    for (name, p) in [("p50", 0.5), ("p99", 0.99)] {
-        let (a, b) = (percentile(&ours, p), percentile(&base, p));
-        rows.push(Row {
-            what: format!("  paced ({PACED} × {PACE:?} apart) latency {name}"),
-            measured: millis(a),
-            baseline: millis(b),
-            ratio: format!("{:.2}×", a.as_secs_f64() / b.as_secs_f64().max(1e-9)),
-            goal: "reported",
-            met: None,
-        });
-    }
+    latency_rows(&mut rows, &ours, &base, |name| {
+        format!("  paced ({PACED} × {PACE:?} apart) latency {name}")
+    });
 
     eprintln!("continue over HTTP vs in process, {ROUNDS} rounds each (redb)…");
     let (http, local) = continue_latency().await?;
