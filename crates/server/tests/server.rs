@@ -208,13 +208,13 @@ struct Stream {
 }
 
 impl Stream {
-    async fn open(addr: SocketAddr, session: &str, last_event_id: Option<u64>) -> Self {
+    async fn open(client: &http::Client, session: &str, last_event_id: Option<u64>) -> Self {
         let resume = last_event_id.map(|id| id.to_string());
         let headers: Vec<(&str, &str)> = resume
             .iter()
             .map(|id| ("last-event-id", id.as_str()))
             .collect();
-        let events = http::Client::new(addr)
+        let events = client
             .events(&format!("/sessions/{session}/events"), &headers)
             .await;
         Self {
@@ -308,12 +308,13 @@ async fn a_session_over_http_streams_every_event_once_across_random_reconnects()
         wait_idle(addr, &session).await;
         session
     });
+    let client = http::Client::new(addr);
     let mut seen: Vec<u64> = Vec::new();
     let mut last = None;
     let mut rng = 0x2545_f491_4f6c_dd1d_u64;
     let mut reconnects = 0;
     loop {
-        let mut stream = Stream::open(addr, &session_id, last).await;
+        let mut stream = Stream::open(&client, &session_id, last).await;
         assert_eq!(stream.status, 200);
         let headers = stream.headers.to_ascii_lowercase();
         assert!(headers.contains("x-accel-buffering: no"), "{headers}");
@@ -364,7 +365,7 @@ async fn a_session_over_http_streams_every_event_once_across_random_reconnects()
     assert!(reconnects >= 200, "the stream was cut {reconnects} times");
 
     // A subscriber that connects after everything ended gets everything.
-    let mut late = Stream::open(addr, &session, None).await;
+    let mut late = Stream::open(&client, &session, None).await;
     for seq in 0..len {
         assert_eq!(late.next().await.0, seq);
     }
@@ -431,15 +432,16 @@ async fn busy_sessions_open_requests_and_stream_caps_are_refused_clearly() {
     assert_eq!(busy["error"]["code"], "session_busy");
 
     // Two streams are allowed, a third is 429.
-    let one = Stream::open(addr, &session, None).await;
-    let two = Stream::open(addr, &session, None).await;
-    let three = Stream::open(addr, &session, None).await;
+    let client = http::Client::new(addr);
+    let one = Stream::open(&client, &session, None).await;
+    let two = Stream::open(&client, &session, None).await;
+    let three = Stream::open(&client, &session, None).await;
     assert_eq!((one.status, two.status, three.status), (200, 200, 429));
     drop((one, two, three));
     // Closing streams frees their places.
-    let session_ref = &session;
+    let (session_ref, client) = (&session, &client);
     let again = eventually(LIMIT, "a closed stream's place to be free", || async move {
-        let again = Stream::open(addr, session_ref, None).await;
+        let again = Stream::open(client, session_ref, None).await;
         if again.status == 200 {
             Ok(again)
         } else {

@@ -7,6 +7,7 @@
 //! (and the bearer key, when set), so a test sees exactly what the server answered.
 
 use std::net::SocketAddr;
+use std::sync::OnceLock;
 use std::time::Duration;
 
 use serde_json::Value;
@@ -23,17 +24,22 @@ pub struct Client {
 }
 
 impl Client {
-    /// A client of the server on `addr`, without a key.
+    /// A client of the server on `addr`, without a key. Cheap: every client shares one
+    /// connector, and no connection outlives its request (each test's runtime is its own).
     pub fn new(addr: SocketAddr) -> Self {
-        // reqwest needs a TLS provider even for plain http.
-        let _ = rustls::crypto::ring::default_provider().install_default();
-        let http = reqwest::Client::builder()
-            .redirect(reqwest::redirect::Policy::none())
-            .build()
-            .expect("a reqwest client");
+        static HTTP: OnceLock<reqwest::Client> = OnceLock::new();
+        let http = HTTP.get_or_init(|| {
+            // reqwest needs a TLS provider even for plain http.
+            let _ = rustls::crypto::ring::default_provider().install_default();
+            reqwest::Client::builder()
+                .redirect(reqwest::redirect::Policy::none())
+                .pool_max_idle_per_host(0)
+                .build()
+                .expect("a reqwest client")
+        });
         Self {
             addr,
-            http,
+            http: http.clone(),
             key: None,
         }
     }
