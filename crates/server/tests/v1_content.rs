@@ -29,20 +29,11 @@ use common::on_every_store;
 async fn session_on(store: Arc<dyn Store>, fake: &FakeServer) -> (Client, String) {
     let platform = Platform::new(store, Some(master_keys("k1", "5a")));
     let client = serve(platform, ServerOptions::default()).await;
-    let (_, provider) = client
-        .send(
-            "POST",
-            "/v1/llm-providers",
+    client
+        .default_model(
             json!({"name": "fake", "provider_type": "anthropic", "api_key": KEY,
                    "base_url": fake.base_url(), "is_default": true}),
-        )
-        .await;
-    let provider = provider["id"].as_str().unwrap();
-    client
-        .send(
-            "POST",
-            &format!("/v1/llm-providers/{provider}/models"),
-            json!({"model_id": "claude-fake", "is_default": true}),
+            "claude-fake",
         )
         .await;
     let a = &client.agent("viewer", "Describe pictures.").await;
@@ -218,13 +209,7 @@ async fn the_reply_streams_as_clean_text_that_is_the_stored_message(store: Arc<d
     let fake = FakeServer::anthropic(KEY).await.unwrap();
     fake.respond(text(REPLY));
     let (client, path) = session_on(store, &fake).await;
-    let (status, posted) = client
-        .send(
-            "POST",
-            &format!("{path}/messages"),
-            json!({"content": [{"type": "text", "text": "Say it."}]}),
-        )
-        .await;
+    let (status, posted) = client.say(&path, "Say it.").await;
     assert_eq!(status, 201, "{posted}");
     let said = messages(&client, &path, 2).await;
     assert_eq!(said[1]["role"], "assistant");

@@ -78,13 +78,7 @@ async fn an_agent_given_an_mcp_capability_calls_the_servers_tools(store: Arc<dyn
     assert_eq!(status, 200, "{set}");
 
     let path = client.session(a).await;
-    let (status, posted) = client
-        .send(
-            "POST",
-            &format!("{path}/messages"),
-            json!({"content": [{"type": "text", "text": "What is 2 + 40?"}]}),
-        )
-        .await;
+    let (status, posted) = client.say(&path, "What is 2 + 40?").await;
     assert_eq!(status, 201, "{posted}");
     eventually(LIMIT, "the turn to finish", || async {
         let (_, read) = client.get(&path).await;

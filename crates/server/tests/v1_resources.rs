@@ -1247,22 +1247,11 @@ async fn a_provider_row_answers_with_its_opened_key(store: Arc<dyn Store>) {
     );
 
     // The default provider's default model answers, with the key the platform keeps.
-    let (_, provider) = client
-        .send(
-            "POST",
-            "/v1/llm-providers",
+    client
+        .default_model(
             json!({"name": "fake", "provider_type": "anthropic", "api_key": KEY,
                    "base_url": fake.base_url(), "is_default": true}),
-        )
-        .await;
-    client
-        .send(
-            "POST",
-            &format!(
-                "/v1/llm-providers/{}/models",
-                provider["id"].as_str().unwrap()
-            ),
-            json!({"model_id": "claude-fake", "is_default": true}),
+            "claude-fake",
         )
         .await;
     let (status, posted) = client
@@ -1289,20 +1278,10 @@ async fn an_azure_openai_row_answers_through_its_v1_address(store: Arc<dyn Store
     let platform = Platform::new(Arc::clone(&store), Some(master_keys("k1", "4e")));
     let client = serve(platform, ServerOptions::default()).await;
     // Without its base_url an azure_openai row cannot answer: 422 saying what to set.
-    let (status, provider) = client
-        .send(
-            "POST",
-            "/v1/llm-providers",
+    let p = client
+        .default_model(
             json!({"name": "azure", "provider_type": "azure_openai", "api_key": KEY, "is_default": true}),
-        )
-        .await;
-    assert_eq!(status, 201, "{provider}");
-    let p = provider["id"].as_str().unwrap().to_owned();
-    client
-        .send(
-            "POST",
-            &format!("/v1/llm-providers/{p}/models"),
-            json!({"model_id": "my-gpt-deployment", "is_default": true}),
+            "my-gpt-deployment",
         )
         .await;
     let a = &client.agent("a", "Hi.").await;
@@ -1374,13 +1353,7 @@ async fn events_are_notifications_as_a_page_and_a_resumable_stream(store: Arc<dy
     let path = client.session(a).await;
     let (_, empty) = client.get(&format!("{path}/events")).await;
     assert_eq!(empty["total"], 0);
-    let (_, posted) = client
-        .send(
-            "POST",
-            &format!("{path}/messages"),
-            json!({"content": [{"type": "text", "text": "Hello"}]}),
-        )
-        .await;
+    let (_, posted) = client.say(&path, "Hello").await;
     let events = format!("{path}/events?limit=100");
     let page = eventually(LIMIT, "a session.completed notification", || async {
         let page = client.get(&events).await.1;

@@ -74,6 +74,25 @@ impl Client {
         agent["id"].as_str().unwrap().to_owned()
     }
 
+    /// Adds the LLM provider `provider` and its default model `model_id`: the provider's id.
+    pub(crate) async fn default_model(&self, provider: Value, model_id: &str) -> String {
+        let provider = self.create("/v1/llm-providers", provider).await;
+        let id = provider["id"].as_str().unwrap().to_owned();
+        self.create(
+            &format!("/v1/llm-providers/{id}/models"),
+            serde_json::json!({ "model_id": model_id, "is_default": true }),
+        )
+        .await;
+        id
+    }
+
+    /// Posts the user message `text` to the session at `session` (a path).
+    pub(crate) async fn say(&self, session: &str, text: &str) -> (u16, Value) {
+        let message = serde_json::json!({ "content": [{ "type": "text", "text": text }] });
+        self.send("POST", &format!("{session}/messages"), message)
+            .await
+    }
+
     /// Starts a session of the agent `agent`: its path, `/v1/agents/{agent}/sessions/{id}`.
     pub(crate) async fn session(&self, agent: &str) -> String {
         let path = format!("/v1/agents/{agent}/sessions");
