@@ -216,6 +216,29 @@ mod moves {
         ]
     }
 
+    /// Found by the property below: a search back steps over events that ran no handler (the
+    /// cursor moves, the state stays), then one more step back must revert a handled event,
+    /// not an undo recorded for an event already stepped over.
+    #[test]
+    fn a_step_back_after_a_search_back_reverts_the_event_it_steps_over() {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let mut tape = runtime.block_on(demo_tape()).with_snapshot_interval(5);
+        tape.find_name("task:started");
+        tape.step_to(23);
+        tape.find_name_back("task:started");
+        tape.step_back();
+        let position = tape.position() as usize;
+        let fresh = tape.workflow().fold(&tape.events()[..position]);
+        assert_eq!(
+            serde_json::to_string(tape.state()).unwrap(),
+            serde_json::to_string(&fresh).unwrap(),
+            "the state at {position}"
+        );
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(64))]
         #[test]

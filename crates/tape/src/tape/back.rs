@@ -49,6 +49,8 @@ impl<S: WorkflowState> Tape<S> {
         }
         if !self.changed_between(target, self.position()) {
             self.fold.rewind_unchanged(target);
+            // The undos recorded for the events stepped over would be reverted next otherwise.
+            self.undo.clear();
             return;
         }
         if target < self.stretch_end {
