@@ -3,22 +3,17 @@
 //! names are refused (DNS rebinding); CORS only when asked.
 #![allow(clippy::unwrap_used, missing_docs)]
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpStream;
+use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
+
+use openharness_testkit::block_on;
+use openharness_testkit::http::Response;
 
 mod serving;
 
-fn get(port: u16, path: &str) -> String {
-    let mut stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
-    write!(
-        stream,
-        "GET {path} HTTP/1.1\r\nhost: 127.0.0.1\r\nconnection: close\r\n\r\n"
-    )
-    .unwrap();
-    let mut response = String::new();
-    stream.read_to_string(&mut response).unwrap();
-    response
+/// `GET path` on the server on `port`, with `headers`.
+fn get(port: u16, path: &str, headers: &[(&str, &str)]) -> Response {
+    block_on(serving::client(port).call("GET", path, None, headers))
 }
 
 /// Starts `openharness serve --addr 127.0.0.1:0 EXTRA…` in `dir`: the process, the port it
@@ -64,9 +59,9 @@ fn serve_answers_on_loopback_and_refuses_other_addresses() {
         first.starts_with("Serving chat, planner-executor on http://127.0.0.1:"),
         "{first}"
     );
-    let health = get(port, "/health");
-    assert!(health.starts_with("HTTP/1.1 200"), "{health}");
-    let sessions = get(port, "/sessions");
+    let health = get(port, "/health", &[]);
+    assert_eq!(health.status, 200, "{health:?}");
+    let sessions = get(port, "/sessions", &[]).body;
     assert!(
         sessions.contains("\"workflow\":\"planner-executor\""),
         "{sessions}"
@@ -116,8 +111,8 @@ local-key
         .read_line(&mut first)
         .unwrap();
     assert!(first.contains("(API keys required)"), "{first}");
-    assert!(get(port, "/health").starts_with("HTTP/1.1 200"));
-    assert!(get(port, "/sessions").starts_with("HTTP/1.1 401"));
+    assert_eq!(get(port, "/health", &[]).status, 200);
+    assert_eq!(get(port, "/sessions", &[]).status, 401);
     server.kill().unwrap();
     server.wait().unwrap();
 }
@@ -138,19 +133,19 @@ fn serve_allows_the_cors_origins_it_is_given_and_refuses_malformed_ones() {
     let (mut server, port, first) =
         spawn_serve(dir.path(), &["--cors-origin", "http://localhost:5173"]);
     assert!(first.contains("(CORS: http://localhost:5173)"), "{first}");
-    let mut stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
-    write!(
-        stream,
-        "OPTIONS /sessions HTTP/1.1\r\nhost: 127.0.0.1\r\nconnection: close\r\n\
-         origin: http://localhost:5173\r\naccess-control-request-method: POST\r\n\r\n"
-    )
-    .unwrap();
-    let mut response = String::new();
-    stream.read_to_string(&mut response).unwrap();
-    let response = response.to_ascii_lowercase();
-    assert!(
-        response.contains("access-control-allow-origin: http://localhost:5173"),
-        "{response}"
+    let response = block_on(serving::client(port).call(
+        "OPTIONS",
+        "/sessions",
+        None,
+        &[
+            ("origin", "http://localhost:5173"),
+            ("access-control-request-method", "POST"),
+        ],
+    ));
+    assert_eq!(
+        response.header("access-control-allow-origin"),
+        Some("http://localhost:5173"),
+        "{response:?}"
     );
     server.kill().unwrap();
     server.wait().unwrap();
@@ -161,7 +156,7 @@ fn serve_on_port_0_prints_the_port_it_listens_on() {
     let dir = tempfile::tempdir().unwrap();
     let (mut server, port, first) = spawn_serve(dir.path(), &[]);
     assert_ne!(port, 0, "{first}");
-    assert!(get(port, "/health").starts_with("HTTP/1.1 200"));
+    assert_eq!(get(port, "/health", &[]).status, 200);
     server.kill().unwrap();
     server.wait().unwrap();
 }
@@ -182,11 +177,11 @@ fn serve_runs_new_chats_on_the_chat_workflow_it_is_given() {
 
     let (mut server, port, _) = spawn_serve(dir.path(), &["--chat-workflow", "chat"]);
     let response = serving::post_chat(port, "0190a8c4-5f00-7000-8000-00000000c4a7", "Hi there");
-    assert!(response.starts_with("HTTP/1.1 200"), "{response}");
-    assert!(response.contains(r#""type":"finish""#), "{response}");
+    assert_eq!(response.status, 200, "{response:?}");
+    assert!(response.body.contains(r#""type":"finish""#), "{response:?}");
     assert!(
-        response.contains("You said"),
-        "the chat workflow answered: {response}"
+        response.body.contains("You said"),
+        "the chat workflow answered: {response:?}"
     );
     server.kill().unwrap();
     server.wait().unwrap();
@@ -196,23 +191,14 @@ fn serve_runs_new_chats_on_the_chat_workflow_it_is_given() {
 fn the_platform_log_is_not_listed_as_a_session() {
     let dir = tempfile::tempdir().unwrap();
     let (mut server, port, _) = spawn_serve(dir.path(), &[]);
-    let body = r#"{"name":"helper","system_prompt":"Be brief."}"#;
-    let mut stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
-    write!(
-        stream,
-        "POST /v1/agents HTTP/1.1\r\nhost: 127.0.0.1\r\nconnection: close\r\n\
-         content-type: application/json\r\ncontent-length: {}\r\n\r\n{body}",
-        body.len()
-    )
-    .unwrap();
-    let mut response = String::new();
-    stream.read_to_string(&mut response).unwrap();
-    assert!(response.starts_with("HTTP/1.1 201"), "{response}");
+    let body = serde_json::json!({ "name": "helper", "system_prompt": "Be brief." });
+    let response = block_on(serving::client(port).post("/v1/agents", &body));
+    assert_eq!(response.status, 201, "{response:?}");
     // The agent is recorded in the platform log, which is readable by id but not listed.
-    let listed = get(port, "/sessions");
-    assert!(listed.starts_with("HTTP/1.1 200"), "{listed}");
-    assert!(!listed.contains("openharness-platform"), "{listed}");
-    assert!(get(port, "/sessions/openharness-platform").starts_with("HTTP/1.1 200"));
+    let listed = get(port, "/sessions", &[]);
+    assert_eq!(listed.status, 200, "{listed:?}");
+    assert!(!listed.body.contains("openharness-platform"), "{listed:?}");
+    assert_eq!(get(port, "/sessions/openharness-platform", &[]).status, 200);
     server.kill().unwrap();
     server.wait().unwrap();
     let sessions = Command::new(env!("CARGO_BIN_EXE_openharness"))
@@ -226,36 +212,23 @@ fn the_platform_log_is_not_listed_as_a_session() {
     assert!(!stdout.contains("openharness-platform"), "{stdout}");
 }
 
-/// `GET path` naming `host` in `Host`.
-fn get_as(port: u16, host: &str, path: &str) -> String {
-    let mut stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
-    write!(
-        stream,
-        "GET {path} HTTP/1.1\r\nhost: {host}\r\nconnection: close\r\n\r\n"
-    )
-    .unwrap();
-    let mut response = String::new();
-    stream.read_to_string(&mut response).unwrap();
-    response
-}
-
 #[test]
 fn serve_without_keys_refuses_other_host_names_unless_allowed() {
     let dir = tempfile::tempdir().unwrap();
     let (mut server, port, _) = spawn_serve(dir.path(), &["--allowed-host", "box.local"]);
     // DNS rebinding: another site's name pointed at 127.0.0.1 is refused, on every family.
     for path in ["/sessions", "/v1/agents", "/"] {
-        let refused = get_as(port, "attacker.example", path);
-        assert!(refused.starts_with("HTTP/1.1 403"), "{path}: {refused}");
-        assert!(refused.contains("host_not_allowed"), "{refused}");
+        let refused = get(port, path, &[("host", "attacker.example")]);
+        assert_eq!(refused.status, 403, "{path}: {refused:?}");
+        assert!(refused.body.contains("host_not_allowed"), "{refused:?}");
     }
     for host in [
         format!("127.0.0.1:{port}"),
         format!("localhost:{port}"),
         format!("box.local:{port}"),
     ] {
-        let answered = get_as(port, &host, "/sessions");
-        assert!(answered.starts_with("HTTP/1.1 200"), "{host}: {answered}");
+        let answered = get(port, "/sessions", &[("host", &host)]);
+        assert_eq!(answered.status, 200, "{host}: {answered:?}");
     }
     server.kill().unwrap();
     server.wait().unwrap();
@@ -264,15 +237,13 @@ fn serve_without_keys_refuses_other_host_names_unless_allowed() {
     std::fs::write(&keys, "s3cret\n").unwrap();
     let (mut server, port, _) =
         spawn_serve(dir.path(), &["--api-keys-file", keys.to_str().unwrap()]);
-    let mut stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
-    write!(
-        stream,
-        "GET /sessions HTTP/1.1\r\nhost: box.example\r\nauthorization: Bearer s3cret\r\nconnection: close\r\n\r\n"
-    )
-    .unwrap();
-    let mut response = String::new();
-    stream.read_to_string(&mut response).unwrap();
-    assert!(response.starts_with("HTTP/1.1 200"), "{response}");
+    let response = block_on(serving::client(port).with_key(Some("s3cret")).call(
+        "GET",
+        "/sessions",
+        None,
+        &[("host", "box.example")],
+    ));
+    assert_eq!(response.status, 200, "{response:?}");
     server.kill().unwrap();
     server.wait().unwrap();
 }

@@ -94,12 +94,26 @@ impl Client {
         body: Option<&str>,
         headers: &[(&str, &str)],
     ) -> Response {
+        self.try_call(method, path, body, headers)
+            .await
+            .unwrap_or_else(|error| panic!("{method} {path}: {error}"))
+    }
+
+    /// Like [`Client::call`], but a request that fails on the way (the server died, refused
+    /// the connection or cut the answer short) is an `Err` instead of a panic: for a test
+    /// that kills servers on purpose and tries another.
+    pub async fn try_call(
+        &self,
+        method: &str,
+        path: &str,
+        body: Option<&str>,
+        headers: &[(&str, &str)],
+    ) -> Result<Response, reqwest::Error> {
         let response = self
             .request(method, path, body.map(str::to_owned), headers)
             .send()
-            .await
-            .unwrap_or_else(|error| panic!("{method} {path}: {error}"));
-        Response::read(response).await
+            .await?;
+        Response::try_read(response).await
     }
 
     /// `GET path`.
@@ -167,15 +181,15 @@ pub struct Response {
 }
 
 impl Response {
-    async fn read(response: reqwest::Response) -> Self {
+    async fn try_read(response: reqwest::Response) -> Result<Self, reqwest::Error> {
         let status = response.status().as_u16();
         let headers = headers_of(&response);
-        let body = response.text().await.expect("a body");
-        Self {
+        let body = response.text().await?;
+        Ok(Self {
             status,
             headers,
             body,
-        }
+        })
     }
 
     /// The first value of the header `name` (any case).

@@ -5,7 +5,7 @@
 //! given up) polls with [`eventually`] instead of writing its own loop: every wait then has
 //! the same interval, a limit that says how long it waited, and a panic that names what it
 //! waited for and what it saw last. A test that talks to a server on a socket uses the one
-//! client in [`http`].
+//! client in [`http`]; a synchronous test runs either through [`block_on`].
 
 pub mod http;
 
@@ -59,6 +59,33 @@ where
         }
         tokio::time::sleep(INTERVAL).await;
     }
+}
+
+/// Runs `future` to its end on a fresh current-thread runtime (time and I/O enabled) and
+/// returns its output: the blocking front of this kit, for a synchronous `#[test]` that
+/// starts a child process and talks to it with [`http::Client`], or waits with
+/// [`eventually`].
+///
+/// ```
+/// use std::time::Duration;
+///
+/// let seen = openharness_testkit::block_on(openharness_testkit::eventually(
+///     Duration::from_secs(1),
+///     "a value",
+///     || async { Ok::<_, ()>(7) },
+/// ));
+/// assert_eq!(seen, 7);
+/// ```
+///
+/// # Panics
+///
+/// When called from inside a runtime (an async test awaits instead), or when `future` panics.
+pub fn block_on<F: Future>(future: F) -> F::Output {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a current-thread runtime")
+        .block_on(future)
 }
 
 #[cfg(test)]

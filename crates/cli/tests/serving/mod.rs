@@ -3,8 +3,11 @@
 
 pub(crate) mod postgres;
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
+
+use openharness_testkit::block_on;
+use openharness_testkit::http::{Client, Response};
 
 /// Starts `command`, an `openharness serve --addr 127.0.0.1:0 …`, with its stdout piped, and
 /// reads the first line it prints: the process, the port that line names, and the line.
@@ -23,25 +26,20 @@ pub(crate) fn start_serve(mut command: Command) -> (Child, u16, String) {
     (server, port, first)
 }
 
-/// Sends the chat `chat` one user message `text` the way `useChat` does (`POST /api/chat`) to
-/// the server on `port`, and returns the whole HTTP response (the turn's stream included).
+/// The kit's client of the server on `port` (on 127.0.0.1).
 #[allow(dead_code)] // each test file uses what it needs
-pub(crate) fn post_chat(port: u16, chat: &str, text: &str) -> String {
+pub(crate) fn client(port: u16) -> Client {
+    Client::new(([127, 0, 0, 1], port).into())
+}
+
+/// Sends the chat `chat` one user message `text` the way `useChat` does (`POST /api/chat`) to
+/// the server on `port`, and returns the whole answer (the turn's stream as its body).
+#[allow(dead_code)] // each test file uses what it needs
+pub(crate) fn post_chat(port: u16, chat: &str, text: &str) -> Response {
     let body = serde_json::json!({
         "id": chat,
         "trigger": "submit-message",
         "messages": [{ "id": "m1", "role": "user", "parts": [{ "type": "text", "text": text }] }],
-    })
-    .to_string();
-    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
-    write!(
-        stream,
-        "POST /api/chat HTTP/1.1\r\nhost: 127.0.0.1\r\nconnection: close\r\n\
-         content-type: application/json\r\ncontent-length: {}\r\n\r\n{body}",
-        body.len()
-    )
-    .unwrap();
-    let mut response = String::new();
-    stream.read_to_string(&mut response).unwrap();
-    response
+    });
+    block_on(client(port).post("/api/chat", &body))
 }
