@@ -4,16 +4,20 @@
 //! B finishes it. Skipped, saying so, without `OPENHARNESS_TEST_POSTGRES`.
 #![allow(clippy::unwrap_used, missing_docs)]
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpStream;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::{Child, Command};
+use std::time::Duration;
 
-/// A `serve` process, killed when dropped.
+use openharness_testkit::http::Client;
+use openharness_testkit::{block_on, eventually};
+use serde_json::Value;
+
+mod serving;
+
+/// A `serve` process, killed when dropped, and the kit's client of it.
 struct Serve {
     child: Child,
-    port: u16,
+    client: Client,
 }
 
 impl Drop for Serve {
@@ -24,106 +28,66 @@ impl Drop for Serve {
 }
 
 fn serve(dir: &Path, store: &str) -> Serve {
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_openharness"))
-        .args([
-            "serve",
-            "--addr",
-            &format!("127.0.0.1:{port}"),
-            "--store",
-            store,
-        ])
-        .current_dir(dir)
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut first = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut first)
-        .unwrap();
+    let mut command = Command::new(env!("CARGO_BIN_EXE_openharness"));
+    command
+        .args(["serve", "--addr", "127.0.0.1:0", "--store", store])
+        .current_dir(dir);
+    let (child, port, first) = serving::start_serve(command);
     assert!(first.starts_with("Serving"), "{first}");
-    Serve { child, port }
+    Serve {
+        child,
+        client: serving::client(port),
+    }
 }
 
-/// One request with `Connection: close`: the status and the raw body.
-fn call(port: u16, method: &str, path: &str, body: &str, accept: &str) -> (u16, String) {
-    let mut stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
-    stream
-        .set_read_timeout(Some(Duration::from_secs(20)))
-        .unwrap();
-    write!(
-        stream,
-        "{method} {path} HTTP/1.1\r\nhost: 127.0.0.1\r\nconnection: close\r\naccept: {accept}\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{body}",
-        body.len()
-    )
-    .unwrap();
-    let mut response = String::new();
-    let _ = stream.read_to_string(&mut response);
-    let status = response[9..12].parse().unwrap();
-    let body = response
-        .split_once("\r\n\r\n")
-        .map_or("", |(_, b)| b)
-        .to_owned();
-    (status, body)
-}
-
-fn json(port: u16, method: &str, path: &str, body: &str) -> (u16, serde_json::Value) {
-    let (status, body) = call(port, method, path, body, "application/json");
-    // Bodies may be chunked: take the JSON object between the first `{` and the last `}`.
-    let json = body
-        .find('{')
-        .and_then(|start| body.rfind('}').map(|end| &body[start..=end]))
-        .and_then(|text| serde_json::from_str(text).ok())
-        .unwrap_or(serde_json::Value::Null);
-    (status, json)
+/// One JSON request (`body` as its raw text): the status and the body as JSON, `null` when
+/// it is not JSON.
+fn json(server: &Serve, method: &str, path: &str, body: &str) -> (u16, Value) {
+    let response = block_on(server.client.call(
+        method,
+        path,
+        Some(body),
+        &[("accept", "application/json")],
+    ));
+    (response.status, response.json_or_null())
 }
 
 /// The seqs of an event stream read until the turn's `workflow:completed`.
-fn stream_until_completed(port: u16, session: &str) -> Vec<u64> {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
-        let mut stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
-        stream
-            .set_read_timeout(Some(Duration::from_secs(20)))
-            .unwrap();
-        write!(
-            stream,
-            "GET /sessions/{session}/events HTTP/1.1\r\nhost: 127.0.0.1\r\naccept: text/event-stream\r\n\r\n"
-        )
-        .unwrap();
-        let mut reader = BufReader::new(stream);
-        let mut head = String::new();
-        reader.read_line(&mut head).unwrap();
-        if head.contains(" 404 ") {
-            // B has not seen the session's first append yet.
-            assert!(Instant::now() < deadline, "the session never reached B");
-            std::thread::sleep(Duration::from_millis(20));
-            continue;
-        }
-        assert!(head.contains(" 200 "), "{head}");
-        let mut seqs = Vec::new();
-        let mut line = String::new();
-        while reader.read_line(&mut line).unwrap() > 0 {
-            if let Some(id) = line.trim_end().strip_prefix("id: ") {
-                seqs.push(id.parse().unwrap());
-            }
-            if line.trim_end() == "event: workflow:completed" {
-                // Read on to its id line, then stop.
-                line.clear();
-                reader.read_line(&mut line).unwrap();
-                if let Some(id) = line.trim_end().strip_prefix("id: ") {
-                    seqs.push(id.parse().unwrap());
+fn stream_until_completed(server: &Serve, session: &str) -> Vec<u64> {
+    let path = format!("/sessions/{session}/events");
+    block_on(async {
+        // Until B has seen the session's first append, it answers 404.
+        let events = eventually(
+            Duration::from_secs(20),
+            "the session to reach B",
+            || async {
+                let events = server.client.events(&path, &[]).await;
+                if events.status == 404 {
+                    Err(events.status)
+                } else {
+                    Ok(events)
                 }
-                return seqs;
-            }
-            line.clear();
-        }
-        panic!("the stream ended before the turn did");
-    }
+            },
+        );
+        let mut events = events.await;
+        assert_eq!(events.status, 200, "{:?}", events.headers);
+        let frames = events
+            .until(Duration::from_secs(20), |frame| {
+                frame.event.as_deref() == Some("workflow:completed")
+            })
+            .await;
+        assert!(
+            frames
+                .last()
+                .is_some_and(|frame| frame.event.as_deref() == Some("workflow:completed")),
+            "the stream ended before the turn did: {frames:?}"
+        );
+        frames
+            .iter()
+            .filter(|frame| frame.id.is_some())
+            .map(|frame| frame.seq())
+            .collect()
+    })
 }
 
 #[test]
@@ -138,16 +102,16 @@ fn two_servers_on_one_postgresql_share_sessions_live_and_refuse_a_turn_that_has_
 
     // Started on A, followed on B.
     let (status, created) = json(
-        a.port,
+        &a,
         "POST",
         "/sessions",
         r#"{"workflow":"chat","input":"Hi from A"}"#,
     );
     assert_eq!(status, 202, "{created}");
     let session = created["session"].as_str().unwrap().to_owned();
-    let seen_on_b = stream_until_completed(b.port, &session);
+    let seen_on_b = stream_until_completed(&b, &session);
     let (_, page) = json(
-        a.port,
+        &a,
         "GET",
         &format!("/sessions/{session}/events?limit=1000"),
         "",
@@ -200,9 +164,9 @@ fn two_servers_on_one_postgresql_share_sessions_live_and_refuse_a_turn_that_has_
         );
         copy
     };
-    for port in [a.port, b.port] {
+    for server in [&a, &b] {
         let (status, busy) = json(
-            port,
+            server,
             "POST",
             &format!("/sessions/{cut}/input"),
             r#"{"text":"more"}"#,
@@ -213,20 +177,21 @@ fn two_servers_on_one_postgresql_share_sessions_live_and_refuse_a_turn_that_has_
             "{busy}"
         );
     }
-    let (status, _) = json(b.port, "POST", &format!("/sessions/{cut}/resume"), "");
+    let (status, _) = json(&b, "POST", &format!("/sessions/{cut}/resume"), "");
     assert_eq!(status, 202);
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
-        let (_, summary) = json(a.port, "GET", &format!("/sessions/{cut}"), "");
-        if summary["status"] == "idle" {
-            break;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "the resume never finished: {summary}"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    let summary = format!("/sessions/{cut}");
+    block_on(eventually(
+        Duration::from_secs(20),
+        "the resume to finish",
+        || async {
+            let summary = a.client.get(&summary).await.json_or_null();
+            if summary["status"] == "idle" {
+                Ok(())
+            } else {
+                Err(summary)
+            }
+        },
+    ));
 }
 
 /// A fresh id in the shape the store writes.
