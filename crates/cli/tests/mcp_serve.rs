@@ -12,6 +12,8 @@ use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 
+use openharness_testkit::block_on;
+use openharness_testkit::http::Client;
 use serde_json::Value;
 
 const OPENHARNESS: &str = env!("CARGO_BIN_EXE_openharness");
@@ -184,18 +186,14 @@ fn over_streamable_http_it_asks_for_the_api_key() {
     let refused = python().args(["http", &url]).output().unwrap();
     assert!(!refused.status.success());
     let authority = url.trim_start_matches("http://").trim_end_matches("/mcp");
-    let mut stream = std::net::TcpStream::connect(authority).unwrap();
-    std::io::Write::write_all(
-        &mut stream,
-        format!("POST /mcp HTTP/1.1\r\nHost: {authority}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n").as_bytes(),
-    )
-    .unwrap();
-    let mut answer = String::new();
-    std::io::Read::read_to_string(&mut stream, &mut answer).unwrap();
-    assert!(answer.starts_with("HTTP/1.1 401"), "{answer}");
+    let client = Client::new(authority.parse().unwrap());
+    let answer = block_on(client.call("POST", "/mcp", None, &[]));
+    assert_eq!(answer.status, 401, "{answer:?}");
     assert!(
-        answer.to_lowercase().contains("www-authenticate: bearer"),
-        "{answer}"
+        answer
+            .header("www-authenticate")
+            .is_some_and(|challenge| challenge.to_lowercase().starts_with("bearer")),
+        "{answer:?}"
     );
 }
 
