@@ -134,12 +134,27 @@ impl Client {
     /// Opens `GET path` as an event stream (with `accept: text/event-stream` and `headers`,
     /// `last-event-id` among them when resuming); its frames are read with [`Events::next`].
     pub async fn events(&self, path: &str, headers: &[(&str, &str)]) -> Events {
+        let mut headers = headers.to_vec();
+        headers.push(("accept", "text/event-stream"));
+        self.open("GET", path, None, &headers).await
+    }
+
+    /// Sends `method path` like [`Client::call`], but returns as soon as the answer's head has
+    /// arrived: its status and headers, the body still unread (read it as frames with
+    /// [`Events::next`], or whole with [`Events::text`]). For a test that acts the moment a
+    /// server acknowledges (kills it, say) while the answer is still streaming.
+    pub async fn open(
+        &self,
+        method: &str,
+        path: &str,
+        body: Option<&str>,
+        headers: &[(&str, &str)],
+    ) -> Events {
         let response = self
-            .request("GET", path, None, headers)
-            .header("accept", "text/event-stream")
+            .request(method, path, body.map(str::to_owned), headers)
             .send()
             .await
-            .unwrap_or_else(|error| panic!("GET {path}: {error}"));
+            .unwrap_or_else(|error| panic!("{method} {path}: {error}"));
         Events {
             status: response.status().as_u16(),
             headers: headers_of(&response),
@@ -255,7 +270,8 @@ impl Frame {
     }
 }
 
-/// An open event stream: the answer's status and headers, then its frames as they come.
+/// An open answer, usually an event stream: its status and headers, then its frames as they
+/// come (or the rest of its body at once).
 #[derive(Debug)]
 pub struct Events {
     /// The status code.
@@ -301,6 +317,14 @@ impl Events {
             self.buffer
                 .push_str(&String::from_utf8_lossy(&chunk).replace("\r\n", "\n"));
         }
+    }
+
+    /// The rest of the body as text (what frames have not consumed), until the answer ends;
+    /// an `Err` when it is cut short (the server died).
+    pub async fn text(self) -> Result<String, reqwest::Error> {
+        let mut text = self.buffer;
+        text.push_str(&self.response.text().await?);
+        Ok(text)
     }
 
     /// Reads frames until one satisfies `done` (that one included) or the stream ends, and

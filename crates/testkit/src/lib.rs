@@ -64,7 +64,8 @@ where
 /// Runs `future` to its end on a fresh current-thread runtime (time and I/O enabled) and
 /// returns its output: the blocking front of this kit, for a synchronous `#[test]` that
 /// starts a child process and talks to it with [`http::Client`], or waits with
-/// [`eventually`].
+/// [`eventually`]. What the future opens lives only as long as this call (the runtime ends
+/// with it): open an event stream and read it within the same `block_on`.
 ///
 /// ```
 /// use std::time::Duration;
