@@ -138,7 +138,8 @@ fn kills(
         let (status, session) = block_on(async {
             let answer = client
                 .open("POST", &path, Some(&body.to_string()), &[])
-                .await;
+                .await
+                .unwrap();
             // Acknowledged: kill at once, mid-turn.
             server.kill().unwrap();
             server.wait().unwrap();

@@ -17,6 +17,7 @@ use std::time::{Duration, Instant};
 
 use openharness_provider::testing::FakeServer;
 use openharness_provider::testing::anthropic::{self as model, KEY};
+use openharness_testkit::http::Client;
 use serde_json::{Value, json};
 
 mod serving;
@@ -26,10 +27,13 @@ const REPLICAS: usize = 3;
 const KILLS: usize = 30;
 const SESSIONS: usize = 4;
 
-/// One replica: its process and address.
+/// How long a client's request may take before it counts as failed.
+const REQUEST: Duration = Duration::from_secs(10);
+
+/// One replica: its process and the kit's client of it.
 struct Replica {
     child: Child,
-    url: String,
+    client: Client,
 }
 
 fn start_replica(dir: &std::path::Path, store: &str, n: usize) -> Replica {
@@ -49,7 +53,7 @@ fn start_replica(dir: &std::path::Path, store: &str, n: usize) -> Replica {
     let (child, port, _) = serving::start_serve(command);
     Replica {
         child,
-        url: format!("http://127.0.0.1:{port}"),
+        client: serving::client(port).with_timeout(REQUEST),
     }
 }
 
@@ -110,74 +114,50 @@ async fn replicas_killed_mid_turn_lose_no_message_and_repeat_no_recorded_call() 
 
     let dir = tempfile::tempdir().unwrap();
     let mut children = Vec::new();
-    let mut urls = Vec::new();
+    let mut started = Vec::new();
     for n in 0..REPLICAS {
         let replica = start_replica(dir.path(), &store, n);
         children.push(replica.child);
-        urls.push(replica.url);
+        started.push(replica.client);
     }
     // Where clients find the replicas (a killed one's address refuses until it is back).
-    let replicas: Arc<Mutex<Vec<String>>> = Arc::new(Mutex::new(urls));
-    let http = reqwest::Client::builder()
-        .timeout(Duration::from_secs(10))
-        .build()
-        .unwrap();
+    let replicas: Arc<Mutex<Vec<Client>>> = Arc::new(Mutex::new(started));
     let any = |n: usize| replicas.lock().unwrap()[n % REPLICAS].clone();
-    let call = |method: reqwest::Method, url: String, body: Option<Value>| {
-        let http = http.clone();
-        async move {
-            let mut request = http.request(method, url);
-            if let Some(body) = body {
-                request = request.json(&body);
-            }
-            let response = request.send().await?;
-            let status = response.status().as_u16();
-            let body: Value = response.json().await.unwrap_or(Value::Null);
-            Ok::<_, reqwest::Error>((status, body))
-        }
+    // A JSON answer (`null` when not JSON); these run while no replica is killed.
+    let post = async |client: Client, path: String, body: Value| {
+        let answer = client.post(&path, &body).await;
+        (answer.status, answer.json_or_null())
     };
 
     // Provider, model, agent and sessions, through the API.
-    let (status, provider) = call(
-        reqwest::Method::POST,
-        format!("{}/v1/llm-providers", any(0)),
-        Some(
-            json!({"name": "fake", "provider_type": "anthropic", "api_key": KEY,
-                    "base_url": fake.base_url(), "is_default": true}),
-        ),
+    let (status, provider) = post(
+        any(0),
+        "/v1/llm-providers".to_owned(),
+        json!({"name": "fake", "provider_type": "anthropic", "api_key": KEY,
+                "base_url": fake.base_url(), "is_default": true}),
     )
-    .await
-    .unwrap();
+    .await;
     assert_eq!(status, 201, "{provider}");
-    let (status, _) = call(
-        reqwest::Method::POST,
+    let (status, _) = post(
+        any(1),
         format!(
-            "{}/v1/llm-providers/{}/models",
-            any(1),
+            "/v1/llm-providers/{}/models",
             provider["id"].as_str().unwrap()
         ),
-        Some(json!({"model_id": "claude-fake", "is_default": true})),
+        json!({"model_id": "claude-fake", "is_default": true}),
     )
-    .await
-    .unwrap();
+    .await;
     assert_eq!(status, 201);
-    let (_, agent) = call(
-        reqwest::Method::POST,
-        format!("{}/v1/agents", any(2)),
-        Some(json!({"name": "echo", "system_prompt": "Repeat."})),
+    let (_, agent) = post(
+        any(2),
+        "/v1/agents".to_owned(),
+        json!({"name": "echo", "system_prompt": "Repeat."}),
     )
-    .await
-    .unwrap();
+    .await;
     let agent = agent["id"].as_str().unwrap().to_owned();
     let mut sessions = Vec::new();
     for n in 0..SESSIONS {
-        let (_, session) = call(
-            reqwest::Method::POST,
-            format!("{}/v1/agents/{agent}/sessions", any(n)),
-            Some(json!({})),
-        )
-        .await
-        .unwrap();
+        let (_, session) = post(any(n), format!("/v1/agents/{agent}/sessions"), json!({})).await;
         sessions.push(session["id"].as_str().unwrap().to_owned());
     }
 
@@ -193,7 +173,7 @@ async fn replicas_killed_mid_turn_lose_no_message_and_repeat_no_recorded_call() 
             Arc::clone(&stop),
             Arc::clone(&acknowledged),
         );
-        let (http, agent, session) = (http.clone(), agent.clone(), session.clone());
+        let (agent, session) = (agent.clone(), session.clone());
         clients.push(tokio::spawn(async move {
             let pick = |k: usize| replicas.lock().unwrap()[(k + c) % REPLICAS].clone();
             let mut k = 0usize;
@@ -201,15 +181,17 @@ async fn replicas_killed_mid_turn_lose_no_message_and_repeat_no_recorded_call() 
             while !stop.load(std::sync::atomic::Ordering::SeqCst) {
                 k += 1;
                 let text = format!("c{c}-m{m}");
-                let posted = http
-                    .post(format!(
-                        "{}/v1/agents/{agent}/sessions/{session}/messages",
-                        pick(k)
-                    ))
-                    .json(&json!({"content": [{"type": "text", "text": text}]}))
-                    .send()
+                // Acknowledged is the answer's status: its head, the body left unread.
+                let body = json!({"content": [{"type": "text", "text": text}]}).to_string();
+                let posted = pick(k)
+                    .open(
+                        "POST",
+                        &format!("/v1/agents/{agent}/sessions/{session}/messages"),
+                        Some(&body),
+                        &[],
+                    )
                     .await;
-                match posted.map(|r| r.status().as_u16()) {
+                match posted.map(|answer| answer.status) {
                     Ok(201) => {
                         acknowledged
                             .lock()
@@ -245,14 +227,14 @@ async fn replicas_killed_mid_turn_lose_no_message_and_repeat_no_recorded_call() 
         kills.push(Instant::now());
         children[n].kill().unwrap();
         children[n].wait().unwrap();
-        replicas.lock().unwrap()[n] = "http://127.0.0.1:9".into();
+        replicas.lock().unwrap()[n] = serving::client(9).with_timeout(REQUEST);
         let dir = dir.path().to_owned();
         let store = store.clone();
         let fresh = tokio::task::spawn_blocking(move || start_replica(&dir, &store, n))
             .await
             .unwrap();
         children[n] = fresh.child;
-        replicas.lock().unwrap()[n] = fresh.url;
+        replicas.lock().unwrap()[n] = fresh.client;
         eprintln!("failover: kill {} of {KILLS}: replica {n}", kill + 1);
     }
     stop.store(true, std::sync::atomic::Ordering::SeqCst);
@@ -265,14 +247,10 @@ async fn replicas_killed_mid_turn_lose_no_message_and_repeat_no_recorded_call() 
     let mut transcripts: HashMap<String, Vec<(String, String)>> = HashMap::new();
     for session in &sessions {
         loop {
-            let base = any(0);
-            let (_, info) = call(
-                reqwest::Method::GET,
-                format!("{base}/v1/agents/{agent}/sessions/{session}"),
-                None,
-            )
-            .await
-            .unwrap();
+            let info = any(0)
+                .get(&format!("/v1/agents/{agent}/sessions/{session}"))
+                .await
+                .json_or_null();
             if info["status"] != "running" {
                 break;
             }
@@ -285,16 +263,12 @@ async fn replicas_killed_mid_turn_lose_no_message_and_repeat_no_recorded_call() 
         let mut said = Vec::new();
         let mut offset = 0;
         loop {
-            let (_, page) = call(
-                reqwest::Method::GET,
-                format!(
-                    "{}/v1/agents/{agent}/sessions/{session}/messages?offset={offset}&limit=100",
-                    any(1)
-                ),
-                None,
-            )
-            .await
-            .unwrap();
+            let page = any(1)
+                .get(&format!(
+                    "/v1/agents/{agent}/sessions/{session}/messages?offset={offset}&limit=100"
+                ))
+                .await
+                .json_or_null();
             let data = page["data"].as_array().cloned().unwrap_or_default();
             offset += data.len();
             said.extend(data.iter().map(|m| {

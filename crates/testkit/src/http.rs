@@ -21,6 +21,7 @@ pub struct Client {
     pub addr: SocketAddr,
     http: reqwest::Client,
     key: Option<String>,
+    timeout: Option<Duration>,
 }
 
 impl Client {
@@ -41,6 +42,7 @@ impl Client {
             addr,
             http: http.clone(),
             key: None,
+            timeout: None,
         }
     }
 
@@ -49,6 +51,16 @@ impl Client {
     #[must_use]
     pub fn with_key(mut self, key: Option<&str>) -> Self {
         self.key = key.map(str::to_owned);
+        self
+    }
+
+    /// The same client, giving up on every request after `limit` (a stream included, counted
+    /// from its start): the panicking calls panic, the `Result` ones
+    /// ([`Client::try_call`], [`Client::open`]) return an `Err`. Without it a request waits
+    /// as long as the server takes.
+    #[must_use]
+    pub fn with_timeout(mut self, limit: Duration) -> Self {
+        self.timeout = Some(limit);
         self
     }
 
@@ -74,6 +86,9 @@ impl Client {
                 request = request.header("content-type", "application/json");
             }
             request = request.body(body);
+        }
+        if let Some(limit) = self.timeout {
+            request = request.timeout(limit);
         }
         if let Some(key) = &self.key {
             request = request.header("authorization", format!("Bearer {key}"));
@@ -136,31 +151,33 @@ impl Client {
     pub async fn events(&self, path: &str, headers: &[(&str, &str)]) -> Events {
         let mut headers = headers.to_vec();
         headers.push(("accept", "text/event-stream"));
-        self.open("GET", path, None, &headers).await
+        self.open("GET", path, None, &headers)
+            .await
+            .unwrap_or_else(|error| panic!("GET {path}: {error}"))
     }
 
     /// Sends `method path` like [`Client::call`], but returns as soon as the answer's head has
     /// arrived: its status and headers, the body still unread (read it as frames with
     /// [`Events::next`], or whole with [`Events::text`]). For a test that acts the moment a
-    /// server acknowledges (kills it, say) while the answer is still streaming.
+    /// server acknowledges (kills it, say) while the answer is still streaming. A request that
+    /// fails before the head arrives (the server died or refused the connection) is an `Err`.
     pub async fn open(
         &self,
         method: &str,
         path: &str,
         body: Option<&str>,
         headers: &[(&str, &str)],
-    ) -> Events {
+    ) -> Result<Events, reqwest::Error> {
         let response = self
             .request(method, path, body.map(str::to_owned), headers)
             .send()
-            .await
-            .unwrap_or_else(|error| panic!("{method} {path}: {error}"));
-        Events {
+            .await?;
+        Ok(Events {
             status: response.status().as_u16(),
             headers: headers_of(&response),
             response,
             buffer: String::new(),
-        }
+        })
     }
 }
 
