@@ -7,13 +7,13 @@
 #![allow(clippy::unwrap_used, missing_docs)]
 
 use std::collections::HashMap;
-use std::io::{Read, Write};
-use std::net::TcpStream;
 use std::process::{Child, Command};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use openharness::provider::testing::FakeServer;
 use openharness::provider::testing::anthropic::{self as model, KEY};
+use openharness_testkit::block_on;
+use openharness_testkit::http::Client;
 use serde_json::Value;
 
 mod serving;
@@ -133,49 +133,41 @@ fn curl(words: &[String]) -> Request {
     request
 }
 
-/// Sends `request`: its status and body (for an event stream, what arrived until `done`
-/// returned true, or the deadline).
-fn send(request: &Request, done: impl Fn(&str) -> bool) -> (u16, String) {
+/// Sends `request`: its status and body (for an event stream, its frames as sent until one
+/// is `session.completed` or the stream ends).
+fn send(request: &Request) -> (u16, String) {
     let rest = request.url.strip_prefix("http://").unwrap();
     let (host, path) = rest.split_at(rest.find('/').unwrap());
-    let mut stream = TcpStream::connect(host).unwrap();
-    stream
-        .set_read_timeout(Some(Duration::from_secs(1)))
-        .unwrap();
-    let mut head = format!(
-        "{} {path} HTTP/1.1\r\nhost: {host}\r\nconnection: close\r\n",
-        request.method
-    );
-    for header in &request.headers {
-        head.push_str(header);
-        head.push_str("\r\n");
-    }
-    let body = request.body.clone().unwrap_or_default();
-    head.push_str(&format!("content-length: {}\r\n\r\n", body.len()));
-    stream.write_all(head.as_bytes()).unwrap();
-    stream.write_all(body.as_bytes()).unwrap();
-    let deadline = Instant::now() + Duration::from_secs(30);
-    let mut received = Vec::new();
-    let mut buffer = [0u8; 8192];
-    while Instant::now() < deadline {
-        match stream.read(&mut buffer) {
-            Ok(0) => break,
-            Ok(n) => received.extend_from_slice(&buffer[..n]),
-            Err(err)
-                if matches!(
-                    err.kind(),
-                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
-                ) => {}
-            Err(err) => panic!("{err}"),
-        }
-        if done(&String::from_utf8_lossy(&received)) {
-            break;
-        }
-    }
-    let text = String::from_utf8_lossy(&received).into_owned();
-    let (head, body) = text.split_once("\r\n\r\n").unwrap();
-    let status = head.split(' ').nth(1).unwrap().parse().unwrap();
-    (status, body.to_owned())
+    let client = Client::new(host.parse().unwrap());
+    let headers: Vec<(&str, &str)> = request
+        .headers
+        .iter()
+        .map(|header| {
+            let (name, value) = header.split_once(':').unwrap();
+            (name.trim(), value.trim())
+        })
+        .collect();
+    let streams = headers
+        .iter()
+        .any(|(_, value)| *value == "text/event-stream");
+    block_on(async {
+        let mut answer = client
+            .open(&request.method, path, request.body.as_deref(), &headers)
+            .await
+            .unwrap();
+        let status = answer.status;
+        let body = if streams {
+            let frames = answer
+                .until(Duration::from_secs(30), |frame| {
+                    frame.event.as_deref() == Some("session.completed")
+                })
+                .await;
+            frames.iter().map(ToString::to_string).collect()
+        } else {
+            answer.text().await.unwrap()
+        };
+        (status, body)
+    })
 }
 
 /// `openharness serve --addr 127.0.0.1:0` in `dir` with master keys: the process and port.
@@ -229,19 +221,12 @@ fn the_readme_platform_walkthrough_works_as_written() {
             let command = command.strip_suffix(')').unwrap();
             let (command, filter) = command.split_once(" | ").unwrap();
             assert_eq!(filter.trim(), "jq -r .id");
-            let (status, body) = send(&curl(&words(command, &vars)), |_| false);
+            let (status, body) = send(&curl(&words(command, &vars)));
             assert!((200..300).contains(&status), "{line}: {status} {body}");
             let body: Value = serde_json::from_str(&body).unwrap();
             vars.insert(name.to_owned(), body["id"].as_str().unwrap().to_owned());
         } else {
-            let request = curl(&words(&line, &vars));
-            let streams = request
-                .headers
-                .iter()
-                .any(|h| h.contains("text/event-stream"));
-            last = send(&request, |text| {
-                streams && text.contains("event: session.completed")
-            });
+            last = send(&curl(&words(&line, &vars)));
             assert!(
                 (200..300).contains(&last.0),
                 "{line}: {} {}",
@@ -273,15 +258,12 @@ fn the_readme_platform_walkthrough_works_as_written() {
     assert!(!stream.contains(KEY));
 
     // `openharness serve` documents `/v1` in its keyless OpenAPI document.
-    let (status, doc) = send(
-        &Request {
-            method: "GET".into(),
-            url: format!("http://127.0.0.1:{port}/openapi.json"),
-            headers: Vec::new(),
-            body: None,
-        },
-        |_| false,
-    );
+    let (status, doc) = send(&Request {
+        method: "GET".into(),
+        url: format!("http://127.0.0.1:{port}/openapi.json"),
+        headers: Vec::new(),
+        body: None,
+    });
     assert_eq!(status, 200);
     let doc: Value = serde_json::from_str(&doc).unwrap();
     assert!(doc["paths"]["/sessions"].is_object());

@@ -287,6 +287,23 @@ impl Frame {
     }
 }
 
+/// The frame as it goes on the wire: its `id:`, `event:` and `data:` lines (one per line of
+/// its data), then a blank line.
+impl std::fmt::Display for Frame {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if let Some(id) = &self.id {
+            writeln!(f, "id: {id}")?;
+        }
+        if let Some(event) = &self.event {
+            writeln!(f, "event: {event}")?;
+        }
+        for line in self.data.split('\n') {
+            writeln!(f, "data: {line}")?;
+        }
+        writeln!(f)
+    }
+}
+
 /// An open answer, usually an event stream: its status and headers, then its frames as they
 /// come (or the rest of its body at once).
 #[derive(Debug)]
@@ -394,6 +411,17 @@ fn parse(block: &str) -> Option<Frame> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_frame_is_written_back_as_it_was_read() {
+        let wire = "id: 3\nevent: e\ndata: {\"a\":\ndata:1}\n\n";
+        let frame = parse(wire).unwrap();
+        assert_eq!(
+            frame.to_string(),
+            "id: 3\nevent: e\ndata: {\"a\":\ndata: 1}\n\n"
+        );
+        assert_eq!(parse(&frame.to_string()), Some(frame));
+    }
 
     #[test]
     fn a_frame_joins_its_data_lines_and_skips_comments() {
