@@ -415,7 +415,7 @@ mod tests {
     #[test]
     fn a_frame_is_written_back_as_it_was_read() {
         let wire = "id: 3\nevent: e\ndata: {\"a\":\ndata:1}\n\n";
-        let frame = parse(wire).unwrap();
+        let frame = parse(wire).expect("a frame");
         assert_eq!(
             frame.to_string(),
             "id: 3\nevent: e\ndata: {\"a\":\ndata: 1}\n\n"
