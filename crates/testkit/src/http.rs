@@ -124,11 +124,13 @@ impl Client {
         body: Option<&str>,
         headers: &[(&str, &str)],
     ) -> Result<Response, reqwest::Error> {
-        let response = self
-            .request(method, path, body.map(str::to_owned), headers)
-            .send()
-            .await?;
-        Response::try_read(response).await
+        let answer = self.open(method, path, body, headers).await?;
+        let (status, headers) = (answer.status, answer.headers.clone());
+        Ok(Response {
+            status,
+            headers,
+            body: answer.text().await?,
+        })
     }
 
     /// `GET path`.
@@ -213,17 +215,6 @@ pub struct Response {
 }
 
 impl Response {
-    async fn try_read(response: reqwest::Response) -> Result<Self, reqwest::Error> {
-        let status = response.status().as_u16();
-        let headers = headers_of(&response);
-        let body = response.text().await?;
-        Ok(Self {
-            status,
-            headers,
-            body,
-        })
-    }
-
     /// The first value of the header `name` (any case).
     pub fn header(&self, name: &str) -> Option<&str> {
         header(&self.headers, name)
