@@ -25,9 +25,9 @@ use openharness_core::{
 use reqwest::header::HeaderMap;
 use serde_json::{Value, json};
 
-use crate::builder::HttpBuilder;
+use crate::builder::{Endpoint, HttpBuilder};
 use crate::conversation::{self, Dialect, ToolCall, ToolOutcome, Turn};
-use crate::http::{ApiKey, Http, header};
+use crate::http::{ApiKey, header};
 use crate::pricing::Pricing;
 use crate::schema;
 use crate::{ConfigError, sse::SseEvent};
@@ -105,13 +105,8 @@ impl HttpBuilder<AnthropicOptions> {
 
     /// Builds the provider.
     pub fn build(self) -> Result<AnthropicProvider, ConfigError> {
-        let (base, http) = self.connect(NAME)?;
         Ok(AnthropicProvider {
-            inner: Arc::new(Inner {
-                url: format!("{base}/v1/messages"),
-                http,
-                config: self,
-            }),
+            inner: self.endpoint(NAME, "/v1/messages")?,
         })
     }
 }
@@ -127,22 +122,12 @@ impl HttpBuilder<AnthropicOptions> {
 /// ```
 #[derive(Clone)]
 pub struct AnthropicProvider {
-    inner: Arc<Inner>,
-}
-
-struct Inner {
-    url: String,
-    http: Http,
-    config: AnthropicBuilder,
+    inner: Arc<Endpoint<AnthropicOptions>>,
 }
 
 impl fmt::Debug for AnthropicProvider {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("AnthropicProvider")
-            .field("url", &self.inner.url)
-            .field("model", &self.inner.config.model)
-            .field("key", &self.inner.config.key)
-            .finish_non_exhaustive()
+        self.inner.debug("AnthropicProvider", f)
     }
 }
 
@@ -161,9 +146,7 @@ impl AnthropicProvider {
 
     /// A provider with the defaults and the key from `ANTHROPIC_API_KEY`.
     pub fn from_env() -> Result<Self, ConfigError> {
-        let key = ApiKey::from_env(Self::KEY_VAR)
-            .ok_or(ConfigError::MissingApiKey { var: Self::KEY_VAR })?;
-        Self::builder(key).build()
+        Self::builder(ApiKey::require_env(Self::KEY_VAR)?).build()
     }
 }
 
@@ -185,7 +168,7 @@ impl Provider for AnthropicProvider {
 
 /// One request's conversation with the Messages API.
 struct AnthropicTurns<'a> {
-    inner: &'a Inner,
+    inner: &'a Endpoint<AnthropicOptions>,
     /// The request body without `messages`.
     body: serde_json::Map<String, Value>,
     messages: Vec<Value>,
@@ -195,7 +178,10 @@ struct AnthropicTurns<'a> {
 }
 
 impl<'a> AnthropicTurns<'a> {
-    fn new(inner: &'a Inner, request: &ProviderRequest) -> Result<Self, ProviderError> {
+    fn new(
+        inner: &'a Endpoint<AnthropicOptions>,
+        request: &ProviderRequest,
+    ) -> Result<Self, ProviderError> {
         let config = &inner.config;
         let model = request
             .model
@@ -318,14 +304,10 @@ enum Block {
 #[async_trait]
 impl Dialect for AnthropicTurns<'_> {
     async fn turn(&mut self, sink: &ProviderSink) -> Result<Turn, ProviderError> {
-        let mut body = self.body.clone();
-        body.insert("messages".into(), Value::Array(self.messages.clone()));
-        let response = self
+        let mut events = self
             .inner
-            .http
-            .post(&self.inner.url, self.headers.clone(), &Value::Object(body))
+            .stream(&self.headers, &self.body, &self.messages)
             .await?;
-        let mut events = self.inner.http.events(response);
         let mut blocks: BTreeMap<u64, Block> = BTreeMap::new();
         let mut turn = Turn::default();
         let mut stopped = false;
@@ -433,24 +415,17 @@ impl Dialect for AnthropicTurns<'_> {
     }
 
     fn push_results(&mut self, turn: &Turn, outcomes: &[ToolOutcome]) {
-        let mut content = Vec::new();
-        if !turn.text.is_empty() {
-            content.push(json!({ "type": "text", "text": turn.text }));
-        }
-        content.extend(turn.calls.iter().map(|call| {
-            json!({ "type": "tool_use", "id": call.id, "name": call.name, "input": call.input })
-        }));
+        let content = conversation::anthropic_assistant(&turn.text, &turn.calls);
         self.messages
             .push(json!({ "role": "assistant", "content": content }));
         let results: Vec<Value> = outcomes
             .iter()
             .map(|outcome| {
-                json!({
-                    "type": "tool_result",
-                    "tool_use_id": outcome.call.id,
-                    "content": outcome.content(),
-                    "is_error": outcome.is_error,
-                })
+                conversation::anthropic_tool_result(
+                    &outcome.call.id,
+                    &outcome.content(),
+                    outcome.is_error,
+                )
             })
             .collect();
         self.messages

@@ -5,11 +5,19 @@
 //!
 //! A new HTTP provider defines its options struct, a `pub type FooBuilder =
 //! HttpBuilder<FooOptions>`, its option setters and `build` in an `impl HttpBuilder<FooOptions>`
-//! block, and calls [`HttpBuilder::connect`] from `build`.
+//! block, and calls [`HttpBuilder::endpoint`] from `build`; the provider then holds the
+//! [`Endpoint`] it returns, and each turn [`Endpoint::stream`]s one request.
+
+use std::fmt;
+use std::sync::Arc;
+
+use openharness_core::ProviderError;
+use reqwest::header::HeaderMap;
+use serde_json::Value;
 
 use crate::ConfigError;
 use crate::base_url;
-use crate::http::{ApiKey, Http, Timeouts};
+use crate::http::{ApiKey, EventStream, Http, Timeouts};
 use crate::pricing::Pricing;
 use crate::retry::RetryPolicy;
 
@@ -99,11 +107,58 @@ impl<O> HttpBuilder<O> {
         self
     }
 
-    /// For a provider's `build`: the base URL, checked (without a trailing `/`), and the HTTP
-    /// client that retries and times out as set, named `provider` in its errors.
-    pub(crate) fn connect(&self, provider: &'static str) -> Result<(String, Http), ConfigError> {
+    /// For a provider's `build`: the base URL checked (without a trailing `/`) and followed by
+    /// `path`, the HTTP client that retries and times out as set, named `provider` in its
+    /// errors, and these settings, held together behind an `Arc` (so the provider is cheap to
+    /// clone).
+    pub(crate) fn endpoint(
+        self,
+        provider: &'static str,
+        path: &str,
+    ) -> Result<Arc<Endpoint<O>>, ConfigError> {
         let base = base_url::validate(&self.base_url)?;
+        let url = format!("{base}{path}");
         let http = Http::new(provider, self.retry.clone(), self.timeouts)?;
-        Ok((base.to_owned(), http))
+        Ok(Arc::new(Endpoint {
+            url,
+            http,
+            config: self,
+        }))
+    }
+}
+
+/// A built HTTP provider's connection: the URL its requests go to, the client that sends them
+/// and the settings it was built with.
+pub(crate) struct Endpoint<O> {
+    pub(crate) url: String,
+    pub(crate) http: Http,
+    pub(crate) config: HttpBuilder<O>,
+}
+
+impl<O> Endpoint<O> {
+    /// POSTs one turn's request, `body` with `messages` added, and returns its response read
+    /// as Server-Sent Events.
+    pub(crate) async fn stream(
+        &self,
+        headers: &HeaderMap,
+        body: &serde_json::Map<String, Value>,
+        messages: &[Value],
+    ) -> Result<EventStream, ProviderError> {
+        let mut body = body.clone();
+        body.insert("messages".into(), Value::Array(messages.to_vec()));
+        let response = self
+            .http
+            .post(&self.url, headers.clone(), &Value::Object(body))
+            .await?;
+        Ok(self.http.events(response))
+    }
+
+    /// The provider's `Debug`: `provider` with its URL, model and key (which prints redacted).
+    pub(crate) fn debug(&self, provider: &str, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct(provider)
+            .field("url", &self.url)
+            .field("model", &self.config.model)
+            .field("key", &self.config.key)
+            .finish_non_exhaustive()
     }
 }

@@ -11,17 +11,13 @@
 use async_trait::async_trait;
 use openharness_core::{
     ChatMessage, Image, ProviderError,
-    adapter::{ProviderRequest, ProviderResponse, ProviderSink, Toolbox, Usage},
+    adapter::{ChatToolCall, ProviderRequest, ProviderResponse, ProviderSink, Toolbox, Usage},
 };
 use serde_json::{Value, json};
 
-/// One tool call the model made.
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) struct ToolCall {
-    pub(crate) id: String,
-    pub(crate) name: String,
-    pub(crate) input: Value,
-}
+/// One tool call the model made: the shape of a call in the conversation a request carries,
+/// so that both are sent back to the model by the same code.
+pub(crate) type ToolCall = ChatToolCall;
 
 /// What one model turn produced.
 #[derive(Debug, Default)]
@@ -47,10 +43,7 @@ pub(crate) struct ToolOutcome {
 impl ToolOutcome {
     /// The result as the text the model reads.
     pub(crate) fn content(&self) -> String {
-        match &self.output {
-            Value::String(text) => text.clone(),
-            other => other.to_string(),
-        }
+        output_text(&self.output)
     }
 }
 
@@ -237,14 +230,7 @@ pub(crate) fn anthropic_messages(request: &ProviderRequest) -> Vec<Value> {
                 ("user", blocks)
             }
             ChatMessage::Assistant { text, tool_calls } => {
-                let mut blocks = Vec::with_capacity(1 + tool_calls.len());
-                if !text.is_empty() {
-                    blocks.push(json!({ "type": "text", "text": text }));
-                }
-                blocks.extend(tool_calls.iter().map(|call| {
-                    json!({ "type": "tool_use", "id": call.id, "name": call.name, "input": call.input })
-                }));
-                ("assistant", blocks)
+                ("assistant", anthropic_assistant(text, tool_calls))
             }
             ChatMessage::Tool {
                 id,
@@ -253,12 +239,7 @@ pub(crate) fn anthropic_messages(request: &ProviderRequest) -> Vec<Value> {
                 ..
             } => (
                 "user",
-                vec![json!({
-                    "type": "tool_result",
-                    "tool_use_id": id,
-                    "content": output_text(output),
-                    "is_error": is_error,
-                })],
+                vec![anthropic_tool_result(id, &output_text(output), *is_error)],
             ),
             _ => continue,
         };
@@ -286,6 +267,29 @@ pub(crate) fn anthropic_messages(request: &ProviderRequest) -> Vec<Value> {
             json!({ "role": role, "content": content })
         })
         .collect()
+}
+
+/// The content blocks of an Anthropic assistant turn: its text, when there is any, then a
+/// `tool_use` block per call.
+pub(crate) fn anthropic_assistant(text: &str, calls: &[ToolCall]) -> Vec<Value> {
+    let mut blocks = Vec::with_capacity(1 + calls.len());
+    if !text.is_empty() {
+        blocks.push(json!({ "type": "text", "text": text }));
+    }
+    blocks.extend(calls.iter().map(
+        |call| json!({ "type": "tool_use", "id": call.id, "name": call.name, "input": call.input }),
+    ));
+    blocks
+}
+
+/// The Anthropic `tool_result` block answering the call `id`.
+pub(crate) fn anthropic_tool_result(id: &str, content: &str, is_error: bool) -> Value {
+    json!({
+        "type": "tool_result",
+        "tool_use_id": id,
+        "content": content,
+        "is_error": is_error,
+    })
 }
 
 /// Appends `blocks` as a turn of `role`, merged into the previous turn when it has the same
@@ -328,32 +332,12 @@ pub(crate) fn openai_messages(
             ChatMessage::Assistant { text, tool_calls } => {
                 if tool_calls.is_empty() {
                     messages.push(json!({ "role": "assistant", "content": text }));
-                    continue;
-                }
-                let calls: Vec<Value> = tool_calls
-                    .iter()
-                    .map(|call| {
-                        json!({
-                            "id": call.id,
-                            "type": "function",
-                            "function": { "name": call.name, "arguments": call.input.to_string() },
-                        })
-                    })
-                    .collect();
-                let content = if text.is_empty() {
-                    Value::Null
                 } else {
-                    json!(text)
-                };
-                messages
-                    .push(json!({ "role": "assistant", "content": content, "tool_calls": calls }));
+                    messages.push(openai_assistant(text, tool_calls));
+                }
             }
             ChatMessage::Tool { id, output, .. } => {
-                messages.push(json!({
-                    "role": "tool",
-                    "tool_call_id": id,
-                    "content": output_text(output),
-                }));
+                messages.push(openai_tool_result(id, &output_text(output)));
             }
             _ => {}
         }
@@ -367,6 +351,32 @@ pub(crate) fn openai_messages(
 /// A user message's `content` in OpenAI's shape: the text as a string, or, with images, a
 /// `text` part (when there is text) and an `image_url` part per image (inline images as
 /// `data:` URLs).
+/// The OpenAI assistant message that calls tools: its text (`null` when there is none) and a
+/// `tool_calls` entry per call, whose input is sent as a JSON string in `arguments`.
+pub(crate) fn openai_assistant(text: &str, calls: &[ToolCall]) -> Value {
+    let calls: Vec<Value> = calls
+        .iter()
+        .map(|call| {
+            json!({
+                "id": call.id,
+                "type": "function",
+                "function": { "name": call.name, "arguments": call.input.to_string() },
+            })
+        })
+        .collect();
+    let content = if text.is_empty() {
+        Value::Null
+    } else {
+        json!(text)
+    };
+    json!({ "role": "assistant", "content": content, "tool_calls": calls })
+}
+
+/// The OpenAI `tool` message answering the call `id`.
+pub(crate) fn openai_tool_result(id: &str, content: &str) -> Value {
+    json!({ "role": "tool", "tool_call_id": id, "content": content })
+}
+
 fn openai_content(text: &str, images: &[Image]) -> Value {
     if images.is_empty() {
         return Value::String(text.to_owned());

@@ -40,6 +40,12 @@ impl ApiKey {
             .map(|k| Self(k.trim().to_owned()))
     }
 
+    /// For a provider's `from_env`: the key in `var`, or [`ConfigError::MissingApiKey`] naming
+    /// the variable to set.
+    pub(crate) fn require_env(var: &'static str) -> Result<Self, ConfigError> {
+        Self::from_env(var).ok_or(ConfigError::MissingApiKey { var })
+    }
+
     /// The key itself, to put in a request header.
     pub fn expose(&self) -> &str {
         &self.0

@@ -26,9 +26,9 @@ use reqwest::header::HeaderMap;
 use serde_json::{Value, json};
 
 use crate::ConfigError;
-use crate::builder::HttpBuilder;
+use crate::builder::{Endpoint, HttpBuilder};
 use crate::conversation::{self, Dialect, ToolCall, ToolOutcome, Turn};
-use crate::http::{ApiKey, Http};
+use crate::http::ApiKey;
 use crate::schema;
 
 const NAME: &str = "openai";
@@ -71,13 +71,8 @@ impl HttpBuilder<OpenAiOptions> {
 
     /// Builds the provider.
     pub fn build(self) -> Result<OpenAiProvider, ConfigError> {
-        let (base, http) = self.connect(NAME)?;
         Ok(OpenAiProvider {
-            inner: Arc::new(Inner {
-                url: format!("{base}/chat/completions"),
-                http,
-                config: self,
-            }),
+            inner: self.endpoint(NAME, "/chat/completions")?,
         })
     }
 }
@@ -85,22 +80,12 @@ impl HttpBuilder<OpenAiOptions> {
 /// The Chat Completions API as a [`Provider`]. Cheap to clone.
 #[derive(Clone)]
 pub struct OpenAiProvider {
-    inner: Arc<Inner>,
-}
-
-struct Inner {
-    url: String,
-    http: Http,
-    config: OpenAiBuilder,
+    inner: Arc<Endpoint<OpenAiOptions>>,
 }
 
 impl fmt::Debug for OpenAiProvider {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("OpenAiProvider")
-            .field("url", &self.inner.url)
-            .field("model", &self.inner.config.model)
-            .field("key", &self.inner.config.key)
-            .finish_non_exhaustive()
+        self.inner.debug("OpenAiProvider", f)
     }
 }
 
@@ -120,9 +105,7 @@ impl OpenAiProvider {
 
     /// A provider with the defaults and the key from `OPENAI_API_KEY`.
     pub fn from_env() -> Result<Self, ConfigError> {
-        let key = ApiKey::from_env(Self::KEY_VAR)
-            .ok_or(ConfigError::MissingApiKey { var: Self::KEY_VAR })?;
-        Self::builder(key).build()
+        Self::builder(ApiKey::require_env(Self::KEY_VAR)?).build()
     }
 }
 
@@ -143,7 +126,7 @@ impl Provider for OpenAiProvider {
 }
 
 struct OpenAiTurns<'a> {
-    inner: &'a Inner,
+    inner: &'a Endpoint<OpenAiOptions>,
     body: serde_json::Map<String, Value>,
     messages: Vec<Value>,
     headers: HeaderMap,
@@ -206,7 +189,10 @@ fn response_format(strict: bool, request: &ProviderRequest) -> (Value, Option<Va
 }
 
 impl<'a> OpenAiTurns<'a> {
-    fn new(inner: &'a Inner, request: &ProviderRequest) -> Result<Self, ProviderError> {
+    fn new(
+        inner: &'a Endpoint<OpenAiOptions>,
+        request: &ProviderRequest,
+    ) -> Result<Self, ProviderError> {
         let config = &inner.config;
         let mut headers = HeaderMap::new();
         headers.insert(
@@ -283,14 +269,10 @@ struct PartialCall {
 #[async_trait]
 impl Dialect for OpenAiTurns<'_> {
     async fn turn(&mut self, sink: &ProviderSink) -> Result<Turn, ProviderError> {
-        let mut body = self.body.clone();
-        body.insert("messages".into(), Value::Array(self.messages.clone()));
-        let response = self
+        let mut events = self
             .inner
-            .http
-            .post(&self.inner.url, self.headers.clone(), &Value::Object(body))
+            .stream(&self.headers, &self.body, &self.messages)
             .await?;
-        let mut events = self.inner.http.events(response);
         let mut turn = Turn::default();
         let mut calls: BTreeMap<u64, PartialCall> = BTreeMap::new();
         let mut done = false;
@@ -397,31 +379,13 @@ impl Dialect for OpenAiTurns<'_> {
     }
 
     fn push_results(&mut self, turn: &Turn, outcomes: &[ToolOutcome]) {
-        let calls: Vec<Value> = turn
-            .calls
-            .iter()
-            .map(|call| {
-                json!({
-                    "id": call.id,
-                    "type": "function",
-                    "function": { "name": call.name, "arguments": call.input.to_string() },
-                })
-            })
-            .collect();
-        let content = if turn.text.is_empty() {
-            Value::Null
-        } else {
-            json!(turn.text)
-        };
         self.messages
-            .push(json!({ "role": "assistant", "content": content, "tool_calls": calls }));
-        for outcome in outcomes {
-            self.messages.push(json!({
-                "role": "tool",
-                "tool_call_id": outcome.call.id,
-                "content": outcome.content(),
-            }));
-        }
+            .push(conversation::openai_assistant(&turn.text, &turn.calls));
+        self.messages.extend(
+            outcomes.iter().map(|outcome| {
+                conversation::openai_tool_result(&outcome.call.id, &outcome.content())
+            }),
+        );
     }
 
     fn finish_output(&self, mut output: Value) -> Value {

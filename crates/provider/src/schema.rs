@@ -314,11 +314,17 @@ fn is_object_schema(node: &Map<String, Value>) -> bool {
     }
 }
 
-/// Moves the listed keywords out of `node` into a note at the end of its description.
+/// Takes out of `node` what a target does not accept: the listed keywords, and a `format` it
+/// does not know, move into a note at the end of its description (the model still reads
+/// them there); `examples` is dropped.
 fn move_to_description(node: &mut Map<String, Value>, keys: &[&str]) {
+    node.remove("examples");
+    let format = unsupported_format(node).then_some("format");
     let moved: Vec<String> = keys
         .iter()
-        .filter_map(|key| node.remove(*key).map(|value| format!("{key}: {value}")))
+        .copied()
+        .chain(format)
+        .filter_map(|key| node.remove(key).map(|value| format!("{key}: {value}")))
         .collect();
     if moved.is_empty() {
         return;
@@ -402,11 +408,7 @@ fn anthropic_node(node: &mut Map<String, Value>, path: &str) -> Result<(), Schem
     {
         removed.push("minItems");
     }
-    if unsupported_format(node) {
-        removed.push("format");
-    }
     move_to_description(node, &removed);
-    node.remove("examples");
     close_object(node, path, ANTHROPIC)
 }
 
@@ -430,7 +432,7 @@ fn openai_node(node: &mut Map<String, Value>, path: &str) -> Result<(), SchemaEr
             });
         }
     }
-    let mut removed = vec![
+    let removed = [
         "minLength",
         "maxLength",
         "uniqueItems",
@@ -438,11 +440,7 @@ fn openai_node(node: &mut Map<String, Value>, path: &str) -> Result<(), SchemaEr
         "minProperties",
         "maxProperties",
     ];
-    if unsupported_format(node) {
-        removed.push("format");
-    }
     move_to_description(node, &removed);
-    node.remove("examples");
     close_object(node, path, OPENAI)?;
     if !is_object_schema(node) {
         return Ok(());

@@ -439,13 +439,37 @@ impl Reply {
     /// Streams a tool call and a scripted result, without calling the tool (see
     /// [`Reply::run_tool`] to call the real one).
     pub fn tool_call(
-        mut self,
+        self,
         id: impl Into<String>,
         tool: impl Into<String>,
         input: Value,
         output: Value,
     ) -> Self {
-        let (id, tool) = (id.into(), tool.into());
+        self.streamed_call(id.into(), tool.into(), input, output, false)
+    }
+
+    /// Streams a tool call whose tool failed with `message`.
+    pub fn tool_error(
+        self,
+        id: impl Into<String>,
+        tool: impl Into<String>,
+        input: Value,
+        message: impl Into<String>,
+    ) -> Self {
+        let output = Value::String(message.into());
+        self.streamed_call(id.into(), tool.into(), input, output, true)
+    }
+
+    /// Streams the call of `tool` and the result scripted for it (of [`Reply::tool_call`] and
+    /// [`Reply::tool_error`]).
+    fn streamed_call(
+        mut self,
+        id: String,
+        tool: String,
+        input: Value,
+        output: Value,
+        is_error: bool,
+    ) -> Self {
         self.steps.push(Step::Stream(ProviderEvent::ToolCalled {
             server: None,
             id: id.clone(),
@@ -456,31 +480,7 @@ impl Reply {
             id,
             tool,
             output,
-            is_error: false,
-        }));
-        self
-    }
-
-    /// Streams a tool call whose tool failed with `message`.
-    pub fn tool_error(
-        mut self,
-        id: impl Into<String>,
-        tool: impl Into<String>,
-        input: Value,
-        message: impl Into<String>,
-    ) -> Self {
-        let (id, tool) = (id.into(), tool.into());
-        self.steps.push(Step::Stream(ProviderEvent::ToolCalled {
-            server: None,
-            id: id.clone(),
-            tool: tool.clone(),
-            input,
-        }));
-        self.steps.push(Step::Stream(ProviderEvent::ToolResult {
-            id,
-            tool,
-            output: Value::String(message.into()),
-            is_error: true,
+            is_error,
         }));
         self
     }
