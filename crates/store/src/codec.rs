@@ -1,10 +1,10 @@
 //! What every backend does the same way: decoding stored events (in parallel for long reads),
-//! the order of a session listing, and the error for a snapshot past a session's end. A new
-//! backend uses these rather than writing its own.
+//! the order of a session listing, snapshot states as stored JSON text, and the error for a
+//! snapshot past a session's end. A new backend uses these rather than writing its own.
 
 use std::cmp::Ordering;
 
-use openharness_core::{SessionId, SessionInfo, StoreError};
+use openharness_core::{SessionId, SessionInfo, StoreError, adapter::Snapshot};
 
 /// The order of [`Store::sessions`]: oldest first, ties broken by id so listings are stable.
 fn by_age(a: &SessionInfo, b: &SessionInfo) -> Ordering {
@@ -17,6 +17,35 @@ pub(crate) fn snapshot_beyond_end(session: &SessionId, position: u64, len: u64) 
         "cannot save a snapshot of session {session} at position {position}: \
          the session has {len} events"
     ))
+}
+
+/// The state of `snapshot` as the JSON text a backend stores; a state that cannot be encoded
+/// is [`StoreError::Invalid`], naming the session and position.
+pub(crate) fn encode_snapshot(
+    session: &SessionId,
+    snapshot: &Snapshot,
+) -> Result<String, StoreError> {
+    serde_json::to_string(&snapshot.state).map_err(|err| {
+        StoreError::Invalid(format!(
+            "the snapshot of session {session} at {} cannot be encoded as JSON: {err}",
+            snapshot.position
+        ))
+    })
+}
+
+/// The snapshot of `session` at `position` from its stored JSON text; text that is not JSON is
+/// [`StoreError::Corrupt`].
+pub(crate) fn decode_snapshot(
+    session: &SessionId,
+    position: u64,
+    text: &[u8],
+) -> Result<Snapshot, StoreError> {
+    let state = serde_json::from_slice(text).map_err(|err| StoreError::Corrupt {
+        session: session.clone(),
+        seq: position,
+        message: format!("stored snapshot state is not valid JSON: {err}"),
+    })?;
+    Ok(Snapshot::new(position, state))
 }
 
 /// Below this many events a read decodes on the calling thread.

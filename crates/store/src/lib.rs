@@ -83,7 +83,8 @@ mod postgres;
 mod redb_store;
 
 pub(crate) use codec::{
-    decode_all, decode_json, not_an_envelope, snapshot_beyond_end, sort_oldest_first,
+    decode_all, decode_json, decode_snapshot, encode_snapshot, not_an_envelope,
+    snapshot_beyond_end, sort_oldest_first,
 };
 #[cfg(feature = "testing")]
 pub use fault::{FailingStore, InjectedFailure};

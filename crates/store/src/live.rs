@@ -126,13 +126,14 @@ impl Notifier {
 }
 
 /// Starts the task that feeds a [`Subscription`] to `session` from `from_seq`, reading through
-/// `store` and woken by `notifier`.
+/// (a clone of) `store` and woken by `notifier`: a backend's whole [`Store::subscribe`].
 pub(crate) fn tail<S: Store + Clone>(
-    store: S,
-    notifier: Notifier,
-    session: SessionId,
+    store: &S,
+    notifier: &Notifier,
+    session: &SessionId,
     from_seq: u64,
 ) -> Result<Subscription, StoreError> {
+    let (store, notifier, session) = (store.clone(), notifier.clone(), session.clone());
     let mut changes = notifier.watch(&session).map_err(|reason| {
         StoreError::backend(LiveError {
             store: store.describe(),

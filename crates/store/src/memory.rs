@@ -208,11 +208,6 @@ impl Store for MemoryStore {
         session: &SessionId,
         from_seq: u64,
     ) -> Result<Subscription, StoreError> {
-        tail(
-            self.clone(),
-            self.notifier.clone(),
-            session.clone(),
-            from_seq,
-        )
+        tail(self, &self.notifier, session, from_seq)
     }
 }

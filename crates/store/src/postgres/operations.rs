@@ -249,12 +249,7 @@ impl Store for PostgresStore {
     }
 
     async fn snapshot(&self, session: &SessionId, snapshot: &Snapshot) -> Result<(), StoreError> {
-        let state = serde_json::to_string(&snapshot.state).map_err(|err| {
-            StoreError::Invalid(format!(
-                "the snapshot of session {session} at {} cannot be encoded as JSON: {err}",
-                snapshot.position
-            ))
-        })?;
+        let state = crate::encode_snapshot(session, snapshot)?;
         let position = seq_param(snapshot.position);
         let written = with_connection!(self, |c| {
             c.client
@@ -303,14 +298,8 @@ impl Store for PostgresStore {
             return Ok(None);
         };
         let position = row.get::<_, i64>(0) as u64;
-        let state = serde_json::from_str(row.get(1)).map_err(|err| {
-            corrupt(
-                session,
-                position,
-                format!("stored snapshot state is not valid JSON: {err}"),
-            )
-        })?;
-        Ok(Some(Snapshot::new(position, state)))
+        let text: &str = row.get(1);
+        crate::decode_snapshot(session, position, text.as_bytes()).map(Some)
     }
 
     async fn subscribe(
@@ -318,11 +307,6 @@ impl Store for PostgresStore {
         session: &SessionId,
         from_seq: u64,
     ) -> Result<Subscription, StoreError> {
-        tail(
-            self.clone(),
-            self.inner.notifier.clone(),
-            session.clone(),
-            from_seq,
-        )
+        tail(self, &self.inner.notifier, session, from_seq)
     }
 }

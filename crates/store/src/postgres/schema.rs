@@ -118,6 +118,31 @@ macro_rules! fence {
     };
 }
 
+/// The batch insert of [`APPEND`] and [`APPEND_WITH_SESSION`], a `WITH ins AS (…)` whose rows
+/// are the events it wrote: all of the batch when the session's length is `$2` (and the event
+/// before `$2` exists, locked `FOR KEY SHARE` as every append locks it) and the fence with the
+/// token `$N` holds, none otherwise.
+macro_rules! insert_batch {
+    ($token:literal) => {
+        concat!(
+            "
+WITH ins AS (
+    INSERT INTO oh_events (session, seq, id, body)
+    SELECT $1, $2::bigint + e.ord - 1, e.id, e.body
+    FROM unnest($3::uuid[], $4::text[]) WITH ORDINALITY AS e(id, body, ord)
+    WHERE (SELECT COALESCE(max(seq) + 1, 0) FROM oh_events WHERE session = $1) = $2::bigint
+      AND ($2::bigint = 0 OR EXISTS (
+          SELECT 1 FROM oh_events WHERE session = $1 AND seq = $2::bigint - 1 FOR KEY SHARE
+      ))
+      AND ",
+            fence!($token),
+            "
+    RETURNING 1
+)"
+        )
+    };
+}
+
 /// The most common append, one event to a session that has a row, at `$2` > 0: `$1` session,
 /// `$2` expected seq, `$3` id, `$4` body, `$5` the notification channel, `$6` the claim's
 /// fencing token (null when unclaimed). Writes one row when the event at `$2 - 1` exists and
@@ -143,20 +168,8 @@ RETURNING pg_notify($5, $1)"
 /// one row when it wrote the batch, none when the session's length is not `$2` or the fence
 /// fails. (One notification per batch, not per event.)
 pub(super) const APPEND: &str = concat!(
+    insert_batch!("6"),
     "
-WITH ins AS (
-    INSERT INTO oh_events (session, seq, id, body)
-    SELECT $1, $2::bigint + e.ord - 1, e.id, e.body
-    FROM unnest($3::uuid[], $4::text[]) WITH ORDINALITY AS e(id, body, ord)
-    WHERE (SELECT COALESCE(max(seq) + 1, 0) FROM oh_events WHERE session = $1) = $2::bigint
-      AND ($2::bigint = 0 OR EXISTS (
-          SELECT 1 FROM oh_events WHERE session = $1 AND seq = $2::bigint - 1 FOR KEY SHARE
-      ))
-      AND ",
-    fence!("6"),
-    "
-    RETURNING 1
-)
 SELECT pg_notify($5, $1) FROM (SELECT 1 FROM ins LIMIT 1) AS written"
 );
 
@@ -164,20 +177,8 @@ SELECT pg_notify($5, $1) FROM (SELECT 1 FROM ins LIMIT 1) AS written"
 /// `$6` created, `$7` workflow, `$8` parent) and for a later batch that names the workflow or
 /// the parent, which fills them in if the session has none yet. `$9` is the fencing token.
 pub(super) const APPEND_WITH_SESSION: &str = concat!(
-    "
-WITH ins AS (
-    INSERT INTO oh_events (session, seq, id, body)
-    SELECT $1, $2::bigint + e.ord - 1, e.id, e.body
-    FROM unnest($3::uuid[], $4::text[]) WITH ORDINALITY AS e(id, body, ord)
-    WHERE (SELECT COALESCE(max(seq) + 1, 0) FROM oh_events WHERE session = $1) = $2::bigint
-      AND ($2::bigint = 0 OR EXISTS (
-          SELECT 1 FROM oh_events WHERE session = $1 AND seq = $2::bigint - 1 FOR KEY SHARE
-      ))
-      AND ",
-    fence!("9"),
-    "
-    RETURNING 1
-), written AS (
+    insert_batch!("9"),
+    ", written AS (
     SELECT 1 FROM ins LIMIT 1
 ), meta AS (
     INSERT INTO oh_sessions (id, created, workflow, parent)

@@ -410,12 +410,7 @@ impl Store for RedbStore {
     }
 
     async fn snapshot(&self, session: &SessionId, snapshot: &Snapshot) -> Result<(), StoreError> {
-        let state = serde_json::to_vec(&snapshot.state).map_err(|err| {
-            StoreError::Invalid(format!(
-                "the snapshot of session {session} at {} cannot be encoded as JSON: {err}",
-                snapshot.position
-            ))
-        })?;
+        let state = crate::encode_snapshot(session, snapshot)?;
         let name = session;
         let session = session.clone();
         let position = snapshot.position;
@@ -446,7 +441,7 @@ impl Store for RedbStore {
                         }
                     }
                     let mut snapshots = txn.open_table(SNAPSHOTS)?;
-                    snapshots.insert((sid, position), state.as_slice())?;
+                    snapshots.insert((sid, position), state.as_bytes())?;
                 }
                 txn.commit()?;
                 Ok(())
@@ -463,12 +458,7 @@ impl Store for RedbStore {
         let Some((position, text)) = self.snapshot_text(session, at_most).await? else {
             return Ok(None);
         };
-        let state = serde_json::from_slice(&text).map_err(|err| StoreError::Corrupt {
-            session: session.clone(),
-            seq: position,
-            message: format!("stored snapshot state is not valid JSON: {err}"),
-        })?;
-        Ok(Some(Snapshot::new(position, state)))
+        crate::decode_snapshot(session, position, &text).map(Some)
     }
 
     async fn latest_snapshot_json(
@@ -485,11 +475,6 @@ impl Store for RedbStore {
         session: &SessionId,
         from_seq: u64,
     ) -> Result<Subscription, StoreError> {
-        tail(
-            self.clone(),
-            self.notifier.clone(),
-            session.clone(),
-            from_seq,
-        )
+        tail(self, &self.notifier, session, from_seq)
     }
 }
