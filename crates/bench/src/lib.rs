@@ -2,21 +2,26 @@
 //!
 //! Every figure is printed next to a baseline measured in the same run and the ratio
 //! between them, with the goal it is held to, so results compare across machines.
-//! Suites: `tape` (replay, dispatch, fold throughput, step back, jumps, snapshot memory) and
-//! `sessions` (continuing a session of a million events, finding its unfinished work, the heap
-//! a turn on it needs) and `race` (the planner-executor shape against LangGraph's, both
-//! durable: live throughput, history walks, jumps, file size and peak RSS) and `server` (SSE
-//! fan-out against a minimal axum broadcast, continue over HTTP against in process, the heap
-//! of an idle event stream) and `platform` (the `/v1` API's post message → first streamed word
-//! against the native server's continue → first event at 50 sessions, and messages answered
-//! per second, on redb and PostgreSQL) and `chat` (the chat reply decoded from a model's
-//! streamed JSON against streaming raw text) and `eval` (an experiment's runs against a plain
-//! loop of the same sessions, re-scoring recorded runs, the model calls a fork of a recording
-//! does not spend) and `mcp` (an MCP server's tool called through `openharness-mcp` against the
-//! same calls made directly with `rmcp`, on the pinned real servers of the crate's tests) and `otel` (the race shape with live
-//! span export against without, and a burst of 10 000 events/s into a collector: spans sent +
-//! failed = produced) and `diff` (two 100 000-event sessions compared against loading one) and `list` (the
-//! session list of 10 000 sessions: the first page, searches).
+//! (`cargo xtask bench stores` is the store crate's own binary, `openharness-store-bench`.)
+//!
+//! # Modules
+//!
+//! One module per suite, named as `cargo xtask bench` names it:
+//!
+//! - `tape`: replay, dispatch, fold throughput, step back, jumps, snapshot memory.
+//! - `sessions`: a session of a million events: continuing it, its unfinished work, a turn's heap.
+//! - `race` (`race/`): the planner-executor shape against LangGraph's (`crates/bench/race/`).
+//! - `server`: SSE fan-out against a minimal axum broadcast, continue over HTTP, an idle stream.
+//! - `platform` (`platform/`): the `/v1` API against the native routes, on redb and PostgreSQL.
+//! - `chat`: the chat reply decoded from a model's streamed JSON against streaming raw text.
+//! - `eval`: an experiment's runs against a plain loop, re-scoring, what forking a recording saves.
+//! - `mcp`: a tool called through `openharness-mcp` against the same call made with `rmcp`.
+//! - `otel`: the race shape with live span export against without, and a burst into a collector.
+//! - `diff`: two 100 000-event sessions compared against loading one of them.
+//! - `list`: the session list of 10 000 sessions: the first page, searches.
+//!
+//! Beside them: `report`, the table every suite prints; `http`, the suites' HTTP side; and
+//! `src/bin/openharness-race-child.rs`, our side of the race in a process of its own.
 
 mod chat;
 mod diff;

@@ -5,7 +5,10 @@
 //!
 //! A new command is three steps: a variant of [`Command`] in `args.rs` (its flags, with clap's
 //! derive), a file here under `commands/` with its body (`pub(crate) async fn run(…, context:
-//! &mut Context) -> Result<(), CliError>`), and one arm in [`run`] that calls it.
+//! &Context) -> Result<(), CliError>`), and one arm in [`run`] that calls it. A command that
+//! only reads the store is also listed in `Command::reads_only` (`args.rs`), so it opens the
+//! store read-only beside a running server; one that needs no store, or the file to itself, is
+//! run before the store is opened, in `Cli::dispatch` (`lib.rs`), as `compact` is.
 //!
 //! Every command reaches workflows through the [`Host`](openharness_host::Host) only; commands
 //! write to the [`Context`]'s output and fail with a [`CliError`].

@@ -1,6 +1,7 @@
 //! The `openharness` command as a library: [`Cli`] gives your own binary every command —
-//! `sessions`, `events`, `tape` (the interactive debugger, or `--at N`), `fork`, `diff`, `replay`, `send`,
-//! `respond`, `resume`, `export`, `import`, `check`, `compact`, `eval`, `otel export` — for the workflows you
+//! `start`, `send`, `respond`, `resume`, `sessions`, `events`, `tape` (the interactive
+//! debugger, or `--at N`), `fork`, `diff`, `replay`, `export`, `import`, `check`, `compact`,
+//! `serve`, `eval`, `mcp`, `otel export`, `platform rotate-keys` — for the workflows you
 //! register.
 //!
 //! ```no_run
@@ -77,9 +78,11 @@
 //! # How it is put together
 //!
 //! - **Store.** Every command works on one store: `--store PATH`, else `$OPENHARNESS_STORE`,
-//!   else `.openharness/store.redb` in the current directory (`export` and `import` also take a
-//!   `postgres://` URL). The CLI opens it, then builds an [`openharness_host::Host`] over it
-//!   with the registered workflows: a registered workflow's own store is replaced.
+//!   else `.openharness/store.redb` in the current directory; a PostgreSQL connection string
+//!   there works for every command, and a running server (`http://ADDR`) for the commands that
+//!   only read. The CLI opens it (read-only for those), then builds an
+//!   [`openharness_host::Host`] over it with the registered workflows: a registered workflow's
+//!   own store is replaced.
 //! - **Workflows** are reached only through that host, by the name a session was recorded with
 //!   (a fork's is its root's). A session of a workflow the program does not register is still
 //!   listed, its events printed and exported, and the debugger opens it in an events-only mode;
@@ -97,6 +100,24 @@
 //! - **Output** goes to stdout, or to any writer through [`Cli::try_run_from`] (tests, or a
 //!   program that embeds the commands); errors come back as [`CliError`], and [`Cli::run`]
 //!   prints them as one `error: …` line with exit code 1.
+//!
+//! # Modules
+//!
+//! This file holds [`Cli`], [`Context`] and `Cli::dispatch`, which opens the store and the host.
+//!
+//! - `args`: the command line: the global `--store` and every command's flags (clap's derive).
+//! - `commands` (`commands/`): the dispatch table, `commands::run`, and one file per command.
+//! - `transfer`: `export` and `import`, sessions as JSONL between any two stores.
+//! - `debugger` (`debugger/`): the interactive terminal debugger of `tape`; `view` draws it.
+//! - `progress`: [`TurnProgress`], the live view of a turn, and [`Describe`] for your events.
+//! - `output`: [`Output`], stdout or a writer an embedding program (or a test) gives.
+//! - `provider`: real models for turns (`--provider`), and [`live_provider`].
+//! - `remote`: a running `openharness serve` as a read-only store, for `--store http://ADDR`.
+//! - `shared`: what the command files share: session ids, whole sessions, API key files.
+//! - `error`: [`CliError`], and the host's errors put in the CLI's words.
+//!
+//! The `openharness` binary is `src/bin/openharness/`: this library for the two examples, plus
+//! their `demo` and `run` commands. `commands.rs`'s module docs say how to add a command.
 
 mod args;
 mod commands;

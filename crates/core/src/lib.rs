@@ -9,6 +9,44 @@
 //! runtime of your own takes is in [`adapter`].
 //!
 //! Users normally depend on the `openharness` facade, which re-exports everything here.
+//!
+//! # Modules
+//!
+//! What a workflow is written with:
+//!
+//! - `event`: the envelope, event and session ids, and the traits typed events implement.
+//! - [`builtin`]: the built-in events, and `Builtin`, the one place their names are matched.
+//! - `handler`: the [`Handler`] trait, how a workflow's state reacts to its events.
+//! - `emit`: [`Emit`], the events a handler or an agent's `on_output` produces.
+//! - `undo`: [`Undo`], how a handler says what undoes its change, so a tape steps back cheaply.
+//! - `agent`: the [`Agent`] trait, an LLM step with a mandatory structured output.
+//! - `tool`: the [`Tool`] trait, a function an agent's model may call while it works.
+//! - `renderer`: [`Renderer`], observers of a run that see events once they are recorded.
+//! - `pattern`: [`Pattern`], which event names a renderer wants to see.
+//! - `workflow`: [`Workflow`] and its builder; `run`, `send`, `respond`, `resume`, `state_at`.
+//! - `run`: [`RunOptions`], [`RunOutcome`], [`StopReason`] and what a recorded session reports.
+//! - `status`: [`SessionStatus`], what a session is doing, told by its last event alone.
+//! - `error`: [`Error`], what every other error of Open Harness converts into.
+//!
+//! The ports:
+//!
+//! - `store` (`store/`): the [`Store`] port; paged event streams and live subscriptions.
+//! - `provider`: the [`Provider`] port, and what a provider is asked, streams and returns.
+//! - `streamed`: the one mapping between a provider's streamed events and the recorded ones.
+//! - `claim`: `Claim`, the right to run a session's turns among the processes sharing a store.
+//! - [`adapter`] (with `adapter/observe.rs`): the kit for store, provider and runtime authors.
+//!
+//! The engine:
+//!
+//! - `runtime` (`runtime/`): the event loop; its module docs say which file holds which part.
+//! - `recover` (`recover/`): a session derived from its log alone: states, cut work, forks.
+//! - `fold`: applying recorded events to a state, one at a time, a panicking handler rolled back.
+//! - `assembled`: what an assembled workflow is made of, shared by the workflow and the runtime.
+//! - `contained`: running the workflow's own code with its panics caught and reported once.
+//! - `backfill`: snapshots left behind by long reads, written after the read has answered.
+//! - `call_key`: which agent call a recorded event belongs to.
+//! - `locks`: one writer per session within a process.
+//! - `open_requests`: the `input:requested` events a session has not had answered.
 
 pub mod adapter;
 mod agent;

@@ -22,6 +22,22 @@
 //!   intervals, pass@k and pass^k, flake rate, the sign test, cost and latency deltas, a
 //!   Markdown report and a regression gate for CI.
 //!
+//! # Modules
+//!
+//! - `experiment` (`experiment/`): [`Experiment`]; `job` runs one case × variant × repeat, `log`.
+//! - `case`: [`Case`] and [`ForkAt`], what one row starts from.
+//! - `recordings`: [`Recordings`], cases chosen by a query over the store's recorded sessions.
+//! - `variant`: [`Variant`], one arm of an experiment; the baseline changes nothing.
+//! - `scorer`: the [`Scorer`] trait, the [`RunView`] it reads and the [`Score`] it gives.
+//! - [`scorers`]: the built-in scorers and [`ScorerSpec`], the same written in a file.
+//! - `judge`: LLM-as-judge, each verdict a session of its own (used through [`scorers`]).
+//! - `events`: the events of an experiment's log: [`EvalStarted`], [`EvalRecorded`], [`EvalScored`].
+//! - `record`: [`ExperimentRecord`], an experiment as its log says it is, and [`list`].
+//! - `rescore`: recorded runs scored again, no model called.
+//! - `compare`: [`Comparison`], a variant against the baseline, as JSON, Markdown and a gate.
+//! - [`stats`]: means with 95% intervals, pass@k and pass^k, the sign test.
+//! - `error`: [`EvalError`].
+//!
 //! ```
 //! # async fn demo<S: openharness_core::WorkflowState>(host: openharness_host::Host, parent: openharness_core::SessionId, terse: openharness_core::Workflow<S>) -> Result<(), openharness_eval::EvalError> {
 //! use openharness_eval::{Case, Comparison, Experiment, ExperimentRecord, ForkAt, Variant, scorers};

@@ -10,6 +10,22 @@
 //! [`Host::register`] takes handles built before the store was known (a CLI's), and
 //! [`Host::with_provider`] runs turns and forks with another model.
 //!
+//! # Modules
+//!
+//! This file holds [`Host`] itself: registration, turns, states, tape views, forks, messages.
+//!
+//! - `hosted`: [`Hosted`], one workflow behind a handle that knows nothing of its state type.
+//! - `json_fold`: [`JsonFold`], a workflow's fold with its state type erased, read back as JSON.
+//! - `wire`: the host's answers as the wire carries them (camelCase JSON).
+//! - `schema`: [`wire_schemas`], the JSON Schema of everything Open Harness puts on the wire.
+//! - `catalog`: [`Host::query_sessions`], the session list searched, filtered, sorted and paged.
+//! - `ancestry`: a session and the sessions it is forked from, up to its lineage's root.
+//! - `compare` (`compare/`): [`Host::compare`], two sessions side by side and where they part.
+//! - `replay`: [`Host::replay`], a recorded session re-executed with today's code, no model called.
+//! - `code`: [`Host::code_changed`], whether the code that recorded a session is this host's.
+//! - `prepared`: [`PreparedFork`], a fork point derived once and run any number of times.
+//! - `error`: [`HostError`], what a host operation can fail with.
+//!
 //! ```
 //! # use openharness_core::{Workflow, WorkflowState, Store};
 //! # async fn demo<A: WorkflowState, B: WorkflowState>(store: impl Store, triage: Workflow<A>, chat: Workflow<B>) -> Result<(), openharness_host::HostError> {

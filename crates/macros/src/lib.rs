@@ -1,11 +1,25 @@
 //! Macros for Open Harness: `#[event]`, `#[handler]` and `#[agent(output = T)]`.
 //!
 //! Use them through the `openharness` crate (`use openharness::prelude::*;`): the code they
-//! generate names `::openharness::...` paths only, so a workflow depends on that one crate.
+//! generate names `::openharness::...` paths, so a workflow depends on that one crate. Each
+//! also takes `crate = path` for crates that depend on `openharness-core` instead (the
+//! platform's chat workflow), as `#[serde(crate = "...")]` does for serde.
 //!
 //! Each macro parses its input, checks it (reporting every problem at once, each on the token
 //! at fault, in a sentence that names the fix), then generates the trait implementation. Set
-//! `OPENHARNESS_MACROS_DEBUG=1` while building to print every expansion to stderr.
+//! `OPENHARNESS_MACROS_DEBUG=1` while building to print every expansion to stderr. Misuse is
+//! tested as compile errors in `tests/ui/` (trybuild).
+//!
+//! # Modules
+//!
+//! This file holds the three entry points and their docs; each macro's work is in its module.
+//!
+//! - `event`: `#[event]`, one typed event on a struct, the workflow's event set on an enum.
+//! - `handler`: `#[handler(Events)]`, `impl Handler` as one exhaustive `match`.
+//! - `agent` (`agent/`): `#[agent(output = T)]`, `impl Agent`; `check` checks the methods.
+//! - `attr`: typed parsing of the three macros' attribute arguments, `crate = path` included.
+//! - `names`: names derived from Rust identifiers (`PlanCreated` is `plan:created`).
+//! - `errors`: error collection and the user-facing messages.
 
 mod agent;
 mod attr;

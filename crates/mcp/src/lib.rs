@@ -13,6 +13,15 @@
 //! tools: a removed tool answers that it is gone, a changed schema is offered from the next
 //! request, and new tools are in [`McpClient::tools`] for agents built afterwards.
 //!
+//! # Modules
+//!
+//! - `config`: [`McpServer`], how to reach one server, built in Rust or read from TOML or JSON.
+//! - `client`: [`McpClient`], one connected server, its tool list kept current.
+//! - `tool`: [`McpTool`], a server's tool as an agent's tool, and [`toolset`].
+//! - `output`: a tool call's MCP result as the JSON the model reads and the log records.
+//! - `error`: [`McpError`], why a server could not be configured, started or reached.
+//! - `serve` (feature `serve`): the store served over MCP to coding assistants (`mcp serve`).
+//!
 //! ```no_run
 //! use openharness_mcp::{McpClient, McpServer};
 //!

@@ -18,7 +18,21 @@
 //! OpenTelemetry export ([`otel`]: a session's log as GenAI spans over OTLP). With
 //! `default-features = false` only the core is left:
 //! events, handlers, agents, the event loop, the macros and the ports, without redb or the
-//! HTTP stack.
+//! HTTP stack. `testing` adds the fake model servers (`provider::testing`) and
+//! `store::FailingStore`, for tests.
+//!
+//! # Modules
+//!
+//! All of this crate is `src/lib.rs`: each module re-exports one crate.
+//!
+//! - The root: `openharness-core`'s root (with [`adapter`] and [`builtin`]) and the macros.
+//! - [`prelude`]: the names a workflow definition needs, in one import.
+//! - `store`, `provider`, `tape`, `projection`, `host`: the crates of the default features.
+//! - `eval`, `mcp`, `otel`: the crates of the features of those names.
+//! - [`schemars`]: the version the macros and the runtime use.
+//!
+//! The server, the platform and the CLI are not re-exported: depend on `openharness-server`
+//! or `openharness-cli` to serve or to give your binary the commands.
 //!
 //! # schemars
 //!

@@ -12,6 +12,16 @@
 //!   as it is recorded, through a bounded queue that drops (and counts) rather than slow or
 //!   fail a run.
 //!
+//! # Modules
+//!
+//! - `mapping` (`mapping/`): [`SessionSpans`], a log to spans; `turns` and `agents` make each kind.
+//! - `span`: [`Span`], one span as plain data, and its conversion for the SDK's exporter.
+//! - `ids`: [`trace_id`] and the span ids, derived from the log so a re-export is identical.
+//! - `export`: [`Endpoint`], [`Collector`] and [`export_sessions`], the after-the-fact export.
+//! - `live`: [`LiveExport`], a store that exports what is appended, through a bounded queue.
+//! - `error`: [`OtelError`].
+//! - `testing` (feature `testing`): `Receiver`, an OTLP/HTTP collector on 127.0.0.1 for tests.
+//!
 //! ```no_run
 //! # async fn demo(store: std::sync::Arc<dyn openharness_core::Store>) -> Result<(), openharness_otel::OtelError> {
 //! use openharness_otel::{Collector, Endpoint, SpanOptions, export_sessions};

@@ -25,6 +25,19 @@
 //! [`Platform::rotate_keys`] (`openharness platform rotate-keys`) re-seals every provider key
 //! under the newest master key.
 //!
+//! # Modules
+//!
+//! - `platform` (`platform/`): [`Platform`] over the platform log; one file per resource or job.
+//! - `chat`: the built-in agent-chat workflow every platform session runs.
+//! - `messages`: a session's messages, a projection of its log; what can be posted.
+//! - `events`: a session's notifications ([`Notification`]), a projection of its log.
+//! - `resources`: the resources as the `/v1` API writes them, and the one [`Page`] envelope.
+//! - `requests`: the bodies the `/v1` API reads, unknown fields refused.
+//! - `capabilities`: the built-in capability registry, and one `mcp:<name>` per MCP server.
+//! - `keys`: provider API keys at rest, AES-256-GCM under versioned [`MasterKeys`].
+//! - [`everruns`]: what the fields the official Everruns SDKs send mean here.
+//! - `error`: [`PlatformError`], each answered by the server's one error table.
+//!
 //! ```no_run
 //! # async fn demo(store: std::sync::Arc<dyn openharness_core::Store>) -> Result<(), Box<dyn std::error::Error>> {
 //! use openharness_platform::{MasterKeys, Platform};

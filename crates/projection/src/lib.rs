@@ -11,6 +11,18 @@
 //! always give the same messages, byte for byte. [`MessageProjection`] does the same work one
 //! event at a time, for live tails.
 //!
+//! The second view is the AI SDK 5 UI message stream of a session's turns ([`UiStream`]), and
+//! the stored chat built from that same stream ([`ui_messages`]), so what a client streamed
+//! and what it reloads are equal.
+//!
+//! # Modules
+//!
+//! - `message`: the message model, [`Message`] and its [`Part`]s with their states.
+//! - `project` (`project/`): [`project_messages`] and [`MessageProjection`], events to messages.
+//! - `ui`: [`to_ui_messages`], messages in the AI SDK 5 `UIMessage` shape.
+//! - `ui_stream` (`ui_stream/`): [`UiStream`], the UI message stream; `messages`, its stored chat.
+//! - `reply`: an agent's chat reply as text, read whole ([`reply_text`]) or as it streams.
+//!
 //! ```
 //! use openharness_core::{Envelope, builtin::{AgentStarted, TextDelta, UserInput}};
 //! use openharness_projection::{Role, project_messages, to_ui_messages};

@@ -13,6 +13,22 @@
 //! schema subset ([`schema`]) and validated by the runtime against the original schema.
 //! [`testing`] has fake servers that speak each protocol, for tests without a network.
 //!
+//! # Modules
+//!
+//! - [`anthropic`], [`openai`]: the HTTP providers, [`AnthropicProvider`] and [`OpenAiProvider`].
+//! - [`claude_cli`]: [`ClaudeCliProvider`], the `claude` CLI as a subprocess.
+//! - `scripted`: [`ScriptedProvider`] and its [`Reply`]s.
+//! - `builder`: [`HttpBuilder`], the one builder of the HTTP providers (and how to add one).
+//! - `http`: the HTTP layer they share: [`ApiKey`], [`Timeouts`], retried POSTs, SSE bodies.
+//! - `conversation`: the tool loop they share, and each dialect's messages, written once.
+//! - [`retry`]: [`RetryPolicy`], when to retry and how long to wait.
+//! - [`schema`]: an output's JSON Schema cut to the subset each provider accepts.
+//! - [`sse`]: a Server-Sent Events parser after the WHATWG rules.
+//! - [`tools`]: built-in tools agents can offer their models.
+//! - `pricing`: [`Pricing`], token counts into US dollars for `agent:completed`.
+//! - `base_url`: a base URL checked once, when the provider is built.
+//! - [`testing`] (feature `testing`): fake Anthropic and OpenAI servers, and a fake `claude`.
+//!
 //! ```
 //! use openharness_core::{Provider, adapter::{ProviderRequest, ProviderSink}};
 //! use openharness_provider::{Reply, ScriptedProvider};

@@ -20,11 +20,14 @@
 //! | `GET /sessions/{id}/state?at=` | the state at a position (`at` absent: the end) |
 //! | `GET /sessions/{id}/states?at=1,5,9` | states at several positions, in one pass |
 //! | `GET /sessions/{id}/diff?from=&to=` | the JSON patch between two positions |
+//! | `GET /sessions/{id}/compare?with=` | where two sessions part: their common ancestor, the first event that differs, the patches there |
 //! | `GET /sessions/{id}/messages?at=&shape=v4\|ui\|calls` | chat messages at a position: v4-style, the chat as `/api/chat` streamed it (`ui`), or one UIMessage per agent call (`calls`) |
 //! | `POST /sessions/{id}/fork` `{"at":"position","position":5}` or `{"at":"nth","name","n"}` | a fork, run on; `202 {session}` |
+//! | `GET /providers` | the names of the providers a fork may run with ([`ServerOptions::fork_provider`]) |
 //! | `POST /api/chat` | AI SDK 5 `useChat`: the turn as a UI message stream (see `chat`) |
 //! | `GET /api/chat/{id}/stream` | the running turn's UI message stream from its start, or `204` |
 //! | `POST /api/workflow` `{input, sessionId?, workflow?}` | the seeds' handler: `event`, `state`, `done` / `error` frames |
+//! | `GET /experiments`, `GET /experiments/{name}` | with feature `eval`: the store's experiments, as the inspector's experiments view reads them |
 //! | `/v1/…` | with feature `platform` and `ServerOptions::platform`: the platform's Everruns-shaped API (agents, sessions, messages, notifications, LLM providers and models) |
 //!
 //! **One HTTP layer**: every route family (native, `/api/chat`, `/api/workflow`, `/v1`) answers
@@ -57,6 +60,39 @@
 //! before any model is called (the store decides). Errors are `{"error":{"code","message"}}`.
 //! Request bodies are limited ([`ServerOptions::body_limit`], `413`), and every route but the
 //! event stream has a timeout.
+//!
+//! # Modules
+//!
+//! - `routes`: the native routes and their handlers; `build` puts every family and layer together.
+//! - `chat`: `POST /api/chat` and `GET /api/chat/{id}/stream`, the AI SDK 5 UI message stream.
+//! - `frames`: `POST /api/workflow`, the seeds' handler: `event`, `state`, `done` / `error` frames.
+//! - `experiments` (feature `eval`): `GET /experiments` and `GET /experiments/{name}`.
+//! - `v1` (`v1/`, feature `platform`): the `/v1` API; `everruns` (the SDK's routes), `events`.
+//! - `inspector`: the tape inspector at `GET /`, its built files embedded from `inspector/`.
+//! - `turns`: the turns this server runs, in the background, acknowledged once recorded.
+//! - `hub`: one live tail per watched session, shared by all of its event streams.
+//! - `sse`: the one Server-Sent Events writer of every route family.
+//! - `request`: the one request parser: `400`, `413`, `415` or `422` for what cannot be used.
+//! - `error`: [`ApiError`], the one error shape, and the table from the domain's errors to it.
+//! - `openapi`: the one builder of `GET /openapi.json` (`paths`, `operation`, `failure`).
+//! - `auth`: the one API-key check; `cors`: CORS, off unless configured.
+//! - `origin`: the `Host` and `Origin` check of a keyless server, against DNS rebinding.
+//! - `listener`: [`GuardedListener`], what [`serve`] accepts connections with.
+//!
+//! # Adding a route
+//!
+//! A native route is an `async fn` handler in `routes.rs`: it reads its input with `request`'s
+//! `body` or `query` (so a malformed request gets the answer it gets everywhere), asks the
+//! [`Host`], and answers JSON or an [`ApiError`] (the host's errors convert with `?`). Register
+//! it in `routes::build`: in the `timed` router (under the request timeout) or, for a stream
+//! that lives as long as its client, in `streaming`; the key check, body limit, origin check
+//! and CORS then wrap it (a route that needs no key is also let through in `auth.rs`).
+//! Describe it in `openapi.rs` (`paths`, each operation written by `operation`, `public` for a
+//! keyless one), with the schema of any new answer type added to
+//! `openharness_host::wire_schemas` (the host's `schema.rs`; `cargo xtask schemas` then
+//! rewrites `schemas/`). Add its row to the table above and its path to the list in
+//! `tests/server.rs` that checks the document. A `/v1` route goes in `v1/mod.rs` (or
+//! `v1/everruns.rs`) and `v1/openapi.rs` instead; `tests/v1_openapi.rs` checks the two agree.
 //!
 //! ```no_run
 //! # async fn demo(host: openharness_host::Host) -> std::io::Result<()> {

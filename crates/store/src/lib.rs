@@ -9,16 +9,30 @@
 //! file path); `FailingStore` (feature `testing`), a fault-injection wrapper for tests;
 //! `conformance` (feature `conformance`), the one test suite every backend must pass, run with
 //! `store_conformance!`; and [`jsonl`], export and import of sessions as JSON lines.
-//! Benchmarks: `cargo xtask bench stores`.
+//! Benchmarks: `cargo xtask bench stores` (`src/bin/store_bench.rs`).
+//!
+//! # Modules
+//!
+//! - `memory`: [`MemoryStore`], an in-process store for tests, examples and throwaway runs.
+//! - `redb_store` (`redb_store/`): [`RedbStore`]; its module docs say which file holds which part.
+//! - `postgres` (`postgres/`, feature `postgres`): `PostgresStore`, its claims and its listener.
+//! - `append`: the append rules every backend shares: write, no-op retry, or refuse.
+//! - `codec`: what every backend does alike: decoding events, listing order, snapshot JSON.
+//! - `live`: live tails: the notifier, and `tail`, the task behind every backend's `subscribe`.
+//! - `open`: [`open()`], the one place that tells a PostgreSQL connection string from a file path.
+//! - [`jsonl`] (`jsonl/`): sessions exported and imported as JSON lines.
+//! - `conformance` (`conformance/`, feature `conformance`): the suite, its checks by subject.
 //!
 //! # Adding a backend
 //!
-//! A backend is one folder, as `redb_store/` and `postgres/` are: a file named after it that
-//! implements [`Store`] (the contract below) and holds its error and options types, with a
-//! module per job beside it. Decode records with `codec`'s helpers (listing order, parallel
-//! decoding, the snapshot-bound error) rather than again; run the conformance suite on it with
-//! `store_conformance!` in a test; and, when a location string should name it, teach
-//! [`open`] (and [`is_postgres`]'s neighbours) to recognise it.
+//! A backend is one folder, as `redb_store/` and `postgres/` are: a file named after it with
+//! the store's type and its module docs, and a module per job beside it (the [`Store`] impl in
+//! `port.rs` or `operations.rs`, the error and options types in `error.rs` and `options.rs`).
+//! Decide appends with `append`'s shared rules, decode and encode with `codec`'s helpers
+//! (parallel decoding, listing order, snapshot JSON, the snapshot-bound error) and answer
+//! `subscribe` with `live`'s `tail` rather than again; run the conformance suite on it with
+//! `store_conformance!` in `tests/conformance.rs`; and, when a location string should name
+//! it, teach [`open`] (and [`is_postgres`]'s neighbours) to recognise it.
 //!
 //! # The contract, as these backends implement it
 //!

@@ -17,12 +17,22 @@
 //! step.
 //!
 //! - [`Tape`]: `step`, `step_back`, `step_to`, `rewind`, `state_at`, `event_at`, `diff` (RFC
-//!   6902), `find` / `find_back`, `play` / `play_to` / `pause`; [`Tape::record`] follows a live
-//!   run.
+//!   6902), `find` / `find_back`, `play` / `play_to` (stopped by a [`Pauser`]);
+//!   [`Tape::record`] follows a live run.
 //! - [`ForkSession::fork`]: a new session from any point of a recorded one ([`At`]).
 //! - [`Cassette`]: re-execute a workflow with agents answered from a recording, failing with
 //!   [`TapeError::Diverged`] at the first difference.
 //! - [`ReplaySnapshot`]: a replay as stable JSON for `insta` snapshot tests.
+//!
+//! # Modules
+//!
+//! - `tape` (`tape/`): [`Tape`]; in `tape/`, `load`, `back` (stepping back), `live`, `playback`.
+//! - `snapshots`: the snapshot interval chosen from measurements, and the cache for walking back.
+//! - `fork`: [`ForkSession`], a new session from any point of a recorded one.
+//! - `state_hash`: [`state_hash()`], the SHA-256 of a state as canonical JSON, kept in every fork.
+//! - `cassette` (`cassette/`): [`Cassette`]; `provider` answers the calls, `check` compares runs.
+//! - `error`: [`TapeError`], what loading, forking and re-executing can fail with.
+//! - `testing`: [`ReplaySnapshot`], a replay as one stable JSON value for `insta`.
 //!
 //! ```
 //! # async fn demo<S: openharness_core::WorkflowState>(workflow: openharness_core::Workflow<S>, id: openharness_core::SessionId) -> Result<(), openharness_tape::TapeError> {

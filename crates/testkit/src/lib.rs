@@ -6,6 +6,11 @@
 //! the same interval, a limit that says how long it waited, and a panic that names what it
 //! waited for and what it saw last. A test that talks to a server on a socket uses the one
 //! client in [`http`]; a synchronous test runs either through [`block_on`].
+//!
+//! # Modules
+//!
+//! - This file: [`eventually`], its [`LIMIT`] and [`INTERVAL`], and [`block_on`].
+//! - [`http`]: [`http::Client`] for a socket address, its [`http::Response`]s and event streams.
 
 pub mod http;
 
