@@ -86,8 +86,6 @@ mod append;
 mod codec;
 #[cfg(feature = "conformance")]
 pub mod conformance;
-#[cfg(feature = "testing")]
-mod fault;
 pub mod jsonl;
 mod live;
 mod memory;
@@ -100,11 +98,11 @@ pub(crate) use codec::{
     decode_all, decode_json, decode_snapshot, encode_snapshot, not_an_envelope,
     snapshot_beyond_end, sort_oldest_first,
 };
-#[cfg(feature = "testing")]
-pub use fault::{FailingStore, InjectedFailure};
 pub use live::LiveError;
 pub use memory::MemoryStore;
 pub use open::{Access, OpenOptions, is_postgres, open, open_with};
+#[cfg(feature = "testing")]
+pub use openharness_core::adapter::observe::{FailingStore, Faults, InjectedFailure};
 pub use openharness_core::adapter::observe::{Observed, StoreCall, StoreObserver};
 pub use openharness_core::{
     SessionInfo, Store, StoreError,

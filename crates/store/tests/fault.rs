@@ -1,4 +1,5 @@
-//! FailingStore: injected append failures, counted, typed, and losing nothing.
+//! FailingStore (an `Observed` store with `Faults`): injected append failures, counted, typed,
+//! and losing nothing.
 
 use openharness_core::{Envelope, SessionId, Store, StoreError};
 use openharness_store::{FailingStore, InjectedFailure, MemoryStore};
@@ -48,7 +49,11 @@ async fn fail_from_fails_that_append_and_every_later_one() {
             .len(),
         2
     );
-    assert_eq!(store.describe(), "failing:memory");
+    assert_eq!(
+        store.describe(),
+        "memory",
+        "a failing store describes the store it wraps"
+    );
 }
 
 #[tokio::test]

@@ -3,8 +3,8 @@
 //! if it asks, of every range read. Everything is passed on unchanged unless the observer
 //! fails it. For tooling, tests and benchmarks: export what is appended (the OpenTelemetry
 //! live export), count and time each kind of call, see which reads a derivation makes, hold
-//! appends back to line up racing writers, or inject a failure. Wrap a store in one rather
-//! than writing another pass-through `Store`.
+//! appends back to line up racing writers, or inject a failure (`Faults`, behind the
+//! `testing` feature). Wrap a store in one rather than writing another pass-through `Store`.
 
 use std::future::Future;
 use std::ops::Range;
@@ -15,6 +15,11 @@ use crate::{
     adapter::{Claim, EVENT_PAGE, EventStream, Snapshot, SnapshotJson, Subscription},
 };
 use async_trait::async_trait;
+
+#[cfg(feature = "testing")]
+mod faults;
+#[cfg(feature = "testing")]
+pub use faults::{FailingStore, Faults, InjectedFailure};
 
 /// A call an [`Observed`] store passes on, as [`StoreObserver::before`] and
 /// [`StoreObserver::after`] see it.
@@ -151,6 +156,18 @@ pub trait StoreObserver: Send + Sync + 'static {
     ) {
     }
 
+    /// What the caller of an append is told, given the inner store's answer: by default that
+    /// answer. An observer may replace it; a success answered as an error is a lost
+    /// acknowledgement, after which a retry at the same seq must store nothing twice (see
+    /// `Faults`, behind the `testing` feature).
+    fn answer_append(
+        &self,
+        _session: &SessionId,
+        result: Result<u64, StoreError>,
+    ) -> Result<u64, StoreError> {
+        result
+    }
+
     /// After a [`Store::sync`] (the runtime calls it at every turn's end), with its result.
     fn after_sync(&self, _result: &Result<(), StoreError>) {}
 
@@ -274,7 +291,7 @@ impl<S: Store, O: StoreObserver> Store for Observed<S, O> {
         let took = started.elapsed();
         self.observer.after(operation, took, result.is_ok());
         self.observer.after_append(session, events, &result, took);
-        result
+        self.observer.answer_append(session, result)
     }
     async fn events(
         &self,
