@@ -9,7 +9,7 @@ mod kit;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use openharness::prelude::*;
 use openharness::store::MemoryStore;
@@ -17,24 +17,23 @@ use openharness::tape::At;
 use openharness_otel::{
     Collector, Endpoint, LiveExport, LiveOptions, SpanOptions, export_sessions, spans_of,
 };
+use openharness_testkit::{eventually, http::Client};
 use serde_json::Value;
 
 /// Every span Phoenix holds in its default project, by span id.
-async fn phoenix_spans(base: &str) -> BTreeMap<String, Value> {
-    let client = reqwest::Client::new();
+async fn phoenix_spans(phoenix: &Client) -> BTreeMap<String, Value> {
     let mut spans = BTreeMap::new();
     let mut cursor: Option<String> = None;
     loop {
-        let mut url = format!("{base}/v1/projects/default/spans?limit=1000");
+        let mut path = "/v1/projects/default/spans?limit=1000".to_owned();
         if let Some(cursor) = &cursor {
-            url.push_str(&format!("&cursor={cursor}"));
+            path.push_str(&format!("&cursor={cursor}"));
         }
-        let response = client.get(&url).send().await.expect("Phoenix answers");
-        if response.status() == reqwest::StatusCode::NOT_FOUND {
+        let answer = phoenix.get(&path).await;
+        if answer.status == 404 {
             return spans; // no project before the first span arrives
         }
-        let body: Value = serde_json::from_str(&response.text().await.expect("a body"))
-            .expect("Phoenix's spans as JSON");
+        let body = answer.json();
         for span in body["data"].as_array().expect("a page of spans") {
             let id = span["context"]["span_id"]
                 .as_str()
@@ -50,15 +49,17 @@ async fn phoenix_spans(base: &str) -> BTreeMap<String, Value> {
 }
 
 /// Phoenix's spans once it holds `count` of them (it ingests in the background).
-async fn eventually_spans(base: &str, count: usize) -> BTreeMap<String, Value> {
-    let started = Instant::now();
-    loop {
-        let spans = phoenix_spans(base).await;
-        if spans.len() >= count || started.elapsed() > Duration::from_secs(60) {
-            return spans;
+async fn eventually_spans(phoenix: &Client, count: usize) -> BTreeMap<String, Value> {
+    let what = format!("Phoenix to hold {count} spans");
+    eventually(Duration::from_secs(60), &what, || async {
+        let spans = phoenix_spans(phoenix).await;
+        if spans.len() >= count {
+            Ok(spans)
+        } else {
+            Err(spans.into_keys().collect::<Vec<_>>())
         }
-        tokio::time::sleep(Duration::from_millis(250)).await;
-    }
+    })
+    .await
 }
 
 fn attr<'a>(span: &'a Value, key: &str) -> &'a Value {
@@ -67,7 +68,7 @@ fn attr<'a>(span: &'a Value, key: &str) -> &'a Value {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn spans_of_a_session_and_its_fork_arrive_in_phoenix_with_identical_ids_on_re_export() {
-    let phoenix = kit::Phoenix::start();
+    let phoenix = kit::Phoenix::start().await;
     let endpoint = Endpoint::base(&phoenix.base);
 
     // Live: record a session and a fork of it on a store that exports as it records.
@@ -110,7 +111,7 @@ async fn spans_of_a_session_and_its_fork_arrive_in_phoenix_with_identical_ids_on
         .collect();
     assert_eq!(stats.spans_sent as usize, expected.len(), "{stats:?}");
 
-    let received = eventually_spans(&phoenix.base, expected.len()).await;
+    let received = eventually_spans(&phoenix.client, expected.len()).await;
     let received_ids: BTreeSet<String> = received.keys().cloned().collect();
     assert_eq!(
         received_ids, expected,
@@ -193,7 +194,7 @@ async fn spans_of_a_session_and_its_fork_arrive_in_phoenix_with_identical_ids_on
     .unwrap();
     assert_eq!(report.spans, expected.len());
     tokio::time::sleep(Duration::from_secs(2)).await;
-    let again = phoenix_spans(&phoenix.base).await;
+    let again = phoenix_spans(&phoenix.client).await;
     assert_eq!(again.keys().cloned().collect::<BTreeSet<_>>(), expected);
     for (id, span) in &again {
         assert_eq!(span["context"], received[id]["context"]);

@@ -2,15 +2,16 @@
 //! Arize Phoenix started on 127.0.0.1 from a venv installed on first use.
 #![allow(dead_code, unreachable_pub, missing_docs, clippy::unwrap_used)]
 
-use std::net::TcpListener;
+use std::net::{SocketAddr, TcpListener};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use openharness::prelude::*;
 use openharness::provider::{Reply, ScriptedProvider};
 use openharness::schemars;
 use openharness::{FnTool, adapter::Usage};
+use openharness_testkit::{eventually, http::Client};
 
 /// The Phoenix release the tests run against.
 pub const PHOENIX: &str = "arize-phoenix==20.26.1";
@@ -156,17 +157,20 @@ fn free_port() -> u16 {
 /// A Phoenix server on 127.0.0.1, with a working directory of its own; killed when dropped.
 pub struct Phoenix {
     child: Child,
+    /// The shared test client, pointed at Phoenix's HTTP port.
+    pub client: Client,
+    /// `http://127.0.0.1:{port}`, for the exporter's endpoint.
     pub base: String,
     _dir: tempfile::TempDir,
 }
 
 impl Phoenix {
-    /// Starts Phoenix and waits (up to two minutes) until it answers.
-    pub fn start() -> Self {
+    /// Starts Phoenix and waits (up to two minutes) until it answers `GET /healthz`.
+    pub async fn start() -> Self {
         let program = phoenix_program();
         let dir = tempfile::tempdir().unwrap();
         let (port, grpc) = (free_port(), free_port());
-        let log = std::fs::File::create(dir.path().join("phoenix.log")).unwrap();
+        let log = dir.path().join("phoenix.log");
         let child = Command::new(program)
             .arg("serve")
             .env("PHOENIX_WORKING_DIR", dir.path())
@@ -176,29 +180,30 @@ impl Phoenix {
             .env("PHOENIX_TELEMETRY_ENABLED", "false")
             .env_remove("OTEL_EXPORTER_OTLP_ENDPOINT")
             .stdout(Stdio::null())
-            .stderr(log)
+            .stderr(std::fs::File::create(&log).unwrap())
             .spawn()
             .unwrap();
+        let client = Client::new(SocketAddr::from(([127, 0, 0, 1], port)))
+            .with_timeout(Duration::from_secs(30));
         let phoenix = Self {
             child,
-            base: format!("http://127.0.0.1:{port}"),
+            base: client.url(""),
+            client,
             _dir: dir,
         };
-        let started = Instant::now();
-        loop {
-            if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
-                && ureq_get(&format!("{}/healthz", phoenix.base)).is_some()
-            {
-                return phoenix;
+        let what = format!(
+            "Phoenix to answer GET /healthz (its log: {})",
+            log.display()
+        );
+        eventually(Duration::from_secs(120), &what, || async {
+            match phoenix.client.try_call("GET", "/healthz", None, &[]).await {
+                Ok(answer) if answer.status == 200 => Ok(()),
+                Ok(answer) => Err(format!("status {}", answer.status)),
+                Err(error) => Err(error.to_string()),
             }
-            assert!(
-                started.elapsed() < Duration::from_secs(120),
-                "Phoenix did not start within two minutes; its log: {}",
-                std::fs::read_to_string(phoenix._dir.path().join("phoenix.log"))
-                    .unwrap_or_default()
-            );
-            std::thread::sleep(Duration::from_millis(300));
-        }
+        })
+        .await;
+        phoenix
     }
 }
 
@@ -207,28 +212,4 @@ impl Drop for Phoenix {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
-}
-
-/// A blocking GET through a plain TCP connection (HTTP/1.0): the body on 200, else `None`.
-pub fn ureq_get(url: &str) -> Option<String> {
-    use std::io::{Read, Write};
-    let rest = url.strip_prefix("http://")?;
-    let (host, path) = rest
-        .split_once('/')
-        .map_or((rest, "/".to_owned()), |(h, p)| (h, format!("/{p}")));
-    let mut stream = std::net::TcpStream::connect(host).ok()?;
-    stream
-        .set_read_timeout(Some(Duration::from_secs(30)))
-        .ok()?;
-    write!(
-        stream,
-        "GET {path} HTTP/1.0\r\nHost: {host}\r\nAccept: application/json\r\n\r\n"
-    )
-    .ok()?;
-    let mut response = String::new();
-    stream.read_to_string(&mut response).ok()?;
-    let (head, body) = response.split_once("\r\n\r\n")?;
-    head.starts_with("HTTP/1.1 200")
-        .then(|| body.to_owned())
-        .or_else(|| head.starts_with("HTTP/1.0 200").then(|| body.to_owned()))
 }
