@@ -27,7 +27,9 @@
 //! group commit (10 ms) against LangGraph's `durability="async"`, and our durable-at-turn-end
 //! against its `"exit"`. Our side also reports its durable appends' median against the disk's
 //! floor measured right after the live run in the same folder (the median sequential 1 KiB
-//! append + `fdatasync`): how far the store is from what the disk allows.
+//! append + `fdatasync`): how far the store is from what the disk allows. Last, both sides'
+//! durable live run at N = 5 000 again with the disk loaded by another writer
+//! ([`loaded`]): the ratio on a quiet and on a busy disk, from one run.
 
 use std::hint::black_box;
 use std::path::{Path, PathBuf};
@@ -53,6 +55,7 @@ use serde_json::json;
 
 use crate::report::{Row, median};
 
+mod loaded;
 mod measure;
 mod workflow;
 
@@ -437,6 +440,7 @@ fn race() -> Fallible<Vec<Row>> {
     }
     let mut table = rows(&results);
     table.extend(deferred(&exe, theirs_python.as_deref(), &script)?);
+    table.extend(loaded::loaded(&exe, theirs_python.as_deref(), &script)?);
     Ok(table)
 }
 
