@@ -27,7 +27,8 @@
 //! group commit (10 ms) against LangGraph's `durability="async"`, and our durable-at-turn-end
 //! against its `"exit"`. Our side also reports its durable appends' median against the disk's
 //! floor measured right after the live run in the same folder (the median sequential 1 KiB
-//! append + `fdatasync`): how far the store is from what the disk allows. Last, both sides'
+//! append + `fdatasync`): how far the store is from what the disk allows. Every side starts
+//! on a settled disk (`sync(1)` first), not behind the other side's writeback. Last, both sides'
 //! durable live run at N = 5 000 again with the disk loaded by another writer
 //! ([`loaded`]): the ratio on a quiet and on a busy disk, from one run.
 
@@ -147,6 +148,11 @@ pub(crate) fn child(
             eprintln!("unknown durability `{other}`: every, redb, periodic or turn");
             return ExitCode::from(2);
         }
+    };
+    // For experiments: how many bytes of journal records between checkpoints.
+    let options = match std::env::var("OPENHARNESS_RACE_CHECKPOINT_BYTES").map(|b| b.parse()) {
+        Ok(Ok(bytes)) => options.journal_checkpoint(bytes),
+        _ => options,
     };
     let (Some(n), Some(dir)) = (n.and_then(|n| n.parse::<u64>().ok()), dir) else {
         eprintln!(
@@ -346,6 +352,7 @@ fn side(mut command: Command, what: &str) -> Fallible<Figures> {
 
 fn side_with(command: &mut Command, what: &str, after: &[&str]) -> Fallible<Figures> {
     let dir = tempfile::tempdir()?;
+    settle_disk();
     let output = command.arg(dir.path()).args(after).output()?;
     if !output.status.success() {
         return Err(format!(
@@ -361,6 +368,15 @@ fn side_with(command: &mut Command, what: &str, after: &[&str]) -> Fallible<Figu
         .last()
         .ok_or_else(|| format!("{what} printed nothing"))?;
     Ok(serde_json::from_str(line)?)
+}
+
+/// Lets the disk settle before a side starts: what the side before it wrote and deleted (up
+/// to 2.3 GB of LangGraph's checkpoints at 10k) is flushed by `sync(1)`, so neither side's
+/// `fdatasync`s queue behind the other's leftovers. Where `sync` cannot run, the side starts
+/// anyway.
+fn settle_disk() {
+    let _ = Command::new("sync").status();
+    std::thread::sleep(std::time::Duration::from_millis(500));
 }
 
 /// `openharness-race-child`, built beside this binary (`cargo build -p openharness-bench`
