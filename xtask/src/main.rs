@@ -3,7 +3,8 @@
 //! - `cargo xtask ci`: the Rust half of what CI (`.ci/run`) runs — formatting check, clippy
 //!   with warnings denied, the schemas' freshness check, the README's test command
 //!   (`cargo test --workspace`), then schemathesis against a live server; `--locked`
-//!   throughout, as in CI.
+//!   throughout, as in CI. The pinned Python tools the tests and schemathesis install on first
+//!   use are downloaded while clippy compiles (`prefetch.rs`).
 //! - `cargo xtask schemas`: writes the JSON Schema of every wire type
 //!   (`openharness_host::wire_schemas`) to `schemas/<name>.schema.json`, pretty-printed, and
 //!   removes schema files no type produces any more. `cargo xtask schemas --check` writes
@@ -25,6 +26,7 @@
 //!   `openharness-store-bench`), each figure beside a baseline from the same run. PostgreSQL
 //!   figures need `OPENHARNESS_BENCH_POSTGRES` or `OPENHARNESS_TEST_POSTGRES`.
 
+mod prefetch;
 mod schemas;
 mod schemathesis;
 
@@ -39,6 +41,10 @@ enum Step {
     CheckSchemas,
     /// `cargo xtask schemathesis`.
     Schemathesis,
+    /// Starts installing the pinned Python tools later steps need ([`prefetch`]).
+    Prefetch,
+    /// Waits for those installs.
+    AwaitPrefetch,
 }
 
 const USAGE: &str = "usage: cargo xtask ci | schemas [--check] | bench stores | bench tape | bench sessions | bench race | bench server | bench platform | bench chat | bench diff | bench eval | bench list | bench mcp | bench otel";
@@ -48,6 +54,7 @@ fn main() -> ExitCode {
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let steps: Vec<Step> = match args.as_slice() {
         ["ci"] => vec![
+            Step::Prefetch,
             Step::Cargo(&["fmt", "--all", "--check"]),
             Step::Cargo(&[
                 "clippy",
@@ -59,6 +66,7 @@ fn main() -> ExitCode {
                 "warnings",
             ]),
             Step::CheckSchemas,
+            Step::AwaitPrefetch,
             Step::Cargo(&["test", "--workspace", "--locked"]),
             Step::Schemathesis,
         ],
@@ -192,11 +200,23 @@ fn main() -> ExitCode {
         }
     };
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
+    let mut prefetch = None;
     for step in steps {
         let ok = match step {
             Step::Cargo(args) => run_cargo(&cargo, args),
             Step::CheckSchemas => check_schemas(),
             Step::Schemathesis => schemathesis::run(&cargo),
+            Step::Prefetch => {
+                let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
+                prefetch = Some(prefetch::start(&root));
+                true
+            }
+            Step::AwaitPrefetch => {
+                if let Some(prefetch) = prefetch.take() {
+                    prefetch.finish();
+                }
+                true
+            }
         };
         if !ok {
             return ExitCode::FAILURE;

@@ -12,7 +12,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 /// The schemathesis release the check runs.
-const SCHEMATHESIS: &str = "schemathesis==4.32.5";
+pub(crate) const SCHEMATHESIS: &str = "schemathesis==4.32.5";
 
 /// Where the checks expect other answers than schemathesis' defaults, and why.
 ///

@@ -13,8 +13,11 @@ use openharness::schemars;
 use openharness::{FnTool, adapter::Usage};
 use openharness_testkit::{eventually, http::Client};
 
-/// The Phoenix release the tests run against.
-pub const PHOENIX: &str = "arize-phoenix==20.26.1";
+/// The Phoenix release the tests run against (`cargo xtask ci` reads the same file to
+/// download it while it compiles).
+pub fn phoenix_pin() -> &'static str {
+    include_str!("phoenix.txt").trim()
+}
 
 #[event]
 #[derive(Debug, Clone)]
@@ -117,7 +120,7 @@ fn run(command: &mut Command) -> Output {
 pub fn phoenix_program() -> PathBuf {
     let venv = target().join("phoenix-venv");
     let python = venv.join("bin/python");
-    let version = PHOENIX.split("==").nth(1).unwrap();
+    let version = phoenix_pin().split("==").nth(1).unwrap();
     let installed = python.exists()
         && run(Command::new(&python).args([
             "-c",
@@ -135,10 +138,12 @@ pub fn phoenix_program() -> PathBuf {
             venv.display(),
             String::from_utf8_lossy(&made.stderr)
         );
-        let pip = run(Command::new(venv.join("bin/pip")).args(["install", "--quiet", PHOENIX]));
+        let pip =
+            run(Command::new(venv.join("bin/pip")).args(["install", "--quiet", phoenix_pin()]));
         assert!(
             pip.status.success(),
-            "pip install {PHOENIX} failed (is PyPI reachable?): {}{}",
+            "pip install {} failed (is PyPI reachable?): {}{}",
+            phoenix_pin(),
             String::from_utf8_lossy(&pip.stdout),
             String::from_utf8_lossy(&pip.stderr)
         );
