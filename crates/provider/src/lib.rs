@@ -11,7 +11,8 @@
 //! `retry-after-ms` / `retry-after` ([`RetryPolicy`]), connect and idle-stream [`Timeouts`],
 //! and keys that never print ([`ApiKey`]). Structured output is requested in each provider's
 //! schema subset ([`schema`]) and validated by the runtime against the original schema.
-//! [`testing`] has fake servers that speak each protocol, for tests without a network.
+//! `testing` (feature `testing`) has fake servers that speak each protocol, for tests without
+//! a network.
 //!
 //! # Modules
 //!
@@ -27,7 +28,7 @@
 //! - [`tools`]: built-in tools agents can offer their models.
 //! - `pricing`: [`Pricing`], token counts into US dollars for `agent:completed`.
 //! - `base_url`: a base URL checked once, when the provider is built.
-//! - [`testing`] (feature `testing`): fake Anthropic and OpenAI servers, and a fake `claude`.
+//! - `testing` (feature `testing`): fake Anthropic and OpenAI servers, and a fake `claude`.
 //!
 //! ```
 //! use openharness_core::{Provider, adapter::{ProviderRequest, ProviderSink}};
