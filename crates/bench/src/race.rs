@@ -104,6 +104,9 @@ struct Figures {
     /// seconds.
     #[serde(default)]
     append_p50_and_floor: Option<(f64, f64)>,
+    /// Ours only: the floor's mean, in seconds (set beside the appends' mean, the tail counts).
+    #[serde(default)]
+    floor_mean_s: Option<f64>,
 }
 
 /// Fails the run when it did not do what it should: a benchmark of a broken run is worthless.
@@ -194,7 +197,7 @@ async fn ours(n: u64, dir: &Path, options: RedbOptions, initial: Board) -> Falli
     let outcome = flow.run(RunOptions::new().input(GOAL)).await?;
     let live_s = started.elapsed().as_secs_f64();
     let (append_count, append_s, append_p50) = appends.read();
-    let floor = append_floor(dir, 500)?;
+    let (floor, floor_mean) = append_floor(dir, 500)?;
     let state = &outcome.state;
     check(outcome.reason == StopReason::Until, || {
         format!("the run ended {:?}, not until", outcome.reason)
@@ -286,6 +289,7 @@ async fn ours(n: u64, dir: &Path, options: RedbOptions, initial: Board) -> Falli
         appends: Some((append_count, append_s)),
         state: Some(lists.to_owned()),
         append_p50_and_floor: Some((append_p50, floor)),
+        floor_mean_s: Some(floor_mean),
         peak_rss_bytes: peak_rss()?,
     })
 }
@@ -627,8 +631,12 @@ fn rows(results: &[(Figures, Option<Figures>)]) -> Vec<Row> {
                 ),
                 measured: format!("{} ({:.0}%)", secs(seconds), 100.0 * seconds / mine.live_s),
                 baseline: format!(
-                    "{count} appends, {:.3} ms each",
-                    1e3 * seconds / count as f64
+                    "{count} appends, {:.3} ms each{}",
+                    1e3 * seconds / count as f64,
+                    mine.floor_mean_s.map_or_else(String::new, |mean| format!(
+                        " (the floor's mean {:.3} ms)",
+                        1e3 * mean
+                    ))
                 ),
                 ratio: "-".to_owned(),
                 goal: "(info)",

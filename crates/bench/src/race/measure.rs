@@ -26,9 +26,9 @@ impl Appends {
     }
 }
 
-/// The disk's floor for a durable append, measured in `dir`: the median of `samples`
-/// sequential 1 KiB writes, each followed by `fdatasync`, to a file of its own.
-pub(super) fn append_floor(dir: &Path, samples: usize) -> Fallible<f64> {
+/// The disk's floor for a durable append, measured in `dir`: the median and the mean of
+/// `samples` sequential 1 KiB writes, each followed by `fdatasync`, to a file of its own.
+pub(super) fn append_floor(dir: &Path, samples: usize) -> Fallible<(f64, f64)> {
     use std::io::Write as _;
     let path = dir.join("floor.bin");
     let mut file = std::fs::File::create(&path)?;
@@ -42,7 +42,8 @@ pub(super) fn append_floor(dir: &Path, samples: usize) -> Fallible<f64> {
     }
     drop(file);
     std::fs::remove_file(&path)?;
-    Ok(median(took))
+    let mean = took.iter().sum::<f64>() / took.len().max(1) as f64;
+    Ok((median(took), mean))
 }
 
 /// The live run's appends, counted and timed, for the profile printed beside the table.
