@@ -73,10 +73,10 @@ pub fn run() -> ExitCode {
 
 /// `openharness-race-child N DIR [every|redb|periodic|turn] [imbl|vec|vec-undo]`: our side of
 /// the race at one N (see the `race` module), in a process of its own so its peak RSS is its
-/// own, with the system allocator: the allocation count of `openharness-bench` would tax every thread
-/// that allocates (two atomic operations on one shared cache line per allocation: 9% of the
-/// samples of a durable run, with the store's writer thread beside the tokio workers), which
-/// a library user never pays.
+/// own, with the system allocator: the allocation count of `openharness-bench` would tax every
+/// thread that allocates (two atomic operations on one shared cache line per allocation: 9% of
+/// the samples of a durable run, with the store's writer thread beside the tokio workers),
+/// which a library user never pays.
 pub fn race_child() -> ExitCode {
     let mut args = std::env::args().skip(1);
     race::child(args.next(), args.next(), args.next(), args.next())

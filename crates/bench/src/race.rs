@@ -153,9 +153,15 @@ pub(crate) fn child(
         }
     };
     // For experiments: how many bytes of journal records between checkpoints.
-    let options = match std::env::var("OPENHARNESS_RACE_CHECKPOINT_BYTES").map(|b| b.parse()) {
-        Ok(Ok(bytes)) => options.journal_checkpoint(bytes),
-        _ => options,
+    let options = match std::env::var("OPENHARNESS_RACE_CHECKPOINT_BYTES") {
+        Err(_) => options,
+        Ok(bytes) => match bytes.parse() {
+            Ok(bytes) => options.journal_checkpoint(bytes),
+            Err(_) => {
+                eprintln!("OPENHARNESS_RACE_CHECKPOINT_BYTES is `{bytes}`, not a byte count");
+                return ExitCode::from(2);
+            }
+        },
     };
     let (Some(n), Some(dir)) = (n.and_then(|n| n.parse::<u64>().ok()), dir) else {
         eprintln!(

@@ -227,6 +227,11 @@ impl<S: Store, O: StoreObserver> Observed<S, O> {
         &self.observer
     }
 
+    /// Unwraps the inner store.
+    pub fn into_inner(self) -> S {
+        self.inner
+    }
+
     /// Passes `call` on between the observer's [`StoreObserver::before`] and
     /// [`StoreObserver::after`].
     async fn call<T>(

@@ -133,11 +133,6 @@ impl<S: crate::Store> Observed<S, Faults> {
     pub fn succeeded(&self) -> u64 {
         self.observer.succeeded()
     }
-
-    /// Unwraps the store.
-    pub fn into_inner(self) -> S {
-        self.inner
-    }
 }
 
 #[async_trait]
