@@ -44,11 +44,12 @@
 //! connection found closed when the pool hands it out is replaced by a new one. An operation
 //! whose connection breaks under it (the driver reports it closed, an I/O error, or the server
 //! ends the session: SQLSTATE class 08, 57P01–57P03, any `FATAL`) runs again on another
-//! connection, and the broken one leaves the pool. Every operation is safe to repeat: an append
+//! connection, and the broken one leaves the pool; so does one whose new connection breaks
+//! while it opens (a termination racing the open). Every operation is safe to repeat: an append
 //! is idempotent by event id (a repeat of a batch that did commit finds its events stored at
 //! the expected seqs and succeeds, writing nothing), a snapshot write is an upsert, `clear` is
-//! idempotent, reads read. Each failed attempt removes one connection, so at most one retry per
-//! pooled connection. Server errors (a conflict, an invalid request) are never retried.
+//! idempotent, reads read. At most one retry per pooled connection. Server errors (a conflict,
+//! an invalid request) are never retried.
 //!
 //! The listener connection (live tails) reconnects on its own, pausing 50 ms, then twice as
 //! long each time up to 1 s. Once it `LISTEN`s again it wakes every tail, and each re-reads
@@ -87,7 +88,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use chrono::{DateTime, SecondsFormat, Utc};
-use deadpool::managed::{Object, Pool, QueueMode};
+use deadpool::managed::{Object, Pool, PoolError, QueueMode};
 use openharness_core::{
     Envelope, EventId, SessionId, SessionInfo, Store, StoreError,
     adapter::{Claim, Snapshot, Subscription},
@@ -176,7 +177,25 @@ macro_rules! with_connection {
         let store: &PostgresStore = $store;
         let mut retries = 0;
         loop {
-            let connection = store.connection().await?;
+            // The connection returned last (see the module docs), a new one if none is idle,
+            // or the first returned if all the pool's connections are busy.
+            let connection = match store.inner.pool.get().await {
+                Ok(connection) => connection,
+                // A new connection the server ended while it opened (a restart or a
+                // termination racing the open): as a query's broken connection, try another.
+                Err(PoolError::Backend(err))
+                    if broken(&err) && retries < store.inner.connections =>
+                {
+                    retries += 1;
+                    tracing::debug!(
+                        store = %store.inner.describe,
+                        err = %detail(&err),
+                        "a new PostgreSQL connection broke as it opened; opening another"
+                    );
+                    continue;
+                }
+                Err(err) => return Err(pool_error(&store.inner.describe, err).into()),
+            };
             let result = {
                 let $c: &Connection = &connection;
                 $query
@@ -339,16 +358,6 @@ impl PostgresStore {
                 claims,
             }),
         })
-    }
-
-    /// A query connection for one operation: the one returned last (see the module docs), a
-    /// new one if none is idle, or the first returned if all the pool's connections are busy.
-    async fn connection(&self) -> Result<Object<Manager>, StoreError> {
-        self.inner
-            .pool
-            .get()
-            .await
-            .map_err(|err| pool_error(&self.inner.describe, err).into())
     }
 
     fn query_error(
