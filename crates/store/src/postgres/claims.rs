@@ -43,7 +43,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use openharness_core::{SessionId, StoreError, adapter::Claim};
 use tokio_postgres::{Client, NoTls, Statement};
 
-use super::error::PostgresError;
+use super::error::{PostgresError, broken, detail};
 use super::schema::CLAIM;
 
 /// The claims of one store in this process.
@@ -131,10 +131,29 @@ impl Claims {
         key: i64,
     ) -> Result<Option<(Arc<ClaimsConnection>, i64)>, StoreError> {
         // A connection found broken (the server ended it) is replaced once: its claims are
-        // gone anyway.
+        // gone anyway. So is a new one that breaks while it opens (a termination racing the
+        // open), within the same single retry.
         let mut retried = false;
         loop {
-            let connection = self.connection().await?;
+            let connection = match self.connection().await {
+                Ok(connection) => connection,
+                Err(source) if !retried && broken(&source) => {
+                    retried = true;
+                    tracing::debug!(
+                        store = %self.describe,
+                        err = %detail(&source),
+                        "the claims connection broke as it opened; opening another"
+                    );
+                    continue;
+                }
+                Err(source) => {
+                    return Err(PostgresError::Connect {
+                        store: self.describe.clone(),
+                        source,
+                    }
+                    .into());
+                }
+            };
             match connection
                 .client
                 .query_opt(&connection.claim, &[&key, &session.as_str()])
@@ -168,15 +187,12 @@ impl Claims {
     }
 
     /// The claims connection, opened (again) when there is none or it closed.
-    async fn connection(&self) -> Result<Arc<ClaimsConnection>, StoreError> {
+    async fn connection(&self) -> Result<Arc<ClaimsConnection>, tokio_postgres::Error> {
         let mut current = self.connection.lock().await;
         if let Some(connection) = current.as_ref().filter(|c| !c.client.is_closed()) {
             return Ok(Arc::clone(connection));
         }
-        let connection = Arc::new(self.open().await.map_err(|source| PostgresError::Connect {
-            store: self.describe.clone(),
-            source,
-        })?);
+        let connection = Arc::new(self.open().await?);
         *current = Some(Arc::clone(&connection));
         Ok(connection)
     }
