@@ -7,7 +7,7 @@
 //! plain text) into events. The runtime owns the rest: streaming, validation, re-asking,
 //! recording.
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -270,34 +270,43 @@ pub(crate) enum OutputRejected {
 pub(crate) struct Erased<A: Agent> {
     agent: A,
     schema: Arc<Value>,
-    /// The schema compiled for local validation (`None` if it does not compile, in which case
-    /// only deserialization checks the output).
-    validator: Option<jsonschema::Validator>,
+    /// The schema compiled for local validation at the first output checked, so a workflow
+    /// built only to read sessions never compiles it (`None` inside if it does not compile,
+    /// in which case only deserialization checks the output).
+    validator: OnceLock<Option<jsonschema::Validator>>,
     reply: Result<Option<String>, String>,
 }
 
 impl<A: Agent> Erased<A> {
     pub(crate) fn new(agent: A) -> Self {
         let schema = Arc::new(schemars::schema_for!(A::Output).to_value());
-        let validator = jsonschema::validator_for(&schema)
-            .inspect_err(|err| {
-                tracing::warn!(agent = A::NAME, error = %err, "the output schema does not compile; output is checked by deserialization only");
-            })
-            .ok();
         let reply = agent.reply().pointer(&schema);
         Self {
             agent,
             schema,
-            validator,
+            validator: OnceLock::new(),
             reply,
         }
+    }
+
+    /// The compiled output schema, compiled now if this is its first use.
+    fn validator(&self) -> Option<&jsonschema::Validator> {
+        self.validator
+            .get_or_init(|| {
+                jsonschema::validator_for(&self.schema)
+                    .inspect_err(|err| {
+                        tracing::warn!(agent = A::NAME, error = %err, "the output schema does not compile; output is checked by deserialization only");
+                    })
+                    .ok()
+            })
+            .as_ref()
     }
 
     /// What the validator finds wrong with `output`, at most a few findings, each with the
     /// JSON pointer of the offending value.
     fn schema_errors(&self, output: &Value) -> Vec<String> {
         const SHOWN: usize = 5;
-        let Some(validator) = &self.validator else {
+        let Some(validator) = self.validator() else {
             return Vec::new();
         };
         validator
