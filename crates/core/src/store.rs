@@ -10,8 +10,8 @@
 //!   when the events are durable (for durable backends).
 //! - `events(session, range)` returns the events with seqs in `range`, in order (seq = index).
 //!   [`stream_events`](Store::stream_events) yields the same events as a [`Stream`] of
-//!   [`Recorded`], reading [`EVENT_PAGE`] events at a time, so a long session is never held in
-//!   memory whole.
+//!   [`Recorded`], reading up to [`EVENT_PAGE`] events at a time, so a long session is never
+//!   held in memory whole.
 //! - Session metadata is derived from the events: the workflow name from `workflow:started`,
 //!   the parent from `session:forked`.
 //! - `snapshot(session, &Snapshot)` saves a derived state at a position (0 to the session's
@@ -392,16 +392,17 @@ pub trait Store: Send + Sync + 'static {
     }
 
     /// The events of `session` with seqs in `range` (clamped to the session's length), in
-    /// order, each with its seq, as a stream that holds at most one page of events in memory:
+    /// order, each with its seq, as a stream that holds at most two pages of events in memory:
     /// for exporting or scanning sessions of any length. An unknown session, an empty range and
     /// a range past the end give an empty stream; a failed read is yielded, then the stream
     /// ends.
     ///
-    /// The default reads [`EVENT_PAGE`] events at a time through [`events`](Self::events)
-    /// (see [`EventStream::paged`]); a backend may override it to stream rows natively. Each
-    /// page is read when the previous one is used up, so the stream is not one consistent
-    /// snapshot: an event appended meanwhile appears if its seq is still ahead. To follow a
-    /// session live, use [`subscribe`](Self::subscribe).
+    /// The default reads up to [`EVENT_PAGE`] events at a time through
+    /// [`events`](Self::events) (see [`EventStream::paged`]: each page is read while the one
+    /// before is taken); a backend may override it to stream rows natively.
+    /// Each page is read on its own, so the stream is not one consistent snapshot: an event
+    /// appended meanwhile appears if its seq is still ahead. To follow a session live, use
+    /// [`subscribe`](Self::subscribe).
     ///
     /// ```
     /// use openharness_core::{SessionId, Store, StoreError};

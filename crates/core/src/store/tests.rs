@@ -162,12 +162,19 @@ async fn paged_streams_cross_page_boundaries_with_their_seqs() {
 }
 
 #[tokio::test]
-async fn paged_streams_read_one_page_at_a_time_and_stop_at_a_short_page() {
+async fn paged_streams_read_one_page_ahead_and_stop_at_a_short_page() {
     let store = VecStore::new(10);
     let mut stream = EventStream::paged(&store, &store.session, 0..u64::MAX, 4);
     assert_eq!(store.reads.load(Ordering::SeqCst), 0, "reads are lazy");
     assert_eq!(stream.next().await.unwrap().unwrap().seq, 0);
-    assert_eq!(store.reads.load(Ordering::SeqCst), 1);
+    // The first page, and the next one read while the first is taken.
+    assert_eq!(store.reads.load(Ordering::SeqCst), 2);
+    assert_eq!(stream.next().await.unwrap().unwrap().seq, 1);
+    assert_eq!(
+        store.reads.load(Ordering::SeqCst),
+        2,
+        "one page ahead, no more"
+    );
     while stream.next().await.is_some() {}
     // 0..4, 4..8, then 8..12 gives 2 events: the session ends there, no fourth read.
     assert_eq!(*store.ranges.lock().unwrap(), [0..4, 4..8, 8..12]);
@@ -210,10 +217,10 @@ async fn a_failed_read_is_yielded_once_then_the_stream_ends() {
 
 #[tokio::test]
 async fn the_default_stream_events_reads_event_page_events_at_a_time() {
-    let store = VecStore::new(EVENT_PAGE as u64 * 2 + 1);
-    let all = seqs(store.stream_events(&store.session, 0..u64::MAX)).await;
-    assert_eq!(all, (0..EVENT_PAGE as u64 * 2 + 1).collect::<Vec<_>>());
     let page = EVENT_PAGE as u64;
+    let store = VecStore::new(page * 2 + 1);
+    let all = seqs(store.stream_events(&store.session, 0..u64::MAX)).await;
+    assert_eq!(all, (0..page * 2 + 1).collect::<Vec<_>>());
     assert_eq!(
         *store.ranges.lock().unwrap(),
         [0..page, page..2 * page, 2 * page..3 * page]
