@@ -14,7 +14,8 @@ RedbDurability::TurnEnd. Measures, on a database in DIR:
                first only: the listing is read through, then walked from the oldest)
   walk back    every checkpoint's state, newest first (get_state_history as it streams)
   jump         a freshly opened connection and graph: get_state at the checkpoint 10% in
-               (the median of 5 fresh opens)
+               (the median of 5 fresh opens); the same at 50% and 90%, the slowest of
+               the three reported beside it
   file size    the database, its WAL and shared-memory files
   peak RSS     getrusage(RUSAGE_SELF).ru_maxrss
 and prints one JSON line. Checks done == N, and that the state at the jump has the cursor
@@ -137,21 +138,30 @@ def main():
     del app
 
     # The jump: a freshly opened connection and graph reading one checkpoint, JUMPS times
-    # (each on a new connection); the median is reported, as on our side.
+    # (each on a new connection); the median is reported, as on our side. Then the same at
+    # 50% and 90%: the slowest of the three is reported beside it.
+    def jump_to(position):
+        expected, checkpoint_id = forward[position]
+        jumps = []
+        for _ in range(JUMPS):
+            started = time.perf_counter()
+            conn, app = open_graph(path, n)
+            jump_config = {"configurable": {"thread_id": THREAD, "checkpoint_id": checkpoint_id}}
+            state = app.get_state(jump_config)
+            cursor = state.values.get("cursor")
+            jumps.append(time.perf_counter() - started)
+            check(cursor == expected, f"the jump to {position} read cursor {cursor}, not {expected}")
+            conn.close()
+            del app
+        return statistics.median(jumps), expected
+
     position = checkpoints // 10
-    expected, checkpoint_id = forward[position]
-    jumps = []
-    for _ in range(JUMPS):
-        started = time.perf_counter()
-        conn, app = open_graph(path, n)
-        jump_config = {"configurable": {"thread_id": THREAD, "checkpoint_id": checkpoint_id}}
-        state = app.get_state(jump_config)
-        cursor = state.values.get("cursor")
-        jumps.append(time.perf_counter() - started)
-        check(cursor == expected, f"the jump read cursor {cursor}, not {expected}")
-        conn.close()
-        del app
-    jump = statistics.median(jumps)
+    jump, cursor = jump_to(position)
+    slowest = (position, jump)
+    for other in (checkpoints // 2, checkpoints * 9 // 10):
+        took, _ = jump_to(other)
+        if took > slowest[1]:
+            slowest = (other, took)
 
     size = sum(
         os.path.getsize(path + suffix)
@@ -171,6 +181,7 @@ def main():
                 "jump_s": jump,
                 "jump_position": position,
                 "jump_cursor": cursor,
+                "slowest_jump": list(slowest),
                 "file_bytes": size,
                 "peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
             }

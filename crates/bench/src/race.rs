@@ -22,7 +22,10 @@
 //! Both sides measure the same figures on the same N and check their results (every task
 //! done, and the state at the jump has the cursor the walk saw there). The jump is a fresh
 //! open (read-only on our side, as the CLI's reading commands open a store) and one read,
-//! timed five times on each side; the median is reported. Two more rows compare
+//! timed five times on each side; the median is reported. The 10% position can flatter one
+//! side, so both also jump to 50% and 90%, and our side to the last position of every stretch
+//! between snapshots (where a read folds the most events past the nearest snapshot); the
+//! slowest of each side's jumps is compared too. Two more rows compare
 //! live completions/s at N = 5 000 with durability deferred on both sides, like for like: our
 //! group commit (10 ms) against LangGraph's `durability="async"`, and our durable-at-turn-end
 //! against its `"exit"`. Our side also reports its durable appends' median against the disk's
@@ -91,6 +94,10 @@ struct Figures {
     jump_s: f64,
     jump_position: u64,
     jump_cursor: u64,
+    /// The slowest of the jumps to 10%, 50%, 90% (and on our side the last position of every
+    /// stretch between snapshots): its position and its median seconds.
+    #[serde(default)]
+    slowest_jump: Option<(u64, f64)>,
     file_bytes: u64,
     peak_rss_bytes: u64,
     /// Ours only: the lists' representation, `imbl` or `Vec`.
@@ -255,30 +262,42 @@ async fn ours(n: u64, dir: &Path, options: RedbOptions, initial: Board) -> Falli
     check(forward == backward, || {
         "the forward and backward walks saw different states".to_owned()
     })?;
+    let stretch_ends: Vec<u64> = snapshot_positions(&store, &session, len)
+        .await?
+        .into_iter()
+        .filter_map(|position| position.checked_sub(1))
+        .collect();
     drop((tape, flow, store));
 
     // Jump: open the store afresh and read the state 10% in, JUMPS times (the median counts,
     // as on LangGraph's side). Opened read-only, as the CLI's reading commands (`tape`,
     // `events`) open it: a writable open marks the file in use, one more `fsync`.
+    let state_at = |position: u64| {
+        forward
+            .get(usize::try_from(position).unwrap_or(usize::MAX))
+            .copied()
+            .ok_or("the walk has no state at the jump")
+    };
     let jump_position = len / 10;
-    let expected = forward
-        .get(usize::try_from(jump_position)?)
-        .copied()
-        .ok_or("the walk has no state at the jump")?;
-    let mut jumps = Vec::with_capacity(JUMPS);
-    let mut cursor = 0;
-    for _ in 0..JUMPS {
-        let started = Instant::now();
-        let store = RedbStore::open_with(&path, RedbOptions::default().read_only(true))?;
-        let flow = workflow(store, n, initial.clone())?;
-        let at = flow.load_state_at(&session, jump_position).await?;
-        jumps.push(started.elapsed().as_secs_f64());
-        check(at.cursor == expected, || {
-            format!("the jump read cursor {}, not {expected}", at.cursor)
-        })?;
-        cursor = at.cursor;
+    let (jump_s, cursor) = jump(
+        &path,
+        &session,
+        jump_position,
+        state_at(jump_position)?,
+        n,
+        &initial,
+    )
+    .await?;
+
+    // The slowest jump: the same at 50% and 90%, and at the last position of every stretch
+    // between snapshots (the most events folded past the nearest snapshot).
+    let mut slowest = (jump_position, jump_s);
+    for position in [len / 2, len * 9 / 10].into_iter().chain(stretch_ends) {
+        let (took, _) = jump(&path, &session, position, state_at(position)?, n, &initial).await?;
+        if took > slowest.1 {
+            slowest = (position, took);
+        }
     }
-    let jump_s = median(jumps);
 
     Ok(Figures {
         side: "ours".to_owned(),
@@ -291,6 +310,7 @@ async fn ours(n: u64, dir: &Path, options: RedbOptions, initial: Board) -> Falli
         jump_s,
         jump_position,
         jump_cursor: cursor,
+        slowest_jump: Some(slowest),
         file_bytes: std::fs::metadata(&path)?.len(),
         appends: Some((append_count, append_s)),
         state: Some(lists.to_owned()),
@@ -298,6 +318,51 @@ async fn ours(n: u64, dir: &Path, options: RedbOptions, initial: Board) -> Falli
         floor_mean_s: Some(floor_mean),
         peak_rss_bytes: peak_rss()?,
     })
+}
+
+/// The median of `JUMPS` fresh read-only opens, each reading the state at `position`, and the
+/// cursor read there (checked against `expected`, the forward walk's).
+async fn jump(
+    path: &Path,
+    session: &SessionId,
+    position: u64,
+    expected: u64,
+    n: u64,
+    initial: &Board,
+) -> Fallible<(f64, u64)> {
+    let mut jumps = Vec::with_capacity(JUMPS);
+    for _ in 0..JUMPS {
+        let started = Instant::now();
+        let store = RedbStore::open_with(path, RedbOptions::default().read_only(true))?;
+        let flow = workflow(store, n, initial.clone())?;
+        let at = flow.load_state_at(session, position).await?;
+        jumps.push(started.elapsed().as_secs_f64());
+        check(at.cursor == expected, || {
+            format!(
+                "the jump to {position} read cursor {}, not {expected}",
+                at.cursor
+            )
+        })?;
+    }
+    Ok((median(jumps), expected))
+}
+
+/// The positions of `session`'s snapshots, newest first.
+async fn snapshot_positions(
+    store: &impl Store,
+    session: &SessionId,
+    len: u64,
+) -> Fallible<Vec<u64>> {
+    let mut positions = Vec::new();
+    let mut at = len;
+    while let Some((position, _)) = store.latest_snapshot_json(session, at).await? {
+        positions.push(position);
+        match position.checked_sub(1) {
+            Some(before) => at = before,
+            None => break,
+        }
+    }
+    Ok(positions)
 }
 
 /// `openharness-bench race`: both sides alternately at every N, then one table.
@@ -551,7 +616,7 @@ type Metric = (
     Goal,
 );
 
-const METRICS: [Metric; 6] = [
+const METRICS: [Metric; 7] = [
     (
         "live completions/s",
         |f| f.n as f64 / f.live_s,
@@ -579,6 +644,13 @@ const METRICS: [Metric; 6] = [
         secs,
         false,
         |_| Some(("> 1x", 1.0, true)),
+    ),
+    (
+        "slowest jump (10/50/90% and stretch ends), fresh open",
+        |f| f.slowest_jump.map_or(f64::NAN, |(_, seconds)| seconds),
+        secs,
+        false,
+        |_| None,
     ),
     (
         "file size (snapshots incl.)",
@@ -672,17 +744,27 @@ fn rows(results: &[(Figures, Option<Figures>)]) -> Vec<Row> {
                 lists_of(mine),
                 mine.n
             ),
-            measured: format!("{} (jump to {})", mine.positions, mine.jump_position),
-            baseline: theirs.as_ref().map_or_else(
-                || "-".to_owned(),
-                |t| format!("{} (jump to {})", t.positions, t.jump_position),
-            ),
+            measured: jumps_of(mine),
+            baseline: theirs.as_ref().map_or_else(|| "-".to_owned(), jumps_of),
             ratio: "-".to_owned(),
             goal: "(info)",
             met: None,
         });
     }
     rows
+}
+
+/// A side's positions, where it jumps to and where its slowest jump was.
+fn jumps_of(figures: &Figures) -> String {
+    let slowest = figures
+        .slowest_jump
+        .map_or_else(String::new, |(position, _)| {
+            format!(", slowest at {position}")
+        });
+    format!(
+        "{} (jump to {}{slowest})",
+        figures.positions, figures.jump_position
+    )
 }
 
 /// ` [Vec state]` (or ` [Vec+undo state]`) for a run of ours with plain `Vec` lists; nothing
