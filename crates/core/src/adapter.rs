@@ -3,7 +3,8 @@
 //! A workflow's author seldom needs anything here; the crate root holds that vocabulary.
 //!
 //! - **A store:** the channel behind a [`Subscription`] ([`SubscriptionSender`]), paged
-//!   [`EventStream`]s ([`EventStream::paged`], [`EVENT_PAGE`]), [`Recorded`] events,
+//!   [`EventStream`]s ([`EventStream::paged`], [`EVENT_PAGE`]), [`Recorded`] events, the
+//!   names a fold reads payloads of ([`Folded`]),
 //!   [`Snapshot`]s, lease [`Claim`]s, the metadata a backend reads from a session's last event
 //!   ([`last_event_summary`]), and [`observe`] to wrap a store rather than write another
 //!   pass-through.
@@ -51,7 +52,8 @@ pub use crate::renderer::FnRenderer;
 pub use crate::run::{Continuation, OpenCallReport, Unfinished};
 pub use crate::status::last_event_summary;
 pub use crate::store::{
-    EVENT_PAGE, EventStream, Recorded, Snapshot, SnapshotJson, Subscription, SubscriptionSender,
+    EVENT_PAGE, EventStream, Folded, Recorded, Snapshot, SnapshotJson, Subscription,
+    SubscriptionSender,
 };
 pub use crate::tool::{DEFAULT_MAX_TURNS, Toolbox};
 pub use crate::workflow::WorkflowBuilder;

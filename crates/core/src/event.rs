@@ -255,7 +255,10 @@ pub enum Decoded<E> {
 ///
 /// Implemented by `#[event]` on an enum whose variants each wrap one event type.
 pub trait EventSet: Sized + Send + Sync + 'static {
-    /// The names of every event in the set, in declaration order.
+    /// The names of every event in the set, in declaration order: every name
+    /// [`decode`](Self::decode) knows. A state read loads the payloads of these names only
+    /// (see [`Store::events_for_fold`](crate::Store::events_for_fold)), so a hand-written set
+    /// must list each one (`#[event]` does).
     const NAMES: &'static [&'static str];
 
     /// The name of this event.

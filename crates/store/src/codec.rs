@@ -51,10 +51,7 @@ pub(crate) fn decode_snapshot(
 /// Below this many events a read decodes on the calling thread.
 const PARALLEL_DECODE: usize = 4096;
 
-/// Decodes one stored event, or says what is wrong with it.
-pub(crate) type Decoder = fn(&[u8]) -> Result<openharness_core::Envelope, String>;
-
-/// The [`Decoder`] of events stored as their JSON envelope.
+/// Decodes an event stored as its JSON envelope, or says what is wrong with it.
 pub(crate) fn decode_json(bytes: &[u8]) -> Result<openharness_core::Envelope, String> {
     serde_json::from_slice(bytes).map_err(not_an_envelope)
 }
@@ -64,13 +61,15 @@ pub(crate) fn not_an_envelope(err: impl std::fmt::Display) -> String {
     format!("stored event is not a valid envelope: {err}")
 }
 
-/// Decodes stored events (seq, bytes) with `decode`, in order. Large reads are split across
+/// Decodes stored events (seq, bytes) with `decode` (which decodes one or says what is wrong
+/// with it), in order. Large reads are split across
 /// the machine's cores: decoding is most of the cost of loading a long session.
 pub(crate) fn decode_all(
     session: &SessionId,
     records: &[(u64, &[u8])],
-    decode: Decoder,
+    decode: impl Fn(&[u8]) -> Result<openharness_core::Envelope, String> + Sync,
 ) -> Result<Vec<openharness_core::Envelope>, StoreError> {
+    let decode = &decode;
     let decode_chunk = |chunk: &[(u64, &[u8])]| {
         chunk
             .iter()

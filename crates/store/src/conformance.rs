@@ -28,7 +28,8 @@
 //! Checks: [`append_and_read_back`], [`conflict_reports_actual_seq`],
 //! [`idempotent_retry_stores_once`], [`rejected_batches_leave_nothing`],
 //! [`empty_batch_writes_nothing`], [`ranges_are_clamped`], [`streamed_ranges_cross_pages`],
-//! [`streamed_edges_are_empty_or_clamped`], [`unknown_session_is_empty`],
+//! [`streamed_edges_are_empty_or_clamped`], [`fold_reads_keep_the_folded_payloads`],
+//! [`unknown_session_is_empty`],
 //! [`session_metadata`], [`sessions_oldest_first`], [`clear_removes_everything`],
 //! [`sessions_are_independent`], [`unfinished_marks_are_kept_apart`],
 //! [`concurrent_writers_race`], [`clear_racing_appends_leaves_whole_sessions`],
@@ -148,6 +149,7 @@ macro_rules! __for_each_conformance_check {
             ranges_are_clamped,
             streamed_ranges_cross_pages,
             streamed_edges_are_empty_or_clamped,
+            fold_reads_keep_the_folded_payloads,
             unknown_session_is_empty,
             session_metadata,
             sessions_oldest_first,
@@ -201,8 +203,8 @@ pub use model::{
     check_against_model, check_arbitrary_sequences,
 };
 pub use reads::{
-    session_metadata, sessions_oldest_first, streamed_edges_are_empty_or_clamped,
-    streamed_ranges_cross_pages, unknown_session_is_empty,
+    fold_reads_keep_the_folded_payloads, session_metadata, sessions_oldest_first,
+    streamed_edges_are_empty_or_clamped, streamed_ranges_cross_pages, unknown_session_is_empty,
 };
 pub use sessions::{
     clear_removes_everything, sessions_are_independent, unfinished_marks_are_kept_apart,

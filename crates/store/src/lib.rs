@@ -52,7 +52,8 @@
 //! - `events` clamps the range; an unknown session has no events, no metadata, and clearing it
 //!   succeeds. `stream_events` yields the same events with their seqs, holding one page in
 //!   memory (the core trait's default reads [`EVENT_PAGE`](openharness_core::adapter::EVENT_PAGE)
-//!   events per call of `events`).
+//!   events per call of `events`). `events_for_fold` and `stream_events_for_fold` yield the
+//!   same events, except that the payloads of the names the fold does not take may be `null`.
 //! - `sessions()` lists sessions oldest first (by first event's timestamp, then id).
 //! - A stored record that cannot be decoded is [`StoreError::Corrupt`], never a panic.
 //! - Snapshots may be saved at positions 0 to the session's length; `latest_snapshot` finds the

@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use async_trait::async_trait;
 use openharness_core::{
     Envelope, EventId, SessionId, SessionInfo, Store, StoreError,
-    adapter::{Snapshot, Subscription},
+    adapter::{Folded, Snapshot, Subscription},
 };
 
 use crate::append::{Plan, plan_append};
@@ -154,6 +154,38 @@ impl Store for MemoryStore {
             .events
             .get(start..end)
             .map(<[_]>::to_vec)
+            .unwrap_or_default())
+    }
+
+    async fn events_for_fold(
+        &self,
+        session: &SessionId,
+        range: Range<u64>,
+        folds: Folded,
+    ) -> Result<Vec<Envelope>, StoreError> {
+        let sessions = self.lock();
+        let Some(log) = sessions.get(session) else {
+            return Ok(Vec::new());
+        };
+        let len = log.events.len();
+        let start = usize::try_from(range.start).unwrap_or(usize::MAX).min(len);
+        let end = usize::try_from(range.end).unwrap_or(usize::MAX).min(len);
+        // The payloads the fold does not read are not copied.
+        let copy = |event: &Envelope| {
+            if folds(&event.name) {
+                event.clone()
+            } else {
+                Envelope {
+                    payload: serde_json::Value::Null,
+                    name: event.name.clone(),
+                    ..*event
+                }
+            }
+        };
+        Ok(log
+            .events
+            .get(start..end)
+            .map(|events| events.iter().map(copy).collect())
             .unwrap_or_default())
     }
 

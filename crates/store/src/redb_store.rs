@@ -24,7 +24,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use openharness_core::{
     Envelope, SessionId, SessionInfo, Store, StoreError,
-    adapter::{Snapshot, SnapshotJson, Subscription},
+    adapter::{Folded, Snapshot, SnapshotJson, Subscription},
 };
 use redb::{Database, ReadableTable};
 

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use crate::{
     Envelope, SessionId, SessionInfo, Store, StoreError,
-    adapter::{Claim, EVENT_PAGE, EventStream, Snapshot, SnapshotJson, Subscription},
+    adapter::{Claim, EVENT_PAGE, EventStream, Folded, Snapshot, SnapshotJson, Subscription},
 };
 use async_trait::async_trait;
 
@@ -323,6 +323,39 @@ impl<S: Store, O: StoreObserver> Store for Observed<S, O> {
             EventStream::paged(self, session, range, EVENT_PAGE)
         } else {
             self.inner.stream_events(session, range)
+        }
+    }
+    async fn events_for_fold(
+        &self,
+        session: &SessionId,
+        range: Range<u64>,
+        folds: Folded,
+    ) -> Result<Vec<Envelope>, StoreError> {
+        if self.observer.observes_reads() {
+            self.observer.on_read(session, &range);
+        }
+        let operation = StoreCall::Events {
+            session,
+            range: &range,
+        };
+        let read = self.inner.events_for_fold(session, range.clone(), folds);
+        self.call(operation, read).await
+    }
+    fn stream_events_for_fold(
+        &self,
+        session: &SessionId,
+        range: Range<u64>,
+        folds: Folded,
+    ) -> EventStream<'_> {
+        let operation = StoreCall::StreamEvents {
+            session,
+            range: &range,
+        };
+        self.observer.after(operation, Duration::ZERO, true);
+        if self.observer.observes_reads() {
+            EventStream::paged_for_fold(self, session, range, EVENT_PAGE, folds)
+        } else {
+            self.inner.stream_events_for_fold(session, range, folds)
         }
     }
     async fn session(&self, session: &SessionId) -> Result<Option<SessionInfo>, StoreError> {

@@ -3,6 +3,7 @@
 //! fork point.
 
 use super::*;
+use crate::event::EventSet as _;
 
 /// The state at position 0 of `session`: the workflow's initial state, or for a fork the
 /// parent's state at the fork point.
@@ -121,7 +122,9 @@ async fn fold_to<S: WorkflowState>(
         fold = fold.without_checkpoints();
     }
     let mut backfill = crate::backfill::Backfill::from(from);
-    let mut events = wf.store.stream_events(session, from..position);
+    let mut events = wf
+        .store
+        .stream_events_for_fold(session, from..position, S::Events::contains);
     while let Some(recorded) = events.next().await {
         fold.apply(recorded.map_err(&failed)?.event);
         if fold.spoiled() {
@@ -164,7 +167,9 @@ pub(crate) async fn states_at<S: WorkflowState>(
     };
     take(&fold, false);
     let mut backfill = crate::backfill::Backfill::from(from);
-    let mut events = wf.store.stream_events(session, from..last);
+    let mut events = wf
+        .store
+        .stream_events_for_fold(session, from..last, S::Events::contains);
     while let Some(recorded) = events.next().await {
         let event = recorded.map_err(&failed)?.event;
         window.apply(&mut fold, event);
@@ -219,14 +224,20 @@ pub(crate) async fn view_at<S: WorkflowState>(
     let mut fold = Fold::new(base);
     let mut window = Window::new(0);
     let mut at = (position == 0).then(|| fold.state().clone());
-    let mut current = None;
-    let mut events = wf.store.stream_events(session, 0..u64::MAX);
-    while let Some(recorded) = events.next().await {
-        let recorded = recorded.map_err(&failed)?;
-        if recorded.seq + 1 == position {
-            current = Some(recorded.clone());
+    // The fold needs only the payloads its handlers decode; the current event is read whole.
+    let current = match position.checked_sub(1) {
+        Some(seq) => {
+            let read = wf.store.events(session, seq..position).await;
+            let event = read.map_err(&failed)?.into_iter().next();
+            event.map(|event| crate::adapter::Recorded { seq, event })
         }
-        window.apply(&mut fold, recorded.event);
+        None => None,
+    };
+    let mut events = wf
+        .store
+        .stream_events_for_fold(session, 0..u64::MAX, S::Events::contains);
+    while let Some(recorded) = events.next().await {
+        window.apply(&mut fold, recorded.map_err(&failed)?.event);
         if fold.position() == position {
             at = Some(fold.state().clone());
         }

@@ -8,7 +8,7 @@ use std::task::{Context, Poll};
 
 use futures_core::Stream;
 
-use super::{Recorded, Store, StoreError};
+use super::{Folded, Recorded, Store, StoreError};
 use crate::event::{Envelope, SessionId};
 
 /// How many events the default [`Store::stream_events`] reads per call of [`Store::events`]:
@@ -85,18 +85,41 @@ impl<'a> EventStream<'a> {
         range: Range<u64>,
         page: usize,
     ) -> Self {
-        Self::new(Paging {
-            store,
-            session: session.clone(),
-            next: range.start,
-            asked: range.start,
-            end: range.end,
-            page_size: u64::try_from(page.max(1)).unwrap_or(u64::MAX),
-            page: Vec::new().into_iter(),
-            reading: None,
-            read: None,
-            read_all: false,
-        })
+        Self::new(Paging::new(store, session, range, page))
+    }
+
+    /// [`EventStream::paged`] for a fold: its pages are read through
+    /// [`Store::events_for_fold`], so the events whose name `folds` refuses may come without
+    /// their payload. This is what [`Store::stream_events_for_fold`] does unless a backend
+    /// overrides it.
+    ///
+    /// ```
+    /// use openharness_core::{SessionId, Store, StoreError, adapter::EventStream};
+    ///
+    /// /// The seqs of a session's user inputs, reading 256 events at a time.
+    /// async fn inputs(store: &dyn Store, session: &SessionId) -> Result<Vec<u64>, StoreError> {
+    ///     let is_input = |name: &str| name == "user:input";
+    ///     let mut events = EventStream::paged_for_fold(store, session, 0..u64::MAX, 256, is_input);
+    ///     let mut seqs = Vec::new();
+    ///     while let Some(recorded) = events.next().await {
+    ///         let recorded = recorded?;
+    ///         if recorded.event.name == "user:input" {
+    ///             seqs.push(recorded.seq);
+    ///         }
+    ///     }
+    ///     Ok(seqs)
+    /// }
+    /// ```
+    pub fn paged_for_fold<S: Store + ?Sized>(
+        store: &'a S,
+        session: &SessionId,
+        range: Range<u64>,
+        page: usize,
+        folds: Folded,
+    ) -> Self {
+        let mut paging = Paging::new(store, session, range, page);
+        paging.folds = Some(folds);
+        Self::new(paging)
     }
 
     /// The next event, or `None` at the end of the range (or after an error), and `None` again
@@ -149,6 +172,8 @@ type PageRead<'a> = Pin<Box<dyn Future<Output = Result<Vec<Envelope>, StoreError
 /// and where the read after that starts.
 struct Paging<'a, S: ?Sized> {
     store: &'a S,
+    /// For a fold: the names whose payloads are read (see [`Store::events_for_fold`]).
+    folds: Option<Folded>,
     session: SessionId,
     /// The seq of the next event to yield.
     next: u64,
@@ -169,6 +194,23 @@ struct Paging<'a, S: ?Sized> {
 }
 
 impl<'a, S: Store + ?Sized> Paging<'a, S> {
+    /// Paging through `range` of `session`, `page` events at a time (at least 1).
+    fn new(store: &'a S, session: &SessionId, range: Range<u64>, page: usize) -> Self {
+        Self {
+            store,
+            folds: None,
+            session: session.clone(),
+            next: range.start,
+            asked: range.start,
+            end: range.end,
+            page_size: u64::try_from(page.max(1)).unwrap_or(u64::MAX),
+            page: Vec::new().into_iter(),
+            reading: None,
+            read: None,
+            read_all: false,
+        }
+    }
+
     /// Starts the next read, unless the range is read or the session ended; whether it did.
     fn start_read(&mut self) -> bool {
         if self.read_all || self.asked >= self.end {
@@ -176,8 +218,13 @@ impl<'a, S: Store + ?Sized> Paging<'a, S> {
         }
         let to = self.asked.saturating_add(self.page_size).min(self.end);
         let range = self.asked..to;
-        let (store, session) = (self.store, self.session.clone());
-        let read: PageRead<'a> = Box::pin(async move { store.events(&session, range).await });
+        let (store, session, folds) = (self.store, self.session.clone(), self.folds);
+        let read: PageRead<'a> = Box::pin(async move {
+            match folds {
+                Some(folds) => store.events_for_fold(&session, range, folds).await,
+                None => store.events(&session, range).await,
+            }
+        });
         self.reading = Some((to - self.asked, read));
         self.asked = to;
         true

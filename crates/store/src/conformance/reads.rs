@@ -254,3 +254,79 @@ pub async fn sessions_oldest_first<S: Store>(store: S) {
     let counts: Vec<u64> = listed.iter().map(|i| i.count).collect();
     assert_eq!(counts, vec![1, 2, 1], "counts in the listing");
 }
+
+/// The names [`fold_reads_keep_the_folded_payloads`] folds.
+fn folded(name: &str) -> bool {
+    name == "test:folded"
+}
+
+/// `events_for_fold` and `stream_events_for_fold` give the same events as `events` (ids,
+/// names, timestamps, causes, in order, across pages): the payloads of the names the fold
+/// takes whole, the others' whole or `null`.
+pub async fn fold_reads_keep_the_folded_payloads<S: Store>(store: S) {
+    let session = SessionId::new();
+    let len = EVENT_PAGE as u64 + 5;
+    let events: Vec<Envelope> = (0..len)
+        .map(|n| {
+            event(
+                if n % 3 == 0 {
+                    "test:folded"
+                } else {
+                    "test:other"
+                },
+                n,
+            )
+        })
+        .collect();
+    append_ok(&store, &session, &events, 0).await;
+    let whole = read(&store, &session, 0..u64::MAX).await;
+    let check = |got: &[Envelope], range: std::ops::Range<u64>, how: &str| {
+        let expected = whole.get(range.start as usize..).unwrap_or_default();
+        let expected = &expected[..expected.len().min((range.end - range.start) as usize)];
+        assert_eq!(
+            got.len(),
+            expected.len(),
+            "{}: {how} of {range:?} gave {} events, `events` {}",
+            store.describe(),
+            got.len(),
+            expected.len()
+        );
+        for (got, expected) in got.iter().zip(expected) {
+            let same = got.id == expected.id
+                && got.name == expected.name
+                && got.timestamp == expected.timestamp
+                && got.caused_by == expected.caused_by;
+            let payload =
+                got.payload == expected.payload || (!folded(&got.name) && got.payload.is_null());
+            assert!(
+                same && payload,
+                "{}: {how} of {range:?} gave {got:?} where `events` gave {expected:?}",
+                store.describe()
+            );
+        }
+    };
+    for range in [0..u64::MAX, 1..len - 1, EVENT_PAGE as u64 - 1..len, 3..4] {
+        let read = match store.events_for_fold(&session, range.clone(), folded).await {
+            Ok(events) => events,
+            Err(err) => panic!("{}: events_for_fold failed: {err}", store.describe()),
+        };
+        check(&read, range.clone(), "events_for_fold");
+        let mut stream = store.stream_events_for_fold(&session, range.clone(), folded);
+        let mut streamed = Vec::new();
+        while let Some(item) = stream.next().await {
+            match item {
+                Ok(recorded) => {
+                    assert_eq!(
+                        recorded.seq,
+                        range.start + streamed.len() as u64,
+                        "{}: stream_events_for_fold's seqs",
+                        store.describe()
+                    );
+                    streamed.push(recorded.event);
+                }
+                Err(err) => panic!("{}: stream_events_for_fold failed: {err}", store.describe()),
+            }
+        }
+        check(&streamed, range, "stream_events_for_fold");
+    }
+}

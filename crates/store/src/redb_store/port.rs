@@ -100,6 +100,49 @@ impl RedbStore {
         )
         .await
     }
+    /// The events of `session` in `range`, with the payloads of those `folds` names (see
+    /// [`Store::events_for_fold`]).
+    async fn read_events(
+        &self,
+        session: &SessionId,
+        range: Range<u64>,
+        folds: Folded,
+    ) -> Result<Vec<Envelope>, StoreError> {
+        if range.start >= range.end {
+            return Ok(Vec::new());
+        }
+        let name = session;
+        let session = session.clone();
+        self.run(
+            || format!("read of session {name}"),
+            move |db| {
+                let sid = session.as_str();
+                let txn = db.begin_read()?;
+                let table = txn.open_table(EVENTS)?;
+                let mut guards = Vec::new();
+                for entry in table.range((sid, range.start)..(sid, range.end))? {
+                    let (key, bytes) = entry?;
+                    guards.push((key.value().1, bytes));
+                }
+                // One transaction: the staged events are those no compaction had moved yet.
+                let start = range.start;
+                let staged = staging::staged(&txn.open_table(staging::RECENT)?, sid, range)?;
+                let mut records: Vec<(u64, &[u8])> = guards
+                    .iter()
+                    .map(|(seq, bytes)| (*seq, bytes.value()))
+                    .chain(staged.iter().map(|(seq, bytes)| (*seq, bytes.as_slice())))
+                    .collect();
+                if !records.is_sorted_by_key(|(seq, _)| *seq) {
+                    records.sort_unstable_by_key(|(seq, _)| *seq);
+                }
+                check_contiguous(&session, start, &records)?;
+                Ok(crate::decode_all(&session, &records, |bytes| {
+                    record::decode_for_fold(bytes, folds)
+                })?)
+            },
+        )
+        .await
+    }
 }
 
 #[async_trait]
@@ -219,38 +262,16 @@ impl Store for RedbStore {
         session: &SessionId,
         range: Range<u64>,
     ) -> Result<Vec<Envelope>, StoreError> {
-        if range.start >= range.end {
-            return Ok(Vec::new());
-        }
-        let name = session;
-        let session = session.clone();
-        self.run(
-            || format!("read of session {name}"),
-            move |db| {
-                let sid = session.as_str();
-                let txn = db.begin_read()?;
-                let table = txn.open_table(EVENTS)?;
-                let mut guards = Vec::new();
-                for entry in table.range((sid, range.start)..(sid, range.end))? {
-                    let (key, bytes) = entry?;
-                    guards.push((key.value().1, bytes));
-                }
-                // One transaction: the staged events are those no compaction had moved yet.
-                let start = range.start;
-                let staged = staging::staged(&txn.open_table(staging::RECENT)?, sid, range)?;
-                let mut records: Vec<(u64, &[u8])> = guards
-                    .iter()
-                    .map(|(seq, bytes)| (*seq, bytes.value()))
-                    .chain(staged.iter().map(|(seq, bytes)| (*seq, bytes.as_slice())))
-                    .collect();
-                if !records.is_sorted_by_key(|(seq, _)| *seq) {
-                    records.sort_unstable_by_key(|(seq, _)| *seq);
-                }
-                check_contiguous(&session, start, &records)?;
-                Ok(crate::decode_all(&session, &records, record::decode)?)
-            },
-        )
-        .await
+        self.read_events(session, range, |_| true).await
+    }
+
+    async fn events_for_fold(
+        &self,
+        session: &SessionId,
+        range: Range<u64>,
+        folds: Folded,
+    ) -> Result<Vec<Envelope>, StoreError> {
+        self.read_events(session, range, folds).await
     }
 
     async fn session(&self, session: &SessionId) -> Result<Option<SessionInfo>, StoreError> {

@@ -17,6 +17,7 @@
 use std::borrow::Cow;
 
 use chrono::{DateTime, Utc};
+use openharness_core::adapter::Folded;
 use openharness_core::builtin::WorkflowCompleted;
 use openharness_core::{Envelope, Event as _, EventId, SessionStatus};
 use serde_json::Value;
@@ -51,11 +52,22 @@ pub(super) fn encode(event: &Envelope) -> Result<Vec<u8>, serde_json::Error> {
 
 /// Decodes a stored event, binary or JSON; `Err` says what is wrong with it.
 pub(super) fn decode(bytes: &[u8]) -> Result<Envelope, String> {
+    decode_for_fold(bytes, |_| true)
+}
+
+/// [`decode`] for a fold: a binary record whose name `folds` refuses comes with
+/// [`Value::Null`] for a payload, which is not parsed (nor checked). A JSON envelope is
+/// decoded whole.
+pub(super) fn decode_for_fold(bytes: &[u8], folds: Folded) -> Result<Envelope, String> {
     match bytes.first() {
         Some(&BINARY) => {
             let head = Head::read(bytes)?;
-            let payload: Value = serde_json::from_slice(head.rest)
-                .map_err(|err| format!("its payload is not JSON: {err}"))?;
+            let payload: Value = if folds(head.name) {
+                serde_json::from_slice(head.rest)
+                    .map_err(|err| format!("its payload is not JSON: {err}"))?
+            } else {
+                Value::Null
+            };
             Ok(Envelope {
                 id: head.id,
                 name: Cow::Owned(head.name.to_owned()),

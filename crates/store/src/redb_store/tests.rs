@@ -66,6 +66,57 @@ fn damage(store: &RedbStore, write: impl FnOnce(&redb::WriteTransaction)) {
 }
 
 #[tokio::test]
+async fn a_fold_read_leaves_out_the_payloads_it_does_not_fold() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = RedbStore::open(dir.path().join("store.redb")).unwrap();
+    let session = SessionId::new();
+    // A batch this long goes straight to the events' table, where the damage below goes.
+    let events: Vec<Envelope> = (0..staging::DIRECT_BATCH)
+        .map(|n| {
+            let name = if n == 1 {
+                "agent:started"
+            } else {
+                "task:completed"
+            };
+            Envelope::new(name, json!({ "n": n }), None)
+        })
+        .collect();
+    store.append(&session, &events, 0).await.unwrap();
+    let folds = |name: &str| name == "task:completed";
+    let read = store.events_for_fold(&session, 0..3, folds).await.unwrap();
+    assert_eq!(read.len(), 3);
+    let payloads: Vec<_> = read.iter().map(|event| event.payload.clone()).collect();
+    assert_eq!(
+        payloads,
+        [json!({ "n": 0 }), json!(null), json!({ "n": 2 })]
+    );
+    let ids: Vec<_> = read.iter().map(|event| event.id).collect();
+    assert_eq!(
+        ids,
+        events[..3].iter().map(|event| event.id).collect::<Vec<_>>()
+    );
+    // A payload left out is not parsed: a damaged one does not fail the fold's read.
+    damage(&store, |txn| {
+        let mut table = txn.open_table(EVENTS).unwrap();
+        let mut bytes = record::encode(&events[1]).unwrap();
+        bytes.truncate(bytes.len() - 2);
+        table
+            .insert((session.as_str(), 1), bytes.as_slice())
+            .unwrap();
+    });
+    assert_eq!(
+        store
+            .events_for_fold(&session, 0..3, folds)
+            .await
+            .unwrap()
+            .len(),
+        3
+    );
+    let err = store.events(&session, 0..3).await.unwrap_err();
+    assert!(matches!(err, StoreError::Corrupt { seq: 1, .. }), "{err:?}");
+}
+
+#[tokio::test]
 async fn corrupt_records_are_typed_errors() {
     let dir = tempfile::tempdir().unwrap();
     let store = RedbStore::open(dir.path().join("store.redb")).unwrap();
