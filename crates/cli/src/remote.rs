@@ -181,6 +181,11 @@ impl Store for RemoteStore {
         format!("server:{}", self.base)
     }
 
+    /// Snapshots are the server's to save: a remote read prepares none.
+    fn saves_snapshots(&self) -> bool {
+        false
+    }
+
     async fn append(
         &self,
         _session: &SessionId,

@@ -3,8 +3,9 @@
 //! snapshots on its way, one every [`EVERY`] events, so the next read of that stretch folds at
 //! most [`EVERY`] events instead of the whole log. The read only encodes them; they are written
 //! after it has answered, by a task of their own, so the read waits for no disk. Snapshots are
-//! derived data: a store that refuses one (a read-only store) is no error, and no more of that
-//! read's are written.
+//! derived data: a store that refuses one is no error, and no more of that read's are written;
+//! on a store that saves none ([`Store::saves_snapshots`], a read-only store) a read encodes
+//! none (encoding a large state costs as much as folding a thousand events).
 
 use std::sync::Arc;
 
@@ -28,12 +29,12 @@ pub(crate) struct Backfill {
 }
 
 impl Backfill {
-    /// A read whose fold starts at `from`.
-    pub(crate) fn from(from: u64) -> Self {
+    /// A read whose fold starts at `from`, from `store`.
+    pub(crate) fn new(from: u64, store: &dyn Store) -> Self {
         Self {
             from,
             encoded: Vec::new(),
-            off: false,
+            off: !store.saves_snapshots(),
         }
     }
 
@@ -82,16 +83,29 @@ mod tests {
 
     #[test]
     fn due_at_multiples_a_stretch_past_the_start() {
-        let backfill = Backfill::from(0);
+        let mut store = crate::store::tests::VecStore::new(0);
+        store.saves = true;
+        let backfill = Backfill::new(0, &store);
         assert!(!backfill.due(512));
         assert!(backfill.due(EVERY));
         assert!(!backfill.due(EVERY + 1));
         assert!(backfill.due(7 * EVERY));
-        let near = Backfill::from(EVERY + 10);
+        let near = Backfill::new(EVERY + 10, &store);
         assert!(
             !near.due(2 * EVERY),
             "less than a stretch past its snapshot"
         );
         assert!(near.due(3 * EVERY));
+    }
+
+    #[test]
+    fn a_store_that_saves_no_snapshots_gets_none_prepared() {
+        let store = crate::store::tests::VecStore::new(0);
+        assert!(!store.saves_snapshots());
+        let backfill = Backfill::new(0, &store);
+        assert!(
+            !backfill.due(EVERY),
+            "a snapshot prepared for a read-only store"
+        );
     }
 }

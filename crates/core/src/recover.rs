@@ -358,7 +358,7 @@ async fn snapshot_for_derive<S: WorkflowState>(
     session: &SessionId,
     at_most: u64,
 ) -> Result<Option<(S, u64, u64)>, Error> {
-    decoded_snapshot(wf, session, at_most, SnapshotJson::byte_len).await
+    decoded_snapshot(wf, session, at_most, |_, json| json.byte_len()).await
 }
 
 /// Whether a `workflow:completed` is recorded at a seq in `range`.
@@ -474,24 +474,14 @@ async fn derive_streamed<S: WorkflowState>(
 }
 
 /// The latest snapshot at or before `at_most` (and after position 0) that decodes into the
-/// workflow's state, with its position.
-async fn latest_snapshot<S: WorkflowState>(
-    wf: &Inner<S>,
-    session: &SessionId,
-    at_most: u64,
-) -> Result<Option<(S, u64)>, Error> {
-    let found = decoded_snapshot(wf, session, at_most, |_| ()).await?;
-    Ok(found.map(|(state, position, ())| (state, position)))
-}
-
-/// The latest snapshot at or before `at_most` (and after position 0) that decodes into the
-/// workflow's state, with its position and what `measure` reads off its JSON before it is
-/// decoded; snapshots that no longer decode are passed over, with a warning.
+/// workflow's state, with its position and what `before` made of its position and JSON before
+/// it was decoded (its size; a read of the events after it, started); snapshots that no longer
+/// decode are passed over, with a warning.
 async fn decoded_snapshot<S: WorkflowState, T>(
     wf: &Inner<S>,
     session: &SessionId,
     at_most: u64,
-    measure: impl Fn(&SnapshotJson) -> T,
+    mut before: impl FnMut(u64, &SnapshotJson) -> T,
 ) -> Result<Option<(S, u64, T)>, Error> {
     let failed = store_error(wf, session);
     let mut at_most = at_most;
@@ -502,7 +492,7 @@ async fn decoded_snapshot<S: WorkflowState, T>(
         .map_err(&failed)?
         .filter(|(position, _)| *position > 0)
     {
-        let measured = measure(&json);
+        let measured = before(position, &json);
         match json.decode::<S>() {
             Ok(state) => return Ok(Some((state, position, measured))),
             Err(err) => {

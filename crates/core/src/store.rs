@@ -256,6 +256,21 @@ pub trait Store: Send + Sync + 'static {
     /// A short description for error messages, such as `redb:.openharness/store.redb`.
     fn describe(&self) -> String;
 
+    /// Whether [`snapshot`](Self::snapshot) can save at all: `false` for a store opened
+    /// read-only, so a long state read does not prepare snapshots to leave behind that the
+    /// store would refuse. The default is `true`.
+    ///
+    /// ```
+    /// use openharness_core::Store;
+    ///
+    /// fn mode(store: &dyn Store) -> &'static str {
+    ///     if store.saves_snapshots() { "read-write" } else { "read-only" }
+    /// }
+    /// ```
+    fn saves_snapshots(&self) -> bool {
+        true
+    }
+
     /// Appends `events` to `session`, which must currently hold exactly `expected_seq` events.
     /// Returns the session's new length.
     async fn append(
@@ -495,6 +510,9 @@ impl<T: Store + ?Sized> Store for std::sync::Arc<T> {
     fn describe(&self) -> String {
         (**self).describe()
     }
+    fn saves_snapshots(&self) -> bool {
+        (**self).saves_snapshots()
+    }
 
     async fn sync(&self) -> Result<(), StoreError> {
         (**self).sync().await
@@ -582,4 +600,4 @@ impl<T: Store + ?Sized> Store for std::sync::Arc<T> {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

@@ -253,6 +253,9 @@ impl<S: Store, O: StoreObserver> Store for Observed<S, O> {
     fn describe(&self) -> String {
         self.inner.describe()
     }
+    fn saves_snapshots(&self) -> bool {
+        self.inner.saves_snapshots()
+    }
 
     async fn sync(&self) -> Result<(), StoreError> {
         let result = self.call(StoreCall::Sync, self.inner.sync()).await;

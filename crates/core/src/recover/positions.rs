@@ -4,6 +4,7 @@
 
 use super::*;
 use crate::event::EventSet as _;
+use crate::store::EventStream;
 
 /// The state at position 0 of `session`: the workflow's initial state, or for a fork the
 /// parent's state at the fork point.
@@ -103,6 +104,36 @@ pub(crate) async fn state_at<S: WorkflowState>(
         .ok_or_else(|| Error::Other("a fold that takes checkpoints was spoiled".into()))
 }
 
+/// Where a read of `session` that folds up to `end` starts: the latest snapshot at or before
+/// `at_most` that decodes (or the session's base state, at 0), and the stream of the events
+/// from there to `end`, for the workflow's fold. The stream's first page is read while the
+/// snapshot decodes (on the default store, on another thread).
+async fn start_of_read<'a, S: WorkflowState>(
+    wf: &'a Inner<S>,
+    session: &SessionId,
+    at_most: u64,
+    end: u64,
+    depth: usize,
+) -> Result<(S, u64, EventStream<'a>), Error> {
+    let events_from = |from: u64| {
+        wf.store
+            .stream_events_for_fold(session, from..end, S::Events::contains)
+    };
+    let found = decoded_snapshot(wf, session, at_most, |position, _| {
+        let mut events = events_from(position);
+        events.start();
+        events
+    })
+    .await?;
+    Ok(match found {
+        Some((state, from, events)) => (state, from, events),
+        None => {
+            let state = Box::pin(session_base(wf, session, depth)).await?;
+            (state, 0, events_from(0))
+        }
+    })
+}
+
 /// [`state_at`]'s fold, with or without checkpoints; `None` when a handler panicked in a fold
 /// without them.
 async fn fold_to<S: WorkflowState>(
@@ -113,18 +144,12 @@ async fn fold_to<S: WorkflowState>(
     checkpoints: bool,
 ) -> Result<Option<S>, Error> {
     let failed = store_error(wf, session);
-    let (state, from) = match latest_snapshot(wf, session, position).await? {
-        Some(start) => start,
-        None => (Box::pin(session_base(wf, session, depth)).await?, 0),
-    };
+    let (state, from, mut events) = start_of_read(wf, session, position, position, depth).await?;
     let mut fold = crate::adapter::StreamedFold::at(state, from);
     if !checkpoints {
         fold = fold.without_checkpoints();
     }
-    let mut backfill = crate::backfill::Backfill::from(from);
-    let mut events = wf
-        .store
-        .stream_events_for_fold(session, from..position, S::Events::contains);
+    let mut backfill = crate::backfill::Backfill::new(from, wf.store.as_ref());
     while let Some(recorded) = events.next().await {
         fold.apply(recorded.map_err(&failed)?.event);
         if fold.spoiled() {
@@ -150,10 +175,7 @@ pub(crate) async fn states_at<S: WorkflowState>(
         return Ok(Vec::new());
     };
     let failed = store_error(wf, session);
-    let (state, from) = match latest_snapshot(wf, session, first).await? {
-        Some(start) => start,
-        None => (Box::pin(session_base(wf, session, 0)).await?, 0),
-    };
+    let (state, from, mut events) = start_of_read(wf, session, first, last, 0).await?;
     let mut order: Vec<usize> = (0..positions.len()).collect();
     order.sort_by_key(|&i| positions[i]);
     let mut order = order.into_iter().peekable();
@@ -166,10 +188,7 @@ pub(crate) async fn states_at<S: WorkflowState>(
         }
     };
     take(&fold, false);
-    let mut backfill = crate::backfill::Backfill::from(from);
-    let mut events = wf
-        .store
-        .stream_events_for_fold(session, from..last, S::Events::contains);
+    let mut backfill = crate::backfill::Backfill::new(from, wf.store.as_ref());
     while let Some(recorded) = events.next().await {
         let event = recorded.map_err(&failed)?.event;
         window.apply(&mut fold, event);

@@ -43,6 +43,8 @@ pub struct EventStream<'a> {
     inner: Pin<Box<dyn Stream<Item = Result<Recorded, StoreError>> + Send + 'a>>,
     /// The inner stream has ended: it is not polled again.
     ended: bool,
+    /// An event [`start`](EventStream::start) found ready, yielded next.
+    ready: Option<Result<Recorded, StoreError>>,
 }
 
 impl<'a> EventStream<'a> {
@@ -51,6 +53,7 @@ impl<'a> EventStream<'a> {
         Self {
             inner: Box::pin(stream),
             ended: false,
+            ready: None,
         }
     }
 
@@ -122,6 +125,38 @@ impl<'a> EventStream<'a> {
         Self::new(paging)
     }
 
+    /// Starts reading without waiting: polls the stream once, so a backend that reads on
+    /// another thread (the default store does) begins its first page while the caller does
+    /// something else, such as decoding the snapshot the events are folded onto. An event
+    /// already available is kept and yielded by the next [`next`](EventStream::next).
+    ///
+    /// ```
+    /// use openharness_core::{SessionId, Store, StoreError};
+    ///
+    /// async fn count_while(store: &impl Store, session: &SessionId, other: impl FnOnce()) -> Result<u64, StoreError> {
+    ///     let mut events = store.stream_events(session, 0..u64::MAX);
+    ///     events.start();
+    ///     other(); // the first page is being read meanwhile
+    ///     let mut count = 0;
+    ///     while let Some(recorded) = events.next().await {
+    ///         recorded?;
+    ///         count += 1;
+    ///     }
+    ///     Ok(count)
+    /// }
+    /// ```
+    pub fn start(&mut self) {
+        if self.ended || self.ready.is_some() {
+            return;
+        }
+        let mut cx = Context::from_waker(std::task::Waker::noop());
+        match self.inner.as_mut().poll_next(&mut cx) {
+            Poll::Ready(Some(item)) => self.ready = Some(item),
+            Poll::Ready(None) => self.ended = true,
+            Poll::Pending => {}
+        }
+    }
+
     /// The next event, or `None` at the end of the range (or after an error), and `None` again
     /// if asked after that.
     pub async fn next(&mut self) -> Option<Result<Recorded, StoreError>> {
@@ -133,6 +168,9 @@ impl Stream for EventStream<'_> {
     type Item = Result<Recorded, StoreError>;
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        if let Some(item) = self.ready.take() {
+            return Poll::Ready(Some(item));
+        }
         if self.ended {
             return Poll::Ready(None);
         }
@@ -144,10 +182,15 @@ impl Stream for EventStream<'_> {
     }
 
     fn size_hint(&self) -> (usize, Option<usize>) {
+        let ready = usize::from(self.ready.is_some());
         if self.ended {
-            (0, Some(0))
+            (ready, Some(ready))
         } else {
-            self.inner.size_hint()
+            let (low, high) = self.inner.size_hint();
+            (
+                low.saturating_add(ready),
+                high.and_then(|high| high.checked_add(ready)),
+            )
         }
     }
 }
@@ -155,7 +198,7 @@ impl Stream for EventStream<'_> {
 /// Once ended, an [`EventStream`] stays ended.
 impl futures_core::FusedStream for EventStream<'_> {
     fn is_terminated(&self) -> bool {
-        self.ended
+        self.ended && self.ready.is_none()
     }
 }
 

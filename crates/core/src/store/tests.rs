@@ -5,6 +5,7 @@
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use futures_core::Stream;
 use futures_util::StreamExt;
 use serde_json::json;
 
@@ -56,17 +57,20 @@ fn a_backend_error_shows_each_cause_once_in_a_chain() {
 }
 
 /// A store holding one session in a `Vec`, counting reads; reads starting at `fail_at` fail.
-struct VecStore {
+/// It saves no snapshots, and says so unless `saves` is set.
+pub(crate) struct VecStore {
     session: SessionId,
     events: Vec<Envelope>,
     reads: AtomicU64,
     fail_at: Option<u64>,
     /// Every range `events` was asked for.
     ranges: Mutex<Vec<Range<u64>>>,
+    /// What [`Store::saves_snapshots`] answers.
+    pub(crate) saves: bool,
 }
 
 impl VecStore {
-    fn new(len: u64) -> Self {
+    pub(crate) fn new(len: u64) -> Self {
         Self {
             session: SessionId::new(),
             events: (0..len)
@@ -75,6 +79,7 @@ impl VecStore {
             reads: AtomicU64::new(0),
             fail_at: None,
             ranges: Mutex::new(Vec::new()),
+            saves: false,
         }
     }
 }
@@ -83,6 +88,9 @@ impl VecStore {
 impl Store for VecStore {
     fn describe(&self) -> String {
         "vec".into()
+    }
+    fn saves_snapshots(&self) -> bool {
+        self.saves
     }
     async fn append(&self, _: &SessionId, _: &[Envelope], _: u64) -> Result<u64, StoreError> {
         Err(StoreError::Invalid("read-only".into()))
@@ -194,6 +202,30 @@ async fn paged_streams_read_one_page_ahead_and_stop_at_a_short_page() {
         [1, 2]
     );
     assert_eq!(*store.ranges.lock().unwrap(), [1..2, 2..3]);
+}
+
+#[tokio::test]
+async fn a_started_stream_reads_before_it_is_awaited_and_loses_nothing() {
+    let store = VecStore::new(10);
+    let mut stream = EventStream::paged(&store, &store.session, 0..u64::MAX, 4);
+    stream.start();
+    assert!(
+        store.reads.load(Ordering::SeqCst) >= 1,
+        "start read nothing"
+    );
+    assert_eq!(
+        Stream::size_hint(&stream).0,
+        1,
+        "the event found ready is counted"
+    );
+    stream.start(); // a second start keeps what the first found
+    assert_eq!(seqs(stream).await, (0..10).collect::<Vec<_>>());
+
+    // Starting an empty stream ends it; it stays ended.
+    let mut empty = EventStream::paged(&store, &store.session, 20..30, 4);
+    empty.start();
+    assert!(futures_core::FusedStream::is_terminated(&empty));
+    assert!(empty.next().await.is_none());
 }
 
 #[tokio::test]

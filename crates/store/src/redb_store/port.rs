@@ -151,6 +151,11 @@ impl Store for RedbStore {
         format!("redb:{}", self.path.display())
     }
 
+    /// `false` when opened read-only.
+    fn saves_snapshots(&self) -> bool {
+        self.writer.is_some()
+    }
+
     /// Fails once the file was found damaged (a contained panic, a session skipped from a
     /// listing): a command or a turn that met damage does not end in success.
     async fn sync(&self) -> Result<(), StoreError> {

@@ -66,6 +66,17 @@ fn damage(store: &RedbStore, write: impl FnOnce(&redb::WriteTransaction)) {
 }
 
 #[tokio::test]
+async fn only_a_writable_store_says_it_saves_snapshots() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("store.redb");
+    let store = RedbStore::open(&path).unwrap();
+    assert!(store.saves_snapshots());
+    drop(store);
+    let reader = RedbStore::open_with(&path, RedbOptions::default().read_only(true)).unwrap();
+    assert!(!reader.saves_snapshots());
+}
+
+#[tokio::test]
 async fn a_fold_read_leaves_out_the_payloads_it_does_not_fold() {
     let dir = tempfile::tempdir().unwrap();
     let store = RedbStore::open(dir.path().join("store.redb")).unwrap();
