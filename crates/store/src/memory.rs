@@ -54,6 +54,26 @@ impl MemoryStore {
         Self::default()
     }
 
+    /// The events of `session` with seqs in `range` (clamped), each copied by `copy`.
+    fn copies(
+        &self,
+        session: &SessionId,
+        range: Range<u64>,
+        copy: impl Fn(&Envelope) -> Envelope,
+    ) -> Vec<Envelope> {
+        let sessions = self.lock();
+        let Some(log) = sessions.get(session) else {
+            return Vec::new();
+        };
+        let len = log.events.len();
+        let start = usize::try_from(range.start).unwrap_or(usize::MAX).min(len);
+        let end = usize::try_from(range.end).unwrap_or(usize::MAX).min(len);
+        log.events
+            .get(start..end)
+            .map(|events| events.iter().map(copy).collect())
+            .unwrap_or_default()
+    }
+
     /// Locks the sessions. A panic while the lock was held cannot leave a log half-written
     /// (appends check everything before they change anything), so a poisoned lock is usable.
     fn lock(&self) -> MutexGuard<'_, HashMap<SessionId, Log>> {
@@ -143,18 +163,7 @@ impl Store for MemoryStore {
         session: &SessionId,
         range: Range<u64>,
     ) -> Result<Vec<Envelope>, StoreError> {
-        let sessions = self.lock();
-        let Some(log) = sessions.get(session) else {
-            return Ok(Vec::new());
-        };
-        let len = log.events.len();
-        let start = usize::try_from(range.start).unwrap_or(usize::MAX).min(len);
-        let end = usize::try_from(range.end).unwrap_or(usize::MAX).min(len);
-        Ok(log
-            .events
-            .get(start..end)
-            .map(<[_]>::to_vec)
-            .unwrap_or_default())
+        Ok(self.copies(session, range, Envelope::clone))
     }
 
     async fn events_for_fold(
@@ -163,15 +172,8 @@ impl Store for MemoryStore {
         range: Range<u64>,
         folds: Folded,
     ) -> Result<Vec<Envelope>, StoreError> {
-        let sessions = self.lock();
-        let Some(log) = sessions.get(session) else {
-            return Ok(Vec::new());
-        };
-        let len = log.events.len();
-        let start = usize::try_from(range.start).unwrap_or(usize::MAX).min(len);
-        let end = usize::try_from(range.end).unwrap_or(usize::MAX).min(len);
         // The payloads the fold does not read are not copied.
-        let copy = |event: &Envelope| {
+        Ok(self.copies(session, range, |event| {
             if folds(&event.name) {
                 event.clone()
             } else {
@@ -181,12 +183,7 @@ impl Store for MemoryStore {
                     ..*event
                 }
             }
-        };
-        Ok(log
-            .events
-            .get(start..end)
-            .map(|events| events.iter().map(copy).collect())
-            .unwrap_or_default())
+        }))
     }
 
     async fn session(&self, session: &SessionId) -> Result<Option<SessionInfo>, StoreError> {

@@ -232,6 +232,55 @@ impl<S: Store, O: StoreObserver> Observed<S, O> {
         self.inner
     }
 
+    /// A read of events (for a fold, when `folds` is given), shown to the observer.
+    async fn read(
+        &self,
+        session: &SessionId,
+        range: Range<u64>,
+        folds: Option<Folded>,
+    ) -> Result<Vec<Envelope>, StoreError> {
+        if self.observer.observes_reads() {
+            self.observer.on_read(session, &range);
+        }
+        let operation = StoreCall::Events {
+            session,
+            range: &range,
+        };
+        match folds {
+            Some(folds) => {
+                let read = self.inner.events_for_fold(session, range.clone(), folds);
+                self.call(operation, read).await
+            }
+            None => {
+                self.call(operation, self.inner.events(session, range.clone()))
+                    .await
+            }
+        }
+    }
+
+    /// A stream of events (for a fold, when `folds` is given): paged through
+    /// [`Observed::read`] when the observer sees reads, the inner store's own otherwise.
+    fn stream(
+        &self,
+        session: &SessionId,
+        range: Range<u64>,
+        folds: Option<Folded>,
+    ) -> EventStream<'_> {
+        let operation = StoreCall::StreamEvents {
+            session,
+            range: &range,
+        };
+        self.observer.after(operation, Duration::ZERO, true);
+        match (self.observer.observes_reads(), folds) {
+            (true, None) => EventStream::paged(self, session, range, EVENT_PAGE),
+            (true, Some(folds)) => {
+                EventStream::paged_for_fold(self, session, range, EVENT_PAGE, folds)
+            }
+            (false, None) => self.inner.stream_events(session, range),
+            (false, Some(folds)) => self.inner.stream_events_for_fold(session, range, folds),
+        }
+    }
+
     /// Passes `call` on between the observer's [`StoreObserver::before`] and
     /// [`StoreObserver::after`].
     async fn call<T>(
@@ -306,27 +355,10 @@ impl<S: Store, O: StoreObserver> Store for Observed<S, O> {
         session: &SessionId,
         range: Range<u64>,
     ) -> Result<Vec<Envelope>, StoreError> {
-        if self.observer.observes_reads() {
-            self.observer.on_read(session, &range);
-        }
-        let operation = StoreCall::Events {
-            session,
-            range: &range,
-        };
-        self.call(operation, self.inner.events(session, range.clone()))
-            .await
+        self.read(session, range, None).await
     }
     fn stream_events(&self, session: &SessionId, range: Range<u64>) -> EventStream<'_> {
-        let operation = StoreCall::StreamEvents {
-            session,
-            range: &range,
-        };
-        self.observer.after(operation, Duration::ZERO, true);
-        if self.observer.observes_reads() {
-            EventStream::paged(self, session, range, EVENT_PAGE)
-        } else {
-            self.inner.stream_events(session, range)
-        }
+        self.stream(session, range, None)
     }
     async fn events_for_fold(
         &self,
@@ -334,15 +366,7 @@ impl<S: Store, O: StoreObserver> Store for Observed<S, O> {
         range: Range<u64>,
         folds: Folded,
     ) -> Result<Vec<Envelope>, StoreError> {
-        if self.observer.observes_reads() {
-            self.observer.on_read(session, &range);
-        }
-        let operation = StoreCall::Events {
-            session,
-            range: &range,
-        };
-        let read = self.inner.events_for_fold(session, range.clone(), folds);
-        self.call(operation, read).await
+        self.read(session, range, Some(folds)).await
     }
     fn stream_events_for_fold(
         &self,
@@ -350,16 +374,7 @@ impl<S: Store, O: StoreObserver> Store for Observed<S, O> {
         range: Range<u64>,
         folds: Folded,
     ) -> EventStream<'_> {
-        let operation = StoreCall::StreamEvents {
-            session,
-            range: &range,
-        };
-        self.observer.after(operation, Duration::ZERO, true);
-        if self.observer.observes_reads() {
-            EventStream::paged_for_fold(self, session, range, EVENT_PAGE, folds)
-        } else {
-            self.inner.stream_events_for_fold(session, range, folds)
-        }
+        self.stream(session, range, Some(folds))
     }
     async fn session(&self, session: &SessionId) -> Result<Option<SessionInfo>, StoreError> {
         self.call(StoreCall::Session(session), self.inner.session(session))
