@@ -279,21 +279,14 @@ async fn ours(n: u64, dir: &Path, options: RedbOptions, initial: Board) -> Falli
             .ok_or("the walk has no state at the jump")
     };
     let jump_position = len / 10;
-    let (jump_s, cursor) = jump(
-        &path,
-        &session,
-        jump_position,
-        state_at(jump_position)?,
-        n,
-        &initial,
-    )
-    .await?;
+    let cursor = state_at(jump_position)?;
+    let jump_s = jump(&path, &session, jump_position, cursor, n, &initial).await?;
 
     // The slowest jump: the same at 50% and 90%, and at the last position of every stretch
     // between snapshots (the most events folded past the nearest snapshot).
     let mut slowest = (jump_position, jump_s);
     for position in [len / 2, len * 9 / 10].into_iter().chain(stretch_ends) {
-        let (took, _) = jump(&path, &session, position, state_at(position)?, n, &initial).await?;
+        let took = jump(&path, &session, position, state_at(position)?, n, &initial).await?;
         if took > slowest.1 {
             slowest = (position, took);
         }
@@ -320,8 +313,8 @@ async fn ours(n: u64, dir: &Path, options: RedbOptions, initial: Board) -> Falli
     })
 }
 
-/// The median of `JUMPS` fresh read-only opens, each reading the state at `position`, and the
-/// cursor read there (checked against `expected`, the forward walk's).
+/// The median seconds of `JUMPS` fresh read-only opens, each reading the state at `position`
+/// and checking that its cursor is `expected`, the forward walk's.
 async fn jump(
     path: &Path,
     session: &SessionId,
@@ -329,7 +322,7 @@ async fn jump(
     expected: u64,
     n: u64,
     initial: &Board,
-) -> Fallible<(f64, u64)> {
+) -> Fallible<f64> {
     let mut jumps = Vec::with_capacity(JUMPS);
     for _ in 0..JUMPS {
         let started = Instant::now();
@@ -344,7 +337,7 @@ async fn jump(
             )
         })?;
     }
-    Ok((median(jumps), expected))
+    Ok(median(jumps))
 }
 
 /// The positions of `session`'s snapshots, newest first.

@@ -105,8 +105,8 @@ const SNAPSHOT_TAIL: u64 = 64;
 /// about `1 / SNAPSHOT_SPACING` to the store, and reading a state folds at most this many
 /// snapshots' worth of events. A byte of events costs a read about twice what a byte of
 /// snapshot does, so the slowest read (at the end of a stretch) costs about
-/// `2 × SNAPSHOT_SPACING + 1` snapshot decodes. With 8 the race bench's slowest cold read at 5,000 tasks took
-/// 7.5–8.0 ms, with 4 5.0–5.9 ms, for a file 12% larger (8.4 MB → 9.4 MB).
+/// `2 × SNAPSHOT_SPACING + 1` snapshot decodes. With 8 the race bench's slowest cold read at
+/// 5,000 tasks took 7.5–8.0 ms, with 4 5.0–5.9 ms, for a file 12% larger (8.4 MB → 9.4 MB).
 const SNAPSHOT_SPACING: u64 = 4;
 
 /// The fewest events between snapshots a turn saves mid-turn, so a tiny state is not saved

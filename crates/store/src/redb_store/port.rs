@@ -100,6 +100,7 @@ impl RedbStore {
         )
         .await
     }
+
     /// The events of `session` in `range`, with the payloads of those `folds` names (see
     /// [`Store::events_for_fold`]).
     async fn read_events(
