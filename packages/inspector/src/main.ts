@@ -449,6 +449,10 @@ class Inspector {
     this.view = { ...this.view, session: null, matches: [] };
     this.timeline.reset();
     this.$.matches.textContent = "";
+    // Nothing is shown until the next session's first screen: a test (or a script) waiting for
+    // a position must not take the closed session's for the new one's.
+    delete document.body.dataset.position;
+    delete document.body.dataset.view;
   }
 
   private renderMeta(): void {

@@ -255,7 +255,10 @@ describe("the inspector", () => {
     await expect.poll(() => page.locator("#state").innerText(), { timeout: 10_000 }).toContain("exchanges: [1]");
     // Its parent's events before the fork point come first, dimmed, then its own.
     await expect.poll(() => page.locator(".row.inherited").count(), { timeout: 10_000 }).toBe(firstInput);
-    expect(await page.locator(".row.inherited .name").allTextContents()).toEqual(recorded.slice(0, firstInput).map((e) => e.name));
+    // Rows are laid out before their events arrive (named "…" until then).
+    await expect
+      .poll(() => page.locator(".row.inherited .name").allTextContents(), { timeout: 10_000 })
+      .toEqual(recorded.slice(0, firstInput).map((e) => e.name));
     const tops = await page
       .locator(".row")
       .evaluateAll((rows) => rows.map((row) => ({ inherited: row.classList.contains("inherited"), top: Number.parseFloat((row as HTMLElement).style.top) })));
