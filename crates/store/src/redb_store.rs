@@ -56,7 +56,9 @@ pub use error::RedbError;
 use guard::{Db, Health};
 use layout::{EVENT_INDEX, EVENTS, SESSIONS, SNAPSHOTS, SessionRecord, UNFINISHED};
 use open::{Sharing, open_prepared, recover_before_reading, retire_journal};
-pub use options::{COMPACT_ON_CLOSE_BYTES, DEFAULT_CACHE_BYTES, RedbDurability, RedbOptions};
+pub use options::{
+    COMPACT_ON_CLOSE_BYTES, DEFAULT_CACHE_BYTES, DEFAULT_WRITER_SPIN, RedbDurability, RedbOptions,
+};
 use writer::{Append, Journaled, Writer};
 
 /// The environment variable naming the store file when no `--store PATH` is given.
@@ -249,8 +251,7 @@ impl RedbStore {
             Arc::new(Writer::start(
                 Arc::clone(&db),
                 path,
-                options.commit_on_caller,
-                options.durability,
+                options,
                 Arc::clone(&health),
                 journaled,
                 // Compaction moves the pages readers in other processes read.

@@ -45,7 +45,7 @@ use super::index::Tails;
 use super::journal::Journal;
 use super::maintain::{checkpoint, compact_staged, sync_commits};
 use super::settle::Settle;
-use super::{RedbDurability, RedbError};
+use super::{RedbDurability, RedbError, RedbOptions};
 
 /// The most appends one group commit takes in.
 const MAX_GROUP: usize = 512;
@@ -161,12 +161,16 @@ impl Writer {
     pub(super) fn start(
         db: Arc<Db>,
         path: &Path,
-        commit_on_caller: bool,
-        durability: RedbDurability,
+        options: &RedbOptions,
         health: Arc<Health>,
         journal: Option<Journaled>,
         compact_on_close: bool,
     ) -> Self {
+        let (commit_on_caller, durability, spin) = (
+            options.commit_on_caller,
+            options.durability,
+            options.writer_spin,
+        );
         let journal = journal.map(Arc::new);
         let (settle, applied) = Settle::new();
         let settle = Arc::new(settle);
@@ -199,7 +203,7 @@ impl Writer {
                         deferred: deferred.as_deref(),
                         settle: &settle,
                     };
-                    write_loop(&target, &requests, &shared, &applied);
+                    write_loop(&target, &requests, &shared, &applied, spin);
                 })
                 .ok()
         };
@@ -474,6 +478,22 @@ impl Target<'_> {
     }
 }
 
+/// The next job if one comes within `spin` ([`RedbOptions::writer_spin`]), polling the queue
+/// (and yielding the core between polls) instead of sleeping on it: a caller answered a moment
+/// ago usually sends its next append within tens of microseconds, and waking a sleeping thread
+/// costs about as much.
+fn spin_for(requests: &Receiver<Job>, spin: Duration) -> Option<Job> {
+    let until = Instant::now() + spin;
+    loop {
+        match requests.try_recv() {
+            Ok(job) => return Some(job),
+            Err(std::sync::mpsc::TryRecvError::Disconnected) => return None,
+            Err(std::sync::mpsc::TryRecvError::Empty) if Instant::now() >= until => return None,
+            Err(std::sync::mpsc::TryRecvError::Empty) => std::thread::yield_now(),
+        }
+    }
+}
+
 /// The writer thread's work until the queue closes; `applied` counts the appends answered
 /// before their commit (acknowledged once queued, or answered once journaled) it has applied.
 fn write_loop(
@@ -481,25 +501,29 @@ fn write_loop(
     requests: &Receiver<Job>,
     shared: &Shared,
     applied: &watch::Sender<u64>,
+    spin: Duration,
 ) {
     // How many appends the last group held: writers that were active then are likely to send
     // again right after their answer, so a smaller group waits briefly for them.
     let mut last_group = 1;
     loop {
-        let job = match target.wait_limit() {
-            Some(limit) => match requests.recv_timeout(limit) {
-                Ok(job) => job,
-                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
-                    if let Err(err) = sync_commits(target) {
-                        tracing::warn!(%err, "the periodic durable commit failed; retrying at the next");
+        let job = match spin_for(requests, spin) {
+            Some(job) => job,
+            None => match target.wait_limit() {
+                Some(limit) => match requests.recv_timeout(limit) {
+                    Ok(job) => job,
+                    Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+                        if let Err(err) = sync_commits(target) {
+                            tracing::warn!(%err, "the periodic durable commit failed; retrying at the next");
+                        }
+                        continue;
                     }
-                    continue;
-                }
-                Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => break,
-            },
-            None => match requests.recv() {
-                Ok(job) => job,
-                Err(_) => break,
+                    Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => break,
+                },
+                None => match requests.recv() {
+                    Ok(job) => job,
+                    Err(_) => break,
+                },
             },
         };
         let mut compact = false;
@@ -622,5 +646,37 @@ fn write_loop(
         }
     } else if let Err(err) = sync_commits(target) {
         tracing::warn!(%err, "the closing durable commit failed; the last appends may be lost");
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_writer_polls_for_a_job_only_as_long_as_it_is_told() {
+        let spin = Duration::from_millis(20);
+        let (queue, requests) = std::sync::mpsc::channel();
+        // A job sent while it polls is taken.
+        let sender = std::thread::spawn({
+            let queue = queue.clone();
+            move || {
+                std::thread::sleep(Duration::from_millis(2));
+                queue.send(Job::Checkpoint).unwrap();
+            }
+        });
+        assert!(matches!(spin_for(&requests, spin), Some(Job::Checkpoint)));
+        sender.join().unwrap();
+        // None comes: it gives up once the time is over, to sleep on the queue.
+        let started = Instant::now();
+        assert!(spin_for(&requests, spin).is_none());
+        assert!(started.elapsed() >= spin);
+        // No polling at all when told so, nor on a closed queue.
+        assert!(spin_for(&requests, Duration::ZERO).is_none());
+        drop(queue);
+        let started = Instant::now();
+        assert!(spin_for(&requests, Duration::from_secs(10)).is_none());
+        assert!(started.elapsed() < Duration::from_secs(5));
     }
 }
