@@ -71,7 +71,7 @@ pub fn run() -> ExitCode {
     }
 }
 
-/// `openharness-race-child N DIR [every|redb|periodic|turn] [imbl|vec|vec-undo]`: our side of
+/// `openharness-race-child N DIR [every|caller|redb|periodic|turn] [imbl|vec|vec-undo]`: our side of
 /// the race at one N (see the `race` module), in a process of its own so its peak RSS is its
 /// own, with the system allocator: the allocation count of `openharness-bench` would tax every
 /// thread that allocates (two atomic operations on one shared cache line per allocation: 9% of

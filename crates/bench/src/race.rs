@@ -154,9 +154,10 @@ async fn clone_floor(flow: &Workflow<Board>, session: &SessionId) -> Fallible<f6
     }
 }
 
-/// `openharness-race-child N DIR [every|redb|periodic|turn] [imbl|vec|vec-undo]`: our
+/// `openharness-race-child N DIR [every|caller|redb|periodic|turn] [imbl|vec|vec-undo]`: our
 /// side at one N, in a store under DIR, with the store's durability (every append durable, the
-/// default, through the journal; `redb`: every append a durable redb commit, no journal; group
+/// default, through the journal; `caller`: the same, committed on the calling thread
+/// ([`RedbOptions::commit_on_caller`]); `redb`: every append a durable redb commit, no journal; group
 /// commit every 10 ms; or durable at the turn's end) and the board's lists (persistent
 /// vectors, the default; plain `Vec`s; or plain `Vec`s whose handlers record undos); prints
 /// one JSON line of [`Figures`].
@@ -178,13 +179,14 @@ pub(crate) fn child(
     let options = RedbOptions::default();
     let options = match mode.as_deref() {
         None | Some("every") => options,
+        Some("caller") => options.commit_on_caller(true),
         Some("redb") => options.journal(false),
         Some("periodic") => options.durability(RedbDurability::Periodic(
             std::time::Duration::from_millis(10),
         )),
         Some("turn") => options.durability(RedbDurability::TurnEnd),
         Some(other) => {
-            eprintln!("unknown durability `{other}`: every, redb, periodic or turn");
+            eprintln!("unknown durability `{other}`: every, caller, redb, periodic or turn");
             return ExitCode::from(2);
         }
     };
@@ -201,7 +203,7 @@ pub(crate) fn child(
     };
     let (Some(n), Some(dir)) = (n.and_then(|n| n.parse::<u64>().ok()), dir) else {
         eprintln!(
-            "usage: openharness-race-child N DIR [every|redb|periodic|turn] [imbl|vec|vec-undo]"
+            "usage: openharness-race-child N DIR [every|caller|redb|periodic|turn] [imbl|vec|vec-undo]"
         );
         return ExitCode::from(2);
     };
