@@ -173,7 +173,8 @@ redb_failure!(
     redb::StorageError,
     redb::TableError,
     redb::TransactionError,
-    redb::CommitError
+    redb::CommitError,
+    redb::SetDurabilityError
 );
 
 impl RedbStore {
