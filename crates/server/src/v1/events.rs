@@ -106,8 +106,10 @@ impl EventsQuery {
     }
 }
 
-/// `GET /v1/agents/{a}/sessions/{s}/events`.
-pub(crate) async fn nested_events(
+/// `GET /v1/agents/{a}/sessions/{s}/events` (`SSE` false: a JSON page, or a stream when the
+/// `Accept` header asks for one) and `GET /v1/agents/{a}/sessions/{s}/sse` (`SSE` true: always
+/// a stream).
+pub(crate) async fn nested<const SSE: bool>(
     State(s): Shared,
     Path((agent, session)): Path<(String, String)>,
     headers: HeaderMap,
@@ -115,20 +117,8 @@ pub(crate) async fn nested_events(
 ) -> Answer {
     let query = EventsQuery::read(pairs)?;
     let (agent, session) = (id("agent", &agent)?, id("session", &session)?);
-    let stream = crate::sse::wanted(&headers);
+    let stream = SSE || crate::sse::wanted(&headers);
     answer(&s, agent, session, &headers, query, stream).await
-}
-
-/// `GET /v1/agents/{a}/sessions/{s}/sse`.
-pub(crate) async fn nested_sse(
-    State(s): Shared,
-    Path((agent, session)): Path<(String, String)>,
-    headers: HeaderMap,
-    pairs: QueryOf<Vec<(String, String)>>,
-) -> Answer {
-    let query = EventsQuery::read(pairs)?;
-    let (agent, session) = (id("agent", &agent)?, id("session", &session)?);
-    answer(&s, agent, session, &headers, query, true).await
 }
 
 /// A session's notifications after the request's cursors, of the types it asks for: a JSON

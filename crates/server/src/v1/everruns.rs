@@ -78,8 +78,8 @@ pub(crate) fn timed_routes() -> Router<Arc<V1>> {
 /// The Everruns SDK's notification routes, which may stream for as long as their client stays.
 pub(crate) fn streaming_routes() -> Router<Arc<V1>> {
     Router::new()
-        .route("/v1/sessions/{id}/events", get(session_events))
-        .route("/v1/sessions/{id}/sse", get(session_sse))
+        .route("/v1/sessions/{id}/events", get(session_events::<false>))
+        .route("/v1/sessions/{id}/sse", get(session_events::<true>))
 }
 
 /// The notification type an Everruns event type names in `types` and `exclude`: the SDK's
@@ -412,7 +412,9 @@ async fn post_message(State(s): Shared, Path(session): Path<String>, new: Body) 
     created(MessageView::from(message))
 }
 
-async fn session_events(
+/// `GET /v1/sessions/{id}/events` (`SSE` false: a JSON page, or a stream when the `Accept`
+/// header asks for one) and `GET /v1/sessions/{id}/sse` (`SSE` true: always a stream).
+async fn session_events<const SSE: bool>(
     State(s): Shared,
     Path(session): Path<String>,
     headers: HeaderMap,
@@ -420,19 +422,8 @@ async fn session_events(
 ) -> Answer {
     let query = EventsQuery::read(pairs)?;
     let (agent, session) = owner(&s, &session).await?;
-    let stream = crate::sse::wanted(&headers);
+    let stream = SSE || crate::sse::wanted(&headers);
     super::events::answer(&s, agent, session, &headers, query, stream).await
-}
-
-async fn session_sse(
-    State(s): Shared,
-    Path(session): Path<String>,
-    headers: HeaderMap,
-    pairs: QueryOf<Vec<(String, String)>>,
-) -> Answer {
-    let query = EventsQuery::read(pairs)?;
-    let (agent, session) = owner(&s, &session).await?;
-    super::events::answer(&s, agent, session, &headers, query, true).await
 }
 
 async fn list_models(State(s): Shared, paging: QueryOf<Paging>) -> Answer {

@@ -131,11 +131,11 @@ pub(crate) fn routes(
     let streaming = Router::new()
         .route(
             "/v1/agents/{id}/sessions/{session}/events",
-            get(events::nested_events),
+            get(events::nested::<false>),
         )
         .route(
             "/v1/agents/{id}/sessions/{session}/sse",
-            get(events::nested_sse),
+            get(events::nested::<true>),
         )
         .merge(everruns::streaming_routes());
     timed.merge(streaming).with_state(state)
