@@ -11,10 +11,7 @@ use std::collections::HashSet;
 use proc_macro2::{Span, TokenStream};
 use quote::{quote, quote_spanned};
 use syn::spanned::Spanned;
-use syn::{
-    Expr, FnArg, GenericParam, ImplItem, ImplItemFn, Item, ItemImpl, LitStr, PatType, ReturnType,
-    Type,
-};
+use syn::{Expr, FnArg, ImplItem, ImplItemFn, Item, ItemImpl, LitStr, PatType, ReturnType, Type};
 
 use crate::attr::{AgentArgs, ToolsArg};
 use crate::errors::{Errors, msg};

@@ -30,6 +30,19 @@ impl Errors {
         self.errors.push(syn::Error::new_spanned(tokens, message));
     }
 
+    /// Reports `message` on the type and const parameters of `generics`, if it has any
+    /// (lifetimes are allowed): a macro that cannot name an instance of a generic item.
+    pub(crate) fn refuse_generics(&mut self, generics: &syn::Generics, message: impl Display) {
+        let generic = generics
+            .params
+            .iter()
+            .filter(|param| !matches!(param, syn::GenericParam::Lifetime(_)))
+            .collect::<Vec<_>>();
+        if !generic.is_empty() {
+            self.spanned_by(quote::quote!(#(#generic),*), message);
+        }
+    }
+
     /// Reports `message` at `span`.
     pub(crate) fn at(&mut self, span: Span, message: impl Display) {
         self.errors.push(syn::Error::new(span, message));

@@ -13,8 +13,8 @@ use proc_macro2::{Span, TokenStream};
 use quote::{ToTokens, quote, quote_spanned};
 use syn::spanned::Spanned;
 use syn::{
-    Attribute, FnArg, GenericParam, Ident, Item, ItemImpl, ItemMod, Path, ReturnType, Signature,
-    Type, parse_quote,
+    Attribute, FnArg, Ident, Item, ItemImpl, ItemMod, Path, ReturnType, Signature, Type,
+    parse_quote,
 };
 
 use crate::attr::{HandlerArgs, respan};
@@ -248,15 +248,7 @@ fn check<'a>(
     if let Some(abi) = &sig.abi {
         errors.spanned_by(abi, msg::HANDLER_ABI);
     }
-    let generic = sig
-        .generics
-        .params
-        .iter()
-        .filter(|param| !matches!(param, GenericParam::Lifetime(_)))
-        .collect::<Vec<_>>();
-    if !generic.is_empty() {
-        errors.spanned_by(quote!(#(#generic),*), msg::HANDLER_GENERIC);
-    }
+    errors.refuse_generics(&sig.generics, msg::HANDLER_GENERIC);
 
     let params_span = sig.paren_token.span.join();
     let arity = match form {

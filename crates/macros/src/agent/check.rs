@@ -199,15 +199,7 @@ pub(super) fn typed_params<'a>(
     if let Some(token) = &sig.unsafety {
         errors.spanned_by(token, msg::agent_unsafe(&name));
     }
-    let generic = sig
-        .generics
-        .params
-        .iter()
-        .filter(|param| !matches!(param, GenericParam::Lifetime(_)))
-        .collect::<Vec<_>>();
-    if !generic.is_empty() {
-        errors.spanned_by(quote!(#(#generic),*), msg::agent_generic(&name));
-    }
+    errors.refuse_generics(&sig.generics, msg::agent_generic(&name));
     let mut inputs = sig.inputs.iter();
     match inputs.next() {
         Some(FnArg::Receiver(receiver)) => {
