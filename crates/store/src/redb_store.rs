@@ -173,8 +173,7 @@ redb_failure!(
     redb::StorageError,
     redb::TableError,
     redb::TransactionError,
-    redb::CommitError,
-    redb::SetDurabilityError
+    redb::CommitError
 );
 
 impl RedbStore {

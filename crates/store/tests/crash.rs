@@ -5,8 +5,7 @@
 //! a lone writer committing on its own thread ([`RedbOptions::commit_on_caller`]), four
 //! sessions at once (group commits on the writer thread), the same with a journal checkpointed
 //! every 4 KiB (so kills land in checkpoints and in the journal's restarts), and the same
-//! without the journal (durable redb commits). The children save a snapshot every few appends
-//! too: one read back after a kill is never ahead of the events stored.
+//! without the journal (durable redb commits).
 #![allow(clippy::unwrap_used)]
 
 use std::collections::HashMap;
@@ -14,7 +13,7 @@ use std::io::Read;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use openharness_core::{Envelope, SessionId, Store, StoreError, adapter::Snapshot};
+use openharness_core::{Envelope, SessionId, Store, StoreError};
 use openharness_store::{RedbOptions, RedbStore};
 use serde_json::json;
 
@@ -75,15 +74,6 @@ fn crash_child_appends_durably() {
                         println!("ack {k} {seq} {}", event.id);
                     }
                     len = new_len;
-                    // Every fourth round a snapshot, which with a journal is not made durable
-                    // on its own: after a kill it may be gone, never ahead of the events.
-                    if round % 4 == 3 {
-                        let state = json!({ "len": len, "last": batch.last().map(|e| e.id) });
-                        store
-                            .snapshot(&session, &Snapshot::new(len, state))
-                            .await
-                            .unwrap();
-                    }
                 }
             }));
         }
@@ -166,7 +156,6 @@ fn sigkill_loses_no_acknowledged_event() {
 
     let journal = dir.path().join("store.redb-journal");
     let mut journal_left = 0;
-    let mut snapshots_left = 0;
     for kill in 0..KILLS {
         let mode = ["caller", "group", "checkpoints", "redb"][kill as usize % 4];
         let mut child = spawn_child(&path, &session, mode, Stdio::piped());
@@ -248,23 +237,6 @@ fn sigkill_loses_no_acknowledged_event() {
                         "after kill {kill}: a repeated id was not refused: {repeated:?}"
                     );
                 }
-                // A snapshot that survived the kill holds what was saved at its position: it
-                // is never past the events stored, and names the last event before it.
-                if let Some(snapshot) = store.latest_snapshot(&session, u64::MAX).await.unwrap() {
-                    let at = usize::try_from(snapshot.position).unwrap();
-                    assert!(
-                        at <= events.len(),
-                        "after kill {kill}: a snapshot at {at} of {} events",
-                        events.len()
-                    );
-                    assert_eq!(snapshot.state["len"], json!(snapshot.position));
-                    assert_eq!(
-                        snapshot.state["last"],
-                        json!(events[at - 1].id),
-                        "after kill {kill}: the snapshot at {at} is not of the events stored"
-                    );
-                    snapshots_left += 1;
-                }
                 let distinct: std::collections::HashSet<_> =
                     events.iter().map(|event| event.id).collect();
                 assert_eq!(
@@ -292,11 +264,10 @@ fn sigkill_loses_no_acknowledged_event() {
     }
     eprintln!(
         "{KILLS} SIGKILLs in {:.1?}: {} acknowledged events, 0 lost, 0 duplicated; \
-         {journal_left} left a journal to re-apply; {snapshots_left} snapshots read back",
+         {journal_left} left a journal to re-apply",
         started.elapsed(),
         acked.len()
     );
-    assert!(snapshots_left > 0, "no snapshot outlived a kill");
     assert!(!acked.is_empty(), "the child never acknowledged an append");
     // The journal's recovery was exercised, not only redb's.
     assert!(

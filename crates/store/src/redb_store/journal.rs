@@ -9,8 +9,6 @@
 //! last journal record it covers, under `meta`'s `journal_lsn`), after which the journal is
 //! written again from its start. Opening the store re-applies the records after the
 //! checkpoint ([`super::replay`]); a clean close checkpoints and removes the journal.
-//! Snapshots are committed without durability too, and not journaled: a snapshot is a
-//! shortcut its events rebuild, so a crash before the next checkpoint loses only the shortcut.
 //!
 //! The journal is the file `<store>-journal` beside the store. Records follow one another from
 //! offset 0:

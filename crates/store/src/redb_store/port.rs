@@ -441,23 +441,11 @@ impl Store for RedbStore {
         let name = session;
         let session = session.clone();
         let position = snapshot.position;
-        // A snapshot is a shortcut to a state its events rebuild, so with a journal it is not
-        // made durable on its own: a durable commit here flushed every page the group commits
-        // left dirty and competed with the journal's `fdatasync`s for the disk (the race's
-        // appends' tail). The next checkpoint makes it durable; a crash before it loses only
-        // the shortcut, with the events the journal re-applies.
-        let deferred = self
-            .writer
-            .as_ref()
-            .is_some_and(|writer| writer.journal().is_some());
         self.run_write(
             || format!("saving a snapshot of session {name}"),
             move |db| {
                 let sid = session.as_str();
-                let mut txn = db.begin_write()?;
-                if deferred {
-                    txn.set_durability(redb::Durability::None)?;
-                }
+                let txn = db.begin_write()?;
                 {
                     let sessions = txn.open_table(SESSIONS)?;
                     let len = match sessions.get(sid)? {
