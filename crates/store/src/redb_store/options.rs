@@ -137,7 +137,7 @@ impl RedbOptions {
     /// microseconds (an agent's next event), and waking a sleeping thread costs about as much
     /// again on every append. Polling, the writer picks the append up at once: on the race
     /// bench's 5,000 tasks the mean task went from 0.37 to 0.32 ms and the append p50 from
-    /// 0.22 to 0.18 ms. The price is at most this long of one core after each group, yielded to
+    /// 0.26 to 0.23 ms. The price is at most this long of one core after each group, yielded to
     /// any other thread that wants it; set it to zero where that core matters more.
     ///
     /// ```
