@@ -59,7 +59,7 @@ use open::{Sharing, open_prepared, recover_before_reading, retire_journal};
 pub use options::{
     COMPACT_ON_CLOSE_BYTES, DEFAULT_CACHE_BYTES, DEFAULT_WRITER_SPIN, RedbDurability, RedbOptions,
 };
-use writer::{Append, Journaled, Writer};
+use writer::{Append, Journaled, SaveSnapshot, Writer};
 
 /// The environment variable naming the store file when no `--store PATH` is given.
 pub const STORE_ENV: &str = "OPENHARNESS_STORE";

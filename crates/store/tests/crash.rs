@@ -5,7 +5,8 @@
 //! a lone writer committing on its own thread ([`RedbOptions::commit_on_caller`]), four
 //! sessions at once (group commits on the writer thread), the same with a journal checkpointed
 //! every 4 KiB (so kills land in checkpoints and in the journal's restarts), and the same
-//! without the journal (durable redb commits).
+//! without the journal (durable redb commits). Every fifth append is followed by a snapshot
+//! (`snap <session> <position>` once saved): no acknowledged snapshot is lost either.
 #![allow(clippy::unwrap_used)]
 
 use std::collections::HashMap;
@@ -14,7 +15,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use openharness_core::{Envelope, SessionId, Store, StoreError};
-use openharness_store::{RedbOptions, RedbStore};
+use openharness_store::{RedbOptions, RedbStore, Snapshot};
 use serde_json::json;
 
 const CHILD_ENV: &str = "OPENHARNESS_TEST_CRASH_CHILD";
@@ -27,7 +28,9 @@ const SESSIONS: usize = 4;
 /// `ack <session> <seq> <id>` for each event once its append has returned. In `group` mode it
 /// appends to [`SESSIONS`] sessions through the writer thread, in `caller` mode to one, with
 /// commits on the caller; `checkpoints` is `group` with a checkpoint every 4 KiB of journal,
-/// `redb` is `group` without the journal. A no-op unless the crash test started this process.
+/// `redb` is `group` without the journal. After every fifth append, each task saves a snapshot
+/// whose state is `{"len": <its position>}` and prints `snap <session> <position>` once it is
+/// saved. A no-op unless the crash test started this process.
 #[test]
 fn crash_child_appends_durably() {
     let Ok(spec) = std::env::var(CHILD_ENV) else {
@@ -74,6 +77,11 @@ fn crash_child_appends_durably() {
                         println!("ack {k} {seq} {}", event.id);
                     }
                     len = new_len;
+                    if round % 5 == 4 {
+                        let snapshot = Snapshot::new(len, json!({ "len": len }));
+                        store.snapshot(&session, &snapshot).await.unwrap();
+                        println!("snap {k} {len}");
+                    }
                 }
             }));
         }
@@ -151,6 +159,9 @@ fn sigkill_loses_no_acknowledged_event() {
         .as_nanos() as u64;
     let mut rng = SplitMix(seed);
     let mut acked: HashMap<(usize, u64), String> = HashMap::new();
+    // The greatest position of an acknowledged snapshot, per session.
+    let mut snapped: HashMap<usize, u64> = HashMap::new();
+    let mut snapshots_acked = 0;
     let started = Instant::now();
     let runtime = tokio::runtime::Runtime::new().unwrap();
 
@@ -174,6 +185,15 @@ fn sigkill_loses_no_acknowledged_event() {
             journal_left += 1;
         }
         for line in output.lines() {
+            if let Some(snap) = line.strip_prefix("snap ")
+                && let [k, position] = snap.split(' ').collect::<Vec<_>>()[..]
+                && let (Ok(k), Ok(position)) = (k.parse::<usize>(), position.parse::<u64>())
+            {
+                let best = snapped.entry(k).or_default();
+                *best = (*best).max(position);
+                snapshots_acked += 1;
+                continue;
+            }
             let Some(ack) = line.strip_prefix("ack ") else {
                 continue;
             };
@@ -259,12 +279,28 @@ fn sigkill_loses_no_acknowledged_event() {
                     "after kill {kill}: {} acknowledged events lost: {lost:?}",
                     lost.len()
                 );
+                // The last acknowledged snapshot (or a later one) is there, and whole.
+                if let Some(&position) = snapped.get(&k) {
+                    let latest = store
+                        .latest_snapshot(&session, u64::MAX)
+                        .await
+                        .unwrap_or_else(|err| panic!("after kill {kill}, a snapshot: {err}"))
+                        .unwrap_or_else(|| {
+                            panic!("after kill {kill}: the snapshot at {position} was lost")
+                        });
+                    assert!(
+                        latest.position >= position,
+                        "after kill {kill}: the snapshot at {position} was lost (latest {})",
+                        latest.position
+                    );
+                    assert_eq!(latest.state, json!({ "len": latest.position }));
+                }
             }
         });
     }
     eprintln!(
-        "{KILLS} SIGKILLs in {:.1?}: {} acknowledged events, 0 lost, 0 duplicated; \
-         {journal_left} left a journal to re-apply",
+        "{KILLS} SIGKILLs in {:.1?}: {} acknowledged events and {snapshots_acked} snapshots, \
+         0 lost, 0 duplicated; {journal_left} left a journal to re-apply",
         started.elapsed(),
         acked.len()
     );

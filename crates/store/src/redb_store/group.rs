@@ -7,12 +7,13 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 
 use openharness_core::{SessionId, StoreError};
-use redb::Database;
+use redb::{Database, ReadableTable};
 
 use super::apply::{Tables, apply};
 use super::guard;
 use super::index::Locked;
-use super::writer::{Append, Journaled, Target};
+use super::layout::{self, SESSIONS, SNAPSHOTS};
+use super::writer::{Append, Journaled, SaveSnapshot, Target};
 use super::{Failure, RedbError, staging};
 
 /// Given a group's results once its journal record is durable, answers the appends it can
@@ -36,6 +37,8 @@ pub(super) fn lost(target: &Target<'_>, append: &Append, err: &StoreError) {
 pub(super) struct Written {
     /// One result per append.
     pub(super) results: Vec<Result<u64, StoreError>>,
+    /// One result per snapshot.
+    pub(super) snapshots: Vec<Result<(), StoreError>>,
     /// Whether enough events are staged to move them (see [`staging::COMPACT_AT`]).
     pub(super) compact: bool,
     /// Whether enough journal records are written since the last checkpoint to make one.
@@ -53,7 +56,15 @@ pub(super) enum GroupFailure {
 impl GroupFailure {
     /// The error each append of the group gets.
     pub(super) fn error(&self, path: &Path, session: &SessionId) -> StoreError {
-        let operation = format!("append to session {session}");
+        self.error_in(path, format!("append to session {session}"))
+    }
+
+    /// The error each snapshot of the group gets.
+    pub(super) fn snapshot_error(&self, path: &Path, session: &SessionId) -> StoreError {
+        self.error_in(path, format!("saving a snapshot of session {session}"))
+    }
+
+    fn error_in(&self, path: &Path, operation: String) -> StoreError {
         match self {
             Self::Redb(message) => RedbError::Task {
                 path: PathBuf::from(path),
@@ -75,11 +86,12 @@ impl GroupFailure {
     }
 }
 
-/// Applies a group of appends in one transaction, holding the tails' lock until the commit
+/// Applies a group of appends, then its snapshots (only with a journal), in one transaction, holding the tails' lock until the commit
 /// is decided. A redb failure fails the whole group (and forgets the tails of its sessions,
 /// which may hold ids that were never committed); a refused append fails only itself. A
 /// panic inside redb is contained: every tail is forgotten and the store marked damaged, so
-/// no later write builds on what the panic cut short.
+/// no later write builds on what the panic cut short. A snapshot past its session's end fails
+/// only itself.
 ///
 /// With a journal, `answer` is given the results once the group's record is durable, before
 /// redb's commit; an append it answers is the caller's to count ([`super::settle`]), and if
@@ -87,6 +99,7 @@ impl GroupFailure {
 pub(super) fn write_group(
     target: &Target<'_>,
     group: &[Append],
+    snapshots: &[SaveSnapshot],
     answer: Answer<'_>,
 ) -> Result<Written, GroupFailure> {
     let operation = || "group commit".to_owned();
@@ -98,7 +111,7 @@ pub(super) fn write_group(
         return Err(GroupFailure::Redb("the store is open read-only".to_owned()));
     };
     let mut tails = target.tails.lock();
-    match guard::contained(|| write_locked(target, db, &mut tails, group, answer)) {
+    match guard::contained(|| write_locked(target, db, &mut tails, group, snapshots, answer)) {
         Ok(Ok(written)) => Ok(written),
         Ok(Err(err)) => {
             for append in group {
@@ -122,6 +135,7 @@ fn write_locked(
     db: &Database,
     tails: &mut Locked<'_>,
     group: &[Append],
+    snapshots: &[SaveSnapshot],
     answer: Answer<'_>,
 ) -> Result<Written, redb::Error> {
     let mut txn = db.begin_write()?;
@@ -151,10 +165,45 @@ fn write_locked(
         }
         staging::due(&tables.recent)?
     };
+    let mut saved = Vec::with_capacity(snapshots.len());
+    if !snapshots.is_empty() {
+        let sessions = txn.open_table(SESSIONS)?;
+        let (events, recent) = (
+            txn.open_table(layout::EVENTS)?,
+            txn.open_table(staging::RECENT)?,
+        );
+        let mut table = txn.open_table(SNAPSHOTS)?;
+        for save in snapshots {
+            let sid = save.session.as_str();
+            let len = match sessions.get(sid)? {
+                Some(_) => Some(layout::len_of(&events, &recent, sid)?),
+                None => None,
+            };
+            match len {
+                Some(len) if save.position <= len => {}
+                len => {
+                    let len = len.unwrap_or(0);
+                    saved.push(Err(crate::snapshot_beyond_end(
+                        &save.session,
+                        save.position,
+                        len,
+                    )));
+                    continue;
+                }
+            }
+            table.insert((sid, save.position), save.state.as_bytes())?;
+            if let Some(record) = record.as_mut() {
+                record.add_snapshot(&save.session, save.position, save.state.as_bytes());
+            }
+            wrote = true;
+            saved.push(Ok(()));
+        }
+    }
     if !wrote {
         txn.abort()?;
         return Ok(Written {
             results,
+            snapshots: saved,
             compact,
             checkpoint: false,
         });
@@ -194,6 +243,7 @@ fn write_locked(
     }
     Ok(Written {
         results,
+        snapshots: saved,
         compact,
         checkpoint,
     })

@@ -18,7 +18,7 @@
 //! | 4 | payload length `n` (little-endian `u32`; 0 marks the end) |
 //! | 4 | CRC-32 of the length, the lsn and the payload |
 //! | 8 | lsn: the record's number, one more than the previous record's |
-//! | n | payload: the group's appends ([`Group`]) |
+//! | n | payload: the group's appends and snapshots ([`Group`]) |
 //!
 //! The file is filled with zeros when created or grown, so records overwrite blocks the file
 //! system has already allocated and `fdatasync` has no metadata to write. Reading stops at the
@@ -141,6 +141,7 @@ impl Journal {
         Group {
             record: &mut self.record,
             appends: 0,
+            snapshots: None,
         }
     }
 
@@ -252,19 +253,26 @@ fn sync_parent(path: &Path) -> std::io::Result<()> {
     Ok(())
 }
 
-/// A journal record being built: the appends of one group commit.
+/// A journal record being built: the appends and the snapshots of one group commit.
 ///
 /// Payload: the number of appends (`u32`), then for each: the session id's length (`u32`) and
 /// bytes, the seq of its first event (`u64`), the number of events (`u32`), and for each event
-/// its id (`u128`) and its JSON's length (`u32`) and bytes; all little-endian.
+/// its id (`u128`) and its JSON's length (`u32`) and bytes. Then, only when the group saved
+/// snapshots: their number (`u32`), and for each the session id's length (`u32`) and bytes,
+/// its position (`u64`) and the state's JSON length (`u32`) and bytes. All little-endian. A
+/// record without snapshots is the format journals had before snapshots were journaled.
 pub(super) struct Group<'a> {
     record: &'a mut Vec<u8>,
     appends: u32,
+    /// Where the snapshot count is, and the count, once one was added.
+    snapshots: Option<(usize, u32)>,
 }
 
 impl Group<'_> {
     /// Adds an append: `records` (each event's id and JSON) stored in `session` from `first_seq`.
+    /// Every append comes before the first snapshot.
     pub(super) fn add(&mut self, session: &SessionId, first_seq: u64, records: &[(u128, Vec<u8>)]) {
+        debug_assert!(self.snapshots.is_none(), "an append after a snapshot");
         let record = &mut *self.record;
         let sid = session.as_str().as_bytes();
         record.extend_from_slice(&(sid.len() as u32).to_le_bytes());
@@ -279,6 +287,25 @@ impl Group<'_> {
         self.appends += 1;
         record[HEADER..HEADER + 4].copy_from_slice(&self.appends.to_le_bytes());
     }
+
+    /// Adds a snapshot of `session` at `position`: its state's JSON. After the appends, which
+    /// replay applies first, so the events a snapshot covers are there when it is.
+    pub(super) fn add_snapshot(&mut self, session: &SessionId, position: u64, state: &[u8]) {
+        let record = &mut *self.record;
+        let (at, count) = self.snapshots.get_or_insert_with(|| {
+            let at = record.len();
+            record.extend_from_slice(&0u32.to_le_bytes());
+            (at, 0)
+        });
+        let sid = session.as_str().as_bytes();
+        record.extend_from_slice(&(sid.len() as u32).to_le_bytes());
+        record.extend_from_slice(sid);
+        record.extend_from_slice(&position.to_le_bytes());
+        record.extend_from_slice(&(state.len() as u32).to_le_bytes());
+        record.extend_from_slice(state);
+        *count += 1;
+        record[*at..*at + 4].copy_from_slice(&count.to_le_bytes());
+    }
 }
 
 /// One record read back.
@@ -288,6 +315,19 @@ pub(super) struct Record {
     pub(super) lsn: u64,
     /// Its appends.
     pub(super) appends: Vec<Appended>,
+    /// Its snapshots, saved after its appends.
+    pub(super) snapshots: Vec<Snapshotted>,
+}
+
+/// One snapshot of a record read back.
+#[derive(Debug, PartialEq)]
+pub(super) struct Snapshotted {
+    /// The session.
+    pub(super) session: String,
+    /// The number of events the state folds.
+    pub(super) position: u64,
+    /// The state's JSON.
+    pub(super) state: Vec<u8>,
 }
 
 /// One append of a record read back.
@@ -346,10 +386,12 @@ pub(super) fn read(path: &Path) -> Result<Vec<Record>, ReadError> {
         if checksum(record) != crc {
             break;
         }
+        let (appends, snapshots) =
+            decode(&record[HEADER..]).map_err(|message| ReadError::Malformed { lsn, message })?;
         records.push(Record {
             lsn,
-            appends: decode(&record[HEADER..])
-                .map_err(|message| ReadError::Malformed { lsn, message })?,
+            appends,
+            snapshots,
         });
         expected = Some(lsn + 1);
         pos += HEADER + len;
@@ -357,15 +399,13 @@ pub(super) fn read(path: &Path) -> Result<Vec<Record>, ReadError> {
     Ok(records)
 }
 
-/// A group's payload, decoded.
-fn decode(payload: &[u8]) -> Result<Vec<Appended>, String> {
+/// A group's payload, decoded: its appends and its snapshots.
+fn decode(payload: &[u8]) -> Result<(Vec<Appended>, Vec<Snapshotted>), String> {
     let mut cursor = Cursor(payload);
     let count = cursor.u32()?;
     let mut appends = Vec::with_capacity(count.min(1024) as usize);
     for _ in 0..count {
-        let sid_len = cursor.u32()? as usize;
-        let session = String::from_utf8(cursor.take(sid_len)?.to_vec())
-            .map_err(|_| "a session id is not UTF-8".to_owned())?;
+        let session = cursor.session()?;
         let first_seq = cursor.u64()?;
         let events = cursor.u32()?;
         let mut records = Vec::with_capacity(events.min(1024) as usize);
@@ -380,16 +420,38 @@ fn decode(payload: &[u8]) -> Result<Vec<Appended>, String> {
             records,
         });
     }
+    let mut snapshots = Vec::new();
     if !cursor.0.is_empty() {
-        return Err(format!("{} bytes after its last append", cursor.0.len()));
+        let count = cursor.u32()?;
+        snapshots.reserve(count.min(1024) as usize);
+        for _ in 0..count {
+            let session = cursor.session()?;
+            let position = cursor.u64()?;
+            let len = cursor.u32()? as usize;
+            snapshots.push(Snapshotted {
+                session,
+                position,
+                state: cursor.take(len)?.to_vec(),
+            });
+        }
     }
-    Ok(appends)
+    if !cursor.0.is_empty() {
+        return Err(format!("{} bytes after its last snapshot", cursor.0.len()));
+    }
+    Ok((appends, snapshots))
 }
 
 /// Reads little-endian numbers and byte runs off a payload.
 struct Cursor<'a>(&'a [u8]);
 
 impl<'a> Cursor<'a> {
+    /// A session id: its length (`u32`) and UTF-8.
+    fn session(&mut self) -> Result<String, String> {
+        let len = self.u32()? as usize;
+        String::from_utf8(self.take(len)?.to_vec())
+            .map_err(|_| "a session id is not UTF-8".to_owned())
+    }
+
     fn take(&mut self, n: usize) -> Result<&'a [u8], String> {
         if self.0.len() < n {
             return Err(format!("it ends {} bytes early", n - self.0.len()));
@@ -519,6 +581,51 @@ mod tests {
         let size = std::fs::metadata(&path).unwrap().len();
         assert!(size >= 4 << 20, "{size}");
         assert_eq!(read(&path).unwrap().len(), 2);
+    }
+
+    #[test]
+    fn snapshots_read_back_after_the_appends_of_their_record() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.redb-journal");
+        let (first, second) = (SessionId::new(), SessionId::new());
+        let mut journal = Journal::new(&path, 1);
+        let mut group = journal.group();
+        group.add(&first, 0, &[(1, b"{}".to_vec())]);
+        group.add_snapshot(&first, 1, br#"{"n":1}"#);
+        group.add_snapshot(&second, 4, br#"[]"#);
+        journal.commit().unwrap();
+        // A group of snapshots alone, then one of appends alone (the older format).
+        let mut group = journal.group();
+        group.add_snapshot(&second, 5, b"7");
+        journal.commit().unwrap();
+        write_group(&mut journal, &first, 1, 1);
+        let records = read(&path).unwrap();
+        assert_eq!(records.len(), 3);
+        assert_eq!(records[0].appends.len(), 1);
+        assert_eq!(
+            records[0].snapshots,
+            [
+                Snapshotted {
+                    session: first.as_str().to_owned(),
+                    position: 1,
+                    state: br#"{"n":1}"#.to_vec(),
+                },
+                Snapshotted {
+                    session: second.as_str().to_owned(),
+                    position: 4,
+                    state: b"[]".to_vec(),
+                },
+            ]
+        );
+        assert!(records[1].appends.is_empty());
+        assert_eq!(records[1].snapshots[0].position, 5);
+        assert!(records[2].snapshots.is_empty());
+        // A payload cut inside a snapshot is malformed, not a panic.
+        let mut record = Vec::new();
+        record.extend_from_slice(&0u32.to_le_bytes());
+        record.extend_from_slice(&1u32.to_le_bytes());
+        record.extend_from_slice(&3u32.to_le_bytes());
+        assert!(decode(&record).unwrap_err().contains("early"));
     }
 
     #[test]

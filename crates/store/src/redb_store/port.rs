@@ -441,6 +441,27 @@ impl Store for RedbStore {
         let name = session;
         let session = session.clone();
         let position = snapshot.position;
+        if let Some(writer) = &self.writer
+            && writer.journal().is_some()
+        {
+            // Saved by the next group commit, durable with its journal record.
+            self.health.check_writable(&self.path, || {
+                format!("saving a snapshot of session {name}")
+            })?;
+            let save = SaveSnapshot {
+                session,
+                position,
+                state,
+            };
+            return writer.snapshot(save).await.unwrap_or_else(|| {
+                Err(RedbError::Task {
+                    path: self.path.to_path_buf(),
+                    operation: format!("saving a snapshot of session {name}"),
+                    message: "the store's writer thread is gone".to_owned(),
+                }
+                .into())
+            });
+        }
         self.run_write(
             || format!("saving a snapshot of session {name}"),
             move |db| {

@@ -4,17 +4,20 @@
 //! checkpoint. Re-applying is safe however much of it redb already holds: an append whose
 //! session already reaches past it is skipped (a group commit is all or nothing, so its
 //! events are there), and one that starts where the session ends is applied with the usual
-//! rules, which recognise events already stored by their ids.
+//! rules, which recognise events already stored by their ids. A record's snapshots are saved
+//! again after its appends (inserting one redb already holds changes nothing); one past its
+//! session's end, which a journal written by this store never holds, is skipped.
 
 use std::path::Path;
 
 use openharness_core::SessionId;
-use redb::Database;
+use redb::{Database, ReadableTable};
 
 use super::apply::{Tables, apply};
 use super::guard::Db;
 use super::index::Tails;
 use super::journal::{self, Appended, Record};
+use super::layout::{SESSIONS, SNAPSHOTS};
 use super::writer::Append;
 use super::{Failure, RedbError, layout, record};
 
@@ -114,6 +117,9 @@ pub(super) fn recover(db: &Db, database: &Database, path: &Path) -> Result<Recov
                     Err(Failure::Redb(err)) => return Err(opening(err)),
                 }
             }
+            if !record.snapshots.is_empty() {
+                save_snapshots(&txn, &tables, record).map_err(&opening)?;
+            }
         }
     }
     layout::set_journal_lsn(&txn, next_lsn - 1).map_err(&opening)?;
@@ -123,6 +129,35 @@ pub(super) fn recover(db: &Db, database: &Database, path: &Path) -> Result<Recov
         next_lsn,
         replayed: pending.len(),
     })
+}
+
+/// Saves the snapshots of `record` whose sessions hold the events they fold.
+fn save_snapshots(
+    txn: &redb::WriteTransaction,
+    tables: &Tables<'_>,
+    record: &Record,
+) -> Result<(), redb::Error> {
+    let sessions = txn.open_table(SESSIONS)?;
+    let mut snapshots = txn.open_table(SNAPSHOTS)?;
+    for saved in &record.snapshots {
+        let sid = saved.session.as_str();
+        let len = match sessions.get(sid)? {
+            Some(_) => layout::len_of(&tables.events, &tables.recent, sid)?,
+            None => 0,
+        };
+        if saved.position > len {
+            tracing::warn!(
+                session = sid,
+                position = saved.position,
+                len,
+                lsn = record.lsn,
+                "skipping a journaled snapshot past its session's end"
+            );
+            continue;
+        }
+        snapshots.insert((sid, saved.position), saved.state.as_slice())?;
+    }
+    Ok(())
 }
 
 /// The append a journal record's entry stands for.

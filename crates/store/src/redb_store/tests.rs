@@ -207,3 +207,64 @@ async fn backend_errors_name_the_file_and_operation() {
     assert!(message.contains(&path.display().to_string()), "{message}");
     assert!(message.contains("read of session s-1"), "{message}");
 }
+
+/// With the journal, a snapshot is saved by a group commit and made durable by its record:
+/// readable at once, in the journal before the store is closed, refused past its session's
+/// end like any store's, and saved again from the journal when the file lacks it (the state a
+/// crash leaves: redb's commit of it was not durable).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_journaled_snapshot_is_readable_at_once_and_saved_again_from_the_journal() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("store.redb");
+    let journal_path = journal::path_of(&path);
+    let session = SessionId::new();
+    let last_lsn = {
+        let store = RedbStore::open(&path).unwrap();
+        let events: Vec<_> = (0..3)
+            .map(|i| Envelope::new("test:appended", json!({ "i": i }), None))
+            .collect();
+        store.append(&session, &events, 0).await.unwrap();
+        store
+            .snapshot(&session, &Snapshot::new(2, json!({"at": 2})))
+            .await
+            .unwrap();
+        let latest = store.latest_snapshot(&session, 3).await.unwrap().unwrap();
+        assert_eq!((latest.position, latest.state), (2, json!({"at": 2})));
+        let records = journal::read(&journal_path).unwrap();
+        let journaled: Vec<_> = records.iter().flat_map(|r| &r.snapshots).collect();
+        assert_eq!(journaled.len(), 1);
+        assert_eq!(
+            (journaled[0].position, journaled[0].state.as_slice()),
+            (2, br#"{"at":2}"#.as_slice())
+        );
+        for (target, position) in [(&session, 4), (&SessionId::new(), 0)] {
+            let refused = store
+                .snapshot(target, &Snapshot::new(position, json!({})))
+                .await
+                .unwrap_err();
+            assert!(
+                matches!(&refused, StoreError::Invalid(message) if message.contains("cannot save a snapshot")),
+                "{refused:?}"
+            );
+        }
+        records.last().unwrap().lsn
+    };
+    // A record past the clean close's checkpoint, as a crash leaves it: one snapshot that fits
+    // and one past the session's end, which is skipped.
+    {
+        let mut journal = journal::Journal::new(&journal_path, last_lsn + 1);
+        let mut group = journal.group();
+        group.add_snapshot(&session, 3, br#"{"at":3}"#);
+        group.add_snapshot(&session, 9, br#"{"at":9}"#);
+        journal.commit().unwrap();
+    }
+    let store = RedbStore::open(&path).unwrap();
+    let latest = store
+        .latest_snapshot(&session, u64::MAX)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!((latest.position, latest.state), (3, json!({"at": 3})));
+    let earlier = store.latest_snapshot(&session, 2).await.unwrap().unwrap();
+    assert_eq!(earlier.position, 2);
+}

@@ -64,10 +64,22 @@ pub(super) struct Append {
     pub(super) expected_seq: u64,
 }
 
+/// A snapshot saved by a group commit, with a journal: its record holds the state, so the
+/// snapshot is as durable as the group's appends without a durable redb commit of its own.
+pub(super) struct SaveSnapshot {
+    pub(super) session: SessionId,
+    /// The number of events the state folds.
+    pub(super) position: u64,
+    /// The state's JSON.
+    pub(super) state: String,
+}
+
 /// Work for the writer thread.
 enum Job {
     /// An append to commit.
     Append(Queued),
+    /// A snapshot to save with the next group (only with a journal).
+    Snapshot(SaveSnapshot, oneshot::Sender<Result<(), StoreError>>),
     /// Move the staged events to `events` (a commit on the caller found it due).
     Compact,
     /// Make every commit so far durable.
@@ -262,6 +274,18 @@ impl Writer {
         answer.await.unwrap_or_else(|_| Err(gone().into()))
     }
 
+    /// Saves a snapshot with the next group commit, made durable by its journal record;
+    /// `None` when there is no journal (the caller commits it itself) or the writer thread
+    /// is gone.
+    pub(super) async fn snapshot(&self, save: SaveSnapshot) -> Option<Result<(), StoreError>> {
+        self.journal.as_ref()?;
+        let (reply, answer) = oneshot::channel();
+        match &self.queue {
+            Some(queue) if queue.send(Job::Snapshot(save, reply)).is_ok() => answer.await.ok(),
+            _ => None,
+        }
+    }
+
     /// The tails of the sessions appended to: lock them around any other transaction that
     /// writes events.
     pub(super) fn tails(&self) -> &Arc<Tails> {
@@ -325,9 +349,12 @@ impl Writer {
         {
             let result = tokio::task::block_in_place(|| {
                 // Answered when it returns: not before the commit.
-                write_group(&self.target(), std::slice::from_ref(&append), &mut |_| {
-                    false
-                })
+                write_group(
+                    &self.target(),
+                    std::slice::from_ref(&append),
+                    &[],
+                    &mut |_| false,
+                )
             });
             self.shared.last_group.store(1, Ordering::Release);
             self.shared
@@ -527,8 +554,11 @@ fn write_loop(
             },
         };
         let mut compact = false;
-        let first = match job {
-            Job::Append(first) => first,
+        let mut group = Vec::new();
+        let mut snapshots = Vec::new();
+        match job {
+            Job::Append(first) => group.push(first),
+            Job::Snapshot(save, reply) => snapshots.push((save, reply)),
             Job::Compact => {
                 compact_staged(target);
                 continue;
@@ -541,8 +571,7 @@ fn write_loop(
                 checkpoint(target);
                 continue;
             }
-        };
-        let mut group = vec![first];
+        }
         let mut syncs = Vec::new();
         let mut checkpoint_due = false;
         let deadline = Instant::now() + GATHER;
@@ -560,13 +589,18 @@ fn write_loop(
             };
             match next {
                 Job::Append(request) => group.push(request),
+                Job::Snapshot(save, reply) => snapshots.push((save, reply)),
                 Job::Compact => compact = true,
                 Job::Checkpoint => checkpoint_due = true,
                 // After this group's commit, which it then covers too.
                 Job::Sync(reply) => syncs.push(reply),
             }
         }
-        last_group = group.len();
+        let appended = group.len();
+        if appended > 0 {
+            // A group of snapshots alone says nothing of how many writers are active.
+            last_group = appended;
+        }
         let (appends, mut replies): (Vec<Append>, Vec<_>) = group
             .into_iter()
             .map(|queued| (queued.append, queued.reply))
@@ -586,21 +620,31 @@ fn write_loop(
             }
             answered
         };
-        let written = write_group(target, &appends, &mut answer_early);
+        let (saves, saved): (Vec<SaveSnapshot>, Vec<_>) = snapshots.into_iter().unzip();
+        let written = write_group(target, &appends, &saves, &mut answer_early);
         // Before the answers, so that a caller sending again right away sees this group.
         shared.last_group.store(last_group, Ordering::Release);
-        shared.queued.fetch_sub(last_group, Ordering::AcqRel);
-        let results = match written {
+        shared.queued.fetch_sub(appended, Ordering::AcqRel);
+        let (results, snapshot_results) = match written {
             Ok(written) => {
                 compact |= written.compact;
                 checkpoint_due |= written.checkpoint;
-                written.results
+                (written.results, written.snapshots)
             }
-            Err(failure) => appends
-                .iter()
-                .map(|append| Err(failure.error(target.path, &append.session)))
-                .collect(),
+            Err(failure) => (
+                appends
+                    .iter()
+                    .map(|append| Err(failure.error(target.path, &append.session)))
+                    .collect(),
+                saves
+                    .iter()
+                    .map(|save| Err(failure.snapshot_error(target.path, &save.session)))
+                    .collect(),
+            ),
         };
+        for (reply, result) in saved.into_iter().zip(snapshot_results) {
+            let _ = reply.send(result);
+        }
         let mut acknowledged = 0;
         for ((reply, append), result) in replies.into_iter().zip(&appends).zip(results) {
             match reply {
