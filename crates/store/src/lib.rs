@@ -115,6 +115,7 @@ pub use postgres::{
     PostgresStore, redact_url,
 };
 pub use redb_store::{
-    COMPACT_ON_CLOSE_BYTES, Compaction, DEFAULT_CACHE_BYTES, DEFAULT_WRITER_SPIN, RedbDurability,
-    RedbError, RedbOptions, RedbStore, STORE_ENV, default_store_path,
+    COMPACT_ON_CLOSE_BYTES, Compaction, DEFAULT_CACHE_BYTES, DEFAULT_CALLER_SPIN,
+    DEFAULT_WRITER_SPIN, RedbDurability, RedbError, RedbOptions, RedbStore, STORE_ENV,
+    default_store_path,
 };

@@ -57,7 +57,8 @@ use guard::{Db, Health};
 use layout::{EVENT_INDEX, EVENTS, SESSIONS, SNAPSHOTS, SessionRecord, UNFINISHED};
 use open::{Sharing, open_prepared, recover_before_reading, retire_journal};
 pub use options::{
-    COMPACT_ON_CLOSE_BYTES, DEFAULT_CACHE_BYTES, DEFAULT_WRITER_SPIN, RedbDurability, RedbOptions,
+    COMPACT_ON_CLOSE_BYTES, DEFAULT_CACHE_BYTES, DEFAULT_CALLER_SPIN, DEFAULT_WRITER_SPIN,
+    RedbDurability, RedbOptions,
 };
 use writer::{Append, Journaled, SaveSnapshot, Writer};
 

@@ -141,6 +141,8 @@ pub(super) struct Writer {
     tails: Arc<Tails>,
     health: Arc<Health>,
     commit_on_caller: bool,
+    /// How long a lone append polls for its answer ([`RedbOptions::caller_spin`]).
+    caller_spin: Duration,
     durability: RedbDurability,
     journal: Option<Arc<Journaled>>,
     /// The sessions whose appends are acknowledged once queued, with a deferred durability.
@@ -228,6 +230,7 @@ impl Writer {
             tails,
             health,
             commit_on_caller,
+            caller_spin: options.caller_spin,
             durability,
             journal,
             deferred,
@@ -379,7 +382,17 @@ impl Writer {
                 Err(failure) => Err(failure.error(&self.path, &append.session)),
             });
         }
-        self.send(append)?.await.ok()
+        let answer = self.send(append)?;
+        // Polled only by a lone append on a runtime with other workers (see `caller_spin`).
+        let spin = if self.journal.is_some()
+            && self.shared.queued.load(Ordering::Acquire) <= 1
+            && multi_threaded()
+        {
+            self.caller_spin
+        } else {
+            Duration::ZERO
+        };
+        answered(answer, spin).await
     }
 
     /// Queues `append` for the writer thread: where its answer will come, or `None` when the
@@ -414,10 +427,36 @@ impl Writer {
         self.commit_on_caller
             && self.shared.queued.load(Ordering::Acquire) == 0
             && self.shared.last_group.load(Ordering::Acquire) <= 1
-            && tokio::runtime::Handle::try_current().is_ok_and(|handle| {
-                handle.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread
-            })
+            && multi_threaded()
     }
+}
+
+/// Whether the caller runs on a multi-threaded tokio runtime, whose other workers take its
+/// tasks while it blocks.
+fn multi_threaded() -> bool {
+    tokio::runtime::Handle::try_current()
+        .is_ok_and(|handle| handle.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread)
+}
+
+/// The answer of `answer`, polled for up to `spin` (yielding the core between polls) before it
+/// is awaited; `None` when its sender is gone. Taken while polling, the answer wakes nobody:
+/// the writer thread's send makes no system call, and the caller's task is not put to sleep
+/// and woken again.
+async fn answered<T>(mut answer: oneshot::Receiver<T>, spin: Duration) -> Option<T> {
+    if !spin.is_zero() {
+        let until = Instant::now() + spin;
+        loop {
+            match answer.try_recv() {
+                Ok(result) => return Some(result),
+                Err(oneshot::error::TryRecvError::Closed) => return None,
+                Err(oneshot::error::TryRecvError::Empty) if Instant::now() < until => {
+                    std::thread::yield_now();
+                }
+                Err(oneshot::error::TryRecvError::Empty) => break,
+            }
+        }
+    }
+    answer.await.ok()
 }
 
 impl Drop for Writer {
@@ -697,6 +736,36 @@ fn write_loop(
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_caller_polls_for_its_answer_then_awaits_it() {
+        // Sent while it polls: taken without awaiting.
+        let (reply, answer) = oneshot::channel();
+        let sender = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(2));
+            reply.send(7).unwrap();
+        });
+        assert_eq!(answered(answer, Duration::from_secs(5)).await, Some(7));
+        sender.join().unwrap();
+        // Sent after the polling gave up: awaited.
+        let (reply, answer) = oneshot::channel();
+        let sender = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(30));
+            reply.send(8).unwrap();
+        });
+        let started = Instant::now();
+        assert_eq!(answered(answer, Duration::from_millis(1)).await, Some(8));
+        assert!(started.elapsed() >= Duration::from_millis(25));
+        sender.join().unwrap();
+        // A sender gone, while polling or awaiting: no answer, at once.
+        for spin in [Duration::from_secs(10), Duration::ZERO] {
+            let (reply, answer) = oneshot::channel::<u8>();
+            drop(reply);
+            let started = Instant::now();
+            assert_eq!(answered(answer, spin).await, None);
+            assert!(started.elapsed() < Duration::from_secs(5));
+        }
+    }
 
     #[test]
     fn the_writer_polls_for_a_job_only_as_long_as_it_is_told() {
