@@ -9,8 +9,8 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use openharness_core::builtin::{InputReceived, UserInput};
-use openharness_core::{Event as _, EventId, RunOptions, SessionId, SessionStatus};
-use openharness_host::{ForkPoint, SessionQuery};
+use openharness_core::{Event as _, EventId, RunOptions, SessionId};
+use openharness_host::{ForkPoint, SessionQueryWords};
 use serde::Deserialize;
 use serde_json::json;
 use tower_http::timeout::TimeoutLayer;
@@ -134,61 +134,21 @@ async fn health() -> Response {
     Json(json!({ "status": "ok" })).into_response()
 }
 
-/// `GET /sessions`'s query: every filter optional (see [`SessionQuery`]).
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-struct ListQuery {
-    search: Option<String>,
-    /// Comma-separated statuses.
-    status: Option<String>,
-    workflow: Option<String>,
-    agent: Option<String>,
-    since: Option<chrono::DateTime<chrono::Utc>>,
-    until: Option<chrono::DateTime<chrono::Utc>>,
-    open_request: Option<bool>,
-    fork_of: Option<String>,
-    sort: Option<String>,
-    after: Option<String>,
-    limit: Option<usize>,
-}
-
-impl ListQuery {
-    fn into_query(self) -> Result<SessionQuery, ApiError> {
-        let mut query = SessionQuery::default();
-        query.search = self.search;
-        if let Some(statuses) = self.status {
-            query.status = SessionStatus::parse_list(statuses.split(',')).map_err(|word| {
-                ApiError::bad_request(format!(
-                    "`{word}` is not a status: running, idle, waiting or failed"
-                ))
-            })?;
-        }
-        query.workflow = self.workflow;
-        query.agent = self.agent;
-        query.since = self.since;
-        query.until = self.until;
-        query.open_request = self.open_request;
-        query.fork_of = self.fork_of.as_deref().map(session_id).transpose()?;
-        if let Some(sort) = self.sort {
-            query.sort = sort.parse().map_err(ApiError::bad_request)?;
-        }
-        // An empty cursor is the first page, as no cursor is.
-        query.after = self.after.filter(|after| !after.is_empty());
-        if let Some(limit) = self.limit
-            && !(1..=openharness_host::MAX_SESSIONS_PAGE).contains(&limit)
-        {
-            return Err(ApiError::bad_request(format!(
-                "`limit` is 1 to {} sessions a page, not {limit}",
-                openharness_host::MAX_SESSIONS_PAGE
-            )));
-        }
-        query.limit = self.limit;
-        Ok(query)
+/// `GET /sessions`: the query's words checked by the host (the same rules as the CLI's
+/// `sessions`), and the page size bounded.
+async fn list(State(state): Shared, asked: crate::request::QueryOf<SessionQueryWords>) -> Answer {
+    let words = query(asked)?;
+    if let Some(limit) = words.limit
+        && !(1..=openharness_host::MAX_SESSIONS_PAGE).contains(&limit)
+    {
+        return Err(ApiError::bad_request(format!(
+            "`limit` is 1 to {} sessions a page, not {limit}",
+            openharness_host::MAX_SESSIONS_PAGE
+        )));
     }
-}
-
-async fn list(State(state): Shared, asked: crate::request::QueryOf<ListQuery>) -> Answer {
-    let asked = query(asked)?.into_query()?;
+    let asked = words
+        .into_query()
+        .map_err(|err| ApiError::bad_request(err.to_string()))?;
     Ok(Json(state.host.query_sessions(&asked).await?).into_response())
 }
 

@@ -2,6 +2,7 @@
 //! owns each and the ones an interrupted import left unfinished.
 
 use super::*;
+use openharness_host::{SessionQueryError, SessionQueryWords};
 
 /// One session as `sessions --json` prints it: the store's metadata, the workflow that owns
 /// it (a fork's is its root's) and whether this program registers that workflow.
@@ -49,7 +50,9 @@ pub(super) async fn listed_whole(host: &openharness_host::Host) -> Result<(), Cl
     })
 }
 
-/// The host's query for `sessions`' options.
+/// The host's query for `sessions`' options, checked by the host (the same rules as the
+/// server's `GET /sessions`). Without `--sort`, the oldest come first, unless a filter is
+/// given: then the most recently active.
 pub(super) fn session_query(asked: crate::args::SessionsQuery) -> Result<SessionQuery, CliError> {
     let filtered = asked.search.is_some()
         || !asked.status.is_empty()
@@ -60,28 +63,30 @@ pub(super) fn session_query(asked: crate::args::SessionsQuery) -> Result<Session
         || asked.open
         || asked.fork_of.is_some()
         || asked.limit.is_some();
-    let mut query = SessionQuery::default();
-    query.search = asked.search;
-    query.status =
-        SessionStatus::parse_list(asked.status.iter().map(String::as_str)).map_err(|word| {
-            CliError::Usage(format!(
-                "--status: `{word}` is not a status (running, idle, waiting or failed)"
-            ))
-        })?;
-    query.workflow = asked.workflow;
-    query.agent = asked.agent;
-    query.since = asked.since;
-    query.until = asked.until;
-    query.open_request = asked.open.then_some(true);
-    query.fork_of = asked.fork_of.as_deref().map(parse_session).transpose()?;
-    query.sort = match asked.sort {
-        Some(sort) => sort
-            .parse()
-            .map_err(|err| CliError::Usage(format!("--sort: {err}")))?,
-        None if filtered => SessionSort::Recent,
-        None => SessionSort::Oldest,
-    };
-    query.limit = asked.limit;
+    let sorted = asked.sort.is_some();
+    let mut words = SessionQueryWords::default();
+    words.search = asked.search;
+    words.status = (!asked.status.is_empty()).then(|| asked.status.join(","));
+    words.workflow = asked.workflow;
+    words.agent = asked.agent;
+    words.since = asked.since;
+    words.until = asked.until;
+    words.open_request = asked.open.then_some(true);
+    words.fork_of = asked.fork_of;
+    words.sort = asked.sort;
+    words.limit = asked.limit;
+    let mut query = words.into_query().map_err(|err| {
+        let option = match err {
+            SessionQueryError::Status(_) => "--status",
+            SessionQueryError::Sort(_) => "--sort",
+            SessionQueryError::ForkOf { .. } => "--fork-of",
+            _ => "sessions",
+        };
+        CliError::Usage(format!("{option}: {err}"))
+    })?;
+    if !sorted && !filtered {
+        query.sort = SessionSort::Oldest;
+    }
     Ok(query)
 }
 
