@@ -259,17 +259,18 @@ async fn demo_planner(
             .respond(&outcome.session, request, "yes".into(), options(context))
             .await?;
     }
-    context.print_outcome(name, &outcome)?;
-    recorded(context, &outcome)?;
-    writeln!(out, "Open it:")?;
-    writeln!(out, "  openharness events {}", outcome.session)?;
-    writeln!(out, "  openharness tape {} --at 0", outcome.session)?;
-    writeln!(
-        out,
-        "  openharness tape {} --at {}",
-        outcome.session, outcome.len
-    )?;
-    Ok(())
+    let session = &outcome.session;
+    closing(
+        context,
+        name,
+        &outcome,
+        "Open it",
+        &[
+            format!("events {session}"),
+            format!("tape {session} --at 0"),
+            format!("tape {session} --at {}", outcome.len),
+        ],
+    )
 }
 
 /// The chat offline: one session, one turn per message (the demo's three, or `message`).
@@ -303,12 +304,17 @@ async fn demo_chat(context: &Context, message: Option<String>) -> Result<(), Cli
     let Some(outcome) = last else {
         return Ok(());
     };
-    context.print_outcome(name, &outcome)?;
-    recorded(context, &outcome)?;
-    writeln!(out, "Continue it:")?;
-    writeln!(out, "  openharness send {} \"Thanks!\"", outcome.session)?;
-    writeln!(out, "  openharness tape {}", outcome.session)?;
-    Ok(())
+    let session = &outcome.session;
+    closing(
+        context,
+        name,
+        &outcome,
+        "Continue it",
+        &[
+            format!("send {session} \"Thanks!\""),
+            format!("tape {session}"),
+        ],
+    )
 }
 
 /// `openharness run`: the example against a real model.
@@ -331,24 +337,39 @@ async fn record(
         "\n{} input and {} output tokens, ${:.4}.",
         outcome.usage.input_tokens, outcome.usage.output_tokens, outcome.cost
     )?;
-    context.print_outcome(name, &outcome)?;
-    recorded(context, &outcome)?;
-    writeln!(out, "Replay it (no model calls):")?;
-    writeln!(out, "  openharness events {}", outcome.session)?;
-    writeln!(
-        out,
-        "  openharness tape {} --at {}",
-        outcome.session, outcome.len
-    )?;
-    Ok(())
+    let session = &outcome.session;
+    closing(
+        context,
+        name,
+        &outcome,
+        "Replay it (no model calls)",
+        &[
+            format!("events {session}"),
+            format!("tape {session} --at {}", outcome.len),
+        ],
+    )
 }
 
-fn recorded(context: &Context, outcome: &TurnOutcome) -> Result<(), CliError> {
+/// The end of an example's run: its outcome, where it is recorded, and what to try next
+/// (`openharness` commands, under `heading`).
+fn closing(
+    context: &Context,
+    name: &str,
+    outcome: &TurnOutcome,
+    heading: &str,
+    commands: &[String],
+) -> Result<(), CliError> {
+    context.print_outcome(name, outcome)?;
+    let mut out = context.out();
     writeln!(
-        context.out(),
+        out,
         "\nSession {} is recorded in {}.",
         outcome.session,
         context.store_path().display()
     )?;
+    writeln!(out, "{heading}:")?;
+    for command in commands {
+        writeln!(out, "  openharness {command}")?;
+    }
     Ok(())
 }
