@@ -617,7 +617,8 @@ fn write_loop(
         while group.len() < MAX_GROUP {
             let next = match requests.try_recv() {
                 Ok(job) => job,
-                Err(_) if group.len() < last_group => {
+                // Snapshots count: a writer that sent one is waiting for it, not appending.
+                Err(_) if group.len() + snapshots.len() < last_group => {
                     let left = deadline.saturating_duration_since(Instant::now());
                     match requests.recv_timeout(left) {
                         Ok(job) => job,
