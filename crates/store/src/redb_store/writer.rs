@@ -27,6 +27,13 @@
 //! damaged, and the next open applies the record from the journal. Once enough records are written, the writer thread checkpoints (a durable commit
 //! that records the last record's lsn) and the journal starts over; closing the store
 //! checkpoints and removes it.
+//!
+//! With a journal, a snapshot is a job for the writer thread too: saved in the next group's
+//! transaction and carried by its journal record, so it is durable without a durable redb
+//! commit of its own. And the caller of a lone append polls for its answer for
+//! [`RedbOptions::caller_spin`](super::RedbOptions::caller_spin) before its task sleeps on it,
+//! as the writer thread polls its queue for the next append
+//! ([`RedbOptions::writer_spin`](super::RedbOptions::writer_spin)) before it sleeps.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
