@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 
 use openharness_core::{SessionId, StoreError};
-use redb::{Database, ReadableTable};
+use redb::Database;
 
 use super::apply::{Tables, apply};
 use super::guard;
@@ -144,6 +144,7 @@ fn write_locked(
         txn.set_durability(redb::Durability::None)?;
     }
     let mut results = Vec::with_capacity(group.len());
+    let mut saved = Vec::with_capacity(snapshots.len());
     let mut wrote = false;
     let mut journal = target.journal.map(Journaled::lock);
     let mut record = journal.as_mut().map(|journal| journal.group());
@@ -163,42 +164,35 @@ fn write_locked(
                 Err(Failure::Redb(err)) => return Err(err),
             }
         }
-        staging::due(&tables.recent)?
-    };
-    let mut saved = Vec::with_capacity(snapshots.len());
-    if !snapshots.is_empty() {
-        let sessions = txn.open_table(SESSIONS)?;
-        let (events, recent) = (
-            txn.open_table(layout::EVENTS)?,
-            txn.open_table(staging::RECENT)?,
-        );
-        let mut table = txn.open_table(SNAPSHOTS)?;
-        for save in snapshots {
-            let sid = save.session.as_str();
-            let len = match sessions.get(sid)? {
-                Some(_) => Some(layout::len_of(&events, &recent, sid)?),
-                None => None,
-            };
-            match len {
-                Some(len) if save.position <= len => {}
-                len => {
-                    let len = len.unwrap_or(0);
+        if !snapshots.is_empty() {
+            let sessions = txn.open_table(SESSIONS)?;
+            let mut table = txn.open_table(SNAPSHOTS)?;
+            for save in snapshots {
+                let (sid, position) = (save.session.as_str(), save.position);
+                if let Some(len) = layout::snapshot_short_of(
+                    &sessions,
+                    &tables.events,
+                    &tables.recent,
+                    sid,
+                    position,
+                )? {
                     saved.push(Err(crate::snapshot_beyond_end(
                         &save.session,
-                        save.position,
+                        position,
                         len,
                     )));
                     continue;
                 }
+                table.insert((sid, position), save.state.as_bytes())?;
+                if let Some(record) = record.as_mut() {
+                    record.add_snapshot(&save.session, position, save.state.as_bytes());
+                }
+                wrote = true;
+                saved.push(Ok(()));
             }
-            table.insert((sid, save.position), save.state.as_bytes())?;
-            if let Some(record) = record.as_mut() {
-                record.add_snapshot(&save.session, save.position, save.state.as_bytes());
-            }
-            wrote = true;
-            saved.push(Ok(()));
         }
-    }
+        staging::due(&tables.recent)?
+    };
     if !wrote {
         txn.abort()?;
         return Ok(Written {

@@ -471,6 +471,28 @@ where
     Ok(stored.max(staged))
 }
 
+/// Whether a snapshot of session `sid` at `position` falls short of it: the session's length
+/// when the snapshot does not fit (0 for a session with no record), `None` when it does.
+/// Snapshots are saved at positions 0 to the length of a session that exists.
+pub(super) fn snapshot_short_of<S, E, R>(
+    sessions: &S,
+    events: &E,
+    recent: &R,
+    sid: &str,
+    position: u64,
+) -> Result<Option<u64>, redb::Error>
+where
+    S: ReadableTable<&'static str, &'static [u8]>,
+    E: ReadableTable<(&'static str, u64), &'static [u8]>,
+    R: ReadableTable<u64, (&'static str, u64, &'static [u8])>,
+{
+    if sessions.get(sid)?.is_none() {
+        return Ok(Some(0));
+    }
+    let len = len_of(events, recent, sid)?;
+    Ok((position > len).then_some(len))
+}
+
 /// The [`SessionInfo`] of a session from its record and its last event (stored or staged).
 pub(super) fn session_info(
     session: &SessionId,

@@ -453,14 +453,7 @@ impl Store for RedbStore {
                 position,
                 state,
             };
-            return writer.snapshot(save).await.unwrap_or_else(|| {
-                Err(RedbError::Task {
-                    path: self.path.to_path_buf(),
-                    operation: format!("saving a snapshot of session {name}"),
-                    message: "the store's writer thread is gone".to_owned(),
-                }
-                .into())
-            });
+            return writer.snapshot(save).await;
         }
         self.run_write(
             || format!("saving a snapshot of session {name}"),
@@ -468,25 +461,14 @@ impl Store for RedbStore {
                 let sid = session.as_str();
                 let txn = db.begin_write()?;
                 {
-                    let sessions = txn.open_table(SESSIONS)?;
-                    let len = match sessions.get(sid)? {
-                        Some(_) => Some(layout::len_of(
-                            &txn.open_table(EVENTS)?,
-                            &txn.open_table(staging::RECENT)?,
-                            sid,
-                        )?),
-                        None => None,
-                    };
-                    match len {
-                        Some(len) if position <= len => {}
-                        len => {
-                            return Err(crate::snapshot_beyond_end(
-                                &session,
-                                position,
-                                len.unwrap_or(0),
-                            )
-                            .into());
-                        }
+                    if let Some(len) = layout::snapshot_short_of(
+                        &txn.open_table(SESSIONS)?,
+                        &txn.open_table(EVENTS)?,
+                        &txn.open_table(staging::RECENT)?,
+                        sid,
+                        position,
+                    )? {
+                        return Err(crate::snapshot_beyond_end(&session, position, len).into());
                     }
                     let mut snapshots = txn.open_table(SNAPSHOTS)?;
                     snapshots.insert((sid, position), state.as_bytes())?;

@@ -5,13 +5,13 @@
 //! session already reaches past it is skipped (a group commit is all or nothing, so its
 //! events are there), and one that starts where the session ends is applied with the usual
 //! rules, which recognise events already stored by their ids. A record's snapshots are saved
-//! again after its appends (inserting one redb already holds changes nothing); one past its
-//! session's end, which a journal written by this store never holds, is skipped.
+//! again after its appends (inserting one redb already holds changes nothing); one its session
+//! does not reach, which a journal written by this store never holds, is skipped.
 
 use std::path::Path;
 
 use openharness_core::SessionId;
-use redb::{Database, ReadableTable};
+use redb::Database;
 
 use super::apply::{Tables, apply};
 use super::guard::Db;
@@ -131,7 +131,8 @@ pub(super) fn recover(db: &Db, database: &Database, path: &Path) -> Result<Recov
     })
 }
 
-/// Saves the snapshots of `record` whose sessions hold the events they fold.
+/// Saves the snapshots of `record` whose sessions hold the events they fold (by the rule
+/// every save follows: [`layout::snapshot_short_of`]).
 fn save_snapshots(
     txn: &redb::WriteTransaction,
     tables: &Tables<'_>,
@@ -141,11 +142,13 @@ fn save_snapshots(
     let mut snapshots = txn.open_table(SNAPSHOTS)?;
     for saved in &record.snapshots {
         let sid = saved.session.as_str();
-        let len = match sessions.get(sid)? {
-            Some(_) => layout::len_of(&tables.events, &tables.recent, sid)?,
-            None => 0,
-        };
-        if saved.position > len {
+        if let Some(len) = layout::snapshot_short_of(
+            &sessions,
+            &tables.events,
+            &tables.recent,
+            sid,
+            saved.position,
+        )? {
             tracing::warn!(
                 session = sid,
                 position = saved.position,

@@ -40,6 +40,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc::{Receiver, Sender};
 use std::sync::{Mutex, PoisonError};
+use std::task::Poll;
 use std::time::{Duration, Instant};
 
 use openharness_core::{Envelope, SessionId, StoreError};
@@ -271,29 +272,36 @@ impl Writer {
         if self.shared.pending().is_none() && self.shared.queued.load(Ordering::Acquire) == 0 {
             return Ok(());
         }
-        let gone = || RedbError::Task {
-            path: self.path.clone(),
-            operation: "making the appends durable".to_owned(),
-            message: "the store's writer thread is gone".to_owned(),
-        };
+        let gone = || self.gone("making the appends durable".to_owned());
         let (reply, answer) = oneshot::channel();
         match &self.queue {
             Some(queue) if queue.send(Job::Sync(reply)).is_ok() => {}
-            _ => return Err(gone().into()),
+            _ => return Err(gone()),
         }
-        answer.await.unwrap_or_else(|_| Err(gone().into()))
+        answer.await.unwrap_or_else(|_| Err(gone()))
     }
 
-    /// Saves a snapshot with the next group commit, made durable by its journal record;
-    /// `None` when there is no journal (the caller commits it itself) or the writer thread
-    /// is gone.
-    pub(super) async fn snapshot(&self, save: SaveSnapshot) -> Option<Result<(), StoreError>> {
-        self.journal.as_ref()?;
+    /// Saves a snapshot with the next group commit, made durable by its journal record (call
+    /// only with a [`journal`](Self::journal); without one, the caller commits it itself).
+    pub(super) async fn snapshot(&self, save: SaveSnapshot) -> Result<(), StoreError> {
+        let session = save.session.clone();
+        let gone = || self.gone(format!("saving a snapshot of session {session}"));
         let (reply, answer) = oneshot::channel();
         match &self.queue {
-            Some(queue) if queue.send(Job::Snapshot(save, reply)).is_ok() => answer.await.ok(),
-            _ => None,
+            Some(queue) if queue.send(Job::Snapshot(save, reply)).is_ok() => {}
+            _ => return Err(gone()),
         }
+        answer.await.unwrap_or_else(|_| Err(gone()))
+    }
+
+    /// The error of `operation` when the writer thread is gone.
+    fn gone(&self, operation: String) -> StoreError {
+        RedbError::Task {
+            path: self.path.clone(),
+            operation,
+            message: "the store's writer thread is gone".to_owned(),
+        }
+        .into()
     }
 
     /// The tails of the sessions appended to: lock them around any other transaction that
@@ -445,25 +453,32 @@ fn multi_threaded() -> bool {
         .is_ok_and(|handle| handle.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread)
 }
 
-/// The answer of `answer`, polled for up to `spin` (yielding the core between polls) before it
-/// is awaited; `None` when its sender is gone. Taken while polling, the answer wakes nobody:
-/// the writer thread's send makes no system call, and the caller's task is not put to sleep
-/// and woken again.
+/// The answer of `answer`, polled for up to `spin` before it is awaited; `None` when its
+/// sender is gone. Taken while polling, the answer wakes nobody: the writer thread's send
+/// makes no system call, and the caller's task is not put to sleep and woken again.
 async fn answered<T>(mut answer: oneshot::Receiver<T>, spin: Duration) -> Option<T> {
-    if !spin.is_zero() {
-        let until = Instant::now() + spin;
-        loop {
-            match answer.try_recv() {
-                Ok(result) => return Some(result),
-                Err(oneshot::error::TryRecvError::Closed) => return None,
-                Err(oneshot::error::TryRecvError::Empty) if Instant::now() < until => {
-                    std::thread::yield_now();
-                }
-                Err(oneshot::error::TryRecvError::Empty) => break,
-            }
+    let polled = poll_for(spin, || match answer.try_recv() {
+        Ok(result) => Poll::Ready(Some(result)),
+        Err(oneshot::error::TryRecvError::Closed) => Poll::Ready(None),
+        Err(oneshot::error::TryRecvError::Empty) => Poll::Pending,
+    });
+    match polled {
+        Some(result) => result,
+        None => answer.await.ok(),
+    }
+}
+
+/// Calls `poll` until it is ready or `spin` has passed, yielding the core between calls (it
+/// is called once even when `spin` is zero): what it gave, or `None` when the time ran out.
+fn poll_for<T>(spin: Duration, mut poll: impl FnMut() -> Poll<T>) -> Option<T> {
+    let until = Instant::now() + spin;
+    loop {
+        match poll() {
+            Poll::Ready(value) => return Some(value),
+            Poll::Pending if Instant::now() >= until => return None,
+            Poll::Pending => std::thread::yield_now(),
         }
     }
-    answer.await.ok()
 }
 
 impl Drop for Writer {
@@ -556,15 +571,12 @@ impl Target<'_> {
 /// ago usually sends its next append within tens of microseconds, and waking a sleeping thread
 /// costs about as much.
 fn spin_for(requests: &Receiver<Job>, spin: Duration) -> Option<Job> {
-    let until = Instant::now() + spin;
-    loop {
-        match requests.try_recv() {
-            Ok(job) => return Some(job),
-            Err(std::sync::mpsc::TryRecvError::Disconnected) => return None,
-            Err(std::sync::mpsc::TryRecvError::Empty) if Instant::now() >= until => return None,
-            Err(std::sync::mpsc::TryRecvError::Empty) => std::thread::yield_now(),
-        }
-    }
+    poll_for(spin, || match requests.try_recv() {
+        Ok(job) => Poll::Ready(Some(job)),
+        Err(std::sync::mpsc::TryRecvError::Disconnected) => Poll::Ready(None),
+        Err(std::sync::mpsc::TryRecvError::Empty) => Poll::Pending,
+    })
+    .flatten()
 }
 
 /// The writer thread's work until the queue closes; `applied` counts the appends answered
