@@ -54,16 +54,6 @@ pub(super) async fn listed_whole(host: &openharness_host::Host) -> Result<(), Cl
 /// server's `GET /sessions`). Without `--sort`, the oldest come first, unless a filter is
 /// given: then the most recently active.
 pub(super) fn session_query(asked: crate::args::SessionsQuery) -> Result<SessionQuery, CliError> {
-    let filtered = asked.search.is_some()
-        || !asked.status.is_empty()
-        || asked.workflow.is_some()
-        || asked.agent.is_some()
-        || asked.since.is_some()
-        || asked.until.is_some()
-        || asked.open
-        || asked.fork_of.is_some()
-        || asked.limit.is_some();
-    let sorted = asked.sort.is_some();
     let mut words = SessionQueryWords::default();
     words.search = asked.search;
     words.status = (!asked.status.is_empty()).then(|| asked.status.join(","));
@@ -73,8 +63,11 @@ pub(super) fn session_query(asked: crate::args::SessionsQuery) -> Result<Session
     words.until = asked.until;
     words.open_request = asked.open.then_some(true);
     words.fork_of = asked.fork_of;
-    words.sort = asked.sort;
     words.limit = asked.limit;
+    // Any option but the sort is a filter.
+    let filtered = words != SessionQueryWords::default();
+    let sorted = asked.sort.is_some();
+    words.sort = asked.sort;
     let mut query = words.into_query().map_err(|err| {
         let option = match err {
             SessionQueryError::Status(_) => "--status",
