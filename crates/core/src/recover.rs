@@ -74,8 +74,6 @@ pub(crate) enum Unrecorded {
     Event(Pending, EventId),
     /// An agent the event `trigger` activated, whose `agent:started` was never recorded.
     Start {
-        /// The agent's name.
-        agent: String,
         /// What its `agent:started` records (boxed: the variant would dwarf the other).
         started: Box<AgentStarted>,
         /// The event that activated it.
@@ -97,10 +95,7 @@ pub(crate) struct OpenCall {
 /// An expected consequence of a recorded event.
 enum Expected {
     Event(Pending),
-    Start {
-        agent: String,
-        started: Box<AgentStarted>,
-    },
+    Start { started: Box<AgentStarted> },
 }
 
 impl Expected {
@@ -302,24 +297,29 @@ async fn derive_info<S: WorkflowState>(
     depth: usize,
 ) -> Result<Derived<S>, Error> {
     // A cut-off turn is derived from a snapshot at or before the turn's start, so the tail holds
-    // the whole turn. Most often the latest snapshot is at a turn's end: `derive_at_turn_end`
+    // the whole turn. Most often the latest snapshot is at a turn's end: `Streamed::AtTurnEnd`
     // checks the event before it as it streams. One saved inside a turn does too if that turn
     // ended (a `workflow:completed` is recorded after it); those inside the cut-off turn are
     // passed over, and each one passed over narrows the range still to search, so the events
     // of the cut-off turn are scanned at most once.
     let mut at_most = info.count;
     let mut no_turn_end_from = info.status.is_running().then_some(info.count);
-    while let Some((state, base, bytes)) = snapshot_for_derive(wf, session, at_most).await? {
+    while let Some(start) = snapshot_for_derive(wf, session, at_most).await? {
+        let base = start.base;
         at_most = base - 1;
-        let Some(end) = no_turn_end_from else {
-            return derive_from(wf, session, &info, state, base, Some(bytes)).await;
+        let how = match no_turn_end_from {
+            None => Streamed::Whole,
+            Some(_) => Streamed::AtTurnEnd,
         };
-        let state = match derive_at_turn_end(wf, session, &info, state, base, bytes).await? {
+        let start = match derive_streamed(wf, session, &info, start, how).await? {
             Ok(derived) => return Ok(derived),
-            Err(state) => state,
+            Err(start) => start,
         };
-        if turn_end_within(wf, session, base..end).await? {
-            return derive_from(wf, session, &info, state, base, Some(bytes)).await;
+        if let Some(end) = no_turn_end_from
+            && turn_end_within(wf, session, base..end).await?
+        {
+            let derived = derive_streamed(wf, session, &info, start, Streamed::Whole).await?;
+            return Ok(whole(derived));
         }
         no_turn_end_from = Some(base - 1);
     }
@@ -345,20 +345,29 @@ async fn derive_info<S: WorkflowState>(
         Some(from) => Streamed::Inheriting(Box::new(from)),
         None => Streamed::Whole,
     };
-    match derive_streamed(wf, session, &info, state, 0, None, how).await? {
-        Ok(derived) => Ok(derived),
-        Err(_) => unreachable!("only a derivation that checks for a turn's end stops early"),
-    }
+    let start = DerivationStart {
+        state,
+        base: 0,
+        bytes: None,
+    };
+    Ok(whole(
+        derive_streamed(wf, session, &info, start, how).await?,
+    ))
 }
 
 /// The latest snapshot at or before `at_most` (and after position 0) that decodes into the
-/// workflow's state, with its position and the size of its JSON.
+/// workflow's state, as a derivation's start.
 async fn snapshot_for_derive<S: WorkflowState>(
     wf: &Inner<S>,
     session: &SessionId,
     at_most: u64,
-) -> Result<Option<(S, u64, u64)>, Error> {
-    decoded_snapshot(wf, session, at_most, |_, json| json.byte_len()).await
+) -> Result<Option<DerivationStart<S>>, Error> {
+    let found = decoded_snapshot(wf, session, at_most, |_, json| json.byte_len()).await?;
+    Ok(found.map(|(state, base, bytes)| DerivationStart {
+        state,
+        base,
+        bytes: Some(bytes),
+    }))
 }
 
 /// Whether a `workflow:completed` is recorded at a seq in `range`.
@@ -377,64 +386,42 @@ async fn turn_end_within<S: WorkflowState>(
     Ok(false)
 }
 
-/// Derives the session from `state` at position `base` (a snapshot of `bytes` bytes, none for
-/// position 0), streaming the events after it.
-async fn derive_from<S: WorkflowState>(
-    wf: &Inner<S>,
-    session: &SessionId,
-    info: &crate::SessionInfo,
+/// Where a derivation starts: `state` at position `base`, read from a snapshot of `bytes`
+/// bytes (none for position 0).
+struct DerivationStart<S> {
     state: S,
     base: u64,
     bytes: Option<u64>,
-) -> Result<Derived<S>, Error> {
-    match derive_streamed(wf, session, info, state, base, bytes, Streamed::Whole).await? {
-        Ok(derived) => Ok(derived),
-        Err(_) => unreachable!("only a derivation that checks for a turn's end stops early"),
-    }
 }
 
-/// [`derive_from`] a snapshot at `base` if it was saved at a turn's end; else (found out from
-/// the first event streamed) the state back, nothing derived.
-async fn derive_at_turn_end<S: WorkflowState>(
-    wf: &Inner<S>,
-    session: &SessionId,
-    info: &crate::SessionInfo,
-    state: S,
-    base: u64,
-    bytes: u64,
-) -> Result<Result<Derived<S>, S>, Error> {
-    derive_streamed(
-        wf,
-        session,
-        info,
-        state,
-        base,
-        Some(bytes),
-        Streamed::AtTurnEnd,
-    )
-    .await
+/// The derivation of a [`Streamed`] that cannot stop early.
+fn whole<S>(streamed: Result<Derived<S>, DerivationStart<S>>) -> Derived<S> {
+    match streamed {
+        Ok(derived) => derived,
+        Err(_) => unreachable!("only a derivation that checks for a turn's end stops early"),
+    }
 }
 
 /// How [`derive_streamed`] goes.
 enum Streamed<S> {
     /// Through the whole tail.
     Whole,
-    /// Only if its base was saved at a turn's end (else it stops at once, giving the state
+    /// Only if its base was saved at a turn's end (else it stops at once, giving the start
     /// back).
     AtTurnEnd,
     /// Through the whole tail of a fork, owing what its parent had under way at the fork point.
     Inheriting(Box<ForkFrom<S>>),
 }
 
+/// Derives the session from `start`, streaming the events after its base.
 async fn derive_streamed<S: WorkflowState>(
     wf: &Inner<S>,
     session: &SessionId,
     info: &crate::SessionInfo,
-    state: S,
-    base: u64,
-    bytes: Option<u64>,
+    start: DerivationStart<S>,
     how: Streamed<S>,
-) -> Result<Result<Derived<S>, S>, Error> {
+) -> Result<Result<Derived<S>, DerivationStart<S>>, Error> {
+    let DerivationStart { state, base, bytes } = start;
     let failed = store_error(wf, session);
     let mut tail = Tail::new(wf, session, state, base);
     let at_turn_end = matches!(how, Streamed::AtTurnEnd);
@@ -449,7 +436,8 @@ async fn derive_streamed<S: WorkflowState>(
         let recorded = recorded.map_err(&failed)?;
         if recorded.seq < base {
             if at_turn_end && recorded.event.name != WorkflowCompleted::NAME {
-                return Ok(Err(tail.fold.into_state()));
+                let state = tail.fold.into_state();
+                return Ok(Err(DerivationStart { state, base, bytes }));
             }
             tail.look_back(&recorded.event);
             continue;

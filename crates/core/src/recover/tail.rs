@@ -62,12 +62,8 @@ impl<'w, S: WorkflowState> Tail<'w, S> {
         for item in derived.unrecorded {
             match item {
                 Unrecorded::Event(pending, cause) => expect(cause, Expected::Event(pending)),
-                Unrecorded::Start {
-                    agent,
-                    started,
-                    trigger,
-                } => {
-                    expect(trigger.id, Expected::Start { agent, started });
+                Unrecorded::Start { started, trigger } => {
+                    expect(trigger.id, Expected::Start { started });
                     triggers.push(trigger);
                 }
             }
@@ -154,7 +150,6 @@ impl<'w, S: WorkflowState> Tail<'w, S> {
                         starts += 1;
                         let name = agent.spec().name.to_owned();
                         consequences.push_back(Expected::Start {
-                            agent: name.clone(),
                             started: Box::new(AgentStarted {
                                 agent: name,
                                 model: activation.model,
@@ -275,10 +270,9 @@ impl<'w, S: WorkflowState> Tail<'w, S> {
                         Expected::Event(pending) => {
                             unrecorded.push(Unrecorded::Event(pending, cause));
                         }
-                        Expected::Start { agent, started } => {
+                        Expected::Start { started } => {
                             if let Some((trigger, _)) = self.triggers.get(&cause) {
                                 unrecorded.push(Unrecorded::Start {
-                                    agent,
                                     started,
                                     trigger: trigger.clone(),
                                 });
@@ -293,7 +287,6 @@ impl<'w, S: WorkflowState> Tail<'w, S> {
             for (_, call) in owed {
                 match call.trigger {
                     Some(trigger) => unrecorded.push(Unrecorded::Start {
-                        agent: call.started.agent.clone(),
                         started: Box::new(call.started),
                         trigger,
                     }),

@@ -155,13 +155,8 @@ impl<S: WorkflowState> Run<'_, S> {
                 Unrecorded::Event(pending, cause) => {
                     self.queue.push_back((pending, Some(cause), None));
                 }
-                Unrecorded::Start {
-                    agent,
-                    started,
-                    trigger,
-                } => {
-                    if let Some(reason) = self.start_again(&cut, &agent, *started, trigger, limits)
-                    {
+                Unrecorded::Start { started, trigger } => {
+                    if let Some(reason) = self.start_again(&cut, *started, trigger, limits) {
                         return Some(reason);
                     }
                 }
@@ -179,17 +174,14 @@ impl<S: WorkflowState> Run<'_, S> {
             }
         }
         for call in open_calls {
-            let agent = call.started.agent.clone();
             match call.trigger {
                 Some(trigger) => {
-                    if let Some(reason) =
-                        self.start_again(&cut, &agent, call.started, trigger, limits)
-                    {
+                    if let Some(reason) = self.start_again(&cut, call.started, trigger, limits) {
                         return Some(reason);
                     }
                 }
                 None => {
-                    let (code, message) = cut.why_not_again(&agent);
+                    let (code, message) = cut.why_not_again(&call.started.agent);
                     let error = ErrorOccurred::recoverable(code, message, call.trigger_id);
                     self.queue
                         .push_back((Pending::of(&error), call.trigger_id, None));
@@ -204,14 +196,13 @@ impl<S: WorkflowState> Run<'_, S> {
     pub(super) fn start_again(
         &mut self,
         cut: &Cut,
-        agent: &str,
         started: AgentStarted,
         trigger: Envelope,
         limits: &Limits,
     ) -> Option<StopReason> {
         match cut {
-            Cut::Crash => self.rerun(agent, started, trigger, limits),
-            Cut::Fork { .. } => self.restart(agent, started, trigger, limits),
+            Cut::Crash => self.rerun(started, trigger, limits),
+            Cut::Fork { .. } => self.restart(started, trigger, limits),
         }
     }
 
@@ -221,7 +212,6 @@ impl<S: WorkflowState> Run<'_, S> {
     /// started with.
     pub(super) fn restart(
         &mut self,
-        agent: &str,
         started: AgentStarted,
         trigger: Envelope,
         limits: &Limits,
@@ -230,7 +220,7 @@ impl<S: WorkflowState> Run<'_, S> {
             .wf
             .agents
             .iter()
-            .find(|a| a.spec().name == agent)
+            .find(|a| a.spec().name == started.agent)
             .and_then(|erased| {
                 Some((
                     Arc::clone(erased),
@@ -247,19 +237,19 @@ impl<S: WorkflowState> Run<'_, S> {
                     .push_back((Pending::of(&error), Some(trigger.id), None));
                 None
             }
-            None => self.rerun(agent, started, trigger, limits),
+            None => self.rerun(started, trigger, limits),
         }
     }
 
     /// Queues an agent call again, with the prompt and model it was first started with.
     pub(super) fn rerun(
         &mut self,
-        agent: &str,
         started: AgentStarted,
         trigger: Envelope,
         limits: &Limits,
     ) -> Option<StopReason> {
-        let Some(erased) = self.wf.agents.iter().find(|a| a.spec().name == agent) else {
+        let agent = &started.agent;
+        let Some(erased) = self.wf.agents.iter().find(|a| a.spec().name == *agent) else {
             self.queue.push_back((
                 Pending::of(&ErrorOccurred::recoverable("resume", format!(
                         "agent `{agent}` is not part of workflow `{}` any more; its interrupted call is not run again",
