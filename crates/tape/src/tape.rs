@@ -115,17 +115,6 @@ impl<S: WorkflowState> Tape<S> {
     ) -> Self {
         let calibration = Calibration::measure(&initial, &events);
         let interval = calibration.interval();
-        Self::build(workflow, session, events, initial, calibration, interval)
-    }
-
-    fn build(
-        workflow: Workflow<S>,
-        session: SessionId,
-        events: Vec<Envelope>,
-        initial: S,
-        calibration: Calibration,
-        interval: u64,
-    ) -> Self {
         let mut tape = Self::unindexed(workflow, session, events, initial, calibration, interval);
         tape.index();
         tape
@@ -167,7 +156,7 @@ impl<S: WorkflowState> Tape<S> {
     pub fn with_snapshot_interval(self, interval: u64) -> Self {
         let position = self.position();
         let initial = self.snapshots[0].clone();
-        let mut tape = Self::build(
+        let mut tape = Self::unindexed(
             self.workflow,
             self.session,
             self.events,
@@ -175,6 +164,7 @@ impl<S: WorkflowState> Tape<S> {
             self.calibration,
             interval.max(1),
         );
+        tape.index();
         tape.live = self.live;
         tape.step_to(position);
         tape

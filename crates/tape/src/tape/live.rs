@@ -45,7 +45,7 @@ impl<S: WorkflowState> Tape<S> {
         let initial = workflow.initial_state().clone();
         let calibration = Calibration::measure(&initial, &[]);
         let interval = calibration.interval();
-        let mut tape = Self::build(
+        let mut tape = Self::unindexed(
             workflow.clone(),
             session,
             Vec::new(),
@@ -53,6 +53,7 @@ impl<S: WorkflowState> Tape<S> {
             calibration,
             interval,
         );
+        tape.index();
         tape.live = Some(Live {
             rx,
             run: Some(run),
