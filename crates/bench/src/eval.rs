@@ -115,9 +115,17 @@ fn published() -> scorers::BuiltinScorer {
     scorers::predicate("published", |state| state["release"] == "published")
 }
 
-/// `experiment` with one variant per model.
-fn with_variants(experiment: Experiment, models: &[ScriptedProvider]) -> Experiment {
-    models
+/// Runs `experiment` with the bench's repeats, scorer and concurrency and one variant per
+/// model: what it ran, and how long that took.
+async fn run_variants(
+    experiment: Experiment,
+    models: &[ScriptedProvider],
+) -> Fallible<(Ran, Duration)> {
+    let experiment = experiment
+        .repeats(REPEATS)
+        .scorer(published())
+        .concurrency(CONCURRENCY);
+    let experiment = models
         .iter()
         .enumerate()
         .fold(experiment, |experiment, (i, model)| {
@@ -125,7 +133,10 @@ fn with_variants(experiment: Experiment, models: &[ScriptedProvider]) -> Experim
                 Variant::new(format!("variant-{i}"))
                     .provider(format!("scripted-{i}"), model.clone()),
             )
-        })
+        });
+    let started = Instant::now();
+    let ran = experiment.run().await?;
+    Ok((ran, started.elapsed()))
 }
 
 /// Checks that an experiment ran `runs` runs, none failed and every one published.
@@ -201,15 +212,8 @@ async fn experiment<S: Store + Clone>(store: S, name: &str) -> Fallible<(Duratio
     let host = Host::new(store).workflow(workflow)?;
     let cases =
         (0..CASES).map(|case| Case::input(format!("case-{case}"), goal(case)).answers(["yes"]));
-    let experiment = Experiment::new(name, host.clone())
-        .cases(cases)
-        .repeats(REPEATS)
-        .scorer(published())
-        .concurrency(CONCURRENCY);
-    let experiment = with_variants(experiment, &models);
-    let started = Instant::now();
-    let ran = experiment.run().await?;
-    let took = started.elapsed();
+    let experiment = Experiment::new(name, host.clone()).cases(cases);
+    let (ran, took) = run_variants(experiment, &models).await?;
     check_ran(&ran, RUNS)?;
     check_calls(&models)?;
     Ok((took, host))
@@ -356,15 +360,8 @@ async fn variants_of(host: &Host, name: String, case: Case) -> Fallible<Spent> {
     let models: Vec<ScriptedProvider> = (0..VARIANTS)
         .map(|_| model(FORK_TASKS).pace(MODEL_LATENCY))
         .collect();
-    let experiment = Experiment::new(name, host.clone())
-        .case(case)
-        .repeats(REPEATS)
-        .scorer(published())
-        .concurrency(CONCURRENCY);
-    let experiment = with_variants(experiment, &models);
-    let started = Instant::now();
-    let ran = experiment.run().await?;
-    let took = started.elapsed();
+    let experiment = Experiment::new(name, host.clone()).case(case);
+    let (ran, took) = run_variants(experiment, &models).await?;
     check_ran(&ran, VARIANTS * REPEATS as usize)?;
     let requests: Vec<ProviderRequest> =
         models.iter().flat_map(ScriptedProvider::requests).collect();

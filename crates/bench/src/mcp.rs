@@ -99,15 +99,7 @@ async fn suite() -> Fallible<Vec<Row>> {
     eprintln!("bench mcp: server-everything `echo` over stdio…");
     let ours = McpClient::connect(&everything_stdio("everything")).await?;
     let direct = direct_stdio(&everything_stdio("everything")).await?;
-    let (echo, _) = compare(
-        "`echo` (everything), stdio",
-        Kind::Echo,
-        &direct,
-        &tool(&ours, "echo")?,
-        None,
-    )
-    .await?;
-    rows.push(echo);
+    rows.push(compare_echo("`echo` (everything), stdio", &direct, &ours).await?);
     drop((direct, ours));
 
     eprintln!("bench mcp: server-everything `echo` over Streamable HTTP…");
@@ -128,15 +120,7 @@ async fn suite() -> Fallible<Vec<Row>> {
             lifecycle(),
         )
         .await?;
-    let (http, _) = compare(
-        "`echo` (everything), HTTP",
-        Kind::Echo,
-        &direct,
-        &tool(&ours, "echo")?,
-        None,
-    )
-    .await?;
-    rows.push(http);
+    rows.push(compare_echo("`echo` (everything), HTTP", &direct, &ours).await?);
     drop((direct, ours, server));
     Ok(rows)
 }
@@ -302,6 +286,16 @@ async fn agent_runs(
 
 /// Alternating rounds of (a) and (b) (and of (c) when given): the goal's row for (b), and the
 /// information row for (c).
+/// [`compare`] for server-everything's `echo` (no agent runs it).
+async fn compare_echo(
+    what: &str,
+    direct: &RunningService<RoleClient, ()>,
+    ours: &McpClient,
+) -> Fallible<Row> {
+    let (row, _) = compare(what, Kind::Echo, direct, &tool(ours, "echo")?, None).await?;
+    Ok(row)
+}
+
 async fn compare(
     what: &str,
     kind: Kind,

@@ -37,6 +37,7 @@ use openharness::{
 use openharness_server::{ServerOptions, router};
 use serde::{Deserialize, Serialize};
 use tokio::sync::broadcast;
+use tokio::task::JoinHandle;
 
 use crate::HEAP;
 use crate::http::{Subscriber, field, millis, percentile, post_expecting, serve};
@@ -176,6 +177,24 @@ async fn watch(mut subscriber: Subscriber, first: u64, end: End, timed: bool) ->
     }
 }
 
+/// Watches each subscriber on a task of its own (the first `TIMED` of them timing every
+/// event), from `first` to `end`.
+fn watch_all(subs: Vec<Subscriber>, first: u64, end: End) -> Vec<JoinHandle<Fallible<Seen>>> {
+    subs.into_iter()
+        .enumerate()
+        .map(|(n, sub)| tokio::spawn(watch(sub, first, end.clone(), n < TIMED)))
+        .collect()
+}
+
+/// What each watcher saw, once all are done.
+async fn seen_by(watchers: Vec<JoinHandle<Fallible<Seen>>>) -> Fallible<Vec<Seen>> {
+    let mut seen = Vec::with_capacity(watchers.len());
+    for watcher in watchers {
+        seen.push(watcher.await??);
+    }
+    Ok(seen)
+}
+
 #[derive(Clone)]
 enum End {
     Named(&'static str),
@@ -245,15 +264,8 @@ async fn fan_out_ours() -> Fallible<(FanOut, Vec<(String, u64, String)>)> {
     let started = Instant::now();
     let body = format!(r#"{{"text":"{TICKS}"}}"#);
     post_expecting(addr, &format!("/sessions/{session}/input"), &body, 202).await?;
-    let watchers: Vec<_> = subs
-        .into_iter()
-        .enumerate()
-        .map(|(n, sub)| tokio::spawn(watch(sub, len, End::Named("workflow:completed"), n < TIMED)))
-        .collect();
-    let mut seen = Vec::with_capacity(SUBSCRIBERS);
-    for watcher in watchers {
-        seen.push(watcher.await??);
-    }
+    let watchers = watch_all(subs, len, End::Named("workflow:completed"));
+    let seen = seen_by(watchers).await?;
     let end = settled_len(&host, &id).await?;
     let fan_out = tally(seen, end - len, started, |seq| times.of(seq));
 
@@ -349,11 +361,7 @@ async fn fan_out_baseline(payloads: &[(String, u64, String)]) -> Fallible<FanOut
     // Every subscriber's stream is open (its head was read), so each holds a receiver.
     let first = payloads.first().map_or(0, |p| p.1);
     let last = payloads.last().map_or(0, |p| p.1);
-    let watchers: Vec<_> = subs
-        .into_iter()
-        .enumerate()
-        .map(|(n, sub)| tokio::spawn(watch(sub, first, End::Seq(last), n < TIMED)))
-        .collect();
+    let watchers = watch_all(subs, first, End::Seq(last));
     let started = Instant::now();
     let mut sent_at = Vec::with_capacity(payloads.len());
     for payload in payloads {
@@ -362,10 +370,7 @@ async fn fan_out_baseline(payloads: &[(String, u64, String)]) -> Fallible<FanOut
             .send(Arc::new(payload.clone()))
             .map_err(|_| "no subscriber")?;
     }
-    let mut seen = Vec::with_capacity(SUBSCRIBERS);
-    for watcher in watchers {
-        seen.push(watcher.await??);
-    }
+    let seen = seen_by(watchers).await?;
     Ok(tally(seen, payloads.len() as u64, started, |seq| {
         sent_at
             .get(usize::try_from(seq.checked_sub(first)?).ok()?)
@@ -385,11 +390,7 @@ async fn paced_latency() -> Fallible<(Vec<Duration>, Vec<Duration>)> {
     let path = format!("/sessions/{session}/events");
     let subs = subscribers(addr, &path, Some(len - 1), SUBSCRIBERS).await?;
     let last = len + PACED - 1;
-    let watchers: Vec<_> = subs
-        .into_iter()
-        .enumerate()
-        .map(|(n, sub)| tokio::spawn(watch(sub, len, End::Seq(last), n < TIMED)))
-        .collect();
+    let watchers = watch_all(subs, len, End::Seq(last));
     let started = Instant::now();
     let mut payloads = Vec::new();
     for seq in len..=last {
@@ -409,20 +410,13 @@ async fn paced_latency() -> Fallible<(Vec<Duration>, Vec<Duration>)> {
         host.store().append(&id, &[event], seq).await?;
         tokio::time::sleep(PACE).await;
     }
-    let mut seen = Vec::new();
-    for watcher in watchers {
-        seen.push(watcher.await??);
-    }
+    let seen = seen_by(watchers).await?;
     let ours = tally(seen, PACED, started, |seq| times.of(seq)).latencies;
 
     let (sender, _) = broadcast::channel(payloads.len() + 16);
     let addr = serve(baseline_app(sender.clone())).await?;
     let subs = subscribers(addr, "/events", None, SUBSCRIBERS).await?;
-    let watchers: Vec<_> = subs
-        .into_iter()
-        .enumerate()
-        .map(|(n, sub)| tokio::spawn(watch(sub, len, End::Seq(last), n < TIMED)))
-        .collect();
+    let watchers = watch_all(subs, len, End::Seq(last));
     let started = Instant::now();
     let mut sent_at = Vec::new();
     for payload in payloads {
@@ -432,10 +426,7 @@ async fn paced_latency() -> Fallible<(Vec<Duration>, Vec<Duration>)> {
             .map_err(|_| "no subscriber")?;
         tokio::time::sleep(PACE).await;
     }
-    let mut seen = Vec::new();
-    for watcher in watchers {
-        seen.push(watcher.await??);
-    }
+    let seen = seen_by(watchers).await?;
     let baseline = tally(seen, PACED, started, |seq| {
         sent_at
             .get(usize::try_from(seq.checked_sub(len)?).ok()?)
