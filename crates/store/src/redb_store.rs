@@ -49,6 +49,7 @@ mod record;
 mod replay;
 mod settle;
 mod staging;
+mod write_loop;
 mod writer;
 
 pub use compact::Compaction;
