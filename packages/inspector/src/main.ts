@@ -4,26 +4,25 @@
 // arrows step, g goes to a position, / searches, n/N next/previous match, c jumps to the cause,
 // f forks at the cursor, l follows live.
 //
-// This file wires the panels (panels/*) to the view state (view.ts), the list's rules (list.ts)
-// and the server (server.ts, over `@openharness/client`): it owns the list's pages and filter,
-// the open session's tapes, reads the state and patch at the cursor, follows live and runs the
-// keys' commands; what each panel shows is its module's.
+// This file wires the panels (panels/*) to the view state (view.ts) and the server (server.ts,
+// over `@openharness/client`): it owns the open session's tapes and the cursor, follows live
+// and runs the keys' commands; the session list (panels/sessions.ts), the state and patch at
+// the cursor (panels/state.ts) and what each panel shows are their modules'.
 
-import type { EventStream, JsonPatchOperation, Recorded, SessionDetail, SessionSummary } from "@openharness/client";
-import { diff } from "./diff";
+import type { EventStream, Recorded, SessionDetail, SessionSummary } from "@openharness/client";
 import { type Command, HELP, commandFor } from "./keys";
 import { continueSession, exportJsonl, forkAt, openQuestion } from "./panels/controls";
 import { renderEvent } from "./panels/event";
 import { renderHeader } from "./panels/header";
-import { renderPatch } from "./panels/patch";
-import * as list from "./list";
-import { renderSessions, renderWorkflows } from "./panels/sessions";
+import { SessionList } from "./panels/sessions";
+import { StateAtCursor } from "./panels/state";
 import { ROW, Timeline } from "./panels/timeline";
 import { ExperimentsView } from "./panels/experiments";
 import { DetailViews } from "./panels/views";
 import { Server, describeError, unauthorized } from "./server";
 import { Tape } from "./tape";
-import { el, renderTree } from "./tree";
+import { el } from "./tree";
+import { byId, pageElements } from "./elements";
 import * as view from "./view";
 
 class Inspector {
@@ -32,83 +31,30 @@ class Inspector {
     return this.server.client;
   }
   private view: view.View = view.initialView();
-  /** The session list: the rows read so far for the filter, page by page. */
-  private sessions: SessionSummary[] = [];
-  private filter: list.ListFilter = list.initialFilter();
-  private nextAfter: string | null = null;
-  private total = 0;
-  /** Bumped by every new filter: an answer for an older one is dropped. */
-  private listGeneration = 0;
-  private listLoading = false;
-  private loadingMore = false;
-  private workflows = new Set<string>();
-  private searchTimer: ReturnType<typeof setTimeout> | undefined;
   private pollTimer: ReturnType<typeof setTimeout> | undefined;
-  private lastRefresh = 0;
   private summary: SessionDetail | null = null;
   private tape: Tape | null = null;
   /** For a fork: its parent's events before the fork point, shown dimmed before its own. */
   private inherited: Tape | null = null;
   private live: EventStream | null = null;
   private frame = 0;
-  /** The state the tree shows: its tape and position, and whether nothing in it is marked. */
-  private shownTree: { tape: Tape; position: number; unmarked: boolean } | null = null;
   private addressTimer: ReturnType<typeof setTimeout> | undefined;
-  /** A sessions request is under way. */
-  private listing = false;
-  private viewToken = 0;
 
-  private readonly $ = {
-    sessions: byId("sessions"),
-    sessionSearch: byId("session-search") as HTMLInputElement,
-    sessionStatus: byId("session-status") as HTMLSelectElement,
-    sessionWorkflow: byId("session-workflow") as HTMLSelectElement,
-    sessionSort: byId("session-sort") as HTMLSelectElement,
-    sessionList: byId("session-list"),
-    sessionCount: byId("session-count"),
-    sessionMore: byId("session-more") as HTMLButtonElement,
-    title: byId("title"),
-    meta: byId("meta"),
-    scroller: byId("timeline"),
-    spacer: byId("spacer"),
-    rows: byId("rows"),
-    event: byId("event"),
-    patch: byId("patch"),
-    state: byId("state"),
-    status: byId("status"),
-    search: byId("search") as HTMLInputElement,
-    matches: byId("matches"),
-    goto: byId("goto") as HTMLInputElement,
-    follow: byId("follow") as HTMLButtonElement,
-    compact: byId("compact") as HTMLButtonElement,
-    fork: byId("fork") as HTMLButtonElement,
-    cancel: byId("cancel") as HTMLButtonElement,
-    download: byId("download") as HTMLButtonElement,
-    question: byId("question"),
-    inputForm: byId("input-form") as HTMLFormElement,
-    input: byId("input") as HTMLInputElement,
-    inputHint: byId("input-hint"),
-    keyDialog: byId("key-dialog") as HTMLDialogElement,
-    keyForm: byId("key-form") as HTMLFormElement,
-    key: byId("key") as HTMLInputElement,
-    help: byId("help") as HTMLDialogElement,
-    error: byId("error"),
-    tabs: document.querySelector<HTMLElement>(".tabs")!,
-    chat: byId("chat"),
-    forks: byId("forks"),
-    compare: byId("compare"),
-    lineage: byId("lineage"),
-    forkForm: byId("fork-form") as HTMLFormElement,
-    forkAt: byId("fork-at") as HTMLInputElement,
-    forkInput: byId("fork-input") as HTMLInputElement,
-    forkState: byId("fork-state") as HTMLTextAreaElement,
-    forkProvider: byId("fork-provider") as HTMLSelectElement,
-    forkError: byId("fork-error"),
-    experimentsButton: byId("experiments-button"),
-    experimentsDialog: byId("experiments-dialog") as HTMLDialogElement,
-    experimentList: byId("experiment-list"),
-    experiment: byId("experiment"),
-  };
+  private readonly $ = pageElements();
+
+  private readonly sessionList = new SessionList(this.$, {
+    client: () => this.client,
+    selected: () => this.summary?.id ?? this.view.session,
+    listed: (sessions) => this.listed(sessions),
+    fail: (error) => this.fail(error),
+  });
+
+  private readonly stateAt = new StateAtCursor(this.$, {
+    tape: () => this.tape,
+    view: () => this.view,
+    rows: () => this.timeline,
+    fail: (error) => this.fail(error),
+  });
 
   private readonly timeline = new Timeline(
     this.$,
@@ -193,140 +139,42 @@ class Inspector {
     const helpList = byId("help-list");
     for (const [keys, what] of HELP) helpList.append(el("dt", "", keys), el("dd", "", what));
     window.addEventListener("hashchange", () => this.openFromHash());
-    this.$.sessionSearch.addEventListener("input", () => {
-      // Server-side, once the typing pauses.
-      clearTimeout(this.searchTimer);
-      this.searchTimer = setTimeout(() => this.setFilter({ search: this.$.sessionSearch.value }), 200);
-    });
-    this.$.sessionSearch.addEventListener("keydown", (event) => {
-      if (event.key === "Enter") {
-        clearTimeout(this.searchTimer);
-        this.setFilter({ search: this.$.sessionSearch.value });
-      }
-    });
-    this.$.sessionStatus.addEventListener("change", () => this.setFilter({ status: this.$.sessionStatus.value as list.ListFilter["status"] }));
-    this.$.sessionWorkflow.addEventListener("change", () => this.setFilter({ workflow: this.$.sessionWorkflow.value }));
-    this.$.sessionSort.addEventListener("change", () => this.setFilter({ sort: this.$.sessionSort.value as list.ListFilter["sort"] }));
-    this.$.sessionMore.addEventListener("click", () => void this.loadMore());
-    // Infinite scroll: the next page is read as "load more" comes into view.
-    new IntersectionObserver((entries) => {
-      if (entries.some((entry) => entry.isIntersecting)) void this.loadMore();
-    }, { root: this.$.sessions, rootMargin: "200px" }).observe(this.$.sessionMore);
+    this.sessionList.bind();
     // The list and the session in the address are read side by side: neither waits for the other.
-    void this.reloadSessions();
+    void this.sessionList.reload();
     this.openFromHash();
     this.schedulePoll();
   }
 
   // ---- sessions ----------------------------------------------------------------------------
 
-  /** A new filter: the list from its first page. */
-  private setFilter(change: Partial<list.ListFilter>): void {
-    const filter = { ...this.filter, ...change };
-    if (JSON.stringify(filter) === JSON.stringify(this.filter)) return;
-    this.filter = filter;
-    void this.reloadSessions();
-  }
-
-  /** The first page for the filter, replacing the list. */
-  private async reloadSessions(): Promise<void> {
-    const generation = ++this.listGeneration;
-    this.listLoading = true;
-    document.body.dataset.list = "loading";
-    try {
-      const page = await this.client.querySessions(list.queryOf(this.filter));
-      if (generation !== this.listGeneration) return;
-      this.sessions = page.sessions;
-      this.nextAfter = page.nextAfter;
-      this.total = page.total;
-      this.lastRefresh = Date.now();
-      this.$.sessions.scrollTop = 0;
-      this.listed();
-    } catch (error) {
-      if (generation === this.listGeneration) this.fail(error);
-    } finally {
-      if (generation === this.listGeneration) {
-        this.listLoading = false;
-        document.body.dataset.list = "ready";
-        this.renderSessions();
-        if (performance.getEntriesByName("sessions-listed").length === 0) performance.mark("sessions-listed");
-      }
-    }
-  }
-
-  /** The next page, appended. */
-  private async loadMore(): Promise<void> {
-    const after = this.nextAfter;
-    if (!after || this.sessions.length >= this.total || this.loadingMore || this.listLoading) return;
-    const generation = this.listGeneration;
-    this.loadingMore = true;
-    let read = false;
-    try {
-      const page = await this.client.querySessions(list.queryOf(this.filter, after));
-      if (generation !== this.listGeneration || this.nextAfter !== after) return;
-      this.sessions = list.appendPage(this.sessions, page.sessions);
-      this.nextAfter = page.nextAfter;
-      this.total = page.total;
-      this.listed();
-      read = page.sessions.length > 0;
-    } catch (error) {
-      if (generation === this.listGeneration) this.fail(error);
-    } finally {
-      this.loadingMore = false;
-    }
-    // "Load more" still in view (a tall screen): the observer says nothing new, so read on.
-    if (!read) return;
-    requestAnimationFrame(() => {
-      const more = this.$.sessionMore.getBoundingClientRect();
-      if (!this.$.sessionMore.hidden && more.top < this.$.sessions.getBoundingClientRect().bottom) void this.loadMore();
-    });
-  }
-
   /**
-   * The rows on screen read again (as many as are listed, up to the server's page limit), so
-   * statuses, lengths, tokens and costs do not lag; a session that is open but not listed (the
-   * filter leaves it out) is read on its own while it runs.
+   * The listed rows read again; a session that is open but not listed (the filter leaves it
+   * out) is read on its own while it runs.
    */
   private async refreshSessions(): Promise<void> {
-    if (this.listing || this.listLoading) return;
-    this.listing = true;
-    const generation = this.listGeneration;
+    if (!(await this.sessionList.refresh())) return;
+    const open = this.summary;
+    if (!open || open.status !== "running" || this.sessionList.sessions.some((s) => s.id === open.id)) return;
     try {
-      const limit = Math.max(list.PAGE, Math.min(this.sessions.length, list.MAX_LIMIT));
-      const page = await this.client.querySessions(list.queryOf(this.filter, null, limit));
-      if (generation !== this.listGeneration) return;
-      const covered = this.sessions.length <= limit;
-      this.sessions = list.mergeRefresh(this.sessions, page.sessions, Math.min(this.sessions.length, limit));
-      if (covered) this.nextAfter = page.nextAfter;
-      this.total = page.total;
-      this.lastRefresh = Date.now();
-      this.listed();
-      const open = this.summary;
-      if (open && open.status === "running" && !this.sessions.some((s) => s.id === open.id)) {
-        const detail = await this.client.getSession(open.id);
-        if (this.summary?.id === open.id) this.summary = { ...this.summary, ...detail };
-        this.renderMeta();
-      }
+      const detail = await this.client.getSession(open.id);
+      if (this.summary?.id === open.id) this.summary = { ...this.summary, ...detail };
+      this.renderMeta();
     } catch (error) {
       this.fail(error);
-    } finally {
-      this.listing = false;
     }
   }
 
   /** Whether the server was asked if it serves experiments (once the list was read: with the key). */
   private experimentsProbed = false;
 
-  /** After a list answer: the rows, the workflows seen, and the open session's summary. */
-  private listed(): void {
+  /** After a list answer: the open session's summary kept up to date. */
+  private listed(sessions: readonly SessionSummary[]): void {
     if (!this.experimentsProbed) {
       this.experimentsProbed = true;
       void this.experiments.probe();
     }
-    for (const session of this.sessions) if (session.workflow) this.workflows.add(session.workflow);
-    renderWorkflows(this.$.sessionWorkflow, this.workflows);
-    this.renderSessions();
-    const mine = this.summary && this.sessions.find((s) => s.id === this.summary!.id);
+    const mine = this.summary && sessions.find((s) => s.id === this.summary!.id);
     if (mine && this.summary) {
       const wasRunning = this.summary.status === "running";
       this.summary = { ...this.summary, ...mine };
@@ -338,21 +186,10 @@ class Inspector {
   /** The list is read again every 2 s while a listed session runs or one is followed, else every 5 s. */
   private schedulePoll(): void {
     clearTimeout(this.pollTimer);
-    const busy = list.anyRunning(this.sessions) || this.live !== null;
+    const busy = this.sessionList.anyRunning() || this.live !== null;
     this.pollTimer = setTimeout(() => {
       void this.refreshSessions().finally(() => this.schedulePoll());
     }, busy ? 2000 : 5000);
-  }
-
-  private renderSessions(): void {
-    renderSessions(this.$, {
-      sessions: this.sessions,
-      total: this.total,
-      more: this.nextAfter !== null && this.sessions.length < this.total,
-      selected: this.summary?.id ?? this.view.session,
-      loading: this.listLoading,
-      search: this.filter.search,
-    });
   }
 
   private openFromHash(): void {
@@ -385,8 +222,8 @@ class Inspector {
       };
       this.views.opened(summary, this.view.position);
       if (compare) this.views.compareWith(compare);
-      this.renderSessions();
-      if (!this.sessions.some((s) => s.id === id)) void this.refreshSessions();
+      this.sessionList.render();
+      if (!this.sessionList.sessions.some((s) => s.id === id)) void this.refreshSessions();
       this.renderMeta();
       this.timeline.size();
       this.timeline.scrollToCursor(true);
@@ -501,70 +338,7 @@ class Inspector {
     this.timeline.render();
     this.renderEvent();
     this.views.moved(target);
-    return this.loadView(target);
-  }
-
-  /** The state and patch at `position`: from the cache, else read (one request for a window). */
-  private async loadView(position: number): Promise<void> {
-    const tape = this.tape;
-    if (!tape) return;
-    const token = ++this.viewToken;
-    const stale = (): boolean => token !== this.viewToken || this.tape !== tape;
-    if (tape.len === 0) {
-      // A session whose first turn has just started: the server has nothing to fold yet (its
-      // states answer 404 until the first event); live follow brings the events.
-      this.$.patch.replaceChildren(el("div", "hint", "No events yet."));
-      this.$.state.replaceChildren(el("div", "hint", "No events yet."));
-      this.shownTree = null;
-      return;
-    }
-    try {
-      let here = tape.stateAt(position);
-      let before = position > 0 ? tape.stateAt(position - 1) : here;
-      // Nothing read here yet (the first screen, a goto, or steps faster than the reading
-      // ahead): ask for just the two states this view needs, then for the window around them
-      // once they are on screen, so the first paint never waits for 64 states.
-      const cold = !here.known || !before.known;
-      if (cold) {
-        document.body.dataset.loading = "state";
-        this.$.state.classList.add("loading");
-        await tape.loadPositions(position > 0 ? [position - 1, position] : [position]);
-        if (stale()) return;
-        here = tape.stateAt(position);
-        before = position > 0 ? tape.stateAt(position - 1) : here;
-      }
-      let patch: JsonPatchOperation[] | undefined = tape.patchAt(position);
-      if (!patch && here.known && before.known) {
-        patch = position === 0 ? [] : diff(before.state, here.state);
-        tape.rememberPatch(position, patch);
-      }
-      if (!patch) patch = await tape.loadPatch(position);
-      if (stale()) return;
-      renderPatch(this.$.patch, patch, this.view.position, before.known && position > 0 ? { state: before.state } : undefined);
-      // The tree on screen already shows this state, nothing marked (a step over an event that
-      // changed nothing, such as a text delta): keep it.
-      const shown = this.shownTree;
-      const sameState =
-        shown !== null &&
-        shown.tape === tape &&
-        ((position === shown.position + 1 && patch.length === 0) || (position === shown.position - 1 && tape.patchAt(shown.position)?.length === 0));
-      if (!(sameState && shown.unmarked && patch.length === 0)) {
-        if (here.known) renderTree(this.$.state, here.state, new Set(patch.map((op) => op.path)));
-        else this.$.state.textContent = "(state not available)";
-      }
-      this.shownTree = here.known ? { tape, position, unmarked: patch.length === 0 } : null;
-      this.$.state.classList.remove("loading");
-      delete document.body.dataset.loading;
-      document.body.dataset.view = String(position);
-      if (this.view.compact) this.prefetchRows(position);
-      else if (cold) {
-        tape.loadWindow(position, this.view.direction).catch(() => {
-          // The step that needs it asks again and reports the error.
-        });
-      } else tape.prefetch(position, this.view.direction);
-    } catch (error) {
-      if (!stale()) this.fail(error);
-    }
+    return this.stateAt.show(target);
   }
 
   // ---- timeline ----------------------------------------------------------------------------
@@ -580,31 +354,6 @@ class Inspector {
   }
 
   // ---- rows: one per position, or, in the compact view, one per agent call ------------------
-
-  /**
-   * The compact view steps from call to call, far apart: read ahead the states of the next rows
-   * (and of the positions just before them, for their patches) in one request.
-   */
-  private prefetchRows(position: number): void {
-    const tape = this.tape;
-    if (!tape) return;
-    const rows = this.timeline.compactRows();
-    const row = this.timeline.ownRowOf(position);
-    const near: number[] = [];
-    for (let i = 1; i <= 16; i++) {
-      const p = rows[row + i * this.view.direction];
-      if (p !== undefined) near.push(p, p - 1);
-    }
-    if (near.every((p) => p < 0 || tape.stateAt(p).known)) return;
-    const ahead: number[] = [];
-    for (let i = 1; i <= 40; i++) {
-      const p = rows[row + i * this.view.direction];
-      if (p !== undefined) ahead.push(p, p - 1);
-    }
-    tape.loadPositions(ahead).catch(() => {
-      // The step that needs them asks again and reports the error.
-    });
-  }
 
   private toggleCompact(): void {
     this.view = { ...this.view, compact: !this.view.compact };
@@ -731,8 +480,8 @@ class Inspector {
         // changes its status.
         // The followed session's row keeps up: its length, tokens and cost (at most once a
         // second), its status at a turn's end.
-        if (event.name === "workflow:completed" || Date.now() - this.lastRefresh > 1000) {
-          this.lastRefresh = Date.now();
+        if (event.name === "workflow:completed" || Date.now() - this.sessionList.lastRefresh > 1000) {
+          this.sessionList.lastRefresh = Date.now();
           void this.refreshSessions();
         }
         if (pending) return;
@@ -914,12 +663,6 @@ function writePreference(key: string, value: string): void {
   } catch {
     // Storage may be unavailable (private mode): the choice lasts as long as the page.
   }
-}
-
-function byId(id: string): HTMLElement {
-  const element = document.getElementById(id);
-  if (!element) throw new Error(`the page has no #${id}`);
-  return element;
 }
 
 new Inspector().start();

@@ -1,10 +1,12 @@
 // The session list: the sessions the server answered for the filter (searched, filtered and
 // sorted by `GET /sessions`, a page at a time), one row each with its title, workflow and
 // agents, status, last event, duration, length, tokens and cost; a fork links to its parent.
-// The filter's controls (search, status, workflow, sort) and "load more" are in the page; this
-// module fills the rows, the count and the workflow choices.
+// The filter's controls (search, status, workflow, sort) and "load more" are in the page;
+// `SessionList` keeps the rows read so far for the filter (page by page, refreshed in place)
+// and binds those controls, and the render functions fill the rows, the count and the
+// workflow choices.
 
-import type { SessionSummary } from "@openharness/client";
+import type { OpenHarnessClient, SessionSummary } from "@openharness/client";
 import * as list from "../list";
 import { el } from "../tree";
 import { addressOf, linkTo } from "../view";
@@ -14,6 +16,196 @@ export interface SessionsElements {
   sessionCount: HTMLElement;
   sessionMore: HTMLButtonElement;
   sessionWorkflow: HTMLSelectElement;
+}
+
+/** The page's elements the session list reads and fills. */
+export interface SessionListElements extends SessionsElements {
+  /** The list's scrolling container. */
+  sessions: HTMLElement;
+  sessionSearch: HTMLInputElement;
+  sessionStatus: HTMLSelectElement;
+  sessionSort: HTMLSelectElement;
+}
+
+/** What the session list asks of the page that holds it. */
+export interface SessionListHost {
+  client(): OpenHarnessClient;
+  /** The session to mark as selected. */
+  selected(): string | null;
+  /** After every answer, once the rows are shown. */
+  listed(sessions: readonly SessionSummary[]): void;
+  fail(error: unknown): void;
+}
+
+/**
+ * The session list: the rows read so far for the filter, page by page (infinite scroll), read
+ * again in place by `refresh`; an answer for an older filter is dropped.
+ */
+export class SessionList {
+  private rows: SessionSummary[] = [];
+  private filter: list.ListFilter = list.initialFilter();
+  private nextAfter: string | null = null;
+  private total = 0;
+  /** Bumped by every new filter: an answer for an older one is dropped. */
+  private generation = 0;
+  /** The first page for a new filter is under way. */
+  private loading = false;
+  private loadingMore = false;
+  /** A refresh is under way. */
+  private refreshing = false;
+  private readonly workflows = new Set<string>();
+  private searchTimer: ReturnType<typeof setTimeout> | undefined;
+  /** When the rows were last read (`Date.now()`); the page may set it to hold refreshes back. */
+  lastRefresh = 0;
+
+  constructor(
+    private readonly $: SessionListElements,
+    private readonly host: SessionListHost,
+  ) {}
+
+  /** The rows listed. */
+  get sessions(): readonly SessionSummary[] {
+    return this.rows;
+  }
+
+  /** Whether a listed session runs. */
+  anyRunning(): boolean {
+    return list.anyRunning(this.rows);
+  }
+
+  /** Listens to the filter's controls and "load more" (and scrolls it into reading). */
+  bind(): void {
+    const $ = this.$;
+    $.sessionSearch.addEventListener("input", () => {
+      // Server-side, once the typing pauses.
+      clearTimeout(this.searchTimer);
+      this.searchTimer = setTimeout(() => this.setFilter({ search: $.sessionSearch.value }), 200);
+    });
+    $.sessionSearch.addEventListener("keydown", (event) => {
+      if (event.key === "Enter") {
+        clearTimeout(this.searchTimer);
+        this.setFilter({ search: $.sessionSearch.value });
+      }
+    });
+    $.sessionStatus.addEventListener("change", () => this.setFilter({ status: $.sessionStatus.value as list.ListFilter["status"] }));
+    $.sessionWorkflow.addEventListener("change", () => this.setFilter({ workflow: $.sessionWorkflow.value }));
+    $.sessionSort.addEventListener("change", () => this.setFilter({ sort: $.sessionSort.value as list.ListFilter["sort"] }));
+    $.sessionMore.addEventListener("click", () => void this.loadMore());
+    // Infinite scroll: the next page is read as "load more" comes into view.
+    new IntersectionObserver((entries) => {
+      if (entries.some((entry) => entry.isIntersecting)) void this.loadMore();
+    }, { root: $.sessions, rootMargin: "200px" }).observe($.sessionMore);
+  }
+
+  /** A new filter: the list from its first page. */
+  private setFilter(change: Partial<list.ListFilter>): void {
+    const filter = { ...this.filter, ...change };
+    if (JSON.stringify(filter) === JSON.stringify(this.filter)) return;
+    this.filter = filter;
+    void this.reload();
+  }
+
+  /** The first page for the filter, replacing the list. */
+  async reload(): Promise<void> {
+    const generation = ++this.generation;
+    this.loading = true;
+    document.body.dataset.list = "loading";
+    try {
+      const page = await this.host.client().querySessions(list.queryOf(this.filter));
+      if (generation !== this.generation) return;
+      this.rows = page.sessions;
+      this.nextAfter = page.nextAfter;
+      this.total = page.total;
+      this.lastRefresh = Date.now();
+      this.$.sessions.scrollTop = 0;
+      this.listed();
+    } catch (error) {
+      if (generation === this.generation) this.host.fail(error);
+    } finally {
+      if (generation === this.generation) {
+        this.loading = false;
+        document.body.dataset.list = "ready";
+        this.render();
+        if (performance.getEntriesByName("sessions-listed").length === 0) performance.mark("sessions-listed");
+      }
+    }
+  }
+
+  /** The next page, appended. */
+  private async loadMore(): Promise<void> {
+    const after = this.nextAfter;
+    if (!after || this.rows.length >= this.total || this.loadingMore || this.loading) return;
+    const generation = this.generation;
+    this.loadingMore = true;
+    let read = false;
+    try {
+      const page = await this.host.client().querySessions(list.queryOf(this.filter, after));
+      if (generation !== this.generation || this.nextAfter !== after) return;
+      this.rows = list.appendPage(this.rows, page.sessions);
+      this.nextAfter = page.nextAfter;
+      this.total = page.total;
+      this.listed();
+      read = page.sessions.length > 0;
+    } catch (error) {
+      if (generation === this.generation) this.host.fail(error);
+    } finally {
+      this.loadingMore = false;
+    }
+    // "Load more" still in view (a tall screen): the observer says nothing new, so read on.
+    if (!read) return;
+    requestAnimationFrame(() => {
+      const more = this.$.sessionMore.getBoundingClientRect();
+      if (!this.$.sessionMore.hidden && more.top < this.$.sessions.getBoundingClientRect().bottom) void this.loadMore();
+    });
+  }
+
+  /**
+   * The rows on screen read again (as many as are listed, up to the server's page limit), so
+   * statuses, lengths, tokens and costs do not lag. Whether they were read (not when another
+   * read was under way, the filter changed meanwhile, or the read failed).
+   */
+  async refresh(): Promise<boolean> {
+    if (this.refreshing || this.loading) return false;
+    this.refreshing = true;
+    const generation = this.generation;
+    try {
+      const limit = Math.max(list.PAGE, Math.min(this.rows.length, list.MAX_LIMIT));
+      const page = await this.host.client().querySessions(list.queryOf(this.filter, null, limit));
+      if (generation !== this.generation) return false;
+      const covered = this.rows.length <= limit;
+      this.rows = list.mergeRefresh(this.rows, page.sessions, Math.min(this.rows.length, limit));
+      if (covered) this.nextAfter = page.nextAfter;
+      this.total = page.total;
+      this.lastRefresh = Date.now();
+      this.listed();
+      return true;
+    } catch (error) {
+      this.host.fail(error);
+      return false;
+    } finally {
+      this.refreshing = false;
+    }
+  }
+
+  /** Shows the rows (the selection may have changed). */
+  render(): void {
+    renderSessions(this.$, {
+      sessions: this.rows,
+      total: this.total,
+      more: this.nextAfter !== null && this.rows.length < this.total,
+      selected: this.host.selected(),
+      loading: this.loading,
+      search: this.filter.search,
+    });
+  }
+
+  /** After a list answer: the workflows seen, the rows, and the host told. */
+  private listed(): void {
+    for (const session of this.rows) if (session.workflow) this.workflows.add(session.workflow);
+    renderWorkflows(this.$.sessionWorkflow, this.workflows);
+    this.render();
+    this.host.listed(this.rows);
+  }
 }
 
 export interface ListShown {
