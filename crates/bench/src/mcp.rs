@@ -221,6 +221,24 @@ fn check(kind: Kind, i: usize, got: Option<Value>) -> Fallible<()> {
     }
 }
 
+/// `calls` calls numbered from `from`, each made by `call` (which gives its answer) and timed;
+/// every answer is checked.
+async fn timed_calls(
+    kind: Kind,
+    from: usize,
+    calls: usize,
+    times: &mut Vec<Duration>,
+    mut call: impl AsyncFnMut(usize) -> Fallible<Option<Value>>,
+) -> Fallible<()> {
+    for i in from..from + calls {
+        let started = Instant::now();
+        let answer = call(i).await?;
+        times.push(started.elapsed());
+        check(kind, i, answer)?;
+    }
+    Ok(())
+}
+
 /// (a): `calls` calls numbered from `from` made directly with `rmcp`, each timed.
 async fn direct_calls(
     service: &RunningService<RoleClient, ()>,
@@ -229,8 +247,7 @@ async fn direct_calls(
     calls: usize,
     times: &mut Vec<Duration>,
 ) -> Fallible<()> {
-    for i in from..from + calls {
-        let started = Instant::now();
+    timed_calls(kind, from, calls, times, async |i| {
         let Value::Object(arguments) = kind.arguments(i) else {
             return Err("the arguments are not a JSON object".into());
         };
@@ -239,11 +256,9 @@ async fn direct_calls(
         if result.is_error == Some(true) {
             return Err(format!("`{}` failed: {:?}", kind.name(), result.content).into());
         }
-        let answer = kind.raw_answer(&result);
-        times.push(started.elapsed());
-        check(kind, i, answer)?;
-    }
-    Ok(())
+        Ok(kind.raw_answer(&result))
+    })
+    .await
 }
 
 /// (b): `calls` calls numbered from `from` through the agent tool, each timed.
@@ -254,17 +269,14 @@ async fn tool_calls(
     calls: usize,
     times: &mut Vec<Duration>,
 ) -> Fallible<()> {
-    for i in from..from + calls {
-        let started = Instant::now();
+    timed_calls(kind, from, calls, times, async |i| {
         let output = tool
             .call(kind.arguments(i))
             .await
             .map_err(|err| format!("`{}` failed: {}", kind.name(), err.message()))?;
-        let answer = kind.answer(output);
-        times.push(started.elapsed());
-        check(kind, i, answer)?;
-    }
-    Ok(())
+        Ok(kind.answer(output))
+    })
+    .await
 }
 
 /// (c): `runs` runs of the agent, each calling `add` once, each timed.

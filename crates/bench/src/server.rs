@@ -249,17 +249,48 @@ fn tally(
     }
 }
 
-/// Ours: the fan-out of a turn recording about 10,000 events; also the payloads it sent.
-async fn fan_out_ours() -> Fallible<(FanOut, Vec<(String, u64, String)>)> {
-    let times = AppendTimes::default();
-    let store = Observed::new(MemoryStore::new(), times.clone());
-    let host = host(store)?;
+/// A ticks session served over a memory store whose appends `times` records, and
+/// `SUBSCRIBERS` streams of it open after its events so far.
+struct Subscribed {
+    host: Host,
+    addr: SocketAddr,
+    /// The session's id as the server names it.
+    session: String,
+    id: SessionId,
+    /// Its events so far.
+    len: u64,
+    subs: Vec<Subscriber>,
+}
+
+async fn subscribed(times: &AppendTimes) -> Fallible<Subscribed> {
+    let host = host(Observed::new(MemoryStore::new(), times.clone()))?;
     let options = ServerOptions::default().max_streams_per_session(SUBSCRIBERS + 8);
     let addr = serve(router(host.clone(), options)).await?;
     let (session, id) = ticks_session(addr).await?;
     let len = settled_len(&host, &id).await?;
     let path = format!("/sessions/{session}/events");
     let subs = subscribers(addr, &path, Some(len - 1), SUBSCRIBERS).await?;
+    Ok(Subscribed {
+        host,
+        addr,
+        session,
+        id,
+        len,
+        subs,
+    })
+}
+
+/// Ours: the fan-out of a turn recording about 10,000 events; also the payloads it sent.
+async fn fan_out_ours() -> Fallible<(FanOut, Vec<(String, u64, String)>)> {
+    let times = AppendTimes::default();
+    let Subscribed {
+        host,
+        addr,
+        session,
+        id,
+        len,
+        subs,
+    } = subscribed(&times).await?;
 
     let started = Instant::now();
     let body = format!(r#"{{"text":"{TICKS}"}}"#);
@@ -382,13 +413,13 @@ async fn fan_out_baseline(payloads: &[(String, u64, String)]) -> Fallible<FanOut
 /// the baseline's; the delivery latencies of each.
 async fn paced_latency() -> Fallible<(Vec<Duration>, Vec<Duration>)> {
     let times = AppendTimes::default();
-    let host = host(Observed::new(MemoryStore::new(), times.clone()))?;
-    let options = ServerOptions::default().max_streams_per_session(SUBSCRIBERS + 8);
-    let addr = serve(router(host.clone(), options)).await?;
-    let (session, id) = ticks_session(addr).await?;
-    let len = settled_len(&host, &id).await?;
-    let path = format!("/sessions/{session}/events");
-    let subs = subscribers(addr, &path, Some(len - 1), SUBSCRIBERS).await?;
+    let Subscribed {
+        host,
+        id,
+        len,
+        subs,
+        ..
+    } = subscribed(&times).await?;
     let last = len + PACED - 1;
     let watchers = watch_all(subs, len, End::Seq(last));
     let started = Instant::now();
