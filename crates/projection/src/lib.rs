@@ -60,7 +60,7 @@ mod ui_stream;
 pub use message::{Message, Part, Role, TextState, ToolState};
 pub use project::{MessageProjection, project_messages};
 pub use reply::{ReplyDecoder, reply_text};
-pub use ui::{ToolApproval, UiMessage, UiPart, to_ui_messages};
+pub use ui::{ToolApproval, UiMessage, UiPart, UiToolCall, to_ui_messages};
 pub use ui_stream::{
     APPROVAL_TOOL, APPROVED_FIELD, Approvals, MESSAGE_ID_FIELD, REASON_FIELD, REGENERATES_FIELD,
     UiStream, approval_text, approval_tool_call_id, opens_message, ui_messages, ui_messages_with,

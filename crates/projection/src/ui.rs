@@ -79,21 +79,9 @@ pub enum UiPart {
         /// `streaming` or `done`; none on a user's message (as the AI SDK sends it).
         state: Option<TextState>,
     },
-    /// `{type: "tool-<toolName>", toolCallId, state, input, output?, errorText?}`.
-    Tool {
-        /// The tool's name (part of the `type`).
-        tool_name: String,
-        /// The call id.
-        tool_call_id: String,
-        /// Where the call is.
-        state: ToolState,
-        /// The arguments.
-        input: Value,
-        /// The result, when `state` is `output-available`.
-        output: Option<Value>,
-        /// The error, when `state` is `output-error`.
-        error_text: Option<String>,
-    },
+    /// `{type: "tool-<toolName>", toolCallId, state, input, output?, errorText?}`, and
+    /// `approval?` in AI SDK 6+ (the chats here never set it on a static part).
+    Tool(UiToolCall),
     /// `{type: "dynamic-tool", toolName, toolCallId, state, input, output?, errorText?,
     /// approval?}`: a tool call the client has no definition of. A workflow's approval request
     /// ([`InputRequested::approval`](openharness_core::builtin::InputRequested::approval)) is
@@ -101,40 +89,19 @@ pub enum UiPart {
     /// approvals as tool parts ([`Approvals::Tool`](crate::Approvals::Tool)); AI SDK 6+ only.
     ///
     /// ```
-    /// use openharness_projection::{ToolApproval, ToolState, UiPart};
+    /// use openharness_projection::{ToolApproval, ToolState, UiPart, UiToolCall};
     /// use serde_json::json;
-    /// let asked = UiPart::DynamicTool {
-    ///     tool_name: "approval".into(),
-    ///     tool_call_id: "approval-1".into(),
-    ///     state: ToolState::ApprovalRequested,
-    ///     input: json!({ "prompt": "Publish?" }),
-    ///     output: None,
-    ///     error_text: None,
-    ///     approval: Some(ToolApproval { id: "1".into(), approved: None, reason: None }),
-    /// };
+    /// let mut call = UiToolCall::new("approval", "approval-1", json!({ "prompt": "Publish?" }));
+    /// call.state = ToolState::ApprovalRequested;
+    /// call.approval = Some(ToolApproval { id: "1".into(), approved: None, reason: None });
     /// assert_eq!(
-    ///     serde_json::to_value(&asked).unwrap(),
+    ///     serde_json::to_value(&UiPart::DynamicTool(call)).unwrap(),
     ///     json!({ "type": "dynamic-tool", "toolName": "approval", "toolCallId": "approval-1",
     ///             "state": "approval-requested", "input": { "prompt": "Publish?" },
     ///             "approval": { "id": "1" } })
     /// );
     /// ```
-    DynamicTool {
-        /// The tool's name.
-        tool_name: String,
-        /// The call id.
-        tool_call_id: String,
-        /// Where the call is.
-        state: ToolState,
-        /// The arguments.
-        input: Value,
-        /// The result, when `state` is `output-available`.
-        output: Option<Value>,
-        /// The error, when `state` is `output-error`.
-        error_text: Option<String>,
-        /// The approval asked for the call, and the person's decision once given.
-        approval: Option<ToolApproval>,
-    },
+    DynamicTool(UiToolCall),
     /// `{type: "step-start"}`: the start of an agent call (a step) in an assistant message.
     StepStart,
     /// `{type: "data-<name>", data}`: an agent's structured output is `data-output` with
@@ -145,6 +112,100 @@ pub enum UiPart {
         /// The data.
         data: Value,
     },
+}
+
+/// A tool call as a static or a dynamic [`UiPart`] shows it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct UiToolCall {
+    /// The tool's name (in a static part, the end of its `type`).
+    pub tool_name: String,
+    /// The call id.
+    pub tool_call_id: String,
+    /// Where the call is.
+    pub state: ToolState,
+    /// The arguments.
+    pub input: Value,
+    /// The result, when `state` is `output-available`.
+    pub output: Option<Value>,
+    /// The error, when `state` is `output-error`.
+    pub error_text: Option<String>,
+    /// The approval asked for the call, and the person's decision once given (AI SDK 6+; the
+    /// chats here ask for approvals only as dynamic tool parts).
+    pub approval: Option<ToolApproval>,
+}
+
+impl UiToolCall {
+    /// A call of `tool_name` with `input`, its input available and nothing more known yet.
+    ///
+    /// ```
+    /// use openharness_projection::{ToolState, UiPart, UiToolCall};
+    /// use serde_json::json;
+    /// let call = UiToolCall::new("weather", "c1", json!({ "city": "Lisbon" }));
+    /// assert_eq!(call.state, ToolState::InputAvailable);
+    /// assert_eq!(
+    ///     serde_json::to_value(&UiPart::Tool(call)).unwrap(),
+    ///     json!({ "type": "tool-weather", "toolCallId": "c1", "state": "input-available",
+    ///             "input": { "city": "Lisbon" } })
+    /// );
+    /// ```
+    pub fn new(
+        tool_name: impl Into<String>,
+        tool_call_id: impl Into<String>,
+        input: Value,
+    ) -> Self {
+        Self {
+            tool_name: tool_name.into(),
+            tool_call_id: tool_call_id.into(),
+            state: ToolState::InputAvailable,
+            input,
+            output: None,
+            error_text: None,
+            approval: None,
+        }
+    }
+
+    /// How many entries [`UiToolCall::serialize_entries`] writes.
+    fn entries(&self) -> usize {
+        3 + usize::from(self.output.is_some())
+            + usize::from(self.error_text.is_some())
+            + usize::from(self.approval.is_some())
+    }
+
+    /// The entries a static and a dynamic tool part share: `toolCallId`, `state`, `input`, and
+    /// `output`, `errorText` and `approval` when present.
+    fn serialize_entries<M: SerializeMap>(&self, map: &mut M) -> Result<(), M::Error> {
+        map.serialize_entry("toolCallId", &self.tool_call_id)?;
+        map.serialize_entry("state", &self.state)?;
+        map.serialize_entry("input", &self.input)?;
+        if let Some(output) = &self.output {
+            map.serialize_entry("output", output)?;
+        }
+        if let Some(error_text) = &self.error_text {
+            map.serialize_entry("errorText", error_text)?;
+        }
+        if let Some(approval) = &self.approval {
+            map.serialize_entry("approval", approval)?;
+        }
+        Ok(())
+    }
+}
+
+impl UiPart {
+    /// The tool call of a static or a dynamic tool part.
+    pub fn tool_call(&self) -> Option<&UiToolCall> {
+        match self {
+            Self::Tool(call) | Self::DynamicTool(call) => Some(call),
+            _ => None,
+        }
+    }
+
+    /// The tool call of a static or a dynamic tool part, to change.
+    pub fn tool_call_mut(&mut self) -> Option<&mut UiToolCall> {
+        match self {
+            Self::Tool(call) | Self::DynamicTool(call) => Some(call),
+            _ => None,
+        }
+    }
 }
 
 /// The `approval` of an AI SDK 6 tool part: `{id, approved?, reason?}`. `id` is the approval's
@@ -164,40 +225,6 @@ pub struct ToolApproval {
     pub reason: Option<String>,
 }
 
-/// The entries a static and a dynamic tool part share: `toolCallId`, `state`, `input`, and
-/// `output` and `errorText` when present (nothing for another part).
-fn tool_call_entries<M: SerializeMap>(map: &mut M, part: &UiPart) -> Result<(), M::Error> {
-    let (UiPart::Tool {
-        tool_call_id,
-        state,
-        input,
-        output,
-        error_text,
-        ..
-    }
-    | UiPart::DynamicTool {
-        tool_call_id,
-        state,
-        input,
-        output,
-        error_text,
-        ..
-    }) = part
-    else {
-        return Ok(());
-    };
-    map.serialize_entry("toolCallId", tool_call_id)?;
-    map.serialize_entry("state", state)?;
-    map.serialize_entry("input", input)?;
-    if let Some(output) = output {
-        map.serialize_entry("output", output)?;
-    }
-    if let Some(error_text) = error_text {
-        map.serialize_entry("errorText", error_text)?;
-    }
-    Ok(())
-}
-
 impl Serialize for UiPart {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         match self {
@@ -210,36 +237,17 @@ impl Serialize for UiPart {
                 }
                 map.end()
             }
-            Self::Tool {
-                tool_name,
-                output,
-                error_text,
-                ..
-            } => {
-                let len = 4 + usize::from(output.is_some()) + usize::from(error_text.is_some());
-                let mut map = serializer.serialize_map(Some(len))?;
-                map.serialize_entry("type", &format!("tool-{tool_name}"))?;
-                tool_call_entries(&mut map, self)?;
+            Self::Tool(call) => {
+                let mut map = serializer.serialize_map(Some(1 + call.entries()))?;
+                map.serialize_entry("type", &format!("tool-{}", call.tool_name))?;
+                call.serialize_entries(&mut map)?;
                 map.end()
             }
-            Self::DynamicTool {
-                tool_name,
-                output,
-                error_text,
-                approval,
-                ..
-            } => {
-                let len = 5
-                    + usize::from(output.is_some())
-                    + usize::from(error_text.is_some())
-                    + usize::from(approval.is_some());
-                let mut map = serializer.serialize_map(Some(len))?;
+            Self::DynamicTool(call) => {
+                let mut map = serializer.serialize_map(Some(2 + call.entries()))?;
                 map.serialize_entry("type", "dynamic-tool")?;
-                map.serialize_entry("toolName", tool_name)?;
-                tool_call_entries(&mut map, self)?;
-                if let Some(approval) = approval {
-                    map.serialize_entry("approval", approval)?;
-                }
+                map.serialize_entry("toolName", &call.tool_name)?;
+                call.serialize_entries(&mut map)?;
                 map.end()
             }
             Self::StepStart => {
@@ -271,7 +279,7 @@ impl schemars::JsonSchema for UiPart {
         let tool_state = generator.subschema_for::<ToolState>();
         let approval = generator.subschema_for::<ToolApproval>();
         schemars::json_schema!({
-            "description": "A part of an AI SDK 5 `UIMessage`: `{type: \"text\", text, state?}`, `{type: \"tool-<toolName>\", toolCallId, state, input, output?, errorText?}`, `{type: \"data-<name>\", data}` or `{type: \"step-start\"}`; or, in a chat whose client asked for approvals as tool parts (AI SDK 6+), `{type: \"dynamic-tool\", toolName, toolCallId, state, input, output?, errorText?, approval?}`.",
+            "description": "A part of an AI SDK 5 `UIMessage`: `{type: \"text\", text, state?}`, `{type: \"tool-<toolName>\", toolCallId, state, input, output?, errorText?}` (with `approval?` in AI SDK 6+), `{type: \"data-<name>\", data}` or `{type: \"step-start\"}`; or, in a chat whose client asked for approvals as tool parts (AI SDK 6+), `{type: \"dynamic-tool\", toolName, toolCallId, state, input, output?, errorText?, approval?}`.",
             "oneOf": [
                 {
                     "type": "object",
@@ -292,6 +300,7 @@ impl schemars::JsonSchema for UiPart {
                         "input": true,
                         "output": true,
                         "errorText": { "type": "string" },
+                        "approval": approval,
                     },
                     "required": ["type", "toolCallId", "state", "input"],
                     "additionalProperties": false,
@@ -356,7 +365,7 @@ impl From<&Part> for UiPart {
                 output,
                 error_text,
                 state,
-            } => Self::Tool {
+            } => Self::Tool(UiToolCall {
                 tool_name: tool_name.clone(),
                 tool_call_id: tool_call_id.clone(),
                 state: *state,
@@ -367,7 +376,8 @@ impl From<&Part> for UiPart {
                 error_text: error_text
                     .clone()
                     .filter(|_| *state == ToolState::OutputError),
-            },
+                approval: None,
+            }),
             Part::Output { agent, output } => Self::Data {
                 name: "output".into(),
                 data: json!({ "agent": agent, "output": output }),

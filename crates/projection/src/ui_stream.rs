@@ -43,7 +43,7 @@ use serde_json::{Value, json};
 
 use crate::message::{Role, TextState, ToolState};
 use crate::reply::{ReplyDecoder, reply_text};
-use crate::ui::{ToolApproval, UiMessage, UiPart};
+use crate::ui::{ToolApproval, UiMessage, UiPart, UiToolCall};
 
 mod messages;
 

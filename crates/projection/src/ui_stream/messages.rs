@@ -110,10 +110,10 @@ impl UiChatBuilder {
             Some(approved) => {
                 let index = match found {
                     Some((index, part)) => {
-                        if let UiPart::DynamicTool {
+                        if let UiPart::DynamicTool(UiToolCall {
                             approval: Some(approval),
                             ..
-                        } = part
+                        }) = part
                         {
                             approval.approved = Some(approved);
                             approval.reason =
@@ -139,12 +139,12 @@ impl UiChatBuilder {
                 // Answered with text instead: the request is settled, its answer that text.
                 if let Some((
                     _,
-                    UiPart::DynamicTool {
+                    UiPart::DynamicTool(UiToolCall {
                         state: state @ ToolState::ApprovalRequested,
                         output,
                         approval,
                         ..
-                    },
+                    }),
                 )) = found
                 {
                     *state = ToolState::OutputAvailable;
@@ -226,44 +226,25 @@ impl UiChatBuilder {
                 }
             }
             "tool-input-start" => {
-                let tool_name = chunk["toolName"].as_str().unwrap_or_default().to_owned();
-                let tool_call_id = call_id.to_owned();
+                let tool_name = chunk["toolName"].as_str().unwrap_or_default();
                 // `input-streaming` in the SDK until the next chunk, which the same event sends
-                let (state, input) = (ToolState::InputAvailable, Value::Null);
+                let call = UiToolCall::new(tool_name, call_id, Value::Null);
                 parts.push(if chunk["dynamic"] == true {
-                    UiPart::DynamicTool {
-                        tool_name,
-                        tool_call_id,
-                        state,
-                        input,
-                        output: None,
-                        error_text: None,
-                        approval: None,
-                    }
+                    UiPart::DynamicTool(call)
                 } else {
-                    UiPart::Tool {
-                        tool_name,
-                        tool_call_id,
-                        state,
-                        input,
-                        output: None,
-                        error_text: None,
-                    }
+                    UiPart::Tool(call)
                 });
             }
             "tool-input-available" => {
-                if let Some(tool) = tool_part(parts, call_id).and_then(ToolFields::of) {
-                    *tool.state = ToolState::InputAvailable;
-                    *tool.input = chunk["input"].clone();
+                if let Some(tool) = tool_part(parts, call_id).and_then(UiPart::tool_call_mut) {
+                    tool.state = ToolState::InputAvailable;
+                    tool.input = chunk["input"].clone();
                 }
             }
             "tool-approval-request" => {
-                if let Some(UiPart::DynamicTool {
-                    state, approval, ..
-                }) = tool_part(parts, call_id)
-                {
-                    *state = ToolState::ApprovalRequested;
-                    *approval = Some(ToolApproval {
+                if let Some(UiPart::DynamicTool(call)) = tool_part(parts, call_id) {
+                    call.state = ToolState::ApprovalRequested;
+                    call.approval = Some(ToolApproval {
                         id: chunk["approvalId"].as_str().unwrap_or_default().to_owned(),
                         approved: None,
                         reason: None,
@@ -271,20 +252,20 @@ impl UiChatBuilder {
                 }
             }
             "tool-output-available" => {
-                if let Some(tool) = tool_part(parts, call_id).and_then(ToolFields::of) {
-                    *tool.state = ToolState::OutputAvailable;
-                    *tool.output = Some(chunk["output"].clone());
+                if let Some(tool) = tool_part(parts, call_id).and_then(UiPart::tool_call_mut) {
+                    tool.state = ToolState::OutputAvailable;
+                    tool.output = Some(chunk["output"].clone());
                 }
             }
             "tool-output-denied" => {
-                if let Some(tool) = tool_part(parts, call_id).and_then(ToolFields::of) {
-                    *tool.state = ToolState::OutputDenied;
+                if let Some(tool) = tool_part(parts, call_id).and_then(UiPart::tool_call_mut) {
+                    tool.state = ToolState::OutputDenied;
                 }
             }
             "tool-output-error" => {
-                if let Some(tool) = tool_part(parts, call_id).and_then(ToolFields::of) {
-                    *tool.state = ToolState::OutputError;
-                    *tool.error_text =
+                if let Some(tool) = tool_part(parts, call_id).and_then(UiPart::tool_call_mut) {
+                    tool.state = ToolState::OutputError;
+                    tool.error_text =
                         Some(chunk["errorText"].as_str().unwrap_or_default().to_owned());
                 }
             }
@@ -301,42 +282,7 @@ impl UiChatBuilder {
 /// The tool part (static or dynamic) of call `call_id`, the latest if there are several.
 pub(super) fn tool_part<'a>(parts: &'a mut [UiPart], call_id: &str) -> Option<&'a mut UiPart> {
     parts.iter_mut().rev().find(|part| {
-        matches!(part, UiPart::Tool { tool_call_id, .. } | UiPart::DynamicTool { tool_call_id, .. }
-            if tool_call_id == call_id)
+        part.tool_call()
+            .is_some_and(|call| call.tool_call_id == call_id)
     })
-}
-
-/// The fields a tool chunk changes, in a static or a dynamic tool part.
-pub(super) struct ToolFields<'a> {
-    pub(super) state: &'a mut ToolState,
-    pub(super) input: &'a mut Value,
-    pub(super) output: &'a mut Option<Value>,
-    pub(super) error_text: &'a mut Option<String>,
-}
-
-impl<'a> ToolFields<'a> {
-    pub(super) fn of(part: &'a mut UiPart) -> Option<Self> {
-        match part {
-            UiPart::Tool {
-                state,
-                input,
-                output,
-                error_text,
-                ..
-            }
-            | UiPart::DynamicTool {
-                state,
-                input,
-                output,
-                error_text,
-                ..
-            } => Some(Self {
-                state,
-                input,
-                output,
-                error_text,
-            }),
-            _ => None,
-        }
-    }
 }

@@ -237,7 +237,7 @@ export type StopReason =
   | "waiting_for_input"
   | "nothing_unfinished";
 /**
- * A part of an AI SDK 5 `UIMessage`: `{type: "text", text, state?}`, `{type: "tool-<toolName>", toolCallId, state, input, output?, errorText?}`, `{type: "data-<name>", data}` or `{type: "step-start"}`; or, in a chat whose client asked for approvals as tool parts (AI SDK 6+), `{type: "dynamic-tool", toolName, toolCallId, state, input, output?, errorText?, approval?}`.
+ * A part of an AI SDK 5 `UIMessage`: `{type: "text", text, state?}`, `{type: "tool-<toolName>", toolCallId, state, input, output?, errorText?}` (with `approval?` in AI SDK 6+), `{type: "data-<name>", data}` or `{type: "step-start"}`; or, in a chat whose client asked for approvals as tool parts (AI SDK 6+), `{type: "dynamic-tool", toolName, toolCallId, state, input, output?, errorText?, approval?}`.
  *
  * This interface was referenced by `Wire`'s JSON-Schema
  * via the `definition` "UiPart".
@@ -249,6 +249,7 @@ export type UiPart =
       type: "text";
     }
   | {
+      approval?: ToolApproval;
       errorText?: string;
       input: unknown;
       output?: unknown;
