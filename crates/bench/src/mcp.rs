@@ -239,44 +239,30 @@ async fn timed_calls(
     Ok(())
 }
 
-/// (a): `calls` calls numbered from `from` made directly with `rmcp`, each timed.
-async fn direct_calls(
+/// (a): call `i` made directly with `rmcp`: its answer.
+async fn direct_call(
     service: &RunningService<RoleClient, ()>,
     kind: Kind,
-    from: usize,
-    calls: usize,
-    times: &mut Vec<Duration>,
-) -> Fallible<()> {
-    timed_calls(kind, from, calls, times, async |i| {
-        let Value::Object(arguments) = kind.arguments(i) else {
-            return Err("the arguments are not a JSON object".into());
-        };
-        let params = CallToolRequestParams::new(kind.name()).with_arguments(arguments);
-        let result = service.call_tool(params).await?;
-        if result.is_error == Some(true) {
-            return Err(format!("`{}` failed: {:?}", kind.name(), result.content).into());
-        }
-        Ok(kind.raw_answer(&result))
-    })
-    .await
+    i: usize,
+) -> Fallible<Option<Value>> {
+    let Value::Object(arguments) = kind.arguments(i) else {
+        return Err("the arguments are not a JSON object".into());
+    };
+    let params = CallToolRequestParams::new(kind.name()).with_arguments(arguments);
+    let result = service.call_tool(params).await?;
+    if result.is_error == Some(true) {
+        return Err(format!("`{}` failed: {:?}", kind.name(), result.content).into());
+    }
+    Ok(kind.raw_answer(&result))
 }
 
-/// (b): `calls` calls numbered from `from` through the agent tool, each timed.
-async fn tool_calls(
-    tool: &dyn Tool,
-    kind: Kind,
-    from: usize,
-    calls: usize,
-    times: &mut Vec<Duration>,
-) -> Fallible<()> {
-    timed_calls(kind, from, calls, times, async |i| {
-        let output = tool
-            .call(kind.arguments(i))
-            .await
-            .map_err(|err| format!("`{}` failed: {}", kind.name(), err.message()))?;
-        Ok(kind.answer(output))
-    })
-    .await
+/// (b): call `i` through the agent tool: its answer.
+async fn tool_call(tool: &dyn Tool, kind: Kind, i: usize) -> Fallible<Option<Value>> {
+    let output = tool
+        .call(kind.arguments(i))
+        .await
+        .map_err(|err| format!("`{}` failed: {}", kind.name(), err.message()))?;
+    Ok(kind.answer(output))
 }
 
 /// (c): `runs` runs of the agent, each calling `add` once, each timed.
@@ -316,8 +302,10 @@ async fn compare(
     agent: Option<&Workflow<Desk>>,
 ) -> Fallible<(Row, Option<Row>)> {
     let mut discarded = Vec::new();
-    direct_calls(direct, kind, 0, WARMUP, &mut discarded).await?;
-    tool_calls(tool.as_ref(), kind, 0, WARMUP, &mut discarded).await?;
+    let direct_call = async |i| direct_call(direct, kind, i).await;
+    let tool_call = async |i| tool_call(tool.as_ref(), kind, i).await;
+    timed_calls(kind, 0, WARMUP, &mut discarded, direct_call).await?;
+    timed_calls(kind, 0, WARMUP, &mut discarded, tool_call).await?;
     if let Some(agent) = agent {
         agent_runs(agent, WARMUP / 10, &mut discarded).await?;
     }
@@ -325,14 +313,14 @@ async fn compare(
     for round in 0..ROUNDS {
         let from = WARMUP + round * PER_ROUND;
         if round % 2 == 0 {
-            direct_calls(direct, kind, from, PER_ROUND, &mut raw).await?;
+            timed_calls(kind, from, PER_ROUND, &mut raw, direct_call).await?;
         }
-        tool_calls(tool.as_ref(), kind, from, PER_ROUND, &mut ours).await?;
+        timed_calls(kind, from, PER_ROUND, &mut ours, tool_call).await?;
         if let Some(agent) = agent {
             agent_runs(agent, AGENT_RUNS / ROUNDS, &mut runs).await?;
         }
         if round % 2 == 1 {
-            direct_calls(direct, kind, from, PER_ROUND, &mut raw).await?;
+            timed_calls(kind, from, PER_ROUND, &mut raw, direct_call).await?;
         }
         let (r, o) = (
             &raw[raw.len() - PER_ROUND..],

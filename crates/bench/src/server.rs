@@ -283,26 +283,21 @@ async fn subscribed(times: &AppendTimes) -> Fallible<Subscribed> {
 /// Ours: the fan-out of a turn recording about 10,000 events; also the payloads it sent.
 async fn fan_out_ours() -> Fallible<(FanOut, Vec<(String, u64, String)>)> {
     let times = AppendTimes::default();
-    let Subscribed {
-        host,
-        addr,
-        session,
-        id,
-        len,
-        subs,
-    } = subscribed(&times).await?;
+    let ours = subscribed(&times).await?;
+    let (host, id, len) = (&ours.host, &ours.id, ours.len);
 
     let started = Instant::now();
     let body = format!(r#"{{"text":"{TICKS}"}}"#);
-    post_expecting(addr, &format!("/sessions/{session}/input"), &body, 202).await?;
-    let watchers = watch_all(subs, len, End::Named("workflow:completed"));
+    let input = format!("/sessions/{}/input", ours.session);
+    post_expecting(ours.addr, &input, &body, 202).await?;
+    let watchers = watch_all(ours.subs, len, End::Named("workflow:completed"));
     let seen = seen_by(watchers).await?;
-    let end = settled_len(&host, &id).await?;
+    let end = settled_len(host, id).await?;
     let fan_out = tally(seen, end - len, started, |seq| times.of(seq));
 
     // The payloads the baseline broadcasts: this turn's events, as the stream sent them.
     let mut payloads = Vec::new();
-    for (seq, event) in (len..).zip(host.store().events(&id, len..end).await?) {
+    for (seq, event) in (len..).zip(host.store().events(id, len..end).await?) {
         let recorded = Recorded { seq, event };
         payloads.push((
             recorded.event.name.to_string(),

@@ -278,6 +278,31 @@ impl schemars::JsonSchema for UiPart {
         let text_state = generator.subschema_for::<TextState>();
         let tool_state = generator.subschema_for::<ToolState>();
         let approval = generator.subschema_for::<ToolApproval>();
+        // A tool part: its `type`, `toolName` when the type does not hold it, and the call.
+        let tool_part = |kind: Value, named: bool| {
+            let mut properties = json!({
+                "type": kind,
+                "toolCallId": { "type": "string" },
+                "state": tool_state,
+                "input": true,
+                "output": true,
+                "errorText": { "type": "string" },
+                "approval": approval,
+            });
+            let mut required = vec!["type", "toolCallId", "state", "input"];
+            if named {
+                properties["toolName"] = json!({ "type": "string" });
+                required.insert(1, "toolName");
+            }
+            json!({
+                "type": "object",
+                "properties": properties,
+                "required": required,
+                "additionalProperties": false,
+            })
+        };
+        let static_tool = tool_part(json!({ "type": "string", "pattern": "^tool-" }), false);
+        let dynamic_tool = tool_part(json!({ "const": "dynamic-tool" }), true);
         schemars::json_schema!({
             "description": "A part of an AI SDK 5 `UIMessage`: `{type: \"text\", text, state?}`, `{type: \"tool-<toolName>\", toolCallId, state, input, output?, errorText?}` (with `approval?` in AI SDK 6+), `{type: \"data-<name>\", data}` or `{type: \"step-start\"}`; or, in a chat whose client asked for approvals as tool parts (AI SDK 6+), `{type: \"dynamic-tool\", toolName, toolCallId, state, input, output?, errorText?, approval?}`.",
             "oneOf": [
@@ -291,35 +316,8 @@ impl schemars::JsonSchema for UiPart {
                     "required": ["type", "text"],
                     "additionalProperties": false,
                 },
-                {
-                    "type": "object",
-                    "properties": {
-                        "type": { "type": "string", "pattern": "^tool-" },
-                        "toolCallId": { "type": "string" },
-                        "state": tool_state,
-                        "input": true,
-                        "output": true,
-                        "errorText": { "type": "string" },
-                        "approval": approval,
-                    },
-                    "required": ["type", "toolCallId", "state", "input"],
-                    "additionalProperties": false,
-                },
-                {
-                    "type": "object",
-                    "properties": {
-                        "type": { "const": "dynamic-tool" },
-                        "toolName": { "type": "string" },
-                        "toolCallId": { "type": "string" },
-                        "state": tool_state,
-                        "input": true,
-                        "output": true,
-                        "errorText": { "type": "string" },
-                        "approval": approval,
-                    },
-                    "required": ["type", "toolName", "toolCallId", "state", "input"],
-                    "additionalProperties": false,
-                },
+                static_tool,
+                dynamic_tool,
                 {
                     "type": "object",
                     "properties": {
