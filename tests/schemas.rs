@@ -13,6 +13,7 @@ use openharness::projection::to_ui_messages;
 use openharness::provider::{Reply, ScriptedProvider};
 use openharness::store::MemoryStore;
 use openharness_example_planner_executor as demo;
+use openharness_testkit::notes::{Notes, Scribe};
 use serde::Serialize;
 use serde_json::{Value, json};
 
@@ -52,50 +53,8 @@ impl Schemas {
     }
 }
 
-// A second workflow, for what the demo never records: tool calls, a failed agent.
-
-#[event]
-#[derive(Debug, Clone)]
-struct NoteTaken {
-    text: String,
-}
-
-#[event]
-enum NoteEvent {
-    UserInput,
-    NoteTaken,
-}
-
-#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
-struct Notes {
-    notes: Vec<String>,
-}
-
-#[handler(NoteEvent)]
-impl Notes {
-    fn input(&mut self, _input: &UserInput) {}
-    fn taken(&mut self, note: &NoteTaken) {
-        self.notes.push(note.text.clone());
-    }
-}
-
-#[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
-struct Note {
-    note: String,
-}
-
-struct Scribe;
-
-#[agent(output = Note, emits = [NoteTaken])]
-impl Scribe {
-    fn prompt(&self, _state: &Notes, input: &UserInput) -> String {
-        input.text.clone()
-    }
-    fn on_output(&self, out: Note, _input: &UserInput) -> NoteTaken {
-        NoteTaken { text: out.note }
-    }
-}
-
+/// A second workflow (the shared note-taking one), for what the demo never records: tool
+/// calls, a failed agent.
 fn notes() -> Workflow<Notes> {
     let provider = ScriptedProvider::new()
         .respond(

@@ -8,49 +8,8 @@ use openharness::prelude::*;
 use openharness::provider::{Reply, ScriptedProvider};
 use openharness::store::MemoryStore;
 use openharness_host::{ForkPoint, Host, HostError};
+use openharness_testkit::notes::{Notes, Scribe};
 use openharness_testkit::{LIMIT, eventually};
-
-#[event]
-#[derive(Debug, Clone)]
-struct NoteTaken {
-    text: String,
-}
-
-#[event]
-enum NoteEvent {
-    UserInput,
-    NoteTaken,
-}
-
-#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
-struct Notes {
-    notes: Vec<String>,
-}
-
-#[handler(NoteEvent)]
-impl Notes {
-    fn input(&mut self, _input: &UserInput) {}
-    fn taken(&mut self, note: &NoteTaken) {
-        self.notes.push(note.text.clone());
-    }
-}
-
-#[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
-struct Note {
-    note: String,
-}
-
-struct Scribe;
-
-#[agent(output = Note, emits = [NoteTaken])]
-impl Scribe {
-    fn prompt(&self, _state: &Notes, input: &UserInput) -> String {
-        input.text.clone()
-    }
-    fn on_output(&self, out: Note, _input: &UserInput) -> NoteTaken {
-        NoteTaken { text: out.note }
-    }
-}
 
 fn notes(name: &str, delay: Duration) -> Workflow<Notes> {
     Workflow::builder(name)

@@ -1,5 +1,6 @@
 //! What Open Harness's own tests share (a dev-only crate, never published): one way to wait
-//! for something to become true, with one timeout policy and one failure message.
+//! for something to become true, with one timeout policy and one failure message, one HTTP
+//! client, and the fixture workflows.
 //!
 //! A test that waits for a background task (a turn to end, a tail to catch up, a claim to be
 //! given up) polls with [`eventually`] instead of writing its own loop: every wait then has
@@ -11,8 +12,12 @@
 //!
 //! - This file: [`eventually`], its [`LIMIT`] and [`INTERVAL`], and [`block_on`].
 //! - [`http`]: [`http::Client`] for a socket address, its [`http::Response`]s and event streams.
+//! - `notes` (feature `fixtures`): the note-taking workflow's events, state and agent, which
+//!   several suites build workflows from.
 
 pub mod http;
+#[cfg(feature = "fixtures")]
+pub mod notes;
 
 use std::fmt::Debug;
 use std::future::Future;
