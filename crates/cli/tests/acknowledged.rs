@@ -7,13 +7,13 @@
 #![allow(clippy::unwrap_used, missing_docs)]
 
 use std::path::Path;
-use std::process::Command;
 use std::time::Duration;
 
 use openharness_testkit::http::Client;
 use openharness_testkit::{block_on, eventually};
 use serde_json::{Value, json};
 
+mod binary;
 mod serving;
 
 /// Kills per route and store.
@@ -25,13 +25,11 @@ const TURN: Duration = Duration::from_secs(60);
 /// Starts `serve` on `store`, its scripted models answering slowly: the process and the kit's
 /// client of it.
 fn serve(dir: &Path, store: &str) -> (std::process::Child, Client) {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_openharness"));
+    let mut command = binary::command(dir);
     command
         .args(["serve", "--addr", "127.0.0.1:0", "--store", store])
         .args(["--chat-workflow", "chat"])
-        .current_dir(dir)
-        .env("OPENHARNESS_SCRIPTED_DELAY_MS", "300")
-        .env_remove("OPENHARNESS_STORE");
+        .env("OPENHARNESS_SCRIPTED_DELAY_MS", "300");
     let (child, port, _) = serving::start_serve(command);
     (child, serving::client(port))
 }
@@ -45,10 +43,8 @@ async fn call(client: &Client, method: &str, path: &str, body: &Value) -> (u16, 
 
 /// The events of `session` in `store`, read by the CLI after the server is gone.
 fn recorded(dir: &Path, store: &str, session: &str) -> Vec<Value> {
-    let output = Command::new(env!("CARGO_BIN_EXE_openharness"))
+    let output = binary::command(dir)
         .args(["--store", store, "events", session, "--json"])
-        .current_dir(dir)
-        .env_remove("OPENHARNESS_STORE")
         .output()
         .unwrap();
     assert!(

@@ -3,17 +3,8 @@
 //! prints a raw panic, and none that met damage exits 0.
 #![allow(clippy::unwrap_used, missing_docs)]
 
-use std::path::Path;
-use std::process::{Command, Output};
-
-fn openharness(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_openharness"))
-        .args(args)
-        .current_dir(dir)
-        .env_remove("OPENHARNESS_STORE")
-        .output()
-        .unwrap()
-}
+mod binary;
+use binary::openharness;
 
 #[test]
 fn check_reports_healthy_and_damaged_stores_without_crashing() {

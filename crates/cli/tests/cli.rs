@@ -5,27 +5,10 @@
 #![allow(clippy::unwrap_used, missing_docs)]
 
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 
-fn openharness(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_openharness"))
-        .args(args)
-        .current_dir(dir)
-        .env_remove("OPENHARNESS_STORE")
-        .output()
-        .unwrap()
-}
-
-fn stdout(output: &Output) -> String {
-    assert!(
-        output.status.success(),
-        "command failed ({}):\nstdout:\n{}\nstderr:\n{}",
-        output.status,
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
-    String::from_utf8(output.stdout.clone()).unwrap()
-}
+mod binary;
+use binary::{openharness, stdout};
 
 fn json(output: &Output) -> serde_json::Value {
     serde_json::from_str(&stdout(output)).unwrap()

@@ -2,19 +2,12 @@
 //! another one; forks of forks compared through their lineage; identical sessions agree.
 #![allow(clippy::unwrap_used, missing_docs)]
 
-use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 
 use serde_json::Value;
 
-fn openharness(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_openharness"))
-        .args(args)
-        .current_dir(dir)
-        .env_remove("OPENHARNESS_STORE")
-        .output()
-        .unwrap()
-}
+mod binary;
+use binary::openharness;
 
 fn json(output: &Output) -> Value {
     assert!(

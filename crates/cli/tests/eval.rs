@@ -3,19 +3,12 @@
 //! re-scored without a model.
 #![allow(clippy::unwrap_used, missing_docs)]
 
-use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 
 use serde_json::Value;
 
-fn openharness(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_openharness"))
-        .args(args)
-        .current_dir(dir)
-        .env_remove("OPENHARNESS_STORE")
-        .output()
-        .unwrap()
-}
+mod binary;
+use binary::openharness;
 
 fn stdout(output: &Output) -> String {
     String::from_utf8_lossy(&output.stdout).into_owned()

@@ -15,6 +15,7 @@ use openharness::provider::testing::FakeServer;
 use openharness::provider::testing::anthropic::{KEY, json_output, text, tool_output};
 use serde_json::{Value, json};
 
+mod binary;
 mod serving;
 
 /// The SDK release the test runs (the newest 0.3.x).
@@ -151,11 +152,9 @@ fn the_everruns_sdk_runs_its_whole_flow_unmodified() {
     let dir = tempfile::tempdir().unwrap();
     let api_key = "evr-test-key";
     std::fs::write(dir.path().join("keys"), format!("{api_key}\n")).unwrap();
-    let mut command = Command::new(env!("CARGO_BIN_EXE_openharness"));
+    let mut command = binary::command(dir.path());
     command
         .args(["serve", "--addr", "127.0.0.1:0", "--api-keys-file", "keys"])
-        .current_dir(dir.path())
-        .env_remove("OPENHARNESS_STORE")
         .env_remove("OPENHARNESS_MASTER_KEYS_FILE")
         .env("OPENHARNESS_MASTER_KEYS", format!("k1:{}", "3d".repeat(32)));
     let (server, port, _) = serving::start_serve(command);

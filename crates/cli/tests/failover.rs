@@ -11,7 +11,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::collections::HashMap;
-use std::process::{Child, Command};
+use std::process::Child;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -20,6 +20,7 @@ use openharness_provider::testing::anthropic::{self as model, KEY};
 use openharness_testkit::http::Client;
 use serde_json::{Value, json};
 
+mod binary;
 mod serving;
 
 const POSTGRES_ENV: &str = "OPENHARNESS_TEST_POSTGRES";
@@ -42,12 +43,10 @@ fn start_replica(dir: &std::path::Path, store: &str, n: usize) -> Replica {
         .append(true)
         .open(dir.join(format!("replica-{n}.log")))
         .unwrap();
-    let mut command = Command::new(env!("CARGO_BIN_EXE_openharness"));
+    let mut command = binary::command(dir);
     command
         .args(["serve", "--addr", "127.0.0.1:0", "--store", store])
-        .current_dir(dir)
         .env("OPENHARNESS_MASTER_KEYS", format!("k1:{}", "5a".repeat(32)))
-        .env_remove("OPENHARNESS_STORE")
         .env("RUST_LOG", "openharness=info,openharness_platform=info")
         .stderr(log);
     let (child, port, _) = serving::start_serve(command);

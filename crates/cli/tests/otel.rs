@@ -6,20 +6,16 @@
 
 use std::collections::BTreeSet;
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 
 use openharness_otel::testing::Receiver;
 
+mod binary;
 mod serving;
 
 fn openharness(dir: &Path, endpoint: Option<&str>, args: &[&str]) -> Output {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_openharness"));
-    command
-        .args(args)
-        .current_dir(dir)
-        .env_remove("OPENHARNESS_STORE")
-        .env_remove("OTEL_EXPORTER_OTLP_ENDPOINT")
-        .env_remove("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT");
+    let mut command = binary::command(dir);
+    command.args(args);
     if let Some(endpoint) = endpoint {
         command.env("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint);
     }
@@ -194,11 +190,9 @@ async fn demo_exports_live_and_otel_export_sends_the_same_spans_again() {
 async fn serve_exports_live_the_sessions_it_records() {
     let (receiver, base) = collector().await;
     let dir = tempfile::tempdir().unwrap();
-    let mut command = Command::new(env!("CARGO_BIN_EXE_openharness"));
+    let mut command = binary::command(dir.path());
     command
         .args(["serve", "--addr", "127.0.0.1:0", "--chat-workflow", "chat"])
-        .current_dir(dir.path())
-        .env_remove("OPENHARNESS_STORE")
         .env_remove("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
         .env("OTEL_EXPORTER_OTLP_ENDPOINT", &base);
     let (mut server, port, _) = tokio::task::spawn_blocking(move || serving::start_serve(command))

@@ -4,20 +4,11 @@
 //! a program that keeps its store to itself is named to the reader it refuses.
 #![allow(clippy::unwrap_used, missing_docs)]
 
-use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 
+mod binary;
 mod serving;
-
-fn openharness(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_openharness"))
-        .args(args)
-        .current_dir(dir)
-        .env_remove("OPENHARNESS_STORE")
-        .env_remove("OTEL_EXPORTER_OTLP_ENDPOINT")
-        .output()
-        .unwrap()
-}
+use binary::openharness;
 
 fn text(output: &Output) -> String {
     format!(
@@ -35,11 +26,9 @@ fn readers_are_never_refused_by_a_writer_and_a_second_writer_is_told_who_writes(
         serde_json::from_slice(&openharness(dir.path(), &["sessions", "--json"]).stdout).unwrap();
     let demo = listed[0]["id"].as_str().unwrap().to_owned();
 
-    let mut command = Command::new(env!("CARGO_BIN_EXE_openharness"));
+    let mut command = binary::command(dir.path());
     command
         .args(["serve", "--addr", "127.0.0.1:0", "--chat-workflow", "chat"])
-        .current_dir(dir.path())
-        .env_remove("OPENHARNESS_STORE")
         .env_remove("OTEL_EXPORTER_OTLP_ENDPOINT");
     let (mut server, port, _) = serving::start_serve(command);
 

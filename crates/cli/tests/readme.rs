@@ -7,7 +7,7 @@
 #![allow(clippy::unwrap_used, missing_docs)]
 
 use std::collections::HashMap;
-use std::process::{Child, Command};
+use std::process::Child;
 use std::time::Duration;
 
 use openharness::provider::testing::FakeServer;
@@ -16,6 +16,7 @@ use openharness_testkit::block_on;
 use openharness_testkit::http::Client;
 use serde_json::Value;
 
+mod binary;
 mod serving;
 
 /// The README's block of the `/v1` walk-through.
@@ -172,11 +173,9 @@ fn send(request: &Request) -> (u16, String) {
 
 /// `openharness serve --addr 127.0.0.1:0` in `dir` with master keys: the process and port.
 fn spawn_serve(dir: &std::path::Path) -> (Child, u16) {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_openharness"));
+    let mut command = binary::command(dir);
     command
         .args(["serve", "--addr", "127.0.0.1:0"])
-        .current_dir(dir)
-        .env_remove("OPENHARNESS_STORE")
         .env_remove("OPENHARNESS_MASTER_KEYS_FILE")
         .env("OPENHARNESS_MASTER_KEYS", format!("k1:{}", "7e".repeat(32)));
     let (server, port, _) = serving::start_serve(command);

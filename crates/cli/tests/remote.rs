@@ -6,17 +6,14 @@
 #![allow(clippy::unwrap_used, missing_docs)]
 
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 
+mod binary;
 mod serving;
 
 fn openharness(dir: &Path, args: &[&str], key: Option<&str>) -> Output {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_openharness"));
-    command
-        .args(args)
-        .current_dir(dir)
-        .env_remove("OPENHARNESS_STORE")
-        .env_remove("OPENHARNESS_API_KEY");
+    let mut command = binary::command(dir);
+    command.args(args);
     if let Some(key) = key {
         command.env("OPENHARNESS_API_KEY", key);
     }
@@ -49,11 +46,8 @@ fn readers_go_through_the_server_that_holds_the_store() {
         None,
     ));
 
-    let mut command = Command::new(env!("CARGO_BIN_EXE_openharness"));
-    command
-        .args(["serve", "--addr", "127.0.0.1:0"])
-        .current_dir(dir.path())
-        .env_remove("OPENHARNESS_STORE");
+    let mut command = binary::command(dir.path());
+    command.args(["serve", "--addr", "127.0.0.1:0"]);
     let (mut server, port, _) = serving::start_serve(command);
     let remote = format!("http://127.0.0.1:{port}");
 
@@ -119,11 +113,8 @@ fn a_server_with_api_keys_is_read_with_openharness_api_key() {
             .success()
     );
     std::fs::write(dir.path().join("keys"), "secret-key\n").unwrap();
-    let mut command = Command::new(env!("CARGO_BIN_EXE_openharness"));
-    command
-        .args(["serve", "--addr", "127.0.0.1:0", "--api-keys-file", "keys"])
-        .current_dir(dir.path())
-        .env_remove("OPENHARNESS_STORE");
+    let mut command = binary::command(dir.path());
+    command.args(["serve", "--addr", "127.0.0.1:0", "--api-keys-file", "keys"]);
     let (mut server, port, _) = serving::start_serve(command);
     let remote = format!("http://127.0.0.1:{port}");
     let without = openharness(dir.path(), &["--store", &remote, "sessions"], None);

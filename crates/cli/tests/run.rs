@@ -4,19 +4,16 @@
 #![allow(clippy::unwrap_used, missing_docs)]
 
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 
 use openharness::provider::testing::{self, FakeServer, RecordedRequest};
 use serde_json::{Value, json};
 
+mod binary;
+
 fn openharness(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_openharness"));
-    command
-        .args(args)
-        .current_dir(dir)
-        .env_remove("OPENHARNESS_STORE")
-        .env_remove("ANTHROPIC_API_KEY")
-        .env_remove("OPENAI_API_KEY");
+    let mut command = binary::command(dir);
+    command.args(args);
     for (name, value) in env {
         command.env(name, value);
     }

@@ -4,11 +4,12 @@
 #![allow(clippy::unwrap_used, missing_docs)]
 
 use std::io::{BufRead, BufReader};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 
 use openharness_testkit::block_on;
 use openharness_testkit::http::Response;
 
+mod binary;
 mod serving;
 
 /// `GET path` on the server on `port`, with `headers`.
@@ -19,24 +20,15 @@ fn get(port: u16, path: &str, headers: &[(&str, &str)]) -> Response {
 /// Starts `openharness serve --addr 127.0.0.1:0 EXTRA…` in `dir`: the process, the port it
 /// printed, and its first line.
 fn spawn_serve(dir: &std::path::Path, extra: &[&str]) -> (std::process::Child, u16, String) {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_openharness"));
-    command
-        .args(["serve", "--addr", "127.0.0.1:0"])
-        .args(extra)
-        .current_dir(dir)
-        .env_remove("OPENHARNESS_STORE");
+    let mut command = binary::command(dir);
+    command.args(["serve", "--addr", "127.0.0.1:0"]).args(extra);
     serving::start_serve(command)
 }
 
 #[test]
 fn serve_answers_on_loopback_and_refuses_other_addresses() {
     let dir = tempfile::tempdir().unwrap();
-    let demo = Command::new(env!("CARGO_BIN_EXE_openharness"))
-        .args(["demo"])
-        .current_dir(dir.path())
-        .env_remove("OPENHARNESS_STORE")
-        .output()
-        .unwrap();
+    let demo = binary::command(dir.path()).args(["demo"]).output().unwrap();
     assert!(demo.status.success());
 
     let port = std::net::TcpListener::bind("127.0.0.1:0")
@@ -44,10 +36,8 @@ fn serve_answers_on_loopback_and_refuses_other_addresses() {
         .local_addr()
         .unwrap()
         .port();
-    let mut server = Command::new(env!("CARGO_BIN_EXE_openharness"))
+    let mut server = binary::command(dir.path())
         .args(["serve", "--addr", &format!("127.0.0.1:{port}")])
-        .current_dir(dir.path())
-        .env_remove("OPENHARNESS_STORE")
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();
@@ -69,10 +59,8 @@ fn serve_answers_on_loopback_and_refuses_other_addresses() {
     server.kill().unwrap();
     server.wait().unwrap();
 
-    let refused = Command::new(env!("CARGO_BIN_EXE_openharness"))
+    let refused = binary::command(dir.path())
         .args(["serve", "--addr", "0.0.0.0:0"])
-        .current_dir(dir.path())
-        .env_remove("OPENHARNESS_STORE")
         .env_remove("OPENHARNESS_API_KEYS_FILE")
         .output()
         .unwrap();
@@ -93,7 +81,7 @@ local-key
         .local_addr()
         .unwrap()
         .port();
-    let mut server = Command::new(env!("CARGO_BIN_EXE_openharness"))
+    let mut server = binary::command(dir.path())
         .args([
             "serve",
             "--addr",
@@ -101,8 +89,6 @@ local-key
             "--api-keys-file",
             "keys",
         ])
-        .current_dir(dir.path())
-        .env_remove("OPENHARNESS_STORE")
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();
@@ -120,10 +106,8 @@ local-key
 #[test]
 fn serve_allows_the_cors_origins_it_is_given_and_refuses_malformed_ones() {
     let dir = tempfile::tempdir().unwrap();
-    let refused = Command::new(env!("CARGO_BIN_EXE_openharness"))
+    let refused = binary::command(dir.path())
         .args(["serve", "--cors-origin", "http://localhost:5173/"])
-        .current_dir(dir.path())
-        .env_remove("OPENHARNESS_STORE")
         .output()
         .unwrap();
     assert_eq!(refused.status.code(), Some(2));
@@ -164,10 +148,8 @@ fn serve_on_port_0_prints_the_port_it_listens_on() {
 #[test]
 fn serve_runs_new_chats_on_the_chat_workflow_it_is_given() {
     let dir = tempfile::tempdir().unwrap();
-    let refused = Command::new(env!("CARGO_BIN_EXE_openharness"))
+    let refused = binary::command(dir.path())
         .args(["serve", "--chat-workflow", "nope"])
-        .current_dir(dir.path())
-        .env_remove("OPENHARNESS_STORE")
         .output()
         .unwrap();
     assert!(!refused.status.success());
@@ -201,10 +183,8 @@ fn the_platform_log_is_not_listed_as_a_session() {
     assert_eq!(get(port, "/sessions/openharness-platform", &[]).status, 200);
     server.kill().unwrap();
     server.wait().unwrap();
-    let sessions = Command::new(env!("CARGO_BIN_EXE_openharness"))
+    let sessions = binary::command(dir.path())
         .args(["sessions"])
-        .current_dir(dir.path())
-        .env_remove("OPENHARNESS_STORE")
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&sessions.stdout);

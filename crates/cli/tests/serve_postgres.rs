@@ -12,6 +12,7 @@ use openharness_testkit::http::Client;
 use openharness_testkit::{block_on, eventually};
 use serde_json::Value;
 
+mod binary;
 mod serving;
 
 /// A `serve` process, killed when dropped, and the kit's client of it.
@@ -126,9 +127,8 @@ fn two_servers_on_one_postgresql_share_sessions_live_and_refuse_a_turn_that_has_
     // A turn that has not ended (here: one a crash cut off, imported as such) is busy on both
     // servers, whichever started it; B's resume finishes it.
     let cut = {
-        let export = Command::new(env!("CARGO_BIN_EXE_openharness"))
+        let export = binary::command(dir.path())
             .args(["export", &session, "--store", &url])
-            .current_dir(dir.path())
             .output()
             .unwrap();
         assert!(export.status.success());
@@ -152,9 +152,8 @@ fn two_servers_on_one_postgresql_share_sessions_live_and_refuse_a_turn_that_has_
                 + &format!("\n{{\"session\":\"{copy}\",\"end\":true,\"count\":{events}}}\n"),
         )
         .unwrap();
-        let import = Command::new(env!("CARGO_BIN_EXE_openharness"))
+        let import = binary::command(dir.path())
             .args(["import", file.to_str().unwrap(), "--store", &url])
-            .current_dir(dir.path())
             .output()
             .unwrap();
         assert!(

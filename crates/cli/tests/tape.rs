@@ -3,21 +3,14 @@
 #![allow(clippy::unwrap_used, missing_docs)]
 
 use std::path::Path;
-use std::process::{Command, Output};
 
 use openharness::prelude::*;
 use openharness::store::RedbStore;
 use openharness::tape::{At, ForkSession};
 use openharness_example_planner_executor as example;
 
-fn openharness(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_openharness"))
-        .args(args)
-        .current_dir(dir)
-        .env_remove("OPENHARNESS_STORE")
-        .output()
-        .unwrap()
-}
+mod binary;
+use binary::openharness;
 
 /// Records the demo and a fork of it at position 20 into `store.redb`; returns the parent,
 /// the child and the parent's state at 20 as JSON.

@@ -5,27 +5,9 @@
 
 use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Command, Output};
 
-fn openharness(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_openharness"))
-        .args(args)
-        .current_dir(dir)
-        .env_remove("OPENHARNESS_STORE")
-        .output()
-        .unwrap()
-}
-
-fn stdout(output: &Output) -> String {
-    assert!(
-        output.status.success(),
-        "command failed ({}):\nstdout:\n{}\nstderr:\n{}",
-        output.status,
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
-    String::from_utf8(output.stdout.clone()).unwrap()
-}
+mod binary;
+use binary::{openharness, stdout};
 
 #[test]
 fn export_then_import_into_another_store() {
@@ -167,10 +149,8 @@ fn a_bad_postgres_pool_size_is_refused_before_connecting() {
     let dir = tempfile::tempdir().unwrap();
     let url = "postgres://someone:hunter2-secret@127.0.0.1:1/test";
     for size in ["lots", "0", "257", "-3"] {
-        let output = Command::new(env!("CARGO_BIN_EXE_openharness"))
+        let output = binary::command(dir.path())
             .args(["sessions", "--store", url])
-            .current_dir(dir.path())
-            .env_remove("OPENHARNESS_STORE")
             .env("OPENHARNESS_POSTGRES_CONNECTIONS", size)
             .output()
             .unwrap();
@@ -279,10 +259,8 @@ fn a_reader_that_goes_away_is_not_a_failure() {
         vec!["sessions"],
         vec!["sessions", "--json"],
     ] {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_openharness"))
+        let mut child = binary::command(dir.path())
             .args(&args)
-            .current_dir(dir.path())
-            .env_remove("OPENHARNESS_STORE")
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
@@ -436,10 +414,8 @@ fn killed_imports(dir: &Path, store: impl Fn(usize) -> String, kills: usize) -> 
         let session = uuid::Uuid::now_v7().to_string();
         std::fs::write(dir.join("long.jsonl"), long_export(&session, EVENTS)).unwrap();
         let store = store(kill);
-        let mut child = Command::new(env!("CARGO_BIN_EXE_openharness"))
+        let mut child = binary::command(dir)
             .args(["import", "long.jsonl", "--store", &store])
-            .current_dir(dir)
-            .env_remove("OPENHARNESS_STORE")
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::piped())
             .spawn()
