@@ -20,10 +20,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use openharness::store::{MemoryStore, RedbOptions, RedbStore};
-use openharness::{Envelope, SessionId, Store};
-use openharness_otel::testing::Receiver;
+use openharness::{SessionId, Store};
+use openharness_otel::testing::{Receiver, SMALL_TURN_SPANS, small_turn};
 use openharness_otel::{Collector, Endpoint, LiveExport, LiveOptions};
-use serde_json::json;
 
 use crate::report::{Row, median};
 
@@ -144,37 +143,6 @@ async fn overhead() -> Fallible<Vec<Row>> {
     ])
 }
 
-/// The six events of one turn.
-fn turn() -> [Envelope; 6] {
-    [
-        Envelope::new("workflow:started", json!({ "workflow": "burst" }), None),
-        Envelope::new(
-            "agent:started",
-            json!({ "agentName": "a", "model": "m", "prompt": "p" }),
-            None,
-        ),
-        Envelope::new(
-            "tool:called",
-            json!({ "agentName": "a", "toolId": "t1", "toolName": "calc", "input": {} }),
-            None,
-        ),
-        Envelope::new(
-            "tool:result",
-            json!({ "agentName": "a", "toolId": "t1", "toolName": "calc", "output": 1 }),
-            None,
-        ),
-        Envelope::new(
-            "agent:completed",
-            json!({ "agentName": "a", "outcome": "success", "usage": { "inputTokens": 1, "outputTokens": 1 } }),
-            None,
-        ),
-        Envelope::new("workflow:completed", json!({ "reason": "idle" }), None),
-    ]
-}
-
-/// Spans a turn of [`turn`] maps to: the workflow, the agent, two model calls, the tool.
-const SPANS_PER_TURN: u64 = 5;
-
 async fn burst() -> Fallible<Vec<Row>> {
     let phoenix = std::env::var("OPENHARNESS_BENCH_PHOENIX").ok();
     let (collector_runtime, receiver) = tokio::task::block_in_place(receiver_apart)?;
@@ -202,7 +170,7 @@ async fn burst() -> Fallible<Vec<Row>> {
     let mut appended = 0u64;
     'turns: for t in 0..turns {
         let session: SessionId = format!("burst-{t}").parse()?;
-        for (seq, event) in (0u64..).zip(turn()) {
+        for (seq, event) in (0u64..).zip(small_turn()) {
             if appended.is_multiple_of(per_ms) {
                 tick.tick().await;
             }
@@ -215,7 +183,7 @@ async fn burst() -> Fallible<Vec<Row>> {
     }
     let rate = appended as f64 / started.elapsed().as_secs_f64();
     let stats = live.shutdown(Duration::from_secs(120)).await;
-    let produced = turns * SPANS_PER_TURN;
+    let produced = turns * SMALL_TURN_SPANS;
     let received = match &phoenix {
         Some(base) => {
             // Phoenix ingests in the background, slowly (its SQLite store: minutes for the

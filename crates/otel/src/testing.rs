@@ -1,6 +1,7 @@
 //! [`Receiver`] (feature `testing`): an OTLP/HTTP collector on 127.0.0.1 that decodes what it
 //! is sent and keeps it, for tests and benchmarks that need a real collector without running
-//! one. It can be told to refuse everything, to test what a failing collector does.
+//! one. It can be told to refuse everything, to test what a failing collector does. And
+//! [`small_turn`]: the events of one small turn, to export.
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -16,7 +17,47 @@ use opentelemetry_proto::tonic::collector::trace::v1::{
 use opentelemetry_proto::tonic::common::v1::{AnyValue, KeyValue, any_value};
 use prost::Message;
 
+use openharness_core::Envelope;
+use serde_json::json;
+
 use crate::export::Endpoint;
+
+/// The six events of one small turn: a workflow turn whose agent calls the tool `calc` once.
+///
+/// ```
+/// let events = openharness_otel::testing::small_turn();
+/// assert_eq!(events[0].name, "workflow:started");
+/// assert_eq!(events.len(), 6);
+/// ```
+pub fn small_turn() -> [Envelope; 6] {
+    [
+        Envelope::new("workflow:started", json!({ "workflow": "burst" }), None),
+        Envelope::new(
+            "agent:started",
+            json!({ "agentName": "a", "model": "m", "prompt": "p" }),
+            None,
+        ),
+        Envelope::new(
+            "tool:called",
+            json!({ "agentName": "a", "toolId": "t1", "toolName": "calc", "input": {} }),
+            None,
+        ),
+        Envelope::new(
+            "tool:result",
+            json!({ "agentName": "a", "toolId": "t1", "toolName": "calc", "output": 1 }),
+            None,
+        ),
+        Envelope::new(
+            "agent:completed",
+            json!({ "agentName": "a", "outcome": "success", "usage": { "inputTokens": 1, "outputTokens": 1 } }),
+            None,
+        ),
+        Envelope::new("workflow:completed", json!({ "reason": "idle" }), None),
+    ]
+}
+
+/// The spans [`small_turn`] maps to: the workflow, the agent, two model calls, the tool.
+pub const SMALL_TURN_SPANS: u64 = 5;
 
 /// One span as the receiver got it, ids in lowercase hex.
 #[derive(Debug, Clone, PartialEq)]

@@ -13,38 +13,14 @@ use std::time::Duration;
 use openharness::prelude::*;
 use openharness::store::MemoryStore;
 use openharness::tape::At;
-use openharness_otel::testing::Receiver;
+use openharness_otel::testing::{Receiver, small_turn};
 use openharness_otel::{
     Collector, LiveExport, LiveOptions, OtelError, SpanOptions, export_sessions, spans_of,
 };
-use serde_json::json;
 
 /// One small turn, appended one event at a time as a run would.
 async fn record_turn(store: &dyn Store, session: &SessionId) {
-    let events = [
-        Envelope::new("workflow:started", json!({ "workflow": "burst" }), None),
-        Envelope::new(
-            "agent:started",
-            json!({ "agentName": "a", "model": "m", "prompt": "p" }),
-            None,
-        ),
-        Envelope::new(
-            "tool:called",
-            json!({ "agentName": "a", "toolId": "t1", "toolName": "calc", "input": {} }),
-            None,
-        ),
-        Envelope::new(
-            "tool:result",
-            json!({ "agentName": "a", "toolId": "t1", "toolName": "calc", "output": 1 }),
-            None,
-        ),
-        Envelope::new(
-            "agent:completed",
-            json!({ "agentName": "a", "outcome": "success", "usage": { "inputTokens": 1, "outputTokens": 1 } }),
-            None,
-        ),
-        Envelope::new("workflow:completed", json!({ "reason": "idle" }), None),
-    ];
+    let events = small_turn();
     for (seq, event) in (0u64..).zip(events) {
         store.append(session, &[event], seq).await.unwrap();
     }
