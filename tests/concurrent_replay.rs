@@ -14,7 +14,7 @@ use async_trait::async_trait;
 use openharness::adapter::{ProviderEvent, ProviderRequest, ProviderResponse, ProviderSink};
 use openharness::prelude::*;
 use openharness::store::MemoryStore;
-use openharness::tape::{Cassette, TapeError};
+use openharness::tape::{Cassette, Divergence, TapeError};
 use openharness::{Provider, ProviderError};
 use openharness::{adapter::Usage, schemars};
 use serde::Deserialize;
@@ -278,27 +278,41 @@ async fn concurrent_agents_re_execute_from_their_cassette_every_time() {
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn a_changed_prompt_in_a_concurrent_session_is_reported_at_its_agent_started() {
-    let store = MemoryStore::new();
-    let recorded = record(&store).await;
-    let events = store.events(&recorded, 0..u64::MAX).await.unwrap();
-    // The recorded `agent:started` of the legal reviewer.
-    let legal_started = events
+/// The seq of the first `agent:started` of `agent` in `recorded`.
+async fn first_started(store: &MemoryStore, recorded: &SessionId, agent: &str) -> u64 {
+    let events = store.events(recorded, 0..u64::MAX).await.unwrap();
+    events
         .iter()
-        .position(|e| e.name == "agent:started" && e.payload["agentName"] == "legal")
-        .unwrap() as u64;
+        .position(|e| e.name == "agent:started" && e.payload["agentName"] == agent)
+        .unwrap() as u64
+}
 
-    let changed = workflow(store.clone(), "Be strict. ", true);
-    let cassette = Cassette::load(&changed, &recorded).await.unwrap();
+/// Replays `recorded` with `changed` three times (its calls interleave differently each
+/// time): each replay's divergence, which every one must report.
+async fn divergences(changed: &Workflow<Desk>, recorded: &SessionId) -> Vec<Divergence> {
+    let cassette = Cassette::load(changed, recorded).await.unwrap();
+    let mut found = Vec::new();
     for _ in 0..3 {
         let err = cassette
-            .replay(&changed, RunOptions::new())
+            .replay(changed, RunOptions::new())
             .await
             .unwrap_err();
         let TapeError::Diverged(divergence) = err else {
             panic!("expected a divergence, got {err}");
         };
+        found.push(*divergence);
+    }
+    found
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_changed_prompt_in_a_concurrent_session_is_reported_at_its_agent_started() {
+    let store = MemoryStore::new();
+    let recorded = record(&store).await;
+    // The recorded `agent:started` of the legal reviewer.
+    let legal_started = first_started(&store, &recorded, "legal").await;
+    let changed = workflow(store.clone(), "Be strict. ", true);
+    for divergence in divergences(&changed, &recorded).await {
         assert_eq!(divergence.seq, legal_started, "{divergence}");
         let expected = divergence.expected.as_ref().unwrap();
         let actual = divergence.actual.as_ref().unwrap();
@@ -314,22 +328,9 @@ async fn a_changed_prompt_in_a_concurrent_session_is_reported_at_its_agent_start
 async fn a_missing_call_in_a_concurrent_session_is_reported_at_its_first_agent_started() {
     let store = MemoryStore::new();
     let recorded = record(&store).await;
-    let events = store.events(&recorded, 0..u64::MAX).await.unwrap();
-    let first_summary = events
-        .iter()
-        .position(|e| e.name == "agent:started" && e.payload["agentName"] == "summarizer")
-        .unwrap() as u64;
-
+    let first_summary = first_started(&store, &recorded, "summarizer").await;
     let changed = workflow(store.clone(), "", false);
-    let cassette = Cassette::load(&changed, &recorded).await.unwrap();
-    for _ in 0..3 {
-        let err = cassette
-            .replay(&changed, RunOptions::new())
-            .await
-            .unwrap_err();
-        let TapeError::Diverged(divergence) = err else {
-            panic!("expected a divergence, got {err}");
-        };
+    for divergence in divergences(&changed, &recorded).await {
         assert_eq!(divergence.seq, first_summary, "{divergence}");
         assert_eq!(divergence.expected.as_ref().unwrap().name, "agent:started");
         assert_eq!(divergence.actual, None);
