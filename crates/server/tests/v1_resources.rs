@@ -117,12 +117,8 @@ async fn agents_are_created_read_changed_archived_and_deleted(store: Arc<dyn Sto
     assert_eq!(cleared["description"], Value::Null);
 
     // A second agent, then the page envelope.
-    let (_, second) = client
-        .send(
-            "POST",
-            "/v1/agents",
-            json!({"name": "second", "system_prompt": ""}),
-        )
+    let second = client
+        .create("/v1/agents", json!({"name": "second", "system_prompt": ""}))
         .await;
     let (status, page) = client.get("/v1/agents?limit=1&offset=1").await;
     assert_eq!(status, 200);
@@ -296,12 +292,8 @@ async fn capabilities_are_a_registry_and_each_agent_has_an_ordered_unique_list(
         "not_found",
     );
 
-    let (_, agent) = client
-        .send(
-            "POST",
-            "/v1/agents",
-            json!({"name": "a", "system_prompt": ""}),
-        )
+    let agent = client
+        .create("/v1/agents", json!({"name": "a", "system_prompt": ""}))
         .await;
     let path = format!("/v1/agents/{}/capabilities", agent["id"].as_str().unwrap());
     let (_, empty) = client.get(&path).await;
@@ -542,16 +534,14 @@ async fn a_sealed_key_copied_to_another_row_or_under_an_unknown_master_key_does_
 async fn models_have_one_default_per_provider_and_refuse_deletes_in_use(store: Arc<dyn Store>) {
     let platform = Platform::new(Arc::clone(&store), None);
     let client = serve(platform, ServerOptions::default()).await;
-    let (_, provider) = client
-        .send(
-            "POST",
+    let provider = client
+        .create(
             "/v1/llm-providers",
             json!({"name": "p", "provider_type": "openai"}),
         )
         .await;
-    let (_, other) = client
-        .send(
-            "POST",
+    let other = client
+        .create(
             "/v1/llm-providers",
             json!({"name": "q", "provider_type": "openai"}),
         )
@@ -570,16 +560,14 @@ async fn models_have_one_default_per_provider_and_refuse_deletes_in_use(store: A
     assert_eq!(a["display_name"], "gpt-a");
     assert_eq!(a["provider_id"], provider["id"]);
     uuid_v7(&a["id"]);
-    let (_, q_default) = client
-        .send(
-            "POST",
+    let q_default = client
+        .create(
             "/v1/llm-models",
             json!({"provider_id": q, "model_id": "gpt-a", "is_default": true}),
         )
         .await;
-    let (_, b) = client
-        .send(
-            "POST",
+    let b = client
+        .create(
             "/v1/llm-models",
             json!({"provider_id": p, "model_id": "gpt-b", "display_name": "B", "is_default": true}),
         )
@@ -746,16 +734,11 @@ async fn resources_survive_a_restart_on_redb() {
             ServerOptions::default(),
         )
         .await;
-        let (_, agent) = client
-            .send(
-                "POST",
-                "/v1/agents",
-                json!({"name": "kept", "system_prompt": "p"}),
-            )
+        let agent = client
+            .create("/v1/agents", json!({"name": "kept", "system_prompt": "p"}))
             .await;
-        let (_, provider) = client
-            .send(
-                "POST",
+        let provider = client
+            .create(
                 "/v1/llm-providers",
                 json!({"name": "p", "provider_type": "openai", "api_key": "sk-kept"}),
             )
@@ -853,30 +836,20 @@ async fn keys_are_required_when_configured(store: Arc<dyn Store>) {
 async fn sessions_belong_to_an_agent_and_read_their_status_from_their_log(store: Arc<dyn Store>) {
     let platform = Platform::new(Arc::clone(&store), None);
     let client = serve(platform, ServerOptions::default()).await;
-    let (_, agent) = client
-        .send(
-            "POST",
-            "/v1/agents",
-            json!({"name": "a", "system_prompt": ""}),
-        )
+    let agent = client
+        .create("/v1/agents", json!({"name": "a", "system_prompt": ""}))
         .await;
-    let (_, other) = client
-        .send(
-            "POST",
-            "/v1/agents",
-            json!({"name": "b", "system_prompt": ""}),
-        )
+    let other = client
+        .create("/v1/agents", json!({"name": "b", "system_prompt": ""}))
         .await;
-    let (_, provider) = client
-        .send(
-            "POST",
+    let provider = client
+        .create(
             "/v1/llm-providers",
             json!({"name": "p", "provider_type": "openai"}),
         )
         .await;
-    let (_, model) = client
-        .send(
-            "POST",
+    let model = client
+        .create(
             "/v1/llm-models",
             json!({"provider_id": provider["id"], "model_id": "m"}),
         )
@@ -1038,27 +1011,24 @@ async fn messages_continue_the_session_and_are_a_projection_of_its_log(store: Ar
     let platform =
         Platform::new(Arc::clone(&store), None).with_provider(Arc::new(scripted.clone()));
     let client = serve(platform, ServerOptions::default()).await;
-    let (_, provider) = client
-        .send(
-            "POST",
+    let provider = client
+        .create(
             "/v1/llm-providers",
             json!({"name": "p", "provider_type": "openai"}),
         )
         .await;
     let mut models = Vec::new();
     for name in ["m-1", "m-2"] {
-        let (_, model) = client
-            .send(
-                "POST",
+        let model = client
+            .create(
                 "/v1/llm-models",
                 json!({"provider_id": provider["id"], "model_id": name}),
             )
             .await;
         models.push(model["id"].clone());
     }
-    let (_, agent) = client
-        .send(
-            "POST",
+    let agent = client
+        .create(
             "/v1/agents",
             json!({"name": "a", "system_prompt": "You are terse.", "default_model_id": models[0]}),
         )
