@@ -6,7 +6,7 @@ use std::cmp::Ordering;
 
 use openharness_core::{SessionId, SessionInfo, StoreError, adapter::Snapshot};
 
-/// The order of [`Store::sessions`]: oldest first, ties broken by id so listings are stable.
+/// The order of [`Store::sessions`](openharness_core::Store::sessions): oldest first, ties broken by id so listings are stable.
 fn by_age(a: &SessionInfo, b: &SessionInfo) -> Ordering {
     a.created.cmp(&b.created).then_with(|| a.id.cmp(&b.id))
 }
@@ -108,7 +108,7 @@ pub(crate) fn decode_all(
     Ok(events)
 }
 
-/// Sorts sessions into the order of [`Store::sessions`].
+/// Sorts sessions into the order of [`Store::sessions`](openharness_core::Store::sessions).
 pub(crate) fn sort_oldest_first(infos: &mut [SessionInfo]) {
     infos.sort_by(by_age);
 }

@@ -27,7 +27,7 @@
 //!
 //! # Import
 //!
-//! [`import`] reads each line once. It validates a session's whole block before appending any
+//! [`import`](fn@import) reads each line once. It validates a session's whole block before appending any
 //! of it — every line parses, names are non-empty, at most [`MAX_NAME_BYTES`] bytes and free of
 //! control characters, seqs run 0, 1, 2, … without a gap, no event id repeats, and the lines at
 //! seqs the target already holds carry the ids stored there — so an invalid block stores
@@ -67,7 +67,7 @@ use serde::{Deserialize, Serialize};
 /// at a time.)
 pub const BATCH: usize = 1000;
 
-/// The longest event name [`import`] accepts, in bytes.
+/// The longest event name [`import`](fn@import) accepts, in bytes.
 pub const MAX_NAME_BYTES: usize = 128;
 
 /// Why an export or import failed. Import errors name the 1-based line.

@@ -5,7 +5,7 @@
 //! (feature `postgres`), which many processes on many machines share, with live tails across
 //! processes through `LISTEN`/`NOTIFY`.
 //!
-//! Also here: [`open`], the store a location names (a PostgreSQL connection string or a redb
+//! Also here: [`open`](fn@open), the store a location names (a PostgreSQL connection string or a redb
 //! file path); `FailingStore` (feature `testing`), a fault-injection wrapper for tests;
 //! `conformance` (feature `conformance`), the one test suite every backend must pass, run with
 //! `store_conformance!`; and [`jsonl`], export and import of sessions as JSON lines.
@@ -32,7 +32,7 @@
 //! (parallel decoding, listing order, snapshot JSON, the snapshot-bound error) and answer
 //! `subscribe` with `live`'s `tail` rather than again; run the conformance suite on it with
 //! `store_conformance!` in `tests/conformance.rs`; and, when a location string should name
-//! it, teach [`open`] (and [`is_postgres`]'s neighbours) to recognise it.
+//! it, teach [`open`](fn@open) (and [`is_postgres`]'s neighbours) to recognise it.
 //!
 //! # The contract, as these backends implement it
 //!

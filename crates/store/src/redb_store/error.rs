@@ -1,4 +1,4 @@
-//! [`RedbError`]: why a [`RedbStore`](super::RedbStore) could not open a file or complete an
+//! [`RedbError`]: why a [`RedbStore`] could not open a file or complete an
 //! operation; every message names the file.
 
 use std::path::PathBuf;

@@ -11,7 +11,7 @@ use super::{RedbError, create, holder, journal, layout, replay};
 pub(super) enum Sharing {
     /// One writer and any number of readers, in any processes (redb's
     /// [`SingleWriter`](redb::ConcurrencyMode::SingleWriter) mode): every reader, and a writer
-    /// opened with [`RedbOptions::share_with_readers`].
+    /// opened with [`RedbOptions::share_with_readers`](super::RedbOptions::share_with_readers).
     Readers,
     /// This handle alone: a writer by default (one fsync per commit), and compaction (which
     /// moves the pages readers would read).

@@ -1,4 +1,4 @@
-//! [`RedbOptions`] and [`RedbDurability`]: how a [`RedbStore`](super::RedbStore) opens its
+//! [`RedbOptions`] and [`RedbDurability`]: how a [`RedbStore`] opens its
 //! file and when its appends reach the disk.
 
 use std::time::Duration;

@@ -1,4 +1,4 @@
-//! Bringing a store up to date with its [journal](super::journal) when it is opened for
+//! Bringing a store up to date with its [journal] when it is opened for
 //! writing: the records after the last checkpoint (appends acknowledged before a crash, which
 //! redb had not made durable yet) are applied again, in one durable commit that is itself a
 //! checkpoint. Re-applying is safe however much of it redb already holds: an append whose

@@ -11,7 +11,7 @@
 //! which on a virtual machine costs two cross-CPU wake-ups per append. As soon as appends
 //! overlap they queue for the writer thread again and share its commits.
 //!
-//! With a deferred [`RedbDurability`](super::RedbDurability), commits are made non-durable
+//! With a deferred [`RedbDurability`], commits are made non-durable
 //! (in memory, redb's `Durability::None`) until one is due: the next group commit once the
 //! period has passed, a timer on the writer thread when no append comes, [`Writer::sync`]
 //! (the runtime's turn end), or closing the store. Which commits are not durable yet is
