@@ -7,7 +7,7 @@ use openharness_core::StoreError;
 
 /// Why a [`PostgresStore`](super::PostgresStore) could not connect or complete an operation.
 ///
-/// Carried inside [`StoreError::Backend`](openharness_core::StoreError::Backend); get it back with [`PostgresError::of`].
+/// Carried inside [`StoreError::Backend`]; get it back with [`PostgresError::of`].
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum PostgresError {
@@ -204,7 +204,7 @@ impl From<PostgresError> for StoreError {
     }
 }
 
-/// The error for a failed [`Pool::get`].
+/// The error for a failed `Pool::get` (deadpool's).
 pub(super) fn pool_error(store: &str, err: PoolError<tokio_postgres::Error>) -> PostgresError {
     match err {
         PoolError::Backend(source) => PostgresError::Connect {
