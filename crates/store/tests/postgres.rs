@@ -26,6 +26,14 @@ fn schema() -> String {
     format!("oh_test_{}", uuid::Uuid::now_v7().simple())
 }
 
+/// A store in `schema` of the server at `url`: stores in one schema stand for replicas
+/// sharing a database.
+async fn replica(url: &str, schema: &str) -> PostgresStore {
+    PostgresStore::connect_in_schema(url, schema)
+        .await
+        .unwrap_or_else(|err| panic!("connecting to schema {schema}: {err}"))
+}
+
 /// The server's URL, or `None` (after saying why) when the tests must skip: when
 /// [`URL_ENV`] is unset, or the server does not answer and `CI` is not `true` (under CI an
 /// unreachable server fails the test).
@@ -110,9 +118,7 @@ fn reconnecting_sees_the_same_store_and_migrations_run_once() {
             Ok(1)
         ));
         drop((a, b));
-        let c = PostgresStore::connect_in_schema(&url, &schema)
-            .await
-            .unwrap();
+        let c = replica(&url, &schema).await;
         assert_eq!(c.all_events(&session).await.unwrap(), vec![event]);
         assert!(c.describe().contains(&schema), "{}", c.describe());
 
@@ -418,9 +424,7 @@ fn two_processes_append_and_tail_one_session() {
             return;
         };
         let schema = schema();
-        let store = PostgresStore::connect_in_schema(&url, &schema)
-            .await
-            .unwrap();
+        let store = replica(&url, &schema).await;
         let session = SessionId::new();
 
         let mut child = Command::new(std::env::current_exe().unwrap())
@@ -579,9 +583,7 @@ fn a_lost_listener_reconnects_and_tails_carry_on() {
             return;
         };
         let schema = schema();
-        let store = PostgresStore::connect_in_schema(&url, &schema)
-            .await
-            .unwrap();
+        let store = replica(&url, &schema).await;
         let session = SessionId::new();
         let mut tail = store.subscribe(&session, 0).await.unwrap();
 
@@ -674,9 +676,7 @@ fn appends_reads_and_tails_carry_on_when_every_connection_is_terminated() {
             return;
         };
         let schema = schema();
-        let store = PostgresStore::connect_in_schema(&url, &schema)
-            .await
-            .unwrap();
+        let store = replica(&url, &schema).await;
         let (admin, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
             .await
             .unwrap();
@@ -813,12 +813,8 @@ async fn claims_exclude_other_processes_and_die_with_their_connection() {
     };
     let schema = schema();
     // Two stores on one schema stand for two replicas.
-    let a = PostgresStore::connect_in_schema(&url, &schema)
-        .await
-        .unwrap();
-    let b = PostgresStore::connect_in_schema(&url, &schema)
-        .await
-        .unwrap();
+    let a = replica(&url, &schema).await;
+    let b = replica(&url, &schema).await;
     let session = SessionId::new();
     let other = SessionId::new();
 
@@ -905,12 +901,8 @@ async fn a_late_append_from_a_replica_that_lost_its_claim_is_refused() {
         return;
     };
     let schema = schema();
-    let a = PostgresStore::connect_in_schema(&url, &schema)
-        .await
-        .unwrap();
-    let b = PostgresStore::connect_in_schema(&url, &schema)
-        .await
-        .unwrap();
+    let a = replica(&url, &schema).await;
+    let b = replica(&url, &schema).await;
     let session = SessionId::new();
     let event = |text: &str| Envelope::new("user:input", json!({ "text": text }), None);
 
@@ -964,9 +956,7 @@ async fn a_late_append_from_a_replica_that_lost_its_claim_is_refused() {
 
     // Without the fence the same late append lands: a store that holds no claim of the
     // session writes it at seq 4.
-    let unclaimed = PostgresStore::connect_in_schema(&url, &schema)
-        .await
-        .unwrap();
+    let unclaimed = replica(&url, &schema).await;
     assert_eq!(unclaimed.append(&session, &late, 4).await.unwrap(), 5);
     drop(held_by_a);
 
