@@ -581,6 +581,21 @@ struct Answer {
     text: String,
 }
 
+/// A `Desk` workflow named `name` with `agent` alone, on a fresh memory store, asking
+/// `provider`.
+fn desk(
+    name: &str,
+    agent: impl Agent<State = Desk>,
+    provider: &openharness::provider::ScriptedProvider,
+) -> Result<Workflow<Desk>, openharness::Error> {
+    Workflow::builder(name)
+        .initial_state(Desk::default())
+        .agent(agent)
+        .store(openharness::store::MemoryStore::new())
+        .provider(provider.clone())
+        .build()
+}
+
 /// Arguments of `lookup_order`.
 #[derive(serde::Deserialize, schemars::JsonSchema)]
 struct OrderId {
@@ -678,19 +693,12 @@ fn agent_tools_come_from_the_attribute_or_the_method() {
 #[tokio::test]
 async fn an_agent_offers_its_tools_to_the_model() {
     use openharness::provider::{Reply, ScriptedProvider};
-    use openharness::store::MemoryStore;
 
     let provider = ScriptedProvider::new().respond(
         "support",
         Reply::output(json!({ "text": "It has shipped." })),
     );
-    let workflow = Workflow::builder("support")
-        .initial_state(Desk::default())
-        .agent(Support { shop: "Acme" })
-        .store(MemoryStore::new())
-        .provider(provider.clone())
-        .build()
-        .unwrap();
+    let workflow = desk("support", Support { shop: "Acme" }, &provider).unwrap();
     let outcome = workflow
         .run(RunOptions::new().input("Where is A-17?"))
         .await
@@ -764,7 +772,6 @@ impl Doorman {
 #[tokio::test]
 async fn the_model_from_fn_model_reaches_the_provider_request() {
     use openharness::provider::{Reply, ScriptedProvider};
-    use openharness::store::MemoryStore;
 
     assert_eq!(Agent::model(&Doorman { model: None }), None);
     assert_eq!(
@@ -776,15 +783,14 @@ async fn the_model_from_fn_model_reaches_the_provider_request() {
 
     let provider =
         ScriptedProvider::new().respond("concierge", Reply::output(json!({ "text": "Room 12." })));
-    let workflow = Workflow::builder("concierge")
-        .initial_state(Desk::default())
-        .agent(Concierge {
+    let workflow = desk(
+        "concierge",
+        Concierge {
             model: "claude-test-7".into(),
-        })
-        .store(MemoryStore::new())
-        .provider(provider.clone())
-        .build()
-        .unwrap();
+        },
+        &provider,
+    )
+    .unwrap();
     let outcome = workflow
         .run(RunOptions::new().input("Which room?"))
         .await
@@ -826,18 +832,11 @@ impl Appraiser {
 #[tokio::test]
 async fn images_and_reasoning_from_the_block_reach_the_provider_request() {
     use openharness::provider::{Reply, ScriptedProvider};
-    use openharness::store::MemoryStore;
 
     let provider = ScriptedProvider::new()
         .respond("appraiser", Reply::output(json!({ "text": "Old." })))
         .respond("appraiser", Reply::output(json!({ "text": "Older." })));
-    let workflow = Workflow::builder("appraiser")
-        .initial_state(Desk::default())
-        .agent(Appraiser)
-        .store(MemoryStore::new())
-        .provider(provider.clone())
-        .build()
-        .unwrap();
+    let workflow = desk("appraiser", Appraiser, &provider).unwrap();
     let outcome = workflow
         .run(RunOptions::new().input("How old?"))
         .await
@@ -908,12 +907,11 @@ fn agent_reply_comes_from_the_attribute_or_is_inferred() {
     assert_eq!(ReplySource::Inferred.pointer(&schema), Ok(None));
 
     fn desk_with(agent: impl Agent<State = Desk>) -> Result<Workflow<Desk>, openharness::Error> {
-        Workflow::builder("desk")
-            .initial_state(Desk::default())
-            .store(openharness::store::MemoryStore::new())
-            .provider(openharness::provider::ScriptedProvider::new())
-            .agent(agent)
-            .build()
+        desk(
+            "desk",
+            agent,
+            &openharness::provider::ScriptedProvider::new(),
+        )
     }
     assert!(desk_with(CitingAssistant).is_ok());
     let Err(err) = desk_with(MisnamedReply) else {
@@ -955,19 +953,12 @@ impl Receptionist {
 async fn system_and_messages_from_the_block_reach_the_request_and_are_recorded() {
     use openharness::builtin::AgentStarted;
     use openharness::provider::{Reply, ScriptedProvider};
-    use openharness::store::MemoryStore;
 
     let provider = ScriptedProvider::new().respond(
         "receptionist",
         Reply::output(json!("Room \"12\".\nUpstairs.")).text("Room \"12\".\nUpstairs."),
     );
-    let workflow = Workflow::builder("receptionist")
-        .initial_state(Desk::default())
-        .agent(Receptionist)
-        .store(MemoryStore::new())
-        .provider(provider.clone())
-        .build()
-        .unwrap();
+    let workflow = desk("receptionist", Receptionist, &provider).unwrap();
     let outcome = workflow
         .run(RunOptions::new().input("Which room?"))
         .await
