@@ -113,12 +113,7 @@ async fn serve_with(provider: impl openharness::Provider) -> SocketAddr {
         .build()
         .unwrap();
     let host = Host::new(MemoryStore::new()).workflow(workflow).unwrap();
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(
-        async move { axum::serve(listener, router(host, ServerOptions::default())).await },
-    );
-    addr
+    http::serve(router(host, ServerOptions::default())).await
 }
 
 /// Sends a request and reads the whole answer: status, head, and the `data:` payloads.
@@ -538,12 +533,7 @@ async fn serve_release(delay: Duration) -> SocketAddr {
         .build()
         .unwrap();
     let host = Host::new(MemoryStore::new()).workflow(workflow).unwrap();
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(
-        async move { axum::serve(listener, router(host, ServerOptions::default())).await },
-    );
-    addr
+    http::serve(router(host, ServerOptions::default())).await
 }
 
 const TOOL_APPROVALS: &str = "x-openharness-approvals: tool\r\n";

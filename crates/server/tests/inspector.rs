@@ -8,14 +8,7 @@ use std::net::SocketAddr;
 use openharness::host::Host;
 use openharness::store::MemoryStore;
 use openharness_server::{ApiKeyHash, ServerOptions, router};
-use openharness_testkit::http;
-
-async fn serve(app: axum::Router) -> SocketAddr {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move { axum::serve(listener, app).await });
-    addr
-}
+use openharness_testkit::http::{self, serve};
 
 /// `GET path`: status, content type and body.
 async fn get(addr: SocketAddr, path: &str) -> (u16, String, String) {

@@ -21,11 +21,7 @@ async fn serve(options: ServerOptions) -> SocketAddr {
     let store: Arc<dyn openharness_core::Store> = Arc::new(openharness_store::MemoryStore::new());
     let platform = Platform::new(Arc::clone(&store), None);
     let host = Host::shared(store);
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let app = router(host, options.platform(platform));
-    tokio::spawn(async move { axum::serve(listener, app).await });
-    addr
+    http::serve(router(host, options.platform(platform))).await
 }
 
 /// `method path` with `body` (as JSON unless `content_type` says otherwise): the status and

@@ -185,10 +185,7 @@ async fn a_session_started_here_reads_as_empty_until_its_first_event_is_recorded
 }
 
 async fn serve(host: Host, options: ServerOptions) -> SocketAddr {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move { axum::serve(listener, router(host, options)).await });
-    addr
+    http::serve(router(host, options)).await
 }
 
 /// One request (always typed as JSON, as the server's clients send it): the status and the

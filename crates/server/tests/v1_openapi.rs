@@ -202,16 +202,11 @@ impl Checker {
 }
 
 async fn checker(platform: Platform) -> Checker {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
     let options = ServerOptions::default()
         .api_keys([ApiKeyHash::of(KEY)])
         .platform(platform.clone());
     let host = Host::shared(platform.store().clone());
-    tokio::spawn(async move {
-        axum::serve(listener, router(host, options)).await.unwrap();
-    });
-    let http = http::Client::new(addr);
+    let http = http::Client::new(http::serve(router(host, options)).await);
     // The one document the server serves, native routes and `/v1` alike.
     let doc = http.get("/openapi.json").await.json();
     Checker {

@@ -5,6 +5,8 @@
 //!
 //! The client never follows redirects and adds no headers of its own beyond the ones given
 //! (and the bearer key, when set), so a test sees exactly what the server answered.
+//!
+//! With the feature `serve`, [`serve`] puts an axum app on a free port of 127.0.0.1 for it.
 
 use std::net::SocketAddr;
 use std::sync::OnceLock;
@@ -13,6 +15,20 @@ use std::time::Duration;
 use serde_json::Value;
 
 use crate::LIMIT;
+
+/// Serves `app` on a free port of 127.0.0.1 for as long as the test's runtime runs: its
+/// address, for a [`Client`].
+#[cfg(feature = "serve")]
+pub async fn serve(app: axum::Router) -> SocketAddr {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .unwrap_or_else(|err| panic!("binding 127.0.0.1:0: {err}"));
+    let addr = listener
+        .local_addr()
+        .unwrap_or_else(|err| panic!("the listener's address: {err}"));
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    addr
+}
 
 /// A client of the server listening on one socket address.
 #[derive(Clone, Debug)]

@@ -20,14 +20,8 @@ pub(crate) fn master_keys(id: &str, byte: &str) -> MasterKeys {
 /// The server as `openharness serve` runs it: the native routes and `platform`'s `/v1`, on
 /// one HTTP layer, over the platform's store.
 pub(crate) async fn serve(platform: Platform, options: ServerOptions) -> Client {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
     let host = Host::shared(platform.store().clone());
-    tokio::spawn(async move {
-        axum::serve(listener, router(host, options.platform(platform)))
-            .await
-            .unwrap();
-    });
+    let addr = http::serve(router(host, options.platform(platform))).await;
     Client {
         http: http::Client::new(addr),
     }
