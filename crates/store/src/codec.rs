@@ -6,7 +6,8 @@ use std::cmp::Ordering;
 
 use openharness_core::{SessionId, SessionInfo, StoreError, adapter::Snapshot};
 
-/// The order of [`Store::sessions`](openharness_core::Store::sessions): oldest first, ties broken by id so listings are stable.
+/// The order of [`Store::sessions`](openharness_core::Store::sessions): oldest first, ties
+/// broken by id so listings are stable.
 fn by_age(a: &SessionInfo, b: &SessionInfo) -> Ordering {
     a.created.cmp(&b.created).then_with(|| a.id.cmp(&b.id))
 }

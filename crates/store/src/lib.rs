@@ -5,8 +5,8 @@
 //! (feature `postgres`), which many processes on many machines share, with live tails across
 //! processes through `LISTEN`/`NOTIFY`.
 //!
-//! Also here: [`open`](fn@open), the store a location names (a PostgreSQL connection string or a redb
-//! file path); `FailingStore` (feature `testing`), a fault-injection wrapper for tests;
+//! Also here: [`open`](fn@open), the store a location names (a PostgreSQL connection string or
+//! a redb file path); `FailingStore` (feature `testing`), a fault-injection wrapper for tests;
 //! `conformance` (feature `conformance`), the one test suite every backend must pass, run with
 //! `store_conformance!`; and [`jsonl`], export and import of sessions as JSON lines.
 //! Benchmarks: `cargo xtask bench stores` (`src/bin/store_bench.rs`).

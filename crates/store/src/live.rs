@@ -41,7 +41,8 @@ pub(crate) struct Notifier {
     transient: Option<(std::time::Duration, Transient)>,
 }
 
-/// Tells whether a read error may pass (see `Notifier::with_transient_errors`, with the `postgres` feature).
+/// Tells whether a read error may pass (see `Notifier::with_transient_errors`, with the
+/// `postgres` feature).
 type Transient = fn(&StoreError) -> bool;
 
 #[derive(Debug, Default)]

@@ -20,9 +20,11 @@
 //! An append is one SQL statement, so one round trip and atomic without an explicit
 //! transaction: it inserts the batch only when the session's length equals `expected_seq`, and
 //! calls `pg_notify` with the session id, once per batch. There are three prepared forms, the
-//! cheapest that fits: [`APPEND_ONE`](schema::APPEND_ONE) for a single event (it selects the previous event as
-//! its source row: no subquery, no `WITH`), [`APPEND`](schema::APPEND) for a batch (`unnest` of an id array
-//! and a body array), and [`APPEND_WITH_SESSION`](schema::APPEND_WITH_SESSION) when the session row must be written too.
+//! cheapest that fits: [`APPEND_ONE`](schema::APPEND_ONE) for a single event (it selects the
+//! previous event as its source row: no subquery, no `WITH`), [`APPEND`](schema::APPEND) for a
+//! batch (`unnest` of an id array and a body array), and
+//! [`APPEND_WITH_SESSION`](schema::APPEND_WITH_SESSION) when the session row must be written
+//! too.
 //! The unique keys make a racing writer fail; only then (or when the length differs) a second
 //! query decides between conflict, retry and invalid batch with the same rules as every
 //! backend. Every append after a session's first also locks the event before its own (`FOR KEY

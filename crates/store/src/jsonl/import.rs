@@ -3,7 +3,7 @@
 
 use super::*;
 
-/// What [`import`](fn@import)(fn@import) stored.
+/// What [`import`](fn@import) stored.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct ImportSummary {
     /// Each imported session with its length after the import, in the order their blocks
@@ -366,8 +366,8 @@ pub struct ImportProgress<'a> {
     pub total: u64,
 }
 
-/// [`import`](fn@import), calling `progress` after each append (a block of more than [`BATCH`] new events
-/// takes several), for a progress bar on long imports.
+/// [`import`](fn@import), calling `progress` after each append (a block of more than [`BATCH`]
+/// new events takes several), for a progress bar on long imports.
 ///
 /// ```
 /// use openharness_store::{MemoryStore, jsonl};

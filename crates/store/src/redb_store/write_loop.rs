@@ -25,7 +25,8 @@ const MAX_GROUP: usize = 512;
 /// A lone writer (groups of one) never waits.
 const GATHER: Duration = Duration::from_micros(250);
 
-/// The next job if one comes within `spin` ([`RedbOptions::writer_spin`](super::RedbOptions::writer_spin)), polling the queue
+/// The next job if one comes within `spin`
+/// ([`RedbOptions::writer_spin`](super::RedbOptions::writer_spin)), polling the queue
 /// (and yielding the core between polls) instead of sleeping on it: a caller answered a moment
 /// ago usually sends its next append within tens of microseconds, and waking a sleeping thread
 /// costs about as much.
