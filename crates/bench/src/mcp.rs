@@ -282,8 +282,6 @@ async fn agent_runs(
     Ok(())
 }
 
-/// Alternating rounds of (a) and (b) (and of (c) when given): the goal's row for (b), and the
-/// information row for (c).
 /// [`compare`] for server-everything's `echo` (no agent runs it).
 async fn compare_echo(
     what: &str,
@@ -294,6 +292,8 @@ async fn compare_echo(
     Ok(row)
 }
 
+/// Alternating rounds of (a) and (b) (and of (c) when given): the goal's row for (b), and the
+/// information row for (c).
 async fn compare(
     what: &str,
     kind: Kind,
