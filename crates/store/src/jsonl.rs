@@ -31,9 +31,10 @@
 //! appending any of it — every line parses, names are non-empty, at most [`MAX_NAME_BYTES`]
 //! bytes and free of control characters, seqs run 0, 1, 2, … without a gap, no event id
 //! repeats, and the lines at seqs the target already holds carry the ids stored there — so an
-//! invalid block stores nothing of its session, and the error names the exact line and what is wrong with it. A
-//! block is appended when its end line is read (or at the end of an unmarked file), in batches
-//! of [`BATCH`] events however its lines interleave with other sessions'.
+//! invalid block stores nothing of its session, and the error names the exact line and what
+//! is wrong with it. A block is appended when its end line is read (or at the end of an
+//! unmarked file), in batches of [`BATCH`] events however its lines interleave with other
+//! sessions'.
 //!
 //! The target may already hold a prefix of the session (an earlier import of a shorter export of
 //! it): the lines at those seqs must match the stored ids, else [`TransferError::Diverged`]
