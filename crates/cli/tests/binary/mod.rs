@@ -41,5 +41,6 @@ pub(crate) fn stdout(output: &Output) -> String {
         String::from_utf8_lossy(&output.stdout),
         String::from_utf8_lossy(&output.stderr)
     );
-    String::from_utf8_lossy(&output.stdout).into_owned()
+    String::from_utf8(output.stdout.clone())
+        .unwrap_or_else(|err| panic!("the command's stdout is not UTF-8: {err}"))
 }
