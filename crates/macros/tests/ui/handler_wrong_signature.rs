@@ -1,29 +1,6 @@
 use openharness::prelude::*;
 
-#[event]
-#[derive(Debug, Clone)]
-pub struct PlanCreated {
-    pub tasks: Vec<String>,
-}
-
-#[event]
-#[derive(Debug, Clone)]
-pub struct TaskCompleted {
-    pub index: usize,
-}
-
-#[event]
-pub enum PlannerEvent {
-    UserInput,
-    PlanCreated,
-    TaskCompleted,
-}
-
-#[derive(Debug, Clone, Default)]
-pub struct PlanState {
-    pub tasks: Vec<String>,
-    pub done: usize,
-}
+include!("fixture/events.rs");
 
 #[handler(PlannerEvent, partial)]
 impl PlanState {
