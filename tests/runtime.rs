@@ -10,17 +10,7 @@ use openharness::prelude::*;
 use openharness::provider::{Reply, ScriptedProvider};
 use openharness::store::{FailingStore, MemoryStore};
 use openharness::{CancellationToken, Error, Pattern, StopReason, renderer_fn};
-
-/// The first event of type `E` in `events`, decoded (the test fails when there is none).
-fn first<E: Event>(events: &[Envelope]) -> E {
-    let event = events
-        .iter()
-        .find(|e| e.name == E::NAME)
-        .unwrap_or_else(|| panic!("no {} event", E::NAME));
-    event
-        .decode()
-        .unwrap_or_else(|err| panic!("{} does not decode: {err}", E::NAME))
-}
+use openharness_testkit::events::{first, names};
 
 /// A counter workflow: every `count:added` adds to the total; `count:added` with `amount` 13
 /// makes the handler panic; an agent answers `user:input` with a number to add.
@@ -83,10 +73,6 @@ fn counter(store: impl Store, provider: ScriptedProvider) -> Workflow<Counter> {
         .provider(provider)
         .build()
         .unwrap()
-}
-
-fn names(events: &[Envelope]) -> Vec<&str> {
-    events.iter().map(|e| e.name.as_ref()).collect()
 }
 
 #[tokio::test]

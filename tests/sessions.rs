@@ -14,6 +14,7 @@ use openharness::provider::{Reply, ScriptedProvider};
 use openharness::store::{MemoryStore, Observed, StoreObserver};
 use openharness::tape::{At, Cassette, LoadTape, TapeError};
 use openharness::{Error, SessionStatus, StopReason, StoreError};
+use openharness_testkit::events::names;
 use openharness_testkit::{LIMIT, eventually};
 
 // ---------------------------------------------------------------------------------------------
@@ -103,10 +104,6 @@ fn tally(store: impl Store, provider: ScriptedProvider) -> Workflow<Tally> {
         .provider(provider)
         .build()
         .unwrap()
-}
-
-fn names(events: &[Envelope]) -> Vec<&str> {
-    events.iter().map(|e| e.name.as_ref()).collect()
 }
 
 // ---------------------------------------------------------------------------------------------

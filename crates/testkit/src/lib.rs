@@ -12,9 +12,12 @@
 //!
 //! - This file: [`eventually`], its [`LIMIT`] and [`INTERVAL`], and [`block_on`].
 //! - [`http`]: [`http::Client`] for a socket address, its [`http::Response`]s and event streams.
+//! - `events` (feature `fixtures`): a log's event names, and its first event of a type.
 //! - `notes` (feature `fixtures`): the note-taking workflow's events, state and agent, which
 //!   several suites build workflows from.
 
+#[cfg(feature = "fixtures")]
+pub mod events;
 pub mod http;
 #[cfg(feature = "fixtures")]
 pub mod notes;
