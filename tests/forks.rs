@@ -22,6 +22,7 @@ use openharness_example_planner_executor::{self as demo, PlanState, Release, Tas
 use serde_json::Value;
 
 type Result<T = ()> = std::result::Result<T, Box<dyn std::error::Error>>;
+type WorkflowResult<S> = std::result::Result<Workflow<S>, openharness::Error>;
 
 /// The demo's script, answered from each prompt instead of by call order, so a fork asking for
 /// any task gets the answer the demo's own run got for it (the demo's script is positional:
@@ -56,7 +57,7 @@ fn demo_model() -> ScriptedProvider {
 /// A host over `store` with `workflow` registered, asking `model`.
 fn host<S: openharness::WorkflowState>(
     store: &MemoryStore,
-    workflow: impl FnOnce(MemoryStore) -> std::result::Result<Workflow<S>, openharness::Error>,
+    workflow: impl FnOnce(MemoryStore) -> WorkflowResult<S>,
 ) -> Result<Host> {
     Ok(Host::new(store.clone()).workflow(workflow(store.clone())?)?)
 }
@@ -178,14 +179,22 @@ impl Forked {
     }
 }
 
-/// What every fork is checked for, whatever the example: it starts where asked, leaves no
-/// agent call open, recorded no error, and waits for the requests open at the fork point.
-async fn check_fork_record(
+/// Forks `parent` at `position` through `host` and checks what every fork is checked for,
+/// whatever the example: it starts where asked, leaves no agent call open, recorded no error,
+/// and waits for the requests open at the fork point. The fork's first turn.
+async fn fork_at(
     store: &MemoryStore,
+    host: &Host,
     parent: &Forked,
     position: u64,
-    outcome: &TurnOutcome,
-) -> Result<()> {
+) -> Result<TurnOutcome> {
+    let outcome = host
+        .fork(
+            &parent.session,
+            ForkPoint::Position { position },
+            RunOptions::new(),
+        )
+        .await?;
     let child = store.all_events(&outcome.session).await?;
     let forked = child[0].decode::<SessionForked>()?;
     assert_eq!(forked.position, position);
@@ -207,7 +216,42 @@ async fn check_fork_record(
         );
         assert_eq!(outcome.open_requests, open, "fork at {position}");
     }
+    Ok(outcome)
+}
+
+/// What every fork is checked for once continued to its end: it reached `expected`, and it
+/// re-executes from its own recording (a cassette of `workflow`, given no model) to the same
+/// state.
+async fn check_finished<S>(
+    store: &MemoryStore,
+    workflow: impl FnOnce(MemoryStore, ScriptedProvider) -> WorkflowResult<S>,
+    position: u64,
+    outcome: &TurnOutcome,
+    expected: &S,
+) -> Result<()>
+where
+    S: openharness::WorkflowState + PartialEq + std::fmt::Debug,
+{
+    let finished: S = serde_json::from_value(outcome.state.clone())?;
+    assert_eq!(&finished, expected, "fork at {position}");
+    let offline = workflow(store.clone(), ScriptedProvider::new())?;
+    let replayed = Cassette::load(&offline, &outcome.session)
+        .await?
+        .replay(&offline, RunOptions::new())
+        .await?;
+    assert_eq!(&replayed.state, expected, "fork at {position}: re-executed");
     Ok(())
+}
+
+/// The position right after the `nth` (from 0) `agent:started` of `events`, plus `offset`:
+/// a fork point inside that call.
+fn inside_call(events: &[openharness::Envelope], nth: usize, offset: u64) -> Option<u64> {
+    events
+        .iter()
+        .enumerate()
+        .filter(|(_, e)| e.name == AgentStarted::NAME)
+        .nth(nth)
+        .map(|(index, _)| index as u64 + offset)
 }
 
 /// Forks the demo session `parent` at every position and runs each fork to its end as the
@@ -221,25 +265,12 @@ async fn fork_demo_everywhere(
     expected: &PlanState,
 ) -> Result<(usize, Option<Forked>)> {
     let starts = final_record_starts(&parent.events);
-    let third_call = parent
-        .events
-        .iter()
-        .enumerate()
-        .filter(|(_, e)| e.name == AgentStarted::NAME)
-        .nth(2)
-        .map(|(index, _)| index as u64 + 2);
+    let third_call = inside_call(&parent.events, 2, 2);
     let mut kept_calls = 0;
     let mut inside = None;
     for position in 0..=parent.len() {
         let calls_before = model.calls();
-        let mut outcome = host
-            .fork(
-                &parent.session,
-                ForkPoint::Position { position },
-                RunOptions::new(),
-            )
-            .await?;
-        check_fork_record(store, parent, position, &outcome).await?;
+        let mut outcome = fork_at(store, host, parent, position).await?;
         let state: PlanState = serde_json::from_value(outcome.state.clone())?;
         // The fork finished what was under way: it is not idle with work left.
         if state.goal.is_none() {
@@ -267,15 +298,7 @@ async fn fork_demo_everywhere(
         if Some(position) == third_call {
             inside = Some(parent.child(store, position, &outcome).await?);
         }
-        let finished: PlanState = serde_json::from_value(outcome.state.clone())?;
-        assert_eq!(&finished, expected, "fork at {position}");
-        // The fork re-executes from its own recording, with no model.
-        let offline = demo::workflow(store.clone(), ScriptedProvider::new())?;
-        let replayed = Cassette::load(&offline, &outcome.session)
-            .await?
-            .replay(&offline, RunOptions::new())
-            .await?;
-        assert_eq!(&replayed.state, expected, "fork at {position}: re-executed");
+        check_finished(store, demo::workflow, position, &outcome, expected).await?;
         assert!(outcome.open_requests.is_empty(), "fork at {position}");
         // The model was asked only for the calls not completed before the fork point.
         let expected_calls = starts.iter().filter(|&&start| start >= position).count();
@@ -349,24 +372,11 @@ async fn fork_chat_everywhere(
     expected: &ChatState,
 ) -> Result<Option<Forked>> {
     let starts = final_record_starts(&parent.events);
-    let second_call = parent
-        .events
-        .iter()
-        .enumerate()
-        .filter(|(_, e)| e.name == AgentStarted::NAME)
-        .nth(1)
-        .map(|(index, _)| index as u64 + 1);
+    let second_call = inside_call(&parent.events, 1, 1);
     let mut inside = None;
     for position in 0..=parent.len() {
         let calls_before = model.calls();
-        let mut outcome = host
-            .fork(
-                &parent.session,
-                ForkPoint::Position { position },
-                RunOptions::new(),
-            )
-            .await?;
-        check_fork_record(store, parent, position, &outcome).await?;
+        let mut outcome = fork_at(store, host, parent, position).await?;
         let state: ChatState = serde_json::from_value(outcome.state.clone())?;
         // Every message the fork holds is answered: none is left waiting for its reply.
         assert!(
@@ -391,15 +401,7 @@ async fn fork_chat_everywhere(
         if Some(position) == second_call {
             inside = Some(parent.child(store, position, &outcome).await?);
         }
-        let finished: ChatState = serde_json::from_value(outcome.state.clone())?;
-        assert_eq!(&finished, expected, "fork at {position}");
-        // The fork re-executes from its own recording, with no model.
-        let offline = chat::workflow(store.clone(), ScriptedProvider::new())?;
-        let replayed = Cassette::load(&offline, &outcome.session)
-            .await?
-            .replay(&offline, RunOptions::new())
-            .await?;
-        assert_eq!(&replayed.state, expected, "fork at {position}: re-executed");
+        check_finished(store, chat::workflow, position, &outcome, expected).await?;
         let expected_calls = starts.iter().filter(|&&start| start >= position).count();
         assert_eq!(
             model.calls() - calls_before,
