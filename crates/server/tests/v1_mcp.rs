@@ -19,7 +19,7 @@ mod common;
 #[path = "../../mcp/tests/common/mod.rs"]
 mod servers;
 
-use common::client::{error, serve};
+use common::client::serve;
 use common::on_every_store;
 
 on_every_store!(an_agent_given_an_mcp_capability_calls_the_servers_tools);
@@ -57,17 +57,15 @@ async fn an_agent_given_an_mcp_capability_calls_the_servers_tools(store: Arc<dyn
 
     let a = &client.agent("calc", "Add.").await;
     let capabilities = format!("/v1/agents/{a}/capabilities");
-    error(
-        &client
-            .send(
-                "PUT",
-                &capabilities,
-                json!({"capabilities": ["mcp:nowhere"]}),
-            )
-            .await,
-        422,
-        "invalid",
-    );
+    client
+        .refuses(
+            "PUT",
+            &capabilities,
+            json!({"capabilities": ["mcp:nowhere"]}),
+            422,
+            "invalid",
+        )
+        .await;
     let (status, set) = client
         .send(
             "PUT",

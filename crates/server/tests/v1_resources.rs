@@ -139,13 +139,15 @@ async fn agents_are_created_read_changed_archived_and_deleted(store: Arc<dyn Sto
     );
     let (_, page) = client.get("/v1/agents?status=archived").await;
     assert_eq!(page["total"], 1);
-    error(
-        &client
-            .send("PATCH", &format!("/v1/agents/{id}"), json!({"name": "x"}))
-            .await,
-        409,
-        "agent_archived",
-    );
+    client
+        .refuses(
+            "PATCH",
+            &format!("/v1/agents/{id}"),
+            json!({"name": "x"}),
+            409,
+            "agent_archived",
+        )
+        .await;
     let (_, active) = client
         .call("POST", &format!("/v1/agents/{id}/unarchive"), None)
         .await;
@@ -203,46 +205,17 @@ async fn bad_input_is_answered_in_the_error_shape(store: Arc<dyn Store>) {
         "{}",
         wrong.1
     );
-    error(
-        &client
-            .send(
-                "POST",
-                "/v1/agents",
-                json!({"name": "", "system_prompt": "x"}),
-            )
-            .await,
-        422,
-        "invalid",
-    );
-    error(
-        &client
-            .send(
-                "POST",
-                "/v1/agents",
-                json!({"name": "a", "system_prompt": "x", "colour": 1}),
-            )
-            .await,
-        422,
-        "invalid",
-    );
-    error(
-        &client
-            .send("POST", "/v1/agents", json!({"name": "a"}))
-            .await,
-        422,
-        "invalid",
-    );
-    error(
-        &client
-            .send(
-                "POST",
-                "/v1/agents",
-                json!({"name": "a", "system_prompt": "", "default_model_id": Uuid::now_v7()}),
-            )
-            .await,
-        422,
-        "invalid",
-    );
+    // An empty name, an unknown field, no system prompt, a default model that does not exist.
+    for bad in [
+        json!({"name": "", "system_prompt": "x"}),
+        json!({"name": "a", "system_prompt": "x", "colour": 1}),
+        json!({"name": "a"}),
+        json!({"name": "a", "system_prompt": "", "default_model_id": Uuid::now_v7()}),
+    ] {
+        client
+            .refuses("POST", "/v1/agents", bad, 422, "invalid")
+            .await;
+    }
     error(
         &client.call("POST", "/v1/agents", Some("{nope")).await,
         400,
@@ -336,17 +309,15 @@ async fn capabilities_are_a_registry_and_each_agent_has_an_ordered_unique_list(
     // Refused changes left the list as it was.
     let (_, again) = client.get(&path).await;
     assert_eq!(again["data"], read["data"]);
-    error(
-        &client
-            .send(
-                "PUT",
-                &format!("/v1/agents/{}/capabilities", Uuid::now_v7()),
-                json!({"capabilities": []}),
-            )
-            .await,
-        404,
-        "not_found",
-    );
+    client
+        .refuses(
+            "PUT",
+            &format!("/v1/agents/{}/capabilities", Uuid::now_v7()),
+            json!({"capabilities": []}),
+            404,
+            "not_found",
+        )
+        .await;
 }
 
 async fn provider_keys_are_write_only_and_sealed_in_the_log(store: Arc<dyn Store>) {
@@ -403,39 +374,16 @@ async fn provider_keys_are_write_only_and_sealed_in_the_log(store: Arc<dyn Store
     assert!(recorded.contains("llm_provider:saved"));
     assert!(!recorded.contains(secret) && !recorded.contains("sk-second"));
 
-    error(
-        &client
-            .send(
-                "POST",
-                "/v1/llm-providers",
-                json!({"name": "x", "provider_type": "bard"}),
-            )
-            .await,
-        422,
-        "invalid",
-    );
-    error(
-        &client
-            .send(
-                "POST",
-                "/v1/llm-providers",
-                json!({"name": "x", "provider_type": "openai", "base_url": "ftp://x"}),
-            )
-            .await,
-        422,
-        "invalid",
-    );
-    error(
-        &client
-            .send(
-                "POST",
-                "/v1/llm-providers",
-                json!({"name": "x", "provider_type": "openai", "api_key_set": true}),
-            )
-            .await,
-        422,
-        "invalid",
-    );
+    // An unknown provider type, a base URL that is not HTTP, the read-only `api_key_set`.
+    for bad in [
+        json!({"name": "x", "provider_type": "bard"}),
+        json!({"name": "x", "provider_type": "openai", "base_url": "ftp://x"}),
+        json!({"name": "x", "provider_type": "openai", "api_key_set": true}),
+    ] {
+        client
+            .refuses("POST", "/v1/llm-providers", bad, 422, "invalid")
+            .await;
+    }
 }
 
 async fn a_key_without_master_keys_is_refused_and_nothing_is_recorded(store: Arc<dyn Store>) {
@@ -601,50 +549,42 @@ async fn models_have_one_default_per_provider_and_refuse_deletes_in_use(store: A
     let (_, models) = client.get(&format!("/v1/llm-providers/{p}/models")).await;
     assert_eq!(defaults(&models), ["gpt-a"]);
 
-    error(
-        &client
-            .send(
-                "POST",
-                &format!("/v1/llm-providers/{p}/models"),
-                json!({"model_id": "gpt-b"}),
-            )
-            .await,
-        409,
-        "duplicate_model",
-    );
-    error(
-        &client
-            .send(
-                "POST",
-                &format!("/v1/llm-providers/{}/models", Uuid::now_v7()),
-                json!({"model_id": "m"}),
-            )
-            .await,
-        404,
-        "not_found",
-    );
-    error(
-        &client
-            .send(
-                "POST",
-                "/v1/llm-models",
-                json!({"provider_id": Uuid::now_v7(), "model_id": "m"}),
-            )
-            .await,
-        422,
-        "invalid",
-    );
-    error(
-        &client
-            .send(
-                "PATCH",
-                &format!("/v1/llm-models/{a_id}"),
-                json!({"context_window": 0}),
-            )
-            .await,
-        422,
-        "invalid",
-    );
+    client
+        .refuses(
+            "POST",
+            &format!("/v1/llm-providers/{p}/models"),
+            json!({"model_id": "gpt-b"}),
+            409,
+            "duplicate_model",
+        )
+        .await;
+    client
+        .refuses(
+            "POST",
+            &format!("/v1/llm-providers/{}/models", Uuid::now_v7()),
+            json!({"model_id": "m"}),
+            404,
+            "not_found",
+        )
+        .await;
+    client
+        .refuses(
+            "POST",
+            "/v1/llm-models",
+            json!({"provider_id": Uuid::now_v7(), "model_id": "m"}),
+            422,
+            "invalid",
+        )
+        .await;
+    client
+        .refuses(
+            "PATCH",
+            &format!("/v1/llm-models/{a_id}"),
+            json!({"context_window": 0}),
+            422,
+            "invalid",
+        )
+        .await;
 
     // In use: an agent's default model, a provider with models.
     let (status, agent) = client
@@ -886,13 +826,15 @@ async fn sessions_belong_to_an_agent_and_read_their_status_from_their_log(store:
         404,
         "not_found",
     );
-    error(
-        &client
-            .send("POST", &sessions, json!({"model_id": Uuid::now_v7()}))
-            .await,
-        422,
-        "invalid",
-    );
+    client
+        .refuses(
+            "POST",
+            &sessions,
+            json!({"model_id": Uuid::now_v7()}),
+            422,
+            "invalid",
+        )
+        .await;
     let (_, renamed) = client
         .send("PATCH", &path, json!({"title": null, "tags": ["x"]}))
         .await;
@@ -983,11 +925,9 @@ async fn sessions_belong_to_an_agent_and_read_their_status_from_their_log(store:
     client
         .call("POST", &format!("/v1/agents/{a}/archive"), None)
         .await;
-    error(
-        &client.send("POST", &sessions, json!({})).await,
-        409,
-        "agent_archived",
-    );
+    client
+        .refuses("POST", &sessions, json!({}), 409, "agent_archived")
+        .await;
     let (status, _) = client
         .call("DELETE", &format!("/v1/agents/{a}"), None)
         .await;
@@ -1161,19 +1101,17 @@ async fn messages_continue_the_session_and_are_a_projection_of_its_log(store: Ar
         json!({"content": [{"type": "text", "text": "x"}], "metadata": [1, 2]}),
         json!({"content": [{"type": "text", "text": "x"}], "tags": [""]}),
     ] {
-        error(&client.send("POST", &messages, bad).await, 422, "invalid");
+        client.refuses("POST", &messages, bad, 422, "invalid").await;
     }
-    error(
-        &client
-            .send(
-                "POST",
-                &format!("/v1/agents/{a}/sessions/{}/messages", Uuid::now_v7()),
-                json!({"content": [{"type": "text", "text": "x"}]}),
-            )
-            .await,
-        404,
-        "not_found",
-    );
+    client
+        .refuses(
+            "POST",
+            &format!("/v1/agents/{a}/sessions/{}/messages", Uuid::now_v7()),
+            json!({"content": [{"type": "text", "text": "x"}]}),
+            404,
+            "not_found",
+        )
+        .await;
 
     // Without an override, the model's provider row answers: this one has no key.
     let bare = serve(
@@ -1208,13 +1146,15 @@ async fn a_provider_row_answers_with_its_opened_key(store: Arc<dyn Store>) {
     let a = &client.agent("a", "Be kind.").await;
     let path = client.session(a).await;
     let hello = json!({"content": [{"type": "text", "text": "Hello"}]});
-    error(
-        &client
-            .send("POST", &format!("{path}/messages"), hello.clone())
-            .await,
-        503,
-        "no_provider",
-    );
+    client
+        .refuses(
+            "POST",
+            &format!("{path}/messages"),
+            hello.clone(),
+            503,
+            "no_provider",
+        )
+        .await;
 
     // The default provider's default model answers, with the key the platform keeps.
     client

@@ -57,6 +57,26 @@ impl Client {
         created
     }
 
+    /// Sends `method path` with `body`, asserting the answer is the error shape with this
+    /// status and code (a failure names the request).
+    pub(crate) async fn refuses(
+        &self,
+        method: &str,
+        path: &str,
+        body: Value,
+        status: u16,
+        code: &str,
+    ) {
+        let answer = self.send(method, path, body.clone()).await;
+        assert_eq!(answer.0, status, "{method} {path} {body}: {}", answer.1);
+        assert_eq!(
+            answer.1["error"]["code"], code,
+            "{method} {path} {body}: {}",
+            answer.1
+        );
+        error(&answer, status, code);
+    }
+
     /// Creates the agent `name` with `system_prompt`: its id.
     pub(crate) async fn agent(&self, name: &str, system_prompt: &str) -> String {
         let agent = self
