@@ -63,6 +63,36 @@ fn says_done() -> openharness_eval::scorers::BuiltinScorer {
     .unwrap()
 }
 
+/// The experiment `executor-wording` over the recording `parent`, forked at its second
+/// `task:started` (approval answered "yes"): the variant `done` (model `done-model`, whose
+/// executor says "Task done.", counted in `good_calls`) against `vague` (its model and what
+/// its executor says, counted in `poor_calls`), three repeats each, scored by `published`
+/// and `says-done`.
+fn executor_wording(
+    host: &Host,
+    parent: &SessionId,
+    (vague_model, vague_says): (&str, &'static str),
+    good_calls: &Arc<AtomicUsize>,
+    poor_calls: &Arc<AtomicUsize>,
+) -> Experiment {
+    Experiment::new("executor-wording", host.clone())
+        .case(
+            Case::recording("release", parent.clone(), ForkAt::event("task:started", 1))
+                .answers(["yes"]),
+        )
+        .variant(Variant::new("done").provider(
+            "done-model",
+            executor_says("Task done.", Arc::clone(good_calls)),
+        ))
+        .variant(Variant::new("vague").provider(
+            vague_model,
+            executor_says(vague_says, Arc::clone(poor_calls)),
+        ))
+        .repeats(3)
+        .scorer(published())
+        .scorer(says_done())
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn variants_fork_a_recording_from_identical_state_without_calling_the_model_for_the_prefix() {
     let (store, host, parent, script) = recorded().await;
@@ -70,22 +100,8 @@ async fn variants_fork_a_recording_from_identical_state_without_calling_the_mode
     let (good_calls, poor_calls) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
     let progress = Arc::new(AtomicUsize::new(0));
     let seen = Arc::clone(&progress);
-    let experiment = Experiment::new("executor-wording", host.clone())
-        .case(
-            Case::recording("release", parent.clone(), ForkAt::event("task:started", 1))
-                .answers(["yes"]),
-        )
-        .variant(Variant::new("done").provider(
-            "done-model",
-            executor_says("Task done.", Arc::clone(&good_calls)),
-        ))
-        .variant(Variant::new("vague").provider(
-            "vague-model",
-            executor_says("Worked on it.", Arc::clone(&poor_calls)),
-        ))
-        .repeats(3)
-        .scorer(published())
-        .scorer(says_done())
+    let vague = ("vague-model", "Worked on it.");
+    let experiment = executor_wording(&host, &parent, vague, &good_calls, &poor_calls)
         .concurrency(3)
         .on_progress(move |p| seen.store(p.done, Ordering::SeqCst));
     let ran = experiment.run().await.unwrap();
@@ -179,22 +195,8 @@ async fn variants_fork_a_recording_from_identical_state_without_calling_the_mode
 
     // A variant changed under the same name (another model) answers another question: its
     // runs run again, the others are kept.
-    let changed = Experiment::new("executor-wording", host.clone())
-        .case(
-            Case::recording("release", parent.clone(), ForkAt::event("task:started", 1))
-                .answers(["yes"]),
-        )
-        .variant(Variant::new("done").provider(
-            "done-model",
-            executor_says("Task done.", Arc::clone(&good_calls)),
-        ))
-        .variant(Variant::new("vague").provider(
-            "vague-model-v2",
-            executor_says("Done, roughly.", Arc::clone(&poor_calls)),
-        ))
-        .repeats(3)
-        .scorer(published())
-        .scorer(says_done())
+    let vague = ("vague-model-v2", "Done, roughly.");
+    let changed = executor_wording(&host, &parent, vague, &good_calls, &poor_calls)
         .run()
         .await
         .unwrap();
