@@ -8,22 +8,10 @@ use std::path::Path;
 use std::process::Output;
 
 mod binary;
-use binary::{openharness, stdout};
+use binary::{openharness, stdout, word_after};
 
 fn json(output: &Output) -> serde_json::Value {
     serde_json::from_str(&stdout(output)).unwrap()
-}
-
-/// The first word after `prefix` on a line of `text` that starts with it (after spaces).
-fn word_after(text: &str, prefix: &str) -> String {
-    text.lines()
-        .find_map(|l| {
-            l.trim_start()
-                .strip_prefix(prefix)
-                .and_then(|rest| rest.split_whitespace().next())
-        })
-        .unwrap_or_else(|| panic!("no line starting with {prefix:?} in:\n{text}"))
-        .to_owned()
 }
 
 /// The one session `sessions --json` lists with this workflow.
@@ -72,14 +60,7 @@ fn demo_then_sessions_events_and_tape() {
         dir.path().join(".openharness/store.redb").exists(),
         "records to the default store"
     );
-    let session = demo
-        .lines()
-        .find_map(|l| {
-            l.strip_prefix("Session ")
-                .and_then(|rest| rest.split_whitespace().next())
-        })
-        .unwrap()
-        .to_owned();
+    let session = word_after(&demo, "Session ");
 
     let sessions = json(&openharness(dir.path(), &["sessions", "--json"]));
     let listed = sessions.as_array().unwrap();

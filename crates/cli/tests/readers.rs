@@ -4,19 +4,10 @@
 //! a program that keeps its store to itself is named to the reader it refuses.
 #![allow(clippy::unwrap_used, missing_docs)]
 
-use std::process::Output;
-
 mod binary;
 mod serving;
-use binary::openharness;
 
-fn text(output: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    )
-}
+use binary::{openharness, text};
 
 #[test]
 fn readers_are_never_refused_by_a_writer_and_a_second_writer_is_told_who_writes() {

@@ -10,6 +10,7 @@ use std::process::Output;
 
 mod binary;
 mod serving;
+use binary::text;
 
 fn openharness(dir: &Path, args: &[&str], key: Option<&str>) -> Output {
     let mut command = binary::command(dir);
@@ -18,14 +19,6 @@ fn openharness(dir: &Path, args: &[&str], key: Option<&str>) -> Output {
         command.env("OPENHARNESS_API_KEY", key);
     }
     command.output().unwrap()
-}
-
-fn text(output: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    )
 }
 
 #[test]

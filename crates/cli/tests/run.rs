@@ -10,6 +10,7 @@ use openharness::provider::testing::{self, FakeServer, RecordedRequest};
 use serde_json::{Value, json};
 
 mod binary;
+use binary::word_after;
 
 fn openharness(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
     let mut command = binary::command(dir);
@@ -108,14 +109,7 @@ async fn records_a_run_against_the_fake_anthropic_server_and_replays_it_without_
             .all(|r| r.body["model"] == "claude-haiku-4-5")
     );
 
-    let session = stdout
-        .lines()
-        .find_map(|l| {
-            l.strip_prefix("Session ")
-                .and_then(|rest| rest.split_whitespace().next())
-        })
-        .unwrap()
-        .to_owned();
+    let session = word_after(&stdout, "Session ");
     let path = dir.path().to_owned();
     let tape = tokio::task::spawn_blocking(move || {
         openharness(&path, &["tape", &session, "--at", "1000", "--json"], &[])

@@ -44,3 +44,26 @@ pub(crate) fn stdout(output: &Output) -> String {
     String::from_utf8(output.stdout.clone())
         .unwrap_or_else(|err| panic!("the command's stdout is not UTF-8: {err}"))
 }
+
+/// What a command printed, standard output then standard error, for a failure message or an
+/// assertion on a refusal.
+pub(crate) fn text(output: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    )
+}
+
+/// The first word after `prefix` on the first line of `text` that starts with it (leading
+/// spaces aside): the session id after `Session `, say.
+pub(crate) fn word_after(text: &str, prefix: &str) -> String {
+    text.lines()
+        .find_map(|l| {
+            l.trim_start()
+                .strip_prefix(prefix)
+                .and_then(|rest| rest.split_whitespace().next())
+        })
+        .unwrap_or_else(|| panic!("no line starting with {prefix:?} in:\n{text}"))
+        .to_owned()
+}
