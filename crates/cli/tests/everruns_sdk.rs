@@ -13,6 +13,7 @@ use std::process::{Child, Command, Output};
 
 use openharness::provider::testing::FakeServer;
 use openharness::provider::testing::anthropic::{KEY, json_output, text, tool_output};
+use openharness_testkit::python::{self, run};
 use serde_json::{Value, json};
 
 mod binary;
@@ -21,47 +22,9 @@ mod serving;
 /// The SDK release the test runs (the newest 0.3.x).
 const SDK: &str = "everruns-sdk==0.3.1";
 
-/// The workspace's `target/`, where the venv lives (ignored by git).
-fn target() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target")
-}
-
-fn run(command: &mut Command) -> Output {
-    command
-        .output()
-        .unwrap_or_else(|err| panic!("cannot run {command:?}: {err} (the test needs python3)"))
-}
-
-/// The venv's python with the pinned SDK, installed on first use (or when another version is
-/// there). Fails loudly when python3 or PyPI is not reachable.
+/// The venv's python with the pinned SDK, installed on first use.
 fn python() -> PathBuf {
-    let venv = target().join("everruns-venv");
-    let python = venv.join("bin/python");
-    let version = SDK.split("==").nth(1).unwrap();
-    let installed = python.exists()
-        && run(Command::new(&python).args([
-            "-c",
-            "import importlib.metadata as m; print(m.version('everruns-sdk'))",
-        ]))
-        .stdout
-        .starts_with(version.as_bytes());
-    if !installed {
-        let made = run(Command::new("python3").args(["-m", "venv"]).arg(&venv));
-        assert!(
-            made.status.success(),
-            "python3 -m venv {} failed: {}",
-            venv.display(),
-            String::from_utf8_lossy(&made.stderr)
-        );
-        let pip = run(Command::new(venv.join("bin/pip")).args(["install", "--quiet", SDK]));
-        assert!(
-            pip.status.success(),
-            "pip install {SDK} failed (is PyPI reachable?): {}{}",
-            String::from_utf8_lossy(&pip.stdout),
-            String::from_utf8_lossy(&pip.stderr)
-        );
-    }
-    python
+    python::venv("everruns-venv", SDK).join("bin/python")
 }
 
 /// The text of the latest user message of an Anthropic request, and of its latest `User: `

@@ -3,8 +3,8 @@
 #![allow(dead_code, unreachable_pub, missing_docs, clippy::unwrap_used)]
 
 use std::net::{SocketAddr, TcpListener};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use openharness::prelude::*;
@@ -104,51 +104,9 @@ pub fn desk(store: impl Store) -> Workflow<Desk> {
         .unwrap()
 }
 
-/// The workspace's `target/`, where the venv lives (ignored by git).
-fn target() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target")
-}
-
-fn run(command: &mut Command) -> Output {
-    command
-        .output()
-        .unwrap_or_else(|err| panic!("cannot run {command:?}: {err} (the test needs python3)"))
-}
-
-/// The venv's `phoenix` program, the pinned release installed on first use. Fails loudly when
-/// python3 or PyPI is not reachable.
+/// The venv's `phoenix` program, the pinned release installed on first use.
 pub fn phoenix_program() -> PathBuf {
-    let venv = target().join("phoenix-venv");
-    let python = venv.join("bin/python");
-    let version = phoenix_pin().split("==").nth(1).unwrap();
-    let installed = python.exists()
-        && run(Command::new(&python).args([
-            "-c",
-            &format!(
-                "import importlib.metadata as m; assert m.version('arize-phoenix') == '{version}'"
-            ),
-        ]))
-        .status
-        .success();
-    if !installed {
-        let made = run(Command::new("python3").args(["-m", "venv"]).arg(&venv));
-        assert!(
-            made.status.success(),
-            "python3 -m venv {} failed: {}",
-            venv.display(),
-            String::from_utf8_lossy(&made.stderr)
-        );
-        let pip =
-            run(Command::new(venv.join("bin/pip")).args(["install", "--quiet", phoenix_pin()]));
-        assert!(
-            pip.status.success(),
-            "pip install {} failed (is PyPI reachable?): {}{}",
-            phoenix_pin(),
-            String::from_utf8_lossy(&pip.stdout),
-            String::from_utf8_lossy(&pip.stderr)
-        );
-    }
-    venv.join("bin/phoenix")
+    openharness_testkit::python::venv("phoenix-venv", phoenix_pin()).join("bin/phoenix")
 }
 
 fn free_port() -> u16 {
