@@ -31,6 +31,7 @@ use openharness::provider::testing::{self, FakeResponse, FakeServer, RecordedReq
 use openharness::provider::{ApiKey, OpenAiProvider};
 use openharness::store::{MemoryStore, RedbStore};
 use openharness::{FnTool, Tool};
+use openharness_testkit::random::SplitMix;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
@@ -459,19 +460,6 @@ fn wait_for(child: &mut Child, limit: Duration, stderr: &Path) -> ExitStatus {
             );
         }
         std::thread::sleep(Duration::from_millis(10));
-    }
-}
-
-/// A small deterministic generator, seeded from the clock so runs differ.
-struct SplitMix(u64);
-
-impl SplitMix {
-    fn below(&mut self, n: u64) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        (z ^ (z >> 31)) % n
     }
 }
 
@@ -967,11 +955,8 @@ fn check(
 #[test]
 fn sigkilled_sessions_resume_to_the_state_of_an_uninterrupted_run() {
     let started = Instant::now();
-    let seed = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_nanos() as u64;
-    let mut rng = SplitMix(seed);
+    let seed = SplitMix::seed_from_clock();
+    let mut rng = SplitMix::new(seed);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

@@ -16,6 +16,7 @@ use std::time::{Duration, Instant};
 
 use openharness_core::{Envelope, SessionId, Store, StoreError};
 use openharness_store::{RedbOptions, RedbStore, Snapshot};
+use openharness_testkit::random::SplitMix;
 use serde_json::json;
 
 const CHILD_ENV: &str = "OPENHARNESS_TEST_CRASH_CHILD";
@@ -135,29 +136,13 @@ fn spawn_child(
         .unwrap()
 }
 
-/// A small deterministic generator, seeded from the clock so runs differ.
-struct SplitMix(u64);
-
-impl SplitMix {
-    fn below(&mut self, n: u64) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        (z ^ (z >> 31)) % n
-    }
-}
-
 #[test]
 fn sigkill_loses_no_acknowledged_event() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("store.redb");
     let session = SessionId::new();
-    let seed = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_nanos() as u64;
-    let mut rng = SplitMix(seed);
+    let seed = SplitMix::seed_from_clock();
+    let mut rng = SplitMix::new(seed);
     let mut acked: HashMap<(usize, u64), String> = HashMap::new();
     // The greatest position of an acknowledged snapshot, per session.
     let mut snapped: HashMap<usize, u64> = HashMap::new();
@@ -318,11 +303,8 @@ fn sigkill_loses_no_acknowledged_event() {
 #[test]
 fn sigkill_while_creating_the_store_leaves_a_store_that_opens() {
     const ROUNDS: u32 = 25;
-    let seed = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_nanos() as u64;
-    let mut rng = SplitMix(seed);
+    let seed = SplitMix::seed_from_clock();
+    let mut rng = SplitMix::new(seed);
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let (mut missing, mut opened) = (0, 0);
     for round in 0..ROUNDS {

@@ -20,6 +20,7 @@ use std::time::Duration;
 
 use openharness_core::{Envelope, SessionId, Store, adapter::Snapshot};
 use openharness_store::{RedbError, RedbOptions, RedbStore};
+use openharness_testkit::random::SplitMix;
 use serde_json::json;
 
 /// Panics seen by the hook (contained or not), and the last one's message.
@@ -82,33 +83,16 @@ async fn build(path: &Path) -> Vec<SessionId> {
     sessions
 }
 
-/// A small deterministic generator (splitmix64).
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n.max(1) as u64) as usize
-    }
-}
-
 /// A damaged copy of `original` for `seed`, and what was done to it.
 fn damage(original: &[u8], seed: u64) -> (Vec<u8>, String) {
-    let mut rng = Rng(seed);
+    let mut rng = SplitMix::new(seed);
     let mut bytes = original.to_vec();
     let pages = bytes.len() / PAGE;
     let how = match seed % 4 {
         0 => {
             let count = 1 + rng.below(16);
             for _ in 0..count {
-                let at = rng.below(bytes.len());
+                let at = rng.pick(bytes.len());
                 bytes[at] ^= 1 + rng.below(255) as u8;
             }
             format!("{count} bytes flipped")
@@ -116,18 +100,18 @@ fn damage(original: &[u8], seed: u64) -> (Vec<u8>, String) {
         1 => {
             let count = 1 + rng.below(3);
             for _ in 0..count {
-                let page = rng.below(pages);
+                let page = rng.pick(pages);
                 bytes[page * PAGE..(page + 1) * PAGE].fill(0);
             }
             format!("{count} pages zeroed")
         }
         2 => {
-            let len = rng.below(bytes.len());
+            let len = rng.pick(bytes.len());
             bytes.truncate(len);
             format!("truncated to {len} bytes")
         }
         _ => {
-            let (from, to) = (rng.below(pages), rng.below(pages));
+            let (from, to) = (rng.pick(pages), rng.pick(pages));
             let page = bytes[from * PAGE..(from + 1) * PAGE].to_vec();
             bytes[to * PAGE..(to + 1) * PAGE].copy_from_slice(&page);
             format!("page {from} copied over page {to}")
