@@ -9,7 +9,7 @@
 #![allow(clippy::unwrap_used, missing_docs)]
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output};
+use std::process::{Command, Output};
 
 use openharness::provider::testing::FakeServer;
 use openharness::provider::testing::anthropic::{KEY, json_output, text, tool_output};
@@ -18,6 +18,8 @@ use serde_json::{Value, json};
 
 mod binary;
 mod serving;
+
+use binary::Killed;
 
 /// The SDK release the test runs (the newest 0.3.x).
 const SDK: &str = "everruns-sdk==0.3.1";
@@ -66,15 +68,6 @@ fn quickstart() -> String {
         + "```python\n".len();
     let close = section[open..].find("```").unwrap();
     section[open..open + close].to_owned()
-}
-
-struct Killed(Child);
-
-impl Drop for Killed {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
 }
 
 fn checked(what: &str, output: &Output) -> String {

@@ -5,13 +5,15 @@
 //! listing a server given after `--`. Without python3 or PyPI the test fails, saying so.
 #![allow(clippy::unwrap_used, missing_docs)]
 
+mod binary;
 #[path = "../../mcp/tests/common/mod.rs"]
 mod servers;
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 
+use binary::Killed;
 use openharness_testkit::block_on;
 use openharness_testkit::http::Client;
 use serde_json::Value;
@@ -139,15 +141,6 @@ fn a_python_mcp_client_reads_the_store_over_stdio_and_forks_only_when_allowed() 
     assert_eq!(diff["agree"], found["first"]["len"], "{diff}");
     assert!(diff["divergence"]["a"].is_null(), "{diff}");
     assert!(diff["bLen"].as_u64().unwrap() > diff["aLen"].as_u64().unwrap());
-}
-
-struct Killed(Child);
-
-impl Drop for Killed {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
 }
 
 #[test]

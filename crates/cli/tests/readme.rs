@@ -19,6 +19,8 @@ use serde_json::Value;
 mod binary;
 mod serving;
 
+use binary::Killed;
+
 /// The README's block of the `/v1` walk-through.
 fn walkthrough() -> String {
     let readme = include_str!("../../../README.md");
@@ -180,15 +182,6 @@ fn spawn_serve(dir: &std::path::Path) -> (Child, u16) {
         .env("OPENHARNESS_MASTER_KEYS", format!("k1:{}", "7e".repeat(32)));
     let (server, port, _) = serving::start_serve(command);
     (server, port)
-}
-
-struct Killed(Child);
-
-impl Drop for Killed {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
 }
 
 #[test]

@@ -4,7 +4,7 @@
 #![allow(dead_code)] // each suite uses what it needs
 
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::{Child, Command, Output};
 
 /// `openharness` in `dir`, its environment cleared of what the suites set themselves; add the
 /// arguments (and any variable) before running it.
@@ -66,4 +66,15 @@ pub(crate) fn word_after(text: &str, prefix: &str) -> String {
         })
         .unwrap_or_else(|| panic!("no line starting with {prefix:?} in:\n{text}"))
         .to_owned()
+}
+
+/// A process a test started, killed (and reaped) when dropped: a server never outlives the
+/// test that started it, even one that fails.
+pub(crate) struct Killed(pub(crate) Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
 }
