@@ -13,10 +13,10 @@
 //! - This file: [`eventually`], its [`LIMIT`] and [`INTERVAL`], and [`block_on`].
 //! - [`http`]: [`http::Client`] for a socket address, its [`http::Response`]s and event streams.
 //! - `events` (feature `fixtures`): a log's event names, and its first event of a type.
-//! - [`random`]: [`random::SplitMix`], a seeded generator for tests that must be repeatable.
-//! - [`python`]: pinned PyPI packages in virtualenvs under `target/`, installed on first use.
 //! - `notes` (feature `fixtures`): the note-taking workflow's events, state and agent, which
 //!   several suites build workflows from.
+//! - [`python`]: pinned PyPI packages in virtualenvs under `target/`, installed on first use.
+//! - [`random`]: [`random::SplitMix`], a seeded generator for tests that must be repeatable.
 
 #[cfg(feature = "fixtures")]
 pub mod events;
