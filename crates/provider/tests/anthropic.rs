@@ -7,7 +7,9 @@ mod common;
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::{TEXT_REPLY, chat_request, deltas, recording_sink, request, text_schema, two_tools};
+use common::{
+    TEXT_REPLY, answers_the_chat_with_text, deltas, recording_sink, request, text_schema, two_tools,
+};
 use openharness_core::{
     ChatMessage, Image, Provider, ProviderError, ReasoningEffort,
     adapter::{ProviderEvent, ProviderRequest, ProviderSink},
@@ -694,15 +696,7 @@ async fn effort_with_the_forced_tool_gets_an_output_config_of_its_own() {
 async fn a_chat_sends_system_and_role_correct_messages_and_text_comes_back_as_text() {
     let (server, provider) = setup().await;
     server.respond(wire::text(TEXT_REPLY));
-    let (sink, events) = recording_sink();
-    let response = provider.complete(chat_request(), sink).await.unwrap();
-
-    assert_eq!(
-        response.output,
-        json!(TEXT_REPLY),
-        "the text, as a JSON string"
-    );
-    assert_eq!(deltas(&events.lock().unwrap()).concat(), TEXT_REPLY);
+    answers_the_chat_with_text(&provider).await;
     let body = &server.requests()[0].body;
     assert_eq!(body["system"], "You are terse.");
     assert_eq!(

@@ -6,7 +6,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::{TEXT_REPLY, chat_request, deltas, recording_sink, request, two_tools};
+use common::{TEXT_REPLY, answers_the_chat_with_text, deltas, recording_sink, request, two_tools};
 use openharness_core::{
     Provider,
     adapter::{ProviderEvent, ProviderSink},
@@ -250,15 +250,7 @@ async fn a_chat_asks_for_text_with_the_system_prompt_and_the_conversation_as_a_t
     fake.push_run(&FakeClaude::success(TEXT_REPLY, None))
         .unwrap();
     let provider = ClaudeCliProvider::new().program(fake.program());
-    let (sink, events) = recording_sink();
-    let response = provider.complete(chat_request(), sink).await.unwrap();
-
-    assert_eq!(
-        response.output,
-        json!(TEXT_REPLY),
-        "the result's text, as a JSON string"
-    );
-    assert_eq!(deltas(&events.lock().unwrap()).concat(), TEXT_REPLY);
+    answers_the_chat_with_text(&provider).await;
     let args = fake.args(1);
     assert!(
         !args.iter().any(|a| a == "--json-schema"),

@@ -7,7 +7,9 @@ mod common;
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::{TEXT_REPLY, chat_request, deltas, recording_sink, request, text_schema, two_tools};
+use common::{
+    TEXT_REPLY, answers_the_chat_with_text, deltas, recording_sink, request, text_schema, two_tools,
+};
 use openharness_core::{
     Image, Provider, ProviderError, ReasoningEffort,
     adapter::{ProviderEvent, ProviderRequest, ProviderSink},
@@ -415,15 +417,7 @@ async fn a_chat_sends_a_system_message_and_role_correct_messages_and_text_comes_
         .build()
         .unwrap();
     server.respond(wire::text(TEXT_REPLY));
-    let (sink, events) = recording_sink();
-    let response = provider.complete(chat_request(), sink).await.unwrap();
-
-    assert_eq!(
-        response.output,
-        json!(TEXT_REPLY),
-        "the text, as a JSON string"
-    );
-    assert_eq!(deltas(&events.lock().unwrap()).concat(), TEXT_REPLY);
+    answers_the_chat_with_text(&provider).await;
     let body = &server.requests()[0].body;
     assert_eq!(
         body["messages"],

@@ -4,7 +4,7 @@
 use std::sync::{Arc, Mutex};
 
 use openharness_core::{
-    FnTool, Tool,
+    FnTool, Provider, Tool,
     adapter::{ProviderEvent, ProviderRequest, ProviderSink, Toolbox},
 };
 use serde_json::{Value, json};
@@ -106,4 +106,18 @@ pub fn chat_request() -> ProviderRequest {
             ChatMessage::assistant("It is noon."),
             ChatMessage::user("Say bye on two lines."),
         ])
+}
+
+/// Sends [`chat_request`] to `provider` and checks what every provider answers it with when the
+/// model replies [`TEXT_REPLY`]: that text as the output (a JSON string), streamed as text
+/// deltas that add up to it.
+pub async fn answers_the_chat_with_text(provider: &impl Provider) {
+    let (sink, events) = recording_sink();
+    let response = provider.complete(chat_request(), sink).await.unwrap();
+    assert_eq!(
+        response.output,
+        json!(TEXT_REPLY),
+        "the text, as a JSON string"
+    );
+    assert_eq!(deltas(&events.lock().unwrap()).concat(), TEXT_REPLY);
 }
