@@ -5,7 +5,7 @@
 #![allow(clippy::unwrap_used, missing_docs)]
 
 use std::path::Path;
-use std::process::{Child, Command};
+use std::process::Command;
 use std::time::Duration;
 
 use openharness_testkit::http::Client;
@@ -15,17 +15,12 @@ use serde_json::Value;
 mod binary;
 mod serving;
 
+use binary::Killed;
+
 /// A `serve` process, killed when dropped, and the kit's client of it.
 struct Serve {
-    child: Child,
+    _child: Killed,
     client: Client,
-}
-
-impl Drop for Serve {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }
 
 fn serve(dir: &Path, store: &str) -> Serve {
@@ -36,7 +31,7 @@ fn serve(dir: &Path, store: &str) -> Serve {
     let (child, port, first) = serving::start_serve(command);
     assert!(first.starts_with("Serving"), "{first}");
     Serve {
-        child,
+        _child: Killed(child),
         client: serving::client(port),
     }
 }
