@@ -423,6 +423,60 @@ async fn a_provider_error_fails_the_agent_not_the_run() {
     assert!(completed.error.unwrap().contains("model overloaded"));
 }
 
+/// A provider that panics: at once, or after waiting a while (in a later poll).
+struct Panicking {
+    after: Option<Duration>,
+}
+
+#[async_trait::async_trait]
+impl openharness::Provider for Panicking {
+    fn name(&self) -> &str {
+        "panicking"
+    }
+
+    async fn complete(
+        &self,
+        _request: openharness::adapter::ProviderRequest,
+        _sink: openharness::adapter::ProviderSink,
+    ) -> Result<openharness::adapter::ProviderResponse, openharness::ProviderError> {
+        if let Some(after) = self.after {
+            tokio::time::sleep(after).await;
+        }
+        panic!("the provider broke");
+    }
+}
+
+#[tokio::test]
+async fn a_panicking_provider_fails_the_agent_not_the_run() {
+    for after in [None, Some(Duration::from_millis(20))] {
+        let store = MemoryStore::new();
+        let wf = Workflow::builder("counter")
+            .initial_state(Counter::default())
+            .agent(Adder)
+            .store(store.clone())
+            .provider(Panicking { after })
+            .build()
+            .unwrap();
+        let outcome = tokio::time::timeout(
+            Duration::from_secs(10),
+            wf.run(RunOptions::new().input("x")),
+        )
+        .await
+        .expect("the run ends: a panicking provider must not leave it waiting")
+        .unwrap();
+        assert_eq!(outcome.reason, StopReason::Idle, "{after:?}");
+        let events = store.all_events(&outcome.session).await.unwrap();
+        let completed = first::<AgentCompleted>(&events);
+        assert_eq!(completed.outcome, Outcome::Failure);
+        let reason = completed.error.unwrap();
+        assert!(
+            reason.contains("panicking failed: panicked: the provider broke"),
+            "{reason}"
+        );
+        assert_eq!(first::<ErrorOccurred>(&events).source, "agent");
+    }
+}
+
 #[tokio::test]
 async fn a_refusal_is_not_re_asked_and_is_recorded_with_its_text() {
     let store = MemoryStore::new();

@@ -64,3 +64,20 @@ pub(crate) fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
         "a panic without a message".to_owned()
     }
 }
+
+/// Awaits `future` with its panics contained as [`quietly`] contains a handler's: each poll
+/// runs under [`catch_quietly`], and a panic ends the wait with the panic's payload (the
+/// future is not polled again). For a provider's call, whose panic would otherwise end the
+/// agent's task without the loop hearing of it.
+pub(crate) async fn quietly_awaited<F: Future + Unpin>(
+    mut future: F,
+) -> std::thread::Result<F::Output> {
+    std::future::poll_fn(
+        |cx| match catch_quietly(|| std::pin::Pin::new(&mut future).poll(cx)) {
+            Ok(std::task::Poll::Ready(output)) => std::task::Poll::Ready(Ok(output)),
+            Ok(std::task::Poll::Pending) => std::task::Poll::Pending,
+            Err(panic) => std::task::Poll::Ready(Err(panic)),
+        },
+    )
+    .await
+}

@@ -2,6 +2,7 @@
 //! the loop, which records them in arrival order.
 
 use super::*;
+use crate::contained::quietly_awaited;
 
 /// The events an agent message records, and what to do once they are durable.
 pub(super) fn unit_of<S>(message: AgentMessage) -> (Unit, Option<AfterRecord<S>>) {
@@ -65,7 +66,14 @@ impl<S> AgentTask<S> {
             request.previous_error = previous_error.take();
             request.trigger = Some(trigger_id);
             let sink = sink_for(attempt);
-            let completed = self.provider.complete(request, sink.clone()).await;
+            let completed = quietly_awaited(self.provider.complete(request, sink.clone()))
+                .await
+                .unwrap_or_else(|panic| {
+                    Err(ProviderError::Failed {
+                        provider: self.provider.name().to_owned(),
+                        message: format!("panicked: {}", panic_message(&*panic)),
+                    })
+                });
             text = sink.text();
             match completed {
                 Err(ProviderError::Refused { provider, message }) => {
