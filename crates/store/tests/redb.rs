@@ -539,6 +539,72 @@ async fn retries_and_repeated_ids_are_found_on_both_sides_of_the_index_watermark
     );
 }
 
+/// Appends sent together to one session, so they often meet in one group commit: an append
+/// that moves the index watermark owes the index its ids until after the journal's answer, and
+/// a retry in the same group must still find them, as must every retry after the group.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn retries_in_the_group_that_moves_the_index_watermark_find_its_ids() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let path = dir.path().join("store.redb");
+    let session = SessionId::new();
+    let store = RedbStore::open(&path).expect("open");
+    let mut random = openharness_testkit::random::SplitMix::new(0x5eed_0f9a_7e00);
+    let mut batches: Vec<(u64, Vec<Envelope>)> = Vec::new();
+    let mut len = 0;
+    while len < 400 {
+        let size = 1 + random.below(8);
+        let batch: Vec<Envelope> = (len..len + size).map(event).collect();
+        // Up to three earlier batches retried in the same breath as the new one.
+        let retry = |earlier: Option<(u64, Vec<Envelope>)>| {
+            let (store, session) = (store.clone(), session.clone());
+            async move {
+                let (at, earlier) = earlier?;
+                let result = store.append(&session, &earlier, at).await;
+                Some((at + earlier.len() as u64, result))
+            }
+        };
+        let mut pick =
+            || (!batches.is_empty()).then(|| batches[random.pick(batches.len())].clone());
+        let (appended, first, second, third) = tokio::join!(
+            store.append(&session, &batch, len),
+            retry(pick()),
+            retry(pick()),
+            retry(pick()),
+        );
+        assert_eq!(appended.expect("append"), len + size);
+        for (expected, result) in [first, second, third].into_iter().flatten() {
+            assert_eq!(result.expect("a retry"), expected);
+        }
+        batches.push((len, batch));
+        len += size;
+    }
+    // Every batch, retried after the last group: each is found, none is stored twice.
+    for (at, batch) in &batches {
+        assert_eq!(
+            store
+                .append(&session, batch, *at)
+                .await
+                .expect("a late retry"),
+            at + batch.len() as u64
+        );
+    }
+    assert_eq!(
+        store.all_events(&session).await.expect("read").len() as u64,
+        len
+    );
+    drop(store);
+    let store = RedbStore::open(&path).expect("reopen");
+    for (at, batch) in &batches {
+        assert_eq!(
+            store
+                .append(&session, batch, *at)
+                .await
+                .expect("a retry after reopening"),
+            at + batch.len() as u64
+        );
+    }
+}
+
 /// Small appends are staged in commit order and moved to the per-session table in bulk; large
 /// batches skip staging. Reads, metadata and clearing see one session whichever way its events
 /// went, before and after a compaction and across reopening.

@@ -148,8 +148,8 @@ fn write_locked(
     let mut wrote = false;
     let mut journal = target.journal.map(Journaled::lock);
     let mut record = journal.as_mut().map(|journal| journal.group());
+    let mut tables = Tables::open(&txn)?;
     let compact = {
-        let mut tables = Tables::open(&txn)?;
         for append in group {
             match apply(&txn, &mut tables, tails, append) {
                 Ok((len, written)) => {
@@ -194,6 +194,7 @@ fn write_locked(
         staging::due(&tables.recent)?
     };
     if !wrote {
+        drop(tables);
         txn.abort()?;
         return Ok(Written {
             results,
@@ -209,6 +210,7 @@ fn write_locked(
         match journal.commit() {
             Ok(lsn) => journaled = Some(lsn),
             Err(err) => {
+                drop(tables);
                 txn.abort()?;
                 return Err(redb::Error::Io(std::io::Error::new(
                     err.kind(),
@@ -219,7 +221,12 @@ fn write_locked(
     }
     // Durable: the answers need not wait for redb's in-memory commit.
     let answered = journaled.is_some() && answer(&results);
-    if let Err(err) = txn.commit() {
+    // Then what the answer need not wait for: the index entries the appends owe, and redb's
+    // commit.
+    let flushed = tables.flush_owed(tails);
+    drop(tables);
+    let committed = flushed.and_then(|()| txn.commit().map_err(redb::Error::from));
+    if let Err(err) = committed {
         if let (Some(journal), Some(lsn)) = (journal.as_mut(), journaled)
             && !answered
         {
@@ -227,7 +234,7 @@ fn write_locked(
             // later. (An answered one stays in the journal: the next open applies it.)
             journal.take_back(lsn);
         }
-        return Err(err.into());
+        return Err(err);
     }
     target.committed(durable);
     let mut checkpoint = false;

@@ -170,16 +170,28 @@ impl Tail {
         self.ids.insert(id, seq);
     }
 
-    /// Writes the waiting ids to the index (when [`flush_due`] says so).
+    /// Writes the waiting ids below the record's watermark to the index (when [`flush_due`]
+    /// said so), and forgets them; the ids of events after it stay waiting.
     pub(super) fn flush(
         &mut self,
         index: &mut Table<'_, (u128, &'static str), u64>,
         sid: &str,
     ) -> Result<(), redb::Error> {
-        for (id, seq) in self.ids.drain() {
-            index.insert((id, sid), seq)?;
-        }
-        Ok(())
+        let watermark = self.record.as_ref().map_or(0, |record| record.indexed);
+        let mut result = Ok(());
+        self.ids.retain(|&id, &mut seq| {
+            if seq >= watermark || result.is_err() {
+                return true;
+            }
+            match index.insert((id, sid), seq) {
+                Ok(_) => false,
+                Err(err) => {
+                    result = Err(err);
+                    true
+                }
+            }
+        });
+        result.map_err(Into::into)
     }
 }
 

@@ -121,6 +121,7 @@ pub(super) fn recover(db: &Db, database: &Database, path: &Path) -> Result<Recov
                 save_snapshots(&txn, &tables, record).map_err(&opening)?;
             }
         }
+        tables.flush_owed(&mut tails).map_err(&opening)?;
     }
     layout::set_journal_lsn(&txn, next_lsn - 1).map_err(&opening)?;
     txn.commit().map_err(|err| opening(err.into()))?;
