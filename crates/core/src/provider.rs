@@ -114,6 +114,31 @@ impl ProviderRequest {
         is_text_schema(&self.schema)
     }
 
+    /// The text of the conversation's latest user message, if it has one: what a chat agent
+    /// answers (a scripted fallback that echoes it, say).
+    ///
+    /// ```
+    /// use openharness_core::adapter::ProviderRequest;
+    /// use openharness_core::ChatMessage;
+    /// use std::sync::Arc;
+    /// let text = Arc::new(schemars::schema_for!(String).to_value());
+    /// let request = ProviderRequest::new("assistant", "", text).with_messages(vec![
+    ///     ChatMessage::user("Hello"),
+    ///     ChatMessage::assistant("Hi!"),
+    ///     ChatMessage::user("Again"),
+    /// ]);
+    /// assert_eq!(request.latest_user_text(), Some("Again"));
+    /// ```
+    pub fn latest_user_text(&self) -> Option<&str> {
+        self.messages
+            .iter()
+            .rev()
+            .find_map(|message| match message {
+                ChatMessage::User { text, .. } => Some(text.as_str()),
+                _ => None,
+            })
+    }
+
     /// Whether the prompt goes as the last user message: when it says something, carries
     /// images or a re-ask, or there is no conversation to send without it.
     pub fn sends_prompt(&self) -> bool {

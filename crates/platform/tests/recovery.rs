@@ -26,15 +26,7 @@ use common::on_every_store;
 /// Answers each message with "echo: <its text>".
 fn echo() -> ScriptedProvider {
     ScriptedProvider::new().fallback("assistant", |request| {
-        let latest = request
-            .messages
-            .iter()
-            .rev()
-            .find_map(|message| match message {
-                openharness_core::ChatMessage::User { text, .. } => Some(text.clone()),
-                _ => None,
-            })
-            .unwrap_or_default();
+        let latest = request.latest_user_text().unwrap_or_default();
         Reply::output(json!(format!("echo: {latest}")))
     })
 }

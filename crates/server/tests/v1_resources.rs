@@ -937,15 +937,7 @@ async fn sessions_belong_to_an_agent_and_read_their_status_from_their_log(store:
 async fn messages_continue_the_session_and_are_a_projection_of_its_log(store: Arc<dyn Store>) {
     use openharness_provider::{Reply, ScriptedProvider};
     let scripted = ScriptedProvider::new().fallback("assistant", |request| {
-        let latest = request
-            .messages
-            .iter()
-            .rev()
-            .find_map(|message| match message {
-                openharness_core::ChatMessage::User { text, .. } => Some(text.clone()),
-                _ => None,
-            })
-            .unwrap_or_default();
+        let latest = request.latest_user_text().unwrap_or_default();
         Reply::output(json!(format!("echo: {latest}")))
     });
     let platform =
