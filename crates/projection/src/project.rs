@@ -383,6 +383,3 @@ fn complete_text(message: &mut Message, complete: String) {
         };
     }
 }
-
-#[cfg(test)]
-mod tests;

@@ -2,30 +2,16 @@
 
 #![allow(clippy::unwrap_used)]
 
-use chrono::DateTime;
 use openharness_core::builtin::{
     AgentCompleted, AgentStarted, ErrorOccurred, Outcome, TextComplete, TextDelta, ToolCalled,
     ToolResult, UserInput, WorkflowCompleted, WorkflowStarted,
 };
-use openharness_core::{Envelope, Event, EventId, adapter::Usage};
+use openharness_core::{Envelope, adapter::Usage};
 use openharness_projection::{project_messages, to_ui_messages};
 use serde_json::json;
-use uuid::Uuid;
 
-fn id(n: u128) -> EventId {
-    EventId::from_uuid(Uuid::from_u128(n))
-}
-
-/// Event number `n`: fixed id, a fixed time `n` seconds into the session.
-fn ev<E: Event>(n: u128, event: E, cause: Option<u128>) -> Envelope {
-    Envelope {
-        id: id(n),
-        name: E::NAME.into(),
-        payload: serde_json::to_value(&event).unwrap(),
-        timestamp: DateTime::from_timestamp(1_750_000_000 + i64::try_from(n).unwrap(), 0).unwrap(),
-        caused_by: cause.map(id),
-    }
-}
+mod common;
+use common::ev;
 
 fn delta(n: u128, agent: &str, delta: &str) -> Envelope {
     let delta = TextDelta {

@@ -1,33 +1,21 @@
-//! Tests of `project`.
+//! `project_messages` and `MessageProjection`, event by event: which message and part each
+//! built-in event opens, extends or closes.
 
 #![allow(clippy::unwrap_used)]
 
-use chrono::DateTime;
-use openharness_core::Event;
+use openharness_core::Envelope;
 use openharness_core::adapter::Usage;
 use openharness_core::builtin::{
     AgentCompleted, AgentStarted, ErrorOccurred, Outcome, TextComplete, TextDelta, ToolCalled,
-    WorkflowCompleted, WorkflowStarted,
+    ToolResult, UserInput, WorkflowCompleted, WorkflowStarted,
 };
-use serde_json::json;
-use uuid::Uuid;
+use openharness_projection::{
+    Message, MessageProjection, Part, Role, TextState, ToolState, project_messages, to_ui_messages,
+};
+use serde_json::{Value, json};
 
-use super::*;
-
-fn id(n: u128) -> EventId {
-    EventId::from_uuid(Uuid::from_u128(n))
-}
-
-/// Event number `n` (fixed id and time), caused by event number `cause`.
-fn ev<E: Event>(n: u128, event: E, cause: Option<u128>) -> Envelope {
-    Envelope {
-        id: id(n),
-        name: E::NAME.into(),
-        payload: serde_json::to_value(&event).unwrap(),
-        timestamp: DateTime::from_timestamp(1_750_000_000 + i64::try_from(n).unwrap(), 0).unwrap(),
-        caused_by: cause.map(id),
-    }
-}
+mod common;
+use common::{ev, id};
 
 fn input(n: u128, text: &str) -> Envelope {
     ev(n, UserInput::new(text), None)
@@ -132,7 +120,7 @@ fn a_structured_output_is_a_part_of_its_message_and_a_data_part_of_its_ui_messag
     assert_eq!(messages[1].content, "", "content stays the text");
     let v4 = serde_json::to_value(&messages[1].parts[0]).unwrap();
     assert_eq!(v4["type"], "output");
-    let ui = serde_json::to_value(crate::to_ui_messages(&messages)).unwrap();
+    let ui = serde_json::to_value(to_ui_messages(&messages)).unwrap();
     assert_eq!(
         ui[1]["parts"][0],
         json!({
