@@ -578,28 +578,28 @@ async fn retries_in_the_group_that_moves_the_index_watermark_find_its_ids() {
         batches.push((len, batch));
         len += size;
     }
-    // Every batch, retried after the last group: each is found, none is stored twice.
-    for (at, batch) in &batches {
-        assert_eq!(
-            store
-                .append(&session, batch, *at)
-                .await
-                .expect("a late retry"),
-            at + batch.len() as u64
-        );
-    }
+    // Every batch, retried after the last group and after reopening: each is found, none is
+    // stored twice.
+    retry_all(&store, &session, &batches, "a late retry").await;
     assert_eq!(
         store.all_events(&session).await.expect("read").len() as u64,
         len
     );
     drop(store);
     let store = RedbStore::open(&path).expect("reopen");
-    for (at, batch) in &batches {
+    retry_all(&store, &session, &batches, "a retry after reopening").await;
+}
+
+/// Appends every batch again at its position: each must report the length it left.
+async fn retry_all(
+    store: &RedbStore,
+    session: &SessionId,
+    batches: &[(u64, Vec<Envelope>)],
+    what: &str,
+) {
+    for (at, batch) in batches {
         assert_eq!(
-            store
-                .append(&session, batch, *at)
-                .await
-                .expect("a retry after reopening"),
+            store.append(session, batch, *at).await.expect(what),
             at + batch.len() as u64
         );
     }
