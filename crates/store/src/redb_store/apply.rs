@@ -60,7 +60,8 @@ impl<'txn> Tables<'txn> {
 /// a missing or unencodable session record) is decided before anything is written, so a
 /// refused append leaves the transaction as it found it. A write adds the events (and their
 /// ids to the tail), and writes the session record only when the session is new, the batch
-/// reveals its workflow or parent, or the tail's ids go to the index.
+/// reveals its workflow or parent, or the tail's ids are due for the index (which the group
+/// writes after answering its callers, [`Tables::flush_owed`]).
 pub(super) fn apply(
     txn: &redb::WriteTransaction,
     tables: &mut Tables<'_>,

@@ -1,6 +1,7 @@
 //! One group commit's transaction: every append of the group applied under the tails' lock,
 //! the journal's record written and made durable before redb's commit (the appends it holds
-//! answered then), and what a failure does to the group ([`write_group`]). The writer thread ([`super::writer`]) gathers the
+//! answered then, and the index entries they owe written after the answer), and what a failure
+//! does to the group ([`write_group`]). The writer thread ([`super::writer`]) gathers the
 //! groups and answers the callers.
 
 use std::path::{Path, PathBuf};

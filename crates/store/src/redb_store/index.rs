@@ -7,7 +7,8 @@
 //! holds the ids of a session's first `indexed` events only (the watermark in its
 //! [`SessionRecord`]); the ids of the events after it, fewer than [`INDEX_EVERY`], are kept in
 //! memory in the session's [`Tail`], and the append that collects [`INDEX_EVERY`] of them writes
-//! them to the index together with the new watermark. A tail is read back from the session's
+//! them to the index together with the new watermark, in its transaction but after its group
+//! has answered ([`super::apply::Tables::flush_owed`]). A tail is read back from the session's
 //! events when first needed: after the store is opened, or after a failed commit dropped it.
 //!
 //! [`Tails`] is locked across every transaction that writes events, commit included, so what it
