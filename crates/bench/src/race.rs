@@ -614,11 +614,12 @@ fn deferred(exe: &Path, python: Option<&Path>, script: &Path) -> Fallible<Vec<Ro
         };
         let ours = n as f64 / mine.live_s;
         let base = theirs.map(|t| n as f64 / t.live_s);
-        eprintln!("bench race: {what}, N = {n}: ours {ours:.0}/s, LangGraph {base:?}/s");
+        let baseline = base.map_or_else(|| "(no LangGraph)".to_owned(), |b| format!("{b:.0} /s"));
+        eprintln!("bench race: {what}, N = {n}: ours {ours:.0} /s, LangGraph {baseline}");
         rows.push(Row {
             what: format!("live completions/s, {what}, N={n}"),
             measured: format!("{ours:.0} /s"),
-            baseline: base.map_or_else(|| "(no LangGraph)".to_owned(), |b| format!("{b:.0} /s")),
+            baseline,
             ratio: base.map_or_else(|| "-".to_owned(), |b| format!("{:.1}x", ours / b)),
             goal: goal.map_or("(info)", |(label, _)| label),
             met: goal.zip(base).map(|((_, least), b)| ours / b >= least),

@@ -120,19 +120,18 @@ pub(super) fn loaded(exe: &Path, python: Option<&Path>, script: &Path) -> Fallib
     let ours = n as f64 / mine.live_s;
     let base = theirs.as_ref().map(|(t, _)| n as f64 / t.live_s);
     let their_load = theirs.as_ref().map(|(_, pace)| *pace);
-    eprintln!(
-        "bench race: loaded disk, N = {n}: ours {ours:.0}/s (load {our_load:.0} MB/s), \
-         LangGraph {base:?}/s (load {their_load:?} MB/s)"
+    let measured = format!("{ours:.0} /s (load {our_load:.0} MB/s)");
+    let baseline = base.zip(their_load).map_or_else(
+        || "(no LangGraph)".to_owned(),
+        |(b, pace)| format!("{b:.0} /s (load {pace:.0} MB/s)"),
     );
+    eprintln!("bench race: loaded disk, N = {n}: ours {measured}, LangGraph {baseline}");
     let mut rows = vec![Row {
         what: format!(
             "live completions/s, loaded disk (a writer fsyncing 256 KiB blocks beside it), N={n}"
         ),
-        measured: format!("{ours:.0} /s (load {our_load:.0} MB/s)"),
-        baseline: base.zip(their_load).map_or_else(
-            || "(no LangGraph)".to_owned(),
-            |(b, pace)| format!("{b:.0} /s (load {pace:.0} MB/s)"),
-        ),
+        measured,
+        baseline,
         ratio: base.map_or_else(|| "-".to_owned(), |b| format!("{:.1}x", ours / b)),
         goal: "(info)",
         met: None,
