@@ -359,6 +359,30 @@ impl SessionRecord {
         record
     }
 
+    /// What the record reads of an appended event, for the writer thread: the whole event
+    /// when it can reveal the session's workflow or parent (`workflow:started`,
+    /// `session:forked`), else the envelope without its payload (the event's encoded record
+    /// carries that). So an append does not deep-copy every payload on its way to the writer.
+    pub(super) fn what_it_reads(event: &Envelope) -> Envelope {
+        if Self::may_reveal(event) {
+            return event.clone();
+        }
+        Envelope {
+            id: event.id,
+            name: event.name.clone(),
+            payload: serde_json::Value::Null,
+            timestamp: event.timestamp,
+            caused_by: event.caused_by,
+        }
+    }
+
+    /// Whether `event` can tell a session's workflow or parent ([`Self::absorb`] reads it).
+    fn may_reveal(event: &Envelope) -> bool {
+        use openharness_core::Event;
+        use openharness_core::builtin::{SessionForked, WorkflowStarted};
+        event.name == WorkflowStarted::NAME || event.name == SessionForked::NAME
+    }
+
     /// Takes the workflow and parent from `events` if not known yet (by the rules of
     /// [`SessionInfo::absorb`]); whether that changed the record.
     pub(super) fn absorb(&mut self, session: &SessionId, events: &[Envelope]) -> bool {

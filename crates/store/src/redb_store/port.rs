@@ -239,7 +239,7 @@ impl Store for RedbStore {
         }
         let append = Append {
             session: session.clone(),
-            events: events.to_vec(),
+            events: events.iter().map(SessionRecord::what_it_reads).collect(),
             records,
             expected_seq,
         };

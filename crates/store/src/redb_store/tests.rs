@@ -268,3 +268,37 @@ async fn a_journaled_snapshot_is_readable_at_once_and_saved_again_from_the_journ
     let earlier = store.latest_snapshot(&session, 2).await.unwrap().unwrap();
     assert_eq!(earlier.position, 2);
 }
+
+/// The writer thread is handed the payloads of only the events that can name the session's
+/// workflow or parent; the record it keeps learns both all the same.
+#[test]
+fn the_writer_gets_only_the_payloads_the_session_record_reads() {
+    let session = SessionId::new();
+    let started = Envelope::new("workflow:started", json!({ "workflow": "race" }), None);
+    let forked = Envelope::new(
+        "session:forked",
+        json!({ "parentSessionId": SessionId::new(), "forkIndex": 3, "workflow": "race" }),
+        None,
+    );
+    let other = Envelope::new(
+        "task:completed",
+        json!({ "index": 1, "result": "ok" }),
+        None,
+    );
+    for event in [&started, &forked] {
+        assert_eq!(&layout::SessionRecord::what_it_reads(event), event);
+    }
+    let light = layout::SessionRecord::what_it_reads(&other);
+    assert_eq!(light.payload, serde_json::Value::Null);
+    assert_eq!(
+        (light.id, &light.name, light.timestamp, light.caused_by),
+        (other.id, &other.name, other.timestamp, other.caused_by)
+    );
+    let events: Vec<Envelope> = [&other, &started, &forked]
+        .into_iter()
+        .map(layout::SessionRecord::what_it_reads)
+        .collect();
+    let record = layout::SessionRecord::start(&session, &events[0], &events);
+    assert_eq!(record.workflow.as_deref(), Some("race"));
+    assert!(record.parent.is_some());
+}

@@ -58,6 +58,9 @@ use super::{RedbDurability, RedbError, RedbOptions};
 /// One append: the batch, encoded by the caller, and where it must go.
 pub(super) struct Append {
     pub(super) session: SessionId,
+    /// The events as the session's record reads them
+    /// ([`SessionRecord::what_it_reads`](super::layout::SessionRecord::what_it_reads)): payloads
+    /// only where the writer needs them.
     pub(super) events: Vec<Envelope>,
     /// Each event's id (as u128) and JSON.
     pub(super) records: Vec<(u128, Vec<u8>)>,
