@@ -386,13 +386,8 @@ impl SessionRecord {
     /// Takes the workflow and parent from `events` if not known yet (by the rules of
     /// [`SessionInfo::absorb`]); whether that changed the record.
     pub(super) fn absorb(&mut self, session: &SessionId, events: &[Envelope]) -> bool {
-        use openharness_core::Event;
-        use openharness_core::builtin::{SessionForked, WorkflowStarted};
-        let reveals = |event: &Envelope| {
-            (self.workflow.is_none() && event.name == WorkflowStarted::NAME)
-                || (self.parent.is_none() && event.name == SessionForked::NAME)
-        };
-        if !events.iter().any(reveals) {
+        let known = self.workflow.is_some() && self.parent.is_some();
+        if known || !events.iter().any(Self::may_reveal) {
             return false;
         }
         let mut info = SessionInfo {
