@@ -179,20 +179,19 @@ impl Tail {
         sid: &str,
     ) -> Result<(), redb::Error> {
         let watermark = self.record.as_ref().map_or(0, |record| record.indexed);
-        let mut result = Ok(());
-        self.ids.retain(|&id, &mut seq| {
-            if seq >= watermark || result.is_err() {
-                return true;
-            }
-            match index.insert((id, sid), seq) {
-                Ok(_) => false,
-                Err(err) => {
-                    result = Err(err);
-                    true
-                }
-            }
-        });
-        result.map_err(Into::into)
+        let below: Vec<(u128, u64)> = self
+            .ids
+            .iter()
+            .filter(|&(_, &seq)| seq < watermark)
+            .map(|(&id, &seq)| (id, seq))
+            .collect();
+        for &(id, seq) in &below {
+            index.insert((id, sid), seq)?;
+        }
+        for (id, _) in below {
+            self.ids.remove(&id);
+        }
+        Ok(())
     }
 }
 
