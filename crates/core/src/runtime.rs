@@ -64,7 +64,7 @@ use crate::provider::{ChatMessage, Provider, ProviderError, ProviderRequest, Pro
 use crate::recover::{Derived, OpenCall, Unrecorded, Window};
 use crate::renderer::Renderer;
 use crate::run::{Continuation, ForkUnfinished, RunOptions, RunOutcome, StopReason};
-use crate::store::{Snapshot, StoreError, json_len};
+use crate::store::{StoreError, json_len};
 
 /// What an agent task sends back to the loop.
 enum AgentMessage {

@@ -337,6 +337,39 @@ pub trait Store: Send + Sync + 'static {
     /// [`StoreError::Invalid`].
     async fn snapshot(&self, session: &SessionId, snapshot: &Snapshot) -> Result<(), StoreError>;
 
+    /// [`Store::snapshot`] of a state already written as JSON text: the runtime's snapshots,
+    /// serialized once. A store that keeps snapshots as text saves it as it is, without
+    /// building a [`serde_json::Value`] and writing it out again (for a large state, most of
+    /// the save); the default decodes it and calls [`Store::snapshot`]. Stores that wrap
+    /// another pass it on.
+    ///
+    /// ```
+    /// # use openharness_core::{Envelope, SessionId, Store};
+    /// # async fn save(store: &impl Store) -> Result<(), Box<dyn std::error::Error>> {
+    /// let session: SessionId = "chat".parse()?;
+    /// store.append(&session, &[Envelope::new("user:input", serde_json::json!({ "text": "hi" }), None)], 0).await?;
+    /// let state = serde_json::value::to_raw_value(&serde_json::json!({ "turns": 1 }))?;
+    /// store.snapshot_json(&session, 1, state).await?;
+    /// let (position, saved) = store.latest_snapshot_json(&session, 1).await?.ok_or("no snapshot")?;
+    /// assert_eq!(position, 1);
+    /// assert_eq!(saved.decode::<serde_json::Value>()?, serde_json::json!({ "turns": 1 }));
+    /// # Ok(()) }
+    /// ```
+    async fn snapshot_json(
+        &self,
+        session: &SessionId,
+        position: u64,
+        state: Box<serde_json::value::RawValue>,
+    ) -> Result<(), StoreError> {
+        let state = serde_json::from_str(state.get()).map_err(|err| {
+            StoreError::Invalid(format!(
+                "the snapshot of session {session} at {position} is not a JSON value: {err}"
+            ))
+        })?;
+        self.snapshot(session, &Snapshot::new(position, state))
+            .await
+    }
+
     /// The snapshot of `session` with the greatest position `<= at_most`, if any.
     async fn latest_snapshot(
         &self,
@@ -575,6 +608,14 @@ impl<T: Store + ?Sized> Store for std::sync::Arc<T> {
     }
     async fn snapshot(&self, session: &SessionId, snapshot: &Snapshot) -> Result<(), StoreError> {
         (**self).snapshot(session, snapshot).await
+    }
+    async fn snapshot_json(
+        &self,
+        session: &SessionId,
+        position: u64,
+        state: Box<serde_json::value::RawValue>,
+    ) -> Result<(), StoreError> {
+        (**self).snapshot_json(session, position, state).await
     }
     async fn latest_snapshot(
         &self,

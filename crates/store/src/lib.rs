@@ -57,7 +57,9 @@
 //! - `sessions()` lists sessions oldest first (by first event's timestamp, then id).
 //! - A stored record that cannot be decoded is [`StoreError::Corrupt`], never a panic.
 //! - Snapshots may be saved at positions 0 to the session's length; `latest_snapshot` finds the
-//!   nearest at or before a position; clearing a session removes them.
+//!   nearest at or before a position; clearing a session removes them. A backend that keeps
+//!   snapshots as text overrides `snapshot_json` and `latest_snapshot_json` to save and hand out
+//!   the JSON text as it is (the runtime writes its state out once and saves it that way).
 //! - `subscribe(session, from_seq)` delivers every event from `from_seq` exactly once and in
 //!   order, stored ones first, then live ones: the tail marks the session's notifications as
 //!   seen before each catch-up read, so an append is either in the read or wakes the tail.

@@ -391,6 +391,15 @@ impl<S: Store, O: StoreObserver> Store for Observed<S, O> {
         let call = self.inner.snapshot(session, snapshot);
         self.call(StoreCall::Snapshot(session), call).await
     }
+    async fn snapshot_json(
+        &self,
+        session: &SessionId,
+        position: u64,
+        state: Box<serde_json::value::RawValue>,
+    ) -> Result<(), StoreError> {
+        let call = self.inner.snapshot_json(session, position, state);
+        self.call(StoreCall::Snapshot(session), call).await
+    }
     async fn latest_snapshot(
         &self,
         session: &SessionId,

@@ -154,7 +154,8 @@ impl<S: WorkflowState> Run<'_, S> {
             self.len,
             "a snapshot of a state not recorded"
         );
-        let state = match serde_json::to_value(self.fold.state()) {
+        // Written out once: the store keeps the text as it is.
+        let state = match serde_json::value::to_raw_value(self.fold.state()) {
             Ok(state) => state,
             Err(err) => {
                 tracing::warn!(session = %self.session, error = %err, "the state does not serialize; no snapshot saved");
@@ -162,9 +163,12 @@ impl<S: WorkflowState> Run<'_, S> {
                 return;
             }
         };
-        let bytes = json_len(&state);
-        let snapshot = Snapshot::new(self.len, state);
-        let saved = self.wf.store.snapshot(&self.session, &snapshot).await;
+        let bytes = state.get().len() as u64;
+        let saved = self
+            .wf
+            .store
+            .snapshot_json(&self.session, self.len, state)
+            .await;
         self.snapshots.tried(self.len, bytes);
         match saved {
             Ok(()) => {

@@ -12,8 +12,9 @@ use serde_json::json;
 
 use super::helpers::*;
 
-/// Snapshots: the nearest at or before a position is found, saving again at a position replaces
-/// it, a position past the session's end is invalid, and clearing the session removes them.
+/// Snapshots, saved as values or as JSON text: the nearest at or before a position is found,
+/// saving again at a position replaces it, a position past the session's end is invalid, and
+/// clearing the session removes them.
 pub async fn snapshots_nearest_at_or_before<S: Store>(store: S) {
     let session = SessionId::new();
     let other = SessionId::new();
@@ -43,6 +44,20 @@ pub async fn snapshots_nearest_at_or_before<S: Store>(store: S) {
         let session = session.clone();
         async move { store.snapshot(&session, &snapshot).await }
     };
+    // The same, through the JSON text a runtime writes its state out to once.
+    let save_json = |snapshot: Snapshot| {
+        let store = &store;
+        let session = session.clone();
+        async move {
+            let state = match serde_json::value::to_raw_value(&snapshot.state) {
+                Ok(state) => state,
+                Err(err) => panic!("the test's state does not serialize: {err}"),
+            };
+            store
+                .snapshot_json(&session, snapshot.position, state)
+                .await
+        }
+    };
 
     assert!(
         save(Snapshot::new(0, json!({}))).await.is_err(),
@@ -57,7 +72,13 @@ pub async fn snapshots_nearest_at_or_before<S: Store>(store: S) {
         (2, json!({ "n": 2 })),
         (5, json!([5, "five"])),
     ] {
-        if let Err(err) = save(Snapshot::new(position, state)).await {
+        let snapshot = Snapshot::new(position, state);
+        let saved = if position == 2 {
+            save_json(snapshot).await
+        } else {
+            save(snapshot).await
+        };
+        if let Err(err) = saved {
             panic!("saving a snapshot at {position} failed: {err}");
         }
     }
@@ -65,6 +86,11 @@ pub async fn snapshots_nearest_at_or_before<S: Store>(store: S) {
     assert!(
         matches!(beyond, Err(StoreError::Invalid(_))),
         "a snapshot past the end: {beyond:?}"
+    );
+    let beyond = save_json(Snapshot::new(7, json!({}))).await;
+    assert!(
+        matches!(beyond, Err(StoreError::Invalid(_))),
+        "a snapshot's JSON past the end: {beyond:?}"
     );
     assert_eq!(latest(0).await, Some(Snapshot::new(0, json!({ "n": 0 }))));
     assert_eq!(latest(1).await, Some(Snapshot::new(0, json!({ "n": 0 }))));

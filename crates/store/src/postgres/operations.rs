@@ -250,31 +250,19 @@ impl Store for PostgresStore {
 
     async fn snapshot(&self, session: &SessionId, snapshot: &Snapshot) -> Result<(), StoreError> {
         let state = crate::encode_snapshot(session, snapshot)?;
-        let position = seq_param(snapshot.position);
-        let written = with_connection!(self, |c| {
-            c.client
-                .execute(
-                    // The event before the position is locked, as an append locks its previous
-                    // event, so a racing clear either waits for this snapshot (and then deletes
-                    // it) or has already deleted that event (and this inserts nothing).
-                    "INSERT INTO oh_snapshots (session, position, state)
-                 SELECT $1, $2, $3 FROM (
-                     SELECT max(seq) + 1 AS len FROM oh_events WHERE session = $1
-                 ) AS session WHERE session.len >= $2
-                   AND ($2 = 0 OR EXISTS (
-                       SELECT 1 FROM oh_events WHERE session = $1 AND seq = $2 - 1 FOR KEY SHARE
-                   ))
-                 ON CONFLICT (session, position) DO UPDATE SET state = EXCLUDED.state",
-                    &[&session.as_str(), &position, &state],
-                )
-                .await
-        })
-        .map_err(self.query_error(format!("saving a snapshot of session {session}")))?;
-        if written == 0 {
-            let len = self.length(session).await?;
-            return Err(crate::snapshot_beyond_end(session, snapshot.position, len));
-        }
-        Ok(())
+        self.save_snapshot_text(session, snapshot.position, state)
+            .await
+    }
+
+    async fn snapshot_json(
+        &self,
+        session: &SessionId,
+        position: u64,
+        state: Box<serde_json::value::RawValue>,
+    ) -> Result<(), StoreError> {
+        // Kept as the caller wrote it: no value built, no second encoding.
+        let state = String::from(Box::<str>::from(state));
+        self.save_snapshot_text(session, position, state).await
     }
 
     async fn latest_snapshot(
@@ -308,5 +296,41 @@ impl Store for PostgresStore {
         from_seq: u64,
     ) -> Result<Subscription, StoreError> {
         tail(self, &self.inner.notifier, session, from_seq)
+    }
+}
+
+impl PostgresStore {
+    /// Saves a snapshot's JSON text at `position`, unless the session is shorter.
+    async fn save_snapshot_text(
+        &self,
+        session: &SessionId,
+        position: u64,
+        state: String,
+    ) -> Result<(), StoreError> {
+        let seq = seq_param(position);
+        let written = with_connection!(self, |c| {
+            c.client
+                .execute(
+                    // The event before the position is locked, as an append locks its previous
+                    // event, so a racing clear either waits for this snapshot (and then deletes
+                    // it) or has already deleted that event (and this inserts nothing).
+                    "INSERT INTO oh_snapshots (session, position, state)
+                 SELECT $1, $2, $3 FROM (
+                     SELECT max(seq) + 1 AS len FROM oh_events WHERE session = $1
+                 ) AS session WHERE session.len >= $2
+                   AND ($2 = 0 OR EXISTS (
+                       SELECT 1 FROM oh_events WHERE session = $1 AND seq = $2 - 1 FOR KEY SHARE
+                   ))
+                 ON CONFLICT (session, position) DO UPDATE SET state = EXCLUDED.state",
+                    &[&session.as_str(), &seq, &state],
+                )
+                .await
+        })
+        .map_err(self.query_error(format!("saving a snapshot of session {session}")))?;
+        if written == 0 {
+            let len = self.length(session).await?;
+            return Err(crate::snapshot_beyond_end(session, position, len));
+        }
+        Ok(())
     }
 }

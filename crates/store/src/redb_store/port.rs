@@ -76,6 +76,55 @@ pub(super) fn encode_event(event: &Envelope) -> Result<Vec<u8>, StoreError> {
 }
 
 impl RedbStore {
+    /// Saves a snapshot's JSON text: with a journal, by the next group commit (durable with its
+    /// record); without, in a transaction of its own.
+    async fn save_snapshot_text(
+        &self,
+        session: &SessionId,
+        position: u64,
+        state: String,
+    ) -> Result<(), StoreError> {
+        let name = session;
+        let session = session.clone();
+        if let Some(writer) = &self.writer
+            && writer.journal().is_some()
+        {
+            // Saved by the next group commit, durable with its journal record.
+            self.health.check_writable(&self.path, || {
+                format!("saving a snapshot of session {name}")
+            })?;
+            let save = SaveSnapshot {
+                session,
+                position,
+                state,
+            };
+            return writer.snapshot(save).await;
+        }
+        self.run_write(
+            || format!("saving a snapshot of session {name}"),
+            move |db| {
+                let sid = session.as_str();
+                let txn = db.begin_write()?;
+                {
+                    if let Some(len) = layout::snapshot_short_of(
+                        &txn.open_table(SESSIONS)?,
+                        &txn.open_table(EVENTS)?,
+                        &txn.open_table(staging::RECENT)?,
+                        sid,
+                        position,
+                    )? {
+                        return Err(crate::snapshot_beyond_end(&session, position, len).into());
+                    }
+                    let mut snapshots = txn.open_table(SNAPSHOTS)?;
+                    snapshots.insert((sid, position), state.as_bytes())?;
+                }
+                txn.commit()?;
+                Ok(())
+            },
+        )
+        .await
+    }
+
     /// The snapshot of `session` with the greatest position `<= at_most`: its position and its
     /// state's JSON text, as stored.
     async fn snapshot_text(
@@ -438,46 +487,19 @@ impl Store for RedbStore {
 
     async fn snapshot(&self, session: &SessionId, snapshot: &Snapshot) -> Result<(), StoreError> {
         let state = crate::encode_snapshot(session, snapshot)?;
-        let name = session;
-        let session = session.clone();
-        let position = snapshot.position;
-        if let Some(writer) = &self.writer
-            && writer.journal().is_some()
-        {
-            // Saved by the next group commit, durable with its journal record.
-            self.health.check_writable(&self.path, || {
-                format!("saving a snapshot of session {name}")
-            })?;
-            let save = SaveSnapshot {
-                session,
-                position,
-                state,
-            };
-            return writer.snapshot(save).await;
-        }
-        self.run_write(
-            || format!("saving a snapshot of session {name}"),
-            move |db| {
-                let sid = session.as_str();
-                let txn = db.begin_write()?;
-                {
-                    if let Some(len) = layout::snapshot_short_of(
-                        &txn.open_table(SESSIONS)?,
-                        &txn.open_table(EVENTS)?,
-                        &txn.open_table(staging::RECENT)?,
-                        sid,
-                        position,
-                    )? {
-                        return Err(crate::snapshot_beyond_end(&session, position, len).into());
-                    }
-                    let mut snapshots = txn.open_table(SNAPSHOTS)?;
-                    snapshots.insert((sid, position), state.as_bytes())?;
-                }
-                txn.commit()?;
-                Ok(())
-            },
-        )
-        .await
+        self.save_snapshot_text(session, snapshot.position, state)
+            .await
+    }
+
+    async fn snapshot_json(
+        &self,
+        session: &SessionId,
+        position: u64,
+        state: Box<serde_json::value::RawValue>,
+    ) -> Result<(), StoreError> {
+        // Kept as the caller wrote it: no value built, no second encoding.
+        let state = String::from(Box::<str>::from(state));
+        self.save_snapshot_text(session, position, state).await
     }
 
     async fn latest_snapshot(
