@@ -1,7 +1,7 @@
 //! [`RedbStore`]: the embedded, durable default store, one [redb](https://docs.rs/redb) file.
 //!
 //! The file's tables and format are described in [`layout`]; how small appends are staged so
-//! group commits stay cheap, in [`staging`]; the batched event-id index, in [`index`]; how a
+//! durable group commits stay cheap when there is no journal, in [`staging`]; the batched event-id index, in [`index`]; how a
 //! new file is created safely, in [`create`]. Appends go through one writer thread that
 //! commits every append waiting at the moment in one write transaction ([`writer`]): group
 //! commit, so throughput grows with concurrency, while each `append` still returns only when

@@ -39,7 +39,10 @@ fn event(name: &'static str, n: u64) -> Envelope {
 
 /// Builds the store file every case damages; the sessions in it.
 async fn build(path: &Path) -> Vec<SessionId> {
-    let store = RedbStore::open(path).expect("create the store");
+    // Without a journal, so that small appends are staged (with one, every event goes
+    // straight to `events`).
+    let store = RedbStore::open_with(path, RedbOptions::default().journal(false))
+        .expect("create the store");
     let sessions: Vec<SessionId> = (0..6).map(|_| SessionId::new()).collect();
     let mut lens = vec![0u64; sessions.len()];
     // A large batch goes straight to `events`.

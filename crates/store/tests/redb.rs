@@ -605,18 +605,29 @@ async fn retry_all(
     }
 }
 
-/// Small appends are staged in commit order and moved to the per-session table in bulk; large
-/// batches skip staging. Reads, metadata and clearing see one session whichever way its events
-/// went, before and after a compaction and across reopening.
+/// Without a journal, small appends are staged in commit order and moved to the per-session
+/// table in bulk; large batches skip staging. Reads, metadata and clearing see one session
+/// whichever way its events went, before and after a compaction and across reopening (with a
+/// journal, which the reopened store has, every event goes straight to the per-session table).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn staged_direct_and_compacted_events_read_as_one_session() {
+    staged_direct_and_compacted(RedbOptions::default().journal(false)).await;
+}
+
+/// The same appends with a journal: all of them straight to the per-session table.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn journaled_events_read_as_one_session() {
+    staged_direct_and_compacted(RedbOptions::default()).await;
+}
+
+async fn staged_direct_and_compacted(options: RedbOptions) {
     let dir = tempfile::tempdir().expect("a temporary directory");
     let path = dir.path().join("store.redb");
     let (a, b) = (SessionId::new(), SessionId::new());
     let mut expected: Vec<Envelope> = Vec::new();
     let mut other: Vec<Envelope> = Vec::new();
     {
-        let store = RedbStore::open(&path).expect("open");
+        let store = RedbStore::open_with(&path, options).expect("open");
         // Interleave two sessions' single events (staged), a large batch (direct), and enough
         // events in all to cross the compaction threshold more than once.
         for round in 0..3u64 {

@@ -13,10 +13,11 @@ fn event(n: u64) -> Envelope {
     Envelope::new("test:appended", json!({ "n": n }), None)
 }
 
-/// A store at `path` with `sessions` sessions of 3 events each (staged) and one of 40 (written
-/// directly); their ids, in creation order.
+/// A store at `path` with `sessions` sessions of 3 events each (staged: it has no journal) and
+/// one of 40 (written directly); their ids, in creation order.
 async fn filled(path: &Path, sessions: usize) -> Vec<SessionId> {
-    let store = RedbStore::open(path).expect("create a store");
+    let store =
+        RedbStore::open_with(path, RedbOptions::default().journal(false)).expect("create a store");
     let mut ids = Vec::new();
     for _ in 0..sessions {
         let session = SessionId::new();

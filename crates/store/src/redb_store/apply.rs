@@ -20,12 +20,20 @@ pub(super) struct Tables<'txn> {
     pub(super) next_order: u64,
     /// The sessions whose waiting ids this transaction owes the index ([`Tables::flush_owed`]).
     owed: Vec<SessionId>,
+    /// Whether small batches are staged ([`staging`]): only when each commit is durable.
+    stage_small: bool,
 }
 
 impl<'txn> Tables<'txn> {
     /// Opens the tables in `txn`, once for every append it will hold (opening a table costs
-    /// a lookup in redb's table tree).
-    pub(super) fn open(txn: &'txn redb::WriteTransaction) -> Result<Self, redb::Error> {
+    /// a lookup in redb's table tree). With `stage_small`, batches of fewer than
+    /// [`staging::DIRECT_BATCH`] events are staged: for a store whose every commit is durable.
+    /// With a journal, commits are not durable (its records are), staging saves no disk write,
+    /// and every event goes straight to `events`: inserted once, never moved.
+    pub(super) fn open(
+        txn: &'txn redb::WriteTransaction,
+        stage_small: bool,
+    ) -> Result<Self, redb::Error> {
         let recent = txn.open_table(staging::RECENT)?;
         Ok(Self {
             events: txn.open_table(EVENTS)?,
@@ -33,6 +41,7 @@ impl<'txn> Tables<'txn> {
             next_order: staging::next_order(&recent)?,
             recent,
             owed: Vec::new(),
+            stage_small,
         })
     }
 
@@ -55,8 +64,8 @@ impl<'txn> Tables<'txn> {
 /// One append inside the group's transaction: the new length, and whether it wrote.
 ///
 /// It takes the session's length and finds the batch's ids in the session's tail (read back
-/// from the file when not in memory) or in `event_index`. Small batches are staged (see
-/// [`staging`]), large ones written to `events`. Everything that can refuse the append (the rules,
+/// from the file when not in memory) or in `event_index`. Small batches are staged when the
+/// tables say so (see [`staging`]), the others written to `events`. Everything that can refuse the append (the rules,
 /// a missing or unencodable session record) is decided before anything is written, so a
 /// refused append leaves the transaction as it found it. A write adds the events (and their
 /// ids to the tail), and writes the session record only when the session is new, the batch
@@ -113,7 +122,7 @@ pub(super) fn apply(
     };
 
     // Only redb can fail from here on, and that fails the whole group.
-    let direct = records.len() >= staging::DIRECT_BATCH;
+    let direct = !tables.stage_small || records.len() >= staging::DIRECT_BATCH;
     for ((id, bytes), seq) in records.iter().zip(len..) {
         if direct {
             tables.events.insert((sid, seq), bytes.as_slice())?;

@@ -149,7 +149,8 @@ fn write_locked(
     let mut wrote = false;
     let mut journal = target.journal.map(Journaled::lock);
     let mut record = journal.as_mut().map(|journal| journal.group());
-    let mut tables = Tables::open(&txn)?;
+    // Staging saves disk writes only when the commit itself is durable.
+    let mut tables = Tables::open(&txn, target.journal.is_none())?;
     let compact = {
         for append in group {
             match apply(&txn, &mut tables, tails, append) {

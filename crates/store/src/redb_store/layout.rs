@@ -13,9 +13,10 @@
 //! | `recent_events` | staging order               | (session id, seq, record): small appends not yet moved to `events` ([`super::staging`]) |
 //!
 //! An append touches as few pages as it can, because a durable commit costs about one disk
-//! write per page it dirties: small batches are staged in `recent_events` in commit order, so
-//! concurrent sessions' events share a leaf, and moved to `events` in bulk (see
-//! [`super::staging`]); a session's length is its highest seq, stored or staged (not a counter
+//! write per page it dirties: without a journal, small batches are staged in `recent_events`
+//! in commit order, so concurrent sessions' events share a leaf, and moved to `events` in bulk
+//! (see [`super::staging`]; with a journal, whose records make the appends durable, they go
+//! straight to `events`); a session's length is its highest seq, stored or staged (not a counter
 //! to rewrite); `event_index` is written in batches (see [`super::index`]) and keyed by event
 //! id first; and the session record is written only when a session starts, an event reveals
 //! its workflow or parent, or the index catches up.

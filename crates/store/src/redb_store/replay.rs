@@ -90,7 +90,8 @@ pub(super) fn recover(db: &Db, database: &Database, path: &Path) -> Result<Recov
     {
         let tails = Tails::default();
         let mut tails = tails.lock();
-        let mut tables = Tables::open(&txn).map_err(&opening)?;
+        // As the journaled appends went: straight to `events`.
+        let mut tables = Tables::open(&txn, false).map_err(&opening)?;
         for record in &pending {
             for appended in &record.appends {
                 // Already held (redb made it durable with a later commit): skipped without

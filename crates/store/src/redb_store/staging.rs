@@ -11,6 +11,11 @@
 //! that filled it, so no caller waits for the move. Large batches (imports) go straight to
 //! `events`.
 //!
+//! Only a store without a journal stages: with one, redb's commits are not durable (the
+//! journal's records are), a checkpoint writes the pages of many appends at once, and staging
+//! would only insert each event twice. Events staged by a store opened earlier without a
+//! journal are read, compacted and cleared as before.
+//!
 //! A session's events are therefore those in `events` plus its staged ones, merged by seq;
 //! every read does that inside one read transaction, so it sees a consistent state whether a
 //! compaction happened before it or not. Reading the staged events of one session scans the
