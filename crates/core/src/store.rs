@@ -347,7 +347,8 @@ pub trait Store: Send + Sync + 'static {
     /// # use openharness_core::{Envelope, SessionId, Store};
     /// # async fn save(store: &impl Store) -> Result<(), Box<dyn std::error::Error>> {
     /// let session: SessionId = "chat".parse()?;
-    /// store.append(&session, &[Envelope::new("user:input", serde_json::json!({ "text": "hi" }), None)], 0).await?;
+    /// let input = Envelope::new("user:input", serde_json::json!({ "text": "hi" }), None);
+    /// store.append(&session, &[input], 0).await?;
     /// let state = serde_json::value::to_raw_value(&serde_json::json!({ "turns": 1 }))?;
     /// store.snapshot_json(&session, 1, state).await?;
     /// let (position, saved) = store.latest_snapshot_json(&session, 1).await?.ok_or("no snapshot")?;

@@ -65,12 +65,12 @@ impl<'txn> Tables<'txn> {
 ///
 /// It takes the session's length and finds the batch's ids in the session's tail (read back
 /// from the file when not in memory) or in `event_index`. Small batches are staged when the
-/// tables say so (see [`staging`]), the others written to `events`. Everything that can refuse the append (the rules,
-/// a missing or unencodable session record) is decided before anything is written, so a
-/// refused append leaves the transaction as it found it. A write adds the events (and their
-/// ids to the tail), and writes the session record only when the session is new, the batch
-/// reveals its workflow or parent, or the tail's ids are due for the index (which the group
-/// writes after answering its callers, [`Tables::flush_owed`]).
+/// tables say so (see [`staging`]), the others written to `events`. Everything that can refuse
+/// the append (the rules, a missing or unencodable session record) is decided before anything
+/// is written, so a refused append leaves the transaction as it found it. A write adds the
+/// events (and their ids to the tail), and writes the session record only when the session is
+/// new, the batch reveals its workflow or parent, or the tail's ids are due for the index
+/// (which the group writes after answering its callers, [`Tables::flush_owed`]).
 pub(super) fn apply(
     txn: &redb::WriteTransaction,
     tables: &mut Tables<'_>,
