@@ -20,6 +20,14 @@ pub(crate) fn snapshot_beyond_end(session: &SessionId, position: u64, len: u64) 
     ))
 }
 
+/// A state the caller wrote out already ([`Store::snapshot_json`]) as the JSON text a backend
+/// stores: the text as it is, no value built and no second encoding.
+///
+/// [`Store::snapshot_json`]: openharness_core::Store::snapshot_json
+pub(crate) fn raw_snapshot_text(state: Box<serde_json::value::RawValue>) -> String {
+    String::from(Box::<str>::from(state))
+}
+
 /// The state of `snapshot` as the JSON text a backend stores; a state that cannot be encoded
 /// is [`StoreError::Invalid`], naming the session and position.
 pub(crate) fn encode_snapshot(

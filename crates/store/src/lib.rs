@@ -98,7 +98,7 @@ mod postgres;
 mod redb_store;
 
 pub(crate) use codec::{
-    decode_all, decode_json, decode_snapshot, encode_snapshot, not_an_envelope,
+    decode_all, decode_json, decode_snapshot, encode_snapshot, not_an_envelope, raw_snapshot_text,
     snapshot_beyond_end, sort_oldest_first,
 };
 pub use live::LiveError;

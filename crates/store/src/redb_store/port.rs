@@ -497,9 +497,8 @@ impl Store for RedbStore {
         position: u64,
         state: Box<serde_json::value::RawValue>,
     ) -> Result<(), StoreError> {
-        // Kept as the caller wrote it: no value built, no second encoding.
-        let state = String::from(Box::<str>::from(state));
-        self.save_snapshot_text(session, position, state).await
+        self.save_snapshot_text(session, position, crate::raw_snapshot_text(state))
+            .await
     }
 
     async fn latest_snapshot(
