@@ -11,11 +11,13 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use async_trait::async_trait;
-use openharness::adapter::{ProviderEvent, ProviderRequest, ProviderResponse, ProviderSink};
+use openharness::Provider;
+use openharness::adapter::{
+    ProviderEvent, ProviderRequest, ProviderResponse, ProviderResult, ProviderSink,
+};
 use openharness::prelude::*;
 use openharness::store::MemoryStore;
 use openharness::tape::{Cassette, Divergence, TapeError};
-use openharness::{Provider, ProviderError};
 use openharness::{adapter::Usage, schemars};
 use serde::Deserialize;
 use serde_json::json;
@@ -164,11 +166,7 @@ impl Provider for Jittery {
         "jittery"
     }
 
-    async fn complete(
-        &self,
-        request: ProviderRequest,
-        sink: ProviderSink,
-    ) -> Result<ProviderResponse, ProviderError> {
+    async fn complete(&self, request: ProviderRequest, sink: ProviderSink) -> ProviderResult {
         let agent = request.agent.clone();
         for word in ["Looking ", "into ", "it. "] {
             self.pause().await;

@@ -791,7 +791,7 @@ mod time_travel {
             &self,
             request: openharness::adapter::ProviderRequest,
             sink: openharness::adapter::ProviderSink,
-        ) -> Result<openharness::adapter::ProviderResponse, openharness::ProviderError> {
+        ) -> openharness::adapter::ProviderResult {
             if let Ok(permit) = self.0.acquire().await {
                 permit.forget();
             }

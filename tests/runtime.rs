@@ -438,7 +438,7 @@ impl openharness::Provider for Panicking {
         &self,
         _request: openharness::adapter::ProviderRequest,
         _sink: openharness::adapter::ProviderSink,
-    ) -> Result<openharness::adapter::ProviderResponse, openharness::ProviderError> {
+    ) -> openharness::adapter::ProviderResult {
         if let Some(after) = self.after {
             tokio::time::sleep(after).await;
         }

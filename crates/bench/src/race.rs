@@ -43,7 +43,7 @@ use std::time::Instant;
 
 use async_trait::async_trait;
 use openharness::Agent;
-use openharness::adapter::{ProviderResponse, ProviderSink};
+use openharness::adapter::{ProviderResponse, ProviderResult, ProviderSink};
 use openharness::builtin::UserInput;
 use openharness::schemars;
 use openharness::store::{Observed, RedbDurability, RedbOptions, RedbStore, StoreObserver};

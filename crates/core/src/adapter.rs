@@ -10,7 +10,7 @@
 //!   pass-through.
 //! - **A provider:** the [`ProviderRequest`] it answers, the [`ChatToolCall`]s in its
 //!   messages, the [`ProviderSink`] it streams [`ProviderEvent`]s to, and the
-//!   [`ProviderResponse`] and [`Usage`] it returns.
+//!   [`ProviderResponse`] and [`Usage`] it returns ([`ProviderResult`]).
 //! - **Folding and running by hand** (tapes, servers, debuggers): [`Fold`] and what it returns
 //!   ([`Applied`], [`Pending`], [`Skipped`], [`UndecodableEvent`]), [`StreamedFold`], the
 //!   snapshot spacing constants, [`Continuation`] and [`Unfinished`] calls, [`ViewAt`],
@@ -45,7 +45,8 @@ pub use crate::fold::{
 pub mod observe;
 pub use crate::error::ErrorChain;
 pub use crate::provider::{
-    ChatToolCall, ProviderEvent, ProviderRequest, ProviderResponse, ProviderSink, Usage,
+    ChatToolCall, ProviderEvent, ProviderRequest, ProviderResponse, ProviderResult, ProviderSink,
+    Usage,
 };
 pub use crate::recover::ViewAt;
 pub use crate::renderer::FnRenderer;

@@ -619,12 +619,11 @@ pub trait Provider: Send + Sync + 'static {
     /// Runs one request: streams progress into `sink` and returns the output.
     ///
     /// Dropping the returned future must cancel the request promptly.
-    async fn complete(
-        &self,
-        request: ProviderRequest,
-        sink: ProviderSink,
-    ) -> Result<ProviderResponse, ProviderError>;
+    async fn complete(&self, request: ProviderRequest, sink: ProviderSink) -> ProviderResult;
 }
+
+/// What [`Provider::complete`] returns: the output, or why there is none.
+pub type ProviderResult = Result<ProviderResponse, ProviderError>;
 
 /// A shared, type-erased provider.
 pub type BoxedProvider = Arc<dyn Provider>;
@@ -648,11 +647,7 @@ impl<P: Provider + ?Sized> Provider for Arc<P> {
         (**self).name()
     }
 
-    async fn complete(
-        &self,
-        request: ProviderRequest,
-        sink: ProviderSink,
-    ) -> Result<ProviderResponse, ProviderError> {
+    async fn complete(&self, request: ProviderRequest, sink: ProviderSink) -> ProviderResult {
         (**self).complete(request, sink).await
     }
 }

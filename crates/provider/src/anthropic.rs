@@ -20,7 +20,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use openharness_core::{
     Provider, ProviderError,
-    adapter::{ProviderEvent, ProviderRequest, ProviderResponse, ProviderSink, Usage},
+    adapter::{ProviderEvent, ProviderRequest, ProviderResult, ProviderSink, Usage},
 };
 use reqwest::header::HeaderMap;
 use serde_json::{Value, json};
@@ -156,11 +156,7 @@ impl Provider for AnthropicProvider {
         NAME
     }
 
-    async fn complete(
-        &self,
-        request: ProviderRequest,
-        sink: ProviderSink,
-    ) -> Result<ProviderResponse, ProviderError> {
+    async fn complete(&self, request: ProviderRequest, sink: ProviderSink) -> ProviderResult {
         let mut dialect = AnthropicTurns::new(&self.inner, &request)?;
         conversation::run(NAME, &mut dialect, &request, &sink).await
     }

@@ -30,7 +30,9 @@ use std::time::Duration;
 use async_trait::async_trait;
 use openharness_core::{
     Provider, ProviderError,
-    adapter::{ProviderEvent, ProviderRequest, ProviderResponse, ProviderSink, Usage},
+    adapter::{
+        ProviderEvent, ProviderRequest, ProviderResponse, ProviderResult, ProviderSink, Usage,
+    },
 };
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
@@ -208,11 +210,7 @@ impl Provider for ClaudeCliProvider {
         NAME
     }
 
-    async fn complete(
-        &self,
-        request: ProviderRequest,
-        sink: ProviderSink,
-    ) -> Result<ProviderResponse, ProviderError> {
+    async fn complete(&self, request: ProviderRequest, sink: ProviderSink) -> ProviderResult {
         if !request.tools.is_empty() {
             return Err(Self::failed(format!(
                 "agent `{}` offers tools ({}), but the claude CLI runs only its own tools; use the anthropic provider for agents with tools",
@@ -398,7 +396,7 @@ impl CliOutput {
 
 /// The response a `result` line gives: its `structured_output` (or JSON parsed from its
 /// `result` text), or for a request for plain `text` its `result` text as it is.
-fn result(message: &Value, text: bool) -> Result<ProviderResponse, ProviderError> {
+fn result(message: &Value, text: bool) -> ProviderResult {
     let subtype = message["subtype"].as_str().unwrap_or("unknown");
     if message["is_error"].as_bool().unwrap_or(false) || subtype != "success" {
         let errors: Vec<&str> = message["errors"]

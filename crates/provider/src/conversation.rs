@@ -11,7 +11,10 @@
 use async_trait::async_trait;
 use openharness_core::{
     ChatMessage, Image, ProviderError,
-    adapter::{ChatToolCall, ProviderRequest, ProviderResponse, ProviderSink, Toolbox, Usage},
+    adapter::{
+        ChatToolCall, ProviderRequest, ProviderResponse, ProviderResult, ProviderSink, Toolbox,
+        Usage,
+    },
 };
 use serde_json::{Value, json};
 
@@ -76,7 +79,7 @@ pub(crate) async fn run(
     dialect: &mut dyn Dialect,
     request: &ProviderRequest,
     sink: &ProviderSink,
-) -> Result<ProviderResponse, ProviderError> {
+) -> ProviderResult {
     let mut usage = Usage::default();
     let max_turns = request.max_turns.max(1);
     for turn_number in 1..=max_turns {

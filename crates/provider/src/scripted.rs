@@ -16,7 +16,10 @@ use std::time::Duration;
 use async_trait::async_trait;
 use openharness_core::{
     Provider, ProviderError,
-    adapter::{ProviderEvent, ProviderRequest, ProviderResponse, ProviderSink, Toolbox, Usage},
+    adapter::{
+        ProviderEvent, ProviderRequest, ProviderResponse, ProviderResult, ProviderSink, Toolbox,
+        Usage,
+    },
 };
 use serde_json::Value;
 
@@ -254,11 +257,7 @@ impl Provider for ScriptedProvider {
         NAME
     }
 
-    async fn complete(
-        &self,
-        request: ProviderRequest,
-        sink: ProviderSink,
-    ) -> Result<ProviderResponse, ProviderError> {
+    async fn complete(&self, request: ProviderRequest, sink: ProviderSink) -> ProviderResult {
         let (next, pace) = {
             let mut script = self.lock();
             script.requests.push(request.clone());
@@ -537,11 +536,7 @@ impl Reply {
     }
 
     /// Sleeps, streams, then answers.
-    async fn play(
-        self,
-        sink: &ProviderSink,
-        tools: &Toolbox,
-    ) -> Result<ProviderResponse, ProviderError> {
+    async fn play(self, sink: &ProviderSink, tools: &Toolbox) -> ProviderResult {
         if let Some(delay) = self.delay {
             tokio::time::sleep(delay).await;
         }

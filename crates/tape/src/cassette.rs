@@ -51,7 +51,9 @@ use openharness_core::builtin::{AgentCompleted, Builtin, ErrorOccurred, Outcome}
 use openharness_core::{
     CancellationToken, ChatMessage, Envelope, Event, EventId, Provider, ProviderError, Renderer,
     RunOptions, RunOutcome, SessionId, Workflow, WorkflowState,
-    adapter::{ProviderEvent, ProviderRequest, ProviderResponse, ProviderSink, Usage},
+    adapter::{
+        ProviderEvent, ProviderRequest, ProviderResponse, ProviderResult, ProviderSink, Usage,
+    },
 };
 use serde_json::Value;
 

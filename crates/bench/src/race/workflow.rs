@@ -261,11 +261,7 @@ impl Provider for Script {
         "race-script"
     }
 
-    async fn complete(
-        &self,
-        request: ProviderRequest,
-        _sink: ProviderSink,
-    ) -> Result<ProviderResponse, ProviderError> {
+    async fn complete(&self, request: ProviderRequest, _sink: ProviderSink) -> ProviderResult {
         let output = if request.agent == Planner::NAME {
             let tasks: Vec<String> = (0..self.n).map(|i| format!("task {i}")).collect();
             json!({ "tasks": tasks })

@@ -143,11 +143,7 @@ impl Provider for CassetteProvider {
         NAME
     }
 
-    async fn complete(
-        &self,
-        request: ProviderRequest,
-        sink: ProviderSink,
-    ) -> Result<ProviderResponse, ProviderError> {
+    async fn complete(&self, request: ProviderRequest, sink: ProviderSink) -> ProviderResult {
         let failed = |message: String| ProviderError::Failed {
             provider: NAME.to_owned(),
             message,
