@@ -884,20 +884,6 @@ async fn unknown_routes_and_methods_answer_the_json_error_shape() {
     );
 }
 
-/// Every `$ref` in `value` names a schema of `components.schemas`.
-fn refs(value: &Value, out: &mut Vec<String>) {
-    match value {
-        Value::Object(map) => {
-            if let Some(Value::String(target)) = map.get("$ref") {
-                out.push(target.clone());
-            }
-            map.values().for_each(|v| refs(v, out));
-        }
-        Value::Array(items) => items.iter().for_each(|v| refs(v, out)),
-        _ => {}
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_openapi_document_lists_every_route_and_its_references_resolve() {
     let addr = serve(
@@ -929,18 +915,7 @@ async fn the_openapi_document_lists_every_route_and_its_references_resolve() {
     ] {
         assert!(doc["paths"].get(path).is_some(), "{path} is missing");
     }
-    let mut targets = Vec::new();
-    refs(&doc, &mut targets);
-    assert!(targets.len() > 20);
-    for target in targets {
-        let name = target
-            .strip_prefix("#/components/schemas/")
-            .unwrap_or_else(|| panic!("{target} points outside components"));
-        assert!(
-            doc["components"]["schemas"].get(name).is_some(),
-            "{target} does not resolve"
-        );
-    }
+    assert!(openharness_testkit::openapi::assert_references_resolve(&doc) > 20);
     assert!(doc["components"]["schemas"].get("SessionSummary").is_some());
 }
 

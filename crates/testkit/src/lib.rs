@@ -15,6 +15,7 @@
 //! - `events` (feature `fixtures`): a log's event names, and its first event of a type.
 //! - `notes` (feature `fixtures`): the note-taking workflow's events, state and agent, which
 //!   several suites build workflows from.
+//! - [`openapi`]: that every `$ref` of an OpenAPI document resolves.
 //! - [`python`]: pinned PyPI packages in virtualenvs under `target/`, installed on first use.
 //! - [`random`]: [`random::SplitMix`], a seeded generator for tests that must be repeatable.
 
@@ -23,6 +24,7 @@ pub mod events;
 pub mod http;
 #[cfg(feature = "fixtures")]
 pub mod notes;
+pub mod openapi;
 pub mod python;
 pub mod random;
 

@@ -581,34 +581,13 @@ mod tests {
 
     use super::*;
 
-    /// Every `$ref` in `value`.
-    fn refs(value: &Value, out: &mut Vec<String>) {
-        match value {
-            Value::Object(map) => {
-                if let Some(Value::String(target)) = map.get("$ref") {
-                    out.push(target.clone());
-                }
-                map.values().for_each(|v| refs(v, out));
-            }
-            Value::Array(items) => items.iter().for_each(|v| refs(v, out)),
-            _ => {}
-        }
-    }
-
     #[test]
     fn every_reference_resolves_in_the_one_document_and_every_schema_is_prefixed() {
         let part = document(&openharness_platform::capabilities());
         let own = part["components"]["schemas"].as_object().unwrap();
         assert!(own.keys().all(|name| name.starts_with(PREFIX)), "{own:?}");
         let doc = crate::openapi::merged(crate::openapi::document(), &[part]);
-        let schemas = doc["components"]["schemas"].as_object().unwrap();
-        let mut targets = Vec::new();
-        refs(&doc, &mut targets);
-        assert!(targets.len() > 40);
-        for target in targets {
-            let name = target.strip_prefix("#/components/schemas/").unwrap();
-            assert!(schemas.contains_key(name), "{target} does not resolve");
-        }
+        assert!(openharness_testkit::openapi::assert_references_resolve(&doc) > 40);
         // Every failure of every family is the one error shape.
         let failure = &doc["paths"]["/v1/agents"]["post"]["responses"]["409"];
         let native = &doc["paths"]["/sessions/{id}"]["delete"]["responses"]["409"];
