@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::{LEDGER, ledger};
+use common::{LEDGER, ledger, ledger_session};
 use openharness::prelude::*;
 use openharness::store::MemoryStore;
 use openharness_cli::Debugger;
@@ -54,19 +54,6 @@ fn marked(screen: &[String]) -> String {
                 .map(|rest| rest.split('│').next().unwrap_or("").trim().to_owned())
         })
         .unwrap_or_default()
-}
-
-/// A ledger session with two turns (two entries booked) on `store`.
-async fn ledger_session(store: MemoryStore) -> SessionId {
-    let host = Host::new(store).workflow(ledger()).unwrap();
-    let first = host
-        .run(LEDGER, Some("coffee 3".into()), RunOptions::new())
-        .await
-        .unwrap();
-    host.send(&first.session, "lunch 12".into(), RunOptions::new())
-        .await
-        .unwrap();
-    first.session
 }
 
 #[tokio::test]

@@ -8,11 +8,10 @@ mod common;
 
 use std::path::Path;
 
-use common::{Buffer, LEDGER, ledger};
+use common::{Buffer, LEDGER, ledger, ledger_session};
 use openharness::prelude::*;
 use openharness::store::RedbStore;
 use openharness_cli::{Cli, CliError, NoCommands, Output};
-use openharness_host::Host;
 use serde_json::Value;
 
 /// Runs `ledger-tool ARGS` on the store at `store` with the ledger registered (or not);
@@ -32,19 +31,9 @@ fn json(text: &str) -> Value {
 /// Records a ledger session (two turns) into the redb store at `path`, as the user's program
 /// would with its own code; closes the store before the CLI opens it.
 fn record(path: &Path) -> SessionId {
-    tokio::runtime::Runtime::new().unwrap().block_on(async {
-        let host = Host::new(RedbStore::open(path).unwrap())
-            .workflow(ledger())
-            .unwrap();
-        let first = host
-            .run(LEDGER, Some("coffee 3".into()), RunOptions::new())
-            .await
-            .unwrap();
-        host.send(&first.session, "lunch 12".into(), RunOptions::new())
-            .await
-            .unwrap();
-        first.session
-    })
+    tokio::runtime::Runtime::new()
+        .unwrap()
+        .block_on(ledger_session(RedbStore::open(path).unwrap()))
 }
 
 #[test]

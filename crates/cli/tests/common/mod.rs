@@ -9,6 +9,7 @@ use openharness::prelude::*;
 use openharness::provider::{Reply, ScriptedProvider};
 use openharness::schemars;
 use openharness::store::MemoryStore;
+use openharness_host::Host;
 
 /// The workflow's name, as sessions record it.
 pub const LEDGER: &str = "ledger";
@@ -83,6 +84,22 @@ pub fn ledger() -> Workflow<Ledger> {
         }))
         .build()
         .expect("the ledger builds")
+}
+
+/// Records a ledger session with two turns (`coffee 3`, then `lunch 12`: two entries booked)
+/// into `store`.
+pub async fn ledger_session<S: Store>(store: S) -> SessionId {
+    let host = Host::new(store)
+        .workflow(ledger())
+        .expect("the ledger is hosted");
+    let first = host
+        .run(LEDGER, Some("coffee 3".into()), RunOptions::new())
+        .await
+        .expect("the first turn runs");
+    host.send(&first.session, "lunch 12".into(), RunOptions::new())
+        .await
+        .expect("the second turn runs");
+    first.session
 }
 
 /// A writer the test keeps a handle on, to read what a command wrote.
