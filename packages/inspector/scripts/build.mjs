@@ -1,5 +1,6 @@
 // Builds the inspector into crates/server/inspector/ (index.html, inspector.js, inspector.css:
-// fixed names, no hashes, no source maps, so the same sources always give the same bytes).
+// minified, with fixed names, no hashes and no source maps, so the same sources always give the
+// same bytes).
 //
 //   node scripts/build.mjs            writes the files the server embeds
 //   node scripts/build.mjs --check    builds into a temporary directory and fails, naming the
@@ -33,7 +34,14 @@ export async function build(out) {
     outfile: join(out, "inspector.css"),
   });
   for (const file of [...js.outputFiles, ...css.outputFiles]) writeFileSync(file.path, file.contents);
-  writeFileSync(join(out, "index.html"), readFileSync(join(root, "src/index.html")));
+  writeFileSync(join(out, "index.html"), minifyHtml(readFileSync(join(root, "src/index.html"), "utf8")));
+}
+
+// The page on one line, as the script and the stylesheet are: each line break with the
+// indentation around it becomes one space, which renders the same (the page has no <pre> and
+// its one <textarea> is empty).
+function minifyHtml(html) {
+  return html.replace(/\s*\n\s*/g, " ").trim() + "\n";
 }
 
 const args = process.argv.slice(2);
