@@ -17,6 +17,7 @@ use std::time::{Duration, Instant};
 
 use openharness_provider::testing::FakeServer;
 use openharness_provider::testing::anthropic::{self as model, KEY};
+use openharness_testkit::eventually;
 use openharness_testkit::http::Client;
 use serde_json::{Value, json};
 
@@ -30,6 +31,9 @@ const SESSIONS: usize = 4;
 
 /// How long a client's request may take before it counts as failed.
 const REQUEST: Duration = Duration::from_secs(10);
+
+/// How long each session may take to settle (stop running) once the kills are over.
+const SETTLE: Duration = Duration::from_secs(60);
 
 /// One replica: its process and the kit's client of it.
 struct Replica {
@@ -242,23 +246,22 @@ async fn replicas_killed_mid_turn_lose_no_message_and_repeat_no_recorded_call() 
     }
 
     // Settle: every session ends up not running (cut-off turns resumed by the survivors).
-    let deadline = Instant::now() + Duration::from_secs(60);
     let mut transcripts: HashMap<String, Vec<(String, String)>> = HashMap::new();
     for session in &sessions {
-        loop {
-            let info = any(0)
-                .get(&format!("/v1/agents/{agent}/sessions/{session}"))
-                .await
-                .json_or_null();
-            if info["status"] != "running" {
-                break;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "session {session} stayed running: {info}"
-            );
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
+        let path = format!("/v1/agents/{agent}/sessions/{session}");
+        eventually(
+            SETTLE,
+            &format!("session {session} to stop running"),
+            || async {
+                let info = any(0).get(&path).await.json_or_null();
+                if info["status"] == "running" {
+                    Err(info)
+                } else {
+                    Ok(())
+                }
+            },
+        )
+        .await;
         let mut said = Vec::new();
         let mut offset = 0;
         loop {

@@ -9,6 +9,7 @@ use std::path::Path;
 use std::process::Output;
 
 use openharness_otel::testing::Receiver;
+use openharness_testkit::eventually;
 
 mod binary;
 mod serving;
@@ -206,21 +207,22 @@ async fn serve_exports_live_the_sessions_it_records() {
     assert_eq!(answered.status, 200, "{answered:?}");
     // The server keeps running: the spans arrive while it serves (the worker sends what it
     // closed every half second), not at its shutdown.
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-    let spans = loop {
-        let spans = receiver.spans();
-        let names: BTreeSet<String> = spans.iter().map(|s| s.name.clone()).collect();
-        if names.contains("invoke_workflow chat")
-            && names.iter().any(|n| n.starts_with("invoke_agent"))
-        {
-            break spans;
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "serve exported no turn within 20 s: {names:?}"
-        );
-        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-    };
+    let spans = eventually(
+        std::time::Duration::from_secs(20),
+        "serve to export the turn's spans",
+        || async {
+            let spans = receiver.spans();
+            let names: BTreeSet<String> = spans.iter().map(|s| s.name.clone()).collect();
+            if names.contains("invoke_workflow chat")
+                && names.iter().any(|n| n.starts_with("invoke_agent"))
+            {
+                Ok(spans)
+            } else {
+                Err(names)
+            }
+        },
+    )
+    .await;
     let turn = spans
         .iter()
         .find(|s| s.name == "invoke_workflow chat")

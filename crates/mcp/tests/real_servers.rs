@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 
 use common::*;
 use openharness_mcp::{McpClient, McpError, McpServer, toolset};
+use openharness_testkit::{LIMIT, eventually};
 use serde_json::json;
 
 #[tokio::test]
@@ -218,14 +219,11 @@ async fn a_list_changed_notification_relists_the_tools() {
         client.call("grow", json!({})).await.unwrap(),
         json!({ "result": "grown" })
     );
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while client.listings() == listings {
-        assert!(
-            Instant::now() < deadline,
-            "the tools were never listed again"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    eventually(LIMIT, "the tools to be listed again", || async {
+        let now = client.listings();
+        if now == listings { Err(now) } else { Ok(()) }
+    })
+    .await;
     assert!(client.listed().iter().any(|t| t.name == "grown"));
     assert!(client.tools().iter().any(|t| t.name() == "grown"));
     assert_eq!(

@@ -17,6 +17,7 @@ use openharness::provider::{Reply, ScriptedProvider};
 use openharness::store::MemoryStore;
 use openharness::tape::{At, Cassette, LoadTape};
 use openharness_mcp::McpClient;
+use openharness_testkit::{LIMIT, eventually};
 use serde::Deserialize;
 use serde_json::json;
 
@@ -219,14 +220,11 @@ async fn a_tool_the_server_adds_reaches_the_agent_at_its_next_call() {
     let listings = client.listings();
     let first = live.run(RunOptions::new().input("grow")).await.unwrap();
     assert_eq!(first.state.answers, ["grew"]);
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    while client.listings() == listings {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the tools were never listed again"
-        );
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    }
+    eventually(LIMIT, "the tools to be listed again", || async {
+        let now = client.listings();
+        if now == listings { Err(now) } else { Ok(()) }
+    })
+    .await;
     // The same workflow, the same agent: its next call is offered the new tool.
     let second = live
         .send(&first.session, "use it", RunOptions::new())

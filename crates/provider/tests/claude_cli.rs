@@ -13,6 +13,7 @@ use openharness_core::{
 };
 use openharness_provider::ClaudeCliProvider;
 use openharness_provider::testing::FakeClaude;
+use openharness_testkit::{LIMIT, eventually};
 use serde_json::json;
 
 #[tokio::test]
@@ -206,19 +207,22 @@ async fn cancelling_kills_the_process() {
         () = tokio::time::sleep(Duration::from_millis(500)) => {}
     }
     let pid = fake.pid(1).unwrap();
-    let mut alive = true;
-    for _ in 0..200 {
-        let status = std::process::Command::new("kill")
-            .args(["-0", &pid.to_string()])
-            .output()
-            .unwrap();
-        alive = status.status.success();
-        if !alive {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    assert!(!alive, "the fake claude (pid {pid}) was killed");
+    eventually(
+        LIMIT,
+        &format!("the fake claude (pid {pid}) to be killed"),
+        || async {
+            let probe = std::process::Command::new("kill")
+                .args(["-0", &pid.to_string()])
+                .output()
+                .unwrap();
+            if probe.status.success() {
+                Err("alive")
+            } else {
+                Ok(())
+            }
+        },
+    )
+    .await;
 }
 
 #[tokio::test]
