@@ -8,7 +8,7 @@
 
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use async_trait::async_trait;
 use openharness::Provider;
@@ -19,6 +19,7 @@ use openharness::prelude::*;
 use openharness::store::MemoryStore;
 use openharness::tape::{Cassette, Divergence, TapeError};
 use openharness::{adapter::Usage, schemars};
+use openharness_testkit::random::SplitMix;
 use serde::Deserialize;
 use serde_json::json;
 
@@ -139,24 +140,16 @@ struct Jittery {
 
 impl Jittery {
     fn new() -> Self {
-        let nanos = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .unwrap()
-            .subsec_nanos();
         Self {
-            seed: AtomicU64::new(u64::from(nanos) | 1),
+            seed: AtomicU64::new(SplitMix::seed_from_clock()),
         }
     }
 
     async fn pause(&self) {
-        // xorshift: good enough to shuffle a few pauses.
-        let mut x = self
-            .seed
-            .fetch_add(0x9E37_79B9_7F4A_7C15, Ordering::Relaxed);
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        tokio::time::sleep(Duration::from_micros(x % 3_000)).await;
+        // Each pause its own seed, drawn from a shared counter.
+        let seed = self.seed.fetch_add(1, Ordering::Relaxed);
+        let pause = SplitMix::new(seed).below(3_000);
+        tokio::time::sleep(Duration::from_micros(pause)).await;
     }
 }
 

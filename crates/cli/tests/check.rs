@@ -5,6 +5,7 @@
 
 mod binary;
 use binary::openharness;
+use openharness_testkit::random::SplitMix;
 
 #[test]
 fn check_reports_healthy_and_damaged_stores_without_crashing() {
@@ -29,12 +30,9 @@ fn check_reports_healthy_and_damaged_stores_without_crashing() {
     let mut reported = 0;
     for seed in 0..12u64 {
         let mut bytes = original.clone();
-        let mut x = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+        let mut random = SplitMix::new(seed);
         for _ in 0..64 {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            let at = (x as usize) % bytes.len();
+            let at = random.pick(bytes.len());
             bytes[at] ^= 0xa5;
         }
         let copy = dir.path().join(format!("damaged-{seed}.redb"));
@@ -72,13 +70,8 @@ fn check_reports_healthy_and_damaged_stores_without_crashing() {
 fn damaged(bytes: &[u8], kind: u64, seed: u64) -> Vec<u8> {
     const PAGE: usize = 4096;
     let mut bytes = bytes.to_vec();
-    let mut x = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
-    let mut next = move || {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        x as usize
-    };
+    let mut random = SplitMix::new(seed);
+    let mut next = move || random.next_u64() as usize;
     let pages = bytes.len() / PAGE;
     match kind % 4 {
         0 => {

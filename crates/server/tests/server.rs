@@ -14,6 +14,7 @@ use openharness::schemars;
 use openharness::store::MemoryStore;
 use openharness_server::{ServerOptions, router};
 use openharness_testkit::http;
+use openharness_testkit::random::SplitMix;
 use openharness_testkit::{LIMIT, eventually};
 use serde_json::{Value, json};
 
@@ -308,7 +309,7 @@ async fn a_session_over_http_streams_every_event_once_across_random_reconnects()
     let client = http::Client::new(addr);
     let mut seen: Vec<u64> = Vec::new();
     let mut last = None;
-    let mut rng = 0x2545_f491_4f6c_dd1d_u64;
+    let mut random = SplitMix::new(0x2545_f491_4f6c_dd1d);
     let mut reconnects = 0;
     loop {
         let mut stream = Stream::open(&client, &session_id, last).await;
@@ -319,10 +320,7 @@ async fn a_session_over_http_streams_every_event_once_across_random_reconnects()
             headers.contains("content-type: text/event-stream"),
             "{headers}"
         );
-        rng ^= rng << 13;
-        rng ^= rng >> 7;
-        rng ^= rng << 17;
-        let take = 1 + rng % 3;
+        let take = 1 + random.below(3);
         for _ in 0..take {
             let Some((seq, name, data)) = stream.next_within(Duration::from_millis(500)).await
             else {

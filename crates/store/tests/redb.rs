@@ -3,6 +3,7 @@
 
 use openharness_core::{Envelope, SessionId, Store, StoreError};
 use openharness_store::{RedbDurability, RedbError, RedbOptions, RedbStore};
+use openharness_testkit::random::SplitMix;
 use serde_json::json;
 
 fn event(n: u64) -> Envelope {
@@ -477,13 +478,8 @@ async fn retries_and_repeated_ids_are_found_on_both_sides_of_the_index_watermark
     let session = SessionId::new();
     let mut batches: Vec<(u64, Vec<Envelope>)> = Vec::new();
     let mut len = 0;
-    let mut state: u64 = 0x2545_f491_4f6c_dd1d;
-    let mut next = |n: u64| {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        state % n
-    };
+    let mut random = SplitMix::new(0x2545_f491_4f6c_dd1d);
+    let mut next = |n: u64| random.below(n);
     for round in 0..3 {
         // Each round reopens the store, so the waiting ids must be read back from the file.
         let store = RedbStore::open_with(
