@@ -29,9 +29,10 @@ use std::process::ExitCode;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
+use openharness::builtin::WorkflowCompleted;
 use openharness::host::Host;
 use openharness::store::{PostgresStore, RedbStore};
-use openharness::{BoxedProvider, SessionId, Store};
+use openharness::{BoxedProvider, Event, SessionId, Store};
 use openharness_platform::{ChatAgent, Platform, agent_chat_workflow};
 use openharness_provider::{Reply, ScriptedProvider};
 use openharness_server::{ServerOptions, router};
@@ -191,7 +192,7 @@ impl NativeClient {
         }
         loop {
             let (seq, name) = stream.next().await?;
-            if name == "workflow:completed" {
+            if name == WorkflowCompleted::NAME {
                 *len = seq + 1;
                 break;
             }
@@ -259,7 +260,7 @@ async fn native_clients(store: Arc<dyn Store>) -> Fallible<Vec<NativeClient>> {
         // Read the first turn off the stream; nothing may follow its `workflow:completed`.
         loop {
             let (seq, name) = client.stream.next().await?;
-            if name == "workflow:completed" {
+            if name == WorkflowCompleted::NAME {
                 client.len = seq + 1;
                 break;
             }

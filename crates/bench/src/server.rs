@@ -28,11 +28,11 @@ use std::time::{Duration, Instant};
 use async_trait::async_trait;
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use openharness::adapter::Recorded;
-use openharness::builtin::UserInput;
+use openharness::builtin::{UserInput, WorkflowCompleted};
 use openharness::host::Host;
 use openharness::store::{MemoryStore, Observed, RedbStore, StoreObserver};
 use openharness::{
-    Emit, Envelope, RunOptions, SessionId, Store, StoreError, Workflow, event, handler,
+    Emit, Envelope, Event, RunOptions, SessionId, Store, StoreError, Workflow, event, handler,
 };
 use openharness_server::{ServerOptions, router};
 use serde::{Deserialize, Serialize};
@@ -290,7 +290,7 @@ async fn fan_out_ours() -> Fallible<(FanOut, Vec<(String, u64, String)>)> {
     let body = format!(r#"{{"text":"{TICKS}"}}"#);
     let input = format!("/sessions/{}/input", ours.session);
     post_expecting(ours.addr, &input, &body, 202).await?;
-    let watchers = watch_all(ours.subs, len, End::Named("workflow:completed"));
+    let watchers = watch_all(ours.subs, len, End::Named(WorkflowCompleted::NAME));
     let seen = seen_by(watchers).await?;
     let end = settled_len(host, id).await?;
     let fan_out = tally(seen, end - len, started, |seq| times.of(seq));

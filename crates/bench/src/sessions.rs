@@ -18,8 +18,8 @@ use openharness::builtin::{AgentStarted, UserInput, WorkflowCompleted, WorkflowS
 use openharness::store::{Observed, RedbStore, StoreObserver};
 use openharness::tape::LoadTape;
 use openharness::{
-    Emit, Envelope, Pattern, RunOptions, RunOutcome, SessionId, SessionStatus, StopReason, Store,
-    StoreError, Workflow, renderer_fn,
+    Emit, Envelope, Event, Pattern, RunOptions, RunOutcome, SessionId, SessionStatus, StopReason,
+    Store, StoreError, Workflow, renderer_fn,
 };
 use openharness::{event, handler};
 use serde::{Deserialize, Serialize};
@@ -167,7 +167,7 @@ async fn timed_turn(
     text: &str,
 ) -> Fallible<TimedTurn> {
     let (tx, rx) = mpsc::channel();
-    let renderer = renderer_fn(Pattern::Exact("user:input".to_owned()), move |event| {
+    let renderer = renderer_fn(Pattern::Exact(UserInput::NAME.to_owned()), move |event| {
         let _ = tx.send((
             Instant::now(),
             event.payload["text"].as_str().map(str::to_owned),

@@ -322,7 +322,7 @@ impl SessionSpans {
     pub(super) fn output_rejected(&mut self, time: DateTime<Utc>, rejected: &OutputRejected) {
         if let Some(index) = self.agent_index(&rejected.agent, None) {
             self.agents[index].open.span.events.push(SpanEvent {
-                name: "output:rejected".to_owned(),
+                name: OutputRejected::NAME.to_owned(),
                 time,
                 attributes: vec![
                     KeyValue::new("openharness.attempt", i64::from(rejected.attempt)),
