@@ -32,10 +32,10 @@
 //! ```
 
 pub use crate::agent::{AgentSpec, ReplySource};
-pub use crate::assembled::CodeIdentity;
 pub use crate::call_key::CallKey;
 pub use crate::claim::Claim;
 pub use crate::contained::catch_quietly;
+pub use crate::definition::CodeIdentity;
 pub use crate::emit::{IntoEmit, Pending};
 pub use crate::event::Decoded;
 pub use crate::fold::{

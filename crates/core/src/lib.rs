@@ -41,7 +41,7 @@
 //! - `runtime` (`runtime/`): the event loop; its module docs say which file holds which part.
 //! - `recover` (`recover/`): a session derived from its log alone: states, cut work, forks.
 //! - `fold`: applying recorded events to a state, one at a time, a panicking handler rolled back.
-//! - `assembled`: what an assembled workflow is made of, shared by the workflow and the runtime.
+//! - `definition`: what a built workflow is made of, shared by the workflow and the runtime.
 //! - `contained`: running the workflow's own code with its panics caught and reported once.
 //! - `backfill`: snapshots left behind by long reads, written after the read has answered.
 //! - `call_key`: which agent call a recorded event belongs to.
@@ -50,12 +50,12 @@
 
 pub mod adapter;
 mod agent;
-mod assembled;
 mod backfill;
 pub mod builtin;
 mod call_key;
 mod claim;
 mod contained;
+mod definition;
 mod emit;
 mod error;
 mod event;
@@ -77,7 +77,7 @@ mod undo;
 mod workflow;
 
 pub use agent::{Agent, StructuredOutput};
-pub use assembled::WorkflowState;
+pub use definition::WorkflowState;
 pub use emit::Emit;
 pub use error::Error;
 pub use event::{Envelope, Event, EventId, EventSet, SessionId};

@@ -29,12 +29,12 @@ use std::pin::Pin;
 use std::sync::Arc;
 
 use crate::agent::activations;
-use crate::assembled::{Inner, WorkflowState};
 use crate::builtin::{
     AgentCompleted, AgentStarted, ErrorOccurred, InputReceived, SessionForked, TextDelta,
     ToolCalled, ToolResult, UserInput, WorkflowCompleted, WorkflowStarted,
 };
 use crate::call_key::CallKey;
+use crate::definition::{Inner, WorkflowState};
 use crate::emit::Pending;
 use crate::error::Error;
 use crate::event::{Envelope, Event, EventId, SessionId};

@@ -47,12 +47,12 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use crate::agent::{Activation, ErasedAgent, OutputRejected, activations};
-use crate::assembled::{Inner, WorkflowState};
 use crate::builtin::{
     AgentCompleted, AgentStarted, ErrorOccurred, InputReceived, Outcome,
     OutputRejected as Rejected, TextComplete, UserInput, WorkflowCompleted, WorkflowStarted,
 };
 use crate::contained::panic_message;
+use crate::definition::{Inner, WorkflowState};
 use crate::emit::{Emit, Pending};
 use crate::error::Error;
 use crate::event::{Envelope, Event, EventId, SessionId};

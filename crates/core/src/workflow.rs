@@ -5,8 +5,8 @@ use std::fmt;
 use std::sync::Arc;
 
 use crate::agent::{Agent, AgentSpec, Erased, ErasedAgent};
-use crate::assembled::{Inner, Until, WorkflowState};
 use crate::builtin::{SessionForked, WorkflowStarted};
+use crate::definition::{Inner, Until, WorkflowState};
 use crate::emit::Pending;
 use crate::error::Error;
 use crate::event::{Envelope, Event, EventId, SessionId};
@@ -623,7 +623,7 @@ impl<S: WorkflowState> WorkflowBuilder<S> {
         }
         Ok(Workflow {
             inner: Arc::new(Inner {
-                code: crate::assembled::CodeIdentity {
+                code: crate::definition::CodeIdentity {
                     code: fingerprint::<S>(&self.name, &self.agents),
                     version: self.version,
                     commit: self.commit,

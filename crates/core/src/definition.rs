@@ -1,4 +1,4 @@
-//! What an assembled workflow is made of ([`Inner`], shared by every clone of a
+//! What a built workflow is made of ([`Inner`], shared by every clone of a
 //! [`Workflow`](crate::Workflow)) and what its state must be ([`WorkflowState`]): read by the
 //! workflow, which starts runs, and by the runtime, which carries them out.
 
