@@ -623,6 +623,30 @@ pub trait Provider: Send + Sync + 'static {
 }
 
 /// What [`Provider::complete`] returns: the output, or why there is none.
+///
+/// ```
+/// use async_trait::async_trait;
+/// use openharness_core::adapter::{ProviderRequest, ProviderResult, ProviderSink};
+/// use openharness_core::{Provider, ProviderError};
+///
+/// /// A provider for a machine with no network: every call fails, and says why.
+/// struct Offline;
+///
+/// #[async_trait]
+/// impl Provider for Offline {
+///     fn name(&self) -> &str {
+///         "offline"
+///     }
+///
+///     async fn complete(&self, request: ProviderRequest, _sink: ProviderSink) -> ProviderResult {
+///         Err(ProviderError::NoResponse {
+///             agent: request.agent,
+///             message: "this machine has no network".to_owned(),
+///         })
+///     }
+/// }
+/// # let _ = Offline;
+/// ```
 pub type ProviderResult = Result<ProviderResponse, ProviderError>;
 
 /// A shared, type-erased provider.
