@@ -8,11 +8,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::{
-    TEXT_REPLY, answers_the_chat_with_text, deltas, recording_sink, request, text_schema, two_tools,
+    TEXT_REPLY, answers_the_chat_with_text, ask, deltas, recording_sink, request, text_schema,
+    tool_events, two_tools,
 };
 use openharness_core::{
     ChatMessage, Image, Provider, ProviderError, ReasoningEffort,
-    adapter::{ProviderEvent, ProviderRequest, ProviderSink},
+    adapter::{ProviderEvent, ProviderRequest},
 };
 use openharness_provider::anthropic::{OUTPUT_TOOL, OutputMethod};
 use openharness_provider::testing::anthropic::{self as wire, KEY};
@@ -84,10 +85,7 @@ async fn the_agents_model_wins_over_the_default() {
     let (server, provider) = setup().await;
     server.respond(wire::json_output(&json!({ "answer": 1 })));
     let req = request("q").with_model(Some("claude-haiku-4-5".into()));
-    let response = provider
-        .complete(req, ProviderSink::discard())
-        .await
-        .unwrap();
+    let response = ask(&provider, req).await.unwrap();
     assert_eq!(server.requests()[0].body["model"], "claude-haiku-4-5");
     assert!((response.cost.unwrap() - (25.0 * 1.0 + 10.0 * 5.0) / 1e6).abs() < 1e-12);
 }
@@ -110,15 +108,9 @@ async fn tool_loop_calls_two_tools_reports_them_and_sends_results_back() {
         "usage summed over turns"
     );
 
-    let tool_events: Vec<_> = events
-        .lock()
-        .unwrap()
-        .iter()
-        .filter(|e| !matches!(e, ProviderEvent::TextDelta(_)))
-        .cloned()
-        .collect();
+    let tools = tool_events(&events.lock().unwrap());
     assert_eq!(
-        tool_events,
+        tools,
         [
             ProviderEvent::ToolCalled {
                 server: None,
@@ -181,10 +173,7 @@ async fn the_tool_loop_stops_at_max_turns() {
     let (server, provider) = setup().await;
     server.fallback(|_| wire::tool_calls(&[("toolu_loop", "weather", json!({ "city": "Porto" }))]));
     let req = request("loop").with_tools(two_tools()).with_max_turns(3);
-    let err = provider
-        .complete(req, ProviderSink::discard())
-        .await
-        .unwrap_err();
+    let err = ask(&provider, req).await.unwrap_err();
     assert!(err.to_string().contains("after 3 turns"), "{err}");
     assert_eq!(server.request_count(), 3);
 }
@@ -199,13 +188,12 @@ async fn recursive_schemas_use_the_forced_tool_with_the_original_schema() {
     }));
     let output = json!({ "name": "root", "children": [{ "name": "leaf", "children": [] }] });
     server.respond(wire::tool_output(&output));
-    let response = provider
-        .complete(
-            ProviderRequest::new("tree", "grow", Arc::clone(&tree)),
-            ProviderSink::discard(),
-        )
-        .await
-        .unwrap();
+    let response = ask(
+        &provider,
+        ProviderRequest::new("tree", "grow", Arc::clone(&tree)),
+    )
+    .await
+    .unwrap();
     assert_eq!(response.output, output);
     let body = &server.requests()[0].body;
     assert!(body.get("output_config").is_none());
@@ -230,11 +218,7 @@ async fn forced_tool_with_other_tools_uses_tool_choice_any() {
         json!({ "city": "Lisbon" }),
     )]));
     server.respond(wire::tool_output(&json!({ "answer": 7 })));
-    let response = provider
-        .complete(
-            request("q").with_tools(two_tools()),
-            ProviderSink::discard(),
-        )
+    let response = ask(&provider, request("q").with_tools(two_tools()))
         .await
         .unwrap();
     assert_eq!(response.output, json!({ "answer": 7 }));
@@ -253,10 +237,7 @@ async fn the_beta_output_format_shape_sends_its_header() {
         .build()
         .unwrap();
     server.respond(wire::json_output(&json!({ "answer": 3 })));
-    let response = provider
-        .complete(request("q"), ProviderSink::discard())
-        .await
-        .unwrap();
+    let response = ask(&provider, request("q")).await.unwrap();
     assert_eq!(response.output, json!({ "answer": 3 }));
     let sent = &server.requests()[0];
     assert_eq!(
@@ -298,10 +279,7 @@ async fn rate_limit_429_honours_retry_after_then_succeeds() {
     server.respond(wire::rate_limited("1"));
     server.respond(wire::json_output(&json!({ "answer": 1 })));
     let started = std::time::Instant::now();
-    let response = provider
-        .complete(request("q"), ProviderSink::discard())
-        .await
-        .unwrap();
+    let response = ask(&provider, request("q")).await.unwrap();
     assert_eq!(response.output, json!({ "answer": 1 }));
     assert_eq!(server.request_count(), 2);
     assert!(
@@ -317,10 +295,7 @@ async fn overloaded_529_is_retried_with_backoff_until_the_budget_is_spent() {
     for _ in 0..3 {
         server.respond(wire::overloaded());
     }
-    let err = provider
-        .complete(request("q"), ProviderSink::discard())
-        .await
-        .unwrap_err();
+    let err = ask(&provider, request("q")).await.unwrap_err();
     assert_eq!(server.request_count(), 3, "one attempt and two retries");
     match err {
         ProviderError::Api {
@@ -334,10 +309,7 @@ async fn overloaded_529_is_retried_with_backoff_until_the_budget_is_spent() {
 
     server.respond(wire::overloaded());
     server.respond(wire::json_output(&json!({ "answer": 2 })));
-    let response = provider
-        .complete(request("q"), ProviderSink::discard())
-        .await
-        .unwrap();
+    let response = ask(&provider, request("q")).await.unwrap();
     assert_eq!(response.output, json!({ "answer": 2 }));
 }
 
@@ -345,18 +317,10 @@ async fn overloaded_529_is_retried_with_backoff_until_the_budget_is_spent() {
 async fn x_should_retry_false_and_client_errors_are_not_retried() {
     let (server, provider) = setup().await;
     server.respond(wire::overloaded().header("x-should-retry", "false"));
-    assert!(
-        provider
-            .complete(request("q"), ProviderSink::discard())
-            .await
-            .is_err()
-    );
+    assert!(ask(&provider, request("q")).await.is_err());
     assert_eq!(server.request_count(), 1);
     server.respond(wire::error(400, "invalid_request_error", "messages: bad"));
-    let err = provider
-        .complete(request("q"), ProviderSink::discard())
-        .await
-        .unwrap_err();
+    let err = ask(&provider, request("q")).await.unwrap_err();
     assert_eq!(server.request_count(), 2);
     assert!(
         err.to_string()
@@ -387,10 +351,7 @@ async fn an_error_event_inside_a_200_stream_fails_after_the_text_already_streame
 async fn stop_reason_refusal_is_a_typed_outcome_not_an_output_to_re_ask() {
     let (server, provider) = setup().await;
     server.respond(wire::refusal("I can't help with that."));
-    let err = provider
-        .complete(request("q"), ProviderSink::discard())
-        .await
-        .unwrap_err();
+    let err = ask(&provider, request("q")).await.unwrap_err();
     match &err {
         ProviderError::Refused { provider, message } => {
             assert_eq!(provider, "anthropic");
@@ -400,10 +361,7 @@ async fn stop_reason_refusal_is_a_typed_outcome_not_an_output_to_re_ask() {
     }
     // Without any text, the stop reason still says what happened.
     server.respond(wire::refusal(""));
-    let err = provider
-        .complete(request("q"), ProviderSink::discard())
-        .await
-        .unwrap_err();
+    let err = ask(&provider, request("q")).await.unwrap_err();
     assert!(
         matches!(&err, ProviderError::Refused { message, .. } if message.contains("refusal")),
         "{err:?}"
@@ -418,10 +376,7 @@ async fn a_200_json_error_instead_of_a_stream_keeps_the_servers_message() {
         200,
         json!({ "type": "error", "error": { "type": "invalid_request_error", "message": "proxy: model not allowed" } }),
     ));
-    let err = provider
-        .complete(request("q"), ProviderSink::discard())
-        .await
-        .unwrap_err();
+    let err = ask(&provider, request("q")).await.unwrap_err();
     let message = err.to_string();
     assert!(
         message.contains("invalid_request_error: proxy: model not allowed"),
@@ -455,10 +410,7 @@ async fn a_stream_cut_mid_message_fails_clearly_and_keeps_the_deltas() {
     let mut truncated = full;
     truncated.truncate(truncated.len() - 2);
     server.respond(FakeResponse::stream(truncated));
-    let err = provider
-        .complete(request("q"), ProviderSink::discard())
-        .await
-        .unwrap_err();
+    let err = ask(&provider, request("q")).await.unwrap_err();
     assert!(
         err.to_string().contains("ended before `message_stop`"),
         "{err}"
@@ -474,10 +426,7 @@ async fn malformed_sse_data_fails_with_the_event_name() {
         "event: content_block_start\ndata: {\"type\":\"content_block_start\",\n\n".into(),
     );
     server.respond(FakeResponse::stream(events));
-    let err = provider
-        .complete(request("q"), ProviderSink::discard())
-        .await
-        .unwrap_err();
+    let err = ask(&provider, request("q")).await.unwrap_err();
     assert!(
         err.to_string()
             .contains("malformed stream: the data of event `content_block_start` is not JSON"),
@@ -500,10 +449,7 @@ async fn unknown_events_and_comments_are_ignored() {
         "event: brand_new_event\ndata: {\"type\":\"brand_new_event\"}\n\n".into(),
     );
     server.respond(FakeResponse::stream(events));
-    let response = provider
-        .complete(request("q"), ProviderSink::discard())
-        .await
-        .unwrap();
+    let response = ask(&provider, request("q")).await.unwrap();
     assert_eq!(response.output, json!({ "answer": 5 }));
 }
 
@@ -544,10 +490,7 @@ async fn the_idle_timeout_fails_a_silent_stream() {
         .unwrap();
     let events = wire::message_events(&[wire::Block::Text("slow".into())], "end_turn", 1, 1);
     server.respond(FakeResponse::stream(events[..2].to_vec()).hang());
-    let err = provider
-        .complete(request("q"), ProviderSink::discard())
-        .await
-        .unwrap_err();
+    let err = ask(&provider, request("q")).await.unwrap_err();
     assert!(
         err.to_string().contains("idle") || err.to_string().contains("stream broke"),
         "{err}"
@@ -564,10 +507,7 @@ async fn connection_refused_is_retried_then_reported() {
         .retry(fast_retries())
         .build()
         .unwrap();
-    let err = provider
-        .complete(request("q"), ProviderSink::discard())
-        .await
-        .unwrap_err();
+    let err = ask(&provider, request("q")).await.unwrap_err();
     assert!(err.to_string().contains("request failed"), "{err}");
 }
 
@@ -604,18 +544,12 @@ async fn the_key_appears_in_no_log_error_or_debug_output() {
     // A retried 529, a success, then a 401 from a wrong key: every path that logs or errors.
     server.respond(wire::overloaded());
     server.respond(wire::json_output(&json!({ "answer": 1 })));
-    provider
-        .complete(request("q"), ProviderSink::discard())
-        .await
-        .unwrap();
+    ask(&provider, request("q")).await.unwrap();
     let wrong = AnthropicProvider::builder(ApiKey::new(format!("{secret}-wrong")))
         .base_url(server.base_url())
         .build()
         .unwrap();
-    let err = wrong
-        .complete(request("q"), ProviderSink::discard())
-        .await
-        .unwrap_err();
+    let err = ask(&wrong, request("q")).await.unwrap_err();
 
     let logged = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
     assert!(
@@ -649,10 +583,7 @@ async fn images_go_before_the_prompt_as_image_blocks_and_effort_goes_in_output_c
             Image::base64("image/png", "iVBORw0KGgo="),
         ])
         .with_reasoning(Some(ReasoningEffort::High));
-    let response = provider
-        .complete(req, ProviderSink::discard())
-        .await
-        .unwrap();
+    let response = ask(&provider, req).await.unwrap();
     assert_eq!(response.output, json!({ "answer": 7 }));
     let body = &server.requests()[0].body;
     assert_eq!(
@@ -680,10 +611,7 @@ async fn effort_with_the_forced_tool_gets_an_output_config_of_its_own() {
         .unwrap();
     server.respond(wire::tool_output(&json!({ "answer": 1 })));
     let req = request("q").with_reasoning(Some(ReasoningEffort::Low));
-    provider
-        .complete(req, ProviderSink::discard())
-        .await
-        .unwrap();
+    ask(&provider, req).await.unwrap();
     let body = &server.requests()[0].body;
     assert_eq!(body["output_config"], json!({ "effort": "low" }));
     assert_eq!(
@@ -739,10 +667,7 @@ async fn text_mode_keeps_the_tool_loop_and_answers_with_the_last_turns_text() {
     let req = ProviderRequest::new("assistant", "Weather in Lisbon?", text_schema())
         .with_tools(two_tools())
         .with_reasoning(Some(ReasoningEffort::Low));
-    let response = provider
-        .complete(req, ProviderSink::discard())
-        .await
-        .unwrap();
+    let response = ask(&provider, req).await.unwrap();
     assert_eq!(response.output, json!("Sunny, 21 °C."));
     let requests = server.requests();
     assert_eq!(requests.len(), 2);
@@ -787,10 +712,7 @@ async fn consecutive_messages_of_one_role_are_merged_and_the_prompt_comes_last()
             ChatMessage::user("Two."),
         ])
         .with_images(vec![Image::url("https://example.com/a.png")]);
-    let response = provider
-        .complete(req, ProviderSink::discard())
-        .await
-        .unwrap();
+    let response = ask(&provider, req).await.unwrap();
     assert_eq!(
         response.output,
         json!({ "answer": 3 }),

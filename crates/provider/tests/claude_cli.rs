@@ -6,7 +6,10 @@ mod common;
 
 use std::time::Duration;
 
-use common::{TEXT_REPLY, answers_the_chat_with_text, deltas, recording_sink, request, two_tools};
+use common::{
+    TEXT_REPLY, answers_the_chat_with_text, ask, deltas, recording_sink, request, tool_events,
+    two_tools,
+};
 use openharness_core::{
     Provider,
     adapter::{ProviderEvent, ProviderSink},
@@ -113,13 +116,7 @@ async fn the_clis_own_tool_use_is_reported_as_calls_and_results() {
     let (sink, events) = recording_sink();
     let response = provider.complete(request("year?"), sink).await.unwrap();
     assert_eq!(response.output, json!({ "answer": 2026 }));
-    let tools: Vec<_> = events
-        .lock()
-        .unwrap()
-        .iter()
-        .filter(|e| !matches!(e, ProviderEvent::TextDelta(_)))
-        .cloned()
-        .collect();
+    let tools = tool_events(&events.lock().unwrap());
     assert_eq!(
         tools,
         [
@@ -148,10 +145,7 @@ async fn an_error_result_fails_with_its_subtype_and_errors() {
     ))
     .unwrap();
     let provider = ClaudeCliProvider::new().program(fake.program());
-    let err = provider
-        .complete(request("q"), ProviderSink::discard())
-        .await
-        .unwrap_err();
+    let err = ask(&provider, request("q")).await.unwrap_err();
     assert!(
         err.to_string()
             .contains("`error_max_turns`: Reached maximum number of turns (2)"),
@@ -166,17 +160,11 @@ async fn a_process_that_ends_without_a_result_fails_with_its_stderr() {
     let provider = ClaudeCliProvider::new().program(fake.program());
     fake.push_run(&[json!({ "type": "system", "subtype": "init" })])
         .unwrap();
-    let err = provider
-        .complete(request("q"), ProviderSink::discard())
-        .await
-        .unwrap_err();
+    let err = ask(&provider, request("q")).await.unwrap_err();
     assert!(err.to_string().contains("without a result"), "{err}");
 
     let missing = ClaudeCliProvider::new().program(fake.program().with_file_name("no-such-claude"));
-    let err = missing
-        .complete(request("q"), ProviderSink::discard())
-        .await
-        .unwrap_err();
+    let err = ask(&missing, request("q")).await.unwrap_err();
     assert!(err.to_string().contains("could not start"), "{err}");
 }
 
@@ -184,11 +172,7 @@ async fn a_process_that_ends_without_a_result_fails_with_its_stderr() {
 async fn agents_with_tools_are_refused_with_an_explanation() {
     let fake = FakeClaude::new().unwrap();
     let provider = ClaudeCliProvider::new().program(fake.program());
-    let err = provider
-        .complete(
-            request("q").with_tools(two_tools()),
-            ProviderSink::discard(),
-        )
+    let err = ask(&provider, request("q").with_tools(two_tools()))
         .await
         .unwrap_err();
     assert!(err.to_string().contains("weather, population"), "{err}");
@@ -235,10 +219,7 @@ async fn images_reach_the_cli_as_image_blocks_of_the_user_message() {
         "image/gif",
         "R0lGODlh",
     )]);
-    provider
-        .complete(req, openharness_core::adapter::ProviderSink::discard())
-        .await
-        .unwrap();
+    ask(&provider, req).await.unwrap();
     assert_eq!(
         fake.stdin(1)["message"]["content"],
         json!([
@@ -287,10 +268,7 @@ async fn a_structured_request_keeps_its_json_schema_and_a_text_result_stays_json
     fake.push_run(&FakeClaude::success("{\"answer\": 9}", None))
         .unwrap();
     let provider = ClaudeCliProvider::new().program(fake.program());
-    let response = provider
-        .complete(request("q"), ProviderSink::discard())
-        .await
-        .unwrap();
+    let response = ask(&provider, request("q")).await.unwrap();
     assert_eq!(response.output, json!({ "answer": 9 }));
     let args = fake.args(1);
     assert!(args.iter().any(|a| a == "--json-schema"), "{args:?}");

@@ -8,7 +8,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::{
-    TEXT_REPLY, answers_the_chat_with_text, deltas, recording_sink, request, text_schema, two_tools,
+    TEXT_REPLY, answers_the_chat_with_text, ask, deltas, recording_sink, request, text_schema,
+    two_tools,
 };
 use openharness_core::{
     Image, Provider, ProviderError, ReasoningEffort,
@@ -85,13 +86,12 @@ async fn schemas_that_cannot_be_strict_are_sent_non_strict() {
         "required": ["scores"]
     }));
     server.respond(wire::json_output(&json!({ "scores": { "a": 1 } })));
-    let response = provider
-        .complete(
-            ProviderRequest::new("scorer", "score", Arc::clone(&map)),
-            ProviderSink::discard(),
-        )
-        .await
-        .unwrap();
+    let response = ask(
+        &provider,
+        ProviderRequest::new("scorer", "score", Arc::clone(&map)),
+    )
+    .await
+    .unwrap();
     assert_eq!(response.output, json!({ "scores": { "a": 1 } }));
     let format = &server.requests()[0].body["response_format"]["json_schema"];
     assert_eq!(format["strict"], false);
@@ -197,10 +197,7 @@ async fn rate_limit_honours_retry_after_ms_and_pricing_gives_a_cost() {
         .unwrap();
     server.respond(wire::rate_limited("20"));
     server.respond(wire::json_output(&json!({ "answer": 1 })));
-    let response = provider
-        .complete(request("q"), ProviderSink::discard())
-        .await
-        .unwrap();
+    let response = ask(&provider, request("q")).await.unwrap();
     assert_eq!(server.request_count(), 2);
     assert!((response.cost.unwrap() - (67.0 * 2.0 + 31.0 * 8.0) / 1e6).abs() < 1e-12);
 }
@@ -215,10 +212,7 @@ async fn server_errors_are_retried_and_then_reported_with_the_apis_message() {
             "The engine is currently overloaded",
         ));
     }
-    let err = provider
-        .complete(request("q"), ProviderSink::discard())
-        .await
-        .unwrap_err();
+    let err = ask(&provider, request("q")).await.unwrap_err();
     assert_eq!(server.request_count(), 3);
     assert!(
         matches!(&err, ProviderError::Api { status: 503, .. }),
@@ -238,10 +232,7 @@ async fn a_wrong_key_is_a_401_that_is_not_retried_and_does_not_show_the_key() {
         .base_url(server.base_url())
         .build()
         .unwrap();
-    let err = provider
-        .complete(request("q"), ProviderSink::discard())
-        .await
-        .unwrap_err();
+    let err = ask(&provider, request("q")).await.unwrap_err();
     assert_eq!(server.request_count(), 1);
     assert!(err.to_string().contains("HTTP 401"), "{err}");
     assert!(
@@ -272,10 +263,7 @@ async fn a_200_that_is_not_an_event_stream_fails_with_the_servers_own_message() 
         200,
         json!({ "error": { "message": "upstream model is loading", "type": "gateway_error" } }),
     ));
-    let err = provider
-        .complete(request("q"), ProviderSink::discard())
-        .await
-        .unwrap_err();
+    let err = ask(&provider, request("q")).await.unwrap_err();
     let message = err.to_string();
     assert!(message.contains("upstream model is loading"), "{message}");
     assert!(message.contains("application/json"), "{message}");
@@ -285,10 +273,7 @@ async fn a_200_that_is_not_an_event_stream_fails_with_the_servers_own_message() 
     // Not JSON: the start of the body, shortened.
     let page = format!("<html>{}</html>", "x".repeat(2000));
     server.respond(FakeResponse::body(200, "text/html", page));
-    let err = provider
-        .complete(request("q"), ProviderSink::discard())
-        .await
-        .unwrap_err();
+    let err = ask(&provider, request("q")).await.unwrap_err();
     let message = err.to_string();
     assert!(message.contains("text/html"), "{message}");
     assert!(message.contains("<html>xxx"), "{message}");
@@ -329,10 +314,7 @@ async fn a_stream_cut_before_done_fails() {
     assert_eq!(deltas(&events.lock().unwrap()).concat(), "Hello there,");
 
     server.respond(FakeResponse::stream(chunks).cut_after(2));
-    let err = provider
-        .complete(request("q"), ProviderSink::discard())
-        .await
-        .unwrap_err();
+    let err = ask(&provider, request("q")).await.unwrap_err();
     assert!(
         err.to_string().contains("stream broke") || err.to_string().contains("cut mid-message"),
         "{err}"
@@ -345,18 +327,12 @@ async fn malformed_chunks_fail_and_comments_are_skipped() {
     let mut chunks = wire::text_chunks("{\"answer\":9}");
     chunks.insert(1, ": OPENROUTER PROCESSING\n\n".into());
     server.respond(FakeResponse::stream(chunks.clone()));
-    let response = provider
-        .complete(request("q"), ProviderSink::discard())
-        .await
-        .unwrap();
+    let response = ask(&provider, request("q")).await.unwrap();
     assert_eq!(response.output, json!({ "answer": 9 }));
 
     chunks.insert(2, "data: {\"id\":\"chatcmpl-x\",\"choices\":[{\n\n".into());
     server.respond(FakeResponse::stream(chunks));
-    let err = provider
-        .complete(request("q"), ProviderSink::discard())
-        .await
-        .unwrap_err();
+    let err = ask(&provider, request("q")).await.unwrap_err();
     assert!(err.to_string().contains("malformed stream"), "{err}");
 }
 
@@ -385,10 +361,7 @@ async fn images_follow_the_prompt_as_image_url_parts_and_effort_is_reasoning_eff
             Image::base64("image/jpeg", "/9j/4AAQ"),
         ])
         .with_reasoning(Some(ReasoningEffort::Medium));
-    let response = provider
-        .complete(req, ProviderSink::discard())
-        .await
-        .unwrap();
+    let response = ask(&provider, req).await.unwrap();
     assert_eq!(response.output, json!({ "answer": 7 }));
     let body = &server.requests()[0].body;
     let user = body["messages"]
@@ -454,10 +427,7 @@ async fn text_mode_keeps_the_tool_loop_and_a_structured_chat_keeps_its_schema() 
     )]));
     server.respond(wire::text("Sunny."));
     let req = ProviderRequest::new("assistant", "Weather?", text_schema()).with_tools(two_tools());
-    let response = provider
-        .complete(req, ProviderSink::discard())
-        .await
-        .unwrap();
+    let response = ask(&provider, req).await.unwrap();
     assert_eq!(response.output, json!("Sunny."));
     let second = &server.requests()[1].body;
     let roles: Vec<&str> = second["messages"]
@@ -475,10 +445,7 @@ async fn text_mode_keeps_the_tool_loop_and_a_structured_chat_keeps_its_schema() 
         openharness_core::ChatMessage::user("Before."),
         openharness_core::ChatMessage::assistant("Noted."),
     ]);
-    let response = provider
-        .complete(req, ProviderSink::discard())
-        .await
-        .unwrap();
+    let response = ask(&provider, req).await.unwrap();
     assert_eq!(response.output, json!({ "answer": 5 }));
     let body = &server.requests()[2].body;
     assert_eq!(body["response_format"]["type"], "json_schema");

@@ -5,7 +5,7 @@ use std::sync::{Arc, Mutex};
 
 use openharness_core::{
     FnTool, Provider, Tool,
-    adapter::{ProviderEvent, ProviderRequest, ProviderSink, Toolbox},
+    adapter::{ProviderEvent, ProviderRequest, ProviderResult, ProviderSink, Toolbox},
 };
 use serde_json::{Value, json};
 
@@ -28,6 +28,20 @@ pub fn deltas(events: &[ProviderEvent]) -> Vec<String> {
             _ => None,
         })
         .collect()
+}
+
+/// Everything but the text deltas among `events`: the tool calls and results, in order.
+pub fn tool_events(events: &[ProviderEvent]) -> Vec<ProviderEvent> {
+    events
+        .iter()
+        .filter(|e| !matches!(e, ProviderEvent::TextDelta(_)))
+        .cloned()
+        .collect()
+}
+
+/// Sends `request` to `provider`, discarding what it streams.
+pub async fn ask(provider: &impl Provider, request: ProviderRequest) -> ProviderResult {
+    provider.complete(request, ProviderSink::discard()).await
 }
 
 /// The schema of a small answer: `{ "answer": integer, "note"?: string }`.
