@@ -17,6 +17,7 @@ use openharness::provider::{Reply, ScriptedProvider};
 use openharness::store::MemoryStore;
 use openharness::tape::{At, Cassette, LoadTape};
 use openharness_mcp::McpClient;
+use openharness_testkit::events::first;
 use openharness_testkit::{LIMIT, eventually};
 use serde::Deserialize;
 use serde_json::json;
@@ -109,20 +110,10 @@ async fn replays_cassettes_and_a_forks_prefix_never_call_the_server() {
     assert_eq!(recorded.state.answers, ["the sum is 5"]);
     assert_eq!(calls.seen(), ["add"]);
     let events = store.events(&recorded.session, 0..u64::MAX).await.unwrap();
-    let called: ToolCalled = events
-        .iter()
-        .find(|e| e.name == ToolCalled::NAME)
-        .unwrap()
-        .decode()
-        .unwrap();
+    let called = first::<ToolCalled>(&events);
     assert_eq!(called.server.as_deref(), Some("counting"));
     assert_eq!(called.tool, "add");
-    let result: ToolResult = events
-        .iter()
-        .find(|e| e.name == ToolResult::NAME)
-        .unwrap()
-        .decode()
-        .unwrap();
+    let result = first::<ToolResult>(&events);
     assert_eq!(result.output, json!({ "result": 5 }));
     assert!(!result.is_error);
 
@@ -191,12 +182,7 @@ async fn a_failing_server_tool_is_an_error_result_the_run_survives() {
         outcome.state.answers
     );
     let events = store.events(&outcome.session, 0..u64::MAX).await.unwrap();
-    let result: ToolResult = events
-        .iter()
-        .find(|e| e.name == ToolResult::NAME)
-        .unwrap()
-        .decode()
-        .unwrap();
+    let result = first::<ToolResult>(&events);
     assert!(result.is_error);
     assert_eq!(calls.seen(), ["fail"]);
 }
