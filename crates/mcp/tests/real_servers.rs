@@ -11,7 +11,6 @@ use std::time::{Duration, Instant};
 
 use common::*;
 use openharness_mcp::{McpClient, McpError, McpServer, toolset};
-use openharness_testkit::{LIMIT, eventually};
 use serde_json::json;
 
 #[tokio::test]
@@ -219,11 +218,7 @@ async fn a_list_changed_notification_relists_the_tools() {
         client.call("grow", json!({})).await.unwrap(),
         json!({ "result": "grown" })
     );
-    eventually(LIMIT, "the tools to be listed again", || async {
-        let now = client.listings();
-        if now == listings { Err(now) } else { Ok(()) }
-    })
-    .await;
+    relisted(&client, listings).await;
     assert!(client.listed().iter().any(|t| t.name == "grown"));
     assert!(client.tools().iter().any(|t| t.name() == "grown"));
     assert_eq!(

@@ -9,7 +9,7 @@ mod common;
 
 use std::sync::Arc;
 
-use common::{Calls, counting_stdio};
+use common::{Calls, counting_stdio, relisted};
 use openharness::Tool;
 use openharness::builtin::{ToolCalled, ToolResult};
 use openharness::prelude::*;
@@ -18,7 +18,6 @@ use openharness::store::MemoryStore;
 use openharness::tape::{At, Cassette, LoadTape};
 use openharness_mcp::McpClient;
 use openharness_testkit::events::first;
-use openharness_testkit::{LIMIT, eventually};
 use serde::Deserialize;
 use serde_json::json;
 
@@ -206,11 +205,7 @@ async fn a_tool_the_server_adds_reaches_the_agent_at_its_next_call() {
     let listings = client.listings();
     let first = live.run(RunOptions::new().input("grow")).await.unwrap();
     assert_eq!(first.state.answers, ["grew"]);
-    eventually(LIMIT, "the tools to be listed again", || async {
-        let now = client.listings();
-        if now == listings { Err(now) } else { Ok(()) }
-    })
-    .await;
+    relisted(&client, listings).await;
     // The same workflow, the same agent: its next call is offered the new tool.
     let second = live
         .send(&first.session, "use it", RunOptions::new())

@@ -10,9 +10,20 @@ mod pinned;
 use std::path::PathBuf;
 use std::process::Command;
 
-use openharness_mcp::McpServer;
+use openharness_mcp::{McpClient, McpServer};
+use openharness_testkit::{LIMIT, eventually};
 
 pub(crate) use pinned::Running;
+
+/// Waits (the kit's limit) until `client` has listed its server's tools again since it had
+/// listed them `before` times.
+pub(crate) async fn relisted(client: &McpClient, before: u64) {
+    eventually(LIMIT, "the tools to be listed again", || async {
+        let now = client.listings();
+        if now == before { Err(now) } else { Ok(()) }
+    })
+    .await;
+}
 
 /// The venv's python with the pinned `mcp`, installed on first use.
 pub(crate) fn python() -> PathBuf {
