@@ -1,23 +1,7 @@
 use openharness::prelude::*;
 
-#[event]
-#[derive(Debug, Clone)]
-pub struct PlanCreated {
-    pub tasks: Vec<String>,
-}
-
-#[event]
-#[derive(Debug, Clone)]
-pub struct TaskCompleted {
-    pub index: usize,
-}
-
-#[event]
-pub enum PlannerEvent {
-    UserInput,
-    PlanCreated,
-    TaskCompleted,
-}
+include!("fixture/plan_events.rs");
+include!("fixture/planner_event.rs");
 
 #[derive(Debug, Default)]
 pub struct PlanState {
