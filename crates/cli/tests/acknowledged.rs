@@ -24,7 +24,7 @@ const TURN: Duration = Duration::from_secs(60);
 
 /// Starts `serve` on `store`, its scripted models answering slowly: the process and the kit's
 /// client of it.
-fn serve(dir: &Path, store: &str) -> (std::process::Child, Client) {
+fn serve(dir: &Path, store: &str) -> (binary::Killed, Client) {
     let mut command = binary::command(dir);
     command
         .args(["serve", "--addr", "127.0.0.1:0", "--store", store])
@@ -129,7 +129,7 @@ fn kills(
     prepare: impl Fn(&Client, usize) -> (String, Value, String, &'static str, &'static str, String),
 ) {
     for n in 0..KILLS {
-        let (mut server, client) = serve(dir, store);
+        let (server, client) = serve(dir, store);
         let (path, body, session, event, field, text) = prepare(&client, n);
         let (status, session) = block_on(async {
             let answer = client
@@ -137,8 +137,7 @@ fn kills(
                 .await
                 .unwrap();
             // Acknowledged: kill at once, mid-turn.
-            server.kill().unwrap();
-            server.wait().unwrap();
+            drop(server);
             let status = answer.status;
             // A new session's id is in the answer's body (already sent with its head).
             if !session.is_empty() {

@@ -19,7 +19,6 @@ use serde_json::{Value, json};
 mod binary;
 mod serving;
 
-use binary::Killed;
 
 /// The SDK release the test runs (the newest 0.3.x).
 const SDK: &str = "everruns-sdk==0.3.1";
@@ -113,8 +112,7 @@ fn the_everruns_sdk_runs_its_whole_flow_unmodified() {
         .args(["serve", "--addr", "127.0.0.1:0", "--api-keys-file", "keys"])
         .env_remove("OPENHARNESS_MASTER_KEYS_FILE")
         .env("OPENHARNESS_MASTER_KEYS", format!("k1:{}", "3d".repeat(32)));
-    let (server, port, _) = serving::start_serve(command);
-    let _server = Killed(server);
+    let (_server, port, _) = serving::start_serve(command);
     let base = format!("http://127.0.0.1:{port}");
 
     let flow = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/everruns/flow.py");

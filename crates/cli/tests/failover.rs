@@ -11,7 +11,6 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::collections::HashMap;
-use std::process::Child;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -19,6 +18,7 @@ use openharness_provider::testing::FakeServer;
 use openharness_provider::testing::anthropic::{self as model, KEY};
 use openharness_testkit::eventually;
 use openharness_testkit::http::Client;
+use openharness_testkit::random::SplitMix;
 use serde_json::{Value, json};
 
 mod binary;
@@ -35,9 +35,9 @@ const REQUEST: Duration = Duration::from_secs(10);
 /// How long each session may take to settle (stop running) once the kills are over.
 const SETTLE: Duration = Duration::from_secs(60);
 
-/// One replica: its process and the kit's client of it.
+/// One replica: its process (killed when dropped) and the kit's client of it.
 struct Replica {
-    child: Child,
+    child: binary::Killed,
     client: Client,
 }
 
@@ -216,20 +216,16 @@ async fn replicas_killed_mid_turn_lose_no_message_and_repeat_no_recorded_call() 
 
     // The killer: SIGKILL a random replica, start it again, KILLS times.
     let started = Instant::now();
-    let mut seed = started.elapsed().as_nanos() as u64 | 1;
-    let mut random = move |below: u64| {
-        seed ^= seed << 13;
-        seed ^= seed >> 7;
-        seed ^= seed << 17;
-        seed % below
-    };
+    let seed = SplitMix::seed_from_clock();
+    eprintln!("failover: kills spread by seed {seed}");
+    let mut random = SplitMix::new(seed);
     let mut kills = Vec::new();
     for kill in 0..KILLS {
-        tokio::time::sleep(Duration::from_millis(150 + random(350))).await;
-        let n = random(REPLICAS as u64) as usize;
+        tokio::time::sleep(Duration::from_millis(150 + random.below(350))).await;
+        let n = random.pick(REPLICAS);
         kills.push(Instant::now());
-        children[n].kill().unwrap();
-        children[n].wait().unwrap();
+        children[n].0.kill().unwrap();
+        children[n].0.wait().unwrap();
         replicas.lock().unwrap()[n] = serving::client(9).with_timeout(REQUEST);
         let dir = dir.path().to_owned();
         let store = store.clone();
@@ -285,10 +281,7 @@ async fn replicas_killed_mid_turn_lose_no_message_and_repeat_no_recorded_call() 
         }
         transcripts.insert(session.clone(), said);
     }
-    for child in &mut children {
-        let _ = child.kill();
-        let _ = child.wait();
-    }
+    drop(children);
 
     // Every recorded user message is followed by exactly its answer.
     let mut answers: Vec<usize> = Vec::new();

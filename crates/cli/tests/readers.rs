@@ -21,7 +21,7 @@ fn readers_are_never_refused_by_a_writer_and_a_second_writer_is_told_who_writes(
     command
         .args(["serve", "--addr", "127.0.0.1:0", "--chat-workflow", "chat"])
         .env_remove("OTEL_EXPORTER_OTLP_ENDPOINT");
-    let (mut server, port, _) = serving::start_serve(command);
+    let (server, port, _) = serving::start_serve(command);
 
     // 40 readers at once, while the server records a turn.
     let readers: Vec<_> = (0..40)
@@ -73,8 +73,7 @@ fn readers_are_never_refused_by_a_writer_and_a_second_writer_is_told_who_writes(
     assert!(said.contains("openharness serve"), "{said}");
     assert!(said.contains("commands that only read it"), "{said}");
 
-    server.kill().unwrap();
-    server.wait().unwrap();
+    drop(server);
     // Once the writer is gone, writing works again.
     let after = openharness(dir.path(), &["demo", "chat"]);
     assert!(after.status.success(), "{}", text(&after));

@@ -7,7 +7,6 @@
 #![allow(clippy::unwrap_used, missing_docs)]
 
 use std::collections::HashMap;
-use std::process::Child;
 use std::time::Duration;
 
 use openharness::provider::testing::FakeServer;
@@ -174,7 +173,7 @@ fn send(request: &Request) -> (u16, String) {
 }
 
 /// `openharness serve --addr 127.0.0.1:0` in `dir` with master keys: the process and port.
-fn spawn_serve(dir: &std::path::Path) -> (Child, u16) {
+fn spawn_serve(dir: &std::path::Path) -> (Killed, u16) {
     let mut command = binary::command(dir);
     command
         .args(["serve", "--addr", "127.0.0.1:0"])
@@ -190,8 +189,7 @@ fn the_readme_platform_walkthrough_works_as_written() {
     let fake = runtime.block_on(FakeServer::anthropic(KEY)).unwrap();
     fake.respond(model::text("Start in Alfama, early."));
     let dir = tempfile::tempdir().unwrap();
-    let (server, port) = spawn_serve(dir.path());
-    let _server = Killed(server);
+    let (_server, port) = spawn_serve(dir.path());
 
     let mut vars = HashMap::from([
         ("OH".to_owned(), format!("http://127.0.0.1:{port}")),

@@ -41,7 +41,7 @@ fn readers_go_through_the_server_that_holds_the_store() {
 
     let mut command = binary::command(dir.path());
     command.args(["serve", "--addr", "127.0.0.1:0"]);
-    let (mut server, port, _) = serving::start_serve(command);
+    let (server, port, _) = serving::start_serve(command);
     let remote = format!("http://127.0.0.1:{port}");
 
     // The file is written by the server: readers open it beside it and read what it reads;
@@ -84,8 +84,7 @@ fn readers_go_through_the_server_that_holds_the_store() {
     assert!(!refused.status.success());
     assert!(text(&refused).contains("read-only"), "{}", text(&refused));
     assert!(!dir.path().join("http:").exists());
-    server.kill().unwrap();
-    server.wait().unwrap();
+    drop(server);
 
     // Nobody listening: a clear error, not a panic.
     let nobody = through(&["sessions"]);
@@ -108,7 +107,7 @@ fn a_server_with_api_keys_is_read_with_openharness_api_key() {
     std::fs::write(dir.path().join("keys"), "secret-key\n").unwrap();
     let mut command = binary::command(dir.path());
     command.args(["serve", "--addr", "127.0.0.1:0", "--api-keys-file", "keys"]);
-    let (mut server, port, _) = serving::start_serve(command);
+    let (_server, port, _) = serving::start_serve(command);
     let remote = format!("http://127.0.0.1:{port}");
     let without = openharness(dir.path(), &["--store", &remote, "sessions"], None);
     assert!(!without.status.success());
@@ -121,6 +120,4 @@ fn a_server_with_api_keys_is_read_with_openharness_api_key() {
     assert!(with.status.success(), "{}", text(&with));
     let sessions: serde_json::Value = serde_json::from_str(&text(&with)).unwrap();
     assert_eq!(sessions.as_array().unwrap().len(), 1);
-    server.kill().unwrap();
-    server.wait().unwrap();
 }

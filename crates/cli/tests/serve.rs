@@ -3,9 +3,6 @@
 //! names are refused (DNS rebinding); CORS only when asked.
 #![allow(clippy::unwrap_used, missing_docs)]
 
-use std::io::{BufRead, BufReader};
-use std::process::Stdio;
-
 use openharness_testkit::block_on;
 use openharness_testkit::http::Response;
 
@@ -17,9 +14,9 @@ fn get(port: u16, path: &str, headers: &[(&str, &str)]) -> Response {
     block_on(serving::client(port).call("GET", path, None, headers))
 }
 
-/// Starts `openharness serve --addr 127.0.0.1:0 EXTRA…` in `dir`: the process, the port it
-/// printed, and its first line.
-fn spawn_serve(dir: &std::path::Path, extra: &[&str]) -> (std::process::Child, u16, String) {
+/// Starts `openharness serve --addr 127.0.0.1:0 EXTRA…` in `dir`: the process (killed when
+/// dropped), the port it printed, and its first line.
+fn spawn_serve(dir: &std::path::Path, extra: &[&str]) -> (binary::Killed, u16, String) {
     let mut command = binary::command(dir);
     command.args(["serve", "--addr", "127.0.0.1:0"]).args(extra);
     serving::start_serve(command)
@@ -36,15 +33,10 @@ fn serve_answers_on_loopback_and_refuses_other_addresses() {
         .local_addr()
         .unwrap()
         .port();
-    let mut server = binary::command(dir.path())
-        .args(["serve", "--addr", &format!("127.0.0.1:{port}")])
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut first = String::new();
-    BufReader::new(server.stdout.take().unwrap())
-        .read_line(&mut first)
-        .unwrap();
+    let mut command = binary::command(dir.path());
+    command.args(["serve", "--addr", &format!("127.0.0.1:{port}")]);
+    let (server, printed, first) = serving::start_serve(command);
+    assert_eq!(printed, port, "{first}");
     assert!(
         first.starts_with("Serving chat, planner-executor on http://127.0.0.1:"),
         "{first}"
@@ -56,8 +48,7 @@ fn serve_answers_on_loopback_and_refuses_other_addresses() {
         sessions.contains("\"workflow\":\"planner-executor\""),
         "{sessions}"
     );
-    server.kill().unwrap();
-    server.wait().unwrap();
+    drop(server);
 
     let refused = binary::command(dir.path())
         .args(["serve", "--addr", "0.0.0.0:0"])
@@ -76,31 +67,10 @@ local-key
 ",
     )
     .unwrap();
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let mut server = binary::command(dir.path())
-        .args([
-            "serve",
-            "--addr",
-            &format!("127.0.0.1:{port}"),
-            "--api-keys-file",
-            "keys",
-        ])
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut first = String::new();
-    BufReader::new(server.stdout.take().unwrap())
-        .read_line(&mut first)
-        .unwrap();
+    let (_server, port, first) = spawn_serve(dir.path(), &["--api-keys-file", "keys"]);
     assert!(first.contains("(API keys required)"), "{first}");
     assert_eq!(get(port, "/health", &[]).status, 200);
     assert_eq!(get(port, "/sessions", &[]).status, 401);
-    server.kill().unwrap();
-    server.wait().unwrap();
 }
 
 #[test]
@@ -114,7 +84,7 @@ fn serve_allows_the_cors_origins_it_is_given_and_refuses_malformed_ones() {
     let stderr = String::from_utf8_lossy(&refused.stderr);
     assert!(stderr.contains("no path"), "{stderr}");
 
-    let (mut server, port, first) =
+    let (_server, port, first) =
         spawn_serve(dir.path(), &["--cors-origin", "http://localhost:5173"]);
     assert!(first.contains("(CORS: http://localhost:5173)"), "{first}");
     let response = block_on(serving::client(port).call(
@@ -131,18 +101,14 @@ fn serve_allows_the_cors_origins_it_is_given_and_refuses_malformed_ones() {
         Some("http://localhost:5173"),
         "{response:?}"
     );
-    server.kill().unwrap();
-    server.wait().unwrap();
 }
 
 #[test]
 fn serve_on_port_0_prints_the_port_it_listens_on() {
     let dir = tempfile::tempdir().unwrap();
-    let (mut server, port, first) = spawn_serve(dir.path(), &[]);
+    let (_server, port, first) = spawn_serve(dir.path(), &[]);
     assert_ne!(port, 0, "{first}");
     assert_eq!(get(port, "/health", &[]).status, 200);
-    server.kill().unwrap();
-    server.wait().unwrap();
 }
 
 #[test]
@@ -157,7 +123,7 @@ fn serve_runs_new_chats_on_the_chat_workflow_it_is_given() {
     assert!(stderr.contains("--chat-workflow nope"), "{stderr}");
     assert!(stderr.contains("chat, planner-executor"), "{stderr}");
 
-    let (mut server, port, _) = spawn_serve(dir.path(), &["--chat-workflow", "chat"]);
+    let (_server, port, _) = spawn_serve(dir.path(), &["--chat-workflow", "chat"]);
     let response = serving::post_chat(port, "0190a8c4-5f00-7000-8000-00000000c4a7", "Hi there");
     assert_eq!(response.status, 200, "{response:?}");
     assert!(response.body.contains(r#""type":"finish""#), "{response:?}");
@@ -165,14 +131,12 @@ fn serve_runs_new_chats_on_the_chat_workflow_it_is_given() {
         response.body.contains("You said"),
         "the chat workflow answered: {response:?}"
     );
-    server.kill().unwrap();
-    server.wait().unwrap();
 }
 
 #[test]
 fn the_platform_log_is_not_listed_as_a_session() {
     let dir = tempfile::tempdir().unwrap();
-    let (mut server, port, _) = spawn_serve(dir.path(), &[]);
+    let (server, port, _) = spawn_serve(dir.path(), &[]);
     let body = serde_json::json!({ "name": "helper", "system_prompt": "Be brief." });
     let response = block_on(serving::client(port).post("/v1/agents", &body));
     assert_eq!(response.status, 201, "{response:?}");
@@ -181,8 +145,7 @@ fn the_platform_log_is_not_listed_as_a_session() {
     assert_eq!(listed.status, 200, "{listed:?}");
     assert!(!listed.body.contains("openharness-platform"), "{listed:?}");
     assert_eq!(get(port, "/sessions/openharness-platform", &[]).status, 200);
-    server.kill().unwrap();
-    server.wait().unwrap();
+    drop(server);
     let sessions = binary::command(dir.path())
         .args(["sessions"])
         .output()
@@ -195,7 +158,7 @@ fn the_platform_log_is_not_listed_as_a_session() {
 #[test]
 fn serve_without_keys_refuses_other_host_names_unless_allowed() {
     let dir = tempfile::tempdir().unwrap();
-    let (mut server, port, _) = spawn_serve(dir.path(), &["--allowed-host", "box.local"]);
+    let (server, port, _) = spawn_serve(dir.path(), &["--allowed-host", "box.local"]);
     // DNS rebinding: another site's name pointed at 127.0.0.1 is refused, on every family.
     for path in ["/sessions", "/v1/agents", "/"] {
         let refused = get(port, path, &[("host", "attacker.example")]);
@@ -210,12 +173,11 @@ fn serve_without_keys_refuses_other_host_names_unless_allowed() {
         let answered = get(port, "/sessions", &[("host", &host)]);
         assert_eq!(answered.status, 200, "{host}: {answered:?}");
     }
-    server.kill().unwrap();
-    server.wait().unwrap();
+    drop(server);
     // With API keys the key is the guard: any name, with the key.
     let keys = dir.path().join("keys");
     std::fs::write(&keys, "s3cret\n").unwrap();
-    let (mut server, port, _) =
+    let (_server, port, _) =
         spawn_serve(dir.path(), &["--api-keys-file", keys.to_str().unwrap()]);
     let response = block_on(serving::client(port).with_key(Some("s3cret")).call(
         "GET",
@@ -224,6 +186,4 @@ fn serve_without_keys_refuses_other_host_names_unless_allowed() {
         &[("host", "box.example")],
     ));
     assert_eq!(response.status, 200, "{response:?}");
-    server.kill().unwrap();
-    server.wait().unwrap();
 }

@@ -19,7 +19,7 @@ use binary::Killed;
 
 /// A `serve` process, killed when dropped, and the kit's client of it.
 struct Serve {
-    _child: Killed,
+    _server: Killed,
     client: Client,
 }
 
@@ -28,10 +28,10 @@ fn serve(dir: &Path, store: &str) -> Serve {
     command
         .args(["serve", "--addr", "127.0.0.1:0", "--store", store])
         .current_dir(dir);
-    let (child, port, first) = serving::start_serve(command);
+    let (server, port, first) = serving::start_serve(command);
     assert!(first.starts_with("Serving"), "{first}");
     Serve {
-        _child: Killed(child),
+        _server: server,
         client: serving::client(port),
     }
 }

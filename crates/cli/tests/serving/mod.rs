@@ -4,14 +4,17 @@
 pub(crate) mod postgres;
 
 use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 
 use openharness_testkit::block_on;
 use openharness_testkit::http::{Client, Response};
 
+use crate::binary::Killed;
+
 /// Starts `command`, an `openharness serve --addr 127.0.0.1:0 …`, with its stdout piped, and
-/// reads the first line it prints: the process, the port that line names, and the line.
-pub(crate) fn start_serve(mut command: Command) -> (Child, u16, String) {
+/// reads the first line it prints: the process (killed when dropped, so a failing test leaves
+/// no server behind), the port that line names, and the line.
+pub(crate) fn start_serve(mut command: Command) -> (Killed, u16, String) {
     let mut server = command.stdout(Stdio::piped()).spawn().unwrap();
     let mut first = String::new();
     BufReader::new(server.stdout.take().unwrap())
@@ -23,7 +26,7 @@ pub(crate) fn start_serve(mut command: Command) -> (Child, u16, String) {
         .and_then(|rest| rest.split(|c: char| !c.is_ascii_digit()).next())
         .and_then(|port| port.parse().ok())
         .unwrap_or_else(|| panic!("no port in {first:?}"));
-    (server, port, first)
+    (Killed(server), port, first)
 }
 
 /// The kit's client of the server on `port` (on 127.0.0.1).
