@@ -280,48 +280,39 @@ pub struct ModelPatch {
     pub status: Option<ResourceStatus>,
 }
 
-/// `POST /v1/agents/{id}/sessions`.
+/// `POST /v1/agents/{id}/sessions`. Every field may be left out (`{}` is a new session).
 ///
 /// ```
 /// use openharness_platform::NewSession;
 /// let new: NewSession = serde_json::from_str(r#"{"title":"Trip"}"#)?;
 /// assert_eq!(new.title.as_deref(), Some("Trip"));
+/// assert!(serde_json::from_str::<NewSession>("{}")?.tags.is_empty());
 /// # Ok::<(), serde_json::Error>(())
 /// ```
 #[derive(Debug, Clone, Default, Deserialize, schemars::JsonSchema)]
-#[serde(deny_unknown_fields)]
+#[serde(default, deny_unknown_fields)]
 pub struct NewSession {
     /// The agent (`POST /v1/sessions` only; under `/v1/agents/{id}/sessions` it may repeat the
     /// path's): a UUID, or `agent_` and its 32 hex digits.
-    #[serde(default)]
     pub agent_id: Option<String>,
     /// The agent by name, instead of `agent_id` (`POST /v1/sessions` only): its one active
     /// agent of that name.
-    #[serde(default)]
     pub agent_name: Option<String>,
     /// Its title.
-    #[serde(default)]
     pub title: Option<String>,
     /// Labels.
-    #[serde(default)]
     pub tags: Vec<String>,
     /// A model that exists, used instead of the agent's default.
-    #[serde(default)]
     pub model_id: Option<Uuid>,
     /// Session-level capabilities: only `[]` (a session has its agent's; `422` otherwise).
-    #[serde(default)]
     pub capabilities: Vec<CapabilityRef>,
     /// Client-side tools: only `[]` (`422` otherwise).
-    #[serde(default)]
     pub tools: Vec<serde_json::Value>,
     /// Starter files: only `[]` (`422` otherwise).
-    #[serde(default)]
     pub initial_files: Vec<serde_json::Value>,
     /// The harness: only `agent-chat` (`422` otherwise).
-    #[serde(default)]
     pub harness_id: Option<String>,
     /// The harness by name: only `agent-chat` (`422` otherwise).
-    #[serde(default)]
     pub harness_name: Option<String>,
 }
 
