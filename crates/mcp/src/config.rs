@@ -323,7 +323,7 @@ impl TryFrom<ServerFile> for McpServer {
 
 impl From<McpServer> for ServerFile {
     fn from(server: McpServer) -> Self {
-        let mut file = ServerFile {
+        let file = ServerFile {
             name: server.name,
             call_timeout_secs: Some(server.call_timeout.as_secs_f64()),
             connect_timeout_secs: Some(server.connect_timeout.as_secs_f64()),
@@ -335,23 +335,24 @@ impl From<McpServer> for ServerFile {
                 args,
                 env,
                 cwd,
-            } => {
-                file.command = Some(command);
-                file.args = args;
-                file.env = env;
-                file.cwd = cwd;
-            }
+            } => ServerFile {
+                command: Some(command),
+                args,
+                env,
+                cwd,
+                ..file
+            },
             McpTransport::Http {
                 url,
                 headers,
                 bearer_token,
-            } => {
-                file.url = Some(url);
-                file.headers = headers;
-                file.bearer_token = bearer_token;
-            }
+            } => ServerFile {
+                url: Some(url),
+                headers,
+                bearer_token,
+                ..file
+            },
         }
-        file
     }
 }
 
