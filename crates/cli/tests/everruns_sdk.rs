@@ -19,7 +19,6 @@ use serde_json::{Value, json};
 mod binary;
 mod serving;
 
-
 /// The SDK release the test runs (the newest 0.3.x).
 const SDK: &str = "everruns-sdk==0.3.1";
 

@@ -177,8 +177,7 @@ fn serve_without_keys_refuses_other_host_names_unless_allowed() {
     // With API keys the key is the guard: any name, with the key.
     let keys = dir.path().join("keys");
     std::fs::write(&keys, "s3cret\n").unwrap();
-    let (_server, port, _) =
-        spawn_serve(dir.path(), &["--api-keys-file", keys.to_str().unwrap()]);
+    let (_server, port, _) = spawn_serve(dir.path(), &["--api-keys-file", keys.to_str().unwrap()]);
     let response = block_on(serving::client(port).with_key(Some("s3cret")).call(
         "GET",
         "/sessions",
