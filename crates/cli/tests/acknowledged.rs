@@ -258,10 +258,10 @@ fn nothing_acknowledged_is_lost_when_the_server_is_killed_on_redb() {
 #[test]
 fn nothing_acknowledged_is_lost_when_the_server_is_killed_on_postgres() {
     let runtime = tokio::runtime::Runtime::new().unwrap();
-    let Some(store) = runtime.block_on(serving::postgres::fresh_database("acknowledged", "ack"))
+    let Some(database) = runtime.block_on(serving::postgres::fresh_database("acknowledged", "ack"))
     else {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
-    every_route(dir.path(), &store);
+    every_route(dir.path(), &database.url);
 }

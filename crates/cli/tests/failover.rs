@@ -24,7 +24,8 @@ use serde_json::{Value, json};
 mod binary;
 mod serving;
 
-const POSTGRES_ENV: &str = "OPENHARNESS_TEST_POSTGRES";
+use serving::postgres::POSTGRES_ENV;
+
 const REPLICAS: usize = 3;
 const KILLS: usize = 30;
 const SESSIONS: usize = 4;
@@ -70,30 +71,10 @@ struct ModelLog {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn replicas_killed_mid_turn_lose_no_message_and_repeat_no_recorded_call() {
-    let Ok(admin_url) = std::env::var(POSTGRES_ENV) else {
-        eprintln!("failover: skipped: {POSTGRES_ENV} is not set (CI sets it; see .ci/run)");
+    let Some(database) = serving::postgres::fresh_database("failover", "failover").await else {
         return;
     };
-    let (admin, connection) = match tokio_postgres::connect(&admin_url, tokio_postgres::NoTls).await
-    {
-        Ok(connected) => connected,
-        Err(err) if std::env::var("CI").as_deref() == Ok("true") => {
-            panic!(
-                "failover: {POSTGRES_ENV} is set and CI=true, but PostgreSQL is unreachable: {err}"
-            )
-        }
-        Err(err) => {
-            eprintln!("failover: skipped: PostgreSQL is unreachable: {err}");
-            return;
-        }
-    };
-    tokio::spawn(connection);
-    let database = format!("oh_failover_{}", uuid::Uuid::now_v7().simple());
-    admin
-        .batch_execute(&format!("CREATE DATABASE {database}"))
-        .await
-        .unwrap();
-    let store = serving::postgres::replace_dbname(&admin_url, &database);
+    let store = database.url.clone();
 
     // The model: numbered answers, streamed slowly enough for kills to land mid-answer.
     let _ = rustls::crypto::ring::default_provider().install_default();
@@ -366,8 +347,4 @@ async fn replicas_killed_mid_turn_lose_no_message_and_repeat_no_recorded_call() 
         acknowledged.len() >= KILLS,
         "the clients got too few messages through"
     );
-    admin
-        .batch_execute(&format!("DROP DATABASE {database} WITH (FORCE)"))
-        .await
-        .unwrap();
 }

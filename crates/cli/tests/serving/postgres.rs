@@ -1,13 +1,52 @@
 //! A fresh PostgreSQL database for a test's `serve` processes, on the server
-//! `OPENHARNESS_TEST_POSTGRES` names (`.ci/run` sets it); without it, or with it unusable
-//! outside CI, the test says it skipped.
+//! `OPENHARNESS_TEST_POSTGRES` names (`.ci/run` sets it), dropped when the test is done with
+//! it; without the variable, or with it unusable outside CI, the test says it skipped.
 #![allow(dead_code)] // each test file uses what it needs
 
 pub(crate) const POSTGRES_ENV: &str = "OPENHARNESS_TEST_POSTGRES";
 
-/// The URL of a new, empty database named `oh_<prefix>_<uuid>`, or `None` after saying why
-/// `test` skips PostgreSQL.
-pub(crate) async fn fresh_database(test: &str, prefix: &str) -> Option<String> {
+/// A database of its own for one test: `url` names it. Dropping this drops the database, with
+/// any connection still open to it, so a test leaves none behind, even one that fails.
+pub(crate) struct FreshDatabase {
+    /// The database's URL, for `--store`.
+    pub(crate) url: String,
+    admin_url: String,
+    name: String,
+}
+
+impl Drop for FreshDatabase {
+    fn drop(&mut self) {
+        let (admin_url, name) = (self.admin_url.clone(), self.name.clone());
+        // A drop may run inside the test's runtime, which cannot be blocked on: a thread and a
+        // runtime of its own.
+        let dropped = std::thread::spawn(
+            move || -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+                let runtime = tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()?;
+                runtime.block_on(async {
+                    let (admin, connection) =
+                        tokio_postgres::connect(&admin_url, tokio_postgres::NoTls).await?;
+                    tokio::spawn(connection);
+                    admin
+                        .batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
+                        .await?;
+                    Ok(())
+                })
+            },
+        )
+        .join();
+        match dropped {
+            Ok(Ok(())) => {}
+            Ok(Err(err)) => eprintln!("the test database {} was not dropped: {err}", self.name),
+            Err(_) => eprintln!("dropping the test database {} panicked", self.name),
+        }
+    }
+}
+
+/// A new, empty database named `oh_<prefix>_<uuid>`, or `None` after saying why `test` skips
+/// PostgreSQL.
+pub(crate) async fn fresh_database(test: &str, prefix: &str) -> Option<FreshDatabase> {
     let Ok(admin_url) = std::env::var(POSTGRES_ENV) else {
         eprintln!(
             "{test}: skipped on PostgreSQL: {POSTGRES_ENV} is not set (CI sets it; see .ci/run)"
@@ -28,12 +67,16 @@ pub(crate) async fn fresh_database(test: &str, prefix: &str) -> Option<String> {
         }
     };
     tokio::spawn(connection);
-    let database = format!("oh_{prefix}_{}", uuid::Uuid::now_v7().simple());
+    let name = format!("oh_{prefix}_{}", uuid::Uuid::now_v7().simple());
     admin
-        .batch_execute(&format!("CREATE DATABASE {database}"))
+        .batch_execute(&format!("CREATE DATABASE {name}"))
         .await
         .unwrap();
-    Some(replace_dbname(&admin_url, &database))
+    Some(FreshDatabase {
+        url: replace_dbname(&admin_url, &name),
+        admin_url,
+        name,
+    })
 }
 
 /// `url` (a URL or a `key=value` connection string) naming `database` instead.
