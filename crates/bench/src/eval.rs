@@ -35,10 +35,7 @@ use serde_json::json;
 use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 
-use crate::report::Row;
-
-use crate::report::BoxError;
-use crate::report::Fallible;
+use crate::report::{BoxError, Fallible, Row, times};
 
 /// Cases of the throughput experiment.
 const CASES: usize = 100;
@@ -253,7 +250,7 @@ async fn throughput<S: Store + Clone>(
         what: format!("experiment vs plain loop, {RUNS} runs, {label}"),
         measured: format!("{ours:.0} runs/s"),
         baseline: format!("{baseline:.0} runs/s"),
-        ratio: format!("{ratio:.2}x"),
+        ratio: times(ratio),
         goal: if held { ">= 0.9x" } else { "(info)" },
         met: held.then_some(ratio >= 0.9),
     };

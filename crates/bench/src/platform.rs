@@ -38,8 +38,7 @@ use openharness_provider::{Reply, ScriptedProvider};
 use openharness_server::{ServerOptions, router};
 
 use crate::http::{Subscriber, field, millis, percentile, post_expecting, request, serve};
-use crate::report::Row;
-use crate::report::{BoxError, Fallible};
+use crate::report::{BoxError, Fallible, Row, times};
 use crate::server::settled_len;
 
 mod counted;
@@ -421,8 +420,8 @@ async fn store_rows<S: Store>(
             what: format!("message → first delta {label}, {CLIENTS} ({name})"),
             measured: millis(a),
             baseline: format!("{} continue", millis(b)),
-            ratio: format!("{ratio:.2}×"),
-            goal: if held { "≤ 1.3×" } else { "reported" },
+            ratio: times(ratio),
+            goal: if held { "<= 1.3x" } else { "(info)" },
             met: held.then_some(ratio <= 1.3),
         });
     }
@@ -434,8 +433,8 @@ async fn store_rows<S: Store>(
             what: format!("  of which → message.created {label}"),
             measured: millis(a),
             baseline: format!("{} continue", millis(b)),
-            ratio: format!("{:.2}×", a.as_secs_f64() / b.as_secs_f64().max(1e-9)),
-            goal: "reported",
+            ratio: times(a.as_secs_f64() / b.as_secs_f64().max(1e-9)),
+            goal: "(info)",
             met: None,
         });
     }
@@ -456,7 +455,7 @@ async fn store_rows<S: Store>(
             measured: per_turn(&ours_calls, method, ours.firsts.len()),
             baseline: per_turn(&base_calls, method, base.firsts.len()),
             ratio: "-".into(),
-            goal: "reported",
+            goal: "(info)",
             met: None,
         });
     }
@@ -465,7 +464,7 @@ async fn store_rows<S: Store>(
         measured: format!("{} / {}", ours.firsts.len(), ours.retries),
         baseline: format!("{} / {}", base.firsts.len(), base.retries),
         ratio: "-".into(),
-        goal: "reported",
+        goal: "(info)",
         met: None,
     });
 
@@ -476,8 +475,8 @@ async fn store_rows<S: Store>(
         what: format!("messages answered/s, {CLIENTS} sessions ({name})"),
         measured: format!("{:.0} /s", ours.per_second()),
         baseline: format!("{:.0} /s continue", base.per_second()),
-        ratio: format!("{:.2}×", ours.per_second() / base.per_second().max(1e-9)),
-        goal: "reported",
+        ratio: times(ours.per_second() / base.per_second().max(1e-9)),
+        goal: "(info)",
         met: None,
     });
     Ok(rows)

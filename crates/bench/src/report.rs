@@ -14,8 +14,14 @@ pub(crate) struct Row {
     pub(crate) baseline: String,
     pub(crate) ratio: String,
     pub(crate) goal: &'static str,
-    /// Whether the goal was met; `None` for a row shown for information, held to no goal.
+    /// Whether the goal was met; `None` for a row shown for information, held to no goal
+    /// (its `goal` reads `(info)`).
     pub(crate) met: Option<bool>,
+}
+
+/// A ratio as every table shows it: two decimals and an `x` (`1.23x`).
+pub(crate) fn times(ratio: f64) -> String {
+    format!("{ratio:.2}x")
 }
 
 /// Prints `rows` as one table on stdout.

@@ -41,9 +41,7 @@ use tokio::task::JoinHandle;
 
 use crate::HEAP;
 use crate::http::{Subscriber, field, millis, percentile, post_expecting, serve};
-use crate::report::Row;
-
-use crate::report::Fallible;
+use crate::report::{Fallible, Row, times};
 
 /// Subscribers of the fan-out.
 const SUBSCRIBERS: usize = 1_000;
@@ -322,8 +320,8 @@ fn latency_rows(
             what: what(name),
             measured: millis(a),
             baseline: millis(b),
-            ratio: format!("{:.2}×", a.as_secs_f64() / b.as_secs_f64().max(1e-9)),
-            goal: "reported",
+            ratio: times(a.as_secs_f64() / b.as_secs_f64().max(1e-9)),
+            goal: "(info)",
             met: None,
         });
     }
@@ -561,8 +559,8 @@ async fn suite() -> Fallible<Vec<Row>> {
         ),
         measured: format!("{:.0} events/s", ours.per_second),
         baseline: format!("{:.0} events/s", base.per_second),
-        ratio: format!("{ratio:.2}×"),
-        goal: "≥ 0.5×",
+        ratio: times(ratio),
+        goal: ">= 0.5x",
         met: Some(ratio >= 0.5 && ours.lost_or_repeated == 0 && ours.out_of_order == 0),
     });
     rows.push(Row {
@@ -598,12 +596,8 @@ async fn suite() -> Fallible<Vec<Row>> {
             what: format!("continue → first event {name}, over HTTP (redb)"),
             measured: millis(a),
             baseline: format!("{} in process", millis(b)),
-            ratio: format!("{ratio:.2}×"),
-            goal: if goal.is_some() {
-                "≤ 1.5×"
-            } else {
-                "reported"
-            },
+            ratio: times(ratio),
+            goal: if goal.is_some() { "<= 1.5x" } else { "(info)" },
             met: goal.map(|g| ratio <= g),
         });
     }
@@ -614,8 +608,8 @@ async fn suite() -> Fallible<Vec<Row>> {
         what: format!("heap per idle SSE stream ({IDLE} open)"),
         measured: format!("{:.1} KiB", ours / 1024.0),
         baseline: format!("{:.1} KiB minimal axum", baseline / 1024.0),
-        ratio: format!("{:.2}×", ours / baseline.max(1.0)),
-        goal: "≤ 64 KiB",
+        ratio: times(ours / baseline.max(1.0)),
+        goal: "<= 64 KiB",
         met: Some(ours <= 64.0 * 1024.0),
     });
     Ok(rows)

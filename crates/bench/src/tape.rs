@@ -13,7 +13,7 @@ use openharness::{
 };
 use openharness::{event, handler};
 
-use crate::report::Row;
+use crate::report::{Row, times};
 use serde::{Deserialize, Serialize};
 
 /// Events in the stored session (the step-back figures are taken at position 100 000).
@@ -293,7 +293,7 @@ async fn suite() -> Result<Vec<Row>, Box<dyn std::error::Error>> {
         what: "replay rate (load + fold) vs load rate".to_owned(),
         measured: format!("{:.2} M ev/s", rate(replay)),
         baseline: format!("{:.2} M ev/s", rate(load)),
-        ratio: format!("{ratio:.2}x"),
+        ratio: times(ratio),
         goal: ">= 0.9x",
         met: Some(ratio >= 0.9),
     });
@@ -321,7 +321,7 @@ async fn suite() -> Result<Vec<Row>, Box<dyn std::error::Error>> {
         what: "handler dispatch vs static match".to_owned(),
         measured: format!("{:.2} ns/ev", per(dispatch)),
         baseline: format!("{:.2} ns/ev", per(static_match)),
-        ratio: format!("{ratio:.2}x"),
+        ratio: times(ratio),
         goal: "<= 2x",
         met: Some(ratio <= 2.0),
     });

@@ -2,6 +2,7 @@
 //! figures (ours with each kind of board, LangGraph's beside them) print as.
 
 use super::*;
+use crate::report::times;
 
 /// The goal a metric is held to at one N: its label, the least ratio (higher is better for
 /// us) and whether the ratio must exceed it rather than reach it; `None` where it is shown
@@ -147,7 +148,7 @@ pub(super) fn rows(results: &[(Figures, Option<Figures>)]) -> Vec<Row> {
                 ),
                 measured: format!("{:.3} ms", 1e3 * p50),
                 baseline: format!("{:.3} ms (1 KiB append + fdatasync)", 1e3 * floor),
-                ratio: format!("{ratio:.2}x"),
+                ratio: times(ratio),
                 goal: "<= 1.5x",
                 met: Some(ratio <= 1.5),
             });
