@@ -8,7 +8,7 @@ use std::ops::Range;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use openharness::adapter::Snapshot;
+use openharness::adapter::SnapshotJson;
 use openharness::{
     Envelope, SessionId, SessionInfo, SessionStatus, Store, StoreError,
     adapter::{Recorded, Subscription},
@@ -235,15 +235,20 @@ impl Store for RemoteStore {
     }
 
     /// Snapshots are a cache the server keeps for itself: a reader's are not saved.
-    async fn snapshot(&self, _session: &SessionId, _snapshot: &Snapshot) -> Result<(), StoreError> {
+    async fn snapshot_json(
+        &self,
+        _session: &SessionId,
+        _position: u64,
+        _state: Box<serde_json::value::RawValue>,
+    ) -> Result<(), StoreError> {
         Ok(())
     }
 
-    async fn latest_snapshot(
+    async fn latest_snapshot_json(
         &self,
         _session: &SessionId,
         _at_most: u64,
-    ) -> Result<Option<Snapshot>, StoreError> {
+    ) -> Result<Option<(u64, SnapshotJson)>, StoreError> {
         Ok(None)
     }
 

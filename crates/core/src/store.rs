@@ -14,9 +14,11 @@
 //!   held in memory whole.
 //! - Session metadata is derived from the events: the workflow name from `workflow:started`,
 //!   the parent from `session:forked`.
-//! - `snapshot(session, &Snapshot)` saves a derived state at a position (0 to the session's
-//!   length, replacing one saved there before); `latest_snapshot(session, at_most)` finds the
-//!   one nearest at or before a position. Clearing a session clears its snapshots.
+//! - `snapshot_json(session, position, state)` saves a derived state, JSON text, at a position
+//!   (0 to the session's length, replacing one saved there before); `latest_snapshot_json(session,
+//!   at_most)` finds the one nearest at or before a position. Clearing a session clears its
+//!   snapshots. `snapshot` and `latest_snapshot` are the same with a [`Snapshot`] value, provided
+//!   over those two.
 //! - `subscribe(session, from_seq)` yields every event with seq `>= from_seq`, in order and
 //!   exactly once: first the stored ones (catch-up), then each new one as it is appended (live),
 //!   with nothing missed or repeated at the boundary. It never ends by itself; drop it to stop.
@@ -256,7 +258,7 @@ pub trait Store: Send + Sync + 'static {
     /// A short description for error messages, such as `redb:.openharness/store.redb`.
     fn describe(&self) -> String;
 
-    /// Whether [`snapshot`](Self::snapshot) can save at all: `false` for a store opened
+    /// Whether [`snapshot_json`](Self::snapshot_json) can save at all: `false` for a store opened
     /// read-only, so a long state read does not prepare snapshots to leave behind that the
     /// store would refuse. The default is `true`.
     ///
@@ -332,16 +334,25 @@ pub trait Store: Send + Sync + 'static {
     /// Deletes a session's events. Clearing an unknown session is not an error.
     async fn clear(&self, session: &SessionId) -> Result<(), StoreError>;
 
-    /// Saves `snapshot` for `session`, replacing one saved at the same position. The position
-    /// may be 0 to the session's length; beyond it, or for a session with no events, is
-    /// [`StoreError::Invalid`].
-    async fn snapshot(&self, session: &SessionId, snapshot: &Snapshot) -> Result<(), StoreError>;
+    /// Saves `snapshot` for `session`: [`Store::snapshot_json`] of its state written as JSON
+    /// text (a state that cannot be written is [`StoreError::Invalid`]). Implement
+    /// `snapshot_json`, not this.
+    async fn snapshot(&self, session: &SessionId, snapshot: &Snapshot) -> Result<(), StoreError> {
+        let position = snapshot.position;
+        let state = serde_json::value::to_raw_value(&snapshot.state).map_err(|err| {
+            StoreError::Invalid(format!(
+                "the snapshot of session {session} at {position} cannot be written as JSON: {err}"
+            ))
+        })?;
+        self.snapshot_json(session, position, state).await
+    }
 
-    /// [`Store::snapshot`] of a state already written as JSON text: the runtime's snapshots,
-    /// serialized once. A store that keeps snapshots as text saves it as it is, without
+    /// Saves the state `state`, JSON text, as `session`'s snapshot at `position`, replacing one
+    /// saved there. The position may be 0 to the session's length; beyond it, or for a session
+    /// with no events, is [`StoreError::Invalid`]. The runtime's snapshots come this way,
+    /// serialized once: a store that keeps snapshots as text saves it as it is, without
     /// building a [`serde_json::Value`] and writing it out again (for a large state, most of
-    /// the save); the default decodes it and calls [`Store::snapshot`]. Stores that wrap
-    /// another pass it on.
+    /// the save). Stores that wrap another pass it on.
     ///
     /// ```
     /// # use openharness_core::{Envelope, SessionId, Store};
@@ -361,36 +372,37 @@ pub trait Store: Send + Sync + 'static {
         session: &SessionId,
         position: u64,
         state: Box<serde_json::value::RawValue>,
-    ) -> Result<(), StoreError> {
-        let state = serde_json::from_str(state.get()).map_err(|err| {
-            StoreError::Invalid(format!(
-                "the snapshot of session {session} at {position} is not a JSON value: {err}"
-            ))
-        })?;
-        self.snapshot(session, &Snapshot::new(position, state))
-            .await
-    }
+    ) -> Result<(), StoreError>;
 
-    /// The snapshot of `session` with the greatest position `<= at_most`, if any.
+    /// The snapshot of `session` with the greatest position `<= at_most`, if any:
+    /// [`Store::latest_snapshot_json`] with its state decoded (stored text that is not JSON is
+    /// [`StoreError::Corrupt`]). Implement `latest_snapshot_json`, not this.
     async fn latest_snapshot(
         &self,
         session: &SessionId,
         at_most: u64,
-    ) -> Result<Option<Snapshot>, StoreError>;
+    ) -> Result<Option<Snapshot>, StoreError> {
+        let Some((position, state)) = self.latest_snapshot_json(session, at_most).await? else {
+            return Ok(None);
+        };
+        let state = state.decode().map_err(|err| StoreError::Corrupt {
+            session: session.clone(),
+            seq: position,
+            message: format!("stored snapshot state is not valid JSON: {err}"),
+        })?;
+        Ok(Some(Snapshot::new(position, state)))
+    }
 
-    /// [`Store::latest_snapshot`], its position and its state as the store holds it: the JSON
-    /// text, for a store that keeps snapshots as text, so the reader decodes it straight into
-    /// its state type without building a [`serde_json::Value`] first (for a 144 KB state, most
-    /// of the read). The default answers with [`Store::latest_snapshot`]'s value; stores that
-    /// keep text override it, and stores that wrap another pass it on.
+    /// The snapshot of `session` with the greatest position `<= at_most`, if any: its position
+    /// and its state as the store holds it. A store that keeps snapshots as text answers
+    /// [`SnapshotJson::Text`], so the reader decodes it straight into its state type without
+    /// building a [`serde_json::Value`] first (for a 144 KB state, most of the read); one that
+    /// keeps values answers [`SnapshotJson::Value`]. Stores that wrap another pass it on.
     async fn latest_snapshot_json(
         &self,
         session: &SessionId,
         at_most: u64,
-    ) -> Result<Option<(u64, SnapshotJson)>, StoreError> {
-        let found = self.latest_snapshot(session, at_most).await?;
-        Ok(found.map(|snapshot| (snapshot.position, SnapshotJson::Value(snapshot.state))))
-    }
+    ) -> Result<Option<(u64, SnapshotJson)>, StoreError>;
 
     /// A live tail of `session` from `from_seq`: every stored event with seq `>= from_seq`,
     /// then each new one as it is appended, exactly once and in order. See [`Subscription`].
@@ -607,9 +619,6 @@ impl<T: Store + ?Sized> Store for std::sync::Arc<T> {
     async fn clear(&self, session: &SessionId) -> Result<(), StoreError> {
         (**self).clear(session).await
     }
-    async fn snapshot(&self, session: &SessionId, snapshot: &Snapshot) -> Result<(), StoreError> {
-        (**self).snapshot(session, snapshot).await
-    }
     async fn snapshot_json(
         &self,
         session: &SessionId,
@@ -617,13 +626,6 @@ impl<T: Store + ?Sized> Store for std::sync::Arc<T> {
         state: Box<serde_json::value::RawValue>,
     ) -> Result<(), StoreError> {
         (**self).snapshot_json(session, position, state).await
-    }
-    async fn latest_snapshot(
-        &self,
-        session: &SessionId,
-        at_most: u64,
-    ) -> Result<Option<Snapshot>, StoreError> {
-        (**self).latest_snapshot(session, at_most).await
     }
     async fn latest_snapshot_json(
         &self,

@@ -4,7 +4,7 @@
 
 use std::cmp::Ordering;
 
-use openharness_core::{SessionId, SessionInfo, StoreError, adapter::Snapshot};
+use openharness_core::{SessionId, SessionInfo, StoreError};
 
 /// The order of [`Store::sessions`](openharness_core::Store::sessions): oldest first, ties
 /// broken by id so listings are stable.
@@ -26,35 +26,6 @@ pub(crate) fn snapshot_beyond_end(session: &SessionId, position: u64, len: u64) 
 /// [`Store::snapshot_json`]: openharness_core::Store::snapshot_json
 pub(crate) fn raw_snapshot_text(state: Box<serde_json::value::RawValue>) -> String {
     String::from(Box::<str>::from(state))
-}
-
-/// The state of `snapshot` as the JSON text a backend stores; a state that cannot be encoded
-/// is [`StoreError::Invalid`], naming the session and position.
-pub(crate) fn encode_snapshot(
-    session: &SessionId,
-    snapshot: &Snapshot,
-) -> Result<String, StoreError> {
-    serde_json::to_string(&snapshot.state).map_err(|err| {
-        StoreError::Invalid(format!(
-            "the snapshot of session {session} at {} cannot be encoded as JSON: {err}",
-            snapshot.position
-        ))
-    })
-}
-
-/// The snapshot of `session` at `position` from its stored JSON text; text that is not JSON is
-/// [`StoreError::Corrupt`].
-pub(crate) fn decode_snapshot(
-    session: &SessionId,
-    position: u64,
-    text: &[u8],
-) -> Result<Snapshot, StoreError> {
-    let state = serde_json::from_slice(text).map_err(|err| StoreError::Corrupt {
-        session: session.clone(),
-        seq: position,
-        message: format!("stored snapshot state is not valid JSON: {err}"),
-    })?;
-    Ok(Snapshot::new(position, state))
 }
 
 /// Below this many events a read decodes on the calling thread.

@@ -56,10 +56,12 @@
 //!   same events, except that the payloads of the names the fold does not take may be `null`.
 //! - `sessions()` lists sessions oldest first (by first event's timestamp, then id).
 //! - A stored record that cannot be decoded is [`StoreError::Corrupt`], never a panic.
-//! - Snapshots may be saved at positions 0 to the session's length; `latest_snapshot` finds the
-//!   nearest at or before a position; clearing a session removes them. A backend that keeps
-//!   snapshots as text overrides `snapshot_json` and `latest_snapshot_json` to save and hand out
-//!   the JSON text as it is (the runtime writes its state out once and saves it that way).
+//! - Snapshots may be saved at positions 0 to the session's length; `latest_snapshot_json`
+//!   finds the nearest at or before a position; clearing a session removes them. All three
+//!   backends keep a snapshot's state as the JSON text `snapshot_json` was given and hand it
+//!   out as that text (the runtime writes its state out once and saves it that way); the core
+//!   trait's `snapshot` and `latest_snapshot`, for a [`Snapshot`](openharness_core::adapter::Snapshot)
+//!   value, go through those two.
 //! - `subscribe(session, from_seq)` delivers every event from `from_seq` exactly once and in
 //!   order, stored ones first, then live ones: the tail marks the session's notifications as
 //!   seen before each catch-up read, so an append is either in the read or wakes the tail.
@@ -98,8 +100,8 @@ mod postgres;
 mod redb_store;
 
 pub(crate) use codec::{
-    decode_all, decode_json, decode_snapshot, encode_snapshot, not_an_envelope, raw_snapshot_text,
-    snapshot_beyond_end, sort_oldest_first,
+    decode_all, decode_json, not_an_envelope, raw_snapshot_text, snapshot_beyond_end,
+    sort_oldest_first,
 };
 pub use live::LiveError;
 pub use memory::MemoryStore;

@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use async_trait::async_trait;
 use openharness_core::{
     Envelope, EventId, SessionId, SessionInfo, Store, StoreError,
-    adapter::{Folded, Snapshot, Subscription},
+    adapter::{Folded, SnapshotJson, Subscription},
 };
 
 use crate::append::{Plan, plan_append};
@@ -45,7 +45,8 @@ struct Log {
     events: Vec<Envelope>,
     seqs: HashMap<EventId, u64>,
     info: SessionInfo,
-    snapshots: BTreeMap<u64, serde_json::Value>,
+    /// Snapshot states by position, as the JSON text they were saved as.
+    snapshots: BTreeMap<u64, String>,
 }
 
 impl MemoryStore {
@@ -205,30 +206,35 @@ impl Store for MemoryStore {
         Ok(())
     }
 
-    async fn snapshot(&self, session: &SessionId, snapshot: &Snapshot) -> Result<(), StoreError> {
+    async fn snapshot_json(
+        &self,
+        session: &SessionId,
+        position: u64,
+        state: Box<serde_json::value::RawValue>,
+    ) -> Result<(), StoreError> {
         let mut sessions = self.lock();
         let log = sessions.get_mut(session);
         let len = log.as_ref().map_or(0, |log| log.events.len() as u64);
         match log {
-            Some(log) if snapshot.position <= len => {
+            Some(log) if position <= len => {
                 log.snapshots
-                    .insert(snapshot.position, snapshot.state.clone());
+                    .insert(position, crate::raw_snapshot_text(state));
                 Ok(())
             }
-            _ => Err(crate::snapshot_beyond_end(session, snapshot.position, len)),
+            _ => Err(crate::snapshot_beyond_end(session, position, len)),
         }
     }
 
-    async fn latest_snapshot(
+    async fn latest_snapshot_json(
         &self,
         session: &SessionId,
         at_most: u64,
-    ) -> Result<Option<Snapshot>, StoreError> {
+    ) -> Result<Option<(u64, SnapshotJson)>, StoreError> {
         Ok(self.lock().get(session).and_then(|log| {
             log.snapshots
                 .range(..=at_most)
                 .next_back()
-                .map(|(position, state)| Snapshot::new(*position, state.clone()))
+                .map(|(position, text)| (*position, SnapshotJson::Text(text.as_bytes().to_vec())))
         }))
     }
 

@@ -93,7 +93,7 @@ use chrono::{DateTime, SecondsFormat, Utc};
 use deadpool::managed::{Object, Pool, PoolError, QueueMode};
 use openharness_core::{
     Envelope, EventId, SessionId, SessionInfo, Store, StoreError,
-    adapter::{Claim, Snapshot, Subscription},
+    adapter::{Claim, SnapshotJson, Subscription},
 };
 use tokio_postgres::NoTls;
 use tokio_postgres::error::SqlState;

@@ -24,7 +24,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use openharness_core::{
     Envelope, SessionId, SessionInfo, Store, StoreError,
-    adapter::{Folded, Snapshot, SnapshotJson, Subscription},
+    adapter::{Folded, SnapshotJson, Subscription},
 };
 use redb::{Database, ReadableTable};
 

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use crate::{
     Envelope, SessionId, SessionInfo, Store, StoreError,
-    adapter::{Claim, EVENT_PAGE, EventStream, Folded, Snapshot, SnapshotJson, Subscription},
+    adapter::{Claim, EVENT_PAGE, EventStream, Folded, SnapshotJson, Subscription},
 };
 use async_trait::async_trait;
 
@@ -65,9 +65,9 @@ pub enum StoreCall<'a> {
     Sessions,
     /// [`Store::clear`].
     Clear(&'a SessionId),
-    /// [`Store::snapshot`].
+    /// [`Store::snapshot_json`] (and [`Store::snapshot`], which goes through it).
     Snapshot(&'a SessionId),
-    /// [`Store::latest_snapshot`] and [`Store::latest_snapshot_json`].
+    /// [`Store::latest_snapshot_json`] (and [`Store::latest_snapshot`], which goes through it).
     LatestSnapshot {
         /// The session.
         session: &'a SessionId,
@@ -387,10 +387,6 @@ impl<S: Store, O: StoreObserver> Store for Observed<S, O> {
         self.call(StoreCall::Clear(session), self.inner.clear(session))
             .await
     }
-    async fn snapshot(&self, session: &SessionId, snapshot: &Snapshot) -> Result<(), StoreError> {
-        let call = self.inner.snapshot(session, snapshot);
-        self.call(StoreCall::Snapshot(session), call).await
-    }
     async fn snapshot_json(
         &self,
         session: &SessionId,
@@ -399,15 +395,6 @@ impl<S: Store, O: StoreObserver> Store for Observed<S, O> {
     ) -> Result<(), StoreError> {
         let call = self.inner.snapshot_json(session, position, state);
         self.call(StoreCall::Snapshot(session), call).await
-    }
-    async fn latest_snapshot(
-        &self,
-        session: &SessionId,
-        at_most: u64,
-    ) -> Result<Option<Snapshot>, StoreError> {
-        let operation = StoreCall::LatestSnapshot { session, at_most };
-        let call = self.inner.latest_snapshot(session, at_most);
-        self.call(operation, call).await
     }
     async fn latest_snapshot_json(
         &self,

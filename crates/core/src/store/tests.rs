@@ -128,10 +128,19 @@ impl Store for VecStore {
     async fn clear(&self, _: &SessionId) -> Result<(), StoreError> {
         Ok(())
     }
-    async fn snapshot(&self, _: &SessionId, _: &Snapshot) -> Result<(), StoreError> {
+    async fn snapshot_json(
+        &self,
+        _: &SessionId,
+        _: u64,
+        _: Box<serde_json::value::RawValue>,
+    ) -> Result<(), StoreError> {
         Ok(())
     }
-    async fn latest_snapshot(&self, _: &SessionId, _: u64) -> Result<Option<Snapshot>, StoreError> {
+    async fn latest_snapshot_json(
+        &self,
+        _: &SessionId,
+        _: u64,
+    ) -> Result<Option<(u64, SnapshotJson)>, StoreError> {
         Ok(None)
     }
     async fn subscribe(&self, _: &SessionId, _: u64) -> Result<Subscription, StoreError> {

@@ -248,12 +248,6 @@ impl Store for PostgresStore {
         Ok(())
     }
 
-    async fn snapshot(&self, session: &SessionId, snapshot: &Snapshot) -> Result<(), StoreError> {
-        let state = crate::encode_snapshot(session, snapshot)?;
-        self.save_snapshot_text(session, snapshot.position, state)
-            .await
-    }
-
     async fn snapshot_json(
         &self,
         session: &SessionId,
@@ -264,11 +258,11 @@ impl Store for PostgresStore {
             .await
     }
 
-    async fn latest_snapshot(
+    async fn latest_snapshot_json(
         &self,
         session: &SessionId,
         at_most: u64,
-    ) -> Result<Option<Snapshot>, StoreError> {
+    ) -> Result<Option<(u64, SnapshotJson)>, StoreError> {
         let at_most = seq_param(at_most);
         let row = with_connection!(self, |c| {
             c.client
@@ -285,8 +279,8 @@ impl Store for PostgresStore {
             return Ok(None);
         };
         let position = row.get::<_, i64>(0) as u64;
-        let text: &str = row.get(1);
-        crate::decode_snapshot(session, position, text.as_bytes()).map(Some)
+        let text: String = row.get(1);
+        Ok(Some((position, SnapshotJson::Text(text.into_bytes()))))
     }
 
     async fn subscribe(

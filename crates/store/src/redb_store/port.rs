@@ -485,12 +485,6 @@ impl Store for RedbStore {
         Ok(())
     }
 
-    async fn snapshot(&self, session: &SessionId, snapshot: &Snapshot) -> Result<(), StoreError> {
-        let state = crate::encode_snapshot(session, snapshot)?;
-        self.save_snapshot_text(session, snapshot.position, state)
-            .await
-    }
-
     async fn snapshot_json(
         &self,
         session: &SessionId,
@@ -499,17 +493,6 @@ impl Store for RedbStore {
     ) -> Result<(), StoreError> {
         self.save_snapshot_text(session, position, crate::raw_snapshot_text(state))
             .await
-    }
-
-    async fn latest_snapshot(
-        &self,
-        session: &SessionId,
-        at_most: u64,
-    ) -> Result<Option<Snapshot>, StoreError> {
-        let Some((position, text)) = self.snapshot_text(session, at_most).await? else {
-            return Ok(None);
-        };
-        crate::decode_snapshot(session, position, &text).map(Some)
     }
 
     async fn latest_snapshot_json(

@@ -4,6 +4,7 @@
 #![allow(clippy::unwrap_used)]
 
 use super::*;
+use openharness_core::adapter::Snapshot;
 use serde_json::json;
 
 /// A journal whose record cannot be applied (here: it starts past the session's end) fails
