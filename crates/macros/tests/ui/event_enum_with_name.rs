@@ -1,16 +1,6 @@
 use openharness::prelude::*;
 
-#[event]
-#[derive(Debug, Clone)]
-pub struct PlanCreated {
-    pub tasks: Vec<String>,
-}
-
-#[event]
-#[derive(Debug, Clone)]
-pub struct TaskCompleted {
-    pub index: usize,
-}
+include!("fixture/plan_events.rs");
 
 #[event("planner:event")]
 pub enum PlannerEvent {
