@@ -60,8 +60,7 @@
 //!   finds the nearest at or before a position; clearing a session removes them. All three
 //!   backends keep a snapshot's state as the JSON text `snapshot_json` was given and hand it
 //!   out as that text (the runtime writes its state out once and saves it that way); the core
-//!   trait's `snapshot` and `latest_snapshot`, for a [`Snapshot`](openharness_core::adapter::Snapshot)
-//!   value, go through those two.
+//!   trait's `snapshot` and `latest_snapshot`, for a [`Snapshot`] value, go through those two.
 //! - `subscribe(session, from_seq)` delivers every event from `from_seq` exactly once and in
 //!   order, stored ones first, then live ones: the tail marks the session's notifications as
 //!   seen before each catch-up read, so an append is either in the read or wakes the tail.
