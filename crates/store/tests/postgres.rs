@@ -272,7 +272,9 @@ fn migration_2_keeps_sessions_written_by_version_1() {
 }
 
 /// Keeps the test database tidy: drops this test's schema and every test schema created more
-/// than an hour ago (the time is in the name's UUID v7), which no running test still uses.
+/// than an hour ago (the time is in the name's UUID v7), which no running test still uses:
+/// these tests' and `tests/sessions.rs`'s `oh_test_*`, and the platform tests' `oh_platform_*`,
+/// which cannot drop their own (they hold only a `dyn Store`).
 async fn drop_old_test_schemas(url: &str, own: &str) {
     let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls)
         .await
@@ -284,7 +286,8 @@ async fn drop_old_test_schemas(url: &str, own: &str) {
         .as_millis();
     let rows = client
         .query(
-            "SELECT nspname FROM pg_namespace WHERE nspname LIKE 'oh\\_test\\_%'",
+            "SELECT nspname FROM pg_namespace \
+             WHERE nspname LIKE 'oh\\_test\\_%' OR nspname LIKE 'oh\\_platform\\_%'",
             &[],
         )
         .await
@@ -293,6 +296,7 @@ async fn drop_old_test_schemas(url: &str, own: &str) {
         let name: String = row.get(0);
         let created_ms = name
             .strip_prefix("oh_test_")
+            .or_else(|| name.strip_prefix("oh_platform_"))
             .and_then(|hex| hex.get(..12))
             .and_then(|hex| u128::from_str_radix(hex, 16).ok());
         let old = created_ms.is_some_and(|ms| now_ms.saturating_sub(ms) > 3_600_000);
