@@ -46,6 +46,16 @@ async function open(path: string, from: PageServer = pages): Promise<{ page: Pag
   return { page, errors };
 }
 
+/**
+ * Waits until the page has no request in flight. With `resume: true`, useChat asks on mount
+ * whether its chat has a running turn (`GET /api/chat/{id}/stream`, 204 for a new chat); when
+ * that answer lands after a send, useChat sets its status back to `ready` while the sent turn
+ * still streams. A user takes longer than that to type; a test waits for it.
+ */
+async function settled(page: Page): Promise<void> {
+  await page.waitForLoadState("networkidle");
+}
+
 describe("WorkflowChat (the React quick start) in chromium", () => {
   it("chats with the scripted model, then steps back: state and messages go back too", async () => {
     const { page, errors } = await open("/chat.html");
@@ -190,6 +200,7 @@ describe("the unmodified useChat resumes a running turn (a slow scripted model)"
       const { page, errors } = await open(`/${entry}.html`, slowPages);
       const chatId = page.getByTestId("chat-id");
       await expect.poll(async () => ((await chatId.textContent()) ?? "").length).toBeGreaterThan(0);
+      await settled(page);
       await page.getByTestId("input").fill("Stream to me");
       await page.getByRole("button", { name: "Send" }).click();
       const full = '(offline) You said "Stream to me"; that is message 1 of our conversation.';
@@ -211,6 +222,7 @@ describe("the unmodified useChat resumes a running turn (a slow scripted model)"
       const { page, errors } = await open(`/${entry}.html`, slowPages);
       const chatId = page.getByTestId("chat-id");
       await expect.poll(async () => ((await chatId.textContent()) ?? "").length).toBeGreaterThan(0);
+      await settled(page);
       const session = (await chatId.textContent())!;
       await page.getByTestId("input").fill("Hi while you think");
       const sent = Date.now();
