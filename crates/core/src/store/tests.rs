@@ -57,7 +57,8 @@ fn a_backend_error_shows_each_cause_once_in_a_chain() {
 }
 
 /// A store holding one session in a `Vec`, counting reads; reads starting at `fail_at` fail.
-/// It saves no snapshots, and says so unless `saves` is set.
+/// It keeps no snapshots (it records what `snapshot_json` is given in `snapshot_texts`, and
+/// answers `latest_snapshot_json` with `stored_snapshot`), and says so unless `saves` is set.
 pub(crate) struct VecStore {
     session: SessionId,
     events: Vec<Envelope>,
@@ -67,6 +68,10 @@ pub(crate) struct VecStore {
     ranges: Mutex<Vec<Range<u64>>>,
     /// What [`Store::saves_snapshots`] answers.
     pub(crate) saves: bool,
+    /// Each `(position, state text)` [`Store::snapshot_json`] was given.
+    snapshot_texts: Mutex<Vec<(u64, String)>>,
+    /// What [`Store::latest_snapshot_json`] answers, as stored text.
+    stored_snapshot: Option<(u64, Vec<u8>)>,
 }
 
 impl VecStore {
@@ -80,6 +85,8 @@ impl VecStore {
             fail_at: None,
             ranges: Mutex::new(Vec::new()),
             saves: false,
+            snapshot_texts: Mutex::new(Vec::new()),
+            stored_snapshot: None,
         }
     }
 }
@@ -131,9 +138,11 @@ impl Store for VecStore {
     async fn snapshot_json(
         &self,
         _: &SessionId,
-        _: u64,
-        _: Box<serde_json::value::RawValue>,
+        position: u64,
+        state: Box<serde_json::value::RawValue>,
     ) -> Result<(), StoreError> {
+        let text = state.get().to_owned();
+        self.snapshot_texts.lock().unwrap().push((position, text));
         Ok(())
     }
     async fn latest_snapshot_json(
@@ -141,7 +150,8 @@ impl Store for VecStore {
         _: &SessionId,
         _: u64,
     ) -> Result<Option<(u64, SnapshotJson)>, StoreError> {
-        Ok(None)
+        let stored = self.stored_snapshot.clone();
+        Ok(stored.map(|(position, text)| (position, SnapshotJson::Text(text))))
     }
     async fn subscribe(&self, _: &SessionId, _: u64) -> Result<Subscription, StoreError> {
         Err(StoreError::Invalid("no tails".into()))
@@ -322,4 +332,30 @@ async fn a_subscription_is_a_stream() {
     let rest: Vec<Result<Recorded, StoreError>> = subscription.collect().await;
     assert_eq!(rest.len(), 1);
     assert!(matches!(rest[0], Err(StoreError::Invalid(_))), "{rest:?}");
+}
+
+#[tokio::test]
+async fn the_typed_snapshot_methods_go_through_the_json_ones() {
+    let mut store = VecStore::new(4);
+    let session = store.session.clone();
+    store
+        .snapshot(&session, &Snapshot::new(2, json!({ "done": 1 })))
+        .await
+        .unwrap();
+    assert_eq!(
+        *store.snapshot_texts.lock().unwrap(),
+        vec![(2, r#"{"done":1}"#.to_owned())]
+    );
+
+    store.stored_snapshot = Some((3, br#"{"done":2}"#.to_vec()));
+    let found = store.latest_snapshot(&session, 4).await.unwrap().unwrap();
+    assert_eq!(found, Snapshot::new(3, json!({ "done": 2 })));
+
+    // Stored text that is not JSON is a corrupt record at the snapshot's position.
+    store.stored_snapshot = Some((3, b"{not json".to_vec()));
+    let err = store.latest_snapshot(&session, 4).await.unwrap_err();
+    assert!(
+        matches!(&err, StoreError::Corrupt { session: s, seq: 3, .. } if *s == session),
+        "{err:?}"
+    );
 }
