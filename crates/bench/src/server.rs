@@ -50,7 +50,7 @@ const TICKS: u64 = 9_990;
 /// Subscribers that time every event they read.
 const TIMED: usize = 20;
 /// Rounds of the continue-latency comparison, each side.
-const ROUNDS: usize = 40;
+const ROUNDS: usize = 120;
 /// Idle streams whose memory is measured.
 const IDLE: usize = 1_000;
 /// Events of the paced fan-out, and the pause between them.
