@@ -102,6 +102,10 @@ pub(crate) enum Command<E: Subcommand> {
         /// `--insecure-no-auth`).
         #[arg(long, default_value = "127.0.0.1:8080")]
         addr: std::net::SocketAddr,
+        /// Listen on this port of 127.0.0.1: short for `--addr 127.0.0.1:PORT` (0 picks a free
+        /// port, which the first line printed names).
+        #[arg(long, conflicts_with = "addr")]
+        port: Option<u16>,
         /// A file of API keys, one per line (the key, or `sha256:<hex>` of it); every route
         /// but `/health` then requires `Authorization: Bearer <key>`.
         #[arg(long, env = "OPENHARNESS_API_KEYS_FILE")]

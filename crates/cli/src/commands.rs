@@ -108,6 +108,7 @@ pub(crate) async fn run<E: clap::Subcommand>(
         Command::Replay { session, json } => replay::run(context, &session, json).await,
         Command::Serve {
             addr,
+            port,
             api_keys_file,
             insecure_no_auth,
             cors_origin,
@@ -129,6 +130,9 @@ pub(crate) async fn run<E: clap::Subcommand>(
                 fork_providers: fork_provider,
                 base_path: base_path.unwrap_or_default(),
             };
+            let addr = port.map_or(addr, |port| {
+                std::net::SocketAddr::from(([127, 0, 0, 1], port))
+            });
             serve(context, addr, access, mount).await
         }
         Command::Check => check(context).await,

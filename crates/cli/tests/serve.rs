@@ -112,6 +112,29 @@ fn serve_on_port_0_prints_the_port_it_listens_on() {
 }
 
 #[test]
+fn serve_port_listens_on_loopback_and_conflicts_with_addr() {
+    let dir = tempfile::tempdir().unwrap();
+    let free = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let mut command = binary::command(dir.path());
+    command.args(["serve", "--port", &free.to_string()]);
+    let (_server, port, first) = serving::start_serve(command);
+    assert_eq!(port, free, "{first}");
+    assert_eq!(get(port, "/health", &[]).status, 200);
+
+    let both = binary::command(dir.path())
+        .args(["serve", "--port", "0", "--addr", "127.0.0.1:0"])
+        .output()
+        .unwrap();
+    assert_eq!(both.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&both.stderr);
+    assert!(stderr.contains("cannot be used with"), "{stderr}");
+}
+
+#[test]
 fn serve_runs_new_chats_on_the_chat_workflow_it_is_given() {
     let dir = tempfile::tempdir().unwrap();
     let refused = binary::command(dir.path())
