@@ -316,8 +316,8 @@ async fn group_commit_figures(
     store: &RedbStore,
     options: &Options,
 ) -> Result<(), Error> {
-    let rounds = if options.quick { 3 } else { 8 };
-    let each = if options.quick { 20 } else { 40 };
+    let rounds = if options.quick { 3 } else { 24 };
+    let each = if options.quick { 20 } else { 80 };
     let (mut single_time, mut single_events, mut single_lat) = (Duration::ZERO, 0u64, Vec::new());
     let (mut group_time, mut group_events, mut group_lat) = (Duration::ZERO, 0u64, Vec::new());
     for _ in 0..rounds {
