@@ -14,6 +14,15 @@ fn get(port: u16, path: &str, headers: &[(&str, &str)]) -> Response {
     block_on(serving::client(port).call("GET", path, None, headers))
 }
 
+/// A port of 127.0.0.1 that was free a moment ago.
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
 /// Starts `openharness serve --addr 127.0.0.1:0 EXTRA…` in `dir`: the process (killed when
 /// dropped), the port it printed, and its first line.
 fn spawn_serve(dir: &std::path::Path, extra: &[&str]) -> (binary::Killed, u16, String) {
@@ -28,11 +37,7 @@ fn serve_answers_on_loopback_and_refuses_other_addresses() {
     let demo = binary::command(dir.path()).args(["demo"]).output().unwrap();
     assert!(demo.status.success());
 
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let port = free_port();
     let mut command = binary::command(dir.path());
     command.args(["serve", "--addr", &format!("127.0.0.1:{port}")]);
     let (server, printed, first) = serving::start_serve(command);
@@ -114,11 +119,7 @@ fn serve_on_port_0_prints_the_port_it_listens_on() {
 #[test]
 fn serve_port_listens_on_loopback_and_conflicts_with_addr() {
     let dir = tempfile::tempdir().unwrap();
-    let free = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let free = free_port();
     let mut command = binary::command(dir.path());
     command.args(["serve", "--port", &free.to_string()]);
     let (_server, port, first) = serving::start_serve(command);
