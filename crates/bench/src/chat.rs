@@ -52,6 +52,7 @@ fn call(reply: Option<&str>, fragments: &[String], output: serde_json::Value) ->
         reason: "idle".into(),
         open_requests: Vec::new(),
         errors: 0,
+        queued: Vec::new(),
     };
     events.extend(Envelope::typed(&done, None));
     events

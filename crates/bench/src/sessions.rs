@@ -128,6 +128,7 @@ fn completed() -> WorkflowCompleted {
         reason: StopReason::Idle.as_str().to_owned(),
         open_requests: Vec::new(),
         errors: 0,
+        queued: Vec::new(),
     }
 }
 

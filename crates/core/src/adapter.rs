@@ -11,10 +11,15 @@
 //! - **A provider:** the [`ProviderRequest`] it answers, the [`ChatToolCall`]s in its
 //!   messages, the [`ProviderSink`] it streams [`ProviderEvent`]s to, and the
 //!   [`ProviderResponse`] and [`Usage`] it returns ([`ProviderResult`]).
+//! - **Controlling a running turn** (hosts): [`turn_control`] gives a [`TurnControl`] whose
+//!   [`TurnCommand`]s (a second input, a stop) a turn given its [`TurnInbox`] records
+//!   ([`CommandRecorded`], [`Acknowledgement`], [`NotRecorded`]); [`Steers`] carries steered
+//!   inputs to the running calls.
 //! - **Folding and running by hand** (tapes, servers, debuggers): [`Fold`] and what it returns
 //!   ([`Applied`], [`Pending`], [`Skipped`], [`UndecodableEvent`]), [`StreamedFold`], the
 //!   snapshot spacing constants, [`Continuation`] and [`Unfinished`] calls, [`ViewAt`],
-//!   [`CodeIdentity`], and [`CallKey`], which agent call a recorded event belongs to.
+//!   [`CodeIdentity`], [`CallKey`], which agent call a recorded event belongs to, and
+//!   [`state_hash()`] / [`json_hash`], a state's SHA-256 as canonical JSON.
 //! - **What the macros generate against:** [`Decoded`], [`IntoEmit`], [`AgentSpec`],
 //!   [`ReplySource`].
 //! - **Types met through a method but seldom named:** [`WorkflowBuilder`]
@@ -35,6 +40,10 @@ pub use crate::agent::{AgentSpec, ReplySource};
 pub use crate::call_key::CallKey;
 pub use crate::claim::Claim;
 pub use crate::contained::catch_quietly;
+pub use crate::control::{
+    Acknowledgement, CommandRecorded, NotRecorded, TurnCommand, TurnControl, TurnInbox,
+    turn_control,
+};
 pub use crate::definition::CodeIdentity;
 pub use crate::emit::{IntoEmit, Pending};
 pub use crate::event::Decoded;
@@ -46,11 +55,12 @@ pub mod observe;
 pub use crate::error::ErrorChain;
 pub use crate::provider::{
     ChatToolCall, ProviderEvent, ProviderRequest, ProviderResponse, ProviderResult, ProviderSink,
-    Usage,
+    Steers, Usage,
 };
 pub use crate::recover::ViewAt;
 pub use crate::renderer::FnRenderer;
 pub use crate::run::{Continuation, OpenCallReport, Unfinished};
+pub use crate::state_hash::{json_hash, state_hash};
 pub use crate::status::last_event_summary;
 pub use crate::store::{
     EVENT_PAGE, EventStream, Folded, Recorded, Snapshot, SnapshotJson, Subscription,

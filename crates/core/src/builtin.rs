@@ -95,6 +95,7 @@ builtin_event!(
 });
 builtin_event!(
 /// The last event of a turn that ended normally (not by a store failure or a crash).
+#[derive(Default)]
 "workflow:completed" => WorkflowCompleted {
     /// Why the turn ended: `until`, `idle`, `waiting_for_input`, `cancelled`, `max_events`, ...
     reason: String,
@@ -105,7 +106,22 @@ builtin_event!(
     /// failed for good, ...). A session whose last turn had errors has status `failed`.
     #[serde(default, skip_serializing_if = "is_zero")]
     errors: u64,
+    /// The `input:queued` events recorded while the turn ran and not answered yet (their event
+    /// ids, oldest first): the next turns answer them, one each. A session whose last turn
+    /// ended with some is still `running` (it has work left).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    queued: Vec<QueuedRef>,
 });
+
+/// A queued input as a turn's end lists it (`workflow:completed`'s `queued`): its event id and
+/// its seq in the session, so a reader that starts after it knows where to read it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+pub struct QueuedRef {
+    /// The `input:queued` event's id.
+    pub id: EventId,
+    /// Its seq in the session.
+    pub seq: u64,
+}
 builtin_event!(
 /// A handler or an agent asks a person for input. The turn ends waiting once nothing else
 /// is left to do; the answer is recorded as `input:received`, caused by this event, and
@@ -167,6 +183,112 @@ impl InputRequested {
         }
     }
 }
+builtin_event!(
+/// A person's input that arrived while a turn was running, recorded at once (the answer a
+/// server gives, `202` or a chat stream, comes only after this is durable) and answered as
+/// `mode` says. A later turn answers it with a `user:input` caused by this event (same text,
+/// images, controls and extra fields); a steer that a running agent call took instead is
+/// recorded as `input:steered` and needs no turn of its own. The turn that recorded it ends
+/// with this event's id in `workflow:completed`'s `queued` until it is answered.
+///
+/// ```
+/// use openharness_core::builtin::{InputQueued, QueueMode};
+/// let queued = InputQueued::new("And in Porto?", QueueMode::Enqueue);
+/// assert_eq!(
+///     serde_json::to_value(&queued)?,
+///     serde_json::json!({ "text": "And in Porto?", "mode": "enqueue" })
+/// );
+/// # Ok::<(), serde_json::Error>(())
+/// ```
+"input:queued" => InputQueued {
+    /// What the person wrote.
+    text: String,
+    /// The input's images, in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    images: Vec<Image>,
+    /// The controls posted with the input, as recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    controls: Option<Value>,
+    /// How it is answered.
+    mode: QueueMode,
+});
+
+impl InputQueued {
+    /// Text input queued in `mode`.
+    pub fn new(text: impl Into<String>, mode: QueueMode) -> Self {
+        Self {
+            text: text.into(),
+            images: Vec::new(),
+            controls: None,
+            mode,
+        }
+    }
+}
+
+/// How a second input is answered while a turn runs (what `input:queued` records). Refusing
+/// it (`409`) records nothing, so it has no mode here.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum QueueMode {
+    /// Answered in order, each in a turn of its own, after the running turn.
+    Enqueue,
+    /// The running turn stops at its next safe point (recorded as `interrupted`) and a new turn
+    /// answers this input, with both inputs in the state.
+    Interrupt,
+    /// The running turn is abandoned: `turn:rolled_back` puts the state back to what it was
+    /// before that turn, and a new turn answers this input.
+    Rollback,
+    /// Given to the running agent calls at their next model call (`input:steered`); answered
+    /// in a turn of its own when no call took it.
+    Steer,
+}
+
+impl QueueMode {
+    /// The mode as recorded (`enqueue`, `interrupt`, `rollback`, `steer`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Enqueue => "enqueue",
+            Self::Interrupt => "interrupt",
+            Self::Rollback => "rollback",
+            Self::Steer => "steer",
+        }
+    }
+}
+builtin_event!(
+/// A queued input (`input:queued` in mode `steer`) that a running agent call took into its
+/// conversation at its next model call: the model's next request holds it as a user message.
+/// Recorded by the call (caused by its trigger), before that request is sent.
+"input:steered" => InputSteered {
+    /// The agent call that took it (`agentName` on the wire).
+    #[serde(rename = "agentName")]
+    agent: String,
+    /// The `input:queued` it delivers.
+    queued: EventId,
+    /// What the person wrote.
+    text: String,
+});
+builtin_event!(
+/// The turn that began at position `from` was abandoned (a second input in mode `rollback`):
+/// the state is `state`, the state at `from`, again. Every fold honours it by taking that
+/// state (and a tape stepping back over it gives the state before it back); the events of
+/// the abandoned turn stay in the log, which is never rewritten.
+"turn:rolled_back" => TurnRolledBack {
+    /// The position whose state is restored: the abandoned turn's first seq.
+    from: u64,
+    /// The state at `from`, as JSON.
+    state: Value,
+    /// The SHA-256 (hex) of `state` as canonical JSON (object keys sorted).
+    state_hash: String,
+});
+builtin_event!(
+/// Someone asked the running turn to stop (an HTTP cancel, a chat client's stop, the CLI):
+/// the turn ends `cancelled` at its next safe point, whoever reads its stream.
+"stop:requested" => StopRequested {
+    /// Why, when the asker said.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    reason: Option<String>,
+});
 builtin_event!(
 /// A person's answer to an `input:requested` (whose id is `request_id`).
 "input:received" => InputReceived {
@@ -458,6 +580,10 @@ builtins!(
     SessionForked,
     InputRequested,
     InputReceived,
+    InputQueued,
+    InputSteered,
+    TurnRolledBack,
+    StopRequested,
 );
 
 /// Whether `name` is a built-in event.

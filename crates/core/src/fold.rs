@@ -26,7 +26,7 @@ use serde::{Deserialize, Serialize};
 use crate::builtin;
 use crate::contained::{panic_message, quietly};
 use crate::emit::Emit;
-use crate::event::{Decoded, Envelope, EventSet};
+use crate::event::{Decoded, Envelope, Event, EventSet};
 use crate::handler::Handler;
 use crate::undo::Undo;
 
@@ -98,7 +98,12 @@ pub struct Fold<S> {
     /// Whether a handler panicked in a fold without checkpoints, leaving the state as the
     /// panic left it.
     spoiled: bool,
+    /// Decodes the state a `turn:rolled_back` restores (see [`Fold::restoring`]).
+    restore: Option<Restore<S>>,
 }
+
+/// Decodes a state from its JSON (what a `turn:rolled_back` carries).
+type Restore<S> = fn(&serde_json::Value) -> Result<S, serde_json::Error>;
 
 /// How many positions [`Skipped`] keeps of each kind (the counts go on past it).
 pub const SKIPPED_POSITIONS: usize = 32;
@@ -170,6 +175,25 @@ pub const DEFAULT_CHECKPOINT_INTERVAL: u64 = 256;
 /// The largest distance between two checkpoints that adapting to a costly clone reaches.
 pub const MAX_CHECKPOINT_INTERVAL: u64 = 1 << 16;
 
+impl<S: Handler + serde::de::DeserializeOwned> Fold<S> {
+    /// The same fold, honouring `turn:rolled_back` (the state a rollback carries replaces the
+    /// state): what every fold of a workflow's session needs, and what the runtime, recovery
+    /// and tapes use. A fold made without it counts such an event as undecodable.
+    ///
+    /// ```
+    /// # use openharness_core::{*, adapter::*};
+    /// # fn demo<S: WorkflowState>(state: S, rollback: Envelope) {
+    /// let mut fold = Fold::new(state).restoring();
+    /// fold.apply(&rollback, std::slice::from_ref(&rollback));
+    /// # }
+    /// ```
+    #[must_use]
+    pub fn restoring(mut self) -> Self {
+        self.restore = Some(|value| S::deserialize(value));
+        self
+    }
+}
+
 impl<S: Handler> Fold<S> {
     /// Starts from `initial` at position 0.
     pub fn new(initial: S) -> Self {
@@ -191,6 +215,7 @@ impl<S: Handler> Fold<S> {
             warned: HashSet::new(),
             checkpoints: true,
             spoiled: false,
+            restore: None,
         }
     }
 
@@ -358,7 +383,62 @@ impl<S: Handler> Fold<S> {
         if self.checkpoint.is_none() && self.checkpoints {
             self.take_checkpoint();
         }
-        let applied = match S::Events::decode(&event.name, &event.payload) {
+        let applied = if event.name == builtin::TurnRolledBack::NAME {
+            self.roll_back(event, undo)
+        } else {
+            self.dispatch(event, window, window_start, undo)
+        };
+        self.position += 1;
+        if !self.checkpoints {
+            // Nothing to restore from: the fold never needs an event it applied again.
+            self.checkpoint_position = self.position;
+        } else if matches!(applied, Applied::Panicked(_))
+            || self.position - self.checkpoint_position >= self.checkpoint_interval
+        {
+            self.take_checkpoint();
+        }
+        applied
+    }
+
+    /// Honours a `turn:rolled_back`: the state becomes the one it carries (recording in `undo`
+    /// how to give the state before it back). A fold that cannot decode states (made without
+    /// [`Fold::restoring`]) or a state that no longer decodes leaves the state as it is and
+    /// counts the event as undecodable.
+    fn roll_back(&mut self, event: &Envelope, undo: Option<&mut Undo<S>>) -> Applied {
+        let restored = match self.restore {
+            Some(decode) => decode(&event.payload["state"]),
+            None => Err(serde::de::Error::custom(
+                "this fold cannot restore a state (made without `Fold::restoring`)",
+            )),
+        };
+        match restored {
+            Ok(state) => {
+                let before = std::mem::replace(&mut self.state, state);
+                if let Some(undo) = undo {
+                    undo.record(move |state| *state = before);
+                }
+                Applied::Handled(Emit::none())
+            }
+            Err(err) => {
+                let error = err.to_string();
+                self.skipped.undecodable(self.position, &event.name, &error);
+                if self.first_warning(&event.name, true) {
+                    tracing::warn!(event = %event.name, seq = self.position, %error, "a rollback's state does not decode; the state is left as it was");
+                }
+                Applied::Undecodable(error)
+            }
+        }
+    }
+
+    /// Applies `event` through the workflow's handlers.
+    fn dispatch(
+        &mut self,
+        event: &Envelope,
+        window: &[Envelope],
+        window_start: u64,
+        undo: Option<&mut Undo<S>>,
+    ) -> Applied {
+        match S::Events::decode(&event.name, &event.payload) {
             Ok(Decoded::Known(typed)) if !S::handles(&typed) => Applied::Skipped,
             Ok(Decoded::Known(typed)) => {
                 let applied = match undo {
@@ -402,17 +482,7 @@ impl<S: Handler> Fold<S> {
                 }
                 Applied::Undecodable(error)
             }
-        };
-        self.position += 1;
-        if !self.checkpoints {
-            // Nothing to restore from: the fold never needs an event it applied again.
-            self.checkpoint_position = self.position;
-        } else if matches!(applied, Applied::Panicked(_))
-            || self.position - self.checkpoint_position >= self.checkpoint_interval
-        {
-            self.take_checkpoint();
         }
-        applied
     }
 
     /// Whether (`name`, `undecodable`) is logged for the first time by this fold.
@@ -464,6 +534,12 @@ impl<S: Handler> Fold<S> {
             );
         }
         for event in window.get(from..to).unwrap_or_default() {
+            if event.name == builtin::TurnRolledBack::NAME {
+                if let Some(Ok(state)) = self.restore.map(|decode| decode(&event.payload["state"])) {
+                    self.state = state;
+                }
+                continue;
+            }
             if let Ok(Decoded::Known(typed)) = S::Events::decode(&event.name, &event.payload) {
                 // Events between the checkpoint and now did not panic the first time; a handler
                 // that panics only sometimes is not pure, and its effect is dropped again here.
@@ -509,6 +585,18 @@ impl<S: Handler> StreamedFold<S> {
         self.fold = self.fold.without_checkpoints();
         self
     }
+}
+
+impl<S: Handler + serde::de::DeserializeOwned> StreamedFold<S> {
+    /// The same fold, honouring `turn:rolled_back` (see [`Fold::restoring`]).
+    #[must_use]
+    pub fn restoring(mut self) -> Self {
+        self.fold = self.fold.restoring();
+        self
+    }
+}
+
+impl<S: Handler> StreamedFold<S> {
 
     /// Whether a handler panicked in a fold without checkpoints (see [`Fold::spoiled`]).
     pub(crate) fn spoiled(&self) -> bool {

@@ -46,6 +46,9 @@
 //! - `backfill`: snapshots left behind by long reads, written after the read has answered.
 //! - `call_key`: which agent call a recorded event belongs to.
 //! - `locks`: one writer per session within a process.
+//! - `control`: commands (a second input, a stop) sent to a running turn, which records them.
+//! - `queued`: the inputs queued during a turn and not answered yet.
+//! - `state_hash`: a state's SHA-256 as canonical JSON (forks and rollbacks record it).
 //! - `open_requests`: the `input:requested` events a session has not had answered.
 
 pub mod adapter;
@@ -55,6 +58,7 @@ pub mod builtin;
 mod call_key;
 mod claim;
 mod contained;
+mod control;
 mod definition;
 mod emit;
 mod error;
@@ -64,11 +68,13 @@ mod handler;
 mod locks;
 mod open_requests;
 mod pattern;
+mod queued;
 mod provider;
 mod recover;
 mod renderer;
 mod run;
 mod runtime;
+mod state_hash;
 mod status;
 mod store;
 mod streamed;

@@ -438,6 +438,14 @@ pub enum ProviderEvent {
         /// Whether the result is an error.
         is_error: bool,
     },
+    /// A person's input steered into the call, taken for its next model call
+    /// ([`ProviderSink::take_steered`]).
+    Steered {
+        /// The `input:queued` event that recorded it.
+        queued: EventId,
+        /// What the person wrote.
+        text: String,
+    },
 }
 
 /// Token counts.
@@ -523,6 +531,38 @@ pub enum ProviderError {
 pub struct ProviderSink {
     report: Arc<dyn Fn(ProviderEvent) + Send + Sync>,
     text: Arc<Mutex<String>>,
+    steers: Option<Steers>,
+}
+
+/// Inputs steered into a turn's running agent calls (a second input in mode `steer`): each is
+/// taken once, by the first call to make its next model call ([`ProviderSink::take_steered`]).
+/// What no call takes stays queued and is answered in a turn of its own.
+#[derive(Clone, Default)]
+pub struct Steers(Arc<Mutex<std::collections::VecDeque<(EventId, String)>>>);
+
+impl Steers {
+    /// Offers the input recorded as the `input:queued` event `queued` to the running calls.
+    pub fn offer(&self, queued: EventId, text: String) {
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .push_back((queued, text));
+    }
+
+    /// Takes every input offered and not taken yet, oldest first.
+    fn take_all(&self) -> Vec<(EventId, String)> {
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .drain(..)
+            .collect()
+    }
+}
+
+impl std::fmt::Debug for Steers {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Steers").finish_non_exhaustive()
+    }
 }
 
 impl ProviderSink {
@@ -531,7 +571,51 @@ impl ProviderSink {
         Self {
             report: Arc::new(report),
             text: Arc::default(),
+            steers: None,
         }
+    }
+
+    /// This sink, offering its call the inputs steered into the turn.
+    #[must_use]
+    pub fn with_steers(mut self, steers: Steers) -> Self {
+        self.steers = Some(steers);
+        self
+    }
+
+    /// The inputs steered into the turn since this call's last model call, oldest first: a
+    /// provider with a tool loop calls it before each model call and sends each as a user
+    /// message after the conversation so far. Each is reported as it is taken
+    /// ([`ProviderEvent::Steered`], recorded as `input:steered`), so the log says which
+    /// request first held it. Empty for a call outside a turn, or with nothing steered.
+    ///
+    /// ```
+    /// use openharness_core::{EventId, adapter::{ProviderEvent, ProviderSink, Steers}};
+    /// use std::sync::{Arc, Mutex};
+    /// let steers = Steers::default();
+    /// let seen = Arc::new(Mutex::new(Vec::new()));
+    /// let sink = { let seen = seen.clone(); ProviderSink::new(move |e| seen.lock().unwrap().push(e)) }
+    ///     .with_steers(steers.clone());
+    /// let queued = EventId::new();
+    /// steers.offer(queued, "use metric units".into());
+    /// assert_eq!(sink.take_steered(), ["use metric units"]);
+    /// assert!(sink.take_steered().is_empty(), "taken once");
+    /// assert_eq!(seen.lock().unwrap()[0], ProviderEvent::Steered { queued, text: "use metric units".into() });
+    /// ```
+    pub fn take_steered(&self) -> Vec<String> {
+        let Some(steers) = &self.steers else {
+            return Vec::new();
+        };
+        steers
+            .take_all()
+            .into_iter()
+            .map(|(queued, text)| {
+                (self.report)(ProviderEvent::Steered {
+                    queued,
+                    text: text.clone(),
+                });
+                text
+            })
+            .collect()
     }
 
     /// A sink that drops everything (for calling a provider directly).

@@ -40,6 +40,7 @@ use crate::error::Error;
 use crate::event::{Envelope, Event, EventId, SessionId};
 use crate::fold::{Applied, Fold};
 use crate::open_requests::OpenRequests;
+use crate::queued::QueuedInputs;
 use crate::status::SessionStatus;
 use crate::store::{SnapshotJson, StoreError};
 
@@ -65,6 +66,8 @@ pub(crate) struct Derived<S> {
     pub(crate) unrecorded: Vec<Unrecorded>,
     /// Agent calls a cut-off turn had started and not completed, oldest first.
     pub(crate) open_calls: Vec<OpenCall>,
+    /// Inputs queued during a turn and not answered yet, oldest first, with their events.
+    pub(crate) queued: QueuedInputs,
 }
 
 /// Something a cut-off turn should have recorded and did not.
@@ -168,6 +171,7 @@ async fn derive_prefix<S: WorkflowState>(
             open_requests: Vec::new(),
             unrecorded: Vec::new(),
             open_calls: Vec::new(),
+            queued: QueuedInputs::default(),
         });
     };
     let events = wf
@@ -456,6 +460,20 @@ async fn derive_streamed<S: WorkflowState>(
             && let Some(id) = call.trigger_id
         {
             call.trigger = inherited_event(wf, session, id).await?;
+        }
+    }
+    // Inputs a turn's end listed before the tail began: read where it said they are.
+    for queued in tail.queued.unread() {
+        let events = wf
+            .store
+            .events(session, queued.seq..queued.seq + 1)
+            .await
+            .map_err(&failed)?;
+        match events.into_iter().next().filter(|event| event.id == queued.id) {
+            Some(event) => tail.queued.read(queued, event),
+            None => {
+                tracing::warn!(%session, seq = queued.seq, id = %queued.id, "a queued input is not where its turn's end says it is; it is not answered");
+            }
         }
     }
     Ok(Ok(tail.finish(len, base, bytes, info.status)))

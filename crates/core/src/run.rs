@@ -38,6 +38,8 @@ pub struct RunOptions {
     pub(crate) deadline: Option<Duration>,
     pub(crate) renderers: Vec<Box<dyn Renderer>>,
     pub(crate) refuse_if_busy: bool,
+    pub(crate) control: Option<crate::control::TurnInbox>,
+    pub(crate) acknowledge: Option<tokio::sync::oneshot::Sender<crate::control::CommandRecorded>>,
 }
 
 impl Default for RunOptions {
@@ -54,6 +56,8 @@ impl Default for RunOptions {
             deadline: None,
             renderers: Vec::new(),
             refuse_if_busy: false,
+            control: None,
+            acknowledge: None,
         }
     }
 }
@@ -170,6 +174,40 @@ impl RunOptions {
         self.renderers.push(Box::new(renderer));
         self
     }
+
+    /// Lets whoever holds the other half of `inbox` reach the turn while it runs: a second
+    /// input, a steer or a stop, each recorded by the turn at its next safe point (see
+    /// [`TurnControl`](crate::adapter::TurnControl)). A host gives every turn one.
+    ///
+    /// ```
+    /// use openharness_core::RunOptions;
+    /// use openharness_core::adapter::turn_control;
+    /// let (control, inbox) = turn_control();
+    /// let options = RunOptions::new().control(inbox);
+    /// # let _ = (control, options);
+    /// ```
+    pub fn control(mut self, inbox: crate::control::TurnInbox) -> Self {
+        self.control = Some(inbox);
+        self
+    }
+
+    /// Tells `recorded` the turn's first event (its seq and id) once the append that holds it is
+    /// durable: for a server that answers a request only once its input is recorded. Dropped
+    /// unsent when the turn records nothing (it failed first, or a resume found nothing to do).
+    ///
+    /// ```
+    /// use openharness_core::RunOptions;
+    /// let (recorded, first) = tokio::sync::oneshot::channel();
+    /// let options = RunOptions::new().input("Hi").acknowledge(recorded);
+    /// # let _ = (options, first);
+    /// ```
+    pub fn acknowledge(
+        mut self,
+        recorded: tokio::sync::oneshot::Sender<crate::control::CommandRecorded>,
+    ) -> Self {
+        self.acknowledge = Some(recorded);
+        self
+    }
 }
 
 /// Where a run continues from instead of the workflow's initial state (a fork), for
@@ -205,6 +243,9 @@ pub(crate) struct ForkUnfinished {
     pub(crate) unrecorded: Vec<crate::recover::Unrecorded>,
     /// Agent calls open at the fork point: closed as interrupted and run again.
     pub(crate) open_calls: Vec<crate::recover::OpenCall>,
+    /// Inputs queued in the parent and not answered at the fork point: the fork queues them
+    /// again (its own `input:queued`, the same payload), to answer them as the parent would.
+    pub(crate) queued: Vec<Envelope>,
 }
 
 impl<S> Continuation<S> {
@@ -387,6 +428,12 @@ pub enum StopReason {
     WaitingForInput,
     /// [`Workflow::resume`](crate::Workflow::resume) found nothing unfinished; nothing was recorded.
     NothingUnfinished,
+    /// A second input in mode `interrupt` stopped the turn at its next safe point; the next
+    /// turn answers it.
+    Interrupted,
+    /// A second input in mode `rollback` abandoned the turn: `turn:rolled_back` put the state
+    /// back to what it was before it, and the next turn answers the input.
+    RolledBack,
 }
 
 impl StopReason {
@@ -402,6 +449,8 @@ impl StopReason {
             Self::MaxCost => "max_cost",
             Self::WaitingForInput => "waiting_for_input",
             Self::NothingUnfinished => "nothing_unfinished",
+            Self::Interrupted => "interrupted",
+            Self::RolledBack => "rolled_back",
         }
     }
 }
@@ -431,4 +480,8 @@ pub struct RunOutcome<S> {
     /// How many `error:occurred` events the turn recorded (a handler panicked, an agent failed
     /// for good, ...): the turn ended with errors when this is not 0.
     pub errors: u64,
+    /// Inputs queued while the turn ran (or before it) and not answered yet, oldest first:
+    /// [`Workflow::resume`](crate::Workflow::resume) answers the next one. Empty unless a host
+    /// sent the turn a second input ([`RunOptions::control`]).
+    pub queued: Vec<crate::builtin::QueuedRef>,
 }

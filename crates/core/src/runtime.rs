@@ -58,9 +58,13 @@ use crate::error::Error;
 use crate::event::{Envelope, Event, EventId, SessionId};
 use crate::fold::{Applied, Fold};
 use crate::locks::SessionGuard;
+use crate::control::{Answer, CommandRecorded, TurnCommand, TurnInbox};
 use crate::open_requests::OpenRequests;
+use crate::queued::QueuedInputs;
 use crate::pattern::Pattern;
-use crate::provider::{ChatMessage, Provider, ProviderError, ProviderRequest, ProviderSink, Usage};
+use crate::provider::{
+    ChatMessage, Provider, ProviderError, ProviderRequest, ProviderSink, Steers, Usage,
+};
 use crate::recover::{Derived, OpenCall, Unrecorded, Window};
 use crate::renderer::Renderer;
 use crate::run::{Continuation, ForkUnfinished, RunOptions, RunOutcome, StopReason};
@@ -141,7 +145,8 @@ pub(crate) enum TurnBegin {
     /// An answer to an open `input:requested`: `input:received`.
     Answer { request: EventId, text: String },
     /// Finish what a killed process left: close its open agent calls as interrupted and run
-    /// them again, record what it had not recorded.
+    /// them again, record what it had not recorded; or, with nothing cut off, answer the
+    /// oldest input queued during an earlier turn.
     Resume,
 }
 
@@ -162,6 +167,8 @@ enum Begin {
     Resume {
         unrecorded: Vec<Unrecorded>,
         open_calls: Vec<OpenCall>,
+        /// The inputs queued and not answered, oldest first (their `input:queued` events).
+        queued: Vec<Envelope>,
     },
 }
 
@@ -204,6 +211,8 @@ async fn run_here<S: WorkflowState>(
         max_cost,
         deadline,
         renderers,
+        control,
+        acknowledge,
         ..
     } = options;
     let limits = Limits {
@@ -214,13 +223,14 @@ async fn run_here<S: WorkflowState>(
         max_cost,
     };
     let (tx, mut rx) = unbounded_channel();
-    let (initial, session, len, snapshots, open_requests, begin) = match start {
+    let (initial, session, len, snapshots, open_requests, queued, begin) = match start {
         Start::Fresh => (
             wf.initial.clone(),
             session.unwrap_or_default(),
             0,
             Snapshots::after(0, None, 0),
             Vec::new(),
+            QueuedInputs::default(),
             Begin::Fresh,
         ),
         Start::Fork(from) => {
@@ -245,6 +255,7 @@ async fn run_here<S: WorkflowState>(
                 0,
                 snapshots,
                 open_requests,
+                QueuedInputs::default(),
                 begin,
             )
         }
@@ -262,18 +273,21 @@ async fn run_here<S: WorkflowState>(
                 open_requests,
                 unrecorded,
                 open_calls,
+                queued,
                 ..
             } = derived;
+            let queued_events = queued.events();
             let begin = match begin {
                 TurnBegin::Input(text) => Begin::Input(text),
                 TurnBegin::Answer { request, text } => Begin::Answer { request, text },
                 TurnBegin::Resume => Begin::Resume {
                     unrecorded,
                     open_calls,
+                    queued: queued_events,
                 },
             };
             let snapshots = Snapshots::after(snapshot_at, snapshot_bytes, len);
-            (state, session, len, snapshots, open_requests, begin)
+            (state, session, len, snapshots, open_requests, queued, begin)
         }
     };
     let mut run = Run {
@@ -282,7 +296,7 @@ async fn run_here<S: WorkflowState>(
         len,
         staged: len,
         first_seq: len,
-        fold: Fold::at(initial, len),
+        fold: Fold::at(initial, len).restoring(),
         window: Window::new(len),
         queue: VecDeque::new(),
         launches: Vec::new(),
@@ -298,6 +312,11 @@ async fn run_here<S: WorkflowState>(
         errors: 0,
         snapshots,
         input_id,
+        queued,
+        control,
+        acknowledge,
+        steers: Steers::default(),
+        answers: Vec::new(),
         _guard: guard,
     };
     let result = match run.begin(begin, input, &input_fields, &limits) {
@@ -318,10 +337,33 @@ async fn run_here<S: WorkflowState>(
             run.finish(reason, &mut rx).await
         }
         Err(err) => {
+            run.refuse_unrecorded(&err);
+            if let Some(inbox) = run.control.as_mut() {
+                for command in inbox.close() {
+                    command.refuse(format!("the turn failed: {err}"));
+                }
+            }
             run.stop_agents().await;
             run.renderers.finish().await;
             Err(err)
         }
+    }
+}
+
+/// What woke a turn waiting for its agents.
+enum Woke {
+    Command(TurnCommand),
+    Agent(Option<AgentMessage>),
+}
+
+/// The next command of `inbox`; never, without one (or once its senders are gone).
+async fn next_command(inbox: Option<&mut TurnInbox>) -> TurnCommand {
+    match inbox {
+        Some(inbox) => match inbox.next().await {
+            Some(command) => command,
+            None => std::future::pending().await,
+        },
+        None => std::future::pending().await,
     }
 }
 
@@ -416,6 +458,16 @@ struct Run<'w, S> {
     /// The id the turn's `user:input` is recorded with, until it is staged
     /// ([`RunOptions::input_id`]).
     input_id: Option<EventId>,
+    /// Inputs queued during this turn or before it and not answered yet.
+    queued: QueuedInputs,
+    /// Where commands reach the turn ([`RunOptions::control`]).
+    control: Option<TurnInbox>,
+    /// Told the turn's first event once it is durable ([`RunOptions::acknowledge`]).
+    acknowledge: Option<oneshot::Sender<CommandRecorded>>,
+    /// Inputs steered into the running agent calls, until one takes them.
+    steers: Steers,
+    /// Commands recorded in the batch being staged, told once it is durable.
+    answers: Vec<(Answer, u64)>,
     /// One writer per session: held until the run is over.
     _guard: SessionGuard,
 }
@@ -440,8 +492,15 @@ impl<S: WorkflowState> Run<'_, S> {
             let (unit, after) = match self.queue.pop_front() {
                 Some((pending, caused_by, after)) => (vec![(pending, caused_by)], after),
                 None => {
-                    // Nothing queued: take what agents have already sent into this batch,
-                    // else make the batch durable and wait for them.
+                    // Nothing queued: a safe point for a command (a second input, a stop).
+                    if let Some(command) = self.control.as_mut().and_then(TurnInbox::try_next) {
+                        match self.command(command).await? {
+                            Some(reason) => return Ok(reason),
+                            None => continue,
+                        }
+                    }
+                    // Take what agents have already sent into this batch, else make the batch
+                    // durable and wait for them.
                     let message = match rx.try_recv() {
                         Ok(message) if self.staged - self.len < MAX_BATCH => Some(message),
                         Ok(message) => {
@@ -457,11 +516,19 @@ impl<S: WorkflowState> Run<'_, S> {
                                     StopReason::WaitingForInput
                                 });
                             }
-                            tokio::select! {
+                            let woke = tokio::select! {
                                 biased;
                                 () = limits.cancel.cancelled() => return Ok(StopReason::Cancelled),
                                 () = sleep_until(limits.deadline) => return Ok(StopReason::Deadline),
-                                message = rx.recv() => message,
+                                command = next_command(self.control.as_mut()) => Woke::Command(command),
+                                message = rx.recv() => Woke::Agent(message),
+                            };
+                            match woke {
+                                Woke::Command(command) => match self.command(command).await? {
+                                    Some(reason) => return Ok(reason),
+                                    None => continue,
+                                },
+                                Woke::Agent(message) => message,
                             }
                         }
                     };
@@ -513,6 +580,9 @@ impl<S: WorkflowState> Run<'_, S> {
     ) -> Result<RunOutcome<S>, Error> {
         self.stop_agents().await;
         let mut result = self.record_leftovers(reason, rx).await;
+        if let Err(err) = &result {
+            self.refuse_unrecorded(err);
+        }
         if result.is_ok() {
             // A store that defers durability makes the turn durable here.
             let store = &self.wf.store;
@@ -536,6 +606,7 @@ impl<S: WorkflowState> Run<'_, S> {
             cost: self.cost,
             open_requests: self.open_requests.into_ids(),
             errors: self.errors,
+            queued: self.queued.refs(),
         })
     }
 }
@@ -543,6 +614,7 @@ impl<S: WorkflowState> Run<'_, S> {
 mod activate;
 mod agent_task;
 mod begin;
+mod commands;
 mod on_worker;
 mod record;
 mod renderers;

@@ -21,6 +21,8 @@ use crate::event::Event;
 /// let waiting = json!({ "reason": "waiting_for_input", "openRequests": ["0190..."] });
 /// assert_eq!(SessionStatus::after("workflow:completed", &waiting), SessionStatus::Waiting);
 /// assert_eq!(SessionStatus::after("task:started", &json!({})), SessionStatus::Running);
+/// let queued = json!({ "reason": "idle", "queued": ["0190..."] });
+/// assert_eq!(SessionStatus::after("workflow:completed", &queued), SessionStatus::Running);
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
@@ -42,6 +44,10 @@ impl SessionStatus {
     /// The status of a session whose last event has this name and payload.
     pub fn after(name: &str, payload: &Value) -> Self {
         if name != WorkflowCompleted::NAME {
+            return Self::Running;
+        }
+        // Inputs that arrived during the turn wait for turns of their own: work is left.
+        if payload["queued"].as_array().is_some_and(|queued| !queued.is_empty()) {
             return Self::Running;
         }
         if payload["reason"].as_str() == Some(crate::StopReason::WaitingForInput.as_str()) {

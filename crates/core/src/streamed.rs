@@ -1,10 +1,10 @@
 //! How a provider's streamed events are recorded, and read back: the one mapping between a
 //! [`ProviderEvent`] and the built-in event that records it ([`TextDelta`], [`ToolCalled`],
-//! [`ToolResult`]), in both directions. The runtime records with
+//! [`ToolResult`], [`InputSteered`]), in both directions. The runtime records with
 //! [`ProviderEvent::into_recorded`]; a cassette replaying a recorded call reads the stream
 //! back with [`ProviderEvent::from_recorded`].
 
-use crate::builtin::{Builtin, TextDelta, ToolCalled, ToolResult};
+use crate::builtin::{Builtin, InputSteered, TextDelta, ToolCalled, ToolResult};
 use crate::emit::Pending;
 use crate::provider::ProviderEvent;
 
@@ -58,6 +58,11 @@ impl ProviderEvent {
                 output,
                 is_error,
             }),
+            Self::Steered { queued, text } => Pending::of(&InputSteered {
+                agent,
+                queued,
+                text,
+            }),
         }
     }
 
@@ -83,6 +88,13 @@ impl ProviderEvent {
                     tool: r.tool,
                     output: r.output,
                     is_error: r.is_error,
+                },
+            )),
+            Builtin::InputSteered(s) => Some((
+                s.agent,
+                Self::Steered {
+                    queued: s.queued,
+                    text: s.text,
                 },
             )),
             _ => None,

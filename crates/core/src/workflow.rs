@@ -155,7 +155,7 @@ impl<S: WorkflowState> Workflow<S> {
     /// Folds `events` (a session's log from seq 0) through the handlers, with no agent and no
     /// network: the state at position `events.len()`.
     pub fn fold(&self, events: &[Envelope]) -> S {
-        let mut fold = Fold::new(self.inner.initial.clone());
+        let mut fold = Fold::new(self.inner.initial.clone()).restoring();
         for event in events {
             fold.apply(event, events);
         }
@@ -241,6 +241,7 @@ impl<S: WorkflowState> Workflow<S> {
             completing,
             unrecorded: derived.unrecorded,
             open_calls: derived.open_calls,
+            queued: derived.queued.events(),
         }));
         Ok(from)
     }
@@ -436,6 +437,7 @@ impl<S: WorkflowState> Workflow<S> {
                     cost: 0.0,
                     open_requests: derived.open_requests,
                     errors: 0,
+                    queued: Vec::new(),
                 });
             }
             TurnBegin::Resume => {}

@@ -25,7 +25,7 @@ impl<S: WorkflowState> TypedFold<S> {
     /// A fold starting from `state`; `None` when it does not decode as `S`.
     pub(crate) fn from_json(state: Value) -> Option<Self> {
         let state: S = serde_json::from_value(state).ok()?;
-        Some(Self(StreamedFold::at(state, 0)))
+        Some(Self(StreamedFold::at(state, 0).restoring()))
     }
 }
 
@@ -41,7 +41,7 @@ impl<S: WorkflowState> JsonFold for TypedFold<S> {
         json_patch::merge(&mut value, patch);
         match serde_json::from_value::<S>(value) {
             Ok(state) => {
-                self.0 = StreamedFold::at(state, self.0.position());
+                self.0 = StreamedFold::at(state, self.0.position()).restoring();
                 true
             }
             Err(_) => false,

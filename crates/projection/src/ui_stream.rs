@@ -281,7 +281,7 @@ impl UiStream {
     /// use openharness_projection::{Approvals, UiStream};
     /// let asked = Envelope::typed(&InputRequested::approval("Publish?"), None).unwrap();
     /// let done = Envelope::typed(&WorkflowCompleted { reason: "waiting_for_input".into(),
-    ///     open_requests: vec![asked.id], errors: 0 }, None).unwrap();
+    ///     open_requests: vec![asked.id], errors: 0, queued: vec![] }, None).unwrap();
     /// let kinds = |approvals| {
     ///     let mut stream = UiStream::with_approvals(approvals);
     ///     [&asked, &done].into_iter()

@@ -122,6 +122,7 @@ fn session() -> Vec<Envelope> {
                 reason: "idle".into(),
                 open_requests: Vec::new(),
                 errors: 0,
+                queued: Vec::new(),
             },
             None,
         ),

@@ -450,6 +450,7 @@ fn other_events_and_undecodable_payloads_are_ignored() {
         reason: "idle".into(),
         open_requests: Vec::new(),
         errors: 0,
+        queued: Vec::new(),
     };
     let mut malformed = input(4, "x");
     malformed.payload = json!({ "txt": 1 });

@@ -428,6 +428,24 @@ impl Dialect for AnthropicTurns<'_> {
             .push(json!({ "role": "user", "content": results }));
     }
 
+    /// Joins the last message when it is the user's (tool results, or the prompt), as the
+    /// conversation's roles alternate.
+    fn push_user(&mut self, text: &str) {
+        let block = json!({ "type": "text", "text": text });
+        match self.messages.last_mut() {
+            Some(last) if last["role"] == "user" => match &mut last["content"] {
+                Value::Array(blocks) => blocks.push(block),
+                content => {
+                    let earlier = json!({ "type": "text", "text": content.as_str().unwrap_or_default() });
+                    *content = json!([earlier, block]);
+                }
+            },
+            _ => self
+                .messages
+                .push(json!({ "role": "user", "content": [block] })),
+        }
+    }
+
     fn output_tool(&self) -> Option<&str> {
         self.forced_tool.then_some(OUTPUT_TOOL)
     }

@@ -1,5 +1,7 @@
 //! The tool loop shared by the HTTP providers: ask the model, run the tools it calls, send the
-//! results back, until it answers without calling a tool or `max_turns` is reached.
+//! results back, until it answers without calling a tool or `max_turns` is reached. Before each
+//! model turn, what a person steered into the call ([`ProviderSink::take_steered`]) joins the
+//! history as a user message.
 //!
 //! Each provider implements [`Dialect`] (how one turn is sent and read, how tool results are
 //! appended to its message history); this module owns the loop, the recording of every call as
@@ -59,6 +61,10 @@ pub(crate) trait Dialect: Send {
     /// Appends the model's turn and the tools' results to the history.
     fn push_results(&mut self, turn: &Turn, outcomes: &[ToolOutcome]);
 
+    /// Appends a person's message to the history (an input steered into the call): sent
+    /// with the next model turn.
+    fn push_user(&mut self, text: &str);
+
     /// The name of the tool that carries the final output (the forced-tool method), if any.
     fn output_tool(&self) -> Option<&str> {
         None
@@ -83,6 +89,10 @@ pub(crate) async fn run(
     let mut usage = Usage::default();
     let max_turns = request.max_turns.max(1);
     for turn_number in 1..=max_turns {
+        // A person's messages steered into the call since its last model turn go with this one.
+        for text in sink.take_steered() {
+            dialect.push_user(&text);
+        }
         let turn = dialect.turn(sink).await?;
         usage += turn.usage;
         if let Some(output_tool) = dialect.output_tool()

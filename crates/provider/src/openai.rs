@@ -384,6 +384,11 @@ impl Dialect for OpenAiTurns<'_> {
         );
     }
 
+    fn push_user(&mut self, text: &str) {
+        self.messages
+            .push(json!({ "role": "user", "content": text }));
+    }
+
     fn finish_output(&self, mut output: Value) -> Value {
         if let Some(original) = &self.strict_schema_of {
             schema::remove_optional_nulls(original, &mut output);

@@ -28,7 +28,7 @@ use openharness_core::{
 };
 
 use crate::error::TapeError;
-use crate::state_hash::state_hash;
+use openharness_core::adapter::state_hash;
 use crate::tape::{LoadTape, Tape};
 
 type StatePredicate<S> = Arc<dyn Fn(&S) -> bool + Send + Sync>;
@@ -94,7 +94,7 @@ impl<S> At<S> {
                     return Some(0);
                 }
                 let events = tape.events();
-                let mut fold = Fold::new(tape.initial_state().clone()).quiet();
+                let mut fold = Fold::new(tape.initial_state().clone()).restoring().quiet();
                 events.iter().find_map(|event| {
                     fold.apply(event, events);
                     pred(fold.state()).then_some(fold.position())

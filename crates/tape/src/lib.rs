@@ -29,7 +29,6 @@
 //! - `tape` (`tape/`): [`Tape`]; in `tape/`, `load`, `back` (stepping back), `live`, `playback`.
 //! - `snapshots`: the snapshot interval chosen from measurements, and the cache for walking back.
 //! - `fork`: [`ForkSession`], a new session from any point of a recorded one.
-//! - `state_hash`: [`state_hash()`], the SHA-256 of a state as canonical JSON, kept in every fork.
 //! - `cassette` (`cassette/`): [`Cassette`]; `provider` answers the calls, `check` compares runs.
 //! - `error`: [`TapeError`], what loading, forking and re-executing can fail with.
 //! - `testing`: [`ReplaySnapshot`], a replay as one stable JSON value for `insta`.
@@ -48,7 +47,6 @@ mod cassette;
 mod error;
 mod fork;
 mod snapshots;
-mod state_hash;
 mod tape;
 mod testing;
 
@@ -56,6 +54,8 @@ pub use cassette::Cassette;
 pub use error::{Divergence, EventShape, TapeError};
 pub use fork::{At, Fork, ForkSession};
 pub use json_patch::{Patch, PatchOperation};
-pub use state_hash::{json_hash, state_hash};
+/// The SHA-256 of a state as canonical JSON, kept in every fork (defined in the core, which
+/// records it in rollbacks too).
+pub use openharness_core::adapter::{json_hash, state_hash};
 pub use tape::{LoadTape, Pacing, Pauser, Tape, TapeStats, TapeStatus, TapeView};
 pub use testing::ReplaySnapshot;

@@ -103,12 +103,12 @@ pub(crate) struct FineCache<S> {
     states: Vec<S>,
 }
 
-impl<S: Handler> FineCache<S> {
+impl<S: openharness_core::WorkflowState> FineCache<S> {
     /// Folds `events[base..end]` from `state` (the state at `base`).
     pub(crate) fn build(state: S, base: u64, end: u64, interval: u64, events: &[Envelope]) -> Self {
         let step = (interval as f64).sqrt().ceil().max(1.0) as u64;
         let mut states = vec![state.clone()];
-        let mut fold = Fold::at(state, base).quiet();
+        let mut fold = Fold::at(state, base).restoring().quiet();
         let from = usize::try_from(base).unwrap_or(usize::MAX);
         let to = usize::try_from(end).unwrap_or(usize::MAX);
         for event in events.get(from..to).unwrap_or_default() {

@@ -134,9 +134,9 @@ impl<S: WorkflowState> Tape<S> {
             workflow,
             session,
             events,
-            fold: Fold::new(initial.clone()).quiet(),
+            fold: Fold::new(initial.clone()).restoring().quiet(),
             undo: Undo::recording(),
-            indexer: Fold::new(initial.clone()).with_checkpoint_interval(interval),
+            indexer: Fold::new(initial.clone()).restoring().with_checkpoint_interval(interval),
             snapshots: vec![initial],
             interval,
             fine: None,
@@ -296,7 +296,7 @@ impl<S: WorkflowState> Tape<S> {
         let (at, state) = self.nearest(target);
         // Going forwards past the nearest known state, the cursor is the better start.
         if current < at || current > target {
-            let fold = Fold::at(state.clone(), at).quiet();
+            let fold = Fold::at(state.clone(), at).restoring().quiet();
             self.set_cursor(fold);
         }
         self.fold_cursor_to(target);
@@ -334,7 +334,7 @@ impl<S: WorkflowState> Tape<S> {
     }
 
     fn fold_from(&self, state: S, at: u64, target: u64) -> S {
-        let mut fold = Fold::at(state, at).quiet();
+        let mut fold = Fold::at(state, at).restoring().quiet();
         let start = usize::try_from(at).unwrap_or(usize::MAX);
         let end = usize::try_from(target).unwrap_or(usize::MAX);
         for event in self.events.get(start..end).unwrap_or_default() {
@@ -387,7 +387,7 @@ impl<S: WorkflowState> Tape<S> {
         let mut segment_end = end;
         while segment_end > 0 {
             let (at, state) = self.snapshot_at_or_before(segment_end - 1);
-            let mut fold = Fold::at(state.clone(), at).quiet();
+            let mut fold = Fold::at(state.clone(), at).restoring().quiet();
             let mut found = None;
             let from = usize::try_from(at).unwrap_or(usize::MAX);
             let to = usize::try_from(segment_end).unwrap_or(usize::MAX);

@@ -145,7 +145,7 @@ async fn fold_to<S: WorkflowState>(
 ) -> Result<Option<S>, Error> {
     let failed = store_error(wf, session);
     let (state, from, mut events) = start_of_read(wf, session, position, position, depth).await?;
-    let mut fold = crate::adapter::StreamedFold::at(state, from);
+    let mut fold = crate::adapter::StreamedFold::at(state, from).restoring();
     if !checkpoints {
         fold = fold.without_checkpoints();
     }
@@ -180,7 +180,7 @@ pub(crate) async fn states_at<S: WorkflowState>(
     order.sort_by_key(|&i| positions[i]);
     let mut order = order.into_iter().peekable();
     let mut found: Vec<Option<(u64, S)>> = vec![None; positions.len()];
-    let mut fold = Fold::at(state, from);
+    let mut fold = Fold::at(state, from).restoring();
     let mut window = Window::new(from);
     let mut take = |fold: &Fold<S>, everything: bool| {
         while let Some(i) = order.next_if(|&i| everything || positions[i] <= fold.position()) {
@@ -240,7 +240,7 @@ pub(crate) async fn view_at<S: WorkflowState>(
     // Clamped to the length read now; events appended meanwhile are folded for the counts.
     let position = position.min(recorded_len);
     let base = Box::pin(session_base(wf, session, 0)).await?;
-    let mut fold = Fold::new(base);
+    let mut fold = Fold::new(base).restoring();
     let mut window = Window::new(0);
     let mut at = (position == 0).then(|| fold.state().clone());
     // The fold needs only the payloads its handlers decode; the current event is read whole.

@@ -10,6 +10,8 @@ pub(super) struct Tail<'w, S> {
     pub(super) fold: Fold<S>,
     pub(super) window: Window,
     pub(super) open_requests: OpenRequests,
+    /// Inputs queued and not answered yet.
+    pub(super) queued: QueuedInputs,
     /// Consequences of recorded events not recorded yet: cause -> (cause's seq, in order).
     pub(super) expected: HashMap<EventId, (u64, VecDeque<Expected>)>,
     /// Events that activated agents, while a call of theirs is expected or open.
@@ -27,9 +29,10 @@ impl<'w, S: WorkflowState> Tail<'w, S> {
         Self {
             wf,
             session: session.clone(),
-            fold: Fold::at(state, position),
+            fold: Fold::at(state, position).restoring(),
             window: Window::new(position),
             open_requests: OpenRequests::default(),
+            queued: QueuedInputs::default(),
             expected: HashMap::new(),
             triggers: HashMap::new(),
             open_calls: HashMap::new(),
@@ -94,7 +97,17 @@ impl<'w, S: WorkflowState> Tail<'w, S> {
             return;
         }
         match event.decode::<WorkflowCompleted>() {
-            Ok(completed) => self.open_requests = OpenRequests::from_ids(completed.open_requests),
+            Ok(completed) => {
+                self.open_requests = OpenRequests::from_ids(completed.open_requests);
+                // Keeps the events of inputs this tail saw queued.
+                let mut queued = QueuedInputs::from_refs(completed.queued);
+                for event in self.queued.events() {
+                    if let Some(seq) = queued.refs().iter().find(|r| r.id == event.id).map(|r| r.seq) {
+                        queued.read(crate::builtin::QueuedRef { id: event.id, seq }, event);
+                    }
+                }
+                self.queued = queued;
+            }
             Err(err) => {
                 tracing::warn!(session = %self.session, error = %err, "a `workflow:completed` does not decode; its open requests are unknown");
             }
@@ -202,6 +215,7 @@ impl<'w, S: WorkflowState> Tail<'w, S> {
     pub(super) fn track(&mut self, seq: u64, event: &Envelope) {
         // A fork begins with the requests open in its parent at the fork point.
         self.open_requests.follow(event, seq == 0);
+        self.queued.follow(seq, event);
         match event.name.as_ref() {
             AgentStarted::NAME => {
                 let Ok(started) = event.decode::<AgentStarted>() else {
@@ -308,6 +322,7 @@ impl<'w, S: WorkflowState> Tail<'w, S> {
             open_requests: self.open_requests.into_ids(),
             unrecorded,
             open_calls,
+            queued: self.queued,
         }
     }
 }

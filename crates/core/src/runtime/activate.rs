@@ -80,6 +80,7 @@ impl<S: WorkflowState> Run<'_, S> {
             call: self.agent_calls,
             attempts: self.wf.max_output_attempts,
             tx: self.tx.clone(),
+            steers: self.steers.clone(),
         };
         self.queue.push_back((
             Pending::of(&started),

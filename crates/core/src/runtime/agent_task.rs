@@ -28,6 +28,8 @@ pub(super) struct AgentTask<S> {
     pub(super) call: u64,
     pub(super) attempts: u32,
     pub(super) tx: UnboundedSender<AgentMessage>,
+    /// Inputs steered into the turn, offered to the call at its next model call.
+    pub(super) steers: Steers,
 }
 
 impl<S> AgentTask<S> {
@@ -44,6 +46,7 @@ impl<S> AgentTask<S> {
                     trigger_id,
                 ));
             })
+            .with_steers(self.steers.clone())
         };
         let mut text = String::new();
         let mut usage = Usage::default();

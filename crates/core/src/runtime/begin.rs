@@ -83,7 +83,18 @@ impl<S: WorkflowState> Run<'_, S> {
             Begin::Resume {
                 unrecorded,
                 open_calls,
-            } => self.resume(unrecorded, open_calls, limits),
+                queued,
+            } => {
+                if unrecorded.is_empty() && open_calls.is_empty() {
+                    // Nothing was cut off: the turn answers the oldest queued input.
+                    if let Some(oldest) = queued.first() {
+                        let answer = crate::queued::answer_of(oldest);
+                        self.queue.push_back((answer, Some(oldest.id), None));
+                    }
+                    return None;
+                }
+                self.resume(unrecorded, open_calls, limits)
+            }
         }
     }
 
@@ -114,9 +125,19 @@ impl<S: WorkflowState> Run<'_, S> {
             completing,
             unrecorded,
             open_calls,
+            queued,
         } = unfinished;
         let cut = Cut::Fork { parent, position };
-        self.finish_cut_work(cut, completing, unrecorded, open_calls, limits)
+        let stopped = self.finish_cut_work(cut, completing, unrecorded, open_calls, limits);
+        // What the parent had queued at the fork point, queued again here (answered after).
+        self.queue.extend(queued.into_iter().map(|event| {
+            let pending = Pending {
+                name: event.name,
+                payload: event.payload,
+            };
+            (pending, None, None)
+        }));
+        stopped
     }
 
     /// What [`Run::resume`] and [`Run::finish_fork_point`] share: closes the calls `cut`

@@ -45,6 +45,7 @@ impl<S: WorkflowState> Run<'_, S> {
                 ErrorOccurred::NAME => self.errors += 1,
                 _ => self.open_requests.follow(event, false),
             }
+            self.queued.follow(self.staged, event);
             self.staged += 1;
         }
         first..self.staged
@@ -77,11 +78,18 @@ impl<S: WorkflowState> Run<'_, S> {
                     },
                     err => Error::store(store.as_ref(), Some(&self.session), err),
                 })?;
+            if let (Some(acknowledge), Some(first)) = (self.acknowledge.take(), events.first()) {
+                let _ = acknowledge.send(CommandRecorded {
+                    seq: self.len,
+                    id: first.id,
+                });
+            }
             for event in events {
                 self.renderers.send(event);
             }
             self.snapshots.recorded(events);
             self.len = self.staged;
+            self.answer_recorded();
         }
         for task in std::mem::take(&mut self.launches) {
             if launch {
@@ -134,12 +142,18 @@ impl<S: WorkflowState> Run<'_, S> {
             })
             .collect();
         self.stage(closes);
+        if reason == StopReason::RolledBack {
+            self.stage_rollback().await?;
+        }
+        // What was sent to the turn and not taken yet is recorded before its end.
+        self.stage_last_commands();
         self.flush(false).await?;
         // Counted before it is staged: `workflow:completed` itself is no error.
         let completed = WorkflowCompleted {
             reason: reason.as_str().to_owned(),
             open_requests: self.open_requests.ids().to_vec(),
             errors: self.errors,
+            queued: self.queued.refs(),
         };
         self.stage(vec![(Pending::of(&completed), None)]);
         self.flush(false).await

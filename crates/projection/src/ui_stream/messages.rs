@@ -18,7 +18,7 @@ use super::*;
 /// let mut input = Envelope::typed(&UserInput::new("Hi"), None).unwrap();
 /// input.payload["messageId"] = "client-1".into();
 /// let done = Envelope::typed(&WorkflowCompleted { reason: "idle".into(),
-///     open_requests: vec![], errors: 0 }, None).unwrap();
+///     open_requests: vec![], errors: 0, queued: vec![] }, None).unwrap();
 /// let chat = serde_json::to_value(ui_messages(&[input, done.clone()])).unwrap();
 /// assert_eq!(chat[0]["id"], "client-1");
 /// assert_eq!(chat[1]["id"], format!("msg-{}", done.id));
@@ -37,12 +37,12 @@ pub fn ui_messages(events: &[Envelope]) -> Vec<UiMessage> {
 /// use openharness_projection::{APPROVED_FIELD, Approvals, ui_messages_with};
 /// let asked = Envelope::typed(&InputRequested::approval("Publish?"), None).unwrap();
 /// let waiting = Envelope::typed(&WorkflowCompleted { reason: "waiting_for_input".into(),
-///     open_requests: vec![asked.id], errors: 0 }, None).unwrap();
+///     open_requests: vec![asked.id], errors: 0, queued: vec![] }, None).unwrap();
 /// let mut yes = Envelope::typed(&InputReceived { request_id: asked.id, text: "yes".into() },
 ///     Some(asked.id)).unwrap();
 /// yes.payload[APPROVED_FIELD] = true.into();
 /// let done = Envelope::typed(&WorkflowCompleted { reason: "idle".into(),
-///     open_requests: vec![], errors: 0 }, None).unwrap();
+///     open_requests: vec![], errors: 0, queued: vec![] }, None).unwrap();
 /// let chat = serde_json::to_value(ui_messages_with(&[asked.clone(), waiting, yes, done],
 ///     Approvals::Tool)).unwrap();
 /// // One assistant message: the decision continued it.

@@ -48,6 +48,7 @@ fn done() -> Envelope {
         reason: "idle".into(),
         open_requests: Vec::new(),
         errors: 0,
+        queued: Vec::new(),
     };
     ev(&done, None)
 }

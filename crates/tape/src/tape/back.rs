@@ -40,7 +40,7 @@ impl<S: WorkflowState> Tape<S> {
         }
         if !self.undo.gave_up() {
             let (at, state) = self.snapshot_at_or_before(target);
-            let fold = Fold::at(state.clone(), at).quiet();
+            let fold = Fold::at(state.clone(), at).restoring().quiet();
             self.set_cursor(fold);
             self.fold_cursor_to(target);
             // Folded the slow way only if a handler turned out not to record undos; either
@@ -59,7 +59,7 @@ impl<S: WorkflowState> Tape<S> {
             if let Some((at, state)) = self.stretch.pop() {
                 // No handler ran between `at` and `target`: its state is theirs.
                 self.stretch_end = at;
-                self.set_cursor(Fold::at(state, target).quiet());
+                self.set_cursor(Fold::at(state, target).restoring().quiet());
                 return;
             }
         }
@@ -75,7 +75,7 @@ impl<S: WorkflowState> Tape<S> {
             self.ensure_fine(lowest);
         }
         let (at, state) = self.nearest(lowest);
-        let mut fold = Fold::at(state.clone(), at).quiet();
+        let mut fold = Fold::at(state.clone(), at).restoring().quiet();
         let mut stretch = Vec::new();
         let from = usize::try_from(at).unwrap_or(usize::MAX);
         let to = usize::try_from(target).unwrap_or(usize::MAX);
@@ -149,7 +149,7 @@ impl<S: WorkflowState> Tape<S> {
             position,
             "undoing events did not give back the state folding reaches (a handler's undo is wrong); this tape steps back by copying from now on"
         );
-        let fold = Fold::at(snapshot.clone(), position).quiet();
+        let fold = Fold::at(snapshot.clone(), position).restoring().quiet();
         self.set_cursor(fold);
         self.undo.unsupported();
         false

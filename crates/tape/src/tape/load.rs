@@ -211,7 +211,7 @@ impl<S: WorkflowState> Tape<S> {
     pub async fn persist_snapshots(&self) -> Result<u64, TapeError> {
         let every = self.interval.min(PERSISTED_INTERVAL);
         let store = self.workflow.store();
-        let mut fold = Fold::new(self.snapshots[0].clone());
+        let mut fold = Fold::new(self.snapshots[0].clone()).restoring();
         let mut saved = 0;
         for event in &self.events {
             fold.apply(event, &self.events);

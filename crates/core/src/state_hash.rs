@@ -15,8 +15,8 @@ use sha2::{Digest, Sha256};
 /// use std::collections::HashMap;
 /// let a: HashMap<&str, u32> = [("x", 1), ("y", 2)].into();
 /// let b: HashMap<&str, u32> = [("y", 2), ("x", 1)].into();
-/// let hash = openharness_tape::state_hash(&a).unwrap();
-/// assert_eq!(hash, openharness_tape::state_hash(&b).unwrap());
+/// let hash = openharness_core::adapter::state_hash(&a).unwrap();
+/// assert_eq!(hash, openharness_core::adapter::state_hash(&b).unwrap());
 /// assert_eq!(hash.len(), 64);
 /// ```
 pub fn state_hash(state: &impl Serialize) -> Result<String, serde_json::Error> {
