@@ -24,7 +24,7 @@
 use serde_json::{Map, Value};
 use tokio::sync::{mpsc, oneshot};
 
-use crate::builtin::InputQueued;
+use crate::builtin::{InputQueued, QueueMode};
 use crate::event::EventId;
 
 /// The event a command was recorded as, once durable.
@@ -56,6 +56,9 @@ pub enum TurnCommand {
     /// [`RunOptions::input_fields`](crate::RunOptions::input_fields) adds them to a
     /// `user:input`), then handled as its mode says.
     Queue {
+        /// The id its `input:queued` is recorded with (chosen by the sender, so it can wait
+        /// for the turn that answers it before the turn records it).
+        id: EventId,
         /// The input and its mode.
         input: InputQueued,
         /// Data an application keeps with the message (a client's message id, tags).
@@ -83,12 +86,21 @@ impl TurnCommand {
         let (recorded, heard) = oneshot::channel();
         (
             Self::Queue {
+                id: EventId::new(),
                 input,
                 fields,
                 recorded,
             },
             heard,
         )
+    }
+
+    /// The id a queued input is recorded with (`None` for a stop).
+    pub fn id(&self) -> Option<EventId> {
+        match self {
+            Self::Queue { id, .. } => Some(*id),
+            Self::Stop { .. } => None,
+        }
     }
 
     /// A stop, and where to hear that it was recorded.
@@ -128,8 +140,10 @@ pub fn turn_control() -> (TurnControl, TurnInbox) {
 impl TurnControl {
     /// Sends `command` to the turn; it comes back when the turn no longer takes commands (it
     /// ended, or is ending and has recorded its last), for the sender to act on otherwise.
-    pub fn send(&self, command: TurnCommand) -> Result<(), TurnCommand> {
-        self.0.send(command).map_err(|returned| returned.0)
+    pub fn send(&self, command: TurnCommand) -> Result<(), Box<TurnCommand>> {
+        self.0
+            .send(command)
+            .map_err(|returned| Box::new(returned.0))
     }
 
     /// Whether the turn no longer takes commands.
@@ -158,5 +172,110 @@ impl TurnInbox {
             waiting.push(command);
         }
         waiting
+    }
+}
+
+/// What a second input to a session gets while a turn runs on it (set per request with
+/// [`RunOptions::on_busy`](crate::RunOptions::on_busy), defaulted per host or server). Every
+/// answer but `reject` is recorded at once as `input:queued` in the running turn.
+///
+/// | policy | what happens | replay and fork |
+/// |---|---|---|
+/// | `reject` | refused (`SessionBusy`, HTTP `409`); nothing recorded | nothing to replay |
+/// | `enqueue` | recorded now, answered in order, each in a turn of its own, after the running turn | a fork after `input:queued` answers it too |
+/// | `interrupt` | the running turn stops at its next safe point (`interrupted`); a new turn answers with both inputs in the state | the cut calls are closed `interrupted` in the log |
+/// | `rollback` | the running turn is abandoned; `turn:rolled_back` restores the state before it; a new turn answers | every fold takes the restored state |
+/// | `steer` | given to the running agent calls at their next model call (`input:steered`); answered in its own turn if none took it | the steered request is in the log |
+///
+/// A [`Workflow`](crate::Workflow) used without a host can only refuse (`reject`) or wait for
+/// the running turn (any other policy); a host records and routes them as above.
+///
+/// ```
+/// use openharness_core::BusyPolicy;
+/// let policy: BusyPolicy = "enqueue".parse()?;
+/// assert_eq!(policy, BusyPolicy::Enqueue);
+/// assert_eq!(policy.to_string(), "enqueue");
+/// assert!("later".parse::<BusyPolicy>().unwrap_err().contains("reject, enqueue, interrupt, rollback, steer"));
+/// # Ok::<(), String>(())
+/// ```
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    Default,
+    serde::Serialize,
+    serde::Deserialize,
+    schemars::JsonSchema,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum BusyPolicy {
+    /// Refuse it; nothing is recorded.
+    #[default]
+    Reject,
+    /// Record it now; answer it after the running turn.
+    Enqueue,
+    /// Record it now; stop the running turn at its next safe point and answer it.
+    Interrupt,
+    /// Record it now; abandon the running turn (its state restored) and answer it.
+    Rollback,
+    /// Record it now; give it to the running agent calls at their next model call.
+    Steer,
+}
+
+impl BusyPolicy {
+    /// Every policy, in the order documented.
+    pub const ALL: [Self; 5] = [
+        Self::Reject,
+        Self::Enqueue,
+        Self::Interrupt,
+        Self::Rollback,
+        Self::Steer,
+    ];
+
+    /// The policy as a word (`reject`, `enqueue`, `interrupt`, `rollback`, `steer`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Reject => "reject",
+            Self::Enqueue => "enqueue",
+            Self::Interrupt => "interrupt",
+            Self::Rollback => "rollback",
+            Self::Steer => "steer",
+        }
+    }
+
+    /// How `input:queued` records an input taken under this policy (`None` for `reject`).
+    pub fn mode(self) -> Option<QueueMode> {
+        match self {
+            Self::Reject => None,
+            Self::Enqueue => Some(QueueMode::Enqueue),
+            Self::Interrupt => Some(QueueMode::Interrupt),
+            Self::Rollback => Some(QueueMode::Rollback),
+            Self::Steer => Some(QueueMode::Steer),
+        }
+    }
+}
+
+impl std::fmt::Display for BusyPolicy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::str::FromStr for BusyPolicy {
+    type Err = String;
+
+    fn from_str(word: &str) -> Result<Self, Self::Err> {
+        Self::ALL
+            .into_iter()
+            .find(|policy| policy.as_str() == word.trim())
+            .ok_or_else(|| {
+                format!(
+                    "`{word}` is not a busy policy: one of {}",
+                    Self::ALL.map(Self::as_str).join(", ")
+                )
+            })
     }
 }

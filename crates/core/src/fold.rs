@@ -535,7 +535,8 @@ impl<S: Handler> Fold<S> {
         }
         for event in window.get(from..to).unwrap_or_default() {
             if event.name == builtin::TurnRolledBack::NAME {
-                if let Some(Ok(state)) = self.restore.map(|decode| decode(&event.payload["state"])) {
+                if let Some(Ok(state)) = self.restore.map(|decode| decode(&event.payload["state"]))
+                {
                     self.state = state;
                 }
                 continue;
@@ -597,7 +598,6 @@ impl<S: Handler + serde::de::DeserializeOwned> StreamedFold<S> {
 }
 
 impl<S: Handler> StreamedFold<S> {
-
     /// Whether a handler panicked in a fold without checkpoints (see [`Fold::spoiled`]).
     pub(crate) fn spoiled(&self) -> bool {
         self.fold.spoiled()

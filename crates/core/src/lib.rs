@@ -68,8 +68,8 @@ mod handler;
 mod locks;
 mod open_requests;
 mod pattern;
-mod queued;
 mod provider;
+mod queued;
 mod recover;
 mod renderer;
 mod run;
@@ -83,6 +83,7 @@ mod undo;
 mod workflow;
 
 pub use agent::{Agent, StructuredOutput};
+pub use control::BusyPolicy;
 pub use definition::WorkflowState;
 pub use emit::Emit;
 pub use error::Error;

@@ -25,7 +25,9 @@ impl QueuedInputs {
     /// an `input:steered` delivers it.
     pub(crate) fn follow(&mut self, seq: u64, event: &Envelope) {
         match event.name.as_ref() {
-            InputQueued::NAME => self.0.push((QueuedRef { id: event.id, seq }, Some(event.clone()))),
+            InputQueued::NAME => self
+                .0
+                .push((QueuedRef { id: event.id, seq }, Some(event.clone()))),
             UserInput::NAME => {
                 if let Some(cause) = event.caused_by {
                     self.0.retain(|(queued, _)| queued.id != cause);
@@ -47,7 +49,10 @@ impl QueuedInputs {
 
     /// The events of the unanswered inputs whose events are known, oldest first.
     pub(crate) fn events(&self) -> Vec<Envelope> {
-        self.0.iter().filter_map(|(_, event)| event.clone()).collect()
+        self.0
+            .iter()
+            .filter_map(|(_, event)| event.clone())
+            .collect()
     }
 
     /// The inputs whose events are not known yet (listed by a turn's end before the reader
@@ -104,8 +109,14 @@ mod tests {
         assert_eq!(
             queued.refs(),
             [
-                QueuedRef { id: first.id, seq: 4 },
-                QueuedRef { id: second.id, seq: 9 }
+                QueuedRef {
+                    id: first.id,
+                    seq: 4
+                },
+                QueuedRef {
+                    id: second.id,
+                    seq: 9
+                }
             ]
         );
         // A user:input caused by something else answers nothing.
@@ -117,7 +128,13 @@ mod tests {
             text: "two".into(),
         };
         queued.follow(11, &envelope(&steered, None));
-        assert_eq!(queued.refs(), [QueuedRef { id: first.id, seq: 4 }]);
+        assert_eq!(
+            queued.refs(),
+            [QueuedRef {
+                id: first.id,
+                seq: 4
+            }]
+        );
         let answer = answer_of(&first);
         assert_eq!(answer.name, UserInput::NAME);
         assert_eq!(answer.payload, serde_json::json!({ "text": "one" }));

@@ -469,7 +469,11 @@ async fn derive_streamed<S: WorkflowState>(
             .events(session, queued.seq..queued.seq + 1)
             .await
             .map_err(&failed)?;
-        match events.into_iter().next().filter(|event| event.id == queued.id) {
+        match events
+            .into_iter()
+            .next()
+            .filter(|event| event.id == queued.id)
+        {
             Some(event) => tail.queued.read(queued, event),
             None => {
                 tracing::warn!(%session, seq = queued.seq, id = %queued.id, "a queued input is not where its turn's end says it is; it is not answered");

@@ -37,7 +37,7 @@ pub struct RunOptions {
     pub(crate) max_cost: Option<f64>,
     pub(crate) deadline: Option<Duration>,
     pub(crate) renderers: Vec<Box<dyn Renderer>>,
-    pub(crate) refuse_if_busy: bool,
+    pub(crate) on_busy: Option<crate::control::BusyPolicy>,
     pub(crate) control: Option<crate::control::TurnInbox>,
     pub(crate) acknowledge: Option<tokio::sync::oneshot::Sender<crate::control::CommandRecorded>>,
 }
@@ -55,7 +55,7 @@ impl Default for RunOptions {
             max_cost: None,
             deadline: None,
             renderers: Vec::new(),
-            refuse_if_busy: false,
+            on_busy: None,
             control: None,
             acknowledge: None,
         }
@@ -95,6 +95,11 @@ impl RunOptions {
     pub fn input_fields(mut self, fields: serde_json::Map<String, serde_json::Value>) -> Self {
         self.input_fields = fields;
         self
+    }
+
+    /// The fields set with [`input_fields`](Self::input_fields).
+    pub fn recorded_fields(&self) -> &serde_json::Map<String, serde_json::Value> {
+        &self.input_fields
     }
 
     /// Records the turn's `user:input` with this event id instead of a fresh one, so that the
@@ -163,10 +168,35 @@ impl RunOptions {
     }
 
     /// Fails at once with [`Error::SessionBusy`](crate::Error::SessionBusy) when another turn of this process is running
-    /// on the session, instead of waiting for it to end (the default).
-    pub fn refuse_if_busy(mut self) -> Self {
-        self.refuse_if_busy = true;
+    /// on the session, instead of waiting for it to end (the default): the same as
+    /// [`on_busy`](Self::on_busy)`(BusyPolicy::Reject)`.
+    pub fn refuse_if_busy(self) -> Self {
+        self.on_busy(crate::control::BusyPolicy::Reject)
+    }
+
+    /// What this input gets when a turn is already running on the session (see
+    /// [`BusyPolicy`](crate::BusyPolicy)): a host records it as the policy says; a
+    /// [`Workflow`](crate::Workflow) used alone refuses it under `reject` and otherwise waits
+    /// for the running turn. Unset, a host applies its default and a workflow waits.
+    ///
+    /// ```
+    /// use openharness_core::{BusyPolicy, RunOptions};
+    /// let options = RunOptions::new().on_busy(BusyPolicy::Enqueue);
+    /// assert_eq!(options.busy_policy(), Some(BusyPolicy::Enqueue));
+    /// ```
+    pub fn on_busy(mut self, policy: crate::control::BusyPolicy) -> Self {
+        self.on_busy = Some(policy);
         self
+    }
+
+    /// Whether a workflow used alone refuses a busy session rather than wait.
+    pub(crate) fn refuses_if_busy(&self) -> bool {
+        self.on_busy == Some(crate::control::BusyPolicy::Reject)
+    }
+
+    /// The policy set with [`on_busy`](Self::on_busy), if any.
+    pub fn busy_policy(&self) -> Option<crate::control::BusyPolicy> {
+        self.on_busy
     }
 
     /// Adds a renderer for this run.

@@ -52,19 +52,19 @@ use crate::builtin::{
     OutputRejected as Rejected, TextComplete, UserInput, WorkflowCompleted, WorkflowStarted,
 };
 use crate::contained::panic_message;
+use crate::control::{Answer, CommandRecorded, TurnCommand, TurnInbox};
 use crate::definition::{Inner, WorkflowState};
 use crate::emit::{Emit, Pending};
 use crate::error::Error;
 use crate::event::{Envelope, Event, EventId, SessionId};
 use crate::fold::{Applied, Fold};
 use crate::locks::SessionGuard;
-use crate::control::{Answer, CommandRecorded, TurnCommand, TurnInbox};
 use crate::open_requests::OpenRequests;
-use crate::queued::QueuedInputs;
 use crate::pattern::Pattern;
 use crate::provider::{
     ChatMessage, Provider, ProviderError, ProviderRequest, ProviderSink, Steers, Usage,
 };
+use crate::queued::QueuedInputs;
 use crate::recover::{Derived, OpenCall, Unrecorded, Window};
 use crate::renderer::Renderer;
 use crate::run::{Continuation, ForkUnfinished, RunOptions, RunOutcome, StopReason};
@@ -317,6 +317,7 @@ async fn run_here<S: WorkflowState>(
         acknowledge,
         steers: Steers::default(),
         answers: Vec::new(),
+        next_id: None,
         _guard: guard,
     };
     let result = match run.begin(begin, input, &input_fields, &limits) {
@@ -468,6 +469,8 @@ struct Run<'w, S> {
     steers: Steers,
     /// Commands recorded in the batch being staged, told once it is durable.
     answers: Vec<(Answer, u64)>,
+    /// The id the next staged event is recorded with (a command's, chosen by its sender).
+    next_id: Option<EventId>,
     /// One writer per session: held until the run is over.
     _guard: SessionGuard,
 }

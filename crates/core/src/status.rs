@@ -47,7 +47,10 @@ impl SessionStatus {
             return Self::Running;
         }
         // Inputs that arrived during the turn wait for turns of their own: work is left.
-        if payload["queued"].as_array().is_some_and(|queued| !queued.is_empty()) {
+        if payload["queued"]
+            .as_array()
+            .is_some_and(|queued| !queued.is_empty())
+        {
             return Self::Running;
         }
         if payload["reason"].as_str() == Some(crate::StopReason::WaitingForInput.as_str()) {

@@ -170,7 +170,7 @@ impl<S: WorkflowState> Workflow<S> {
     pub async fn run(&self, options: RunOptions) -> Result<RunOutcome<S>, Error> {
         let mut options = options;
         let session = options.session.get_or_insert_with(SessionId::new).clone();
-        let guard = self.lock(&session, options.refuse_if_busy).await?;
+        let guard = self.lock(&session, options.refuses_if_busy()).await?;
         crate::runtime::run(&self.inner, options, Start::Fresh, guard).await
     }
 
@@ -193,7 +193,7 @@ impl<S: WorkflowState> Workflow<S> {
     ) -> Result<RunOutcome<S>, Error> {
         let mut options = options;
         let session = options.session.get_or_insert_with(SessionId::new).clone();
-        let guard = self.lock(&session, options.refuse_if_busy).await?;
+        let guard = self.lock(&session, options.refuses_if_busy()).await?;
         crate::runtime::run(&self.inner, options, Start::Fork(Box::new(from)), guard).await
     }
 
@@ -422,7 +422,7 @@ impl<S: WorkflowState> Workflow<S> {
         begin: TurnBegin,
         options: RunOptions,
     ) -> Result<RunOutcome<S>, Error> {
-        let guard = self.lock(session, options.refuse_if_busy).await?;
+        let guard = self.lock(session, options.refuses_if_busy()).await?;
         let derived = derive(&self.inner, session).await?;
         let running = derived.status.is_running();
         match &begin {

@@ -50,6 +50,15 @@ pub enum HostError {
     /// A tape, fork or cassette operation failed.
     #[error(transparent)]
     Tape(#[from] openharness_tape::TapeError),
+    /// The workflow is registered to read its sessions only ([`crate::Host::reader`]).
+    #[error(
+        "workflow `{0}` is registered here to read its sessions only: its turns run in the program that runs it"
+    )]
+    ReadOnly(String),
+    /// A turn this request waited on failed (its error, as the turn reported it), or ended
+    /// before it could answer.
+    #[error("the turn failed: {0}")]
+    TurnFailed(String),
     /// A session list's cursor is not one a page gave.
     #[error("`{0}` is not a cursor of a session list (pass a page's nextAfter as it is)")]
     BadCursor(String),
@@ -98,6 +107,23 @@ pub fn list_names(names: &[String]) -> String {
 }
 
 impl HostError {
+    /// The one refusal of a session whose turn is running (in this process, or in another
+    /// sharing the store): [`openharness_core::Error::SessionBusy`] saying why, and that
+    /// nothing was recorded. Every surface (HTTP `409 session_busy`, the CLI, `/v1`) answers
+    /// with it.
+    ///
+    /// ```
+    /// let session = openharness_core::SessionId::new();
+    /// let busy = openharness_host::HostError::busy(&session, "a turn is running on it");
+    /// assert!(busy.to_string().contains("nothing was recorded"));
+    /// ```
+    pub fn busy(session: &SessionId, why: &str) -> Self {
+        Self::Workflow(openharness_core::Error::SessionBusy {
+            session: session.clone(),
+            reason: format!("{why}; nothing was recorded"),
+        })
+    }
+
     pub(crate) fn store(store: &dyn openharness_core::Store, source: StoreError) -> Self {
         Self::Store {
             store: store.describe(),

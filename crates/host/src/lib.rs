@@ -51,13 +51,14 @@ mod prepared;
 mod query_words;
 mod replay;
 mod schema;
+mod turns;
 mod wire;
 
-use std::collections::{BTreeMap, HashMap};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::Arc;
 
 use openharness_core::{
-    BoxedProvider, CancellationToken, EventId, RunOptions, SessionId, SessionInfo, Store, Workflow,
+    BoxedProvider, BusyPolicy, EventId, RunOptions, SessionId, SessionInfo, Store, Workflow,
     WorkflowState, adapter::Unfinished,
 };
 use openharness_projection::{
@@ -74,6 +75,7 @@ pub use prepared::PreparedFork;
 pub use query_words::{SessionQueryError, SessionQueryWords};
 pub use replay::{ReplayDivergence, Replayed};
 pub use schema::{WireSchema, wire_schemas};
+pub use turns::{ForkStart, RunningTurn, Started, TurnDone, TurnStart};
 pub use wire::{EventsPage, ForkPoint, PositionView, SessionSummary, StateAt, TurnOutcome};
 
 /// How deep a chain of forks is followed to find the workflow that owns a session.
@@ -85,8 +87,12 @@ const MAX_LINEAGE: usize = 64;
 pub struct Host {
     store: Arc<dyn Store>,
     workflows: BTreeMap<String, Arc<dyn Hosted>>,
-    /// Turns this host is running, by session: their cancellation tokens.
-    turns: Arc<Mutex<HashMap<SessionId, CancellationToken>>>,
+    /// Workflows registered to read their sessions only (see [`Host::reader`]).
+    readers: Arc<HashSet<String>>,
+    /// The sessions whose turns this host runs (see `turns`).
+    turns: Arc<turns::Registry>,
+    /// What a second input gets when its request does not say.
+    on_busy: BusyPolicy,
     /// Sessions [`Host::sessions`] leaves out (see [`Host::unlisted`]).
     unlisted: Arc<std::collections::HashSet<SessionId>>,
     /// Id prefixes of sessions [`Host::sessions`] leaves out (see [`Host::unlisted_prefix`]).
@@ -104,21 +110,6 @@ impl std::fmt::Debug for Host {
     }
 }
 
-/// Removes a turn's token from the host's registry when the turn ends (or is dropped).
-struct TurnRegistration {
-    turns: Arc<Mutex<HashMap<SessionId, CancellationToken>>>,
-    session: SessionId,
-}
-
-impl Drop for TurnRegistration {
-    fn drop(&mut self) {
-        self.turns
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .remove(&self.session);
-    }
-}
-
 impl Host {
     /// A host over `store`, with no workflow yet.
     pub fn new(store: impl Store) -> Self {
@@ -130,7 +121,9 @@ impl Host {
         Self {
             store,
             workflows: BTreeMap::new(),
+            readers: Arc::default(),
             turns: Arc::default(),
+            on_busy: BusyPolicy::default(),
             unlisted: Arc::default(),
             unlisted_prefixes: Arc::default(),
             catalog: Arc::default(),
@@ -202,6 +195,47 @@ impl Host {
         Ok(self)
     }
 
+    /// Registers `workflow` to read its sessions only: listed, stepped through, diffed and
+    /// compared as any other, but never run here (a turn on one is refused, and recovery leaves
+    /// them to whoever runs them). For a program that shows sessions another program runs.
+    ///
+    /// ```
+    /// # fn demo<S: openharness_core::WorkflowState>(chat: openharness_core::Workflow<S>) -> Result<(), openharness_host::HostError> {
+    /// let host = openharness_host::Host::new(openharness_store::MemoryStore::new()).reader(chat)?;
+    /// # let _ = host; Ok(()) }
+    /// ```
+    pub fn reader<S: WorkflowState>(self, workflow: Workflow<S>) -> Result<Self, HostError> {
+        let name = workflow.name().to_owned();
+        let mut host = self.workflow(workflow)?;
+        let mut readers = (*host.readers).clone();
+        readers.insert(name);
+        host.readers = Arc::new(readers);
+        Ok(host)
+    }
+
+    /// Whether this host runs turns of workflow `name` (registered, and not only to read).
+    pub fn runs_turns_of(&self, name: &str) -> bool {
+        self.workflows.contains_key(name) && !self.readers.contains(name)
+    }
+
+    /// The workflow registered as `name`, to run a turn of.
+    fn runnable(&self, name: &str) -> Result<&Arc<dyn Hosted>, HostError> {
+        let hosted = self.hosted(name)?;
+        if self.readers.contains(name) {
+            return Err(HostError::ReadOnly(name.to_owned()));
+        }
+        Ok(hosted)
+    }
+
+    /// The workflow that owns `session`, to run a turn of.
+    async fn runnable_of(&self, session: &SessionId) -> Result<&Arc<dyn Hosted>, HostError> {
+        let hosted = self.workflow_of(session).await?;
+        if self.readers.contains(hosted.name()) {
+            return Err(HostError::ReadOnly(hosted.name().to_owned()));
+        }
+        Ok(hosted)
+    }
+
     /// This host with every workflow asking `provider` instead of its own (a CLI's
     /// `--provider` flag). The copy shares the store and the turns in flight, so
     /// [`Host::cancel`] on either stops a turn the other runs.
@@ -214,7 +248,9 @@ impl Host {
                 .iter()
                 .map(|(name, w)| (name.clone(), w.with_provider(Arc::clone(&provider))))
                 .collect(),
+            readers: Arc::clone(&self.readers),
             turns: Arc::clone(&self.turns),
+            on_busy: self.on_busy,
             unlisted: Arc::clone(&self.unlisted),
             unlisted_prefixes: Arc::clone(&self.unlisted_prefixes),
             catalog: Arc::clone(&self.catalog),
@@ -368,45 +404,41 @@ impl Host {
         })
     }
 
-    /// Registers a turn on `session` so [`Host::cancel`] can stop it, with the options' token.
-    fn register_turn(&self, session: &SessionId, options: &RunOptions) -> TurnRegistration {
-        self.turns
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .insert(session.clone(), options.cancellation().clone());
-        TurnRegistration {
-            turns: Arc::clone(&self.turns),
-            session: session.clone(),
-        }
-    }
-
-    /// Starts a new session of workflow `workflow`, recording `input` as `user:input`.
+    /// Starts a new session of workflow `workflow`, recording `input` as `user:input`, and
+    /// waits for its first turn to end ([`Host::start`] returns as soon as it is recorded).
     pub async fn run(
         &self,
         workflow: &str,
         input: Option<String>,
         options: RunOptions,
     ) -> Result<TurnOutcome, HostError> {
-        let hosted = self.hosted(workflow)?;
+        self.runnable(workflow)?;
         let session = options.session_id().cloned().unwrap_or_default();
-        let options = options.session(session.clone());
-        let _turn = self.register_turn(&session, &options);
-        hosted.run(input, options).await
+        let start = TurnStart::New {
+            workflow: workflow.to_owned(),
+            input,
+        };
+        self.start(&session, start, options)
+            .await?
+            .done
+            .wait()
+            .await
     }
 
-    /// A turn with new input on `session`.
+    /// A turn with new input on `session`, waited for to its end. While a turn runs on the
+    /// session, the input gets what [`RunOptions::on_busy`] (or [`Host::busy_policy`]) says,
+    /// and this waits for the turn that answers it.
     pub async fn send(
         &self,
         session: &SessionId,
         input: String,
         options: RunOptions,
     ) -> Result<TurnOutcome, HostError> {
-        let hosted = self.workflow_of(session).await?;
-        let _turn = self.register_turn(session, &options);
-        hosted.send(session, input, options).await
+        let start = TurnStart::Input(input);
+        self.start(session, start, options).await?.done.wait().await
     }
 
-    /// Answers the open request `request` of `session`.
+    /// Answers the open request `request` of `session`, waited for to the turn's end.
     pub async fn respond(
         &self,
         session: &SessionId,
@@ -414,45 +446,30 @@ impl Host {
         answer: String,
         options: RunOptions,
     ) -> Result<TurnOutcome, HostError> {
-        let hosted = self.workflow_of(session).await?;
-        let _turn = self.register_turn(session, &options);
-        hosted.respond(session, request, answer, options).await
+        let start = TurnStart::Answer {
+            request,
+            text: answer,
+        };
+        self.start(session, start, options).await?.done.wait().await
     }
 
-    /// Finishes a turn of `session` that a crash cut off.
+    /// Finishes a turn of `session` that a crash cut off (or answers its oldest queued input),
+    /// waited for to its end.
     pub async fn resume(
         &self,
         session: &SessionId,
         options: RunOptions,
     ) -> Result<TurnOutcome, HostError> {
-        let hosted = self.workflow_of(session).await?;
-        let _turn = self.register_turn(session, &options);
-        hosted.resume(session, options).await
+        self.start(session, TurnStart::Resume, options)
+            .await?
+            .done
+            .wait()
+            .await
     }
 
     /// What a resume of `session` would finish.
     pub async fn unfinished(&self, session: &SessionId) -> Result<Unfinished, HostError> {
         self.workflow_of(session).await?.unfinished(session).await
-    }
-
-    /// Cancels the turn this host runs on `session`: its agents end as `interrupted` and the
-    /// turn ends `cancelled`. Returns whether a turn was running.
-    pub fn cancel(&self, session: &SessionId) -> bool {
-        let token = self
-            .turns
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .get(session)
-            .cloned();
-        token.map(|token| token.cancel()).is_some()
-    }
-
-    /// Whether this host is running a turn on `session`.
-    pub fn is_running(&self, session: &SessionId) -> bool {
-        self.turns
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .contains_key(session)
     }
 
     /// The state of `session` at `position` (clamped), as JSON.
@@ -513,17 +530,21 @@ impl Host {
         at: ForkPoint,
         options: RunOptions,
     ) -> Result<TurnOutcome, HostError> {
-        let hosted = self.workflow_of(session).await?;
         let child = options.session_id().cloned().unwrap_or_default();
-        let options = options.session(child.clone());
-        let _turn = self.register_turn(&child, &options);
-        hosted.fork(session, at, options).await
+        let start = TurnStart::Fork(Box::new(ForkStart {
+            parent: session.clone(),
+            at,
+            state_edit: None,
+            input: None,
+            provider: None,
+        }));
+        self.start(&child, start, options).await?.done.wait().await
     }
 
     /// Finds the fork point `at` in `session` and derives the state there once, with the
     /// workflow that owns the session: run it as often as needed ([`PreparedFork::run`]).
-    /// Runs of a prepared fork are not registered for [`Host::cancel`]; pass a cancellation
-    /// token in their options instead.
+    /// Runs of a prepared fork are not turns of this host's registry (an eval runs many at
+    /// once); pass a cancellation token in their options to stop one.
     pub async fn prepare_fork(
         &self,
         session: &SessionId,

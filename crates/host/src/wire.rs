@@ -32,6 +32,10 @@ pub struct TurnOutcome {
     pub cost: f64,
     /// The state after the turn.
     pub state: Value,
+    /// Inputs queued during the turn (or before it) and not answered yet: the next turns
+    /// answer them, one each.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub queued: Vec<openharness_core::builtin::QueuedRef>,
 }
 
 impl TurnOutcome {
@@ -46,6 +50,7 @@ impl TurnOutcome {
             errors: outcome.errors,
             usage: outcome.usage,
             cost: outcome.cost,
+            queued: outcome.queued,
         })
     }
 }

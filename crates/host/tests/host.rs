@@ -256,11 +256,24 @@ async fn a_host_cancels_the_turn_it_runs() {
         if started { Ok(()) } else { Err("not yet") }
     })
     .await;
-    assert!(host.cancel(&session), "the turn is running");
+    assert!(host.cancel(&session).await, "the turn is running");
     let outcome = running.await.unwrap().unwrap();
     assert_eq!(outcome.reason, StopReason::Cancelled);
-    assert!(!host.is_running(&session));
-    assert!(!host.cancel(&session), "nothing runs any more");
+    // The stop is an event of the log, before the turn's end.
+    let page = host.events(&session, None, 100).await.unwrap();
+    let names: Vec<&str> = page.events.iter().map(|r| r.event.name.as_ref()).collect();
+    let stop = names.iter().position(|name| *name == "stop:requested");
+    assert!(stop.is_some_and(|at| at + 1 < names.len()), "{names:?}");
+    assert_eq!(names.last(), Some(&"workflow:completed"));
+    eventually(LIMIT, "the host to give the session up", || async {
+        if host.is_running(&session) {
+            Err("still running")
+        } else {
+            Ok(())
+        }
+    })
+    .await;
+    assert!(!host.cancel(&session).await, "nothing runs any more");
 }
 
 #[tokio::test]

@@ -436,7 +436,8 @@ impl Dialect for AnthropicTurns<'_> {
             Some(last) if last["role"] == "user" => match &mut last["content"] {
                 Value::Array(blocks) => blocks.push(block),
                 content => {
-                    let earlier = json!({ "type": "text", "text": content.as_str().unwrap_or_default() });
+                    let earlier =
+                        json!({ "type": "text", "text": content.as_str().unwrap_or_default() });
                     *content = json!([earlier, block]);
                 }
             },

@@ -52,8 +52,9 @@ use axum::extract::{Path, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use futures_util::{StreamExt, stream};
-use openharness_core::builtin::{InputReceived, UserInput};
+use openharness_core::builtin::{InputQueued, InputSteered, UserInput};
 use openharness_core::{Event as _, EventId, RunOptions, SessionId, adapter::Recorded};
+use openharness_host::{TurnDone, TurnStart};
 use openharness_projection::{
     APPROVED_FIELD, Approvals, MESSAGE_ID_FIELD, REASON_FIELD, REGENERATES_FIELD, UiStream,
     approval_text, approval_tool_call_id, opens_message,
@@ -63,7 +64,6 @@ use serde_json::{Value, json};
 
 use crate::AppState;
 use crate::error::ApiError;
-use crate::turns::{Ack, start_turn};
 
 /// The body of `useChat`'s default transport.
 #[derive(Deserialize)]
@@ -183,17 +183,47 @@ struct Span {
     /// `ends_after` (the turns before it, replayed for a whole message, do not end it).
     turns: usize,
     ends_after: u64,
+    /// The event of the request the stream answers, when the stream waits for the turn that
+    /// answers it: the request's own event (a turn's first), or an `input:queued` recorded by
+    /// the running turn, answered later by a `user:input` caused by it (or taken by a running
+    /// call as `input:steered`). Everything before that is passed over.
+    answering: Option<EventId>,
 }
 
 impl Span {
-    /// One turn, from its start.
-    fn turn(from: u64) -> Self {
+    /// The turn that answers the request recorded as `recorded`, from its start.
+    fn answering(recorded: openharness_core::adapter::CommandRecorded) -> Self {
         Self {
-            from,
+            from: recorded.seq,
             turns: 1,
-            ends_after: from,
+            ends_after: recorded.seq,
+            answering: Some(recorded.id),
         }
     }
+}
+
+/// Where a stream that waits for the answer to `request` stands after `event`.
+pub(crate) enum Answering {
+    /// Still passing over the running turn.
+    Waiting,
+    /// `event` begins the turn that answers it.
+    Begins,
+    /// A running agent call took the input (`input:steered`): its answer is that call's.
+    Steered,
+}
+
+pub(crate) fn answering(request: EventId, event: &openharness_core::Envelope) -> Answering {
+    let name = event.name.as_ref();
+    if event.id == request && name != InputQueued::NAME {
+        return Answering::Begins;
+    }
+    if name == UserInput::NAME && event.caused_by == Some(request) {
+        return Answering::Begins;
+    }
+    if name == InputSteered::NAME && event.payload["queued"] == serde_json::json!(request) {
+        return Answering::Steered;
+    }
+    Answering::Waiting
 }
 
 /// The UI message stream of `session` over `span`, showing approvals as `approvals` says.
@@ -202,22 +232,54 @@ async fn ui_stream(
     session: &SessionId,
     span: Span,
     approvals: Approvals,
-    failed: Option<tokio::sync::oneshot::Receiver<String>>,
+    failed: Option<Failure>,
     counted: crate::sse::Counted,
 ) -> Result<Response, ApiError> {
     let subscription = crate::sse::subscribe(state, session, span.from).await?;
+    // The turn that answers the request failed: nothing more comes, the stream says why.
     let failures = stream::iter(failed)
-        .then(|failed| async move { failed.await.ok() })
+        .then(|failed| failed)
         .filter_map(|why| std::future::ready(why.map(TurnItem::Failed)));
     let items = stream::select(subscription.map(TurnItem::Event), Box::pin(failures));
     let mut converter = UiStream::with_approvals(approvals);
     let mut turns_left = span.turns;
+    let mut ends_after = span.ends_after;
+    let mut waiting = span.answering;
+    let mut steered = false;
     let chunks = until_turn_end(items, move |item| {
         let (events, finished) = match item {
             TurnItem::Failed(why) => (ending_with_error(&format!("the turn failed: {why}")), true),
-            TurnItem::Event(Ok(recorded)) => {
+            TurnItem::Event(Ok(recorded)) => 'event: {
+                if let Some(request) = waiting {
+                    match answering(request, &recorded.event) {
+                        Answering::Waiting => break 'event (Vec::new(), false),
+                        Answering::Begins => {
+                            waiting = None;
+                            ends_after = recorded.seq;
+                        }
+                        Answering::Steered => {
+                            // Answered by the call that took it: this message says so and
+                            // ends with the turn (the reply streams in the running message).
+                            waiting = None;
+                            steered = true;
+                            let start = json!({ "type": "start" }).to_string();
+                            break 'event (vec![crate::sse::frame(None, None, &start)], false);
+                        }
+                    }
+                }
+                if steered {
+                    if recorded.event.name != openharness_core::builtin::WorkflowCompleted::NAME {
+                        break 'event (Vec::new(), false);
+                    }
+                    let finish = json!({ "type": "finish" }).to_string();
+                    let frames = vec![
+                        crate::sse::frame(None, None, &finish),
+                        crate::sse::frame(None, None, "[DONE]"),
+                    ];
+                    break 'event (frames, true);
+                }
                 let (chunks, turn_ended) = converter.chunks(&recorded.event);
-                if turn_ended && recorded.seq >= span.ends_after {
+                if turn_ended && recorded.seq >= ends_after {
                     turns_left = turns_left.saturating_sub(1);
                 }
                 let finished = turns_left == 0;
@@ -275,25 +337,19 @@ where
     .flat_map(stream::iter)
 }
 
+/// Resolves with why the turn a stream follows failed, or with nothing when it did not.
+type Failure = std::pin::Pin<Box<dyn std::future::Future<Output = Option<String>> + Send>>;
+
+/// The failure of the turn `done` waits for.
+fn failure_of(done: TurnDone) -> Failure {
+    Box::pin(async move { done.wait().await.err().map(|err| err.to_string()) })
+}
+
 /// What a chat stream follows: the session's events, or the news that its turn failed before
 /// it could end (nothing more will be recorded, so the stream must end instead of waiting).
 enum TurnItem {
     Event(Result<Recorded, openharness_core::StoreError>),
     Failed(String),
-}
-
-/// `turn`, telling `failed` why if it fails.
-async fn reporting(
-    turn: impl std::future::Future<
-        Output = Result<openharness_host::TurnOutcome, openharness_host::HostError>,
-    >,
-    failed: tokio::sync::oneshot::Sender<String>,
-) -> Result<openharness_host::TurnOutcome, openharness_host::HostError> {
-    let result = turn.await;
-    if let Err(err) = &result {
-        let _ = failed.send(err.to_string());
-    }
-    result
 }
 
 /// `POST /api/chat`: a new chat (the chat id becomes the session id), a message that
@@ -362,18 +418,23 @@ pub(crate) async fn post(
         let replaced = replaced.clone().map_or(Value::Bool(true), Value::String);
         fields.insert(REGENERATES_FIELD.to_owned(), replaced);
     }
-    let options = RunOptions::new().input_fields(fields);
+    let policy = crate::request::busy_policy(&headers, None, state.options.chat_on_busy)?;
+    let options = RunOptions::new().input_fields(fields).on_busy(policy);
     let exists = state
         .host
         .store()
         .session(&session)
         .await
         .map_err(|err| ApiError::internal(err.to_string()))?;
-    let (failed_tx, failed_rx) = tokio::sync::oneshot::channel();
-    let from = match exists.filter(|info| info.count > 0) {
+    let start = match exists.filter(|info| info.count > 0) {
         Some(_) => {
-            let len = crate::turns::check_free(&state, &session).await?;
-            let open = state.host.unfinished(&session).await?.open_requests;
+            // While a turn runs the message is a second input (the running turn decides what
+            // its open requests are); otherwise it may answer the request the session waits on.
+            let open = if state.host.is_running(&session) {
+                Vec::new()
+            } else {
+                state.host.unfinished(&session).await?.open_requests
+            };
             let request = match trigger {
                 Trigger::Submit => answer_for(&session, newest, open)?,
                 Trigger::Regenerate(_) => {
@@ -390,37 +451,26 @@ pub(crate) async fn post(
                     None
                 }
             };
-            let ack = match request {
-                Some(_) => Ack::Named(InputReceived::NAME),
-                None => Ack::Named(UserInput::NAME),
-            };
-            let host = state.host.clone();
-            let turn = session.clone();
-            let run = async move {
-                match request {
-                    Some(request) => host.respond(&turn, request, text, options).await,
-                    None => host.send(&turn, text, options).await,
-                }
-            };
-            start_turn(&state, &session, len, ack, reporting(run, failed_tx)).await?;
-            len
+            match request {
+                Some(request) => TurnStart::Answer { request, text },
+                None => TurnStart::Input(text),
+            }
         }
-        None => {
-            let workflow = default_workflow(&state)?;
-            let host = state.host.clone();
-            let options = options.session(session.clone());
-            let run = async move { host.run(&workflow, Some(text), options).await };
-            let ack = Ack::Named(UserInput::NAME);
-            start_turn(&state, &session, 0, ack, reporting(run, failed_tx)).await?;
-            0
-        }
+        None => TurnStart::New {
+            workflow: default_workflow(&state)?,
+            input: Some(text),
+        },
     };
+    let started = state.host.start(&session, start, options).await?;
+    let recorded = started
+        .recorded
+        .ok_or_else(|| ApiError::internal("the chat's turn recorded nothing"))?;
     ui_stream(
         &state,
         &session,
-        Span::turn(from),
+        Span::answering(recorded),
         approvals,
-        Some(failed_rx),
+        Some(failure_of(started.done)),
         counted,
     )
     .await
@@ -435,7 +485,6 @@ async fn decide(
     approvals: Approvals,
     counted: crate::sse::Counted,
 ) -> Result<Response, ApiError> {
-    let len = crate::turns::check_free(state, &session).await?;
     let open = state.host.unfinished(&session).await?.open_requests;
     if let Some(closed) = decisions.iter().find(|d| !open.contains(&d.request)) {
         return Err(openharness_core::Error::RequestNotOpen {
@@ -450,24 +499,45 @@ async fn decide(
     let Some(first) = queue.next() else {
         return Err(ApiError::bad_request("the post decides no approval"));
     };
+    let (start, options) = decided(first);
+    let started = state.host.start(&session, start, options).await?;
+    let recorded = started
+        .recorded
+        .ok_or_else(|| ApiError::internal("the decision's turn recorded nothing"))?;
+    // The other decisions, a turn each, once the one before has ended.
+    let (failed_tx, failed) = tokio::sync::oneshot::channel();
     let host = state.host.clone();
     let turn = session.clone();
-    let run = async move {
-        let mut outcome = record(&host, &turn, first).await?;
+    tokio::spawn(async move {
+        let mut done = started.done;
         for decision in queue {
-            outcome = record(&host, &turn, decision).await?;
+            let next = match done.wait().await {
+                Ok(_) => {
+                    let (start, options) = decided(decision);
+                    host.start(&turn, start, options).await
+                }
+                Err(err) => Err(err),
+            };
+            match next {
+                Ok(next) => done = next.done,
+                Err(err) => {
+                    let _ = failed_tx.send(err.to_string());
+                    return;
+                }
+            }
         }
-        Ok(outcome)
-    };
-    let (failed_tx, failed_rx) = tokio::sync::oneshot::channel();
-    let ack = Ack::Named(InputReceived::NAME);
-    start_turn(state, &session, len, ack, reporting(run, failed_tx)).await?;
+        if let Err(err) = done.wait().await {
+            let _ = failed_tx.send(err.to_string());
+        }
+    });
+    let failed: Failure = Box::pin(async move { failed.await.ok() });
     let span = Span {
-        from: len,
+        from: recorded.seq,
         turns,
-        ends_after: len,
+        ends_after: recorded.seq,
+        answering: None,
     };
-    ui_stream(state, &session, span, approvals, Some(failed_rx), counted).await
+    ui_stream(state, &session, span, approvals, Some(failed), counted).await
 }
 
 /// The open request (of `open`, the session's) a chat message answers: the one the
@@ -521,13 +591,9 @@ fn answer_for(
     }
 }
 
-/// Records `decision` as the answer to its request (a turn): `input:received` with the text
-/// `yes` or `no`, and `approved` and `reason` in its payload.
-async fn record(
-    host: &openharness_host::Host,
-    session: &SessionId,
-    decision: Decision,
-) -> Result<openharness_host::TurnOutcome, openharness_host::HostError> {
+/// The turn that records `decision` as the answer to its request: `input:received` with the
+/// text `yes` or `no`, and `approved` and `reason` in its payload.
+fn decided(decision: Decision) -> (TurnStart, RunOptions) {
     let Decision {
         request,
         approved,
@@ -538,14 +604,11 @@ async fn record(
     if let Some(reason) = reason {
         fields.insert(REASON_FIELD.to_owned(), Value::String(reason));
     }
-    let options = RunOptions::new().input_fields(fields);
-    host.respond(
-        session,
+    let start = TurnStart::Answer {
         request,
-        approval_text(approved).to_owned(),
-        options,
-    )
-    .await
+        text: approval_text(approved).to_owned(),
+    };
+    (start, RunOptions::new().input_fields(fields))
 }
 
 /// `GET /api/chat/{id}/stream`: the running turn from its start, or 204.
@@ -558,8 +621,19 @@ pub(crate) async fn resume(
     let session: SessionId = id
         .parse()
         .map_err(|err| ApiError::bad_request(format!("`{id}` is not a chat id: {err}")))?;
-    let Some(turn) = crate::turns::turn_start(&state, &session) else {
+    let Some(running) = state.host.running_turn(&session) else {
         return Ok(StatusCode::NO_CONTENT.into_response());
+    };
+    // Before its first event is recorded, the turn starts where the session ends.
+    let turn = match running.first_seq {
+        Some(seq) => seq,
+        None => state
+            .host
+            .store()
+            .session(&session)
+            .await
+            .map_err(|err| ApiError::internal(err.to_string()))?
+            .map_or(0, |info| info.count),
     };
     let counted = state
         .streams
@@ -568,6 +642,7 @@ pub(crate) async fn resume(
         from: message_start(&state, &session, turn, approvals).await?,
         turns: 1,
         ends_after: turn,
+        answering: None,
     };
     ui_stream(&state, &session, span, approvals, None, counted).await
 }

@@ -13,15 +13,17 @@ use std::sync::Arc;
 
 use axum::body::Bytes;
 use axum::extract::State;
+use axum::http::HeaderMap;
 use axum::response::Response;
-use openharness_core::builtin::{UserInput, WorkflowCompleted};
+use openharness_core::builtin::WorkflowCompleted;
 use openharness_core::{Event as _, RunOptions, SessionId};
+use openharness_host::TurnStart;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::AppState;
+use crate::chat::{Answering, answering};
 use crate::error::ApiError;
-use crate::turns::{Ack, start_turn};
 
 /// The request body.
 #[derive(Deserialize)]
@@ -47,6 +49,7 @@ fn frame(kind: &str, data: Value) -> Bytes {
 /// `POST /api/workflow`.
 pub(crate) async fn post(
     State(state): State<Arc<AppState>>,
+    headers: HeaderMap,
     request: crate::request::Body,
 ) -> Result<Response, ApiError> {
     let Request {
@@ -71,42 +74,49 @@ pub(crate) async fn post(
     let counted = state
         .streams
         .open(&stream_of, state.options.max_streams_per_session)?;
-    let (session, from) = match session_id {
-        Some(session) => {
-            let len = crate::turns::check_free(&state, &session).await?;
-            let host = state.host.clone();
-            let turn = session.clone();
-            let ack = Ack::Named(UserInput::NAME);
-            start_turn(&state, &session, len, ack, async move {
-                host.send(&turn, input, RunOptions::new()).await
-            })
-            .await?;
-            (session, len)
-        }
+    let policy = crate::request::busy_policy(&headers, None, state.options.on_busy)?;
+    let (session, start) = match session_id {
+        Some(session) => (session, TurnStart::Input(input)),
         None => {
             let workflow = match workflow {
                 Some(name) => name,
                 None => crate::chat::default_workflow(&state)?,
             };
             state.host.hosted(&workflow)?;
-            let session = stream_of;
-            let host = state.host.clone();
-            let options = RunOptions::new().session(session.clone());
-            let ack = Ack::Named(UserInput::NAME);
-            start_turn(&state, &session, 0, ack, async move {
-                host.run(&workflow, Some(input), options).await
-            })
-            .await?;
-            (session, 0)
+            let start = TurnStart::New {
+                workflow,
+                input: Some(input),
+            };
+            (stream_of, start)
         }
     };
-    let subscription = crate::sse::subscribe(&state, &session, from).await?;
+    let started = state
+        .host
+        .start(&session, start, RunOptions::new().on_busy(policy))
+        .await?;
+    let recorded = started
+        .recorded
+        .ok_or_else(|| ApiError::internal("the turn recorded nothing"))?;
+    let subscription = crate::sse::subscribe(&state, &session, recorded.seq).await?;
+    // Passes over a running turn until the one that answers this input begins.
+    let mut waiting = Some(recorded.id);
     let host = state.host.clone();
     let frames = crate::chat::until_turn_end(subscription, move |item| {
         let host = host.clone();
         let session = session.clone();
+        let passed_over = match (&item, waiting) {
+            (Ok(recorded), Some(request)) => match answering(request, &recorded.event) {
+                Answering::Waiting => true,
+                Answering::Begins | Answering::Steered => {
+                    waiting = None;
+                    false
+                }
+            },
+            _ => false,
+        };
         async move {
             match item {
+                Ok(_) if passed_over => (Vec::new(), false),
                 Ok(recorded) => {
                     let ended = recorded.event.name == WorkflowCompleted::NAME;
                     let data = serde_json::to_value(&recorded).unwrap_or(Value::Null);

@@ -12,10 +12,10 @@
 //! | `POST /sessions` `{workflow, input?}` | starts a session; the turn runs on; `202 {session}` |
 //! | `GET /sessions/{id}` | one session, and whether this server runs a turn on it |
 //! | `DELETE /sessions/{id}` | deletes it (`409` while a turn runs) |
-//! | `POST /sessions/{id}/input` `{text}` | a new turn (see the busy policy below) |
+//! | `POST /sessions/{id}/input` `{text, onBusy?}` | a new turn (see the busy policy below) |
 //! | `POST /sessions/{id}/answer` `{request, text}` | answers an open `input:requested` |
 //! | `POST /sessions/{id}/resume` | finishes a turn a crash cut off |
-//! | `POST /sessions/{id}/cancel` | cancels the turn this server runs |
+//! | `POST /sessions/{id}/cancel` | stops the turn this server runs: `stop:requested`, then `cancelled` |
 //! | `GET /sessions/{id}/events?after=&limit=` | a JSON page; with `Accept: text/event-stream`, SSE |
 //! | `GET /sessions/{id}/state?at=` | the state at a position (`at` absent: the end) |
 //! | `GET /sessions/{id}/states?at=1,5,9` | states at several positions, in one pass |
@@ -54,10 +54,15 @@
 //! answers its error instead. A server killed right after acknowledging loses nothing it
 //! acknowledged (`crates/cli/tests/acknowledged.rs` kills one 20 times per route and store).
 //!
-//! **Busy policy**: a second input while this server runs a turn on the session is answered
-//! `409 session_busy` (nothing recorded); with [`ServerOptions::queue_inputs`] it waits for the
-//! turn instead (`202`). A turn running in another process makes the new one fail as busy
-//! before any model is called (the store decides). Errors are `{"error":{"code","message"}}`.
+//! **Busy policy**: a second input while a turn runs on the session gets what the request asks
+//! (`onBusy` in the body of `…/input`, or the header `x-openharness-on-busy` on every route that
+//! takes input) or the server's default ([`ServerOptions::on_busy`], `reject`;
+//! [`ServerOptions::chat_on_busy`], `enqueue`, for `/api/chat`): `reject` is `409 session_busy`
+//! with nothing recorded; `enqueue`, `interrupt`, `rollback` and `steer` are recorded at once as
+//! `input:queued` in the running turn and acknowledged then (see `openharness_core::BusyPolicy`).
+//! A turn running in another process sharing the store is `409` too (the store's claim decides).
+//! The host runs every turn ([`Host::start`]); this crate only translates HTTP to its calls.
+//! Errors are `{"error":{"code","message"}}`.
 //! Request bodies are limited ([`ServerOptions::body_limit`], `413`), and every route but the
 //! event stream has a timeout.
 //!
@@ -69,7 +74,6 @@
 //! - `experiments` (feature `eval`): `GET /experiments` and `GET /experiments/{name}`.
 //! - `v1` (`v1/`, feature `platform`): the `/v1` API; `everruns` (the SDK's routes), `events`.
 //! - `inspector`: the tape inspector at `GET /`, its built files embedded from `inspector/`.
-//! - `turns`: the turns this server runs, in the background, acknowledged once recorded.
 //! - `hub`: one live tail per watched session, shared by all of its event streams.
 //! - `sse`: the one Server-Sent Events writer of every route family.
 //! - `request`: the one request parser: `400`, `413`, `415` or `422` for what cannot be used.
@@ -118,7 +122,6 @@ mod origin;
 mod request;
 mod routes;
 mod sse;
-mod turns;
 #[cfg(feature = "platform")]
 mod v1;
 
@@ -134,6 +137,7 @@ pub use error::ApiError;
 pub use listener::{ConnectionLimits, GuardedListener, GuardedStream, serve};
 pub use openapi::document as openapi_document;
 pub use origin::loopback_hosts;
+pub use request::ON_BUSY_HEADER;
 
 /// How the server behaves; [`Default`] gives the documented defaults.
 #[derive(Debug, Clone)]
@@ -147,8 +151,12 @@ pub struct ServerOptions {
     pub body_limit: usize,
     /// How long a request other than an event stream may take (default 30 s).
     pub request_timeout: Duration,
-    /// Queue a second input while a turn runs, instead of answering `409` (default off).
-    pub queue_inputs: bool,
+    /// What a second input gets while a turn runs on its session, when the request does not
+    /// say (default `reject`: `409`). `/api/chat` has its own ([`ServerOptions::chat_on_busy`]).
+    pub on_busy: openharness_core::BusyPolicy,
+    /// What a chat message gets while a turn runs on its chat (default `enqueue`: a chat page
+    /// never loses a message; both are answered in order).
+    pub chat_on_busy: openharness_core::BusyPolicy,
     /// The workflow a new chat of `POST /api/chat` runs (default: the host's only workflow).
     pub chat_workflow: Option<String>,
     /// API keys (hashed): when any are set, every route but `/health`, `/openapi.json` and
@@ -181,7 +189,8 @@ impl Default for ServerOptions {
             heartbeat: Duration::from_secs(15),
             body_limit: 1024 * 1024,
             request_timeout: Duration::from_secs(30),
-            queue_inputs: false,
+            on_busy: openharness_core::BusyPolicy::Reject,
+            chat_on_busy: openharness_core::BusyPolicy::Enqueue,
             chat_workflow: None,
             api_keys: Vec::new(),
             cors: None,
@@ -343,10 +352,30 @@ impl ServerOptions {
         self
     }
 
-    /// Sets [`ServerOptions::queue_inputs`].
+    /// Sets [`ServerOptions::on_busy`] (native routes and `/api/workflow`) and, unless it is
+    /// `reject`, [`ServerOptions::chat_on_busy`] too (a server told to queue queues chats).
+    ///
+    /// ```
+    /// use openharness_core::BusyPolicy;
+    /// use openharness_server::ServerOptions;
+    /// let options = ServerOptions::default().on_busy(BusyPolicy::Interrupt);
+    /// assert_eq!((options.on_busy, options.chat_on_busy), (BusyPolicy::Interrupt, BusyPolicy::Interrupt));
+    /// let options = ServerOptions::default().on_busy(BusyPolicy::Reject);
+    /// assert_eq!(options.chat_on_busy, BusyPolicy::Enqueue);
+    /// ```
     #[must_use]
-    pub fn queue_inputs(mut self, queue: bool) -> Self {
-        self.queue_inputs = queue;
+    pub fn on_busy(mut self, policy: openharness_core::BusyPolicy) -> Self {
+        self.on_busy = policy;
+        if policy != openharness_core::BusyPolicy::Reject {
+            self.chat_on_busy = policy;
+        }
+        self
+    }
+
+    /// Sets [`ServerOptions::chat_on_busy`].
+    #[must_use]
+    pub fn chat_on_busy(mut self, policy: openharness_core::BusyPolicy) -> Self {
+        self.chat_on_busy = policy;
         self
     }
 }
@@ -360,11 +389,6 @@ pub(crate) struct AppState {
     pub(crate) streams: Arc<sse::StreamCounts>,
     /// One shared live tail per watched session.
     pub(crate) hubs: hub::Hubs,
-    /// Turns this server has started and not finished, with the seq each started at.
-    pub(crate) in_flight:
-        std::sync::Mutex<std::collections::HashMap<openharness_core::SessionId, u64>>,
-    /// Told whenever a turn leaves `in_flight`.
-    pub(crate) turn_ended: tokio::sync::Notify,
 }
 
 /// The server's routes over `host`, to serve as is or nest in your own axum app.
@@ -375,7 +399,5 @@ pub fn router(host: Host, options: ServerOptions) -> Router {
         options,
         streams: Arc::default(),
         hubs: hub::Hubs::default(),
-        in_flight: std::sync::Mutex::default(),
-        turn_ended: tokio::sync::Notify::new(),
     }))
 }

@@ -7,14 +7,44 @@
 //! | a body over [`crate::ServerOptions::body_limit`] | `413` | `payload_too_large` |
 //! | a body without `Content-Type: application/json` | `415` | `unsupported_media_type` |
 //! | JSON that is not an object, or an object of the wrong shape (an unknown field included) | `422` | `invalid` |
+//! | an [`ON_BUSY_HEADER`] that names no busy policy | `400` | `bad_request` |
 
 use axum::Json;
 use axum::extract::Query;
 use axum::extract::rejection::{JsonRejection, QueryRejection};
 use axum::http::StatusCode;
+use openharness_core::BusyPolicy;
 use serde::de::DeserializeOwned;
 
 use crate::error::ApiError;
+
+/// The request header that says what a second input gets while a turn runs on the session
+/// (`reject`, `enqueue`, `interrupt`, `rollback`, `steer`; see [`BusyPolicy`]), on every route
+/// that takes input. Absent, the route family's default applies
+/// ([`crate::ServerOptions::on_busy`], [`crate::ServerOptions::chat_on_busy`]).
+pub const ON_BUSY_HEADER: &str = "x-openharness-on-busy";
+
+/// The busy policy a request asks for: `asked` (a body's field) wins over [`ON_BUSY_HEADER`];
+/// neither gives `default`.
+pub(crate) fn busy_policy(
+    headers: &axum::http::HeaderMap,
+    asked: Option<BusyPolicy>,
+    default: BusyPolicy,
+) -> Result<BusyPolicy, ApiError> {
+    if let Some(policy) = asked {
+        return Ok(policy);
+    }
+    match headers.get(ON_BUSY_HEADER) {
+        None => Ok(default),
+        Some(value) => value
+            .to_str()
+            .map_err(|_| format!("header `{ON_BUSY_HEADER}` is not text"))
+            .and_then(str::parse)
+            .map_err(|why: String| {
+                ApiError::bad_request(format!("header `{ON_BUSY_HEADER}`: {why}"))
+            }),
+    }
+}
 
 /// The largest number any route reads (JavaScript's largest safe integer), so an answer that
 /// echoes it stays exact; the OpenAPI document gives it as the `maximum`.

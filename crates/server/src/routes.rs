@@ -8,17 +8,15 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
-use openharness_core::builtin::{InputReceived, UserInput};
-use openharness_core::{Event as _, EventId, RunOptions, SessionId};
-use openharness_host::{ForkPoint, SessionQueryWords};
+use openharness_core::{BusyPolicy, EventId, RunOptions, SessionId};
+use openharness_host::{ForkPoint, ForkStart, HostError, SessionQueryWords, Started, TurnStart};
 use serde::Deserialize;
 use serde_json::json;
 use tower_http::timeout::TimeoutLayer;
 
 use crate::AppState;
 use crate::error::ApiError;
-use crate::request::{MAX_SAFE, body, query};
-use crate::turns::{Ack, check_free, running_here, start_turn};
+use crate::request::{MAX_SAFE, body, busy_policy, query};
 
 type Shared = State<Arc<AppState>>;
 type Answer = Result<Response, ApiError>;
@@ -122,12 +120,14 @@ fn session_id(id: &str) -> Result<SessionId, ApiError> {
         .map_err(|err| ApiError::bad_request(format!("`{id}` is not a session id: {err}")))
 }
 
-fn accepted(session: &SessionId) -> Response {
-    (
-        StatusCode::ACCEPTED,
-        Json(json!({ "session": session, "status": "running" })),
-    )
-        .into_response()
+/// `202`: the request's event is recorded (its seq and id, when it recorded one) and the turn
+/// runs on.
+fn accepted(started: &Started) -> Response {
+    let mut answer = json!({ "session": started.session, "status": "running" });
+    if let Some(recorded) = started.recorded {
+        answer["recorded"] = json!({ "seq": recorded.seq, "id": recorded.id });
+    }
+    (StatusCode::ACCEPTED, Json(answer)).into_response()
 }
 
 async fn health() -> Response {
@@ -156,7 +156,7 @@ async fn one(State(state): Shared, Path(id): Path<String>) -> Answer {
     let session = session_id(&id)?;
     let summary = match state.host.session(&session).await {
         // A session whose first turn this server has just started, before its first append.
-        Err(openharness_host::HostError::SessionNotFound(_)) if running_here(&state, &session) => {
+        Err(HostError::SessionNotFound(_)) if state.host.is_running(&session) => {
             return Ok(Json(json!({
                 "id": session,
                 "status": "running",
@@ -169,7 +169,7 @@ async fn one(State(state): Shared, Path(id): Path<String>) -> Answer {
     };
     let mut value =
         serde_json::to_value(summary).map_err(|err| ApiError::internal(err.to_string()))?;
-    value["runningHere"] = json!(running_here(&state, &session));
+    value["runningHere"] = json!(state.host.is_running(&session));
     // When the code that recorded it is not the code registered here now (a workflow not
     // registered here has no code to compare: nothing is said).
     if let Ok(Some(change)) = state.host.code_changed(&session).await {
@@ -191,28 +191,16 @@ async fn create(State(state): Shared, request: crate::request::Body) -> Answer {
     let Create { workflow, input } = body(request)?;
     state.host.hosted(&workflow)?;
     let session = SessionId::new();
-    let host = state.host.clone();
-    let options = RunOptions::new().session(session.clone());
-    let ack = match input {
-        Some(_) => Ack::Named(UserInput::NAME),
-        None => Ack::First,
-    };
-    start_turn(&state, &session, 0, ack, async move {
-        host.run(&workflow, input, options).await
-    })
-    .await?;
-    Ok(accepted(&session))
+    let start = TurnStart::New { workflow, input };
+    let started = state.host.start(&session, start, RunOptions::new()).await?;
+    Ok(accepted(&started))
 }
 
 async fn remove(State(state): Shared, Path(id): Path<String>) -> Answer {
     let session = session_id(&id)?;
     state.host.session(&session).await?;
-    if running_here(&state, &session) {
-        return Err(ApiError::new(
-            StatusCode::CONFLICT,
-            "session_busy",
-            format!("session {session} has a turn running; cancel it first"),
-        ));
+    if state.host.is_running(&session) {
+        return Err(HostError::busy(&session, "a turn is running on it (cancel it first)").into());
     }
     // Its forks start from its state: deleting it would leave them unable to fold.
     let forks: Vec<String> = state
@@ -243,30 +231,29 @@ async fn remove(State(state): Shared, Path(id): Path<String>) -> Answer {
 }
 
 #[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
 struct Input {
     text: String,
+    /// What this input gets while a turn runs (else the header, else the server's default).
+    #[serde(default)]
+    on_busy: Option<BusyPolicy>,
 }
 
 async fn input(
     State(state): Shared,
     Path(id): Path<String>,
+    headers: HeaderMap,
     request: crate::request::Body,
 ) -> Answer {
     let session = session_id(&id)?;
-    let Input { text } = body(request)?;
-    let len = check_free(&state, &session).await?;
-    let host = state.host.clone();
-    let turn_session = session.clone();
-    start_turn(
-        &state,
-        &session,
-        len,
-        Ack::Named(UserInput::NAME),
-        async move { host.send(&turn_session, text, RunOptions::new()).await },
-    )
-    .await?;
-    Ok(accepted(&session))
+    let Input { text, on_busy } = body(request)?;
+    let policy = busy_policy(&headers, on_busy, state.options.on_busy)?;
+    let options = RunOptions::new().on_busy(policy);
+    let started = state
+        .host
+        .start(&session, TurnStart::Input(text), options)
+        .await?;
+    Ok(accepted(&started))
 }
 
 #[derive(Deserialize)]
@@ -283,51 +270,26 @@ async fn answer(
 ) -> Answer {
     let session = session_id(&id)?;
     let AnswerBody { request, text } = body(request)?;
-    let len = check_free(&state, &session).await?;
-    let open = state.host.unfinished(&session).await?.open_requests;
-    if !open.contains(&request) {
-        return Err(openharness_core::Error::RequestNotOpen {
-            session,
-            request,
-            open,
-        }
-        .into());
-    }
-    let host = state.host.clone();
-    let turn_session = session.clone();
-    let ack = Ack::Named(InputReceived::NAME);
-    start_turn(&state, &session, len, ack, async move {
-        host.respond(&turn_session, request, text, RunOptions::new())
-            .await
-    })
-    .await?;
-    Ok(accepted(&session))
+    let start = TurnStart::Answer { request, text };
+    let started = state.host.start(&session, start, RunOptions::new()).await?;
+    Ok(accepted(&started))
 }
 
 async fn resume(State(state): Shared, Path(id): Path<String>) -> Answer {
     let session = session_id(&id)?;
     state.host.workflow_of(&session).await?;
-    if running_here(&state, &session) {
-        return Err(ApiError::new(
-            StatusCode::CONFLICT,
-            "session_busy",
-            format!("session {session} has a turn running here: nothing to resume"),
-        ));
-    }
-    let len = state.host.session(&session).await?.len;
-    let host = state.host.clone();
-    let turn_session = session.clone();
-    start_turn(&state, &session, len, Ack::First, async move {
-        host.resume(&turn_session, RunOptions::new()).await
-    })
-    .await?;
-    Ok(accepted(&session))
+    let started = state
+        .host
+        .start(&session, TurnStart::Resume, RunOptions::new())
+        .await?;
+    Ok(accepted(&started))
 }
 
 async fn cancel(State(state): Shared, Path(id): Path<String>) -> Answer {
     let session = session_id(&id)?;
     state.host.session(&session).await?;
-    Ok(Json(json!({ "cancelled": state.host.cancel(&session) })).into_response())
+    let cancelled = state.host.cancel(&session).await;
+    Ok(Json(json!({ "cancelled": cancelled })).into_response())
 }
 
 #[derive(Deserialize)]
@@ -362,7 +324,7 @@ async fn events(
     match state.host.events(&session, after, limit).await {
         // A session whose first turn this server has just started, before its first append:
         // no events yet, as its stream would say.
-        Err(openharness_host::HostError::SessionNotFound(_)) if running_here(&state, &session) => {
+        Err(HostError::SessionNotFound(_)) if state.host.is_running(&session) => {
             Ok(Json(json!({ "events": [], "len": 0, "nextAfter": null })).into_response())
         }
         page => Ok(Json(page?).into_response()),
@@ -531,10 +493,10 @@ async fn fork(
         ),
         None => (None, None, None),
     };
-    let host = match provider {
-        None | Some(serde_json::Value::Null) => state.host.clone(),
+    let provider = match provider {
+        None | Some(serde_json::Value::Null) => None,
         Some(serde_json::Value::String(name)) => match state.options.fork_providers.get(&name) {
-            Some(provider) => state.host.with_provider(std::sync::Arc::clone(provider)),
+            Some(provider) => Some(std::sync::Arc::clone(provider)),
             None => {
                 // Like an unknown session: nothing by that name here.
                 let offered: Vec<&str> = state.options.fork_providers.names().collect();
@@ -577,20 +539,13 @@ async fn fork(
     }
     state.host.workflow_of(&parent).await?;
     let child = SessionId::new();
-    let options = RunOptions::new().session(child.clone());
-    start_turn(&state, &child, 0, Ack::First, async move {
-        let forked = match edit {
-            None => host.fork(&parent, at, options).await?,
-            Some(patch) => {
-                let prepared = host.prepare_fork(&parent, at).await?;
-                prepared.edit_state(&patch)?.run(options).await?
-            }
-        };
-        match input {
-            Some(text) => host.send(&forked.session, text, RunOptions::new()).await,
-            None => Ok(forked),
-        }
-    })
-    .await?;
-    Ok(accepted(&child))
+    let start = TurnStart::Fork(Box::new(ForkStart {
+        parent,
+        at,
+        state_edit: edit,
+        input,
+        provider,
+    }));
+    let started = state.host.start(&child, start, RunOptions::new()).await?;
+    Ok(accepted(&started))
 }

@@ -180,7 +180,7 @@ pub(crate) async fn events(
         .open(&session, state.options.max_streams_per_session)?;
     // The session must exist, or be one whose first turn this server has just started (its
     // first events may not be recorded yet); a typo is a 404.
-    if crate::turns::turn_start(state, &session).is_none() {
+    if !state.host.is_running(&session) {
         state.host.session(&session).await?;
     }
     let follower = state

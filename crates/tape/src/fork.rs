@@ -28,8 +28,8 @@ use openharness_core::{
 };
 
 use crate::error::TapeError;
-use openharness_core::adapter::state_hash;
 use crate::tape::{LoadTape, Tape};
+use openharness_core::adapter::state_hash;
 
 type StatePredicate<S> = Arc<dyn Fn(&S) -> bool + Send + Sync>;
 

@@ -136,7 +136,9 @@ impl<S: WorkflowState> Tape<S> {
             events,
             fold: Fold::new(initial.clone()).restoring().quiet(),
             undo: Undo::recording(),
-            indexer: Fold::new(initial.clone()).restoring().with_checkpoint_interval(interval),
+            indexer: Fold::new(initial.clone())
+                .restoring()
+                .with_checkpoint_interval(interval),
             snapshots: vec![initial],
             interval,
             fine: None,

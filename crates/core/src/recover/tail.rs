@@ -102,7 +102,12 @@ impl<'w, S: WorkflowState> Tail<'w, S> {
                 // Keeps the events of inputs this tail saw queued.
                 let mut queued = QueuedInputs::from_refs(completed.queued);
                 for event in self.queued.events() {
-                    if let Some(seq) = queued.refs().iter().find(|r| r.id == event.id).map(|r| r.seq) {
+                    if let Some(seq) = queued
+                        .refs()
+                        .iter()
+                        .find(|r| r.id == event.id)
+                        .map(|r| r.seq)
+                    {
                         queued.read(crate::builtin::QueuedRef { id: event.id, seq }, event);
                     }
                 }

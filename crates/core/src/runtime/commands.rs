@@ -13,7 +13,8 @@ impl<S: WorkflowState> Run<'_, S> {
         &mut self,
         command: TurnCommand,
     ) -> Result<Option<StopReason>, Error> {
-        let (pending, answer, then) = staged_command(command);
+        let (pending, id, answer, then) = staged_command(command);
+        self.next_id = id;
         let at = self.stage(vec![(pending, None)]).start;
         self.answers.push((answer, at));
         self.flush(true).await?;
@@ -21,7 +22,10 @@ impl<S: WorkflowState> Run<'_, S> {
             Then::Queued(QueueMode::Enqueue) => None,
             Then::Queued(QueueMode::Steer) => {
                 if let Some(event) = self.window.get(at) {
-                    let text = event.payload["text"].as_str().unwrap_or_default().to_owned();
+                    let text = event.payload["text"]
+                        .as_str()
+                        .unwrap_or_default()
+                        .to_owned();
                     self.steers.offer(event.id, text);
                 }
                 None
@@ -39,7 +43,8 @@ impl<S: WorkflowState> Run<'_, S> {
             return;
         };
         for command in inbox.close() {
-            let (pending, answer, _) = staged_command(command);
+            let (pending, id, answer, _) = staged_command(command);
+            self.next_id = id;
             let at = self.stage(vec![(pending, None)]).start;
             self.answers.push((answer, at));
         }
@@ -89,10 +94,12 @@ enum Then {
     Stop,
 }
 
-/// The event that records `command`, where to tell its sender, and what it asks for next.
-fn staged_command(command: TurnCommand) -> (Pending, Answer, Then) {
+/// The event that records `command` (and the id it is recorded with, when the sender chose
+/// one), where to tell its sender, and what it asks for next.
+fn staged_command(command: TurnCommand) -> (Pending, Option<EventId>, Answer, Then) {
     match command {
         TurnCommand::Queue {
+            id,
             input,
             fields,
             recorded,
@@ -104,10 +111,13 @@ fn staged_command(command: TurnCommand) -> (Pending, Answer, Then) {
                     payload.entry(name).or_insert(value);
                 }
             }
-            (pending, recorded, Then::Queued(mode))
+            (pending, Some(id), recorded, Then::Queued(mode))
         }
-        TurnCommand::Stop { reason, recorded } => {
-            (Pending::of(&StopRequested { reason }), recorded, Then::Stop)
-        }
+        TurnCommand::Stop { reason, recorded } => (
+            Pending::of(&StopRequested { reason }),
+            None,
+            recorded,
+            Then::Stop,
+        ),
     }
 }

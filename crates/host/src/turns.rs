@@ -1,0 +1,459 @@
+//! The host owns turns: one registry of the sessions whose turns this host runs, one call that
+//! starts a turn and returns once its input is recorded ([`Host::start`]), one policy for a
+//! second input while a turn runs ([`BusyPolicy`]), stop as an event ([`Host::cancel`]), and
+//! recovery of turns a crash cut off ([`Host::recover`]). The CLI, the server and the platform
+//! all start turns here; nothing else keeps a list of running turns.
+//!
+//! # A session's turns
+//!
+//! The first request for a session that runs nothing here claims it through the store
+//! ([`Store::claim`](openharness_core::Store::claim): on PostgreSQL a fenced, session-level
+//! advisory lock; other stores grant it), registers it, and starts its *driver*: a task that
+//! runs the session's turns one after another while it holds the claim. A session whose log
+//! says a turn is under way while nobody holds its claim was cut off by a crash: its driver
+//! first finishes that turn ([`TurnStart::Resume`]), then runs what was asked. After each
+//! turn the driver answers the inputs still queued, one turn each, then the requests handed
+//! to it, then gives the session up.
+//!
+//! A request for a session whose driver runs gets what its [`BusyPolicy`] says: `reject` is
+//! [`HostError::busy`], anything else is sent to the running turn as a
+//! [`TurnCommand`], which records it (`input:queued`) at its next safe point. A command that
+//! arrives as the turn ends comes back and becomes the driver's next turn; either way the
+//! request is answered once its event is recorded.
+//!
+//! # Acknowledged once recorded
+//!
+//! [`Host::start`] returns once the request's event is durable: the turn's first event (its
+//! `user:input`, `input:received`, a new session's `workflow:started`, a fork's
+//! `session:forked`, a resume's first record) or the `input:queued` the running turn recorded.
+//! A turn that fails before recording anything returns its error instead; a resume with
+//! nothing to finish returns with nothing recorded. [`Started::done`] then resolves with the
+//! outcome of the turn that answered the request.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use openharness_core::adapter::{CommandRecorded, TurnCommand, TurnControl, turn_control};
+use openharness_core::builtin::InputQueued;
+use openharness_core::{
+    BoxedProvider, BusyPolicy, CancellationToken, EventId, RunOptions, SessionId, Store,
+};
+use serde_json::{Map, Value};
+use tokio::sync::oneshot;
+
+use crate::Host;
+use crate::error::HostError;
+use crate::wire::{ForkPoint, TurnOutcome};
+
+mod driver;
+mod recovery;
+
+/// What a turn begins with.
+#[non_exhaustive]
+pub enum TurnStart {
+    /// A new session of `workflow` (the session [`Host::start`] names, which must hold no
+    /// events yet), with `input` recorded as its `user:input`. A session whose first turn runs
+    /// here already takes `input` as a second input instead.
+    New {
+        /// The registered workflow to run.
+        workflow: String,
+        /// The first input.
+        input: Option<String>,
+    },
+    /// New input on a recorded session (`user:input`).
+    Input(String),
+    /// The answer to the open request `request` (`input:received`).
+    Answer {
+        /// The `input:requested` event answered.
+        request: EventId,
+        /// The answer.
+        text: String,
+    },
+    /// Finishes what a crash cut off, or answers the oldest input still queued.
+    Resume,
+    /// A fork of another session, run on in the session [`Host::start`] names.
+    Fork(Box<ForkStart>),
+}
+
+/// Where a fork starts and what it changes (see [`TurnStart::Fork`]).
+pub struct ForkStart {
+    /// The session forked from.
+    pub parent: SessionId,
+    /// Where.
+    pub at: ForkPoint,
+    /// A JSON merge patch on the state the fork starts from.
+    pub state_edit: Option<Value>,
+    /// A new turn once forked.
+    pub input: Option<String>,
+    /// Another model for the fork (and its `input`'s turn).
+    pub provider: Option<BoxedProvider>,
+}
+
+impl std::fmt::Debug for TurnStart {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::New { workflow, .. } => write!(f, "New({workflow})"),
+            Self::Input(_) => f.write_str("Input"),
+            Self::Answer { request, .. } => write!(f, "Answer({request})"),
+            Self::Resume => f.write_str("Resume"),
+            Self::Fork(fork) => write!(f, "Fork({})", fork.parent),
+        }
+    }
+}
+
+/// A request [`Host::start`] took: where its event is, and the outcome to come.
+#[derive(Debug)]
+#[non_exhaustive]
+pub struct Started {
+    /// The session.
+    pub session: SessionId,
+    /// The request's event, durable: the turn's first event, or the `input:queued` a running
+    /// turn recorded (the turn that answers it begins with a `user:input` caused by it).
+    /// `None` when nothing was recorded (a resume with nothing to finish).
+    pub recorded: Option<CommandRecorded>,
+    /// The outcome of the turn that answers the request.
+    pub done: TurnDone,
+}
+
+/// The outcome of the turn that answers a request, once it has ended.
+#[derive(Debug)]
+pub struct TurnDone(oneshot::Receiver<Result<TurnOutcome, HostError>>);
+
+impl TurnDone {
+    /// Waits for the turn to end.
+    pub async fn wait(self) -> Result<TurnOutcome, HostError> {
+        self.0.await.unwrap_or_else(|_| {
+            Err(HostError::TurnFailed(
+                "the host stopped before the turn ended".to_owned(),
+            ))
+        })
+    }
+}
+
+/// What happens to a session's turn: the turn running, and what comes after it.
+pub(crate) struct Slot {
+    /// The running turn's control (replaced for each turn of the session).
+    control: TurnControl,
+    /// Cancels the running turn (a stop that cannot wait for a safe point).
+    cancel: CancellationToken,
+    /// The seq the running turn started at, once known.
+    first_seq: Option<u64>,
+    /// Requests for the driver to run once the running turn is over, in order.
+    next: VecDeque<Job>,
+    /// Who waits for the turn that answers a queued input (by the input's event id).
+    waiters: HashMap<EventId, oneshot::Sender<Result<TurnOutcome, HostError>>>,
+}
+
+/// The registry: the sessions whose turns this host runs. Shared by every clone of the host.
+#[derive(Default)]
+pub(crate) struct Registry {
+    slots: Mutex<HashMap<SessionId, Slot>>,
+}
+
+impl Registry {
+    fn slots(&self) -> std::sync::MutexGuard<'_, HashMap<SessionId, Slot>> {
+        self.slots.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// A request the driver runs as a turn of its own.
+pub(crate) struct Job {
+    start: TurnStart,
+    options: RunOptions,
+    recorded: oneshot::Sender<Result<Option<CommandRecorded>, HostError>>,
+    done: oneshot::Sender<Result<TurnOutcome, HostError>>,
+}
+
+/// A running turn's information for readers ([`Host::running_turn`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct RunningTurn {
+    /// The seq the turn started at (`None` until its first event is recorded).
+    pub first_seq: Option<u64>,
+}
+
+impl Host {
+    /// This host answering a second input with `policy` when a request does not say
+    /// ([`RunOptions::on_busy`]); `reject` unless set.
+    ///
+    /// ```
+    /// use openharness_core::BusyPolicy;
+    /// use openharness_host::Host;
+    /// let host = Host::new(openharness_store::MemoryStore::new()).on_busy(BusyPolicy::Enqueue);
+    /// assert_eq!(host.busy_policy(), BusyPolicy::Enqueue);
+    /// ```
+    #[must_use]
+    pub fn on_busy(mut self, policy: BusyPolicy) -> Self {
+        self.on_busy = policy;
+        self
+    }
+
+    /// The policy a second input gets when its request does not say.
+    pub fn busy_policy(&self) -> BusyPolicy {
+        self.on_busy
+    }
+
+    /// Starts `start` on `session` and returns once its event is recorded (see the module
+    /// docs); the turn runs on in the background, whatever the caller does next.
+    /// `options` apply to that turn (its guards, renderers, input fields, cancellation); a
+    /// second input takes only its fields and the policy ([`RunOptions::on_busy`], else
+    /// [`Host::busy_policy`]).
+    ///
+    /// ```
+    /// # async fn demo(host: openharness_host::Host, session: openharness_core::SessionId) -> Result<(), openharness_host::HostError> {
+    /// use openharness_core::{BusyPolicy, RunOptions};
+    /// use openharness_host::TurnStart;
+    /// let started = host
+    ///     .start(&session, TurnStart::Input("and in Porto?".into()), RunOptions::new().on_busy(BusyPolicy::Enqueue))
+    ///     .await?;
+    /// println!("recorded at {:?}", started.recorded.map(|r| r.seq));
+    /// let outcome = started.done.wait().await?;
+    /// println!("answered: {}", outcome.reason.as_str());
+    /// # Ok(()) }
+    /// ```
+    pub async fn start(
+        &self,
+        session: &SessionId,
+        start: TurnStart,
+        options: RunOptions,
+    ) -> Result<Started, HostError> {
+        let policy = options.busy_policy().unwrap_or(self.on_busy);
+        let (done_tx, done) = oneshot::channel();
+        // A session whose driver runs: the request goes to the running turn, or after it.
+        let route = {
+            let mut slots = self.turns.slots();
+            match slots.get_mut(session) {
+                Some(slot) => Route::Second(second_request(
+                    session, slot, start, options, policy, done_tx,
+                )?),
+                None => {
+                    slots.insert(session.clone(), Slot::new());
+                    Route::First(Box::new(Job {
+                        start,
+                        options,
+                        recorded: oneshot::channel().0,
+                        done: done_tx,
+                    }))
+                }
+            }
+        };
+        let recorded = match route {
+            Route::Second(Heard::Queued(heard)) => {
+                let recorded = heard.await.map_err(|_| {
+                    HostError::TurnFailed("the running turn ended without a word".to_owned())
+                })?;
+                Some(recorded.map_err(|err| HostError::TurnFailed(err.0))?)
+            }
+            Route::Second(Heard::Next(heard)) => wait_recorded(heard).await?,
+            Route::First(mut job) => {
+                let (recorded, heard) = oneshot::channel();
+                job.recorded = recorded;
+                self.drive(session, *job).await?;
+                wait_recorded(heard).await?
+            }
+        };
+        Ok(Started {
+            session: session.clone(),
+            recorded,
+            done: TurnDone(done),
+        })
+    }
+
+    /// Stops the turn this host runs on `session`: `stop:requested` is recorded and the turn
+    /// ends `cancelled` at its next safe point (its agents end `interrupted`), whoever reads
+    /// its stream. Inputs queued after it are still answered. Returns whether a turn was
+    /// running here.
+    pub async fn cancel(&self, session: &SessionId) -> bool {
+        let (command, heard) = TurnCommand::stop(None);
+        let sent = {
+            let slots = self.turns.slots();
+            match slots.get(session) {
+                Some(slot) => match slot.control.send(command) {
+                    Ok(()) => true,
+                    // Ending on its own: the token stops whatever is left of it.
+                    Err(_) => {
+                        slot.cancel.cancel();
+                        return true;
+                    }
+                },
+                None => return false,
+            }
+        };
+        if sent && !matches!(heard.await, Ok(Ok(_))) {
+            // Not recorded (the turn ended meanwhile, or its store failed): stop it anyway.
+            if let Some(slot) = self.turns.slots().get(session) {
+                slot.cancel.cancel();
+            }
+        }
+        sent
+    }
+
+    /// Whether this host runs a turn on `session` (or is about to).
+    pub fn is_running(&self, session: &SessionId) -> bool {
+        self.turns.slots().contains_key(session)
+    }
+
+    /// The turn this host runs on `session`, if any.
+    pub fn running_turn(&self, session: &SessionId) -> Option<RunningTurn> {
+        self.turns.slots().get(session).map(|slot| RunningTurn {
+            first_seq: slot.first_seq,
+        })
+    }
+
+    /// The sessions whose turns this host runs.
+    pub fn running_sessions(&self) -> Vec<SessionId> {
+        self.turns.slots().keys().cloned().collect()
+    }
+}
+
+impl Slot {
+    fn new() -> Self {
+        let (control, _) = turn_control();
+        Self {
+            control,
+            cancel: CancellationToken::new(),
+            first_seq: None,
+            next: VecDeque::new(),
+            waiters: HashMap::new(),
+        }
+    }
+}
+
+/// Where a request goes: to the driver of a session that runs, or to a new driver.
+enum Route {
+    Second(Heard),
+    First(Box<Job>),
+}
+
+/// Where a second request hears that it is recorded.
+enum Heard {
+    /// The running turn records it (`input:queued`).
+    Queued(openharness_core::adapter::Acknowledgement),
+    /// The driver runs it next, as a turn of its own.
+    Next(oneshot::Receiver<Result<Option<CommandRecorded>, HostError>>),
+}
+
+/// A request for a session whose driver runs (the registry locked): sent to the running turn
+/// as `policy` says, or handed to the driver when the turn takes no more commands.
+fn second_request(
+    session: &SessionId,
+    slot: &mut Slot,
+    start: TurnStart,
+    options: RunOptions,
+    policy: BusyPolicy,
+    done: oneshot::Sender<Result<TurnOutcome, HostError>>,
+) -> Result<Heard, HostError> {
+    let ending = slot.control.is_closed();
+    let text = match start {
+        TurnStart::Input(text)
+        | TurnStart::New {
+            input: Some(text), ..
+        } => text,
+        // Only an input can be queued; anything else waits for a turn that is ending.
+        other if ending => return Ok(Heard::Next(slot.queue_next(other, options, done))),
+        TurnStart::Resume => {
+            return Err(HostError::busy(
+                session,
+                "a turn is running on it here: nothing to resume",
+            ));
+        }
+        _ => return Err(HostError::busy(session, "a turn is running on it")),
+    };
+    let mode = match policy.mode() {
+        Some(mode) => mode,
+        // The running turn has recorded its end: no conflict, it is next.
+        None if ending => {
+            return Ok(Heard::Next(slot.queue_next(
+                TurnStart::Input(text),
+                options,
+                done,
+            )));
+        }
+        None => return Err(HostError::busy(session, "a turn is running on it")),
+    };
+    let (command, heard) = TurnCommand::queue_with(
+        InputQueued::new(text, mode),
+        options.recorded_fields().clone(),
+    );
+    let Some(id) = command.id() else {
+        return Err(HostError::TurnFailed("a queued input has an id".to_owned()));
+    };
+    slot.waiters.insert(id, done);
+    match slot.control.send(command).map_err(|returned| *returned) {
+        Ok(()) => Ok(Heard::Queued(heard)),
+        // The turn took no more commands: the driver runs it next, under the same id.
+        Err(TurnCommand::Queue {
+            input, mut fields, ..
+        }) => {
+            let done = slot.waiters.remove(&id).ok_or_else(|| {
+                HostError::TurnFailed("a queued input lost its waiter".to_owned())
+            })?;
+            queued_fields(&input, &mut fields);
+            let options = RunOptions::new().input_fields(fields).input_id(id);
+            Ok(Heard::Next(slot.queue_next(
+                TurnStart::Input(input.text),
+                options,
+                done,
+            )))
+        }
+        Err(other) => {
+            other.refuse("not a queued input");
+            Err(HostError::TurnFailed(
+                "a command came back changed".to_owned(),
+            ))
+        }
+    }
+}
+
+/// The fields of a queued input that a `user:input` carries beside its text.
+fn queued_fields(input: &InputQueued, fields: &mut Map<String, Value>) {
+    if !input.images.is_empty()
+        && let Ok(images) = serde_json::to_value(&input.images)
+    {
+        fields.insert("images".to_owned(), images);
+    }
+    if let Some(controls) = &input.controls {
+        fields.insert("controls".to_owned(), controls.clone());
+    }
+}
+
+impl Slot {
+    /// Queues `start` for the driver to run after the running turn.
+    fn queue_next(
+        &mut self,
+        start: TurnStart,
+        options: RunOptions,
+        done: oneshot::Sender<Result<TurnOutcome, HostError>>,
+    ) -> oneshot::Receiver<Result<Option<CommandRecorded>, HostError>> {
+        let (recorded, heard) = oneshot::channel();
+        self.next.push_back(Job {
+            start,
+            options,
+            recorded,
+            done,
+        });
+        heard
+    }
+}
+
+/// Waits until a job's first event is recorded (or the job failed first).
+async fn wait_recorded(
+    heard: oneshot::Receiver<Result<Option<CommandRecorded>, HostError>>,
+) -> Result<Option<CommandRecorded>, HostError> {
+    heard.await.unwrap_or_else(|_| {
+        Err(HostError::TurnFailed(
+            "the turn stopped before recording anything".to_owned(),
+        ))
+    })
+}
+
+/// What [`Host::start`] needs of the store to claim a session.
+pub(crate) async fn claim(
+    store: &Arc<dyn Store>,
+    session: &SessionId,
+) -> Result<Option<openharness_core::adapter::Claim>, HostError> {
+    store
+        .claim(session)
+        .await
+        .map_err(|source| HostError::store(store.as_ref(), source))
+}

@@ -1,0 +1,353 @@
+//! A session's driver: the task that runs its turns one after another while this host holds
+//! its claim, answering each request once its event is recorded, then the inputs still
+//! queued, then the requests handed to it, and that gives the session up when none is left.
+
+use std::collections::VecDeque;
+
+use openharness_core::adapter::{Claim, CommandRecorded, turn_control};
+use openharness_core::{BoxedProvider, RunOptions, SessionId};
+use tokio::sync::oneshot;
+
+use super::{ForkStart, Job, TurnStart, claim};
+use crate::Host;
+use crate::error::HostError;
+use crate::wire::TurnOutcome;
+
+/// One turn the driver runs.
+enum Work {
+    /// A request someone waits on.
+    Job(Box<Job>),
+    /// Finishing a cut-off turn, or answering the oldest queued input: nobody asked.
+    Resume,
+    /// A fork's input, run once the fork is recorded, with the fork's model.
+    ForkInput {
+        text: String,
+        provider: Option<BoxedProvider>,
+    },
+}
+
+/// How a turn ended, for everyone but its requester: its outcome, or its error as text.
+type Ended = Result<TurnOutcome, String>;
+
+/// The error of a turn that failed, as text.
+fn turn_failure(ended: &Ended) -> String {
+    match ended {
+        Ok(_) => String::new(),
+        Err(err) => err.clone(),
+    }
+}
+
+/// How many resumes in a row may leave the same inputs queued before the driver stops trying
+/// (a turn that cannot answer them; recovery tries again later).
+const MAX_IDLE_RESUMES: usize = 2;
+
+impl Host {
+    /// Claims `session` (registered in the registry already) and starts its driver with
+    /// `job`. A session another process holds is [`HostError::busy`]; every request that
+    /// arrived meanwhile is answered the same.
+    pub(super) async fn drive(&self, session: &SessionId, job: Job) -> Result<(), HostError> {
+        let claimed = match claim(&self.store, session).await {
+            Ok(Some(claim)) => claim,
+            Ok(None) => {
+                let why = "a turn runs on it in another process sharing the store";
+                self.give_up(session, &HostError::busy(session, why));
+                return Err(HostError::busy(session, why));
+            }
+            Err(err) => {
+                self.give_up(session, &err);
+                return Err(err);
+            }
+        };
+        let host = self.clone();
+        let session = session.clone();
+        tokio::spawn(async move { host.run_driver(session, job, claimed).await });
+        Ok(())
+    }
+
+    /// Removes `session` from the registry, answering whatever waits on it with `why`.
+    fn give_up(&self, session: &SessionId, why: &HostError) {
+        let Some(slot) = self.turns.slots().remove(session) else {
+            return;
+        };
+        for job in slot.next {
+            let _ = job
+                .recorded
+                .send(Err(HostError::TurnFailed(why.to_string())));
+        }
+        for (_, waiter) in slot.waiters {
+            let _ = waiter.send(Err(HostError::TurnFailed(why.to_string())));
+        }
+    }
+
+    /// Runs the session's turns until nothing is left, holding `claim`.
+    async fn run_driver(self, session: SessionId, first: Job, claim: Claim) {
+        let _claim = claim;
+        let mut work = VecDeque::new();
+        // A session whose log says a turn is under way, while this host holds its claim, was
+        // cut off by a crash: that turn is finished first.
+        let fresh = matches!(first.start, TurnStart::New { .. } | TurnStart::Fork(_));
+        if !fresh && !matches!(first.start, TurnStart::Resume) && self.cut_off(&session).await {
+            work.push_back(Work::Resume);
+        }
+        work.push_back(Work::Job(Box::new(first)));
+        let mut idle_resumes = 0;
+        loop {
+            let Some(next) = work.pop_front().or_else(|| self.next_job(&session)) else {
+                break;
+            };
+            let resuming = matches!(next, Work::Resume);
+            let ended = self.run_work(&session, next, &mut work).await;
+            let queued = match &ended {
+                Ok(outcome) => outcome.queued.len(),
+                Err(_) => 0,
+            };
+            self.answer_waiters(&session, &ended);
+            if queued == 0 {
+                idle_resumes = 0;
+                continue;
+            }
+            // Inputs still queued: answered next, one turn each, before anything handed over.
+            idle_resumes = if resuming { idle_resumes + 1 } else { 0 };
+            if idle_resumes <= MAX_IDLE_RESUMES || !resuming {
+                work.push_front(Work::Resume);
+            } else {
+                tracing::warn!(%session, queued, "resuming leaves inputs queued; leaving them to recovery");
+            }
+        }
+    }
+
+    /// The next request handed to the driver, or `None` after giving the session up (both
+    /// under the registry's lock, so a request either finds the driver or starts a new one).
+    fn next_job(&self, session: &SessionId) -> Option<Work> {
+        let mut slots = self.turns.slots();
+        let slot = slots.get_mut(session)?;
+        if let Some(job) = slot.next.pop_front() {
+            return Some(Work::Job(Box::new(job)));
+        }
+        if let Some(slot) = slots.remove(session) {
+            for (_, waiter) in slot.waiters {
+                let _ = waiter.send(Err(HostError::TurnFailed(
+                    "the session's turns ended with the input still queued; a resume answers it"
+                        .to_owned(),
+                )));
+            }
+        }
+        None
+    }
+
+    /// Whether `session`'s log says a turn is under way.
+    async fn cut_off(&self, session: &SessionId) -> bool {
+        match self.store.session(session).await {
+            Ok(Some(info)) => info.status.is_running(),
+            Ok(None) => false,
+            Err(err) => {
+                tracing::warn!(%session, error = %err, "could not read the session's status; not resuming first");
+                false
+            }
+        }
+    }
+
+    /// Tells the waiters of inputs that are no longer queued how the turn that answered them
+    /// ended (all of them, when it failed).
+    fn answer_waiters(&self, session: &SessionId, ended: &Ended) {
+        let mut slots = self.turns.slots();
+        let Some(slot) = slots.get_mut(session) else {
+            return;
+        };
+        let answered: Vec<_> = slot
+            .waiters
+            .keys()
+            .filter(|id| match ended {
+                Ok(outcome) => !outcome.queued.iter().any(|queued| queued.id == **id),
+                Err(_) => true,
+            })
+            .copied()
+            .collect();
+        for id in answered {
+            if let Some(waiter) = slot.waiters.remove(&id) {
+                let _ = waiter.send(match ended {
+                    Ok(outcome) => Ok(outcome.clone()),
+                    Err(err) => Err(HostError::TurnFailed(err.clone())),
+                });
+            }
+        }
+    }
+
+    /// Runs one turn with a fresh control in the registry, answering its request.
+    async fn run_work(
+        &self,
+        session: &SessionId,
+        work: Work,
+        follow_ups: &mut VecDeque<Work>,
+    ) -> Ended {
+        let (start, options, recorded, done) = match work {
+            Work::Job(job) => {
+                let Job {
+                    start,
+                    options,
+                    recorded,
+                    done,
+                } = *job;
+                (start, options, Some(recorded), Some(done))
+            }
+            Work::Resume => (TurnStart::Resume, RunOptions::new(), None, None),
+            Work::ForkInput { text, provider } => {
+                let host = match provider {
+                    Some(provider) => self.with_provider(provider),
+                    None => self.clone(),
+                };
+                let (control, inbox) = turn_control();
+                let options = RunOptions::new().control(inbox);
+                self.enter_turn(session, control, options.cancellation().clone());
+                let sent = match host.runnable_of(session).await {
+                    Ok(hosted) => hosted.send(session, text, options).await,
+                    Err(err) => Err(err),
+                };
+                return sent.map_err(|err| openharness_core::adapter::ErrorChain(&err).to_string());
+            }
+        };
+        if let TurnStart::Fork(fork) = &start
+            && let Some(text) = fork.input.clone()
+        {
+            follow_ups.push_front(Work::ForkInput {
+                text,
+                provider: fork.provider.clone(),
+            });
+        }
+        let (control, inbox) = turn_control();
+        self.enter_turn(session, control, options.cancellation().clone());
+        let (acknowledged, mut heard) = oneshot::channel();
+        let options = options.control(inbox).acknowledge(acknowledged);
+        let turn = self.turn(session, start, options);
+        tokio::pin!(turn);
+        let mut recorded = recorded;
+        let result = loop {
+            tokio::select! {
+                biased;
+                first = &mut heard, if recorded.is_some() => {
+                    if let Ok(first) = first {
+                        self.acknowledge(session, first, recorded.take());
+                    }
+                }
+                result = &mut turn => break result,
+            }
+        };
+        // Recorded just as the turn ended: heard before its end is told.
+        if let Ok(first) = heard.try_recv() {
+            self.acknowledge(session, first, recorded.take());
+        }
+        let ended = match &result {
+            Ok(outcome) => Ok(outcome.clone()),
+            Err(err) => Err(openharness_core::adapter::ErrorChain(err).to_string()),
+        };
+        // The error itself goes to whoever hears first: the requester, if nothing was recorded.
+        let result = match (recorded, result) {
+            (Some(recorded), Err(err)) => {
+                let _ = recorded.send(Err(err));
+                Err(HostError::TurnFailed(turn_failure(&ended)))
+            }
+            (Some(recorded), ok) => {
+                let _ = recorded.send(Ok(None));
+                ok
+            }
+            (None, result) => result,
+        };
+        if let Some(done) = done {
+            let _ = done.send(result);
+        }
+        ended
+    }
+
+    /// Registers the turn about to run: its control and its cancellation.
+    fn enter_turn(
+        &self,
+        session: &SessionId,
+        control: openharness_core::adapter::TurnControl,
+        cancel: openharness_core::CancellationToken,
+    ) {
+        if let Some(slot) = self.turns.slots().get_mut(session) {
+            slot.control = control;
+            slot.cancel = cancel;
+            slot.first_seq = None;
+        }
+    }
+
+    /// The turn's first event is recorded: readers learn where it starts, its requester that
+    /// it is acknowledged.
+    fn acknowledge(
+        &self,
+        session: &SessionId,
+        first: CommandRecorded,
+        recorded: Option<oneshot::Sender<Result<Option<CommandRecorded>, HostError>>>,
+    ) {
+        if let Some(slot) = self.turns.slots().get_mut(session) {
+            slot.first_seq = Some(first.seq);
+        }
+        if let Some(recorded) = recorded {
+            let _ = recorded.send(Ok(Some(first)));
+        }
+    }
+
+    /// Runs `start` on `session` with the registered workflow it needs.
+    async fn turn(
+        &self,
+        session: &SessionId,
+        start: TurnStart,
+        options: RunOptions,
+    ) -> Result<TurnOutcome, HostError> {
+        match start {
+            TurnStart::New { workflow, input } => {
+                let hosted = self.runnable(&workflow)?;
+                hosted.run(input, options.session(session.clone())).await
+            }
+            TurnStart::Input(text) => {
+                self.runnable_of(session)
+                    .await?
+                    .send(session, text, options)
+                    .await
+            }
+            TurnStart::Answer { request, text } => {
+                self.runnable_of(session)
+                    .await?
+                    .respond(session, request, text, options)
+                    .await
+            }
+            TurnStart::Resume => {
+                self.runnable_of(session)
+                    .await?
+                    .resume(session, options)
+                    .await
+            }
+            TurnStart::Fork(fork) => self.fork_turn(session, *fork, options).await,
+        }
+    }
+
+    /// A fork run on into `session`.
+    async fn fork_turn(
+        &self,
+        session: &SessionId,
+        fork: ForkStart,
+        options: RunOptions,
+    ) -> Result<TurnOutcome, HostError> {
+        let ForkStart {
+            parent,
+            at,
+            state_edit,
+            provider,
+            ..
+        } = fork;
+        let host = match provider {
+            Some(provider) => self.with_provider(provider),
+            None => self.clone(),
+        };
+        let hosted = host.runnable_of(&parent).await?;
+        let options = options.session(session.clone());
+        match state_edit {
+            None => hosted.fork(&parent, at, options).await,
+            Some(patch) => {
+                let prepared = hosted.prepare_fork(&parent, at).await?;
+                prepared.edit_state(&patch)?.run(options).await
+            }
+        }
+    }
+}
