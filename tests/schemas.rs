@@ -6,14 +6,17 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use openharness::BusyPolicy;
 use openharness::builtin::{Builtin, NAMES};
-use openharness::host::{ForkPoint, Host, wire_schemas};
+use openharness::host::{ForkPoint, Host, TurnStart, wire_schemas};
 use openharness::prelude::*;
 use openharness::projection::to_ui_messages;
 use openharness::provider::{Reply, ScriptedProvider};
 use openharness::store::MemoryStore;
 use openharness_example_planner_executor as demo;
+use openharness_testkit::inbox::gated_inbox;
 use openharness_testkit::notes::{Notes, Scribe};
+use openharness_testkit::{LIMIT, eventually};
 use serde::Serialize;
 use serde_json::{Value, json};
 
@@ -90,10 +93,13 @@ async fn real_sessions_and_the_hosts_answers_match_the_wire_schemas() {
     let schemas = Schemas::new();
     let store = MemoryStore::new();
     let planner = demo::workflow(MemoryStore::new(), demo::scripted_provider()).unwrap();
+    let (inbox, gate) = gated_inbox(MemoryStore::new());
     let host = Host::new(store.clone())
         .workflow(planner)
         .unwrap()
         .workflow(notes())
+        .unwrap()
+        .workflow(inbox)
         .unwrap();
 
     // Turns: one that ends waiting for a person, its answer, a fork, tools, a re-asked and
@@ -141,6 +147,7 @@ async fn real_sessions_and_the_hosts_answers_match_the_wire_schemas() {
     assert_eq!(failed.errors, 1);
     schemas.check("TurnOutcome", &failed);
     schemas.check("ForkPoint", &ForkPoint::Position { position: 3 });
+    second_inputs(&host, &gate, &schemas).await;
 
     // Sessions, pages of events and every event, each built-in payload on its own.
     let payloads: BTreeMap<&str, &str> = wire_schemas()
@@ -150,7 +157,7 @@ async fn real_sessions_and_the_hosts_answers_match_the_wire_schemas() {
     let mut seen = BTreeSet::new();
     let mut part_types = BTreeSet::new();
     let sessions = host.sessions().await.unwrap();
-    assert_eq!(sessions.len(), 3);
+    assert_eq!(sessions.len(), 4);
     for summary in &sessions {
         schemas.check("SessionSummary", summary);
         let page = host.events(&summary.id, None, 10_000).await.unwrap();
@@ -216,4 +223,72 @@ async fn real_sessions_and_the_hosts_answers_match_the_wire_schemas() {
     assert!(!schemas.errors("TurnOutcome", &retyped).is_empty());
     let text = json!({ "type": "text", "text": "hi", "state": "done", "extra": 1 });
     assert!(!schemas.errors("UiPart", &text).is_empty());
+}
+
+/// A session of the inbox with what arrives while its turns run: a steer the running call
+/// takes (`input:steered`), an input queued after it (`input:queued`), a rollback
+/// (`turn:rolled_back`) and a stop (`stop:requested`).
+async fn second_inputs(host: &Host, gate: &tokio::sync::Semaphore, schemas: &Schemas) {
+    let session = SessionId::new();
+    let calls = |n: usize| {
+        let session = session.clone();
+        move || {
+            let session = session.clone();
+            async move {
+                let page = host
+                    .events(&session, None, 1000)
+                    .await
+                    .map_err(|_| 0_usize)?;
+                let started = page
+                    .events
+                    .iter()
+                    .filter(|r| r.event.name == "agent:started")
+                    .count();
+                if started >= n { Ok(()) } else { Err(started) }
+            }
+        }
+    };
+    let start = TurnStart::New {
+        workflow: "inbox".into(),
+        input: Some("slow".into()),
+    };
+    let held = host
+        .start(&session, start, RunOptions::new())
+        .await
+        .unwrap();
+    eventually(LIMIT, "the first call", calls(1)).await;
+    let second = |text: &str, policy: BusyPolicy| {
+        let session = session.clone();
+        let options = RunOptions::new().on_busy(policy);
+        let start = TurnStart::Input(text.into());
+        async move { host.start(&session, start, options).await.unwrap() }
+    };
+    second("in capitals", BusyPolicy::Steer).await;
+    let later = second("later", BusyPolicy::Enqueue).await;
+    gate.add_permits(1);
+    schemas.check("TurnOutcome", &held.done.wait().await.unwrap());
+    schemas.check("TurnOutcome", &later.done.wait().await.unwrap());
+    let abandoned = second("slow", BusyPolicy::Enqueue).await;
+    eventually(LIMIT, "the abandoned call", calls(3)).await;
+    let instead = second("instead", BusyPolicy::Rollback).await;
+    assert_eq!(
+        abandoned.done.wait().await.unwrap().reason,
+        StopReason::RolledBack
+    );
+    schemas.check("TurnOutcome", &instead.done.wait().await.unwrap());
+    let stopped = second("slow", BusyPolicy::Enqueue).await;
+    eventually(LIMIT, "the stopped call", calls(5)).await;
+    assert!(host.cancel(&session).await);
+    assert_eq!(
+        stopped.done.wait().await.unwrap().reason,
+        StopReason::Cancelled
+    );
+    eventually(LIMIT, "the inbox to be given up", || async {
+        if host.is_running(&session) {
+            Err("running")
+        } else {
+            Ok(())
+        }
+    })
+    .await;
 }

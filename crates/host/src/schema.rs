@@ -9,12 +9,12 @@
 //! that — format 1's field names for the built-in payloads, missing defaults.
 
 use openharness_core::builtin::{
-    AgentCompleted, AgentStarted, ErrorOccurred, InputReceived, InputRequested, OutputRejected,
-    SessionForked, TextComplete, TextDelta, ToolCalled, ToolResult, UserInput, WorkflowCompleted,
-    WorkflowStarted,
+    AgentCompleted, AgentStarted, ErrorOccurred, InputQueued, InputReceived, InputRequested,
+    InputSteered, OutputRejected, SessionForked, StopRequested, TextComplete, TextDelta,
+    ToolCalled, ToolResult, TurnRolledBack, UserInput, WorkflowCompleted, WorkflowStarted,
 };
 use openharness_core::{
-    Envelope, Event, SessionInfo, SessionStatus, StopReason,
+    BusyPolicy, Envelope, Event, SessionInfo, SessionStatus, StopReason,
     adapter::{Recorded, Unfinished, Usage},
 };
 use openharness_projection::{Message, Part, Role, TextState, ToolState, UiMessage, UiPart};
@@ -70,7 +70,12 @@ pub fn wire_schemas() -> Vec<WireSchema> {
         payload::<SessionForked>("SessionForked"),
         payload::<InputRequested>("InputRequested"),
         payload::<InputReceived>("InputReceived"),
+        payload::<InputQueued>("InputQueued"),
+        payload::<InputSteered>("InputSteered"),
+        payload::<TurnRolledBack>("TurnRolledBack"),
+        payload::<StopRequested>("StopRequested"),
         // Sessions and turns.
+        of::<BusyPolicy>("BusyPolicy"),
         of::<SessionInfo>("SessionInfo"),
         of::<SessionStatus>("SessionStatus"),
         of::<StopReason>("StopReason"),

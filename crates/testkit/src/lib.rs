@@ -15,6 +15,8 @@
 //! - `events` (feature `fixtures`): a log's event names, and its first event of a type.
 //! - `notes` (feature `fixtures`): the note-taking workflow's events, state and agent, which
 //!   several suites build workflows from.
+//! - `inbox` (feature `fixtures`): a workflow whose model holds a call until the test lets it
+//!   go, for what happens while a turn runs (second inputs, steers, stops).
 //! - [`openapi`]: that every `$ref` of an OpenAPI document resolves.
 //! - [`python`]: pinned PyPI packages in virtualenvs under `target/`, installed on first use.
 //! - [`random`]: [`random::SplitMix`], a seeded generator for tests that must be repeatable.
@@ -22,6 +24,8 @@
 #[cfg(feature = "fixtures")]
 pub mod events;
 pub mod http;
+#[cfg(feature = "fixtures")]
+pub mod inbox;
 #[cfg(feature = "fixtures")]
 pub mod notes;
 pub mod openapi;

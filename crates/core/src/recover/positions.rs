@@ -6,6 +6,12 @@ use super::*;
 use crate::event::EventSet as _;
 use crate::store::EventStream;
 
+/// The events a fold of `S` reads payloads of: those its handlers decode, and the rollbacks
+/// every fold honours.
+fn folded<S: WorkflowState>(name: &str) -> bool {
+    S::Events::contains(name) || name == crate::builtin::TurnRolledBack::NAME
+}
+
 /// The state at position 0 of `session`: the workflow's initial state, or for a fork the
 /// parent's state at the fork point.
 pub(super) fn session_base<'a, S: WorkflowState>(
@@ -117,7 +123,7 @@ async fn start_of_read<'a, S: WorkflowState>(
 ) -> Result<(S, u64, EventStream<'a>), Error> {
     let events_from = |from: u64| {
         wf.store
-            .stream_events_for_fold(session, from..end, S::Events::contains)
+            .stream_events_for_fold(session, from..end, folded::<S>)
     };
     let found = decoded_snapshot(wf, session, at_most, |position, _| {
         let mut events = events_from(position);
@@ -254,7 +260,7 @@ pub(crate) async fn view_at<S: WorkflowState>(
     };
     let mut events = wf
         .store
-        .stream_events_for_fold(session, 0..u64::MAX, S::Events::contains);
+        .stream_events_for_fold(session, 0..u64::MAX, folded::<S>);
     while let Some(recorded) = events.next().await {
         window.apply(&mut fold, recorded.map_err(&failed)?.event);
         if fold.position() == position {

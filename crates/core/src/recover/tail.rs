@@ -117,10 +117,13 @@ impl<'w, S: WorkflowState> Tail<'w, S> {
                 tracing::warn!(session = %self.session, error = %err, "a `workflow:completed` does not decode; its open requests are unknown");
             }
         }
-        // A turn's end interrupts and closes what was running: nothing carries over.
+        // A turn's end interrupts and closes what was running: nothing carries over, not even
+        // a rerun a resume owed (the turn ended without it; inputs it left queued are what the
+        // next turn takes up).
         self.expected.clear();
         self.triggers.clear();
         self.open_calls.clear();
+        self.owed_reruns.clear();
     }
 
     pub(super) fn absorb(&mut self, seq: u64, event: Envelope) -> Result<(), Error> {

@@ -85,12 +85,13 @@ impl<S: WorkflowState> Run<'_, S> {
                 open_calls,
                 queued,
             } => {
-                if unrecorded.is_empty() && open_calls.is_empty() {
-                    // Nothing was cut off: the turn answers the oldest queued input.
-                    if let Some(oldest) = queued.first() {
-                        let answer = crate::queued::answer_of(oldest);
-                        self.queue.push_back((answer, Some(oldest.id), None));
-                    }
+                // Nothing was cut off but inputs wait: the turn answers the oldest.
+                if unrecorded.is_empty()
+                    && open_calls.is_empty()
+                    && let Some(oldest) = queued.first()
+                {
+                    let answer = crate::queued::answer_of(oldest);
+                    self.queue.push_back((answer, Some(oldest.id), None));
                     return None;
                 }
                 self.resume(unrecorded, open_calls, limits)
