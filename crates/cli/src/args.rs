@@ -142,6 +142,14 @@ pub(crate) enum Command<E: Subcommand> {
         /// `Router::nest` would.
         #[arg(long, value_name = "PATH", value_parser = parse_base_path)]
         base_path: Option<String>,
+        /// What a second input gets while a turn runs on its session, when the request does
+        /// not say (`onBusy`, or the header `x-openharness-on-busy`): `reject` (409, the
+        /// default), `enqueue` (recorded now, answered after), `interrupt` (the running turn
+        /// stops and a new one answers both), `rollback` (the running turn is abandoned, its
+        /// state restored) or `steer` (given to the running agent at its next model call).
+        /// `POST /api/chat` enqueues unless this names another than `reject`.
+        #[arg(long, value_name = "POLICY", value_parser = parse_busy_policy)]
+        on_busy: Option<openharness::BusyPolicy>,
     },
     #[command(flatten)]
     Transfer(crate::transfer::TransferCommand),
@@ -236,6 +244,10 @@ pub(crate) struct SessionsQuery {
 
 /// `--base-path`: a path such as `/harness` (a leading `/` is added, trailing ones dropped);
 /// `/` alone means no prefix.
+fn parse_busy_policy(word: &str) -> Result<openharness::BusyPolicy, String> {
+    word.parse()
+}
+
 fn parse_base_path(text: &str) -> Result<String, String> {
     let trimmed = text.trim().trim_matches('/');
     if trimmed.contains(['?', '#', '{', '}', '*']) || trimmed.contains("//") {

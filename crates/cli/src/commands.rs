@@ -117,6 +117,7 @@ pub(crate) async fn run<E: clap::Subcommand>(
             mcp_config,
             fork_provider,
             base_path,
+            on_busy,
         } => {
             let access = Access {
                 api_keys_file,
@@ -129,6 +130,7 @@ pub(crate) async fn run<E: clap::Subcommand>(
                 mcp_config,
                 fork_providers: fork_provider,
                 base_path: base_path.unwrap_or_default(),
+                on_busy,
             };
             let addr = port.map_or(addr, |port| {
                 std::net::SocketAddr::from(([127, 0, 0, 1], port))

@@ -359,7 +359,7 @@ fn turn_commands_fail_with_one_clear_line() {
 }
 
 #[test]
-fn a_cut_off_turn_is_busy_until_resume_finishes_it() {
+fn a_cut_off_turn_is_finished_by_resume_or_by_the_next_input() {
     let dir = tempfile::tempdir().unwrap();
     let demo = stdout(&openharness(dir.path(), &["demo", "chat"]));
     let session = word_after(&demo, "Session ");
@@ -380,23 +380,51 @@ fn a_cut_off_turn_is_busy_until_resume_finishes_it() {
     let end = format!(r#"{{"session":"{session}","end":true,"count":{events}}}"#);
     let file = dir.path().join("cut.jsonl");
     std::fs::write(&file, lines[..=cut].join("\n") + "\n" + &end + "\n").unwrap();
-    let store = dir.path().join("cut.redb");
-    let store = store.to_str().unwrap();
-    stdout(&openharness(
+    // Two stores holding the cut session: one finished by `resume`, one by `send`.
+    let stores: Vec<String> = ["cut.redb", "cut-sent.redb"]
+        .iter()
+        .map(|name| {
+            let store = dir.path().join(name).to_str().unwrap().to_owned();
+            stdout(&openharness(
+                dir.path(),
+                &["--store", &store, "import", file.to_str().unwrap()],
+            ));
+            let sessions = json(&openharness(
+                dir.path(),
+                &["--store", &store, "sessions", "--json"],
+            ));
+            assert_eq!(sessions[0]["status"], "running");
+            store
+        })
+        .collect();
+
+    // New input finishes the cut-off turn first, then is answered: no client call needed.
+    let sent = stdout(&openharness(
         dir.path(),
-        &["--store", store, "import", file.to_str().unwrap()],
+        &["--store", &stores[1], "send", &session, "hi"],
     ));
+    assert!(
+        sent.contains("last turn was cut off: it is finished first")
+            && sent.contains("agent `assistant` was cut off"),
+        "{sent}"
+    );
     let sessions = json(&openharness(
         dir.path(),
-        &["--store", store, "sessions", "--json"],
+        &["--store", &stores[1], "sessions", "--json"],
     ));
-    assert_eq!(sessions[0]["status"], "running");
-
-    let busy = failure(&openharness(
+    assert_eq!(sessions[0]["status"], "idle");
+    let len = sessions[0]["count"].as_u64().unwrap().to_string();
+    let end = json(&openharness(
         dir.path(),
-        &["--store", store, "send", &session, "hi"],
+        &[
+            "--store", &stores[1], "tape", &session, "--at", &len, "--json",
+        ],
     ));
-    assert!(busy.contains("busy") && busy.contains("resume"), "{busy}");
+    let exchanges = end["state"]["exchanges"].as_array().unwrap();
+    assert_eq!(exchanges.len(), 4, "{end}");
+    assert!(exchanges.iter().all(|e| e["reply"].is_string()), "{end}");
+
+    let store = stores[0].as_str();
 
     let resumed = stdout(&openharness(
         dir.path(),

@@ -92,7 +92,7 @@ pub use handler::Handler;
 pub use pattern::Pattern;
 pub use provider::{BoxedProvider, ChatMessage, Image, Provider, ProviderError, ReasoningEffort};
 pub use renderer::{Renderer, renderer_fn};
-pub use run::{RunOptions, RunOutcome, StopReason};
+pub use run::{AgentSettings, RunOptions, RunOutcome, StopReason};
 pub use status::SessionStatus;
 pub use store::{SessionInfo, Store, StoreError};
 pub use tokio_util::sync::CancellationToken;

@@ -39,6 +39,7 @@ pub struct RunOptions {
     pub(crate) renderers: Vec<Box<dyn Renderer>>,
     pub(crate) on_busy: Option<crate::control::BusyPolicy>,
     pub(crate) control: Option<crate::control::TurnInbox>,
+    pub(crate) agents: std::collections::HashMap<String, AgentSettings>,
     pub(crate) acknowledge: Option<tokio::sync::oneshot::Sender<crate::control::CommandRecorded>>,
 }
 
@@ -57,6 +58,7 @@ impl Default for RunOptions {
             renderers: Vec::new(),
             on_busy: None,
             control: None,
+            agents: std::collections::HashMap::new(),
             acknowledge: None,
         }
     }
@@ -205,6 +207,25 @@ impl RunOptions {
         self
     }
 
+    /// Gives agent `agent` these settings for this run instead of its own (see
+    /// [`AgentSettings`]): a host that picks the model, the instructions and the tools per turn
+    /// runs one registered workflow for every configuration. What they choose is recorded in
+    /// each call's `agent:started`, as the agent's own choices are. A second call for one
+    /// agent replaces the first.
+    ///
+    /// ```
+    /// use openharness_core::{AgentSettings, RunOptions};
+    /// let options = RunOptions::new().agent(
+    ///     "assistant",
+    ///     AgentSettings::new().model("claude-haiku-4-5").system("Answer in French."),
+    /// );
+    /// # let _ = options;
+    /// ```
+    pub fn agent(mut self, agent: impl Into<String>, settings: AgentSettings) -> Self {
+        self.agents.insert(agent.into(), settings);
+        self
+    }
+
     /// Lets whoever holds the other half of `inbox` reach the turn while it runs: a second
     /// input, a steer or a stop, each recorded by the turn at its next safe point (see
     /// [`TurnControl`](crate::adapter::TurnControl)). A host gives every turn one.
@@ -237,6 +258,65 @@ impl RunOptions {
     ) -> Self {
         self.acknowledge = Some(recorded);
         self
+    }
+}
+
+/// What a run gives one agent instead of the agent's own ([`RunOptions::agent`]). Each field
+/// left unset keeps the agent's: its [`model`](crate::Agent::model), its
+/// [`system`](crate::Agent::system) prompt, its [`tools`](crate::Agent::tools) (these are
+/// added to them) and the workflow's provider. A call a crash cut off runs again with the
+/// prompt and model its `agent:started` recorded, and with these tools and provider.
+#[derive(Clone, Default)]
+#[must_use]
+pub struct AgentSettings {
+    pub(crate) model: Option<String>,
+    pub(crate) system: Option<String>,
+    pub(crate) tools: Vec<std::sync::Arc<dyn crate::Tool>>,
+    pub(crate) provider: Option<crate::BoxedProvider>,
+}
+
+impl AgentSettings {
+    /// The agent's own settings.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Asks this model instead of the agent's.
+    pub fn model(mut self, model: impl Into<String>) -> Self {
+        self.model = Some(model.into());
+        self
+    }
+
+    /// Gives this system prompt instead of the agent's (`""` for none).
+    pub fn system(mut self, system: impl Into<String>) -> Self {
+        self.system = Some(system.into());
+        self
+    }
+
+    /// Offers these tools too, beside the agent's own.
+    pub fn tools(mut self, tools: Vec<std::sync::Arc<dyn crate::Tool>>) -> Self {
+        self.tools = tools;
+        self
+    }
+
+    /// Asks this provider instead of the workflow's.
+    pub fn provider(mut self, provider: crate::BoxedProvider) -> Self {
+        self.provider = Some(provider);
+        self
+    }
+}
+
+impl fmt::Debug for AgentSettings {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("AgentSettings")
+            .field("model", &self.model)
+            .field("system", &self.system.as_ref().map(String::len))
+            .field("tools", &self.tools.len())
+            .field(
+                "provider",
+                &self.provider.as_ref().map(|p| p.name().to_owned()),
+            )
+            .finish()
     }
 }
 

@@ -213,6 +213,7 @@ async fn run_here<S: WorkflowState>(
         renderers,
         control,
         acknowledge,
+        agents,
         ..
     } = options;
     let limits = Limits {
@@ -318,6 +319,7 @@ async fn run_here<S: WorkflowState>(
         steers: Steers::default(),
         answers: Vec::new(),
         next_id: None,
+        settings: agents,
         _guard: guard,
     };
     let result = match run.begin(begin, input, &input_fields, &limits) {
@@ -471,6 +473,8 @@ struct Run<'w, S> {
     answers: Vec<(Answer, u64)>,
     /// The id the next staged event is recorded with (a command's, chosen by its sender).
     next_id: Option<EventId>,
+    /// What the run gives its agents instead of their own, by agent ([`RunOptions::agent`]).
+    settings: HashMap<String, crate::run::AgentSettings>,
     /// One writer per session: held until the run is over.
     _guard: SessionGuard,
 }

@@ -75,7 +75,7 @@ pub use prepared::PreparedFork;
 pub use query_words::{SessionQueryError, SessionQueryWords};
 pub use replay::{ReplayDivergence, Replayed};
 pub use schema::{WireSchema, wire_schemas};
-pub use turns::{ForkStart, RunningTurn, Started, TurnDone, TurnStart};
+pub use turns::{ForkStart, RunningTurn, Started, TurnDone, TurnOptions, TurnStart};
 pub use wire::{EventsPage, ForkPoint, PositionView, SessionSummary, StateAt, TurnOutcome};
 
 /// How deep a chain of forks is followed to find the workflow that owns a session.
@@ -93,6 +93,9 @@ pub struct Host {
     turns: Arc<turns::Registry>,
     /// What a second input gets when its request does not say.
     on_busy: BusyPolicy,
+    /// The options of the turns this host starts by itself, by workflow (see
+    /// [`Host::turn_options`]).
+    turn_options: Arc<HashMap<String, TurnOptions>>,
     /// Sessions [`Host::sessions`] leaves out (see [`Host::unlisted`]).
     unlisted: Arc<std::collections::HashSet<SessionId>>,
     /// Id prefixes of sessions [`Host::sessions`] leaves out (see [`Host::unlisted_prefix`]).
@@ -124,6 +127,7 @@ impl Host {
             readers: Arc::default(),
             turns: Arc::default(),
             on_busy: BusyPolicy::default(),
+            turn_options: Arc::default(),
             unlisted: Arc::default(),
             unlisted_prefixes: Arc::default(),
             catalog: Arc::default(),
@@ -251,6 +255,7 @@ impl Host {
             readers: Arc::clone(&self.readers),
             turns: Arc::clone(&self.turns),
             on_busy: self.on_busy,
+            turn_options: Arc::clone(&self.turn_options),
             unlisted: Arc::clone(&self.unlisted),
             unlisted_prefixes: Arc::clone(&self.unlisted_prefixes),
             catalog: Arc::clone(&self.catalog),

@@ -164,6 +164,18 @@ pub(crate) struct Job {
     done: oneshot::Sender<Result<TurnOutcome, HostError>>,
 }
 
+/// Where a host gets the options of the turns it starts by itself on a workflow's sessions
+/// (finishing a cut-off turn, answering a queued input, a fork's input): given the session,
+/// the options to run its turn with ([`Host::turn_options`]).
+pub type TurnOptions = Arc<
+    dyn Fn(
+            SessionId,
+        ) -> std::pin::Pin<
+            Box<dyn std::future::Future<Output = Result<RunOptions, HostError>> + Send>,
+        > + Send
+        + Sync,
+>;
+
 /// A running turn's information for readers ([`Host::running_turn`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
@@ -191,6 +203,50 @@ impl Host {
     /// The policy a second input gets when its request does not say.
     pub fn busy_policy(&self) -> BusyPolicy {
         self.on_busy
+    }
+
+    /// This host asking `options` for the options of the turns it starts by itself on
+    /// sessions of workflow `workflow` (finishing a turn a crash cut off, answering an input
+    /// queued during a turn, a fork's input): for a workflow whose turns need what only its
+    /// owner knows (the platform gives each turn of its agent-chat sessions the agent's model,
+    /// instructions, tools and provider). Without it such turns run with default options.
+    ///
+    /// ```
+    /// use openharness_core::{AgentSettings, RunOptions};
+    /// use openharness_host::Host;
+    /// let host = Host::new(openharness_store::MemoryStore::new()).turn_options("chat", |_session| {
+    ///     Box::pin(async { Ok(RunOptions::new().agent("assistant", AgentSettings::new().model("small"))) })
+    /// });
+    /// # let _ = host;
+    /// ```
+    #[must_use]
+    pub fn turn_options(
+        mut self,
+        workflow: &str,
+        options: impl Fn(
+            SessionId,
+        ) -> std::pin::Pin<
+            Box<dyn std::future::Future<Output = Result<RunOptions, HostError>> + Send>,
+        > + Send
+        + Sync
+        + 'static,
+    ) -> Self {
+        let mut all = (*self.turn_options).clone();
+        all.insert(workflow.to_owned(), Arc::new(options));
+        self.turn_options = Arc::new(all);
+        self
+    }
+
+    /// The options of a turn this host starts by itself on `session`.
+    pub(crate) async fn own_turn_options(
+        &self,
+        session: &SessionId,
+    ) -> Result<RunOptions, HostError> {
+        let hosted = self.workflow_of(session).await?;
+        match self.turn_options.get(hosted.name()) {
+            Some(options) => options(session.clone()).await,
+            None => Ok(RunOptions::new()),
+        }
     }
 
     /// Starts `start` on `session` and returns once its event is recorded (see the module

@@ -351,6 +351,40 @@ pub fn workflow(
         .build()
 }
 
+/// The agent-chat workflow a platform registers once in its host: its assistant has no
+/// instructions, model, tools or provider of its own, since every turn is given its agent's
+/// ([`AgentSettings`](openharness_core::AgentSettings), from the platform's index). Run without
+/// them, its calls fail with a message that says so.
+pub(crate) fn registered(store: Arc<dyn Store>) -> Result<Workflow<ChatState>, Error> {
+    Workflow::builder(WORKFLOW_NAME)
+        .initial_state(ChatState::default())
+        .agent(ChatAgent::new("", None, &[]))
+        .shared_store(store)
+        .provider(NoProvider)
+        .build()
+}
+
+/// The provider of a turn given none: every call fails, saying where providers come from.
+struct NoProvider;
+
+#[async_trait::async_trait]
+impl openharness_core::Provider for NoProvider {
+    fn name(&self) -> &str {
+        "none"
+    }
+
+    async fn complete(
+        &self,
+        _request: openharness_core::adapter::ProviderRequest,
+        _sink: openharness_core::adapter::ProviderSink,
+    ) -> openharness_core::adapter::ProviderResult {
+        Err(openharness_core::ProviderError::Failed {
+            provider: "none".into(),
+            message: "this agent-chat turn was given no provider: the platform gives each turn its agent's (post the message through /v1)".into(),
+        })
+    }
+}
+
 /// The agent-chat workflow for reading platform sessions where no agent is at hand (a host
 /// that lists, steps through, diffs or forks them: `openharness serve` registers it): it folds
 /// their logs, but its turns have no assistant, so continue platform sessions through `/v1`.

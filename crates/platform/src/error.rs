@@ -66,6 +66,10 @@ pub enum PlatformError {
     /// A turn could not be started.
     #[error("the turn could not run")]
     Turn(#[from] openharness_core::Error),
+    /// The host could not start or run a turn (a session busy here or in another process is
+    /// [`HostError::busy`](openharness_host::HostError::busy): `409 session_busy`).
+    #[error(transparent)]
+    Host(#[from] openharness_host::HostError),
 }
 
 impl PlatformError {

@@ -20,8 +20,8 @@
 use chrono::{DateTime, Utc};
 use openharness_core::Envelope;
 use openharness_core::builtin::{
-    AgentCompleted, AgentStarted, ErrorOccurred, TextDelta, ToolCalled, ToolResult, UserInput,
-    WorkflowCompleted, WorkflowStarted,
+    AgentCompleted, AgentStarted, ErrorOccurred, InputQueued, TextDelta, ToolCalled, ToolResult,
+    UserInput, WorkflowCompleted, WorkflowStarted,
 };
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
@@ -229,7 +229,7 @@ fn notifications(session: Uuid, seq: u64, event: &Envelope) -> Vec<Notification>
     let payload = &event.payload;
     let kind = match event.name.as_ref() {
         WorkflowStarted::NAME => "session.started",
-        UserInput::NAME | AssistantReplied::NAME => "message.created",
+        UserInput::NAME | InputQueued::NAME | AssistantReplied::NAME => "message.created",
         AgentStarted::NAME => "step.started",
         AgentCompleted::NAME if payload["outcome"] == "success" => "step.generated",
         AgentCompleted::NAME | ErrorOccurred::NAME => "step.error",

@@ -12,12 +12,17 @@
 //! feature, on the same HTTP layer (errors, SSE, keys, OpenAPI) as the native routes:
 //! `openharness serve` serves them. This crate is the domain, free of HTTP.
 //!
-//! Who runs a session's turn is decided through the store ([`Store::claim`]: on PostgreSQL an
-//! advisory lock the database frees when the holding replica dies), and
-//! [`Platform::spawn_recovery`] (which `openharness serve` runs) resumes the sessions a dead
-//! replica left mid-turn, from their logs, without asking a model again for a recorded answer.
+//! Every platform session is a session of the one agent-chat workflow registered in the
+//! platform's host ([`Platform::host`], shared with the native sessions by
+//! [`Platform::with_host`]), and the host runs its turns: it decides who runs a session's turn
+//! through the store ([`Store::claim`]: on PostgreSQL an advisory lock the database frees when
+//! the holding replica dies), answers a second message as its busy policy says, and its
+//! recovery ([`Host::spawn_recovery`], which `openharness serve` runs) resumes the sessions a
+//! dead replica left mid-turn, from their logs, without asking a model again for a recorded
+//! answer. The platform gives each turn its agent's model, instructions, tools and provider.
 //!
 //! [`Store::claim`]: openharness_core::Store::claim
+//! [`Host::spawn_recovery`]: openharness_host::Host::spawn_recovery
 //!
 //! The official Everruns SDK runs against the routes unmodified; what the fields it sends
 //! mean here is in [`everruns`] (unknown fields are refused with a `422` naming them; the
@@ -71,7 +76,7 @@ pub use messages::{
     Reasoning, SessionMessage,
 };
 pub use platform::rotate::Rotation;
-pub use platform::{PLATFORM_LOG, Platform};
+pub use platform::{Notifier, PLATFORM_LOG, Platform};
 pub use requests::{
     AgentPatch, CapabilityRef, ModelPatch, NewAgent, NewModel, NewProvider, NewSession,
     ProviderPatch, SessionPatch, SetCapabilities,

@@ -12,7 +12,7 @@ use uuid::Uuid;
 
 use crate::chat::AssistantReplied;
 use crate::error::PlatformError;
-use openharness_core::builtin::{ToolCalled, ToolResult, UserInput};
+use openharness_core::builtin::{InputQueued, ToolCalled, ToolResult, UserInput};
 
 /// A posted message holds at most this many image parts.
 pub const MAX_IMAGES_PER_MESSAGE: usize = 20;
@@ -347,7 +347,9 @@ pub(crate) fn project(session: Uuid, seq: u64, event: &Envelope) -> Option<Sessi
     let payload = &event.payload;
     let text = |field: &str| payload[field].as_str().map(str::to_owned);
     let (role, part) = match event.name.as_ref() {
-        UserInput::NAME => (MessageRole::User, user_content(event)?),
+        // A message that answers one queued while a turn ran: the queued one is the message.
+        UserInput::NAME if event.caused_by.is_some() => return None,
+        UserInput::NAME | InputQueued::NAME => (MessageRole::User, user_content(event)?),
         AssistantReplied::NAME => (
             MessageRole::Assistant,
             vec![ContentPart::Text {

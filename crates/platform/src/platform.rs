@@ -28,6 +28,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use chrono::Utc;
 use openharness_core::adapter::Decoded;
 use openharness_core::{BoxedProvider, Envelope, EventSet, SessionId, Store, StoreError};
+use openharness_host::Host;
 
 use crate::events::{Notification, Projector, Resume};
 use crate::messages::{SessionMessage, project};
@@ -48,6 +49,7 @@ use crate::resources::{
 
 mod agents;
 mod conversation;
+pub use conversation::Notifier;
 mod live_index;
 mod log;
 mod models;
@@ -90,6 +92,8 @@ pub struct Platform {
 
 struct Inner {
     store: Arc<dyn Store>,
+    /// The host that runs every session's turns, with the agent-chat workflow registered.
+    host: Host,
     log: SessionId,
     keys: Option<MasterKeys>,
     provider: Option<BoxedProvider>,
@@ -99,8 +103,9 @@ struct Inner {
     /// Ticks taken by each read as it arrives and by each catch-up as it begins, in one order,
     /// so a read can tell that a catch-up began after it arrived (see [`Platform::read`]).
     clock: AtomicU64,
-    /// The sessions whose turns this process runs (see `turns`).
-    running: turns::Running,
+    /// Where the host's turn options find the newest platform built on it (see
+    /// [`Platform::turn_options`]).
+    current: Current,
     /// The task following the log (see `live_index`), once started; `None` when the first
     /// read found no runtime to start it on.
     follower: std::sync::OnceLock<Option<tokio::task::AbortHandle>>,
@@ -124,47 +129,100 @@ impl std::fmt::Debug for Platform {
     }
 }
 
+/// The newest platform built on a host, for the host's turn options (a weak reference: the
+/// host the platform holds must not keep the platform alive).
+type Current = Arc<std::sync::RwLock<std::sync::Weak<Inner>>>;
+
 impl Platform {
     /// The platform over `store`, its log in the session [`PLATFORM_LOG`]; provider keys are
-    /// sealed with `keys` (without them a provider can have no key).
+    /// sealed with `keys` (without them a provider can have no key). Its sessions' turns run
+    /// in a host of its own over `store` ([`Platform::host`]); [`Platform::with_host`] shares
+    /// one with the native sessions instead.
     pub fn new(store: Arc<dyn Store>, keys: Option<MasterKeys>) -> Self {
         let log = match PLATFORM_LOG.parse() {
             Ok(log) => log,
             // The constant is a valid session id; a test pins that.
             Err(_) => SessionId::new(),
         };
-        Self {
-            inner: Arc::new(Inner {
-                store,
-                log,
-                keys,
-                provider: None,
-                mcp: Vec::new(),
-                index: tokio::sync::Mutex::default(),
-                clock: AtomicU64::new(1),
-                running: turns::Running::default(),
-                follower: std::sync::OnceLock::new(),
-            }),
-        }
+        let current = Current::default();
+        // A host of its own has no agent-chat workflow yet: registering it cannot clash.
+        let host = hosting(
+            Host::shared(Arc::clone(&store)).unlisted(log.clone()),
+            &current,
+        )
+        .unwrap_or_else(|_| Host::shared(Arc::clone(&store)));
+        Self::built(Inner {
+            store,
+            host,
+            log,
+            keys,
+            provider: None,
+            mcp: Vec::new(),
+            index: tokio::sync::Mutex::default(),
+            clock: AtomicU64::new(1),
+            current,
+            follower: std::sync::OnceLock::new(),
+        })
+    }
+
+    /// `inner` as the platform its host's turn options reach.
+    fn built(inner: Inner) -> Self {
+        let inner = Arc::new(inner);
+        *inner
+            .current
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Arc::downgrade(&inner);
+        Self { inner }
+    }
+
+    /// This platform with another part of its setup, sharing its host and its store.
+    fn rebuilt(&self, change: impl FnOnce(&mut Inner)) -> Self {
+        let mut inner = Inner {
+            store: Arc::clone(&self.inner.store),
+            host: self.inner.host.clone(),
+            log: self.inner.log.clone(),
+            keys: self.inner.keys.clone(),
+            provider: self.inner.provider.clone(),
+            mcp: self.inner.mcp.clone(),
+            index: tokio::sync::Mutex::default(),
+            clock: AtomicU64::new(1),
+            current: Arc::clone(&self.inner.current),
+            follower: std::sync::OnceLock::new(),
+        };
+        change(&mut inner);
+        Self::built(inner)
+    }
+
+    /// This platform running its sessions' turns in `host` (which must be over the same
+    /// store, and have no `agent-chat` workflow of its own): the agent-chat workflow is
+    /// registered there once, with this platform giving the options of the turns the host
+    /// starts by itself, and the platform log is left out of its session lists. Serve
+    /// [`Platform::host`] afterwards: it reads and runs native and platform sessions alike.
+    ///
+    /// ```
+    /// use openharness_platform::Platform;
+    /// let store: std::sync::Arc<dyn openharness_core::Store> = std::sync::Arc::new(openharness_store::MemoryStore::new());
+    /// let host = openharness_host::Host::shared(store.clone());
+    /// let platform = Platform::new(store, None).with_host(host)?;
+    /// assert!(platform.host().runs_turns_of(openharness_platform::WORKFLOW_NAME));
+    /// # Ok::<(), openharness_platform::PlatformError>(())
+    /// ```
+    pub fn with_host(self, host: Host) -> Result<Self, PlatformError> {
+        let host = hosting(host.unlisted(self.inner.log.clone()), &self.inner.current)?;
+        Ok(self.rebuilt(|inner| inner.host = host))
+    }
+
+    /// The host that runs this platform's sessions' turns (and recovers them: run
+    /// [`Host::spawn_recovery`] on it, as `openharness serve` does).
+    pub fn host(&self) -> &Host {
+        &self.inner.host
     }
 
     /// This platform answering messages with `provider` (its sessions' model calls go to it,
     /// naming the model the message, session or agent chose).
     #[must_use]
     pub fn with_provider(self, provider: BoxedProvider) -> Self {
-        Self {
-            inner: Arc::new(Inner {
-                store: Arc::clone(&self.inner.store),
-                log: self.inner.log.clone(),
-                keys: self.inner.keys.clone(),
-                provider: Some(provider),
-                mcp: self.inner.mcp.clone(),
-                index: tokio::sync::Mutex::default(),
-                clock: AtomicU64::new(1),
-                running: Arc::clone(&self.inner.running),
-                follower: std::sync::OnceLock::new(),
-            }),
-        }
+        self.rebuilt(|inner| inner.provider = Some(provider))
     }
 
     /// This platform offering each of `servers` to agents as the capability `mcp:<name>`:
@@ -173,19 +231,7 @@ impl Platform {
     /// process with the operator's credentials); an API client can only choose among them.
     #[must_use]
     pub fn with_mcp_servers(self, servers: Vec<McpClient>) -> Self {
-        Self {
-            inner: Arc::new(Inner {
-                store: Arc::clone(&self.inner.store),
-                log: self.inner.log.clone(),
-                keys: self.inner.keys.clone(),
-                provider: self.inner.provider.clone(),
-                mcp: servers,
-                index: tokio::sync::Mutex::default(),
-                clock: AtomicU64::new(1),
-                running: Arc::clone(&self.inner.running),
-                follower: std::sync::OnceLock::new(),
-            }),
-        }
+        self.rebuilt(|inner| inner.mcp = servers)
     }
 
     /// Every capability agents can be given here, in the order `GET /v1/capabilities` lists
@@ -300,6 +346,35 @@ impl Platform {
     }
 
     // ----- agents -----
+}
+
+/// `host` with the agent-chat workflow registered, its turns' options given by the platform
+/// `current` points at.
+fn hosting(host: Host, current: &Current) -> Result<Host, PlatformError> {
+    let workflow = crate::chat::registered(Arc::clone(host.store()))?;
+    let current = Arc::clone(current);
+    let host = host.workflow(workflow)?;
+    Ok(
+        host.turn_options(crate::chat::WORKFLOW_NAME, move |session| {
+            let platform = current
+                .read()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .upgrade()
+                .map(|inner| Platform { inner });
+            Box::pin(async move {
+                let platform = platform.ok_or_else(|| {
+                    openharness_host::HostError::TurnFailed(
+                        "the platform that runs this session is gone".to_owned(),
+                    )
+                })?;
+                platform.turn_options(&session).await.map_err(|err| {
+                    openharness_host::HostError::TurnFailed(
+                        openharness_core::adapter::ErrorChain(&err).to_string(),
+                    )
+                })
+            })
+        }),
+    )
 }
 
 /// The Open Harness session that holds a platform session's log (the same id).

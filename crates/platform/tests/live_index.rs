@@ -51,7 +51,7 @@ async fn post(platform: &Platform, agent: Uuid, session: Uuid, text: &str) {
     eventually(LIMIT, &what, || async {
         match platform.post_message(agent, session, message(text)).await {
             Ok(_) => Ok(()),
-            Err(err) if err.to_string().contains("is running a turn") => Err(err.to_string()),
+            Err(err) if err.to_string().contains("is busy") => Err(err.to_string()),
             Err(err) => panic!("posting {text:?}: {err}"),
         }
     })

@@ -1,6 +1,6 @@
-//! Turns cut off by a dead process: `Platform::recover` finds them and resumes them from their
-//! logs, and a message posted to one resumes it first; no recorded model response is asked
-//! for again. On a `MemoryStore`, and on PostgreSQL in a fresh schema when
+//! Turns cut off by a dead process: the platform's host's recovery (`Host::recover`) finds
+//! them and resumes them from their logs, and a message posted to one resumes it first; no
+//! recorded model response is asked for again. On a `MemoryStore`, and on PostgreSQL in a fresh schema when
 //! `OPENHARNESS_TEST_POSTGRES` is set. (Several processes on one PostgreSQL, killed at random,
 //! are tested by `crates/cli/tests/failover.rs`.)
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -29,6 +29,18 @@ fn echo() -> ScriptedProvider {
         let latest = request.latest_user_text().unwrap_or_default();
         Reply::output(json!(format!("echo: {latest}")))
     })
+}
+
+/// The platform sessions its host's recovery resumed.
+async fn recovered(platform: &Platform) -> Vec<Uuid> {
+    platform
+        .host()
+        .recover()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|session| Uuid::parse_str(session.as_str()).unwrap())
+        .collect()
 }
 
 fn message(text: &str) -> NewMessage {
@@ -131,12 +143,12 @@ async fn cut_off_turns_are_resumed_without_asking_again(store: Arc<dyn Store>) {
     platform.post_message(a, s, message("first")).await.unwrap();
     messages_become(&platform, a, s, &["user: first", "assistant: echo: first"]).await;
     turn_ends(&store, &log).await;
-    assert_eq!(platform.recover().await.unwrap(), Vec::<Uuid>::new());
+    assert_eq!(recovered(&platform).await, Vec::<Uuid>::new());
 
     // A turn cut off mid-call is found and resumed; the recorded answer to "first" is not
     // asked for again.
     cut_off_turn(&store, &log, "second").await;
-    assert_eq!(platform.recover().await.unwrap(), vec![s]);
+    assert_eq!(recovered(&platform).await, vec![s]);
     messages_become(
         &platform,
         a,
@@ -151,7 +163,7 @@ async fn cut_off_turns_are_resumed_without_asking_again(store: Arc<dyn Store>) {
     .await;
     turn_ends(&store, &log).await;
     assert_eq!(scripted.calls(), 2, "one call per answer: none repeated");
-    assert_eq!(platform.recover().await.unwrap(), Vec::<Uuid>::new());
+    assert_eq!(recovered(&platform).await, Vec::<Uuid>::new());
 
     // A message posted to a cut-off session resumes it first, then is answered.
     cut_off_turn(&store, &log, "third").await;
@@ -185,23 +197,20 @@ async fn a_running_turn_is_not_recovered_and_refuses_a_second_message(store: Arc
     let (a, s, _) = agent_and_session(&platform, "Hi.").await;
     platform.post_message(a, s, message("slow")).await.unwrap();
     // The turn runs here: nothing to recover, and a second message is refused.
-    assert_eq!(platform.recover().await.unwrap(), Vec::<Uuid>::new());
+    assert_eq!(recovered(&platform).await, Vec::<Uuid>::new());
     let refused = platform
         .post_message(a, s, message("again"))
         .await
         .unwrap_err();
-    assert!(
-        refused.to_string().contains("is running a turn"),
-        "{refused}"
-    );
+    assert!(refused.to_string().contains("is busy"), "{refused}");
     messages_become(&platform, a, s, &["user: slow", "assistant: echo: slow"]).await;
     assert_eq!(slow.calls(), 1);
 }
 
-/// A store on which a dead process's last append lands late: once armed, the next
-/// subscription to the session first records a `user:input` ("ghost") and its
-/// `agent:started`, as a process killed just after sending them to the database would have
-/// (the database frees its claim before it runs what was sent).
+/// A store on which a dead process's last append lands late: once armed, the next append to
+/// the session finds a `user:input` ("ghost") and its `agent:started` recorded just before it,
+/// as a process killed just after sending them to the database would have left them (the
+/// database frees its claim before it runs what was sent).
 struct LateAppend {
     inner: Arc<dyn Store>,
     armed: std::sync::Mutex<Option<SessionId>>,
@@ -210,7 +219,12 @@ struct LateAppend {
 #[async_trait::async_trait]
 impl StoreObserver for LateAppend {
     async fn before(&self, call: StoreCall<'_>) -> Result<(), StoreError> {
-        let StoreCall::Subscribe { session, from_seq } = call else {
+        let StoreCall::Append {
+            session,
+            expected_seq: from_seq,
+            ..
+        } = call
+        else {
             return Ok(());
         };
         let armed = self.armed.lock().unwrap().take_if(|armed| armed == session);
@@ -278,7 +292,7 @@ async fn a_dead_processs_late_input_is_not_acknowledged_as_the_posted_one(store:
     // The ghost's turn is cut off: recovery resumes it (once the refused turn's claim is
     // given up, which a store may do a moment after the post answered).
     let recovered = eventually(LIMIT, "recovery to find the cut-off turn", || async move {
-        let recovered = platform_ref.recover().await.unwrap();
+        let recovered = recovered(platform_ref).await;
         if recovered.is_empty() {
             Err(recovered)
         } else {
@@ -345,5 +359,8 @@ fn conflicts(err: &openharness_platform::PlatformError) -> bool {
         PlatformError::Conflict { .. }
             | PlatformError::Contended { .. }
             | PlatformError::Turn(openharness_core::Error::SessionBusy { .. })
+            | PlatformError::Host(openharness_host::HostError::Workflow(
+                openharness_core::Error::SessionBusy { .. }
+            ))
     )
 }

@@ -162,6 +162,7 @@ impl From<openharness_platform::PlatformError> for ApiError {
             PlatformError::Keys(_) => unavailable("provider_key_unavailable"),
             PlatformError::NoProvider => unavailable("no_provider"),
             PlatformError::Turn(err) => Self::from(err),
+            PlatformError::Host(err) => Self::from(err),
             _ => Self::internal(message),
         }
     }

@@ -1,11 +1,13 @@
-//! One live tail per session, shared by all of its event streams.
+//! One live tail per session, shared by all of its event streams: the native event stream and
+//! the platform's `/v1` notification streams alike.
 //!
 //! A thousand browsers watching one session should not mean a thousand store tails. They
 //! should not mean a thousand JSON encodings of every event either. So the first stream of a
 //! session starts a [`Hub`]: one [`Store::subscribe`] from the session's current length. The
-//! hub encodes each new event once, as a finished SSE frame, and broadcasts the frame (a
-//! reference-counted `Bytes`) to every stream of the session. It stops when its last stream
-//! goes away.
+//! hub encodes each new event once, as a finished native SSE frame, and broadcasts it (a
+//! reference-counted `Bytes`, with the event itself behind an `Arc`) to every stream of the
+//! session; a stream that shows events another way (the `/v1` notifications) reads the event
+//! ([`Follower::next_event`]). It stops when its last stream goes away.
 //!
 //! The store stays the truth. A [`Follower`] (one per stream) does the following:
 //!
@@ -38,11 +40,34 @@ const CAPACITY: usize = if cfg!(test) { 8 } else { 4096 };
 /// Events a follower reads from the store per request while catching up.
 const PAGE: u64 = 512;
 
-/// A frame of the broadcast. `seq` is `u64::MAX` for the hub's last word: its tail ended.
+/// A frame of the broadcast: the event and its native SSE frame (encoded once by the hub, or
+/// when a follower that read the event from the store first needs it). `seq` is `u64::MAX`
+/// for the hub's last word: its tail ended.
 #[derive(Debug, Clone)]
 pub(crate) struct Frame {
     seq: u64,
-    bytes: Bytes,
+    recorded: Option<Arc<Recorded>>,
+    bytes: Option<Bytes>,
+}
+
+impl Frame {
+    /// The event read from the store, encoded when first asked for.
+    fn read(recorded: Recorded) -> Self {
+        Self {
+            seq: recorded.seq,
+            recorded: Some(Arc::new(recorded)),
+            bytes: None,
+        }
+    }
+
+    /// The native SSE frame.
+    fn bytes(self) -> Bytes {
+        match (self.bytes, self.recorded) {
+            (Some(bytes), _) => bytes,
+            (None, Some(recorded)) => frame(&recorded),
+            (None, None) => Bytes::new(),
+        }
+    }
 }
 
 const ENDED: u64 = u64::MAX;
@@ -135,15 +160,24 @@ impl Hubs {
 async fn forward(mut tail: Subscription, sender: broadcast::Sender<Frame>) {
     while let Some(Ok(recorded)) = tail.next().await {
         // No receiver right now is fine: a stream may join in a moment.
+        let bytes = frame(&recorded);
         let _ = sender.send(Frame {
             seq: recorded.seq,
-            bytes: frame(&recorded),
+            recorded: Some(Arc::new(recorded)),
+            bytes: Some(bytes),
         });
     }
     let _ = sender.send(Frame {
         seq: ENDED,
-        bytes: Bytes::new(),
+        recorded: None,
+        bytes: None,
     });
+}
+
+/// What a follower has to deliver next: an event, or why its stream ends.
+enum Pending {
+    Event(Frame),
+    Failed(StoreError),
 }
 
 /// One event as an SSE frame: `event: <name>`, `id: <seq>`, `data: <the event with its seq>`
@@ -178,26 +212,44 @@ pub(crate) struct Follower {
     _hub: Option<Arc<Hub>>,
     /// A frame received ahead of a gap, delivered once the gap is read.
     held: Option<Frame>,
-    pending: VecDeque<Bytes>,
+    pending: VecDeque<Pending>,
     /// The follower's own store tail, once the hub has ended.
     own_tail: Option<Subscription>,
     ended: bool,
 }
 
 impl Follower {
-    /// The next frame, or `None` once the stream has ended (after an error frame). Safe to
-    /// cancel between calls.
+    /// The next native SSE frame, or `None` once the stream has ended (after an error frame).
+    /// Safe to cancel between calls.
     pub(crate) async fn next(&mut self) -> Option<Bytes> {
+        match self.next_pending().await? {
+            Pending::Event(frame) => Some(frame.bytes()),
+            Pending::Failed(err) => {
+                Some(error_frame(&format!("the store stopped the stream: {err}")))
+            }
+        }
+    }
+
+    /// The next event, or why the stream cannot go on (its last item), or `None` after that.
+    /// Safe to cancel between calls.
+    pub(crate) async fn next_event(&mut self) -> Option<Result<Arc<Recorded>, StoreError>> {
+        match self.next_pending().await? {
+            Pending::Event(frame) => frame.recorded.map(Ok),
+            Pending::Failed(err) => Some(Err(err)),
+        }
+    }
+
+    async fn next_pending(&mut self) -> Option<Pending> {
         loop {
-            if let Some(bytes) = self.pending.pop_front() {
-                return Some(bytes);
+            if let Some(pending) = self.pending.pop_front() {
+                return Some(pending);
             }
             if self.ended {
                 return None;
             }
             if let Err(err) = self.step().await {
                 self.ended = true;
-                return Some(error_frame(&format!("the store stopped the stream: {err}")));
+                return Some(Pending::Failed(err));
             }
         }
     }
@@ -223,7 +275,8 @@ impl Follower {
                 Some(Ok(recorded)) => {
                     if recorded.seq >= self.expected {
                         self.expected = recorded.seq + 1;
-                        self.pending.push_back(frame(&recorded));
+                        self.pending
+                            .push_back(Pending::Event(Frame::read(recorded)));
                     }
                     Ok(())
                 }
@@ -249,7 +302,7 @@ impl Follower {
     fn deliver(&mut self, frame: Frame) {
         if frame.seq == self.expected {
             self.expected += 1;
-            self.pending.push_back(frame.bytes);
+            self.pending.push_back(Pending::Event(frame));
         }
     }
 
@@ -259,7 +312,8 @@ impl Follower {
         let events = self.store.events(&self.session, self.expected..to).await?;
         let read = events.len() as u64;
         for (seq, event) in (self.expected..).zip(events) {
-            self.pending.push_back(frame(&Recorded { seq, event }));
+            self.pending
+                .push_back(Pending::Event(Frame::read(Recorded { seq, event })));
         }
         self.expected += read;
         if read == 0 && end != u64::MAX {

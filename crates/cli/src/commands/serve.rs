@@ -3,7 +3,8 @@
 
 use super::*;
 
-/// How often `serve` looks for platform sessions whose turn a dead process left unfinished.
+/// How often `serve` looks for sessions whose turn a dead process left unfinished (a crash of
+/// this server before it started, or another replica sharing a PostgreSQL store).
 pub(super) const RECOVERY_INTERVAL: std::time::Duration = std::time::Duration::from_millis(500);
 
 /// Who may call `serve`: API keys, the explicit opt-out beyond loopback, browser origins.
@@ -22,6 +23,8 @@ pub(super) struct Mount {
     pub(super) fork_providers: Vec<crate::provider::ForkProviderSpec>,
     /// `""` (the root) or a path such as `/harness`, as `--base-path` parsed it.
     pub(super) base_path: String,
+    /// What a second input gets while a turn runs (`--on-busy`).
+    pub(super) on_busy: Option<openharness::BusyPolicy>,
 }
 
 /// `serve`: the host's sessions over HTTP until Ctrl-C. Beyond loopback it needs API keys,
@@ -37,6 +40,7 @@ pub(super) async fn serve(
         mcp_config,
         fork_providers,
         base_path,
+        on_busy,
     } = mount;
     let Access {
         api_keys_file,
@@ -44,7 +48,7 @@ pub(super) async fn serve(
         cors,
         allowed_hosts,
     } = access;
-    let mut host = context.host().clone();
+    let host = context.host().clone();
     // The program's own workflows, as the banner names them (and, when there is one, the one
     // new chats of POST /api/chat run, as before the platform's reader was added).
     let names = host.workflow_names().join(", ");
@@ -53,15 +57,6 @@ pub(super) async fn serve(
         && let [only] = host.workflow_names().as_slice()
     {
         chat_workflow = Some(only.clone());
-    }
-    // Platform sessions (/v1) are sessions of the agent-chat workflow: registered so the
-    // native API and the inspector read them too.
-    if host.hosted(openharness_platform::WORKFLOW_NAME).is_err() {
-        let reader = openharness_platform::agent_chat_for_reading(host.store().clone())
-            .map_err(|err| CliError::Usage(err.to_string()))?;
-        host = host
-            .workflow(reader)
-            .map_err(|err| CliError::Usage(err.to_string()))?;
     }
     if let Some(name) = &chat_workflow {
         host.hosted(name).map_err(|_| {
@@ -136,9 +131,21 @@ pub(super) async fn serve(
     if !mcp_servers.is_empty() {
         platform = platform.with_mcp_servers(mcp_servers);
     }
-    // Platform sessions whose turn a dead process left unfinished (a crash here, or another
-    // replica on the same PostgreSQL) are resumed from their logs.
-    let recovery = platform.spawn_recovery(RECOVERY_INTERVAL);
+    // One host runs every turn: the program's workflows and the platform's agent chat
+    // (registered there once, so the native API and the inspector read /v1 sessions too).
+    let platform = platform.with_host(host).map_err(|err| {
+        CliError::Usage(format!(
+            "the platform's `{}` workflow: {err}",
+            openharness_platform::WORKFLOW_NAME
+        ))
+    })?;
+    let host = platform.host().clone();
+    if let Some(policy) = on_busy {
+        options = options.on_busy(policy);
+    }
+    // Sessions whose turn a dead process left unfinished (a crash here, or another replica on
+    // the same PostgreSQL) are resumed from their logs, native and /v1 alike.
+    let recovery = host.spawn_recovery(RECOVERY_INTERVAL);
     let app = openharness_server::router(host, options.platform(platform));
     // Under a prefix, as a program of the user's would nest it (`nest_service`: the page at
     // `/prefix/` and `/prefix`, the API under `/prefix/`).

@@ -182,11 +182,21 @@ pub(crate) async fn start(args: StartArgs, context: &Context) -> Result<(), CliE
 pub(crate) async fn send(args: SendArgs, context: &Context) -> Result<(), CliError> {
     let (host, session, workflow, provider) =
         turn_host(context, &args.session, &args.provider).await?;
-    if host.unfinished(&session).await?.needs_resume() {
-        // A turn is under way or was cut off: the runtime refuses it (`SessionBusy`) before
-        // anything is recorded; no header announces a turn that does not run.
-        host.send(&session, args.text.clone(), RunOptions::new())
-            .await?;
+    let report = host.unfinished(&session).await?;
+    if report.needs_resume() {
+        // The host finishes a cut-off turn before it takes new input: say so.
+        let mut out = context.out();
+        writeln!(
+            out,
+            "Session {session}'s last turn was cut off: it is finished first, then this input is answered."
+        )?;
+        for call in &report.open_calls {
+            writeln!(
+                out,
+                "  agent `{}` was cut off: it is closed as interrupted and runs again",
+                call.agent
+            )?;
+        }
     }
     writeln!(
         context.out(),

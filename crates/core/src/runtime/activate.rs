@@ -33,7 +33,17 @@ impl<S: WorkflowState> Run<'_, S> {
                     self.queue
                         .push_back((Pending::of(&error), Some(event.id), None));
                 }
-                Ok(activation) => {
+                Ok(mut activation) => {
+                    // A fresh call takes the run's model and system prompt; a call run again
+                    // keeps what its `agent:started` recorded.
+                    if let Some(settings) = self.settings.get(agent.spec().name) {
+                        if let Some(model) = &settings.model {
+                            activation.model = Some(model.clone());
+                        }
+                        if let Some(system) = &settings.system {
+                            activation.system = (!system.is_empty()).then(|| system.clone());
+                        }
+                    }
                     if let Some(reason) =
                         self.queue_call(agent, event.clone(), activation, max_agent_calls)
                     {
@@ -56,7 +66,17 @@ impl<S: WorkflowState> Run<'_, S> {
         if self.agent_calls >= max_agent_calls {
             return Some(StopReason::MaxAgentCalls);
         }
-        let provider = self.wf.provider.clone()?; // `build` rejects agents without a provider
+        let settings = self.settings.get(agent.spec().name);
+        let provider = match settings.and_then(|s| s.provider.clone()) {
+            Some(provider) => provider,
+            None => self.wf.provider.clone()?, // `build` rejects agents without a provider
+        };
+        let mut activation = activation;
+        if let Some(settings) = settings.filter(|s| !s.tools.is_empty()) {
+            let mut tools: Vec<_> = activation.tools.iter().cloned().collect();
+            tools.extend(settings.tools.iter().cloned());
+            activation.tools = crate::tool::Toolbox::new(tools);
+        }
         self.agent_calls += 1;
         let started = AgentStarted {
             agent: agent.spec().name.to_owned(),

@@ -26,6 +26,16 @@ enum Work {
     },
 }
 
+/// What `heard` answers (never, without one).
+async fn answer_of(
+    heard: Option<&mut oneshot::Receiver<CommandRecorded>>,
+) -> Result<CommandRecorded, oneshot::error::RecvError> {
+    match heard {
+        Some(heard) => heard.await,
+        None => std::future::pending().await,
+    }
+}
+
 /// How a turn ended, for everyone but its requester: its outcome, or its error as text.
 type Ended = Result<TurnOutcome, String>;
 
@@ -190,14 +200,24 @@ impl Host {
                 } = *job;
                 (start, options, Some(recorded), Some(done))
             }
-            Work::Resume => (TurnStart::Resume, RunOptions::new(), None, None),
+            Work::Resume => {
+                let options = match self.own_turn_options(session).await {
+                    Ok(options) => options,
+                    Err(err) => return Err(openharness_core::adapter::ErrorChain(&err).to_string()),
+                };
+                (TurnStart::Resume, options, None, None)
+            }
             Work::ForkInput { text, provider } => {
                 let host = match provider {
                     Some(provider) => self.with_provider(provider),
                     None => self.clone(),
                 };
+                let options = match self.own_turn_options(session).await {
+                    Ok(options) => options,
+                    Err(err) => return Err(openharness_core::adapter::ErrorChain(&err).to_string()),
+                };
                 let (control, inbox) = turn_control();
-                let options = RunOptions::new().control(inbox);
+                let options = options.control(inbox);
                 self.enter_turn(session, control, options.cancellation().clone());
                 let sent = match host.runnable_of(session).await {
                     Ok(hosted) => hosted.send(session, text, options).await,
@@ -216,15 +236,18 @@ impl Host {
         }
         let (control, inbox) = turn_control();
         self.enter_turn(session, control, options.cancellation().clone());
-        let (acknowledged, mut heard) = oneshot::channel();
+        let (acknowledged, heard) = oneshot::channel();
         let options = options.control(inbox).acknowledge(acknowledged);
         let turn = self.turn(session, start, options);
         tokio::pin!(turn);
         let mut recorded = recorded;
+        // Polled until it answers (a receiver is never polled again once it has).
+        let mut heard = Some(heard);
         let result = loop {
             tokio::select! {
                 biased;
-                first = &mut heard, if recorded.is_some() => {
+                first = answer_of(heard.as_mut()), if heard.is_some() => {
+                    heard = None;
                     if let Ok(first) = first {
                         self.acknowledge(session, first, recorded.take());
                     }
@@ -233,7 +256,7 @@ impl Host {
             }
         };
         // Recorded just as the turn ended: heard before its end is told.
-        if let Ok(first) = heard.try_recv() {
+        if let Some(Ok(first)) = heard.as_mut().map(oneshot::Receiver::try_recv) {
             self.acknowledge(session, first, recorded.take());
         }
         let ended = match &result {

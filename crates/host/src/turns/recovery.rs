@@ -10,7 +10,7 @@
 use std::collections::HashSet;
 use std::time::Duration;
 
-use openharness_core::{RunOptions, SessionId};
+use openharness_core::SessionId;
 
 use super::TurnStart;
 use crate::Host;
@@ -53,10 +53,14 @@ impl Host {
             {
                 continue;
             }
-            match self
-                .start(&session, TurnStart::Resume, RunOptions::new())
-                .await
-            {
+            let options = match self.own_turn_options(&session).await {
+                Ok(options) => options,
+                Err(err) => {
+                    tracing::warn!(%session, error = %openharness_core::adapter::ErrorChain(&err), "a cut-off session's turn options could not be made; not resumed now");
+                    continue;
+                }
+            };
+            match self.start(&session, TurnStart::Resume, options).await {
                 Ok(started) if started.recorded.is_some() => {
                     tracing::info!(%session, "resuming a session whose turn was cut off");
                     resumed.push(session);

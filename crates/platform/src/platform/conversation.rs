@@ -133,37 +133,32 @@ impl Platform {
         Ok(provider)
     }
 
-    /// A session's notifications after `resume` (all without it), history and then live, each
-    /// with its SSE frame id (the sequence, or `seq.index` for the first of an event's two
-    /// notifications; [`Resume::parse`] reads it back). The stream ends only with an error
-    /// (the store's tail failed); it waits for new events otherwise.
-    pub async fn follow(
+    /// A session's notifications after `resume` (all without it), for a reader that follows
+    /// its log itself (the server's one live tail per session): read the log from
+    /// [`Notifier::read_from`] and give each event to [`Notifier::notify`].
+    ///
+    /// ```no_run
+    /// # async fn demo(platform: openharness_platform::Platform, agent: uuid::Uuid, session: uuid::Uuid) -> Result<(), openharness_platform::PlatformError> {
+    /// let mut notifier = platform.notifier(agent, session, None).await?;
+    /// let events = platform.store().events(notifier.log(), notifier.read_from()..u64::MAX).await?;
+    /// for (seq, event) in (notifier.read_from()..).zip(&events) {
+    ///     for (frame_id, note) in notifier.notify(seq, event) {
+    ///         println!("{frame_id}: {}", note.kind);
+    ///     }
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub async fn notifier(
         &self,
         agent: Uuid,
         id: Uuid,
         resume: Option<Resume>,
-    ) -> Result<
-        impl futures_util::Stream<Item = Result<(String, Notification), PlatformError>> + Send + 'static,
-        PlatformError,
-    > {
+    ) -> Result<Notifier, PlatformError> {
         let log = self.log_of(agent, id).await?;
-        let mut projector = Projector::new(id, resume);
-        let tail = self
-            .inner
-            .store
-            .subscribe(&log, projector.read_from())
-            .await?;
-        Ok(futures_util::StreamExt::flat_map(tail, move |item| {
-            let notes: Vec<_> = match item {
-                Ok(recorded) => projector
-                    .project(recorded.seq, &recorded.event)
-                    .into_iter()
-                    .map(Ok)
-                    .collect(),
-                Err(err) => vec![Err(PlatformError::Store(err))],
-            };
-            futures_util::stream::iter(notes)
-        }))
+        Ok(Notifier {
+            projector: Projector::new(id, resume),
+            log,
+        })
     }
 
     /// The log of a session of `agent` that exists.
@@ -171,5 +166,32 @@ impl Platform {
         self.read(|index| index.session(agent, id).map(|_| ()))
             .await??;
         Ok(session_log(id))
+    }
+}
+
+/// Turns a session's events into its notifications, resuming where a reader stopped
+/// ([`Platform::notifier`]).
+#[derive(Debug)]
+pub struct Notifier {
+    projector: Projector,
+    log: SessionId,
+}
+
+impl Notifier {
+    /// The session whose log to follow.
+    pub fn log(&self) -> &SessionId {
+        &self.log
+    }
+
+    /// The first seq of the log to read (one before the resume point, to know what came
+    /// before it).
+    pub fn read_from(&self) -> u64 {
+        self.projector.read_from()
+    }
+
+    /// The notifications the event at `seq` is that the reader has not seen, in order, each
+    /// with its SSE frame id. Give it every event from [`Notifier::read_from`] on, in order.
+    pub fn notify(&mut self, seq: u64, event: &Envelope) -> Vec<(String, Notification)> {
+        self.projector.project(seq, event)
     }
 }

@@ -194,11 +194,9 @@ impl Platform {
     /// Deletes a session and its log; one whose turn runs is `409 session_busy`.
     pub async fn delete_session(&self, agent: Uuid, id: Uuid) -> Result<(), PlatformError> {
         let session = self.session(agent, id).await?;
-        if session.status == SessionPhase::Running {
-            return Err(PlatformError::conflict(
-                "session_busy",
-                format!("session {id} is running a turn: wait for it to end"),
-            ));
+        if self.runs_here(id) || session.status == SessionPhase::Running {
+            let why = "a turn is running on it (here, in another process, or cut off and not resumed yet): wait for it to end";
+            return Err(openharness_host::HostError::busy(&session_log(id), why).into());
         }
         self.write(|index| {
             index.session(agent, id)?;

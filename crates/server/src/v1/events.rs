@@ -5,9 +5,10 @@
 //! notifications), else after the later of `?since_id=` (a notification's id) and `?after=`
 //! (or `?after_sequence=`); `types` and `exclude` choose what it gets.
 
+use axum::body::Bytes;
 use axum::extract::{Path, State};
 use axum::http::HeaderMap;
-use futures_util::StreamExt;
+use futures_util::{StreamExt, stream};
 use openharness_core::SessionId;
 use openharness_platform::Resume;
 use uuid::Uuid;
@@ -169,34 +170,40 @@ pub(crate) async fn answer(
         .server
         .streams
         .open(&key, s.server.options.max_streams_per_session)?;
-    let notes = s.platform.follow(agent, session, resume).await?;
-    let frames = notes
-        .scan(false, move |failed, item| {
-            if *failed {
-                return std::future::ready(None);
+    // The session's one live tail (the hub), shared with every other stream of it.
+    let notifier = s.platform.notifier(agent, session, resume).await?;
+    let follower = s
+        .server
+        .hubs
+        .follow(s.server.host.store(), notifier.log(), notifier.read_from())
+        .await
+        .map_err(|err| ApiError::internal(err.to_string()))?;
+    let reading = Some((follower, notifier, query));
+    let frames = stream::unfold(reading, |reading| async move {
+        let (mut follower, mut notifier, query) = reading?;
+        let frames: Vec<Bytes> = match follower.next_event().await? {
+            Ok(recorded) => notifier
+                .notify(recorded.seq, &recorded.event)
+                .into_iter()
+                .filter(|(_, note)| query.wants(&note.kind))
+                .map(|(frame_id, note)| match serde_json::to_string(&note) {
+                    Ok(data) => crate::sse::frame(Some(&note.kind), Some(&frame_id), &data),
+                    Err(err) => crate::sse::error_frame("stream_failed", &err.to_string()),
+                })
+                .collect(),
+            Err(err) => {
+                // The stream cannot go on: say why, and end.
+                let message = openharness_core::adapter::ErrorChain(&err).to_string();
+                tracing::warn!(error = %message, "a platform event stream's tail failed");
+                return Some((
+                    vec![crate::sse::error_frame("stream_failed", &message)],
+                    None,
+                ));
             }
-            let frame = match item {
-                Ok((frame_id, note)) if query.wants(&note.kind) => {
-                    match serde_json::to_string(&note) {
-                        Ok(data) => crate::sse::frame(Some(&note.kind), Some(&frame_id), &data),
-                        Err(err) => {
-                            *failed = true;
-                            crate::sse::error_frame("stream_failed", &err.to_string())
-                        }
-                    }
-                }
-                Ok(_) => axum::body::Bytes::new(),
-                Err(err) => {
-                    // The stream cannot go on: say why, and end.
-                    *failed = true;
-                    let message = openharness_core::adapter::ErrorChain(&err).to_string();
-                    tracing::warn!(error = %message, "a platform event stream's tail failed");
-                    crate::sse::error_frame("stream_failed", &message)
-                }
-            };
-            std::future::ready(Some(frame))
-        })
-        .filter(|frame| std::future::ready(!frame.is_empty()));
+        };
+        Some((frames, Some((follower, notifier, query))))
+    })
+    .flat_map(stream::iter);
     Ok(crate::sse::respond(
         frames,
         Some(counted),

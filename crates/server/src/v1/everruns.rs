@@ -406,9 +406,19 @@ async fn list_messages(
     paging.page(messages.into_iter().map(MessageView::from).collect())
 }
 
-async fn post_message(State(s): Shared, Path(session): Path<String>, new: Body) -> Answer {
+async fn post_message(
+    State(s): Shared,
+    Path(session): Path<String>,
+    headers: HeaderMap,
+    new: Body,
+) -> Answer {
     let (agent, session) = owner(&s, &session).await?;
-    let message = s.platform.post_message(agent, session, body(new)?).await?;
+    let policy = crate::request::busy_policy(&headers, None, s.server.options.on_busy)?;
+    let new = body(new)?;
+    let message = s
+        .platform
+        .post_message_on_busy(agent, session, new, policy)
+        .await?;
     created(MessageView::from(message))
 }
 

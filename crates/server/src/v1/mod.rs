@@ -35,7 +35,7 @@ pub(crate) mod openapi;
 use std::sync::Arc;
 
 use axum::extract::{Path, State};
-use axum::http::StatusCode;
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
@@ -412,10 +412,17 @@ async fn list_messages(
 async fn post_message(
     State(s): Shared,
     Path((agent, session)): Path<(String, String)>,
+    headers: HeaderMap,
     new: Body,
 ) -> Answer {
     let (agent, session) = (id("agent", &agent)?, id("session", &session)?);
-    created(s.platform.post_message(agent, session, body(new)?).await?)
+    let policy = crate::request::busy_policy(&headers, None, s.server.options.on_busy)?;
+    let new = body(new)?;
+    created(
+        s.platform
+            .post_message_on_busy(agent, session, new, policy)
+            .await?,
+    )
 }
 
 // ----- capabilities -----
