@@ -611,6 +611,22 @@ fn decided(decision: Decision) -> (TurnStart, RunOptions) {
     (start, RunOptions::new().input_fields(fields))
 }
 
+/// `POST /api/chat/{id}/stop`: stops the chat's running turn as an event (`stop:requested`,
+/// then the turn ends `cancelled` at its next safe point), so every reader of its stream, a
+/// resumed one included, sees it end. The AI SDK's `stop()` only closes the socket of the
+/// stream it reads (which a server cannot tell from a reload, and which never reaches a turn
+/// a resumed stream follows): call this beside it. `{"cancelled": false}` when no turn runs.
+pub(crate) async fn stop(
+    State(state): State<Arc<AppState>>,
+    Path(id): Path<String>,
+) -> Result<Response, ApiError> {
+    let session: SessionId = id
+        .parse()
+        .map_err(|err| ApiError::bad_request(format!("`{id}` is not a chat id: {err}")))?;
+    let cancelled = state.host.cancel(&session).await;
+    Ok(axum::Json(json!({ "cancelled": cancelled })).into_response())
+}
+
 /// `GET /api/chat/{id}/stream`: the running turn from its start, or 204.
 pub(crate) async fn resume(
     State(state): State<Arc<AppState>>,

@@ -26,6 +26,7 @@
 //! | `GET /providers` | the names of the providers a fork may run with ([`ServerOptions::fork_provider`]) |
 //! | `POST /api/chat` | AI SDK 5 `useChat`: the turn as a UI message stream (see `chat`) |
 //! | `GET /api/chat/{id}/stream` | the running turn's UI message stream from its start, or `204` |
+//! | `POST /api/chat/{id}/stop` | stops the chat's running turn as an event (`stop:requested`), whoever reads its stream |
 //! | `POST /api/workflow` `{input, sessionId?, workflow?}` | the seeds' handler: `event`, `state`, `done` / `error` frames |
 //! | `GET /experiments`, `GET /experiments/{name}` | with feature `eval`: the store's experiments, as the inspector's experiments view reads them |
 //! | `/v1/…` | with feature `platform` and `ServerOptions::platform`: the platform's Everruns-shaped API (agents, sessions, messages, notifications, LLM providers and models) |

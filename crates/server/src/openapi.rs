@@ -47,7 +47,16 @@ pub fn document() -> Value {
         json!({
             "type": "object",
             "required": ["session", "status"],
-            "properties": { "session": { "type": "string" }, "status": { "const": "running" } },
+            "properties": {
+                "session": { "type": "string" },
+                "status": { "const": "running" },
+                "recorded": {
+                    "type": "object",
+                    "required": ["seq", "id"],
+                    "description": "the request's event, durable: the turn's first, or the input:queued a running turn recorded",
+                    "properties": { "seq": { "type": "integer", "minimum": 0 }, "id": { "type": "string", "format": "uuid" } },
+                },
+            },
         }),
     );
     json!({
@@ -203,6 +212,15 @@ fn approvals_header() -> Value {
     })
 }
 
+/// The header with which a request says what its input gets while a turn runs.
+fn on_busy_header() -> Value {
+    json!({
+        "name": crate::request::ON_BUSY_HEADER, "in": "header", "required": false,
+        "description": "what this input gets while a turn runs on the session: reject (409), enqueue, interrupt, rollback or steer (recorded at once as input:queued); absent, the server's default",
+        "schema": schema("BusyPolicy"),
+    })
+}
+
 fn sse(description: &str) -> Value {
     json!({ "description": description, "content": { "text/event-stream": { "schema": { "type": "string" } } } })
 }
@@ -243,7 +261,7 @@ fn paths() -> Value {
             "get": operation("One session", vec![session_id()], None, ("200", ok("the session: its summary, whether this server runs a turn on it now, and, when the code that recorded it differs from the code registered here, both", json!({ "allOf": [schema("SessionSummary"), { "type": "object", "properties": { "runningHere": { "type": "boolean" }, "codeChange": schema("CodeChange") }, "required": ["runningHere"] }] }))), &["400", "401", "404"]),
             "delete": operation("Delete a session", vec![session_id()], None, ("204", json!({ "description": "deleted" })), &["400", "401", "404", "409"]),
         },
-        "/sessions/{id}/input": { "post": operation("A new turn", vec![session_id()], Some(object(&["text"], json!({ "text": { "type": "string" } }))), accepted.clone(), &["400", "401", "404", "409", "413", "422"]) },
+        "/sessions/{id}/input": { "post": operation("A new turn; while a turn runs, what `onBusy` (or the header, or the server's default) says", vec![session_id(), on_busy_header()], Some(object(&["text"], json!({ "text": { "type": "string" }, "onBusy": schema("BusyPolicy") }))), accepted.clone(), &["400", "401", "404", "409", "413", "422"]) },
         "/sessions/{id}/answer": { "post": operation("Answer an input request", vec![session_id()], Some(object(&["request", "text"], json!({ "request": { "type": "string", "format": "uuid" }, "text": { "type": "string" } }))), accepted.clone(), &["400", "401", "404", "409", "413", "422"]) },
         "/sessions/{id}/resume": { "post": operation("Finish a cut-off turn", vec![session_id()], None, accepted.clone(), &["400", "401", "404", "409", "422"]) },
         "/sessions/{id}/cancel": { "post": operation("Cancel the running turn", vec![session_id()], None, ("200", ok("whether a turn was running", object(&["cancelled"], json!({ "cancelled": { "type": "boolean" } })))), &["400", "401", "404"]) },
@@ -297,6 +315,7 @@ fn paths() -> Value {
             "parameters": [session_id(), approvals_header()],
             "responses": { "200": sse("the UI message stream"), "204": { "description": "no turn is running" }, "400": failure("400"), "401": failure("401"), "429": failure("429") },
         } },
+        "/api/chat/{id}/stop": { "post": operation("Stop the chat's running turn as an event (stop:requested, then cancelled), whoever reads its stream", vec![session_id()], None, ("200", ok("whether a turn was running", object(&["cancelled"], json!({ "cancelled": { "type": "boolean" } })))), &["400", "401"]) },
         "/api/workflow": { "post": {
             "summary": "The seeds' workflow handler: event, state and done frames",
             "requestBody": { "required": true, "content": { "application/json": { "schema": object(&["input"], json!({

@@ -65,6 +65,7 @@ pub(crate) fn build(state: Arc<AppState>) -> Router {
         .route("/sessions/{id}/events", get(events))
         .route("/api/chat", post(crate::chat::post))
         .route("/api/chat/{id}/stream", get(crate::chat::resume))
+        .route("/api/chat/{id}/stop", post(crate::chat::stop))
         .route("/api/workflow", post(crate::frames::post));
     let router = timed.merge(streaming);
     #[cfg(feature = "platform")]

@@ -909,6 +909,7 @@ async fn the_openapi_document_lists_every_route_and_its_references_resolve() {
         "/sessions/{id}/fork",
         "/api/chat",
         "/api/chat/{id}/stream",
+        "/api/chat/{id}/stop",
         "/api/workflow",
     ] {
         assert!(doc["paths"].get(path).is_some(), "{path} is missing");
