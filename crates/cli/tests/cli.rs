@@ -14,14 +14,14 @@ fn json(output: &Output) -> serde_json::Value {
     serde_json::from_str(&stdout(output)).unwrap()
 }
 
-/// The one session `sessions --json` lists with this workflow.
+/// The one session `sessions --json` lists with this workflow (forks of it left out).
 fn listed(dir: &Path, workflow: &str) -> serde_json::Value {
     let sessions = json(&openharness(dir, &["sessions", "--json"]));
     let mut of: Vec<_> = sessions
         .as_array()
         .unwrap()
         .iter()
-        .filter(|s| s["workflow"] == workflow)
+        .filter(|s| s["workflow"] == workflow && s["parent"].is_null())
         .cloned()
         .collect();
     assert_eq!(of.len(), 1, "{sessions}");
@@ -233,6 +233,47 @@ fn a_demo_left_unanswered_waits_until_respond_answers_it_once() {
     let resume = stdout(&openharness(dir.path(), &["resume", &session]));
     assert!(resume.contains("nothing unfinished"), "{resume}");
     assert!(resume.contains(&request), "{resume}");
+
+    // A fork at the pending question takes another answer; the parent still waits.
+    let forked = json(&openharness(
+        dir.path(),
+        &[
+            "fork",
+            &session,
+            "--at",
+            &before.to_string(),
+            "--answer",
+            "no",
+            "--json",
+        ],
+    ));
+    let child = forked["session"].as_str().unwrap();
+    let child_events = json(&openharness(dir.path(), &["events", child, "--json"]));
+    let answers: Vec<&str> = child_events
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["name"] == "input:received")
+        .map(|e| e["payload"]["text"].as_str().unwrap())
+        .collect();
+    assert_eq!(answers, ["no"], "{child_events}");
+    assert!(
+        !child_events.to_string().contains("release:published"),
+        "answered no: not published"
+    );
+    assert_eq!(listed(dir.path(), "planner-executor")["status"], "waiting");
+    // At the start, where no question is pending, an answer is refused; nothing recorded.
+    let sessions_before = json(&openharness(dir.path(), &["sessions", "--json"]));
+    let refused = failure(&openharness(
+        dir.path(),
+        &["fork", &session, "--at", "0", "--answer", "no"],
+    ));
+    assert!(refused.contains("no request is open"), "{refused}");
+    let sessions_after = json(&openharness(dir.path(), &["sessions", "--json"]));
+    assert_eq!(
+        sessions_after.as_array().unwrap().len(),
+        sessions_before.as_array().unwrap().len()
+    );
 
     let answered = stdout(&openharness(
         dir.path(),

@@ -30,8 +30,8 @@ use std::sync::Arc;
 
 use crate::agent::activations;
 use crate::builtin::{
-    AgentCompleted, AgentStarted, ErrorOccurred, InputReceived, SessionForked, TextDelta,
-    ToolCalled, ToolResult, UserInput, WorkflowCompleted, WorkflowStarted,
+    AgentCompleted, AgentStarted, ErrorOccurred, InputReceived, InputSteered, SessionForked,
+    TextDelta, ToolCalled, ToolResult, UserInput, WorkflowCompleted, WorkflowStarted,
 };
 use crate::call_key::CallKey;
 use crate::definition::{Inner, WorkflowState};
@@ -283,6 +283,7 @@ fn in_final_record(name: &str) -> bool {
         TextDelta::NAME
             | ToolCalled::NAME
             | ToolResult::NAME
+            | InputSteered::NAME
             | AgentStarted::NAME
             | AgentCompleted::NAME
             | WorkflowStarted::NAME

@@ -59,6 +59,21 @@ pub enum HostError {
     /// before it could answer.
     #[error("the turn failed: {0}")]
     TurnFailed(String),
+    /// An answer was given where no request is open (a fork point before any question, or
+    /// after its answer).
+    #[error("session {session} waits for no answer there: no request is open at that point")]
+    NothingToAnswer {
+        /// The session.
+        session: SessionId,
+    },
+    /// An answer named no request where several are open.
+    #[error("session {session} waits for {} answers there ({}): name the request answered", open.len(), open.iter().map(ToString::to_string).collect::<Vec<_>>().join(", "))]
+    AmbiguousRequest {
+        /// The session.
+        session: SessionId,
+        /// The open requests.
+        open: Vec<openharness_core::EventId>,
+    },
     /// A session list's cursor is not one a page gave.
     #[error("`{0}` is not a cursor of a session list (pass a page's nextAfter as it is)")]
     BadCursor(String),

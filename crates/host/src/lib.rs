@@ -75,7 +75,7 @@ pub use prepared::PreparedFork;
 pub use query_words::{SessionQueryError, SessionQueryWords};
 pub use replay::{ReplayDivergence, Replayed};
 pub use schema::{WireSchema, wire_schemas};
-pub use turns::{ForkStart, RunningTurn, Started, TurnDone, TurnOptions, TurnStart};
+pub use turns::{ForkAnswer, ForkStart, RunningTurn, Started, TurnDone, TurnOptions, TurnStart};
 pub use wire::{EventsPage, ForkPoint, PositionView, SessionSummary, StateAt, TurnOutcome};
 
 /// How deep a chain of forks is followed to find the workflow that owns a session.
@@ -541,6 +541,7 @@ impl Host {
             at,
             state_edit: None,
             input: None,
+            answer: None,
             provider: None,
         }));
         self.start(&child, start, options).await?.done.wait().await

@@ -39,6 +39,8 @@ pub trait PreparedFork: Send + Sync {
     fn state_hash(&self) -> &str;
     /// How many agent calls the fork point cuts (they run again from their start).
     fn cut_calls(&self) -> usize;
+    /// The `input:requested` events open at the fork point (their ids).
+    fn open_requests(&self) -> &[openharness_core::EventId];
     /// The state the fork starts from, as JSON.
     fn state(&self) -> Result<Value, HostError>;
     /// The same fork starting from its state changed by a JSON merge patch (RFC 7396).
@@ -66,6 +68,10 @@ impl<S: WorkflowState> PreparedFork for TypedFork<S> {
 
     fn cut_calls(&self) -> usize {
         self.0.cut_calls()
+    }
+
+    fn open_requests(&self) -> &[openharness_core::EventId] {
+        self.0.open_requests()
     }
 
     fn state(&self) -> Result<Value, HostError> {

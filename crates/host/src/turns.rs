@@ -85,8 +85,20 @@ pub struct ForkStart {
     pub state_edit: Option<Value>,
     /// A new turn once forked.
     pub input: Option<String>,
+    /// An answer to a request open at the fork point, once forked (another answer than the
+    /// parent got): checked before anything is recorded.
+    pub answer: Option<ForkAnswer>,
     /// Another model for the fork (and its `input`'s turn).
     pub provider: Option<BoxedProvider>,
+}
+
+/// The answer a fork gives to a request open at its fork point ([`ForkStart::answer`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ForkAnswer {
+    /// The request answered (an `input:requested` event's id); `None`: the only one open.
+    pub request: Option<EventId>,
+    /// The answer.
+    pub text: String,
 }
 
 impl std::fmt::Debug for TurnStart {

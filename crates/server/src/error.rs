@@ -102,6 +102,17 @@ impl From<HostError> for ApiError {
             HostError::SessionNotFound(_) => Self::not_found(message),
             HostError::UnknownWorkflow { .. } => Self::not_found(message),
             HostError::BadCursor(_) => Self::bad_request(message),
+            HostError::NothingToAnswer { .. } => {
+                Self::new(StatusCode::CONFLICT, "request_not_open", message)
+            }
+            HostError::AmbiguousRequest { .. } => {
+                Self::new(StatusCode::CONFLICT, "ambiguous_request", message)
+            }
+            HostError::ReadOnly(_) => Self::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "read_only_workflow",
+                message,
+            ),
             HostError::Unhosted { .. } => Self::new(
                 StatusCode::UNPROCESSABLE_ENTITY,
                 "unhosted_session",

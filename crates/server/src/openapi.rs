@@ -282,7 +282,7 @@ fn paths() -> Value {
         "/sessions/{id}/diff": { "get": operation("The JSON patch between two positions", vec![session_id(), json!({ "name": "from", "in": "query", "required": true, "schema": position.clone() }), json!({ "name": "to", "in": "query", "required": true, "schema": position.clone() })], None, ("200", ok("an RFC 6902 patch", json!({ "type": "array" }))), &["400", "401", "404", "422"]) },
         "/sessions/{id}/messages": { "get": operation("Chat messages at a position", vec![session_id(), query("at", position), query("shape", json!({ "enum": ["v4", "ui", "calls"] })), query("approvals", json!({ "enum": ["data", "tool"], "description": "how shape=ui shows approvals: as `data-input-requested` parts (the default) or as AI SDK 6+ tool approvals; the other shapes are the same either way" }))], None, ("200", ok("the messages", json!({ "type": "array" }))), &["400", "401", "404"]) },
         "/sessions/{id}/fork": { "post": operation(
-            "Fork and run on; with `input`, a new turn once forked; with `stateEdit`, from the state changed by that JSON merge patch; with `provider`, with another model",
+            "Fork and run on; with `answer`, another answer to the request open there; with `input`, a new turn once forked; with `stateEdit`, from the state changed by that JSON merge patch; with `provider`, with another model",
             vec![session_id()],
             Some(json!({ "allOf": [
                 schema("ForkPoint"),
@@ -290,6 +290,11 @@ fn paths() -> Value {
                     "input": { "type": ["string", "null"], "description": "the new turn's input, once forked" },
                     "stateEdit": { "type": ["object", "null"], "description": "a JSON merge patch (RFC 7396) on the state the fork starts from" },
                     "provider": { "type": ["string", "null"], "description": "run the fork (and its input) with this provider of `GET /providers` instead of the workflow's own; another name is a 404" },
+                    "answer": { "description": "answer the request open at the fork point with this instead (before `input`): its text, or the text and the request's id when several are open; a fork point where it is not open is refused (409) and nothing is recorded", "oneOf": [
+                        { "type": "string" },
+                        { "type": "object", "required": ["text"], "additionalProperties": false, "properties": { "text": { "type": "string" }, "request": { "type": "string", "format": "uuid" } } },
+                        { "type": "null" },
+                    ] },
                 } },
             ] })),
             accepted,

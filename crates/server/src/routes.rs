@@ -486,14 +486,16 @@ async fn fork(
     // The fork point, with what the fork changes: `input` (a new turn once it is forked) and
     // `stateEdit` (a JSON merge patch on the state it starts from).
     let mut asked: serde_json::Value = body(request)?;
-    let (input, edit, provider) = match asked.as_object_mut() {
+    let (input, edit, provider, answer) = match asked.as_object_mut() {
         Some(fields) => (
             fields.remove("input"),
             fields.remove("stateEdit"),
             fields.remove("provider"),
+            fields.remove("answer"),
         ),
-        None => (None, None, None),
+        None => (None, None, None, None),
     };
+    let answer = fork_answer(answer)?;
     let provider = match provider {
         None | Some(serde_json::Value::Null) => None,
         Some(serde_json::Value::String(name)) => match state.options.fork_providers.get(&name) {
@@ -545,8 +547,38 @@ async fn fork(
         at,
         state_edit: edit,
         input,
+        answer,
         provider,
     }));
     let started = state.host.start(&child, start, RunOptions::new()).await?;
     Ok(accepted(&started))
+}
+
+/// A fork's `answer`: its text (answering the only request open at the fork point), or
+/// `{"text", "request"}` naming the request.
+fn fork_answer(
+    answer: Option<serde_json::Value>,
+) -> Result<Option<openharness_host::ForkAnswer>, ApiError> {
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct Named {
+        text: String,
+        #[serde(default)]
+        request: Option<EventId>,
+    }
+    match answer {
+        None | Some(serde_json::Value::Null) => Ok(None),
+        Some(serde_json::Value::String(text)) => Ok(Some(openharness_host::ForkAnswer {
+            request: None,
+            text,
+        })),
+        Some(named) => {
+            let Named { text, request } = serde_json::from_value(named).map_err(|err| {
+                ApiError::bad_request(format!(
+                    "`answer` is a text, or `{{\"text\", \"request\"}}`: {err}"
+                ))
+            })?;
+            Ok(Some(openharness_host::ForkAnswer { request, text }))
+        }
+    }
 }

@@ -232,6 +232,13 @@ impl<S: WorkflowState> Fork<S> {
         self.from.cut_calls()
     }
 
+    /// The `input:requested` events open at the fork point (their ids): the fork waits for
+    /// them as its parent did there, and an answer to one continues it (a different answer
+    /// than the parent got, say).
+    pub fn open_requests(&self) -> &[openharness_core::EventId] {
+        self.from.open_requests()
+    }
+
     /// Runs the fork with the workflow it was made with, into a new session (or
     /// `options`' session) whose first event is `session:forked`.
     pub async fn run(&self, options: RunOptions) -> Result<RunOutcome<S>, TapeError> {

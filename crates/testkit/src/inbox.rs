@@ -1,6 +1,8 @@
 //! The inbox workflow (feature `fixtures`), for suites about what happens while a turn runs:
 //! every input is kept ([`Inbox::inputs`]), and the agent `clerk` answers each with a note of
-//! every input so far, joined by ` + `. Its model ([`Gated`]) holds every call whose prompt
+//! every input so far, joined by ` + `. The input `ask` also asks a person a question
+//! (`which?`); the answer is kept as `answered <text>`, and the agent `closer` notes every
+//! input so far after it. Its model ([`Gated`]) holds every call whose prompt
 //! ends with `slow` until the test lets it go, then takes what was steered into the call (as a
 //! tool loop does before its next model call) and notes it after ` | steered: `.
 
@@ -27,6 +29,8 @@ pub struct NoteTaken {
 pub enum InboxEvent {
     /// An input.
     UserInput,
+    /// A person's answer.
+    InputReceived,
     /// An input steered into the running call.
     InputSteered,
     /// A note.
@@ -46,8 +50,16 @@ pub struct Inbox {
 
 #[handler(InboxEvent)]
 impl Inbox {
-    fn input(&mut self, input: &UserInput) {
+    fn input(&mut self, input: &UserInput) -> Emit {
         self.inputs.push(input.text.clone());
+        if input.text == "ask" {
+            Emit::one(InputRequested::new("which?"))
+        } else {
+            Emit::none()
+        }
+    }
+    fn answered(&mut self, answer: &InputReceived) {
+        self.inputs.push(format!("answered {}", answer.text));
     }
     fn steered(&mut self, steered: &InputSteered) {
         self.steered.push(steered.text.clone());
@@ -74,6 +86,20 @@ impl Clerk {
         state.inputs.join(" + ")
     }
     fn on_output(&self, out: Note, _input: &UserInput) -> NoteTaken {
+        NoteTaken { text: out.note }
+    }
+}
+
+/// The agent `closer`: prompted, once a question is answered, with every input so far.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Closer;
+
+#[agent(output = Note, emits = [NoteTaken])]
+impl Closer {
+    fn prompt(&self, state: &Inbox, _answer: &InputReceived) -> String {
+        state.inputs.join(" + ")
+    }
+    fn on_output(&self, out: Note, _answer: &InputReceived) -> NoteTaken {
         NoteTaken { text: out.note }
     }
 }
@@ -120,13 +146,18 @@ pub fn gated_inbox(store: impl Store) -> (Workflow<Inbox>, Arc<Semaphore>) {
     let gate = Arc::new(Semaphore::new(0));
     let provider = Gated {
         gate: Arc::clone(&gate),
-        inner: ScriptedProvider::new().fallback("clerk", |request| {
-            Reply::output(serde_json::json!({ "note": request.prompt.clone() }))
-        }),
+        inner: ScriptedProvider::new()
+            .fallback("clerk", |request| {
+                Reply::output(serde_json::json!({ "note": request.prompt.clone() }))
+            })
+            .fallback("closer", |request| {
+                Reply::output(serde_json::json!({ "note": request.prompt.clone() }))
+            }),
     };
     let inbox = Workflow::builder("inbox")
         .initial_state(Inbox::default())
         .agent(Clerk)
+        .agent(Closer)
         .store(store)
         .provider(provider)
         .build()

@@ -1,4 +1,4 @@
-//! `fork <id> (--at N | --after NAME [--nth N]) [--input TEXT]`: start a new session from a
+//! `fork <id> (--at N | --after NAME [--nth N]) [--answer TEXT] [--input TEXT]`: start a new session from a
 //! point of a recorded one and run it on, through the host, with the workflow's own provider
 //! unless `--provider` names a real model; with `--input`, then continue it with that input.
 //!
@@ -10,8 +10,8 @@
 
 use std::io::Write;
 
-use openharness::{RunOptions, SessionId};
-use openharness_host::{ForkPoint, Host};
+use openharness::{EventId, RunOptions, SessionId};
+use openharness_host::{ForkAnswer, ForkPoint, ForkStart, Host, TurnStart};
 use serde::Serialize;
 
 use crate::Context;
@@ -38,6 +38,15 @@ pub(crate) struct ForkArgs {
     /// same point (fork right before a `user:input` to ask something else instead).
     #[arg(long)]
     input: Option<String>,
+    /// Then answer the request open at the fork point with this, instead of what the
+    /// parent was answered (fork where the session waits for a person). Checked first: a
+    /// fork point where no request is open is refused and nothing is recorded.
+    #[arg(long)]
+    answer: Option<String>,
+    /// The request `--answer` answers, when several are open there (an `input:requested`
+    /// event's id).
+    #[arg(long, requires = "answer", value_name = "ID")]
+    request: Option<String>,
     /// Print `{"parent","position","session","len","reason"}` as JSON instead of progress.
     #[arg(long)]
     json: bool,
@@ -126,22 +135,42 @@ pub(crate) async fn run(args: ForkArgs, context: &Context) -> Result<(), CliErro
         )?;
         RunOptions::new().renderer(context.progress())
     };
-    let mut outcome = host
-        .fork(&parent, ForkPoint::Position { position }, options)
+    let request = args
+        .request
+        .as_deref()
+        .map(|id| {
+            id.parse::<EventId>().map_err(|_| {
+                CliError::Usage(format!(
+                    "`{id}` is not a request id (the id of an `input:requested` event, a UUID)"
+                ))
+            })
+        })
+        .transpose()?;
+    if !args.json {
+        if let Some(answer) = &args.answer {
+            writeln!(context.out(), "Then answering {answer:?}")?;
+        }
+        if let Some(input) = &args.input {
+            writeln!(context.out(), "Then: {input:?}")?;
+        }
+    }
+    let child = SessionId::new();
+    let start = TurnStart::Fork(Box::new(ForkStart {
+        parent: parent.clone(),
+        at: ForkPoint::Position { position },
+        state_edit: None,
+        input: args.input,
+        answer: args.answer.map(|text| ForkAnswer { request, text }),
+        provider: None,
+    }));
+    let outcome = host
+        .start(&child, start, options)
+        .await
+        .map_err(|e| context.explain(e))?
+        .done
+        .wait()
         .await
         .map_err(|e| context.explain(e))?;
-    if let Some(input) = args.input {
-        let options = if args.json {
-            RunOptions::new()
-        } else {
-            writeln!(context.out(), "\nThen: {input:?}\n")?;
-            RunOptions::new().renderer(context.progress())
-        };
-        outcome = host
-            .send(&outcome.session, input, options)
-            .await
-            .map_err(|e| context.explain(e))?;
-    }
     let mut out = context.out();
     if args.json {
         let forked = Forked {

@@ -19,11 +19,42 @@ enum Work {
     Job(Box<Job>),
     /// Finishing a cut-off turn, or answering the oldest queued input: nobody asked.
     Resume,
-    /// A fork's input, run once the fork is recorded, with the fork's model.
+    /// A fork's input (or its answer to a request open at the fork point), run once the fork
+    /// is recorded, with the fork's model.
     ForkInput {
-        text: String,
+        start: TurnStart,
         provider: Option<BoxedProvider>,
+        /// Told how the turn ended: the fork's requester waits for its last turn.
+        done: Option<oneshot::Sender<Result<TurnOutcome, HostError>>>,
     },
+}
+
+/// The request a fork's answer answers: the one it names, if open at the fork point, else the
+/// only one open there.
+pub(super) fn answered_request(
+    parent: &SessionId,
+    open: &[openharness_core::EventId],
+    named: Option<openharness_core::EventId>,
+) -> Result<openharness_core::EventId, HostError> {
+    let not_open = |request: openharness_core::EventId| {
+        HostError::Workflow(openharness_core::Error::RequestNotOpen {
+            session: parent.clone(),
+            request,
+            open: open.to_vec(),
+        })
+    };
+    match (named, open) {
+        (Some(request), open) if open.contains(&request) => Ok(request),
+        (Some(request), _) => Err(not_open(request)),
+        (None, [only]) => Ok(*only),
+        (None, []) => Err(HostError::NothingToAnswer {
+            session: parent.clone(),
+        }),
+        (None, _) => Err(HostError::AmbiguousRequest {
+            session: parent.clone(),
+            open: open.to_vec(),
+        }),
+    }
 }
 
 /// What `heard` answers (never, without one).
@@ -207,7 +238,11 @@ impl Host {
                 };
                 (TurnStart::Resume, options, None, None)
             }
-            Work::ForkInput { text, provider } => {
+            Work::ForkInput {
+                start,
+                provider,
+                done,
+            } => {
                 let host = match provider {
                     Some(provider) => self.with_provider(provider),
                     None => self.clone(),
@@ -219,21 +254,26 @@ impl Host {
                 let (control, inbox) = turn_control();
                 let options = options.control(inbox);
                 self.enter_turn(session, control, options.cancellation().clone());
-                let sent = match host.runnable_of(session).await {
-                    Ok(hosted) => hosted.send(session, text, options).await,
-                    Err(err) => Err(err),
-                };
-                return sent.map_err(|err| openharness_core::adapter::ErrorChain(&err).to_string());
+                let sent = host.turn(session, start, options).await;
+                let ended = sent
+                    .as_ref()
+                    .map(Clone::clone)
+                    .map_err(|err| openharness_core::adapter::ErrorChain(err).to_string());
+                if let Some(done) = done {
+                    let _ = done.send(sent);
+                }
+                return ended;
             }
         };
-        if let TurnStart::Fork(fork) = &start
-            && let Some(text) = fork.input.clone()
-        {
-            follow_ups.push_front(Work::ForkInput {
-                text,
-                provider: fork.provider.clone(),
-            });
-        }
+        // After a fork: its answer, then its input, each a turn of its own.
+        let after_fork = match &start {
+            TurnStart::Fork(fork) => Some((
+                fork.answer.clone(),
+                fork.input.clone(),
+                fork.provider.clone(),
+            )),
+            _ => None,
+        };
         let (control, inbox) = turn_control();
         self.enter_turn(session, control, options.cancellation().clone());
         let (acknowledged, heard) = oneshot::channel();
@@ -258,6 +298,31 @@ impl Host {
         // Recorded just as the turn ended: heard before its end is told.
         if let Some(Ok(first)) = heard.as_mut().map(oneshot::Receiver::try_recv) {
             self.acknowledge(session, first, recorded.take());
+        }
+        let mut done = done;
+        if let (Some((answer, input, provider)), Ok(forked)) = (after_fork, &result) {
+            // The requester waits for the last of the fork's turns.
+            if let Some(text) = input {
+                follow_ups.push_front(Work::ForkInput {
+                    start: TurnStart::Input(text),
+                    provider: provider.clone(),
+                    done: done.take(),
+                });
+            }
+            if let Some(answer) = answer {
+                // Checked before the fork ran; the only open one when it names none.
+                let request = answer.request.or(forked.open_requests.first().copied());
+                if let Some(request) = request {
+                    follow_ups.push_front(Work::ForkInput {
+                        start: TurnStart::Answer {
+                            request,
+                            text: answer.text,
+                        },
+                        provider,
+                        done: done.take(),
+                    });
+                }
+            }
         }
         let ended = match &result {
             Ok(outcome) => Ok(outcome.clone()),
@@ -345,7 +410,8 @@ impl Host {
         }
     }
 
-    /// A fork run on into `session`.
+    /// A fork run on into `session`. Its answer, if it gives one, must answer a request
+    /// open at the fork point: checked first, so a refused answer records nothing.
     async fn fork_turn(
         &self,
         session: &SessionId,
@@ -357,6 +423,7 @@ impl Host {
             at,
             state_edit,
             provider,
+            answer,
             ..
         } = fork;
         let host = match provider {
@@ -365,12 +432,13 @@ impl Host {
         };
         let hosted = host.runnable_of(&parent).await?;
         let options = options.session(session.clone());
+        let prepared = hosted.prepare_fork(&parent, at).await?;
+        if let Some(answer) = &answer {
+            answered_request(&parent, prepared.open_requests(), answer.request)?;
+        }
         match state_edit {
-            None => hosted.fork(&parent, at, options).await,
-            Some(patch) => {
-                let prepared = hosted.prepare_fork(&parent, at).await?;
-                prepared.edit_state(&patch)?.run(options).await
-            }
+            None => prepared.run(options).await,
+            Some(patch) => prepared.edit_state(&patch)?.run(options).await,
         }
     }
 }
