@@ -67,7 +67,7 @@ fn events(client: &Client, session: &str) -> Vec<Value> {
     let path = format!("/sessions/{session}/events?limit=1000");
     let (status, page) = block_on(call(client, "GET", &path, &json!({})));
     assert_eq!(status, 200, "{page}");
-    page["events"].as_array().unwrap().iter().cloned().collect()
+    page["events"].as_array().unwrap().to_vec()
 }
 
 /// What a kill finds: the session, and the text of the input that was acknowledged.

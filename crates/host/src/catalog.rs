@@ -200,6 +200,8 @@ pub(crate) struct Digest {
     open: Vec<EventId>,
     /// Its inputs, lowercased, up to [`SEARCH_TEXT`] bytes.
     text: String,
+    /// Why its events could not all be read, when they could not.
+    pub(crate) damaged: Option<String>,
 }
 
 impl Digest {
@@ -313,18 +315,38 @@ impl Host {
                     0 => Digest::default(),
                     _ => self.catalog.digest(&session).unwrap_or_default(),
                 };
+                digest.damaged = None;
                 let mut events = self.store.stream_events(&session, from..to);
                 let mut read = from;
                 while let Some(recorded) = events.next().await {
-                    let recorded = recorded.map_err(self.store_error())?;
+                    let recorded = match recorded {
+                        Ok(recorded) => recorded,
+                        Err(err) => {
+                            return Err((session, HostError::store(self.store.as_ref(), err)));
+                        }
+                    };
                     digest.absorb(&recorded.event);
                     read = recorded.seq + 1;
                 }
-                Ok::<_, HostError>((session, from, read, digest))
+                Ok((session, from, read, digest))
             })
             .buffer_unordered(READS);
         while let Some(read) = reads.next().await {
-            let (session, from, read, digest) = read?;
+            // One damaged session is marked, not the list failed: the others read fine.
+            let (session, from, read, digest) = match read {
+                Ok(read) => read,
+                Err((session, err)) => {
+                    let why = openharness_core::adapter::ErrorChain(&err).to_string();
+                    tracing::warn!(%session, error = %why, "a session's events cannot all be read; it is listed as damaged");
+                    let mut entries = self
+                        .catalog
+                        .entries
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner);
+                    entries.entry(session).or_default().digest.damaged = Some(why);
+                    continue;
+                }
+            };
             let mut entries = self
                 .catalog
                 .entries
@@ -500,6 +522,7 @@ impl SessionSummary {
         self.usage = digest.usage;
         self.cost = digest.cost;
         self.open_requests = digest.open_requests();
+        self.damaged.clone_from(&digest.damaged);
     }
 }
 

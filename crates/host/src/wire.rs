@@ -92,6 +92,11 @@ pub struct SessionSummary {
     /// How many `input:requested` wait for an answer.
     #[serde(default)]
     pub open_requests: u64,
+    /// Why its events could not all be read (one missing or unreadable): what this summary
+    /// says of its events comes from those read before it; the session's other reads fail
+    /// the same way. Absent for a healthy session.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub damaged: Option<String>,
 }
 
 impl SessionSummary {
@@ -110,6 +115,7 @@ impl SessionSummary {
             usage: Usage::default(),
             cost: 0.0,
             open_requests: 0,
+            damaged: None,
         }
     }
 }

@@ -258,3 +258,48 @@ async fn what_is_appended_after_a_query_is_seen_by_the_next_one() {
     assert_eq!(again.sessions[0].title.as_deref(), Some("Somewhere else"));
     assert!(again.sessions[0].agents.is_empty());
 }
+
+/// Fails every read of one session's events, as a store missing one of them does.
+struct Unreadable(SessionId);
+
+#[async_trait::async_trait]
+impl openharness::store::StoreObserver for Unreadable {
+    fn observes_reads(&self) -> bool {
+        true
+    }
+
+    async fn before(
+        &self,
+        call: openharness::store::StoreCall<'_>,
+    ) -> Result<(), openharness::StoreError> {
+        match call {
+            openharness::store::StoreCall::Events { session, range } if *session == self.0 => {
+                Err(openharness::StoreError::Corrupt {
+                    session: session.clone(),
+                    seq: range.start,
+                    message: "the event is missing".into(),
+                })
+            }
+            _ => Ok(()),
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_damaged_session_is_listed_and_marked_and_the_others_read_fine() {
+    let store = MemoryStore::new();
+    let healthy = record(&store, "chat", "Hello", "assistant", 3, 0.0, false).await;
+    let damaged = record(&store, "chat", "Broken", "assistant", 3, 0.0, false).await;
+    let observed = openharness::store::Observed::new(store, Unreadable(damaged.clone()));
+    let host = Host::new(observed);
+    let page = host.query_sessions(&SessionQuery::default()).await.unwrap();
+    assert_eq!(page.total, 2, "both listed");
+    let row = |id: &SessionId| page.sessions.iter().find(|s| s.id == *id).unwrap();
+    assert_eq!(row(&healthy).title.as_deref(), Some("Hello"));
+    assert!(row(&healthy).damaged.is_none());
+    let why = row(&damaged).damaged.as_deref().unwrap();
+    assert!(why.contains("the event is missing"), "{why}");
+    // One at a time too: the damaged one is marked, not an error.
+    assert!(host.session(&damaged).await.unwrap().damaged.is_some());
+    assert!(host.session(&healthy).await.unwrap().damaged.is_none());
+}

@@ -29,6 +29,9 @@ pub(super) struct Row<'a> {
     /// The note of an interrupted import that left the session a prefix, if one did.
     #[serde(skip_serializing_if = "Option::is_none")]
     unfinished: Option<&'a str>,
+    /// Why its events cannot all be read, when they cannot (`check` says more).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    damaged: Option<&'a str>,
 }
 
 /// The sessions an interrupted import left marked unfinished, with their notes.
@@ -119,6 +122,7 @@ pub(super) async fn sessions(
                 tokens: s.usage.input_tokens + s.usage.output_tokens,
                 cost: s.cost,
                 open_requests: s.open_requests,
+                damaged: s.damaged.as_deref(),
             })
             .collect();
         let mut text = serde_json::to_string_pretty(&rows)?;
@@ -165,6 +169,10 @@ pub(super) async fn sessions(
     }
     for (session, note) in &unfinished {
         writeln!(out, "UNFINISHED  {session}  {note}")?;
+    }
+    for info in sessions.iter().filter(|s| s.damaged.is_some()) {
+        let why = info.damaged.as_deref().unwrap_or_default();
+        writeln!(out, "DAMAGED  {}  {why} (`check` tells more)", info.id)?;
     }
     out.flush()?;
     listed_whole(host).await?;
