@@ -47,7 +47,7 @@ enum Step {
     AwaitPrefetch,
 }
 
-const USAGE: &str = "usage: cargo xtask ci | schemas [--check] | bench stores | bench tape | bench sessions | bench race | bench server | bench platform | bench chat | bench diff | bench eval | bench list | bench mcp | bench otel";
+const USAGE: &str = "usage: cargo xtask ci | schemas [--check] | bench stores | bench tape | bench sessions | bench race | bench server | bench turns | bench platform | bench chat | bench diff | bench eval | bench list | bench mcp | bench otel";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -110,6 +110,15 @@ fn main() -> ExitCode {
             "openharness-bench",
             "--",
             "server",
+        ])],
+        ["bench", "turns"] => vec![Step::Cargo(&[
+            "run",
+            "--release",
+            "--quiet",
+            "--package",
+            "openharness-bench",
+            "--",
+            "turns",
         ])],
         ["bench", "platform"] => vec![Step::Cargo(&[
             "run",

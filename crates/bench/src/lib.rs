@@ -19,6 +19,8 @@
 //! - `otel`: the race shape with live span export against without, and a burst into a collector.
 //! - `diff`: two 100 000-event sessions compared against loading one of them.
 //! - `list`: the session list of 10 000 sessions: the first page, searches.
+//! - `turns`: the host's claim per turn against the workflow alone, and a steer's way into
+//!   the running agent's next model request.
 //!
 //! Beside them: `report`, the table every suite prints; `http`, the suites' HTTP side; and
 //! `src/bin/openharness-race-child.rs`, our side of the race in a process of its own.
@@ -36,6 +38,7 @@ mod report;
 mod server;
 mod sessions;
 mod tape;
+mod turns;
 
 use std::process::ExitCode;
 
@@ -58,13 +61,14 @@ pub fn run() -> ExitCode {
         Some("platform") => platform::run(),
         Some("chat") => chat::run(),
         Some("diff") => diff::run(),
+        Some("turns") => turns::run(),
         Some("eval") => eval::run(),
         Some("list") => list::run(),
         Some("mcp") => mcp::run(),
         Some("otel") => otel::run(),
         _ => {
             eprintln!(
-                "usage: openharness-bench tape | sessions | race | server | platform | chat | diff | eval | list | mcp | otel"
+                "usage: openharness-bench tape | sessions | race | server | turns | platform | chat | diff | eval | list | mcp | otel"
             );
             ExitCode::from(2)
         }

@@ -520,7 +520,7 @@ async fn suite() -> Fallible<Vec<Row>> {
 }
 
 /// Drops the schema a PostgreSQL run used, with its tables.
-async fn drop_schema(url: &str, schema: &str) -> Fallible<()> {
+pub(crate) async fn drop_schema(url: &str, schema: &str) -> Fallible<()> {
     let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls).await?;
     let connection = tokio::spawn(connection);
     let dropped = client

@@ -60,21 +60,21 @@ const PACE: Duration = Duration::from_millis(5);
 /// One tick of the handler chain; `left` more follow.
 #[event("tick:counted")]
 #[derive(Debug, Clone)]
-struct Ticked {
+pub(crate) struct Ticked {
     left: u64,
 }
 
 /// The events the handler folds.
 #[event]
 #[derive(Debug, Clone)]
-enum TickEvent {
+pub(crate) enum TickEvent {
     UserInput,
     Ticked,
 }
 
 /// Counts ticks; an input `n` starts a chain of `n` ticks, all derived in one turn.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
-struct Ticks {
+pub(crate) struct Ticks {
     ticks: u64,
 }
 

@@ -40,7 +40,7 @@ pub struct RunOptions {
     pub(crate) on_busy: Option<crate::control::BusyPolicy>,
     pub(crate) control: Option<crate::control::TurnInbox>,
     pub(crate) agents: std::collections::HashMap<String, AgentSettings>,
-    pub(crate) acknowledge: Option<tokio::sync::oneshot::Sender<crate::control::CommandRecorded>>,
+    pub(crate) acknowledge: Option<Acknowledge>,
 }
 
 impl Default for RunOptions {
@@ -253,10 +253,29 @@ impl RunOptions {
     /// # let _ = (options, first);
     /// ```
     pub fn acknowledge(
-        mut self,
+        self,
         recorded: tokio::sync::oneshot::Sender<crate::control::CommandRecorded>,
     ) -> Self {
-        self.acknowledge = Some(recorded);
+        self.on_acknowledged(move |first| {
+            let _ = recorded.send(first);
+        })
+    }
+
+    /// Calls `acknowledged` with the turn's first event (its seq and id) once the append that
+    /// holds it is durable, on the turn's own thread, before anything else is recorded: the
+    /// callback form of [`acknowledge`](Self::acknowledge), for a host that answers a request
+    /// from there. Not called when the turn records nothing.
+    ///
+    /// ```
+    /// use openharness_core::RunOptions;
+    /// let options = RunOptions::new().on_acknowledged(|first| println!("recorded at {}", first.seq));
+    /// # let _ = options;
+    /// ```
+    pub fn on_acknowledged(
+        mut self,
+        acknowledged: impl FnOnce(crate::control::CommandRecorded) + Send + 'static,
+    ) -> Self {
+        self.acknowledge = Some(Box::new(acknowledged));
         self
     }
 }
@@ -319,6 +338,9 @@ impl fmt::Debug for AgentSettings {
             .finish()
     }
 }
+
+/// What a turn calls once its first event is durable ([`RunOptions::on_acknowledged`]).
+pub(crate) type Acknowledge = Box<dyn FnOnce(crate::control::CommandRecorded) + Send>;
 
 /// Where a run continues from instead of the workflow's initial state (a fork), for
 /// [`Workflow::run_from`](crate::Workflow::run_from).

@@ -466,7 +466,7 @@ struct Run<'w, S> {
     /// Where commands reach the turn ([`RunOptions::control`]).
     control: Option<TurnInbox>,
     /// Told the turn's first event once it is durable ([`RunOptions::acknowledge`]).
-    acknowledge: Option<oneshot::Sender<CommandRecorded>>,
+    acknowledge: Option<crate::run::Acknowledge>,
     /// Inputs steered into the running agent calls, until one takes them.
     steers: Steers,
     /// Commands recorded in the batch being staged, told once it is durable.

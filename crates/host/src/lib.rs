@@ -232,7 +232,10 @@ impl Host {
     }
 
     /// The workflow that owns `session`, to run a turn of.
-    async fn runnable_of(&self, session: &SessionId) -> Result<&Arc<dyn Hosted>, HostError> {
+    pub(crate) async fn runnable_of(
+        &self,
+        session: &SessionId,
+    ) -> Result<&Arc<dyn Hosted>, HostError> {
         let hosted = self.workflow_of(session).await?;
         if self.readers.contains(hosted.name()) {
             return Err(HostError::ReadOnly(hosted.name().to_owned()));
@@ -297,7 +300,7 @@ impl Host {
 
     /// The workflow that owns `session`: the one that recorded it, or for a fork the one that
     /// recorded the session it descends from.
-    async fn owner(&self, info: &SessionInfo) -> Result<Option<String>, HostError> {
+    pub(crate) async fn owner(&self, info: &SessionInfo) -> Result<Option<String>, HostError> {
         let mut info = info.clone();
         for _ in 0..MAX_LINEAGE {
             if let Some(workflow) = info.workflow {

@@ -144,8 +144,16 @@ impl TurnDone {
 
 /// What happens to a session's turn: the turn running, and what comes after it.
 pub(crate) struct Slot {
-    /// The running turn's control (replaced for each turn of the session).
+    /// The running turn's control (replaced for each turn of the session). From the moment
+    /// the session is registered it takes commands: those sent before the first turn's loop
+    /// starts wait in [`Slot::inbox`] for it.
     control: TurnControl,
+    /// The inbox of the turn about to run, made with the slot so that nothing sent before
+    /// the turn starts is refused; taken by that turn.
+    inbox: Option<openharness_core::adapter::TurnInbox>,
+    /// Whether the driver has more turns to run after the running one (inputs still queued):
+    /// a request refused under `reject` while it does.
+    draining: bool,
     /// Cancels the running turn (a stop that cannot wait for a safe point).
     cancel: CancellationToken,
     /// The seq the running turn started at, once known.
@@ -376,9 +384,11 @@ impl Host {
 
 impl Slot {
     fn new() -> Self {
-        let (control, _) = turn_control();
+        let (control, inbox) = turn_control();
         Self {
             control,
+            inbox: Some(inbox),
+            draining: false,
             cancel: CancellationToken::new(),
             first_seq: None,
             next: VecDeque::new(),
@@ -429,8 +439,9 @@ fn second_request(
     };
     let mode = match policy.mode() {
         Some(mode) => mode,
-        // The running turn has recorded its end: no conflict, it is next.
-        None if ending => {
+        // The running turn has recorded its end and nothing is queued after it: no
+        // conflict, it is next (a client that posts as soon as its stream ended).
+        None if ending && !slot.draining => {
             return Ok(Heard::Next(slot.queue_next(
                 TurnStart::Input(text),
                 options,

@@ -355,3 +355,48 @@ async fn a_stop_is_an_event_and_inputs_queued_before_it_are_still_answered() {
         .unwrap();
     assert!(stop < end, "{names:?}");
 }
+
+#[tokio::test]
+async fn a_second_input_as_the_first_turn_starts_is_queued_or_refused_never_run_after_unrecorded() {
+    for policy in [BusyPolicy::Enqueue, BusyPolicy::Reject] {
+        let (host, gate) = host();
+        let session = SessionId::new();
+        let first = {
+            let (host, session) = (host.clone(), session.clone());
+            tokio::spawn(async move {
+                let start = TurnStart::New {
+                    workflow: "inbox".into(),
+                    input: Some("slow".into()),
+                };
+                host.start(&session, start, RunOptions::new()).await
+            })
+        };
+        // The session is registered before its first turn has recorded anything.
+        while !host.is_running(&session) {
+            tokio::task::yield_now().await;
+        }
+        let second = second(&host, &session, "b", policy).await;
+        let first = first.await.unwrap().unwrap();
+        match policy {
+            BusyPolicy::Reject => {
+                let refused = second.unwrap_err();
+                assert!(refused.to_string().contains("busy"), "{refused}");
+            }
+            _ => {
+                let queued = second.unwrap();
+                let recorded = queued.recorded.unwrap();
+                assert!(
+                    recorded.seq > 0,
+                    "recorded after the first turn's first events"
+                );
+                let events = host.events(&session, None, 100).await.unwrap().events;
+                assert_eq!(events[recorded.seq as usize].event.name, "input:queued");
+                gate.add_permits(1);
+                let answered = queued.done.wait().await.unwrap();
+                assert_eq!(answered.state["inputs"], json!(["slow", "b"]));
+            }
+        }
+        gate.add_permits(1);
+        first.done.wait().await.unwrap();
+    }
+}

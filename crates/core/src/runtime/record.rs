@@ -81,7 +81,7 @@ impl<S: WorkflowState> Run<'_, S> {
                     err => Error::store(store.as_ref(), Some(&self.session), err),
                 })?;
             if let (Some(acknowledge), Some(first)) = (self.acknowledge.take(), events.first()) {
-                let _ = acknowledge.send(CommandRecorded {
+                acknowledge(CommandRecorded {
                     seq: self.len,
                     id: first.id,
                 });

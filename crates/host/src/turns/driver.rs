@@ -3,15 +3,16 @@
 //! queued, then the requests handed to it, and that gives the session up when none is left.
 
 use std::collections::VecDeque;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use openharness_core::adapter::{Claim, CommandRecorded, turn_control};
 use openharness_core::{BoxedProvider, RunOptions, SessionId};
 use tokio::sync::oneshot;
 
 use super::{ForkStart, Job, TurnStart, claim};
-use crate::Host;
 use crate::error::HostError;
 use crate::wire::TurnOutcome;
+use crate::{Host, Hosted};
 
 /// One turn the driver runs.
 enum Work {
@@ -57,16 +58,6 @@ pub(super) fn answered_request(
     }
 }
 
-/// What `heard` answers (never, without one).
-async fn answer_of(
-    heard: Option<&mut oneshot::Receiver<CommandRecorded>>,
-) -> Result<CommandRecorded, oneshot::error::RecvError> {
-    match heard {
-        Some(heard) => heard.await,
-        None => std::future::pending().await,
-    }
-}
-
 /// How a turn ended, for everyone but its requester: its outcome, or its error as text.
 type Ended = Result<TurnOutcome, String>;
 
@@ -87,7 +78,18 @@ impl Host {
     /// `job`. A session another process holds is [`HostError::busy`]; every request that
     /// arrived meanwhile is answered the same.
     pub(super) async fn drive(&self, session: &SessionId, job: Job) -> Result<(), HostError> {
-        let claimed = match claim(&self.store, session).await {
+        // The session is read while it is claimed (one round trip each, at once): whose it
+        // is and whether a crash cut its last turn off.
+        let fresh = matches!(job.start, TurnStart::New { .. } | TurnStart::Fork(_));
+        let read = async {
+            if fresh {
+                (None, false)
+            } else {
+                self.owner_and_status(session).await
+            }
+        };
+        let (claimed, read) = tokio::join!(claim(&self.store, session), read);
+        let claimed = match claimed {
             Ok(Some(claim)) => claim,
             Ok(None) => {
                 let why = "a turn runs on it in another process sharing the store";
@@ -101,7 +103,7 @@ impl Host {
         };
         let host = self.clone();
         let session = session.clone();
-        tokio::spawn(async move { host.run_driver(session, job, claimed).await });
+        tokio::spawn(async move { host.run_driver(session, job, claimed, read).await });
         Ok(())
     }
 
@@ -120,14 +122,25 @@ impl Host {
         }
     }
 
-    /// Runs the session's turns until nothing is left, holding `claim`.
-    async fn run_driver(self, session: SessionId, first: Job, claim: Claim) {
+    /// Runs the session's turns until nothing is left, holding `claim`; `read` is what the
+    /// session was read to be while it was claimed.
+    async fn run_driver(
+        self,
+        session: SessionId,
+        first: Job,
+        claim: Claim,
+        read: (Option<Arc<dyn Hosted>>, bool),
+    ) {
         let _claim = claim;
         let mut work = VecDeque::new();
         // A session whose log says a turn is under way, while this host holds its claim, was
-        // cut off by a crash: that turn is finished first.
-        let fresh = matches!(first.start, TurnStart::New { .. } | TurnStart::Fork(_));
-        if !fresh && !matches!(first.start, TurnStart::Resume) && self.cut_off(&session).await {
+        // cut off by a crash: that turn is finished first. Read before the claim was granted,
+        // a turn of another process may have ended since: read again now that it is ours.
+        let (mut known, mut cut_off) = read;
+        if cut_off {
+            (known, cut_off) = self.owner_and_status(&session).await;
+        }
+        if cut_off && !matches!(first.start, TurnStart::Resume) {
             work.push_back(Work::Resume);
         }
         work.push_back(Work::Job(Box::new(first)));
@@ -137,12 +150,15 @@ impl Host {
                 break;
             };
             let resuming = matches!(next, Work::Resume);
-            let ended = self.run_work(&session, next, &mut work).await;
+            let ended = self.run_work(&session, next, &mut work, known.take()).await;
             let queued = match &ended {
                 Ok(outcome) => outcome.queued.len(),
                 Err(_) => 0,
             };
             self.answer_waiters(&session, &ended);
+            if let Some(slot) = self.turns.slots().get_mut(&session) {
+                slot.draining = queued > 0;
+            }
             if queued == 0 {
                 idle_resumes = 0;
                 continue;
@@ -176,16 +192,23 @@ impl Host {
         None
     }
 
-    /// Whether `session`'s log says a turn is under way.
-    async fn cut_off(&self, session: &SessionId) -> bool {
-        match self.store.session(session).await {
-            Ok(Some(info)) => info.status.is_running(),
-            Ok(None) => false,
+    /// The workflow that runs `session`'s turns (when it can be told), and whether its log
+    /// says a turn is under way: one read of the session.
+    async fn owner_and_status(&self, session: &SessionId) -> (Option<Arc<dyn Hosted>>, bool) {
+        let info = match self.store.session(session).await {
+            Ok(Some(info)) if info.count > 0 => info,
+            Ok(_) => return (None, false),
             Err(err) => {
                 tracing::warn!(%session, error = %err, "could not read the session's status; not resuming first");
-                false
+                return (None, false);
             }
-        }
+        };
+        let running = info.status.is_running();
+        let owner = match self.owner(&info).await {
+            Ok(Some(name)) if self.runs_turns_of(&name) => self.workflows.get(&name).cloned(),
+            _ => None,
+        };
+        (owner, running)
     }
 
     /// Tells the waiters of inputs that are no longer queued how the turn that answered them
@@ -220,6 +243,7 @@ impl Host {
         session: &SessionId,
         work: Work,
         follow_ups: &mut VecDeque<Work>,
+        known: Option<Arc<dyn Hosted>>,
     ) -> Ended {
         let (start, options, recorded, done) = match work {
             Work::Job(job) => {
@@ -251,10 +275,9 @@ impl Host {
                     Ok(options) => options,
                     Err(err) => return Err(openharness_core::adapter::ErrorChain(&err).to_string()),
                 };
-                let (control, inbox) = turn_control();
+                let inbox = self.enter_turn(session, options.cancellation().clone());
                 let options = options.control(inbox);
-                self.enter_turn(session, control, options.cancellation().clone());
-                let sent = host.turn(session, start, options).await;
+                let sent = host.turn(session, start, options, None).await;
                 let ended = sent
                     .as_ref()
                     .map(Clone::clone)
@@ -274,31 +297,25 @@ impl Host {
             )),
             _ => None,
         };
-        let (control, inbox) = turn_control();
-        self.enter_turn(session, control, options.cancellation().clone());
-        let (acknowledged, heard) = oneshot::channel();
-        let options = options.control(inbox).acknowledge(acknowledged);
-        let turn = self.turn(session, start, options);
-        tokio::pin!(turn);
-        let mut recorded = recorded;
-        // Polled until it answers (a receiver is never polled again once it has).
-        let mut heard = Some(heard);
-        let result = loop {
-            tokio::select! {
-                biased;
-                first = answer_of(heard.as_mut()), if heard.is_some() => {
-                    heard = None;
-                    if let Ok(first) = first {
-                        self.acknowledge(session, first, recorded.take());
-                    }
-                }
-                result = &mut turn => break result,
-            }
+        let inbox = self.enter_turn(session, options.cancellation().clone());
+        // Told from the turn's own thread once its first event is durable: readers learn
+        // where it starts, its requester that it is recorded.
+        let recorded = Arc::new(Mutex::new(recorded));
+        let options = {
+            let (host, session, recorded) = (self.clone(), session.clone(), Arc::clone(&recorded));
+            options.control(inbox).on_acknowledged(move |first| {
+                let recorded = recorded
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .take();
+                host.acknowledge(&session, first, recorded);
+            })
         };
-        // Recorded just as the turn ended: heard before its end is told.
-        if let Some(Ok(first)) = heard.as_mut().map(oneshot::Receiver::try_recv) {
-            self.acknowledge(session, first, recorded.take());
-        }
+        let result = self.turn(session, start, options, known).await;
+        let recorded = recorded
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
         let mut done = done;
         if let (Some((answer, input, provider)), Ok(forked)) = (after_fork, &result) {
             // The requester waits for the last of the fork's turns.
@@ -347,16 +364,27 @@ impl Host {
     }
 
     /// Registers the turn about to run: its control and its cancellation.
+    /// Registers the turn about to run (its cancellation) and gives it the inbox its control
+    /// sends to: the one made with the session's slot, for its first turn (holding what was
+    /// sent before it started), else a new one.
     fn enter_turn(
         &self,
         session: &SessionId,
-        control: openharness_core::adapter::TurnControl,
         cancel: openharness_core::CancellationToken,
-    ) {
-        if let Some(slot) = self.turns.slots().get_mut(session) {
-            slot.control = control;
-            slot.cancel = cancel;
-            slot.first_seq = None;
+    ) -> openharness_core::adapter::TurnInbox {
+        let mut slots = self.turns.slots();
+        let Some(slot) = slots.get_mut(session) else {
+            return turn_control().1;
+        };
+        slot.cancel = cancel;
+        slot.first_seq = None;
+        match slot.inbox.take() {
+            Some(inbox) => inbox,
+            None => {
+                let (control, inbox) = turn_control();
+                slot.control = control;
+                inbox
+            }
         }
     }
 
@@ -376,36 +404,34 @@ impl Host {
         }
     }
 
-    /// Runs `start` on `session` with the registered workflow it needs.
+    /// Runs `start` on `session` with the registered workflow it needs (`known`, when the
+    /// driver has read it already).
     async fn turn(
         &self,
         session: &SessionId,
         start: TurnStart,
         options: RunOptions,
+        known: Option<Arc<dyn Hosted>>,
     ) -> Result<TurnOutcome, HostError> {
+        let owner = || async {
+            match known {
+                Some(hosted) => Ok(hosted),
+                None => self.runnable_of(session).await.cloned(),
+            }
+        };
         match start {
             TurnStart::New { workflow, input } => {
                 let hosted = self.runnable(&workflow)?;
                 hosted.run(input, options.session(session.clone())).await
             }
-            TurnStart::Input(text) => {
-                self.runnable_of(session)
-                    .await?
-                    .send(session, text, options)
-                    .await
-            }
+            TurnStart::Input(text) => owner().await?.send(session, text, options).await,
             TurnStart::Answer { request, text } => {
-                self.runnable_of(session)
+                owner()
                     .await?
                     .respond(session, request, text, options)
                     .await
             }
-            TurnStart::Resume => {
-                self.runnable_of(session)
-                    .await?
-                    .resume(session, options)
-                    .await
-            }
+            TurnStart::Resume => owner().await?.resume(session, options).await,
             TurnStart::Fork(fork) => self.fork_turn(session, *fork, options).await,
         }
     }
