@@ -56,6 +56,10 @@ builtin_event!(
     /// The controls posted with the input, as recorded (the platform's `Controls`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     controls: Option<Value>,
+    /// Who wrote it, as the client that sent it named them ([`crate::RunOptions::by`]); absent
+    /// when it did not say.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    by: Option<String>,
 });
 
 impl UserInput {
@@ -65,6 +69,7 @@ impl UserInput {
             text: text.into(),
             images: Vec::new(),
             controls: None,
+            by: None,
         }
     }
 
@@ -291,12 +296,46 @@ builtin_event!(
 });
 builtin_event!(
 /// A person's answer to an `input:requested` (whose id is `request_id`).
+///
+/// ```
+/// use openharness_core::builtin::InputReceived;
+/// use openharness_core::EventId;
+/// let request = EventId::new();
+/// let answer = InputReceived::new(request, "Lisbon").by("ana");
+/// assert_eq!(
+///     serde_json::to_value(&answer)?,
+///     serde_json::json!({ "requestId": request, "text": "Lisbon", "by": "ana" })
+/// );
+/// # Ok::<(), serde_json::Error>(())
+/// ```
 "input:received" => InputReceived {
     /// The id of the `input:requested` event this answers.
     request_id: EventId,
     /// The answer.
     text: String,
+    /// Who answered, as the client that sent the answer named them ([`crate::RunOptions::by`]);
+    /// absent when it did not say.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    by: Option<String>,
 });
+
+impl InputReceived {
+    /// The answer `text` to the request `request_id`, by no one named.
+    pub fn new(request_id: EventId, text: impl Into<String>) -> Self {
+        Self {
+            request_id,
+            text: text.into(),
+            by: None,
+        }
+    }
+
+    /// The same answer, given by `who`.
+    #[must_use]
+    pub fn by(mut self, who: impl Into<String>) -> Self {
+        self.by = Some(who.into());
+        self
+    }
+}
 builtin_event!(
 /// An agent was activated by an event.
 #[derive(Default)]

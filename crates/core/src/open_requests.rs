@@ -70,10 +70,7 @@ mod tests {
         open.follow(&first, false);
         open.follow(&second, false);
         assert_eq!(open.ids(), &[first.id, second.id]);
-        let answer = InputReceived {
-            request_id: first.id,
-            text: "this".into(),
-        };
+        let answer = InputReceived::new(first.id, "this");
         open.follow(&envelope(&answer), false);
         assert_eq!(open.ids(), &[second.id]);
         assert!(!open.is_empty());

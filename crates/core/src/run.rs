@@ -99,7 +99,23 @@ impl RunOptions {
         self
     }
 
-    /// The fields set with [`input_fields`](Self::input_fields).
+    /// Records who gives the turn's input or answer: the `by` field of its `user:input` or
+    /// `input:received` (and of an `input:queued`, when the input waits), which traces show as
+    /// `openharness.input.answered_by`. Call it after [`input_fields`](Self::input_fields),
+    /// which sets the fields anew.
+    ///
+    /// ```
+    /// use openharness_core::RunOptions;
+    /// let options = RunOptions::new().by("ana@example.com");
+    /// assert_eq!(options.recorded_fields()["by"], "ana@example.com");
+    /// ```
+    pub fn by(mut self, who: impl Into<String>) -> Self {
+        self.input_fields
+            .insert(BY_FIELD.to_owned(), serde_json::Value::String(who.into()));
+        self
+    }
+
+    /// The fields set with [`input_fields`](Self::input_fields) (and [`by`](Self::by)).
     pub fn recorded_fields(&self) -> &serde_json::Map<String, serde_json::Value> {
         &self.input_fields
     }
@@ -617,3 +633,6 @@ pub struct RunOutcome<S> {
     /// sent the turn a second input ([`RunOptions::control`]).
     pub queued: Vec<crate::builtin::QueuedRef>,
 }
+
+/// The payload field naming who gave an input or an answer ([`RunOptions::by`]).
+const BY_FIELD: &str = "by";

@@ -425,6 +425,7 @@ mod tests {
                 .map(|n| Image::url(format!("https://example.com/{text}-{n}.png")))
                 .collect(),
             controls: None,
+            by: None,
         })
     }
 

@@ -160,7 +160,7 @@ fn decision(event: &Envelope) -> Option<bool> {
 /// use openharness_projection::{APPROVED_FIELD, Approvals, opens_message};
 /// let input = Envelope::typed(&UserInput::new("go"), None).unwrap();
 /// let request = EventId::new();
-/// let mut decided = Envelope::typed(&InputReceived { request_id: request, text: "yes".into() }, Some(request)).unwrap();
+/// let mut decided = Envelope::typed(&InputReceived::new(request, "yes"), Some(request)).unwrap();
 /// decided.payload[APPROVED_FIELD] = true.into();
 /// assert!(opens_message(&input, Approvals::Tool));
 /// assert!(opens_message(&decided, Approvals::Data));

@@ -238,6 +238,9 @@ struct Input {
     /// What this input gets while a turn runs (else the header, else the server's default).
     #[serde(default)]
     on_busy: Option<BusyPolicy>,
+    /// Who wrote it, recorded as the input's `by` (traces show it).
+    #[serde(default)]
+    by: Option<String>,
 }
 
 async fn input(
@@ -247,9 +250,9 @@ async fn input(
     request: crate::request::Body,
 ) -> Answer {
     let session = session_id(&id)?;
-    let Input { text, on_busy } = body(request)?;
+    let Input { text, on_busy, by } = body(request)?;
     let policy = busy_policy(&headers, on_busy, state.options.on_busy)?;
-    let options = RunOptions::new().on_busy(policy);
+    let options = with_by(RunOptions::new().on_busy(policy), by);
     let started = state
         .host
         .start(&session, TurnStart::Input(text), options)
@@ -262,6 +265,17 @@ async fn input(
 struct AnswerBody {
     request: EventId,
     text: String,
+    /// Who answered, recorded as the answer's `by` (traces show it).
+    #[serde(default)]
+    by: Option<String>,
+}
+
+/// `options` recording who gave the input, when the client said.
+fn with_by(options: RunOptions, by: Option<String>) -> RunOptions {
+    match by {
+        Some(by) => options.by(by),
+        None => options,
+    }
 }
 
 async fn answer(
@@ -270,9 +284,10 @@ async fn answer(
     request: crate::request::Body,
 ) -> Answer {
     let session = session_id(&id)?;
-    let AnswerBody { request, text } = body(request)?;
+    let AnswerBody { request, text, by } = body(request)?;
     let start = TurnStart::Answer { request, text };
-    let started = state.host.start(&session, start, RunOptions::new()).await?;
+    let options = with_by(RunOptions::new(), by);
+    let started = state.host.start(&session, start, options).await?;
     Ok(accepted(&started))
 }
 

@@ -32,6 +32,9 @@ pub(crate) struct SendArgs {
     session: String,
     /// The new input (the next message, or a new goal).
     text: String,
+    /// Who writes it, recorded as the input's `by` (traces show it).
+    #[arg(long)]
+    by: Option<String>,
     #[command(flatten)]
     provider: ProviderArgs,
 }
@@ -45,6 +48,10 @@ pub(crate) struct RespondArgs {
     request: String,
     /// The answer.
     text: String,
+    /// Who answers, recorded as the answer's `by` (traces show it as
+    /// `openharness.input.answered_by`).
+    #[arg(long)]
+    by: Option<String>,
     #[command(flatten)]
     provider: ProviderArgs,
 }
@@ -204,7 +211,7 @@ pub(crate) async fn send(args: SendArgs, context: &Context) -> Result<(), CliErr
         args.text
     )?;
     let outcome = host
-        .send(&session, args.text.clone(), options(context))
+        .send(&session, args.text.clone(), by(options(context), &args.by))
         .await?;
     print_outcome(context, &workflow, &outcome)
 }
@@ -227,8 +234,13 @@ pub(crate) async fn respond(args: RespondArgs, context: &Context) -> Result<(), 
     {
         // Not open: the runtime refuses it (`RequestNotOpen`, naming the open ones) and
         // records nothing; no header announces an answer that is not given.
-        host.respond(&session, request, args.text.clone(), RunOptions::new())
-            .await?;
+        host.respond(
+            &session,
+            request,
+            args.text.clone(),
+            by(RunOptions::new(), &args.by),
+        )
+        .await?;
     }
     writeln!(
         context.out(),
@@ -236,7 +248,12 @@ pub(crate) async fn respond(args: RespondArgs, context: &Context) -> Result<(), 
         args.text
     )?;
     let outcome = host
-        .respond(&session, request, args.text.clone(), options(context))
+        .respond(
+            &session,
+            request,
+            args.text.clone(),
+            by(options(context), &args.by),
+        )
         .await?;
     print_outcome(context, &workflow, &outcome)
 }
@@ -300,6 +317,14 @@ fn nothing_unfinished(
 /// A turn's options: refuse rather than wait when this process is already running one on the
 /// session (never the case for one CLI command, but the rule stays visible), with live
 /// progress.
+/// `options` recording who gives the input (`--by`), when the command was told.
+fn by(options: RunOptions, who: &Option<String>) -> RunOptions {
+    match who {
+        Some(who) => options.by(who.clone()),
+        None => options,
+    }
+}
+
 fn options(context: &Context) -> RunOptions {
     RunOptions::new()
         .refuse_if_busy()

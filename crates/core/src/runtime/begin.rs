@@ -67,10 +67,7 @@ impl<S: WorkflowState> Run<'_, S> {
                 None
             }
             Begin::Answer { request, text } => {
-                let answer = InputReceived {
-                    request_id: request,
-                    text,
-                };
+                let answer = InputReceived::new(request, text);
                 let mut pending = Pending::of(&answer);
                 if let serde_json::Value::Object(payload) = &mut pending.payload {
                     for (name, value) in input_fields {

@@ -38,7 +38,7 @@ pub fn ui_messages(events: &[Envelope]) -> Vec<UiMessage> {
 /// let asked = Envelope::typed(&InputRequested::approval("Publish?"), None).unwrap();
 /// let waiting = Envelope::typed(&WorkflowCompleted { reason: "waiting_for_input".into(),
 ///     open_requests: vec![asked.id], errors: 0, queued: vec![] }, None).unwrap();
-/// let mut yes = Envelope::typed(&InputReceived { request_id: asked.id, text: "yes".into() },
+/// let mut yes = Envelope::typed(&InputReceived::new(asked.id, "yes"),
 ///     Some(asked.id)).unwrap();
 /// yes.payload[APPROVED_FIELD] = true.into();
 /// let done = Envelope::typed(&WorkflowCompleted { reason: "idle".into(),

@@ -93,6 +93,26 @@ export type Image =
  */
 export type SessionId = string;
 /**
+ * What a second input to a session gets while a turn runs on it (set per request with
+ * `RunOptions::on_busy`, defaulted per host or server). Every
+ * answer but `reject` is recorded at once as `input:queued` in the running turn.
+ *
+ * | policy | what happens | replay and fork |
+ * |---|---|---|
+ * | `reject` | refused (`SessionBusy`, HTTP `409`); nothing recorded | nothing to replay |
+ * | `enqueue` | recorded now, answered in order, each in a turn of its own, after the running turn | a fork after `input:queued` answers it too |
+ * | `interrupt` | the running turn stops at its next safe point (`interrupted`); a new turn answers with both inputs in the state | the cut calls are closed `interrupted` in the log |
+ * | `rollback` | the running turn is abandoned; `turn:rolled_back` restores the state before it; a new turn answers | every fold takes the restored state |
+ * | `steer` | given to the running agent calls at their next model call (`input:steered`); answered in its own turn if none took it | the steered request is in the log |
+ *
+ * A `Workflow` used without a host can only refuse (`reject`) or wait for
+ * the running turn (any other policy); a host records and routes them as above.
+ *
+ * This interface was referenced by `Wire`'s JSON-Schema
+ * via the `definition` "BusyPolicy".
+ */
+export type BusyPolicy = "reject" | "enqueue" | "interrupt" | "rollback" | "steer";
+/**
  * The id of one event: a UUID v7, so ids created later sort later.
  *
  * This interface was referenced by `Wire`'s JSON-Schema
@@ -124,6 +144,14 @@ export type ForkPoint =
        */
       name: string;
     };
+/**
+ * How a second input is answered while a turn runs (what `input:queued` records). Refusing
+ * it (`409`) records nothing, so it has no mode here.
+ *
+ * This interface was referenced by `Wire`'s JSON-Schema
+ * via the `definition` "QueueMode".
+ */
+export type QueueMode = "enqueue" | "interrupt" | "rollback" | "steer";
 /**
  * One piece of a message, tagged by `type` (`text`, `tool` or `output`) with camelCase fields.
  *
@@ -235,7 +263,9 @@ export type StopReason =
   | "max_agent_calls"
   | "max_cost"
   | "waiting_for_input"
-  | "nothing_unfinished";
+  | "nothing_unfinished"
+  | "interrupted"
+  | "rolled_back";
 /**
  * A part of an AI SDK 5 `UIMessage`: `{type: "text", text, state?}`, `{type: "tool-<toolName>", toolCallId, state, input, output?, errorText?}` (with `approval?` in AI SDK 6+), `{type: "data-<name>", data}` or `{type: "step-start"}`; or, in a chat whose client asked for approvals as tool parts (AI SDK 6+), `{type: "dynamic-tool", toolName, toolCallId, state, input, output?, errorText?, approval?}`.
  *
@@ -282,6 +312,7 @@ export interface Wire {
   AgentCompleted?: AgentCompleted;
   AgentStarted?: AgentStarted;
   Ancestor?: Ancestor;
+  BusyPolicy?: BusyPolicy;
   ChatMessage?: ChatMessage;
   ChatToolCall?: ChatToolCall;
   CodeChange?: CodeChange;
@@ -294,13 +325,17 @@ export interface Wire {
   EventsPage?: EventsPage;
   ForkPoint?: ForkPoint;
   Image?: Image;
+  InputQueued?: InputQueued;
   InputReceived?: InputReceived;
   InputRequested?: InputRequested;
+  InputSteered?: InputSteered;
   Message?: Message;
   OpenCallReport?: OpenCallReport;
   Outcome?: Outcome;
   OutputRejected?: OutputRejected;
   Part?: Part;
+  QueueMode?: QueueMode;
+  QueuedRef?: QueuedRef;
   Recorded?: Recorded;
   Role?: Role;
   SessionComparison?: SessionComparison;
@@ -315,6 +350,7 @@ export interface Wire {
   Skipped?: Skipped;
   StateAt?: StateAt;
   StopReason?: StopReason;
+  StopRequested?: StopRequested;
   TapeView?: TapeView;
   TextComplete?: TextComplete;
   TextDelta?: TextDelta;
@@ -324,6 +360,7 @@ export interface Wire {
   ToolResult?: ToolResult;
   ToolState?: ToolState;
   TurnOutcome?: TurnOutcome;
+  TurnRolledBack?: TurnRolledBack;
   UiMessage?: UiMessage;
   UiPart?: UiPart;
   UndecodableEvent?: UndecodableEvent;
@@ -681,12 +718,45 @@ export interface Recorded {
   timestamp: string;
 }
 /**
+ * A person's input that arrived while a turn was running, recorded at once (the answer a
+ * server gives, `202` or a chat stream, comes only after this is durable) and answered as
+ * `mode` says. A later turn answers it with a `user:input` caused by this event (same text,
+ * images, controls and extra fields); a steer that a running agent call took instead is
+ * recorded as `input:steered` and needs no turn of its own. The turn that recorded it ends
+ * with this event's id in `workflow:completed`'s `queued` until it is answered.
+ *
+ * This interface was referenced by `Wire`'s JSON-Schema
+ * via the `definition` "InputQueued".
+ */
+export interface InputQueued {
+  /**
+   * The controls posted with the input, as recorded.
+   */
+  controls?: {
+    [k: string]: unknown | undefined;
+  };
+  /**
+   * The input's images, in order.
+   */
+  images?: Image[];
+  mode: QueueMode;
+  /**
+   * What the person wrote.
+   */
+  text: string;
+}
+/**
  * A person's answer to an `input:requested` (whose id is `request_id`).
  *
  * This interface was referenced by `Wire`'s JSON-Schema
  * via the `definition` "InputReceived".
  */
 export interface InputReceived {
+  /**
+   * Who answered, as the client that sent the answer named them (`crate::RunOptions::by`);
+   * absent when it did not say.
+   */
+  by?: string | null;
   requestId: EventId;
   /**
    * The answer.
@@ -717,6 +787,25 @@ export interface InputRequested {
    * What to ask.
    */
   prompt: string;
+}
+/**
+ * A queued input (`input:queued` in mode `steer`) that a running agent call took into its
+ * conversation at its next model call: the model's next request holds it as a user message.
+ * Recorded by the call (caused by its trigger), before that request is sent.
+ *
+ * This interface was referenced by `Wire`'s JSON-Schema
+ * via the `definition` "InputSteered".
+ */
+export interface InputSteered {
+  /**
+   * The agent call that took it (`agentName` on the wire).
+   */
+  agentName: string;
+  queued: EventId;
+  /**
+   * What the person wrote.
+   */
+  text: string;
 }
 /**
  * One chat message derived from a session's events.
@@ -797,6 +886,20 @@ export interface OutputRejected {
   output: {
     [k: string]: unknown | undefined;
   };
+}
+/**
+ * A queued input as a turn's end lists it (`workflow:completed`'s `queued`): its event id and
+ * its seq in the session, so a reader that starts after it knows where to read it.
+ *
+ * This interface was referenced by `Wire`'s JSON-Schema
+ * via the `definition` "QueuedRef".
+ */
+export interface QueuedRef {
+  id: EventId;
+  /**
+   * Its seq in the session.
+   */
+  seq: number;
 }
 /**
  * Two sessions compared (`Host::compare`).
@@ -956,6 +1059,12 @@ export interface SessionSummary {
    */
   created: string;
   /**
+   * Why its events could not all be read (one missing or unreadable): what this summary
+   * says of its events comes from those read before it; the session's other reads fail
+   * the same way. Absent for a healthy session.
+   */
+  damaged?: string | null;
+  /**
    * Whether a registered workflow can fold it (states, tape, fork, turns).
    */
   hosted: boolean;
@@ -1071,6 +1180,19 @@ export interface StateAt {
   state: {
     [k: string]: unknown | undefined;
   };
+}
+/**
+ * Someone asked the running turn to stop (an HTTP cancel, a chat client's stop, the CLI):
+ * the turn ends `cancelled` at its next safe point, whoever reads its stream.
+ *
+ * This interface was referenced by `Wire`'s JSON-Schema
+ * via the `definition` "StopRequested".
+ */
+export interface StopRequested {
+  /**
+   * Why, when the asker said.
+   */
+  reason?: string | null;
 }
 /**
  * A session at one position: the event that led there and the state there.
@@ -1246,6 +1368,11 @@ export interface TurnOutcome {
    * `input:requested` events still open.
    */
   openRequests: EventId[];
+  /**
+   * Inputs queued during the turn (or before it) and not answered yet: the next turns
+   * answer them, one each.
+   */
+  queued?: QueuedRef[];
   reason: StopReason;
   session: SessionId;
   /**
@@ -1255,6 +1382,31 @@ export interface TurnOutcome {
     [k: string]: unknown | undefined;
   };
   usage: Usage;
+}
+/**
+ * The turn that began at position `from` was abandoned (a second input in mode `rollback`):
+ * the state is `state`, the state at `from`, again. Every fold honours it by taking that
+ * state (and a tape stepping back over it gives the state before it back); the events of
+ * the abandoned turn stay in the log, which is never rewritten.
+ *
+ * This interface was referenced by `Wire`'s JSON-Schema
+ * via the `definition` "TurnRolledBack".
+ */
+export interface TurnRolledBack {
+  /**
+   * The position whose state is restored: the abandoned turn's first seq.
+   */
+  from: number;
+  /**
+   * The state at `from`, as JSON.
+   */
+  state: {
+    [k: string]: unknown | undefined;
+  };
+  /**
+   * The SHA-256 (hex) of `state` as canonical JSON (object keys sorted).
+   */
+  stateHash: string;
 }
 /**
  * An AI SDK 5 `UIMessage`.
@@ -1322,6 +1474,11 @@ export interface Unfinished {
  */
 export interface UserInput {
   /**
+   * Who wrote it, as the client that sent it named them (`crate::RunOptions::by`); absent
+   * when it did not say.
+   */
+  by?: string | null;
+  /**
    * The controls posted with the input, as recorded (the platform's `Controls`).
    */
   controls?: {
@@ -1352,6 +1509,12 @@ export interface WorkflowCompleted {
    * The `input:requested` events still unanswered when the turn ended (their event ids).
    */
   openRequests?: EventId[];
+  /**
+   * The `input:queued` events recorded while the turn ran and not answered yet (their event
+   * ids, oldest first): the next turns answer them, one each. A session whose last turn
+   * ended with some is still `running` (it has work left).
+   */
+  queued?: QueuedRef[];
   /**
    * Why the turn ended: `until`, `idle`, `waiting_for_input`, `cancelled`, `max_events`, ...
    */
