@@ -18,6 +18,7 @@ pub(crate) enum Role {
     Agent,
     Chat,
     Tool,
+    Question,
 }
 
 impl Role {
@@ -28,6 +29,7 @@ impl Role {
             Self::Agent => b"agent",
             Self::Chat => b"chat",
             Self::Tool => b"tool",
+            Self::Question => b"question",
         }
     }
 }

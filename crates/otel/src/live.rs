@@ -346,8 +346,8 @@ impl StoreObserver for Exporter {
     }
 }
 
-/// A session the worker follows: its mapping (`None` while no span is open) and the seq of the
-/// next event it expects.
+/// A session the worker follows: its mapping and the seq of the next event it expects. Between
+/// turns the mapping holds no span, only what links the next turn to the last (a few words).
 struct Followed {
     mapping: Option<SessionSpans>,
     next: u64,
@@ -524,10 +524,10 @@ impl Worker {
         let mapping = followed.mapping.take();
         let mut mapping = match mapping {
             Some(mapping) => mapping,
+            None if seq > 0 => self.caught_up(session, seq).await,
             None => {
                 let mut mapping = SessionSpans::new(session.clone(), self.options.spans);
-                if seq == 0
-                    && event.name == SessionForked::NAME
+                if event.name == SessionForked::NAME
                     && let Ok(forked) = event.decode::<SessionForked>()
                 {
                     match self.fork_link(&forked).await {
@@ -543,9 +543,26 @@ impl Worker {
         };
         self.pending.extend(mapping.push(seq, event));
         if let Some(followed) = self.sessions.get_mut(session) {
-            // A mapping with nothing open is dropped: memory stays bounded by open spans.
-            followed.mapping = (!mapping.is_idle()).then_some(mapping);
+            followed.mapping = Some(mapping);
         }
+    }
+
+    /// The mapping of a session first seen at `seq` (recorded before this export began, by
+    /// another process): its events before `seq` mapped and their spans dropped (that process
+    /// exported them), so the next turn links to the last and an answer closes its question.
+    async fn caught_up(&self, session: &SessionId, seq: u64) -> SessionSpans {
+        let mut mapping = SessionSpans::new(session.clone(), self.options.spans);
+        match self.read(session, 0..seq).await {
+            Ok(events) => {
+                for (at, event) in (0..).zip(&events) {
+                    drop(mapping.push(at, event));
+                }
+            }
+            Err(err) => {
+                tracing::warn!(%session, %err, "a session's next turn is exported without its link to the turn before");
+            }
+        }
+        mapping
     }
 
     async fn flush(&mut self) {

@@ -9,7 +9,19 @@
 //!   `tool:called` (or to `agent:completed`), the next from the last `tool:result` of a round
 //!   to the next call or the end;
 //! - each tool call (`tool:called` … `tool:result`) is `execute_tool {tool}` under the agent
-//!   call, an error when the tool failed.
+//!   call, an error when the tool failed;
+//! - a question to a person (`input:requested` … the `input:received` that answers it) is
+//!   `await_input` under the turn that asked, however long the wait: its duration is the wait
+//!   (`openharness.input.wait_ms`), and it names who answered (`openharness.input.answered_by`)
+//!   and the turn the answer began.
+//!
+//! Every turn has its root span, whatever began it: a workflow's start, a fork, a person's
+//! input, an answer, a queued input's turn or a resumed one (`openharness.turn.start` names the
+//! event). Each links to the turn before it in the session (mirrored as
+//! `openharness.turn.previous_*` attributes), and an answer's turn also links to the question.
+//! What a person does to a running turn is a span event on its root: `input:queued` (with its
+//! mode: enqueue, interrupt, rollback or steer), `input:steered`, `turn:rolled_back` and
+//! `stop:requested`.
 //!
 //! Every id is derived from the session id and the seq of the event that opened the span
 //! ([`crate::trace_id`]), every time is a recorded timestamp, so mapping the same log twice
@@ -25,8 +37,9 @@ use std::collections::HashSet;
 use chrono::{DateTime, Utc};
 use openharness_core::adapter::CallKey;
 use openharness_core::builtin::{
-    AgentCompleted, AgentStarted, Builtin, ErrorOccurred, Outcome, OutputRejected, SessionForked,
-    ToolCalled, ToolResult, UserInput, WorkflowCompleted, WorkflowStarted,
+    AgentCompleted, AgentStarted, Builtin, ErrorOccurred, InputQueued, InputReceived,
+    InputRequested, InputSteered, Outcome, OutputRejected, SessionForked, StopRequested,
+    ToolCalled, ToolResult, TurnRolledBack, UserInput, WorkflowCompleted, WorkflowStarted,
 };
 use openharness_core::{Envelope, Event, EventId, SessionId};
 use opentelemetry::KeyValue;
@@ -36,7 +49,7 @@ use crate::ids::{Role, span_id, trace_id};
 use crate::span::{Span, SpanEvent, SpanRef};
 
 mod agents;
-
+mod people;
 mod turns;
 
 /// What goes into the spans beyond the structure, ids, times, names and token counts.
@@ -92,6 +105,14 @@ struct OpenTurn {
     forked: bool,
 }
 
+/// A question waiting for its answer.
+#[derive(Debug)]
+struct OpenQuestion {
+    /// The `input:requested` event's id (the request's id).
+    request: EventId,
+    open: Open,
+}
+
 #[derive(Debug)]
 struct OpenAgent {
     open: Open,
@@ -135,9 +156,14 @@ pub struct SessionSpans {
     options: SpanOptions,
     turn: Option<OpenTurn>,
     agents: Vec<OpenAgent>,
+    questions: Vec<OpenQuestion>,
+    /// The workflow that recorded the session, as its start or fork named it: the name of the
+    /// turns that begin without naming it (an input, an answer).
+    workflow: Option<String>,
     fork_link: Option<SpanRef>,
     last_turn: Option<SpanRef>,
     last_time: Option<DateTime<Utc>>,
+    /// The agent calls of the open turn (a call started again is a rerun).
     calls: HashSet<CallKey>,
 }
 
@@ -152,6 +178,8 @@ impl SessionSpans {
             options,
             turn: None,
             agents: Vec::new(),
+            questions: Vec::new(),
+            workflow: None,
             fork_link: None,
             last_turn: None,
             last_time: None,
@@ -182,10 +210,11 @@ impl SessionSpans {
         self.fork_link = Some(parent);
     }
 
-    /// Whether no span is open: the mapping may be dropped and a new one started at the next
-    /// turn.
+    /// Whether no span is open (no turn, and no question waiting for its answer). What an idle
+    /// mapping still holds is what links the next turn to this one: the last turn's ids and the
+    /// workflow's name.
     pub fn is_idle(&self) -> bool {
-        self.turn.is_none() && self.agents.is_empty()
+        self.turn.is_none() && self.agents.is_empty() && self.questions.is_empty()
     }
 
     /// The span the log is in after the events pushed so far: the innermost open one (a tool
@@ -208,8 +237,9 @@ impl SessionSpans {
     }
 
     /// Whether events named `name` take part in the spans: the built-in events of turns, agent
-    /// and tool calls, forks, errors and rejected outputs. Others (a workflow's own events,
-    /// streamed text) are skipped whole, so a live export need not even queue them.
+    /// and tool calls, forks, errors, rejected outputs, questions and answers, and what a person
+    /// does to a running turn. Others (a workflow's own events, streamed text) are skipped
+    /// whole, so a live export need not even queue them.
     ///
     /// ```
     /// use openharness_otel::SessionSpans;
@@ -229,6 +259,12 @@ impl SessionSpans {
             ToolResult::NAME,
             ErrorOccurred::NAME,
             OutputRejected::NAME,
+            InputRequested::NAME,
+            InputReceived::NAME,
+            InputQueued::NAME,
+            InputSteered::NAME,
+            TurnRolledBack::NAME,
+            StopRequested::NAME,
         ]
         .contains(&name)
     }
@@ -242,35 +278,56 @@ impl SessionSpans {
             return closed;
         }
         let time = event.timestamp;
-        match Builtin::decode(event) {
-            Some(Ok(Builtin::WorkflowStarted(started))) => {
-                self.workflow_started(seq, time, &started, &mut closed);
-            }
-            Some(Ok(Builtin::SessionForked(forked))) => {
-                self.session_forked(seq, time, &forked, &mut closed);
-            }
-            Some(Ok(Builtin::WorkflowCompleted(completed))) => {
-                self.workflow_completed(time, &completed, &mut closed);
-            }
-            Some(Ok(Builtin::UserInput(input))) => self.user_input(&input),
-            Some(Ok(Builtin::AgentStarted(started))) => {
-                self.agent_started(seq, time, event.caused_by, &started);
-            }
-            Some(Ok(Builtin::AgentCompleted(completed))) => {
-                self.agent_completed(time, event.caused_by, &completed, &mut closed);
-            }
-            Some(Ok(Builtin::ToolCalled(called))) => {
-                self.tool_called(seq, time, &called, &mut closed)
-            }
-            Some(Ok(Builtin::ToolResult(result))) => {
-                self.tool_result(seq, time, &result, &mut closed)
-            }
-            Some(Ok(Builtin::ErrorOccurred(error))) => self.error_occurred(time, &error),
-            Some(Ok(Builtin::OutputRejected(rejected))) => self.output_rejected(time, &rejected),
-            Some(Ok(_)) | None => {}
+        let decoded = match Builtin::decode(event) {
+            Some(Ok(decoded)) => decoded,
+            None => return closed,
             Some(Err(err)) => {
                 tracing::debug!(session = %self.session, seq, name = %event.name, %err, "an event that does not decode is left out of the spans");
+                return closed;
             }
+        };
+        let begins_turn = !matches!(
+            decoded,
+            Builtin::WorkflowStarted(_) | Builtin::SessionForked(_)
+        );
+        if begins_turn && self.turn.is_none() {
+            // A turn that does not begin with a start or a fork (an input, an answer, a queued
+            // input's turn): its root opens at its first event.
+            let workflow = self.workflow.clone();
+            self.open_turn(seq, time, workflow.as_deref(), &event.name, &mut closed);
+        }
+        match decoded {
+            Builtin::WorkflowStarted(started) => {
+                self.workflow_started(seq, time, &started, &mut closed);
+            }
+            Builtin::SessionForked(forked) => {
+                self.session_forked(seq, time, &forked, &mut closed);
+            }
+            Builtin::WorkflowCompleted(completed) => {
+                self.workflow_completed(time, &completed, &mut closed);
+            }
+            Builtin::UserInput(input) => self.user_input(event.caused_by, &input),
+            Builtin::AgentStarted(started) => {
+                self.agent_started(seq, time, event.caused_by, &started);
+            }
+            Builtin::AgentCompleted(completed) => {
+                self.agent_completed(time, event.caused_by, &completed, &mut closed);
+            }
+            Builtin::ToolCalled(called) => self.tool_called(seq, time, &called, &mut closed),
+            Builtin::ToolResult(result) => self.tool_result(seq, time, &result, &mut closed),
+            Builtin::ErrorOccurred(error) => self.error_occurred(time, &error),
+            Builtin::OutputRejected(rejected) => self.output_rejected(time, &rejected),
+            Builtin::InputRequested(requested) => {
+                self.input_requested(seq, time, event.id, &requested);
+            }
+            Builtin::InputReceived(received) => {
+                self.input_received(seq, event, &received, &mut closed);
+            }
+            Builtin::InputQueued(queued) => self.input_queued(time, event.id, &queued),
+            Builtin::InputSteered(steered) => self.input_steered(time, &steered),
+            Builtin::TurnRolledBack(rolled_back) => self.turn_rolled_back(time, &rolled_back),
+            Builtin::StopRequested(stop) => self.stop_requested(time, &stop),
+            _ => {}
         }
         self.last_time = Some(self.last_time.map_or(time, |last| last.max(time)));
         closed
@@ -278,11 +335,20 @@ impl SessionSpans {
 
     /// Closes every span still open at the last event's time, marked
     /// `openharness.unfinished = true` with an error status: the session's log ends inside
-    /// them (a turn under way, or a process that died).
+    /// them (a turn under way, or a process that died). A question still waiting for its
+    /// answer closes too, marked `openharness.input.waiting = true` (not an error: the session
+    /// waits); once answered, a later export sends the same span again, whole.
     pub fn finish(mut self) -> Vec<Span> {
         let mut closed = Vec::new();
         if let Some(time) = self.last_time {
             self.close_turn(time, true, &mut closed);
+            closed.extend(self.questions.drain(..).map(|question| {
+                let mut span = question.open.span;
+                span.end = time.max(span.start);
+                span.attributes
+                    .push(KeyValue::new("openharness.input.waiting", true));
+                span
+            }));
         }
         closed
     }
@@ -300,6 +366,7 @@ impl SessionSpans {
             Role::Agent => ("invoke_agent", "AGENT", SpanKind::Internal),
             Role::Chat => ("chat", "LLM", SpanKind::Client),
             Role::Tool => ("execute_tool", "TOOL", SpanKind::Internal),
+            Role::Question => ("await_input", "CHAIN", SpanKind::Internal),
         };
         let mut attributes = vec![
             KeyValue::new("gen_ai.operation.name", operation),

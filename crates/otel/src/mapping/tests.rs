@@ -583,3 +583,5 @@ fn the_recorded_provider_names_the_calls_and_a_cassettes_answers_are_replays() {
     want.extend(expected(None, false));
     assert_eq!(calls, want);
 }
+
+mod people;

@@ -1,4 +1,5 @@
-//! A turn's spans: the workflow's start or fork, the user's input, the turn's end.
+//! A turn's root span: opened by the workflow's start, a fork or the turn's first event, linked
+//! to the turn before, closed by the turn's end.
 
 use super::*;
 
@@ -8,6 +9,7 @@ impl SessionSpans {
         seq: u64,
         time: DateTime<Utc>,
         workflow: Option<&str>,
+        start: &str,
         closed: &mut Vec<Span>,
     ) -> &mut OpenTurn {
         // A turn begun while another is open: the other never finished (its process died).
@@ -26,6 +28,20 @@ impl SessionSpans {
             span.attributes
                 .push(KeyValue::new("openharness.workflow", workflow.to_owned()));
         }
+        span.attributes
+            .push(KeyValue::new("openharness.turn.start", start.to_owned()));
+        if let Some(previous) = self.last_turn {
+            // Mirrored as attributes: not every backend keeps links (Arize Phoenix drops them).
+            span.attributes.push(KeyValue::new(
+                "openharness.turn.previous_trace_id",
+                previous.trace_id.to_string(),
+            ));
+            span.attributes.push(KeyValue::new(
+                "openharness.turn.previous_span_id",
+                previous.span_id.to_string(),
+            ));
+            span.links.push(previous);
+        }
         self.turn.insert(OpenTurn {
             open: Open { span },
             forked: false,
@@ -39,6 +55,7 @@ impl SessionSpans {
         started: &WorkflowStarted,
         closed: &mut Vec<Span>,
     ) {
+        self.workflow = Some(started.workflow.clone());
         let turn = match self.turn.as_mut() {
             // A fork's `session:forked` began the turn; this names its workflow.
             Some(turn) if turn.forked => {
@@ -50,7 +67,13 @@ impl SessionSpans {
                 ));
                 turn
             }
-            _ => self.open_turn(seq, time, Some(&started.workflow), closed),
+            _ => self.open_turn(
+                seq,
+                time,
+                Some(&started.workflow),
+                WorkflowStarted::NAME,
+                closed,
+            ),
         };
         let attributes = &mut turn.open.span.attributes;
         if let Some(code) = &started.code {
@@ -75,7 +98,16 @@ impl SessionSpans {
         closed: &mut Vec<Span>,
     ) {
         let link = self.fork_link.take();
-        let turn = self.open_turn(seq, time, forked.workflow.as_deref(), closed);
+        if forked.workflow.is_some() {
+            self.workflow.clone_from(&forked.workflow);
+        }
+        let turn = self.open_turn(
+            seq,
+            time,
+            forked.workflow.as_deref(),
+            SessionForked::NAME,
+            closed,
+        );
         turn.forked = true;
         let span = &mut turn.open.span;
         span.attributes.push(KeyValue::new(
@@ -125,17 +157,28 @@ impl SessionSpans {
             }
         }
         self.close_turn(time, false, closed);
+        // A call of a finished turn is never run again: only the open turn's calls are kept.
+        self.calls.clear();
     }
 
-    pub(super) fn user_input(&mut self, input: &UserInput) {
-        if !self.options.content {
+    /// A person's input: its text on the turn (with content on), and the queued input it
+    /// answers, when a queued input's turn begins with it.
+    pub(super) fn user_input(&mut self, caused_by: Option<EventId>, input: &UserInput) {
+        let Some(turn) = self.turn.as_mut() else {
             return;
+        };
+        let attributes = &mut turn.open.span.attributes;
+        if let Some(queued) = caused_by {
+            attributes.push(KeyValue::new(
+                "openharness.input.queued_id",
+                queued.to_string(),
+            ));
         }
-        if let Some(turn) = self.turn.as_mut() {
-            turn.open
-                .span
-                .attributes
-                .push(KeyValue::new("input.value", input.text.clone()));
+        if let Some(by) = &input.by {
+            attributes.push(KeyValue::new("openharness.input.by", by.clone()));
+        }
+        if self.options.content {
+            attributes.push(KeyValue::new("input.value", input.text.clone()));
         }
     }
 
