@@ -10,7 +10,7 @@ use crate::Context;
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum CliError {
-    /// `check` found damaged sessions (it has printed which).
+    /// `check` or `sessions` found damaged sessions (it has printed which).
     #[error("{0} damaged session(s) found; see above")]
     Damaged(usize),
     /// `check` found sessions an interrupted import left unfinished (it has printed which, and

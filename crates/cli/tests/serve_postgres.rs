@@ -1,7 +1,7 @@
 //! Two `openharness serve` processes on one PostgreSQL database: a session started on A
-//! streams on B (live tails cross processes through the store), and a session whose turn has
-//! not ended (as B sees one running on A, or one a crash cut off) is busy on both; `resume` on
-//! B finishes it. Skipped, saying so, without `OPENHARNESS_TEST_POSTGRES`.
+//! streams on B (live tails cross processes through the store), and a turn a crash cut off is
+//! finished by one of them, once, with no client call (each runs the host's recovery); input
+//! then starts a turn on either. Skipped, saying so, without `OPENHARNESS_TEST_POSTGRES`.
 #![allow(clippy::unwrap_used, missing_docs)]
 
 use std::path::Path;
@@ -87,7 +87,7 @@ fn stream_until_completed(server: &Serve, session: &str) -> Vec<u64> {
 }
 
 #[test]
-fn two_servers_on_one_postgresql_share_sessions_live_and_refuse_a_turn_that_has_not_ended() {
+fn two_servers_on_one_postgresql_share_sessions_live_and_finish_a_cut_turn_once() {
     let Ok(url) = std::env::var("OPENHARNESS_TEST_POSTGRES") else {
         eprintln!("skipped: OPENHARNESS_TEST_POSTGRES is not set (CI sets it; see .ci/run)");
         return;
@@ -119,8 +119,7 @@ fn two_servers_on_one_postgresql_share_sessions_live_and_refuse_a_turn_that_has_
         "B saw every event once, in order"
     );
 
-    // A turn that has not ended (here: one a crash cut off, imported as such) is busy on both
-    // servers, whichever started it; B's resume finishes it.
+    // A turn a crash cut off (imported as such): the servers finish it with no client call.
     let cut = {
         let export = binary::command(dir.path())
             .args(["export", &session, "--store", &url])
@@ -158,25 +157,26 @@ fn two_servers_on_one_postgresql_share_sessions_live_and_refuse_a_turn_that_has_
         );
         copy
     };
-    for server in [&a, &b] {
-        let (status, busy) = json(
-            server,
-            "POST",
-            &format!("/sessions/{cut}/input"),
-            r#"{"text":"more"}"#,
-        );
-        assert_eq!(
-            (status, busy["error"]["code"].as_str()),
-            (409, Some("session_busy")),
-            "{busy}"
-        );
-    }
-    let (status, _) = json(&b, "POST", &format!("/sessions/{cut}/resume"), "");
-    assert_eq!(status, 202);
+    // Neither server is asked: the recovery both run finds the cut turn and one of them
+    // finishes it, once (the other sees the claim held, or the turn ended).
     let summary = format!("/sessions/{cut}");
+    let completed = |server: &Serve| {
+        let (_, page) = json(
+            server,
+            "GET",
+            &format!("/sessions/{cut}/events?limit=1000"),
+            "",
+        );
+        page["events"].as_array().map_or(0, |events| {
+            events
+                .iter()
+                .filter(|e| e["name"] == "workflow:completed")
+                .count()
+        })
+    };
     block_on(eventually(
         Duration::from_secs(20),
-        "the resume to finish",
+        "a server to finish the cut turn on its own",
         || async {
             let summary = a.client.get(&summary).await.json_or_null();
             if summary["status"] == "idle" {
@@ -186,6 +186,33 @@ fn two_servers_on_one_postgresql_share_sessions_live_and_refuse_a_turn_that_has_
             }
         },
     ));
+    // Three recovery rounds later, still finished once.
+    std::thread::sleep(Duration::from_millis(1500));
+    assert_eq!(completed(&a), 1, "the cut turn finished once");
+
+    // Then input on either server is a turn.
+    let (status, started) = json(
+        &b,
+        "POST",
+        &format!("/sessions/{cut}/input"),
+        r#"{"text":"more"}"#,
+    );
+    assert_eq!(status, 202, "{started}");
+    block_on(eventually(
+        Duration::from_secs(20),
+        "the input's turn to end",
+        || async {
+            let summary = a.client.get(&summary).await.json_or_null();
+            if summary["status"] == "idle"
+                && summary["len"].as_u64() > started["recorded"]["seq"].as_u64()
+            {
+                Ok(())
+            } else {
+                Err(summary)
+            }
+        },
+    ));
+    assert_eq!(completed(&b), 2);
 }
 
 /// A fresh id in the shape the store writes.

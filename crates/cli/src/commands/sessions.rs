@@ -129,7 +129,8 @@ pub(super) async fn sessions(
         text.push('\n');
         out.write_all(text.as_bytes())?;
         out.flush()?;
-        return listed_whole(host).await;
+        listed_whole(host).await?;
+        return none_damaged(&sessions);
     }
     if sessions.is_empty() {
         writeln!(
@@ -182,5 +183,14 @@ pub(super) async fn sessions(
             "* recorded by a workflow this program does not register: `events` and `tape` show its events, not its states"
         )?;
     }
-    Ok(())
+    none_damaged(&sessions)
+}
+
+/// A listing that met damaged sessions fails (after listing them all): damage is never passed
+/// over with success.
+fn none_damaged(sessions: &[openharness_host::SessionSummary]) -> Result<(), CliError> {
+    match sessions.iter().filter(|s| s.damaged.is_some()).count() {
+        0 => Ok(()),
+        damaged => Err(CliError::Damaged(damaged)),
+    }
 }
