@@ -334,16 +334,21 @@ impl ServerOptions {
 
     /// Serves `platform`'s Everruns-shaped `/v1` API beside the native routes, on the same
     /// HTTP layer: the same API keys, body limit, CORS, error shape, event-stream cap and
-    /// OpenAPI document (feature `platform`).
+    /// OpenAPI document (feature `platform`). Give the router the platform's host
+    /// ([`Platform::with_host`](openharness_platform::Platform::with_host)), so the native
+    /// routes read `/v1` sessions and one host runs every turn.
     ///
     /// ```no_run
     /// # async fn demo(host: openharness_host::Host) -> Result<(), Box<dyn std::error::Error>> {
     /// use openharness_platform::{MasterKeys, Platform};
     /// use openharness_server::{ServerOptions, router};
-    /// let platform = Platform::new(host.store().clone(), MasterKeys::from_env()?);
-    /// let app = router(host, ServerOptions::default().platform(platform));
+    /// // The platform's agent chat registered in the host, which runs (and recovers) its turns.
+    /// let platform = Platform::new(host.store().clone(), MasterKeys::from_env()?).with_host(host)?;
+    /// let recovery = platform.host().spawn_recovery(std::time::Duration::from_millis(500));
+    /// let app = router(platform.host().clone(), ServerOptions::default().platform(platform));
     /// let listener = tokio::net::TcpListener::bind("127.0.0.1:8080").await?;
     /// axum::serve(listener, app).await?;
+    /// recovery.abort();
     /// # Ok(()) }
     /// ```
     #[cfg(feature = "platform")]
