@@ -37,6 +37,8 @@ use std::process::{Command, ExitCode};
 enum Step {
     /// `cargo <args>`.
     Cargo(&'static [&'static str]),
+    /// `cargo run --release --quiet --package openharness-bench -- <suite>`.
+    Bench(String),
     /// `cargo xtask schemas --check`, run in this process.
     CheckSchemas,
     /// `cargo xtask schemathesis`.
@@ -84,105 +86,11 @@ fn main() -> ExitCode {
             "--bin",
             "openharness-store-bench",
         ])],
-        ["bench", "tape"] => vec![Step::Cargo(&[
-            "run",
-            "--release",
-            "--quiet",
-            "--package",
-            "openharness-bench",
-            "--",
-            "tape",
-        ])],
-        ["bench", "sessions"] => vec![Step::Cargo(&[
-            "run",
-            "--release",
-            "--quiet",
-            "--package",
-            "openharness-bench",
-            "--",
-            "sessions",
-        ])],
-        ["bench", "server"] => vec![Step::Cargo(&[
-            "run",
-            "--release",
-            "--quiet",
-            "--package",
-            "openharness-bench",
-            "--",
-            "server",
-        ])],
-        ["bench", "turns"] => vec![Step::Cargo(&[
-            "run",
-            "--release",
-            "--quiet",
-            "--package",
-            "openharness-bench",
-            "--",
-            "turns",
-        ])],
-        ["bench", "platform"] => vec![Step::Cargo(&[
-            "run",
-            "--release",
-            "--quiet",
-            "--package",
-            "openharness-bench",
-            "--",
-            "platform",
-        ])],
-        ["bench", "chat"] => vec![Step::Cargo(&[
-            "run",
-            "--release",
-            "--quiet",
-            "--package",
-            "openharness-bench",
-            "--",
-            "chat",
-        ])],
-        ["bench", "diff"] => vec![Step::Cargo(&[
-            "run",
-            "--release",
-            "--quiet",
-            "--package",
-            "openharness-bench",
-            "--",
-            "diff",
-        ])],
-        ["bench", "list"] => vec![Step::Cargo(&[
-            "run",
-            "--release",
-            "--quiet",
-            "--package",
-            "openharness-bench",
-            "--",
-            "list",
-        ])],
-        ["bench", "eval"] => vec![Step::Cargo(&[
-            "run",
-            "--release",
-            "--quiet",
-            "--package",
-            "openharness-bench",
-            "--",
-            "eval",
-        ])],
-        ["bench", "mcp"] => vec![Step::Cargo(&[
-            "run",
-            "--release",
-            "--quiet",
-            "--package",
-            "openharness-bench",
-            "--",
-            "mcp",
-        ])],
-        ["bench", "otel"] => vec![Step::Cargo(&[
-            "run",
-            "--release",
-            "--quiet",
-            "--package",
-            "openharness-bench",
-            "--",
-            "otel",
-        ])],
+        [
+            "bench",
+            suite @ ("tape" | "sessions" | "server" | "turns" | "platform" | "chat" | "diff"
+            | "list" | "eval" | "mcp" | "otel"),
+        ] => vec![Step::Bench((*suite).to_owned())],
         ["bench", "race"] => vec![
             // The race's child (`openharness-race-child`) too, which `cargo run` would not build.
             Step::Cargo(&[
@@ -193,15 +101,7 @@ fn main() -> ExitCode {
                 "openharness-bench",
                 "--bins",
             ]),
-            Step::Cargo(&[
-                "run",
-                "--release",
-                "--quiet",
-                "--package",
-                "openharness-bench",
-                "--",
-                "race",
-            ]),
+            Step::Bench("race".to_owned()),
         ],
         _ => {
             eprintln!("{USAGE}");
@@ -213,6 +113,18 @@ fn main() -> ExitCode {
     for step in steps {
         let ok = match step {
             Step::Cargo(args) => run_cargo(&cargo, args),
+            Step::Bench(suite) => run_cargo(
+                &cargo,
+                &[
+                    "run",
+                    "--release",
+                    "--quiet",
+                    "--package",
+                    "openharness-bench",
+                    "--",
+                    suite.as_str(),
+                ],
+            ),
             Step::CheckSchemas => check_schemas(),
             Step::Schemathesis => schemathesis::run(&cargo),
             Step::Prefetch => {

@@ -419,14 +419,11 @@ impl<S: Handler> Fold<S> {
                 }
                 Applied::Handled(Emit::none())
             }
-            Err(err) => {
-                let error = err.to_string();
-                self.skipped.undecodable(self.position, &event.name, &error);
-                if self.first_warning(&event.name, true) {
-                    tracing::warn!(event = %event.name, seq = self.position, %error, "a rollback's state does not decode; the state is left as it was");
-                }
-                Applied::Undecodable(error)
-            }
+            Err(err) => self.undecodable(
+                event,
+                err.to_string(),
+                "a rollback's state does not decode; the state is left as it was",
+            ),
         }
     }
 
@@ -474,15 +471,21 @@ impl<S: Handler> Fold<S> {
                 }
                 Applied::Skipped
             }
-            Err(err) => {
-                let error = err.to_string();
-                self.skipped.undecodable(self.position, &event.name, &error);
-                if self.first_warning(&event.name, true) {
-                    tracing::warn!(event = %event.name, seq = self.position, %error, "skipping an event whose payload does not decode");
-                }
-                Applied::Undecodable(error)
-            }
+            Err(err) => self.undecodable(
+                event,
+                err.to_string(),
+                "skipping an event whose payload does not decode",
+            ),
         }
+    }
+
+    /// Counts `event` as undecodable (`error`), warning with `what` the first time.
+    fn undecodable(&mut self, event: &Envelope, error: String, what: &str) -> Applied {
+        self.skipped.undecodable(self.position, &event.name, &error);
+        if self.first_warning(&event.name, true) {
+            tracing::warn!(event = %event.name, seq = self.position, %error, "{what}");
+        }
+        Applied::Undecodable(error)
     }
 
     /// Whether (`name`, `undecodable`) is logged for the first time by this fold.

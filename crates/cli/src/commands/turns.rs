@@ -197,13 +197,7 @@ pub(crate) async fn send(args: SendArgs, context: &Context) -> Result<(), CliErr
             out,
             "Session {session}'s last turn was cut off: it is finished first, then this input is answered."
         )?;
-        for call in &report.open_calls {
-            writeln!(
-                out,
-                "  agent `{}` was cut off: it is closed as interrupted and runs again",
-                call.agent
-            )?;
-        }
+        print_cut_calls(&mut out, &report)?;
     }
     writeln!(
         context.out(),
@@ -273,13 +267,7 @@ pub(crate) async fn resume(args: ResumeArgs, context: &Context) -> Result<(), Cl
         "Session {session} (`{workflow}`, {} events) has an unfinished turn; resuming it with {provider}:",
         report.len
     )?;
-    for call in &report.open_calls {
-        writeln!(
-            out,
-            "  agent `{}` was cut off: it is closed as interrupted and runs again",
-            call.agent
-        )?;
-    }
+    print_cut_calls(&mut out, &report)?;
     for name in &report.unrecorded {
         writeln!(
             out,
@@ -317,6 +305,21 @@ fn nothing_unfinished(
 /// A turn's options: refuse rather than wait when this process is already running one on the
 /// session (never the case for one CLI command, but the rule stays visible), with live
 /// progress.
+/// One line per agent call a crash cut off, saying what the resume does with it.
+fn print_cut_calls(
+    out: &mut impl std::io::Write,
+    report: &openharness::adapter::Unfinished,
+) -> Result<(), CliError> {
+    for call in &report.open_calls {
+        writeln!(
+            out,
+            "  agent `{}` was cut off: it is closed as interrupted and runs again",
+            call.agent
+        )?;
+    }
+    Ok(())
+}
+
 /// `options` recording who gives the input (`--by`), when the command was told.
 fn by(options: RunOptions, who: &Option<String>) -> RunOptions {
     match who {

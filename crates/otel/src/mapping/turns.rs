@@ -31,16 +31,7 @@ impl SessionSpans {
         span.attributes
             .push(KeyValue::new("openharness.turn.start", start.to_owned()));
         if let Some(previous) = self.last_turn {
-            // Mirrored as attributes: not every backend keeps links (Arize Phoenix drops them).
-            span.attributes.push(KeyValue::new(
-                "openharness.turn.previous_trace_id",
-                previous.trace_id.to_string(),
-            ));
-            span.attributes.push(KeyValue::new(
-                "openharness.turn.previous_span_id",
-                previous.span_id.to_string(),
-            ));
-            span.links.push(previous);
+            link(&mut span, previous, "openharness.turn.previous");
         }
         self.turn.insert(OpenTurn {
             open: Open { span },
@@ -97,7 +88,7 @@ impl SessionSpans {
         forked: &SessionForked,
         closed: &mut Vec<Span>,
     ) {
-        let link = self.fork_link.take();
+        let fork_link = self.fork_link.take();
         if forked.workflow.is_some() {
             self.workflow.clone_from(&forked.workflow);
         }
@@ -122,17 +113,8 @@ impl SessionSpans {
             span.attributes
                 .push(KeyValue::new("openharness.fork.state_hash", hash.clone()));
         }
-        if let Some(link) = link {
-            // Mirrored as attributes: not every backend keeps links (Arize Phoenix drops them).
-            span.attributes.push(KeyValue::new(
-                "openharness.fork.parent_trace_id",
-                link.trace_id.to_string(),
-            ));
-            span.attributes.push(KeyValue::new(
-                "openharness.fork.parent_span_id",
-                link.span_id.to_string(),
-            ));
-            span.links.push(link);
+        if let Some(parent) = fork_link {
+            link(span, parent, "openharness.fork.parent");
         }
     }
 
@@ -210,4 +192,18 @@ impl SessionSpans {
             closed.push(span);
         }
     }
+}
+
+/// Links `span` to `to`, mirrored as the attributes `{prefix}_trace_id` and `{prefix}_span_id`:
+/// not every backend keeps links (Arize Phoenix drops them).
+fn link(span: &mut Span, to: SpanRef, prefix: &str) {
+    span.attributes.push(KeyValue::new(
+        format!("{prefix}_trace_id"),
+        to.trace_id.to_string(),
+    ));
+    span.attributes.push(KeyValue::new(
+        format!("{prefix}_span_id"),
+        to.span_id.to_string(),
+    ));
+    span.links.push(to);
 }
