@@ -14,6 +14,11 @@ import { fileURLToPath } from "node:url";
 
 const here = dirname(fileURLToPath(import.meta.url));
 export const repoRoot = resolve(here, "..", "..");
+/**
+ * Where browser tests write their screenshots: an ignored folder, so a test run never changes
+ * a tracked file. `npm run screenshots` (in packages/) copies them over docs/screenshots/.
+ */
+export const screenshotsDir = join(repoRoot, "target", "screenshots");
 export const fixturesDir = join(here, "fixtures");
 
 /** The weather chat imported from fixtures/weather-chat.jsonl (text deltas, tools, a retry). */

@@ -5,7 +5,7 @@
  * oldest AI SDK 5 release (2.0.0 / ai 5.0.0, strict chunk schemas), the newest 5.x, the newest
  * 6.x (3.0.328 / ai 6.0.325) and the newest major (4.0.177 / ai 7.0.173) — on
  * `/api/chat` with its own chat ids (serve --chat-workflow chat), resume on mount included, and
- * the resume of a turn still running (a second server whose scripted models are slow). Screenshots go to docs/screenshots/ at the repo root.
+ * the resume of a turn still running (a second server whose scripted models are slow). Screenshots go to target/screenshots/ (ignored; `npm run screenshots` copies them to docs/).
  */
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
@@ -13,11 +13,11 @@ import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { OpenHarnessClient } from "@openharness/client";
 import { bundlePages, launchChromium, servePages, type PageServer } from "../browser.js";
-import { repoRoot, startServer, type RunningServer } from "../server.js";
+import { screenshotsDir, startServer, type RunningServer } from "../server.js";
 
 const api = inject("serverUrl");
 const client = new OpenHarnessClient({ baseUrl: api });
-const screenshots = join(repoRoot, "docs", "screenshots");
+const screenshots = screenshotsDir;
 
 let browser: Browser;
 let pages: PageServer;

@@ -6,12 +6,12 @@
 // point.
 
 import { spawnSync } from "node:child_process";
-import { writeFileSync } from "node:fs";
+import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { type Browser, chromium } from "playwright-core";
 import { afterAll, beforeAll, expect, test } from "vitest";
 import type { Experiment, ExperimentList, SessionComparison } from "@openharness/client";
-import { type Served, api, binary, repoRoot, serve, tempDir } from "./serve";
+import { type Served, api, binary, screenshotsDir, serve, tempDir } from "./serve";
 
 const CHROMIUM = process.env.CHROMIUM ?? "/usr/bin/chromium";
 
@@ -110,7 +110,8 @@ test("the matrix shows each scorer's mean and passes per case and variant; two r
   expect(await page.locator('#experiment td[data-variant="broken"] .score').getAttribute("class")).toContain("fail");
 
   await page.locator(`#experiment td[data-variant="baseline"] .run`).first().click();
-  await page.screenshot({ path: join(repoRoot, "docs/screenshots/experiments.png") });
+  mkdirSync(screenshotsDir, { recursive: true });
+  await page.screenshot({ path: join(screenshotsDir, "experiments.png") });
   await page.locator(`#experiment td[data-variant="baseline"] .run`).first().click();
 
   const runOf = (variant: string) => experiment.runs.find((r) => r.run.variant === variant && r.run.repeat === 0)!.run.session!;

@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import type { JsonPatchOperation as PatchOp, Recorded, SessionDetail as SessionSummary, StateAt } from "@openharness/client";
 import { diff } from "../src/diff";
 import { formatDuration, millisBetween } from "../src/tape";
-import { type Served, api, idle, importJsonl, repoRoot, serve, tempDir, until } from "./serve";
+import { type Served, api, idle, importJsonl, repoRoot, screenshotsDir, serve, tempDir, until } from "./serve";
 
 const CHROMIUM = process.env.CHROMIUM ?? "/usr/bin/chromium";
 
@@ -544,7 +544,7 @@ describe("the inspector", () => {
     await page.keyboard.type(String(plan));
     await page.keyboard.press("Enter");
     await at(page, plan);
-    const dir = join(repoRoot, "docs/screenshots");
+    const dir = screenshotsDir;
     mkdirSync(dir, { recursive: true });
     const shot = await page.screenshot({ path: join(dir, "inspector.png") });
     expect(shot.length).toBeGreaterThan(20_000);

@@ -10,6 +10,11 @@ import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 
 export const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), "../../..");
+/**
+ * Where browser tests write their screenshots: an ignored folder, so a test run never changes
+ * a tracked file. `npm run screenshots` (in packages/) copies them over docs/screenshots/.
+ */
+export const screenshotsDir = resolve(repoRoot, "target", "screenshots");
 
 export interface Served {
   url: string;
