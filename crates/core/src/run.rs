@@ -242,6 +242,27 @@ impl RunOptions {
         self
     }
 
+    /// Gives each agent that `defaults` sets and these options do not the settings `defaults`
+    /// gives it: a host fills in what a workflow's owner knows (the platform's agent for a
+    /// fork of its session) without overriding what the caller chose.
+    ///
+    /// ```
+    /// use openharness_core::{AgentSettings, RunOptions};
+    /// let owner = RunOptions::new()
+    ///     .agent("assistant", AgentSettings::new().model("small"))
+    ///     .agent("critic", AgentSettings::new().model("small"));
+    /// let options = RunOptions::new()
+    ///     .agent("critic", AgentSettings::new().model("large"))
+    ///     .agents_or(owner);
+    /// # let _ = options;
+    /// ```
+    pub fn agents_or(mut self, defaults: RunOptions) -> Self {
+        for (agent, settings) in defaults.agents {
+            self.agents.entry(agent).or_insert(settings);
+        }
+        self
+    }
+
     /// Lets whoever holds the other half of `inbox` reach the turn while it runs: a second
     /// input, a steer or a stop, each recorded by the turn at its next safe point (see
     /// [`TurnControl`](crate::adapter::TurnControl)). A host gives every turn one.

@@ -469,8 +469,9 @@ struct Run<'w, S> {
     acknowledge: Option<crate::run::Acknowledge>,
     /// Inputs steered into the running agent calls, until one takes them.
     steers: Steers,
-    /// Commands recorded in the batch being staged, told once it is durable.
-    answers: Vec<(Answer, u64)>,
+    /// Commands recorded in the batch being staged, told once it is durable: each sender,
+    /// its event's seq, and whether it is a steer to offer the running calls first.
+    answers: Vec<(Answer, u64, bool)>,
     /// The id the next staged event is recorded with (a command's, chosen by its sender).
     next_id: Option<EventId>,
     /// What the run gives its agents instead of their own, by agent ([`RunOptions::agent`]).

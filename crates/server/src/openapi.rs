@@ -213,7 +213,7 @@ fn approvals_header() -> Value {
 }
 
 /// The header with which a request says what its input gets while a turn runs.
-fn on_busy_header() -> Value {
+pub(crate) fn on_busy_header() -> Value {
     json!({
         "name": crate::request::ON_BUSY_HEADER, "in": "header", "required": false,
         "description": "what this input gets while a turn runs on the session: reject (409), enqueue, interrupt, rollback or steer (recorded at once as input:queued); absent, the server's default",

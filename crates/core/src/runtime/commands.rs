@@ -16,20 +16,11 @@ impl<S: WorkflowState> Run<'_, S> {
         let (pending, id, answer, then) = staged_command(command);
         self.next_id = id;
         let at = self.stage(vec![(pending, None)]).start;
-        self.answers.push((answer, at));
+        let steer = matches!(then, Then::Queued(QueueMode::Steer));
+        self.answers.push((answer, at, steer));
         self.flush(true).await?;
         Ok(match then {
-            Then::Queued(QueueMode::Enqueue) => None,
-            Then::Queued(QueueMode::Steer) => {
-                if let Some(event) = self.window.get(at) {
-                    let text = event.payload["text"]
-                        .as_str()
-                        .unwrap_or_default()
-                        .to_owned();
-                    self.steers.offer(event.id, text);
-                }
-                None
-            }
+            Then::Queued(QueueMode::Enqueue | QueueMode::Steer) => None,
             Then::Queued(QueueMode::Interrupt) => Some(StopReason::Interrupted),
             Then::Queued(QueueMode::Rollback) => Some(StopReason::RolledBack),
             Then::Stop => Some(StopReason::Cancelled),
@@ -46,16 +37,23 @@ impl<S: WorkflowState> Run<'_, S> {
             let (pending, id, answer, _) = staged_command(command);
             self.next_id = id;
             let at = self.stage(vec![(pending, None)]).start;
-            self.answers.push((answer, at));
+            // The turn is ending: no call takes a steer any more, the next turn answers it.
+            self.answers.push((answer, at, false));
         }
     }
 
-    /// Tells the senders of the commands recorded so far which events they are.
+    /// Tells the senders of the commands recorded so far which events they are, offering
+    /// each recorded steer to the running calls first (a call that makes its next model call
+    /// once the sender hears takes it).
     pub(super) fn answer_recorded(&mut self) {
-        for (answer, seq) in std::mem::take(&mut self.answers) {
-            let id = self.window.get(seq).map(|event| event.id);
-            let _ = answer.send(match id {
-                Some(id) => Ok(CommandRecorded { seq, id }),
+        for (answer, seq, steer) in std::mem::take(&mut self.answers) {
+            let event = self.window.get(seq);
+            if let (true, Some(event)) = (steer, event) {
+                let text = event.payload["text"].as_str().unwrap_or_default();
+                self.steers.offer(event.id, text.to_owned());
+            }
+            let _ = answer.send(match event {
+                Some(event) => Ok(CommandRecorded { seq, id: event.id }),
                 None => Err(crate::control::NotRecorded(format!(
                     "the event at seq {seq} left the turn's window before it was answered"
                 ))),
@@ -65,7 +63,7 @@ impl<S: WorkflowState> Run<'_, S> {
 
     /// Tells the senders of commands staged and not recorded why (the store failed).
     pub(super) fn refuse_unrecorded(&mut self, why: &Error) {
-        for (answer, _) in std::mem::take(&mut self.answers) {
+        for (answer, _, _) in std::mem::take(&mut self.answers) {
             let _ = answer.send(Err(crate::control::NotRecorded(why.to_string())));
         }
     }

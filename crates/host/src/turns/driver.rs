@@ -253,6 +253,18 @@ impl Host {
                     recorded,
                     done,
                 } = *job;
+                // A fork runs as its parent's turns ran: with what the workflow's owner gives
+                // them (the platform's agent), where the caller chose nothing else.
+                let options = match &start {
+                    TurnStart::Fork(fork) => match self.own_turn_options(&fork.parent).await {
+                        Ok(owned) => options.agents_or(owned),
+                        Err(err) => {
+                            tracing::warn!(%session, parent = %fork.parent, error = %openharness_core::adapter::ErrorChain(&err), "the fork runs without its owner's turn options");
+                            options
+                        }
+                    },
+                    _ => options,
+                };
                 (start, options, Some(recorded), Some(done))
             }
             Work::Resume => {

@@ -13,6 +13,7 @@
 
 use std::sync::Arc;
 
+use openharness_core::builtin::SessionForked;
 use openharness_core::{AgentSettings, BusyPolicy, RunOptions, SessionId, StoreError};
 use openharness_host::TurnStart;
 use uuid::Uuid;
@@ -23,6 +24,10 @@ use crate::error::PlatformError;
 use crate::messages::{NewMessage, SessionMessage, project};
 use crate::resources::{AgentStatus, ProviderRecord};
 use openharness_core::Agent as _;
+
+/// How many forks deep a session's platform ancestor is looked for (deeper is taken for a
+/// cycle).
+const MAX_FORK_DEPTH: usize = 64;
 
 /// What a turn of a session needs, read from the index: the agent's prompt and capabilities,
 /// and the model (with its provider row) the message, session or agent chose.
@@ -166,27 +171,39 @@ impl Platform {
     }
 
     /// The options of a turn the host starts by itself on the session logged as `log`
-    /// (finishing a cut-off turn, answering a queued message): the session's plan as its
-    /// agent, session and provider rows say now.
+    /// (finishing a cut-off turn, answering a queued message, a fork's turns): the session's
+    /// plan as its agent, session and provider rows say now. A fork of a platform session
+    /// (made through the native API or the inspector, so not in the index) runs with the
+    /// plan of the platform session it descends from.
     pub(crate) async fn turn_options(&self, log: &SessionId) -> Result<RunOptions, PlatformError> {
-        let id = Uuid::parse_str(log.as_str()).map_err(|_| PlatformError::NotFound {
+        let not_found = || PlatformError::NotFound {
             kind: "session",
             id: log.to_string(),
-        })?;
-        let plan = self
-            .read(|index| {
-                let agent = index
-                    .sessions
-                    .get(&id)
-                    .map(|session| session.agent_id)
-                    .ok_or_else(|| PlatformError::NotFound {
-                        kind: "session",
-                        id: id.to_string(),
-                    })?;
-                index.turn_plan(agent, id, None)
-            })
-            .await??;
-        Ok(RunOptions::new().agent(ChatAgent::NAME, self.settings(plan)?))
+        };
+        let mut current = log.clone();
+        for _ in 0..MAX_FORK_DEPTH {
+            let id = Uuid::parse_str(current.as_str()).map_err(|_| not_found())?;
+            let plan = self
+                .read(|index| {
+                    let agent = index.sessions.get(&id).map(|session| session.agent_id)?;
+                    Some(index.turn_plan(agent, id, None))
+                })
+                .await?;
+            if let Some(plan) = plan {
+                return Ok(RunOptions::new().agent(ChatAgent::NAME, self.settings(plan?)?));
+            }
+            current = self.forked_from(&current).await?.ok_or_else(not_found)?;
+        }
+        Err(not_found())
+    }
+
+    /// The session `log` is forked from, when its first event is a `session:forked`.
+    async fn forked_from(&self, log: &SessionId) -> Result<Option<SessionId>, PlatformError> {
+        let first = self.inner.store.events(log, 0..1).await?;
+        Ok(first
+            .first()
+            .and_then(|event| event.decode::<SessionForked>().ok())
+            .map(|forked| forked.parent))
     }
 
     /// What the assistant of a turn of `plan` is given: the agent's instructions, model,

@@ -13,7 +13,7 @@
 //! | `POST /v1/agents/{id}/archive`, `…/unarchive` | archives it, makes it active again |
 //! | `GET`, `POST /v1/agents/{a}/sessions` | an agent's sessions; a new one is `pending` (`409 agent_archived` for an archived agent) |
 //! | `GET`, `PATCH`, `DELETE /v1/agents/{a}/sessions/{s}` | one session (title, tags, model); delete removes its log too (`409 session_busy` during a turn) |
-//! | `GET`, `POST /v1/agents/{a}/sessions/{s}/messages` | its messages by sequence; `POST {content: [{type: text, text}], controls?, metadata?, tags?}` records a user message, answers it (`201`) once it is durably recorded and runs the turn on (`409 session_busy` while one runs; `503 no_provider` when no model is found) |
+//! | `GET`, `POST /v1/agents/{a}/sessions/{s}/messages` | its messages by sequence; `POST {content: [{type: text, text}], controls?, metadata?, tags?}` records a user message, answers it (`201`) once it is durably recorded and runs the turn on; while a turn runs, the busy policy (`x-openharness-on-busy`, else `serve --on-busy`) says: `409 session_busy` under `reject`, else `201` once it is recorded as `input:queued` (`503 no_provider` when no model is found) |
 //! | `POST /v1/agents/{a}/sessions/{s}/cancel` | cancels its running turn |
 //! | `GET /v1/agents/{a}/sessions/{s}/events?after=&since_id=&types=&exclude=`, `…/sse` | its notifications as a JSON page; with `Accept: text/event-stream` (always on `…/sse`), SSE that goes on live and resumes after `Last-Event-ID` |
 //! | `GET`, `PUT /v1/agents/{id}/capabilities` | its capabilities by position; `PUT {capabilities: [ids]}` sets them in order |

@@ -514,7 +514,7 @@ fn paths() -> Value {
         },
         "/v1/agents/{id}/sessions/{session}/messages": {
             "get": operation("A session's messages, by sequence", with(session(), paging()), None, ok("a page of messages", "MessagePage"), &["400", "404"]),
-            "post": operation("Post a user message: recorded, answered `201`, and the turn runs on (`409 session_busy` while one runs; `503 no_provider` when no model is configured)", session(), Some("NewMessage"), created("the message as recorded", "Message"), &["404", "409", "503"]),
+            "post": operation("Post a user message: recorded, answered `201`, and the turn runs on; while a turn runs, the busy policy (`x-openharness-on-busy`, else the server's) says: `409 session_busy` under `reject`, else `201` once recorded as `input:queued` (`503 no_provider` when no model is configured)", with(session(), vec![crate::openapi::on_busy_header()]), Some("NewMessage"), created("the message as recorded", "Message"), &["404", "409", "503"]),
         },
         "/v1/agents/{id}/sessions/{session}/events": { "get": events },
         "/v1/agents/{id}/sessions/{session}/sse": { "get": sse_op(session()) },
