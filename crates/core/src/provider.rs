@@ -538,20 +538,30 @@ pub struct ProviderSink {
 /// taken once, by the first call to make its next model call ([`ProviderSink::take_steered`]).
 /// What no call takes stays queued and is answered in a turn of its own.
 #[derive(Clone, Default)]
-pub struct Steers(Arc<Mutex<std::collections::VecDeque<(EventId, String)>>>);
+pub struct Steers(Arc<SteersInner>);
+
+/// The inputs offered and not taken yet, and who waits for one.
+#[derive(Default)]
+struct SteersInner {
+    offered: Mutex<std::collections::VecDeque<(EventId, String)>>,
+    arrived: tokio::sync::Notify,
+}
 
 impl Steers {
     /// Offers the input recorded as the `input:queued` event `queued` to the running calls.
     pub fn offer(&self, queued: EventId, text: String) {
         self.0
+            .offered
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .push_back((queued, text));
+        self.0.arrived.notify_waiters();
     }
 
     /// Takes every input offered and not taken yet, oldest first.
     fn take_all(&self) -> Vec<(EventId, String)> {
         self.0
+            .offered
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .drain(..)
@@ -616,6 +626,37 @@ impl ProviderSink {
                 text
             })
             .collect()
+    }
+
+    /// Like [`ProviderSink::take_steered`], but when nothing is offered yet, waits up to
+    /// `within` for an input to be steered in: a re-execution whose recording took a steer
+    /// here waits for the same steer, whatever the timing (empty when none comes).
+    ///
+    /// ```
+    /// # async fn demo() {
+    /// use openharness_core::{EventId, adapter::{ProviderSink, Steers}};
+    /// let steers = Steers::default();
+    /// let sink = ProviderSink::discard().with_steers(steers.clone());
+    /// let offer = tokio::spawn(async move { steers.offer(EventId::new(), "in metric".into()) });
+    /// assert_eq!(sink.wait_steered(std::time::Duration::from_secs(5)).await, ["in metric"]);
+    /// # let _ = offer.await;
+    /// # }
+    /// ```
+    pub async fn wait_steered(&self, within: std::time::Duration) -> Vec<String> {
+        let Some(steers) = &self.steers else {
+            return Vec::new();
+        };
+        let deadline = tokio::time::Instant::now() + within;
+        loop {
+            let arrived = steers.0.arrived.notified();
+            let taken = self.take_steered();
+            if !taken.is_empty() {
+                return taken;
+            }
+            if tokio::time::timeout_at(deadline, arrived).await.is_err() {
+                return self.take_steered();
+            }
+        }
     }
 
     /// A sink that drops everything (for calling a provider directly).

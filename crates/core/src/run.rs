@@ -41,6 +41,7 @@ pub struct RunOptions {
     pub(crate) control: Option<crate::control::TurnInbox>,
     pub(crate) agents: std::collections::HashMap<String, AgentSettings>,
     pub(crate) acknowledge: Option<Acknowledge>,
+    pub(crate) scheduled: Vec<(u64, crate::control::TurnCommand)>,
 }
 
 impl Default for RunOptions {
@@ -60,6 +61,7 @@ impl Default for RunOptions {
             control: None,
             agents: std::collections::HashMap::new(),
             acknowledge: None,
+            scheduled: Vec::new(),
         }
     }
 }
@@ -253,12 +255,14 @@ impl RunOptions {
     ///     .agent("critic", AgentSettings::new().model("small"));
     /// let options = RunOptions::new()
     ///     .agent("critic", AgentSettings::new().model("large"))
-    ///     .agents_or(owner);
+    ///     .agents_or(&owner);
     /// # let _ = options;
     /// ```
-    pub fn agents_or(mut self, defaults: RunOptions) -> Self {
-        for (agent, settings) in defaults.agents {
-            self.agents.entry(agent).or_insert(settings);
+    pub fn agents_or(mut self, defaults: &RunOptions) -> Self {
+        for (agent, settings) in &defaults.agents {
+            self.agents
+                .entry(agent.clone())
+                .or_insert_with(|| settings.clone());
         }
         self
     }
@@ -276,6 +280,44 @@ impl RunOptions {
     /// ```
     pub fn control(mut self, inbox: crate::control::TurnInbox) -> Self {
         self.control = Some(inbox);
+        self
+    }
+
+    /// Drops the provider each agent's settings name, keeping the rest (model, instructions,
+    /// tools): a re-execution answers every call from its recording, whatever provider the
+    /// host would give the turn, so it never calls a model.
+    ///
+    /// ```
+    /// use openharness_core::{AgentSettings, RunOptions};
+    /// let options = RunOptions::new()
+    ///     .agent("assistant", AgentSettings::new().model("small"))
+    ///     .without_agent_providers();
+    /// # let _ = options;
+    /// ```
+    pub fn without_agent_providers(mut self) -> Self {
+        for settings in self.agents.values_mut() {
+            settings.provider = None;
+        }
+        self
+    }
+
+    /// Gives the turn each of `commands` at the first safe point where it has recorded (or
+    /// staged) `seq` events, before anything else happens there: a re-execution sends the
+    /// recording's second inputs and stops where the recording took them, so the position of
+    /// each `input:queued` or `stop:requested` does not depend on timing. Commands still
+    /// waiting when the turn ends are recorded before its `workflow:completed`, as a control's
+    /// are ([`RunOptions::control`]).
+    ///
+    /// ```
+    /// use openharness_core::RunOptions;
+    /// use openharness_core::adapter::TurnCommand;
+    /// let (stop, _recorded) = TurnCommand::stop(Some("as recorded".into()));
+    /// let options = RunOptions::new().commands_at(vec![(4, stop)]);
+    /// # let _ = options;
+    /// ```
+    pub fn commands_at(mut self, commands: Vec<(u64, crate::control::TurnCommand)>) -> Self {
+        self.scheduled.extend(commands);
+        self.scheduled.sort_by_key(|(seq, _)| *seq);
         self
     }
 

@@ -214,6 +214,7 @@ async fn run_here<S: WorkflowState>(
         control,
         acknowledge,
         agents,
+        scheduled,
         ..
     } = options;
     let limits = Limits {
@@ -315,6 +316,7 @@ async fn run_here<S: WorkflowState>(
         input_id,
         queued,
         control,
+        scheduled: scheduled.into(),
         acknowledge,
         steers: Steers::default(),
         answers: Vec::new(),
@@ -465,6 +467,9 @@ struct Run<'w, S> {
     queued: QueuedInputs,
     /// Where commands reach the turn ([`RunOptions::control`]).
     control: Option<TurnInbox>,
+    /// Commands given at the safe point where the turn has staged their seq's events, in
+    /// order ([`RunOptions::commands_at`]).
+    scheduled: VecDeque<(u64, TurnCommand)>,
     /// Told the turn's first event once it is durable ([`RunOptions::acknowledge`]).
     acknowledge: Option<crate::run::Acknowledge>,
     /// Inputs steered into the running agent calls, until one takes them.
@@ -501,7 +506,16 @@ impl<S: WorkflowState> Run<'_, S> {
                 Some((pending, caused_by, after)) => (vec![(pending, caused_by)], after),
                 None => {
                     // Nothing queued: a safe point for a command (a second input, a stop).
-                    if let Some(command) = self.control.as_mut().and_then(TurnInbox::try_next) {
+                    let due = self
+                        .scheduled
+                        .front()
+                        .is_some_and(|(seq, _)| *seq <= self.staged);
+                    let scheduled = due
+                        .then(|| self.scheduled.pop_front().map(|(_, command)| command))
+                        .flatten();
+                    if let Some(command) =
+                        scheduled.or_else(|| self.control.as_mut().and_then(TurnInbox::try_next))
+                    {
                         match self.command(command).await? {
                             Some(reason) => return Ok(reason),
                             None => continue,

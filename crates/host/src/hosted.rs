@@ -103,13 +103,15 @@ pub trait Hosted: Send + Sync + 'static {
     ) -> Result<Box<dyn PreparedFork>, HostError>;
 
     /// Re-executes `session` with this workflow's code, its agents answered from the
-    /// recording, into `store` as session `into` (see [`crate::Host::replay`]): `None` when
-    /// every event matched, else where it parted.
+    /// recording, into `store` as session `into`, each turn given the agents' settings of
+    /// `options` (see [`crate::Host::replay`]): `None` when every event matched, else where
+    /// it parted.
     async fn replay_into(
         &self,
         session: &SessionId,
         store: Arc<dyn Store>,
         into: &SessionId,
+        options: RunOptions,
     ) -> Result<Option<openharness_tape::Divergence>, HostError>;
 
     /// A fold of this workflow's events starting from `state` (the JSON of a state of this
@@ -371,8 +373,9 @@ impl<S: WorkflowState> Hosted for Handle<S> {
         session: &SessionId,
         store: Arc<dyn Store>,
         into: &SessionId,
+        options: RunOptions,
     ) -> Result<Option<openharness_tape::Divergence>, HostError> {
-        crate::replay::replay_into(&self.0, session, store, into).await
+        crate::replay::replay_into(&self.0, session, store, into, options).await
     }
 
     fn fold_from(&self, state: Value) -> Option<Box<dyn JsonFold>> {

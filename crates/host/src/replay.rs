@@ -52,18 +52,19 @@ pub struct ReplayDivergence {
     pub state_patch: Option<json_patch::Patch>,
 }
 
-/// Re-executes `session` (read from `workflow`'s store) into `store` as `into`: `None` when
-/// every event matched.
+/// Re-executes `session` (read from `workflow`'s store) into `store` as `into`, with the
+/// agents' settings of `options`: `None` when every event matched.
 pub(crate) async fn replay_into<S: openharness_core::WorkflowState>(
     workflow: &openharness_core::Workflow<S>,
     session: &SessionId,
     store: Arc<dyn Store>,
     into: &SessionId,
+    options: RunOptions,
 ) -> Result<Option<openharness_tape::Divergence>, HostError> {
     let cassette = Cassette::load(workflow, session).await?;
     let target = workflow.with_shared_store(store);
     match cassette
-        .replay(&target, RunOptions::new().session(into.clone()))
+        .replay(&target, options.session(into.clone()))
         .await
     {
         Ok(_) => Ok(None),
@@ -93,8 +94,11 @@ impl Host {
         self.copy_ancestors(session, scratch.as_ref()).await?;
         let code_change = self.code_changed(session).await?;
         let into = SessionId::new();
+        // Its turns get what the workflow's owner gives them (the platform's agent); the
+        // recording answers every call.
+        let options = self.own_turn_options(session).await?;
         let Some(divergence) = hosted
-            .replay_into(session, Arc::clone(&scratch), &into)
+            .replay_into(session, Arc::clone(&scratch), &into, options)
             .await?
         else {
             return Ok(Replayed {

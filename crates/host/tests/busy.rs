@@ -99,6 +99,10 @@ async fn replays_and_forks(
         last,
         "the fold of the log is the state the turn ended with"
     );
+    // Re-executed with every second input given at its recorded position and every call
+    // answered from the recording, today's code records the same events.
+    let replayed = host.replay(session).await.unwrap();
+    assert!(replayed.matched, "replay parts: {:?}", replayed.divergence);
     for position in 0..=len {
         let fork = host
             .fork(session, ForkPoint::Position { position }, RunOptions::new())
@@ -200,6 +204,7 @@ async fn two_queued_inputs_are_answered_in_order_each_in_its_turn() {
         c.state["notes"],
         json!(["slow", "slow + b", "slow + b + c"])
     );
+    replays_and_forks(&host, &gate, &session, &c.state).await;
 }
 
 #[tokio::test]
@@ -334,11 +339,12 @@ async fn a_steer_no_call_takes_is_answered_in_a_turn_of_its_own() {
     gate.add_permits(1);
     let answered = steered.done.wait().await.unwrap();
     assert_eq!(answered.state["inputs"], json!(["slow", "x"]));
+    replays_and_forks(&host, &gate, &session, &answered.state).await;
 }
 
 #[tokio::test]
 async fn a_stop_is_an_event_and_inputs_queued_before_it_are_still_answered() {
-    let (host, _gate) = host();
+    let (host, gate) = host();
     let (session, first) = held_session(&host).await;
     let queued = second(&host, &session, "b", BusyPolicy::Enqueue)
         .await
@@ -354,6 +360,7 @@ async fn a_stop_is_an_event_and_inputs_queued_before_it_are_still_answered() {
         .position(|n| n == "workflow:completed")
         .unwrap();
     assert!(stop < end, "{names:?}");
+    replays_and_forks(&host, &gate, &session, &answered.state).await;
 }
 
 #[tokio::test]

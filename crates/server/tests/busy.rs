@@ -386,6 +386,11 @@ async fn every_policy(family: Family) {
         let events = settled(&served, &log).await;
         check_log(family, policy, &events);
         check_state(&served, family, policy, &log).await;
+        let replayed = served.host.replay(&log).await;
+        match replayed {
+            Ok(r) => assert!(r.matched, "{case}: replay parts: {:?}", r.divergence),
+            Err(err) => panic!("{case}: replay: {err}"),
+        }
         forks_live(&served, &log, &case).await;
     }
 }

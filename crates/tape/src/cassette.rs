@@ -42,17 +42,26 @@
 //! them in the stream of whichever call came last, so it re-executes only when the same call
 //! finishes last. A forked session re-executes as a fork of the same parent at the same
 //! position (the parent must be in the workflow's store).
+//!
+//! # What a person did during a turn
+//!
+//! Each recorded `input:queued` and `stop:requested` is sent to the re-executed turn at the
+//! position the recording has it ([`RunOptions::commands_at`]); a turn that answered a queued
+//! input is begun as a resume, as the host began it; a call whose recording took a steer
+//! takes the re-execution's at the same point of its stream. Providers named in the caller's
+//! agent settings are dropped ([`RunOptions::without_agent_providers`]): no model is called.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use async_trait::async_trait;
-use openharness_core::builtin::{AgentCompleted, Builtin, ErrorOccurred, Outcome};
+use openharness_core::builtin::{AgentCompleted, Builtin, ErrorOccurred, InputQueued, Outcome};
 use openharness_core::{
     CancellationToken, ChatMessage, Envelope, Event, EventId, Provider, ProviderError, Renderer,
     RunOptions, RunOutcome, SessionId, Workflow, WorkflowState,
     adapter::{
-        ProviderEvent, ProviderRequest, ProviderResponse, ProviderResult, ProviderSink, Usage,
+        ProviderEvent, ProviderRequest, ProviderResponse, ProviderResult, ProviderSink,
+        TurnCommand, Usage,
     },
 };
 use serde_json::Value;
@@ -166,9 +175,14 @@ impl Cassette {
             .iter()
             .position(|e| matches!(decoded(e), Some(Builtin::WorkflowCompleted(_))))
             .map_or(self.events.len(), |end| end + 1);
+        // What the caller gives the agents (a host's per-turn settings) holds for every turn;
+        // any provider they name is left out: the recording answers every call.
+        let options = options.without_agent_providers();
+        let agents = RunOptions::new().agents_or(&options);
         let mut options = options
             .cancel_token(cancel.clone())
-            .renderer(TurnChecker(Arc::clone(&checker)));
+            .renderer(TurnChecker(Arc::clone(&checker)))
+            .commands_at(recorded_commands(&self.events, 0));
         if let Some(input) = self.events[..first_turn_end]
             .iter()
             .find_map(|e| match decoded(e) {
@@ -210,10 +224,17 @@ impl Cassette {
                 return Err(diverged);
             }
             let options = RunOptions::new()
+                .agents_or(&agents)
                 .cancel_token(cancel.clone())
-                .renderer(TurnChecker(Arc::clone(&checker)));
+                .renderer(TurnChecker(Arc::clone(&checker)))
+                .commands_at(recorded_commands(&self.events, outcome.len));
             let session = outcome.session.clone();
             outcome = match decoded(next) {
+                // The turn that answered an input queued during an earlier one: resuming
+                // answers the oldest still queued, as the recording's turn did.
+                Some(Builtin::UserInput(_)) if self.answers_queued(next) => {
+                    replaying.resume(&session, options).await?
+                }
                 Some(Builtin::UserInput(input)) => {
                     replaying.send(&session, input.text, options).await?
                 }
@@ -246,6 +267,15 @@ impl Cassette {
         }
     }
 
+    /// Whether `input` (a recorded `user:input`) answers an input queued during a turn.
+    fn answers_queued(&self, input: &Envelope) -> bool {
+        input.caused_by.is_some_and(|cause| {
+            self.events
+                .iter()
+                .any(|e| e.id == cause && e.name == InputQueued::NAME)
+        })
+    }
+
     /// The id, in the re-executed `session`, of the event at the seq the recording's
     /// `request` has (the re-execution has matched the recording up to here).
     async fn request_in<S: WorkflowState>(
@@ -274,6 +304,33 @@ impl Cassette {
         // which the re-execution refuses as not open.
         Ok(events.first().map_or_else(EventId::new, |e| e.id))
     }
+}
+
+/// The second inputs and stops the recording's turn that begins at seq `from` took, each
+/// with its seq: the re-executed turn is given each at the same position
+/// ([`RunOptions::commands_at`]). Their senders are not waited on.
+fn recorded_commands(events: &[Envelope], from: u64) -> Vec<(u64, TurnCommand)> {
+    let start = usize::try_from(from).unwrap_or(usize::MAX);
+    let mut commands = Vec::new();
+    for (event, seq) in events.iter().skip(start).zip(from..) {
+        let command = match Builtin::decode(event).and_then(Result::ok) {
+            Some(Builtin::InputQueued(input)) => {
+                let mut fields = match &event.payload {
+                    Value::Object(fields) => fields.clone(),
+                    _ => serde_json::Map::new(),
+                };
+                for own in ["text", "images", "controls", "mode"] {
+                    fields.remove(own);
+                }
+                TurnCommand::queue_with(input, fields).0
+            }
+            Some(Builtin::StopRequested(stop)) => TurnCommand::stop(stop.reason).0,
+            Some(Builtin::WorkflowCompleted(_)) => break,
+            _ => continue,
+        };
+        commands.push((seq, command));
+    }
+    commands
 }
 
 /// The renderer each turn of a re-execution compares its events with.

@@ -30,10 +30,14 @@ impl<S: WorkflowState> Run<'_, S> {
     /// Takes no more commands, and stages those already sent (a turn that ends records them
     /// all; their modes no longer matter, the next turns answer the inputs in order).
     pub(super) fn stage_last_commands(&mut self) {
-        let Some(inbox) = self.control.as_mut() else {
-            return;
-        };
-        for command in inbox.close() {
+        let mut last: Vec<TurnCommand> = std::mem::take(&mut self.scheduled)
+            .into_iter()
+            .map(|(_, command)| command)
+            .collect();
+        if let Some(inbox) = self.control.as_mut() {
+            last.extend(inbox.close());
+        }
+        for command in last {
             let (pending, id, answer, _) = staged_command(command);
             self.next_id = id;
             let at = self.stage(vec![(pending, None)]).start;

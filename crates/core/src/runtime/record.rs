@@ -117,7 +117,15 @@ impl<S: WorkflowState> Run<'_, S> {
         rx: &mut UnboundedReceiver<AgentMessage>,
     ) -> Result<(), Error> {
         self.flush(false).await?;
-        while let Ok(message) = rx.try_recv() {
+        // A turn stopped from outside (a stop, an interrupting or rolling-back input) ends
+        // where it was stopped: what its calls send after that is not recorded, and they
+        // are closed as interrupted, so a re-execution that stops at the same position
+        // records the same, whatever the calls' timing.
+        let stopped = matches!(
+            reason,
+            StopReason::Cancelled | StopReason::Interrupted | StopReason::RolledBack
+        );
+        while let Some(message) = (!stopped).then(|| rx.try_recv().ok()).flatten() {
             let (unit, after) = unit_of::<S>(message);
             self.stage(unit);
             if let Some(AfterRecord::Finish(call)) = after {

@@ -257,7 +257,7 @@ impl Host {
                 // them (the platform's agent), where the caller chose nothing else.
                 let options = match &start {
                     TurnStart::Fork(fork) => match self.own_turn_options(&fork.parent).await {
-                        Ok(owned) => options.agents_or(owned),
+                        Ok(owned) => options.agents_or(&owned),
                         Err(err) => {
                             tracing::warn!(%session, parent = %fork.parent, error = %openharness_core::adapter::ErrorChain(&err), "the fork runs without its owner's turn options");
                             options

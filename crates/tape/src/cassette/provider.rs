@@ -4,6 +4,10 @@
 use super::*;
 use openharness_core::adapter::CallKey;
 
+/// How long a re-executed call waits for the steer its recording took (sent to the turn at
+/// the recorded position, so it normally arrives at once).
+const STEER_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// One recorded agent call.
 #[derive(Debug, Clone, Default)]
 pub(super) struct RecordedCall {
@@ -205,8 +209,20 @@ impl Provider for CassetteProvider {
                 request.agent
             )));
         }
-        for event in call.stream {
-            sink.emit(event);
+        let mut stream = call.stream.into_iter().peekable();
+        while let Some(event) = stream.next() {
+            match event {
+                // The recording took a steer here: take the one the re-execution recorded at
+                // the same position (waiting for it, as the recorded call did not).
+                ProviderEvent::Steered { .. } => {
+                    while stream
+                        .next_if(|e| matches!(e, ProviderEvent::Steered { .. }))
+                        .is_some()
+                    {}
+                    sink.wait_steered(STEER_WAIT).await;
+                }
+                event => sink.emit(event),
+            }
         }
         match call.output {
             Some(output) => Ok(ProviderResponse {
