@@ -8,51 +8,18 @@
 
 use std::sync::Arc;
 
-use async_trait::async_trait;
-use openharness::adapter::{ProviderRequest, ProviderResult, ProviderSink};
 use openharness::host::Host;
 use openharness::prelude::*;
 use openharness::provider::{Reply, ScriptedProvider};
 use openharness::store::MemoryStore;
-use openharness::{BusyPolicy, Provider, Store};
+use openharness::{BusyPolicy, Store};
 use openharness_platform::Platform;
 use openharness_server::{ON_BUSY_HEADER, ServerOptions, router};
 use openharness_testkit::http;
-use openharness_testkit::inbox::gated_inbox;
+use openharness_testkit::inbox::{Gated, gated_inbox};
 use openharness_testkit::{LIMIT, eventually};
 use serde_json::{Value, json};
 use tokio::sync::Semaphore;
-
-/// The platform's model: holds a call whose latest user message ends with "slow" until the
-/// gate lets it go, then takes what was steered into it, and echoes.
-struct Holding {
-    gate: Arc<Semaphore>,
-    echo: ScriptedProvider,
-}
-
-#[async_trait]
-impl Provider for Holding {
-    fn name(&self) -> &str {
-        "holding"
-    }
-
-    async fn complete(&self, request: ProviderRequest, sink: ProviderSink) -> ProviderResult {
-        let latest = request.latest_user_text().unwrap_or_default().to_owned();
-        if latest.ends_with("slow")
-            && let Ok(permit) = self.gate.acquire().await
-        {
-            permit.forget();
-        }
-        let steered = sink.take_steered();
-        let mut request = request;
-        request.prompt = if steered.is_empty() {
-            format!("echo: {latest}")
-        } else {
-            format!("echo: {latest} | steered: {}", steered.join(", "))
-        };
-        self.echo.complete(request, sink).await
-    }
-}
 
 #[derive(Debug, Clone, Copy)]
 enum Family {
@@ -73,13 +40,13 @@ async fn served() -> Served {
     let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
     let (inbox, gate) = gated_inbox(MemoryStore::new());
     let host = Host::shared(Arc::clone(&store)).workflow(inbox).unwrap();
+    // The platform's model: held like the inbox's, then echoes the latest user message
+    // with what was steered into the call.
     let echo = ScriptedProvider::new().fallback("assistant", |request| {
-        Reply::output(json!(request.prompt.clone()))
+        let latest = request.latest_user_text().unwrap_or_default();
+        Reply::output(json!(format!("echo: {latest}{}", request.prompt)))
     });
-    let holding = Holding {
-        gate: Arc::clone(&gate),
-        echo,
-    };
+    let holding = Gated::new(Arc::clone(&gate), echo);
     let platform = Platform::new(Arc::clone(&store), None)
         .with_provider(Arc::new(holding))
         .with_host(host)

@@ -104,12 +104,29 @@ impl Closer {
     }
 }
 
-/// A model that holds every call whose prompt ends with "slow" until the gate lets it go,
-/// then takes what was steered into the call (as a tool loop does before its next model
-/// call) and notes the prompt with it.
+/// A model that holds every call whose prompt (or, for a chat agent with no prompt, whose
+/// latest user message) ends with "slow" until the gate lets it go, then takes what was
+/// steered into the call (as a tool loop does before its next model call), appends it to the
+/// prompt after ` | steered: `, and lets `inner` answer.
 pub struct Gated {
     gate: Arc<Semaphore>,
     inner: ScriptedProvider,
+}
+
+impl Gated {
+    /// `inner` behind `gate` (each permit lets one held call go).
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use openharness::provider::ScriptedProvider;
+    /// use openharness_testkit::inbox::Gated;
+    /// let gate = Arc::new(tokio::sync::Semaphore::new(0));
+    /// let model = Gated::new(Arc::clone(&gate), ScriptedProvider::new());
+    /// # let _ = model;
+    /// ```
+    pub fn new(gate: Arc<Semaphore>, inner: ScriptedProvider) -> Self {
+        Self { gate, inner }
+    }
 }
 
 #[async_trait]
@@ -119,7 +136,12 @@ impl Provider for Gated {
     }
 
     async fn complete(&self, request: ProviderRequest, sink: ProviderSink) -> ProviderResult {
-        if request.prompt.ends_with("slow") {
+        let held = if request.prompt.is_empty() {
+            request.latest_user_text().unwrap_or_default()
+        } else {
+            &request.prompt
+        };
+        if held.ends_with("slow") {
             // Each permit lets one held call go.
             if let Ok(permit) = self.gate.acquire().await {
                 permit.forget();
@@ -144,16 +166,16 @@ impl Provider for Gated {
 /// ```
 pub fn gated_inbox(store: impl Store) -> (Workflow<Inbox>, Arc<Semaphore>) {
     let gate = Arc::new(Semaphore::new(0));
-    let provider = Gated {
-        gate: Arc::clone(&gate),
-        inner: ScriptedProvider::new()
+    let provider = Gated::new(
+        Arc::clone(&gate),
+        ScriptedProvider::new()
             .fallback("clerk", |request| {
                 Reply::output(serde_json::json!({ "note": request.prompt.clone() }))
             })
             .fallback("closer", |request| {
                 Reply::output(serde_json::json!({ "note": request.prompt.clone() }))
             }),
-    };
+    );
     let inbox = Workflow::builder("inbox")
         .initial_state(Inbox::default())
         .agent(Clerk)
