@@ -231,7 +231,8 @@ impl Follower {
     }
 
     /// The next event, or why the stream cannot go on (its last item), or `None` after that.
-    /// Safe to cancel between calls.
+    /// Safe to cancel between calls. (The `/v1` streams read events; the native ones, frames.)
+    #[cfg(feature = "platform")]
     pub(crate) async fn next_event(&mut self) -> Option<Result<Arc<Recorded>, StoreError>> {
         match self.next_pending().await? {
             Pending::Event(frame) => frame.recorded.map(Ok),

@@ -397,11 +397,24 @@ pub(crate) struct AppState {
     pub(crate) hubs: hub::Hubs,
 }
 
+/// The OpenAPI document this server serves: the native routes, the `/v1` routes when it
+/// serves a platform, and the documents of [`ServerOptions::openapi`].
+fn served_document(options: &ServerOptions) -> serde_json::Value {
+    #[allow(unused_mut)]
+    let mut parts = Vec::new();
+    #[cfg(feature = "platform")]
+    if let Some(platform) = &options.platform {
+        parts.push(v1::openapi::document(&platform.capabilities()));
+    }
+    parts.extend(options.openapi.iter().cloned());
+    openapi::merged(openapi::document(), &parts)
+}
+
 /// The server's routes over `host`, to serve as is or nest in your own axum app.
 pub fn router(host: Host, options: ServerOptions) -> Router {
     routes::build(Arc::new(AppState {
         host,
-        openapi: Arc::new(openapi::served(&options)),
+        openapi: Arc::new(served_document(&options)),
         options,
         streams: Arc::default(),
         hubs: hub::Hubs::default(),

@@ -5,9 +5,10 @@
 //! ([`hoist`]), every operation is written by [`operation`] (`401` where keys are required;
 //! `400`, `413`, `415` and `422` for a body, as the one request parser answers them), every
 //! failure refers to the one `Error` schema ([`failure`]). The `/v1` part
-//! (`crate::v1::openapi`, with the `platform` feature) is added when a platform is served;
+//! (`crate::v1::openapi`, with the `platform` feature, built with these helpers) and the
 //! documents of routes merged beside the server's
-//! ([`ServerOptions::openapi`](crate::ServerOptions::openapi)) add their paths and schemas.
+//! ([`ServerOptions::openapi`](crate::ServerOptions::openapi)) are added to it ([`merged`])
+//! where the router is built.
 
 use std::sync::Arc;
 
@@ -364,19 +365,6 @@ fn experiment_paths() -> Map<String, Value> {
     paths.insert("/experiments".to_owned(), json!({ "get": operation("The store's experiments", vec![], None, ("200", ok("their names, times and lengths", listed)), &[]) }));
     paths.insert("/experiments/{name}".to_owned(), json!({ "get": operation("One experiment: its definition and every run with its session and scores", vec![name], None, ("200", ok("the experiment", one)), &["400", "404"]) }));
     paths
-}
-
-/// The document this server serves: the native routes, the `/v1` routes when it serves a
-/// platform, and the documents of [`ServerOptions::openapi`](crate::ServerOptions::openapi).
-pub(crate) fn served(options: &crate::ServerOptions) -> Value {
-    #[allow(unused_mut)]
-    let mut parts = Vec::new();
-    #[cfg(feature = "platform")]
-    if let Some(platform) = &options.platform {
-        parts.push(crate::v1::openapi::document(&platform.capabilities()));
-    }
-    parts.extend(options.openapi.iter().cloned());
-    merged(document(), &parts)
 }
 
 /// `doc` with the paths and schemas of `extensions` added; a path or schema name `doc` has

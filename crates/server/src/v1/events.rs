@@ -17,6 +17,16 @@ use super::{Answer, Paging, Shared, V1, id};
 use crate::error::ApiError;
 use crate::request::{MAX_SAFE, QueryOf, query};
 
+/// The notification type an Everruns event type names in `types` and `exclude`: the SDK's
+/// `output.message.delta` (what its `StreamOptions.exclude_deltas()` leaves out) is
+/// `message.delta` here; other types are themselves.
+fn notification_type(kind: &str) -> &str {
+    match kind {
+        "output.message.delta" => "message.delta",
+        other => other,
+    }
+}
+
 /// The query of a session's notifications, read from its pairs (`types` and `exclude` may
 /// repeat, or list types separated by commas).
 #[derive(Debug, Default)]
@@ -87,7 +97,7 @@ impl EventsQuery {
                             .split(',')
                             .map(str::trim)
                             .filter(|t| !t.is_empty())
-                            .map(|t| super::everruns::notification_type(t).to_owned()),
+                            .map(|t| notification_type(t).to_owned()),
                     );
                 }
                 other => {

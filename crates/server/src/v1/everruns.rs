@@ -82,16 +82,6 @@ pub(crate) fn streaming_routes() -> Router<Arc<V1>> {
         .route("/v1/sessions/{id}/sse", get(session_events::<true>))
 }
 
-/// The notification type an Everruns event type names in `types` and `exclude`: the SDK's
-/// `output.message.delta` (what its `StreamOptions.exclude_deltas()` leaves out) is
-/// `message.delta` here; other types are themselves.
-pub(crate) fn notification_type(kind: &str) -> &str {
-    match kind {
-        "output.message.delta" => "message.delta",
-        other => other,
-    }
-}
-
 // ----- shapes -----
 
 /// An agent as every `/v1` route writes it: the agent, with what the Everruns SDK's `Agent`
