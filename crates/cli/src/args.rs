@@ -36,6 +36,9 @@ pub(crate) enum Command<E: Subcommand> {
     Send(crate::commands::turns::SendArgs),
     /// Answer a session's open input request and continue it.
     Respond(crate::commands::turns::RespondArgs),
+    /// Stop the turn running on a session in a server (`--store http://ADDR`): it records
+    /// `stop:requested` and ends `cancelled` at its next safe point.
+    Cancel(crate::commands::turns::CancelArgs),
     /// Finish the turn a killed process left unfinished (nothing to do if its last turn ended).
     Resume(crate::commands::turns::ResumeArgs),
     /// List recorded sessions: status (running, idle, waiting, failed), title (the first
@@ -179,6 +182,7 @@ impl<E: Subcommand> Command<E> {
                 self,
                 Self::Send(_)
                     | Self::Respond(_)
+                    | Self::Cancel(_)
                     | Self::Resume(_)
                     | Self::Fork(_)
                     | Self::Platform(_)

@@ -39,6 +39,7 @@ pub(crate) mod otel;
 pub(crate) mod platform;
 pub(crate) mod replay;
 mod serve;
+mod served;
 mod sessions;
 mod tape;
 pub(crate) mod turns;
@@ -97,6 +98,7 @@ pub(crate) async fn run<E: clap::Subcommand>(
         Command::Start(args) => turns::start(args, context).await,
         Command::Send(args) => turns::send(args, context).await,
         Command::Respond(args) => turns::respond(args, context).await,
+        Command::Cancel(args) => turns::cancel(args, context).await,
         Command::Resume(args) => turns::resume(args, context).await,
         Command::Sessions { json, query } => sessions(context, json, query).await,
         Command::Events { session, json } => events(context, &parse_session(&session)?, json).await,

@@ -40,6 +40,20 @@ pub enum CliError {
     /// A host operation failed.
     #[error(transparent)]
     Host(HostError),
+    /// The server `--store http://…` names refused a request: its status, and its error's
+    /// code and message as it answered them (`409 session_busy` while a turn runs and the
+    /// policy is `reject`, `404 not_found` for a session it does not have).
+    #[error("{url} answered {status} {code}: {message}")]
+    Server {
+        /// The request's URL.
+        url: String,
+        /// The HTTP status.
+        status: u16,
+        /// The server's error code (`session_busy`, `not_found`, ...).
+        code: String,
+        /// What went wrong, as the server said.
+        message: String,
+    },
     /// The session does not exist in the store.
     #[error("session {session} not found in {store}; `{program} sessions` lists the recorded ones")]
     SessionNotFound {

@@ -116,7 +116,7 @@ impl RemoteStore {
     }
 
     /// `GET {base}{path}` as JSON; `None` for a 404.
-    async fn get<T: serde::de::DeserializeOwned>(
+    pub(crate) async fn get<T: serde::de::DeserializeOwned>(
         &self,
         path: &str,
     ) -> Result<Option<T>, StoreError> {
@@ -145,6 +145,69 @@ impl RemoteStore {
             }));
         }
         response.json().await.map(Some).map_err(failed)
+    }
+
+    /// `POST {base}{path}` with a JSON `body` (and the busy policy's header, when given): the
+    /// JSON the server answered, or its error as [`CliError::Server`].
+    pub(crate) async fn post(
+        &self,
+        path: &str,
+        body: &serde_json::Value,
+        on_busy: Option<openharness::BusyPolicy>,
+    ) -> Result<serde_json::Value, crate::error::CliError> {
+        let url = format!("{}{path}", self.base);
+        let mut request = self.client.post(&url).json(body);
+        if let Some(key) = &self.key {
+            request = request.bearer_auth(key);
+        }
+        if let Some(policy) = on_busy {
+            request = request.header(openharness_server::ON_BUSY_HEADER, policy.as_str());
+        }
+        let unreachable = |source| crate::error::CliError::Store {
+            operation: "request",
+            store: format!("server:{}", self.base),
+            source: StoreError::backend(RemoteError::Request {
+                url: url.clone(),
+                source,
+            }),
+        };
+        let response = request.send().await.map_err(unreachable)?;
+        let status = response.status();
+        let text = response.text().await.map_err(unreachable)?;
+        let answer: serde_json::Value = serde_json::from_str(&text).unwrap_or_default();
+        if status.is_success() {
+            return Ok(answer);
+        }
+        let error = &answer["error"];
+        Err(crate::error::CliError::Server {
+            url,
+            status: status.as_u16(),
+            code: error["code"].as_str().unwrap_or("unknown").to_owned(),
+            message: error["message"]
+                .as_str()
+                .map_or_else(|| text.chars().take(300).collect(), ToOwned::to_owned),
+        })
+    }
+
+    /// Every event of `session` from seq `from` on, a page at a time.
+    pub(crate) async fn events_from(
+        &self,
+        session: &SessionId,
+        mut from: u64,
+    ) -> Result<Vec<Recorded>, StoreError> {
+        let mut all = Vec::new();
+        loop {
+            let page = self.page(session, from, PAGE).await?;
+            let Some(last) = page.last() else {
+                return Ok(all);
+            };
+            from = last.seq + 1;
+            let full = page.len() as u64 >= PAGE;
+            all.extend(page);
+            if !full {
+                return Ok(all);
+            }
+        }
     }
 
     fn read_only(&self, operation: &'static str) -> StoreError {

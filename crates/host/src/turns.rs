@@ -427,14 +427,18 @@ fn second_request(
         | TurnStart::New {
             input: Some(text), ..
         } => text,
-        // Only an input can be queued; anything else waits for a turn that is ending.
-        other if ending => return Ok(Heard::Next(slot.queue_next(other, options, done))),
+        // A session whose turns this host runs has nothing to resume, even as a turn ends:
+        // its driver answers what is queued. (Queued behind the ending turn, a resume from
+        // recovery's scan would hold the session while a client answers the question the
+        // turn just asked, and the answer would be refused.)
         TurnStart::Resume => {
             return Err(HostError::busy(
                 session,
                 "a turn is running on it here: nothing to resume",
             ));
         }
+        // Only an input can be queued; anything else waits for a turn that is ending.
+        other if ending => return Ok(Heard::Next(slot.queue_next(other, options, done))),
         _ => return Err(HostError::busy(session, "a turn is running on it")),
     };
     let mode = match policy.mode() {

@@ -2,7 +2,9 @@
 //! workflow that recorded it, with its own provider unless `--provider` names a real model.
 //!
 //! Each shows the turn's progress live and ends by saying how the turn ended, the session's
-//! new length and, when it waits for a person, the exact `respond` command.
+//! new length and, when it waits for a person, the exact `respond` command. With `--store
+//! http://ADDR`, `send` and `respond` ask the server to run the turn and `cancel` stops one
+//! running there ([`served`]).
 
 use std::io::Write;
 
@@ -13,6 +15,8 @@ use crate::Context;
 use crate::error::CliError;
 use crate::provider::ProviderArgs;
 use crate::shared::parse_session;
+
+use super::served;
 
 /// Arguments of `start`.
 #[derive(Debug, clap::Args)]
@@ -35,8 +39,25 @@ pub(crate) struct SendArgs {
     /// Who writes it, recorded as the input's `by` (traces show it).
     #[arg(long)]
     by: Option<String>,
+    /// With `--store http://ADDR`: what the input gets while a turn runs on the session there —
+    /// `reject` (refused, `409`), or recorded at once and then answered after it (`enqueue`),
+    /// ending it (`interrupt`), abandoning it with its state restored (`rollback`) or given to
+    /// its running agent at its next model call (`steer`). Absent: the server's default.
+    #[arg(long, value_name = "POLICY", value_parser = parse_busy_policy)]
+    on_busy: Option<openharness::BusyPolicy>,
     #[command(flatten)]
     provider: ProviderArgs,
+}
+
+fn parse_busy_policy(word: &str) -> Result<openharness::BusyPolicy, String> {
+    word.parse()
+}
+
+/// Arguments of `cancel`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct CancelArgs {
+    /// The session whose running turn should stop.
+    session: String,
 }
 
 /// Arguments of `respond`.
@@ -187,6 +208,25 @@ pub(crate) async fn start(args: StartArgs, context: &Context) -> Result<(), CliE
 
 /// Runs `send`.
 pub(crate) async fn send(args: SendArgs, context: &Context) -> Result<(), CliError> {
+    if let Some(base) = served::server(context) {
+        let session = parse_session(&args.session)?;
+        return served::send(
+            context,
+            &base,
+            &session,
+            &args.text,
+            args.by.as_deref(),
+            args.on_busy,
+        )
+        .await;
+    }
+    if args.on_busy.is_some() {
+        return Err(CliError::Usage(
+            "--on-busy is for a turn that runs in a server (--store http://ADDR): no turn of \
+             this process runs while it sends"
+                .into(),
+        ));
+    }
     let (host, session, workflow, provider) =
         turn_host(context, &args.session, &args.provider).await?;
     let report = host.unfinished(&session).await?;
@@ -212,6 +252,18 @@ pub(crate) async fn send(args: SendArgs, context: &Context) -> Result<(), CliErr
 
 /// Runs `respond`.
 pub(crate) async fn respond(args: RespondArgs, context: &Context) -> Result<(), CliError> {
+    if let Some(base) = served::server(context) {
+        let session = parse_session(&args.session)?;
+        return served::respond(
+            context,
+            &base,
+            &session,
+            &args.request,
+            &args.text,
+            args.by.as_deref(),
+        )
+        .await;
+    }
     let request: EventId = args.request.parse().map_err(|_| {
         CliError::Usage(format!(
             "`{}` is not a request id (the id of an `input:requested` event, a UUID)",
@@ -250,6 +302,20 @@ pub(crate) async fn respond(args: RespondArgs, context: &Context) -> Result<(), 
         )
         .await?;
     print_outcome(context, &workflow, &outcome)
+}
+
+/// Runs `cancel`: only a server's running turn can be asked to stop from another process
+/// (a turn this CLI runs stops with Ctrl-C).
+pub(crate) async fn cancel(args: CancelArgs, context: &Context) -> Result<(), CliError> {
+    let session = parse_session(&args.session)?;
+    match served::server(context) {
+        Some(base) => served::cancel(context, &base, &session).await,
+        None => Err(CliError::Usage(format!(
+            "`cancel` stops a turn that runs in a server: `{} --store http://ADDR cancel {session}` \
+             (a turn this CLI runs stops with Ctrl-C)",
+            context.program()
+        ))),
+    }
 }
 
 /// Runs `resume`.
