@@ -253,14 +253,15 @@ export class OpenHarnessClient {
 
   /**
    * A new session from a point of this one, run on: at a position, or at the nth event named
-   * so; `change` asks it another input once forked, starts it from an edited state, or runs it
-   * with another of the server's providers.
+   * so; `change` asks it another input once forked, answers the question open there otherwise,
+   * starts it from an edited state, or runs it with another of the server's providers.
    */
   fork(sessionId: string, at: ForkPoint, change: ForkChange = {}, options?: RequestOptions): Promise<Accepted> {
     const body: Record<string, unknown> = { ...at };
     if (change.input !== undefined) body.input = change.input;
     if (change.stateEdit !== undefined) body.stateEdit = change.stateEdit;
     if (change.provider !== undefined) body.provider = change.provider;
+    if (change.answer !== undefined) body.answer = change.answer;
     return this.request("POST", `/sessions/${enc(sessionId)}/fork`, body, options);
   }
 

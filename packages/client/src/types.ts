@@ -75,6 +75,12 @@ export interface ForkChange {
   stateEdit?: Record<string, unknown>;
   /** Run the fork (and its input) with this provider of `providers()` instead of the workflow's own. */
   provider?: string;
+  /**
+   * Another answer to a question open at the fork point (an `input:requested` the parent
+   * answered differently, or not yet): its text answers the only one open; `{ text, request }`
+   * names the request. A fork point with no question open is refused before anything is recorded.
+   */
+  answer?: string | { text: string; request?: string };
 }
 
 /** `GET /providers`: the providers a fork may run with, as the server's operator named them. */

@@ -105,6 +105,14 @@ describe("sessions over HTTP", () => {
     expect(detail.parent).toBe(session);
   });
 
+  it("sends a fork's answer: at a point with no question open it is refused before anything is recorded", async () => {
+    const { session } = await chatSession("no question here");
+    const before = (await client.listSessions()).length;
+    await expect(client.fork(session, { at: "position", position: 2 }, { answer: "yes" })).rejects.toMatchObject({ status: 409, code: "request_not_open" });
+    await expect(client.fork(session, { at: "position", position: 2 }, { answer: { text: "yes", request: "not-an-id" } })).rejects.toMatchObject({ status: 400 });
+    expect((await client.listSessions()).length).toBe(before);
+  });
+
   it("forks with another input and compares the fork with its parent", async () => {
     const { session } = await chatSession("first question");
     const fork = await client.fork(session, { at: "position", position: 1 }, { input: "another question" });

@@ -49,6 +49,7 @@ export function pageElements() {
     forkForm: byId("fork-form") as HTMLFormElement,
     forkAt: byId("fork-at") as HTMLInputElement,
     forkInput: byId("fork-input") as HTMLInputElement,
+    forkAnswer: byId("fork-answer") as HTMLInputElement,
     forkState: byId("fork-state") as HTMLTextAreaElement,
     forkProvider: byId("fork-provider") as HTMLSelectElement,
     forkError: byId("fork-error"),

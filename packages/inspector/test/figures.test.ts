@@ -45,6 +45,8 @@ describe("the fork form", () => {
     expect(forkChange("  ", "")).toEqual({});
     expect(forkChange("Goodbye", '{"plan": null}')).toEqual({ input: "Goodbye", stateEdit: { plan: null } });
     expect(forkChange("", "", "haiku")).toEqual({ provider: "haiku" });
+    expect(forkChange("", "", "", "no")).toEqual({ answer: "no" });
+    expect(forkChange("", "", "", "   ")).toEqual({});
   });
 
   test("a state edit that is not a JSON object is refused with the reason", () => {

@@ -326,6 +326,36 @@ describe("the inspector", () => {
     await page.close();
   });
 
+  test("forks at a pending question with another answer from the form; the parent still waits", async () => {
+    const session = await record("planner-executor", "Ship the release");
+    const page = await open(session);
+    await at(page, 15);
+    const asked = (await events(session)).filter((e) => e.name === "input:requested").pop()!;
+    await page.locator('.tab[data-tab="forks"]').click();
+    await expect.poll(() => page.locator("#fork-at").inputValue()).toBe("15");
+    await page.locator("#fork-answer").fill("no, hold it");
+    await page.locator("#fork-form button[type=submit]").click();
+    const fork = await until("the fork to open", async () => {
+      const hash = new URLSearchParams(new URL(page.url()).hash.slice(1)).get("session");
+      return hash && hash !== session ? hash : undefined;
+    });
+    const own = await until("the fork's answer turn to end", async () => {
+      const recorded = await events(fork);
+      const summary = await api<SessionSummary>(server.url, `sessions/${fork}`);
+      return recorded.some((e) => e.name === "input:received") && summary.status !== "running" && !summary.runningHere ? recorded : undefined;
+    });
+    // The fork answered the parent's question (by its id) with the form's text.
+    const received = own.find((e) => e.name === "input:received")!;
+    expect(received.payload).toMatchObject({ requestId: asked.id, text: "no, hold it" });
+    // The parent was not answered: it still waits, with nothing after its question's turn.
+    const parent = await api<SessionSummary>(server.url, `sessions/${session}`);
+    expect(parent.status).toBe("waiting");
+    expect((await events(session)).some((e) => e.name === "input:received")).toBe(false);
+    await expect.poll(() => page.locator("#fork-answer").inputValue()).toBe("");
+    expect(problems(page)).toEqual([]);
+    await page.close();
+  });
+
   test("each agent call shows its duration and tokens; an event is named by its position only", async () => {
     const page = await open(planner);
     await at(page, 15);

@@ -47,6 +47,7 @@ export class DetailViews {
       forkForm: HTMLFormElement;
       forkAt: HTMLInputElement;
       forkInput: HTMLInputElement;
+      forkAnswer: HTMLInputElement;
       forkState: HTMLTextAreaElement;
       forkProvider: HTMLSelectElement;
       forkError: HTMLElement;
@@ -201,7 +202,7 @@ export class DetailViews {
     }
   }
 
-  /** Forks the open session at the form's position with its input and state edit. */
+  /** Forks the open session at the form's position with its input, answer, state edit and model. */
   private async forkWithChanges(): Promise<void> {
     const open = this.open;
     if (!open) return;
@@ -209,12 +210,13 @@ export class DetailViews {
     error.hidden = true;
     try {
       const position = Number.parseInt(this.$.forkAt.value, 10);
-      const change = forkChange(this.$.forkInput.value, this.$.forkState.value, this.$.forkProvider.value);
+      const change = forkChange(this.$.forkInput.value, this.$.forkState.value, this.$.forkProvider.value, this.$.forkAnswer.value);
       if (!Number.isFinite(position) || position < 0) throw new Error("the position is a whole number from 0");
       const { session } = await this.host.client().fork(open.id, { at: "position", position }, change);
-      const how = [change.input ? "another input" : "", change.stateEdit ? "an edited state" : "", change.provider ? change.provider : ""].filter(Boolean);
+      const how = [change.input ? "another input" : "", change.answer ? "another answer" : "", change.stateEdit ? "an edited state" : "", change.provider ? change.provider : ""].filter(Boolean);
       this.host.note(`forked ${open.id} at ${position}${how.length > 0 ? ` with ${how.join(", ")}` : ""}: ${session}`);
       this.$.forkInput.value = "";
+      this.$.forkAnswer.value = "";
       this.$.forkState.value = "";
       this.host.openSession(session);
     } catch (failure) {
@@ -225,12 +227,14 @@ export class DetailViews {
 }
 
 /**
- * What the fork form asks: another input (when not blank), a state edit (a JSON merge patch: an
- * object; anything else is refused with the reason) and another provider (when one is chosen).
+ * What the fork form asks: another input (when not blank), another answer to the question open
+ * at the fork point (when not blank), a state edit (a JSON merge patch: an object; anything else
+ * is refused with the reason) and another provider (when one is chosen).
  */
-export function forkChange(input: string, stateEdit: string, provider = ""): ForkChange {
+export function forkChange(input: string, stateEdit: string, provider = "", answer = ""): ForkChange {
   const change: ForkChange = {};
   if (input.trim() !== "") change.input = input;
+  if (answer.trim() !== "") change.answer = answer;
   if (stateEdit.trim() !== "") {
     let parsed: unknown;
     try {
