@@ -74,6 +74,15 @@ struct Page {
     events: Vec<Recorded>,
 }
 
+/// A request the server refused: its status, and its error's code and message.
+#[derive(Debug)]
+pub(crate) struct Refused {
+    pub(crate) url: String,
+    pub(crate) status: u16,
+    pub(crate) code: String,
+    pub(crate) message: String,
+}
+
 /// A failure talking to the server.
 #[derive(Debug, thiserror::Error)]
 enum RemoteError {
@@ -148,13 +157,14 @@ impl RemoteStore {
     }
 
     /// `POST {base}{path}` with a JSON `body` (and the busy policy's header, when given): the
-    /// JSON the server answered, or its error as [`CliError::Server`].
+    /// JSON the server answered, or how it refused ([`Refused`]); an error when it cannot be
+    /// reached.
     pub(crate) async fn post(
         &self,
         path: &str,
         body: &serde_json::Value,
         on_busy: Option<openharness::BusyPolicy>,
-    ) -> Result<serde_json::Value, crate::error::CliError> {
+    ) -> Result<Result<serde_json::Value, Refused>, StoreError> {
         let url = format!("{}{path}", self.base);
         let mut request = self.client.post(&url).json(body);
         if let Some(key) = &self.key {
@@ -163,30 +173,28 @@ impl RemoteStore {
         if let Some(policy) = on_busy {
             request = request.header(openharness_server::ON_BUSY_HEADER, policy.as_str());
         }
-        let unreachable = |source| crate::error::CliError::Store {
-            operation: "request",
-            store: format!("server:{}", self.base),
-            source: StoreError::backend(RemoteError::Request {
+        let unreachable = |source| {
+            StoreError::backend(RemoteError::Request {
                 url: url.clone(),
                 source,
-            }),
+            })
         };
         let response = request.send().await.map_err(unreachable)?;
         let status = response.status();
         let text = response.text().await.map_err(unreachable)?;
         let answer: serde_json::Value = serde_json::from_str(&text).unwrap_or_default();
         if status.is_success() {
-            return Ok(answer);
+            return Ok(Ok(answer));
         }
         let error = &answer["error"];
-        Err(crate::error::CliError::Server {
+        Ok(Err(Refused {
             url,
             status: status.as_u16(),
             code: error["code"].as_str().unwrap_or("unknown").to_owned(),
             message: error["message"]
                 .as_str()
                 .map_or_else(|| text.chars().take(300).collect(), ToOwned::to_owned),
-        })
+        }))
     }
 
     /// Every event of `session` from seq `from` on, a page at a time.

@@ -67,15 +67,9 @@ pub(crate) async fn send(
     by: Option<&str>,
     on_busy: Option<BusyPolicy>,
 ) -> Result<(), CliError> {
-    let mut body = json!({ "text": text });
-    if let Some(by) = by {
-        body["by"] = json!(by);
-    }
-    let server = open(base)?;
-    let answer = server
-        .post(&format!("/sessions/{session}/input"), &body, on_busy)
-        .await?;
-    follow(context, &server, session, answer, "input").await
+    let body = with_by(json!({ "text": text }), by);
+    let path = format!("/sessions/{session}/input");
+    post_and_follow(context, base, session, (&path, &body, on_busy), "input").await
 }
 
 /// `respond` to a served session: `text` answers its open request `request`.
@@ -87,15 +81,49 @@ pub(crate) async fn respond(
     text: &str,
     by: Option<&str>,
 ) -> Result<(), CliError> {
-    let mut body = json!({ "request": request, "text": text });
+    let body = with_by(json!({ "request": request, "text": text }), by);
+    let path = format!("/sessions/{session}/answer");
+    post_and_follow(context, base, session, (&path, &body, None), "answer").await
+}
+
+/// `body` with who wrote it, when said.
+fn with_by(mut body: Value, by: Option<&str>) -> Value {
     if let Some(by) = by {
         body["by"] = json!(by);
     }
+    body
+}
+
+/// Posts the request, then follows the turns it starts (see [`follow`]).
+async fn post_and_follow(
+    context: &Context,
+    base: &str,
+    session: &SessionId,
+    (path, body, on_busy): (&str, &Value, Option<BusyPolicy>),
+    what: &str,
+) -> Result<(), CliError> {
     let server = open(base)?;
-    let answer = server
-        .post(&format!("/sessions/{session}/answer"), &body, None)
-        .await?;
-    follow(context, &server, session, answer, "answer").await
+    let answer = post(&server, path, body, on_busy).await?;
+    follow(context, &server, session, answer, what).await
+}
+
+/// `POST path` to the server: its answer, or its refusal as [`CliError::Server`].
+async fn post(
+    server: &RemoteStore,
+    path: &str,
+    body: &Value,
+    on_busy: Option<BusyPolicy>,
+) -> Result<Value, CliError> {
+    match server.post(path, body, on_busy).await {
+        Ok(Ok(answer)) => Ok(answer),
+        Ok(Err(refused)) => Err(CliError::Server {
+            url: refused.url,
+            status: refused.status,
+            code: refused.code,
+            message: refused.message,
+        }),
+        Err(source) => Err(server.failed("request", source)),
+    }
 }
 
 /// `cancel`: asks the turn running on a served session to stop (`stop:requested`), then
@@ -106,9 +134,13 @@ pub(crate) async fn cancel(
     session: &SessionId,
 ) -> Result<(), CliError> {
     let server = open(base)?;
-    let answer = server
-        .post(&format!("/sessions/{session}/cancel"), &json!({}), None)
-        .await?;
+    let answer = post(
+        &server,
+        &format!("/sessions/{session}/cancel"),
+        &json!({}),
+        None,
+    )
+    .await?;
     if answer.get("cancelled") == Some(&Value::Bool(false)) {
         writeln!(
             context.out(),
