@@ -102,7 +102,8 @@
 //! ```no_run
 //! # async fn demo(host: openharness_host::Host) -> std::io::Result<()> {
 //! use openharness_server::{ServerOptions, router};
-//! let app = axum::Router::new().nest("/harness", router(host, ServerOptions::default()));
+//! // `nest_service`, not `nest`: the inspector's page is served at `/harness/` and `/harness`.
+//! let app = axum::Router::new().nest_service("/harness", router(host, ServerOptions::default()));
 //! let listener = tokio::net::TcpListener::bind("127.0.0.1:8080").await?;
 //! axum::serve(listener, app).await
 //! # }
