@@ -313,7 +313,11 @@ pub fn handler(attr: TokenStream, item: TokenStream) -> TokenStream {
 ///   `openharness::Tool` (an `FnTool`, a unit struct, a function call; `self` is in scope);
 /// - `name = "planner"`: the agent's name (default: the type name in kebab-case,
 ///   `TaskExecutor` is `task-executor`);
-/// - `model = "claude-sonnet-4-5"`: the model to ask for (default: the provider's).
+/// - `model = "claude-sonnet-4-5"`: the model to ask for (default: the provider's);
+/// - `reply = field` (or `reply = "jsonName"`): the field of the output that is the agent's chat
+///   reply, the text chat clients show and stream as the model writes it (`/api/chat`,
+///   `?shape=ui`, the platform's messages); without it the reply is inferred from the output
+///   (see `openharness::Agent::reply`).
 ///
 /// Methods the block must have (other methods are left alone):
 ///
