@@ -131,7 +131,7 @@ fn kills(
     for n in 0..KILLS {
         let (server, client) = serve(dir, store);
         let (path, body, session, event, field, text) = prepare(&client, n);
-        let (status, session) = block_on(async {
+        let (status, session, refused) = block_on(async {
             let answer = client
                 .open("POST", &path, Some(&body.to_string()), &[])
                 .await
@@ -139,18 +139,23 @@ fn kills(
             // Acknowledged: kill at once, mid-turn.
             drop(server);
             let status = answer.status;
+            if status != expected_status {
+                let why = answer.text().await.unwrap_or_default();
+                return (status, session, why);
+            }
             // A new session's id is in the answer's body (already sent with its head).
             if !session.is_empty() {
-                return (status, session);
+                return (status, session, String::new());
             }
             let rest = answer.text().await.unwrap_or_default();
             let answer: Value = serde_json::from_str(rest.trim()).unwrap_or(Value::Null);
             (
                 status,
                 answer["session"].as_str().unwrap_or_default().to_owned(),
+                String::new(),
             )
         });
-        assert_eq!(status, expected_status, "{route} #{n}");
+        assert_eq!(status, expected_status, "{route} #{n}: {refused}");
         assert!(
             !session.is_empty(),
             "{route} #{n}: no session in the answer"
