@@ -246,12 +246,13 @@ pub(crate) struct SessionsQuery {
     pub(crate) limit: Option<usize>,
 }
 
-/// `--base-path`: a path such as `/harness` (a leading `/` is added, trailing ones dropped);
-/// `/` alone means no prefix.
-fn parse_busy_policy(word: &str) -> Result<openharness::BusyPolicy, String> {
+/// `--on-busy`: a busy policy's word (`reject`, `enqueue`, `interrupt`, `rollback`, `steer`).
+pub(crate) fn parse_busy_policy(word: &str) -> Result<openharness::BusyPolicy, String> {
     word.parse()
 }
 
+/// `--base-path`: a path such as `/harness` (a leading `/` is added, trailing ones dropped);
+/// `/` alone means no prefix.
 fn parse_base_path(text: &str) -> Result<String, String> {
     let trimmed = text.trim().trim_matches('/');
     if trimmed.contains(['?', '#', '{', '}', '*']) || trimmed.contains("//") {

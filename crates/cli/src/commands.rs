@@ -32,7 +32,7 @@ mod check;
 pub(crate) mod compact;
 pub(crate) mod diff;
 pub(crate) mod eval;
-mod events;
+pub(crate) mod events;
 pub(crate) mod fork;
 pub(crate) mod mcp;
 pub(crate) mod otel;

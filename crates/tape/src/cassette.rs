@@ -315,12 +315,14 @@ fn recorded_commands(events: &[Envelope], from: u64) -> Vec<(u64, TurnCommand)> 
     for (event, seq) in events.iter().skip(start).zip(from..) {
         let command = match Builtin::decode(event).and_then(Result::ok) {
             Some(Builtin::InputQueued(input)) => {
+                // What the payload holds beside the input's own fields (who sent it, a
+                // client's message id): the command adds them back.
                 let mut fields = match &event.payload {
                     Value::Object(fields) => fields.clone(),
                     _ => serde_json::Map::new(),
                 };
-                for own in ["text", "images", "controls", "mode"] {
-                    fields.remove(own);
+                if let Ok(Value::Object(own)) = serde_json::to_value(&input) {
+                    fields.retain(|name, _| !own.contains_key(name));
                 }
                 TurnCommand::queue_with(input, fields).0
             }

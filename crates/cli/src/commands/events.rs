@@ -43,9 +43,7 @@ pub(crate) async fn events(
     } else {
         loop {
             for recorded in &page.events {
-                // One numbering: an event is named by the position it leads to (seq + 1).
-                let (position, event) = (recorded.seq + 1, &recorded.event);
-                writeln!(out, "{position:>5}  {:<20} {}", event.name, event.payload)?;
+                write_line(&mut out, recorded)?;
             }
             let Some(after) = page.next_after else { break };
             page = host
@@ -56,4 +54,14 @@ pub(crate) async fn events(
     }
     out.flush()?;
     Ok(())
+}
+
+/// One event as `events` prints it: the position it leads to (one numbering: seq + 1), its
+/// name and its payload.
+pub(crate) fn write_line(
+    out: &mut impl Write,
+    recorded: &openharness::adapter::Recorded,
+) -> std::io::Result<()> {
+    let (position, event) = (recorded.seq + 1, &recorded.event);
+    writeln!(out, "{position:>5}  {:<20} {}", event.name, event.payload)
 }

@@ -199,14 +199,7 @@ async fn print_until_settled(
             .map_err(|source| server.failed("reading", source))?;
         for recorded in recorded {
             from = recorded.seq + 1;
-            let event = &recorded.event;
-            writeln!(
-                context.out(),
-                "{:>5}  {:<20} {}",
-                recorded.seq + 1,
-                event.name,
-                event.payload
-            )?;
+            super::events::write_line(&mut context.out(), &recorded)?;
         }
         if summary.status != "running" && !summary.running_here && from >= summary.len {
             writeln!(context.out(), "\nSession {session} is {}.", summary.status)?;
