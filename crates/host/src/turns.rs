@@ -154,6 +154,11 @@ pub(crate) struct Slot {
     /// Whether the driver has more turns to run after the running one (inputs still queued):
     /// a request refused under `reject` while it does.
     draining: bool,
+    /// Whether the slot was made for a resume that has not yet found a turn to finish: a
+    /// request meanwhile runs after it instead of being refused. (Recovery's scan may resume
+    /// a session whose turn ended just after it was listed; a client answering the question
+    /// that turn asked must not hear "busy" from a resume with nothing to do.)
+    probing: bool,
     /// Cancels the running turn (a stop that cannot wait for a safe point).
     cancel: CancellationToken,
     /// The seq the running turn started at, once known.
@@ -303,7 +308,9 @@ impl Host {
                     session, slot, start, options, policy, done_tx,
                 )?),
                 None => {
-                    slots.insert(session.clone(), Slot::new());
+                    let mut slot = Slot::new();
+                    slot.probing = matches!(start, TurnStart::Resume);
+                    slots.insert(session.clone(), slot);
                     Route::First(Box::new(Job {
                         start,
                         options,
@@ -389,6 +396,7 @@ impl Slot {
             control,
             inbox: Some(inbox),
             draining: false,
+            probing: false,
             cancel: CancellationToken::new(),
             first_seq: None,
             next: VecDeque::new(),
@@ -421,6 +429,10 @@ fn second_request(
     policy: BusyPolicy,
     done: oneshot::Sender<Result<TurnOutcome, HostError>>,
 ) -> Result<Heard, HostError> {
+    // A resume that may have nothing to finish: whatever comes runs after it.
+    if slot.probing && !matches!(start, TurnStart::Resume) {
+        return Ok(Heard::Next(slot.queue_next(start, options, done)));
+    }
     let ending = slot.control.is_closed();
     let text = match start {
         TurnStart::Input(text)

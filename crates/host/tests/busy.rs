@@ -407,3 +407,59 @@ async fn a_second_input_as_the_first_turn_starts_is_queued_or_refused_never_run_
         first.done.wait().await.unwrap();
     }
 }
+
+/// Recovery's scan lists a session while its turn runs; by the time it resumes it, the turn
+/// has ended asking a question, and a person answers at once. The resume has nothing to
+/// finish: the answer runs after it, never refused as busy (409 on the wire).
+#[tokio::test]
+async fn an_answer_while_a_resume_finds_nothing_to_finish_is_run_after_it_not_refused() {
+    let (host, gate) = host();
+    gate.add_permits(Semaphore::MAX_PERMITS / 2);
+    let session = SessionId::new();
+    let start = TurnStart::New {
+        workflow: "inbox".into(),
+        input: Some("ask".into()),
+    };
+    let asked = host
+        .start(&session, start, RunOptions::new())
+        .await
+        .unwrap();
+    let asked = asked.done.wait().await.unwrap();
+    assert_eq!(asked.reason, StopReason::WaitingForInput);
+    settled(&host, &session).await;
+    let request = host
+        .events(&session, None, 100)
+        .await
+        .unwrap()
+        .events
+        .iter()
+        .rev()
+        .find(|r| r.event.name == "input:requested")
+        .map(|r| r.event.id)
+        .unwrap();
+    let answer = TurnStart::Answer {
+        request,
+        text: "this one".into(),
+    };
+    // Polled first, the resume holds the session before it has read whether anything is cut
+    // off; the answer comes right then.
+    let (resumed, answered) = tokio::join!(
+        host.start(&session, TurnStart::Resume, RunOptions::new()),
+        host.start(&session, answer, RunOptions::new()),
+    );
+    let answered = answered.unwrap_or_else(|err| panic!("the answer was refused: {err}"));
+    let resumed = resumed.unwrap();
+    assert!(resumed.recorded.is_none(), "the resume had nothing to do");
+    let at = answered.recorded.unwrap().seq;
+    let answered = answered.done.wait().await.unwrap();
+    assert!(
+        answered.state["inputs"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("answered this one")),
+        "{}",
+        answered.state
+    );
+    let events = host.events(&session, None, 100).await.unwrap().events;
+    assert_eq!(events[at as usize].event.name, "input:received");
+}

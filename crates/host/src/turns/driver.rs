@@ -93,11 +93,12 @@ impl Host {
             Ok(Some(claim)) => claim,
             Ok(None) => {
                 let why = "a turn runs on it in another process sharing the store";
-                self.give_up(session, &HostError::busy(session, why));
+                self.give_up(session, || HostError::busy(session, why));
                 return Err(HostError::busy(session, why));
             }
             Err(err) => {
-                self.give_up(session, &err);
+                let why = err.to_string();
+                self.give_up(session, || HostError::TurnFailed(why.clone()));
                 return Err(err);
             }
         };
@@ -107,18 +108,17 @@ impl Host {
         Ok(())
     }
 
-    /// Removes `session` from the registry, answering whatever waits on it with `why`.
-    fn give_up(&self, session: &SessionId, why: &HostError) {
+    /// Removes `session` from the registry, answering whatever waits on it with `why()` (a
+    /// request handed over while the claim was asked for hears what the first one heard).
+    fn give_up(&self, session: &SessionId, why: impl Fn() -> HostError) {
         let Some(slot) = self.turns.slots().remove(session) else {
             return;
         };
         for job in slot.next {
-            let _ = job
-                .recorded
-                .send(Err(HostError::TurnFailed(why.to_string())));
+            let _ = job.recorded.send(Err(why()));
         }
         for (_, waiter) in slot.waiters {
-            let _ = waiter.send(Err(HostError::TurnFailed(why.to_string())));
+            let _ = waiter.send(Err(why()));
         }
     }
 
@@ -143,6 +143,11 @@ impl Host {
         if cut_off && !matches!(first.start, TurnStart::Resume) {
             work.push_back(Work::Resume);
         }
+        // A resume that finds a turn to finish is a turn like any other from here on; one
+        // that finds nothing lets whatever came meanwhile run after it (see `Slot::probing`).
+        if cut_off {
+            self.probed(&session);
+        }
         work.push_back(Work::Job(Box::new(first)));
         let mut idle_resumes = 0;
         loop {
@@ -151,6 +156,7 @@ impl Host {
             };
             let resuming = matches!(next, Work::Resume);
             let ended = self.run_work(&session, next, &mut work, known.take()).await;
+            self.probed(&session);
             let queued = match &ended {
                 Ok(outcome) => outcome.queued.len(),
                 Err(_) => 0,
@@ -170,6 +176,13 @@ impl Host {
             } else {
                 tracing::warn!(%session, queued, "resuming leaves inputs queued; leaving them to recovery");
             }
+        }
+    }
+
+    /// The session's resume has found what it has to do (see `Slot::probing`).
+    fn probed(&self, session: &SessionId) {
+        if let Some(slot) = self.turns.slots().get_mut(session) {
+            slot.probing = false;
         }
     }
 
