@@ -52,6 +52,8 @@ pub(crate) struct Inner<S> {
     pub(crate) store: Arc<dyn Store>,
     pub(crate) provider: Option<Arc<dyn Provider>>,
     pub(crate) max_output_attempts: u32,
+    /// Whether batches that change the state record its hash (`WorkflowBuilder::state_hashes`).
+    pub(crate) state_hashes: bool,
     /// One turn at a time per session, shared by every clone of the workflow.
     pub(crate) locks: Arc<SessionLocks>,
 }

@@ -158,7 +158,8 @@ impl From<SessionId> for String {
 
 /// One recorded fact: the unit the store appends and every replay folds.
 ///
-/// Serialized with the wire names `id`, `name`, `payload`, `timestamp`, `causedBy`.
+/// Serialized with the wire names `id`, `name`, `payload`, `timestamp`, `causedBy` and, on
+/// the last event of a batch that changed the state, `stateHash`.
 ///
 /// ```
 /// use openharness_core::{Envelope, builtin::UserInput};
@@ -181,6 +182,14 @@ pub struct Envelope {
     /// The event this one was derived from, if any.
     #[serde(rename = "causedBy", default)]
     pub caused_by: Option<EventId>,
+    /// The hash of the workflow's state just after this event
+    /// ([`state_hash`](crate::adapter::state_hash): SHA-256 of its canonical JSON), recorded
+    /// on the last event of every committed batch that changed the state. Absent on other
+    /// events and in recordings made before it was recorded. Checks that fold a recording
+    /// through today's handlers compare their state with it
+    /// ([`Workflow::check_state`](crate::Workflow::check_state)).
+    #[serde(rename = "stateHash", default, skip_serializing_if = "Option::is_none")]
+    pub state_hash: Option<String>,
 }
 
 impl Envelope {
@@ -196,6 +205,7 @@ impl Envelope {
             payload,
             timestamp: Utc::now(),
             caused_by,
+            state_hash: None,
         }
     }
 

@@ -589,6 +589,13 @@ impl<S: Handler> StreamedFold<S> {
         self.fold = self.fold.without_checkpoints();
         self
     }
+
+    /// The same fold, logging nothing about the events it skips (see [`Fold::quiet`]).
+    #[must_use]
+    pub fn quiet(mut self) -> Self {
+        self.fold = self.fold.quiet();
+        self
+    }
 }
 
 impl<S: Handler + serde::de::DeserializeOwned> StreamedFold<S> {

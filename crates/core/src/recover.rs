@@ -516,12 +516,15 @@ async fn decoded_snapshot<S: WorkflowState, T>(
 }
 
 mod fork;
+mod hashes;
 mod positions;
 mod tail;
 mod window;
 
 pub(crate) use fork::{ForkFrom, derive_fork};
 use fork::{fork_origin, inherited_event};
+pub(crate) use hashes::check_state;
+pub use hashes::{StateCheck, StateDivergence};
 pub use positions::ViewAt;
 use positions::{edited, session_base};
 pub(crate) use positions::{state_at, states_at, view_at};

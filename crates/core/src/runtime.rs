@@ -312,6 +312,7 @@ async fn run_here<S: WorkflowState>(
         cost: 0.0,
         open_requests: OpenRequests::from_ids(open_requests),
         errors: 0,
+        state_hashes: StateHashes::new(wf.state_hashes),
         snapshots,
         input_id,
         queued,
@@ -458,6 +459,8 @@ struct Run<'w, S> {
     open_requests: OpenRequests,
     /// `error:occurred` events this turn recorded.
     errors: u64,
+    /// When the batch's last event records the state's hash (`Envelope::state_hash`).
+    state_hashes: StateHashes,
     /// When the session's snapshots were saved and when the next is due.
     snapshots: Snapshots,
     /// The id the turn's `user:input` is recorded with, until it is staged
@@ -641,9 +644,11 @@ mod on_worker;
 mod record;
 mod renderers;
 mod snapshots;
+mod state_hashes;
 #[cfg(test)]
 mod tests;
 
 use agent_task::{AgentTask, unit_of};
 use renderers::RendererPool;
 use snapshots::Snapshots;
+use state_hashes::StateHashes;

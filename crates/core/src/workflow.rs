@@ -66,6 +66,7 @@ impl<S: WorkflowState> Workflow<S> {
             store: None,
             provider: None,
             max_output_attempts: 3,
+            state_hashes: true,
         }
     }
 
@@ -144,6 +145,7 @@ impl<S: WorkflowState> Workflow<S> {
             store: Arc::clone(&self.inner.store),
             provider: self.inner.provider.clone(),
             max_output_attempts: self.inner.max_output_attempts,
+            state_hashes: self.inner.state_hashes,
             locks: Arc::clone(&self.inner.locks),
         };
         change(&mut inner);
@@ -385,6 +387,26 @@ impl<S: WorkflowState> Workflow<S> {
         crate::recover::view_at(&self.inner, session, position).await
     }
 
+    /// Folds a recorded session through today's handlers from its first event and compares
+    /// the state with the hash the live run recorded after each batch that changed it
+    /// ([`Envelope::state_hash`](crate::Envelope::state_hash)): the first position where they
+    /// part, today's state there and, when a snapshot of the live run's state is stored there,
+    /// the patch between the two. A handler changed so that it emits the same events but
+    /// computes another state is caught here, and only here. Nothing is recorded.
+    ///
+    /// ```
+    /// # async fn demo<S: openharness_core::WorkflowState>(workflow: openharness_core::Workflow<S>, session: openharness_core::SessionId) -> Result<(), openharness_core::Error> {
+    /// let check = workflow.check_state(&session).await?;
+    /// match &check.divergence {
+    ///     None => println!("today's handlers give the recorded state ({} hashes)", check.checked),
+    ///     Some(d) => println!("the state parts after seq {} ({})", d.seq, d.event),
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub async fn check_state(&self, session: &SessionId) -> Result<crate::StateCheck, Error> {
+        crate::recover::check_state(&self.inner, session).await
+    }
+
     /// What a recorded session is doing and what [`resume`](Self::resume) would finish, derived
     /// from its latest snapshot and the events after it; nothing is recorded and no model is
     /// called.
@@ -504,6 +526,7 @@ pub struct WorkflowBuilder<S: WorkflowState> {
     store: Option<Arc<dyn Store>>,
     provider: Option<Arc<dyn Provider>>,
     max_output_attempts: u32,
+    state_hashes: bool,
 }
 
 impl<S: WorkflowState> WorkflowBuilder<S> {
@@ -577,6 +600,23 @@ impl<S: WorkflowState> WorkflowBuilder<S> {
         self
     }
 
+    /// Whether each committed batch that changes the state records the state's hash
+    /// ([`Envelope::state_hash`](crate::Envelope::state_hash)), so that
+    /// [`Workflow::check_state`] and `openharness replay` can tell a handler that now computes
+    /// another state (default: yes). Each hash serializes the state once per batch that changed
+    /// it; turn it off only for a state so large that this shows in a profile (the race bench
+    /// measures the cost).
+    ///
+    /// ```
+    /// # fn demo<S: openharness_core::WorkflowState>() {
+    /// let builder = openharness_core::Workflow::<S>::builder("bulk").state_hashes(false);
+    /// # let _ = builder; }
+    /// ```
+    pub fn state_hashes(mut self, record: bool) -> Self {
+        self.state_hashes = record;
+        self
+    }
+
     /// How many times an agent is asked for output that matches its schema before it fails
     /// (default 3, at least 1).
     pub fn max_output_attempts(mut self, attempts: u32) -> Self {
@@ -638,6 +678,7 @@ impl<S: WorkflowState> WorkflowBuilder<S> {
                 store,
                 provider: self.provider,
                 max_output_attempts: self.max_output_attempts,
+                state_hashes: self.state_hashes,
                 locks: Arc::default(),
             }),
         })

@@ -181,6 +181,7 @@ impl Store for MemoryStore {
                 Envelope {
                     payload: serde_json::Value::Null,
                     name: event.name.clone(),
+                    state_hash: event.state_hash.clone(),
                     ..*event
                 }
             }

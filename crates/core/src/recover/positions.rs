@@ -8,7 +8,7 @@ use crate::store::EventStream;
 
 /// The events a fold of `S` reads payloads of: those its handlers decode, and the rollbacks
 /// every fold honours.
-fn folded<S: WorkflowState>(name: &str) -> bool {
+pub(super) fn folded<S: WorkflowState>(name: &str) -> bool {
     S::Events::contains(name) || name == crate::builtin::TurnRolledBack::NAME
 }
 

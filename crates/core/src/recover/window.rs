@@ -63,6 +63,11 @@ impl Window {
         self.events.get(skip..).unwrap_or_default()
     }
 
+    /// The latest kept event, to change before it is recorded.
+    pub(crate) fn last_mut(&mut self) -> Option<&mut Envelope> {
+        self.events.last_mut()
+    }
+
     /// The kept event at seq `seq`.
     pub(crate) fn get(&self, seq: u64) -> Option<&Envelope> {
         let index = usize::try_from(seq.checked_sub(self.start)?).ok()?;

@@ -18,6 +18,9 @@ impl<S: WorkflowState> Run<'_, S> {
                 event.id = id;
             }
             let (applied, event) = self.window.apply_kept(&mut self.fold, event);
+            if matches!(applied, Applied::Handled(_) | Applied::Panicked(_)) {
+                self.state_hashes.changed();
+            }
             match applied {
                 Applied::Handled(emit) => {
                     self.queue.extend(
@@ -58,6 +61,7 @@ impl<S: WorkflowState> Run<'_, S> {
     /// run is ending, counts them as running so they are closed as interrupted).
     pub(super) async fn flush(&mut self, launch: bool) -> Result<(), Error> {
         if self.staged > self.len {
+            self.hash_state();
             let events = self.window.from(self.len);
             let store = &self.wf.store;
             store
@@ -109,6 +113,30 @@ impl<S: WorkflowState> Run<'_, S> {
             self.save_snapshot(true).await;
         }
         Ok(())
+    }
+
+    /// Records the state's hash on the batch's last event when one is due (see
+    /// [`StateHashes`]).
+    fn hash_state(&mut self) {
+        let ends_turn = self
+            .window
+            .last_mut()
+            .is_some_and(|last| last.name == WorkflowCompleted::NAME);
+        if !self.state_hashes.due(ends_turn) {
+            return;
+        }
+        let started = std::time::Instant::now();
+        match crate::state_hash::state_hash(self.fold.state()) {
+            Ok(hash) => {
+                if let Some(last) = self.window.last_mut() {
+                    last.state_hash = Some(hash);
+                }
+            }
+            Err(err) => {
+                tracing::warn!(session = %self.session, error = %err, "the state does not serialize: no state hash recorded for this batch");
+            }
+        }
+        self.state_hashes.hashed(started.elapsed());
     }
 
     pub(super) async fn record_leftovers(

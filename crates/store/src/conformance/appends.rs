@@ -5,12 +5,16 @@ use openharness_core::{Envelope, SessionId, Store};
 
 use super::helpers::*;
 
-/// Appended events read back unchanged (id, name, payload, timestamp, cause) and in order, and
-/// `append` returns the new length.
+/// Appended events read back unchanged (id, name, payload, timestamp, cause, state hash) and
+/// in order, and `append` returns the new length; a read for a fold that skips every payload
+/// still gives each event's state hash.
 pub async fn append_and_read_back<S: Store>(store: S) {
     let session = SessionId::new();
     let mut first = batch(3);
     first[1].caused_by = Some(first[0].id);
+    first[2].state_hash = Some(openharness_core::adapter::json_hash(&serde_json::json!([
+        2
+    ])));
     assert_eq!(
         append_ok(&store, &session, &first, 0).await,
         3,
@@ -31,6 +35,13 @@ pub async fn append_and_read_back<S: Store>(store: S) {
 
     let expected: Vec<Envelope> = first.into_iter().chain(second).chain(single).collect();
     assert_eq!(all(&store, &session).await, expected, "events read back");
+    let for_fold = store
+        .events_for_fold(&session, 0..6, |_| false)
+        .await
+        .expect("events for a fold");
+    let hashes: Vec<_> = for_fold.iter().map(|e| e.state_hash.clone()).collect();
+    let recorded: Vec<_> = expected.iter().map(|e| e.state_hash.clone()).collect();
+    assert_eq!(hashes, recorded, "state hashes read for a fold");
 }
 
 /// An append at the wrong seq fails with a conflict carrying the session's actual length, and

@@ -374,6 +374,7 @@ impl SessionRecord {
             payload: serde_json::Value::Null,
             timestamp: event.timestamp,
             caused_by: event.caused_by,
+            state_hash: event.state_hash.clone(),
         }
     }
 

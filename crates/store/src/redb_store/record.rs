@@ -6,7 +6,8 @@
 //! | 1          | [`BINARY`], the record's tag                             |
 //! | 16         | the event id (a UUID, big-endian)                        |
 //! | 8 + 4      | the timestamp: seconds since 1970 (i64) and nanoseconds (u32), little-endian |
-//! | 1 (+ 16)   | 0, or 1 followed by the id of the event it was caused by |
+//! | 1 (+ 16)   | flags: bit 0 set, followed by the id of the event it was caused by |
+//! | (2 + n)    | with flag bit 1: the state hash's length (u16, little-endian) and its UTF-8 |
 //! | 4 + n      | the name's length (u32, little-endian) and its UTF-8     |
 //! | the rest   | the payload as JSON                                      |
 //!
@@ -34,12 +35,17 @@ pub(super) fn encode(event: &Envelope) -> Result<Vec<u8>, serde_json::Error> {
     out.extend_from_slice(event.id.as_uuid().as_bytes());
     out.extend_from_slice(&event.timestamp.timestamp().to_le_bytes());
     out.extend_from_slice(&event.timestamp.timestamp_subsec_nanos().to_le_bytes());
-    match event.caused_by {
-        Some(cause) => {
-            out.push(1);
-            out.extend_from_slice(cause.as_uuid().as_bytes());
-        }
-        None => out.push(0),
+    let flags = u8::from(event.caused_by.is_some()) | (u8::from(event.state_hash.is_some()) << 1);
+    out.push(flags);
+    if let Some(cause) = event.caused_by {
+        out.extend_from_slice(cause.as_uuid().as_bytes());
+    }
+    if let Some(hash) = &event.state_hash {
+        let len = u16::try_from(hash.len()).map_err(|_| {
+            <serde_json::Error as serde::ser::Error>::custom("a state hash longer than 64 KiB")
+        })?;
+        out.extend_from_slice(&len.to_le_bytes());
+        out.extend_from_slice(hash.as_bytes());
     }
     let name_len = u32::try_from(name.len()).map_err(|_| {
         <serde_json::Error as serde::ser::Error>::custom("an event name longer than 4 GiB")
@@ -74,6 +80,7 @@ pub(super) fn decode_for_fold(bytes: &[u8], folds: Folded) -> Result<Envelope, S
                 payload,
                 timestamp: head.timestamp,
                 caused_by: head.caused_by,
+                state_hash: head.state_hash.map(str::to_owned),
             })
         }
         _ => crate::decode_json(bytes),
@@ -119,6 +126,7 @@ struct Head<'a> {
     id: EventId,
     timestamp: DateTime<Utc>,
     caused_by: Option<EventId>,
+    state_hash: Option<&'a str>,
     name: &'a str,
     /// The payload's JSON.
     rest: &'a [u8],
@@ -132,10 +140,24 @@ impl<'a> Head<'a> {
         let nanos = u32::from_le_bytes(reader.array()?);
         let timestamp = DateTime::from_timestamp(seconds, nanos)
             .ok_or_else(|| format!("its timestamp ({seconds} s, {nanos} ns) is out of range"))?;
-        let caused_by = match reader.array::<1>()? {
-            [0] => None,
-            [1] => Some(reader.id()?),
-            [other] => return Err(format!("its cause marker is {other}, not 0 or 1")),
+        let [flags] = reader.array::<1>()?;
+        if flags > 0b11 {
+            return Err(format!(
+                "its flags are {flags:#04b}: only bits 0 and 1 are known"
+            ));
+        }
+        let caused_by = if flags & 1 == 1 {
+            Some(reader.id()?)
+        } else {
+            None
+        };
+        let state_hash = if flags & 0b10 == 0b10 {
+            let len = usize::from(u16::from_le_bytes(reader.array()?));
+            let hash = std::str::from_utf8(reader.take(len)?)
+                .map_err(|err| format!("its state hash is not UTF-8: {err}"))?;
+            Some(hash)
+        } else {
+            None
         };
         let name_len = usize::try_from(u32::from_le_bytes(reader.array()?))
             .map_err(|_| "its name is longer than this machine can address".to_owned())?;
@@ -145,6 +167,7 @@ impl<'a> Head<'a> {
             id,
             timestamp,
             caused_by,
+            state_hash,
             name,
             rest: reader.rest(),
         })
@@ -199,8 +222,16 @@ mod tests {
 
     #[test]
     fn a_binary_record_decodes_to_the_event_it_encodes() {
-        for cause in [None, Some(EventId::new())] {
-            let original = event(cause);
+        let hashed = |cause| Envelope {
+            state_hash: Some(openharness_core::adapter::json_hash(&json!({"n": 1}))),
+            ..event(cause)
+        };
+        for original in [
+            event(None),
+            event(Some(EventId::new())),
+            hashed(None),
+            hashed(Some(EventId::new())),
+        ] {
             let bytes = encode(&original).expect("encodes");
             assert_eq!(bytes.first(), Some(&BINARY));
             assert_eq!(decode(&bytes).expect("decodes"), original);
@@ -246,10 +277,19 @@ mod tests {
         }
         let mut bad_marker = bytes.clone();
         bad_marker[29] = 7;
+        assert!(decode(&bad_marker).expect_err("refused").contains("flags"));
+        // A state hash whose length runs past the record's end.
+        let hashed = Envelope {
+            state_hash: Some("ab".repeat(32)),
+            ..event(None)
+        };
+        let mut long_hash = encode(&hashed).expect("encodes");
+        long_hash[30] = 0xff;
+        long_hash[31] = 0xff;
         assert!(
-            decode(&bad_marker)
+            decode(&long_hash)
                 .expect_err("refused")
-                .contains("cause marker")
+                .contains("ends early")
         );
         assert!(
             decode(&bytes[..20])

@@ -593,7 +593,8 @@ export interface EventShape {
 /**
  * One recorded fact: the unit the store appends and every replay folds.
  *
- * Serialized with the wire names `id`, `name`, `payload`, `timestamp`, `causedBy`.
+ * Serialized with the wire names `id`, `name`, `payload`, `timestamp`, `causedBy` and, on
+ * the last event of a batch that changed the state, `stateHash`.
  *
  * This interface was referenced by `Wire`'s JSON-Schema
  * via the `definition` "Envelope".
@@ -614,6 +615,15 @@ export interface Envelope {
   payload: {
     [k: string]: unknown | undefined;
   };
+  /**
+   * The hash of the workflow's state just after this event
+   * (`state_hash`: SHA-256 of its canonical JSON), recorded
+   * on the last event of every committed batch that changed the state. Absent on other
+   * events and in recordings made before it was recorded. Checks that fold a recording
+   * through today's handlers compare their state with it
+   * (`Workflow::check_state`).
+   */
+  stateHash?: string | null;
   /**
    * When the event was created (UTC).
    */
@@ -712,6 +722,15 @@ export interface Recorded {
    * The event's position in its session (0-based).
    */
   seq: number;
+  /**
+   * The hash of the workflow's state just after this event
+   * (`state_hash`: SHA-256 of its canonical JSON), recorded
+   * on the last event of every committed batch that changed the state. Absent on other
+   * events and in recordings made before it was recorded. Checks that fold a recording
+   * through today's handlers compare their state with it
+   * (`Workflow::check_state`).
+   */
+  stateHash?: string | null;
   /**
    * When the event was created (UTC).
    */

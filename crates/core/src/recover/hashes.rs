@@ -1,0 +1,145 @@
+//! [`Workflow::check_state`](crate::Workflow::check_state): a recording folded through
+//! today's handlers from its first event (no snapshot: a snapshot holds the state some code
+//! computed, not today's), its state hashed wherever the live run recorded one
+//! ([`Envelope::state_hash`](crate::Envelope::state_hash)), and the first position where the
+//! two part. A handler that changed only what it does to the state emits the same events, so
+//! only this check sees it.
+
+use serde::Serialize;
+
+use super::positions::folded;
+use super::*;
+use crate::state_hash::json_hash;
+
+/// What [`Workflow::check_state`](crate::Workflow::check_state) found.
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+pub struct StateCheck {
+    /// How many recorded state hashes today's fold was compared with (0 for a recording made
+    /// before they were recorded: then nothing could be checked).
+    pub checked: u64,
+    /// The first position where today's state is not the recorded one, if any.
+    pub divergence: Option<StateDivergence>,
+}
+
+/// Where today's fold of a recording parts from the state the live run recorded.
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+pub struct StateDivergence {
+    /// The seq of the first event after which today's state hashes differently from what
+    /// was recorded there.
+    pub seq: u64,
+    /// The event's name.
+    pub event: String,
+    /// The hash the live run recorded.
+    pub recorded_hash: String,
+    /// Today's hash.
+    pub today_hash: String,
+    /// Today's state just after the event.
+    pub today: serde_json::Value,
+    /// The live run's state there, when the store holds a snapshot of it: one saved before
+    /// the state next changed whose hash is the recorded one (saved by the live run).
+    pub recorded: Option<serde_json::Value>,
+    /// The JSON patch from the recorded state to today's, when the recorded state is known.
+    #[schemars(with = "Option<serde_json::Value>")]
+    pub patch: Option<json_patch::Patch>,
+}
+
+/// See [`StateCheck`]: one streamed pass over `session`'s log from its base state (a fork's
+/// parent's state at the fork point), hashing the state after each event that carries a
+/// recorded hash.
+pub(crate) async fn check_state<S: WorkflowState>(
+    wf: &Inner<S>,
+    session: &SessionId,
+) -> Result<StateCheck, Error> {
+    let failed = store_error(wf, session);
+    let len = wf
+        .store
+        .session(session)
+        .await
+        .map_err(&failed)?
+        .filter(|info| info.count > 0)
+        .ok_or_else(|| Error::SessionNotFound(session.clone()))?
+        .count;
+    let base = session_base(wf, session, 0).await?;
+    // A check beside other reads of the session: they report what a fold skips.
+    let mut fold = crate::adapter::StreamedFold::at(base, 0)
+        .restoring()
+        .quiet();
+    let mut events = wf
+        .store
+        .stream_events_for_fold(session, 0..len, folded::<S>);
+    let mut checked = 0;
+    while let Some(recorded) = events.next().await {
+        let recorded = recorded.map_err(&failed)?;
+        let (seq, name, hash) = (
+            recorded.seq,
+            recorded.event.name.to_string(),
+            recorded.event.state_hash.clone(),
+        );
+        fold.apply(recorded.event);
+        let Some(hash) = hash else { continue };
+        checked += 1;
+        let today = serde_json::to_value(fold.state()).map_err(|err| {
+            Error::Other(
+                format!("today's state of session {session} does not serialize: {err}").into(),
+            )
+        })?;
+        let today_hash = json_hash(&today);
+        if today_hash == hash {
+            continue;
+        }
+        // The recorded state holds until the next event that records a hash: a snapshot
+        // anywhere in between (saved by the live run: its hash says so) is that state.
+        let mut unchanged_to = len;
+        while let Some(next) = events.next().await {
+            match next {
+                Ok(next) if next.event.state_hash.is_some() => {
+                    unchanged_to = next.seq;
+                    break;
+                }
+                Ok(_) => {}
+                Err(_) => break,
+            }
+        }
+        let recorded = recorded_state(wf, session, seq + 1..=unchanged_to, &hash).await;
+        let patch = recorded
+            .as_ref()
+            .map(|recorded| json_patch::diff(recorded, &today));
+        return Ok(StateCheck {
+            checked,
+            divergence: Some(StateDivergence {
+                seq,
+                event: name,
+                recorded_hash: hash,
+                today_hash,
+                today,
+                recorded,
+                patch,
+            }),
+        });
+    }
+    Ok(StateCheck {
+        checked,
+        divergence: None,
+    })
+}
+
+/// The live run's state at the positions of `during` (where it did not change): the latest
+/// stored snapshot among them, when its state hashes to `hash`.
+async fn recorded_state<S: WorkflowState>(
+    wf: &Inner<S>,
+    session: &SessionId,
+    during: std::ops::RangeInclusive<u64>,
+    hash: &str,
+) -> Option<serde_json::Value> {
+    let snapshot = wf
+        .store
+        .latest_snapshot(session, *during.end())
+        .await
+        .ok()??;
+    (during.contains(&snapshot.position) && json_hash(&snapshot.state) == hash)
+        .then_some(snapshot.state)
+}

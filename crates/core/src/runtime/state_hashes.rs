@@ -1,0 +1,75 @@
+//! When a turn records its state's hash ([`Envelope::state_hash`](crate::Envelope::state_hash)):
+//! after each batch that changed the state, as long as hashing has taken at most a fiftieth of
+//! the turn's time so far, and always with the turn's last batch. A small state is hashed after
+//! every such batch; a state so large that hashing it each time would slow the turn (a board of
+//! thousands of tasks, one changed per batch) gets fewer hashes, spread through the turn, and
+//! the turn's cost stays within 2%.
+
+use std::time::{Duration, Instant};
+
+/// The hashing a turn has done, and whether its state changed since the last hash.
+pub(super) struct StateHashes {
+    /// Whether the workflow records hashes at all (`WorkflowBuilder::state_hashes`).
+    enabled: bool,
+    /// Whether an event folded since the last hash changed the state.
+    changed: bool,
+    /// When the turn started.
+    since: Instant,
+    /// The time spent hashing so far.
+    spent: Duration,
+}
+
+/// The share of a turn's time hashing may take: one fiftieth (2%).
+const SHARE: u32 = 50;
+
+impl StateHashes {
+    pub(super) fn new(enabled: bool) -> Self {
+        Self {
+            enabled,
+            changed: false,
+            since: Instant::now(),
+            spent: Duration::ZERO,
+        }
+    }
+
+    /// An event changed the state.
+    pub(super) fn changed(&mut self) {
+        self.changed = true;
+    }
+
+    /// Whether the batch about to be recorded records the hash: the state changed since the
+    /// last one, and hashing is within its share of the turn's time (or the batch ends the
+    /// turn).
+    pub(super) fn due(&self, ends_turn: bool) -> bool {
+        self.enabled
+            && self.changed
+            && (ends_turn || self.spent.saturating_mul(SHARE) <= self.since.elapsed())
+    }
+
+    /// A hash was taken, in `took`.
+    pub(super) fn hashed(&mut self, took: Duration) {
+        self.changed = false;
+        self.spent += took;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_hash_is_due_after_a_change_within_the_share_and_always_at_the_end() {
+        let mut hashes = StateHashes::new(true);
+        assert!(!hashes.due(true), "nothing changed");
+        hashes.changed();
+        assert!(hashes.due(false));
+        // An hour of hashing in a turn that has just begun: only its end records one.
+        hashes.hashed(Duration::from_secs(3600));
+        hashes.changed();
+        assert!(!hashes.due(false));
+        assert!(hashes.due(true));
+        let mut off = StateHashes::new(false);
+        off.changed();
+        assert!(!off.due(true), "turned off");
+    }
+}
