@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use openharness_core::{
-    BoxedProvider, EventId, RunOptions, SessionId, Store, Workflow, WorkflowState,
+    BoxedProvider, EventId, RunOptions, SessionId, StateCheck, Store, Workflow, WorkflowState,
     adapter::{AgentSpec, Unfinished},
 };
 use openharness_tape::{At, ForkSession, LoadTape, Tape};
@@ -77,6 +77,10 @@ pub trait Hosted: Send + Sync + 'static {
 
     /// The state at `position` (clamped), as JSON.
     async fn state_at(&self, session: &SessionId, position: u64) -> Result<Value, HostError>;
+
+    /// The recording folded through today's handlers, compared with its state hashes
+    /// ([`Workflow::check_state`]).
+    async fn check_state(&self, session: &SessionId) -> Result<StateCheck, HostError>;
 
     /// The states at several positions, read in one pass: one tape over the session, moved to
     /// each position in turn.
@@ -323,6 +327,10 @@ impl<S: WorkflowState> Hosted for Handle<S> {
     async fn state_at(&self, session: &SessionId, position: u64) -> Result<Value, HostError> {
         let state = self.0.load_state_at(session, position).await?;
         encode(session, position, &state)
+    }
+
+    async fn check_state(&self, session: &SessionId) -> Result<StateCheck, HostError> {
+        Ok(self.0.check_state(session).await?)
     }
 
     async fn states_at(

@@ -1,7 +1,9 @@
 //! [`Host::replay`]: re-execute a recorded session with today's code, every agent answered
 //! from the recording (no model is called), and say where today's run parts from the
 //! recorded one — the event each side has there, the patch between their payloads (the
-//! prompt or the emitted event that changed) and between their states just after it.
+//! prompt or the emitted event that changed) and between their states just after it — and
+//! fold the recording through today's handlers to compare its state with the hashes the live
+//! run recorded, which catches a handler that changed only the state.
 //!
 //! The re-execution is recorded in a store of its own in memory, into which the session's
 //! ancestors are copied first (a fork re-executes as a fork of the same parent), so the
@@ -9,7 +11,7 @@
 
 use std::sync::Arc;
 
-use openharness_core::{RunOptions, SessionId, Store};
+use openharness_core::{RunOptions, SessionId, StateCheck, StateDivergence, Store};
 use openharness_store::MemoryStore;
 use openharness_tape::{Cassette, EventShape, TapeError};
 use serde::Serialize;
@@ -26,10 +28,18 @@ pub struct Replayed {
     pub session: SessionId,
     /// Its length.
     pub len: u64,
-    /// Whether today's run recorded every event as the recording did.
+    /// Whether today's run recorded every event as the recording did, and today's handlers
+    /// folded the recording to every state it recorded.
     pub matched: bool,
-    /// Where it parted, when it did.
+    /// Where the events parted, when they did.
     pub divergence: Option<ReplayDivergence>,
+    /// How many recorded state hashes today's fold was compared with (0: a recording made
+    /// before state hashes were recorded, whose state could not be checked).
+    pub state_hashes_checked: u64,
+    /// Where today's handlers fold the recording to another state than the live run had,
+    /// when they do: a handler that changed only what it does to the state parts here while
+    /// every event matches ([`Workflow::check_state`](openharness_core::Workflow::check_state)).
+    pub state_divergence: Option<StateDivergence>,
     /// When the session was recorded by other code than today's: which, and which now.
     pub code_change: Option<crate::CodeChange>,
 }
@@ -97,6 +107,7 @@ impl Host {
         // Its turns get what the workflow's owner gives them (the platform's agent); the
         // recording answers every call.
         let options = self.own_turn_options(session).await?;
+        let state = self.check_state(session).await?;
         let Some(divergence) = hosted
             .replay_into(session, Arc::clone(&scratch), &into, options)
             .await?
@@ -104,8 +115,10 @@ impl Host {
             return Ok(Replayed {
                 session: session.clone(),
                 len,
-                matched: true,
+                matched: state.divergence.is_none(),
                 divergence: None,
+                state_hashes_checked: state.checked,
+                state_divergence: state.divergence,
                 code_change,
             });
         };
@@ -126,6 +139,8 @@ impl Host {
             session: session.clone(),
             len,
             matched: false,
+            state_hashes_checked: state.checked,
+            state_divergence: state.divergence,
             code_change,
             divergence: Some(ReplayDivergence {
                 seq: divergence.seq,
@@ -135,6 +150,21 @@ impl Host {
                 payload_patch,
             }),
         })
+    }
+
+    /// Folds `session` through today's handlers and compares its state with the hashes the
+    /// live run recorded ([`Workflow::check_state`](openharness_core::Workflow::check_state)):
+    /// no re-execution, nothing recorded.
+    ///
+    /// ```
+    /// # async fn demo(host: &openharness_host::Host, session: openharness_core::SessionId) -> Result<(), openharness_host::HostError> {
+    /// if let Some(d) = host.check_state(&session).await?.divergence {
+    ///     println!("today's handlers part from the recorded state after seq {}", d.seq);
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub async fn check_state(&self, session: &SessionId) -> Result<StateCheck, HostError> {
+        self.workflow_of(session).await?.check_state(session).await
     }
 
     /// Copies the sessions `session` is forked from (its parent, the parent's parent, ...)

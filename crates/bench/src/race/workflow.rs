@@ -281,8 +281,13 @@ impl Provider for Script {
     }
 }
 
+/// The race workflow at `n` tasks on `store`. With `OPENHARNESS_RACE_STATE_HASHES=off` it
+/// records no state hashes (`WorkflowBuilder::state_hashes(false)`): the baseline of what
+/// recording them costs the live run.
 pub(super) fn workflow(store: impl Store, n: u64, initial: Board) -> Fallible<Workflow<Board>> {
+    let hashes = std::env::var("OPENHARNESS_RACE_STATE_HASHES").map_or(true, |v| v != "off");
     Ok(Workflow::builder(NAME)
+        .state_hashes(hashes)
         .initial_state(initial)
         .agent(Planner)
         .agent(Executor)

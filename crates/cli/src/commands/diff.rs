@@ -1,6 +1,8 @@
 //! `openharness diff A B`: where two sessions part — their common ancestor, how many events
 //! they share, the first event that differs (both sides, and the patch between their
-//! payloads) and the patch between their states just after it.
+//! payloads) and the patch between their states just after it — and, for each side, whether
+//! today's handlers fold it to the states its live run recorded (two sessions whose events all
+//! match may still have been recorded by code that computed other states).
 
 use std::io::Write;
 
@@ -14,13 +16,43 @@ use crate::{CliError, Context};
 /// `diff`: compares two sessions and prints where they part (`--json`: the whole comparison).
 pub(crate) async fn run(context: &Context, a: &str, b: &str, json: bool) -> Result<(), CliError> {
     let (a, b) = (parse_session(a)?, parse_session(b)?);
-    let compared = context.host().compare(&a, &b).await?;
+    let host = context.host();
+    let compared = host.compare(&a, &b).await?;
+    // Unhosted workflows cannot be folded here: their states go unchecked.
+    let parted = |check: Result<openharness::StateCheck, _>| check.ok().and_then(|c| c.divergence);
+    let states = [
+        (a.as_str(), parted(host.check_state(&a).await)),
+        (b.as_str(), parted(host.check_state(&b).await)),
+    ];
     let mut out = context.out();
     if json {
-        writeln!(out, "{}", serde_json::to_string_pretty(&compared)?)?;
+        let mut value = serde_json::to_value(&compared)?;
+        if let Some(object) = value.as_object_mut() {
+            for (key, (_, divergence)) in
+                ["aStateDivergence", "bStateDivergence"].iter().zip(&states)
+            {
+                if let Some(divergence) = divergence {
+                    object.insert((*key).to_owned(), serde_json::to_value(divergence)?);
+                }
+            }
+        }
+        writeln!(out, "{}", serde_json::to_string_pretty(&value)?)?;
         return Ok(());
     }
-    print(&mut out, &compared, a.as_str(), b.as_str())
+    print(&mut out, &compared, a.as_str(), b.as_str())?;
+    for (name, divergence) in &states {
+        if let Some(divergence) = divergence {
+            writeln!(
+                out,
+                "but {name}'s recorded state is not what today's handlers fold: they part after its seq {} (`{}`; state hash recorded {}, today {})",
+                divergence.seq,
+                divergence.event,
+                divergence.recorded_hash.get(..12).unwrap_or_default(),
+                divergence.today_hash.get(..12).unwrap_or_default(),
+            )?;
+        }
+    }
+    Ok(())
 }
 
 /// Prints a comparison, naming its sides `a_name` and `b_name`.

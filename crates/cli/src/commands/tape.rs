@@ -1,5 +1,7 @@
 //! `openharness tape <session>`: the interactive debugger, or with `--at N` the state at one
-//! position (as text or JSON).
+//! position (as text or JSON), with a warning (`codeChange`, `stateDivergence` in JSON) when
+//! other code recorded the session or today's handlers fold it to another state than the
+//! live run recorded before that position.
 
 use std::io::Write;
 
@@ -26,9 +28,30 @@ pub(crate) async fn tape(
         .tape_view(session, at)
         .await
         .map_err(|e| context.explain(e))?;
+    // Today's handlers fold the session up to here: say so when they part from the state the
+    // live run recorded before this position, and when the code that recorded it was other.
+    let code_change = host.code_changed(session).await.ok().flatten();
+    let parted = host
+        .check_state(session)
+        .await
+        .ok()
+        .and_then(|check| check.divergence)
+        .filter(|divergence| divergence.seq < view.position);
     let mut out = context.out();
     if json {
-        let mut text = serde_json::to_string_pretty(&view)?;
+        let mut value = serde_json::to_value(&view)?;
+        if let Some(object) = value.as_object_mut() {
+            if let Some(change) = &code_change {
+                object.insert("codeChange".to_owned(), serde_json::to_value(change)?);
+            }
+            if let Some(divergence) = &parted {
+                object.insert(
+                    "stateDivergence".to_owned(),
+                    serde_json::to_value(divergence)?,
+                );
+            }
+        }
+        let mut text = serde_json::to_string_pretty(&value)?;
         text.push('\n');
         out.write_all(text.as_bytes())?;
     } else {
@@ -40,8 +63,14 @@ pub(crate) async fn tape(
             "position {} of {}\ncurrent  {current}\n",
             view.position, view.len
         );
-        if let Ok(Some(change)) = host.code_changed(session).await {
+        if let Some(change) = &code_change {
             text.push_str(&format!("code     {change}\n"));
+        }
+        if let Some(divergence) = &parted {
+            text.push_str(&format!(
+                "warning  today's handlers part from the recorded state after seq {} (`{}`): the state below is today's fold, not the live run's\n",
+                divergence.seq, divergence.event
+            ));
         }
         if !view.skipped.is_empty() {
             text.push_str(&format!(
