@@ -249,3 +249,63 @@ async fn a_replay_parts_on_the_state_when_every_event_matches() {
     assert_eq!(parted.event, "refund:issued");
     assert_eq!(parted.today["refunded_total"], 3900);
 }
+
+/// The same handlers three times: as first written, reformatted with comments, and with the
+/// planted bug. The fingerprint sees the body, not the formatting.
+pub mod versions {
+    use super::RefundEvent;
+    use openharness::prelude::*;
+
+    pub mod first {
+        use super::*;
+        #[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
+        pub struct Refunds {
+            pub refunded_total: u64,
+        }
+        #[handler(RefundEvent, partial)]
+        impl Refunds {
+            fn refunded(&mut self, refund: &super::super::RefundIssued) {
+                self.refunded_total += refund.amount;
+            }
+        }
+    }
+
+    pub mod reformatted {
+        use super::*;
+        #[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
+        pub struct Refunds {
+            pub refunded_total: u64,
+        }
+        #[handler(RefundEvent, partial)]
+        impl Refunds {
+            /// Adds the refund (a doc comment is not code).
+            fn refunded(&mut self, refund: &super::super::RefundIssued) {
+                // Nor is a comment.
+                self.refunded_total += refund.amount;
+            }
+        }
+    }
+
+    pub mod buggy {
+        use super::*;
+        #[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
+        pub struct Refunds {
+            pub refunded_total: u64,
+        }
+        #[handler(RefundEvent, partial)]
+        impl Refunds {
+            fn refunded(&mut self, refund: &super::super::RefundIssued) {
+                self.refunded_total += refund.amount * 100;
+            }
+        }
+    }
+}
+
+#[test]
+fn the_fingerprint_sees_a_handler_body_and_not_its_formatting() {
+    use openharness::Handler;
+    let first = <versions::first::Refunds as Handler>::CODE;
+    assert_eq!(first.len(), 16);
+    assert_eq!(<versions::reformatted::Refunds as Handler>::CODE, first);
+    assert_ne!(<versions::buggy::Refunds as Handler>::CODE, first);
+}

@@ -22,6 +22,7 @@ use check::*;
 
 pub(crate) fn expand(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> {
     let mut errors = Errors::new();
+    let attr_tokens = attr.clone();
     let args = match AgentArgs::parse(attr, &mut errors) {
         Ok(args) => args,
         Err(err) => return Err(errors.fail(err)),
@@ -33,14 +34,16 @@ pub(crate) fn expand(attr: TokenStream, item: TokenStream) -> syn::Result<TokenS
     };
     let agent = check(args, &item, &mut errors);
     errors.finish()?;
+    // The agent's code: its arguments and its methods (prompt, on_output, ...).
+    let code = crate::code::fingerprint(quote!(#attr_tokens #item));
     match agent {
-        Some(agent) => Ok(generate(&item, &agent)),
+        Some(agent) => Ok(generate(&item, &agent, &code)),
         // `check` returns `None` only after reporting an error.
         None => Err(syn::Error::new(Span::call_site(), msg::AGENT_ITEM)),
     }
 }
 
-fn generate(item: &ItemImpl, agent: &Checked<'_>) -> TokenStream {
+fn generate(item: &ItemImpl, agent: &Checked<'_>, code: &str) -> TokenStream {
     let self_ty = &item.self_ty;
     let Checked {
         output,
@@ -309,6 +312,7 @@ fn generate(item: &ItemImpl, agent: &Checked<'_>) -> TokenStream {
                 type Output = #output;
                 const NAME: &'static str = #name;
                 const EMITS: &'static [&'static str] = &[#(#emits_names),*];
+                const CODE: &'static str = #code;
 
                 #model
                 #when

@@ -5,7 +5,8 @@
 //! `apply_undoable` the tape's). A missing handler is an error
 //! naming the event, pointing at the attribute: the enum's `__openharness_handled` requires
 //! `HandlesEvent<E>` of the state for every event `E`, and this macro implements it for each
-//! event that has a handler.
+//! event that has a handler. `Handler::CODE` is the fingerprint of the handlers' tokens
+//! ([`crate::code`]).
 
 use std::collections::HashMap;
 
@@ -71,6 +72,7 @@ struct Checked<'a> {
 
 fn expand_impl(args: &HandlerArgs, item: ItemImpl) -> syn::Result<TokenStream> {
     let krate = args.krate.tokens();
+    let code = crate::code::fingerprint(item.to_token_stream());
     let mut errors = Errors::new();
     if let Some((_, path, _)) = &item.trait_ {
         // Its methods are the trait's, not handlers: report only this.
@@ -107,6 +109,7 @@ fn expand_impl(args: &HandlerArgs, item: ItemImpl) -> syn::Result<TokenStream> {
         quote! {
             #[automatically_derived]
             impl #krate::Handler for #self_ty {
+                const CODE: &'static str = #code;
                 #apply
             }
             #handles
@@ -119,6 +122,7 @@ fn expand_impl(args: &HandlerArgs, item: ItemImpl) -> syn::Result<TokenStream> {
 
 fn expand_mod(args: &HandlerArgs, mut item: ItemMod) -> syn::Result<TokenStream> {
     let krate = args.krate.tokens();
+    let code = crate::code::fingerprint(item.to_token_stream());
     let mut errors = Errors::new();
     let Some((_, items)) = &item.content else {
         return Err(syn::Error::new_spanned(
@@ -174,6 +178,7 @@ fn expand_mod(args: &HandlerArgs, mut item: ItemMod) -> syn::Result<TokenStream>
         let handler_impl = quote! {
             #[automatically_derived]
             impl #krate::Handler for #state {
+                const CODE: &'static str = #code;
                 #apply
             }
             #handles

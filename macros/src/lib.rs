@@ -23,6 +23,7 @@
 
 mod agent;
 mod attr;
+mod code;
 mod errors;
 mod event;
 mod handler;

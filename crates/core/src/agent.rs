@@ -60,6 +60,11 @@ pub trait Agent: Send + Sync + 'static {
     const NAME: &'static str;
     /// The names of the events `on_output` may emit; anything else is rejected.
     const EMITS: &'static [&'static str];
+    /// A fingerprint of the agent's code: `#[agent]` sets it to the SHA-256 (first 16 hex
+    /// digits) of its arguments and methods as tokens, doc comments left out, so a changed
+    /// prompt or `on_output` changes the workflow's fingerprint and reformatting does not.
+    /// Hand-written agents leave it empty.
+    const CODE: &'static str = "";
 
     /// The model to ask for; `None` leaves it to the provider.
     fn model(&self) -> Option<&str> {
@@ -226,6 +231,8 @@ pub(crate) struct Activation {
 /// The runtime's view of an agent, with the types erased.
 pub(crate) trait ErasedAgent<S>: Send + Sync {
     fn spec(&self) -> AgentSpec;
+    /// [`Agent::CODE`].
+    fn code(&self) -> &'static str;
     fn schema(&self) -> Arc<Value>;
     /// The JSON pointer of the reply in the output, or why the agent's `reply` is invalid.
     fn reply(&self) -> Result<Option<String>, String>;
@@ -332,6 +339,10 @@ impl<A: Agent> ErasedAgent<A::State> for Erased<A> {
             trigger: A::Trigger::NAME,
             emits: A::EMITS,
         }
+    }
+
+    fn code(&self) -> &'static str {
+        A::CODE
     }
 
     fn schema(&self) -> Arc<Value> {

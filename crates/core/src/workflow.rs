@@ -685,9 +685,9 @@ impl<S: WorkflowState> WorkflowBuilder<S> {
     }
 }
 
-/// The fingerprint of a workflow's readable code: SHA-256 over its name, state type, the
-/// event names its handlers take and each agent's spec and output schema (first 16 hex
-/// digits).
+/// The fingerprint of a workflow's code: SHA-256 over its name, state type, the event names
+/// its handlers take and their code (`Handler::CODE`), and each agent's spec, output schema and
+/// code (`Agent::CODE`) (first 16 hex digits).
 fn fingerprint<S: WorkflowState>(
     name: &str,
     agents: &[Arc<dyn crate::agent::ErasedAgent<S>>],
@@ -702,6 +702,7 @@ fn fingerprint<S: WorkflowState>(
                 "trigger": spec.trigger,
                 "emits": spec.emits,
                 "output": *agent.schema(),
+                "code": agent.code(),
             })
         })
         .collect();
@@ -709,6 +710,7 @@ fn fingerprint<S: WorkflowState>(
         "workflow": name,
         "state": std::any::type_name::<S>(),
         "handles": <S::Events as crate::EventSet>::NAMES,
+        "handlers": S::CODE,
         "agents": agents,
     });
     let digest = Sha256::digest(described.to_string().as_bytes());
