@@ -83,10 +83,31 @@ pub(crate) enum Command<E: Subcommand> {
         json: bool,
     },
     /// Re-execute a session with today's code, every agent answered from the recording (no
-    /// model is called); where it parts, show the payload and state diffs (exit 1).
+    /// model is called), and fold it through today's handlers against the state hashes its
+    /// live run recorded; where it parts, show the payload and state diffs (exit 1). With
+    /// `--all`, every session (of the store, a search, or exports) at once, with a report.
     Replay {
-        /// The session id.
-        session: String,
+        /// The session id (or `--all`).
+        #[arg(required_unless_present = "all", conflicts_with = "all")]
+        session: Option<String>,
+        /// Replay every session recorded by a workflow this program registers.
+        #[arg(long)]
+        all: bool,
+        /// With `--all`: only sessions whose id, title, workflow, agents or inputs contain this
+        /// text (any case), as `sessions --search` finds them.
+        #[arg(long, value_name = "TEXT", requires = "all")]
+        search: Option<String>,
+        /// With `--all`: the sessions of these exports (`openharness export` JSONL files, or
+        /// folders of them) instead of the store's; read into memory, the store is not opened
+        /// for them.
+        #[arg(long, value_name = "PATH", requires = "all")]
+        from: Vec<std::path::PathBuf>,
+        /// With `--all`: also write the report as JUnit XML to FILE.
+        #[arg(long, value_name = "FILE", requires = "all")]
+        junit: Option<std::path::PathBuf>,
+        /// With `--all`: how many sessions at a time (default: the machine's cores).
+        #[arg(long, value_name = "N", requires = "all")]
+        jobs: Option<usize>,
         /// Print the result as JSON.
         #[arg(long)]
         json: bool,

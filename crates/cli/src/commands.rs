@@ -107,7 +107,27 @@ pub(crate) async fn run<E: clap::Subcommand>(
         }
         Command::Fork(args) => fork::run(args, context).await,
         Command::Diff { a, b, json } => diff::run(context, &a, &b, json).await,
-        Command::Replay { session, json } => replay::run(context, &session, json).await,
+        Command::Replay {
+            session,
+            all,
+            search,
+            from,
+            junit,
+            jobs,
+            json,
+        } => match (session, all) {
+            (Some(session), false) => replay::run(context, &session, json).await,
+            _ => {
+                let asked = replay::All {
+                    search,
+                    from,
+                    junit,
+                    jobs,
+                    json,
+                };
+                replay::all(context, asked).await
+            }
+        },
         Command::Serve {
             addr,
             port,

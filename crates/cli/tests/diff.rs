@@ -182,3 +182,102 @@ fn json_even_failed(output: &Output) -> Value {
     );
     serde_json::from_slice(&output.stdout).unwrap()
 }
+
+/// `replay --all`: every session of a store through today's code, with a JUnit report; then
+/// exports whose recorded state hash today's handlers do not reproduce (another build's
+/// handler computed another state, every event the same), read from a folder: the report
+/// names the session, the position and the chain of causes, and the command exits 1.
+#[test]
+fn replay_all_runs_every_session_and_names_one_whose_state_parts() {
+    let dir = tempfile::tempdir().unwrap();
+    assert!(openharness(dir.path(), &["demo"]).status.success());
+    assert!(openharness(dir.path(), &["demo", "chat"]).status.success());
+    let junit = dir.path().join("replay.xml");
+    let all = openharness(
+        dir.path(),
+        &["replay", "--all", "--junit", junit.to_str().unwrap()],
+    );
+    let text = String::from_utf8_lossy(&all.stdout);
+    assert!(all.status.success(), "{text}");
+    assert!(
+        text.contains("2 sessions replayed") && text.contains("2 matched, 0 parted"),
+        "{text}"
+    );
+    let xml = std::fs::read_to_string(&junit).unwrap();
+    assert!(
+        xml.contains(r#"tests="2" failures="0" errors="0""#),
+        "{xml}"
+    );
+    assert_eq!(xml.matches("<testcase ").count(), 2, "{xml}");
+
+    // The demo as a build with another handler recorded it: one state hash differs.
+    let sessions = json(&openharness(dir.path(), &["sessions", "--json"]));
+    let demo = sessions
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["workflow"] == "planner-executor")
+        .unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let export = openharness(dir.path(), &["export", &demo]);
+    let mut plan = None;
+    let mut tampered = None;
+    let lines: Vec<String> = String::from_utf8_lossy(&export.stdout)
+        .lines()
+        .map(|line| {
+            let mut event: Value = serde_json::from_str(line).unwrap();
+            if plan.is_none() && event["name"] == "plan:created" {
+                plan = event["seq"].as_u64();
+            }
+            // The first hash recorded once the plan is folded in.
+            if plan.is_some() && tampered.is_none() && event["stateHash"].is_string() {
+                event["stateHash"] = Value::String("f".repeat(64));
+                tampered = event["seq"].as_u64();
+            }
+            event.to_string()
+        })
+        .collect();
+    let exports = dir.path().join("exports");
+    std::fs::create_dir(&exports).unwrap();
+    std::fs::write(exports.join("demo.jsonl"), lines.join("\n") + "\n").unwrap();
+    let tampered = tampered.expect("a hash recorded after the plan");
+    let parted = openharness(
+        dir.path(),
+        &[
+            "replay",
+            "--all",
+            "--from",
+            exports.to_str().unwrap(),
+            "--json",
+        ],
+    );
+    assert_eq!(parted.status.code(), Some(1));
+    let report: Value = serde_json::from_slice(&parted.stdout).unwrap();
+    assert_eq!(report["replayed"], 1, "{report}");
+    assert_eq!(report["matched"], 0);
+    let first = &report["parted"][0];
+    assert_eq!(first["replayed"]["session"], demo.as_str());
+    assert!(
+        first["replayed"]["divergence"].is_null(),
+        "every event matches: {first}"
+    );
+    let seq = first["replayed"]["stateDivergence"]["seq"]
+        .as_u64()
+        .unwrap();
+    assert_eq!(seq, tampered, "the position of the hash that differs");
+    assert_eq!(first["seq"], seq);
+    // The handlers that changed the state since the last hash that matched: the plan's.
+    let changed_by = first["replayed"]["stateDivergence"]["changedBy"]
+        .as_array()
+        .unwrap();
+    assert_eq!(changed_by[0]["event"], "plan:created", "{first}");
+    // The chain runs from the first of them back to the input that began it.
+    let causes = first["causes"].as_array().unwrap();
+    assert_eq!(causes[0]["seq"], changed_by[0]["seq"]);
+    assert_eq!(causes.last().unwrap()["name"], "user:input", "{first}");
+    // The user's store was not touched: it still has its two sessions, both matching.
+    let again = openharness(dir.path(), &["replay", "--all"]);
+    assert!(again.status.success());
+}

@@ -21,7 +21,8 @@
 //! - `catalog`: [`Host::query_sessions`], the session list searched, filtered, sorted and paged.
 //! - `ancestry`: a session and the sessions it is forked from, up to its lineage's root.
 //! - `compare` (`compare/`): [`Host::compare`], two sessions side by side and where they part.
-//! - `replay`: [`Host::replay`], a recorded session re-executed with today's code, no model called.
+//! - `replay`: [`Host::replay`], a recorded session re-executed with today's code, no model called;
+//!   `replayer`: [`Replayer`], many at once, with a report CI reads (JUnit XML).
 //! - `code`: [`Host::code_changed`], whether the code that recorded a session is this host's.
 //! - `prepared`: [`PreparedFork`], a fork point derived once and run any number of times.
 //! - `error`: [`HostError`], what a host operation can fail with.
@@ -50,6 +51,7 @@ mod json_fold;
 mod prepared;
 mod query_words;
 mod replay;
+mod replayer;
 mod schema;
 mod turns;
 mod wire;
@@ -74,6 +76,7 @@ pub use json_fold::JsonFold;
 pub use prepared::PreparedFork;
 pub use query_words::{SessionQueryError, SessionQueryWords};
 pub use replay::{ReplayDivergence, Replayed};
+pub use replayer::{Cause, FailedReplay, PartedSession, ReplayReport, Replayer, SkippedSession};
 pub use schema::{WireSchema, wire_schemas};
 pub use turns::{ForkAnswer, ForkStart, RunningTurn, Started, TurnDone, TurnOptions, TurnStart};
 pub use wire::{EventsPage, ForkPoint, PositionView, SessionSummary, StateAt, TurnOutcome};

@@ -87,6 +87,7 @@ pub fn wire_schemas() -> Vec<WireSchema> {
         of::<SessionsPage>("SessionsPage"),
         of::<SessionComparison>("SessionComparison"),
         of::<CodeChange>("CodeChange"),
+        of::<openharness_core::StateCheck>("StateCheck"),
         of::<SessionSort>("SessionSort"),
         of::<EventsPage>("EventsPage"),
         of::<PositionView>("TapeView"),

@@ -308,6 +308,13 @@ fn paths() -> Value {
             ("200", ok("the comparison", schema("SessionComparison"))),
             &["400", "401", "404"],
         ) },
+        "/sessions/{id}/state-check": { "get": operation(
+            "The session folded through this server's handlers, compared with the state hashes its live run recorded: the first position where the state parts",
+            vec![session_id()],
+            None,
+            ("200", ok("the check", schema("StateCheck"))),
+            &["400", "401", "404", "422"],
+        ) },
         "/api/chat": { "post": {
             "summary": "AI SDK 5 chat: the turn as a UI message stream",
             "parameters": [approvals_header()],

@@ -50,6 +50,7 @@ pub(crate) fn build(state: Arc<AppState>) -> Router {
         .route("/sessions/{id}/states", get(states_at))
         .route("/sessions/{id}/diff", get(diff))
         .route("/sessions/{id}/compare", get(compare))
+        .route("/sessions/{id}/state-check", get(state_check))
         .route("/sessions/{id}/messages", get(messages))
         .route("/sessions/{id}/fork", post(fork))
         .route("/providers", get(providers));
@@ -432,6 +433,13 @@ async fn compare(
     let session = session_id(&id)?;
     let other = session_id(&query(other)?.with)?;
     Ok(Json(state.host.compare(&session, &other).await?).into_response())
+}
+
+/// The session folded through this server's handlers, compared with the state hashes its
+/// live run recorded (`Host::check_state`): the first position where the state parts.
+async fn state_check(State(state): Shared, Path(id): Path<String>) -> Answer {
+    let session = session_id(&id)?;
+    Ok(Json(state.host.check_state(&session).await?).into_response())
 }
 
 #[derive(Deserialize)]

@@ -19,6 +19,7 @@ import type {
   Recorded,
   SessionComparison,
   SessionDetail,
+  StateCheck,
   SessionSummary,
   SessionsPage,
   SessionsQuery,
@@ -154,6 +155,15 @@ export class OpenHarnessClient {
   /** One session, and whether this server runs a turn on it now. */
   getSession(sessionId: string, options?: RequestOptions): Promise<SessionDetail> {
     return this.request("GET", `/sessions/${enc(sessionId)}`, undefined, options);
+  }
+
+  /**
+   * The session folded through the server's handlers and compared with the state hashes its
+   * live run recorded: `divergence` names the first position where the state parts (a handler
+   * changed since the recording), `checked` how many hashes were compared.
+   */
+  checkState(sessionId: string, options?: RequestOptions): Promise<StateCheck> {
+    return this.request("GET", `/sessions/${enc(sessionId)}/state-check`, undefined, options);
   }
 
   /** Deletes a session (`409 session_busy` while a turn runs, `409 has_forks` with forks). */

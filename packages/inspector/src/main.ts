@@ -9,7 +9,7 @@
 // and runs the keys' commands; the session list (panels/sessions.ts), the state and patch at
 // the cursor (panels/state.ts) and what each panel shows are their modules'.
 
-import type { EventStream, Recorded, SessionDetail, SessionSummary } from "@openharness/client";
+import type { EventStream, Recorded, SessionDetail, SessionSummary, StateCheck } from "@openharness/client";
 import { type Command, HELP, commandFor } from "./keys";
 import { continueSession, exportJsonl, forkAt, openQuestion } from "./panels/controls";
 import { renderEvent } from "./panels/event";
@@ -33,6 +33,8 @@ class Inspector {
   private view: view.View = view.initialView();
   private pollTimer: ReturnType<typeof setTimeout> | undefined;
   private summary: SessionDetail | null = null;
+  /** Where today's handlers fold the open session to another state than its live run had. */
+  private stateCheck: StateCheck | null = null;
   private tape: Tape | null = null;
   /** For a fork: its parent's events before the fork point, shown dimmed before its own. */
   private inherited: Tape | null = null;
@@ -228,6 +230,7 @@ class Inspector {
       this.timeline.size();
       this.timeline.scrollToCursor(true);
       if (summary.parent) void this.openInherited(tape, summary.parent);
+      void this.checkState(id, tape);
       if (tape.len > 0) await tape.ensure(this.view.position - 60, this.view.position + 60);
       if (this.tape !== tape) return;
       this.renderMeta();
@@ -274,7 +277,20 @@ class Inspector {
     }
   }
 
+  /** Asks once whether the open session's recorded states are what today's handlers fold. */
+  private async checkState(id: string, tape: Tape): Promise<void> {
+    try {
+      const check = await this.client.checkState(id);
+      if (this.tape !== tape) return;
+      this.stateCheck = check;
+      this.renderMeta();
+    } catch {
+      // A workflow not registered here has no handlers to check with: nothing to say.
+    }
+  }
+
   private close(): void {
+    this.stateCheck = null;
     this.live?.close();
     this.live = null;
     this.inherited?.dispose();
@@ -293,7 +309,7 @@ class Inspector {
   }
 
   private renderMeta(): void {
-    renderHeader(this.$, this.summary, this.tape, this.view.following);
+    renderHeader(this.$, this.summary, this.tape, this.view.following, this.stateCheck);
     this.$.cancel.hidden = this.summary?.status !== "running";
     this.$.download.disabled = !this.summary;
     this.showQuestion();

@@ -108,6 +108,18 @@ fn write_state_divergence(
         short(&divergence.recorded_hash),
         short(&divergence.today_hash)
     )?;
+    if !divergence.changed_by.is_empty() {
+        let handled: Vec<String> = divergence
+            .changed_by
+            .iter()
+            .map(|c| format!("`{}` (seq {})", c.event, c.seq))
+            .collect();
+        writeln!(
+            out,
+            "  changed since the last state that matched by the handlers of: {}",
+            handled.join(", ")
+        )?;
+    }
     match &divergence.patch {
         Some(patch) => {
             writeln!(out, "  state, recorded → today:")?;
@@ -142,4 +154,144 @@ fn write_patch(out: &mut impl Write, patch: &impl serde::Serialize) -> Result<()
 /// The first 12 hex digits of a hash.
 fn short(hash: &str) -> &str {
     hash.get(..12).unwrap_or(hash)
+}
+
+/// What `replay --all` was asked.
+pub(crate) struct All {
+    /// Only sessions this text finds.
+    pub(crate) search: Option<String>,
+    /// Exports (JSONL files or folders of them) to replay instead of the store's sessions.
+    pub(crate) from: Vec<std::path::PathBuf>,
+    /// Where to write the JUnit XML report.
+    pub(crate) junit: Option<std::path::PathBuf>,
+    /// Sessions at a time.
+    pub(crate) jobs: Option<usize>,
+    /// The report as JSON.
+    pub(crate) json: bool,
+}
+
+/// `replay --all`: every session (of the store, a search or exports) through today's code,
+/// several at a time; a line per session that parts with where and why, a summary, the
+/// report as JUnit XML when asked; exit 1 when any parts or fails.
+pub(crate) async fn all(context: &Context, asked: All) -> Result<(), CliError> {
+    let host = if asked.from.is_empty() {
+        context.host().clone()
+    } else {
+        exports_host(context.host(), &asked.from).await?
+    };
+    let mut replayer = openharness_host::Replayer::new(host);
+    if let Some(jobs) = asked.jobs {
+        replayer = replayer.jobs(jobs);
+    }
+    let mut query = openharness_host::SessionQuery::default();
+    query.search = asked.search;
+    let sessions = replayer
+        .sessions(&query)
+        .await
+        .map_err(|e| context.explain(e))?;
+    // Progress on a terminal only (a log keeps the report, not a counter).
+    let show = std::io::IsTerminal::is_terminal(&std::io::stderr());
+    let report = replayer
+        .run(sessions, |done, total| {
+            if show && (done == total || done % 50 == 0) {
+                eprint!("\rreplayed {done}/{total}");
+                if done == total {
+                    eprintln!();
+                }
+            }
+        })
+        .await;
+    if let Some(path) = &asked.junit {
+        std::fs::write(path, report.junit()).map_err(|source| {
+            CliError::Usage(format!("could not write {}: {source}", path.display()))
+        })?;
+    }
+    let mut out = context.out();
+    if asked.json {
+        writeln!(out, "{}", serde_json::to_string_pretty(&report)?)?;
+    } else {
+        for parted in &report.parted {
+            writeln!(
+                out,
+                "PARTS   {} ({}): {}",
+                parted.replayed.session,
+                parted.workflow.as_deref().unwrap_or("?"),
+                parted.summary()
+            )?;
+            writeln!(out, "  {}", parted.details())?;
+        }
+        for failed in &report.failed {
+            writeln!(out, "FAILED  {}: {}", failed.session, failed.error)?;
+        }
+        writeln!(
+            out,
+            "{} sessions replayed in {:.1} s ({:.0} a minute): {} matched, {} parted, {} could not be replayed, {} skipped (no model was called)",
+            report.replayed + report.failed.len() as u64,
+            report.seconds,
+            (report.replayed + report.failed.len() as u64) as f64 / report.seconds.max(1e-9) * 60.0,
+            report.matched,
+            report.parted.len(),
+            report.failed.len(),
+            report.skipped.len()
+        )?;
+    }
+    if report.all_matched() {
+        Ok(())
+    } else {
+        Err(CliError::Usage(format!(
+            "{} session(s) parted from their recordings and {} could not be replayed",
+            report.parted.len(),
+            report.failed.len()
+        )))
+    }
+}
+
+/// A host with `host`'s workflows over a store in memory holding the sessions of `paths`
+/// (export files, or folders of them).
+async fn exports_host(
+    host: &openharness_host::Host,
+    paths: &[std::path::PathBuf],
+) -> Result<openharness_host::Host, CliError> {
+    let memory: std::sync::Arc<dyn openharness::Store> =
+        std::sync::Arc::new(openharness::store::MemoryStore::new());
+    let mut files = Vec::new();
+    for path in paths {
+        if path.is_dir() {
+            let entries = std::fs::read_dir(path).map_err(|source| {
+                crate::transfer::TransferCliError::File {
+                    path: path.clone(),
+                    source,
+                }
+            })?;
+            let mut inside: Vec<_> = entries
+                .filter_map(Result::ok)
+                .map(|entry| entry.path())
+                .filter(|p| p.extension().is_some_and(|e| e == "jsonl"))
+                .collect();
+            inside.sort();
+            files.extend(inside);
+        } else {
+            files.push(path.clone());
+        }
+    }
+    for file in files {
+        let reader = std::fs::File::open(&file).map_err(|source| {
+            crate::transfer::TransferCliError::File {
+                path: file.clone(),
+                source,
+            }
+        })?;
+        openharness::store::jsonl::import(&*memory, std::io::BufReader::new(reader))
+            .await
+            .map_err(|source| crate::transfer::TransferCliError::Import {
+                path: file.clone(),
+                source,
+            })?;
+    }
+    let mut replaying = openharness_host::Host::shared(memory);
+    for name in host.workflow_names() {
+        let hosted = std::sync::Arc::clone(host.hosted(&name)?);
+        replaying = replaying.register(hosted)?;
+    }
+    Ok(replaying)
 }

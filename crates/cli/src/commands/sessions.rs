@@ -1,5 +1,6 @@
 //! `sessions`: the store's sessions listed (filtered, sorted, searched), with the workflow that
-//! owns each and the ones an interrupted import left unfinished.
+//! owns each (marked `!` when other code recorded it) and the ones an interrupted import left
+//! unfinished.
 
 use super::*;
 use openharness_host::{SessionQueryError, SessionQueryWords};
@@ -32,6 +33,9 @@ pub(super) struct Row<'a> {
     /// Why its events cannot all be read, when they cannot (`check` says more).
     #[serde(skip_serializing_if = "Option::is_none")]
     damaged: Option<&'a str>,
+    /// Whether other code than this program's recorded it (another fingerprint, version or
+    /// commit in its `workflow:started`): its states here are today's fold.
+    code_changed: bool,
 }
 
 /// The sessions an interrupted import left marked unfinished, with their notes.
@@ -103,6 +107,14 @@ pub(super) async fn sessions(
             .await?
             .into_iter()
             .collect();
+    // Sessions recorded by other code than this program's (one read of each lineage's first
+    // event; unhosted ones cannot be compared).
+    let mut changed = std::collections::HashSet::new();
+    for info in sessions.iter().filter(|s| s.hosted) {
+        if let Ok(Some(_)) = host.code_changed(&info.id).await {
+            changed.insert(info.id.clone());
+        }
+    }
     let mut out = context.out();
     if json {
         let rows: Vec<Row<'_>> = sessions
@@ -123,6 +135,7 @@ pub(super) async fn sessions(
                 cost: s.cost,
                 open_requests: s.open_requests,
                 damaged: s.damaged.as_deref(),
+                code_changed: changed.contains(&s.id),
             })
             .collect();
         let mut text = serde_json::to_string_pretty(&rows)?;
@@ -149,6 +162,7 @@ pub(super) async fn sessions(
     }
     for info in &sessions {
         let workflow = match (&info.workflow, info.hosted) {
+            (Some(name), true) if changed.contains(&info.id) => format!("{name}!"),
             (Some(name), true) => name.clone(),
             (Some(name), false) => format!("{name}*"),
             (None, _) => "-*".to_owned(),
@@ -181,6 +195,12 @@ pub(super) async fn sessions(
         writeln!(
             out,
             "* recorded by a workflow this program does not register: `events` and `tape` show its events, not its states"
+        )?;
+    }
+    if !changed.is_empty() {
+        writeln!(
+            out,
+            "! recorded by other code than this program's: states here are today's fold (`replay` checks it against the state hashes the live run recorded)"
         )?;
     }
     none_damaged(&sessions)

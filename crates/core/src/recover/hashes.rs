@@ -45,6 +45,19 @@ pub struct StateDivergence {
     /// The JSON patch from the recorded state to today's, when the recorded state is known.
     #[schemars(with = "Option<serde_json::Value>")]
     pub patch: Option<json_patch::Patch>,
+    /// The events since the last hash that matched whose handlers changed the state, in
+    /// order: one of them folds differently today (the handler to look at).
+    pub changed_by: Vec<ChangedBy>,
+}
+
+/// An event a handler folded into the state ([`StateDivergence::changed_by`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[non_exhaustive]
+pub struct ChangedBy {
+    /// Its seq.
+    pub seq: u64,
+    /// Its name.
+    pub event: String,
 }
 
 /// See [`StateCheck`]: one streamed pass over `session`'s log from its base state (a fork's
@@ -72,6 +85,7 @@ pub(crate) async fn check_state<S: WorkflowState>(
         .store
         .stream_events_for_fold(session, 0..len, folded::<S>);
     let mut checked = 0;
+    let mut changed_by = Vec::new();
     while let Some(recorded) = events.next().await {
         let recorded = recorded.map_err(&failed)?;
         let (seq, name, hash) = (
@@ -79,7 +93,15 @@ pub(crate) async fn check_state<S: WorkflowState>(
             recorded.event.name.to_string(),
             recorded.event.state_hash.clone(),
         );
-        fold.apply(recorded.event);
+        if matches!(
+            fold.apply(recorded.event),
+            crate::adapter::Applied::Handled(_) | crate::adapter::Applied::Panicked(_)
+        ) {
+            changed_by.push(ChangedBy {
+                seq,
+                event: name.clone(),
+            });
+        }
         let Some(hash) = hash else { continue };
         checked += 1;
         let today = serde_json::to_value(fold.state()).map_err(|err| {
@@ -89,6 +111,7 @@ pub(crate) async fn check_state<S: WorkflowState>(
         })?;
         let today_hash = json_hash(&today);
         if today_hash == hash {
+            changed_by.clear();
             continue;
         }
         // The recorded state holds until the next event that records a hash: a snapshot
@@ -118,6 +141,7 @@ pub(crate) async fn check_state<S: WorkflowState>(
                 today,
                 recorded,
                 patch,
+                changed_by,
             }),
         });
     }

@@ -313,6 +313,7 @@ export interface Wire {
   AgentStarted?: AgentStarted;
   Ancestor?: Ancestor;
   BusyPolicy?: BusyPolicy;
+  ChangedBy?: ChangedBy;
   ChatMessage?: ChatMessage;
   ChatToolCall?: ChatToolCall;
   CodeChange?: CodeChange;
@@ -349,6 +350,8 @@ export interface Wire {
   SessionsPage?: SessionsPage;
   Skipped?: Skipped;
   StateAt?: StateAt;
+  StateCheck?: StateCheck;
+  StateDivergence?: StateDivergence;
   StopReason?: StopReason;
   StopRequested?: StopRequested;
   TapeView?: TapeView;
@@ -503,6 +506,22 @@ export interface Ancestor {
    */
   bFrom: number;
   session: SessionId;
+}
+/**
+ * An event a handler folded into the state (`StateDivergence::changed_by`).
+ *
+ * This interface was referenced by `Wire`'s JSON-Schema
+ * via the `definition` "ChangedBy".
+ */
+export interface ChangedBy {
+  /**
+   * Its name.
+   */
+  event: string;
+  /**
+   * Its seq.
+   */
+  seq: number;
 }
 /**
  * The recorded code and today's, when they differ (`Host::code_changed`).
@@ -1201,6 +1220,72 @@ export interface StateAt {
   };
 }
 /**
+ * What `Workflow::check_state` found.
+ *
+ * This interface was referenced by `Wire`'s JSON-Schema
+ * via the `definition` "StateCheck".
+ */
+export interface StateCheck {
+  /**
+   * How many recorded state hashes today's fold was compared with (0 for a recording made
+   * before they were recorded: then nothing could be checked).
+   */
+  checked: number;
+  /**
+   * The first position where today's state is not the recorded one, if any.
+   */
+  divergence: StateDivergence | null;
+}
+/**
+ * Where today's fold of a recording parts from the state the live run recorded.
+ *
+ * This interface was referenced by `Wire`'s JSON-Schema
+ * via the `definition` "StateDivergence".
+ */
+export interface StateDivergence {
+  /**
+   * The events since the last hash that matched whose handlers changed the state, in
+   * order: one of them folds differently today (the handler to look at).
+   */
+  changedBy: ChangedBy[];
+  /**
+   * The event's name.
+   */
+  event: string;
+  /**
+   * The JSON patch from the recorded state to today's, when the recorded state is known.
+   */
+  patch: {
+    [k: string]: unknown | undefined;
+  };
+  /**
+   * The live run's state there, when the store holds a snapshot of it: one saved before
+   * the state next changed whose hash is the recorded one (saved by the live run).
+   */
+  recorded: {
+    [k: string]: unknown | undefined;
+  };
+  /**
+   * The hash the live run recorded.
+   */
+  recordedHash: string;
+  /**
+   * The seq of the first event after which today's state hashes differently from what
+   * was recorded there.
+   */
+  seq: number;
+  /**
+   * Today's state just after the event.
+   */
+  today: {
+    [k: string]: unknown | undefined;
+  };
+  /**
+   * Today's hash.
+   */
+  todayHash: string;
+}
+/**
  * Someone asked the running turn to stop (an HTTP cancel, a chat client's stop, the CLI):
  * the turn ends `cancelled` at its next safe point, whoever reads its stream.
  *
@@ -1547,10 +1632,12 @@ export interface WorkflowCompleted {
  */
 export interface WorkflowStarted {
   /**
-   * A fingerprint of the workflow's code as far as it can be read (absent in recordings
-   * made before it was recorded): the SHA-256 (first 16 hex digits) of its name, its state
-   * type, the events its handlers take, and each agent's name, trigger, events and output
-   * schema. Handler bodies and prompts cannot be read, so their changes do not change it.
+   * A fingerprint of the workflow's code (absent in recordings made before it was
+   * recorded): the SHA-256 (first 16 hex digits) of its name, its state type, the events
+   * its handlers take and the handlers' code (`Handler::CODE`: their tokens, so a changed
+   * body changes it and reformatting does not), and each agent's name, trigger, events,
+   * output schema and code (`Agent::CODE`). Functions the handlers and agents call are not
+   * seen: `WorkflowBuilder::version` covers them.
    */
   code?: string | null;
   /**

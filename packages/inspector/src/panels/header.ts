@@ -1,7 +1,9 @@
 // The header: the open session's workflow and id, its status, length, lineage and how much of
-// it has been read; the follow button's state; what the input box will do.
+// it has been read, and warnings when other code recorded it or today's handlers fold it to
+// another state than its live run recorded; the follow button's state; what the input box
+// will do.
 
-import type { CodeChange, SessionDetail } from "@openharness/client";
+import type { CodeChange, SessionDetail, StateCheck } from "@openharness/client";
 import type { Tape } from "../tape";
 
 export interface HeaderElements {
@@ -11,7 +13,13 @@ export interface HeaderElements {
   inputHint: HTMLElement;
 }
 
-export function renderHeader($: HeaderElements, summary: SessionDetail | null, tape: Tape | null, following: boolean): void {
+export function renderHeader(
+  $: HeaderElements,
+  summary: SessionDetail | null,
+  tape: Tape | null,
+  following: boolean,
+  stateCheck: StateCheck | null = null,
+): void {
   if (!summary || !tape) {
     $.title.textContent = "No session open";
     $.meta.textContent = "Pick a session on the left.";
@@ -31,6 +39,15 @@ export function renderHeader($: HeaderElements, summary: SessionDetail | null, t
     warning.title = codeChangeText(change);
     $.meta.append(warning);
   }
+  const parted = stateCheck?.divergence;
+  if (parted) {
+    // Its states here are today's fold, and they are not the ones the live run had.
+    const warning = document.createElement("span");
+    warning.className = "code-changed state-parted";
+    warning.textContent = ` · ⚠ state parts from the recording at position ${parted.seq + 1}`;
+    warning.title = stateDivergenceText(parted);
+    $.meta.append(warning);
+  }
   $.follow.classList.toggle("on", following);
   const waiting = summary.status === "waiting";
   $.inputHint.textContent = waiting ? "answers the open input request" : summary.status === "running" ? "a turn is running" : "starts a new turn";
@@ -41,4 +58,9 @@ export function codeChangeText(change: CodeChange): string {
   const describe = (code: string | null | undefined, version: string | null | undefined, commit: string | null | undefined) =>
     [code ? `code ${code}` : "code of unknown fingerprint", version ? `version ${version}` : null, commit ? `commit ${commit}` : null].filter(Boolean).join(", ");
   return `recorded by ${describe(change.recorded, change.recordedVersion, change.recordedCommit)}; this server runs ${describe(change.today, change.todayVersion, change.todayCommit)}. States are folded with today's handlers.`;
+}
+
+/** Where today's handlers part from the recorded state, as `openharness replay` says it. */
+export function stateDivergenceText(parted: NonNullable<StateCheck["divergence"]>): string {
+  return `Today's handlers fold this session to another state after seq ${parted.seq} (${parted.event}) than its live run recorded (state hash ${parted.recordedHash.slice(0, 12)}, today ${parted.todayHash.slice(0, 12)}): states from there on are today's fold. \`openharness replay\` shows the difference.`;
 }
