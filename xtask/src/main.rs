@@ -49,7 +49,7 @@ enum Step {
     AwaitPrefetch,
 }
 
-const USAGE: &str = "usage: cargo xtask ci | schemas [--check] | bench stores | bench tape | bench sessions | bench race | bench server | bench turns | bench platform | bench chat | bench diff | bench eval | bench list | bench mcp | bench otel";
+const USAGE: &str = "usage: cargo xtask ci | schemas [--check] | bench stores | bench tape | bench sessions | bench race | bench server | bench turns | bench platform | bench chat | bench diff | bench eval | bench list | bench mcp | bench otel | bench replay";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -89,7 +89,7 @@ fn main() -> ExitCode {
         [
             "bench",
             suite @ ("tape" | "sessions" | "server" | "turns" | "platform" | "chat" | "diff"
-            | "list" | "eval" | "mcp" | "otel"),
+            | "list" | "eval" | "mcp" | "otel" | "replay"),
         ] => vec![Step::Bench((*suite).to_owned())],
         ["bench", "race"] => vec![
             // The race's child (`openharness-race-child`) too, which `cargo run` would not build.

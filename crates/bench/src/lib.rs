@@ -18,6 +18,7 @@
 //! - `mcp`: a tool called through `openharness-mcp` against the same call made with `rmcp`.
 //! - `otel`: the race shape with live span export against without, and a burst into a collector.
 //! - `diff`: two 100 000-event sessions compared against loading one of them.
+//! - `replay`: `replay --all` over 10 000 recorded demo sessions against recording them.
 //! - `list`: the session list of 10 000 sessions: the first page, searches.
 //! - `turns`: the host's claim per turn against the workflow alone, and a steer's way into
 //!   the running agent's next model request.
@@ -34,6 +35,7 @@ mod mcp;
 mod otel;
 mod platform;
 mod race;
+mod replay;
 mod report;
 mod server;
 mod sessions;
@@ -66,9 +68,10 @@ pub fn run() -> ExitCode {
         Some("list") => list::run(),
         Some("mcp") => mcp::run(),
         Some("otel") => otel::run(),
+        Some("replay") => replay::run(),
         _ => {
             eprintln!(
-                "usage: openharness-bench tape | sessions | race | server | turns | platform | chat | diff | eval | list | mcp | otel"
+                "usage: openharness-bench tape | sessions | race | server | turns | platform | chat | diff | eval | list | mcp | otel | replay"
             );
             ExitCode::from(2)
         }
