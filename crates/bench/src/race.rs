@@ -33,7 +33,9 @@
 //! append + `fdatasync`): how far the store is from what the disk allows. Every side starts
 //! on a settled disk (`sync(1)` first), not behind the other side's writeback. Last, both sides'
 //! durable live run at N = 5 000 again with the disk loaded by another writer
-//! ([`loaded`]): the ratio on a quiet and on a busy disk, from one run.
+//! ([`loaded`]): the ratio on a quiet and on a busy disk, from one run. And what recording
+//! state hashes costs our live run at N = 5 000 (durable, and durable at the turn's end),
+//! against the same run without them, alternated.
 
 use std::hint::black_box;
 use std::path::{Path, PathBuf};
@@ -558,7 +560,50 @@ fn race() -> Fallible<Vec<Row>> {
     let mut table = rows(&results);
     table.extend(deferred(&exe, theirs_python.as_deref(), &script)?);
     table.extend(loaded::loaded(&exe, theirs_python.as_deref(), &script)?);
+    table.extend(state_hashes(&exe)?);
     Ok(table)
+}
+
+/// Alternations of the state-hash rows; each side's median is compared.
+const HASH_ROUNDS: usize = 5;
+
+/// What recording state hashes costs our live run at N = 5 000, durable and durable at the
+/// turn's end (where the disk hides nothing): the same run with and without them
+/// (`OPENHARNESS_RACE_STATE_HASHES=off`), alternated, the medians compared. Goal: <= 1.03x.
+fn state_hashes(exe: &Path) -> Fallible<Vec<Row>> {
+    let n = DEFERRED_N;
+    let mut rows = Vec::new();
+    for mode in ["every", "turn"] {
+        let (mut on, mut off) = (Vec::new(), Vec::new());
+        for _ in 0..HASH_ROUNDS {
+            for (hashes, into) in [("on", &mut on), ("off", &mut off)] {
+                let mut command = Command::new(exe);
+                command
+                    .env("OPENHARNESS_RACE_STATE_HASHES", hashes)
+                    .arg(n.to_string());
+                let figures = side_with(
+                    &mut command,
+                    &format!("our side ({mode}, state hashes {hashes})"),
+                    &[mode],
+                )?;
+                check(figures.done == n, || {
+                    format!("our done = {}, not {n}", figures.done)
+                })?;
+                into.push(figures.live_s);
+            }
+        }
+        let (on, off) = (median(on), median(off));
+        eprintln!("bench race: state hashes ({mode}), N = {n}: {on:.3} s with, {off:.3} s without");
+        rows.push(Row {
+            what: format!("live run with state hashes ({mode}), N={n}"),
+            measured: format!("{on:.3} s"),
+            baseline: format!("{off:.3} s (no hashes)"),
+            ratio: crate::report::times(on / off),
+            goal: "<= 1.03x",
+            met: Some(on / off <= 1.03),
+        });
+    }
+    Ok(rows)
 }
 
 /// The N of the like-for-like rows with deferred durability.
