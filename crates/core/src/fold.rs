@@ -30,6 +30,9 @@ use crate::event::{Decoded, Envelope, Event, EventSet};
 use crate::handler::Handler;
 use crate::undo::Undo;
 
+mod window;
+pub(crate) use window::Window;
+
 /// What applying one event did.
 #[derive(Debug)]
 pub enum Applied {
@@ -571,7 +574,7 @@ impl<S: Handler> Fold<S> {
 #[derive(Debug)]
 pub struct StreamedFold<S> {
     fold: Fold<S>,
-    window: crate::recover::Window,
+    window: Window,
 }
 
 impl<S: Handler> StreamedFold<S> {
@@ -579,7 +582,7 @@ impl<S: Handler> StreamedFold<S> {
     pub fn at(state: S, position: u64) -> Self {
         Self {
             fold: Fold::at(state, position),
-            window: crate::recover::Window::new(position),
+            window: Window::new(position),
         }
     }
 

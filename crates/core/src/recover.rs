@@ -519,8 +519,8 @@ mod fork;
 mod hashes;
 mod positions;
 mod tail;
-mod window;
 
+pub(crate) use crate::fold::Window;
 pub(crate) use fork::{ForkFrom, derive_fork};
 use fork::{fork_origin, inherited_event};
 pub(crate) use hashes::check_state;
@@ -529,4 +529,3 @@ pub use positions::ViewAt;
 use positions::{edited, session_base};
 pub(crate) use positions::{state_at, states_at, view_at};
 use tail::Tail;
-pub(crate) use window::Window;

@@ -15,6 +15,7 @@ use crate::error::HostError;
 use crate::json_fold::{JsonFold, TypedFold};
 use crate::prepared::{PreparedFork, TypedFork};
 use crate::wire::{ForkPoint, PositionView, StateAt, TurnOutcome};
+use crate::wire::{encode, outcome};
 
 /// A workflow with its state type erased: what a host, a server or a CLI needs of it.
 ///
@@ -229,30 +230,6 @@ impl<S: WorkflowState> JsonTape for TypedTape<S> {
     fn skipped(&self) -> &openharness_core::adapter::Skipped {
         self.0.skipped()
     }
-}
-
-pub(crate) fn outcome<S: WorkflowState>(
-    result: Result<openharness_core::RunOutcome<S>, openharness_core::Error>,
-) -> Result<TurnOutcome, HostError> {
-    let outcome = result?;
-    let (session, position) = (outcome.session.clone(), outcome.len);
-    TurnOutcome::of(outcome).map_err(|source| HostError::Encode {
-        session,
-        position,
-        source,
-    })
-}
-
-pub(crate) fn encode<S: WorkflowState>(
-    session: &SessionId,
-    position: u64,
-    state: &S,
-) -> Result<Value, HostError> {
-    serde_json::to_value(state).map_err(|source| HostError::Encode {
-        session: session.clone(),
-        position,
-        source,
-    })
 }
 
 #[async_trait]

@@ -8,8 +8,8 @@ use openharness_tape::Fork;
 use serde_json::Value;
 
 use crate::error::HostError;
-use crate::hosted::{encode, outcome};
 use crate::wire::TurnOutcome;
+use crate::wire::{encode, outcome};
 
 /// A fork point of a recorded session, ready to run, with its state type erased
 /// ([`crate::Hosted::prepare_fork`]).

@@ -1,13 +1,16 @@
 //! The host's answers as the wire carries them (camelCase JSON): how a turn ended, a session
-//! with its lineage and status, a page of events, a tape view, states at positions.
+//! with its lineage and status, a page of events, a tape view, states at positions; and the
+//! two encoders every workflow handle and prepared fork share (`outcome`, `encode`).
 
 use chrono::{DateTime, Utc};
 use openharness_core::{
-    EventId, RunOutcome, SessionId, SessionInfo, SessionStatus, StopReason,
+    EventId, RunOutcome, SessionId, SessionInfo, SessionStatus, StopReason, WorkflowState,
     adapter::{Recorded, Usage},
 };
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+
+use crate::error::HostError;
 
 /// How a turn (or a new session's first run, or a fork's) ended, with the state as JSON.
 #[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
@@ -205,4 +208,30 @@ where
     whole
         .and_then(|n| T::try_from(n).ok())
         .ok_or_else(|| D::Error::custom(format!("{number} is not a whole number in range")))
+}
+
+/// A turn's outcome on the wire, or why its state does not encode.
+pub(crate) fn outcome<S: WorkflowState>(
+    result: Result<RunOutcome<S>, openharness_core::Error>,
+) -> Result<TurnOutcome, HostError> {
+    let outcome = result?;
+    let (session, position) = (outcome.session.clone(), outcome.len);
+    TurnOutcome::of(outcome).map_err(|source| HostError::Encode {
+        session,
+        position,
+        source,
+    })
+}
+
+/// `state` as JSON, or an error naming where it was taken.
+pub(crate) fn encode<S: WorkflowState>(
+    session: &SessionId,
+    position: u64,
+    state: &S,
+) -> Result<Value, HostError> {
+    serde_json::to_value(state).map_err(|source| HostError::Encode {
+        session: session.clone(),
+        position,
+        source,
+    })
 }

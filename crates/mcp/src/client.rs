@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Once, RwLock};
 use std::time::Duration;
 
-use openharness_core::{Tool, ToolError};
+use openharness_core::ToolError;
 use rmcp::model::{
     CallToolRequestParams, ClientCapabilities, ClientConfig, Implementation, JsonObject,
     ProtocolVersion, ServerNotification, SubscriptionFilter,
@@ -26,7 +26,6 @@ use tokio::io::AsyncReadExt;
 use crate::config::{McpServer, McpTransport};
 use crate::error::McpError;
 use crate::output::output_of;
-use crate::tool::McpTool;
 
 /// How much of a stdio server's stderr is kept for error messages.
 const STDERR_TAIL: usize = 2048;
@@ -307,16 +306,6 @@ impl McpClient {
             })?;
         self.inner.catalog.replace(listed);
         Ok(())
-    }
-
-    /// The server's tools as agent tools, under the names the server gives them. Use
-    /// [`toolset`](crate::toolset) to combine several servers and native tools with clashing
-    /// names prefixed.
-    pub fn tools(&self) -> Vec<Arc<dyn Tool>> {
-        self.listed()
-            .into_iter()
-            .map(|info| Arc::new(McpTool::new(self.clone(), info.name.clone(), info)) as _)
-            .collect()
     }
 
     /// Calls the server's tool `name`: its result as JSON, or the error the model is shown

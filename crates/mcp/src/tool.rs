@@ -1,5 +1,6 @@
-//! [`McpTool`], one server tool as an agent [`Tool`], and [`toolset`], which combines native
-//! tools and several servers' tools under names that do not clash.
+//! [`McpTool`], one server tool as an agent [`Tool`] ([`McpClient::tools`] gives them all),
+//! and [`toolset`], which combines native tools and several servers' tools under names that
+//! do not clash.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -28,6 +29,18 @@ impl McpTool {
     /// The name the server calls it by.
     pub fn remote_name(&self) -> &str {
         &self.info.name
+    }
+}
+
+impl McpClient {
+    /// The server's tools as agent tools, under the names the server gives them. Use
+    /// [`toolset`](crate::toolset) to combine several servers and native tools with clashing
+    /// names prefixed.
+    pub fn tools(&self) -> Vec<Arc<dyn Tool>> {
+        self.listed()
+            .into_iter()
+            .map(|info| Arc::new(McpTool::new(self.clone(), info.name.clone(), info)) as _)
+            .collect()
     }
 }
 

@@ -39,6 +39,7 @@ mod group;
 mod guard;
 mod holder;
 mod index;
+mod jobs;
 mod journal;
 mod layout;
 mod maintain;
@@ -55,13 +56,14 @@ mod writer;
 pub use compact::Compaction;
 pub use error::RedbError;
 use guard::{Db, Health};
+use jobs::{Append, Journaled, SaveSnapshot};
 use layout::{EVENT_INDEX, EVENTS, SESSIONS, SNAPSHOTS, SessionRecord, UNFINISHED};
 use open::{Sharing, open_prepared, recover_before_reading, retire_journal};
 pub use options::{
     COMPACT_ON_CLOSE_BYTES, DEFAULT_CACHE_BYTES, DEFAULT_CALLER_SPIN, DEFAULT_WRITER_SPIN,
     RedbDurability, RedbOptions,
 };
-use writer::{Append, Journaled, SaveSnapshot, Writer};
+use writer::Writer;
 
 /// The environment variable naming the store file when no `--store PATH` is given.
 pub const STORE_ENV: &str = "OPENHARNESS_STORE";

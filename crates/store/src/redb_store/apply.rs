@@ -6,9 +6,9 @@ use openharness_core::{SessionId, StoreError};
 
 use super::Failure;
 use super::index::{self, Locked};
+use super::jobs::Append;
 use super::layout::{EVENT_INDEX, EVENTS, SESSIONS, SessionRecord};
 use super::staging;
-use super::writer::Append;
 use crate::append::{Plan, plan_append};
 
 /// The tables every append writes, open for one group's transaction.

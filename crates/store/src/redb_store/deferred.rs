@@ -31,9 +31,9 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use openharness_core::SessionId;
 
 use super::guard::Db;
+use super::jobs::Append;
 use super::layout::EVENTS;
 use super::settle::Settle;
-use super::writer::Append;
 use super::{Failure, index, staging};
 
 /// A session longer than this is never known (its appends are checked by the writer thread,

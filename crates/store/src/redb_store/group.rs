@@ -1,21 +1,25 @@
 //! One group commit's transaction: every append of the group applied under the tails' lock,
 //! the journal's record written and made durable before redb's commit (the appends it holds
 //! answered then, and the index entries they owe written after the answer), and what a failure
-//! does to the group ([`write_group`]). The writer thread ([`super::writer`]) gathers the
-//! groups and answers the callers.
+//! does to the group ([`write_group`]), and the database a commit writes with what goes with
+//! it ([`Target`]: whether a commit must be durable now). The writer thread
+//! ([`super::writer`]) gathers the groups and answers the callers.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
 
 use openharness_core::{SessionId, StoreError};
 use redb::Database;
 
 use super::apply::{Tables, apply};
-use super::guard;
-use super::index::Locked;
+use super::deferred::Deferred;
+use super::guard::{self, Db, Health};
+use super::index::{Locked, Tails};
+use super::jobs::{Append, Journaled, SaveSnapshot, Shared};
 use super::layout::{self, SESSIONS, SNAPSHOTS};
-use super::writer::{Append, Journaled, SaveSnapshot, Target};
-use super::{Failure, RedbError, staging};
+use super::settle::Settle;
+use super::{Failure, RedbDurability, RedbError, staging};
 
 /// Given a group's results once its journal record is durable, answers the appends it can
 /// before redb's commit; says whether it answered any.
@@ -250,4 +254,61 @@ fn write_locked(
         compact,
         checkpoint,
     })
+}
+
+/// The database a group commit writes and what goes with it.
+pub(super) struct Target<'a> {
+    /// The database, writable.
+    pub(super) db: &'a Db,
+    pub(super) path: &'a Path,
+    pub(super) tails: &'a Tails,
+    pub(super) health: &'a Health,
+    pub(super) durability: RedbDurability,
+    pub(super) shared: &'a Shared,
+    pub(super) journal: Option<&'a Journaled>,
+    pub(super) deferred: Option<&'a Deferred>,
+    /// The appends answered before their commit.
+    pub(super) settle: &'a Settle,
+}
+
+impl Target<'_> {
+    /// Whether a commit made now must be durable. Call inside the write transaction.
+    pub(super) fn durable_now(&self) -> bool {
+        if self.journal.is_some() {
+            return false;
+        }
+        match self.durability {
+            RedbDurability::EveryAppend => true,
+            RedbDurability::TurnEnd => false,
+            RedbDurability::Periodic(every) => self
+                .shared
+                .pending()
+                .is_some_and(|since| since.elapsed() >= every),
+        }
+    }
+
+    /// Records a commit's durability. Call inside the write transaction, once it committed.
+    pub(super) fn committed(&self, durable: bool) {
+        if self.journal.is_some() {
+            // The journal made it durable.
+        } else if durable {
+            self.shared.set_pending(None);
+        } else if self.shared.pending().is_none() {
+            self.shared.set_pending(Some(Instant::now()));
+        }
+    }
+
+    /// How long the writer thread may wait for work before the period makes a commit due.
+    pub(super) fn wait_limit(&self) -> Option<Duration> {
+        if self.journal.is_some() {
+            return None;
+        }
+        match self.durability {
+            RedbDurability::Periodic(every) => self
+                .shared
+                .pending()
+                .map(|since| every.saturating_sub(since.elapsed())),
+            _ => None,
+        }
+    }
 }

@@ -8,8 +8,8 @@ use std::path::PathBuf;
 
 use openharness_core::StoreError;
 
+use super::group::Target;
 use super::guard;
-use super::writer::Target;
 use super::{RedbError, layout, staging};
 
 /// Makes every commit so far durable with an empty durable commit.

@@ -16,9 +16,9 @@ use redb::Database;
 use super::apply::{Tables, apply};
 use super::guard::Db;
 use super::index::Tails;
+use super::jobs::Append;
 use super::journal::{self, Appended, Record};
 use super::layout::{SESSIONS, SNAPSHOTS};
-use super::writer::Append;
 use super::{Failure, RedbError, layout, record};
 
 /// What [`recover`] found.

@@ -13,9 +13,10 @@ use std::time::{Duration, Instant};
 use openharness_core::StoreError;
 use tokio::sync::watch;
 
+use super::group::Target;
 use super::group::{lost, write_group};
+use super::jobs::{Append, Job, SaveSnapshot, Shared, poll_for};
 use super::maintain::{checkpoint, compact_staged, sync_commits};
-use super::writer::{Append, Job, SaveSnapshot, Shared, Target, poll_for};
 
 /// The most appends one group commit takes in.
 const MAX_GROUP: usize = 512;

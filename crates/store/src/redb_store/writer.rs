@@ -38,98 +38,21 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::mpsc::Sender;
-use std::sync::{Mutex, PoisonError};
 use std::task::Poll;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use openharness_core::{Envelope, SessionId, StoreError};
+use openharness_core::{SessionId, StoreError};
 use tokio::sync::oneshot;
 
 use super::deferred::{Deferred, Offer};
-use super::group::{GroupFailure, write_group};
+use super::group::{GroupFailure, Target, write_group};
 use super::guard::{Db, Health};
 use super::index::Tails;
-use super::journal::Journal;
+use super::jobs::{Append, Job, Journaled, Queued, SaveSnapshot, Shared, poll_for};
 use super::settle::Settle;
 use super::{RedbDurability, RedbError, RedbOptions};
-
-/// One append: the batch, encoded by the caller, and where it must go.
-pub(super) struct Append {
-    pub(super) session: SessionId,
-    /// The events as the session's record reads them
-    /// ([`SessionRecord::what_it_reads`](super::layout::SessionRecord::what_it_reads)): payloads
-    /// only where the writer needs them.
-    pub(super) events: Vec<Envelope>,
-    /// Each event's id (as u128) and JSON.
-    pub(super) records: Vec<(u128, Vec<u8>)>,
-    pub(super) expected_seq: u64,
-}
-
-/// A snapshot saved by a group commit, with a journal: its record holds the state, so the
-/// snapshot is as durable as the group's appends without a durable redb commit of its own.
-pub(super) struct SaveSnapshot {
-    pub(super) session: SessionId,
-    /// The number of events the state folds.
-    pub(super) position: u64,
-    /// The state's JSON.
-    pub(super) state: String,
-}
-
-/// Work for the writer thread.
-pub(super) enum Job {
-    /// An append to commit.
-    Append(Queued),
-    /// A snapshot to save with the next group (only with a journal).
-    Snapshot(SaveSnapshot, oneshot::Sender<Result<(), StoreError>>),
-    /// Move the staged events to `events` (a commit on the caller found it due).
-    Compact,
-    /// Make every commit so far durable.
-    Sync(oneshot::Sender<Result<(), StoreError>>),
-    /// Checkpoint the journal (a commit on the caller wrote past the threshold).
-    Checkpoint,
-}
-
-/// The journal a writer makes appends durable with, and what it knows of it.
-pub(super) struct Journaled {
-    journal: Mutex<Journal>,
-    /// The lsn of the last record whose appends redb holds (committed, maybe not durably).
-    pub(super) applied: AtomicU64,
-    /// A checkpoint is made once this many bytes of records are written since the last.
-    pub(super) checkpoint_bytes: u64,
-}
-
-impl Journaled {
-    /// `journal`, whose records up to its last lsn redb holds, checkpointed every
-    /// `checkpoint_bytes` of records.
-    pub(super) fn new(journal: Journal, checkpoint_bytes: u64) -> Self {
-        let applied = AtomicU64::new(journal.last_lsn());
-        Self {
-            journal: Mutex::new(journal),
-            applied,
-            checkpoint_bytes: checkpoint_bytes.max(1),
-        }
-    }
-
-    /// The lsn of the last record whose appends redb holds: a durable commit that records it
-    /// is a checkpoint. Read it with the tails locked.
-    pub(super) fn applied(&self) -> u64 {
-        self.applied.load(Ordering::Acquire)
-    }
-
-    pub(super) fn lock(&self) -> std::sync::MutexGuard<'_, Journal> {
-        self.journal.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-}
-
-/// An append waiting for the writer thread, and where to send its result (`None`: it was
-/// acknowledged when queued, see [`super::deferred`], or answered once its journal record
-/// was durable).
-pub(super) struct Queued {
-    pub(super) append: Append,
-    pub(super) reply: Option<oneshot::Sender<Result<u64, StoreError>>>,
-}
 
 /// The writer thread and its queue.
 ///
@@ -155,20 +78,6 @@ pub(super) struct Writer {
     /// The file's length when the store opened it, when it is to be compacted on close if
     /// it grew (see [`RedbOptions::compact_on_close`](super::RedbOptions::compact_on_close)).
     opened_len: Option<u64>,
-}
-
-/// What the writer thread and the callers both see.
-#[derive(Default)]
-pub(super) struct Shared {
-    /// When the oldest commit that is not durable yet was made (`None`: all are durable).
-    /// Read and changed only inside a write transaction.
-    not_durable_since: Mutex<Option<Instant>>,
-    /// Appends sent to the writer thread and not answered yet.
-    pub(super) queued: AtomicUsize,
-    /// Whether a caller is committing its own append.
-    caller_committing: AtomicBool,
-    /// How many appends the last commit held.
-    pub(super) last_group: AtomicUsize,
 }
 
 impl Writer {
@@ -463,19 +372,6 @@ async fn answered<T>(mut answer: oneshot::Receiver<T>, spin: Duration) -> Option
     }
 }
 
-/// Calls `poll` until it is ready or `spin` has passed, yielding the core between calls (it
-/// is called once even when `spin` is zero): what it gave, or `None` when the time ran out.
-pub(super) fn poll_for<T>(spin: Duration, mut poll: impl FnMut() -> Poll<T>) -> Option<T> {
-    let until = Instant::now() + spin;
-    loop {
-        match poll() {
-            Poll::Ready(value) => return Some(value),
-            Poll::Pending if Instant::now() >= until => return None,
-            Poll::Pending => std::thread::yield_now(),
-        }
-    }
-}
-
 impl Drop for Writer {
     fn drop(&mut self) {
         self.queue = None;
@@ -488,82 +384,11 @@ impl Drop for Writer {
     }
 }
 
-impl Shared {
-    pub(super) fn pending(&self) -> Option<Instant> {
-        *self
-            .not_durable_since
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-    }
-
-    fn set_pending(&self, since: Option<Instant>) {
-        *self
-            .not_durable_since
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner) = since;
-    }
-}
-
-/// The database a group commit writes and what goes with it.
-pub(super) struct Target<'a> {
-    /// The database, writable.
-    pub(super) db: &'a Db,
-    pub(super) path: &'a Path,
-    pub(super) tails: &'a Tails,
-    pub(super) health: &'a Health,
-    pub(super) durability: RedbDurability,
-    pub(super) shared: &'a Shared,
-    pub(super) journal: Option<&'a Journaled>,
-    pub(super) deferred: Option<&'a Deferred>,
-    /// The appends answered before their commit.
-    pub(super) settle: &'a Settle,
-}
-
-impl Target<'_> {
-    /// Whether a commit made now must be durable. Call inside the write transaction.
-    pub(super) fn durable_now(&self) -> bool {
-        if self.journal.is_some() {
-            return false;
-        }
-        match self.durability {
-            RedbDurability::EveryAppend => true,
-            RedbDurability::TurnEnd => false,
-            RedbDurability::Periodic(every) => self
-                .shared
-                .pending()
-                .is_some_and(|since| since.elapsed() >= every),
-        }
-    }
-
-    /// Records a commit's durability. Call inside the write transaction, once it committed.
-    pub(super) fn committed(&self, durable: bool) {
-        if self.journal.is_some() {
-            // The journal made it durable.
-        } else if durable {
-            self.shared.set_pending(None);
-        } else if self.shared.pending().is_none() {
-            self.shared.set_pending(Some(Instant::now()));
-        }
-    }
-
-    /// How long the writer thread may wait for work before the period makes a commit due.
-    pub(super) fn wait_limit(&self) -> Option<Duration> {
-        if self.journal.is_some() {
-            return None;
-        }
-        match self.durability {
-            RedbDurability::Periodic(every) => self
-                .shared
-                .pending()
-                .map(|since| every.saturating_sub(since.elapsed())),
-            _ => None,
-        }
-    }
-}
-
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
+    use std::time::Instant;
+
     use super::*;
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -1,13 +1,14 @@
 //! The fold's restore window: the events since the fold's last checkpoint, kept so a panicking
 //! handler's effects can be rolled back without keeping the log.
 
-use super::*;
+use super::{Applied, Fold};
+use crate::Envelope;
 
 /// The events a [`Fold`] may need to re-apply after a panic: those since its checkpoint.
 #[derive(Debug)]
 pub(crate) struct Window {
-    pub(super) events: Vec<Envelope>,
-    pub(super) start: u64,
+    events: Vec<Envelope>,
+    start: u64,
 }
 
 impl Window {
