@@ -172,7 +172,7 @@ pub(crate) enum Command<E: Subcommand> {
         /// stops and a new one answers both), `rollback` (the running turn is abandoned, its
         /// state restored) or `steer` (given to the running agent at its next model call).
         /// `POST /api/chat` enqueues unless this names another than `reject`.
-        #[arg(long, value_name = "POLICY", value_parser = parse_busy_policy)]
+        #[arg(long, value_name = "POLICY", value_parser = crate::shared::parse_busy_policy)]
         on_busy: Option<openharness::BusyPolicy>,
     },
     #[command(flatten)]
@@ -265,11 +265,6 @@ pub(crate) struct SessionsQuery {
     /// At most this many sessions.
     #[arg(long, value_name = "N")]
     pub(crate) limit: Option<usize>,
-}
-
-/// `--on-busy`: a busy policy's word (`reject`, `enqueue`, `interrupt`, `rollback`, `steer`).
-pub(crate) fn parse_busy_policy(word: &str) -> Result<openharness::BusyPolicy, String> {
-    word.parse()
 }
 
 /// `--base-path`: a path such as `/harness` (a leading `/` is added, trailing ones dropped);

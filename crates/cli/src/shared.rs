@@ -1,4 +1,4 @@
-//! What the command files share: parsing a session id argument, reading a session's events
+//! What the command files share: parsing a session id argument and a busy policy, reading a session's events
 //! whole, and reading an API keys file. It imports nothing of the CLI's but its error, so no
 //! command file needs `commands` (the dispatch), and the CLI's modules import each other in
 //! one direction only: `lib` → `commands` → `args` → the command files → `shared`, `error`.
@@ -56,4 +56,10 @@ pub(crate) fn read_api_keys(
         )));
     }
     Ok(keys)
+}
+
+/// `--on-busy` (of `serve` and of `send`): a busy policy's word (`reject`, `enqueue`,
+/// `interrupt`, `rollback`, `steer`).
+pub(crate) fn parse_busy_policy(word: &str) -> Result<openharness::BusyPolicy, String> {
+    word.parse()
 }

@@ -43,7 +43,7 @@ pub(crate) struct SendArgs {
     /// `reject` (refused, `409`), or recorded at once and then answered after it (`enqueue`),
     /// ending it (`interrupt`), abandoning it with its state restored (`rollback`) or given to
     /// its running agent at its next model call (`steer`). Absent: the server's default.
-    #[arg(long, value_name = "POLICY", value_parser = crate::args::parse_busy_policy)]
+    #[arg(long, value_name = "POLICY", value_parser = crate::shared::parse_busy_policy)]
     on_busy: Option<openharness::BusyPolicy>,
     #[command(flatten)]
     provider: ProviderArgs,
