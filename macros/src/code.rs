@@ -1,9 +1,10 @@
 //! The fingerprint of the code a macro is given: the SHA-256 (first 16 hex digits) of its
 //! tokens, doc comments and trailing commas left out. Tokens carry no whitespace and no
-//! comments, so reformatting or commenting code leaves the fingerprint as it was, and any
-//! change to what the code does — a handler's body, an agent's prompt — changes it. `#[handler]` and `#[agent]` record it as
-//! `Handler::CODE` and `Agent::CODE`, which go into the workflow's fingerprint
-//! (`workflow:started.code`).
+//! comments, so re-indenting, breaking lines or commenting code leaves the fingerprint as it
+//! was (rustfmt's rewrites beyond whitespace and trailing commas, such as reordering `use`
+//! items, do change it), and any change to what the code does — a handler's body, an agent's
+//! prompt — changes it. `#[handler]` and `#[agent]` record it as `Handler::CODE` and
+//! `Agent::CODE`, which go into the workflow's fingerprint (`workflow:started.code`).
 
 use proc_macro2::{Delimiter, TokenStream, TokenTree};
 use sha2::{Digest, Sha256};

@@ -62,7 +62,8 @@ pub trait Agent: Send + Sync + 'static {
     const EMITS: &'static [&'static str];
     /// A fingerprint of the agent's code: `#[agent]` sets it to the SHA-256 (first 16 hex
     /// digits) of its arguments and methods as tokens, doc comments left out, so a changed
-    /// prompt or `on_output` changes the workflow's fingerprint and reformatting does not.
+    /// prompt or `on_output` changes the workflow's fingerprint and whitespace and comments do
+    /// not.
     /// Hand-written agents leave it empty.
     const CODE: &'static str = "";
 

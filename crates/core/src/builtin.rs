@@ -88,9 +88,9 @@ builtin_event!(
     /// A fingerprint of the workflow's code (absent in recordings made before it was
     /// recorded): the SHA-256 (first 16 hex digits) of its name, its state type, the events
     /// its handlers take and the handlers' code (`Handler::CODE`: their tokens, so a changed
-    /// body changes it and reformatting does not), and each agent's name, trigger, events,
-    /// output schema and code (`Agent::CODE`). Functions the handlers and agents call are not
-    /// seen: `WorkflowBuilder::version` covers them.
+    /// body changes it and whitespace and comments do not), and each agent's name, trigger,
+    /// events, output schema and code (`Agent::CODE`). Functions the handlers and agents call
+    /// are not seen: `WorkflowBuilder::version` covers them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     code: Option<String>,
     /// The version the workflow was built with (`WorkflowBuilder::version`).

@@ -43,8 +43,8 @@ pub trait Handler: Clone + Send + Sync + 'static {
 
     /// A fingerprint of the handlers' code: `#[handler]` sets it to the SHA-256 (first 16 hex
     /// digits) of its `impl` block (or module) as tokens, doc comments left out, so a changed
-    /// handler body changes the workflow's fingerprint and reformatting does not. It sees the
-    /// handlers, not the functions they call. Hand-written handlers leave it empty.
+    /// handler body changes the workflow's fingerprint and whitespace and comments do not. It
+    /// sees the handlers, not the functions they call. Hand-written handlers leave it empty.
     const CODE: &'static str = "";
 
     /// Folds one event into the state and returns the events it causes.

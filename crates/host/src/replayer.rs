@@ -311,6 +311,13 @@ impl ReplayReport {
     /// `failure` for each that parted (where, and the chain of causes), an `error` for each
     /// that could not be replayed, `skipped` for those left out.
     pub fn junit(&self) -> String {
+        let parted: std::collections::HashMap<&SessionId, &PartedSession> = self
+            .parted
+            .iter()
+            .map(|p| (&p.replayed.session, p))
+            .collect();
+        let failed: std::collections::HashMap<&SessionId, &FailedReplay> =
+            self.failed.iter().map(|f| (&f.session, f)).collect();
         let mut cases = String::new();
         for (session, workflow, seconds) in &self.times {
             let class = xml(&format!(
@@ -321,13 +328,13 @@ impl ReplayReport {
                 "    <testcase classname=\"{class}\" name=\"{}\" time=\"{seconds:.3}\"",
                 xml(session.as_str())
             ));
-            if let Some(parted) = self.parted.iter().find(|p| &p.replayed.session == session) {
+            if let Some(parted) = parted.get(session) {
                 cases.push_str(&format!(
                     ">\n      <failure message=\"{}\">{}</failure>\n    </testcase>\n",
                     xml(&parted.summary()),
                     xml(&parted.details())
                 ));
-            } else if let Some(failed) = self.failed.iter().find(|f| &f.session == session) {
+            } else if let Some(failed) = failed.get(session) {
                 cases.push_str(&format!(
                     ">\n      <error message=\"{}\"/>\n    </testcase>\n",
                     xml(&failed.error)
@@ -358,7 +365,7 @@ impl PartedSession {
     /// One line: where it parts and what differs there.
     pub fn summary(&self) -> String {
         let state_first = match (&self.replayed.state_divergence, &self.replayed.divergence) {
-            (Some(state), Some(event)) => state.seq < event.seq,
+            (Some(state), Some(event)) => state.seq <= event.seq,
             (Some(_), None) => true,
             _ => false,
         };
@@ -408,7 +415,9 @@ impl PartedSession {
     }
 }
 
-/// `text` escaped for an XML attribute or text node.
+/// `text` escaped for an XML attribute or text node: markup characters as entities, line
+/// breaks and tabs as character references (an attribute keeps them then), and what XML 1.0
+/// does not allow at all (other control characters, U+FFFE, U+FFFF) left out.
 fn xml(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
@@ -418,8 +427,10 @@ fn xml(text: &str) -> String {
             '>' => out.push_str("&gt;"),
             '"' => out.push_str("&quot;"),
             '\'' => out.push_str("&apos;"),
-            // XML 1.0 allows no other control characters.
-            c if c.is_control() && !matches!(c, '\n' | '\t' | '\r') => {}
+            '\n' => out.push_str("&#10;"),
+            '\r' => out.push_str("&#13;"),
+            '\t' => out.push_str("&#9;"),
+            c if c.is_control() || matches!(c, '\u{fffe}' | '\u{ffff}') => {}
             c => out.push(c),
         }
     }
@@ -455,6 +466,9 @@ mod tests {
 
     #[test]
     fn xml_escapes_what_it_must() {
-        assert_eq!(xml("a<b & \"c\"\u{1}"), "a&lt;b &amp; &quot;c&quot;");
+        assert_eq!(
+            xml("a<b & \"c\"\u{1}\nd\u{ffff}"),
+            "a&lt;b &amp; &quot;c&quot;&#10;d"
+        );
     }
 }

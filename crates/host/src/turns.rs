@@ -157,7 +157,9 @@ pub(crate) struct Slot {
     /// Whether the slot was made for a resume that has not yet found a turn to finish: a
     /// request meanwhile runs after it instead of being refused. (Recovery's scan may resume
     /// a session whose turn ended just after it was listed; a client answering the question
-    /// that turn asked must not hear "busy" from a resume with nothing to do.)
+    /// that turn asked must not hear "busy" from a resume with nothing to do.) Should the
+    /// resume find a cut-off turn after all, what came meanwhile waits for that turn to end,
+    /// whatever its busy policy.
     probing: bool,
     /// Cancels the running turn (a stop that cannot wait for a safe point).
     cancel: CancellationToken,

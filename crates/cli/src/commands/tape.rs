@@ -68,7 +68,7 @@ pub(crate) async fn tape(
         }
         if let Some(divergence) = &parted {
             text.push_str(&format!(
-                "warning  today's handlers part from the recorded state after seq {} (`{}`): the state below is today's fold, not the live run's\n",
+                "warning  today's handlers part from the recorded state after seq {} (`{}`): the state below may not be the live run's (`replay` shows the difference)\n",
                 divergence.seq, divergence.event
             ));
         }

@@ -1,6 +1,7 @@
 //! [`Workflow::check_state`](crate::Workflow::check_state): a recording folded through
-//! today's handlers from its first event (no snapshot: a snapshot holds the state some code
-//! computed, not today's), its state hashed wherever the live run recorded one
+//! today's handlers from its first event (no snapshot of it: a snapshot holds the state some
+//! code computed, not today's; a fork starts from its parent's state read as usual, so check
+//! the parent for the parent's events), its state hashed wherever the live run recorded one
 //! ([`Envelope::state_hash`](crate::Envelope::state_hash)), and the first position where the
 //! two part. A handler that changed only what it does to the state emits the same events, so
 //! only this check sees it.

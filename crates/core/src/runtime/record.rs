@@ -116,7 +116,9 @@ impl<S: WorkflowState> Run<'_, S> {
     }
 
     /// Records the state's hash on the batch's last event when one is due (see
-    /// [`StateHashes`]).
+    /// [`StateHashes`]). A state whose JSON does not come back the same once decoded (a
+    /// `HashSet`, whose order differs in every process; a field serde skips) cannot be checked
+    /// by another process: hashing stops for the turn, with a warning that says why.
     fn hash_state(&mut self) {
         let ends_turn = self
             .window
@@ -126,17 +128,18 @@ impl<S: WorkflowState> Run<'_, S> {
             return;
         }
         let started = std::time::Instant::now();
-        match crate::state_hash::state_hash(self.fold.state()) {
+        match reproducible_hash(self.fold.state()) {
             Ok(hash) => {
                 if let Some(last) = self.window.last_mut() {
                     last.state_hash = Some(hash);
                 }
+                self.state_hashes.hashed(started.elapsed());
             }
-            Err(err) => {
-                tracing::warn!(session = %self.session, error = %err, "the state does not serialize: no state hash recorded for this batch");
+            Err(why) => {
+                tracing::warn!(session = %self.session, workflow = %self.wf.name, "no state hashes are recorded for this turn: {why}");
+                self.state_hashes.stop();
             }
         }
-        self.state_hashes.hashed(started.elapsed());
     }
 
     pub(super) async fn record_leftovers(
@@ -235,4 +238,20 @@ impl<S: WorkflowState> Run<'_, S> {
             }
         }
     }
+}
+
+/// The hash of `state` as another process would compute it: its JSON, decoded into the state
+/// type and encoded again, must be the same JSON; else why not.
+fn reproducible_hash<S: WorkflowState>(state: &S) -> Result<String, String> {
+    let value = serde_json::to_value(state)
+        .map_err(|err| format!("the state does not serialize: {err}"))?;
+    let decoded: S = serde_json::from_value(value.clone())
+        .map_err(|err| format!("the state's JSON does not decode into its type: {err}"))?;
+    let again = serde_json::to_value(&decoded)
+        .map_err(|err| format!("the state does not serialize: {err}"))?;
+    let hash = crate::state_hash::json_hash(&value);
+    if crate::state_hash::json_hash(&again) != hash {
+        return Err("the state's JSON changes when it is decoded and encoded again (a HashSet, whose order differs in every process, or a field serde skips or defaults): use a BTreeSet or an IndexSet so that another process can check it".to_owned());
+    }
+    Ok(hash)
 }

@@ -3,7 +3,8 @@
 //! the turn's time so far, and always with the turn's last batch. A small state is hashed after
 //! every such batch; a state so large that hashing it each time would slow the turn (a board of
 //! thousands of tasks, one changed per batch) gets fewer hashes, spread through the turn, and
-//! the turn's cost stays within 2%.
+//! hashing costs it about 2% (plus its first and last hash, which are always taken). A state
+//! that another process could not hash the same (see `record.rs`) stops the turn's hashing.
 
 use std::time::{Duration, Instant};
 
@@ -51,6 +52,11 @@ impl StateHashes {
         self.changed = false;
         self.spent += took;
     }
+
+    /// No more hashes this turn (the state cannot be hashed reproducibly).
+    pub(super) fn stop(&mut self) {
+        self.enabled = false;
+    }
 }
 
 #[cfg(test)]
@@ -71,5 +77,7 @@ mod tests {
         let mut off = StateHashes::new(false);
         off.changed();
         assert!(!off.due(true), "turned off");
+        hashes.stop();
+        assert!(!hashes.due(true), "stopped");
     }
 }

@@ -637,8 +637,11 @@ export interface Envelope {
   /**
    * The hash of the workflow's state just after this event
    * (`state_hash`: SHA-256 of its canonical JSON), recorded
-   * on the last event of every committed batch that changed the state. Absent on other
-   * events and in recordings made before it was recorded. Checks that fold a recording
+   * on the last event of a committed batch that changed the state — every such batch while
+   * hashing stays within about 2% of the turn's time, fewer for a very large state, always
+   * the turn's last — when the state's JSON is reproducible (it comes back the same once
+   * decoded: no `HashSet`). Absent on other events and in recordings made before it was
+   * recorded. Checks that fold a recording
    * through today's handlers compare their state with it
    * (`Workflow::check_state`).
    */
@@ -744,8 +747,11 @@ export interface Recorded {
   /**
    * The hash of the workflow's state just after this event
    * (`state_hash`: SHA-256 of its canonical JSON), recorded
-   * on the last event of every committed batch that changed the state. Absent on other
-   * events and in recordings made before it was recorded. Checks that fold a recording
+   * on the last event of a committed batch that changed the state — every such batch while
+   * hashing stays within about 2% of the turn's time, fewer for a very large state, always
+   * the turn's last — when the state's JSON is reproducible (it comes back the same once
+   * decoded: no `HashSet`). Absent on other events and in recordings made before it was
+   * recorded. Checks that fold a recording
    * through today's handlers compare their state with it
    * (`Workflow::check_state`).
    */
@@ -1635,9 +1641,9 @@ export interface WorkflowStarted {
    * A fingerprint of the workflow's code (absent in recordings made before it was
    * recorded): the SHA-256 (first 16 hex digits) of its name, its state type, the events
    * its handlers take and the handlers' code (`Handler::CODE`: their tokens, so a changed
-   * body changes it and reformatting does not), and each agent's name, trigger, events,
-   * output schema and code (`Agent::CODE`). Functions the handlers and agents call are not
-   * seen: `WorkflowBuilder::version` covers them.
+   * body changes it and whitespace and comments do not), and each agent's name, trigger,
+   * events, output schema and code (`Agent::CODE`). Functions the handlers and agents call
+   * are not seen: `WorkflowBuilder::version` covers them.
    */
   code?: string | null;
   /**

@@ -62,5 +62,5 @@ export function codeChangeText(change: CodeChange): string {
 
 /** Where today's handlers part from the recorded state, as `openharness replay` says it. */
 export function stateDivergenceText(parted: NonNullable<StateCheck["divergence"]>): string {
-  return `Today's handlers fold this session to another state after seq ${parted.seq} (${parted.event}) than its live run recorded (state hash ${parted.recordedHash.slice(0, 12)}, today ${parted.todayHash.slice(0, 12)}): states from there on are today's fold. \`openharness replay\` shows the difference.`;
+  return `Today's handlers fold this session to another state after seq ${parted.seq} (${parted.event}) than its live run recorded (state hash ${parted.recordedHash.slice(0, 12)}, today ${parted.todayHash.slice(0, 12)}): states from there on may not be the live run's. \`openharness replay\` shows the difference.`;
 }
