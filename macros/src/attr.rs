@@ -1,5 +1,5 @@
 //! Typed parsing of the attribute arguments of the three macros:
-//! `#[event("noun:verb")]`, `#[handler(Events, partial)]` and
+//! `#[event("noun:verb", version = 2)]`, `#[handler(Events, partial)]` and
 //! `#[agent(output = T, emits = [A, B], tools = [t1, t2], name = "...", model = "...", reply = field)]`.
 //! Each also takes `crate = path`: where the generated code finds Open Harness (the facade,
 //! `::openharness`, by default; `openharness_core` for the framework's own crates, as
@@ -13,13 +13,14 @@ use proc_macro2::{Span, TokenStream, TokenTree};
 use quote::{ToTokens, quote};
 use syn::parse::{ParseStream, Parser};
 use syn::punctuated::Punctuated;
-use syn::{Expr, Ident, LitStr, Path, Token, Type, bracketed};
+use syn::{Expr, Ident, LitInt, LitStr, Path, Token, Type, bracketed};
 
 use crate::errors::{Errors, msg};
 
 /// The bare keywords the macros take.
 mod kw {
     syn::custom_keyword!(partial);
+    syn::custom_keyword!(version);
 }
 
 /// Where generated code finds Open Harness: `crate = path`, or the facade.
@@ -76,10 +77,12 @@ pub(crate) fn respan(tokens: &TokenStream, span: Span) -> TokenStream {
         .collect()
 }
 
-/// `#[event]`, `#[event("noun:verb")]`, either with `crate = path`.
+/// `#[event]`, `#[event("noun:verb")]`, either with `version = N` and `crate = path`.
 pub(crate) struct EventArgs {
     /// The explicit name, if one was written.
     pub(crate) name: Option<LitStr>,
+    /// The version of the event's shape, if one was written (`version = N`).
+    pub(crate) version: Option<LitInt>,
     /// Where Open Harness is.
     pub(crate) krate: Krate,
 }
@@ -89,22 +92,33 @@ impl EventArgs {
         let parser = |input: ParseStream<'_>| {
             let mut args = Self {
                 name: None,
+                version: None,
                 krate: Krate::default(),
             };
-            if input.is_empty() {
-                return Ok(args);
+            if input.peek(LitStr) {
+                args.name = Some(input.parse()?);
+                if !input.is_empty() {
+                    let _: Token![,] = input.parse()?;
+                }
             }
-            if !args.krate.parse_if_next(input)? {
-                let name: LitStr = input
-                    .parse()
-                    .map_err(|err| syn::Error::new(err.span(), msg::EVENT_ARGS))?;
-                args.name = Some(name);
-                let _: Option<Token![,]> = input.parse()?;
-                args.krate.parse_if_next(input)?;
-            }
-            let _: Option<Token![,]> = input.parse()?;
-            if !input.is_empty() {
-                return Err(input.error(msg::EVENT_ARGS));
+            while !input.is_empty() {
+                if !args.krate.parse_if_next(input)? {
+                    if !input.peek(kw::version) {
+                        return Err(input.error(msg::EVENT_ARGS));
+                    }
+                    let _: kw::version = input.parse()?;
+                    let _: Token![=] = input.parse()?;
+                    let version: LitInt = input
+                        .parse()
+                        .map_err(|err| syn::Error::new(err.span(), msg::EVENT_VERSION))?;
+                    match version.base10_parse::<u32>() {
+                        Ok(n) if n >= 1 => args.version = Some(version),
+                        _ => return Err(syn::Error::new(version.span(), msg::EVENT_VERSION)),
+                    }
+                }
+                if !input.is_empty() {
+                    let _: Token![,] = input.parse()?;
+                }
             }
             Ok(args)
         };

@@ -116,8 +116,13 @@ pub(crate) mod msg {
 
     pub(crate) const CRATE_PATH: &str = "`crate = …` takes the path of the crate the generated \
          code names Open Harness by, unquoted: `crate = openharness_core`";
-    pub(crate) const EVENT_ARGS: &str = "`#[event]` takes at most a `noun:verb` name (and \
-         `crate = path`): write `#[event]` or `#[event(\"plan:created\")]`";
+    pub(crate) const EVENT_ARGS: &str = "`#[event]` takes at most a `noun:verb` name, then \
+         `version = N` and `crate = path`: write `#[event]`, `#[event(\"plan:created\")]` or \
+         `#[event(version = 2)]`";
+    pub(crate) const EVENT_VERSION: &str = "an event's version is a whole number from 1: \
+         `#[event(version = 2)]`";
+    pub(crate) const EVENT_SET_VERSION: &str = "an event set has no version of its own: put \
+         `version = N` on the event whose shape changed";
     pub(crate) const EVENT_ITEM: &str = "`#[event]` goes on a struct (one event) or on an enum \
          (the workflow's event set)";
     pub(crate) const EVENT_UNION: &str =
@@ -126,6 +131,23 @@ pub(crate) mod msg {
          remove the type parameters and lifetimes, or define one event type per case";
     pub(crate) const EVENT_SET_GENERIC: &str =
         "an event set cannot be generic: remove the type parameters and lifetimes";
+    /// The previous version of an upcast event is recorded under another name.
+    pub(crate) fn upcast_other_name(event: &str, name: &str) -> String {
+        format!(
+            "the previous version of `{event}` (its `Upcast::Previous`) must be recorded under \
+             the same name, `{name}`: write `#[event(\"{name}\", version = N)]` on it"
+        )
+    }
+
+    /// The previous version of an upcast event is not the version just below.
+    pub(crate) fn upcast_not_one_below(event: &str, version: u32) -> String {
+        let below = version - 1;
+        format!(
+            "`{event}` is version {version}, so its `Upcast::Previous` must be version {below}: \
+             each version upcasts from the one just below it"
+        )
+    }
+
     pub(crate) const EVENT_SET_NAMED: &str = "an event enum takes no name, each event type \
          has its own: remove the string from `#[event(...)]`";
     pub(crate) const EVENT_SET_DISCRIMINANT: &str =

@@ -8,7 +8,9 @@ use std::collections::HashSet;
 use proc_macro2::{Span, TokenStream};
 use quote::{quote, quote_spanned};
 use syn::spanned::Spanned;
-use syn::{Attribute, Fields, Generics, Ident, Item, ItemEnum, ItemStruct, LitStr, Type, TypePath};
+use syn::{
+    Attribute, Fields, Generics, Ident, Item, ItemEnum, ItemStruct, LitInt, LitStr, Type, TypePath,
+};
 
 use crate::attr::EventArgs;
 use crate::errors::{Errors, msg};
@@ -51,14 +53,75 @@ fn expand_struct(args: &EventArgs, item: ItemStruct) -> TokenStream {
     // "is not an event" errors to the one about its name.
     let event_impl = (!generic).then(|| {
         let ident = &item.ident;
+        let versioned = args
+            .version
+            .as_ref()
+            .map(|version| versioned(version, &krate));
         quote! {
             #[automatically_derived]
             impl #krate::Event for #ident {
                 const NAME: &'static str = #name;
+                #versioned
             }
         }
     });
-    errors.emit_with(quote!(#derived #event_impl))
+    let upcast_checks = (!generic)
+        .then(|| {
+            args.version
+                .as_ref()
+                .map(|version| upcast_checks(&item.ident, &name, version, &krate))
+        })
+        .flatten();
+    errors.emit_with(quote!(#derived #event_impl #upcast_checks))
+}
+
+/// `VERSION`, and for a version above 1 the `read_recorded` that upcasts older versions,
+/// spanned on the version so a missing `Upcast` is reported there.
+fn versioned(version: &LitInt, krate: &TokenStream) -> TokenStream {
+    let number = version.base10_parse::<u32>().unwrap_or(1);
+    if number <= 1 {
+        return quote!(
+            const VERSION: u32 = 1;
+        );
+    }
+    let json = quote!(#krate::__private::serde_json);
+    let read = quote_spanned! {version.span()=>
+        #krate::adapter::read_upcasting::<Self>(version, payload)
+    };
+    quote! {
+        const VERSION: u32 = #version;
+        fn read_recorded(
+            version: u32,
+            payload: &#json::Value,
+        ) -> ::core::result::Result<#krate::Upcasted<Self>, #krate::adapter::DecodeError> {
+            #read
+        }
+    }
+}
+
+/// For a version above 1: the previous version (`Upcast::Previous`) is recorded under the same
+/// name, one version below. Checked at compile time.
+fn upcast_checks(
+    ident: &Ident,
+    name: &LitStr,
+    version: &LitInt,
+    krate: &TokenStream,
+) -> Option<TokenStream> {
+    let number = version.base10_parse::<u32>().ok().filter(|n| *n > 1)?;
+    let previous = quote!(<<#ident as #krate::Upcast>::Previous as #krate::Event>);
+    let same_name = msg::upcast_other_name(&ident.to_string(), &name.value());
+    let one_below = msg::upcast_not_one_below(&ident.to_string(), number);
+    let below = number - 1;
+    Some(quote_spanned! {version.span()=>
+        const _: () = {
+            if !#krate::__private::same_name(#previous::NAME, #name) {
+                ::core::panic!(#same_name);
+            }
+            if #previous::VERSION != #below {
+                ::core::panic!(#one_below);
+            }
+        };
+    })
 }
 
 /// The checked name: the one written in the attribute, or the one derived from the type name.
@@ -108,6 +171,9 @@ fn expand_enum(args: &EventArgs, item: ItemEnum) -> syn::Result<TokenStream> {
     let mut errors = Errors::new();
     if let Some(name) = &args.name {
         errors.spanned_by(name, msg::EVENT_SET_NAMED);
+    }
+    if let Some(version) = &args.version {
+        errors.spanned_by(version, msg::EVENT_SET_VERSION);
     }
     if !item.generics.params.is_empty() || item.generics.where_clause.is_some() {
         // Nothing sensible can be generated for a generic enum: report only this.
@@ -240,6 +306,7 @@ fn generate_helper(ident: &Ident, krate: &TokenStream) -> TokenStream {
                 &'static str,
                 fn(&#json::Value) -> #result<E, #json::Error>,
                 fn(&E) -> #result<#json::Value, #json::Error>,
+                fn(u32, &#json::Value) -> #result<#krate::Upcasted<E>, #krate::adapter::DecodeError>,
             ) {
                 fn decode<E: #krate::Event>(
                     payload: &#json::Value,
@@ -251,7 +318,7 @@ fn generate_helper(ident: &Ident, krate: &TokenStream) -> TokenStream {
                 ) -> #result<#json::Value, #json::Error> {
                     #json::to_value(event)
                 }
-                (E::NAME, decode::<E>, encode::<E>)
+                (E::NAME, decode::<E>, encode::<E>, <E as #krate::Event>::read_recorded)
             }
         }
     }
@@ -293,6 +360,22 @@ fn generate_event_set(ident: &Ident, variants: &[Variant], krate: &TokenStream) 
     let events: Vec<_> = variants.iter().map(|v| event_of(ident, &v.ty)).collect();
     let idents: Vec<_> = variants.iter().map(|v| &v.ident).collect();
 
+    let decode_versioned = if variants.is_empty() {
+        quote! {
+            let _ = (name, version, payload);
+            #result::Ok(#krate::adapter::Decoded::Unknown)
+        }
+    } else {
+        quote! {
+            #(
+                if name == #events.0 {
+                    let (event, splits) = (#events.3)(version, payload)?.into_parts();
+                    return #krate::adapter::decoded_with_splits(name, Self::#idents(event), splits);
+                }
+            )*
+            #result::Ok(#krate::adapter::Decoded::Unknown)
+        }
+    };
     let (decode, to_payload) = if variants.is_empty() {
         (
             quote! {
@@ -337,6 +420,14 @@ fn generate_event_set(ident: &Ident, variants: &[Variant], krate: &TokenStream) 
                 payload: &#json::Value,
             ) -> #result<#krate::adapter::Decoded<Self>, #json::Error> {
                 #decode
+            }
+
+            fn decode_versioned(
+                name: &str,
+                version: u32,
+                payload: &#json::Value,
+            ) -> #result<#krate::adapter::Decoded<Self>, #krate::adapter::DecodeError> {
+                #decode_versioned
             }
 
             fn to_payload(&self) -> #result<#json::Value, #json::Error> {

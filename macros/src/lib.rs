@@ -123,6 +123,83 @@ use proc_macro::TokenStream;
 /// }
 /// ```
 ///
+/// # Versions: `version = N` and upcasts
+///
+/// An event's shape has a version, recorded in each envelope (`Envelope::version`, 1 unless
+/// declared). When a field is renamed, changes type or moves to an event of its own, keep the
+/// old shape as a type recorded under the same name (`#[event("noun:verb", version = 1)]`),
+/// give today's type the next version, and say how one becomes the other with `Upcast`.
+/// Reading a recording upcasts its older events; the log itself is never rewritten.
+///
+/// ```
+/// use openharness::prelude::*;
+/// use openharness::adapter::Decoded;
+///
+/// /// `order:placed` as version 1 recorded it: the address was part of the order.
+/// #[event("order:placed", version = 1)]
+/// #[derive(Debug, Clone)]
+/// pub struct OrderPlacedV1 { pub customer: String, pub address: String }
+///
+/// #[event(version = 2)]
+/// #[derive(Debug, Clone, PartialEq)]
+/// pub struct OrderPlaced { pub customer: String }
+///
+/// #[event]
+/// #[derive(Debug, Clone, PartialEq)]
+/// pub struct AddressGiven { pub address: String }
+///
+/// // Version 1 splits into today's order and the address, applied in that order.
+/// impl Upcast for OrderPlaced {
+///     type Previous = OrderPlacedV1;
+///     fn upcast(old: OrderPlacedV1) -> Upcasted<Self> {
+///         Upcasted::from(OrderPlaced { customer: old.customer }).and(AddressGiven { address: old.address })
+///     }
+/// }
+///
+/// #[event]
+/// #[derive(Debug, Clone, PartialEq)]
+/// pub enum Orders { OrderPlaced, AddressGiven }
+///
+/// let old = serde_json::json!({ "customer": "ada", "address": "1 Loop Rd" });
+/// assert_eq!(
+///     Orders::decode_versioned("order:placed", 1, &old).unwrap(),
+///     Decoded::Several(vec![
+///         Orders::OrderPlaced(OrderPlaced { customer: "ada".into() }),
+///         Orders::AddressGiven(AddressGiven { address: "1 Loop Rd".into() }),
+///     ]),
+/// );
+/// // A version newer than the code is refused, with what to do.
+/// let err = Orders::decode_versioned("order:placed", 3, &old).unwrap_err();
+/// assert!(err.to_string().contains("knows it only up to version 2"), "{err}");
+/// assert_eq!(OrderPlaced::VERSION, 2);
+/// ```
+///
+/// A version above 1 without a path from the previous one does not compile:
+///
+/// ```compile_fail
+/// use openharness::prelude::*;
+/// #[event(version = 2)] // error: `PaymentTaken` has a version above 1 but no path from the previous one
+/// pub struct PaymentTaken { pub amount: f64 }
+/// ```
+///
+/// Nor does an upcast from a version other than the one just below, or from an event recorded
+/// under another name:
+///
+/// ```compile_fail
+/// use openharness::prelude::*;
+/// #[event("payment:taken", version = 1)]
+/// pub struct PaymentTakenV1 { pub cents: u64 }
+/// #[event(version = 3)] // error: `PaymentTaken` is version 3, so its `Upcast::Previous` must be version 2
+/// pub struct PaymentTaken { pub amount: f64 }
+/// impl Upcast for PaymentTaken {
+///     type Previous = PaymentTakenV1;
+///     fn upcast(old: PaymentTakenV1) -> Upcasted<Self> {
+///         PaymentTaken { amount: old.cents as f64 / 100.0 }.into()
+///     }
+/// }
+/// # fn main() { let _ = PaymentTaken::read_recorded(1, &serde_json::Value::Null); }
+/// ```
+///
 /// # Where Open Harness is: `crate = path`
 ///
 /// The generated code names Open Harness as `::openharness`, the facade. A crate that depends on

@@ -21,7 +21,8 @@
 //!   [`CodeIdentity`], [`CallKey`], which agent call a recorded event belongs to, and
 //!   [`state_hash()`] / [`json_hash`], a state's SHA-256 as canonical JSON.
 //! - **What the macros generate against:** [`Decoded`], [`IntoEmit`], [`AgentSpec`],
-//!   [`ReplySource`].
+//!   [`ReplySource`], and for event versions [`DecodeError`], [`read_upcasting`],
+//!   [`read_current`] and [`decoded_with_splits`].
 //! - **Types met through a method but seldom named:** [`WorkflowBuilder`]
 //!   (`Workflow::builder`), [`Toolbox`], [`FnRenderer`] (`renderer_fn`), [`OpenCallReport`],
 //!   [`DEFAULT_MAX_TURNS`], and [`ErrorChain`], which writes an error with its sources on
@@ -67,4 +68,5 @@ pub use crate::store::{
     SubscriptionSender,
 };
 pub use crate::tool::{DEFAULT_MAX_TURNS, Toolbox};
+pub use crate::upcast::{DecodeError, decoded_with_splits, read_current, read_upcasting};
 pub use crate::workflow::WorkflowBuilder;

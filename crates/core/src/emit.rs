@@ -14,6 +14,8 @@ pub struct Pending {
     pub name: Cow<'static, str>,
     /// JSON payload.
     pub payload: Value,
+    /// The version of the event's shape ([`Event::VERSION`]).
+    pub version: u32,
 }
 
 impl Pending {
@@ -24,6 +26,7 @@ impl Pending {
             Ok(payload) => Self {
                 name: Cow::Borrowed(E::NAME),
                 payload,
+                version: E::VERSION,
             },
             Err(err) => Self::error(ErrorOccurred::recoverable(
                 "encode",
@@ -39,6 +42,7 @@ impl Pending {
         Self {
             name: Cow::Borrowed(<ErrorOccurred as Event>::NAME),
             payload,
+            version: <ErrorOccurred as Event>::VERSION,
         }
     }
 }
@@ -75,6 +79,11 @@ impl Emit {
     pub fn and<E: Event>(mut self, event: E) -> Self {
         self.push(event);
         self
+    }
+
+    /// Adds `other`'s events at the end.
+    pub(crate) fn append(&mut self, other: Self) {
+        self.0.extend(other.0);
     }
 
     /// Number of events.

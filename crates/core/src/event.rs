@@ -15,6 +15,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use uuid::Uuid;
 
+use crate::upcast::{DecodeError, Upcasted};
+
 /// The id of one event: a UUID v7, so ids created later sort later.
 ///
 /// ```
@@ -193,6 +195,23 @@ pub struct Envelope {
     /// ([`Workflow::check_state`](crate::Workflow::check_state)).
     #[serde(rename = "stateHash", default, skip_serializing_if = "Option::is_none")]
     pub state_hash: Option<String>,
+    /// The version of the event's shape the payload was written at
+    /// ([`Event::VERSION`]): 1, left out of the JSON, unless the event was declared with
+    /// `#[event(version = N)]`. Reading an older version upcasts it
+    /// ([`Upcast`](crate::adapter::Upcast)); the log keeps what was written.
+    #[serde(default = "first_version", skip_serializing_if = "is_first_version")]
+    #[schemars(range(min = 1))]
+    pub version: u32,
+}
+
+/// The version of an event declared without one.
+const fn first_version() -> u32 {
+    1
+}
+
+#[allow(clippy::trivially_copy_pass_by_ref)] // serde's `skip_serializing_if` passes a reference
+const fn is_first_version(version: &u32) -> bool {
+    *version == 1
 }
 
 impl Envelope {
@@ -209,6 +228,7 @@ impl Envelope {
             timestamp: Utc::now(),
             caused_by,
             state_hash: None,
+            version: 1,
         }
     }
 
@@ -217,7 +237,9 @@ impl Envelope {
         event: &E,
         caused_by: Option<EventId>,
     ) -> Result<Self, serde_json::Error> {
-        Ok(Self::new(E::NAME, serde_json::to_value(event)?, caused_by))
+        let mut envelope = Self::new(E::NAME, serde_json::to_value(event)?, caused_by);
+        envelope.version = E::VERSION;
+        Ok(envelope)
     }
 
     /// Whether this envelope carries event `E`.
@@ -225,9 +247,22 @@ impl Envelope {
         self.name == E::NAME
     }
 
-    /// Decodes the payload as event `E` (whatever the envelope's name).
+    /// Decodes the payload as event `E` (whatever the envelope's name), upcasting it when it
+    /// was recorded at an older version of `E` (events an upcast split off it are dropped:
+    /// [`EventSet::decode_versioned`] keeps them).
+    ///
+    /// # Errors
+    /// The payload is not an `E`, or its version is newer than `E`'s or has no path to it.
     pub fn decode<E: Event>(&self) -> Result<E, serde_json::Error> {
-        E::deserialize(&self.payload)
+        if self.version == E::VERSION {
+            return E::deserialize(&self.payload);
+        }
+        E::read_recorded(self.version, &self.payload)
+            .map(|upcasted| upcasted.into_parts().0)
+            .map_err(|err| match err {
+                DecodeError::Payload { source, .. } => source,
+                other => <serde_json::Error as serde::de::Error>::custom(other),
+            })
     }
 }
 
@@ -252,6 +287,27 @@ pub trait Event:
 {
     /// The `noun:verb` name this event is recorded under.
     const NAME: &'static str;
+
+    /// The version of this event's shape, recorded in every envelope
+    /// ([`Envelope::version`]): 1 until a field is renamed, retyped or split off, then one
+    /// more each time, with an [`Upcast`](crate::adapter::Upcast) from the previous version.
+    const VERSION: u32 = 1;
+
+    /// Reads a payload recorded at `version` as today's event (with any events an upcast
+    /// split off it). The default reads the current version only; `#[event(version = N)]`
+    /// reads every older one through its [`Upcast`](crate::adapter::Upcast)s
+    /// ([`read_upcasting`](crate::adapter::read_upcasting)).
+    ///
+    /// # Errors
+    /// [`DecodeError::Newer`] for a version above [`VERSION`](Self::VERSION),
+    /// [`DecodeError::NoPath`] for one without an upcast, [`DecodeError::Payload`] for a
+    /// payload that is not this event.
+    fn read_recorded(version: u32, payload: &Value) -> Result<Upcasted<Self>, DecodeError>
+    where
+        Self: Sized,
+    {
+        crate::upcast::read_current(version, payload)
+    }
 }
 
 /// What decoding an envelope against an [`EventSet`] gave.
@@ -262,6 +318,10 @@ pub enum Decoded<E> {
     /// The name is not part of the set (an event of another workflow version, a built-in event
     /// the workflow does not handle, ...). Replays skip these.
     Unknown,
+    /// The name belongs to the set, the envelope was recorded at an older version, and its
+    /// upcast split it: today's events, in the order they apply, all at the envelope's
+    /// position.
+    Several(Vec<E>),
 }
 
 /// A closed set of typed events: the enum a workflow's handlers dispatch over.
@@ -282,6 +342,44 @@ pub trait EventSet: Sized + Send + Sync + 'static {
     /// Returns [`Decoded::Unknown`] for names outside the set and an error only when the name is
     /// known but the payload does not match the event's type.
     fn decode(name: &str, payload: &Value) -> Result<Decoded<Self>, serde_json::Error>;
+
+    /// Decodes a payload recorded under `name` at `version` ([`Envelope::version`]),
+    /// upcasting an older version to today's events. `#[event]` reads every version its
+    /// events declare; the default reads version 1 through [`decode`](Self::decode) and
+    /// refuses others.
+    ///
+    /// # Errors
+    /// A [`DecodeError`] when the payload does not decode, or its version is newer than the
+    /// code or has no path to today's.
+    fn decode_versioned(
+        name: &str,
+        version: u32,
+        payload: &Value,
+    ) -> Result<Decoded<Self>, DecodeError> {
+        if version == 1 {
+            return Self::decode(name, payload).map_err(|source| DecodeError::Payload {
+                name: Cow::Owned(name.to_owned()),
+                version,
+                source,
+            });
+        }
+        if !Self::contains(name) {
+            return Ok(Decoded::Unknown);
+        }
+        Err(DecodeError::Newer {
+            name: Cow::Owned(name.to_owned()),
+            recorded: version,
+            known: 1,
+        })
+    }
+
+    /// [`decode_versioned`](Self::decode_versioned) for a recorded envelope.
+    ///
+    /// # Errors
+    /// As [`decode_versioned`](Self::decode_versioned).
+    fn decode_envelope(event: &Envelope) -> Result<Decoded<Self>, DecodeError> {
+        Self::decode_versioned(&event.name, event.version, &event.payload)
+    }
 
     /// Encodes the event's payload.
     fn to_payload(&self) -> Result<Value, serde_json::Error>;

@@ -438,31 +438,26 @@ impl<S: Handler> Fold<S> {
         window_start: u64,
         undo: Option<&mut Undo<S>>,
     ) -> Applied {
-        match S::Events::decode(&event.name, &event.payload) {
+        match S::Events::decode_envelope(event) {
             Ok(Decoded::Known(typed)) if !S::handles(&typed) => Applied::Skipped,
-            Ok(Decoded::Known(typed)) => {
-                let applied = match undo {
-                    Some(undo) => {
-                        let outcome = quietly(|| self.state.apply_undoable(&typed, undo));
-                        if outcome.is_err() {
-                            // The state goes back to the checkpoint, not to before this event.
-                            undo.unsupported();
-                        }
-                        outcome
+            Ok(Decoded::Known(typed)) => self.handle(&typed, window, window_start, undo),
+            Ok(Decoded::Several(events)) => {
+                // An upcast split the recorded event: today's events apply in turn, at its
+                // position, and what they emit is emitted together.
+                let mut undo = undo;
+                let mut emitted = Emit::none();
+                let mut handled = false;
+                for typed in events.iter().filter(|typed| S::handles(typed)) {
+                    handled = true;
+                    match self.handle(typed, window, window_start, undo.as_deref_mut()) {
+                        Applied::Handled(emit) => emitted.append(emit),
+                        other => return other,
                     }
-                    None => quietly(|| self.state.apply(&typed)),
-                };
-                match applied {
-                    Ok(emit) => Applied::Handled(emit),
-                    Err(panic) => {
-                        let message = panic_message(panic.as_ref());
-                        if self.checkpoints {
-                            self.restore(window, window_start);
-                        } else {
-                            self.spoiled = true;
-                        }
-                        Applied::Panicked(message)
-                    }
+                }
+                if handled {
+                    Applied::Handled(emitted)
+                } else {
+                    Applied::Skipped
                 }
             }
             Ok(Decoded::Unknown) => {
@@ -479,6 +474,40 @@ impl<S: Handler> Fold<S> {
                 err.to_string(),
                 "skipping an event whose payload does not decode",
             ),
+        }
+    }
+
+    /// Applies one decoded event through the handlers; a panic restores the state from the
+    /// checkpoint (or spoils the fold).
+    fn handle(
+        &mut self,
+        typed: &S::Events,
+        window: &[Envelope],
+        window_start: u64,
+        undo: Option<&mut Undo<S>>,
+    ) -> Applied {
+        let applied = match undo {
+            Some(undo) => {
+                let outcome = quietly(|| self.state.apply_undoable(typed, undo));
+                if outcome.is_err() {
+                    // The state goes back to the checkpoint, not to before this event.
+                    undo.unsupported();
+                }
+                outcome
+            }
+            None => quietly(|| self.state.apply(typed)),
+        };
+        match applied {
+            Ok(emit) => Applied::Handled(emit),
+            Err(panic) => {
+                let message = panic_message(panic.as_ref());
+                if self.checkpoints {
+                    self.restore(window, window_start);
+                } else {
+                    self.spoiled = true;
+                }
+                Applied::Panicked(message)
+            }
         }
     }
 
@@ -547,10 +576,18 @@ impl<S: Handler> Fold<S> {
                 }
                 continue;
             }
-            if let Ok(Decoded::Known(typed)) = S::Events::decode(&event.name, &event.payload) {
-                // Events between the checkpoint and now did not panic the first time; a handler
-                // that panics only sometimes is not pure, and its effect is dropped again here.
-                let _ = quietly(|| self.state.apply(&typed));
+            // Events between the checkpoint and now did not panic the first time; a handler
+            // that panics only sometimes is not pure, and its effect is dropped again here.
+            match S::Events::decode_envelope(event) {
+                Ok(Decoded::Known(typed)) => {
+                    let _ = quietly(|| self.state.apply(&typed));
+                }
+                Ok(Decoded::Several(events)) => {
+                    for typed in &events {
+                        let _ = quietly(|| self.state.apply(typed));
+                    }
+                }
+                Ok(Decoded::Unknown) | Err(_) => {}
             }
         }
     }

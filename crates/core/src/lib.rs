@@ -80,6 +80,7 @@ mod store;
 mod streamed;
 mod tool;
 mod undo;
+mod upcast;
 mod workflow;
 
 pub use agent::{Agent, StructuredOutput};
@@ -99,6 +100,7 @@ pub use store::{SessionInfo, Store, StoreError};
 pub use tokio_util::sync::CancellationToken;
 pub use tool::{FnTool, Tool, ToolError};
 pub use undo::Undo;
+pub use upcast::{Upcast, Upcasted};
 pub use workflow::Workflow;
 
 /// Items used by code that `openharness-macros` generates. Not a public API: names here may
@@ -106,6 +108,7 @@ pub use workflow::Workflow;
 #[doc(hidden)]
 pub mod __private {
     pub use crate::handler::HandlesEvent;
+    pub use crate::upcast::same_name;
     pub use schemars;
     pub use serde;
     pub use serde_json;

@@ -84,6 +84,7 @@ pub(crate) fn answer_of(queued: &Envelope) -> crate::emit::Pending {
     crate::emit::Pending {
         name: UserInput::NAME.into(),
         payload,
+        version: UserInput::VERSION,
     }
 }
 

@@ -251,6 +251,7 @@ async fn derive_fork_at<S: WorkflowState>(
         let pending = Pending {
             name: event.name.clone(),
             payload: event.payload.clone(),
+            version: event.version,
         };
         if event.name == AgentCompleted::NAME {
             let Ok(completed) = event.decode::<AgentCompleted>() else {

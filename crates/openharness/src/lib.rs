@@ -125,7 +125,7 @@ pub mod prelude {
     };
     pub use openharness_core::{
         Agent, Emit, Envelope, Event, EventId, EventSet, Handler, RunOptions, SessionId,
-        SessionStatus, StopReason, Store, Undo, Workflow,
+        SessionStatus, StopReason, Store, Undo, Upcast, Upcasted, Workflow,
     };
     pub use openharness_macros::*;
     /// `workflow.fork(&session, at)` starts a new session from any point of a recorded one.

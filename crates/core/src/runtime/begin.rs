@@ -132,6 +132,7 @@ impl<S: WorkflowState> Run<'_, S> {
             let pending = Pending {
                 name: event.name,
                 payload: event.payload,
+                version: event.version,
             };
             (pending, None, None)
         }));

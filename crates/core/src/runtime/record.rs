@@ -10,6 +10,7 @@ impl<S: WorkflowState> Run<'_, S> {
         let first = self.staged;
         for (pending, caused_by) in unit {
             let mut event = Envelope::new(pending.name, pending.payload, caused_by);
+            event.version = pending.version;
             if let Some(id) = self.next_id.take() {
                 event.id = id;
             } else if event.name == UserInput::NAME

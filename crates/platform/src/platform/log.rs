@@ -155,8 +155,11 @@ impl Index {
     /// Folds in the log's event at `seq`, the next one.
     pub(super) fn fold(&mut self, log: &SessionId, event: &Envelope) -> Result<(), PlatformError> {
         let seq = self.seq;
-        match Change::decode(&event.name, &event.payload) {
+        match Change::decode_envelope(event) {
             Ok(Decoded::Known(change)) => self.apply(change),
+            Ok(Decoded::Several(changes)) => {
+                changes.into_iter().for_each(|change| self.apply(change))
+            }
             Ok(Decoded::Unknown) => tracing::warn!(
                 seq,
                 name = %event.name,

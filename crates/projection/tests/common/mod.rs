@@ -22,5 +22,6 @@ pub(crate) fn ev<E: Event>(n: u128, event: E, cause: Option<u128>) -> Envelope {
         timestamp: DateTime::from_timestamp(1_750_000_000 + i64::try_from(n).unwrap(), 0).unwrap(),
         caused_by: cause.map(id),
         state_hash: None,
+        version: E::VERSION,
     }
 }

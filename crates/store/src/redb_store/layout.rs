@@ -375,6 +375,7 @@ impl SessionRecord {
             timestamp: event.timestamp,
             caused_by: event.caused_by,
             state_hash: event.state_hash.clone(),
+            version: event.version,
         }
     }
 

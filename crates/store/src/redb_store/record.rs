@@ -8,6 +8,7 @@
 //! | 8 + 4      | the timestamp: seconds since 1970 (i64) and nanoseconds (u32), little-endian |
 //! | 1 (+ 16)   | flags: bit 0 set, followed by the id of the event it was caused by |
 //! | (2 + n)    | with flag bit 1: the state hash's length (u16, little-endian) and its UTF-8 |
+//! | (4)        | with flag bit 2: the event's version (u32, little-endian); without it, 1 |
 //! | 4 + n      | the name's length (u32, little-endian) and its UTF-8     |
 //! | the rest   | the payload as JSON                                      |
 //!
@@ -35,7 +36,10 @@ pub(super) fn encode(event: &Envelope) -> Result<Vec<u8>, serde_json::Error> {
     out.extend_from_slice(event.id.as_uuid().as_bytes());
     out.extend_from_slice(&event.timestamp.timestamp().to_le_bytes());
     out.extend_from_slice(&event.timestamp.timestamp_subsec_nanos().to_le_bytes());
-    let flags = u8::from(event.caused_by.is_some()) | (u8::from(event.state_hash.is_some()) << 1);
+    let versioned = event.version != 1;
+    let flags = u8::from(event.caused_by.is_some())
+        | (u8::from(event.state_hash.is_some()) << 1)
+        | (u8::from(versioned) << 2);
     out.push(flags);
     if let Some(cause) = event.caused_by {
         out.extend_from_slice(cause.as_uuid().as_bytes());
@@ -46,6 +50,9 @@ pub(super) fn encode(event: &Envelope) -> Result<Vec<u8>, serde_json::Error> {
         })?;
         out.extend_from_slice(&len.to_le_bytes());
         out.extend_from_slice(hash.as_bytes());
+    }
+    if versioned {
+        out.extend_from_slice(&event.version.to_le_bytes());
     }
     let name_len = u32::try_from(name.len()).map_err(|_| {
         <serde_json::Error as serde::ser::Error>::custom("an event name longer than 4 GiB")
@@ -81,6 +88,7 @@ pub(super) fn decode_for_fold(bytes: &[u8], folds: Folded) -> Result<Envelope, S
                 timestamp: head.timestamp,
                 caused_by: head.caused_by,
                 state_hash: head.state_hash.map(str::to_owned),
+                version: head.version,
             })
         }
         _ => crate::decode_json(bytes),
@@ -127,6 +135,7 @@ struct Head<'a> {
     timestamp: DateTime<Utc>,
     caused_by: Option<EventId>,
     state_hash: Option<&'a str>,
+    version: u32,
     name: &'a str,
     /// The payload's JSON.
     rest: &'a [u8],
@@ -141,9 +150,9 @@ impl<'a> Head<'a> {
         let timestamp = DateTime::from_timestamp(seconds, nanos)
             .ok_or_else(|| format!("its timestamp ({seconds} s, {nanos} ns) is out of range"))?;
         let [flags] = reader.array::<1>()?;
-        if flags > 0b11 {
+        if flags > 0b111 {
             return Err(format!(
-                "its flags are {flags:#04b}: only bits 0 and 1 are known"
+                "its flags are {flags:#05b}: only bits 0 to 2 are known (a newer build wrote it)"
             ));
         }
         let caused_by = if flags & 1 == 1 {
@@ -159,6 +168,11 @@ impl<'a> Head<'a> {
         } else {
             None
         };
+        let version = if flags & 0b100 == 0b100 {
+            u32::from_le_bytes(reader.array()?)
+        } else {
+            1
+        };
         let name_len = usize::try_from(u32::from_le_bytes(reader.array()?))
             .map_err(|_| "its name is longer than this machine can address".to_owned())?;
         let name = std::str::from_utf8(reader.take(name_len)?)
@@ -168,6 +182,7 @@ impl<'a> Head<'a> {
             timestamp,
             caused_by,
             state_hash,
+            version,
             name,
             rest: reader.rest(),
         })
@@ -226,11 +241,20 @@ mod tests {
             state_hash: Some(openharness_core::adapter::json_hash(&json!({"n": 1}))),
             ..event(cause)
         };
+        let versioned = |cause| Envelope {
+            version: 3,
+            ..hashed(cause)
+        };
         for original in [
             event(None),
             event(Some(EventId::new())),
             hashed(None),
             hashed(Some(EventId::new())),
+            versioned(None),
+            Envelope {
+                version: u32::MAX,
+                ..event(Some(EventId::new()))
+            },
         ] {
             let bytes = encode(&original).expect("encodes");
             assert_eq!(bytes.first(), Some(&BINARY));
@@ -276,7 +300,7 @@ mod tests {
             let _ = summary(&bytes[..len]);
         }
         let mut bad_marker = bytes.clone();
-        bad_marker[29] = 7;
+        bad_marker[29] = 8;
         assert!(decode(&bad_marker).expect_err("refused").contains("flags"));
         // A state hash whose length runs past the record's end.
         let hashed = Envelope {
