@@ -307,6 +307,7 @@ fn generate_helper(ident: &Ident, krate: &TokenStream) -> TokenStream {
                 fn(&#json::Value) -> #result<E, #json::Error>,
                 fn(&E) -> #result<#json::Value, #json::Error>,
                 fn(u32, &#json::Value) -> #result<#krate::Upcasted<E>, #krate::adapter::DecodeError>,
+                u32,
             ) {
                 fn decode<E: #krate::Event>(
                     payload: &#json::Value,
@@ -318,7 +319,13 @@ fn generate_helper(ident: &Ident, krate: &TokenStream) -> TokenStream {
                 ) -> #result<#json::Value, #json::Error> {
                     #json::to_value(event)
                 }
-                (E::NAME, decode::<E>, encode::<E>, <E as #krate::Event>::read_recorded)
+                (
+                    E::NAME,
+                    decode::<E>,
+                    encode::<E>,
+                    <E as #krate::Event>::read_recorded,
+                    <E as #krate::Event>::VERSION,
+                )
             }
         }
     }
@@ -428,6 +435,16 @@ fn generate_event_set(ident: &Ident, variants: &[Variant], krate: &TokenStream) 
                 payload: &#json::Value,
             ) -> #result<#krate::adapter::Decoded<Self>, #krate::adapter::DecodeError> {
                 #decode_versioned
+            }
+
+            #[allow(unused_variables)]
+            fn version_of(name: &str) -> ::core::option::Option<u32> {
+                #(
+                    if name == #events.0 {
+                        return ::core::option::Option::Some(#events.4);
+                    }
+                )*
+                ::core::option::Option::None
             }
 
             fn to_payload(&self) -> #result<#json::Value, #json::Error> {

@@ -187,7 +187,7 @@ pub struct Envelope {
     /// The hash of the workflow's state just after this event
     /// ([`state_hash`](crate::adapter::state_hash): SHA-256 of its canonical JSON), recorded
     /// on the last event of a committed batch that changed the state — every such batch while
-    /// hashing stays within about 2% of the turn's time, fewer for a very large state, always
+    /// hashing stays within about 1% of the turn's time, fewer for a very large state, always
     /// the turn's last — when the state's JSON is reproducible (it comes back the same once
     /// decoded: no `HashSet`). Absent on other events and in recordings made before it was
     /// recorded. Checks that fold a recording
@@ -371,6 +371,12 @@ pub trait EventSet: Sized + Send + Sync + 'static {
             recorded: version,
             known: 1,
         })
+    }
+
+    /// The version today's code records the event `name` at ([`Event::VERSION`]), `None` for a
+    /// name outside the set. The default says 1 for every name of the set.
+    fn version_of(name: &str) -> Option<u32> {
+        Self::contains(name).then_some(1)
     }
 
     /// [`decode_versioned`](Self::decode_versioned) for a recorded envelope.

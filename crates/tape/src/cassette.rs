@@ -71,6 +71,7 @@ use crate::fork::{At, ForkSession};
 
 mod check;
 mod provider;
+mod upcast;
 
 use check::*;
 use provider::*;
@@ -139,9 +140,42 @@ impl Cassette {
     /// for an `input:received` (answering the new session's request at the same seq).
     /// `options` apply to the first turn; later turns run with default options.
     ///
+    /// Events recorded at an older version of their shape (`#[event(version = N)]`) are
+    /// compared as today's code reads them: upcast, and split where the upcast splits them.
+    ///
     /// Returns the last turn's outcome when every event matches the recording, and
-    /// [`TapeError::Diverged`] naming the seq of the first event where they part.
+    /// [`TapeError::Diverged`] naming the seq of the first event where they part (the
+    /// recording's seq; the recorded event it shows is as today's code reads it).
     pub async fn replay<S: WorkflowState>(
+        &self,
+        workflow: &Workflow<S>,
+        options: RunOptions,
+    ) -> Result<RunOutcome<S>, TapeError> {
+        let Some((events, seqs)) = upcast::upcast_recording::<S::Events>(&self.events) else {
+            return self.replay_as_read(workflow, options).await;
+        };
+        let read = Self {
+            session: self.session.clone(),
+            events: Arc::new(events),
+        };
+        let recorded_len = self.events.len() as u64;
+        read.replay_as_read(workflow, options)
+            .await
+            .map_err(|err| match err {
+                TapeError::Diverged(mut divergence) => {
+                    divergence.seq = usize::try_from(divergence.seq)
+                        .ok()
+                        .and_then(|seq| seqs.get(seq))
+                        .copied()
+                        .unwrap_or(recorded_len);
+                    TapeError::Diverged(divergence)
+                }
+                other => other,
+            })
+    }
+
+    /// [`replay`](Self::replay) of the events as today's code reads them.
+    async fn replay_as_read<S: WorkflowState>(
         &self,
         workflow: &Workflow<S>,
         options: RunOptions,

@@ -638,7 +638,7 @@ export interface Envelope {
    * The hash of the workflow's state just after this event
    * (`state_hash`: SHA-256 of its canonical JSON), recorded
    * on the last event of a committed batch that changed the state — every such batch while
-   * hashing stays within about 2% of the turn's time, fewer for a very large state, always
+   * hashing stays within about 1% of the turn's time, fewer for a very large state, always
    * the turn's last — when the state's JSON is reproducible (it comes back the same once
    * decoded: no `HashSet`). Absent on other events and in recordings made before it was
    * recorded. Checks that fold a recording
@@ -650,6 +650,13 @@ export interface Envelope {
    * When the event was created (UTC).
    */
   timestamp: string;
+  /**
+   * The version of the event's shape the payload was written at
+   * (`Event::VERSION`): 1, left out of the JSON, unless the event was declared with
+   * `#[event(version = N)]`. Reading an older version upcasts it
+   * (`Upcast`); the log keeps what was written.
+   */
+  version?: number;
 }
 /**
  * Something failed but the run went on: a handler panicked, an agent's output did not
@@ -748,7 +755,7 @@ export interface Recorded {
    * The hash of the workflow's state just after this event
    * (`state_hash`: SHA-256 of its canonical JSON), recorded
    * on the last event of a committed batch that changed the state — every such batch while
-   * hashing stays within about 2% of the turn's time, fewer for a very large state, always
+   * hashing stays within about 1% of the turn's time, fewer for a very large state, always
    * the turn's last — when the state's JSON is reproducible (it comes back the same once
    * decoded: no `HashSet`). Absent on other events and in recordings made before it was
    * recorded. Checks that fold a recording
@@ -760,6 +767,13 @@ export interface Recorded {
    * When the event was created (UTC).
    */
   timestamp: string;
+  /**
+   * The version of the event's shape the payload was written at
+   * (`Event::VERSION`): 1, left out of the JSON, unless the event was declared with
+   * `#[event(version = N)]`. Reading an older version upcasts it
+   * (`Upcast`); the log keeps what was written.
+   */
+  version?: number;
 }
 /**
  * A person's input that arrived while a turn was running, recorded at once (the answer a
