@@ -337,3 +337,29 @@ async fn a_state_whose_json_is_not_reproducible_records_no_hashes() {
     let check = tags.check_state(&outcome.session).await.unwrap();
     assert_eq!((check.checked, check.divergence), (0, None));
 }
+
+#[tokio::test]
+async fn a_cassette_replay_fails_on_a_state_only_bug_where_every_event_matches() {
+    use openharness::tape::{Cassette, TapeError};
+    let store = MemoryStore::new();
+    let session = recorded(&store).await;
+    let fixed = workflow::<Refunds>(store.clone());
+    let cassette = Cassette::load(&fixed, &session).await.unwrap();
+    cassette.replay(&fixed, RunOptions::new()).await.unwrap();
+
+    let buggy = workflow::<BuggyRefunds>(store.clone());
+    let expected = buggy
+        .check_state(&session)
+        .await
+        .unwrap()
+        .divergence
+        .unwrap();
+    match cassette.replay(&buggy, RunOptions::new()).await {
+        Err(TapeError::StateDiverged(divergence)) => {
+            assert_eq!(divergence.seq, expected.seq);
+            let message = TapeError::StateDiverged(divergence).to_string();
+            assert!(message.contains("every event matches"), "{message}");
+        }
+        other => panic!("the state-only bug passed the cassette: {other:?}"),
+    }
+}

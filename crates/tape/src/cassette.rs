@@ -143,23 +143,29 @@ impl Cassette {
     /// Events recorded at an older version of their shape (`#[event(version = N)]`) are
     /// compared as today's code reads them: upcast, and split where the upcast splits them.
     ///
-    /// Returns the last turn's outcome when every event matches the recording, and
+    /// Returns the last turn's outcome when every event matches the recording,
     /// [`TapeError::Diverged`] naming the seq of the first event where they part (the
-    /// recording's seq; the recorded event it shows is as today's code reads it).
+    /// recording's seq; the recorded event it shows is as today's code reads it), and
+    /// [`TapeError::StateDiverged`] when every event matches but today's handlers fold the
+    /// recording to another state than its live run recorded (checked when the recording is
+    /// in `workflow`'s store).
     pub async fn replay<S: WorkflowState>(
         &self,
         workflow: &Workflow<S>,
         options: RunOptions,
     ) -> Result<RunOutcome<S>, TapeError> {
         let Some((events, seqs)) = upcast::upcast_recording::<S::Events>(&self.events) else {
-            return self.replay_as_read(workflow, options).await;
+            let outcome = self.replay_as_read(workflow, options).await?;
+            self.check_recorded_state(workflow).await?;
+            return Ok(outcome);
         };
         let read = Self {
             session: self.session.clone(),
             events: Arc::new(events),
         };
         let recorded_len = self.events.len() as u64;
-        read.replay_as_read(workflow, options)
+        let outcome = read
+            .replay_as_read(workflow, options)
             .await
             .map_err(|err| match err {
                 TapeError::Diverged(mut divergence) => {
@@ -171,7 +177,27 @@ impl Cassette {
                     TapeError::Diverged(divergence)
                 }
                 other => other,
-            })
+            })?;
+        self.check_recorded_state(workflow).await?;
+        Ok(outcome)
+    }
+
+    /// After a re-execution that matched every event: today's handlers fold the recording to
+    /// the states its live run recorded ([`Workflow::check_state`]), when the recording is in
+    /// `workflow`'s store as loaded (a cassette made of events alone, or replayed into
+    /// another store, is not checked here: check its own store's session).
+    async fn check_recorded_state<S: WorkflowState>(
+        &self,
+        workflow: &Workflow<S>,
+    ) -> Result<(), TapeError> {
+        let stored = workflow.store().session(&self.session).await.ok().flatten();
+        if stored.is_none_or(|info| info.count != self.events.len() as u64) {
+            return Ok(());
+        }
+        match workflow.check_state(&self.session).await?.divergence {
+            Some(divergence) => Err(TapeError::StateDiverged(Box::new(divergence))),
+            None => Ok(()),
+        }
     }
 
     /// [`replay`](Self::replay) of the events as today's code reads them.

@@ -54,6 +54,22 @@ pub enum TapeError {
     /// A cassette re-execution did something the recording did not.
     #[error("{0}")]
     Diverged(Box<Divergence>),
+    /// A cassette re-execution recorded every event the recording did, but today's handlers
+    /// fold the recording to another state than the live run recorded (a handler that
+    /// changed only what it does to the state).
+    #[error(
+        "every event matches, but today's handlers fold the recording to another state after seq {} (`{}`): the live run's state hashed {}, today's {}",
+        .0.seq,
+        .0.event,
+        short(&.0.recorded_hash),
+        short(&.0.today_hash)
+    )]
+    StateDiverged(Box<openharness_core::StateDivergence>),
+}
+
+/// The first 12 characters of a hash.
+fn short(hash: &str) -> &str {
+    hash.get(..12).unwrap_or(hash)
 }
 
 /// A tape error as the workflow error every part of Open Harness composes into: a workflow
