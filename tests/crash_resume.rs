@@ -1039,6 +1039,7 @@ fn a_call_interrupted_twice_is_run_again_by_the_second_resume() {
                 code: None,
                 version: None,
                 commit: None,
+                state_shape: None,
             },
             None,
         )

@@ -965,6 +965,7 @@ mod time_travel {
                     code: None,
                     version: None,
                     commit: None,
+                    state_shape: None,
                 },
                 None,
             )
@@ -1175,6 +1176,7 @@ mod chat_cassette {
                     code: None,
                     version: None,
                     commit: None,
+                    state_shape: None,
                 },
                 None,
             )

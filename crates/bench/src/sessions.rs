@@ -113,6 +113,7 @@ fn recorded_event(seq: u64, len: u64) -> Fallible<Envelope> {
                 code: None,
                 version: None,
                 commit: None,
+                state_shape: None,
             },
             None,
         )?

@@ -61,7 +61,7 @@ pub use crate::provider::{
 pub use crate::recover::ViewAt;
 pub use crate::renderer::FnRenderer;
 pub use crate::run::{Continuation, OpenCallReport, Unfinished};
-pub use crate::state_hash::{json_hash, state_hash};
+pub use crate::state_hash::{json_hash, state_hash, state_shape};
 pub use crate::status::last_event_summary;
 pub use crate::store::{
     EVENT_PAGE, EventStream, Folded, Recorded, Snapshot, SnapshotJson, Subscription,

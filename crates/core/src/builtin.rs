@@ -99,6 +99,12 @@ builtin_event!(
     /// The source commit it was built from (`WorkflowBuilder::commit`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     commit: Option<String>,
+    /// The shape of the workflow's state (`adapter::state_shape` of its initial state: its
+    /// fields, not their values). When today's differs, the state hashes the session recorded
+    /// are not compared with today's fold (absent in recordings made before it was recorded:
+    /// then they are).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    state_shape: Option<String>,
 });
 builtin_event!(
 /// The last event of a turn that ended normally (not by a store failure or a crash).

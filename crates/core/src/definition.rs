@@ -30,6 +30,9 @@ pub struct CodeIdentity {
     pub version: Option<String>,
     /// The source commit, if given.
     pub commit: Option<String>,
+    /// The shape of the state's fields (`adapter::state_shape` of the initial state), if its
+    /// initial state serializes.
+    pub state_shape: Option<String>,
 }
 
 impl<S> Inner<S> {

@@ -92,7 +92,7 @@ pub use event::{Envelope, Event, EventId, EventSet, SessionId};
 pub use handler::Handler;
 pub use pattern::Pattern;
 pub use provider::{BoxedProvider, ChatMessage, Image, Provider, ProviderError, ReasoningEffort};
-pub use recover::{ChangedBy, StateCheck, StateDivergence};
+pub use recover::{ChangedBy, ShapeChange, StateCheck, StateDivergence};
 pub use renderer::{Renderer, renderer_fn};
 pub use run::{AgentSettings, RunOptions, RunOutcome, StopReason};
 pub use status::SessionStatus;

@@ -525,7 +525,7 @@ pub(crate) use crate::fold::Window;
 pub(crate) use fork::{ForkFrom, derive_fork};
 use fork::{fork_origin, inherited_event};
 pub(crate) use hashes::check_state;
-pub use hashes::{ChangedBy, StateCheck, StateDivergence};
+pub use hashes::{ChangedBy, ShapeChange, StateCheck, StateDivergence};
 pub use positions::ViewAt;
 use positions::{edited, session_base};
 pub(crate) use positions::{state_at, states_at, view_at};

@@ -24,6 +24,38 @@ pub fn state_hash(state: &impl Serialize) -> Result<String, serde_json::Error> {
     Ok(json_hash(&value))
 }
 
+/// The shape of a state: the object keys of its JSON at every depth (an array by its first
+/// item), without any value, hashed (16 hex digits). Taken of a workflow's initial state and
+/// recorded in `workflow:started`, it tells whether the state's fields changed since a
+/// session was recorded — then the state hashes it recorded cannot be compared with today's
+/// fold (every one would differ), and a check says so instead of reporting a divergence.
+///
+/// ```
+/// use openharness_core::adapter::state_shape;
+/// let shape = state_shape(&serde_json::json!({ "total": 0, "items": [] }));
+/// assert_eq!(shape, state_shape(&serde_json::json!({ "items": ["a"], "total": 7 })));
+/// assert_ne!(shape, state_shape(&serde_json::json!({ "total": 0, "items": [], "note": null })));
+/// ```
+pub fn state_shape(value: &Value) -> String {
+    fn skeleton(value: &Value) -> Value {
+        match value {
+            Value::Object(map) => Value::Object(
+                map.iter()
+                    .map(|(key, value)| (key.clone(), skeleton(value)))
+                    .collect(),
+            ),
+            Value::Array(items) => match items.first() {
+                Some(first @ Value::Object(_)) => Value::Array(vec![skeleton(first)]),
+                _ => Value::Array(Vec::new()),
+            },
+            _ => Value::Null,
+        }
+    }
+    let mut hash = json_hash(&skeleton(value));
+    hash.truncate(16);
+    hash
+}
+
 /// The SHA-256 (lower-case hex) of `value` as canonical JSON.
 pub fn json_hash(value: &Value) -> String {
     let mut hasher = Sha256::new();

@@ -669,6 +669,9 @@ impl<S: WorkflowState> WorkflowBuilder<S> {
                     code: fingerprint::<S>(&self.name, &self.agents),
                     version: self.version,
                     commit: self.commit,
+                    state_shape: serde_json::to_value(&initial)
+                        .ok()
+                        .map(|state| crate::state_hash::state_shape(&state)),
                 },
                 name: self.name,
                 reads: self.reads,

@@ -46,6 +46,7 @@ fn session() -> Vec<Envelope> {
         code: None,
         version: None,
         commit: None,
+        state_shape: None,
     };
     let input = UserInput::new("Plan a weekend in Lisbon");
     let started = |agent: &str| AgentStarted {

@@ -444,6 +444,7 @@ fn other_events_and_undecodable_payloads_are_ignored() {
         code: None,
         version: None,
         commit: None,
+        state_shape: None,
     };
     let error = ErrorOccurred::recoverable("agent", "boom", None);
     let done = WorkflowCompleted {

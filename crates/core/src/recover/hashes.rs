@@ -22,6 +22,20 @@ pub struct StateCheck {
     pub checked: u64,
     /// The first position where today's state is not the recorded one, if any.
     pub divergence: Option<StateDivergence>,
+    /// When the state's fields changed since the session was recorded (its
+    /// `workflow:started.stateShape` is not today's): then no hash was compared, since every
+    /// one would differ without a bug. The recorded shape and today's.
+    pub shape_changed: Option<ShapeChange>,
+}
+
+/// The state's shape a session was recorded with, and today's ([`StateCheck::shape_changed`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[non_exhaustive]
+pub struct ShapeChange {
+    /// The shape `workflow:started` recorded.
+    pub recorded: String,
+    /// Today's.
+    pub today: String,
 }
 
 /// Where today's fold of a recording parts from the state the live run recorded.
@@ -77,6 +91,13 @@ pub(crate) async fn check_state<S: WorkflowState>(
         .filter(|info| info.count > 0)
         .ok_or_else(|| Error::SessionNotFound(session.clone()))?
         .count;
+    if let Some(shape_changed) = shape_change(wf, session).await? {
+        return Ok(StateCheck {
+            checked: 0,
+            divergence: None,
+            shape_changed: Some(shape_changed),
+        });
+    }
     let base = session_base(wf, session, 0).await?;
     // A check beside other reads of the session: they report what a fold skips.
     let mut fold = crate::adapter::StreamedFold::at(base, 0)
@@ -134,6 +155,7 @@ pub(crate) async fn check_state<S: WorkflowState>(
             .map(|recorded| json_patch::diff(recorded, &today));
         return Ok(StateCheck {
             checked,
+            shape_changed: None,
             divergence: Some(StateDivergence {
                 seq,
                 event: name,
@@ -149,7 +171,51 @@ pub(crate) async fn check_state<S: WorkflowState>(
     Ok(StateCheck {
         checked,
         divergence: None,
+        shape_changed: None,
     })
+}
+
+/// Whether the state's shape the session (or the session it was forked from, at any depth)
+/// recorded in its `workflow:started` is not today's.
+async fn shape_change<S: WorkflowState>(
+    wf: &Inner<S>,
+    session: &SessionId,
+) -> Result<Option<ShapeChange>, Error> {
+    let Some(today) = &wf.code.state_shape else {
+        return Ok(None);
+    };
+    let mut current = session.clone();
+    for _ in 0..=MAX_FORK_DEPTH {
+        let first = wf
+            .store
+            .events(&current, 0..2)
+            .await
+            .map_err(store_error(wf, &current))?;
+        if let Some(started) = first
+            .iter()
+            .find(|event| event.name == crate::builtin::WorkflowStarted::NAME)
+        {
+            let recorded = started
+                .decode::<crate::builtin::WorkflowStarted>()
+                .ok()
+                .and_then(|started| started.state_shape);
+            return Ok(recorded
+                .filter(|recorded| recorded != today)
+                .map(|recorded| ShapeChange {
+                    recorded,
+                    today: today.clone(),
+                }));
+        }
+        match first
+            .first()
+            .filter(|event| event.name == SessionForked::NAME)
+            .and_then(|event| event.decode::<SessionForked>().ok())
+        {
+            Some(forked) => current = forked.parent,
+            None => return Ok(None),
+        }
+    }
+    Ok(None)
 }
 
 /// The live run's state at the positions of `during` (where it did not change): the latest

@@ -29,6 +29,7 @@ impl<S: WorkflowState> Run<'_, S> {
                     code: Some(self.wf.code.code.clone()),
                     version: self.wf.code.version.clone(),
                     commit: self.wf.code.commit.clone(),
+                    state_shape: self.wf.code.state_shape.clone(),
                 });
                 self.queue.push_back((started, None, None));
                 if let Some(text) = input {

@@ -195,6 +195,7 @@ fn a_turn_cut_off_before_its_end_does_not_swallow_the_next() {
                 code: None,
                 version: None,
                 commit: None,
+                state_shape: None,
             },
             None,
         ),
