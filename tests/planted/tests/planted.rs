@@ -44,7 +44,12 @@ fn json_exiting(output: &Output, code: i32) -> Value {
 
 /// Records a session of `inputs` (one turn each) with the fixed code; returns its id.
 fn record(store: &Path, inputs: &[&str]) -> String {
-    let started = planted(store, Bug::None, &["start", "orders", inputs[0]]);
+    record_with(store, Bug::None, inputs)
+}
+
+/// Records a session of `inputs` (one turn each) with `bug` planted; returns its id.
+fn record_with(store: &Path, bug: Bug, inputs: &[&str]) -> String {
+    let started = planted(store, bug, &["start", "orders", inputs[0]]);
     assert!(started.status.success(), "{}", text(&started));
     let stdout = String::from_utf8_lossy(&started.stdout).into_owned();
     let session = stdout
@@ -54,7 +59,7 @@ fn record(store: &Path, inputs: &[&str]) -> String {
         .unwrap_or_else(|| panic!("no session id in:\n{stdout}"))
         .to_owned();
     for input in &inputs[1..] {
-        let sent = planted(store, Bug::None, &["send", &session, input]);
+        let sent = planted(store, bug, &["send", &session, input]);
         assert!(sent.status.success(), "{}", text(&sent));
     }
     session
@@ -65,6 +70,8 @@ struct Recorded {
     seq: u64,
     name: String,
     hashed: bool,
+    caused_by: Option<String>,
+    id: String,
 }
 
 fn events(store: &Path, session: &str) -> Vec<Recorded> {
@@ -80,6 +87,8 @@ fn events(store: &Path, session: &str) -> Vec<Recorded> {
             seq: e["seq"].as_u64().unwrap(),
             name: e["name"].as_str().unwrap().to_owned(),
             hashed: e["stateHash"].is_string(),
+            caused_by: e["causedBy"].as_str().map(str::to_owned),
+            id: e["id"].as_str().unwrap().to_owned(),
         })
         .collect()
 }
@@ -210,4 +219,124 @@ fn each_planted_bug_is_caught_by_replay_where_it_first_shows() {
             "{bug}: {replayed}"
         );
     }
+}
+
+/// The chain of causes of the event at `seq`, back to one nothing in the log caused.
+fn chain_of(events: &[Recorded], seq: u64) -> Vec<(u64, String)> {
+    let mut chain = vec![];
+    let mut at = Some(seq);
+    while let Some(seq) = at {
+        let event = &events[seq as usize];
+        chain.push((seq, event.name.clone()));
+        at = event
+            .caused_by
+            .as_ref()
+            .and_then(|cause| events.iter().find(|e| &e.id == cause))
+            .map(|e| e.seq);
+    }
+    chain
+}
+
+fn chain_printed(parting: &Value) -> Vec<(u64, String)> {
+    parting["causes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            (
+                c["seq"].as_u64().unwrap(),
+                c["name"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn bisect_names_where_two_runs_part_what_produced_it_and_the_state() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("orders.redb");
+    let inputs = [
+        "order widget 2 1250",
+        "order gadget 1 500",
+        "refund widget 1250",
+    ];
+    let fixed = record(&store, &inputs);
+    let state_only = record_with(&store, Bug::Arithmetic, &inputs);
+    let dropped = record_with(&store, Bug::DroppedEvent, &inputs);
+    let (fixed_events, buggy_events) = (events(&store, &fixed), events(&store, &state_only));
+
+    // Two sessions that differ only in their states: the first hash of the buggy one from the
+    // refund on, the refund's handler to blame, its chain back to the input.
+    let bisected = planted(
+        &store,
+        Bug::None,
+        &["bisect", &fixed, &state_only, "--json"],
+    );
+    let bisection = json_exiting(&bisected, 1);
+    let parting = &bisection["parting"];
+    let refund = nth(&buggy_events, "refund:issued", 1).unwrap();
+    assert_eq!(parting["kind"], "state", "{bisection}");
+    assert_eq!(
+        parting["seq"].as_u64(),
+        first_hash_from(&buggy_events, refund),
+        "{bisection}"
+    );
+    assert_eq!(parting["producedBy"]["event"], "refund:issued");
+    assert_eq!(parting["producedBy"]["seq"], refund);
+    assert_eq!(chain_printed(parting), chain_of(&fixed_events, refund));
+    assert_eq!(parting["handlers"][0]["seq"], refund);
+    assert!(
+        parting["state"].is_null(),
+        "b's state is known by its hash only"
+    );
+    // The same, for a person.
+    let text =
+        String::from_utf8(planted(&store, Bug::None, &["bisect", &fixed, &state_only]).stdout)
+            .unwrap();
+    for line in [
+        "the state, while every event so far matches",
+        &format!("produced by: the handler of `refund:issued` (seq {refund})"),
+        &format!(
+            "chain of causes: seq {refund} refund:issued ← seq {} user:input",
+            refund - 1
+        ),
+        "/refunded_cents: 0 → 1250",
+    ] {
+        assert!(text.contains(line), "{line:?} in:\n{text}");
+    }
+
+    // Two sessions whose events part: the fixed session's first follow-up event.
+    let bisection = json_exiting(
+        &planted(&store, Bug::None, &["bisect", &fixed, &dropped, "--json"]),
+        1,
+    );
+    let parting = &bisection["parting"];
+    let earned = nth(&fixed_events, "points:earned", 1).unwrap();
+    assert_eq!(parting["kind"], "events", "{bisection}");
+    assert_eq!(parting["seq"], earned);
+    assert_eq!(parting["a"]["name"], "points:earned");
+    assert_eq!(parting["producedBy"]["kind"], "handler");
+    assert_eq!(parting["producedBy"]["event"], "order:placed");
+    assert_eq!(chain_printed(parting), chain_of(&fixed_events, earned));
+    assert_eq!(parting["state"][0]["path"], "/points");
+    assert_eq!(parting["state"][0]["to"], 0);
+
+    // One session against its replay through buggy code, and through the fixed code.
+    let bisection = json_exiting(
+        &planted(&store, Bug::ReorderedList, &["bisect", &fixed, "--json"]),
+        1,
+    );
+    let second = nth(&fixed_events, "order:placed", 2).unwrap();
+    assert_eq!(bisection["parting"]["kind"], "state", "{bisection}");
+    assert_eq!(
+        bisection["parting"]["seq"].as_u64(),
+        first_hash_from(&fixed_events, second)
+    );
+    assert_eq!(bisection["parting"]["producedBy"]["event"], "order:placed");
+    let agreed = json_exiting(
+        &planted(&store, Bug::None, &["bisect", &fixed, "--json"]),
+        0,
+    );
+    assert!(agreed["parting"].is_null(), "{agreed}");
+    assert!(agreed["statesCompared"].as_u64().unwrap() > 0);
 }
