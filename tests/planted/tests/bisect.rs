@@ -303,3 +303,63 @@ async fn a_fork_and_its_parent_part_at_the_fork_s_own_input() {
         ["/text: \"order gadget 1 500\" → \"order lamp 1 4000\""]
     );
 }
+
+/// An event an agent's call recorded is put down to that agent and the event that activated
+/// the call: the demo against a fork of it whose model answers without streaming text.
+#[tokio::test]
+async fn an_agent_s_event_is_put_down_to_its_call() {
+    use openharness::provider::{Reply, ScriptedProvider};
+    use openharness_example_planner_executor as planner;
+    let store = MemoryStore::new();
+    let demo = planner::workflow(store.clone(), planner::scripted_provider()).unwrap();
+    let waiting = demo
+        .run(RunOptions::new().input(planner::DEMO_GOAL))
+        .await
+        .unwrap();
+    let plain = ScriptedProvider::new()
+        .fallback("executor", |_| Reply::output(json!({ "summary": "Done." })));
+    let fork = demo
+        .with_provider(plain)
+        .fork(
+            &waiting.session,
+            openharness::tape::At::nth("task:completed", 1),
+        )
+        .await
+        .unwrap()
+        .run(RunOptions::new())
+        .await
+        .unwrap();
+    let host = Host::new(store.clone())
+        .workflow(planner::workflow(store.clone(), ScriptedProvider::new()).unwrap())
+        .unwrap();
+    let parting = host
+        .bisect(&waiting.session, Some(&fork.session))
+        .await
+        .unwrap()
+        .parting
+        .unwrap();
+    let events = store.all_events(&waiting.session).await.unwrap();
+    let forked_at = events
+        .iter()
+        .position(|e| e.name == "task:completed")
+        .unwrap()
+        + 1;
+    assert_eq!(parting.kind, PartKind::Events);
+    assert!(parting.seq as usize >= forked_at, "{parting:?}");
+    // The demo's executor streamed its report there; the fork's did not.
+    let seq = parting.seq as usize;
+    assert_eq!(events[seq].name, "text:delta");
+    let trigger = events[..seq]
+        .iter()
+        .rposition(|e| e.name == "task:started")
+        .unwrap() as u64;
+    assert_eq!(
+        parting.produced_by,
+        Producer::Agent {
+            agent: "executor".into(),
+            trigger: Some(trigger)
+        }
+    );
+    assert_eq!(chain(&parting)[1], (trigger, "task:started".to_owned()));
+    assert_eq!(chain(&parting).last().unwrap().1, "user:input");
+}

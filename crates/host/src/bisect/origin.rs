@@ -2,7 +2,8 @@
 //! name their agent; an event caused by another was emitted by the agent call that other event
 //! activated, when one was under way there and may emit it, or else by the handler of that
 //! other event (the loop records what a handler emits right after its event, before any agent
-//! starts); an event nothing caused is an input or the runtime's own.
+//! starts); an input or a person's answer comes from outside, and another event nothing
+//! caused is the runtime's own.
 
 use openharness_core::Envelope;
 use openharness_core::adapter::AgentSpec;
@@ -74,11 +75,12 @@ pub(crate) fn producer(events: &[Envelope], at: usize, agents: &[AgentSpec]) -> 
             trigger: trigger.map(|seq| seq as u64),
         };
     }
+    // An input, or a person's answer (caused by the request it answers), comes from outside.
+    if matches!(event.name.as_ref(), "user:input" | "input:received") {
+        return Producer::Input;
+    }
     let Some(cause) = event.caused_by else {
-        return match event.name.as_ref() {
-            "user:input" | "input:received" => Producer::Input,
-            _ => Producer::Runtime,
-        };
+        return Producer::Runtime;
     };
     let Some(trigger) = events[..at].iter().rposition(|e| e.id == cause) else {
         return Producer::Unrecorded;
@@ -136,8 +138,10 @@ mod tests {
         let after = Envelope::new("task:started", json!({}), Some(by_agent.id));
         let late = Envelope::new("note:taken", json!({}), Some(input.id));
         let done = Envelope::new("workflow:completed", json!({}), None);
+        let asked = Envelope::new("input:requested", json!({}), Some(after.id));
+        let answered = Envelope::new("input:received", json!({}), Some(asked.id));
         let events = [
-            input, by_handler, started, by_agent, completed, after, late, done,
+            input, by_handler, started, by_agent, completed, after, late, done, asked, answered,
         ];
         let agent = |trigger| Producer::Agent {
             agent: "clerk".into(),
@@ -162,6 +166,9 @@ mod tests {
                 // After the call completed: the input's handler (a real log never has this).
                 handler("user:input", 0),
                 Producer::Runtime,
+                handler("task:started", 5),
+                // An answer is given from outside, though the request it answers caused it.
+                Producer::Input,
             ]
         );
         // Knowing what the agent may emit: an event it does not emit is a handler's.
