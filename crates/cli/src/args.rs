@@ -82,6 +82,19 @@ pub(crate) enum Command<E: Subcommand> {
         #[arg(long)]
         json: bool,
     },
+    /// Find where two runs first part — two sessions, or one session and its re-execution
+    /// through today's code (no model is called) — in their events or their states: what
+    /// produced the event there, its chain of causes back to the input, the handlers that
+    /// changed the state, and the state just after, field by field (exit 1 when they part).
+    Bisect {
+        /// The first session.
+        a: String,
+        /// The second session (none: `a` against its replay through today's code).
+        b: Option<String>,
+        /// Print the bisection as JSON.
+        #[arg(long)]
+        json: bool,
+    },
     /// Re-execute a session with today's code, every agent answered from the recording (no
     /// model is called), and fold it through today's handlers against the state hashes its
     /// live run recorded; where it parts, show the payload and state diffs (exit 1). With
@@ -222,6 +235,7 @@ impl<E: Subcommand> Command<E> {
                 | Self::Check
                 | Self::Otel(_)
                 | Self::Diff { .. }
+                | Self::Bisect { .. }
                 | Self::Replay { .. }
                 | Self::Eval(
                     EvalCommand::List { .. } | EvalCommand::Show { .. } | EvalCommand::Compare(_)

@@ -28,6 +28,7 @@ use crate::args::Command;
 use crate::error::CliError;
 use crate::shared::{parse_session, read_api_keys};
 
+mod bisect;
 mod check;
 pub(crate) mod compact;
 pub(crate) mod diff;
@@ -107,6 +108,7 @@ pub(crate) async fn run<E: clap::Subcommand>(
         }
         Command::Fork(args) => fork::run(args, context).await,
         Command::Diff { a, b, json } => diff::run(context, &a, &b, json).await,
+        Command::Bisect { a, b, json } => bisect::run(context, &a, b.as_deref(), json).await,
         Command::Replay {
             session,
             all,

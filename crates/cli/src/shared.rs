@@ -1,5 +1,6 @@
-//! What the command files share: parsing a session id argument and a busy policy, reading a session's events
-//! whole, and reading an API keys file. It imports nothing of the CLI's but its error, so no
+//! What the command files share: parsing a session id argument and a busy policy, a state
+//! hash cut short for printing, reading a session's events whole, and reading an API keys
+//! file. It imports nothing of the CLI's but its error, so no
 //! command file needs `commands` (the dispatch), and the CLI's modules import each other in
 //! one direction only: `lib` → `commands` → `args` → the command files → `shared`, `error`.
 
@@ -16,6 +17,12 @@ pub(crate) const PAGE: usize = 1000;
 /// A session id given on the command line, or a usage error saying why it is not one.
 pub(crate) fn parse_session(id: &str) -> Result<SessionId, CliError> {
     id.parse().map_err(|err| CliError::Usage(format!("{err}")))
+}
+
+/// The first 12 hex digits of a state hash (all of it when shorter), as the commands print
+/// one.
+pub(crate) fn short_hash(hash: &str) -> &str {
+    hash.get(..12).unwrap_or(hash)
 }
 
 /// Every event of `session`, read page by page (for the events-only debugger).

@@ -136,10 +136,11 @@ fn errors_are_clear_and_exit_non_zero() {
     let stderr = String::from_utf8_lossy(&no_store.stderr);
     assert!(stderr.contains("there is no store at"), "{stderr}");
     assert!(!typo.exists() && !dir.path().join(".openharness").exists());
-    // Nor do diff, replay, or the store served read-only over MCP.
+    // Nor do diff, replay, bisect, or the store served read-only over MCP.
     for args in [
         &["diff", "a", "b"][..],
         &["replay", "a"][..],
+        &["bisect", "a"][..],
         &["mcp", "serve"][..],
     ] {
         let mut with_store = vec!["--store", typo.to_str().unwrap()];

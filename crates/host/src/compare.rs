@@ -15,7 +15,10 @@ use crate::Host;
 use crate::error::HostError;
 use crate::json_fold::JsonFold;
 
+mod lineage;
 mod side;
+pub(crate) use lineage::Lineage;
+pub(crate) use same as same_event;
 use side::{Side, first_event, steps};
 
 /// Two sessions compared ([`Host::compare`]).
@@ -465,7 +468,7 @@ fn common_ancestor(a: &[Segment], b: &[Segment]) -> Option<Ancestor> {
 
 /// Whether two events say the same thing: name and payload, event ids aside (two sessions
 /// never share them).
-fn same(a: &Envelope, b: &Envelope) -> bool {
+pub(crate) fn same(a: &Envelope, b: &Envelope) -> bool {
     a.id == b.id || (a.name == b.name && equal_but_ids(&a.payload, &b.payload))
 }
 

@@ -21,6 +21,9 @@
 //! - `catalog`: [`Host::query_sessions`], the session list searched, filtered, sorted and paged.
 //! - `ancestry`: a session and the sessions it is forked from, up to its lineage's root.
 //! - `compare` (`compare/`): [`Host::compare`], two sessions side by side and where they part.
+//! - `bisect` (`bisect/`): [`Host::bisect`], where two runs (two sessions, or a session and its
+//!   re-execution) first part, in their events or their states, and why: what produced it, its
+//!   chain of causes, the state field by field.
 //! - `replay`: [`Host::replay`], a recorded session re-executed with today's code, no model called;
 //!   `replayer`: [`Replayer`], many at once, with a report CI reads (JUnit XML).
 //! - `code`: [`Host::code_changed`], whether the code that recorded a session is this host's.
@@ -42,6 +45,7 @@
 //! ```
 
 mod ancestry;
+mod bisect;
 mod catalog;
 mod code;
 mod compare;
@@ -67,6 +71,7 @@ use openharness_projection::{
     Approvals, Message, UiMessage, project_messages, ui_messages, ui_messages_with,
 };
 
+pub use bisect::{Bisection, EventAt, FieldChange, HandlerRun, PartKind, Parting, Producer};
 pub use catalog::{MAX_SESSIONS_PAGE, SessionQuery, SessionSort, SessionsPage};
 pub use code::CodeChange;
 pub use compare::{Ancestor, EventPlace, SessionComparison, SessionDivergence};
@@ -75,7 +80,7 @@ pub use hosted::{Hosted, JsonTape};
 pub use json_fold::JsonFold;
 pub use prepared::PreparedFork;
 pub use query_words::{SessionQueryError, SessionQueryWords};
-pub use replay::{ReplayDivergence, Replayed};
+pub use replay::{FirstDivergence, ReplayDivergence, Replayed};
 pub use replayer::{Cause, FailedReplay, PartedSession, ReplayReport, Replayer, SkippedSession};
 pub use schema::{WireSchema, wire_schemas};
 pub use turns::{ForkAnswer, ForkStart, RunningTurn, Started, TurnDone, TurnOptions, TurnStart};

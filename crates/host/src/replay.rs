@@ -62,6 +62,54 @@ pub struct ReplayDivergence {
     pub state_patch: Option<json_patch::Patch>,
 }
 
+/// The first place a re-execution parts from its recording ([`Replayed::first_divergence`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum FirstDivergence<'a> {
+    /// Today's handlers fold the recording to another state, at or before the first event that
+    /// differs: a state that parts at the same seq as the events is named first, since the
+    /// handler that changed it may have run before that event.
+    State(&'a StateDivergence),
+    /// Today's run records another event (or ends elsewhere) first.
+    Events(&'a ReplayDivergence),
+}
+
+impl FirstDivergence<'_> {
+    /// The seq where it parts: the event after which the state differs, or the first event
+    /// that differs.
+    pub fn seq(&self) -> u64 {
+        match self {
+            Self::State(state) => state.seq,
+            Self::Events(events) => events.seq,
+        }
+    }
+}
+
+impl Replayed {
+    /// Where the replay parts first: the earlier of the first event that differs and the
+    /// first state that differs (the state at a tie); `None` when it matched.
+    ///
+    /// ```
+    /// # async fn demo(host: &openharness_host::Host, session: openharness_core::SessionId) -> Result<(), openharness_host::HostError> {
+    /// use openharness_host::FirstDivergence;
+    /// match host.replay(&session).await?.first_divergence() {
+    ///     None => println!("today's code replays it"),
+    ///     Some(FirstDivergence::State(d)) => println!("the state parts after seq {}", d.seq),
+    ///     Some(FirstDivergence::Events(d)) => println!("the events part at seq {}", d.seq),
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub fn first_divergence(&self) -> Option<FirstDivergence<'_>> {
+        match (&self.state_divergence, &self.divergence) {
+            (Some(state), Some(events)) if events.seq < state.seq => {
+                Some(FirstDivergence::Events(events))
+            }
+            (Some(state), _) => Some(FirstDivergence::State(state)),
+            (None, Some(events)) => Some(FirstDivergence::Events(events)),
+            (None, None) => None,
+        }
+    }
+}
+
 /// Re-executes `session` (read from `workflow`'s store) into `store` as `into`, with the
 /// agents' settings of `options`: `None` when every event matched.
 pub(crate) async fn replay_into<S: openharness_core::WorkflowState>(

@@ -16,7 +16,7 @@ use tokio::task::JoinSet;
 use crate::Host;
 use crate::catalog::{SessionQuery, SessionsPage};
 use crate::error::HostError;
-use crate::replay::Replayed;
+use crate::replay::{FirstDivergence, Replayed};
 use crate::wire::SessionSummary;
 
 /// Re-executes sessions through today's code, several at a time ([`Replayer::run`]).
@@ -79,7 +79,7 @@ pub struct PartedSession {
 }
 
 /// One link of a chain of causes (`causedBy`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 #[non_exhaustive]
 pub struct Cause {
@@ -241,30 +241,24 @@ async fn replay_one(host: &Host, session: &SessionId, workflow: Option<String>) 
         Ok(replayed) => replayed,
         Err(err) => return Outcome::Failed(err.to_string()),
     };
-    if replayed.matched {
+    let Some(first) = replayed.first_divergence() else {
         return Outcome::Matched;
-    }
-    let seq = [
-        replayed.divergence.as_ref().map(|d| d.seq),
-        replayed.state_divergence.as_ref().map(|d| d.seq),
-    ]
-    .into_iter()
-    .flatten()
-    .min()
-    .unwrap_or(0);
-    // A state that parts was changed by a handler of one of the events since the last hash
-    // that matched: the chain starts at the first of them.
-    let from = match &replayed.state_divergence {
-        Some(state) if state.seq == seq => state.changed_by.first().map_or(seq, |c| c.seq),
-        _ => seq,
     };
-    let causes = match host.events(session, None, usize::MAX).await {
-        Ok(page) => {
-            let events: Vec<Envelope> = page.events.into_iter().map(|r| r.event).collect();
-            causes(&events, from)
-        }
+    let seq = first.seq();
+    let events: Vec<Envelope> = match host.events(session, None, usize::MAX).await {
+        Ok(page) => page.events.into_iter().map(|r| r.event).collect(),
         Err(_) => Vec::new(),
     };
+    // A state that parts was changed by a handler of one of the events since the last hash
+    // that matched: the chain starts at the first of them whose handler changes the state
+    // today (the first of them when none does).
+    let from = match first {
+        FirstDivergence::State(state) => crate::bisect::first_change(host, session, state)
+            .await
+            .unwrap_or(seq),
+        FirstDivergence::Events(_) => seq,
+    };
+    let causes = causes(&events, from);
     Outcome::Parted(Box::new(PartedSession {
         workflow,
         replayed,
@@ -275,7 +269,7 @@ async fn replay_one(host: &Host, session: &SessionId, workflow: Option<String>) 
 
 /// The event at `seq` (or the last, past the end) and the events that caused it, back to one
 /// that nothing caused.
-fn causes(events: &[Envelope], seq: u64) -> Vec<Cause> {
+pub(crate) fn causes(events: &[Envelope], seq: u64) -> Vec<Cause> {
     let Some(last) = events.len().checked_sub(1) else {
         return Vec::new();
     };
@@ -364,13 +358,8 @@ impl ReplayReport {
 impl PartedSession {
     /// One line: where it parts and what differs there.
     pub fn summary(&self) -> String {
-        let state_first = match (&self.replayed.state_divergence, &self.replayed.divergence) {
-            (Some(state), Some(event)) => state.seq <= event.seq,
-            (Some(_), None) => true,
-            _ => false,
-        };
-        match (&self.replayed.state_divergence, &self.replayed.divergence) {
-            (Some(state), _) if state_first => {
+        match self.replayed.first_divergence() {
+            Some(FirstDivergence::State(state)) => {
                 let handlers: Vec<String> = state
                     .changed_by
                     .iter()
@@ -386,7 +375,7 @@ impl PartedSession {
                     }
                 )
             }
-            (_, Some(event)) => format!(
+            Some(FirstDivergence::Events(event)) => format!(
                 "parts at seq {}: recorded {}, today {}",
                 event.seq,
                 event
@@ -398,7 +387,7 @@ impl PartedSession {
                     .as_ref()
                     .map_or("(the end)", |e| e.name.as_str()),
             ),
-            _ => "parts from its recording".to_owned(),
+            None => "parts from its recording".to_owned(),
         }
     }
 

@@ -10,7 +10,7 @@ use openharness::Envelope;
 use openharness::SessionId;
 use openharness_host::{EventPlace, SessionComparison};
 
-use crate::shared::parse_session;
+use crate::shared::{parse_session, short_hash};
 use crate::{CliError, Context};
 
 /// `diff`: compares two sessions and prints where they part (`--json`: the whole comparison).
@@ -47,8 +47,8 @@ pub(crate) async fn run(context: &Context, a: &str, b: &str, json: bool) -> Resu
                 "but {name}'s recorded state is not what today's handlers fold: they part after its seq {} (`{}`; state hash recorded {}, today {})",
                 divergence.seq,
                 divergence.event,
-                divergence.recorded_hash.get(..12).unwrap_or_default(),
-                divergence.today_hash.get(..12).unwrap_or_default(),
+                short_hash(&divergence.recorded_hash),
+                short_hash(&divergence.today_hash),
             )?;
         }
     }

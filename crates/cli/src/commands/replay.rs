@@ -7,7 +7,9 @@
 
 use std::io::Write;
 
-use crate::shared::parse_session;
+use openharness_host::FirstDivergence;
+
+use crate::shared::{parse_session, short_hash};
 use crate::{CliError, Context};
 
 /// Runs `replay`.
@@ -45,18 +47,22 @@ pub(crate) async fn run(context: &Context, session: &str, json: bool) -> Result<
             )?;
         }
     }
-    let state_seq = replayed.state_divergence.as_ref().map(|d| d.seq);
-    let event_seq = replayed.divergence.as_ref().map(|d| d.seq);
-    match (state_seq, event_seq) {
-        (None, None) => Ok(()),
-        (Some(seq), None) => Err(CliError::Usage(format!(
-            "the replay of {session} parted from the recording's state after seq {seq}"
-        ))),
-        (Some(state), Some(seq)) if state < seq => Err(CliError::Usage(format!(
-            "the replay of {session} parted from the recording's state after seq {state} (and from its events at seq {seq})"
-        ))),
-        (_, Some(seq)) => Err(CliError::Usage(format!(
-            "the replay of {session} parted from the recording at seq {seq}"
+    match replayed.first_divergence() {
+        None => Ok(()),
+        Some(FirstDivergence::State(state)) => {
+            let events = replayed
+                .divergence
+                .as_ref()
+                .map(|d| format!(" (and from its events at seq {})", d.seq))
+                .unwrap_or_default();
+            Err(CliError::Usage(format!(
+                "the replay of {session} parted from the recording's state after seq {}{events}",
+                state.seq
+            )))
+        }
+        Some(FirstDivergence::Events(events)) => Err(CliError::Usage(format!(
+            "the replay of {session} parted from the recording at seq {}",
+            events.seq
         ))),
     }
 }
@@ -105,8 +111,8 @@ fn write_state_divergence(
     writeln!(
         out,
         "  state hash recorded: {}, today: {}",
-        short(&divergence.recorded_hash),
-        short(&divergence.today_hash)
+        short_hash(&divergence.recorded_hash),
+        short_hash(&divergence.today_hash)
     )?;
     if !divergence.changed_by.is_empty() {
         let handled: Vec<String> = divergence
@@ -149,11 +155,6 @@ fn write_patch(out: &mut impl Write, patch: &impl serde::Serialize) -> Result<()
         writeln!(out, "    {}", serde_json::to_string(operation)?)?;
     }
     Ok(())
-}
-
-/// The first 12 hex digits of a hash.
-fn short(hash: &str) -> &str {
-    hash.get(..12).unwrap_or(hash)
 }
 
 /// What `replay --all` was asked.
