@@ -363,3 +363,39 @@ async fn a_cassette_replay_fails_on_a_state_only_bug_where_every_event_matches()
         other => panic!("the state-only bug passed the cassette: {other:?}"),
     }
 }
+
+/// The refunds with a field added since the recording: every hash would differ, no bug.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct NotedRefunds {
+    pub refunded_total: u64,
+    pub refunds: Vec<u64>,
+    pub note: Option<String>,
+}
+
+#[handler(RefundEvent)]
+impl NotedRefunds {
+    fn input(&mut self, input: &UserInput) -> Emit {
+        issue(input)
+    }
+    fn refunded(&mut self, refund: &RefundIssued) {
+        self.refunded_total += refund.amount;
+        self.refunds.push(refund.amount);
+    }
+}
+
+#[tokio::test]
+async fn a_state_whose_fields_changed_is_not_compared_and_says_why() {
+    let store = MemoryStore::new();
+    let session = recorded(&store).await;
+    let noted = workflow::<NotedRefunds>(store.clone());
+    let check = noted.check_state(&session).await.unwrap();
+    assert_eq!(check.divergence, None, "{check:?}");
+    assert_eq!(check.checked, 0);
+    let change = check.shape_changed.expect("the added field is seen");
+    assert_ne!(change.recorded, change.today);
+    // The same fields with another handler are still compared, and part.
+    let buggy = workflow::<BuggyRefunds>(store);
+    let check = buggy.check_state(&session).await.unwrap();
+    assert_eq!(check.shape_changed, None);
+    assert!(check.divergence.is_some());
+}

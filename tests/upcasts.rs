@@ -227,7 +227,7 @@ const INPUTS: [&str; 4] = [
 ];
 
 fn workflow<S: openharness::WorkflowState + Default>(store: &MemoryStore) -> Workflow<S> {
-    Workflow::builder("orders")
+    Workflow::builder("shop")
         .initial_state(S::default())
         .store(store.clone())
         .build()

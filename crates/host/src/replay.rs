@@ -36,6 +36,9 @@ pub struct Replayed {
     /// How many recorded state hashes today's fold was compared with (0: a recording made
     /// before state hashes were recorded, whose state could not be checked).
     pub state_hashes_checked: u64,
+    /// When the state's fields changed since the session was recorded, which is why no state
+    /// hash was compared ([`StateCheck::shape_changed`]).
+    pub state_shape_changed: Option<openharness_core::ShapeChange>,
     /// Where today's handlers fold the recording to another state than the live run had,
     /// when they do: a handler that changed only what it does to the state parts here while
     /// every event matches ([`Workflow::check_state`](openharness_core::Workflow::check_state)).
@@ -166,6 +169,7 @@ impl Host {
                 matched: state.divergence.is_none(),
                 divergence: None,
                 state_hashes_checked: state.checked,
+                state_shape_changed: state.shape_changed.clone(),
                 state_divergence: state.divergence,
                 code_change,
             });
@@ -188,6 +192,7 @@ impl Host {
             len,
             matched: false,
             state_hashes_checked: state.checked,
+            state_shape_changed: state.shape_changed.clone(),
             state_divergence: state.divergence,
             code_change,
             divergence: Some(ReplayDivergence {

@@ -34,11 +34,17 @@ pub(crate) async fn run(context: &Context, session: &str, json: bool) -> Result<
             write_divergence(&mut out, divergence)?;
         }
         if replayed.matched {
-            let states = match replayed.state_hashes_checked {
-                0 => {
+            let states = match (replayed.state_hashes_checked, &replayed.state_shape_changed) {
+                (_, Some(change)) => format!(
+                    "; the state's fields changed since it was recorded (shape {} then, {} today), so its state hashes were not compared",
+                    change.recorded, change.today
+                ),
+                (0, None) => {
                     "; the recording has no state hashes, so its states were not checked".to_owned()
                 }
-                n => format!(" and folds it to the state it recorded at all {n} state hashes"),
+                (n, None) => {
+                    format!(" and folds it to the state it recorded at all {n} state hashes")
+                }
             };
             writeln!(
                 out,

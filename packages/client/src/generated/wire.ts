@@ -348,6 +348,7 @@ export interface Wire {
   SessionStatus?: SessionStatus;
   SessionSummary?: SessionSummary;
   SessionsPage?: SessionsPage;
+  ShapeChange?: ShapeChange;
   Skipped?: Skipped;
   StateAt?: StateAt;
   StateCheck?: StateCheck;
@@ -1175,6 +1176,22 @@ export interface SessionsPage {
   total: number;
 }
 /**
+ * The state's shape a session was recorded with, and today's (`StateCheck::shape_changed`).
+ *
+ * This interface was referenced by `Wire`'s JSON-Schema
+ * via the `definition` "ShapeChange".
+ */
+export interface ShapeChange {
+  /**
+   * The shape `workflow:started` recorded.
+   */
+  recorded: string;
+  /**
+   * Today's.
+   */
+  today: string;
+}
+/**
  * What a fold skipped: counts, and the positions (seqs) of the first
  * `SKIPPED_POSITIONS` of each kind, so memory stays bounded however long the log.
  *
@@ -1255,6 +1272,12 @@ export interface StateCheck {
    * The first position where today's state is not the recorded one, if any.
    */
   divergence: StateDivergence | null;
+  /**
+   * When the state's fields changed since the session was recorded (its
+   * `workflow:started.stateShape` is not today's): then no hash was compared, since every
+   * one would differ without a bug. The recorded shape and today's.
+   */
+  shapeChanged: ShapeChange | null;
 }
 /**
  * Where today's fold of a recording parts from the state the live run recorded.
@@ -1664,6 +1687,13 @@ export interface WorkflowStarted {
    * The source commit it was built from (`WorkflowBuilder::commit`).
    */
   commit?: string | null;
+  /**
+   * The shape of the workflow's state (`adapter::state_shape` of its initial state: its
+   * fields, not their values). When today's differs, the state hashes the session recorded
+   * are not compared with today's fold (absent in recordings made before it was recorded:
+   * then they are).
+   */
+  stateShape?: string | null;
   /**
    * The version the workflow was built with (`WorkflowBuilder::version`).
    */
