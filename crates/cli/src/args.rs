@@ -190,6 +190,22 @@ pub(crate) enum Command<E: Subcommand> {
     },
     #[command(flatten)]
     Transfer(crate::transfer::TransferCommand),
+    /// Check an export on any machine, with no store and no model: its hash chains, then its
+    /// sessions replayed to the final state hashes they recorded.
+    ///
+    /// Recomputes each session's hash chain (naming the first line that does not match, and
+    /// the byte it starts at), then folds each session through this program's handlers to
+    /// every state hash it recorded, its final one included. Exit 0 verified, 1 not verified
+    /// (a line changed, removed or moved, a state that parts, a file without chains), 2 not
+    /// checked (an unreadable file, a workflow this program does not register).
+    Verify {
+        /// The JSONL file.
+        file: PathBuf,
+        /// Print the verdict as JSON (the first broken line, each session's chain head, final
+        /// state hash and state check).
+        #[arg(long)]
+        json: bool,
+    },
     /// Experiments: cases × variants × repeats from forks or inputs, scored and compared
     /// (`run`, `list`, `show`, `compare`, `rescore`).
     #[command(subcommand)]

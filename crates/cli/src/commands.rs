@@ -8,7 +8,8 @@
 //! &Context) -> Result<(), CliError>`), and one arm in [`run`] that calls it. A command that
 //! only reads the store is also listed in `Command::reads_only` (`args.rs`), so it opens the
 //! store read-only beside a running server; one that needs no store, or the file to itself, is
-//! run before the store is opened, in `Cli::dispatch` (`lib.rs`), as `compact` is.
+//! run before the store is opened, in `Cli::dispatch` (`lib.rs`), as `compact` and `verify`
+//! are.
 //!
 //! Every command reaches workflows through the [`Host`](openharness_host::Host) only; commands
 //! write to the [`Context`]'s output and fail with a [`CliError`].
@@ -44,6 +45,7 @@ mod served;
 mod sessions;
 mod tape;
 pub(crate) mod turns;
+pub(crate) mod verify;
 
 use check::check;
 use events::events;
@@ -166,6 +168,8 @@ pub(crate) async fn run<E: clap::Subcommand>(
         Command::Compact => Err(CliError::Usage(
             "compact runs on a store no process has open".into(),
         )),
+        // Run before the store is opened (it needs none: the export is read into memory).
+        Command::Verify { .. } => Err(CliError::Usage("verify runs without a store".into())),
         Command::Platform(command) => platform::run(command, context).await,
         Command::Eval(command) => eval::run(command, context).await,
         Command::Mcp(mcp::McpCommand::Serve(args)) => mcp::serve(args, context).await,

@@ -1,12 +1,15 @@
-//! [`CliError`]: what a command reports as one `error: …` line with exit code 1, and the
-//! host's errors put in the CLI's words ([`Context::explain`]).
+//! [`CliError`]: what a command reports as one `error: …` line with exit code 1 (2 for a
+//! command line that does not parse and an export `verify` could not check:
+//! [`CliError::exit_code`]), and the host's errors put in the CLI's words
+//! ([`Context::explain`]).
 
 use openharness::SessionId;
 use openharness_host::HostError;
 
 use crate::Context;
 
-/// A failure a command reports as one `error: ...` line with exit code 1.
+/// A failure a command reports as one `error: ...` line with exit code 1 (or 2:
+/// [`CliError::exit_code`]).
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum CliError {
@@ -174,9 +177,48 @@ pub enum CliError {
     /// `eval compare --max-regression` found a scorer that regressed beyond it.
     #[error("{0}")]
     Regressed(String),
+    /// `verify` found an export not as it was exported, or not reproduced by today's
+    /// handlers: the first line that does not match its chain (with the byte it starts at), a
+    /// state that parts, or a session without a chain. Exit code 1.
+    #[error("{file} is not verified: {reason}")]
+    NotVerified {
+        /// The file.
+        file: String,
+        /// Why, in one line.
+        reason: String,
+    },
+    /// `verify` could not check an export: the file cannot be read, or a session's workflow
+    /// is not registered in this program. Exit code 2.
+    #[error("could not verify {file}: {reason}")]
+    Unverifiable {
+        /// The file.
+        file: String,
+        /// Why.
+        reason: String,
+        /// The cause, when there is one.
+        source: Option<Box<dyn std::error::Error + Send + Sync>>,
+    },
     /// A failure of a program's own command.
     #[error(transparent)]
     Other(Box<dyn std::error::Error + Send + Sync>),
+}
+
+impl CliError {
+    /// The exit code [`Cli::run`](crate::Cli::run) ends with for this error: 2 for a command
+    /// line that does not parse and for an export `verify` could not check, 1 for everything
+    /// else (a failed command, a tampered export).
+    ///
+    /// ```
+    /// let err = openharness_cli::CliError::Usage("no such session".into());
+    /// assert_eq!(err.exit_code(), 1);
+    /// ```
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            Self::Clap(err) => u8::try_from(err.exit_code()).unwrap_or(2),
+            Self::Unverifiable { .. } => 2,
+            _ => 1,
+        }
+    }
 }
 
 impl From<HostError> for CliError {

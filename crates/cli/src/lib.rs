@@ -1,8 +1,8 @@
 //! The `openharness` command as a library: [`Cli`] gives your own binary every command —
 //! `start`, `send`, `respond`, `resume`, `sessions`, `events`, `tape` (the interactive
-//! debugger, or `--at N`), `fork`, `diff`, `replay`, `export`, `import`, `check`, `compact`,
-//! `serve`, `eval`, `mcp`, `otel export`, `platform rotate-keys` — for the workflows you
-//! register.
+//! debugger, or `--at N`), `fork`, `diff`, `replay`, `export`, `import`, `verify`, `check`,
+//! `compact`, `serve`, `eval`, `mcp`, `otel export`, `platform rotate-keys` — for the
+//! workflows you register.
 //!
 //! ```no_run
 //! use std::process::ExitCode;
@@ -99,7 +99,8 @@
 //!   workflow's own events and [`Cli::summary`] a one-line summary of a state after a turn.
 //! - **Output** goes to stdout, or to any writer through [`Cli::try_run_from`] (tests, or a
 //!   program that embeds the commands); errors come back as [`CliError`], and [`Cli::run`]
-//!   prints them as one `error: …` line with exit code 1.
+//!   prints them as one `error: …` line with exit code 1 (2 where [`CliError::exit_code`]
+//!   says: a command line that does not parse, an export `verify` could not check).
 //!
 //! # Modules
 //!
@@ -407,7 +408,10 @@ impl<E: Subcommand + Send + 'static> Cli<E> {
             }
             // The reader went away (`openharness export … | head`): not a failure.
             Err(err) if is_broken_pipe(&err) => ExitCode::SUCCESS,
-            Err(err) => fail(&err),
+            Err(err) => {
+                fail(&err);
+                ExitCode::from(err.exit_code())
+            }
         }
     }
 
@@ -454,6 +458,9 @@ impl<E: Subcommand + Send + 'static> Cli<E> {
         }
         if let args::Command::Compact = command {
             return commands::compact::run(&store, out).await;
+        }
+        if let args::Command::Verify { file, json } = command {
+            return commands::verify::run(&self.workflows, &file, json, out).await;
         }
         if let args::Command::Mcp(commands::mcp::McpCommand::Tools(args)) = command {
             return commands::mcp::tools(args, out).await;

@@ -16,17 +16,23 @@ use crate::Output;
 #[derive(Debug, Subcommand)]
 pub(crate) enum TransferCommand {
     /// Write a session's events to stdout as JSONL (one event per line, between a begin and an
-    /// end line that counts them).
+    /// end line that counts them), each line chained to the one before by its SHA-256 and the
+    /// end line sealing the chain (`verify` checks it).
     Export {
         /// The session id.
         session: String,
     },
     /// Append the sessions in a JSONL file (from `export`) to the store, each session all or
     /// nothing; importing the same file twice stores every event once, and importing a grown
-    /// export of a session appends only its new events.
+    /// export of a session appends only its new events. A session whose lines do not match
+    /// its hash chain (the file was changed after the export) is refused, naming the line.
     Import {
         /// The JSONL file, or `-` for stdin.
         file: PathBuf,
+        /// Import sessions whose lines do not match their hash chain instead of refusing
+        /// them: for an export edited on purpose (a secret redacted from a payload, say).
+        #[arg(long)]
+        ignore_chain: bool,
     },
 }
 
@@ -168,17 +174,18 @@ pub(crate) async fn run(
                 .map_err(|err| TransferCliError::Export(jsonl::TransferError::Write(err)))?;
             Ok(())
         }
-        TransferCommand::Import { file } => {
+        TransferCommand::Import { file, ignore_chain } => {
             let store = open(store).await?;
+            let options = jsonl::ImportOptions::default().ignore_chain(ignore_chain);
             let summary = if file == Path::new("-") {
-                jsonl::import_with_progress(&*store, std::io::stdin().lock(), show_progress).await
+                jsonl::import_with(&*store, std::io::stdin().lock(), options, show_progress).await
             } else {
                 let reader =
                     std::fs::File::open(&file).map_err(|source| TransferCliError::File {
                         path: file.clone(),
                         source,
                     })?;
-                jsonl::import_with_progress(&*store, BufReader::new(reader), show_progress).await
+                jsonl::import_with(&*store, BufReader::new(reader), options, show_progress).await
             }
             .map_err(|source| TransferCliError::Import {
                 path: file.clone(),

@@ -8,10 +8,10 @@
 //! event lines, so that a truncated file cannot import as a shorter session:
 //!
 //! ```text
-//! {"session":"0190…","begin":true}
-//! {"session":"0190…","seq":0,"id":"0190…","name":"workflow:started","payload":{…},"timestamp":"…","causedBy":null}
-//! {"session":"0190…","seq":1,"id":"0190…","name":"user:input","payload":{…},"timestamp":"…","causedBy":null}
-//! {"session":"0190…","end":true,"count":2}
+//! {"session":"0190…","begin":true,"chain":"sha256"}
+//! {"session":"0190…","seq":0,"id":"0190…","name":"workflow:started","payload":{…},"timestamp":"…","causedBy":null,"chain":"5f1c…"}
+//! {"session":"0190…","seq":1,"id":"0190…","name":"user:input","payload":{…},"timestamp":"…","causedBy":null,"chain":"a93e…"}
+//! {"session":"0190…","end":true,"count":2,"chain":"a93e…","workflow":"planner-executor","code":"fda2…"}
 //! ```
 //!
 //! A file holds any number of blocks (a fork's export holds its ancestors' first, see
@@ -24,6 +24,31 @@
 //! nothing can tell whether it was cut short. A block opened by a begin line must be closed by
 //! its end line with the right count, else the import fails ([`TransferError::Truncated`],
 //! [`TransferError::Count`]).
+//!
+//! # Integrity
+//!
+//! An export's blocks are hash chains (`docs/export-format.md` says it for a reader who
+//! recomputes them with other tools): the begin line names the algorithm (`"chain":"sha256"`),
+//! each event line carries as its last member `"chain"`, the value `h_i = SHA-256(h_{i-1} ‖
+//! line_i)` (see [`ChainHash`]: `h_0` is 32 zero bytes, `line_i` the line's bytes without that
+//! member, exactly the line an export without chains wrote), and the end line seals the block:
+//! the chain head (the last value), and what its events say about it — the workflow and code
+//! fingerprint its `workflow:started` recorded (a fork's workflow from its `session:forked`) and
+//! the last state hash its events recorded (`stateHash`, at `stateHashSeq`). So a changed,
+//! removed, added or moved line is found at the first line that no longer matches, and the
+//! head, published elsewhere, pins the whole block. The end line's chain head and seal are
+//! checked where it records them (a member it leaves out claims nothing): each event line
+//! carries its own value, so the head repeats the last line's and cannot stop a deliberate
+//! change on its own; only a head kept apart from the file can.
+//!
+//! An import checks the chain of every block that has one (its begin line names it, or its
+//! first event line carries a value) and refuses a block whose lines do not match it with
+//! [`TransferError::Chain`], naming the line; [`ImportOptions::ignore_chain`] imports such a
+//! block anyway (an export edited by hand, say to redact a secret). Blocks without a chain
+//! (exports written before chains, or by other tools) import as before;
+//! [`ImportSummary::blocks`] says which blocks had one, with their heads and seals.
+//! `openharness verify` checks a file's chains and replays its sessions to the state hashes
+//! they recorded.
 //!
 //! # Import
 //!
@@ -138,6 +163,20 @@ pub enum TransferError {
         /// The file's event id at that seq.
         found: EventId,
     },
+    /// A line of a block that has a hash chain does not match it (see the module docs'
+    /// "Integrity"): the file was changed after it was exported. The line is the first that
+    /// does not match; [`ImportOptions::ignore_chain`] imports the block anyway.
+    #[error("line {line}: session {session}{}: {problem}", seq.map(|seq| format!(", seq {seq}")).unwrap_or_default())]
+    Chain {
+        /// The line number, from 1.
+        line: u64,
+        /// The session whose block it is.
+        session: SessionId,
+        /// The seq of the event on the line (none for an end line).
+        seq: Option<u64>,
+        /// How it does not match.
+        problem: Box<ChainBreak>,
+    },
     /// The input could not be read.
     #[error("line {line}: cannot read the input")]
     Read {
@@ -207,6 +246,63 @@ pub enum TransferError {
     },
 }
 
+/// How a line does not match its block's hash chain ([`TransferError::Chain`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ChainBreak {
+    /// An event line does not hash to the chain value it carries: it was changed, or the line
+    /// before it in its block is not the one it followed when it was exported (a line removed,
+    /// added or moved).
+    #[error(
+        "the line does not hash to the chain value it carries: it was changed after the export, or the line before it is not the one it followed"
+    )]
+    Mismatch,
+    /// An event line of a block that has a chain carries no chain value.
+    #[error("the line carries no chain value, but its block has a hash chain")]
+    Unchained,
+    /// A line carries a chain value (an end line, a chain head) in a block whose earlier
+    /// lines have none: its begin line or its first event line lost theirs.
+    #[error(
+        "the line carries a chain value, but the lines before it in its block have none (a begin or event line removed or changed?)"
+    )]
+    Undeclared,
+    /// A begin line names a chain algorithm this version does not know.
+    #[error(
+        "the begin line names the chain algorithm {0:?}; this version knows \"{CHAIN_ALGORITHM}\""
+    )]
+    Algorithm(String),
+    /// The end line's chain head is not the value the block's event lines chain to.
+    #[error(
+        "the end line records the chain head {recorded}, but the block's event lines chain to {computed}"
+    )]
+    Head {
+        /// The head the end line records (as written).
+        recorded: String,
+        /// The value the event lines chain to.
+        computed: ChainHash,
+    },
+    /// The end line records another value of a seal field than the block's events give.
+    #[error(
+        "the end line records {field} {}, but the block's events give {}",
+        show(recorded),
+        show(events)
+    )]
+    Seal {
+        /// The field (`workflow`, `code`, `stateHash`, `stateHashSeq`).
+        field: &'static str,
+        /// What the end line records.
+        recorded: Option<String>,
+        /// What the events give.
+        events: Option<String>,
+    },
+}
+
+fn show(value: &Option<String>) -> String {
+    value
+        .as_deref()
+        .map_or_else(|| "none".to_owned(), |v| format!("{v:?}"))
+}
+
 /// One event line of the format (see the module docs).
 #[derive(Debug, Serialize, Deserialize)]
 struct Line<E> {
@@ -216,9 +312,11 @@ struct Line<E> {
     event: E,
 }
 
-/// A begin or end line of the format (see the module docs).
+/// A begin or end line of the format (see the module docs): a begin line may name the
+/// block's chain algorithm (`chain`); an end line may carry the chain head (`chain`) and the
+/// seal: `workflow`, `code`, `stateHash` and `stateHashSeq`.
 #[derive(Debug, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
 struct Marker {
     session: SessionId,
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
@@ -227,16 +325,65 @@ struct Marker {
     end: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     count: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    chain: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    workflow: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    code: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    state_hash: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    state_hash_seq: Option<u64>,
+}
+
+impl Marker {
+    /// A begin line of `session`, naming the chain algorithm.
+    fn begin(session: &SessionId) -> Self {
+        Self {
+            session: session.clone(),
+            begin: true,
+            end: false,
+            count: None,
+            chain: Some(CHAIN_ALGORITHM.to_owned()),
+            workflow: None,
+            code: None,
+            state_hash: None,
+            state_hash_seq: None,
+        }
+    }
+
+    /// The end line of `session`'s block of `count` events, sealed with its chain `head` and
+    /// the `facts` its events gave.
+    fn end(session: &SessionId, count: u64, head: &ChainHash, facts: Facts) -> Self {
+        Self {
+            session: session.clone(),
+            begin: false,
+            end: true,
+            count: Some(count),
+            chain: Some(head.to_string()),
+            workflow: facts.workflow,
+            code: facts.code,
+            state_hash: facts.state_hash,
+            state_hash_seq: facts.state_hash_seq,
+        }
+    }
 }
 
 /// What [`import_with_progress`] calls after each append.
 type Progress<'p> = dyn FnMut(ImportProgress<'_>) + Send + 'p;
 
+mod chain;
 mod export;
 mod import;
 
+use chain::Facts;
+pub use chain::{CHAIN_ALGORITHM, ChainHash, InvalidChainHash};
 pub use export::{export, export_with_ancestors};
-pub use import::{ImportProgress, ImportSummary, import, import_with_progress};
+pub use import::{
+    ImportOptions, ImportProgress, ImportSummary, ImportedBlock, import, import_with,
+    import_with_progress,
+};
 
 /// An import or export error as the workflow error every part of Open Harness composes into
 /// (a store failure as [`openharness_core::Error::Store`], anything else as

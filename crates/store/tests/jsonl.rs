@@ -43,14 +43,16 @@ async fn round_trip_from_redb_to_memory_and_reimport_stores_once() {
         text.lines().all(|l| l.starts_with("{\"session\":")),
         "{text}"
     );
-    let last = text.lines().last().unwrap();
-    assert_eq!(
-        last,
-        format!("{{\"session\":\"{b}\",\"end\":true,\"count\":3}}")
-    );
 
     let memory = MemoryStore::new();
     let summary = jsonl::import(&memory, file.as_slice()).await.unwrap();
+    // The end line seals the block with its chain head, which the import checked.
+    let head = summary.blocks[1].chain.unwrap();
+    let last = text.lines().last().unwrap();
+    assert_eq!(
+        last,
+        format!("{{\"session\":\"{b}\",\"end\":true,\"count\":3,\"chain\":\"{head}\"}}")
+    );
     assert_eq!(summary.events, long.len() as u64 + 3);
     assert_eq!(
         summary.sessions,
@@ -390,6 +392,150 @@ async fn a_truncated_export_is_refused_and_an_unmarked_file_still_imports() {
         .await
         .unwrap();
     assert!(summary.unmarked.is_empty());
+}
+
+/// The import's verdict on `lines` (joined with line breaks): the error's line, seq and
+/// problem, or `None` when it imports.
+async fn chain_verdict(lines: &[String]) -> Option<(u64, Option<u64>, jsonl::ChainBreak)> {
+    let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    match jsonl::import(&MemoryStore::new(), text.as_bytes()).await {
+        Ok(_) => None,
+        Err(TransferError::Chain {
+            line, seq, problem, ..
+        }) => Some((line, seq, *problem)),
+        Err(other) => panic!("not a chain error: {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn a_changed_line_breaks_the_chain_there_and_the_seal_is_checked() {
+    use jsonl::ChainBreak;
+    let source = MemoryStore::new();
+    let s = SessionId::new();
+    let mut recorded = events(6);
+    recorded[3].state_hash = Some("ab".repeat(32));
+    source.append(&s, &recorded, 0).await.unwrap();
+    let file = export_of(&source, &s).await;
+    let all: Vec<String> = file.lines().map(str::to_owned).collect();
+    assert!(
+        all[0].ends_with(r#""begin":true,"chain":"sha256"}"#),
+        "{}",
+        all[0]
+    );
+    assert!(
+        all[7].contains(&format!(
+            r#""stateHash":"{}","stateHashSeq":3}}"#,
+            "ab".repeat(32)
+        )),
+        "the seal names the last state hash: {}",
+        all[7]
+    );
+    assert_eq!(chain_verdict(&all).await, None);
+
+    // One byte of the payload at seq 2 (line 4): that line, whatever follows.
+    let mut changed = all.clone();
+    changed[3] = changed[3].replacen(r#""n":2"#, r#""n":7"#, 1);
+    assert_eq!(
+        chain_verdict(&changed).await,
+        Some((4, Some(2), ChainBreak::Mismatch))
+    );
+    // A line whose chain member was removed.
+    let mut stripped = all.clone();
+    let cut = stripped[5].rfind(r#","chain":"#).unwrap();
+    stripped[5] = format!("{}}}", &stripped[5][..cut]);
+    assert_eq!(
+        chain_verdict(&stripped).await,
+        Some((6, Some(4), ChainBreak::Unchained))
+    );
+    // A line copied from elsewhere in the chain (the line before the one it replaces, with
+    // the seq it replaces): named where it stands.
+    let mut moved = all.clone();
+    moved[4] = moved[3].replacen(r#""seq":2"#, r#""seq":3"#, 1);
+    assert_eq!(
+        chain_verdict(&moved).await,
+        Some((5, Some(3), ChainBreak::Mismatch))
+    );
+    // Without its begin line the block is still checked: its first event line has a value.
+    let headless = all[1..].to_vec();
+    assert_eq!(chain_verdict(&headless).await, None);
+    let mut headless_changed = changed[1..].to_vec();
+    assert_eq!(
+        chain_verdict(&headless_changed).await,
+        Some((3, Some(2), ChainBreak::Mismatch))
+    );
+    // ... and a first line without its value leaves the values after it undeclared.
+    let cut = headless_changed[0].rfind(r#","chain":"#).unwrap();
+    headless_changed[0] = format!("{}}}", &headless_changed[0][..cut]);
+    assert_eq!(
+        chain_verdict(&headless_changed).await,
+        Some((2, Some(1), ChainBreak::Undeclared))
+    );
+
+    // The end line: another head, another seal.
+    let mut head = all.clone();
+    let value: String = head[7]
+        .split(r#""chain":""#)
+        .nth(1)
+        .unwrap()
+        .chars()
+        .take(64)
+        .collect();
+    head[7] = head[7].replace(&value, &"0".repeat(64));
+    assert!(matches!(
+        chain_verdict(&head).await,
+        Some((8, None, ChainBreak::Head { .. }))
+    ));
+    let mut seal = all.clone();
+    seal[7] = seal[7].replace(r#""stateHashSeq":3"#, r#""stateHashSeq":4"#);
+    assert_eq!(
+        chain_verdict(&seal).await,
+        Some((
+            8,
+            None,
+            ChainBreak::Seal {
+                field: "stateHashSeq",
+                recorded: Some("4".into()),
+                events: Some("3".into()),
+            }
+        ))
+    );
+    let text = TransferError::Chain {
+        line: 4,
+        session: s.clone(),
+        seq: Some(2),
+        problem: Box::new(ChainBreak::Mismatch),
+    }
+    .to_string();
+    assert!(
+        text.starts_with(&format!(
+            "line 4: session {s}, seq 2: the line does not hash"
+        )),
+        "{text}"
+    );
+
+    // Told to ignore chains, the changed file imports, and no block says it has a chain.
+    let text: String = changed.iter().map(|l| format!("{l}\n")).collect();
+    let options = jsonl::ImportOptions::default().ignore_chain(true);
+    let summary = jsonl::import_with(&MemoryStore::new(), text.as_bytes(), options, |_| {})
+        .await
+        .unwrap();
+    assert_eq!(summary.events, 6);
+    assert_eq!(summary.blocks[0].chain, None);
+
+    // A file with every chain value removed is an export from before chains: it imports,
+    // and its block says it has none.
+    let unchained: String = all
+        .iter()
+        .map(|l| match l.rfind(r#","chain":"#) {
+            Some(cut) => format!("{}}}\n", &l[..cut]),
+            None => format!("{l}\n"),
+        })
+        .collect();
+    let store = MemoryStore::new();
+    let summary = jsonl::import(&store, unchained.as_bytes()).await.unwrap();
+    assert_eq!(summary.blocks[0].chain, None);
+    assert_eq!(summary.blocks[0].state_hashes, 1);
+    assert_eq!(events_of(&store, &s).await, recorded);
 }
 
 async fn events_of(store: &MemoryStore, session: &SessionId) -> Vec<Envelope> {

@@ -103,7 +103,7 @@ fn write_divergence(
 }
 
 /// Where today's handlers fold the recording to another state than its recorded hash.
-fn write_state_divergence(
+pub(crate) fn write_state_divergence(
     out: &mut impl Write,
     divergence: &openharness::StateDivergence,
 ) -> Result<(), CliError> {

@@ -69,8 +69,9 @@ pub async fn export_with_ancestors<S: Store + ?Sized>(
     Ok(count)
 }
 
-/// Writes every event of `session` to `out` as JSONL, between its begin and end lines (see the
-/// module docs); returns how many events. The session is read
+/// Writes every event of `session` to `out` as JSONL, between its begin and end lines, each
+/// event line chained to the one before and the end line sealing the chain (see the module
+/// docs); returns how many events. The session is read
 /// with [`Store::stream_events`], so a session of any length needs memory for one page only.
 ///
 /// ```
@@ -98,6 +99,9 @@ pub async fn export<S: Store + ?Sized>(
 ) -> Result<u64, TransferError> {
     let mut events = store.stream_events(session, 0..u64::MAX);
     let mut count = 0u64;
+    let mut chain = ChainHash::START;
+    let mut facts = Facts::default();
+    let mut bytes = Vec::new();
     while let Some(recorded) = events.next().await {
         let recorded = recorded.map_err(|source| TransferError::Store {
             line: None,
@@ -105,19 +109,21 @@ pub async fn export<S: Store + ?Sized>(
             source,
         })?;
         if count == 0 {
-            write_marker(&mut out, session, true, None)?;
+            write_marker(&mut out, &Marker::begin(session))?;
         }
         let line = Line {
             session: session.clone(),
             seq: recorded.seq,
             event: &recorded.event,
         };
-        serde_json::to_writer(&mut out, &line).map_err(|err| TransferError::Write(err.into()))?;
-        out.write_all(b"\n").map_err(TransferError::Write)?;
+        bytes.clear();
+        serde_json::to_writer(&mut bytes, &line).map_err(|err| TransferError::Write(err.into()))?;
+        chain = chain::write_chained(&mut out, &chain, &bytes).map_err(TransferError::Write)?;
+        facts.observe(recorded.seq, &recorded.event);
         count += 1;
     }
     if count > 0 {
-        write_marker(&mut out, session, false, Some(count))?;
+        write_marker(&mut out, &Marker::end(session, count, &chain, facts))?;
     }
     out.flush().map_err(TransferError::Write)?;
     if count == 0 {
@@ -129,18 +135,7 @@ pub async fn export<S: Store + ?Sized>(
     Ok(count)
 }
 
-pub(super) fn write_marker(
-    mut out: impl Write,
-    session: &SessionId,
-    begin: bool,
-    count: Option<u64>,
-) -> Result<(), TransferError> {
-    let marker = Marker {
-        session: session.clone(),
-        begin,
-        end: !begin,
-        count,
-    };
-    serde_json::to_writer(&mut out, &marker).map_err(|err| TransferError::Write(err.into()))?;
+fn write_marker(mut out: impl Write, marker: &Marker) -> Result<(), TransferError> {
+    serde_json::to_writer(&mut out, marker).map_err(|err| TransferError::Write(err.into()))?;
     out.write_all(b"\n").map_err(TransferError::Write)
 }

@@ -19,6 +19,56 @@ pub struct ImportSummary {
     /// Sessions an earlier, interrupted import had left [marked
     /// unfinished](openharness_core::Store::mark_unfinished), which this one finished.
     pub finished: Vec<SessionId>,
+    /// Every block read, in the order they ended (blocks without an end line last): its
+    /// chain head, when it has a chain, and what its events say about it.
+    pub blocks: Vec<ImportedBlock>,
+}
+
+/// A session's block as [`import`](fn@import) read it ([`ImportSummary::blocks`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ImportedBlock {
+    /// The session.
+    pub session: SessionId,
+    /// How many event lines it holds.
+    pub events: u64,
+    /// Its chain head, which its lines and its end line were checked against: `None` for a
+    /// block without a chain (an export written before chains), or when the import was told
+    /// to [ignore chains](ImportOptions::ignore_chain).
+    pub chain: Option<ChainHash>,
+    /// The workflow its first event names (`workflow:started`, or a fork's `session:forked`).
+    pub workflow: Option<String>,
+    /// The code fingerprint its `workflow:started` recorded.
+    pub code: Option<String>,
+    /// The last state hash its events recorded (`stateHash`)...
+    pub state_hash: Option<String>,
+    /// ... on the event at this seq.
+    pub state_hash_seq: Option<u64>,
+    /// How many of its events record a state hash.
+    pub state_hashes: u64,
+}
+
+/// How [`import_with`] reads its input.
+///
+/// ```
+/// let options = openharness_store::jsonl::ImportOptions::default().ignore_chain(true);
+/// # let _ = options;
+/// ```
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ImportOptions {
+    ignore_chain: bool,
+}
+
+impl ImportOptions {
+    /// Import blocks whose lines do not match their hash chain instead of refusing them
+    /// ([`TransferError::Chain`]): for an export edited by hand (a payload redacted, say).
+    /// No chain is checked, and [`ImportedBlock::chain`] is `None` for every block.
+    #[must_use]
+    pub fn ignore_chain(mut self, ignore: bool) -> Self {
+        self.ignore_chain = ignore;
+        self
+    }
 }
 
 /// A session's block being read: what is checked so far and the new events to append.
@@ -39,14 +89,25 @@ pub(super) struct Block {
     buffer: Vec<(u64, Envelope)>,
     /// New events that did not fit in `buffer`, as `[line, envelope]` JSON lines.
     spill: Option<BufWriter<std::fs::File>>,
+    /// Whether its chain is checked (not when the import ignores chains).
+    checks_chain: bool,
+    /// The value its chain has reached, once a begin line or its first event line says it
+    /// has one.
+    chain: Option<ChainHash>,
+    /// What its events say about it.
+    facts: Facts,
 }
 
 impl Block {
+    /// A block of `session` opened at `line`: by a begin line when `marked` (`chained` when
+    /// it names the chain algorithm), else by an event line.
     async fn open<S: Store + ?Sized>(
         store: &S,
         session: &SessionId,
         line: u64,
         marked: bool,
+        chained: bool,
+        options: ImportOptions,
     ) -> Result<Self, TransferError> {
         let stored_len = store
             .session(session)
@@ -66,7 +127,115 @@ impl Block {
             stored_page: (0, Vec::new()),
             buffer: Vec::new(),
             spill: None,
+            checks_chain: !options.ignore_chain,
+            chain: (chained && !options.ignore_chain).then_some(ChainHash::START),
+            facts: Facts::default(),
         })
+    }
+
+    /// Checks an event line's chain value against the block's chain, which it starts when it
+    /// is the block's first and carries one.
+    fn check_chain(
+        &mut self,
+        line: u64,
+        session: &SessionId,
+        seq: u64,
+        text: &str,
+    ) -> Result<(), TransferError> {
+        if !self.checks_chain {
+            return Ok(());
+        }
+        let broken = |problem| TransferError::Chain {
+            line,
+            session: session.clone(),
+            seq: Some(seq),
+            problem: Box::new(problem),
+        };
+        let previous = match self.chain {
+            Some(previous) => previous,
+            None if seq == 0 => ChainHash::START,
+            None => {
+                return match chain::carried_and_computed(text, &ChainHash::START) {
+                    Some(_) => Err(broken(ChainBreak::Undeclared)),
+                    None => Ok(()),
+                };
+            }
+        };
+        match chain::carried_and_computed(text, &previous) {
+            Some((carried, computed)) if carried == computed => {
+                self.chain = Some(computed);
+                Ok(())
+            }
+            Some(_) => Err(broken(ChainBreak::Mismatch)),
+            None if self.chain.is_some() => Err(broken(ChainBreak::Unchained)),
+            None => Ok(()),
+        }
+    }
+
+    /// Checks the block's end line at `line` against its chain and facts: each of the chain
+    /// head and the seal's fields that it records (one it leaves out claims nothing).
+    fn check_end(&self, line: u64, session: &SessionId, end: &Marker) -> Result<(), TransferError> {
+        if !self.checks_chain {
+            return Ok(());
+        }
+        let broken = |problem| TransferError::Chain {
+            line,
+            session: session.clone(),
+            seq: None,
+            problem: Box::new(problem),
+        };
+        match (self.chain, &end.chain) {
+            (Some(head), Some(recorded)) if recorded.parse::<ChainHash>().ok() != Some(head) => {
+                return Err(broken(ChainBreak::Head {
+                    recorded: recorded.clone(),
+                    computed: head,
+                }));
+            }
+            (None, Some(_)) if self.next_seq > 0 => return Err(broken(ChainBreak::Undeclared)),
+            _ => {}
+        }
+        let (facts, seq) = (&self.facts, |seq: Option<u64>| {
+            seq.map(|seq| seq.to_string())
+        });
+        let seal = [
+            ("workflow", end.workflow.clone(), facts.workflow.clone()),
+            ("code", end.code.clone(), facts.code.clone()),
+            (
+                "stateHash",
+                end.state_hash.clone(),
+                facts.state_hash.clone(),
+            ),
+            (
+                "stateHashSeq",
+                seq(end.state_hash_seq),
+                seq(facts.state_hash_seq),
+            ),
+        ];
+        for (field, recorded, events) in seal {
+            if recorded.is_some() && recorded != events {
+                return Err(broken(ChainBreak::Seal {
+                    field,
+                    recorded,
+                    events,
+                }));
+            }
+        }
+        Ok(())
+    }
+
+    /// What the block read: its chain head and facts.
+    fn read(&self, session: &SessionId) -> ImportedBlock {
+        let facts = self.facts.clone();
+        ImportedBlock {
+            session: session.clone(),
+            events: self.next_seq,
+            chain: self.chain,
+            workflow: facts.workflow,
+            code: facts.code,
+            state_hash: facts.state_hash,
+            state_hash_seq: facts.state_hash_seq,
+            state_hashes: facts.state_hashes,
+        }
     }
 
     /// Checks an event line of this block's session and keeps its event if it is new.
@@ -74,6 +243,7 @@ impl Block {
         &mut self,
         store: &S,
         line: u64,
+        text: &str,
         parsed: Line<Envelope>,
     ) -> Result<(), TransferError> {
         let Line {
@@ -89,6 +259,7 @@ impl Block {
                 found: seq,
             });
         }
+        self.check_chain(line, &session, seq, text)?;
         check_name(&event.name).map_err(|message| TransferError::Malformed { line, message })?;
         if !self.ids.insert(event.id) {
             return Err(TransferError::Malformed {
@@ -99,6 +270,7 @@ impl Block {
                 ),
             });
         }
+        self.facts.observe(seq, &event);
         self.next_seq += 1;
         self.last_line = line;
         if seq < self.stored_len {
@@ -315,8 +487,10 @@ pub(super) fn check_name(name: &str) -> Result<(), String> {
 /// What a line of the input is.
 pub(super) enum Parsed {
     Event(Line<Envelope>),
-    Begin(SessionId),
-    End(SessionId, u64),
+    /// A begin line, and whether it names the chain algorithm.
+    Begin(SessionId, bool),
+    /// An end line, with its count.
+    End(Marker, u64),
 }
 
 pub(super) fn parse(text: &str, line: u64) -> Result<Parsed, TransferError> {
@@ -324,28 +498,33 @@ pub(super) fn parse(text: &str, line: u64) -> Result<Parsed, TransferError> {
         Ok(event) => return Ok(Parsed::Event(event)),
         Err(err) => err,
     };
-    match serde_json::from_str::<Marker>(text) {
-        Ok(Marker {
-            session,
-            begin: true,
-            end: false,
-            count: None,
-        }) => Ok(Parsed::Begin(session)),
-        Ok(Marker {
-            session,
-            begin: false,
-            end: true,
-            count: Some(count),
-        }) => Ok(Parsed::End(session, count)),
-        _ => Err(TransferError::Malformed {
-            line,
-            message: format!("not an event line ({err})"),
-        }),
+    let not_an_event = || TransferError::Malformed {
+        line,
+        message: format!("not an event line ({err})"),
+    };
+    let marker = serde_json::from_str::<Marker>(text).map_err(|_| not_an_event())?;
+    let sealed = marker.workflow.is_some()
+        || marker.code.is_some()
+        || marker.state_hash.is_some()
+        || marker.state_hash_seq.is_some();
+    match (marker.begin, marker.end, marker.count) {
+        (true, false, None) if !sealed => match marker.chain.as_deref() {
+            None => Ok(Parsed::Begin(marker.session, false)),
+            Some(CHAIN_ALGORITHM) => Ok(Parsed::Begin(marker.session, true)),
+            Some(other) => Err(TransferError::Chain {
+                line,
+                seq: None,
+                problem: Box::new(ChainBreak::Algorithm(other.to_owned())),
+                session: marker.session,
+            }),
+        },
+        (false, true, Some(count)) => Ok(Parsed::End(marker, count)),
+        _ => Err(not_an_event()),
     }
 }
 
-/// Reads JSONL from `input` and appends it to `store`, each session's block all or nothing
-/// (see the module docs).
+/// Reads JSONL from `input` and appends it to `store`, each session's block all or nothing,
+/// refusing a block whose lines do not match its hash chain (see the module docs).
 pub async fn import<S: Store + ?Sized>(
     store: &S,
     input: impl BufRead,
@@ -384,6 +563,33 @@ pub struct ImportProgress<'a> {
 pub async fn import_with_progress<S: Store + ?Sized>(
     store: &S,
     input: impl BufRead,
+    progress: impl FnMut(ImportProgress<'_>) + Send,
+) -> Result<ImportSummary, TransferError> {
+    import_with(store, input, ImportOptions::default(), progress).await
+}
+
+/// [`import_with_progress`] with `options`: [`ImportOptions::ignore_chain`] imports blocks
+/// whose lines do not match their hash chain.
+///
+/// ```
+/// use openharness_store::{MemoryStore, jsonl};
+/// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+/// let export = r#"{"session":"s-1","begin":true,"chain":"sha256"}
+/// {"session":"s-1","seq":0,"id":"01a1f0c4-5d6e-7f80-9a1b-2c3d4e5f6a7b","name":"user:input","payload":{"text":"hi"},"timestamp":"2026-01-01T00:00:00Z","causedBy":null,"chain":"0000000000000000000000000000000000000000000000000000000000000000"}
+/// {"session":"s-1","end":true,"count":1,"chain":"0000000000000000000000000000000000000000000000000000000000000000"}
+/// "#;
+/// let err = jsonl::import(&MemoryStore::new(), export.as_bytes()).await.unwrap_err();
+/// assert!(matches!(err, jsonl::TransferError::Chain { line: 2, .. }), "{err}");
+/// let options = jsonl::ImportOptions::default().ignore_chain(true);
+/// let summary = jsonl::import_with(&MemoryStore::new(), export.as_bytes(), options, |_| {}).await?;
+/// assert_eq!(summary.events, 1);
+/// # Ok::<_, jsonl::TransferError>(())
+/// # }).unwrap();
+/// ```
+pub async fn import_with<S: Store + ?Sized>(
+    store: &S,
+    mut input: impl BufRead,
+    options: ImportOptions,
     mut progress: impl FnMut(ImportProgress<'_>) + Send,
 ) -> Result<ImportSummary, TransferError> {
     let progress: &mut Progress<'_> = &mut progress;
@@ -404,14 +610,29 @@ pub async fn import_with_progress<S: Store + ?Sized>(
     // Open blocks, and their sessions in order of opening (for the end of an unmarked file).
     let mut open: HashMap<SessionId, Block> = HashMap::new();
     let mut order: Vec<SessionId> = Vec::new();
-    for (index, text) in input.lines().enumerate() {
-        let line = index as u64 + 1;
-        let text = text.map_err(|source| TransferError::Read { line, source })?;
+    let mut bytes = Vec::new();
+    let mut line = 0;
+    loop {
+        line += 1;
+        bytes.clear();
+        let read = input
+            .read_until(b'\n', &mut bytes)
+            .map_err(|source| TransferError::Read { line, source })?;
+        if read == 0 {
+            break;
+        }
+        // A line is its bytes without its line ending (`\n` or `\r\n`): what the chain hashes.
+        let end = bytes.strip_suffix(b"\n").unwrap_or(&bytes);
+        let end = end.strip_suffix(b"\r").unwrap_or(end);
+        let text = std::str::from_utf8(end).map_err(|err| TransferError::Malformed {
+            line,
+            message: format!("not UTF-8 text ({err})"),
+        })?;
         if text.trim().is_empty() {
             continue;
         }
-        match parse(&text, line)? {
-            Parsed::Begin(session) => {
+        match parse(text, line)? {
+            Parsed::Begin(session, chained) => {
                 if let Some(block) = open.get(&session) {
                     return Err(TransferError::Malformed {
                         line,
@@ -423,7 +644,7 @@ pub async fn import_with_progress<S: Store + ?Sized>(
                 }
                 open.insert(
                     session.clone(),
-                    Block::open(store, &session, line, true).await?,
+                    Block::open(store, &session, line, true, chained, options).await?,
                 );
                 order.push(session);
             }
@@ -431,15 +652,16 @@ pub async fn import_with_progress<S: Store + ?Sized>(
                 summary.events += 1;
                 let session = parsed.session.clone();
                 if !open.contains_key(&session) {
-                    let block = Block::open(store, &session, line, false).await?;
+                    let block = Block::open(store, &session, line, false, false, options).await?;
                     open.insert(session.clone(), block);
                     order.push(session.clone());
                 }
                 if let Some(block) = open.get_mut(&session) {
-                    block.push(store, line, parsed).await?;
+                    block.push(store, line, text, parsed).await?;
                 }
             }
-            Parsed::End(session, count) => {
+            Parsed::End(end, count) => {
+                let session = end.session.clone();
                 let block = open.remove(&session);
                 order.retain(|open| *open != session);
                 let found = block.as_ref().map_or(0, |block| block.next_seq);
@@ -452,6 +674,8 @@ pub async fn import_with_progress<S: Store + ?Sized>(
                     });
                 }
                 if let Some(block) = block {
+                    block.check_end(line, &session, &end)?;
+                    summary.blocks.push(block.read(&session));
                     let was_marked = unfinished.contains(&session);
                     let len = block
                         .commit(store, &session, was_marked, &mut summary, progress)
@@ -479,6 +703,7 @@ pub async fn import_with_progress<S: Store + ?Sized>(
             %session,
             "the export of session {session} has no end marker (written before markers existed?): imported without a truncation check"
         );
+        summary.blocks.push(block.read(&session));
         let was_marked = unfinished.contains(&session);
         let len = block
             .commit(store, &session, was_marked, &mut summary, progress)
