@@ -278,7 +278,7 @@ fn generate_set(item: &ItemEnum, variants: &[Variant], krate: &TokenStream) -> T
     let helper = generate_helper(ident, krate);
     let handled = generate_handled(ident, variants, krate);
     let event_set = generate_event_set(ident, variants, krate);
-    let checks = generate_checks(ident, variants);
+    let checks = generate_checks(ident, variants, krate);
     quote! {
         #(#attrs)*
         #vis #enum_token #ident #body
@@ -457,7 +457,7 @@ fn generate_event_set(ident: &Ident, variants: &[Variant], krate: &TokenStream) 
 /// Compile-time checks: every variant holds an event (reported on the variant's type, with the
 /// core's "`Foo` is not an event" message), and no two events share a name (which would make
 /// decoding ambiguous).
-fn generate_checks(set: &Ident, variants: &[Variant]) -> TokenStream {
+fn generate_checks(set: &Ident, variants: &[Variant], krate: &TokenStream) -> TokenStream {
     if variants.is_empty() {
         return TokenStream::new();
     }
@@ -475,34 +475,15 @@ fn generate_checks(set: &Ident, variants: &[Variant]) -> TokenStream {
             );
             let (a, b) = (event_of(set, &first.ty), event_of(set, &second.ty));
             distinct.push(quote_spanned! {second.ty.span()=>
-                if same_name(#a.0, #b.0) {
+                if #krate::__private::same_name(#a.0, #b.0) {
                     ::core::panic!(#message);
                 }
             });
         }
     }
-    let same_name = (!distinct.is_empty()).then(|| {
-        quote! {
-            const fn same_name(a: &str, b: &str) -> bool {
-                let (a, b) = (a.as_bytes(), b.as_bytes());
-                if a.len() != b.len() {
-                    return false;
-                }
-                let mut i = 0;
-                while i < a.len() {
-                    if a[i] != b[i] {
-                        return false;
-                    }
-                    i += 1;
-                }
-                true
-            }
-        }
-    });
     quote! {
         const _: () = {
             #(#assertions)*
-            #same_name
             #(#distinct)*
         };
     }
