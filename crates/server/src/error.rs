@@ -9,7 +9,7 @@
 //! | `401` | `unauthorized`: no API key, or a wrong one |
 //! | `404` | `not_found`: no such session, workflow, resource or route; `no_fork_point`: the parent has no such position or occurrence |
 //! | `405` | `method_not_allowed`: the path takes other methods |
-//! | `409` | `session_busy` (a turn runs), `session_waiting`, `ambiguous_request`, `request_not_open`, `has_forks`, `contended`, and the platform's conflicts (`agent_archived`, `provider_in_use`, …) |
+//! | `409` | `session_busy` (a turn runs), `session_waiting`, `ambiguous_request`, `request_not_open`, `has_forks`, `missing_parent` (an export of a fork whose parent is gone), `contended`, and the platform's conflicts (`agent_archived`, `provider_in_use`, …) |
 //! | `413`, `415` | `payload_too_large`, `unsupported_media_type` |
 //! | `422` | `invalid` (well-formed but not valid input), `unhosted_session`, `cannot_continue` |
 //! | `429` | `too_many_streams` |

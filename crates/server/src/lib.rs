@@ -22,6 +22,8 @@
 //! | `GET /sessions/{id}/diff?from=&to=` | the JSON patch between two positions |
 //! | `GET /sessions/{id}/compare?with=` | where two sessions part: their common ancestor, the first event that differs, the patches there |
 //! | `GET /sessions/{id}/messages?at=&shape=v4\|ui\|calls` | chat messages at a position: v4-style, the chat as `/api/chat` streamed it (`ui`), or one UIMessage per agent call (`calls`) |
+//! | `GET /sessions/{id}/state-check` | the session folded through this server's handlers, compared with the state hashes its live run recorded |
+//! | `GET /sessions/{id}/export` | the session as `openharness export` writes it: hash-chained JSONL (`application/x-ndjson`), a fork's ancestors first, which `openharness verify` checks |
 //! | `POST /sessions/{id}/fork` `{"at":"position","position":5}` or `{"at":"nth","name","n"}` | a fork, run on; `202 {session}` |
 //! | `GET /providers` | the names of the providers a fork may run with ([`ServerOptions::fork_provider`]) |
 //! | `POST /api/chat` | AI SDK 5 `useChat`: the turn as a UI message stream (see `chat`) |

@@ -315,6 +315,13 @@ fn paths() -> Value {
             ("200", ok("the check", schema("StateCheck"))),
             &["400", "401", "404", "422"],
         ) },
+        "/sessions/{id}/export": { "get": operation(
+            "The session as `openharness export` writes it: JSONL whose blocks are SHA-256 chains (a fork's ancestors first), which `openharness verify` checks and `openharness import` reads",
+            vec![session_id()],
+            None,
+            ("200", json!({ "description": "the export (docs/export-format.md), saved as `<id>.jsonl`", "content": { "application/x-ndjson": { "schema": { "type": "string" } } } })),
+            &["400", "401", "404", "409"],
+        ) },
         "/api/chat": { "post": {
             "summary": "AI SDK 5 chat: the turn as a UI message stream",
             "parameters": [approvals_header()],

@@ -1,15 +1,16 @@
 //! The routes and their handlers: each reads its input (a typed error for anything malformed),
-//! asks the host, and answers JSON (or SSE for event streams).
+//! asks the host, and answers JSON (or SSE for event streams, JSONL for a session's export).
 
 use std::sync::Arc;
 
 use axum::extract::{DefaultBodyLimit, Path, State};
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use openharness_core::{BusyPolicy, EventId, RunOptions, SessionId};
 use openharness_host::{ForkPoint, ForkStart, HostError, SessionQueryWords, Started, TurnStart};
+use openharness_store::jsonl;
 use serde::Deserialize;
 use serde_json::json;
 use tower_http::timeout::TimeoutLayer;
@@ -51,6 +52,7 @@ pub(crate) fn build(state: Arc<AppState>) -> Router {
         .route("/sessions/{id}/diff", get(diff))
         .route("/sessions/{id}/compare", get(compare))
         .route("/sessions/{id}/state-check", get(state_check))
+        .route("/sessions/{id}/export", get(export))
         .route("/sessions/{id}/messages", get(messages))
         .route("/sessions/{id}/fork", post(fork))
         .route("/providers", get(providers));
@@ -440,6 +442,62 @@ async fn compare(
 async fn state_check(State(state): Shared, Path(id): Path<String>) -> Answer {
     let session = session_id(&id)?;
     Ok(Json(state.host.check_state(&session).await?).into_response())
+}
+
+/// `GET /sessions/{id}/export`: the session as `openharness export` writes it — JSONL whose
+/// blocks are SHA-256 chains, a fork's ancestors first, oldest first
+/// ([`jsonl::export_with_ancestors`], `docs/export-format.md`) — so `openharness verify` and
+/// `openharness import` take the file as they take the CLI's.
+///
+/// Buffered, not streamed: the export is written through a synchronous [`std::io::Write`]
+/// while the store is read page by page, so a stream would need a channel with no back
+/// pressure (as much memory as the buffer) and a failure found part way — a store error, a
+/// fork whose parent is gone — would reach the client as a `200` cut short (which its end line
+/// would give away on import, but which a browser would save as a success). Buffered, every
+/// failure is its status in the error shape of every route, and the answer has its length.
+/// The export costs its size in memory while it is sent, and it is an ordinary request, under
+/// the request timeout.
+async fn export(State(state): Shared, Path(id): Path<String>) -> Answer {
+    let session = session_id(&id)?;
+    let mut body = Vec::new();
+    let store = state.host.store();
+    if let Err(err) = jsonl::export_with_ancestors(&**store, &session, &mut body).await {
+        let message = openharness_core::adapter::ErrorChain(&err).to_string();
+        return Err(match err {
+            // As every route says it of an unknown session.
+            jsonl::TransferError::NotFound { .. } => HostError::SessionNotFound(session).into(),
+            jsonl::TransferError::MissingParent { .. } => {
+                ApiError::new(StatusCode::CONFLICT, "missing_parent", message)
+            }
+            _ => ApiError::internal(message),
+        });
+    }
+    let headers = [
+        (header::CONTENT_TYPE, HeaderValue::from_static(NDJSON)),
+        (header::CONTENT_DISPOSITION, attachment(&session)),
+    ];
+    Ok((headers, body).into_response())
+}
+
+/// The media type of JSONL exports.
+const NDJSON: &str = "application/x-ndjson";
+
+/// `Content-Disposition` of a session's export: saved as `<id>.jsonl`, any character of the
+/// id that is not safe in a file name (or a header) as `_`.
+fn attachment(session: &SessionId) -> HeaderValue {
+    let name: String = session
+        .as_str()
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | '~') {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    HeaderValue::from_str(&format!("attachment; filename=\"{name}.jsonl\""))
+        .unwrap_or_else(|_| HeaderValue::from_static("attachment"))
 }
 
 #[derive(Deserialize)]

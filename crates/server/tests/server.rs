@@ -820,6 +820,16 @@ async fn with_api_keys_every_route_but_health_needs_one() {
     .await;
     assert_eq!(get_with(addr, "/health", "").await, 200);
     assert_eq!(get_with(addr, "/sessions", "").await, 401);
+    assert_eq!(get_with(addr, "/sessions/any/export", "").await, 401);
+    assert_eq!(
+        get_with(
+            addr,
+            "/sessions/any/export",
+            "authorization: Bearer k1-plain\r\n"
+        )
+        .await,
+        404
+    );
     assert_eq!(
         get_with(addr, "/sessions", "authorization: Bearer wrong\r\n").await,
         401
@@ -907,6 +917,7 @@ async fn the_openapi_document_lists_every_route_and_its_references_resolve() {
         "/sessions/{id}/diff",
         "/sessions/{id}/messages",
         "/sessions/{id}/fork",
+        "/sessions/{id}/export",
         "/api/chat",
         "/api/chat/{id}/stream",
         "/api/chat/{id}/stop",
@@ -1222,4 +1233,97 @@ async fn a_fork_runs_with_a_provider_the_server_offers_and_another_name_is_refus
     )
     .await;
     assert_eq!(status, 400, "{refused}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_is_exported_as_the_chained_jsonl_the_cli_writes_with_its_ancestors() {
+    use openharness::store::jsonl;
+    let store = MemoryStore::new();
+    let addr = serve(
+        host_on(store.clone(), Duration::ZERO),
+        ServerOptions::default(),
+    )
+    .await;
+    let parent = start(addr, "one two").await;
+    wait_idle(addr, &parent).await;
+    let (status, forked) = request(
+        addr,
+        "POST",
+        &format!("/sessions/{parent}/fork"),
+        Some(r#"{"at":"position","position":1,"input":"three four five"}"#),
+    )
+    .await;
+    assert_eq!(status, 202, "{forked}");
+    let child = forked["session"].as_str().unwrap().to_owned();
+    wait_idle(addr, &child).await;
+
+    let answer = http::Client::new(addr)
+        .get(&format!("/sessions/{child}/export"))
+        .await;
+    assert_eq!(answer.status, 200, "{}", answer.body);
+    assert_eq!(answer.header("content-type"), Some("application/x-ndjson"));
+    assert_eq!(
+        answer.header("content-disposition"),
+        Some(format!("attachment; filename=\"{child}.jsonl\"").as_str())
+    );
+    // Byte for byte what `openharness export` writes for the same store: the parent's block,
+    // then the fork's.
+    let child_id: SessionId = child.parse().unwrap();
+    let mut written = Vec::new();
+    jsonl::export_with_ancestors(&store, &child_id, &mut written)
+        .await
+        .unwrap();
+    assert_eq!(answer.body.as_bytes(), written.as_slice());
+    let lines: Vec<Value> = answer
+        .body
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    assert_eq!(lines[0]["session"], parent.as_str());
+    assert_eq!(lines[0]["chain"], "sha256");
+    for line in lines.iter().filter(|line| line.get("seq").is_some()) {
+        assert!(
+            line["chain"].as_str().is_some_and(|h| h.len() == 64),
+            "{line}"
+        );
+    }
+
+    // It imports with its chains checked, each session whole.
+    let into = MemoryStore::new();
+    let summary = jsonl::import(&into, answer.body.as_bytes()).await.unwrap();
+    let blocks: Vec<(String, bool)> = summary
+        .blocks
+        .iter()
+        .map(|block| (block.session.to_string(), block.chain.is_some()))
+        .collect();
+    assert_eq!(blocks, [(parent.clone(), true), (child.clone(), true)]);
+    for session in [&parent, &child] {
+        let id: SessionId = session.parse().unwrap();
+        assert_eq!(
+            into.all_events(&id).await.unwrap(),
+            store.all_events(&id).await.unwrap()
+        );
+    }
+    // A changed byte in an event line is found by the chain, not imported.
+    let changed = answer
+        .body
+        .replacen("three four five", "three four fivf", 1);
+    assert_ne!(changed, answer.body);
+    let refused = jsonl::import(&MemoryStore::new(), changed.as_bytes()).await;
+    assert!(
+        matches!(refused, Err(jsonl::TransferError::Chain { .. })),
+        "{refused:?}"
+    );
+
+    // An unknown session is the 404 every route answers for it.
+    let (status, unknown) = request(addr, "GET", "/sessions/no-such-session/export", None).await;
+    let (_, listed) = request(addr, "GET", "/sessions/no-such-session", None).await;
+    assert_eq!(status, 404, "{unknown}");
+    assert_eq!(unknown["error"]["code"], "not_found");
+    assert_eq!(unknown, listed);
+    // A fork whose parent is gone from the store cannot be exported to import on its own.
+    store.clear(&parent.parse().unwrap()).await.unwrap();
+    let (status, orphan) = request(addr, "GET", &format!("/sessions/{child}/export"), None).await;
+    assert_eq!(status, 409, "{orphan}");
+    assert_eq!(orphan["error"]["code"], "missing_parent");
 }

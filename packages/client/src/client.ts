@@ -83,8 +83,9 @@ export class OpenHarnessClient {
     return `${this.baseUrl}${path}`;
   }
 
-  private async request<T>(method: string, path: string, body?: unknown, options: RequestOptions = {}): Promise<T> {
-    const headers: Record<string, string> = { ...this.headers, accept: "application/json" };
+  /** Sends a request accepting `accept`; a failed answer is thrown as an {@link OpenHarnessError}. */
+  private async send(method: string, path: string, accept: string, body: unknown, options: RequestOptions): Promise<Response> {
+    const headers: Record<string, string> = { ...this.headers, accept };
     const init: RequestInit = { method, headers };
     if (options.signal) init.signal = options.signal;
     if (body !== undefined) {
@@ -98,6 +99,11 @@ export class OpenHarnessClient {
       throw networkError(err);
     }
     if (!response.ok) throw await errorFromResponse(response);
+    return response;
+  }
+
+  private async request<T>(method: string, path: string, body?: unknown, options: RequestOptions = {}): Promise<T> {
+    const response = await this.send(method, path, "application/json", body, options);
     if (response.status === 204) return undefined as T;
     const text = await response.text();
     try {
@@ -164,6 +170,23 @@ export class OpenHarnessClient {
    */
   checkState(sessionId: string, options?: RequestOptions): Promise<StateCheck> {
     return this.request("GET", `/sessions/${enc(sessionId)}/state-check`, undefined, options);
+  }
+
+  /**
+   * The session as `openharness export` writes it: JSONL whose blocks are SHA-256 hash chains
+   * (a fork's ancestors first), so `openharness verify FILE` checks the saved text and
+   * `openharness import FILE` reads it (docs/export-format.md). Save the text as it is: any
+   * changed byte breaks the chain. `404 not_found` for an unknown session, `409 missing_parent`
+   * for a fork whose parent is gone from the store.
+   *
+   * ```ts
+   * await writeFile(`${id}.jsonl`, await client.exportJsonl(id));
+   * ```
+   */
+  async exportJsonl(sessionId: string, options: RequestOptions = {}): Promise<string> {
+    const path = `/sessions/${enc(sessionId)}/export`;
+    const response = await this.send("GET", path, "application/x-ndjson", undefined, options);
+    return response.text();
   }
 
   /** Deletes a session (`409 session_busy` while a turn runs, `409 has_forks` with forks). */

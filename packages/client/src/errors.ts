@@ -10,6 +10,7 @@ export type KnownErrorCode =
   | "session_busy"
   | "request_not_open"
   | "has_forks"
+  | "missing_parent"
   | "unhosted_session"
   | "cannot_continue"
   | "no_fork_point"

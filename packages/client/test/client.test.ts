@@ -51,6 +51,19 @@ describe("sessions over HTTP", () => {
     expect((await client.allEvents(session)).map((e) => e.id)).toEqual(events.map((e) => e.id));
   });
 
+  it("exports a session as `openharness export` writes it: a hash-chained block", async () => {
+    const jsonl = await client.exportJsonl(WEATHER_CHAT);
+    expect(jsonl.endsWith("}\n")).toBe(true);
+    const lines = jsonl.trimEnd().split("\n").map((line) => JSON.parse(line) as Record<string, unknown>);
+    expect(lines[0]).toEqual({ session: WEATHER_CHAT, begin: true, chain: "sha256" });
+    const events = lines.slice(1, -1);
+    expect(events.map((line) => line.id)).toEqual((await client.allEvents(WEATHER_CHAT)).map((e) => e.id));
+    for (const line of events) expect(line.chain).toMatch(/^[0-9a-f]{64}$/);
+    expect(new Set(events.map((line) => line.chain)).size).toBe(events.length);
+    expect(lines[lines.length - 1]).toMatchObject({ session: WEATHER_CHAT, end: true, count: events.length, chain: events[events.length - 1]!.chain });
+    await expect(client.exportJsonl("01a20000-0000-7000-8000-00000000dead")).rejects.toMatchObject({ status: 404, code: "not_found" });
+  });
+
   it("queries the session list: search, filters, sort and pages", async () => {
     const marker = `zebra-${Date.now()}`;
     const first = await chatSession(`${marker} one`);

@@ -11,7 +11,7 @@
 
 import type { EventStream, Recorded, SessionDetail, SessionSummary, StateCheck } from "@openharness/client";
 import { type Command, HELP, commandFor } from "./keys";
-import { continueSession, exportJsonl, forkAt, openQuestion } from "./panels/controls";
+import { continueSession, forkAt, openQuestion } from "./panels/controls";
 import { renderEvent } from "./panels/event";
 import { renderHeader } from "./panels/header";
 import { SessionList } from "./panels/sessions";
@@ -544,14 +544,18 @@ class Inspector {
     }
   }
 
-  /** The open session's events as JSONL, read here (a page at a time) and saved by the browser. */
+  /**
+   * The open session's export, as the server writes it (`GET /sessions/{id}/export`, the same
+   * hash-chained JSONL as `openharness export`, a fork's ancestors first), saved by the browser
+   * byte for byte, so `openharness verify` checks the file and `openharness import` reads it.
+   */
   private async download(): Promise<void> {
     const summary = this.summary;
     if (!summary) return;
     try {
-      this.note(`reading ${summary.id}…`);
-      const events = await this.client.allEvents(summary.id);
-      const url = URL.createObjectURL(new Blob([exportJsonl(summary.id, events)], { type: "application/x-ndjson" }));
+      this.note(`exporting ${summary.id}…`);
+      const jsonl = await this.client.exportJsonl(summary.id);
+      const url = URL.createObjectURL(new Blob([jsonl], { type: "application/x-ndjson" }));
       const link = document.createElement("a");
       link.href = url;
       link.download = `${summary.id}.jsonl`;
@@ -559,7 +563,7 @@ class Inspector {
       link.click();
       link.remove();
       setTimeout(() => URL.revokeObjectURL(url), 10_000);
-      this.note(`${events.length} events of ${summary.id} saved as ${link.download}`);
+      this.note(`${summary.id} saved as ${link.download}, hash-chained: \`openharness verify ${link.download}\` checks it`);
     } catch (error) {
       this.fail(error);
     }

@@ -2,14 +2,15 @@
 // real `openharness serve`: sessions recorded through the API with the scripted models, then
 // opened, stepped through by keyboard, searched, forked and continued in the page.
 
-import { mkdirSync, readFileSync, rmSync } from "node:fs";
+import { spawnSync } from "node:child_process";
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { type Browser, type Page, chromium } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import type { JsonPatchOperation as PatchOp, Recorded, SessionDetail as SessionSummary, StateAt } from "@openharness/client";
 import { diff } from "../src/diff";
 import { formatDuration, millisBetween } from "../src/tape";
-import { type Served, api, idle, importJsonl, repoRoot, screenshotsDir, serve, tempDir, until } from "./serve";
+import { type Served, api, binary, idle, importJsonl, repoRoot, screenshotsDir, serve, tempDir, until } from "./serve";
 
 const CHROMIUM = process.env.CHROMIUM ?? "/usr/bin/chromium";
 
@@ -52,6 +53,39 @@ async function open(session: string, at?: number): Promise<Page> {
 /** Waits until the page shows `position` with its state and patch. */
 async function at(page: Page, position: number): Promise<void> {
   await page.waitForFunction((p) => document.body.dataset.position === String(p) && document.body.dataset.view === String(p), position);
+}
+
+/**
+ * Where downloads are kept: an ignored folder (target/), so a failed check can be read
+ * afterwards and a test run never changes a tracked file.
+ */
+const downloadsDir = join(repoRoot, "target", "downloads");
+
+/** Clicks the download button; the file the browser saved, kept as `target/downloads/<session>.jsonl`. */
+async function downloadFrom(page: Page, session: string): Promise<string> {
+  const [download] = await Promise.all([page.waitForEvent("download"), page.locator("#download").click()]);
+  expect(download.suggestedFilename()).toBe(`${session}.jsonl`);
+  mkdirSync(downloadsDir, { recursive: true });
+  const file = join(downloadsDir, `${session}.jsonl`);
+  await download.saveAs(file);
+  return file;
+}
+
+function jsonLines(file: string): Record<string, unknown>[] {
+  return readFileSync(file, "utf8").trimEnd().split("\n").map((line) => JSON.parse(line) as Record<string, unknown>);
+}
+
+/** `openharness verify --json FILE` with the real binary. */
+function runVerify(file: string): { status: number | null; stdout: string; stderr: string } {
+  const result = spawnSync(binary(), ["verify", "--json", file], { encoding: "utf8" });
+  return { status: result.status, stdout: result.stdout, stderr: result.stderr };
+}
+
+/** The verdict of `openharness verify --json FILE`, failing unless it exits 0 (verified). */
+function verify(file: string): Record<string, unknown> {
+  const result = runVerify(file);
+  if (result.status !== 0) throw new Error(`openharness verify ${file} exited ${result.status}: ${result.stdout}${result.stderr}`);
+  return JSON.parse(result.stdout) as Record<string, unknown>;
 }
 
 function problems(page: Page): string[] {
@@ -508,20 +542,47 @@ describe("the inspector", () => {
     await page.close();
   });
 
-  test("downloads the session's events as the JSONL `openharness import` reads", async () => {
+  test("downloads the session as the chained JSONL `openharness export` writes: `openharness verify` checks it", async () => {
     const page = await open(chat);
     const recorded = await events(chat);
     await at(page, recorded.length);
-    const [download] = await Promise.all([page.waitForEvent("download"), page.locator("#download").click()]);
-    expect(download.suggestedFilename()).toBe(`${chat}.jsonl`);
-    const file = (await download.path())!;
-    const lines = readFileSync(file, "utf8").trimEnd().split("\n").map((line) => JSON.parse(line) as Record<string, unknown>);
-    expect(lines[0]).toEqual({ session: chat, begin: true });
-    expect(lines.slice(1, -1).map((line) => line.id)).toEqual(recorded.map((e) => e.id));
-    expect(lines[lines.length - 1]).toEqual({ session: chat, end: true, count: recorded.length });
+    const file = await downloadFrom(page, chat);
+    const lines = jsonLines(file);
+    expect(lines[0]).toEqual({ session: chat, begin: true, chain: "sha256" });
+    const eventLines = lines.slice(1, -1);
+    expect(eventLines.map((line) => line.id)).toEqual(recorded.map((e) => e.id));
+    // Every event line carries its chain value, the end line seals the block with the last.
+    for (const line of eventLines) expect(line.chain).toMatch(/^[0-9a-f]{64}$/);
+    expect(lines[lines.length - 1]).toMatchObject({ session: chat, end: true, count: recorded.length, chain: eventLines[eventLines.length - 1]!.chain });
+    // Byte for byte the server's export, which the real `openharness verify` accepts.
+    expect(readFileSync(file, "utf8")).toBe(await (await fetch(`${server.url}/sessions/${chat}/export`)).text());
+    expect(verify(file)).toMatchObject({ verified: true, sessions: [{ session: chat, states: expect.anything() }] });
     const dir = tempDir();
     importJsonl(join(dir, "store.redb"), file);
     rmSync(dir, { recursive: true, force: true });
+    // One changed byte, and verify says the file is not as it was exported, naming the line.
+    const changed = join(downloadsDir, `${chat}.changed.jsonl`);
+    writeFileSync(changed, readFileSync(file, "utf8").replace('"text":"And then?"', '"text":"And than?"'));
+    expect(readFileSync(changed, "utf8")).not.toBe(readFileSync(file, "utf8"));
+    const refused = runVerify(changed);
+    expect(refused.status).toBe(1);
+    expect(JSON.parse(refused.stdout)).toMatchObject({ verified: false, broken: { session: chat } });
+    expect(problems(page)).toEqual([]);
+    await page.close();
+  });
+
+  test("a fork's download holds its parent's block first, and verifies on its own", async () => {
+    const { session: fork } = await api<{ session: string }>(server.url, `sessions/${chat}/fork`, {
+      method: "POST",
+      body: { at: "position", position: 2, input: "Somewhere else?" },
+    });
+    await settled(fork);
+    const page = await open(fork);
+    await at(page, (await events(fork)).length);
+    const file = await downloadFrom(page, fork);
+    const blocks = jsonLines(file).filter((line) => line.begin === true).map((line) => line.session);
+    expect(blocks).toEqual([chat, fork]);
+    expect(verify(file)).toMatchObject({ verified: true, sessions: [{ session: chat }, { session: fork }] });
     expect(problems(page)).toEqual([]);
     await page.close();
   });

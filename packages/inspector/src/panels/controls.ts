@@ -1,8 +1,9 @@
 // The controls that change the server's sessions: fork at the cursor, continue a session — a
 // new turn, or, when it waits, the answer to its open input request (whose question is shown) —
-// and cancel its running turn; and the session's events as the JSONL `openharness import` reads.
+// and cancel its running turn. (The session's download is the server's export:
+// `OpenHarnessClient.exportJsonl`.)
 
-import type { Accepted, OpenHarnessClient, Recorded, SessionDetail } from "@openharness/client";
+import type { Accepted, OpenHarnessClient, SessionDetail } from "@openharness/client";
 import type { Tape } from "../tape";
 
 /** How far back from the end the open request is looked for. */
@@ -46,16 +47,4 @@ export async function openQuestion(tape: Tape): Promise<string | null> {
   await tape.ensure(seq, seq + 1);
   const prompt = (tape.events[seq]?.payload as { prompt?: unknown } | undefined)?.prompt;
   return typeof prompt === "string" ? prompt : null;
-}
-
-/**
- * A session's events as `openharness export` writes them: a begin line, one line per event
- * with its session and seq, an end line that counts them. (A fork's own events only: its
- * parent's are exported with the parent.)
- */
-export function exportJsonl(session: string, events: readonly Recorded[]): string {
-  const lines = [JSON.stringify({ session, begin: true })];
-  for (const event of events) lines.push(JSON.stringify({ session, ...event }));
-  lines.push(JSON.stringify({ session, end: true, count: events.length }));
-  return lines.join("\n") + "\n";
 }
