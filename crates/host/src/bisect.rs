@@ -26,11 +26,11 @@ pub use fields::FieldChange;
 pub use origin::Producer;
 
 use crate::Host;
+use crate::causes::{Cause, causes};
 use crate::compare::{Lineage, same_event};
 use crate::error::HostError;
 use crate::json_fold::JsonFold;
 use crate::replay::{FirstDivergence, ReplayDivergence};
-use crate::replayer::{Cause, causes};
 
 /// How many handler runs since the last state both sides agree on a bisection lists.
 const MAX_HANDLER_RUNS: usize = 64;
@@ -525,7 +525,7 @@ fn payload_changes(a: Option<&EventAt>, b: Option<&EventAt>) -> Vec<FieldChange>
 /// The handler of the event at `seq`, which folded it into the state.
 fn handler_of(events: &[Envelope], seq: u64) -> Producer {
     match usize::try_from(seq).ok().and_then(|at| events.get(at)) {
-        Some(event) => Producer::Handler {
+        Some(event) => Producer::EventHandler {
             event: event.name.to_string(),
             seq,
         },

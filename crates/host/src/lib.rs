@@ -47,6 +47,7 @@
 mod ancestry;
 mod bisect;
 mod catalog;
+mod causes;
 mod code;
 mod compare;
 mod error;
@@ -73,6 +74,7 @@ use openharness_projection::{
 
 pub use bisect::{Bisection, EventAt, FieldChange, HandlerRun, PartKind, Parting, Producer};
 pub use catalog::{MAX_SESSIONS_PAGE, SessionQuery, SessionSort, SessionsPage};
+pub use causes::Cause;
 pub use code::CodeChange;
 pub use compare::{Ancestor, EventPlace, SessionComparison, SessionDivergence};
 pub use error::{HostError, list_names};
@@ -81,7 +83,7 @@ pub use json_fold::JsonFold;
 pub use prepared::PreparedFork;
 pub use query_words::{SessionQueryError, SessionQueryWords};
 pub use replay::{FirstDivergence, ReplayDivergence, Replayed};
-pub use replayer::{Cause, FailedReplay, PartedSession, ReplayReport, Replayer, SkippedSession};
+pub use replayer::{FailedReplay, PartedSession, ReplayReport, Replayer, SkippedSession};
 pub use schema::{WireSchema, wire_schemas};
 pub use turns::{ForkAnswer, ForkStart, RunningTurn, Started, TurnDone, TurnOptions, TurnStart};
 pub use wire::{EventsPage, ForkPoint, PositionView, SessionSummary, StateAt, TurnOutcome};

@@ -15,6 +15,7 @@ use tokio::task::JoinSet;
 
 use crate::Host;
 use crate::catalog::{SessionQuery, SessionsPage};
+use crate::causes::{Cause, causes};
 use crate::error::HostError;
 use crate::replay::{FirstDivergence, Replayed};
 use crate::wire::SessionSummary;
@@ -76,19 +77,6 @@ pub struct PartedSession {
     /// back to the input (or answer) that began it: each with its seq, name and the agent it
     /// concerns.
     pub causes: Vec<Cause>,
-}
-
-/// One link of a chain of causes (`causedBy`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
-#[serde(rename_all = "camelCase")]
-#[non_exhaustive]
-pub struct Cause {
-    /// The event's seq.
-    pub seq: u64,
-    /// Its name.
-    pub name: String,
-    /// The agent it concerns (its payload's `agent`), if any.
-    pub agent: Option<String>,
 }
 
 /// A session that could not be replayed.
@@ -267,34 +255,6 @@ async fn replay_one(host: &Host, session: &SessionId, workflow: Option<String>) 
     }))
 }
 
-/// The event at `seq` (or the last, past the end) and the events that caused it, back to one
-/// that nothing caused.
-pub(crate) fn causes(events: &[Envelope], seq: u64) -> Vec<Cause> {
-    let Some(last) = events.len().checked_sub(1) else {
-        return Vec::new();
-    };
-    let mut at = usize::try_from(seq).unwrap_or(usize::MAX).min(last);
-    let mut chain = Vec::new();
-    // A chain never runs longer than the log (a cycle would be a damaged log).
-    for _ in 0..events.len() {
-        let event = &events[at];
-        chain.push(Cause {
-            seq: at as u64,
-            name: event.name.to_string(),
-            agent: ["agent", "agentName"]
-                .iter()
-                .find_map(|key| event.payload[key].as_str())
-                .map(str::to_owned),
-        });
-        let Some(cause) = event.caused_by else { break };
-        match events[..at].iter().rposition(|e| e.id == cause) {
-            Some(earlier) => at = earlier,
-            None => break,
-        }
-    }
-    chain
-}
-
 impl ReplayReport {
     /// Whether every replayed session matched and none failed.
     pub fn all_matched(&self) -> bool {
@@ -429,29 +389,6 @@ fn xml(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
-
-    #[test]
-    fn the_chain_of_causes_runs_back_to_the_input() {
-        let input = Envelope::new("user:input", json!({"text": "go"}), None);
-        let started = Envelope::new("agent:started", json!({"agent": "planner"}), Some(input.id));
-        let noise = Envelope::new("text:delta", json!({}), None);
-        let planned = Envelope::new("plan:created", json!({}), Some(started.id));
-        let events = [input, started, noise, planned];
-        let chain = causes(&events, 3);
-        let names: Vec<_> = chain.iter().map(|c| (c.seq, c.name.as_str())).collect();
-        assert_eq!(
-            names,
-            [(3, "plan:created"), (1, "agent:started"), (0, "user:input")]
-        );
-        assert_eq!(chain[1].agent.as_deref(), Some("planner"));
-        assert_eq!(
-            causes(&events, 99)[0].seq,
-            3,
-            "past the end: the last event"
-        );
-        assert!(causes(&[], 0).is_empty());
-    }
 
     #[test]
     fn xml_escapes_what_it_must() {

@@ -88,7 +88,7 @@ async fn two_sessions_whose_states_part_while_every_event_matches() {
     assert!(parting.agreed_after.is_some_and(|seq| seq < refund));
     assert_eq!(
         parting.produced_by,
-        Producer::Handler {
+        Producer::EventHandler {
             event: "refund:issued".into(),
             seq: refund
         }
@@ -183,7 +183,7 @@ async fn two_sessions_whose_events_part_at_a_dropped_follow_up() {
     assert_eq!(parting.b.as_ref().unwrap().name, "workflow:completed");
     assert_eq!(
         parting.produced_by,
-        Producer::Handler {
+        Producer::EventHandler {
             event: "order:placed".into(),
             seq: placed
         }
@@ -243,7 +243,7 @@ async fn a_session_against_its_replay_through_buggy_code() {
     assert_eq!(payload, ["/qty: (none) → 2", "/quantity: 2 → (none)"]);
     assert_eq!(
         parting.produced_by,
-        Producer::Handler {
+        Producer::EventHandler {
             event: "user:input".into(),
             seq: placed - 1
         }

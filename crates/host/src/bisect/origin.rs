@@ -26,8 +26,11 @@ pub enum Producer {
         /// The seq of the event that activated the call, when it is in the log.
         trigger: Option<u64>,
     },
-    /// The handler of an event: the events it emitted, or the state it folded.
-    Handler {
+    /// The handler of an event: the events it emitted, or the state it folded (`"kind":
+    /// "handler"`; not named `Handler` in Rust, so compiler messages about the `Handler`
+    /// trait keep its short name).
+    #[serde(rename = "handler")]
+    EventHandler {
         /// The event the handler takes.
         event: String,
         /// Its seq.
@@ -48,7 +51,7 @@ impl std::fmt::Display for Producer {
                 trigger: Some(seq),
             } => write!(f, "agent `{agent}` (its call activated at seq {seq})"),
             Self::Agent { agent, .. } => write!(f, "agent `{agent}`"),
-            Self::Handler { event, seq } => write!(f, "the handler of `{event}` (seq {seq})"),
+            Self::EventHandler { event, seq } => write!(f, "the handler of `{event}` (seq {seq})"),
             Self::Unrecorded => f.write_str("an event outside this log"),
         }
     }
@@ -111,7 +114,7 @@ pub(crate) fn producer(events: &[Envelope], at: usize, agents: &[AgentSpec]) -> 
             agent: (*agent).to_owned(),
             trigger: Some(trigger as u64),
         },
-        None => Producer::Handler {
+        None => Producer::EventHandler {
             event: events[trigger].name.to_string(),
             seq: trigger as u64,
         },
@@ -147,7 +150,7 @@ mod tests {
             agent: "clerk".into(),
             trigger: Some(trigger),
         };
-        let handler = |event: &str, seq| Producer::Handler {
+        let handler = |event: &str, seq| Producer::EventHandler {
             event: event.into(),
             seq,
         };
