@@ -21,7 +21,7 @@
 //!   [`CodeIdentity`], [`CallKey`], which agent call a recorded event belongs to, and
 //!   [`state_hash()`] / [`json_hash`], a state's SHA-256 as canonical JSON.
 //! - **What the macros generate against:** [`Decoded`], [`IntoEmit`], [`AgentSpec`],
-//!   [`ReplySource`], and for event versions [`DecodeError`], [`read_upcasting`],
+//!   [`ReplySource`], and for event versions [`DecodeError`], [`Split`], [`read_upcasting`],
 //!   [`read_current`] and [`decoded_with_splits`].
 //! - **Types met through a method but seldom named:** [`WorkflowBuilder`]
 //!   (`Workflow::builder`), [`Toolbox`], [`FnRenderer`] (`renderer_fn`), [`OpenCallReport`],
@@ -54,6 +54,7 @@ pub use crate::fold::{
 };
 pub mod observe;
 pub use crate::error::ErrorChain;
+pub use crate::event::decoded_with_splits;
 pub use crate::provider::{
     ChatToolCall, ProviderEvent, ProviderRequest, ProviderResponse, ProviderResult, ProviderSink,
     Steers, Usage,
@@ -68,5 +69,5 @@ pub use crate::store::{
     SubscriptionSender,
 };
 pub use crate::tool::{DEFAULT_MAX_TURNS, Toolbox};
-pub use crate::upcast::{DecodeError, decoded_with_splits, read_current, read_upcasting};
+pub use crate::upcast::{DecodeError, Split, read_current, read_upcasting};
 pub use crate::workflow::WorkflowBuilder;

@@ -10,12 +10,12 @@ use std::fmt;
 use std::str::FromStr;
 
 use chrono::{DateTime, Utc};
-use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use uuid::Uuid;
 
-use crate::upcast::{DecodeError, Upcasted};
+pub use crate::upcast::Event;
+use crate::upcast::{DecodeError, Split};
 
 /// The id of one event: a UUID v7, so ids created later sort later.
 ///
@@ -266,50 +266,6 @@ impl Envelope {
     }
 }
 
-/// A typed event: a serializable value with a fixed `noun:verb` name.
-///
-/// Implemented by `#[event]`, which also checks the name at compile time.
-///
-/// ```
-/// use openharness_core::Event;
-/// #[derive(serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
-/// struct TaskCompleted { id: u32 }
-/// impl Event for TaskCompleted { const NAME: &'static str = "task:completed"; }
-/// assert_eq!(TaskCompleted::NAME, "task:completed");
-/// ```
-#[diagnostic::on_unimplemented(
-    message = "`{Self}` is not an event",
-    label = "not an event",
-    note = "add `#[event]` (or `#[event(\"noun:verb\")]`) to the definition of `{Self}`"
-)]
-pub trait Event:
-    Serialize + DeserializeOwned + schemars::JsonSchema + Send + Sync + 'static
-{
-    /// The `noun:verb` name this event is recorded under.
-    const NAME: &'static str;
-
-    /// The version of this event's shape, recorded in every envelope
-    /// ([`Envelope::version`]): 1 until a field is renamed, retyped or split off, then one
-    /// more each time, with an [`Upcast`](crate::adapter::Upcast) from the previous version.
-    const VERSION: u32 = 1;
-
-    /// Reads a payload recorded at `version` as today's event (with any events an upcast
-    /// split off it). The default reads the current version only; `#[event(version = N)]`
-    /// reads every older one through its [`Upcast`](crate::adapter::Upcast)s
-    /// ([`read_upcasting`](crate::adapter::read_upcasting)).
-    ///
-    /// # Errors
-    /// [`DecodeError::Newer`] for a version above [`VERSION`](Self::VERSION),
-    /// [`DecodeError::NoPath`] for one without an upcast, [`DecodeError::Payload`] for a
-    /// payload that is not this event.
-    fn read_recorded(version: u32, payload: &Value) -> Result<Upcasted<Self>, DecodeError>
-    where
-        Self: Sized,
-    {
-        crate::upcast::read_current(version, payload)
-    }
-}
-
 /// What decoding an envelope against an [`EventSet`] gave.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Decoded<E> {
@@ -394,6 +350,44 @@ pub trait EventSet: Sized + Send + Sync + 'static {
     fn contains(name: &str) -> bool {
         Self::NAMES.contains(&name)
     }
+}
+
+/// An event set's value for an upcast: `first` alone, or with the events split off it,
+/// each decoded through the set at its current version. What `#[event]` on an enum generates
+/// [`EventSet::decode_versioned`] with.
+///
+/// # Errors
+/// [`DecodeError::SplitOutsideSet`] when a split-off event is not in the set, and whatever
+/// decoding it gives.
+pub fn decoded_with_splits<S: EventSet>(
+    name: &str,
+    first: S,
+    splits: Vec<Split>,
+) -> Result<Decoded<S>, DecodeError> {
+    if splits.is_empty() {
+        return Ok(Decoded::Known(first));
+    }
+    let mut events = vec![first];
+    for split in splits {
+        let payload = split
+            .payload
+            .map_err(|message| DecodeError::SplitUnencodable {
+                name: Cow::Owned(name.to_owned()),
+                split: Cow::Borrowed(split.name),
+                message,
+            })?;
+        match S::decode_versioned(split.name, split.version, &payload)? {
+            Decoded::Known(event) => events.push(event),
+            Decoded::Several(more) => events.extend(more),
+            Decoded::Unknown => {
+                return Err(DecodeError::SplitOutsideSet {
+                    name: Cow::Owned(name.to_owned()),
+                    split: Cow::Borrowed(split.name),
+                });
+            }
+        }
+    }
+    Ok(Decoded::Several(events))
 }
 
 #[cfg(test)]

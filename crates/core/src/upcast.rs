@@ -1,5 +1,5 @@
-//! Event versions and upcasters: how an event recorded in an older shape reads under today's
-//! code.
+//! [`Event`], the trait every typed event implements, with what reading one recorded at an
+//! older version of its shape takes: event versions and upcasters.
 //!
 //! An event's shape has a version ([`Event::VERSION`], `#[event(version = N)]`, 1 by default)
 //! and every envelope records the version it was written at ([`Envelope::version`]). When a
@@ -17,10 +17,53 @@
 
 use std::borrow::Cow;
 
+use serde::Serialize;
+use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use crate::emit::Pending;
-use crate::event::{Decoded, Event, EventSet};
+/// A typed event: a serializable value with a fixed `noun:verb` name.
+///
+/// Implemented by `#[event]`, which also checks the name at compile time.
+///
+/// ```
+/// use openharness_core::Event;
+/// #[derive(serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+/// struct TaskCompleted { id: u32 }
+/// impl Event for TaskCompleted { const NAME: &'static str = "task:completed"; }
+/// assert_eq!(TaskCompleted::NAME, "task:completed");
+/// ```
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not an event",
+    label = "not an event",
+    note = "add `#[event]` (or `#[event(\"noun:verb\")]`) to the definition of `{Self}`"
+)]
+pub trait Event:
+    Serialize + DeserializeOwned + schemars::JsonSchema + Send + Sync + 'static
+{
+    /// The `noun:verb` name this event is recorded under.
+    const NAME: &'static str;
+
+    /// The version of this event's shape, recorded in every envelope
+    /// ([`Envelope::version`](crate::Envelope::version)): 1 until a field is renamed, retyped or split off, then one
+    /// more each time, with an [`Upcast`] from the previous version.
+    const VERSION: u32 = 1;
+
+    /// Reads a payload recorded at `version` as today's event (with any events an upcast
+    /// split off it). The default reads the current version only; `#[event(version = N)]`
+    /// reads every older one through its [`Upcast`]s
+    /// ([`read_upcasting`](crate::adapter::read_upcasting)).
+    ///
+    /// # Errors
+    /// [`DecodeError::Newer`] for a version above [`VERSION`](Self::VERSION),
+    /// [`DecodeError::NoPath`] for one without an upcast, [`DecodeError::Payload`] for a
+    /// payload that is not this event.
+    fn read_recorded(version: u32, payload: &Value) -> Result<Upcasted<Self>, DecodeError>
+    where
+        Self: Sized,
+    {
+        read_current(version, payload)
+    }
+}
 
 /// How events recorded at the previous version of `Self` read today.
 ///
@@ -89,7 +132,18 @@ pub trait Upcast: Event {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Upcasted<E> {
     event: E,
-    also: Vec<Pending>,
+    also: Vec<Split>,
+}
+
+/// An event split off an upcast one ([`Upcasted::and`]), encoded at its current version.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Split {
+    /// Its name.
+    pub name: &'static str,
+    /// Its version ([`Event::VERSION`]).
+    pub version: u32,
+    /// Its payload, or why it does not encode.
+    pub payload: Result<Value, String>,
 }
 
 impl<E> From<E> for Upcasted<E> {
@@ -106,7 +160,11 @@ impl<E> Upcasted<E> {
     /// the same position of the log. It must be an event of the workflows that read it.
     #[must_use]
     pub fn and<F: Event>(mut self, split: F) -> Self {
-        self.also.push(Pending::of(&split));
+        self.also.push(Split {
+            name: F::NAME,
+            version: F::VERSION,
+            payload: serde_json::to_value(&split).map_err(|err| err.to_string()),
+        });
         self
     }
 
@@ -116,12 +174,12 @@ impl<E> Upcasted<E> {
     }
 
     /// The events split off it, encoded at their current versions.
-    pub fn split_off(&self) -> &[Pending] {
+    pub fn split_off(&self) -> &[Split] {
         &self.also
     }
 
     /// Today's event and the events split off it.
-    pub fn into_parts(self) -> (E, Vec<Pending>) {
+    pub fn into_parts(self) -> (E, Vec<Split>) {
         (self.event, self.also)
     }
 }
@@ -173,6 +231,16 @@ pub enum DecodeError {
         name: Cow<'static, str>,
         /// The name of the event split off it.
         split: Cow<'static, str>,
+    },
+    /// An upcast split off an event that does not encode as JSON.
+    #[error("upcasting `{name}` split off `{split}`, which does not encode: {message}")]
+    SplitUnencodable {
+        /// The upcast event's name.
+        name: Cow<'static, str>,
+        /// The name of the event split off it.
+        split: Cow<'static, str>,
+        /// What serde said.
+        message: String,
     },
 }
 
@@ -241,37 +309,6 @@ fn refusal<E: Event>(version: u32) -> DecodeError {
             known: E::VERSION,
         }
     }
-}
-
-/// An event set's value for an upcast: `first` alone, or with the events split off it,
-/// each decoded through the set at its current version. What `#[event]` on an enum generates
-/// [`EventSet::decode_versioned`] with.
-///
-/// # Errors
-/// [`DecodeError::SplitOutsideSet`] when a split-off event is not in the set, and whatever
-/// decoding it gives.
-pub fn decoded_with_splits<S: EventSet>(
-    name: &str,
-    first: S,
-    splits: Vec<Pending>,
-) -> Result<Decoded<S>, DecodeError> {
-    if splits.is_empty() {
-        return Ok(Decoded::Known(first));
-    }
-    let mut events = vec![first];
-    for split in splits {
-        match S::decode_versioned(&split.name, split.version, &split.payload)? {
-            Decoded::Known(event) => events.push(event),
-            Decoded::Several(more) => events.extend(more),
-            Decoded::Unknown => {
-                return Err(DecodeError::SplitOutsideSet {
-                    name: Cow::Owned(name.to_owned()),
-                    split: split.name,
-                });
-            }
-        }
-    }
-    Ok(Decoded::Several(events))
 }
 
 /// Whether two names are equal, in a `const` context (the compile-time checks `#[event]`
