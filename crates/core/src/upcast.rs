@@ -13,6 +13,10 @@
 //! not the version just below (or is recorded under another name) does not compile, and an
 //! envelope newer than the code is refused with [`DecodeError::Newer`].
 //!
+//! One limit: a turn a crash cut off, resumed by a build whose upcast splits an event that turn
+//! recorded, matches what is left to record by event name only, so an event split off by the
+//! new build may be recorded again by the resume. Finish cut-off turns before deploying a split.
+//!
 //! [`Envelope::version`]: crate::Envelope::version
 
 use std::borrow::Cow;
