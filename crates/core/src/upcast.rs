@@ -193,7 +193,7 @@ impl<E> Upcasted<E> {
 #[non_exhaustive]
 pub enum DecodeError {
     /// The payload does not match the event's type at the version it was recorded at.
-    #[error("`{name}` (version {version}) does not decode: {source}")]
+    #[error("the payload is not a `{name}` (version {version}): {source}")]
     Payload {
         /// The event's name.
         name: Cow<'static, str>,
