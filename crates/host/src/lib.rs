@@ -275,6 +275,38 @@ impl Host {
         }
     }
 
+    /// This host's workflows — with their turn options, readers and busy policy — over another
+    /// store: a host of its own (no turn in flight, its own session list) for what that store
+    /// holds. `replay --all --from` re-executes exports read into memory through it, so their
+    /// turns run as this host's would.
+    ///
+    /// ```
+    /// # fn demo(host: openharness_host::Host) {
+    /// let exports: std::sync::Arc<dyn openharness_core::Store> =
+    ///     std::sync::Arc::new(openharness_store::MemoryStore::new());
+    /// let replaying = host.over_store(exports);
+    /// assert_eq!(replaying.workflow_names(), host.workflow_names());
+    /// # }
+    /// ```
+    #[must_use]
+    pub fn over_store(&self, store: Arc<dyn Store>) -> Self {
+        Self {
+            workflows: self
+                .workflows
+                .iter()
+                .map(|(name, w)| (name.clone(), w.with_store(Arc::clone(&store))))
+                .collect(),
+            store,
+            readers: Arc::clone(&self.readers),
+            turns: Arc::default(),
+            on_busy: self.on_busy,
+            turn_options: Arc::clone(&self.turn_options),
+            unlisted: Arc::clone(&self.unlisted),
+            unlisted_prefixes: Arc::clone(&self.unlisted_prefixes),
+            catalog: Arc::default(),
+        }
+    }
+
     /// The store sessions are recorded to.
     pub fn store(&self) -> &Arc<dyn Store> {
         &self.store
@@ -629,5 +661,33 @@ impl Host {
             .events(session, 0..position.min(info.count))
             .await
             .map_err(self.store_error())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use openharness_core::RunOptions;
+    use openharness_store::MemoryStore;
+
+    #[test]
+    fn a_host_over_another_store_keeps_its_turn_options_and_readers_not_its_turns() {
+        let host = Host::new(MemoryStore::new())
+            .turn_options("chat", |_session| Box::pin(async { Ok(RunOptions::new()) }));
+        let mut readers = HashSet::new();
+        readers.insert("chat".to_owned());
+        let host = Host {
+            readers: Arc::new(readers),
+            ..host
+        };
+        let exports: Arc<dyn Store> = Arc::new(MemoryStore::new());
+        let over = host.over_store(Arc::clone(&exports));
+        assert!(over.turn_options.contains_key("chat"));
+        assert!(over.readers.contains("chat"));
+        assert!(Arc::ptr_eq(over.store(), &exports));
+        assert!(
+            !Arc::ptr_eq(&over.turns, &host.turns),
+            "turns in flight are not shared"
+        );
     }
 }

@@ -295,10 +295,6 @@ async fn exports_host(
                 source,
             })?;
     }
-    let mut replaying = openharness_host::Host::shared(memory);
-    for name in host.workflow_names() {
-        let hosted = std::sync::Arc::clone(host.hosted(&name)?);
-        replaying = replaying.register(hosted)?;
-    }
-    Ok(replaying)
+    // The host's workflows as it serves them (turn options, readers), over the exports.
+    Ok(host.over_store(memory))
 }
