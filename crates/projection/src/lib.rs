@@ -13,7 +13,8 @@
 //!
 //! The second view is the AI SDK 5 UI message stream of a session's turns ([`UiStream`]), and
 //! the stored chat built from that same stream ([`ui_messages`]), so what a client streamed
-//! and what it reloads are equal.
+//! and what it reloads are equal. The third is a turn as an Open Responses response
+//! ([`ResponseStream`]).
 //!
 //! # Modules
 //!
@@ -21,6 +22,8 @@
 //! - `project` (`project/`): [`project_messages`] and [`MessageProjection`], events to messages.
 //! - `ui`: [`to_ui_messages`], messages in the AI SDK 5 `UIMessage` shape.
 //! - `ui_stream` (`ui_stream/`): [`UiStream`], the UI message stream; `messages`, its stored chat.
+//! - `open_responses` (`open_responses/`): [`ResponseStream`], a turn as an Open Responses
+//!   response (its streaming events and its resource).
 //! - `reply`: an agent's chat reply as text, read whole ([`reply_text`]) or as it streams.
 //!
 //! ```
@@ -52,12 +55,14 @@
 //! ```
 
 mod message;
+mod open_responses;
 mod project;
 mod reply;
 mod ui;
 mod ui_stream;
 
 pub use message::{Message, Part, Role, TextState, ToolState};
+pub use open_responses::{ResponseEvent, ResponseHead, ResponseStream};
 pub use project::{MessageProjection, project_messages};
 pub use reply::{ReplyDecoder, reply_text};
 pub use ui::{ToolApproval, UiMessage, UiPart, UiToolCall, to_ui_messages};

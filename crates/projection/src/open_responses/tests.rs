@@ -1,0 +1,275 @@
+//! The Open Responses projection: event order, sequence numbers, the reply decoded from
+//! structured output, questions, stopped and failed turns, and the resource's required fields.
+#![allow(clippy::unwrap_used)]
+
+use openharness_core::builtin::{
+    AgentCompleted, AgentStarted, InputRequested, Outcome, TextDelta, UserInput, WorkflowCompleted,
+};
+use openharness_core::{Envelope, EventId};
+use serde_json::{Value, json};
+
+use super::*;
+
+fn input() -> Envelope {
+    Envelope::typed(&UserInput::new("Hi"), None).unwrap()
+}
+
+fn started(agent: &str, cause: Option<EventId>) -> Envelope {
+    let started = AgentStarted {
+        agent: agent.into(),
+        reply: Some("/reply".into()),
+        ..AgentStarted::default()
+    };
+    Envelope::typed(&started, cause).unwrap()
+}
+
+fn delta(agent: &str, text: &str, cause: Option<EventId>) -> Envelope {
+    let delta = TextDelta {
+        agent: agent.into(),
+        delta: text.into(),
+        attempt: 1,
+    };
+    Envelope::typed(&delta, cause).unwrap()
+}
+
+fn completed(agent: &str, reply: &str, cause: Option<EventId>) -> Envelope {
+    let mut usage = openharness_core::adapter::Usage::default();
+    usage.input_tokens = 10;
+    usage.cache_read_tokens = 4;
+    usage.output_tokens = 3;
+    let completed = AgentCompleted {
+        agent: agent.into(),
+        outcome: Outcome::Success,
+        usage,
+        cost: None,
+        error: None,
+        output: Some(json!({ "reply": reply })),
+    };
+    Envelope::typed(&completed, cause).unwrap()
+}
+
+fn ended(reason: &str) -> Envelope {
+    let done = WorkflowCompleted {
+        reason: reason.into(),
+        ..WorkflowCompleted::default()
+    };
+    Envelope::typed(&done, None).unwrap()
+}
+
+fn run(events: &[Envelope]) -> (Vec<ResponseEvent>, ResponseStream) {
+    let mut stream = ResponseStream::new(ResponseHead::new("resp_0_s", "chat", "s"));
+    let out = events.iter().flat_map(|event| stream.step(event)).collect();
+    (out, stream)
+}
+
+fn kinds(events: &[ResponseEvent]) -> Vec<&'static str> {
+    events.iter().map(|event| event.kind).collect()
+}
+
+/// The required fields of `ResponseResource` in the specification (2026-04-24), verbatim.
+const REQUIRED: &[&str] = &[
+    "id",
+    "object",
+    "created_at",
+    "completed_at",
+    "status",
+    "incomplete_details",
+    "model",
+    "previous_response_id",
+    "instructions",
+    "output",
+    "error",
+    "tools",
+    "tool_choice",
+    "truncation",
+    "parallel_tool_calls",
+    "text",
+    "top_p",
+    "presence_penalty",
+    "frequency_penalty",
+    "top_logprobs",
+    "temperature",
+    "reasoning",
+    "user",
+    "usage",
+    "max_output_tokens",
+    "max_tool_calls",
+    "store",
+    "background",
+    "service_tier",
+    "metadata",
+    "safety_identifier",
+    "prompt_cache_key",
+];
+
+fn assert_whole(resource: &Value) {
+    for field in REQUIRED {
+        assert!(
+            resource.get(field).is_some(),
+            "the resource lacks `{field}`: {resource}"
+        );
+    }
+}
+
+#[test]
+fn a_streamed_reply_is_its_characters_with_numbered_events() {
+    let input = input();
+    let cause = Some(input.id);
+    let events = [
+        input.clone(),
+        started("assistant", cause),
+        delta("assistant", "{\"reply\": \"Hel", cause),
+        delta("assistant", "lo\\nthere\"}", cause),
+        completed("assistant", "Hello\nthere", cause),
+        ended("idle"),
+    ];
+    let (out, stream) = run(&events);
+    assert_eq!(
+        kinds(&out),
+        [
+            "response.created",
+            "response.in_progress",
+            "response.output_item.added",
+            "response.content_part.added",
+            "response.output_text.delta",
+            "response.output_text.delta",
+            "response.output_text.done",
+            "response.content_part.done",
+            "response.output_item.done",
+            "response.completed",
+        ]
+    );
+    for (n, event) in out.iter().enumerate() {
+        assert_eq!(event.data["sequence_number"], n as u64);
+        assert_eq!(event.data["type"], event.kind);
+        assert!(event.data.get("error").is_none(), "{}", event.data);
+    }
+    let deltas: String = out
+        .iter()
+        .filter(|e| e.kind == "response.output_text.delta")
+        .map(|e| e.data["delta"].as_str().unwrap())
+        .collect();
+    assert_eq!(deltas, "Hello\nthere");
+    let resource = stream.resource();
+    assert_whole(&resource);
+    assert_eq!(resource["output"][0]["content"][0]["text"], "Hello\nthere");
+    assert_eq!(resource["output"][0]["id"], format!("msg_{}", events[2].id));
+    assert_eq!(resource["usage"]["input_tokens"], 14);
+    assert_eq!(resource["usage"]["input_tokens_details"]["cached_tokens"], 4);
+    assert_eq!(resource["usage"]["total_tokens"], 17);
+    assert_eq!(resource["conversation"]["id"], "s");
+    // The completed event carries the same resource.
+    assert_eq!(out.last().unwrap().data["response"], resource);
+    assert!(stream.ended());
+    // Nothing after the turn's end is the response's.
+    let mut stream = stream;
+    assert!(stream.step(&input).is_empty());
+}
+
+#[test]
+fn a_running_response_shows_its_text_so_far() {
+    let input = input();
+    let cause = Some(input.id);
+    let (_, stream) = run(&[
+        input.clone(),
+        started("assistant", cause),
+        delta("assistant", "{\"reply\": \"Hal", cause),
+    ]);
+    let resource = stream.resource();
+    assert_whole(&resource);
+    assert_eq!(resource["status"], "in_progress");
+    assert_eq!(resource["completed_at"], Value::Null);
+    assert_eq!(resource["output"][0]["status"], "in_progress");
+    assert_eq!(resource["output"][0]["content"][0]["text"], "Hal");
+}
+
+#[test]
+fn a_question_is_a_message_and_the_response_completes() {
+    let input = input();
+    let asked = Envelope::typed(&InputRequested::approval("Publish?"), Some(input.id)).unwrap();
+    let (out, stream) = run(&[input, asked, ended("waiting_for_input")]);
+    assert_eq!(out.last().unwrap().kind, "response.completed");
+    let resource = stream.resource();
+    assert_eq!(resource["output"][0]["content"][0]["text"], "Publish?");
+    assert_eq!(resource["output"][0]["status"], "completed");
+}
+
+#[test]
+fn a_stopped_turn_is_incomplete_with_its_reason_and_keeps_what_it_said() {
+    let input = input();
+    let cause = Some(input.id);
+    let (out, stream) = run(&[
+        input.clone(),
+        started("assistant", cause),
+        delta("assistant", "{\"reply\": \"Par", cause),
+        ended("cancelled"),
+    ]);
+    let tail: Vec<_> = kinds(&out).into_iter().rev().take(4).collect();
+    assert_eq!(
+        tail,
+        [
+            "response.incomplete",
+            "response.output_item.done",
+            "response.content_part.done",
+            "response.output_text.done"
+        ]
+    );
+    let resource = stream.resource();
+    assert_eq!(resource["status"], "incomplete");
+    assert_eq!(resource["incomplete_details"]["reason"], "cancelled");
+    assert_eq!(resource["output"][0]["content"][0]["text"], "Par");
+}
+
+#[test]
+fn a_failed_turn_says_why_then_fails_the_response() {
+    let input = input();
+    let mut stream = ResponseStream::new(ResponseHead::new("resp_0_s", "chat", "s"));
+    stream.step(&input);
+    let out = stream.fail("turn_failed", "the store is gone");
+    assert_eq!(kinds(&out), ["error", "response.failed"]);
+    assert_eq!(out[0].data["message"], "the store is gone");
+    let resource = stream.resource();
+    assert_eq!(resource["status"], "failed");
+    assert_eq!(resource["error"]["code"], "turn_failed");
+    assert!(stream.fail("again", "no").is_empty());
+}
+
+#[test]
+fn calls_at_once_are_items_of_their_own_in_the_order_their_text_starts() {
+    let input = input();
+    let cause = Some(input.id);
+    let (_, stream) = run(&[
+        input.clone(),
+        started("a", cause),
+        started("b", cause),
+        delta("b", "{\"reply\": \"B", cause),
+        delta("a", "{\"reply\": \"A", cause),
+        completed("a", "A!", cause),
+        completed("b", "B!", cause),
+        ended("idle"),
+    ]);
+    let texts: Vec<_> = stream.resource()["output"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|item| item["content"][0]["text"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(texts, ["B!", "A!"]);
+}
+
+#[test]
+fn the_same_events_give_the_same_response_byte_for_byte() {
+    let input = input();
+    let cause = Some(input.id);
+    let events = [
+        input.clone(),
+        started("assistant", cause),
+        delta("assistant", "{\"reply\": \"Hi", cause),
+        completed("assistant", "Hi", cause),
+        ended("idle"),
+    ];
+    let (first, a) = run(&events);
+    let (second, b) = run(&events);
+    assert_eq!(first, second);
+    assert_eq!(a.resource().to_string(), b.resource().to_string());
+}
