@@ -230,10 +230,7 @@ impl ResponseStream {
             }
             Builtin::TextDelta(delta) => {
                 let key = CallKey::new(delta.agent, event.caused_by);
-                let mut call = self
-                    .calls
-                    .remove(&key)
-                    .unwrap_or_else(|| Call::new(None));
+                let mut call = self.calls.remove(&key).unwrap_or_else(|| Call::new(None));
                 if delta.attempt > call.attempt {
                     // A re-asked attempt: its text is a new item (a stream takes nothing back).
                     call.attempt = delta.attempt;
@@ -266,10 +263,7 @@ impl ResponseStream {
                 self.usage.cached += usage.cache_read_tokens;
                 self.usage.output += usage.output_tokens;
                 let key = CallKey::new(completed.agent.as_str(), event.caused_by);
-                let mut call = self
-                    .calls
-                    .remove(&key)
-                    .unwrap_or_else(|| Call::new(None));
+                let mut call = self.calls.remove(&key).unwrap_or_else(|| Call::new(None));
                 if completed.outcome == Outcome::Success
                     && let Some(output) = &completed.output
                     && let Some(reply) = reply_text(output, call.pointer.as_deref())
@@ -288,13 +282,15 @@ impl ResponseStream {
                 self.close_item(&mut asked, &mut out);
             }
             Builtin::WorkflowCompleted(completed) => {
-                self.close_all(&mut out);
-                self.completed_at = Some(event.timestamp.timestamp());
                 let reason = completed.reason;
-                if matches!(
+                let cut_short = matches!(
                     reason.as_str(),
                     "cancelled" | "interrupted" | "rolled_back" | "max_events" | "deadline"
-                ) {
+                );
+                // What a stopped turn was saying stays, as an item cut short.
+                self.close_all(if cut_short { "incomplete" } else { "completed" }, &mut out);
+                self.completed_at = Some(event.timestamp.timestamp());
+                if cut_short {
                     self.status = Status::Incomplete;
                     self.incomplete_reason = Some(reason);
                     self.emit("response.incomplete", self.wrapped(), &mut out);
@@ -318,7 +314,7 @@ impl ResponseStream {
         if !self.started {
             self.start(0, &mut out);
         }
-        self.close_all(&mut out);
+        self.close_all("incomplete", &mut out);
         self.status = Status::Failed;
         self.error = Some(json!({ "code": code, "message": message }));
         let error = json!({ "code": code, "message": message, "param": null });
@@ -399,14 +395,23 @@ impl ResponseStream {
     fn emit(&mut self, kind: &'static str, mut data: Value, out: &mut Vec<ResponseEvent>) {
         if let Value::Object(fields) = &mut data {
             fields.insert("type".to_owned(), Value::from(kind));
-            fields.insert("sequence_number".to_owned(), Value::from(self.next_sequence));
+            fields.insert(
+                "sequence_number".to_owned(),
+                Value::from(self.next_sequence),
+            );
         }
         self.next_sequence += 1;
         out.push(ResponseEvent { kind, data });
     }
 
     /// Adds `text` to `call`'s message item, opening the item (named after `event`) first.
-    fn text(&mut self, call: &mut Call, event: &Envelope, text: &str, out: &mut Vec<ResponseEvent>) {
+    fn text(
+        &mut self,
+        call: &mut Call,
+        event: &Envelope,
+        text: &str,
+        out: &mut Vec<ResponseEvent>,
+    ) {
         let item = match &mut call.item {
             Some(item) => item,
             None => {
@@ -445,6 +450,11 @@ impl ResponseStream {
 
     /// Ends `call`'s message item, if one is open.
     fn close_item(&mut self, call: &mut Call, out: &mut Vec<ResponseEvent>) {
+        self.close_item_as(call, "completed", out);
+    }
+
+    /// Ends `call`'s message item, if one is open, with the item status `status`.
+    fn close_item_as(&mut self, call: &mut Call, status: &str, out: &mut Vec<ResponseEvent>) {
         let Some(OpenItem { index, id, text }) = call.item.take() else {
             return;
         };
@@ -460,7 +470,7 @@ impl ResponseStream {
                 "part": output_text(&text) }),
             out,
         );
-        let item = json!({ "type": "message", "id": id, "status": "completed",
+        let item = json!({ "type": "message", "id": id, "status": status,
             "role": "assistant", "content": [output_text(&text)] });
         if let Some(slot) = self.output.get_mut(index) {
             *slot = item.clone();
@@ -472,12 +482,12 @@ impl ResponseStream {
         );
     }
 
-    /// Ends every item still open (the turn ended, or failed).
-    fn close_all(&mut self, out: &mut Vec<ResponseEvent>) {
+    /// Ends every item still open (the turn ended, or failed), as `status`.
+    fn close_all(&mut self, status: &str, out: &mut Vec<ResponseEvent>) {
         let mut calls: Vec<Call> = std::mem::take(&mut self.calls).into_values().collect();
         calls.sort_by_key(|call| call.item.as_ref().map_or(usize::MAX, |item| item.index));
         for mut call in calls {
-            self.close_item(&mut call, out);
+            self.close_item_as(&mut call, status, out);
         }
     }
 }

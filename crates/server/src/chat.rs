@@ -338,16 +338,17 @@ where
 }
 
 /// Resolves with why the turn a stream follows failed, or with nothing when it did not.
-type Failure = std::pin::Pin<Box<dyn std::future::Future<Output = Option<String>> + Send>>;
+pub(crate) type Failure =
+    std::pin::Pin<Box<dyn std::future::Future<Output = Option<String>> + Send>>;
 
 /// The failure of the turn `done` waits for.
-fn failure_of(done: TurnDone) -> Failure {
+pub(crate) fn failure_of(done: TurnDone) -> Failure {
     Box::pin(async move { done.wait().await.err().map(|err| err.to_string()) })
 }
 
 /// What a chat stream follows: the session's events, or the news that its turn failed before
 /// it could end (nothing more will be recorded, so the stream must end instead of waiting).
-enum TurnItem {
+pub(crate) enum TurnItem {
     Event(Result<Recorded, openharness_core::StoreError>),
     Failed(String),
 }

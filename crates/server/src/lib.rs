@@ -30,6 +30,10 @@
 //! | `GET /api/chat/{id}/stream` | the running turn's UI message stream from its start, or `204` |
 //! | `POST /api/chat/{id}/stop` | stops the chat's running turn as an event (`stop:requested`), whoever reads its stream |
 //! | `POST /api/workflow` `{input, sessionId?, workflow?}` | the seeds' handler: `event`, `state`, `done` / `error` frames |
+//! | `POST /v1/responses` | Open Responses (OpenAI's Responses shape): a turn of the workflow `model` names, new or continuing `previous_response_id` (a fork when the session has moved on since) or `conversation`; JSON, or SSE with `stream: true` (see `responses`) |
+//! | `GET /v1/responses/{id}` | the response as the log has it; `?stream=true&starting_after=N` its events after `N`, followed live |
+//! | `POST /v1/responses/{id}/cancel` | stops the response's turn as an event; the response ends `incomplete` (`cancelled`) |
+//! | `GET /v1/responses/{id}/input_items` | the user message the response answered |
 //! | `GET /experiments`, `GET /experiments/{name}` | with feature `eval`: the store's experiments, as the inspector's experiments view reads them |
 //! | `/v1/…` | with feature `platform` and `ServerOptions::platform`: the platform's Everruns-shaped API (agents, sessions, messages, notifications, LLM providers and models) |
 //!
@@ -74,6 +78,7 @@
 //! - `routes`: the native routes and their handlers; `build` puts every family and layer together.
 //! - `chat`: `POST /api/chat` and `GET /api/chat/{id}/stream`, the AI SDK 5 UI message stream.
 //! - `frames`: `POST /api/workflow`, the seeds' handler: `event`, `state`, `done` / `error` frames.
+//! - `responses` (`responses/`): Open Responses at `/v1/responses`, a projection of the log.
 //! - `experiments` (feature `eval`): `GET /experiments` and `GET /experiments/{name}`.
 //! - `v1` (`v1/`, feature `platform`): the `/v1` API; `everruns` (the SDK's routes), `events`.
 //! - `inspector`: the tape inspector at `GET /`, its built files embedded from `inspector/`.
@@ -124,6 +129,7 @@ mod listener;
 mod openapi;
 mod origin;
 mod request;
+mod responses;
 mod routes;
 mod sse;
 #[cfg(feature = "platform")]

@@ -33,10 +33,12 @@ fn delta(agent: &str, text: &str, cause: Option<EventId>) -> Envelope {
 }
 
 fn completed(agent: &str, reply: &str, cause: Option<EventId>) -> Envelope {
-    let mut usage = openharness_core::adapter::Usage::default();
-    usage.input_tokens = 10;
-    usage.cache_read_tokens = 4;
-    usage.output_tokens = 3;
+    let usage = openharness_core::adapter::Usage {
+        input_tokens: 10,
+        cache_read_tokens: 4,
+        output_tokens: 3,
+        ..Default::default()
+    };
     let completed = AgentCompleted {
         agent: agent.into(),
         outcome: Outcome::Success,
@@ -155,7 +157,10 @@ fn a_streamed_reply_is_its_characters_with_numbered_events() {
     assert_eq!(resource["output"][0]["content"][0]["text"], "Hello\nthere");
     assert_eq!(resource["output"][0]["id"], format!("msg_{}", events[2].id));
     assert_eq!(resource["usage"]["input_tokens"], 14);
-    assert_eq!(resource["usage"]["input_tokens_details"]["cached_tokens"], 4);
+    assert_eq!(
+        resource["usage"]["input_tokens_details"]["cached_tokens"],
+        4
+    );
     assert_eq!(resource["usage"]["total_tokens"], 17);
     assert_eq!(resource["conversation"]["id"], "s");
     // The completed event carries the same resource.
@@ -218,6 +223,7 @@ fn a_stopped_turn_is_incomplete_with_its_reason_and_keeps_what_it_said() {
     assert_eq!(resource["status"], "incomplete");
     assert_eq!(resource["incomplete_details"]["reason"], "cancelled");
     assert_eq!(resource["output"][0]["content"][0]["text"], "Par");
+    assert_eq!(resource["output"][0]["status"], "incomplete");
 }
 
 #[test]
