@@ -382,7 +382,7 @@ async fn retrieve(
             .map(|event| frame(&event))
             .collect();
         frames.push(crate::sse::frame(None, None, "[DONE]"));
-        return Ok(crate::sse::respond(
+        return Ok(crate::sse::respond_without_retry(
             stream::iter(frames),
             Some(counted),
             state.options.heartbeat,
@@ -519,7 +519,7 @@ async fn live(
         }
         std::future::ready((frames, ended))
     });
-    Ok(crate::sse::respond(
+    Ok(crate::sse::respond_without_retry(
         frames,
         Some(counted),
         state.options.heartbeat,

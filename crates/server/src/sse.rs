@@ -126,6 +126,33 @@ where
     S: Stream<Item = Bytes> + Send + 'static,
 {
     let hello = Bytes::from(format!(": openharness\nretry: {}\n\n", RETRY.as_millis()));
+    respond_after(hello, frames, counted, heartbeat)
+}
+
+/// [`respond`] without the `retry:` hint, for clients whose parser takes a block holding only
+/// `retry:` for an event with empty data (the `openai` Python SDK does, and fails on it): the
+/// stream opens with a comment.
+pub(crate) fn respond_without_retry<S>(
+    frames: S,
+    counted: Option<Counted>,
+    heartbeat: Duration,
+) -> Response
+where
+    S: Stream<Item = Bytes> + Send + 'static,
+{
+    respond_after(Bytes::from_static(b": openharness\n\n"), frames, counted, heartbeat)
+}
+
+/// An event stream answer that sends `hello` first, then `frames` with heartbeats.
+fn respond_after<S>(
+    hello: Bytes,
+    frames: S,
+    counted: Option<Counted>,
+    heartbeat: Duration,
+) -> Response
+where
+    S: Stream<Item = Bytes> + Send + 'static,
+{
     let frames = stream::unfold(
         (Box::pin(frames), counted, Some(hello)),
         move |(mut frames, counted, mut hello)| async move {

@@ -1,0 +1,89 @@
+//! The official `openai` Python SDK, unmodified, against a real `openharness serve`'s Open
+//! Responses API: the pinned `openai` is installed from PyPI into `target/openai-venv` (once),
+//! the server runs with `--api-keys-file` on 127.0.0.1 with the binary's offline chat and
+//! planner-executor (their scripted models slowed to 1 s a reply, so a turn can be cancelled),
+//! and `tests/open_responses/flow.py` creates, streams, continues (and forks from an older
+//! response), reads back, replays the stream from every sequence number, cancels, lists input
+//! items, continues a conversation, answers a question, and checks the errors. Then the
+//! README's Open Responses snippet runs as written. Without `python3` or PyPI the test fails,
+//! saying so: it never skips.
+#![allow(clippy::unwrap_used, missing_docs)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use openharness_testkit::python::{self, run};
+
+mod binary;
+mod serving;
+
+/// The SDK release the test runs (the newest).
+const SDK: &str = "openai==3.63.0";
+
+/// The venv's python with the pinned SDK, installed on first use.
+fn python() -> PathBuf {
+    python::venv("openai-venv", SDK).join("bin/python")
+}
+
+fn checked(what: &str, output: &Output) -> String {
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        output.status.success(),
+        "{what} failed ({}):\n--- stdout\n{stdout}\n--- stderr\n{stderr}",
+        output.status
+    );
+    stdout
+}
+
+/// The README's Open Responses snippet (the `python` block of its section).
+fn readme_snippet() -> String {
+    let readme = include_str!("../../../README.md");
+    let start = readme
+        .find("### Open Responses")
+        .expect("the README has an Open Responses section");
+    let section = &readme[start..];
+    let open = section
+        .find("```python\n")
+        .expect("the Open Responses section has a python snippet")
+        + "```python\n".len();
+    let close = section[open..].find("```").unwrap();
+    section[open..open + close].to_owned()
+}
+
+#[test]
+fn the_openai_sdk_creates_streams_continues_forks_reads_back_and_cancels() {
+    let python = python();
+    let dir = tempfile::tempdir().unwrap();
+    let api_key = "or-test-key";
+    std::fs::write(dir.path().join("keys"), format!("{api_key}\n")).unwrap();
+    let mut command = binary::command(dir.path());
+    command
+        .args(["serve", "--addr", "127.0.0.1:0", "--api-keys-file", "keys"])
+        .env("OPENHARNESS_SCRIPTED_DELAY_MS", "1000");
+    let (_server, port, _) = serving::start_serve(command);
+    let base = format!("http://127.0.0.1:{port}");
+
+    let flow = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/open_responses/flow.py");
+    let output = run(Command::new(&python)
+        .arg(&flow)
+        .env("OPENHARNESS_URL", &base)
+        .env("OPENHARNESS_API_KEY", api_key)
+        .env("PYTHONUNBUFFERED", "1"));
+    let stdout = checked("the openai SDK flow (tests/open_responses/flow.py)", &output);
+    println!("{stdout}");
+    assert!(stdout.contains("the openai SDK flow passed"), "{stdout}");
+
+    // The README's snippet, as written but for the address and the key.
+    let script = readme_snippet()
+        .replace("http://127.0.0.1:8080", &base)
+        .replace("\"dev-key\"", &format!("{api_key:?}"));
+    let snippet = dir.path().join("snippet.py");
+    std::fs::write(&snippet, script).unwrap();
+    let output = run(Command::new(&python).arg(&snippet));
+    let stdout = checked("the README's Open Responses snippet", &output);
+    assert!(
+        stdout.contains("message 2 of our conversation"),
+        "the snippet printed {stdout:?}"
+    );
+}
