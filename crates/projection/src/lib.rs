@@ -14,7 +14,7 @@
 //! The second view is the AI SDK 5 UI message stream of a session's turns ([`UiStream`]), and
 //! the stored chat built from that same stream ([`ui_messages`]), so what a client streamed
 //! and what it reloads are equal. The third is a turn as an Open Responses response
-//! ([`ResponseStream`]).
+//! ([`ResponseStream`]); the fourth, a client's message as an A2A task ([`TaskStream`]).
 //!
 //! # Modules
 //!
@@ -24,6 +24,8 @@
 //! - `ui_stream` (`ui_stream/`): [`UiStream`], the UI message stream; `messages`, its stored chat.
 //! - `open_responses` (`open_responses/`): [`ResponseStream`], a turn as an Open Responses
 //!   response (its streaming events and its resource).
+//! - `a2a` (`a2a/`): [`TaskStream`], a client's message as an A2A v1.0 task (its stream
+//!   responses and the `Task` they describe).
 //! - `reply`: an agent's chat reply as text, read whole ([`reply_text`]) or as it streams.
 //!
 //! ```
@@ -54,6 +56,7 @@
 //! assert_eq!(ui[1]["parts"][0]["state"], "streaming");
 //! ```
 
+mod a2a;
 mod message;
 mod open_responses;
 mod project;
@@ -61,6 +64,7 @@ mod reply;
 mod ui;
 mod ui_stream;
 
+pub use a2a::{TaskHead, TaskState, TaskStream};
 pub use message::{Message, Part, Role, TextState, ToolState};
 pub use open_responses::{ResponseEvent, ResponseHead, ResponseStream};
 pub use project::{MessageProjection, project_messages};
