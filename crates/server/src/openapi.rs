@@ -196,7 +196,7 @@ fn session_id() -> Value {
     json!({ "name": "id", "in": "path", "required": true, "schema": { "type": "string", "pattern": "^[A-Za-z0-9._~-]{1,200}$" } })
 }
 
-fn query(name: &str, schema: Value) -> Value {
+pub(crate) fn query(name: &str, schema: Value) -> Value {
     json!({ "name": name, "in": "query", "required": false, "schema": schema })
 }
 
@@ -222,7 +222,7 @@ pub(crate) fn on_busy_header() -> Value {
     })
 }
 
-fn sse(description: &str) -> Value {
+pub(crate) fn sse(description: &str) -> Value {
     json!({ "description": description, "content": { "text/event-stream": { "schema": { "type": "string" } } } })
 }
 
@@ -344,6 +344,10 @@ fn paths() -> Value {
             "responses": { "200": sse("the frames"), "400": failure("400"), "401": failure("401"), "404": failure("404"), "409": failure("409"), "413": failure("413"), "415": failure("415"), "422": failure("422"), "429": failure("429") },
         } },
     });
+    let mut paths = paths;
+    if let Some(paths) = paths.as_object_mut() {
+        paths.extend(crate::responses::openapi::paths());
+    }
     #[cfg(feature = "eval")]
     let paths = with_experiments(paths);
     paths

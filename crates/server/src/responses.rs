@@ -48,6 +48,7 @@ use serde_json::{Value, json};
 use crate::AppState;
 use crate::chat::{TurnItem, failure_of, until_turn_end};
 
+pub(crate) mod openapi;
 mod read;
 pub(crate) mod wire;
 

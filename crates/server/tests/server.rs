@@ -922,6 +922,10 @@ async fn the_openapi_document_lists_every_route_and_its_references_resolve() {
         "/api/chat/{id}/stream",
         "/api/chat/{id}/stop",
         "/api/workflow",
+        "/v1/responses",
+        "/v1/responses/{id}",
+        "/v1/responses/{id}/cancel",
+        "/v1/responses/{id}/input_items",
     ] {
         assert!(doc["paths"].get(path).is_some(), "{path} is missing");
     }

@@ -1,0 +1,364 @@
+//! Open Responses (`/v1/responses`) in process: every route answers as `GET /openapi.json`
+//! documents it (bodies validated against its schemas), errors come in the specification's
+//! shape naming the parameter, and an input queued behind a running turn gets the response of
+//! the turn that answers it. The official SDK's flow runs in `crates/cli/tests/open_responses.rs`.
+#![allow(clippy::unwrap_used, missing_docs)]
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use openharness::host::Host;
+use openharness::prelude::*;
+use openharness::provider::{Reply, ScriptedProvider};
+use openharness::schemars;
+use openharness::store::MemoryStore;
+use openharness_server::{ServerOptions, router};
+use openharness_testkit::http;
+use serde_json::{Value, json};
+
+#[event]
+#[derive(Debug, Clone)]
+struct AssistantReplied {
+    text: String,
+}
+
+#[event]
+enum ChatEvent {
+    UserInput,
+    AssistantReplied,
+}
+
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
+struct Chat {
+    lines: Vec<String>,
+}
+
+#[handler(ChatEvent)]
+impl Chat {
+    fn heard(&mut self, input: &UserInput) {
+        self.lines.push(input.text.clone());
+    }
+    fn replied(&mut self, reply: &AssistantReplied) {
+        self.lines.push(reply.text.clone());
+    }
+}
+
+#[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
+struct Answer {
+    reply: String,
+}
+
+struct Assistant;
+
+#[agent(output = Answer, reply = reply, emits = [AssistantReplied])]
+impl Assistant {
+    fn prompt(&self, _state: &Chat, input: &UserInput) -> String {
+        input.text.clone()
+    }
+    fn on_output(&self, out: Answer, _input: &UserInput) -> AssistantReplied {
+        AssistantReplied { text: out.reply }
+    }
+}
+
+/// A server hosting `chat`, whose model echoes the prompt after `delay`.
+async fn serve(delay: Duration) -> SocketAddr {
+    let provider = ScriptedProvider::new().fallback("assistant", move |request| {
+        let output = json!({ "reply": format!("echo: {}", request.prompt) });
+        Reply::output(output.clone())
+            .text(output.to_string())
+            .delay(delay)
+    });
+    let workflow = Workflow::builder("chat")
+        .initial_state(Chat::default())
+        .agent(Assistant)
+        .store(MemoryStore::new())
+        .provider(provider)
+        .build()
+        .unwrap();
+    let host = Host::new(MemoryStore::new()).workflow(workflow).unwrap();
+    http::serve(router(host, ServerOptions::default())).await
+}
+
+/// Calls `method path` and checks the answer against the document's operation `template`:
+/// its status is documented, and a JSON body matches the documented schema.
+async fn call(
+    addr: SocketAddr,
+    doc: &Value,
+    method: &str,
+    template: &str,
+    path: &str,
+    body: Option<Value>,
+) -> (u16, Value, String) {
+    let body = body.map(|body| body.to_string());
+    let answer = tokio::time::timeout(
+        Duration::from_secs(20),
+        http::Client::new(addr).call(method, path, body.as_deref(), &[]),
+    )
+    .await
+    .expect("the answer ends");
+    let operation = &doc["paths"][template][method.to_lowercase()];
+    assert!(
+        operation.is_object(),
+        "{method} {template} is not documented"
+    );
+    let documented = &operation["responses"][answer.status.to_string()];
+    assert!(
+        documented.is_object(),
+        "{method} {path}: {} is not documented: {}",
+        answer.status,
+        answer.body
+    );
+    let content_type = answer.header("content-type").unwrap_or_default().to_owned();
+    if content_type.starts_with("text/event-stream") {
+        assert!(documented["content"]["text/event-stream"].is_object());
+        return (answer.status, Value::Null, answer.body);
+    }
+    let json: Value = serde_json::from_str(answer.body.trim()).unwrap();
+    let schema = &documented["content"]["application/json"]["schema"];
+    let mut root = json!({ "components": doc["components"].clone() });
+    match schema.get("$ref") {
+        Some(reference) => root["$ref"] = reference.clone(),
+        None => root = schema.clone(),
+    }
+    let validator = jsonschema::draft202012::new(&root).unwrap();
+    let errors: Vec<String> = validator
+        .iter_errors(&json)
+        .map(|e| e.to_string())
+        .collect();
+    assert!(errors.is_empty(), "{method} {path}: {errors:?}\n{json:#}");
+    (answer.status, json, answer.body)
+}
+
+/// The `data:` payloads of an SSE body that are JSON.
+fn events(body: &str) -> Vec<Value> {
+    body.lines()
+        .filter_map(|line| line.strip_prefix("data: "))
+        .filter_map(|data| serde_json::from_str(data).ok())
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_route_answers_as_documented() {
+    let addr = serve(Duration::ZERO).await;
+    let doc = http::Client::new(addr).get("/openapi.json").await.json();
+    let (status, first, _) = call(
+        addr,
+        &doc,
+        "POST",
+        "/v1/responses",
+        "/v1/responses",
+        Some(json!({ "model": "chat", "input": "Hi" })),
+    )
+    .await;
+    assert_eq!(status, 200);
+    assert_eq!(first["status"], "completed");
+    assert_eq!(first["output"][0]["content"][0]["text"], "echo: Hi");
+    let id = first["id"].as_str().unwrap().to_owned();
+
+    let (status, _, streamed) = call(
+        addr,
+        &doc,
+        "POST",
+        "/v1/responses",
+        "/v1/responses",
+        Some(json!({ "model": "chat", "input": "Again", "previous_response_id": id, "stream": true })),
+    )
+    .await;
+    assert_eq!(status, 200);
+    let streamed = events(&streamed);
+    let last = streamed.last().unwrap();
+    assert_eq!(last["type"], "response.completed");
+    assert_eq!(
+        last["response"]["output"][0]["content"][0]["text"],
+        "echo: Again"
+    );
+    assert!(
+        streamed
+            .last()
+            .is_some_and(|e| e["sequence_number"] == streamed.len() - 1)
+    );
+    let second = last["response"]["id"].as_str().unwrap().to_owned();
+
+    let (_, read, _) = call(
+        addr,
+        &doc,
+        "GET",
+        "/v1/responses/{id}",
+        &format!("/v1/responses/{second}"),
+        None,
+    )
+    .await;
+    assert_eq!(read, last["response"]);
+    let (_, _, replayed) = call(
+        addr,
+        &doc,
+        "GET",
+        "/v1/responses/{id}",
+        &format!("/v1/responses/{second}?stream=true&starting_after=3"),
+        None,
+    )
+    .await;
+    assert_eq!(events(&replayed), streamed[4..]);
+    let (_, items, _) = call(
+        addr,
+        &doc,
+        "GET",
+        "/v1/responses/{id}/input_items",
+        &format!("/v1/responses/{second}/input_items"),
+        None,
+    )
+    .await;
+    assert_eq!(items["data"][0]["content"][0]["text"], "Again");
+    let (status, ended, _) = call(
+        addr,
+        &doc,
+        "POST",
+        "/v1/responses/{id}/cancel",
+        &format!("/v1/responses/{second}/cancel"),
+        None,
+    )
+    .await;
+    assert_eq!(
+        (status, &ended["status"]),
+        (200, &json!("completed")),
+        "an ended response stays as it ended"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn errors_come_in_the_specification_shape_naming_the_parameter() {
+    let addr = serve(Duration::ZERO).await;
+    let doc = http::Client::new(addr).get("/openapi.json").await.json();
+    let post = |body: Value| {
+        let doc = doc.clone();
+        async move {
+            call(
+                addr,
+                &doc,
+                "POST",
+                "/v1/responses",
+                "/v1/responses",
+                Some(body),
+            )
+            .await
+        }
+    };
+    let (status, unknown, _) = post(json!({ "model": "nope", "input": "Hi" })).await;
+    assert_eq!(status, 404);
+    assert_eq!(unknown["error"]["type"], "not_found");
+    assert_eq!(unknown["error"]["param"], "model");
+    assert_eq!(unknown["error"]["code"], "model_not_found");
+    assert!(
+        unknown["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("chat")
+    );
+    for (body, param) in [
+        (
+            json!({ "model": "chat", "input": "Hi", "tools": [{ "type": "function", "name": "f" }] }),
+            "tools",
+        ),
+        (
+            json!({ "model": "chat", "input": "Hi", "store": false }),
+            "store",
+        ),
+        (json!({ "model": "chat", "input": "" }), "input"),
+        (
+            json!({ "model": "chat", "input": [{ "type": "function_call_output", "call_id": "c", "output": "1" }] }),
+            "input",
+        ),
+        (
+            json!({ "model": "chat", "input": "Hi", "conversation": "a", "previous_response_id": "resp_0_a" }),
+            "conversation",
+        ),
+    ] {
+        let (status, error, _) = post(body.clone()).await;
+        assert_eq!(
+            (status, &error["error"]["param"]),
+            (400, &json!(param)),
+            "{body}"
+        );
+        assert_eq!(error["error"]["type"], "invalid_request_error");
+    }
+    for missing in ["resp_0_nobody", "resp_x", "msg_1"] {
+        let (status, error, _) = call(
+            addr,
+            &doc,
+            "GET",
+            "/v1/responses/{id}",
+            &format!("/v1/responses/{missing}"),
+            None,
+        )
+        .await;
+        assert_eq!(status, 404, "{missing}: {error}");
+    }
+    // A position inside a turn is no response.
+    let (_, first, _) = post(json!({ "model": "chat", "input": "Hi" })).await;
+    let session = first["conversation"]["id"].as_str().unwrap();
+    let (status, error, _) = call(
+        addr,
+        &doc,
+        "GET",
+        "/v1/responses/{id}",
+        &format!("/v1/responses/resp_3_{session}"),
+        None,
+    )
+    .await;
+    assert_eq!(status, 404);
+    assert!(
+        error["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("not where a response starts")
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_input_queued_behind_a_running_turn_gets_the_response_of_the_turn_that_answers_it() {
+    let addr = serve(Duration::from_millis(400)).await;
+    let client = http::Client::new(addr);
+    let first = client
+        .post(
+            "/v1/responses",
+            &json!({ "model": "chat", "input": "one", "background": true }),
+        )
+        .await
+        .json();
+    assert_eq!(first["status"], "in_progress");
+    let session = first["conversation"]["id"].as_str().unwrap().to_owned();
+    let queued = client
+        .call(
+            "POST",
+            "/v1/responses",
+            Some(&json!({ "model": "chat", "input": "two", "conversation": session }).to_string()),
+            &[("x-openharness-on-busy", "enqueue")],
+        )
+        .await;
+    assert_eq!(queued.status, 200, "{}", queued.body);
+    let queued: Value = serde_json::from_str(queued.body.trim()).unwrap();
+    assert_eq!(queued["status"], "completed");
+    assert_eq!(queued["output"][0]["content"][0]["text"], "echo: two");
+    // Its id names the `input:queued` event, and reads back as the turn that answered it.
+    let id = queued["id"].as_str().unwrap();
+    let page = client
+        .get(&format!("/sessions/{session}/events?limit=100"))
+        .await
+        .json();
+    let seq: u64 = id
+        .strip_prefix("resp_")
+        .unwrap()
+        .split('_')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert_eq!(page["events"][seq as usize]["name"], "input:queued");
+    let read = client.get(&format!("/v1/responses/{id}")).await.json();
+    assert_eq!(read, queued);
+    let first = client
+        .get(&format!("/v1/responses/{}", first["id"].as_str().unwrap()))
+        .await
+        .json();
+    assert_eq!(first["output"][0]["content"][0]["text"], "echo: one");
+}
