@@ -4,8 +4,9 @@
 //! planner-executor (their scripted models slowed to 1 s a reply, so a turn can be cancelled),
 //! and `tests/open_responses/flow.py` creates, streams, continues (and forks from an older
 //! response), reads back, replays the stream from every sequence number, cancels, lists input
-//! items, continues a conversation, answers a question, and checks the errors. Then the
-//! README's Open Responses snippet runs as written. Without `python3` or PyPI the test fails,
+//! items, continues a conversation, answers a question, and checks the errors; then
+//! `tests/open_responses/compliance.py`, the specification's compliance cases; then the README's
+//! Open Responses snippet runs as written. Without `python3` or PyPI the test fails,
 //! saying so: it never skips.
 #![allow(clippy::unwrap_used, missing_docs)]
 
@@ -70,9 +71,26 @@ fn the_openai_sdk_creates_streams_continues_forks_reads_back_and_cancels() {
         .env("OPENHARNESS_URL", &base)
         .env("OPENHARNESS_API_KEY", api_key)
         .env("PYTHONUNBUFFERED", "1"));
-    let stdout = checked("the openai SDK flow (tests/open_responses/flow.py)", &output);
+    let stdout = checked(
+        "the openai SDK flow (tests/open_responses/flow.py)",
+        &output,
+    );
     println!("{stdout}");
     assert!(stdout.contains("the openai SDK flow passed"), "{stdout}");
+
+    // The specification's compliance cases (re-implemented: see the script's docs).
+    let compliance =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/open_responses/compliance.py");
+    let output = run(Command::new(&python)
+        .arg(&compliance)
+        .env("OPENHARNESS_URL", &base)
+        .env("OPENHARNESS_API_KEY", api_key));
+    let stdout = checked("the Open Responses compliance cases", &output);
+    println!("{stdout}");
+    assert!(
+        stdout.contains("compliance cases passed (9 cases)"),
+        "{stdout}"
+    );
 
     // The README's snippet, as written but for the address and the key.
     let script = readme_snippet()
