@@ -362,3 +362,104 @@ async fn an_input_queued_behind_a_running_turn_gets_the_response_of_the_turn_tha
         .json();
     assert_eq!(first["output"][0]["content"][0]["text"], "echo: one");
 }
+
+/// Every position of `session` that starts a response: read whole, then resumed after each of
+/// its sequence numbers, each resumed read is exactly the rest of the whole one (0 lost, 0
+/// repeated), and the streamed resource is the one read back. Returns how many responses.
+async fn every_response_resumes_exactly(client: &http::Client, session: &str) -> usize {
+    let len = client.get(&format!("/sessions/{session}")).await.json()["len"]
+        .as_u64()
+        .unwrap();
+    let mut responses = 0;
+    for seq in 0..len {
+        let id = format!("resp_{seq}_{session}");
+        let read = client.get(&format!("/v1/responses/{id}")).await;
+        if read.status == 404 {
+            continue;
+        }
+        assert_eq!(read.status, 200, "{id}: {}", read.body);
+        responses += 1;
+        let resource = read.json();
+        let whole = events(
+            &client
+                .get(&format!("/v1/responses/{id}?stream=true"))
+                .await
+                .body,
+        );
+        assert_eq!(whole.last().unwrap()["response"], resource, "{id}");
+        for (n, event) in whole.iter().enumerate() {
+            assert_eq!(event["sequence_number"], n, "{id}");
+            let rest = events(
+                &client
+                    .get(&format!(
+                        "/v1/responses/{id}?stream=true&starting_after={n}"
+                    ))
+                    .await
+                    .body,
+            );
+            assert_eq!(rest, whole[n + 1..], "{id} resumed after {n}");
+        }
+    }
+    responses
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_response_of_a_recorded_demo_a_chat_and_its_fork_resumes_at_every_sequence_number() {
+    let store = MemoryStore::new();
+    let demo = std::fs::read(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../tests/fixtures/verify-demo.jsonl"
+    ))
+    .unwrap();
+    openharness_store::jsonl::import(&store, demo.as_slice())
+        .await
+        .unwrap();
+    let provider = ScriptedProvider::new().fallback("assistant", |request| {
+        let output = json!({ "reply": format!("echo: {}", request.prompt) });
+        Reply::output(output.clone()).text(output.to_string())
+    });
+    let workflow = Workflow::builder("chat")
+        .initial_state(Chat::default())
+        .agent(Assistant)
+        .store(MemoryStore::new())
+        .provider(provider)
+        .build()
+        .unwrap();
+    let host = Host::new(store).workflow(workflow).unwrap();
+    let client = http::Client::new(http::serve(router(host, ServerOptions::default())).await);
+
+    // The recorded planner-executor demo (73 events, not served here: read only).
+    let demo = "01a24c00-cec0-7333-be6f-d3045edc9b7e";
+    let demo_responses = every_response_resumes_exactly(&client, demo).await;
+    assert!(demo_responses >= 2, "{demo_responses}");
+
+    // A three-turn chat, and a fork of it made by continuing its first response.
+    let first = client
+        .post("/v1/responses", &json!({ "model": "chat", "input": "one" }))
+        .await
+        .json();
+    let mut previous = first["id"].clone();
+    for text in ["two", "three"] {
+        let next = client
+            .post(
+                "/v1/responses",
+                &json!({ "model": "chat", "input": text, "previous_response_id": previous }),
+            )
+            .await
+            .json();
+        previous = next["id"].clone();
+    }
+    let fork = client
+        .post(
+            "/v1/responses",
+            &json!({ "model": "chat", "input": "two again", "previous_response_id": first["id"] }),
+        )
+        .await
+        .json();
+    assert_eq!(fork["output"][0]["content"][0]["text"], "echo: two again");
+    let chat = first["conversation"]["id"].as_str().unwrap();
+    let forked = fork["conversation"]["id"].as_str().unwrap();
+    assert_ne!(chat, forked);
+    assert!(every_response_resumes_exactly(&client, chat).await >= 3);
+    assert!(every_response_resumes_exactly(&client, forked).await >= 1);
+}
