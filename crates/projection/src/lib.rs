@@ -22,6 +22,8 @@
 //! - `project` (`project/`): [`project_messages`] and [`MessageProjection`], events to messages.
 //! - `ui`: [`to_ui_messages`], messages in the AI SDK 5 `UIMessage` shape.
 //! - `ui_stream` (`ui_stream/`): [`UiStream`], the UI message stream; `messages`, its stored chat.
+//! - `ag_ui` (`ag_ui/`): [`AgUiStream`], a turn as an AG-UI run (its events, and the
+//!   conversation for `MESSAGES_SNAPSHOT`).
 //! - `open_responses` (`open_responses/`): [`ResponseStream`], a turn as an Open Responses
 //!   response (its streaming events and its resource).
 //! - `a2a` (`a2a/`): [`TaskStream`], a client's message as an A2A v1.0 task (its stream
@@ -57,6 +59,7 @@
 //! ```
 
 mod a2a;
+mod ag_ui;
 mod message;
 mod open_responses;
 mod project;
@@ -65,6 +68,7 @@ mod ui;
 mod ui_stream;
 
 pub use a2a::{TaskHead, TaskState, TaskStream};
+pub use ag_ui::AgUiStream;
 pub use message::{Message, Part, Role, TextState, ToolState};
 pub use open_responses::{ResponseEvent, ResponseHead, ResponseStream};
 pub use project::{MessageProjection, project_messages};
