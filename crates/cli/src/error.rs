@@ -174,7 +174,8 @@ pub enum CliError {
     /// failure).
     #[error(transparent)]
     Eval(#[from] openharness_eval::EvalError),
-    /// `eval compare --max-regression` found a scorer that regressed beyond it.
+    /// `eval compare` found a scorer that regressed beyond the gate (`--max-regression`, else
+    /// the experiment file's `max_regression`). Exit code 1.
     #[error("{0}")]
     Regressed(String),
     /// `verify` found an export not as it was exported, or not reproduced by today's

@@ -148,6 +148,12 @@ state = {{ completed = 5 }}
         dir.path(),
         &["eval", "compare", "wording", "--json"],
     ));
+    // One case: the report says the sign test can never reject with it.
+    assert_eq!(
+        compared["comparisons"][0]["notes"][0],
+        "with 1 case the sign test can never reach p < 0.05 (its smallest p-value is 1.000); add cases: 6 or more can"
+    );
+    assert_eq!(compared["comparisons"][0]["minPValue"], 1.0);
     let published = compared["comparisons"][0]["scorers"]
         .as_array()
         .unwrap()
@@ -158,6 +164,14 @@ state = {{ completed = 5 }}
     assert_eq!(published["losses"], 1);
     assert_eq!(published["baseline"]["passRate"], 1.0);
     assert_eq!(published["variant"]["passRate"], 0.0);
+    // Pass rates with their 95% Wilson intervals: 0 of 2 runs is [0, 0.658...].
+    assert_eq!(published["variant"]["passInterval"]["low"], 0.0);
+    let high = published["variant"]["passInterval"]["high"]
+        .as_f64()
+        .unwrap();
+    assert!((high - 0.657_619_772_493_347).abs() < 1e-9, "{high}");
+    assert!(published["baseline"]["mean"]["halfWidth"].is_number());
+    assert!(published["baseline"]["mean"].get("half_width").is_none());
 
     let markdown = stdout(&openharness(
         dir.path(),
@@ -167,6 +181,41 @@ state = {{ completed = 5 }}
         markdown.starts_with("## `wording`: `broken` against `baseline` (2 repeats per case)"),
         "{markdown}"
     );
+
+    // The file's `max_regression` gates `eval compare` by itself (it is recorded with the
+    // definition); `--report-only` reports and exits 0; `--max-regression` overrides it.
+    // (A top-level key, so before the file's tables.)
+    let gated_file = format!(
+        "max_regression = 0.05\n{}",
+        std::fs::read_to_string(dir.path().join("wording.toml")).unwrap()
+    );
+    std::fs::write(dir.path().join("gated.toml"), gated_file).unwrap();
+    let again = json(&openharness(
+        dir.path(),
+        &["eval", "run", "gated.toml", "--json"],
+    ));
+    assert_eq!(again["ran"], 0, "the gate is not part of what a run does");
+    let gated = openharness(dir.path(), &["eval", "compare", "wording"]);
+    assert_eq!(gated.status.code(), Some(1), "{}", stdout(&gated));
+    assert!(
+        String::from_utf8_lossy(&gated.stderr)
+            .contains("`broken` regressed against `baseline` beyond 0.05: published (-1.000)"),
+        "{}",
+        String::from_utf8_lossy(&gated.stderr)
+    );
+    let reported = openharness(dir.path(), &["eval", "compare", "wording", "--report-only"]);
+    assert!(reported.status.success(), "{}", stdout(&reported));
+    assert!(
+        stdout(&reported)
+            .contains("--report-only: the gate (max_regression 0.05) would have failed"),
+        "{}",
+        stdout(&reported)
+    );
+    let lenient = openharness(
+        dir.path(),
+        &["eval", "compare", "wording", "--max-regression", "1.5"],
+    );
+    assert!(lenient.status.success(), "{}", stdout(&lenient));
 
     // Re-scoring with a new scorer: four runs, no model.
     std::fs::write(

@@ -1,6 +1,7 @@
 //! [`Comparison`]: a variant against the baseline (or another variant), per scorer and per
-//! case — wins, ties and losses, means with 95% intervals, pass@k and pass^k over repeats,
-//! flake rate, the sign test's p-value, cost and latency deltas — as JSON, as a Markdown
+//! case — wins, ties and losses, means with 95% intervals, pass rates with Wilson intervals,
+//! pass@k and pass^k over repeats, flake rate, the sign test's p-value (and a note when the
+//! cases are too few for it ever to reject), cost and latency deltas — as JSON, as a Markdown
 //! report for a pull request, and as a gate that fails on a regression beyond a threshold.
 
 use std::collections::BTreeMap;
@@ -11,7 +12,10 @@ use serde::Serialize;
 use crate::error::EvalError;
 use crate::events::Better;
 use crate::record::{ExperimentRecord, RunEntry};
-use crate::stats::{Interval, pass_at_k, pass_hat_k, sign_test};
+use crate::stats::{
+    ALPHA, Interval, Proportion, fewest_cases_to_reject, pass_at_k, pass_hat_k, sign_test,
+    smallest_sign_test_p,
+};
 
 /// Per-case means closer than this are a tie.
 const TIE: f64 = 1e-9;
@@ -26,6 +30,8 @@ pub struct Arm {
     pub mean: Option<Interval>,
     /// Share of its runs that passed (failed runs count as not passing).
     pub pass_rate: f64,
+    /// The pass rate with its 95% Wilson score interval (`None` without runs).
+    pub pass_interval: Option<Proportion>,
     /// pass@k averaged over cases, k = the repeats (at least one of k passes).
     pub pass_at_k: Option<f64>,
     /// pass^k averaged over cases, k = the repeats (all k pass).
@@ -114,6 +120,14 @@ pub struct Comparison {
     pub identical_start: Option<bool>,
     /// The regression threshold applied.
     pub threshold: f64,
+    /// Cases compared (the experiment's current cases).
+    pub cases: usize,
+    /// The smallest p-value the sign test can give with that many cases (`2 · 0.5^n`: every
+    /// case won); at or above 0.05 no difference can ever be significant.
+    pub min_p_value: f64,
+    /// What a reader should know before trusting the numbers (too few cases for the sign
+    /// test, ...), one sentence each.
+    pub notes: Vec<String>,
 }
 
 impl Comparison {
@@ -274,6 +288,11 @@ impl Comparison {
                 spend_of(&variant_runs, &tokens),
             ),
         };
+        let min_p_value = smallest_sign_test_p(cases.len() as u64);
+        let mut notes = Vec::new();
+        if min_p_value >= ALPHA {
+            notes.push(too_few_cases(cases.len()));
+        }
         Ok(Self {
             experiment: record.name.clone(),
             baseline: baseline.to_owned(),
@@ -283,6 +302,9 @@ impl Comparison {
             spend,
             identical_start: identical_start(record, &[baseline, variant]),
             threshold,
+            cases: cases.len(),
+            min_p_value,
+            notes,
         })
     }
 
@@ -325,18 +347,18 @@ impl Comparison {
         );
         let _ = writeln!(
             out,
-            "| scorer | {} | {} | Δ | W/T/L | p | pass@{k} | pass^{k} | flaky |",
+            "| scorer | {} | {} | Δ | W/T/L | p | pass rate (95% CI) | pass@{k} | pass^{k} | flaky |",
             self.baseline,
             self.variant,
             k = self.repeats
         );
-        let _ = writeln!(out, "|---|---|---|---|---|---|---|---|---|");
+        let _ = writeln!(out, "|---|---|---|---|---|---|---|---|---|---|");
         for s in &self.scorers {
             let both =
                 |f: &dyn Fn(&Arm) -> String| format!("{} → {}", f(&s.baseline), f(&s.variant));
             let _ = writeln!(
                 out,
-                "| {}{} | {} | {} | {} | {}/{}/{} | {:.3} | {} | {} | {} |",
+                "| {}{} | {} | {} | {} | {}/{}/{} | {:.3} | {} | {} | {} | {} |",
                 s.scorer,
                 if s.regressed { " ⚠️ regressed" } else { "" },
                 mean_text(s.baseline.mean.as_ref()),
@@ -347,6 +369,7 @@ impl Comparison {
                 s.ties,
                 s.losses,
                 s.p_value,
+                both(&|a| rate_text(a.pass_interval.as_ref())),
                 both(&|a| opt(a.pass_at_k)),
                 both(&|a| opt(a.pass_hat_k)),
                 both(&|a| format!("{:.0}%", a.flake_rate * 100.0)),
@@ -384,8 +407,36 @@ impl Comparison {
         if failed > 0 {
             let _ = writeln!(out, "⚠️ {failed} runs failed and have no score.");
         }
+        for note in &self.notes {
+            let _ = writeln!(out, "⚠️ {note}");
+        }
         out
     }
+}
+
+/// The note for a comparison whose cases are too few for the sign test ever to reject.
+fn too_few_cases(cases: usize) -> String {
+    format!(
+        "with {cases} case{s} the sign test can never reach p < {ALPHA} (its smallest p-value is {min:.3}); add cases: {need} or more can",
+        s = if cases == 1 { "" } else { "s" },
+        min = smallest_sign_test_p(cases as u64),
+        need = fewest_cases_to_reject(ALPHA),
+    )
+}
+
+/// A pass rate and its Wilson interval, in percent.
+fn rate_text(rate: Option<&Proportion>) -> String {
+    rate.map_or_else(
+        || "–".to_owned(),
+        |r| {
+            format!(
+                "{:.0}% [{:.0}–{:.0}%]",
+                r.rate * 100.0,
+                r.low * 100.0,
+                r.high * 100.0
+            )
+        },
+    )
 }
 
 fn mean_text(mean: Option<&Interval>) -> String {
@@ -445,6 +496,7 @@ fn arm(name: &str, runs: &BTreeMap<&str, Vec<&RunEntry>>, scorer: &str, repeats:
         } else {
             passed as f64 / all.len() as f64
         },
+        pass_interval: Proportion::wilson(passed as u64, all.len() as u64),
         pass_at_k: (counted > 0).then(|| at_k / counted as f64),
         pass_hat_k: (counted > 0).then(|| hat_k / counted as f64),
         flake_rate: if runs.is_empty() {
@@ -574,6 +626,7 @@ mod tests {
                 baseline: "a".into(),
                 repeats: 2,
                 scorers: Vec::new(),
+                max_regression: None,
             },
             created: chrono::Utc::now(),
             runs,
@@ -590,9 +643,41 @@ mod tests {
         assert_eq!((s.wins, s.ties, s.losses), (0, 1, 1));
         assert_eq!(s.cases[0].verdict, "loss");
         assert_eq!((s.baseline.pass_rate, s.variant.pass_rate), (1.0, 0.5));
+        // Pass rates come with their Wilson intervals: 2 of 4 runs.
+        let rate = s.variant.pass_interval.unwrap();
+        assert_eq!((rate.passed, rate.n, rate.rate), (2, 4, 0.5));
+        let expected = Proportion::wilson(2, 4).unwrap();
+        assert_eq!(rate, expected);
+        assert!(
+            (rate.low - 0.150_038_989_152_149_5).abs() < 1e-9,
+            "{}",
+            rate.low
+        );
+        assert!(
+            (rate.high - 0.849_961_010_847_850_5).abs() < 1e-9,
+            "{}",
+            rate.high
+        );
         assert_eq!(s.variant.failed, 2);
         assert!(s.regressed);
         assert!(comparison.gate().is_err());
+        // Two cases can never be significant, and the report says so (text and JSON).
+        assert_eq!((comparison.cases, comparison.min_p_value), (2, 0.5));
+        let note = "with 2 cases the sign test can never reach p < 0.05 (its smallest p-value is 0.500); add cases: 6 or more can";
+        assert_eq!(comparison.notes, [note]);
+        assert!(comparison.markdown().contains(&format!("⚠️ {note}")));
+        let wire = serde_json::to_value(&comparison).unwrap();
+        assert_eq!(wire["notes"][0], note);
+        assert_eq!(wire["minPValue"], 0.5);
+        assert_eq!(wire["scorers"][0]["variant"]["passInterval"]["n"], 4);
+        assert!(wire["scorers"][0]["variant"]["mean"]["halfWidth"].is_number());
+        assert!(
+            comparison
+                .markdown()
+                .contains("| 100% [51–100%] → 50% [15–85%] |"),
+            "{}",
+            comparison.markdown()
+        );
         // With a lenient enough threshold it passes.
         assert!(
             Comparison::of(&record(1.0), "b", None, 0.6)

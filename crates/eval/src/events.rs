@@ -27,6 +27,11 @@ pub struct EvalStarted {
     pub repeats: u32,
     /// Its scorers.
     pub scorers: Vec<ScorerRecord>,
+    /// Its gate: a variant whose scorer is worse than the baseline's by more than this (in
+    /// the scorer's units) fails `eval compare` (`maxRegression`; none in definitions
+    /// recorded without one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_regression: Option<f64>,
 }
 
 impl Event for EvalStarted {

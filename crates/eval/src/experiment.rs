@@ -87,6 +87,7 @@ pub struct Experiment {
     baseline: Option<String>,
     repeats: u32,
     scorers: Vec<Arc<dyn Scorer>>,
+    max_regression: Option<f64>,
     concurrency: usize,
     retry_failed: bool,
     options: OptionsFactory,
@@ -116,6 +117,7 @@ impl Experiment {
             baseline: None,
             repeats: 1,
             scorers: Vec::new(),
+            max_regression: None,
             concurrency: 4,
             retry_failed: false,
             options: Arc::new(RunOptions::new),
@@ -181,6 +183,17 @@ impl Experiment {
         self
     }
 
+    /// The experiment's gate, recorded with its definition: a variant whose scorer is worse
+    /// than the baseline's by more than `delta` (in the scorer's units: 0.05 is five points of
+    /// pass rate) fails `openharness eval compare` (unless `--report-only`). It is
+    /// `maxRegression` in the recorded [`EvalStarted`], for a comparison to pass to
+    /// [`crate::Comparison::of`].
+    #[must_use]
+    pub fn max_regression(mut self, delta: f64) -> Self {
+        self.max_regression = Some(delta);
+        self
+    }
+
     /// How many runs go at once (default 4).
     #[must_use]
     pub fn concurrency(mut self, runs: usize) -> Self {
@@ -231,6 +244,13 @@ impl Experiment {
         }
         if self.repeats == 0 {
             return Err(self.invalid("repeats must be at least 1"));
+        }
+        if let Some(delta) = self.max_regression
+            && !(delta.is_finite() && delta >= 0.0)
+        {
+            return Err(self.invalid(format!(
+                "max_regression must be a number of at least 0 (it is {delta})"
+            )));
         }
         let mut seen = BTreeSet::new();
         for case in &self.cases {
@@ -300,6 +320,7 @@ impl Experiment {
                     better: s.better(),
                 })
                 .collect(),
+            max_regression: self.max_regression,
         }
     }
 

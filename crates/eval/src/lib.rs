@@ -10,7 +10,9 @@
 //!   entry into a phase, a predicate on the state). From a recording, what came before the
 //!   fork point is served from the log: no model is called for it, however many variants
 //!   and repeats run from there, and every run records the hash of the state it started from
-//!   (`stateHash` in its `session:forked`), so equal hashes prove identical starts.
+//!   (`stateHash` in its `session:forked`), so equal hashes prove identical starts. The hash
+//!   is the SHA-256 of the recorded state at the fork point as canonical JSON (compact, keys
+//!   sorted at every depth), taken before a variant's state edit (recorded as `stateEdit`).
 //! - **Variants** ([`Variant`]) change the provider or model, the workflow (other prompts or
 //!   agent settings, another version) or the state at the fork point.
 //! - **Running** ([`Experiment::run`]) goes concurrently up to a limit, reports progress, and
@@ -19,8 +21,10 @@
 //! - **Scorers** ([`scorers`], or your own [`Scorer`]) write `eval:scored` events;
 //!   [`rescore`] scores recorded runs again without calling a model.
 //! - **Comparing** ([`Comparison`]): per case and overall, wins/ties/losses, means with 95%
-//!   intervals, pass@k and pass^k, flake rate, the sign test, cost and latency deltas, a
-//!   Markdown report and a regression gate for CI.
+//!   intervals (exact t quantiles), pass rates with Wilson intervals, pass@k and pass^k,
+//!   flake rate, the sign test (and a note when the cases are too few for it ever to reject),
+//!   cost and latency deltas, a Markdown report and a regression gate for CI
+//!   ([`Experiment::max_regression`] records the gate with the experiment).
 //!
 //! # Modules
 //!
@@ -35,7 +39,8 @@
 //! - `record`: [`ExperimentRecord`], an experiment as its log says it is, and [`list`].
 //! - `rescore`: recorded runs scored again, no model called.
 //! - `compare`: [`Comparison`], a variant against the baseline, as JSON, Markdown and a gate.
-//! - [`stats`]: means with 95% intervals, pass@k and pass^k, the sign test.
+//! - [`stats`]: means with 95% intervals, Wilson intervals for pass rates, pass@k and pass^k,
+//!   the sign test.
 //! - `error`: [`EvalError`].
 //!
 //! ```

@@ -1,7 +1,8 @@
 //! `openharness eval …`: experiments from a file — `run` (cases × variants × repeats,
 //! resumable), `list`, `show` (every run and its scores), `compare` (a variant against the
-//! baseline: a table, `--markdown` for a pull request, `--json`, and `--max-regression` as a
-//! CI gate) and `rescore` (new scorers over recorded runs, no model called).
+//! baseline: a table, `--markdown` for a pull request, `--json`; a CI gate that exits 1 on a
+//! regression beyond the file's `max_regression` or `--max-regression`, unless
+//! `--report-only`) and `rescore` (new scorers over recorded runs, no model called).
 //!
 //! An experiment file is TOML (or JSON, by its extension):
 //!
@@ -11,6 +12,7 @@
 //! dataset = "cases.jsonl"           # relative to this file; cases may also be inline
 //! repeats = 5
 //! concurrency = 4
+//! max_regression = 0.05             # `eval compare` exits 1 beyond it (`--report-only`: not)
 //!
 //! [[case]]
 //! id = "from-a-run"
@@ -116,10 +118,14 @@ pub(crate) struct CompareArgs {
     /// The side compared against (default: the experiment's baseline).
     #[arg(long)]
     baseline: Option<String>,
-    /// Exit 1 when a scorer's mean is worse than the baseline's by more than this (in the
-    /// scorer's units: 0.05 is five points of pass rate).
+    /// Exit 1 when a scorer's mean (or pass rate) is worse than the baseline's by more than
+    /// this (in the scorer's units: 0.05 is five points of pass rate); overrides the
+    /// experiment file's `max_regression`, which gates the same way.
     #[arg(long, value_name = "DELTA")]
     max_regression: Option<f64>,
+    /// Report regressions without failing: exit 0 whatever the gate says.
+    #[arg(long)]
+    report_only: bool,
     /// Also show, for this case, the first event where the baseline's and the variant's
     /// first runs differ, and how their states differ there.
     #[arg(long)]
@@ -156,9 +162,10 @@ struct ExperimentFile {
     concurrency: Option<usize>,
     #[serde(default, rename = "scorer", alias = "scorers")]
     scorers: Vec<ScorerSpec>,
-    /// A scorer whose mean (or pass rate) is worse than the baseline's by more than this is
-    /// flagged in `eval run`'s report (default: none is flagged; `eval compare
-    /// --max-regression` gates).
+    /// The gate: a scorer whose mean (or pass rate) is worse than the baseline's by more than
+    /// this is flagged in `eval run`'s report and fails `eval compare` (exit 1) unless
+    /// `--report-only`; recorded with the experiment's definition. `--max-regression`
+    /// overrides it.
     #[serde(default)]
     max_regression: Option<f64>,
     /// Guards for every turn of every run.
@@ -304,6 +311,9 @@ async fn experiment(
     }
     if let Some(concurrency) = spec.concurrency {
         experiment = experiment.concurrency(concurrency);
+    }
+    if let Some(delta) = spec.max_regression {
+        experiment = experiment.max_regression(delta);
     }
     for scorer in scorers(&spec.scorers)? {
         experiment = experiment.shared_scorer(scorer);
@@ -530,7 +540,9 @@ async fn compare(
     record: &ExperimentRecord,
     ask: &CompareArgs,
 ) -> Result<(), CliError> {
-    let threshold = ask.max_regression.unwrap_or(0.0);
+    // The gate: the command line's, else the one the experiment's definition recorded.
+    let gate = ask.max_regression.or(record.definition.max_regression);
+    let threshold = gate.unwrap_or(0.0);
     let comparisons = comparisons(
         record,
         ask.variant.as_deref(),
@@ -590,10 +602,22 @@ async fn compare(
             crate::commands::diff::print(&mut out, compared, "baseline", variant)?;
         }
     }
-    if ask.max_regression.is_some() {
-        for comparison in &comparisons {
-            comparison.gate().map_err(CliError::Regressed)?;
+    let regressed = comparisons.iter().any(|c| !c.regressions().is_empty());
+    match gate {
+        Some(_) if !ask.report_only => {
+            for comparison in &comparisons {
+                comparison.gate().map_err(CliError::Regressed)?;
+            }
         }
+        Some(delta) if regressed && !ask.json && !ask.markdown => writeln!(
+            out,
+            "\n--report-only: the gate (max_regression {delta}) would have failed; exiting 0"
+        )?,
+        None if regressed && !ask.json && !ask.markdown => writeln!(
+            out,
+            "\nnot gated: \"regressed\" is any loss, as neither the experiment file's max_regression nor --max-regression sets a gate"
+        )?,
+        _ => {}
     }
     Ok(())
 }
