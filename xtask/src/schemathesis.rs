@@ -5,7 +5,7 @@
 //! document. The server mounts the platform's `/v1` routes too, with a throwaway master key
 //! (so providers can have keys) and no model provider (posting a message answers the
 //! documented `503 no_provider`, or `422` for a model row that cannot answer). The SSE-only
-//! routes under `/api/` are left out (a fuzzer cannot end a stream).
+//! routes under `/api/` and `/ag-ui/` are left out (a fuzzer cannot end a stream).
 
 use std::net::TcpListener;
 use std::process::{Child, Command, Stdio};
@@ -102,7 +102,7 @@ fn check(cargo: &str) -> Result<(), String> {
                 "--request-timeout",
                 "10",
                 "--exclude-path-regex",
-                "^/api/.*",
+                "^/(api|ag-ui)/.*",
             ])
             .current_dir(&folder),
     );

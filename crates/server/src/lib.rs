@@ -34,6 +34,8 @@
 //! | `GET /v1/responses/{id}` | the response as the log has it; `?stream=true&starting_after=N` its events after `N`, followed live |
 //! | `POST /v1/responses/{id}/cancel` | stops the response's turn as an event; the response ends `incomplete` (`cancelled`) |
 //! | `GET /v1/responses/{id}/input_items` | the user message the response answered |
+//! | `POST /ag-ui/{workflow}` | AG-UI 1.0: `@ag-ui/client`'s `RunAgentInput` (the `threadId` is the session) answered as the run's events over SSE: state snapshot and JSON Patch deltas, steps, text, tool calls, interrupts answered by `resume`; a recorded `runId` rejoins its run (see `ag_ui`) |
+//! | `POST /ag-ui/{workflow}/{threadId}/stop` | stops the thread's running turn as an event; the run ends `cancelled` |
 //! | `GET /experiments`, `GET /experiments/{name}` | with feature `eval`: the store's experiments, as the inspector's experiments view reads them |
 //! | `/v1/…` | with feature `platform` and `ServerOptions::platform`: the platform's Everruns-shaped API (agents, sessions, messages, notifications, LLM providers and models) |
 //!
@@ -79,6 +81,7 @@
 //! - `chat`: `POST /api/chat` and `GET /api/chat/{id}/stream`, the AI SDK 5 UI message stream.
 //! - `frames`: `POST /api/workflow`, the seeds' handler: `event`, `state`, `done` / `error` frames.
 //! - `responses` (`responses/`): Open Responses at `/v1/responses`, a projection of the log.
+//! - `ag_ui`: AG-UI at `/ag-ui/{workflow}`, a projection of the log.
 //! - `experiments` (feature `eval`): `GET /experiments` and `GET /experiments/{name}`.
 //! - `v1` (`v1/`, feature `platform`): the `/v1` API; `everruns` (the SDK's routes), `events`.
 //! - `inspector`: the tape inspector at `GET /`, its built files embedded from `inspector/`.
@@ -116,6 +119,7 @@
 //! # }
 //! ```
 
+mod ag_ui;
 mod auth;
 mod chat;
 mod cors;

@@ -347,6 +347,7 @@ fn paths() -> Value {
     let mut paths = paths;
     if let Some(paths) = paths.as_object_mut() {
         paths.extend(crate::responses::openapi::paths());
+        paths.extend(crate::ag_ui::openapi::paths());
     }
     #[cfg(feature = "eval")]
     let paths = with_experiments(paths);

@@ -49,7 +49,7 @@ use crate::AppState;
 use crate::chat::{TurnItem, failure_of, until_turn_end};
 
 pub(crate) mod openapi;
-mod read;
+pub(crate) mod read;
 pub(crate) mod wire;
 
 use read::{Awaiting, Turn, read_turn};

@@ -70,7 +70,8 @@ pub(crate) fn build(state: Arc<AppState>) -> Router {
         .route("/api/chat/{id}/stream", get(crate::chat::resume))
         .route("/api/chat/{id}/stop", post(crate::chat::stop))
         .route("/api/workflow", post(crate::frames::post))
-        .merge(crate::responses::routes());
+        .merge(crate::responses::routes())
+        .merge(crate::ag_ui::routes());
     let router = timed.merge(streaming);
     #[cfg(feature = "platform")]
     let router = match &state.options.platform {

@@ -926,6 +926,8 @@ async fn the_openapi_document_lists_every_route_and_its_references_resolve() {
         "/v1/responses/{id}",
         "/v1/responses/{id}/cancel",
         "/v1/responses/{id}/input_items",
+        "/ag-ui/{workflow}",
+        "/ag-ui/{workflow}/{thread}/stop",
     ] {
         assert!(doc["paths"].get(path).is_some(), "{path} is missing");
     }

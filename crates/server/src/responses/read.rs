@@ -12,7 +12,7 @@ use crate::chat::{Answering, answering};
 
 /// What a response waits for before its turn begins.
 #[derive(Debug, Clone, Copy)]
-pub(super) enum Awaiting {
+pub(crate) enum Awaiting {
     /// The turn that answers this request event (itself, or for a queued input the turn its
     /// `user:input` begins, or the call that took it as `input:steered`).
     Answer(EventId),
@@ -32,7 +32,7 @@ impl Awaiting {
     }
 
     /// Whether `event` begins the response's turn.
-    pub(super) fn begins(self, event: &Envelope) -> bool {
+    pub(crate) fn begins(self, event: &Envelope) -> bool {
         match self {
             Self::Answer(request) => !matches!(answering(request, event), Answering::Waiting),
             Self::ForkInput => {

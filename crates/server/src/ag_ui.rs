@@ -1,0 +1,448 @@
+//! AG-UI (protocol 1.0): `POST /ag-ui/{workflow}` takes the `RunAgentInput` that
+//! `@ag-ui/client`'s `HttpAgent` posts and answers the run as AG-UI events over SSE, a
+//! projection of the session's log ([`AgUiStream`]): the thread is the session (its id is the
+//! `threadId`), a run is a turn.
+//!
+//! - **Input**: the newest `user` message whose id this thread has not recorded is the new
+//!   input (recorded with `messageId`, `runId` and `via: "ag-ui"`); a session waiting for a
+//!   person takes it as the answer. `resume: [{interruptId, status, payload}]` answers the
+//!   interrupt (the `input:requested` event) it names: `payload.approved` (with
+//!   `payload.reason`) for a confirmation, recorded as `yes`/`no` with `approved` and `reason`;
+//!   `payload.text` (or a string payload) for a question; `status: "cancelled"` as `no`.
+//! - **State**: `STATE_SNAPSHOT` of the workflow's state when the run starts, then a
+//!   `STATE_DELTA` (JSON Patch) after each event that changes it, folded by this server's
+//!   handlers; the client's `state` is not read (the log is the truth).
+//! - **A dropped connection**: `HttpAgent` does not reconnect by itself; run it again with the
+//!   same `runId` (`agent.runAgent({ runId })`): a `runId` this thread has recorded records
+//!   nothing and rejoins that run — `RUN_STARTED`, the state and the conversation so far, the
+//!   message still streaming — then follows it live (or, once it has ended, says how).
+//! - **Stop**: `POST /ag-ui/{workflow}/{threadId}/stop` stops the running turn as an event
+//!   (`stop:requested`); the run ends `RUN_FINISHED` with outcome `cancelled`.
+//!
+//! Not served (`400`): frontend `tools` (this server's workflows run their own tools), and
+//! several `resume` entries in one run (the workflows here ask one question at a time).
+
+use std::sync::Arc;
+
+use axum::body::Bytes;
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use futures_util::{StreamExt, stream};
+use openharness_core::builtin::{InputQueued, InputReceived, TextDelta, UserInput};
+use openharness_core::{Envelope, Event as _, EventId, RunOptions, SessionId};
+use openharness_host::{JsonFold, TurnStart};
+use openharness_projection::{APPROVED_FIELD, AgUiStream, MESSAGE_ID_FIELD, REASON_FIELD};
+use serde::Deserialize;
+use serde_json::{Map, Value, json};
+
+use crate::AppState;
+use crate::chat::{TurnItem, failure_of, until_turn_end};
+use crate::error::ApiError;
+use crate::responses::read::Awaiting;
+
+pub(crate) mod openapi;
+
+type Shared = State<Arc<AppState>>;
+
+/// This protocol's name in the `via` field of a turn's input event.
+const VIA: &str = "ag-ui";
+
+/// The payload field holding the AG-UI `runId` of the run a turn's input started.
+const RUN_ID_FIELD: &str = "runId";
+
+/// How many events one read of the store takes.
+const PAGE: u64 = 512;
+
+/// The routes, without the request timeout (a run lasts as long as its turn).
+pub(crate) fn routes() -> axum::Router<Arc<AppState>> {
+    use axum::routing::post;
+    axum::Router::new()
+        .route("/ag-ui/{workflow}", post(run))
+        .route("/ag-ui/{workflow}/{thread}/stop", post(stop))
+}
+
+/// The fields of `RunAgentInput` this server reads.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct RunAgentInput {
+    thread_id: String,
+    run_id: String,
+    #[serde(default)]
+    messages: Vec<Value>,
+    #[serde(default)]
+    resume: Vec<Value>,
+    #[serde(default)]
+    tools: Vec<Value>,
+}
+
+/// A run's events and the workflow's state, stepped together.
+struct Run {
+    stream: AgUiStream,
+    fold: Option<Box<dyn JsonFold>>,
+}
+
+impl Run {
+    /// The AG-UI events of `event`, with the state after it when it can change it.
+    fn step(&mut self, event: &Envelope) -> Vec<Value> {
+        let state = self.fold(event);
+        self.stream.step(event, state)
+    }
+
+    /// Folds `event`; the state after it, unless it is a text delta (which no handler folds:
+    /// skipping them keeps a streamed reply from serialising the state per delta).
+    fn fold(&mut self, event: &Envelope) -> Option<Value> {
+        let fold = self.fold.as_mut()?;
+        fold.apply(event.clone());
+        if event.name == TextDelta::NAME {
+            return None;
+        }
+        fold.state().ok()
+    }
+}
+
+/// `POST /ag-ui/{workflow}`: a run of the thread `threadId` (see the module docs).
+async fn run(
+    State(state): Shared,
+    Path(workflow): Path<String>,
+    headers: HeaderMap,
+    request: crate::request::Body,
+) -> Result<Response, ApiError> {
+    let input: RunAgentInput = crate::request::body(request)?;
+    state.host.hosted(&workflow)?;
+    let session: SessionId = input.thread_id.parse().map_err(|err| {
+        ApiError::bad_request(format!(
+            "`threadId` `{}` is not a thread id: {err}",
+            input.thread_id
+        ))
+    })?;
+    if !input.tools.is_empty() {
+        return Err(ApiError::bad_request(
+            "frontend `tools` are not served: this server's workflows run their own tools",
+        ));
+    }
+    let recorded_len = match state.host.store().session(&session).await {
+        Ok(info) => info.map_or(0, |info| info.count),
+        Err(err) => return Err(ApiError::internal(err.to_string())),
+    };
+    if recorded_len > 0 {
+        let summary = state.host.session(&session).await?;
+        if summary.workflow.as_deref() != Some(workflow.as_str()) {
+            return Err(ApiError::bad_request(format!(
+                "thread {session} runs workflow `{}`, not `{workflow}`",
+                summary.workflow.unwrap_or_default()
+            )));
+        }
+    }
+    let history = read(&state, &session, 0, recorded_len).await?;
+    let counted = state
+        .streams
+        .open(&session, state.options.max_streams_per_session)?;
+    if let Some(first) = run_start(&history, &input.run_id) {
+        return rejoin(
+            &state,
+            &workflow,
+            &session,
+            &input.run_id,
+            &history,
+            first,
+            counted,
+        )
+        .await;
+    }
+    let mut fields = Map::new();
+    fields.insert(crate::responses::wire::VIA_FIELD.to_owned(), json!(VIA));
+    fields.insert(RUN_ID_FIELD.to_owned(), json!(input.run_id));
+    let start = match input.resume.as_slice() {
+        [] => {
+            let (id, text) = new_message(&input.messages, &history)?;
+            fields.insert(MESSAGE_ID_FIELD.to_owned(), json!(id));
+            if recorded_len == 0 {
+                TurnStart::New {
+                    workflow: workflow.clone(),
+                    input: Some(text),
+                }
+            } else {
+                let open = if state.host.is_running(&session) {
+                    Vec::new()
+                } else {
+                    state.host.unfinished(&session).await?.open_requests
+                };
+                match open.as_slice() {
+                    [only] => TurnStart::Answer {
+                        request: *only,
+                        text,
+                    },
+                    _ => TurnStart::Input(text),
+                }
+            }
+        }
+        [entry] => {
+            let (request, text) = answer(entry, &mut fields)?;
+            TurnStart::Answer { request, text }
+        }
+        several => {
+            return Err(ApiError::bad_request(format!(
+                "{} `resume` entries: answer one interrupt per run (the workflows here ask one at a time)",
+                several.len()
+            )));
+        }
+    };
+    let policy = crate::request::busy_policy(&headers, None, state.options.chat_on_busy)?;
+    let options = RunOptions::new().input_fields(fields).on_busy(policy);
+    let started = state.host.start(&session, start, options).await?;
+    let recorded = started
+        .recorded
+        .ok_or_else(|| ApiError::internal("the run's turn recorded nothing"))?;
+    let before: Vec<Envelope> = history
+        .into_iter()
+        .take(usize::try_from(recorded.seq).unwrap_or(usize::MAX))
+        .collect();
+    let mut run = new_run(
+        &state,
+        &workflow,
+        &session,
+        &input.run_id,
+        &before,
+        recorded.seq,
+    )
+    .await?;
+    let subscription = crate::sse::subscribe(&state, &session, recorded.seq).await?;
+    let failures = stream::once(failure_of(started.done))
+        .filter_map(|why| std::future::ready(why.map(TurnItem::Failed)));
+    let items = stream::select(subscription.map(TurnItem::Event), Box::pin(failures));
+    let mut waiting = Some(Awaiting::Answer(recorded.id));
+    let frames = until_turn_end(items, move |item| {
+        let events = match item {
+            TurnItem::Failed(why) => run
+                .stream
+                .fail("turn_failed", &format!("the turn failed: {why}")),
+            TurnItem::Event(Ok(recorded)) => {
+                let event = &recorded.event;
+                if let Some(awaiting) = waiting
+                    && !awaiting.begins(event)
+                {
+                    // The running turn a queued input waits behind: folded, not shown.
+                    run.fold(event);
+                    Vec::new()
+                } else {
+                    waiting = None;
+                    run.step(event)
+                }
+            }
+            TurnItem::Event(Err(err)) => run.stream.fail("stream_failed", &err.to_string()),
+        };
+        let ended = run.stream.ended();
+        std::future::ready((frames(&events), ended))
+    });
+    Ok(crate::sse::respond(
+        frames,
+        Some(counted),
+        state.options.heartbeat,
+    ))
+}
+
+/// The SSE frames of AG-UI events: `data: <json>` each (no `event:` names, no `[DONE]`, which
+/// the client would try to read as an event).
+fn frames(events: &[Value]) -> Vec<Bytes> {
+    events
+        .iter()
+        .map(|event| crate::sse::frame(None, None, &event.to_string()))
+        .collect()
+}
+
+/// A new run of `session`'s workflow whose turn starts at `seq`, after the events `before`:
+/// the conversation they hold, and the state there with a fold to follow it.
+async fn new_run(
+    state: &AppState,
+    workflow: &str,
+    session: &SessionId,
+    run_id: &str,
+    before: &[Envelope],
+    seq: u64,
+) -> Result<Run, ApiError> {
+    let mut silent = AgUiStream::new(session.to_string(), run_id, Vec::new(), None);
+    for event in before {
+        silent.step(event, None);
+    }
+    let history = silent.messages().to_vec();
+    let start = state.host.state_at(session, seq).await.ok();
+    let fold = start
+        .clone()
+        .and_then(|start| state.host.hosted(workflow).ok()?.fold_from(start));
+    Ok(Run {
+        stream: AgUiStream::new(session.to_string(), run_id, history, start),
+        fold,
+    })
+}
+
+/// Rejoins the run `run_id` of `session` that began at `first` (a resumed connection): what it
+/// has so far as snapshots, then the rest live.
+async fn rejoin(
+    state: &AppState,
+    workflow: &str,
+    session: &SessionId,
+    run_id: &str,
+    history: &[Envelope],
+    first: u64,
+    counted: crate::sse::Counted,
+) -> Result<Response, ApiError> {
+    let at = usize::try_from(first)
+        .unwrap_or(usize::MAX)
+        .min(history.len());
+    let (before, so_far) = history.split_at(at);
+    let mut run = new_run(state, workflow, session, run_id, before, first).await?;
+    for event in so_far {
+        run.step(event);
+    }
+    let caught_up = run.stream.rejoin();
+    let ended = run.stream.ended();
+    let from = first + so_far.len() as u64;
+    let head = stream::iter(frames(&caught_up));
+    if ended || !state.host.is_running(session) {
+        // Ended, or cut off with no turn here to follow: what the log has.
+        return Ok(crate::sse::respond(
+            head,
+            Some(counted),
+            state.options.heartbeat,
+        ));
+    }
+    let subscription = crate::sse::subscribe(state, session, from).await?;
+    let live = until_turn_end(subscription, move |item| {
+        let events = match item {
+            Ok(recorded) => run.step(&recorded.event),
+            Err(err) => run.stream.fail("stream_failed", &err.to_string()),
+        };
+        std::future::ready((frames(&events), run.stream.ended()))
+    });
+    Ok(crate::sse::respond(
+        head.chain(live),
+        Some(counted),
+        state.options.heartbeat,
+    ))
+}
+
+/// The seq of the first event of the run `run_id` in `events`, when this thread recorded it.
+fn run_start(events: &[Envelope], run_id: &str) -> Option<u64> {
+    let position = events.iter().position(|event| {
+        event.payload[RUN_ID_FIELD] == run_id
+            && [UserInput::NAME, InputReceived::NAME, InputQueued::NAME]
+                .contains(&event.name.as_ref())
+    })?;
+    // The turn a `user:input` begins starts at its `workflow:started`, when it has one.
+    let mut first = position;
+    while first > 0 && events[first - 1].name == openharness_core::builtin::WorkflowStarted::NAME {
+        first -= 1;
+    }
+    Some(first as u64)
+}
+
+/// The new user message of a run: the newest `user` message whose id the thread has not
+/// recorded (`400` when there is none).
+fn new_message(messages: &[Value], history: &[Envelope]) -> Result<(String, String), ApiError> {
+    let known = |id: &str| {
+        history
+            .iter()
+            .any(|event| event.payload[MESSAGE_ID_FIELD] == id)
+    };
+    let message = messages
+        .iter()
+        .rev()
+        .find(|m| m["role"] == "user")
+        .filter(|m| m["id"].as_str().is_some_and(|id| !known(id)))
+        .ok_or_else(|| {
+            ApiError::bad_request(
+                "the run has no new user message (every user message's id is recorded already) and no `resume`: add a message, or answer an interrupt",
+            )
+        })?;
+    let text = match &message["content"] {
+        Value::String(text) => text.clone(),
+        Value::Array(parts) => parts
+            .iter()
+            .filter(|part| part["type"] == "text")
+            .filter_map(|part| part["text"].as_str())
+            .collect::<Vec<_>>()
+            .join("\n"),
+        _ => String::new(),
+    };
+    if text.is_empty() {
+        return Err(ApiError::bad_request("the new user message has no text"));
+    }
+    let id = message["id"].as_str().unwrap_or_default().to_owned();
+    Ok((id, text))
+}
+
+/// The answer a `resume` entry gives: the interrupt (request) it names and the text recorded,
+/// with `approved`/`reason` added to `fields` for a confirmation.
+fn answer(entry: &Value, fields: &mut Map<String, Value>) -> Result<(EventId, String), ApiError> {
+    let id = entry["interruptId"].as_str().unwrap_or_default();
+    let request: EventId = id.parse().map_err(|_| {
+        ApiError::new(
+            StatusCode::CONFLICT,
+            "request_not_open",
+            format!("interrupt `{id}` is not one this thread asked"),
+        )
+    })?;
+    let payload = &entry["payload"];
+    if entry["status"] == "cancelled" {
+        fields.insert(APPROVED_FIELD.to_owned(), json!(false));
+        fields.insert("cancelled".to_owned(), json!(true));
+        return Ok((request, "no".to_owned()));
+    }
+    if let Some(approved) = payload["approved"].as_bool() {
+        fields.insert(APPROVED_FIELD.to_owned(), json!(approved));
+        if let Some(reason) = payload["reason"].as_str() {
+            fields.insert(REASON_FIELD.to_owned(), json!(reason));
+        }
+        return Ok((
+            request,
+            openharness_projection::approval_text(approved).to_owned(),
+        ));
+    }
+    let text = payload
+        .as_str()
+        .or_else(|| payload["text"].as_str())
+        .ok_or_else(|| {
+            ApiError::bad_request(format!(
+                "the answer to interrupt `{id}` has no `payload.approved` (a confirmation) or `payload.text` (a question)"
+            ))
+        })?;
+    Ok((request, text.to_owned()))
+}
+
+/// `session`'s events `from..to`, read a page at a time.
+async fn read(
+    state: &AppState,
+    session: &SessionId,
+    from: u64,
+    to: u64,
+) -> Result<Vec<Envelope>, ApiError> {
+    let mut events = Vec::new();
+    let mut at = from;
+    while at < to {
+        let page = state
+            .host
+            .store()
+            .events(session, at..to.min(at + PAGE))
+            .await
+            .map_err(|err| ApiError::internal(err.to_string()))?;
+        if page.is_empty() {
+            break;
+        }
+        at += page.len() as u64;
+        events.extend(page);
+    }
+    Ok(events)
+}
+
+/// `POST /ag-ui/{workflow}/{thread}/stop`: stops the thread's running turn as an event.
+async fn stop(
+    State(state): Shared,
+    Path((_workflow, thread)): Path<(String, String)>,
+) -> Result<Response, ApiError> {
+    let session: SessionId = thread
+        .parse()
+        .map_err(|err| ApiError::bad_request(format!("`{thread}` is not a thread id: {err}")))?;
+    let cancelled = state.host.cancel(&session).await;
+    Ok(axum::Json(json!({ "cancelled": cancelled })).into_response())
+}

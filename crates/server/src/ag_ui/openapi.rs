@@ -1,0 +1,58 @@
+//! The AG-UI routes in `GET /openapi.json`. The request is AG-UI's `RunAgentInput` and the
+//! answer its event stream (the protocol's own schemas, `@ag-ui/core` 1.0.0, describe both):
+//! the body is described by the fields this server reads.
+
+use serde_json::{Map, Value, json};
+
+use crate::openapi::{ok, operation, sse};
+
+fn workflow() -> Value {
+    json!({ "name": "workflow", "in": "path", "required": true, "schema": { "type": "string" } })
+}
+
+/// `/ag-ui/{workflow}` and its stop route.
+pub(crate) fn paths() -> Map<String, Value> {
+    let mut run = operation(
+        "AG-UI 1.0: a run of the thread `threadId` (the session) answered as AG-UI events; a recorded `runId` rejoins its run",
+        vec![workflow(), crate::openapi::on_busy_header()],
+        Some(
+            json!({ "type": "object", "required": ["threadId", "runId", "messages"], "properties": {
+            "threadId": { "type": "string" },
+            "runId": { "type": "string" },
+            "messages": { "type": "array" },
+            "resume": { "type": "array" },
+            "tools": { "type": "array", "maxItems": 0 },
+            "state": {},
+            "context": { "type": "array" },
+            "forwardedProps": {},
+            "protocolVersion": { "type": "string" },
+        } }),
+        ),
+        ("200", sse("the run's AG-UI events (`data:` JSON lines)")),
+        &["404", "409", "429"],
+    );
+    run["externalDocs"] = json!({ "description": "AG-UI protocol 1.0", "url": "https://github.com/ag-ui-protocol/ag-ui" });
+    let stop = operation(
+        "Stops the thread's running turn as an event (stop:requested); its run ends with outcome `cancelled`",
+        vec![
+            workflow(),
+            json!({ "name": "thread", "in": "path", "required": true, "schema": { "type": "string" } }),
+        ],
+        None,
+        (
+            "200",
+            ok(
+                "whether a turn was running",
+                json!({ "type": "object", "required": ["cancelled"], "properties": { "cancelled": { "type": "boolean" } } }),
+            ),
+        ),
+        &["400"],
+    );
+    let mut paths = Map::new();
+    paths.insert("/ag-ui/{workflow}".into(), json!({ "post": run }));
+    paths.insert(
+        "/ag-ui/{workflow}/{thread}/stop".into(),
+        json!({ "post": stop }),
+    );
+    paths
+}
