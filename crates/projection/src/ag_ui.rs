@@ -92,6 +92,8 @@ pub struct AgUiStream {
     interrupts: Vec<(EventId, Value)>,
     messages: Vec<Value>,
     last_output: Option<Value>,
+    /// The `RUN_FINISHED` the run ended with.
+    finished: Option<Value>,
 }
 
 impl AgUiStream {
@@ -114,6 +116,7 @@ impl AgUiStream {
             interrupts: Vec::new(),
             messages: history,
             last_output: None,
+            finished: None,
         }
     }
 
@@ -153,18 +156,20 @@ impl AgUiStream {
     /// before the live events that follow: `RUN_STARTED`, the state and the conversation so
     /// far, and a `STEP_STARTED` and `TEXT_MESSAGE_START` for each step and message still
     /// open (the client keeps the text it has of a message it knows; it has the rest in the
-    /// snapshot). Call it after stepping (and discarding) the run's events so far.
+    /// snapshot). Call it after stepping (and discarding) the run's events so far. A run that
+    /// has ended is rejoined whole: the snapshots, then how it finished.
     pub fn rejoin(&mut self) -> Vec<Value> {
         let mut out = Vec::new();
-        if self.ended {
-            return out;
-        }
         self.started = true;
         out.push(self.run_started());
         if let Some(state) = &self.state {
             out.push(json!({ "type": "STATE_SNAPSHOT", "snapshot": state }));
         }
         out.push(json!({ "type": "MESSAGES_SNAPSHOT", "messages": self.messages }));
+        if let Some(finished) = &self.finished {
+            out.push(finished.clone());
+            return out;
+        }
         let mut open: Vec<&Call> = self.calls.values().collect();
         open.sort_by(|a, b| a.step.cmp(&b.step));
         for call in open {
@@ -190,7 +195,9 @@ impl AgUiStream {
             self.start(&mut out);
         }
         self.ended = true;
-        out.push(json!({ "type": "RUN_ERROR", "message": message, "code": code }));
+        let error = json!({ "type": "RUN_ERROR", "message": message, "code": code });
+        self.finished = Some(error.clone());
+        out.push(error);
         out
     }
 
@@ -385,6 +392,7 @@ impl AgUiStream {
                         finished["result"] = result;
                     }
                 }
+                self.finished = Some(finished.clone());
                 out.push(finished);
                 self.ended = true;
             }
