@@ -90,7 +90,8 @@ fn bearer_or_bare(value: &str) -> &str {
     }
 }
 
-/// The middleware: lets `/health` and keyless servers through, else checks the key.
+/// The middleware: lets `/health`, `/openapi.json`, the A2A agent cards and keyless servers
+/// through, else checks the key.
 pub(crate) async fn require_key(
     State(state): State<Arc<AppState>>,
     request: Request,
@@ -100,6 +101,8 @@ pub(crate) async fn require_key(
     if state.options.api_keys.is_empty()
         || path.ends_with("/health")
         || path.ends_with("/openapi.json")
+        // A2A agent cards: what a client reads to learn how to authenticate.
+        || path.ends_with("/.well-known/agent-card.json")
     {
         return next.run(request).await;
     }

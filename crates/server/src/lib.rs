@@ -34,6 +34,9 @@
 //! | `GET /v1/responses/{id}` | the response as the log has it; `?stream=true&starting_after=N` its events after `N`, followed live |
 //! | `POST /v1/responses/{id}/cancel` | stops the response's turn as an event; the response ends `incomplete` (`cancelled`) |
 //! | `GET /v1/responses/{id}/input_items` | the user message the response answered |
+//! | `GET /.well-known/agent-card.json` | A2A: the agent card of the default workflow (no API key needed) |
+//! | `GET /a2a/{workflow}/.well-known/agent-card.json` | A2A: the workflow's agent card (no API key needed) |
+//! | `POST /a2a/{workflow}` | A2A v1.0 JSON-RPC (`A2A-Version: 1.0`): `SendMessage` (blocking, or `returnImmediately`), `SendStreamingMessage` (SSE), `GetTask`, `CancelTask`, `SubscribeToTask`; a context is a session, a task the turn a message started and the turns answering its questions (see `a2a`) |
 //! | `POST /ag-ui/{workflow}` | AG-UI 1.0: `@ag-ui/client`'s `RunAgentInput` (the `threadId` is the session) answered as the run's events over SSE: state snapshot and JSON Patch deltas, steps, text, tool calls, interrupts answered by `resume`; a recorded `runId` rejoins its run (see `ag_ui`) |
 //! | `POST /ag-ui/{workflow}/{threadId}/stop` | stops the thread's running turn as an event; the run ends `cancelled` |
 //! | `GET /experiments`, `GET /experiments/{name}` | with feature `eval`: the store's experiments, as the inspector's experiments view reads them |
@@ -46,7 +49,7 @@
 //! after `Last-Event-ID`), checks keys once, and is described by one OpenAPI document.
 //!
 //! **API keys**: with [`ServerOptions::api_keys`] set, every route but `/health`,
-//! `/openapi.json` and the inspector's page and assets requires
+//! `/openapi.json`, the A2A agent cards and the inspector's page and assets requires
 //! `Authorization: Bearer <key>`; keys are kept hashed and compared in constant time.
 //!
 //! **CORS** is off unless [`ServerOptions::cors`] names the origins a browser page may call
@@ -81,6 +84,8 @@
 //! - `chat`: `POST /api/chat` and `GET /api/chat/{id}/stream`, the AI SDK 5 UI message stream.
 //! - `frames`: `POST /api/workflow`, the seeds' handler: `event`, `state`, `done` / `error` frames.
 //! - `responses` (`responses/`): Open Responses at `/v1/responses`, a projection of the log.
+//! - `a2a` (`a2a/`): A2A v1.0 (agent cards, JSON-RPC tasks) at `/a2a/{workflow}`, a projection of
+//!   the log.
 //! - `ag_ui`: AG-UI at `/ag-ui/{workflow}`, a projection of the log.
 //! - `experiments` (feature `eval`): `GET /experiments` and `GET /experiments/{name}`.
 //! - `v1` (`v1/`, feature `platform`): the `/v1` API; `everruns` (the SDK's routes), `events`.
@@ -119,6 +124,7 @@
 //! # }
 //! ```
 
+mod a2a;
 mod ag_ui;
 mod auth;
 mod chat;

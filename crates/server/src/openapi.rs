@@ -149,7 +149,7 @@ pub(crate) fn failure(code: &str) -> Value {
 /// operation may answer `401` (when keys are required); one with a body also `400`, `413`,
 /// `415` and `422`, as the one request parser answers them.
 /// `op` as a route that needs no key: no `401`, no security requirement.
-fn public(mut op: Value) -> Value {
+pub(crate) fn public(mut op: Value) -> Value {
     if let Some(map) = op.as_object_mut() {
         map.remove("security");
     }
@@ -348,6 +348,7 @@ fn paths() -> Value {
     if let Some(paths) = paths.as_object_mut() {
         paths.extend(crate::responses::openapi::paths());
         paths.extend(crate::ag_ui::openapi::paths());
+        paths.extend(crate::a2a::openapi::paths());
     }
     #[cfg(feature = "eval")]
     let paths = with_experiments(paths);

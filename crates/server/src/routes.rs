@@ -71,7 +71,8 @@ pub(crate) fn build(state: Arc<AppState>) -> Router {
         .route("/api/chat/{id}/stop", post(crate::chat::stop))
         .route("/api/workflow", post(crate::frames::post))
         .merge(crate::responses::routes())
-        .merge(crate::ag_ui::routes());
+        .merge(crate::ag_ui::routes())
+        .merge(crate::a2a::routes());
     let router = timed.merge(streaming);
     #[cfg(feature = "platform")]
     let router = match &state.options.platform {

@@ -1,0 +1,620 @@
+//! A2A v1.0 (the Agent2Agent protocol, specification v1.0.1) as a projection of the session's
+//! log: every served workflow is an agent with a card, and the official clients (`a2a-sdk`
+//! for Python, `@a2a-js/sdk`) work unmodified against it.
+//!
+//! - `GET /a2a/{workflow}/.well-known/agent-card.json`: the workflow's agent card, its
+//!   JSON-RPC endpoint `/a2a/{workflow}` (an absolute URL on the host the client reached).
+//!   `GET /.well-known/agent-card.json` is the card of the default workflow (`serve
+//!   --chat-workflow`, or the only one). Cards need no API key. A JavaScript client resolves
+//!   the card relative to its base URL, so give it `…/a2a/chat/` with the trailing slash.
+//! - `POST /a2a/{workflow}`: JSON-RPC 2.0 with the header `A2A-Version: 1.0`. `SendMessage`
+//!   (answers `{"task": …}` once the task is over or waits for input, keeping the connection
+//!   alive with spaces before the JSON; at once with `configuration.returnImmediately`),
+//!   `SendStreamingMessage` (SSE: the `Task`, then status and artifact updates, closed after a
+//!   final state or `TASK_STATE_INPUT_REQUIRED`), `GetTask` (with `historyLength`),
+//!   `CancelTask` (stops the task's turn as an event, `stop:requested`; the task ends
+//!   `TASK_STATE_CANCELED`), `SubscribeToTask` (the task as it stands, then its updates).
+//!   Errors are JSON-RPC errors with the specification's codes (`-32001` no such task,
+//!   `-32002` not cancelable, `-32004` not served here, `-32009` another protocol version, …).
+//!
+//! **Contexts and tasks.** A context is a session: a message without `contextId` starts a new
+//! session of the workflow, one with a `contextId` continues that session (or starts it under
+//! that id). A task is the turn a message started and the turns that answer the questions it
+//! asked: its id is `task_<seq>_<session>`, the seq of the message's recorded event, so it
+//! names one exact position of one session. A turn that ends waiting for an answer (an
+//! `input:requested` still open) leaves the task `TASK_STATE_INPUT_REQUIRED` with the question
+//! as its status message; the next message with that `taskId` answers it (`input:received`)
+//! and the same task goes on. An approval can be answered by a text (`yes`, `no`) or by a
+//! `data` part `{"approved": bool, "reason"?: string}`.
+//!
+//! Nothing is kept beside the log: the message's `messageId` and `via: "a2a"` are recorded on
+//! its input event, and every read projects the task again
+//! ([`TaskStream`](openharness_projection::TaskStream)).
+//!
+//! Not served: push notifications (`-32003`), the extended card (`-32007`), `ListTasks`
+//! (`-32004`), and A2A 0.3 (its method names are not found; a request without the
+//! `A2A-Version` header is taken as 0.3, `-32009`).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::body::{Body, Bytes};
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, HeaderValue, header};
+use axum::response::{IntoResponse, Response};
+use futures_util::{StreamExt, stream};
+use openharness_core::{RunOptions, SessionId};
+use openharness_host::TurnStart;
+use openharness_projection::{
+    APPROVED_FIELD, MESSAGE_ID_FIELD, REASON_FIELD, TaskState, approval_text,
+};
+use serde_json::{Value, json};
+
+use crate::AppState;
+use crate::chat::{Failure, TurnItem, failure_of, until_turn_end};
+use crate::error::ApiError;
+use crate::responses::wire::VIA_FIELD;
+
+mod card;
+pub(crate) mod openapi;
+mod wire;
+
+use wire::{RpcError, TaskId, VIA, answer, frame, read_task, respond};
+
+type Shared = State<Arc<AppState>>;
+
+/// How often a blocking `SendMessage` writes a space while its task runs, so that neither
+/// this server's idle guard nor a proxy takes the quiet connection for a dead one.
+const KEEP_ALIVE: Duration = Duration::from_secs(15);
+
+/// How long `CancelTask` waits for the stopped turn to record its end.
+const CANCEL_WAIT: Duration = Duration::from_secs(10);
+
+/// The routes, all without the request timeout (a task lasts as long as its turns).
+pub(crate) fn routes() -> axum::Router<Arc<AppState>> {
+    use axum::routing::{get, post};
+    axum::Router::new()
+        .route("/.well-known/agent-card.json", get(default_card))
+        .route(
+            "/a2a/{target}/.well-known/agent-card.json",
+            get(target_card),
+        )
+        .route("/a2a/{target}", post(rpc))
+}
+
+/// The served workflow `target` names (`404` naming the served ones otherwise).
+fn served(state: &AppState, target: &str) -> Result<String, ApiError> {
+    let names = state.host.workflow_names();
+    if names.iter().any(|name| name == target) {
+        Ok(target.to_owned())
+    } else {
+        Err(ApiError::not_found(format!(
+            "no agent `{target}`: this server's A2A agents are its workflows ({}), each at /a2a/<workflow>",
+            names.join(", ")
+        )))
+    }
+}
+
+/// A card answer, cacheable for a minute.
+fn card_answer(state: &AppState, workflow: &str, headers: &HeaderMap) -> Response {
+    let card = card::card(workflow, headers, !state.options.api_keys.is_empty());
+    let mut response = axum::Json(card).into_response();
+    response.headers_mut().insert(
+        header::CACHE_CONTROL,
+        HeaderValue::from_static("public, max-age=60"),
+    );
+    response
+}
+
+/// `GET /.well-known/agent-card.json`: the default workflow's card.
+async fn default_card(State(state): Shared, headers: HeaderMap) -> Result<Response, ApiError> {
+    let workflow = crate::chat::default_workflow(&state).map_err(|err| {
+        ApiError::not_found(format!(
+            "{} — each workflow's card is at /a2a/<workflow>/.well-known/agent-card.json",
+            err.message
+        ))
+    })?;
+    Ok(card_answer(&state, &workflow, &headers))
+}
+
+/// `GET /a2a/{target}/.well-known/agent-card.json`.
+async fn target_card(
+    State(state): Shared,
+    Path(target): Path<String>,
+    headers: HeaderMap,
+) -> Result<Response, ApiError> {
+    let workflow = served(&state, &target)?;
+    Ok(card_answer(&state, &workflow, &headers))
+}
+
+/// One JSON-RPC request.
+struct Call {
+    /// Its id, echoed on every answer (and every frame of a stream).
+    id: Value,
+    method: String,
+    params: Value,
+}
+
+/// Reads the envelope of a JSON-RPC request.
+fn envelope(body: &Bytes) -> Result<Call, (Value, RpcError)> {
+    let value: Value = serde_json::from_slice(body).map_err(|err| {
+        (
+            Value::Null,
+            RpcError::parse(format!("the body is not JSON: {err}")),
+        )
+    })?;
+    let Value::Object(fields) = value else {
+        return Err((
+            Value::Null,
+            RpcError::invalid_request("a request is a JSON object (batches are not served)"),
+        ));
+    };
+    let id = match fields.get("id") {
+        Some(id @ (Value::String(_) | Value::Number(_) | Value::Null)) => id.clone(),
+        None => Value::Null,
+        Some(_) => {
+            return Err((
+                Value::Null,
+                RpcError::invalid_request("`id` is a string, a number or null"),
+            ));
+        }
+    };
+    if fields.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
+        return Err((id, RpcError::invalid_request("`jsonrpc` must be \"2.0\"")));
+    }
+    let Some(method) = fields.get("method").and_then(Value::as_str) else {
+        return Err((id, RpcError::invalid_request("`method` must be a string")));
+    };
+    let params = match fields.get("params") {
+        None | Some(Value::Null) => json!({}),
+        Some(params @ Value::Object(_)) => params.clone(),
+        Some(_) => {
+            return Err((id, RpcError::invalid_params("`params` must be an object")));
+        }
+    };
+    Ok(Call {
+        id,
+        method: method.to_owned(),
+        params,
+    })
+}
+
+/// Whether the request speaks A2A 1.0 (`A2A-Version: 1.0` or `1.0.x`).
+fn check_version(headers: &HeaderMap) -> Result<(), RpcError> {
+    let asked = headers
+        .get(wire::VERSION_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .map(str::trim);
+    match asked {
+        Some(version) if version == wire::VERSION || version.starts_with("1.0.") => Ok(()),
+        asked => Err(RpcError::version(asked)),
+    }
+}
+
+/// `POST /a2a/{target}`: the JSON-RPC endpoint.
+async fn rpc(
+    State(state): Shared,
+    Path(target): Path<String>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Result<Response, ApiError> {
+    let workflow = served(&state, &target)?;
+    let call = match envelope(&body) {
+        Ok(call) => call,
+        Err((id, error)) => return Ok(respond(&answer(&id, Err(error)))),
+    };
+    if let Err(error) = check_version(&headers) {
+        return Ok(respond(&answer(&call.id, Err(error))));
+    }
+    let id = call.id.clone();
+    let result = match call.method.as_str() {
+        "SendMessage" => return Ok(send(&state, &workflow, &headers, call, false).await),
+        "SendStreamingMessage" => return Ok(send(&state, &workflow, &headers, call, true).await),
+        "SubscribeToTask" => return Ok(subscribe(&state, call).await),
+        "GetTask" => get_task(&state, &call.params).await,
+        "CancelTask" => cancel_task(&state, &call.params).await,
+        "ListTasks" => Err(RpcError::unsupported(
+            "ListTasks is not served: keep the task ids SendMessage answers (a context's turns are also in GET /sessions/{contextId}/events)",
+        )),
+        "GetExtendedAgentCard" => Err(RpcError::no_extended_card()),
+        "CreateTaskPushNotificationConfig"
+        | "GetTaskPushNotificationConfig"
+        | "ListTaskPushNotificationConfigs"
+        | "DeleteTaskPushNotificationConfig" => Err(RpcError::push_not_supported()),
+        other => Err(RpcError::method_not_found(other)),
+    };
+    Ok(respond(&answer(&id, result)))
+}
+
+/// The task id a request's `params.id` names.
+fn task_id_of(params: &Value) -> Result<TaskId, RpcError> {
+    let id = params
+        .get("id")
+        .and_then(Value::as_str)
+        .ok_or_else(|| RpcError::invalid_params("`id` (the task's id) is required"))?;
+    TaskId::parse(id)
+}
+
+/// `params.historyLength`, when given.
+fn history_length(params: &Value) -> Option<u64> {
+    params.get("historyLength").and_then(|length| {
+        length
+            .as_u64()
+            .or_else(|| length.as_str().and_then(|s| s.parse().ok()))
+    })
+}
+
+/// `GetTask`: the task as the log has it now.
+async fn get_task(state: &AppState, params: &Value) -> Result<Value, RpcError> {
+    let id = task_id_of(params)?;
+    let (projected, _) = read_task(state, &id).await?;
+    let mut task = projected.task();
+    wire::trim_history(&mut task, history_length(params));
+    Ok(task)
+}
+
+/// `CancelTask`: stops the task's running turn (`stop:requested`), then answers the task as
+/// it ended.
+async fn cancel_task(state: &AppState, params: &Value) -> Result<Value, RpcError> {
+    let id = task_id_of(params)?;
+    let (projected, _) = read_task(state, &id).await?;
+    match projected.state() {
+        state if state.is_terminal() => {
+            return Err(RpcError::not_cancelable(format!(
+                "task {id} is over ({})",
+                state.as_str()
+            )));
+        }
+        TaskState::InputRequired => {
+            return Err(RpcError::not_cancelable(format!(
+                "task {id} runs nothing: it waits for an answer (send a message with its taskId)"
+            )));
+        }
+        TaskState::Submitted => {
+            return Err(RpcError::not_cancelable(format!(
+                "task {id} waits behind the session's running turn: cancelling would stop another task"
+            )));
+        }
+        _ => {}
+    }
+    if !state.host.is_running(&id.session) {
+        return Err(RpcError::not_cancelable(format!(
+            "task {id} has no running turn on this server (its turn was cut off; resume the session to finish it)"
+        )));
+    }
+    state.host.cancel(&id.session).await;
+    // The turn ends at its next safe point: answer the task as it ended.
+    let deadline = tokio::time::Instant::now() + CANCEL_WAIT;
+    loop {
+        let (projected, _) = read_task(state, &id).await?;
+        if projected.state().is_terminal() || tokio::time::Instant::now() >= deadline {
+            return Ok(projected.task());
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// Where a message goes: the task it belongs to (its id once recorded, for a new task) and
+/// how its turn starts.
+struct Plan {
+    session: SessionId,
+    start: TurnStart,
+    /// The task it continues (an answer); `None` for a new task.
+    task: Option<TaskId>,
+}
+
+/// The plan of a message sent to `workflow`'s endpoint.
+async fn plan(
+    state: &AppState,
+    workflow: &str,
+    incoming: &wire::Incoming,
+) -> Result<Plan, RpcError> {
+    let text = match (&incoming.approved, incoming.text.is_empty()) {
+        (Some((approved, _)), true) => approval_text(*approved).to_owned(),
+        _ => incoming.text.clone(),
+    };
+    if let Some(task) = &incoming.task_id {
+        let task = TaskId::parse(task)?;
+        if let Some(context) = &incoming.context_id
+            && *context != task.session.to_string()
+        {
+            return Err(RpcError::invalid_params(format!(
+                "task {task} is in context {}, not {context}",
+                task.session
+            )));
+        }
+        let (projected, _) = read_task(state, &task).await?;
+        return match projected.state() {
+            TaskState::InputRequired => {
+                let request = wire::answered(incoming, projected.waiting_for())?;
+                Ok(Plan {
+                    session: task.session.clone(),
+                    start: TurnStart::Answer { request, text },
+                    task: Some(task),
+                })
+            }
+            done if done.is_terminal() => Err(RpcError::unsupported(format!(
+                "task {task} is over ({}): it takes no more messages; send a new message with contextId {} to go on in its context",
+                done.as_str(),
+                task.session
+            ))),
+            running => Err(RpcError::unsupported(format!(
+                "task {task} is {}: it takes a message only when it asks for input; send a new message with contextId {} (a new task in its context)",
+                running.as_str(),
+                task.session
+            ))),
+        };
+    }
+    let Some(context) = &incoming.context_id else {
+        return Ok(Plan {
+            session: SessionId::new(),
+            start: TurnStart::New {
+                workflow: workflow.to_owned(),
+                input: Some(text),
+            },
+            task: None,
+        });
+    };
+    let session: SessionId = context
+        .parse()
+        .map_err(|err| RpcError::invalid_params(format!("`contextId` names no context: {err}")))?;
+    match state.host.session(&session).await {
+        Ok(summary) => {
+            let runs = summary.workflow.unwrap_or_default();
+            if runs != workflow {
+                return Err(RpcError::invalid_params(format!(
+                    "context {session} is a session of `{runs}`, not `{workflow}`: send to /a2a/{runs}"
+                )));
+            }
+            Ok(Plan {
+                session,
+                start: TurnStart::Input(text),
+                task: None,
+            })
+        }
+        // A context the client named first: a new session under its id.
+        Err(openharness_host::HostError::SessionNotFound(_))
+            if !state.host.is_running(&session) =>
+        {
+            Ok(Plan {
+                session,
+                start: TurnStart::New {
+                    workflow: workflow.to_owned(),
+                    input: Some(text),
+                },
+                task: None,
+            })
+        }
+        Err(openharness_host::HostError::SessionNotFound(_)) => Ok(Plan {
+            session,
+            start: TurnStart::Input(text),
+            task: None,
+        }),
+        Err(err) => Err(err.into()),
+    }
+}
+
+/// What a started message gives a sender: its task, and the outcome of the turn.
+struct Sent {
+    task: TaskId,
+    done: openharness_host::TurnDone,
+}
+
+/// Records the message of `call` (a new task's first turn, or an answer).
+async fn start(
+    state: &AppState,
+    workflow: &str,
+    headers: &HeaderMap,
+    call: &Call,
+) -> Result<Sent, RpcError> {
+    let incoming = wire::incoming(&call.params)?;
+    let plan = plan(state, workflow, &incoming).await?;
+    let mut fields = serde_json::Map::new();
+    fields.insert(VIA_FIELD.to_owned(), json!(VIA));
+    if let Some(id) = &incoming.message_id {
+        fields.insert(MESSAGE_ID_FIELD.to_owned(), json!(id));
+    }
+    if let Some((approved, reason)) = &incoming.approved
+        && matches!(plan.start, TurnStart::Answer { .. })
+    {
+        fields.insert(APPROVED_FIELD.to_owned(), json!(approved));
+        if let Some(reason) = reason {
+            fields.insert(REASON_FIELD.to_owned(), json!(reason));
+        }
+    }
+    let policy = crate::request::busy_policy(headers, None, state.options.on_busy)?;
+    let options = RunOptions::new().input_fields(fields).on_busy(policy);
+    let started = state.host.start(&plan.session, plan.start, options).await?;
+    let task = match plan.task {
+        Some(task) => task,
+        None => {
+            let recorded = started
+                .recorded
+                .ok_or_else(|| RpcError::internal("the message's turn recorded nothing"))?;
+            TaskId {
+                seq: recorded.seq,
+                session: started.session.clone(),
+            }
+        }
+    };
+    Ok(Sent {
+        task,
+        done: started.done,
+    })
+}
+
+/// `SendMessage` (`stream: false`) and `SendStreamingMessage` (`stream: true`).
+async fn send(
+    state: &Arc<AppState>,
+    workflow: &str,
+    headers: &HeaderMap,
+    call: Call,
+    stream: bool,
+) -> Response {
+    let sent = match start(state, workflow, headers, &call).await {
+        Ok(sent) => sent,
+        Err(error) => return respond(&answer(&call.id, Err(error))),
+    };
+    if stream {
+        return match follow(state, &call.id, &sent.task, Some(failure_of(sent.done))).await {
+            Ok(response) => response,
+            Err(error) => respond(&answer(&call.id, Err(error))),
+        };
+    }
+    let immediately = call.params["configuration"]["returnImmediately"] == json!(true);
+    let length = history_length(&call.params["configuration"]);
+    if immediately {
+        let result = read_task(state, &sent.task).await.map(|(projected, _)| {
+            let mut task = projected.task();
+            wire::trim_history(&mut task, length);
+            json!({ "task": task })
+        });
+        return respond(&answer(&call.id, result));
+    }
+    // The task once its turn has ended, with a space written every KEEP_ALIVE until then.
+    let reader = Arc::clone(state);
+    let waiting = (Box::pin(sent.done.wait()), reader, sent.task, call.id);
+    let body = stream::unfold(Some(waiting), move |waiting| async move {
+        let (mut done, state, task, id) = waiting?;
+        tokio::select! {
+            outcome = &mut done => {
+                let result = read_task(&state, &task).await.map(|(mut projected, _)| {
+                    if let Err(err) = outcome {
+                        projected.fail(&format!("the turn failed: {err}"), None);
+                    }
+                    let mut task = projected.task();
+                    wire::trim_history(&mut task, length);
+                    json!({ "task": task })
+                });
+                let body = answer(&id, result).to_string();
+                Some((Ok::<_, std::convert::Infallible>(Bytes::from(body)), None))
+            }
+            () = tokio::time::sleep(KEEP_ALIVE) => {
+                Some((Ok(Bytes::from_static(b" ")), Some((done, state, task, id))))
+            }
+        }
+    });
+    let mut response = Response::new(Body::from_stream(body));
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    response
+}
+
+/// `SubscribeToTask`: the task as it stands, then its updates (`-32004` for a task that is
+/// over).
+async fn subscribe(state: &Arc<AppState>, call: Call) -> Response {
+    let result = async {
+        let id = task_id_of(&call.params)?;
+        let (projected, _) = read_task(state, &id).await?;
+        if projected.state().is_terminal() {
+            return Err(RpcError::unsupported(format!(
+                "task {id} is over ({}): read it with GetTask",
+                projected.state().as_str()
+            )));
+        }
+        follow(state, &call.id, &id, None).await
+    }
+    .await;
+    result.unwrap_or_else(|error| respond(&answer(&call.id, Err(error))))
+}
+
+/// The stream of task `task` for the request `id`: the task as the log has it now, then a
+/// response per update, live, until it is over or waits for input. `failed` resolves when
+/// the turn the stream waits for failed before it could record its end.
+async fn follow(
+    state: &AppState,
+    id: &Value,
+    task: &TaskId,
+    failed: Option<Failure>,
+) -> Result<Response, RpcError> {
+    let counted = state
+        .streams
+        .open(&task.session, state.options.max_streams_per_session)?;
+    let (mut projected, next) = read_task(state, task).await?;
+    let opening = frame(id, projected.announce());
+    if projected.ended() {
+        return Ok(crate::sse::respond(
+            stream::iter([opening]),
+            Some(counted),
+            state.options.heartbeat,
+        ));
+    }
+    let subscription = crate::sse::subscribe(state, &task.session, next).await?;
+    let failures = stream::iter(failed)
+        .then(|failed| failed)
+        .filter_map(|why| std::future::ready(why.map(TurnItem::Failed)));
+    let items = stream::select(subscription.map(TurnItem::Event), Box::pin(failures));
+    let id = id.clone();
+    let updates = until_turn_end(items, move |item| {
+        let frames = match item {
+            TurnItem::Failed(why) => projected
+                .fail(&format!("the turn failed: {why}"), None)
+                .into_iter()
+                .map(|response| frame(&id, response))
+                .collect(),
+            TurnItem::Event(Ok(recorded)) => projected
+                .step(&recorded.event)
+                .into_iter()
+                .map(|response| frame(&id, response))
+                .collect(),
+            TurnItem::Event(Err(err)) => {
+                let error = RpcError::internal(format!("the task's stream failed: {err}"));
+                let ended = vec![wire::error_frame(&id, &error)];
+                return std::future::ready((ended, true));
+            }
+        };
+        std::future::ready((frames, projected.ended()))
+    });
+    let frames = stream::iter([opening]).chain(updates);
+    Ok(crate::sse::respond(
+        frames,
+        Some(counted),
+        state.options.heartbeat,
+    ))
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_envelope_that_is_no_request_gets_its_code() {
+        let cases = [
+            (&b"{"[..], -32700),
+            (b"[]", -32600),
+            (br#"{"jsonrpc":"1.0","id":1,"method":"GetTask"}"#, -32600),
+            (br#"{"jsonrpc":"2.0","id":1}"#, -32600),
+            (br#"{"jsonrpc":"2.0","id":{},"method":"GetTask"}"#, -32600),
+            (
+                br#"{"jsonrpc":"2.0","id":1,"method":"GetTask","params":[]}"#,
+                -32602,
+            ),
+        ];
+        for (body, code) in cases {
+            let (_, error) = envelope(&Bytes::from_static(body)).err().unwrap();
+            assert_eq!(error.code, code, "{}", String::from_utf8_lossy(body));
+        }
+        let call = envelope(&Bytes::from_static(
+            br#"{"jsonrpc":"2.0","id":"a","method":"GetTask","params":{"id":"task_1_s"}}"#,
+        ))
+        .ok()
+        .unwrap();
+        assert_eq!(call.id, "a");
+        assert_eq!(task_id_of(&call.params).unwrap().seq, 1);
+    }
+
+    #[test]
+    fn only_version_one_is_spoken() {
+        let mut headers = HeaderMap::new();
+        assert_eq!(check_version(&headers).unwrap_err().code, -32009);
+        headers.insert("A2A-Version", "0.3".parse().unwrap());
+        assert_eq!(check_version(&headers).unwrap_err().code, -32009);
+        for good in ["1.0", "1.0.1"] {
+            headers.insert("A2A-Version", good.parse().unwrap());
+            assert!(check_version(&headers).is_ok());
+        }
+    }
+}
