@@ -5,11 +5,18 @@
  * second run continues the thread, the planner-executor's question ends a run with an
  * interrupt that `runAgent({ resume })` answers, a connection the network drops mid-reply is
  * rejoined by running the same `runId` again (the message ends whole, never doubled), and the
- * stop route ends a run with outcome `cancelled` — each checked against the log.
+ * stop route ends a run with outcome `cancelled` — each checked against the log. The README's
+ * AG-UI snippet runs as written, but for the address.
  */
+import { spawnSync } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { createRequire } from "node:module";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { pathToFileURL } from "node:url";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { HttpAgent, type BaseEvent } from "ag-ui-client-1";
-import { startServer, type RunningServer } from "../server.js";
+import { repoRoot, startServer, type RunningServer } from "../server.js";
 
 const api = inject("serverUrl");
 
@@ -79,6 +86,29 @@ describe("AG-UI HttpAgent 1.0.0", () => {
     const page = await json(`${api}/sessions/${threadId}/events?limit=1000`);
     const answer = page.events.find((e: any) => e.name === "input:received");
     expect(answer.payload).toMatchObject({ requestId: interrupt.id, text: "yes", runId: "p-2" });
+  });
+});
+
+describe("the README's AG-UI snippet", () => {
+  it("runs as written against the server", () => {
+    const readme = readFileSync(join(repoRoot, "README.md"), "utf8");
+    const section = readme.slice(readme.indexOf("### AG-UI"));
+    const open = section.indexOf("```ts\n") + "```ts\n".length;
+    const snippet = section.slice(open, section.indexOf("```", open));
+    // The client this suite pins, by its file (the snippet names the package as users install it).
+    const entry = createRequire(import.meta.url).resolve("ag-ui-client-1").replace(/index\.js$/, "index.mjs");
+    const script = snippet
+      .replace("http://127.0.0.1:8080", api)
+      .replace('"@ag-ui/client"', JSON.stringify(pathToFileURL(entry).href));
+    const dir = mkdtempSync(join(tmpdir(), "openharness-ag-ui-"));
+    try {
+      writeFileSync(join(dir, "snippet.mjs"), script);
+      const run = spawnSync(process.execPath, [join(dir, "snippet.mjs")], { encoding: "utf8", timeout: 30_000 });
+      expect(run.status, run.stderr).toBe(0);
+      expect(run.stdout).toContain(reply("Three days in Lisbon: where do I start?", 1));
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
 
