@@ -16,6 +16,9 @@
 //!   same `runId` (`agent.runAgent({ runId })`): a `runId` this thread has recorded records
 //!   nothing and rejoins that run — `RUN_STARTED`, the state and the conversation so far, the
 //!   message still streaming — then follows it live (or, once it has ended, says how).
+//! - **Every position**: `GET /ag-ui/{workflow}/{threadId}/events` is the thread's whole history
+//!   as AG-UI events, run after run, each frame with the id `<seq>.<k>`; it resumes after
+//!   `Last-Event-ID` (or `?after=`) with exactly the frames after it (see `thread`).
 //! - **Stop**: `POST /ag-ui/{workflow}/{threadId}/stop` stops the running turn as an event
 //!   (`stop:requested`); the run ends `RUN_FINISHED` with outcome `cancelled`.
 //!
@@ -42,6 +45,7 @@ use crate::error::ApiError;
 use crate::responses::read::Awaiting;
 
 pub(crate) mod openapi;
+mod thread;
 
 type Shared = State<Arc<AppState>>;
 
@@ -56,9 +60,10 @@ const PAGE: u64 = 512;
 
 /// The routes, without the request timeout (a run lasts as long as its turn).
 pub(crate) fn routes() -> axum::Router<Arc<AppState>> {
-    use axum::routing::post;
+    use axum::routing::{get, post};
     axum::Router::new()
         .route("/ag-ui/{workflow}", post(run))
+        .route("/ag-ui/{workflow}/{thread}/events", get(thread::events))
         .route("/ag-ui/{workflow}/{thread}/stop", post(stop))
 }
 

@@ -928,6 +928,7 @@ async fn the_openapi_document_lists_every_route_and_its_references_resolve() {
         "/v1/responses/{id}/input_items",
         "/ag-ui/{workflow}",
         "/ag-ui/{workflow}/{thread}/stop",
+        "/ag-ui/{workflow}/{thread}/events",
         "/.well-known/agent-card.json",
         "/a2a/{target}/.well-known/agent-card.json",
         "/a2a/{target}",

@@ -75,7 +75,7 @@ fn documented_routes(doc: &Value) -> BTreeMap<String, BTreeSet<String>> {
         .unwrap()
         .iter()
         // The platform's routes: Open Responses (`/v1/responses…`) is the server's own,
-        // checked by `tests/responses.rs` and the real SDK in `crates/cli/tests/open_responses.rs`.
+        // checked by `tests/protocols.rs` and the real SDK in `crates/cli/tests/open_responses.rs`.
         .filter(|(path, _)| path.starts_with("/v1/") && !path.starts_with("/v1/responses"))
         .map(|(path, item)| {
             (

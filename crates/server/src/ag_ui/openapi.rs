@@ -48,7 +48,29 @@ pub(crate) fn paths() -> Map<String, Value> {
         ),
         &["400"],
     );
+    let events = {
+        let mut op = operation(
+            "The thread's whole history as AG-UI events, run after run, each frame `id: <seq>.<k>`; resumes after Last-Event-ID (or `after`) with exactly the frames after it, and follows a run under way here",
+            vec![
+                workflow(),
+                json!({ "name": "thread", "in": "path", "required": true, "schema": { "type": "string" } }),
+                crate::openapi::query(
+                    "after",
+                    json!({ "type": "string", "pattern": "^[0-9]{1,16}(\\.[0-9]{1,16})?$" }),
+                ),
+            ],
+            None,
+            ("200", sse("the thread's AG-UI events")),
+            &["400", "404", "429"],
+        );
+        op["externalDocs"] = json!({ "description": "AG-UI protocol 1.0", "url": "https://github.com/ag-ui-protocol/ag-ui" });
+        op
+    };
     let mut paths = Map::new();
+    paths.insert(
+        "/ag-ui/{workflow}/{thread}/events".into(),
+        json!({ "get": events }),
+    );
     paths.insert("/ag-ui/{workflow}".into(), json!({ "post": run }));
     paths.insert(
         "/ag-ui/{workflow}/{thread}/stop".into(),

@@ -1,7 +1,11 @@
-//! Open Responses (`/v1/responses`) in process: every route answers as `GET /openapi.json`
-//! documents it (bodies validated against its schemas), errors come in the specification's
-//! shape naming the parameter, and an input queued behind a running turn gets the response of
-//! the turn that answers it. The official SDK's flow runs in `crates/cli/tests/open_responses.rs`.
+//! The protocols served as projections of the log, in process. Open Responses
+//! (`/v1/responses`): every route answers as `GET /openapi.json` documents it (bodies validated
+//! against its schemas), errors come in the specification's shape naming the parameter, an
+//! input queued behind a running turn gets the response of the turn that answers it, and every
+//! response resumes at every sequence number. AG-UI (`/ag-ui/…`): a thread's stream resumed
+//! after every frame of a recorded demo, a chat and its fork is exactly the rest of a whole
+//! read. The official clients run in `crates/cli/tests/open_responses.rs` (Python) and
+//! `packages/e2e` (JavaScript).
 #![allow(clippy::unwrap_used, missing_docs)]
 
 use std::net::SocketAddr;
@@ -462,4 +466,122 @@ async fn every_response_of_a_recorded_demo_a_chat_and_its_fork_resumes_at_every_
     assert_ne!(chat, forked);
     assert!(every_response_resumes_exactly(&client, chat).await >= 3);
     assert!(every_response_resumes_exactly(&client, forked).await >= 1);
+}
+
+/// A thread's AG-UI stream (`GET /ag-ui/{workflow}/{thread}/events`) read whole, then resumed
+/// after each of its frames (by `Last-Event-ID`): each resumed read is exactly the rest of the
+/// whole one. Returns how many frames.
+async fn every_ag_ui_frame_resumes_exactly(
+    client: &http::Client,
+    workflow: &str,
+    thread: &str,
+) -> usize {
+    let path = format!("/ag-ui/{workflow}/{thread}/events");
+    let frames = |body: &str| -> Vec<(String, Value)> {
+        body.split("\n\n")
+            .filter_map(|block| {
+                let id = block.lines().find_map(|l| l.strip_prefix("id: "))?;
+                let data = block.lines().find_map(|l| l.strip_prefix("data: "))?;
+                Some((id.to_owned(), serde_json::from_str(data).unwrap()))
+            })
+            .collect()
+    };
+    let whole = frames(&client.get(&path).await.body);
+    assert!(!whole.is_empty(), "{thread}");
+    assert_eq!(whole[0].1["type"], "RUN_STARTED");
+    assert_eq!(whole.last().unwrap().1["type"], "RUN_FINISHED");
+    for (n, (id, _)) in whole.iter().enumerate() {
+        let resumed = client
+            .call("GET", &path, None, &[("last-event-id", id)])
+            .await;
+        assert_eq!(frames(&resumed.body), whole[n + 1..], "{thread} after {id}");
+    }
+    whole.len()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_ag_ui_frame_of_a_recorded_demo_a_chat_and_its_fork_resumes_exactly() {
+    let store = MemoryStore::new();
+    let demo = std::fs::read(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../tests/fixtures/verify-demo.jsonl"
+    ))
+    .unwrap();
+    openharness_store::jsonl::import(&store, demo.as_slice())
+        .await
+        .unwrap();
+    let provider = ScriptedProvider::new().fallback("assistant", |request| {
+        let output = json!({ "reply": format!("echo: {}", request.prompt) });
+        Reply::output(output.clone()).text(output.to_string())
+    });
+    let workflow = Workflow::builder("chat")
+        .initial_state(Chat::default())
+        .agent(Assistant)
+        .store(MemoryStore::new())
+        .provider(provider)
+        .build()
+        .unwrap();
+    let host = Host::new(store).workflow(workflow).unwrap();
+    let client = http::Client::new(http::serve(router(host, ServerOptions::default())).await);
+
+    // The recorded planner-executor demo (73 events; not served here, so no state events).
+    let demo = "01a24c00-cec0-7333-be6f-d3045edc9b7e";
+    let demo_frames = every_ag_ui_frame_resumes_exactly(&client, "planner-executor", demo).await;
+
+    // A chat of three runs through AG-UI, and a fork of it after its first run.
+    let thread = "ag-ui-thread-1";
+    let mut messages = Vec::new();
+    for (n, text) in ["one", "two", "three"].into_iter().enumerate() {
+        messages.push(json!({ "id": format!("u{n}"), "role": "user", "content": text }));
+        let run = client
+            .post(
+                "/ag-ui/chat",
+                &json!({ "threadId": thread, "runId": format!("r{n}"), "messages": messages }),
+            )
+            .await;
+        assert_eq!(run.status, 200, "{}", run.body);
+        assert!(run.body.contains("RUN_FINISHED"), "{}", run.body);
+    }
+    let events = client
+        .get(&format!("/sessions/{thread}/events?limit=100"))
+        .await
+        .json();
+    let first_end = events["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .position(|e| e["name"] == "workflow:completed")
+        .unwrap();
+    let fork = client
+        .post(
+            &format!("/sessions/{thread}/fork"),
+            &json!({ "at": "position", "position": first_end + 1, "input": "two again" }),
+        )
+        .await
+        .json();
+    let forked = fork["session"].as_str().unwrap().to_owned();
+    openharness_testkit::eventually(Duration::from_secs(10), "the fork's turn ends", || {
+        let client = &client;
+        let forked = &forked;
+        async move {
+            let summary = client.get(&format!("/sessions/{forked}")).await.json();
+            if summary["status"] == "idle" && summary["runningHere"] == false {
+                Ok(())
+            } else {
+                Err(summary)
+            }
+        }
+    })
+    .await;
+    let chat_frames = every_ag_ui_frame_resumes_exactly(&client, "chat", thread).await;
+    let fork_frames = every_ag_ui_frame_resumes_exactly(&client, "chat", &forked).await;
+    println!(
+        "AG-UI frames resumed exactly after each one: demo {demo_frames}, chat {chat_frames}, fork {fork_frames}"
+    );
+    // The chat's stream carries the state the handlers fold.
+    let whole = client
+        .get(&format!("/ag-ui/chat/{thread}/events"))
+        .await
+        .body;
+    assert!(whole.contains("STATE_DELTA"), "{whole}");
 }
