@@ -326,3 +326,129 @@ fn a_dataset_runs_new_sessions_and_bad_files_say_what_is_wrong() {
     let missing = openharness(dir.path(), &["eval", "show", "nothing"]);
     assert!(String::from_utf8_lossy(&missing.stderr).contains("no experiment named `nothing`"));
 }
+
+/// A planner-executor answer from the fake model: the planner's two tasks, else "Done.".
+fn fake_answer(prompt: &str) -> Value {
+    if prompt.starts_with("You are a planner") {
+        serde_json::json!({ "tasks": ["Write the changelog", "Publish"] })
+    } else {
+        serde_json::json!({ "summary": "Done." })
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_variant_without_a_provider_asks_the_model_the_recording_asked_or_says_what_to_set() {
+    use openharness_provider::testing::{self, FakeServer, RecordedRequest};
+
+    let server = FakeServer::openai("no-key").await.unwrap();
+    server.fallback(|request: &RecordedRequest| {
+        testing::openai::json_output(&fake_answer(&request.prompt()))
+    });
+    let url = server.base_url();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().to_owned();
+    // `openharness(dir, args, env)` off the runtime's threads.
+    let run = move |args: Vec<String>, env: Vec<(String, String)>| {
+        let path = path.clone();
+        tokio::task::spawn_blocking(move || {
+            let mut command = binary::command(&path);
+            command.args(&args);
+            for (name, value) in env {
+                command.env(name, value);
+            }
+            command.output().unwrap()
+        })
+    };
+    let args = |list: &[&str]| list.iter().map(|a| (*a).to_owned()).collect::<Vec<_>>();
+
+    // A session recorded against the model server (the host's own workflow is scripted).
+    let recorded = run(
+        args(&[
+            "run",
+            "planner-executor",
+            "--provider",
+            "openai",
+            "--base-url",
+            &url,
+            "--goal",
+            "Ship it",
+        ]),
+        Vec::new(),
+    )
+    .await
+    .unwrap();
+    assert!(recorded.status.success(), "{}", stdout(&recorded));
+    let sessions = json(
+        &run(args(&["sessions", "--json"]), Vec::new())
+            .await
+            .unwrap(),
+    );
+    let parent = sessions[0]["id"].as_str().unwrap().to_owned();
+    let asked_by_recording = server.request_count();
+    assert!(asked_by_recording > 0);
+    let file = |name: &str, top: &str| {
+        format!(
+            "name = \"{name}\"\n{top}\n[[case]]\nid = \"first-task\"\nsession = \"{parent}\"\nat = {{ event = \"task:started\", n = 1 }}\nanswers = [\"yes\"]\n\n[[variant]]\nname = \"baseline\"\n{SCORERS}"
+        )
+    };
+    std::fs::write(dir.path().join("live.toml"), file("live", "")).unwrap();
+
+    // Nothing says where that server is: refused, naming the variant and what to set; the
+    // scripted model is not asked instead, and no run is recorded.
+    let refused = run(args(&["eval", "run", "live.toml"]), Vec::new())
+        .await
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&refused.stderr).into_owned();
+    assert_eq!(refused.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("variant `baseline` names no provider, so case `first-task` runs on the one its recording asked, `openai`; the workflow `planner-executor` asks `scripted`"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains(
+            "set OPENAI_API_KEY (and OPENAI_BASE_URL if the recording asked another server"
+        ),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    let listed = json(
+        &run(args(&["eval", "list", "--json"]), Vec::new())
+            .await
+            .unwrap(),
+    );
+    assert_eq!(listed, serde_json::json!([]));
+
+    // With the server's address the recorded provider is rebuilt: the runs ask the model
+    // server, and each records which provider it asked.
+    let ran = run(
+        args(&["eval", "run", "live.toml", "--json"]),
+        vec![("OPENAI_BASE_URL".to_owned(), url.clone())],
+    )
+    .await
+    .unwrap();
+    assert_eq!(json(&ran)["ran"], 1);
+    let after_rebuilt = server.request_count();
+    assert!(
+        after_rebuilt > asked_by_recording,
+        "the runs asked the model server"
+    );
+    let shown = json(
+        &run(args(&["eval", "show", "live", "--json"]), Vec::new())
+            .await
+            .unwrap(),
+    );
+    assert_eq!(shown["runs"][0]["run"]["provider"], "openai");
+    assert_eq!(shown["runs"][0]["scores"]["reports-done"]["passed"], true);
+
+    // The file's top-level provider is the run's configured model for such variants.
+    let top = format!("provider = {{ kind = \"openai\", base_url = \"{url}\" }}\n");
+    std::fs::write(dir.path().join("configured.toml"), file("configured", &top)).unwrap();
+    let ran = run(
+        args(&["eval", "run", "configured.toml", "--json"]),
+        Vec::new(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(json(&ran)["ran"], 1);
+    assert!(server.request_count() > after_rebuilt);
+}

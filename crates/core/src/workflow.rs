@@ -90,6 +90,12 @@ impl<S: WorkflowState> Workflow<S> {
         Arc::clone(&self.inner.store)
     }
 
+    /// The name of the provider its agents ask ([`crate::Provider::name`]: `anthropic`,
+    /// `openai`, `scripted`, ...), as their `agent:started` records it; `None` without one.
+    pub fn provider_name(&self) -> Option<&str> {
+        self.inner.provider.as_ref().map(|provider| provider.name())
+    }
+
     /// Whether `until` holds for `state` (false when no `until` was set).
     pub fn is_done(&self, state: &S) -> bool {
         self.inner.until.as_ref().is_some_and(|until| until(state))

@@ -581,6 +581,7 @@ mod tests {
                             RunStatus::Completed
                         },
                         error: None,
+                        provider: None,
                         reason: None,
                         len: 1,
                         fork_position: None,

@@ -3,6 +3,24 @@
 use openharness_core::{SessionId, StoreError};
 use openharness_host::HostError;
 
+/// What [`EvalError::RecordedProvider`] names: the variant and case, the provider the case's
+/// recording asked, what the workflow asks instead, and what to configure.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnbuiltProvider {
+    /// The variant.
+    pub variant: String,
+    /// The case.
+    pub case: String,
+    /// The provider (and model) the recording asked, as `provider[:model]`.
+    pub recorded: String,
+    /// The workflow the variant runs.
+    pub workflow: String,
+    /// What that workflow asks instead (`` `scripted` ``, or `no provider it names`).
+    pub asks: String,
+    /// Why the recorded provider cannot be rebuilt, and what to configure so it can.
+    pub why: String,
+}
+
 /// A failure of an eval operation. A run that fails is not one of these: it is recorded as a
 /// failed run and the experiment goes on.
 #[derive(Debug, thiserror::Error)]
@@ -37,6 +55,15 @@ pub enum EvalError {
         /// The fork point, described.
         at: String,
     },
+    /// A variant names no provider, its case's recording was made with another provider than
+    /// the workflow's own, and that provider cannot be rebuilt: rather than run the variant
+    /// on a model the recording never asked (a scripted one, say) without a word, the
+    /// experiment does not start.
+    #[error(
+        "variant `{}` names no provider, so case `{}` runs on the one its recording asked, `{}`; the workflow `{}` asks {}, and `{}` cannot be rebuilt here: {}",
+        .0.variant, .0.case, .0.recorded, .0.workflow, .0.asks, .0.recorded, .0.why
+    )]
+    RecordedProvider(Box<UnbuiltProvider>),
     /// No experiment of this name is in the store.
     #[error("no experiment named `{0}` in the store (`eval list` shows the ones there are)")]
     UnknownExperiment(String),

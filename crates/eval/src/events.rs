@@ -111,6 +111,11 @@ pub struct EvalRecorded {
     /// Why it failed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// The provider its agents asked (`provider[:model]`, or a variant's or the experiment's
+    /// label for a provider it gave): the variant's own, else the experiment's, else the
+    /// one its case's recording asked. Absent in runs recorded before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provider: Option<String>,
     /// Why its last turn stopped (`until`, `idle`, `waiting_for_input`, ...).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,

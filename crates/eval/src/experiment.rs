@@ -6,16 +6,19 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::Instant;
 
-use openharness_core::{Envelope, RunOptions, SessionId, StoreError, adapter::Usage};
+use openharness_core::{
+    BoxedProvider, Envelope, Provider, RunOptions, SessionId, StoreError, adapter::Usage,
+};
 use openharness_host::{ForkPoint, Host, Hosted, PreparedFork, TurnOutcome};
 use serde_json::Value;
 use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 
 use crate::case::{Case, ForkAt};
-use crate::error::EvalError;
+use crate::error::{EvalError, UnbuiltProvider};
 use crate::events::{CaseRecord, EvalRecorded, EvalScored, EvalStarted, RunStatus, ScorerRecord};
 use crate::record::{ExperimentRecord, RunKey, log_session};
+use crate::recorded::{Rebuild, RecordedModel};
 use crate::scorer::{RunView, ScoreError, Scorer};
 use crate::variant::Variant;
 
@@ -88,6 +91,8 @@ pub struct Experiment {
     repeats: u32,
     scorers: Vec<Arc<dyn Scorer>>,
     max_regression: Option<f64>,
+    provider: Option<(String, BoxedProvider)>,
+    rebuild: Option<Rebuild>,
     concurrency: usize,
     retry_failed: bool,
     options: OptionsFactory,
@@ -118,6 +123,8 @@ impl Experiment {
             repeats: 1,
             scorers: Vec::new(),
             max_regression: None,
+            provider: None,
+            rebuild: None,
             concurrency: 4,
             retry_failed: false,
             options: Arc::new(RunOptions::new),
@@ -191,6 +198,45 @@ impl Experiment {
     #[must_use]
     pub fn max_regression(mut self, delta: f64) -> Self {
         self.max_regression = Some(delta);
+        self
+    }
+
+    /// The provider variants that name none ask (the run's configured model), instead of the
+    /// one their case's recording asked or, for cases from inputs, the workflow's own;
+    /// `label` goes into each run's record.
+    #[must_use]
+    pub fn provider(self, label: impl Into<String>, provider: impl Provider) -> Self {
+        self.shared_provider(label, Arc::new(provider))
+    }
+
+    /// [`Experiment::provider`] with a shared provider.
+    #[must_use]
+    pub fn shared_provider(mut self, label: impl Into<String>, provider: BoxedProvider) -> Self {
+        self.provider = Some((label.into(), provider));
+        self
+    }
+
+    /// How to rebuild the provider a case's recording asked ([`RecordedModel`]: its name and
+    /// model) when a variant names none and the workflow asks another (the recording was made
+    /// with a real model, the host registers a scripted one): `Err` says what to configure
+    /// so it can be (a key, an address), and the experiment does not start
+    /// ([`EvalError::RecordedProvider`]). Without it, such a variant fails the same way.
+    ///
+    /// ```
+    /// # fn demo(experiment: openharness_eval::Experiment, key_is_set: bool, real: openharness_core::BoxedProvider) -> openharness_eval::Experiment {
+    /// experiment.rebuild_provider(move |recorded| match recorded.provider.as_str() {
+    ///     "openai" if key_is_set => Ok(std::sync::Arc::clone(&real)),
+    ///     "openai" => Err("set OPENAI_API_KEY".to_owned()),
+    ///     other => Err(format!("`{other}` is not a provider this program builds")),
+    /// })
+    /// # }
+    /// ```
+    #[must_use]
+    pub fn rebuild_provider(
+        mut self,
+        rebuild: impl Fn(&RecordedModel) -> Result<BoxedProvider, String> + Send + Sync + 'static,
+    ) -> Self {
+        self.rebuild = Some(Arc::new(rebuild));
         self
     }
 
@@ -367,15 +413,16 @@ impl Experiment {
             }
         }
 
-        // What each (case, variant) starts from, prepared once for its repeats.
-        let mut starts: BTreeMap<(String, String), Start> = BTreeMap::new();
-        let mut fork_points: BTreeMap<String, ForkPoint> = BTreeMap::new();
+        // What each (case, variant) starts from, prepared once for its repeats, and the
+        // provider its runs ask.
+        let mut starts: BTreeMap<(String, String), (Start, Option<String>)> = BTreeMap::new();
+        let mut found = Found::default();
         for (case, variant, _, _) in &todo {
             let slot = (case.id.clone(), variant.name.clone());
             if starts.contains_key(&slot) {
                 continue;
             }
-            let start = self.start(case, variant, &mut fork_points).await?;
+            let start = self.start(case, variant, &mut found).await?;
             starts.insert(slot, start);
         }
 
@@ -391,8 +438,9 @@ impl Experiment {
         let mut running: std::collections::HashMap<tokio::task::Id, EvalRecorded> =
             std::collections::HashMap::new();
         for (case, variant, repeat, attempt) in todo {
-            let start = starts[&(case.id.clone(), variant.name.clone())].clone();
+            let (start, provider) = starts[&(case.id.clone(), variant.name.clone())].clone();
             let job = Job {
+                provider,
                 host: self.host.clone(),
                 case: Arc::new(case.clone()),
                 variant: variant.name.clone(),
@@ -476,25 +524,36 @@ impl Experiment {
         })
     }
 
-    /// What the runs of `case` under `variant` start from.
+    /// What the runs of `case` under `variant` start from, and the provider they ask (its
+    /// label, for their records).
     async fn start(
         &self,
         case: &Case,
         variant: &Variant,
-        fork_points: &mut BTreeMap<String, ForkPoint>,
-    ) -> Result<Start, EvalError> {
+        found: &mut Found,
+    ) -> Result<(Start, Option<String>), EvalError> {
         let Some(parent) = &case.session else {
             let fallback = case.workflow.as_deref().or(self.workflow.as_deref());
-            let workflow = self.variant_workflow(variant, || self.inputs_workflow(fallback))?;
-            return Ok(Start::Inputs(workflow));
+            let (workflow, given) =
+                self.variant_workflow(variant, || self.inputs_workflow(fallback))?;
+            // No recording: the variant's provider, the experiment's, or the workflow's own.
+            let asked = given.or_else(|| workflow.provider_name().map(str::to_owned));
+            return Ok((Start::Inputs(workflow), asked));
         };
         let owner = self.host.workflow_of(parent).await?;
-        let workflow = self.variant_workflow(variant, || Ok(Arc::clone(owner)))?;
-        let point = match fork_points.get(&case.id) {
+        let (workflow, given) = self.variant_workflow(variant, || Ok(Arc::clone(owner)))?;
+        let (workflow, asked) = match given {
+            Some(label) => (workflow, Some(label)),
+            None => {
+                self.as_recorded(case, variant, parent, workflow, found)
+                    .await?
+            }
+        };
+        let point = match found.fork_points.get(&case.id) {
             Some(point) => point.clone(),
             None => {
                 let point = locate(owner.as_ref(), case, parent).await?;
-                fork_points.insert(case.id.clone(), point.clone());
+                found.fork_points.insert(case.id.clone(), point.clone());
                 point
             }
         };
@@ -510,25 +569,82 @@ impl Experiment {
         if let Some(patch) = &variant.state_edit {
             fork = fork.edit_state(patch)?;
         }
-        Ok(Start::Fork(workflow, Arc::from(fork)))
+        Ok((Start::Fork(workflow, Arc::from(fork)), asked))
     }
 
     /// The workflow `variant` runs: its own (built in Rust, or registered by name), else
-    /// `default`; asking the variant's provider, if it names one.
+    /// `default`; asking the variant's provider, else the experiment's, with its label.
     fn variant_workflow(
         &self,
         variant: &Variant,
         default: impl FnOnce() -> Result<Arc<dyn Hosted>, EvalError>,
-    ) -> Result<Arc<dyn Hosted>, EvalError> {
+    ) -> Result<(Arc<dyn Hosted>, Option<String>), EvalError> {
         let workflow = match (&variant.workflow, &variant.workflow_name) {
             (Some(hosted), _) => hosted.with_store(Arc::clone(self.host.store())),
             (None, Some(name)) => Arc::clone(self.host.hosted(name)?),
             (None, None) => default()?,
         };
-        Ok(match &variant.provider {
-            Some((_, provider)) => workflow.with_provider(Arc::clone(provider)),
-            None => workflow,
+        Ok(match variant.provider.as_ref().or(self.provider.as_ref()) {
+            Some((label, provider)) => (
+                workflow.with_provider(Arc::clone(provider)),
+                Some(label.clone()),
+            ),
+            None => (workflow, None),
         })
+    }
+
+    /// `workflow` asking the provider `case`'s recording asked, for a variant that names
+    /// none (and an experiment that gives none): the workflow's own when it is that one (or
+    /// when the recording names none), else the recorded one rebuilt
+    /// ([`Experiment::rebuild_provider`]); never another model without a word.
+    async fn as_recorded(
+        &self,
+        case: &Case,
+        variant: &Variant,
+        parent: &SessionId,
+        workflow: Arc<dyn Hosted>,
+        found: &mut Found,
+    ) -> Result<(Arc<dyn Hosted>, Option<String>), EvalError> {
+        let recorded = match found.recorded.get(&case.id) {
+            Some(recorded) => recorded.clone(),
+            None => {
+                let recorded = RecordedModel::of(self.host.store().as_ref(), parent).await?;
+                found.recorded.insert(case.id.clone(), recorded.clone());
+                recorded
+            }
+        };
+        let own = workflow.provider_name().map(str::to_owned);
+        let Some(recorded) = recorded else {
+            return Ok((workflow, own));
+        };
+        if own.as_deref() == Some(recorded.provider.as_str()) {
+            return Ok((workflow, Some(recorded.label())));
+        }
+        let label = recorded.label();
+        if let Some(provider) = found.rebuilt.get(&label) {
+            return Ok((workflow.with_provider(Arc::clone(provider)), Some(label)));
+        }
+        let why = match &self.rebuild {
+            Some(rebuild) => match rebuild(&recorded) {
+                Ok(provider) => {
+                    found.rebuilt.insert(label.clone(), Arc::clone(&provider));
+                    return Ok((workflow.with_provider(provider), Some(label)));
+                }
+                Err(why) => why,
+            },
+            None => "name a provider in the variant, or give the experiment one (`Experiment::provider`) or a way to rebuild recorded ones (`Experiment::rebuild_provider`)".to_owned(),
+        };
+        Err(EvalError::RecordedProvider(Box::new(UnbuiltProvider {
+            variant: variant.name.clone(),
+            case: case.id.clone(),
+            recorded: label,
+            workflow: workflow.name().to_owned(),
+            asks: own.map_or_else(
+                || "no provider it names".to_owned(),
+                |name| format!("`{name}`"),
+            ),
+            why,
+        })))
     }
 
     /// The workflow cases from inputs run when their variant names none: `name`, else the
@@ -546,6 +662,15 @@ impl Experiment {
             ))),
         }
     }
+}
+
+/// What preparing the runs' starts found once and shares: each case's fork point and recorded
+/// provider, and the providers rebuilt (by label).
+#[derive(Default)]
+struct Found {
+    fork_points: BTreeMap<String, ForkPoint>,
+    recorded: BTreeMap<String, Option<RecordedModel>>,
+    rebuilt: BTreeMap<String, BoxedProvider>,
 }
 
 /// The case ids and variant names whose definition differs between an experiment's recorded

@@ -14,7 +14,10 @@
 //!   is the SHA-256 of the recorded state at the fork point as canonical JSON (compact, keys
 //!   sorted at every depth), taken before a variant's state edit (recorded as `stateEdit`).
 //! - **Variants** ([`Variant`]) change the provider or model, the workflow (other prompts or
-//!   agent settings, another version) or the state at the fork point.
+//!   agent settings, another version) or the state at the fork point. A variant that names
+//!   no provider runs on the experiment's ([`Experiment::provider`]), else on the one its
+//!   case's recording asked ([`RecordedModel`], rebuilt by [`Experiment::rebuild_provider`]
+//!   when the workflow asks another), and fails to start rather than run on another model.
 //! - **Running** ([`Experiment::run`]) goes concurrently up to a limit, reports progress, and
 //!   resumes: runs already recorded are never run again (failed ones with
 //!   [`Experiment::retry_failed`]).
@@ -31,6 +34,8 @@
 //! - `experiment` (`experiment/`): [`Experiment`]; `job` runs one case × variant × repeat, `log`.
 //! - `case`: [`Case`] and [`ForkAt`], what one row starts from.
 //! - `recordings`: [`Recordings`], cases chosen by a query over the store's recorded sessions.
+//! - `recorded`: [`RecordedModel`], the provider and model a recording asked, which variants
+//!   naming none run on.
 //! - `variant`: [`Variant`], one arm of an experiment; the baseline changes nothing.
 //! - `scorer`: the [`Scorer`] trait, the [`RunView`] it reads and the [`Score`] it gives.
 //! - [`scorers`]: the built-in scorers and [`ScorerSpec`], the same written in a file.
@@ -67,6 +72,7 @@ mod events;
 mod experiment;
 mod judge;
 mod record;
+mod recorded;
 mod recordings;
 mod rescore;
 mod scorer;
@@ -76,12 +82,13 @@ mod variant;
 
 pub use case::{Case, ForkAt, Named, Occurrence};
 pub use compare::{Arm, CaseComparison, Comparison, ScorerComparison, Spend};
-pub use error::EvalError;
+pub use error::{EvalError, UnbuiltProvider};
 pub use events::{
     Better, CaseRecord, EvalRecorded, EvalScored, EvalStarted, LOG_PREFIX, RunStatus, ScorerRecord,
 };
 pub use experiment::{Experiment, Progress, Ran};
 pub use record::{ExperimentRecord, ExperimentSummary, RunEntry, RunKey, list, log_session};
+pub use recorded::RecordedModel;
 pub use recordings::Recordings;
 pub use rescore::{Rescored, rescore};
 pub use scorer::{RunView, Score, ScoreError, Scorer};

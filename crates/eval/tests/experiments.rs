@@ -694,3 +694,163 @@ async fn a_variant_may_be_another_version_of_the_workflow_that_reads_the_recordi
         Some(true)
     );
 }
+
+/// A provider answering as `inner` under another name: a recording made with a real model,
+/// as `openharness run --provider openai` records one (`agent:started.provider`).
+#[derive(Clone)]
+struct Named(&'static str, ScriptedProvider);
+
+#[async_trait::async_trait]
+impl openharness::Provider for Named {
+    fn name(&self) -> &str {
+        self.0
+    }
+
+    async fn complete(
+        &self,
+        request: openharness::adapter::ProviderRequest,
+        sink: openharness::adapter::ProviderSink,
+    ) -> openharness::adapter::ProviderResult {
+        self.1.complete(request, sink).await
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_variant_without_a_provider_runs_on_the_recorded_one_never_silently_on_the_script() {
+    // Recorded with the model `live` (its planner asked for `live-1`)...
+    let store = MemoryStore::new();
+    let live = example::scripted_provider();
+    let recording = example::workflow(store.clone(), Named("live", live.clone())).unwrap();
+    let first = recording
+        .run(
+            RunOptions::new()
+                .input(example::DEMO_GOAL)
+                .agent("planner", openharness::AgentSettings::new().model("live-1")),
+        )
+        .await
+        .unwrap();
+    let parent = first.session.clone();
+    recording
+        .respond(&parent, first.open_requests[0], "yes", RunOptions::new())
+        .await
+        .unwrap();
+    // ...and served by a host whose workflow asks a scripted model (the CLI's offline one).
+    let offline = executor_says("Scripted.", Arc::new(AtomicUsize::new(0)));
+    let host = Host::new(store.clone())
+        .workflow(example::workflow(store.clone(), offline.clone()).unwrap())
+        .unwrap();
+    let case = || {
+        Case::recording("release", parent.clone(), ForkAt::event("task:started", 1))
+            .answers(["yes"])
+    };
+    let experiment = |name: &str| {
+        Experiment::new(name, host.clone())
+            .case(case())
+            .variant(Variant::new("baseline"))
+            .repeats(2)
+            .scorer(says_done())
+    };
+
+    // Nothing rebuilds `live`: the experiment does not start, and says which variant, which
+    // provider and what to configure. No model was asked, no experiment left behind.
+    let err = experiment("as-recorded").run().await.unwrap_err();
+    match &err {
+        EvalError::RecordedProvider(unbuilt) => assert_eq!(
+            (
+                unbuilt.variant.as_str(),
+                unbuilt.case.as_str(),
+                unbuilt.recorded.as_str(),
+                unbuilt.workflow.as_str(),
+                unbuilt.asks.as_str()
+            ),
+            (
+                "baseline",
+                "release",
+                "live:live-1",
+                "planner-executor",
+                "`scripted`"
+            )
+        ),
+        other => panic!("{other}"),
+    }
+    let text = err.to_string();
+    assert!(
+        text.starts_with("variant `baseline` names no provider, so case `release` runs on the one its recording asked, `live:live-1`; the workflow `planner-executor` asks `scripted`"),
+        "{text}"
+    );
+    assert!(text.contains("`Experiment::rebuild_provider`"), "{text}");
+    assert_eq!(offline.calls(), 0);
+    assert!(matches!(
+        ExperimentRecord::load(&store, "as-recorded").await,
+        Err(EvalError::UnknownExperiment(_))
+    ));
+
+    // A rebuilder that cannot rebuild it says what to configure, in the same error.
+    let err = experiment("as-recorded")
+        .rebuild_provider(|recorded| Err(format!("set LIVE_KEY to ask `{}`", recorded.provider)))
+        .run()
+        .await
+        .unwrap_err();
+    assert!(
+        err.to_string()
+            .ends_with("cannot be rebuilt here: set LIVE_KEY to ask `live`"),
+        "{err}"
+    );
+
+    // One that can: every run asks the rebuilt model (with the recorded model name), records
+    // it, and the script is never asked.
+    let rebuilt_calls = Arc::new(AtomicUsize::new(0));
+    let rebuilt = executor_says("Task done.", Arc::clone(&rebuilt_calls));
+    let asked = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let seen = Arc::clone(&asked);
+    let ran = experiment("as-recorded")
+        .rebuild_provider(move |recorded| {
+            seen.lock().unwrap().push(recorded.clone());
+            Ok(Arc::new(Named("live", rebuilt.clone())) as openharness::BoxedProvider)
+        })
+        .run()
+        .await
+        .unwrap();
+    assert_eq!((ran.ran, ran.failed), (2, 0));
+    assert_eq!(
+        *asked.lock().unwrap(),
+        [openharness_eval::RecordedModel {
+            provider: "live".into(),
+            model: Some("live-1".into())
+        }],
+        "rebuilt once for the case's repeats"
+    );
+    assert!(rebuilt_calls.load(Ordering::SeqCst) > 0);
+    assert_eq!(offline.calls(), 0, "the workflow's script was never asked");
+    for entry in ran.record.runs.values() {
+        assert_eq!(entry.run.provider.as_deref(), Some("live:live-1"));
+        assert!(entry.scores["says-done"].passed, "{entry:?}");
+    }
+
+    // The experiment's own provider is the run's configured model for variants naming none;
+    // a variant naming the script explicitly runs on it.
+    let configured_calls = Arc::new(AtomicUsize::new(0));
+    let ran = Experiment::new("configured", host.clone())
+        .case(case())
+        .variant(Variant::new("baseline"))
+        .variant(Variant::new("offline").provider("scripted", offline.clone()))
+        .provider(
+            "configured",
+            executor_says("Task done.", Arc::clone(&configured_calls)),
+        )
+        .run()
+        .await
+        .unwrap();
+    assert_eq!((ran.ran, ran.failed), (2, 0));
+    assert!(configured_calls.load(Ordering::SeqCst) > 0);
+    assert!(offline.calls() > 0);
+    let provider_of = |variant: &str| {
+        ran.record
+            .runs
+            .iter()
+            .find(|(key, _)| key.variant == variant)
+            .and_then(|(_, entry)| entry.run.provider.clone())
+    };
+    assert_eq!(provider_of("baseline").as_deref(), Some("configured"));
+    assert_eq!(provider_of("offline").as_deref(), Some("scripted"));
+}

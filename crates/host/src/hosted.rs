@@ -42,6 +42,13 @@ pub trait Hosted: Send + Sync + 'static {
     /// for a fork, a cassette).
     fn with_provider(&self, provider: BoxedProvider) -> Arc<dyn Hosted>;
 
+    /// The name of the provider its agents ask ([`openharness_core::Provider::name`]:
+    /// `scripted`, `openai`, ...), as their `agent:started` records it; `None` when it has
+    /// none or does not say.
+    fn provider_name(&self) -> Option<&str> {
+        None
+    }
+
     /// Starts a new session (`input` recorded as `user:input`).
     async fn run(
         &self,
@@ -256,6 +263,10 @@ impl<S: WorkflowState> Hosted for Handle<S> {
 
     fn with_provider(&self, provider: BoxedProvider) -> Arc<dyn Hosted> {
         <dyn Hosted>::of(self.0.with_provider(provider))
+    }
+
+    fn provider_name(&self) -> Option<&str> {
+        self.0.provider_name()
     }
 
     async fn run(

@@ -4,6 +4,13 @@
 //! regression beyond the file's `max_regression` or `--max-regression`, unless
 //! `--report-only`) and `rescore` (new scorers over recorded runs, no model called).
 //!
+//! A variant that names no provider runs on the file's top-level `provider`, else on the one
+//! its case's recording asked (`agent:started.provider` and `model`): the workflow's own
+//! when it asks that one, else rebuilt here (`anthropic`, `openai` and `claude-cli`, keys
+//! from `ANTHROPIC_API_KEY`/`OPENAI_API_KEY`, another server from `ANTHROPIC_BASE_URL`/
+//! `OPENAI_BASE_URL`); when it cannot be, `eval run` says what to configure and runs nothing,
+//! rather than run the variant on the workflow's scripted model.
+//!
 //! An experiment file is TOML (or JSON, by its extension):
 //!
 //! ```toml
@@ -27,7 +34,7 @@
 //! at = { phase = "coding", occurrence = "first" }
 //!
 //! [[variant]]
-//! name = "baseline"
+//! name = "baseline"                 # no provider: the one the case's recording asked
 //!
 //! [[variant]]
 //! name = "gpt"
@@ -51,10 +58,11 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use clap::Subcommand;
+use openharness::BoxedProvider;
 use openharness::RunOptions;
 use openharness_eval::{
-    Case, Comparison, EvalError, Experiment, ExperimentRecord, Progress, Recordings, ScorerSpec,
-    Variant,
+    Case, Comparison, EvalError, Experiment, ExperimentRecord, Progress, RecordedModel, Recordings,
+    ScorerSpec, Variant,
 };
 use serde::Deserialize;
 use serde_json::Value;
@@ -162,6 +170,10 @@ struct ExperimentFile {
     concurrency: Option<usize>,
     #[serde(default, rename = "scorer", alias = "scorers")]
     scorers: Vec<ScorerSpec>,
+    /// The provider variants that name none ask, instead of the one their case's recording
+    /// asked.
+    #[serde(default)]
+    provider: Option<ProviderFile>,
     /// The gate: a scorer whose mean (or pass rate) is worse than the baseline's by more than
     /// this is flagged in `eval run`'s report and fails `eval compare` (exit 1) unless
     /// `--report-only`; recorded with the experiment's definition. `--max-regression`
@@ -252,6 +264,48 @@ fn provider_kind(kind: &str) -> Result<ProviderKind, CliError> {
     })
 }
 
+/// A provider table of the file, built, with its label (`kind[:model]`).
+fn build_provider(provider: &ProviderFile) -> Result<(String, BoxedProvider), CliError> {
+    let kind = provider_kind(&provider.kind)?;
+    let label = match &provider.model {
+        Some(model) => format!("{}:{model}", provider.kind),
+        None => provider.kind.clone(),
+    };
+    let live = live_provider(
+        kind,
+        provider.model.as_deref(),
+        provider.base_url.as_deref(),
+    )?;
+    Ok((label, live))
+}
+
+/// The provider a case's recording asked, rebuilt for a variant that names none: its kind
+/// and model as recorded, its key from the environment and its server from
+/// `ANTHROPIC_BASE_URL` / `OPENAI_BASE_URL` (the address is not recorded). `Err` says what
+/// to configure.
+fn rebuild_recorded(recorded: &RecordedModel) -> Result<BoxedProvider, String> {
+    let otherwise = "or give the experiment file a top-level `provider = { kind = …, model = …, base_url = … }`, or name one in the variant";
+    let Ok(kind) = <ProviderKind as clap::ValueEnum>::from_str(&recorded.provider, true) else {
+        return Err(format!(
+            "`{}` is not a provider this command builds (anthropic, openai, claude-cli); {otherwise}",
+            recorded.provider
+        ));
+    };
+    let base_url_var = match kind {
+        ProviderKind::Openai => "OPENAI_BASE_URL",
+        ProviderKind::Anthropic | ProviderKind::ClaudeCli => "ANTHROPIC_BASE_URL",
+    };
+    let base_url = std::env::var(base_url_var)
+        .ok()
+        .filter(|url| !url.trim().is_empty());
+    live_provider(kind, recorded.model.as_deref(), base_url.as_deref()).map_err(|err| match err {
+        CliError::MissingKey { var, .. } => format!(
+            "set {var} (and {base_url_var} if the recording asked another server than the provider's own), {otherwise}"
+        ),
+        other => format!("{other}; {otherwise}"),
+    })
+}
+
 /// The experiment a file describes, over the CLI's host.
 async fn experiment(
     context: &Context,
@@ -272,6 +326,11 @@ async fn experiment(
     for query in &spec.recordings {
         experiment = experiment.cases(query.cases(context.host()).await?);
     }
+    if let Some(provider) = &spec.provider {
+        let (label, live) = build_provider(provider)?;
+        experiment = experiment.shared_provider(label, live);
+    }
+    experiment = experiment.rebuild_provider(rebuild_recorded);
     for variant in spec.variants {
         let mut built = Variant::new(variant.name);
         if let Some(description) = variant.description {
@@ -280,22 +339,8 @@ async fn experiment(
         if let Some(workflow) = variant.workflow {
             built = built.workflow_named(workflow);
         }
-        if let Some(provider) = variant.provider {
-            let kind = provider_kind(&provider.kind)?;
-            let label = format!(
-                "{}{}",
-                provider.kind,
-                provider
-                    .model
-                    .as_deref()
-                    .map(|m| format!(":{m}"))
-                    .unwrap_or_default()
-            );
-            let live = live_provider(
-                kind,
-                provider.model.as_deref(),
-                provider.base_url.as_deref(),
-            )?;
+        if let Some(provider) = &variant.provider {
+            let (label, live) = build_provider(provider)?;
             built = built.shared_provider(label, live);
         }
         if let Some(state) = variant.state {

@@ -21,6 +21,7 @@ fn record(latency_ms: f64, cost: f64, usage: Usage, turns: u32) -> EvalRecorded 
         session: None,
         status: RunStatus::Completed,
         error: None,
+        provider: None,
         reason: Some("idle".into()),
         len: 4,
         fork_position: None,
