@@ -13,7 +13,10 @@
 //!   `SendStreamingMessage` (SSE: the `Task`, then status and artifact updates, closed after a
 //!   final state or `TASK_STATE_INPUT_REQUIRED`), `GetTask` (with `historyLength`),
 //!   `CancelTask` (stops the task's turn as an event, `stop:requested`; the task ends
-//!   `TASK_STATE_CANCELED`), `SubscribeToTask` (the task as it stands, then its updates).
+//!   `TASK_STATE_CANCELED`), `SubscribeToTask` (the task as it stands, then its updates; with
+//!   `Last-Event-ID`, exactly the frames after that one, also of a task that ended since).
+//!   Every frame a stream makes of an event has the id `<seq>.<n>` (the `n`-th made of the
+//!   event at `seq`); `<seq>.0` resumes before the event's first frame.
 //!   Errors are JSON-RPC errors with the specification's codes (`-32001` no such task,
 //!   `-32002` not cancelable, `-32004` not served here, `-32009` another protocol version, …).
 //!
@@ -46,7 +49,7 @@ use futures_util::{StreamExt, stream};
 use openharness_core::{RunOptions, SessionId};
 use openharness_host::TurnStart;
 use openharness_projection::{
-    APPROVED_FIELD, MESSAGE_ID_FIELD, REASON_FIELD, TaskState, approval_text,
+    APPROVED_FIELD, MESSAGE_ID_FIELD, REASON_FIELD, TaskState, TaskStream, approval_text,
 };
 use serde_json::{Value, json};
 
@@ -210,7 +213,7 @@ async fn rpc(
     let result = match call.method.as_str() {
         "SendMessage" => return Ok(send(&state, &workflow, &headers, call, false).await),
         "SendStreamingMessage" => return Ok(send(&state, &workflow, &headers, call, true).await),
-        "SubscribeToTask" => return Ok(subscribe(&state, call).await),
+        "SubscribeToTask" => return Ok(subscribe(&state, &headers, call).await),
         "GetTask" => get_task(&state, &call.params).await,
         "CancelTask" => cancel_task(&state, &call.params).await,
         "ListTasks" => Err(RpcError::unsupported(
@@ -397,6 +400,8 @@ async fn plan(
 /// What a started message gives a sender: its task, and the outcome of the turn.
 struct Sent {
     task: TaskId,
+    /// Whether the message answers a task's question (else it began a new task).
+    answers: bool,
     done: openharness_host::TurnDone,
 }
 
@@ -425,6 +430,7 @@ async fn start(
     let policy = crate::request::busy_policy(headers, None, state.options.on_busy)?;
     let options = RunOptions::new().input_fields(fields).on_busy(policy);
     let started = state.host.start(&plan.session, plan.start, options).await?;
+    let answers = plan.task.is_some();
     let task = match plan.task {
         Some(task) => task,
         None => {
@@ -439,6 +445,7 @@ async fn start(
     };
     Ok(Sent {
         task,
+        answers,
         done: started.done,
     })
 }
@@ -456,7 +463,17 @@ async fn send(
         Err(error) => return respond(&answer(&call.id, Err(error))),
     };
     if stream {
-        return match follow(state, &call.id, &sent.task, Some(failure_of(sent.done))).await {
+        // A new task's stream is all of it; an answer's, the task as it stands, then the rest.
+        let from = if sent.answers { From::Now } else { From::Start };
+        return match follow(
+            state,
+            &call.id,
+            &sent.task,
+            Some(failure_of(sent.done)),
+            from,
+        )
+        .await
+        {
             Ok(response) => response,
             Err(error) => respond(&answer(&call.id, Err(error))),
         };
@@ -503,10 +520,18 @@ async fn send(
 }
 
 /// `SubscribeToTask`: the task as it stands, then its updates (`-32004` for a task that is
-/// over).
-async fn subscribe(state: &Arc<AppState>, call: Call) -> Response {
+/// over). With `Last-Event-ID` (a frame id this server gave, `<seq>.<n>`), the frames after
+/// it instead, from the log then live, also of a task that ended since: a client that lost
+/// its stream gets exactly what it missed.
+async fn subscribe(state: &Arc<AppState>, headers: &HeaderMap, call: Call) -> Response {
     let result = async {
         let id = task_id_of(&call.params)?;
+        if let Some(cursor) = crate::sse::last_event_id(headers)?.filter(|c| !c.is_empty()) {
+            let after = Cursor::parse(cursor)?;
+            // A task that does not exist is not found, whatever the cursor.
+            read_first(state, &id).await?;
+            return follow(state, &call.id, &id, None, From::After(after)).await;
+        }
         let (projected, _) = read_task(state, &id).await?;
         if projected.state().is_terminal() {
             return Err(RpcError::unsupported(format!(
@@ -514,50 +539,125 @@ async fn subscribe(state: &Arc<AppState>, call: Call) -> Response {
                 projected.state().as_str()
             )));
         }
-        follow(state, &call.id, &id, None).await
+        follow(state, &call.id, &id, None, From::Now).await
     }
     .await;
     result.unwrap_or_else(|error| respond(&answer(&call.id, Err(error))))
 }
 
-/// The stream of task `task` for the request `id`: the task as the log has it now, then a
-/// response per update, live, until it is over or waits for input. `failed` resolves when
-/// the turn the stream waits for failed before it could record its end.
+/// Whether the task `id` exists (`-32001` otherwise), reading only its first event.
+async fn read_first(state: &AppState, id: &TaskId) -> Result<(), RpcError> {
+    let store = state.host.store();
+    let first = store
+        .events(&id.session, id.seq..id.seq + 1)
+        .await
+        .map_err(|err| RpcError::internal(err.to_string()))?;
+    if first.first().is_some_and(wire::opens_task) {
+        Ok(())
+    } else {
+        Err(RpcError::task_not_found(format!(
+            "no task `{id}`: position {} of session {} holds no message",
+            id.seq, id.session
+        )))
+    }
+}
+
+/// A frame's place in a task's stream: the `n`-th response (from 1) made of the event at
+/// `seq`. Every frame a projection makes of an event carries its id, `<seq>.<n>`, so a
+/// stream resumes after any of them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+struct Cursor {
+    seq: u64,
+    n: u32,
+}
+
+impl Cursor {
+    /// Reads `<seq>.<n>`, or `<seq>` (after every frame of that event); `<seq>.0` is before
+    /// the event's first frame.
+    fn parse(text: &str) -> Result<Self, RpcError> {
+        let wrong = || {
+            RpcError::invalid_params(format!(
+                "Last-Event-ID `{text}` is not a frame id of this server (`<seq>.<n>`)"
+            ))
+        };
+        let (seq, n) = match text.split_once('.') {
+            Some((seq, n)) => (seq, n.parse().map_err(|_| wrong())?),
+            None => (text, u32::MAX),
+        };
+        Ok(Self {
+            seq: seq.parse().map_err(|_| wrong())?,
+            n,
+        })
+    }
+}
+
+/// Where a task's stream starts.
+#[derive(Debug, Clone, Copy)]
+enum From {
+    /// At the task's first event: every frame (a new task's own stream).
+    Start,
+    /// With the task as the log has it now (one `task` frame), then what follows.
+    Now,
+    /// After the frame `Cursor` (a resumed stream).
+    After(Cursor),
+}
+
+/// The stream of task `task` for the request `id`, from `from`, live, until it is over or
+/// waits for input. `failed` resolves when the turn the stream waits for failed before it
+/// could record its end.
 async fn follow(
     state: &AppState,
     id: &Value,
     task: &TaskId,
     failed: Option<Failure>,
+    from: From,
 ) -> Result<Response, RpcError> {
     let counted = state
         .streams
         .open(&task.session, state.options.max_streams_per_session)?;
-    let (mut projected, next) = read_task(state, task).await?;
-    let opening = frame(id, projected.announce());
-    if projected.ended() {
-        return Ok(crate::sse::respond(
-            stream::iter([opening]),
-            Some(counted),
-            state.options.heartbeat,
-        ));
-    }
+    let (mut projected, next, opening, after) = match from {
+        From::Now => {
+            let (mut projected, next) = read_task(state, task).await?;
+            let opening = frame(id, None, projected.announce());
+            if projected.ended() {
+                return Ok(crate::sse::respond(
+                    stream::iter([opening]),
+                    Some(counted),
+                    state.options.heartbeat,
+                ));
+            }
+            (projected, next, Some(opening), None)
+        }
+        From::Start => (TaskStream::new(task.head()), task.seq, None, None),
+        From::After(cursor) => (TaskStream::new(task.head()), task.seq, None, Some(cursor)),
+    };
     let subscription = crate::sse::subscribe(state, &task.session, next).await?;
     let failures = stream::iter(failed)
         .then(|failed| failed)
         .filter_map(|why| std::future::ready(why.map(TurnItem::Failed)));
     let items = stream::select(subscription.map(TurnItem::Event), Box::pin(failures));
     let id = id.clone();
+    // Whether the stream has sent a frame of the task's own (a resumed stream passes over
+    // what its client has seen, the end of a phase included).
+    let mut sent = opening.is_some();
     let updates = until_turn_end(items, move |item| {
-        let frames = match item {
+        let frames: Vec<Bytes> = match item {
             TurnItem::Failed(why) => projected
                 .fail(&format!("the turn failed: {why}"), None)
                 .into_iter()
-                .map(|response| frame(&id, response))
+                .map(|response| frame(&id, None, response))
                 .collect(),
-            TurnItem::Event(Ok(recorded)) => projected
-                .step(&recorded.event)
-                .into_iter()
-                .map(|response| frame(&id, response))
+            TurnItem::Event(Ok(recorded)) => (1..)
+                .zip(projected.step(&recorded.event))
+                .filter_map(|(n, response)| {
+                    let at = Cursor {
+                        seq: recorded.seq,
+                        n,
+                    };
+                    let wanted = after.is_none_or(|after| at > after);
+                    let name = format!("{}.{}", at.seq, at.n);
+                    wanted.then(|| frame(&id, Some(&name), response))
+                })
                 .collect(),
             TurnItem::Event(Err(err)) => {
                 let error = RpcError::internal(format!("the task's stream failed: {err}"));
@@ -565,9 +665,12 @@ async fn follow(
                 return std::future::ready((ended, true));
             }
         };
-        std::future::ready((frames, projected.ended()))
+        sent |= !frames.is_empty();
+        // A resumed stream whose client saw the task end has nothing more to send.
+        let finished = (sent && projected.ended()) || (!sent && projected.state().is_terminal());
+        std::future::ready((frames, finished))
     });
-    let frames = stream::iter([opening]).chain(updates);
+    let frames = stream::iter(opening).chain(updates);
     Ok(crate::sse::respond(
         frames,
         Some(counted),
@@ -604,6 +707,17 @@ mod tests {
         .unwrap();
         assert_eq!(call.id, "a");
         assert_eq!(task_id_of(&call.params).unwrap().seq, 1);
+    }
+
+    #[test]
+    fn cursors_order_frames_and_a_bare_seq_is_after_all_of_its_event() {
+        let at = |seq, n| Cursor { seq, n };
+        assert_eq!(Cursor::parse("12.3").unwrap(), at(12, 3));
+        assert_eq!(Cursor::parse("12").unwrap(), at(12, u32::MAX));
+        assert!(at(12, 0) < at(12, 1) && at(12, u32::MAX) < at(13, 1));
+        for wrong in ["", "x", "1.x", "-1.0", "1.2.3"] {
+            assert_eq!(Cursor::parse(wrong).unwrap_err().code, -32602, "{wrong}");
+        }
     }
 
     #[test]

@@ -6,7 +6,7 @@ use axum::body::Bytes;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use openharness_core::builtin::{InputQueued, UserInput, WorkflowStarted};
-use openharness_core::{Event as _, EventId, SessionId};
+use openharness_core::{Envelope, Event as _, EventId, SessionId};
 use openharness_projection::{TaskHead, TaskStream};
 use serde_json::{Value, json};
 
@@ -174,10 +174,11 @@ pub(crate) fn respond(body: &Value) -> Response {
     response
 }
 
-/// One stream response of the request `id` as an SSE frame.
-pub(crate) fn frame(id: &Value, result: Value) -> Bytes {
+/// One stream response of the request `id` as an SSE frame, with the frame id `frame_id`
+/// (`<seq>.<n>`) when it has one.
+pub(crate) fn frame(id: &Value, frame_id: Option<&str>, result: Value) -> Bytes {
     let data = json!({ "jsonrpc": "2.0", "id": id, "result": result });
-    crate::sse::frame(None, None, &data.to_string())
+    crate::sse::frame(None, frame_id, &data.to_string())
 }
 
 /// The `event: error` frame a stream ends with when it cannot go on.
@@ -328,6 +329,12 @@ pub(crate) fn answered(incoming: &Incoming, open: &[EventId]) -> Result<EventId,
     }
 }
 
+/// Whether a task can start at `event`: a new session's first event, an input, or an input
+/// queued behind a running turn.
+pub(crate) fn opens_task(event: &Envelope) -> bool {
+    [WorkflowStarted::NAME, UserInput::NAME, InputQueued::NAME].contains(&event.name.as_ref())
+}
+
 /// How many events one read of the store takes.
 const PAGE: u64 = 256;
 
@@ -343,10 +350,7 @@ pub(crate) async fn read_task(
         .events(&id.session, id.seq..id.seq + 1)
         .await
         .map_err(internal)?;
-    let opens = first.first().is_some_and(|event| {
-        [WorkflowStarted::NAME, UserInput::NAME, InputQueued::NAME].contains(&event.name.as_ref())
-    });
-    if !opens {
+    if !first.first().is_some_and(opens_task) {
         return Err(RpcError::task_not_found(format!(
             "no task `{id}`: position {} of session {} holds no message",
             id.seq, id.session
