@@ -230,6 +230,28 @@ describe("the inspector", () => {
     await page.close();
   });
 
+  test("shows which protocol started a turn: a response of the openai SDK's shape is badged open-responses", async () => {
+    const response = await api<{ conversation: { id: string } }>(server.url, "v1/responses", {
+      method: "POST",
+      body: { model: "chat", input: "Hello through Open Responses" },
+    });
+    const session = response.conversation.id;
+    await settled(session);
+    const page = await open(session);
+    const recorded = await events(session);
+    const input = recorded.findIndex((e) => e.name === "user:input") + 1;
+    const row = page.locator(`.row[data-position="${input}"]`);
+    await expect.poll(() => row.locator(".via").textContent()).toBe("open-responses");
+    expect(await row.locator(".via").getAttribute("title")).toContain("open-responses");
+    // A turn started natively has no badge.
+    const native = await open(chat);
+    await native.locator(".row .name").first().waitFor();
+    expect(await native.locator(".row .via").count()).toBe(0);
+    expect(problems(page)).toEqual([]);
+    await page.close();
+    await native.close();
+  });
+
   test("the compact view shows one row per agent call; j/k step row by row; a call expands", async () => {
     const page = await open(planner);
     await at(page, 15);

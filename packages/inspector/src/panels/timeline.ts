@@ -285,9 +285,25 @@ export function eventRow(index: number, position: number, context: RowContext): 
       row.append(figures);
     }
   } else {
+    const via = protocolOf(event);
+    if (via) {
+      const badge = el("span", "via", via);
+      badge.title = `this turn was started through ${via}`;
+      row.append(badge);
+    }
     row.append(el("span", "summary", summarize(event)));
   }
   return row;
+}
+
+/**
+ * The protocol that started a turn, as its input event records it (`via`: `open-responses`,
+ * `ag-ui`, `a2a`), or null.
+ */
+export function protocolOf(event: { name: string; payload: unknown }): string | null {
+  if (event.name !== "user:input" && event.name !== "input:received" && event.name !== "input:queued") return null;
+  const via = (event.payload as { via?: unknown } | null)?.via;
+  return typeof via === "string" && via.length > 0 ? via : null;
 }
 
 /**
