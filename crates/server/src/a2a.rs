@@ -14,7 +14,9 @@
 //!   final state or `TASK_STATE_INPUT_REQUIRED`), `GetTask` (with `historyLength`),
 //!   `CancelTask` (stops the task's turn as an event, `stop:requested`; the task ends
 //!   `TASK_STATE_CANCELED`), `SubscribeToTask` (the task as it stands, then its updates; with
-//!   `Last-Event-ID`, exactly the frames after that one, also of a task that ended since).
+//!   `Last-Event-ID`, exactly the frames after that one, also of a task that ended since),
+//!   `ListTasks` (of a `contextId`, or of every session of the workflow; newest first, paged,
+//!   filtered by `status`).
 //!   Every frame a stream makes of an event has the id `<seq>.<n>` (the `n`-th made of the
 //!   event at `seq`); `<seq>.0` resumes before the event's first frame.
 //!   Errors are JSON-RPC errors with the specification's codes (`-32001` no such task,
@@ -34,9 +36,9 @@
 //! its input event, and every read projects the task again
 //! ([`TaskStream`](openharness_projection::TaskStream)).
 //!
-//! Not served: push notifications (`-32003`), the extended card (`-32007`), `ListTasks`
-//! (`-32004`), and A2A 0.3 (its method names are not found; a request without the
-//! `A2A-Version` header is taken as 0.3, `-32009`).
+//! Not served: push notifications (`-32003`), the extended card (`-32007`), and A2A 0.3 (its
+//! method names are not found; a request without the `A2A-Version` header is taken as 0.3,
+//! `-32009`).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -59,6 +61,7 @@ use crate::error::ApiError;
 use crate::responses::wire::VIA_FIELD;
 
 mod card;
+mod list;
 pub(crate) mod openapi;
 mod wire;
 
@@ -216,9 +219,7 @@ async fn rpc(
         "SubscribeToTask" => return Ok(subscribe(&state, &headers, call).await),
         "GetTask" => get_task(&state, &call.params).await,
         "CancelTask" => cancel_task(&state, &call.params).await,
-        "ListTasks" => Err(RpcError::unsupported(
-            "ListTasks is not served: keep the task ids SendMessage answers (a context's turns are also in GET /sessions/{contextId}/events)",
-        )),
+        "ListTasks" => list::list_tasks(&state, &workflow, &call.params).await,
         "GetExtendedAgentCard" => Err(RpcError::no_extended_card()),
         "CreateTaskPushNotificationConfig"
         | "GetTaskPushNotificationConfig"

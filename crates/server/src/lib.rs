@@ -36,7 +36,7 @@
 //! | `GET /v1/responses/{id}/input_items` | the user message the response answered |
 //! | `GET /.well-known/agent-card.json` | A2A: the agent card of the default workflow (no API key needed) |
 //! | `GET /a2a/{workflow}/.well-known/agent-card.json` | A2A: the workflow's agent card (no API key needed) |
-//! | `POST /a2a/{workflow}` | A2A v1.0 JSON-RPC (`A2A-Version: 1.0`): `SendMessage` (blocking, or `returnImmediately`), `SendStreamingMessage` (SSE), `GetTask`, `CancelTask`, `SubscribeToTask`; a context is a session, a task the turn a message started and the turns answering its questions (see `a2a`) |
+//! | `POST /a2a/{workflow}` | A2A v1.0 JSON-RPC (`A2A-Version: 1.0`): `SendMessage` (blocking, or `returnImmediately`), `SendStreamingMessage` (SSE), `GetTask`, `CancelTask`, `SubscribeToTask`, `ListTasks`; a context is a session, a task the turn a message started and the turns answering its questions (see `a2a`) |
 //! | `POST /ag-ui/{workflow}` | AG-UI 1.0: `@ag-ui/client`'s `RunAgentInput` (the `threadId` is the session) answered as the run's events over SSE: state snapshot and JSON Patch deltas, steps, text, tool calls, interrupts answered by `resume`; a recorded `runId` rejoins its run (see `ag_ui`) |
 //! | `POST /ag-ui/{workflow}/{threadId}/stop` | stops the thread's running turn as an event; the run ends `cancelled` |
 //! | `GET /experiments`, `GET /experiments/{name}` | with feature `eval`: the store's experiments, as the inspector's experiments view reads them |

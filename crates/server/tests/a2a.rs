@@ -224,6 +224,45 @@ async fn the_routes_answer_as_documented_with_the_specification_codes() {
     let last = &streamed.last().unwrap().data["result"]["statusUpdate"];
     assert_eq!(last["status"]["state"], "TASK_STATE_COMPLETED");
 
+    // Its tasks, newest first: the streamed one, then the first.
+    let listed = result(&rpc(&client, "ListTasks", json!({ "contextId": context }), &[]).await);
+    let ids: Vec<&str> = listed["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["id"].as_str().unwrap())
+        .collect();
+    let streamed_id = last["taskId"].as_str().unwrap();
+    assert_eq!(ids, [streamed_id, id]);
+    assert_eq!(listed["totalSize"], 2);
+    assert_eq!(listed["nextPageToken"], "");
+    assert!(listed["tasks"][0].get("artifacts").is_none());
+    let paged = result(
+        &rpc(
+            &client,
+            "ListTasks",
+            json!({ "pageSize": 1, "includeArtifacts": true, "status": "TASK_STATE_COMPLETED" }),
+            &[],
+        )
+        .await,
+    );
+    assert_eq!(paged["tasks"][0]["id"], streamed_id);
+    assert_eq!(
+        paged["tasks"][0]["artifacts"][0]["parts"][0]["text"],
+        "echo: again"
+    );
+    assert_eq!(paged["nextPageToken"], "1");
+    let rest = result(
+        &rpc(
+            &client,
+            "ListTasks",
+            json!({ "pageSize": 1, "pageToken": "1" }),
+            &[],
+        )
+        .await,
+    );
+    assert_eq!(rest["tasks"][0]["id"], id);
+
     // Refusals, each with its code.
     let refusals = [
         ("GetTask", json!({ "id": "task_99_nowhere" }), -32001),
@@ -245,7 +284,7 @@ async fn the_routes_answer_as_documented_with_the_specification_codes() {
             json!({ "message": { "role": "ROLE_USER", "parts": [] } }),
             -32602,
         ),
-        ("ListTasks", json!({}), -32004),
+        ("ListTasks", json!({ "status": "TASK_STATE_DONE" }), -32602),
         ("GetExtendedAgentCard", json!({}), -32007),
         ("CreateTaskPushNotificationConfig", json!({}), -32003),
         ("message/send", json!({}), -32601),

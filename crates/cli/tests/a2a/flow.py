@@ -14,6 +14,7 @@ from a2a.client import A2ACardResolver, ClientConfig, ClientFactory
 from a2a.types import (
     CancelTaskRequest,
     GetTaskRequest,
+    ListTasksRequest,
     Message,
     Part,
     Role,
@@ -117,6 +118,10 @@ async def send_stream_get(http):
     assert read.history[0].parts[0].text == "And again"
     trimmed = await streaming.get_task(GetTaskRequest(id=first.id, history_length=0))
     assert len(trimmed.history) == 0, trimmed
+    # The context's tasks, newest first.
+    listed = await streaming.list_tasks(ListTasksRequest(context_id=first.context_id))
+    assert [t.id for t in listed.tasks] == [second.id, first.id], listed
+    assert listed.total_size == 2 and listed.next_page_token == "", listed
     # A task that is over takes no more messages, and cannot be canceled.
     try:
         await one(blocking, SendMessageRequest(message=message("more", task_id=first.id)))

@@ -46,7 +46,7 @@ pub(crate) fn paths() -> Map<String, Value> {
     one["externalDocs"] = spec();
     let last_event_id = json!({ "name": "Last-Event-ID", "in": "header", "required": false, "description": "SubscribeToTask: the id of the last frame the client has (`<seq>.<n>`); the stream resumes right after it", "schema": { "type": "string" } });
     let mut rpc = operation(
-        "A2A v1.0 JSON-RPC (header `A2A-Version: 1.0`): SendMessage, SendStreamingMessage (SSE), GetTask, CancelTask, SubscribeToTask (SSE); errors are JSON-RPC errors with the specification's codes",
+        "A2A v1.0 JSON-RPC (header `A2A-Version: 1.0`): SendMessage, SendStreamingMessage (SSE), GetTask, CancelTask, SubscribeToTask (SSE), ListTasks; errors are JSON-RPC errors with the specification's codes",
         vec![
             json!({ "name": "A2A-Version", "in": "header", "required": false, "description": "the protocol version: 1.0 (absent means 0.3, answered -32009)", "schema": { "type": "string" } }),
             crate::openapi::on_busy_header(),

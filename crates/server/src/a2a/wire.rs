@@ -56,7 +56,7 @@ impl RpcError {
             -32601,
             "METHOD_NOT_FOUND",
             format!(
-                "no method `{method}`: this server speaks A2A 1.0 (SendMessage, SendStreamingMessage, GetTask, CancelTask, SubscribeToTask)"
+                "no method `{method}`: this server speaks A2A 1.0 (SendMessage, SendStreamingMessage, GetTask, CancelTask, SubscribeToTask, ListTasks)"
             ),
         )
     }

@@ -1,0 +1,193 @@
+//! `ListTasks`: the tasks of one context (a session), or of every session of the workflow,
+//! newest first, each projected from the log as `GetTask` projects it.
+//!
+//! A task starts where a message was recorded: a new session's `workflow:started`, a
+//! `user:input` of a living session, or an `input:queued` behind a running turn. The
+//! `user:input` right after a `workflow:started` belongs to that first task, and one caused
+//! by a queued input to the queued input's task, so each task is listed once.
+
+use openharness_core::builtin::{InputQueued, UserInput, WorkflowStarted};
+use openharness_core::{Envelope, Event as _, SessionId};
+use openharness_projection::{TaskState, TaskStream};
+use serde_json::{Value, json};
+
+use super::wire::{RpcError, TaskId, trim_history};
+use crate::AppState;
+
+/// The most tasks one page holds, and how many without `pageSize`.
+const MAX_PAGE: usize = 100;
+const DEFAULT_PAGE: usize = 50;
+
+/// How many events one read of the store takes.
+const READ: u64 = 1024;
+
+/// `ListTasks` on `workflow`'s endpoint.
+pub(crate) async fn list_tasks(
+    state: &AppState,
+    workflow: &str,
+    params: &Value,
+) -> Result<Value, RpcError> {
+    let wanted_state = match params.get("status").and_then(Value::as_str) {
+        None | Some("" | "TASK_STATE_UNSPECIFIED") => None,
+        Some(name) => Some(TaskState::parse(name).ok_or_else(|| {
+            RpcError::invalid_params(format!("`status` `{name}` is not a task state"))
+        })?),
+    };
+    let page_size = match params.get("pageSize").and_then(Value::as_u64) {
+        None | Some(0) => DEFAULT_PAGE,
+        Some(size) => usize::try_from(size).unwrap_or(MAX_PAGE).min(MAX_PAGE),
+    };
+    let offset = match params.get("pageToken").and_then(Value::as_str) {
+        None | Some("") => 0,
+        Some(token) => token.parse::<usize>().map_err(|_| {
+            RpcError::invalid_params(format!("`pageToken` `{token}` is not one this server gave"))
+        })?,
+    };
+    let history = params.get("historyLength").and_then(Value::as_u64);
+    let artifacts = params.get("includeArtifacts").and_then(Value::as_bool) == Some(true);
+    let sessions = match params
+        .get("contextId")
+        .and_then(Value::as_str)
+        .filter(|c| !c.is_empty())
+    {
+        Some(context) => {
+            let session: SessionId = context.parse().map_err(|err| {
+                RpcError::invalid_params(format!("`contextId` names no context: {err}"))
+            })?;
+            vec![session]
+        }
+        None => {
+            let mut sessions = state.host.sessions().await?;
+            sessions.retain(|s| s.workflow.as_deref() == Some(workflow));
+            sessions.sort_by_key(|s| std::cmp::Reverse(s.last_event));
+            sessions.into_iter().map(|s| s.id).collect()
+        }
+    };
+    let mut tasks = Vec::new();
+    for session in sessions {
+        let events = all_events(state, &session).await?;
+        let mut of_session: Vec<Value> = openers(&events)
+            .into_iter()
+            .filter_map(|seq| {
+                let id = TaskId {
+                    seq,
+                    session: session.clone(),
+                };
+                let mut projected = TaskStream::new(id.head());
+                for event in events.iter().skip(usize::try_from(seq).ok()?) {
+                    projected.step(event);
+                    if projected.state().is_terminal() {
+                        break;
+                    }
+                }
+                wanted_state
+                    .is_none_or(|wanted| projected.state() == wanted)
+                    .then(|| projected.task())
+            })
+            .collect();
+        of_session.reverse();
+        tasks.extend(of_session);
+    }
+    let total = tasks.len();
+    let page: Vec<Value> = tasks
+        .into_iter()
+        .skip(offset)
+        .take(page_size)
+        .map(|mut task| {
+            trim_history(&mut task, history);
+            if !artifacts && let Value::Object(fields) = &mut task {
+                fields.remove("artifacts");
+            }
+            task
+        })
+        .collect();
+    let next = offset + page.len();
+    Ok(json!({
+        "tasks": page,
+        "nextPageToken": if next < total { next.to_string() } else { String::new() },
+        "pageSize": page_size,
+        "totalSize": total,
+    }))
+}
+
+/// Every event of `session`.
+async fn all_events(state: &AppState, session: &SessionId) -> Result<Vec<Envelope>, RpcError> {
+    let store = state.host.store();
+    let mut events = Vec::new();
+    loop {
+        let from = events.len() as u64;
+        let page = store
+            .events(session, from..from + READ)
+            .await
+            .map_err(|err| RpcError::internal(err.to_string()))?;
+        if page.is_empty() {
+            return Ok(events);
+        }
+        events.extend(page);
+    }
+}
+
+/// The seqs where the session's tasks start (see the module docs).
+fn openers(events: &[Envelope]) -> Vec<u64> {
+    let mut starts = Vec::new();
+    let mut previous: Option<&Envelope> = None;
+    for (seq, event) in (0u64..).zip(events) {
+        let name = event.name.as_ref();
+        let starts_here = if name == WorkflowStarted::NAME || name == InputQueued::NAME {
+            true
+        } else if name == UserInput::NAME {
+            event.caused_by.is_none()
+                && previous.is_none_or(|before| before.name != WorkflowStarted::NAME)
+        } else {
+            false
+        };
+        if starts_here {
+            starts.push(seq);
+        }
+        previous = Some(event);
+    }
+    starts
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use openharness_core::builtin::{InputQueued, QueueMode, UserInput, WorkflowCompleted};
+
+    use super::*;
+
+    #[test]
+    fn each_message_opens_one_task() {
+        let started = Envelope::typed(
+            &WorkflowStarted {
+                workflow: "chat".into(),
+                code: None,
+                version: None,
+                commit: None,
+                state_shape: None,
+            },
+            None,
+        )
+        .unwrap();
+        let first = Envelope::typed(&UserInput::new("one"), None).unwrap();
+        let done = Envelope::typed(&WorkflowCompleted::default(), None).unwrap();
+        let second = Envelope::typed(&UserInput::new("two"), None).unwrap();
+        let queued = Envelope::typed(
+            &InputQueued::new("three", QueueMode::Enqueue),
+            Some(second.id),
+        )
+        .unwrap();
+        let answering = Envelope::typed(&UserInput::new("three"), Some(queued.id)).unwrap();
+        let events = [
+            started,
+            first,
+            done.clone(),
+            second,
+            queued,
+            done.clone(),
+            answering,
+            done,
+        ];
+        assert_eq!(openers(&events), [0, 3, 4]);
+    }
+}
