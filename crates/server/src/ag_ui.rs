@@ -55,9 +55,6 @@ const VIA: &str = "ag-ui";
 /// The payload field holding the AG-UI `runId` of the run a turn's input started.
 const RUN_ID_FIELD: &str = "runId";
 
-/// How many events one read of the store takes.
-const PAGE: u64 = 512;
-
 /// The routes, without the request timeout (a run lasts as long as its turn).
 pub(crate) fn routes() -> axum::Router<Arc<AppState>> {
     use axum::routing::{get, post};
@@ -139,7 +136,7 @@ async fn run(
             )));
         }
     }
-    let history = read(&state, &session, 0, recorded_len).await?;
+    let history = crate::responses::read::events(&state, &session, 0, recorded_len).await?;
     let counted = state
         .streams
         .open(&session, state.options.max_streams_per_session)?;
@@ -413,31 +410,6 @@ fn answer(entry: &Value, fields: &mut Map<String, Value>) -> Result<(EventId, St
             ))
         })?;
     Ok((request, text.to_owned()))
-}
-
-/// `session`'s events `from..to`, read a page at a time.
-async fn read(
-    state: &AppState,
-    session: &SessionId,
-    from: u64,
-    to: u64,
-) -> Result<Vec<Envelope>, ApiError> {
-    let mut events = Vec::new();
-    let mut at = from;
-    while at < to {
-        let page = state
-            .host
-            .store()
-            .events(session, at..to.min(at + PAGE))
-            .await
-            .map_err(|err| ApiError::internal(err.to_string()))?;
-        if page.is_empty() {
-            break;
-        }
-        at += page.len() as u64;
-        events.extend(page);
-    }
-    Ok(events)
 }
 
 /// `POST /ag-ui/{workflow}/{thread}/stop`: stops the thread's running turn as an event.

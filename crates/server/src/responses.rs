@@ -20,6 +20,8 @@
 //!   (`stop:requested`); the response ends `incomplete` with `incomplete_details.reason:
 //!   "cancelled"`.
 //! - `GET /v1/responses/{id}/input_items`: the user message the response answered.
+//! - `/v1/conversations`: a conversation is a session; its items, the turns as responses show
+//!   them (see `conversations`).
 //!
 //! A response's id is `resp_<seq>_<session>`: the seq of the request's recorded event, so it
 //! names one exact position of one session. Nothing is kept beside the log: the request's
@@ -48,6 +50,7 @@ use serde_json::{Value, json};
 use crate::AppState;
 use crate::chat::{TurnItem, failure_of, until_turn_end};
 
+mod conversations;
 pub(crate) mod openapi;
 pub(crate) mod read;
 pub(crate) mod wire;
@@ -70,6 +73,12 @@ pub(crate) fn routes() -> axum::Router<Arc<AppState>> {
         .route("/v1/responses/{id}", get(retrieve))
         .route("/v1/responses/{id}/cancel", post(cancel))
         .route("/v1/responses/{id}/input_items", get(input_items))
+        .route("/v1/conversations", post(conversations::create))
+        .route(
+            "/v1/conversations/{id}",
+            get(conversations::retrieve).delete(conversations::delete),
+        )
+        .route("/v1/conversations/{id}/items", get(conversations::items))
 }
 
 /// Where a request's turn runs, and how it starts.

@@ -227,6 +227,78 @@ async fn every_route_answers_as_documented() {
         (200, &json!("completed")),
         "an ended response stays as it ended"
     );
+
+    // Conversations: made, started by a response, read, listed, deleted.
+    let (_, made, _) = call(
+        addr,
+        &doc,
+        "POST",
+        "/v1/conversations",
+        "/v1/conversations",
+        Some(json!({})),
+    )
+    .await;
+    let conversation = made["id"].as_str().unwrap().to_owned();
+    let (status, _, _) = call(
+        addr,
+        &doc,
+        "GET",
+        "/v1/conversations/{id}",
+        &format!("/v1/conversations/{conversation}"),
+        None,
+    )
+    .await;
+    assert_eq!(status, 404, "nothing is recorded before the first response");
+    let (status, _, _) = call(
+        addr,
+        &doc,
+        "POST",
+        "/v1/responses",
+        "/v1/responses",
+        Some(json!({ "model": "chat", "input": "Hi", "conversation": conversation })),
+    )
+    .await;
+    assert_eq!(status, 200);
+    let (_, read, _) = call(
+        addr,
+        &doc,
+        "GET",
+        "/v1/conversations/{id}",
+        &format!("/v1/conversations/{conversation}"),
+        None,
+    )
+    .await;
+    assert_eq!(read["id"], conversation.as_str());
+    let (_, items, _) = call(
+        addr,
+        &doc,
+        "GET",
+        "/v1/conversations/{id}/items",
+        &format!("/v1/conversations/{conversation}/items?order=asc"),
+        None,
+    )
+    .await;
+    assert_eq!(items["data"].as_array().unwrap().len(), 2, "{items}");
+    let (status, _, _) = call(
+        addr,
+        &doc,
+        "GET",
+        "/v1/conversations/{id}/items",
+        &format!("/v1/conversations/{conversation}/items?limit=0"),
+        None,
+    )
+    .await;
+    assert_eq!(status, 400);
+    let (_, deleted, _) = call(
+        addr,
+        &doc,
+        "DELETE",
+        "/v1/conversations/{id}",
+        &format!("/v1/conversations/{conversation}"),
+        None,
+    )
+    .await;
+    assert_eq!(deleted["deleted"], true);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -74,9 +74,13 @@ fn documented_routes(doc: &Value) -> BTreeMap<String, BTreeSet<String>> {
         .as_object()
         .unwrap()
         .iter()
-        // The platform's routes: Open Responses (`/v1/responses…`) is the server's own,
+        // The platform's routes: Open Responses (`/v1/responses…`, `/v1/conversations…`) is the server's own,
         // checked by `tests/protocols.rs` and the real SDK in `crates/cli/tests/open_responses.rs`.
-        .filter(|(path, _)| path.starts_with("/v1/") && !path.starts_with("/v1/responses"))
+        .filter(|(path, _)| {
+            path.starts_with("/v1/")
+                && !path.starts_with("/v1/responses")
+                && !path.starts_with("/v1/conversations")
+        })
         .map(|(path, item)| {
             (
                 path.clone(),

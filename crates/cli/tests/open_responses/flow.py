@@ -108,6 +108,41 @@ check("input items hold the user message", items.data[0].content[0].text == "Sec
 third = client.responses.create(model="chat", input="Third", conversation=session)
 check("a conversation id continues the session", "message 3 of our conversation" in third.output_text, third.output_text)
 
+# Conversations: made empty, started by a response, read back with its items, deleted.
+made = client.conversations.create(metadata={"topic": "lisbon"})
+started = client.responses.create(model="chat", input="In a conversation", conversation=made.id)
+check("a made conversation is started by its first response", started.conversation.id == made.id, started.conversation)
+continued = client.responses.create(model="chat", input="Still here", conversation=made.id)
+check("and continued", "message 2 of our conversation" in continued.output_text, continued.output_text)
+check("it reads back", client.conversations.retrieve(made.id).id == made.id)
+listed = client.conversations.items.list(made.id, order="asc")
+texts = [
+    (item.role, item.content[0].text)
+    for item in listed.data
+]
+check(
+    "its items are the turns, oldest first",
+    texts
+    == [
+        ("user", "In a conversation"),
+        ("assistant", started.output_text),
+        ("user", "Still here"),
+        ("assistant", continued.output_text),
+    ],
+    texts,
+)
+newest = client.conversations.items.list(made.id, limit=1)
+check("newest first by default, a page at a time", newest.data[0].content[0].text == continued.output_text and newest.has_more, newest)
+every = [item.id for item in client.conversations.items.list(made.id, limit=1, order="asc")]
+check("the SDK pages through all of them", len(every) == 4, every)
+deleted = client.conversations.delete(made.id)
+check("a conversation is deleted", deleted.deleted, deleted)
+try:
+    client.conversations.retrieve(made.id)
+    sys.exit("FAILED: a deleted conversation was found")
+except openai.NotFoundError:
+    print("ok: a deleted conversation is gone")
+
 # Cancel a running response (the server's scripted model is slow on purpose).
 running = client.responses.create(model="chat", input="Take your time", background=True)
 check("a background response answers at once", running.status == "in_progress", running.status)

@@ -156,7 +156,7 @@ pub(super) async fn events(
     let counted = state
         .streams
         .open(&session, state.options.max_streams_per_session)?;
-    let events = super::read(&state, &session, 0, summary.len).await?;
+    let events = crate::responses::read::events(&state, &session, 0, summary.len).await?;
     let start = state.host.state_at(&session, 0).await.ok();
     let fold = start.and_then(|start| state.host.hosted(&workflow).ok()?.fold_from(start));
     let mut thread = Thread {

@@ -97,7 +97,79 @@ pub(crate) fn paths() -> Map<String, Value> {
         ),
         &["404"],
     );
+    let conversation_id =
+        || json!({ "name": "id", "in": "path", "required": true, "schema": { "type": "string" } });
+    let conversation = json!({ "type": "object", "required": ["id", "object", "created_at", "metadata"], "properties": {
+        "id": { "type": "string" }, "object": { "const": "conversation" },
+        "created_at": { "type": "integer" }, "metadata": { "type": "object" },
+    } });
+    let create_conversation = operation(
+        "A new conversation (a session, recorded with its first response)",
+        vec![],
+        Some(
+            json!({ "type": "object", "properties": { "metadata": { "type": "object" }, "items": { "type": "array", "maxItems": 0 } } }),
+        ),
+        ("200", ok("the conversation", conversation.clone())),
+        &[],
+    );
+    let get_conversation = operation(
+        "A conversation (a session)",
+        vec![conversation_id()],
+        None,
+        ("200", ok("the conversation", conversation)),
+        &["404"],
+    );
+    let delete_conversation = operation(
+        "Deletes a conversation (its session): 409 while a turn runs on it or when it has forks",
+        vec![conversation_id()],
+        None,
+        (
+            "200",
+            ok(
+                "deleted",
+                json!({ "type": "object", "required": ["id", "object", "deleted"], "properties": { "id": { "type": "string" }, "object": { "const": "conversation.deleted" }, "deleted": { "const": true } } }),
+            ),
+        ),
+        &["404", "409"],
+    );
+    let conversation_items = operation(
+        "A conversation's items: per turn, the user's message and the response's output items",
+        vec![
+            conversation_id(),
+            query("after", json!({ "type": "string" })),
+            query(
+                "limit",
+                json!({ "type": "integer", "minimum": 1, "maximum": 100 }),
+            ),
+            query("order", json!({ "enum": ["asc", "desc"] })),
+            query(
+                "include",
+                json!({ "type": "array", "items": { "type": "string" } }),
+            ),
+        ],
+        None,
+        (
+            "200",
+            ok(
+                "a page of items",
+                json!({ "type": "object", "required": ["object", "data", "has_more"], "properties": { "object": { "const": "list" }, "data": { "type": "array" }, "has_more": { "type": "boolean" } } }),
+            ),
+        ),
+        &["400", "404"],
+    );
     let mut paths = Map::new();
+    paths.insert(
+        "/v1/conversations".into(),
+        json!({ "post": create_conversation }),
+    );
+    paths.insert(
+        "/v1/conversations/{id}".into(),
+        json!({ "get": get_conversation, "delete": delete_conversation }),
+    );
+    paths.insert(
+        "/v1/conversations/{id}/items".into(),
+        json!({ "get": conversation_items }),
+    );
     paths.insert("/v1/responses".into(), json!({ "post": create }));
     paths.insert("/v1/responses/{id}".into(), json!({ "get": retrieve }));
     paths.insert(

@@ -60,7 +60,7 @@ pub(super) struct Turn {
 }
 
 /// Whether a response can start at `event`: a turn's first event, or a queued input.
-fn opens_response(event: &Envelope) -> bool {
+pub(crate) fn opens_response(event: &Envelope) -> bool {
     [
         UserInput::NAME,
         InputReceived::NAME,
@@ -69,6 +69,31 @@ fn opens_response(event: &Envelope) -> bool {
         WorkflowStarted::NAME,
     ]
     .contains(&event.name.as_ref())
+}
+
+/// `session`'s events `from..to`, read a page at a time (fewer when the session is shorter).
+pub(crate) async fn events(
+    state: &AppState,
+    session: &openharness_core::SessionId,
+    from: u64,
+    to: u64,
+) -> Result<Vec<Envelope>, crate::error::ApiError> {
+    let mut events = Vec::new();
+    let mut at = from;
+    while at < to {
+        let page = state
+            .host
+            .store()
+            .events(session, at..to.min(at + PAGE))
+            .await
+            .map_err(|err| crate::error::ApiError::internal(err.to_string()))?;
+        if page.is_empty() {
+            break;
+        }
+        at += page.len() as u64;
+        events.extend(page);
+    }
+    Ok(events)
 }
 
 /// The turn of response `id`, as the store has it now (`404` for a session or position that

@@ -1,0 +1,261 @@
+//! Conversations (`/v1/conversations`), the Responses API's conversation objects: a
+//! conversation is a session, its items the session's turns projected as the responses show
+//! them (the user's message, then each response's output items), derived from the log on every
+//! read.
+//!
+//! - `POST /v1/conversations` `{metadata?}`: a new conversation id. Nothing is recorded until
+//!   its first response (`POST /v1/responses` with `conversation` and `model`), which names
+//!   the workflow it runs; `items` are refused (`400`): a session records input only as turns.
+//! - `GET /v1/conversations/{id}`: the conversation (`404` before its first response).
+//! - `GET /v1/conversations/{id}/items?after=&limit=&order=`: its items, `desc` by default as
+//!   OpenAI's, `limit` 1 to 100 (default 20), `after` an item id.
+//! - `DELETE /v1/conversations/{id}`: deletes the session (`409` while a turn runs on it or
+//!   when it has forks, which start from its state).
+
+use std::sync::Arc;
+
+use axum::Json;
+use axum::extract::{Path, Query, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use openharness_core::builtin::{InputReceived, UserInput};
+use openharness_core::{Event as _, SessionId};
+use openharness_host::HostError;
+use openharness_projection::ResponseStream;
+use serde::Deserialize;
+use serde_json::{Map, Value, json};
+
+use super::read::{events, opens_response};
+use super::wire::{OpenError, ResponseId, head_of};
+use crate::AppState;
+use crate::error::ApiError;
+
+type Shared = State<Arc<AppState>>;
+
+/// The body of `POST /v1/conversations`.
+#[derive(Debug, Deserialize)]
+pub(super) struct CreateConversation {
+    #[serde(default)]
+    items: Option<Vec<Value>>,
+    #[serde(default)]
+    metadata: Option<Map<String, Value>>,
+}
+
+/// `POST /v1/conversations`.
+pub(super) async fn create(request: crate::request::Body) -> Result<Response, OpenError> {
+    let request: CreateConversation = crate::request::body(request)?;
+    if request
+        .items
+        .as_ref()
+        .is_some_and(|items| !items.is_empty())
+    {
+        return Err(OpenError::invalid(
+            "items",
+            "a conversation's items are its turns: start it with `POST /v1/responses` (`conversation` and `model`) instead of items",
+        ));
+    }
+    let id = SessionId::new();
+    let created = chrono::Utc::now().timestamp();
+    Ok(Json(conversation(
+        &id,
+        created,
+        request.metadata.unwrap_or_default(),
+    ))
+    .into_response())
+}
+
+fn conversation(id: &SessionId, created_at: i64, metadata: Map<String, Value>) -> Value {
+    json!({ "id": id, "object": "conversation", "created_at": created_at, "metadata": metadata })
+}
+
+fn conversation_id(id: &str) -> Result<SessionId, OpenError> {
+    id.parse().map_err(|_| {
+        OpenError::not_found(format!(
+            "no conversation `{id}`: a conversation id is a session id"
+        ))
+    })
+}
+
+/// `GET /v1/conversations/{id}`.
+pub(super) async fn retrieve(
+    State(state): Shared,
+    Path(id): Path<String>,
+) -> Result<Response, OpenError> {
+    let session = conversation_id(&id)?;
+    let summary = state.host.session(&session).await?;
+    Ok(Json(conversation(
+        &session,
+        summary.created.timestamp(),
+        Map::new(),
+    ))
+    .into_response())
+}
+
+/// `?after=&limit=&order=` of the item list.
+#[derive(Debug, Deserialize)]
+pub(super) struct ItemsQuery {
+    #[serde(default)]
+    after: Option<String>,
+    #[serde(default)]
+    limit: Option<usize>,
+    #[serde(default)]
+    order: Option<String>,
+    /// Accepted and ignored (no extra data is included).
+    #[serde(default)]
+    #[allow(dead_code)]
+    include: Option<Value>,
+}
+
+/// `GET /v1/conversations/{id}/items`.
+pub(super) async fn items(
+    State(state): Shared,
+    Path(id): Path<String>,
+    query: Result<Query<ItemsQuery>, axum::extract::rejection::QueryRejection>,
+) -> Result<Response, OpenError> {
+    let query = crate::request::query(query)?;
+    let session = conversation_id(&id)?;
+    let limit = query.limit.unwrap_or(20);
+    if !(1..=100).contains(&limit) {
+        return Err(OpenError::invalid(
+            "limit",
+            format!("`limit` is 1 to 100, not {limit}"),
+        ));
+    }
+    let descending = match query.order.as_deref() {
+        None | Some("desc") => true,
+        Some("asc") => false,
+        Some(other) => {
+            return Err(OpenError::invalid(
+                "order",
+                format!("`order` is `asc` or `desc`, not `{other}`"),
+            ));
+        }
+    };
+    let summary = state.host.session(&session).await?;
+    let mut all = conversation_items(
+        &state,
+        &session,
+        summary.len,
+        summary.workflow.as_deref().unwrap_or_default(),
+    )
+    .await?;
+    if descending {
+        all.reverse();
+    }
+    let start = match &query.after {
+        Some(after) => {
+            all.iter()
+                .position(|item| item["id"] == after.as_str())
+                .ok_or_else(|| {
+                    OpenError::invalid(
+                        "after",
+                        format!("`after`: no item `{after}` in conversation {session}"),
+                    )
+                })?
+                + 1
+        }
+        None => 0,
+    };
+    let page: Vec<Value> = all.iter().skip(start).take(limit).cloned().collect();
+    let has_more = start + page.len() < all.len();
+    Ok(Json(json!({
+        "object": "list",
+        "data": page,
+        "first_id": page.first().map(|item| item["id"].clone()),
+        "last_id": page.last().map(|item| item["id"].clone()),
+        "has_more": has_more,
+    }))
+    .into_response())
+}
+
+/// The items of `session` (its first `len` events), oldest first: per turn, the user's message
+/// and the output items of the response the turn gave.
+async fn conversation_items(
+    state: &AppState,
+    session: &SessionId,
+    len: u64,
+    workflow: &str,
+) -> Result<Vec<Value>, ApiError> {
+    let events = events(state, session, 0, len).await?;
+    let mut items = Vec::new();
+    let mut turn: Option<ResponseStream> = None;
+    for (seq, event) in (0u64..).zip(&events) {
+        if turn.as_ref().is_none_or(ResponseStream::ended) {
+            if !opens_response(event) {
+                continue;
+            }
+            let id = ResponseId {
+                seq,
+                session: session.clone(),
+            };
+            turn = Some(ResponseStream::new(head_of(&id, None, workflow)));
+        }
+        if let Some(item) = super::user_item(event)
+            .filter(|_| [UserInput::NAME, InputReceived::NAME].contains(&event.name.as_ref()))
+        {
+            items.push(item);
+        }
+        if let Some(projected) = &mut turn {
+            projected.step(event);
+            if projected.ended() {
+                items.extend(
+                    projected.resource()["output"]
+                        .as_array()
+                        .cloned()
+                        .unwrap_or_default(),
+                );
+            }
+        }
+    }
+    // A turn still under way: what it has said so far.
+    if let Some(projected) = turn.filter(|turn| !turn.ended()) {
+        items.extend(
+            projected.resource()["output"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default(),
+        );
+    }
+    Ok(items)
+}
+
+/// `DELETE /v1/conversations/{id}`.
+pub(super) async fn delete(
+    State(state): Shared,
+    Path(id): Path<String>,
+) -> Result<Response, OpenError> {
+    let session = conversation_id(&id)?;
+    state.host.session(&session).await?;
+    if state.host.is_running(&session) {
+        return Err(HostError::busy(
+            &session,
+            "a turn is running on it (cancel its response first)",
+        )
+        .into());
+    }
+    let forks = state
+        .host
+        .sessions()
+        .await?
+        .into_iter()
+        .filter(|s| s.parent.as_ref() == Some(&session))
+        .count();
+    if forks > 0 {
+        return Err(ApiError::new(
+            StatusCode::CONFLICT,
+            "has_forks",
+            format!("conversation {session} has {forks} fork(s), which start from its state: delete them first"),
+        )
+        .into());
+    }
+    state
+        .host
+        .store()
+        .clear(&session)
+        .await
+        .map_err(|err| ApiError::internal(err.to_string()))?;
+    Ok(
+        Json(json!({ "id": session, "object": "conversation.deleted", "deleted": true }))
+            .into_response(),
+    )
+}
