@@ -32,6 +32,9 @@
 //! and the same task goes on. An approval can be answered by a text (`yes`, `no`) or by a
 //! `data` part `{"approved": bool, "reason"?: string}`.
 //!
+//! A message sent again with the same `messageId` (in the same context) records nothing and
+//! answers the task it started: a client whose connection dropped retries safely.
+//!
 //! Nothing is kept beside the log: the message's `messageId` and `via: "a2a"` are recorded on
 //! its input event, and every read projects the task again
 //! ([`TaskStream`](openharness_projection::TaskStream)).
@@ -401,9 +404,54 @@ async fn plan(
 /// What a started message gives a sender: its task, and the outcome of the turn.
 struct Sent {
     task: TaskId,
-    /// Whether the message answers a task's question (else it began a new task).
+    /// Whether the task began before this request (the message answers its question, or was
+    /// sent before: a client that lost its answer sent it again).
     answers: bool,
-    done: openharness_host::TurnDone,
+    /// The turn this request started (`None` for a message sent before).
+    done: Option<openharness_host::TurnDone>,
+}
+
+/// The task of a message sent before: one of this protocol's inputs recorded in the context
+/// (or the task's session) with the same `messageId`. Sending it again records nothing and
+/// answers that task, so a client whose connection dropped can simply retry.
+async fn duplicate(
+    state: &AppState,
+    incoming: &wire::Incoming,
+) -> Result<Option<TaskId>, RpcError> {
+    let Some(message_id) = &incoming.message_id else {
+        return Ok(None);
+    };
+    let session = match (&incoming.task_id, &incoming.context_id) {
+        (Some(task), _) => TaskId::parse(task)?.session,
+        (None, Some(context)) => match context.parse::<SessionId>() {
+            Ok(session) => session,
+            Err(_) => return Ok(None),
+        },
+        (None, None) => return Ok(None),
+    };
+    let events = list::all_events(state, &session).await?;
+    let sent = events.iter().position(|event| {
+        event.payload[VIA_FIELD] == VIA
+            && event.payload[MESSAGE_ID_FIELD].as_str() == Some(message_id.as_str())
+    });
+    Ok(sent
+        .and_then(|at| list::task_of(&events, at))
+        .map(|seq| TaskId { seq, session }))
+}
+
+/// Resolves once task `task` is over or waits for input (or nothing runs it any more): what
+/// a message sent again waits for.
+fn settled(state: Arc<AppState>, task: TaskId) -> Failure {
+    Box::pin(async move {
+        loop {
+            match read_task(&state, &task).await {
+                Ok((projected, _))
+                    if !projected.ended() && state.host.is_running(&task.session) => {}
+                _ => return None,
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    })
 }
 
 /// Records the message of `call` (a new task's first turn, or an answer).
@@ -414,6 +462,13 @@ async fn start(
     call: &Call,
 ) -> Result<Sent, RpcError> {
     let incoming = wire::incoming(&call.params)?;
+    if let Some(task) = duplicate(state, &incoming).await? {
+        return Ok(Sent {
+            task,
+            answers: true,
+            done: None,
+        });
+    }
     let plan = plan(state, workflow, &incoming).await?;
     let mut fields = serde_json::Map::new();
     fields.insert(VIA_FIELD.to_owned(), json!(VIA));
@@ -447,7 +502,7 @@ async fn start(
     Ok(Sent {
         task,
         answers,
-        done: started.done,
+        done: Some(started.done),
     })
 }
 
@@ -463,18 +518,11 @@ async fn send(
         Ok(sent) => sent,
         Err(error) => return respond(&answer(&call.id, Err(error))),
     };
+    let failed = sent.done.map(failure_of);
     if stream {
         // A new task's stream is all of it; an answer's, the task as it stands, then the rest.
         let from = if sent.answers { From::Now } else { From::Start };
-        return match follow(
-            state,
-            &call.id,
-            &sent.task,
-            Some(failure_of(sent.done)),
-            from,
-        )
-        .await
-        {
+        return match follow(state, &call.id, &sent.task, failed, from).await {
             Ok(response) => response,
             Err(error) => respond(&answer(&call.id, Err(error))),
         };
@@ -491,14 +539,15 @@ async fn send(
     }
     // The task once its turn has ended, with a space written every KEEP_ALIVE until then.
     let reader = Arc::clone(state);
-    let waiting = (Box::pin(sent.done.wait()), reader, sent.task, call.id);
+    let ending = failed.unwrap_or_else(|| settled(Arc::clone(state), sent.task.clone()));
+    let waiting = (ending, reader, sent.task, call.id);
     let body = stream::unfold(Some(waiting), move |waiting| async move {
         let (mut done, state, task, id) = waiting?;
         tokio::select! {
             outcome = &mut done => {
                 let result = read_task(&state, &task).await.map(|(mut projected, _)| {
-                    if let Err(err) = outcome {
-                        projected.fail(&format!("the turn failed: {err}"), None);
+                    if let Some(why) = outcome {
+                        projected.fail(&format!("the turn failed: {why}"), None);
                     }
                     let mut task = projected.task();
                     wire::trim_history(&mut task, length);

@@ -224,6 +224,32 @@ async fn the_routes_answer_as_documented_with_the_specification_codes() {
     let last = &streamed.last().unwrap().data["result"]["statusUpdate"];
     assert_eq!(last["status"]["state"], "TASK_STATE_COMPLETED");
 
+    // The same message sent again (a client that lost the answer) records nothing and
+    // answers the same task, blocking or streamed.
+    let len = client.get(&format!("/sessions/{context}")).await.json()["len"].clone();
+    let again = rpc(
+        &client,
+        "SendMessage",
+        message("again", json!({ "contextId": context })),
+        &[],
+    )
+    .await;
+    assert_eq!(result(&again)["task"]["id"], last["taskId"]);
+    let again = rpc(
+        &client,
+        "SendStreamingMessage",
+        message("again", json!({ "contextId": context })),
+        &[],
+    )
+    .await;
+    let again = frames(&again.body);
+    assert_eq!(again.len(), 1, "{again:?}");
+    assert_eq!(again[0].data["result"]["task"]["id"], last["taskId"]);
+    assert_eq!(
+        client.get(&format!("/sessions/{context}")).await.json()["len"],
+        len
+    );
+
     // Its tasks, newest first: the streamed one, then the first.
     let listed = result(&rpc(&client, "ListTasks", json!({ "contextId": context }), &[]).await);
     let ids: Vec<&str> = listed["tasks"]

@@ -91,6 +91,11 @@ async def send_stream_get(http):
     assert first.history[0].message_id == "m-1", first.history
     assert first.history[0].role == Role.ROLE_USER
     print("send:", reply)
+    # Sent again (a client that lost the answer): the same task, nothing recorded.
+    before = (await http.get(f"{BASE}/sessions/{first.context_id}")).json()["len"]
+    again = await one(blocking, SendMessageRequest(message=message("Hello there", context_id=first.context_id, message_id="m-1")))
+    assert again.id == first.id, (again.id, first.id)
+    assert (await http.get(f"{BASE}/sessions/{first.context_id}")).json()["len"] == before
 
     # The same context, streamed: the task first, the reply in chunks, then completed.
     streaming = await client(http, f"{BASE}/a2a/chat", streaming=True)

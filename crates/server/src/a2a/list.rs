@@ -6,7 +6,7 @@
 //! `user:input` right after a `workflow:started` belongs to that first task, and one caused
 //! by a queued input to the queued input's task, so each task is listed once.
 
-use openharness_core::builtin::{InputQueued, UserInput, WorkflowStarted};
+use openharness_core::builtin::{InputQueued, InputReceived, UserInput, WorkflowStarted};
 use openharness_core::{Envelope, Event as _, SessionId};
 use openharness_projection::{TaskState, TaskStream};
 use serde_json::{Value, json};
@@ -111,7 +111,10 @@ pub(crate) async fn list_tasks(
 }
 
 /// Every event of `session`.
-async fn all_events(state: &AppState, session: &SessionId) -> Result<Vec<Envelope>, RpcError> {
+pub(super) async fn all_events(
+    state: &AppState,
+    session: &SessionId,
+) -> Result<Vec<Envelope>, RpcError> {
     let store = state.host.store();
     let mut events = Vec::new();
     loop {
@@ -125,6 +128,28 @@ async fn all_events(state: &AppState, session: &SessionId) -> Result<Vec<Envelop
         }
         events.extend(page);
     }
+}
+
+/// The seq of the task whose message (or answer) `events[at]` is: a queued input's own, an
+/// answer's the task that asked its question, any other input's the newest task started at or
+/// before it.
+pub(super) fn task_of(events: &[Envelope], at: usize) -> Option<u64> {
+    let event = events.get(at)?;
+    let position = |id: openharness_core::EventId| events.iter().position(|e| e.id == id);
+    let before = if event.name == InputReceived::NAME {
+        let request = event.payload["requestId"].as_str()?.parse().ok()?;
+        position(request)?
+    } else if event.name == UserInput::NAME
+        && let Some(cause) = event.caused_by
+        && let Some(queued) = position(cause)
+        && events[queued].name == InputQueued::NAME
+    {
+        return u64::try_from(queued).ok();
+    } else {
+        at
+    };
+    let before = u64::try_from(before).ok()?;
+    openers(events).into_iter().rfind(|&seq| seq <= before)
 }
 
 /// The seqs where the session's tasks start (see the module docs).
@@ -189,5 +214,9 @@ mod tests {
             done,
         ];
         assert_eq!(openers(&events), [0, 3, 4]);
+        // Each input belongs to the task of its message.
+        assert_eq!(task_of(&events, 1), Some(0));
+        assert_eq!(task_of(&events, 3), Some(3));
+        assert_eq!(task_of(&events, 6), Some(4));
     }
 }
