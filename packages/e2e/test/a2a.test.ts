@@ -2,8 +2,9 @@
  * A2A's own JavaScript client — `@a2a-js/sdk` 1.3.0, unmodified — against a real
  * `openharness serve` (`/a2a/{workflow}`, A2A v1.0 JSON-RPC): the client resolves the
  * workflow's card and sends a message (blocking), streams the next one in the same context
- * (the task, the reply as artifact chunks, then completed), reads a task back, cancels a slow
- * turn (the log records `stop:requested`), and answers the planner-executor's question
+ * (the task, the reply as artifact chunks, then completed), reads a task back and lists the
+ * context's tasks, cancels a slow turn that a second connection follows (the log records
+ * `stop:requested`), and answers the planner-executor's question
  * (`TASK_STATE_INPUT_REQUIRED`) with a message naming the task — each checked against the log.
  */
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
@@ -11,8 +12,10 @@ import { ClientFactory, type Client } from "@a2a-js/sdk/client";
 import {
   CancelTaskRequest,
   GetTaskRequest,
+  ListTasksRequest,
   Role,
   SendMessageRequest,
+  SubscribeToTaskRequest,
   TaskState,
   type StreamResponse,
   type Task,
@@ -107,6 +110,9 @@ describe("@a2a-js/sdk 1.3.0", () => {
     expect(read.contextId).toBe(first.contextId);
     expect(read.status?.state).toBe(TaskState.TASK_STATE_COMPLETED);
     expect(text(read.artifacts[0]!.parts[0]!)).toBe(streamed);
+    // The context's tasks, newest first.
+    const listed = await chat.listTasks(ListTasksRequest.fromJSON({ contextId: first.contextId }));
+    expect(listed.tasks.map((t) => t.id)).toEqual([taskId, first.id]);
     // The log holds both turns, each started by A2A.
     const page = await json(`${api}/sessions/${first.contextId}/events?limit=1000`);
     const inputs = page.events.filter((e: any) => e.name === "user:input").map((e: any) => e.payload.via);
@@ -117,8 +123,21 @@ describe("@a2a-js/sdk 1.3.0", () => {
     const chat = await client(slow.url, "chat");
     const running = await sent(chat, request("Take your time", { returnImmediately: true }));
     expect(running.status?.state).toBe(TaskState.TASK_STATE_WORKING);
+    // A second connection follows the task; it ends when the task is canceled.
+    const followed = (async () => {
+      const events: StreamResponse[] = [];
+      for await (const event of chat.resubscribeTask(SubscribeToTaskRequest.fromJSON({ id: running.id }))) {
+        events.push(event);
+      }
+      return events;
+    })();
+    await new Promise((resolve) => setTimeout(resolve, 300));
     const canceled = await chat.cancelTask(CancelTaskRequest.fromJSON({ id: running.id }));
     expect(canceled.status?.state).toBe(TaskState.TASK_STATE_CANCELED);
+    const events = await followed;
+    expect(events[0]!.payload?.$case).toBe("task");
+    const end = events.at(-1)!.payload;
+    expect(end?.$case === "statusUpdate" && end.value.status?.state).toBe(TaskState.TASK_STATE_CANCELED);
     expect(await names(slow.url, running.contextId)).toContain("stop:requested");
     // Over: it cannot be canceled again.
     await expect(chat.cancelTask(CancelTaskRequest.fromJSON({ id: running.id }))).rejects.toThrow();
