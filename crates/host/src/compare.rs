@@ -366,6 +366,32 @@ impl Host {
         }
     }
 
+    /// The events a fork inherits: its ancestors' events up to each fork point, oldest first
+    /// (none for a session that is no fork). With the fork's own events after them, they are
+    /// the conversation the fork continues, which projections of a fork (its chat as another
+    /// protocol shows it) start from.
+    ///
+    /// ```
+    /// # async fn demo(host: &openharness_host::Host, fork: openharness_core::SessionId) -> Result<(), openharness_host::HostError> {
+    /// let inherited = host.inherited_events(&fork).await?;
+    /// println!("the fork continues {} events of its ancestors", inherited.len());
+    /// # Ok(()) }
+    /// ```
+    pub async fn inherited_events(&self, session: &SessionId) -> Result<Vec<Envelope>, HostError> {
+        let mut segments = self.lineage(session).await?;
+        segments.pop();
+        let mut events = Vec::new();
+        for segment in segments {
+            let stretch = self
+                .store
+                .events(&segment.session, segment.range.clone())
+                .await
+                .map_err(self.store_error())?;
+            events.extend(stretch);
+        }
+        Ok(events)
+    }
+
     /// `session`'s lineage: its ancestors' stretches up to each fork point, then its own.
     async fn lineage(&self, session: &SessionId) -> Result<Vec<Segment>, HostError> {
         // From the session up: (session, its length, the fork point it starts from).

@@ -253,6 +253,21 @@ fn frames(events: &[Value]) -> Vec<Bytes> {
         .collect()
 }
 
+/// The conversation of `session` up to the events `before` (its own, from its start), as
+/// AG-UI messages: a fork's starts with what it inherits from its ancestors.
+pub(super) async fn conversation(
+    state: &AppState,
+    session: &SessionId,
+    before: &[Envelope],
+) -> Result<Vec<Value>, ApiError> {
+    let inherited = state.host.inherited_events(session).await?;
+    let mut silent = AgUiStream::new(session.to_string(), "", Vec::new(), None);
+    for event in inherited.iter().chain(before) {
+        silent.step(event, None);
+    }
+    Ok(silent.messages().to_vec())
+}
+
 /// A new run of `session`'s workflow whose turn starts at `seq`, after the events `before`:
 /// the conversation they hold, and the state there with a fold to follow it.
 async fn new_run(
@@ -263,11 +278,7 @@ async fn new_run(
     before: &[Envelope],
     seq: u64,
 ) -> Result<Run, ApiError> {
-    let mut silent = AgUiStream::new(session.to_string(), run_id, Vec::new(), None);
-    for event in before {
-        silent.step(event, None);
-    }
-    let history = silent.messages().to_vec();
+    let history = conversation(state, session, before).await?;
     let start = state.host.state_at(session, seq).await.ok();
     let fold = start
         .clone()

@@ -614,11 +614,11 @@ async fn every_ag_ui_frame_of_a_recorded_demo_a_chat_and_its_fork_resumes_exactl
         assert_eq!(run.status, 200, "{}", run.body);
         assert!(run.body.contains("RUN_FINISHED"), "{}", run.body);
     }
-    let events = client
+    let recorded = client
         .get(&format!("/sessions/{thread}/events?limit=100"))
         .await
         .json();
-    let first_end = events["events"]
+    let first_end = recorded["events"]
         .as_array()
         .unwrap()
         .iter()
@@ -650,6 +650,40 @@ async fn every_ag_ui_frame_of_a_recorded_demo_a_chat_and_its_fork_resumes_exactl
     println!(
         "AG-UI frames resumed exactly after each one: demo {demo_frames}, chat {chat_frames}, fork {fork_frames}"
     );
+    // A fork shows the conversation it inherits: its AG-UI snapshot and its conversation items
+    // start with the parent's first turn.
+    let texts = |messages: &Value, field: &str| -> Vec<String> {
+        messages
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| match &m[field] {
+                Value::String(text) => text.clone(),
+                other => other[0]["text"].as_str().unwrap_or_default().to_owned(),
+            })
+            .collect()
+    };
+    let fork_stream = client
+        .get(&format!("/ag-ui/chat/{forked}/events"))
+        .await
+        .body;
+    let snapshot = events(&fork_stream)
+        .into_iter()
+        .rfind(|e| e["type"] == "MESSAGES_SNAPSHOT")
+        .unwrap();
+    assert_eq!(
+        texts(&snapshot["messages"], "content"),
+        ["one", "echo: one", "two again", "echo: two again"]
+    );
+    let items = client
+        .get(&format!("/v1/conversations/{forked}/items?order=asc"))
+        .await
+        .json();
+    assert_eq!(
+        texts(&items["data"], "content"),
+        ["one", "echo: one", "two again", "echo: two again"]
+    );
+
     // The chat's stream carries the state the handlers fold.
     let whole = client
         .get(&format!("/ag-ui/chat/{thread}/events"))

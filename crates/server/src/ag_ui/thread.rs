@@ -163,7 +163,8 @@ pub(super) async fn events(
         id: session.to_string(),
         fold,
         run: None,
-        messages: Vec::new(),
+        // A fork's runs continue the conversation it inherits.
+        messages: super::conversation(&state, &session, &[]).await?,
     };
     let mut head = Vec::new();
     for at in 0..events.len() {

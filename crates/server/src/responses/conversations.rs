@@ -176,22 +176,28 @@ async fn conversation_items(
     len: u64,
     workflow: &str,
 ) -> Result<Vec<Value>, ApiError> {
-    let events = events(state, session, 0, len).await?;
+    // A fork's conversation starts with the turns it inherits, as its ancestors showed them.
+    let inherited = state.host.inherited_events(session).await?;
+    let own = events(state, session, 0, len).await?;
+    let head = head_of(
+        &ResponseId {
+            seq: 0,
+            session: session.clone(),
+        },
+        None,
+        workflow,
+    );
     let mut items = Vec::new();
     let mut turn: Option<ResponseStream> = None;
-    for (seq, event) in (0u64..).zip(&events) {
+    for event in inherited.iter().chain(&own) {
         if turn.as_ref().is_none_or(ResponseStream::ended) {
             if !opens_response(event) {
                 continue;
             }
-            let id = ResponseId {
-                seq,
-                session: session.clone(),
-            };
-            turn = Some(ResponseStream::new(head_of(&id, None, workflow)));
+            turn = Some(ResponseStream::new(head.clone()));
         }
-        if let Some(item) = super::user_item(event)
-            .filter(|_| [UserInput::NAME, InputReceived::NAME].contains(&event.name.as_ref()))
+        if [UserInput::NAME, InputReceived::NAME].contains(&event.name.as_ref())
+            && let Some(item) = super::user_item(event)
         {
             items.push(item);
         }
