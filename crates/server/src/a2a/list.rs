@@ -18,9 +18,6 @@ use crate::AppState;
 const MAX_PAGE: usize = 100;
 const DEFAULT_PAGE: usize = 50;
 
-/// How many events one read of the store takes.
-const READ: u64 = 1024;
-
 /// `ListTasks` on `workflow`'s endpoint.
 pub(crate) async fn list_tasks(
     state: &AppState,
@@ -110,24 +107,12 @@ pub(crate) async fn list_tasks(
     }))
 }
 
-/// Every event of `session`.
+/// Every event of `session` (the protocols' one reader).
 pub(super) async fn all_events(
     state: &AppState,
     session: &SessionId,
 ) -> Result<Vec<Envelope>, RpcError> {
-    let store = state.host.store();
-    let mut events = Vec::new();
-    loop {
-        let from = events.len() as u64;
-        let page = store
-            .events(session, from..from + READ)
-            .await
-            .map_err(|err| RpcError::internal(err.to_string()))?;
-        if page.is_empty() {
-            return Ok(events);
-        }
-        events.extend(page);
-    }
+    Ok(crate::responses::read::events(state, session, 0, u64::MAX).await?)
 }
 
 /// The seq of the task whose message (or answer) `events[at]` is: a queued input's own, an
