@@ -170,12 +170,10 @@ async fn run(
                 } else {
                     state.host.unfinished(&session).await?.open_requests
                 };
-                match open.as_slice() {
-                    [only] => TurnStart::Answer {
-                        request: *only,
-                        text,
-                    },
-                    _ => TurnStart::Input(text),
+                let naming = "with a `resume` entry naming its interrupt";
+                match crate::chat::request_answered(&session, None, open, naming)? {
+                    Some(request) => TurnStart::Answer { request, text },
+                    None => TurnStart::Input(text),
                 }
             }
         }

@@ -566,6 +566,19 @@ fn answer_for(
                 })
         })
         .transpose()?;
+    request_answered(session, named, open, "in its metadata as `requestId`")
+}
+
+/// The open request (of `open`, `session`'s) an input answers: `named`, when the input names
+/// one (`409 request_not_open` unless it is open), else the only one open; none when nothing
+/// is open. Several open and none named is `409 ambiguous_request`, listing them and saying
+/// where the input names one (`naming`). Every surface that takes input decides this way.
+pub(crate) fn request_answered(
+    session: &SessionId,
+    named: Option<EventId>,
+    open: Vec<EventId>,
+    naming: &str,
+) -> Result<Option<EventId>, ApiError> {
     match (named, open.as_slice()) {
         (Some(request), open) if open.contains(&request) => Ok(Some(request)),
         (Some(request), _) => Err(openharness_core::Error::RequestNotOpen {
@@ -580,7 +593,7 @@ fn answer_for(
             StatusCode::CONFLICT,
             "ambiguous_request",
             format!(
-                "session {session} waits for answers to {} requests ({}): name the one this message answers in its metadata as `requestId`; nothing was recorded",
+                "session {session} waits for answers to {} requests ({}): name the one this input answers {naming}; nothing was recorded",
                 several.len(),
                 several
                     .iter()

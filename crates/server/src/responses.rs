@@ -324,33 +324,16 @@ async fn answer_for(
                 })
         })
         .transpose()?;
-    match (named, open.as_slice()) {
-        (Some(named), open) if open.contains(&named) => Ok(Some(named)),
-        (Some(named), _) => Err(openharness_core::Error::RequestNotOpen {
-            session: session.clone(),
-            request: named,
-            open,
-        }
-        .into()),
-        (None, []) => Ok(None),
-        (None, [only]) => Ok(Some(*only)),
-        (None, several) => Err(OpenError {
-            error: crate::error::ApiError::new(
-                StatusCode::CONFLICT,
-                "ambiguous_request",
-                format!(
-                    "session {session} waits for answers to {} requests ({}): name the one this input answers as `metadata[\"openharness.requestId\"]`; nothing was recorded",
-                    several.len(),
-                    several
-                        .iter()
-                        .map(ToString::to_string)
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ),
-            ),
-            param: Some("metadata"),
-        }),
-    }
+    crate::chat::request_answered(
+        session,
+        named,
+        open,
+        "as `metadata[\"openharness.requestId\"]`",
+    )
+    .map_err(|error| OpenError {
+        error,
+        param: Some("metadata"),
+    })
 }
 
 #[derive(Debug, Deserialize)]
