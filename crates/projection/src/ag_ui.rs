@@ -49,16 +49,13 @@ use openharness_core::builtin::{Builtin, Outcome};
 use openharness_core::{Envelope, EventId};
 use serde_json::{Value, json};
 
-use crate::reply::{ReplyDecoder, reply_text};
+use crate::reply::ReplyProgress;
 use crate::ui_stream::MESSAGE_ID_FIELD;
 
-/// What one agent call has streamed of its reply.
+/// One agent call: its reply so far, its step and its text message under way.
 #[derive(Debug)]
 struct Call {
-    pointer: Option<String>,
-    decoder: ReplyDecoder,
-    attempt: u32,
-    streamed: String,
+    reply: ReplyProgress,
     /// The step this call opened (`<agent>:<event id>`), when it opened one.
     step: Option<String>,
     /// The id of its text message under way.
@@ -68,10 +65,7 @@ struct Call {
 impl Call {
     fn new(pointer: Option<String>, step: Option<String>) -> Self {
         Self {
-            decoder: ReplyDecoder::new(pointer.as_deref()),
-            pointer,
-            attempt: 1,
-            streamed: String::new(),
+            reply: ReplyProgress::new(pointer),
             step,
             message: None,
         }
@@ -260,15 +254,11 @@ impl AgUiStream {
                     .calls
                     .remove(&key)
                     .unwrap_or_else(|| Call::new(None, None));
-                if delta.attempt > call.attempt {
-                    call.attempt = delta.attempt;
-                    call.decoder.reset();
-                    call.streamed.clear();
+                let (restarted, text) = call.reply.push(&delta.delta, delta.attempt);
+                if restarted {
                     self.end_text(&mut call, out);
                 }
-                let text = call.decoder.push(&delta.delta);
                 if !text.is_empty() {
-                    call.streamed.push_str(&text);
                     self.text(&mut call, &name, event, &text, out);
                 }
                 self.calls.insert(key, call);
@@ -278,8 +268,7 @@ impl AgUiStream {
                     .calls
                     .remove(&CallKey::new(called.agent.as_str(), event.caused_by))
                 {
-                    call.decoder.reset();
-                    call.streamed.clear();
+                    call.reply.next_response();
                     self.end_text(&mut call, out);
                     self.calls
                         .insert(CallKey::new(called.agent.as_str(), event.caused_by), call);
@@ -334,12 +323,8 @@ impl AgUiStream {
                     .remove(&key)
                     .unwrap_or_else(|| Call::new(None, None));
                 if completed.outcome == Outcome::Success
-                    && let Some(output) = &completed.output
-                    && let Some(reply) = reply_text(output, call.pointer.as_deref())
-                    && let Some(rest) = reply.strip_prefix(call.streamed.as_str())
-                    && !rest.is_empty()
+                    && let Some(rest) = completed.output.as_ref().and_then(|o| call.reply.rest(o))
                 {
-                    let rest = rest.to_owned();
                     self.text(&mut call, &completed.agent, event, &rest, out);
                 }
                 self.end_text(&mut call, out);

@@ -72,7 +72,7 @@ pub use ag_ui::AgUiStream;
 pub use message::{Message, Part, Role, TextState, ToolState};
 pub use open_responses::{ResponseEvent, ResponseHead, ResponseStream};
 pub use project::{MessageProjection, project_messages};
-pub use reply::{ReplyDecoder, reply_text};
+pub use reply::{ReplyDecoder, ReplyProgress, reply_text};
 pub use ui::{ToolApproval, UiMessage, UiPart, UiToolCall, to_ui_messages};
 pub use ui_stream::{
     APPROVAL_TOOL, APPROVED_FIELD, Approvals, MESSAGE_ID_FIELD, REASON_FIELD, REGENERATES_FIELD,

@@ -54,7 +54,7 @@ use openharness_core::adapter::CallKey;
 use openharness_core::builtin::{Builtin, Outcome};
 use serde_json::{Map, Value, json};
 
-use crate::reply::{ReplyDecoder, reply_text};
+use crate::reply::ReplyProgress;
 
 /// What a response is, beyond its events: its id, the `model` it was asked of, the
 /// conversation (session) it is in, and the request's fields it echoes.
@@ -135,24 +135,17 @@ struct OpenItem {
     text: String,
 }
 
-/// What one agent call has streamed of its reply.
+/// One agent call: its reply so far, and its message item under way.
 #[derive(Debug)]
 struct Call {
-    pointer: Option<String>,
-    decoder: ReplyDecoder,
-    attempt: u32,
-    /// The reply characters the current model response streamed.
-    streamed: String,
+    reply: ReplyProgress,
     item: Option<OpenItem>,
 }
 
 impl Call {
     fn new(pointer: Option<String>) -> Self {
         Self {
-            decoder: ReplyDecoder::new(pointer.as_deref()),
-            pointer,
-            attempt: 1,
-            streamed: String::new(),
+            reply: ReplyProgress::new(pointer),
             item: None,
         }
     }
@@ -231,16 +224,12 @@ impl ResponseStream {
             Builtin::TextDelta(delta) => {
                 let key = CallKey::new(delta.agent, event.caused_by);
                 let mut call = self.calls.remove(&key).unwrap_or_else(|| Call::new(None));
-                if delta.attempt > call.attempt {
+                let (restarted, text) = call.reply.push(&delta.delta, delta.attempt);
+                if restarted {
                     // A re-asked attempt: its text is a new item (a stream takes nothing back).
-                    call.attempt = delta.attempt;
-                    call.decoder.reset();
-                    call.streamed.clear();
                     self.close_item(&mut call, &mut out);
                 }
-                let text = call.decoder.push(&delta.delta);
                 if !text.is_empty() {
-                    call.streamed.push_str(&text);
                     self.text(&mut call, event, &text, &mut out);
                 }
                 self.calls.insert(key, call);
@@ -251,8 +240,7 @@ impl ResponseStream {
                     .calls
                     .get_mut(&CallKey::new(called.agent.as_str(), event.caused_by))
                 {
-                    call.decoder.reset();
-                    call.streamed.clear();
+                    call.reply.next_response();
                 }
             }
             Builtin::AgentCompleted(completed) => {
@@ -265,13 +253,8 @@ impl ResponseStream {
                 let key = CallKey::new(completed.agent.as_str(), event.caused_by);
                 let mut call = self.calls.remove(&key).unwrap_or_else(|| Call::new(None));
                 if completed.outcome == Outcome::Success
-                    && let Some(output) = &completed.output
-                    && let Some(reply) = reply_text(output, call.pointer.as_deref())
-                    // What the stream has not shown yet: all of it, or the rest of it.
-                    && let Some(rest) = reply.strip_prefix(call.streamed.as_str())
-                    && !rest.is_empty()
+                    && let Some(rest) = completed.output.as_ref().and_then(|o| call.reply.rest(o))
                 {
-                    let rest = rest.to_owned();
                     self.text(&mut call, event, &rest, &mut out);
                 }
                 self.close_item(&mut call, &mut out);

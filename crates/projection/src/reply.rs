@@ -14,6 +14,10 @@
 
 use serde_json::Value;
 
+mod progress;
+
+pub use progress::ReplyProgress;
+
 /// The text of the reply in a finished output: the string at `pointer` (`""` is the whole
 /// output, `"/reply"` a field), or, when the recording names no pointer (recorded before
 /// replies were named), the output itself if it is a string, or its only field if it is an

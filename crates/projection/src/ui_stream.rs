@@ -42,7 +42,7 @@ use openharness_core::{Envelope, Event, EventId};
 use serde_json::{Value, json};
 
 use crate::message::{Role, TextState, ToolState};
-use crate::reply::{ReplyDecoder, reply_text};
+use crate::reply::ReplyProgress;
 use crate::ui::{ToolApproval, UiMessage, UiPart, UiToolCall};
 
 mod messages;
@@ -219,14 +219,10 @@ pub struct UiStream {
     calls: HashMap<CallKey, CallText>,
 }
 
-/// What one agent call has streamed of its reply.
+/// What one agent call has streamed of its reply, and its open text part.
 #[derive(Debug)]
 struct CallText {
-    pointer: Option<String>,
-    decoder: ReplyDecoder,
-    attempt: u32,
-    /// The reply characters the current model response streamed.
-    streamed: String,
+    reply: ReplyProgress,
     /// The call's open text part, if one is open.
     open_text: Option<String>,
 }
@@ -234,18 +230,14 @@ struct CallText {
 impl CallText {
     fn new(pointer: Option<String>) -> Self {
         Self {
-            decoder: ReplyDecoder::new(pointer.as_deref()),
-            pointer,
-            attempt: 1,
-            streamed: String::new(),
+            reply: ReplyProgress::new(pointer),
             open_text: None,
         }
     }
 
-    /// A new model response (after tool calls, or a re-asked attempt): its text is a new part.
+    /// A new model response (after tool calls): its text is a new part.
     fn next_response(&mut self, out: &mut Vec<Value>) {
-        self.decoder.reset();
-        self.streamed.clear();
+        self.reply.next_response();
         self.close_text(out);
     }
 
@@ -341,13 +333,12 @@ impl UiStream {
                     .calls
                     .entry(CallKey::new(delta.agent, event.caused_by))
                     .or_insert_with(|| CallText::new(None));
-                if delta.attempt > call.attempt {
-                    call.attempt = delta.attempt;
-                    call.next_response(&mut out);
+                let (restarted, text) = call.reply.push(&delta.delta, delta.attempt);
+                if restarted {
+                    // A re-asked attempt: its text is a new part.
+                    call.close_text(&mut out);
                 }
-                let text = call.decoder.push(&delta.delta);
                 if !text.is_empty() {
-                    call.streamed.push_str(&text);
                     if !std::mem::replace(&mut self.in_step, true) {
                         out.push(json!({ "type": "start-step" }));
                     }
@@ -386,11 +377,7 @@ impl UiStream {
                     .remove(&key)
                     .unwrap_or_else(|| CallText::new(None));
                 if completed.outcome == Outcome::Success
-                    && let Some(output) = &completed.output
-                    && let Some(reply) = reply_text(output, call.pointer.as_deref())
-                    // What the stream has not shown yet: all of it, or the rest of it.
-                    && let Some(rest) = reply.strip_prefix(call.streamed.as_str())
-                    && !rest.is_empty()
+                    && let Some(rest) = completed.output.as_ref().and_then(|o| call.reply.rest(o))
                 {
                     let id = call.open_text(event, &mut out);
                     out.push(json!({ "type": "text-delta", "id": id, "delta": rest }));
