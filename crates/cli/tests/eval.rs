@@ -452,3 +452,81 @@ async fn a_variant_without_a_provider_asks_the_model_the_recording_asked_or_says
     assert_eq!(json(&ran)["ran"], 1);
     assert!(server.request_count() > after_rebuilt);
 }
+
+#[test]
+fn a_killed_eval_run_resumes_without_running_a_finished_run_again_and_leaves_nothing_running() {
+    use std::io::BufRead;
+
+    let dir = tempfile::tempdir().unwrap();
+    assert!(openharness(dir.path(), &["demo"]).status.success());
+    let sessions = json(&openharness(dir.path(), &["sessions", "--json"]));
+    let parent = sessions[0]["id"].as_str().unwrap().to_owned();
+    std::fs::write(
+        dir.path().join("killed.toml"),
+        format!(
+            "name = \"killed\"\nrepeats = 4\nconcurrency = 2\n\n[[case]]\nid = \"first-task\"\nsession = \"{parent}\"\nat = {{ event = \"task:started\", n = 1 }}\nanswers = [\"yes\"]\n{SCORERS}"
+        ),
+    )
+    .unwrap();
+
+    // A slow model; SIGKILL once the first runs are recorded, the others under way (all four
+    // were recorded as started before any ran).
+    let mut child = binary::command(dir.path())
+        .args(["eval", "run", "killed.toml"])
+        .env("OPENHARNESS_SCRIPTED_DELAY_MS", "150")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    let first = lines
+        .by_ref()
+        .map(Result::unwrap)
+        .find(|line| line.starts_with("eval ["))
+        .expect("a progress line");
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(!first.contains("4/4"), "killed too late to test: {first}");
+
+    let resumed = json(&openharness(
+        dir.path(),
+        &["eval", "run", "killed.toml", "--json"],
+    ));
+    let count = |field: &str| resumed[field].as_u64().unwrap();
+    assert_eq!(count("failed"), 0, "{resumed}");
+    assert!(count("skipped") >= 1, "{resumed}");
+    assert!(count("recovered") + count("interrupted") >= 1, "{resumed}");
+    assert_eq!(
+        count("skipped") + count("recovered") + count("interrupted"),
+        4,
+        "every run is kept, scored or run again: {resumed}"
+    );
+    assert_eq!(
+        count("ran"),
+        count("interrupted"),
+        "only the cut-off runs ran again: {resumed}"
+    );
+
+    let shown = json(&openharness(
+        dir.path(),
+        &["eval", "show", "killed", "--json"],
+    ));
+    let runs = shown["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 4);
+    for run in runs {
+        assert_eq!(run["run"]["status"], "completed", "{run}");
+        assert_eq!(run["scores"]["published"]["passed"], true, "{run}");
+    }
+    // No fork of the recording is left running.
+    let sessions = json(&openharness(dir.path(), &["sessions", "--json"]));
+    let forks: Vec<_> = sessions
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["parent"] == parent.as_str())
+        .collect();
+    assert!(forks.len() >= 4);
+    for fork in forks {
+        assert_ne!(fork["status"], "running", "{fork}");
+    }
+}

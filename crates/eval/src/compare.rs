@@ -631,6 +631,7 @@ mod tests {
             },
             created: chrono::Utc::now(),
             runs,
+            dispatched: BTreeMap::new(),
             len: 0,
         }
     }

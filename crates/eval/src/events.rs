@@ -1,6 +1,6 @@
 //! The events of an experiment's own log (session `eval:<name>`): the definition each time it
-//! is run ([`EvalStarted`]), one [`EvalRecorded`] per finished run, one [`EvalScored`] per
-//! score. Reports, comparisons and re-scoring are folds of these ([`crate::ExperimentRecord`]).
+//! is run ([`EvalStarted`]), one [`EvalDispatched`] per run about to start (the session it
+//! records to), one [`EvalRecorded`] per finished run, one [`EvalScored`] per score. Reports, comparisons and re-scoring are folds of these ([`crate::ExperimentRecord`]).
 
 use openharness_core::{Event, SessionId, adapter::Usage};
 use serde::{Deserialize, Serialize};
@@ -89,6 +89,31 @@ pub enum RunStatus {
     Completed,
     /// The run failed (a provider error, a guard, a store failure): no scores.
     Failed,
+}
+
+/// A run (case × variant × repeat) is about to start, recording to `session`: recorded before
+/// the session is, so a resume after a kill finds the runs that were under way — closes a
+/// session left running as interrupted and runs it again, scores one that finished.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct EvalDispatched {
+    /// The case.
+    pub case: String,
+    /// The variant.
+    pub variant: String,
+    /// The repeat, from 0.
+    pub repeat: u32,
+    /// The attempt, from 1.
+    pub attempt: u32,
+    /// The session the run records to.
+    pub session: SessionId,
+    /// The provider its agents ask (as [`EvalRecorded::provider`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provider: Option<String>,
+}
+
+impl Event for EvalDispatched {
+    const NAME: &'static str = "eval:dispatched";
 }
 
 /// One run (case × variant × repeat) finished: where it is recorded and what it measured.

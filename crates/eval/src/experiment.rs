@@ -16,7 +16,9 @@ use tokio::task::JoinSet;
 
 use crate::case::{Case, ForkAt};
 use crate::error::{EvalError, UnbuiltProvider};
-use crate::events::{CaseRecord, EvalRecorded, EvalScored, EvalStarted, RunStatus, ScorerRecord};
+use crate::events::{
+    CaseRecord, EvalDispatched, EvalRecorded, EvalScored, EvalStarted, RunStatus, ScorerRecord,
+};
 use crate::record::{ExperimentRecord, RunKey, log_session};
 use crate::recorded::{Rebuild, RecordedModel};
 use crate::scorer::{RunView, ScoreError, Scorer};
@@ -24,10 +26,12 @@ use crate::variant::Variant;
 
 mod job;
 mod log;
+mod resume;
 
 pub(crate) use job::score_run;
 use job::*;
 pub(crate) use log::Log;
+use resume::Salvaged;
 
 /// A batch of finished runs is recorded once it holds this many runs...
 const FLUSH_RUNS: usize = 64;
@@ -59,6 +63,12 @@ pub struct Ran {
     pub skipped: usize,
     /// Runs of this invocation that failed.
     pub failed: usize,
+    /// Runs a killed process had left under way whose sessions had finished: scored now, not
+    /// run again.
+    pub recovered: usize,
+    /// Runs a killed process had left under way that had not finished: closed as interrupted
+    /// (a session left running is closed) and run again (counted in `ran`).
+    pub interrupted: usize,
     /// The experiment as its log now says.
     pub record: ExperimentRecord,
 }
@@ -371,9 +381,12 @@ impl Experiment {
     }
 
     /// Runs every run not recorded yet (and, with [`Experiment::retry_failed`], the failed
-    /// ones again), scoring each as it finishes. The definition is recorded first; runs and
-    /// scores are appended to the log as they finish, so a killed experiment resumes where
-    /// it stopped.
+    /// ones again), scoring each as it finishes. The definition is recorded first, then each
+    /// run as started (`eval:dispatched`, naming its session); runs and scores are appended
+    /// to the log as they finish, so a killed experiment resumes where it stopped: a run it
+    /// left mid-turn (or between turns) is recorded as interrupted, its session closed if it
+    /// was left running, and run again; a run whose session finished is scored, not run
+    /// again.
     pub async fn run(&self) -> Result<Ran, EvalError> {
         let variants = self.variants();
         let baseline = self.check(&variants)?;
@@ -389,6 +402,8 @@ impl Experiment {
             None => Default::default(),
         };
         let mut todo = Vec::new();
+        // Runs a killed process started and never recorded.
+        let mut pending = Vec::new();
         let mut skipped = 0;
         for case in &self.cases {
             for variant in &variants {
@@ -403,7 +418,10 @@ impl Experiment {
                         && !changed_variants.contains(&variant.name);
                     let keep = unchanged
                         && previous.is_some_and(|entry| entry.completed() || !self.retry_failed);
-                    if keep {
+                    let left = record.as_ref().and_then(|r| r.dispatched.get(&key));
+                    if let Some(dispatch) = left.filter(|_| unchanged) {
+                        pending.push((case, variant, repeat, dispatch.clone()));
+                    } else if keep {
                         skipped += 1;
                     } else {
                         let attempt = record.as_ref().map_or(0, |r| r.attempts(&key)) + 1;
@@ -417,7 +435,15 @@ impl Experiment {
         // provider its runs ask.
         let mut starts: BTreeMap<(String, String), (Start, Option<String>)> = BTreeMap::new();
         let mut found = Found::default();
-        for (case, variant, _, _) in &todo {
+        let slots = todo
+            .iter()
+            .map(|(case, variant, _, _)| (*case, *variant))
+            .chain(
+                pending
+                    .iter()
+                    .map(|(case, variant, _, _)| (*case, *variant)),
+            );
+        for (case, variant) in slots {
             let slot = (case.id.clone(), variant.name.clone());
             if starts.contains_key(&slot) {
                 continue;
@@ -429,17 +455,57 @@ impl Experiment {
         // Recorded once every run's start is known to be reachable: a definition that
         // cannot run leaves no experiment behind.
         log.start(definition).await?;
+        let scorers: Arc<[Arc<dyn Scorer>]> = self.scorers.clone().into();
+
+        // What a killed process left: finished sessions scored, the others closed as
+        // interrupted and run again.
+        let (mut recovered, mut interrupted, mut salvaged) = (0, 0, Vec::new());
+        for (case, variant, repeat, dispatch) in pending {
+            let (start, _) = &starts[&(case.id.clone(), variant.name.clone())];
+            match self.salvage(case, &dispatch, start, &scorers).await? {
+                Salvaged::Finished(run, scores) => {
+                    recovered += 1;
+                    salvaged.push((run, scores));
+                }
+                Salvaged::Interrupted(run) => {
+                    interrupted += 1;
+                    salvaged.push((run, Vec::new()));
+                    todo.push((case, variant, repeat, dispatch.attempt + 1));
+                }
+            }
+        }
+        log.record_runs(salvaged).await?;
+
+        // Each run's session, recorded before it starts.
+        let todo: Vec<_> = todo
+            .into_iter()
+            .map(|(case, variant, repeat, attempt)| {
+                (case, variant, repeat, attempt, SessionId::new())
+            })
+            .collect();
+        let dispatches = todo
+            .iter()
+            .map(|(case, variant, repeat, attempt, session)| EvalDispatched {
+                case: case.id.clone(),
+                variant: variant.name.clone(),
+                repeat: *repeat,
+                attempt: *attempt,
+                session: session.clone(),
+                provider: starts[&(case.id.clone(), variant.name.clone())].1.clone(),
+            })
+            .collect();
+        log.dispatch(dispatches).await?;
 
         let total = todo.len();
         let semaphore = Arc::new(Semaphore::new(self.concurrency));
-        let scorers: Arc<[Arc<dyn Scorer>]> = self.scorers.clone().into();
         let mut tasks = JoinSet::new();
         // Which run each task is, to record a task that panicked as a failed run.
         let mut running: std::collections::HashMap<tokio::task::Id, EvalRecorded> =
             std::collections::HashMap::new();
-        for (case, variant, repeat, attempt) in todo {
+        for (case, variant, repeat, attempt, session) in todo {
             let (start, provider) = starts[&(case.id.clone(), variant.name.clone())].clone();
             let job = Job {
+                session,
                 provider,
                 host: self.host.clone(),
                 case: Arc::new(case.clone()),
@@ -466,8 +532,8 @@ impl Experiment {
         };
         // Finished runs are recorded in batches: one append per batch, at most
         // `FLUSH_RUNS` runs or `FLUSH_EVERY` apart, so the log costs a few commits, not one per
-        // run. A run finished but not yet recorded when the process dies is run again on
-        // resume (its session stays in the store, unreferenced).
+        // run. A run finished but not yet recorded when the process dies is scored on resume
+        // (its `eval:dispatched` names its session), not run again.
         let mut batch = Vec::new();
         let mut flushed = tokio::time::Instant::now();
         loop {
@@ -520,6 +586,8 @@ impl Experiment {
             ran: progress.done,
             skipped,
             failed: progress.failed,
+            recovered,
+            interrupted,
             record,
         })
     }

@@ -20,7 +20,8 @@
 //!   when the workflow asks another), and fails to start rather than run on another model.
 //! - **Running** ([`Experiment::run`]) goes concurrently up to a limit, reports progress, and
 //!   resumes: runs already recorded are never run again (failed ones with
-//!   [`Experiment::retry_failed`]).
+//!   [`Experiment::retry_failed`]); a run a killed process left mid-turn is closed as
+//!   interrupted and run again, one whose session finished is scored, not run again.
 //! - **Scorers** ([`scorers`], or your own [`Scorer`]) write `eval:scored` events;
 //!   [`rescore`] scores recorded runs again without calling a model.
 //! - **Comparing** ([`Comparison`]): per case and overall, wins/ties/losses, means with 95%
@@ -84,7 +85,8 @@ pub use case::{Case, ForkAt, Named, Occurrence};
 pub use compare::{Arm, CaseComparison, Comparison, ScorerComparison, Spend};
 pub use error::{EvalError, UnbuiltProvider};
 pub use events::{
-    Better, CaseRecord, EvalRecorded, EvalScored, EvalStarted, LOG_PREFIX, RunStatus, ScorerRecord,
+    Better, CaseRecord, EvalDispatched, EvalRecorded, EvalScored, EvalStarted, LOG_PREFIX,
+    RunStatus, ScorerRecord,
 };
 pub use experiment::{Experiment, Progress, Ran};
 pub use record::{ExperimentRecord, ExperimentSummary, RunEntry, RunKey, list, log_session};

@@ -9,7 +9,7 @@ use openharness_core::{Envelope, Event, SessionId, Store};
 use serde::Serialize;
 
 use crate::error::EvalError;
-use crate::events::{EvalRecorded, EvalScored, EvalStarted, LOG_PREFIX, RunStatus};
+use crate::events::{EvalDispatched, EvalRecorded, EvalScored, EvalStarted, LOG_PREFIX, RunStatus};
 
 /// Which run: case, variant and repeat.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -49,6 +49,10 @@ pub struct ExperimentRecord {
     pub created: DateTime<Utc>,
     /// Its runs, latest attempt each.
     pub runs: BTreeMap<RunKey, RunEntry>,
+    /// Runs started and not recorded (their latest `eval:dispatched` has no `eval:recorded`
+    /// of that attempt): under way, or cut off by a killed process.
+    #[serde(skip)]
+    pub dispatched: BTreeMap<RunKey, EvalDispatched>,
     /// How long its log is.
     pub len: u64,
 }
@@ -90,6 +94,8 @@ impl ExperimentRecord {
                     record.add_run(event.decode().map_err(decode_error)?);
                 } else if event.name == EvalScored::NAME {
                     record.add_score(event.decode().map_err(decode_error)?);
+                } else if event.name == EvalDispatched::NAME {
+                    record.add_dispatch(event.decode().map_err(decode_error)?);
                 }
             }
         }
@@ -114,6 +120,7 @@ impl ExperimentRecord {
                     definition,
                     created: at,
                     runs: BTreeMap::new(),
+                    dispatched: BTreeMap::new(),
                     len: 0,
                 });
             }
@@ -127,8 +134,28 @@ impl ExperimentRecord {
             variant: run.variant.clone(),
             repeat: run.repeat,
         };
+        if self
+            .dispatched
+            .get(&key)
+            .is_some_and(|d| d.attempt <= run.attempt)
+        {
+            self.dispatched.remove(&key);
+        }
         let scores = BTreeMap::new();
         self.runs.insert(key, RunEntry { run, scores });
+    }
+
+    /// A run about to start: under way until a run of that attempt (or a later one) is
+    /// recorded.
+    pub(crate) fn add_dispatch(&mut self, dispatch: EvalDispatched) {
+        let key = RunKey {
+            case: dispatch.case.clone(),
+            variant: dispatch.variant.clone(),
+            repeat: dispatch.repeat,
+        };
+        if self.attempts(&key) < dispatch.attempt {
+            self.dispatched.insert(key, dispatch);
+        }
     }
 
     /// A score recorded: kept when it scores the run's latest attempt.

@@ -347,8 +347,9 @@ async fn cases_from_inputs_run_new_sessions_and_failed_runs_are_retried_on_reque
 
 #[tokio::test]
 async fn a_failed_run_is_kept_until_retried_and_then_run_again_as_a_new_attempt() {
-    // Append #1 is the experiment's definition, #2 the run's first event: it fails.
-    let store = openharness::store::FailingStore::fail_only(MemoryStore::new(), 2);
+    // Append #1 is the experiment's definition, #2 its runs as started (`eval:dispatched`),
+    // #3 the run's first event: it fails.
+    let store = openharness::store::FailingStore::fail_only(MemoryStore::new(), 3);
     let provider = ScriptedProvider::new()
         .fallback("planner", |_| Reply::output(json!({ "tasks": ["a"] })))
         .fallback("executor", |_| Reply::output(json!({ "summary": "done" })));
@@ -367,7 +368,7 @@ async fn a_failed_run_is_kept_until_retried_and_then_run_again_as_a_new_attempt(
             .error
             .as_deref()
             .unwrap()
-            .contains("injected failure on append #2"),
+            .contains("injected failure on append #3"),
         "{:?}",
         entry.run.error
     );
@@ -853,4 +854,208 @@ async fn a_variant_without_a_provider_runs_on_the_recorded_one_never_silently_on
     };
     assert_eq!(provider_of("baseline").as_deref(), Some("configured"));
     assert_eq!(provider_of("offline").as_deref(), Some("scripted"));
+}
+
+/// A model whose executor hangs while `hang` is set (counting the calls that hang: a run a
+/// kill cuts off mid-turn), and otherwise says "Task done." (counting those calls).
+#[derive(Clone)]
+struct Switch {
+    hang: Arc<std::sync::atomic::AtomicBool>,
+    hanging: Arc<AtomicUsize>,
+    answered: Arc<AtomicUsize>,
+}
+
+#[async_trait::async_trait]
+impl openharness::Provider for Switch {
+    fn name(&self) -> &str {
+        "switch"
+    }
+
+    async fn complete(
+        &self,
+        request: openharness::adapter::ProviderRequest,
+        sink: openharness::adapter::ProviderSink,
+    ) -> openharness::adapter::ProviderResult {
+        if self.hang.load(Ordering::SeqCst) {
+            self.hanging.fetch_add(1, Ordering::SeqCst);
+            std::future::pending::<()>().await;
+        }
+        executor_says("Task done.", Arc::clone(&self.answered))
+            .complete(request, sink)
+            .await
+    }
+}
+
+impl Switch {
+    fn new(hang: bool) -> Self {
+        Self {
+            hang: Arc::new(std::sync::atomic::AtomicBool::new(hang)),
+            hanging: Arc::new(AtomicUsize::new(0)),
+            answered: Arc::new(AtomicUsize::new(0)),
+        }
+    }
+}
+
+/// The status of `session` in `store`.
+async fn status(store: &MemoryStore, session: &SessionId) -> SessionStatus {
+    store.session(session).await.unwrap().unwrap().status
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_run_is_closed_interrupted_and_run_again_and_a_finished_one_is_scored_not_rerun() {
+    let (store, host, parent, _) = recorded().await;
+    let model = Switch::new(true);
+    let experiment = |name: &str| {
+        Experiment::new(name, host.clone())
+            .case(
+                Case::recording("release", parent.clone(), ForkAt::event("task:started", 1))
+                    .answers(["yes"]),
+            )
+            .variant(Variant::new("v").provider("switch", model.clone()))
+            .repeats(2)
+            .scorer(says_done())
+    };
+
+    // The kill: the experiment dropped while both runs wait on the model, mid-turn.
+    {
+        let killed = experiment("killed");
+        let run = killed.run();
+        tokio::pin!(run);
+        let hanging = Arc::clone(&model.hanging);
+        tokio::select! {
+            result = &mut run => panic!("the runs hang, yet it ended: {result:?}"),
+            () = async {
+                while hanging.load(Ordering::SeqCst) < 2 {
+                    tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+                }
+            } => {}
+        }
+    }
+    let left = ExperimentRecord::load(&store, "killed").await.unwrap();
+    assert!(left.runs.is_empty());
+    assert_eq!(
+        left.dispatched.len(),
+        2,
+        "both runs were recorded as started"
+    );
+    let cut: Vec<SessionId> = left
+        .dispatched
+        .values()
+        .map(|d| d.session.clone())
+        .collect();
+    for session in &cut {
+        assert_eq!(status(&store, session).await, SessionStatus::Running);
+    }
+
+    // Resumed: each cut session is closed (its call interrupted, its turn ended) and recorded
+    // as an interrupted attempt, and the run goes again as attempt 2.
+    model.hang.store(false, Ordering::SeqCst);
+    let ran = experiment("killed").run().await.unwrap();
+    assert_eq!(
+        (ran.ran, ran.interrupted, ran.recovered, ran.failed),
+        (2, 2, 0, 0)
+    );
+    assert!(ran.record.dispatched.is_empty());
+    for session in &cut {
+        assert_ne!(status(&store, session).await, SessionStatus::Running);
+        let events = store.all_events(session).await.unwrap();
+        let last = events.last().unwrap();
+        assert_eq!(
+            (&*last.name, &last.payload["reason"]),
+            ("workflow:completed", &json!("cancelled"))
+        );
+        assert!(
+            events
+                .iter()
+                .any(|e| e.name == "agent:completed" && e.payload["outcome"] == "interrupted"),
+            "the cut call is closed as interrupted"
+        );
+    }
+    for entry in ran.record.runs.values() {
+        assert_eq!(entry.run.attempt, 2);
+        assert!(!cut.contains(entry.run.session.as_ref().unwrap()));
+        assert!(entry.scores["says-done"].passed);
+    }
+    let log = store
+        .all_events(&openharness_eval::log_session("killed").unwrap())
+        .await
+        .unwrap();
+    let interrupted: Vec<_> = log
+        .iter()
+        .filter(|e| e.name == "eval:recorded" && e.payload["reason"] == "interrupted")
+        .collect();
+    assert_eq!(
+        interrupted.len(),
+        2,
+        "the interrupted attempts are recorded"
+    );
+    assert!(
+        interrupted[0].payload["error"]
+            .as_str()
+            .unwrap()
+            .starts_with("interrupted: the process running it stopped mid-turn"),
+        "{}",
+        interrupted[0].payload
+    );
+    // No fork of the recording is left running.
+    for info in store.sessions().await.unwrap() {
+        if info.parent.as_ref() == Some(&parent) {
+            assert_ne!(info.status, SessionStatus::Running, "{}", info.id);
+        }
+    }
+
+    // Killed after a run's session finished but before the log recorded it: the resume
+    // scores it, and asks no model.
+    let ran = experiment("unscored").run().await.unwrap();
+    assert_eq!(ran.ran, 2);
+    let log_session = openharness_eval::log_session("unscored").unwrap();
+    let events = store.all_events(&log_session).await.unwrap();
+    let lost = ran
+        .record
+        .runs
+        .values()
+        .find(|e| e.run.repeat == 1)
+        .unwrap()
+        .run
+        .session
+        .clone()
+        .unwrap();
+    let kept: Vec<_> = events
+        .into_iter()
+        .filter(|e| {
+            !((e.name == "eval:recorded" || e.name == "eval:scored")
+                && e.payload["session"] == json!(lost))
+        })
+        .collect();
+    store.clear(&log_session).await.unwrap();
+    store.append(&log_session, &kept, 0).await.unwrap();
+    let left = ExperimentRecord::load(&store, "unscored").await.unwrap();
+    assert_eq!((left.runs.len(), left.dispatched.len()), (1, 1));
+
+    let answered = model.answered.load(Ordering::SeqCst);
+    let ran = experiment("unscored").run().await.unwrap();
+    assert_eq!(
+        (ran.ran, ran.skipped, ran.recovered, ran.interrupted),
+        (0, 1, 1, 0)
+    );
+    assert_eq!(
+        model.answered.load(Ordering::SeqCst),
+        answered,
+        "no model asked"
+    );
+    let entry = ran
+        .record
+        .runs
+        .values()
+        .find(|e| e.run.repeat == 1)
+        .unwrap();
+    assert_eq!(entry.run.session.as_ref(), Some(&lost));
+    assert_eq!(
+        (entry.run.attempt, entry.run.status),
+        (1, RunStatus::Completed)
+    );
+    assert_eq!(entry.run.turns, 2, "the fork's turn and the answer's");
+    assert!(entry.run.state_hash.is_some() && entry.run.latency_ms > 0.0);
+    assert!(entry.scores["says-done"].passed);
+    assert!(ran.record.dispatched.is_empty());
 }

@@ -74,7 +74,8 @@ use crate::{CliError, Context};
 #[derive(Debug, Subcommand)]
 pub(crate) enum EvalCommand {
     /// Run an experiment file's cases × variants × repeats; runs recorded before are kept
-    /// (run it again to resume an interrupted experiment).
+    /// (run it again to resume a killed experiment: runs it left mid-turn are closed as
+    /// interrupted and run again, runs whose sessions finished are scored, not run again).
     Run {
         /// The experiment file (TOML, or JSON by its extension).
         file: PathBuf,
@@ -444,13 +445,28 @@ async fn run_file(
             "ran": ran.ran,
             "skipped": ran.skipped,
             "failed": ran.failed,
+            "recovered": ran.recovered,
+            "interrupted": ran.interrupted,
             "comparisons": comparisons,
         });
         writeln!(out, "{}", serde_json::to_string_pretty(&summary)?)?;
     } else {
+        let mut resumed = String::new();
+        if ran.recovered > 0 {
+            resumed.push_str(&format!(
+                ", {} a killed run had finished, scored now",
+                ran.recovered
+            ));
+        }
+        if ran.interrupted > 0 {
+            resumed.push_str(&format!(
+                ", {} a killed run had cut off, closed as interrupted and run again",
+                ran.interrupted
+            ));
+        }
         writeln!(
             out,
-            "\nexperiment `{name}`: {} runs recorded in {:.1} s ({} kept from before, {} failed)\n",
+            "\nexperiment `{name}`: {} runs recorded in {:.1} s ({} kept from before, {} failed{resumed})\n",
             ran.ran,
             began.elapsed().as_secs_f64(),
             ran.skipped,

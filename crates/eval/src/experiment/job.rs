@@ -17,6 +17,8 @@ pub(super) struct Job {
     pub(super) host: Host,
     pub(super) case: Arc<Case>,
     pub(super) variant: String,
+    /// The session it records to (dispatched before it starts).
+    pub(super) session: SessionId,
     /// The provider its agents ask (its label), for its record.
     pub(super) provider: Option<String>,
     pub(super) repeat: u32,
@@ -66,7 +68,7 @@ impl Job {
     }
 
     pub(super) async fn run(self, start: &Start) -> (EvalRecorded, Vec<EvalScored>) {
-        let session = SessionId::new();
+        let session = self.session.clone();
         let began = Instant::now();
         let played = self.play(start, &session).await;
         let latency_ms = began.elapsed().as_secs_f64() * 1000.0;

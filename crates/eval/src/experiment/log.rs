@@ -37,6 +37,23 @@ impl Log {
         Ok(())
     }
 
+    /// Records the runs about to start (the sessions they record to) in one append, and in
+    /// the record kept here.
+    pub(crate) async fn dispatch(&mut self, runs: Vec<EvalDispatched>) -> Result<(), EvalError> {
+        let events = runs
+            .iter()
+            .map(|run| self.encode(run))
+            .collect::<Result<Vec<_>, _>>()?;
+        self.append(events).await?;
+        if let Some(record) = &mut self.record {
+            for run in runs {
+                record.add_dispatch(run);
+            }
+            record.len = self.len;
+        }
+        Ok(())
+    }
+
     /// Records finished runs and their scores in one append, and in the record kept here.
     pub(crate) async fn record_runs(
         &mut self,
