@@ -467,7 +467,20 @@ impl TaskStream {
                 let reason = completed.reason.as_str();
                 let (state, message, metadata) =
                     if reason == "waiting_for_input" && !completed.open_requests.is_empty() {
-                        let request = completed.open_requests[0];
+                        // The questions this task asked; else (a turn that asked nothing
+                        // while older questions stay open) those.
+                        let own: Vec<EventId> = completed
+                            .open_requests
+                            .iter()
+                            .filter(|request| self.asked.contains_key(request))
+                            .copied()
+                            .collect();
+                        let waiting = if own.is_empty() {
+                            completed.open_requests.clone()
+                        } else {
+                            own
+                        };
+                        let request = waiting[0];
                         let (prompt, approval) =
                             self.asked.get(&request).cloned().unwrap_or_else(|| {
                                 ("The task waits for an answer.".to_owned(), false)
@@ -476,11 +489,11 @@ impl TaskStream {
                             event,
                             &prompt,
                             json!({ "requestId": request.to_string(), "approval": approval,
-                            "openRequests": completed.open_requests.iter()
+                            "openRequests": waiting.iter()
                                 .map(ToString::to_string).collect::<Vec<_>>() }),
                         );
                         self.history.push(question.clone());
-                        self.phase = Phase::Waiting(completed.open_requests.clone());
+                        self.phase = Phase::Waiting(waiting);
                         (TaskState::InputRequired, Some(question), None)
                     } else {
                         self.phase = Phase::Ended;

@@ -292,6 +292,29 @@ fn a_question_requires_input_and_its_answer_continues_the_same_task() {
 }
 
 #[test]
+fn a_task_waits_on_its_own_question_while_an_older_one_stays_open() {
+    let older = Envelope::typed(&InputRequested::new("Which city?"), None).unwrap();
+    let first = input("Plan again");
+    let question = Envelope::typed(&InputRequested::new("Publish?"), Some(first.id)).unwrap();
+    let mut task = stream();
+    let responses = run(
+        &mut task,
+        &[
+            first,
+            question.clone(),
+            ended("waiting_for_input", vec![older.id, question.id], 0),
+        ],
+    );
+    let message = &responses.last().unwrap()["statusUpdate"]["status"]["message"];
+    assert_eq!(message["parts"][0]["text"], "Publish?");
+    assert_eq!(message["metadata"]["requestId"], question.id.to_string());
+    assert_eq!(task.waiting_for(), [question.id]);
+    // The older question's answer is not this task's.
+    let other = Envelope::typed(&InputReceived::new(older.id, "Lisbon"), Some(older.id)).unwrap();
+    assert!(task.step(&other).is_empty());
+}
+
+#[test]
 fn a_queued_message_is_submitted_until_its_turn_begins() {
     let running = input("first");
     let queued = Envelope::typed(
