@@ -62,7 +62,7 @@ use openharness_core::builtin::{Builtin, Outcome};
 use openharness_core::{Envelope, EventId};
 use serde_json::{Map, Value, json};
 
-use crate::reply::{ReplyDecoder, reply_text};
+use crate::reply::{ReplyProgress, reply_text};
 
 /// The input-event field holding the client's own id of the message it was recorded from
 /// (A2A `messageId`), as the chat routes record theirs.
@@ -154,17 +154,15 @@ enum Phase {
     Ended,
 }
 
-/// What one agent call has streamed of its reply.
+/// One agent call: its reply so far, and its text artifact under way.
 #[derive(Debug)]
 struct Call {
     /// Its `agent:started` (or first text) event: its artifact's id.
     event: EventId,
     agent: String,
+    /// Its reply pointer (`None`: no text reply, or recorded before replies were named).
     pointer: Option<String>,
-    decoder: ReplyDecoder,
-    attempt: u32,
-    /// The reply characters the current model response streamed.
-    streamed: String,
+    reply: ReplyProgress,
     /// The index of its text artifact in [`TaskStream::artifacts`], once text came.
     artifact: Option<usize>,
 }
@@ -174,10 +172,8 @@ impl Call {
         Self {
             event,
             agent,
-            decoder: ReplyDecoder::new(pointer.as_deref()),
+            reply: ReplyProgress::new(pointer.clone()),
             pointer,
-            attempt: 1,
-            streamed: String::new(),
             artifact: None,
         }
     }
@@ -384,15 +380,10 @@ impl TaskStream {
                     .calls
                     .remove(&key)
                     .unwrap_or_else(|| Call::new(event.id, delta.agent.clone(), None));
-                if delta.attempt > call.attempt {
-                    // A re-asked attempt: a stream takes nothing back, its text follows.
-                    call.attempt = delta.attempt;
-                    call.decoder.reset();
-                    call.streamed.clear();
-                }
-                let text = call.decoder.push(&delta.delta);
+                // A re-asked attempt's text follows what the rejected one showed (a stream
+                // takes nothing back).
+                let (_, text) = call.reply.push(&delta.delta, delta.attempt);
                 if !text.is_empty() {
-                    call.streamed.push_str(&text);
                     self.text(&mut call, &text, false, out);
                 }
                 self.calls.insert(key, call);
@@ -403,8 +394,7 @@ impl TaskStream {
                     .calls
                     .get_mut(&CallKey::new(called.agent.as_str(), event.caused_by))
                 {
-                    call.decoder.reset();
-                    call.streamed.clear();
+                    call.reply.next_response();
                 }
                 let message = self.message(
                     "ROLE_AGENT",
@@ -439,17 +429,15 @@ impl TaskStream {
                 if completed.outcome == Outcome::Success
                     && let Some(output) = &completed.output
                 {
-                    match reply_text(output, call.pointer.as_deref()) {
+                    if let Some(tail) = call.reply.rest(output) {
                         // What the stream has not shown yet: all of it, or the rest of it.
-                        Some(reply) => {
-                            if let Some(tail) = reply.strip_prefix(call.streamed.as_str()) {
-                                tail.clone_into(&mut rest);
-                            }
-                        }
-                        None if call.artifact.is_none() && !output.is_null() => {
-                            data = Some(output.clone());
-                        }
-                        None => {}
+                        rest = tail;
+                    } else if call.artifact.is_none()
+                        && !output.is_null()
+                        && reply_text(output, call.pointer.as_deref()).is_none()
+                    {
+                        // No text reply: the structured output is the artifact.
+                        data = Some(output.clone());
                     }
                 }
                 if let Some(output) = data {

@@ -333,7 +333,7 @@ async fn plan(
         let (projected, _) = read_task(state, &task).await?;
         return match projected.state() {
             TaskState::InputRequired => {
-                let request = wire::answered(incoming, projected.waiting_for())?;
+                let request = wire::answered(&task.session, incoming, projected.waiting_for())?;
                 Ok(Plan {
                     session: task.session.clone(),
                     start: TurnStart::Answer { request, text },

@@ -300,33 +300,28 @@ pub(crate) fn incoming(params: &Value) -> Result<Incoming, RpcError> {
     })
 }
 
-/// The request a message answers among `open` (the task's open questions): the one its
-/// `metadata.requestId` names, else the only one.
-pub(crate) fn answered(incoming: &Incoming, open: &[EventId]) -> Result<EventId, RpcError> {
-    let list = || {
-        open.iter()
-            .map(ToString::to_string)
-            .collect::<Vec<_>>()
-            .join(", ")
-    };
-    match (&incoming.request_id, open) {
-        (Some(named), open) => open
-            .iter()
-            .find(|id| id.to_string() == *named)
-            .copied()
-            .ok_or_else(|| {
+/// The request a message answers among `open` (the task's open questions, in `session`): the
+/// one its `metadata.requestId` names, else the only one, by the rule every surface that takes
+/// input follows (`crate::chat::request_answered`); `-32602` otherwise.
+pub(crate) fn answered(
+    session: &SessionId,
+    incoming: &Incoming,
+    open: &[EventId],
+) -> Result<EventId, RpcError> {
+    let named = incoming
+        .request_id
+        .as_deref()
+        .map(|id| {
+            id.parse::<EventId>().map_err(|_| {
                 RpcError::invalid_params(format!(
-                    "`metadata.requestId` `{named}` is not a question this task waits on ({})",
-                    list()
+                    "`metadata.requestId` `{id}` is not a request id: give the `requestId` of the task's status message"
                 ))
-            }),
-        (None, [only]) => Ok(*only),
-        (None, _) => Err(RpcError::invalid_params(format!(
-            "the task waits for answers to {} questions ({}): name the one this message answers as `metadata.requestId`",
-            open.len(),
-            list()
-        ))),
-    }
+            })
+        })
+        .transpose()?;
+    crate::chat::request_answered(session, named, open.to_vec(), "as `metadata.requestId`")
+        .map_err(|err| RpcError::invalid_params(err.message))?
+        .ok_or_else(|| RpcError::invalid_params("the task waits for no answer"))
 }
 
 /// Whether a task can start at `event`: a new session's first event, an input, or an input
