@@ -140,7 +140,12 @@ pub(crate) fn respond_without_retry<S>(
 where
     S: Stream<Item = Bytes> + Send + 'static,
 {
-    respond_after(Bytes::from_static(b": openharness\n\n"), frames, counted, heartbeat)
+    respond_after(
+        Bytes::from_static(b": openharness\n\n"),
+        frames,
+        counted,
+        heartbeat,
+    )
 }
 
 /// An event stream answer that sends `hello` first, then `frames` with heartbeats.
