@@ -576,8 +576,8 @@ async fn send(
 async fn subscribe(state: &Arc<AppState>, headers: &HeaderMap, call: Call) -> Response {
     let result = async {
         let id = task_id_of(&call.params)?;
-        if let Some(cursor) = crate::sse::last_event_id(headers)?.filter(|c| !c.is_empty()) {
-            let after = Cursor::parse(cursor)?;
+        if let Some(cursor_text) = crate::sse::last_event_id(headers)?.filter(|c| !c.is_empty()) {
+            let after = cursor(cursor_text)?;
             // A task that does not exist is not found, whatever the cursor.
             read_first(state, &id).await?;
             return follow(state, &call.id, &id, None, From::After(after)).await;
@@ -615,30 +615,16 @@ async fn read_first(state: &AppState, id: &TaskId) -> Result<(), RpcError> {
 /// A frame's place in a task's stream: the `n`-th response (from 1) made of the event at
 /// `seq`. Every frame a projection makes of an event carries its id, `<seq>.<n>`, so a
 /// stream resumes after any of them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-struct Cursor {
-    seq: u64,
-    n: u32,
-}
+use crate::frame_id::FrameId as Cursor;
 
-impl Cursor {
-    /// Reads `<seq>.<n>`, or `<seq>` (after every frame of that event); `<seq>.0` is before
-    /// the event's first frame.
-    fn parse(text: &str) -> Result<Self, RpcError> {
-        let wrong = || {
-            RpcError::invalid_params(format!(
-                "Last-Event-ID `{text}` is not a frame id of this server (`<seq>.<n>`)"
-            ))
-        };
-        let (seq, n) = match text.split_once('.') {
-            Some((seq, n)) => (seq, n.parse().map_err(|_| wrong())?),
-            None => (text, u32::MAX),
-        };
-        Ok(Self {
-            seq: seq.parse().map_err(|_| wrong())?,
-            n,
-        })
-    }
+/// The frame id a client resumes after (`Last-Event-ID`): `-32602` for one this server did not
+/// give.
+fn cursor(text: &str) -> Result<Cursor, RpcError> {
+    Cursor::parse(text).ok_or_else(|| {
+        RpcError::invalid_params(format!(
+            "Last-Event-ID `{text}` is not a frame id of this server (`<seq>.<n>`)"
+        ))
+    })
 }
 
 /// Where a task's stream starts.
@@ -705,7 +691,7 @@ async fn follow(
                         n,
                     };
                     let wanted = after.is_none_or(|after| at > after);
-                    let name = format!("{}.{}", at.seq, at.n);
+                    let name = at.to_string();
                     wanted.then(|| frame(&id, Some(&name), response))
                 })
                 .collect(),
@@ -760,13 +746,10 @@ mod tests {
     }
 
     #[test]
-    fn cursors_order_frames_and_a_bare_seq_is_after_all_of_its_event() {
-        let at = |seq, n| Cursor { seq, n };
-        assert_eq!(Cursor::parse("12.3").unwrap(), at(12, 3));
-        assert_eq!(Cursor::parse("12").unwrap(), at(12, u32::MAX));
-        assert!(at(12, 0) < at(12, 1) && at(12, u32::MAX) < at(13, 1));
+    fn a_frame_id_this_server_did_not_give_is_invalid_params() {
+        assert!(cursor("12.3").is_ok());
         for wrong in ["", "x", "1.x", "-1.0", "1.2.3"] {
-            assert_eq!(Cursor::parse(wrong).unwrap_err().code, -32602, "{wrong}");
+            assert_eq!(cursor(wrong).unwrap_err().code, -32602, "{wrong}");
         }
     }
 

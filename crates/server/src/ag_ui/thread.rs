@@ -25,32 +25,16 @@ use crate::AppState;
 use crate::chat::until_turn_end;
 use crate::error::ApiError;
 
-/// A position in a thread's AG-UI stream: after the `k`-th frame of the event at `seq`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-struct Cursor {
-    seq: u64,
-    k: u64,
-}
+/// A position in a thread's AG-UI stream: after the `k`-th frame (from 0) of the event at `seq`.
+use crate::frame_id::FrameId as Cursor;
 
-impl Cursor {
-    /// Reads `<seq>.<k>` (or `<seq>`: after every frame of that event).
-    fn parse(text: &str) -> Result<Self, ApiError> {
-        let bad = || {
-            ApiError::bad_request(format!(
-                "`{text}` is not a position of an AG-UI stream: give a frame's id, `<seq>.<k>`"
-            ))
-        };
-        let (seq, k) = match text.split_once('.') {
-            Some((seq, k)) => (seq, Some(k)),
-            None => (text, None),
-        };
-        let seq = seq.parse().map_err(|_| bad())?;
-        let k = match k {
-            Some(k) => k.parse().map_err(|_| bad())?,
-            None => u64::MAX,
-        };
-        Ok(Self { seq, k })
-    }
+/// The position a client resumes after: `400` for one that is no frame id.
+fn cursor(text: &str) -> Result<Cursor, ApiError> {
+    Cursor::parse(text).ok_or_else(|| {
+        ApiError::bad_request(format!(
+            "`{text}` is not a position of an AG-UI stream: give a frame's id, `<seq>.<k>`"
+        ))
+    })
 }
 
 #[derive(Debug, Deserialize)]
@@ -127,7 +111,7 @@ fn frames(seq: u64, events: Vec<Value>, after: Option<Cursor>) -> Vec<Bytes> {
     events
         .into_iter()
         .enumerate()
-        .filter(|(k, _)| after.is_none_or(|after| Cursor { seq, k: *k as u64 } > after))
+        .filter(|(k, _)| after.is_none_or(|after| Cursor { seq, n: *k as u64 } > after))
         .map(|(k, event)| crate::sse::frame(None, Some(&format!("{seq}.{k}")), &event.to_string()))
         .collect()
 }
@@ -144,7 +128,7 @@ pub(super) async fn events(
         .parse()
         .map_err(|err| ApiError::bad_request(format!("`{thread}` is not a thread id: {err}")))?;
     let after = match crate::sse::last_event_id(&headers)?.or(query.after.as_deref()) {
-        Some(text) => Some(Cursor::parse(text)?),
+        Some(text) => Some(cursor(text)?),
         None => None,
     };
     let summary = state.host.session(&session).await?;
@@ -206,20 +190,4 @@ pub(super) async fn events(
         Some(counted),
         state.options.heartbeat,
     ))
-}
-
-#[cfg(test)]
-#[allow(clippy::unwrap_used)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn cursors_order_frames_and_a_bare_seq_means_after_all_its_frames() {
-        assert_eq!(Cursor::parse("12.3").unwrap(), Cursor { seq: 12, k: 3 });
-        assert!(Cursor::parse("12").unwrap() > Cursor::parse("12.9").unwrap());
-        assert!(Cursor::parse("12.9").unwrap() < Cursor::parse("13.0").unwrap());
-        for bad in ["", "x", "1.y", "-1.0"] {
-            assert!(Cursor::parse(bad).is_err(), "{bad}");
-        }
-    }
 }
