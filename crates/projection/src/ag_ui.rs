@@ -88,6 +88,8 @@ pub struct AgUiStream {
     last_output: Option<Value>,
     /// The `RUN_FINISHED` the run ended with.
     finished: Option<Value>,
+    /// Whether the client reads the `cancelled` outcome (protocol 1.0 and later).
+    cancelled_outcome: bool,
 }
 
 impl AgUiStream {
@@ -111,7 +113,28 @@ impl AgUiStream {
             messages: history,
             last_output: None,
             finished: None,
+            cancelled_outcome: true,
         }
+    }
+
+    /// This run for a client older than protocol 1.0 (its `RunAgentInput` carries no
+    /// `protocolVersion`), whose schema has no `cancelled` outcome and fails on one: a stopped
+    /// run ends with `CUSTOM openharness.cancelled` and a `RUN_FINISHED` without an outcome.
+    ///
+    /// ```
+    /// use openharness_core::Envelope;
+    /// use openharness_core::builtin::{UserInput, WorkflowCompleted};
+    /// use openharness_projection::AgUiStream;
+    /// let input = Envelope::typed(&UserInput::new("Hi"), None).unwrap();
+    /// let stopped = Envelope::typed(&WorkflowCompleted { reason: "cancelled".into(), ..Default::default() }, None).unwrap();
+    /// let mut run = AgUiStream::new("t", "r", Vec::new(), None).before_protocol_1();
+    /// let events: Vec<_> = [&input, &stopped].into_iter().flat_map(|e| run.step(e, None)).collect();
+    /// assert_eq!(events[events.len() - 2]["name"], "openharness.cancelled");
+    /// assert!(events[events.len() - 1].get("outcome").is_none());
+    /// ```
+    pub fn before_protocol_1(mut self) -> Self {
+        self.cancelled_outcome = false;
+        self
     }
 
     /// The conversation so far, as AG-UI messages (`user`, `assistant` with text or
@@ -370,7 +393,12 @@ impl AgUiStream {
                 if !open.is_empty() {
                     finished["outcome"] = json!({ "type": "interrupt", "interrupts": open });
                 } else if completed.reason == "cancelled" {
-                    finished["outcome"] = json!({ "type": "cancelled" });
+                    if self.cancelled_outcome {
+                        finished["outcome"] = json!({ "type": "cancelled" });
+                    } else {
+                        out.push(json!({ "type": "CUSTOM", "name": "openharness.cancelled",
+                            "value": { "reason": completed.reason } }));
+                    }
                 } else {
                     finished["outcome"] = json!({ "type": "success" });
                     if let Some(result) = self.last_output.take() {

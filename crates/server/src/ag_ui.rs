@@ -76,6 +76,9 @@ struct RunAgentInput {
     resume: Vec<Value>,
     #[serde(default)]
     tools: Vec<Value>,
+    /// The protocol version the client speaks: absent before 1.0.
+    #[serde(default)]
+    protocol_version: Option<String>,
 }
 
 /// A run's events and the workflow's state, stepped together.
@@ -140,17 +143,14 @@ async fn run(
     let counted = state
         .streams
         .open(&session, state.options.max_streams_per_session)?;
+    let of = RunOf {
+        workflow: &workflow,
+        session: &session,
+        run_id: &input.run_id,
+        before_protocol_1: input.protocol_version.is_none(),
+    };
     if let Some(first) = run_start(&history, &input.run_id) {
-        return rejoin(
-            &state,
-            &workflow,
-            &session,
-            &input.run_id,
-            &history,
-            first,
-            counted,
-        )
-        .await;
+        return rejoin(&state, &of, &history, first, counted).await;
     }
     let mut fields = Map::new();
     fields.insert(crate::responses::wire::VIA_FIELD.to_owned(), json!(VIA));
@@ -198,15 +198,7 @@ async fn run(
         .into_iter()
         .take(usize::try_from(recorded.seq).unwrap_or(usize::MAX))
         .collect();
-    let mut run = new_run(
-        &state,
-        &workflow,
-        &session,
-        &input.run_id,
-        &before,
-        recorded.seq,
-    )
-    .await?;
+    let mut run = new_run(&state, &of, &before, recorded.seq).await?;
     let subscription = crate::sse::subscribe(&state, &session, recorded.seq).await?;
     let failures = stream::once(failure_of(started.done))
         .filter_map(|why| std::future::ready(why.map(TurnItem::Failed)));
@@ -266,43 +258,50 @@ pub(super) async fn conversation(
     Ok(silent.messages().to_vec())
 }
 
-/// A new run of `session`'s workflow whose turn starts at `seq`, after the events `before`:
-/// the conversation they hold, and the state there with a fold to follow it.
+/// Which run a request is about, and how its client reads it.
+struct RunOf<'a> {
+    workflow: &'a str,
+    session: &'a SessionId,
+    run_id: &'a str,
+    /// The client speaks a protocol older than 1.0 (no `protocolVersion` in its input).
+    before_protocol_1: bool,
+}
+
+/// A new run whose turn starts at `seq`, after the events `before`: the conversation they
+/// hold, and the state there with a fold to follow it.
 async fn new_run(
     state: &AppState,
-    workflow: &str,
-    session: &SessionId,
-    run_id: &str,
+    of: &RunOf<'_>,
     before: &[Envelope],
     seq: u64,
 ) -> Result<Run, ApiError> {
-    let history = conversation(state, session, before).await?;
-    let start = state.host.state_at(session, seq).await.ok();
+    let history = conversation(state, of.session, before).await?;
+    let start = state.host.state_at(of.session, seq).await.ok();
     let fold = start
         .clone()
-        .and_then(|start| state.host.hosted(workflow).ok()?.fold_from(start));
-    Ok(Run {
-        stream: AgUiStream::new(session.to_string(), run_id, history, start),
-        fold,
-    })
+        .and_then(|start| state.host.hosted(of.workflow).ok()?.fold_from(start));
+    let mut stream = AgUiStream::new(of.session.to_string(), of.run_id, history, start);
+    if of.before_protocol_1 {
+        stream = stream.before_protocol_1();
+    }
+    Ok(Run { stream, fold })
 }
 
 /// Rejoins the run `run_id` of `session` that began at `first` (a resumed connection): what it
 /// has so far as snapshots, then the rest live.
 async fn rejoin(
     state: &AppState,
-    workflow: &str,
-    session: &SessionId,
-    run_id: &str,
+    of: &RunOf<'_>,
     history: &[Envelope],
     first: u64,
     counted: crate::sse::Counted,
 ) -> Result<Response, ApiError> {
+    let session = of.session;
     let at = usize::try_from(first)
         .unwrap_or(usize::MAX)
         .min(history.len());
     let (before, so_far) = history.split_at(at);
-    let mut run = new_run(state, workflow, session, run_id, before, first).await?;
+    let mut run = new_run(state, of, before, first).await?;
     for event in so_far {
         run.step(event);
     }

@@ -6,7 +6,9 @@
  * interrupt that `runAgent({ resume })` answers, a connection the network drops mid-reply is
  * rejoined by running the same `runId` again (the message ends whole, never doubled), and the
  * stop route ends a run with outcome `cancelled` — each checked against the log. The README's
- * AG-UI snippet runs as written, but for the address.
+ * AG-UI snippet runs as written, but for the address. The last 0.x client (0.0.59, which sends no
+ * `protocolVersion` and has no `cancelled` outcome) runs a turn, answers an interrupt and sees a
+ * stopped run end without an outcome, `CUSTOM openharness.cancelled` before it.
  */
 import { spawnSync } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -16,6 +18,7 @@ import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { HttpAgent, type BaseEvent } from "ag-ui-client-1";
+import { HttpAgent as HttpAgent0 } from "ag-ui-client-0";
 import { repoRoot, startServer, type RunningServer } from "../server.js";
 
 const api = inject("serverUrl");
@@ -174,5 +177,49 @@ describe("AG-UI HttpAgent 1.0.0 on a slow model", () => {
     expect(finished.outcome).toEqual({ type: "cancelled" });
     const page = await json(`${slow.url}/sessions/${threadId}/events?limit=1000`);
     expect(page.events.map((e: any) => e.name)).toContain("stop:requested");
+  });
+});
+
+describe("AG-UI HttpAgent 0.0.59 (before protocol 1.0)", () => {
+  let slow: RunningServer;
+  beforeAll(async () => {
+    slow = await startServer({ scriptedDelayMs: 1500 });
+  });
+  afterAll(async () => {
+    await slow?.stop();
+  });
+
+  it("runs a turn and answers an interrupt", async () => {
+    const chat = new HttpAgent0({ url: `${api}/ag-ui/chat`, threadId: crypto.randomUUID() });
+    chat.addMessage({ id: "u1", role: "user", content: "Hello from 0.x" });
+    const { newMessages } = await chat.runAgent({ runId: "old-1" });
+    expect(newMessages.map((m) => m.content)).toEqual([reply("Hello from 0.x", 1)]);
+    const planner = new HttpAgent0({ url: `${api}/ag-ui/planner-executor`, threadId: crypto.randomUUID() });
+    planner.addMessage({ id: "u1", role: "user", content: "Ship the docs" });
+    await planner.runAgent({ runId: "old-p1" });
+    const interrupt = planner.pendingInterrupts[0]!;
+    await planner.runAgent({
+      runId: "old-p2",
+      resume: [{ interruptId: interrupt.id, status: "resolved", payload: { text: "yes" } }],
+    });
+    expect((planner.state as any).release).toBe("published");
+  });
+
+  it("sees a stopped run end without the outcome it cannot read", async () => {
+    const threadId = crypto.randomUUID();
+    const chat = new HttpAgent0({ url: `${slow.url}/ag-ui/chat`, threadId });
+    const events: any[] = [];
+    chat.subscribe({ onEvent: ({ event }) => void events.push(event) });
+    chat.addMessage({ id: "u1", role: "user", content: "Take your time" });
+    const running = chat.runAgent({ runId: "old-stop" });
+    while (!events.some((e) => e.type === "TEXT_MESSAGE_CONTENT")) {
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    await fetch(`${slow.url}/ag-ui/chat/${threadId}/stop`, { method: "POST" });
+    await running;
+    const [custom, finished] = events.slice(-2);
+    expect(custom).toMatchObject({ type: "CUSTOM", name: "openharness.cancelled" });
+    expect(finished.type).toBe("RUN_FINISHED");
+    expect(finished.outcome).toBeUndefined();
   });
 });
