@@ -530,3 +530,194 @@ fn a_killed_eval_run_resumes_without_running_a_finished_run_again_and_leaves_not
         assert_ne!(fork["status"], "running", "{fork}");
     }
 }
+
+/// A judge named in the experiment file asks the provider the file names for it (the fake
+/// model server, while the host's workflows are scripted), once per run and judged content:
+/// a second (and third) re-score makes no request and says so; a changed rubric or changed
+/// content asks again, and the model calls reported are the requests the server received.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_judge_names_its_provider_in_the_file_and_is_asked_once_per_run_and_content() {
+    use openharness_provider::testing::{self, FakeServer, RecordedRequest};
+
+    let server = FakeServer::openai("no-key").await.unwrap();
+    server.fallback(|request: &RecordedRequest| {
+        testing::openai::json_output(&fake_answer(&request.prompt()))
+    });
+    let url = server.base_url();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().to_owned();
+    let run = move |args: &[&str]| {
+        let path = path.clone();
+        let args: Vec<String> = args.iter().map(|a| (*a).to_owned()).collect();
+        tokio::task::spawn_blocking(move || binary::command(&path).args(&args).output().unwrap())
+    };
+
+    // A recording made offline (scripted model): the runs never ask the server.
+    assert!(run(&["demo"]).await.unwrap().status.success());
+    let sessions = json(&run(&["sessions", "--json"]).await.unwrap());
+    let parent = sessions[0]["id"].as_str().unwrap().to_owned();
+    // The judge: the planner-executor, its prompt a rubric and the run's content, on the
+    // file's provider; it plans two tasks and runs them (three model calls a verdict) and
+    // its score is the tasks it completed.
+    let file = |rubric: &str, expected: &str| {
+        format!(
+            r#"name = "judged"
+repeats = 2
+
+[[case]]
+id = "first-task"
+session = "{parent}"
+at = {{ event = "task:started", n = 1 }}
+answers = ["yes"]
+expected = "{expected}"
+
+[[variant]]
+name = "baseline"
+
+[[scorer]]
+name = "judge"
+kind = "judge"
+workflow = "planner-executor"
+prompt = "{rubric} Expected: {{expected}}. The run: {{state}}"
+score = "/completed"
+pass_at = 2
+provider = {{ kind = "openai", model = "judge-model", base_url = "{url}" }}
+"#
+        )
+    };
+    std::fs::write(
+        dir.path().join("judged.toml"),
+        file("Did it ship?", "published"),
+    )
+    .unwrap();
+
+    let ran = json(
+        &run(&["eval", "run", "judged.toml", "--json"])
+            .await
+            .unwrap(),
+    );
+    assert_eq!(ran["ran"], 2);
+    assert_eq!(
+        ran["judges"],
+        serde_json::json!({ "verdicts": 2, "asked": 2, "reused": 0, "modelCalls": 6 })
+    );
+    assert_eq!(
+        server.request_count(),
+        6,
+        "the judge asked the file's provider"
+    );
+    let requests = server.requests();
+    assert!(
+        requests[0]
+            .prompt()
+            .contains("Did it ship? Expected: \"published\""),
+        "{}",
+        requests[0].prompt()
+    );
+    assert!(
+        requests.iter().all(|r| r.body["model"] == "judge-model"),
+        "the judge's model"
+    );
+    let shown = json(&run(&["eval", "show", "judged", "--json"]).await.unwrap());
+    let judge_sessions: Vec<Value> = shown["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            assert_eq!(r["scores"]["judge"]["value"], 2.0, "{r}");
+            assert_eq!(r["scores"]["judge"]["passed"], true, "{r}");
+            r["scores"]["judge"]["judgeSession"].clone()
+        })
+        .collect();
+
+    // Re-scored twice with the same file: every verdict reused, no request made.
+    let rescored = json(
+        &run(&["eval", "rescore", "judged", "judged.toml", "--json"])
+            .await
+            .unwrap(),
+    );
+    assert_eq!(rescored["runs"], 2);
+    assert_eq!(rescored["modelCalls"], 0);
+    assert_eq!(
+        rescored["judges"],
+        serde_json::json!({ "verdicts": 2, "asked": 0, "reused": 2, "modelCalls": 0 })
+    );
+    let again = run(&["eval", "rescore", "judged", "judged.toml"])
+        .await
+        .unwrap();
+    let text = stdout(&again);
+    assert!(again.status.success(), "{text}");
+    assert!(
+        text.contains("judges: 2 verdicts, 0 model calls (2 reused)"),
+        "{text}"
+    );
+    assert_eq!(server.request_count(), 6, "no request made by re-scoring");
+    let shown = json(&run(&["eval", "show", "judged", "--json"]).await.unwrap());
+    for (r, session) in shown["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .zip(&judge_sessions)
+    {
+        assert_eq!(
+            &r["scores"]["judge"]["judgeSession"], session,
+            "the same verdict"
+        );
+    }
+
+    // A changed rubric asks again: six calls, counted as the server saw them.
+    std::fs::write(
+        dir.path().join("rubric.toml"),
+        file("Was it released?", "published"),
+    )
+    .unwrap();
+    let rescored = json(
+        &run(&["eval", "rescore", "judged", "rubric.toml", "--json"])
+            .await
+            .unwrap(),
+    );
+    assert_eq!(
+        rescored["judges"],
+        serde_json::json!({ "verdicts": 2, "asked": 2, "reused": 0, "modelCalls": 6 })
+    );
+    assert_eq!(server.request_count(), 12);
+
+    // The judged content changes (the case's expected value, in the prompt; the runs are
+    // kept): asked again, then reused.
+    std::fs::write(
+        dir.path().join("judged.toml"),
+        file("Did it ship?", "shipped"),
+    )
+    .unwrap();
+    let kept = json(
+        &run(&["eval", "run", "judged.toml", "--json"])
+            .await
+            .unwrap(),
+    );
+    assert_eq!(
+        (kept["ran"].as_u64(), kept["skipped"].as_u64()),
+        (Some(0), Some(2))
+    );
+    for (asked, reused, calls, total) in [(2, 0, 6, 18), (0, 2, 0, 18)] {
+        let rescored = json(
+            &run(&["eval", "rescore", "judged", "judged.toml", "--json"])
+                .await
+                .unwrap(),
+        );
+        assert_eq!(rescored["judges"]["asked"], asked);
+        assert_eq!(rescored["judges"]["reused"], reused);
+        assert_eq!(rescored["modelCalls"], calls);
+        assert_eq!(server.request_count(), total);
+    }
+
+    // Scorers without a judge: the output says no model was called.
+    std::fs::write(dir.path().join("plain.toml"), SCORERS).unwrap();
+    let plain = run(&["eval", "rescore", "judged", "plain.toml"])
+        .await
+        .unwrap();
+    assert!(
+        stdout(&plain).contains("no model called"),
+        "{}",
+        stdout(&plain)
+    );
+}

@@ -632,6 +632,7 @@ mod tests {
             created: chrono::Utc::now(),
             runs,
             dispatched: BTreeMap::new(),
+            verdicts: BTreeMap::new(),
             len: 0,
         }
     }

@@ -1,6 +1,8 @@
 //! The events of an experiment's own log (session `eval:<name>`): the definition each time it
 //! is run ([`EvalStarted`]), one [`EvalDispatched`] per run about to start (the session it
-//! records to), one [`EvalRecorded`] per finished run, one [`EvalScored`] per score. Reports, comparisons and re-scoring are folds of these ([`crate::ExperimentRecord`]).
+//! records to), one [`EvalRecorded`] per finished run, one [`EvalScored`] per score, one
+//! [`EvalJudged`] per verdict a judge's model gave. Reports, comparisons and re-scoring are
+//! folds of these ([`crate::ExperimentRecord`]).
 
 use openharness_core::{Event, SessionId, adapter::Usage};
 use serde::{Deserialize, Serialize};
@@ -203,4 +205,42 @@ pub struct EvalScored {
 
 impl Event for EvalScored {
     const NAME: &'static str = "eval:scored";
+}
+
+/// A judge gave a verdict on a run: recorded once, when the judge's model was asked, and
+/// reused by every later scoring of that run by the same judge on the same content (its key:
+/// `definition`, `session`, `content`), so re-scoring asks no model again.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct EvalJudged {
+    /// The judge (its scorer name).
+    pub judge: String,
+    /// The SHA-256 of the judge's definition: its name, workflow and that workflow's code,
+    /// prompt template, score and reason pointers, provider and model (not its pass bound,
+    /// which is applied to the recorded value).
+    pub definition: String,
+    /// The case.
+    pub case: String,
+    /// The variant.
+    pub variant: String,
+    /// The repeat, from 0.
+    pub repeat: u32,
+    /// The judged run's session.
+    pub session: SessionId,
+    /// The SHA-256 of what the judge was shown: its prompt, filled with the run's content.
+    pub content: String,
+    /// The score the judge gave.
+    pub value: f64,
+    /// Its reason, when the judge reads one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// The session that recorded the judge's run.
+    pub judge_session: SessionId,
+    /// The model calls the verdict took (agent calls, and each new ask after a rejected
+    /// output).
+    pub model_calls: u64,
+}
+
+impl Event for EvalJudged {
+    const NAME: &'static str = "eval:judged";
 }

@@ -19,6 +19,7 @@ use crate::error::{EvalError, UnbuiltProvider};
 use crate::events::{
     CaseRecord, EvalDispatched, EvalRecorded, EvalScored, EvalStarted, RunStatus, ScorerRecord,
 };
+use crate::judge::{Judged, Judging};
 use crate::record::{ExperimentRecord, RunKey, log_session};
 use crate::recorded::{Rebuild, RecordedModel};
 use crate::scorer::{RunView, ScoreError, Scorer};
@@ -69,6 +70,8 @@ pub struct Ran {
     /// Runs a killed process had left under way that had not finished: closed as interrupted
     /// (a session left running is closed) and run again (counted in `ran`).
     pub interrupted: usize,
+    /// What its judges did: verdicts given, reused, and the model calls they made.
+    pub judged: Judged,
     /// The experiment as its log now says.
     pub record: ExperimentRecord,
 }
@@ -456,13 +459,23 @@ impl Experiment {
         // cannot run leaves no experiment behind.
         log.start(definition).await?;
         let scorers: Arc<[Arc<dyn Scorer>]> = self.scorers.clone().into();
+        // Verdicts judges gave before are reused (a finished run scored on resume).
+        let judging = Arc::new(Judging::new(
+            log.record
+                .as_ref()
+                .map(|record| record.verdicts.clone())
+                .unwrap_or_default(),
+        ));
 
         // What a killed process left: finished sessions scored, the others closed as
         // interrupted and run again.
         let (mut recovered, mut interrupted, mut salvaged) = (0, 0, Vec::new());
         for (case, variant, repeat, dispatch) in pending {
             let (start, _) = &starts[&(case.id.clone(), variant.name.clone())];
-            match self.salvage(case, &dispatch, start, &scorers).await? {
+            match self
+                .salvage(case, &dispatch, start, &scorers, &judging)
+                .await?
+            {
                 Salvaged::Finished(run, scores) => {
                     recovered += 1;
                     salvaged.push((run, scores));
@@ -474,7 +487,7 @@ impl Experiment {
                 }
             }
         }
-        log.record_runs(salvaged).await?;
+        log.record_runs(salvaged, &judging).await?;
 
         // Each run's session, recorded before it starts.
         let todo: Vec<_> = todo
@@ -514,6 +527,7 @@ impl Experiment {
                 attempt,
                 options: Arc::clone(&self.options),
                 scorers: Arc::clone(&scorers),
+                judging: Arc::clone(&judging),
             };
             let semaphore = Arc::clone(&semaphore);
             let failed = job.failed("its task panicked".to_owned(), None);
@@ -569,7 +583,8 @@ impl Experiment {
             let due = batch.len() >= FLUSH_RUNS || flushed.elapsed() >= FLUSH_EVERY;
             if !batch.is_empty() && (due || done || tasks.is_empty()) {
                 progress.done += batch.len();
-                log.record_runs(std::mem::take(&mut batch)).await?;
+                log.record_runs(std::mem::take(&mut batch), &judging)
+                    .await?;
                 flushed = tokio::time::Instant::now();
                 if let Some(report) = &self.progress {
                     report(&progress);
@@ -588,6 +603,7 @@ impl Experiment {
             failed: progress.failed,
             recovered,
             interrupted,
+            judged: judging.tally(),
             record,
         })
     }

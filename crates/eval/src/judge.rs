@@ -1,16 +1,170 @@
 //! [`Judge`]: LLM-as-judge. The judge is a workflow of your own whose agent answers with
 //! structured output (a score, and a reason); each verdict is a session of its own in the
-//! store, named in the score (`judgeSession`), so reading it again costs nothing, and the
-//! judge's prompt and answer can be stepped through like any run.
+//! store, named in the score (`judgeSession`), so the judge's prompt and answer can be
+//! stepped through like any run.
+//!
+//! A judge is asked once per run and content: its verdict is an `eval:judged` event on the
+//! experiment's log ([`EvalJudged`]), keyed by the judge's definition (name, workflow and its
+//! code, prompt template, score and reason pointers, provider and model; hashed), the run's
+//! session and the SHA-256 of the prompt it was shown (the run's content filled in). Any later
+//! scoring with the same key — `rescore`, a resume — reuses it instead of asking the model; a
+//! changed rubric, model or judged content asks again. [`Judged`] counts what was reused and
+//! how many model calls were made.
 
-use std::sync::Arc;
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use async_trait::async_trait;
-use openharness_core::RunOptions;
+use openharness_core::builtin::{AgentStarted, OutputRejected};
+use openharness_core::{BoxedProvider, Event, Provider, RunOptions, SessionId};
 use openharness_host::Hosted;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use sha2::{Digest, Sha256};
 
+use crate::events::EvalJudged;
 use crate::scorer::{RunView, Score, ScoreError, Scorer};
+
+/// The provider name of agent calls answered from a recording (no model asked).
+const CASSETTE: &str = "cassette";
+
+/// What identifies a verdict: the judge's definition, the judged run's session and the
+/// judged content (both hashed).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) struct VerdictKey {
+    definition: String,
+    session: SessionId,
+    content: String,
+}
+
+impl VerdictKey {
+    /// The key of a recorded verdict.
+    pub(crate) fn of(verdict: &EvalJudged) -> Self {
+        Self {
+            definition: verdict.definition.clone(),
+            session: verdict.session.clone(),
+            content: verdict.content.clone(),
+        }
+    }
+}
+
+/// What judges did in a scoring: verdicts given, how many were asked of a model and how
+/// many reused from the log, and the model calls the asked ones took.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Judged {
+    /// Verdicts given (asked + reused).
+    pub verdicts: usize,
+    /// Verdicts a judge's model was asked for.
+    pub asked: usize,
+    /// Verdicts reused from the experiment's log: no model called.
+    pub reused: usize,
+    /// Model calls the judges made (counted in their sessions: each agent call, and each new
+    /// ask after a rejected output), including those of judges that failed.
+    pub model_calls: u64,
+}
+
+impl std::fmt::Display for Judged {
+    /// `120 verdicts, 0 model calls (120 reused)`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} verdict{}, {} model call{} ({} reused)",
+            self.verdicts,
+            if self.verdicts == 1 { "" } else { "s" },
+            self.model_calls,
+            if self.model_calls == 1 { "" } else { "s" },
+            self.reused
+        )
+    }
+}
+
+/// The verdicts a scoring may reuse (from the experiment's log), those it asked for (to
+/// record), and its tally. Shared by every run of one scoring.
+#[derive(Debug, Default)]
+pub(crate) struct Judging {
+    known: BTreeMap<VerdictKey, EvalJudged>,
+    fresh: Mutex<Vec<EvalJudged>>,
+    tally: Mutex<Judged>,
+}
+
+impl Judging {
+    /// A scoring that reuses `known` verdicts.
+    pub(crate) fn new(known: BTreeMap<VerdictKey, EvalJudged>) -> Self {
+        Self {
+            known,
+            ..Self::default()
+        }
+    }
+
+    /// The recorded verdict for `key`, counted as reused.
+    fn reuse(&self, key: &VerdictKey) -> Option<&EvalJudged> {
+        let found = self.known.get(key)?;
+        let mut tally = self.tally.lock().unwrap_or_else(PoisonError::into_inner);
+        tally.verdicts += 1;
+        tally.reused += 1;
+        Some(found)
+    }
+
+    /// A judge's model was asked, making `calls` model calls; `verdict` when it gave one.
+    fn asked(&self, verdict: Option<EvalJudged>, calls: u64) {
+        let mut tally = self.tally.lock().unwrap_or_else(PoisonError::into_inner);
+        tally.model_calls += calls;
+        if let Some(verdict) = verdict {
+            tally.verdicts += 1;
+            tally.asked += 1;
+            self.fresh
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .push(verdict);
+        }
+    }
+
+    /// The verdicts asked for since the last call, to record.
+    pub(crate) fn take_fresh(&self) -> Vec<EvalJudged> {
+        std::mem::take(&mut *self.fresh.lock().unwrap_or_else(PoisonError::into_inner))
+    }
+
+    /// The tally so far.
+    pub(crate) fn tally(&self) -> Judged {
+        *self.tally.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// A provider as an experiment file names it: `provider = { kind = "openai", model =
+/// "gpt-4.1-mini", base_url = "http://…" }` — for a variant, the experiment, or a judge. The
+/// program reading the file builds it (the `openharness` CLI: `anthropic`, `openai`,
+/// `claude-cli`, keys from the environment).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProviderSpec {
+    /// The provider's kind (`anthropic`, `openai`, `claude-cli`).
+    pub kind: String,
+    /// The model (default: the provider's default model).
+    #[serde(default)]
+    pub model: Option<String>,
+    /// The API's base URL (default: the provider's own).
+    #[serde(default)]
+    pub base_url: Option<String>,
+}
+
+impl ProviderSpec {
+    /// `kind:model`, or the kind alone: how records name it.
+    pub fn label(&self) -> String {
+        match &self.model {
+            Some(model) => format!("{}:{model}", self.kind),
+            None => self.kind.clone(),
+        }
+    }
+}
+
+/// The SHA-256 of `text`, in hex.
+fn sha256(text: &str) -> String {
+    Sha256::digest(text.as_bytes())
+        .iter()
+        .map(|byte| format!("{byte:02x}"))
+        .collect()
+}
 
 type Prompt = Arc<dyn Fn(&RunView<'_>) -> String + Send + Sync>;
 
@@ -42,9 +196,12 @@ pub struct Judge {
     name: String,
     workflow: JudgeWorkflow,
     prompt: Prompt,
+    /// The template, for a judge from a file (part of its definition).
+    template: Option<String>,
     score: String,
     reason: Option<String>,
     pass_at: f64,
+    provider: Option<(String, BoxedProvider)>,
 }
 
 /// A judge built in Rust: see [`Judge`].
@@ -59,9 +216,11 @@ pub fn judge(
         name: name.into(),
         workflow: JudgeWorkflow::Hosted(workflow),
         prompt: Arc::new(prompt),
+        template: None,
         score: score.into(),
         reason: None,
         pass_at,
+        provider: None,
     }
 }
 
@@ -79,10 +238,15 @@ pub fn judge_named(
     Judge {
         name: name.into(),
         workflow: JudgeWorkflow::Named(workflow.into()),
-        prompt: Arc::new(move |run| fill(&template, run)),
+        prompt: Arc::new({
+            let template = template.clone();
+            move |run| fill(&template, run)
+        }),
+        template: Some(template),
         score: score.into(),
         reason: None,
         pass_at,
+        provider: None,
     }
 }
 
@@ -103,6 +267,76 @@ impl Judge {
         self.reason = Some(pointer.into());
         self
     }
+
+    /// Asks `provider` instead of the judge workflow's own; `label` (`kind:model`) is part of
+    /// the judge's definition, so verdicts of another provider or model are asked again.
+    #[must_use]
+    pub fn provider(self, label: impl Into<String>, provider: impl Provider) -> Self {
+        self.shared_provider(label, Arc::new(provider))
+    }
+
+    /// [`Judge::provider`] with a shared provider.
+    #[must_use]
+    pub fn shared_provider(mut self, label: impl Into<String>, provider: BoxedProvider) -> Self {
+        self.provider = Some((label.into(), provider));
+        self
+    }
+
+    /// The SHA-256 of what defines this judge's verdicts, running `workflow`: its name, the
+    /// workflow and its code, the template, the score and reason pointers and the provider
+    /// asked (its label, else the workflow's own provider). The pass bound is left out: it is
+    /// applied to the recorded value.
+    fn definition(&self, workflow: &dyn Hosted) -> String {
+        let code = workflow.code();
+        let described = serde_json::json!({
+            "judge": self.name,
+            "workflow": workflow.name(),
+            "code": code.code,
+            "version": code.version,
+            "template": self.template,
+            "score": self.score,
+            "reason": self.reason,
+            "provider": match &self.provider {
+                Some((label, _)) => Some(label.as_str()),
+                None => workflow.provider_name(),
+            },
+        });
+        sha256(&described.to_string())
+    }
+
+    /// The score of a verdict: `value`, passing at the bound, with its reason.
+    fn verdict(&self, value: f64, reason: Option<String>, session: SessionId) -> Score {
+        let mut score = Score::measured(value, value >= self.pass_at);
+        if let Some(reason) = reason {
+            score = score.because(reason);
+        }
+        score.judge_session = Some(session);
+        score
+    }
+}
+
+/// The model calls recorded in a judge's session: agent calls that asked a model (not a
+/// recording), and each new ask after a rejected output.
+async fn model_calls(run: &RunView<'_>, session: &SessionId) -> Result<u64, ScoreError> {
+    let events = run
+        .store()
+        .all_events(session)
+        .await
+        .map_err(|err| ScoreError::new(format!("reading the judge's session: {err}")))?;
+    let asked = events
+        .iter()
+        .filter(|event| {
+            event.name == AgentStarted::NAME
+                && event
+                    .decode::<AgentStarted>()
+                    .is_ok_and(|started| started.provider.as_deref() != Some(CASSETTE))
+        })
+        .count();
+    let again = events
+        .iter()
+        .filter(|event| event.name == OutputRejected::NAME)
+        .count();
+    Ok((asked + again) as u64)
 }
 
 #[async_trait]
@@ -121,35 +355,79 @@ impl Scorer for Judge {
             ),
         };
         let prompt = (self.prompt)(run);
-        let verdict = workflow
-            .run(Some(prompt), RunOptions::new())
-            .await
-            .map_err(|err| {
-                ScoreError::new(format!(
+        let key = VerdictKey {
+            definition: self.definition(workflow.as_ref()),
+            session: run.session().clone(),
+            content: sha256(&prompt),
+        };
+        let judging = run.judging();
+        if let Some(recorded) = judging.reuse(&key) {
+            return Ok(self.verdict(
+                recorded.value,
+                recorded.reason.clone(),
+                recorded.judge_session.clone(),
+            ));
+        }
+        let workflow = match &self.provider {
+            Some((_, provider)) => workflow.with_provider(Arc::clone(provider)),
+            None => workflow,
+        };
+        let session = SessionId::new();
+        let outcome = workflow
+            .run(Some(prompt), RunOptions::new().session(session.clone()))
+            .await;
+        // Counted whether or not the judge gave a verdict: the calls were made.
+        let calls = match model_calls(run, &session).await {
+            Ok(calls) => calls,
+            Err(err) => {
+                tracing::warn!(judge = %self.name, %session, "model calls not counted: {err}");
+                0
+            }
+        };
+        let verdict = match outcome {
+            Ok(verdict) => verdict,
+            Err(err) => {
+                judging.asked(None, calls);
+                return Err(ScoreError::new(format!(
                     "the judge failed: {}",
                     openharness_core::adapter::ErrorChain(&err)
-                ))
-            })?;
+                )));
+            }
+        };
         let found = verdict.state.pointer(&self.score);
         let Some(value) = found.and_then(Value::as_f64) else {
+            judging.asked(None, calls);
             return Err(ScoreError::new(format!(
                 "the judge's state has no number at `{}` (session {})",
                 self.score, verdict.session
             )));
         };
-        let mut score = Score::measured(value, value >= self.pass_at);
-        if let Some(reason) = self
+        let reason = self
             .reason
             .as_deref()
             .and_then(|p| verdict.state.pointer(p))
-        {
-            score = score.because(
+            .map(|reason| {
                 reason
                     .as_str()
-                    .map_or_else(|| reason.to_string(), str::to_owned),
-            );
-        }
-        score.judge_session = Some(verdict.session);
-        Ok(score)
+                    .map_or_else(|| reason.to_string(), str::to_owned)
+            });
+        let run_record = run.run();
+        judging.asked(
+            Some(EvalJudged {
+                judge: self.name.clone(),
+                definition: key.definition,
+                case: run_record.case.clone(),
+                variant: run_record.variant.clone(),
+                repeat: run_record.repeat,
+                session: key.session,
+                content: key.content,
+                value,
+                reason: reason.clone(),
+                judge_session: verdict.session.clone(),
+                model_calls: calls,
+            }),
+            calls,
+        );
+        Ok(self.verdict(value, reason, verdict.session))
     }
 }

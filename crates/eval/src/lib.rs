@@ -23,7 +23,11 @@
 //!   [`Experiment::retry_failed`]); a run a killed process left mid-turn is closed as
 //!   interrupted and run again, one whose session finished is scored, not run again.
 //! - **Scorers** ([`scorers`], or your own [`Scorer`]) write `eval:scored` events;
-//!   [`rescore`] scores recorded runs again without calling a model.
+//!   [`rescore`] scores recorded runs again without calling a model. A judge (LLM-as-judge)
+//!   is asked once: its verdict is an `eval:judged` event ([`EvalJudged`]) keyed by the
+//!   judge's definition (prompt, rubric, workflow, provider and model, hashed), the run and
+//!   the hash of the judged content, reused by every later scoring with the same key;
+//!   [`Judged`] counts the model calls actually made.
 //! - **Comparing** ([`Comparison`]): per case and overall, wins/ties/losses, means with 95%
 //!   intervals (exact t quantiles), pass rates with Wilson intervals, pass@k and pass^k,
 //!   flake rate, the sign test (and a note when the cases are too few for it ever to reject),
@@ -40,10 +44,14 @@
 //! - `variant`: [`Variant`], one arm of an experiment; the baseline changes nothing.
 //! - `scorer`: the [`Scorer`] trait, the [`RunView`] it reads and the [`Score`] it gives.
 //! - [`scorers`]: the built-in scorers and [`ScorerSpec`], the same written in a file.
-//! - `judge`: LLM-as-judge, each verdict a session of its own (used through [`scorers`]).
-//! - `events`: the events of an experiment's log: [`EvalStarted`], [`EvalRecorded`], [`EvalScored`].
+//! - `judge`: LLM-as-judge, each verdict a session of its own and an `eval:judged` event,
+//!   reused while its key holds (used through [`scorers`]); [`ProviderSpec`], a provider as a
+//!   file names it.
+//! - `events`: the events of an experiment's log: [`EvalStarted`], [`EvalRecorded`],
+//!   [`EvalScored`], [`EvalJudged`].
 //! - `record`: [`ExperimentRecord`], an experiment as its log says it is, and [`list`].
-//! - `rescore`: recorded runs scored again, no model called.
+//! - `rescore`: recorded runs scored again, no model called (but by judges without a
+//!   recorded verdict).
 //! - `compare`: [`Comparison`], a variant against the baseline, as JSON, Markdown and a gate.
 //! - [`stats`]: means with 95% intervals, Wilson intervals for pass rates, pass@k and pass^k,
 //!   the sign test.
@@ -85,10 +93,11 @@ pub use case::{Case, ForkAt, Named, Occurrence};
 pub use compare::{Arm, CaseComparison, Comparison, ScorerComparison, Spend};
 pub use error::{EvalError, UnbuiltProvider};
 pub use events::{
-    Better, CaseRecord, EvalDispatched, EvalRecorded, EvalScored, EvalStarted, LOG_PREFIX,
-    RunStatus, ScorerRecord,
+    Better, CaseRecord, EvalDispatched, EvalJudged, EvalRecorded, EvalScored, EvalStarted,
+    LOG_PREFIX, RunStatus, ScorerRecord,
 };
 pub use experiment::{Experiment, Progress, Ran};
+pub use judge::{Judged, ProviderSpec};
 pub use record::{ExperimentRecord, ExperimentSummary, RunEntry, RunKey, list, log_session};
 pub use recorded::RecordedModel;
 pub use recordings::Recordings;

@@ -9,7 +9,10 @@ use openharness_core::{Envelope, Event, SessionId, Store};
 use serde::Serialize;
 
 use crate::error::EvalError;
-use crate::events::{EvalDispatched, EvalRecorded, EvalScored, EvalStarted, LOG_PREFIX, RunStatus};
+use crate::events::{
+    EvalDispatched, EvalJudged, EvalRecorded, EvalScored, EvalStarted, LOG_PREFIX, RunStatus,
+};
+use crate::judge::VerdictKey;
 
 /// Which run: case, variant and repeat.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -53,6 +56,10 @@ pub struct ExperimentRecord {
     /// of that attempt): under way, or cut off by a killed process.
     #[serde(skip)]
     pub dispatched: BTreeMap<RunKey, EvalDispatched>,
+    /// The judges' verdicts, by judge definition, run session and judged content: what a
+    /// scoring reuses instead of asking a judge's model again (not serialized).
+    #[serde(skip)]
+    pub(crate) verdicts: BTreeMap<VerdictKey, EvalJudged>,
     /// How long its log is.
     pub len: u64,
 }
@@ -96,6 +103,8 @@ impl ExperimentRecord {
                     record.add_score(event.decode().map_err(decode_error)?);
                 } else if event.name == EvalDispatched::NAME {
                     record.add_dispatch(event.decode().map_err(decode_error)?);
+                } else if event.name == EvalJudged::NAME {
+                    record.add_verdict(event.decode().map_err(decode_error)?);
                 }
             }
         }
@@ -121,6 +130,7 @@ impl ExperimentRecord {
                     created: at,
                     runs: BTreeMap::new(),
                     dispatched: BTreeMap::new(),
+                    verdicts: BTreeMap::new(),
                     len: 0,
                 });
             }
@@ -170,6 +180,16 @@ impl ExperimentRecord {
         {
             entry.scores.insert(score.scorer.clone(), score);
         }
+    }
+
+    /// A judge's verdict recorded: the latest for its key.
+    pub(crate) fn add_verdict(&mut self, verdict: EvalJudged) {
+        self.verdicts.insert(VerdictKey::of(&verdict), verdict);
+    }
+
+    /// How many verdicts of judges the log holds (each reused by later scorings of its run).
+    pub fn verdicts(&self) -> usize {
+        self.verdicts.len()
     }
 
     /// The attempts recorded for a run so far (0 if none).

@@ -1,7 +1,7 @@
 //! [`Recordings`]: cases chosen by a query over the store's recorded sessions — by workflow
 //! and status, newest first, up to a limit — each forked at the same point. Sessions that
-//! are runs of an experiment, and forks, are left out: the baselines are the recordings
-//! themselves.
+//! are runs of an experiment or its judges' verdicts, and forks, are left out: the baselines
+//! are the recordings themselves.
 
 use std::collections::BTreeSet;
 
@@ -92,6 +92,15 @@ impl Recordings {
         for experiment in list(host.store().as_ref()).await? {
             let record = ExperimentRecord::load(host.store().as_ref(), &experiment.name).await?;
             runs.extend(record.runs.values().filter_map(|e| e.run.session.clone()));
+            // A judge's verdicts are sessions of its workflow, not recordings either.
+            runs.extend(record.verdicts.values().map(|v| v.judge_session.clone()));
+            runs.extend(
+                record
+                    .runs
+                    .values()
+                    .flat_map(|e| e.scores.values())
+                    .filter_map(|s| s.judge_session.clone()),
+            );
         }
         let mut found: Vec<_> = host
             .sessions()

@@ -11,6 +11,7 @@ use tokio::sync::OnceCell;
 
 use crate::case::Case;
 use crate::events::{Better, EvalRecorded};
+use crate::judge::Judging;
 
 /// A score: the value, whether it passed, and why.
 #[derive(Debug, Clone, PartialEq)]
@@ -75,6 +76,8 @@ pub struct RunView<'a> {
     pub(crate) state: &'a Value,
     pub(crate) host: &'a Host,
     pub(crate) events: OnceCell<Vec<Envelope>>,
+    /// The judges' verdicts this scoring may reuse, and those it asks for.
+    pub(crate) judging: std::sync::Arc<Judging>,
 }
 
 impl<'a> RunView<'a> {
@@ -93,7 +96,20 @@ impl<'a> RunView<'a> {
             state,
             host,
             events: OnceCell::new(),
+            judging: std::sync::Arc::default(),
         }
+    }
+
+    /// The view with the verdicts of a scoring (the experiment's log's, to reuse).
+    #[must_use]
+    pub(crate) fn with_judging(mut self, judging: std::sync::Arc<Judging>) -> Self {
+        self.judging = judging;
+        self
+    }
+
+    /// The judges' verdicts this scoring may reuse, and those it asks for.
+    pub(crate) fn judging(&self) -> &Judging {
+        &self.judging
     }
 
     /// The case the run played.

@@ -22,12 +22,12 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use openharness_core::builtin::{AgentCompleted, Outcome, ToolCalled};
-use openharness_core::{Envelope, Event};
+use openharness_core::{BoxedProvider, Envelope, Event};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-pub use crate::judge::{Judge, judge, judge_named};
+pub use crate::judge::{Judge, ProviderSpec, judge, judge_named};
 
 use crate::events::Better;
 use crate::scorer::{RunView, Score, ScoreError, Scorer};
@@ -546,6 +546,10 @@ pub enum ScorerSpec {
         /// A JSON pointer to the judge's reason, if it gives one.
         #[serde(default)]
         reason: Option<String>,
+        /// The provider and model the judge asks (default: its workflow's own), built by
+        /// [`ScorerSpec::build_with`].
+        #[serde(default)]
+        provider: Option<ProviderSpec>,
     },
     /// [`latency`].
     Latency {
@@ -556,9 +560,23 @@ pub enum ScorerSpec {
     },
 }
 
+/// Builds the provider a file names, with its label (`kind:model`), or says why it cannot.
+pub type BuildProvider<'a> = &'a dyn Fn(&ProviderSpec) -> Result<(String, BoxedProvider), String>;
+
 impl ScorerSpec {
-    /// The scorer this spec describes; a bad regex or schema is refused, saying why.
+    /// The scorer this spec describes; a bad regex or schema is refused, saying why, and so
+    /// is a judge naming a provider (built by [`ScorerSpec::build_with`]).
     pub fn build(&self) -> Result<Arc<dyn Scorer>, String> {
+        self.build_with(&|spec| {
+            Err(format!(
+                "provider `{}` cannot be built here (ScorerSpec::build_with builds providers)",
+                spec.label()
+            ))
+        })
+    }
+
+    /// [`ScorerSpec::build`], building a judge's provider with `provider`.
+    pub fn build_with(&self, provider: BuildProvider<'_>) -> Result<Arc<dyn Scorer>, String> {
         let builtin = match self.clone() {
             Self::Judge {
                 name,
@@ -567,12 +585,18 @@ impl ScorerSpec {
                 score,
                 pass_at,
                 reason,
+                provider: spec,
             } => {
-                let judge = judge_named(name, workflow, score, pass_at, prompt);
-                return Ok(Arc::new(match reason {
-                    Some(reason) => judge.reason_at(reason),
-                    None => judge,
-                }));
+                let mut judge = judge_named(name.clone(), workflow, score, pass_at, prompt);
+                if let Some(reason) = reason {
+                    judge = judge.reason_at(reason);
+                }
+                if let Some(spec) = spec {
+                    let (label, built) =
+                        provider(&spec).map_err(|err| format!("judge `{name}`: {err}"))?;
+                    judge = judge.shared_provider(label, built);
+                }
+                return Ok(Arc::new(judge));
             }
             Self::Equals {
                 name,

@@ -1059,3 +1059,204 @@ async fn a_killed_run_is_closed_interrupted_and_run_again_and_a_finished_one_is_
     assert!(entry.scores["says-done"].passed);
     assert!(ran.record.dispatched.is_empty());
 }
+
+/// A judge workflow (the `judging` module's grader) on a scripted model that counts its calls
+/// and gives 0.9 to a published release.
+fn judge_workflow(calls: Arc<AtomicUsize>) -> Arc<dyn openharness_host::Hosted> {
+    let model = ScriptedProvider::new().fallback("grader", move |request| {
+        calls.fetch_add(1, Ordering::SeqCst);
+        let published = request.prompt.contains("\"release\":\"published\"");
+        Reply::output(json!({
+            "score": if published { 0.9 } else { 0.1 },
+            "reason": if published { "it shipped" } else { "it did not ship" },
+        }))
+    });
+    let workflow = Workflow::builder("judge")
+        .initial_state(judging::Verdict::default())
+        .agent(judging::Grader)
+        .store(MemoryStore::new())
+        .provider(model)
+        .build()
+        .unwrap();
+    <dyn openharness_host::Hosted>::of(workflow)
+}
+
+#[tokio::test]
+async fn a_judge_is_asked_once_per_run_and_content_and_again_when_its_rubric_model_or_content_changes()
+ {
+    let (store, host, parent, _) = recorded().await;
+    let calls = Arc::new(AtomicUsize::new(0));
+    let workflow = judge_workflow(Arc::clone(&calls));
+    // The rubric and the judged content (the case's expected values) are in the prompt.
+    let grader = |rubric: &'static str| {
+        openharness_eval::scorers::judge(
+            "judge",
+            Arc::clone(&workflow),
+            "/score",
+            0.5,
+            move |run| {
+                format!(
+                    "{rubric} Expected: {}. {}",
+                    run.case().expected,
+                    run.state()
+                )
+            },
+        )
+        .reason_at("/reason")
+    };
+    let experiment = |expected: Value| {
+        Experiment::new("asked-once", host.clone())
+            .case(
+                Case::recording("release", parent.clone(), ForkAt::event("task:started", 1))
+                    .answers(["yes"])
+                    .expected(expected),
+            )
+            .variant(Variant::new("m").provider("m", executor_says("done", Arc::default())))
+            .repeats(2)
+    };
+    let asked = |verdicts, reused, model_calls| openharness_eval::Judged {
+        verdicts,
+        asked: verdicts - reused,
+        reused,
+        model_calls,
+    };
+
+    // The run asks the judge once per run, and records each verdict.
+    let ran = experiment(json!("shipped"))
+        .scorer(grader("Did this release ship?"))
+        .run()
+        .await
+        .unwrap();
+    assert_eq!(ran.judged, asked(2, 0, 2));
+    assert_eq!(calls.load(Ordering::SeqCst), 2);
+    assert_eq!(ran.record.verdicts(), 2);
+    let sessions: Vec<_> = ran
+        .record
+        .runs
+        .values()
+        .map(|e| e.scores["judge"].judge_session.clone().unwrap())
+        .collect();
+    let judged: Vec<_> = store
+        .all_events(&openharness_eval::log_session("asked-once").unwrap())
+        .await
+        .unwrap()
+        .into_iter()
+        .filter(|e| e.name == "eval:judged")
+        .collect();
+    assert_eq!(judged.len(), 2);
+    assert_eq!(judged[0].payload["value"], 0.9);
+    assert_eq!(judged[0].payload["modelCalls"], 1);
+    assert_eq!(judged[0].payload["definition"].as_str().unwrap().len(), 64);
+
+    // Re-scoring, twice: every verdict reused, no model called, the same scores and sessions.
+    for _ in 0..2 {
+        let done = rescore(
+            &host,
+            "asked-once",
+            &[Arc::new(grader("Did this release ship?"))],
+            4,
+        )
+        .await
+        .unwrap();
+        assert_eq!(done.judged, asked(2, 2, 0));
+        assert_eq!(
+            done.judged.to_string(),
+            "2 verdicts, 0 model calls (2 reused)"
+        );
+        assert_eq!(calls.load(Ordering::SeqCst), 2);
+        let record = ExperimentRecord::load(&store, "asked-once").await.unwrap();
+        for (entry, session) in record.runs.values().zip(&sessions) {
+            let score = &entry.scores["judge"];
+            assert_eq!(
+                (score.value, score.passed, score.detail.as_deref()),
+                (Some(0.9), true, Some("it shipped"))
+            );
+            assert_eq!(score.judge_session.as_ref(), Some(session));
+        }
+        assert_eq!(record.verdicts(), 2);
+    }
+
+    // Another pass bound applies to the recorded values: no model called.
+    let strict =
+        openharness_eval::scorers::judge("judge", Arc::clone(&workflow), "/score", 0.95, |run| {
+            format!(
+                "Did this release ship? Expected: {}. {}",
+                run.case().expected,
+                run.state()
+            )
+        })
+        .reason_at("/reason");
+    let done = rescore(&host, "asked-once", &[Arc::new(strict)], 4)
+        .await
+        .unwrap();
+    assert_eq!(done.judged, asked(2, 2, 0));
+    let record = ExperimentRecord::load(&store, "asked-once").await.unwrap();
+    assert!(record.runs.values().all(|e| !e.scores["judge"].passed));
+
+    // A changed rubric asks again, and the new verdicts are reused in turn.
+    let done = rescore(
+        &host,
+        "asked-once",
+        &[Arc::new(grader("Was it released?"))],
+        4,
+    )
+    .await
+    .unwrap();
+    assert_eq!(done.judged, asked(2, 0, 2));
+    assert_eq!(calls.load(Ordering::SeqCst), 4);
+    let done = rescore(
+        &host,
+        "asked-once",
+        &[Arc::new(grader("Was it released?"))],
+        4,
+    )
+    .await
+    .unwrap();
+    assert_eq!(done.judged, asked(2, 2, 0));
+    assert_eq!(calls.load(Ordering::SeqCst), 4);
+
+    // Another provider (or model) for the judge asks again: that provider, not the workflow's.
+    let other_calls = Arc::new(AtomicUsize::new(0));
+    let counted = Arc::clone(&other_calls);
+    let other = ScriptedProvider::new().fallback("grader", move |_| {
+        counted.fetch_add(1, Ordering::SeqCst);
+        Reply::output(json!({ "score": 0.7, "reason": "fine" }))
+    });
+    let done = rescore(
+        &host,
+        "asked-once",
+        &[Arc::new(
+            grader("Was it released?").provider("other:small", other),
+        )],
+        4,
+    )
+    .await
+    .unwrap();
+    assert_eq!(done.judged, asked(2, 0, 2));
+    assert_eq!(other_calls.load(Ordering::SeqCst), 2);
+    assert_eq!(calls.load(Ordering::SeqCst), 4);
+
+    // The judged content changes (the case's expected values, in the prompt): asked again.
+    let again = experiment(json!("published"))
+        .scorer(grader("Was it released?"))
+        .run()
+        .await
+        .unwrap();
+    assert_eq!((again.ran, again.skipped), (0, 2), "no run is run again");
+    let done = rescore(
+        &host,
+        "asked-once",
+        &[Arc::new(grader("Was it released?"))],
+        4,
+    )
+    .await
+    .unwrap();
+    assert_eq!(done.judged, asked(2, 0, 2));
+    assert_eq!(calls.load(Ordering::SeqCst), 6);
+
+    // A scorer that is no judge: no verdicts, no model calls.
+    let done = rescore(&host, "asked-once", &[Arc::new(published())], 4)
+        .await
+        .unwrap();
+    assert_eq!(done.judged, openharness_eval::Judged::default());
+}

@@ -2,7 +2,14 @@
 //! resumable), `list`, `show` (every run and its scores), `compare` (a variant against the
 //! baseline: a table, `--markdown` for a pull request, `--json`; a CI gate that exits 1 on a
 //! regression beyond the file's `max_regression` or `--max-regression`, unless
-//! `--report-only`) and `rescore` (new scorers over recorded runs, no model called).
+//! `--report-only`) and `rescore` (new scorers over recorded runs: no model called but by a
+//! judge without a recorded verdict; it says how many model calls were made).
+//!
+//! A judge (`kind = "judge"`) runs a registered workflow on a prompt filled with the run's
+//! content, optionally on its own `provider = { kind, model, base_url }` (built as a
+//! variant's). Its verdict is recorded (`eval:judged`, keyed by the judge's definition, the
+//! run and the judged content) and reused by every later `eval run` or `eval rescore`, so a
+//! second re-score makes no model call; a changed rubric, model or content asks again.
 //!
 //! A variant that names no provider runs on the file's top-level `provider`, else on the one
 //! its case's recording asked (`agent:started.provider` and `model`): the workflow's own
@@ -50,6 +57,16 @@
 //! kind = "equals"
 //! field = { state = "/release" }
 //! expect = "published"
+//!
+//! [[scorer]]
+//! name = "helpful"
+//! kind = "judge"
+//! workflow = "judge"                # a workflow the program registers
+//! prompt = "Rate 0 to 1 how well {state} answers {input}"
+//! score = "/score"                  # a JSON pointer into the judge's final state
+//! reason = "/reason"
+//! pass_at = 0.7
+//! provider = { kind = "openai", model = "gpt-4.1-mini" }
 //! ```
 
 use std::io::Write;
@@ -61,8 +78,8 @@ use clap::Subcommand;
 use openharness::BoxedProvider;
 use openharness::RunOptions;
 use openharness_eval::{
-    Case, Comparison, EvalError, Experiment, ExperimentRecord, Progress, RecordedModel, Recordings,
-    ScorerSpec, Variant,
+    Case, Comparison, EvalError, Experiment, ExperimentRecord, Progress, ProviderSpec,
+    RecordedModel, Recordings, ScorerSpec, Variant,
 };
 use serde::Deserialize;
 use serde_json::Value;
@@ -107,12 +124,17 @@ pub(crate) enum EvalCommand {
     /// also where its first runs part.
     Compare(CompareArgs),
     /// Score an experiment's recorded runs again with the scorers of a file (its
-    /// `[[scorer]]` tables): no model is called.
+    /// `[[scorer]]` tables): no model is called, but by a judge without a recorded verdict on
+    /// a run (a new judge, a changed rubric, model or provider, or changed content); the
+    /// output says how many model calls were made.
     Rescore {
         /// The experiment's name.
         name: String,
         /// A file with `[[scorer]]` tables (an experiment file will do).
         file: PathBuf,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
     },
 }
 
@@ -174,7 +196,7 @@ struct ExperimentFile {
     /// The provider variants that name none ask, instead of the one their case's recording
     /// asked.
     #[serde(default)]
-    provider: Option<ProviderFile>,
+    provider: Option<ProviderSpec>,
     /// The gate: a scorer whose mean (or pass rate) is worse than the baseline's by more than
     /// this is flagged in `eval run`'s report and fails `eval compare` (exit 1) unless
     /// `--report-only`; recorded with the experiment's definition. `--max-regression`
@@ -206,19 +228,9 @@ struct VariantFile {
     #[serde(default)]
     workflow: Option<String>,
     #[serde(default)]
-    provider: Option<ProviderFile>,
+    provider: Option<ProviderSpec>,
     #[serde(default)]
     state: Option<Value>,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct ProviderFile {
-    kind: String,
-    #[serde(default)]
-    model: Option<String>,
-    #[serde(default)]
-    base_url: Option<String>,
 }
 
 pub(crate) async fn run(command: EvalCommand, context: &Context) -> Result<(), CliError> {
@@ -235,7 +247,7 @@ pub(crate) async fn run(command: EvalCommand, context: &Context) -> Result<(), C
             let record = ExperimentRecord::load(context.host().store().as_ref(), &ask.name).await?;
             compare(context, &record, &ask).await
         }
-        EvalCommand::Rescore { name, file } => rescore(context, &name, &file).await,
+        EvalCommand::Rescore { name, file, json } => rescore(context, &name, &file, json).await,
     }
 }
 
@@ -250,10 +262,12 @@ fn read<T: serde::de::DeserializeOwned>(file: &Path) -> Result<T, CliError> {
     parsed.map_err(|err| CliError::Usage(format!("{}: {err}", file.display())))
 }
 
+/// The scorers of a file, a judge's `provider` built as a variant's is.
 fn scorers(specs: &[ScorerSpec]) -> Result<Vec<Arc<dyn openharness_eval::Scorer>>, CliError> {
+    let provider = |spec: &ProviderSpec| build_provider(spec).map_err(|err| err.to_string());
     specs
         .iter()
-        .map(|spec| spec.build().map_err(CliError::Usage))
+        .map(|spec| spec.build_with(&provider).map_err(CliError::Usage))
         .collect()
 }
 
@@ -266,12 +280,9 @@ fn provider_kind(kind: &str) -> Result<ProviderKind, CliError> {
 }
 
 /// A provider table of the file, built, with its label (`kind[:model]`).
-fn build_provider(provider: &ProviderFile) -> Result<(String, BoxedProvider), CliError> {
+fn build_provider(provider: &ProviderSpec) -> Result<(String, BoxedProvider), CliError> {
     let kind = provider_kind(&provider.kind)?;
-    let label = match &provider.model {
-        Some(model) => format!("{}:{model}", provider.kind),
-        None => provider.kind.clone(),
-    };
+    let label = provider.label();
     let live = live_provider(
         kind,
         provider.model.as_deref(),
@@ -447,6 +458,7 @@ async fn run_file(
             "failed": ran.failed,
             "recovered": ran.recovered,
             "interrupted": ran.interrupted,
+            "judges": ran.judged,
             "comparisons": comparisons,
         });
         writeln!(out, "{}", serde_json::to_string_pretty(&summary)?)?;
@@ -472,6 +484,9 @@ async fn run_file(
             ran.skipped,
             ran.failed
         )?;
+        if ran.judged.verdicts > 0 || ran.judged.model_calls > 0 {
+            writeln!(out, "judges: {}\n", ran.judged)?;
+        }
         for comparison in &comparisons {
             writeln!(out, "{}", comparison.markdown())?;
         }
@@ -683,7 +698,7 @@ async fn compare(
     Ok(())
 }
 
-async fn rescore(context: &Context, name: &str, file: &Path) -> Result<(), CliError> {
+async fn rescore(context: &Context, name: &str, file: &Path, json: bool) -> Result<(), CliError> {
     let spec: ScorersFile = read(file)?;
     if spec.scorers.is_empty() {
         return Err(CliError::Usage(format!(
@@ -694,14 +709,32 @@ async fn rescore(context: &Context, name: &str, file: &Path) -> Result<(), CliEr
     let scorers = scorers(&spec.scorers)?;
     let began = Instant::now();
     let done = openharness_eval::rescore(context.host(), name, &scorers, 8).await?;
+    let mut out = context.out();
+    if json {
+        let value = serde_json::json!({
+            "experiment": name,
+            "runs": done.runs,
+            "scorers": scorers.len(),
+            "scores": done.scores,
+            "judges": done.judged,
+            "modelCalls": done.judged.model_calls,
+        });
+        writeln!(out, "{}", serde_json::to_string_pretty(&value)?)?;
+        return Ok(());
+    }
     writeln!(
-        context.out(),
-        "rescored {} runs of `{name}` with {} scorer(s) in {:.2} s ({} scores recorded; no model called)",
+        out,
+        "rescored {} runs of `{name}` with {} scorer(s) in {:.2} s ({} scores recorded)",
         done.runs,
         scorers.len(),
         began.elapsed().as_secs_f64(),
         done.scores
     )?;
+    if done.judged.verdicts > 0 || done.judged.model_calls > 0 {
+        writeln!(out, "judges: {}", done.judged)?;
+    } else {
+        writeln!(out, "no model called")?;
+    }
     Ok(())
 }
 

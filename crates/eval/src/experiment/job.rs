@@ -25,6 +25,8 @@ pub(super) struct Job {
     pub(super) attempt: u32,
     pub(super) options: OptionsFactory,
     pub(super) scorers: Arc<[Arc<dyn Scorer>]>,
+    /// The judges' verdicts of this invocation (reused and asked).
+    pub(super) judging: Arc<Judging>,
 }
 
 /// What a run's turns added up to.
@@ -118,6 +120,7 @@ impl Job {
             &session,
             &turns.last.state,
             &self.scorers,
+            &self.judging,
         )
         .await;
         (run, scores)
@@ -168,7 +171,7 @@ impl Job {
 }
 
 /// Scores one completed run with every scorer (a scorer that cannot score fails the run,
-/// saying why).
+/// saying why); judges reuse the verdicts `judging` holds and add those they ask for.
 pub(crate) async fn score_run(
     host: &Host,
     case: &Case,
@@ -176,8 +179,9 @@ pub(crate) async fn score_run(
     session: &SessionId,
     state: &Value,
     scorers: &[Arc<dyn Scorer>],
+    judging: &Arc<Judging>,
 ) -> Vec<EvalScored> {
-    let view = RunView::new(host, case, run, session, state);
+    let view = RunView::new(host, case, run, session, state).with_judging(Arc::clone(judging));
     let mut scores = Vec::with_capacity(scorers.len());
     for scorer in scorers {
         let (value, score) = match scorer.score(&view).await {

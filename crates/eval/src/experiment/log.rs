@@ -54,12 +54,18 @@ impl Log {
         Ok(())
     }
 
-    /// Records finished runs and their scores in one append, and in the record kept here.
+    /// Records finished runs and their scores in one append, with the verdicts judges were
+    /// asked for since the last append, and in the record kept here.
     pub(crate) async fn record_runs(
         &mut self,
         batch: Vec<(EvalRecorded, Vec<EvalScored>)>,
+        judging: &Judging,
     ) -> Result<(), EvalError> {
+        let verdicts = judging.take_fresh();
         let mut events = Vec::new();
+        for verdict in &verdicts {
+            events.push(self.encode(verdict)?);
+        }
         for (run, scores) in &batch {
             events.push(self.encode(run)?);
             for score in scores {
@@ -68,6 +74,9 @@ impl Log {
         }
         self.append(events).await?;
         if let Some(record) = &mut self.record {
+            for verdict in verdicts {
+                record.add_verdict(verdict);
+            }
             for (run, scores) in batch {
                 record.add_run(run);
                 for score in scores {
@@ -79,14 +88,26 @@ impl Log {
         Ok(())
     }
 
-    /// Records scores of recorded runs (a re-scoring) in one append, and in the record.
-    pub(crate) async fn record_scores(&mut self, scores: Vec<EvalScored>) -> Result<(), EvalError> {
-        let events = scores
-            .iter()
-            .map(|score| self.encode(score))
-            .collect::<Result<Vec<_>, _>>()?;
+    /// Records scores of recorded runs (a re-scoring), after the verdicts judges were asked
+    /// for, in one append, and in the record.
+    pub(crate) async fn record_scores(
+        &mut self,
+        scores: Vec<EvalScored>,
+        judging: &Judging,
+    ) -> Result<(), EvalError> {
+        let verdicts = judging.take_fresh();
+        let mut events = Vec::new();
+        for verdict in &verdicts {
+            events.push(self.encode(verdict)?);
+        }
+        for score in &scores {
+            events.push(self.encode(score)?);
+        }
         self.append(events).await?;
         if let Some(record) = &mut self.record {
+            for verdict in verdicts {
+                record.add_verdict(verdict);
+            }
             for score in scores {
                 record.add_score(score);
             }

@@ -28,6 +28,7 @@ impl Experiment {
         dispatch: &EvalDispatched,
         start: &Start,
         scorers: &[Arc<dyn Scorer>],
+        judging: &Arc<Judging>,
     ) -> Result<Salvaged, EvalError> {
         let session = &dispatch.session;
         let interrupted = |why: &str, session: Option<SessionId>, len: u64| EvalRecorded {
@@ -128,7 +129,7 @@ impl Experiment {
             turns: count(WorkflowCompleted::NAME) as u32,
         };
         let state = workflow.state_at(session, u64::MAX).await?;
-        let scores = score_run(&self.host, case, &run, session, &state, scorers).await;
+        let scores = score_run(&self.host, case, &run, session, &state, scorers, judging).await;
         Ok(Salvaged::Finished(run, scores))
     }
 }

@@ -250,3 +250,59 @@ fn every_scorer_kind_reads_from_a_file() {
             .contains("unknown variant `vibes`")
     );
 }
+
+/// A judge naming its provider in a file: `build` cannot build providers and says so;
+/// `build_with` gets the table (a variant's shape) and the judge gets the provider.
+#[test]
+fn a_judge_names_its_provider_in_a_file() {
+    let spec: ScorerSpec = toml::from_str(
+        r#"
+        kind = "judge"
+        name = "k"
+        workflow = "judge"
+        prompt = "Rate {state}"
+        score = "/score"
+        pass_at = 0.5
+        provider = { kind = "openai", model = "gpt-4.1-mini", base_url = "http://127.0.0.1:9" }
+    "#,
+    )
+    .unwrap();
+    let ScorerSpec::Judge {
+        provider: Some(provider),
+        ..
+    } = &spec
+    else {
+        panic!("{spec:?}");
+    };
+    assert_eq!(provider.label(), "openai:gpt-4.1-mini");
+    assert_eq!(provider.base_url.as_deref(), Some("http://127.0.0.1:9"));
+    let refused = spec.build().err().unwrap();
+    assert!(
+        refused.contains("provider `openai:gpt-4.1-mini` cannot be built here"),
+        "{refused}"
+    );
+    let asked = std::sync::Mutex::new(Vec::new());
+    let built = spec
+        .build_with(&|p| {
+            asked.lock().unwrap().push(p.clone());
+            Ok((
+                p.label(),
+                std::sync::Arc::new(openharness_provider::ScriptedProvider::new()),
+            ))
+        })
+        .unwrap();
+    assert_eq!(built.name(), "k");
+    assert_eq!(
+        asked.lock().unwrap().as_slice(),
+        std::slice::from_ref(provider)
+    );
+    let failed = spec
+        .build_with(&|_| Err("set OPENAI_API_KEY".to_owned()))
+        .err()
+        .unwrap();
+    assert_eq!(failed, "judge `k`: set OPENAI_API_KEY");
+    let unknown = toml::from_str::<ScorerSpec>(
+        "kind = \"judge\"\nname = \"k\"\nworkflow = \"j\"\nprompt = \"p\"\nscore = \"/s\"\npass_at = 1\nprovider = { kind = \"openai\", url = \"x\" }\n",
+    );
+    assert!(unknown.is_err());
+}
