@@ -46,7 +46,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::body::{Body, Bytes};
+use axum::body::Bytes;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, HeaderValue, header};
 use axum::response::{IntoResponse, Response};
@@ -71,10 +71,6 @@ mod wire;
 use wire::{RpcError, TaskId, VIA, answer, frame, read_task, respond};
 
 type Shared = State<Arc<AppState>>;
-
-/// How often a blocking `SendMessage` writes a space while its task runs, so that neither
-/// this server's idle guard nor a proxy takes the quiet connection for a dead one.
-const KEEP_ALIVE: Duration = Duration::from_secs(15);
 
 /// How long `CancelTask` waits for the stopped turn to record its end.
 const CANCEL_WAIT: Duration = Duration::from_secs(10);
@@ -537,36 +533,23 @@ async fn send(
         });
         return respond(&answer(&call.id, result));
     }
-    // The task once its turn has ended, with a space written every KEEP_ALIVE until then.
+    // The task once its turn has ended (the connection kept alive until then).
     let reader = Arc::clone(state);
     let ending = failed.unwrap_or_else(|| settled(Arc::clone(state), sent.task.clone()));
-    let waiting = (ending, reader, sent.task, call.id);
-    let body = stream::unfold(Some(waiting), move |waiting| async move {
-        let (mut done, state, task, id) = waiting?;
-        tokio::select! {
-            outcome = &mut done => {
-                let result = read_task(&state, &task).await.map(|(mut projected, _)| {
-                    if let Some(why) = outcome {
-                        projected.fail(&format!("the turn failed: {why}"), None);
-                    }
-                    let mut task = projected.task();
-                    wire::trim_history(&mut task, length);
-                    json!({ "task": task })
-                });
-                let body = answer(&id, result).to_string();
-                Some((Ok::<_, std::convert::Infallible>(Bytes::from(body)), None))
+    let task = sent.task;
+    let answer_body = async move {
+        let outcome = ending.await;
+        let result = read_task(&reader, &task).await.map(|(mut projected, _)| {
+            if let Some(why) = outcome {
+                projected.fail(&format!("the turn failed: {why}"), None);
             }
-            () = tokio::time::sleep(KEEP_ALIVE) => {
-                Some((Ok(Bytes::from_static(b" ")), Some((done, state, task, id))))
-            }
-        }
-    });
-    let mut response = Response::new(Body::from_stream(body));
-    response.headers_mut().insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("application/json"),
-    );
-    response
+            let mut task = projected.task();
+            wire::trim_history(&mut task, length);
+            json!({ "task": task })
+        });
+        answer(&call.id, result).to_string()
+    };
+    crate::keep_alive::json_when_ready(answer_body, state.options.heartbeat)
 }
 
 /// `SubscribeToTask`: the task as it stands, then its updates (`-32004` for a task that is

@@ -92,6 +92,7 @@
 //! - `inspector`: the tape inspector at `GET /`, its built files embedded from `inspector/`.
 //! - `hub`: one live tail per watched session, shared by all of its event streams.
 //! - `sse`: the one Server-Sent Events writer of every route family.
+//! - `keep_alive`: a JSON answer that waits for a turn, written to while it waits.
 //! - `frame_id`: the `<seq>.<n>` ids of projected frames (AG-UI, A2A), resumed after.
 //! - `request`: the one request parser: `400`, `413`, `415` or `422` for what cannot be used.
 //! - `error`: [`ApiError`], the one error shape, and the table from the domain's errors to it.
@@ -137,6 +138,7 @@ mod frame_id;
 mod frames;
 mod hub;
 mod inspector;
+mod keep_alive;
 mod listener;
 mod openapi;
 mod origin;

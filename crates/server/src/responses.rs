@@ -36,9 +36,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Json;
-use axum::body::{Body, Bytes};
+use axum::body::Bytes;
 use axum::extract::{Path, Query, State};
-use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use futures_util::{StreamExt, stream};
 use openharness_core::{Envelope, EventId, RunOptions, SessionId};
@@ -60,10 +60,6 @@ use wire::{CreateResponse, OpenError, RESPONSE_FIELD, ResponseId, VIA, VIA_FIELD
 
 type Shared = State<Arc<AppState>>;
 type Answer = Result<Response, OpenError>;
-
-/// How often a non-streamed response that waits for its turn writes a space, so that neither
-/// this server's idle guard nor a proxy takes the quiet connection for a dead one.
-const KEEP_ALIVE: Duration = Duration::from_secs(15);
 
 /// The routes, all without the request timeout (a response lasts as long as its turn).
 pub(crate) fn routes() -> axum::Router<Arc<AppState>> {
@@ -156,39 +152,29 @@ async fn create(State(state): Shared, headers: HeaderMap, request: crate::reques
         let turn = read_turn(&state, &id).await?;
         return Ok(Json(turn.project(head).resource()).into_response());
     }
-    // The turn's end, with a space written every KEEP_ALIVE until then.
+    // The response once its turn has ended (the connection kept alive until then).
     let done = started.done;
     let reader = Arc::clone(&state);
-    let body = stream::unfold(
-        Some((Box::pin(done.wait()), reader, id, head)),
-        |waiting| async move {
-            let (mut done, state, id, head) = waiting?;
-            tokio::select! {
-                outcome = &mut done => {
-                    let resource = match read_turn(&state, &id).await {
-                        Ok(turn) => {
-                            let mut projected = turn.project(head);
-                            if let Err(err) = outcome {
-                                projected.fail("turn_failed", &err.to_string());
-                            }
-                            projected.resource()
-                        }
-                        Err(err) => json!({ "error": { "message": err.error.message, "code": err.error.code } }),
-                    };
-                    Some((Ok::<_, std::convert::Infallible>(Bytes::from(resource.to_string())), None))
+    let answer = async move {
+        let outcome = done.wait().await;
+        let resource = match read_turn(&reader, &id).await {
+            Ok(turn) => {
+                let mut projected = turn.project(head);
+                if let Err(err) = outcome {
+                    projected.fail("turn_failed", &err.to_string());
                 }
-                () = tokio::time::sleep(KEEP_ALIVE) => {
-                    Some((Ok(Bytes::from_static(b" ")), Some((done, state, id, head))))
-                }
+                projected.resource()
             }
-        },
-    );
-    let mut response = Response::new(Body::from_stream(body));
-    response.headers_mut().insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("application/json"),
-    );
-    Ok(response)
+            Err(err) => {
+                json!({ "error": { "message": err.error.message, "code": err.error.code } })
+            }
+        };
+        resource.to_string()
+    };
+    Ok(crate::keep_alive::json_when_ready(
+        answer,
+        state.options.heartbeat,
+    ))
 }
 
 /// Where the request's turn runs: a new session, the session it continues, or a fork right

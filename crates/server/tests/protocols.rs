@@ -66,6 +66,11 @@ impl Assistant {
 
 /// A server hosting `chat`, whose model echoes the prompt after `delay`.
 async fn serve(delay: Duration) -> SocketAddr {
+    serve_with(delay, ServerOptions::default()).await
+}
+
+/// [`serve`] with `options`.
+async fn serve_with(delay: Duration, options: ServerOptions) -> SocketAddr {
     let provider = ScriptedProvider::new().fallback("assistant", move |request| {
         let output = json!({ "reply": format!("echo: {}", request.prompt) });
         Reply::output(output.clone())
@@ -80,7 +85,7 @@ async fn serve(delay: Duration) -> SocketAddr {
         .build()
         .unwrap();
     let host = Host::new(MemoryStore::new()).workflow(workflow).unwrap();
-    http::serve(router(host, ServerOptions::default())).await
+    http::serve(router(host, options)).await
 }
 
 /// Calls `method path` and checks the answer against the document's operation `template`:
@@ -690,4 +695,20 @@ async fn every_ag_ui_frame_of_a_recorded_demo_a_chat_and_its_fork_resumes_exactl
         .await
         .body;
     assert!(whole.contains("STATE_DELTA"), "{whole}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_response_that_waits_for_its_turn_keeps_the_connection_written_to() {
+    // A heartbeat far shorter than the turn: spaces come before the JSON, which still parses.
+    let options = ServerOptions::default().heartbeat(Duration::from_millis(50));
+    let addr = serve_with(Duration::from_millis(600), options).await;
+    let answer = http::Client::new(addr)
+        .post("/v1/responses", &json!({ "model": "chat", "input": "Hi" }))
+        .await;
+    assert_eq!(answer.status, 200);
+    let spaces = answer.body.len() - answer.body.trim_start().len();
+    assert!(spaces >= 3, "{spaces} spaces before the JSON");
+    let response: Value = serde_json::from_str(&answer.body).unwrap();
+    assert_eq!(response["status"], "completed");
+    assert_eq!(response["output"][0]["content"][0]["text"], "echo: Hi");
 }
