@@ -18,7 +18,7 @@
 //!   follows it live to its end.
 //! - `POST /v1/responses/{id}/cancel`: stops the response's turn as an event
 //!   (`stop:requested`); the response ends `incomplete` with `incomplete_details.reason:
-//!   "cancelled"`.
+//!   "cancelled"`. A response queued behind another turn is `409 response_queued`.
 //! - `GET /v1/responses/{id}/input_items`: the user message the response answered.
 //! - `/v1/conversations`: a conversation is a session; its items, the turns as responses show
 //!   them (see `conversations`).
@@ -380,6 +380,19 @@ async fn retrieve(
 async fn cancel(State(state): Shared, Path(id): Path<String>) -> Answer {
     let id = ResponseId::parse(&id)?;
     let turn = read_turn(&state, &id).await?;
+    if turn.waiting.is_some() && state.host.is_running(&id.session) {
+        // Queued behind another turn: stopping the running turn would stop someone else's.
+        return Err(OpenError {
+            error: crate::error::ApiError::new(
+                StatusCode::CONFLICT,
+                "response_queued",
+                format!(
+                    "response {id} waits for the turn running on its conversation to end; it cannot be cancelled before it starts"
+                ),
+            ),
+            param: None,
+        });
+    }
     if turn.end.is_none() && state.host.is_running(&id.session) {
         state.host.cancel(&id.session).await;
         // The turn ends at its next safe point: answer the response as it ended.

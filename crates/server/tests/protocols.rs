@@ -712,3 +712,61 @@ async fn a_response_that_waits_for_its_turn_keeps_the_connection_written_to() {
     assert_eq!(response["status"], "completed");
     assert_eq!(response["output"][0]["content"][0]["text"], "echo: Hi");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_response_queued_behind_another_turn_cannot_be_cancelled_before_it_starts() {
+    let addr = serve(Duration::from_millis(800)).await;
+    let client = http::Client::new(addr);
+    let first = client
+        .post(
+            "/v1/responses",
+            &json!({ "model": "chat", "input": "one", "background": true }),
+        )
+        .await
+        .json();
+    let session = first["conversation"]["id"].as_str().unwrap().to_owned();
+    let queued = client
+        .call(
+            "POST",
+            "/v1/responses",
+            Some(
+                &json!({ "model": "chat", "input": "two", "conversation": session, "background": true })
+                    .to_string(),
+            ),
+            &[("x-openharness-on-busy", "enqueue")],
+        )
+        .await;
+    let queued: Value = serde_json::from_str(queued.body.trim()).unwrap();
+    assert_eq!(queued["status"], "in_progress");
+    let refused = client
+        .post(
+            &format!("/v1/responses/{}/cancel", queued["id"].as_str().unwrap()),
+            &json!({}),
+        )
+        .await;
+    assert_eq!(refused.status, 409, "{}", refused.body);
+    assert_eq!(refused.json()["error"]["code"], "response_queued");
+    // The running one can be: it ends cancelled, and the queued one is still answered.
+    let cancelled = client
+        .post(
+            &format!("/v1/responses/{}/cancel", first["id"].as_str().unwrap()),
+            &json!({}),
+        )
+        .await
+        .json();
+    assert_eq!(cancelled["status"], "incomplete");
+    let id = queued["id"].as_str().unwrap().to_owned();
+    openharness_testkit::eventually(Duration::from_secs(10), "the queued response ends", || {
+        let client = &client;
+        let id = &id;
+        async move {
+            let read = client.get(&format!("/v1/responses/{id}")).await.json();
+            if read["status"] == "completed" {
+                Ok(read)
+            } else {
+                Err(read)
+            }
+        }
+    })
+    .await;
+}

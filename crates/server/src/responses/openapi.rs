@@ -82,7 +82,7 @@ pub(crate) fn paths() -> Map<String, Value> {
         vec![response_id()],
         None,
         ("200", ok("the response", resource())),
-        &["404"],
+        &["404", "409"],
     );
     let items = operation(
         "The user message a response answered",
