@@ -633,6 +633,7 @@ mod tests {
             runs,
             dispatched: BTreeMap::new(),
             verdicts: BTreeMap::new(),
+            cancelled: None,
             len: 0,
         }
     }

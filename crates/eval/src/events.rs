@@ -1,8 +1,9 @@
 //! The events of an experiment's own log (session `eval:<name>`): the definition each time it
 //! is run ([`EvalStarted`]), one [`EvalDispatched`] per run about to start (the session it
 //! records to), one [`EvalRecorded`] per finished run, one [`EvalScored`] per score, one
-//! [`EvalJudged`] per verdict a judge's model gave. Reports, comparisons and re-scoring are
-//! folds of these ([`crate::ExperimentRecord`]).
+//! [`EvalJudged`] per verdict a judge's model gave, and an [`EvalCancelled`] when a run of the
+//! experiment was cancelled. Reports, comparisons and re-scoring are folds of these
+//! ([`crate::ExperimentRecord`]).
 
 use openharness_core::{Event, SessionId, adapter::Usage};
 use serde::{Deserialize, Serialize};
@@ -91,6 +92,27 @@ pub enum RunStatus {
     Completed,
     /// The run failed (a provider error, a guard, a store failure): no scores.
     Failed,
+    /// The run was stopped by a cancellation of the experiment
+    /// ([`crate::Experiment::cancel_on`]): its session closed as cancelled, or never started;
+    /// no scores. The experiment's next run runs it again.
+    Cancelled,
+}
+
+/// A run of the experiment was cancelled ([`crate::Experiment::cancel_on`]): the runs under
+/// way stopped (their sessions closed as cancelled), the runs not started were not started;
+/// each is recorded `cancelled` before this event. The experiment's next run (a resume) runs
+/// them again and clears the cancellation.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct EvalCancelled {
+    /// How many runs were recorded `cancelled`.
+    pub runs: u64,
+    /// How many runs of that invocation had been recorded before (completed or failed).
+    pub done: u64,
+}
+
+impl Event for EvalCancelled {
+    const NAME: &'static str = "eval:cancelled";
 }
 
 /// A run (case × variant × repeat) is about to start, recording to `session`: recorded before

@@ -7,7 +7,8 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use openharness_core::{
-    BoxedProvider, Envelope, Provider, RunOptions, SessionId, StoreError, adapter::Usage,
+    BoxedProvider, CancellationToken, Envelope, Provider, RunOptions, SessionId, StoreError,
+    adapter::Usage,
 };
 use openharness_host::{ForkPoint, Host, Hosted, PreparedFork, TurnOutcome};
 use serde_json::Value;
@@ -17,7 +18,8 @@ use tokio::task::JoinSet;
 use crate::case::{Case, ForkAt};
 use crate::error::{EvalError, UnbuiltProvider};
 use crate::events::{
-    CaseRecord, EvalDispatched, EvalRecorded, EvalScored, EvalStarted, RunStatus, ScorerRecord,
+    CaseRecord, EvalCancelled, EvalDispatched, EvalRecorded, EvalScored, EvalStarted, RunStatus,
+    ScorerRecord,
 };
 use crate::judge::{Judged, Judging};
 use crate::record::{ExperimentRecord, RunKey, log_session};
@@ -70,6 +72,9 @@ pub struct Ran {
     /// Runs a killed process had left under way that had not finished: closed as interrupted
     /// (a session left running is closed) and run again (counted in `ran`).
     pub interrupted: usize,
+    /// Runs of this invocation stopped by its cancellation ([`Experiment::cancel_on`]),
+    /// recorded `cancelled` (counted in `ran`, not in `failed`); 0 when it was not cancelled.
+    pub cancelled: usize,
     /// What its judges did: verdicts given, reused, and the model calls they made.
     pub judged: Judged,
     /// The experiment as its log now says.
@@ -110,6 +115,7 @@ pub struct Experiment {
     retry_failed: bool,
     options: OptionsFactory,
     progress: Option<ProgressFn>,
+    cancel: CancellationToken,
 }
 
 impl std::fmt::Debug for Experiment {
@@ -142,6 +148,7 @@ impl Experiment {
             retry_failed: false,
             options: Arc::new(RunOptions::new),
             progress: None,
+            cancel: CancellationToken::new(),
         }
     }
 
@@ -282,6 +289,18 @@ impl Experiment {
         self
     }
 
+    /// Stops the experiment's run when `token` is cancelled: each turn under way stops (its
+    /// session closed as cancelled, as a cancelled turn is), runs not started are not, each of
+    /// those runs is recorded `cancelled` ([`crate::RunStatus::Cancelled`], no scores), then
+    /// an [`EvalCancelled`]; [`Experiment::run`] returns what was recorded, with
+    /// [`Ran::cancelled`]. The experiment's next run (a resume) runs the cancelled runs again
+    /// and clears the cancellation ([`ExperimentRecord::cancelled`]).
+    #[must_use]
+    pub fn cancel_on(mut self, token: CancellationToken) -> Self {
+        self.cancel = token;
+        self
+    }
+
     fn invalid(&self, message: impl Into<String>) -> EvalError {
         EvalError::Definition {
             experiment: self.name.clone(),
@@ -419,8 +438,12 @@ impl Experiment {
                     let previous = record.as_ref().and_then(|r| r.runs.get(&key));
                     let unchanged = !changed_cases.contains(&case.id)
                         && !changed_variants.contains(&variant.name);
+                    // A cancelled run is not kept: it runs again.
                     let keep = unchanged
-                        && previous.is_some_and(|entry| entry.completed() || !self.retry_failed);
+                        && previous.is_some_and(|entry| {
+                            entry.completed()
+                                || (entry.run.status == RunStatus::Failed && !self.retry_failed)
+                        });
                     let left = record.as_ref().and_then(|r| r.dispatched.get(&key));
                     if let Some(dispatch) = left.filter(|_| unchanged) {
                         pending.push((case, variant, repeat, dispatch.clone()));
@@ -526,6 +549,7 @@ impl Experiment {
                 repeat,
                 attempt,
                 options: Arc::clone(&self.options),
+                cancel: self.cancel.clone(),
                 scorers: Arc::clone(&scorers),
                 judging: Arc::clone(&judging),
             };
@@ -544,6 +568,7 @@ impl Experiment {
             skipped,
             failed: 0,
         };
+        let mut cancelled = 0;
         // Finished runs are recorded in batches: one append per batch, at most
         // `FLUSH_RUNS` runs or `FLUSH_EVERY` apart, so the log costs a few commits, not one per
         // run. A run finished but not yet recorded when the process dies is scored on resume
@@ -575,8 +600,10 @@ impl Experiment {
                         (failed, Vec::new())
                     }
                 };
-                if run.status == RunStatus::Failed {
-                    progress.failed += 1;
+                match run.status {
+                    RunStatus::Failed => progress.failed += 1,
+                    RunStatus::Cancelled => cancelled += 1,
+                    RunStatus::Completed => {}
                 }
                 batch.push((run, scores));
             }
@@ -594,6 +621,13 @@ impl Experiment {
                 break;
             }
         }
+        if cancelled > 0 {
+            log.cancelled(EvalCancelled {
+                runs: cancelled as u64,
+                done: (progress.done - cancelled) as u64,
+            })
+            .await?;
+        }
         let record = log
             .record
             .ok_or_else(|| self.invalid("its log lost its definition"))?;
@@ -603,6 +637,7 @@ impl Experiment {
             failed: progress.failed,
             recovered,
             interrupted,
+            cancelled,
             judged: judging.tally(),
             record,
         })

@@ -21,7 +21,10 @@
 //! - **Running** ([`Experiment::run`]) goes concurrently up to a limit, reports progress, and
 //!   resumes: runs already recorded are never run again (failed ones with
 //!   [`Experiment::retry_failed`]); a run a killed process left mid-turn is closed as
-//!   interrupted and run again, one whose session finished is scored, not run again.
+//!   interrupted and run again, one whose session finished is scored, not run again. A run
+//!   can be cancelled ([`Experiment::cancel_on`]): runs under way stop (their sessions closed
+//!   as cancelled), each is recorded `cancelled`, then [`EvalCancelled`]; a resume runs them
+//!   again.
 //! - **Scorers** ([`scorers`], or your own [`Scorer`]) write `eval:scored` events;
 //!   [`rescore`] scores recorded runs again without calling a model. A judge (LLM-as-judge)
 //!   is asked once: its verdict is an `eval:judged` event ([`EvalJudged`]) keyed by the
@@ -48,7 +51,7 @@
 //!   reused while its key holds (used through [`scorers`]); [`ProviderSpec`], a provider as a
 //!   file names it.
 //! - `events`: the events of an experiment's log: [`EvalStarted`], [`EvalRecorded`],
-//!   [`EvalScored`], [`EvalJudged`].
+//!   [`EvalScored`], [`EvalJudged`], [`EvalCancelled`].
 //! - `record`: [`ExperimentRecord`], an experiment as its log says it is, and [`list`].
 //! - `rescore`: recorded runs scored again, no model called (but by judges without a
 //!   recorded verdict).
@@ -93,8 +96,8 @@ pub use case::{Case, ForkAt, Named, Occurrence};
 pub use compare::{Arm, CaseComparison, Comparison, ScorerComparison, Spend};
 pub use error::{EvalError, UnbuiltProvider};
 pub use events::{
-    Better, CaseRecord, EvalDispatched, EvalJudged, EvalRecorded, EvalScored, EvalStarted,
-    LOG_PREFIX, RunStatus, ScorerRecord,
+    Better, CaseRecord, EvalCancelled, EvalDispatched, EvalJudged, EvalRecorded, EvalScored,
+    EvalStarted, LOG_PREFIX, RunStatus, ScorerRecord,
 };
 pub use experiment::{Experiment, Progress, Ran};
 pub use judge::{Judged, ProviderSpec};

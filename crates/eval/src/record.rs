@@ -10,7 +10,8 @@ use serde::Serialize;
 
 use crate::error::EvalError;
 use crate::events::{
-    EvalDispatched, EvalJudged, EvalRecorded, EvalScored, EvalStarted, LOG_PREFIX, RunStatus,
+    EvalCancelled, EvalDispatched, EvalJudged, EvalRecorded, EvalScored, EvalStarted, LOG_PREFIX,
+    RunStatus,
 };
 use crate::judge::VerdictKey;
 
@@ -39,6 +40,11 @@ impl RunEntry {
     pub fn completed(&self) -> bool {
         self.run.status == RunStatus::Completed
     }
+
+    /// Whether the run was cancelled (the experiment's next run runs it again).
+    pub fn cancelled(&self) -> bool {
+        self.run.status == RunStatus::Cancelled
+    }
 }
 
 /// An experiment folded from its log.
@@ -60,6 +66,9 @@ pub struct ExperimentRecord {
     /// scoring reuses instead of asking a judge's model again (not serialized).
     #[serde(skip)]
     pub(crate) verdicts: BTreeMap<VerdictKey, EvalJudged>,
+    /// When its latest run was cancelled ([`EvalCancelled`]), unless it was run again since.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cancelled: Option<DateTime<Utc>>,
     /// How long its log is.
     pub len: u64,
 }
@@ -105,6 +114,9 @@ impl ExperimentRecord {
                     record.add_dispatch(event.decode().map_err(decode_error)?);
                 } else if event.name == EvalJudged::NAME {
                     record.add_verdict(event.decode().map_err(decode_error)?);
+                } else if event.name == EvalCancelled::NAME {
+                    let _: EvalCancelled = event.decode().map_err(decode_error)?;
+                    record.cancelled = Some(event.timestamp);
                 }
             }
         }
@@ -114,7 +126,8 @@ impl ExperimentRecord {
         Ok(record)
     }
 
-    /// `record` with `definition` started (the first time) or restarted.
+    /// `record` with `definition` started (the first time) or restarted (which clears a
+    /// cancellation).
     pub(crate) fn start(
         record: &mut Option<Self>,
         name: &str,
@@ -122,7 +135,10 @@ impl ExperimentRecord {
         at: DateTime<Utc>,
     ) {
         match record {
-            Some(record) => record.definition = definition,
+            Some(record) => {
+                record.definition = definition;
+                record.cancelled = None;
+            }
             None => {
                 *record = Some(Self {
                     name: name.to_owned(),
@@ -131,6 +147,7 @@ impl ExperimentRecord {
                     runs: BTreeMap::new(),
                     dispatched: BTreeMap::new(),
                     verdicts: BTreeMap::new(),
+                    cancelled: None,
                     len: 0,
                 });
             }

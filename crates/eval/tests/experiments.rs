@@ -1260,3 +1260,109 @@ async fn a_judge_is_asked_once_per_run_and_content_and_again_when_its_rubric_mod
         .unwrap();
     assert_eq!(done.judged, openharness_eval::Judged::default());
 }
+
+/// A cancelled experiment stops its runs under way (their sessions closed, none left
+/// running), records each `cancelled` and then `eval:cancelled`; its next run runs them all
+/// again and clears the cancellation.
+#[tokio::test]
+async fn a_cancelled_experiment_stops_its_runs_and_its_next_run_runs_them_again() {
+    use openharness_core::{CancellationToken, SessionStatus};
+    use std::sync::atomic::AtomicBool;
+    use std::time::Duration;
+
+    // While `slow`, the executor takes a minute; the cancellation must not wait for it.
+    let slow = Arc::new(AtomicBool::new(true));
+    let executor_calls = Arc::new(AtomicUsize::new(0));
+    let (pace, calls) = (Arc::clone(&slow), Arc::clone(&executor_calls));
+    let provider = ScriptedProvider::new()
+        .fallback("planner", |_| Reply::output(json!({ "tasks": ["a"] })))
+        .fallback("executor", move |_| {
+            calls.fetch_add(1, Ordering::SeqCst);
+            let reply = Reply::output(json!({ "summary": "done" }));
+            if pace.load(Ordering::SeqCst) {
+                reply.delay(Duration::from_secs(60))
+            } else {
+                reply
+            }
+        });
+    let store = MemoryStore::new();
+    let workflow = example::workflow(store.clone(), provider).unwrap();
+    let host = Host::new(store.clone()).workflow(workflow).unwrap();
+    let experiment = Experiment::new("slow", host.clone())
+        .cases(
+            ["a", "b", "c", "d"].map(|id| Case::input(id, format!("ship {id}")).answers(["yes"])),
+        )
+        .scorer(published())
+        .concurrency(2);
+
+    let token = CancellationToken::new();
+    let cancellable = experiment.clone().cancel_on(token.clone());
+    let running = tokio::spawn(async move { cancellable.run().await });
+    // Two runs reach the slow executor; the other two wait for a slot.
+    let began = std::time::Instant::now();
+    while executor_calls.load(Ordering::SeqCst) < 2 {
+        assert!(
+            began.elapsed() < Duration::from_secs(10),
+            "no run reached the executor"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    token.cancel();
+    let ran = tokio::time::timeout(Duration::from_secs(10), running)
+        .await
+        .expect("the cancellation did not wait for the slow model")
+        .unwrap()
+        .unwrap();
+    assert_eq!((ran.ran, ran.cancelled, ran.failed), (4, 4, 0));
+    assert!(ran.record.cancelled.is_some());
+    let mut stopped = 0;
+    for entry in ran.record.runs.values() {
+        assert_eq!(entry.run.status, RunStatus::Cancelled);
+        assert!(entry.cancelled() && entry.scores.is_empty());
+        assert_eq!(entry.run.reason.as_deref(), Some("cancelled"));
+        // The two under way stopped mid-turn: their sessions are closed, not left running.
+        if let Some(session) = &entry.run.session {
+            stopped += 1;
+            let events = store.all_events(session).await.unwrap();
+            let last = events.last().unwrap();
+            assert_ne!(
+                SessionStatus::after(&last.name, &last.payload),
+                SessionStatus::Running,
+                "{session} was left running"
+            );
+        }
+    }
+    assert_eq!(stopped, 2, "two runs were under way");
+    assert_eq!(executor_calls.load(Ordering::SeqCst), 2);
+    // The log says so: its last event is the cancellation, as a reload folds it.
+    let log = store
+        .all_events(&openharness_eval::log_session("slow").unwrap())
+        .await
+        .unwrap();
+    let last = log.last().unwrap();
+    assert_eq!(last.name, "eval:cancelled");
+    assert_eq!(last.payload, json!({ "runs": 4, "done": 0 }));
+    let reloaded = ExperimentRecord::load(&store, "slow").await.unwrap();
+    assert_eq!(reloaded.cancelled, ran.record.cancelled);
+
+    // Run again (a resume): every cancelled run goes again, as a second attempt, and passes.
+    slow.store(false, Ordering::SeqCst);
+    let again = experiment.run().await.unwrap();
+    assert_eq!(
+        (again.ran, again.skipped, again.cancelled, again.failed),
+        (4, 0, 0, 0)
+    );
+    assert_eq!(again.record.cancelled, None);
+    for entry in again.record.runs.values() {
+        assert_eq!(entry.run.status, RunStatus::Completed);
+        assert_eq!(entry.run.attempt, 2);
+        assert!(entry.scores["published"].passed);
+    }
+    assert!(
+        ExperimentRecord::load(&store, "slow")
+            .await
+            .unwrap()
+            .cancelled
+            .is_none()
+    );
+}

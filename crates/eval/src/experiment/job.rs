@@ -1,6 +1,8 @@
 //! One job of an experiment: a case × variant × repeat, started from its inputs or from a fork
 //! point of a recording, and run to its end.
 
+use openharness_core::StopReason;
+
 use super::*;
 
 /// What the runs of one (case, variant) start from.
@@ -24,6 +26,8 @@ pub(super) struct Job {
     pub(super) repeat: u32,
     pub(super) attempt: u32,
     pub(super) options: OptionsFactory,
+    /// The experiment's cancellation: given to each turn, checked before each.
+    pub(super) cancel: CancellationToken,
     pub(super) scorers: Arc<[Arc<dyn Scorer>]>,
     /// The judges' verdicts of this invocation (reused and asked).
     pub(super) judging: Arc<Judging>,
@@ -35,6 +39,8 @@ pub(super) struct Turns {
     pub(super) count: u32,
     pub(super) usage: Usage,
     pub(super) cost: f64,
+    /// The experiment was cancelled before the run played all its turns.
+    pub(super) cancelled: bool,
 }
 
 impl Turns {
@@ -69,8 +75,22 @@ impl Job {
         }
     }
 
+    /// This run, recorded as cancelled (in `session`, when it recorded anything).
+    fn cancelled(&self, session: Option<SessionId>) -> EvalRecorded {
+        let mut run = self.failed(
+            "cancelled: the experiment was cancelled; its next run runs this again".to_owned(),
+            session,
+        );
+        run.status = RunStatus::Cancelled;
+        run.reason = Some(StopReason::Cancelled.as_str().to_owned());
+        run
+    }
+
     pub(super) async fn run(self, start: &Start) -> (EvalRecorded, Vec<EvalScored>) {
         let session = self.session.clone();
+        if self.cancel.is_cancelled() {
+            return (self.cancelled(None), Vec::new());
+        }
         let began = Instant::now();
         let played = self.play(start, &session).await;
         let latency_ms = began.elapsed().as_secs_f64() * 1000.0;
@@ -108,6 +128,15 @@ impl Job {
                 return (run, Vec::new());
             }
         };
+        if turns.cancelled {
+            let mut cancelled = self.cancelled(Some(session));
+            cancelled.latency_ms = latency_ms;
+            cancelled.len = turns.last.len;
+            cancelled.usage = turns.usage;
+            cancelled.cost = turns.cost;
+            cancelled.turns = turns.count;
+            return (cancelled, Vec::new());
+        }
         run.reason = Some(turns.last.reason.as_str().to_owned());
         run.len = turns.last.len;
         run.usage = turns.usage;
@@ -132,7 +161,7 @@ impl Job {
         start: &Start,
         session: &SessionId,
     ) -> Result<Turns, EvalError> {
-        let options = || (self.options)();
+        let options = || (self.options)().cancel_token(self.cancel.clone());
         let mut inputs = self.case.inputs.iter();
         let (workflow, first) = match start {
             Start::Inputs(workflow) => {
@@ -151,21 +180,43 @@ impl Job {
             count: 0,
             usage: Usage::default(),
             cost: 0.0,
+            cancelled: false,
         };
         turns.add(first);
         let mut answers = self.case.answers.iter();
+        // A turn the cancellation stopped, or a cancellation between turns, ends the run.
+        let cut = |turns: &Turns| {
+            turns.last.reason == StopReason::Cancelled && self.cancel.is_cancelled()
+        };
         loop {
             while let Some(&request) = turns.last.open_requests.first() {
+                if cut(&turns) {
+                    turns.cancelled = true;
+                    return Ok(turns);
+                }
                 let Some(answer) = answers.next() else { break };
+                if self.cancel.is_cancelled() {
+                    turns.cancelled = true;
+                    return Ok(turns);
+                }
                 let next = workflow
                     .respond(session, request, answer.clone(), options())
                     .await?;
                 turns.add(next);
             }
+            if cut(&turns) {
+                turns.cancelled = true;
+                return Ok(turns);
+            }
             let Some(input) = inputs.next() else { break };
+            if self.cancel.is_cancelled() {
+                turns.cancelled = true;
+                return Ok(turns);
+            }
             let next = workflow.send(session, input.clone(), options()).await?;
             turns.add(next);
         }
+        turns.cancelled = cut(&turns);
         Ok(turns)
     }
 }

@@ -116,6 +116,19 @@ impl Log {
         Ok(())
     }
 
+    /// Records that this run of the experiment was cancelled (after its runs, each recorded
+    /// `cancelled` or finished), and in the record.
+    pub(crate) async fn cancelled(&mut self, cancelled: EvalCancelled) -> Result<(), EvalError> {
+        let event = self.encode(&cancelled)?;
+        let at = event.timestamp;
+        self.append(vec![event]).await?;
+        if let Some(record) = &mut self.record {
+            record.cancelled = Some(at);
+            record.len = self.len;
+        }
+        Ok(())
+    }
+
     /// One of the log's events as an envelope.
     pub(super) fn encode<E: openharness_core::Event>(
         &self,
