@@ -43,6 +43,7 @@ const FLUSH_EVERY: std::time::Duration = std::time::Duration::from_millis(200);
 
 type OptionsFactory = Arc<dyn Fn() -> RunOptions + Send + Sync>;
 type ProgressFn = Arc<dyn Fn(&Progress) + Send + Sync>;
+type StartedFn = Arc<dyn Fn() + Send + Sync>;
 
 /// How far an experiment is: reported after each batch of runs is recorded.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -115,6 +116,7 @@ pub struct Experiment {
     retry_failed: bool,
     options: OptionsFactory,
     progress: Option<ProgressFn>,
+    started: Option<StartedFn>,
     cancel: CancellationToken,
 }
 
@@ -148,6 +150,7 @@ impl Experiment {
             retry_failed: false,
             options: Arc::new(RunOptions::new),
             progress: None,
+            started: None,
             cancel: CancellationToken::new(),
         }
     }
@@ -286,6 +289,14 @@ impl Experiment {
     #[must_use]
     pub fn on_progress(mut self, report: impl Fn(&Progress) + Send + Sync + 'static) -> Self {
         self.progress = Some(Arc::new(report));
+        self
+    }
+
+    /// Called once its definition is recorded (`eval:started`): every run's start was found
+    /// reachable, and runs are about to be dispatched (a server answers "started" then).
+    #[must_use]
+    pub fn on_started(mut self, started: impl Fn() + Send + Sync + 'static) -> Self {
+        self.started = Some(Arc::new(started));
         self
     }
 
@@ -481,6 +492,9 @@ impl Experiment {
         // Recorded once every run's start is known to be reachable: a definition that
         // cannot run leaves no experiment behind.
         log.start(definition).await?;
+        if let Some(started) = &self.started {
+            started();
+        }
         let scorers: Arc<[Arc<dyn Scorer>]> = self.scorers.clone().into();
         // Verdicts judges gave before are reused (a finished run scored on resume).
         let judging = Arc::new(Judging::new(

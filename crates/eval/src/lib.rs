@@ -40,6 +40,9 @@
 //! # Modules
 //!
 //! - `experiment` (`experiment/`): [`Experiment`]; `job` runs one case × variant × repeat, `log`.
+//! - `file`: [`ExperimentFile`], an experiment as a file (TOML or JSON) writes it — what
+//!   `openharness eval run` reads and `POST /experiments` takes — and the [`Experiment`] it
+//!   describes.
 //! - `case`: [`Case`] and [`ForkAt`], what one row starts from.
 //! - `recordings`: [`Recordings`], cases chosen by a query over the store's recorded sessions.
 //! - `recorded`: [`RecordedModel`], the provider and model a recording asked, which variants
@@ -82,6 +85,7 @@ mod compare;
 mod error;
 mod events;
 mod experiment;
+mod file;
 mod judge;
 mod record;
 mod recorded;
@@ -100,6 +104,7 @@ pub use events::{
     EvalStarted, LOG_PREFIX, RunStatus, ScorerRecord,
 };
 pub use experiment::{Experiment, Progress, Ran};
+pub use file::{ExperimentFile, ProviderBuilder, VariantFile};
 pub use judge::{Judged, ProviderSpec};
 pub use record::{ExperimentRecord, ExperimentSummary, RunEntry, RunKey, list, log_session};
 pub use recorded::RecordedModel;

@@ -232,7 +232,7 @@ impl Follower {
 
     /// The next event, or why the stream cannot go on (its last item), or `None` after that.
     /// Safe to cancel between calls. (The `/v1` streams read events; the native ones, frames.)
-    #[cfg(feature = "platform")]
+    #[cfg(any(feature = "platform", feature = "eval"))]
     pub(crate) async fn next_event(&mut self) -> Option<Result<Arc<Recorded>, StoreError>> {
         match self.next_pending().await? {
             Pending::Event(frame) => frame.recorded.map(Ok),

@@ -40,6 +40,9 @@
 //! | `POST /ag-ui/{workflow}` | AG-UI 1.0: `@ag-ui/client`'s `RunAgentInput` (the `threadId` is the session) answered as the run's events over SSE: state snapshot and JSON Patch deltas, steps, text, tool calls, interrupts answered by `resume`; a recorded `runId` rejoins its run (see `ag_ui`) |
 //! | `POST /ag-ui/{workflow}/{threadId}/stop` | stops the thread's running turn as an event; the run ends `cancelled` |
 //! | `GET /experiments`, `GET /experiments/{name}` | with feature `eval`: the store's experiments, as the inspector's experiments view reads them |
+//! | `POST /experiments` | with feature `eval`: runs an experiment file (its JSON, or `{"toml": …}`) on this server's host in the background; `202` once its definition is recorded, `409` while one of that name runs here |
+//! | `GET /experiments/{name}/events` | with feature `eval`: the experiment's log as SSE (resumable with `Last-Event-ID`), then an `end` frame with how it ended |
+//! | `POST /experiments/{name}/cancel` | with feature `eval`: stops it; its runs under way are recorded `cancelled`, then `eval:cancelled`; a later run of the file runs them again |
 //! | `/v1/…` | with feature `platform` and `ServerOptions::platform`: the platform's Everruns-shaped API (agents, sessions, messages, notifications, LLM providers and models) |
 //!
 //! **One HTTP layer**: every route family (native, `/api/chat`, `/api/workflow`, `/v1`) answers
@@ -87,7 +90,8 @@
 //! - `a2a` (`a2a/`): A2A v1.0 (agent cards, JSON-RPC tasks) at `/a2a/{workflow}`, a projection of
 //!   the log.
 //! - `ag_ui`: AG-UI at `/ag-ui/{workflow}`, a projection of the log.
-//! - `experiments` (feature `eval`): `GET /experiments` and `GET /experiments/{name}`.
+//! - `experiments` (feature `eval`): the store's experiments; starting one, following it as
+//!   SSE, cancelling it.
 //! - `v1` (`v1/`, feature `platform`): the `/v1` API; `everruns` (the SDK's routes), `events`.
 //! - `inspector`: the tape inspector at `GET /`, its built files embedded from `inspector/`.
 //! - `hub`: one live tail per watched session, shared by all of its event streams.
@@ -418,6 +422,9 @@ pub(crate) struct AppState {
     pub(crate) streams: Arc<sse::StreamCounts>,
     /// One shared live tail per watched session.
     pub(crate) hubs: hub::Hubs,
+    /// The experiments this server runs (`POST /experiments`).
+    #[cfg(feature = "eval")]
+    pub(crate) experiments: experiments::Running,
 }
 
 /// The OpenAPI document this server serves: the native routes, the `/v1` routes when it
@@ -441,5 +448,7 @@ pub fn router(host: Host, options: ServerOptions) -> Router {
         options,
         streams: Arc::default(),
         hubs: hub::Hubs::default(),
+        #[cfg(feature = "eval")]
+        experiments: experiments::Running::default(),
     }))
 }

@@ -355,7 +355,7 @@ fn paths() -> Value {
     paths
 }
 
-/// `paths` with `GET /experiments` and `GET /experiments/{name}` (feature `eval`).
+/// `paths` with the experiments' routes (feature `eval`).
 #[cfg(feature = "eval")]
 fn with_experiments(mut paths: Value) -> Value {
     if let Some(paths) = paths.as_object_mut() {
@@ -364,7 +364,10 @@ fn with_experiments(mut paths: Value) -> Value {
     paths
 }
 
-/// `GET /experiments` and `GET /experiments/{name}` (feature `eval`).
+/// The experiments' routes (feature `eval`): `GET /experiments` and `GET
+/// /experiments/{name}` (the store's), `POST /experiments` (one run here),
+/// `GET /experiments/{name}/events` (its log as SSE, then an `end` frame) and
+/// `POST /experiments/{name}/cancel`.
 #[cfg(feature = "eval")]
 fn experiment_paths() -> Map<String, Value> {
     let listed = json!({ "type": "object", "required": ["experiments"], "properties": { "experiments": { "type": "array", "items": {
@@ -381,9 +384,35 @@ fn experiment_paths() -> Map<String, Value> {
         } } },
     } });
     let name = json!({ "name": "name", "in": "path", "required": true, "schema": { "type": "string", "pattern": "^[A-Za-z0-9._~-]{1,195}$" } });
+    // An experiment file as JSON (the TOML's keys), or its TOML text.
+    let file = json!({ "oneOf": [
+        { "type": "object", "required": ["toml"], "properties": { "toml": { "type": "string", "description": "an experiment file's TOML text, as `openharness eval run` reads it" } }, "additionalProperties": false },
+        { "type": "object", "required": ["name"], "description": "an experiment file as JSON: name, workflow, case, recordings, variant, baseline, repeats, concurrency, scorer, max_regression, max_agent_calls, max_cost, deadline_secs (no `dataset` file, no `provider` table: it runs on this server's workflows and their providers)", "properties": { "name": { "type": "string" } } },
+    ] });
+    let started = json!({ "type": "object", "required": ["name", "status", "events", "cancel"], "properties": {
+        "name": { "type": "string" },
+        "status": { "type": "string", "enum": ["running"] },
+        "events": { "type": "string", "description": "its progress as SSE" },
+        "cancel": { "type": "string", "description": "POST here to stop it" },
+    } });
+    let ended = json!({ "type": "object", "required": ["name", "status", "ran", "skipped", "failed", "cancelled"], "properties": {
+        "name": { "type": "string" },
+        "status": { "type": "string", "enum": ["completed", "cancelled", "failed"] },
+        "ran": { "type": "integer", "minimum": 0 },
+        "skipped": { "type": "integer", "minimum": 0 },
+        "failed": { "type": "integer", "minimum": 0 },
+        "cancelled": { "type": "integer", "minimum": 0 },
+        "error": { "type": "string" },
+    } });
+    let after = query("after", json!({ "type": "integer", "minimum": 0 }));
     let mut paths = Map::new();
-    paths.insert("/experiments".to_owned(), json!({ "get": operation("The store's experiments", vec![], None, ("200", ok("their names, times and lengths", listed)), &[]) }));
-    paths.insert("/experiments/{name}".to_owned(), json!({ "get": operation("One experiment: its definition and every run with its session and scores", vec![name], None, ("200", ok("the experiment", one)), &["400", "404"]) }));
+    paths.insert("/experiments".to_owned(), json!({
+        "get": operation("The store's experiments", vec![], None, ("200", ok("their names, times and lengths", listed)), &[]),
+        "post": operation("Runs an experiment file on this server's host, in the background (an experiment of that name done before is resumed)", vec![], Some(file), ("202", ok("its definition is recorded; it runs", started)), &["409"]),
+    }));
+    paths.insert("/experiments/{name}".to_owned(), json!({ "get": operation("One experiment: its definition, every run with its session and scores, whether it runs here, when it was cancelled", vec![name.clone()], None, ("200", ok("the experiment", one)), &["400", "404"]) }));
+    paths.insert("/experiments/{name}/events".to_owned(), json!({ "get": operation("Its log as SSE (id: the event's seq; resumes after Last-Event-ID or ?after=), then one `end` frame (no id) with how it ended: completed, cancelled, failed, or stopped when it does not run here", vec![name.clone(), after], None, ("200", crate::openapi::sse("its events, then `end`")), &["400", "404", "429"]) }));
+    paths.insert("/experiments/{name}/cancel".to_owned(), json!({ "post": operation("Stops an experiment running here: runs under way are recorded cancelled, then eval:cancelled; answered once recorded", vec![name], None, ("200", ok("how it ended", ended)), &["400", "404", "409"]) }));
     paths
 }
 

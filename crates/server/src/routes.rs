@@ -73,6 +73,9 @@ pub(crate) fn build(state: Arc<AppState>) -> Router {
         .merge(crate::responses::routes())
         .merge(crate::ag_ui::routes())
         .merge(crate::a2a::routes());
+    // An experiment's progress, as long as its client follows it.
+    #[cfg(feature = "eval")]
+    let streaming = streaming.merge(crate::experiments::streams());
     let router = timed.merge(streaming);
     #[cfg(feature = "platform")]
     let router = match &state.options.platform {

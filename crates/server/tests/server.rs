@@ -935,6 +935,17 @@ async fn the_openapi_document_lists_every_route_and_its_references_resolve() {
     ] {
         assert!(doc["paths"].get(path).is_some(), "{path} is missing");
     }
+    #[cfg(feature = "eval")]
+    for path in [
+        "/experiments",
+        "/experiments/{name}",
+        "/experiments/{name}/events",
+        "/experiments/{name}/cancel",
+    ] {
+        assert!(doc["paths"].get(path).is_some(), "{path} is missing");
+    }
+    #[cfg(feature = "eval")]
+    assert!(doc["paths"]["/experiments"].get("post").is_some());
     assert!(openharness_testkit::openapi::assert_references_resolve(&doc) > 20);
     assert!(doc["components"]["schemas"].get("SessionSummary").is_some());
 }

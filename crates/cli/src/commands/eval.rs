@@ -18,7 +18,8 @@
 //! `OPENAI_BASE_URL`); when it cannot be, `eval run` says what to configure and runs nothing,
 //! rather than run the variant on the workflow's scripted model.
 //!
-//! An experiment file is TOML (or JSON, by its extension):
+//! An experiment file is TOML (or JSON, by its extension), read as
+//! [`openharness_eval::ExperimentFile`] (the format `POST /experiments` takes too):
 //!
 //! ```toml
 //! name = "executor-wording"
@@ -76,13 +77,11 @@ use std::time::{Duration, Instant};
 
 use clap::Subcommand;
 use openharness::BoxedProvider;
-use openharness::RunOptions;
 use openharness_eval::{
-    Case, Comparison, EvalError, Experiment, ExperimentRecord, Progress, ProviderSpec,
-    RecordedModel, Recordings, ScorerSpec, Variant,
+    Comparison, EvalError, Experiment, ExperimentFile, ExperimentRecord, Progress, ProviderSpec,
+    RecordedModel, ScorerSpec,
 };
 use serde::Deserialize;
-use serde_json::Value;
 
 use crate::provider::{ProviderKind, live_provider};
 use crate::{CliError, Context};
@@ -169,68 +168,11 @@ pub(crate) struct CompareArgs {
     json: bool,
 }
 
-/// An experiment file.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct ExperimentFile {
-    name: String,
-    #[serde(default)]
-    workflow: Option<String>,
-    #[serde(default)]
-    dataset: Option<PathBuf>,
-    #[serde(default, rename = "case", alias = "cases")]
-    cases: Vec<Case>,
-    /// Cases chosen by a query over the recorded sessions.
-    #[serde(default)]
-    recordings: Vec<Recordings>,
-    #[serde(default, rename = "variant", alias = "variants")]
-    variants: Vec<VariantFile>,
-    #[serde(default)]
-    baseline: Option<String>,
-    #[serde(default)]
-    repeats: Option<u32>,
-    #[serde(default)]
-    concurrency: Option<usize>,
-    #[serde(default, rename = "scorer", alias = "scorers")]
-    scorers: Vec<ScorerSpec>,
-    /// The provider variants that name none ask, instead of the one their case's recording
-    /// asked.
-    #[serde(default)]
-    provider: Option<ProviderSpec>,
-    /// The gate: a scorer whose mean (or pass rate) is worse than the baseline's by more than
-    /// this is flagged in `eval run`'s report and fails `eval compare` (exit 1) unless
-    /// `--report-only`; recorded with the experiment's definition. `--max-regression`
-    /// overrides it.
-    #[serde(default)]
-    max_regression: Option<f64>,
-    /// Guards for every turn of every run.
-    #[serde(default)]
-    max_agent_calls: Option<u64>,
-    #[serde(default)]
-    max_cost: Option<f64>,
-    #[serde(default)]
-    deadline_secs: Option<u64>,
-}
-
 /// Only the scorers of a file (for `rescore`).
 #[derive(Debug, Deserialize)]
 struct ScorersFile {
     #[serde(default, rename = "scorer", alias = "scorers")]
     scorers: Vec<ScorerSpec>,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct VariantFile {
-    name: String,
-    #[serde(default)]
-    description: Option<String>,
-    #[serde(default)]
-    workflow: Option<String>,
-    #[serde(default)]
-    provider: Option<ProviderSpec>,
-    #[serde(default)]
-    state: Option<Value>,
 }
 
 pub(crate) async fn run(command: EvalCommand, context: &Context) -> Result<(), CliError> {
@@ -318,77 +260,30 @@ fn rebuild_recorded(recorded: &RecordedModel) -> Result<BoxedProvider, String> {
     })
 }
 
-/// The experiment a file describes, over the CLI's host.
+/// An experiment file ([`ExperimentFile`], TOML or JSON by its extension).
+fn read_experiment(file: &Path) -> Result<ExperimentFile, CliError> {
+    let text = std::fs::read_to_string(file)
+        .map_err(|err| CliError::Usage(format!("cannot read {}: {err}", file.display())))?;
+    let parsed = if file.extension().is_some_and(|ext| ext == "json") {
+        ExperimentFile::from_json(&text)
+    } else {
+        ExperimentFile::from_toml(&text)
+    };
+    parsed.map_err(|err| CliError::Usage(format!("{}: {err}", file.display())))
+}
+
+/// The experiment a file describes, over the CLI's host: its provider tables built as live
+/// providers, a recording's provider rebuilt for variants that name none.
 async fn experiment(
     context: &Context,
     file: &Path,
     spec: ExperimentFile,
 ) -> Result<Experiment, CliError> {
-    let mut experiment = Experiment::new(spec.name.clone(), context.host().clone());
-    if let Some(workflow) = spec.workflow {
-        experiment = experiment.workflow(workflow);
-    }
-    if let Some(dataset) = spec.dataset {
-        let path = file.parent().unwrap_or(Path::new(".")).join(dataset);
-        let text = std::fs::read_to_string(&path)
-            .map_err(|err| CliError::Usage(format!("cannot read {}: {err}", path.display())))?;
-        experiment = experiment.cases(Case::from_jsonl(&path.display().to_string(), &text)?);
-    }
-    experiment = experiment.cases(spec.cases);
-    for query in &spec.recordings {
-        experiment = experiment.cases(query.cases(context.host()).await?);
-    }
-    if let Some(provider) = &spec.provider {
-        let (label, live) = build_provider(provider)?;
-        experiment = experiment.shared_provider(label, live);
-    }
-    experiment = experiment.rebuild_provider(rebuild_recorded);
-    for variant in spec.variants {
-        let mut built = Variant::new(variant.name);
-        if let Some(description) = variant.description {
-            built = built.describe(description);
-        }
-        if let Some(workflow) = variant.workflow {
-            built = built.workflow_named(workflow);
-        }
-        if let Some(provider) = &variant.provider {
-            let (label, live) = build_provider(provider)?;
-            built = built.shared_provider(label, live);
-        }
-        if let Some(state) = variant.state {
-            built = built.edit_state(state);
-        }
-        experiment = experiment.variant(built);
-    }
-    if let Some(baseline) = spec.baseline {
-        experiment = experiment.baseline(baseline);
-    }
-    if let Some(repeats) = spec.repeats {
-        experiment = experiment.repeats(repeats);
-    }
-    if let Some(concurrency) = spec.concurrency {
-        experiment = experiment.concurrency(concurrency);
-    }
-    if let Some(delta) = spec.max_regression {
-        experiment = experiment.max_regression(delta);
-    }
-    for scorer in scorers(&spec.scorers)? {
-        experiment = experiment.shared_scorer(scorer);
-    }
-    let (max_calls, max_cost, deadline) = (spec.max_agent_calls, spec.max_cost, spec.deadline_secs);
-    Ok(experiment.run_options(move || {
-        let mut options = RunOptions::new();
-        if let Some(max) = max_calls {
-            options = options.max_agent_calls(max);
-        }
-        if let Some(max) = max_cost {
-            options = options.max_cost(max);
-        }
-        if let Some(secs) = deadline {
-            options = options.deadline(Duration::from_secs(secs));
-        }
-        options
-    }))
+    let dir = file.parent().unwrap_or(Path::new("."));
+    let experiment = spec
+        .experiment(context.host(), Some(dir), &build_provider)
+        .await?;
+    Ok(experiment.rebuild_provider(rebuild_recorded))
 }
 
 /// Prints a progress line at most every second, and the last one.
@@ -434,7 +329,7 @@ async fn run_file(
     retry_failed: bool,
     json: bool,
 ) -> Result<(), CliError> {
-    let spec: ExperimentFile = read(file)?;
+    let spec = read_experiment(file)?;
     let name = spec.name.clone();
     let threshold = spec.max_regression.unwrap_or(f64::INFINITY);
     let mut experiment = experiment(context, file, spec)
