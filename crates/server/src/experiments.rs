@@ -1,4 +1,5 @@
-//! The store's experiments (feature `eval`): `GET /experiments` lists them, `GET
+//! The store's experiments (feature `eval`): `GET /experiments` lists them (each with whether
+//! it runs here), `GET
 //! /experiments/{name}` answers one — its definition (cases, variants, baseline, repeats,
 //! scorers), every run with its session and scores, whether this server runs it and when it
 //! was last cancelled — as `openharness eval show --json` prints it. The inspector's
@@ -110,6 +111,16 @@ async fn list(State(state): State<Arc<AppState>>) -> Result<Response, ApiError> 
     let found = openharness_eval::list(state.host.store().as_ref())
         .await
         .map_err(refused)?;
+    // Each with whether it runs on this server now.
+    let found: Vec<Value> = found
+        .into_iter()
+        .map(|summary| {
+            let running = state.experiments.is_running(&summary.name);
+            let mut entry = serde_json::to_value(summary).unwrap_or_default();
+            entry["running"] = json!(running);
+            entry
+        })
+        .collect();
     Ok(Json(json!({ "experiments": found })).into_response())
 }
 

@@ -372,7 +372,7 @@ fn with_experiments(mut paths: Value) -> Value {
 fn experiment_paths() -> Map<String, Value> {
     let listed = json!({ "type": "object", "required": ["experiments"], "properties": { "experiments": { "type": "array", "items": {
         "type": "object", "required": ["name", "created", "lastEvent", "events"],
-        "properties": { "name": { "type": "string" }, "created": { "type": "string" }, "lastEvent": { "type": "string" }, "events": { "type": "integer", "minimum": 0 } },
+        "properties": { "name": { "type": "string" }, "created": { "type": "string" }, "lastEvent": { "type": "string" }, "events": { "type": "integer", "minimum": 0 }, "running": { "type": "boolean", "description": "whether it runs on this server now" } },
     } } } });
     let one = json!({ "type": "object", "required": ["name", "created", "definition", "runs"], "properties": {
         "name": { "type": "string" },

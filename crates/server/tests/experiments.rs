@@ -211,6 +211,9 @@ async fn a_slow_experiment_is_cancelled_and_a_second_start_while_it_runs_is_a_co
     assert_eq!(dispatched[0].event.as_deref(), Some("eval:started"));
     let (status, one) = client.get("/experiments/slow").await.pair();
     assert_eq!((status, &one["running"]), (200, &json!(true)));
+    let (_, listed) = client.get("/experiments").await.pair();
+    assert_eq!(listed["experiments"][0]["name"], "slow");
+    assert_eq!(listed["experiments"][0]["running"], true);
 
     // Cancelled in far less than the model's minute, and answered once recorded.
     let began = std::time::Instant::now();
@@ -229,6 +232,8 @@ async fn a_slow_experiment_is_cancelled_and_a_second_start_while_it_runs_is_a_co
     // The store says so: every run cancelled, none running, the experiment cancelled.
     let (_, one) = client.get("/experiments/slow").await.pair();
     assert_eq!(one["running"], false);
+    let (_, listed) = client.get("/experiments").await.pair();
+    assert_eq!(listed["experiments"][0]["running"], false);
     assert!(one["cancelled"].is_string(), "{one}");
     for run in one["runs"].as_array().unwrap() {
         assert_eq!(run["run"]["status"], "cancelled", "{run}");

@@ -487,6 +487,7 @@ async fn show(context: &Context, name: &str, json: bool) -> Result<(), CliError>
             .collect();
         let session = entry.run.session.as_ref().map_or("-", |s| s.as_str());
         let state = match (&entry.run.error, &entry.run.reason) {
+            (Some(error), _) if entry.cancelled() => error.clone(),
             (Some(error), _) => format!("FAILED: {error}"),
             (None, Some(reason)) => reason.clone(),
             (None, None) => String::new(),
