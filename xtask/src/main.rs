@@ -11,9 +11,9 @@
 //!   nothing and fails, listing the files, when the checked-in ones differ from what the code
 //!   generates.
 //! - `cargo xtask bench <suite>`: builds `openharness-bench` in release and runs a suite
-//!   (`tape`, `sessions`, `server`, `platform`, `chat`, `eval`, `mcp`, `otel`), which prints
-//!   each figure with a baseline measured in the same run, the ratio and the goal. `platform`
-//!   (the `/v1` API against the native server) adds PostgreSQL rows when
+//!   (`tape`, `sessions`, `server`, `platform`, `chat`, `eval`, `mcp`, `otel`, `protocols`),
+//!   which prints each figure with a baseline measured in the same run, the ratio and the
+//!   goal. `platform` (the `/v1` API against the native server) adds PostgreSQL rows when
 //!   `OPENHARNESS_TEST_POSTGRES` is set. `mcp` (tool calls through `openharness-mcp` against
 //!   the same calls made directly with `rmcp`) needs node, npm and python3: it installs the
 //!   pinned servers of the crate's tests into `target/` on first use.
@@ -49,7 +49,7 @@ enum Step {
     AwaitPrefetch,
 }
 
-const USAGE: &str = "usage: cargo xtask ci | schemas [--check] | bench stores | bench tape | bench sessions | bench race | bench server | bench turns | bench platform | bench chat | bench diff | bench eval | bench list | bench mcp | bench otel | bench replay";
+const USAGE: &str = "usage: cargo xtask ci | schemas [--check] | bench stores | bench tape | bench sessions | bench race | bench server | bench turns | bench platform | bench chat | bench diff | bench eval | bench list | bench mcp | bench otel | bench replay | bench protocols";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -89,7 +89,7 @@ fn main() -> ExitCode {
         [
             "bench",
             suite @ ("tape" | "sessions" | "server" | "turns" | "platform" | "chat" | "diff"
-            | "list" | "eval" | "mcp" | "otel" | "replay"),
+            | "list" | "eval" | "mcp" | "otel" | "replay" | "protocols"),
         ] => vec![Step::Bench((*suite).to_owned())],
         ["bench", "race"] => vec![
             // The race's child (`openharness-race-child`) too, which `cargo run` would not build.

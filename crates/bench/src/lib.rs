@@ -22,6 +22,8 @@
 //! - `list`: the session list of 10 000 sessions: the first page, searches.
 //! - `turns`: the host's claim per turn against the workflow alone, and a steer's way into
 //!   the running agent's next model request.
+//! - `protocols`: a turn streamed through `/api/chat`, Open Responses, AG-UI and A2A against
+//!   the native event stream: the cost per streamed delta, the first delta's latency.
 //!
 //! Beside them: `report`, the table every suite prints; `http`, the suites' HTTP side; and
 //! `src/bin/openharness-race-child.rs`, our side of the race in a process of its own.
@@ -34,6 +36,7 @@ mod list;
 mod mcp;
 mod otel;
 mod platform;
+mod protocols;
 mod race;
 mod replay;
 mod report;
@@ -69,9 +72,10 @@ pub fn run() -> ExitCode {
         Some("mcp") => mcp::run(),
         Some("otel") => otel::run(),
         Some("replay") => replay::run(),
+        Some("protocols") => protocols::run(),
         _ => {
             eprintln!(
-                "usage: openharness-bench tape | sessions | race | server | turns | platform | chat | diff | eval | list | mcp | otel | replay"
+                "usage: openharness-bench tape | sessions | race | server | turns | platform | chat | diff | eval | list | mcp | otel | replay | protocols"
             );
             ExitCode::from(2)
         }
