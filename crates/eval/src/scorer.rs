@@ -11,7 +11,7 @@ use tokio::sync::OnceCell;
 
 use crate::case::Case;
 use crate::events::{Better, EvalRecorded};
-use crate::judge::Judging;
+use crate::judge::verdicts::Judging;
 
 /// A score: the value, whether it passed, and why.
 #[derive(Debug, Clone, PartialEq)]

@@ -4,7 +4,7 @@
 
 use serde_json::{Map, Value, json};
 
-use crate::openapi::{ok, operation, public, sse};
+use crate::openapi::parts::{ok, operation, public, sse};
 
 /// Where the shapes are specified.
 fn spec() -> Value {
@@ -49,7 +49,7 @@ pub(crate) fn paths() -> Map<String, Value> {
         "A2A v1.0 JSON-RPC (header `A2A-Version: 1.0`): SendMessage, SendStreamingMessage (SSE), GetTask, CancelTask, SubscribeToTask (SSE), ListTasks; errors are JSON-RPC errors with the specification's codes",
         vec![
             json!({ "name": "A2A-Version", "in": "header", "required": false, "description": "the protocol version: 1.0 (absent means 0.3, answered -32009)", "schema": { "type": "string" } }),
-            crate::openapi::on_busy_header(),
+            crate::openapi::parts::on_busy_header(),
             last_event_id,
             target(),
         ],

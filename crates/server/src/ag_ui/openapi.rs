@@ -4,7 +4,7 @@
 
 use serde_json::{Map, Value, json};
 
-use crate::openapi::{ok, operation, sse};
+use crate::openapi::parts::{ok, operation, sse};
 
 fn workflow() -> Value {
     json!({ "name": "workflow", "in": "path", "required": true, "schema": { "type": "string" } })
@@ -14,7 +14,7 @@ fn workflow() -> Value {
 pub(crate) fn paths() -> Map<String, Value> {
     let mut run = operation(
         "AG-UI 1.0: a run of the thread `threadId` (the session) answered as AG-UI events; a recorded `runId` rejoins its run",
-        vec![workflow(), crate::openapi::on_busy_header()],
+        vec![workflow(), crate::openapi::parts::on_busy_header()],
         Some(
             json!({ "type": "object", "required": ["threadId", "runId", "messages"], "properties": {
             "threadId": { "type": "string" },
@@ -54,7 +54,7 @@ pub(crate) fn paths() -> Map<String, Value> {
             vec![
                 workflow(),
                 json!({ "name": "thread", "in": "path", "required": true, "schema": { "type": "string" } }),
-                crate::openapi::query(
+                crate::openapi::parts::query(
                     "after",
                     json!({ "type": "string", "pattern": "^[0-9]{1,16}(\\.[0-9]{1,16})?$" }),
                 ),

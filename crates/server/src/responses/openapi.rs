@@ -4,7 +4,7 @@
 
 use serde_json::{Map, Value, json};
 
-use crate::openapi::{ok, operation, query, sse};
+use crate::openapi::parts::{ok, operation, query, sse};
 
 /// Where the shapes are specified.
 fn spec() -> Value {
@@ -29,7 +29,7 @@ fn resource() -> Value {
 pub(crate) fn paths() -> Map<String, Value> {
     let mut create = operation(
         "Open Responses: a turn of the workflow `model` names (new, or continuing `previous_response_id` — a fork when the session has moved on since — or `conversation`); JSON, or SSE with `stream: true`",
-        vec![crate::openapi::on_busy_header()],
+        vec![crate::openapi::parts::on_busy_header()],
         Some(
             json!({ "type": "object", "required": ["model", "input"], "properties": {
             "model": { "type": "string" },
