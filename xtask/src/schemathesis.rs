@@ -21,12 +21,19 @@ pub(crate) const SCHEMATHESIS: &str = "schemathesis==4.32.5";
 /// `controls.model_id`): an id that names nothing is `422` (or `404` for the agent of
 /// `POST /v1/sessions`), which no schema can rule out, so schema-valid input may be refused
 /// with it there. Posting a message needs a model provider, which the fuzzed server has none of:
-/// the documented `503 no_provider`.
+/// the documented `503 no_provider`. `POST /v1/responses` needs a `model` this server serves
+/// (`404` otherwise) and an `input` holding a user message with text (`400`), and
+/// `POST /experiments` a file that can run (cases, repeats: `422`), none of which a schema
+/// says.
 const CONFIG: &str = r#"
 [[operations]]
 include-name-regex = "^(POST /v1/agents|PATCH /v1/agents/\\{id\\}|POST /v1/agents/\\{id\\}/sessions|PATCH /v1/agents/\\{id\\}/sessions/\\{session\\}|POST /v1/llm-models|POST /v1/agents/\\{id\\}/sessions/\\{session\\}/messages|POST /v1/sessions|POST /v1/sessions/\\{id\\}/messages)$"
 checks.positive_data_acceptance.expected-statuses = ["2xx", "3xx", "401", "403", "404", "409", "422", "429", "503"]
 checks.not_a_server_error.expected-statuses = ["2xx", "3xx", "4xx", "503"]
+
+[[operations]]
+include-name-regex = "^(POST /v1/responses|POST /experiments)$"
+checks.positive_data_acceptance.expected-statuses = ["2xx", "3xx", "400", "401", "403", "404", "409", "422", "429", "503"]
 "#;
 
 /// Kills the server however the check ends.

@@ -425,6 +425,8 @@ pub(crate) struct AppState {
     /// The experiments this server runs (`POST /experiments`).
     #[cfg(feature = "eval")]
     pub(crate) experiments: experiments::Running,
+    /// Conversations made by `POST /v1/conversations` that no response has recorded yet.
+    pub(crate) conversations: responses::Made,
 }
 
 /// The OpenAPI document this server serves: the native routes, the `/v1` routes when it
@@ -450,5 +452,6 @@ pub fn router(host: Host, options: ServerOptions) -> Router {
         hubs: hub::Hubs::default(),
         #[cfg(feature = "eval")]
         experiments: experiments::Running::default(),
+        conversations: responses::Made::default(),
     }))
 }

@@ -191,7 +191,7 @@ fn paths() -> Value {
                 } },
             ] })),
             accepted,
-            &["400", "401", "404", "413", "422"],
+            &["400", "401", "404", "409", "413", "422"],
         ) },
         "/sessions/{id}/compare": { "get": operation(
             "Where this session and another part: common ancestor, first differing event, payload and state patches",

@@ -51,6 +51,8 @@ use crate::AppState;
 use crate::chat::{TurnItem, failure_of, until_turn_end};
 
 mod conversations;
+
+pub(crate) use conversations::Made;
 pub(crate) mod openapi;
 pub(crate) mod read;
 pub(crate) mod wire;
@@ -328,10 +330,6 @@ struct Retrieve {
     stream: Option<bool>,
     #[serde(default)]
     starting_after: Option<u64>,
-    /// Accepted and ignored (no extra data is included).
-    #[serde(default)]
-    #[allow(dead_code)]
-    include: Option<Value>,
 }
 
 /// `GET /v1/responses/{id}`: the response as the log has it, or its events as SSE.

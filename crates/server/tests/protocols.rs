@@ -253,7 +253,20 @@ async fn every_route_answers_as_documented() {
         None,
     )
     .await;
-    assert_eq!(status, 404, "nothing is recorded before the first response");
+    assert_eq!(
+        status, 200,
+        "a made conversation reads back before its first response"
+    );
+    let (status, empty, _) = call(
+        addr,
+        &doc,
+        "GET",
+        "/v1/conversations/{id}/items",
+        &format!("/v1/conversations/{conversation}/items"),
+        None,
+    )
+    .await;
+    assert_eq!((status, &empty["data"]), (200, &json!([])));
     let (status, _, _) = call(
         addr,
         &doc,

@@ -5,8 +5,10 @@
 //!
 //! - `POST /v1/conversations` `{metadata?}`: a new conversation id. Nothing is recorded until
 //!   its first response (`POST /v1/responses` with `conversation` and `model`), which names
-//!   the workflow it runs; `items` are refused (`400`): a session records input only as turns.
-//! - `GET /v1/conversations/{id}`: the conversation (`404` before its first response).
+//!   the workflow it runs; until then this server holds it in memory (it reads back, lists no
+//!   items, can be deleted; a restart forgets it, its id still starts it). `items` are refused
+//!   (`400`): a session records input only as turns.
+//! - `GET /v1/conversations/{id}`: the conversation.
 //! - `GET /v1/conversations/{id}/items?after=&limit=&order=`: its items, `desc` by default as
 //!   OpenAI's, `limit` 1 to 100 (default 20), `after` an item id.
 //! - `DELETE /v1/conversations/{id}`: deletes the session (`409` while a turn runs on it or
@@ -32,6 +34,51 @@ use crate::error::ApiError;
 
 type Shared = State<Arc<AppState>>;
 
+/// The most conversations a server holds that no response has recorded yet; beyond it the
+/// oldest is forgotten (its id still starts a conversation with its first response).
+const MADE_MAX: usize = 10_000;
+
+/// Conversations made by `POST /v1/conversations` that no response has recorded yet: their
+/// creation time and metadata, so they read back before their first turn. Kept in memory (a
+/// restart forgets them; their ids still work with `POST /v1/responses`).
+#[derive(Debug, Default)]
+pub(crate) struct Made {
+    made: std::sync::Mutex<std::collections::VecDeque<(SessionId, i64, Map<String, Value>)>>,
+}
+
+impl Made {
+    fn add(&self, id: SessionId, created_at: i64, metadata: Map<String, Value>) {
+        let mut made = self
+            .made
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if made.len() >= MADE_MAX {
+            made.pop_front();
+        }
+        made.push_back((id, created_at, metadata));
+    }
+
+    fn get(&self, id: &SessionId) -> Option<(i64, Map<String, Value>)> {
+        let made = self
+            .made
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        made.iter()
+            .find(|(made, _, _)| made == id)
+            .map(|(_, at, metadata)| (*at, metadata.clone()))
+    }
+
+    fn remove(&self, id: &SessionId) -> bool {
+        let mut made = self
+            .made
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let before = made.len();
+        made.retain(|(made, _, _)| made != id);
+        made.len() != before
+    }
+}
+
 /// The body of `POST /v1/conversations`.
 #[derive(Debug, Deserialize)]
 pub(super) struct CreateConversation {
@@ -42,7 +89,10 @@ pub(super) struct CreateConversation {
 }
 
 /// `POST /v1/conversations`.
-pub(super) async fn create(request: crate::request::Body) -> Result<Response, OpenError> {
+pub(super) async fn create(
+    State(state): Shared,
+    request: crate::request::Body,
+) -> Result<Response, OpenError> {
     let request: CreateConversation = crate::request::body(request)?;
     if request
         .items
@@ -56,12 +106,11 @@ pub(super) async fn create(request: crate::request::Body) -> Result<Response, Op
     }
     let id = SessionId::new();
     let created = chrono::Utc::now().timestamp();
-    Ok(Json(conversation(
-        &id,
-        created,
-        request.metadata.unwrap_or_default(),
-    ))
-    .into_response())
+    let metadata = request.metadata.unwrap_or_default();
+    state
+        .conversations
+        .add(id.clone(), created, metadata.clone());
+    Ok(Json(conversation(&id, created, metadata)).into_response())
 }
 
 fn conversation(id: &SessionId, created_at: i64, metadata: Map<String, Value>) -> Value {
@@ -82,13 +131,16 @@ pub(super) async fn retrieve(
     Path(id): Path<String>,
 ) -> Result<Response, OpenError> {
     let session = conversation_id(&id)?;
-    let summary = state.host.session(&session).await?;
-    Ok(Json(conversation(
-        &session,
-        summary.created.timestamp(),
-        Map::new(),
-    ))
-    .into_response())
+    let made = state.conversations.get(&session);
+    let (created, metadata) = match state.host.session(&session).await {
+        Ok(summary) => (
+            summary.created.timestamp(),
+            made.map(|(_, metadata)| metadata).unwrap_or_default(),
+        ),
+        Err(HostError::SessionNotFound(_)) if made.is_some() => made.unwrap_or_default(),
+        Err(err) => return Err(err.into()),
+    };
+    Ok(Json(conversation(&session, created, metadata)).into_response())
 }
 
 /// `?after=&limit=&order=` of the item list.
@@ -100,10 +152,6 @@ pub(super) struct ItemsQuery {
     limit: Option<usize>,
     #[serde(default)]
     order: Option<String>,
-    /// Accepted and ignored (no extra data is included).
-    #[serde(default)]
-    #[allow(dead_code)]
-    include: Option<Value>,
 }
 
 /// `GET /v1/conversations/{id}/items`.
@@ -131,7 +179,12 @@ pub(super) async fn items(
             ));
         }
     };
-    let summary = state.host.session(&session).await?;
+    let summary = match state.host.session(&session).await {
+        Err(HostError::SessionNotFound(_)) if state.conversations.get(&session).is_some() => {
+            return Ok(Json(json!({ "object": "list", "data": [], "first_id": null, "last_id": null, "has_more": false })).into_response());
+        }
+        other => other?,
+    };
     let mut all = conversation_items(
         &state,
         &session,
@@ -231,7 +284,18 @@ pub(super) async fn delete(
     Path(id): Path<String>,
 ) -> Result<Response, OpenError> {
     let session = conversation_id(&id)?;
-    state.host.session(&session).await?;
+    let made = state.conversations.remove(&session);
+    match state.host.session(&session).await {
+        Err(HostError::SessionNotFound(_)) if made => {
+            return Ok(Json(
+                json!({ "id": session, "object": "conversation.deleted", "deleted": true }),
+            )
+            .into_response());
+        }
+        other => {
+            other?;
+        }
+    }
     if state.host.is_running(&session) {
         return Err(HostError::busy(
             &session,

@@ -39,7 +39,7 @@ pub(crate) fn paths() -> Map<String, Value> {
             "instructions": { "type": "string" },
             "stream": { "type": "boolean" },
             "background": { "type": "boolean" },
-            "metadata": { "type": "object" },
+            "metadata": { "type": ["object", "null"] },
         } }),
         ),
         ("200", {
@@ -61,10 +61,6 @@ pub(crate) fn paths() -> Map<String, Value> {
             query(
                 "starting_after",
                 json!({ "type": "integer", "minimum": 0, "maximum": crate::request::MAX_SAFE }),
-            ),
-            query(
-                "include",
-                json!({ "type": "array", "items": { "type": "string" } }),
             ),
         ],
         None,
@@ -107,7 +103,7 @@ pub(crate) fn paths() -> Map<String, Value> {
         "A new conversation (a session, recorded with its first response)",
         vec![],
         Some(
-            json!({ "type": "object", "properties": { "metadata": { "type": "object" }, "items": { "type": "array", "maxItems": 0 } } }),
+            json!({ "type": "object", "properties": { "metadata": { "type": ["object", "null"] }, "items": { "type": ["array", "null"], "maxItems": 0 } } }),
         ),
         ("200", ok("the conversation", conversation.clone())),
         &[],
@@ -142,10 +138,6 @@ pub(crate) fn paths() -> Map<String, Value> {
                 json!({ "type": "integer", "minimum": 1, "maximum": 100 }),
             ),
             query("order", json!({ "enum": ["asc", "desc"] })),
-            query(
-                "include",
-                json!({ "type": "array", "items": { "type": "string" } }),
-            ),
         ],
         None,
         (
