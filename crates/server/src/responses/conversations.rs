@@ -38,12 +38,15 @@ type Shared = State<Arc<AppState>>;
 /// oldest is forgotten (its id still starts a conversation with its first response).
 const MADE_MAX: usize = 10_000;
 
+/// A made conversation: its id, when it was made, its metadata.
+type MadeConversation = (SessionId, i64, Map<String, Value>);
+
 /// Conversations made by `POST /v1/conversations` that no response has recorded yet: their
 /// creation time and metadata, so they read back before their first turn. Kept in memory (a
 /// restart forgets them; their ids still work with `POST /v1/responses`).
 #[derive(Debug, Default)]
 pub(crate) struct Made {
-    made: std::sync::Mutex<std::collections::VecDeque<(SessionId, i64, Map<String, Value>)>>,
+    made: std::sync::Mutex<std::collections::VecDeque<MadeConversation>>,
 }
 
 impl Made {
