@@ -190,11 +190,7 @@ impl Provider for Jittery {
         } else {
             json!({ "verdict": format!("{agent} approves {}", request.prompt) })
         };
-        Ok(ProviderResponse {
-            output,
-            usage: Usage::default(),
-            cost: None,
-        })
+        Ok(ProviderResponse::new(output, Usage::default(), None))
     }
 }
 

@@ -144,6 +144,7 @@ mod tests {
         let written = Shared::default();
         let mut progress = TurnProgress::new(Output::new(written.clone()), None);
         let called = ToolCalled {
+            client: false,
             server: None,
             agent: "clerk".into(),
             tool_call_id: "t1".into(),

@@ -60,7 +60,48 @@ builtin_event!(
     /// when it did not say.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     by: Option<String>,
+    /// The results of client tools the client ran since the previous turn (each answers a
+    /// `tool:called` with `client: true` that turn ended with), oldest first; the text may then
+    /// be empty. Absent on the wire when there are none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    tool_results: Vec<ClientToolResult>,
 });
+
+/// The result of a client tool (a [`ClientTool`](crate::ClientTool) the model called, which
+/// the client ran), brought by the next [`UserInput`].
+///
+/// ```
+/// use openharness_core::builtin::ClientToolResult;
+/// let result = ClientToolResult::new("call_1", serde_json::json!("64 degrees and clear"));
+/// assert_eq!(
+///     serde_json::to_value(&result)?,
+///     serde_json::json!({ "toolId": "call_1", "output": "64 degrees and clear" })
+/// );
+/// # Ok::<(), serde_json::Error>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ClientToolResult {
+    /// The call it answers: the `toolId` of its `tool:called`.
+    #[serde(rename = "toolId")]
+    pub tool_call_id: String,
+    /// What the client's tool returned.
+    pub output: Value,
+    /// Whether the output is an error message.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub is_error: bool,
+}
+
+impl ClientToolResult {
+    /// The successful result `output` of the call `tool_call_id`.
+    pub fn new(tool_call_id: impl Into<String>, output: Value) -> Self {
+        Self {
+            tool_call_id: tool_call_id.into(),
+            output,
+            is_error: false,
+        }
+    }
+}
 
 impl UserInput {
     /// Text input, without images or controls.
@@ -70,6 +111,7 @@ impl UserInput {
             images: Vec::new(),
             controls: None,
             by: None,
+            tool_results: Vec::new(),
         }
     }
 
@@ -451,6 +493,11 @@ builtin_event!(
     /// The MCP server that offers the tool, by its configured name (absent for a native tool).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     server: Option<String>,
+    /// Whether the client runs the tool (a [`ClientTool`](crate::ClientTool)): the agent's
+    /// call ended with this call, and the result comes with a later `user:input`
+    /// (`toolResults`). Absent on the wire when false.
+    #[serde(default, skip_serializing_if = "is_false")]
+    client: bool,
 });
 builtin_event!(
 /// A tool returned (or failed).

@@ -98,7 +98,7 @@ pub use run::{AgentSettings, RunOptions, RunOutcome, StopReason};
 pub use status::SessionStatus;
 pub use store::{SessionInfo, Store, StoreError};
 pub use tokio_util::sync::CancellationToken;
-pub use tool::{FnTool, Tool, ToolError};
+pub use tool::{ClientTool, FnTool, Tool, ToolError};
 pub use undo::Undo;
 pub use upcast::{Upcast, Upcasted};
 pub use workflow::Workflow;

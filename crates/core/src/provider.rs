@@ -438,6 +438,16 @@ pub enum ProviderEvent {
         /// Whether the result is an error.
         is_error: bool,
     },
+    /// The model called a tool the client runs ([`ClientTool`](crate::ClientTool)): not run
+    /// here; the call ends with it (see [`ProviderResponse::client_calls`]).
+    ClientToolCalled {
+        /// Call id.
+        id: String,
+        /// Tool name.
+        tool: String,
+        /// Arguments.
+        input: Value,
+    },
     /// A person's input steered into the call, taken for its next model call
     /// ([`ProviderSink::take_steered`]).
     Steered {
@@ -482,6 +492,28 @@ pub struct ProviderResponse {
     pub usage: Usage,
     /// Cost in US dollars, if known.
     pub cost: Option<f64>,
+    /// The client tools the model called last, when it ended by calling them
+    /// ([`ClientTool`](crate::ClientTool)): then `output` is the text it wrote with them (or
+    /// `null`), not an answer to validate, and the call ends without one. Empty otherwise.
+    pub client_calls: Vec<ChatToolCall>,
+}
+
+impl ProviderResponse {
+    /// The answer `output`, with its `usage` and `cost`.
+    ///
+    /// ```
+    /// use openharness_core::adapter::{ProviderResponse, Usage};
+    /// let response = ProviderResponse::new(serde_json::json!({ "reply": "hi" }), Usage::default(), None);
+    /// assert!(response.client_calls.is_empty());
+    /// ```
+    pub fn new(output: Value, usage: Usage, cost: Option<f64>) -> Self {
+        Self {
+            output,
+            usage,
+            cost,
+            client_calls: Vec::new(),
+        }
+    }
 }
 
 /// A provider failure.
@@ -677,6 +709,16 @@ impl ProviderSink {
     /// All text streamed so far.
     pub fn text(&self) -> String {
         self.text.lock().map(|t| t.clone()).unwrap_or_default()
+    }
+
+    /// Reports that the model called the client tool `name` (never run here; see
+    /// [`ClientTool`](crate::ClientTool)).
+    pub fn client_tool_called(&self, id: &str, name: &str, input: Value) {
+        self.emit(ProviderEvent::ClientToolCalled {
+            id: id.to_owned(),
+            tool: name.to_owned(),
+            input,
+        });
     }
 
     /// Calls the tool `name` of `tools` for the model's call `id`, reporting the call (with the

@@ -40,6 +40,7 @@ pub struct RunOptions {
     pub(crate) on_busy: Option<crate::control::BusyPolicy>,
     pub(crate) control: Option<crate::control::TurnInbox>,
     pub(crate) agents: std::collections::HashMap<String, AgentSettings>,
+    pub(crate) client_tools: Vec<std::sync::Arc<dyn crate::Tool>>,
     pub(crate) acknowledge: Option<Acknowledge>,
     pub(crate) scheduled: Vec<(u64, crate::control::TurnCommand)>,
 }
@@ -60,6 +61,7 @@ impl Default for RunOptions {
             on_busy: None,
             control: None,
             agents: std::collections::HashMap::new(),
+            client_tools: Vec::new(),
             acknowledge: None,
             scheduled: Vec::new(),
         }
@@ -242,6 +244,38 @@ impl RunOptions {
     pub fn agent(mut self, agent: impl Into<String>, settings: AgentSettings) -> Self {
         self.agents.insert(agent.into(), settings);
         self
+    }
+
+    /// Offers the client's tools to every agent call of the run, beside the agent's own: a
+    /// model's call of one is not run here; it ends the agent's call and the turn, recorded as
+    /// `tool:called` with `client: true`, and the client sends its result with its next input
+    /// (see [`ClientTool`](crate::ClientTool)). Not recorded: a turn resumed after a crash is
+    /// offered only the agent's own tools.
+    ///
+    /// ```
+    /// use openharness_core::{ClientTool, RunOptions};
+    /// let options = RunOptions::new().input("What's the weather in Lisbon?").client_tools(vec![
+    ///     ClientTool::new("get_weather", "The weather in a city.", serde_json::json!({ "type": "object" })),
+    /// ]);
+    /// # let _ = options;
+    /// ```
+    pub fn client_tools(mut self, tools: Vec<crate::ClientTool>) -> Self {
+        self.client_tools = tools
+            .into_iter()
+            .map(|tool| std::sync::Arc::new(tool) as std::sync::Arc<dyn crate::Tool>)
+            .collect();
+        self
+    }
+
+    /// Whether these options give any agent settings of their own ([`RunOptions::agent`]).
+    ///
+    /// ```
+    /// use openharness_core::{AgentSettings, RunOptions};
+    /// assert!(!RunOptions::new().sets_agents());
+    /// assert!(RunOptions::new().agent("assistant", AgentSettings::new()).sets_agents());
+    /// ```
+    pub fn sets_agents(&self) -> bool {
+        !self.agents.is_empty()
     }
 
     /// Gives each agent that `defaults` sets and these options do not the settings `defaults`

@@ -214,6 +214,7 @@ async fn run_here<S: WorkflowState>(
         control,
         acknowledge,
         agents,
+        client_tools,
         scheduled,
         ..
     } = options;
@@ -323,6 +324,7 @@ async fn run_here<S: WorkflowState>(
         answers: Vec::new(),
         next_id: None,
         settings: agents,
+        client_tools,
         _guard: guard,
     };
     let result = match run.begin(begin, input, &input_fields, &limits) {
@@ -484,6 +486,8 @@ struct Run<'w, S> {
     next_id: Option<EventId>,
     /// What the run gives its agents instead of their own, by agent ([`RunOptions::agent`]).
     settings: HashMap<String, crate::run::AgentSettings>,
+    /// The client's tools, offered to every agent call ([`RunOptions::client_tools`]).
+    client_tools: Vec<Arc<dyn crate::Tool>>,
     /// One writer per session: held until the run is over.
     _guard: SessionGuard,
 }

@@ -45,6 +45,15 @@ impl ProviderEvent {
                 tool,
                 input,
                 server,
+                client: false,
+            }),
+            Self::ClientToolCalled { id, tool, input } => Pending::of(&ToolCalled {
+                agent,
+                tool_call_id: id,
+                tool,
+                input,
+                server: None,
+                client: true,
             }),
             Self::ToolResult {
                 id,
@@ -72,6 +81,14 @@ impl ProviderEvent {
     pub fn from_recorded(event: Builtin) -> Option<(String, Self)> {
         match event {
             Builtin::TextDelta(d) => Some((d.agent, Self::TextDelta(d.delta))),
+            Builtin::ToolCalled(c) if c.client => Some((
+                c.agent,
+                Self::ClientToolCalled {
+                    id: c.tool_call_id,
+                    tool: c.tool,
+                    input: c.input,
+                },
+            )),
             Builtin::ToolCalled(c) => Some((
                 c.agent,
                 Self::ToolCalled {

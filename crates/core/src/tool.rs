@@ -75,6 +75,85 @@ pub trait Tool: Send + Sync + 'static {
     fn server(&self) -> Option<&str> {
         None
     }
+
+    /// Whether the client runs this tool, not this process ([`ClientTool`]): a model's call
+    /// of it is never run here; it ends the agent's call, recorded as a `tool:called` with
+    /// `client: true`, and its result arrives with a later `user:input` (`toolResults`).
+    /// `false`, the default.
+    fn runs_on_client(&self) -> bool {
+        false
+    }
+}
+
+/// A tool the client declares with its input and runs itself (an OpenAI function tool sent
+/// to `/v1/responses`, an AG-UI frontend tool): offered to the model by name, description and
+/// schema ([`RunOptions::client_tools`](crate::RunOptions::client_tools)); when the model calls
+/// it, the agent's call ends with the call recorded (`tool:called`, `client: true`) and the
+/// turn ends; the client runs it and sends the result with its next input
+/// ([`ClientToolResult`](crate::builtin::ClientToolResult)).
+///
+/// ```
+/// use openharness_core::{ClientTool, Tool};
+/// let weather = ClientTool::new(
+///     "get_weather",
+///     "The weather in a city.",
+///     serde_json::json!({ "type": "object", "properties": { "city": { "type": "string" } } }),
+/// );
+/// assert!(weather.runs_on_client());
+/// assert_eq!(weather.name(), "get_weather");
+/// ```
+#[derive(Debug, Clone, PartialEq)]
+pub struct ClientTool {
+    name: String,
+    description: String,
+    input_schema: Value,
+}
+
+impl ClientTool {
+    /// The client's tool `name`, described as `description`, taking arguments of `input_schema`
+    /// (a JSON Schema object; anything else is offered as an object schema without fields).
+    pub fn new(
+        name: impl Into<String>,
+        description: impl Into<String>,
+        input_schema: Value,
+    ) -> Self {
+        let input_schema = if input_schema.is_object() {
+            input_schema
+        } else {
+            serde_json::json!({ "type": "object", "properties": {} })
+        };
+        Self {
+            name: name.into(),
+            description: description.into(),
+            input_schema,
+        }
+    }
+}
+
+#[async_trait]
+impl Tool for ClientTool {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn description(&self) -> &str {
+        &self.description
+    }
+
+    fn input_schema(&self) -> Value {
+        self.input_schema.clone()
+    }
+
+    async fn call(&self, _input: Value) -> Result<Value, ToolError> {
+        Err(ToolError::new(format!(
+            "`{}` runs on the client: its result comes with the client's next input",
+            self.name
+        )))
+    }
+
+    fn runs_on_client(&self) -> bool {
+        true
+    }
 }
 
 /// A tool failure, shown to the model as the tool's (error) result.
@@ -149,6 +228,11 @@ impl Toolbox {
     /// The tool called `name`.
     pub fn get(&self, name: &str) -> Option<&Arc<dyn Tool>> {
         self.tools.iter().find(|t| t.name() == name)
+    }
+
+    /// Whether the tool `name` runs on the client ([`Tool::runs_on_client`]).
+    pub fn runs_on_client(&self, name: &str) -> bool {
+        self.get(name).is_some_and(|tool| tool.runs_on_client())
     }
 
     /// The tools' names, in order.

@@ -75,6 +75,10 @@ pub struct ChatTool {
     /// Whether the result is an error.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub is_error: bool,
+    /// Whether the client runs the tool (a call the assistant's turn ended with, and its
+    /// result, which came with the client's next message).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub client: bool,
 }
 
 /// The conversation so far: the agent-chat workflow's state.
@@ -108,8 +112,30 @@ impl ChatLine {
 #[handler(ChatEvent, crate = openharness_core)]
 impl ChatState {
     fn user_said(&mut self, input: &UserInput, undo: &mut Undo<Self>) {
-        let line = ChatLine::said("user", &input.text, input.images.clone());
-        self.add(line, undo);
+        // The results of the client's tools first: they answer the calls the last turn
+        // ended with.
+        for result in &input.tool_results {
+            let name = self
+                .lines
+                .iter()
+                .rev()
+                .filter_map(|line| line.tool.as_ref().filter(|_| line.role == "tool_call"))
+                .find(|call| call.id == result.tool_call_id)
+                .map(|call| call.name.clone())
+                .unwrap_or_default();
+            let tool = ChatTool {
+                id: result.tool_call_id.clone(),
+                name,
+                value: result.output.clone(),
+                is_error: result.is_error,
+                client: true,
+            };
+            self.add(ChatLine::tool("tool_result", tool), undo);
+        }
+        if input.tool_results.is_empty() || !input.text.is_empty() || !input.images.is_empty() {
+            let line = ChatLine::said("user", &input.text, input.images.clone());
+            self.add(line, undo);
+        }
     }
 
     fn assistant_replied(&mut self, replied: &AssistantReplied, undo: &mut Undo<Self>) {
@@ -122,6 +148,7 @@ impl ChatState {
             name: called.tool.clone(),
             value: called.input.clone(),
             is_error: false,
+            client: called.client,
         };
         self.add(ChatLine::tool("tool_call", tool), undo);
     }
@@ -132,6 +159,7 @@ impl ChatState {
             name: result.tool.clone(),
             value: result.output.clone(),
             is_error: result.is_error,
+            client: false,
         };
         self.add(ChatLine::tool("tool_result", tool), undo);
     }
@@ -232,8 +260,9 @@ fn current_time_tool() -> FnTool<NoArguments> {
 /// message says it is no longer shown.
 pub const MAX_IMAGES_PER_REQUEST: usize = 20;
 
-/// The conversation as role-correct messages, up to the latest user message (what comes after
-/// it belongs to the call being made: on a resume, the tool calls of its interrupted attempt).
+/// The conversation as role-correct messages, up to the latest user message or result of a
+/// client's tool (what comes after it belongs to the call being made: on a resume, the tool
+/// calls of its interrupted attempt).
 /// Each user message keeps its images (the conversation's latest [`MAX_IMAGES_PER_REQUEST`];
 /// a message whose images are older says they are no longer shown); each tool call becomes an
 /// assistant message calling it, followed by its result, and a call without a recorded result
@@ -242,7 +271,10 @@ fn conversation(state: &ChatState) -> Vec<ChatMessage> {
     let end = state
         .lines
         .iter()
-        .rposition(|line| line.role == "user")
+        .rposition(|line| {
+            line.role == "user"
+                || (line.role == "tool_result" && line.tool.as_ref().is_some_and(|t| t.client))
+        })
         .map_or(0, |last| last + 1);
     let lines = &state.lines[..end];
     let total: usize = lines.iter().map(|line| line.images.len()).sum();
@@ -426,11 +458,13 @@ mod tests {
                 .collect(),
             controls: None,
             by: None,
+            tool_results: Vec::new(),
         })
     }
 
     fn called(id: &str) -> ChatEvent {
         ChatEvent::ToolCalled(ToolCalled {
+            client: false,
             server: None,
             agent: "assistant".into(),
             tool_call_id: id.into(),

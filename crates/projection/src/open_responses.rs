@@ -17,9 +17,12 @@
 //! **What the client sees of a workflow.** Each agent call whose reply is text (an agent with
 //! a reply pointer, as chat clients show it) is one `message` item, in the order their text
 //! starts; a question or an approval the turn asks a person is a `message` item whose text is
-//! the question (the next input answers it). A workflow's other work (agents that only return
-//! structured output, server-side tool calls, handlers' events) is not an item: no client has
-//! to run or render it, and the session's log holds it all (`GET /sessions/{id}/events`).
+//! the question (the next input answers it). A model's call of a tool the client runs (a
+//! `tool:called` with `client: true`) is a `function_call` item (`call_id` is the recorded
+//! `toolId`): the client runs it and sends a `function_call_output`. A workflow's other work
+//! (agents that only return structured output, server-side tool calls, handlers' events) is
+//! not an item: no client has to run or render it, and the session's log holds it all
+//! (`GET /sessions/{id}/events`).
 //!
 //! ```
 //! use openharness_core::Envelope;
@@ -236,11 +239,17 @@ impl ResponseStream {
             }
             Builtin::ToolCalled(called) => {
                 // The model's text before a tool call is one response; what follows, another.
-                if let Some(call) = self
-                    .calls
-                    .get_mut(&CallKey::new(called.agent.as_str(), event.caused_by))
-                {
+                let key = CallKey::new(called.agent.as_str(), event.caused_by);
+                if let Some(call) = self.calls.get_mut(&key) {
                     call.reply.next_response();
+                }
+                if called.client {
+                    // The client runs it: a `function_call` item, after the text before it.
+                    if let Some(mut call) = self.calls.remove(&key) {
+                        self.close_item(&mut call, &mut out);
+                        self.calls.insert(key, call);
+                    }
+                    self.function_call(event, &called, &mut out);
                 }
             }
             Builtin::AgentCompleted(completed) => {
@@ -427,6 +436,45 @@ impl ResponseStream {
             "response.output_text.delta",
             json!({ "item_id": id, "output_index": index, "content_index": 0, "delta": text,
                 "logprobs": [] }),
+            out,
+        );
+    }
+
+    /// A `function_call` item for a call of a client's tool (named after its `tool:called`
+    /// event), added and done at once: its arguments are whole when recorded.
+    fn function_call(
+        &mut self,
+        event: &Envelope,
+        called: &openharness_core::builtin::ToolCalled,
+        out: &mut Vec<ResponseEvent>,
+    ) {
+        let index = self.output.len();
+        let id = format!("fc_{}", event.id);
+        let arguments = called.input.to_string();
+        let item = |status: &str, arguments: &str| {
+            json!({ "type": "function_call", "id": id, "call_id": called.tool_call_id,
+                "name": called.tool, "arguments": arguments, "status": status })
+        };
+        self.output.push(item("completed", &arguments));
+        self.emit(
+            "response.output_item.added",
+            json!({ "output_index": index, "item": item("in_progress", "") }),
+            out,
+        );
+        self.emit(
+            "response.function_call_arguments.delta",
+            json!({ "item_id": id, "output_index": index, "delta": arguments }),
+            out,
+        );
+        self.emit(
+            "response.function_call_arguments.done",
+            json!({ "item_id": id, "output_index": index, "name": called.tool,
+                "arguments": arguments }),
+            out,
+        );
+        self.emit(
+            "response.output_item.done",
+            json!({ "output_index": index, "item": item("completed", &arguments) }),
             out,
         );
     }

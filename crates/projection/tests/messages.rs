@@ -56,6 +56,7 @@ fn session() -> Vec<Envelope> {
         ..AgentStarted::default()
     };
     let called = |call: &str, tool: &str, input| ToolCalled {
+        client: false,
         server: None,
         agent: "researcher".into(),
         tool_call_id: call.into(),

@@ -58,6 +58,7 @@ fn complete(n: u128, agent: &str, text: &str, cause: Option<u128>) -> Envelope {
 
 fn called(n: u128, agent: &str, call: &str, tool: &str, input: Value) -> Envelope {
     let called = ToolCalled {
+        client: false,
         server: None,
         agent: agent.into(),
         tool_call_id: call.into(),

@@ -425,14 +425,15 @@ fn result(message: &Value, text: bool) -> ProviderResult {
     };
     let usage = &message["usage"];
     let field = |name: &str| usage[name].as_u64().unwrap_or(0);
-    Ok(ProviderResponse {
+    let usage = Usage {
+        input_tokens: field("input_tokens"),
+        output_tokens: field("output_tokens"),
+        cache_read_tokens: field("cache_read_input_tokens"),
+        cache_creation_tokens: field("cache_creation_input_tokens"),
+    };
+    Ok(ProviderResponse::new(
         output,
-        usage: Usage {
-            input_tokens: field("input_tokens"),
-            output_tokens: field("output_tokens"),
-            cache_read_tokens: field("cache_read_input_tokens"),
-            cache_creation_tokens: field("cache_creation_input_tokens"),
-        },
-        cost: message["total_cost_usd"].as_f64(),
-    })
+        usage,
+        message["total_cost_usd"].as_f64(),
+    ))
 }

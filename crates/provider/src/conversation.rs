@@ -110,6 +110,14 @@ pub(crate) async fn run(
             };
             return Ok(response(dialect, output, usage));
         }
+        if turn
+            .calls
+            .iter()
+            .any(|c| request.tools.runs_on_client(&c.name))
+        {
+            let cost = dialect.cost(&usage);
+            return Ok(client_turn(request, turn, usage, cost, sink).await);
+        }
         if turn_number == max_turns {
             break;
         }
@@ -124,12 +132,35 @@ pub(crate) async fn run(
     })
 }
 
-fn response(dialect: &dyn Dialect, output: Value, usage: Usage) -> ProviderResponse {
-    ProviderResponse {
-        output,
-        usage,
-        cost: dialect.cost(&usage),
+/// The end of a call whose model called the client's tools ([`openharness_core::ClientTool`]):
+/// its other calls of that turn run here as usual (their results recorded, so the
+/// conversation the next turn derives has them), the client's are reported and returned; the
+/// turn's text is the output.
+async fn client_turn(
+    request: &ProviderRequest,
+    turn: Turn,
+    usage: Usage,
+    cost: Option<f64>,
+    sink: &ProviderSink,
+) -> ProviderResponse {
+    let (client, here): (Vec<ToolCall>, Vec<ToolCall>) = turn
+        .calls
+        .into_iter()
+        .partition(|call| request.tools.runs_on_client(&call.name));
+    call_tools(&request.tools, &here, sink).await;
+    for call in &client {
+        sink.client_tool_called(&call.id, &call.name, call.input.clone());
     }
+    ProviderResponse {
+        output: Value::String(turn.text),
+        usage,
+        cost,
+        client_calls: client,
+    }
+}
+
+fn response(dialect: &dyn Dialect, output: Value, usage: Usage) -> ProviderResponse {
+    ProviderResponse::new(output, usage, dialect.cost(&usage))
 }
 
 /// Calls each tool in order, reporting the call and its result. A failing or unknown tool is

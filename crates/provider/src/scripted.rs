@@ -17,8 +17,8 @@ use async_trait::async_trait;
 use openharness_core::{
     Provider, ProviderError,
     adapter::{
-        ProviderEvent, ProviderRequest, ProviderResponse, ProviderResult, ProviderSink, Toolbox,
-        Usage,
+        ChatToolCall, ProviderEvent, ProviderRequest, ProviderResponse, ProviderResult,
+        ProviderSink, Toolbox, Usage,
     },
 };
 use serde_json::Value;
@@ -541,25 +541,43 @@ impl Reply {
             tokio::time::sleep(delay).await;
         }
         let mut results = Vec::new();
+        let mut client_calls = Vec::new();
         for step in self.steps {
             match step {
                 Step::Stream(event) => sink.emit(event),
                 Step::Wait(wait) => tokio::time::sleep(wait).await,
+                // A client's tool is not run: the call ends with it (see `ClientTool`).
+                Step::RunTool { id, tool, input } if tools.runs_on_client(&tool) => {
+                    sink.client_tool_called(&id, &tool, input.clone());
+                    client_calls.push(ChatToolCall {
+                        id,
+                        name: tool,
+                        input,
+                    });
+                }
                 Step::RunTool { id, tool, input } => {
                     let (output, _) = sink.call_tool(tools, &id, &tool, input).await;
                     results.push(output);
                 }
             }
         }
+        if !client_calls.is_empty() {
+            return Ok(ProviderResponse {
+                output: Value::String(sink.text()),
+                usage: self.usage,
+                cost: self.cost,
+                client_calls,
+            });
+        }
         match self.result {
-            Ok(output) => Ok(ProviderResponse {
-                output: match output {
+            Ok(output) => Ok(ProviderResponse::new(
+                match output {
                     Output::Value(value) => value,
                     Output::FromTools(make) => (make.0)(&results),
                 },
-                usage: self.usage,
-                cost: self.cost,
-            }),
+                self.usage,
+                self.cost,
+            )),
             Err(Failure::Error(message)) => Err(ProviderError::Failed {
                 provider: NAME.to_owned(),
                 message,

@@ -273,11 +273,7 @@ impl Provider for Script {
                 message: "the race scripts the planner and the executor only".to_owned(),
             });
         };
-        Ok(ProviderResponse {
-            output,
-            usage: Usage::default(),
-            cost: None,
-        })
+        Ok(ProviderResponse::new(output, Usage::default(), None))
     }
 }
 

@@ -72,9 +72,11 @@ impl<S: WorkflowState> Run<'_, S> {
             None => self.wf.provider.clone()?, // `build` rejects agents without a provider
         };
         let mut activation = activation;
-        if let Some(settings) = settings.filter(|s| !s.tools.is_empty()) {
+        let extra = settings.map_or(&[][..], |s| s.tools.as_slice());
+        if !extra.is_empty() || !self.client_tools.is_empty() {
             let mut tools: Vec<_> = activation.tools.iter().cloned().collect();
-            tools.extend(settings.tools.iter().cloned());
+            tools.extend(extra.iter().cloned());
+            tools.extend(self.client_tools.iter().cloned());
             activation.tools = crate::tool::Toolbox::new(tools);
         }
         self.agent_calls += 1;

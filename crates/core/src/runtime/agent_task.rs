@@ -94,6 +94,12 @@ impl<S> AgentTask<S> {
                     if let Some(c) = response.cost {
                         *cost.get_or_insert(0.0) += c;
                     }
+                    if !response.client_calls.is_empty() {
+                        // The model ended by calling the client's tools (recorded as they
+                        // streamed): no answer to check; the client's results continue it.
+                        result = Ok(Emit::default());
+                        break;
+                    }
                     let output = response.output;
                     match self.agent.finish(output.clone(), &self.trigger) {
                         Ok(emit) => {

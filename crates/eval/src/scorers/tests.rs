@@ -39,6 +39,7 @@ async fn session(store: &MemoryStore) -> SessionId {
     let called = |tool: &str| {
         Envelope::typed(
             &ToolCalled {
+                client: false,
                 server: None,
                 agent: "clerk".into(),
                 tool_call_id: "t".into(),

@@ -417,6 +417,7 @@ fn a_stopped_turn_is_canceled_with_its_text_so_far_and_a_failed_one_says_why() {
 fn tool_calls_are_working_updates_and_a_replayed_stream_opens_with_the_task_so_far() {
     let first = input("weather?");
     let called = ToolCalled {
+        client: false,
         agent: "assistant".into(),
         tool_call_id: "t1".into(),
         tool: "weather".into(),

@@ -143,6 +143,7 @@ fn a_tool_call_and_its_result_are_a_call_and_a_tool_message_after_it() {
     let input = input("weather?");
     let cause = Some(input.id);
     let called = ToolCalled {
+        client: false,
         agent: "assistant".into(),
         tool_call_id: "call_1".into(),
         tool: "weather".into(),

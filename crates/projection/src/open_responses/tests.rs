@@ -279,3 +279,75 @@ fn the_same_events_give_the_same_response_byte_for_byte() {
     assert_eq!(first, second);
     assert_eq!(a.resource().to_string(), b.resource().to_string());
 }
+
+#[test]
+fn a_call_of_a_clients_tool_is_a_function_call_item_after_the_text_before_it() {
+    let input = input();
+    let cause = Some(input.id);
+    let called = openharness_core::builtin::ToolCalled {
+        agent: "assistant".into(),
+        tool_call_id: "call_7".into(),
+        tool: "get_weather".into(),
+        input: json!({ "location": "San Francisco, CA" }),
+        server: None,
+        client: true,
+    };
+    let called = Envelope::typed(&called, cause).unwrap();
+    let mut text_started = started("assistant", cause);
+    // A chat reply is the whole text output.
+    text_started = {
+        let mut started: AgentStarted = text_started.decode().unwrap();
+        started.reply = Some(String::new());
+        Envelope::typed(&started, cause).unwrap()
+    };
+    let done = AgentCompleted {
+        agent: "assistant".into(),
+        outcome: Outcome::Success,
+        usage: Default::default(),
+        cost: None,
+        error: None,
+        output: None,
+    };
+    let done = Envelope::typed(&done, cause).unwrap();
+    let (events, stream) = run(&[
+        input,
+        text_started,
+        delta("assistant", "Let me look.", cause),
+        called.clone(),
+        done,
+        ended("idle"),
+    ]);
+    let kinds = kinds(&events);
+    let at = kinds
+        .iter()
+        .position(|kind| *kind == "response.function_call_arguments.delta")
+        .unwrap();
+    assert_eq!(
+        kinds[at - 2..at + 4],
+        [
+            "response.output_item.done",
+            "response.output_item.added",
+            "response.function_call_arguments.delta",
+            "response.function_call_arguments.done",
+            "response.output_item.done",
+            "response.completed",
+        ],
+        "{kinds:?}"
+    );
+    let resource = stream.resource();
+    assert_eq!(resource["status"], "completed");
+    let output = resource["output"].as_array().unwrap();
+    assert_eq!(output.len(), 2, "{resource}");
+    assert_eq!(output[0]["content"][0]["text"], "Let me look.");
+    assert_eq!(
+        output[1],
+        json!({ "type": "function_call", "id": format!("fc_{}", called.id), "call_id": "call_7",
+            "name": "get_weather", "arguments": "{\"location\":\"San Francisco, CA\"}",
+            "status": "completed" })
+    );
+    // Every event's data carries its type and number, in order.
+    for (n, event) in events.iter().enumerate() {
+        assert_eq!(event.data["sequence_number"], n as u64);
+        assert_eq!(event.data["type"], event.kind);
+    }
+}

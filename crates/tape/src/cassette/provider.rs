@@ -2,7 +2,7 @@
 //! session, matched to the new run's calls by agent and triggering event.
 
 use super::*;
-use openharness_core::adapter::CallKey;
+use openharness_core::adapter::{CallKey, ChatToolCall};
 
 /// How long a re-executed call waits for the steer its recording took (sent to the turn at
 /// the recorded position, so it normally arrives at once).
@@ -209,6 +209,19 @@ impl Provider for CassetteProvider {
                 request.agent
             )));
         }
+        // A call that ended by calling the client's tools ends so again.
+        let client_calls: Vec<ChatToolCall> = call
+            .stream
+            .iter()
+            .filter_map(|event| match event {
+                ProviderEvent::ClientToolCalled { id, tool, input } => Some(ChatToolCall {
+                    id: id.clone(),
+                    name: tool.clone(),
+                    input: input.clone(),
+                }),
+                _ => None,
+            })
+            .collect();
         let mut stream = call.stream.into_iter().peekable();
         while let Some(event) = stream.next() {
             match event {
@@ -224,12 +237,16 @@ impl Provider for CassetteProvider {
                 event => sink.emit(event),
             }
         }
-        match call.output {
-            Some(output) => Ok(ProviderResponse {
-                output,
+        if !client_calls.is_empty() {
+            return Ok(ProviderResponse {
+                output: Value::String(sink.text()),
                 usage: call.usage,
                 cost: call.cost,
-            }),
+                client_calls,
+            });
+        }
+        match call.output {
+            Some(output) => Ok(ProviderResponse::new(output, call.usage, call.cost)),
             None => Err(failed(
                 call.error
                     .unwrap_or_else(|| "the recorded call failed".to_owned()),
