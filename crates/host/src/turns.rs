@@ -41,7 +41,8 @@ use openharness_core::{
 use serde_json::{Map, Value};
 use tokio::sync::oneshot;
 
-use crate::Host;
+use crate::{Host, Hosted};
+
 use crate::error::HostError;
 use crate::wire::{ForkPoint, TurnOutcome};
 
@@ -262,6 +263,34 @@ impl Host {
         all.insert(workflow.to_owned(), Arc::new(options));
         self.turn_options = Arc::new(all);
         self
+    }
+
+    /// The options the owner of `start`'s workflow gives a turn on `session` (see
+    /// [`Host::turn_options`]), or `None` when that workflow has no owner options: a new
+    /// session's by the workflow it names, a fork's by its parent's, any other by the
+    /// session's (`known`, when the caller has it, spares a read).
+    pub(crate) async fn owner_options(
+        &self,
+        session: &SessionId,
+        start: &TurnStart,
+        known: Option<&dyn Hosted>,
+    ) -> Result<Option<RunOptions>, HostError> {
+        if self.turn_options.is_empty() {
+            return Ok(None);
+        }
+        let (of, workflow) = match start {
+            TurnStart::New { workflow, .. } => (session, Some(workflow.as_str())),
+            TurnStart::Fork(fork) => (&fork.parent, None),
+            _ => (session, known.map(Hosted::name)),
+        };
+        let workflow = match workflow {
+            Some(name) => name.to_owned(),
+            None => self.workflow_of(of).await?.name().to_owned(),
+        };
+        match self.turn_options.get(&workflow) {
+            Some(options) => options(of.clone()).await.map(Some),
+            None => Ok(None),
+        }
     }
 
     /// The options of a turn this host starts by itself on `session`.

@@ -1,6 +1,7 @@
 //! A2A v1.0 (the Agent2Agent protocol, specification v1.0.1) as a projection of the session's
-//! log: every served workflow is an agent with a card, and the official clients (`a2a-sdk`
-//! for Python, `@a2a-js/sdk`) work unmodified against it.
+//! log: every served workflow, and every `/v1` agent (as `agent:<name-or-id>`, see `targets`),
+//! is an agent with a card, and the official clients (`a2a-sdk` for Python, `@a2a-js/sdk`)
+//! work unmodified against it.
 //!
 //! - `GET /a2a/{workflow}/.well-known/agent-card.json`: the workflow's agent card, its
 //!   JSON-RPC endpoint `/a2a/{workflow}` (an absolute URL on the host the client reached).
@@ -62,6 +63,7 @@ use crate::AppState;
 use crate::chat::{Failure, TurnItem, failure_of, until_turn_end};
 use crate::error::ApiError;
 use crate::responses::wire::VIA_FIELD;
+use crate::targets::Target;
 
 mod card;
 mod list;
@@ -87,22 +89,21 @@ pub(crate) fn routes() -> axum::Router<Arc<AppState>> {
         .route("/a2a/{target}", post(rpc))
 }
 
-/// The served workflow `target` names (`404` naming the served ones otherwise).
-fn served(state: &AppState, target: &str) -> Result<String, ApiError> {
-    let names = state.host.workflow_names();
-    if names.iter().any(|name| name == target) {
-        Ok(target.to_owned())
-    } else {
-        Err(ApiError::not_found(format!(
-            "no agent `{target}`: this server's A2A agents are its workflows ({}), each at /a2a/<workflow>",
-            names.join(", ")
-        )))
-    }
+/// The target `target` names: a served workflow or a `/v1` agent ([`crate::targets`]).
+async fn served(state: &AppState, target: &str) -> Result<Target, ApiError> {
+    crate::targets::resolve(state, target).await.map_err(|err| {
+        ApiError::new(
+            err.status,
+            err.code,
+            format!("{}; each is an A2A agent at /a2a/<name>", err.message),
+        )
+    })
 }
 
 /// A card answer, cacheable for a minute.
-fn card_answer(state: &AppState, workflow: &str, headers: &HeaderMap) -> Response {
-    let card = card::card(workflow, headers, !state.options.api_keys.is_empty());
+fn card_answer(state: &AppState, name: &str, target: &Target, headers: &HeaderMap) -> Response {
+    let agent = !matches!(target, Target::Workflow(_));
+    let card = card::card(name, agent, headers, !state.options.api_keys.is_empty());
     let mut response = axum::Json(card).into_response();
     response.headers_mut().insert(
         header::CACHE_CONTROL,
@@ -119,7 +120,8 @@ async fn default_card(State(state): Shared, headers: HeaderMap) -> Result<Respon
             err.message
         ))
     })?;
-    Ok(card_answer(&state, &workflow, &headers))
+    let target = Target::Workflow(workflow.clone());
+    Ok(card_answer(&state, &workflow, &target, &headers))
 }
 
 /// `GET /a2a/{target}/.well-known/agent-card.json`.
@@ -128,8 +130,8 @@ async fn target_card(
     Path(target): Path<String>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
-    let workflow = served(&state, &target)?;
-    Ok(card_answer(&state, &workflow, &headers))
+    let served = served(&state, &target).await?;
+    Ok(card_answer(&state, &target, &served, &headers))
 }
 
 /// One JSON-RPC request.
@@ -203,7 +205,7 @@ async fn rpc(
     headers: HeaderMap,
     body: Bytes,
 ) -> Result<Response, ApiError> {
-    let workflow = served(&state, &target)?;
+    let target = served(&state, &target).await?;
     let call = match envelope(&body) {
         Ok(call) => call,
         Err((id, error)) => return Ok(respond(&answer(&id, Err(error)))),
@@ -213,12 +215,12 @@ async fn rpc(
     }
     let id = call.id.clone();
     let result = match call.method.as_str() {
-        "SendMessage" => return Ok(send(&state, &workflow, &headers, call, false).await),
-        "SendStreamingMessage" => return Ok(send(&state, &workflow, &headers, call, true).await),
+        "SendMessage" => return Ok(send(&state, &target, &headers, call, false).await),
+        "SendStreamingMessage" => return Ok(send(&state, &target, &headers, call, true).await),
         "SubscribeToTask" => return Ok(subscribe(&state, &headers, call).await),
         "GetTask" => get_task(&state, &call.params).await,
         "CancelTask" => cancel_task(&state, &call.params).await,
-        "ListTasks" => list::list_tasks(&state, &workflow, &call.params).await,
+        "ListTasks" => list::list_tasks(&state, &target, &call.params).await,
         "GetExtendedAgentCard" => Err(RpcError::no_extended_card()),
         "CreateTaskPushNotificationConfig"
         | "GetTaskPushNotificationConfig"
@@ -306,10 +308,10 @@ struct Plan {
     task: Option<TaskId>,
 }
 
-/// The plan of a message sent to `workflow`'s endpoint.
+/// The plan of a message sent to `target`'s endpoint.
 async fn plan(
     state: &AppState,
-    workflow: &str,
+    target: &Target,
     incoming: &wire::Incoming,
 ) -> Result<Plan, RpcError> {
     let text = match (&incoming.approved, incoming.text.is_empty()) {
@@ -348,9 +350,10 @@ async fn plan(
             ))),
         };
     }
+    let workflow = target.workflow();
     let Some(context) = &incoming.context_id else {
         return Ok(Plan {
-            session: SessionId::new(),
+            session: target.new_session(state, None).await?,
             start: TurnStart::New {
                 workflow: workflow.to_owned(),
                 input: Some(text),
@@ -363,12 +366,15 @@ async fn plan(
         .map_err(|err| RpcError::invalid_params(format!("`contextId` names no context: {err}")))?;
     match state.host.session(&session).await {
         Ok(summary) => {
-            let runs = summary.workflow.unwrap_or_default();
-            if runs != workflow {
-                return Err(RpcError::invalid_params(format!(
-                    "context {session} is a session of `{runs}`, not `{workflow}`: send to /a2a/{runs}"
-                )));
-            }
+            target
+                .owns(state, &session, summary.workflow.as_deref())
+                .await
+                .map_err(|err| {
+                    RpcError::invalid_params(format!(
+                        "context {}: send to the agent it is a session of",
+                        err.message.trim_start_matches("session ")
+                    ))
+                })?;
             Ok(Plan {
                 session,
                 start: TurnStart::Input(text),
@@ -380,7 +386,7 @@ async fn plan(
             if !state.host.is_running(&session) =>
         {
             Ok(Plan {
-                session,
+                session: target.new_session(state, Some(session)).await?,
                 start: TurnStart::New {
                     workflow: workflow.to_owned(),
                     input: Some(text),
@@ -453,7 +459,7 @@ fn settled(state: Arc<AppState>, task: TaskId) -> Failure {
 /// Records the message of `call` (a new task's first turn, or an answer).
 async fn start(
     state: &AppState,
-    workflow: &str,
+    target: &Target,
     headers: &HeaderMap,
     call: &Call,
 ) -> Result<Sent, RpcError> {
@@ -465,7 +471,7 @@ async fn start(
             done: None,
         });
     }
-    let plan = plan(state, workflow, &incoming).await?;
+    let plan = plan(state, target, &incoming).await?;
     let mut fields = serde_json::Map::new();
     fields.insert(VIA_FIELD.to_owned(), json!(VIA));
     if let Some(id) = &incoming.message_id {
@@ -505,12 +511,12 @@ async fn start(
 /// `SendMessage` (`stream: false`) and `SendStreamingMessage` (`stream: true`).
 async fn send(
     state: &Arc<AppState>,
-    workflow: &str,
+    target: &Target,
     headers: &HeaderMap,
     call: Call,
     stream: bool,
 ) -> Response {
-    let sent = match start(state, workflow, headers, &call).await {
+    let sent = match start(state, target, headers, &call).await {
         Ok(sent) => sent,
         Err(error) => return respond(&answer(&call.id, Err(error))),
     };

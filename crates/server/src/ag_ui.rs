@@ -1,7 +1,8 @@
 //! AG-UI (protocol 1.0): `POST /ag-ui/{workflow}` takes the `RunAgentInput` that
 //! `@ag-ui/client`'s `HttpAgent` posts and answers the run as AG-UI events over SSE, a
 //! projection of the session's log ([`AgUiStream`]): the thread is the session (its id is the
-//! `threadId`), a run is a turn.
+//! `threadId`), a run is a turn. `{workflow}` names a served workflow or a `/v1` agent
+//! (`agent:<name-or-id>`; its threads are that agent's sessions, so their ids are UUIDs).
 //!
 //! - **Input**: the newest `user` message whose id this thread has not recorded is the new
 //!   input (recorded with `messageId`, `runId` and `via: "ag-ui"`); a session waiting for a
@@ -114,6 +115,8 @@ async fn run(
     request: crate::request::Body,
 ) -> Result<Response, ApiError> {
     let input: RunAgentInput = crate::request::body(request)?;
+    let target = crate::targets::resolve(&state, &workflow).await?;
+    let workflow = target.workflow().to_owned();
     state.host.hosted(&workflow)?;
     let session: SessionId = input.thread_id.parse().map_err(|err| {
         ApiError::bad_request(format!(
@@ -132,12 +135,10 @@ async fn run(
     };
     if recorded_len > 0 {
         let summary = state.host.session(&session).await?;
-        if summary.workflow.as_deref() != Some(workflow.as_str()) {
-            return Err(ApiError::bad_request(format!(
-                "thread {session} runs workflow `{}`, not `{workflow}`",
-                summary.workflow.unwrap_or_default()
-            )));
-        }
+        target
+            .owns(&state, &session, summary.workflow.as_deref())
+            .await
+            .map_err(|err| ApiError::bad_request(err.message.replacen("session", "thread", 1)))?;
     }
     let history = crate::responses::read::events(&state, &session, 0, recorded_len).await?;
     let counted = state
@@ -160,6 +161,7 @@ async fn run(
             let (id, text) = new_message(&input.messages, &history)?;
             fields.insert(MESSAGE_ID_FIELD.to_owned(), json!(id));
             if recorded_len == 0 {
+                target.new_session(&state, Some(session.clone())).await?;
                 TurnStart::New {
                     workflow: workflow.clone(),
                     input: Some(text),

@@ -150,6 +150,7 @@ mod request;
 mod responses;
 mod routes;
 mod sse;
+mod targets;
 #[cfg(feature = "platform")]
 mod v1;
 

@@ -2,8 +2,10 @@
 //! API, OpenRouter, Ollama, vLLM and others serve, as a projection of the session's log. The
 //! official `openai` SDKs work unmodified with `base_url` set to this server's `/v1`.
 //!
-//! - `POST /v1/responses`: `model` names a served workflow; `input` is the user's message (a
-//!   string, or items whose newest `user` message is the new input). Without
+//! - `POST /v1/responses`: `model` names a served workflow or a `/v1` agent
+//!   (`agent:<name-or-id>`, or its plain name; see `targets`); `input` is the user's message (a
+//!   string, or items whose newest `user` message is the new input) and the outputs of client
+//!   tools (`function_call_output`). Without
 //!   `previous_response_id` or `conversation` it starts a new session; with
 //!   `previous_response_id` it continues from that exact response: when it is the session's
 //!   latest turn the session goes on, and when the session has moved on since, the new
@@ -28,9 +30,17 @@
 //! echoed fields are recorded on its input event (`openResponses`, with `via:
 //! "open-responses"`), and every read projects the turn again ([`ResponseStream`]).
 //!
-//! Not served (each refused with a `400` naming the parameter): client-executed function
-//! `tools` and `function_call_output` input (this server's workflows run their own tools),
-//! `store: false` (every response is recorded; delete the conversation instead).
+//! **Function tools** run on the client: a `/v1` agent's turn is offered the request's `function`
+//! tools ([`ClientTool`](openharness_core::ClientTool)); when its model calls one, the response
+//! ends `completed` with a `function_call` item, and the next request brings the output
+//! (`function_call_output` with `previous_response_id`), recorded on its `user:input`
+//! (`toolResults`) for the agent to continue from. A workflow of its own code takes no client
+//! tools (its handlers know nothing of them).
+//!
+//! Not served (each refused with a `400` naming the parameter): `tools` of another type than
+//! `function`, function tools for a workflow that is no `/v1` agent, a `function_call_output`
+//! that answers no open call, `store: false` (every response is recorded; delete the
+//! conversation instead).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -84,37 +94,101 @@ struct Plan {
     session: SessionId,
     start: TurnStart,
     model: String,
+    /// The workflow the session runs.
+    workflow: String,
+}
+
+/// The field of `user:input` that carries the client tools' results
+/// ([`UserInput::tool_results`](openharness_core::builtin::UserInput)).
+const TOOL_RESULTS_FIELD: &str = "toolResults";
+
+/// Refuses tool outputs that answer no open call of a client tool in the session the request
+/// continues (`400`, `param: input`): each must answer a `function_call` of its latest
+/// response, once.
+async fn check_tool_results(
+    state: &AppState,
+    plan: &Plan,
+    results: &[openharness_core::builtin::ClientToolResult],
+) -> Result<(), OpenError> {
+    let open = match &plan.start {
+        TurnStart::Input(_) | TurnStart::Answer { .. } => {
+            let len = state.host.session(&plan.session).await?.len;
+            open_client_calls(&read::events(state, &plan.session, 0, len).await?)
+        }
+        _ => Vec::new(),
+    };
+    for result in results {
+        if !open.contains(&result.tool_call_id) {
+            return Err(OpenError::invalid(
+                "input",
+                format!(
+                    "`function_call_output` for call `{}`: no call of a client tool waits for it in this conversation (continue the response that made the call, with `previous_response_id`)",
+                    result.tool_call_id
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The calls of client tools in `events` that no `user:input` has brought the result of yet.
+fn open_client_calls(events: &[Envelope]) -> Vec<String> {
+    use openharness_core::builtin::{Builtin, ToolCalled, UserInput};
+    let mut open = Vec::new();
+    for event in events {
+        match Builtin::decode(event) {
+            Some(Ok(Builtin::ToolCalled(ToolCalled {
+                client: true,
+                tool_call_id,
+                ..
+            }))) => {
+                open.push(tool_call_id);
+            }
+            Some(Ok(Builtin::UserInput(UserInput { tool_results, .. }))) => {
+                open.retain(|id| !tool_results.iter().any(|r| r.tool_call_id == *id));
+            }
+            _ => {}
+        }
+    }
+    open
 }
 
 /// `POST /v1/responses`.
 async fn create(State(state): Shared, headers: HeaderMap, request: crate::request::Body) -> Answer {
     let request: CreateResponse = crate::request::body(request)?;
-    if request
-        .tools
-        .as_ref()
-        .is_some_and(|tools| !tools.is_empty())
-    {
-        return Err(OpenError::invalid(
-            "tools",
-            "client-executed `tools` are not served: this server's workflows run their own tools (see the README's Open Responses section)",
-        ));
-    }
+    let tools = wire::client_tools(request.tools.as_deref().unwrap_or_default())?;
     if request.store == Some(false) {
         return Err(OpenError::invalid(
             "store",
             "`store: false` is not served: every response is recorded in its session's log; delete the conversation (DELETE /sessions/{id}) when it is done",
         ));
     }
-    let text = wire::input_text(request.input.as_ref())?;
-    let plan = plan(&state, &request, text).await?;
+    let input = wire::input_of(request.input.as_ref())?;
+    let plan = plan(&state, &request, input.text.clone()).await?;
+    if !tools.is_empty() && !crate::targets::runs_client_tools(&plan.workflow) {
+        return Err(OpenError::invalid(
+            "tools",
+            format!(
+                "client tools (`function` tools) are served by `/v1` agents (`model: \"agent:<name>\"`), whose conversation keeps the calls and their outputs; `{}` runs its own tools",
+                plan.model
+            ),
+        ));
+    }
     let mut fields = serde_json::Map::new();
+    if !input.tool_results.is_empty() {
+        check_tool_results(&state, &plan, &input.tool_results).await?;
+        fields.insert(TOOL_RESULTS_FIELD.to_owned(), json!(input.tool_results));
+    }
     fields.insert(VIA_FIELD.to_owned(), json!(VIA));
     fields.insert(
         RESPONSE_FIELD.to_owned(),
         wire::recorded_head(&request, &plan.model),
     );
     let policy = crate::request::busy_policy(&headers, None, state.options.on_busy)?;
-    let options = RunOptions::new().input_fields(fields).on_busy(policy);
+    let options = RunOptions::new()
+        .input_fields(fields)
+        .on_busy(policy)
+        .client_tools(tools);
     let counted = match request.stream {
         Some(true) => Some(
             state
@@ -198,11 +272,13 @@ async fn plan(state: &AppState, request: &CreateResponse, text: String) -> Resul
         (Some(previous), None) => previous.session.clone(),
         (None, Some(conversation)) => conversation,
         (None, None) => {
+            let (target, model) = target_of(state, request.model.as_deref()).await?;
             return Ok(Plan {
-                session: SessionId::new(),
-                model: served_model(state, request.model.as_deref())?,
+                session: target.new_session(state, None).await?,
+                model,
+                workflow: target.workflow().to_owned(),
                 start: TurnStart::New {
-                    workflow: served_model(state, request.model.as_deref())?,
+                    workflow: target.workflow().to_owned(),
                     input: Some(text),
                 },
             });
@@ -212,12 +288,13 @@ async fn plan(state: &AppState, request: &CreateResponse, text: String) -> Resul
         Ok(summary) => summary,
         // A conversation made by `POST /v1/conversations` holds nothing until its first turn.
         Err(openharness_host::HostError::SessionNotFound(_)) if previous.is_none() => {
-            let workflow = served_model(state, request.model.as_deref())?;
+            let (target, model) = target_of(state, request.model.as_deref()).await?;
             return Ok(Plan {
-                session,
-                model: workflow.clone(),
+                session: target.new_session(state, Some(session)).await?,
+                model,
+                workflow: target.workflow().to_owned(),
                 start: TurnStart::New {
-                    workflow,
+                    workflow: target.workflow().to_owned(),
                     input: Some(text),
                 },
             });
@@ -226,15 +303,23 @@ async fn plan(state: &AppState, request: &CreateResponse, text: String) -> Resul
     };
     let workflow = summary.workflow.clone().unwrap_or_default();
     let model = match request.model.as_deref() {
-        Some(model) if !model.is_empty() && model != workflow => {
-            return Err(OpenError::invalid(
-                "model",
-                format!(
-                    "session {session} runs workflow `{workflow}`, not `{model}`: continue it with `model: \"{workflow}\"` (or leave `model` out)"
-                ),
-            ));
+        Some(model) if !model.is_empty() => {
+            let (target, model) = target_of(state, Some(model)).await?;
+            target
+                .owns(state, &session, summary.workflow.as_deref())
+                .await
+                .map_err(|error| {
+                    OpenError::invalid(
+                        "model",
+                        format!(
+                            "{}: continue it with the model it runs (or leave `model` out)",
+                            error.message
+                        ),
+                    )
+                })?;
+            model
         }
-        _ => workflow,
+        _ => workflow.clone(),
     };
     if let Some(previous) = &previous {
         let turn = read_turn(state, previous).await?;
@@ -253,6 +338,7 @@ async fn plan(state: &AppState, request: &CreateResponse, text: String) -> Resul
             return Ok(Plan {
                 session: SessionId::new(),
                 model,
+                workflow,
                 start: TurnStart::Fork(Box::new(fork)),
             });
         }
@@ -265,26 +351,28 @@ async fn plan(state: &AppState, request: &CreateResponse, text: String) -> Resul
         session,
         start,
         model,
+        workflow,
     })
 }
 
-/// The registered workflow `model` names (`404` naming the served ones otherwise).
-fn served_model(state: &AppState, model: Option<&str>) -> Result<String, OpenError> {
-    let names = state.host.workflow_names();
-    match model {
-        Some(model) if names.iter().any(|name| name == model) => Ok(model.to_owned()),
-        _ => Err(OpenError {
-            error: crate::error::ApiError::new(
-                StatusCode::NOT_FOUND,
-                "model_not_found",
-                format!(
-                    "`model` {} is not served here: this server serves {}",
-                    model.map_or_else(|| "(none)".to_owned(), |m| format!("`{m}`")),
-                    names.join(", ")
-                ),
-            ),
-            param: Some("model"),
-        }),
+/// The target `model` names (a served workflow or a `/v1` agent, see [`crate::targets`]) and
+/// the name responses echo (`404 model_not_found` naming what is served otherwise).
+async fn target_of(
+    state: &AppState,
+    model: Option<&str>,
+) -> Result<(crate::targets::Target, String), OpenError> {
+    let name = model.unwrap_or_default();
+    match crate::targets::resolve(state, name).await {
+        Ok(target) => Ok((target, name.to_owned())),
+        Err(mut error) => {
+            if error.status == StatusCode::NOT_FOUND {
+                error.code = "model_not_found";
+            }
+            Err(OpenError {
+                error,
+                param: Some("model"),
+            })
+        }
     }
 }
 

@@ -266,17 +266,25 @@ impl Host {
                     recorded,
                     done,
                 } = *job;
-                // A fork runs as its parent's turns ran: with what the workflow's owner gives
-                // them (the platform's agent), where the caller chose nothing else.
-                let options = match &start {
-                    TurnStart::Fork(fork) => match self.own_turn_options(&fork.parent).await {
-                        Ok(owned) => options.agents_or(&owned),
-                        Err(err) => {
-                            tracing::warn!(%session, parent = %fork.parent, error = %openharness_core::adapter::ErrorChain(&err), "the fork runs without its owner's turn options");
-                            options
-                        }
-                    },
-                    _ => options,
+                // Every turn runs with what the workflow's owner gives its turns (the
+                // platform's agent), where the caller chose nothing else: a fork as its
+                // parent's turns ran, an input through any surface (the native API, a chat
+                // client, a protocol) as one through the owner's own.
+                // (A caller that gives agent settings of its own, as the platform does for
+                // its messages, knows them: the owner is asked only for a fork's.)
+                let ask_owner = matches!(start, TurnStart::Fork(_)) || !options.sets_agents();
+                let owned = if ask_owner {
+                    self.owner_options(session, &start, known.as_deref()).await
+                } else {
+                    Ok(None)
+                };
+                let options = match owned {
+                    Ok(Some(owned)) => options.agents_or(&owned),
+                    Ok(None) => options,
+                    Err(err) => {
+                        tracing::warn!(%session, error = %openharness_core::adapter::ErrorChain(&err), "the turn runs without its owner's turn options");
+                        options
+                    }
                 };
                 (start, options, Some(recorded), Some(done))
             }

@@ -91,6 +91,66 @@ impl Platform {
         self.session_of(record).await
     }
 
+    /// Starts a session with the active agent `agent` for a client of another protocol (Open
+    /// Responses, AG-UI, A2A) and returns its log: under `id` when the client chose the
+    /// session's id (an AG-UI thread, an A2A context), else under a new one. Its turns then run
+    /// through the host like any other: the host gives each the agent's model, instructions,
+    /// tools and provider (the platform's turn options), whoever starts it. `409
+    /// agent_archived` for an archived agent, `409 session_exists` for an id another agent's
+    /// session has (the same agent's is that session: a client's retry).
+    ///
+    /// ```no_run
+    /// # async fn demo(platform: openharness_platform::Platform, agent: uuid::Uuid) -> Result<(), Box<dyn std::error::Error>> {
+    /// use openharness_host::TurnStart;
+    /// let log = platform.start_session(agent, None).await?;
+    /// let start = TurnStart::New { workflow: openharness_platform::WORKFLOW_NAME.into(), input: Some("Hi!".into()) };
+    /// platform.host().start(&log, start, openharness_core::RunOptions::new()).await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn start_session(
+        &self,
+        agent: Uuid,
+        id: Option<Uuid>,
+    ) -> Result<SessionId, PlatformError> {
+        let record = self
+            .write(|index| {
+                if index.agent(agent)?.status == AgentStatus::Archived {
+                    return Err(PlatformError::conflict(
+                        "agent_archived",
+                        format!("agent {agent} is archived: unarchive it to start sessions"),
+                    ));
+                }
+                let id = id.unwrap_or_else(Uuid::now_v7);
+                match index.sessions.get(&id) {
+                    // Started before (a client's retry): the same session.
+                    Some(known) if known.agent_id == agent => {
+                        return Ok((Vec::new(), known.clone()));
+                    }
+                    Some(known) => {
+                        return Err(PlatformError::conflict(
+                            "session_exists",
+                            format!(
+                                "session {id} is a session of agent {}, not {agent}",
+                                known.agent_id
+                            ),
+                        ));
+                    }
+                    None => {}
+                }
+                let record = SessionRecord {
+                    id,
+                    agent_id: agent,
+                    title: None,
+                    tags: Vec::new(),
+                    model_id: None,
+                    created_at: Utc::now(),
+                };
+                Ok((vec![Change::session_saved(record.clone())], record))
+            })
+            .await?;
+        Ok(session_log(record.id))
+    }
+
     /// The agent a new session without one in its path is for: `agent_id` (a UUID, or
     /// `agent_` and 32 hex digits) or `agent_name` (its one active agent of that name), one of
     /// them (`422` otherwise; `404` for an agent that does not exist).

@@ -7,14 +7,15 @@ use serde_json::{Value, json};
 
 use super::wire::VERSION;
 
-/// The card of `workflow`, whose JSON-RPC endpoint is `/a2a/<workflow>` on the host the
-/// request named; `keyed` when the server asks for an API key (the card then says how to send
-/// it).
-pub(crate) fn card(workflow: &str, headers: &HeaderMap, keyed: bool) -> Value {
+/// The card of the target named `workflow` (a served workflow, or a `/v1` agent when `agent`
+/// is set), whose JSON-RPC endpoint is `/a2a/<workflow>` on the host the request named;
+/// `keyed` when the server asks for an API key (the card then says how to send it).
+pub(crate) fn card(workflow: &str, agent: bool, headers: &HeaderMap, keyed: bool) -> Value {
     let url = format!("{}/a2a/{}", origin(headers), encode(workflow));
+    let what = if agent { "agent" } else { "workflow" };
     let mut card = json!({
         "name": workflow,
-        "description": format!("Open Harness workflow `{workflow}`: each message runs a turn of it, recorded in an append-only session log (a context is a session, a task a turn and the turns that answer its questions)."),
+        "description": format!("Open Harness {what} `{workflow}`: each message runs a turn of it, recorded in an append-only session log (a context is a session, a task a turn and the turns that answer its questions)."),
         "supportedInterfaces": [
             { "url": url, "protocolBinding": "JSONRPC", "protocolVersion": VERSION }
         ],
@@ -25,7 +26,7 @@ pub(crate) fn card(workflow: &str, headers: &HeaderMap, keyed: bool) -> Value {
         "skills": [{
             "id": workflow,
             "name": workflow,
-            "description": format!("Runs the `{workflow}` workflow"),
+            "description": format!("Runs the `{workflow}` {what}"),
             "tags": ["openharness"],
         }],
     });
@@ -80,7 +81,7 @@ mod tests {
     fn the_card_names_its_endpoint_on_the_host_the_client_reached() {
         let mut headers = HeaderMap::new();
         headers.insert(header::HOST, "127.0.0.1:8080".parse().unwrap());
-        let card = card("chat", &headers, false);
+        let card = card("chat", false, &headers, false);
         assert_eq!(
             card["supportedInterfaces"][0]["url"],
             "http://127.0.0.1:8080/a2a/chat"
@@ -90,7 +91,7 @@ mod tests {
         assert!(card.get("securitySchemes").is_none());
         headers.insert("x-forwarded-proto", "https".parse().unwrap());
         headers.insert("x-forwarded-host", "agents.example.com".parse().unwrap());
-        let card = super::card("plan & run", &headers, true);
+        let card = super::card("plan & run", false, &headers, true);
         assert_eq!(
             card["supportedInterfaces"][0]["url"],
             "https://agents.example.com/a2a/plan%20%26%20run"

@@ -18,10 +18,10 @@ use crate::AppState;
 const MAX_PAGE: usize = 100;
 const DEFAULT_PAGE: usize = 50;
 
-/// `ListTasks` on `workflow`'s endpoint.
+/// `ListTasks` on `target`'s endpoint.
 pub(crate) async fn list_tasks(
     state: &AppState,
-    workflow: &str,
+    target: &crate::targets::Target,
     params: &Value,
 ) -> Result<Value, RpcError> {
     let wanted_state = match params.get("status").and_then(Value::as_str) {
@@ -55,9 +55,20 @@ pub(crate) async fn list_tasks(
         }
         None => {
             let mut sessions = state.host.sessions().await?;
-            sessions.retain(|s| s.workflow.as_deref() == Some(workflow));
+            sessions.retain(|s| s.workflow.as_deref() == Some(target.workflow()));
             sessions.sort_by_key(|s| std::cmp::Reverse(s.last_event));
-            sessions.into_iter().map(|s| s.id).collect()
+            let mut of_target = Vec::with_capacity(sessions.len());
+            for session in sessions {
+                // An agent's endpoint lists that agent's sessions, not every agent-chat one.
+                if target
+                    .owns(state, &session.id, session.workflow.as_deref())
+                    .await
+                    .is_ok()
+                {
+                    of_target.push(session.id);
+                }
+            }
+            of_target
         }
     };
     let mut tasks = Vec::new();

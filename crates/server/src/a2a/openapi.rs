@@ -11,9 +11,9 @@ fn spec() -> Value {
     json!({ "description": "A2A (Agent2Agent) specification v1.0.1: docs/specification.md and specification/a2a.proto", "url": "https://github.com/a2aproject/A2A/tree/v1.0.1" })
 }
 
-/// A served workflow in the path.
+/// A served workflow or `/v1` agent in the path.
 fn target() -> Value {
-    json!({ "name": "target", "in": "path", "required": true, "description": "a served workflow", "schema": { "type": "string", "minLength": 1 } })
+    json!({ "name": "target", "in": "path", "required": true, "description": "a served workflow, or a `/v1` agent (`agent:<name-or-id>`)", "schema": { "type": "string", "minLength": 1 } })
 }
 
 /// An agent card (loosely: its required fields).

@@ -7,7 +7,7 @@ use serde_json::{Map, Value, json};
 use crate::openapi::parts::{ok, operation, sse};
 
 fn workflow() -> Value {
-    json!({ "name": "workflow", "in": "path", "required": true, "schema": { "type": "string" } })
+    json!({ "name": "workflow", "in": "path", "required": true, "description": "a served workflow, or a `/v1` agent (`agent:<name-or-id>`)", "schema": { "type": "string" } })
 }
 
 /// `/ag-ui/{workflow}` and its stop route.

@@ -132,17 +132,23 @@ pub(super) async fn events(
         None => None,
     };
     let summary = state.host.session(&session).await?;
-    if summary.workflow.as_deref() != Some(workflow.as_str()) {
-        return Err(ApiError::not_found(format!(
-            "thread {session} is not a thread of `{workflow}`"
-        )));
-    }
+    // A thread of a workflow recorded elsewhere and not served here reads all the same.
+    let target = crate::targets::resolve(&state, &workflow)
+        .await
+        .unwrap_or_else(|_| crate::targets::Target::Workflow(workflow.clone()));
+    target
+        .owns(&state, &session, summary.workflow.as_deref())
+        .await
+        .map_err(|_| {
+            ApiError::not_found(format!("thread {session} is not a thread of `{workflow}`"))
+        })?;
+    let workflow = target.workflow();
     let counted = state
         .streams
         .open(&session, state.options.max_streams_per_session)?;
     let events = crate::responses::read::events(&state, &session, 0, summary.len).await?;
     let start = state.host.state_at(&session, 0).await.ok();
-    let fold = start.and_then(|start| state.host.hosted(&workflow).ok()?.fold_from(start));
+    let fold = start.and_then(|start| state.host.hosted(workflow).ok()?.fold_from(start));
     let mut thread = Thread {
         id: session.to_string(),
         fold,

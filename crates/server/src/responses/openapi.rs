@@ -28,7 +28,7 @@ fn resource() -> Value {
 /// `/v1/responses` and its sub-routes.
 pub(crate) fn paths() -> Map<String, Value> {
     let mut create = operation(
-        "Open Responses: a turn of the workflow `model` names (new, or continuing `previous_response_id` — a fork when the session has moved on since — or `conversation`); JSON, or SSE with `stream: true`",
+        "Open Responses: a turn of the workflow or `/v1` agent (`agent:<name-or-id>`) `model` names (new, or continuing `previous_response_id` — a fork when the session has moved on since — or `conversation`); JSON, or SSE with `stream: true`",
         vec![crate::openapi::parts::on_busy_header()],
         Some(
             json!({ "type": "object", "required": ["model", "input"], "properties": {
@@ -40,6 +40,7 @@ pub(crate) fn paths() -> Map<String, Value> {
             "stream": { "type": "boolean" },
             "background": { "type": "boolean" },
             "metadata": { "type": ["object", "null"] },
+            "tools": { "type": "array", "description": "`function` tools the client runs (served for `/v1` agents)", "items": { "type": "object" } },
         } }),
         ),
         ("200", {

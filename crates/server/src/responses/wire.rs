@@ -5,7 +5,8 @@
 use axum::Json;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use openharness_core::{Envelope, SessionId};
+use openharness_core::builtin::ClientToolResult;
+use openharness_core::{ClientTool, Envelope, SessionId};
 use openharness_projection::ResponseHead;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
@@ -78,49 +79,119 @@ impl std::fmt::Display for ResponseId {
     }
 }
 
-/// The text of a request's `input`: a string, or the newest `user` message of a list of items
-/// (its string content, or its `input_text` parts joined). Earlier messages are the client's
-/// copy of the conversation, which the session already holds.
-pub(crate) fn input_text(input: Option<&Value>) -> Result<String, OpenError> {
-    let missing = || OpenError::invalid("input", "`input` must hold a user message with text");
-    match input {
-        Some(Value::String(text)) if !text.is_empty() => Ok(text.clone()),
-        Some(Value::Array(items)) => {
-            if let Some(output) = items
-                .iter()
-                .find(|item| item["type"] == "function_call_output")
-            {
+/// What a request's `input` brings: the user's text, and the results of client tools
+/// (`function_call_output` items) the previous response ended by calling.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub(crate) struct Input {
+    /// The newest user message's text (empty when the input is only tool results).
+    pub(crate) text: String,
+    /// The client tools' results, in order.
+    pub(crate) tool_results: Vec<ClientToolResult>,
+}
+
+/// A request's `input`: a string, or items — the newest `user` message (its string content, or
+/// its `input_text` parts joined) unless it comes before the newest tool output, and every
+/// `function_call_output` (its `output` a string, or `input_text` parts joined). Earlier
+/// messages are the client's copy of the conversation, which the session already holds.
+pub(crate) fn input_of(input: Option<&Value>) -> Result<Input, OpenError> {
+    let missing = || {
+        OpenError::invalid(
+            "input",
+            "`input` must hold a user message with text, or `function_call_output` items",
+        )
+    };
+    let items = match input {
+        Some(Value::String(text)) if !text.is_empty() => {
+            return Ok(Input {
+                text: text.clone(),
+                tool_results: Vec::new(),
+            });
+        }
+        Some(Value::Array(items)) => items,
+        _ => return Err(missing()),
+    };
+    let mut tool_results = Vec::new();
+    let mut last_output = None;
+    for (at, item) in items.iter().enumerate() {
+        if item["type"] != "function_call_output" {
+            continue;
+        }
+        let call_id = item["call_id"]
+            .as_str()
+            .filter(|id| !id.is_empty())
+            .ok_or_else(|| {
+                OpenError::invalid(
+                    "input",
+                    "a `function_call_output` needs the `call_id` it answers",
+                )
+            })?;
+        let output = match &item["output"] {
+            Value::String(text) => text.clone(),
+            Value::Array(parts) => joined_text(parts, "input_text"),
+            _ => {
                 return Err(OpenError::invalid(
                     "input",
                     format!(
-                        "`function_call_output` (call `{}`): this server runs its tools itself and declares none to clients, so no call waits for an output",
-                        output["call_id"].as_str().unwrap_or("?")
+                        "the `function_call_output` of call `{call_id}` needs an `output` string"
                     ),
                 ));
             }
-            let newest = items
-                .iter()
-                .rev()
-                .find(|item| item["role"] == "user")
-                .ok_or_else(missing)?;
-            let text = match &newest["content"] {
+        };
+        tool_results.push(ClientToolResult::new(call_id, Value::String(output)));
+        last_output = Some(at);
+    }
+    let newest = items
+        .iter()
+        .enumerate()
+        .rev()
+        .find(|(_, item)| item["role"] == "user");
+    let text = match newest {
+        Some((at, item)) if last_output.is_none_or(|output| at > output) => {
+            match &item["content"] {
                 Value::String(text) => text.clone(),
-                Value::Array(parts) => parts
-                    .iter()
-                    .filter(|part| part["type"] == "input_text")
-                    .filter_map(|part| part["text"].as_str())
-                    .collect::<Vec<_>>()
-                    .join("\n"),
+                Value::Array(parts) => joined_text(parts, "input_text"),
                 _ => String::new(),
-            };
-            if text.is_empty() {
-                Err(missing())
-            } else {
-                Ok(text)
             }
         }
-        _ => Err(missing()),
+        _ => String::new(),
+    };
+    if text.is_empty() && tool_results.is_empty() {
+        return Err(missing());
     }
+    Ok(Input { text, tool_results })
+}
+
+/// The text of the parts of type `kind`, joined by newlines.
+fn joined_text(parts: &[Value], kind: &str) -> String {
+    parts
+        .iter()
+        .filter(|part| part["type"] == kind)
+        .filter_map(|part| part["text"].as_str())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The client tools a request's `tools` declares: `function` tools, each with a `name` and
+/// optionally a `description` and `parameters` (a JSON Schema object). Any other kind of tool
+/// is refused (`400`, `param: tools`): this server hosts no built-in tools for clients.
+pub(crate) fn client_tools(tools: &[Value]) -> Result<Vec<ClientTool>, OpenError> {
+    tools
+        .iter()
+        .map(|tool| {
+            let kind = tool["type"].as_str().unwrap_or("?");
+            if kind != "function" {
+                return Err(OpenError::invalid(
+                    "tools",
+                    format!("tools of type `{kind}` are not served: declare `function` tools, which the client runs"),
+                ));
+            }
+            let name = tool["name"].as_str().filter(|name| !name.is_empty()).ok_or_else(|| {
+                OpenError::invalid("tools", "a `function` tool needs a `name`")
+            })?;
+            let description = tool["description"].as_str().unwrap_or_default();
+            Ok(ClientTool::new(name, description, tool["parameters"].clone()))
+        })
+        .collect()
 }
 
 /// The conversation a request names (`"conversation": "<id>"` or `{"id": "<id>"}`).
@@ -239,6 +310,7 @@ impl IntoResponse for OpenError {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+    use openharness_core::Tool as _;
 
     #[test]
     fn response_ids_round_trip_and_strangers_are_not_found() {
@@ -255,8 +327,9 @@ mod tests {
     }
 
     #[test]
-    fn the_input_is_the_newest_user_message() {
-        assert_eq!(input_text(Some(&json!("Hi"))).unwrap(), "Hi");
+    fn the_input_is_the_newest_user_message_and_the_tool_outputs() {
+        let text = |input: Value| input_of(Some(&input)).unwrap().text;
+        assert_eq!(text(json!("Hi")), "Hi");
         let items = json!([
             { "type": "message", "role": "user", "content": "first" },
             { "type": "message", "role": "assistant", "content": "ok" },
@@ -264,23 +337,56 @@ mod tests {
                 { "type": "input_text", "text": "second" },
                 { "type": "input_image", "image_url": "data:image/png;base64,AA==" } ] },
         ]);
-        assert_eq!(input_text(Some(&items)).unwrap(), "second");
+        assert_eq!(text(items), "second");
         for wrong in [
             json!(""),
             json!([]),
             json!(3),
             json!([{ "role": "system", "content": "x" }]),
+            json!([{ "type": "function_call_output", "output": "64" }]),
+            json!([{ "type": "function_call_output", "call_id": "c1", "output": 64 }]),
         ] {
-            assert_eq!(input_text(Some(&wrong)).unwrap_err().param, Some("input"));
+            assert_eq!(
+                input_of(Some(&wrong)).unwrap_err().param,
+                Some("input"),
+                "{wrong}"
+            );
         }
-        assert!(input_text(None).is_err());
-        let output = json!([{ "type": "function_call_output", "call_id": "c1", "output": "64" }]);
-        assert!(
-            input_text(Some(&output))
-                .unwrap_err()
-                .error
-                .message
-                .contains("c1")
+        assert!(input_of(None).is_err());
+        // The client's copy of the conversation, then the output: only the output is new.
+        let roundtrip = json!([
+            { "type": "message", "role": "user", "content": "Weather?" },
+            { "type": "function_call", "call_id": "c1", "name": "get_weather", "arguments": "{}" },
+            { "type": "function_call_output", "call_id": "c1", "output": "64 degrees" },
+        ]);
+        let input = input_of(Some(&roundtrip)).unwrap();
+        assert_eq!(input.text, "");
+        assert_eq!(
+            input.tool_results,
+            [ClientToolResult::new("c1", json!("64 degrees"))]
         );
+        let then_said = json!([
+            { "type": "function_call_output", "call_id": "c1", "output": [{ "type": "input_text", "text": "64" }] },
+            { "type": "message", "role": "user", "content": "Thanks" },
+        ]);
+        let input = input_of(Some(&then_said)).unwrap();
+        assert_eq!(
+            (input.text.as_str(), input.tool_results.len()),
+            ("Thanks", 1)
+        );
+    }
+
+    #[test]
+    fn function_tools_are_client_tools_and_nothing_else_is() {
+        let tools = client_tools(&[json!({ "type": "function", "name": "get_weather",
+            "description": "Weather.", "parameters": { "type": "object" } })])
+        .unwrap();
+        assert_eq!(tools[0].name(), "get_weather");
+        for wrong in [
+            json!({ "type": "web_search" }),
+            json!({ "type": "function" }),
+        ] {
+            assert_eq!(client_tools(&[wrong]).unwrap_err().param, Some("tools"));
+        }
     }
 }
