@@ -5,7 +5,9 @@
 //! and `tests/open_responses/flow.py` creates, streams, continues (and forks from an older
 //! response), reads back, replays the stream from every sequence number, cancels, lists input
 //! items, continues a conversation, answers a question, and checks the errors; then
-//! `tests/open_responses/compliance.py`, the specification's compliance cases; then the README's
+//! `tests/open_responses/compliance.py`, the specification's compliance cases (all nine against
+//! a `/v1` agent whose model is a fake OpenAI server, function tools run by the client
+//! included); then the README's
 //! Open Responses snippet runs as written. Without `python3` or PyPI the test fails,
 //! saying so: it never skips.
 #![allow(clippy::unwrap_used, missing_docs)]
@@ -13,7 +15,10 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+use openharness::provider::testing::FakeServer;
+use openharness::provider::testing::openai::{KEY, text, tool_calls};
 use openharness_testkit::python::{self, run};
+use serde_json::json;
 
 mod binary;
 mod serving;
@@ -55,13 +60,37 @@ fn readme_snippet() -> String {
 #[test]
 fn the_openai_sdk_creates_streams_continues_forks_reads_back_and_cancels() {
     let python = python();
+    // The `/v1` agent's model: it calls `get_weather` when offered it (until its output is
+    // back), else answers with a line of text.
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let fake = runtime.block_on(FakeServer::openai(KEY)).unwrap();
+    fake.fallback(|request| {
+        let body = &request.body;
+        let offered = body["tools"]
+            .as_array()
+            .is_some_and(|tools| tools.iter().any(|t| t["function"]["name"] == "get_weather"));
+        let returned = body["messages"]
+            .as_array()
+            .and_then(|messages| messages.last())
+            .is_some_and(|last| last["role"] == "tool");
+        if offered && !returned {
+            tool_calls(&[(
+                "call_weather_1",
+                "get_weather",
+                json!({ "location": "San Francisco, CA" }),
+            )])
+        } else {
+            text("Ahoy! It is 64 degrees and clear in San Francisco, matey.")
+        }
+    });
     let dir = tempfile::tempdir().unwrap();
     let api_key = "or-test-key";
     std::fs::write(dir.path().join("keys"), format!("{api_key}\n")).unwrap();
     let mut command = binary::command(dir.path());
     command
         .args(["serve", "--addr", "127.0.0.1:0", "--api-keys-file", "keys"])
-        .env("OPENHARNESS_SCRIPTED_DELAY_MS", "1000");
+        .env("OPENHARNESS_SCRIPTED_DELAY_MS", "1000")
+        .env("OPENHARNESS_MASTER_KEYS", format!("k1:{}", "3d".repeat(32)));
     let (_server, port, _) = serving::start_serve(command);
     let base = format!("http://127.0.0.1:{port}");
 
@@ -84,11 +113,15 @@ fn the_openai_sdk_creates_streams_continues_forks_reads_back_and_cancels() {
     let output = run(Command::new(&python)
         .arg(&compliance)
         .env("OPENHARNESS_URL", &base)
-        .env("OPENHARNESS_API_KEY", api_key));
+        .env("OPENHARNESS_API_KEY", api_key)
+        .env("FAKE_OPENAI_URL", fake.base_url())
+        .env("FAKE_OPENAI_KEY", KEY));
     let stdout = checked("the Open Responses compliance cases", &output);
     println!("{stdout}");
+    // The nine against a `/v1` agent, the seven without tools against `chat`, and `chat`
+    // refusing function tools.
     assert!(
-        stdout.contains("compliance cases passed (9 cases)"),
+        stdout.contains("compliance cases passed (17 cases)"),
         "{stdout}"
     );
 

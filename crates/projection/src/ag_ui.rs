@@ -249,10 +249,21 @@ impl AgUiStream {
     fn apply(&mut self, builtin: Builtin, event: &Envelope, out: &mut Vec<Value>) {
         match builtin {
             Builtin::UserInput(input) => {
-                let id = event.payload[MESSAGE_ID_FIELD]
-                    .as_str()
-                    .map_or_else(|| format!("msg-{}", event.id), str::to_owned);
-                self.push_message(json!({ "id": id, "role": "user", "content": input.text }));
+                // The results of frontend tools it brings, then what the person said.
+                for (n, result) in input.tool_results.iter().enumerate() {
+                    let content = match &result.output {
+                        Value::String(text) => text.clone(),
+                        other => other.to_string(),
+                    };
+                    self.push_message(json!({ "id": format!("tool-{}-{n}", event.id),
+                        "role": "tool", "content": content, "toolCallId": result.tool_call_id }));
+                }
+                if input.tool_results.is_empty() || !input.text.is_empty() {
+                    let id = event.payload[MESSAGE_ID_FIELD]
+                        .as_str()
+                        .map_or_else(|| format!("msg-{}", event.id), str::to_owned);
+                    self.push_message(json!({ "id": id, "role": "user", "content": input.text }));
+                }
             }
             Builtin::InputReceived(answer) => {
                 let id = event.payload[MESSAGE_ID_FIELD]

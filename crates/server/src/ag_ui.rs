@@ -23,8 +23,15 @@
 //! - **Stop**: `POST /ag-ui/{workflow}/{threadId}/stop` stops the running turn as an event
 //!   (`stop:requested`); the run ends `RUN_FINISHED` with outcome `cancelled`.
 //!
-//! Not served (`400`): frontend `tools` (this server's workflows run their own tools), and
-//! several `resume` entries in one run (the workflows here ask one question at a time).
+//! - **Frontend tools** (a `/v1` agent's threads): the run's `tools` are offered to its model
+//!   as tools the client runs ([`ClientTool`](openharness_core::ClientTool)); a call of one is
+//!   `TOOL_CALL_START`/`ARGS`/`END` and the run finishes; the next run's `tool` messages that
+//!   answer those calls are recorded on its input (`toolResults`) and the agent goes on from
+//!   them (a new user message beside them is optional).
+//!
+//! Not served (`400`): frontend `tools` for a workflow that is no `/v1` agent (its code knows
+//! nothing of them), and several `resume` entries in one run (the workflows here ask one
+//! question at a time).
 
 use std::sync::Arc;
 
@@ -33,8 +40,10 @@ use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use futures_util::{StreamExt, stream};
-use openharness_core::builtin::{InputQueued, InputReceived, TextDelta, UserInput};
-use openharness_core::{Envelope, Event as _, EventId, RunOptions, SessionId};
+use openharness_core::builtin::{
+    ClientToolResult, InputQueued, InputReceived, TextDelta, UserInput,
+};
+use openharness_core::{ClientTool, Envelope, Event as _, EventId, RunOptions, SessionId};
 use openharness_host::{JsonFold, TurnStart};
 use openharness_projection::{APPROVED_FIELD, AgUiStream, MESSAGE_ID_FIELD, REASON_FIELD};
 use serde::Deserialize;
@@ -124,10 +133,11 @@ async fn run(
             input.thread_id
         ))
     })?;
-    if !input.tools.is_empty() {
-        return Err(ApiError::bad_request(
-            "frontend `tools` are not served: this server's workflows run their own tools",
-        ));
+    let tools = frontend_tools(&input.tools)?;
+    if !tools.is_empty() && !crate::targets::runs_client_tools(&workflow) {
+        return Err(ApiError::bad_request(format!(
+            "frontend `tools` are served for `/v1` agents (`/ag-ui/agent:<name>`), whose conversation keeps the calls and their results; `{workflow}` runs its own tools"
+        )));
     }
     let recorded_len = match state.host.store().session(&session).await {
         Ok(info) => info.map_or(0, |info| info.count),
@@ -158,8 +168,18 @@ async fn run(
     fields.insert(RUN_ID_FIELD.to_owned(), json!(input.run_id));
     let start = match input.resume.as_slice() {
         [] => {
-            let (id, text) = new_message(&input.messages, &history)?;
-            fields.insert(MESSAGE_ID_FIELD.to_owned(), json!(id));
+            let results = tool_results(&input.messages, &history);
+            let (id, text) = match new_message(&input.messages, &history) {
+                Ok(said) => said,
+                Err(_) if !results.is_empty() => (String::new(), String::new()),
+                Err(err) => return Err(err),
+            };
+            if !id.is_empty() {
+                fields.insert(MESSAGE_ID_FIELD.to_owned(), json!(id));
+            }
+            if !results.is_empty() {
+                fields.insert("toolResults".to_owned(), json!(results));
+            }
             if recorded_len == 0 {
                 target.new_session(&state, Some(session.clone())).await?;
                 TurnStart::New {
@@ -191,7 +211,10 @@ async fn run(
         }
     };
     let policy = crate::request::busy_policy(&headers, None, state.options.chat_on_busy)?;
-    let options = RunOptions::new().input_fields(fields).on_busy(policy);
+    let options = RunOptions::new()
+        .input_fields(fields)
+        .on_busy(policy)
+        .client_tools(tools);
     let started = state.host.start(&session, start, options).await?;
     let recorded = started
         .recorded
@@ -382,6 +405,48 @@ fn new_message(messages: &[Value], history: &[Envelope]) -> Result<(String, Stri
     }
     let id = message["id"].as_str().unwrap_or_default().to_owned();
     Ok((id, text))
+}
+
+/// The run's frontend tools (`{name, description, parameters}`) as tools the client runs.
+fn frontend_tools(tools: &[Value]) -> Result<Vec<ClientTool>, ApiError> {
+    tools
+        .iter()
+        .map(|tool| {
+            let name = tool["name"]
+                .as_str()
+                .filter(|name| !name.is_empty())
+                .ok_or_else(|| ApiError::bad_request("a frontend tool needs a `name`"))?;
+            let description = tool["description"].as_str().unwrap_or_default();
+            Ok(ClientTool::new(
+                name,
+                description,
+                tool["parameters"].clone(),
+            ))
+        })
+        .collect()
+}
+
+/// The results the run's `tool` messages bring for calls of frontend tools the thread has
+/// open (each answered once: a result the thread has is not new).
+fn tool_results(messages: &[Value], history: &[Envelope]) -> Vec<ClientToolResult> {
+    let open = crate::targets::open_client_calls(history);
+    messages
+        .iter()
+        .filter(|message| message["role"] == "tool")
+        .filter_map(|message| {
+            let call = message["toolCallId"].as_str()?;
+            open.iter().any(|id| id == call).then(|| {
+                let content = match &message["content"] {
+                    Value::String(text) => Value::String(text.clone()),
+                    other => other.clone(),
+                };
+                ClientToolResult {
+                    is_error: message["error"].is_string(),
+                    ..ClientToolResult::new(call, content)
+                }
+            })
+        })
+        .collect()
 }
 
 /// The answer a `resume` entry gives: the interrupt (request) it names and the text recorded,

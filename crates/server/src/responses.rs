@@ -113,7 +113,7 @@ async fn check_tool_results(
     let open = match &plan.start {
         TurnStart::Input(_) | TurnStart::Answer { .. } => {
             let len = state.host.session(&plan.session).await?.len;
-            open_client_calls(&read::events(state, &plan.session, 0, len).await?)
+            crate::targets::open_client_calls(&read::events(state, &plan.session, 0, len).await?)
         }
         _ => Vec::new(),
     };
@@ -129,28 +129,6 @@ async fn check_tool_results(
         }
     }
     Ok(())
-}
-
-/// The calls of client tools in `events` that no `user:input` has brought the result of yet.
-fn open_client_calls(events: &[Envelope]) -> Vec<String> {
-    use openharness_core::builtin::{Builtin, ToolCalled, UserInput};
-    let mut open = Vec::new();
-    for event in events {
-        match Builtin::decode(event) {
-            Some(Ok(Builtin::ToolCalled(ToolCalled {
-                client: true,
-                tool_call_id,
-                ..
-            }))) => {
-                open.push(tool_call_id);
-            }
-            Some(Ok(Builtin::UserInput(UserInput { tool_results, .. }))) => {
-                open.retain(|id| !tool_results.iter().any(|r| r.tool_call_id == *id));
-            }
-            _ => {}
-        }
-    }
-    open
 }
 
 /// `POST /v1/responses`.

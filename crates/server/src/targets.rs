@@ -123,6 +123,28 @@ pub(crate) fn runs_client_tools(workflow: &str) -> bool {
     }
 }
 
+/// The calls of client tools in `events` that no `user:input` has brought the result of yet.
+pub(crate) fn open_client_calls(events: &[openharness_core::Envelope]) -> Vec<String> {
+    use openharness_core::builtin::{Builtin, ToolCalled, UserInput};
+    let mut open = Vec::new();
+    for event in events {
+        match Builtin::decode(event) {
+            Some(Ok(Builtin::ToolCalled(ToolCalled {
+                client: true,
+                tool_call_id,
+                ..
+            }))) => {
+                open.push(tool_call_id);
+            }
+            Some(Ok(Builtin::UserInput(UserInput { tool_results, .. }))) => {
+                open.retain(|id| !tool_results.iter().any(|r| r.tool_call_id == *id));
+            }
+            _ => {}
+        }
+    }
+    open
+}
+
 #[cfg(feature = "platform")]
 fn platform(state: &AppState) -> Result<&openharness_platform::Platform, ApiError> {
     state

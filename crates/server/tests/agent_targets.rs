@@ -121,7 +121,10 @@ async fn open_responses_runs_an_agent_and_continues_it_with_its_instructions() {
     assert_eq!(first["model"], "agent:support");
     assert_eq!(output_text(&first), "[Be support.|] heard: Hello");
     let conversation = first["conversation"]["id"].as_str().unwrap().to_owned();
-    assert_eq!(sessions_of(&client, &support).await, vec![conversation.clone()]);
+    assert_eq!(
+        sessions_of(&client, &support).await,
+        vec![conversation.clone()]
+    );
 
     // Continued by its plain name: the host gives the turn the agent's instructions again.
     let second = client
@@ -388,4 +391,54 @@ async fn open_responses_function_tools_run_on_the_client_and_their_output_contin
         .await;
     assert_eq!(refused.status, 400, "{}", refused.body);
     assert_eq!(refused.json()["error"]["param"], "tools");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ag_ui_frontend_tools_run_on_the_client_and_their_result_continues_the_run() {
+    let client = serve().await;
+    agent(&client, "support").await;
+    let thread = uuid::Uuid::now_v7().to_string();
+    let tools = json!([{ "name": "get_weather", "description": "Weather.",
+        "parameters": { "type": "object", "properties": { "location": { "type": "string" } } } }]);
+    let asked = json!({ "id": "u1", "role": "user", "content": "Weather in SF?" });
+    let first = client
+        .post(
+            "/ag-ui/agent:support",
+            &json!({ "threadId": thread, "runId": "r1", "messages": [asked], "tools": tools }),
+        )
+        .await;
+    assert_eq!(first.status, 200, "{}", first.body);
+    assert!(
+        first.body.contains(r#""toolCallName":"get_weather""#),
+        "{}",
+        first.body
+    );
+    assert!(first.body.contains("TOOL_CALL_END"), "{}", first.body);
+    assert!(
+        !first.body.contains("TOOL_CALL_RESULT"),
+        "the server ran nothing"
+    );
+    assert!(first.body.contains("RUN_FINISHED"), "{}", first.body);
+
+    // The client ran it and sends its result (no new user message).
+    let messages = json!([asked,
+        { "id": "a1", "role": "assistant", "toolCalls": [{ "id": "call_1", "type": "function",
+            "function": { "name": "get_weather", "arguments": "{}" } }] },
+        { "id": "t1", "role": "tool", "toolCallId": "call_1", "content": "64 degrees" }]);
+    let second = client
+        .post(
+            "/ag-ui/agent:support",
+            &json!({ "threadId": thread, "runId": "r2", "messages": messages, "tools": tools }),
+        )
+        .await;
+    assert_eq!(second.status, 200, "{}", second.body);
+    assert!(second.body.contains("It is 64 degrees"), "{}", second.body);
+    assert!(
+        second
+            .body
+            .contains(r#""role":"tool","toolCallId":"call_1""#)
+            || second.body.contains(r#""toolCallId":"call_1""#),
+        "the snapshot holds the tool message: {}",
+        second.body
+    );
 }

@@ -387,6 +387,23 @@ async fn errors_come_in_the_specification_shape_naming_the_parameter() {
         .await;
         assert_eq!(status, 404, "{missing}: {error}");
     }
+    // Frontend tools are for `/v1` agents: a workflow of its own code refuses them.
+    let run = json!({ "threadId": "t-tools", "runId": "r", "tools": [{ "name": "f" }],
+        "messages": [{ "id": "u", "role": "user", "content": "x" }] });
+    let (status, error, _) = call(
+        addr,
+        &doc,
+        "POST",
+        "/ag-ui/{workflow}",
+        "/ag-ui/chat",
+        Some(run),
+    )
+    .await;
+    assert_eq!(status, 400, "{error}");
+    assert!(
+        error["error"]["message"].as_str().unwrap().contains("/v1"),
+        "{error}"
+    );
     // A position inside a turn is no response.
     let (_, first, _) = post(json!({ "model": "chat", "input": "Hi" })).await;
     let session = first["conversation"]["id"].as_str().unwrap();

@@ -7,10 +7,13 @@ CI cannot reach). The same requests, sent concurrently with raw HTTP as the suit
 the fields the specification's schemas require (`ResponseResource`'s required list, the
 message and `output_text` item fields, each streaming event's fields).
 
-The two cases that need client-executed function tools (`tool-calling`,
-`function-call-roundtrip`) are checked to be refused with `400` naming `tools`: this server
-does not serve client tools yet. The optional `file-search` and `offline-web-search` cases are
-skipped, as the suite skips them without configuration.
+Every case runs against a `/v1` agent (`agent:weather`, whose model is the fake OpenAI server
+at FAKE_OPENAI_URL: it calls `get_weather` when offered, else answers with text), set up here
+through `/v1`; the seven without tools run against the offline `chat` workflow too. The two
+cases with function tools (`tool-calling`, `function-call-roundtrip`) need a `/v1` agent (a
+workflow of its own code takes no client tools): against `chat` they are checked to be refused
+with `400` naming `tools`. The optional `file-search` and `offline-web-search` cases are skipped,
+as the suite skips them without configuration.
 """
 
 import json
@@ -22,7 +25,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 BASE = os.environ["OPENHARNESS_URL"] + "/v1"
 KEY = os.environ["OPENHARNESS_API_KEY"]
-MODEL = "chat"
+AGENT = "agent:weather"
 
 RESOURCE_REQUIRED = [
     "id", "object", "created_at", "completed_at", "status", "incomplete_details", "model",
@@ -44,6 +47,8 @@ EVENT_REQUIRED = {
     "response.content_part.done": ["item_id", "output_index", "content_index", "part"],
     "response.output_text.delta": ["item_id", "output_index", "content_index", "delta", "logprobs"],
     "response.output_text.done": ["item_id", "output_index", "content_index", "text", "logprobs"],
+    "response.function_call_arguments.delta": ["item_id", "output_index", "delta"],
+    "response.function_call_arguments.done": ["item_id", "output_index", "arguments"],
     "error": ["code", "message"],
 }
 HEART = (
@@ -64,11 +69,11 @@ WEATHER_TOOL = {
 }
 
 
-def post(body, streaming=False):
+def post(body, streaming=False, path="/responses"):
     """The suite's request: JSON with `stream` set, the bearer key; (status, text)."""
-    data = json.dumps({**body, "stream": streaming}).encode()
+    data = json.dumps({**body, "stream": streaming} if path == "/responses" else body).encode()
     request = urllib.request.Request(
-        BASE + "/responses",
+        BASE + path,
         data=data,
         headers={"Content-Type": "application/json", "Authorization": "Bearer " + KEY},
     )
@@ -109,6 +114,8 @@ def schema_errors(resource):
         return ["no response resource"]
     errors = [f"missing `{f}`" for f in RESOURCE_REQUIRED if f not in resource]
     for item in resource.get("output", []):
+        if item.get("type") == "function_call":
+            errors += [f"function_call item lacks `{f}`" for f in ["type", "id", "call_id", "name", "arguments", "status"] if f not in item]
         if item.get("type") == "message":
             errors += [f"message item lacks `{f}`" for f in ["id", "type", "status", "role", "content"] if f not in item]
             for part in item.get("content", []):
@@ -145,20 +152,56 @@ def single(body, streaming=False):
     return has_output(resource) + completed(resource)
 
 
-def previous_response_id():
-    first, errors, _ = checked(*post({"model": MODEL, "input": "Remember this code word: papaya. Reply with only OK."}))
+def previous_response_id(model):
+    first, errors, _ = checked(*post({"model": model, "input": "Remember this code word: papaya. Reply with only OK."}))
     if errors:
         return errors
     second, errors, _ = checked(*post({
-        "model": MODEL,
+        "model": model,
         "previous_response_id": first["id"],
         "input": "What code word did I ask you to remember?",
     }))
     return errors or has_output(second) + completed(second)
 
 
+def function_calls(resource):
+    return [item for item in resource.get("output", []) if item.get("type") == "function_call"]
+
+
+def tool_calling(model):
+    resource, errors, _ = checked(*post({
+        "model": model,
+        "input": [message("What's the weather like in San Francisco?")],
+        "tools": [WEATHER_TOOL],
+    }))
+    if errors:
+        return errors
+    return [] if function_calls(resource) else ["Expected a function_call output item"]
+
+
+def function_call_roundtrip(model):
+    first, errors, _ = checked(*post({
+        "model": model,
+        "input": "Use the weather tool to get the temperature in San Francisco.",
+        "tools": [WEATHER_TOOL],
+        "tool_choice": {"type": "function", "name": "get_weather"},
+    }))
+    if errors:
+        return errors
+    calls = function_calls(first)
+    if not calls:
+        return ["Expected a function_call output item"]
+    second, errors, _ = checked(*post({
+        "model": model,
+        "previous_response_id": first["id"],
+        "input": [{"type": "function_call_output", "call_id": calls[0]["call_id"], "output": "64 degrees and clear"}],
+        "tools": [WEATHER_TOOL],
+    }))
+    return errors or has_output(second) + completed(second)
+
+
 def refused_client_tools(body):
-    """A case this server does not serve: it must say so with a 400 naming `tools`."""
+    """Function tools for a workflow of its own code: a 400 naming `tools`."""
     status, text = post(body)
     error = json.loads(text).get("error", {}) if text.startswith("{") else {}
     if status == 400 and error.get("param") == "tools":
@@ -170,39 +213,55 @@ def message(content, role="user"):
     return {"type": "message", "role": role, "content": content}
 
 
-CASES = {
-    "basic-response": lambda: single({"model": MODEL, "input": [message("Say hello in exactly 3 words.")]}),
-    "streaming-response": lambda: single({"model": MODEL, "input": [message("Count from 1 to 5.")]}, streaming=True),
-    "system-prompt": lambda: single({"model": MODEL, "input": [
-        message("You are a pirate. Always respond in pirate speak.", role="system"),
-        message("Say hello."),
-    ]}),
-    "image-input": lambda: single({"model": MODEL, "input": [message([
-        {"type": "input_text", "text": "What do you see in this image? Answer in one sentence."},
-        {"type": "input_image", "image_url": HEART},
-    ])]}),
-    "file-input": lambda: single({"model": MODEL, "input": [message([
-        {"type": "input_text", "text": "Read the attached file and answer with its title only."},
-        {"type": "input_file", "filename": "openresponses-fixture.pdf", "file_data": PDF},
-    ])]}),
-    "multi-turn": lambda: single({"model": MODEL, "input": [
-        message("My name is Alice."),
-        message("Hello Alice! Nice to meet you. How can I help you today?", role="assistant"),
-        message("What is my name?"),
-    ]}),
-    "previous-response-id": previous_response_id,
-    "tool-calling (refused: client tools)": lambda: refused_client_tools({
-        "model": MODEL,
-        "input": [message("What's the weather like in San Francisco?")],
-        "tools": [WEATHER_TOOL],
-    }),
-    "function-call-roundtrip (refused: client tools)": lambda: refused_client_tools({
-        "model": MODEL,
-        "input": "Use the weather tool to get the temperature in San Francisco.",
-        "tools": [WEATHER_TOOL],
-        "tool_choice": {"type": "function", "name": "get_weather"},
-    }),
-}
+def cases(model):
+    return {
+        "basic-response": lambda: single({"model": model, "input": [message("Say hello in exactly 3 words.")]}),
+        "streaming-response": lambda: single({"model": model, "input": [message("Count from 1 to 5.")]}, streaming=True),
+        "system-prompt": lambda: single({"model": model, "input": [
+            message("You are a pirate. Always respond in pirate speak.", role="system"),
+            message("Say hello."),
+        ]}),
+        "image-input": lambda: single({"model": model, "input": [message([
+            {"type": "input_text", "text": "What do you see in this image? Answer in one sentence."},
+            {"type": "input_image", "image_url": HEART},
+        ])]}),
+        "file-input": lambda: single({"model": model, "input": [message([
+            {"type": "input_text", "text": "Read the attached file and answer with its title only."},
+            {"type": "input_file", "filename": "openresponses-fixture.pdf", "file_data": PDF},
+        ])]}),
+        "multi-turn": lambda: single({"model": model, "input": [
+            message("My name is Alice."),
+            message("Hello Alice! Nice to meet you. How can I help you today?", role="assistant"),
+            message("What is my name?"),
+        ]}),
+        "previous-response-id": lambda: previous_response_id(model),
+    }
+
+
+def setup_agent():
+    """The fake OpenAI server as the default model of a provider, and the agent `weather`."""
+    status, text = post({
+        "name": "fake-openai", "provider_type": "openai", "base_url": os.environ["FAKE_OPENAI_URL"],
+        "api_key": os.environ["FAKE_OPENAI_KEY"], "is_default": True,
+    }, path="/llm-providers")
+    assert status == 201, f"a provider is created ({status} {text})"
+    provider = json.loads(text)["id"]
+    status, text = post({"model_id": "gpt-test", "is_default": True}, path=f"/llm-providers/{provider}/models")
+    assert status == 201, f"a model is created ({status} {text})"
+    status, text = post({"name": "weather", "system_prompt": "Answer briefly."}, path="/agents")
+    assert status == 201, f"the agent is created ({status} {text})"
+
+
+setup_agent()
+CASES = {f"{name} ({AGENT})": case for name, case in cases(AGENT).items()}
+CASES[f"tool-calling ({AGENT})"] = lambda: tool_calling(AGENT)
+CASES[f"function-call-roundtrip ({AGENT})"] = lambda: function_call_roundtrip(AGENT)
+CASES.update({f"{name} (chat)": case for name, case in cases("chat").items()})
+CASES["tool-calling (chat: refused, no client tools)"] = lambda: refused_client_tools({
+    "model": "chat",
+    "input": [message("What's the weather like in San Francisco?")],
+    "tools": [WEATHER_TOOL],
+})
 
 # Concurrently, as the suite runs them.
 with ThreadPoolExecutor(max_workers=len(CASES)) as pool:
