@@ -96,6 +96,8 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
     const env: NodeJS.ProcessEnv = { ...process.env, RUST_LOG: process.env.RUST_LOG ?? "warn" };
     delete env.OPENHARNESS_SCRIPTED_DELAY_MS;
     if (options.scriptedDelayMs !== undefined) env.OPENHARNESS_SCRIPTED_DELAY_MS = String(options.scriptedDelayMs);
+    // A master key, so `/v1` providers (the fake model of fake-model.ts) can keep an API key.
+    env.OPENHARNESS_MASTER_KEYS ??= `e2e:${"3d".repeat(32)}`;
     const child = spawn(bin, ["--store", store, "serve", "--addr", `127.0.0.1:${port}`, "--chat-workflow", "chat"], {
       stdio: ["ignore", "pipe", "pipe"],
       env,

@@ -52,6 +52,10 @@ use serde_json::{Value, json};
 use crate::reply::ReplyProgress;
 use crate::ui_stream::MESSAGE_ID_FIELD;
 
+/// The payload field of a `user:input` bringing frontend tools' results (`toolResults`) that
+/// holds the ids the client gave their `tool` messages, in the same order.
+pub const TOOL_MESSAGE_IDS_FIELD: &str = "toolMessageIds";
+
 /// One agent call: its reply so far, its step and its text message under way.
 #[derive(Debug)]
 struct Call {
@@ -249,14 +253,18 @@ impl AgUiStream {
     fn apply(&mut self, builtin: Builtin, event: &Envelope, out: &mut Vec<Value>) {
         match builtin {
             Builtin::UserInput(input) => {
-                // The results of frontend tools it brings, then what the person said.
+                // The results of frontend tools it brings (under the ids the client gave their
+                // messages, so its list keeps its order), then what the person said.
                 for (n, result) in input.tool_results.iter().enumerate() {
                     let content = match &result.output {
                         Value::String(text) => text.clone(),
                         other => other.to_string(),
                     };
-                    self.push_message(json!({ "id": format!("tool-{}-{n}", event.id),
-                        "role": "tool", "content": content, "toolCallId": result.tool_call_id }));
+                    let id = event.payload[TOOL_MESSAGE_IDS_FIELD][n]
+                        .as_str()
+                        .map_or_else(|| format!("tool-{}-{n}", event.id), str::to_owned);
+                    self.push_message(json!({ "id": id, "role": "tool", "content": content,
+                        "toolCallId": result.tool_call_id }));
                 }
                 if input.tool_results.is_empty() || !input.text.is_empty() {
                     let id = event.payload[MESSAGE_ID_FIELD]

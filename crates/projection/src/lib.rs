@@ -68,7 +68,7 @@ mod ui;
 mod ui_stream;
 
 pub use a2a::{TaskHead, TaskState, TaskStream};
-pub use ag_ui::AgUiStream;
+pub use ag_ui::{AgUiStream, TOOL_MESSAGE_IDS_FIELD};
 pub use message::{Message, Part, Role, TextState, ToolState};
 pub use open_responses::{ResponseEvent, ResponseHead, ResponseStream};
 pub use project::{MessageProjection, project_messages};

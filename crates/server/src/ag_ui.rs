@@ -45,7 +45,9 @@ use openharness_core::builtin::{
 };
 use openharness_core::{ClientTool, Envelope, Event as _, EventId, RunOptions, SessionId};
 use openharness_host::{JsonFold, TurnStart};
-use openharness_projection::{APPROVED_FIELD, AgUiStream, MESSAGE_ID_FIELD, REASON_FIELD};
+use openharness_projection::{
+    APPROVED_FIELD, AgUiStream, MESSAGE_ID_FIELD, REASON_FIELD, TOOL_MESSAGE_IDS_FIELD,
+};
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
@@ -178,7 +180,10 @@ async fn run(
                 fields.insert(MESSAGE_ID_FIELD.to_owned(), json!(id));
             }
             if !results.is_empty() {
+                let (ids, results): (Vec<String>, Vec<ClientToolResult>) =
+                    results.into_iter().unzip();
                 fields.insert("toolResults".to_owned(), json!(results));
+                fields.insert(TOOL_MESSAGE_IDS_FIELD.to_owned(), json!(ids));
             }
             if recorded_len == 0 {
                 target.new_session(&state, Some(session.clone())).await?;
@@ -427,8 +432,8 @@ fn frontend_tools(tools: &[Value]) -> Result<Vec<ClientTool>, ApiError> {
 }
 
 /// The results the run's `tool` messages bring for calls of frontend tools the thread has
-/// open (each answered once: a result the thread has is not new).
-fn tool_results(messages: &[Value], history: &[Envelope]) -> Vec<ClientToolResult> {
+/// open (each answered once: a result the thread has is not new), with their messages' ids.
+fn tool_results(messages: &[Value], history: &[Envelope]) -> Vec<(String, ClientToolResult)> {
     let open = crate::targets::open_client_calls(history);
     messages
         .iter()
@@ -440,10 +445,12 @@ fn tool_results(messages: &[Value], history: &[Envelope]) -> Vec<ClientToolResul
                     Value::String(text) => Value::String(text.clone()),
                     other => other.clone(),
                 };
-                ClientToolResult {
+                let id = message["id"].as_str().unwrap_or_default().to_owned();
+                let result = ClientToolResult {
                     is_error: message["error"].is_string(),
                     ..ClientToolResult::new(call, content)
-                }
+                };
+                (id, result)
             })
         })
         .collect()

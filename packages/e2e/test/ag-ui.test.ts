@@ -20,6 +20,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { HttpAgent, type BaseEvent } from "ag-ui-client-1";
 import { HttpAgent as HttpAgent0 } from "ag-ui-client-0";
 import { repoRoot, startServer, type RunningServer } from "../server.js";
+import { agentWithFakeModel, startFakeModel, type FakeModel } from "../fake-model.js";
 
 const api = inject("serverUrl");
 
@@ -221,5 +222,41 @@ describe("AG-UI HttpAgent 0.0.59 (before protocol 1.0)", () => {
     expect(custom).toMatchObject({ type: "CUSTOM", name: "openharness.cancelled" });
     expect(finished.type).toBe("RUN_FINISHED");
     expect(finished.outcome).toBeUndefined();
+  });
+});
+
+describe("AG-UI HttpAgent 1.0.0 with frontend tools (a /v1 agent)", () => {
+  let model: FakeModel;
+  let target: string;
+  beforeAll(async () => {
+    model = await startFakeModel();
+    target = await agentWithFakeModel(api, model, "weather-ag-ui");
+  });
+  afterAll(async () => {
+    await model?.stop();
+  });
+
+  it("runs a frontend tool on the client and continues the thread from its result", async () => {
+    const { agent: weather, events } = agent(api, target);
+    const tools = [
+      {
+        name: "get_weather",
+        description: "The current weather in a city.",
+        parameters: { type: "object", properties: { location: { type: "string" } } },
+      },
+    ];
+    weather.addMessage({ id: "u1", role: "user", content: "What's the weather in San Francisco?" });
+    await weather.runAgent({ runId: "run-1", tools });
+    const start = events.find((e) => e.type === "TOOL_CALL_START") as any;
+    expect(start).toMatchObject({ toolCallName: "get_weather", toolCallId: "call_weather_1" });
+    expect(events.some((e) => e.type === "TOOL_CALL_RESULT")).toBe(false);
+    expect(events.at(-1)?.type).toBe("RUN_FINISHED");
+
+    // The app runs the tool and gives the agent its result.
+    weather.addMessage({ id: "t1", role: "tool", toolCallId: start.toolCallId, content: "64 degrees and clear" });
+    await weather.runAgent({ runId: "run-2", tools });
+    const last = weather.messages.at(-1);
+    expect([last?.role, last?.content]).toEqual(["assistant", "The tool says: 64 degrees and clear"]);
+    expect(weather.messages.map((m) => m.role)).toEqual(["user", "assistant", "tool", "assistant"]);
   });
 });

@@ -3,12 +3,15 @@
  * Node 22), unmodified, against a real `openharness serve`'s Open Responses API
  * (`/v1/responses`): create, stream, continue by `previous_response_id` and from an older
  * response (a fork), read back whole and as a stream from every sequence number, and cancel a
- * running response. The Python SDK's fuller flow and the compliance cases run in
- * `crates/cli/tests/open_responses.rs`.
+ * running response; and, against a `/v1` agent whose model is a fake OpenAI server, function
+ * tools the client runs: the response ends with a `function_call`, and the client's
+ * `function_call_output` continues it. The Python SDK's fuller flow and the compliance cases run
+ * in `crates/cli/tests/open_responses.rs`.
  */
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import OpenAI from "openai-6";
 import { startServer, type RunningServer } from "../server.js";
+import { agentWithFakeModel, startFakeModel, type FakeModel } from "../fake-model.js";
 
 const api = inject("serverUrl");
 const reply = (text: string, n: number) =>
@@ -87,5 +90,50 @@ describe("openai 6.30.1 on a slow model", () => {
     expect(cancelled.incomplete_details?.reason).toBe("cancelled");
     const page = await (await fetch(`${slow.url}/sessions/${running.conversation!.id}/events?limit=1000`)).json();
     expect(page.events.map((e: any) => e.name)).toContain("stop:requested");
+  });
+});
+
+describe("openai 6.30.1 with function tools (a /v1 agent)", () => {
+  let model: FakeModel;
+  let agent: string;
+  beforeAll(async () => {
+    model = await startFakeModel();
+    agent = await agentWithFakeModel(api, model, "weather-openai-js");
+  });
+  afterAll(async () => {
+    await model?.stop();
+  });
+
+  it("ends a response with a function_call and continues from the client's output", async () => {
+    const openai = client(api);
+    const tools: OpenAI.Responses.Tool[] = [
+      {
+        type: "function",
+        name: "get_weather",
+        description: "The current weather in a city.",
+        parameters: { type: "object", properties: { location: { type: "string" } }, required: ["location"] },
+        strict: false,
+      },
+    ];
+    const first = await openai.responses.create({ model: agent, input: "What's the weather in San Francisco?", tools });
+    expect(first.status).toBe("completed");
+    const call = first.output.find((item) => item.type === "function_call");
+    expect(call).toMatchObject({ type: "function_call", name: "get_weather", call_id: "call_weather_1" });
+    if (call?.type !== "function_call") throw new Error("no function_call");
+    expect(JSON.parse(call.arguments)).toEqual({ location: "San Francisco, CA" });
+
+    const second = await openai.responses.create({
+      model: agent,
+      previous_response_id: first.id,
+      input: [{ type: "function_call_output", call_id: call.call_id, output: "64 degrees and clear" }],
+      tools,
+    });
+    expect(second.status).toBe("completed");
+    expect(second.output_text).toBe("The tool says: 64 degrees and clear");
+    // The same conversation, the output recorded on its input.
+    expect(second.conversation?.id).toBe(first.conversation?.id);
+    const page = await (await fetch(`${api}/sessions/${first.conversation!.id}/events?limit=100`)).json();
+    const inputs = page.events.filter((e: any) => e.name === "user:input");
+    expect(inputs[1].payload.toolResults).toEqual([{ toolId: "call_weather_1", output: "64 degrees and clear" }]);
   });
 });
