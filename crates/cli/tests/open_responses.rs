@@ -42,19 +42,21 @@ fn checked(what: &str, output: &Output) -> String {
     stdout
 }
 
-/// The README's Open Responses snippet (the `python` block of its section).
-fn readme_snippet() -> String {
+/// The README's Open Responses snippets (the `python` blocks of its section), in order.
+fn readme_snippets() -> Vec<String> {
     let readme = include_str!("../../../README.md");
     let start = readme
         .find("### Open Responses")
         .expect("the README has an Open Responses section");
     let section = &readme[start..];
-    let open = section
-        .find("```python\n")
-        .expect("the Open Responses section has a python snippet")
-        + "```python\n".len();
-    let close = section[open..].find("```").unwrap();
-    section[open..open + close].to_owned()
+    let section = &section[..section[4..]
+        .find("\n### ")
+        .map_or(section.len(), |end| end + 4)];
+    section
+        .split("```python\n")
+        .skip(1)
+        .map(|block| block[..block.find("```").unwrap()].to_owned())
+        .collect()
 }
 
 #[test]
@@ -125,8 +127,14 @@ fn the_openai_sdk_creates_streams_continues_forks_reads_back_and_cancels() {
         "{stdout}"
     );
 
-    // The README's snippet, as written but for the address and the key.
-    let script = readme_snippet()
+    // The README's snippets, as written but for the address, the key and the agent's name.
+    let snippets = readme_snippets();
+    assert_eq!(
+        snippets.len(),
+        2,
+        "the Open Responses section's python blocks"
+    );
+    let script = snippets[0]
         .replace("http://127.0.0.1:8080", &base)
         .replace("\"dev-key\"", &format!("{api_key:?}"));
     let snippet = dir.path().join("snippet.py");
@@ -135,6 +143,28 @@ fn the_openai_sdk_creates_streams_continues_forks_reads_back_and_cancels() {
     let stdout = checked("the README's Open Responses snippet", &output);
     assert!(
         stdout.contains("message 2 of our conversation"),
+        "the snippet printed {stdout:?}"
+    );
+
+    // The function tools snippet, with the client the first one made, on the agent the
+    // compliance cases set up.
+    let tools = snippets[0]
+        .lines()
+        .take_while(|line| !line.starts_with("first ="))
+        .collect::<Vec<_>>()
+        .join("\n")
+        + "\n"
+        + &snippets[1];
+    let tools = tools
+        .replace("http://127.0.0.1:8080", &base)
+        .replace("\"dev-key\"", &format!("{api_key:?}"))
+        .replace("agent:support", "agent:weather");
+    let snippet = dir.path().join("tools.py");
+    std::fs::write(&snippet, tools).unwrap();
+    let output = run(Command::new(&python).arg(&snippet));
+    let stdout = checked("the README's function tools snippet", &output);
+    assert!(
+        stdout.contains("64 degrees"),
         "the snippet printed {stdout:?}"
     );
 }

@@ -39,8 +39,11 @@
 //!
 //! Not served (each refused with a `400` naming the parameter): `tools` of another type than
 //! `function`, function tools for a workflow that is no `/v1` agent, a `function_call_output`
-//! that answers no open call, `store: false` (every response is recorded; delete the
-//! conversation instead).
+//! that answers no open call, `store: false` with `background: true`.
+//!
+//! `store: false`: the response is answered once and then not kept for this API (reading it
+//! back, continuing it by `previous_response_id` or cancelling it is `404`); its turn is in the
+//! session's log like every other, which is never rewritten.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -135,10 +138,10 @@ async fn check_tool_results(
 async fn create(State(state): Shared, headers: HeaderMap, request: crate::request::Body) -> Answer {
     let request: CreateResponse = crate::request::body(request)?;
     let tools = wire::client_tools(request.tools.as_deref().unwrap_or_default())?;
-    if request.store == Some(false) {
+    if request.store == Some(false) && request.background == Some(true) {
         return Err(OpenError::invalid(
             "store",
-            "`store: false` is not served: every response is recorded in its session's log; delete the conversation (DELETE /sessions/{id}) when it is done",
+            "`background: true` needs `store: true`: a background response is read back later",
         ));
     }
     let input = wire::input_of(request.input.as_ref())?;
@@ -189,6 +192,7 @@ async fn create(State(state): Shared, headers: HeaderMap, request: crate::reques
     head.instructions = request.instructions.clone();
     head.metadata = request.metadata.clone().unwrap_or_default();
     head.background = request.background == Some(true);
+    head.store = request.store != Some(false);
     if let Some(counted) = counted {
         let follow = Follow {
             id,
@@ -300,7 +304,7 @@ async fn plan(state: &AppState, request: &CreateResponse, text: String) -> Resul
         _ => workflow.clone(),
     };
     if let Some(previous) = &previous {
-        let turn = read_turn(state, previous).await?;
+        let turn = read_stored_turn(state, previous).await?;
         if let Some(end) = turn.end
             && end + 1 < summary.len
         {
@@ -398,6 +402,20 @@ struct Retrieve {
     starting_after: Option<u64>,
 }
 
+/// The turn of response `id` for a later read: `404` for one created with `store: false`,
+/// which is answered once and not kept for the Responses API (its turn stays in the log).
+async fn read_stored_turn(state: &AppState, id: &ResponseId) -> Result<Turn, OpenError> {
+    let turn = read_turn(state, id).await?;
+    if turn.head(id).store {
+        Ok(turn)
+    } else {
+        Err(OpenError::not_found(format!(
+            "response {id} was created with `store: false`: it is not kept for reading or continuing (its turn is in the session's log, GET /sessions/{}/events)",
+            id.session
+        )))
+    }
+}
+
 /// `GET /v1/responses/{id}`: the response as the log has it, or its events as SSE.
 async fn retrieve(
     State(state): Shared,
@@ -406,7 +424,7 @@ async fn retrieve(
 ) -> Answer {
     let query = crate::request::query(query)?;
     let id = ResponseId::parse(&id)?;
-    let turn = read_turn(&state, &id).await?;
+    let turn = read_stored_turn(&state, &id).await?;
     let head = turn.head(&id);
     if query.stream != Some(true) {
         return Ok(Json(turn.project(head).resource()).into_response());
@@ -443,7 +461,7 @@ async fn retrieve(
 /// `POST /v1/responses/{id}/cancel`: stops the response's turn, then answers the response.
 async fn cancel(State(state): Shared, Path(id): Path<String>) -> Answer {
     let id = ResponseId::parse(&id)?;
-    let turn = read_turn(&state, &id).await?;
+    let turn = read_stored_turn(&state, &id).await?;
     if turn.waiting.is_some() && state.host.is_running(&id.session) {
         // Queued behind another turn: stopping the running turn would stop someone else's.
         return Err(OpenError {
@@ -477,7 +495,7 @@ async fn cancel(State(state): Shared, Path(id): Path<String>) -> Answer {
 /// `GET /v1/responses/{id}/input_items`: the user message the response answered.
 async fn input_items(State(state): Shared, Path(id): Path<String>) -> Answer {
     let id = ResponseId::parse(&id)?;
-    let turn = read_turn(&state, &id).await?;
+    let turn = read_stored_turn(&state, &id).await?;
     let data: Vec<Value> = turn.input.iter().filter_map(user_item).collect();
     let first = data.first().map(|item| item["id"].clone());
     let last = data.last().map(|item| item["id"].clone());

@@ -354,7 +354,7 @@ async fn errors_come_in_the_specification_shape_naming_the_parameter() {
             "tools",
         ),
         (
-            json!({ "model": "chat", "input": "Hi", "store": false }),
+            json!({ "model": "chat", "input": "Hi", "store": false, "background": true }),
             "store",
         ),
         (json!({ "model": "chat", "input": "" }), "input"),
@@ -387,6 +387,28 @@ async fn errors_come_in_the_specification_shape_naming_the_parameter() {
         .await;
         assert_eq!(status, 404, "{missing}: {error}");
     }
+    // `store: false`: answered once, then not kept for this API (the log has its turn).
+    let (status, unstored, _) =
+        post(json!({ "model": "chat", "input": "Once", "store": false })).await;
+    assert_eq!(
+        (status, &unstored["store"]),
+        (200, &json!(false)),
+        "{unstored}"
+    );
+    let id = unstored["id"].as_str().unwrap();
+    let path = format!("/v1/responses/{id}");
+    let (status, error, _) = call(addr, &doc, "GET", "/v1/responses/{id}", &path, None).await;
+    assert_eq!(status, 404, "{error}");
+    assert!(
+        error["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("store: false"),
+        "{error}"
+    );
+    let (status, _, _) =
+        post(json!({ "model": "chat", "input": "Again", "previous_response_id": id })).await;
+    assert_eq!(status, 404);
     // Frontend tools are for `/v1` agents: a workflow of its own code refuses them.
     let run = json!({ "threadId": "t-tools", "runId": "r", "tools": [{ "name": "f" }],
         "messages": [{ "id": "u", "role": "user", "content": "x" }] });
