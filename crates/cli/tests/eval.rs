@@ -721,3 +721,88 @@ provider = {{ kind = "openai", model = "judge-model", base_url = "{url}" }}
         stdout(&plain)
     );
 }
+
+#[test]
+fn a_prompt_variant_from_the_file_alone_runs_against_the_recording_and_says_what_it_changed() {
+    let dir = tempfile::tempdir().unwrap();
+    assert!(openharness(dir.path(), &["demo"]).status.success());
+    let sessions = json(&openharness(dir.path(), &["sessions", "--json"]));
+    let parent = sessions[0]["id"].as_str().unwrap().to_owned();
+    // No Rust: the executor's prompt and system prompt rewritten by the file.
+    let file = format!(
+        r#"
+name = "prompts"
+
+[[case]]
+id = "first-task"
+session = "{parent}"
+at = {{ event = "task:started", n = 1 }}
+answers = ["yes"]
+
+[[variant]]
+name = "baseline"
+
+[[variant]]
+name = "one-line"
+[variant.agents.executor]
+prompt = "{{prompt}}\nAnswer in one line, at most twelve words."
+wrap_system = "You are terse.{{system}}"
+reasoning = "low"
+{SCORERS}"#
+    );
+    std::fs::write(dir.path().join("prompts.toml"), file).unwrap();
+    let ran = openharness(dir.path(), &["eval", "run", "prompts.toml"]);
+    let text = stdout(&ran);
+    assert!(ran.status.success(), "{text}");
+    assert!(
+        text.contains(
+            "Changes: agent `executor`: system wrapped, prompt rewritten, reasoning low."
+        ),
+        "{text}"
+    );
+
+    // The variant's new calls were asked with the rewritten prompts; the baseline's as the
+    // code wrote them. (The first task's call, which the fork point cut in the recording, runs
+    // again as recorded.)
+    let shown = json(&openharness(
+        dir.path(),
+        &["eval", "show", "prompts", "--json"],
+    ));
+    assert_eq!(
+        shown["definition"]["variants"][1]["agents"]["executor"]["prompt"],
+        "{prompt}\nAnswer in one line, at most twelve words."
+    );
+    for run in shown["runs"].as_array().unwrap() {
+        let session = run["run"]["session"].as_str().unwrap();
+        let variant = run["run"]["variant"].as_str().unwrap();
+        let events = json(&openharness(dir.path(), &["events", session, "--json"]));
+        let asked: Vec<&Value> = events
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e["name"] == "agent:started" && e["payload"]["agentName"] == "executor")
+            .collect();
+        let rewritten = asked
+            .iter()
+            .filter(|started| {
+                let prompt = started["payload"]["prompt"].as_str().unwrap();
+                assert!(
+                    prompt.starts_with("You are an executor working towards"),
+                    "{prompt}"
+                );
+                prompt.ends_with("Answer in one line, at most twelve words.")
+                    && started["payload"]["system"] == "You are terse."
+            })
+            .count();
+        let expected = if variant == "one-line" {
+            asked.len() - 1
+        } else {
+            0
+        };
+        assert_eq!(
+            (rewritten, asked.len()),
+            (expected, 3),
+            "{variant}: {asked:?}"
+        );
+    }
+}

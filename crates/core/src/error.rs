@@ -47,8 +47,11 @@ pub enum Error {
         /// Its missing parent.
         parent: SessionId,
     },
-    /// The session was recorded by another workflow.
-    #[error("session {session} was recorded by workflow `{recorded}`, not `{workflow}`")]
+    /// The session was recorded by another workflow. The message names the one line that lets
+    /// `workflow` read it (`WorkflowBuilder::reads`).
+    #[error(
+        "session {session} was recorded by workflow `{recorded}`, not `{workflow}`: if `{workflow}` is a version of `{recorded}`, add `.reads(\"{recorded}\")` to its `Workflow::builder(\"{workflow}\")` so it folds, forks and continues `{recorded}`'s sessions"
+    )]
     WrongWorkflow {
         /// The session.
         session: SessionId,

@@ -403,6 +403,9 @@ impl RunOptions {
 pub struct AgentSettings {
     pub(crate) model: Option<String>,
     pub(crate) system: Option<String>,
+    pub(crate) system_template: Option<String>,
+    pub(crate) prompt_template: Option<String>,
+    pub(crate) reasoning: Option<crate::ReasoningEffort>,
     pub(crate) tools: Vec<std::sync::Arc<dyn crate::Tool>>,
     pub(crate) provider: Option<crate::BoxedProvider>,
 }
@@ -425,6 +428,40 @@ impl AgentSettings {
         self
     }
 
+    /// Wraps the system prompt (the agent's, or the one [`AgentSettings::system`] gives):
+    /// `{system}` in `template` stands for it, so `"Be terse.\n\n{system}"` adds a line before
+    /// it; a template without `{system}` replaces it.
+    ///
+    /// ```
+    /// use openharness_core::AgentSettings;
+    /// let settings = AgentSettings::new().wrap_system("{system}\n\nAnswer in French.");
+    /// # let _ = settings;
+    /// ```
+    pub fn wrap_system(mut self, template: impl Into<String>) -> Self {
+        self.system_template = Some(template.into());
+        self
+    }
+
+    /// Rewrites the prompt the agent's code renders: `{prompt}` in `template` stands for it
+    /// (`"{prompt}\n\nAnswer in one line."`); a template without `{prompt}` replaces it. So
+    /// an experiment tries a prompt without rebuilding the workflow.
+    ///
+    /// ```
+    /// use openharness_core::AgentSettings;
+    /// let settings = AgentSettings::new().prompt("{prompt}\n\nAnswer in one line.");
+    /// # let _ = settings;
+    /// ```
+    pub fn prompt(mut self, template: impl Into<String>) -> Self {
+        self.prompt_template = Some(template.into());
+        self
+    }
+
+    /// Asks the model for this reasoning effort instead of the agent's.
+    pub fn reasoning(mut self, effort: crate::ReasoningEffort) -> Self {
+        self.reasoning = Some(effort);
+        self
+    }
+
     /// Offers these tools too, beside the agent's own.
     pub fn tools(mut self, tools: Vec<std::sync::Arc<dyn crate::Tool>>) -> Self {
         self.tools = tools;
@@ -443,6 +480,15 @@ impl fmt::Debug for AgentSettings {
         f.debug_struct("AgentSettings")
             .field("model", &self.model)
             .field("system", &self.system.as_ref().map(String::len))
+            .field(
+                "system_template",
+                &self.system_template.as_ref().map(String::len),
+            )
+            .field(
+                "prompt_template",
+                &self.prompt_template.as_ref().map(String::len),
+            )
+            .field("reasoning", &self.reasoning)
             .field("tools", &self.tools.len())
             .field(
                 "provider",

@@ -128,6 +128,9 @@ pub struct Comparison {
     /// What a reader should know before trusting the numbers (too few cases for the sign
     /// test, ...), one sentence each.
     pub notes: Vec<String>,
+    /// What the variant changes against the recording, one line each (its agents' prompts and
+    /// model parameters, the workflow, provider and state edit it names).
+    pub changes: Vec<String>,
 }
 
 impl Comparison {
@@ -305,6 +308,7 @@ impl Comparison {
             cases: cases.len(),
             min_p_value,
             notes,
+            changes: changes_of(record, variant),
         })
     }
 
@@ -345,6 +349,9 @@ impl Comparison {
             self.repeats,
             if self.repeats == 1 { "" } else { "s" }
         );
+        if !self.changes.is_empty() {
+            let _ = writeln!(out, "Changes: {}.\n", self.changes.join("; "));
+        }
         let _ = writeln!(
             out,
             "| scorer | {} | {} | Δ | W/T/L | p | pass rate (95% CI) | pass@{k} | pass^{k} | flaky |",
@@ -415,6 +422,27 @@ impl Comparison {
 }
 
 /// The note for a comparison whose cases are too few for the sign test ever to reject.
+/// What variant `name` of `record` changes, one line each.
+fn changes_of(record: &ExperimentRecord, name: &str) -> Vec<String> {
+    let Some(variant) = record.definition.variants.iter().find(|v| v.name == name) else {
+        return Vec::new();
+    };
+    let mut changes = Vec::new();
+    if let Some(workflow) = &variant.workflow {
+        changes.push(format!("workflow `{workflow}`"));
+    }
+    if let Some(provider) = &variant.provider {
+        changes.push(format!("provider `{provider}`"));
+    }
+    if let Some(edit) = &variant.state_edit {
+        changes.push(format!("state edit {edit}"));
+    }
+    for (agent, change) in &variant.agents {
+        changes.push(format!("agent `{agent}`: {}", change.summary()));
+    }
+    changes
+}
+
 fn too_few_cases(cases: usize) -> String {
     format!(
         "with {cases} case{s} the sign test can never reach p < {ALPHA} (its smallest p-value is {min:.3}); add cases: {need} or more can",
@@ -562,6 +590,7 @@ mod tests {
             code: None,
             provider: None,
             state_edit: None,
+            agents: BTreeMap::new(),
         };
         let mut runs = BTreeMap::new();
         for case_id in ["x", "y"] {

@@ -562,7 +562,11 @@ impl Experiment {
                 variant: variant.name.clone(),
                 repeat,
                 attempt,
-                options: Arc::clone(&self.options),
+                options: {
+                    // The experiment's options, with the variant's agent changes.
+                    let (base, variant) = (Arc::clone(&self.options), variant.clone());
+                    Arc::new(move || variant.apply(base()))
+                },
                 cancel: self.cancel.clone(),
                 scorers: Arc::clone(&scorers),
                 judging: Arc::clone(&judging),

@@ -19,7 +19,7 @@ use crate::judge::ProviderSpec;
 use crate::recordings::Recordings;
 use crate::scorer::Scorer;
 use crate::scorers::ScorerSpec;
-use crate::variant::Variant;
+use crate::variant::{AgentChange, Variant};
 
 /// An experiment file: its cases (inline, from a `dataset` JSONL file, or chosen by
 /// `recordings` queries), variants, repeats, scorers, the provider variants that name none
@@ -93,6 +93,10 @@ pub struct VariantFile {
     /// A JSON merge patch on the state at the fork point.
     #[serde(default)]
     pub state: Option<Value>,
+    /// What it changes of each agent, by agent name (`[variant.agents.<name>]`: `system`,
+    /// `wrap_system`, `prompt`, `model`, `reasoning`; see [`AgentChange`]).
+    #[serde(default)]
+    pub agents: std::collections::BTreeMap<String, AgentChange>,
 }
 
 /// Builds a provider table of the file: its label (`kind[:model]`) and the provider.
@@ -163,6 +167,9 @@ impl ExperimentFile {
             }
             if let Some(state) = &variant.state {
                 built = built.edit_state(state.clone());
+            }
+            for (agent, change) in &variant.agents {
+                built = built.agent(agent.clone(), change.clone());
             }
             experiment = experiment.variant(built);
         }

@@ -112,4 +112,4 @@ pub use recordings::Recordings;
 pub use rescore::{Rescored, rescore};
 pub use scorer::{RunView, Score, ScoreError, Scorer};
 pub use scorers::{Expect, Field, ScorerSpec};
-pub use variant::{Variant, VariantRecord};
+pub use variant::{AgentChange, Variant, VariantRecord};

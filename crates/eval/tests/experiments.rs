@@ -655,6 +655,13 @@ async fn a_variant_may_be_another_version_of_the_workflow_that_reads_the_recordi
             .contains("recorded by workflow `planner-executor`, not `planner-executor-v2`"),
         "{refused}"
     );
+    // The error names the one line that lets the variant's workflow read the recording.
+    assert!(
+        refused.to_string().contains(
+            r#"add `.reads("planner-executor")` to its `Workflow::builder("planner-executor-v2")`"#
+        ),
+        "{refused}"
+    );
 
     let host = host.workflow(v2(true)).unwrap();
     let ran = Experiment::new("v2", host.clone())

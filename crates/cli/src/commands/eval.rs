@@ -655,6 +655,15 @@ mod tests {
             Some(openharness_eval::ForkAt::event("task:started", 1))
         );
         assert_eq!(file.variants[1].provider.as_ref().unwrap().kind, "openai");
+        let one_line = &file.variants[2].agents["executor"];
+        assert_eq!(
+            one_line.prompt.as_deref(),
+            Some("{prompt}\nAnswer in one line.")
+        );
+        assert_eq!(
+            one_line.summary(),
+            "system wrapped, prompt rewritten, reasoning low"
+        );
         assert_eq!(scorers(&file.scorers).unwrap()[0].name(), "published");
         assert!(provider_kind("openai").is_ok());
         assert!(provider_kind("gemini").is_err());

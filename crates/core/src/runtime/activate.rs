@@ -43,6 +43,17 @@ impl<S: WorkflowState> Run<'_, S> {
                         if let Some(system) = &settings.system {
                             activation.system = (!system.is_empty()).then(|| system.clone());
                         }
+                        if let Some(template) = &settings.system_template {
+                            let own = activation.system.as_deref().unwrap_or_default();
+                            let system = template.replace("{system}", own);
+                            activation.system = (!system.trim().is_empty()).then_some(system);
+                        }
+                        if let Some(template) = &settings.prompt_template {
+                            activation.prompt = template.replace("{prompt}", &activation.prompt);
+                        }
+                        if let Some(effort) = settings.reasoning {
+                            activation.reasoning = Some(effort);
+                        }
                     }
                     if let Some(reason) =
                         self.queue_call(agent, event.clone(), activation, max_agent_calls)
