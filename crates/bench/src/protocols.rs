@@ -480,7 +480,7 @@ fn project(surface: Surface, turn: &[Recorded]) -> (usize, Duration) {
             let mut stream = ResponseStream::new(ResponseHead::new("resp_1_s", "chat", "s"));
             for recorded in turn {
                 for event in stream.step(&recorded.event) {
-                    bytes += sse(Some(event.kind), None, &event.data.to_string());
+                    bytes += sse(Some(event.kind), None, &event.to_json());
                 }
             }
         }

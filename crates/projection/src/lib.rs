@@ -70,7 +70,9 @@ mod ui_stream;
 pub use a2a::{TaskHead, TaskState, TaskStream};
 pub use ag_ui::AgUiStream;
 pub use message::{Message, Part, Role, TextState, ToolState};
-pub use open_responses::{ResponseEvent, ResponseHead, ResponseStream};
+pub use open_responses::{
+    OutputTextDelta, ResponseData, ResponseEvent, ResponseHead, ResponseStream,
+};
 pub use project::{MessageProjection, project_messages};
 pub use reply::{ReplyDecoder, ReplyProgress, reply_text};
 pub use ui::{ToolApproval, UiMessage, UiPart, UiToolCall, to_ui_messages};
