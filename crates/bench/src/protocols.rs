@@ -39,8 +39,8 @@
 //!   encoded as its frames (`serde_json` text in an SSE frame, as the server writes them):
 //!   native, each event as the hub encodes it once for all its streams; ai-sdk, `UiStream`;
 //!   open-responses, `ResponseStream`; ag-ui, `AgUiStream` (without the server's state fold);
-//!   a2a, `TaskStream` with each response in its JSON-RPC envelope. [`ROUNDS`] rounds
-//!   alternating the order; median ns per delta.
+//!   a2a, `TaskStream` with each response in its JSON-RPC envelope (serialised together).
+//!   [`ROUNDS`] rounds alternating the order; median ns per delta.
 
 use std::net::SocketAddr;
 use std::process::ExitCode;
@@ -455,6 +455,14 @@ fn sse(event: Option<&str>, id: Option<&str>, data: &str) -> usize {
     std::hint::black_box(out).len()
 }
 
+/// A JSON-RPC success answer, as the A2A routes write a stream response.
+#[derive(serde::Serialize)]
+struct Success<'a, R> {
+    id: u64,
+    jsonrpc: &'static str,
+    result: &'a R,
+}
+
 /// `turn` through `surface`'s projection, encoded as its frames: the bytes, and the time.
 fn project(surface: Surface, turn: &[Recorded]) -> (usize, Duration) {
     let started = Instant::now();
@@ -497,8 +505,15 @@ fn project(surface: Surface, turn: &[Recorded]) -> (usize, Duration) {
             for recorded in turn {
                 for (n, response) in (1..).zip(stream.step(&recorded.event)) {
                     let id = format!("{}.{n}", recorded.seq);
-                    let data = json!({ "jsonrpc": "2.0", "id": 1, "result": response });
-                    bytes += sse(None, Some(&id), &data.to_string());
+                    // The JSON-RPC envelope and the response serialised at once, as the
+                    // server writes them.
+                    let data = Success {
+                        id: 1,
+                        jsonrpc: "2.0",
+                        result: &response,
+                    };
+                    let data = serde_json::to_string(&data).unwrap_or_default();
+                    bytes += sse(None, Some(&id), &data);
                 }
             }
         }

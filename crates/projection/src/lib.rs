@@ -67,7 +67,7 @@ mod reply;
 mod ui;
 mod ui_stream;
 
-pub use a2a::{TaskHead, TaskState, TaskStream};
+pub use a2a::{ArtifactText, TaskHead, TaskResponse, TaskState, TaskStream};
 pub use ag_ui::AgUiStream;
 pub use message::{Message, Part, Role, TextState, ToolState};
 pub use open_responses::{
