@@ -496,7 +496,8 @@ fn project(surface: Surface, turn: &[Recorded]) -> (usize, Duration) {
             let mut stream = AgUiStream::new("s", "run-1", Vec::new(), Some(json!({})));
             for recorded in turn {
                 for event in stream.step(&recorded.event, None) {
-                    bytes += sse(None, None, &event.to_string());
+                    let data = serde_json::to_string(&event).unwrap_or_default();
+                    bytes += sse(None, None, &data);
                 }
             }
         }

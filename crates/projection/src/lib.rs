@@ -68,7 +68,7 @@ mod ui;
 mod ui_stream;
 
 pub use a2a::{ArtifactText, TaskHead, TaskResponse, TaskState, TaskStream};
-pub use ag_ui::AgUiStream;
+pub use ag_ui::{AgUiEvent, AgUiStream, TextMessageContent};
 pub use message::{Message, Part, Role, TextState, ToolState};
 pub use open_responses::{
     OutputTextDelta, ResponseData, ResponseEvent, ResponseHead, ResponseStream,

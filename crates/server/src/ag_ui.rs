@@ -35,7 +35,9 @@ use futures_util::{StreamExt, stream};
 use openharness_core::builtin::{InputQueued, InputReceived, TextDelta, UserInput};
 use openharness_core::{Envelope, Event as _, EventId, RunOptions, SessionId};
 use openharness_host::{JsonFold, TurnStart};
-use openharness_projection::{APPROVED_FIELD, AgUiStream, MESSAGE_ID_FIELD, REASON_FIELD};
+use openharness_projection::{
+    APPROVED_FIELD, AgUiEvent, AgUiStream, MESSAGE_ID_FIELD, REASON_FIELD,
+};
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
@@ -89,7 +91,7 @@ struct Run {
 
 impl Run {
     /// The AG-UI events of `event`, with the state after it when it can change it.
-    fn step(&mut self, event: &Envelope) -> Vec<Value> {
+    fn step(&mut self, event: &Envelope) -> Vec<AgUiEvent> {
         let state = self.fold(event);
         self.stream.step(event, state)
     }
@@ -236,11 +238,14 @@ async fn run(
 
 /// The SSE frames of AG-UI events: `data: <json>` each (no `event:` names, no `[DONE]`, which
 /// the client would try to read as an event).
-fn frames(events: &[Value]) -> Vec<Bytes> {
-    events
-        .iter()
-        .map(|event| crate::sse::frame(None, None, &event.to_string()))
-        .collect()
+fn frames(events: &[AgUiEvent]) -> Vec<Bytes> {
+    events.iter().map(|event| frame(None, event)).collect()
+}
+
+/// One AG-UI event as an SSE frame with the id `id` (when it has one), its JSON serialised
+/// once.
+pub(super) fn frame(id: Option<&str>, event: &AgUiEvent) -> Bytes {
+    crate::sse::frame(None, id, &serde_json::to_string(event).unwrap_or_default())
 }
 
 /// The conversation of `session` up to the events `before` (its own, from its start), as
