@@ -480,7 +480,8 @@ fn project(surface: Surface, turn: &[Recorded]) -> (usize, Duration) {
             for recorded in turn {
                 let seq = recorded.seq.to_string();
                 for chunk in stream.chunks(&recorded.event).0 {
-                    bytes += sse(None, Some(&seq), &chunk.to_string());
+                    let data = serde_json::to_string(&chunk).unwrap_or_default();
+                    bytes += sse(None, Some(&seq), &data);
                 }
             }
         }

@@ -78,5 +78,6 @@ pub use reply::{ReplyDecoder, ReplyProgress, reply_text};
 pub use ui::{ToolApproval, UiMessage, UiPart, UiToolCall, to_ui_messages};
 pub use ui_stream::{
     APPROVAL_TOOL, APPROVED_FIELD, Approvals, MESSAGE_ID_FIELD, REASON_FIELD, REGENERATES_FIELD,
-    UiStream, approval_text, approval_tool_call_id, opens_message, ui_messages, ui_messages_with,
+    UiChunk, UiStream, UiTextDelta, approval_text, approval_tool_call_id, opens_message,
+    ui_messages, ui_messages_with,
 };

@@ -286,7 +286,10 @@ async fn ui_stream(
                 let seq = recorded.seq.to_string();
                 let mut events: Vec<Bytes> = chunks
                     .into_iter()
-                    .map(|chunk| crate::sse::frame(None, Some(&seq), &chunk.to_string()))
+                    .map(|chunk| {
+                        let data = serde_json::to_string(&chunk).unwrap_or_default();
+                        crate::sse::frame(None, Some(&seq), &data)
+                    })
                     .collect();
                 if finished {
                     events.push(crate::sse::frame(None, None, "[DONE]"));
