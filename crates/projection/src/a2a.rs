@@ -486,18 +486,17 @@ impl TaskStream {
                 }
             }
             Builtin::TextDelta(delta) => {
-                let key = CallKey::new(delta.agent.as_str(), event.caused_by);
-                let mut call = self
+                // One look-up, the key made of the delta's own agent name.
+                let call = self
                     .calls
-                    .remove(&key)
-                    .unwrap_or_else(|| Call::new(event.id, delta.agent.clone(), None));
+                    .entry(CallKey::new(delta.agent, event.caused_by))
+                    .or_insert_with_key(|key| Call::new(event.id, key.agent.clone(), None));
                 // A re-asked attempt's text follows what the rejected one showed (a stream
                 // takes nothing back).
                 let (_, text) = call.reply.push(&delta.delta, delta.attempt);
                 if !text.is_empty() {
-                    self.text(&mut call, &text, false, out);
+                    text_chunk(&mut self.artifacts, &self.ids, call, text, false, out);
                 }
-                self.calls.insert(key, call);
             }
             Builtin::ToolCalled(called) => {
                 // The model's text before a tool call is one response; what follows, another.
@@ -635,43 +634,14 @@ impl TaskStream {
 
     /// Adds `text` to `call`'s text artifact, opening it first.
     fn text(&mut self, call: &mut Call, text: &str, last: bool, out: &mut Vec<TaskResponse>) {
-        let append = match call.artifact {
-            Some(index) => {
-                // The artifact's text grows in place (no copy of what it holds).
-                if let Some(Value::String(whole)) = self.artifacts.get_mut(index).and_then(|a| {
-                    a.get_mut("parts")
-                        .and_then(|parts| parts.get_mut(0))
-                        .and_then(|part| part.get_mut("text"))
-                }) {
-                    whole.push_str(text);
-                }
-                true
-            }
-            None => {
-                call.artifact = Some(self.artifacts.len());
-                self.artifacts.push(json!({
-                    "artifactId": format!("artifact-{}", call.event),
-                    "name": call.agent,
-                    "parts": [{ "text": text }],
-                }));
-                false
-            }
-        };
-        let (artifact_id, name) = call.names.get_or_insert_with(|| {
-            (
-                format!("artifact-{}", call.event).into(),
-                call.agent.as_str().into(),
-            )
-        });
-        out.push(TaskResponse::ArtifactText(ArtifactText {
-            task_id: Arc::clone(&self.ids.0),
-            context_id: Arc::clone(&self.ids.1),
-            artifact_id: Arc::clone(artifact_id),
-            name: Arc::clone(name),
-            text: text.to_owned(),
-            append,
-            last_chunk: last,
-        }));
+        text_chunk(
+            &mut self.artifacts,
+            &self.ids,
+            call,
+            text.to_owned(),
+            last,
+            out,
+        );
     }
 
     /// Ends `call`'s text artifact with `rest` (the reply's characters not streamed yet), if
@@ -782,6 +752,55 @@ impl TaskStream {
         }
         Value::Object(message)
     }
+}
+
+/// Adds `text` to `call`'s text artifact in `artifacts`, opening it first, and streams it as a
+/// chunk of the task `ids` (its id, its context).
+fn text_chunk(
+    artifacts: &mut Vec<Value>,
+    ids: &(Arc<str>, Arc<str>),
+    call: &mut Call,
+    text: String,
+    last: bool,
+    out: &mut Vec<TaskResponse>,
+) {
+    let append = match call.artifact {
+        Some(index) => {
+            // The artifact's text grows in place (no copy of what it holds).
+            if let Some(Value::String(whole)) = artifacts.get_mut(index).and_then(|a| {
+                a.get_mut("parts")
+                    .and_then(|parts| parts.get_mut(0))
+                    .and_then(|part| part.get_mut("text"))
+            }) {
+                whole.push_str(&text);
+            }
+            true
+        }
+        None => {
+            call.artifact = Some(artifacts.len());
+            artifacts.push(json!({
+                "artifactId": format!("artifact-{}", call.event),
+                "name": call.agent,
+                "parts": [{ "text": text }],
+            }));
+            false
+        }
+    };
+    let (artifact_id, name) = call.names.get_or_insert_with(|| {
+        (
+            format!("artifact-{}", call.event).into(),
+            call.agent.as_str().into(),
+        )
+    });
+    out.push(TaskResponse::ArtifactText(ArtifactText {
+        task_id: Arc::clone(&ids.0),
+        context_id: Arc::clone(&ids.1),
+        artifact_id: Arc::clone(artifact_id),
+        name: Arc::clone(name),
+        text,
+        append,
+        last_chunk: last,
+    }));
 }
 
 #[cfg(test)]
