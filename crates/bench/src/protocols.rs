@@ -36,8 +36,9 @@
 //!   next turn). p50 is shown; goal: p99 ≤ 1.2× native's p99.
 //! - **Projection alone** (shown for information, to say where the end-to-end figures' time
 //!   goes): the recorded events of one long turn, in process, through each projection and
-//!   encoded as its frames (`serde_json` text in an SSE frame, as the server writes them):
-//!   native, each event as the hub encodes it once for all its streams; ai-sdk, `UiStream`;
+//!   encoded as its frames, as the server writes them: native, each event as the hub encodes
+//!   it once for all its streams (`serde_json` text, then the SSE frame); the protocols, their
+//!   JSON serialised straight into the SSE frame; ai-sdk, `UiStream`;
 //!   open-responses, `ResponseStream`; ag-ui, `AgUiStream` (without the server's state fold);
 //!   a2a, `TaskStream` with each response in its JSON-RPC envelope (serialised together).
 //!   [`ROUNDS`] rounds alternating the order; median ns per delta.
@@ -455,6 +456,24 @@ fn sse(event: Option<&str>, id: Option<&str>, data: &str) -> usize {
     std::hint::black_box(out).len()
 }
 
+/// An SSE frame whose data is `data` serialised straight into it, as the server writes the
+/// protocols' frames; its length.
+fn sse_json<T: serde::Serialize>(event: Option<&str>, id: Option<&str>, data: &T) -> usize {
+    let mut out = Vec::with_capacity(256);
+    for (field, value) in [("event", event), ("id", id)] {
+        if let Some(value) = value {
+            out.extend_from_slice(field.as_bytes());
+            out.extend_from_slice(b": ");
+            out.extend_from_slice(value.as_bytes());
+            out.push(b'\n');
+        }
+    }
+    out.extend_from_slice(b"data: ");
+    let _ = serde_json::to_writer(&mut out, data);
+    out.extend_from_slice(b"\n\n");
+    std::hint::black_box(out).len()
+}
+
 /// A JSON-RPC success answer, as the A2A routes write a stream response.
 #[derive(serde::Serialize)]
 struct Success<'a, R> {
@@ -480,8 +499,7 @@ fn project(surface: Surface, turn: &[Recorded]) -> (usize, Duration) {
             for recorded in turn {
                 let seq = recorded.seq.to_string();
                 for chunk in stream.chunks(&recorded.event).0 {
-                    let data = serde_json::to_string(&chunk).unwrap_or_default();
-                    bytes += sse(None, Some(&seq), &data);
+                    bytes += sse_json(None, Some(&seq), &chunk);
                 }
             }
         }
@@ -489,7 +507,7 @@ fn project(surface: Surface, turn: &[Recorded]) -> (usize, Duration) {
             let mut stream = ResponseStream::new(ResponseHead::new("resp_1_s", "chat", "s"));
             for recorded in turn {
                 for event in stream.step(&recorded.event) {
-                    bytes += sse(Some(event.kind), None, &event.to_json());
+                    bytes += sse_json(Some(event.kind), None, &event);
                 }
             }
         }
@@ -497,8 +515,7 @@ fn project(surface: Surface, turn: &[Recorded]) -> (usize, Duration) {
             let mut stream = AgUiStream::new("s", "run-1", Vec::new(), Some(json!({})));
             for recorded in turn {
                 for event in stream.step(&recorded.event, None) {
-                    let data = serde_json::to_string(&event).unwrap_or_default();
-                    bytes += sse(None, None, &data);
+                    bytes += sse_json(None, None, &event);
                 }
             }
         }
@@ -514,8 +531,7 @@ fn project(surface: Surface, turn: &[Recorded]) -> (usize, Duration) {
                         jsonrpc: "2.0",
                         result: &response,
                     };
-                    let data = serde_json::to_string(&data).unwrap_or_default();
-                    bytes += sse(None, Some(&id), &data);
+                    bytes += sse_json(None, Some(&id), &data);
                 }
             }
         }

@@ -243,9 +243,9 @@ fn frames(events: &[AgUiEvent]) -> Vec<Bytes> {
 }
 
 /// One AG-UI event as an SSE frame with the id `id` (when it has one), its JSON serialised
-/// once.
+/// straight into the frame.
 pub(super) fn frame(id: Option<&str>, event: &AgUiEvent) -> Bytes {
-    crate::sse::frame(None, id, &serde_json::to_string(event).unwrap_or_default())
+    crate::sse::json_frame(None, id, event)
 }
 
 /// The conversation of `session` up to the events `before` (its own, from its start), as

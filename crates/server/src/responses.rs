@@ -455,7 +455,7 @@ fn after(event: &openharness_projection::ResponseEvent, after: Option<u64>) -> b
 
 /// One streaming event as an SSE frame.
 fn frame(event: &openharness_projection::ResponseEvent) -> Bytes {
-    crate::sse::frame(Some(event.kind), None, &event.to_json())
+    crate::sse::json_frame(Some(event.kind), None, event)
 }
 
 /// The response's events, live from its request's seq to its turn's end, then `[DONE]`.

@@ -184,18 +184,15 @@ struct Success<'a, R> {
 }
 
 /// One stream response of the request `id` as an SSE frame, with the frame id `frame_id`
-/// (`<seq>.<n>`) when it has one: the envelope and the response serialised once.
+/// (`<seq>.<n>`) when it has one: the envelope and the response serialised at once, straight
+/// into the frame.
 pub(crate) fn frame<R: serde::Serialize>(id: &Value, frame_id: Option<&str>, result: &R) -> Bytes {
     let data = Success {
         id,
         jsonrpc: "2.0",
         result,
     };
-    crate::sse::frame(
-        None,
-        frame_id,
-        &serde_json::to_string(&data).unwrap_or_default(),
-    )
+    crate::sse::json_frame(None, frame_id, &data)
 }
 
 /// The `event: error` frame a stream ends with when it cannot go on.
