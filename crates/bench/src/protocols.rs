@@ -36,11 +36,12 @@
 //!   next turn). p50 is shown; goal: p99 ≤ 1.2× native's p99.
 //! - **Projection alone** (shown for information, to say where the end-to-end figures' time
 //!   goes): the recorded events of one long turn, in process, through each projection and
-//!   encoded as its frames (`serde_json` text in an SSE frame, as the server writes them):
-//!   native, each event as the hub encodes it once for all its streams; ai-sdk, `UiStream`;
+//!   encoded as its frames, as the server writes them: native, each event as the hub encodes
+//!   it once for all its streams (`serde_json` text, then the SSE frame); the protocols, their
+//!   JSON serialised straight into the SSE frame; ai-sdk, `UiStream`;
 //!   open-responses, `ResponseStream`; ag-ui, `AgUiStream` (without the server's state fold);
-//!   a2a, `TaskStream` with each response in its JSON-RPC envelope. [`ROUNDS`] rounds
-//!   alternating the order; median ns per delta.
+//!   a2a, `TaskStream` with each response in its JSON-RPC envelope (serialised together).
+//!   [`ROUNDS`] rounds alternating the order; median ns per delta.
 
 use std::net::SocketAddr;
 use std::process::ExitCode;
@@ -455,6 +456,32 @@ fn sse(event: Option<&str>, id: Option<&str>, data: &str) -> usize {
     std::hint::black_box(out).len()
 }
 
+/// An SSE frame whose data is `data` serialised straight into it, as the server writes the
+/// protocols' frames; its length.
+fn sse_json<T: serde::Serialize>(event: Option<&str>, id: Option<&str>, data: &T) -> usize {
+    let mut out = Vec::with_capacity(256);
+    for (field, value) in [("event", event), ("id", id)] {
+        if let Some(value) = value {
+            out.extend_from_slice(field.as_bytes());
+            out.extend_from_slice(b": ");
+            out.extend_from_slice(value.as_bytes());
+            out.push(b'\n');
+        }
+    }
+    out.extend_from_slice(b"data: ");
+    let _ = serde_json::to_writer(&mut out, data);
+    out.extend_from_slice(b"\n\n");
+    std::hint::black_box(out).len()
+}
+
+/// A JSON-RPC success answer, as the A2A routes write a stream response.
+#[derive(serde::Serialize)]
+struct Success<'a, R> {
+    id: u64,
+    jsonrpc: &'static str,
+    result: &'a R,
+}
+
 /// `turn` through `surface`'s projection, encoded as its frames: the bytes, and the time.
 fn project(surface: Surface, turn: &[Recorded]) -> (usize, Duration) {
     let started = Instant::now();
@@ -472,7 +499,7 @@ fn project(surface: Surface, turn: &[Recorded]) -> (usize, Duration) {
             for recorded in turn {
                 let seq = recorded.seq.to_string();
                 for chunk in stream.chunks(&recorded.event).0 {
-                    bytes += sse(None, Some(&seq), &chunk.to_string());
+                    bytes += sse_json(None, Some(&seq), &chunk);
                 }
             }
         }
@@ -480,7 +507,7 @@ fn project(surface: Surface, turn: &[Recorded]) -> (usize, Duration) {
             let mut stream = ResponseStream::new(ResponseHead::new("resp_1_s", "chat", "s"));
             for recorded in turn {
                 for event in stream.step(&recorded.event) {
-                    bytes += sse(Some(event.kind), None, &event.data.to_string());
+                    bytes += sse_json(Some(event.kind), None, &event);
                 }
             }
         }
@@ -488,7 +515,7 @@ fn project(surface: Surface, turn: &[Recorded]) -> (usize, Duration) {
             let mut stream = AgUiStream::new("s", "run-1", Vec::new(), Some(json!({})));
             for recorded in turn {
                 for event in stream.step(&recorded.event, None) {
-                    bytes += sse(None, None, &event.to_string());
+                    bytes += sse_json(None, None, &event);
                 }
             }
         }
@@ -497,8 +524,14 @@ fn project(surface: Surface, turn: &[Recorded]) -> (usize, Duration) {
             for recorded in turn {
                 for (n, response) in (1..).zip(stream.step(&recorded.event)) {
                     let id = format!("{}.{n}", recorded.seq);
-                    let data = json!({ "jsonrpc": "2.0", "id": 1, "result": response });
-                    bytes += sse(None, Some(&id), &data.to_string());
+                    // The JSON-RPC envelope and the response serialised at once, as the
+                    // server writes them.
+                    let data = Success {
+                        id: 1,
+                        jsonrpc: "2.0",
+                        result: &response,
+                    };
+                    bytes += sse_json(None, Some(&id), &data);
                 }
             }
         }

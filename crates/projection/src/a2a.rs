@@ -44,7 +44,7 @@
 //! let mut stream = TaskStream::new(TaskHead::new("task_1_chat-1", "chat-1"));
 //! let kinds: Vec<String> = [&input, &started, &completed, &done].into_iter()
 //!     .flat_map(|event| stream.step(event))
-//!     .filter_map(|response| response.as_object()?.keys().next().cloned())
+//!     .filter_map(|response| response.to_value().as_object()?.keys().next().cloned())
 //!     .collect();
 //! // Nothing streamed: the reply is one last chunk.
 //! assert_eq!(kinds, ["task", "artifactUpdate", "statusUpdate"]);
@@ -56,10 +56,12 @@
 //! ```
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use openharness_core::adapter::CallKey;
 use openharness_core::builtin::{Builtin, Outcome};
 use openharness_core::{Envelope, EventId};
+use serde::Serialize;
 use serde_json::{Map, Value, json};
 
 use crate::reply::{ReplyProgress, reply_text};
@@ -84,6 +86,109 @@ impl TaskHead {
             id: id.into(),
             context_id: context_id.into(),
         }
+    }
+}
+
+/// One stream response of a task (A2A `StreamResponse`): typed for a chunk of an agent
+/// call's text (the response of every streamed delta), JSON for the others. It serialises as
+/// the response's JSON ([`TaskResponse::to_value`] gives it as a value).
+#[derive(Debug, Clone, PartialEq)]
+pub enum TaskResponse {
+    /// `{"artifactUpdate": …}` with one text part: serialised straight from its fields, with
+    /// no JSON map built per delta.
+    ArtifactText(ArtifactText),
+    /// Any other response: `{"task": …}`, `{"statusUpdate": …}`, or a data artifact's
+    /// `{"artifactUpdate": …}`.
+    Json(Value),
+}
+
+/// A chunk of a text artifact, `{"artifactUpdate": {"taskId", "contextId", "artifact":
+/// {"artifactId", "name", "parts": [{"text"}]}, "append", "lastChunk"}}`. The ids are shared
+/// by the chunks of one artifact.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ArtifactText {
+    /// The task's id.
+    pub task_id: Arc<str>,
+    /// The task's context (its session).
+    pub context_id: Arc<str>,
+    /// The artifact's id (`artifact-<agent:started id>`).
+    pub artifact_id: Arc<str>,
+    /// The artifact's name: the agent's.
+    pub name: Arc<str>,
+    /// The text the chunk adds.
+    pub text: String,
+    /// Whether the chunk follows an earlier one of the artifact.
+    pub append: bool,
+    /// Whether it is the artifact's last chunk.
+    pub last_chunk: bool,
+}
+
+/// `{"artifactUpdate": …}` of a text chunk on the wire: every map's fields in the order a
+/// JSON map writes them (sorted), so the bytes are the same as a `json!` object's.
+#[derive(Serialize)]
+struct ArtifactUpdateWire<'a> {
+    #[serde(rename = "artifactUpdate")]
+    artifact_update: UpdateWire<'a>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct UpdateWire<'a> {
+    append: bool,
+    artifact: ArtifactWire<'a>,
+    context_id: &'a str,
+    last_chunk: bool,
+    task_id: &'a str,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ArtifactWire<'a> {
+    artifact_id: &'a str,
+    name: &'a str,
+    parts: [TextPartWire<'a>; 1],
+}
+
+#[derive(Serialize)]
+struct TextPartWire<'a> {
+    text: &'a str,
+}
+
+impl Serialize for TaskResponse {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Self::Json(value) => value.serialize(serializer),
+            Self::ArtifactText(chunk) => ArtifactUpdateWire {
+                artifact_update: UpdateWire {
+                    append: chunk.append,
+                    artifact: ArtifactWire {
+                        artifact_id: &chunk.artifact_id,
+                        name: &chunk.name,
+                        parts: [TextPartWire { text: &chunk.text }],
+                    },
+                    context_id: &chunk.context_id,
+                    last_chunk: chunk.last_chunk,
+                    task_id: &chunk.task_id,
+                },
+            }
+            .serialize(serializer),
+        }
+    }
+}
+
+impl TaskResponse {
+    /// The response as a JSON value (to inspect it; serialising it writes it directly).
+    pub fn to_value(&self) -> Value {
+        match self {
+            Self::Json(value) => value.clone(),
+            Self::ArtifactText(_) => serde_json::to_value(self).unwrap_or_default(),
+        }
+    }
+}
+
+impl From<Value> for TaskResponse {
+    fn from(value: Value) -> Self {
+        Self::Json(value)
     }
 }
 
@@ -165,6 +270,8 @@ struct Call {
     reply: ReplyProgress,
     /// The index of its text artifact in [`TaskStream::artifacts`], once text came.
     artifact: Option<usize>,
+    /// Its artifact's id and name, shared by its chunks (made with its first one).
+    names: Option<(Arc<str>, Arc<str>)>,
 }
 
 impl Call {
@@ -175,6 +282,7 @@ impl Call {
             reply: ReplyProgress::new(pointer.clone()),
             pointer,
             artifact: None,
+            names: None,
         }
     }
 }
@@ -184,6 +292,8 @@ impl Call {
 #[derive(Debug)]
 pub struct TaskStream {
     head: TaskHead,
+    /// The head's ids, shared by the text chunks.
+    ids: (Arc<str>, Arc<str>),
     phase: Phase,
     state: TaskState,
     /// The task's status (`state`, `message`, `timestamp`), as the latest update gave it.
@@ -203,6 +313,7 @@ impl TaskStream {
     /// The task `head`, before any event.
     pub fn new(head: TaskHead) -> Self {
         Self {
+            ids: (head.id.as_str().into(), head.context_id.as_str().into()),
             head,
             phase: Phase::Before,
             state: TaskState::Submitted,
@@ -249,7 +360,7 @@ impl TaskStream {
     }
 
     /// The stream responses `event` adds to the task.
-    pub fn step(&mut self, event: &Envelope) -> Vec<Value> {
+    pub fn step(&mut self, event: &Envelope) -> Vec<TaskResponse> {
         let mut out = Vec::new();
         let decoded = match Builtin::decode(event) {
             Some(Ok(builtin)) => Some(builtin),
@@ -263,7 +374,7 @@ impl TaskStream {
                     self.history
                         .push(self.user_message(event, &queued.text, None));
                     self.status = self.status_of(TaskState::Submitted, event, None);
-                    out.push(self.announce());
+                    out.push(self.announce().into());
                 } else {
                     self.phase = Phase::Running;
                     self.state = TaskState::Working;
@@ -300,13 +411,13 @@ impl TaskStream {
 
     /// The responses of a task whose turn failed before it could end: its status becomes
     /// `TASK_STATE_FAILED` with `message` as the status message.
-    pub fn fail(&mut self, message: &str, at: Option<&Envelope>) -> Vec<Value> {
+    pub fn fail(&mut self, message: &str, at: Option<&Envelope>) -> Vec<TaskResponse> {
         let mut out = Vec::new();
         if self.state.is_terminal() {
             return out;
         }
         if !self.announced {
-            out.push(self.announce());
+            out.push(self.announce().into());
         }
         self.close_all(&mut out);
         self.phase = Phase::Ended;
@@ -316,7 +427,7 @@ impl TaskStream {
             Some(event) => self.status_of(TaskState::Failed, event, Some(text)),
             None => json!({ "state": TaskState::Failed.as_str(), "message": text }),
         };
-        out.push(self.status_update(None));
+        out.push(self.status_update(None).into());
         out
     }
 
@@ -333,19 +444,19 @@ impl TaskStream {
     }
 
     /// The task's turn (re)begins at `event`.
-    fn working(&mut self, event: &Envelope, out: &mut Vec<Value>) {
+    fn working(&mut self, event: &Envelope, out: &mut Vec<TaskResponse>) {
         self.phase = Phase::Running;
         self.state = TaskState::Working;
         self.status = self.status_of(TaskState::Working, event, None);
         if self.announced {
-            out.push(self.status_update(None));
+            out.push(self.status_update(None).into());
         } else {
-            out.push(self.announce());
+            out.push(self.announce().into());
         }
     }
 
     /// An event of the task's running turn.
-    fn run(&mut self, event: &Envelope, decoded: Option<Builtin>, out: &mut Vec<Value>) {
+    fn run(&mut self, event: &Envelope, decoded: Option<Builtin>, out: &mut Vec<TaskResponse>) {
         let is_start = matches!(decoded, Some(Builtin::WorkflowStarted(_)));
         if let Some(Builtin::UserInput(input)) = &decoded
             && self.history.is_empty()
@@ -360,7 +471,7 @@ impl TaskStream {
                 .push(self.user_message(event, &answer.text, Some(answer.request_id)));
         }
         if !self.announced && !is_start {
-            out.push(self.announce());
+            out.push(self.announce().into());
         }
         let Some(builtin) = decoded else {
             return;
@@ -375,18 +486,17 @@ impl TaskStream {
                 }
             }
             Builtin::TextDelta(delta) => {
-                let key = CallKey::new(delta.agent.as_str(), event.caused_by);
-                let mut call = self
+                // One look-up, the key made of the delta's own agent name.
+                let call = self
                     .calls
-                    .remove(&key)
-                    .unwrap_or_else(|| Call::new(event.id, delta.agent.clone(), None));
+                    .entry(CallKey::new(delta.agent, event.caused_by))
+                    .or_insert_with_key(|key| Call::new(event.id, key.agent.clone(), None));
                 // A re-asked attempt's text follows what the rejected one showed (a stream
                 // takes nothing back).
                 let (_, text) = call.reply.push(&delta.delta, delta.attempt);
                 if !text.is_empty() {
-                    self.text(&mut call, &text, false, out);
+                    text_chunk(&mut self.artifacts, &self.ids, call, text, false, out);
                 }
-                self.calls.insert(key, call);
             }
             Builtin::ToolCalled(called) => {
                 // The model's text before a tool call is one response; what follows, another.
@@ -406,7 +516,7 @@ impl TaskStream {
                     json!({ "openharness": "tool_call", "agentName": called.agent }),
                 );
                 self.status = self.status_of(TaskState::Working, event, Some(message));
-                out.push(self.status_update(None));
+                out.push(self.status_update(None).into());
             }
             Builtin::ErrorOccurred(error) => {
                 self.last_error = Some(error.message.clone());
@@ -416,7 +526,7 @@ impl TaskStream {
                     json!({ "openharness": "error", "code": error.source }),
                 );
                 self.status = self.status_of(TaskState::Working, event, Some(message));
-                out.push(self.status_update(None));
+                out.push(self.status_update(None).into());
             }
             Builtin::AgentCompleted(completed) => {
                 let key = CallKey::new(completed.agent.as_str(), event.caused_by);
@@ -516,53 +626,27 @@ impl TaskStream {
                     };
                 self.state = state;
                 self.status = self.status_of(state, event, message);
-                out.push(self.status_update(metadata));
+                out.push(self.status_update(metadata).into());
             }
             _ => {}
         }
     }
 
     /// Adds `text` to `call`'s text artifact, opening it first.
-    fn text(&mut self, call: &mut Call, text: &str, last: bool, out: &mut Vec<Value>) {
-        let append = match call.artifact {
-            Some(index) => {
-                if let Some(part) = self.artifacts.get_mut(index).and_then(|a| {
-                    a.get_mut("parts")
-                        .and_then(|parts| parts.get_mut(0))
-                        .and_then(|part| part.get_mut("text"))
-                }) {
-                    let whole = format!("{}{text}", part.as_str().unwrap_or_default());
-                    *part = Value::String(whole);
-                }
-                true
-            }
-            None => {
-                call.artifact = Some(self.artifacts.len());
-                self.artifacts.push(json!({
-                    "artifactId": format!("artifact-{}", call.event),
-                    "name": call.agent,
-                    "parts": [{ "text": text }],
-                }));
-                false
-            }
-        };
-        let artifact = json!({
-            "artifactId": format!("artifact-{}", call.event),
-            "name": call.agent,
-            "parts": [{ "text": text }],
-        });
-        out.push(json!({ "artifactUpdate": {
-            "taskId": self.head.id,
-            "contextId": self.head.context_id,
-            "artifact": artifact,
-            "append": append,
-            "lastChunk": last,
-        } }));
+    fn text(&mut self, call: &mut Call, text: &str, last: bool, out: &mut Vec<TaskResponse>) {
+        text_chunk(
+            &mut self.artifacts,
+            &self.ids,
+            call,
+            text.to_owned(),
+            last,
+            out,
+        );
     }
 
     /// Ends `call`'s text artifact with `rest` (the reply's characters not streamed yet), if
     /// it has one or `rest` opens one.
-    fn close(&mut self, call: &mut Call, rest: &str, out: &mut Vec<Value>) {
+    fn close(&mut self, call: &mut Call, rest: &str, out: &mut Vec<TaskResponse>) {
         if call.artifact.is_some() || !rest.is_empty() {
             self.text(call, rest, true, out);
         }
@@ -570,24 +654,27 @@ impl TaskStream {
     }
 
     /// `call`'s structured output as an artifact of one `data` part.
-    fn data_artifact(&mut self, call: &Call, output: Value, out: &mut Vec<Value>) {
+    fn data_artifact(&mut self, call: &Call, output: Value, out: &mut Vec<TaskResponse>) {
         let artifact = json!({
             "artifactId": format!("artifact-{}", call.event),
             "name": call.agent,
             "parts": [{ "data": output, "mediaType": "application/json" }],
         });
         self.artifacts.push(artifact.clone());
-        out.push(json!({ "artifactUpdate": {
-            "taskId": self.head.id,
-            "contextId": self.head.context_id,
-            "artifact": artifact,
-            "append": false,
-            "lastChunk": true,
-        } }));
+        out.push(
+            json!({ "artifactUpdate": {
+                "taskId": self.head.id,
+                "contextId": self.head.context_id,
+                "artifact": artifact,
+                "append": false,
+                "lastChunk": true,
+            } })
+            .into(),
+        );
     }
 
     /// Ends every artifact still open (the turn ended, or failed), in the order they opened.
-    fn close_all(&mut self, out: &mut Vec<Value>) {
+    fn close_all(&mut self, out: &mut Vec<TaskResponse>) {
         let mut calls: Vec<Call> = std::mem::take(&mut self.calls).into_values().collect();
         calls.sort_by_key(|call| call.artifact.unwrap_or(usize::MAX));
         for mut call in calls {
@@ -665,6 +752,55 @@ impl TaskStream {
         }
         Value::Object(message)
     }
+}
+
+/// Adds `text` to `call`'s text artifact in `artifacts`, opening it first, and streams it as a
+/// chunk of the task `ids` (its id, its context).
+fn text_chunk(
+    artifacts: &mut Vec<Value>,
+    ids: &(Arc<str>, Arc<str>),
+    call: &mut Call,
+    text: String,
+    last: bool,
+    out: &mut Vec<TaskResponse>,
+) {
+    let append = match call.artifact {
+        Some(index) => {
+            // The artifact's text grows in place (no copy of what it holds).
+            if let Some(Value::String(whole)) = artifacts.get_mut(index).and_then(|a| {
+                a.get_mut("parts")
+                    .and_then(|parts| parts.get_mut(0))
+                    .and_then(|part| part.get_mut("text"))
+            }) {
+                whole.push_str(&text);
+            }
+            true
+        }
+        None => {
+            call.artifact = Some(artifacts.len());
+            artifacts.push(json!({
+                "artifactId": format!("artifact-{}", call.event),
+                "name": call.agent,
+                "parts": [{ "text": text }],
+            }));
+            false
+        }
+    };
+    let (artifact_id, name) = call.names.get_or_insert_with(|| {
+        (
+            format!("artifact-{}", call.event).into(),
+            call.agent.as_str().into(),
+        )
+    });
+    out.push(TaskResponse::ArtifactText(ArtifactText {
+        task_id: Arc::clone(&ids.0),
+        context_id: Arc::clone(&ids.1),
+        artifact_id: Arc::clone(artifact_id),
+        name: Arc::clone(name),
+        text,
+        append,
+        last_chunk: last,
+    }));
 }
 
 #[cfg(test)]

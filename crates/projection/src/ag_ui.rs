@@ -34,7 +34,7 @@
 //! let mut run = AgUiStream::new("thread-1", "run-1", Vec::new(), Some(json!({})));
 //! let kinds: Vec<String> = [&input, &started, &completed, &done].into_iter()
 //!     .flat_map(|event| run.step(event, None))
-//!     .map(|event| event["type"].as_str().unwrap().to_owned())
+//!     .map(|event| event.to_value()["type"].as_str().unwrap().to_owned())
 //!     .collect();
 //! assert_eq!(kinds, ["RUN_STARTED", "STATE_SNAPSHOT", "STEP_STARTED", "TEXT_MESSAGE_START",
 //!     "TEXT_MESSAGE_CONTENT", "TEXT_MESSAGE_END", "CUSTOM", "STEP_FINISHED",
@@ -43,10 +43,12 @@
 //! ```
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use openharness_core::adapter::CallKey;
 use openharness_core::builtin::{Builtin, Outcome};
 use openharness_core::{Envelope, EventId};
+use serde::Serialize;
 use serde_json::{Value, json};
 
 use crate::reply::ReplyProgress;
@@ -56,6 +58,78 @@ use crate::ui_stream::MESSAGE_ID_FIELD;
 /// holds the ids the client gave their `tool` messages, in the same order.
 pub const TOOL_MESSAGE_IDS_FIELD: &str = "toolMessageIds";
 
+/// One AG-UI event: typed for `TEXT_MESSAGE_CONTENT` (the event of every streamed delta),
+/// JSON for the others. It serialises as the event's JSON ([`AgUiEvent::to_value`] gives it
+/// as a value).
+#[derive(Debug, Clone, PartialEq)]
+pub enum AgUiEvent {
+    /// `{"type": "TEXT_MESSAGE_CONTENT", "messageId", "delta"}`: serialised straight from its
+    /// fields, with no JSON map built per delta.
+    TextContent(TextMessageContent),
+    /// Any other event's JSON, `type` included.
+    Json(Value),
+}
+
+/// The fields of a `TEXT_MESSAGE_CONTENT` event.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TextMessageContent {
+    /// The id of the message the text is added to (shared by its message's events).
+    pub message_id: Arc<str>,
+    /// The text added.
+    pub delta: String,
+}
+
+/// `TEXT_MESSAGE_CONTENT` on the wire: the fields in the order a JSON map writes them
+/// (sorted), so the bytes are the same as a `json!` object's.
+#[derive(Serialize)]
+struct TextMessageContentWire<'a> {
+    delta: &'a str,
+    #[serde(rename = "messageId")]
+    message_id: &'a str,
+    #[serde(rename = "type")]
+    kind: &'static str,
+}
+
+impl Serialize for AgUiEvent {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Self::Json(value) => value.serialize(serializer),
+            Self::TextContent(content) => TextMessageContentWire {
+                delta: &content.delta,
+                message_id: &content.message_id,
+                kind: "TEXT_MESSAGE_CONTENT",
+            }
+            .serialize(serializer),
+        }
+    }
+}
+
+impl AgUiEvent {
+    /// The event as a JSON value (to inspect it; serialising it writes it directly).
+    pub fn to_value(&self) -> Value {
+        match self {
+            Self::Json(value) => value.clone(),
+            Self::TextContent(_) => serde_json::to_value(self).unwrap_or_default(),
+        }
+    }
+}
+
+impl From<Value> for AgUiEvent {
+    fn from(value: Value) -> Self {
+        Self::Json(value)
+    }
+}
+
+/// The events a step makes, in order.
+#[derive(Debug, Default)]
+struct Events(Vec<AgUiEvent>);
+
+impl Events {
+    fn push(&mut self, event: impl Into<AgUiEvent>) {
+        self.0.push(event.into());
+    }
+}
+
 /// One agent call: its reply so far, its step and its text message under way.
 #[derive(Debug)]
 struct Call {
@@ -63,7 +137,7 @@ struct Call {
     /// The step this call opened (`<agent>:<event id>`), when it opened one.
     step: Option<String>,
     /// The id of its text message under way.
-    message: Option<String>,
+    message: Option<Arc<str>>,
 }
 
 impl Call {
@@ -132,7 +206,8 @@ impl AgUiStream {
     /// let input = Envelope::typed(&UserInput::new("Hi"), None).unwrap();
     /// let stopped = Envelope::typed(&WorkflowCompleted { reason: "cancelled".into(), ..Default::default() }, None).unwrap();
     /// let mut run = AgUiStream::new("t", "r", Vec::new(), None).before_protocol_1();
-    /// let events: Vec<_> = [&input, &stopped].into_iter().flat_map(|e| run.step(e, None)).collect();
+    /// let events: Vec<_> = [&input, &stopped].into_iter().flat_map(|e| run.step(e, None))
+    ///     .map(|e| e.to_value()).collect();
     /// assert_eq!(events[events.len() - 2]["name"], "openharness.cancelled");
     /// assert!(events[events.len() - 1].get("outcome").is_none());
     /// ```
@@ -154,10 +229,10 @@ impl AgUiStream {
 
     /// The events `event` adds to the run; `state`, when given, is the workflow's state after
     /// it (a `STATE_DELTA` is sent when it differs from the state before).
-    pub fn step(&mut self, event: &Envelope, state: Option<Value>) -> Vec<Value> {
-        let mut out = Vec::new();
+    pub fn step(&mut self, event: &Envelope, state: Option<Value>) -> Vec<AgUiEvent> {
+        let mut out = Events::default();
         if self.ended {
-            return out;
+            return out.0;
         }
         if !self.started {
             self.start(&mut out);
@@ -170,7 +245,7 @@ impl AgUiStream {
         {
             self.delta(after, &mut out);
         }
-        out
+        out.0
     }
 
     /// What a client that joins the run while it is under way (a resumed connection) needs
@@ -179,8 +254,8 @@ impl AgUiStream {
     /// open (the client keeps the text it has of a message it knows; it has the rest in the
     /// snapshot). Call it after stepping (and discarding) the run's events so far. A run that
     /// has ended is rejoined whole: the snapshots, then how it finished.
-    pub fn rejoin(&mut self) -> Vec<Value> {
-        let mut out = Vec::new();
+    pub fn rejoin(&mut self) -> Vec<AgUiEvent> {
+        let mut out = Events::default();
         self.started = true;
         out.push(self.run_started());
         if let Some(state) = &self.state {
@@ -189,7 +264,7 @@ impl AgUiStream {
         out.push(json!({ "type": "MESSAGES_SNAPSHOT", "messages": self.messages }));
         if let Some(finished) = &self.finished {
             out.push(finished.clone());
-            return out;
+            return out.0;
         }
         let mut open: Vec<&Call> = self.calls.values().collect();
         open.sort_by(|a, b| a.step.cmp(&b.step));
@@ -197,21 +272,21 @@ impl AgUiStream {
             if let Some(step) = &call.step {
                 out.push(json!({ "type": "STEP_STARTED", "stepName": step }));
             }
-            if let Some(id) = &call.message {
+            if let Some(id) = call.message.as_deref() {
                 out.push(
                     json!({ "type": "TEXT_MESSAGE_START", "messageId": id, "role": "assistant" }),
                 );
             }
         }
-        out
+        out.0
     }
 
     /// The events of a turn that failed before it could end: `RUN_ERROR`.
-    pub fn fail(&mut self, code: &str, message: &str) -> Vec<Value> {
+    pub fn fail(&mut self, code: &str, message: &str) -> Vec<AgUiEvent> {
         if self.ended {
             return Vec::new();
         }
-        let mut out = Vec::new();
+        let mut out = Events::default();
         if !self.started {
             self.start(&mut out);
         }
@@ -219,14 +294,14 @@ impl AgUiStream {
         let error = json!({ "type": "RUN_ERROR", "message": message, "code": code });
         self.finished = Some(error.clone());
         out.push(error);
-        out
+        out.0
     }
 
     fn run_started(&self) -> Value {
         json!({ "type": "RUN_STARTED", "threadId": self.thread_id, "runId": self.run_id })
     }
 
-    fn start(&mut self, out: &mut Vec<Value>) {
+    fn start(&mut self, out: &mut Events) {
         self.started = true;
         out.push(self.run_started());
         if let Some(state) = &self.state {
@@ -234,7 +309,7 @@ impl AgUiStream {
         }
     }
 
-    fn delta(&mut self, after: Value, out: &mut Vec<Value>) {
+    fn delta(&mut self, after: Value, out: &mut Events) {
         let Some(before) = &self.state else {
             return;
         };
@@ -250,7 +325,7 @@ impl AgUiStream {
         self.state = Some(after);
     }
 
-    fn apply(&mut self, builtin: Builtin, event: &Envelope, out: &mut Vec<Value>) {
+    fn apply(&mut self, builtin: Builtin, event: &Envelope, out: &mut Events) {
         match builtin {
             Builtin::UserInput(input) => {
                 // The results of frontend tools it brings (under the ids the client gave their
@@ -439,10 +514,10 @@ impl AgUiStream {
         agent: &str,
         event: &Envelope,
         text: &str,
-        out: &mut Vec<Value>,
+        out: &mut Events,
     ) {
         let id = match &call.message {
-            Some(id) => id.clone(),
+            Some(id) => Arc::clone(id),
             None => {
                 let id = format!("msg-{}", event.id);
                 out.push(
@@ -452,30 +527,30 @@ impl AgUiStream {
                 self.push_message(
                     json!({ "id": id, "role": "assistant", "content": "", "name": agent }),
                 );
-                call.message = Some(id.clone());
+                let id: Arc<str> = id.into();
+                call.message = Some(Arc::clone(&id));
                 id
             }
         };
-        out.push(json!({ "type": "TEXT_MESSAGE_CONTENT", "messageId": id, "delta": text }));
-        if let Some(message) = self
-            .messages
-            .iter_mut()
-            .rev()
-            .find(|m| m["id"] == id.as_str())
+        if let Some(message) = self.messages.iter_mut().rev().find(|m| m["id"] == *id)
             && let Value::String(content) = &mut message["content"]
         {
             content.push_str(text);
         }
+        out.push(AgUiEvent::TextContent(TextMessageContent {
+            message_id: id,
+            delta: text.to_owned(),
+        }));
     }
 
-    fn end_text(&mut self, call: &mut Call, out: &mut Vec<Value>) {
+    fn end_text(&mut self, call: &mut Call, out: &mut Events) {
         if let Some(id) = call.message.take() {
-            out.push(json!({ "type": "TEXT_MESSAGE_END", "messageId": id }));
+            out.push(json!({ "type": "TEXT_MESSAGE_END", "messageId": &*id }));
         }
     }
 
     /// Closes what `call` left open (its message, its step).
-    fn close_call(&mut self, mut call: Call, out: &mut Vec<Value>) {
+    fn close_call(&mut self, mut call: Call, out: &mut Events) {
         self.end_text(&mut call, out);
         if let Some(step) = call.step.take() {
             out.push(json!({ "type": "STEP_FINISHED", "stepName": step }));

@@ -67,14 +67,17 @@ mod reply;
 mod ui;
 mod ui_stream;
 
-pub use a2a::{TaskHead, TaskState, TaskStream};
-pub use ag_ui::{AgUiStream, TOOL_MESSAGE_IDS_FIELD};
+pub use a2a::{ArtifactText, TaskHead, TaskResponse, TaskState, TaskStream};
+pub use ag_ui::{AgUiEvent, AgUiStream, TOOL_MESSAGE_IDS_FIELD, TextMessageContent};
 pub use message::{Message, Part, Role, TextState, ToolState};
-pub use open_responses::{ResponseEvent, ResponseHead, ResponseStream};
+pub use open_responses::{
+    OutputTextDelta, ResponseData, ResponseEvent, ResponseHead, ResponseStream,
+};
 pub use project::{MessageProjection, project_messages};
 pub use reply::{ReplyDecoder, ReplyProgress, reply_text};
 pub use ui::{ToolApproval, UiMessage, UiPart, UiToolCall, to_ui_messages};
 pub use ui_stream::{
     APPROVAL_TOOL, APPROVED_FIELD, Approvals, MESSAGE_ID_FIELD, REASON_FIELD, REGENERATES_FIELD,
-    UiStream, approval_text, approval_tool_call_id, opens_message, ui_messages, ui_messages_with,
+    UiChunk, UiStream, UiTextDelta, approval_text, approval_tool_call_id, opens_message,
+    ui_messages, ui_messages_with,
 };

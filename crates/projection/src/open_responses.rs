@@ -51,10 +51,12 @@
 //! ```
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use openharness_core::Envelope;
 use openharness_core::adapter::CallKey;
 use openharness_core::builtin::{Builtin, Outcome};
+use serde::Serialize;
 use serde_json::{Map, Value, json};
 
 use crate::reply::ReplyProgress;
@@ -101,13 +103,88 @@ impl ResponseHead {
     }
 }
 
-/// One streaming event: its type (the SSE `event:` name, also the data's `type`) and data.
+/// One streaming event: its type (the SSE `event:` name, also the data's `type`), its
+/// sequence number and its data. Its JSON text is [`ResponseEvent::to_json`] (the event
+/// serialises as its data, `type` and `sequence_number` included).
 #[derive(Debug, Clone, PartialEq)]
 pub struct ResponseEvent {
     /// The event's type, such as `response.output_text.delta`.
     pub kind: &'static str,
-    /// The event's JSON, `type` and `sequence_number` included.
-    pub data: Value,
+    /// The event's `sequence_number`, counted from 0 within the response.
+    pub sequence_number: u64,
+    /// The event's data.
+    pub data: ResponseData,
+}
+
+/// The data of a [`ResponseEvent`]: typed for the event of every streamed delta, JSON for
+/// the others.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ResponseData {
+    /// A `response.output_text.delta`: serialised straight from its fields, with no JSON
+    /// map built per delta.
+    TextDelta(OutputTextDelta),
+    /// Any other event's JSON, `type` and `sequence_number` included.
+    Json(Value),
+}
+
+/// The fields of a `response.output_text.delta` event (besides `type` and
+/// `sequence_number`; `content_index` is always 0 and `logprobs` always empty).
+#[derive(Debug, Clone, PartialEq)]
+pub struct OutputTextDelta {
+    /// The id of the `message` item the text is added to (shared by its item's deltas).
+    pub item_id: Arc<str>,
+    /// The item's index in the response's `output`.
+    pub output_index: usize,
+    /// The text added.
+    pub delta: String,
+}
+
+/// `response.output_text.delta` on the wire: the fields in the order the JSON map of the
+/// other events writes them (sorted), so the bytes are the same as a `json!` object's.
+#[derive(Serialize)]
+struct OutputTextDeltaWire<'a> {
+    content_index: u8,
+    delta: &'a str,
+    item_id: &'a str,
+    logprobs: [(); 0],
+    output_index: usize,
+    sequence_number: u64,
+    #[serde(rename = "type")]
+    kind: &'static str,
+}
+
+impl Serialize for ResponseEvent {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match &self.data {
+            ResponseData::Json(value) => value.serialize(serializer),
+            ResponseData::TextDelta(delta) => OutputTextDeltaWire {
+                content_index: 0,
+                delta: &delta.delta,
+                item_id: &delta.item_id,
+                logprobs: [],
+                output_index: delta.output_index,
+                sequence_number: self.sequence_number,
+                kind: self.kind,
+            }
+            .serialize(serializer),
+        }
+    }
+}
+
+impl ResponseEvent {
+    /// The event's data as JSON text (an SSE frame's `data:`), serialised once.
+    pub fn to_json(&self) -> String {
+        serde_json::to_string(self).unwrap_or_default()
+    }
+
+    /// The event's data as a JSON value (to inspect it; [`to_json`](Self::to_json) writes
+    /// it).
+    pub fn to_value(&self) -> Value {
+        match &self.data {
+            ResponseData::Json(value) => value.clone(),
+            ResponseData::TextDelta(_) => serde_json::to_value(self).unwrap_or_default(),
+        }
+    }
 }
 
 /// The status of a response.
@@ -134,7 +211,7 @@ impl Status {
 #[derive(Debug)]
 struct OpenItem {
     index: usize,
-    id: String,
+    id: Arc<str>,
     text: String,
 }
 
@@ -392,8 +469,12 @@ impl ResponseStream {
                 Value::from(self.next_sequence),
             );
         }
+        out.push(ResponseEvent {
+            kind,
+            sequence_number: self.next_sequence,
+            data: ResponseData::Json(data),
+        });
         self.next_sequence += 1;
-        out.push(ResponseEvent { kind, data });
     }
 
     /// Adds `text` to `call`'s message item, opening the item (named after `event`) first.
@@ -425,19 +506,22 @@ impl ResponseStream {
                 );
                 call.item.insert(OpenItem {
                     index,
-                    id,
+                    id: id.into(),
                     text: String::new(),
                 })
             }
         };
         item.text.push_str(text);
-        let (index, id) = (item.index, item.id.clone());
-        self.emit(
-            "response.output_text.delta",
-            json!({ "item_id": id, "output_index": index, "content_index": 0, "delta": text,
-                "logprobs": [] }),
-            out,
-        );
+        out.push(ResponseEvent {
+            kind: "response.output_text.delta",
+            sequence_number: self.next_sequence,
+            data: ResponseData::TextDelta(OutputTextDelta {
+                item_id: Arc::clone(&item.id),
+                output_index: item.index,
+                delta: text.to_owned(),
+            }),
+        });
+        self.next_sequence += 1;
     }
 
     /// A `function_call` item for a call of a client's tool (named after its `tool:called`
@@ -489,6 +573,7 @@ impl ResponseStream {
         let Some(OpenItem { index, id, text }) = call.item.take() else {
             return;
         };
+        let id: &str = &id;
         self.emit(
             "response.output_text.done",
             json!({ "item_id": id, "output_index": index, "content_index": 0, "text": text,

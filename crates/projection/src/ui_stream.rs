@@ -35,10 +35,12 @@
 //! a request answered with text instead ends `output-available` with the text as its answer.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use openharness_core::adapter::CallKey;
 use openharness_core::builtin::{Builtin, InputReceived, Outcome};
 use openharness_core::{Envelope, Event, EventId};
+use serde::Serialize;
 use serde_json::{Value, json};
 
 use crate::message::{Role, TextState, ToolState};
@@ -178,6 +180,77 @@ pub fn opens_message(event: &Envelope, approvals: Approvals) -> bool {
     }
 }
 
+/// One chunk of the UI message stream: typed for `text-delta` (the chunk of every streamed
+/// delta), JSON for the others. It serialises as the chunk's JSON ([`UiChunk::to_value`]
+/// gives it as a value).
+#[derive(Debug, Clone, PartialEq)]
+pub enum UiChunk {
+    /// `{"type": "text-delta", "id", "delta"}`: serialised straight from its fields, with no
+    /// JSON map built per delta.
+    TextDelta(UiTextDelta),
+    /// Any other chunk's JSON, `type` included.
+    Json(Value),
+}
+
+/// The fields of a `text-delta` chunk.
+#[derive(Debug, Clone, PartialEq)]
+pub struct UiTextDelta {
+    /// The id of the text part the text is added to (shared by its part's chunks).
+    pub id: Arc<str>,
+    /// The text added.
+    pub delta: String,
+}
+
+/// `text-delta` on the wire: the fields in the order a JSON map writes them (sorted), so the
+/// bytes are the same as a `json!` object's.
+#[derive(Serialize)]
+struct UiTextDeltaWire<'a> {
+    delta: &'a str,
+    id: &'a str,
+    #[serde(rename = "type")]
+    kind: &'static str,
+}
+
+impl Serialize for UiChunk {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Self::Json(value) => value.serialize(serializer),
+            Self::TextDelta(text) => UiTextDeltaWire {
+                delta: &text.delta,
+                id: &text.id,
+                kind: "text-delta",
+            }
+            .serialize(serializer),
+        }
+    }
+}
+
+impl UiChunk {
+    /// The chunk as a JSON value (to inspect it; serialising it writes it directly).
+    pub fn to_value(&self) -> Value {
+        match self {
+            Self::Json(value) => value.clone(),
+            Self::TextDelta(_) => serde_json::to_value(self).unwrap_or_default(),
+        }
+    }
+}
+
+impl From<Value> for UiChunk {
+    fn from(value: Value) -> Self {
+        Self::Json(value)
+    }
+}
+
+/// The chunks an event makes, in order.
+#[derive(Debug, Default)]
+struct Chunks(Vec<UiChunk>);
+
+impl Chunks {
+    fn push(&mut self, chunk: impl Into<UiChunk>) {
+        self.0.push(chunk.into());
+    }
+}
+
 /// Turns a session's recorded events into UI message stream chunks, one event at a time
 /// (see the module docs). One value follows one turn, or a whole log turn after turn.
 ///
@@ -197,7 +270,7 @@ pub fn opens_message(event: &Envelope, approvals: Approvals) -> bool {
 /// let mut text = String::new();
 /// for event in [started, delta("{\"reply\": \"Hi\\n"), delta("there\"}"), completed] {
 ///     let (chunks, _) = stream.chunks(&event);
-///     for chunk in chunks.iter().filter(|c| c["type"] == "text-delta") {
+///     for chunk in chunks.iter().map(|c| c.to_value()).filter(|c| c["type"] == "text-delta") {
 ///         text.push_str(chunk["delta"].as_str().unwrap());
 ///     }
 /// }
@@ -224,7 +297,7 @@ pub struct UiStream {
 struct CallText {
     reply: ReplyProgress,
     /// The call's open text part, if one is open.
-    open_text: Option<String>,
+    open_text: Option<Arc<str>>,
 }
 
 impl CallText {
@@ -236,26 +309,25 @@ impl CallText {
     }
 
     /// A new model response (after tool calls): its text is a new part.
-    fn next_response(&mut self, out: &mut Vec<Value>) {
+    fn next_response(&mut self, out: &mut Chunks) {
         self.reply.next_response();
         self.close_text(out);
     }
 
-    fn close_text(&mut self, out: &mut Vec<Value>) {
+    fn close_text(&mut self, out: &mut Chunks) {
         if let Some(id) = self.open_text.take() {
-            out.push(json!({ "type": "text-end", "id": id }));
+            out.push(json!({ "type": "text-end", "id": &*id }));
         }
     }
 
     /// The id of the call's open text part, opening one (named after `event`) first.
-    fn open_text(&mut self, event: &Envelope, out: &mut Vec<Value>) -> String {
-        self.open_text
-            .get_or_insert_with(|| {
-                let id = format!("text-{}", event.id);
-                out.push(json!({ "type": "text-start", "id": id }));
-                id
-            })
-            .clone()
+    fn open_text(&mut self, event: &Envelope, out: &mut Chunks) -> Arc<str> {
+        let id = self.open_text.get_or_insert_with(|| {
+            let id = format!("text-{}", event.id);
+            out.push(json!({ "type": "text-start", "id": id }));
+            id.into()
+        });
+        Arc::clone(id)
     }
 }
 
@@ -278,7 +350,7 @@ impl UiStream {
     ///     let mut stream = UiStream::with_approvals(approvals);
     ///     [&asked, &done].into_iter()
     ///         .flat_map(|event| stream.chunks(event).0)
-    ///         .map(|chunk| chunk["type"].as_str().unwrap().to_owned())
+    ///         .map(|chunk| chunk.to_value()["type"].as_str().unwrap().to_owned())
     ///         .collect::<Vec<_>>()
     /// };
     /// assert_eq!(kinds(Approvals::Data), ["start", "data-input-requested", "finish"]);
@@ -298,10 +370,10 @@ impl UiStream {
     /// Agent calls that run at once share a step: each streams into a text part of its own,
     /// and the step ends when none is left under way. A re-asked attempt's text starts a new
     /// part (a stream cannot take back what the rejected attempt showed).
-    pub fn chunks(&mut self, event: &Envelope) -> (Vec<Value>, bool) {
-        let mut out = Vec::new();
+    pub fn chunks(&mut self, event: &Envelope) -> (Vec<UiChunk>, bool) {
+        let mut out = Chunks::default();
         let Some(Ok(builtin)) = Builtin::decode(event) else {
-            return (out, false);
+            return (out.0, false);
         };
         let opens_turn = matches!(
             builtin,
@@ -343,7 +415,7 @@ impl UiStream {
                         out.push(json!({ "type": "start-step" }));
                     }
                     let id = call.open_text(event, &mut out);
-                    out.push(json!({ "type": "text-delta", "id": id, "delta": text }));
+                    out.push(UiChunk::TextDelta(UiTextDelta { id, delta: text }));
                 }
             }
             Builtin::ToolCalled(call) => {
@@ -380,7 +452,7 @@ impl UiStream {
                     && let Some(rest) = completed.output.as_ref().and_then(|o| call.reply.rest(o))
                 {
                     let id = call.open_text(event, &mut out);
-                    out.push(json!({ "type": "text-delta", "id": id, "delta": rest }));
+                    out.push(UiChunk::TextDelta(UiTextDelta { id, delta: rest }));
                 }
                 call.close_text(&mut out);
                 if let Some(output) = completed.output {
@@ -413,16 +485,16 @@ impl UiStream {
             }
             Builtin::WorkflowCompleted(_) => {
                 self.end_turn(&mut out);
-                return (out, true);
+                return (out.0, true);
             }
             _ => {}
         }
-        (out, false)
+        (out.0, false)
     }
 
     /// `start`: of a new message named after `event`, or of more of the message the client
     /// has (`continues`: no `messageId`, so the AI SDK keeps the one it continues).
-    fn start(&mut self, event: &Envelope, continues: bool, out: &mut Vec<Value>) {
+    fn start(&mut self, event: &Envelope, continues: bool, out: &mut Chunks) {
         if continues {
             out.push(json!({ "type": "start" }));
         } else {
@@ -434,7 +506,7 @@ impl UiStream {
     /// Closes what is open, shows the approvals the turn asked in a last step of their own
     /// (where the AI SDK looks for them) and sends `finish`: the next event starts a new
     /// message.
-    fn end_turn(&mut self, out: &mut Vec<Value>) {
+    fn end_turn(&mut self, out: &mut Chunks) {
         for call in self.calls.values_mut() {
             call.close_text(out);
         }
@@ -455,14 +527,14 @@ impl UiStream {
         self.tools.clear();
     }
 
-    fn ensure_step(&mut self, out: &mut Vec<Value>) {
+    fn ensure_step(&mut self, out: &mut Chunks) {
         if !self.in_step {
             self.in_step = true;
             out.push(json!({ "type": "start-step" }));
         }
     }
 
-    fn close_step(&mut self, out: &mut Vec<Value>) {
+    fn close_step(&mut self, out: &mut Chunks) {
         if std::mem::take(&mut self.in_step) {
             out.push(json!({ "type": "finish-step" }));
         }

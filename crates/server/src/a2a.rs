@@ -643,7 +643,7 @@ async fn follow(
     let (mut projected, next, opening, after) = match from {
         From::Now => {
             let (mut projected, next) = read_task(state, task).await?;
-            let opening = frame(id, None, projected.announce());
+            let opening = frame(id, None, &projected.announce());
             if projected.ended() {
                 return Ok(crate::sse::respond(
                     stream::iter([opening]),
@@ -670,7 +670,7 @@ async fn follow(
             TurnItem::Failed(why) => projected
                 .fail(&format!("the turn failed: {why}"), None)
                 .into_iter()
-                .map(|response| frame(&id, None, response))
+                .map(|response| frame(&id, None, &response))
                 .collect(),
             TurnItem::Event(Ok(recorded)) => (1..)
                 .zip(projected.step(&recorded.event))
@@ -681,7 +681,7 @@ async fn follow(
                     };
                     let wanted = after.is_none_or(|after| at > after);
                     let name = at.to_string();
-                    wanted.then(|| frame(&id, Some(&name), response))
+                    wanted.then(|| frame(&id, Some(&name), &response))
                 })
                 .collect(),
             TurnItem::Event(Err(err)) => {

@@ -46,7 +46,7 @@ use openharness_core::builtin::{
 use openharness_core::{ClientTool, Envelope, Event as _, EventId, RunOptions, SessionId};
 use openharness_host::{JsonFold, TurnStart};
 use openharness_projection::{
-    APPROVED_FIELD, AgUiStream, MESSAGE_ID_FIELD, REASON_FIELD, TOOL_MESSAGE_IDS_FIELD,
+    APPROVED_FIELD, AgUiEvent, AgUiStream, MESSAGE_ID_FIELD, REASON_FIELD, TOOL_MESSAGE_IDS_FIELD,
 };
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
@@ -101,7 +101,7 @@ struct Run {
 
 impl Run {
     /// The AG-UI events of `event`, with the state after it when it can change it.
-    fn step(&mut self, event: &Envelope) -> Vec<Value> {
+    fn step(&mut self, event: &Envelope) -> Vec<AgUiEvent> {
         let state = self.fold(event);
         self.stream.step(event, state)
     }
@@ -266,11 +266,14 @@ async fn run(
 
 /// The SSE frames of AG-UI events: `data: <json>` each (no `event:` names, no `[DONE]`, which
 /// the client would try to read as an event).
-fn frames(events: &[Value]) -> Vec<Bytes> {
-    events
-        .iter()
-        .map(|event| crate::sse::frame(None, None, &event.to_string()))
-        .collect()
+fn frames(events: &[AgUiEvent]) -> Vec<Bytes> {
+    events.iter().map(|event| frame(None, event)).collect()
+}
+
+/// One AG-UI event as an SSE frame with the id `id` (when it has one), its JSON serialised
+/// straight into the frame.
+pub(super) fn frame(id: Option<&str>, event: &AgUiEvent) -> Bytes {
+    crate::sse::json_frame(None, id, event)
 }
 
 /// The conversation of `session` up to the events `before` (its own, from its start), as

@@ -286,7 +286,7 @@ async fn ui_stream(
                 let seq = recorded.seq.to_string();
                 let mut events: Vec<Bytes> = chunks
                     .into_iter()
-                    .map(|chunk| crate::sse::frame(None, Some(&seq), &chunk.to_string()))
+                    .map(|chunk| crate::sse::json_frame(None, Some(&seq), &chunk))
                     .collect();
                 if finished {
                     events.push(crate::sse::frame(None, None, "[DONE]"));

@@ -534,16 +534,12 @@ struct Follow {
 
 /// Whether a client that asked for events after `after` wants `event`.
 fn after(event: &openharness_projection::ResponseEvent, after: Option<u64>) -> bool {
-    after.is_none_or(|after| {
-        event.data["sequence_number"]
-            .as_u64()
-            .is_some_and(|n| n > after)
-    })
+    after.is_none_or(|after| event.sequence_number > after)
 }
 
 /// One streaming event as an SSE frame.
 fn frame(event: &openharness_projection::ResponseEvent) -> Bytes {
-    crate::sse::frame(Some(event.kind), None, &event.data.to_string())
+    crate::sse::json_frame(Some(event.kind), None, event)
 }
 
 /// The response's events, live from its request's seq to its turn's end, then `[DONE]`.

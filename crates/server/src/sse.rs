@@ -111,6 +111,33 @@ pub(crate) fn frame(event: Option<&str>, id: Option<&str>, data: &str) -> Bytes 
     Bytes::from(out)
 }
 
+/// One SSE frame whose data is `data` as JSON, serialised straight into the frame: the same
+/// bytes as [`frame`] of its JSON text (compact JSON holds no line break, so it is one `data:`
+/// line), without the text in between.
+pub(crate) fn json_frame<T: serde::Serialize + ?Sized>(
+    event: Option<&str>,
+    id: Option<&str>,
+    data: &T,
+) -> Bytes {
+    let mut out = Vec::with_capacity(256);
+    for (field, value) in [("event", event), ("id", id)] {
+        if let Some(value) = value.filter(|v| !v.contains(['\r', '\n', '\0'])) {
+            out.extend_from_slice(field.as_bytes());
+            out.extend_from_slice(b": ");
+            out.extend_from_slice(value.as_bytes());
+            out.push(b'\n');
+        }
+    }
+    out.extend_from_slice(b"data: ");
+    let start = out.len();
+    if serde_json::to_writer(&mut out, data).is_err() {
+        // Nothing is sent half written: a value that cannot be JSON is an empty `data:` line.
+        out.truncate(start);
+    }
+    out.extend_from_slice(b"\n\n");
+    Bytes::from(out)
+}
+
 /// The `event: error` frame a stream ends with when it cannot go on, its data the error shape
 /// of every route: `{"error": {"code", "message"}}`.
 pub(crate) fn error_frame(code: &str, message: &str) -> Bytes {
@@ -244,6 +271,23 @@ pub(crate) async fn subscribe(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_json_frame_is_the_frame_of_the_json_text() {
+        let data =
+            serde_json::json!({ "a": "line\nbreak\r and \"quotes\" 日本 🎉", "b": [1, null] });
+        for (event, id) in [
+            (None, None),
+            (Some("response.output_text.delta"), None),
+            (None, Some("12.3")),
+            (Some("a\nid: 9"), Some("7")),
+        ] {
+            assert_eq!(
+                json_frame(event, id, &data),
+                frame(event, id, &data.to_string())
+            );
+        }
+    }
 
     #[test]
     fn frames_never_let_a_value_forge_a_field() {

@@ -74,7 +74,12 @@ fn stream() -> TaskStream {
 }
 
 fn run(stream: &mut TaskStream, events: &[Envelope]) -> Vec<Value> {
-    events.iter().flat_map(|event| stream.step(event)).collect()
+    values(events.iter().flat_map(|event| stream.step(event)).collect())
+}
+
+/// The responses as JSON values.
+fn values(responses: Vec<TaskResponse>) -> Vec<Value> {
+    responses.iter().map(TaskResponse::to_value).collect()
 }
 
 /// Each response's kind (`task`, `statusUpdate`, `artifactUpdate`), with the state of the
@@ -323,7 +328,7 @@ fn a_queued_message_is_submitted_until_its_turn_begins() {
     )
     .unwrap();
     let mut task = stream();
-    let responses = task.step(&queued);
+    let responses = values(task.step(&queued));
     assert_eq!(kinds(&responses), ["task:TASK_STATE_SUBMITTED"]);
     assert_eq!(
         responses[0]["task"]["history"][0]["parts"][0]["text"],
@@ -407,7 +412,7 @@ fn a_stopped_turn_is_canceled_with_its_text_so_far_and_a_failed_one_says_why() {
     // A turn that failed before its end (nothing more will be recorded).
     let mut task = stream();
     run(&mut task, &[input("Hi")]);
-    let responses = task.fail("the provider is unreachable", None);
+    let responses = values(task.fail("the provider is unreachable", None));
     assert_eq!(kinds(&responses), ["statusUpdate:TASK_STATE_FAILED"]);
     assert_eq!(task.state(), TaskState::Failed);
     assert!(task.fail("again", None).is_empty());
@@ -456,7 +461,7 @@ fn tool_calls_are_working_updates_and_a_replayed_stream_opens_with_the_task_so_f
     assert_eq!(opening["task"]["artifacts"][0]["parts"][0]["text"], "Sunny");
     assert_eq!(opening["task"], replayed.task());
     let end = completed("assistant", json!({ "reply": "Sunny." }), Some(first.id));
-    let rest = resumed.step(&end);
+    let rest = values(resumed.step(&end));
     assert_eq!(rest[0]["artifactUpdate"]["append"], true);
     assert_eq!(
         rest[0]["artifactUpdate"]["artifact"]["parts"][0]["text"],
@@ -479,4 +484,96 @@ fn states_read_back_from_their_wire_names() {
     assert_eq!(TaskState::parse("TASK_STATE_REJECTED"), None);
     assert!(TaskState::Canceled.is_terminal());
     assert!(!TaskState::InputRequired.is_terminal());
+}
+
+/// A text chunk as the projection wrote it before it was typed: a `json!` map.
+fn chunk_as_map(artifact_id: &str, name: &str, text: &str, append: bool, last: bool) -> String {
+    let artifact = json!({
+        "artifactId": artifact_id,
+        "name": name,
+        "parts": [{ "text": text }],
+    });
+    json!({ "artifactUpdate": {
+        "taskId": "task_0_s",
+        "contextId": "s",
+        "artifact": artifact,
+        "append": append,
+        "lastChunk": last,
+    } })
+    .to_string()
+}
+
+#[test]
+fn a_typed_text_chunk_is_the_same_json_text_as_the_map_it_replaces() {
+    for (n, text) in [
+        "Hello",
+        "",
+        "say \"hi\"\n\tand\r\\ go",
+        "naïve 日本語 🎉 \u{7f}\u{0}\u{1f}",
+        "</script>&<'>",
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let (append, last) = (n % 2 == 1, n % 3 == 2);
+        let chunk = TaskResponse::ArtifactText(ArtifactText {
+            task_id: "task_0_s".into(),
+            context_id: "s".into(),
+            artifact_id: "artifact-0193e1b2-7c3a-7e0b-9d4f-5a6b7c8d9e0f".into(),
+            name: "assi\"stant".into(),
+            text: text.to_owned(),
+            append,
+            last_chunk: last,
+        });
+        let expected = chunk_as_map(
+            "artifact-0193e1b2-7c3a-7e0b-9d4f-5a6b7c8d9e0f",
+            "assi\"stant",
+            text,
+            append,
+            last,
+        );
+        assert_eq!(serde_json::to_string(&chunk).unwrap(), expected);
+        assert_eq!(chunk.to_value().to_string(), expected);
+    }
+}
+
+#[test]
+fn streamed_chunks_are_written_as_the_maps_they_replace_and_the_artifact_holds_them_all() {
+    let first = input("Hi");
+    let call = started("assistant", Some(first.id));
+    let events = [
+        first.clone(),
+        call.clone(),
+        delta(
+            "assistant",
+            "{\"reply\": \"Say \\\"hi\\\"\\n",
+            Some(first.id),
+        ),
+        delta("assistant", "日本 🎉", Some(first.id)),
+        completed(
+            "assistant",
+            json!({ "reply": "Say \"hi\"\n日本 🎉!" }),
+            Some(first.id),
+        ),
+    ];
+    let mut task = stream();
+    let chunks: Vec<String> = events
+        .iter()
+        .flat_map(|event| task.step(event))
+        .filter(|response| matches!(response, TaskResponse::ArtifactText(_)))
+        .map(|response| serde_json::to_string(&response).unwrap())
+        .collect();
+    let id = format!("artifact-{}", call.id);
+    assert_eq!(
+        chunks,
+        [
+            chunk_as_map(&id, "assistant", "Say \"hi\"\n", false, false),
+            chunk_as_map(&id, "assistant", "日本 🎉", true, false),
+            chunk_as_map(&id, "assistant", "!", true, true),
+        ]
+    );
+    assert_eq!(
+        task.task()["artifacts"][0]["parts"][0]["text"],
+        "Say \"hi\"\n日本 🎉!"
+    );
 }

@@ -84,6 +84,11 @@ fn assert_verifiable(events: &[Value]) {
     }
 }
 
+/// The events as JSON values.
+fn values(events: Vec<AgUiEvent>) -> Vec<Value> {
+    events.iter().map(AgUiEvent::to_value).collect()
+}
+
 #[test]
 fn a_reply_streams_as_its_characters_in_a_step_and_the_run_finishes_with_its_result() {
     let input = input("Hi");
@@ -98,7 +103,7 @@ fn a_reply_streams_as_its_characters_in_a_step_and_the_run_finishes_with_its_res
         ended("idle", Vec::new()),
     ]
     .iter()
-    .flat_map(|event| run.step(event, None))
+    .flat_map(|event| values(run.step(event, None)))
     .collect();
     assert_verifiable(&events);
     let text: String = events
@@ -123,7 +128,7 @@ fn a_reply_streams_as_its_characters_in_a_step_and_the_run_finishes_with_its_res
 fn state_changes_are_json_patches_from_the_snapshot() {
     let input = input("Hi");
     let mut run = AgUiStream::new("t", "r", Vec::new(), Some(json!({ "lines": [] })));
-    let first = run.step(&input, Some(json!({ "lines": ["Hi"] })));
+    let first = values(run.step(&input, Some(json!({ "lines": ["Hi"] }))));
     assert_eq!(
         kinds(&first),
         ["RUN_STARTED", "STATE_SNAPSHOT", "STATE_DELTA"]
@@ -134,7 +139,7 @@ fn state_changes_are_json_patches_from_the_snapshot() {
         json!([{ "op": "add", "path": "/lines/0", "value": "Hi" }])
     );
     // The same state again: no delta.
-    let again = run.step(&started(Some(input.id)), Some(json!({ "lines": ["Hi"] })));
+    let again = values(run.step(&started(Some(input.id)), Some(json!({ "lines": ["Hi"] }))));
     assert_eq!(kinds(&again), ["STEP_STARTED"]);
 }
 
@@ -168,7 +173,7 @@ fn a_tool_call_and_its_result_are_a_call_and_a_tool_message_after_it() {
         ended("idle", Vec::new()),
     ]
     .iter()
-    .flat_map(|event| run.step(event, None))
+    .flat_map(|event| values(run.step(event, None)))
     .collect();
     assert_verifiable(&events);
     assert_eq!(
@@ -214,7 +219,7 @@ fn a_question_is_an_interrupt_after_a_messages_snapshot() {
         ended("waiting_for_input", vec![asked.id]),
     ]
     .iter()
-    .flat_map(|event| run.step(event, None))
+    .flat_map(|event| values(run.step(event, None)))
     .collect();
     assert_eq!(
         kinds(&events),
@@ -239,7 +244,7 @@ fn a_stopped_turn_closes_what_it_opened_and_is_cancelled() {
         ended("cancelled", Vec::new()),
     ]
     .iter()
-    .flat_map(|event| run.step(event, None))
+    .flat_map(|event| values(run.step(event, None)))
     .collect();
     assert_verifiable(&events);
     assert_eq!(events.last().unwrap()["outcome"]["type"], "cancelled");
@@ -248,7 +253,7 @@ fn a_stopped_turn_closes_what_it_opened_and_is_cancelled() {
 #[test]
 fn a_failed_turn_is_a_run_error() {
     let mut run = AgUiStream::new("t", "r", Vec::new(), None);
-    let events = run.fail("turn_failed", "the store is gone");
+    let events = values(run.fail("turn_failed", "the store is gone"));
     assert_eq!(kinds(&events), ["RUN_STARTED", "RUN_ERROR"]);
     assert!(run.fail("again", "no").is_empty());
 }
@@ -271,7 +276,7 @@ fn rejoining_a_run_under_way_gives_the_state_the_conversation_and_the_open_messa
     for event in &events[..3] {
         joined.step(event, None);
     }
-    let mut after = joined.rejoin();
+    let mut after = values(joined.rejoin());
     assert_eq!(
         kinds(&after),
         [
@@ -284,11 +289,63 @@ fn rejoining_a_run_under_way_gives_the_state_the_conversation_and_the_open_messa
     );
     assert_eq!(after[2]["messages"][1]["content"], "Hel");
     for event in &events[3..] {
-        after.extend(joined.step(event, None));
+        after.extend(values(joined.step(event, None)));
     }
     assert_verifiable(&after);
     for event in &events {
         whole.step(event, None);
     }
     assert_eq!(joined.messages(), whole.messages());
+}
+
+/// A `TEXT_MESSAGE_CONTENT` as the projection wrote it before it was typed: a `json!` map.
+fn content_as_map(message_id: &str, delta: &str) -> String {
+    json!({ "type": "TEXT_MESSAGE_CONTENT", "messageId": message_id, "delta": delta }).to_string()
+}
+
+#[test]
+fn a_typed_text_content_is_the_same_json_text_as_the_map_it_replaces() {
+    for text in [
+        "Hello",
+        "",
+        "say \"hi\"\n\tand\r\\ go",
+        "naïve 日本語 🎉 \u{7f}\u{0}\u{1f}",
+        "</script>&<'>",
+    ] {
+        let event = AgUiEvent::TextContent(TextMessageContent {
+            message_id: "u\"1\n".into(),
+            delta: text.to_owned(),
+        });
+        let expected = content_as_map("u\"1\n", text);
+        assert_eq!(serde_json::to_string(&event).unwrap(), expected);
+        assert_eq!(event.to_value().to_string(), expected);
+    }
+}
+
+#[test]
+fn streamed_text_is_written_as_the_maps_it_replaces() {
+    let input = input("Hi");
+    let cause = Some(input.id);
+    let mut run = AgUiStream::new("t", "r", Vec::new(), None);
+    let first = delta("{\"reply\": \"Say \\\"hi\\\"\\n", cause);
+    let events = [
+        input.clone(),
+        started(cause),
+        first.clone(),
+        delta("日本 🎉\"}", cause),
+    ];
+    let written: Vec<String> = events
+        .iter()
+        .flat_map(|event| run.step(event, None))
+        .filter(|event| matches!(event, AgUiEvent::TextContent(_)))
+        .map(|event| serde_json::to_string(&event).unwrap())
+        .collect();
+    let id = format!("msg-{}", first.id);
+    assert_eq!(
+        written,
+        [
+            content_as_map(&id, "Say \"hi\"\n"),
+            content_as_map(&id, "日本 🎉"),
+        ]
+    );
 }

@@ -142,14 +142,16 @@ fn a_streamed_reply_is_its_characters_with_numbered_events() {
         ]
     );
     for (n, event) in out.iter().enumerate() {
-        assert_eq!(event.data["sequence_number"], n as u64);
-        assert_eq!(event.data["type"], event.kind);
-        assert!(event.data.get("error").is_none(), "{}", event.data);
+        let data = event.to_value();
+        assert_eq!(event.sequence_number, n as u64);
+        assert_eq!(data["sequence_number"], n as u64);
+        assert_eq!(data["type"], event.kind);
+        assert!(data.get("error").is_none(), "{data}");
     }
     let deltas: String = out
         .iter()
         .filter(|e| e.kind == "response.output_text.delta")
-        .map(|e| e.data["delta"].as_str().unwrap())
+        .map(|e| e.to_value()["delta"].as_str().unwrap().to_owned())
         .collect();
     assert_eq!(deltas, "Hello\nthere");
     let resource = stream.resource();
@@ -164,7 +166,7 @@ fn a_streamed_reply_is_its_characters_with_numbered_events() {
     assert_eq!(resource["usage"]["total_tokens"], 17);
     assert_eq!(resource["conversation"]["id"], "s");
     // The completed event carries the same resource.
-    assert_eq!(out.last().unwrap().data["response"], resource);
+    assert_eq!(out.last().unwrap().to_value()["response"], resource);
     assert!(stream.ended());
     // Nothing after the turn's end is the response's.
     let mut stream = stream;
@@ -233,7 +235,7 @@ fn a_failed_turn_says_why_then_fails_the_response() {
     stream.step(&input);
     let out = stream.fail("turn_failed", "the store is gone");
     assert_eq!(kinds(&out), ["error", "response.failed"]);
-    assert_eq!(out[0].data["message"], "the store is gone");
+    assert_eq!(out[0].to_value()["message"], "the store is gone");
     let resource = stream.resource();
     assert_eq!(resource["status"], "failed");
     assert_eq!(resource["error"]["code"], "turn_failed");
@@ -347,7 +349,81 @@ fn a_call_of_a_clients_tool_is_a_function_call_item_after_the_text_before_it() {
     );
     // Every event's data carries its type and number, in order.
     for (n, event) in events.iter().enumerate() {
-        assert_eq!(event.data["sequence_number"], n as u64);
-        assert_eq!(event.data["type"], event.kind);
+        let data = event.to_value();
+        assert_eq!(
+            (data["sequence_number"].clone(), event.sequence_number),
+            (json!(n), n as u64)
+        );
+        assert_eq!(data["type"], event.kind);
     }
+}
+
+/// A delta's event as the projection wrote it before it was typed: a `json!` map.
+fn delta_as_map(item_id: &str, output_index: usize, delta: &str, sequence_number: u64) -> String {
+    let mut data = json!({ "item_id": item_id, "output_index": output_index,
+        "content_index": 0, "delta": delta, "logprobs": [] });
+    data["type"] = json!("response.output_text.delta");
+    data["sequence_number"] = json!(sequence_number);
+    data.to_string()
+}
+
+#[test]
+fn a_typed_delta_is_the_same_json_text_as_the_map_it_replaces() {
+    for (index, text) in [
+        "Hello",
+        "",
+        "say \"hi\"\n\tand\r\\ go",
+        "naïve 日本語 🎉 \u{7f}\u{0}\u{1f}",
+        "</script>&<'>",
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let event = ResponseEvent {
+            kind: "response.output_text.delta",
+            sequence_number: 40 + index as u64,
+            data: ResponseData::TextDelta(OutputTextDelta {
+                item_id: "msg_0193e1b2-7c3a-7e0b-9d4f-5a6b7c8d9e0f".into(),
+                output_index: index,
+                delta: text.to_owned(),
+            }),
+        };
+        let expected = delta_as_map(
+            "msg_0193e1b2-7c3a-7e0b-9d4f-5a6b7c8d9e0f",
+            index,
+            text,
+            40 + index as u64,
+        );
+        assert_eq!(event.to_json(), expected);
+        assert_eq!(event.to_value().to_string(), expected);
+    }
+}
+
+#[test]
+fn streamed_deltas_are_written_as_the_map_they_replace() {
+    let input = input();
+    let events = [
+        input.clone(),
+        started("assistant", Some(input.id)),
+        delta(
+            "assistant",
+            "{\"reply\": \"Say \\\"hi\\\"\\n",
+            Some(input.id),
+        ),
+        delta("assistant", "日本 🎉\"}", Some(input.id)),
+    ];
+    let (out, _) = run(&events);
+    let item = format!("msg_{}", events[2].id);
+    let deltas: Vec<String> = out
+        .iter()
+        .filter(|e| e.kind == "response.output_text.delta")
+        .map(ResponseEvent::to_json)
+        .collect();
+    assert_eq!(
+        deltas,
+        [
+            delta_as_map(&item, 0, "Say \"hi\"\n", 4),
+            delta_as_map(&item, 0, "日本 🎉", 5),
+        ]
+    );
 }

@@ -85,7 +85,24 @@ impl UiChatBuilder {
         }
         let (chunks, _) = self.stream.chunks(event);
         for chunk in chunks {
-            self.chunk(&chunk);
+            match chunk {
+                UiChunk::TextDelta(delta) => self.text_delta(&delta),
+                UiChunk::Json(chunk) => self.chunk(&chunk),
+            }
+        }
+    }
+
+    /// A `text-delta`: its text added to its part.
+    fn text_delta(&mut self, delta: &UiTextDelta) {
+        let Some(message) = self.current.and_then(|i| self.messages.get_mut(i)) else {
+            return;
+        };
+        if let Some(UiPart::Text { text, .. }) = self
+            .texts
+            .get(&*delta.id)
+            .and_then(|&i| message.parts.get_mut(i))
+        {
+            text.push_str(&delta.delta);
         }
     }
 
@@ -210,13 +227,6 @@ impl UiChatBuilder {
                     text: String::new(),
                     state: Some(TextState::Streaming),
                 });
-            }
-            "text-delta" => {
-                if let Some(UiPart::Text { text, .. }) =
-                    self.texts.get(text_id).and_then(|&i| parts.get_mut(i))
-                {
-                    text.push_str(chunk["delta"].as_str().unwrap_or_default());
-                }
             }
             "text-end" => {
                 if let Some(UiPart::Text { state, .. }) =

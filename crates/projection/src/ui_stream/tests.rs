@@ -86,7 +86,7 @@ fn calls_running_at_once_stream_into_parts_of_their_own() {
     let kinds: Vec<String> = events
         .iter()
         .flat_map(|e| stream.chunks(e).0)
-        .map(|c| c["type"].as_str().unwrap().to_owned())
+        .map(|c| c.to_value()["type"].as_str().unwrap().to_owned())
         .filter(|k| k.ends_with("-step"))
         .collect();
     assert_eq!(kinds, ["start-step", "finish-step"]);
@@ -113,7 +113,7 @@ fn approvals_asked_mid_turn_come_last_in_a_step_of_their_own() {
         events
             .iter()
             .flat_map(|e| stream.chunks(e).0)
-            .map(|c| c["type"].as_str().unwrap().to_owned())
+            .map(|c| c.to_value()["type"].as_str().unwrap().to_owned())
             .collect::<Vec<_>>()
     };
     // The AI SDK looks for approvals in the message's last step: after the agent's.
@@ -215,4 +215,56 @@ fn a_turn_cut_off_before_its_end_does_not_swallow_the_next() {
         .collect();
     assert_eq!(roles, ["user", "assistant", "user", "assistant"]);
     assert_eq!(chat[3]["parts"][1]["text"], "Answer two");
+}
+
+/// A `text-delta` as the stream wrote it before it was typed: a `json!` map.
+fn text_delta_as_map(id: &str, delta: &str) -> String {
+    json!({ "type": "text-delta", "id": id, "delta": delta }).to_string()
+}
+
+#[test]
+fn a_typed_text_delta_is_the_same_json_text_as_the_map_it_replaces() {
+    for text in [
+        "Hello",
+        "",
+        "say \"hi\"\n\tand\r\\ go",
+        "naïve 日本語 🎉 \u{7f}\u{0}\u{1f}",
+        "</script>&<'>",
+    ] {
+        let chunk = UiChunk::TextDelta(UiTextDelta {
+            id: "text-\"1\"".into(),
+            delta: text.to_owned(),
+        });
+        let expected = text_delta_as_map("text-\"1\"", text);
+        assert_eq!(serde_json::to_string(&chunk).unwrap(), expected);
+        assert_eq!(chunk.to_value().to_string(), expected);
+    }
+}
+
+#[test]
+fn streamed_text_deltas_are_written_as_the_maps_they_replace_and_stored_alike() {
+    let first = delta("assistant", "{\"reply\": \"Say \\\"hi\\\"\\n", 1, None);
+    let events = [
+        started("assistant", None),
+        first.clone(),
+        delta("assistant", "日本 🎉\"}", 1, None),
+        completed("assistant", "Say \"hi\"\n日本 🎉", None),
+        done(),
+    ];
+    let mut stream = UiStream::new();
+    let written: Vec<String> = events
+        .iter()
+        .flat_map(|event| stream.chunks(event).0)
+        .filter(|chunk| matches!(chunk, UiChunk::TextDelta(_)))
+        .map(|chunk| serde_json::to_string(&chunk).unwrap())
+        .collect();
+    let id = format!("text-{}", first.id);
+    assert_eq!(
+        written,
+        [
+            text_delta_as_map(&id, "Say \"hi\"\n"),
+            text_delta_as_map(&id, "日本 🎉"),
+        ]
+    );
+    assert_eq!(texts(&events), ["Say \"hi\"\n日本 🎉"]);
 }

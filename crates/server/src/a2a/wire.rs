@@ -174,11 +174,25 @@ pub(crate) fn respond(body: &Value) -> Response {
     response
 }
 
+/// A JSON-RPC success answer, serialised at once with its `result` (fields in the order a
+/// JSON map writes them, so the bytes are those of `{"jsonrpc", "id", "result"}` as a map).
+#[derive(serde::Serialize)]
+struct Success<'a, R> {
+    id: &'a Value,
+    jsonrpc: &'static str,
+    result: &'a R,
+}
+
 /// One stream response of the request `id` as an SSE frame, with the frame id `frame_id`
-/// (`<seq>.<n>`) when it has one.
-pub(crate) fn frame(id: &Value, frame_id: Option<&str>, result: Value) -> Bytes {
-    let data = json!({ "jsonrpc": "2.0", "id": id, "result": result });
-    crate::sse::frame(None, frame_id, &data.to_string())
+/// (`<seq>.<n>`) when it has one: the envelope and the response serialised at once, straight
+/// into the frame.
+pub(crate) fn frame<R: serde::Serialize>(id: &Value, frame_id: Option<&str>, result: &R) -> Bytes {
+    let data = Success {
+        id,
+        jsonrpc: "2.0",
+        result,
+    };
+    crate::sse::json_frame(None, frame_id, &data)
 }
 
 /// The `event: error` frame a stream ends with when it cannot go on.
@@ -388,6 +402,32 @@ pub(crate) fn trim_history(task: &mut Value, length: Option<u64>) {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_frame_is_the_envelope_as_a_map_would_write_it() {
+        let chunk = openharness_projection::TaskResponse::ArtifactText(
+            openharness_projection::ArtifactText {
+                task_id: "task_3_s".into(),
+                context_id: "s".into(),
+                artifact_id: "artifact-1".into(),
+                name: "assistant".into(),
+                text: "say \"hi\"\n日本 🎉".into(),
+                append: true,
+                last_chunk: false,
+            },
+        );
+        let status = json!({ "statusUpdate": { "taskId": "task_3_s", "status": { "state": "TASK_STATE_WORKING" } } });
+        for id in [json!(7), json!("req-\"1\""), Value::Null] {
+            for result in [chunk.to_value(), status.clone()] {
+                let map = json!({ "jsonrpc": "2.0", "id": id, "result": result });
+                let expected = crate::sse::frame(None, Some("4.1"), &map.to_string());
+                assert_eq!(frame(&id, Some("4.1"), &result), expected);
+            }
+            let map = json!({ "jsonrpc": "2.0", "id": id, "result": chunk.to_value() });
+            let expected = crate::sse::frame(None, Some("4.1"), &map.to_string());
+            assert_eq!(frame(&id, Some("4.1"), &chunk), expected);
+        }
+    }
 
     #[test]
     fn task_ids_round_trip_and_strangers_are_not_found() {

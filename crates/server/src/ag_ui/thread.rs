@@ -16,7 +16,7 @@ use futures_util::{StreamExt, stream};
 use openharness_core::builtin::{InputReceived, SessionForked, UserInput, WorkflowStarted};
 use openharness_core::{Envelope, Event as _, SessionId};
 use openharness_host::JsonFold;
-use openharness_projection::AgUiStream;
+use openharness_projection::{AgUiEvent, AgUiStream};
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -55,7 +55,7 @@ struct Thread {
 impl Thread {
     /// The AG-UI events of `event` (at index `at` of `events`, which it looks ahead in for the
     /// run id of a turn it opens).
-    fn step(&mut self, events: &[Envelope], at: usize) -> Vec<Value> {
+    fn step(&mut self, events: &[Envelope], at: usize) -> Vec<AgUiEvent> {
         let event = &events[at];
         let state = self.fold.as_mut().and_then(|fold| {
             fold.apply(event.clone());
@@ -107,12 +107,12 @@ fn opens_run(event: &Envelope) -> bool {
 
 /// The frames of `events`, the `k`-th of the event at `seq` with id `seq.k`, those at or before
 /// `after` left out.
-fn frames(seq: u64, events: Vec<Value>, after: Option<Cursor>) -> Vec<Bytes> {
+fn frames(seq: u64, events: Vec<AgUiEvent>, after: Option<Cursor>) -> Vec<Bytes> {
     events
         .into_iter()
         .enumerate()
         .filter(|(k, _)| after.is_none_or(|after| Cursor { seq, n: *k as u64 } > after))
-        .map(|(k, event)| crate::sse::frame(None, Some(&format!("{seq}.{k}")), &event.to_string()))
+        .map(|(k, event)| super::frame(Some(&format!("{seq}.{k}")), &event))
         .collect()
 }
 
