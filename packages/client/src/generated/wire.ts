@@ -316,6 +316,7 @@ export interface Wire {
   ChangedBy?: ChangedBy;
   ChatMessage?: ChatMessage;
   ChatToolCall?: ChatToolCall;
+  ClientToolResult?: ClientToolResult;
   CodeChange?: CodeChange;
   Divergence?: Divergence;
   Envelope?: Envelope;
@@ -523,6 +524,29 @@ export interface ChangedBy {
    * Its seq.
    */
   seq: number;
+}
+/**
+ * The result of a client tool (a `ClientTool` the model called, which
+ * the client ran), brought by the next `UserInput`.
+ *
+ * This interface was referenced by `Wire`'s JSON-Schema
+ * via the `definition` "ClientToolResult".
+ */
+export interface ClientToolResult {
+  /**
+   * Whether the output is an error message.
+   */
+  isError?: boolean;
+  /**
+   * What the client's tool returned.
+   */
+  output: {
+    [k: string]: unknown | undefined;
+  };
+  /**
+   * The call it answers: the `toolId` of its `tool:called`.
+   */
+  toolId: string;
 }
 /**
  * The recorded code and today's, when they differ (`Host::code_changed`).
@@ -1440,6 +1464,12 @@ export interface ToolCalled {
    */
   agentName: string;
   /**
+   * Whether the client runs the tool (a `ClientTool`): the agent's
+   * call ended with this call, and the result comes with a later `user:input`
+   * (`toolResults`). Absent on the wire when false.
+   */
+  client?: boolean;
+  /**
    * The arguments.
    */
   input: {
@@ -1639,6 +1669,12 @@ export interface UserInput {
    * What the person wrote (empty for a message of images only).
    */
   text: string;
+  /**
+   * The results of client tools the client ran since the previous turn (each answers a
+   * `tool:called` with `client: true` that turn ended with), oldest first; the text may then
+   * be empty. Absent on the wire when there are none.
+   */
+  toolResults?: ClientToolResult[];
 }
 /**
  * The last event of a turn that ended normally (not by a store failure or a crash).
