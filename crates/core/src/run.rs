@@ -103,6 +103,19 @@ impl RunOptions {
         self
     }
 
+    /// The fields these options add to the turn's input event ([`input_fields`](Self::input_fields)).
+    ///
+    /// ```
+    /// use openharness_core::RunOptions;
+    /// let mut fields = serde_json::Map::new();
+    /// fields.insert("via".into(), "open-responses".into());
+    /// let options = RunOptions::new().input_fields(fields.clone());
+    /// assert_eq!(options.given_input_fields(), &fields);
+    /// ```
+    pub fn given_input_fields(&self) -> &serde_json::Map<String, serde_json::Value> {
+        &self.input_fields
+    }
+
     /// Records who gives the turn's input or answer: the `by` field of its `user:input` or
     /// `input:received` (and of an `input:queued`, when the input waits), which traces show as
     /// `openharness.input.answered_by`. Call it after [`input_fields`](Self::input_fields),

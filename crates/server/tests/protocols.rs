@@ -822,3 +822,57 @@ async fn a_response_queued_behind_another_turn_cannot_be_cancelled_before_it_sta
     })
     .await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_response_continued_from_an_older_one_is_a_fork_that_reads_back_as_requested() {
+    let client = http::Client::new(serve(Duration::ZERO).await);
+    let post = |body: Value| {
+        let client = client.clone();
+        async move {
+            let answer = client.post("/v1/responses", &body).await;
+            assert_eq!(answer.status, 200, "{}", answer.body);
+            serde_json::from_str::<Value>(answer.body.trim()).unwrap()
+        }
+    };
+    let first = post(json!({ "model": "chat", "input": "one" })).await;
+    let second =
+        post(json!({ "model": "chat", "input": "two", "previous_response_id": first["id"] })).await;
+    assert_eq!(second["conversation"], first["conversation"]);
+    // From the first again: the session has moved on, so this runs in a fork.
+    let forked = post(
+        json!({ "model": "chat", "input": "two, again", "previous_response_id": first["id"],
+        "instructions": "Be brief.", "metadata": { "try": "2" } }),
+    )
+    .await;
+    assert_ne!(forked["conversation"], first["conversation"]);
+    assert_eq!(forked["status"], "completed", "{forked}");
+    // Read back, it is the response the request made: what it continued and what it echoed.
+    let read = client
+        .get(&format!("/v1/responses/{}", forked["id"].as_str().unwrap()))
+        .await
+        .json();
+    for field in [
+        "previous_response_id",
+        "instructions",
+        "metadata",
+        "model",
+        "output",
+    ] {
+        assert_eq!(read[field], forked[field], "{field}: {read}");
+    }
+    assert_eq!(read["previous_response_id"], first["id"]);
+    let session = forked["conversation"]["id"].as_str().unwrap();
+    let events = client
+        .get(&format!("/sessions/{session}/events?limit=100"))
+        .await
+        .json();
+    let input = events["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["name"] == "user:input")
+        .unwrap()
+        .clone();
+    assert_eq!(input["payload"]["text"], "two, again");
+    assert_eq!(input["payload"]["via"], "open-responses", "{input}");
+}

@@ -25,6 +25,9 @@ enum Work {
     ForkInput {
         start: TurnStart,
         provider: Option<BoxedProvider>,
+        /// The fields its input event records: the fork's requester's (`via`, a protocol's
+        /// echoed request), on the fork's last turn.
+        fields: serde_json::Map<String, serde_json::Value>,
         /// Told how the turn ended: the fork's requester waits for its last turn.
         done: Option<oneshot::Sender<Result<TurnOutcome, HostError>>>,
     },
@@ -298,6 +301,7 @@ impl Host {
             Work::ForkInput {
                 start,
                 provider,
+                fields,
                 done,
             } => {
                 let host = match provider {
@@ -307,6 +311,11 @@ impl Host {
                 let options = match self.own_turn_options(session).await {
                     Ok(options) => options,
                     Err(err) => return Err(openharness_core::adapter::ErrorChain(&err).to_string()),
+                };
+                let options = if fields.is_empty() {
+                    options
+                } else {
+                    options.input_fields(fields)
                 };
                 let inbox = self.enter_turn(session, options.cancellation().clone());
                 let options = options.control(inbox);
@@ -321,12 +330,14 @@ impl Host {
                 return ended;
             }
         };
-        // After a fork: its answer, then its input, each a turn of its own.
+        // After a fork: its answer, then its input, each a turn of its own; the last of them
+        // records the requester's input fields.
         let after_fork = match &start {
             TurnStart::Fork(fork) => Some((
                 fork.answer.clone(),
                 fork.input.clone(),
                 fork.provider.clone(),
+                options.given_input_fields().clone(),
             )),
             _ => None,
         };
@@ -350,12 +361,14 @@ impl Host {
             .unwrap_or_else(PoisonError::into_inner)
             .take();
         let mut done = done;
-        if let (Some((answer, input, provider)), Ok(forked)) = (after_fork, &result) {
+        if let (Some((answer, input, provider, fields)), Ok(forked)) = (after_fork, &result) {
             // The requester waits for the last of the fork's turns.
+            let mut fields = Some(fields);
             if let Some(text) = input {
                 follow_ups.push_front(Work::ForkInput {
                     start: TurnStart::Input(text),
                     provider: provider.clone(),
+                    fields: fields.take().unwrap_or_default(),
                     done: done.take(),
                 });
             }
@@ -369,6 +382,7 @@ impl Host {
                             text: answer.text,
                         },
                         provider,
+                        fields: fields.take().unwrap_or_default(),
                         done: done.take(),
                     });
                 }
