@@ -192,7 +192,7 @@ async fn run(
                     input: Some(text),
                 }
             } else {
-                let open = if state.host.is_running(&session) {
+                let open = if crate::chat::turn_running(&state, &session).await? {
                     Vec::new()
                 } else {
                     state.host.unfinished(&session).await?.open_requests

@@ -431,7 +431,7 @@ pub(crate) async fn post(
         Some(_) => {
             // While a turn runs the message is a second input (the running turn decides what
             // its open requests are); otherwise it may answer the request the session waits on.
-            let open = if state.host.is_running(&session) {
+            let open = if turn_running(&state, &session).await? {
                 Vec::new()
             } else {
                 state.host.unfinished(&session).await?.open_requests
@@ -567,6 +567,40 @@ fn answer_for(
         })
         .transpose()?;
     request_answered(session, named, open, "in its metadata as `requestId`")
+}
+
+/// How long a turn that has recorded its end may take to let go of its session.
+const LETTING_GO: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// Whether a turn runs on `session` for what an input means (a second input while it runs, or
+/// an answer to the request it ended waiting on): a turn that has recorded its
+/// `workflow:completed` but not yet let go of the session (its host is finishing up) is waited
+/// for, so a client that answers the moment a stream ends is not taken for a second input.
+pub(crate) async fn turn_running(state: &AppState, session: &SessionId) -> Result<bool, ApiError> {
+    if !state.host.is_running(session) {
+        return Ok(false);
+    }
+    let store = state.host.store();
+    let count = store
+        .session(session)
+        .await
+        .map_err(|err| ApiError::internal(err.to_string()))?
+        .map_or(0, |info| info.count);
+    let last = store
+        .events(session, count.saturating_sub(1)..count)
+        .await
+        .map_err(|err| ApiError::internal(err.to_string()))?;
+    if last
+        .first()
+        .is_none_or(|event| event.name != openharness_core::builtin::WorkflowCompleted::NAME)
+    {
+        return Ok(true);
+    }
+    let deadline = tokio::time::Instant::now() + LETTING_GO;
+    while state.host.is_running(session) && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
+    Ok(state.host.is_running(session))
 }
 
 /// The open request (of `open`, `session`'s) an input answers: `named`, when the input names

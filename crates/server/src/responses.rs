@@ -366,7 +366,7 @@ async fn answer_for(
     session: &SessionId,
     request: &CreateResponse,
 ) -> Result<Option<EventId>, OpenError> {
-    if state.host.is_running(session) {
+    if crate::chat::turn_running(state, session).await? {
         return Ok(None);
     }
     let open = state.host.unfinished(session).await?.open_requests;
