@@ -331,10 +331,7 @@ impl AgUiStream {
                 // The results of frontend tools it brings (under the ids the client gave their
                 // messages, so its list keeps its order), then what the person said.
                 for (n, result) in input.tool_results.iter().enumerate() {
-                    let content = match &result.output {
-                        Value::String(text) => text.clone(),
-                        other => other.to_string(),
-                    };
+                    let content = tool_content(&result.output);
                     let id = event.payload[TOOL_MESSAGE_IDS_FIELD][n]
                         .as_str()
                         .map_or_else(|| format!("tool-{}-{n}", event.id), str::to_owned);
@@ -400,10 +397,7 @@ impl AgUiStream {
                 ] }));
             }
             Builtin::ToolResult(result) => {
-                let content = match result.output {
-                    Value::String(text) => text,
-                    other => other.to_string(),
-                };
+                let content = tool_content(&result.output);
                 let id = format!("tool-{}", event.id);
                 out.push(json!({ "type": "TOOL_CALL_RESULT", "messageId": id,
                     "toolCallId": result.tool_call_id, "content": content, "role": "tool" }));
@@ -563,6 +557,14 @@ impl AgUiStream {
             Some(known) => *known = message,
             None => self.messages.push(message),
         }
+    }
+}
+
+/// A tool's output as a `tool` message's content: a string as it is, anything else as JSON.
+fn tool_content(output: &Value) -> String {
+    match output {
+        Value::String(text) => text.clone(),
+        other => other.to_string(),
     }
 }
 

@@ -444,10 +444,7 @@ fn tool_results(messages: &[Value], history: &[Envelope]) -> Vec<(String, Client
         .filter_map(|message| {
             let call = message["toolCallId"].as_str()?;
             open.iter().any(|id| id == call).then(|| {
-                let content = match &message["content"] {
-                    Value::String(text) => Value::String(text.clone()),
-                    other => other.clone(),
-                };
+                let content = message["content"].clone();
                 let id = message["id"].as_str().unwrap_or_default().to_owned();
                 let result = ClientToolResult {
                     is_error: message["error"].is_string(),
