@@ -187,6 +187,13 @@ pub(crate) enum Command<E: Subcommand> {
         /// `POST /api/chat` enqueues unless this names another than `reject`.
         #[arg(long, value_name = "POLICY", value_parser = crate::shared::parse_busy_policy)]
         on_busy: Option<openharness::BusyPolicy>,
+        /// A TOML file of scorers that score every finished turn of a served workflow in the
+        /// background (`[[workflow]]` tables, each with `name` and `[[workflow.scorer]]` tables
+        /// written as an experiment file's `[[scorer]]`): each score is an `eval:scored` event
+        /// on the session's feedback log; `GET /sessions?scorer=…&sort=lowestScore` and the
+        /// inspector's list filter and sort by them.
+        #[arg(long, value_name = "FILE")]
+        online_scorers: Option<PathBuf>,
     },
     #[command(flatten)]
     Transfer(crate::transfer::TransferCommand),

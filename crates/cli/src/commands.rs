@@ -144,6 +144,7 @@ pub(crate) async fn run<E: clap::Subcommand>(
             fork_provider,
             base_path,
             on_busy,
+            online_scorers,
         } => {
             let access = Access {
                 api_keys_file,
@@ -157,6 +158,7 @@ pub(crate) async fn run<E: clap::Subcommand>(
                 fork_providers: fork_provider,
                 base_path: base_path.unwrap_or_default(),
                 on_busy,
+                online_scorers,
             };
             let addr = port.map_or(addr, |port| {
                 std::net::SocketAddr::from(([127, 0, 0, 1], port))

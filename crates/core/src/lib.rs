@@ -88,7 +88,7 @@ pub use control::BusyPolicy;
 pub use definition::WorkflowState;
 pub use emit::Emit;
 pub use error::Error;
-pub use event::{Envelope, Event, EventId, EventSet, SessionId};
+pub use event::{Envelope, Event, EventId, EventSet, InvalidSessionId, SessionId};
 pub use handler::Handler;
 pub use pattern::Pattern;
 pub use provider::{BoxedProvider, ChatMessage, Image, Provider, ProviderError, ReasoningEffort};

@@ -74,15 +74,8 @@ pub struct ScorerRecord {
     pub better: Better,
 }
 
-/// Which way a scorer's values improve.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
-#[serde(rename_all = "lowercase")]
-pub enum Better {
-    /// Higher is better (pass rates, quality).
-    Higher,
-    /// Lower is better (cost, latency, tokens).
-    Lower,
-}
+/// Which way a scorer's values improve (the same as an online score's).
+pub use openharness_host::feedback::Better;
 
 /// How a run ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]

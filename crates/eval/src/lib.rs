@@ -56,6 +56,8 @@
 //! - `events`: the events of an experiment's log: [`EvalStarted`], [`EvalRecorded`],
 //!   [`EvalScored`], [`EvalJudged`], [`EvalCancelled`].
 //! - `record`: [`ExperimentRecord`], an experiment as its log says it is, and [`list`].
+//! - `online`: [`OnlineScorers`], scorers attached to served workflows scoring every turn as it
+//!   ends, in the background, onto the session's feedback log.
 //! - `rescore`: recorded runs scored again, no model called (but by judges without a
 //!   recorded verdict).
 //! - `compare`: [`Comparison`], a variant against the baseline, as JSON, Markdown and a gate.
@@ -87,6 +89,7 @@ mod events;
 mod experiment;
 mod file;
 mod judge;
+mod online;
 mod record;
 mod recorded;
 mod recordings;
@@ -106,7 +109,10 @@ pub use events::{
 pub use experiment::{Experiment, Progress, Ran};
 pub use file::{ExperimentFile, ProviderBuilder, VariantFile};
 pub use judge::{Judged, ProviderSpec};
-pub use record::{ExperimentRecord, ExperimentSummary, RunEntry, RunKey, list, log_session};
+pub use online::{OnlineScorers, OnlineScorersFile, OnlineScoring, OnlineStats, OnlineWorkflow};
+pub use record::{
+    ExperimentRecord, ExperimentSummary, RunEntry, RunKey, THUMBS_SCORER, list, log_session,
+};
 pub use recorded::RecordedModel;
 pub use recordings::Recordings;
 pub use rescore::{Rescored, rescore};

@@ -73,6 +73,13 @@ pub struct ExperimentRecord {
     pub len: u64,
 }
 
+/// The scorer under which people's thumbs on a run's session count as its score
+/// ([`ExperimentRecord::with_annotations`]).
+pub const THUMBS_SCORER: &str = "human:thumbs";
+
+/// How many runs' feedback logs are read at once.
+const FEEDBACK_READS: usize = 8;
+
 /// The log's session id of experiment `name`.
 pub fn log_session(name: &str) -> Result<SessionId, EvalError> {
     format!("{LOG_PREFIX}{name}")
@@ -85,6 +92,81 @@ pub fn log_session(name: &str) -> Result<SessionId, EvalError> {
 }
 
 impl ExperimentRecord {
+    /// The record with people's annotations of its runs as scores: each run whose session
+    /// has a thumb (up or down, [`openharness_host::Host::annotate`]) is scored
+    /// [`THUMBS_SCORER`] with the share of people whose latest thumb is up (passed when at
+    /// least half are), so `compare` weighs a variant's runs by what people said of them
+    /// beside the scorers'. Returns how many runs people annotated.
+    ///
+    /// ```
+    /// # async fn demo(host: openharness_host::Host) -> Result<(), openharness_eval::EvalError> {
+    /// use openharness_eval::{Comparison, ExperimentRecord};
+    /// let record = ExperimentRecord::load(host.store().as_ref(), "prompts").await?;
+    /// let (record, annotated) = record.with_annotations(&host).await?;
+    /// let comparison = Comparison::of(&record, "terse", None, 0.05)?;
+    /// println!("{annotated} runs annotated\n{}", comparison.markdown());
+    /// # Ok(()) }
+    /// ```
+    pub async fn with_annotations(
+        mut self,
+        host: &openharness_host::Host,
+    ) -> Result<(Self, u64), EvalError> {
+        use futures_util::StreamExt;
+        let sessions: Vec<(RunKey, SessionId)> = self
+            .runs
+            .iter()
+            .filter_map(|(key, entry)| Some((key.clone(), entry.run.session.clone()?)))
+            .collect();
+        let mut reads = futures_util::stream::iter(sessions)
+            .map(|(key, session)| async move {
+                let feedback = host.feedback(&session).await;
+                (key, session, feedback)
+            })
+            .buffer_unordered(FEEDBACK_READS);
+        let mut annotated = 0;
+        while let Some((key, session, feedback)) = reads.next().await {
+            let feedback = match feedback {
+                Ok(feedback) => feedback,
+                // A run whose session is gone has nobody's word on it.
+                Err(openharness_host::HostError::SessionNotFound(_)) => continue,
+                Err(err) => return Err(EvalError::Host(err)),
+            };
+            let Some(share) = feedback.thumbs_score() else {
+                continue;
+            };
+            let Some(entry) = self.runs.get_mut(&key) else {
+                continue;
+            };
+            annotated += 1;
+            let people = feedback
+                .annotations
+                .iter()
+                .filter(|a| a.event.thumbs.is_some())
+                .map(|a| a.event.by.as_str())
+                .collect::<std::collections::BTreeSet<_>>()
+                .len();
+            entry.scores.insert(
+                THUMBS_SCORER.to_owned(),
+                EvalScored {
+                    case: key.case.clone(),
+                    variant: key.variant.clone(),
+                    repeat: key.repeat,
+                    session,
+                    scorer: THUMBS_SCORER.to_owned(),
+                    value: Some(share),
+                    passed: share >= 0.5,
+                    better: crate::events::Better::Higher,
+                    detail: Some(format!(
+                        "{:.0}% of {people} people's latest thumbs are up",
+                        share * 100.0
+                    )),
+                    judge_session: None,
+                },
+            );
+        }
+        Ok((self, annotated))
+    }
+
     /// Reads experiment `name` from `store`.
     pub async fn load(store: &dyn Store, name: &str) -> Result<Self, EvalError> {
         let session = log_session(name)?;

@@ -100,6 +100,13 @@ impl<'a> RunView<'a> {
         }
     }
 
+    /// The view with its events already read (a served turn's own, for online scoring).
+    #[must_use]
+    pub(crate) fn with_events(self, events: Vec<Envelope>) -> Self {
+        let _ = self.events.set(events);
+        self
+    }
+
     /// The view with the verdicts of a scoring (the experiment's log's, to reuse).
     #[must_use]
     pub(crate) fn with_judging(mut self, judging: std::sync::Arc<Judging>) -> Self {

@@ -22,7 +22,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::Host;
 use crate::error::HostError;
-use crate::wire::SessionSummary;
+use crate::feedback::{self, AnnotationAdded, Thumbs, TurnScored};
+use crate::wire::{AnnotationSummary, SessionSummary};
 
 /// How many characters of a session's first input make its title.
 const TITLE_CHARS: usize = 100;
@@ -30,6 +31,8 @@ const TITLE_CHARS: usize = 100;
 const SEARCH_TEXT: usize = 8 * 1024;
 /// How many agent names a digest keeps.
 const AGENTS: usize = 32;
+/// How many distinct annotation labels a digest keeps.
+const LABELS: usize = 64;
 /// How many sessions' new events are read at once.
 const READS: usize = 8;
 /// The largest page [`SessionQuery::limit`] gives.
@@ -66,6 +69,18 @@ pub struct SessionQuery {
     pub open_request: Option<bool>,
     /// Forked from this session (its direct forks).
     pub fork_of: Option<SessionId>,
+    /// Scored by this online scorer ([`crate::feedback::TurnScored`]); with
+    /// [`SessionQuery::min_score`] and [`SessionQuery::max_score`], its latest score within
+    /// them; the scorer [`SessionSort::Score`] orders by.
+    pub scorer: Option<String>,
+    /// The scorer's latest score at least this.
+    pub min_score: Option<f64>,
+    /// The scorer's latest score at most this.
+    pub max_score: Option<f64>,
+    /// Annotated by a person (`true`) or not yet (`false`): an annotation queue.
+    pub annotated: Option<bool>,
+    /// Annotated with this label.
+    pub label: Option<String>,
     /// The order.
     pub sort: SessionSort,
     /// The cursor a previous page gave ([`SessionsPage::next_after`]).
@@ -115,6 +130,31 @@ impl SessionQuery {
         self.fork_of = Some(parent);
         self
     }
+    /// Sessions scored by `scorer` (and ordered by it with [`SessionSort::Score`]).
+    pub fn scorer(mut self, scorer: impl Into<String>) -> Self {
+        self.scorer = Some(scorer.into());
+        self
+    }
+    /// Sessions whose scorer's latest score is at least `min`.
+    pub fn min_score(mut self, min: f64) -> Self {
+        self.min_score = Some(min);
+        self
+    }
+    /// Sessions whose scorer's latest score is at most `max`.
+    pub fn max_score(mut self, max: f64) -> Self {
+        self.max_score = Some(max);
+        self
+    }
+    /// Sessions a person annotated (`true`), or none did yet (`false`).
+    pub fn annotated(mut self, annotated: bool) -> Self {
+        self.annotated = Some(annotated);
+        self
+    }
+    /// Sessions annotated with `label`.
+    pub fn label(mut self, label: impl Into<String>) -> Self {
+        self.label = Some(label.into());
+        self
+    }
     /// The order.
     pub fn sort(mut self, sort: SessionSort) -> Self {
         self.sort = sort;
@@ -152,6 +192,12 @@ pub enum SessionSort {
     Tokens,
     /// The costliest first.
     Cost,
+    /// The highest latest score of [`SessionQuery::scorer`] first; sessions it has not scored
+    /// last.
+    Score,
+    /// The lowest latest score of [`SessionQuery::scorer`] first (what to look at first);
+    /// sessions it has not scored last.
+    LowestScore,
 }
 
 impl std::str::FromStr for SessionSort {
@@ -165,8 +211,10 @@ impl std::str::FromStr for SessionSort {
             "longest" => Ok(Self::Longest),
             "tokens" => Ok(Self::Tokens),
             "cost" => Ok(Self::Cost),
+            "score" => Ok(Self::Score),
+            "lowestScore" => Ok(Self::LowestScore),
             other => Err(format!(
-                "`{other}` is not a sort: recent, newest, oldest, longest, tokens or cost"
+                "`{other}` is not a sort: recent, newest, oldest, longest, tokens, cost, score or lowestScore"
             )),
         }
     }
@@ -202,6 +250,14 @@ pub(crate) struct Digest {
     text: String,
     /// Why its events could not all be read, when they could not.
     pub(crate) damaged: Option<String>,
+    /// For a feedback log: each online scorer's latest value.
+    scores: std::collections::BTreeMap<String, f64>,
+    /// For a feedback log: how many annotations.
+    annotations: u64,
+    /// For a feedback log: each person's latest thumb.
+    thumbs: std::collections::BTreeMap<String, Thumbs>,
+    /// For a feedback log: the labels given, in the order first seen.
+    labels: Vec<String>,
 }
 
 impl Digest {
@@ -214,6 +270,7 @@ impl Digest {
             InputReceived::NAME,
         ];
         if !known.contains(&event.name.as_ref()) {
+            self.absorb_feedback(event);
             return;
         }
         match Builtin::decode(event) {
@@ -240,6 +297,47 @@ impl Digest {
             }
             _ => {}
         }
+    }
+
+    /// A feedback log's event ([`feedback`]): an annotation or an online score.
+    fn absorb_feedback(&mut self, event: &Envelope) {
+        match event.name.as_ref() {
+            AnnotationAdded::NAME => {
+                let Ok(added) = event.decode::<AnnotationAdded>() else {
+                    return;
+                };
+                self.annotations += 1;
+                if let Some(thumbs) = added.thumbs {
+                    self.thumbs.insert(added.by, thumbs);
+                }
+                for label in added.labels {
+                    if self.labels.len() < LABELS && !self.labels.contains(&label) {
+                        self.labels.push(label);
+                    }
+                }
+            }
+            TurnScored::NAME => {
+                if let Ok(TurnScored {
+                    scorer,
+                    value: Some(value),
+                    ..
+                }) = event.decode::<TurnScored>()
+                {
+                    self.scores.insert(scorer, value);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// A feedback log's digest, as its session's summary shows it.
+    fn annotation_summary(&self) -> Option<AnnotationSummary> {
+        (self.annotations > 0).then(|| AnnotationSummary {
+            count: self.annotations,
+            up: self.thumbs.values().filter(|t| **t == Thumbs::Up).count() as u64,
+            down: self.thumbs.values().filter(|t| **t == Thumbs::Down).count() as u64,
+            labels: self.labels.clone(),
+        })
     }
 
     fn remember(&mut self, text: &str) {
@@ -391,9 +489,15 @@ impl Host {
                 if let Some(digest) = &digest {
                     summary.absorb_digest(digest);
                 }
+                if let Some(said) = feedback::feedback_log(&summary.id)
+                    .ok()
+                    .and_then(|log| self.catalog.digest(&log))
+                {
+                    summary.absorb_feedback(&said);
+                }
                 matches(&summary, query, digest).then_some(summary)
             })
-            .map(|summary| (Cursor::of(&summary, query.sort), summary))
+            .map(|summary| (Cursor::of(&summary, query), summary))
             .collect();
         rows.sort_unstable_by(|a, b| a.0.cmp(&b.0));
         let total = rows.len() as u64;
@@ -420,6 +524,22 @@ impl Host {
     pub(crate) async fn digest_of(&self, info: &SessionInfo) -> Result<Digest, HostError> {
         self.refresh(std::slice::from_ref(info)).await?;
         Ok(self.catalog.digest(&info.id).unwrap_or_default())
+    }
+
+    /// The digest of one session's feedback log, brought up to date (`None` when nobody
+    /// annotated or scored it).
+    pub(crate) async fn feedback_digest_of(
+        &self,
+        session: &SessionId,
+    ) -> Result<Option<Digest>, HostError> {
+        let Ok(log) = feedback::feedback_log(session) else {
+            return Ok(None);
+        };
+        let Some(info) = self.store.session(&log).await.map_err(self.store_error())? else {
+            return Ok(None);
+        };
+        self.refresh(std::slice::from_ref(&info)).await?;
+        Ok(self.catalog.digest(&log))
     }
 }
 
@@ -460,6 +580,30 @@ fn matches(summary: &SessionSummary, query: &SessionQuery, digest: Option<Digest
     {
         return false;
     }
+    if let Some(scorer) = &query.scorer {
+        let Some(score) = summary.scores.get(scorer) else {
+            return false;
+        };
+        if query.min_score.is_some_and(|min| *score < min)
+            || query.max_score.is_some_and(|max| *score > max)
+        {
+            return false;
+        }
+    }
+    if query
+        .annotated
+        .is_some_and(|annotated| summary.annotations.is_some() != annotated)
+    {
+        return false;
+    }
+    if let Some(label) = &query.label
+        && !summary
+            .annotations
+            .as_ref()
+            .is_some_and(|said| said.labels.contains(label))
+    {
+        return false;
+    }
     match &query.search {
         Some(text) if !text.trim().is_empty() => {
             let needle = text.trim().to_lowercase();
@@ -482,9 +626,17 @@ struct Cursor {
 }
 
 impl Cursor {
-    fn of(summary: &SessionSummary, sort: SessionSort) -> Self {
+    fn of(summary: &SessionSummary, query: &SessionQuery) -> Self {
         let millis = |time: DateTime<Utc>| i128::from(time.timestamp_millis());
-        let key = match sort {
+        // Billionths: fine enough to order scores by; unscored sessions go last.
+        let score = || {
+            query
+                .scorer
+                .as_ref()
+                .and_then(|scorer| summary.scores.get(scorer))
+                .map(|value| (value * 1e9).round() as i128)
+        };
+        let key = match query.sort {
             SessionSort::Recent => -millis(summary.last_event),
             SessionSort::Newest => -millis(summary.created),
             SessionSort::Oldest => millis(summary.created),
@@ -494,6 +646,8 @@ impl Cursor {
             }
             // Micro-dollars: fine enough to order by, exact to compare.
             SessionSort::Cost => -((summary.cost * 1e6).round() as i128),
+            SessionSort::Score => score().map_or(i128::MAX, |score| -score),
+            SessionSort::LowestScore => score().unwrap_or(i128::MAX),
         };
         Self {
             key,
@@ -524,11 +678,24 @@ impl SessionSummary {
         self.open_requests = digest.open_requests();
         self.damaged.clone_from(&digest.damaged);
     }
+
+    /// What its feedback log says: online scores, annotations.
+    fn absorb_feedback(&mut self, said: &Digest) {
+        self.scores.clone_from(&said.scores);
+        self.annotations = said.annotation_summary();
+    }
 }
 
-/// A session's digest as the wire shows it: filled into a summary.
-pub(crate) fn with_digest(mut summary: SessionSummary, digest: &Digest) -> SessionSummary {
+/// A session's digest (and its feedback log's) as the wire shows it: filled into a summary.
+pub(crate) fn with_digest(
+    mut summary: SessionSummary,
+    digest: &Digest,
+    feedback: Option<&Digest>,
+) -> SessionSummary {
     summary.absorb_digest(digest);
+    if let Some(said) = feedback {
+        summary.absorb_feedback(said);
+    }
     summary
 }
 

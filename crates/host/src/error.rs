@@ -74,6 +74,9 @@ pub enum HostError {
         /// The open requests.
         open: Vec<openharness_core::EventId>,
     },
+    /// Feedback (an annotation, a score) that cannot be recorded as given: why.
+    #[error("{0}")]
+    BadFeedback(String),
     /// A session list's cursor is not one a page gave.
     #[error("`{0}` is not a cursor of a session list (pass a page's nextAfter as it is)")]
     BadCursor(String),

@@ -19,6 +19,8 @@
 //! - `wire`: the host's answers as the wire carries them (camelCase JSON).
 //! - `schema`: [`wire_schemas`], the JSON Schema of everything Open Harness puts on the wire.
 //! - `catalog`: [`Host::query_sessions`], the session list searched, filtered, sorted and paged.
+//! - [`feedback`]: a session's annotations and online scores, on a log beside it
+//!   ([`Host::annotate`], [`Host::feedback`]).
 //! - `ancestry`: a session and the sessions it is forked from, up to its lineage's root.
 //! - `compare` (`compare/`): [`Host::compare`], two sessions side by side and where they part.
 //! - `bisect` (`bisect/`): [`Host::bisect`], where two runs (two sessions, or a session and its
@@ -51,6 +53,7 @@ mod causes;
 mod code;
 mod compare;
 mod error;
+pub mod feedback;
 mod hosted;
 mod json_fold;
 mod prepared;
@@ -86,7 +89,9 @@ pub use replay::{FirstDivergence, ReplayDivergence, Replayed};
 pub use replayer::{FailedReplay, PartedSession, ReplayReport, Replayer, SkippedSession};
 pub use schema::{WireSchema, wire_schemas};
 pub use turns::{ForkAnswer, ForkStart, RunningTurn, Started, TurnDone, TurnOptions, TurnStart};
-pub use wire::{EventsPage, ForkPoint, PositionView, SessionSummary, StateAt, TurnOutcome};
+pub use wire::{
+    AnnotationSummary, EventsPage, ForkPoint, PositionView, SessionSummary, StateAt, TurnOutcome,
+};
 
 /// How deep a chain of forks is followed to find the workflow that owns a session.
 const MAX_LINEAGE: usize = 64;
@@ -183,7 +188,8 @@ impl Host {
 
     /// Whether [`Host::sessions`] leaves `session` out.
     fn is_unlisted(&self, session: &SessionId) -> bool {
-        self.unlisted.contains(session)
+        session.as_str().starts_with(feedback::FEEDBACK_PREFIX)
+            || self.unlisted.contains(session)
             || self
                 .unlisted_prefixes
                 .iter()
@@ -420,9 +426,11 @@ impl Host {
             .as_deref()
             .is_some_and(|w| self.workflows.contains_key(w));
         let digest = self.digest_of(&info).await?;
+        let feedback = self.feedback_digest_of(session).await?;
         Ok(catalog::with_digest(
             SessionSummary::of(info, owner, hosted),
             &digest,
+            feedback.as_ref(),
         ))
     }
 

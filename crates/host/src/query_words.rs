@@ -43,6 +43,16 @@ pub struct SessionQueryWords {
     pub open_request: Option<bool>,
     /// A session id ([`SessionQuery::fork_of`]).
     pub fork_of: Option<String>,
+    /// [`SessionQuery::scorer`].
+    pub scorer: Option<String>,
+    /// [`SessionQuery::min_score`].
+    pub min_score: Option<f64>,
+    /// [`SessionQuery::max_score`].
+    pub max_score: Option<f64>,
+    /// [`SessionQuery::annotated`].
+    pub annotated: Option<bool>,
+    /// [`SessionQuery::label`].
+    pub label: Option<String>,
     /// A [`SessionSort`] by name (`recent`, `tokens`…); the default sort when absent.
     pub sort: Option<String>,
     /// [`SessionQuery::after`]; empty is the first page, as absent is.
@@ -61,6 +71,9 @@ pub enum SessionQueryError {
     /// A sort that is not one (the message names the sorts).
     #[error("{0}")]
     Sort(String),
+    /// A score bound or a score sort without the scorer it bounds.
+    #[error("`{0}` needs `scorer`: the online scorer whose scores it reads")]
+    NoScorer(&'static str),
     /// `forkOf` that is not a session id.
     #[error("`{id}` is not a session id: {message}")]
     ForkOf {
@@ -93,6 +106,23 @@ impl SessionQueryWords {
                 .parse::<SessionSort>()
                 .map_err(SessionQueryError::Sort)?;
         }
+        let scorer = self.scorer.filter(|scorer| !scorer.trim().is_empty());
+        if scorer.is_none() {
+            if self.min_score.is_some() {
+                return Err(SessionQueryError::NoScorer("minScore"));
+            }
+            if self.max_score.is_some() {
+                return Err(SessionQueryError::NoScorer("maxScore"));
+            }
+            if matches!(query.sort, SessionSort::Score | SessionSort::LowestScore) {
+                return Err(SessionQueryError::NoScorer("sort by score"));
+            }
+        }
+        query.scorer = scorer;
+        query.min_score = self.min_score;
+        query.max_score = self.max_score;
+        query.annotated = self.annotated;
+        query.label = self.label.filter(|label| !label.trim().is_empty());
         query.search = self.search;
         query.workflow = self.workflow;
         query.agent = self.agent;
@@ -121,6 +151,11 @@ mod tests {
             until: Some(DateTime::UNIX_EPOCH),
             open_request: Some(true),
             fork_of: Some(parent.to_string()),
+            scorer: Some("helpful".into()),
+            min_score: Some(0.5),
+            max_score: Some(0.9),
+            annotated: Some(false),
+            label: Some("wrong-city".into()),
             sort: Some("cost".into()),
             after: Some(String::new()),
             limit: Some(5),
@@ -135,6 +170,11 @@ mod tests {
             .until(DateTime::UNIX_EPOCH)
             .open_request(true)
             .fork_of(parent)
+            .scorer("helpful")
+            .min_score(0.5)
+            .max_score(0.9)
+            .annotated(false)
+            .label("wrong-city")
             .sort(SessionSort::Cost)
             .limit(5);
         assert_eq!(query, expected);
@@ -160,5 +200,13 @@ mod tests {
             wrong(|w| w.fork_of = Some(String::new())),
             SessionQueryError::ForkOf { id, .. } if id.is_empty()
         ));
+        assert_eq!(
+            wrong(|w| w.min_score = Some(0.5)),
+            SessionQueryError::NoScorer("minScore")
+        );
+        assert_eq!(
+            wrong(|w| w.sort = Some("lowestScore".into())),
+            SessionQueryError::NoScorer("sort by score")
+        );
     }
 }

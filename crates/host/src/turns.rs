@@ -172,13 +172,33 @@ pub(crate) struct Slot {
     waiters: HashMap<EventId, oneshot::Sender<Result<TurnOutcome, HostError>>>,
 }
 
+/// How many ended turns [`Host::turn_ends`] keeps for a listener that falls behind.
+const TURN_ENDS: usize = 1_024;
+
 /// The registry: the sessions whose turns this host runs. Shared by every clone of the host.
-#[derive(Default)]
 pub(crate) struct Registry {
     slots: Mutex<HashMap<SessionId, Slot>>,
+    /// Every turn this host's drivers finish, for whoever listens ([`Host::turn_ends`]).
+    ended: tokio::sync::broadcast::Sender<Arc<TurnOutcome>>,
+}
+
+impl Default for Registry {
+    fn default() -> Self {
+        Self {
+            slots: Mutex::default(),
+            ended: tokio::sync::broadcast::channel(TURN_ENDS).0,
+        }
+    }
 }
 
 impl Registry {
+    /// Tells the listeners (when there are any) that a turn ended.
+    fn ended(&self, outcome: &TurnOutcome) {
+        if self.ended.receiver_count() > 0 {
+            let _ = self.ended.send(Arc::new(outcome.clone()));
+        }
+    }
+
     fn slots(&self) -> std::sync::MutexGuard<'_, HashMap<SessionId, Slot>> {
         self.slots.lock().unwrap_or_else(PoisonError::into_inner)
     }
@@ -400,6 +420,23 @@ impl Host {
             }
         }
         sent
+    }
+
+    /// Every turn this host runs from now on, as it ends (its outcome, once its events are
+    /// recorded): what online scorers and other after-the-turn work listen to. Sending costs
+    /// a turn nothing while nobody listens; a listener that falls more than 1,024 turns
+    /// behind is told how many it missed (`RecvError::Lagged`) and goes on from there.
+    ///
+    /// ```
+    /// # async fn demo(host: openharness_host::Host) {
+    /// let mut ends = host.turn_ends();
+    /// while let Ok(outcome) = ends.recv().await {
+    ///     println!("{} ended at {} ({:?})", outcome.session, outcome.len, outcome.reason);
+    /// }
+    /// # }
+    /// ```
+    pub fn turn_ends(&self) -> tokio::sync::broadcast::Receiver<Arc<TurnOutcome>> {
+        self.turns.ended.subscribe()
     }
 
     /// Whether this host runs a turn on `session` (or is about to).

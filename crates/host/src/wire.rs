@@ -100,6 +100,30 @@ pub struct SessionSummary {
     /// the same way. Absent for a healthy session.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub damaged: Option<String>,
+    /// Its online scores: each scorer's latest score of its turns (see
+    /// [`crate::feedback::TurnScored`]). Absent when no scorer scored it.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub scores: std::collections::BTreeMap<String, f64>,
+    /// What people said of it ([`crate::feedback::AnnotationAdded`]). Absent when nobody
+    /// annotated it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub annotations: Option<AnnotationSummary>,
+}
+
+/// The annotations of a session, summed up.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+pub struct AnnotationSummary {
+    /// How many annotations.
+    pub count: u64,
+    /// People whose latest thumb is up.
+    pub up: u64,
+    /// People whose latest thumb is down.
+    pub down: u64,
+    /// The labels given, in the order first seen.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub labels: Vec<String>,
 }
 
 impl SessionSummary {
@@ -119,6 +143,8 @@ impl SessionSummary {
             cost: 0.0,
             open_requests: 0,
             damaged: None,
+            scores: std::collections::BTreeMap::new(),
+            annotations: None,
         }
     }
 }

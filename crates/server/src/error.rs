@@ -101,7 +101,7 @@ impl From<HostError> for ApiError {
         match err {
             HostError::SessionNotFound(_) => Self::not_found(message),
             HostError::UnknownWorkflow { .. } => Self::not_found(message),
-            HostError::BadCursor(_) => Self::bad_request(message),
+            HostError::BadCursor(_) | HostError::BadFeedback(_) => Self::bad_request(message),
             HostError::NothingToAnswer { .. } => {
                 Self::new(StatusCode::CONFLICT, "request_not_open", message)
             }

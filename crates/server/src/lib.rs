@@ -8,7 +8,7 @@
 //! | `GET /` | the tape inspector, a browser page over this API (see `inspector`; no key needed) |
 //! | `GET /health` | `{"status":"ok"}` |
 //! | `GET /openapi.json` | this table as OpenAPI 3.1, its schemas those of the wire types |
-//! | `GET /sessions` | every session, with owner, lineage, status and length |
+//! | `GET /sessions?search=&status=&scorer=&minScore=&annotated=&label=&sort=` | sessions searched, filtered (by online score, annotated or not, label) and sorted (`score`, `lowestScore`), a page at a time |
 //! | `POST /sessions` `{workflow, input?}` | starts a session; the turn runs on; `202 {session}` |
 //! | `GET /sessions/{id}` | one session, and whether this server runs a turn on it |
 //! | `DELETE /sessions/{id}` | deletes it (`409` while a turn runs) |
@@ -25,6 +25,8 @@
 //! | `GET /sessions/{id}/state-check` | the session folded through this server's handlers, compared with the state hashes its live run recorded |
 //! | `GET /sessions/{id}/export` | the session as `openharness export` writes it: hash-chained JSONL (`application/x-ndjson`), a fork's ancestors first, which `openharness verify` checks |
 //! | `POST /sessions/{id}/fork` `{"at":"position","position":5}` or `{"at":"nth","name","n"}` | a fork, run on; `202 {session}` |
+//! | `GET /sessions/{id}/feedback` | what was said of it: people's annotations and online scores of its turns (its feedback log, `feedback:<id>`) |
+//! | `POST /sessions/{id}/annotations` `{by, thumbs?, labels?, note?, turn?, run?}` | a person's annotation of it (or of a turn, by the position it ended at, or of an experiment's run); `201` with its id and time |
 //! | `GET /providers` | the names of the providers a fork may run with ([`ServerOptions::fork_provider`]) |
 //! | `POST /api/chat` | AI SDK 5 `useChat`: the turn as a UI message stream (see `chat`) |
 //! | `GET /api/chat/{id}/stream` | the running turn's UI message stream from its start, or `204` |
@@ -102,6 +104,7 @@
 //! - `error`: [`ApiError`], the one error shape, and the table from the domain's errors to it.
 //! - `openapi`: the one builder of `GET /openapi.json` (`paths`, `operation`, `failure`).
 //! - `auth`: the one API-key check; `cors`: CORS, off unless configured.
+//! - `feedback`: a session's annotations and online scores over HTTP.
 //! - `origin`: the `Host` and `Origin` check of a keyless server, against DNS rebinding.
 //! - `listener`: [`GuardedListener`], what [`serve`] accepts connections with.
 //!
@@ -138,6 +141,7 @@ mod cors;
 mod error;
 #[cfg(feature = "eval")]
 mod experiments;
+mod feedback;
 mod frame_id;
 mod frames;
 mod hub;

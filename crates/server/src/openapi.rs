@@ -26,6 +26,43 @@ pub(crate) use parts::{
     session_id, sse,
 };
 
+/// A session's feedback: `GET /sessions/{id}/feedback`, `POST /sessions/{id}/annotations`.
+fn feedback_paths() -> Map<String, Value> {
+    let paths = json!({
+        "/sessions/{id}/feedback": { "get": operation("What was said of the session: people's annotations and online scores of its turns, oldest first", vec![session_id()], None, ("200", ok("its feedback", schema("Feedback"))), &["400", "401", "404"]) },
+        "/sessions/{id}/annotations": { "post": operation(
+            "A person's annotation of the session, one of its turns (by the position it ended at) or an experiment's run: a thumb, labels, a note (at least one)",
+            vec![session_id()],
+            Some(annotation_body()),
+            ("201", ok("the annotation as recorded", schema("Annotation"))),
+            &["400", "401", "404", "413", "415", "422"],
+        ) },
+    });
+    match paths {
+        Value::Object(paths) => paths,
+        _ => Map::new(),
+    }
+}
+
+/// The body of `POST /sessions/{id}/annotations`.
+fn annotation_body() -> Value {
+    json!({
+        "type": "object",
+        "required": ["by"],
+        "additionalProperties": false,
+        "properties": {
+            "by": { "type": "string", "minLength": 1, "maxLength": 200, "description": "who annotates" },
+            "thumbs": { "enum": ["up", "down"] },
+            "labels": { "type": "array", "maxItems": 32, "items": { "type": "string", "minLength": 1, "maxLength": 64 } },
+            "note": { "type": "string", "maxLength": 10000 },
+            "turn": { "type": "integer", "minimum": 1, "maximum": MAX_SAFE, "description": "the position where the annotated turn ended" },
+            "run": { "type": "object", "required": ["experiment", "case", "variant", "repeat"], "additionalProperties": false, "properties": {
+                "experiment": { "type": "string" }, "case": { "type": "string" }, "variant": { "type": "string" }, "repeat": { "type": "integer", "minimum": 0, "maximum": 4294967295u64 },
+            } },
+        },
+    })
+}
+
 /// The document.
 pub fn document() -> Value {
     let mut schemas = Map::new();
@@ -140,6 +177,11 @@ fn paths() -> Value {
                     query("until", json!({ "type": "string", "format": "date-time", "description": "first event at or before" })),
                     query("openRequest", json!({ "type": "boolean" })),
                     query("forkOf", json!({ "type": "string", "pattern": "^[A-Za-z0-9._~-]{1,200}$" })),
+                    query("scorer", json!({ "type": "string", "description": "scored by this online scorer (its latest score of the session's turns); what minScore, maxScore and the score sorts read" })),
+                    query("minScore", json!({ "type": "number", "description": "the scorer's latest score at least this (needs scorer)" })),
+                    query("maxScore", json!({ "type": "number", "description": "the scorer's latest score at most this (needs scorer)" })),
+                    query("annotated", json!({ "type": "boolean", "description": "annotated by a person (true) or not yet (false: an annotation queue)" })),
+                    query("label", json!({ "type": "string", "description": "annotated with this label" })),
                     query("sort", schema("SessionSort")),
                     query("after", json!({ "type": "string", "pattern": "^(-?[0-9]{1,38}~.+)?$", "description": "a page's nextAfter (empty: the first page)" })),
                     query("limit", json!({ "type": "integer", "minimum": 1, "maximum": 1000 })),
@@ -238,6 +280,7 @@ fn paths() -> Value {
     });
     let mut paths = paths;
     if let Some(paths) = paths.as_object_mut() {
+        paths.extend(feedback_paths());
         paths.extend(crate::responses::openapi::paths());
         paths.extend(crate::ag_ui::openapi::paths());
         paths.extend(crate::a2a::openapi::paths());

@@ -55,7 +55,8 @@ pub(crate) fn build(state: Arc<AppState>) -> Router {
         .route("/sessions/{id}/export", get(export))
         .route("/sessions/{id}/messages", get(messages))
         .route("/sessions/{id}/fork", post(fork))
-        .route("/providers", get(providers));
+        .route("/providers", get(providers))
+        .merge(crate::feedback::routes());
     // The store's experiments are ordinary requests too: under the same timeout.
     #[cfg(feature = "eval")]
     let timed = timed.merge(crate::experiments::routes());
@@ -125,7 +126,7 @@ async fn method_not_allowed(method: axum::http::Method, uri: axum::http::Uri) ->
     )
 }
 
-fn session_id(id: &str) -> Result<SessionId, ApiError> {
+pub(crate) fn session_id(id: &str) -> Result<SessionId, ApiError> {
     id.parse()
         .map_err(|err| ApiError::bad_request(format!("`{id}` is not a session id: {err}")))
 }
@@ -237,6 +238,15 @@ async fn remove(State(state): Shared, Path(id): Path<String>) -> Answer {
         .clear(&session)
         .await
         .map_err(|err| ApiError::internal(err.to_string()))?;
+    // What was said about it goes with it.
+    if let Ok(log) = openharness_host::feedback::feedback_log(&session) {
+        state
+            .host
+            .store()
+            .clear(&log)
+            .await
+            .map_err(|err| ApiError::internal(err.to_string()))?;
+    }
     Ok(StatusCode::NO_CONTENT.into_response())
 }
 

@@ -160,6 +160,10 @@ pub(crate) struct CompareArgs {
     /// first runs differ, and how their states differ there.
     #[arg(long)]
     case: Option<String>,
+    /// Leave out people's thumbs on the runs (by default each annotated run is also scored
+    /// `human:thumbs`: the share of people whose latest thumb is up).
+    #[arg(long)]
+    no_annotations: bool,
     /// Print only the Markdown report.
     #[arg(long, conflicts_with = "json")]
     markdown: bool,
@@ -187,6 +191,18 @@ pub(crate) async fn run(command: EvalCommand, context: &Context) -> Result<(), C
         EvalCommand::Show { name, json } => show(context, &name, json).await,
         EvalCommand::Compare(ask) => {
             let record = ExperimentRecord::load(context.host().store().as_ref(), &ask.name).await?;
+            let (record, annotated) = if ask.no_annotations {
+                (record, 0)
+            } else {
+                record.with_annotations(context.host()).await?
+            };
+            if annotated > 0 && !ask.json && !ask.markdown {
+                writeln!(
+                    context.out(),
+                    "{annotated} runs annotated by people: their thumbs are scored `{}`",
+                    openharness_eval::THUMBS_SCORER
+                )?;
+            }
             compare(context, &record, &ask).await
         }
         EvalCommand::Rescore { name, file, json } => rescore(context, &name, &file, json).await,
@@ -222,7 +238,7 @@ fn provider_kind(kind: &str) -> Result<ProviderKind, CliError> {
 }
 
 /// A provider table of the file, built, with its label (`kind[:model]`).
-fn build_provider(provider: &ProviderSpec) -> Result<(String, BoxedProvider), CliError> {
+pub(crate) fn build_provider(provider: &ProviderSpec) -> Result<(String, BoxedProvider), CliError> {
     let kind = provider_kind(&provider.kind)?;
     let label = provider.label();
     let live = live_provider(

@@ -25,6 +25,27 @@ pub(super) struct Mount {
     pub(super) base_path: String,
     /// What a second input gets while a turn runs (`--on-busy`).
     pub(super) on_busy: Option<openharness::BusyPolicy>,
+    /// Scorers of every finished turn (`--online-scorers`).
+    pub(super) online_scorers: Option<std::path::PathBuf>,
+}
+
+/// The scorers of an `--online-scorers` file (judges' providers built as `eval run` builds
+/// them).
+fn read_online_scorers(
+    path: &std::path::Path,
+) -> Result<openharness_eval::OnlineScorers, CliError> {
+    let bad = |why: String| CliError::Usage(format!("--online-scorers {}: {why}", path.display()));
+    let text = std::fs::read_to_string(path).map_err(|err| bad(err.to_string()))?;
+    let file = openharness_eval::OnlineScorersFile::from_toml(&text).map_err(&bad)?;
+    let scorers = file
+        .build_with(&|spec| {
+            crate::commands::eval::build_provider(spec).map_err(|err| err.to_string())
+        })
+        .map_err(&bad)?;
+    if scorers.is_empty() {
+        return Err(bad("it names no `[[workflow]]` with scorers".to_owned()));
+    }
+    Ok(scorers)
 }
 
 /// `serve`: the host's sessions over HTTP until Ctrl-C. Beyond loopback it needs API keys,
@@ -41,6 +62,7 @@ pub(super) async fn serve(
         fork_providers,
         base_path,
         on_busy,
+        online_scorers,
     } = mount;
     let Access {
         api_keys_file,
@@ -73,6 +95,10 @@ pub(super) async fn serve(
              to serve without any, say --insecure-no-auth"
         )));
     }
+    let online_scorers = match &online_scorers {
+        Some(path) => Some(read_online_scorers(path)?),
+        None => None,
+    };
     // MCP servers for platform agents, started (or reached) before anything is served.
     let mcp_servers = match &mcp_config {
         Some(path) => {
@@ -146,6 +172,21 @@ pub(super) async fn serve(
     // Sessions whose turn a dead process left unfinished (a crash here, or another replica on
     // the same PostgreSQL) are resumed from their logs, native and /v1 alike.
     let recovery = host.spawn_recovery(RECOVERY_INTERVAL);
+    // Scores every finished turn of the workflows it names, in the background.
+    let _scoring = match online_scorers {
+        Some(scorers) => {
+            for workflow in scorers.workflows() {
+                host.hosted(workflow).map_err(|_| {
+                    CliError::Usage(format!(
+                        "--online-scorers names workflow `{workflow}`, which is not served here (this program serves {})",
+                        host.workflow_names().join(", ")
+                    ))
+                })?;
+            }
+            Some(scorers.start(&host))
+        }
+        None => None,
+    };
     let app = openharness_server::router(host, options.platform(platform));
     // Under a prefix, as a program of the user's would nest it (`nest_service`: the page at
     // `/prefix/` and `/prefix`, the API under `/prefix/`).

@@ -160,6 +160,9 @@ impl Host {
             let resuming = matches!(next, Work::Resume);
             let ended = self.run_work(&session, next, &mut work, known.take()).await;
             self.probed(&session);
+            if let Ok(outcome) = &ended {
+                self.turns.ended(outcome);
+            }
             let queued = match &ended {
                 Ok(outcome) => outcome.queued.len(),
                 Err(_) => 0,

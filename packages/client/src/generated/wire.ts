@@ -93,6 +93,27 @@ export type Image =
  */
 export type SessionId = string;
 /**
+ * The id of one event: a UUID v7, so ids created later sort later.
+ *
+ * This interface was referenced by `Wire`'s JSON-Schema
+ * via the `definition` "EventId".
+ */
+export type EventId = string;
+/**
+ * A thumb up or down.
+ *
+ * This interface was referenced by `Wire`'s JSON-Schema
+ * via the `definition` "Thumbs".
+ */
+export type Thumbs = "up" | "down";
+/**
+ * Which way a score's values improve.
+ *
+ * This interface was referenced by `Wire`'s JSON-Schema
+ * via the `definition` "Better".
+ */
+export type Better = "higher" | "lower";
+/**
  * What a second input to a session gets while a turn runs on it (set per request with
  * `RunOptions::on_busy`, defaulted per host or server). Every
  * answer but `reject` is recorded at once as `input:queued` in the running turn.
@@ -112,13 +133,6 @@ export type SessionId = string;
  * via the `definition` "BusyPolicy".
  */
 export type BusyPolicy = "reject" | "enqueue" | "interrupt" | "rollback" | "steer";
-/**
- * The id of one event: a UUID v7, so ids created later sort later.
- *
- * This interface was referenced by `Wire`'s JSON-Schema
- * via the `definition` "EventId".
- */
-export type EventId = string;
 /**
  * Where to fork a session.
  *
@@ -247,7 +261,8 @@ export type SessionStatus = "running" | "idle" | "waiting" | "failed";
  * This interface was referenced by `Wire`'s JSON-Schema
  * via the `definition` "SessionSort".
  */
-export type SessionSort = "recent" | "newest" | "oldest" | "longest" | "tokens" | "cost";
+export type SessionSort =
+  "recent" | "newest" | "oldest" | "longest" | "tokens" | "cost" | "score" | "lowestScore";
 /**
  * Why a run ended.
  *
@@ -312,6 +327,11 @@ export interface Wire {
   AgentCompleted?: AgentCompleted;
   AgentStarted?: AgentStarted;
   Ancestor?: Ancestor;
+  AnnotatedRun?: AnnotatedRun;
+  Annotation?: Annotation;
+  AnnotationAdded?: AnnotationAdded;
+  AnnotationSummary?: AnnotationSummary;
+  Better?: Better;
   BusyPolicy?: BusyPolicy;
   ChangedBy?: ChangedBy;
   ChatMessage?: ChatMessage;
@@ -325,6 +345,7 @@ export interface Wire {
   EventPlace?: EventPlace;
   EventShape?: EventShape;
   EventsPage?: EventsPage;
+  Feedback?: Feedback;
   ForkPoint?: ForkPoint;
   Image?: Image;
   InputQueued?: InputQueued;
@@ -351,6 +372,8 @@ export interface Wire {
   SessionsPage?: SessionsPage;
   ShapeChange?: ShapeChange;
   Skipped?: Skipped;
+  Stamped?: Stamped;
+  Stamped2?: Stamped2;
   StateAt?: StateAt;
   StateCheck?: StateCheck;
   StateDivergence?: StateDivergence;
@@ -360,12 +383,14 @@ export interface Wire {
   TextComplete?: TextComplete;
   TextDelta?: TextDelta;
   TextState?: TextState;
+  Thumbs?: Thumbs;
   ToolApproval?: ToolApproval;
   ToolCalled?: ToolCalled;
   ToolResult?: ToolResult;
   ToolState?: ToolState;
   TurnOutcome?: TurnOutcome;
   TurnRolledBack?: TurnRolledBack;
+  TurnScored?: TurnScored;
   UiMessage?: UiMessage;
   UiPart?: UiPart;
   UndecodableEvent?: UndecodableEvent;
@@ -508,6 +533,126 @@ export interface Ancestor {
    */
   bFrom: number;
   session: SessionId;
+}
+/**
+ * Which run of an experiment an annotation is about (its session is the run's).
+ *
+ * This interface was referenced by `Wire`'s JSON-Schema
+ * via the `definition` "AnnotatedRun".
+ */
+export interface AnnotatedRun {
+  /**
+   * The case.
+   */
+  case: string;
+  /**
+   * The experiment.
+   */
+  experiment: string;
+  /**
+   * The repeat, from 0.
+   */
+  repeat: number;
+  /**
+   * The variant.
+   */
+  variant: string;
+}
+/**
+ * A feedback event as recorded: its id, when it was recorded, and what it says.
+ *
+ * This interface was referenced by `Wire`'s JSON-Schema
+ * via the `definition` "Annotation".
+ */
+export interface Annotation {
+  /**
+   * When it was recorded.
+   */
+  at: string;
+  /**
+   * Who annotated: an e-mail, a name, a reviewer's id.
+   */
+  by: string;
+  id: EventId;
+  /**
+   * Labels (`wrong-city`, `hallucination`), each at most 64 characters, at most 32.
+   */
+  labels?: string[];
+  /**
+   * A note, at most 10,000 characters.
+   */
+  note?: string | null;
+  /**
+   * The run of an experiment annotated, when the session is one.
+   */
+  run?: AnnotatedRun | null;
+  /**
+   * A thumb up or down.
+   */
+  thumbs?: Thumbs | null;
+  /**
+   * The turn annotated, by the position where it ended (a `TurnScored::turn`, a
+   * `TurnOutcome::len`); the whole session when absent.
+   */
+  turn?: number | null;
+}
+/**
+ * A person annotated a session, one of its turns, or a run of an experiment: a thumb, labels,
+ * a note (at least one of them), who, and (the event's timestamp) when.
+ *
+ * This interface was referenced by `Wire`'s JSON-Schema
+ * via the `definition` "AnnotationAdded".
+ */
+export interface AnnotationAdded {
+  /**
+   * Who annotated: an e-mail, a name, a reviewer's id.
+   */
+  by: string;
+  /**
+   * Labels (`wrong-city`, `hallucination`), each at most 64 characters, at most 32.
+   */
+  labels?: string[];
+  /**
+   * A note, at most 10,000 characters.
+   */
+  note?: string | null;
+  /**
+   * The run of an experiment annotated, when the session is one.
+   */
+  run?: AnnotatedRun | null;
+  /**
+   * A thumb up or down.
+   */
+  thumbs?: Thumbs | null;
+  /**
+   * The turn annotated, by the position where it ended (a `TurnScored::turn`, a
+   * `TurnOutcome::len`); the whole session when absent.
+   */
+  turn?: number | null;
+}
+/**
+ * The annotations of a session, summed up.
+ *
+ * This interface was referenced by `Wire`'s JSON-Schema
+ * via the `definition` "AnnotationSummary".
+ */
+export interface AnnotationSummary {
+  /**
+   * How many annotations.
+   */
+  count: number;
+  /**
+   * People whose latest thumb is down.
+   */
+  down: number;
+  /**
+   * The labels given, in the order first seen.
+   */
+  labels?: string[];
+  /**
+   * People whose latest thumb is up.
+   */
+  up: number;
 }
 /**
  * An event a handler folded into the state (`StateDivergence::changed_by`).
@@ -799,6 +944,106 @@ export interface Recorded {
    * (`Upcast`); the log keeps what was written.
    */
   version?: number;
+}
+/**
+ * Everything said about a session: its annotations and its online scores, oldest first.
+ *
+ * This interface was referenced by `Wire`'s JSON-Schema
+ * via the `definition` "Feedback".
+ */
+export interface Feedback {
+  /**
+   * People's annotations.
+   */
+  annotations: Stamped[];
+  /**
+   * Online scorers' scores of its turns.
+   */
+  scores: Stamped2[];
+  /**
+   * The session.
+   */
+  session?: SessionId | null;
+}
+/**
+ * A feedback event as recorded: its id, when it was recorded, and what it says.
+ *
+ * This interface was referenced by `Wire`'s JSON-Schema
+ * via the `definition` "Stamped".
+ */
+export interface Stamped {
+  /**
+   * When it was recorded.
+   */
+  at: string;
+  /**
+   * Who annotated: an e-mail, a name, a reviewer's id.
+   */
+  by: string;
+  id: EventId;
+  /**
+   * Labels (`wrong-city`, `hallucination`), each at most 64 characters, at most 32.
+   */
+  labels?: string[];
+  /**
+   * A note, at most 10,000 characters.
+   */
+  note?: string | null;
+  /**
+   * The run of an experiment annotated, when the session is one.
+   */
+  run?: AnnotatedRun | null;
+  /**
+   * A thumb up or down.
+   */
+  thumbs?: Thumbs | null;
+  /**
+   * The turn annotated, by the position where it ended (a `TurnScored::turn`, a
+   * `TurnOutcome::len`); the whole session when absent.
+   */
+  turn?: number | null;
+}
+/**
+ * A feedback event as recorded: its id, when it was recorded, and what it says.
+ *
+ * This interface was referenced by `Wire`'s JSON-Schema
+ * via the `definition` "Stamped2".
+ */
+export interface Stamped2 {
+  /**
+   * When it was recorded.
+   */
+  at: string;
+  better: Better;
+  /**
+   * Why, in a line.
+   */
+  detail?: string | null;
+  /**
+   * The seq of the turn's first event.
+   */
+  firstSeq: number;
+  id: EventId;
+  /**
+   * For a judge: the session that recorded its verdict.
+   */
+  judgeSession?: SessionId | null;
+  /**
+   * Whether the turn passed.
+   */
+  passed: boolean;
+  /**
+   * The scorer.
+   */
+  scorer: string;
+  /**
+   * The turn scored, by the position where it ended (the session's length after it).
+   */
+  turn: number;
+  /**
+   * The score; `None` when the scorer could not score the turn (then it did not pass).
+   */
+  value: number | null;
 }
 /**
  * A person's input that arrived while a turn was running, recorded at once (the answer a
@@ -1134,6 +1379,11 @@ export interface SessionSummary {
    */
   agents: string[];
   /**
+   * What people said of it (`crate::feedback::AnnotationAdded`). Absent when nobody
+   * annotated it.
+   */
+  annotations?: AnnotationSummary | null;
+  /**
    * What its agents reported costing, in US dollars.
    */
   cost: number;
@@ -1168,6 +1418,13 @@ export interface SessionSummary {
    * The session it was forked from.
    */
   parent: SessionId | null;
+  /**
+   * Its online scores: each scorer's latest score of its turns (see
+   * `crate::feedback::TurnScored`). Absent when no scorer scored it.
+   */
+  scores?: {
+    [k: string]: number | undefined;
+  };
   status: SessionStatus;
   /**
    * Its first input, cut to 100 characters (`None` before any input).
@@ -1584,6 +1841,45 @@ export interface TurnRolledBack {
    * The SHA-256 (hex) of `state` as canonical JSON (object keys sorted).
    */
   stateHash: string;
+}
+/**
+ * A scorer scored a turn of a served session as it finished (online scoring): recorded as
+ * `eval:scored` on the session's feedback log. (An experiment's log records its runs' scores
+ * under the same name, with the case, variant and repeat instead of the turn.)
+ *
+ * This interface was referenced by `Wire`'s JSON-Schema
+ * via the `definition` "TurnScored".
+ */
+export interface TurnScored {
+  better: Better;
+  /**
+   * Why, in a line.
+   */
+  detail?: string | null;
+  /**
+   * The seq of the turn's first event.
+   */
+  firstSeq: number;
+  /**
+   * For a judge: the session that recorded its verdict.
+   */
+  judgeSession?: SessionId | null;
+  /**
+   * Whether the turn passed.
+   */
+  passed: boolean;
+  /**
+   * The scorer.
+   */
+  scorer: string;
+  /**
+   * The turn scored, by the position where it ended (the session's length after it).
+   */
+  turn: number;
+  /**
+   * The score; `None` when the scorer could not score the turn (then it did not pass).
+   */
+  value: number | null;
 }
 /**
  * An AI SDK 5 `UIMessage`.
