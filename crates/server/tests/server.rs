@@ -918,6 +918,8 @@ async fn the_openapi_document_lists_every_route_and_its_references_resolve() {
         "/sessions/{id}/messages",
         "/sessions/{id}/fork",
         "/sessions/{id}/export",
+        "/sessions/{id}/feedback",
+        "/sessions/{id}/annotations",
         "/api/chat",
         "/api/chat/{id}/stream",
         "/api/chat/{id}/stop",
@@ -1347,4 +1349,139 @@ async fn a_session_is_exported_as_the_chained_jsonl_the_cli_writes_with_its_ance
     let (status, orphan) = request(addr, "GET", &format!("/sessions/{child}/export"), None).await;
     assert_eq!(status, 409, "{orphan}");
     assert_eq!(orphan["error"]["code"], "missing_parent");
+}
+
+#[tokio::test]
+async fn annotations_and_online_scores_are_recorded_read_and_listed_over_http() {
+    let host = host(Duration::ZERO);
+    let addr = serve(host.clone(), ServerOptions::default()).await;
+    let mut sessions = Vec::new();
+    for text in ["one two", "three four five", "six"] {
+        let id = start(addr, text).await;
+        wait_idle(addr, &id).await;
+        sessions.push(id);
+    }
+    let (first, second, third) = (&sessions[0], &sessions[1], &sessions[2]);
+    // Online scores, as a scorer of `serve --online-scorers` records them.
+    for (id, value) in [(first, 0.9), (second, 0.1)] {
+        let session: SessionId = id.parse().unwrap();
+        let len = host.session(&session).await.unwrap().len;
+        let score = openharness_host::feedback::TurnScored {
+            scorer: "helpful".into(),
+            turn: len,
+            first_seq: 1,
+            value: Some(value),
+            passed: value > 0.5,
+            better: openharness_host::feedback::Better::Higher,
+            detail: None,
+            judge_session: None,
+        };
+        host.record_scores(&session, &[score]).await.unwrap();
+    }
+    let (status, said) = request(
+        addr,
+        "POST",
+        &format!("/sessions/{second}/annotations"),
+        Some(r#"{"by":"ana@example.com","thumbs":"down","labels":["too-short"],"note":"says nothing"}"#),
+    )
+    .await;
+    assert_eq!(status, 201, "{said}");
+    assert_eq!(said["by"], "ana@example.com");
+    assert_eq!(said["thumbs"], "down");
+    assert!(said["id"].is_string() && said["at"].is_string(), "{said}");
+    let (status, feedback) =
+        request(addr, "GET", &format!("/sessions/{second}/feedback"), None).await;
+    assert_eq!(status, 200, "{feedback}");
+    assert_eq!(feedback["annotations"][0]["id"], said["id"]);
+    assert_eq!(feedback["annotations"][0]["labels"], json!(["too-short"]));
+    assert_eq!(feedback["scores"][0]["scorer"], "helpful");
+    assert_eq!(feedback["scores"][0]["value"], 0.1);
+    // The session's own events did not move.
+    let (_, summary) = request(addr, "GET", &format!("/sessions/{second}"), None).await;
+    assert_eq!(summary["scores"]["helpful"], 0.1, "{summary}");
+    assert_eq!(summary["annotations"]["down"], 1, "{summary}");
+    let (_, events) = request(addr, "GET", &format!("/sessions/{second}/events"), None).await;
+    assert_eq!(
+        events["events"].as_array().unwrap().len() as u64,
+        summary["len"].as_u64().unwrap()
+    );
+
+    // Lists: the worst first; the annotation queue; by label.
+    let ids = |page: &Value| -> Vec<String> {
+        page["sessions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s["id"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    let (status, worst) = request(
+        addr,
+        "GET",
+        "/sessions?scorer=helpful&sort=lowestScore",
+        None,
+    )
+    .await;
+    assert_eq!(status, 200, "{worst}");
+    assert_eq!(ids(&worst), [second.clone(), first.clone()]);
+    let (_, good) = request(addr, "GET", "/sessions?scorer=helpful&minScore=0.5", None).await;
+    assert_eq!(ids(&good), [first.clone()]);
+    let (_, queue) = request(addr, "GET", "/sessions?annotated=false&sort=oldest", None).await;
+    assert_eq!(ids(&queue), [first.clone(), third.clone()]);
+    let (_, labelled) = request(addr, "GET", "/sessions?label=too-short", None).await;
+    assert_eq!(ids(&labelled), [second.clone()]);
+
+    // Bad input: the error shape, nothing recorded.
+    for (path, body, want) in [
+        (
+            format!("/sessions/{first}/annotations"),
+            r#"{"by":"ana"}"#,
+            400,
+        ),
+        (
+            format!("/sessions/{first}/annotations"),
+            r#"{"thumbs":"up"}"#,
+            422,
+        ),
+        (
+            format!("/sessions/{first}/annotations"),
+            r#"{"by":"ana","thumbs":"sideways"}"#,
+            422,
+        ),
+        (
+            format!("/sessions/{first}/annotations"),
+            r#"{"by":"ana","thumbs":"up","turn":999}"#,
+            400,
+        ),
+        (
+            format!("/sessions/{first}/annotations"),
+            r#"{"by":"ana","note":"x","extra":1}"#,
+            422,
+        ),
+        (
+            "/sessions/nope/annotations".to_owned(),
+            r#"{"by":"ana","thumbs":"up"}"#,
+            404,
+        ),
+    ] {
+        let (status, body) = request(addr, "POST", &path, Some(body)).await;
+        assert_eq!(status, want, "{path}: {body}");
+        assert!(body["error"]["message"].is_string(), "{body}");
+    }
+    let (status, refused) = request(addr, "GET", "/sessions?minScore=0.5", None).await;
+    assert_eq!(status, 400, "{refused}");
+    assert!(
+        refused["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("scorer")
+    );
+    let (_, feedback) = request(addr, "GET", &format!("/sessions/{first}/feedback"), None).await;
+    assert_eq!(feedback["annotations"], json!([]));
+
+    // Deleting the session deletes what was said of it.
+    let (status, _) = request(addr, "DELETE", &format!("/sessions/{second}"), None).await;
+    assert_eq!(status, 204);
+    let log = openharness_host::feedback::feedback_log(&second.parse().unwrap()).unwrap();
+    assert!(host.store().all_events(&log).await.unwrap().is_empty());
 }
