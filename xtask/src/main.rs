@@ -11,7 +11,7 @@
 //!   nothing and fails, listing the files, when the checked-in ones differ from what the code
 //!   generates.
 //! - `cargo xtask bench <suite>`: builds `openharness-bench` in release and runs a suite
-//!   (`tape`, `sessions`, `server`, `platform`, `chat`, `eval`, `mcp`, `otel`, `protocols`),
+//!   (`tape`, `sessions`, `server`, `platform`, `chat`, `eval`, `mcp`, `otel`, `protocols`, `scores`),
 //!   which prints each figure with a baseline measured in the same run, the ratio and the
 //!   goal. `platform` (the `/v1` API against the native server) adds PostgreSQL rows when
 //!   `OPENHARNESS_TEST_POSTGRES` is set. `mcp` (tool calls through `openharness-mcp` against
@@ -49,7 +49,7 @@ enum Step {
     AwaitPrefetch,
 }
 
-const USAGE: &str = "usage: cargo xtask ci | schemas [--check] | bench stores | bench tape | bench sessions | bench race | bench server | bench turns | bench platform | bench chat | bench diff | bench eval | bench list | bench mcp | bench otel | bench replay | bench protocols";
+const USAGE: &str = "usage: cargo xtask ci | schemas [--check] | bench stores | bench tape | bench sessions | bench race | bench server | bench turns | bench platform | bench chat | bench diff | bench eval | bench list | bench mcp | bench otel | bench replay | bench protocols | bench scores";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -89,7 +89,7 @@ fn main() -> ExitCode {
         [
             "bench",
             suite @ ("tape" | "sessions" | "server" | "turns" | "platform" | "chat" | "diff"
-            | "list" | "eval" | "mcp" | "otel" | "replay" | "protocols"),
+            | "list" | "eval" | "mcp" | "otel" | "replay" | "protocols" | "scores"),
         ] => vec![Step::Bench((*suite).to_owned())],
         ["bench", "race"] => vec![
             // The race's child (`openharness-race-child`) too, which `cargo run` would not build.

@@ -24,6 +24,7 @@
 //!   the running agent's next model request.
 //! - `protocols`: a turn streamed through `/api/chat`, Open Responses, AG-UI and A2A against
 //!   the native event stream: the cost per streamed delta, the first delta's latency.
+//! - `scores`: a served turn with online scorers against the same turn unscored.
 //!
 //! Beside them: `report`, the table every suite prints; `http`, the suites' HTTP side; and
 //! `src/bin/openharness-race-child.rs`, our side of the race in a process of its own.
@@ -40,6 +41,7 @@ mod protocols;
 mod race;
 mod replay;
 mod report;
+mod scores;
 mod server;
 mod sessions;
 mod tape;
@@ -73,9 +75,10 @@ pub fn run() -> ExitCode {
         Some("otel") => otel::run(),
         Some("replay") => replay::run(),
         Some("protocols") => protocols::run(),
+        Some("scores") => scores::run(),
         _ => {
             eprintln!(
-                "usage: openharness-bench tape | sessions | race | server | turns | platform | chat | diff | eval | list | mcp | otel | replay | protocols"
+                "usage: openharness-bench tape | sessions | race | server | turns | platform | chat | diff | eval | list | mcp | otel | replay | protocols | scores"
             );
             ExitCode::from(2)
         }

@@ -8,11 +8,18 @@
 //!    with a sort, an id's prefix), p95 of 200. Goal: ≤ 200 ms.
 //! 3. The first page again after 100 sessions grew by a turn: only what was appended is
 //!    read. For information.
+//! 4. Every session annotated by a person (a thumb, a label, a note: an `annotation:added` on
+//!    its feedback log) and every other one scored online (`eval:scored`): the first page of
+//!    a host that has read nothing yet, against the first figure's (the same sessions
+//!    unannotated). Goal: ≤ 1 s. Then, digests built, an annotation queue's first page
+//!    (`annotated=false`) and the worst-scored first (`sort=lowestScore`), p95 of 200, for
+//!    information.
 
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use openharness::host::feedback::{AnnotationAdded, Better, Thumbs, TurnScored, feedback_log};
 use openharness::host::{Host, SessionQuery, SessionSort};
 use openharness::store::RedbStore;
 use openharness::{Envelope, SessionId, SessionStatus, Store};
@@ -165,6 +172,63 @@ async fn suite() -> Result<Vec<Row>, Box<dyn std::error::Error>> {
     host.query_sessions(&first_page).await?;
     let grown = started.elapsed();
 
+    // 4. Every session annotated, every other one scored.
+    eprintln!("bench list: annotating the {SESSIONS} sessions, scoring every other one…");
+    for (i, (session, len)) in ids.iter().enumerate() {
+        let thumbs = if i.is_multiple_of(3) { Thumbs::Down } else { Thumbs::Up };
+        let mut said = AnnotationAdded::by(format!("reviewer{}", i % 5))
+            .thumbs(thumbs)
+            .label(if i.is_multiple_of(4) { "wrong-city" } else { "fine" })
+            .note("checked the plan against the request");
+        said.turn = Some(*len);
+        let mut events = vec![Envelope::typed(&said, None)?];
+        if i.is_multiple_of(2) {
+            let scored = TurnScored {
+                scorer: "helpful".to_owned(),
+                turn: *len,
+                first_seq: 1,
+                value: Some((i % 100) as f64 / 100.0),
+                passed: i % 100 >= 50,
+                better: Better::Higher,
+                detail: None,
+                judge_session: None,
+            };
+            events.push(Envelope::typed(&scored, None)?);
+        }
+        store.append(&feedback_log(session)?, &events, 0).await?;
+    }
+    let annotated_host = Host::shared(Arc::clone(&store));
+    let started = Instant::now();
+    let page = annotated_host.query_sessions(&first_page).await?;
+    let annotated_cold = started.elapsed();
+    if page.total != SESSIONS as u64 || page.sessions.iter().any(|s| s.annotations.is_none()) {
+        return Err(format!("the annotated first page is wrong: {} sessions", page.total).into());
+    }
+    let reviews = [
+        SessionQuery::default().annotated(false).limit(50),
+        SessionQuery::default()
+            .scorer("helpful")
+            .sort(SessionSort::LowestScore)
+            .limit(50),
+        SessionQuery::default().label("wrong-city").limit(50),
+    ];
+    let mut reviewed = Vec::with_capacity(SEARCHES);
+    for n in 0..SEARCHES {
+        let query = &reviews[n % reviews.len()];
+        let started = Instant::now();
+        let page = annotated_host.query_sessions(query).await?;
+        reviewed.push(started.elapsed());
+        let expected = match n % reviews.len() {
+            0 => 0,
+            1 => SESSIONS / 2,
+            _ => SESSIONS / 4,
+        } as u64;
+        if page.total != expected {
+            return Err(format!("{query:?} found {} sessions, not {expected}", page.total).into());
+        }
+    }
+    let review = p95(reviewed);
+
     Ok(vec![
         Row {
             what: format!("first page of {}k sessions, cold", SESSIONS / 1_000),
@@ -187,6 +251,22 @@ async fn suite() -> Result<Vec<Row>, Box<dyn std::error::Error>> {
             measured: ms(grown),
             baseline: format!("{} (metadata)", ms(floor)),
             ratio: format!("{:.1}x", grown.as_secs_f64() / floor.as_secs_f64()),
+            goal: "(info)",
+            met: None,
+        },
+        Row {
+            what: format!("first page, {}k sessions annotated, cold", SESSIONS / 1_000),
+            measured: ms(annotated_cold),
+            baseline: format!("{} unannotated", ms(cold)),
+            ratio: format!("{:.2}x", annotated_cold.as_secs_f64() / cold.as_secs_f64()),
+            goal: "<= 1 s",
+            met: Some(annotated_cold <= Duration::from_secs(1)),
+        },
+        Row {
+            what: "queue / worst score / label p95".to_owned(),
+            measured: ms(review),
+            baseline: format!("{} (search p95)", ms(search)),
+            ratio: format!("{:.1}x", review.as_secs_f64() / search.as_secs_f64()),
             goal: "(info)",
             met: None,
         },

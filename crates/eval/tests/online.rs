@@ -238,3 +238,55 @@ max = 0.01
     );
     assert!(openharness_eval::OnlineScorersFile::from_toml("[[workflow]]\nnam = \"x\"\n").is_err());
 }
+
+#[tokio::test]
+async fn peoples_thumbs_on_runs_are_scores_in_a_comparison() {
+    use openharness_eval::{
+        Case, Comparison, Experiment, ExperimentRecord, THUMBS_SCORER, Variant,
+    };
+    use openharness_host::feedback::{AnnotatedRun, AnnotationAdded, Thumbs};
+    let host = host();
+    let ran = Experiment::new("thumbs", host.clone())
+        .case(Case::input("release", example::DEMO_GOAL).answers(["yes"]))
+        .variant(Variant::new("baseline"))
+        .variant(Variant::new("other"))
+        .repeats(2)
+        .scorer(published())
+        .run()
+        .await
+        .unwrap();
+    // People liked the baseline's runs and not the other's; one run nobody annotated.
+    for (key, entry) in &ran.record.runs {
+        if key.variant == "other" && key.repeat == 1 {
+            continue;
+        }
+        let thumbs = if key.variant == "baseline" { Thumbs::Up } else { Thumbs::Down };
+        let run = AnnotatedRun {
+            experiment: "thumbs".into(),
+            case: key.case.clone(),
+            variant: key.variant.clone(),
+            repeat: key.repeat,
+        };
+        host.annotate(
+            entry.run.session.as_ref().unwrap(),
+            AnnotationAdded::by("ana").thumbs(thumbs).run(run),
+        )
+        .await
+        .unwrap();
+    }
+    let record = ExperimentRecord::load(host.store().as_ref(), "thumbs").await.unwrap();
+    let (record, annotated) = record.with_annotations(&host).await.unwrap();
+    assert_eq!(annotated, 3);
+    let comparison = Comparison::of(&record, "other", None, 0.05).unwrap();
+    let thumbs = comparison
+        .scorers
+        .iter()
+        .find(|s| s.scorer == THUMBS_SCORER)
+        .expect("people's thumbs are compared");
+    assert_eq!(thumbs.losses, 1, "{thumbs:?}");
+    assert!(thumbs.regressed);
+    assert!(comparison.gate().is_err());
+    // The scorers' own verdicts are unchanged: both published every time.
+    let published = comparison.scorers.iter().find(|s| s.scorer == "published").unwrap();
+    assert!(!published.regressed);
+}
