@@ -44,6 +44,8 @@
 //!   `openharness eval run` reads and `POST /experiments` takes — and the [`Experiment`] it
 //!   describes.
 //! - `case`: [`Case`] and [`ForkAt`], what one row starts from.
+//! - `fork_spec`: [`ForkAt`] as text (`event=task:started#2`, `phase=coding#last`, `end`),
+//!   as `eval dataset add --at` reads it, and [`ForkAtSyntax`].
 //! - `recordings`: [`Recordings`], cases chosen by a query over the store's recorded sessions.
 //! - `recorded`: [`RecordedModel`], the provider and model a recording asked, which variants
 //!   naming none run on.
@@ -86,6 +88,7 @@ mod error;
 mod events;
 mod experiment;
 mod file;
+mod fork_spec;
 mod judge;
 mod record;
 mod recorded;
@@ -105,6 +108,7 @@ pub use events::{
 };
 pub use experiment::{Experiment, Progress, Ran};
 pub use file::{ExperimentFile, ProviderBuilder, VariantFile};
+pub use fork_spec::ForkAtSyntax;
 pub use judge::{Judged, ProviderSpec};
 pub use record::{ExperimentRecord, ExperimentSummary, RunEntry, RunKey, list, log_session};
 pub use recorded::RecordedModel;
