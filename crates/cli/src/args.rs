@@ -263,7 +263,8 @@ impl<E: Subcommand> Command<E> {
                 | Self::Eval(
                     EvalCommand::List { .. } | EvalCommand::Show { .. } | EvalCommand::Compare(_)
                 )
-        ) || matches!(self, Self::Mcp(crate::commands::mcp::McpCommand::Serve(args)) if args.read_only())
+        ) || matches!(self, Self::Eval(EvalCommand::Dataset(command)) if command.reads_only())
+            || matches!(self, Self::Mcp(crate::commands::mcp::McpCommand::Serve(args)) if args.read_only())
     }
 }
 

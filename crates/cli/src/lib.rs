@@ -504,10 +504,12 @@ impl<E: Subcommand + Send + 'static> Cli<E> {
             args::Command::Otel(_) => (opened, None),
             _ => commands::otel::live(opened)?,
         };
-        // Internal sessions are no conversations to list: the platform's log, experiments' logs.
+        // Internal sessions are no conversations to list: the platform's log, experiments' and
+        // datasets' logs.
         let mut host = Host::shared(opened)
             .unlisted(platform_log)
-            .unlisted_prefix(openharness_eval::LOG_PREFIX);
+            .unlisted_prefix(openharness_eval::LOG_PREFIX)
+            .unlisted_prefix(openharness_eval::DATASET_PREFIX);
         for workflow in &self.workflows {
             host = host.register(Arc::clone(workflow))?;
         }

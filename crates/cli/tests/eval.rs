@@ -1,6 +1,7 @@
 //! `openharness eval`: an experiment file run against a recorded demo and a dataset, as a user
 //! runs it — resumable, listed, shown, compared (with a regression gate that exits 1), and
-//! re-scored without a model.
+//! re-scored without a model; and a dataset cut from production sessions (`eval dataset`),
+//! run by an experiment file, versioned and diffed.
 #![allow(clippy::unwrap_used, missing_docs)]
 
 use std::process::Output;
@@ -805,4 +806,245 @@ reasoning = "low"
             "{variant}: {asked:?}"
         );
     }
+}
+
+#[test]
+fn a_dataset_from_production_is_added_shown_run_by_an_experiment_and_diffed_after_a_remove() {
+    let dir = tempfile::tempdir().unwrap();
+    assert!(openharness(dir.path(), &["demo"]).status.success());
+    for goal in ["Refund order 42", "Refund order 43"] {
+        let started = openharness(dir.path(), &["start", "planner-executor", goal]);
+        assert!(started.status.success(), "{}", binary::text(&started));
+    }
+    let add = |extra: &[&str]| {
+        let mut args = vec!["eval", "dataset", "add", "refunds"];
+        args.extend_from_slice(extra);
+        openharness(dir.path(), &args)
+    };
+
+    // The two refund sessions, at the position right after their second task started.
+    let added = add(&[
+        "--at",
+        "event=task:started#2",
+        "--search",
+        "REFUND",
+        "--answer",
+        "yes",
+    ]);
+    let text = binary::stdout(&added);
+    assert!(
+        text.starts_with("added 2 cases — dataset `refunds` is at version 1\n"),
+        "{text}"
+    );
+    assert_eq!(text.matches("\n+ ").count(), 2, "{text}");
+    // Again: nothing added, and it says so.
+    let again = binary::stdout(&add(&[
+        "--at",
+        "event=task:started#2",
+        "--search",
+        "refund",
+    ]));
+    assert_eq!(
+        again,
+        "added 0 cases (2 already present) — dataset `refunds` stays at version 1\n"
+    );
+    // A session without the point is skipped and named.
+    let skipped = binary::stdout(&add(&["--at", "event=task:started#9", "--search", "ship"]));
+    assert!(
+        skipped.starts_with("added 0 cases (1 skipped) — dataset `refunds` stays at version 1\n"),
+        "{skipped}"
+    );
+    assert!(
+        skipped.contains(": no `task:started` #9 in it"),
+        "{skipped}"
+    );
+    // A fork point that is no fork point is a usage error naming the forms there are.
+    let bad = add(&["--at", "after=task:started"]);
+    assert_eq!(bad.status.code(), Some(2), "{}", binary::text(&bad));
+    assert!(
+        binary::text(&bad).contains("`event=NAME[#N]`"),
+        "{}",
+        binary::text(&bad)
+    );
+    let bad = add(&["--at", "1", "--status", "asleep"]);
+    assert!(
+        binary::text(&bad).contains("--status: `asleep` is not a status"),
+        "{}",
+        binary::text(&bad)
+    );
+
+    // The dataset's log is no session to list.
+    let sessions = json(&openharness(dir.path(), &["sessions", "--json"]));
+    assert_eq!(sessions.as_array().unwrap().len(), 3);
+    assert!(
+        sessions
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|s| !s["id"].as_str().unwrap().starts_with("dataset:"))
+    );
+
+    let shown = json(&openharness(
+        dir.path(),
+        &["eval", "dataset", "show", "refunds", "--json"],
+    ));
+    assert_eq!(
+        (shown["version"].as_u64(), shown["latest"].as_u64()),
+        (Some(1), Some(1))
+    );
+    let cases = shown["cases"].as_array().unwrap();
+    assert_eq!(cases.len(), 2);
+    let first_case = cases[0]["id"].as_str().unwrap().to_owned();
+    assert_eq!(cases[0]["answers"][0], "yes");
+    assert_eq!(cases[0]["title"], "Refund order 42");
+    assert_eq!(shown["changes"][0]["at"], "event=task:started#2");
+    let human = binary::stdout(&openharness(
+        dir.path(),
+        &["eval", "dataset", "show", "refunds"],
+    ));
+    assert!(
+        human.starts_with("dataset `refunds` at version 1 of 1: 2 cases\n"),
+        "{human}"
+    );
+
+    // An experiment over the dataset: forks at the recorded positions, compared.
+    let file = format!(
+        r#"
+name = "refund-wording"
+
+[[datasets]]
+name = "refunds"
+
+[[variant]]
+name = "baseline"
+
+[[variant]]
+name = "broken"
+state = {{ completed = 5 }}
+{SCORERS}"#
+    );
+    std::fs::write(dir.path().join("refunds.toml"), file).unwrap();
+    let ran = json(&openharness(
+        dir.path(),
+        &["eval", "run", "refunds.toml", "--json"],
+    ));
+    assert_eq!(
+        (ran["ran"].as_u64(), ran["failed"].as_u64()),
+        (Some(4), Some(0))
+    );
+    let experiment = json(&openharness(
+        dir.path(),
+        &["eval", "show", "refund-wording", "--json"],
+    ));
+    let case = &experiment["definition"]["cases"][0];
+    assert_eq!(
+        case["dataset"],
+        serde_json::json!({ "name": "refunds", "version": 1 })
+    );
+    assert_eq!(case["id"], first_case.as_str());
+    for run in experiment["runs"].as_array().unwrap() {
+        if run["run"]["variant"] == "baseline" {
+            assert_eq!(run["scores"]["published"]["passed"], true, "{run}");
+        }
+        let position = cases
+            .iter()
+            .find(|c| c["id"] == run["run"]["case"])
+            .unwrap()["position"]
+            .clone();
+        assert_eq!(run["run"]["forkPosition"], position);
+    }
+    let compared = json(&openharness(
+        dir.path(),
+        &["eval", "compare", "refund-wording", "--json"],
+    ));
+    let published = compared["comparisons"][0]["scorers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["scorer"] == "published")
+        .unwrap()
+        .clone();
+    assert_eq!(published["losses"], 2, "{published}");
+
+    // Removed: a new version; the diff from 1 names the case that left.
+    let removed = binary::stdout(&openharness(
+        dir.path(),
+        &[
+            "eval",
+            "dataset",
+            "remove",
+            "refunds",
+            &first_case,
+            "--reason",
+            "a test account",
+        ],
+    ));
+    assert_eq!(
+        removed,
+        "removed 1 case — dataset `refunds` is at version 2 (1 case)\n"
+    );
+    let diff = json(&openharness(
+        dir.path(),
+        &[
+            "eval", "dataset", "diff", "refunds", "--from", "1", "--json",
+        ],
+    ));
+    assert_eq!(
+        (diff["from"].as_u64(), diff["to"].as_u64()),
+        (Some(1), Some(2))
+    );
+    assert_eq!(diff["added"], serde_json::json!([]));
+    assert_eq!(diff["removed"][0]["id"], first_case.as_str());
+    let human = binary::stdout(&openharness(
+        dir.path(),
+        &["eval", "dataset", "diff", "refunds", "--from", "1"],
+    ));
+    assert!(
+        human.starts_with("dataset `refunds` from version 1 to 2: 0 added, 1 removed\n- "),
+        "{human}"
+    );
+    // Version 1 still holds both.
+    let old = json(&openharness(
+        dir.path(),
+        &[
+            "eval",
+            "dataset",
+            "show",
+            "refunds",
+            "--version",
+            "1",
+            "--json",
+        ],
+    ));
+    assert_eq!(old["cases"].as_array().unwrap().len(), 2);
+    let listed = json(&openharness(
+        dir.path(),
+        &["eval", "dataset", "list", "--json"],
+    ));
+    assert_eq!(listed[0]["name"], "refunds");
+    assert_eq!(
+        (listed[0]["cases"].as_u64(), listed[0]["version"].as_u64()),
+        (Some(1), Some(2))
+    );
+
+    let beyond = openharness(
+        dir.path(),
+        &["eval", "dataset", "show", "refunds", "--version", "5"],
+    );
+    assert_eq!(beyond.status.code(), Some(1));
+    assert!(
+        binary::text(&beyond)
+            .contains("dataset `refunds` has no version 5: its versions are 0 to 2"),
+        "{}",
+        binary::text(&beyond)
+    );
+    let unknown = openharness(
+        dir.path(),
+        &["eval", "dataset", "remove", "refunds", "nope"],
+    );
+    assert!(
+        binary::text(&unknown).contains("dataset `refunds` has no case `nope`"),
+        "{}",
+        binary::text(&unknown)
+    );
 }

@@ -19,6 +19,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::error::EvalError;
+use crate::events::DatasetRef;
 
 /// One case of an experiment.
 ///
@@ -57,6 +58,10 @@ pub struct Case {
     /// Anything else (tags, difficulty, ...), kept in the experiment's log.
     #[serde(default, skip_serializing_if = "Value::is_null")]
     pub metadata: Value,
+    /// The dataset (and version) the case came from ([`crate::Dataset::cases`]), kept in the
+    /// experiment's log; not read from a file.
+    #[serde(skip)]
+    pub dataset: Option<DatasetRef>,
 }
 
 impl Case {
@@ -79,6 +84,7 @@ impl Case {
             answers: Vec::new(),
             expected: Value::Null,
             metadata: Value::Null,
+            dataset: None,
         }
     }
 

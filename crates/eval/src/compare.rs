@@ -582,6 +582,7 @@ mod tests {
             at: None,
             expected: serde_json::Value::Null,
             metadata: serde_json::Value::Null,
+            dataset: None,
         };
         let variant = |name: &str| VariantRecord {
             name: name.into(),

@@ -99,6 +99,67 @@ pub enum EvalError {
     /// A variant or scorer names something the comparison does not have.
     #[error("{0}")]
     Compare(String),
+    /// A dataset's name is not one (empty, too long, with control characters or spaces
+    /// around it).
+    #[error("`{name}` is not a dataset name: {why}")]
+    DatasetName {
+        /// The name given.
+        name: String,
+        /// What is wrong with it.
+        why: String,
+    },
+    /// No dataset of this name is in the store.
+    #[error("no dataset named `{0}` in the store (`eval dataset list` shows the ones there are)")]
+    UnknownDataset(String),
+    /// A version the dataset has not reached.
+    #[error("dataset `{dataset}` has no version {version}: its versions are 0 to {latest}")]
+    DatasetVersion {
+        /// The dataset.
+        dataset: String,
+        /// The version asked for.
+        version: u64,
+        /// Its latest version (its log's length).
+        latest: u64,
+    },
+    /// A case id the dataset does not hold (now).
+    #[error(
+        "dataset `{dataset}` has no case `{case}` (`eval dataset show {dataset}` lists its cases)"
+    )]
+    UnknownDatasetCase {
+        /// The dataset.
+        dataset: String,
+        /// The case id given.
+        case: String,
+    },
+    /// The dataset's log holds an event that does not decode.
+    #[error("dataset `{dataset}`: event {seq} (`{name}`) does not decode: {source}")]
+    DatasetLog {
+        /// The dataset.
+        dataset: String,
+        /// Its seq.
+        seq: u64,
+        /// Its name.
+        name: String,
+        /// Why.
+        #[source]
+        source: serde_json::Error,
+    },
+    /// An event of a dataset's log did not encode as JSON.
+    #[error("dataset `{dataset}`: a `{name}` event does not encode: {source}")]
+    DatasetEncode {
+        /// The dataset.
+        dataset: String,
+        /// The event's name.
+        name: &'static str,
+        /// Why.
+        #[source]
+        source: serde_json::Error,
+    },
+    /// Another writer changed the dataset while this change was made.
+    #[error(
+        "dataset `{0}`: its log grew while this change was made (another process changed it); try again"
+    )]
+    DatasetBusy(String),
     /// The host (a workflow, a fork, the store behind it) failed.
     #[error(transparent)]
     Host(#[from] HostError),

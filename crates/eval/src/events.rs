@@ -4,8 +4,14 @@
 //! [`EvalJudged`] per verdict a judge's model gave, and an [`EvalCancelled`] when a run of the
 //! experiment was cancelled. Reports, comparisons and re-scoring are folds of these
 //! ([`crate::ExperimentRecord`]).
+//!
+//! And the events of a dataset's log (session `dataset:<name>`): [`DatasetCasesAdded`] when
+//! recorded sessions become cases, [`DatasetCasesRemoved`] when cases leave it. Its version is
+//! its log's length: version `k` is the dataset after its first `k` events
+//! ([`crate::Dataset`]).
 
-use openharness_core::{Event, SessionId, adapter::Usage};
+use chrono::{DateTime, Utc};
+use openharness_core::{Event, SessionId, SessionStatus, adapter::Usage};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -13,6 +19,9 @@ use crate::variant::VariantRecord;
 
 /// The prefix of an experiment log's session id: experiment `prompts` logs to `eval:prompts`.
 pub const LOG_PREFIX: &str = "eval:";
+
+/// The prefix of a dataset log's session id: dataset `refunds` logs to `dataset:refunds`.
+pub const DATASET_PREFIX: &str = "dataset:";
 
 /// An experiment was started (or resumed, or extended): its definition as of that run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -62,6 +71,20 @@ pub struct CaseRecord {
     /// Its metadata.
     #[serde(default, skip_serializing_if = "Value::is_null")]
     pub metadata: Value,
+    /// The dataset (and its version) it came from, for a case of a dataset (absent in
+    /// definitions recorded before datasets were).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dataset: Option<DatasetRef>,
+}
+
+/// Which dataset, at which version, a case of an experiment came from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct DatasetRef {
+    /// The dataset's name.
+    pub name: String,
+    /// Its version: the length of its log when the case was read.
+    pub version: u64,
 }
 
 /// A scorer as an experiment's log keeps it.
@@ -258,4 +281,97 @@ pub struct EvalJudged {
 
 impl Event for EvalJudged {
     const NAME: &'static str = "eval:judged";
+}
+
+/// Which recorded sessions a dataset's add asked for, as the session list's query words them
+/// (`openharness sessions`, `GET /sessions`): every field optional, all must hold.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct DatasetQuery {
+    /// Text found (in any case) in the session's id, title, workflow, an agent's name or an
+    /// input.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub search: Option<String>,
+    /// Sessions of this workflow.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workflow: Option<String>,
+    /// Sessions with one of these statuses (any when empty).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub status: Vec<SessionStatus>,
+    /// Sessions that ran this agent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<String>,
+    /// Sessions active at or after this time (their last event).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub since: Option<DateTime<Utc>>,
+    /// Sessions started at or before this time (their first event).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub until: Option<DateTime<Utc>>,
+    /// At most this many sessions, the newest (experiments' runs and forks left out first).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit: Option<usize>,
+}
+
+/// A case of a dataset: a recorded session, forked at the position resolved when it was
+/// added.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct DatasetCase {
+    /// The case's id, unique in its dataset (the session's id).
+    pub id: String,
+    /// The recorded session.
+    pub session: SessionId,
+    /// Where its runs fork it: the position the fork point asked for was at when the case
+    /// was added, kept however the session grows since.
+    pub position: u64,
+    /// The session's workflow when it was added.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workflow: Option<String>,
+    /// The session's title (its first input) when it was added.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// Answers to its runs' questions, in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub answers: Vec<String>,
+    /// Inputs after the fork's first turn, each a later turn.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub inputs: Vec<String>,
+    /// Expected values, for scorers.
+    #[serde(default, skip_serializing_if = "Value::is_null")]
+    pub expected: Value,
+    /// Anything else (tags, ...).
+    #[serde(default, skip_serializing_if = "Value::is_null")]
+    pub metadata: Value,
+}
+
+/// Recorded sessions became cases of a dataset.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct DatasetCasesAdded {
+    /// The sessions asked for.
+    pub query: DatasetQuery,
+    /// The fork point asked for, as text (`event=task:started#2`: [`crate::ForkAt`]'s
+    /// grammar); each case has the position it resolved to.
+    pub at: String,
+    /// The cases added (never one already in the dataset).
+    pub cases: Vec<DatasetCase>,
+}
+
+impl Event for DatasetCasesAdded {
+    const NAME: &'static str = "dataset:cases-added";
+}
+
+/// Cases left a dataset.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct DatasetCasesRemoved {
+    /// Their ids.
+    pub cases: Vec<String>,
+    /// Why, in words.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+impl Event for DatasetCasesRemoved {
+    const NAME: &'static str = "dataset:cases-removed";
 }

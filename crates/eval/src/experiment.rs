@@ -15,13 +15,14 @@ use serde_json::Value;
 use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 
-use crate::case::{Case, ForkAt};
+use crate::case::Case;
 use crate::error::{EvalError, UnbuiltProvider};
 use crate::events::{
     CaseRecord, EvalCancelled, EvalDispatched, EvalRecorded, EvalScored, EvalStarted, RunStatus,
     ScorerRecord,
 };
 use crate::judge::{Judged, Judging};
+use crate::locate::locate;
 use crate::record::{ExperimentRecord, RunKey, log_session};
 use crate::recorded::{Rebuild, RecordedModel};
 use crate::scorer::{RunView, ScoreError, Scorer};
@@ -396,6 +397,7 @@ impl Experiment {
                     at: case.at.as_ref().map(|at| format!("{at:?}")),
                     expected: case.expected.clone(),
                     metadata: case.metadata.clone(),
+                    dataset: case.dataset.clone(),
                 })
                 .collect(),
             variants: variants.iter().map(Variant::record).collect(),
@@ -689,7 +691,9 @@ impl Experiment {
         let point = match found.fork_points.get(&case.id) {
             Some(point) => point.clone(),
             None => {
-                let point = locate(owner.as_ref(), case, parent).await?;
+                let point = locate(owner.as_ref(), case.at.as_ref(), parent)
+                    .await?
+                    .ok_or_else(|| no_fork_point(case, parent))?;
                 found.fork_points.insert(case.id.clone(), point.clone());
                 point
             }
@@ -856,54 +860,5 @@ fn no_fork_point(case: &Case, parent: &SessionId) -> EvalError {
         case: case.id.clone(),
         session: parent.clone(),
         at: format!("{:?}", case.at),
-    }
-}
-
-/// Finds a case's fork point in its session: event and position points as they are, phase
-/// and state points by stepping through the session's states.
-async fn locate(
-    owner: &dyn Hosted,
-    case: &Case,
-    parent: &SessionId,
-) -> Result<ForkPoint, EvalError> {
-    let no_point = || no_fork_point(case, parent);
-    match &case.at {
-        None => Ok(ForkPoint::Position { position: u64::MAX }),
-        Some(ForkAt::Position { position }) => Ok(ForkPoint::Position {
-            position: *position,
-        }),
-        Some(ForkAt::Event { event, n }) => Ok(ForkPoint::Nth {
-            name: event.clone(),
-            n: *n,
-        }),
-        Some(ForkAt::Phase {
-            phase,
-            occurrence,
-            field,
-        }) => {
-            let mut tape = owner.tape(parent).await?;
-            let mut entries = Vec::new();
-            let mut inside = false;
-            for position in 0..=tape.len() {
-                tape.step_to(position);
-                let now = tape.state()?.pointer(field) == Some(phase);
-                if now && !inside {
-                    entries.push(position);
-                }
-                inside = now;
-            }
-            let position = occurrence.pick(&entries).ok_or_else(no_point)?;
-            Ok(ForkPoint::Position { position })
-        }
-        Some(ForkAt::State(pred)) => {
-            let mut tape = owner.tape(parent).await?;
-            for position in 0..=tape.len() {
-                tape.step_to(position);
-                if pred(&tape.state()?) {
-                    return Ok(ForkPoint::Position { position });
-                }
-            }
-            Err(no_point())
-        }
     }
 }

@@ -1,7 +1,8 @@
 //! [`ExperimentFile`]: an experiment as a file writes it (TOML, or the same as JSON), the one
 //! format `openharness eval run` reads and `POST /experiments` takes, and the [`Experiment`]
 //! it describes over a host. Who reads it decides how its provider tables are built (the CLI
-//! builds live providers from them; a server may refuse them) and where a `dataset` file is.
+//! builds live providers from them; a server may refuse them) and where a `dataset` file is;
+//! `[[datasets]]` tables name datasets in the host's store ([`crate::Dataset`]).
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -13,6 +14,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use crate::case::Case;
+use crate::dataset::Dataset;
 use crate::error::EvalError;
 use crate::experiment::Experiment;
 use crate::judge::ProviderSpec;
@@ -21,8 +23,8 @@ use crate::scorer::Scorer;
 use crate::scorers::ScorerSpec;
 use crate::variant::{AgentChange, Variant};
 
-/// An experiment file: its cases (inline, from a `dataset` JSONL file, or chosen by
-/// `recordings` queries), variants, repeats, scorers, the provider variants that name none
+/// An experiment file: its cases (inline, from a `dataset` JSONL file, chosen by
+/// `recordings` queries, or the cases of `datasets` in the store), variants, repeats, scorers, the provider variants that name none
 /// ask, the gate and the guards of every turn. Unknown keys are refused.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -41,6 +43,10 @@ pub struct ExperimentFile {
     /// Cases chosen by a query over the recorded sessions (`[[recordings]]`).
     #[serde(default)]
     pub recordings: Vec<Recordings>,
+    /// The cases of datasets in the store, each at a version (`[[datasets]]`; not the
+    /// `dataset` key, a JSONL file).
+    #[serde(default)]
+    pub datasets: Vec<DatasetTable>,
     /// The variants (`[[variant]]`); none is one, `baseline`, changing nothing.
     #[serde(default, rename = "variant", alias = "variants")]
     pub variants: Vec<VariantFile>,
@@ -73,6 +79,30 @@ pub struct ExperimentFile {
     /// Guard of every turn of every run: its deadline, in seconds.
     #[serde(default)]
     pub deadline_secs: Option<u64>,
+}
+
+/// A dataset an experiment file takes its cases from (`[[datasets]]`): its cases at
+/// `version` (the latest when absent), with `answers` for every case's runs when given
+/// (instead of those each case was added with).
+///
+/// ```
+/// let file = openharness_eval::ExperimentFile::from_toml(
+///     "name = \"refunds\"\n[[datasets]]\nname = \"refunds\"\nversion = 3\nanswers = [\"yes\"]\n",
+/// )?;
+/// assert_eq!(file.datasets[0].version, Some(3));
+/// # Ok::<(), String>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DatasetTable {
+    /// The dataset's name.
+    pub name: String,
+    /// Its version (the latest when absent).
+    #[serde(default)]
+    pub version: Option<u64>,
+    /// Answers for every case's runs, instead of the ones each was added with.
+    #[serde(default)]
+    pub answers: Option<Vec<String>>,
 }
 
 /// A variant as an experiment file writes it (`[[variant]]`).
@@ -148,6 +178,16 @@ impl ExperimentFile {
         experiment = experiment.cases(self.cases.iter().cloned());
         for query in &self.recordings {
             experiment = experiment.cases(query.cases(host).await?);
+        }
+        for table in &self.datasets {
+            let dataset = Dataset::load(host.store().as_ref(), &table.name, table.version).await?;
+            let mut cases = dataset.cases();
+            if let Some(answers) = &table.answers {
+                for case in &mut cases {
+                    case.answers.clone_from(answers);
+                }
+            }
+            experiment = experiment.cases(cases);
         }
         if let Some(spec) = &self.provider {
             let (label, live) = provider(spec)?;

@@ -31,6 +31,10 @@
 //!   judge's definition (prompt, rubric, workflow, provider and model, hashed), the run and
 //!   the hash of the judged content, reused by every later scoring with the same key;
 //!   [`Judged`] counts the model calls actually made.
+//! - **Datasets from production** ([`Dataset`]): recorded sessions matching a query (the
+//!   session list's search and filters) become cases ([`DatasetAdd`]), each at the position
+//!   its fork point had when it was added; a dataset is a log of its own (`dataset:<name>`),
+//!   versioned by its length and diffable, read by experiments at a version.
 //! - **Comparing** ([`Comparison`]): per case and overall, wins/ties/losses, means with 95%
 //!   intervals (exact t quantiles), pass rates with Wilson intervals, pass@k and pass^k,
 //!   flake rate, the sign test (and a note when the cases are too few for it ever to reject),
@@ -44,6 +48,13 @@
 //!   `openharness eval run` reads and `POST /experiments` takes — and the [`Experiment`] it
 //!   describes.
 //! - `case`: [`Case`] and [`ForkAt`], what one row starts from.
+//! - `fork_spec`: [`ForkAt`] as text (`event=task:started#2`, `phase=coding#last`, `end`),
+//!   as `eval dataset add --at` reads it, and [`ForkAtSyntax`].
+//! - `locate`: a [`ForkAt`] found in a recorded session, as runs fork it and as a dataset
+//!   records its position.
+//! - `dataset` (`dataset/`): [`Dataset`] (load at a version, diff, list, remove, its cases as
+//!   an experiment's); `add`: [`DatasetAdd`], production sessions into a dataset, and what it
+//!   [`Added`] and [`Skipped`].
 //! - `recordings`: [`Recordings`], cases chosen by a query over the store's recorded sessions.
 //! - `recorded`: [`RecordedModel`], the provider and model a recording asked, which variants
 //!   naming none run on.
@@ -54,7 +65,8 @@
 //!   reused while its key holds (used through [`scorers`]); [`ProviderSpec`], a provider as a
 //!   file names it.
 //! - `events`: the events of an experiment's log: [`EvalStarted`], [`EvalRecorded`],
-//!   [`EvalScored`], [`EvalJudged`], [`EvalCancelled`].
+//!   [`EvalScored`], [`EvalJudged`], [`EvalCancelled`]; and of a dataset's:
+//!   [`DatasetCasesAdded`], [`DatasetCasesRemoved`].
 //! - `record`: [`ExperimentRecord`], an experiment as its log says it is, and [`list`].
 //! - `online`: [`OnlineScorers`], scorers attached to served workflows scoring every turn as it
 //!   ends, in the background, onto the session's feedback log.
@@ -84,11 +96,14 @@
 
 mod case;
 mod compare;
+mod dataset;
 mod error;
 mod events;
 mod experiment;
 mod file;
+mod fork_spec;
 mod judge;
+mod locate;
 mod online;
 mod record;
 mod recorded;
@@ -101,13 +116,19 @@ mod variant;
 
 pub use case::{Case, ForkAt, Named, Occurrence};
 pub use compare::{Arm, CaseComparison, Comparison, ScorerComparison, Spend};
+pub use dataset::{
+    Added, Dataset, DatasetAdd, DatasetChange, DatasetDiff, DatasetSummary, SkipReason, Skipped,
+    dataset_session,
+};
 pub use error::{EvalError, UnbuiltProvider};
 pub use events::{
-    Better, CaseRecord, EvalCancelled, EvalDispatched, EvalJudged, EvalRecorded, EvalScored,
+    Better, CaseRecord, DATASET_PREFIX, DatasetCase, DatasetCasesAdded, DatasetCasesRemoved,
+    DatasetQuery, DatasetRef, EvalCancelled, EvalDispatched, EvalJudged, EvalRecorded, EvalScored,
     EvalStarted, LOG_PREFIX, RunStatus, ScorerRecord,
 };
 pub use experiment::{Experiment, Progress, Ran};
-pub use file::{ExperimentFile, ProviderBuilder, VariantFile};
+pub use file::{DatasetTable, ExperimentFile, ProviderBuilder, VariantFile};
+pub use fork_spec::ForkAtSyntax;
 pub use judge::{Judged, ProviderSpec};
 pub use online::{OnlineScorers, OnlineScorersFile, OnlineScoring, OnlineStats, OnlineWorkflow};
 pub use record::{

@@ -5,12 +5,13 @@
 
 use std::collections::BTreeSet;
 
-use openharness_core::{SessionId, SessionStatus};
-use openharness_host::Host;
+use openharness_core::{SessionId, SessionStatus, Store};
+use openharness_host::{Host, SessionSummary};
 use serde::{Deserialize, Serialize};
 
 use crate::case::{Case, ForkAt};
 use crate::error::EvalError;
+use crate::events::{DATASET_PREFIX, LOG_PREFIX};
 use crate::record::{ExperimentRecord, list};
 
 /// A query for baseline sessions; each match becomes a case (its id the session's).
@@ -88,25 +89,12 @@ impl Recordings {
 
     /// The cases: one per matching session, oldest first.
     pub async fn cases(&self, host: &Host) -> Result<Vec<Case>, EvalError> {
-        let mut runs: BTreeSet<SessionId> = BTreeSet::new();
-        for experiment in list(host.store().as_ref()).await? {
-            let record = ExperimentRecord::load(host.store().as_ref(), &experiment.name).await?;
-            runs.extend(record.runs.values().filter_map(|e| e.run.session.clone()));
-            // A judge's verdicts are sessions of its workflow, not recordings either.
-            runs.extend(record.verdicts.values().map(|v| v.judge_session.clone()));
-            runs.extend(
-                record
-                    .runs
-                    .values()
-                    .flat_map(|e| e.scores.values())
-                    .filter_map(|s| s.judge_session.clone()),
-            );
-        }
+        let made = EvalMade::load(host.store().as_ref()).await?;
         let mut found: Vec<_> = host
             .sessions()
             .await?
             .into_iter()
-            .filter(|s| s.hosted && s.parent.is_none() && !runs.contains(&s.id))
+            .filter(|s| s.hosted && made.is_recording(s))
             .filter(|s| {
                 self.workflow
                     .as_ref()
@@ -125,5 +113,45 @@ impl Recordings {
                     .answers(self.answers.clone())
             })
             .collect())
+    }
+}
+
+/// The sessions evals made themselves — experiments' runs, judges' verdicts, the logs of
+/// experiments and datasets — which are no recordings to make cases of: what
+/// [`Recordings`] and a dataset's add ([`crate::DatasetAdd`]) leave out, with forks.
+pub(crate) struct EvalMade {
+    sessions: BTreeSet<SessionId>,
+}
+
+impl EvalMade {
+    /// The runs and verdict sessions of every experiment in `store`.
+    pub(crate) async fn load(store: &dyn Store) -> Result<Self, EvalError> {
+        let mut sessions: BTreeSet<SessionId> = BTreeSet::new();
+        for experiment in list(store).await? {
+            let record = ExperimentRecord::load(store, &experiment.name).await?;
+            sessions.extend(record.runs.values().filter_map(|e| e.run.session.clone()));
+            // Runs started and never recorded (a killed process's) are runs all the same.
+            sessions.extend(record.dispatched.values().map(|d| d.session.clone()));
+            // A judge's verdicts are sessions of its workflow, not recordings either.
+            sessions.extend(record.verdicts.values().map(|v| v.judge_session.clone()));
+            sessions.extend(
+                record
+                    .runs
+                    .values()
+                    .flat_map(|e| e.scores.values())
+                    .filter_map(|s| s.judge_session.clone()),
+            );
+        }
+        Ok(Self { sessions })
+    }
+
+    /// Whether `session` is a recording a case may fork: not a fork, not a run or a verdict
+    /// of an experiment, not an experiment's or a dataset's log.
+    pub(crate) fn is_recording(&self, session: &SessionSummary) -> bool {
+        let id = session.id.as_str();
+        session.parent.is_none()
+            && !self.sessions.contains(&session.id)
+            && !id.starts_with(LOG_PREFIX)
+            && !id.starts_with(DATASET_PREFIX)
     }
 }

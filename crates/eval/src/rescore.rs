@@ -114,5 +114,6 @@ fn case_of(record: &CaseRecord) -> Case {
         answers: Vec::new(),
         expected: record.expected.clone(),
         metadata: record.metadata.clone(),
+        dataset: record.dataset.clone(),
     }
 }

@@ -11,7 +11,8 @@
 //!   reads (the same keys, [`ExperimentFile`]), or `{"toml": "…"}` with the file's text — and
 //!   answers `202 {name, status: "running", events, cancel}` once its definition is recorded
 //!   (`eval:started`); it runs in the background. A file that cannot run is `422` (an unknown
-//!   key, no case, an unknown workflow, a fork point no recording has, a `dataset` file or a
+//!   key, no case, an unknown workflow, a fork point no recording has, a `datasets` table
+//!   naming a dataset or version the store does not have, a `dataset` file or a
 //!   `provider` table: this server builds no provider from a request, so variants run on the
 //!   workflow's own or the one a recording asked); an experiment of that name running here
 //!   already is `409`. The same name again once it is done resumes it, as `eval run` does.
@@ -473,7 +474,11 @@ fn refused(err: EvalError) -> ApiError {
         EvalError::Definition { .. }
         | EvalError::Dataset { .. }
         | EvalError::NoForkPoint { .. }
-        | EvalError::RecordedProvider(_) => ApiError::invalid(err.to_string()),
+        | EvalError::RecordedProvider(_)
+        // A `[[datasets]]` table naming a dataset (or version) the store does not have.
+        | EvalError::DatasetName { .. }
+        | EvalError::UnknownDataset(_)
+        | EvalError::DatasetVersion { .. } => ApiError::invalid(err.to_string()),
         EvalError::Busy(_) => {
             ApiError::new(StatusCode::CONFLICT, "experiment_running", err.to_string())
         }

@@ -45,6 +45,7 @@
 //! | `POST /experiments` | with feature `eval`: runs an experiment file (its JSON, or `{"toml": …}`) on this server's host in the background; `202` once its definition is recorded, `409` while one of that name runs here |
 //! | `GET /experiments/{name}/events` | with feature `eval`: the experiment's log as SSE (resumable with `Last-Event-ID`), then an `end` frame with how it ended |
 //! | `POST /experiments/{name}/cancel` | with feature `eval`: stops it; its runs under way are recorded `cancelled`, then `eval:cancelled`; a later run of the file runs them again |
+//! | `GET /datasets`, `GET /datasets/{name}?version=K` | with feature `eval`: the store's datasets cut from production sessions, one at its latest version or at version `K` |
 //! | `/v1/…` | with feature `platform` and `ServerOptions::platform`: the platform's Everruns-shaped API (agents, sessions, messages, notifications, LLM providers and models) |
 //!
 //! **One HTTP layer**: every route family (native, `/api/chat`, `/api/workflow`, `/v1`) answers
@@ -94,6 +95,7 @@
 //! - `ag_ui`: AG-UI at `/ag-ui/{workflow}`, a projection of the log.
 //! - `experiments` (feature `eval`): the store's experiments; starting one, following it as
 //!   SSE, cancelling it.
+//! - `datasets` (feature `eval`): the store's datasets cut from production, at any version.
 //! - `v1` (`v1/`, feature `platform`): the `/v1` API; `everruns` (the SDK's routes), `events`.
 //! - `inspector`: the tape inspector at `GET /`, its built files embedded from `inspector/`.
 //! - `hub`: one live tail per watched session, shared by all of its event streams.
@@ -138,6 +140,8 @@ mod ag_ui;
 mod auth;
 mod chat;
 mod cors;
+#[cfg(feature = "eval")]
+mod datasets;
 mod error;
 #[cfg(feature = "eval")]
 mod experiments;

@@ -295,7 +295,48 @@ fn paths() -> Value {
 fn with_experiments(mut paths: Value) -> Value {
     if let Some(paths) = paths.as_object_mut() {
         paths.extend(experiment_paths());
+        paths.extend(dataset_paths());
     }
+    paths
+}
+
+/// The datasets' routes (feature `eval`): `GET /datasets` and `GET /datasets/{name}`.
+#[cfg(feature = "eval")]
+fn dataset_paths() -> Map<String, Value> {
+    let case = json!({ "type": "object", "required": ["id", "session", "position"], "properties": {
+        "id": { "type": "string" },
+        "session": { "type": "string" },
+        "position": { "type": "integer", "minimum": 0, "description": "where its runs fork the session, resolved when it was added" },
+        "workflow": { "type": "string" },
+        "title": { "type": "string" },
+        "answers": { "type": "array", "items": { "type": "string" } },
+        "inputs": { "type": "array", "items": { "type": "string" } },
+        "expected": {},
+        "metadata": {},
+    } });
+    let listed = json!({ "type": "object", "required": ["datasets"], "properties": { "datasets": { "type": "array", "items": {
+        "type": "object", "required": ["name", "cases", "version", "created", "changed"],
+        "properties": { "name": { "type": "string" }, "cases": { "type": "integer", "minimum": 0 }, "version": { "type": "integer", "minimum": 0 }, "created": { "type": "string" }, "changed": { "type": "string" } },
+    } } } });
+    let one = json!({ "type": "object", "required": ["name", "version", "latest", "cases", "created", "changes"], "properties": {
+        "name": { "type": "string" },
+        "version": { "type": "integer", "minimum": 0, "description": "the version read: how many of its log's events it folds" },
+        "latest": { "type": "integer", "minimum": 0 },
+        "cases": { "type": "array", "items": case },
+        "created": { "type": "string" },
+        "changed": { "type": "string" },
+        "changes": { "type": "array", "items": { "type": "object", "required": ["version", "time"], "description": "one per version: the cases it added or removed, what was asked, why" } },
+    } });
+    let name = json!({ "name": "name", "in": "path", "required": true, "schema": { "type": "string", "minLength": 1, "maxLength": 128 } });
+    let version = query(
+        "version",
+        json!({ "type": "integer", "minimum": 0, "description": "the version (its log's first K events); the latest when absent" }),
+    );
+    let mut paths = Map::new();
+    paths.insert("/datasets".to_owned(), json!({
+        "get": operation("The store's datasets cut from production sessions", vec![], None, ("200", ok("each with its cases, version and last change", listed)), &[]),
+    }));
+    paths.insert("/datasets/{name}".to_owned(), json!({ "get": operation("One dataset at a version: its cases (session, position) and its changes", vec![name, version], None, ("200", ok("the dataset", one)), &["400", "404"]) }));
     paths
 }
 
@@ -322,7 +363,7 @@ fn experiment_paths() -> Map<String, Value> {
     // An experiment file as JSON (the TOML's keys), or its TOML text.
     let file = json!({ "oneOf": [
         { "type": "object", "required": ["toml"], "properties": { "toml": { "type": "string", "description": "an experiment file's TOML text, as `openharness eval run` reads it" } }, "additionalProperties": false },
-        { "type": "object", "required": ["name"], "description": "an experiment file as JSON: name, workflow, case, recordings, variant, baseline, repeats, concurrency, scorer, max_regression, max_agent_calls, max_cost, deadline_secs (no `dataset` file, no `provider` table: it runs on this server's workflows and their providers)", "properties": { "name": { "type": "string" } } },
+        { "type": "object", "required": ["name"], "description": "an experiment file as JSON: name, workflow, case, recordings, datasets, variant, baseline, repeats, concurrency, scorer, max_regression, max_agent_calls, max_cost, deadline_secs (no `dataset` file, no `provider` table: it runs on this server's workflows and their providers)", "properties": { "name": { "type": "string" } } },
     ] });
     let started = json!({ "type": "object", "required": ["name", "status", "events", "cancel"], "properties": {
         "name": { "type": "string" },

@@ -59,7 +59,9 @@ pub(crate) fn build(state: Arc<AppState>) -> Router {
         .merge(crate::feedback::routes());
     // The store's experiments are ordinary requests too: under the same timeout.
     #[cfg(feature = "eval")]
-    let timed = timed.merge(crate::experiments::routes());
+    let timed = timed
+        .merge(crate::experiments::routes())
+        .merge(crate::datasets::routes());
     let timed = timed.layer(TimeoutLayer::with_status_code(
         StatusCode::REQUEST_TIMEOUT,
         state.options.request_timeout,

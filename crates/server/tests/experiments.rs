@@ -2,7 +2,9 @@
 //! `POST /experiments` starts one in the background, `GET /experiments/{name}/events`
 //! follows its log to an `end` frame with the results (and resumes after `Last-Event-ID`),
 //! `POST /experiments/{name}/cancel` stops a slow one (recorded, so the store shows it
-//! cancelled); a second start of a running one is a 409, bad input a 404 or 422.
+//! cancelled); a second start of a running one is a 409, bad input a 404 or 422. The store's
+//! datasets are read at any version (`GET /datasets`, `GET /datasets/{name}?version=`), and an
+//! experiment file's `[[datasets]]` takes their cases.
 #![allow(clippy::unwrap_used, missing_docs)]
 
 use std::net::SocketAddr;
@@ -64,21 +66,27 @@ impl Counter {
     }
 }
 
-/// A server whose workflow `words` asks a scripted model that takes `delay` per answer.
-async fn serve(delay: Duration) -> (SocketAddr, MemoryStore) {
+/// The workflow `words` on `store`, asking a scripted model that takes `delay` per answer.
+fn words(store: MemoryStore, delay: Duration) -> Workflow<Words> {
     let provider = ScriptedProvider::new().fallback("counter", move |request| {
         let words = request.prompt.split_whitespace().count() as u32;
         Reply::output(json!({ "words": words })).delay(delay)
     });
-    let workflow = Workflow::builder("words")
+    Workflow::builder("words")
         .initial_state(Words::default())
         .agent(Counter)
-        .store(MemoryStore::new())
+        .store(store)
         .provider(provider)
         .build()
-        .unwrap();
+        .unwrap()
+}
+
+/// A server whose workflow `words` asks a scripted model that takes `delay` per answer.
+async fn serve(delay: Duration) -> (SocketAddr, MemoryStore) {
     let store = MemoryStore::new();
-    let host = Host::new(store.clone()).workflow(workflow).unwrap();
+    let host = Host::new(store.clone())
+        .workflow(words(MemoryStore::new(), delay))
+        .unwrap();
     let addr = http::serve(router(host, ServerOptions::default())).await;
     (addr, store)
 }
@@ -314,4 +322,74 @@ async fn bad_experiments_are_refused_in_the_error_shape() {
         )
         .await;
     assert_eq!(started.status, 202, "{}", started.body);
+}
+
+#[tokio::test]
+async fn the_stores_datasets_are_read_at_any_version_and_an_experiment_takes_their_cases() {
+    let store = MemoryStore::new();
+    for input in ["refund one two", "something else"] {
+        words(store.clone(), Duration::ZERO)
+            .run(RunOptions::new().input(input))
+            .await
+            .unwrap();
+    }
+    let host = Host::new(store.clone())
+        .workflow(words(MemoryStore::new(), Duration::ZERO))
+        .unwrap();
+    let added = openharness_eval::Dataset::add("refunds", openharness_eval::ForkAt::position(1))
+        .search("refund")
+        .run(&host)
+        .await
+        .unwrap();
+    assert_eq!((added.added.len(), added.version), (1, 1));
+    let addr = http::serve(router(host, ServerOptions::default())).await;
+    let client = http::Client::new(addr);
+
+    let (status, listed) = client.get("/datasets").await.pair();
+    assert_eq!(status, 200);
+    assert_eq!(listed["datasets"][0]["name"], "refunds");
+    assert_eq!(listed["datasets"][0]["cases"], 1);
+    assert_eq!(listed["datasets"][0]["version"], 1);
+    let (status, one) = client.get("/datasets/refunds").await.pair();
+    assert_eq!(status, 200);
+    assert_eq!(one["cases"][0]["position"], 1);
+    assert_eq!(one["cases"][0]["title"], "refund one two");
+    let (status, empty) = client.get("/datasets/refunds?version=0").await.pair();
+    assert_eq!(status, 200);
+    assert_eq!(empty["cases"], json!([]));
+    for (path, expect) in [
+        ("/datasets/refunds?version=9", 404),
+        ("/datasets/nope", 404),
+        ("/datasets/refunds?versio=1", 400),
+        ("/datasets/%20refunds", 400),
+    ] {
+        let (status, body) = client.get(path).await.pair();
+        assert_eq!(status, expect, "{path}: {body}");
+    }
+
+    // An experiment file over HTTP takes the dataset's cases; an unknown one is a 422.
+    let unknown = client
+        .post(
+            "/experiments",
+            &json!({ "name": "x", "datasets": [{ "name": "nope" }] }),
+        )
+        .await;
+    assert_eq!(unknown.status, 422, "{}", unknown.body);
+    assert!(
+        unknown.body.contains("no dataset named `nope`"),
+        "{}",
+        unknown.body
+    );
+    let file = json!({ "name": "from-refunds", "datasets": [{ "name": "refunds", "version": 1 }] });
+    let started = client.post("/experiments", &file).await;
+    assert_eq!(started.status, 202, "{}", started.body);
+    let mut events = client.events("/experiments/from-refunds/events", &[]).await;
+    let frames = to_the_end(&mut events).await;
+    assert_eq!(frames.last().unwrap().json()["status"], "completed");
+    let (_, experiment) = client.get("/experiments/from-refunds").await.pair();
+    assert_eq!(
+        experiment["definition"]["cases"][0]["dataset"],
+        json!({ "name": "refunds", "version": 1 })
+    );
+    assert_eq!(experiment["runs"][0]["run"]["forkPosition"], 1);
 }

@@ -943,6 +943,8 @@ async fn the_openapi_document_lists_every_route_and_its_references_resolve() {
         "/experiments/{name}",
         "/experiments/{name}/events",
         "/experiments/{name}/cancel",
+        "/datasets",
+        "/datasets/{name}",
     ] {
         assert!(doc["paths"].get(path).is_some(), "{path} is missing");
     }

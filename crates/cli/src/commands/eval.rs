@@ -18,6 +18,10 @@
 //! `OPENAI_BASE_URL`); when it cannot be, `eval run` says what to configure and runs nothing,
 //! rather than run the variant on the workflow's scripted model.
 //!
+//! `eval dataset` (`add`, `list`, `show`, `diff`, `remove`) keeps datasets cut from
+//! production sessions, each a log of its own; an experiment file takes one's cases with
+//! `[[datasets]]` (module `dataset`).
+//!
 //! An experiment file is TOML (or JSON, by its extension), read as
 //! [`openharness_eval::ExperimentFile`] (the format `POST /experiments` takes too):
 //!
@@ -34,6 +38,10 @@
 //! session = "0193…"
 //! at = { event = "task:started", n = 1 }
 //! answers = ["yes"]
+//!
+//! [[datasets]]                      # the cases of `eval dataset add refunds …`, at version 3
+//! name = "refunds"
+//! version = 3                       # the latest when absent
 //!
 //! [[recordings]]                    # every idle recorded session of the workflow, the newest 20
 //! workflow = "planner-executor"
@@ -86,6 +94,10 @@ use serde::Deserialize;
 use crate::provider::{ProviderKind, live_provider};
 use crate::{CliError, Context};
 
+mod dataset;
+
+pub(crate) use dataset::DatasetCommand;
+
 /// The eval subcommands.
 #[derive(Debug, Subcommand)]
 pub(crate) enum EvalCommand {
@@ -135,6 +147,10 @@ pub(crate) enum EvalCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Datasets cut from production: recorded sessions that match a query become cases,
+    /// each forked where a point is in it when added; a dataset is a versioned log.
+    #[command(subcommand)]
+    Dataset(DatasetCommand),
 }
 
 /// `eval compare`'s arguments.
@@ -206,6 +222,7 @@ pub(crate) async fn run(command: EvalCommand, context: &Context) -> Result<(), C
             compare(context, &record, &ask).await
         }
         EvalCommand::Rescore { name, file, json } => rescore(context, &name, &file, json).await,
+        EvalCommand::Dataset(command) => dataset::run(command, context).await,
     }
 }
 
@@ -683,5 +700,30 @@ mod tests {
         assert_eq!(scorers(&file.scorers).unwrap()[0].name(), "published");
         assert!(provider_kind("openai").is_ok());
         assert!(provider_kind("gemini").is_err());
+    }
+
+    /// The README's dataset experiment file reads as one, and its `--at` words parse.
+    #[test]
+    fn the_readme_dataset_file_and_fork_points_are_valid() {
+        let readme = include_str!("../../../../README.md");
+        let datasets = &readme[readme.find("### Datasets from production").unwrap()..];
+        let open = datasets.find("```toml\n").unwrap() + "```toml\n".len();
+        let close = datasets[open..].find("```").unwrap();
+        let file = ExperimentFile::from_toml(&datasets[open..open + close]).unwrap();
+        assert_eq!(file.datasets.len(), 1);
+        assert_eq!(file.datasets[0].name, "refunds");
+        assert_eq!(file.datasets[0].version, Some(4));
+        assert_eq!(
+            file.datasets[0].answers.as_deref(),
+            Some(&["yes".to_owned()][..])
+        );
+        let at = datasets[datasets.find("--at ").unwrap() + "--at ".len()..]
+            .split_whitespace()
+            .next()
+            .unwrap();
+        assert_eq!(
+            at.parse::<openharness_eval::ForkAt>().unwrap(),
+            openharness_eval::ForkAt::event("task:started", 2)
+        );
     }
 }
