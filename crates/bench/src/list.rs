@@ -175,10 +175,18 @@ async fn suite() -> Result<Vec<Row>, Box<dyn std::error::Error>> {
     // 4. Every session annotated, every other one scored.
     eprintln!("bench list: annotating the {SESSIONS} sessions, scoring every other one…");
     for (i, (session, len)) in ids.iter().enumerate() {
-        let thumbs = if i.is_multiple_of(3) { Thumbs::Down } else { Thumbs::Up };
+        let thumbs = if i.is_multiple_of(3) {
+            Thumbs::Down
+        } else {
+            Thumbs::Up
+        };
         let mut said = AnnotationAdded::by(format!("reviewer{}", i % 5))
             .thumbs(thumbs)
-            .label(if i.is_multiple_of(4) { "wrong-city" } else { "fine" })
+            .label(if i.is_multiple_of(4) {
+                "wrong-city"
+            } else {
+                "fine"
+            })
             .note("checked the plan against the request");
         said.turn = Some(*len);
         let mut events = vec![Envelope::typed(&said, None)?];

@@ -126,8 +126,8 @@ async fn suite() -> Fallible<Vec<Row>> {
     }
     scored.sort_unstable();
     plain.sort_unstable();
-    let (p50, base50) = (percentile(&scored, 50.0), percentile(&plain, 50.0));
-    let (p99, base99) = (percentile(&scored, 99.0), percentile(&plain, 99.0));
+    let (p50, base50) = (percentile(&scored, 0.5), percentile(&plain, 0.5));
+    let (p99, base99) = (percentile(&scored, 0.99), percentile(&plain, 0.99));
     let ratio50 = p50.as_secs_f64() / base50.as_secs_f64().max(1e-9);
     let ratio99 = p99.as_secs_f64() / base99.as_secs_f64().max(1e-9);
     Ok(vec![

@@ -2,7 +2,9 @@
 //! background, each score an `eval:scored` event on the session's feedback log
 //! ([`openharness_host::feedback::TurnScored`]). The turn never waits for them: they start
 //! after its outcome is recorded, from [`Host::turn_ends`], on a task of their own, at most
-//! [`OnlineScorers::concurrency`] turns at a time. Session lists then filter and sort by
+//! [`OnlineScorers::concurrency`] turns at a time, and are recorded about every 100 ms, the
+//! scores of the turns scored meanwhile written together (one durable commit for many turns
+//! on stores that group concurrent appends, rather than one more per turn). Session lists then filter and sort by
 //! score (`GET /sessions?scorer=helpful&sort=lowestScore`).
 //!
 //! A scorer sees the turn as a run ([`RunView`]): the case is the session (its inputs the
@@ -25,7 +27,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Instant;
+use std::time::Duration;
 
 use futures_util::StreamExt;
 use futures_util::stream::FuturesUnordered;
@@ -43,6 +45,10 @@ use crate::scorers::{BuildProvider, ScorerSpec};
 
 /// How many turns are scored at once by default.
 const CONCURRENCY: usize = 2;
+/// How often scores waiting to be recorded are recorded.
+const FLUSH: Duration = Duration::from_millis(100);
+/// How many turns' scores make a recording at once, whatever the time.
+const FLUSH_AT: usize = 64;
 
 /// The scorers of each served workflow, before they start listening.
 #[derive(Clone, Default)]
@@ -246,7 +252,10 @@ struct Counters {
 }
 
 /// Hears every ended turn and scores those of workflows with scorers, `concurrency` at a
-/// time: while that many are being scored, the next ends wait in the host's channel.
+/// time (while that many are being scored, the next ends wait in the host's channel), and
+/// records the scores every [`FLUSH`] (or once [`FLUSH_AT`] turns wait), their appends made
+/// at once so the store commits them together: one durable write for many turns, not one
+/// more per turn beside the turn's own.
 async fn listen(
     host: Host,
     by_workflow: Arc<HashMap<String, Vec<Arc<dyn Scorer>>>>,
@@ -255,23 +264,33 @@ async fn listen(
     stats: Arc<Counters>,
 ) {
     let mut scoring = FuturesUnordered::new();
-    loop {
-        if scoring.len() >= concurrency {
-            scoring.next().await;
-            continue;
+    let mut scored: Vec<(SessionId, Vec<TurnScored>)> = Vec::new();
+    let mut flush = tokio::time::interval(FLUSH);
+    flush.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut heard_all = false;
+    while !heard_all || !scoring.is_empty() {
+        if scored.len() >= FLUSH_AT {
+            record(&host, std::mem::take(&mut scored), &stats).await;
         }
         tokio::select! {
-            Some(()) = scoring.next(), if !scoring.is_empty() => {}
-            heard = ends.recv() => match heard {
+            Some(done) = scoring.next(), if !scoring.is_empty() => {
+                if let Some(done) = done {
+                    scored.push(done);
+                }
+            }
+            _ = flush.tick(), if !scored.is_empty() => {
+                record(&host, std::mem::take(&mut scored), &stats).await;
+            }
+            heard = ends.recv(), if !heard_all && scoring.len() < concurrency => match heard {
                 Ok(outcome) => {
                     let (host, by_workflow, stats) = (host.clone(), Arc::clone(&by_workflow), Arc::clone(&stats));
                     scoring.push(async move {
                         match score_turn(&host, &by_workflow, &outcome).await {
-                            Ok(true) => { stats.scored.fetch_add(1, Ordering::Relaxed); }
-                            Ok(false) => {}
+                            Ok(scores) => scores.map(|scores| (outcome.session.clone(), scores)),
                             Err(err) => {
                                 stats.failed.fetch_add(1, Ordering::Relaxed);
-                                tracing::warn!(session = %outcome.session, error = %err, "a turn's online scores were not recorded");
+                                tracing::warn!(session = %outcome.session, error = %err, "a turn could not be scored");
+                                None
                             }
                         }
                     });
@@ -280,32 +299,49 @@ async fn listen(
                     stats.missed.fetch_add(missed, Ordering::Relaxed);
                     tracing::warn!(missed, "online scoring fell behind: turns not scored");
                 }
-                Err(RecvError::Closed) => break,
+                Err(RecvError::Closed) => heard_all = true,
             },
         }
     }
-    while scoring.next().await.is_some() {}
+    record(&host, scored, &stats).await;
 }
 
-/// Scores one ended turn with its workflow's scorers and records the scores; `false` when
-/// its workflow has none (or the turn recorded nothing).
+/// Records the scores of many turns at once (each on its session's feedback log).
+async fn record(host: &Host, scored: Vec<(SessionId, Vec<TurnScored>)>, stats: &Counters) {
+    let appends = scored.iter().map(|(session, scores)| async move {
+        (session, host.record_scores(session, scores).await)
+    });
+    for (session, recorded) in futures_util::future::join_all(appends).await {
+        match recorded {
+            Ok(()) => {
+                stats.scored.fetch_add(1, Ordering::Relaxed);
+            }
+            Err(err) => {
+                stats.failed.fetch_add(1, Ordering::Relaxed);
+                tracing::warn!(%session, error = %openharness_core::adapter::ErrorChain(&err), "a turn's online scores were not recorded");
+            }
+        }
+    }
+}
+
+/// Scores one ended turn with its workflow's scorers; `None` when its workflow has none (or
+/// the turn recorded nothing).
 async fn score_turn(
     host: &Host,
     by_workflow: &HashMap<String, Vec<Arc<dyn Scorer>>>,
     outcome: &TurnOutcome,
-) -> Result<bool, String> {
+) -> Result<Option<Vec<TurnScored>>, String> {
     if outcome.len <= outcome.first_seq {
-        return Ok(false);
+        return Ok(None);
     }
     let session = &outcome.session;
     let workflow = match host.workflow_of(session).await {
         Ok(hosted) => hosted.name().to_owned(),
-        Err(_) => return Ok(false),
+        Err(_) => return Ok(None),
     };
     let Some(scorers) = by_workflow.get(&workflow) else {
-        return Ok(false);
+        return Ok(None);
     };
-    let started = Instant::now();
     let events: Vec<Envelope> = host
         .store()
         .events(session, outcome.first_seq..outcome.len)
@@ -336,11 +372,7 @@ async fn score_turn(
             judge_session,
         });
     }
-    tracing::debug!(%session, scorers = scores.len(), elapsed = ?started.elapsed(), "turn scored");
-    host.record_scores(session, &scores)
-        .await
-        .map_err(|err| openharness_core::adapter::ErrorChain(&err).to_string())?;
-    Ok(true)
+    Ok(Some(scores))
 }
 
 /// The texts a turn was given (its inputs and answers).
