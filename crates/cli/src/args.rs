@@ -50,6 +50,17 @@ pub(crate) enum Command<E: Subcommand> {
         #[command(flatten)]
         query: SessionsQuery,
     },
+    /// Annotate a session, one of its turns or an experiment's run: a thumb, labels, a note,
+    /// recorded with who and when on the session's feedback log (never on its own log).
+    Annotate(crate::commands::annotate::AnnotateArgs),
+    /// What was said of a session: people's annotations and online scores of its turns.
+    Feedback {
+        /// The session id.
+        session: String,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
     /// Print a session's events (any session, whichever workflow recorded it).
     Events {
         /// The session id.
@@ -253,6 +264,7 @@ impl<E: Subcommand> Command<E> {
         matches!(
             self,
             Self::Sessions { .. }
+                | Self::Feedback { .. }
                 | Self::Events { .. }
                 | Self::Tape { .. }
                 | Self::Check
@@ -297,9 +309,25 @@ pub(crate) struct SessionsQuery {
     #[arg(long, value_name = "SESSION")]
     pub(crate) fork_of: Option<String>,
     /// The order: recent (the default when any option is given), newest, oldest (the default
-    /// otherwise), longest, tokens or cost.
+    /// otherwise), longest, tokens, cost, score or lowestScore (the last two by `--scorer`).
     #[arg(long, value_name = "ORDER")]
     pub(crate) sort: Option<String>,
+    /// Only sessions this online scorer scored (`serve --online-scorers`); what `--min-score`,
+    /// `--max-score` and the score sorts read.
+    #[arg(long, value_name = "NAME")]
+    pub(crate) scorer: Option<String>,
+    /// Only sessions whose latest `--scorer` score is at least this.
+    #[arg(long, value_name = "VALUE", requires = "scorer")]
+    pub(crate) min_score: Option<f64>,
+    /// Only sessions whose latest `--scorer` score is at most this.
+    #[arg(long, value_name = "VALUE", requires = "scorer")]
+    pub(crate) max_score: Option<f64>,
+    /// Only sessions a person annotated (`true`) or nobody has yet (`false`).
+    #[arg(long, value_name = "BOOL")]
+    pub(crate) annotated: Option<bool>,
+    /// Only sessions annotated with this label.
+    #[arg(long, value_name = "LABEL")]
+    pub(crate) label: Option<String>,
     /// At most this many sessions.
     #[arg(long, value_name = "N")]
     pub(crate) limit: Option<usize>,

@@ -29,6 +29,7 @@ use crate::args::Command;
 use crate::error::CliError;
 use crate::shared::{parse_session, read_api_keys};
 
+pub(crate) mod annotate;
 mod bisect;
 mod check;
 pub(crate) mod compact;
@@ -104,6 +105,8 @@ pub(crate) async fn run<E: clap::Subcommand>(
         Command::Cancel(args) => turns::cancel(args, context).await,
         Command::Resume(args) => turns::resume(args, context).await,
         Command::Sessions { json, query } => sessions(context, json, query).await,
+        Command::Annotate(args) => annotate::annotate(args, context).await,
+        Command::Feedback { session, json } => annotate::feedback(context, &session, json).await,
         Command::Events { session, json } => events(context, &parse_session(&session)?, json).await,
         Command::Tape { session, at, json } => {
             tape(context, &parse_session(&session)?, at, json).await

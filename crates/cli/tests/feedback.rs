@@ -187,3 +187,117 @@ fn an_online_scorers_file_naming_an_unserved_workflow_is_refused() {
         binary::text(&refused)
     );
 }
+
+#[test]
+fn a_person_annotates_from_the_command_line_and_the_list_shows_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let demo = binary::openharness(dir.path(), &["demo"]);
+    assert!(demo.status.success(), "{}", binary::text(&demo));
+    let listed = binary::openharness(dir.path(), &["sessions", "--json"]);
+    let sessions: Value = serde_json::from_str(&binary::stdout(&listed)).unwrap();
+    let session = sessions[0]["id"].as_str().unwrap().to_owned();
+    let len = sessions[0]["count"].as_u64().unwrap();
+
+    let said = binary::openharness(
+        dir.path(),
+        &[
+            "annotate",
+            &session,
+            "--by",
+            "ana",
+            "--thumbs",
+            "down",
+            "--label",
+            "slow",
+            "--label",
+            "wordy",
+            "--note",
+            "too many tasks",
+            "--turn",
+            &len.to_string(),
+            "--json",
+        ],
+    );
+    assert!(said.status.success(), "{}", binary::text(&said));
+    let recorded: Value = serde_json::from_str(&binary::stdout(&said)).unwrap();
+    assert_eq!(recorded["by"], "ana");
+    assert_eq!(recorded["labels"], json!(["slow", "wordy"]));
+
+    let feedback = binary::openharness(dir.path(), &["feedback", &session]);
+    let text = binary::stdout(&feedback);
+    assert!(
+        text.contains("ana -1 #slow #wordy (turn ending at"),
+        "{text}"
+    );
+    assert!(text.contains(": too many tasks"), "{text}");
+
+    let annotated = binary::openharness(dir.path(), &["sessions", "--annotated", "true", "--json"]);
+    let rows: Value = serde_json::from_str(&binary::stdout(&annotated)).unwrap();
+    assert_eq!(rows.as_array().unwrap().len(), 1, "{rows}");
+    assert_eq!(rows[0]["annotations"]["down"], 1);
+    let table = binary::stdout(&binary::openharness(
+        dir.path(),
+        &["sessions", "--label", "slow"],
+    ));
+    assert!(table.contains("[+0 -1 #slow #wordy]"), "{table}");
+    let queue = binary::openharness(dir.path(), &["sessions", "--annotated", "false", "--json"]);
+    assert_eq!(binary::stdout(&queue).trim(), "[]");
+
+    // Bad input says what is wrong and records nothing.
+    for (args, words) in [
+        (
+            vec!["annotate", session.as_str(), "--by", "ana"],
+            "says something",
+        ),
+        (
+            vec![
+                "annotate",
+                session.as_str(),
+                "--by",
+                "ana",
+                "--thumbs",
+                "sideways",
+            ],
+            "not a thumb",
+        ),
+        (
+            vec![
+                "annotate",
+                session.as_str(),
+                "--by",
+                "ana",
+                "--note",
+                "x",
+                "--turn",
+                "100000",
+            ],
+            "turn 100000",
+        ),
+        (
+            vec![
+                "annotate",
+                session.as_str(),
+                "--by",
+                "ana",
+                "--note",
+                "x",
+                "--run",
+                "a/b",
+            ],
+            "EXPERIMENT/CASE/VARIANT/REPEAT",
+        ),
+        (vec!["sessions", "--min-score", "0.5"], "--scorer"),
+        (vec!["sessions", "--sort", "lowestScore"], "--scorer"),
+    ] {
+        let refused = binary::openharness(dir.path(), &args);
+        assert!(!refused.status.success(), "{args:?}");
+        assert!(
+            binary::text(&refused).contains(words),
+            "{args:?}: {}",
+            binary::text(&refused)
+        );
+    }
+    let feedback = binary::openharness(dir.path(), &["feedback", &session, "--json"]);
+    let feedback: Value = serde_json::from_str(&binary::stdout(&feedback)).unwrap();
+    assert_eq!(feedback["annotations"].as_array().unwrap().len(), 1);
+}

@@ -36,6 +36,32 @@ pub(super) struct Row<'a> {
     /// Whether other code than this program's recorded it (another fingerprint, version or
     /// commit in its `workflow:started`): its states here are today's fold.
     code_changed: bool,
+    /// Its online scores: each scorer's latest.
+    #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    scores: &'a std::collections::BTreeMap<String, f64>,
+    /// What people said of it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    annotations: Option<&'a openharness_host::AnnotationSummary>,
+}
+
+/// A row's last column: its title, then its online scores and people's thumbs and labels,
+/// when it has any.
+fn titled(info: &openharness_host::SessionSummary) -> String {
+    let mut text = info.title.as_deref().map_or_else(
+        || "-".to_owned(),
+        |title| title.chars().take(48).collect::<String>(),
+    );
+    for (scorer, value) in &info.scores {
+        text.push_str(&format!("  [{scorer} {value:.2}]"));
+    }
+    if let Some(said) = &info.annotations {
+        text.push_str(&format!("  [+{} -{}", said.up, said.down));
+        for label in &said.labels {
+            text.push_str(&format!(" #{label}"));
+        }
+        text.push(']');
+    }
+    text
 }
 
 /// The sessions an interrupted import left marked unfinished, with their notes.
@@ -70,6 +96,11 @@ pub(super) fn session_query(asked: crate::args::SessionsQuery) -> Result<Session
     words.until = asked.until;
     words.open_request = asked.open.then_some(true);
     words.fork_of = asked.fork_of;
+    words.scorer = asked.scorer;
+    words.min_score = asked.min_score;
+    words.max_score = asked.max_score;
+    words.annotated = asked.annotated;
+    words.label = asked.label;
     words.limit = asked.limit;
     // Any option but the sort is a filter.
     let filtered = words != SessionQueryWords::default();
@@ -80,6 +111,7 @@ pub(super) fn session_query(asked: crate::args::SessionsQuery) -> Result<Session
             SessionQueryError::Status(_) => "--status",
             SessionQueryError::Sort(_) => "--sort",
             SessionQueryError::ForkOf { .. } => "--fork-of",
+            SessionQueryError::NoScorer(_) => "--scorer",
             _ => "sessions",
         };
         CliError::Usage(format!("{option}: {err}"))
@@ -136,6 +168,8 @@ pub(super) async fn sessions(
                 open_requests: s.open_requests,
                 damaged: s.damaged.as_deref(),
                 code_changed: changed.contains(&s.id),
+                scores: &s.scores,
+                annotations: s.annotations.as_ref(),
             })
             .collect();
         let mut text = serde_json::to_string_pretty(&rows)?;
@@ -176,10 +210,7 @@ pub(super) async fn sessions(
             info.len,
             info.last_event.format("%Y-%m-%d %H:%M:%S UTC").to_string(),
             info.parent.as_ref().map_or("-", SessionId::as_str),
-            info.title.as_deref().map_or_else(
-                || "-".to_owned(),
-                |title| title.chars().take(48).collect::<String>()
-            ),
+            titled(info),
         )?;
     }
     for (session, note) in &unfinished {
