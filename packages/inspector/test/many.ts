@@ -3,12 +3,22 @@
 // store for the session list's tests. Session `i` is one turn of `chat` (or, every third,
 // `planner-executor`) asking about a city; every seventh ends waiting for an answer, every
 // eleventh failed. Deterministic: ids are UUID v7 from a fixed clock and a seeded generator.
+// `feedback` gives a session what was said of it: online scores of its turn and a person's
+// annotation, written on its feedback log (`feedback:<id>`, as the server keeps them).
 
 import { JsonlWriter } from "./jsonl";
 
 export const CITIES = ["Lisbon", "Porto", "Seville", "Kyoto", "Oslo", "Lima", "Hanoi", "Tunis"];
 
-export async function generateSessions(path: string, count: number): Promise<string[]> {
+/** What was said of a generated session. */
+export interface SessionFeedback {
+  /** Online scores of its turn, by scorer (passed from 0.5). */
+  scores?: Record<string, number>;
+  /** A person's annotation of it. */
+  annotation?: { by: string; thumbs?: "up" | "down"; labels?: string[]; note?: string };
+}
+
+export async function generateSessions(path: string, count: number, feedback?: (i: number) => SessionFeedback | null): Promise<string[]> {
   const out = new JsonlWriter(path, { clock: Date.UTC(2026, 0, 1, 9, 0, 0), seed: 0x9e3779b9 });
   const ids: string[] = [];
   for (let i = 0; i < count; i++) {
@@ -36,6 +46,15 @@ export async function generateSessions(path: string, count: number): Promise<str
       await event("workflow:completed", { reason: "idle" });
     }
     await lines.end();
+    const said = feedback?.(i);
+    if (said) {
+      const log = await out.begin(`feedback:${session}`);
+      for (const [scorer, value] of Object.entries(said.scores ?? {})) {
+        await log.event("eval:scored", { scorer, turn: lines.seq, firstSeq: 0, value, passed: value >= 0.5, better: "higher" }, null, 40);
+      }
+      if (said.annotation) await log.event("annotation:added", said.annotation, null, 60_000);
+      await log.end();
+    }
   }
   await out.close();
   return ids;
