@@ -98,6 +98,7 @@ export class FeedbackPanel {
     this.session = summary?.id ?? null;
     this.thumbs = null;
     this.turn = undefined;
+    this.$.annotateScope.dataset.shown = "";
     this.shown = null;
     this.said = summary ? saidOf(summary) : "";
     this.$.annotateLabels.value = "";
@@ -121,7 +122,11 @@ export class FeedbackPanel {
   /** The cursor moved, or more events were read: the scope says which turn "this turn" is. */
   moved(position: number): void {
     const tape = this.host.tape();
-    this.turn = tape ? feedback.turnAt((seq) => tape.events[seq], position, tape.len) : undefined;
+    const turn = tape ? feedback.turnAt((seq) => tape.events[seq], position, tape.len) : undefined;
+    // Stepping within a turn changes nothing on screen.
+    if (turn === this.turn && this.$.annotateScope.dataset.shown === "1") return;
+    this.turn = turn;
+    this.$.annotateScope.dataset.shown = "1";
     const option = this.$.annotateScope.querySelector<HTMLOptionElement>('option[value="turn"]')!;
     option.textContent =
       this.turn === undefined ? "this turn (reading…)" : this.turn === null ? "this turn (still running)" : `this turn (ends at ${this.turn})`;
