@@ -4,7 +4,8 @@
 // `planner-executor`) asking about a city; every seventh ends waiting for an answer, every
 // eleventh failed. Deterministic: ids are UUID v7 from a fixed clock and a seeded generator.
 // `feedback` gives a session what was said of it: online scores of its turn and a person's
-// annotation, written on its feedback log (`feedback:<id>`, as the server keeps them).
+// annotation, written on its feedback log (`feedback:<id>`, as the server keeps them) after
+// all the sessions, which are the same with feedback or without.
 
 import { JsonlWriter } from "./jsonl";
 
@@ -21,6 +22,7 @@ export interface SessionFeedback {
 export async function generateSessions(path: string, count: number, feedback?: (i: number) => SessionFeedback | null): Promise<string[]> {
   const out = new JsonlWriter(path, { clock: Date.UTC(2026, 0, 1, 9, 0, 0), seed: 0x9e3779b9 });
   const ids: string[] = [];
+  const lens: number[] = [];
   for (let i = 0; i < count; i++) {
     out.clock += 60_000;
     const session = out.uuid();
@@ -46,15 +48,18 @@ export async function generateSessions(path: string, count: number, feedback?: (
       await event("workflow:completed", { reason: "idle" });
     }
     await lines.end();
-    const said = feedback?.(i);
-    if (said) {
-      const log = await out.begin(`feedback:${session}`);
-      for (const [scorer, value] of Object.entries(said.scores ?? {})) {
-        await log.event("eval:scored", { scorer, turn: lines.seq, firstSeq: 0, value, passed: value >= 0.5, better: "higher" }, null, 40);
-      }
-      if (said.annotation) await log.event("annotation:added", said.annotation, null, 60_000);
-      await log.end();
+    lens.push(lines.seq);
+  }
+  // After every session, so the sessions are the same with feedback or without.
+  for (let i = 0; feedback && i < count; i++) {
+    const said = feedback(i);
+    if (!said) continue;
+    const log = await out.begin(`feedback:${ids[i]}`);
+    for (const [scorer, value] of Object.entries(said.scores ?? {})) {
+      await log.event("eval:scored", { scorer, turn: lens[i], firstSeq: 0, value, passed: value >= 0.5, better: "higher" }, null, 40);
     }
+    if (said.annotation) await log.event("annotation:added", said.annotation, null, 1000);
+    await log.end();
   }
   await out.close();
   return ids;
