@@ -272,7 +272,8 @@ describe("the review queue", () => {
     expect(await page.locator("li.session.selected").getAttribute("data-session")).toBe(ids[0]);
     expect(await page.locator("#queue-count").textContent()).toBe(`${ids.length} to review`);
     // The reviewer reads the chat and the form, not the events' internals.
-    expect(await page.locator("#chat").isVisible()).toBe(true);
+    expect(await page.locator('.tab[data-tab="chat"]').getAttribute("aria-selected")).toBe("true");
+    await expect.poll(() => page.locator("#chat .message").count()).toBeGreaterThan(0);
     expect(await page.locator("#event").isVisible()).toBe(false);
     expect(await page.locator("#session-annotated").isDisabled()).toBe(true);
     expect(await page.locator("#annotate-save").textContent()).toBe("Save & next");
