@@ -7,9 +7,12 @@ import { OpenHarnessError, errorFromResponse, networkError } from "./errors.js";
 import { EventStream, type StreamEventsOptions } from "./stream.js";
 import type {
   Accepted,
+  Annotation,
+  AnnotationAdded,
   EventsPage,
   Experiment,
   ExperimentList,
+  Feedback,
   ForkChange,
   ForkProviders,
   ForkPoint,
@@ -144,6 +147,11 @@ export class OpenHarnessClient {
     if (query.until !== undefined) params.set("until", time(query.until));
     if (query.openRequest !== undefined) params.set("openRequest", String(query.openRequest));
     if (query.forkOf !== undefined) params.set("forkOf", query.forkOf);
+    if (query.scorer !== undefined) params.set("scorer", query.scorer);
+    if (query.minScore !== undefined) params.set("minScore", String(query.minScore));
+    if (query.maxScore !== undefined) params.set("maxScore", String(query.maxScore));
+    if (query.annotated !== undefined) params.set("annotated", String(query.annotated));
+    if (query.label !== undefined) params.set("label", query.label);
     if (query.sort !== undefined) params.set("sort", query.sort);
     if (query.after !== undefined) params.set("after", query.after);
     if (query.limit !== undefined) params.set("limit", String(query.limit));
@@ -301,6 +309,27 @@ export class OpenHarnessClient {
   /** The names of the providers a fork may run with (`fork(…, { provider })`); none unless the server offers some. */
   providers(options?: RequestOptions): Promise<ForkProviders> {
     return this.request("GET", "/providers", undefined, options);
+  }
+
+  /**
+   * Everything said about a session, oldest first: people's annotations (who, when, a thumb,
+   * labels, a note, the turn) and online scorers' scores of its turns.
+   */
+  feedback(sessionId: string, options?: RequestOptions): Promise<Feedback> {
+    return this.request("GET", `/sessions/${enc(sessionId)}/feedback`, undefined, options);
+  }
+
+  /**
+   * Records a person's annotation of a session, or of one of its turns (`turn`: the position
+   * where it ended): at least a thumb, a label or a note. Answers it as recorded, with its id
+   * and time; `400 bad_request` says what is wrong with it.
+   *
+   * ```ts
+   * await client.annotate(id, { by: "ana@example.com", thumbs: "down", labels: ["wrong-city"], turn: 6 });
+   * ```
+   */
+  annotate(sessionId: string, annotation: AnnotationAdded, options?: RequestOptions): Promise<Annotation> {
+    return this.request("POST", `/sessions/${enc(sessionId)}/annotations`, annotation, options);
   }
 
   /** The store's experiments (`openharness eval`), newest first as the server lists them. */

@@ -4,6 +4,7 @@
  */
 import type {
   CodeChange,
+  Feedback,
   ForkPoint,
   Recorded,
   SessionSort,
@@ -59,6 +60,19 @@ export interface SessionsQuery {
   openRequest?: boolean;
   /** The direct forks of this session. */
   forkOf?: string;
+  /**
+   * Scored by this online scorer (`openharness serve --online-scorers`); the scorer that
+   * `minScore`, `maxScore` and the `score` / `lowestScore` sorts read (they need it).
+   */
+  scorer?: string;
+  /** The scorer's latest score at least this. */
+  minScore?: number;
+  /** The scorer's latest score at most this. */
+  maxScore?: number;
+  /** Annotated by a person (`true`), or by nobody yet (`false`: an annotation queue). */
+  annotated?: boolean;
+  /** Annotated with this label. */
+  label?: string;
   /** The order (default: most recently active first). */
   sort?: SessionSort;
   /** The cursor of the next page (a page's `nextAfter`). */
@@ -148,5 +162,8 @@ export interface MessagesOf {
   ui: UiMessage[];
   calls: UiMessage[];
 }
+
+/** One online score of `GET /sessions/{id}/feedback`: a scorer's score of a turn, as recorded. */
+export type OnlineScore = Feedback["scores"][number];
 
 export type { ForkPoint, Recorded, StateAt };

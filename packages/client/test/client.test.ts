@@ -84,6 +84,29 @@ describe("sessions over HTTP", () => {
     expect((bad as OpenHarnessError).status).toBe(400);
   });
 
+  it("annotates a session and a turn, reads the feedback back, and lists by annotation", async () => {
+    const { session, events } = await chatSession(`feedback ${Date.now()}`);
+    const label = `checked-${Date.now()}`;
+    const recorded = await client.annotate(session, { by: "ana@example.com", thumbs: "down", labels: [label], note: "wrong city", turn: events.length });
+    expect(recorded).toMatchObject({ by: "ana@example.com", thumbs: "down", labels: [label], note: "wrong city", turn: events.length });
+    expect(typeof recorded.id).toBe("string");
+    await client.annotate(session, { by: "bo", thumbs: "up" });
+    const feedback = await client.feedback(session);
+    expect(feedback.session).toBe(session);
+    expect(feedback.annotations.map((a) => [a.by, a.thumbs])).toEqual([["ana@example.com", "down"], ["bo", "up"]]);
+    expect(feedback.annotations[0]!.id).toBe(recorded.id);
+    expect(feedback.scores).toEqual([]);
+    const labelled = await client.querySessions({ label, annotated: true });
+    expect(labelled.sessions.map((s) => s.id)).toEqual([session]);
+    expect(labelled.sessions[0]!.annotations).toEqual({ count: 2, up: 1, down: 1, labels: [label] });
+    const queue = await client.querySessions({ annotated: false, limit: 1000 });
+    expect(queue.sessions.map((s) => s.id)).not.toContain(session);
+    // No online scorer scores this server's sessions: a scorer's filter and sorts find none.
+    expect((await client.querySessions({ scorer: "helpful", minScore: 0.5, maxScore: 1, sort: "lowestScore" })).total).toBe(0);
+    await expect(client.querySessions({ minScore: 0.5 })).rejects.toMatchObject({ status: 400, code: "bad_request" });
+    await expect(client.annotate(session, { by: "ana" })).rejects.toMatchObject({ status: 400, code: "bad_request" });
+  });
+
   it("a second turn continues the session where it ended", async () => {
     const { session, events } = await chatSession("one");
     await client.sendInput(session, "two");

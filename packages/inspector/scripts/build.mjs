@@ -39,7 +39,7 @@ export async function build(out) {
 
 // The page on one line, as the script and the stylesheet are: each line break with the
 // indentation around it becomes one space, which renders the same (the page has no <pre> and
-// its one <textarea> is empty).
+// its <textarea>s are empty).
 function minifyHtml(html) {
   return html.replace(/\s*\n\s*/g, " ").trim() + "\n";
 }

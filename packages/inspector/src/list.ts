@@ -1,8 +1,10 @@
 // The session list's state and rules, without a page: the filter the user set (search, status,
-// workflow, sort) and the `GET /sessions` query it asks for, how the pages read so far merge
-// with a refresh, and how a row says its times, duration, tokens and cost.
+// workflow, an online scorer and bounds on its score, annotated or not, a label, the sort) and
+// the `GET /sessions` query it asks for, the filter as address parameters (the review queue's
+// `#queue&…`), how the pages read so far merge with a refresh, and how a row says its times,
+// duration, tokens, cost, scores and annotations.
 
-import type { SessionSort, SessionStatus, SessionSummary, SessionsQuery } from "@openharness/client";
+import type { AnnotationSummary, SessionSort, SessionStatus, SessionSummary, SessionsQuery } from "@openharness/client";
 
 /** Sessions asked for per page. */
 export const PAGE = 100;
@@ -18,15 +20,38 @@ export interface ListFilter {
   /** One workflow, or every workflow (""). */
   workflow: string;
   sort: SessionSort;
+  /** An online scorer: only the sessions it scored; the score the bounds and score sorts read. */
+  scorer: string;
+  /** The scorer's latest score at least / at most this, as typed ("": no bound). */
+  minScore: string;
+  maxScore: string;
+  /** Annotated by someone (`yes`), by nobody yet (`no`), or either (""). */
+  annotated: "" | "yes" | "no";
+  /** Annotated with this label ("": any). */
+  label: string;
 }
 
+export const STATUSES: readonly SessionStatus[] = ["running", "waiting", "idle", "failed"];
+export const SORTS: readonly SessionSort[] = ["recent", "newest", "oldest", "longest", "tokens", "cost", "score", "lowestScore"];
+/** The sorts that order by the chosen scorer's score (the server needs a scorer for them). */
+export const SCORE_SORTS: readonly SessionSort[] = ["score", "lowestScore"];
+
 export function initialFilter(): ListFilter {
-  return { search: "", status: "", workflow: "", sort: "recent" };
+  return { search: "", status: "", workflow: "", sort: "recent", scorer: "", minScore: "", maxScore: "", annotated: "", label: "" };
+}
+
+/** A score bound as typed: a number, or undefined for none (empty or not a number). */
+export function scoreBound(text: string): number | undefined {
+  if (text.trim() === "") return undefined;
+  const value = Number(text);
+  return Number.isFinite(value) ? value : undefined;
 }
 
 /**
  * The query for the page after `after` (the first page without it) of `limit` sessions
- * (clamped to 1..1000): only what the filter sets is sent, the search trimmed.
+ * (clamped to 1..1000): only what the filter sets is sent, texts trimmed. Score bounds and
+ * score sorts are sent only with a scorer (the server refuses them without one): without a
+ * scorer, a score sort lists as the default does.
  */
 export function queryOf(filter: ListFilter, after?: string | null, limit = PAGE): SessionsQuery {
   const query: SessionsQuery = { limit: Math.min(MAX_LIMIT, Math.max(1, Math.floor(limit))) };
@@ -34,9 +59,58 @@ export function queryOf(filter: ListFilter, after?: string | null, limit = PAGE)
   if (search !== "") query.search = search;
   if (filter.status !== "") query.status = [filter.status];
   if (filter.workflow !== "") query.workflow = filter.workflow;
-  if (filter.sort !== "recent") query.sort = filter.sort;
+  const scorer = filter.scorer.trim();
+  if (scorer !== "") {
+    query.scorer = scorer;
+    const min = scoreBound(filter.minScore);
+    const max = scoreBound(filter.maxScore);
+    if (min !== undefined) query.minScore = min;
+    if (max !== undefined) query.maxScore = max;
+  }
+  if (filter.annotated !== "") query.annotated = filter.annotated === "yes";
+  const label = filter.label.trim();
+  if (label !== "") query.label = label;
+  if (filter.sort !== "recent" && (scorer !== "" || !SCORE_SORTS.includes(filter.sort))) query.sort = filter.sort;
   if (after) query.after = after;
   return query;
+}
+
+/** The filter's parameters as an address says them (`scorer=helpful&sort=lowestScore`): only those set. */
+export function filterParams(filter: ListFilter): URLSearchParams {
+  const params = new URLSearchParams();
+  const defaults = initialFilter();
+  for (const key of Object.keys(defaults) as (keyof ListFilter)[]) {
+    const value = filter[key].trim();
+    if (value !== defaults[key]) params.set(key, value);
+  }
+  return params;
+}
+
+/** The filter an address's parameters set (unknown parameters and values are left out). */
+export function filterFromParams(params: URLSearchParams): Partial<ListFilter> {
+  const filter: Partial<ListFilter> = {};
+  const text = (key: "search" | "workflow" | "scorer" | "minScore" | "maxScore" | "label"): void => {
+    const value = params.get(key);
+    if (value !== null) filter[key] = value;
+  };
+  text("search");
+  text("workflow");
+  text("scorer");
+  text("minScore");
+  text("maxScore");
+  text("label");
+  const status = params.get("status");
+  if (status !== null && (status === "" || STATUSES.includes(status as SessionStatus))) filter.status = status as ListFilter["status"];
+  const sort = params.get("sort");
+  if (sort !== null && SORTS.includes(sort as SessionSort)) filter.sort = sort as SessionSort;
+  const annotated = params.get("annotated");
+  if (annotated === "" || annotated === "yes" || annotated === "no") filter.annotated = annotated;
+  return filter;
+}
+
+/** Whether two filters ask the same. */
+export function sameFilter(a: ListFilter, b: ListFilter): boolean {
+  return (Object.keys(a) as (keyof ListFilter)[]).every((key) => a[key] === b[key]);
 }
 
 /**
@@ -109,4 +183,36 @@ export function formatCost(usd: number): string {
 /** The tokens a session used: input and output. */
 export function tokensOf(session: Pick<SessionSummary, "usage">): number {
   return session.usage.inputTokens + session.usage.outputTokens;
+}
+
+/** A score, short: `1`, `0.82`, `0.5`, `1234`. */
+export function formatScore(value: number): string {
+  if (!Number.isFinite(value)) return "–";
+  if (Number.isInteger(value)) return String(value);
+  if (Math.abs(value) >= 100) return String(Math.round(value));
+  return String(Number(value.toFixed(2)));
+}
+
+/** A session's online scores, by scorer name. */
+export function scoresOf(session: Pick<SessionSummary, "scores">): [string, number][] {
+  return Object.entries(session.scores ?? {})
+    .filter((entry): entry is [string, number] => typeof entry[1] === "number")
+    .sort(([a], [b]) => a.localeCompare(b));
+}
+
+/** What people said of a session, short: `👍 2 👎 1` (the thumbs given), or `1 note` without any. */
+export function formatThumbs(said: AnnotationSummary): string {
+  const parts: string[] = [];
+  if (said.up > 0) parts.push(`👍 ${said.up}`);
+  if (said.down > 0) parts.push(`👎 ${said.down}`);
+  if (parts.length === 0) parts.push(`${said.count} annotation${said.count === 1 ? "" : "s"}`);
+  return parts.join(" ");
+}
+
+/** Adds the names of the scorers and the labels `sessions` carry to those seen before. */
+export function seenFeedback(sessions: readonly SessionSummary[], scorers: Set<string>, labels: Set<string>): void {
+  for (const session of sessions) {
+    for (const name of Object.keys(session.scores ?? {})) scorers.add(name);
+    for (const label of session.annotations?.labels ?? []) labels.add(label);
+  }
 }

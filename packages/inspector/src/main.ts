@@ -5,9 +5,11 @@
 // f forks at the cursor, l follows live.
 //
 // This file wires the panels (panels/*) to the view state (view.ts) and the server (server.ts,
-// over `@openharness/client`): it owns the open session's tapes and the cursor, follows live
-// and runs the keys' commands; the session list (panels/sessions.ts), the state and patch at
-// the cursor (panels/state.ts) and what each panel shows are their modules'.
+// over `@openharness/client`): it owns the open session's tapes and the cursor, follows live,
+// walks the review queue (`#queue…`: the sessions nobody annotated yet, one after another) and
+// runs the keys' commands; the session list (panels/sessions.ts), the state and patch at the
+// cursor (panels/state.ts), the feedback panel (panels/feedback.ts) and what each panel shows
+// are their modules'.
 
 import type { EventStream, Recorded, SessionDetail, SessionSummary, StateCheck } from "@openharness/client";
 import { type Command, HELP, commandFor } from "./keys";
@@ -18,6 +20,9 @@ import { SessionList } from "./panels/sessions";
 import { StateAtCursor } from "./panels/state";
 import { ROW, Timeline } from "./panels/timeline";
 import { ExperimentsView } from "./panels/experiments";
+import { FeedbackPanel } from "./panels/feedback";
+import { type ListFilter, initialFilter } from "./list";
+import { nextInQueue, parseQueue, queueAddress, remaining } from "./queue";
 import { DetailViews } from "./panels/views";
 import { Server, describeError, unauthorized } from "./server";
 import { Tape } from "./tape";
@@ -44,10 +49,25 @@ class Inspector {
 
   private readonly $ = pageElements();
 
+  /** The review queue, while it is walked: the sessions annotated and skipped in it so far. */
+  private review: { done: Set<string>; skipped: Set<string> } | null = null;
+
   private readonly sessionList = new SessionList(this.$, {
     client: () => this.client,
     selected: () => this.summary?.id ?? this.view.session,
     listed: (sessions) => this.listed(sessions),
+    filtered: (filter) => this.filtered(filter),
+    addressOf: (session) => this.addressFor(session),
+    fail: (error) => this.fail(error),
+  });
+
+  private readonly feedback = new FeedbackPanel(this.$, {
+    client: () => this.client,
+    tape: () => this.tape,
+    position: () => this.view.position,
+    annotated: (session) => this.annotated(session),
+    skip: () => this.skip(),
+    moveTo: (position) => void this.moveTo(position),
     fail: (error) => this.fail(error),
   });
 
@@ -141,7 +161,14 @@ class Inspector {
     const helpList = byId("help-list");
     for (const [keys, what] of HELP) helpList.append(el("dt", "", keys), el("dd", "", what));
     window.addEventListener("hashchange", () => this.openFromHash());
+    this.$.queueStart.addEventListener("click", () => {
+      location.hash = queueAddress(this.sessionList.filterSet);
+    });
+    this.$.queueExit.addEventListener("click", () => {
+      location.hash = this.summary ? view.addressOf(this.summary.id, this.view.position) : "";
+    });
     this.sessionList.bind();
+    this.feedback.bind();
     // The list and the session in the address are read side by side: neither waits for the other.
     void this.sessionList.reload();
     this.openFromHash();
@@ -170,12 +197,13 @@ class Inspector {
   /** Whether the server was asked if it serves experiments (once the list was read: with the key). */
   private experimentsProbed = false;
 
-  /** After a list answer: the open session's summary kept up to date. */
+  /** After a list answer: the open session's summary kept up to date, the queue's count. */
   private listed(sessions: readonly SessionSummary[]): void {
     if (!this.experimentsProbed) {
       this.experimentsProbed = true;
       void this.experiments.probe();
     }
+    this.showQueue();
     const mine = this.summary && sessions.find((s) => s.id === this.summary!.id);
     if (mine && this.summary) {
       const wasRunning = this.summary.status === "running";
@@ -195,8 +223,14 @@ class Inspector {
   }
 
   private openFromHash(): void {
+    const queue = parseQueue(location.hash);
+    if (queue) this.enterQueue(queue.filter);
+    else if (this.review) this.leaveQueue();
     const wanted = view.parseAddress(location.hash);
-    if (!wanted) return;
+    if (!wanted) {
+      if (this.review) void this.queueNext();
+      return;
+    }
     if (this.summary?.id === wanted.session) {
       if (wanted.at !== null && wanted.at !== this.view.position) this.moveTo(wanted.at);
       if (wanted.compare) this.views.compareWith(wanted.compare);
@@ -223,6 +257,7 @@ class Inspector {
         following: position === null && summary.status === "running",
       };
       this.views.opened(summary, this.view.position);
+      this.feedback.opened(summary);
       if (compare) this.views.compareWith(compare);
       this.sessionList.render();
       if (!this.sessionList.sessions.some((s) => s.id === id)) void this.refreshSessions();
@@ -299,6 +334,7 @@ class Inspector {
     this.tape = null;
     this.summary = null;
     this.views.opened(null, 0);
+    this.feedback.opened(null);
     this.view = { ...this.view, session: null, matches: [] };
     this.timeline.reset();
     this.$.matches.textContent = "";
@@ -312,6 +348,8 @@ class Inspector {
     renderHeader(this.$, this.summary, this.tape, this.view.following, this.stateCheck);
     this.$.cancel.hidden = this.summary?.status !== "running";
     this.$.download.disabled = !this.summary;
+    this.feedback.summaryChanged(this.summary);
+    if (this.tape) this.feedback.moved(this.view.position);
     this.showQuestion();
   }
 
@@ -336,6 +374,97 @@ class Inspector {
     );
   }
 
+  // ---- the review queue ----------------------------------------------------------------------
+
+  /** The address of a session (at a position): in the review queue, the queue's with it. */
+  private addressFor(session: string, at?: number): string {
+    return this.review ? queueAddress(this.sessionList.filterSet, session, at) : view.addressOf(session, at);
+  }
+
+  /** The review queue, walked with the list's filter as the address sets it. */
+  private enterQueue(filter: Partial<ListFilter>): void {
+    const entering = !this.review;
+    if (entering) this.review = { done: new Set(), skipped: new Set() };
+    this.sessionList.apply({ ...initialFilter(), ...filter }, true);
+    if (!entering) return;
+    document.body.classList.add("queue");
+    this.feedback.setQueue(true);
+    this.views.show("chat");
+    this.showQueue();
+  }
+
+  private leaveQueue(): void {
+    this.review = null;
+    document.body.classList.remove("queue");
+    this.feedback.setQueue(false);
+    this.sessionList.apply({}, false);
+    this.showQueue();
+  }
+
+  /** The queue bar: how many are left (the list's total: nobody annotated them yet). */
+  private showQueue(): void {
+    const review = this.review;
+    this.$.queueBar.hidden = !review;
+    this.$.queueStart.hidden = !!review;
+    if (!review) return;
+    this.$.queueCount.textContent = remaining(this.sessionList.total, review.skipped.size);
+    this.$.queueCount.dataset.total = String(this.sessionList.total);
+  }
+
+  /** Opens the next session to review: the first listed that was not annotated or skipped here. */
+  private async queueNext(): Promise<void> {
+    const review = this.review;
+    if (!review) return;
+    await this.sessionList.ready();
+    const passed = new Set([...review.done, ...review.skipped]);
+    for (;;) {
+      if (this.review !== review) return;
+      const next = nextInQueue(this.sessionList.sessions, passed);
+      if (next) {
+        location.hash = queueAddress(this.sessionList.filterSet, next.id);
+        return;
+      }
+      if (!this.sessionList.hasMore) break;
+      const before = this.sessionList.sessions.length;
+      await this.sessionList.loadMore();
+      if (this.sessionList.sessions.length === before) break;
+    }
+    // Nothing left: the queue says so, and no session stays open in it.
+    this.close();
+    this.renderMeta();
+    this.sessionList.render();
+    history.replaceState(null, "", view.linkTo(location, queueAddress(this.sessionList.filterSet)));
+    this.showQueue();
+  }
+
+  /** An annotation was recorded: the list says so; the queue moves on to the next session. */
+  private annotated(session: string): void {
+    const review = this.review;
+    if (!review) {
+      void this.refreshSessions();
+      return;
+    }
+    review.done.add(session);
+    if (this.summary?.id !== session) return;
+    void this.sessionList.reload().then(() => this.queueNext());
+  }
+
+  /** "Skip": the next session to review, this one left for later. */
+  private skip(): void {
+    const review = this.review;
+    if (!review || !this.summary) return;
+    review.skipped.add(this.summary.id);
+    this.showQueue();
+    void this.queueNext();
+  }
+
+  /** The list's filter changed: the queue's address keeps it; an empty queue looks again. */
+  private filtered(filter: ListFilter): void {
+    if (!this.review) return;
+    history.replaceState(null, "", view.linkTo(location, queueAddress(filter, this.summary?.id, this.summary ? this.view.position : undefined)));
+    if (!this.summary) void this.queueNext();
+  }
+
   // ---- cursor ------------------------------------------------------------------------------
 
   /** Moves the cursor; the promise settles when the state and patch there are shown. */
@@ -348,12 +477,13 @@ class Inspector {
     // The address follows the cursor, written once the keys pause (not on every step).
     clearTimeout(this.addressTimer);
     this.addressTimer = setTimeout(() => {
-      if (this.tape === tape) history.replaceState(null, "", view.linkTo(location, view.addressOf(tape.session, this.view.position)));
+      if (this.tape === tape) history.replaceState(null, "", view.linkTo(location, this.addressFor(tape.session, this.view.position)));
     }, 150);
     this.timeline.scrollToCursor(false);
     this.timeline.render();
     this.renderEvent();
     this.views.moved(target);
+    this.feedback.moved(target);
     return this.stateAt.show(target);
   }
 

@@ -1,5 +1,6 @@
-// The session list's rules, without a page: the query a filter asks for, how a refresh and a
-// next page merge with the rows read before, and how a row says durations, times, tokens and cost.
+// The session list's rules, without a page: the query a filter asks for (scores, annotations and
+// labels included), the filter as an address says it, how a refresh and a next page merge with
+// the rows read before, and how a row says durations, times, tokens, cost, scores and thumbs.
 
 import type { SessionSummary } from "@openharness/client";
 import { describe, expect, test } from "vitest";
@@ -30,7 +31,7 @@ describe("the query", () => {
   });
 
   test("trims the search, names one status and one workflow, and the sort unless it is the default", () => {
-    const filter = { search: "  Lisbon ", status: "waiting" as const, workflow: "chat", sort: "cost" as const };
+    const filter = { ...list.initialFilter(), search: "  Lisbon ", status: "waiting" as const, workflow: "chat", sort: "cost" as const };
     expect(list.queryOf(filter)).toEqual({ limit: 100, search: "Lisbon", status: ["waiting"], workflow: "chat", sort: "cost" });
     expect(list.queryOf({ ...filter, search: "   " })).not.toHaveProperty("search");
   });
@@ -39,6 +40,50 @@ describe("the query", () => {
     expect(list.queryOf(list.initialFilter(), "c1")).toEqual({ limit: 100, after: "c1" });
     expect(list.queryOf(list.initialFilter(), null, 5000).limit).toBe(1000);
     expect(list.queryOf(list.initialFilter(), null, 0).limit).toBe(1);
+  });
+});
+
+describe("scores and annotations in the query", () => {
+  const scored = { ...list.initialFilter(), scorer: " helpful ", minScore: "0.25", maxScore: "0.9", sort: "lowestScore" as const };
+
+  test("a scorer with its bounds and a score sort", () => {
+    expect(list.queryOf(scored)).toEqual({ limit: 100, scorer: "helpful", minScore: 0.25, maxScore: 0.9, sort: "lowestScore" });
+  });
+
+  test("no bound, and no score sort, without a scorer (the server would refuse them)", () => {
+    expect(list.queryOf({ ...scored, scorer: "  " })).toEqual({ limit: 100 });
+    expect(list.queryOf({ ...list.initialFilter(), sort: "score" })).toEqual({ limit: 100 });
+  });
+
+  test("a bound that is no number is left out; 0 is a bound", () => {
+    expect(list.queryOf({ ...scored, minScore: "abc", maxScore: "0" })).toEqual({ limit: 100, scorer: "helpful", maxScore: 0, sort: "lowestScore" });
+    expect(list.scoreBound("")).toBeUndefined();
+    expect(list.scoreBound(" 1e-1 ")).toBe(0.1);
+    expect(list.scoreBound("Infinity")).toBeUndefined();
+  });
+
+  test("annotated or not, and a label, trimmed", () => {
+    expect(list.queryOf({ ...list.initialFilter(), annotated: "no", label: " wrong-city " })).toEqual({ limit: 100, annotated: false, label: "wrong-city" });
+    expect(list.queryOf({ ...list.initialFilter(), annotated: "yes" })).toEqual({ limit: 100, annotated: true });
+  });
+});
+
+describe("the filter in an address", () => {
+  test("only what is set, and read back the same", () => {
+    const filter = { ...list.initialFilter(), scorer: "helpful", sort: "lowestScore" as const, minScore: "0.5", status: "idle" as const, label: "a b&c" };
+    const params = list.filterParams(filter);
+    expect(params.toString()).toBe("status=idle&sort=lowestScore&scorer=helpful&minScore=0.5&label=a+b%26c");
+    expect({ ...list.initialFilter(), ...list.filterFromParams(new URLSearchParams(params.toString())) }).toEqual(filter);
+    expect(list.filterParams(list.initialFilter()).toString()).toBe("");
+  });
+
+  test("unknown values and parameters are left out", () => {
+    expect(list.filterFromParams(new URLSearchParams("sort=best&status=sleeping&annotated=maybe&session=x&search=Lisbon"))).toEqual({ search: "Lisbon" });
+  });
+
+  test("the same filter", () => {
+    expect(list.sameFilter(list.initialFilter(), list.initialFilter())).toBe(true);
+    expect(list.sameFilter(list.initialFilter(), { ...list.initialFilter(), label: "x" })).toBe(false);
   });
 });
 
@@ -83,6 +128,23 @@ describe("a row's figures", () => {
     expect(list.formatAgo("2026-01-01T09:00:00Z", now)).toBe("3 h ago");
     expect(list.formatAgo("2025-12-25T12:00:00Z", now)).toBe("7 d ago");
     expect(list.formatAgo("not a time", now)).toBe("?");
+  });
+
+  test("scores and annotations", () => {
+    expect(list.formatScore(1)).toBe("1");
+    expect(list.formatScore(0.8249)).toBe("0.82");
+    expect(list.formatScore(0.5)).toBe("0.5");
+    expect(list.formatScore(1234.56)).toBe("1235");
+    expect(list.formatScore(Number.NaN)).toBe("–");
+    expect(list.scoresOf(session("a", { scores: { tokens: 120, helpful: 0.5 } }))).toEqual([["helpful", 0.5], ["tokens", 120]]);
+    expect(list.scoresOf(session("a"))).toEqual([]);
+    expect(list.formatThumbs({ count: 3, up: 2, down: 1, labels: [] })).toBe("👍 2 👎 1");
+    expect(list.formatThumbs({ count: 1, up: 0, down: 0 })).toBe("1 annotation");
+    const scorers = new Set<string>(["old"]);
+    const labels = new Set<string>();
+    list.seenFeedback([session("a", { scores: { helpful: 1 }, annotations: { count: 1, up: 1, down: 0, labels: ["x", "y"] } }), session("b", { annotations: null })], scorers, labels);
+    expect([...scorers]).toEqual(["old", "helpful"]);
+    expect([...labels]).toEqual(["x", "y"]);
   });
 
   test("tokens and cost", () => {

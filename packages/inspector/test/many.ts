@@ -3,14 +3,26 @@
 // store for the session list's tests. Session `i` is one turn of `chat` (or, every third,
 // `planner-executor`) asking about a city; every seventh ends waiting for an answer, every
 // eleventh failed. Deterministic: ids are UUID v7 from a fixed clock and a seeded generator.
+// `feedback` gives a session what was said of it: online scores of its turn and a person's
+// annotation, written on its feedback log (`feedback:<id>`, as the server keeps them) after
+// all the sessions, which are the same with feedback or without.
 
 import { JsonlWriter } from "./jsonl";
 
 export const CITIES = ["Lisbon", "Porto", "Seville", "Kyoto", "Oslo", "Lima", "Hanoi", "Tunis"];
 
-export async function generateSessions(path: string, count: number): Promise<string[]> {
+/** What was said of a generated session. */
+export interface SessionFeedback {
+  /** Online scores of its turn, by scorer (passed from 0.5). */
+  scores?: Record<string, number>;
+  /** A person's annotation of it. */
+  annotation?: { by: string; thumbs?: "up" | "down"; labels?: string[]; note?: string };
+}
+
+export async function generateSessions(path: string, count: number, feedback?: (i: number) => SessionFeedback | null): Promise<string[]> {
   const out = new JsonlWriter(path, { clock: Date.UTC(2026, 0, 1, 9, 0, 0), seed: 0x9e3779b9 });
   const ids: string[] = [];
+  const lens: number[] = [];
   for (let i = 0; i < count; i++) {
     out.clock += 60_000;
     const session = out.uuid();
@@ -36,6 +48,18 @@ export async function generateSessions(path: string, count: number): Promise<str
       await event("workflow:completed", { reason: "idle" });
     }
     await lines.end();
+    lens.push(lines.seq);
+  }
+  // After every session, so the sessions are the same with feedback or without.
+  for (let i = 0; feedback && i < count; i++) {
+    const said = feedback(i);
+    if (!said) continue;
+    const log = await out.begin(`feedback:${ids[i]}`);
+    for (const [scorer, value] of Object.entries(said.scores ?? {})) {
+      await log.event("eval:scored", { scorer, turn: lens[i], firstSeq: 0, value, passed: value >= 0.5, better: "higher" }, null, 40);
+    }
+    if (said.annotation) await log.event("annotation:added", said.annotation, null, 1000);
+    await log.end();
   }
   await out.close();
   return ids;

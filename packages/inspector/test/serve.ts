@@ -1,9 +1,12 @@
 // A real `openharness serve` for the inspector's browser tests and benchmark: the binary cargo
 // built (target/debug/openharness, or $OPENHARNESS_BIN), on 127.0.0.1 at a free port, over a
 // redb store in a temporary directory (or one prepared by the caller), with API keys if asked.
+// With INSPECTOR_PAGE=checkout, the page's files come from the checked-in build instead of the
+// binary (see `pageProxy`).
 
 import { type ChildProcess, spawn, spawnSync } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { request as httpRequest, createServer as createHttpServer } from "node:http";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
@@ -71,11 +74,13 @@ export async function serve(options: { apiKey?: string; dir?: string; basePath?:
     child.stderr?.on("data", (chunk: Buffer) => (output += chunk.toString()));
     try {
       await healthy(url, child, () => output);
+      const proxy = process.env.INSPECTOR_PAGE === "checkout" ? await pageProxy(port, options.basePath ?? "") : null;
       return {
-        url,
+        url: proxy ? `${proxy.origin}${options.basePath ?? ""}` : url,
         dir,
         store,
         async stop() {
+          await proxy?.close();
           await stop(child);
           if (!options.dir) rmSync(dir, { recursive: true, force: true });
         },
@@ -86,6 +91,60 @@ export async function serve(options: { apiKey?: string; dir?: string; basePath?:
     }
   }
   throw last;
+}
+
+/**
+ * A proxy in front of the server at `port` that answers the page's three files from
+ * `crates/server/inspector/` (the checked-in build, the page written the way the server writes
+ * it: with a `<base>` naming the directory it is served from) instead of those the binary
+ * embeds, and passes everything else through (streams included). For a page built after the
+ * binary: its tests run before cargo embeds it (INSPECTOR_PAGE=checkout). CI builds the binary
+ * after the page and never sets it.
+ */
+async function pageProxy(port: number, basePath: string): Promise<{ origin: string; close(): Promise<void> }> {
+  const built = join(repoRoot, "crates/server/inspector");
+  const pages = new Set(basePath === "" ? ["/", "/index.html"] : [basePath, `${basePath}/`, `${basePath}/index.html`]);
+  const assets: Record<string, [string, string]> = {
+    [`${basePath}/inspector.js`]: ["inspector.js", "text/javascript; charset=utf-8"],
+    [`${basePath}/inspector.css`]: ["inspector.css", "text/css; charset=utf-8"],
+  };
+  const server = createHttpServer((req, res) => {
+    const path = (req.url ?? "/").split("?")[0]!;
+    if (req.method === "GET" && pages.has(path)) {
+      const dir = path.endsWith("index.html") ? path.slice(0, -"index.html".length) : path.endsWith("/") ? path : `${path}/`;
+      const html = readFileSync(join(built, "index.html"), "utf8").replace('<meta charset="utf-8">', `<meta charset="utf-8">\n<base href="${dir}">`);
+      res.writeHead(200, { "content-type": "text/html; charset=utf-8", "cache-control": "no-cache" });
+      res.end(html);
+      return;
+    }
+    const asset = req.method === "GET" ? assets[path] : undefined;
+    if (asset) {
+      res.writeHead(200, { "content-type": asset[1], "cache-control": "no-cache" });
+      res.end(readFileSync(join(built, asset[0])));
+      return;
+    }
+    const upstream = httpRequest({ host: "127.0.0.1", port, method: req.method, path: req.url, headers: req.headers }, (answer) => {
+      res.writeHead(answer.statusCode ?? 502, answer.headers);
+      answer.pipe(res);
+    });
+    upstream.on("error", (error) => {
+      if (!res.headersSent) res.writeHead(502, { "content-type": "text/plain" });
+      res.end(String(error));
+    });
+    res.on("close", () => upstream.destroy());
+    req.pipe(upstream);
+  });
+  await new Promise<void>((resolveListen) => server.listen(0, "127.0.0.1", resolveListen));
+  const address = server.address();
+  const proxyPort = typeof address === "object" && address ? address.port : 0;
+  return {
+    origin: `http://127.0.0.1:${proxyPort}`,
+    close: () =>
+      new Promise((resolveClose) => {
+        server.closeAllConnections();
+        server.close(() => resolveClose());
+      }),
+  };
 }
 
 function freePort(): Promise<number> {
