@@ -489,6 +489,27 @@ fn case_mean(runs: Option<&Vec<&RunEntry>>, scorer: &str) -> Option<f64> {
 }
 
 fn arm(name: &str, runs: &BTreeMap<&str, Vec<&RunEntry>>, scorer: &str, repeats: u32) -> Arm {
+    // People's thumbs are on the runs they annotated only: the others are not runs that
+    // failed them, and are left out of every figure (a scorer's own score is on every
+    // completed run, and a run without one failed).
+    let annotated: BTreeMap<&str, Vec<&RunEntry>>;
+    let runs = if scorer == crate::record::THUMBS_SCORER {
+        annotated = runs
+            .iter()
+            .map(|(case, entries)| {
+                let said: Vec<&RunEntry> = entries
+                    .iter()
+                    .copied()
+                    .filter(|e| e.scores.contains_key(scorer))
+                    .collect();
+                (*case, said)
+            })
+            .filter(|(_, said)| !said.is_empty())
+            .collect();
+        &annotated
+    } else {
+        runs
+    };
     let all: Vec<&RunEntry> = runs.values().flatten().copied().collect();
     let values: Vec<f64> = all
         .iter()

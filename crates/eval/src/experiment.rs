@@ -506,6 +506,9 @@ impl Experiment {
                 .unwrap_or_default(),
         ));
 
+        // Judges a killed process left mid-verdict: closed (their verdicts are asked again
+        // when their runs are scored), so nothing stays `running`.
+        self.close_judges_left_running(log.record.as_ref()).await?;
         // What a killed process left: finished sessions scored, the others closed as
         // interrupted and run again.
         let (mut recovered, mut interrupted, mut salvaged) = (0, 0, Vec::new());

@@ -273,7 +273,7 @@ impl Scorer for Judge {
             Some((_, provider)) => workflow.with_provider(Arc::clone(provider)),
             None => workflow,
         };
-        let session = SessionId::new();
+        let session = judge_session(run.session());
         let outcome = workflow
             .run(Some(prompt), RunOptions::new().session(session.clone()))
             .await;
@@ -331,4 +331,23 @@ impl Scorer for Judge {
         );
         Ok(self.verdict(value, reason, verdict.session))
     }
+}
+
+/// The prefix of a judge's sessions: `judge:<judged run's session>:<fresh id>`, so a resume
+/// of the experiment finds the verdicts a killed process left under way (and closes them),
+/// and no query mistakes one for a recording.
+pub const JUDGE_PREFIX: &str = "judge:";
+
+/// A fresh session for a judge of the run recorded in `judged`.
+pub(crate) fn judge_session(judged: &SessionId) -> SessionId {
+    format!("{JUDGE_PREFIX}{judged}:{}", SessionId::new())
+        .parse()
+        // A run's session id too long to name in a judge's (over 150 bytes): a plain fresh id.
+        .unwrap_or_default()
+}
+
+/// The run whose judging `session` is, when it is a judge's session.
+pub(crate) fn judged_run(session: &SessionId) -> Option<&str> {
+    let rest = session.as_str().strip_prefix(JUDGE_PREFIX)?;
+    rest.rsplit_once(':').map(|(judged, _)| judged)
 }

@@ -129,7 +129,7 @@ pub use events::{
 pub use experiment::{Experiment, Progress, Ran};
 pub use file::{DatasetTable, ExperimentFile, ProviderBuilder, VariantFile};
 pub use fork_spec::ForkAtSyntax;
-pub use judge::{Judged, ProviderSpec};
+pub use judge::{JUDGE_PREFIX, Judged, ProviderSpec};
 pub use online::{OnlineScorers, OnlineScorersFile, OnlineScoring, OnlineStats, OnlineWorkflow};
 pub use record::{
     ExperimentRecord, ExperimentSummary, RunEntry, RunKey, THUMBS_SCORER, list, log_session,

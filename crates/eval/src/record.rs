@@ -94,8 +94,8 @@ pub fn log_session(name: &str) -> Result<SessionId, EvalError> {
 impl ExperimentRecord {
     /// The record with people's annotations of its runs as scores: each run whose session
     /// has a thumb (up or down, [`openharness_host::Host::annotate`]) is scored
-    /// [`THUMBS_SCORER`] with the share of people whose latest thumb is up (passed when at
-    /// least half are), so `compare` weighs a variant's runs by what people said of them
+    /// [`THUMBS_SCORER`] with the share of people whose latest thumb is up (passed when more
+    /// than half are; runs nobody annotated are left out of its figures), so `compare` weighs a variant's runs by what people said of them
     /// beside the scorers'. Returns how many runs people annotated.
     ///
     /// ```
@@ -154,7 +154,7 @@ impl ExperimentRecord {
                     session,
                     scorer: THUMBS_SCORER.to_owned(),
                     value: Some(share),
-                    passed: share >= 0.5,
+                    passed: share > 0.5,
                     better: crate::events::Better::Higher,
                     detail: Some(format!(
                         "{:.0}% of {people} people's latest thumbs are up",

@@ -153,5 +153,6 @@ impl EvalMade {
             && !self.sessions.contains(&session.id)
             && !id.starts_with(LOG_PREFIX)
             && !id.starts_with(DATASET_PREFIX)
+            && !id.starts_with(crate::judge::JUDGE_PREFIX)
     }
 }

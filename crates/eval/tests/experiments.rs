@@ -954,10 +954,44 @@ async fn a_killed_run_is_closed_interrupted_and_run_again_and_a_finished_one_is_
         assert_eq!(status(&store, session).await, SessionStatus::Running);
     }
 
+    // A judge the kill cut mid-verdict (of one of the cut runs), and another experiment's.
+    let judge_left = |run: &str| -> SessionId {
+        format!(
+            "{}{run}:{}",
+            openharness_eval::JUDGE_PREFIX,
+            SessionId::new()
+        )
+        .parse()
+        .unwrap()
+    };
+    let (ours, theirs) = (judge_left(cut[0].as_str()), judge_left("another-run"));
+    for judge in [&ours, &theirs] {
+        let events = [
+            Envelope::new(
+                "workflow:started",
+                json!({ "workflow": example::WORKFLOW_NAME }),
+                None,
+            ),
+            Envelope::new("user:input", json!({ "text": "Rate this run" }), None),
+            Envelope::new(
+                "agent:started",
+                json!({ "agentName": "planner", "prompt": "Rate" }),
+                None,
+            ),
+        ];
+        store.append(judge, &events, 0).await.unwrap();
+        assert_eq!(status(&store, judge).await, SessionStatus::Running);
+    }
+
     // Resumed: each cut session is closed (its call interrupted, its turn ended) and recorded
     // as an interrupted attempt, and the run goes again as attempt 2.
     model.hang.store(false, Ordering::SeqCst);
     let ran = experiment("killed").run().await.unwrap();
+    // The judge of one of its runs is closed too, no model asked; another's is left alone.
+    assert_ne!(status(&store, &ours).await, SessionStatus::Running);
+    let closed = store.all_events(&ours).await.unwrap();
+    assert_eq!(closed.last().unwrap().payload["reason"], json!("cancelled"));
+    assert_eq!(status(&store, &theirs).await, SessionStatus::Running);
     assert_eq!(
         (ran.ran, ran.interrupted, ran.recovered, ran.failed),
         (2, 2, 0, 0)

@@ -296,4 +296,7 @@ async fn peoples_thumbs_on_runs_are_scores_in_a_comparison() {
     let mean = |arm: &openharness_eval::Arm| arm.mean.as_ref().map(|m| (m.mean, m.n));
     assert_eq!(mean(&thumbs.baseline), Some((1.0, 2)));
     assert_eq!(mean(&thumbs.variant), Some((0.0, 1)));
+    assert_eq!((thumbs.baseline.runs, thumbs.variant.runs), (2, 1));
+    assert_eq!(thumbs.baseline.pass_rate, 1.0);
+    assert_eq!(thumbs.variant.pass_rate, 0.0);
 }

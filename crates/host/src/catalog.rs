@@ -192,11 +192,10 @@ pub enum SessionSort {
     Tokens,
     /// The costliest first.
     Cost,
-    /// The highest latest score of [`SessionQuery::scorer`] first; sessions it has not scored
-    /// last.
+    /// The highest latest score of [`SessionQuery::scorer`] first (which lists only the
+    /// sessions it scored).
     Score,
-    /// The lowest latest score of [`SessionQuery::scorer`] first (what to look at first);
-    /// sessions it has not scored last.
+    /// The lowest latest score of [`SessionQuery::scorer`] first: what to look at first.
     LowestScore,
 }
 

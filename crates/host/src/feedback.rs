@@ -280,6 +280,7 @@ impl Event for TurnScored {
 /// A feedback event as recorded: its id, when it was recorded, and what it says.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
+#[schemars(rename = "Stamped{T}")]
 pub struct Stamped<T> {
     /// The event's id.
     pub id: EventId,
@@ -364,10 +365,31 @@ impl Host {
         session: &SessionId,
         annotation: AnnotationAdded,
     ) -> Result<Stamped<AnnotationAdded>, HostError> {
+        if session.as_str().starts_with(FEEDBACK_PREFIX) {
+            return Err(HostError::BadFeedback(format!(
+                "{session} is a feedback log: annotate the session it is about"
+            )));
+        }
         let info = self.info(session).await?;
         let annotation = annotation
             .checked(info.count)
             .map_err(HostError::BadFeedback)?;
+        // A turn is named by the position where it ended: right after a `workflow:completed`.
+        if let Some(turn) = annotation.turn {
+            let ended = self
+                .store
+                .events(session, turn - 1..turn)
+                .await
+                .map_err(self.store_error())?;
+            if !ended
+                .first()
+                .is_some_and(|e| e.name == "workflow:completed")
+            {
+                return Err(HostError::BadFeedback(format!(
+                    "no turn of session {session} ended at position {turn} (a turn ends right after its `workflow:completed`)"
+                )));
+            }
+        }
         let event = Envelope::typed(&annotation, None)
             .map_err(|err| HostError::BadFeedback(err.to_string()))?;
         let recorded = Stamped {

@@ -112,6 +112,20 @@ async fn bad_annotations_are_refused_saying_why_and_record_nothing() {
         refused(AnnotationAdded::by("ana").thumbs(Thumbs::Up).turn(0)).await,
         "turn 0",
     );
+    says(
+        refused(AnnotationAdded::by("ana").thumbs(Thumbs::Up).turn(2)).await,
+        "no turn of session",
+    );
+    let log = feedback_log(&session).unwrap();
+    host.annotate(&session, AnnotationAdded::by("bo").note("fine"))
+        .await
+        .unwrap();
+    says(
+        host.annotate(&log, AnnotationAdded::by("ana").thumbs(Thumbs::Up))
+            .await
+            .unwrap_err(),
+        "is a feedback log",
+    );
     let mut many = AnnotationAdded::by("ana");
     for n in 0..33 {
         many = many.label(format!("l{n}"));
@@ -125,13 +139,8 @@ async fn bad_annotations_are_refused_saying_why_and_record_nothing() {
         .await,
         Err(HostError::SessionNotFound(_))
     ));
-    assert!(
-        store
-            .all_events(&feedback_log(&session).unwrap())
-            .await
-            .unwrap()
-            .is_empty()
-    );
+    // Only the one good annotation was recorded.
+    assert_eq!(store.all_events(&log).await.unwrap().len(), 1);
 }
 
 #[tokio::test]

@@ -1480,6 +1480,9 @@ async fn annotations_and_online_scores_are_recorded_read_and_listed_over_http() 
     );
     let (_, feedback) = request(addr, "GET", &format!("/sessions/{first}/feedback"), None).await;
     assert_eq!(feedback["annotations"], json!([]));
+    // Nobody annotated it: its summary says nothing of annotations.
+    let (_, plain) = request(addr, "GET", &format!("/sessions/{first}"), None).await;
+    assert!(plain.get("annotations").is_none(), "{plain}");
 
     // Deleting the session deletes what was said of it.
     let (status, _) = request(addr, "DELETE", &format!("/sessions/{second}"), None).await;

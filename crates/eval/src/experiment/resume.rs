@@ -20,6 +20,52 @@ pub(super) enum Salvaged {
 }
 
 impl Experiment {
+    /// Closes the judges' sessions of this experiment's runs that a killed process left
+    /// running (none runs here): their cut calls closed as interrupted, their turns ended
+    /// `cancelled`, no model asked.
+    pub(super) async fn close_judges_left_running(
+        &self,
+        record: Option<&ExperimentRecord>,
+    ) -> Result<(), EvalError> {
+        let Some(record) = record else {
+            return Ok(());
+        };
+        let runs: std::collections::BTreeSet<&str> = record
+            .runs
+            .values()
+            .filter_map(|entry| entry.run.session.as_ref())
+            .chain(record.dispatched.values().map(|d| &d.session))
+            .map(SessionId::as_str)
+            .collect();
+        for info in self.host.sessions().await? {
+            let ours = crate::judge::judged_run(&info.id).is_some_and(|run| runs.contains(run));
+            if !ours || info.status != SessionStatus::Running || self.host.is_running(&info.id) {
+                continue;
+            }
+            let cancelled = CancellationToken::new();
+            cancelled.cancel();
+            let closed = self
+                .host
+                .start(
+                    &info.id,
+                    openharness_host::TurnStart::Resume,
+                    openharness_core::RunOptions::new().cancel_token(cancelled),
+                )
+                .await;
+            match closed {
+                Ok(started) => {
+                    if let Err(err) = started.done.wait().await {
+                        tracing::warn!(session = %info.id, error = %err, "a judge's session left running could not be closed");
+                    }
+                }
+                Err(err) => {
+                    tracing::warn!(session = %info.id, error = %err, "a judge's session left running could not be closed");
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// What to do with `dispatch`, a run of `case` a killed process started and never
     /// recorded, whose runs start from `start`.
     pub(super) async fn salvage(

@@ -372,8 +372,8 @@ export interface Wire {
   SessionsPage?: SessionsPage;
   ShapeChange?: ShapeChange;
   Skipped?: Skipped;
-  Stamped?: Stamped;
-  Stamped2?: Stamped2;
+  StampedAnnotationAdded?: StampedAnnotationAdded;
+  StampedTurnScored?: StampedTurnScored;
   StateAt?: StateAt;
   StateCheck?: StateCheck;
   StateDivergence?: StateDivergence;
@@ -955,11 +955,11 @@ export interface Feedback {
   /**
    * People's annotations.
    */
-  annotations: Stamped[];
+  annotations: StampedAnnotationAdded[];
   /**
    * Online scorers' scores of its turns.
    */
-  scores: Stamped2[];
+  scores: StampedTurnScored[];
   /**
    * The session.
    */
@@ -969,9 +969,9 @@ export interface Feedback {
  * A feedback event as recorded: its id, when it was recorded, and what it says.
  *
  * This interface was referenced by `Wire`'s JSON-Schema
- * via the `definition` "Stamped".
+ * via the `definition` "StampedAnnotationAdded".
  */
-export interface Stamped {
+export interface StampedAnnotationAdded {
   /**
    * When it was recorded.
    */
@@ -1007,9 +1007,9 @@ export interface Stamped {
  * A feedback event as recorded: its id, when it was recorded, and what it says.
  *
  * This interface was referenced by `Wire`'s JSON-Schema
- * via the `definition` "Stamped2".
+ * via the `definition` "StampedTurnScored".
  */
-export interface Stamped2 {
+export interface StampedTurnScored {
   /**
    * When it was recorded.
    */
