@@ -1407,3 +1407,44 @@ async fn a_cancelled_experiment_stops_its_runs_and_its_next_run_runs_them_again(
             .is_none()
     );
 }
+
+/// A fork right after a `task:started` cuts the batch that started its executor call: the
+/// call starts again in the fork, and a variant's prompt and model apply to it as to every
+/// later call (before, it ran with the prompt and model the recording started it with).
+#[tokio::test]
+async fn a_prompt_variant_applies_to_the_call_the_fork_point_cut() {
+    let (_store, host, parent, _) = recorded().await;
+    let model = executor_says("Task done.", Arc::new(AtomicUsize::new(0)));
+    let change = openharness_eval::AgentChange {
+        prompt: Some("{prompt}\nAnswer in one line.".into()),
+        model: Some("terse-model".into()),
+        ..Default::default()
+    };
+    Experiment::new("cut-call", host.clone())
+        .case(
+            Case::recording("release", parent.clone(), ForkAt::event("task:started", 1))
+                .answers(["yes"]),
+        )
+        .variant(
+            Variant::new("one-line")
+                .provider("scripted", model.clone())
+                .agent("executor", change),
+        )
+        .run()
+        .await
+        .unwrap();
+    let executor: Vec<_> = model
+        .requests()
+        .into_iter()
+        .filter(|r| r.agent == "executor")
+        .collect();
+    assert!(!executor.is_empty());
+    for request in &executor {
+        assert!(
+            request.prompt.ends_with("\nAnswer in one line."),
+            "{}",
+            request.prompt
+        );
+        assert_eq!(request.model.as_deref(), Some("terse-model"));
+    }
+}

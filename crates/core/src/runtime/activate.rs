@@ -20,6 +20,31 @@ impl<S: WorkflowState> Run<'_, S> {
         self.activate(&event, max_agent_calls)
     }
 
+    /// What the run's agent settings ([`crate::RunOptions::agent`]) change of a call of
+    /// `agent` about to start: its model, system prompt, prompt and reasoning.
+    pub(super) fn apply_settings(&self, agent: &str, activation: &mut crate::agent::Activation) {
+        let Some(settings) = self.settings.get(agent) else {
+            return;
+        };
+        if let Some(model) = &settings.model {
+            activation.model = Some(model.clone());
+        }
+        if let Some(system) = &settings.system {
+            activation.system = (!system.is_empty()).then(|| system.clone());
+        }
+        if let Some(template) = &settings.system_template {
+            let own = activation.system.as_deref().unwrap_or_default();
+            let system = template.replace("{system}", own);
+            activation.system = (!system.trim().is_empty()).then_some(system);
+        }
+        if let Some(template) = &settings.prompt_template {
+            activation.prompt = template.replace("{prompt}", &activation.prompt);
+        }
+        if let Some(effort) = settings.reasoning {
+            activation.reasoning = Some(effort);
+        }
+    }
+
     /// Starts every agent `event` activates in the current state.
     pub(super) fn activate(
         &mut self,
@@ -35,26 +60,8 @@ impl<S: WorkflowState> Run<'_, S> {
                 }
                 Ok(mut activation) => {
                     // A fresh call takes the run's model and system prompt; a call run again
-                    // keeps what its `agent:started` recorded.
-                    if let Some(settings) = self.settings.get(agent.spec().name) {
-                        if let Some(model) = &settings.model {
-                            activation.model = Some(model.clone());
-                        }
-                        if let Some(system) = &settings.system {
-                            activation.system = (!system.is_empty()).then(|| system.clone());
-                        }
-                        if let Some(template) = &settings.system_template {
-                            let own = activation.system.as_deref().unwrap_or_default();
-                            let system = template.replace("{system}", own);
-                            activation.system = (!system.trim().is_empty()).then_some(system);
-                        }
-                        if let Some(template) = &settings.prompt_template {
-                            activation.prompt = template.replace("{prompt}", &activation.prompt);
-                        }
-                        if let Some(effort) = settings.reasoning {
-                            activation.reasoning = Some(effort);
-                        }
-                    }
+                    // after a crash keeps what its `agent:started` recorded.
+                    self.apply_settings(agent.spec().name, &mut activation);
                     if let Some(reason) =
                         self.queue_call(agent, event.clone(), activation, max_agent_calls)
                     {

@@ -228,7 +228,8 @@ impl<S: WorkflowState> Run<'_, S> {
     }
 
     /// Starts an agent call of a fork again from its trigger, activated by this workflow in
-    /// the fork's state (so a variant's prompt and model apply); when the agent does not
+    /// the fork's state with the run's agent settings (so a variant's prompt and model
+    /// apply, in its code or its settings); when the agent does not
     /// activate there (its `when` no longer holds), with the prompt and model it was first
     /// started with.
     pub(super) fn restart(
@@ -249,7 +250,9 @@ impl<S: WorkflowState> Run<'_, S> {
                 ))
             });
         match fresh {
-            Some((erased, Ok(activation))) => {
+            Some((erased, Ok(mut activation))) => {
+                // As a fresh call: the run's agent settings (a variant's prompt, model) apply.
+                self.apply_settings(&started.agent, &mut activation);
                 self.queue_call(erased, trigger, activation, limits.max_agent_calls)
             }
             Some((_, Err(message))) => {
