@@ -371,6 +371,8 @@ async fn a_variant_without_a_provider_asks_the_model_the_recording_asked_or_says
             "openai",
             "--base-url",
             &url,
+            "--model",
+            "base-model",
             "--goal",
             "Ship it",
         ]),
@@ -385,6 +387,22 @@ async fn a_variant_without_a_provider_asks_the_model_the_recording_asked_or_says
             .unwrap(),
     );
     let parent = sessions[0]["id"].as_str().unwrap().to_owned();
+    // The model the provider was built with is recorded as the one each call asked.
+    let events = json(
+        &run(args(&["events", &parent, "--json"]), Vec::new())
+            .await
+            .unwrap(),
+    );
+    let started: Vec<&Value> = events
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["name"] == "agent:started")
+        .collect();
+    assert!(!started.is_empty());
+    for event in &started {
+        assert_eq!(event["payload"]["model"], "base-model", "{event}");
+    }
     let asked_by_recording = server.request_count();
     assert!(asked_by_recording > 0);
     let file = |name: &str, top: &str| {
@@ -402,7 +420,7 @@ async fn a_variant_without_a_provider_asks_the_model_the_recording_asked_or_says
     let stderr = String::from_utf8_lossy(&refused.stderr).into_owned();
     assert_eq!(refused.status.code(), Some(1), "{stderr}");
     assert!(
-        stderr.contains("variant `baseline` names no provider, so case `first-task` runs on the one its recording asked, `openai`; the workflow `planner-executor` asks `scripted`"),
+        stderr.contains("variant `baseline` names no provider, so case `first-task` runs on the one its recording asked, `openai:base-model`; the workflow `planner-executor` asks `scripted`"),
         "{stderr}"
     );
     assert!(
@@ -433,12 +451,22 @@ async fn a_variant_without_a_provider_asks_the_model_the_recording_asked_or_says
         after_rebuilt > asked_by_recording,
         "the runs asked the model server"
     );
+    // ... and the model the recording asked, not the provider's default.
+    for request in &server.requests()[asked_by_recording..] {
+        assert_eq!(request.body["model"], "base-model", "{}", request.body);
+    }
     let shown = json(
         &run(args(&["eval", "show", "live", "--json"]), Vec::new())
             .await
             .unwrap(),
     );
-    assert_eq!(shown["runs"][0]["run"]["provider"], "openai");
+    assert!(
+        shown["runs"][0]["run"]["provider"]
+            .as_str()
+            .unwrap()
+            .starts_with("openai"),
+        "{shown}"
+    );
     assert_eq!(shown["runs"][0]["scores"]["reports-done"]["passed"], true);
 
     // The file's top-level provider is the run's configured model for such variants.
@@ -763,8 +791,8 @@ reasoning = "low"
     );
 
     // The variant's new calls were asked with the rewritten prompts; the baseline's as the
-    // code wrote them. (The first task's call, which the fork point cut in the recording, runs
-    // again as recorded.)
+    // code wrote them, the first task's call too (the fork point cut the batch that started
+    // it in the recording: the fork starts it again, with the variant's changes).
     let shown = json(&openharness(
         dir.path(),
         &["eval", "show", "prompts", "--json"],
@@ -796,7 +824,7 @@ reasoning = "low"
             })
             .count();
         let expected = if variant == "one-line" {
-            asked.len() - 1
+            asked.len()
         } else {
             0
         };

@@ -783,6 +783,14 @@ pub trait Provider: Send + Sync + 'static {
     /// A short name for errors and logs (`anthropic`, `scripted`, ...).
     fn name(&self) -> &str;
 
+    /// The model it asks when a call names none (its configured default), when it has one:
+    /// recorded in `agent:started` as the model the call asked, so a recording says which
+    /// model answered it and an experiment's variant that names none asks the same. `None`
+    /// (the default) for providers without a model of their own (scripted, cassettes).
+    fn model(&self) -> Option<&str> {
+        None
+    }
+
     /// Runs one request: streams progress into `sink` and returns the output.
     ///
     /// Dropping the returned future must cancel the request promptly.
@@ -836,6 +844,9 @@ pub type BoxedProvider = Arc<dyn Provider>;
 impl<P: Provider + ?Sized> Provider for Arc<P> {
     fn name(&self) -> &str {
         (**self).name()
+    }
+    fn model(&self) -> Option<&str> {
+        (**self).model()
     }
 
     async fn complete(&self, request: ProviderRequest, sink: ProviderSink) -> ProviderResult {

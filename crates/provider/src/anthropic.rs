@@ -156,6 +156,10 @@ impl Provider for AnthropicProvider {
         NAME
     }
 
+    fn model(&self) -> Option<&str> {
+        Some(&self.inner.config.model)
+    }
+
     async fn complete(&self, request: ProviderRequest, sink: ProviderSink) -> ProviderResult {
         let mut dialect = AnthropicTurns::new(&self.inner, &request)?;
         conversation::run(NAME, &mut dialect, &request, &sink).await

@@ -115,6 +115,10 @@ impl Provider for OpenAiProvider {
         NAME
     }
 
+    fn model(&self) -> Option<&str> {
+        Some(&self.inner.config.model)
+    }
+
     async fn complete(&self, request: ProviderRequest, sink: ProviderSink) -> ProviderResult {
         let mut dialect = OpenAiTurns::new(&self.inner, &request)?;
         conversation::run(NAME, &mut dialect, &request, &sink).await

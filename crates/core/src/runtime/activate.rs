@@ -100,7 +100,11 @@ impl<S: WorkflowState> Run<'_, S> {
         self.agent_calls += 1;
         let started = AgentStarted {
             agent: agent.spec().name.to_owned(),
-            model: activation.model.clone(),
+            // The model the call asks: its own, else its provider's default.
+            model: activation
+                .model
+                .clone()
+                .or_else(|| provider.model().map(str::to_owned)),
             provider: Some(provider.name().to_owned()),
             system: activation.system.clone(),
             messages: activation
