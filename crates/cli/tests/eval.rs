@@ -141,7 +141,7 @@ state = {{ completed = 5 }}
     );
     let stderr = String::from_utf8_lossy(&gated.stderr);
     assert!(
-        stderr.contains("`broken` regressed against `baseline` beyond 0.05: published (-1.000)"),
+        stderr.contains("`broken` regressed against `baseline` beyond 0.05: published (mean -1.000)"),
         "{stderr}"
     );
 
@@ -200,7 +200,7 @@ state = {{ completed = 5 }}
     assert_eq!(gated.status.code(), Some(1), "{}", stdout(&gated));
     assert!(
         String::from_utf8_lossy(&gated.stderr)
-            .contains("`broken` regressed against `baseline` beyond 0.05: published (-1.000)"),
+            .contains("`broken` regressed against `baseline` beyond 0.05: published (mean -1.000)"),
         "{}",
         String::from_utf8_lossy(&gated.stderr)
     );

@@ -331,7 +331,23 @@ impl Comparison {
             self.threshold,
             regressed
                 .iter()
-                .map(|s| format!("{} ({:+.3})", s.scorer, s.delta.unwrap_or(0.0)))
+                .map(|s| {
+                    // What failed the gate: the mean's delta, or the pass rate's when the
+                    // mean held (or there is none).
+                    let pass_delta = s.variant.pass_rate - s.baseline.pass_rate;
+                    let mean_regressed = s.delta.is_some_and(|d| {
+                        let loss = match s.better {
+                            Better::Higher => -d,
+                            Better::Lower => d,
+                        };
+                        loss > self.threshold + TIE
+                    });
+                    if mean_regressed {
+                        format!("{} (mean {:+.3})", s.scorer, s.delta.unwrap_or(0.0))
+                    } else {
+                        format!("{} (pass rate {:+.3})", s.scorer, pass_delta)
+                    }
+                })
                 .collect::<Vec<_>>()
                 .join(", ")
         ))

@@ -258,12 +258,27 @@ fn provider_kind(kind: &str) -> Result<ProviderKind, CliError> {
 pub(crate) fn build_provider(provider: &ProviderSpec) -> Result<(String, BoxedProvider), CliError> {
     let kind = provider_kind(&provider.kind)?;
     let label = provider.label();
-    let live = live_provider(
-        kind,
-        provider.model.as_deref(),
-        provider.base_url.as_deref(),
-    )?;
+    // A table without `base_url` asks the server the environment names, as `--provider` and
+    // a rebuilt recording's provider do.
+    let from_env = base_url_from_env(kind);
+    let base_url = provider.base_url.as_deref().or(from_env.as_deref());
+    let live = live_provider(kind, provider.model.as_deref(), base_url)?;
     Ok((label, live))
+}
+
+/// The variable naming another server for `kind` (`OPENAI_BASE_URL`, `ANTHROPIC_BASE_URL`).
+fn base_url_var(kind: ProviderKind) -> &'static str {
+    match kind {
+        ProviderKind::Openai => "OPENAI_BASE_URL",
+        ProviderKind::Anthropic | ProviderKind::ClaudeCli => "ANTHROPIC_BASE_URL",
+    }
+}
+
+/// The server the environment names for `kind`, if any.
+fn base_url_from_env(kind: ProviderKind) -> Option<String> {
+    std::env::var(base_url_var(kind))
+        .ok()
+        .filter(|url| !url.trim().is_empty())
 }
 
 /// The provider a case's recording asked, rebuilt for a variant that names none: its kind
@@ -278,13 +293,8 @@ fn rebuild_recorded(recorded: &RecordedModel) -> Result<BoxedProvider, String> {
             recorded.provider
         ));
     };
-    let base_url_var = match kind {
-        ProviderKind::Openai => "OPENAI_BASE_URL",
-        ProviderKind::Anthropic | ProviderKind::ClaudeCli => "ANTHROPIC_BASE_URL",
-    };
-    let base_url = std::env::var(base_url_var)
-        .ok()
-        .filter(|url| !url.trim().is_empty());
+    let base_url_var = base_url_var(kind);
+    let base_url = base_url_from_env(kind);
     live_provider(kind, recorded.model.as_deref(), base_url.as_deref()).map_err(|err| match err {
         CliError::MissingKey { var, .. } => format!(
             "set {var} (and {base_url_var} if the recording asked another server than the provider's own), {otherwise}"
