@@ -527,6 +527,7 @@ impl Experiment {
                     salvaged.push((run, Vec::new()));
                     todo.push((case, variant, repeat, dispatch.attempt + 1));
                 }
+                Salvaged::NotStarted => todo.push((case, variant, repeat, dispatch.attempt)),
             }
         }
         log.record_runs(salvaged, &judging).await?;

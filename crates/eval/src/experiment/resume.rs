@@ -17,6 +17,8 @@ pub(super) enum Salvaged {
     Finished(EvalRecorded, Vec<EvalScored>),
     /// It did not finish: recorded as interrupted (its session closed), to run again.
     Interrupted(EvalRecorded),
+    /// It never started (its session holds nothing): run now, as the same attempt.
+    NotStarted,
 }
 
 impl Experiment {
@@ -97,12 +99,10 @@ impl Experiment {
         };
         let store = self.host.store();
         let events = store.all_events(session).await?;
+        // Every run of an invocation is recorded as dispatched at its start; one whose
+        // session holds nothing never started: no attempt was made.
         let Some(last) = events.last() else {
-            return Ok(Salvaged::Interrupted(interrupted(
-                "the process running it stopped before its session recorded anything",
-                None,
-                0,
-            )));
+            return Ok(Salvaged::NotStarted);
         };
         let workflow = match start {
             Start::Inputs(workflow) | Start::Fork(workflow, _) => workflow,
