@@ -381,10 +381,7 @@ impl Host {
                 .events(session, turn - 1..turn)
                 .await
                 .map_err(self.store_error())?;
-            if !ended
-                .first()
-                .is_some_and(|e| e.name == "workflow:completed")
-            {
+            if ended.first().is_none_or(|e| e.name != "workflow:completed") {
                 return Err(HostError::BadFeedback(format!(
                     "no turn of session {session} ended at position {turn} (a turn ends right after its `workflow:completed`)"
                 )));

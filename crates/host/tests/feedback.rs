@@ -247,6 +247,12 @@ async fn lists_filter_and_sort_by_online_score_annotation_and_label() {
         .await
         .unwrap();
     assert_eq!(ids(rude), std::slice::from_ref(&b));
+    // A plain list (no feedback filter or sort) fills in the page's feedback too.
+    let plain = host.query_sessions(&SessionQuery::default()).await.unwrap();
+    let row = |id: &SessionId| plain.sessions.iter().find(|s| &s.id == id).unwrap();
+    assert_eq!(row(&a).scores["helpful"], 0.7);
+    assert_eq!(row(&b).annotations.as_ref().unwrap().labels, ["rude"]);
+    assert!(row(&unscored).annotations.is_none() && row(&unscored).scores.is_empty());
     // What is recorded after a query is seen by the next.
     host.annotate(&unscored, AnnotationAdded::by("bo").thumbs(Thumbs::Up))
         .await
@@ -256,4 +262,7 @@ async fn lists_filter_and_sort_by_online_score_annotation_and_label() {
         .await
         .unwrap();
     assert_eq!(queue.total, 2);
+    let plain = host.query_sessions(&SessionQuery::default()).await.unwrap();
+    let row = plain.sessions.iter().find(|s| s.id == unscored).unwrap();
+    assert_eq!(row.annotations.as_ref().unwrap().up, 1);
 }

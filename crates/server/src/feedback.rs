@@ -46,7 +46,7 @@ async fn annotate(
     Path(id): Path<String>,
     request: crate::request::Body,
 ) -> Result<Response, ApiError> {
-    let session = crate::routes::session_id(&id)?;
+    let session = crate::request::session_id(&id)?;
     let Annotate {
         by,
         thumbs,
@@ -72,6 +72,6 @@ async fn feedback(
     State(state): State<Arc<AppState>>,
     Path(id): Path<String>,
 ) -> Result<Response, ApiError> {
-    let session = crate::routes::session_id(&id)?;
+    let session = crate::request::session_id(&id)?;
     Ok(Json(state.host.feedback(&session).await?).into_response())
 }

@@ -82,6 +82,12 @@ pub(crate) fn query<T>(query: QueryOf<T>) -> Result<T, ApiError> {
         .map_err(|rejection| ApiError::bad_request(rejection.body_text()))
 }
 
+/// A session id from a path, or a `400` saying why it is not one.
+pub(crate) fn session_id(id: &str) -> Result<openharness_core::SessionId, ApiError> {
+    id.parse()
+        .map_err(|err| ApiError::bad_request(format!("`{id}` is not a session id: {err}")))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -17,7 +17,7 @@ use tower_http::timeout::TimeoutLayer;
 
 use crate::AppState;
 use crate::error::ApiError;
-use crate::request::{MAX_SAFE, body, busy_policy, query};
+use crate::request::{MAX_SAFE, body, busy_policy, query, session_id};
 
 type Shared = State<Arc<AppState>>;
 type Answer = Result<Response, ApiError>;
@@ -126,11 +126,6 @@ async fn method_not_allowed(method: axum::http::Method, uri: axum::http::Uri) ->
             uri.path()
         ),
     )
-}
-
-pub(crate) fn session_id(id: &str) -> Result<SessionId, ApiError> {
-    id.parse()
-        .map_err(|err| ApiError::bad_request(format!("`{id}` is not a session id: {err}")))
 }
 
 /// `202`: the request's event is recorded (its seq and id, when it recorded one) and the turn
