@@ -108,6 +108,9 @@ async fn cut_off_turn(store: &Arc<dyn Store>, log: &SessionId, text: &str) {
     })
     .await;
     turn.abort();
+    // Gone, not just told to go: a turn still unwinding holds its session, and a recovery
+    // that ran meanwhile would find it busy (seen once under load).
+    assert!(turn.await.is_err_and(|err| err.is_cancelled()));
     let info = store.session(log).await.unwrap().unwrap();
     assert!(
         info.status.is_running(),
