@@ -94,8 +94,8 @@ pub fn wire_schemas() -> Vec<WireSchema> {
         of::<StateAt>("StateAt"),
         of::<ForkPoint>("ForkPoint"),
         // A session's feedback (its own log beside it).
-        payload::<crate::feedback::AnnotationAdded>("AnnotationAdded"),
-        payload::<crate::feedback::TurnScored>("TurnScored"),
+        of::<crate::feedback::AnnotationAdded>("AnnotationAdded"),
+        of::<crate::feedback::TurnScored>("TurnScored"),
         of::<crate::feedback::Stamped<crate::feedback::AnnotationAdded>>("Annotation"),
         of::<crate::feedback::Feedback>("Feedback"),
         of::<crate::wire::AnnotationSummary>("AnnotationSummary"),
