@@ -92,6 +92,7 @@ pub struct AnnotatedRun {
     /// The variant.
     pub variant: String,
     /// The repeat, from 0.
+    #[serde(deserialize_with = "crate::whole::number")]
     pub repeat: u32,
 }
 
@@ -113,7 +114,11 @@ pub struct AnnotationAdded {
     pub note: Option<String>,
     /// The turn annotated, by the position where it ended (a [`TurnScored::turn`], a
     /// `TurnOutcome::len`); the whole session when absent.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "crate::whole::optional"
+    )]
     pub turn: Option<u64>,
     /// The run of an experiment annotated, when the session is one.
     #[serde(default, skip_serializing_if = "Option::is_none")]

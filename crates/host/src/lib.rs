@@ -62,6 +62,7 @@ mod replay;
 mod replayer;
 mod schema;
 mod turns;
+pub mod whole;
 mod wire;
 
 use std::collections::{BTreeMap, HashMap, HashSet};

@@ -202,7 +202,7 @@ pub enum ForkPoint {
     Position {
         /// The position.
         #[schemars(range(max = 9_007_199_254_740_991u64))]
-        #[serde(deserialize_with = "whole_number")]
+        #[serde(deserialize_with = "crate::whole::number")]
         position: u64,
     },
     /// Right after the `n`th (1-based) event named `name`.
@@ -211,29 +211,9 @@ pub enum ForkPoint {
         name: String,
         /// Which occurrence, from 1.
         #[schemars(range(min = 1, max = 1_000_000_000))]
-        #[serde(deserialize_with = "whole_number")]
+        #[serde(deserialize_with = "crate::whole::number")]
         n: usize,
     },
-}
-
-/// A whole number, written as JSON writes it: `5` or `5.0` (JSON Schema's `integer` takes
-/// both).
-fn whole_number<'de, D, T>(deserializer: D) -> Result<T, D::Error>
-where
-    D: serde::Deserializer<'de>,
-    T: TryFrom<u64>,
-{
-    use serde::de::Error;
-    let number = serde_json::Number::deserialize(deserializer)?;
-    let whole = number.as_u64().or_else(|| {
-        number
-            .as_f64()
-            .filter(|f| f.fract() == 0.0 && *f >= 0.0 && *f <= 9_007_199_254_740_991.0)
-            .map(|f| f as u64)
-    });
-    whole
-        .and_then(|n| T::try_from(n).ok())
-        .ok_or_else(|| D::Error::custom(format!("{number} is not a whole number in range")))
 }
 
 /// A turn's outcome on the wire, or why its state does not encode.

@@ -34,7 +34,7 @@ struct Annotate {
     labels: Vec<String>,
     #[serde(default)]
     note: Option<String>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "openharness_host::whole::optional")]
     turn: Option<u64>,
     #[serde(default)]
     run: Option<AnnotatedRun>,

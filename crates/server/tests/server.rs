@@ -1455,6 +1455,17 @@ async fn annotations_and_online_scores_are_recorded_read_and_listed_over_http() 
             r#"{"by":"ana","thumbs":"up","turn":999}"#,
             400,
         ),
+        // JSON's `999.0` is the whole number 999 (no turn ended there); `1.5` is no turn.
+        (
+            format!("/sessions/{first}/annotations"),
+            r#"{"by":"ana","thumbs":"up","turn":999.0}"#,
+            400,
+        ),
+        (
+            format!("/sessions/{first}/annotations"),
+            r#"{"by":"ana","thumbs":"up","turn":1.5}"#,
+            422,
+        ),
         (
             format!("/sessions/{first}/annotations"),
             r#"{"by":"ana","note":"x","extra":1}"#,
