@@ -25,25 +25,26 @@ use crate::error::ApiError;
 pub const ON_BUSY_HEADER: &str = "x-openharness-on-busy";
 
 /// The busy policy a request asks for: `asked` (a body's field) wins over [`ON_BUSY_HEADER`];
-/// neither gives `default`.
+/// neither gives `default`. A header that names no policy is refused even when the body names
+/// one: a client that sends it means something by it.
 pub(crate) fn busy_policy(
     headers: &axum::http::HeaderMap,
     asked: Option<BusyPolicy>,
     default: BusyPolicy,
 ) -> Result<BusyPolicy, ApiError> {
-    if let Some(policy) = asked {
-        return Ok(policy);
-    }
-    match headers.get(ON_BUSY_HEADER) {
-        None => Ok(default),
-        Some(value) => value
-            .to_str()
-            .map_err(|_| format!("header `{ON_BUSY_HEADER}` is not text"))
-            .and_then(str::parse)
-            .map_err(|why: String| {
-                ApiError::bad_request(format!("header `{ON_BUSY_HEADER}`: {why}"))
-            }),
-    }
+    let header = match headers.get(ON_BUSY_HEADER) {
+        None => None,
+        Some(value) => Some(
+            value
+                .to_str()
+                .map_err(|_| format!("header `{ON_BUSY_HEADER}` is not text"))
+                .and_then(str::parse)
+                .map_err(|why: String| {
+                    ApiError::bad_request(format!("header `{ON_BUSY_HEADER}`: {why}"))
+                })?,
+        ),
+    };
+    Ok(asked.or(header).unwrap_or(default))
 }
 
 /// The largest number any route reads (JavaScript's largest safe integer), so an answer that

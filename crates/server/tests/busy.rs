@@ -376,3 +376,22 @@ async fn chat_gives_each_policy_its_answer() {
 async fn v1_messages_give_each_policy_its_answer() {
     every_policy(Family::V1).await;
 }
+
+/// A header that names no policy is refused (`400`, naming the header), even when the body
+/// names one, and nothing is recorded: the client meant something by it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_header_naming_no_policy_is_refused_even_beside_the_bodys() {
+    let served = served().await;
+    let (log, path, _) = held(&served, Family::Native).await;
+    let before = served.store.events(&log, 0..u64::MAX).await.unwrap().len();
+    let body = json!({ "text": "second", "onBusy": "steer" }).to_string();
+    let answer = served
+        .client
+        .call("POST", &path, Some(&body), &[(ON_BUSY_HEADER, "C.")])
+        .await;
+    assert_eq!(answer.status, 400, "{}", answer.body);
+    assert!(answer.body.contains(ON_BUSY_HEADER), "{}", answer.body);
+    let after = served.store.events(&log, 0..u64::MAX).await.unwrap().len();
+    assert_eq!(before, after, "a refused input recorded nothing");
+    served.gate.add_permits(Semaphore::MAX_PERMITS / 2);
+}
