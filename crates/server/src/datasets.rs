@@ -1,8 +1,9 @@
 //! The store's datasets (feature `eval`), read-only: `GET /datasets` lists them (each with its
 //! cases, version and last change), `GET /datasets/{name}` answers one at its latest version
 //! and `?version=K` at version `K` (its first `K` events) — its cases with their sessions and
-//! positions, and its changes — as `openharness eval dataset show --json` prints it. A name
-//! that is not a dataset's is `400`, an unknown dataset or a version beyond its log `404`.
+//! positions, and its changes — as `openharness eval dataset show --json` prints it. An unknown
+//! dataset, a name no dataset can have (the message says why) or a version beyond its log is
+//! `404`; an unknown query parameter `400`.
 //! Datasets are made by `openharness eval dataset add` (or [`openharness_eval::DatasetAdd`]).
 
 use std::sync::Arc;
@@ -11,7 +12,7 @@ use axum::extract::{Path, State};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Json, Router};
-use openharness_eval::{Dataset, EvalError, dataset_session};
+use openharness_eval::{Dataset, EvalError};
 use serde::Deserialize;
 use serde_json::json;
 
@@ -47,7 +48,6 @@ async fn one(
     at: QueryOf<At>,
 ) -> Result<Response, ApiError> {
     let At { version } = query(at)?;
-    dataset_session(&name).map_err(|err| ApiError::bad_request(err.to_string()))?;
     let dataset = Dataset::load(state.host.store().as_ref(), &name, version)
         .await
         .map_err(refused)?;
@@ -57,10 +57,10 @@ async fn one(
 /// A failure of a dataset read as an HTTP error.
 fn refused(err: EvalError) -> ApiError {
     match err {
-        EvalError::UnknownDataset(_) | EvalError::DatasetVersion { .. } => {
-            ApiError::not_found(err.to_string())
-        }
-        EvalError::DatasetName { .. } => ApiError::bad_request(err.to_string()),
+        // A name no dataset can have names none: `404`, saying why it cannot be one.
+        EvalError::UnknownDataset(_)
+        | EvalError::DatasetVersion { .. }
+        | EvalError::DatasetName { .. } => ApiError::not_found(err.to_string()),
         EvalError::Host(host) => ApiError::from(host),
         other => ApiError::internal(other.to_string()),
     }

@@ -361,7 +361,8 @@ async fn the_stores_datasets_are_read_at_any_version_and_an_experiment_takes_the
         ("/datasets/refunds?version=9", 404),
         ("/datasets/nope", 404),
         ("/datasets/refunds?versio=1", 400),
-        ("/datasets/%20refunds", 400),
+        ("/datasets/%20refunds", 404),
+        ("/datasets/a%10b", 404),
     ] {
         let (status, body) = client.get(path).await.pair();
         assert_eq!(status, expect, "{path}: {body}");
