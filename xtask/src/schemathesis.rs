@@ -24,7 +24,10 @@ pub(crate) const SCHEMATHESIS: &str = "schemathesis==4.32.5";
 /// the documented `503 no_provider`. `POST /v1/responses` needs a `model` this server serves
 /// (`404` otherwise) and an `input` holding a user message with text (`400`), and
 /// `POST /experiments` a file that can run (cases, repeats: `422`), none of which a schema
-/// says.
+/// says. `GET /sessions`' `minScore`, `maxScore` and score sorts read one online scorer's
+/// scores, so they need `scorer` (`400` naming it): no schema says one query parameter needs
+/// another. An annotation's `turn` must be a position where one of the session's turns ended
+/// (`400` otherwise), which depends on the session.
 const CONFIG: &str = r#"
 [[operations]]
 include-name-regex = "^(POST /v1/agents|PATCH /v1/agents/\\{id\\}|POST /v1/agents/\\{id\\}/sessions|PATCH /v1/agents/\\{id\\}/sessions/\\{session\\}|POST /v1/llm-models|POST /v1/agents/\\{id\\}/sessions/\\{session\\}/messages|POST /v1/sessions|POST /v1/sessions/\\{id\\}/messages)$"
@@ -32,7 +35,7 @@ checks.positive_data_acceptance.expected-statuses = ["2xx", "3xx", "401", "403",
 checks.not_a_server_error.expected-statuses = ["2xx", "3xx", "4xx", "503"]
 
 [[operations]]
-include-name-regex = "^(POST /v1/responses|POST /experiments)$"
+include-name-regex = "^(POST /v1/responses|POST /experiments|GET /sessions|POST /sessions/\\{id\\}/annotations)$"
 checks.positive_data_acceptance.expected-statuses = ["2xx", "3xx", "400", "401", "403", "404", "409", "422", "429", "503"]
 "#;
 

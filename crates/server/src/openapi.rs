@@ -50,11 +50,17 @@ fn annotation_body() -> Value {
         "type": "object",
         "required": ["by"],
         "additionalProperties": false,
+        // An annotation says something: a thumb, a label or a note.
+        "anyOf": [
+            { "required": ["thumbs"] },
+            { "required": ["labels"], "properties": { "labels": { "minItems": 1 } } },
+            { "required": ["note"], "properties": { "note": { "pattern": "\\S" } } },
+        ],
         "properties": {
-            "by": { "type": "string", "minLength": 1, "maxLength": 200, "description": "who annotates" },
+            "by": { "type": "string", "minLength": 1, "maxLength": 200, "pattern": "\\S", "description": "who annotates (trimmed)" },
             "thumbs": { "enum": ["up", "down"] },
-            "labels": { "type": "array", "maxItems": 32, "items": { "type": "string", "minLength": 1, "maxLength": 64 } },
-            "note": { "type": "string", "maxLength": 10000 },
+            "labels": { "type": "array", "maxItems": 32, "items": { "type": "string", "minLength": 1, "maxLength": 64, "pattern": "\\S" }, "description": "each trimmed" },
+            "note": { "type": "string", "maxLength": 10000, "description": "one of only blanks is no note" },
             "turn": { "type": "integer", "minimum": 1, "maximum": MAX_SAFE, "description": "the position where the annotated turn ended" },
             "run": { "type": "object", "required": ["experiment", "case", "variant", "repeat"], "additionalProperties": false, "properties": {
                 "experiment": { "type": "string" }, "case": { "type": "string" }, "variant": { "type": "string" }, "repeat": { "type": "integer", "minimum": 0, "maximum": 4294967295u64 },
