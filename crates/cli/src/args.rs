@@ -13,18 +13,29 @@ use clap::{Parser, Subcommand};
     long_about = None
 )]
 pub(crate) struct Args<E: Subcommand> {
-    /// The store: a redb file, or a PostgreSQL connection string (`postgres://…` or `host=… dbname=…`) for every command, or a running `openharness serve` (`http://ADDR`, read-only: sessions, events, tape, diff, export) when another process holds the redb file.
+    // The help names the kinds of store this build opens (`STORE_HELP`).
     #[arg(
         long,
         global = true,
         env = "OPENHARNESS_STORE",
-        default_value = ".openharness/store.redb"
+        default_value = ".openharness/store.redb",
+        help = STORE_HELP
     )]
     pub(crate) store: PathBuf,
 
     #[command(subcommand)]
     pub(crate) command: Command<E>,
 }
+
+/// `--store`'s help: the kinds of store this build opens (features `postgres` and `remote`).
+#[cfg(all(feature = "postgres", feature = "remote"))]
+const STORE_HELP: &str = "The store: a redb file, or a PostgreSQL connection string (`postgres://…` or `host=… dbname=…`) for every command, or a running `openharness serve` (`http://ADDR`, read-only: sessions, events, tape, diff, export) when another process holds the redb file";
+#[cfg(all(feature = "postgres", not(feature = "remote")))]
+const STORE_HELP: &str = "The store: a redb file, or a PostgreSQL connection string (`postgres://…` or `host=… dbname=…`)";
+#[cfg(all(not(feature = "postgres"), feature = "remote"))]
+const STORE_HELP: &str = "The store: a redb file, or a running `openharness serve` (`http://ADDR`, read-only: sessions, events, tape, diff, export) when another process holds the redb file";
+#[cfg(not(any(feature = "postgres", feature = "remote")))]
+const STORE_HELP: &str = "The store: a redb file";
 
 #[derive(Debug, Subcommand)]
 pub(crate) enum Command<E: Subcommand> {
@@ -38,6 +49,7 @@ pub(crate) enum Command<E: Subcommand> {
     Respond(crate::commands::turns::RespondArgs),
     /// Stop the turn running on a session in a server (`--store http://ADDR`): it records
     /// `stop:requested` and ends `cancelled` at its next safe point.
+    #[cfg(feature = "remote")]
     Cancel(crate::commands::turns::CancelArgs),
     /// Finish the turn a killed process left unfinished (nothing to do if its last turn ended).
     Resume(crate::commands::turns::ResumeArgs),
@@ -145,67 +157,8 @@ pub(crate) enum Command<E: Subcommand> {
     Compact,
     /// Serve the registered workflows' sessions over HTTP (JSON, SSE, the AI SDK chat stream)
     /// until Ctrl-C.
-    Serve {
-        /// The address to listen on. An address other machines can reach needs API keys (or
-        /// `--insecure-no-auth`).
-        #[arg(long, default_value = "127.0.0.1:8080")]
-        addr: std::net::SocketAddr,
-        /// Listen on this port of 127.0.0.1: short for `--addr 127.0.0.1:PORT` (0 picks a free
-        /// port, which the first line printed names).
-        #[arg(long, conflicts_with = "addr")]
-        port: Option<u16>,
-        /// A file of API keys, one per line (the key, or `sha256:<hex>` of it); every route
-        /// but `/health` then requires `Authorization: Bearer <key>`.
-        #[arg(long, env = "OPENHARNESS_API_KEYS_FILE")]
-        api_keys_file: Option<std::path::PathBuf>,
-        /// Serve without API keys on an address other machines can reach.
-        #[arg(long)]
-        insecure_no_auth: bool,
-        /// Let browser pages from these origins call the server (CORS; off by default): a
-        /// comma-separated list such as `http://localhost:5173`, or `*` for any origin.
-        #[arg(long, env = "OPENHARNESS_CORS_ORIGINS", value_name = "ORIGINS")]
-        cors_origin: Option<openharness_server::CorsOrigins>,
-        /// Without API keys on loopback, the server answers to its own address and `localhost`
-        /// only (against DNS rebinding); this adds a host name (such as `myhost.local`).
-        /// Repeatable.
-        #[arg(long, value_name = "HOST")]
-        allowed_host: Vec<String>,
-        /// The workflow a new chat of `POST /api/chat` runs (default: the only registered
-        /// workflow; needed when there are several).
-        #[arg(long, value_name = "WORKFLOW")]
-        chat_workflow: Option<String>,
-        /// A TOML file of `[[mcp]]` servers to offer platform agents as the capabilities
-        /// `mcp:<name>` (started or reached now; the server refuses to start if one fails).
-        #[arg(long, value_name = "FILE")]
-        mcp_config: Option<PathBuf>,
-        /// Offer forks another model under a name: `NAME=PROVIDER[:MODEL][@BASE_URL]`, such
-        /// as `haiku=anthropic:claude-haiku-4-5` or `local=openai:llama3@http://127.0.0.1:11434/v1`
-        /// (keys from the environment, as `--provider` reads them). `POST /sessions/{id}/fork`
-        /// with `"provider": "haiku"`, or the inspector's fork form, runs a fork with it.
-        /// Repeatable.
-        #[arg(long, value_name = "NAME=PROVIDER[:MODEL][@URL]", value_parser = crate::provider::parse_fork_provider)]
-        fork_provider: Vec<crate::provider::ForkProviderSpec>,
-        /// Serve everything under this path (such as `/harness`: the inspector at
-        /// `/harness/`, the API at `/harness/sessions`), as a program nesting the router with
-        /// `Router::nest` would.
-        #[arg(long, value_name = "PATH", value_parser = parse_base_path)]
-        base_path: Option<String>,
-        /// What a second input gets while a turn runs on its session, when the request does
-        /// not say (`onBusy`, or the header `x-openharness-on-busy`): `reject` (409, the
-        /// default), `enqueue` (recorded now, answered after), `interrupt` (the running turn
-        /// stops and a new one answers both), `rollback` (the running turn is abandoned, its
-        /// state restored) or `steer` (given to the running agent at its next model call).
-        /// `POST /api/chat` enqueues unless this names another than `reject`.
-        #[arg(long, value_name = "POLICY", value_parser = crate::shared::parse_busy_policy)]
-        on_busy: Option<openharness::BusyPolicy>,
-        /// A TOML file of scorers that score every finished turn of a served workflow in the
-        /// background (`[[workflow]]` tables, each with `name` and `[[workflow.scorer]]` tables
-        /// written as an experiment file's `[[scorer]]`): each score is an `eval:scored` event
-        /// on the session's feedback log; `GET /sessions?scorer=…&sort=lowestScore` and the
-        /// inspector's list filter and sort by them.
-        #[arg(long, value_name = "FILE")]
-        online_scorers: Option<PathBuf>,
-    },
+    #[cfg(feature = "server")]
+    Serve(crate::commands::serve::ServeArgs),
     #[command(flatten)]
     Transfer(crate::transfer::TransferCommand),
     /// Check an export on any machine, with no store and no model: its hash chains, then its
@@ -227,16 +180,20 @@ pub(crate) enum Command<E: Subcommand> {
     /// Experiments: cases × variants × repeats from forks or inputs, scored and compared
     /// (`run`, `list`, `show`, `compare`, `rescore`).
     #[command(subcommand)]
+    #[cfg(feature = "eval")]
     Eval(crate::commands::eval::EvalCommand),
     /// MCP: list the tools of an MCP server; serve this store to a coding assistant.
     #[command(subcommand)]
+    #[cfg(feature = "mcp")]
     Mcp(crate::commands::mcp::McpCommand),
     /// OpenTelemetry: send recorded sessions to a collector as GenAI spans (`export`). With
     /// OTEL_EXPORTER_OTLP_ENDPOINT set, every command that records exports live too.
     #[command(subcommand)]
+    #[cfg(feature = "otel")]
     Otel(crate::commands::otel::OtelCommand),
     /// Maintain the /v1 platform's records in the store (`rotate-keys`).
     #[command(subcommand)]
+    #[cfg(feature = "platform")]
     Platform(crate::commands::platform::PlatformCommand),
 }
 
@@ -245,38 +202,45 @@ impl<E: Subcommand> Command<E> {
     /// exist yet is a mistake (a typo in `--store`) rather than a file to create: every command
     /// that [only reads](Self::reads_only), and those that continue a session.
     pub(crate) fn needs_recorded_sessions(&self) -> bool {
-        self.reads_only()
-            || matches!(
-                self,
-                Self::Send(_)
-                    | Self::Respond(_)
-                    | Self::Cancel(_)
-                    | Self::Resume(_)
-                    | Self::Fork(_)
-                    | Self::Platform(_)
-            )
+        if self.reads_only() {
+            return true;
+        }
+        match self {
+            Self::Send(_) | Self::Respond(_) | Self::Resume(_) | Self::Fork(_) => true,
+            #[cfg(feature = "remote")]
+            Self::Cancel(_) => true,
+            #[cfg(feature = "platform")]
+            Self::Platform(_) => true,
+            _ => false,
+        }
     }
 
     /// Whether the command only reads the store, so it opens the file read-only: it is never
     /// refused by a process writing it (a running `serve`), nor refuses other readers.
     pub(crate) fn reads_only(&self) -> bool {
+        #[cfg(feature = "eval")]
         use crate::commands::eval::EvalCommand;
-        matches!(
-            self,
+        match self {
             Self::Sessions { .. }
-                | Self::Feedback { .. }
-                | Self::Events { .. }
-                | Self::Tape { .. }
-                | Self::Check
-                | Self::Otel(_)
-                | Self::Diff { .. }
-                | Self::Bisect { .. }
-                | Self::Replay { .. }
-                | Self::Eval(
-                    EvalCommand::List { .. } | EvalCommand::Show { .. } | EvalCommand::Compare(_)
-                )
-        ) || matches!(self, Self::Eval(EvalCommand::Dataset(command)) if command.reads_only())
-            || matches!(self, Self::Mcp(crate::commands::mcp::McpCommand::Serve(args)) if args.read_only())
+            | Self::Feedback { .. }
+            | Self::Events { .. }
+            | Self::Tape { .. }
+            | Self::Check
+            | Self::Diff { .. }
+            | Self::Bisect { .. }
+            | Self::Replay { .. } => true,
+            #[cfg(feature = "otel")]
+            Self::Otel(_) => true,
+            #[cfg(feature = "eval")]
+            Self::Eval(
+                EvalCommand::List { .. } | EvalCommand::Show { .. } | EvalCommand::Compare(_),
+            ) => true,
+            #[cfg(feature = "eval")]
+            Self::Eval(EvalCommand::Dataset(command)) => command.reads_only(),
+            #[cfg(feature = "mcp")]
+            Self::Mcp(crate::commands::mcp::McpCommand::Serve(args)) => args.read_only(),
+            _ => false,
+        }
     }
 }
 
@@ -331,39 +295,4 @@ pub(crate) struct SessionsQuery {
     /// At most this many sessions.
     #[arg(long, value_name = "N")]
     pub(crate) limit: Option<usize>,
-}
-
-/// `--base-path`: a path such as `/harness` (a leading `/` is added, trailing ones dropped);
-/// `/` alone means no prefix.
-fn parse_base_path(text: &str) -> Result<String, String> {
-    let trimmed = text.trim().trim_matches('/');
-    if trimmed.contains(['?', '#', '{', '}', '*']) || trimmed.contains("//") {
-        return Err(format!(
-            "{text:?} is not a plain path: write it like /harness or /tools/harness"
-        ));
-    }
-    Ok(if trimmed.is_empty() {
-        String::new()
-    } else {
-        format!("/{trimmed}")
-    })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::parse_base_path;
-
-    #[test]
-    fn a_base_path_is_one_leading_slash_and_no_trailing_one() {
-        assert_eq!(parse_base_path("/harness"), Ok("/harness".to_owned()));
-        assert_eq!(parse_base_path("harness/"), Ok("/harness".to_owned()));
-        assert_eq!(
-            parse_base_path("/tools/harness/"),
-            Ok("/tools/harness".to_owned())
-        );
-        assert_eq!(parse_base_path("/"), Ok(String::new()));
-        assert!(parse_base_path("/a//b").is_err());
-        assert!(parse_base_path("/{id}").is_err());
-        assert!(parse_base_path("/a?b").is_err());
-    }
 }

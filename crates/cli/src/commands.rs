@@ -11,6 +11,10 @@
 //! run before the store is opened, in `Cli::dispatch` (`lib.rs`), as `compact` and `verify`
 //! are.
 //!
+//! A command that needs crates a lean build leaves out is behind its feature (`Cargo.toml`'s
+//! `[features]`): `#[cfg(feature = "…")]` on its variant, its module here and its arm in
+//! [`run`], and on its `CliError` variant if it has one.
+//!
 //! Every command reaches workflows through the [`Host`](openharness_host::Host) only; commands
 //! write to the [`Context`]'s output and fail with a [`CliError`].
 
@@ -27,21 +31,27 @@ use serde::Serialize;
 use crate::Context;
 use crate::args::Command;
 use crate::error::CliError;
-use crate::shared::{parse_session, read_api_keys};
+use crate::shared::parse_session;
 
 pub(crate) mod annotate;
 mod bisect;
 mod check;
 pub(crate) mod compact;
 pub(crate) mod diff;
+#[cfg(feature = "eval")]
 pub(crate) mod eval;
 pub(crate) mod events;
 pub(crate) mod fork;
+#[cfg(feature = "mcp")]
 pub(crate) mod mcp;
+#[cfg(feature = "otel")]
 pub(crate) mod otel;
+#[cfg(feature = "platform")]
 pub(crate) mod platform;
 pub(crate) mod replay;
-mod serve;
+#[cfg(feature = "server")]
+pub(crate) mod serve;
+#[cfg(feature = "remote")]
 mod served;
 mod sessions;
 mod tape;
@@ -50,7 +60,6 @@ pub(crate) mod verify;
 
 use check::check;
 use events::events;
-use serve::{Access, Mount, serve};
 use sessions::{sessions, unfinished};
 use tape::tape;
 
@@ -102,6 +111,7 @@ pub(crate) async fn run<E: clap::Subcommand>(
         Command::Start(args) => turns::start(args, context).await,
         Command::Send(args) => turns::send(args, context).await,
         Command::Respond(args) => turns::respond(args, context).await,
+        #[cfg(feature = "remote")]
         Command::Cancel(args) => turns::cancel(args, context).await,
         Command::Resume(args) => turns::resume(args, context).await,
         Command::Sessions { json, query } => sessions(context, json, query).await,
@@ -135,39 +145,8 @@ pub(crate) async fn run<E: clap::Subcommand>(
                 replay::all(context, asked).await
             }
         },
-        Command::Serve {
-            addr,
-            port,
-            api_keys_file,
-            insecure_no_auth,
-            cors_origin,
-            allowed_host,
-            chat_workflow,
-            mcp_config,
-            fork_provider,
-            base_path,
-            on_busy,
-            online_scorers,
-        } => {
-            let access = Access {
-                api_keys_file,
-                insecure_no_auth,
-                cors: cors_origin,
-                allowed_hosts: allowed_host,
-            };
-            let mount = Mount {
-                chat_workflow,
-                mcp_config,
-                fork_providers: fork_provider,
-                base_path: base_path.unwrap_or_default(),
-                on_busy,
-                online_scorers,
-            };
-            let addr = port.map_or(addr, |port| {
-                std::net::SocketAddr::from(([127, 0, 0, 1], port))
-            });
-            serve(context, addr, access, mount).await
-        }
+        #[cfg(feature = "server")]
+        Command::Serve(args) => serve::run(args, context).await,
         Command::Check => check(context).await,
         // Run before the store is opened (it needs the file to itself): see `Cli::dispatch`.
         Command::Compact => Err(CliError::Usage(
@@ -175,13 +154,18 @@ pub(crate) async fn run<E: clap::Subcommand>(
         )),
         // Run before the store is opened (it needs none: the export is read into memory).
         Command::Verify { .. } => Err(CliError::Usage("verify runs without a store".into())),
+        #[cfg(feature = "platform")]
         Command::Platform(command) => platform::run(command, context).await,
+        #[cfg(feature = "eval")]
         Command::Eval(command) => eval::run(command, context).await,
+        #[cfg(feature = "mcp")]
         Command::Mcp(mcp::McpCommand::Serve(args)) => mcp::serve(args, context).await,
         // Run before the store is opened (it needs none): see `Cli::dispatch`.
+        #[cfg(feature = "mcp")]
         Command::Mcp(mcp::McpCommand::Tools(_)) => {
             Err(CliError::Usage("mcp tools runs without a store".into()))
         }
+        #[cfg(feature = "otel")]
         Command::Otel(command) => otel::run(command, context).await,
         Command::Transfer(command) => {
             Ok(crate::transfer::run(command, context.store_path(), context.out()).await?)

@@ -45,7 +45,9 @@ pub enum CliError {
     Host(HostError),
     /// The server `--store http://…` names refused a request: its status, and its error's
     /// code and message as it answered them (`409 session_busy` while a turn runs and the
-    /// policy is `reject`, `404 not_found` for a session it does not have).
+    /// policy is `reject`, `404 not_found` for a session it does not have). Feature
+    /// `remote`.
+    #[cfg(feature = "remote")]
     #[error("{url} answered {status} {code}: {message}")]
     Server {
         /// The request's URL.
@@ -67,12 +69,18 @@ pub enum CliError {
         /// The program's name.
         program: String,
     },
-    /// The session was recorded by a workflow this program does not register.
-    #[error(
+    /// The session was recorded by a workflow this program does not register (the debugger,
+    /// feature `tui`, still steps through its events).
+    #[cfg_attr(feature = "tui", error(
         "session {session} was recorded by {}, which this program does not register (it registers {}), so its states cannot be derived; `{program} events {session}` prints its events and `{program} tape {session}` steps through them",
         recorded.as_deref().map_or_else(|| "an unknown workflow".to_owned(), |w| format!("workflow `{w}`")),
         openharness_host::list_names(known)
-    )]
+    ))]
+    #[cfg_attr(not(feature = "tui"), error(
+        "session {session} was recorded by {}, which this program does not register (it registers {}), so its states cannot be derived; `{program} events {session}` prints its events",
+        recorded.as_deref().map_or_else(|| "an unknown workflow".to_owned(), |w| format!("workflow `{w}`")),
+        openharness_host::list_names(known)
+    ))]
     Unhosted {
         /// The session.
         session: SessionId,
@@ -155,7 +163,9 @@ pub enum CliError {
     /// Encoding JSON failed.
     #[error("could not encode JSON")]
     Json(#[from] serde_json::Error),
-    /// An OpenTelemetry export failed (no endpoint, the collector refused, ...).
+    /// An OpenTelemetry export failed (no endpoint, the collector refused, ...). Feature
+    /// `otel`.
+    #[cfg(feature = "otel")]
     #[error(transparent)]
     Otel(#[from] openharness::otel::OtelError),
     /// `export` or `import` failed.
@@ -168,14 +178,18 @@ pub enum CliError {
     #[error("could not start the async runtime")]
     Runtime(#[source] std::io::Error),
     /// A `platform` command failed (a master key missing, a provider key that does not open).
+    /// Feature `platform`.
+    #[cfg(feature = "platform")]
     #[error(transparent)]
     Platform(#[from] openharness_platform::PlatformError),
     /// An eval failed (a bad experiment file or dataset, an unknown experiment, a store
-    /// failure).
+    /// failure). Feature `eval`.
+    #[cfg(feature = "eval")]
     #[error(transparent)]
     Eval(#[from] openharness_eval::EvalError),
     /// `eval compare` found a scorer that regressed beyond the gate (`--max-regression`, else
-    /// the experiment file's `max_regression`). Exit code 1.
+    /// the experiment file's `max_regression`). Exit code 1. Feature `eval`.
+    #[cfg(feature = "eval")]
     #[error("{0}")]
     Regressed(String),
     /// `verify` found an export not as it was exported, or not reproduced by today's

@@ -1,8 +1,10 @@
 //! The `openharness` command as a library: [`Cli`] gives your own binary every command —
-//! `start`, `send`, `respond`, `resume`, `sessions`, `events`, `tape` (the interactive
-//! debugger, or `--at N`), `fork`, `diff`, `replay`, `export`, `import`, `verify`, `check`,
-//! `compact`, `serve`, `eval`, `mcp`, `otel export`, `platform rotate-keys` — for the
-//! workflows you register.
+//! `start`, `send`, `respond`, `cancel`, `resume`, `sessions`, `annotate`, `feedback`,
+//! `events`, `tape` (the interactive debugger, or `--at N`), `fork`, `diff`, `bisect`,
+//! `replay`, `export`, `import`, `verify`, `check`, `compact`, `serve`, `eval`, `mcp`,
+//! `otel export`, `platform rotate-keys` — for the workflows you register. The default
+//! features bring every command; with `default-features = false` a program compiles only the
+//! core ones and takes the rest by feature (see [Features](#features)).
 //!
 //! ```no_run
 //! use std::process::ExitCode;
@@ -102,6 +104,27 @@
 //!   prints them as one `error: …` line with exit code 1 (2 where [`CliError::exit_code`]
 //!   says: a command line that does not parse, an export `verify` could not check).
 //!
+//! # Features
+//!
+//! Each feature is a group of commands (or a kind of `--store`) and the crates only it needs;
+//! `default` is all of them, as the `openharness` binary has them. Without any, a program has
+//! `start`, `send`, `respond`, `resume`, `sessions`, `annotate`, `feedback`, `events`,
+//! `tape --at`, `fork`, `diff`, `bisect`, `replay`, `check`, `compact`, `export`, `import` and
+//! `verify`, on a redb store, with `--provider` for real models. A command left out is not in
+//! the help, and a `--store` of a kind left out is refused with the feature's name.
+//!
+//! | feature | adds |
+//! | --- | --- |
+//! | `tui` | `tape <id>` without `--at`: the interactive debugger (ratatui, crossterm) |
+//! | `server` | `serve` (openharness-server, axum); with `mcp`, `mcp serve --addr` |
+//! | `platform` | the `/v1` platform in `serve`, `platform rotate-keys`; with `mcp`, `serve --mcp-config` (implies `server`) |
+//! | `eval` | `eval` (experiments, datasets); with `server`, `serve --online-scorers` and the experiments' routes |
+//! | `mcp` | `mcp tools`, `mcp serve` (rmcp) |
+//! | `otel` | `otel export`, and live export while `OTEL_EXPORTER_OTLP_ENDPOINT` is set |
+//! | `postgres` | `--store postgres://…` |
+//! | `remote` | `--store http://ADDR`: a running server's store, `send` and `respond` run there; `cancel`, `send --on-busy` |
+//! | `examples` | the `openharness` binary's two examples (the binary requires it) |
+//!
 //! # Modules
 //!
 //! This file holds [`Cli`], [`Context`] and `Cli::dispatch`, which opens the store and the host.
@@ -109,24 +132,29 @@
 //! - `args`: the command line: the global `--store` and every command's flags (clap's derive).
 //! - `commands` (`commands/`): the dispatch table, `commands::run`, and one file per command.
 //! - `transfer`: `export` and `import`, sessions as JSONL between any two stores.
-//! - `debugger` (`debugger/`): the interactive terminal debugger of `tape`; `view` draws it.
+//! - `debugger` (`debugger/`): the interactive terminal debugger of `tape` (feature `tui`);
+//!   `view` draws it.
 //! - `progress`: [`TurnProgress`], the live view of a turn, and [`Describe`] for your events.
 //! - `output`: [`Output`], stdout or a writer an embedding program (or a test) gives.
 //! - `provider`: real models for turns (`--provider`), and [`live_provider`].
-//! - `remote`: a running `openharness serve` as a read-only store, for `--store http://ADDR`.
+//! - `remote`: a running `openharness serve` as a read-only store, for `--store http://ADDR`
+//!   (feature `remote`).
 //! - `shared`: what the command files share: session ids, whole sessions, API key files.
 //! - `error`: [`CliError`], and the host's errors put in the CLI's words.
 //!
 //! The `openharness` binary is `src/bin/openharness/`: this library for the two examples, plus
-//! their `demo` and `run` commands. `commands.rs`'s module docs say how to add a command.
+//! their `demo` and `run` commands (feature `examples`). `commands.rs`'s module docs say how to
+//! add a command.
 
 mod args;
 mod commands;
+#[cfg(feature = "tui")]
 mod debugger;
 mod error;
 mod output;
 mod progress;
 mod provider;
+#[cfg(feature = "remote")]
 mod remote;
 mod shared;
 mod transfer;
@@ -143,6 +171,7 @@ use openharness::{Workflow, WorkflowState};
 use openharness_host::{Host, HostError, Hosted, TurnOutcome};
 use serde_json::Value;
 
+#[cfg(feature = "tui")]
 pub use debugger::Debugger;
 pub use error::CliError;
 pub use output::Output;
@@ -462,6 +491,7 @@ impl<E: Subcommand + Send + 'static> Cli<E> {
         if let args::Command::Verify { file, json } = command {
             return commands::verify::run(&self.workflows, &file, json, out).await;
         }
+        #[cfg(feature = "mcp")]
         if let args::Command::Mcp(commands::mcp::McpCommand::Tools(args)) = command {
             return commands::mcp::tools(args, out).await;
         }
@@ -469,7 +499,7 @@ impl<E: Subcommand + Send + 'static> Cli<E> {
         // would leave an empty file behind): with none there, it says so.
         if command.needs_recorded_sessions()
             && !openharness::store::is_postgres(&store.to_string_lossy())
-            && !remote::is_remote(&store.to_string_lossy())
+            && !transfer::is_remote(&store.to_string_lossy())
             && !store.exists()
         {
             if let args::Command::Sessions { json, .. } = command {
@@ -494,22 +524,24 @@ impl<E: Subcommand + Send + 'static> Cli<E> {
             )));
         }
         // The platform's log of its resources (/v1) is not a session to list.
-        let platform_log = openharness_platform::PLATFORM_LOG
+        let platform_log = PLATFORM_LOG
             .parse()
             .map_err(|_| CliError::Usage("the platform log's id is not a session id".into()))?;
         // With OTEL_EXPORTER_OTLP_ENDPOINT set, what this command records is exported live
         // (`otel export` reads only, and says where it sends).
         let opened = commands::open_store(&store, command.reads_only()).await?;
+        #[cfg(feature = "otel")]
         let (opened, live) = match command {
             args::Command::Otel(_) => (opened, None),
             _ => commands::otel::live(opened)?,
         };
         // Internal sessions are no conversations to list: the platform's log, experiments' and
-        // datasets' logs.
-        let mut host = Host::shared(opened)
-            .unlisted(platform_log)
-            .unlisted_prefix(openharness_eval::LOG_PREFIX)
-            .unlisted_prefix(openharness_eval::DATASET_PREFIX);
+        // datasets' logs (in a program built without those features too: its store may be
+        // shared with one built with them).
+        let mut host = Host::shared(opened).unlisted(platform_log);
+        for prefix in UNLISTED_PREFIXES {
+            host = host.unlisted_prefix(prefix);
+        }
         for workflow in &self.workflows {
             host = host.register(Arc::clone(workflow))?;
         }
@@ -528,10 +560,21 @@ impl<E: Subcommand + Send + 'static> Cli<E> {
             },
             other => commands::run(other, &context).await,
         };
+        #[cfg(feature = "otel")]
         commands::otel::finish(live).await;
         result
     }
 }
+
+/// The id of the platform's log of its resources (`openharness_platform::PLATFORM_LOG`), which
+/// no command lists. Spelled here, not imported, so a program built without the `platform`
+/// feature leaves it out too; a test holds it to the platform's own.
+const PLATFORM_LOG: &str = "openharness-platform";
+
+/// The prefixes of experiments' and datasets' logs (`openharness_eval::LOG_PREFIX` and
+/// `DATASET_PREFIX`), which no command lists; spelled here for a program built without the
+/// `eval` feature, and held to the eval crate's by a test.
+const UNLISTED_PREFIXES: [&str; 2] = ["eval:", "dataset:"];
 
 /// Whether `err` (or what caused it) is a write to a pipe whose reader has gone.
 fn is_broken_pipe(err: &(dyn std::error::Error + 'static)) -> bool {
@@ -564,4 +607,22 @@ fn is_broken_pipe(err: &(dyn std::error::Error + 'static)) -> bool {
 pub fn fail(err: &(dyn std::error::Error + 'static)) -> ExitCode {
     eprintln!("error: {}", openharness::adapter::ErrorChain(err));
     ExitCode::FAILURE
+}
+
+#[cfg(test)]
+mod tests {
+    /// The internal sessions' ids spelled in this crate are the platform's and the eval
+    /// crate's own.
+    #[test]
+    #[cfg(all(feature = "platform", feature = "eval"))]
+    fn the_unlisted_ids_are_the_crates_own() {
+        assert_eq!(super::PLATFORM_LOG, openharness_platform::PLATFORM_LOG);
+        assert_eq!(
+            super::UNLISTED_PREFIXES,
+            [
+                openharness_eval::LOG_PREFIX,
+                openharness_eval::DATASET_PREFIX
+            ]
+        );
+    }
 }

@@ -111,6 +111,7 @@ pub fn live_provider(
 }
 
 /// One `--fork-provider NAME=PROVIDER[:MODEL][@BASE_URL]` of `serve`.
+#[cfg(feature = "server")]
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct ForkProviderSpec {
     /// The name clients pick it by.
@@ -123,6 +124,7 @@ pub(crate) struct ForkProviderSpec {
     pub(crate) base_url: Option<String>,
 }
 
+#[cfg(feature = "server")]
 impl ForkProviderSpec {
     /// The provider (its key read from the environment now).
     pub(crate) fn provider(&self) -> Result<BoxedProvider, CliError> {
@@ -132,6 +134,7 @@ impl ForkProviderSpec {
 }
 
 /// Parses `NAME=PROVIDER[:MODEL][@BASE_URL]` (clap's value parser for `--fork-provider`).
+#[cfg(feature = "server")]
 pub(crate) fn parse_fork_provider(text: &str) -> Result<ForkProviderSpec, String> {
     let usage = || {
         format!(
@@ -169,7 +172,7 @@ pub(crate) fn parse_fork_provider(text: &str) -> Result<ForkProviderSpec, String
     })
 }
 
-#[cfg(test)]
+#[cfg(all(test, feature = "server"))]
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;

@@ -20,10 +20,9 @@ const PAGE: u64 = 1_000;
 /// How often a live tail asks for new events.
 const POLL: Duration = Duration::from_millis(200);
 
-/// Whether `--store` names a server (`http://…` or `https://…`).
-pub(crate) fn is_remote(store: &str) -> bool {
-    store.starts_with("http://") || store.starts_with("https://")
-}
+/// The header a request names its busy policy in (`openharness_server::ON_BUSY_HEADER`; spelled
+/// here, so reading a server's store needs no server of its own: a test holds the two equal).
+const ON_BUSY_HEADER: &str = "x-openharness-on-busy";
 
 /// A running server's store, read through its HTTP API.
 #[derive(Debug, Clone)]
@@ -171,7 +170,7 @@ impl RemoteStore {
             request = request.bearer_auth(key);
         }
         if let Some(policy) = on_busy {
-            request = request.header(openharness_server::ON_BUSY_HEADER, policy.as_str());
+            request = request.header(ON_BUSY_HEADER, policy.as_str());
         }
         let unreachable = |source| {
             StoreError::backend(RemoteError::Request {
@@ -352,5 +351,15 @@ impl Store for RemoteStore {
             }
         });
         Ok(subscription)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// The header is the one the server reads.
+    #[test]
+    #[cfg(feature = "server")]
+    fn the_busy_header_is_the_servers() {
+        assert_eq!(super::ON_BUSY_HEADER, openharness_server::ON_BUSY_HEADER);
     }
 }

@@ -5,9 +5,9 @@ use std::io::{BufReader, Write};
 use std::path::{Path, PathBuf};
 
 use clap::Subcommand;
-use openharness::store::{
-    Access, OpenOptions, PostgresError, PostgresOptions, RedbOptions, is_postgres, jsonl,
-};
+use openharness::store::{Access, OpenOptions, RedbOptions, is_postgres, jsonl};
+#[cfg(feature = "postgres")]
+use openharness::store::{PostgresError, PostgresOptions};
 use openharness::{SessionId, Store, StoreError};
 
 use crate::Output;
@@ -98,17 +98,38 @@ fn opened(
     })
 }
 
+/// Whether `--store` names a server (`http://…` or `https://…`).
+pub(crate) fn is_remote(store: &str) -> bool {
+    store.starts_with("http://") || store.starts_with("https://")
+}
+
 /// The store `store` names (see [`open`]), with the store's own error: a running server for
-/// `http://…` (read-only), else what [`openharness_store::open_with`] opens, with the CLI's
-/// choices for each kind.
+/// `http://…` (read-only; feature `remote`), else what [`openharness_store::open_with`] opens
+/// (PostgreSQL with feature `postgres`), with the CLI's choices for each kind.
 pub(crate) async fn open_any(store: &Path, access: Access) -> Result<Box<dyn Store>, StoreError> {
     let name = store.to_string_lossy();
-    if crate::remote::is_remote(&name) {
+    if is_remote(&name) {
+        #[cfg(feature = "remote")]
         return Ok(Box::new(crate::remote::RemoteStore::new(&name)?));
+        #[cfg(not(feature = "remote"))]
+        return Err(StoreError::Invalid(
+            "this is a server's address, and this program was built without reading a store \
+             through a server (openharness-cli's feature `remote`)"
+                .to_owned(),
+        ));
     }
     let mut options = OpenOptions::new(access);
     if is_postgres(&name) {
-        options = options.postgres(postgres_options()?);
+        #[cfg(feature = "postgres")]
+        {
+            options = options.postgres(postgres_options()?);
+        }
+        #[cfg(not(feature = "postgres"))]
+        return Err(StoreError::Invalid(
+            "this is a PostgreSQL connection string, and this program was built without the \
+             PostgreSQL store (openharness-cli's feature `postgres`)"
+                .to_owned(),
+        ));
     } else if access == Access::Write {
         // The CLI's runtime is multi-threaded and never a LocalSet, so a lone writer (a run
         // recording its session) may commit on its own thread; the file is shared with the
@@ -136,10 +157,12 @@ fn show_progress(progress: jsonl::ImportProgress<'_>) {
 }
 
 /// The environment variable that sizes a PostgreSQL store's pool of query connections.
+#[cfg(feature = "postgres")]
 pub(crate) const POSTGRES_CONNECTIONS: &str = "OPENHARNESS_POSTGRES_CONNECTIONS";
 
 /// A PostgreSQL store's options: the pool's size from [`POSTGRES_CONNECTIONS`] when it is set
 /// (an invalid one is an error, never ignored), else the default.
+#[cfg(feature = "postgres")]
 fn postgres_options() -> Result<PostgresOptions, StoreError> {
     let options = PostgresOptions::default();
     match std::env::var(POSTGRES_CONNECTIONS) {

@@ -263,3 +263,81 @@ fn a_program_without_the_workflow_reads_its_events_and_says_why_it_cannot_fold()
     let twice = Cli::new().workflow(ledger()).unwrap().workflow(ledger());
     assert!(twice.is_err());
 }
+
+/// A command is in the help exactly when the program is built with its feature: an embedding
+/// program with `default-features = false` lists the commands it has, and no other.
+#[test]
+fn the_help_lists_the_commands_of_the_features_built_in() {
+    let cli = Cli::new().workflow(ledger()).unwrap();
+    let help = match cli.try_run_from(["ledger-tool", "--help"], Output::new(Buffer::default())) {
+        Err(CliError::Clap(help)) => help.to_string(),
+        other => panic!("--help is clap's to print: {other:?}"),
+    };
+    let listed = |command: &str| {
+        help.lines()
+            .any(|line| line.trim_start().starts_with(&format!("{command} ")))
+    };
+    for command in [
+        "start", "send", "respond", "resume", "sessions", "annotate", "feedback", "events", "tape",
+        "diff", "bisect", "replay", "fork", "check", "compact", "export", "import", "verify",
+    ] {
+        assert!(listed(command), "`{command}` is in every build:\n{help}");
+    }
+    for (command, built) in [
+        ("cancel", cfg!(feature = "remote")),
+        ("serve", cfg!(feature = "server")),
+        ("eval", cfg!(feature = "eval")),
+        ("mcp", cfg!(feature = "mcp")),
+        ("otel", cfg!(feature = "otel")),
+        ("platform", cfg!(feature = "platform")),
+    ] {
+        assert_eq!(listed(command), built, "`{command}`:\n{help}");
+    }
+}
+
+/// Built without the `tui` feature, `tape` without `--at` fails in one line that says what
+/// works instead.
+#[test]
+#[cfg(not(feature = "tui"))]
+fn without_the_debugger_tape_names_the_position_flag() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("ledger.redb");
+    let session = record(&store);
+    let cli = Cli::new().workflow(ledger()).unwrap();
+    let err = tool(&cli, &store, &["tape", session.as_str()]).unwrap_err();
+    let message = err.to_string();
+    assert!(
+        message.contains("feature `tui`")
+            && message.contains(&format!("`ledger-tool tape {session} --at N`")),
+        "{message}"
+    );
+    assert_eq!(message.lines().count(), 1, "{message}");
+}
+
+/// Built without the `postgres` or `remote` feature, a `--store` of that kind is refused in
+/// words that name the feature (a connection string never with its password).
+#[test]
+#[cfg(not(all(feature = "postgres", feature = "remote")))]
+fn a_store_kind_left_out_is_refused_naming_its_feature() {
+    let cli = Cli::new().workflow(ledger()).unwrap();
+    for (store, built, feature) in [
+        (
+            "postgres://alice:Hunter2Secret@127.0.0.1:1/app",
+            cfg!(feature = "postgres"),
+            "feature `postgres`",
+        ),
+        (
+            "http://127.0.0.1:1",
+            cfg!(feature = "remote"),
+            "feature `remote`",
+        ),
+    ] {
+        if built {
+            continue;
+        }
+        let err = tool(&cli, Path::new(store), &["sessions"]).unwrap_err();
+        let message = openharness::adapter::ErrorChain(&err).to_string();
+        assert!(message.contains(feature), "{store}: {message}");
+        assert!(!message.contains("Hunter2Secret"), "{store}: {message}");
+    }
+}

@@ -104,7 +104,7 @@ pub(crate) use codec::{
 };
 pub use live::LiveError;
 pub use memory::MemoryStore;
-pub use open::{Access, OpenOptions, is_postgres, open, open_with};
+pub use open::{Access, OpenOptions, is_postgres, open, open_with, redact_url};
 #[cfg(feature = "testing")]
 pub use openharness_core::adapter::observe::{FailingStore, Faults, InjectedFailure};
 pub use openharness_core::adapter::observe::{Observed, StoreCall, StoreObserver};
@@ -115,7 +115,7 @@ pub use openharness_core::{
 #[cfg(feature = "postgres")]
 pub use postgres::{
     CONNECTIONS, LISTENER_GRACE, MAX_CONNECTIONS, MIGRATIONS, PostgresError, PostgresOptions,
-    PostgresStore, redact_url,
+    PostgresStore,
 };
 pub use redb_store::{
     COMPACT_ON_CLOSE_BYTES, Compaction, DEFAULT_CACHE_BYTES, DEFAULT_CALLER_SPIN,

@@ -1,6 +1,8 @@
 //! [`open`]: the store a location names. The one place that tells a PostgreSQL connection
 //! string from a redb file path, used by the CLI's `--store` and by tools of your own that
-//! take a store location from their users.
+//! take a store location from their users; and [`redact_url`], a location fit to show (with
+//! or without the `postgres` feature: a program built without it still names what it cannot
+//! open, never with the password).
 
 use std::ffi::OsStr;
 use std::path::Path;
@@ -81,6 +83,107 @@ pub fn is_postgres(location: &str) -> bool {
             }))
 }
 
+/// `url` with its password replaced by `***`, for messages: a `postgres://` URL
+/// (`postgres://user:***@host/db`) or a key-value string (`host=h password=*** dbname=d`).
+/// Anything else is returned as is.
+pub fn redact_url(url: &str) -> String {
+    if let Some(scheme_end) = url.find("://") {
+        let rest_start = scheme_end + 3;
+        let rest = &url[rest_start..];
+        // The user info ends at the last `@` before the path or query.
+        let authority_end = rest.find(['/', '?']).unwrap_or(rest.len());
+        let authority = &rest[..authority_end];
+        let redacted = match authority.rfind('@') {
+            Some(at) => match authority[..at].find(':') {
+                Some(colon) => format!("{}:***{}", &authority[..colon], &authority[at..]),
+                None => authority.to_owned(),
+            },
+            None => authority.to_owned(),
+        };
+        let mut query = rest[authority_end..].to_owned();
+        if let Some(q) = query.find('?') {
+            let params: Vec<String> = query[q + 1..]
+                .split('&')
+                .map(|param| match param.split_once('=') {
+                    Some((key, _)) if key.eq_ignore_ascii_case("password") => {
+                        format!("{key}=***")
+                    }
+                    _ => param.to_owned(),
+                })
+                .collect();
+            query = format!("{}?{}", &query[..q], params.join("&"));
+        }
+        return format!("{}{redacted}{query}", &url[..rest_start]);
+    }
+    redact_key_value(url)
+}
+
+/// A key-value connection string with the value of `password` replaced by `***` (values may
+/// be single-quoted, with `\'` and `\\` escapes).
+fn redact_key_value(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut chars = s.chars().peekable();
+    loop {
+        // Whitespace between parameters.
+        while let Some(&c) = chars.peek() {
+            if !c.is_whitespace() {
+                break;
+            }
+            out.push(c);
+            chars.next();
+        }
+        if chars.peek().is_none() {
+            return out;
+        }
+        let mut key = String::new();
+        while let Some(&c) = chars.peek() {
+            if c == '=' || c.is_whitespace() {
+                break;
+            }
+            key.push(c);
+            chars.next();
+        }
+        out.push_str(&key);
+        while let Some(&c) = chars.peek() {
+            if c == '=' {
+                out.push(c);
+                chars.next();
+                break;
+            }
+            if !c.is_whitespace() {
+                break;
+            }
+            out.push(c);
+            chars.next();
+        }
+        while chars.next_if(|c| c.is_whitespace()).is_some() {}
+        let mut value = String::new();
+        if chars.peek() == Some(&'\'') {
+            value.push('\'');
+            chars.next();
+            while let Some(c) = chars.next() {
+                value.push(c);
+                if c == '\\' {
+                    if let Some(escaped) = chars.next() {
+                        value.push(escaped);
+                    }
+                } else if c == '\'' {
+                    break;
+                }
+            }
+        } else {
+            while let Some(c) = chars.next_if(|c| !c.is_whitespace()) {
+                value.push(c);
+            }
+        }
+        if key.eq_ignore_ascii_case("password") {
+            out.push_str("***");
+        } else {
+            out.push_str(&value);
+        }
+    }
+}
+
 /// Opens the store `location` names with the default options: PostgreSQL for a connection
 /// string ([`is_postgres`]; feature `postgres`), else the redb file at that path. A path is
 /// taken as it is (a `&Path` that is not UTF-8 included), never through a lossy string.
@@ -137,6 +240,37 @@ mod tests {
     #![allow(clippy::unwrap_used)]
 
     use super::*;
+
+    #[test]
+    fn redact_url_hides_passwords_in_urls_and_key_value_strings() {
+        let cases = [
+            (
+                "postgres://alice:s3cret@db.example:5432/app",
+                "postgres://alice:***@db.example:5432/app",
+            ),
+            (
+                "postgresql://alice:p%40ss@host/db?sslmode=disable",
+                "postgresql://alice:***@host/db?sslmode=disable",
+            ),
+            (
+                "postgres://alice@host/db?password=s3cret&application_name=x",
+                "postgres://alice@host/db?password=***&application_name=x",
+            ),
+            ("postgres://host/db", "postgres://host/db"),
+            (
+                "host=h user=alice password=s3cret dbname=app",
+                "host=h user=alice password=*** dbname=app",
+            ),
+            (
+                "host=h password = 'se cr\\'et' dbname=app",
+                "host=h password =*** dbname=app",
+            ),
+            ("host=h dbname=app", "host=h dbname=app"),
+        ];
+        for (url, redacted) in cases {
+            assert_eq!(redact_url(url), redacted, "{url}");
+        }
+    }
 
     /// A path that is not UTF-8 opens the file it names, not one at a lossy copy of its name.
     #[cfg(unix)]

@@ -187,10 +187,9 @@ pub(crate) async fn run(args: ForkArgs, context: &Context) -> Result<(), CliErro
         crate::commands::turns::print_outcome(context, &workflow, &outcome)?;
         writeln!(
             out,
-            "\nSession {} (forked from {parent}).\nOpen it:\n  {} tape {}",
+            "\nSession {} (forked from {parent}).\nOpen it:\n  {}",
             outcome.session,
-            context.program(),
-            outcome.session
+            crate::shared::tape_command(context.program(), &outcome.session, outcome.len)
         )?;
     }
     Ok(())

@@ -1,14 +1,17 @@
 //! `openharness mcp`: `tools` lists what an MCP server offers (a server of a config file's
 //! `[[mcp]]` tables, or one given on the command line), and `serve` serves the store to a
 //! coding assistant over MCP — stdio by default, Streamable HTTP at `/mcp` with `--addr`
-//! (API keys as for `serve`); read-only unless `--allow-writes`.
+//! (feature `server`; API keys as for `serve`); read-only unless `--allow-writes`.
 
 use std::io::Write;
+#[cfg(feature = "server")]
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
 use clap::{Args, Subcommand};
-use openharness_mcp::serve::{ServeOptions, http_service, serve_stdio};
+#[cfg(feature = "server")]
+use openharness_mcp::serve::http_service;
+use openharness_mcp::serve::{ServeOptions, serve_stdio};
 use openharness_mcp::{McpClient, McpServer};
 use serde::Deserialize;
 use serde_json::json;
@@ -61,13 +64,16 @@ pub(crate) struct ServeArgs {
     /// Serve Streamable HTTP at `http://ADDR/mcp` instead of stdio. An address other machines
     /// can reach needs API keys (or `--insecure-no-auth`).
     #[arg(long)]
+    #[cfg(feature = "server")]
     addr: Option<SocketAddr>,
     /// A file of API keys, one per line (the key, or `sha256:<hex>` of it); requests then need
     /// `Authorization: Bearer <key>`.
     #[arg(long, env = "OPENHARNESS_API_KEYS_FILE", requires = "addr")]
+    #[cfg(feature = "server")]
     api_keys_file: Option<PathBuf>,
     /// Serve without API keys on an address other machines can reach.
     #[arg(long, requires = "addr")]
+    #[cfg(feature = "server")]
     insecure_no_auth: bool,
     /// Also offer the tools that run workflows: start_run, send_input, answer_request,
     /// fork_session.
@@ -220,15 +226,28 @@ fn mcp_error(err: openharness_mcp::McpError) -> CliError {
     CliError::Usage(err.to_string())
 }
 
-/// `mcp serve`: the store over stdio, or Streamable HTTP with `--addr`, until the client
-/// leaves (stdio) or Ctrl-C (HTTP).
+/// `mcp serve`: the store over stdio, or Streamable HTTP with `--addr` (feature `server`),
+/// until the client leaves (stdio) or Ctrl-C (HTTP).
 pub(crate) async fn serve(args: ServeArgs, context: &Context) -> Result<(), CliError> {
     let options = ServeOptions::read_only().allow_writes(args.allow_writes);
     let host = context.host().clone();
-    let Some(addr) = args.addr else {
-        // stdout is the protocol's: nothing else may be written there.
-        return serve_stdio(host, options).await.map_err(mcp_error);
-    };
+    #[cfg(feature = "server")]
+    if let Some(addr) = args.addr {
+        return serve_http(addr, &args, host, options, context).await;
+    }
+    // stdout is the protocol's: nothing else may be written there.
+    serve_stdio(host, options).await.map_err(mcp_error)
+}
+
+/// `mcp serve --addr`: Streamable HTTP at `/mcp`, behind the API keys, until Ctrl-C.
+#[cfg(feature = "server")]
+async fn serve_http(
+    addr: SocketAddr,
+    args: &ServeArgs,
+    host: openharness_host::Host,
+    options: ServeOptions,
+    context: &Context,
+) -> Result<(), CliError> {
     let keys = crate::shared::read_api_keys(args.api_keys_file.as_deref())?;
     if !addr.ip().is_loopback() && keys.is_empty() && !args.insecure_no_auth {
         return Err(CliError::Usage(format!(
@@ -289,6 +308,7 @@ pub(crate) async fn serve(args: ServeArgs, context: &Context) -> Result<(), CliE
         .map_err(|err| CliError::Usage(format!("serving MCP on {addr} failed: {err}")))
 }
 
+#[cfg(feature = "server")]
 fn bearer_matches(
     request: &axum::extract::Request,
     keys: &[openharness_server::ApiKeyHash],

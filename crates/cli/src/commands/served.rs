@@ -24,7 +24,7 @@ const POLL: Duration = Duration::from_millis(100);
 /// The server `--store` names, when it names one.
 pub(crate) fn server(context: &Context) -> Option<String> {
     let store = context.store_path().to_string_lossy().into_owned();
-    crate::remote::is_remote(&store).then_some(store)
+    crate::transfer::is_remote(&store).then_some(store)
 }
 
 /// The server at `base`, as a client.

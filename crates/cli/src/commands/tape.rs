@@ -1,7 +1,7 @@
-//! `openharness tape <session>`: the interactive debugger, or with `--at N` the state at one
-//! position (as text or JSON), with a warning (`codeChange`, `stateDivergence` in JSON) when
-//! other code recorded the session or today's handlers fold it to another state than the
-//! live run recorded before that position.
+//! `openharness tape <session>`: the interactive debugger (feature `tui`), or with `--at N`
+//! the state at one position (as text or JSON), with a warning (`codeChange`,
+//! `stateDivergence` in JSON) when other code recorded the session or today's handlers fold it
+//! to another state than the live run recorded before that position.
 
 use std::io::Write;
 
@@ -19,10 +19,19 @@ pub(crate) async fn tape(
 ) -> Result<(), CliError> {
     let host = context.host();
     let Some(at) = at else {
-        let debugger = crate::Debugger::open(host, session, context.program())
-            .await
-            .map_err(|e| context.explain(e))?;
-        return crate::debugger::run(debugger);
+        #[cfg(feature = "tui")]
+        {
+            let debugger = crate::Debugger::open(host, session, context.program())
+                .await
+                .map_err(|e| context.explain(e))?;
+            return crate::debugger::run(debugger);
+        }
+        #[cfg(not(feature = "tui"))]
+        return Err(CliError::Usage(format!(
+            "this program was built without the interactive debugger (openharness-cli's \
+             feature `tui`): `{} tape {session} --at N` prints the state at position N",
+            context.program()
+        )));
     };
     let view = host
         .tape_view(session, at)

@@ -3,8 +3,8 @@
 //!
 //! Each shows the turn's progress live and ends by saying how the turn ended, the session's
 //! new length and, when it waits for a person, the exact `respond` command. With `--store
-//! http://ADDR`, `send` and `respond` ask the server to run the turn and `cancel` stops one
-//! running there ([`served`]).
+//! http://ADDR` (feature `remote`), `send` and `respond` ask the server to run the turn and
+//! `cancel` stops one running there (`served`).
 
 use std::io::Write;
 
@@ -16,6 +16,7 @@ use crate::error::CliError;
 use crate::provider::ProviderArgs;
 use crate::shared::parse_session;
 
+#[cfg(feature = "remote")]
 use super::served;
 
 /// Arguments of `start`.
@@ -44,12 +45,14 @@ pub(crate) struct SendArgs {
     /// ending it (`interrupt`), abandoning it with its state restored (`rollback`) or given to
     /// its running agent at its next model call (`steer`). Absent: the server's default.
     #[arg(long, value_name = "POLICY", value_parser = crate::shared::parse_busy_policy)]
+    #[cfg(feature = "remote")]
     on_busy: Option<openharness::BusyPolicy>,
     #[command(flatten)]
     provider: ProviderArgs,
 }
 
 /// Arguments of `cancel`.
+#[cfg(feature = "remote")]
 #[derive(Debug, clap::Args)]
 pub(crate) struct CancelArgs {
     /// The session whose running turn should stop.
@@ -193,17 +196,17 @@ pub(crate) async fn start(args: StartArgs, context: &Context) -> Result<(), CliE
     print_outcome(context, &workflow, &outcome)?;
     writeln!(
         context.out(),
-        "\nSession {} is recorded in {}.\nOpen it:\n  {} tape {}",
+        "\nSession {} is recorded in {}.\nOpen it:\n  {}",
         outcome.session,
         context.store_path().display(),
-        context.program(),
-        outcome.session
+        crate::shared::tape_command(context.program(), &outcome.session, outcome.len)
     )?;
     Ok(())
 }
 
 /// Runs `send`.
 pub(crate) async fn send(args: SendArgs, context: &Context) -> Result<(), CliError> {
+    #[cfg(feature = "remote")]
     if let Some(base) = served::server(context) {
         let session = parse_session(&args.session)?;
         return served::send(
@@ -216,6 +219,7 @@ pub(crate) async fn send(args: SendArgs, context: &Context) -> Result<(), CliErr
         )
         .await;
     }
+    #[cfg(feature = "remote")]
     if args.on_busy.is_some() {
         return Err(CliError::Usage(
             "--on-busy is for a turn that runs in a server (--store http://ADDR): no turn of \
@@ -248,6 +252,7 @@ pub(crate) async fn send(args: SendArgs, context: &Context) -> Result<(), CliErr
 
 /// Runs `respond`.
 pub(crate) async fn respond(args: RespondArgs, context: &Context) -> Result<(), CliError> {
+    #[cfg(feature = "remote")]
     if let Some(base) = served::server(context) {
         let session = parse_session(&args.session)?;
         return served::respond(
@@ -302,6 +307,7 @@ pub(crate) async fn respond(args: RespondArgs, context: &Context) -> Result<(), 
 
 /// Runs `cancel`: only a server's running turn can be asked to stop from another process
 /// (a turn this CLI runs stops with Ctrl-C).
+#[cfg(feature = "remote")]
 pub(crate) async fn cancel(args: CancelArgs, context: &Context) -> Result<(), CliError> {
     let session = parse_session(&args.session)?;
     match served::server(context) {

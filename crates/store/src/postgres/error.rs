@@ -1,6 +1,5 @@
 //! [`PostgresError`]: why a [`PostgresStore`](super::PostgresStore) could not connect or
-//! complete an operation, which of those mean a lost connection, and URLs with their
-//! passwords redacted.
+//! complete an operation, and which of those mean a lost connection.
 
 use deadpool::managed::PoolError;
 use openharness_core::StoreError;
@@ -95,107 +94,6 @@ pub(super) fn broken(err: &tokio_postgres::Error) -> bool {
             || matches!(db.severity(), "FATAL" | "PANIC");
     }
     std::error::Error::source(err).is_some_and(|cause| cause.is::<std::io::Error>())
-}
-
-/// `url` with its password replaced by `***`, for messages: a `postgres://` URL
-/// (`postgres://user:***@host/db`) or a key-value string (`host=h password=*** dbname=d`).
-/// Anything else is returned as is.
-pub fn redact_url(url: &str) -> String {
-    if let Some(scheme_end) = url.find("://") {
-        let rest_start = scheme_end + 3;
-        let rest = &url[rest_start..];
-        // The user info ends at the last `@` before the path or query.
-        let authority_end = rest.find(['/', '?']).unwrap_or(rest.len());
-        let authority = &rest[..authority_end];
-        let redacted = match authority.rfind('@') {
-            Some(at) => match authority[..at].find(':') {
-                Some(colon) => format!("{}:***{}", &authority[..colon], &authority[at..]),
-                None => authority.to_owned(),
-            },
-            None => authority.to_owned(),
-        };
-        let mut query = rest[authority_end..].to_owned();
-        if let Some(q) = query.find('?') {
-            let params: Vec<String> = query[q + 1..]
-                .split('&')
-                .map(|param| match param.split_once('=') {
-                    Some((key, _)) if key.eq_ignore_ascii_case("password") => {
-                        format!("{key}=***")
-                    }
-                    _ => param.to_owned(),
-                })
-                .collect();
-            query = format!("{}?{}", &query[..q], params.join("&"));
-        }
-        return format!("{}{redacted}{query}", &url[..rest_start]);
-    }
-    redact_key_value(url)
-}
-
-/// A key-value connection string with the value of `password` replaced by `***` (values may
-/// be single-quoted, with `\'` and `\\` escapes).
-fn redact_key_value(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    let mut chars = s.chars().peekable();
-    loop {
-        // Whitespace between parameters.
-        while let Some(&c) = chars.peek() {
-            if !c.is_whitespace() {
-                break;
-            }
-            out.push(c);
-            chars.next();
-        }
-        if chars.peek().is_none() {
-            return out;
-        }
-        let mut key = String::new();
-        while let Some(&c) = chars.peek() {
-            if c == '=' || c.is_whitespace() {
-                break;
-            }
-            key.push(c);
-            chars.next();
-        }
-        out.push_str(&key);
-        while let Some(&c) = chars.peek() {
-            if c == '=' {
-                out.push(c);
-                chars.next();
-                break;
-            }
-            if !c.is_whitespace() {
-                break;
-            }
-            out.push(c);
-            chars.next();
-        }
-        while chars.next_if(|c| c.is_whitespace()).is_some() {}
-        let mut value = String::new();
-        if chars.peek() == Some(&'\'') {
-            value.push('\'');
-            chars.next();
-            while let Some(c) = chars.next() {
-                value.push(c);
-                if c == '\\' {
-                    if let Some(escaped) = chars.next() {
-                        value.push(escaped);
-                    }
-                } else if c == '\'' {
-                    break;
-                }
-            }
-        } else {
-            while let Some(c) = chars.next_if(|c| !c.is_whitespace()) {
-                value.push(c);
-            }
-        }
-        if key.eq_ignore_ascii_case("password") {
-            out.push_str("***");
-        } else {
-            out.push_str(&value);
-        }
-    }
 }
 
 impl From<PostgresError> for StoreError {
