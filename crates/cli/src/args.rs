@@ -205,6 +205,14 @@ pub(crate) enum Command<E: Subcommand> {
         /// inspector's list filter and sort by them.
         #[arg(long, value_name = "FILE")]
         online_scorers: Option<PathBuf>,
+        /// The most connections open at once (default 512): one more closes the connection
+        /// silent longest. Each event stream holds one; raise it for many browsers.
+        #[arg(long, value_name = "N", default_value_t = openharness_server::ConnectionLimits::default().max_connections)]
+        max_connections: usize,
+        /// The most event streams one session may have open at once (default 64); one more is
+        /// `429`. Raise it for many followers of one session.
+        #[arg(long, value_name = "N", default_value_t = openharness_server::ServerOptions::default().max_streams_per_session)]
+        max_streams_per_session: usize,
     },
     #[command(flatten)]
     Transfer(crate::transfer::TransferCommand),

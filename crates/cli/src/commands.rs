@@ -50,7 +50,7 @@ pub(crate) mod verify;
 
 use check::check;
 use events::events;
-use serve::{Access, Mount, serve};
+use serve::{Access, Limits, Mount, serve};
 use sessions::{sessions, unfinished};
 use tape::tape;
 
@@ -148,6 +148,8 @@ pub(crate) async fn run<E: clap::Subcommand>(
             base_path,
             on_busy,
             online_scorers,
+            max_connections,
+            max_streams_per_session,
         } => {
             let access = Access {
                 api_keys_file,
@@ -166,7 +168,11 @@ pub(crate) async fn run<E: clap::Subcommand>(
             let addr = port.map_or(addr, |port| {
                 std::net::SocketAddr::from(([127, 0, 0, 1], port))
             });
-            serve(context, addr, access, mount).await
+            let limits = Limits {
+                max_connections,
+                max_streams_per_session,
+            };
+            serve(context, addr, access, mount, limits).await
         }
         Command::Check => check(context).await,
         // Run before the store is opened (it needs the file to itself): see `Cli::dispatch`.

@@ -29,6 +29,14 @@ pub(super) struct Mount {
     pub(super) online_scorers: Option<std::path::PathBuf>,
 }
 
+/// How much `serve` holds open at once: connections, and event streams per session.
+pub(super) struct Limits {
+    /// `--max-connections`: past it, a new connection closes the one silent longest.
+    pub(super) max_connections: usize,
+    /// `--max-streams-per-session`: past it, a new stream of that session is `429`.
+    pub(super) max_streams_per_session: usize,
+}
+
 /// The scorers of an `--online-scorers` file (judges' providers built as `eval run` builds
 /// them).
 fn read_online_scorers(
@@ -55,6 +63,7 @@ pub(super) async fn serve(
     addr: std::net::SocketAddr,
     access: Access,
     mount: Mount,
+    limits: Limits,
 ) -> Result<(), CliError> {
     let Mount {
         chat_workflow,
@@ -132,7 +141,9 @@ pub(super) async fn serve(
         out.flush()?;
     }
     let guarded = keys.is_empty() && addr.ip().is_loopback();
-    let mut options = openharness_server::ServerOptions::default().api_keys(keys);
+    let mut options = openharness_server::ServerOptions::default()
+        .api_keys(keys)
+        .max_streams_per_session(limits.max_streams_per_session);
     // Keyless on loopback: answer to this address and `localhost` only (DNS rebinding).
     if guarded {
         options = options
@@ -199,7 +210,7 @@ pub(super) async fn serve(
     let served = openharness_server::serve(
         listener,
         app,
-        openharness_server::ConnectionLimits::default(),
+        openharness_server::ConnectionLimits::default().max_connections(limits.max_connections),
         async {
             let _ = tokio::signal::ctrl_c().await;
         },
