@@ -29,10 +29,15 @@
 //! - **idle**: a fresh server; S sessions of one turn each, then S more: RSS and fds per idle
 //!   session (the slope between the two); then F idle followers over those sessions, half and
 //!   then all: RSS and fds per idle stream (goal: 10 000 streams at <= 50 KB each).
+//! - **replicas** ([`replicas`]): two `serve` on one PostgreSQL database behind one port (a
+//!   proxy here), N sessions (100) with the 1 s model, one replica SIGKILLed halfway:
+//!   acknowledged turns lost (goal 0), and the slowest cut-off turn's finish after the kill
+//!   (goal <= 5 s). Needs `OPENHARNESS_TEST_POSTGRES`.
 //!
 //! Options: `--quick` (short windows, small N: a smoke run), `--seconds S` (the window),
 //! `--rounds R`, `--sessions 10,100,1000`, `--streamed-sessions N`, `--busy-followers F`,
-//! `--idle-sessions S`, `--idle-followers F`, `--rows saturation,streamed,busy,idle`,
+//! `--idle-sessions S`, `--idle-followers F`, `--replica-sessions N`,
+//! `--rows saturation,streamed,busy,idle,replicas`,
 //! `--no-langgraph`. The suite never fails on a missed goal ([`Missed::Shown`]): on a shared
 //! 2-core box the figures are noisy; read them with the machine's load printed beside them.
 
@@ -40,6 +45,7 @@ mod client;
 mod driver;
 mod fake;
 mod langgraph;
+mod replicas;
 pub(crate) mod serve;
 mod sides;
 mod usage;
@@ -71,6 +77,7 @@ struct Options {
     busy_followers: usize,
     idle_sessions: usize,
     idle_followers: usize,
+    replica_sessions: usize,
     rows: Vec<String>,
     langgraph: bool,
 }
@@ -86,7 +93,8 @@ impl Options {
             busy_followers: 1000,
             idle_sessions: 1000,
             idle_followers: 10_000,
-            rows: ["saturation", "streamed", "busy", "idle"]
+            replica_sessions: 100,
+            rows: ["saturation", "streamed", "busy", "idle", "replicas"]
                 .map(str::to_owned)
                 .to_vec(),
             langgraph: true,
@@ -103,6 +111,7 @@ impl Options {
             busy_followers: 100,
             idle_sessions: 100,
             idle_followers: 1000,
+            replica_sessions: 20,
             ..Self::full()
         }
     }
@@ -139,6 +148,7 @@ impl Options {
                 "--busy-followers" => options.busy_followers = number(value()?)?,
                 "--idle-sessions" => options.idle_sessions = number(value()?)?.max(1),
                 "--idle-followers" => options.idle_followers = number(value()?)?,
+                "--replica-sessions" => options.replica_sessions = number(value()?)?.max(1),
                 "--rows" => options.rows = value()?.split(',').map(str::to_owned).collect(),
                 other => return Err(format!("unknown option {other}")),
             }
@@ -238,6 +248,9 @@ async fn suite(options: Options) -> Fallible<Vec<Row>> {
     }
     if bench.options.wants("idle") {
         rows.extend(idle(&mut bench).await?);
+    }
+    if bench.options.wants("replicas") {
+        rows.extend(replicas::replicas(&mut bench).await?);
     }
     println!(
         "ratio: ours over LangGraph for turns/s; ours (or LangGraph) over the baseline for times and sizes. \

@@ -14,7 +14,9 @@ use crate::report::Fallible;
 
 /// How long a read may wait before the request counts as timed out (a turn's stream, or an
 /// answer's head); event streams that stay idle on purpose read with [`Answer::line_idle`].
-pub(crate) const READ_TIMEOUT: Duration = Duration::from_secs(30);
+/// Long: LangGraph's run stream says nothing while the run waits in its queue, which at a
+/// thousand concurrent turns lasts tens of seconds.
+pub(crate) const READ_TIMEOUT: Duration = Duration::from_secs(120);
 
 /// One keep-alive connection to `addr`, opened on first use and again after the server
 /// closed it.

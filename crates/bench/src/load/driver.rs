@@ -248,13 +248,18 @@ impl Words {
 }
 
 /// The words a reader read in the window: (stamp, when read), both Unix ns.
-type Sightings = Vec<(u64, u64)>;
+pub(crate) type Sightings = Vec<(u64, u64)>;
 
 /// When (Unix ns) readers start noting words: `u64::MAX` until the window opens.
 #[derive(Clone)]
-struct Recording(Arc<AtomicU64>);
+pub(crate) struct Recording(Arc<AtomicU64>);
 
 impl Recording {
+    /// Notes nothing.
+    pub(crate) fn off() -> Self {
+        Self(Arc::new(AtomicU64::new(u64::MAX)))
+    }
+
     fn note(&self, into: &mut Sightings, stamp: u64) {
         if stamp >= self.0.load(Ordering::Relaxed) {
             into.push((stamp, unix_ns()));
@@ -263,10 +268,10 @@ impl Recording {
 }
 
 /// One turn as its poster saw it.
-struct Turn {
-    first: Option<Duration>,
-    total: Duration,
-    words: u64,
+pub(crate) struct Turn {
+    pub(crate) first: Option<Duration>,
+    pub(crate) total: Duration,
+    pub(crate) words: u64,
 }
 
 /// Opens a session on `kind`: ours by naming a new chat id, LangGraph's by creating a thread.
@@ -333,25 +338,53 @@ pub(crate) fn follower_path(kind: Kind, session: &str) -> Option<(String, Stream
     }
 }
 
+/// A turn that failed, and whether its server had acknowledged it (answered `200`, which our
+/// server does only once the input is durable) before it failed.
+#[derive(Debug)]
+pub(crate) struct Failed {
+    pub(crate) acknowledged: bool,
+    pub(crate) why: String,
+}
+
+impl std::fmt::Display for Failed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.why)
+    }
+}
+
+impl std::error::Error for Failed {}
+
 /// Posts turn `k` and reads its stream to the end.
-async fn turn(
+pub(crate) async fn turn(
     kind: Kind,
     connection: &mut Connection,
     session: &str,
     k: u64,
     recording: &Recording,
     seen: &mut Sightings,
-) -> Fallible<Turn> {
+) -> Result<Turn, Failed> {
     let (path, body, stream) = turn_request(kind, session, k);
     let started = Instant::now();
+    let unacknowledged = |why: String| Failed {
+        acknowledged: false,
+        why,
+    };
     let mut answer = connection
         .send("POST", &path, "accept: text/event-stream\r\n", Some(&body))
-        .await?;
+        .await
+        .map_err(|err| unacknowledged(format!("POST {path}: {err}")))?;
     if answer.status != 200 {
         let status = answer.status;
         let body = answer.text().await.unwrap_or_default();
-        return Err(format!("POST {path}: {status} {}", body.trim()).into());
+        return Err(unacknowledged(format!(
+            "POST {path}: {status} {}",
+            body.trim()
+        )));
     }
+    let acknowledged = |why: String| Failed {
+        acknowledged: true,
+        why,
+    };
     let mut frames = Frames::new(stream);
     let mut words = Words::default();
     let mut timed = Turn {
@@ -359,14 +392,18 @@ async fn turn(
         total: Duration::ZERO,
         words: 0,
     };
-    while let Some(line) = answer.line().await? {
+    while let Some(line) = answer
+        .line()
+        .await
+        .map_err(|err| acknowledged(format!("POST {path}: {err}")))?
+    {
         match frames.line(&line) {
             Frame::Text(text) => words.feed(&text, |stamp| {
                 timed.first.get_or_insert_with(|| started.elapsed());
                 timed.words += 1;
                 recording.note(seen, stamp);
             }),
-            Frame::Error(error) => return Err(format!("an error frame: {error}").into()),
+            Frame::Error(error) => return Err(acknowledged(format!("an error frame: {error}"))),
             Frame::Other => {}
         }
     }
@@ -525,7 +562,7 @@ pub(crate) async fn run(
     plan: Plan,
     watched: Watched,
 ) -> Fallible<Figures> {
-    let recording = Recording(Arc::new(AtomicU64::new(u64::MAX)));
+    let recording = Recording::off();
     // Sessions, each with its connection and one turn (not counted).
     let gate = Arc::new(Semaphore::new(CONNECTING));
     let mut opening = Vec::with_capacity(plan.sessions);

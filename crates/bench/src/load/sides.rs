@@ -190,6 +190,8 @@ fn spawn_reading_first_line(mut command: Command, log: Option<&Path>) -> Fallibl
 pub(crate) enum StoreAt {
     /// A redb file.
     Redb(PathBuf),
+    /// A PostgreSQL connection string.
+    Postgres(String),
 }
 
 /// Starts our server over `store`, its model the fake at `model_url`.
@@ -202,6 +204,7 @@ pub(crate) async fn start_ours(
     let mut command = Command::new(exe);
     let store = match store {
         StoreAt::Redb(path) => path.display().to_string(),
+        StoreAt::Postgres(url) => url.clone(),
     };
     command
         .arg("--store")
