@@ -665,6 +665,9 @@ struct Idle {
     per_session: f64,
     fds_per_session: f64,
     per_stream: f64,
+    /// Per stream joining a session already followed (when the streams outnumber the sessions
+    /// twice over).
+    per_joining_stream: Option<f64>,
     fds_per_stream: f64,
     streams: usize,
     stream_errors: String,
@@ -729,6 +732,20 @@ async fn idle(bench: &mut Bench) -> Fallible<Vec<Row>> {
             stream.baseline, theirs.streams, theirs.stream_errors
         );
     }
+    if let Some(joining) = ours.per_joining_stream {
+        rows.push(Row {
+            what: "RSS per idle stream joining a followed session".to_owned(),
+            measured: kib(joining),
+            baseline: theirs
+                .and_then(|t| t.per_joining_stream)
+                .map_or("-".to_owned(), kib),
+            ratio: theirs
+                .and_then(|t| t.per_joining_stream)
+                .map_or("-".to_owned(), |t| times(joining / t.max(1e-9))),
+            goal: "(info)",
+            met: None,
+        });
+    }
     stream.goal = "<= 50 KB";
     stream.met = Some(ours.per_stream <= 50_000.0 && ours.streams >= followers);
     rows.push(stream);
@@ -777,14 +794,31 @@ async fn idle_side(
     let (m0, m1) = ((sessions, marks[0]), (2 * sessions, marks[1]));
     let first = stream_marks[0];
     let last = stream_marks[stream_marks.len() - 1];
+    // The first half of the streams reaches every session (round robin): the second half only
+    // joins sessions already followed, so its slope is a stream's own cost, without the
+    // session's shared tail (our hub).
+    let joining = (stream_marks.len() == 3 && half >= ids.len())
+        .then(|| slope(stream_marks[1], stream_marks[2], |u| u.rss));
     let idle = Idle {
         per_session: slope(m0, m1, |u| u.rss),
         fds_per_session: slope(m0, m1, |u| u.fds),
         per_stream: slope(first, last, |u| u.rss),
+        per_joining_stream: joining,
         fds_per_stream: slope(first, last, |u| u.fds),
         streams: held.len(),
         stream_errors: errors,
     };
+    if let Some(joining) = joining {
+        // What the first half cost beyond its streams' own: the followed sessions' tails.
+        let first_half = stream_marks[1].1.rss as f64 - stream_marks[0].1.rss as f64;
+        let per_followed = (first_half - joining * half as f64) / ids.len() as f64;
+        eprintln!(
+            "bench load: {:<9} idle: a stream joining a followed session {:.1} KiB; the first stream of a session adds {:.1} KiB more (its shared tail)",
+            kind.name(),
+            joining / 1024.0,
+            per_followed / 1024.0
+        );
+    }
     eprintln!(
         "bench load: {:<9} idle: {} sessions RSS {} MB, {} sessions {} MB ({:.1} KiB each); {} streams RSS {} MB ({:.1} KiB each, {:.2} fds each); marks {:?}",
         kind.name(),
