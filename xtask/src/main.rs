@@ -23,6 +23,10 @@
 //!   response conforms.
 //! - `cargo xtask bench race`: the planner-executor shape against LangGraph's (installed from
 //!   PyPI into `.race-venv` on first use), both durable, at 1 000, 5 000 and 10 000 tasks.
+//! - `cargo xtask bench load [-- OPTIONS]`: `openharness serve` under load against LangGraph's
+//!   Agent Server (`langgraph dev`, installed from PyPI into `.load-venv` on first use), both
+//!   against one fake model; `-- --quick` for a short run (the options are in
+//!   `crates/bench/src/load.rs`).
 //! - `cargo xtask bench stores`: the store benchmarks (release build of
 //!   `openharness-store-bench`), each figure beside a baseline from the same run. PostgreSQL
 //!   figures need `OPENHARNESS_BENCH_POSTGRES` or `OPENHARNESS_TEST_POSTGRES`.
@@ -38,8 +42,8 @@ use std::process::{Command, ExitCode};
 enum Step {
     /// `cargo <args>`.
     Cargo(&'static [&'static str]),
-    /// `cargo run --release --quiet --package openharness-bench -- <suite>`.
-    Bench(String),
+    /// `cargo run --release --quiet --package openharness-bench -- <suite> <options>`.
+    Bench(Vec<String>),
     /// `cargo xtask schemas --check`, run in this process.
     CheckSchemas,
     /// `cargo xtask schemathesis`.
@@ -50,7 +54,7 @@ enum Step {
     AwaitPrefetch,
 }
 
-const USAGE: &str = "usage: cargo xtask ci | schemas [--check] | bench stores | bench tape | bench sessions | bench race | bench server | bench turns | bench platform | bench chat | bench diff | bench eval | bench list | bench mcp | bench otel | bench replay | bench protocols | bench scores";
+const USAGE: &str = "usage: cargo xtask ci | schemas [--check] | bench stores | bench tape | bench sessions | bench race | bench server | bench turns | bench platform | bench chat | bench diff | bench eval | bench list | bench mcp | bench otel | bench replay | bench protocols | bench scores | bench load [-- OPTIONS]";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -104,7 +108,7 @@ fn main() -> ExitCode {
             "bench",
             suite @ ("tape" | "sessions" | "server" | "turns" | "platform" | "chat" | "diff"
             | "list" | "eval" | "mcp" | "otel" | "replay" | "protocols" | "scores"),
-        ] => vec![Step::Bench((*suite).to_owned())],
+        ] => vec![Step::Bench(vec![(*suite).to_owned()])],
         ["bench", "race"] => vec![
             // The race's child (`openharness-race-child`) too, which `cargo run` would not build.
             Step::Cargo(&[
@@ -115,7 +119,24 @@ fn main() -> ExitCode {
                 "openharness-bench",
                 "--bins",
             ]),
-            Step::Bench("race".to_owned()),
+            Step::Bench(vec!["race".to_owned()]),
+        ],
+        ["bench", "load", options @ ..] => vec![
+            // Our server (`openharness-load-serve`) too, which `cargo run` would not build.
+            Step::Cargo(&[
+                "build",
+                "--release",
+                "--quiet",
+                "--package",
+                "openharness-bench",
+                "--bins",
+            ]),
+            Step::Bench(
+                std::iter::once("load")
+                    .chain(options.iter().copied().filter(|o| *o != "--"))
+                    .map(str::to_owned)
+                    .collect(),
+            ),
         ],
         _ => {
             eprintln!("{USAGE}");
@@ -127,18 +148,18 @@ fn main() -> ExitCode {
     for step in steps {
         let ok = match step {
             Step::Cargo(args) => run_cargo(&cargo, args),
-            Step::Bench(suite) => run_cargo(
-                &cargo,
-                &[
+            Step::Bench(suite) => {
+                let mut args = vec![
                     "run",
                     "--release",
                     "--quiet",
                     "--package",
                     "openharness-bench",
                     "--",
-                    suite.as_str(),
-                ],
-            ),
+                ];
+                args.extend(suite.iter().map(String::as_str));
+                run_cargo(&cargo, &args)
+            }
             Step::CheckSchemas => check_schemas(),
             Step::Schemathesis => schemathesis::run(&cargo),
             Step::Prefetch => {

@@ -25,15 +25,19 @@
 //! - `protocols`: a turn streamed through `/api/chat`, Open Responses, AG-UI and A2A against
 //!   the native event stream: the cost per streamed delta, the first delta's latency.
 //! - `scores`: a served turn with online scorers against the same turn unscored.
+//! - `load` (`load/`): `openharness serve` under load against LangGraph's Agent Server, both
+//!   against one fake model in a process of its own (`openharness-bench load-fake`).
 //!
 //! Beside them: `report`, the table every suite prints; `http`, the suites' HTTP side; and
-//! `src/bin/openharness-race-child.rs`, our side of the race in a process of its own.
+//! `src/bin/openharness-race-child.rs`, our side of the race in a process of its own;
+//! `src/bin/openharness-load-serve.rs`, our server under load.
 
 mod chat;
 mod diff;
 mod eval;
 mod http;
 mod list;
+mod load;
 mod mcp;
 mod otel;
 mod platform;
@@ -76,9 +80,11 @@ pub fn run() -> ExitCode {
         Some("replay") => replay::run(),
         Some("protocols") => protocols::run(),
         Some("scores") => scores::run(),
+        Some("load") => load::run(&std::env::args().skip(2).collect::<Vec<_>>()),
+        Some("load-fake") => load::fake_main(&std::env::args().skip(2).collect::<Vec<_>>()),
         _ => {
             eprintln!(
-                "usage: openharness-bench tape | sessions | race | server | turns | platform | chat | diff | eval | list | mcp | otel | replay | protocols | scores"
+                "usage: openharness-bench tape | sessions | race | server | turns | platform | chat | diff | eval | list | mcp | otel | replay | protocols | scores | load [OPTIONS]"
             );
             ExitCode::from(2)
         }
@@ -94,4 +100,11 @@ pub fn run() -> ExitCode {
 pub fn race_child() -> ExitCode {
     let mut args = std::env::args().skip(1);
     race::child(args.next(), args.next(), args.next(), args.next())
+}
+
+/// `openharness-load-serve ARGS…`: the `openharness` command's library with the load suite's
+/// chat workflow, answered by its fake model (see the `load` module): our server under load,
+/// in a process of its own with the system allocator.
+pub fn load_serve() -> ExitCode {
+    load::serve::main()
 }

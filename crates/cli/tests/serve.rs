@@ -210,3 +210,48 @@ fn serve_without_keys_refuses_other_host_names_unless_allowed() {
     ));
     assert_eq!(response.status, 200, "{response:?}");
 }
+
+#[test]
+fn serve_holds_the_streams_and_connections_it_is_told_to() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_server, port, _) = spawn_serve(
+        dir.path(),
+        &[
+            "--chat-workflow",
+            "chat",
+            "--max-streams-per-session",
+            "2",
+            "--max-connections",
+            "4",
+        ],
+    );
+    let chat = "0190a8c4-5f00-7000-8000-00000000c4a8";
+    assert_eq!(serving::post_chat(port, chat, "Hi").status, 200);
+    let path = format!("/sessions/{chat}/events");
+    let client = serving::client(port);
+    block_on(async {
+        let first = client.events(&path, &[]).await;
+        let second = client.events(&path, &[]).await;
+        assert_eq!((first.status, second.status), (200, 200));
+        let third = client.events(&path, &[]).await;
+        assert_eq!(third.status, 429, "a third stream of one session");
+        drop((first, second));
+        assert_eq!(client.events(&path, &[]).await.status, 200);
+    });
+
+    // Four silent connections fill the cap; a fifth closes the one silent longest.
+    use std::io::Read;
+    let mut silent: Vec<_> = (0..4)
+        .map(|_| std::net::TcpStream::connect(("127.0.0.1", port)).unwrap())
+        .collect();
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    assert_eq!(get(port, "/health", &[]).status, 200);
+    silent[0]
+        .set_read_timeout(Some(std::time::Duration::from_secs(5)))
+        .unwrap();
+    assert_eq!(
+        silent[0].read(&mut [0; 1]).unwrap(),
+        0,
+        "the oldest silent connection was closed"
+    );
+}

@@ -69,6 +69,14 @@ pub(crate) struct ServeArgs {
     #[cfg(feature = "eval")]
     #[arg(long, value_name = "FILE")]
     online_scorers: Option<std::path::PathBuf>,
+    /// The most connections open at once (default 512): one more closes the connection
+    /// silent longest. Each event stream holds one; raise it for many browsers.
+    #[arg(long, value_name = "N", default_value_t = openharness_server::ConnectionLimits::default().max_connections)]
+    max_connections: usize,
+    /// The most event streams one session may have open at once (default 64); one more is
+    /// `429`. Raise it for many followers of one session.
+    #[arg(long, value_name = "N", default_value_t = openharness_server::ServerOptions::default().max_streams_per_session)]
+    max_streams_per_session: usize,
 }
 
 /// `--base-path`: a path such as `/harness` (a leading `/` is added, trailing ones dropped);
@@ -108,7 +116,11 @@ pub(crate) async fn run(args: ServeArgs, context: &Context) -> Result<(), CliErr
     let addr = args.port.map_or(args.addr, |port| {
         std::net::SocketAddr::from(([127, 0, 0, 1], port))
     });
-    serve(context, addr, access, mount).await
+    let limits = Limits {
+        max_connections: args.max_connections,
+        max_streams_per_session: args.max_streams_per_session,
+    };
+    serve(context, addr, access, mount, limits).await
 }
 
 /// How often `serve` looks for sessions whose turn a dead process left unfinished (a crash of
@@ -140,6 +152,14 @@ struct Mount {
     online_scorers: Option<std::path::PathBuf>,
 }
 
+/// How much `serve` holds open at once: connections, and event streams per session.
+struct Limits {
+    /// `--max-connections`: past it, a new connection closes the one silent longest.
+    max_connections: usize,
+    /// `--max-streams-per-session`: past it, a new stream of that session is `429`.
+    max_streams_per_session: usize,
+}
+
 /// The scorers of an `--online-scorers` file (judges' providers built as `eval run` builds
 /// them).
 #[cfg(feature = "eval")]
@@ -167,6 +187,7 @@ async fn serve(
     addr: std::net::SocketAddr,
     access: Access,
     mount: Mount,
+    limits: Limits,
 ) -> Result<(), CliError> {
     let Mount {
         chat_workflow,
@@ -248,7 +269,9 @@ async fn serve(
         out.flush()?;
     }
     let guarded = keys.is_empty() && addr.ip().is_loopback();
-    let mut options = openharness_server::ServerOptions::default().api_keys(keys);
+    let mut options = openharness_server::ServerOptions::default()
+        .api_keys(keys)
+        .max_streams_per_session(limits.max_streams_per_session);
     // Keyless on loopback: answer to this address and `localhost` only (DNS rebinding).
     if guarded {
         options = options
@@ -322,7 +345,7 @@ async fn serve(
     let served = openharness_server::serve(
         listener,
         app,
-        openharness_server::ConnectionLimits::default(),
+        openharness_server::ConnectionLimits::default().max_connections(limits.max_connections),
         async {
             let _ = tokio::signal::ctrl_c().await;
         },
