@@ -116,7 +116,8 @@ impl GuardedListener {
             && let Some(oldest) = open
                 .connections
                 .iter()
-                .min_by_key(|(_, watch)| watch.last_write.load(Ordering::Relaxed))
+                // The longest silent; among as silent (the clock counts milliseconds), the oldest.
+                .min_by_key(|(id, watch)| (watch.last_write.load(Ordering::Relaxed), **id))
                 .map(|(id, _)| *id)
             && let Some(watch) = open.connections.remove(&oldest)
         {
