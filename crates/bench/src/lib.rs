@@ -50,6 +50,7 @@ mod server;
 mod sessions;
 mod tape;
 mod turns;
+mod venv;
 
 use std::process::ExitCode;
 

@@ -416,35 +416,14 @@ fn bench_dir() -> PathBuf {
 
 /// The virtualenv's Python, with the pinned LangGraph installed; `Err` says why not.
 fn python() -> Fallible<PathBuf> {
-    let venv = std::env::var_os("OPENHARNESS_RACE_VENV")
-        .map_or_else(|| bench_dir().join("../../.race-venv"), PathBuf::from);
-    let python = venv.join("bin/python");
-    let requirements = bench_dir().join("race/requirements.txt");
-    let wanted = std::fs::read_to_string(&requirements)?;
-    let marker = venv.join("race-requirements.txt");
-    if std::fs::read_to_string(&marker).ok().as_deref() == Some(wanted.as_str()) {
-        return Ok(python);
+    let venv = crate::venv::Pinned {
+        suite: "race",
+        env: "OPENHARNESS_RACE_VENV",
+        folder: ".race-venv",
+        requirements: "race/requirements.txt",
     }
-    if !python.exists() {
-        eprintln!("bench race: creating a virtualenv in {}", venv.display());
-        let status = Command::new("python3")
-            .args(["-m", "venv"])
-            .arg(&venv)
-            .status()?;
-        check(status.success(), || {
-            format!("python3 -m venv failed ({status})")
-        })?;
-    }
-    eprintln!("bench race: pip install -r {}", requirements.display());
-    let status = Command::new(&python)
-        .args(["-m", "pip", "install", "--quiet", "-r"])
-        .arg(&requirements)
-        .status()?;
-    if !status.success() {
-        return Err(format!("pip install failed ({status})").into());
-    }
-    std::fs::write(&marker, wanted)?;
-    Ok(python)
+    .ready()?;
+    Ok(venv.join("bin/python"))
 }
 
 /// Runs one side at one N in a temporary directory (then `after`, such as a durability) and

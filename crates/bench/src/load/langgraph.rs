@@ -6,7 +6,6 @@
 //! the in-memory server pickles every 10 s and reloads at start) is removed before each start.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use crate::report::Fallible;
 
@@ -16,35 +15,13 @@ fn bench_dir() -> PathBuf {
 
 /// The virtualenv, with the pinned packages installed; `Err` says why not.
 pub(crate) fn venv() -> Fallible<PathBuf> {
-    let venv = std::env::var_os("OPENHARNESS_LOAD_VENV")
-        .map_or_else(|| bench_dir().join("../../.load-venv"), PathBuf::from);
-    let python = venv.join("bin/python");
-    let requirements = bench_dir().join("load/requirements.txt");
-    let wanted = std::fs::read_to_string(&requirements)?;
-    let marker = venv.join("load-requirements.txt");
-    if std::fs::read_to_string(&marker).ok().as_deref() == Some(wanted.as_str()) {
-        return Ok(venv);
+    crate::venv::Pinned {
+        suite: "load",
+        env: "OPENHARNESS_LOAD_VENV",
+        folder: ".load-venv",
+        requirements: "load/requirements.txt",
     }
-    if !python.exists() {
-        eprintln!("bench load: creating a virtualenv in {}", venv.display());
-        let status = Command::new("python3")
-            .args(["-m", "venv"])
-            .arg(&venv)
-            .status()?;
-        if !status.success() {
-            return Err(format!("python3 -m venv failed ({status})").into());
-        }
-    }
-    eprintln!("bench load: pip install -r {}", requirements.display());
-    let status = Command::new(&python)
-        .args(["-m", "pip", "install", "--quiet", "-r"])
-        .arg(&requirements)
-        .status()?;
-    if !status.success() {
-        return Err(format!("pip install failed ({status})").into());
-    }
-    std::fs::write(&marker, wanted)?;
-    Ok(venv)
+    .ready()
 }
 
 /// Writes the project into `dir` for a server whose model is at `model_url`, and removes the
