@@ -249,8 +249,10 @@ pub(crate) struct Digest {
     text: String,
     /// Why its events could not all be read, when they could not.
     pub(crate) damaged: Option<String>,
-    /// For a feedback log: each online scorer's latest value.
+    /// For a feedback log: each online scorer's latest value (of the latest turn it scored).
     scores: std::collections::BTreeMap<String, f64>,
+    /// For a feedback log: the turn each scorer's value in `scores` is of.
+    scored_turns: std::collections::BTreeMap<String, u64>,
     /// For a feedback log: how many annotations.
     annotations: u64,
     /// For a feedback log: each person's latest thumb.
@@ -316,12 +318,20 @@ impl Digest {
                 }
             }
             TurnScored::NAME => {
+                // The latest turn's score, whatever order the scores were recorded in:
+                // scorers score turns concurrently, so a later turn's may come first.
                 if let Ok(TurnScored {
                     scorer,
+                    turn,
                     value: Some(value),
                     ..
                 }) = event.decode::<TurnScored>()
+                    && self
+                        .scored_turns
+                        .get(&scorer)
+                        .is_none_or(|seen| *seen <= turn)
                 {
+                    self.scored_turns.insert(scorer.clone(), turn);
                     self.scores.insert(scorer, value);
                 }
             }

@@ -266,3 +266,25 @@ async fn lists_filter_and_sort_by_online_score_annotation_and_label() {
     let row = plain.sessions.iter().find(|s| s.id == unscored).unwrap();
     assert_eq!(row.annotations.as_ref().unwrap().up, 1);
 }
+
+/// Scorers score turns concurrently, so a later turn's score may be recorded first: the
+/// summary shows the latest turn's, not the last recorded.
+#[tokio::test]
+async fn a_sessions_score_is_its_latest_turns_whatever_order_they_were_recorded_in() {
+    let store = MemoryStore::new();
+    let host = Host::new(store.clone());
+    let session = record(&store, "a").await;
+    let at = |turn: u64, value: f64| TurnScored {
+        turn,
+        ..scored("helpful", value)
+    };
+    host.record_scores(&session, &[at(9, 0.9), at(3, 0.1)])
+        .await
+        .unwrap();
+    let summary = host.session(&session).await.unwrap();
+    assert_eq!(summary.scores.get("helpful"), Some(&0.9));
+    // A turn scored again (a rescore) counts as its latest.
+    host.record_scores(&session, &[at(9, 0.4)]).await.unwrap();
+    let summary = host.session(&session).await.unwrap();
+    assert_eq!(summary.scores.get("helpful"), Some(&0.4));
+}
