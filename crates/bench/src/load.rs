@@ -70,7 +70,6 @@ const STREAMED: Duration = Duration::from_secs(1);
 #[derive(Debug, Clone)]
 struct Options {
     window: Duration,
-    warmup: Duration,
     rounds: usize,
     sessions: Vec<usize>,
     streamed_sessions: usize,
@@ -86,7 +85,6 @@ impl Options {
     fn full() -> Self {
         Self {
             window: Duration::from_secs(20),
-            warmup: Duration::from_secs(3),
             rounds: 3,
             sessions: vec![1, 10, 100, 1000],
             streamed_sessions: 1000,
@@ -104,7 +102,6 @@ impl Options {
     fn quick() -> Self {
         Self {
             window: Duration::from_secs(5),
-            warmup: Duration::from_secs(1),
             rounds: 1,
             sessions: vec![10, 100],
             streamed_sessions: 100,
@@ -431,7 +428,6 @@ async fn saturation(bench: &mut Bench) -> Fallible<Vec<Row>> {
                 let plan = Plan {
                     sessions: n,
                     followers: 0,
-                    warmup: bench.options.warmup,
                     window: bench.options.window,
                     chunks: CHUNKS,
                 };
@@ -533,7 +529,6 @@ async fn streamed(bench: &mut Bench) -> Fallible<Vec<Row>> {
     let plan = Plan {
         sessions: n,
         followers: 0,
-        warmup: bench.options.warmup,
         window: bench.options.window,
         chunks: CHUNKS,
     };
@@ -633,7 +628,6 @@ async fn busy(bench: &mut Bench) -> Fallible<Vec<Row>> {
     let plan = Plan {
         sessions: 1,
         followers,
-        warmup: bench.options.warmup,
         window: bench.options.window,
         chunks: CHUNKS,
     };
@@ -669,6 +663,8 @@ struct Idle {
     /// twice over).
     per_joining_stream: Option<f64>,
     fds_per_stream: f64,
+    /// The server's CPU while it holds the idle streams, in cores.
+    held_cores: f64,
     streams: usize,
     stream_errors: String,
 }
@@ -695,7 +691,9 @@ async fn idle(bench: &mut Bench) -> Fallible<Vec<Row>> {
         what,
         measured: unit(ours),
         baseline: theirs.map_or("-".to_owned(), unit),
-        ratio: theirs.map_or("-".to_owned(), |t| times(ours / t.max(1e-9))),
+        ratio: theirs
+            .filter(|t| *t > 1e-6)
+            .map_or("-".to_owned(), |t| times(ours / t)),
         goal: "(info)",
         met: None,
     };
@@ -732,6 +730,16 @@ async fn idle(bench: &mut Bench) -> Fallible<Vec<Row>> {
             stream.baseline, theirs.streams, theirs.stream_errors
         );
     }
+    rows.push(Row {
+        what: format!("server CPU holding the idle streams ({})", ours.streams),
+        measured: format!("{:.2} cores", ours.held_cores),
+        baseline: theirs.map_or("-".to_owned(), |t| {
+            format!("{:.2} cores ({} streams)", t.held_cores, t.streams)
+        }),
+        ratio: "-".to_owned(),
+        goal: "(info)",
+        met: None,
+    });
     if let Some(joining) = ours.per_joining_stream {
         rows.push(Row {
             what: "RSS per idle stream joining a followed session".to_owned(),
@@ -788,6 +796,13 @@ async fn idle_side(
         stream_marks.push((held.len(), server.usage()));
     }
     server.check_alive()?;
+    // What holding the streams costs in CPU (heartbeats, and whatever else an idle stream does).
+    let before = server.usage();
+    let hold = Duration::from_secs(10);
+    tokio::time::sleep(hold).await;
+    let held_cores = (server.usage().cpu_ticks.saturating_sub(before.cpu_ticks)) as f64
+        / bench.ticks
+        / hold.as_secs_f64();
     let slope = |a: (usize, usage::Usage), b: (usize, usage::Usage), f: fn(usage::Usage) -> u64| {
         (f(b.1) as f64 - f(a.1) as f64) / ((b.0 as f64 - a.0 as f64).max(1.0))
     };
@@ -807,6 +822,7 @@ async fn idle_side(
         fds_per_stream: slope(first, last, |u| u.fds),
         streams: held.len(),
         stream_errors: errors,
+        held_cores,
     };
     if let Some(joining) = joining {
         // What the first half cost beyond its streams' own: the followed sessions' tails.
@@ -820,7 +836,7 @@ async fn idle_side(
         );
     }
     eprintln!(
-        "bench load: {:<9} idle: {} sessions RSS {} MB, {} sessions {} MB ({:.1} KiB each); {} streams RSS {} MB ({:.1} KiB each, {:.2} fds each); marks {:?}",
+        "bench load: {:<9} idle: {} sessions RSS {} MB, {} sessions {} MB ({:.1} KiB each); {} streams RSS {} MB ({:.1} KiB each, {:.2} fds each), held at {:.2} cores; marks {:?}",
         kind.name(),
         sessions,
         marks[0].rss / 1_000_000,
@@ -831,6 +847,7 @@ async fn idle_side(
         last.1.rss / 1_000_000,
         idle.per_stream / 1024.0,
         idle.fds_per_stream,
+        idle.held_cores,
         stream_marks
             .iter()
             .map(|(n, u)| (*n, u.rss / 1_000_000))
