@@ -38,7 +38,8 @@
 //! `--rounds R`, `--sessions 10,100,1000`, `--streamed-sessions N`, `--busy-followers F`,
 //! `--idle-sessions S`, `--idle-followers F`, `--replica-sessions N`,
 //! `--rows saturation,streamed,busy,idle,replicas`,
-//! `--no-langgraph`. The suite never fails on a missed goal ([`Missed::Shown`]): on a shared
+//! `--no-langgraph`; `OPENHARNESS_LOAD_OURS_PRELOAD=lib.so` preloads a library into our
+//! server only (an experiment: a candidate fix tried from outside). The suite never fails on a missed goal ([`Missed::Shown`]): on a shared
 //! 2-core box the figures are noisy; read them with the machine's load printed beside them.
 
 mod client;
@@ -278,6 +279,12 @@ async fn header(bench: &mut Bench) -> Fallible<()> {
         usage::open_files_limit().map_or("?".to_owned(), |n| n.to_string())
     );
     println!("ours: openharness serve (openharness-load-serve) at {rev}, redb store");
+    if let Some(preload) = std::env::var_os(sides::PRELOAD_VAR) {
+        println!(
+            "ours: EXPERIMENT: {} preloaded into our server",
+            std::path::Path::new(&preload).display()
+        );
+    }
     println!(
         "model: the fake at {}; saturation: {}; streamed: {}",
         bench.fake.url(),
