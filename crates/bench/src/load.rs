@@ -38,7 +38,8 @@
 //! `--rounds R`, `--sessions 10,100,1000`, `--streamed-sessions N`, `--busy-followers F`,
 //! `--idle-sessions S`, `--idle-followers F`, `--replica-sessions N`,
 //! `--rows saturation,streamed,busy,idle,replicas`,
-//! `--no-langgraph`. The suite never fails on a missed goal ([`Missed::Shown`]): on a shared
+//! `--no-langgraph`; `OPENHARNESS_LOAD_OURS_PRELOAD=lib.so` preloads a library into our
+//! server only (an experiment: a candidate fix tried from outside). The suite never fails on a missed goal ([`Missed::Shown`]): on a shared
 //! 2-core box the figures are noisy; read them with the machine's load printed beside them.
 
 mod client;
@@ -70,7 +71,6 @@ const STREAMED: Duration = Duration::from_secs(1);
 #[derive(Debug, Clone)]
 struct Options {
     window: Duration,
-    warmup: Duration,
     rounds: usize,
     sessions: Vec<usize>,
     streamed_sessions: usize,
@@ -86,7 +86,6 @@ impl Options {
     fn full() -> Self {
         Self {
             window: Duration::from_secs(20),
-            warmup: Duration::from_secs(3),
             rounds: 3,
             sessions: vec![1, 10, 100, 1000],
             streamed_sessions: 1000,
@@ -104,7 +103,6 @@ impl Options {
     fn quick() -> Self {
         Self {
             window: Duration::from_secs(5),
-            warmup: Duration::from_secs(1),
             rounds: 1,
             sessions: vec![10, 100],
             streamed_sessions: 100,
@@ -281,6 +279,12 @@ async fn header(bench: &mut Bench) -> Fallible<()> {
         usage::open_files_limit().map_or("?".to_owned(), |n| n.to_string())
     );
     println!("ours: openharness serve (openharness-load-serve) at {rev}, redb store");
+    if let Some(preload) = std::env::var_os(sides::PRELOAD_VAR) {
+        println!(
+            "ours: EXPERIMENT: {} preloaded into our server",
+            std::path::Path::new(&preload).display()
+        );
+    }
     println!(
         "model: the fake at {}; saturation: {}; streamed: {}",
         bench.fake.url(),
@@ -431,7 +435,6 @@ async fn saturation(bench: &mut Bench) -> Fallible<Vec<Row>> {
                 let plan = Plan {
                     sessions: n,
                     followers: 0,
-                    warmup: bench.options.warmup,
                     window: bench.options.window,
                     chunks: CHUNKS,
                 };
@@ -533,7 +536,6 @@ async fn streamed(bench: &mut Bench) -> Fallible<Vec<Row>> {
     let plan = Plan {
         sessions: n,
         followers: 0,
-        warmup: bench.options.warmup,
         window: bench.options.window,
         chunks: CHUNKS,
     };
@@ -633,7 +635,6 @@ async fn busy(bench: &mut Bench) -> Fallible<Vec<Row>> {
     let plan = Plan {
         sessions: 1,
         followers,
-        warmup: bench.options.warmup,
         window: bench.options.window,
         chunks: CHUNKS,
     };
@@ -669,6 +670,8 @@ struct Idle {
     /// twice over).
     per_joining_stream: Option<f64>,
     fds_per_stream: f64,
+    /// The server's CPU while it holds the idle streams, in cores.
+    held_cores: f64,
     streams: usize,
     stream_errors: String,
 }
@@ -695,7 +698,9 @@ async fn idle(bench: &mut Bench) -> Fallible<Vec<Row>> {
         what,
         measured: unit(ours),
         baseline: theirs.map_or("-".to_owned(), unit),
-        ratio: theirs.map_or("-".to_owned(), |t| times(ours / t.max(1e-9))),
+        ratio: theirs
+            .filter(|t| *t > 1e-6)
+            .map_or("-".to_owned(), |t| times(ours / t)),
         goal: "(info)",
         met: None,
     };
@@ -732,6 +737,16 @@ async fn idle(bench: &mut Bench) -> Fallible<Vec<Row>> {
             stream.baseline, theirs.streams, theirs.stream_errors
         );
     }
+    rows.push(Row {
+        what: format!("server CPU holding the idle streams ({})", ours.streams),
+        measured: format!("{:.2} cores", ours.held_cores),
+        baseline: theirs.map_or("-".to_owned(), |t| {
+            format!("{:.2} cores ({} streams)", t.held_cores, t.streams)
+        }),
+        ratio: "-".to_owned(),
+        goal: "(info)",
+        met: None,
+    });
     if let Some(joining) = ours.per_joining_stream {
         rows.push(Row {
             what: "RSS per idle stream joining a followed session".to_owned(),
@@ -788,6 +803,13 @@ async fn idle_side(
         stream_marks.push((held.len(), server.usage()));
     }
     server.check_alive()?;
+    // What holding the streams costs in CPU (heartbeats, and whatever else an idle stream does).
+    let before = server.usage();
+    let hold = Duration::from_secs(10);
+    tokio::time::sleep(hold).await;
+    let held_cores = (server.usage().cpu_ticks.saturating_sub(before.cpu_ticks)) as f64
+        / bench.ticks
+        / hold.as_secs_f64();
     let slope = |a: (usize, usage::Usage), b: (usize, usage::Usage), f: fn(usage::Usage) -> u64| {
         (f(b.1) as f64 - f(a.1) as f64) / ((b.0 as f64 - a.0 as f64).max(1.0))
     };
@@ -807,6 +829,7 @@ async fn idle_side(
         fds_per_stream: slope(first, last, |u| u.fds),
         streams: held.len(),
         stream_errors: errors,
+        held_cores,
     };
     if let Some(joining) = joining {
         // What the first half cost beyond its streams' own: the followed sessions' tails.
@@ -820,7 +843,7 @@ async fn idle_side(
         );
     }
     eprintln!(
-        "bench load: {:<9} idle: {} sessions RSS {} MB, {} sessions {} MB ({:.1} KiB each); {} streams RSS {} MB ({:.1} KiB each, {:.2} fds each); marks {:?}",
+        "bench load: {:<9} idle: {} sessions RSS {} MB, {} sessions {} MB ({:.1} KiB each); {} streams RSS {} MB ({:.1} KiB each, {:.2} fds each), held at {:.2} cores; marks {:?}",
         kind.name(),
         sessions,
         marks[0].rss / 1_000_000,
@@ -831,6 +854,7 @@ async fn idle_side(
         last.1.rss / 1_000_000,
         idle.per_stream / 1024.0,
         idle.fds_per_stream,
+        idle.held_cores,
         stream_marks
             .iter()
             .map(|(n, u)| (*n, u.rss / 1_000_000))

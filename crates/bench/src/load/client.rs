@@ -28,6 +28,8 @@ pub(crate) struct Connection {
     socket: Option<TcpStream>,
     /// Bytes read and not yet decoded.
     raw: Vec<u8>,
+    /// How long connecting, writing a request or one read may take ([`READ_TIMEOUT`]).
+    timeout: Duration,
 }
 
 /// How the body of an answer ends.
@@ -75,11 +77,20 @@ impl Connection {
             host: addr.to_string(),
             socket: None,
             raw: Vec::new(),
+            timeout: READ_TIMEOUT,
         }
     }
 
+    /// The same with another limit on connecting, writing and each read.
+    pub(crate) fn with_timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
+        self
+    }
+
     async fn connect(&mut self) -> Fallible<()> {
-        let socket = TcpStream::connect(self.addr).await?;
+        let socket = tokio::time::timeout(self.timeout, TcpStream::connect(self.addr))
+            .await
+            .map_err(|_| format!("could not connect within {} s", self.timeout.as_secs()))??;
         socket.set_nodelay(true)?;
         self.socket = Some(socket);
         self.raw.clear();
@@ -128,7 +139,9 @@ impl Connection {
             self.connect().await?;
         }
         let socket = self.socket.as_mut().ok_or("not connected")?;
-        socket.write_all(request).await?;
+        tokio::time::timeout(self.timeout, socket.write_all(request))
+            .await
+            .map_err(|_| "the request could not be written in time")??;
         loop {
             if let Some(end) = find(&self.raw, b"\r\n\r\n") {
                 let head = parse_head(&self.raw[..end])?;
@@ -138,7 +151,7 @@ impl Connection {
             if self.raw.len() > 64 * 1024 {
                 return Err("an answer's head longer than 64 KiB".into());
             }
-            self.fill(Some(READ_TIMEOUT)).await?;
+            self.fill(Some(self.timeout)).await?;
         }
     }
 
@@ -161,7 +174,7 @@ impl Connection {
         let n = match limit {
             Some(limit) => tokio::time::timeout(limit, read)
                 .await
-                .map_err(|_| format!("no answer for {} s", limit.as_secs()))??,
+                .map_err(|_| format!("no answer for {} ms", limit.as_millis()))??,
             None => read.await?,
         };
         if n == 0 {
@@ -298,9 +311,10 @@ impl Answer<'_> {
     }
 
     /// The next line of the body (without `\r\n`), `None` at the body's end; a read waits at
-    /// most [`READ_TIMEOUT`].
+    /// most the connection's timeout ([`READ_TIMEOUT`] unless set).
     pub(crate) async fn line(&mut self) -> Fallible<Option<Vec<u8>>> {
-        self.next_line(Some(READ_TIMEOUT)).await
+        let limit = self.connection.timeout;
+        self.next_line(Some(limit)).await
     }
 
     /// [`Answer::line`] without a time limit: for an event stream left idle on purpose.
@@ -388,6 +402,20 @@ mod tests {
             }
         });
         addr
+    }
+
+    #[tokio::test]
+    async fn a_server_that_never_answers_times_out() -> Fallible<()> {
+        // Bound and listening, never accepting: the connection completes in the backlog.
+        let listener = super::super::fake::listen(0, 16)?;
+        let addr = listener.local_addr()?;
+        let started = std::time::Instant::now();
+        let mut connection = Connection::new(addr).with_timeout(Duration::from_millis(200));
+        let sent = connection.send("GET", "/", "", None).await;
+        assert!(sent.is_err(), "an answer from a server that never accepted");
+        assert!(started.elapsed() < Duration::from_secs(2));
+        drop(listener);
+        Ok(())
     }
 
     #[tokio::test]

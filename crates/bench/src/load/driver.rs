@@ -2,10 +2,12 @@
 //! a fixed window, M followers per session reading its event stream, and what they saw.
 //!
 //! A run: every session is opened and runs one turn (warm-up, not counted); the followers
-//! connect; then every session posts turns in a closed loop. After a further warm-up the
-//! measured window opens: a turn counts when it ends inside it. No new turn starts after the
-//! window; those in flight finish (their errors count). The server's, the fake's and the
-//! driver's CPU, memory and descriptors are read as the window opens and closes.
+//! connect; then every session posts turns in a closed loop for the window. No new turn
+//! starts after it; those in flight finish, and every turn of the loop counts: turns/s is
+//! their number over the time from the loop's start to its last turn's end. (A window that
+//! counted only the turns ending inside it would count none of a server whose turns outlast
+//! it: LangGraph's, at a thousand concurrent turns.) The server's, the fake's and the
+//! driver's CPU, memory and descriptors are read as the loop starts and ends.
 //!
 //! Each reader (a turn's poster or a follower) takes the text of the delta frames it reads,
 //! finds the fake's words in it (`t<unix ns>`, see `fake`), and notes when it read each word:
@@ -27,6 +29,9 @@ use super::sides::Kind;
 use super::usage::{self, Usage};
 use crate::report::Fallible;
 
+/// How long a follower may take to connect and be answered.
+const OPEN_TIMEOUT: Duration = Duration::from_secs(30);
+
 /// How many connections the driver opens at once (the servers' listen backlogs are 1024 and
 /// more; a burst of ten thousand would overflow them and wait out SYN retries).
 const CONNECTING: usize = 200;
@@ -37,14 +42,13 @@ pub(crate) struct Plan {
     pub(crate) sessions: usize,
     /// Followers of each session.
     pub(crate) followers: usize,
-    /// The closed loop's time before the window opens.
-    pub(crate) warmup: Duration,
+    /// How long sessions post new turns (those in flight then finish, and count).
     pub(crate) window: Duration,
     /// Words the fake streams per turn (a turn seeing another count is an error).
     pub(crate) chunks: u64,
 }
 
-/// Whose use is read as the window opens and closes.
+/// Whose use is read as the loop starts and ends.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Watched {
     pub(crate) server: u32,
@@ -54,8 +58,9 @@ pub(crate) struct Watched {
 /// What one run measured.
 #[derive(Debug, Default)]
 pub(crate) struct Figures {
-    /// Turns that ended inside the window.
+    /// Turns of the loop that streamed to their end.
     pub(crate) turns: u64,
+    /// From the loop's start to its last turn's end.
     pub(crate) window: Duration,
     /// Of those turns: request to first word, and to the stream's end; sorted.
     pub(crate) first: Vec<Duration>,
@@ -65,16 +70,16 @@ pub(crate) struct Figures {
     pub(crate) error_samples: Vec<String>,
     /// Followers that failed to open or were cut.
     pub(crate) follower_errors: u64,
-    /// Use as the window opened and as it closed.
+    /// Use as the loop started and as it ended.
     pub(crate) server: (Usage, Usage),
     pub(crate) fake: (Usage, Usage),
     pub(crate) driver: (Usage, Usage),
-    /// Model → follower time of every word followers read in the window; sorted.
+    /// Model → follower time of every word followers read during the loop; sorted.
     pub(crate) model_to_follower: Vec<Duration>,
     /// How far behind the first reader of the word (poster or follower) each follower read
     /// it; sorted.
     pub(crate) behind_first: Vec<Duration>,
-    /// Model → poster time of every word the posters read in the window; sorted.
+    /// Model → poster time of every word the posters read during the loop; sorted.
     pub(crate) model_to_poster: Vec<Duration>,
 }
 
@@ -449,7 +454,7 @@ impl Follower {
     ) -> Fallible<Self> {
         let (opened_tx, opened_rx) = tokio::sync::oneshot::channel::<Fallible<()>>();
         let handle = tokio::spawn(async move {
-            let mut connection = Connection::new(addr);
+            let mut connection = Connection::new(addr).with_timeout(OPEN_TIMEOUT);
             let mut answer = match connection
                 .send("GET", &path, "accept: text/event-stream\r\n", None)
                 .await
@@ -540,8 +545,22 @@ impl Followers {
                 Follower::open(addr, path, stream, None, stop).await
             }));
         }
+        // A server that stops accepting (LangGraph's, at a few thousand idle streams on 2
+        // cores) must not hold the suite forever.
+        let limit = OPEN_TIMEOUT * 2 + Duration::from_millis(20) * u32::try_from(count)?;
+        let deadline = tokio::time::Instant::now() + limit;
         for opened in opening {
-            self.followers.push(opened.await??);
+            match tokio::time::timeout_at(deadline, opened).await {
+                Ok(opened) => self.followers.push(opened??),
+                Err(_) => {
+                    return Err(format!(
+                        "{} followers open; the rest did not open within {} s",
+                        self.followers.len(),
+                        limit.as_secs()
+                    )
+                    .into());
+                }
+            }
         }
         Ok(())
     }
@@ -621,18 +640,11 @@ pub(crate) async fn run(
         }
     }
 
-    // The closed loop.
+    // The closed loop: every turn posted until the window closes counts, run to its end.
+    let first_use = sample(watched);
     let started = Instant::now();
-    let opens = started + plan.warmup;
-    let closes = opens + plan.window;
-    let opens_unix = unix_ns() + u64::try_from(plan.warmup.as_nanos()).unwrap_or(u64::MAX);
-    let sampler = tokio::spawn(async move {
-        tokio::time::sleep_until(opens.into()).await;
-        let first = sample(watched);
-        tokio::time::sleep_until(closes.into()).await;
-        (first, sample(watched))
-    });
-    recording.0.store(opens_unix, Ordering::Relaxed);
+    let closes = started + plan.window;
+    recording.0.store(unix_ns(), Ordering::Relaxed);
     let mut loops = Vec::with_capacity(sessions.len());
     for (index, (mut connection, session)) in sessions.into_iter().enumerate() {
         let recording = recording.clone();
@@ -645,13 +657,8 @@ pub(crate) async fn run(
             while Instant::now() < closes {
                 let outcome = turn(kind, &mut connection, &session, k, &recording, &mut seen).await;
                 k += 1;
-                let now = Instant::now();
                 match outcome {
-                    Ok(done) if done.words == chunks => {
-                        if now >= opens && now <= closes {
-                            ended.push(done);
-                        }
-                    }
+                    Ok(done) if done.words == chunks => ended.push(done),
                     Ok(done) => {
                         errors.push(format!("a turn read {} words, not {chunks}", done.words));
                     }
@@ -665,7 +672,6 @@ pub(crate) async fn run(
         }));
     }
     let mut figures = Figures {
-        window: plan.window,
         follower_errors,
         ..Figures::default()
     };
@@ -692,7 +698,8 @@ pub(crate) async fn run(
             note_first(&mut first_reads, (index, stamp), read);
         }
     }
-    let (first, last) = sampler.await?;
+    figures.window = started.elapsed();
+    let (first, last) = (first_use, sample(watched));
     (figures.server, figures.fake, figures.driver) =
         ((first.0, last.0), (first.1, last.1), (first.2, last.2));
     let _ = stop_tx.send(true);

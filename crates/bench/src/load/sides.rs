@@ -185,6 +185,10 @@ fn spawn_reading_first_line(mut command: Command, log: Option<&Path>) -> Fallibl
     Ok((process, line))
 }
 
+/// The environment variable naming a library to preload into our server (`LD_PRELOAD`), for
+/// experiments; unset, nothing is preloaded.
+pub(crate) const PRELOAD_VAR: &str = "OPENHARNESS_LOAD_OURS_PRELOAD";
+
 /// Where a server keeps its sessions.
 #[derive(Debug, Clone)]
 pub(crate) enum StoreAt {
@@ -219,6 +223,11 @@ pub(crate) async fn start_ours(
             "20000",
         ])
         .env(MODEL_VAR, model_url);
+    // For experiments: a library preloaded into our server only (a candidate fix tried
+    // before it is written into the server, say).
+    if let Some(preload) = std::env::var_os(PRELOAD_VAR) {
+        command.env("LD_PRELOAD", preload);
+    }
     let log = log.to_owned();
     let (process, line) =
         tokio::task::spawn_blocking(move || spawn_reading_first_line(command, Some(&log)))
