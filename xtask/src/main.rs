@@ -54,6 +54,17 @@ enum Step {
     AwaitPrefetch,
 }
 
+/// Builds the bench's binaries in release (its child processes, which `cargo run` would not
+/// build).
+const BENCH_BINS: &[&str] = &[
+    "build",
+    "--release",
+    "--quiet",
+    "--package",
+    "openharness-bench",
+    "--bins",
+];
+
 const USAGE: &str = "usage: cargo xtask ci | schemas [--check] | bench stores | bench tape | bench sessions | bench race | bench server | bench turns | bench platform | bench chat | bench diff | bench eval | bench list | bench mcp | bench otel | bench replay | bench protocols | bench scores | bench load [-- OPTIONS]";
 
 fn main() -> ExitCode {
@@ -111,26 +122,12 @@ fn main() -> ExitCode {
         ] => vec![Step::Bench(vec![(*suite).to_owned()])],
         ["bench", "race"] => vec![
             // The race's child (`openharness-race-child`) too, which `cargo run` would not build.
-            Step::Cargo(&[
-                "build",
-                "--release",
-                "--quiet",
-                "--package",
-                "openharness-bench",
-                "--bins",
-            ]),
+            Step::Cargo(BENCH_BINS),
             Step::Bench(vec!["race".to_owned()]),
         ],
         ["bench", "load", options @ ..] => vec![
             // Our server (`openharness-load-serve`) too, which `cargo run` would not build.
-            Step::Cargo(&[
-                "build",
-                "--release",
-                "--quiet",
-                "--package",
-                "openharness-bench",
-                "--bins",
-            ]),
+            Step::Cargo(BENCH_BINS),
             Step::Bench(
                 std::iter::once("load")
                     .chain(options.iter().copied().filter(|o| *o != "--"))

@@ -41,6 +41,7 @@ mod load;
 mod mcp;
 mod otel;
 mod platform;
+mod proc_status;
 mod protocols;
 mod race;
 mod replay;

@@ -39,17 +39,7 @@ fn of(pid: u32) -> Fallible<Usage> {
     let fields: Vec<&str> = after.split_whitespace().collect();
     let tick = |at: usize| -> u64 { fields.get(at - 3).and_then(|f| f.parse().ok()).unwrap_or(0) };
     let status = std::fs::read_to_string(dir.join("status"))?;
-    let rss_kib = status
-        .lines()
-        .find_map(|line| line.strip_prefix("VmRSS:"))
-        .and_then(|rest| {
-            rest.trim()
-                .trim_end_matches("kB")
-                .trim()
-                .parse::<u64>()
-                .ok()
-        })
-        .unwrap_or(0);
+    let rss_kib = crate::proc_status::kib(&status, "VmRSS:").unwrap_or(0);
     let fds = std::fs::read_dir(dir.join("fd"))?.count() as u64;
     Ok(Usage {
         cpu_ticks: tick(14) + tick(15),

@@ -63,16 +63,6 @@ impl StoreObserver for Appends {
 /// This process's peak resident set (VmHWM), in bytes.
 pub(super) fn peak_rss() -> Fallible<u64> {
     let status = std::fs::read_to_string("/proc/self/status")?;
-    let kb = status
-        .lines()
-        .find_map(|line| line.strip_prefix("VmHWM:"))
-        .and_then(|rest| {
-            rest.trim()
-                .trim_end_matches("kB")
-                .trim()
-                .parse::<u64>()
-                .ok()
-        })
-        .ok_or("no VmHWM in /proc/self/status")?;
+    let kb = crate::proc_status::kib(&status, "VmHWM:").ok_or("no VmHWM in /proc/self/status")?;
     Ok(kb * 1024)
 }
