@@ -34,8 +34,10 @@ use openharness_core::{
 use tokio::sync::broadcast::{self, error::RecvError};
 
 /// Frames a hub keeps for streams that fall behind. A stream further behind reads the gap from
-/// the store. (Tiny in tests, so that they lag.)
-const CAPACITY: usize = if cfg!(test) { 8 } else { 4096 };
+/// the store. The ring is allocated whole when the hub starts (about 80 bytes a slot), so it
+/// stays small: 256 slots are ten turns of a chatty agent and 20 KiB per followed session,
+/// where 4,096 were 320 KiB. (Tiny in tests, so that they lag.)
+const CAPACITY: usize = if cfg!(test) { 8 } else { 256 };
 
 /// Events a follower reads from the store per request while catching up.
 const PAGE: u64 = 512;
