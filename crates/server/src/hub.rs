@@ -262,6 +262,11 @@ impl Follower {
         if !self.caught_up {
             let read = self.read_up_to(u64::MAX).await?;
             self.caught_up = read == 0;
+            if self.caught_up {
+                // The history went out (steps run only once `pending` is empty): let go of
+                // the buffer that held it, which an idle stream would keep for its life.
+                self.pending = VecDeque::new();
+            }
             return Ok(());
         }
         if let Some(held) = &self.held {
