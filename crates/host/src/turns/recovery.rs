@@ -10,18 +10,23 @@
 use std::collections::HashSet;
 use std::time::Duration;
 
+use futures_util::{StreamExt as _, stream};
 use openharness_core::SessionId;
 
 use super::TurnStart;
 use crate::Host;
 use crate::error::HostError;
 
+/// How many cut-off sessions [`Host::recover`] resumes at once.
+const RESUMES_AT_ONCE: usize = 16;
+
 impl Host {
     /// Resumes every session of a workflow this host runs whose last turn was cut off and
     /// that no process runs (one this host cannot claim runs elsewhere), each in the
-    /// background. Returns the sessions whose resume recorded something. Sessions being
-    /// imported (marked unfinished in the store), [`Host::unlisted`] ones and those of
-    /// workflows registered to read only ([`Host::reader`]) are left alone.
+    /// background, up to 16 starting at once. Returns the sessions whose resume recorded
+    /// something. Sessions being imported (marked unfinished in the store),
+    /// [`Host::unlisted`] ones and those of workflows registered to read only
+    /// ([`Host::reader`]) are left alone.
     ///
     /// ```
     /// # async fn demo(host: openharness_host::Host) -> Result<(), openharness_host::HostError> {
@@ -40,40 +45,56 @@ impl Host {
             .into_iter()
             .map(|(session, _)| session)
             .collect();
-        let mut resumed = Vec::new();
-        for summary in self.summaries(&infos) {
-            let session = summary.id;
-            if !summary.status.is_running()
-                || importing.contains(&session)
-                || self.is_running(&session)
-                || !summary
-                    .workflow
-                    .as_deref()
-                    .is_some_and(|name| self.runs_turns_of(name))
-            {
-                continue;
+        let cut_off: Vec<SessionId> = self
+            .summaries(&infos)
+            .into_iter()
+            .filter(|summary| {
+                summary.status.is_running()
+                    && !importing.contains(&summary.id)
+                    && !self.is_running(&summary.id)
+                    && summary
+                        .workflow
+                        .as_deref()
+                        .is_some_and(|name| self.runs_turns_of(name))
+            })
+            .map(|summary| summary.id)
+            .collect();
+        // Several at a time: a resume waits for its turn's first record (a claim, a fold, and
+        // often a model's first word), and a replica that died mid-load leaves dozens.
+        let resumed: Vec<Option<SessionId>> = stream::iter(cut_off)
+            .map(|session| self.resume_cut_off(session))
+            .buffered(RESUMES_AT_ONCE)
+            .collect()
+            .await;
+        Ok(resumed.into_iter().flatten().collect())
+    }
+
+    /// Resumes one cut-off session: `Some` when the resume recorded something.
+    async fn resume_cut_off(&self, session: SessionId) -> Option<SessionId> {
+        // A client may have started a turn on it here since the listing.
+        if self.is_running(&session) {
+            return None;
+        }
+        let options = match self.own_turn_options(&session).await {
+            Ok(options) => options,
+            Err(err) => {
+                tracing::warn!(%session, error = %openharness_core::adapter::ErrorChain(&err), "a cut-off session's turn options could not be made; not resumed now");
+                return None;
             }
-            let options = match self.own_turn_options(&session).await {
-                Ok(options) => options,
-                Err(err) => {
-                    tracing::warn!(%session, error = %openharness_core::adapter::ErrorChain(&err), "a cut-off session's turn options could not be made; not resumed now");
-                    continue;
-                }
-            };
-            match self.start(&session, TurnStart::Resume, options).await {
-                Ok(started) if started.recorded.is_some() => {
-                    tracing::info!(%session, "resuming a session whose turn was cut off");
-                    resumed.push(session);
-                }
-                Ok(_) => {}
-                // Claimed by another process, or run here since the listing: not ours.
-                Err(HostError::Workflow(openharness_core::Error::SessionBusy { .. })) => {}
-                Err(err) => {
-                    tracing::warn!(%session, error = %openharness_core::adapter::ErrorChain(&err), "a cut-off session could not be resumed");
-                }
+        };
+        match self.start(&session, TurnStart::Resume, options).await {
+            Ok(started) if started.recorded.is_some() => {
+                tracing::info!(%session, "resuming a session whose turn was cut off");
+                Some(session)
+            }
+            Ok(_) => None,
+            // Claimed by another process, or run here since the listing: not ours.
+            Err(HostError::Workflow(openharness_core::Error::SessionBusy { .. })) => None,
+            Err(err) => {
+                tracing::warn!(%session, error = %openharness_core::adapter::ErrorChain(&err), "a cut-off session could not be resumed");
+                None
             }
         }
-        Ok(resumed)
     }
 
     /// Runs [`Host::recover`] at once and then every `every` until the returned task is
