@@ -389,6 +389,7 @@ async fn wait_for_reply(addr: SocketAddr, session: &str, k: u64) -> Option<Insta
 async fn read_turns(addr: SocketAddr, session: &str) -> Fallible<HashMap<u64, (usize, bool)>> {
     let mut connection = Connection::new(addr);
     let mut turns: HashMap<u64, (usize, bool)> = HashMap::new();
+    let mut queued = std::collections::HashSet::new();
     let mut current = None;
     let mut after: Option<u64> = None;
     loop {
@@ -405,12 +406,23 @@ async fn read_turns(addr: SocketAddr, session: &str) -> Fallible<HashMap<u64, (u
         let page: Value = serde_json::from_str(&body)?;
         for event in page["events"].as_array().into_iter().flatten() {
             match event["name"].as_str() {
-                Some("user:input" | "input:queued") => {
+                Some(name @ ("user:input" | "input:queued")) => {
                     let text = event["payload"]["text"].as_str().unwrap_or("");
                     current = text
                         .strip_prefix("Hello, turn ")
                         .and_then(|k| k.parse::<u64>().ok());
-                    if let Some(k) = current {
+                    // A queued input is answered by a later turn's `user:input` caused by it:
+                    // the same input, not a second one.
+                    let answers_queued = name == "user:input"
+                        && event["causedBy"]
+                            .as_str()
+                            .is_some_and(|cause| queued.contains(cause));
+                    if name == "input:queued"
+                        && let Some(id) = event["id"].as_str()
+                    {
+                        queued.insert(id.to_owned());
+                    }
+                    if let Some(k) = current.filter(|_| !answers_queued) {
                         turns.entry(k).or_insert((0, false)).0 += 1;
                     }
                 }
