@@ -609,8 +609,17 @@ fn lag_rows(runs: &[(Kind, Figures)], what: &str, goal: Option<f64>) -> Vec<Row>
         Row {
             what: format!("follower lag p99 behind first, {what}"),
             measured: format!("{:.1} ms", p99(ours)),
-            baseline: theirs.map_or("-".to_owned(), |t| format!("{:.1} ms", p99(t))),
-            ratio: theirs.map_or("-".to_owned(), |t| times(p99(ours) / p99(t).max(1e-9))),
+            // A side whose followers read no word has no lag to compare with.
+            baseline: theirs.map_or("-".to_owned(), |t| {
+                if t.behind_first.is_empty() {
+                    "- (no word read)".to_owned()
+                } else {
+                    format!("{:.1} ms", p99(t))
+                }
+            }),
+            ratio: theirs
+                .filter(|t| !t.behind_first.is_empty())
+                .map_or("-".to_owned(), |t| times(p99(ours) / p99(t).max(1e-9))),
             goal: if goal.is_some() { "<= 50 ms" } else { "(info)" },
             met: goal.map(|limit| p99(ours) <= limit && ours.follower_errors == 0),
         },
