@@ -31,10 +31,10 @@ pub(crate) fn raw_snapshot_text(state: Box<serde_json::value::RawValue>) -> Stri
 /// Below this many events a read decodes on the calling thread.
 const PARALLEL_DECODE: usize = 4096;
 
-/// The machine's cores, asked once: `available_parallelism` reads the cgroup files on Linux
-/// at every call (an `open` and two reads, a tenth of a loaded server's CPU when it was asked
-/// per read of a live tail).
-static CORES: std::sync::LazyLock<usize> =
+/// The machine's cores, asked once (for parallel decoding, and a PostgreSQL store's long
+/// reads): `available_parallelism` reads the cgroup files on Linux at every call (an `open`
+/// and two reads, a tenth of a loaded server's CPU when it was asked per read of a live tail).
+pub(crate) static CORES: std::sync::LazyLock<usize> =
     std::sync::LazyLock::new(|| std::thread::available_parallelism().map_or(1, usize::from));
 
 /// Decodes an event stored as its JSON envelope, or says what is wrong with it.
@@ -68,11 +68,8 @@ pub(crate) fn decode_all(
             })
             .collect::<Result<Vec<_>, _>>()
     };
-    if records.len() < PARALLEL_DECODE {
-        return decode_chunk(records);
-    }
     let threads = *CORES;
-    if threads < 2 {
+    if records.len() < PARALLEL_DECODE || threads < 2 {
         return decode_chunk(records);
     }
     let size = records.len().div_ceil(threads);

@@ -185,8 +185,7 @@ impl Store for PostgresStore {
         if span <= PARALLEL_READ {
             return self.read_range(session, range.start..end).await;
         }
-        let cores = std::thread::available_parallelism().map_or(1, usize::from);
-        let parts = self.inner.connections.min(cores).max(1) as u64;
+        let parts = self.inner.connections.min(*crate::codec::CORES).max(1) as u64;
         let size = span.div_ceil(parts);
         let mut tasks = Vec::new();
         for part in 0..parts {
