@@ -51,7 +51,6 @@ impl Host {
             .filter(|summary| {
                 summary.status.is_running()
                     && !importing.contains(&summary.id)
-                    && !self.is_running(&summary.id)
                     && summary
                         .workflow
                         .as_deref()
@@ -71,7 +70,7 @@ impl Host {
 
     /// Resumes one cut-off session: `Some` when the resume recorded something.
     async fn resume_cut_off(&self, session: SessionId) -> Option<SessionId> {
-        // A client may have started a turn on it here since the listing.
+        // Run here (a client may have started a turn on it since the listing): not cut off.
         if self.is_running(&session) {
             return None;
         }
