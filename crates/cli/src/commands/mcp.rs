@@ -300,7 +300,9 @@ async fn serve_http(
         )?;
         out.flush()?;
     }
-    axum::serve(listener, router)
+    // As `openharness_server::serve` does: a clone of the router per connection, not a
+    // rebuilt route table.
+    axum::serve(listener, router.into_make_service())
         .with_graceful_shutdown(async {
             let _ = tokio::signal::ctrl_c().await;
         })
