@@ -10,13 +10,22 @@
 //! reconnected), waking every tail makes each re-read from its own next seq, and it delivers
 //! what was appended meanwhile, once. A read that fails with an error the backend calls
 //! transient (a dropped connection) is retried for a while before the tail ends with it.
+//!
+//! A backend that knows what it just committed (redb, memory) announces it with
+//! [`Notifier::appended`]: the notification carries the batch, and a tail whose next seq the
+//! batch holds delivers from it without a read (every follower of a session re-read each
+//! batch from the store before). Announcements may arrive out of commit order (they are made
+//! by the appending task after its commit returns), so the notifier keeps the batch that
+//! reaches furthest, and a tail uses it only when it holds the tail's next seq; any other wake
+//! reads as before. A session's batches commit in seq order (each append names the length it
+//! expects), so a batch's events are committed whenever it is announced.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use openharness_core::{
-    SessionId, Store, StoreError,
-    adapter::{Recorded, Subscription},
+    Envelope, SessionId, Store, StoreError,
+    adapter::{Recorded, Subscription, SubscriptionSender},
 };
 use tokio::sync::watch;
 
@@ -47,8 +56,32 @@ type Transient = fn(&StoreError) -> bool;
 
 #[derive(Debug, Default)]
 struct Senders {
-    sessions: HashMap<SessionId, watch::Sender<()>>,
+    sessions: HashMap<SessionId, watch::Sender<Latest>>,
     closed: Option<String>,
+}
+
+/// What a session's tails are told on a wake: the committed batch that reaches furthest, when
+/// the last announcement carried one (`None`: read to learn what changed).
+type Latest = Option<Arc<Batch>>;
+
+/// Events a session committed together, from seq `first`.
+#[derive(Debug)]
+struct Batch {
+    first: u64,
+    events: Vec<Envelope>,
+}
+
+impl Batch {
+    /// The seq after the batch's last event.
+    fn end(&self) -> u64 {
+        self.first + self.events.len() as u64
+    }
+
+    /// The batch's events from seq `next` on, when it holds `next`.
+    fn from(&self, next: u64) -> Option<&[Envelope]> {
+        let skip = usize::try_from(next.checked_sub(self.first)?).ok()?;
+        self.events.get(skip..).filter(|rest| !rest.is_empty())
+    }
 }
 
 impl Notifier {
@@ -58,7 +91,7 @@ impl Notifier {
 
     /// A receiver woken by every later [`notify`](Self::notify) of `session`; `None` when the
     /// notifier is closed (with the reason).
-    pub(crate) fn watch(&self, session: &SessionId) -> Result<watch::Receiver<()>, String> {
+    fn watch(&self, session: &SessionId) -> Result<watch::Receiver<Latest>, String> {
         let mut senders = self.lock();
         if let Some(reason) = &senders.closed {
             return Err(reason.clone());
@@ -66,20 +99,48 @@ impl Notifier {
         Ok(senders
             .sessions
             .entry(session.clone())
-            .or_insert_with(|| watch::channel(()).0)
+            .or_insert_with(|| watch::channel(None).0)
             .subscribe())
     }
 
-    /// Wakes the tails of `session`.
+    /// Wakes the tails of `session`; each reads to learn what changed.
     pub(crate) fn notify(&self, session: &SessionId) {
         let mut senders = self.lock();
         if let Some(sender) = senders.sessions.get(session) {
             if sender.receiver_count() == 0 {
                 senders.sessions.remove(session);
             } else {
-                sender.send_replace(());
+                sender.send_replace(None);
             }
         }
+    }
+
+    /// Wakes the tails of `session` with the batch it just committed, `events` from seq
+    /// `first`: a tail whose next seq it holds delivers it without reading. Copied only when
+    /// the session has tails; an empty batch changed nothing and wakes no one.
+    pub(crate) fn appended(&self, session: &SessionId, first: u64, events: &[Envelope]) {
+        if events.is_empty() {
+            return;
+        }
+        let mut senders = self.lock();
+        let Some(sender) = senders.sessions.get(session) else {
+            return;
+        };
+        if sender.receiver_count() == 0 {
+            senders.sessions.remove(session);
+            return;
+        }
+        let end = first + events.len() as u64;
+        sender.send_modify(|latest| {
+            // An announcement overtaken by a later batch's wakes the tails but leaves the
+            // later batch in place: they read what they miss.
+            if latest.as_ref().is_none_or(|batch| batch.end() < end) {
+                *latest = Some(Arc::new(Batch {
+                    first,
+                    events: events.to_vec(),
+                }));
+            }
+        });
     }
 
     /// Ends every tail: their next wait fails with `reason`, and new watches fail too.
@@ -110,7 +171,7 @@ impl Notifier {
             .sessions
             .retain(|_, sender| sender.receiver_count() > 0);
         for sender in senders.sessions.values() {
-            sender.send_replace(());
+            sender.send_replace(None);
         }
     }
 
@@ -145,49 +206,30 @@ pub(crate) fn tail<S: Store + Clone>(
     let (sender, subscription) = Subscription::channel(BUFFER);
     tokio::spawn(async move {
         let mut next = from_seq;
+        // The first pass reads: the tail starts wherever its caller asked.
+        let mut first_pass = true;
         loop {
             // Seen before reading: a change committed after the read wakes the wait below.
-            changes.borrow_and_update();
-            let mut failing_since = None;
-            loop {
-                let page = match store
-                    .events(&session, next..next.saturating_add(PAGE))
-                    .await
-                {
-                    Ok(page) => page,
-                    Err(err) => {
-                        let since = *failing_since.get_or_insert_with(tokio::time::Instant::now);
-                        match notifier.transient {
-                            Some((grace, transient))
-                                if transient(&err) && since.elapsed() < grace =>
-                            {
-                                tokio::select! {
-                                    () = tokio::time::sleep(RETRY_PAUSE) => continue,
-                                    () = sender.closed() => return,
-                                }
-                            }
-                            _ => {
-                                let _ = sender.send(Err(err)).await;
-                                return;
-                            }
-                        }
-                    }
-                };
-                failing_since = None;
-                let count = page.len() as u64;
-                for event in page {
-                    let recorded = Recorded { seq: next, event };
+            let latest = changes.borrow_and_update().clone();
+            let announced = latest.filter(|batch| !first_pass && batch.first <= next);
+            first_pass = false;
+            if let Some(batch) = announced {
+                // The furthest batch holds the next seq (or ends before it: a wake overtaken
+                // by what this tail already read), so nothing committed before it is missed.
+                for event in batch.from(next).unwrap_or_default() {
+                    let recorded = Recorded {
+                        seq: next,
+                        event: event.clone(),
+                    };
                     next += 1;
                     if sender.send(Ok(recorded)).await.is_err() {
                         return; // unsubscribed
                     }
                 }
-                if count < PAGE {
-                    break;
-                }
+            } else if !read_to_end(&store, &notifier, &session, &mut next, &sender).await {
+                return;
             }
-            tokio::select! {
-                changed = changes.changed() => {
+            tokio::select! {                changed = changes.changed() => {
                     if changed.is_err() {
                         let reason = notifier
                             .closed()
@@ -207,6 +249,54 @@ pub(crate) fn tail<S: Store + Clone>(
         }
     });
     Ok(subscription)
+}
+
+/// Delivers `session`'s events from `next` to the end of what is committed, page by page,
+/// waiting out transient read errors; false when the tail is done (unsubscribed, or an error
+/// was sent).
+async fn read_to_end<S: Store>(
+    store: &S,
+    notifier: &Notifier,
+    session: &SessionId,
+    next: &mut u64,
+    sender: &SubscriptionSender,
+) -> bool {
+    let mut failing_since = None;
+    loop {
+        let page = match store
+            .events(session, *next..next.saturating_add(PAGE))
+            .await
+        {
+            Ok(page) => page,
+            Err(err) => {
+                let since = *failing_since.get_or_insert_with(tokio::time::Instant::now);
+                match notifier.transient {
+                    Some((grace, transient)) if transient(&err) && since.elapsed() < grace => {
+                        tokio::select! {
+                            () = tokio::time::sleep(RETRY_PAUSE) => continue,
+                            () = sender.closed() => return false,
+                        }
+                    }
+                    _ => {
+                        let _ = sender.send(Err(err)).await;
+                        return false;
+                    }
+                }
+            }
+        };
+        failing_since = None;
+        let count = page.len() as u64;
+        for event in page {
+            let recorded = Recorded { seq: *next, event };
+            *next += 1;
+            if sender.send(Ok(recorded)).await.is_err() {
+                return false; // unsubscribed
+            }
+        }
+        if count < PAGE {
+            return true;
+        }
+    }
 }
 
 /// A live tail stopped because the store can no longer tell it about new events.

@@ -153,10 +153,10 @@ impl Store for MemoryStore {
             log.events.push(event.clone());
         }
         log.info = info;
-        let len = log.events.len() as u64;
+        let end = log.events.len() as u64;
         drop(sessions);
-        self.notifier.notify(session);
-        Ok(len)
+        self.notifier.appended(session, len, events);
+        Ok(end)
     }
 
     async fn events(
@@ -245,5 +245,84 @@ impl Store for MemoryStore {
         from_seq: u64,
     ) -> Result<Subscription, StoreError> {
         tail(self, &self.notifier, session, from_seq)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+
+    fn events(n: usize) -> Vec<Envelope> {
+        (0..n)
+            .map(|k| Envelope::new("test:event", serde_json::json!({ "k": k }), None))
+            .collect()
+    }
+
+    /// Writes `events` at the session's end without announcing them (as an append whose
+    /// announcement has not run yet).
+    fn write_unannounced(store: &MemoryStore, session: &SessionId, events: &[Envelope]) {
+        let mut sessions = store.lock();
+        let log = sessions.entry(session.clone()).or_insert_with(|| Log {
+            events: Vec::new(),
+            seqs: HashMap::new(),
+            info: SessionInfo::from_first_events(session.clone(), events)
+                .expect("a first batch gives metadata"),
+            snapshots: BTreeMap::new(),
+        });
+        for event in events {
+            log.seqs.insert(event.id, log.events.len() as u64);
+            log.events.push(event.clone());
+        }
+    }
+
+    async fn next_seqs(subscription: &mut Subscription, count: usize) -> Vec<u64> {
+        let mut seqs = Vec::new();
+        for _ in 0..count {
+            let item = tokio::time::timeout(Duration::from_secs(5), subscription.next()).await;
+            match item {
+                Ok(Some(Ok(recorded))) => seqs.push(recorded.seq),
+                other => panic!("expected an event, got {other:?}"),
+            }
+        }
+        seqs
+    }
+
+    async fn assert_quiet(subscription: &mut Subscription) {
+        let item = tokio::time::timeout(Duration::from_millis(100), subscription.next()).await;
+        assert!(item.is_err(), "more than was appended: {item:?}");
+    }
+
+    /// Announcements that arrive out of commit order neither lose nor repeat an event: a
+    /// batch past the tail's next seq makes it read, a stale one changes nothing.
+    #[tokio::test]
+    async fn a_tail_reads_what_announcements_out_of_order_skip() {
+        let store = MemoryStore::new();
+        let session = SessionId::new();
+        let mut tail = store.subscribe(&session, 0).await.expect("subscribe");
+        let (first, second) = (events(2), events(3));
+        write_unannounced(&store, &session, &first);
+        write_unannounced(&store, &session, &second);
+        // The second batch is announced before the first.
+        store.notifier.appended(&session, 2, &second);
+        assert_eq!(next_seqs(&mut tail, 5).await, vec![0, 1, 2, 3, 4]);
+        store.notifier.appended(&session, 0, &first);
+        assert_quiet(&mut tail).await;
+        // A batch that continues the tail is delivered as it was appended.
+        let third = events(2);
+        assert_eq!(store.append(&session, &third, 5).await.expect("append"), 7);
+        let mut delivered = Vec::new();
+        for _ in 0..2 {
+            match tail.next().await {
+                Some(Ok(recorded)) => delivered.push((recorded.seq, recorded.event)),
+                other => panic!("expected an event, got {other:?}"),
+            }
+        }
+        assert_eq!(
+            delivered,
+            vec![(5, third[0].clone()), (6, third[1].clone())]
+        );
+        assert_quiet(&mut tail).await;
     }
 }

@@ -308,7 +308,8 @@ impl Store for RedbStore {
             .into());
         };
         let len = result?;
-        self.notifier.notify(session);
+        let first = len.saturating_sub(events.len() as u64);
+        self.notifier.appended(session, first, events);
         Ok(len)
     }
 
