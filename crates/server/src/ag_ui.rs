@@ -192,11 +192,9 @@ async fn run(
                     input: Some(text),
                 }
             } else {
-                let open = if crate::chat::turn_running(&state, &session).await? {
-                    Vec::new()
-                } else {
-                    state.host.unfinished(&session).await?.open_requests
-                };
+                let open = crate::chat::answerable(&state, &session, recorded_len)
+                    .await?
+                    .unwrap_or_default();
                 let naming = "with a `resume` entry naming its interrupt";
                 match crate::chat::request_answered(&session, None, open, naming)? {
                     Some(request) => TurnStart::Answer { request, text },

@@ -52,7 +52,7 @@ use axum::extract::{Path, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use futures_util::{StreamExt, stream};
-use openharness_core::builtin::{InputQueued, InputSteered, UserInput};
+use openharness_core::builtin::{InputQueued, InputSteered, UserInput, WorkflowCompleted};
 use openharness_core::{Event as _, EventId, RunOptions, SessionId, adapter::Recorded};
 use openharness_host::{TurnDone, TurnStart};
 use openharness_projection::{
@@ -268,7 +268,7 @@ async fn ui_stream(
                     }
                 }
                 if steered {
-                    if recorded.event.name != openharness_core::builtin::WorkflowCompleted::NAME {
+                    if recorded.event.name != WorkflowCompleted::NAME {
                         break 'event (Vec::new(), false);
                     }
                     let finish = json!({ "type": "finish" }).to_string();
@@ -428,14 +428,12 @@ pub(crate) async fn post(
         .await
         .map_err(|err| ApiError::internal(err.to_string()))?;
     let start = match exists.filter(|info| info.count > 0) {
-        Some(_) => {
+        Some(info) => {
             // While a turn runs the message is a second input (the running turn decides what
             // its open requests are); otherwise it may answer the request the session waits on.
-            let open = if turn_running(&state, &session).await? {
-                Vec::new()
-            } else {
-                state.host.unfinished(&session).await?.open_requests
-            };
+            let open = answerable(&state, &session, info.count)
+                .await?
+                .unwrap_or_default();
             let request = match trigger {
                 Trigger::Submit => answer_for(&session, newest, open)?,
                 Trigger::Regenerate(_) => {
@@ -569,38 +567,35 @@ fn answer_for(
     request_answered(session, named, open, "in its metadata as `requestId`")
 }
 
-/// How long a turn that has recorded its end may take to let go of its session.
-const LETTING_GO: std::time::Duration = std::time::Duration::from_secs(2);
-
-/// Whether a turn runs on `session` for what an input means (a second input while it runs, or
-/// an answer to the request it ended waiting on): a turn that has recorded its
-/// `workflow:completed` but not yet let go of the session (its host is finishing up) is waited
-/// for, so a client that answers the moment a stream ends is not taken for a second input.
-pub(crate) async fn turn_running(state: &AppState, session: &SessionId) -> Result<bool, ApiError> {
-    if !state.host.is_running(session) {
-        return Ok(false);
-    }
-    let store = state.host.store();
-    let count = store
-        .session(session)
-        .await
-        .map_err(|err| ApiError::internal(err.to_string()))?
-        .map_or(0, |info| info.count);
-    let last = store
+/// The requests a new input on `session` (`count` events long) may answer, read from its last
+/// event: `None` while a turn runs (the input is then a second input, which the busy policy
+/// decides), else those the session waits on. A turn that has recorded its `workflow:completed`
+/// has ended, whether or not its host has let go of the session yet: its open requests are
+/// the ones that event lists (a host asked to start something on a session whose turn is
+/// ending runs it next), unless it left inputs queued, whose turns run first. Only a session
+/// whose last turn did not end here (a crash cut it off) is derived to find them.
+pub(crate) async fn answerable(
+    state: &AppState,
+    session: &SessionId,
+    count: u64,
+) -> Result<Option<Vec<EventId>>, ApiError> {
+    let last = state
+        .host
+        .store()
         .events(session, count.saturating_sub(1)..count)
         .await
         .map_err(|err| ApiError::internal(err.to_string()))?;
-    if last
+    let running = state.host.is_running(session);
+    let ended = last
         .first()
-        .is_none_or(|event| event.name != openharness_core::builtin::WorkflowCompleted::NAME)
-    {
-        return Ok(true);
+        .filter(|event| event.name == WorkflowCompleted::NAME)
+        .and_then(|event| event.decode::<WorkflowCompleted>().ok());
+    match ended {
+        Some(ended) if ended.queued.is_empty() => return Ok(Some(ended.open_requests)),
+        _ if running => return Ok(None),
+        _ => {}
     }
-    let deadline = tokio::time::Instant::now() + LETTING_GO;
-    while state.host.is_running(session) && tokio::time::Instant::now() < deadline {
-        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
-    }
-    Ok(state.host.is_running(session))
+    Ok(Some(state.host.unfinished(session).await?.open_requests))
 }
 
 /// The open request (of `open`, `session`'s) an input answers: `named`, when the input names

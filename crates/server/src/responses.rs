@@ -325,7 +325,7 @@ async fn plan(state: &AppState, request: &CreateResponse, text: String) -> Resul
             });
         }
     }
-    let start = match answer_for(state, &session, request).await? {
+    let start = match answer_for(state, &session, summary.len, request).await? {
         Some(request) => TurnStart::Answer { request, text },
         None => TurnStart::Input(text),
     };
@@ -360,16 +360,16 @@ async fn target_of(
 
 /// The open request a new input on `session` answers: the one named in the request's
 /// `metadata["openharness.requestId"]`, else the only one open; none while a turn runs (the
-/// input is then a second input, which the busy policy decides).
+/// input is then a second input, which the busy policy decides). `len`: the session's length.
 async fn answer_for(
     state: &AppState,
     session: &SessionId,
+    len: u64,
     request: &CreateResponse,
 ) -> Result<Option<EventId>, OpenError> {
-    if crate::chat::turn_running(state, session).await? {
+    let Some(open) = crate::chat::answerable(state, session, len).await? else {
         return Ok(None);
-    }
-    let open = state.host.unfinished(session).await?.open_requests;
+    };
     let named = request
         .metadata
         .as_ref()
