@@ -21,7 +21,9 @@
 //! - **streamed**: the model streams its 20 chunks over 1 s (first at 50 ms); N concurrent
 //!   sessions (1000 by default). The model's own first word, read by the driver straight from
 //!   the fake at the same concurrency, is the baseline: goal, our first-word p99 <= 1.2x the
-//!   model's. Then the same with one follower per session (`GET /sessions/{id}/events`;
+//!   model's. Each first word is also split in two: request → the model writing it (the
+//!   server's work before the model call, plus the model's 50 ms) and model → poster (the
+//!   word's way through the store and the stream). Then the same with one follower per session (`GET /sessions/{id}/events`;
 //!   LangGraph's `GET /threads/{id}/stream`): how far behind the first reader each follower
 //!   reads each word.
 //! - **busy**: one session posting turns with the 1 s model, 1000 followers of it: follower
@@ -35,7 +37,9 @@
 //!   (goal <= 5 s). Needs `OPENHARNESS_TEST_POSTGRES`.
 //!
 //! Options: `--quick` (short windows, small N: a smoke run), `--seconds S` (the window),
-//! `--rounds R`, `--sessions 10,100,1000`, `--streamed-sessions N`, `--busy-followers F`,
+//! `--rounds R`, `--sessions 10,100,1000`, `--streamed-sessions N`, `--spread-ms M` (the
+//! streamed sessions start their loops evenly over M ms instead of all at once),
+//! `--busy-followers F`,
 //! `--idle-sessions S`, `--idle-followers F`, `--replica-sessions N`,
 //! `--rows saturation,streamed,busy,idle,replicas`,
 //! `--no-langgraph`; `OPENHARNESS_LOAD_OURS_PRELOAD=lib.so` preloads a library into our
@@ -74,6 +78,8 @@ struct Options {
     rounds: usize,
     sessions: Vec<usize>,
     streamed_sessions: usize,
+    /// Over how long the streamed sessions' loops start (`--spread-ms`; 0: all at once).
+    streamed_spread: Duration,
     busy_followers: usize,
     idle_sessions: usize,
     idle_followers: usize,
@@ -89,6 +95,7 @@ impl Options {
             rounds: 3,
             sessions: vec![1, 10, 100, 1000],
             streamed_sessions: 1000,
+            streamed_spread: Duration::ZERO,
             busy_followers: 1000,
             idle_sessions: 1000,
             idle_followers: 10_000,
@@ -143,6 +150,9 @@ impl Options {
                         .collect::<Result<_, _>>()?;
                 }
                 "--streamed-sessions" => options.streamed_sessions = number(value()?)?,
+                "--spread-ms" => {
+                    options.streamed_spread = Duration::from_millis(number(value()?)? as u64);
+                }
                 "--busy-followers" => options.busy_followers = number(value()?)?,
                 "--idle-sessions" => options.idle_sessions = number(value()?)?.max(1),
                 "--idle-followers" => options.idle_followers = number(value()?)?,
@@ -383,6 +393,15 @@ fn say(bench: &Bench, kind: Kind, what: &str, f: &Figures) {
         millis(percentile(&f.turn, 0.99)),
         f.errors,
     );
+    if !f.first_to_model.is_empty() {
+        line.push_str(&format!(
+            " (request->model wrote it p50 {} p99 {}, model->poster p50 {} p99 {})",
+            millis(percentile(&f.first_to_model, 0.5)),
+            millis(percentile(&f.first_to_model, 0.99)),
+            millis(percentile(&f.first_from_model, 0.5)),
+            millis(percentile(&f.first_from_model, 0.99)),
+        ));
+    }
     if !f.behind_first.is_empty() || f.follower_errors > 0 {
         line.push_str(&format!(
             ", followers: behind first p99 {}, model->follower p99 {} (model->poster p99 {}), follower errors {}",
@@ -437,6 +456,7 @@ async fn saturation(bench: &mut Bench) -> Fallible<Vec<Row>> {
                     followers: 0,
                     window: bench.options.window,
                     chunks: CHUNKS,
+                    spread: Duration::ZERO,
                 };
                 let what = format!("saturation N={n} round {}", round + 1);
                 runs[at].push(one(bench, sides[at], plan, pace, &what).await?);
@@ -538,8 +558,13 @@ async fn streamed(bench: &mut Bench) -> Fallible<Vec<Row>> {
         followers: 0,
         window: bench.options.window,
         chunks: CHUNKS,
+        spread: bench.options.streamed_spread,
     };
-    let what = format!("streamed 1 s, N={n}");
+    let spread = match plan.spread {
+        Duration::ZERO => String::new(),
+        spread => format!(", starts over {} ms", spread.as_millis()),
+    };
+    let what = format!("streamed 1 s, N={n}{spread}");
     let model = one(bench, Kind::Model, plan, pace, &what).await?;
     let mut figures = Vec::new();
     for kind in sides(bench) {
@@ -551,7 +576,7 @@ async fn streamed(bench: &mut Bench) -> Fallible<Vec<Row>> {
         let p99 = percentile(&f.first, 0.99);
         let ratio = ms(p99) / ms(model_p99).max(1e-9);
         rows.push(Row {
-            what: format!("first word p99, 1 s model, N={n} ({})", kind.name()),
+            what: format!("first word p99, 1 s model, N={n}{spread} ({})", kind.name()),
             measured: format!(
                 "{:.1} ms (p50 {:.1})",
                 ms(p99),
@@ -567,7 +592,7 @@ async fn streamed(bench: &mut Bench) -> Fallible<Vec<Row>> {
             met: (*kind == Kind::Ours).then_some(ratio <= 1.2),
         });
         rows.push(Row {
-            what: format!("turns/s, 1 s model, N={n} ({})", kind.name()),
+            what: format!("turns/s, 1 s model, N={n}{spread} ({})", kind.name()),
             measured: rate_cell(f),
             baseline: format!("{} (model)", rate_cell(&model)),
             ratio: times(f.turns_per_s() / model.turns_per_s().max(1e-9)),
@@ -580,7 +605,7 @@ async fn streamed(bench: &mut Bench) -> Fallible<Vec<Row>> {
         followers: 1,
         ..plan
     };
-    let what = format!("streamed 1 s, N={n}, 1 follower each");
+    let what = format!("streamed 1 s, N={n}{spread}, 1 follower each");
     let mut lags = Vec::new();
     for kind in sides(bench) {
         lags.push((kind, one(bench, kind, followed, pace, &what).await?));
@@ -646,6 +671,7 @@ async fn busy(bench: &mut Bench) -> Fallible<Vec<Row>> {
         followers,
         window: bench.options.window,
         chunks: CHUNKS,
+        spread: Duration::ZERO,
     };
     let what = format!("busy session, {followers} followers");
     let mut runs = Vec::new();

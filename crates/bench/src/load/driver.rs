@@ -46,6 +46,10 @@ pub(crate) struct Plan {
     pub(crate) window: Duration,
     /// Words the fake streams per turn (a turn seeing another count is an error).
     pub(crate) chunks: u64,
+    /// Over how long the sessions' loops start, evenly spread (zero: all at once). Users do
+    /// not all press enter in the same millisecond: spread over one turn, N sessions keep N
+    /// turns in flight without a burst of N posts each time they come round.
+    pub(crate) spread: Duration,
 }
 
 /// Whose use is read as the loop starts and ends.
@@ -64,6 +68,11 @@ pub(crate) struct Figures {
     pub(crate) window: Duration,
     /// Of those turns: request to first word, and to the stream's end; sorted.
     pub(crate) first: Vec<Duration>,
+    /// The first word's time split in two (sorted): from the request to the model writing it
+    /// (the server's work before the model call, the call, and the model's own wait), and
+    /// from the model writing it to the poster reading it (the word's way through the server).
+    pub(crate) first_to_model: Vec<Duration>,
+    pub(crate) first_from_model: Vec<Duration>,
     pub(crate) turn: Vec<Duration>,
     /// Turns that failed (status, error frame, cut stream, timeout, wrong word count).
     pub(crate) errors: u64,
@@ -275,6 +284,8 @@ impl Recording {
 /// One turn as its poster saw it.
 pub(crate) struct Turn {
     pub(crate) first: Option<Duration>,
+    /// The first word's request → model and model → poster times.
+    pub(crate) first_split: Option<(Duration, Duration)>,
     pub(crate) total: Duration,
     pub(crate) words: u64,
 }
@@ -370,6 +381,7 @@ pub(crate) async fn turn(
 ) -> Result<Turn, Failed> {
     let (path, body, stream) = turn_request(kind, session, k);
     let started = Instant::now();
+    let started_ns = unix_ns();
     let unacknowledged = |why: String| Failed {
         acknowledged: false,
         why,
@@ -394,6 +406,7 @@ pub(crate) async fn turn(
     let mut words = Words::default();
     let mut timed = Turn {
         first: None,
+        first_split: None,
         total: Duration::ZERO,
         words: 0,
     };
@@ -404,7 +417,14 @@ pub(crate) async fn turn(
     {
         match frames.line(&line) {
             Frame::Text(text) => words.feed(&text, |stamp| {
-                timed.first.get_or_insert_with(|| started.elapsed());
+                if timed.first.is_none() {
+                    timed.first = Some(started.elapsed());
+                    let read = unix_ns();
+                    timed.first_split = Some((
+                        nanos(stamp.saturating_sub(started_ns)),
+                        nanos(read.saturating_sub(stamp)),
+                    ));
+                }
                 timed.words += 1;
                 recording.note(seen, stamp);
             }),
@@ -649,7 +669,11 @@ pub(crate) async fn run(
     for (index, (mut connection, session)) in sessions.into_iter().enumerate() {
         let recording = recording.clone();
         let chunks = plan.chunks;
+        let offset = plan
+            .spread
+            .mul_f64(index as f64 / plan.sessions.max(1) as f64);
         loops.push(tokio::spawn(async move {
+            tokio::time::sleep(offset).await;
             let mut ended = Vec::new();
             let mut errors = Vec::new();
             let mut seen = Sightings::new();
@@ -683,6 +707,10 @@ pub(crate) async fn run(
             figures.turn.push(done.total);
             if let Some(first) = done.first {
                 figures.first.push(first);
+            }
+            if let Some((to_model, from_model)) = done.first_split {
+                figures.first_to_model.push(to_model);
+                figures.first_from_model.push(from_model);
             }
         }
         figures.errors += errors.len() as u64;
@@ -729,6 +757,8 @@ pub(crate) async fn run(
     }
     for times in [
         &mut figures.first,
+        &mut figures.first_to_model,
+        &mut figures.first_from_model,
         &mut figures.turn,
         &mut figures.model_to_follower,
         &mut figures.behind_first,
