@@ -72,6 +72,14 @@ fn turn_failure(ended: &Ended) -> String {
     }
 }
 
+/// How long a session whose log says its turn ended may stay claimed by another process (that
+/// process letting go) before a request for it here is told it is busy.
+const LETTING_GO: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// The pauses between asking again for such a claim: doubling from the first to the last.
+const LETTING_GO_FIRST_PAUSE: std::time::Duration = std::time::Duration::from_millis(2);
+const LETTING_GO_MAX_PAUSE: std::time::Duration = std::time::Duration::from_millis(50);
+
 /// How many resumes in a row may leave the same inputs queued before the driver stops trying
 /// (a turn that cannot answer them; recovery tries again later).
 const MAX_IDLE_RESUMES: usize = 2;
@@ -91,7 +99,20 @@ impl Host {
                 self.owner_and_status(session).await
             }
         };
-        let (claimed, read) = tokio::join!(claim(&self.store, session), read);
+        let (mut claimed, read) = tokio::join!(claim(&self.store, session), read);
+        // Held by another process while the log says its turn has ended: that process is
+        // letting go (saving the turn's snapshot, releasing the claim). A client that sends
+        // its next message the moment a stream ends, to another replica, is not told `busy`
+        // for that: the claim is asked again, for a moment.
+        if matches!(claimed, Ok(None)) && !fresh && !read.1 {
+            let deadline = tokio::time::Instant::now() + LETTING_GO;
+            let mut pause = LETTING_GO_FIRST_PAUSE;
+            while matches!(claimed, Ok(None)) && tokio::time::Instant::now() < deadline {
+                tokio::time::sleep(pause).await;
+                pause = (pause * 2).min(LETTING_GO_MAX_PAUSE);
+                claimed = claim(&self.store, session).await;
+            }
+        }
         let claimed = match claimed {
             Ok(Some(claim)) => claim,
             Ok(None) => {
