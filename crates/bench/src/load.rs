@@ -23,9 +23,9 @@
 //!   the fake at the same concurrency, is the baseline: goal, our first-word p99 <= 1.2x the
 //!   model's. Each first word is also split in two: request → the model writing it (the
 //!   server's work before the model call, plus the model's 50 ms) and model → poster (the
-//!   word's way through the store and the stream). Then the same with one follower per session (`GET /sessions/{id}/events`;
-//!   LangGraph's `GET /threads/{id}/stream`): how far behind the first reader each follower
-//!   reads each word.
+//!   word's way through the store and the stream). Then the same with one follower per
+//!   session (`GET /sessions/{id}/events`; LangGraph's `GET /threads/{id}/stream`): how far
+//!   behind the first reader each follower reads each word.
 //! - **busy**: one session posting turns with the 1 s model, 1000 followers of it: follower
 //!   lag p99 (behind the first reader of each word; goal <= 50 ms), and model → follower.
 //! - **idle**: a fresh server; S sessions of one turn each, then S more: RSS and fds per idle

@@ -585,14 +585,13 @@ pub(crate) async fn answerable(
         .events(session, count.saturating_sub(1)..count)
         .await
         .map_err(|err| ApiError::internal(err.to_string()))?;
-    let running = state.host.is_running(session);
     let ended = last
         .first()
         .filter(|event| event.name == WorkflowCompleted::NAME)
         .and_then(|event| event.decode::<WorkflowCompleted>().ok());
     match ended {
         Some(ended) if ended.queued.is_empty() => return Ok(Some(ended.open_requests)),
-        _ if running => return Ok(None),
+        _ if state.host.is_running(session) => return Ok(None),
         _ => {}
     }
     Ok(Some(state.host.unfinished(session).await?.open_requests))

@@ -89,8 +89,9 @@ impl Notifier {
         self.inner.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// A receiver woken by every later [`notify`](Self::notify) of `session`; `None` when the
-    /// notifier is closed (with the reason).
+    /// A receiver woken by every later [`notify`](Self::notify) and
+    /// [`appended`](Self::appended) of `session`; the reason instead when the notifier is
+    /// closed.
     fn watch(&self, session: &SessionId) -> Result<watch::Receiver<Latest>, String> {
         let mut senders = self.lock();
         if let Some(reason) = &senders.closed {
@@ -213,23 +214,20 @@ pub(crate) fn tail<S: Store + Clone>(
             let latest = changes.borrow_and_update().clone();
             let announced = latest.filter(|batch| !first_pass && batch.first <= next);
             first_pass = false;
-            if let Some(batch) = announced {
+            let delivering = match announced {
                 // The furthest batch holds the next seq (or ends before it: a wake overtaken
                 // by what this tail already read), so nothing committed before it is missed.
-                for event in batch.from(next).unwrap_or_default() {
-                    let recorded = Recorded {
-                        seq: next,
-                        event: event.clone(),
-                    };
-                    next += 1;
-                    if sender.send(Ok(recorded)).await.is_err() {
-                        return; // unsubscribed
-                    }
+                Some(batch) => {
+                    let events = batch.from(next).unwrap_or_default();
+                    deliver(&sender, &mut next, events.iter().cloned()).await
                 }
-            } else if !read_to_end(&store, &notifier, &session, &mut next, &sender).await {
+                None => read_to_end(&store, &notifier, &session, &mut next, &sender).await,
+            };
+            if !delivering {
                 return;
             }
-            tokio::select! {                changed = changes.changed() => {
+            tokio::select! {
+                changed = changes.changed() => {
                     if changed.is_err() {
                         let reason = notifier
                             .closed()
@@ -286,17 +284,29 @@ async fn read_to_end<S: Store>(
         };
         failing_since = None;
         let count = page.len() as u64;
-        for event in page {
-            let recorded = Recorded { seq: *next, event };
-            *next += 1;
-            if sender.send(Ok(recorded)).await.is_err() {
-                return false; // unsubscribed
-            }
+        if !deliver(sender, next, page).await {
+            return false;
         }
         if count < PAGE {
             return true;
         }
     }
+}
+
+/// Sends `events` as seqs `next`, `next + 1`, …, advancing `next`; false once unsubscribed.
+async fn deliver(
+    sender: &SubscriptionSender,
+    next: &mut u64,
+    events: impl IntoIterator<Item = Envelope>,
+) -> bool {
+    for event in events {
+        let recorded = Recorded { seq: *next, event };
+        *next += 1;
+        if sender.send(Ok(recorded)).await.is_err() {
+            return false;
+        }
+    }
+    true
 }
 
 /// A live tail stopped because the store can no longer tell it about new events.

@@ -277,16 +277,17 @@ mod tests {
         }
     }
 
-    async fn next_seqs(subscription: &mut Subscription, count: usize) -> Vec<u64> {
-        let mut seqs = Vec::new();
+    /// The next `count` events of `subscription`, with their seqs.
+    async fn next(subscription: &mut Subscription, count: usize) -> Vec<(u64, Envelope)> {
+        let mut received = Vec::new();
         for _ in 0..count {
             let item = tokio::time::timeout(Duration::from_secs(5), subscription.next()).await;
             match item {
-                Ok(Some(Ok(recorded))) => seqs.push(recorded.seq),
+                Ok(Some(Ok(recorded))) => received.push((recorded.seq, recorded.event)),
                 other => panic!("expected an event, got {other:?}"),
             }
         }
-        seqs
+        received
     }
 
     async fn assert_quiet(subscription: &mut Subscription) {
@@ -306,21 +307,19 @@ mod tests {
         write_unannounced(&store, &session, &second);
         // The second batch is announced before the first.
         store.notifier.appended(&session, 2, &second);
-        assert_eq!(next_seqs(&mut tail, 5).await, vec![0, 1, 2, 3, 4]);
+        let seqs: Vec<u64> = next(&mut tail, 5)
+            .await
+            .into_iter()
+            .map(|(seq, _)| seq)
+            .collect();
+        assert_eq!(seqs, vec![0, 1, 2, 3, 4]);
         store.notifier.appended(&session, 0, &first);
         assert_quiet(&mut tail).await;
         // A batch that continues the tail is delivered as it was appended.
         let third = events(2);
         assert_eq!(store.append(&session, &third, 5).await.expect("append"), 7);
-        let mut delivered = Vec::new();
-        for _ in 0..2 {
-            match tail.next().await {
-                Some(Ok(recorded)) => delivered.push((recorded.seq, recorded.event)),
-                other => panic!("expected an event, got {other:?}"),
-            }
-        }
         assert_eq!(
-            delivered,
+            next(&mut tail, 2).await,
             vec![(5, third[0].clone()), (6, third[1].clone())]
         );
         assert_quiet(&mut tail).await;
