@@ -42,7 +42,9 @@
 //! `--busy-followers F`,
 //! `--idle-sessions S`, `--idle-followers F`, `--replica-sessions N`,
 //! `--rows saturation,streamed,busy,idle,replicas`,
-//! `--no-langgraph`; `OPENHARNESS_LOAD_OURS_PRELOAD=lib.so` preloads a library into our
+//! `--no-langgraph`, `--store memory` (our server on `--store memory:` instead of a redb
+//! file: the server's own cost, with no store work or disk in it; the replicas keep
+//! PostgreSQL); `OPENHARNESS_LOAD_OURS_PRELOAD=lib.so` preloads a library into our
 //! server only (an experiment: a candidate fix tried from outside). The suite never fails on a missed goal ([`Missed::Shown`]): on a shared
 //! 2-core box the figures are noisy; read them with the machine's load printed beside them.
 
@@ -71,6 +73,12 @@ const CHUNKS: u64 = 20;
 /// The streamed model's whole answer.
 const STREAMED: Duration = Duration::from_secs(1);
 
+/// The options, for `--help` and a wrong one (the module docs say what each does).
+const USAGE: &str = "usage: bench load [--quick] [--seconds S] [--rounds R] [--sessions 10,100,1000] \
+[--streamed-sessions N] [--spread-ms M] [--busy-followers F] [--idle-sessions S] \
+[--idle-followers F] [--replica-sessions N] [--rows saturation,streamed,busy,idle,replicas] \
+[--no-langgraph] [--store redb|memory]";
+
 /// What to run, from the command line.
 #[derive(Debug, Clone)]
 struct Options {
@@ -86,6 +94,8 @@ struct Options {
     replica_sessions: usize,
     rows: Vec<String>,
     langgraph: bool,
+    /// Our server on a memory store instead of a redb file (`--store memory`).
+    memory: bool,
 }
 
 impl Options {
@@ -104,6 +114,7 @@ impl Options {
                 .map(str::to_owned)
                 .to_vec(),
             langgraph: true,
+            memory: false,
         }
     }
 
@@ -158,7 +169,12 @@ impl Options {
                 "--idle-followers" => options.idle_followers = number(value()?)?,
                 "--replica-sessions" => options.replica_sessions = number(value()?)?.max(1),
                 "--rows" => options.rows = value()?.split(',').map(str::to_owned).collect(),
-                other => return Err(format!("unknown option {other}")),
+                "--store" => match value()?.as_str() {
+                    "memory" => options.memory = true,
+                    "redb" => options.memory = false,
+                    other => return Err(format!("--store {other}: not one of redb, memory")),
+                },
+                other => return Err(format!("unknown option {other}\n{USAGE}")),
             }
         }
         Ok(options)
@@ -171,6 +187,10 @@ impl Options {
 
 /// `openharness-bench load [OPTIONS]`.
 pub(crate) fn run(args: &[String]) -> ExitCode {
+    if args.iter().any(|a| a == "--help" || a == "-h") {
+        println!("{USAGE}");
+        return ExitCode::SUCCESS;
+    }
     let options = match Options::parse(args) {
         Ok(options) => options,
         Err(err) => {
@@ -288,7 +308,12 @@ async fn header(bench: &mut Bench) -> Fallible<()> {
             .join(" "),
         usage::open_files_limit().map_or("?".to_owned(), |n| n.to_string())
     );
-    println!("ours: openharness serve (openharness-load-serve) at {rev}, redb store");
+    let store = if bench.options.memory {
+        "EXPERIMENT: a memory store (`--store memory:`: no store work on disk, nothing durable)"
+    } else {
+        "redb store"
+    };
+    println!("ours: openharness serve (openharness-load-serve) at {rev}, {store}");
     if let Some(preload) = std::env::var_os(sides::PRELOAD_VAR) {
         println!(
             "ours: EXPERIMENT: {} preloaded into our server",
@@ -333,7 +358,11 @@ async fn start(bench: &mut Bench, kind: Kind, concurrency: usize) -> Fallible<Se
     std::fs::create_dir_all(&dir)?;
     match kind {
         Kind::Ours => {
-            let store = StoreAt::Redb(dir.join("store.redb"));
+            let store = if bench.options.memory {
+                StoreAt::Memory
+            } else {
+                StoreAt::Redb(dir.join("store.redb"))
+            };
             sides::start_ours(
                 &bench.ours,
                 &store,

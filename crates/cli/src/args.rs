@@ -29,13 +29,14 @@ pub(crate) struct Args<E: Subcommand> {
 
 /// `--store`'s help: the kinds of store this build opens (features `postgres` and `remote`).
 #[cfg(all(feature = "postgres", feature = "remote"))]
-const STORE_HELP: &str = "The store: a redb file, or a PostgreSQL connection string (`postgres://…` or `host=… dbname=…`) for every command, or a running `openharness serve` (`http://ADDR`, read-only: sessions, events, tape, diff, export) when another process holds the redb file";
+const STORE_HELP: &str = "The store: a redb file, or a PostgreSQL connection string (`postgres://…` or `host=… dbname=…`) for every command, or a running `openharness serve` (`http://ADDR`, read-only: sessions, events, tape, diff, export) when another process holds the redb file, or `memory:` (a new store that keeps nothing once the program ends)";
 #[cfg(all(feature = "postgres", not(feature = "remote")))]
-const STORE_HELP: &str = "The store: a redb file, or a PostgreSQL connection string (`postgres://…` or `host=… dbname=…`)";
+const STORE_HELP: &str = "The store: a redb file, or a PostgreSQL connection string (`postgres://…` or `host=… dbname=…`), or `memory:` (a new store that keeps nothing once the program ends)";
 #[cfg(all(not(feature = "postgres"), feature = "remote"))]
-const STORE_HELP: &str = "The store: a redb file, or a running `openharness serve` (`http://ADDR`, read-only: sessions, events, tape, diff, export) when another process holds the redb file";
+const STORE_HELP: &str = "The store: a redb file, or a running `openharness serve` (`http://ADDR`, read-only: sessions, events, tape, diff, export) when another process holds the redb file, or `memory:` (a new store that keeps nothing once the program ends)";
 #[cfg(not(any(feature = "postgres", feature = "remote")))]
-const STORE_HELP: &str = "The store: a redb file";
+const STORE_HELP: &str =
+    "The store: a redb file, or `memory:` (a new store that keeps nothing once the program ends)";
 
 #[derive(Debug, Subcommand)]
 pub(crate) enum Command<E: Subcommand> {

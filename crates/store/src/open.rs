@@ -1,17 +1,22 @@
 //! [`open`]: the store a location names. The one place that tells a PostgreSQL connection
-//! string from a redb file path, used by the CLI's `--store` and by tools of your own that
-//! take a store location from their users; and [`redact_url`], a location fit to show (with
-//! or without the `postgres` feature: a program built without it still names what it cannot
-//! open, never with the password).
+//! string and [`MEMORY_LOCATION`] from a redb file path, used by the CLI's `--store` and by
+//! tools of your own that take a store location from their users; and [`redact_url`], a
+//! location fit to show (with or without the `postgres` feature: a program built without it
+//! still names what it cannot open, never with the password).
 
 use std::ffi::OsStr;
 use std::path::Path;
 
 use openharness_core::{Store, StoreError};
 
+use crate::{MemoryStore, RedbOptions, RedbStore};
 #[cfg(feature = "postgres")]
 use crate::{PostgresOptions, PostgresStore};
-use crate::{RedbOptions, RedbStore};
+
+/// The location that names a new, empty [`MemoryStore`]: `--store memory:` keeps nothing once
+/// the process ends (a try-out, a test, a benchmark of the server without a disk). A file of
+/// that name is still reached as `./memory:`.
+pub const MEMORY_LOCATION: &str = "memory:";
 
 /// Whether the opener records into the store or only reads it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -185,7 +190,8 @@ fn redact_key_value(s: &str) -> String {
 }
 
 /// Opens the store `location` names with the default options: PostgreSQL for a connection
-/// string ([`is_postgres`]; feature `postgres`), else the redb file at that path. A path is
+/// string ([`is_postgres`]; feature `postgres`), a new [`MemoryStore`] for
+/// [`MEMORY_LOCATION`] (every open a new, empty one), else the redb file at that path. A path is
 /// taken as it is (a `&Path` that is not UTF-8 included), never through a lossy string.
 ///
 /// ```
@@ -211,6 +217,9 @@ pub async fn open_with(
     options: OpenOptions,
 ) -> Result<Box<dyn Store>, StoreError> {
     let location = location.as_ref();
+    if location == MEMORY_LOCATION {
+        return Ok(Box::new(MemoryStore::new()));
+    }
     // A connection string is text; a location that is not UTF-8 can only be a path.
     if let Some(url) = location.to_str().filter(|text| is_postgres(text)) {
         #[cfg(feature = "postgres")]
@@ -270,6 +279,31 @@ mod tests {
         for (url, redacted) in cases {
             assert_eq!(redact_url(url), redacted, "{url}");
         }
+    }
+
+    /// `memory:` opens a new memory store each time and writes no file; `./memory:` is a file.
+    #[tokio::test]
+    async fn memory_names_a_new_store_and_no_file() {
+        use openharness_core::{Envelope, SessionId};
+
+        let dir = tempfile::tempdir().unwrap();
+        let here = std::env::current_dir().unwrap();
+        let session = SessionId::new();
+        let store = open(MEMORY_LOCATION, Access::Write).await.unwrap();
+        let event = Envelope::new("user:input", serde_json::json!({ "text": "hi" }), None);
+        store.append(&session, &[event], 0).await.unwrap();
+        assert_eq!(store.all_events(&session).await.unwrap().len(), 1);
+        assert_eq!(store.describe(), "memory");
+        let again = open(MEMORY_LOCATION, Access::Write).await.unwrap();
+        assert!(
+            again.sessions().await.unwrap().is_empty(),
+            "a new store each time"
+        );
+        assert!(!here.join(MEMORY_LOCATION).exists(), "no file is written");
+        let file = dir.path().join(MEMORY_LOCATION);
+        let store = open(&file, Access::Write).await.unwrap();
+        drop(store);
+        assert!(file.exists(), "a path ending in memory: is a redb file");
     }
 
     /// A path that is not UTF-8 opens the file it names, not one at a lossy copy of its name.

@@ -196,6 +196,8 @@ pub(crate) enum StoreAt {
     Redb(PathBuf),
     /// A PostgreSQL connection string.
     Postgres(String),
+    /// A new memory store ([`openharness::store::MEMORY_LOCATION`]).
+    Memory,
 }
 
 /// Starts our server over `store`, its model the fake at `model_url`.
@@ -209,6 +211,7 @@ pub(crate) async fn start_ours(
     let store = match store {
         StoreAt::Redb(path) => path.display().to_string(),
         StoreAt::Postgres(url) => url.clone(),
+        StoreAt::Memory => openharness::store::MEMORY_LOCATION.to_owned(),
     };
     command
         .arg("--store")
