@@ -173,6 +173,25 @@ fn errors_are_clear_and_exit_non_zero() {
     assert!(store.exists(), "--store picks the file");
 }
 
+/// `--store memory:` opens a new, empty store in memory: a reading command lists nothing from
+/// it (not "there is no store") and no file or folder is written.
+#[test]
+fn a_memory_store_starts_empty_and_writes_no_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let listed = stdout(&openharness(
+        dir.path(),
+        &["--store", "memory:", "sessions"],
+    ));
+    assert!(listed.contains("No sessions yet in memory"), "{listed}");
+    let json = json(&openharness(
+        dir.path(),
+        &["--store", "memory:", "sessions", "--json"],
+    ));
+    assert_eq!(json, serde_json::json!([]));
+    let written: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+    assert!(written.is_empty(), "{written:?}");
+}
+
 #[test]
 fn a_store_that_cannot_open_names_each_cause_once() {
     let dir = tempfile::tempdir().unwrap();
