@@ -280,11 +280,15 @@ async fn suite(options: Options) -> Fallible<Vec<Row>> {
     if bench.options.wants("replicas") {
         rows.extend(replicas::replicas(&mut bench).await?);
     }
+    let ours = if bench.options.memory {
+        "on a memory store (`--store memory`: nothing durable; the replicas on PostgreSQL)"
+    } else {
+        "on redb, every event durable"
+    };
     println!(
         "ratio: ours over LangGraph for turns/s; ours (or LangGraph) over the baseline for times and sizes. \
          LangGraph is `langgraph dev` (in-memory, pickled to disk every 10 s, a 0.5 s queue poll; \
-         its PostgreSQL runtime needs Docker, not available here); ours is `serve` on redb, \
-         every event durable."
+         its PostgreSQL runtime needs Docker, not available here); ours is `serve` {ours}."
     );
     Ok(rows)
 }
