@@ -16,6 +16,16 @@ use crate::{PostgresOptions, PostgresStore};
 /// The location that names a new, empty [`MemoryStore`]: `--store memory:` keeps nothing once
 /// the process ends (a try-out, a test, a benchmark of the server without a disk). A file of
 /// that name is still reached as `./memory:`.
+///
+/// ```
+/// use openharness_store::{Access, MEMORY_LOCATION, open};
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), openharness_store::StoreError> {
+/// let store = open(MEMORY_LOCATION, Access::Write).await?;
+/// assert_eq!(store.describe(), "memory");
+/// assert!(store.sessions().await?.is_empty());
+/// # Ok(()) }
+/// ```
 pub const MEMORY_LOCATION: &str = "memory:";
 
 /// Whether the opener records into the store or only reads it.
