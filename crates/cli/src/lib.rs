@@ -500,7 +500,7 @@ impl<E: Subcommand + Send + 'static> Cli<E> {
         if command.needs_recorded_sessions()
             && !openharness::store::is_postgres(&store.to_string_lossy())
             && !transfer::is_remote(&store.to_string_lossy())
-            && store.as_os_str() != openharness::store::MEMORY_LOCATION
+            && !openharness::store::is_memory(&store)
             && !store.exists()
         {
             if let args::Command::Sessions { json, .. } = command {

@@ -104,7 +104,9 @@ pub(crate) use codec::{
 };
 pub use live::LiveError;
 pub use memory::MemoryStore;
-pub use open::{Access, MEMORY_LOCATION, OpenOptions, is_postgres, open, open_with, redact_url};
+pub use open::{
+    Access, MEMORY_LOCATION, OpenOptions, is_memory, is_postgres, open, open_with, redact_url,
+};
 #[cfg(feature = "testing")]
 pub use openharness_core::adapter::observe::{FailingStore, Faults, InjectedFailure};
 pub use openharness_core::adapter::observe::{Observed, StoreCall, StoreObserver};

@@ -28,6 +28,18 @@ use crate::{PostgresOptions, PostgresStore};
 /// ```
 pub const MEMORY_LOCATION: &str = "memory:";
 
+/// Whether `location` is [`MEMORY_LOCATION`] (exactly: `./memory:` is a file).
+///
+/// ```
+/// use openharness_store::is_memory;
+///
+/// assert!(is_memory("memory:"));
+/// assert!(!is_memory("./memory:"));
+/// ```
+pub fn is_memory(location: impl AsRef<OsStr>) -> bool {
+    location.as_ref() == MEMORY_LOCATION
+}
+
 /// Whether the opener records into the store or only reads it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Access {
@@ -227,7 +239,7 @@ pub async fn open_with(
     options: OpenOptions,
 ) -> Result<Box<dyn Store>, StoreError> {
     let location = location.as_ref();
-    if location == MEMORY_LOCATION {
+    if is_memory(location) {
         return Ok(Box::new(MemoryStore::new()));
     }
     // A connection string is text; a location that is not UTF-8 can only be a path.
