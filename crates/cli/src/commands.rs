@@ -64,8 +64,9 @@ use sessions::{sessions, unfinished};
 use tape::tape;
 
 /// Opens the store `--store` names: a redb file (read-only when `reads_only`), PostgreSQL for
-/// a connection string (`postgres://…` or key-value `host=… dbname=…`), or a running server
-/// (`http://…`, read-only), with any password redacted from errors.
+/// a connection string (`postgres://…` or key-value `host=… dbname=…`), a new memory store
+/// (`memory:`), or a running server (`http://…`, read-only), with any password redacted from
+/// errors.
 pub(crate) async fn open_store(path: &Path, reads_only: bool) -> Result<Arc<dyn Store>, CliError> {
     let name = path.to_string_lossy();
     if openharness::store::is_postgres(&name) {

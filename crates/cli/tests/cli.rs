@@ -188,6 +188,10 @@ fn a_memory_store_starts_empty_and_writes_no_file() {
         &["--store", "memory:", "sessions", "--json"],
     ));
     assert_eq!(json, serde_json::json!([]));
+    let compact = openharness(dir.path(), &["--store", "memory:", "compact"]);
+    assert!(!compact.status.success());
+    let said = String::from_utf8_lossy(&compact.stderr);
+    assert!(said.contains("has no file to compact"), "{said}");
     let written: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
     assert!(written.is_empty(), "{written:?}");
 }

@@ -16,6 +16,12 @@ pub(crate) async fn run(store: &Path, mut out: Output) -> Result<(), CliError> {
             "compact is for redb store files; PostgreSQL reclaims space itself (VACUUM)".into(),
         ));
     }
+    if openharness::store::is_memory(store) {
+        return Err(CliError::Usage(
+            "compact is for redb store files; a memory store (`memory:`) has no file to compact"
+                .into(),
+        ));
+    }
     let path = store.to_owned();
     let failed = |source| CliError::Compact {
         path: store.display().to_string(),
